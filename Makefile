@@ -1,0 +1,40 @@
+# Two entry points on a fresh machine: `make demo` and `make test`. Both create .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_DIR ?= .context-engine-demo
+DEMO_NOW := 2026-11-30T12:00:00Z
+
+.PHONY: install demo test test-llm bench clean
+
+$(BIN)/context-engine: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+install: $(BIN)/context-engine
+
+demo: install
+	$(BIN)/context-engine ingest sample --data-dir $(DEMO_DIR)
+	@for q in "PRs Rashid merged last week" \
+	          "how many open PRs are labelled security?" \
+	          "who reviewed the most PRs in the payments repo" \
+	          "open issues assigned to me" \
+	          "weekly count of merged PRs since October" \
+	          "上周张伟合并了哪些PR？"; do \
+	  echo; echo "\$$ context-engine ask \"$$q\" --as rsh-dev --now $(DEMO_NOW)"; \
+	  $(BIN)/context-engine ask "$$q" --as rsh-dev --now $(DEMO_NOW) --data-dir $(DEMO_DIR) || exit $$?; \
+	done
+
+test: install
+	$(BIN)/python -m pytest -m "not llm" -p no:cacheprovider
+
+test-llm: install
+	$(BIN)/python -m pytest -m llm -p no:cacheprovider
+
+bench: install
+	$(BIN)/python -m context_engine.eval.bench
+
+clean:
+	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache

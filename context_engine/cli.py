@@ -1,0 +1,233 @@
+"""`context-engine`: ingest, ask, query, schema.
+
+Exit codes: 0 ok; 2 usage or input error (one line on stderr, never a traceback); 3 a hand-written
+pipeline was rejected by validation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_INPUT, EXIT_REJECTED = 0, 2, 3
+
+
+class InputError(Exception):
+    """Bad input: reported as one line, exit 2."""
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return str(value)
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, default=_json_default, indent=2))
+
+
+def _settings(args: argparse.Namespace):
+    from context_engine.config import Settings
+
+    return Settings().with_overrides(data_dir=getattr(args, "data_dir", None), tenant=getattr(args, "tenant", None),
+                                     asker=getattr(args, "as_user", None))
+
+
+def _progress():
+    """A rich progress display on stderr when it is a terminal; silent otherwise."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        return None
+
+    def report(name: str, count: int) -> None:
+        console.print(f"  {name}: {count:,} records")
+
+    return report
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from context_engine.sources.github import ReadProblems, SourceError, read_github_dump
+    from context_engine.sources.ingest import ingest
+
+    settings = _settings(args)
+    if args.source == "sample":
+        if args.paths:
+            raise InputError("`ingest sample` takes no paths")
+        from context_engine.sources.sample import generate
+
+        per_tenant = generate()
+        problems = ReadProblems()
+    elif args.source == "github":
+        if not args.paths:
+            raise InputError("`ingest github` needs one or more dump files (JSON, JSONL or .gz)")
+        problems = ReadProblems()
+        try:
+            per_tenant = {settings.tenant: read_github_dump([Path(p) for p in args.paths], problems)}
+        except SourceError as exc:
+            raise InputError(str(exc)) from None
+    else:
+        raise InputError(f"unknown source {args.source!r}: use sample or github")
+    reports = ingest(settings, per_tenant, progress=_progress())
+    out = [r.to_json() for r in reports]
+    for item in out:
+        item["skipped"] += problems.count
+        item["problems"] = problems.examples + item["problems"]
+    if args.json:
+        _print_json(out)
+    else:
+        for r in out:
+            counts = ", ".join(f"{n} {v['inserted']}+{v['updated']}~{v['unchanged']}=" for n, v in r["collections"].items())
+            total = sum(v["inserted"] + v["updated"] + v["unchanged"] for v in r["collections"].values())
+            print(f"tenant {r['tenant']}: {total:,} records ({counts.replace('=', '')}; new+updated~unchanged), "
+                  f"{r['skipped']} skipped, {r['seconds']:.1f}s")
+            for problem in r["problems"]:
+                print(f"  skipped {problem}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _check_asker(settings) -> None:
+    from context_engine.query.identity import AmbiguousPerson, UnknownPerson
+    from context_engine.runtime import asker_for, catalog_for
+
+    try:
+        asker_for(settings, catalog_for(settings))
+    except (UnknownPerson, AmbiguousPerson) as exc:
+        raise InputError(f"--as: {exc.args[0]}") from None
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from context_engine.graph.main import graph
+    from context_engine.runtime import parse_now
+
+    question = (args.question or "").strip()
+    if not question:
+        raise InputError("the question is empty")
+    try:
+        now = parse_now(args.now)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    settings = _settings(args)
+    _check_asker(settings)
+    context = {"tenant": settings.tenant, "user": settings.asker, "data_dir": str(settings.data_dir)}
+    result = graph.invoke({"question": question, "now": now.isoformat()}, context=context)
+    if args.json:
+        _print_json({"question": question, "route": result.get("route"), "answer": result.get("answer"),
+                     "queries": result.get("queries", []), "records": result.get("records", []),
+                     "citations": result.get("citations", [])})
+    else:
+        print(result.get("answer", ""))
+        for q in result.get("queries", []):
+            print(f"\nquery: {q['collection']} {json.dumps(q['pipeline'], ensure_ascii=False, default=_json_default)}")
+            for i, attempt in enumerate(q["attempts"], 1):
+                if attempt["error"]:
+                    print(f"  attempt {i} rejected: {attempt['error']}")
+    return EXIT_OK
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    from context_engine.query.execute import ExecutionError, run_pipeline
+    from context_engine.query.llm_planner import from_extended_json
+    from context_engine.query.validate import ValidationPolicy, validate_pipeline
+    from context_engine.runtime import asker_for, catalog_for, store_for
+    from context_engine.query.engine import principals_of
+
+    try:
+        pipeline = from_extended_json(json.loads(args.pipeline))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"PIPELINE_JSON is not valid JSON: {exc.msg} at position {exc.pos}") from None
+    settings = _settings(args)
+    _check_asker(settings)
+    catalog = catalog_for(settings)
+    from context_engine.config import COLLECTIONS
+
+    if args.collection not in COLLECTIONS:
+        raise InputError(f"unknown collection {args.collection!r}; known: {', '.join(COLLECTIONS)}")
+    schema = catalog.schemas.get(args.collection)
+    errors = validate_pipeline(pipeline, schema, ValidationPolicy(allow_regex=settings.allow_regex,
+                                                                  max_limit=settings.max_rows))
+    if errors:
+        if args.json:
+            _print_json({"errors": errors})
+        else:
+            for error in errors:
+                print(f"rejected: {error}", file=sys.stderr)
+        return EXIT_REJECTED
+    try:
+        rows = run_pipeline(store_for(settings), args.collection, pipeline, tenant=settings.tenant,
+                            principals=principals_of(asker_for(settings, catalog)), schema=schema,
+                            max_rows=settings.max_rows, max_time_ms=settings.max_time_ms)
+    except ExecutionError as exc:
+        raise InputError(f"the database refused the query: {exc}") from None
+    _print_json({"records": rows})
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from context_engine.runtime import catalog_for
+
+    catalog = catalog_for(_settings(args))
+    if args.json:
+        _print_json({name: schema.to_json() for name, schema in catalog.schemas.items()})
+    else:
+        for schema in catalog.schemas.values():
+            print(schema.describe())
+            print()
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", help="data directory (default $CONTEXT_ENGINE_HOME or ./.context-engine)")
+    common.add_argument("--tenant", help="tenant to read or write (default $CONTEXT_ENGINE_TENANT or acme)")
+    common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+    parser = argparse.ArgumentParser(prog="context-engine", description=(
+        "A relational context engine: answers questions over PRs, issues, Slack and docs with validated, "
+        "tenant-scoped MongoDB queries. Exit codes: 0 ok, 2 usage/input error, 3 rejected query."))
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", parents=[common], help="load data: the bundled sample or GitHub API dumps")
+    p.add_argument("source", choices=["sample", "github"], help="sample: the bundled corpus (tenants acme, globex); "
+                   "github: JSON/JSONL/.gz dumps of /issues or /pulls")
+    p.add_argument("paths", nargs="*", help="dump files for `github`")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("ask", parents=[common], help="answer a question")
+    p.add_argument("question")
+    p.add_argument("--now", help="the time the question is asked, ISO 8601 (default: the clock)")
+    p.add_argument("--as", dest="as_user", help="the asker: any alias (login, Slack handle, display name)")
+    p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("query", parents=[common], help="run a hand-written pipeline through validation and scoping")
+    p.add_argument("collection")
+    p.add_argument("pipeline", metavar="PIPELINE_JSON", help='e.g. \'[{"$match": {"state": "open"}}]\'; dates as {"$date": "..."}')
+    p.add_argument("--as", dest="as_user", help="the asker (for access to private records)")
+    p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("schema", parents=[common], help="print the discovered schema")
+    p.set_defaults(func=cmd_schema)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from context_engine.store.documents import StoreError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (InputError, StoreError) as exc:
+        print(f"context-engine: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Offline answers composed from structured results: counts, ranked lists, titled links, citations.
+
+Numbers are stated exactly as the query returned them; every listed record is cited by its
+source key, title and URL.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, RunResult, Success
+from context_engine.query.fields import VALUE_ROLES
+
+LISTED = 10
+_NOUNS = {"pull_requests": "pull requests", "issues": "issues", "messages": "messages", "documents": "documents",
+          "commits": "commits", "people": "people"}
+
+
+def _get(doc: dict[str, Any], path: str) -> Any:
+    value: Any = doc
+    for key in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _first(doc: dict[str, Any], collection: str, role: str) -> Any:
+    for path in VALUE_ROLES.get(collection, {}).get(role, []):
+        value = _get(doc, path)
+        if value not in (None, ""):
+            return value
+    return None
+
+
+def citation(doc: dict[str, Any], collection: str) -> dict[str, Any]:
+    title = _first(doc, collection, "title") or doc.get("ref")
+    title = " ".join(str(title).split())
+    return {"id": doc.get("ref"), "collection": collection, "title": title[:120], "url": _first(doc, collection, "url")}
+
+
+def _day(value: Any) -> str:
+    return value.strftime("%Y-%m-%d") if isinstance(value, datetime) else str(value or "")
+
+
+def _label(row: dict[str, Any]) -> str:
+    key = row.get("_id")
+    if isinstance(key, dict):
+        key = ", ".join(f"{k}={v}" for k, v in key.items())
+    name = row.get("name")
+    return f"{name} ({key})" if name and name != key else str(key)
+
+
+def compose(result: RunResult, collection: str | None) -> tuple[str, list[dict[str, Any]]]:
+    """The answer text and its citations."""
+    if isinstance(result, ResolutionFailed):
+        return result.message, []
+    if isinstance(result, MaxAttempts):
+        last = result.attempts[-1].error if result.attempts else "no plan"
+        return f"I could not build a valid query after {len(result.attempts)} attempt(s). Last error: {last}", []
+    noun = _NOUNS.get(collection or "", "records")
+    if isinstance(result, NoResults):
+        return f"No {noun} matched. Tried: {result.tried}", []
+    assert isinstance(result, Success)
+    rows = result.rows
+    if len(rows) == 1 and set(rows[0]) == {"count"}:
+        return f"{rows[0]['count']} {noun} match.", []
+    if rows and "_id" in rows[0] and "ref" not in rows[0]:
+        metric = next((k for k in rows[0] if k not in ("_id", "name")), None)
+        lines = [f"{i}. {_label(r)}: {r.get(metric)}" for i, r in enumerate(rows[:25], 1)]
+        more = f"\n… and {len(rows) - 25} more" if len(rows) > 25 else ""
+        return f"{len(rows)} group(s) of {noun} ({metric}):\n" + "\n".join(lines) + more, []
+    citations = [citation(r, collection or "") for r in rows]
+    lines = []
+    for i, (row, cite) in enumerate(zip(rows[:LISTED], citations), 1):
+        when = _first(row, collection or "", "merged") or _first(row, collection or "", "created")
+        who = _get(row, "user.login") or _get(row, "fields.assignee.displayName") or _get(row, "user_profile.real_name") \
+            or _get(row, "author.name") or ""
+        state = row.get("state") or _get(row, "fields.status.name") or ""
+        meta = ", ".join(x for x in (str(who), str(state), _day(when)) if x)
+        lines.append(f"[{i}] {cite['id']} {cite['title']} ({meta}) {cite['url'] or ''}".rstrip())
+    more = f"\n… and {len(rows) - LISTED} more in the records" if len(rows) > LISTED else ""
+    return f"Found {len(rows)} {noun}:\n" + "\n".join(lines) + more, citations

@@ -1,0 +1,72 @@
+"""Execution: scope a validated pipeline to the tenant and the asker's access, bound it, run it.
+
+Scope is injected here, after validation, as part of the first `$match`, so no planner (and no
+model) ever writes or sees it. A `$text` clause is answered by the engine's BM25 index as an `_id`
+pre-filter (see query.fulltext) unless the store is MongoDB with a real text index and no Chinese.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from context_engine.config import HIDDEN_FIELDS, PUBLIC
+from context_engine.query.fulltext import text_ids
+from context_engine.query.schema import CollectionSchema
+
+_RESHAPING = ("$group", "$project", "$count")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+class ExecutionError(RuntimeError):
+    """The database refused or failed the query; the message goes back to the planner."""
+
+
+def scope_filter(tenant: str, principals: list[str]) -> dict[str, Any]:
+    return {"tenant_id": tenant, "acl": {"$in": sorted({PUBLIC, *principals})}}
+
+
+def scoped_pipeline(pipeline: list[dict[str, Any]], tenant: str, principals: list[str],
+                    max_rows: int) -> list[dict[str, Any]]:
+    """The pipeline as it runs: scope merged into the first `$match`, a final row bound."""
+    stages = copy.deepcopy(pipeline)
+    scope = scope_filter(tenant, principals)
+    if stages and "$match" in stages[0]:
+        # Scope keys are written last: they override anything (validation already forbids them).
+        stages[0] = {"$match": {**stages[0]["$match"], **scope}}
+    else:
+        stages.insert(0, {"$match": scope})
+    stages.append({"$limit": max_rows})
+    return stages
+
+
+def _resolve_text(stages: list[dict[str, Any]], collection: Any, schema: CollectionSchema | None,
+                  tenant: str, native_text: bool) -> None:
+    match = stages[0].get("$match", {})
+    text = match.get("$text")
+    if not text:
+        return
+    search = str(text.get("$search", ""))
+    if native_text and not _CJK.search(search):
+        return
+    fields = schema.text_fields if schema else []
+    del match["$text"]
+    match["_id"] = {"$in": text_ids(collection, tenant, fields, search)}
+
+
+def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]], *, tenant: str,
+                 principals: list[str], schema: CollectionSchema | None, max_rows: int = 200,
+                 max_time_ms: int = 5000) -> list[dict[str, Any]]:
+    collection = store.collection(collection_name)
+    stages = scoped_pipeline(pipeline, tenant, principals, max_rows)
+    native_text = not store.embedded and bool(schema and any(
+        "text" in str(ix.get("keys")) or ix.get("name", "").endswith("_text") for ix in schema.indexes))
+    _resolve_text(stages, collection, schema, tenant, native_text)
+    try:
+        rows = list(collection.aggregate(stages, maxTimeMS=max_time_ms))
+    except Exception as exc:  # pymongo OperationFailure, mongomock errors: all go back to the planner
+        raise ExecutionError(f"{exc.__class__.__name__}: {exc}") from None
+    reshaped = any(key in stage for stage in pipeline for key in _RESHAPING)
+    hidden = HIDDEN_FIELDS - {"_id"} if reshaped else HIDDEN_FIELDS
+    return [{k: v for k, v in row.items() if k not in hidden} for row in rows]

@@ -1,0 +1,47 @@
+"""`$text` for stores without a usable text index: served from the engine's own BM25 index.
+
+The embedded store has no `$text`, and MongoDB's `$text` does not segment Chinese; so a `$text`
+clause is answered by BM25 over the collection's text fields and becomes an `_id` pre-filter.
+Indexes are built per tenant and collection on first use and kept for the life of the process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from context_engine.retrievers.bm25 import BM25Index
+
+_CACHE: dict[tuple[int, str, str, int], BM25Index] = {}
+
+
+def _text_of(doc: dict[str, Any], fields: list[str]) -> str:
+    parts: list[str] = []
+    for path in fields:
+        values: list[Any] = [doc]
+        for key in path.split("."):
+            nxt: list[Any] = []
+            for v in values:
+                if isinstance(v, dict) and key in v:
+                    item = v[key]
+                    nxt.extend(item if isinstance(item, list) else [item])
+                elif isinstance(v, list):
+                    nxt.extend(x.get(key) for x in v if isinstance(x, dict))
+            values = nxt
+        parts.extend(str(v) for v in values if isinstance(v, str))
+    return "\n".join(parts)
+
+
+def text_index(collection: Any, tenant: str, fields: list[str]) -> BM25Index:
+    count = collection.count_documents({"tenant_id": tenant})
+    key = (id(collection.database), collection.name, tenant, count)
+    index = _CACHE.get(key)
+    if index is None:
+        projection = {f: 1 for f in fields}
+        docs = list(collection.find({"tenant_id": tenant}, projection))
+        index = BM25Index().fit([d["_id"] for d in docs], (_text_of(d, fields) for d in docs))
+        _CACHE[key] = index
+    return index
+
+
+def text_ids(collection: Any, tenant: str, fields: list[str], search: str) -> list[Any]:
+    return [doc_id for doc_id, _ in text_index(collection, tenant, fields).search(search)]

@@ -1,0 +1,202 @@
+"""Identity resolution: people are names in questions and logins in data.
+
+The directory indexes every alias of a person (display name, first and last name, GitHub login,
+Slack handle and id, Jira user, e-mail, nicknames). A question is scanned for exact alias matches
+first (longest first), then fuzzy ones with rapidfuzz. "I"/"my"/"me"/"我" mean the asker. A real
+tie is reported as ambiguous — never guessed; the engine asks the LLM tiebreaker or the user.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from rapidfuzz import fuzz, process
+
+# What kind of handle a data field holds; a person is written into a query in that kind.
+HANDLE_KINDS = ("github", "slack_id", "jira", "email", "name")
+
+_FIRST_PERSON = {"i", "me", "my", "mine", "myself"}
+_CJK_FIRST_PERSON = re.compile(r"我(?!们)")
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-\[\]]*[A-Za-z0-9\]]|[A-Za-z0-9]")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+FUZZY_CUTOFF = 87
+FUZZY_MARGIN = 3
+
+# Words a fuzzy match must never turn into a person ("merged" is not "Meredith").
+COMMON_WORDS = frozenset("""
+a about after all an and any are as at authored be been before between bug bugs by can closed
+comment comments commit commits count created day days did do doc docs document documents done
+draft during each for from github grouped has have how in into is issue issues it its label labels
+last latest list many me merged message messages milestone month months most my of on open opened
+or our past per pr prs pull pulls reopened request requested requests review reviewed reviewer
+reviewers reviews show slack since than that the their them these this thread threads ticket
+tickets to top total under was week weekly weeks were what when where which who whom whose why
+with without wrote year years yesterday today assigned assignee assignees team teams repo repos
+repository channel channels people person status state priority high low medium number times
+""".split())
+
+
+@dataclass(frozen=True)
+class Person:
+    key: str
+    name: str
+    handles: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    aliases: tuple[str, ...] = ()
+    team: str | None = None
+
+    def handle(self, kind: str) -> str | None:
+        if kind == "name":
+            return self.name
+        return self.handles.get(kind)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "name": self.name, **self.handles}
+
+
+@dataclass
+class Mention:
+    text: str
+    start: int
+    end: int
+    person: Person | None = None
+    candidates: list[Person] = field(default_factory=list)
+    is_asker: bool = False
+    score: float = 100.0
+
+    @property
+    def ambiguous(self) -> bool:
+        return self.person is None and len(self.candidates) > 1
+
+
+class UnknownPerson(LookupError):
+    pass
+
+
+class AmbiguousPerson(LookupError):
+    def __init__(self, alias: str, candidates: list[Person]):
+        names = ", ".join(f"{p.name} ({p.key})" for p in candidates)
+        super().__init__(f"{alias!r} matches several people: {names}")
+        self.candidates = candidates
+
+
+def _person_from_record(record: dict[str, Any]) -> Person:
+    handles = {}
+    if record.get("login"):
+        handles["github"] = record["login"]
+    for kind in ("slack_id", "slack_handle", "jira", "email"):
+        if record.get(kind):
+            handles[kind] = str(record[kind])
+    key = record.get("login") or record.get("slack_id") or record.get("email")
+    return Person(key=str(key), name=str(record.get("name") or key), handles=handles,
+                  aliases=tuple(str(a) for a in record.get("aliases") or ()), team=record.get("team"))
+
+
+class PeopleDirectory:
+    def __init__(self, people: Iterable[dict[str, Any]]):
+        self.people = [_person_from_record(p) for p in people if p.get("login") or p.get("slack_id") or p.get("email")]
+        self.by_key = {p.key: p for p in self.people}
+        # alias (lower-cased) -> people; `strong` aliases identify a person on their own.
+        self.index: dict[str, set[int]] = {}
+        self.cjk_aliases: list[tuple[str, int]] = []
+        for i, person in enumerate(self.people):
+            for alias in self._aliases(person):
+                self.index.setdefault(alias.lower(), set()).add(i)
+                if _CJK.search(alias) and len(alias) >= 2:
+                    self.cjk_aliases.append((alias, i))
+        self.cjk_aliases.sort(key=lambda a: -len(a[0]))
+        self._alias_keys = list(self.index)
+
+    @staticmethod
+    def _aliases(person: Person) -> set[str]:
+        aliases = {person.name, person.key, *person.aliases}
+        for kind in ("github", "slack_id", "slack_handle", "jira"):
+            if person.handles.get(kind):
+                aliases.add(person.handles[kind])
+        if person.handles.get("email"):
+            aliases.add(person.handles["email"])
+            aliases.add(person.handles["email"].split("@")[0])
+        parts = person.name.split()
+        if len(parts) > 1:
+            aliases.update(parts)  # a first or last name alone; ties are reported, not guessed
+        elif _CJK.search(person.name) and len(person.name) == 3:
+            aliases.add(person.name[1:])  # a Chinese given name without the surname
+        return {a.strip() for a in aliases if a and a.strip()}
+
+    def __len__(self) -> int:
+        return len(self.people)
+
+    def lookup(self, alias: str) -> Person:
+        """Resolve one alias (the `--as` option). Raises UnknownPerson / AmbiguousPerson."""
+        alias = alias.strip().lstrip("@")
+        hits = self.index.get(alias.lower())
+        if hits is None:
+            match = process.extractOne(alias.lower(), self._alias_keys, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF)
+            hits = self.index[match[0]] if match else set()
+        people = [self.people[i] for i in sorted(hits)]
+        if not people:
+            raise UnknownPerson(f"unknown person {alias!r}: not in the people directory")
+        if len(people) > 1:
+            raise AmbiguousPerson(alias, people)
+        return people[0]
+
+    def find_mentions(self, question: str, asker: Person | None = None,
+                      reserved: frozenset[str] = frozenset()) -> list[Mention]:
+        """People named in the question, left to right. `reserved` words are never people."""
+        mentions: list[Mention] = []
+        taken: list[tuple[int, int]] = []
+
+        def free(a: int, b: int) -> bool:
+            return all(b <= s or a >= e for s, e in taken)
+
+        def add(mention: Mention) -> None:
+            mentions.append(mention)
+            taken.append((mention.start, mention.end))
+
+        for alias, i in self.cjk_aliases:
+            for m in re.finditer(re.escape(alias), question):
+                if free(m.start(), m.end()):
+                    add(Mention(alias, m.start(), m.end(), person=self.people[i]))
+        for m in _CJK_FIRST_PERSON.finditer(question):
+            if free(m.start(), m.end()):
+                add(Mention("我", m.start(), m.end(), person=asker, is_asker=True))
+
+        words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(question)]
+        for n in (3, 2, 1):
+            for j in range(len(words) - n + 1):
+                start, end = words[j][1], words[j + n - 1][2]
+                if not free(start, end):
+                    continue
+                text = question[start:end]
+                clean = re.sub(r"'s$", "", text)
+                low = clean.lower()
+                if n == 1 and low in _FIRST_PERSON and (low != "i" or text == "I"):
+                    add(Mention(text, start, end, person=asker, is_asker=True))
+                    continue
+                if low in reserved or (n == 1 and low in COMMON_WORDS):
+                    continue
+                hits = self.index.get(low)
+                if hits:
+                    self._add_hits(add, text, start, end, hits, 100.0)
+                elif n <= 2 and len(low) >= 4 and not any(w[0].lower() in COMMON_WORDS | reserved for w in words[j:j + n]):
+                    self._fuzzy(add, low, text, start, end)
+        return sorted(mentions, key=lambda m: m.start)
+
+    def _add_hits(self, add, text: str, start: int, end: int, hits: set[int], score: float) -> None:
+        people = [self.people[i] for i in sorted(hits)]
+        if len(people) == 1:
+            add(Mention(text, start, end, person=people[0], score=score))
+        else:
+            add(Mention(text, start, end, candidates=people, score=score))
+
+    def _fuzzy(self, add, low: str, text: str, start: int, end: int) -> None:
+        matches = process.extract(low, self._alias_keys, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF, limit=5)
+        if not matches:
+            return
+        best = matches[0][1]
+        hits: set[int] = set()
+        for alias, score, _ in matches:
+            if score >= best - FUZZY_MARGIN:
+                hits |= self.index[alias]
+        self._add_hits(add, text, start, end, hits, best)

@@ -1,0 +1,141 @@
+"""The LLM planner: any LangChain chat model writes the pipeline, given what code already knows.
+
+The prompt carries the relevant schemas, now, the asker, the people and time ranges already
+resolved by code, and context-set examples that validate against this tenant's schema. The model's
+JSON is parsed into a `Plan`; Extended-JSON dates (`{"$date": ...}`) become datetimes. The plan is
+untrusted: it goes through the same validator as any other.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from context_engine.prompts.planner import PLANNER_RETRY, PLANNER_SYSTEM, TIEBREAK_SYSTEM
+from context_engine.query.fields import PEOPLE_ROLES
+from context_engine.query.identity import Mention, Person
+from context_engine.query.plan import Plan, PlanningContext
+from context_engine.query.validate import validate_pipeline
+from context_engine.sources.normalize import parse_datetime
+
+_URLISH = re.compile(r"(_url|\.url|node_id|gravatar_id|avatar|\.id)$")
+
+
+class PlanOutput(BaseModel):
+    collection: str = Field(description="the collection to query")
+    pipeline: list[dict[str, Any]] = Field(description="the MongoDB aggregation pipeline")
+
+
+class TiebreakOutput(BaseModel):
+    key: str
+
+
+@lru_cache(maxsize=1)
+def context_sets() -> dict[str, Any]:
+    return json.loads(resources.files("context_engine.query").joinpath("context_sets.json").read_text())
+
+
+def from_extended_json(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"$date"} and isinstance(value["$date"], str):
+            parsed = parse_datetime(value["$date"])
+            if parsed is not None:
+                return parsed
+        return {k: from_extended_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_extended_json(v) for v in value]
+    return value
+
+
+def _to_extended_json(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return {"$date": value.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if isinstance(value, dict):
+        return {k: _to_extended_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to_extended_json(v) for v in value]
+    return value
+
+
+def _describe_schemas(ctx: PlanningContext) -> str:
+    parts = []
+    for schema in ctx.schemas.values():
+        lines = [f"collection {schema.name} ({schema.total} documents)"]
+        for info in schema.fields.values():
+            if _URLISH.search(info.path) and info.path not in ("html_url", "url", "permalink"):
+                continue
+            if "object" in info.types and len(info.types) <= 2:
+                continue  # its subfields are listed
+            kind = "|".join(sorted(info.types - {"null"})) or "null"
+            extra = " (array)" if info.in_array else ""
+            if info.enum:
+                extra += " values: " + ", ".join(map(repr, info.enum[:15]))
+            lines.append(f"  {info.path}: {kind}{extra}")
+        if schema.text_fields:
+            lines.append(f"  $text searches: {', '.join(schema.text_fields)}")
+        parts.append("\n".join(lines))
+    return "\n".join(parts)
+
+
+def _describe_person(person: Person, ctx: PlanningContext) -> str:
+    fields = sorted({(path, kind) for roles in PEOPLE_ROLES.values() for opts in roles.values() for path, kind in opts})
+    handles = {kind: person.handle(kind) for _, kind in fields if person.handle(kind)}
+    return f"{person.name}: " + ", ".join(f"{kind}={value!r}" for kind, value in handles.items())
+
+
+def _examples(ctx: PlanningContext) -> str:
+    shown = []
+    for example in context_sets()["templates"]:
+        schema = ctx.schemas.get(example["collection"])
+        if schema is None:
+            continue
+        # Only examples valid for this tenant's schema: a Jira-shaped example misleads on GitHub issues.
+        if validate_pipeline(from_extended_json(example["pipeline"]), schema):
+            continue
+        shown.append(f"Q: {example['question']}\n" + json.dumps(
+            {"collection": example["collection"], "pipeline": example["pipeline"]}, ensure_ascii=False))
+    return "\n".join(shown[:6]) or "(none)"
+
+
+def build_messages(ctx: PlanningContext, max_rows: int = 200) -> list[tuple[str, str]]:
+    asker = f"The asker (\"I\", \"me\", \"my\") is {_describe_person(ctx.asker, ctx)}" if ctx.asker else "The asker is unknown."
+    people = "\n".join(f"- {m.text!r} -> {_describe_person(m.person, ctx)}" for m in ctx.mentions if m.person) or "(none)"
+    times = "\n".join(f"- {t.text!r} -> from {t.start or '-inf'} to {t.end or 'now'}" for t in ctx.times) or "(none)"
+    system = PLANNER_SYSTEM.format(max_rows=max_rows, now=ctx.now.strftime("%Y-%m-%dT%H:%M:%SZ"), asker=asker,
+                                   schemas=_describe_schemas(ctx), people=people, times=times,
+                                   examples=_examples(ctx))
+    messages = [("system", system), ("human", ctx.question)]
+    for attempt in ctx.previous[-2:]:
+        messages.append(("ai", json.dumps({"collection": attempt.plan.collection,
+                                           "pipeline": _to_extended_json(attempt.plan.pipeline)}, ensure_ascii=False)))
+        messages.append(("human", PLANNER_RETRY.format(attempt="(above)", error=attempt.error)))
+    return messages
+
+
+class LLMPlanner:
+    name = "llm"
+
+    def __init__(self, model: Any, max_rows: int = 200):
+        self.max_rows = max_rows
+        self.runnable = model.with_structured_output(PlanOutput, method="json_mode").with_retry(stop_after_attempt=2)
+        self.tiebreaker = model.with_structured_output(TiebreakOutput, method="json_mode")
+
+    def plan(self, ctx: PlanningContext) -> Plan:
+        out: PlanOutput = self.runnable.invoke(build_messages(ctx, self.max_rows))
+        return Plan(collection=out.collection, pipeline=from_extended_json(out.pipeline), confidence=0.8,
+                    planner="llm", notes=["written by the LLM planner"])
+
+    def tiebreak(self, question: str, mention: Mention) -> Person | None:
+        candidates = "\n".join(f"- key={p.key!r}: {p.name} (team {p.team})" for p in mention.candidates)
+        try:
+            out: TiebreakOutput = self.tiebreaker.invoke(
+                [("system", TIEBREAK_SYSTEM.format(candidates=candidates)), ("human", question)])
+        except Exception:  # an unusable answer is no answer: the user is asked instead
+            return None
+        return next((p for p in mention.candidates if p.key == out.key), None)

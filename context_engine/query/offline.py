@@ -1,0 +1,465 @@
+"""The offline planner: a deterministic question -> pipeline translator, no model needed.
+
+It reads the question for a collection, an intent (list, count, top-N, group-by, time buckets),
+filters (people in their roles, states, stored enum values, time ranges) and leaves the remaining
+topic words to full-text search. Each step that had to guess lowers the plan's confidence; the
+engine asks the LLM planner (when one is configured) for plans below `CONFIDENT`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from context_engine.query.fields import DONE_STATUSES, field_for, person_field_for
+from context_engine.query.identity import COMMON_WORDS, Mention
+from context_engine.query.plan import Plan, PlanningContext
+from context_engine.query.schema import CollectionSchema
+
+CONFIDENT = 0.7
+DEFAULT_LIMIT = 200
+
+_COLLECTION_WORDS: list[tuple[str, str]] = [
+    ("pull_requests", r"\bprs?\b|\bpull[- ]?requests?\b|\bpulls\b|\bmerge requests?\b|合并请求|拉取请求|\bPR|代码审查|评审"),
+    ("issues", r"\bissues?\b|\btickets?\b|\bbugs?\b|\bjira\b|\bstor(?:y|ies)\b|\btasks?\b|\bepics?\b|工单|问题|缺陷|任务|需求"),
+    ("messages", r"\bmessages?\b|\bthreads?\b|\bslack\b|\bchannels?\b|\bposts?\b|\bposted\b|\bsaid\b|\breplies\b|消息|讨论|频道|帖子"),
+    ("documents", r"\bdocs?\b|\bdocuments?\b|\badrs?\b|\brfcs?\b|\bpostmortems?\b|\brunbooks?\b|\bpages?\b|\bwiki\b|文档|设计文档|复盘"),
+    ("commits", r"\bcommits?\b|\bcommitted\b|提交记录|提交"),
+    ("people", r"\bpeople\b|\bteam members?\b|\bwho is\b|\bmembers of\b|成员"),
+]
+
+_COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|多少|几个|几条|几次|数量|总数")
+_TOP = re.compile(r"\btop\s*(\d+)?\b|\bmost\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?")
+_LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
+_BUCKETS = [
+    ("%Y-%m-%d", r"\bdaily\b|\bper day\b|\bby day\b|\beach day\b|每天|每日|按天"),
+    ("%G-W%V", r"\bweekly\b|\bper week\b|\bby week\b|\beach week\b|\bweek by week\b|每周|按周"),
+    ("%Y-%m", r"\bmonthly\b|\bper month\b|\bby month\b|\beach month\b|\bmonth by month\b|每月|每个月|按月"),
+    ("%Y", r"\byearly\b|\bper year\b|\bby year\b|\beach year\b|每年|按年"),
+]
+_GROUP = re.compile(
+    r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+"
+    r"(labels?|repos?|repositor(?:y|ies)|authors?|persons?|people|users?|states?|status(?:es)?|priorit(?:y|ies)|"
+    r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?)\b"
+    r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目)|每个(仓库|人|作者|标签|频道|项目)")
+_GROUP_ROLES = {
+    "label": "label", "tag": "label", "repo": "repo", "repositor": "repo", "author": "author", "person": "author",
+    "people": "author", "user": "author", "state": "state", "status": "status", "priorit": "priority",
+    "milestone": "milestone", "channel": "channel", "assignee": "assignee", "reviewer": "reviewer",
+    "type": "type", "project": "project", "space": "space", "component": "component", "sprint": "sprint",
+    "标签": "label", "仓库": "repo", "作者": "author", "人": "author", "状态": "status", "优先级": "priority",
+    "频道": "channel", "负责人": "assignee", "类型": "type", "项目": "project",
+}
+_PEOPLE_GROUPS = {"author", "assignee", "reviewer"}
+
+# Words that carry no topic: never sent to full-text search.
+_STOP = COMMON_WORDS | frozenset("""
+all any are ask asked been being both but could does doing find from get give got had has having
+her him his how its just know let like list lot made make many more much need not now only other
+our out over own same she should show some such tell than them then there they thing things those
+through too very want was way we were what when where which while who why will would you your yet
+did do does please recently recent new newest latest oldest first most top week month year
+recent currently still yet also ones one two three four five six seven eight nine ten quarter
+days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us
+""".split())
+_CJK_STOP = re.compile(r"[的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几]+")
+
+
+def _search(pattern: str, text: str) -> re.Match | None:
+    return re.search(pattern, text, re.I)
+
+
+def detect_collection(question: str, schemas: dict[str, CollectionSchema]) -> tuple[str | None, list[tuple[int, int]]]:
+    """The collection the question is about, and the spans of the words that said so."""
+    best: tuple[int, str] | None = None
+    spans: list[tuple[int, int]] = []
+    for name, pattern in _COLLECTION_WORDS:
+        for m in re.finditer(pattern, question, re.I):
+            spans.append(m.span())
+            if best is None or m.start() < best[0]:
+                # "PRs that fix bugs" is about PRs: the first collection word wins.
+                best = (m.start(), name)
+    if best is None:
+        return None, spans
+    name = best[1]
+    if name == "issues" and re.search(r"\bbugs?\b", question, re.I) and not re.search(r"\bissues?\b|\btickets?\b", question, re.I):
+        # "bugs" alone: tracker issues if the tenant has them, otherwise GitHub issues labelled bug.
+        name = "issues"
+    if name not in schemas:
+        return None, spans
+    return name, spans
+
+
+class OfflinePlanner:
+    name = "offline"
+
+    def plan(self, ctx: PlanningContext) -> Plan:
+        return _Builder(ctx).build()
+
+
+class _Builder:
+    def __init__(self, ctx: PlanningContext):
+        self.ctx = ctx
+        self.q = ctx.question
+        self.low = ctx.question.lower()
+        self.used: list[tuple[int, int]] = []
+        self.notes: list[str] = []
+        self.confidence = 1.0
+        self.match: dict[str, Any] = {}
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def use(self, span: tuple[int, int]) -> None:
+        self.used.append(span)
+
+    def mark(self, pattern: str) -> re.Match | None:
+        m = re.search(pattern, self.q, re.I)
+        if m:
+            self.use(m.span())
+        return m
+
+    def add_filter(self, path: str, condition: Any) -> None:
+        if path in self.match:
+            existing = self.match.pop(path)
+            self.match.setdefault("$and", []).extend([{path: existing}, {path: condition}])
+        else:
+            self.match[path] = condition
+
+    # -- the plan ----------------------------------------------------------------------------------
+    def build(self) -> Plan:
+        ctx = self.ctx
+        collection, spans = detect_collection(self.q, ctx.schemas)
+        for span in spans:
+            self.use(span)
+        if collection is None:
+            collection = self._guess_collection()
+            self.confidence = min(self.confidence, 0.4)
+            self.notes.append(f"no collection named; guessed {collection}")
+        schema = ctx.schemas[collection]
+        self.schema = schema
+        self.collection = collection
+
+        state_verb = self._states()
+        self._values()
+        person_roles = self._people()
+        time_field = self._times(state_verb)
+        group_role, bucket = self._grouping()
+        is_count = bool(_COUNT.search(self.q))
+        if is_count:
+            self.mark(_COUNT.pattern)
+        top = _TOP.search(self.q) if not bucket else None
+        if top:
+            self.use(top.span())
+        text = self._leftover_text()
+        if text:
+            self.match["$text"] = {"$search": text}
+            self.notes.append(f"full-text search for {text!r}")
+            if len(text.split()) > 3:
+                self.confidence = min(self.confidence, 0.5)  # mostly topic: a semantic question
+
+        stages: list[dict[str, Any]] = [{"$match": self.match}] if self.match else []
+        person_field = None
+        sort_field = time_field or field_for(schema, "created") or "ref"
+        if top and not group_role:
+            group_role = self._top_role(person_roles)
+        if bucket:
+            date_field = time_field or field_for(schema, "created")
+            stages += [{"$group": {"_id": {"$dateToString": {"format": bucket, "date": f"${date_field}"}},
+                                   "count": {"$sum": 1}}},
+                       {"$sort": {"_id": 1}}]
+            self.notes.append(f"counted per {bucket} bucket of {date_field}")
+        elif group_role:
+            path, person_field = self._group_path(group_role)
+            if path is None:
+                self.confidence = min(self.confidence, 0.3)
+                self.notes.append(f"{collection} has no field for {group_role}")
+                path = field_for(schema, "created") or "ref"
+            if schema.is_array(path):
+                top_array = path.split(".")[0]
+                stages.append({"$unwind": f"${top_array}"})
+            limit = self._top_limit(top) if top else None
+            stages += [{"$group": {"_id": f"${path}", "count": {"$sum": 1}}},
+                       {"$sort": {"count": -1, "_id": 1}}]
+            if limit:
+                stages.append({"$limit": limit})
+            self.notes.append(f"grouped by {path}")
+        elif is_count:
+            stages.append({"$count": "count"})
+        else:
+            limit = self._list_limit()
+            stages += [{"$sort": {sort_field: -1}}, {"$limit": limit}]
+        if not stages or not any("$match" in s for s in stages) and not (bucket or group_role or is_count):
+            self.confidence = min(self.confidence, 0.5)
+        return Plan(collection, stages, confidence=round(self.confidence, 2), planner="offline",
+                    notes=self.notes, person_field=person_field)
+
+    def _guess_collection(self) -> str:
+        for name in ("pull_requests", "issues", "messages", "documents"):
+            if name in self.ctx.schemas:
+                return name
+        return next(iter(self.ctx.schemas))
+
+    # -- filters -----------------------------------------------------------------------------------
+    def _states(self) -> str | None:
+        """State words; returns the verb whose date a bare time range should apply to."""
+        s, name = self.schema, self.collection
+        if name == "pull_requests":
+            if self.mark(r"\bunmerged\b|\bnot merged\b|\bclosed without merg\w*|\brejected\b|\babandoned\b|未合并"):
+                self.add_filter("state", "closed")
+                self.add_filter("merged", False)
+                return "closed"
+            if self.mark(r"\bmerged\b|\bmerges?\b|\bshipped\b|\blanded\b|合并了|已合并|合入|合并"):
+                self.add_filter("merged", True)
+                return "merged"
+            if self.mark(r"\bdrafts?\b|草稿"):
+                self.add_filter("draft", True)
+                if not re.search(r"\bclosed\b", self.q, re.I):
+                    self.add_filter("state", "open")
+                return "created"
+            if self.mark(r"\bopen\b|\bopened\b(?= (?:and|but) (?:still|not))|\bpending\b|\bunreviewed\b|\bwaiting\b|\bawaiting\b|\bstill open\b|未关闭|打开的|开放的|待审"):
+                self.add_filter("state", "open")
+                return "created"
+            if self.mark(r"\bclosed\b|已关闭|关闭"):
+                self.add_filter("state", "closed")
+                return "closed"
+            return None
+        if name == "issues":
+            status = field_for(s, "status")
+            if status:
+                return self._jira_status(status)
+            if s.has_path("state"):
+                if self.mark(r"\b(open|unresolved|outstanding|active)\b|未解决|未关闭|打开的"):
+                    self.add_filter("state", "open")
+                    return "created"
+                if self.mark(r"\b(closed|resolved|fixed|done)\b|已关闭|已解决"):
+                    self.add_filter("state", "closed")
+                    return "closed"
+            return None
+        return None
+
+    def _jira_status(self, status: str) -> str | None:
+        values = self.schema.fields[status].enum or []
+        for value in sorted(values, key=len, reverse=True):
+            m = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", self.q, re.I)
+            if m and value.lower() not in ("done",) or (m and re.search(r"\bstatus\b", self.q, re.I)):
+                self.use(m.span())
+                self.add_filter(status, value)
+                return "resolved" if value in DONE_STATUSES else "created"
+        if self.mark(r"\b(open|unresolved|outstanding|active|not done|unfinished)\b|未解决|未完成|打开的|进行中的"):
+            self.add_filter(status, {"$nin": [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES)})
+            return "created"
+        if self.mark(r"\b(closed|resolved|fixed|done|finished|completed)\b|已解决|已完成|已关闭"):
+            self.add_filter(status, {"$in": [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES)})
+            return "resolved"
+        return None
+
+    def _values(self) -> None:
+        """Stored enum values named in the question: labels, priorities, types, repos, channels."""
+        s = self.schema
+        explicit_label = re.search(r"\b(?:label(?:l?ed)?|tagged|with (?:the )?label)\s+['\"]?([\w.\-: /]+?)['\"]?(?:\s|$|\?|,)", self.q, re.I)
+        order = ["priority", "type", "label", "milestone", "sprint", "component", "project", "space", "channel", "repo"]
+        for role in order:
+            path = field_for(s, role)
+            if not path:
+                continue
+            if role == "repo":
+                self._repo(path)
+                continue
+            if role == "channel":
+                self._channel(path)
+                continue
+            values = s.fields[path].enum or []
+            for value in sorted(values, key=len, reverse=True):
+                if len(value) < 2:
+                    continue
+                pattern = rf"(?<![\w#]){re.escape(value)}(?:s|es)?(?![\w])"
+                if role == "priority":
+                    pattern = rf"(?<!\w){re.escape(value)}(?:[- ]priority)?(?!\w)"
+                for m in re.finditer(pattern, self.q, re.I):
+                    if self._is_used(m.span()):
+                        continue
+                    if role == "label" and self._topic_phrase(m.start()) and not (
+                            explicit_label and explicit_label.group(1).lower() == value.lower()):
+                        continue  # "about auth" is a topic, not necessarily the label
+                    if role == "type" and value.lower() in ("task", "story") and not re.search(r"\bjira\b|\btype\b", self.q, re.I):
+                        pass
+                    self.use(m.span())
+                    self.add_filter(path, value)
+                    self.notes.append(f"{value!r} is a stored {role} ({path})")
+                    break
+        if explicit_label:
+            self.use(explicit_label.span())
+
+    def _topic_phrase(self, start: int) -> bool:
+        return bool(re.search(r"\b(about|regarding|mentioning|on the topic of|related to|concerning)\s+$", self.q[:start], re.I))
+
+    def _repo(self, path: str) -> None:
+        values = self.schema.fields[path].enum or []
+        for value in sorted(values, key=len, reverse=True):
+            short = value.split("/")[-1]
+            for pattern in (rf"(?<![\w/]){re.escape(value)}(?![\w/])",
+                            rf"\b(?:in|to|from|for|on) (?:the )?{re.escape(short)}(?: (?:repo|repository|project))?\b",
+                            rf"\b{re.escape(short)} (?:repo|repository)\b", rf"{re.escape(short)}\s*仓库"):
+                m = re.search(pattern, self.q, re.I)
+                if m and not self._is_used(m.span()):
+                    self.use(m.span())
+                    self.add_filter(path, value)
+                    self.notes.append(f"repository {value}")
+                    return
+
+    def _channel(self, path: str) -> None:
+        m = re.search(r"#([\w\-]+)|\b(?:in|on) (?:the )?([\w\-]+) channel\b|([\w\-]+)\s*频道", self.q, re.I)
+        if m:
+            name = (m.group(1) or m.group(2) or m.group(3)).lower()
+            known = self.schema.fields[path].enum
+            if known is None or name in known:
+                self.use(m.span())
+                self.add_filter(path, name)
+
+    def _is_used(self, span: tuple[int, int]) -> bool:
+        return any(not (span[1] <= a or span[0] >= b) for a, b in self.used)
+
+    def _role_of(self, mention: Mention) -> str:
+        before = self.q[:mention.start].lower()[-40:]
+        after = self.q[mention.end:].lower()[:30]
+        if re.search(r"(reviewed|approved|reviews?)\s+(by|from)\s+$", before) or re.search(r"^\s*(has |have )?(reviewed|approved|reviews)\b", after) \
+                or re.search(r"^'s reviews", after) or re.search(r"^\s*(审查|评审|审核|review)", after):
+            return "reviewer"
+        if re.search(r"(review(?:s)? requested (?:from|of)|waiting (?:on|for)|awaiting|requested)\s+$", before) \
+                or re.search(r"^('s|s')? review\b", after) or re.search(r"^\s*to review\b", after) or re.search(r"请\s*$", before):
+            return "requested_reviewer"
+        if re.search(r"(assigned to|assignee is|owned by|owner is)\s+$", before) or re.search(r"^\s*(is|are) assigned", after) \
+                or re.search(r"分配给\s*$|指派给\s*$", before) or re.search(r"^\s*负责", after):
+            return "assignee"
+        if re.search(r"merged by\s+$", before):
+            return "merger"
+        if re.search(r"(reported|filed|opened|created|raised) by\s+$", before) or re.search(r"^\s*(reported|filed|raised)\b", after):
+            return "author"
+        if self.collection == "issues" and (mention.is_asker or re.search(r"^'s\b", after)):
+            return "assignee" if person_field_for(self.schema, "assignee") else "author"
+        return "author"
+
+    def _people(self) -> set[str]:
+        roles: set[str] = set()
+        for mention in self.ctx.mentions:
+            person = mention.person
+            if person is None:
+                continue
+            role = self._role_of(mention)
+            found = person_field_for(self.schema, role) or person_field_for(self.schema, "author")
+            self.use((mention.start, mention.end))
+            if found is None:
+                self.confidence = min(self.confidence, 0.3)
+                self.notes.append(f"{self.collection} has no field for a {role}")
+                continue
+            path, kind = found
+            handle = person.handle(kind)
+            if handle is None:
+                self.confidence = min(self.confidence, 0.5)
+                self.notes.append(f"{person.name} has no {kind} handle")
+                handle = person.key
+            self.add_filter(path, handle)
+            roles.add(role)
+            self.notes.append(f"{mention.text!r} -> {person.name} ({handle}) as {role}")
+            # Phrases that only told us the role are consumed too.
+            for pattern in (r"\b(reviewed|approved|assigned to|reported|filed|opened|created|authored|written|wrote|merged) by\b",
+                            r"\bassigned to\b", r"\b(reviewed|reviews|approved)\b", r"分配给|审查|评审"):
+                m = re.search(pattern, self.q, re.I)
+                if m and role != "author" or (m and "by" in m.group(0)):
+                    self.use(m.span())
+        return roles
+
+    def _times(self, state_verb: str | None) -> str | None:
+        chosen = None
+        for rng in self.ctx.times:
+            verb = rng.verb or state_verb
+            role = {"merged": "merged", "closed": "closed", "resolved": "resolved", "updated": "updated",
+                    "reviewed": "reviewed", "created": "created", "opened": "created", "submitted": "created",
+                    "posted": "created"}.get(verb or "", "created")
+            if self.collection == "pull_requests" and state_verb == "merged" and rng.verb is None:
+                role = "merged"
+            path = field_for(self.schema, role) or field_for(self.schema, "created")
+            if path is None:
+                continue
+            cond: dict[str, Any] = {}
+            if rng.start is not None:
+                cond["$gte"] = rng.start
+            if rng.end is not None:
+                cond["$lt"] = rng.end
+            self.add_filter(path, cond)
+            idx = self.low.find(rng.text.lower())
+            if idx >= 0:
+                self.use((idx, idx + len(rng.text)))
+            self.notes.append(f"{rng.text!r} -> {path} in [{_fmt(rng.start)}, {_fmt(rng.end)})")
+            chosen = chosen or path
+        return chosen
+
+    def _grouping(self) -> tuple[str | None, str | None]:
+        for fmt, pattern in _BUCKETS:
+            m = re.search(pattern, self.q, re.I)
+            if m:
+                self.use(m.span())
+                return None, fmt
+        m = _GROUP.search(self.q)
+        if m:
+            self.use(m.span())
+            word = next(g for g in m.groups() if g)
+            for prefix, role in _GROUP_ROLES.items():
+                if word.lower().startswith(prefix):
+                    return role, None
+        return None, None
+
+    def _group_path(self, role: str) -> tuple[str | None, tuple[str, str] | None]:
+        found = person_field_for(self.schema, role)
+        if found:
+            return found[0], found
+        return field_for(self.schema, role), None
+
+    def _top_role(self, person_roles: set[str]) -> str:
+        if re.search(r"\breview\w*|审查|评审", self.q, re.I):
+            return "reviewer"
+        if re.search(r"\bassign\w*|负责", self.q, re.I):
+            return "assignee"
+        if re.search(r"\blabels?\b|标签", self.q, re.I):
+            return "label"
+        if re.search(r"\brepos?\b|\brepositor\w+|仓库", self.q, re.I):
+            return "repo"
+        if re.search(r"\bchannels?\b|频道", self.q, re.I):
+            return "channel"
+        return "author"
+
+    def _top_limit(self, top: re.Match) -> int:
+        number = next((g for g in top.groups() if g), None)
+        if number:
+            return min(int(number), 200)
+        return 5
+
+    def _list_limit(self) -> int:
+        m = _LIMIT.search(self.q)
+        if m:
+            self.use(m.span())
+            return min(int(next(g for g in m.groups() if g)), 200)
+        return DEFAULT_LIMIT
+
+    def _leftover_text(self) -> str:
+        chars = list(self.q)
+        for a, b in self.used:
+            for i in range(a, min(b, len(chars))):
+                chars[i] = " "
+        rest = "".join(chars)
+        words = []
+        for token in re.findall(r"[A-Za-z][A-Za-z0-9_\-]+|[\u4e00-\u9fff]+|\d{3,}", rest):
+            if _CJK_STOP.fullmatch(token):
+                continue
+            if re.match(r"[\u4e00-\u9fff]", token):
+                token = _CJK_STOP.sub(" ", token).strip()
+                words.extend(t for t in token.split() if len(t) >= 2)
+                continue
+            if token.lower() in _STOP or len(token) < 3:
+                continue
+            words.append(token.lower())
+        return " ".join(dict.fromkeys(words))
+
+
+def _fmt(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M") if value else "…"

@@ -1,0 +1,242 @@
+"""Schema discovery: what fields a collection has, found by sampling its documents.
+
+Nested fields become dotted paths (`user.login`, `labels.name`); arrays of objects are walked so
+`labels.name` exists as a path whose values sit inside an array. Enumerations are inferred
+procedurally: few distinct short tokens with enough support, never free text, URLs or paths.
+Hidden fields (tenant, access list, `_id`) are never recorded, so nothing downstream can see them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Iterable
+
+from context_engine.config import HIDDEN_FIELDS
+
+SAMPLE_SIZE = 400
+MAX_ENUM_VALUES = 25
+MAX_ENUM_VALUE_LENGTH = 40
+
+# Free-text candidates per collection, in source field names. The first present ones are indexed
+# for `$text` (served by the engine's BM25 index, see query.fulltext).
+TEXT_FIELD_CANDIDATES: dict[str, tuple[str, ...]] = {
+    "pull_requests": ("title", "body", "reviews.body", "review_comments.body"),
+    "issues": ("title", "body", "fields.summary", "fields.description", "fields.comment.comments.body"),
+    "messages": ("text",),
+    "documents": ("title", "body"),
+    "commits": ("message",),
+    "people": ("name", "aliases"),
+}
+
+_NOT_ENUM = re.compile(r"://|[/@\\]|^\d+(\.\d+)?$|\s{2,}")
+
+
+@dataclass
+class FieldInfo:
+    path: str
+    types: set[str] = field(default_factory=set)
+    in_array: bool = False
+    count: int = 0
+    enum: list[Any] | None = None
+    examples: list[Any] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"path": self.path, "types": sorted(self.types), "count": self.count}
+        if self.in_array:
+            data["in_array"] = True
+        if self.enum is not None:
+            data["enum"] = self.enum
+        if self.examples:
+            data["examples"] = self.examples
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "FieldInfo":
+        return cls(path=data["path"], types=set(data["types"]), in_array=data.get("in_array", False),
+                   count=data.get("count", 0), enum=data.get("enum"), examples=data.get("examples", []))
+
+
+@dataclass
+class CollectionSchema:
+    name: str
+    fields: dict[str, FieldInfo] = field(default_factory=dict)
+    indexes: list[dict[str, Any]] = field(default_factory=list)
+    text_fields: list[str] = field(default_factory=list)
+    sampled: int = 0
+    total: int = 0
+
+    @property
+    def text_index(self) -> bool:
+        return bool(self.text_fields)
+
+    def has_path(self, path: str) -> bool:
+        """True for a discovered field or an object prefix of one (`user` for `user.login`)."""
+        if path in self.fields:
+            return True
+        prefix = path + "."
+        return any(p.startswith(prefix) for p in self.fields)
+
+    def is_date(self, path: str) -> bool:
+        info = self.fields.get(path)
+        return info is not None and "date" in info.types
+
+    def is_array(self, path: str) -> bool:
+        info = self.fields.get(path)
+        return info is not None and (info.in_array or "array" in info.types)
+
+    def date_fields(self) -> list[str]:
+        return [p for p, f in self.fields.items() if "date" in f.types]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "sampled": self.sampled, "total": self.total,
+                "text_fields": self.text_fields, "indexes": self.indexes,
+                "fields": [f.to_json() for f in self.fields.values()]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "CollectionSchema":
+        infos = [FieldInfo.from_json(f) for f in data["fields"]]
+        return cls(name=data["name"], fields={f.path: f for f in infos}, indexes=data.get("indexes", []),
+                   text_fields=data.get("text_fields", []), sampled=data.get("sampled", 0),
+                   total=data.get("total", 0))
+
+    def describe(self, max_enum: int = 12) -> str:
+        """A compact, prompt-ready description: one line per field."""
+        lines = [f"collection {self.name} ({self.total} documents)"]
+        for info in self.fields.values():
+            kind = "|".join(sorted(info.types))
+            extra = " (in array)" if info.in_array else ""
+            if info.enum:
+                shown = ", ".join(repr(v) for v in info.enum[:max_enum])
+                extra += f" one of: {shown}" + (" ..." if len(info.enum) > max_enum else "")
+            lines.append(f"  {info.path}: {kind}{extra}")
+        if self.text_fields:
+            lines.append(f"  full-text ($text) over: {', '.join(self.text_fields)}")
+        return "\n".join(lines)
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, datetime):
+        return "date"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    return type(value).__name__
+
+
+def _walk(value: Any, path: str, in_array: bool, out: list[tuple[str, Any, bool]]) -> None:
+    if isinstance(value, dict):
+        if path:
+            out.append((path, value, in_array))
+        for key, sub in value.items():
+            if not path and key in HIDDEN_FIELDS:
+                continue
+            if key.startswith("$") or "." in key:
+                continue  # not addressable by a dotted path
+            _walk(sub, f"{path}.{key}" if path else key, in_array, out)
+    elif isinstance(value, (list, tuple)):
+        out.append((path, value, in_array))
+        for item in value:
+            if isinstance(item, (dict, list, tuple)):
+                _walk(item, path, True, out)
+            else:
+                out.append((path, item, True))
+    else:
+        out.append((path, value, in_array))
+
+
+def _looks_enum(values: Counter, present: int) -> bool:
+    distinct = len(values)
+    if distinct == 0 or distinct > MAX_ENUM_VALUES or present < 8:
+        return False
+    if not all(isinstance(v, str) for v in values):
+        return False
+    if any(len(v) > MAX_ENUM_VALUE_LENGTH or len(v.split()) > 4 or _NOT_ENUM.search(v) for v in values):
+        return False
+    # Enough support: values repeat (a unique-per-document field is an identifier, not an enum).
+    return distinct <= max(2, present // 3)
+
+
+def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int | None = None,
+                          indexes: list[dict[str, Any]] | None = None) -> CollectionSchema:
+    """Build a schema from sampled documents (pure: no database)."""
+    infos: dict[str, FieldInfo] = {}
+    scalars: dict[str, Counter] = defaultdict(Counter)
+    presence: Counter = Counter()
+    sampled = 0
+    for doc in docs:
+        sampled += 1
+        seen: set[str] = set()
+        items: list[tuple[str, Any, bool]] = []
+        _walk(doc, "", False, items)
+        for path, value, in_array in items:
+            info = infos.setdefault(path, FieldInfo(path))
+            info.types.add(_type_name(value))
+            info.in_array = info.in_array or in_array
+            if path not in seen:
+                seen.add(path)
+                presence[path] += 1
+            if isinstance(value, str) and 0 < len(value) <= 200:
+                scalars[path][value] += 1
+            elif isinstance(value, (int, float, datetime)) and not isinstance(value, bool):
+                if len(info.examples) < 2 and value not in info.examples:
+                    info.examples.append(value if not isinstance(value, datetime) else value.isoformat())
+    for path, info in infos.items():
+        info.count = presence[path]
+        # A path seen both as an array and through its elements is an array of scalars.
+        if "array" in info.types:
+            info.types.discard("array")
+            info.in_array = True
+            if not info.types:
+                info.types.add("array")
+        values = scalars.get(path, Counter())
+        if _looks_enum(values, sum(values.values())):
+            info.enum = [v for v, _ in values.most_common()]
+        elif values and not info.examples:
+            info.examples = [v[:60] for v, _ in values.most_common(2)]
+    text_fields = [p for p in TEXT_FIELD_CANDIDATES.get(name, ()) if p in infos]
+    return CollectionSchema(name=name, fields=dict(sorted(infos.items())), indexes=indexes or [],
+                            text_fields=text_fields, sampled=sampled,
+                            total=sampled if total is None else total)
+
+
+def discover(collection: Any, tenant: str, sample_size: int = SAMPLE_SIZE) -> CollectionSchema:
+    """Sample one tenant's documents of a pymongo-compatible collection and describe them."""
+    scope = {"tenant_id": tenant}
+    total = collection.count_documents(scope)
+    if total <= sample_size:
+        docs = list(collection.find(scope))
+    else:
+        docs = list(collection.aggregate([{"$match": scope}, {"$sample": {"size": sample_size}}]))
+    schema = schema_from_documents(collection.name, docs, total=total, indexes=_indexes(collection))
+    # Enumerations are completed from the whole tenant, so a rare label is still a known value.
+    for info in schema.fields.values():
+        if info.enum is not None:
+            values = [v for v in collection.distinct(info.path, scope) if isinstance(v, str)]
+            if len(values) <= MAX_ENUM_VALUES * 2:
+                known = set(info.enum)
+                info.enum += sorted(v for v in values if v not in known)
+    return schema
+
+
+def _indexes(collection: Any) -> list[dict[str, Any]]:
+    result = []
+    for name, spec in collection.index_information().items():
+        keys = [k for k, _ in spec.get("key", [])]
+        if any(k in HIDDEN_FIELDS for k in keys):
+            continue
+        result.append({"name": name, "keys": keys})
+    return result

@@ -1,0 +1,169 @@
+"""Time expressions in English and Chinese, resolved against `now` (UTC) to half-open ranges.
+
+Calendar words follow ISO conventions: "last week" is the previous ISO week (Monday 00:00 UTC to
+the next Monday), "this month" runs from the 1st to now. Explicit dates that the rules below do not
+cover ("since March 3, 2024", "before 2025-06-01") are parsed with `dateparser`, imported lazily.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+MONTHS = {name: i for i, names in enumerate(
+    [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+     ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+     ("october", "oct"), ("november", "nov"), ("december", "dec")], start=1) for name in names}
+_MONTH = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)"
+_CN_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+_UNIT_DAYS = {"day": 1, "days": 1, "week": 7, "weeks": 7, "天": 1, "日": 1, "周": 7, "星期": 7}
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    start: datetime | None  # inclusive
+    end: datetime | None    # exclusive
+    text: str               # the words that expressed it
+    verb: str | None = None  # "merged", "created", ... when the phrase names one ("merged since May")
+
+
+def _day(dt: datetime) -> datetime:
+    return dt.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _month_start(year: int, month: int) -> datetime:
+    while month > 12:
+        year, month = year + 1, month - 12
+    while month < 1:
+        year, month = year - 1, month + 12
+    return datetime(year, month, 1)
+
+
+def _cn_number(text: str) -> int:
+    if text.isdigit():
+        return int(text)
+    if text == "十":
+        return 10
+    if text.startswith("十"):
+        return 10 + _CN_DIGITS.get(text[1:], 0)
+    if "十" in text:
+        tens, _, ones = text.partition("十")
+        return _CN_DIGITS.get(tens, 1) * 10 + (_CN_DIGITS.get(ones, 0) if ones else 0)
+    return _CN_DIGITS.get(text, 0)
+
+
+def _most_recent_month(now: datetime, month: int) -> datetime:
+    year = now.year if month <= now.month else now.year - 1
+    return datetime(year, month, 1)
+
+
+def _quarter(year: int, q: int) -> tuple[datetime, datetime]:
+    start = datetime(year, 3 * (q - 1) + 1, 1)
+    return start, _month_start(year, 3 * q + 1)
+
+
+def _number(text: str) -> int:
+    words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+             "nine": 9, "ten": 10, "twelve": 12, "fourteen": 14, "thirty": 30, "a": 1}
+    return int(text) if text.isdigit() else words.get(text, 0)
+
+
+_N = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fourteen|thirty)"
+_CNN = r"(\d+|[一二两三四五六七八九十]+)"
+
+
+def _rules(now: datetime):
+    """(pattern, resolver) pairs; a resolver returns (start, end)."""
+    today = _day(now)
+    monday = today - timedelta(days=today.weekday())
+    month = datetime(now.year, now.month, 1)
+    year = datetime(now.year, 1, 1)
+    q_now = (now.month - 1) // 3 + 1
+    return [
+        (r"\btoday\b|今天", lambda m: (today, today + timedelta(days=1))),
+        (r"\byesterday\b|昨天", lambda m: (today - timedelta(days=1), today)),
+        (r"\b(this|the current) week\b|本周|这周|这个星期|本星期", lambda m: (monday, monday + timedelta(days=7))),
+        (r"\b(last|previous|past) week\b|上周|上个?星期|上一周", lambda m: (monday - timedelta(days=7), monday)),
+        (r"\bthis month\b|本月|这个月", lambda m: (month, _month_start(now.year, now.month + 1))),
+        (r"\b(last|previous|past) month\b|上个?月", lambda m: (_month_start(now.year, now.month - 1), month)),
+        (r"\bthis quarter\b|本季度", lambda m: _quarter(now.year, q_now)),
+        (r"\b(last|previous) quarter\b|上个?季度",
+         lambda m: _quarter(now.year - (q_now == 1), 4 if q_now == 1 else q_now - 1)),
+        (r"\bthis year\b|今年", lambda m: (year, datetime(now.year + 1, 1, 1))),
+        (r"\b(last|previous) year\b|去年", lambda m: (datetime(now.year - 1, 1, 1), year)),
+        (rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} (days?|weeks?)\b",
+         lambda m: (today - timedelta(days=_number(m.group(1)) * _UNIT_DAYS[m.group(2)] - 1), now)),
+        (rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} months?\b",
+         lambda m: (_month_start(now.year, now.month - _number(m.group(1))).replace(day=min(now.day, 28)), now)),
+        (rf"(?:最近|过去|近){_CNN}(天|日|周|个星期|星期)",
+         lambda m: (today - timedelta(days=_cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")] - 1), now)),
+        (rf"(?:最近|过去|近){_CNN}个月",
+         lambda m: (_month_start(now.year, now.month - _cn_number(m.group(1))), now)),
+        (r"\bq([1-4])\s*(20\d\d)\b", lambda m: _quarter(int(m.group(2)), int(m.group(1)))),
+        (rf"(20\d\d)年?第?([一二三四1-4])季度", lambda m: _quarter(int(m.group(1)), _cn_number(m.group(2)))),
+        (rf"\b(?:in |during )?{_MONTH}\.? (20\d\d)\b",
+         lambda m: (datetime(int(m.group(2)), MONTHS[m.group(1)], 1),
+                    _month_start(int(m.group(2)), MONTHS[m.group(1)] + 1))),
+        (r"(20\d\d)年(\d{1,2}|[一二三四五六七八九十]+)月",
+         lambda m: (datetime(int(m.group(1)), _cn_number(m.group(2)), 1),
+                    _month_start(int(m.group(1)), _cn_number(m.group(2)) + 1))),
+        (rf"\bsince {_MONTH}\b(?! \d)", lambda m: (_most_recent_month(now, MONTHS[m.group(1)]), None)),
+        (r"自(\d{1,2}|[一二三四五六七八九十]+)月(?:以来|起|份以来)?",
+         lambda m: (_most_recent_month(now, _cn_number(m.group(1))), None)),
+        (rf"\bin {_MONTH}\b(?! \d)", lambda m: (_most_recent_month(now, MONTHS[m.group(1)]),
+                                                   _month_start(_most_recent_month(now, MONTHS[m.group(1)]).year,
+                                                                MONTHS[m.group(1)] + 1))),
+        (r"(?<![\d年])(\d{1,2}|[一二三四五六七八九十]+)月份?(?![\d日号])",
+         lambda m: (_most_recent_month(now, _cn_number(m.group(1))),
+                    _month_start(_most_recent_month(now, _cn_number(m.group(1))).year, _cn_number(m.group(1)) + 1))),
+        (r"\bsince (20\d\d)\b(?![-/])", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
+        (r"\b(?:in |during )?(20\d\d)\b(?![-/]\d)|(20\d\d)年(?!\d|[一二三四五六七八九十]+月)",
+         lambda m: (datetime(int(m.group(1) or m.group(2)), 1, 1), datetime(int(m.group(1) or m.group(2)) + 1, 1, 1))),
+    ]
+
+
+_EXPLICIT = re.compile(
+    r"\b(since|after|before|until|from)\s+((?:\d{4}-\d{2}-\d{2})|(?:" + _MONTH + r"\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4})"
+    r"|(?:\d{1,2} " + _MONTH + r" \d{4}))", re.I)
+
+
+def _parse_explicit(text: str) -> datetime | None:
+    import dateparser  # lazy: it loads locale data on import
+
+    parsed = dateparser.parse(text, languages=["en"], settings={"TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": False})
+    return _day(parsed) if parsed else None
+
+
+_VERB_BEFORE = re.compile(r"\b(merged|closed|created|opened|resolved|updated|submitted|posted|reviewed)\s*$", re.I)
+
+
+def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
+    """Every time expression in the question, left to right, without overlaps."""
+    text = question.lower()
+    found: list[tuple[int, int, TimeRange]] = []
+
+    def free(a: int, b: int) -> bool:
+        return all(b <= s or a >= e for s, e, _ in found)
+
+    def verb_before(a: int) -> str | None:
+        m = _VERB_BEFORE.search(text[:a])
+        return m.group(1).lower() if m else None
+
+    for m in _EXPLICIT.finditer(text):
+        when = _parse_explicit(m.group(2))
+        if when is None:
+            continue
+        keyword = m.group(1).lower()
+        if keyword in ("since", "after", "from"):
+            rng = (when + timedelta(days=1) if keyword == "after" else when, None)
+        else:
+            rng = (None, when + timedelta(days=1) if keyword == "until" else when)
+        found.append((m.start(), m.end(), TimeRange(rng[0], rng[1], question[m.start():m.end()], verb_before(m.start()))))
+    for pattern, resolve in _rules(now):
+        for m in re.finditer(pattern, text):
+            if free(m.start(), m.end()):
+                start, end = resolve(m)
+                found.append((m.start(), m.end(),
+                              TimeRange(start, end, question[m.start():m.end()], verb_before(m.start()))))
+    return [r for _, _, r in sorted(found, key=lambda x: x[0])]

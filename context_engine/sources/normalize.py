@@ -1,0 +1,105 @@
+"""What every connector does to a source record before it is stored.
+
+Records keep their source's field names. Two things are added: dates become real dates (BSON
+dates, so `$year`/`$week` and range filters work), and a few derived fields that make records of
+different sources queryable the same way (`ref`, the record's source key, and `repo`).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Any
+
+_ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
+
+
+def to_utc_naive(value: datetime) -> datetime:
+    """MongoDB stores UTC without a zone; pymongo returns naive datetimes by default."""
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+    return value.replace(microsecond=(value.microsecond // 1000) * 1000)
+
+
+def parse_datetime(text: str) -> datetime | None:
+    if not _ISO_DATETIME.match(text):
+        return None
+    try:
+        return to_utc_naive(datetime.fromisoformat(text.replace("Z", "+00:00")))
+    except ValueError:
+        return None
+
+
+def convert_dates(value: Any) -> Any:
+    """Every ISO-8601 datetime string, at any depth, becomes a datetime."""
+    if isinstance(value, dict):
+        return {k: convert_dates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [convert_dates(v) for v in value]
+    if isinstance(value, str) and len(value) <= 40:
+        parsed = parse_datetime(value)
+        return parsed if parsed is not None else value
+    if isinstance(value, datetime):
+        return to_utc_naive(value)
+    return value
+
+
+def slack_ts_to_datetime(ts: str) -> datetime:
+    return datetime.fromtimestamp(float(ts), tz=timezone.utc).replace(tzinfo=None)
+
+
+def repo_from_url(url: str | None) -> str | None:
+    """`https://github.com/o/r/pull/1` or `https://api.github.com/repos/o/r` -> `o/r`."""
+    if not url:
+        return None
+    match = re.search(r"github\.com/(?:repos/)?([^/]+/[^/]+)", url)
+    return match.group(1) if match else None
+
+
+class RecordError(ValueError):
+    """One malformed source record: skipped and counted, never fatal."""
+
+
+def normalize(collection: str, record: dict[str, Any]) -> dict[str, Any]:
+    """Add `ref` (and `repo`, `date`) and convert dates. Raises RecordError for a malformed record."""
+    if not isinstance(record, dict):
+        raise RecordError(f"expected an object, got {type(record).__name__}")
+    doc = convert_dates(record)
+    if collection in ("pull_requests", "issues") and "number" in doc:
+        repo = (doc.get("base") or {}).get("repo", {}).get("full_name") if isinstance(doc.get("base"), dict) else None
+        repo = repo or repo_from_url(doc.get("repository_url")) or repo_from_url(doc.get("html_url"))
+        if not repo or not isinstance(doc.get("number"), int):
+            raise RecordError("a GitHub record needs an integer `number` and a repository URL")
+        doc["repo"] = repo
+        doc["ref"] = f"{repo}#{doc['number']}"
+        pr = doc.get("pull_request")
+        if collection == "pull_requests" and isinstance(pr, dict):
+            # Dumps of /issues carry merge state under `pull_request`; /pulls has it at the top.
+            doc.setdefault("merged_at", pr.get("merged_at"))
+        if collection == "pull_requests":
+            doc.setdefault("merged", doc.get("merged_at") is not None)
+            doc.setdefault("draft", False)
+    elif collection == "issues" and "key" in doc:
+        doc["ref"] = str(doc["key"])
+    elif collection == "messages":
+        if not doc.get("ts") or not doc.get("channel_id"):
+            raise RecordError("a Slack message needs `ts` and `channel_id`")
+        doc["ref"] = f"{doc['channel_id']}:{doc['ts']}"
+        doc.setdefault("date", slack_ts_to_datetime(doc["ts"]))
+    elif collection == "documents":
+        ref = doc.get("doc_id") or doc.get("url") or doc.get("path")
+        if not ref:
+            raise RecordError("a document needs `doc_id`, `url` or `path`")
+        doc["ref"] = str(ref)
+    elif collection == "commits":
+        if not doc.get("sha"):
+            raise RecordError("a commit needs `sha`")
+        doc["ref"] = str(doc["sha"])
+    elif collection == "people":
+        ref = doc.get("login") or doc.get("slack_id") or doc.get("email")
+        if not ref:
+            raise RecordError("a person needs `login`, `slack_id` or `email`")
+        doc["ref"] = str(ref)
+    else:
+        raise RecordError(f"no source key for a {collection} record")
+    return doc

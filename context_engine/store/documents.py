@@ -1,0 +1,219 @@
+"""The document store: MongoDB through pymongo, or an embedded store with the same API.
+
+Both are used through the pymongo `Collection` API, so every query path is the same code. The
+embedded store is mongomock (an in-process implementation of that API) persisted as snapshot
+generations under the data directory: an ingest writes a complete new generation and then
+atomically switches the `CURRENT` pointer, so a crash half-way leaves the previous data usable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from context_engine.config import COLLECTIONS, HIDDEN_FIELDS, Settings
+
+SNAPSHOT_DIR = "store"
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or written; the message is one line for the user."""
+
+
+def _patch_mongomock_match_pushdown() -> None:
+    """Serve a leading `$match` with `find()` instead of copying the whole collection first.
+
+    mongomock's `aggregate` deep-copies every document before running the pipeline (0.7 s for
+    7k GitHub records); MongoDB itself pushes a leading `$match` down to an index scan. Same
+    results, only the matching documents copied.
+    """
+    from mongomock import aggregate as mm_aggregate
+    from mongomock.collection import Collection
+
+    if getattr(Collection.aggregate, "_match_pushdown", False):
+        return
+
+    def aggregate(self, pipeline, session=None, **_unused):
+        pipeline = list(pipeline)
+        if pipeline and set(pipeline[0]) == {"$match"}:
+            docs = list(self.find(pipeline[0]["$match"]))
+            pipeline = pipeline[1:]
+        else:
+            docs = list(self.find())
+        return mm_aggregate.process_pipeline(docs, self.database, pipeline, session)
+
+    aggregate._match_pushdown = True  # type: ignore[attr-defined]
+    Collection.aggregate = aggregate
+
+
+def record_id(tenant: str, ref: str) -> str:
+    """The stored `_id`: stable per tenant and source key, so re-ingesting upserts."""
+    return hashlib.blake2b(f"{tenant}\x00{ref}".encode(), digest_size=12).hexdigest()
+
+
+@dataclass
+class WriteStats:
+    inserted: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, other: "WriteStats") -> None:
+        self.inserted += other.inserted
+        self.updated += other.updated
+        self.unchanged += other.unchanged
+        self.skipped += other.skipped
+        self.errors.extend(other.errors)
+
+
+class DocumentStore:
+    """Collections of one deployment. Use `open_store(settings)`."""
+
+    def __init__(self, db: Any, data_dir: Path, embedded: bool):
+        self.db = db
+        self.data_dir = data_dir
+        self.embedded = embedded
+
+    def collection(self, name: str) -> Any:
+        if name not in COLLECTIONS:
+            raise StoreError(f"unknown collection {name!r}; known: {', '.join(COLLECTIONS)}")
+        return self.db[name]
+
+    def count(self, name: str, tenant: str) -> int:
+        return self.collection(name).count_documents({"tenant_id": tenant})
+
+    def tenants(self) -> list[str]:
+        found: set[str] = set()
+        for name in COLLECTIONS:
+            found.update(t for t in self.collection(name).distinct("tenant_id") if isinstance(t, str))
+        return sorted(found)
+
+    def upsert(self, name: str, tenant: str, records: Iterable[dict[str, Any]]) -> WriteStats:
+        """Insert or replace records by their `ref` within a tenant; identical ones are left alone."""
+        coll = self.collection(name)
+        stats = WriteStats()
+        docs: dict[str, dict[str, Any]] = {}
+        for record in records:
+            doc = {k: v for k, v in record.items() if k not in ("_id", "tenant_id")}
+            doc["_id"] = record_id(tenant, doc["ref"])
+            doc["tenant_id"] = tenant
+            doc.setdefault("acl", ["*"])
+            docs[doc["_id"]] = doc  # the last of duplicates within one batch wins
+        if not docs:
+            return stats
+        existing = {d["_id"]: d for d in coll.find({"_id": {"$in": list(docs)}})}
+        new = [d for i, d in docs.items() if i not in existing]
+        changed = [d for i, d in docs.items() if i in existing and existing[i] != d]
+        stats.inserted, stats.updated = len(new), len(changed)
+        stats.unchanged = len(docs) - len(new) - len(changed)
+        if new:
+            coll.insert_many(new, ordered=False)
+        if changed:
+            self._replace(coll, changed)
+        return stats
+
+    def _replace(self, coll: Any, docs: list[dict[str, Any]]) -> None:
+        if self.embedded:
+            # mongomock scans the collection once per replace_one; one delete + insert is linear.
+            coll.delete_many({"_id": {"$in": [d["_id"] for d in docs]}})
+            coll.insert_many(docs, ordered=False)
+        else:
+            from pymongo import ReplaceOne
+
+            coll.bulk_write([ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in docs], ordered=False)
+
+    def delete_missing(self, name: str, tenant: str, keep_refs: set[str], scope: dict[str, Any]) -> int:
+        """Remove the tenant's records within `scope` whose ref is not in `keep_refs` (--prune)."""
+        coll = self.collection(name)
+        gone = [d["_id"] for d in coll.find({"tenant_id": tenant, **scope}, {"ref": 1})
+                if d.get("ref") not in keep_refs]
+        if gone:
+            coll.delete_many({"_id": {"$in": gone}})
+        return len(gone)
+
+    def ensure_indexes(self) -> None:
+        for name in COLLECTIONS:
+            self.collection(name).create_index([("tenant_id", 1), ("ref", 1)], name="tenant_ref")
+
+    def commit(self) -> None:
+        """Persist the embedded store as a new generation; MongoDB writes are already durable."""
+        if not self.embedded:
+            return
+        root = self.data_dir / SNAPSHOT_DIR
+        root.mkdir(parents=True, exist_ok=True)
+        current = _current_generation(root)
+        number = int(current.split("-")[1]) + 1 if current else 1
+        gen = root / f"gen-{number:06d}"
+        tmp = root / f".{gen.name}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        for name in COLLECTIONS:
+            docs = list(self.db[name].find())
+            with open(tmp / f"{name}.pkl", "wb") as fh:
+                pickle.dump(docs, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                fh.flush()
+                os.fsync(fh.fileno())
+        tmp.rename(gen)
+        pointer = root / "CURRENT.tmp"
+        pointer.write_text(gen.name)
+        os.replace(pointer, root / "CURRENT")
+        for old in root.glob("gen-*"):
+            if old.name != gen.name:
+                shutil.rmtree(old, ignore_errors=True)
+
+
+def _current_generation(root: Path) -> str | None:
+    pointer = root / "CURRENT"
+    if not pointer.exists():
+        return None
+    name = pointer.read_text().strip()
+    return name if (root / name).is_dir() else None
+
+
+def has_data(settings: Settings) -> bool:
+    if settings.mongodb_uri:
+        return True
+    return _current_generation(settings.data_dir / SNAPSHOT_DIR) is not None
+
+
+def open_store(settings: Settings) -> DocumentStore:
+    if settings.mongodb_uri:
+        import pymongo
+
+        try:
+            client = pymongo.MongoClient(settings.mongodb_uri, serverSelectionTimeoutMS=3000, tz_aware=False)
+            client.admin.command("ping")
+        except Exception as exc:  # pymongo raises many kinds; the user needs one line
+            raise StoreError(f"cannot reach MongoDB at MONGODB_URI: {exc.__class__.__name__}: {exc}") from None
+        return DocumentStore(client[settings.mongodb_db], settings.data_dir, embedded=False)
+
+    import mongomock
+
+    _patch_mongomock_match_pushdown()
+    db = mongomock.MongoClient(tz_aware=False)[settings.mongodb_db]
+    root = settings.data_dir / SNAPSHOT_DIR
+    current = _current_generation(root)
+    if current:
+        for name in COLLECTIONS:
+            path = root / current / f"{name}.pkl"
+            if not path.exists():
+                continue
+            try:
+                with open(path, "rb") as fh:
+                    docs = pickle.load(fh)
+            except (OSError, pickle.UnpicklingError, EOFError) as exc:
+                raise StoreError(f"cannot read the store snapshot {path}: {exc}") from None
+            if docs:
+                db[name].insert_many(docs)
+    return DocumentStore(db, settings.data_dir, embedded=True)
+
+
+def strip_hidden(doc: dict[str, Any]) -> dict[str, Any]:
+    """A record as it may leave the store."""
+    return {k: v for k, v in doc.items() if k not in HIDDEN_FIELDS}
