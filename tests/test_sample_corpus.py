@@ -268,6 +268,9 @@ def test_stories_exist_for_any_seed(seed):
         if "thread" in story:
             parent, replies = _thread(corpus, story["tenant"], name)
             assert parent["ts"] == story["thread"]["ts"] and len(replies) >= 5
+            assert parent["permalink"] == story["thread"]["permalink"]
+            if "doc" in story:
+                assert story["thread"]["permalink"] in docs[story["doc"]]["links"]
     for spec in STORIES["last_week_merges"]["prs"]:
         [pr] = [p for p in corpus["acme"]["pull_requests"] if p["title"] == spec["title"]]
         assert pr["merged_at"] == spec["merged_at"] and pr["user"]["login"] == spec["author"]

@@ -396,30 +396,39 @@ def _slack_ts(when: datetime, micro: int) -> str:
     return f"{int(when.timestamp())}.{micro:06d}"
 
 
+def _permalink(tenant: str, channel: str, ts: str) -> str:
+    return f"https://{tenant}.slack.com/archives/{SPECS[tenant]['channels'][channel][0]}/p{ts.replace('.', '')}"
+
+
+def _story_thread(channel: str, when: str, micro: int) -> dict:
+    ts = _slack_ts(_dt(when), micro)
+    return {"channel": channel, "ts": ts, "permalink": _permalink("acme", channel, ts)}
+
+
 STORIES = {
     "redis_session_cache": {
         "tenant": "acme", "issue": "ENG-231", "pr": "acme/infra#812",
         "pr_url": "https://github.com/acme/infra/pull/812", "pr_title": "Switch session cache from Memcached to Redis",
         "author": "rsh-dev", "merged_at": "2026-06-10T14:22:00Z",
-        "thread": {"channel": "infra", "ts": _slack_ts(_dt("2026-06-03T10:05:12"), 300)},
+        "thread": _story_thread("infra", "2026-06-03T10:05:12", 300),
         "doc": "DOC-14", "doc_title": "ADR-007: Use Redis for the session cache",
     },
     "payments_double_charge": {
         "tenant": "acme", "issue": "PAY-88", "pr": "acme/payments#1377",
         "pr_url": "https://github.com/acme/payments/pull/1377", "pr_title": "修复支付回调的重复扣款问题 (PAY-88)",
         "author": "zwei-dev", "merged_at": "2026-09-16T09:05:00Z",
-        "thread": {"channel": "incidents", "ts": _slack_ts(_dt("2026-09-14T07:12:40"), 500)},
+        "thread": _story_thread("incidents", "2026-09-14T07:12:40", 500),
         "doc": "DOC-31", "doc_title": "Postmortem: Duplicate charges from retried payment callbacks (2026-09-14)",
     },
     "leaked_stripe_key": {
         "tenant": "acme", "pr": "acme/web#2093", "pr_url": "https://github.com/acme/web/pull/2093",
         "pr_title": "Rotate leaked Stripe key", "author": "achen42", "merged_at": "2026-10-20T11:45:00Z",
-        "thread": {"channel": "security-private", "ts": _slack_ts(_dt("2026-10-20T08:31:05"), 700)},
+        "thread": _story_thread("security-private", "2026-10-20T08:31:05", 700),
         "members": ["achen42", "ingrid-h", "priyar", "rsh-dev", "sokafor"],
     },
     "ci_self_hosted_runners": {
         "tenant": "acme", "issue": "OPS-142", "issue_summary": "将 CI 迁移到自托管 GitHub Actions runner",
-        "thread": {"channel": "infra", "ts": _slack_ts(_dt("2026-10-27T03:15:30"), 900)},
+        "thread": _story_thread("infra", "2026-10-27T03:15:30", 900),
         "doc": "DOC-36", "doc_title": "RFC：CI 迁移到自托管 Runner",
     },
     # Guaranteed answers for "PRs Rashid merged last week" / "上周张伟合并了哪些PR？" (ISO week 2026-W48).
@@ -883,8 +892,7 @@ class _Builder:
         return out
 
     # -- Slack ----------------------------------------------------------------------------------
-    def add_thread(self, channel: str, posts: list[tuple[_Person, str, datetime]], micro: int | None = None,
-                   reactions: bool = True) -> str:
+    def add_thread(self, channel: str, posts: list[tuple[_Person, str, datetime]], micro: int | None = None) -> str:
         """Append a parent and its replies with Slack's thread fields; returns the parent ts."""
         rng = self.rng
         cid = self.spec["channels"][channel][0]
@@ -903,9 +911,9 @@ class _Builder:
             msg = {"type": "message", "user": person.slack_id, "text": text, "ts": ts,
                    "user_profile": {"real_name": person.name, "display_name": person.handle, "name": person.handle},
                    "channel": channel, "channel_id": cid,
-                   "permalink": f"https://{self.tenant}.slack.com/archives/{cid}/p{ts.replace('.', '')}",
+                   "permalink": _permalink(self.tenant, channel, ts),
                    "acl": list(acl)}
-            if reactions and rng.random() < 0.22:
+            if rng.random() < 0.22:
                 users = rng.sample([p.slack_id for p in self.people], rng.randint(1, 4))
                 msg["reactions"] = [{"name": rng.choice(REACTIONS), "users": users, "count": len(users)}]
             records.append(msg)
@@ -1004,10 +1012,11 @@ class _Builder:
         numbers = (n for n in range(1, 10_000) if n not in reserved)
         for kind, topic, area, created in planned:
             created = _clamp(created)
-            prs = [p for p in self.prs if (area is None or self.pr_meta[p["id"]]["area"] == area)
-                   and self.pr_meta[p["id"]]["created"] < created] or self.prs[:5]
-            issues = [i for i in self.issues
-                      if (area is None or i.area == area) and i.created < created] or self.issues[:5]
+            # Cite work that already existed, preferably from the doc's own area.
+            prs = [p for p in self.prs if self.pr_meta[p["id"]]["created"] < created] or self.prs[:5]
+            prs = [p for p in prs if area in (None, self.pr_meta[p["id"]]["area"])] or prs
+            issues = [i for i in self.issues if i.created < created] or self.issues[:5]
+            issues = [i for i in issues if area in (None, i.area)] or issues
             pr, issue = rng.choice(prs[-30:]), rng.choice(issues[-30:])
             team = self.team_of(area) if area else self.people
             author = self.pick(team, lambda p: p.author_w)
@@ -1240,16 +1249,14 @@ class _Builder:
                          _dt("2026-07-23T09:00:00"))
             return
         s = STORIES["redis_session_cache"]
-        thread = STORIES["redis_session_cache"]["thread"]
-        permalink = (f"https://acme.slack.com/archives/{self.spec['channels']['infra'][0]}/p"
-                     f"{thread['ts'].replace('.', '')}")
         self.add_doc(s["doc"], s["doc_title"],
                      f"# {s['doc_title']}\n\n**Status:** Accepted · **Owner:** Rashid Khan\n\n## Context\n"
                      f"Memcached evicts session keys under memory pressure, which logs users out "
                      f"({self.md_issue('ENG-231')}). It has no persistence, so restarting a node drops every session "
                      f"on it, and no replication, so there is no failover.\n\n## Decision\nWe use Redis (one primary, "
                      f"one replica per zone, AOF persistence) for the session cache. Implemented in "
-                     f"[acme/infra#812]({s['pr_url']}); discussion in [#infra]({permalink}).\n\n## Consequences\n"
+                     f"[acme/infra#812]({s['pr_url']}); discussion in [#infra]({s['thread']['permalink']}).\n\n"
+                     "## Consequences\n"
                      "Sessions survive restarts and failovers. We now operate Redis and must watch memory; "
                      "maxmemory-policy is volatile-lru.", p("rsh-dev"), _dt("2026-06-04T09:00:00"),
                      ["adr", "infra", "sessions", "redis"], "Infra", _dt("2026-06-11T08:30:00"))
@@ -1257,8 +1264,9 @@ class _Builder:
         self.add_doc(s["doc"], s["doc_title"],
                      f"# {s['doc_title']}\n\n## Summary\nOn 2026-09-14 about 140 customers were charged twice because "
                      f"retried payment-provider callbacks were not idempotent ({self.md_issue('PAY-88')}).\n\n"
-                     "## Timeline\n- 07:12 UTC customers report double charges in #incidents\n- 07:41 provider retries "
-                     f"disabled\n- 2026-09-16 09:05 fix merged: [acme/payments#1377]({s['pr_url']})\n\n"
+                     f"## Timeline\n- 07:12 UTC customers report double charges in [#incidents]"
+                     f"({s['thread']['permalink']})\n- 07:41 provider retries disabled\n"
+                     f"- 2026-09-16 09:05 fix merged: [acme/payments#1377]({s['pr_url']})\n\n"
                      "## Root cause\nThe callback handler did not check the idempotency key before creating a "
                      "charge.\n\n"
                      "## 中文摘要\n支付回调重试时没有做幂等校验，导致重复扣款。已通过幂等键和唯一索引修复。\n\n"
@@ -1268,7 +1276,8 @@ class _Builder:
         s = STORIES["ci_self_hosted_runners"]
         self.add_doc(s["doc"], s["doc_title"],
                      f"# {s['doc_title']}\n\n## 背景\nGitHub 托管 runner 高峰期排队超过 15 分钟，费用持续上涨，详见 "
-                     f"{self.md_issue('OPS-142')}。\n\n## 方案\n在现有 Kubernetes 集群上部署 actions-runner-controller，"
+                     f"{self.md_issue('OPS-142')}，讨论见 [#infra]({s['thread']['permalink']})。\n\n"
+                     "## 方案\n在现有 Kubernetes 集群上部署 actions-runner-controller，"
                      "按仓库分批迁移：先 acme/infra，再 acme/payments 和 acme/web。移动端仍使用托管的 macOS runner。\n\n"
                      "## 风险\n- 集成测试需要访问 staging 数据库，需要提前配置网络策略\n- runner 镜像需要定期更新",
                      p("liuyang-ops"), _dt("2026-10-29T03:00:00"), ["rfc", "infra", "ci", "中文"], "Infra",

@@ -1,0 +1,72 @@
+import json
+
+import pytest
+
+from tests.conftest import run_cli
+
+NOW = "2026-11-30T12:00:00Z"
+
+
+def test_ask_json_contract(sample_dir):
+    out = run_cli("ask", "PRs Rashid merged last week", "--json", "--now", NOW, "--data-dir", str(sample_dir))
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data) >= {"question", "route", "answer", "queries", "records", "citations"}
+    (query,) = data["queries"]
+    assert query["collection"] == "pull_requests" and query["row_count"] == len(data["records"]) > 0
+    assert query["attempts"][0]["error"] is None and query["attempts"][0]["pipeline"] == query["pipeline"]
+    assert all({"id", "collection", "title", "url"} <= set(c) for c in data["citations"])
+    assert all(r["html_url"].startswith("https://github.com/") for r in data["records"])
+    assert not any(k in r for r in data["records"] for k in ("tenant_id", "acl", "_id"))
+
+
+def test_ask_aggregate_over_people_has_display_names(sample_dir):
+    out = run_cli("ask", "who reviewed the most PRs in the payments repo", "--json", "--now", NOW,
+                  "--data-dir", str(sample_dir))
+    rows = json.loads(out.stdout)["records"]
+    assert rows and all(r.get("name") and r["_id"] for r in rows)
+
+
+def test_ask_as_the_asker(sample_dir):
+    out = run_cli("ask", "open issues assigned to me", "--json", "--as", "Rashid Khan", "--now", NOW,
+                  "--data-dir", str(sample_dir))
+    data = json.loads(out.stdout)
+    assert data["records"] and all(r["fields"]["assignee"]["name"] == "rkhan" for r in data["records"])
+
+
+@pytest.mark.parametrize("args,message", [
+    (["ask", "   "], "question is empty"),
+    (["ask", "my PRs", "--as", "nobody-at-all"], "unknown person"),
+    (["ask", "my PRs", "--now", "yesterday-ish"], "malformed time"),
+    (["ingest", "github", "/no/such/file.jsonl"], "no such file"),
+    (["query", "pull_requests", "[{not json"], "not valid JSON"),
+    (["query", "secrets", "[]"], "unknown collection"),
+])
+def test_bad_input_is_one_line_and_exit_2(sample_dir, args, message):
+    out = run_cli(*args, "--data-dir", str(sample_dir))
+    assert out.returncode == 2, out
+    assert message in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_missing_data_is_exit_2(tmp_path):
+    out = run_cli("ask", "open PRs", "--data-dir", str(tmp_path / "empty"))
+    assert out.returncode == 2 and "ingest sample" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_query_runs_hand_written_pipelines_through_validation(sample_dir):
+    ok = run_cli("query", "pull_requests", '[{"$match": {"state": "open"}}, {"$count": "count"}]',
+                 "--data-dir", str(sample_dir))
+    assert ok.returncode == 0 and json.loads(ok.stdout)["records"][0]["count"] > 0
+    rejected = run_cli("query", "pull_requests", '[{"$match": {"tenant_id": "globex"}}]', "--data-dir", str(sample_dir))
+    assert rejected.returncode == 3 and "tenant_id" in rejected.stderr
+    dated = run_cli("query", "pull_requests",
+                    '[{"$match": {"merged_at": {"$gte": {"$date": "2026-11-23T00:00:00Z"}}}}, {"$count": "n"}]',
+                    "--data-dir", str(sample_dir))
+    assert dated.returncode == 0 and json.loads(dated.stdout)["records"][0]["n"] > 0
+
+
+def test_schema_command(sample_dir):
+    out = run_cli("schema", "--json", "--data-dir", str(sample_dir))
+    schemas = json.loads(out.stdout)
+    assert "pull_requests" in schemas and "tenant_id" not in out.stdout and '"acl"' not in out.stdout

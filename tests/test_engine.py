@@ -1,0 +1,110 @@
+from datetime import datetime
+
+import pytest
+
+from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, Success, run_structured
+from context_engine.query.identity import PeopleDirectory
+from context_engine.query.plan import Plan
+from context_engine.runtime import catalog_for, store_for
+from context_engine.sources.sample import STORIES
+
+NOW = datetime(2026, 11, 30, 12, 0)
+
+
+class ScriptedPlanner:
+    """Stands in for a model: returns the given plans in order, as an LLM would write them."""
+
+    def __init__(self, *plans):
+        self.plans = list(plans)
+        self.seen_errors = []
+
+    def plan(self, ctx):
+        self.seen_errors.append([a.error for a in ctx.previous])
+        collection, pipeline = self.plans.pop(0)
+        return Plan(collection, pipeline, confidence=0.8, planner="llm")
+
+
+def _run(settings, question, asker=None, planner=None, tenant="acme"):
+    settings = settings.with_overrides(tenant=tenant)
+    catalog = catalog_for(settings)
+    person = PeopleDirectory(catalog.people).lookup(asker) if asker else None
+    return run_structured(question, store=store_for(settings), catalog=catalog, settings=settings, now=NOW,
+                          asker=person, llm_planner=planner)
+
+
+def test_offline_answer_to_a_structured_question(settings):
+    result = _run(settings, "PRs Rashid merged last week")
+    assert isinstance(result, Success)
+    expected = {pr["title"] for pr in STORIES["last_week_merges"]["prs"] if pr["author"] == "rsh-dev"}
+    assert {r["title"] for r in result.rows} >= expected
+    assert all(r["user"]["login"] == "rsh-dev" and r["merged"] for r in result.rows)
+    assert all(datetime(2026, 11, 23) <= r["merged_at"] < datetime(2026, 11, 30) for r in result.rows)
+    assert not any(k in r for r in result.rows for k in ("tenant_id", "acl", "_id"))
+
+
+def test_model_naming_the_other_tenant_still_sees_only_its_own(settings):
+    planner = ScriptedPlanner(
+        ("pull_requests", [{"$match": {"tenant_id": "globex"}}]),                    # rejected by validation
+        ("pull_requests", [{"$match": {"repo": "globex/api", "title": {"$exists": True}}}]))  # valid, but scoped
+    result = _run(settings, "zzzz qqqq", planner=planner)  # unplannable offline -> the model is asked
+    assert [a.error is not None for a in result.attempts] == [True, False]
+    assert "tenant_id" in result.attempts[0].error
+    assert planner.seen_errors[1] and "tenant_id" in planner.seen_errors[1][0]  # the error was fed back
+    assert isinstance(result, NoResults)  # globex's PRs exist, but not for acme
+
+
+def test_globex_sees_its_own_story_and_acme_does_not(settings):
+    story = STORIES["globex_dynamodb_sessions"]
+    pipeline = [{"$match": {"title": story["pr_title"]}}]
+    assert isinstance(_run(settings, "x", planner=ScriptedPlanner(("pull_requests", pipeline)), tenant="acme"), NoResults)
+    result = _run(settings, "x", planner=ScriptedPlanner(("pull_requests", pipeline)), tenant="globex")
+    assert isinstance(result, Success) and result.rows[0]["ref"] == story["pr"]
+
+
+def test_private_channel_needs_membership(settings):
+    story = STORIES["leaked_stripe_key"]
+    pipeline = [{"$match": {"channel": "security-private"}}]
+    outsider = _run(settings, "x", asker="tbecker", planner=ScriptedPlanner(("messages", pipeline)))
+    member = _run(settings, "x", asker="rsh-dev", planner=ScriptedPlanner(("messages", pipeline)))
+    assert isinstance(outsider, NoResults)
+    assert isinstance(member, Success) and any(r["ts"] == story["thread"]["ts"] for r in member.rows)
+
+
+def test_attempts_stop_at_the_limit(settings):
+    bad = ("pull_requests", [{"$where": "sleep(1000)"}])
+    result = _run(settings, "zzzz qqqq", planner=ScriptedPlanner(bad, bad, bad, bad))
+    assert isinstance(result, MaxAttempts) and len(result.attempts) == settings.max_attempts
+    assert all("$where" in a.error for a in result.attempts)
+
+
+def test_ambiguous_person_is_reported_not_guessed(settings):
+    result = _run(settings, "PRs Alex merged last month")
+    assert isinstance(result, ResolutionFailed)
+    assert "Alex Chen" in result.message and "Alex Morgan" in result.message
+
+
+def test_text_search_is_served_by_bm25_in_english_and_chinese(settings):
+    english = _run(settings, "x", planner=ScriptedPlanner(
+        ("pull_requests", [{"$match": {"$text": {"$search": "memcached redis"}}}])))
+    assert STORIES["redis_session_cache"]["pr"] in {r["ref"] for r in english.rows}
+    chinese = _run(settings, "x", planner=ScriptedPlanner(
+        ("pull_requests", [{"$match": {"$text": {"$search": "重复扣款"}}}])))
+    assert STORIES["payments_double_charge"]["pr"] in {r["ref"] for r in chinese.rows}
+
+
+def test_aggregate_over_people_carries_display_names(settings):
+    result = _run(settings, "who reviewed the most PRs in the payments repo")
+    assert isinstance(result, Success)
+    assert all("name" in row and row["name"] != row["_id"] for row in result.rows)
+    counts = [row["count"] for row in result.rows]
+    assert counts == sorted(counts, reverse=True)
+
+
+@pytest.mark.parametrize("question,expected", [
+    ("how many open PRs are there?", [{"$match": {"state": "open"}}, {"$count": "count"}]),
+    ("open PRs grouped by repo", [{"$match": {"state": "open"}}, {"$group": {"_id": "$repo", "count": {"$sum": 1}}},
+                                  {"$sort": {"count": -1, "_id": 1}}]),
+])
+def test_offline_pipelines_for_counts_and_groups(settings, question, expected):
+    result = _run(settings, question)
+    assert isinstance(result, Success) and result.plan.pipeline == expected

@@ -1,0 +1,30 @@
+from context_engine.graph.main import context_graph, graph
+from context_engine.graph.structured import structured_graph
+
+NOW = "2026-11-30T12:00:00Z"
+
+
+def _context(sample_dir, **extra):
+    return {"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False, **extra}
+
+
+def test_graph_accepts_a_plain_string_and_a_dict(sample_dir):
+    as_string = graph.invoke("how many open PRs are there?", context=_context(sample_dir))
+    as_dict = graph.invoke({"question": "how many open PRs are there?", "now": NOW}, context=_context(sample_dir))
+    assert as_string["records"] == as_dict["records"] and as_dict["records"][0]["count"] > 0
+    assert as_dict["route"] == "structured" and "pull requests match" in as_dict["answer"]
+
+
+def test_asker_comes_from_the_run_context(sample_dir):
+    mine = graph.invoke({"question": "open issues assigned to me", "now": NOW},
+                        context=_context(sample_dir, user="priyar"))
+    assert mine["records"] and all(r["fields"]["assignee"]["name"] == "praman" for r in mine["records"])
+
+
+def test_graph_shows_the_structured_subgraph_and_its_retry_edge():
+    drawn = context_graph.get_graph(xray=True).draw_mermaid()
+    for node in ("resolve", "generate_query", "validate_query", "execute_query", "respond"):
+        assert node in drawn
+    edges = {(e.source, e.target) for e in structured_graph.get_graph().edges}
+    assert ("validate_query", "generate_query") in edges and ("execute_query", "generate_query") in edges
+    assert context_graph.name == "context_engine"

@@ -1,0 +1,60 @@
+import pytest
+
+from context_engine.query.identity import AmbiguousPerson, PeopleDirectory, UnknownPerson
+from context_engine.sources.sample import generate
+
+
+@pytest.fixture(scope="module")
+def directory() -> PeopleDirectory:
+    return PeopleDirectory(generate()["acme"]["people"])
+
+
+def _resolved(directory, question, asker=None):
+    return [(m.text, m.person.key if m.person else None, [p.key for p in m.candidates])
+            for m in directory.find_mentions(question, asker)]
+
+
+@pytest.mark.parametrize("question,key", [
+    ("PRs Rashid merged last week", "rsh-dev"),
+    ("open PRs by Rashid Khan", "rsh-dev"),
+    ("what did rashid.k review", "rsh-dev"),       # Slack handle
+    ("issues assigned to rkhan", "rsh-dev"),       # Jira user
+    ("PRs by Rash", "rsh-dev"),                    # nickname
+    ("PRs by Rashed Khan", "rsh-dev"),             # a typo, fuzzy
+    ("Priya's open PRs", "priyar"),                # possessive
+    ("上周张伟合并了哪些PR？", "zwei-dev"),          # Chinese display name inside unsegmented text
+    ("what did Zhang Wei merge", "zwei-dev"),      # pinyin alias
+])
+def test_names_resolve_to_logins(directory, question, key):
+    found = _resolved(directory, question)
+    assert [k for _, k, _ in found] == [key], found
+
+
+def test_shared_first_name_is_ambiguous_not_guessed(directory):
+    (mention,) = directory.find_mentions("PRs Alex merged")
+    assert mention.ambiguous
+    assert {p.key for p in mention.candidates} == {"achen42", "amorgan-dev"}
+
+
+def test_full_name_breaks_the_tie(directory):
+    assert _resolved(directory, "PRs Alex Morgan merged")[0][1] == "amorgan-dev"
+
+
+@pytest.mark.parametrize("question", ["PRs I merged", "my open issues", "assigned to me", "我上周合并的PR"])
+def test_pronouns_mean_the_asker(directory, question):
+    asker = directory.lookup("rsh-dev")
+    (mention,) = directory.find_mentions(question, asker)
+    assert mention.is_asker and mention.person == asker
+
+
+def test_common_words_are_not_people(directory):
+    assert directory.find_mentions("how many merged PRs are open in the payments repo this week") == []
+
+
+def test_lookup_by_any_alias(directory):
+    assert directory.lookup("Rashid Khan").key == "rsh-dev"
+    assert directory.lookup("@rashid.k").key == "rsh-dev"
+    with pytest.raises(UnknownPerson):
+        directory.lookup("nobody-at-all")
+    with pytest.raises(AmbiguousPerson):
+        directory.lookup("Alex")

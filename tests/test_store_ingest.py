@@ -1,0 +1,105 @@
+import gzip
+import json
+
+import pytest
+
+from context_engine.config import HIDDEN_FIELDS, Settings
+from context_engine.sources import ingest as ingest_module
+from context_engine.sources.github import ReadProblems, read_github_dump
+from context_engine.sources.ingest import ingest
+from context_engine.store.documents import open_store
+from tests.conftest import GITHUB_DUMP
+
+
+def _pr(number, title="t", merged_at=None):
+    return {"number": number, "title": title, "state": "closed" if merged_at else "open", "user": {"login": "octo"},
+            "html_url": f"https://github.com/o/r/pull/{number}", "created_at": "2026-01-0%dT10:00:00Z" % (number % 9 + 1),
+            "pull_request": {"url": "x", "merged_at": merged_at}, "labels": []}
+
+
+def test_embedded_store_persists_and_survives_restart(tmp_path):
+    settings = Settings(data_dir=tmp_path, mongodb_uri=None)
+    ingest(settings, {"t1": {"pull_requests": [_pr(1), _pr(2, merged_at="2026-02-01T00:00:00Z")]}})
+    store = open_store(settings)  # a new process would do exactly this
+    docs = list(store.collection("pull_requests").find({"tenant_id": "t1"}))
+    assert sorted(d["ref"] for d in docs) == ["o/r#1", "o/r#2"]
+    merged = next(d for d in docs if d["ref"] == "o/r#2")
+    assert merged["merged"] is True and merged["merged_at"].year == 2026  # dates are real dates
+
+
+def test_reingest_upserts_without_duplicates_and_counts_changes(tmp_path):
+    settings = Settings(data_dir=tmp_path, mongodb_uri=None)
+    ingest(settings, {"t1": {"pull_requests": [_pr(1), _pr(2)]}})
+    (report,) = ingest(settings, {"t1": {"pull_requests": [_pr(1), _pr(2, title="renamed"), _pr(3)]}})
+    stats = report.written["pull_requests"]
+    assert (stats.inserted, stats.updated, stats.unchanged) == (1, 1, 1)
+    assert open_store(settings).collection("pull_requests").count_documents({}) == 3
+
+
+def test_malformed_record_is_skipped_and_counted(tmp_path):
+    settings = Settings(data_dir=tmp_path, mongodb_uri=None)
+    (report,) = ingest(settings, {"t1": {"pull_requests": [_pr(1), {"title": "no number"}, "junk"]}})
+    assert report.skipped == 2 and report.records == 1
+
+
+def test_failed_ingest_leaves_previous_data_usable(tmp_path, monkeypatch):
+    settings = Settings(data_dir=tmp_path, mongodb_uri=None)
+    ingest(settings, {"t1": {"pull_requests": [_pr(1)]}})
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(ingest_module, "refresh_catalog", explode)
+    monkeypatch.setattr("context_engine.store.documents.DocumentStore.commit", explode)
+    with pytest.raises(RuntimeError):
+        ingest(settings, {"t1": {"pull_requests": [_pr(2), _pr(3)]}})
+    monkeypatch.undo()
+    assert open_store(settings).collection("pull_requests").count_documents({}) == 1
+
+
+def test_tenants_are_separate_even_for_identical_records(tmp_path):
+    settings = Settings(data_dir=tmp_path, mongodb_uri=None)
+    ingest(settings, {"t1": {"pull_requests": [_pr(1)]}, "t2": {"pull_requests": [_pr(1)]}})
+    coll = open_store(settings).collection("pull_requests")
+    assert coll.count_documents({"tenant_id": "t1"}) == 1 and coll.count_documents({"tenant_id": "t2"}) == 1
+
+
+def test_github_dump_reader_reports_bad_lines(tmp_path):
+    path = tmp_path / "dump.jsonl.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write(json.dumps(_pr(1)) + "\n{not json\n" + json.dumps([1]) + "\n")
+    problems = ReadProblems()
+    out = read_github_dump([path], problems)
+    assert len(out["pull_requests"]) == 1 and problems.count == 2
+    assert "dump.jsonl.gz:2" in problems.examples[0]
+
+
+@pytest.mark.slow
+def test_real_github_dump_ingests_exactly_and_idempotently(tmp_path):
+    settings = Settings(data_dir=tmp_path, mongodb_uri=None)
+    problems = ReadProblems()
+    batches = read_github_dump([GITHUB_DUMP], problems)
+    assert (len(batches["pull_requests"]), len(batches["issues"]), problems.count) == (4239, 3019, 0)
+    ingest(settings, {"hf": batches})
+    (again,) = ingest(settings, {"hf": read_github_dump([GITHUB_DUMP], ReadProblems())})
+    assert again.written["pull_requests"].unchanged == 4239 and again.written["issues"].unchanged == 3019
+    store = open_store(settings)
+    assert store.collection("pull_requests").count_documents({"tenant_id": "hf"}) == 4239
+    assert store.collection("pull_requests").count_documents({"tenant_id": "hf", "merged": True}) == 3557
+    assert store.collection("issues").count_documents({"tenant_id": "hf"}) == 3019
+
+
+def test_schema_discovery_on_sample(settings):
+    from context_engine.runtime import catalog_for
+
+    schemas = catalog_for(settings).schemas
+    prs = schemas["pull_requests"]
+    assert {"user.login", "labels.name", "reviews.user.login", "merged_at", "base.repo.full_name"} <= set(prs.fields)
+    assert prs.is_date("merged_at") and prs.fields["labels.name"].in_array
+    assert set(prs.fields["state"].enum) == {"open", "closed"}
+    assert "security" in prs.fields["labels.name"].enum
+    assert prs.fields["title"].enum is None and prs.fields["html_url"].enum is None  # free text, URLs
+    assert "Done" in schemas["issues"].fields["fields.status.name"].enum
+    for schema in schemas.values():
+        assert not any(path.split(".")[0] in HIDDEN_FIELDS for path in schema.fields)
+        assert "tenant_id" not in schema.describe()

@@ -1,0 +1,49 @@
+from datetime import datetime
+
+import pytest
+
+from context_engine.query.timeexpr import find_time_ranges
+
+NOW = datetime(2026, 11, 30, 12, 0)  # a Monday
+D = datetime
+
+
+@pytest.mark.parametrize("text,start,end", [
+    ("PRs merged last week", D(2026, 11, 23), D(2026, 11, 30)),
+    ("this week", D(2026, 11, 30), D(2026, 12, 7)),
+    ("yesterday", D(2026, 11, 29), D(2026, 11, 30)),
+    ("in the last 7 days", D(2026, 11, 24), NOW),
+    ("past 2 weeks", D(2026, 11, 17), NOW),
+    ("since March", D(2026, 3, 1), None),
+    ("in March 2023", D(2023, 3, 1), D(2023, 4, 1)),
+    ("Q1 2023", D(2023, 1, 1), D(2023, 4, 1)),
+    ("in 2021", D(2021, 1, 1), D(2022, 1, 1)),
+    ("last month", D(2026, 10, 1), D(2026, 11, 1)),
+    ("上周", D(2026, 11, 23), D(2026, 11, 30)),
+    ("本月", D(2026, 11, 1), D(2026, 12, 1)),
+    ("去年", D(2025, 1, 1), D(2026, 1, 1)),
+    ("最近7天", D(2026, 11, 24), NOW),
+    ("最近三十天", D(2026, 11, 1), NOW),
+    ("2021年", D(2021, 1, 1), D(2022, 1, 1)),
+    ("2023年3月", D(2023, 3, 1), D(2023, 4, 1)),
+    ("since March 3, 2024", D(2024, 3, 3), None),
+    ("before 2025-06-01", None, D(2025, 6, 1)),
+])
+def test_time_expressions(text, start, end):
+    ranges = find_time_ranges(text, NOW)
+    assert len(ranges) == 1, ranges
+    assert (ranges[0].start, ranges[0].end) == (start, end)
+
+
+def test_last_week_on_a_sunday_is_still_the_previous_iso_week():
+    (rng,) = find_time_ranges("last week", datetime(2026, 11, 29, 23, 0))
+    assert (rng.start, rng.end) == (D(2026, 11, 16), D(2026, 11, 23))
+
+
+def test_verb_before_a_range_is_kept():
+    (rng,) = find_time_ranges("issues closed this month", NOW)
+    assert rng.verb == "closed"
+
+
+def test_no_time_in_plain_question():
+    assert find_time_ranges("open PRs by Rashid", NOW) == []
