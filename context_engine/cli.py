@@ -116,6 +116,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
     _check_asker(settings)
     context = {"tenant": settings.tenant, "user": settings.asker, "data_dir": str(settings.data_dir)}
     result = graph.invoke({"question": question, "now": now.isoformat()}, context=context)
+    from context_engine.query.llm_planner import to_extended_json
+
+    # Pipelines print as Extended JSON, so any of them can be re-run with `context-engine query`.
+    for q in result.get("queries", []):
+        q["pipeline"] = to_extended_json(q["pipeline"])
+        for attempt in q["attempts"]:
+            attempt["pipeline"] = to_extended_json(attempt["pipeline"])
     if args.json:
         _print_json({"question": question, "route": result.get("route"), "answer": result.get("answer"),
                      "queries": result.get("queries", []), "records": result.get("records", []),
@@ -181,6 +188,25 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from context_engine.eval.structured import evaluate
+
+    path = Path(args.questions)
+    if not path.is_file():
+        raise InputError(f"cannot read {path}: no such file")
+    settings = _settings(args)
+    report = evaluate(path, settings, use_llm=args.llm)
+    if args.json:
+        _print_json(report.to_json())
+    else:
+        for r in report.results:
+            mark = "ok  " if r.correct else "FAIL"
+            print(f"{mark} {r.id:>5} {r.seconds * 1000:7.1f} ms  {r.question}" + (f"\n      {r.detail}" if r.detail else ""))
+        correct = sum(r.correct for r in report.results)
+        print(f"execution accuracy: {correct}/{len(report.results)} = {report.accuracy:.1%}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", help="data directory (default $CONTEXT_ENGINE_HOME or ./.context-engine)")
@@ -209,6 +235,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("pipeline", metavar="PIPELINE_JSON", help='e.g. \'[{"$match": {"state": "open"}}]\'; dates as {"$date": "..."}')
     p.add_argument("--as", dest="as_user", help="the asker (for access to private records)")
     p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("eval", parents=[common], help="evaluate: `eval structured --questions FILE`")
+    p.add_argument("kind", choices=["structured"], help="structured: execution accuracy against gold pipelines")
+    p.add_argument("--questions", required=True, help="JSON lines: question, now, as, tenant, collection, gold, compare")
+    p.add_argument("--llm", action="store_true", help="let the LLM planner take the questions the offline one is unsure of")
+    p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("schema", parents=[common], help="print the discovered schema")
     p.set_defaults(func=cmd_schema)

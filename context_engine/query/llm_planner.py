@@ -53,13 +53,13 @@ def from_extended_json(value: Any) -> Any:
     return value
 
 
-def _to_extended_json(value: Any) -> Any:
+def to_extended_json(value: Any) -> Any:
     if isinstance(value, datetime):
         return {"$date": value.strftime("%Y-%m-%dT%H:%M:%SZ")}
     if isinstance(value, dict):
-        return {k: _to_extended_json(v) for k, v in value.items()}
+        return {k: to_extended_json(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_to_extended_json(v) for v in value]
+        return [to_extended_json(v) for v in value]
     return value
 
 
@@ -113,7 +113,7 @@ def build_messages(ctx: PlanningContext, max_rows: int = 200) -> list[tuple[str,
     messages = [("system", system), ("human", ctx.question)]
     for attempt in ctx.previous[-2:]:
         messages.append(("ai", json.dumps({"collection": attempt.plan.collection,
-                                           "pipeline": _to_extended_json(attempt.plan.pipeline)}, ensure_ascii=False)))
+                                           "pipeline": to_extended_json(attempt.plan.pipeline)}, ensure_ascii=False)))
         messages.append(("human", PLANNER_RETRY.format(attempt="(above)", error=attempt.error)))
     return messages
 

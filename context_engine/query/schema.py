@@ -8,6 +8,7 @@ Hidden fields (tenant, access list, `_id`) are never recorded, so nothing downst
 
 from __future__ import annotations
 
+import random
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ TEXT_FIELD_CANDIDATES: dict[str, tuple[str, ...]] = {
     "people": ("name", "aliases"),
 }
 
+# Identifiers and colours repeat like enums but name nothing a question would say.
+_OPAQUE_PATH = re.compile(r"(node_id|color|sha|_id)$")
 _NOT_ENUM = re.compile(r"://|[/@\\]|^\d+(\.\d+)?$|\s{2,}")
 
 
@@ -160,14 +163,14 @@ def _walk(value: Any, path: str, in_array: bool, out: list[tuple[str, Any, bool]
 
 def _looks_enum(values: Counter, present: int) -> bool:
     distinct = len(values)
-    if distinct == 0 or distinct > MAX_ENUM_VALUES or present < 8:
+    if distinct == 0 or distinct > MAX_ENUM_VALUES or present < 5:
         return False
     if not all(isinstance(v, str) for v in values):
         return False
     if any(len(v) > MAX_ENUM_VALUE_LENGTH or len(v.split()) > 4 or _NOT_ENUM.search(v) for v in values):
         return False
     # Enough support: values repeat (a unique-per-document field is an identifier, not an enum).
-    return distinct <= max(2, present // 3)
+    return distinct <= max(3, present // 2)
 
 
 def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int | None = None,
@@ -203,7 +206,7 @@ def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int 
             if not info.types:
                 info.types.add("array")
         values = scalars.get(path, Counter())
-        if _looks_enum(values, sum(values.values())):
+        if _looks_enum(values, sum(values.values())) and not _OPAQUE_PATH.search(path):
             info.enum = [v for v, _ in values.most_common()]
         elif values and not info.examples:
             info.examples = [v[:60] for v, _ in values.most_common(2)]
@@ -213,23 +216,52 @@ def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int 
                             total=sampled if total is None else total)
 
 
+def _sample(collection: Any, scope: dict[str, Any], total: int, size: int) -> list[dict[str, Any]]:
+    if total <= size:
+        return list(collection.find(scope))
+    if type(collection).__module__.startswith("mongomock"):
+        # mongomock's $sample copies the whole collection first; sampling ids is 10x cheaper.
+        ids = [d["_id"] for d in collection.find(scope, {"_id": 1})]
+        chosen = random.Random(0).sample(ids, size)
+        return list(collection.find({"_id": {"$in": chosen}}))
+    return list(collection.aggregate([{"$match": scope}, {"$sample": {"size": size}}]))
+
+
 def discover(collection: Any, tenant: str, sample_size: int = SAMPLE_SIZE) -> CollectionSchema:
     """Sample one tenant's documents of a pymongo-compatible collection and describe them."""
     scope = {"tenant_id": tenant}
     total = collection.count_documents(scope)
-    if total <= sample_size:
-        docs = list(collection.find(scope))
-    else:
-        docs = list(collection.aggregate([{"$match": scope}, {"$sample": {"size": sample_size}}]))
+    docs = _sample(collection, scope, total, sample_size)
     schema = schema_from_documents(collection.name, docs, total=total, indexes=_indexes(collection))
-    # Enumerations are completed from the whole tenant, so a rare label is still a known value.
-    for info in schema.fields.values():
-        if info.enum is not None:
-            values = [v for v in collection.distinct(info.path, scope) if isinstance(v, str)]
-            if len(values) <= MAX_ENUM_VALUES * 2:
-                known = set(info.enum)
-                info.enum += sorted(v for v in values if v not in known)
+    # Enumerations are completed from the whole tenant (one projected pass), so a rare label is
+    # still a known value.
+    enums = {path: info for path, info in schema.fields.items() if info.enum is not None}
+    if enums and total > len(docs):
+        seen: dict[str, set[str]] = {path: set(info.enum) for path, info in enums.items()}
+        for doc in collection.find(scope, {path: 1 for path in enums}):
+            for path in enums:
+                seen[path].update(v for v in _values_at(doc, path) if isinstance(v, str) and v)
+        for path, info in enums.items():
+            extra = sorted(seen[path] - set(info.enum))
+            if len(info.enum) + len(extra) <= MAX_ENUM_VALUES * 2:
+                info.enum += extra
     return schema
+
+
+def _values_at(doc: Any, path: str) -> list[Any]:
+    values = [doc]
+    for key in path.split("."):
+        nxt: list[Any] = []
+        for value in values:
+            if isinstance(value, list):
+                nxt.extend(v.get(key) for v in value if isinstance(v, dict))
+            elif isinstance(value, dict):
+                nxt.append(value.get(key))
+        values = nxt
+    flat: list[Any] = []
+    for value in values:
+        flat.extend(value if isinstance(value, list) else [value])
+    return flat
 
 
 def _indexes(collection: Any) -> list[dict[str, Any]]:

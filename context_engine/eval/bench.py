@@ -1,0 +1,128 @@
+"""Benchmarks of the structured half (`make bench`): medians of several runs, side by side.
+
+- offline structured answer end-to-end (graph.invoke, warm) on the sample corpus: p50/p95
+- schema discovery per collection (sample corpus and the real GitHub dump)
+- `context-engine ask` cold start (a new process) and its peak memory (max RSS)
+- ingest throughput of the sample corpus and the GitHub dump (records/s)
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from context_engine.config import COLLECTIONS, Settings
+
+QUESTIONS = [
+    "PRs Rashid merged last week",
+    "how many open PRs are labelled security?",
+    "who reviewed the most PRs in the payments repo",
+    "open issues assigned to me",
+    "weekly count of merged PRs since October",
+    "上周张伟合并了哪些PR？",
+    "high priority bugs that are not done",
+    "open PRs grouped by repo",
+]
+NOW = "2026-11-30T12:00:00Z"
+GITHUB_DUMP = Path(__file__).resolve().parents[3] / "shared" / "data" / "github" / "huggingface-datasets-issues.jsonl.gz"
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def bench_ingest(data_dir: Path) -> dict:
+    from context_engine.sources.github import ReadProblems, read_github_dump
+    from context_engine.sources.ingest import ingest
+    from context_engine.sources.sample import generate
+
+    out = {}
+    started = time.perf_counter()
+    corpus = generate()
+    reports = ingest(Settings(data_dir=data_dir / "sample"), corpus)
+    seconds = time.perf_counter() - started
+    records = sum(r.records for r in reports)
+    out["sample"] = {"records": records, "seconds": round(seconds, 2), "records_per_s": round(records / seconds)}
+    if GITHUB_DUMP.exists():
+        started = time.perf_counter()
+        (report,) = ingest(Settings(data_dir=data_dir / "github"), {"hf": read_github_dump([GITHUB_DUMP], ReadProblems())})
+        seconds = time.perf_counter() - started
+        out["github_dump"] = {"records": report.records, "seconds": round(seconds, 2),
+                              "records_per_s": round(report.records / seconds)}
+    return out
+
+
+def bench_schema(data_dir: Path, tenant: str, runs: int = 3) -> dict:
+    from context_engine.query.schema import discover
+    from context_engine.store.documents import open_store
+
+    store = open_store(Settings(data_dir=data_dir))
+    out = {}
+    for name in COLLECTIONS:
+        coll = store.collection(name)
+        if not coll.count_documents({"tenant_id": tenant}, limit=1):
+            continue
+        times = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            discover(coll, tenant)
+            times.append(time.perf_counter() - started)
+        out[name] = round(statistics.median(times), 3)
+    return out
+
+
+def bench_warm(data_dir: Path, runs: int = 7) -> dict:
+    from context_engine.graph.main import graph
+
+    context = {"data_dir": str(data_dir), "tenant": "acme", "user": "rsh-dev", "use_llm": False}
+    for q in QUESTIONS:  # warm-up: store, catalog, jieba
+        graph.invoke({"question": q, "now": NOW}, context=context)
+    per_question = {}
+    all_times = []
+    for q in QUESTIONS:
+        times = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            graph.invoke({"question": q, "now": NOW}, context=context)
+            times.append((time.perf_counter() - started) * 1000)
+        per_question[q] = round(statistics.median(times), 1)
+        all_times += times
+    return {"p50_ms": round(_pct(all_times, 0.5), 1), "p95_ms": round(_pct(all_times, 0.95), 1),
+            "median_ms_per_question": per_question}
+
+
+def bench_cold(data_dir: Path, runs: int = 3) -> dict:
+    times, rss = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "context_engine.cli", "ask", QUESTIONS[0], "--now", NOW,
+                               "--data-dir", str(data_dir)], capture_output=True, text=True)
+        times.append(time.perf_counter() - started)
+        assert proc.returncode == 0, proc.stderr
+        rss.append(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+    return {"cold_start_s_median": round(statistics.median(times), 2), "peak_rss_mb": round(max(rss), 1)}
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        results = {"ingest": bench_ingest(root)}
+        results["schema_discovery_s_median"] = {"sample/acme": bench_schema(root / "sample", "acme")}
+        if (root / "github").exists():
+            results["schema_discovery_s_median"]["github/hf"] = bench_schema(root / "github", "hf")
+        results["warm_graph_invoke"] = bench_warm(root / "sample")
+        results["ask_cold"] = bench_cold(root / "sample")
+        if (root / "github").exists():
+            results["ask_cold_github_dump"] = bench_cold(root / "github")
+    print(json.dumps(results, indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""The LLM planner against a real model (../shared/tools/local-llm). Skipped without an endpoint."""
+
+import os
+from datetime import datetime
+
+import pytest
+
+from context_engine.config import Settings
+from context_engine.query.engine import Success, run_structured
+from context_engine.query.identity import PeopleDirectory
+from context_engine.runtime import catalog_for, llm_planner_for, store_for
+
+pytestmark = [pytest.mark.llm, pytest.mark.skipif(not os.environ.get("OPENAI_BASE_URL"),
+                                                  reason="no chat model endpoint (OPENAI_BASE_URL)")]
+NOW = datetime(2026, 11, 30, 12, 0)
+
+
+@pytest.fixture
+def llm_settings(sample_dir) -> Settings:
+    return Settings(data_dir=sample_dir, mongodb_uri=None, tenant="acme", use_llm=True)
+
+
+def test_llm_planner_writes_a_valid_pipeline_for_a_real_question(llm_settings):
+    from context_engine.query.engine import resolve
+
+    catalog = catalog_for(llm_settings)
+    ctx, _ = resolve("open PRs labelled security", NOW, catalog, None)
+    plan = llm_planner_for(llm_settings).plan(ctx)
+    assert plan.collection == "pull_requests" and plan.planner == "llm"
+    assert isinstance(plan.pipeline, list) and plan.pipeline
+
+
+def test_engine_with_the_llm_answers_and_keeps_its_attempts(llm_settings):
+    catalog = catalog_for(llm_settings)
+    asker = PeopleDirectory(catalog.people).lookup("rsh-dev")
+    # Vague enough that the offline planner is not confident, so the model is asked.
+    result = run_structured("show me pull requests that talk about redis caching and memcached evictions",
+                            store=store_for(llm_settings), catalog=catalog, settings=llm_settings, now=NOW,
+                            asker=asker, llm_planner=llm_planner_for(llm_settings))
+    assert result.attempts and len(result.attempts) <= llm_settings.max_attempts
+    assert all(a.plan.pipeline is not None for a in result.attempts)
+    if isinstance(result, Success):
+        assert not any(k in r for r in result.rows for k in ("tenant_id", "acl"))
