@@ -102,7 +102,8 @@ def test_aggregate_over_people_carries_display_names(settings):
 
 @pytest.mark.parametrize("question,expected", [
     ("how many open PRs are there?", [{"$match": {"state": "open"}}, {"$count": "count"}]),
-    ("open PRs grouped by repo", [{"$match": {"state": "open"}}, {"$group": {"_id": "$repo", "count": {"$sum": 1}}},
+    ("open PRs grouped by repo", [{"$match": {"state": "open", "repo": {"$ne": None}}},
+                                  {"$group": {"_id": "$repo", "count": {"$sum": 1}}},
                                   {"$sort": {"count": -1, "_id": 1}}]),
 ])
 def test_offline_pipelines_for_counts_and_groups(settings, question, expected):

@@ -75,6 +75,7 @@ def test_github_dump_reader_reports_bad_lines(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not GITHUB_DUMP.exists(), reason="../shared/data is not beside this checkout")
 def test_real_github_dump_ingests_exactly_and_idempotently(tmp_path):
     settings = Settings(data_dir=tmp_path, mongodb_uri=None)
     problems = ReadProblems()

@@ -171,7 +171,9 @@ class PeopleDirectory:
                 text = question[start:end]
                 clean = re.sub(r"'s$", "", text)
                 low = clean.lower()
-                if n == 1 and low in _FIRST_PERSON and (low != "i" or text == "I"):
+                polite = low == "me" and re.search(r"\b(show|tell|give|get|find|list|let|help|remind)\s+$",
+                                                   question[:start], re.I)
+                if n == 1 and low in _FIRST_PERSON and (low != "i" or text == "I") and not polite:
                     add(Mention(text, start, end, person=asker, is_asker=True))
                     continue
                 if low in reserved or (n == 1 and low in COMMON_WORDS):

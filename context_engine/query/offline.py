@@ -21,17 +21,17 @@ CONFIDENT = 0.7
 DEFAULT_LIMIT = 200
 
 _COLLECTION_WORDS: list[tuple[str, str]] = [
-    ("pull_requests", r"\bprs?\b|\bpull[- ]?requests?\b|\bpulls\b|\bmerge requests?\b|合并请求|拉取请求|\bPR|代码审查|评审"),
+    ("pull_requests", r"\bprs?\b|\bpull[- ]?requests?\b|\bpulls\b|\bmerge requests?\b|合并请求|拉取请求|\bprs?(?![a-z])|代码审查|评审"),
     ("issues", r"\bissues?\b|\btickets?\b|\bbugs?\b|\bjira\b|\bstor(?:y|ies)\b|\btasks?\b|\bepics?\b|工单|问题|缺陷|任务|需求"),
-    ("messages", r"\bmessages?\b|\bthreads?\b|\bslack\b|\bchannels?\b|\bposts?\b|\bposted\b|\bsaid\b|\breplies\b|消息|讨论|频道|帖子"),
+    ("messages", r"\bmessages?\b|\bthreads?\b|\bslack\b|\bchannels?\b|\bposts?\b|\bposted\b|\bsaid\b|\breplies\b|(?<!\w)#[\w\-]+|消息|讨论|频道|帖子"),
     ("documents", r"\bdocs?\b|\bdocuments?\b|\badrs?\b|\brfcs?\b|\bpostmortems?\b|\brunbooks?\b|\bpages?\b|\bwiki\b|文档|设计文档|复盘"),
     ("commits", r"\bcommits?\b|\bcommitted\b|提交记录|提交"),
-    ("people", r"\bpeople\b|\bteam members?\b|\bwho is\b|\bmembers of\b|成员"),
+    ("people", r"\bteam members?\b|\bmembers of\b|\bwho is on\b|成员"),
 ]
 
-_COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|多少|几个|几条|几次|数量|总数")
-_TOP = re.compile(r"\btop\s*(\d+)?\b|\bmost\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?")
-_LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
+_COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|多少|几个|几条|几次|数量|总数", re.I)
+_TOP = re.compile(r"\btop\s*(\d+)?\b|\b(\d+) (?:most active |busiest )?(?:people|persons|users|reviewers|authors|engineers|developers|devs|folks|members|labels|repos|channels)\b(?=.*\bmost\b)|\bmost\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?", re.I)
+_LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
 _BUCKETS = [
     ("%Y-%m-%d", r"\bdaily\b|\bper day\b|\bby day\b|\beach day\b|每天|每日|按天"),
     ("%G-W%V", r"\bweekly\b|\bper week\b|\bby week\b|\beach week\b|\bweek by week\b|每周|按周"),
@@ -42,7 +42,7 @@ _GROUP = re.compile(
     r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+"
     r"(labels?|repos?|repositor(?:y|ies)|authors?|persons?|people|users?|states?|status(?:es)?|priorit(?:y|ies)|"
     r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?)\b"
-    r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目)|每个(仓库|人|作者|标签|频道|项目)")
+    r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目)|每个(仓库|人|作者|标签|频道|项目)", re.I)
 _GROUP_ROLES = {
     "label": "label", "tag": "label", "repo": "repo", "repositor": "repo", "author": "author", "person": "author",
     "people": "author", "user": "author", "state": "state", "status": "status", "priorit": "priority",
@@ -129,8 +129,7 @@ class _Builder:
     def build(self) -> Plan:
         ctx = self.ctx
         collection, spans = detect_collection(self.q, ctx.schemas)
-        for span in spans:
-            self.use(span)
+        self.collection_spans = spans
         if collection is None:
             collection = self._guess_collection()
             self.confidence = min(self.confidence, 0.4)
@@ -174,6 +173,12 @@ class _Builder:
                 self.confidence = min(self.confidence, 0.3)
                 self.notes.append(f"{collection} has no field for {group_role}")
                 path = field_for(schema, "created") or "ref"
+            # Records without the grouped field form no group ("PRs per milestone" skips unplanned PRs).
+            self.add_filter(path, {"$ne": None})
+            if stages and "$match" in stages[0]:
+                stages[0] = {"$match": self.match}
+            else:
+                stages.insert(0, {"$match": self.match})
             if schema.is_array(path):
                 top_array = path.split(".")[0]
                 stages.append({"$unwind": f"${top_array}"})
@@ -256,8 +261,21 @@ class _Builder:
     def _values(self) -> None:
         """Stored enum values named in the question: labels, priorities, types, repos, channels."""
         s = self.schema
+        assignee = person_field_for(s, "assignee")
+        if assignee and self.mark(r"\bunassigned\b|\bnot assigned\b|\bno assignee\b|未分配|没有负责人"):
+            self.add_filter(assignee[0].rsplit(".", 1)[0] if assignee[0].endswith(".name") else assignee[0], None)
+        priority = field_for(s, "priority")
+        if priority:
+            levels = s.fields[priority].enum or []
+            for pattern, wanted in ((r"\bhighest[- ]priority\b|最高优先级", ["Highest"]),
+                                    (r"\bhigh[- ]priority\b|高优先级", ["High", "Highest"]),
+                                    (r"\blow[- ]priority\b|低优先级", ["Low", "Lowest"])):
+                if self.mark(pattern):
+                    values = [v for v in wanted if v in levels] or wanted
+                    self.add_filter(priority, values[0] if len(values) == 1 else {"$in": values})
+                    break
         explicit_label = re.search(r"\b(?:label(?:l?ed)?|tagged|with (?:the )?label)\s+['\"]?([\w.\-: /]+?)['\"]?(?:\s|$|\?|,)", self.q, re.I)
-        order = ["priority", "type", "label", "milestone", "sprint", "component", "project", "space", "channel", "repo"]
+        order = ["repo", "channel", "priority", "type", "label", "milestone", "sprint", "component", "project", "space"]
         for role in order:
             path = field_for(s, role)
             if not path:
@@ -281,8 +299,6 @@ class _Builder:
                     if role == "label" and self._topic_phrase(m.start()) and not (
                             explicit_label and explicit_label.group(1).lower() == value.lower()):
                         continue  # "about auth" is a topic, not necessarily the label
-                    if role == "type" and value.lower() in ("task", "story") and not re.search(r"\bjira\b|\btype\b", self.q, re.I):
-                        pass
                     self.use(m.span())
                     self.add_filter(path, value)
                     self.notes.append(f"{value!r} is a stored {role} ({path})")
@@ -298,7 +314,8 @@ class _Builder:
         for value in sorted(values, key=len, reverse=True):
             short = value.split("/")[-1]
             for pattern in (rf"(?<![\w/]){re.escape(value)}(?![\w/])",
-                            rf"\b(?:in|to|from|for|on) (?:the )?{re.escape(short)}(?: (?:repo|repository|project))?\b",
+                            rf"\b(?:in|into|to|from|for|on) (?:the )?{re.escape(short)} (?:repo|repository)\b",
+                            rf"\b(?:in|into) (?:the )?{re.escape(short)}\b(?! (?:label|tag|channel))",
                             rf"\b{re.escape(short)} (?:repo|repository)\b", rf"{re.escape(short)}\s*仓库"):
                 m = re.search(pattern, self.q, re.I)
                 if m and not self._is_used(m.span()):
@@ -322,18 +339,19 @@ class _Builder:
     def _role_of(self, mention: Mention) -> str:
         before = self.q[:mention.start].lower()[-40:]
         after = self.q[mention.end:].lower()[:30]
+        if re.search(r"(review(?:s)? requested (?:from|of)|waiting (?:on|for)|awaiting|pending|requested|needs?)\s+$", before) \
+                or re.search(r"^('s|s')? review\b", after) or re.search(r"^\s*to review\b", after) or re.search(r"请\s*$", before):
+            return "requested_reviewer"
         if re.search(r"(reviewed|approved|reviews?)\s+(by|from)\s+$", before) or re.search(r"^\s*(has |have )?(reviewed|approved|reviews)\b", after) \
                 or re.search(r"^'s reviews", after) or re.search(r"^\s*(审查|评审|审核|review)", after):
             return "reviewer"
-        if re.search(r"(review(?:s)? requested (?:from|of)|waiting (?:on|for)|awaiting|requested)\s+$", before) \
-                or re.search(r"^('s|s')? review\b", after) or re.search(r"^\s*to review\b", after) or re.search(r"请\s*$", before):
-            return "requested_reviewer"
         if re.search(r"(assigned to|assignee is|owned by|owner is)\s+$", before) or re.search(r"^\s*(is|are) assigned", after) \
                 or re.search(r"分配给\s*$|指派给\s*$", before) or re.search(r"^\s*负责", after):
             return "assignee"
         if re.search(r"merged by\s+$", before):
             return "merger"
-        if re.search(r"(reported|filed|opened|created|raised) by\s+$", before) or re.search(r"^\s*(reported|filed|raised)\b", after):
+        if re.search(r"(reported|filed|opened|created|raised) by\s+$", before) or re.search(
+                r"^\s*(?:has |have |did )?(report|reported|file|filed|raise|raised|open|opened|create|created)\b", after):
             return "author"
         if self.collection == "issues" and (mention.is_asker or re.search(r"^'s\b", after)):
             return "assignee" if person_field_for(self.schema, "assignee") else "author"
@@ -442,8 +460,16 @@ class _Builder:
         return DEFAULT_LIMIT
 
     def _leftover_text(self) -> str:
+        """Topic words for `$text`: only what follows a topic cue ("about", "mentioning", 关于)."""
+        cue = re.search(r"\b(?:about|regarding|mentioning|that mention|which mention|related to|concerning|"
+                        r"involving|on the topic of|titled|containing)\s+|关于|有关|提到|涉及", self.q, re.I)
+        if not cue:
+            return ""
+        self.use(cue.span())
         chars = list(self.q)
-        for a, b in self.used:
+        for i in range(cue.start()):
+            chars[i] = " "
+        for a, b in self.used + self.collection_spans:
             for i in range(a, min(b, len(chars))):
                 chars[i] = " "
         rest = "".join(chars)

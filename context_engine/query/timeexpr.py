@@ -135,7 +135,11 @@ def _parse_explicit(text: str) -> datetime | None:
     return _day(parsed) if parsed else None
 
 
-_VERB_BEFORE = re.compile(r"\b(merged|closed|created|opened|resolved|updated|submitted|posted|reviewed)\s*$", re.I)
+_VERB_BEFORE = re.compile(r"\b(merged|merge|closed|close|created|create|opened|open|resolved|resolve|fixed|fix|"
+                          r"updated|submitted|posted|reviewed|filed|file|reported|report)\s*$", re.I)
+_VERB_FORMS = {"merge": "merged", "close": "closed", "create": "created", "open": "opened", "resolve": "resolved",
+               "fix": "resolved", "fixed": "resolved", "file": "created", "filed": "created", "report": "created",
+               "reported": "created"}
 
 
 def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
@@ -148,7 +152,7 @@ def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
 
     def verb_before(a: int) -> str | None:
         m = _VERB_BEFORE.search(text[:a])
-        return m.group(1).lower() if m else None
+        return _VERB_FORMS.get(m.group(1).lower(), m.group(1).lower()) if m else None
 
     for m in _EXPLICIT.finditer(text):
         when = _parse_explicit(m.group(2))
