@@ -83,9 +83,9 @@ def detect_collection(question: str, schemas: dict[str, CollectionSchema]) -> tu
     if best is None:
         return None, spans
     name = best[1]
-    if name == "issues" and re.search(r"\bbugs?\b", question, re.I) and not re.search(r"\bissues?\b|\btickets?\b", question, re.I):
-        # "bugs" alone: tracker issues if the tenant has them, otherwise GitHub issues labelled bug.
-        name = "issues"
+    if name == "issues" and re.search(_COLLECTION_WORDS[0][1], question, re.I) \
+            and not re.search(r"\bissues?\b|\btickets?\b", question, re.I):
+        name = "pull_requests"  # "bug PRs": the bug describes the PRs
     if name not in schemas:
         return None, spans
     return name, spans
@@ -244,6 +244,9 @@ class _Builder:
 
     def _jira_status(self, status: str) -> str | None:
         values = self.schema.fields[status].enum or []
+        if self.mark(r"\b(?:not|n't|never|yet to be) (?:yet )?(?:done|finished|completed|resolved)\b"):
+            self.add_filter(status, {"$nin": [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES)})
+            return "created"
         for value in sorted(values, key=len, reverse=True):
             m = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", self.q, re.I)
             if m and value.lower() not in ("done",) or (m and re.search(r"\bstatus\b", self.q, re.I)):
