@@ -7,7 +7,7 @@ from pathlib import Path
 
 from context_engine.eval.structured import evaluate
 
-QUESTIONS = Path(__file__).parent / "data" / "structured_questions.jsonl"
+QUESTIONS = Path(__file__).parent / "data" / "structured_dev.jsonl"
 
 
 def test_offline_planner_accuracy_on_held_out_questions(settings):

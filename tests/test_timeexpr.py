@@ -10,7 +10,7 @@ D = datetime
 
 @pytest.mark.parametrize("text,start,end", [
     ("PRs merged last week", D(2026, 11, 23), D(2026, 11, 30)),
-    ("this week", D(2026, 11, 30), D(2026, 12, 7)),
+    ("this week", D(2026, 11, 30), NOW),  # periods in progress end at now
     ("yesterday", D(2026, 11, 29), D(2026, 11, 30)),
     ("in the last 7 days", D(2026, 11, 24), NOW),
     ("past 2 weeks", D(2026, 11, 17), NOW),
@@ -20,7 +20,11 @@ D = datetime
     ("in 2021", D(2021, 1, 1), D(2022, 1, 1)),
     ("last month", D(2026, 10, 1), D(2026, 11, 1)),
     ("上周", D(2026, 11, 23), D(2026, 11, 30)),
-    ("本月", D(2026, 11, 1), D(2026, 12, 1)),
+    ("本月", D(2026, 11, 1), NOW),
+    ("between Oct 5 and Oct 9", D(2026, 10, 5), D(2026, 10, 10)),
+    ("from March through May 2026", D(2026, 3, 1), D(2026, 6, 1)),
+    ("in the first half of 2026", D(2026, 1, 1), D(2026, 7, 1)),
+    ("第三季度", D(2026, 7, 1), D(2026, 10, 1)),
     ("去年", D(2025, 1, 1), D(2026, 1, 1)),
     ("最近7天", D(2026, 11, 24), NOW),
     ("最近三十天", D(2026, 11, 1), NOW),

@@ -30,7 +30,7 @@ _COLLECTION_WORDS: list[tuple[str, str]] = [
 ]
 
 _COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|多少|几个|几条|几次|数量|总数", re.I)
-_TOP = re.compile(r"\btop\s*(\d+)?\b|\b(\d+) (?:most active |busiest )?(?:people|persons|users|reviewers|authors|engineers|developers|devs|folks|members|labels|repos|channels)\b(?=.*\bmost\b)|\bmost\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?", re.I)
+_TOP = re.compile(r"\btop\s*(\d+)?\b|\bbusiest\b|\bmost active\b|\b(\d+) (?:most active |busiest )?(?:people|persons|users|reviewers|authors|engineers|developers|devs|folks|members|labels|repos|channels)\b(?=.*\bmost\b)|\bmost\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?", re.I)
 _LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
 _BUCKETS = [
     ("%Y-%m-%d", r"\bdaily\b|\bper day\b|\bby day\b|\beach day\b|每天|每日|按天"),
@@ -39,10 +39,10 @@ _BUCKETS = [
     ("%Y", r"\byearly\b|\bper year\b|\bby year\b|\beach year\b|每年|按年"),
 ]
 _GROUP = re.compile(
-    r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+"
+    r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+(?:(?:slack|jira|github|git|code)\s+)?"
     r"(labels?|repos?|repositor(?:y|ies)|authors?|persons?|people|users?|states?|status(?:es)?|priorit(?:y|ies)|"
     r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?)\b"
-    r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目)|每个(仓库|人|作者|标签|频道|项目)", re.I)
+    r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态)", re.I)
 _GROUP_ROLES = {
     "label": "label", "tag": "label", "repo": "repo", "repositor": "repo", "author": "author", "person": "author",
     "people": "author", "user": "author", "state": "state", "status": "status", "priorit": "priority",
@@ -64,6 +64,10 @@ recent currently still yet also ones one two three four five six seven eight nin
 days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us
 """.split())
 _CJK_STOP = re.compile(r"[的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几]+")
+
+
+_WORD_NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+                 "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "十": 10}
 
 
 def _search(pattern: str, text: str) -> re.Match | None:
@@ -141,7 +145,6 @@ class _Builder:
         state_verb = self._states()
         self._values()
         person_roles = self._people()
-        time_field = self._times(state_verb)
         group_role, bucket = self._grouping()
         is_count = bool(_COUNT.search(self.q))
         if is_count:
@@ -149,6 +152,11 @@ class _Builder:
         top = _TOP.search(self.q) if not bucket else None
         if top:
             self.use(top.span())
+            group_role = group_role or self._top_role(person_roles)
+        # Review activity is dated by the review, not by the PR ("who reviewed the most last month").
+        review_time = "reviewer" in person_roles or group_role == "reviewer"
+        time_field = self._times("reviewed" if review_time and state_verb is None else state_verb)
+        self._thresholds()
         text = self._leftover_text()
         if text:
             self.match["$text"] = {"$search": text}
@@ -159,10 +167,8 @@ class _Builder:
         stages: list[dict[str, Any]] = [{"$match": self.match}] if self.match else []
         person_field = None
         sort_field = time_field or field_for(schema, "created") or "ref"
-        if top and not group_role:
-            group_role = self._top_role(person_roles)
         if bucket:
-            date_field = time_field or field_for(schema, "created")
+            date_field = time_field or field_for(schema, state_verb or "created") or field_for(schema, "created")
             stages += [{"$group": {"_id": {"$dateToString": {"format": bucket, "date": f"${date_field}"}},
                                    "count": {"$sum": 1}}},
                        {"$sort": {"_id": 1}}]
@@ -182,6 +188,11 @@ class _Builder:
             if schema.is_array(path):
                 top_array = path.split(".")[0]
                 stages.append({"$unwind": f"${top_array}"})
+                # Conditions on the unwound array apply to each element again: the review in the
+                # time range, by the named reviewer, is the one counted.
+                element = {k: v for k, v in self.match.items() if k.startswith(top_array + ".")}
+                if element:
+                    stages.append({"$match": element})
             limit = self._top_limit(top) if top else None
             stages += [{"$group": {"_id": f"${path}", "count": {"$sum": 1}}},
                        {"$sort": {"count": -1, "_id": 1}}]
@@ -221,7 +232,7 @@ class _Builder:
                 if not re.search(r"\bclosed\b", self.q, re.I):
                     self.add_filter("state", "open")
                 return "created"
-            if self.mark(r"\bopen\b|\bopened\b(?= (?:and|but) (?:still|not))|\bpending\b|\bunreviewed\b|\bwaiting\b|\bawaiting\b|\bstill open\b|未关闭|打开的|开放的|待审"):
+            if self.mark(r"\bopen\b|\bopened\b(?= (?:and|but) (?:still|not))|\bpending\b|\bunreviewed\b|\bwaiting\b|\bawaiting\b|\bstill open\b|未关闭|打开的|开放的|待审|还开着|没合并|未合并的|开着"):
                 self.add_filter("state", "open")
                 return "created"
             if self.mark(r"\bclosed\b|已关闭|关闭"):
@@ -244,7 +255,7 @@ class _Builder:
 
     def _jira_status(self, status: str) -> str | None:
         values = self.schema.fields[status].enum or []
-        if self.mark(r"\b(?:not|n't|never|yet to be) (?:yet )?(?:done|finished|completed|resolved)\b"):
+        if self.mark(r"(?:\bnot|n't|\bnever|\byet to be) (?:yet )?(?:done|finished|completed|resolved)\b|还没(?:关|完成|解决)\w*|未完成|没关\w*|还开着"):
             self.add_filter(status, {"$nin": [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES)})
             return "created"
         for value in sorted(values, key=len, reverse=True):
@@ -256,7 +267,7 @@ class _Builder:
         if self.mark(r"\b(open|unresolved|outstanding|active|not done|unfinished)\b|未解决|未完成|打开的|进行中的"):
             self.add_filter(status, {"$nin": [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES)})
             return "created"
-        if self.mark(r"\b(closed|resolved|fixed|done|finished|completed)\b|已解决|已完成|已关闭"):
+        if self.mark(r"\b(closed|resolved|fixed|done|finished|completed)\b|已解决|已完成|已关闭|完成|关闭|解决"):
             self.add_filter(status, {"$in": [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES)})
             return "resolved"
         return None
@@ -348,6 +359,10 @@ class _Builder:
         if re.search(r"(reviewed|approved|reviews?)\s+(by|from)\s+$", before) or re.search(r"^\s*(has |have )?(reviewed|approved|reviews)\b", after) \
                 or re.search(r"^'s reviews", after) or re.search(r"^\s*(审查|评审|审核|review)", after):
             return "reviewer"
+        if self.collection == "issues" and re.search(r"^\s*(?:has|have|owns?|is working on|名下|手上|手里)", after):
+            return "assignee"
+        if re.search(r"^[^，。？,.?]{0,12}?(?<![a-z])(review|reviewed|审查|评审|审核)", after) and not re.search(r"请|等", before[-4:]):
+            return "reviewer"
         if re.search(r"(assigned to|assignee is|owned by|owner is)\s+$", before) or re.search(r"^\s*(is|are) assigned", after) \
                 or re.search(r"分配给\s*$|指派给\s*$", before) or re.search(r"^\s*负责", after):
             return "assignee"
@@ -415,6 +430,27 @@ class _Builder:
             chosen = chosen or path
         return chosen
 
+    def _thresholds(self) -> None:
+        """Numeric conditions: "more than 5 replies", "at least 20 comments", threads."""
+        counters = {"repl": "replies", "comment": "comments", "回复": "replies", "评论": "comments"}
+        for m in re.finditer(r"\b(more than|over|at least|fewer than|less than|under|exactly|>=?|<=?)\s*(\d+)\s+"
+                             r"(repl(?:y|ies)|comments?)\b|(超过|至少|多于|少于)\s*(\d+)\s*(?:条|个)?(回复|评论)", self.q, re.I):
+            word = (m.group(3) or m.group(6)).lower()
+            role = next(r for k, r in counters.items() if word.startswith(k))
+            path = field_for(self.schema, role) if role == "replies" else ("comments" if self.schema.has_path("comments") else None)
+            if not path:
+                continue
+            op = (m.group(1) or m.group(4)).lower()
+            number = int(m.group(2) or m.group(5))
+            cond = {"more than": "$gt", "over": "$gt", ">": "$gt", "超过": "$gt", "多于": "$gt", "at least": "$gte",
+                    ">=": "$gte", "至少": "$gte", "fewer than": "$lt", "less than": "$lt", "under": "$lt", "<": "$lt",
+                    "少于": "$lt", "<=": "$lte", "exactly": "$eq"}[op]
+            self.use(m.span())
+            self.add_filter(path, {cond: number})
+        replies = field_for(self.schema, "replies")
+        if replies and replies not in self.match and self.mark(r"\bthreads?\b|\bgot replies\b|\bwith replies\b|帖子|讨论串"):
+            self.add_filter(replies, {"$gte": 1})  # a thread is a message that has replies
+
     def _grouping(self) -> tuple[str | None, str | None]:
         for fmt, pattern in _BUCKETS:
             m = re.search(pattern, self.q, re.I)
@@ -437,22 +473,27 @@ class _Builder:
         return field_for(self.schema, role), None
 
     def _top_role(self, person_roles: set[str]) -> str:
+        asks_for_people = re.search(r"\bwho\b|\bwhom\b|\bpeople\b|\bpersons?\b|\busers?\b|\bengineers?\b|\bdevelopers?\b|"
+                                    r"\breviewers?\b|\bauthors?\b|\bposters?\b|\bcontributors?\b|谁|哪些人|哪位", self.q, re.I)
+        if not asks_for_people:
+            for role, pattern in (("label", r"\blabels?\b|标签"), ("repo", r"\brepos?\b|\brepositor\w+|仓库"),
+                                  ("channel", r"\bchannels?\b|频道"), ("priority", r"\bpriorit\w+|优先级")):
+                if re.search(pattern, self.q, re.I):
+                    return role
         if re.search(r"\breview\w*|审查|评审", self.q, re.I):
             return "reviewer"
         if re.search(r"\bassign\w*|负责", self.q, re.I):
             return "assignee"
-        if re.search(r"\blabels?\b|标签", self.q, re.I):
-            return "label"
-        if re.search(r"\brepos?\b|\brepositor\w+|仓库", self.q, re.I):
-            return "repo"
-        if re.search(r"\bchannels?\b|频道", self.q, re.I):
-            return "channel"
         return "author"
 
     def _top_limit(self, top: re.Match) -> int:
         number = next((g for g in top.groups() if g), None)
         if number:
             return min(int(number), 200)
+        words = re.search(r"\b(?:top|the|our|which|what)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)",
+                          self.q, re.I)
+        if words:
+            return _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
         return 5
 
     def _list_limit(self) -> int:

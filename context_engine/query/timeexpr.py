@@ -63,6 +63,10 @@ def _quarter(year: int, q: int) -> tuple[datetime, datetime]:
     return start, _month_start(year, 3 * q + 1)
 
 
+def _half(year: int, half: int) -> tuple[datetime, datetime]:
+    return (datetime(year, 1, 1), datetime(year, 7, 1)) if half == 1 else (datetime(year, 7, 1), datetime(year + 1, 1, 1))
+
+
 def _number(text: str) -> int:
     words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
              "nine": 9, "ten": 10, "twelve": 12, "fourteen": 14, "thirty": 30, "a": 1}
@@ -102,6 +106,11 @@ def _rules(now: datetime):
          lambda m: (_month_start(now.year, now.month - _cn_number(m.group(1))), now)),
         (r"\bq([1-4])\s*(20\d\d)\b", lambda m: _quarter(int(m.group(2)), int(m.group(1)))),
         (rf"(20\d\d)年?第?([一二三四1-4])季度", lambda m: _quarter(int(m.group(1)), _cn_number(m.group(2)))),
+        (r"\bq([1-4])\b|第([一二三四1-4])季度",
+         lambda m: _quarter(now.year, int(m.group(1)) if m.group(1) else _cn_number(m.group(2)))),
+        (r"\b(?:the )?(first|second) half of (20\d\d)\b|\bh([12]) (20\d\d)\b|(20\d\d)年?(上|下)半年",
+         lambda m: _half(int(m.group(2) or m.group(4) or m.group(5)),
+                         1 if (m.group(1) == "first" or m.group(3) == "1" or m.group(6) == "上") else 2)),
         (rf"\b(?:in |during )?{_MONTH}\.? (20\d\d)\b",
          lambda m: (datetime(int(m.group(2)), MONTHS[m.group(1)], 1),
                     _month_start(int(m.group(2)), MONTHS[m.group(1)] + 1))),
@@ -135,6 +144,31 @@ def _parse_explicit(text: str) -> datetime | None:
     return _day(parsed) if parsed else None
 
 
+_DATEISH = r"(?:\d{4}-\d{2}-\d{2}|" + _MONTH + r"\.? \d{1,2}(?!\d)(?:st|nd|rd|th)?(?:,? \d{4})?|" + _MONTH + r"(?: \d{4})?)"
+_BETWEEN = re.compile(r"\b(?:between|from)\s+(?P<a>" + _DATEISH + r")\s+(?:and|to|through|until|till|-)\s+(?P<b>" + _DATEISH + r")", re.I)
+
+
+def _between(m: re.Match, now: datetime) -> tuple[datetime, datetime] | None:
+    """`between Oct 5 and Oct 9`, `from March through May 2026`: inclusive of the last day or month."""
+    first, last = m.group("a"), m.group("b")
+    year = re.search(r"(20\d\d)", last) or re.search(r"(20\d\d)", first)
+    year_text = year.group(1) if year else str(now.year)
+
+    def bound(text: str, end: bool) -> datetime | None:
+        month_only = re.fullmatch(_MONTH + r"\.?(?: 20\d\d)?", text.strip(), re.I)
+        if month_only:
+            month = MONTHS[month_only.group(1).lower()]
+            start = datetime(int(year_text), month, 1)
+            return _month_start(start.year, month + 1) if end else start
+        if not re.search(r"20\d\d", text):
+            text = f"{text} {year_text}"
+        day = _parse_explicit(text)
+        return (day + timedelta(days=1) if end else day) if day else None
+
+    start, end = bound(first, False), bound(last, True)
+    return (start, end) if start and end and start < end else None
+
+
 _VERB_BEFORE = re.compile(r"\b(merged|merge|closed|close|created|create|opened|open|resolved|resolve|fixed|fix|"
                           r"updated|submitted|posted|reviewed|filed|file|reported|report)\s*$", re.I)
 _VERB_FORMS = {"merge": "merged", "close": "closed", "create": "created", "open": "opened", "resolve": "resolved",
@@ -164,10 +198,16 @@ def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
         else:
             rng = (None, when + timedelta(days=1) if keyword == "until" else when)
         found.append((m.start(), m.end(), TimeRange(rng[0], rng[1], question[m.start():m.end()], verb_before(m.start()))))
+    for m in _BETWEEN.finditer(text):
+        rng = _between(m, now)
+        if rng and free(m.start(), m.end()):
+            found.append((m.start(), m.end(), TimeRange(rng[0], rng[1], question[m.start():m.end()], verb_before(m.start()))))
     for pattern, resolve in _rules(now):
         for m in re.finditer(pattern, text):
             if free(m.start(), m.end()):
                 start, end = resolve(m)
+                if end is not None and end > now:
+                    end = now  # "this week" means up to now, not up to Sunday
                 found.append((m.start(), m.end(),
                               TimeRange(start, end, question[m.start():m.end()], verb_before(m.start()))))
     return [r for _, _, r in sorted(found, key=lambda x: x[0])]
