@@ -102,7 +102,7 @@ def test_aggregate_over_people_carries_display_names(settings):
 
 @pytest.mark.parametrize("question,expected", [
     ("how many open PRs are there?", [{"$match": {"state": "open"}}, {"$count": "count"}]),
-    ("open PRs grouped by repo", [{"$match": {"state": "open", "repo": {"$ne": None}}},
+    ("open PRs grouped by repo", [{"$match": {"state": "open", "repo": {"$exists": True, "$ne": None}}},
                                   {"$group": {"_id": "$repo", "count": {"$sum": 1}}},
                                   {"$sort": {"count": -1, "_id": 1}}]),
 ])

@@ -13,4 +13,4 @@ QUESTIONS = Path(__file__).parent / "data" / "structured_dev.jsonl"
 def test_offline_planner_accuracy_on_held_out_questions(settings):
     report = evaluate(QUESTIONS, settings, use_llm=False)
     assert len(report.results) >= 60
-    assert report.accuracy >= 0.6, report.to_json()["failures"][:5]
+    assert report.accuracy >= 0.85, report.to_json()["failures"][:5]

@@ -30,7 +30,7 @@ _COLLECTION_WORDS: list[tuple[str, str]] = [
 ]
 
 _COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|多少|几个|几条|几次|数量|总数", re.I)
-_TOP = re.compile(r"\btop\s*(\d+)?\b|\bbusiest\b|\bmost active\b|\b(\d+) (?:most active |busiest )?(?:people|persons|users|reviewers|authors|engineers|developers|devs|folks|members|labels|repos|channels)\b(?=.*\bmost\b)|\bmost\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?", re.I)
+_TOP = re.compile(r"\btop\s*(\d+)?\b|\bbusiest\b|\bmost active\b|\bmost\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?", re.I)
 _LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
 _BUCKETS = [
     ("%Y-%m-%d", r"\bdaily\b|\bper day\b|\bby day\b|\beach day\b|每天|每日|按天"),
@@ -79,7 +79,8 @@ def detect_collection(question: str, schemas: dict[str, CollectionSchema]) -> tu
     best: tuple[int, str] | None = None
     spans: list[tuple[int, int]] = []
     for name, pattern in _COLLECTION_WORDS:
-        for m in re.finditer(pattern, question, re.I):
+        # ASCII word boundaries: "的bug" has one, though CJK characters count as word characters.
+        for m in re.finditer(pattern, question, re.I | re.ASCII):
             spans.append(m.span())
             if best is None or m.start() < best[0]:
                 # "PRs that fix bugs" is about PRs: the first collection word wins.
@@ -87,9 +88,9 @@ def detect_collection(question: str, schemas: dict[str, CollectionSchema]) -> tu
     if best is None:
         return None, spans
     name = best[1]
-    if name == "issues" and re.search(_COLLECTION_WORDS[0][1], question, re.I) \
-            and not re.search(r"\bissues?\b|\btickets?\b", question, re.I):
-        name = "pull_requests"  # "bug PRs": the bug describes the PRs
+    if name in ("issues", "commits") and re.search(_COLLECTION_WORDS[0][1], question, re.I | re.ASCII) \
+            and not re.search(r"\bissues?\b|\btickets?\b|\bcommits?\b", question, re.I | re.ASCII):
+        name = "pull_requests"  # "bug PRs", "提交了多少个PR": the other word describes the PRs
     if name not in schemas:
         return None, spans
     return name, spans
@@ -180,7 +181,7 @@ class _Builder:
                 self.notes.append(f"{collection} has no field for {group_role}")
                 path = field_for(schema, "created") or "ref"
             # Records without the grouped field form no group ("PRs per milestone" skips unplanned PRs).
-            self.add_filter(path, {"$ne": None})
+            self.add_filter(path, {"$exists": True, "$ne": None})  # both: mongomock misreads a lone $ne
             if stages and "$match" in stages[0]:
                 stages[0] = {"$match": self.match}
             else:
@@ -255,9 +256,14 @@ class _Builder:
 
     def _jira_status(self, status: str) -> str | None:
         values = self.schema.fields[status].enum or []
-        if self.mark(r"(?:\bnot|n't|\bnever|\byet to be) (?:yet )?(?:done|finished|completed|resolved)\b|还没(?:关|完成|解决)\w*|未完成|没关\w*|还开着"):
+        if self.mark(r"(?:\bnot|n't|\bnever|\byet to be) (?:yet )?(?:done|finished|completed|resolved)\b|\bon (?:my|his|her|their|our) plate\b|还没(?:关|完成|解决)\w*|未完成|没关\w*|还开着"):
             self.add_filter(status, {"$nin": [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES)})
             return "created"
+        for word, value in (("已完成", "Done"), ("完成", "Done"), ("进行中", "In Progress"), ("待办", "To Do"),
+                            ("审核中", "In Review"), ("评审中", "In Review"), ("不做", "Won't Do")):
+            if value in values and self.mark(word):
+                self.add_filter(status, value)
+                return "resolved" if value in DONE_STATUSES else "created"
         for value in sorted(values, key=len, reverse=True):
             m = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", self.q, re.I)
             if m and value.lower() not in ("done",) or (m and re.search(r"\bstatus\b", self.q, re.I)):
@@ -354,7 +360,8 @@ class _Builder:
         before = self.q[:mention.start].lower()[-40:]
         after = self.q[mention.end:].lower()[:30]
         if re.search(r"(review(?:s)? requested (?:from|of)|waiting (?:on|for)|awaiting|pending|requested|needs?)\s+$", before) \
-                or re.search(r"^('s|s')? review\b", after) or re.search(r"^\s*to review\b", after) or re.search(r"请\s*$", before):
+                or re.search(r"^(?:'s|s'|’s) review\b(?! of)", after) \
+                or (mention.text.lower() == "my" and re.search(r"^\s*review\b", after)) or re.search(r"^\s*to review\b", after) or re.search(r"请\s*$", before):
             return "requested_reviewer"
         if re.search(r"(reviewed|approved|reviews?)\s+(by|from)\s+$", before) or re.search(r"^\s*(has |have )?(reviewed|approved|reviews)\b", after) \
                 or re.search(r"^'s reviews", after) or re.search(r"^\s*(审查|评审|审核|review)", after):
@@ -490,6 +497,10 @@ class _Builder:
         number = next((g for g in top.groups() if g), None)
         if number:
             return min(int(number), 200)
+        counted = re.search(r"\b(\d+)\s+(?:most active |busiest |top )?(?:people|persons|users|reviewers|authors|engineers|"
+                            r"developers|devs|folks|members|contributors|labels|repos|channels|posters)\b", self.q, re.I)
+        if counted:
+            return min(int(counted.group(1)), 200)
         words = re.search(r"\b(?:top|the|our|which|what)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)",
                           self.q, re.I)
         if words:

@@ -63,6 +63,12 @@ def _quarter(year: int, q: int) -> tuple[datetime, datetime]:
     return start, _month_start(year, 3 * q + 1)
 
 
+def _months_ago(day: datetime, months: int) -> datetime:
+    first = _month_start(day.year, day.month - months)
+    last_day = (_month_start(first.year, first.month + 1) - timedelta(days=1)).day
+    return first.replace(day=min(day.day, last_day))
+
+
 def _half(year: int, half: int) -> tuple[datetime, datetime]:
     return (datetime(year, 1, 1), datetime(year, 7, 1)) if half == 1 else (datetime(year, 7, 1), datetime(year + 1, 1, 1))
 
@@ -99,7 +105,9 @@ def _rules(now: datetime):
         (rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} (days?|weeks?)\b",
          lambda m: (today - timedelta(days=_number(m.group(1)) * _UNIT_DAYS[m.group(2)] - 1), now)),
         (rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} months?\b",
-         lambda m: (_month_start(now.year, now.month - _number(m.group(1))).replace(day=min(now.day, 28)), now)),
+         lambda m: (_months_ago(today, _number(m.group(1))), now)),
+        (rf"\b(?:(?:open|sitting|waiting|pending|idle|stale)\s+(?:for\s+)?(?:more than|over|longer than)|older than|more than)\s+{_N}\s+(days?|weeks?)(?:\s+old)?\b",
+         lambda m: (None, now - timedelta(days=_number(m.group(1)) * _UNIT_DAYS[m.group(2)]))),
         (rf"(?:最近|过去|近){_CNN}(天|日|周|个星期|星期)",
          lambda m: (today - timedelta(days=_cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")] - 1), now)),
         (rf"(?:最近|过去|近){_CNN}个月",
