@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta, timezone
 
@@ -46,14 +45,12 @@ def by_url(records):
     return {pr["html_url"]: pr for pr in records}
 
 
-def test_deterministic_and_fast():
-    started = time.perf_counter()
+def test_deterministic():
+    # Speed is measured by `make bench`, not asserted here.
     first = generate()
-    elapsed = time.perf_counter() - started
     assert first == generate()
     assert first == generate(7)
     assert first != generate(8)
-    assert elapsed < 1.0, f"generate() took {elapsed:.2f}s"
 
 
 def test_shape_and_counts(corpus):
