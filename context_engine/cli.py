@@ -195,13 +195,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise InputError(f"cannot read {path}: no such file")
     settings = _settings(args)
-    report = evaluate(path, settings, use_llm=args.llm)
+    if args.planner != "offline" and not settings.llm_configured:
+        raise InputError(f"--planner {args.planner} needs a chat model: set OPENAI_BASE_URL (and OPENAI_API_KEY)")
+
+    def show(r) -> None:
+        mark = "ok  " if r.correct else "FAIL"
+        print(f"{mark} {r.id:>5} {r.planner:>7} {r.seconds * 1000:8.1f} ms  {r.question}"
+              + (f"\n      {r.detail}" if r.detail else ""), flush=True)
+
+    report = evaluate(path, settings, planner=args.planner, limit=args.limit, progress=None if args.json else show)
     if args.json:
         _print_json(report.to_json())
     else:
-        for r in report.results:
-            mark = "ok  " if r.correct else "FAIL"
-            print(f"{mark} {r.id:>5} {r.seconds * 1000:7.1f} ms  {r.question}" + (f"\n      {r.detail}" if r.detail else ""))
         correct = sum(r.correct for r in report.results)
         print(f"execution accuracy: {correct}/{len(report.results)} = {report.accuracy:.1%}")
     return EXIT_OK
@@ -239,7 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", parents=[common], help="evaluate: `eval structured --questions FILE`")
     p.add_argument("kind", choices=["structured"], help="structured: execution accuracy against gold pipelines")
     p.add_argument("--questions", required=True, help="JSON lines: question, now, as, tenant, collection, gold, compare")
-    p.add_argument("--llm", action="store_true", help="let the LLM planner take the questions the offline one is unsure of")
+    p.add_argument("--planner", choices=["offline", "auto", "llm"], default="offline",
+                   help="offline (default); auto: the LLM where the offline planner is unsure; llm: every question")
+    p.add_argument("--limit", type=int, help="only the first N questions")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("schema", parents=[common], help="print the discovered schema")

@@ -11,6 +11,6 @@ QUESTIONS = Path(__file__).parent / "data" / "structured_dev.jsonl"
 
 
 def test_offline_planner_accuracy_on_held_out_questions(settings):
-    report = evaluate(QUESTIONS, settings, use_llm=False)
+    report = evaluate(QUESTIONS, settings, planner="offline")
     assert len(report.results) >= 60
     assert report.accuracy >= 0.85, report.to_json()["failures"][:5]

@@ -11,7 +11,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from context_engine.config import Settings
 from context_engine.query.engine import Success, principals_of, run_structured
@@ -65,9 +65,15 @@ def answer_key(rows: list[dict[str, Any]], compare: str) -> Any:
     return {r.get("ref") for r in rows}
 
 
-def evaluate(path: Path, settings: Settings, use_llm: bool = False) -> StructuredReport:
+PLANNERS = ("offline", "auto", "llm")
+
+
+def evaluate(path: Path, settings: Settings, planner: str = "offline", limit: int | None = None,
+             progress: Callable[[QuestionResult], None] | None = None) -> StructuredReport:
+    """`planner`: offline only; auto (the LLM where the offline planner is unsure); llm (every question)."""
     report = StructuredReport()
-    for item in load_questions(path):
+    use_llm = planner != "offline"
+    for item in load_questions(path)[:limit]:
         s = settings.with_overrides(tenant=item.get("tenant") or settings.tenant, use_llm=use_llm)
         catalog = catalog_for(s)
         directory = PeopleDirectory(catalog.people)
@@ -78,15 +84,17 @@ def evaluate(path: Path, settings: Settings, use_llm: bool = False) -> Structure
         started = time.perf_counter()
         result = run_structured(item["question"], store=store, catalog=catalog, settings=s,
                                 now=parse_now(item.get("now")), asker=asker,
-                                llm_planner=llm_planner_for(s) if use_llm else None)
+                                llm_planner=llm_planner_for(s) if use_llm else None, always_llm=planner == "llm")
         seconds = time.perf_counter() - started
         compare = item.get("compare", "refs")
         got = answer_key(result.rows, compare) if isinstance(result, Success) else None
         want = answer_key(gold_rows, compare)
-        planner = result.attempts[-1].plan.planner if getattr(result, "attempts", None) else "-"
+        planner_used = result.attempts[-1].plan.planner if getattr(result, "attempts", None) else "-"
         detail = "" if got == want else (
             f"{result.kind}: " + (_key(result.attempts[-1].plan.pipeline) if getattr(result, "attempts", None)
                                   else getattr(result, "message", "")))
-        report.results.append(QuestionResult(item.get("id", ""), item["question"], got == want, planner,
+        report.results.append(QuestionResult(item.get("id", ""), item["question"], got == want, planner_used,
                                              round(seconds, 4), detail))
+        if progress:
+            progress(report.results[-1])
     return report

@@ -87,9 +87,11 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
     return ctx, None
 
 
-def plan(ctx: PlanningContext, llm_planner=None) -> Plan:
-    """Offline first; the LLM when the offline plan is not confident or an attempt failed."""
-    if ctx.previous and llm_planner is not None:
+def plan(ctx: PlanningContext, llm_planner=None, always_llm: bool = False) -> Plan:
+    """Offline first; the LLM when the offline plan is not confident or an attempt failed.
+
+    `always_llm` sends every question to the model (to measure the LLM planner on its own)."""
+    if llm_planner is not None and (ctx.previous or always_llm):
         return llm_planner.plan(ctx)
     offline = OfflinePlanner().plan(ctx)
     if offline.confidence < CONFIDENT and llm_planner is not None:
@@ -135,7 +137,7 @@ def describe_attempts(attempts: list[Attempt]) -> str:
 
 
 def run_structured(question: str, *, store: Any, catalog: Catalog, settings: Settings, now: datetime,
-                   asker: Person | None, llm_planner=None, tiebreak=None) -> RunResult:
+                   asker: Person | None, llm_planner=None, tiebreak=None, always_llm: bool = False) -> RunResult:
     ctx, failed = resolve(question, now, catalog, asker, tiebreak)
     if failed:
         return failed
@@ -143,7 +145,7 @@ def run_structured(question: str, *, store: Any, catalog: Catalog, settings: Set
     attempts: list[Attempt] = []
     for _ in range(settings.max_attempts):
         try:
-            current = plan(ctx, llm_planner)
+            current = plan(ctx, llm_planner, always_llm)
         except Exception as exc:  # the model's output could not be parsed into a plan
             attempts.append(Attempt(Plan("?", [], planner="llm"), f"planner error: {exc}"))
             ctx.previous = attempts
