@@ -124,6 +124,10 @@ class PeopleDirectory:
             aliases.add(person.name[1:])  # a Chinese given name without the surname
         return {a.strip() for a in aliases if a and a.strip()}
 
+    def _is_handle(self, alias: str) -> bool:
+        return any(alias in (h.lower() for h in self.people[i].handles.values()) or alias == self.people[i].key.lower()
+                   for i in self.index.get(alias, ()))
+
     def __len__(self) -> int:
         return len(self.people)
 
@@ -176,9 +180,9 @@ class PeopleDirectory:
                 if n == 1 and low in _FIRST_PERSON and (low != "i" or text == "I") and not polite:
                     add(Mention(text, start, end, person=asker, is_asker=True))
                     continue
-                if low in reserved or (n == 1 and low in COMMON_WORDS):
-                    continue
                 hits = self.index.get(low)
+                if n == 1 and low in COMMON_WORDS or (low in reserved and not (hits and self._is_handle(low))):
+                    continue  # a stored value ("bug") is not a person, unless it is someone's exact login
                 if hits:
                     self._add_hits(add, text, start, end, hits, 100.0)
                 elif n <= 2 and len(low) >= 4 and not any(w[0].lower() in COMMON_WORDS | reserved for w in words[j:j + n]):

@@ -217,11 +217,23 @@ class _Builder:
         return next(iter(self.ctx.schemas))
 
     # -- filters -----------------------------------------------------------------------------------
+    def _mark_state(self, pattern: str) -> re.Match | None:
+        """Like `mark`, but "open" used as a verb ("did X open", "to open") is not a state."""
+        for m in re.finditer(pattern, self.q, re.I):
+            if m.group(0).lower() == "open" and re.search(r"\b(did|do|does|will|would|to|I|we|you|they)\s+(?:\S+\s+)?$",
+                                                          self.q[:m.start()], re.I):
+                continue
+            self.use(m.span())
+            return m
+        return None
+
     def _states(self) -> str | None:
         """State words; returns the verb whose date a bare time range should apply to."""
         s, name = self.schema, self.collection
         if name == "pull_requests":
-            if self.mark(r"\bunmerged\b|\bnot merged\b|\bclosed without merg\w*|\brejected\b|\babandoned\b|未合并"):
+            if self.mark(r"\bnon-?drafts?\b|\bnot (?:a )?drafts?\b|\bready for review\b|非草稿"):
+                self.add_filter("draft", False)
+            if self.mark(r"\bunmerged\b|\bnot merged\b|\bnever merged\b|\bclosed without (?:being )?merg\w*|\brejected\b|\babandoned\b|未合并|没有合并就关闭|未合并就关闭"):
                 self.add_filter("state", "closed")
                 self.add_filter("merged", False)
                 return "closed"
@@ -233,7 +245,7 @@ class _Builder:
                 if not re.search(r"\bclosed\b", self.q, re.I):
                     self.add_filter("state", "open")
                 return "created"
-            if self.mark(r"\bopen\b|\bopened\b(?= (?:and|but) (?:still|not))|\bpending\b|\bunreviewed\b|\bwaiting\b|\bawaiting\b|\bstill open\b|未关闭|打开的|开放的|待审|还开着|没合并|未合并的|开着"):
+            if self._mark_state(r"\bopen\b|\bopened\b(?= (?:and|but) (?:still|not))|\bpending\b|\bunreviewed\b|\bwaiting\b|\bawaiting\b|\bstill open\b|未关闭|打开的|开放的|待审|还开着|没合并|未合并的|开着"):
                 self.add_filter("state", "open")
                 return "created"
             if self.mark(r"\bclosed\b|已关闭|关闭"):
@@ -245,10 +257,10 @@ class _Builder:
             if status:
                 return self._jira_status(status)
             if s.has_path("state"):
-                if self.mark(r"\b(open|unresolved|outstanding|active)\b|未解决|未关闭|打开的"):
+                if self._mark_state(r"\bopen\b|\b(unresolved|outstanding|active)\b|还没(?:有)?关闭|没有关闭|未解决|未关闭|打开的|还开着"):
                     self.add_filter("state", "open")
                     return "created"
-                if self.mark(r"\b(closed|resolved|fixed|done)\b|已关闭|已解决"):
+                if self.mark(r"\b(closed|resolved|fixed|done)\b|已关闭|已解决|关闭了?|解决了?"):
                     self.add_filter("state", "closed")
                     return "closed"
             return None
@@ -370,7 +382,7 @@ class _Builder:
             return "assignee"
         if re.search(r"^[^，。？,.?]{0,12}?(?<![a-z])(review|reviewed|审查|评审|审核)", after) and not re.search(r"请|等", before[-4:]):
             return "reviewer"
-        if re.search(r"(assigned to|assignee is|owned by|owner is)\s+$", before) or re.search(r"^\s*(is|are) assigned", after) \
+        if re.search(r"(assigned to|assignee is|owned by|owner is)\s+$", before) or re.search(r"^\s*(?:is|are|was|were|been|has been|have been)\s+assigned", after) \
                 or re.search(r"分配给\s*$|指派给\s*$", before) or re.search(r"^\s*负责", after):
             return "assignee"
         if re.search(r"merged by\s+$", before):
@@ -454,6 +466,21 @@ class _Builder:
                     "少于": "$lt", "<=": "$lte", "exactly": "$eq"}[op]
             self.use(m.span())
             self.add_filter(path, {cond: number})
+        for m in re.finditer(r"(回复|评论)数?\s*(超过|大于|多于|至少|少于|小于)\s*(\d+)", self.q):
+            path = field_for(self.schema, "replies") if m.group(1) == "回复" else (
+                "comments" if self.schema.has_path("comments") else None)
+            if path:
+                op = {"超过": "$gt", "大于": "$gt", "多于": "$gt", "至少": "$gte", "少于": "$lt", "小于": "$lt"}[m.group(2)]
+                self.use(m.span())
+                self.add_filter(path, {op: int(m.group(3))})
+        none = re.search(r"\b(?:no|zero|without(?: any)?) (comments|replies)\b|没有(评论|回复)", self.q, re.I)
+        if none:
+            kind = (none.group(1) or none.group(2)).lower()
+            path = field_for(self.schema, "replies") if kind in ("replies", "回复") else (
+                "comments" if self.schema.has_path("comments") else None)
+            if path and path not in self.match:
+                self.use(none.span())
+                self.add_filter(path, 0)
         replies = field_for(self.schema, "replies")
         if replies and replies not in self.match and self.mark(r"\bthreads?\b|\bgot replies\b|\bwith replies\b|帖子|讨论串"):
             self.add_filter(replies, {"$gte": 1})  # a thread is a message that has replies
@@ -464,6 +491,22 @@ class _Builder:
             if m:
                 self.use(m.span())
                 return None, fmt
+        versus = re.search(r"\bopen (?:vs\.?|versus|or|and) closed\b|\bclosed (?:vs\.?|versus|or|and) open\b", self.q, re.I)
+        if versus and field_for(self.schema, "state"):
+            self.use(versus.span())
+            self.match.pop("state", None)  # both states are wanted, one group each
+            return "state", None
+        named = re.search(r"\b(?:per|by|grouped by|broken down by|for each|each)\s+([a-z]+(?:[ _][a-z]+){0,2})", self.q, re.I)
+        if named:
+            words = named.group(1).lower().split()
+            for n in range(len(words), 0, -1):
+                wanted = "_".join(words[:n])
+                path = next((p for p, f in self.schema.fields.items() if f.enum and p.split(".")[-1].lower() == wanted
+                             and "_" in wanted), None)
+                if path:
+                    self.use(named.span())
+                    self._named_group = path
+                    return "named", None
         m = _GROUP.search(self.q)
         if m:
             self.use(m.span())
@@ -474,6 +517,8 @@ class _Builder:
         return None, None
 
     def _group_path(self, role: str) -> tuple[str | None, tuple[str, str] | None]:
+        if role == "named":
+            return self._named_group, None
         found = person_field_for(self.schema, role)
         if found:
             return found[0], found

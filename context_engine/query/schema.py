@@ -34,7 +34,7 @@ TEXT_FIELD_CANDIDATES: dict[str, tuple[str, ...]] = {
 
 # Identifiers and colours repeat like enums but name nothing a question would say.
 _OPAQUE_PATH = re.compile(r"(node_id|color|sha|_id)$")
-_NOT_ENUM = re.compile(r"://|^/|/.*/|[@\\]|^\d+(\.\d+)?$|\s{2,}")  # "acme/web" is a value; a path is not
+_NOT_ENUM = re.compile(r"://|^/|/.*/|[@\\]|^\d+$|\s{2,}")  # "acme/web" is a value; a path is not
 
 
 @dataclass
