@@ -18,14 +18,18 @@ Now (UTC): {now}
 Schema:
 {schemas}
 
-People named in the question:
+People named in the question (use exactly these values):
 {people}
 
-Time expressions in the question:
+Time expressions in the question (use exactly these conditions on the right date field):
 {times}
 
 Examples:
 {examples}
+
+A rule-based draft (it may be wrong or incomplete; fix what the question asks differently):
+{draft}
+Draft notes: {draft_notes}
 """
 
 PLANNER_RETRY = """Your previous pipeline was rejected:

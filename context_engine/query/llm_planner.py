@@ -20,7 +20,9 @@ from pydantic import BaseModel, Field
 from context_engine.prompts.planner import PLANNER_RETRY, PLANNER_SYSTEM, TIEBREAK_SYSTEM
 from context_engine.query.fields import PEOPLE_ROLES
 from context_engine.query.identity import Mention, Person
+from context_engine.query.offline import OfflinePlanner, detect_collection
 from context_engine.query.plan import Plan, PlanningContext
+from context_engine.query.schema import CollectionSchema
 from context_engine.query.validate import validate_pipeline
 from context_engine.sources.normalize import parse_datetime
 
@@ -63,9 +65,15 @@ def to_extended_json(value: Any) -> Any:
     return value
 
 
-def _describe_schemas(ctx: PlanningContext) -> str:
+def _relevant(ctx: PlanningContext) -> list[CollectionSchema]:
+    """The collection the question names, when it names one: a short prompt is a better prompt."""
+    named, _ = detect_collection(ctx.question, ctx.schemas)
+    return [ctx.schemas[named]] if named else list(ctx.schemas.values())
+
+
+def _describe_schemas(schemas: list[CollectionSchema]) -> str:
     parts = []
-    for schema in ctx.schemas.values():
+    for schema in schemas:
         lines = [f"collection {schema.name} ({schema.total} documents)"]
         for info in schema.fields.values():
             if _URLISH.search(info.path) and info.path not in ("html_url", "url", "permalink"):
@@ -83,33 +91,53 @@ def _describe_schemas(ctx: PlanningContext) -> str:
     return "\n".join(parts)
 
 
-def _describe_person(person: Person, ctx: PlanningContext) -> str:
-    fields = sorted({(path, kind) for roles in PEOPLE_ROLES.values() for opts in roles.values() for path, kind in opts})
-    handles = {kind: person.handle(kind) for _, kind in fields if person.handle(kind)}
-    return f"{person.name}: " + ", ".join(f"{kind}={value!r}" for kind, value in handles.items())
+def _describe_person(person: Person, schemas: list[CollectionSchema]) -> str:
+    """The exact value to write for this person in each people field of the relevant collections."""
+    uses = []
+    for schema in schemas:
+        for options in PEOPLE_ROLES.get(schema.name, {}).values():
+            for path, kind in options:
+                if schema.has_path(path) and person.handle(kind):
+                    uses.append(f"{schema.name}.{path} = {person.handle(kind)!r}")
+    return f"{person.name} (write: " + "; ".join(dict.fromkeys(uses)) + ")"
 
 
-def _examples(ctx: PlanningContext) -> str:
+def _describe_time(rng) -> str:
+    cond = {}
+    if rng.start is not None:
+        cond["$gte"] = {"$date": rng.start.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if rng.end is not None:
+        cond["$lt"] = {"$date": rng.end.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    return f"- {rng.text!r} -> {json.dumps(cond)}"
+
+
+def _examples(ctx: PlanningContext, schemas: list[CollectionSchema]) -> str:
     shown = []
+    names = {s.name for s in schemas}
     for example in context_sets()["templates"]:
         schema = ctx.schemas.get(example["collection"])
-        if schema is None:
+        if schema is None or example["collection"] not in names:
             continue
         # Only examples valid for this tenant's schema: a Jira-shaped example misleads on GitHub issues.
         if validate_pipeline(from_extended_json(example["pipeline"]), schema):
             continue
         shown.append(f"Q: {example['question']}\n" + json.dumps(
             {"collection": example["collection"], "pipeline": example["pipeline"]}, ensure_ascii=False))
-    return "\n".join(shown[:6]) or "(none)"
+    return "\n".join(shown[:5]) or "(none)"
 
 
 def build_messages(ctx: PlanningContext, max_rows: int = 200) -> list[tuple[str, str]]:
-    asker = f"The asker (\"I\", \"me\", \"my\") is {_describe_person(ctx.asker, ctx)}" if ctx.asker else "The asker is unknown."
-    people = "\n".join(f"- {m.text!r} -> {_describe_person(m.person, ctx)}" for m in ctx.mentions if m.person) or "(none)"
-    times = "\n".join(f"- {t.text!r} -> from {t.start or '-inf'} to {t.end or 'now'}" for t in ctx.times) or "(none)"
-    system = PLANNER_SYSTEM.format(max_rows=max_rows, now=ctx.now.strftime("%Y-%m-%dT%H:%M:%SZ"), asker=asker,
-                                   schemas=_describe_schemas(ctx), people=people, times=times,
-                                   examples=_examples(ctx))
+    schemas = _relevant(ctx)
+    asker = (f"The asker (\"I\", \"me\", \"my\") is {_describe_person(ctx.asker, schemas)}" if ctx.asker
+             else "The asker is unknown.")
+    people = "\n".join(f"- {m.text!r} -> {_describe_person(m.person, schemas)}" for m in ctx.mentions if m.person) or "(none)"
+    times = "\n".join(_describe_time(t) for t in ctx.times) or "(none)"
+    draft = OfflinePlanner().plan(ctx)
+    system = PLANNER_SYSTEM.format(
+        max_rows=max_rows, now=ctx.now.strftime("%Y-%m-%dT%H:%M:%SZ"), asker=asker, schemas=_describe_schemas(schemas),
+        people=people, times=times, examples=_examples(ctx, schemas),
+        draft=json.dumps({"collection": draft.collection, "pipeline": to_extended_json(draft.pipeline)}, ensure_ascii=False),
+        draft_notes="; ".join(draft.notes) or "none")
     messages = [("system", system), ("human", ctx.question)]
     for attempt in ctx.previous[-2:]:
         messages.append(("ai", json.dumps({"collection": attempt.plan.collection,
