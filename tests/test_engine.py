@@ -109,3 +109,17 @@ def test_aggregate_over_people_carries_display_names(settings):
 def test_offline_pipelines_for_counts_and_groups(settings, question, expected):
     result = _run(settings, question)
     assert isinstance(result, Success) and result.plan.pipeline == expected
+
+
+def test_model_written_names_are_linked_to_handles_by_code(settings):
+    from context_engine.query.engine import resolve
+    from context_engine.query.llm_planner import link_people
+
+    ctx, _ = resolve("x", NOW, catalog_for(settings), None)
+    pipeline = [{"$match": {"user.login": "Alex Chen", "$or": [{"reviews.user.login": {"$in": ["Priya", "rsh-dev"]}}],
+                            "title": "Alex Chen"}}]
+    assert link_people(pipeline, "pull_requests", ctx) == [
+        {"$match": {"user.login": "achen42", "$or": [{"reviews.user.login": {"$in": ["priyar", "rsh-dev"]}}],
+                    "title": "Alex Chen"}}]  # only people fields change
+    assert link_people([{"$match": {"fields.assignee.name": "Rashid Khan"}}], "issues", ctx) == [
+        {"$match": {"fields.assignee.name": "rkhan"}}]

@@ -146,6 +146,37 @@ def build_messages(ctx: PlanningContext, max_rows: int = 200) -> list[tuple[str,
     return messages
 
 
+def link_people(pipeline: Any, collection: str, ctx: PlanningContext) -> Any:
+    """Code corrects the model: a person written by name in a people field becomes that field's handle.
+
+    Small models write "Alex Chen" into `user.login` even when told the login; the directory knows it.
+    """
+    kinds = {path: kind for options in PEOPLE_ROLES.get(collection, {}).values() for path, kind in options}
+
+    def fix(value: Any, kind: str) -> Any:
+        if isinstance(value, str):
+            try:
+                person = ctx.directory.lookup(value)
+            except LookupError:
+                return value
+            return person.handle(kind) or value
+        if isinstance(value, list):
+            return [fix(v, kind) for v in value]
+        if isinstance(value, dict):
+            return {k: fix(v, kind) if k in ("$eq", "$ne", "$in", "$nin", "$all") else v for k, v in value.items()}
+        return value
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(n) for n in node]
+        if isinstance(node, dict):
+            return {k: fix(v, kinds[k]) if k in kinds else walk(v) for k, v in node.items()}
+        return node
+
+    return [{name: walk(body) if name == "$match" else body for name, body in stage.items()}
+            if isinstance(stage, dict) else stage for stage in pipeline] if isinstance(pipeline, list) else pipeline
+
+
 class LLMPlanner:
     name = "llm"
 
@@ -156,7 +187,8 @@ class LLMPlanner:
 
     def plan(self, ctx: PlanningContext) -> Plan:
         out: PlanOutput = self.runnable.invoke(build_messages(ctx, self.max_rows))
-        return Plan(collection=out.collection, pipeline=from_extended_json(out.pipeline), confidence=0.8,
+        pipeline = link_people(from_extended_json(out.pipeline), out.collection, ctx)
+        return Plan(collection=out.collection, pipeline=pipeline, confidence=0.8,
                     planner="llm", notes=["written by the LLM planner"])
 
     def tiebreak(self, question: str, mention: Mention) -> Person | None:
