@@ -123,3 +123,15 @@ def test_model_written_names_are_linked_to_handles_by_code(settings):
                     "title": "Alex Chen"}}]  # only people fields change
     assert link_people([{"$match": {"fields.assignee.name": "Rashid Khan"}}], "issues", ctx) == [
         {"$match": {"fields.assignee.name": "rkhan"}}]
+
+
+def test_a_topic_question_is_a_ranked_keyword_search(settings):
+    result = _run(settings, "why did we switch the session cache to Redis?")
+    assert isinstance(result, Success)
+    assert result.rows[0]["ref"] == STORIES["redis_session_cache"]["pr"]  # BM25 rank, not recency
+    assert result.plan.confidence < 0.7  # the LLM (or, later, semantic retrieval) is preferred
+
+
+def test_a_question_with_nothing_to_query_says_so(settings):
+    result = _run(settings, "???")
+    assert isinstance(result, ResolutionFailed) and "could not find anything to query" in result.message

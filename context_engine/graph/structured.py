@@ -23,7 +23,7 @@ def build_structured_graph():
     builder.add_node("give_up", give_up)
     builder.add_edge(START, "resolve")
     builder.add_conditional_edges("resolve", _resolved, {"ok": "generate_query", "failed": END})
-    builder.add_edge("generate_query", "validate_query")
+    builder.add_conditional_edges("generate_query", _resolved, {"ok": "validate_query", "failed": END})
     builder.add_conditional_edges("validate_query", after_check,
                                   {"continue": "execute_query", "retry": "generate_query", "give_up": "give_up"})
     builder.add_conditional_edges("execute_query", after_check,

@@ -42,6 +42,8 @@ def generate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[st
     except Exception as exc:  # an unparseable model answer is a failed attempt, fed back next time
         plan = Plan("?", [], planner="llm")
         return {"plan": plan.to_json(), "error": f"planner error: {exc}"}
+    if not plan.pipeline:
+        return {"outcome": "resolution_failed", "resolution": {"error": engine.NOTHING_TO_QUERY}, "rows": []}
     data = plan.to_json()
     data["person_field"] = plan.person_field
     return {"plan": data, "error": None}

@@ -56,6 +56,9 @@ class ResolutionFailed:
 
 RunResult = Union[Success, NoResults, MaxAttempts, ResolutionFailed]
 
+NOTHING_TO_QUERY = ("I could not find anything to query in the question: name what to look for "
+                    "(PRs, issues, messages, documents), who, when or a topic.")
+
 
 def principals_of(person: Person | None) -> list[str]:
     """Access-list entries that grant this asker: their key and every handle."""
@@ -150,6 +153,8 @@ def run_structured(question: str, *, store: Any, catalog: Catalog, settings: Set
             attempts.append(Attempt(Plan("?", [], planner="llm"), f"planner error: {exc}"))
             ctx.previous = attempts
             continue
+        if not current.pipeline:
+            return ResolutionFailed(NOTHING_TO_QUERY, attempts=attempts)
         error = validate(current, ctx, settings)
         if error is None:
             try:

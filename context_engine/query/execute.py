@@ -41,18 +41,25 @@ def scoped_pipeline(pipeline: list[dict[str, Any]], tenant: str, principals: lis
     return stages
 
 
+def _is_text_score_sort(stage: dict[str, Any]) -> bool:
+    return "$sort" in stage and any(isinstance(v, dict) and v.get("$meta") == "textScore" for v in stage["$sort"].values())
+
+
 def _resolve_text(stages: list[dict[str, Any]], collection: Any, schema: CollectionSchema | None,
-                  tenant: str, native_text: bool) -> None:
+                  tenant: str, native_text: bool) -> list[Any] | None:
+    """Serve `$text` from BM25: an `_id` pre-filter; returns the ids in rank order (None if native)."""
     match = stages[0].get("$match", {})
     text = match.get("$text")
     if not text:
-        return
+        return None
     search = str(text.get("$search", ""))
     if native_text and not _CJK.search(search):
-        return
+        return None
     fields = schema.text_fields if schema else []
+    ranked = text_ids(collection, tenant, fields, search)
     del match["$text"]
-    match["_id"] = {"$in": text_ids(collection, tenant, fields, search)}
+    match["_id"] = {"$in": ranked}
+    return ranked
 
 
 def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]], *, tenant: str,
@@ -62,9 +69,20 @@ def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]
     stages = scoped_pipeline(pipeline, tenant, principals, max_rows)
     native_text = not store.embedded and bool(schema and any(
         "text" in str(ix.get("keys")) or ix.get("name", "").endswith("_text") for ix in schema.indexes))
-    _resolve_text(stages, collection, schema, tenant, native_text)
+    ranked = _resolve_text(stages, collection, schema, tenant, native_text)
+    cut = next((i for i, stage in enumerate(stages) if _is_text_score_sort(stage)), None) if ranked is not None else None
     try:
-        rows = list(collection.aggregate(stages, maxTimeMS=max_time_ms))
+        if cut is None:
+            rows = list(collection.aggregate(stages, maxTimeMS=max_time_ms))
+        else:
+            # BM25 served the `$text`, so its rank is the textScore: the stages before the sort run
+            # in the store, the rows are ordered by rank, the rest runs over those rows in process.
+            from mongomock.aggregate import process_pipeline
+
+            rows = list(collection.aggregate(stages[:cut], maxTimeMS=max_time_ms))
+            rank = {doc_id: i for i, doc_id in enumerate(ranked)}
+            rows.sort(key=lambda row: rank.get(row.get("_id"), len(rank)))
+            rows = list(process_pipeline(rows, None, stages[cut + 1:], None))
     except Exception as exc:  # pymongo OperationFailure, mongomock errors: all go back to the planner
         raise ExecutionError(f"{exc.__class__.__name__}: {exc}") from None
     reshaped = any(key in stage for stage in pipeline for key in _RESHAPING)

@@ -19,6 +19,7 @@ from context_engine.query.schema import CollectionSchema
 
 CONFIDENT = 0.7
 DEFAULT_LIMIT = 200
+TEXT_LIMIT = 20
 
 _COLLECTION_WORDS: list[tuple[str, str]] = [
     ("pull_requests", r"\bprs?\b|\bpull[- ]?requests?\b|\bpulls\b|\bmerge requests?\b|合并请求|拉取请求|\bprs?(?![a-z])|代码审查|评审"),
@@ -118,10 +119,12 @@ class _Builder:
         self.used.append(span)
 
     def mark(self, pattern: str) -> re.Match | None:
-        m = re.search(pattern, self.q, re.I)
-        if m:
-            self.use(m.span())
-        return m
+        """The first match not inside words already explained ("draft" in "non-draft")."""
+        for m in re.finditer(pattern, self.q, re.I):
+            if not self._is_used(m.span()):
+                self.use(m.span())
+                return m
+        return None
 
     def add_filter(self, path: str, condition: Any) -> None:
         if path in self.match:
@@ -158,12 +161,17 @@ class _Builder:
         review_time = "reviewer" in person_roles or group_role == "reviewer"
         time_field = self._times("reviewed" if review_time and state_verb is None else state_verb)
         self._thresholds()
-        text = self._leftover_text()
+        structured = bool(self.match or group_role or bucket or is_count or top or self.ctx.mentions
+                          or self._list_limit(peek=True) != DEFAULT_LIMIT)
+        text = self._leftover_text(structured)
         if text:
             self.match["$text"] = {"$search": text}
             self.notes.append(f"full-text search for {text!r}")
-            if len(text.split()) > 3:
-                self.confidence = min(self.confidence, 0.5)  # mostly topic: a semantic question
+            if not structured or len(text.split()) > 3:
+                self.confidence = min(self.confidence, 0.4)  # mostly topic: a semantic question
+        elif not structured:
+            self.notes.append("nothing in the question maps to a query")
+            return Plan(self.collection, [], confidence=0.0, planner="offline", notes=self.notes)
 
         stages: list[dict[str, Any]] = [{"$match": self.match}] if self.match else []
         person_field = None
@@ -202,6 +210,9 @@ class _Builder:
             self.notes.append(f"grouped by {path}")
         elif is_count:
             stages.append({"$count": "count"})
+        elif text and not structured:
+            # Relevance order for a topic search: BM25 (or MongoDB's textScore) ranks the matches.
+            stages += [{"$sort": {"score": {"$meta": "textScore"}}}, {"$limit": min(self._list_limit(), TEXT_LIMIT)}]
         else:
             limit = self._list_limit()
             stages += [{"$sort": {sort_field: -1}}, {"$limit": limit}]
@@ -552,23 +563,27 @@ class _Builder:
             return _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
         return 5
 
-    def _list_limit(self) -> int:
+    def _list_limit(self, peek: bool = False) -> int:
         m = _LIMIT.search(self.q)
         if m:
-            self.use(m.span())
+            if not peek:
+                self.use(m.span())
             return min(int(next(g for g in m.groups() if g)), 200)
         return DEFAULT_LIMIT
 
-    def _leftover_text(self) -> str:
-        """Topic words for `$text`: only what follows a topic cue ("about", "mentioning", 关于)."""
+    def _leftover_text(self, structured: bool) -> str:
+        """Topic words for `$text`: what follows a topic cue ("about", "mentioning", 关于); in a
+        question with no structure at all, every content word (a keyword search, the best the
+        structured half can do for "why did we ...")."""
         cue = re.search(r"\b(?:about|regarding|mentioning|that mention|which mention|related to|concerning|"
                         r"involving|on the topic of|titled|containing)\s+|关于|有关|提到|涉及", self.q, re.I)
-        if not cue:
+        if not cue and structured:
             return ""
-        self.use(cue.span())
         chars = list(self.q)
-        for i in range(cue.start()):
-            chars[i] = " "
+        if cue:
+            self.use(cue.span())
+            for i in range(cue.start()):
+                chars[i] = " "
         for a, b in self.used + self.collection_spans:
             for i in range(a, min(b, len(chars))):
                 chars[i] = " "
