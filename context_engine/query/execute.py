@@ -46,7 +46,7 @@ def _is_text_score_sort(stage: dict[str, Any]) -> bool:
 
 
 def _resolve_text(stages: list[dict[str, Any]], collection: Any, schema: CollectionSchema | None,
-                  tenant: str, native_text: bool) -> list[Any] | None:
+                  tenant: str, native_text: bool, revision: int) -> list[Any] | None:
     """Serve `$text` from BM25: an `_id` pre-filter; returns the ids in rank order (None if native)."""
     match = stages[0].get("$match", {})
     text = match.get("$text")
@@ -56,7 +56,7 @@ def _resolve_text(stages: list[dict[str, Any]], collection: Any, schema: Collect
     if native_text and not _CJK.search(search):
         return None
     fields = schema.text_fields if schema else []
-    ranked = text_ids(collection, tenant, fields, search)
+    ranked = text_ids(collection, tenant, fields, search, revision)
     del match["$text"]
     match["_id"] = {"$in": ranked}
     return ranked
@@ -69,7 +69,7 @@ def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]
     stages = scoped_pipeline(pipeline, tenant, principals, max_rows)
     native_text = not store.embedded and bool(schema and any(
         "text" in str(ix.get("keys")) or ix.get("name", "").endswith("_text") for ix in schema.indexes))
-    ranked = _resolve_text(stages, collection, schema, tenant, native_text)
+    ranked = _resolve_text(stages, collection, schema, tenant, native_text, store.revision)
     cut = next((i for i, stage in enumerate(stages) if _is_text_score_sort(stage)), None) if ranked is not None else None
     try:
         if cut is None:

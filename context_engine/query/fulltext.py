@@ -9,31 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from context_engine.query.schema import values_at
 from context_engine.retrievers.bm25 import BM25Index
 
-_CACHE: dict[tuple[int, str, str, int], BM25Index] = {}
+_CACHE: dict[tuple[int, str, str, int], BM25Index] = {}  # (store, collection, tenant, revision)
 
 
 def _text_of(doc: dict[str, Any], fields: list[str]) -> str:
-    parts: list[str] = []
-    for path in fields:
-        values: list[Any] = [doc]
-        for key in path.split("."):
-            nxt: list[Any] = []
-            for v in values:
-                if isinstance(v, dict) and key in v:
-                    item = v[key]
-                    nxt.extend(item if isinstance(item, list) else [item])
-                elif isinstance(v, list):
-                    nxt.extend(x.get(key) for x in v if isinstance(x, dict))
-            values = nxt
-        parts.extend(str(v) for v in values if isinstance(v, str))
-    return "\n".join(parts)
+    return "\n".join(v for path in fields for v in values_at(doc, path) if isinstance(v, str))
 
 
-def text_index(collection: Any, tenant: str, fields: list[str]) -> BM25Index:
-    count = collection.count_documents({"tenant_id": tenant})
-    key = (id(collection.database), collection.name, tenant, count)
+def text_index(collection: Any, tenant: str, fields: list[str], revision: int) -> BM25Index:
+    """`revision` changes whenever the store is written, so an edited record is searched as edited."""
+    key = (id(collection.database), collection.name, tenant, revision)
     index = _CACHE.get(key)
     if index is None:
         projection = {f: 1 for f in fields}
@@ -43,5 +31,5 @@ def text_index(collection: Any, tenant: str, fields: list[str]) -> BM25Index:
     return index
 
 
-def text_ids(collection: Any, tenant: str, fields: list[str], search: str) -> list[Any]:
-    return [doc_id for doc_id, _ in text_index(collection, tenant, fields).search(search)]
+def text_ids(collection: Any, tenant: str, fields: list[str], search: str, revision: int) -> list[Any]:
+    return [doc_id for doc_id, _ in text_index(collection, tenant, fields, revision).search(search)]

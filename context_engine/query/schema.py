@@ -240,7 +240,7 @@ def discover(collection: Any, tenant: str, sample_size: int = SAMPLE_SIZE) -> Co
         seen: dict[str, set[str]] = {path: set(info.enum) for path, info in enums.items()}
         for doc in collection.find(scope, {path: 1 for path in enums}):
             for path in enums:
-                seen[path].update(v for v in _values_at(doc, path) if isinstance(v, str) and v)
+                seen[path].update(v for v in values_at(doc, path) if isinstance(v, str) and v)
         for path, info in enums.items():
             extra = sorted(seen[path] - set(info.enum))
             if len(info.enum) + len(extra) <= MAX_ENUM_VALUES * 2:
@@ -248,7 +248,8 @@ def discover(collection: Any, tenant: str, sample_size: int = SAMPLE_SIZE) -> Co
     return schema
 
 
-def _values_at(doc: Any, path: str) -> list[Any]:
+def values_at(doc: Any, path: str) -> list[Any]:
+    """Every value at a dotted path, walking through arrays as MongoDB does."""
     values = [doc]
     for key in path.split("."):
         nxt: list[Any] = []

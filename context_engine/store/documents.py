@@ -79,6 +79,7 @@ class DocumentStore:
         self.db = db
         self.data_dir = data_dir
         self.embedded = embedded
+        self.revision = 0  # bumped on every write: derived indexes (BM25 for $text) rebuild on change
 
     def collection(self, name: str) -> Any:
         if name not in COLLECTIONS:
@@ -112,6 +113,8 @@ class DocumentStore:
         changed = [d for i, d in docs.items() if i in existing and existing[i] != d]
         stats.inserted, stats.updated = len(new), len(changed)
         stats.unchanged = len(docs) - len(new) - len(changed)
+        if new or changed:
+            self.revision += 1
         if new:
             coll.insert_many(new, ordered=False)
         if changed:
@@ -134,6 +137,7 @@ class DocumentStore:
         gone = [d["_id"] for d in coll.find({"tenant_id": tenant, **scope}, {"ref": 1})
                 if d.get("ref") not in keep_refs]
         if gone:
+            self.revision += 1
             coll.delete_many({"_id": {"$in": gone}})
         return len(gone)
 
