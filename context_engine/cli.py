@@ -92,9 +92,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _check_asker(settings) -> None:
+    """The tenant must have data and `--as` must name one person; both are input errors."""
     from context_engine.query.identity import AmbiguousPerson, UnknownPerson
-    from context_engine.runtime import asker_for, catalog_for
+    from context_engine.runtime import asker_for, catalog_for, store_for
 
+    if not catalog_for(settings).schemas:
+        known = ", ".join(store_for(settings).tenants()) or "none"
+        raise InputError(f"tenant {settings.tenant!r} has no data (tenants with data: {known})")
     try:
         asker_for(settings, catalog_for(settings))
     except (UnknownPerson, AmbiguousPerson) as exc:
@@ -178,7 +182,9 @@ def cmd_query(args: argparse.Namespace) -> int:
 def cmd_schema(args: argparse.Namespace) -> int:
     from context_engine.runtime import catalog_for
 
-    catalog = catalog_for(_settings(args))
+    settings = _settings(args)
+    _check_asker(settings)
+    catalog = catalog_for(settings)
     if args.json:
         _print_json({name: schema.to_json() for name, schema in catalog.schemas.items()})
     else:
@@ -232,13 +238,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ask", parents=[common], help="answer a question")
     p.add_argument("question")
     p.add_argument("--now", help="the time the question is asked, ISO 8601 (default: the clock)")
-    p.add_argument("--as", dest="as_user", help="the asker: any alias (login, Slack handle, display name)")
+    p.add_argument("--as", dest="as_user", metavar="ALIAS", help="the asker: any alias (login, Slack handle, display name)")
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("query", parents=[common], help="run a hand-written pipeline through validation and scoping")
     p.add_argument("collection")
     p.add_argument("pipeline", metavar="PIPELINE_JSON", help='e.g. \'[{"$match": {"state": "open"}}]\'; dates as {"$date": "..."}')
-    p.add_argument("--as", dest="as_user", help="the asker (for access to private records)")
+    p.add_argument("--as", dest="as_user", metavar="ALIAS", help="the asker (for access to private records)")
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("eval", parents=[common], help="evaluate: `eval structured --questions FILE`")

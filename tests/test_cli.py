@@ -70,3 +70,8 @@ def test_schema_command(sample_dir):
     out = run_cli("schema", "--json", "--data-dir", str(sample_dir))
     schemas = json.loads(out.stdout)
     assert "pull_requests" in schemas and "tenant_id" not in out.stdout and '"acl"' not in out.stdout
+
+
+def test_a_tenant_without_data_is_an_input_error(sample_dir):
+    out = run_cli("ask", "open PRs", "--tenant", "nobody", "--data-dir", str(sample_dir))
+    assert out.returncode == 2 and "has no data" in out.stderr and "acme" in out.stderr

@@ -138,6 +138,9 @@ class _Builder:
         ctx = self.ctx
         collection, spans = detect_collection(self.q, ctx.schemas)
         self.collection_spans = spans
+        if not ctx.schemas:
+            self.notes.append("the tenant has no data")
+            return Plan("?", [], confidence=0.0, planner="offline", notes=self.notes)
         if collection is None:
             collection = self._guess_collection()
             self.confidence = min(self.confidence, 0.4)
