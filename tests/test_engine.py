@@ -128,7 +128,8 @@ def test_model_written_names_are_linked_to_handles_by_code(settings):
 def test_a_topic_question_is_a_ranked_keyword_search(settings):
     result = _run(settings, "why did we switch the session cache to Redis?")
     assert isinstance(result, Success)
-    assert result.rows[0]["ref"] == STORIES["redis_session_cache"]["pr"]  # BM25 rank, not recency
+    story = STORIES["redis_session_cache"]
+    assert result.rows[0]["ref"] in {story["pr"], story["doc"], story["issue"]}  # BM25 rank, not recency
     assert result.plan.confidence < 0.7  # the LLM (or, later, semantic retrieval) is preferred
 
 

@@ -23,6 +23,7 @@ PEOPLE_ROLES: dict[str, dict[str, list[tuple[str, str]]]] = {
         "author": [("fields.reporter.name", "jira"), ("user.login", "github")],
         "assignee": [("fields.assignee.name", "jira"), ("assignees.login", "github"), ("assignee.login", "github")],
         "commenter": [("fields.comment.comments.author.name", "jira")],
+        "closer": [("closed_by.login", "github")],
     },
     "messages": {"author": [("user", "slack_id")], "reply_user": [("reply_users", "slack_id")]},
     "documents": {"author": [("author.login", "github"), ("author.name", "name")]},

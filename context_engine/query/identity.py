@@ -35,6 +35,7 @@ reviewers reviews show slack since than that the their them these this thread th
 tickets to top total under was week weekly weeks were what when where which who whom whose why
 with without wrote year years yesterday today assigned assignee assignees team teams repo repos
 repository channel channels people person status state priority high low medium number times
+pri prio p0 p1 p2 p3
 """.split())
 
 

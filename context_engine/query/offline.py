@@ -23,11 +23,11 @@ TEXT_LIMIT = 20
 
 _COLLECTION_WORDS: list[tuple[str, str]] = [
     ("pull_requests", r"\bprs?\b|\bpull[- ]?requests?\b|\bpulls\b|\bmerge requests?\b|合并请求|拉取请求|\bprs?(?![a-z])|代码审查|评审"),
-    ("issues", r"\bissues?\b|\btickets?\b|\bbugs?\b|\bjira\b|\bstor(?:y|ies)\b|\btasks?\b|\bepics?\b|工单|问题|缺陷|任务|需求"),
+    ("issues", r"\bissues?\b|\btickets?\b|\bbugs?\b|\bjira\b|\bstor(?:y|ies)\b|\btasks?\b|\bepics?\b|工单|问题|缺陷|任务|需求|单子"),
     ("messages", r"\bmessages?\b|\bthreads?\b|\bslack\b|\bchannels?\b|\bposts?\b|\bposted\b|\bsaid\b|\breplies\b|(?<!\w)#[\w\-]+|消息|讨论|频道|帖子"),
     ("documents", r"\bdocs?\b|\bdocuments?\b|\badrs?\b|\brfcs?\b|\bpostmortems?\b|\brunbooks?\b|\bpages?\b|\bwiki\b|文档|设计文档|复盘"),
-    ("commits", r"\bcommits?\b|\bcommitted\b|提交记录|提交"),
-    ("people", r"\bteam members?\b|\bmembers of\b|\bwho is on\b|成员"),
+    ("commits", r"\bcommits?\b|\bcommitted\b|\bcommitters?\b|提交记录|提交"),
+    ("people", r"\bteam members?\b|\bmembers of\b|\bwho(?:'s| is| are) (?:on|in) the\b|\bteam\b(?= members| roster)|成员|团队都有谁"),
 ]
 
 _COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|多少|几个|几条|几次|数量|总数", re.I)
@@ -150,6 +150,7 @@ class _Builder:
         self.collection = collection
 
         state_verb = self._states()
+        self._review_states()
         self._values()
         person_roles = self._people()
         group_role, bucket = self._grouping()
@@ -176,7 +177,7 @@ class _Builder:
             self.notes.append("nothing in the question maps to a query")
             return Plan(self.collection, [], confidence=0.0, planner="offline", notes=self.notes)
 
-        stages: list[dict[str, Any]] = [{"$match": self.match}] if self.match else []
+        stages: list[dict[str, Any]] = [{"$match": self._element_match(self.match)}] if self.match else []
         person_field = None
         sort_field = time_field or field_for(schema, "created") or "ref"
         if bucket:
@@ -194,9 +195,9 @@ class _Builder:
             # Records without the grouped field form no group ("PRs per milestone" skips unplanned PRs).
             self.add_filter(path, {"$exists": True, "$ne": None})  # both: mongomock misreads a lone $ne
             if stages and "$match" in stages[0]:
-                stages[0] = {"$match": self.match}
+                stages[0] = {"$match": self._element_match(self.match)}
             else:
-                stages.insert(0, {"$match": self.match})
+                stages.insert(0, {"$match": self._element_match(self.match)})
             if schema.is_array(path):
                 top_array = path.split(".")[0]
                 stages.append({"$unwind": f"${top_array}"})
@@ -224,7 +225,43 @@ class _Builder:
         return Plan(collection, stages, confidence=round(self.confidence, 2), planner="offline",
                     notes=self.notes, person_field=person_field)
 
+    def _element_match(self, match: dict[str, Any]) -> dict[str, Any]:
+        """Conditions on fields of one array of objects must hold for the same element: the review
+        by Jonas *in October*, not a review by Jonas and another one in October."""
+        roots: dict[str, list[str]] = {}
+        for key in match:
+            root = key.split(".")[0]
+            if "." in key and self._array_of_objects(root):
+                roots.setdefault(root, []).append(key)
+        out = dict(match)
+        for root, keys in roots.items():
+            if len(keys) > 1:
+                out[root] = {"$elemMatch": {k[len(root) + 1:]: out.pop(k) for k in keys}}
+        return out
+
+    def _array_of_objects(self, root: str) -> bool:
+        info = self.schema.fields.get(root)
+        return info is not None and info.in_array and "object" in info.types
+
     def _guess_collection(self) -> str:
+        """No collection word: the collection whose stored values the question names wins
+        ("regressions still open in WEB" names a Jira label and project), then the usual order."""
+        words = {w.lower() for w in re.findall(r"[\w\-/]+", self.q)}
+        words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-3] + "y" for w in words if w.endswith("ies")}
+        verbs = {"issues": r"\bresolv\w*|\bsprint\b|\bjira\b|\bassigned\b|\bpriority\b", "messages": r"\bsaid\b|\bposted\b|\bslack\b",
+                 "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*"}
+        best, best_score = None, 0
+        for name in ("pull_requests", "issues", "messages", "documents", "commits"):
+            schema = self.ctx.schemas.get(name)
+            if schema is None:
+                continue
+            values = {str(v).lower() for f in schema.fields.values() for v in (f.enum or [])
+                      if isinstance(v, str) and len(v) >= 3 and v.lower() not in _STOP}
+            score = len(words & values) + (2 if name in verbs and re.search(verbs[name], self.q, re.I) else 0)
+            if score > best_score:
+                best, best_score = name, score
+        if best:
+            return best
         for name in ("pull_requests", "issues", "messages", "documents"):
             if name in self.ctx.schemas:
                 return name
@@ -234,8 +271,10 @@ class _Builder:
     def _mark_state(self, pattern: str) -> re.Match | None:
         """Like `mark`, but "open" used as a verb ("did X open", "to open") is not a state."""
         for m in re.finditer(pattern, self.q, re.I):
-            if m.group(0).lower() == "open" and re.search(r"\b(did|do|does|will|would|to|I|we|you|they)\s+(?:\S+\s+)?$",
-                                                          self.q[:m.start()], re.I):
+            before = self.q[:m.start()]
+            if m.group(0).lower() == "open" and re.search(r"\b(did|do|does|will|would|to|I|we|you|they)\s+(?:\S+\s+){0,3}$",
+                                                          before, re.I) \
+                    and not re.search(r"\b(still|currently|are|is|remains?|being|be|as|and|stay|stays)\s+$", before, re.I):
                 continue
             self.use(m.span())
             return m
@@ -247,7 +286,7 @@ class _Builder:
         if name == "pull_requests":
             if self.mark(r"\bnon-?drafts?\b|\bnot (?:a )?drafts?\b|\bready for review\b|非草稿"):
                 self.add_filter("draft", False)
-            if self.mark(r"\bunmerged\b|\bnot merged\b|\bnever merged\b|\bclosed without (?:being )?merg\w*|\brejected\b|\babandoned\b|未合并|没有合并就关闭|未合并就关闭"):
+            if self.mark(r"\bunmerged\b|\bnot merged\b|\bnever merged\b|\bclosed without (?:being )?merg\w*|\brejected\b|\babandoned\b|关闭了?但?(?:是)?没有?合并|没有合并就关闭|未合并就关闭"):
                 self.add_filter("state", "closed")
                 self.add_filter("merged", False)
                 return "closed"
@@ -282,10 +321,10 @@ class _Builder:
 
     def _jira_status(self, status: str) -> str | None:
         values = self.schema.fields[status].enum or []
-        if self.mark(r"(?:\bnot|n't|\bnever|\byet to be) (?:yet )?(?:done|finished|completed|resolved)\b|\bon (?:my|his|her|their|our) plate\b|还没(?:关|完成|解决)\w*|未完成|没关\w*|还开着"):
+        if self.mark(r"(?:\bnot|n't|\bnever|\byet to be) (?:yet )?(?:done|finished|completed|resolved)\b|\bon (?:my|his|her|their|our) plate\b|还没(?:关|完成|解决|做完)\w*|没做完|未完成|没关\w*|还开着"):
             self.add_filter(status, {"$nin": [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES)})
             return "created"
-        for word, value in (("已完成", "Done"), ("完成", "Done"), ("进行中", "In Progress"), ("待办", "To Do"),
+        for word, value in (("completed", "Done"), ("已完成", "Done"), ("完成", "Done"), ("进行中", "In Progress"), ("待办", "To Do"),
                             ("审核中", "In Review"), ("评审中", "In Review"), ("不做", "Won't Do")):
             if value in values and self.mark(word):
                 self.add_filter(status, value)
@@ -304,6 +343,20 @@ class _Builder:
             return "resolved"
         return None
 
+    def _review_states(self) -> None:
+        """Review outcomes: "approved by", "changes requested", "just comments" (GitHub review states)."""
+        if not self.schema.has_path("reviews.state"):
+            return
+        for pattern, state in ((r"\bchanges[- ]requested\b|\brequested changes\b|\brequest(?:ed|s)? changes\b|要求修改", "CHANGES_REQUESTED"),
+                               (r"\bapprov(?:e|ed|es|al|als|er|ers|ing)\b|批准|通过了", "APPROVED"),
+                               (r"\b(?:just|only) comment(?:s|ed)?\b|\bno approval\b|\bcommented\b", "COMMENTED")):
+            m = re.search(pattern, self.q, re.I)
+            if m:
+                self.use(m.span())
+                self.add_filter("reviews.state", state)
+                self.review_state = state
+                return
+
     def _values(self) -> None:
         """Stored enum values named in the question: labels, priorities, types, repos, channels."""
         s = self.schema
@@ -313,15 +366,16 @@ class _Builder:
         priority = field_for(s, "priority")
         if priority:
             levels = s.fields[priority].enum or []
-            for pattern, wanted in ((r"\bhighest[- ]priority\b|最高优先级", ["Highest"]),
-                                    (r"\bhigh[- ]priority\b|高优先级", ["High", "Highest"]),
-                                    (r"\blow[- ]priority\b|低优先级", ["Low", "Lowest"])):
+            for pattern, wanted in ((r"\bhighest[- ]prio(?:rity)?\b|最高优先级", ["Highest"]),
+                                    (r"\bhigh[- ]pri(?:o|ority)?\b|高优先级", ["High", "Highest"]),
+                                    (r"\blow[- ]pri(?:o|ority)?\b|低优先级", ["Low", "Lowest"])):
                 if self.mark(pattern):
                     values = [v for v in wanted if v in levels] or wanted
                     self.add_filter(priority, values[0] if len(values) == 1 else {"$in": values})
                     break
         explicit_label = re.search(r"\b(?:label(?:l?ed)?|tagged|with (?:the )?label)\s+['\"]?([\w.\-: /]+?)['\"]?(?:\s|$|\?|,)", self.q, re.I)
-        order = ["repo", "channel", "priority", "type", "label", "milestone", "sprint", "component", "project", "space"]
+        order = ["repo", "channel", "priority", "type", "label", "milestone", "sprint", "component", "project", "space",
+                 "team"]
         for role in order:
             path = field_for(s, role)
             if not path:
@@ -336,9 +390,11 @@ class _Builder:
             for value in sorted(values, key=len, reverse=True):
                 if len(value) < 2:
                     continue
-                pattern = rf"(?<![\w#]){re.escape(value)}(?:s|es)?(?![\w])"
+                plural = rf"{re.escape(value[:-1])}(?:y|ies)" if value.lower().endswith("y") else rf"{re.escape(value)}(?:s|es)?"
+                # ASCII boundaries: "的bug" names the value although CJK characters are word characters.
+                pattern = rf"(?<![A-Za-z0-9_#]){plural}(?![A-Za-z0-9_])"
                 if role == "priority":
-                    pattern = rf"(?<!\w){re.escape(value)}(?:[- ]priority)?(?!\w)"
+                    pattern = rf"(?<![A-Za-z0-9_]){re.escape(value)}(?:[- ]priority)?(?![A-Za-z0-9_])"
                 for m in re.finditer(pattern, self.q, re.I):
                     if self._is_used(m.span()):
                         continue
@@ -385,15 +441,22 @@ class _Builder:
     def _role_of(self, mention: Mention) -> str:
         before = self.q[:mention.start].lower()[-40:]
         after = self.q[mention.end:].lower()[:30]
-        if re.search(r"(review(?:s)? requested (?:from|of)|waiting (?:on|for)|awaiting|pending|requested|needs?)\s+$", before) \
+        if mention.text.lower().endswith(("'s", "’s")):
+            after = "'s" + after  # the possessive was read as part of the name
+        if re.search(r"(review(?:s)? requested (?:from|of)|waiting (?:on|for)|awaiting|pending|requested|needs?)\s+$|需要\s*$|等\s*$", before) \
                 or re.search(r"^(?:'s|s'|’s) review\b(?! of)", after) \
                 or (mention.text.lower() == "my" and re.search(r"^\s*review\b", after)) or re.search(r"^\s*to review\b", after) or re.search(r"请\s*$", before):
             return "requested_reviewer"
-        if re.search(r"(reviewed|approved|reviews?)\s+(by|from)\s+$", before) or re.search(r"^\s*(has |have )?(reviewed|approved|reviews)\b", after) \
+        if re.search(r"(reviewed|approved|reviews?|changes requested|commented on)\s+(by|from)\s+$", before) or re.search(r"^\s*(has |have )?(reviewed|approved|reviews)\b", after) \
                 or re.search(r"^'s reviews", after) or re.search(r"^\s*(审查|评审|审核|review)", after):
             return "reviewer"
-        if self.collection == "issues" and re.search(r"^\s*(?:has|have|owns?|is working on|名下|手上|手里)", after):
+        if self.collection == "issues" and re.search(
+                r"^\s*(?:has|have|owns?|is working on|名下|手上|手里)", after):
             return "assignee"
+        if self.collection == "issues" and re.search(
+                r"^\s*(?:did |has |have )?(?:resolve|resolved|close|closed|complete|completed|finish|finished|fix|fixed)\b", after):
+            # GitHub records who closed an issue; Jira does not, and there the assignee did the work.
+            return "closer" if person_field_for(self.schema, "closer") else "assignee"
         if re.search(r"^[^，。？,.?]{0,12}?(?<![a-z])(review|reviewed|审查|评审|审核)", after) and not re.search(r"请|等", before[-4:]):
             return "reviewer"
         if re.search(r"(assigned to|assignee is|owned by|owner is)\s+$", before) or re.search(r"^\s*(?:is|are|was|were|been|has been|have been)\s+assigned", after) \
@@ -464,40 +527,59 @@ class _Builder:
         return chosen
 
     def _thresholds(self) -> None:
-        """Numeric conditions: "more than 5 replies", "at least 20 comments", threads."""
-        counters = {"repl": "replies", "comment": "comments", "回复": "replies", "评论": "comments"}
-        for m in re.finditer(r"\b(more than|over|at least|fewer than|less than|under|exactly|>=?|<=?)\s*(\d+)\s+"
-                             r"(repl(?:y|ies)|comments?)\b|(超过|至少|多于|少于)\s*(\d+)\s*(?:条|个)?(回复|评论)", self.q, re.I):
-            word = (m.group(3) or m.group(6)).lower()
-            role = next(r for k, r in counters.items() if word.startswith(k))
-            path = field_for(self.schema, role) if role == "replies" else ("comments" if self.schema.has_path("comments") else None)
-            if not path:
-                continue
-            op = (m.group(1) or m.group(4)).lower()
-            number = int(m.group(2) or m.group(5))
-            cond = {"more than": "$gt", "over": "$gt", ">": "$gt", "超过": "$gt", "多于": "$gt", "at least": "$gte",
-                    ">=": "$gte", "至少": "$gte", "fewer than": "$lt", "less than": "$lt", "under": "$lt", "<": "$lt",
-                    "少于": "$lt", "<=": "$lte", "exactly": "$eq"}[op]
-            self.use(m.span())
-            self.add_filter(path, {cond: number})
-        for m in re.finditer(r"(回复|评论)数?\s*(超过|大于|多于|至少|少于|小于)\s*(\d+)", self.q):
-            path = field_for(self.schema, "replies") if m.group(1) == "回复" else (
-                "comments" if self.schema.has_path("comments") else None)
-            if path:
-                op = {"超过": "$gt", "大于": "$gt", "多于": "$gt", "至少": "$gte", "少于": "$lt", "小于": "$lt"}[m.group(2)]
+        """Numeric conditions ("more than 5 replies", ">500 additions", "touching 6 files"), threads."""
+        noun = r"(additions|lines added|added lines|deletions|lines (?:deleted|removed)|(?:changed )?files|comments?|repl(?:y|ies))"
+        english = [
+            (rf"(>=|<=|>|<)\s*(\d+)\s*{noun}\b", lambda m: (m.group(1), m.group(2), m.group(3))),
+            (rf"\b(more than|over|at least|fewer than|less than|under|exactly|above|below)\s+(\d+)\s+{noun}\b",
+             lambda m: (m.group(1), m.group(2), m.group(3))),
+            (rf"\b(\d+)\s*(\+|or more|or fewer|or less)\s+{noun}\b",
+             lambda m: ({"+": ">=", "or more": ">=", "or fewer": "<=", "or less": "<="}[m.group(2)], m.group(1), m.group(3))),
+            (rf"\b{noun}\s*(>=|<=|>|<|=)\s*(\d+)", lambda m: (m.group(2), m.group(3), m.group(1))),
+            (rf"\b(?:with|touching|having|that have|that got|got)\s+(?:exactly\s+)?(\d+)\s+{noun}\b",
+             lambda m: ("exactly", m.group(1), m.group(2))),
+        ]
+        chinese = [
+            (r"(超过|至少|多于|少于|大于|小于)\s*(\d+)\s*(?:条|个|行)?(回复|评论|新增|删除|文件)",
+             lambda m: (m.group(1), m.group(2), m.group(3))),
+            (r"(回复|评论|新增|删除|文件)数?\s*(超过|大于|多于|至少|少于|小于)\s*(\d+)",
+             lambda m: (m.group(2), m.group(3), m.group(1))),
+        ]
+        ops = {"more than": "$gt", "over": "$gt", "above": "$gt", ">": "$gt", "超过": "$gt", "多于": "$gt", "大于": "$gt",
+               "at least": "$gte", ">=": "$gte", "至少": "$gte", "fewer than": "$lt", "less than": "$lt", "under": "$lt",
+               "below": "$lt", "<": "$lt", "少于": "$lt", "小于": "$lt", "<=": "$lte", "exactly": "$eq", "=": "$eq"}
+        for pattern, read in english + chinese:
+            for m in re.finditer(pattern, self.q, re.I):
+                if self._is_used(m.span()):
+                    continue
+                op, number, word = read(m)
+                path = self._count_field(word.lower())
+                if path is None:
+                    continue
                 self.use(m.span())
-                self.add_filter(path, {op: int(m.group(3))})
+                cond = ops[op.lower()]
+                self.add_filter(path, int(number) if cond == "$eq" else {cond: int(number)})
         none = re.search(r"\b(?:no|zero|without(?: any)?) (comments|replies)\b|没有(评论|回复)", self.q, re.I)
         if none:
-            kind = (none.group(1) or none.group(2)).lower()
-            path = field_for(self.schema, "replies") if kind in ("replies", "回复") else (
-                "comments" if self.schema.has_path("comments") else None)
+            path = self._count_field((none.group(1) or none.group(2)).lower())
             if path and path not in self.match:
                 self.use(none.span())
                 self.add_filter(path, 0)
         replies = field_for(self.schema, "replies")
         if replies and replies not in self.match and self.mark(r"\bthreads?\b|\bgot replies\b|\bwith replies\b|帖子|讨论串"):
             self.add_filter(replies, {"$gte": 1})  # a thread is a message that has replies
+
+    def _count_field(self, word: str) -> str | None:
+        """The numeric field a counted noun refers to, if this collection has it."""
+        candidates = {"addition": ["additions"], "lines added": ["additions"], "added lines": ["additions"], "新增": ["additions"],
+                      "deletion": ["deletions"], "lines deleted": ["deletions"], "lines removed": ["deletions"],
+                      "删除": ["deletions"], "file": ["changed_files"], "changed files": ["changed_files"],
+                      "文件": ["changed_files"], "comment": ["comments", "fields.comment.total"], "评论": ["comments"],
+                      "repl": ["reply_count"], "回复": ["reply_count"]}
+        for key, paths in candidates.items():
+            if word.startswith(key):
+                return next((p for p in paths if self.schema.has_path(p)), None)
+        return None
 
     def _grouping(self) -> tuple[str | None, str | None]:
         for fmt, pattern in _BUCKETS:
@@ -546,7 +628,7 @@ class _Builder:
                                   ("channel", r"\bchannels?\b|频道"), ("priority", r"\bpriorit\w+|优先级")):
                 if re.search(pattern, self.q, re.I):
                     return role
-        if re.search(r"\breview\w*|审查|评审", self.q, re.I):
+        if re.search(r"\breview\w*|\bapprov\w*|审查|评审", self.q, re.I):
             return "reviewer"
         if re.search(r"\bassign\w*|负责", self.q, re.I):
             return "assignee"

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from context_engine.config import HIDDEN_FIELDS
 
 SAMPLE_SIZE = 400
-MAX_ENUM_VALUES = 25
+MAX_ENUM_VALUES = 50
 MAX_ENUM_VALUE_LENGTH = 40
 
 # Free-text candidates per collection, in source field names. The first present ones are indexed

