@@ -47,7 +47,7 @@ VALUE_ROLES: dict[str, dict[str, list[str]]] = {
         "title": ["fields.summary", "title"], "url": ["url", "html_url"],
     },
     "messages": {"created": ["date"], "channel": ["channel"], "title": ["text"], "url": ["permalink"],
-                 "replies": ["reply_count"]},
+                 "replies": ["reply_count"], "reaction": ["reactions.name"]},
     "documents": {"created": ["created_at"], "updated": ["updated_at"], "label": ["tags"], "space": ["space"],
                   "title": ["title"], "url": ["url"]},
     "commits": {"created": ["author.date"], "repo": ["repo"], "title": ["message"], "url": ["html_url"]},

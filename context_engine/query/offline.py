@@ -43,7 +43,8 @@ _GROUP = re.compile(
     r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+(?:(?:slack|jira|github|git|code)\s+)?"
     r"(labels?|repos?|repositor(?:y|ies)|authors?|persons?|people|users?|states?|status(?:es)?|priorit(?:y|ies)|"
     r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?)\b"
-    r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态)", re.I)
+    r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态)"
+    r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)", re.I)
 _GROUP_ROLES = {
     "label": "label", "tag": "label", "repo": "repo", "repositor": "repo", "author": "author", "person": "author",
     "people": "author", "user": "author", "state": "state", "status": "status", "priorit": "priority",
@@ -249,7 +250,7 @@ class _Builder:
         words = {w.lower() for w in re.findall(r"[\w\-/]+", self.q)}
         words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-3] + "y" for w in words if w.endswith("ies")}
         verbs = {"issues": r"\bresolv\w*|\bsprint\b|\bjira\b|\bassigned\b|\bpriority\b", "messages": r"\bsaid\b|\bposted\b|\bslack\b",
-                 "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*"}
+                 "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*|\bchanges[- ]requested\b|\brequested changes\b"}
         best, best_score = None, 0
         for name in ("pull_requests", "issues", "messages", "documents", "commits"):
             schema = self.ctx.schemas.get(name)
@@ -325,7 +326,8 @@ class _Builder:
             self.add_filter(status, {"$nin": [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES)})
             return "created"
         for word, value in (("completed", "Done"), ("已完成", "Done"), ("完成", "Done"), ("进行中", "In Progress"), ("待办", "To Do"),
-                            ("审核中", "In Review"), ("评审中", "In Review"), ("不做", "Won't Do")):
+                            ("审核中", "In Review"), ("评审中", "In Review"), (r"在\s*review\s*中|review\s*中", "In Review"),
+                            ("不做", "Won't Do")):
             if value in values and self.mark(word):
                 self.add_filter(status, value)
                 return "resolved" if value in DONE_STATUSES else "created"
@@ -347,9 +349,9 @@ class _Builder:
         """Review outcomes: "approved by", "changes requested", "just comments" (GitHub review states)."""
         if not self.schema.has_path("reviews.state"):
             return
-        for pattern, state in ((r"\bchanges[- ]requested\b|\brequested changes\b|\brequest(?:ed|s)? changes\b|要求修改", "CHANGES_REQUESTED"),
-                               (r"\bapprov(?:e|ed|es|al|als|er|ers|ing)\b|批准|通过了", "APPROVED"),
-                               (r"\b(?:just|only) comment(?:s|ed)?\b|\bno approval\b|\bcommented\b", "COMMENTED")):
+        for pattern, state in ((r"\b(?:just|only) comment(?:s|ed)?\b|\bno approval\b|\bcommented\b|\bwithout approv\w*", "COMMENTED"),
+                               (r"\bchanges[- ]requested\b|\brequested changes\b|\brequest(?:ed|s)? changes\b|要求修改", "CHANGES_REQUESTED"),
+                               (r"\bapprov(?:e|ed|es|al|als|er|ers|ing)\b|批准|通过了", "APPROVED")):
             m = re.search(pattern, self.q, re.I)
             if m:
                 self.use(m.span())
@@ -407,6 +409,13 @@ class _Builder:
                     break
         if explicit_label:
             self.use(explicit_label.span())
+        reaction = field_for(s, "reaction")
+        m = re.search(r"\b([a-z_+\-]+)\s+(?:reactions?|emoji)\b|:([a-z_+\-]+):|带\s*([a-z_+\-]+)\s*(?:表情|反应)", self.q, re.I)
+        if reaction and m:
+            name = (m.group(1) or m.group(2) or m.group(3)).lower()
+            if name in (s.fields[reaction].enum or [name]):
+                self.use(m.span())
+                self.add_filter(reaction, name)
 
     def _topic_phrase(self, start: int) -> bool:
         return bool(re.search(r"\b(about|regarding|mentioning|on the topic of|related to|concerning)\s+$", self.q[:start], re.I))
@@ -447,7 +456,8 @@ class _Builder:
                 or re.search(r"^(?:'s|s'|’s) review\b(?! of)", after) \
                 or (mention.text.lower() == "my" and re.search(r"^\s*review\b", after)) or re.search(r"^\s*to review\b", after) or re.search(r"请\s*$", before):
             return "requested_reviewer"
-        if re.search(r"(reviewed|approved|reviews?|changes requested|commented on)\s+(by|from)\s+$", before) or re.search(r"^\s*(has |have )?(reviewed|approved|reviews)\b", after) \
+        if re.search(r"(reviewed|approved|reviews?|changes requested|commented on)\s+(by|from)\s+$", before) or re.search(
+                r"^\s*(has |have |did )?(reviewed|approved|approve|approves|reviews|review)\b(?! of)", after) \
                 or re.search(r"^'s reviews", after) or re.search(r"^\s*(审查|评审|审核|review)", after):
             return "reviewer"
         if self.collection == "issues" and re.search(
@@ -615,6 +625,8 @@ class _Builder:
     def _group_path(self, role: str) -> tuple[str | None, tuple[str, str] | None]:
         if role == "named":
             return self._named_group, None
+        if self.collection == "commits" and role == "author" and self.schema.has_path("author.name"):
+            return "author.name", ("author.name", "name")  # people read names; e-mails are for matching
         found = person_field_for(self.schema, role)
         if found:
             return found[0], found
@@ -630,6 +642,8 @@ class _Builder:
                     return role
         if re.search(r"\breview\w*|\bapprov\w*|审查|评审", self.q, re.I):
             return "reviewer"
+        if self.collection == "issues" and re.search(r"\bclos\w*|\bresolv\w*|\bcomplet\w*|\bfix\w*|\bfinish\w*|关闭|解决|完成", self.q, re.I):
+            return "closer" if person_field_for(self.schema, "closer") else "assignee"
         if re.search(r"\bassign\w*|负责", self.q, re.I):
             return "assignee"
         return "author"
