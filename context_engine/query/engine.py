@@ -14,7 +14,7 @@ from typing import Any, Literal, Union
 from context_engine.config import Settings
 from context_engine.query.catalog import Catalog
 from context_engine.query.execute import ExecutionError, run_pipeline
-from context_engine.query.identity import Mention, PeopleDirectory, Person
+from context_engine.query.identity import PeopleDirectory, Person
 from context_engine.query.offline import CONFIDENT, OfflinePlanner
 from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.query.timeexpr import find_time_ranges

@@ -53,7 +53,6 @@ _GROUP_ROLES = {
     "标签": "label", "仓库": "repo", "作者": "author", "人": "author", "状态": "status", "优先级": "priority",
     "频道": "channel", "负责人": "assignee", "类型": "type", "项目": "project",
 }
-_PEOPLE_GROUPS = {"author", "assignee", "reviewer"}
 
 # Words that carry no topic: never sent to full-text search.
 _STOP = COMMON_WORDS | frozenset("""
@@ -70,10 +69,6 @@ _CJK_STOP = re.compile(r"[的了吗呢吧啊哪些哪个什么谁有是在和与
 
 _WORD_NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
                  "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "十": 10}
-
-
-def _search(pattern: str, text: str) -> re.Match | None:
-    return re.search(pattern, text, re.I)
 
 
 def detect_collection(question: str, schemas: dict[str, CollectionSchema]) -> tuple[str | None, list[tuple[int, int]]]:

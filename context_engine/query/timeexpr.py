@@ -117,7 +117,7 @@ def _rules(now: datetime):
          lambda m: (datetime(int(m.group(1)), _cn_number(m.group(2)), 1), None)),
         (r"(20\d\d)年(?:以来|起|之后)", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
         (r"\bq([1-4])\s*(20\d\d)\b", lambda m: _quarter(int(m.group(2)), int(m.group(1)))),
-        (rf"(20\d\d)年?第?([一二三四1-4])季度", lambda m: _quarter(int(m.group(1)), _cn_number(m.group(2)))),
+        (r"(20\d\d)年?第?([一二三四1-4])季度", lambda m: _quarter(int(m.group(1)), _cn_number(m.group(2)))),
         (r"\bq([1-4])\b|第([一二三四1-4])季度",
          lambda m: _quarter(now.year, int(m.group(1)) if m.group(1) else _cn_number(m.group(2)))),
         (r"\b(?:the )?(first|second) half of (20\d\d)\b|\bh([12]) (20\d\d)\b|(20\d\d)年?(上|下)半年",
