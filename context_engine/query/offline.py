@@ -173,8 +173,18 @@ class _Builder:
             self.notes.append("nothing in the question maps to a query")
             return Plan(self.collection, [], confidence=0.0, planner="offline", notes=self.notes)
 
-        stages: list[dict[str, Any]] = [{"$match": self._element_match(self.match)}] if self.match else []
         person_field = None
+        group_path = None
+        if group_role and not bucket:
+            group_path, person_field = self._group_path(group_role)
+            if group_path is None:
+                self.confidence = min(self.confidence, 0.3)
+                self.notes.append(f"{collection} has no field for {group_role}")
+                group_path = field_for(schema, "created") or "ref"
+            # Records without the grouped field form no group ("PRs per milestone" skips unplanned PRs).
+            self.add_filter(group_path, {"$exists": True, "$ne": None})  # both: mongomock misreads a lone $ne
+
+        stages: list[dict[str, Any]] = [{"$match": self._element_match(self.match)}] if self.match else []
         sort_field = time_field or field_for(schema, "created") or "ref"
         if bucket:
             date_field = time_field or field_for(schema, state_verb or "created") or field_for(schema, "created")
@@ -182,18 +192,8 @@ class _Builder:
                                    "count": {"$sum": 1}}},
                        {"$sort": {"_id": 1}}]
             self.notes.append(f"counted per {bucket} bucket of {date_field}")
-        elif group_role:
-            path, person_field = self._group_path(group_role)
-            if path is None:
-                self.confidence = min(self.confidence, 0.3)
-                self.notes.append(f"{collection} has no field for {group_role}")
-                path = field_for(schema, "created") or "ref"
-            # Records without the grouped field form no group ("PRs per milestone" skips unplanned PRs).
-            self.add_filter(path, {"$exists": True, "$ne": None})  # both: mongomock misreads a lone $ne
-            if stages and "$match" in stages[0]:
-                stages[0] = {"$match": self._element_match(self.match)}
-            else:
-                stages.insert(0, {"$match": self._element_match(self.match)})
+        elif group_path:
+            path = group_path
             if schema.is_array(path):
                 top_array = path.split(".")[0]
                 stages.append({"$unwind": f"${top_array}"})
