@@ -7,6 +7,7 @@ tests. The result is a tagged union carrying every attempt: `Success`, `NoResult
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Union
@@ -60,6 +61,15 @@ NOTHING_TO_QUERY = ("I could not find anything to query in the question: name wh
                     "(PRs, issues, messages, documents), who, when or a topic.")
 
 
+_FIRST_PERSON_FILTER = re.compile(
+    r"\bmy\s+(?:\w+\s+){0,2}(?:prs?|pull requests?|issues?|tickets?|bugs?|reviews?|messages?|threads?|commits?|docs?|"
+    r"documents?|work|queue|tasks?)\b|\b(?:to|by|for|from|assigned|requested|mention(?:ing|s)?)\s+me\b|"
+    r"\bI\s+(?:have\s+|had\s+|did\s+)?(?:merged?|opened|open|reviewed?|wrote|write|created?|filed?|reported?|approved?|"
+    r"closed?|resolved?|posted?|shipped?|committed|authored|own|am assigned)\b|\bdid I\b|\bhave I\b|"
+    r"我的|我(?:上周|本周|这周|今年|去年|最近)?(?:合并|提交|创建|负责|写|发|评审|审查|关闭|解决|完成)|给我|分配给我|需要我|我手上|我名下",
+    re.I)
+
+
 def principals_of(person: Person | None) -> list[str]:
     """Access-list entries that grant this asker: their key and every handle."""
     if person is None:
@@ -75,9 +85,13 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
     reserved = frozenset(v.lower() for s in catalog.schemas.values() for f in s.fields.values()
                          for v in (f.enum or []) if isinstance(v, str)) - set(directory.index)
     mentions = directory.find_mentions(question, asker, reserved=reserved)
+    if asker is None and any(m.is_asker for m in mentions):
+        # "where do I find the ADRs" needs no asker; "my open PRs" does.
+        if _FIRST_PERSON_FILTER.search(question):
+            text = next(m.text for m in mentions if m.is_asker)
+            return None, ResolutionFailed(f"{text!r} refers to the asker, but no asker is set (use --as)")
+        mentions = [m for m in mentions if not m.is_asker]
     for mention in mentions:
-        if mention.is_asker and asker is None:
-            return None, ResolutionFailed(f"{mention.text!r} refers to the asker, but no asker is set (use --as)")
         if mention.ambiguous:
             chosen = tiebreak(question, mention) if tiebreak else None
             if chosen is None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from rapidfuzz import fuzz, process
+from rapidfuzz.distance import Levenshtein
 
 # What kind of handle a data field holds; a person is written into a query in that kind.
 HANDLE_KINDS = ("github", "slack_id", "jira", "email", "name")
@@ -22,7 +23,6 @@ _CJK_FIRST_PERSON = re.compile(r"我(?!们)")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-\[\]]*[A-Za-z0-9\]]|[A-Za-z0-9]")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 FUZZY_CUTOFF = 87
-FUZZY_MARGIN = 3
 
 # Words a fuzzy match must never turn into a person ("merged" is not "Meredith").
 COMMON_WORDS = frozenset("""
@@ -186,7 +186,7 @@ class PeopleDirectory:
                     continue  # a stored value ("bug") is not a person, unless it is someone's exact login
                 if hits:
                     self._add_hits(add, text, start, end, hits, 100.0)
-                elif n <= 2 and len(low) >= 4 and not any(w[0].lower() in COMMON_WORDS | reserved for w in words[j:j + n]):
+                elif n <= 2 and len(low) >= 5 and not any(w[0].lower() in COMMON_WORDS | reserved for w in words[j:j + n]):
                     self._fuzzy(add, low, text, start, end)
         return sorted(mentions, key=lambda m: m.start)
 
@@ -198,12 +198,15 @@ class PeopleDirectory:
             add(Mention(text, start, end, candidates=people, score=score))
 
     def _fuzzy(self, add, low: str, text: str, start: int, end: int) -> None:
-        matches = process.extract(low, self._alias_keys, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF, limit=5)
+        """A typo: one edit for short words, two for long ones. Edit distance, not a similarity
+        ratio, so "merge" never becomes "mkserge" while "Rashed" still finds "Rashid"."""
+        max_edits = 1 if len(low) <= 7 else 2
+        matches = process.extract(low, self._alias_keys, scorer=Levenshtein.distance, score_cutoff=max_edits, limit=5)
         if not matches:
             return
-        best = matches[0][1]
+        best = min(distance for _, distance, _ in matches)
         hits: set[int] = set()
-        for alias, score, _ in matches:
-            if score >= best - FUZZY_MARGIN:
+        for alias, distance, _ in matches:
+            if distance == best:
                 hits |= self.index[alias]
-        self._add_hits(add, text, start, end, hits, best)
+        self._add_hits(add, text, start, end, hits, 100.0 - 10 * best)

@@ -30,13 +30,13 @@ _COLLECTION_WORDS: list[tuple[str, str]] = [
     ("people", r"\bteam members?\b|\bmembers of\b|\bwho(?:'s| is| are) (?:on|in) the\b|\bteam\b(?= members| roster)|成员|团队都有谁"),
 ]
 
-_COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|多少|几个|几条|几次|数量|总数", re.I)
-_TOP = re.compile(r"\btop\s*(\d+)?\b|\bbusiest\b|\bmost active\b|\bmost\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?", re.I)
-_LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
+_COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|\btotal\b|多少|几个|几条|几次|数量|总数", re.I)
+_TOP = re.compile(r"\btop\s*(\d+)?\b|\bbusiest\b|\bmost active\b|\bmost\b|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?", re.I)
+_LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:hours?|days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
 _BUCKETS = [
     ("%Y-%m-%d", r"\bdaily\b|\bper day\b|\bby day\b|\beach day\b|每天|每日|按天"),
-    ("%G-W%V", r"\bweekly\b|\bper week\b|\bby week\b|\beach week\b|\bweek by week\b|每周|按周"),
-    ("%Y-%m", r"\bmonthly\b|\bper month\b|\bby month\b|\beach month\b|\bmonth by month\b|每月|每个月|按月"),
+    ("%G-W%V", r"\bweekly\b|\bper week\b|\bby week\b|\beach week\b|\bweek (?:by|over|on) week\b|每周|按周"),
+    ("%Y-%m", r"\bmonthly\b|\bper month\b|\bby month\b|\beach month\b|\bmonth (?:by|over|on) month\b|每月|每个月|按月"),
     ("%Y", r"\byearly\b|\bper year\b|\bby year\b|\beach year\b|每年|按年"),
 ]
 _GROUP = re.compile(
@@ -195,7 +195,7 @@ class _Builder:
         elif group_path:
             path = group_path
             if schema.is_array(path):
-                top_array = path.split(".")[0]
+                top_array = self._array_prefix(path)
                 stages.append({"$unwind": f"${top_array}"})
                 # Conditions on the unwound array apply to each element again: the review in the
                 # time range, by the named reviewer, is the one counted.
@@ -235,6 +235,16 @@ class _Builder:
                 out[root] = {"$elemMatch": {k[len(root) + 1:]: out.pop(k) for k in keys}}
         return out
 
+    def _array_prefix(self, path: str) -> str:
+        """The array to unwind for a path: `fields.components` for `fields.components.name`."""
+        parts = path.split(".")
+        for i in range(1, len(parts) + 1):
+            prefix = ".".join(parts[:i])
+            info = self.schema.fields.get(prefix)
+            if info is not None and info.in_array and (i == len(parts) or "object" in info.types):
+                return prefix
+        return parts[0]
+
     def _array_of_objects(self, root: str) -> bool:
         info = self.schema.fields.get(root)
         return info is not None and info.in_array and "object" in info.types
@@ -244,7 +254,7 @@ class _Builder:
         ("regressions still open in WEB" names a Jira label and project), then the usual order."""
         words = {w.lower() for w in re.findall(r"[\w\-/]+", self.q)}
         words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-3] + "y" for w in words if w.endswith("ies")}
-        verbs = {"issues": r"\bresolv\w*|\bsprint\b|\bjira\b|\bassigned\b|\bpriority\b", "messages": r"\bsaid\b|\bposted\b|\bslack\b",
+        verbs = {"issues": r"\bresolv\w*|\bsprint\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b", "messages": r"\bsaid\b|\bposted\b|\bslack\b",
                  "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*|\bchanges[- ]requested\b|\brequested changes\b"}
         best, best_score = None, 0
         for name in ("pull_requests", "issues", "messages", "documents", "commits"):
@@ -286,7 +296,7 @@ class _Builder:
                 self.add_filter("state", "closed")
                 self.add_filter("merged", False)
                 return "closed"
-            if self.mark(r"\bmerged\b|\bmerges?\b|\bshipped\b|\blanded\b|合并了|已合并|合入|合并"):
+            if self.mark(r"\bmerged\b|\bmerges?\b|\bship(?:ped|s)?\b|\blanded\b|合并了|已合并|合入|合并|上线|发布"):
                 self.add_filter("merged", True)
                 return "merged"
             if self.mark(r"\bdrafts?\b|草稿"):
@@ -363,15 +373,15 @@ class _Builder:
         priority = field_for(s, "priority")
         if priority:
             levels = s.fields[priority].enum or []
-            for pattern, wanted in ((r"\bhighest[- ]prio(?:rity)?\b|最高优先级", ["Highest"]),
-                                    (r"\bhigh[- ]pri(?:o|ority)?\b|高优先级", ["High", "Highest"]),
+            for pattern, wanted in ((r"\bhighest[- ]prio(?:rity)?\b|\bcritical\b|\bblockers?\b|\bp[01]\b|最高优先级|紧急", ["Highest"]),
+                                    (r"\bhigh[- ]pri(?:o|ority)?\b|\bhi[- ]?pri(?:o|ority)?\b|\bp2\b|高优先级", ["High", "Highest"]),
                                     (r"\blow[- ]pri(?:o|ority)?\b|低优先级", ["Low", "Lowest"])):
                 if self.mark(pattern):
                     values = [v for v in wanted if v in levels] or wanted
                     self.add_filter(priority, values[0] if len(values) == 1 else {"$in": values})
                     break
         explicit_label = re.search(r"\b(?:label(?:l?ed)?|tagged|with (?:the )?label)\s+['\"]?([\w.\-: /]+?)['\"]?(?:\s|$|\?|,)", self.q, re.I)
-        order = ["repo", "channel", "priority", "type", "label", "milestone", "sprint", "component", "project", "space",
+        order = ["repo", "channel", "priority", "type", "project", "label", "milestone", "sprint", "component", "space",
                  "team"]
         for role in order:
             path = field_for(s, role)
@@ -390,9 +400,12 @@ class _Builder:
                 plural = rf"{re.escape(value[:-1])}(?:y|ies)" if value.lower().endswith("y") else rf"{re.escape(value)}(?:s|es)?"
                 # ASCII boundaries: "的bug" names the value although CJK characters are word characters.
                 pattern = rf"(?<![A-Za-z0-9_#]){plural}(?![A-Za-z0-9_])"
+                flags = re.I
                 if role == "priority":
                     pattern = rf"(?<![A-Za-z0-9_]){re.escape(value)}(?:[- ]priority)?(?![A-Za-z0-9_])"
-                for m in re.finditer(pattern, self.q, re.I):
+                if role == "project":
+                    pattern, flags = rf"(?<![A-Za-z0-9_]){re.escape(value)}(?![A-Za-z0-9_])", 0  # keys: "WEB", not "web"
+                for m in re.finditer(pattern, self.q, flags):
                     if self._is_used(m.span()):
                         continue
                     if role == "label" and self._topic_phrase(m.start()) and not (
@@ -422,7 +435,8 @@ class _Builder:
             for pattern in (rf"(?<![\w/]){re.escape(value)}(?![\w/])",
                             rf"\b(?:in|into|to|from|for|on) (?:the )?{re.escape(short)} (?:repo|repository)\b",
                             rf"\b(?:in|into) (?:the )?{re.escape(short)}\b(?! (?:label|tag|channel))",
-                            rf"\b{re.escape(short)} (?:repo|repository)\b", rf"{re.escape(short)}\s*仓库"):
+                            rf"\b{re.escape(short)} (?:repo|repository)\b", rf"{re.escape(short)}\s*仓库",
+                            rf"\b{re.escape(short)}\s+(?:prs?|pull requests?|commits?)\b", rf"\b(?:prs?|pull requests?|commits?)\s+{re.escape(short)}\b"):
                 m = re.search(pattern, self.q, re.I)
                 if m and not self._is_used(m.span()):
                     self.use(m.span())
@@ -431,13 +445,22 @@ class _Builder:
                     return
 
     def _channel(self, path: str) -> None:
-        m = re.search(r"#([\w\-]+)|\b(?:in|on) (?:the )?([\w\-]+) channel\b|([\w\-]+)\s*频道", self.q, re.I)
+        known = self.schema.fields[path].enum
+        m = re.search(r"#([\w\-]+)|\b(?:in|on) (?:the )?([\w\-]+) channel\b|([\w\-]+)\s*频道|\b([\w\-]+) channel\b", self.q, re.I)
         if m:
-            name = (m.group(1) or m.group(2) or m.group(3)).lower()
-            known = self.schema.fields[path].enum
+            name = next(g for g in m.groups() if g).lower()
             if known is None or name in known:
                 self.use(m.span())
                 self.add_filter(path, name)
+                return
+        # "incident threads": a channel's name (or its singular) beside a message word.
+        for value in known or []:
+            stem = re.escape(value[:-1]) if value.endswith("s") else re.escape(value)
+            m = re.search(rf"\b{stem}s?\s+(?:threads?|messages?|posts?|discussions?|chatter)\b", self.q, re.I)
+            if m:
+                self.use((m.start(), m.start() + len(m.group(0).split()[0])))
+                self.add_filter(path, value)
+                return
 
     def _is_used(self, span: tuple[int, int]) -> bool:
         return any(not (span[1] <= a or span[0] >= b) for a, b in self.used)
@@ -452,7 +475,7 @@ class _Builder:
                 or (mention.text.lower() == "my" and re.search(r"^\s*review\b", after)) or re.search(r"^\s*to review\b", after) or re.search(r"请\s*$", before):
             return "requested_reviewer"
         if re.search(r"(reviewed|approved|reviews?|changes requested|commented on)\s+(by|from)\s+$", before) or re.search(
-                r"^\s*(has |have |did )?(reviewed|approved|approve|approves|reviews|review)\b(?! of)", after) \
+                r"^\s*(has |have |did )?(reviewed|approved|approve|approves|reviews|review|requested changes|request changes)\b(?! of)", after) \
                 or re.search(r"^'s reviews", after) or re.search(r"^\s*(审查|评审|审核|review)", after):
             return "reviewer"
         if self.collection == "issues" and re.search(
@@ -564,6 +587,9 @@ class _Builder:
                 self.use(m.span())
                 cond = ops[op.lower()]
                 self.add_filter(path, int(number) if cond == "$eq" else {cond: int(number)})
+        if self.schema.has_path("reviews.state") and self.mark(
+                r"\bwithout (?:any |a )?reviews?\b|\bno reviews?\b|\bunreviewed\b|\bha(?:ve|s)n't had (?:a single|any) reviews?\b|没有(?:任何)?评审|没人评审"):
+            self.add_filter("reviews", {"$size": 0})
         none = re.search(r"\b(?:no|zero|without(?: any)?) (comments|replies)\b|没有(评论|回复)", self.q, re.I)
         if none:
             path = self._count_field((none.group(1) or none.group(2)).lower())

@@ -69,6 +69,21 @@ def _months_ago(day: datetime, months: int) -> datetime:
     return first.replace(day=min(day.day, last_day))
 
 
+def _period_start(now: datetime, period: str) -> datetime:
+    day = _day(now)
+    if period == "week":
+        return day - timedelta(days=day.weekday())
+    if period == "month":
+        return day.replace(day=1)
+    if period == "quarter":
+        return datetime(now.year, 3 * ((now.month - 1) // 3) + 1, 1)
+    return datetime(now.year, 1, 1)
+
+
+def _year_of(now: datetime, month: int) -> int:
+    return now.year if month <= now.month else now.year - 1
+
+
 def _half(year: int, half: int) -> tuple[datetime, datetime]:
     return (datetime(year, 1, 1), datetime(year, 7, 1)) if half == 1 else (datetime(year, 7, 1), datetime(year + 1, 1, 1))
 
@@ -92,6 +107,14 @@ def _rules(now: datetime):
     q_now = (now.month - 1) // 3 + 1
     return [
         (r"\btoday\b|今天", lambda m: (today, today + timedelta(days=1))),
+        (rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} hours?\b",
+         lambda m: (now - timedelta(hours=_number(m.group(1))), now)),
+        (r"\b(?:since )?(?:the )?(?:start|beginning) of (?:the |this )?(week|month|quarter|year)\b|\b(quarter|year|month)[- ]to[- ]date\b"
+         r"|\bso far this (week|month|quarter|year)\b",
+         lambda m: (_period_start(now, m.group(1) or m.group(2) or m.group(3)), now)),
+        (r"从\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(?:到|至|-)\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
+         lambda m: (datetime(_year_of(now, _cn_number(m.group(1))), _cn_number(m.group(1)), 1),
+                    _month_start(_year_of(now, _cn_number(m.group(1))), _cn_number(m.group(2)) + 1))),
         (r"\byesterday\b|昨天", lambda m: (today - timedelta(days=1), today)),
         (r"\b(this|the current) week\b|本周|这周|这个星期|本星期", lambda m: (monday, monday + timedelta(days=7))),
         (r"\b(last|previous|past) week\b|上周|上个?星期|上一周", lambda m: (monday - timedelta(days=7), monday)),
@@ -110,8 +133,8 @@ def _rules(now: datetime):
          lambda m: (None, now - timedelta(days=_number(m.group(1)) * _UNIT_DAYS[m.group(2)]))),
         (rf"(?:最近|过去|近)\s*{_CNN}\s*(天|日|周|个星期|星期)",
          lambda m: (today - timedelta(days=_cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")] - 1), now)),
-        (rf"(?:最近|过去|近){_CNN}个月",
-         lambda m: (_month_start(now.year, now.month - _cn_number(m.group(1))), now)),
+        (rf"(?:最近|过去|近)\s*{_CNN}\s*个月",
+         lambda m: (_months_ago(today, _cn_number(m.group(1))), now)),
         (rf"\bsince {_MONTH}\.? (20\d\d)\b", lambda m: (datetime(int(m.group(2)), MONTHS[m.group(1)], 1), None)),
         (r"自?(20\d\d)年(\d{1,2}|[一二三四五六七八九十]+)月(?:以来|起|之后)",
          lambda m: (datetime(int(m.group(1)), _cn_number(m.group(2)), 1), None)),
@@ -138,6 +161,10 @@ def _rules(now: datetime):
         (r"(?<![\d年])(\d{1,2}|[一二三四五六七八九十]+)月份?(?![\d日号])",
          lambda m: (_most_recent_month(now, _cn_number(m.group(1))),
                     _month_start(_most_recent_month(now, _cn_number(m.group(1))).year, _cn_number(m.group(1)) + 1))),
+        (r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|january|february|march|april|june|july|august|september|"
+         r"october|november|december)\b(?![ .]?\d)",
+         lambda m: (_most_recent_month(now, MONTHS[m.group(1)]),
+                    _month_start(_most_recent_month(now, MONTHS[m.group(1)]).year, MONTHS[m.group(1)] + 1))),
         (r"\bsince (20\d\d)\b(?![-/])", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
         (r"\b(?:in |during )?(20\d\d)\b(?![-/]\d)|(20\d\d)年(?!\d|[一二三四五六七八九十]+月)",
          lambda m: (datetime(int(m.group(1) or m.group(2)), 1, 1), datetime(int(m.group(1) or m.group(2)) + 1, 1, 1))),
