@@ -25,9 +25,9 @@ _COLLECTION_WORDS: list[tuple[str, str]] = [
     ("pull_requests", r"\bprs?\b|\bpull[- ]?requests?\b|\bpulls\b|\bmerge requests?\b|合并请求|拉取请求|\bprs?(?![a-z])|代码审查|评审"),
     ("issues", r"\bissues?\b|\btickets?\b|\bbugs?\b|\bjira\b|\bstor(?:y|ies)\b|\btasks?\b|\bepics?\b|工单|问题|缺陷|任务|需求|单子"),
     ("messages", r"\bmessages?\b|\bthreads?\b|\bslack\b|\bchannels?\b|\bposts?\b|\bposted\b|\bsaid\b|\breplies\b|(?<!\w)#[\w\-]+|消息|讨论|频道|帖子"),
-    ("documents", r"\bdocs?\b|\bdocuments?\b|\badrs?\b|\brfcs?\b|\bpostmortems?\b|\brunbooks?\b|\bpages?\b|\bwiki\b|文档|设计文档|复盘"),
+    ("documents", r"\bdocs?\b|\bdocuments?\b|\badrs?\b|\bdecision records?\b|\bguides?\b|\brfcs?\b|\bpostmortems?\b|\brunbooks?\b|\bpages?\b|\bwiki\b|文档|设计文档|复盘"),
     ("commits", r"\bcommits?\b|\bcommitted\b|\bcommitters?\b|提交记录|提交"),
-    ("people", r"\bteam members?\b|\bmembers of\b|\bwho(?:'s| is| are) (?:on|in) the\b|\bteam\b(?= members| roster)|成员|团队都有谁"),
+    ("people", r"\bpeople (?:are )?(?:on|in|per)\b|\bteam members?\b|\bmembers of\b|\bwho(?:'s| is| are) (?:on|in) the\b|\bteam\b(?= members| roster)|成员|团队都有谁"),
 ]
 
 _COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|\btotal\b|多少|几个|几条|几次|数量|总数", re.I)
@@ -188,6 +188,10 @@ class _Builder:
         sort_field = time_field or field_for(schema, "created") or "ref"
         if bucket:
             date_field = time_field or field_for(schema, state_verb or "created") or field_for(schema, "created")
+            if schema.is_array(date_field):
+                top_array = self._array_prefix(date_field)
+                element = {k: v for k, v in self.match.items() if k.startswith(top_array + ".")}
+                stages += [{"$unwind": f"${top_array}"}] + ([{"$match": element}] if element else [])
             stages += [{"$group": {"_id": {"$dateToString": {"format": bucket, "date": f"${date_field}"}},
                                    "count": {"$sum": 1}}},
                        {"$sort": {"_id": 1}}]
@@ -254,8 +258,8 @@ class _Builder:
         ("regressions still open in WEB" names a Jira label and project), then the usual order."""
         words = {w.lower() for w in re.findall(r"[\w\-/]+", self.q)}
         words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-3] + "y" for w in words if w.endswith("ies")}
-        verbs = {"issues": r"\bresolv\w*|\bsprint\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b", "messages": r"\bsaid\b|\bposted\b|\bslack\b",
-                 "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*|\bchanges[- ]requested\b|\brequested changes\b"}
+        verbs = {"issues": r"\bresolv\w*|\bsprints?\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b|\bbacklog\b", "messages": r"\bsaid\b|\bposted\b|\bslack\b",
+                 "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*|\bchanges[- ]requested\b|\brequested changes\b|\bship(?:ped|s)?\b"}
         best, best_score = None, 0
         for name in ("pull_requests", "issues", "messages", "documents", "commits"):
             schema = self.ctx.schemas.get(name)
@@ -263,7 +267,8 @@ class _Builder:
                 continue
             values = {str(v).lower() for f in schema.fields.values() for v in (f.enum or [])
                       if isinstance(v, str) and len(v) >= 3 and v.lower() not in _STOP}
-            score = len(words & values) + (2 if name in verbs and re.search(verbs[name], self.q, re.I) else 0)
+            score = len(words & values) + (2 if name in verbs and re.search(verbs[name], self.q, re.I) else 0) \
+                + (2 if name == "issues" and re.search(r"\bsprints?\b", self.q, re.I) else 0)
             if score > best_score:
                 best, best_score = name, score
         if best:
@@ -327,7 +332,7 @@ class _Builder:
 
     def _jira_status(self, status: str) -> str | None:
         values = self.schema.fields[status].enum or []
-        if self.mark(r"(?:\bnot|n't|\bnever|\byet to be) (?:yet )?(?:done|finished|completed|resolved)\b|\bon (?:my|his|her|their|our) plate\b|还没(?:关|完成|解决|做完)\w*|没做完|未完成|没关\w*|还开着"):
+        if self.mark(r"(?:\bnot|n't|\bnever|\byet to be) (?:yet )?(?:done|finished|completed|resolved)\b|\bon (?:my|his|her|their|our) plate\b|还没(?:有)?(?:关闭?|完成|解决|做完)|没做完|未完成|没关闭?|还开着"):
             self.add_filter(status, {"$nin": [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES)})
             return "created"
         for word, value in (("completed", "Done"), ("已完成", "Done"), ("完成", "Done"), ("进行中", "In Progress"), ("待办", "To Do"),
@@ -404,7 +409,10 @@ class _Builder:
                 if role == "priority":
                     pattern = rf"(?<![A-Za-z0-9_]){re.escape(value)}(?:[- ]priority)?(?![A-Za-z0-9_])"
                 if role == "project":
-                    pattern, flags = rf"(?<![A-Za-z0-9_]){re.escape(value)}(?![A-Za-z0-9_])", 0  # keys: "WEB", not "web"
+                    # Keys are upper-case: "WEB" is the project, "web" the label when a label has that name.
+                    labels = {str(v).lower() for v in (s.fields[field_for(s, "label")].enum or [])} if field_for(s, "label") else set()
+                    pattern = rf"(?<![A-Za-z0-9_]){re.escape(value)}(?![A-Za-z0-9_])"
+                    flags = 0 if value.lower() in labels else re.I
                 for m in re.finditer(pattern, self.q, flags):
                     if self._is_used(m.span()):
                         continue
@@ -417,6 +425,15 @@ class _Builder:
                     break
         if explicit_label:
             self.use(explicit_label.span())
+        tags = field_for(s, "label")
+        if tags and "adr" in (s.fields[tags].enum or []) and self.mark(r"\barchitecture decision records?\b|\bdecision records?\b|架构决策"):
+            self.add_filter(tags, "adr")
+        sprint = field_for(s, "sprint")
+        if sprint and self.mark(r"\b(?:the )?(?:current|this|active) sprint\b|本迭代|当前迭代|这个迭代"):
+            numbered = [v for v in (s.fields[sprint].enum or []) if re.search(r"\d+$", v)]
+            if numbered:
+                self.add_filter(sprint, max(numbered, key=lambda v: int(re.search(r"(\d+)$", v).group(1))))
+        self._team()
         reaction = field_for(s, "reaction")
         m = re.search(r"\b([a-z_+\-]+)\s+(?:reactions?|emoji)\b|:([a-z_+\-]+):|带\s*([a-z_+\-]+)\s*(?:表情|反应)", self.q, re.I)
         if reaction and m:
@@ -424,6 +441,23 @@ class _Builder:
             if name in (s.fields[reaction].enum or [name]):
                 self.use(m.span())
                 self.add_filter(reaction, name)
+
+    def _team(self) -> None:
+        """"the web team": its members, from the people directory, in the author field."""
+        teams = {p.team.lower(): p.team for p in self.ctx.directory.people if p.team}
+        m = re.search(r"\b(?:the\s+)?([a-z]+)\s+team\b|([a-z]+)\s*团队", self.q, re.I)
+        if not m or (m.group(1) or m.group(2)).lower() not in teams or self.collection == "people":
+            return
+        found = person_field_for(self.schema, "author")
+        if not found:
+            return
+        team = teams[(m.group(1) or m.group(2)).lower()]
+        path, kind = found
+        handles = sorted({p.handle(kind) for p in self.ctx.directory.people if p.team == team and p.handle(kind)})
+        if handles:
+            self.use(m.span())
+            self.add_filter(path, {"$in": handles})
+            self.notes.append(f"the {team} team -> {len(handles)} people")
 
     def _topic_phrase(self, start: int) -> bool:
         return bool(re.search(r"\b(about|regarding|mentioning|on the topic of|related to|concerning)\s+$", self.q[:start], re.I))
@@ -470,6 +504,8 @@ class _Builder:
         after = self.q[mention.end:].lower()[:30]
         if mention.text.lower().endswith(("'s", "’s")):
             after = "'s" + after  # the possessive was read as part of the name
+        if re.search(r"^(?:'s)?\s+review queue\b", after):
+            return "requested_reviewer"
         if re.search(r"(review(?:s)? requested (?:from|of)|waiting (?:on|for)|awaiting|pending|requested|needs?)\s+$|需要\s*$|等\s*$", before) \
                 or re.search(r"^(?:'s|s'|’s) review\b(?! of)", after) \
                 or (mention.text.lower() == "my" and re.search(r"^\s*review\b", after)) or re.search(r"^\s*to review\b", after) or re.search(r"请\s*$", before):
@@ -495,7 +531,8 @@ class _Builder:
         if re.search(r"(reported|filed|opened|created|raised) by\s+$", before) or re.search(
                 r"^\s*(?:has |have |did )?(report|reported|file|filed|raise|raised|open|opened|create|created)\b", after):
             return "author"
-        if self.collection == "issues" and (mention.is_asker or re.search(r"^'s\b", after)):
+        if self.collection == "issues":
+            # A tracker's "X's tickets", "X is working on", "X完成了": the assignee, unless reported/filed.
             return "assignee" if person_field_for(self.schema, "assignee") else "author"
         return "author"
 
@@ -587,6 +624,10 @@ class _Builder:
                 self.use(m.span())
                 cond = ops[op.lower()]
                 self.add_filter(path, int(number) if cond == "$eq" else {cond: int(number)})
+        if self.collection == "pull_requests" and self.schema.has_path("requested_reviewers.login"):
+            for mention in self.ctx.mentions:
+                if mention.person and re.match(r"(?:'s)?\s+review queue\b", self.q[mention.end:], re.I):
+                    self.use((mention.end, mention.end + 15))
         if self.schema.has_path("reviews.state") and self.mark(
                 r"\bwithout (?:any |a )?reviews?\b|\bno reviews?\b|\bunreviewed\b|\bha(?:ve|s)n't had (?:a single|any) reviews?\b|没有(?:任何)?评审|没人评审"):
             self.add_filter("reviews", {"$size": 0})
@@ -655,7 +696,8 @@ class _Builder:
 
     def _top_role(self, person_roles: set[str]) -> str:
         asks_for_people = re.search(r"\bwho\b|\bwhom\b|\bpeople\b|\bpersons?\b|\busers?\b|\bengineers?\b|\bdevelopers?\b|"
-                                    r"\breviewers?\b|\bauthors?\b|\bposters?\b|\bcontributors?\b|谁|哪些人|哪位", self.q, re.I)
+                                    r"\breviewers?\b|\bauthors?\b|\bposters?\b|\bcontributors?\b|\bcommitters?\b|\bapprovers?\b|"
+                                    r"谁|哪些人|哪位", self.q, re.I)
         if not asks_for_people:
             for role, pattern in (("label", r"\blabels?\b|标签"), ("repo", r"\brepos?\b|\brepositor\w+|仓库"),
                                   ("channel", r"\bchannels?\b|频道"), ("priority", r"\bpriorit\w+|优先级")):
@@ -670,9 +712,14 @@ class _Builder:
         return "author"
 
     def _top_limit(self, top: re.Match) -> int:
-        number = next((g for g in top.groups() if g), None)
+        explicit = re.search(r"\btop\s*(\d+)\b|\b(\d+)\s+(?:most|busiest|biggest)\b", self.q, re.I)
+        number = next((g for g in top.groups() if g), None) or (explicit and (explicit.group(1) or explicit.group(2)))
         if number:
             return min(int(number), 200)
+        if re.search(r"\b(?:the|just the|only the)?\s*(?:busiest|most active|top|biggest|largest|single)\s+(?:\w+\s+)?"
+                     r"(?:channel|person|reviewer|author|repo|repository|label|team|user|contributor|committer|engineer)\b(?!s)",
+                     self.q, re.I):
+            return 1  # "the busiest channel": one answer
         counted = re.search(r"\b(\d+)\s+(?:most active |busiest |top )?(?:people|persons|users|reviewers|authors|engineers|"
                             r"developers|devs|folks|members|contributors|labels|repos|channels|posters)\b", self.q, re.I)
         if counted:
