@@ -27,7 +27,7 @@ _COLLECTION_WORDS: list[tuple[str, str]] = [
     ("messages", r"\bmessages?\b|\bthreads?\b|\bslack\b|\bchannels?\b|\bposts?\b|\bposted\b|\bsaid\b|\breplies\b|(?<!\w)#[\w\-]+|消息|讨论|频道|帖子"),
     ("documents", r"\bdocs?\b|\bdocuments?\b|\badrs?\b|\bdecision records?\b|\bguides?\b|\brfcs?\b|\bpostmortems?\b|\brunbooks?\b|\bpages?\b|\bwiki\b|文档|设计文档|复盘"),
     ("commits", r"\bcommits?\b|\bcommitted\b|\bcommitters?\b|提交记录|提交"),
-    ("people", r"\bpeople (?:are )?(?:on|in|per)\b|\bteam members?\b|\bmembers of\b|\bwho(?:'s| is| are) (?:on|in) the\b|\bteam\b(?= members| roster)|成员|团队都有谁"),
+    ("people", r"\bpeople (?:are )?(?:on|in|per) (?:\w+ ){0,2}teams?\b|\bteam members?\b|\bmembers of\b|\bwho(?:'s| is| are) (?:on|in) the\b|\bteam\b(?= members| roster)|成员|团队都有谁"),
 ]
 
 _COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|\btotal\b|多少|几个|几条|几次|数量|总数", re.I)
