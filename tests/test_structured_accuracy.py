@@ -15,7 +15,8 @@ DATA = Path(__file__).parent / "data"
 
 
 @pytest.mark.parametrize("name,floor", [
-    ("structured_dev", 0.9), ("structured_dev2", 0.9), ("structured_dev3", 0.9), ("structured_heldout", 0.8),
+    ("structured_dev", 0.9), ("structured_dev2", 0.9), ("structured_dev3", 0.9), ("structured_dev4", 0.9),
+    ("structured_heldout", 0.8),
 ])
 def test_offline_planner_accuracy(settings, name, floor):
     report = evaluate(DATA / f"{name}.jsonl", settings, planner="offline")

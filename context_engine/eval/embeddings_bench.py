@@ -13,8 +13,9 @@ subprocess so that load time and peak memory are cold and separate:
 - **zh/en check**: 20 short Chinese and English engineering passages and 19 queries (Chinese,
   English, cross-lingual and mixed) with known answers: accuracy@1 and MRR.
 
-Prints a table, then one JSON line. Nothing is downloaded (HF_HUB_OFFLINE=1 is set). The machine's
-load average is reported, since other processes on the same 2 cores slow every rate down.
+Prints a table, then one JSON line. Nothing is downloaded (HF_HUB_OFFLINE=1 is set). Each model runs
+with `--threads` CPU threads (default 1, see `dense.embed_threads`). The machine's load average is
+reported, since other processes on the same 2 cores slow every rate down.
 """
 
 from __future__ import annotations
@@ -209,12 +210,13 @@ def run_worker(name: str, args: argparse.Namespace) -> dict:
     started = time.perf_counter()
     from context_engine.retrievers.dense import DenseIndex, make_embeddings
 
-    emb = make_embeddings(name)
+    emb = make_embeddings(name)  # threads: $CONTEXT_ENGINE_EMBED_THREADS (set from --threads)
     emb.load()
     emb.encode_query("warm up")
     load_s = time.perf_counter() - started
     _log(f"{name}: loaded in {load_s:.1f}s")
-    out: dict = {"model": name, "load_s": round(load_s, 2), "dim": emb.dim}
+    out: dict = {"model": name, "load_s": round(load_s, 2), "dim": emb.dim,
+                 "threads": os.environ.get("CONTEXT_ENGINE_EMBED_THREADS")}
 
     out["zh_en"] = zh_en_check(emb)
     _log(f"{name}: zh/en accuracy@1 {out['zh_en']['accuracy@1']} MRR {out['zh_en']['mrr']}")
@@ -292,7 +294,8 @@ def _fmt(value, digits: int = 3) -> str:
 
 def print_table(results: list[dict], subset_note: str | None) -> None:
     header = ["model", "corpus", "nDCG@10", "R@100", "RRF nDCG@10", "subset nDCG@10", "subset R@100",
-              "docs/s", "q/s", "load s", "RSS MB", "zh/en acc@1", "zh/en MRR", "cross acc@1"]
+              "docs/s (200)", "docs/s (all)", "q/s", "load s", "RSS MB", "zh/en acc@1", "zh/en MRR",
+              "cross acc@1"]
     rows = []
     for r in results:
         if "error" in r:
@@ -304,7 +307,8 @@ def print_table(results: list[dict], subset_note: str | None) -> None:
         rows.append([
             r["model"], r.get("corpus", "-"), _fmt(main.get("ndcg@10")), _fmt(main.get("recall@100")),
             _fmt(main.get("rrf_bm25_dense", {}).get("ndcg@10")), _fmt(sub.get("ndcg@10")),
-            _fmt(sub.get("recall@100")), _fmt(r.get("docs_per_s"), 1), _fmt(r.get("queries_per_s"), 1),
+            _fmt(sub.get("recall@100")), _fmt(r.get("docs_per_s"), 1), _fmt(r.get("corpus_docs_per_s"), 1),
+            _fmt(r.get("queries_per_s"), 1),
             _fmt(r.get("load_s"), 1), _fmt(r.get("peak_rss_mb")), _fmt(zh.get("accuracy@1"), 2),
             _fmt(zh.get("mrr"), 2), _fmt(zh.get("cross_accuracy@1"), 2),
         ])
@@ -340,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force-subset", action="store_true", help="evaluate every model on the subset only")
     parser.add_argument("--zh-en-only", action="store_true", help="only load time and the zh/en check")
     parser.add_argument("--no-bm25", action="store_true", help="skip the BM25 / RRF reference")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads per model (sets CONTEXT_ENGINE_EMBED_THREADS; default: its value, else 1)")
     parser.add_argument("--json-out", help="also write the JSON result to this file")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -347,6 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.threads:
+        os.environ["CONTEXT_ENGINE_EMBED_THREADS"] = str(args.threads)
+    os.environ.setdefault("CONTEXT_ENGINE_EMBED_THREADS", "1")
 
     if args.worker:
         print(json.dumps(run_worker(args.worker, args), ensure_ascii=False))
@@ -383,12 +392,15 @@ def main(argv: list[str] | None = None) -> int:
         "split": "scifact-train",
         "subset_note": subset_note,
         "cpu_count": os.cpu_count(),
+        "threads": int(os.environ["CONTEXT_ENGINE_EMBED_THREADS"]),
         "loadavg_1m_before_after": [round(load_before[0], 2), round(load_after[0], 2)],
         "seconds": round(time.perf_counter() - started, 1),
         "results": results,
     }
     print()
     print_table(results, subset_note)
+    print(f"threads per model: {summary['threads']}; docs/s (200) = first 200 abstracts, docs/s (all) = "
+          "every abstract embedded; q/s = one query at a time")
     print(f"machine: {os.cpu_count()} cores, load average {load_before[0]:.1f} before / {load_after[0]:.1f} "
           f"after (other processes share these cores); total {summary['seconds']:.0f}s")
     line = json.dumps(summary, ensure_ascii=False)

@@ -23,14 +23,14 @@ TEXT_LIMIT = 20
 
 _COLLECTION_WORDS: list[tuple[str, str]] = [
     ("pull_requests", r"\bprs?\b|\bpull[- ]?requests?\b|\bpulls\b|\bmerge requests?\b|合并请求|拉取请求|\bprs?(?![a-z])|代码审查|评审"),
-    ("issues", r"\bissues?\b|\btickets?\b|\bbugs?\b|\bjira\b|\bstor(?:y|ies)\b|\btasks?\b|\bepics?\b|工单|问题|缺陷|任务|需求|单子"),
+    ("issues", r"\bissues?\b|\btickets?\b|\bbugs?\b|\bjira\b|\bstor(?:y|ies)\b|\btasks?\b|\bepics?\b|\btix\b|工单|问题|缺陷|任务|需求|单子"),
     ("messages", r"\bmessages?\b|\bthreads?\b|\bslack\b|\bchannels?\b|\bposts?\b|\bposted\b|\bsaid\b|\breplies\b|(?<!\w)#[\w\-]+|消息|讨论|频道|帖子"),
     ("documents", r"\bdocs?\b|\bdocuments?\b|\badrs?\b|\bdecision records?\b|\bguides?\b|\brfcs?\b|\bpostmortems?\b|\brunbooks?\b|\bpages?\b|\bwiki\b|文档|设计文档|复盘"),
     ("commits", r"\bcommits?\b|\bcommitted\b|\bcommitters?\b|提交记录|提交"),
-    ("people", r"\bpeople (?:are )?(?:on|in|per) (?:\w+ ){0,2}teams?\b|\bteam members?\b|\bmembers of\b|\bwho(?:'s| is| are) (?:on|in) the\b|\bteam\b(?= members| roster)|成员|团队都有谁"),
+    ("people", r"\bpeople (?:are )?(?:on|in|per) (?:\w+ ){0,2}(?:teams?|eng)\b|\bheadcount\b|组都有谁|组的人|团队成员|\bteam members?\b|\bmembers of\b|\bwho(?:'s| is| are) (?:on|in) the\b|\bteam\b(?= members| roster)|成员|团队都有谁"),
 ]
 
-_COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|\btotal\b|多少|几个|几条|几次|数量|总数", re.I)
+_COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数", re.I)
 _TOP = re.compile(r"\btop\s*(\d+)?\b|\bbusiest\b|\bmost active\b|\bmost\b|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?", re.I)
 _LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:hours?|days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
 _BUCKETS = [
@@ -50,6 +50,7 @@ _GROUP_ROLES = {
     "people": "author", "user": "author", "state": "state", "status": "status", "priorit": "priority",
     "milestone": "milestone", "channel": "channel", "assignee": "assignee", "reviewer": "reviewer",
     "type": "type", "project": "project", "space": "space", "component": "component", "sprint": "sprint",
+    "team": "team", "团队": "team", "组": "team",
     "标签": "label", "仓库": "repo", "作者": "author", "人": "author", "状态": "status", "优先级": "priority",
     "频道": "channel", "负责人": "assignee", "类型": "type", "项目": "project",
 }
@@ -158,7 +159,7 @@ class _Builder:
             self.use(top.span())
             group_role = group_role or self._top_role(person_roles)
         # Review activity is dated by the review, not by the PR ("who reviewed the most last month").
-        review_time = "reviewer" in person_roles or group_role == "reviewer"
+        review_time = "reviewer" in person_roles or group_role == "reviewer" or "reviews.state" in self.match
         time_field = self._times("reviewed" if review_time and state_verb is None else state_verb)
         self._thresholds()
         structured = bool(self.match or group_role or bucket or is_count or top or self.ctx.mentions
@@ -297,7 +298,10 @@ class _Builder:
         if name == "pull_requests":
             if self.mark(r"\bnon-?drafts?\b|\bnot (?:a )?drafts?\b|\bready for review\b|非草稿"):
                 self.add_filter("draft", False)
-            if self.mark(r"\bunmerged\b|\bnot merged\b|\bnever merged\b|\bclosed without (?:being )?merg\w*|\brejected\b|\babandoned\b|关闭了?但?(?:是)?没有?合并|没有合并就关闭|未合并就关闭"):
+            if self.mark(r"(?:还)?(?:没有?|未)\s*(?:merge|合并)|\bnot (?:yet )?merged\b(?! and)|\bunmerged and open\b"):
+                self.add_filter("state", "open")  # "还没 merge 的 PR": still waiting, i.e. open
+                return "created"
+            if self.mark(r"\bunmerged\b|\bnot merged\b|\bnever merged\b|\bclosed without (?:being )?merg\w*|\bw/o merg\w*|\bwithout merg\w*|\brejected\b|\babandoned\b|关闭了?但?(?:是)?没有?合并|没有合并就关闭|未合并就关闭"):
                 self.add_filter("state", "closed")
                 self.add_filter("merged", False)
                 return "closed"
@@ -386,6 +390,7 @@ class _Builder:
                     self.add_filter(priority, values[0] if len(values) == 1 else {"$in": values})
                     break
         explicit_label = re.search(r"\b(?:label(?:l?ed)?|tagged|with (?:the )?label)\s+['\"]?([\w.\-: /]+?)['\"]?(?:\s|$|\?|,)", self.q, re.I)
+        self._team()  # before labels: "infra team" names people, not the infra label
         order = ["repo", "channel", "priority", "type", "project", "label", "milestone", "sprint", "component", "space",
                  "team"]
         for role in order:
@@ -402,7 +407,12 @@ class _Builder:
             for value in sorted(values, key=len, reverse=True):
                 if len(value) < 2:
                     continue
-                plural = rf"{re.escape(value[:-1])}(?:y|ies)" if value.lower().endswith("y") else rf"{re.escape(value)}(?:s|es)?"
+                if value.lower().endswith("ies"):
+                    plural = rf"{re.escape(value[:-3])}(?:y|ies)"
+                elif value.lower().endswith("y"):
+                    plural = rf"{re.escape(value[:-1])}(?:y|ies)"
+                else:
+                    plural = rf"{re.escape(value)}(?:s|es)?"
                 # ASCII boundaries: "的bug" names the value although CJK characters are word characters.
                 pattern = rf"(?<![A-Za-z0-9_#]){plural}(?![A-Za-z0-9_])"
                 flags = re.I
@@ -433,7 +443,6 @@ class _Builder:
             numbered = [v for v in (s.fields[sprint].enum or []) if re.search(r"\d+$", v)]
             if numbered:
                 self.add_filter(sprint, max(numbered, key=lambda v: int(re.search(r"(\d+)$", v).group(1))))
-        self._team()
         reaction = field_for(s, "reaction")
         m = re.search(r"\b([a-z_+\-]+)\s+(?:reactions?|emoji)\b|:([a-z_+\-]+):|带\s*([a-z_+\-]+)\s*(?:表情|反应)", self.q, re.I)
         if reaction and m:
@@ -448,7 +457,7 @@ class _Builder:
         m = re.search(r"\b(?:the\s+)?([a-z]+)\s+team\b|([a-z]+)\s*团队", self.q, re.I)
         if not m or (m.group(1) or m.group(2)).lower() not in teams or self.collection == "people":
             return
-        found = person_field_for(self.schema, "author")
+        found = person_field_for(self.schema, "assignee" if self.collection == "issues" else "author")
         if not found:
             return
         team = teams[(m.group(1) or m.group(2)).lower()]
@@ -481,6 +490,8 @@ class _Builder:
     def _channel(self, path: str) -> None:
         known = self.schema.fields[path].enum
         m = re.search(r"#([\w\-]+)|\b(?:in|on) (?:the )?([\w\-]+) channel\b|([\w\-]+)\s*频道|\b([\w\-]+) channel\b", self.q, re.I)
+        if not m and known:
+            m = re.search(rf"\b(?:in|on)\s+({'|'.join(map(re.escape, known))})\b", self.q, re.I)
         if m:
             name = next(g for g in m.groups() if g).lower()
             if known is None or name in known:
@@ -700,6 +711,7 @@ class _Builder:
                                     r"谁|哪些人|哪位", self.q, re.I)
         if not asks_for_people:
             for role, pattern in (("label", r"\blabels?\b|标签"), ("repo", r"\brepos?\b|\brepositor\w+|仓库"),
+                                  ("component", r"\bcomponents?\b|组件"), ("team", r"\bteams?\b|团队"),
                                   ("channel", r"\bchannels?\b|频道"), ("priority", r"\bpriorit\w+|优先级")):
                 if re.search(pattern, self.q, re.I):
                     return role

