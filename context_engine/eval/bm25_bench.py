@@ -19,10 +19,7 @@ Prints a table and, last, one JSON line.
 from __future__ import annotations
 
 import argparse
-import csv
-import gzip
 import json
-import math
 import statistics
 import sys
 import time
@@ -30,37 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
+from context_engine.eval.beir import load_beir, ndcg_at
 from context_engine.retrievers.bm25 import BM25Index, tokenize
 from context_engine.retrievers.chunking import split_sentences
 
 SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact"
-
-
-def load_scifact(root: Path) -> tuple[list[str], list[str], dict[str, str], dict[str, dict[str, int]]]:
-    ids, texts = [], []
-    with gzip.open(root / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
-        for line in fh:
-            doc = json.loads(line)
-            ids.append(str(doc["_id"]))
-            texts.append(f"{doc.get('title', '')} {doc.get('text', '')}".strip())
-    qrels: dict[str, dict[str, int]] = {}
-    with open(root / "qrels" / "train.tsv", encoding="utf-8") as fh:  # train only: test qrels stay unseen
-        for row in csv.DictReader(fh, delimiter="\t"):
-            qrels.setdefault(row["query-id"], {})[row["corpus-id"]] = int(row["score"])
-    queries: dict[str, str] = {}
-    with open(root / "queries.jsonl", encoding="utf-8") as fh:
-        for line in fh:
-            q = json.loads(line)
-            if str(q["_id"]) in qrels:
-                queries[str(q["_id"])] = q["text"]
-    return ids, texts, queries, qrels
-
-
-def ndcg_at_10(ranked: list[str], relevant: dict[str, int]) -> float:
-    dcg = sum((2 ** relevant.get(doc, 0) - 1) / math.log2(i + 2) for i, doc in enumerate(ranked[:10]))
-    ideal = sorted(relevant.values(), reverse=True)[:10]
-    idcg = sum((2 ** rel - 1) / math.log2(i + 2) for i, rel in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
 
 
 def _rb_top(rb, tokens: list[str], k: int = 10) -> tuple[np.ndarray, np.ndarray]:
@@ -140,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         print("rank_bm25 is not installed: pip install rank-bm25", file=sys.stderr)
         return 2
 
-    ids, texts, queries, qrels = load_scifact(args.data)
+    corpus, queries, qrels = load_beir(args.data, "train")  # train only: test qrels stay unseen
+    ids, texts = list(corpus), list(corpus.values())
     query_ids = list(queries)
     q_tokens = [tokenize(queries[q], drop_stopwords=True) for q in query_ids]  # what BM25Index.scores uses
     doc_tokens = [tokenize(t) for t in texts]
@@ -149,9 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     ours = BM25Index().fit_tokens(ids, doc_tokens)
     rb = BM25Okapi(doc_tokens)
     agree = agreement(ours, rb, q_tokens)
-    ndcg_ours = statistics.fmean(ndcg_at_10([d for d, _ in ours.search_tokens(t, 10)], qrels[q])
+    ndcg_ours = statistics.fmean(ndcg_at([d for d, _ in ours.search_tokens(t, 10)], qrels[q])
                                  for q, t in zip(query_ids, q_tokens))
-    ndcg_rb = statistics.fmean(ndcg_at_10(rb.get_top_n(t, ids, n=10), qrels[q]) for q, t in zip(query_ids, q_tokens))
+    ndcg_rb = statistics.fmean(ndcg_at(rb.get_top_n(t, ids, n=10), qrels[q]) for q, t in zip(query_ids, q_tokens))
 
     # (b)/(c) N sentence-pair chunks.
     c_ids, c_texts = sentence_pair_chunks(ids, texts, args.chunks)

