@@ -12,7 +12,7 @@ from typing import Any
 from context_engine.config import Settings
 from context_engine.models import chat_model
 from context_engine.query.catalog import Catalog, load_catalog
-from context_engine.query.identity import PeopleDirectory, Person
+from context_engine.query.identity import Person
 from context_engine.store.documents import DocumentStore, StoreError, has_data, open_store
 
 _lock = threading.Lock()
@@ -57,7 +57,7 @@ def forget(settings: Settings) -> None:
 def asker_for(settings: Settings, catalog: Catalog) -> Person | None:
     if not settings.asker:
         return None
-    return PeopleDirectory(catalog.people).lookup(settings.asker)
+    return catalog.directory.lookup(settings.asker)
 
 
 def llm_planner_for(settings: Settings):

@@ -28,3 +28,13 @@ def test_graph_shows_the_structured_subgraph_and_its_retry_edge():
     edges = {(e.source, e.target) for e in structured_graph.get_graph().edges}
     assert ("validate_query", "generate_query") in edges and ("execute_query", "generate_query") in edges
     assert context_graph.name == "context_engine"
+
+
+def test_later_nodes_reuse_the_resolved_tie_instead_of_asking_again(settings):
+    from context_engine.nodes.structured import _tiebreak
+    from context_engine.runtime import catalog_for
+
+    (mention,) = catalog_for(settings).directory.find_mentions("PRs Alex merged")
+    state = {"question": "PRs Alex merged", "resolution": {"people": [{"person": {"key": "amorgan-dev"}}]}}
+    assert _tiebreak(state, planner=None)("PRs Alex merged", mention).key == "amorgan-dev"
+    assert _tiebreak({"question": "x"}, planner=None) is None  # before resolve: no model, no guess

@@ -16,7 +16,6 @@ from typing import Any, Callable
 from context_engine.config import Settings
 from context_engine.query.engine import Success, principals_of, run_structured
 from context_engine.query.execute import run_pipeline
-from context_engine.query.identity import PeopleDirectory
 from context_engine.query.llm_planner import from_extended_json
 from context_engine.runtime import catalog_for, llm_planner_for, parse_now, store_for
 
@@ -76,8 +75,7 @@ def evaluate(path: Path, settings: Settings, planner: str = "offline", limit: in
     for item in load_questions(path)[:limit]:
         s = settings.with_overrides(tenant=item.get("tenant") or settings.tenant, use_llm=use_llm)
         catalog = catalog_for(s)
-        directory = PeopleDirectory(catalog.people)
-        asker = directory.lookup(item["as"]) if item.get("as") else None
+        asker = catalog.directory.lookup(item["as"]) if item.get("as") else None
         store = store_for(s)
         gold_rows = run_pipeline(store, item["collection"], from_extended_json(item["gold"]), tenant=catalog.tenant,
                                  principals=principals_of(asker), schema=catalog.schemas.get(item["collection"]))

@@ -18,11 +18,20 @@ def _planning_context(state: StructuredState, runtime: Runtime[Context]):
     catalog = catalog_for(settings)
     planner = llm_planner_for(settings)
     ctx, failed = engine.resolve(state["question"], parse_now(state.get("now")), catalog,
-                                 asker_for(settings, catalog), planner.tiebreak if planner else None)
+                                 asker_for(settings, catalog), _tiebreak(state, planner))
     if ctx is not None:
         ctx.previous = [Attempt(Plan(**{k: a["plan"][k] for k in ("collection", "pipeline", "planner")}), a["error"])
                         for a in state.get("attempts", []) if a.get("error")]
     return settings, catalog, planner, ctx, failed
+
+
+def _tiebreak(state: StructuredState, planner):
+    """The resolve node asks the model to break a tie once; later nodes reuse its choice."""
+    resolution = state.get("resolution")
+    if resolution is None:
+        return planner.tiebreak if planner else None
+    chosen = {p["person"]["key"] for p in resolution.get("people", [])}
+    return lambda question, mention: next((p for p in mention.candidates if p.key in chosen), None)
 
 
 def resolve_question(state: StructuredState, runtime: Runtime[Context]) -> dict[str, Any]:

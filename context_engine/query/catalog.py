@@ -10,10 +10,12 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from context_engine.config import COLLECTIONS, Settings
+from context_engine.query.identity import PeopleDirectory
 from context_engine.query.schema import CollectionSchema, discover
 from context_engine.store.documents import DocumentStore, strip_hidden
 
@@ -25,6 +27,11 @@ class Catalog:
     tenant: str
     schemas: dict[str, CollectionSchema]
     people: list[dict[str, Any]]
+
+    @cached_property
+    def directory(self) -> PeopleDirectory:
+        """Built once per catalog: every question of the tenant resolves names against it."""
+        return PeopleDirectory(self.people)
 
     def to_json(self) -> dict[str, Any]:
         return {"tenant": self.tenant, "schemas": {n: s.to_json() for n, s in self.schemas.items()},

@@ -80,7 +80,7 @@ def principals_of(person: Person | None) -> list[str]:
 def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None,
             tiebreak=None) -> tuple[PlanningContext | None, ResolutionFailed | None]:
     """People, time and the planning context; an unbroken tie is a resolution failure."""
-    directory = PeopleDirectory(catalog.people)
+    directory = catalog.directory
     # Stored values ("bug", "payments") are not people; people's own names stored as values are.
     reserved = frozenset(v.lower() for s in catalog.schemas.values() for f in s.fields.values()
                          for v in (f.enum or []) if isinstance(v, str)) - set(directory.index)
