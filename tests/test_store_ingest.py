@@ -104,3 +104,20 @@ def test_schema_discovery_on_sample(settings):
     for schema in schemas.values():
         assert not any(path.split(".")[0] in HIDDEN_FIELDS for path in schema.fields)
         assert "tenant_id" not in schema.describe()
+
+
+def test_text_search_sees_a_write_made_in_the_same_process(tmp_path):
+    from context_engine.query.execute import run_pipeline
+    from context_engine.query.fulltext import _CACHE
+    from context_engine.query.schema import schema_from_documents
+
+    settings = Settings(data_dir=tmp_path, mongodb_uri=None)
+    ingest(settings, {"t1": {"pull_requests": [_pr(1, title="flux capacitor")]}})
+    store = open_store(settings)
+    schema = schema_from_documents("pull_requests", [_pr(1)])  # full text over `title`
+    search = [{"$match": {"$text": {"$search": "zeppelin"}}}]
+    assert run_pipeline(store, "pull_requests", search, tenant="t1", principals=[], schema=schema) == []
+    store.upsert("pull_requests", "t1", [dict(_pr(2, title="zeppelin"), ref="o/r#2")])
+    rows = run_pipeline(store, "pull_requests", search, tenant="t1", principals=[], schema=schema)
+    assert [r["ref"] for r in rows] == ["o/r#2"]
+    assert sum(1 for key in _CACHE if key[0] == id(store.db) and key[2] == "t1") == 1  # replaced, not piled up

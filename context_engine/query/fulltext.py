@@ -12,7 +12,9 @@ from typing import Any
 from context_engine.query.schema import values_at
 from context_engine.retrievers.bm25 import BM25Index
 
-_CACHE: dict[tuple[int, str, str, int], BM25Index] = {}  # (store, collection, tenant, revision)
+# (store, collection, tenant) -> (store revision it was built at, index): one index each, replaced
+# when the store has been written since, so a long-lived server does not keep every old one.
+_CACHE: dict[tuple[int, str, str], tuple[int, BM25Index]] = {}
 
 
 def _text_of(doc: dict[str, Any], fields: list[str]) -> str:
@@ -21,13 +23,13 @@ def _text_of(doc: dict[str, Any], fields: list[str]) -> str:
 
 def text_index(collection: Any, tenant: str, fields: list[str], revision: int) -> BM25Index:
     """`revision` changes whenever the store is written, so an edited record is searched as edited."""
-    key = (id(collection.database), collection.name, tenant, revision)
-    index = _CACHE.get(key)
-    if index is None:
-        projection = {f: 1 for f in fields}
-        docs = list(collection.find({"tenant_id": tenant}, projection))
-        index = BM25Index().fit([d["_id"] for d in docs], (_text_of(d, fields) for d in docs))
-        _CACHE[key] = index
+    key = (id(collection.database), collection.name, tenant)
+    cached = _CACHE.get(key)
+    if cached is not None and cached[0] == revision:
+        return cached[1]
+    docs = list(collection.find({"tenant_id": tenant}, {f: 1 for f in fields}))
+    index = BM25Index().fit([d["_id"] for d in docs], (_text_of(d, fields) for d in docs))
+    _CACHE[key] = (revision, index)
     return index
 
 
