@@ -11,6 +11,7 @@ from typing import Any
 
 from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, RunResult, Success
 from context_engine.query.fields import VALUE_ROLES
+from context_engine.query.schema import values_at
 
 LISTED = 10
 _NOUNS = {"pull_requests": "pull requests", "issues": "issues", "messages": "messages", "documents": "documents",
@@ -18,12 +19,8 @@ _NOUNS = {"pull_requests": "pull requests", "issues": "issues", "messages": "mes
 
 
 def _get(doc: dict[str, Any], path: str) -> Any:
-    value: Any = doc
-    for key in path.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
+    """The value at a dotted path (the answer shows scalar fields: titles, URLs, dates, logins)."""
+    return next(iter(values_at(doc, path)), None)
 
 
 def _first(doc: dict[str, Any], collection: str, role: str) -> Any:
