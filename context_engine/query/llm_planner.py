@@ -9,7 +9,6 @@ untrusted: it goes through the same validator as any other.
 from __future__ import annotations
 
 import json
-import re
 from datetime import datetime
 from functools import lru_cache
 from importlib import resources
@@ -26,7 +25,6 @@ from context_engine.query.schema import CollectionSchema
 from context_engine.query.validate import validate_pipeline
 from context_engine.sources.normalize import parse_datetime
 
-_URLISH = re.compile(r"(_url|\.url|node_id|gravatar_id|avatar|\.id)$")
 
 
 class PlanOutput(BaseModel):
@@ -69,26 +67,6 @@ def _relevant(ctx: PlanningContext) -> list[CollectionSchema]:
     """The collection the question names, when it names one: a short prompt is a better prompt."""
     named, _ = detect_collection(ctx.question, ctx.schemas)
     return [ctx.schemas[named]] if named else list(ctx.schemas.values())
-
-
-def _describe_schemas(schemas: list[CollectionSchema]) -> str:
-    parts = []
-    for schema in schemas:
-        lines = [f"collection {schema.name} ({schema.total} documents)"]
-        for info in schema.fields.values():
-            if _URLISH.search(info.path) and info.path not in ("html_url", "url", "permalink"):
-                continue
-            if "object" in info.types and len(info.types) <= 2:
-                continue  # its subfields are listed
-            kind = "|".join(sorted(info.types - {"null"})) or "null"
-            extra = " (array)" if info.in_array else ""
-            if info.enum:
-                extra += " values: " + ", ".join(map(repr, info.enum[:15]))
-            lines.append(f"  {info.path}: {kind}{extra}")
-        if schema.text_fields:
-            lines.append(f"  $text searches: {', '.join(schema.text_fields)}")
-        parts.append("\n".join(lines))
-    return "\n".join(parts)
 
 
 def _describe_person(person: Person, schemas: list[CollectionSchema]) -> str:
@@ -134,7 +112,7 @@ def build_messages(ctx: PlanningContext, max_rows: int = 200) -> list[tuple[str,
     times = "\n".join(_describe_time(t) for t in ctx.times) or "(none)"
     draft = OfflinePlanner().plan(ctx)
     system = PLANNER_SYSTEM.format(
-        max_rows=max_rows, now=ctx.now.strftime("%Y-%m-%dT%H:%M:%SZ"), asker=asker, schemas=_describe_schemas(schemas),
+        max_rows=max_rows, now=ctx.now.strftime("%Y-%m-%dT%H:%M:%SZ"), asker=asker, schemas="\n".join(sc.describe(max_enum=15, for_prompt=True) for sc in schemas),
         people=people, times=times, examples=_examples(ctx, schemas),
         draft=json.dumps({"collection": draft.collection, "pipeline": to_extended_json(draft.pipeline)}, ensure_ascii=False),
         draft_notes="; ".join(draft.notes) or "none")

@@ -32,6 +32,7 @@ TEXT_FIELD_CANDIDATES: dict[str, tuple[str, ...]] = {
     "people": ("name", "aliases"),
 }
 
+_PROMPT_NOISE = re.compile(r"(_url|\.url|node_id|gravatar_id|avatar|\.id)$")
 # Identifiers and colours repeat like enums but name nothing a question would say.
 _OPAQUE_PATH = re.compile(r"(node_id|color|sha|_id)$")
 _NOT_ENUM = re.compile(r"://|^/|/.*/|[@\\]|^\d+$|\s{2,}")  # "acme/web" is a value; a path is not
@@ -105,11 +106,15 @@ class CollectionSchema:
                    text_fields=data.get("text_fields", []), sampled=data.get("sampled", 0),
                    total=data.get("total", 0))
 
-    def describe(self, max_enum: int = 12) -> str:
-        """A compact, prompt-ready description: one line per field."""
+    def describe(self, max_enum: int = 12, for_prompt: bool = False) -> str:
+        """One line per field. `for_prompt` leaves out what a model cannot query usefully: API URLs,
+        node ids and bare objects whose subfields are listed anyway."""
         lines = [f"collection {self.name} ({self.total} documents)"]
         for info in self.fields.values():
-            kind = "|".join(sorted(info.types))
+            if for_prompt and (_PROMPT_NOISE.search(info.path) and info.path not in ("html_url", "url", "permalink")
+                               or "object" in info.types and len(info.types) <= 2):
+                continue
+            kind = "|".join(sorted(info.types - {"null"}) if for_prompt else sorted(info.types)) or "null"
             extra = " (in array)" if info.in_array else ""
             if info.enum:
                 shown = ", ".join(repr(v) for v in info.enum[:max_enum])
