@@ -75,3 +75,12 @@ def test_schema_command(sample_dir):
 def test_a_tenant_without_data_is_an_input_error(sample_dir):
     out = run_cli("ask", "open PRs", "--tenant", "nobody", "--data-dir", str(sample_dir))
     assert out.returncode == 2 and "has no data" in out.stderr and "acme" in out.stderr
+
+
+def test_output_piped_into_a_reader_that_stops_is_not_a_traceback(sample_dir):
+    import subprocess
+    import sys
+
+    cli = f"{sys.executable} -m context_engine.cli schema --data-dir {sample_dir} | head -1"
+    out = subprocess.run(["bash", "-o", "pipefail", "-c", cli], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "Traceback" not in out.stderr and out.stdout.startswith("collection")
