@@ -92,7 +92,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _check_asker(settings) -> None:
+def _check_tenant_and_asker(settings) -> None:
     """The tenant must have data and `--as` must name one person; both are input errors."""
     from context_engine.query.identity import AmbiguousPerson, UnknownPerson
     from context_engine.runtime import asker_for, catalog_for, store_for
@@ -118,7 +118,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise InputError(str(exc)) from None
     settings = _settings(args)
-    _check_asker(settings)
+    _check_tenant_and_asker(settings)
     context = {"tenant": settings.tenant, "user": settings.asker, "data_dir": str(settings.data_dir)}
     result = graph.invoke({"question": question, "now": now.isoformat()}, context=context)
     from context_engine.query.llm_planner import to_extended_json
@@ -154,7 +154,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         raise InputError(f"PIPELINE_JSON is not valid JSON: {exc.msg} at position {exc.pos}") from None
     settings = _settings(args)
-    _check_asker(settings)
+    _check_tenant_and_asker(settings)
     catalog = catalog_for(settings)
     from context_engine.config import COLLECTIONS
 
@@ -184,7 +184,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from context_engine.runtime import catalog_for
 
     settings = _settings(args)
-    _check_asker(settings)
+    _check_tenant_and_asker(settings)
     catalog = catalog_for(settings)
     if args.json:
         _print_json({name: schema.to_json() for name, schema in catalog.schemas.items()})
