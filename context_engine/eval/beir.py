@@ -11,18 +11,23 @@ import gzip
 import json
 import math
 from pathlib import Path
+from typing import Iterator
+
+
+def read_corpus(root: Path) -> Iterator[dict]:
+    """The corpus documents (`_id`, `title`, `text`) of a BEIR folder, from `corpus.jsonl[.gz]`."""
+    path = root / "corpus.jsonl.gz"
+    opener = gzip.open if path.exists() else open
+    path = path if path.exists() else root / "corpus.jsonl"
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
 
 
 def load_beir(root: Path, split: str = "train") -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]:
     """(corpus id -> "title text", judged query id -> text, qrels of `split` with positive scores)."""
-    path = root / "corpus.jsonl.gz"
-    opener = gzip.open if path.exists() else open
-    path = path if path.exists() else root / "corpus.jsonl"
-    corpus: dict[str, str] = {}
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            doc = json.loads(line)
-            corpus[str(doc["_id"])] = f"{doc.get('title', '')} {doc.get('text', '')}".strip()
+    corpus = {str(doc["_id"]): f"{doc.get('title', '')} {doc.get('text', '')}".strip() for doc in read_corpus(root)}
     qrels: dict[str, dict[str, int]] = {}
     with open(root / "qrels" / f"{split}.tsv", encoding="utf-8") as fh:
         for row in csv.DictReader(fh, delimiter="\t"):

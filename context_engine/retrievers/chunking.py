@@ -27,10 +27,14 @@ from context_engine.sources.normalize import normalize, parse_datetime, slack_ts
 
 __all__ = [
     "Chunk", "split_sentences", "sentence_spans", "count_tokens", "chunk_text", "chunk_spans",
-    "chunk_record", "chunk_threads", "chunk_collection", "TEXT_COLLECTIONS",
+    "chunk_record", "chunk_document", "chunk_threads", "chunk_collection", "embedding_text", "TEXT_COLLECTIONS", "CHUNK_TOKENS",
 ]
 
 TEXT_COLLECTIONS = ("pull_requests", "issues", "messages", "documents", "commits")
+
+# Words per chunk: ~450 word pieces, inside multilingual-e5's 512-token window, so a chunk is embedded
+# whole; a typical abstract, PR description or Slack thread stays one unit.
+CHUNK_TOKENS = 300
 
 # CJK ideographs (incl. extension A and compatibility), kana and Hangul count as "characters".
 _CJK_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
@@ -205,7 +209,7 @@ def _hard_split(text: str, start: int, end: int, max_tokens: int) -> list[tuple[
     return pieces
 
 
-def chunk_spans(text: str, max_tokens: int = 200, overlap_sentences: int = 1) -> list[tuple[int, int]]:
+def chunk_spans(text: str, max_tokens: int = CHUNK_TOKENS, overlap_sentences: int = 1) -> list[tuple[int, int]]:
     """(start, end) offsets of the chunks `chunk_text` returns."""
     if max_tokens < 1:
         raise ValueError("max_tokens must be at least 1")
@@ -235,7 +239,7 @@ def chunk_spans(text: str, max_tokens: int = 200, overlap_sentences: int = 1) ->
     return chunks
 
 
-def chunk_text(text: str, max_tokens: int = 200, overlap_sentences: int = 1) -> list[str]:
+def chunk_text(text: str, max_tokens: int = CHUNK_TOKENS, overlap_sentences: int = 1) -> list[str]:
     """Sentences packed into chunks of at most ~max_tokens, consecutive chunks sharing up to
     `overlap_sentences` sentences (fewer when the overlap would not fit)."""
     return [text[s:e] for s, e in chunk_spans(text, max_tokens, overlap_sentences)]
@@ -468,7 +472,7 @@ def _acl(record: dict[str, Any]) -> list[str]:
 
 
 def chunk_record(collection: str, record: dict[str, Any], *, tenant: str | None = None,
-                 max_tokens: int = 200, overlap_sentences: int = 1) -> list[Chunk]:
+                 max_tokens: int = CHUNK_TOKENS, overlap_sentences: int = 1) -> list[Chunk]:
     """The text-bearing chunks of one stored record, positions 0.. in order.
 
     pull_requests / GitHub issues: title + body, then the reviews and comments as a second group;
@@ -501,7 +505,7 @@ def _common_acl(acls: list[list[str]]) -> list[str]:
 
 
 def chunk_threads(messages: Iterable[dict[str, Any]], *, tenant: str | None = None,
-                  max_tokens: int = 200, overlap_sentences: int = 1) -> list[Chunk]:
+                  max_tokens: int = CHUNK_TOKENS, overlap_sentences: int = 1) -> list[Chunk]:
     """Slack messages grouped into threads, each thread one unit of chunks.
 
     A parent (`thread_ts == ts`, or no `thread_ts`) and its replies (same `channel_id` and
@@ -540,7 +544,7 @@ def chunk_threads(messages: Iterable[dict[str, Any]], *, tenant: str | None = No
 
 
 def chunk_collection(collection: str, records: Iterable[dict[str, Any]], *, tenant: str | None = None,
-                     max_tokens: int = 200, overlap_sentences: int = 1) -> list[Chunk]:
+                     max_tokens: int = CHUNK_TOKENS, overlap_sentences: int = 1) -> list[Chunk]:
     """All chunks of a collection's records: threads for messages, `chunk_record` otherwise."""
     if collection == "messages":
         return chunk_threads(records, tenant=tenant, max_tokens=max_tokens, overlap_sentences=overlap_sentences)
@@ -549,3 +553,21 @@ def chunk_collection(collection: str, records: Iterable[dict[str, Any]], *, tena
         chunks.extend(chunk_record(collection, record, tenant=tenant, max_tokens=max_tokens,
                                    overlap_sentences=overlap_sentences))
     return chunks
+
+
+def embedding_text(chunk: Chunk) -> str:
+    """What the dense model embeds for a chunk: its text, preceded by its record's title when the
+    chunk does not start with it (a later chunk of a long PR or page still says what it is about)."""
+    title = (chunk.title or "").strip()
+    if not title or chunk.text.lstrip().startswith(title):
+        return chunk.text
+    return f"{title}\n{chunk.text}"
+
+
+def chunk_document(doc_id: str, title: str | None, text: str, *, tenant: str, collection: str = "documents",
+                   acl: list[str] | None = None, url: str | None = None,
+                   max_tokens: int = CHUNK_TOKENS, overlap_sentences: int = 1) -> list[Chunk]:
+    """Chunks of a plain titled document (a BEIR corpus entry, a page): "title text", chunked."""
+    body = f"{title or ''} {text or ''}".strip()
+    return _build(collection, str(doc_id), {"title": title or None, "url": url}, [body], tenant,
+                  list(acl or ["*"]), max_tokens, overlap_sentences)

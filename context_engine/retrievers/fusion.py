@@ -1,0 +1,72 @@
+"""Fusing ranked lists: reciprocal rank fusion and a convex combination of normalised scores.
+
+Both take several ranked lists of `(id, score)` (best first) and return one fused list of
+`(id, fused_score)`, best first, ties broken by first appearance. Lists may come from anything that
+ranks ids: BM25 chunks, dense chunks, structured rows.
+
+- `rrf`: sum over lists of `weight / (k + rank)` (rank from 1; Cormack et al. 2009, k = 60). It
+  ignores score scales, so it fuses lists whose scores mean different things (a structured row has
+  none).
+- `convex`: sum over lists of `weight * normalised score`, each list min-max normalised over its own
+  returned items (an id a list did not return scores 0 there); Bruch et al. 2023 found a tuned
+  convex combination at least as good as RRF when both lists carry scores.
+"""
+
+from __future__ import annotations
+
+from typing import Hashable, Sequence
+
+__all__ = ["RRF_K", "rrf", "convex", "FUSIONS"]
+
+RRF_K = 60
+
+Ranked = Sequence[tuple[Hashable, float]]
+
+
+def _weights(lists: Sequence[Ranked], weights: Sequence[float] | None) -> list[float]:
+    if weights is None:
+        return [1.0] * len(lists)
+    if len(weights) != len(lists):
+        raise ValueError(f"{len(weights)} weights for {len(lists)} ranked lists")
+    return [float(w) for w in weights]
+
+
+def _sorted(scores: dict[Hashable, float], order: dict[Hashable, int]) -> list[tuple[Hashable, float]]:
+    return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
+
+
+def rrf(lists: Sequence[Ranked], weights: Sequence[float] | None = None, k: int = RRF_K) -> list[tuple[Hashable, float]]:
+    """Reciprocal rank fusion of ranked lists (an id repeated within one list counts at its best rank)."""
+    scores: dict[Hashable, float] = {}
+    order: dict[Hashable, int] = {}
+    for ranked, weight in zip(lists, _weights(lists, weights)):
+        seen: set[Hashable] = set()
+        for rank, (item, _score) in enumerate(ranked, start=1):
+            if item in seen:
+                continue
+            seen.add(item)
+            order.setdefault(item, len(order))
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    return _sorted(scores, order)
+
+
+def convex(lists: Sequence[Ranked], weights: Sequence[float] | None = None) -> list[tuple[Hashable, float]]:
+    """Weighted sum of per-list min-max normalised scores (a list of equal scores normalises to 1)."""
+    scores: dict[Hashable, float] = {}
+    order: dict[Hashable, int] = {}
+    for ranked, weight in zip(lists, _weights(lists, weights)):
+        best: dict[Hashable, float] = {}
+        for item, score in ranked:
+            best[item] = max(float(score), best.get(item, float("-inf")))
+        if not best:
+            continue
+        low, high = min(best.values()), max(best.values())
+        span = high - low
+        for item, score in best.items():
+            order.setdefault(item, len(order))
+            norm = (score - low) / span if span > 0 else 1.0
+            scores[item] = scores.get(item, 0.0) + weight * norm
+    return _sorted(scores, order)
+
+
+FUSIONS = {"rrf": rrf, "convex": convex}
