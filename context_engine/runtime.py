@@ -1,4 +1,4 @@
-"""Process-wide resources: the store, catalogs and models, opened once per configuration.
+"""Process-wide resources: the store, catalogs, semantic indexes and models, opened once per configuration.
 
 Nodes and the CLI get them here, so a warm `graph.invoke` pays for none of them again.
 """
@@ -13,12 +13,16 @@ from context_engine.config import Settings
 from context_engine.models import chat_model
 from context_engine.query.catalog import Catalog, load_catalog
 from context_engine.query.identity import Person
+from context_engine.retrievers.dense import DenseEmbeddings, make_embeddings
+from context_engine.retrievers.index import SemanticIndex
 from context_engine.store.documents import DocumentStore, StoreError, has_data, open_store
 
 _lock = threading.Lock()
 _stores: dict[tuple[str, str | None], DocumentStore] = {}
 _catalogs: dict[tuple[int, str], Catalog] = {}
 _planners: dict[tuple[str, str | None, str], Any] = {}
+_indexes: dict[tuple[str, str], SemanticIndex] = {}
+_query_embeddings: dict[str, DenseEmbeddings] = {}  # one loaded model per name, shared by tenants
 
 
 class NoData(StoreError):
@@ -44,14 +48,30 @@ def catalog_for(settings: Settings) -> Catalog:
         return _catalogs[key]
 
 
+def semantic_index_for(settings: Settings) -> SemanticIndex:
+    """The run tenant's semantic index, loaded once per (data dir, tenant); raises
+    `retrievers.index.IndexMissing` when the tenant was never indexed."""
+    key = (str(settings.data_dir.resolve()), settings.tenant)
+    with _lock:
+        if key not in _indexes:
+            name = settings.embedding_model
+            if name not in _query_embeddings:
+                _query_embeddings[name] = make_embeddings(name)
+            _indexes[key] = SemanticIndex.load(settings, settings.tenant, embeddings=_query_embeddings[name])
+        return _indexes[key]
+
+
 def forget(settings: Settings) -> None:
     """Drop cached resources after an ingest, so the next question sees the new data."""
-    key = (str(settings.data_dir.resolve()), settings.mongodb_uri)
+    data_dir = str(settings.data_dir.resolve())
+    key = (data_dir, settings.mongodb_uri)
     with _lock:
         store = _stores.pop(key, None)
         if store is not None:
             for k in [k for k in _catalogs if k[0] == id(store)]:
                 del _catalogs[k]
+        for k in [k for k in _indexes if k[0] == data_dir]:
+            del _indexes[k]
 
 
 def asker_for(settings: Settings, catalog: Catalog) -> Person | None:
@@ -86,3 +106,25 @@ def parse_now(value: str | datetime | None) -> datetime:
     if dt.tzinfo is not None:
         dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
     return dt
+
+
+_chat_models: dict[tuple[str, str | None], Any] = {}
+
+
+def chat_model_for(settings: Settings):
+    """The configured chat model for answering nodes (route, rerank, compress, generate, reflect), or
+    None in offline mode."""
+    if not settings.llm_configured:
+        return None
+    key = (settings.model, settings.openai_base_url)
+    with _lock:
+        if key not in _chat_models:
+            _chat_models[key] = chat_model(settings)
+        return _chat_models[key]
+
+
+def principals_for(settings: Settings) -> list[str]:
+    """The access-list entries the run's asker holds (empty: only public records)."""
+    from context_engine.query.engine import principals_of
+
+    return principals_of(asker_for(settings, catalog_for(settings)))

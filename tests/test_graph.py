@@ -23,7 +23,7 @@ def test_asker_comes_from_the_run_context(sample_dir):
 
 def test_graph_shows_the_structured_subgraph_and_its_retry_edge():
     drawn = context_graph.get_graph(xray=True).draw_mermaid()
-    for node in ("resolve", "generate_query", "validate_query", "execute_query", "respond"):
+    for node in ("resolve", "generate_query", "validate_query", "execute_query", "generate"):
         assert node in drawn
     edges = {(e.source, e.target) for e in structured_graph.get_graph().edges}
     assert ("validate_query", "generate_query") in edges and ("execute_query", "generate_query") in edges

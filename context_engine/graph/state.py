@@ -1,4 +1,8 @@
-"""Typed graph state: what goes in, what flows between nodes, what comes out."""
+"""Typed graph state: what goes in, what flows between nodes, what comes out.
+
+Hits (semantic, structured, fused, reranked, compressed) travel as plain dicts
+(`retrievers.hits.hit_to_dict`) so the state serialises as JSON for Studio, LangServe and `ask --json`.
+"""
 
 from __future__ import annotations
 
@@ -23,11 +27,21 @@ class StructuredState(InputState, total=False):
 
 
 class State(StructuredState, total=False):
-    route: str
+    route: str                                 # structured | semantic | hybrid
+    route_reasons: list[str]
+    search_query: str                          # what the semantic half searches (rewritten on retry)
+    semantic: dict[str, list[dict[str, Any]]]  # {"bm25": hits, "dense": hits} of the last retrieval
+    fused: list[dict[str, Any]]                # structured rows + BM25 + dense, fused
+    reranked: list[dict[str, Any]]
+    contexts: list[dict[str, Any]]             # compressed, what the answer may use
     answer: str
+    structured_answer: str                     # the structured half's part of a hybrid answer (exact by construction)
     citations: list[dict[str, Any]]
     queries: list[dict[str, Any]]
     records: list[dict[str, Any]]
+    declined: bool                             # nothing found answers the question
+    reflection: dict[str, Any]                 # the reflect node's last verdict
+    reflections: int                           # retries the reflect node has asked for
 
 
 class OutputState(TypedDict, total=False):
@@ -38,3 +52,7 @@ class OutputState(TypedDict, total=False):
     records: list[dict[str, Any]]
     citations: list[dict[str, Any]]
     outcome: str
+    semantic: dict[str, list[dict[str, Any]]]
+    fused: list[dict[str, Any]]
+    declined: bool
+    reflection: dict[str, Any]

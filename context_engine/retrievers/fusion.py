@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Hashable, Sequence
 
-__all__ = ["RRF_K", "rrf", "convex", "FUSIONS"]
+__all__ = ["RRF_K", "rrf", "convex", "fuse_hits", "FUSIONS"]
 
 RRF_K = 60
 
@@ -70,3 +70,39 @@ def convex(lists: Sequence[Ranked], weights: Sequence[float] | None = None) -> l
 
 
 FUSIONS = {"rrf": rrf, "convex": convex}
+
+
+def fuse_hits(lists: dict[str, list[dict]], method: str = "rrf", weights: dict[str, float] | None = None,
+              k: int = RRF_K) -> list[dict]:
+    """Hit lists (`retrievers.hits` dicts, best first) fused per record (`doc_ref`).
+
+    A record found by several lists appears once, carrying its best-scoring chunk's text and its
+    rank in every list (`ranks`); `score` becomes the fused score, `retriever` "hybrid" when more
+    than one list found it.
+    """
+    if method not in FUSIONS:
+        raise ValueError(f"unknown fusion {method!r}: choose one of {', '.join(FUSIONS)}")
+    names = [name for name, hits in lists.items() if hits]
+    best: dict[str, dict] = {}
+    ranks: dict[str, dict[str, int]] = {}
+    ranked_lists = []
+    for name in names:
+        per_record: list[tuple[str, float]] = []
+        for hit in lists[name]:
+            ref = hit["doc_ref"]
+            if name in ranks.setdefault(ref, {}):
+                continue  # a later chunk of a record this list already ranked
+            ranks[ref][name] = len(per_record) + 1
+            per_record.append((ref, float(hit.get("score") or 0.0)))
+            if ref not in best or (name != "structured" and best[ref].get("retriever") == "structured"):
+                best[ref] = hit  # prefer a matching chunk's text over a structured row's summary
+        ranked_lists.append(per_record)
+    weight_list = [float((weights or {}).get(name, 1.0)) for name in names]
+    fused = rrf(ranked_lists, weight_list, k) if method == "rrf" else convex(ranked_lists, weight_list)
+    out = []
+    for ref, score in fused:
+        hit = dict(best[ref])
+        hit.update(score=score, ranks=ranks[ref],
+                   retriever="hybrid" if len(ranks[ref]) > 1 else next(iter(ranks[ref])))
+        out.append(hit)
+    return out

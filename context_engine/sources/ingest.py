@@ -1,8 +1,11 @@
-"""Ingestion: normalize source records, upsert them per tenant, persist, refresh the schema cache.
+"""Ingestion: normalize source records, upsert them per tenant, persist, refresh the schema cache,
+sync each tenant's semantic index.
 
 Every connector yields `{collection: [source records]}`; this module is the one place that writes.
 A malformed record is skipped and counted; a failure before `commit()` leaves the previous
-snapshot untouched (embedded store), so a crash half-way loses nothing.
+snapshot untouched (embedded store), so a crash half-way loses nothing. The semantic index is
+synced after the commit (it is derived from the committed records); a failed sync leaves the
+previous index generation live, and the next ingest catches up.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any, Callable, Iterable
 
 from context_engine.config import COLLECTIONS, Settings
 from context_engine.query.catalog import refresh_catalog
+from context_engine.retrievers.index import SyncReport, sync_index
 from context_engine.sources.normalize import RecordError, normalize
 from context_engine.store.documents import DocumentStore, WriteStats, open_store
 
@@ -24,6 +28,7 @@ class IngestReport:
     skipped: int = 0
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    index: SyncReport | None = None  # None when ingested with index=False
 
     @property
     def records(self) -> int:
@@ -37,6 +42,7 @@ class IngestReport:
             "skipped": self.skipped,
             "problems": self.problems,
             "seconds": round(self.seconds, 3),
+            "index": self.index.to_json() if self.index else None,
         }
 
 
@@ -63,8 +69,9 @@ def write_records(store: DocumentStore, tenant: str, batches: dict[str, Iterable
 
 
 def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str, Any]]]],
-           progress: Progress | None = None) -> list[IngestReport]:
-    """Write every tenant's batches, then persist once and refresh the catalogs."""
+           progress: Progress | None = None, index: bool = True) -> list[IngestReport]:
+    """Write every tenant's batches, then persist once, refresh the catalogs and (unless `index` is
+    False) sync each tenant's semantic index. `progress(label, count)` hears record and chunk counts."""
     started = time.perf_counter()
     store = open_store(settings)
     store.ensure_indexes()
@@ -76,5 +83,7 @@ def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str
     store.commit()
     for report in reports:
         refresh_catalog(store, settings, report.tenant)
+        if index:
+            report.index = sync_index(store, report.tenant, settings, progress)
         report.seconds = time.perf_counter() - started
     return reports

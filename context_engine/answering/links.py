@@ -1,0 +1,348 @@
+"""Cross-links between stored records: what a record references, and the records linked to it.
+
+Cross-links are data (DESIGN §4): a PR body says "Fixes ENG-231", a Slack thread links the PR's URL,
+an ADR links the PR, the issue and the thread. Nothing is stored at ingest time; the links are read
+from the records' text when an answer needs them.
+
+- `references(record)`: the references a stored record's text makes, each reduced to a canonical
+  target: GitHub PR/issue URLs and `owner/repo#N` (and a bare `#N` in a record that has a `repo`, as
+  GitHub itself links it) -> `owner/repo#N`; Jira/Linear URLs and keys -> `ENG-231`; Slack
+  permalinks -> the message ref `C0123:1717000000.000300`; GitHub commit URLs -> the sha; any other
+  URL (a document's page, an entry of its `links`) stays a URL. These are the forms stored records
+  are found by: their `ref`, or one of their URLs (`url`, `html_url`, `permalink`). A document whose
+  title starts with a key ("ADR-007: ...") is also found by that key.
+- `follow_links(store, tenant, principals, refs)`: a breadth-first walk from some records over
+  links in both directions (the records these reference, and the records that reference these),
+  every lookup scoped by `scope_filter`, so a record the asker cannot read is never followed.
+  Slack messages are followed as threads: a link to or from any message is a link to its thread.
+
+A link reads "source relation target": "acme/infra#812 fixes ENG-231", "ENG-231 discussed in
+C02INFRA3K:...", "acme/infra#812 implements DOC-14", "C02INFRA3K:... documented in DOC-14".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Iterable
+
+from context_engine.query.execute import scope_filter
+from context_engine.query.schema import values_at
+from context_engine.retrievers.chunking import chunk_collection
+
+__all__ = ["Reference", "Link", "LinkedRecord", "LinkChain", "RELATIONS", "references", "follow_links"]
+
+# Strongest first: when two records are linked more than once, the strongest relation is kept.
+RELATIONS = ("fixes", "implements", "documented in", "discussed in", "mentions")
+
+# Where each collection's records keep text that can reference other records, for every source shape
+# (GitHub, Jira, Slack, pages, git). Reading a record and searching for referencing records use the same paths.
+TEXT_FIELDS: dict[str, tuple[str, ...]] = {
+    "pull_requests": ("title", "body", "reviews.body", "review_comments.body", "comments.body"),
+    "issues": ("title", "body", "comments.body", "fields.summary", "fields.description",
+               "fields.comment.comments.body"),
+    "messages": ("text",),
+    "documents": ("title", "body", "content", "text", "links"),
+    "commits": ("message", "commit.message"),
+}
+_ANY_TEXT_FIELD = tuple(dict.fromkeys(path for paths in TEXT_FIELDS.values() for path in paths))
+_URL_FIELDS = ("url", "html_url", "permalink")
+
+_URL = re.compile(r"https?://[^\s<>|()\[\]{}\"'`]+")
+_GITHUB_URL = re.compile(r"^https?://(?:www\.)?github\.com/([\w.-]+/[\w.-]+)/(?:pull|issues)/(\d+)")
+_GITHUB_COMMIT_URL = re.compile(r"^https?://(?:www\.)?github\.com/[\w.-]+/[\w.-]+/commit/([0-9a-f]{7,40})")
+_ISSUE_URL = re.compile(r"^https?://[^/]+/(?:browse|[^/]+/issue)/([A-Z][A-Z0-9]+-\d+)")  # Jira, Linear
+_SLACK_URL = re.compile(r"^https?://[\w.-]+\.slack\.com/archives/([A-Z0-9]+)/p(\d{10})(\d{6})")
+# ASCII-only boundaries: Python's \w also matches CJK, and Chinese text runs straight into keys.
+_REPO_REF = re.compile(r"(?<![A-Za-z0-9_./-])([A-Za-z0-9][\w.-]*/[\w.-]+)#(\d+)(?![0-9])")
+_KEY = re.compile(r"(?<![A-Za-z0-9_-])([A-Z][A-Z0-9]{1,9}-\d+)(?![A-Za-z0-9_-])")
+_BARE_NUMBER = re.compile(r"(?<![A-Za-z0-9_/#&])#(\d+)(?![0-9])")
+_TITLE_KEY = re.compile(r"^([A-Z][A-Z0-9]{1,9}-\d+)(?![A-Za-z0-9_-])")
+_SLACK_REF = re.compile(r"^([A-Z0-9]+):(\d{10})\.(\d{6})$")
+
+# The words just before a reference say how the records relate ("Fixes ENG-231", "Implemented in #812").
+_CUES = (("fixes", re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\W{0,3}$", re.I)),
+         ("implemented in", re.compile(r"\bimplemented\s+(?:in|by)\W{0,3}$", re.I)),
+         ("implements", re.compile(r"\bimplements?\W{0,3}$", re.I)))
+_CUE_STRENGTH = {"fixes": 0, "implemented in": 1, "implements": 1, None: 2}
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One reference a record makes. `target` is canonical (see the module docstring)."""
+    target: str
+    kind: str          # github | key | slack | commit | url
+    text: str          # as written
+    cue: str | None    # "fixes" | "implements" | "implemented in" | None, from the words before it
+
+
+@dataclass(frozen=True)
+class Link:
+    """"source relation target", between two records' refs."""
+    source: str
+    relation: str
+    target: str
+
+
+@dataclass
+class LinkedRecord:
+    ref: str
+    collection: str
+    title: str
+    url: str | None
+    date: str | None   # ISO 8601
+    text: str          # the record's first chunk (a thread: the thread): what an answer may quote
+    hop: int           # 0 for a record the walk started from
+
+
+@dataclass
+class LinkChain:
+    start: list[str]                                  # refs of the records the walk started from
+    records: list[LinkedRecord] = field(default_factory=list)  # in the order they were reached
+    links: list[Link] = field(default_factory=list)
+
+    def record(self, ref: str) -> LinkedRecord | None:
+        return next((r for r in self.records if r.ref == ref), None)
+
+    def links_of(self, ref: str) -> list[Link]:
+        return [link for link in self.links if ref in (link.source, link.target)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"start": self.start, "records": [asdict(r) for r in self.records],
+                "links": [asdict(link) for link in self.links]}
+
+
+# --------------------------------------------------------------------------------------------
+# References
+# --------------------------------------------------------------------------------------------
+def _canonical_url(url: str) -> tuple[str, str]:
+    """(kind, target) of a URL."""
+    if match := _GITHUB_URL.match(url):
+        return "github", f"{match.group(1)}#{match.group(2)}"
+    if match := _GITHUB_COMMIT_URL.match(url):
+        return "commit", match.group(1)
+    if match := _ISSUE_URL.match(url):
+        return "key", match.group(1)
+    if match := _SLACK_URL.match(url):
+        return "slack", f"{match.group(1)}:{match.group(2)}.{match.group(3)}"
+    return "url", url
+
+
+def _cue(text: str, start: int) -> str | None:
+    before = text[max(0, start - 40):start]
+    return next((name for name, pattern in _CUES if pattern.search(before)), None)
+
+
+def _strings(value: Any) -> Iterable[str]:
+    """Every string in a field value (plain text, a list of links, a Jira rich-text document)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _text_references(text: str, repo: str | None) -> Iterable[Reference]:
+    for match in _URL.finditer(text):
+        url = match.group(0).rstrip(".,;:!?")
+        kind, target = _canonical_url(url)
+        yield Reference(target, kind, url, _cue(text, match.start()))
+    # Keys and `owner/repo#N` inside URLs were read with the URL; blank the URLs out (same length).
+    plain = _URL.sub(lambda m: " " * len(m.group(0)), text)
+    for match in _REPO_REF.finditer(plain):
+        yield Reference(f"{match.group(1)}#{match.group(2)}", "github", match.group(0), _cue(plain, match.start()))
+    for match in _KEY.finditer(plain):
+        yield Reference(match.group(1), "key", match.group(0), _cue(plain, match.start()))
+    if repo:
+        for match in _BARE_NUMBER.finditer(plain):
+            yield Reference(f"{repo}#{match.group(1)}", "github", match.group(0), _cue(plain, match.start()))
+
+
+def _own_targets(record: dict[str, Any]) -> set[str]:
+    own = {str(record["ref"])} if record.get("ref") else set()
+    own.update(_canonical_url(record[name])[1] for name in _URL_FIELDS if isinstance(record.get(name), str))
+    return own
+
+
+def references(record: dict[str, Any]) -> list[Reference]:
+    """The references a stored record's text makes, one per target (the strongest cue kept), in order
+    of first appearance; references to the record itself are left out."""
+    repo = record.get("repo") if isinstance(record.get("repo"), str) else None
+    own = _own_targets(record)
+    found: dict[str, Reference] = {}
+    for path in _ANY_TEXT_FIELD:  # a stored record does not say its collection; its fields do
+        for text in _strings(values_at(record, path)):
+            for ref in _text_references(text, repo):
+                if ref.target in own:
+                    continue
+                known = found.get(ref.target)
+                if known is None:
+                    found[ref.target] = ref
+                elif _CUE_STRENGTH[ref.cue] < _CUE_STRENGTH[known.cue]:
+                    found[ref.target] = replace(known, cue=ref.cue)
+    return list(found.values())
+
+
+# --------------------------------------------------------------------------------------------
+# Following links
+# --------------------------------------------------------------------------------------------
+def _start_target(ref: str) -> str:
+    """The canonical target of a ref given to `follow_links`: a stored record's ref, or one of its URLs."""
+    return _canonical_url(ref)[1] if _URL.fullmatch(ref) else ref
+
+
+@dataclass
+class _Node:
+    """A followed record; a Slack thread is one node (the parent's ref) over its visible messages."""
+    collection: str
+    ref: str
+    records: list[dict[str, Any]]
+
+    def identities(self) -> set[str]:
+        """The canonical targets a reference to this record can have."""
+        found: set[str] = set()
+        for record in self.records:
+            found |= _own_targets(record)
+        title = self.records[0].get("title")
+        if self.collection == "documents" and isinstance(title, str) and (match := _TITLE_KEY.match(title)):
+            found.add(match.group(1))
+        return found
+
+    def references(self) -> list[Reference]:
+        return [ref for record in self.records for ref in references(record)]
+
+
+def _search_pattern(target: str) -> str:
+    """A regex that finds text referencing `target`: the target as written, and for a GitHub number
+    or a Slack message the other forms a text may use (a URL, a bare `#N`)."""
+    if match := re.fullmatch(r"([\w.-]+/[\w.-]+)#(\d+)", target):
+        repo, number = match.groups()
+        return (f"{re.escape(target)}(?![0-9])|github\\.com/{re.escape(repo)}/(?:pull|issues)/{number}(?![0-9])"
+                f"|#{number}(?![0-9])")
+    if match := _SLACK_REF.match(target):
+        channel, seconds, micros = match.groups()
+        return f"archives/{channel}/p{seconds}{micros}"
+    return f"{re.escape(target)}(?![0-9])"
+
+
+class _Walk:
+    def __init__(self, store: Any, tenant: str, principals: list[str]):
+        self.store = store
+        self.scope = scope_filter(tenant, principals)
+
+    def _find(self, collection: str, condition: dict[str, Any]) -> list[dict[str, Any]]:
+        return list(self.store.collection(collection).find({**self.scope, **condition}))
+
+    def node(self, collection: str, record: dict[str, Any]) -> _Node:
+        if collection != "messages":
+            return _Node(collection, str(record["ref"]), [record])
+        thread_ts = record.get("thread_ts") or record["ts"]
+        messages = self._find("messages", {"channel_id": record["channel_id"], "thread_ts": thread_ts}) or [record]
+        messages.sort(key=lambda m: float(m["ts"]))
+        parent = next((m for m in messages if m["ts"] == thread_ts), None)
+        return _Node("messages", str(parent["ref"]) if parent else f"{record['channel_id']}:{thread_ts}", messages)
+
+    def resolve(self, targets: set[str]) -> dict[str, _Node]:
+        """The visible records that canonical targets denote (target -> node)."""
+        if not targets:
+            return {}
+        urls = sorted(t for t in targets if _URL.fullmatch(t))
+        keys = sorted(targets - set(urls))
+        found: dict[str, _Node] = {}
+        for collection in TEXT_FIELDS:
+            anyof: list[dict[str, Any]] = [{"ref": {"$in": keys}}] + [{name: {"$in": urls}} for name in _URL_FIELDS]
+            title_keys = [k for k in keys if _TITLE_KEY.fullmatch(k)]
+            if collection == "documents" and title_keys:
+                anyof.append({"title": {"$regex": f"^(?:{'|'.join(map(re.escape, title_keys))})(?![A-Za-z0-9_-])"}})
+            for record in self._find(collection, {"$or": anyof}):
+                node = self.node(collection, record)
+                for target in node.identities() & targets:
+                    found.setdefault(target, node)
+        return found
+
+    def referencing(self, nodes: list[_Node]) -> list[tuple[_Node, Reference, _Node]]:
+        """(referencing node, its reference, referenced node) for visible records that reference `nodes`."""
+        by_target = {target: node for node in nodes for target in node.identities()}
+        if not by_target:
+            return []
+        pattern = "|".join(_search_pattern(t) for t in sorted(by_target))
+        found = []
+        for collection, paths in TEXT_FIELDS.items():
+            for record in self._find(collection, {"$or": [{path: {"$regex": pattern}} for path in paths]}):
+                hits = [(ref, by_target[ref.target]) for ref in references(record) if ref.target in by_target]
+                if hits:
+                    source = self.node(collection, record)
+                    found.extend((source, ref, target) for ref, target in hits)
+        return found
+
+
+def _link(source: _Node, ref: Reference, target: _Node) -> Link:
+    """The link a reference makes, worded by the records' kinds and the reference's cue."""
+    if ref.cue == "fixes" and target.collection == "issues" and source.collection in ("pull_requests", "commits"):
+        return Link(source.ref, "fixes", target.ref)
+    if ref.cue == "implements":
+        return Link(source.ref, "implements", target.ref)
+    if ref.cue == "implemented in":
+        return Link(target.ref, "implements", source.ref)
+    if source.collection == "messages":
+        return Link(target.ref, "discussed in", source.ref)
+    if source.collection == "documents":
+        return Link(target.ref, "documented in", source.ref)
+    return Link(source.ref, "mentions", target.ref)
+
+
+def _linked_record(node: _Node, hop: int) -> LinkedRecord:
+    chunks = chunk_collection(node.collection, node.records)
+    first = next((c for c in chunks if c.doc_ref == node.ref), chunks[0] if chunks else None)
+    if first is None:
+        return LinkedRecord(node.ref, node.collection, node.ref, None, None, "", hop)
+    return LinkedRecord(node.ref, node.collection, first.title or node.ref, first.url,
+                        first.date.isoformat() if first.date else None, first.text, hop)
+
+
+def follow_links(store: Any, tenant: str, principals: list[str], refs: list[str], max_hops: int = 2,
+                 limit: int = 20) -> LinkChain:
+    """The records linked to `refs` (stored refs or URLs) within `max_hops`, in both directions.
+
+    Tenant- and ACL-scoped: a record the principals cannot read is neither a start, a step nor an
+    end. At most `limit` records; within a hop, records reached by stronger relations come first.
+    """
+    walk = _Walk(store, tenant, principals)
+    targets = [_start_target(ref) for ref in refs]
+    starts = walk.resolve(set(targets))
+    ordered = list(dict.fromkeys(starts[t].ref for t in targets if t in starts))
+    nodes = {node.ref: node for node in starts.values()}
+    chain = LinkChain(start=ordered, records=[_linked_record(nodes[ref], 0) for ref in ordered][:limit])
+    kept = {r.ref for r in chain.records}
+    best: dict[frozenset[str], Link] = {}
+    frontier = [nodes[ref] for ref in kept]
+    for hop in range(1, max_hops + 1):
+        if not frontier:
+            break
+        outgoing = [(node, ref) for node in frontier for ref in node.references()]
+        resolved = walk.resolve({ref.target for _, ref in outgoing})
+        steps = [(node, ref, resolved[ref.target]) for node, ref in outgoing if ref.target in resolved]
+        steps += walk.referencing(frontier)
+        found: list[tuple[Link, _Node]] = []
+        for source, ref, target in steps:
+            if source.ref == target.ref:
+                continue
+            link = _link(source, ref, target)
+            pair = frozenset((source.ref, target.ref))
+            if pair not in best or RELATIONS.index(link.relation) < RELATIONS.index(best[pair].relation):
+                best[pair] = link
+            found.extend((link, node) for node in (source, target) if node.ref not in kept)
+        found.sort(key=lambda item: RELATIONS.index(item[0].relation))
+        frontier = []
+        for _, node in found:
+            if node.ref in kept or len(kept) >= limit:
+                continue
+            kept.add(node.ref)
+            nodes[node.ref] = node
+            frontier.append(node)
+            chain.records.append(_linked_record(node, hop))
+    chain.links = [link for link in best.values() if link.source in kept and link.target in kept]
+    return chain

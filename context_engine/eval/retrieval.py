@@ -1,0 +1,331 @@
+"""Retrieval quality on a BEIR data set: `context-engine eval retrieval --beir DIR --split SPLIT`.
+
+The corpus is chunked as the engine chunks documents (`chunk_document(_id, title, text,
+tenant="beir")`); BM25 indexes the chunk text and the dense index `embedding_text(chunk)`, embedded
+through `CachedEmbeddings` (cache at `settings.embedding_cache_path`). Both indexes and the query
+vectors are kept under `<data_dir>/beir/<corpus>-<fingerprint>/`, so a second run (another split, a
+changed setting) only embeds its new queries. A document scores as its best chunk.
+
+Runs, each ranking up to `DEPTH` documents per query:
+
+- ``bm25``, ``dense``: one retriever, `CHUNK_DEPTH` chunks deep.
+- ``hybrid``: the two lists fused per Settings (fusion, weights, rrf_k).
+- ``reranked``: the hybrid list with its first `rerank_k` hits reordered by Settings' reranker.
+- ``default``: what the engine does when answering: `retrieve_k` chunks per retriever, fused and
+  reranked per Settings.
+
+Metrics: nDCG@10, recall@10, recall@100, MRR@10 (means over the split's judged queries).
+
+`python -m context_engine.eval.retrieval --beir DIR --split train` (`tune`) measures fusions
+(`FUSION_GRID`) on the engine's `retrieve_k`-deep lists and fits the offline reranker's weights
+(`OFFLINE_GRID`, each with every `RERANK_K_GRID`) on the default run: the numbers behind the
+defaults in `config.py` and `rerank.OfflineWeights`. It refuses the test split: defaults are never
+tuned on test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import os
+import pickle
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from langchain_core.documents import Document
+
+from context_engine.config import Settings
+from context_engine.eval.beir import load_beir, ndcg_at, read_corpus, recall_at
+from context_engine.retrievers.bm25 import BM25Index
+from context_engine.retrievers.chunking import Chunk, chunk_document, embedding_text
+from context_engine.retrievers.dense import DenseIndex, make_embeddings
+from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache
+from context_engine.retrievers.fusion import convex, rrf
+from context_engine.retrievers.rerank import (OFFLINE_FEATURES, OfflineWeights, Reranker, make_reranker,
+                                              offline_features)
+
+__all__ = ["BeirInputError", "BeirIndex", "open_beir_index", "evaluate_retrieval", "tune", "mrr_at",
+           "mean_metrics", "METRICS", "RUNS", "DEPTH", "CHUNK_DEPTH"]
+
+METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
+RUNS = ("bm25", "dense", "hybrid", "reranked", "default")
+DEPTH = 100  # documents ranked per query: enough for recall@100
+# Chunks asked of each retriever for the full-depth runs: a document may own several chunks, so
+# more than DEPTH chunks are needed to rank DEPTH documents (SciFact: 1.12 chunks per document).
+CHUNK_DEPTH = 3 * DEPTH
+
+Progress = Callable[[str], None]
+
+
+class BeirInputError(ValueError):
+    """A missing folder or file, or an unknown split: reported in one line."""
+
+
+# ---------------------------------------------------------------------------------------- metrics
+def mrr_at(ranked: list[str], rel: dict[str, int], k: int = 10) -> float:
+    """Reciprocal rank of the first relevant document within the first k (0 when none)."""
+    return next((1.0 / i for i, d in enumerate(ranked[:k], start=1) if d in rel), 0.0)
+
+
+def mean_metrics(rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
+    """The means of METRICS over the queries of `rankings` (query id -> documents, best first)."""
+    per_query = [(ndcg_at(r, qrels[q], 10), recall_at(r, qrels[q], 10), recall_at(r, qrels[q], 100),
+                  mrr_at(r, qrels[q], 10)) for q, r in rankings.items()]
+    means = np.mean(per_query, axis=0) if per_query else np.zeros(len(METRICS))
+    return {name: round(float(v), 4) for name, v in zip(METRICS, means)}
+
+
+# ---------------------------------------------------------------------------------------- index
+def check_beir_folder(root: Path, split: str) -> None:
+    """Raise BeirInputError unless `root` is a BEIR folder with judgements for `split`."""
+    if not root.is_dir():
+        raise BeirInputError(f"{root}: no such directory")
+    if not ((root / "corpus.jsonl.gz").is_file() or (root / "corpus.jsonl").is_file()):
+        raise BeirInputError(f"{root}: no corpus.jsonl or corpus.jsonl.gz")
+    if not (root / "queries.jsonl").is_file():
+        raise BeirInputError(f"{root}: no queries.jsonl")
+    if not (root / "qrels" / f"{split}.tsv").is_file():
+        known = sorted(p.stem for p in (root / "qrels").glob("*.tsv"))
+        raise BeirInputError(f"unknown split {split!r}: {root / 'qrels'} has {', '.join(known) or 'no .tsv files'}")
+
+
+@dataclass
+class BeirIndex:
+    chunks: dict[str, Chunk]  # chunk id -> chunk
+    bm25: BM25Index
+    dense: DenseIndex
+    embeddings: CachedEmbeddings
+    query_cache: EmbeddingCache  # query vectors, under the model name + ":query"
+    directory: Path
+
+    def query_vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit query vectors, from the index's query cache when seen before."""
+        model = f"{self.embeddings.name}:query"
+        cached = self.query_cache.get(model, texts)
+        missing = [i for i in range(len(texts)) if i not in cached]
+        if missing:
+            vectors = np.stack([self.embeddings.encode_query(texts[i]) for i in missing])
+            self.query_cache.put(model, [texts[i] for i in missing], vectors)
+            cached.update(zip(missing, vectors))
+        return np.stack([cached[i] for i in range(len(texts))]) if texts else np.zeros((0, 0), np.float32)
+
+
+def _fingerprint(model: str, chunks: list[Chunk]) -> str:
+    digest = hashlib.sha1(model.encode())
+    for chunk in chunks:
+        digest.update(f"\0{chunk.id}\0{chunk.text}\0{embedding_text(chunk)}".encode())
+    return digest.hexdigest()[:16]
+
+
+def open_beir_index(root: Path, settings: Settings, progress: Progress | None = None) -> BeirIndex:
+    """Chunk the corpus of `root`, then load its indexes from the data dir or build (and save) them."""
+    say = progress or (lambda message: None)
+    chunks = [chunk for doc in read_corpus(root)
+              for chunk in chunk_document(str(doc["_id"]), doc.get("title"), doc.get("text", ""), tenant="beir")]
+    embeddings = CachedEmbeddings(make_embeddings(settings.embedding_model), EmbeddingCache(settings.embedding_cache_path))
+    directory = settings.data_dir / "beir" / f"{root.resolve().name}-{_fingerprint(embeddings.name, chunks)}"
+    bm25_path, dense_path = directory / "bm25.pickle", directory / "dense"
+    if bm25_path.is_file() and (dense_path / "meta.json").is_file():
+        say(f"loading the indexes of {len(chunks):,} chunks from {directory}")
+        with open(bm25_path, "rb") as fh:
+            bm25 = pickle.load(fh)
+        dense = DenseIndex.load(dense_path)
+    else:
+        directory.mkdir(parents=True, exist_ok=True)
+        say(f"indexing {len(chunks):,} chunks into {directory}")
+        bm25 = BM25Index().fit([c.id for c in chunks], [c.text for c in chunks])
+        say(f"bm25: {len(bm25.vocab):,} terms; dense: {embeddings.name}, cache {settings.embedding_cache_path}")
+        vectors = embeddings.encode_documents([embedding_text(c) for c in chunks],
+                                              on_progress=lambda done, total: say(f"embedded {done:,}/{total:,} new chunks"))
+        say(f"dense: {embeddings.hits:,} cached vectors, {embeddings.misses:,} embedded")
+        dense = DenseIndex(info={"model": embeddings.name})
+        dense.add([c.id for c in chunks], vectors)
+        dense.save(dense_path)
+        # The BM25 file is written last and atomically: its presence marks a complete index.
+        tmp = bm25_path.with_suffix(f".tmp-{os.getpid()}")
+        with open(tmp, "wb") as fh:
+            pickle.dump(bm25, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, bm25_path)
+    return BeirIndex({c.id: c for c in chunks}, bm25, dense, embeddings,
+                     EmbeddingCache(directory / "queries.sqlite"), directory)
+
+
+# ---------------------------------------------------------------------------------------- runs
+Ranked = list[tuple[str, float]]
+
+
+def fuse(settings: Settings, bm25: Ranked, dense: Ranked) -> Ranked:
+    """The two chunk lists fused as Settings say (fusion, weights, rrf_k)."""
+    weights = [settings.bm25_weight, settings.dense_weight]
+    if settings.fusion == "rrf":
+        return rrf([bm25, dense], weights, k=settings.rrf_k)
+    if settings.fusion == "convex":
+        return convex([bm25, dense], weights)
+    raise BeirInputError(f"unknown fusion {settings.fusion!r}: use rrf or convex")
+
+
+def fused_hits(index: BeirIndex, fused: Ranked, bm25: Ranked, dense: Ranked) -> list[Document]:
+    """Fused chunks as the hybrid retriever's Documents (score, ranks per list)."""
+    bm25_rank = {cid: r for r, (cid, _s) in enumerate(bm25, start=1)}
+    dense_rank = {cid: r for r, (cid, _s) in enumerate(dense, start=1)}
+    hits = []
+    for chunk_id, score in fused:
+        chunk = index.chunks[chunk_id]
+        ranks = {name: r for name, r in (("bm25", bm25_rank.get(chunk_id)), ("dense", dense_rank.get(chunk_id))) if r}
+        hits.append(Document(page_content=chunk.text, id=chunk_id, metadata={
+            "chunk_id": chunk_id, "doc_ref": chunk.doc_ref, "collection": chunk.collection, "title": chunk.title,
+            "url": chunk.url, "author": chunk.author, "date": None, "position": chunk.position, "score": score,
+            "retriever": "hybrid", "ranks": ranks}))
+    return hits
+
+
+def documents_of(chunk_ids: Sequence[str], index: BeirIndex) -> list[str]:
+    """Document ids in the order of their best chunk, at most DEPTH."""
+    return list(dict.fromkeys(index.chunks[c].doc_ref for c in chunk_ids))[:DEPTH]
+
+
+def rerank_head(reranker: Reranker, index: BeirIndex, query: str, fused: Ranked, bm25: Ranked, dense: Ranked,
+                top: int) -> list[str]:
+    """Chunk ids: the first `top` fused hits reordered by the reranker, then the rest in fused order."""
+    head = reranker.rerank(query, fused_hits(index, fused[:top], bm25, dense), top_n=top)
+    return [h.id for h in head] + [chunk_id for chunk_id, _score in fused[top:]]
+
+
+@dataclass
+class QueryLists:
+    text: str
+    bm25: Ranked
+    dense: Ranked
+
+
+def retrieve_all(index: BeirIndex, queries: dict[str, str], progress: Progress | None = None) -> dict[str, QueryLists]:
+    """Each query's BM25 and dense chunk lists, CHUNK_DEPTH deep."""
+    say = progress or (lambda message: None)
+    ids = list(queries)
+    say(f"embedding {len(ids):,} queries (cached in {index.query_cache.path})")
+    vectors = index.query_vectors([queries[q] for q in ids])
+    say(f"searching {len(ids):,} queries")
+    return {q: QueryLists(queries[q], index.bm25.search(queries[q], CHUNK_DEPTH), index.dense.search(v, CHUNK_DEPTH))
+            for q, v in zip(ids, vectors)}
+
+
+def run_rankings(index: BeirIndex, lists: dict[str, QueryLists], settings: Settings,
+                 reranker: Reranker) -> dict[str, dict[str, list[str]]]:
+    """run name -> query id -> ranked document ids, for every run of RUNS."""
+    runs: dict[str, dict[str, list[str]]] = {name: {} for name in RUNS}
+    for q, ql in lists.items():
+        runs["bm25"][q] = documents_of([c for c, _s in ql.bm25], index)
+        runs["dense"][q] = documents_of([c for c, _s in ql.dense], index)
+        hybrid = fuse(settings, ql.bm25, ql.dense)
+        runs["hybrid"][q] = documents_of([c for c, _s in hybrid], index)
+        runs["reranked"][q] = documents_of(
+            rerank_head(reranker, index, ql.text, hybrid, ql.bm25, ql.dense, settings.rerank_k), index)
+        bm25, dense = ql.bm25[: settings.retrieve_k], ql.dense[: settings.retrieve_k]
+        runs["default"][q] = documents_of(
+            rerank_head(reranker, index, ql.text, fuse(settings, bm25, dense), bm25, dense, settings.rerank_k), index)
+    return runs
+
+
+def _load(root: Path, split: str, limit: int | None) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    check_beir_folder(root, split)
+    _corpus, queries, qrels = load_beir(root, split)
+    if limit is not None:
+        queries = dict(list(queries.items())[:limit])
+    return queries, {q: qrels[q] for q in queries}
+
+
+def evaluate_retrieval(root: Path, split: str, settings: Settings, *, limit: int | None = None,
+                       llm: Any = None, progress: Progress | None = None) -> dict[str, dict[str, float]]:
+    """{run: {metric: mean}} over the judged queries of `split` (the first `limit` of them)."""
+    queries, qrels = _load(root, split, limit)
+    reranker = make_reranker(settings, llm=llm)
+    index = open_beir_index(root, settings, progress)
+    lists = retrieve_all(index, queries, progress)
+    if progress:
+        progress(f"ranking: fusion {settings.fusion}, reranker {settings.reranker} over the first {settings.rerank_k}")
+    return {name: mean_metrics(rankings, qrels) for name, rankings in run_rankings(index, lists, settings, reranker).items()}
+
+
+# ---------------------------------------------------------------------------------------- tuning
+FUSION_GRID: list[dict[str, Any]] = (
+    [{"fusion": "rrf", "rrf_k": k, "bm25_weight": 1.0, "dense_weight": w}
+     for k in (20, 60, 100) for w in (0.5, 0.75, 1.0, 1.5, 2.0)]
+    + [{"fusion": "convex", "bm25_weight": round(1 - w, 2), "dense_weight": w} for w in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)]
+)
+RERANK_K_GRID = (10, 20, 30, 50)
+# The fused position keeps weight 1, so the first point (all others 0) is the fused order itself.
+OFFLINE_GRID: list[OfflineWeights] = [
+    OfflineWeights(fused=1.0, bm25=b, dense=d, words=w, pairs=p, title=t)
+    for b, d, w, p, t in itertools.product((0.0, 0.5, 1.0), (0.0, 0.5, 1.0), (0.0, 0.5, 1.0, 2.0), (0.0, 0.5, 1.0), (0.0, 0.5))
+]
+
+
+def tune(root: Path, split: str, settings: Settings, *, limit: int | None = None,
+         progress: Progress | None = None) -> dict[str, Any]:
+    """Every FUSION_GRID point on the engine's lists (`retrieve_k` chunks per retriever, no reranker);
+    then, with the best fusion, every OFFLINE_GRID x RERANK_K_GRID point on the default run.
+    Returns the tables and the winners (by nDCG@10)."""
+    if split == "test":
+        raise BeirInputError("refusing to tune on the test split: tune on train (or dev)")
+    queries, qrels = _load(root, split, limit)
+    index = open_beir_index(root, settings, progress)
+    lists = retrieve_all(index, queries, progress)
+    fusions = []
+    for point in FUSION_GRID:
+        s = replace(settings, **point)
+        rankings = {q: documents_of([c for c, _s in fuse(s, ql.bm25[: s.retrieve_k], ql.dense[: s.retrieve_k])], index)
+                    for q, ql in lists.items()}
+        fusions.append({**point, **mean_metrics(rankings, qrels)})
+        if progress:
+            progress(f"fusion {point}: ndcg@10 {fusions[-1]['ndcg@10']}")
+    best_fusion = max(fusions, key=lambda row: row["ndcg@10"])
+    s = replace(settings, **{k: v for k, v in best_fusion.items() if k not in METRICS})
+    # Features of each query's default head, computed once; each grid point is then a matrix product.
+    heads = {}
+    for q, ql in lists.items():
+        bm25, dense = ql.bm25[: s.retrieve_k], ql.dense[: s.retrieve_k]
+        fused = fuse(s, bm25, dense)
+        heads[q] = ([c for c, _s in fused], offline_features(ql.text, fused_hits(index, fused[: max(RERANK_K_GRID)], bm25, dense)))
+    offline = []
+    for weights in OFFLINE_GRID:
+        w = weights.vector()
+        for k in RERANK_K_GRID:
+            rankings = {}
+            for q, (ids, features) in heads.items():
+                scores = features[:k] @ w
+                order = np.argsort(-scores, kind="stable")
+                rankings[q] = documents_of([ids[i] for i in order] + ids[k:], index)
+            offline.append({"rerank_k": k, **{f: getattr(weights, f) for f in OFFLINE_FEATURES},
+                            **mean_metrics(rankings, qrels)})
+    # OFFLINE_GRID[0] weighs only the fused position: its rows are the fused order itself.
+    return {"fusions": fusions, "best_fusion": best_fusion, "fused_order": offline[0],
+            "offline_top": sorted(offline, key=lambda row: -row["ndcg@10"])[:10]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m context_engine.eval.retrieval --beir DIR [--split train]`: run `tune`, print JSON."""
+    parser = argparse.ArgumentParser(prog="python -m context_engine.eval.retrieval",
+                                     description="Measure the fusion grid and fit the offline reranker (never on test).")
+    parser.add_argument("--beir", required=True, type=Path)
+    parser.add_argument("--split", default="train")
+    parser.add_argument("--data-dir")
+    parser.add_argument("--limit", type=int)
+    args = parser.parse_args(argv)
+    settings = Settings().with_overrides(data_dir=args.data_dir)
+    try:
+        report = tune(args.beir, args.split, settings, limit=args.limit,
+                      progress=lambda message: print(message, file=sys.stderr, flush=True))
+    except BeirInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,376 @@
+"""The persisted semantic index of one tenant: chunks, BM25 and dense vectors, synced from the store.
+
+Layout, one directory per tenant (so one tenant's search can never reach another's chunks):
+
+    <data_dir>/index/<tenant>/CURRENT          name of the live generation
+    <data_dir>/index/<tenant>/gen-000007/
+        manifest.json   tenant, embedding model, chunk count, fingerprint of the chunks, timings
+        chunks.json     one row per chunk: id, doc_ref, collection, text, title, url, author,
+                        date, acl, position, embed_hash
+        bm25.npz        the BM25 weight matrix (CSC arrays), idf and vocabulary: loading is a
+                        few array reads, no tokenizing
+        dense/          `DenseIndex` (FAISS + id map)
+
+A sync writes a complete new generation beside the live one and then switches `CURRENT`
+atomically (as the embedded document store does), so a failure half-way leaves the previous
+index in use. Only new or changed chunk texts are embedded, through the SQLite embedding cache,
+so re-syncing an unchanged store embeds nothing (and writes nothing).
+
+Access control: a chunk is returned only when its ACL holds "*" or one of the asker's
+principals. BM25 applies this as a boolean mask over the score vector (free: the scores of every
+chunk are computed anyway); dense search over-fetches from FAISS and filters by the same mask
+(`DenseIndex.search(allowed=...)`, the fetch grows until k visible hits are found);
+`eval/hybrid_bench.py` measures both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+from langchain_core.documents import Document
+from scipy import sparse
+
+from context_engine.config import PUBLIC, Settings
+from context_engine.retrievers.bm25 import BM25Index
+from context_engine.retrievers.chunking import TEXT_COLLECTIONS, Chunk, chunk_collection, embedding_text
+from context_engine.retrievers.dense import DenseEmbeddings, DenseIndex, make_embeddings
+from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache
+
+__all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "index_dir", "sync_chunks", "sync_index"]
+
+INDEX_DIR = "index"
+_FORMAT = 1
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+
+#: progress(label, count): e.g. ("acme: chunks to embed", 120) then ("acme: embedded", 64), ...
+Progress = Callable[[str, int], None]
+
+
+class IndexMissing(FileNotFoundError):
+    """The tenant has no semantic index yet (nothing ingested, or ingested with index=False)."""
+
+
+def index_dir(settings: Settings, tenant: str) -> Path:
+    """`<data_dir>/index/<tenant>`; a tenant name that is not a plain file name gets a hash suffix,
+    so two different tenants never share a directory."""
+    if _SAFE_NAME.fullmatch(tenant) and tenant not in (".", ".."):
+        name = tenant
+    else:
+        digest = hashlib.blake2b(tenant.encode(), digest_size=6).hexdigest()
+        name = f"{re.sub(r'[^A-Za-z0-9_-]', '_', tenant)}-{digest}"
+    return settings.data_dir / INDEX_DIR / name
+
+
+@dataclass
+class SyncReport:
+    tenant: str
+    chunks: int = 0       # chunks in the index after the sync
+    added: int = 0
+    updated: int = 0      # same id, different text or metadata
+    removed: int = 0
+    embedded: int = 0     # texts run through the embedding model
+    cache_hits: int = 0   # texts whose vectors came from the embedding cache
+    seconds: float = 0.0
+    generation: str | None = None  # the live generation after the sync
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["seconds"] = round(self.seconds, 3)
+        return out
+
+
+# ------------------------------------------------------------------------------ chunk rows
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _row(chunk: Chunk) -> dict[str, Any]:
+    text = embedding_text(chunk)
+    return {"id": chunk.id, "doc_ref": chunk.doc_ref, "collection": chunk.collection, "text": chunk.text,
+            "title": chunk.title, "url": chunk.url, "author": chunk.author, "date": _iso(chunk.date),
+            "acl": sorted(set(chunk.acl)), "position": chunk.position,
+            "embed_hash": hashlib.sha1(text.encode("utf-8")).hexdigest(), "_search_text": text}
+
+
+def _fingerprint(rows: Sequence[dict[str, Any]]) -> str:
+    """A digest of every chunk row: equal fingerprints mean the index was built from equal content."""
+    digest = hashlib.sha1()
+    for row in sorted(rows, key=lambda r: r["id"]):
+        digest.update(json.dumps({k: v for k, v in row.items() if k != "_search_text"}, sort_keys=True,
+                                 ensure_ascii=False).encode("utf-8"))
+    return digest.hexdigest()
+
+
+# ------------------------------------------------------------------------------ generations
+def _current(root: Path) -> Path | None:
+    pointer = root / "CURRENT"
+    if not pointer.exists():
+        return None
+    gen = root / pointer.read_text().strip()
+    return gen if gen.is_dir() else None
+
+
+def _write_json(path: Path, data: Any) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, ensure_ascii=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _save_bm25(path: Path, bm25: BM25Index) -> None:
+    matrix = bm25.matrix
+    # The vocabulary as one newline-joined UTF-8 buffer (tokens never contain a newline): a numpy
+    # string array would pad every term to the longest one.
+    vocab = "\n".join(sorted(bm25.vocab, key=bm25.vocab.__getitem__)).encode("utf-8")
+    with open(path, "wb") as fh:
+        np.savez(fh, data=matrix.data, indices=matrix.indices, indptr=matrix.indptr,
+                 shape=np.array(matrix.shape, dtype=np.int64), idf=bm25.idf,
+                 vocab=np.frombuffer(vocab, dtype=np.uint8), params=np.array([bm25.k1, bm25.b, bm25.avgdl]))
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _load_bm25(path: Path, ids: list[str]) -> BM25Index:
+    with np.load(path, allow_pickle=False) as arrays:
+        k1, b, avgdl = arrays["params"].tolist()
+        bm25 = BM25Index(k1=k1, b=b, idf="lucene")
+        bm25.matrix = sparse.csc_matrix((arrays["data"], arrays["indices"], arrays["indptr"]),
+                                        shape=tuple(arrays["shape"].tolist()))
+        terms = arrays["vocab"].tobytes().decode("utf-8")
+        bm25.vocab = {term: i for i, term in enumerate(terms.split("\n"))} if terms else {}
+        bm25.idf = arrays["idf"]
+    bm25.ids, bm25.avgdl = ids, avgdl
+    return bm25
+
+
+def _write_generation(root: Path, rows: list[dict[str, Any]], bm25: BM25Index, dense: DenseIndex,
+                      manifest: dict[str, Any]) -> str:
+    """Write a complete generation, then switch CURRENT to it; returns its name."""
+    root.mkdir(parents=True, exist_ok=True)
+    current = _current(root)
+    number = int(current.name.split("-")[1]) + 1 if current else 1
+    name = f"gen-{number:06d}"
+    tmp = root / f".{name}.tmp-{uuid.uuid4().hex}"
+    tmp.mkdir()
+    try:
+        _write_json(tmp / "chunks.json", [{k: v for k, v in r.items() if k != "_search_text"} for r in rows])
+        _save_bm25(tmp / "bm25.npz", bm25)
+        dense.save(tmp / "dense")
+        _write_json(tmp / "manifest.json", {**manifest, "generation": name})
+        os.rename(tmp, root / name)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    pointer = root / "CURRENT.tmp"
+    pointer.write_text(name)
+    os.replace(pointer, root / "CURRENT")
+    for old in root.iterdir():  # superseded generations and leftovers of failed syncs
+        if old.is_dir() and old.name != name:
+            shutil.rmtree(old, ignore_errors=True)
+    return name
+
+
+# ------------------------------------------------------------------------------ the index
+class SemanticIndex:
+    """One tenant's chunks with their BM25 and dense indexes; read-only once loaded."""
+
+    def __init__(self, tenant: str, rows: list[dict[str, Any]], bm25: BM25Index, dense: DenseIndex,
+                 manifest: dict[str, Any], embeddings: DenseEmbeddings | None = None):
+        self.tenant = tenant
+        self.rows = rows
+        self.bm25 = bm25
+        self.dense = dense
+        self.manifest = manifest
+        self.model = manifest["model"]
+        self._embeddings = embeddings
+        self._row_of = {row["id"]: i for i, row in enumerate(rows)}
+        self._public = np.fromiter((PUBLIC in row["acl"] for row in rows), dtype=bool, count=len(rows))
+        members: dict[str, list[int]] = {}
+        for i, row in enumerate(rows):
+            for principal in row["acl"]:
+                if principal != PUBLIC:
+                    members.setdefault(principal, []).append(i)
+        self._members = {p: np.asarray(r, dtype=np.int64) for p, r in members.items()}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def generation(self) -> str:
+        return self.manifest["generation"]
+
+    @classmethod
+    def load(cls, settings: Settings, tenant: str, embeddings: DenseEmbeddings | None = None) -> "SemanticIndex":
+        """The tenant's live generation. `embeddings` embeds queries and must be the model the index
+        was built with; by default that model is made here and loaded on the first dense search."""
+        root = index_dir(settings, tenant)
+        for _attempt in range(3):  # a concurrent sync may delete the generation between two reads
+            gen = _current(root)
+            if gen is None:
+                raise IndexMissing(f"no semantic index for tenant {tenant!r} in {settings.data_dir}: "
+                                   "run `context-engine ingest` first")
+            try:
+                return cls._load_generation(gen, tenant, embeddings)
+            except FileNotFoundError:
+                continue
+        raise IndexMissing(f"the semantic index of tenant {tenant!r} kept changing while being read")
+
+    @classmethod
+    def _load_generation(cls, gen: Path, tenant: str, embeddings: DenseEmbeddings | None) -> "SemanticIndex":
+        with open(gen / "manifest.json", encoding="utf-8") as fh:
+            manifest = json.load(fh)
+        if manifest.get("format") != _FORMAT or manifest.get("tenant") != tenant:
+            raise ValueError(f"{gen}: not a format-{_FORMAT} index of tenant {tenant!r}")
+        if embeddings is not None and embeddings.name != manifest["model"]:
+            raise ValueError(f"the index of tenant {tenant!r} was built with embedding model {manifest['model']!r}, "
+                             f"not {embeddings.name!r}: re-run `context-engine ingest` to rebuild it")
+        with open(gen / "chunks.json", encoding="utf-8") as fh:
+            rows = json.load(fh)
+        bm25 = _load_bm25(gen / "bm25.npz", [row["id"] for row in rows])
+        return cls(tenant, rows, bm25, DenseIndex.load(gen / "dense"), manifest, embeddings)
+
+    # -------------------------------------------------------------------------- access
+    def visible(self, principals: Iterable[str]) -> np.ndarray:
+        """Boolean mask over the chunks: public ones and those whose ACL names one of `principals`."""
+        mask = self._public.copy()
+        for principal in principals:
+            rows = self._members.get(principal)
+            if rows is not None:
+                mask[rows] = True
+        return mask
+
+    def _document(self, row: int, score: float, retriever: str, rank: int) -> Document:
+        r = self.rows[row]
+        return Document(page_content=r["text"], id=r["id"], metadata={
+            "chunk_id": r["id"], "doc_ref": r["doc_ref"], "collection": r["collection"], "title": r["title"],
+            "url": r["url"], "author": r["author"], "date": r["date"], "position": r["position"],
+            "score": float(score), "retriever": retriever, "ranks": {retriever: rank}})
+
+    # -------------------------------------------------------------------------- search
+    def search_bm25(self, query: str, k: int, principals: Iterable[str]) -> list[Document]:
+        """Up to k visible chunks containing a query term, best BM25 score first (ties: index order)."""
+        if k <= 0 or not self.rows:
+            return []
+        scores = self.bm25.scores(query)
+        # Lucene idf is positive, so a positive score means "contains a query term".
+        hits = np.flatnonzero(self.visible(principals) & (scores > 0))
+        if len(hits) > k:
+            kth = np.partition(scores[hits], len(hits) - k)[len(hits) - k]
+            hits = hits[scores[hits] >= kth]  # keep every chunk tied with the k-th
+        order = np.lexsort((hits, -scores[hits]))[:k]
+        return [self._document(int(row), scores[row], "bm25", rank)
+                for rank, row in enumerate(hits[order], start=1)]
+
+    def query_embeddings(self) -> DenseEmbeddings:
+        if self._embeddings is None:
+            self._embeddings = make_embeddings(self.model)
+        return self._embeddings
+
+    def search_dense(self, query: str, k: int, principals: Iterable[str]) -> list[Document]:
+        """The k visible chunks nearest to the query embedding, best cosine first."""
+        if k <= 0 or not self.rows:
+            return []
+        mask = self.visible(principals)
+        row_of = self._row_of
+        allowed = None if mask.all() else (lambda chunk_id: bool(mask[row_of[chunk_id]]))
+        hits = self.dense.search(self.query_embeddings().encode_query(query), k, allowed=allowed)
+        return [self._document(row_of[chunk_id], score, "dense", rank)
+                for rank, (chunk_id, score) in enumerate(hits, start=1)]
+
+
+# ------------------------------------------------------------------------------ sync
+def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progress: Progress | None = None) -> SyncReport:
+    """Make the tenant's persisted index hold exactly `chunks` (all of the tenant's chunks).
+
+    Chunks are matched to the live generation by id: new ones are added, vanished ones deleted, and
+    changed ones (any field) replaced; only texts that are new to the dense index are embedded,
+    through the embedding cache at `settings.embedding_cache_path`. When nothing changed, nothing
+    is written. A different `settings.embedding_model` than the live index's re-embeds everything.
+    """
+    started = time.perf_counter()
+    report = SyncReport(tenant)
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for chunk in chunks:
+        if chunk.tenant_id != tenant:
+            raise ValueError(f"chunk {chunk.id!r} belongs to tenant {chunk.tenant_id!r}, not {tenant!r}")
+        if chunk.id in seen:
+            raise ValueError(f"duplicate chunk id {chunk.id!r}")
+        seen.add(chunk.id)
+        rows.append(_row(chunk))
+    root = index_dir(settings, tenant)
+    live = _current(root)
+    try:
+        previous = SemanticIndex._load_generation(live, tenant, None) if live else None
+    except (OSError, ValueError, KeyError):
+        previous = None  # unreadable or an older format: rebuilt from scratch (the embedding cache keeps that cheap)
+    embeddings = make_embeddings(settings.embedding_model)  # loads nothing until a text needs embedding
+    model = embeddings.name
+    reuse = previous is not None and previous.model == model
+    old = {r["id"]: r for r in previous.rows} if previous else {}
+    dense = previous.dense if reuse else DenseIndex(info={"model": model})
+
+    new_ids = {r["id"] for r in rows}
+    removed = [chunk_id for chunk_id in old if chunk_id not in new_ids]
+    report.removed = len(removed)
+    for row in rows:
+        before = old.get(row["id"])
+        if before is None:
+            report.added += 1
+        elif any(before.get(key) != value for key, value in row.items() if key != "_search_text"):
+            report.updated += 1
+    report.chunks = len(rows)
+    to_embed = [r for r in rows if r["id"] not in dense or old[r["id"]]["embed_hash"] != r["embed_hash"]]
+    if previous is not None and not report.changed and not to_embed:
+        report.generation = previous.generation
+        report.seconds = time.perf_counter() - started
+        return report
+
+    dense.delete(removed + [r["id"] for r in to_embed if r["id"] in dense])
+    if to_embed:
+        if progress:
+            progress(f"{tenant}: chunks to embed", len(to_embed))
+        cache = EmbeddingCache(settings.embedding_cache_path)
+        try:
+            embedder = CachedEmbeddings(embeddings, cache)
+            on_batch = (lambda done, _total: progress(f"{tenant}: embedded", done)) if progress else None
+            vectors = embedder.encode_documents([r["_search_text"] for r in to_embed], on_progress=on_batch)
+        finally:
+            cache.close()
+        dense.add([r["id"] for r in to_embed], vectors)
+        report.embedded, report.cache_hits = embedder.misses, embedder.hits
+    # Lucene idf (never negative) rather than Okapi's: a tenant's index may hold only a few chunks,
+    # where Okapi gives a term found in half of them zero or negative weight.
+    bm25 = BM25Index(idf="lucene").fit([r["id"] for r in rows], (r["_search_text"] for r in rows))
+    manifest = {"format": _FORMAT, "tenant": tenant, "model": model, "dim": dense.dim, "chunks": len(rows),
+                "fingerprint": _fingerprint(rows), "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "sync": {k: v for k, v in report.to_json().items() if k not in ("tenant", "generation", "seconds")}}
+    report.generation = _write_generation(root, rows, bm25, dense, manifest)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def sync_index(store: Any, tenant: str, settings: Settings, progress: Progress | None = None) -> SyncReport:
+    """Chunk every text collection of `tenant` in `store` (Slack messages as threads) and sync the
+    tenant's index to exactly those chunks (see `sync_chunks`)."""
+    chunks: list[Chunk] = []
+    for name in TEXT_COLLECTIONS:
+        records = store.collection(name).find({"tenant_id": tenant})
+        chunks.extend(chunk_collection(name, records, tenant=tenant))
+    if progress:
+        progress(f"{tenant}: chunks", len(chunks))
+    return sync_chunks(settings, tenant, chunks, progress)

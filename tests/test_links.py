@@ -1,0 +1,101 @@
+"""Cross-links over the real sample corpus: references, both directions, tenant and ACL scope."""
+
+import pytest
+
+from context_engine.answering.links import follow_links, references
+from context_engine.query.engine import principals_of
+from context_engine.query.identity import PeopleDirectory
+from context_engine.runtime import catalog_for, store_for
+from context_engine.sources.sample import STORIES
+
+REDIS = STORIES["redis_session_cache"]
+THREAD = f"{REDIS['thread']['permalink'].split('/')[-2]}:{REDIS['thread']['ts']}"  # the thread's stored ref
+STORY = {REDIS["issue"], REDIS["pr"], THREAD, REDIS["doc"]}
+STRIPE = STORIES["leaked_stripe_key"]
+
+
+def _record(settings, collection, ref):
+    return store_for(settings).collection(collection).find_one({"tenant_id": settings.tenant, "ref": ref})
+
+
+def _principals(settings, login):
+    return principals_of(PeopleDirectory(catalog_for(settings).people).lookup(login))
+
+
+def test_references_read_keys_urls_and_closing_words(settings):
+    pr = {r.target: r for r in references(_record(settings, "pull_requests", REDIS["pr"]))}
+    assert pr[REDIS["issue"]].cue == "fixes"           # "Fixes ENG-231"
+    assert "ADR-007" in pr                             # "See ADR-007"
+    thread = {r.target for r in references(_record(settings, "messages", THREAD))}
+    assert {REDIS["issue"], REDIS["pr"]} <= thread     # from the Jira and GitHub URLs of Slack links
+    doc = {r.target: r for r in references(_record(settings, "documents", REDIS["doc"]))}
+    assert {REDIS["issue"], REDIS["pr"], THREAD} <= set(doc)  # the permalink is read as the message ref
+    assert doc[REDIS["pr"]].cue == "implemented in"
+    assert REDIS["doc"] not in doc  # nor itself
+
+
+def test_references_in_chinese_text_and_bare_numbers():
+    refs = references({"ref": "acme/infra#900", "repo": "acme/infra",
+                       "body": "修复见OPS-142的讨论，另见 acme/web#2093和#812。Fixes PAY-88"})
+    found = {r.target: r.cue for r in refs}
+    assert found == {"OPS-142": None, "acme/web#2093": None, "acme/infra#812": None, "PAY-88": "fixes"}
+    # A Slack message has no repository: a bare "#812" there is not a reference.
+    assert references({"ref": "C1:1.000001", "text": "our #812 support ticket"}) == []
+
+
+@pytest.mark.parametrize("start", [REDIS["issue"], REDIS["pr"], THREAD, REDIS["thread"]["permalink"], REDIS["doc"]])
+def test_the_redis_chain_is_found_from_any_of_its_records(settings, start):
+    chain = follow_links(store_for(settings), "acme", [], [start])
+    assert len(chain.start) == 1 and chain.start[0] in STORY
+    assert STORY <= {r.ref for r in chain.records}
+    links = {(link.source, link.relation, link.target) for link in chain.links}
+    assert (REDIS["pr"], "fixes", REDIS["issue"]) in links
+    assert (REDIS["issue"], "discussed in", THREAD) in links
+    assert (REDIS["pr"], "discussed in", THREAD) in links
+    assert (REDIS["pr"], "implements", REDIS["doc"]) in links
+    assert (THREAD, "documented in", REDIS["doc"]) in links
+    story = {r.ref: r for r in chain.records if r.ref in STORY}
+    assert story[REDIS["pr"]].url == REDIS["pr_url"] and story[THREAD].url == REDIS["thread"]["permalink"]
+    assert all(story[ref].hop <= 1 for ref in STORY)
+
+
+def test_hops_and_limit_bound_the_walk(settings):
+    store = store_for(settings)
+    one_hop = follow_links(store, "acme", [], [REDIS["issue"]], max_hops=1)
+    assert {r.hop for r in one_hop.records} == {0, 1}
+    two_hops = follow_links(store, "acme", [], [REDIS["issue"]], max_hops=2)
+    assert max(r.hop for r in two_hops.records) == 2  # e.g. the merge commit of #812
+    capped = follow_links(store, "acme", [], [REDIS["issue"]], limit=3)
+    assert len(capped.records) == 3
+    assert all(link.source in {r.ref for r in capped.records} for link in capped.links)
+
+
+def test_a_private_thread_is_followed_for_members_only(settings):
+    store = store_for(settings)
+    outsider = _principals(settings, "tbecker")
+    member = _principals(settings, "sokafor")
+    assert "sokafor" in STRIPE["members"] and "tbecker" not in STRIPE["members"]
+
+    def channels(chain):
+        return {r.ref.split(":")[0] for r in chain.records if r.collection == "messages"}
+
+    private_channel = STRIPE["thread"]["permalink"].split("/")[-2]
+    seen_by_outsider = follow_links(store, "acme", outsider, [STRIPE["pr"]])
+    seen_by_member = follow_links(store, "acme", member, [STRIPE["pr"]])
+    assert channels(seen_by_outsider) and private_channel not in channels(seen_by_outsider)
+    assert private_channel in channels(seen_by_member)
+    private_thread = f"{private_channel}:{STRIPE['thread']['ts']}"
+    assert (STRIPE["pr"], "discussed in", private_thread) in {
+        (link.source, link.relation, link.target) for link in seen_by_member.links}
+    # Starting from the private thread itself gives an outsider nothing at all.
+    assert follow_links(store, "acme", outsider, [STRIPE["thread"]["permalink"]]).records == []
+    assert follow_links(store, "acme", member, [STRIPE["thread"]["permalink"]]).start == [private_thread]
+
+
+def test_links_stay_inside_the_tenant(settings):
+    store = store_for(settings)
+    assert follow_links(store, "globex", [], [REDIS["issue"], REDIS["pr"]]).records == []
+    story = STORIES["globex_dynamodb_sessions"]
+    chain = follow_links(store, "globex", [], [story["issue"]])
+    assert {story["issue"], story["pr"], story["doc"]} <= {r.ref for r in chain.records}
+    assert (story["pr"], "fixes", story["issue"]) in {(l.source, l.relation, l.target) for l in chain.links}
