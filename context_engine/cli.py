@@ -38,18 +38,39 @@ def _settings(args: argparse.Namespace):
                                      asker=getattr(args, "as_user", None))
 
 
-def _progress():
-    """A rich progress display on stderr when it is a terminal; silent otherwise."""
-    from rich.console import Console
+class _Progress:
+    """Ingest progress on stderr when it is a terminal: record counts as lines, embedding as a bar
+    with its rate (the slow step); silent otherwise."""
 
-    console = Console(stderr=True)
-    if not console.is_terminal:
-        return None
+    def __init__(self):
+        from rich.console import Console
 
-    def report(name: str, count: int) -> None:
-        console.print(f"  {name}: {count:,} records")
+        self.console = Console(stderr=True)
+        self.bar = None
+        self.tasks: dict[str, int] = {}
 
-    return report
+    def __enter__(self):
+        return self.report if self.console.is_terminal else None
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def report(self, label: str, count: int) -> None:
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
+
+        tenant, _, what = label.rpartition(": ")
+        if what == "chunks to embed" and count:
+            if self.bar is None:
+                self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                    TimeElapsedColumn(), TimeRemainingColumn(), console=self.console)
+                self.bar.start()
+            self.tasks[tenant] = self.bar.add_task(f"  {tenant}: embedding", total=count)
+        elif what == "embedded" and tenant in self.tasks:
+            self.bar.update(self.tasks[tenant], completed=count)
+        elif what != "chunks to embed":
+            self.console.print(f"  {label}: {count:,}")
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -74,7 +95,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             raise InputError(str(exc)) from None
     else:
         raise InputError(f"unknown source {args.source!r}: use sample or github")
-    reports = ingest(settings, per_tenant, progress=_progress())
+    with _Progress() as progress:
+        reports = ingest(settings, per_tenant, progress=progress, index=not args.no_index)
     out = [r.to_json() for r in reports]
     for item in out:
         item["skipped"] += problems.count
@@ -87,6 +109,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             total = sum(v["inserted"] + v["updated"] + v["unchanged"] for v in r["collections"].values())
             print(f"tenant {r['tenant']}: {total:,} records ({counts.replace('=', '')}; new+updated~unchanged), "
                   f"{r['skipped']} skipped, {r['seconds']:.1f}s")
+            if r["index"]:
+                ix = r["index"]
+                print(f"  semantic index: {ix['chunks']:,} chunks (+{ix['added']} ~{ix['updated']} -{ix['removed']}), "
+                      f"{ix['embedded']:,} embedded, {ix['cache_hits']:,} from the embedding cache, {ix['seconds']:.1f}s")
             for problem in r["problems"]:
                 print(f"  skipped {problem}", file=sys.stderr)
     return EXIT_OK
@@ -125,20 +151,24 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
     # Pipelines print as Extended JSON, so any of them can be re-run with `context-engine query`.
     for q in result.get("queries", []):
-        q["pipeline"] = to_extended_json(q["pipeline"])
-        for attempt in q["attempts"]:
-            attempt["pipeline"] = to_extended_json(attempt["pipeline"])
+        if "pipeline" in q:
+            q["pipeline"] = to_extended_json(q["pipeline"])
+            for attempt in q["attempts"]:
+                attempt["pipeline"] = to_extended_json(attempt["pipeline"])
     if args.json:
-        _print_json({"question": question, "route": result.get("route"), "answer": result.get("answer"),
-                     "queries": result.get("queries", []), "records": result.get("records", []),
-                     "citations": result.get("citations", [])})
+        _print_json({"question": question, **{key: result.get(key) for key in (
+            "route", "answer", "queries", "records", "citations", "semantic", "fused", "reflection", "declined")}})
     else:
         print(result.get("answer", ""))
         for q in result.get("queries", []):
-            print(f"\nquery: {q['collection']} {json.dumps(q['pipeline'], ensure_ascii=False, default=_json_default)}")
-            for i, attempt in enumerate(q["attempts"], 1):
-                if attempt["error"]:
-                    print(f"  attempt {i} rejected: {attempt['error']}")
+            if "pipeline" in q:
+                print(f"\nquery: {q['collection']} {json.dumps(q['pipeline'], ensure_ascii=False, default=_json_default)}")
+                for i, attempt in enumerate(q["attempts"], 1):
+                    if attempt["error"]:
+                        print(f"  attempt {i} rejected: {attempt['error']}")
+            else:
+                found = ", ".join(f"{n} {name}" for name, n in q["retrievers"].items())
+                print(f"\nsearch: {q['search']!r} ({found}; fusion {q['fusion']}, reranker {q['reranker']})")
     return EXIT_OK
 
 
@@ -265,6 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("source", choices=["sample", "github"], help="sample: the bundled corpus (tenants acme, globex); "
                    "github: JSON/JSONL/.gz dumps of /issues or /pulls")
     p.add_argument("paths", nargs="*", help="dump files for `github`")
+    p.add_argument("--no-index", action="store_true",
+                   help="structured store only: skip chunking and embedding for the semantic index")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("ask", parents=[common], help="answer a question")

@@ -44,6 +44,9 @@ _VERBS = {"fixes": "fixes", "implements": "implements", "documented in": "is doc
 class Answer:
     text: str
     citations: list[dict[str, Any]] = field(default_factory=list)
+    # The part of `text` whose claims come from retrieved passages, for the reflect node to check; the
+    # structured part (query results) and the cross-link chain (stored links) are exact by construction.
+    claims: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"text": self.text, "citations": self.citations}
@@ -175,7 +178,7 @@ def compose_answer(question: str, *, structured: dict[str, Any] | None = None, c
     links = _chain_links(chain) if is_why_question(question) else []
     if links:
         parts.append("How they connect: " + _chain_text(chain, links, sources))
-    return Answer("\n\n".join(parts), sources.citations())
+    return Answer("\n\n".join(parts), sources.citations(), claims="\n".join(snippets))
 
 
 def _source_blocks(contexts: list[Document], chain: LinkChain | None, links: list[Link],
@@ -240,7 +243,8 @@ def generate_answer(llm: Any, question: str, *, structured: dict[str, Any] | Non
     written, used = _cited(written, sources)
     if not used:
         return compose_answer(question, structured=structured, contexts=contexts, chain=chain)
+    claims = written
     if structured and structured.get("answer"):
         used |= structured_numbers
         written = structured["answer"] + "\n\n" + written
-    return Answer(written, sources.citations(used))
+    return Answer(written, sources.citations(used), claims=claims)

@@ -100,12 +100,15 @@ def _text(context: Document | str) -> str:
 def _claims(answer_text: str) -> list[tuple[str, list[int]]]:
     """(claim text without markers and URLs, cited numbers) of each answer sentence that says something."""
     claims = []
-    for sentence in split_sentences(answer_text):
-        cited = [int(n) for n in _MARKER.findall(sentence)]
-        claim = _URL.sub(" ", _MARKER.sub(" ", sentence))
-        claim = _SPACE_BEFORE_PUNCT.sub(r"\1", _SPACES.sub(" ", claim)).strip(" -*•\t")
-        if content_terms(claim):
-            claims.append((claim, cited))
+    for line in answer_text.splitlines():
+        # A sentence without a marker is backed by the markers of its line ("- Title: “quote.” [3]").
+        line_cited = [int(n) for n in _MARKER.findall(line)]
+        for sentence in split_sentences(line):
+            cited = [int(n) for n in _MARKER.findall(sentence)] or line_cited
+            claim = _URL.sub(" ", _MARKER.sub(" ", sentence))
+            claim = _SPACE_BEFORE_PUNCT.sub(r"\1", _SPACES.sub(" ", claim)).strip(" -*•\t")
+            if content_terms(claim):
+                claims.append((claim, cited))
     return claims
 
 

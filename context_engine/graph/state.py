@@ -35,7 +35,7 @@ class State(StructuredState, total=False):
     reranked: list[dict[str, Any]]
     contexts: list[dict[str, Any]]             # compressed, what the answer may use
     answer: str
-    structured_answer: str                     # the structured half's part of a hybrid answer (exact by construction)
+    claims: str                                # the part of the answer drawn from passages: what reflect checks
     citations: list[dict[str, Any]]
     queries: list[dict[str, Any]]
     records: list[dict[str, Any]]

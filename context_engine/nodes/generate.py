@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from context_engine.answering.generate import compose_answer, generate_answer
-from context_engine.answering.grounding import answerability
+from context_engine.answering.grounding import answerability, bm25_idf
 from context_engine.answering.links import follow_links
 from context_engine.graph.context import Context, context_settings
 from context_engine.graph.state import State
@@ -20,7 +20,7 @@ from context_engine.query.answer import compose
 from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, Success, describe_attempts
 from context_engine.query.plan import Attempt, Plan
 from context_engine.retrievers.hits import hit_to_document
-from context_engine.runtime import chat_model_for, principals_for, store_for
+from context_engine.runtime import chat_model_for, principals_for, semantic_index_for, store_for
 
 CHAIN_FROM = 3  # the top contexts whose cross-links an answer follows
 
@@ -69,7 +69,8 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         return {**structured, "declined": False}
     question = state["question"]
     contexts = [hit_to_document(h) for h in state.get("contexts", [])]
-    found = answerability(question, contexts)
+    # Term weights from the tenant's whole corpus: rarer question terms missing from the context weigh more.
+    found = answerability(question, contexts, idf=bm25_idf(semantic_index_for(settings).bm25))
     declined = not found.answerable and not (structured and structured["records"])
     chain = None
     if contexts and not declined:
@@ -81,7 +82,7 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     else:
         answer = compose_answer(question, structured=structured, contexts=contexts, chain=chain, declined=declined)
     queries = (structured["queries"] if structured else []) + _semantic_queries(state, settings)
-    return {"answer": answer.text, "structured_answer": structured["answer"] if structured else "",
+    return {"answer": answer.text, "claims": answer.claims,
             "citations": answer.citations, "queries": queries,
             "records": structured["records"] if structured else [], "declined": declined,
             "outcome": structured["outcome"] if structured else ("no_results" if declined else "success")}

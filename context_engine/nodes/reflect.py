@@ -17,7 +17,7 @@ from context_engine.runtime import chat_model_for
 def _cited_texts(state: State) -> list[str]:
     """The text behind each citation, in citation order: `[n]` in the answer is checked against the nth."""
     texts: dict[str, str] = {}
-    for hit in [*state.get("contexts", []), *state.get("fused", [])]:
+    for hit in [*state.get("fused", []), *state.get("contexts", [])]:  # a source is its whole chunk
         texts.setdefault(hit["doc_ref"], hit.get("text", ""))
     return [texts.get(c.get("id"), c.get("title") or "") for c in state.get("citations", [])]
 
@@ -46,9 +46,7 @@ def reflect(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if state.get("declined"):
         return {"reflection": {"grounded": True, "action": "decline", "retry": False,
                                "reasons": ["nothing retrieved answers the question"]}}
-    # The structured part of a hybrid answer lists query results: exact by construction, not claims to check.
-    claims = state.get("answer", "").replace(state.get("structured_answer") or "\0", "")
-    verdict = check_answer(_question_without_resolved_times(state), claims, state.get("citations", []),
+    verdict = check_answer(_question_without_resolved_times(state), state.get("claims", ""), state.get("citations", []),
                            _cited_texts(state), llm=chat_model_for(settings),
                            attempts_left=settings.max_reflections - rounds)
     retry = verdict.action == "retry" and rounds < settings.max_reflections
