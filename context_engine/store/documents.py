@@ -8,6 +8,7 @@ atomically switches the `CURRENT` pointer, so a crash half-way leaves the previo
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import pickle
@@ -85,6 +86,27 @@ class DocumentStore:
         if name not in COLLECTIONS:
             raise StoreError(f"unknown collection {name!r}; known: {', '.join(COLLECTIONS)}")
         return self.db[name]
+
+    def find_refs(self, name: str, scope: dict[str, Any], refs: Iterable[str]) -> list[dict[str, Any]]:
+        """The records of `refs` (within `scope["tenant_id"]`) that match `scope`, in `refs` order.
+
+        The same answer as `find({**scope, "ref": {"$in": refs}})`; the embedded store looks each record up
+        by its `_id` and applies mongomock's own matcher to it instead of scanning the collection.
+        """
+        refs = list(dict.fromkeys(str(r) for r in refs))
+        coll = self.collection(name)
+        if not self.embedded:
+            found = {d["ref"]: d for d in coll.find({**scope, "ref": {"$in": refs}})}
+            return [found[r] for r in refs if r in found]
+        from mongomock.filtering import filter_applies
+
+        docs = coll._store  # mongomock's per-collection store, keyed by _id
+        out = []
+        for ref in refs:
+            key = record_id(scope["tenant_id"], ref)
+            if key in docs and filter_applies(scope, doc := docs[key]):
+                out.append(copy.deepcopy(doc))
+        return out
 
     def count(self, name: str, tenant: str) -> int:
         return self.collection(name).count_documents({"tenant_id": tenant})
