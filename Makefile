@@ -22,7 +22,10 @@ demo: install
 	          "who reviewed the most PRs in the payments repo" \
 	          "open issues assigned to me" \
 	          "weekly count of merged PRs since October" \
-	          "上周张伟合并了哪些PR？"; do \
+	          "上周张伟合并了哪些PR？" \
+	          "why did we switch the session cache to Redis?" \
+	          "what happened with the duplicate charges in payments in September?" \
+	          "为什么要把 CI 迁移到自托管 runner？"; do \
 	  echo; echo "\$$ context-engine ask \"$$q\" --as rsh-dev --now $(DEMO_NOW)"; \
 	  $(BIN)/context-engine ask "$$q" --as rsh-dev --now $(DEMO_NOW) --data-dir $(DEMO_DIR) || exit $$?; \
 	done
