@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DEMO_DIR ?= .context-engine-demo
 DEMO_NOW := 2026-11-30T12:00:00Z
 
-.PHONY: install demo test test-llm bench clean
+.PHONY: install demo test test-llm bench clean studio
 
 $(BIN)/context-engine: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,14 @@ bench: install
 	$(BIN)/python -m context_engine.eval.bench
 	$(BIN)/python -m context_engine.eval.bm25_bench
 	$(BIN)/python -m context_engine.eval.hybrid_bench
+
+# LangGraph Studio's local API on the demo corpus, offline: no analytics, no PyPI version check, no tracing.
+# The Studio page itself is hosted online; the API (and langgraph_sdk) work without it.
+STUDIO_PORT ?= 2024
+studio: install
+	$(BIN)/context-engine ingest sample --data-dir $(DEMO_DIR)
+	LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false \
+	CONTEXT_ENGINE_HOME=$(DEMO_DIR) $(BIN)/langgraph dev --no-browser --port $(STUDIO_PORT)
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache
