@@ -252,11 +252,73 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_eval_rag(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from context_engine.eval.rag import CLAPNQ_TENANT, clapnq_questions, evaluate_rag, ingest_clapnq, load_questions
+    from context_engine.eval.report import summary_table, write_report
+
+    if not args.dataset:
+        raise InputError("`eval rag` needs --dataset clapnq|FILE")
+    out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="eval-rag-"))
+    settings = _settings(args)
+    if args.dataset == "clapnq":
+        questions, documents = clapnq_questions()
+        # Its own data dir: the CLAP NQ passages never mix with a real tenant's data.
+        settings = settings.with_overrides(data_dir=str(out_dir / "data"), tenant=CLAPNQ_TENANT)
+        with _Progress() as progress:
+            ingest_clapnq(settings, documents, progress=progress)
+    else:
+        path = Path(args.dataset)
+        if not path.is_file():
+            raise InputError(f"--dataset: {path} is neither `clapnq` nor a readable file")
+        try:
+            questions = load_questions(path)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        _check_tenant_and_asker(settings)
+    questions = questions[:args.limit]
+    judge = embeddings = None
+    if args.judge:
+        from context_engine.models import chat_model
+        from context_engine.retrievers.dense import make_embeddings
+
+        judge = chat_model(settings.with_overrides(model=args.judge))
+        if judge is None:
+            raise InputError("--judge needs an OpenAI-compatible endpoint: set OPENAI_BASE_URL (and OPENAI_API_KEY)")
+        embeddings = make_embeddings(settings.embedding_model)
+    context = {"tenant": settings.tenant, "user": settings.asker, "data_dir": str(settings.data_dir)}
+    console = Console(stderr=True)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, disable=not console.is_terminal) as bar:
+        tasks = {"ask": bar.add_task("asking the graph", total=len(questions)),
+                 "score": bar.add_task("scoring (RAGAS)", total=len(questions))}
+        report = evaluate_rag(questions, context, judge=judge, embeddings=embeddings,
+                              progress=lambda stage: bar.advance(tasks[stage]))
+    title = f"eval rag: {args.dataset}"
+    files = write_report(out_dir, title=title, metrics=report.metrics, info=report.info,
+                         latencies=report.latencies, items=report.items)
+    if args.json:
+        from context_engine.eval.report import latency_summary
+
+        _print_json({"metrics": report.metrics, "info": report.info, "latency": latency_summary(report.latencies),
+                     "files": files})
+    else:
+        Console().print(summary_table(title, report.metrics, report.info, report.latencies))
+        print(f"wrote {files['json']}, {files['markdown']}, {files['chart']}")
+    return EXIT_OK
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from context_engine.eval.structured import evaluate
 
     if args.kind == "retrieval":
         return cmd_eval_retrieval(args)
+    if args.kind == "rag":
+        return cmd_eval_rag(args)
     if not args.questions:
         raise InputError("`eval structured` needs --questions FILE")
     path = Path(args.questions)
@@ -272,11 +334,36 @@ def cmd_eval(args: argparse.Namespace) -> int:
               + (f"\n      {r.detail}" if r.detail else ""), flush=True)
 
     report = evaluate(path, settings, planner=args.planner, limit=args.limit, progress=None if args.json else show)
+    files = None
+    if args.out:
+        from context_engine.eval.report import write_report
+
+        files = write_report(Path(args.out), title=f"eval structured: {path.name}",
+                             metrics={"execution_accuracy": round(report.accuracy, 4)},
+                             info={"correct": sum(r.correct for r in report.results), "total": len(report.results),
+                                   "planner": args.planner},
+                             latencies=[r.seconds for r in report.results],
+                             items=[r.__dict__ for r in report.results])
     if args.json:
-        _print_json(report.to_json())
+        _print_json({**report.to_json(), **({"files": files} if files else {})})
     else:
         correct = sum(r.correct for r in report.results)
         print(f"execution accuracy: {correct}/{len(report.results)} = {report.accuracy:.1%}")
+        if files:
+            print(f"wrote {files['json']}, {files['markdown']}, {files['chart']}")
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from context_engine.server import create_app, load_keys
+
+    try:
+        keys = load_keys(args.keys)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"--keys: {exc}") from None
+    uvicorn.run(create_app(_settings(args), keys), host=args.host, port=args.port)
     return EXIT_OK
 
 
@@ -312,9 +399,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("eval", parents=[common], help="evaluate: `eval structured --questions FILE`, "
-                       "`eval retrieval --beir DIR --split train|test`")
-    p.add_argument("kind", choices=["structured", "retrieval"], help="structured: execution accuracy against gold "
-                   "pipelines; retrieval: nDCG@10, recall@10/100, MRR@10 of bm25, dense, hybrid, reranked, default")
+                       "`eval retrieval --beir DIR --split train|test`, `eval rag --dataset clapnq|FILE`")
+    p.add_argument("kind", choices=["structured", "retrieval", "rag"], help="structured: execution accuracy against "
+                   "gold pipelines; retrieval: nDCG@10, recall@10/100, MRR@10 of bm25, dense, hybrid, reranked, "
+                   "default; rag: the graph's answers and contexts scored with RAGAS")
+    p.add_argument("--dataset", help="rag: `clapnq` (the CLAP NQ dev set, ingested as tenant clapnq under --out) or "
+                   "a JSON-lines FILE: question, reference, reference_contexts?, reference_context_ids?, answerable?")
+    p.add_argument("--judge", metavar="MODEL", help="rag: an OpenAI-compatible chat model for the LLM metrics "
+                   "(faithfulness, answer relevancy, LLM context recall)")
+    p.add_argument("--out", metavar="DIR", help="rag, structured: write results.json, results.md and results.png "
+                   "here (rag default: a new temporary directory)")
     p.add_argument("--questions", help="structured: JSON lines: question, now, as, tenant, collection, gold, compare")
     p.add_argument("--beir", metavar="DIR", help="retrieval: a BEIR folder (corpus.jsonl[.gz], queries.jsonl, qrels/)")
     p.add_argument("--split", help="retrieval: the qrels split to score (train, test, ...)")
@@ -325,6 +419,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("schema", parents=[common], help="print the discovered schema")
     p.set_defaults(func=cmd_schema)
+
+    p = sub.add_parser("serve", parents=[common], help="serve the graph over HTTP (LangServe) behind API keys; "
+                       "--tenant is where signed webhooks ingest")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--keys", metavar="FILE", help='API keys, JSON {"KEY": {"tenant": ..., "user": ...}} '
+                   "(default $CONTEXT_ENGINE_API_KEYS)")
+    p.set_defaults(func=cmd_serve)
     return parser
 
 

@@ -1,0 +1,294 @@
+"""The HTTP server: the context graph over LangServe, behind API keys, with limits and ingest webhooks.
+
+    POST /context/invoke | /batch | /stream | /stream_events, GET /context/playground/,
+         /context/input_schema, /context/output_schema      (LangServe; `Authorization: Bearer KEY`)
+    GET  /healthz                                            (no auth: store and index readiness)
+    POST /ingest/github, /ingest/slack                       (signed webhooks, no API key)
+
+An API key fixes the run's tenant and asker: the per-request config modifier replaces whatever config
+the client sent with a run context built from the key, so a request body can never widen either.
+Every error is JSON `{"error": ...}` with its status code, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import logging
+import os
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from langgraph._internal._constants import CONFIG_KEY_RUNTIME
+from langgraph.runtime import Runtime
+from langserve import add_routes
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+
+from context_engine.config import Settings
+from context_engine.graph.context import Context
+from context_engine.graph.main import context_graph
+
+log = logging.getLogger(__name__)
+
+KEYS_ENV = "CONTEXT_ENGINE_API_KEYS"
+GITHUB_SECRET_ENV = "GITHUB_WEBHOOK_SECRET"
+SLACK_SECRET_ENV = "SLACK_SIGNING_SECRET"
+SLACK_MAX_SKEW_SECONDS = 300  # Slack's own advice: reject replays older than five minutes
+WEBHOOK_PREFIX = "/ingest/"
+PUBLIC_PATHS = ("/healthz",)
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    tenant: str
+    user: str | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_body_bytes: int = 1_000_000      # GitHub webhook payloads are the largest bodies we accept
+    requests_per_minute: int = 60        # per API key
+    timeout_seconds: float = 120.0       # until the response starts (a stream's first byte)
+
+
+def load_keys(path: str | Path | None = None) -> dict[str, ApiKey]:
+    """API keys from a JSON file `{"KEY": {"tenant": ..., "user": ...}}`, else from the same JSON in
+    $CONTEXT_ENGINE_API_KEYS. Raises ValueError on a malformed entry or when there are no keys."""
+    if path is not None:
+        text = Path(path).read_text(encoding="utf-8")
+    else:
+        text = os.environ.get(KEYS_ENV, "")
+    if not text.strip():
+        raise ValueError(f"no API keys: pass --keys FILE or set ${KEYS_ENV}")
+    raw = json.loads(text)
+    if not isinstance(raw, dict):
+        raise ValueError('API keys must be a JSON object {"KEY": {"tenant": ..., "user": ...}}')
+    keys = {}
+    for key, entry in raw.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("tenant"), str) or not entry["tenant"]:
+            raise ValueError(f"API key {key[:4]}...: needs a non-empty string `tenant`")
+        keys[key] = ApiKey(tenant=entry["tenant"], user=entry.get("user"))
+    return keys
+
+
+class RateLimiter:
+    """A sliding one-minute window of request times per key."""
+
+    def __init__(self, per_minute: int):
+        self.per_minute = per_minute
+        self._seen: dict[str, deque[float]] = defaultdict(deque)
+        self._lock = threading.Lock()
+
+    def allow(self, key: str) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            seen = self._seen[key]
+            while seen and now - seen[0] >= 60:
+                seen.popleft()
+            if len(seen) >= self.per_minute:
+                return False
+            seen.append(now)
+            return True
+
+
+def _error(status: int, message: Any) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Limits()) -> FastAPI:
+    """The server for one data directory; `keys` map API keys to the tenant and asker they fix."""
+    app = FastAPI(title="context-engine", description="Answers questions over a team's engineering records.")
+    limiter = RateLimiter(limits.requests_per_minute)
+    ingest_lock = threading.Lock()  # one writer at a time on the embedded store and the index
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next):
+        path = request.url.path
+        if not (path in PUBLIC_PATHS or path.startswith(WEBHOOK_PREFIX)):
+            token = _bearer(request)
+            if token is None or token not in keys:
+                return _error(401, "missing or unknown API key: send `Authorization: Bearer KEY`")
+            if not limiter.allow(token):
+                return _error(429, f"rate limit: at most {limits.requests_per_minute} requests a minute per key")
+            request.state.api_key = keys[token]
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit():
+            too_big = int(declared) > limits.max_body_bytes
+        else:
+            too_big = len(await request.body()) > limits.max_body_bytes
+        if too_big:
+            return _error(413, f"request body over {limits.max_body_bytes} bytes")
+        try:
+            return await asyncio.wait_for(call_next(request), limits.timeout_seconds)
+        except asyncio.TimeoutError:
+            return _error(504, f"no response within {limits.timeout_seconds:g} s")
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, exc: HTTPException):
+        return _error(exc.status_code, exc.detail)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_request: Request, exc: RequestValidationError):
+        return _error(422, [{"loc": list(e.get("loc", ())), "msg": e.get("msg")} if isinstance(e, dict) else str(e)
+                            for e in exc.errors()])
+
+    @app.exception_handler(ValueError)
+    async def input_error(_request: Request, exc: ValueError):
+        # The graph raises ValueError for bad input it only finds while running (e.g. a malformed `now`).
+        return _error(400, str(exc))
+
+    @app.exception_handler(Exception)
+    async def unexpected_error(_request: Request, exc: Exception):
+        log.exception("unhandled error")
+        return _error(500, f"internal error ({type(exc).__name__})")
+
+    def run_config(_config: dict[str, Any], request: Request) -> dict[str, Any]:
+        # The client's config is dropped whole: only the key decides who asks, for which tenant.
+        key: ApiKey = request.state.api_key
+        context = Context(tenant=key.tenant, user=key.user, data_dir=str(settings.data_dir),
+                          model=settings.model, use_llm=settings.use_llm)
+        return {"configurable": {CONFIG_KEY_RUNTIME: Runtime(context=context)}}
+
+    add_routes(app, context_graph, path="/context", per_req_config_modifier=run_config,
+               enabled_endpoints=("invoke", "batch", "stream", "stream_events", "stream_log", "playground",
+                                  "input_schema", "output_schema", "config_schema", "config_hashes"))
+
+    @app.get("/healthz")
+    async def healthz():
+        report = await run_in_threadpool(readiness, settings, sorted({k.tenant for k in keys.values()}))
+        return JSONResponse(report, status_code=200 if report["ready"] else 503)
+
+    def ingest_now(tenant: str, batches: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+        from context_engine.runtime import forget
+        from context_engine.sources.ingest import ingest
+
+        with ingest_lock:
+            report = ingest(settings, {tenant: batches})[0]
+            forget(settings)
+        return report.to_json()
+
+    @app.post("/ingest/github")
+    async def ingest_github(request: Request):
+        body = await request.body()
+        secret = os.environ.get(GITHUB_SECRET_ENV, "")
+        if not secret:
+            return _error(503, f"GitHub webhooks are off: ${GITHUB_SECRET_ENV} is not set")
+        expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(expected, request.headers.get("x-hub-signature-256", "")):
+            return _error(401, "bad X-Hub-Signature-256")
+        event = request.headers.get("x-github-event", "")
+        if event == "ping":
+            return {"ok": True}
+        try:
+            payload = json.loads(body)
+            batches = await run_in_threadpool(github_batches, settings, event, payload)
+        except (ValueError, KeyError, TypeError) as exc:
+            return _error(400, f"unusable {event or 'GitHub'} payload: {exc}")
+        if batches is None:
+            return {"ignored": event}
+        return {"ingested": await run_in_threadpool(ingest_now, settings.tenant, batches)}
+
+    @app.post("/ingest/slack")
+    async def ingest_slack(request: Request):
+        body = await request.body()
+        secret = os.environ.get(SLACK_SECRET_ENV, "")
+        if not secret:
+            return _error(503, f"Slack webhooks are off: ${SLACK_SECRET_ENV} is not set")
+        stamp = request.headers.get("x-slack-request-timestamp", "")
+        if not stamp.isdigit() or abs(time.time() - int(stamp)) > SLACK_MAX_SKEW_SECONDS:
+            return _error(401, "missing or stale X-Slack-Request-Timestamp")
+        expected = "v0=" + hmac.new(secret.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(expected, request.headers.get("x-slack-signature", "")):
+            return _error(401, "bad X-Slack-Signature")
+        try:
+            payload = json.loads(body)
+        except ValueError as exc:
+            return _error(400, f"unusable Slack payload: {exc}")
+        if payload.get("type") == "url_verification":
+            return {"challenge": payload.get("challenge")}
+        record = slack_message(payload)
+        if record is None:
+            return {"ignored": (payload.get("event") or {}).get("type") or payload.get("type")}
+        return {"ingested": await run_in_threadpool(ingest_now, settings.tenant, {"messages": [record]})}
+
+    return app
+
+
+def readiness(settings: Settings, tenants: list[str]) -> dict[str, Any]:
+    """Whether the store opens and each served tenant has records and a semantic index."""
+    from context_engine.retrievers.index import IndexMissing
+    from context_engine.runtime import NoData, catalog_for, semantic_index_for
+
+    report: dict[str, Any] = {"ready": False, "store": False, "tenants": {}}
+    try:
+        for tenant in tenants:
+            scoped = settings.with_overrides(tenant=tenant)
+            has_records = bool(catalog_for(scoped).schemas)
+            report["store"] = True
+            try:
+                semantic_index_for(scoped)
+                indexed = True
+            except IndexMissing:
+                indexed = False
+            report["tenants"][tenant] = {"records": has_records, "index": indexed}
+    except NoData as exc:
+        report["detail"] = str(exc)
+        return report
+    report["ready"] = report["store"] and all(t["records"] and t["index"] for t in report["tenants"].values())
+    return report
+
+
+def github_batches(settings: Settings, event: str, payload: dict[str, Any]) -> dict[str, list[dict]] | None:
+    """The records a GitHub webhook delivers: the PR (pull_request, pull_request_review) or the issue
+    (issues; a PR seen as an issue goes to pull_requests). None for events we do not store."""
+    from context_engine.sources.github import is_pull_request
+
+    if event == "pull_request":
+        return {"pull_requests": [payload["pull_request"]]}
+    if event == "issues":
+        issue = payload["issue"]
+        return {"pull_requests" if is_pull_request(issue) else "issues": [issue]}
+    if event == "pull_request_review":
+        return {"pull_requests": [with_review(settings, payload["pull_request"], payload["review"])]}
+    return None
+
+
+def with_review(settings: Settings, pull: dict[str, Any], review: dict[str, Any]) -> dict[str, Any]:
+    """The PR with its stored reviews plus this one (the review payload's PR carries no reviews)."""
+    from context_engine.runtime import NoData, store_for
+    from context_engine.sources.normalize import normalize
+    from context_engine.store.documents import record_id
+
+    ref = normalize("pull_requests", pull)["ref"]
+    try:
+        stored = store_for(settings).collection("pull_requests").find_one({"_id": record_id(settings.tenant, ref)})
+    except NoData:
+        stored = None
+    reviews = [r for r in (stored or {}).get("reviews", []) if r.get("id") != review.get("id")]
+    return {**pull, "reviews": reviews + [review]}
+
+
+def slack_message(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """A stored message record from an Events API `event_callback` of a plain `message`; None for
+    anything else (other events, edits, bot and system subtypes)."""
+    event = payload.get("event") or {}
+    if payload.get("type") != "event_callback" or event.get("type") != "message" or event.get("subtype"):
+        return None
+    record = {k: event[k] for k in ("type", "user", "text", "ts", "thread_ts") if k in event}
+    record["channel_id"] = event.get("channel")
+    return record
