@@ -160,14 +160,19 @@ def decide_offline(signals: RouteSignals) -> RouteDecision:
         return RouteDecision(route=route, reasons=[*reasons, why],
                              topic=topic_words(signals) if route == "hybrid" else None)
 
+    # "how many players on a team" names no kind of record and no condition: a count of the world, not
+    # of records, which a query over the whole collection would only pretend to answer.
+    aggregation = signals.aggregation if (signals.named_collection or signals.constrained) else None
     if signals.cues:
-        if signals.constrained or signals.aggregation:
+        if signals.constrained or aggregation:
             return decided("hybrid", "a content question within conditions the structured half applies")
         return decided("semantic", "a content question with no condition on people, time or state")
     if signals.unresolved:
         return decided("structured", "a question about people: the structured half asks which one")
-    if signals.aggregation:
+    if aggregation:
         return decided("structured", "a count or aggregation: only a query computes it")
+    if signals.aggregation:
+        return decided("semantic", "a count or ranking of no kind of record under no condition: about content")
     if signals.text:
         if signals.constrained or signals.named_collection:
             return decided("hybrid", "a filtered list about a topic: filters, full text and semantic search")
