@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DEMO_DIR ?= .context-engine-demo
 DEMO_NOW := 2026-11-30T12:00:00Z
 
-.PHONY: install demo test test-llm bench clean studio
+.PHONY: install demo test test-llm bench load clean studio
 
 $(BIN)/context-engine: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,9 @@ studio: install
 	$(BIN)/context-engine ingest sample --data-dir $(DEMO_DIR)
 	LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false \
 	CONTEXT_ENGINE_HOME=$(DEMO_DIR) $(BIN)/langgraph dev --no-browser --port $(STUDIO_PORT)
+
+load: install
+	$(BIN)/python -m context_engine.eval.load --clients 8 --seconds 60
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache
