@@ -72,3 +72,16 @@ def test_a_tenant_never_sees_another_tenants_records(sample_dir):
 def test_an_unanswerable_question_is_declined_not_invented(sample_dir):
     out = _ask(sample_dir, "what is the boiling point of liquid nitrogen?")
     assert out["declined"] and out["citations"] == []
+
+
+def test_rows_matched_by_full_text_alone_do_not_overrule_the_answerability_judge():
+    from context_engine.nodes.generate import _exact_rows
+
+    def structured(pipeline):
+        return {"records": [{"ref": "p1"}], "queries": [{"pipeline": pipeline}]}
+
+    text_only = [{"$match": {"$text": {"$search": "strike punjab"}}}, {"$limit": 20}]
+    filtered = [{"$match": {"$text": {"$search": "auth"}, "merged_at": {"$gte": "2026-11-01"}}}]
+    assert not _exact_rows(structured(text_only))
+    assert _exact_rows(structured(filtered))
+    assert not _exact_rows({"records": [], "queries": [{"pipeline": filtered}]})

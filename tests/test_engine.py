@@ -136,3 +136,9 @@ def test_a_topic_question_is_a_ranked_keyword_search(settings):
 def test_a_question_with_nothing_to_query_says_so(settings):
     result = _run(settings, "???")
     assert isinstance(result, ResolutionFailed) and "could not find anything to query" in result.message
+
+
+def test_a_ranking_by_a_field_the_collection_lacks_is_not_planned(settings):
+    # Grouping commits by some other field (each record its own group) would answer another question.
+    result = _run(settings, "which commits have the most reviewers?")
+    assert isinstance(result, ResolutionFailed)

@@ -61,6 +61,16 @@ def _semantic_queries(state: State, settings) -> list[dict[str, Any]]:
              "reranker": settings.reranker}]
 
 
+def _exact_rows(structured: dict[str, Any] | None) -> bool:
+    """Whether the structured half found records by a condition of its own (people, time, state ...).
+    Rows a full-text search alone matched are one more search result: whether they answer the
+    question is the answerability judge's call, as for the semantic hits."""
+    if not structured or not structured["records"]:
+        return False
+    pipeline = structured["queries"][-1]["pipeline"] if structured["queries"] else []
+    return any(key != "$text" for stage in pipeline for key in stage.get("$match", {}))
+
+
 def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     settings = context_settings(runtime)
     route = state.get("route", "structured")
@@ -73,7 +83,7 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     # more) and the index's embedding model (does the best evidence sentence mean what was asked?).
     index = semantic_index_for(settings)
     found = answerability(question, contexts, idf=bm25_idf(index.bm25), embeddings=index.query_embeddings())
-    declined = not found.answerable and not (structured and structured["records"])
+    declined = not found.answerable and not _exact_rows(structured)
     chain = None
     if contexts and not declined:
         refs = list(dict.fromkeys(d.metadata["doc_ref"] for d in contexts[:CHAIN_FROM]))

@@ -179,9 +179,10 @@ class _Builder:
         if group_role and not bucket:
             group_path, person_field = self._group_path(group_role)
             if group_path is None:
-                self.confidence = min(self.confidence, 0.3)
+                # Grouping by some other field would answer a different question (every record its own
+                # group): plan nothing, so a content question about "the most ..." goes to search.
                 self.notes.append(f"{collection} has no field for {group_role}")
-                group_path = field_for(schema, "created") or "ref"
+                return Plan(self.collection, [], confidence=0.0, planner="offline", notes=self.notes)
             # Records without the grouped field form no group ("PRs per milestone" skips unplanned PRs).
             self.add_filter(group_path, {"$exists": True, "$ne": None})  # both: mongomock misreads a lone $ne
 
