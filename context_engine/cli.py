@@ -1,4 +1,4 @@
-"""`context-engine`: ingest, ask, query, schema.
+"""`context-engine`: ingest, ask, query, people, schema, eval, serve.
 
 Exit codes: 0 ok; 2 usage or input error (one line on stderr, never a traceback); 3 a hand-written
 pipeline was rejected by validation.
@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ class _Progress:
         self.console = Console(stderr=True)
         self.bar = None
         self.tasks: dict[str, int] = {}
+        self.started = time.perf_counter()
 
     def __enter__(self):
         return self.report if self.console.is_terminal else None
@@ -70,33 +72,31 @@ class _Progress:
         elif what == "embedded" and tenant in self.tasks:
             self.bar.update(self.tasks[tenant], completed=count)
         elif what != "chunks to embed":
-            self.console.print(f"  {label}: {count:,}")
+            rate = count / max(time.perf_counter() - self.started, 1e-3)
+            self.console.print(f"  {label}: {count:,} ({rate:,.0f}/s)")
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from context_engine.sources.github import ReadProblems, SourceError, read_github_dump
+    from context_engine.sources.connectors import SourceRequest, read_source
+    from context_engine.sources.github import ReadProblems, SourceError
     from context_engine.sources.ingest import ingest
 
     settings = _settings(args)
-    if args.source == "sample":
-        if args.paths:
-            raise InputError("`ingest sample` takes no paths")
-        from context_engine.sources.sample import generate
-
-        per_tenant = generate()
-        problems = ReadProblems()
-    elif args.source == "github":
-        if not args.paths:
-            raise InputError("`ingest github` needs one or more dump files (JSON, JSONL or .gz)")
-        problems = ReadProblems()
-        try:
-            per_tenant = {settings.tenant: read_github_dump([Path(p) for p in args.paths], problems)}
-        except SourceError as exc:
-            raise InputError(str(exc)) from None
-    else:
-        raise InputError(f"unknown source {args.source!r}: use sample or github")
+    problems = ReadProblems()
+    request = SourceRequest(args.source, [Path(p) for p in args.paths], repo=args.repo, since=args.since,
+                            full=args.prune)
+    try:
+        read = read_source(request, settings.tenant, settings.data_dir, problems)
+    except SourceError as exc:
+        raise InputError(str(exc)) from None
+    per_tenant = read.per_tenant
     with _Progress() as progress:
-        reports = ingest(settings, per_tenant, progress=progress, index=not args.no_index)
+        try:
+            reports = ingest(settings, per_tenant, progress=progress, index=not args.no_index, prune=args.prune)
+        except ValueError as exc:  # e.g. --prune of records that do not say which source they are from
+            raise InputError(str(exc)) from None
+    if read.after_commit:
+        read.after_commit()
     out = [r.to_json() for r in reports]
     for item in out:
         item["skipped"] += problems.count
@@ -113,6 +113,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 ix = r["index"]
                 print(f"  semantic index: {ix['chunks']:,} chunks (+{ix['added']} ~{ix['updated']} -{ix['removed']}), "
                       f"{ix['embedded']:,} embedded, {ix['cache_hits']:,} from the embedding cache, {ix['seconds']:.1f}s")
+            if r["removed"]:
+                print("  removed (no longer in the source): "
+                      + ", ".join(f"{n} {count:,}" for n, count in r["removed"].items()))
+            if r["people_conflicts"]:
+                print(f"  people: {r['people_conflicts']} possible matches left apart (see `context-engine people`)")
             for problem in r["problems"]:
                 print(f"  skipped {problem}", file=sys.stderr)
     return EXIT_OK
@@ -222,6 +227,40 @@ def cmd_schema(args: argparse.Namespace) -> int:
         for schema in catalog.schemas.values():
             print(schema.describe())
             print()
+    return EXIT_OK
+
+
+def cmd_people(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from context_engine.sources.connectors import saved_overrides
+    from context_engine.sources.people import merge_people
+    from context_engine.store.documents import strip_hidden
+
+    settings = _settings(args)
+    _check_tenant_and_asker(settings)
+    from context_engine.runtime import store_for
+
+    stored = [strip_hidden(p) for p in store_for(settings).collection("people").find({"tenant_id": settings.tenant})]
+    # Merging the stored directory again changes nothing and recovers the conflicts left apart.
+    directory = merge_people(stored, saved_overrides(settings.data_dir, settings.tenant))
+    people = sorted(directory.people, key=lambda p: str(p.get("name") or p.get("login") or "").lower())
+    if args.json:
+        _print_json({"people": people, "conflicts": [vars(c) for c in directory.conflicts]})
+        return EXIT_OK
+    table = Table(title=f"people of tenant {settings.tenant}: {len(people):,}")
+    for column in ("name", "github", "slack", "email", "jira", "team", "merged by"):
+        table.add_column(column, overflow="fold")
+    for p in people:
+        rules = sorted({e["rule"] for e in p.get("evidence") or []})
+        table.add_row(str(p.get("name") or ""), p.get("login") or "", p.get("slack_handle") or p.get("slack_id") or "",
+                      ", ".join(p.get("emails") or ([p["email"]] if p.get("email") else [])), p.get("jira") or "",
+                      p.get("team") or "", ", ".join(rules))
+    console = Console()
+    console.print(table)
+    for conflict in directory.conflicts:
+        console.print(f"conflict: {conflict.name}: {', '.join(conflict.candidates)} ({conflict.reason})")
     return EXIT_OK
 
 
@@ -378,10 +417,18 @@ def build_parser() -> argparse.ArgumentParser:
         "tenant-scoped MongoDB queries. Exit codes: 0 ok, 2 usage/input error, 3 rejected query."))
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("ingest", parents=[common], help="load data: the bundled sample or GitHub API dumps")
-    p.add_argument("source", choices=["sample", "github"], help="sample: the bundled corpus (tenants acme, globex); "
-                   "github: JSON/JSONL/.gz dumps of /issues or /pulls")
-    p.add_argument("paths", nargs="*", help="dump files for `github`")
+    from context_engine.sources.connectors import SOURCES
+
+    p = sub.add_parser("ingest", parents=[common], help="load data from a source (re-ingesting upserts by source id)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="sources:\n" + "\n".join(f"  {name:8s} {what}" for name, what in SOURCES.items()))
+    p.add_argument("source", choices=list(SOURCES), help="where the records come from (see below)")
+    p.add_argument("paths", nargs="*", help="files or folders of the source")
+    p.add_argument("--repo", metavar="OWNER/NAME", help="github: sync this repository live through the REST API "
+                   "(token: $GITHUB_TOKEN or `gh auth token`; incremental after the first run)")
+    p.add_argument("--since", metavar="DATE", help="git, github --repo: only history after this date")
+    p.add_argument("--prune", action="store_true", help="remove records the source no longer has "
+                   "(github --repo: makes the sync a full one)")
     p.add_argument("--no-index", action="store_true",
                    help="structured store only: skip chunking and embedding for the semantic index")
     p.set_defaults(func=cmd_ingest)
@@ -416,6 +463,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="offline (default); auto: the LLM where the offline planner is unsure; llm: every question")
     p.add_argument("--limit", type=int, help="only the first N questions (queries)")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("people", parents=[common], help="the identity directory: each person's accounts across "
+                       "sources, why they were merged, and the possible matches left apart")
+    p.set_defaults(func=cmd_people)
 
     p = sub.add_parser("schema", parents=[common], help="print the discovered schema")
     p.set_defaults(func=cmd_schema)

@@ -60,6 +60,10 @@ def build_catalog(store: DocumentStore, tenant: str) -> Catalog:
     return Catalog(tenant, schemas, people)
 
 
+def catalog_cached(settings: Settings, tenant: str) -> bool:
+    return _cache_path(settings, tenant).exists()
+
+
 def refresh_catalog(store: DocumentStore, settings: Settings, tenant: str) -> Catalog:
     catalog = build_catalog(store, tenant)
     path = _cache_path(settings, tenant)

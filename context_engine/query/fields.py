@@ -55,7 +55,7 @@ VALUE_ROLES: dict[str, dict[str, list[str]]] = {
 }
 
 # Jira statuses that mean the work is finished; everything else is open.
-DONE_STATUSES = ("Done", "Closed", "Resolved", "Won't Do", "Won't Fix", "Cancelled", "Duplicate")
+DONE_STATUSES = ("Done", "Closed", "Resolved", "Won't Do", "Won't Fix", "Cancelled", "Canceled", "Duplicate")
 
 
 def field_for(schema: CollectionSchema | None, role: str) -> str | None:

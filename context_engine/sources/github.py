@@ -7,11 +7,11 @@ skipped; the rest goes in.
 
 from __future__ import annotations
 
-import gzip
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
+
+from context_engine.sources.normalize import repo_from_url
 
 
 class SourceError(RuntimeError):
@@ -29,52 +29,17 @@ class ReadProblems:
             self.examples.append(f"{where}: {why}")
 
 
-def _open_text(path: Path):
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
-
-
 def iter_json_records(path: Path, problems: ReadProblems) -> Iterator[dict[str, Any]]:
     """Objects from a JSON array/object file or a JSON-lines file (optionally gzipped)."""
-    if not path.is_file():
-        raise SourceError(f"cannot read {path}: no such file")
-    try:
-        with _open_text(path) as fh:
-            head = fh.read(1)
-            while head and head.isspace():
-                head = fh.read(1)
-            if head == "[":
-                try:
-                    items = json.loads(head + fh.read())
-                except json.JSONDecodeError as exc:
-                    raise SourceError(f"{path} is not valid JSON: {exc}") from None
-                for i, item in enumerate(items):
-                    if isinstance(item, dict):
-                        yield item
-                    else:
-                        problems.add(f"{path}[{i}]", "not a JSON object")
-                return
-            first = head + fh.readline()
-            for lineno, line in enumerate([first] if first.strip() else [], start=1):
-                yield from _parse_line(line, path, lineno, problems)
-            for lineno, line in enumerate(fh, start=2):
-                if line.strip():
-                    yield from _parse_line(line, path, lineno, problems)
-    except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile) as exc:
-        raise SourceError(f"cannot read {path}: {exc}") from None
+    from context_engine.sources.json_files import json_values
 
-
-def _parse_line(line: str, path: Path, lineno: int, problems: ReadProblems) -> Iterator[dict[str, Any]]:
-    try:
-        item = json.loads(line)
-    except json.JSONDecodeError as exc:
-        problems.add(f"{path}:{lineno}", f"malformed JSON ({exc.msg})")
-        return
-    if isinstance(item, dict):
-        yield item
-    else:
-        problems.add(f"{path}:{lineno}", "not a JSON object")
+    for where, value in json_values(path, problems):
+        items = value if isinstance(value, list) else [value]
+        for i, item in enumerate(items):
+            if isinstance(item, dict):
+                yield item
+            else:
+                problems.add(f"{where}[{i}]" if isinstance(value, list) else where, "not a JSON object")
 
 
 def is_pull_request(record: dict[str, Any]) -> bool:
@@ -87,6 +52,8 @@ def read_github_dump(paths: list[Path], problems: ReadProblems) -> dict[str, lis
     out: dict[str, list[dict[str, Any]]] = {"pull_requests": [], "issues": []}
     for path in paths:
         for record in iter_json_records(path, problems):
+            repo = repo_from_url(record.get("repository_url") or record.get("html_url"))
+            record = {**record, "source": f"github:{repo}"} if repo else record
             out["pull_requests" if is_pull_request(record) else "issues"].append(record)
     out["people"] = people_from_github(out["pull_requests"] + out["issues"])
     return out

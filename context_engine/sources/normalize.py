@@ -85,7 +85,7 @@ def normalize(collection: str, record: dict[str, Any]) -> dict[str, Any]:
         if not doc.get("ts") or not doc.get("channel_id"):
             raise RecordError("a Slack message needs `ts` and `channel_id`")
         doc["ref"] = f"{doc['channel_id']}:{doc['ts']}"
-        doc.setdefault("date", slack_ts_to_datetime(doc["ts"]))
+        doc.setdefault("date", to_utc_naive(slack_ts_to_datetime(doc["ts"])))  # stored to the millisecond
     elif collection == "documents":
         ref = doc.get("doc_id") or doc.get("url") or doc.get("path")
         if not ref:
@@ -96,9 +96,9 @@ def normalize(collection: str, record: dict[str, Any]) -> dict[str, Any]:
             raise RecordError("a commit needs `sha`")
         doc["ref"] = str(doc["sha"])
     elif collection == "people":
-        ref = doc.get("login") or doc.get("slack_id") or doc.get("email")
+        ref = doc.get("login") or doc.get("slack_id") or doc.get("email") or doc.get("jira")
         if not ref:
-            raise RecordError("a person needs `login`, `slack_id` or `email`")
+            raise RecordError("a person needs `login`, `slack_id`, `email` or `jira`")
         doc["ref"] = str(ref)
     else:
         raise RecordError(f"no source key for a {collection} record")

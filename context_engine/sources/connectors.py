@@ -1,0 +1,162 @@
+"""`context-engine ingest SOURCE ...`: which connector reads which source, and the state a source
+keeps between runs (the GitHub sync cursor, the hand-written people overrides).
+
+Each reader returns `{collection: [records]}` for one tenant; `ingest.ingest` writes them. Connectors
+know nothing of the CLI, and the CLI knows nothing of source formats.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from context_engine.sources.github import ReadProblems, SourceError
+
+__all__ = ["SOURCES", "SourceRequest", "ReadResult", "read_source", "saved_overrides"]
+
+Batches = dict[str, list[dict[str, Any]]]
+
+# source -> what its paths are (for help and errors)
+SOURCES = {
+    "sample": "no paths: the bundled sample corpus (tenants acme and globex)",
+    "github": "GitHub API dump files (JSON, JSONL, .gz), or --repo owner/name to sync live",
+    "git": "one local repository directory",
+    "slack": "workspace export .zip files or unpacked folders",
+    "jira": "Jira REST search results or JSON exports (JSON, JSONL, .gz)",
+    "linear": "Linear GraphQL JSON or CSV exports",
+    "docs": "folders of Markdown, Notion or Confluence exports",
+    "people": "one people.yaml or .csv of overrides (name, aliases, github, slack, email, jira, team)",
+}
+
+
+@dataclass
+class SourceRequest:
+    source: str
+    paths: list[Path] = field(default_factory=list)
+    repo: str | None = None        # github: sync this repository live
+    since: str | None = None       # git, github --repo: only history after this date
+    full: bool = False             # github --repo: ignore the saved cursor (a full sync, as --prune needs)
+
+
+@dataclass
+class ReadResult:
+    per_tenant: dict[str, Batches]
+    # Run after the records are committed (saving a sync cursor must not run ahead of the data).
+    after_commit: Callable[[], None] | None = None
+
+
+def _cursor_path(data_dir: Path, tenant: str, repo: str) -> Path:
+    return data_dir / "sync" / tenant / f"github-{repo.replace('/', '__')}.json"
+
+
+def _overrides_path(data_dir: Path, tenant: str) -> Path:
+    return data_dir / "people" / f"{tenant}-overrides.json"
+
+
+def saved_overrides(data_dir: Path, tenant: str) -> list[dict[str, Any]]:
+    """The tenant's people overrides, as last loaded by `ingest people FILE` (none: [])."""
+    path = _overrides_path(data_dir, tenant)
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else []
+
+
+def _write_json(path: Path, value: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(value, ensure_ascii=False, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _need_paths(request: SourceRequest, exactly_one: bool = False) -> None:
+    if not request.paths or (exactly_one and len(request.paths) != 1):
+        count = "one" if exactly_one else "one or more"
+        raise SourceError(f"`ingest {request.source}` needs {count} path(s): {SOURCES[request.source]}")
+
+
+def _concat(results: list[Batches]) -> Batches:
+    out: Batches = {}
+    for batches in results:
+        for name, records in batches.items():
+            out.setdefault(name, []).extend(records)
+    return out
+
+
+def read_source(request: SourceRequest, tenant: str, data_dir: Path, problems: ReadProblems) -> ReadResult:
+    """Read one source for `tenant`. Raises SourceError (one line) when it cannot be read at all."""
+    source, paths = request.source, request.paths
+    if source not in SOURCES:
+        raise SourceError(f"unknown source {source!r}: use one of {', '.join(SOURCES)}")
+    if request.repo and source != "github":
+        raise SourceError("--repo is for `ingest github`")
+    if source == "sample":
+        if paths:
+            raise SourceError("`ingest sample` takes no paths")
+        from context_engine.sources.sample import generate
+
+        return ReadResult(generate())
+    if source == "github" and request.repo:
+        return _sync_github(request, tenant, data_dir, problems)
+    if source == "github":
+        from context_engine.sources.github import read_github_dump
+
+        _need_paths(request)
+        return ReadResult({tenant: read_github_dump(paths, problems)})
+    if source == "git":
+        from context_engine.sources.git import read_git_repo
+
+        _need_paths(request, exactly_one=True)
+        return ReadResult({tenant: read_git_repo(paths[0], problems, since=request.since)})
+    if source == "slack":
+        from context_engine.sources.slack import read_slack_export
+
+        _need_paths(request)
+        return ReadResult({tenant: _concat([read_slack_export(p, problems) for p in paths])})
+    if source == "jira":
+        from context_engine.sources.jira import read_jira
+
+        _need_paths(request)
+        return ReadResult({tenant: read_jira(paths, problems)})
+    if source == "linear":
+        from context_engine.sources.linear import read_linear
+
+        _need_paths(request)
+        return ReadResult({tenant: read_linear(paths, problems)})
+    if source == "docs":
+        from context_engine.sources.docs import read_docs
+
+        _need_paths(request)
+        return ReadResult({tenant: _concat([read_docs(p, problems) for p in paths])})
+    # people: the overrides are kept beside the data so that every later merge applies them too.
+    from context_engine.sources.people import load_overrides
+
+    _need_paths(request, exactly_one=True)
+    _write_json(_overrides_path(data_dir, tenant), load_overrides(paths[0]))
+    return ReadResult({tenant: {"people": []}})
+
+
+def _sync_github(request: SourceRequest, tenant: str, data_dir: Path, problems: ReadProblems) -> ReadResult:
+    from context_engine.sources.github_api import github_token, sync_github
+
+    if request.paths:
+        raise SourceError("`ingest github --repo owner/name` takes no dump files")
+    if request.repo.count("/") != 1 or not all(request.repo.split("/")):
+        raise SourceError(f"--repo {request.repo!r}: expected owner/name")
+    path = _cursor_path(data_dir, tenant, request.repo)
+    cursor = None if request.full or not path.exists() else json.loads(path.read_text(encoding="utf-8"))
+    if cursor is None and request.since:
+        since = _iso_utc(request.since)
+        cursor = {"updated_since": since, "comments_since": since}
+    records, new_cursor = sync_github(request.repo, github_token(), cursor, problems)
+    return ReadResult({tenant: records}, after_commit=lambda: _write_json(path, new_cursor))
+
+
+def _iso_utc(text: str) -> str:
+    """`--since` as GitHub wants it (ISO 8601, UTC): "2024-05-01", "3 months ago" ..."""
+    import dateparser
+
+    when = dateparser.parse(text, settings={"RETURN_AS_TIMEZONE_AWARE": True, "TO_TIMEZONE": "UTC"})
+    if when is None:
+        raise SourceError(f"--since {text!r}: not a date")
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
