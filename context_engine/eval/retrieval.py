@@ -45,7 +45,7 @@ from context_engine.retrievers.bm25 import BM25Index
 from context_engine.retrievers.chunking import Chunk, chunk_document, embedding_text
 from context_engine.retrievers.dense import DenseIndex, make_embeddings
 from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache
-from context_engine.retrievers.fusion import convex, rrf
+from context_engine.retrievers.fusion import FUSIONS, fuse_hits
 from context_engine.retrievers.rerank import (OFFLINE_FEATURES, OfflineWeights, Reranker, make_reranker,
                                               offline_features)
 
@@ -159,28 +159,26 @@ def open_beir_index(root: Path, settings: Settings, progress: Progress | None = 
 Ranked = list[tuple[str, float]]
 
 
-def fuse(settings: Settings, bm25: Ranked, dense: Ranked) -> Ranked:
-    """The two chunk lists fused as Settings say (fusion, weights, rrf_k)."""
-    weights = [settings.bm25_weight, settings.dense_weight]
-    if settings.fusion == "rrf":
-        return rrf([bm25, dense], weights, k=settings.rrf_k)
-    if settings.fusion == "convex":
-        return convex([bm25, dense], weights)
-    raise BeirInputError(f"unknown fusion {settings.fusion!r}: use rrf or convex")
+def fuse(settings: Settings, index: BeirIndex, bm25: Ranked, dense: Ranked) -> list[dict[str, Any]]:
+    """The two chunk lists fused as the engine fuses them (`fusion.fuse_hits`: per document, as
+    Settings say): hits with the document's best chunk as `id`, the fused `score` and `ranks`."""
+    if settings.fusion not in FUSIONS:
+        raise BeirInputError(f"unknown fusion {settings.fusion!r}: use {' or '.join(FUSIONS)}")
+    lists = {name: [{"id": chunk_id, "doc_ref": index.chunks[chunk_id].doc_ref, "score": score}
+                    for chunk_id, score in ranked] for name, ranked in (("bm25", bm25), ("dense", dense))}
+    return fuse_hits(lists, settings.fusion, {"bm25": settings.bm25_weight, "dense": settings.dense_weight},
+                     settings.rrf_k)
 
 
-def fused_hits(index: BeirIndex, fused: Ranked, bm25: Ranked, dense: Ranked) -> list[Document]:
-    """Fused chunks as the hybrid retriever's Documents (score, ranks per list)."""
-    bm25_rank = {cid: r for r, (cid, _s) in enumerate(bm25, start=1)}
-    dense_rank = {cid: r for r, (cid, _s) in enumerate(dense, start=1)}
+def fused_hits(index: BeirIndex, fused: list[dict[str, Any]]) -> list[Document]:
+    """Fused hits as the hybrid retriever's Documents (score, ranks per list)."""
     hits = []
-    for chunk_id, score in fused:
-        chunk = index.chunks[chunk_id]
-        ranks = {name: r for name, r in (("bm25", bm25_rank.get(chunk_id)), ("dense", dense_rank.get(chunk_id))) if r}
-        hits.append(Document(page_content=chunk.text, id=chunk_id, metadata={
-            "chunk_id": chunk_id, "doc_ref": chunk.doc_ref, "collection": chunk.collection, "title": chunk.title,
-            "url": chunk.url, "author": chunk.author, "date": None, "position": chunk.position, "score": score,
-            "retriever": "hybrid", "ranks": ranks}))
+    for hit in fused:
+        chunk = index.chunks[hit["id"]]
+        hits.append(Document(page_content=chunk.text, id=hit["id"], metadata={
+            "chunk_id": hit["id"], "doc_ref": chunk.doc_ref, "collection": chunk.collection, "title": chunk.title,
+            "url": chunk.url, "author": chunk.author, "date": None, "position": chunk.position,
+            "score": hit["score"], "retriever": "hybrid", "ranks": hit["ranks"]}))
     return hits
 
 
@@ -189,11 +187,10 @@ def documents_of(chunk_ids: Sequence[str], index: BeirIndex) -> list[str]:
     return list(dict.fromkeys(index.chunks[c].doc_ref for c in chunk_ids))[:DEPTH]
 
 
-def rerank_head(reranker: Reranker, index: BeirIndex, query: str, fused: Ranked, bm25: Ranked, dense: Ranked,
-                top: int) -> list[str]:
+def rerank_head(reranker: Reranker, index: BeirIndex, query: str, fused: list[dict[str, Any]], top: int) -> list[str]:
     """Chunk ids: the first `top` fused hits reordered by the reranker, then the rest in fused order."""
-    head = reranker.rerank(query, fused_hits(index, fused[:top], bm25, dense), top_n=top)
-    return [h.id for h in head] + [chunk_id for chunk_id, _score in fused[top:]]
+    head = reranker.rerank(query, fused_hits(index, fused[:top]), top_n=top)
+    return [h.id for h in head] + [hit["id"] for hit in fused[top:]]
 
 
 @dataclass
@@ -221,13 +218,11 @@ def run_rankings(index: BeirIndex, lists: dict[str, QueryLists], settings: Setti
     for q, ql in lists.items():
         runs["bm25"][q] = documents_of([c for c, _s in ql.bm25], index)
         runs["dense"][q] = documents_of([c for c, _s in ql.dense], index)
-        hybrid = fuse(settings, ql.bm25, ql.dense)
-        runs["hybrid"][q] = documents_of([c for c, _s in hybrid], index)
-        runs["reranked"][q] = documents_of(
-            rerank_head(reranker, index, ql.text, hybrid, ql.bm25, ql.dense, settings.rerank_k), index)
-        bm25, dense = ql.bm25[: settings.retrieve_k], ql.dense[: settings.retrieve_k]
-        runs["default"][q] = documents_of(
-            rerank_head(reranker, index, ql.text, fuse(settings, bm25, dense), bm25, dense, settings.rerank_k), index)
+        hybrid = fuse(settings, index, ql.bm25, ql.dense)
+        runs["hybrid"][q] = documents_of([hit["id"] for hit in hybrid], index)
+        runs["reranked"][q] = documents_of(rerank_head(reranker, index, ql.text, hybrid, settings.rerank_k), index)
+        engine = fuse(settings, index, ql.bm25[: settings.retrieve_k], ql.dense[: settings.retrieve_k])
+        runs["default"][q] = documents_of(rerank_head(reranker, index, ql.text, engine, settings.rerank_k), index)
     return runs
 
 
@@ -278,7 +273,8 @@ def tune(root: Path, split: str, settings: Settings, *, limit: int | None = None
     fusions = []
     for point in FUSION_GRID:
         s = replace(settings, **point)
-        rankings = {q: documents_of([c for c, _s in fuse(s, ql.bm25[: s.retrieve_k], ql.dense[: s.retrieve_k])], index)
+        rankings = {q: documents_of([hit["id"] for hit in fuse(s, index, ql.bm25[: s.retrieve_k], ql.dense[: s.retrieve_k])],
+                                    index)
                     for q, ql in lists.items()}
         fusions.append({**point, **mean_metrics(rankings, qrels)})
         if progress:
@@ -289,8 +285,8 @@ def tune(root: Path, split: str, settings: Settings, *, limit: int | None = None
     heads = {}
     for q, ql in lists.items():
         bm25, dense = ql.bm25[: s.retrieve_k], ql.dense[: s.retrieve_k]
-        fused = fuse(s, bm25, dense)
-        heads[q] = ([c for c, _s in fused], offline_features(ql.text, fused_hits(index, fused[: max(RERANK_K_GRID)], bm25, dense)))
+        fused = fuse(s, index, bm25, dense)
+        heads[q] = ([hit["id"] for hit in fused], offline_features(ql.text, fused_hits(index, fused[: max(RERANK_K_GRID)])))
     offline = []
     for weights in OFFLINE_GRID:
         w = weights.vector()

@@ -19,4 +19,4 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     retriever = make_retriever(settings, principals_for(settings))
     k = settings.retrieve_k * 2 ** state.get("reflections", 0)
     lists = retriever.search_lists(state.get("search_query") or state["question"], k=k)
-    return {"semantic": {name: [hit_to_dict(doc) for doc in lists[name]] for name in ("bm25", "dense")}}
+    return {"semantic": {name: [hit_to_dict(doc) for doc in docs] for name, docs in lists.items()}}

@@ -1,9 +1,9 @@
 """Hybrid retrieval over a tenant's `SemanticIndex`: BM25 and dense lists fused into one (LangChain retriever).
 
-`HybridRetriever.invoke(query)` returns the fused chunks; `search_lists(query)` returns the BM25,
-dense and fused lists together, so the graph can show what each retriever found. Both lists are
-asked for k chunks, fused by reciprocal rank fusion or a convex score combination
-(`retrievers/fusion.py`), and the fused list is cut to k.
+`HybridRetriever.invoke(query)` returns the fused list; `search_lists(query)` returns the BM25 and
+dense lists, so the graph can show what each retriever found and fuse them with structured rows.
+Both lists are asked for k chunks and fused per record by reciprocal rank fusion or a convex score
+combination (`retrievers/fusion.fuse_hits`, the one fusion of the engine); the fused list is cut to k.
 
 The access filter (`principals`) is a field set by code — `make_retriever(settings, principals)` —
 never by the model or the query: every list only ever holds chunks those principals may read.
@@ -19,7 +19,8 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
 from context_engine.config import Settings
-from context_engine.retrievers.fusion import RRF_K, convex, rrf
+from context_engine.retrievers.fusion import RRF_K, fuse_hits
+from context_engine.retrievers.hits import hit_to_dict, hit_to_document
 from context_engine.retrievers.index import SemanticIndex
 from context_engine.runtime import semantic_index_for
 
@@ -39,31 +40,22 @@ class HybridRetriever(BaseRetriever):
     rrf_k: int = RRF_K
 
     def search_lists(self, query: str, k: int | None = None) -> dict[str, list[Document]]:
-        """{"bm25": [...], "dense": [...], "fused": [...]}, each best first, at most k long."""
+        """{"bm25": [...], "dense": [...]}: what each retriever found, best first, at most k chunks each."""
         k = self.k if k is None else k
-        lists = {"bm25": self.index.search_bm25(query, k, self.principals),
-                 "dense": self.index.search_dense(query, k, self.principals)}
-        ranked = [[(doc.id, doc.metadata["score"]) for doc in docs] for docs in lists.values()]
-        if self.fusion == "rrf":
-            fused = rrf(ranked, list(self.weights), self.rrf_k)
-        else:
-            fused = convex(ranked, list(self.weights))
-        by_id: dict[str, Document] = {}
-        ranks: dict[str, dict[str, int]] = {}
-        for name, docs in lists.items():
-            for doc in docs:
-                by_id.setdefault(doc.id, doc)
-                ranks.setdefault(doc.id, {})[name] = doc.metadata["ranks"][name]
-        lists["fused"] = [
-            Document(page_content=by_id[chunk_id].page_content, id=chunk_id,
-                     metadata={**by_id[chunk_id].metadata, "score": score, "retriever": "hybrid",
-                               "ranks": ranks[chunk_id]})
-            for chunk_id, score in fused[:k]]
-        return lists
+        return {"bm25": self.index.search_bm25(query, k, self.principals),
+                "dense": self.index.search_dense(query, k, self.principals)}
+
+    def fuse(self, lists: dict[str, list[Document]]) -> list[Document]:
+        """The lists fused per record by `fusion.fuse_hits` (the graph's fuse node does the same with
+        structured rows as a third list): each record once, with its best chunk and its rank in each list."""
+        hits = fuse_hits({name: [hit_to_dict(doc) for doc in docs] for name, docs in lists.items()}, self.fusion,
+                         {"bm25": self.weights[0], "dense": self.weights[1]}, self.rrf_k)
+        return [hit_to_document(hit) for hit in hits]
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 k: int | None = None) -> list[Document]:
-        return self.search_lists(query, k)["fused"]
+        k = self.k if k is None else k
+        return self.fuse(self.search_lists(query, k))[:k]
 
 
 def make_retriever(settings: Settings, principals: list[str] | tuple[str, ...]) -> HybridRetriever:
