@@ -105,6 +105,19 @@ def _error(status: int, message: Any) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
+def _unsigned(secret_env: str, service: str, signed: bytes, prefix: str, request: Request,
+              header: str) -> JSONResponse | None:
+    """The error response for a webhook call not signed with the service's secret (HMAC-SHA256 of
+    `signed`, hex, after `prefix`, in `header`); None when the signature is right."""
+    secret = os.environ.get(secret_env, "")
+    if not secret:
+        return _error(503, f"{service} webhooks are off: ${secret_env} is not set")
+    expected = prefix + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected, request.headers.get(header.lower(), "")):
+        return _error(401, f"bad {header}")
+    return None
+
+
 def _bearer(request: Request) -> str | None:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
@@ -185,12 +198,9 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
     @app.post("/ingest/github")
     async def ingest_github(request: Request):
         body = await request.body()
-        secret = os.environ.get(GITHUB_SECRET_ENV, "")
-        if not secret:
-            return _error(503, f"GitHub webhooks are off: ${GITHUB_SECRET_ENV} is not set")
-        expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(expected, request.headers.get("x-hub-signature-256", "")):
-            return _error(401, "bad X-Hub-Signature-256")
+        refused = _unsigned(GITHUB_SECRET_ENV, "GitHub", body, "sha256=", request, "X-Hub-Signature-256")
+        if refused:
+            return refused
         event = request.headers.get("x-github-event", "")
         if event == "ping":
             return {"ok": True}
@@ -206,15 +216,13 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
     @app.post("/ingest/slack")
     async def ingest_slack(request: Request):
         body = await request.body()
-        secret = os.environ.get(SLACK_SECRET_ENV, "")
-        if not secret:
-            return _error(503, f"Slack webhooks are off: ${SLACK_SECRET_ENV} is not set")
         stamp = request.headers.get("x-slack-request-timestamp", "")
+        refused = _unsigned(SLACK_SECRET_ENV, "Slack", f"v0:{stamp}:".encode() + body, "v0=", request,
+                            "X-Slack-Signature")
+        if refused:
+            return refused
         if not stamp.isdigit() or abs(time.time() - int(stamp)) > SLACK_MAX_SKEW_SECONDS:
-            return _error(401, "missing or stale X-Slack-Request-Timestamp")
-        expected = "v0=" + hmac.new(secret.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(expected, request.headers.get("x-slack-signature", "")):
-            return _error(401, "bad X-Slack-Signature")
+            return _error(401, "missing or stale X-Slack-Request-Timestamp")  # a replayed request
         try:
             payload = json.loads(body)
         except ValueError as exc:
