@@ -74,7 +74,7 @@ def test_an_unanswerable_question_is_declined_not_invented(sample_dir):
     assert out["declined"] and out["citations"] == []
 
 
-def test_rows_matched_by_full_text_alone_do_not_overrule_the_answerability_judge():
+def test_rows_full_text_found_in_a_guessed_collection_do_not_overrule_the_answerability_judge():
     from context_engine.nodes.generate import _exact_rows
 
     def structured(pipeline):
@@ -82,6 +82,8 @@ def test_rows_matched_by_full_text_alone_do_not_overrule_the_answerability_judge
 
     text_only = [{"$match": {"$text": {"$search": "strike punjab"}}}, {"$limit": 20}]
     filtered = [{"$match": {"$text": {"$search": "auth"}, "merged_at": {"$gte": "2026-11-01"}}}]
-    assert not _exact_rows(structured(text_only))
-    assert _exact_rows(structured(filtered))
-    assert not _exact_rows({"records": [], "queries": [{"pipeline": filtered}]})
+    guessed, named = {"collection_named": False}, {"collection_named": True}
+    assert not _exact_rows(structured(text_only), guessed)
+    assert _exact_rows(structured(text_only), named)  # "what did the plinkerton ledger PR change?"
+    assert _exact_rows(structured(filtered), guessed)
+    assert not _exact_rows({"records": [], "queries": [{"pipeline": filtered}]}, named)

@@ -61,12 +61,15 @@ def _semantic_queries(state: State, settings) -> list[dict[str, Any]]:
              "reranker": settings.reranker}]
 
 
-def _exact_rows(structured: dict[str, Any] | None) -> bool:
-    """Whether the structured half found records by a condition of its own (people, time, state ...).
-    Rows a full-text search alone matched are one more search result: whether they answer the
-    question is the answerability judge's call, as for the semantic hits."""
+def _exact_rows(structured: dict[str, Any] | None, plan: dict[str, Any] | None) -> bool:
+    """Whether the structured half's records answer by themselves: found by a condition of their own
+    (people, time, state ...), or by full text in the kind of record the question named ("what did
+    the plinkerton ledger PR change?"). Rows a full-text search found in a collection the planner had
+    to guess are one more search result: whether they answer is the answerability judge's call."""
     if not structured or not structured["records"]:
         return False
+    if (plan or {}).get("collection_named", True):
+        return True
     pipeline = structured["queries"][-1]["pipeline"] if structured["queries"] else []
     return any(key != "$text" for stage in pipeline for key in stage.get("$match", {}))
 
@@ -83,7 +86,7 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     # more) and the index's embedding model (does the best evidence sentence mean what was asked?).
     index = semantic_index_for(settings)
     found = answerability(question, contexts, idf=bm25_idf(index.bm25), embeddings=index.query_embeddings())
-    declined = not found.answerable and not _exact_rows(structured)
+    declined = not found.answerable and not _exact_rows(structured, state.get("plan"))
     chain = None
     if contexts and not declined:
         refs = list(dict.fromkeys(d.metadata["doc_ref"] for d in contexts[:CHAIN_FROM]))

@@ -55,6 +55,10 @@ _GROUP_ROLES = {
     "频道": "channel", "负责人": "assignee", "类型": "type", "项目": "project",
 }
 
+_ASKS_FOR_PEOPLE = re.compile(r"\bwho\b|\bwhom\b|\bpeople\b|\bpersons?\b|\busers?\b|\bengineers?\b|\bdevelopers?\b|"
+                              r"\breviewers?\b|\bauthors?\b|\bposters?\b|\bcontributors?\b|\bcommitters?\b|\bapprovers?\b|"
+                              r"谁|哪些人|哪位", re.I)
+
 # Words that carry no topic: never sent to full-text search.
 _STOP = COMMON_WORDS | frozenset("""
 all any are ask asked been being both but could does doing find from get give got had has having
@@ -138,6 +142,7 @@ class _Builder:
         if not ctx.schemas:
             self.notes.append("the tenant has no data")
             return Plan("?", [], confidence=0.0, planner="offline", notes=self.notes)
+        self.collection_named = collection is not None
         if collection is None:
             collection = self._guess_collection()
             self.confidence = min(self.confidence, 0.4)
@@ -155,14 +160,16 @@ class _Builder:
         if is_count:
             self.mark(_COUNT.pattern)
         top = _TOP.search(self.q) if not bucket else None
+        ranked = self._ranked_by_count() if not bucket else None
         if top:
             self.use(top.span())
-            group_role = group_role or self._top_role(person_roles)
+            if ranked is None:
+                group_role = group_role or self._top_role(person_roles)
         # Review activity is dated by the review, not by the PR ("who reviewed the most last month").
         review_time = "reviewer" in person_roles or group_role == "reviewer" or "reviews.state" in self.match
         time_field = self._times("reviewed" if review_time and state_verb is None else state_verb)
         self._thresholds()
-        structured = bool(self.match or group_role or bucket or is_count or top or self.ctx.mentions
+        structured = bool(self.match or group_role or bucket or is_count or top or ranked or self.ctx.mentions
                           or self._list_limit(peek=True) != DEFAULT_LIMIT)
         text = self._leftover_text(structured)
         if text:
@@ -214,6 +221,10 @@ class _Builder:
             if limit:
                 stages.append({"$limit": limit})
             self.notes.append(f"grouped by {path}")
+        elif ranked:
+            path, limit = ranked
+            stages += [{"$sort": {path: -1, sort_field: -1}}, {"$limit": limit}]
+            self.notes.append(f"the {limit} with the highest {path}")
         elif is_count:
             stages.append({"$count": "count"})
         elif text and not structured:
@@ -225,7 +236,7 @@ class _Builder:
         if not stages or not any("$match" in s for s in stages) and not (bucket or group_role or is_count):
             self.confidence = min(self.confidence, 0.5)
         return Plan(collection, stages, confidence=round(self.confidence, 2), planner="offline",
-                    notes=self.notes, person_field=person_field)
+                    notes=self.notes, person_field=person_field, collection_named=self.collection_named)
 
     def _element_match(self, match: dict[str, Any]) -> dict[str, Any]:
         """Conditions on fields of one array of objects must hold for the same element: the review
@@ -392,7 +403,7 @@ class _Builder:
                     break
         explicit_label = re.search(r"\b(?:label(?:l?ed)?|tagged|with (?:the )?label)\s+['\"]?([\w.\-: /]+?)['\"]?(?:\s|$|\?|,)", self.q, re.I)
         self._team()  # before labels: "infra team" names people, not the infra label
-        order = ["repo", "channel", "priority", "type", "project", "label", "milestone", "sprint", "component", "space",
+        order = ["repo", "channel", "workspace", "priority", "type", "project", "label", "milestone", "sprint", "component", "space",
                  "team"]
         for role in order:
             path = field_for(s, role)
@@ -403,6 +414,9 @@ class _Builder:
                 continue
             if role == "channel":
                 self._channel(path)
+                continue
+            if role == "workspace":
+                self._workspace(path)
                 continue
             values = s.fields[path].enum or []
             for value in sorted(values, key=len, reverse=True):
@@ -508,6 +522,18 @@ class _Builder:
                 self.add_filter(path, value)
                 return
 
+    def _workspace(self, path: str) -> None:
+        """A Slack workspace named like a channel ("#racket", "in elmlang", "the racket workspace"): several
+        workspaces may each have a #general, and people call a community's main channel by its name."""
+        for value in sorted(self.schema.fields[path].enum or [], key=len, reverse=True):
+            for m in re.finditer(rf"(?<![A-Za-z0-9_\-]){'#?' + re.escape(value)}(?:'s)?(?:\s+(?:workspace|slack|community))?(?![A-Za-z0-9_\-])",
+                                 self.q, re.I):
+                if not self._is_used(m.span()):
+                    self.use(m.span())
+                    self.add_filter(path, value)
+                    self.notes.append(f"workspace {value}")
+                    return
+
     def _is_used(self, span: tuple[int, int]) -> bool:
         return any(not (span[1] <= a or span[0] >= b) for a, b in self.used)
 
@@ -516,6 +542,19 @@ class _Builder:
         after = self.q[mention.end:].lower()[:30]
         if mention.text.lower().endswith(("'s", "’s")):
             after = "'s" + after  # the possessive was read as part of the name
+        # Slack roles beyond authorship, only where the collection stores them (`mentions`, `parent_user_id`).
+        if person_field_for(self.schema, "mentioned") and (
+                re.search(r"(?:\bmention(?:s|ed|ing)?|\bmentions of|@-?mention\w*|\bpinged|\bpinging|提到(?:了)?|提及(?:了)?|@了?)\s*@?$", before)
+                or re.search(r"^(?:'s)?\s*(?:was|were|is|are|got|gets|get|has been|have been|had been|been)\s+(?:\w+\s+)?(?:@-?)?mentioned\b"
+                             r"|^\s*被(?:人)?(?:提到|提及|@)", after)
+                # "how many times was Nana mentioned" (but "Nana mentioned Odis" is Nana writing)
+                or re.search(r"\b(?:was|were|is|are|been|get|got|gets)\s+$", before) and re.search(r"^\s*(?:@-?)?mentioned\b", after)):
+            return "mentioned"
+        if person_field_for(self.schema, "replied_to") and (
+                re.search(r"\b(?:repl(?:y|ies|ied)|respond(?:s|ed)?|answer(?:s|ed)?)\s+(?:\w+\s+){0,2}?to\s+$|回复(?:了)?\s*$", before)
+                or (re.search(r"\bwho\b|\bwhom\b|谁", self.q, re.I) and re.search(r"\brepl(?:y|ies|ied)\b|回复", self.q, re.I)
+                    and re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|messages?|questions?)\b|^\s*的(?:帖子|消息|讨论)", after))):
+            return "replied_to"
         if re.search(r"^(?:'s)?\s+review queue\b", after):
             return "requested_reviewer"
         if re.search(r"(review(?:s)? requested (?:from|of)|waiting (?:on|for)|awaiting|pending|requested|needs?)\s+$|需要\s*$|等\s*$", before) \
@@ -568,6 +607,8 @@ class _Builder:
                 self.notes.append(f"{person.name} has no {kind} handle")
                 handle = person.key
             self.add_filter(path, handle)
+            if role == "replied_to" and (author := person_field_for(self.schema, "author")):
+                self.add_filter(author[0], {"$ne": person.handle(author[1]) or person.key})  # not their own follow-ups
             roles.add(role)
             self.notes.append(f"{mention.text!r} -> {person.name} ({handle}) as {role}")
             # Phrases that only told us the role are consumed too.
@@ -650,7 +691,10 @@ class _Builder:
                 self.use(none.span())
                 self.add_filter(path, 0)
         replies = field_for(self.schema, "replies")
-        if replies and replies not in self.match and self.mark(r"\bthreads?\b|\bgot replies\b|\bwith replies\b|帖子|讨论串"):
+        # Replies to someone's threads are counted themselves: the word "threads" there selects no parents.
+        replying = person_field_for(self.schema, "replied_to")
+        if replies and replies not in self.match and not (replying and replying[0] in self.match) \
+                and self.mark(r"\bthreads?\b|\bgot replies\b|\bwith replies\b|帖子|讨论串"):
             self.add_filter(replies, {"$gte": 1})  # a thread is a message that has replies
 
     def _count_field(self, word: str) -> str | None:
@@ -706,10 +750,37 @@ class _Builder:
             return found[0], found
         return field_for(self.schema, role), None
 
+    def _ranked_by_count(self) -> tuple[str, int] | None:
+        """"the thread with the most replies", "回复最多的帖子", "longest threads": records sorted by a
+        counted field — not people grouped by how many records they have. None when it asks who."""
+        m = re.search(r"\bmost\s+(repl(?:y|ies)|comments?|additions|deletions|(?:changed )?files)\b"
+                      r"|\bmost[- ](repl)ied\b|\b(?:longest|biggest|largest|busiest|hottest|most active)\s+(?:slack\s+)?"
+                      r"(?:threads?|discussions?|conversations?)\b|(回复|评论)数?最多|最多(回复|评论)|(?:最长|最热|最火)的?(?:帖子|讨论)",
+                      self.q, re.I)
+        if not m or _ASKS_FOR_PEOPLE.search(self.q):
+            return None
+        word = next((g for g in m.groups() if g), None) or "repl"  # the thread words rank by replies
+        path = self._count_field(word.lower())
+        if path is None:
+            return None
+        self.use(m.span())
+        number = re.search(r"\btop\s*(\d+)\b|\b(\d+)\s+(?:\w+\s+)?(?:threads|posts|messages|discussions|prs|pull requests|issues|tickets)\b"
+                           r"|前\s*(\d+)|(\d+)\s*(?:个|条)", self.q, re.I)
+        if number:
+            return path, min(int(next(g for g in number.groups() if g)), 200)
+        words = re.search(r"\b(?:top|the)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)", self.q, re.I)
+        if words:
+            return path, _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
+        # "which threads had the most replies": a few; "the thread with the most replies", "which of
+        # her threads ...": one.
+        if re.search(r"\bwhich (?:one )?of\b", self.q, re.I):
+            return path, 1
+        plural = re.search(r"\b(?:threads|posts|messages|discussions|conversations|prs|pull requests|issues|tickets)\b|哪些",
+                           self.q, re.I)
+        return path, 5 if plural else 1
+
     def _top_role(self, person_roles: set[str]) -> str:
-        asks_for_people = re.search(r"\bwho\b|\bwhom\b|\bpeople\b|\bpersons?\b|\busers?\b|\bengineers?\b|\bdevelopers?\b|"
-                                    r"\breviewers?\b|\bauthors?\b|\bposters?\b|\bcontributors?\b|\bcommitters?\b|\bapprovers?\b|"
-                                    r"谁|哪些人|哪位", self.q, re.I)
+        asks_for_people = _ASKS_FOR_PEOPLE.search(self.q)
         if not asks_for_people:
             for role, pattern in (("label", r"\blabels?\b|标签"), ("repo", r"\brepos?\b|\brepositor\w+|仓库"),
                                   ("component", r"\bcomponents?\b|组件"), ("team", r"\bteams?\b|团队"),
@@ -741,6 +812,10 @@ class _Builder:
                           self.q, re.I)
         if words:
             return _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
+        # Chinese counts people with a measure word: "最多的3个人", "最活跃的五位".
+        measured = re.search(r"(\d+|[两二三四五六七八九十])\s*(?:个人|个用户|位|名|个成员)", self.q)
+        if measured:
+            return min(int(measured.group(1)), 200) if measured.group(1).isdigit() else _WORD_NUMBERS[measured.group(1)]
         return 5
 
     def _list_limit(self, peek: bool = False) -> int:

@@ -23,10 +23,11 @@ class Plan:
     planner: str = "offline"
     notes: list[str] = field(default_factory=list)
     person_field: tuple[str, str] | None = None  # (path, handle kind) a result groups by, for display names
+    collection_named: bool = True  # False: the question named no kind of record and the planner guessed
 
     def to_json(self) -> dict[str, Any]:
         return {"collection": self.collection, "pipeline": self.pipeline, "confidence": self.confidence,
-                "planner": self.planner, "notes": self.notes}
+                "planner": self.planner, "notes": self.notes, "collection_named": self.collection_named}
 
 
 @dataclass
