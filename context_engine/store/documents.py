@@ -109,6 +109,7 @@ class DocumentStore:
         self.data_dir = data_dir
         self.embedded = embedded
         self.revision = 0  # bumped on every write: derived indexes (BM25 for $text) rebuild on change
+        self.dirty: set[str] = set()  # collections written since the store was opened
 
     def collection(self, name: str) -> Any:
         if name not in COLLECTIONS:
@@ -165,6 +166,7 @@ class DocumentStore:
         stats.unchanged = len(docs) - len(new) - len(changed)
         if new or changed:
             self.revision += 1
+            self.dirty.add(name)
         if new:
             coll.insert_many(new, ordered=False)
         if changed:
@@ -205,6 +207,7 @@ class DocumentStore:
                 if d.get("ref") not in keep_refs]
         if gone:
             self.revision += 1
+            self.dirty.add(name)
             self._delete_ids(coll, gone)
         return len(gone)
 
@@ -225,6 +228,10 @@ class DocumentStore:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         for name in COLLECTIONS:
+            previous = root / current / f"{name}.pkl" if current else None
+            if name not in self.dirty and previous is not None and previous.exists():
+                os.link(previous, tmp / f"{name}.pkl")  # unchanged: the new generation shares the file
+                continue
             docs = list(self.db[name].find())
             with open(tmp / f"{name}.pkl", "wb") as fh:
                 pickle.dump(docs, fh, protocol=pickle.HIGHEST_PROTOCOL)
