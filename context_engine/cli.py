@@ -304,8 +304,14 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
         raise InputError("`eval rag` needs --dataset clapnq|FILE")
     out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="eval-rag-"))
     settings = _settings(args)
+    if args.half and args.dataset != "clapnq":
+        raise InputError("--half is for --dataset clapnq")
     if args.dataset == "clapnq":
         questions, documents = clapnq_questions()
+        if args.half:
+            from context_engine.eval.clapnq import half_of
+
+            questions = [q for q in questions if half_of(q.id) == args.half]
         # Its own data dir: the CLAP NQ passages never mix with a real tenant's data.
         settings = settings.with_overrides(data_dir=str(out_dir / "data"), tenant=CLAPNQ_TENANT)
         with _Progress() as progress:
@@ -337,7 +343,7 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
                  "score": bar.add_task("scoring (RAGAS)", total=len(questions))}
         report = evaluate_rag(questions, context, judge=judge, embeddings=embeddings,
                               progress=lambda stage: bar.advance(tasks[stage]))
-    title = f"eval rag: {args.dataset}"
+    title = f"eval rag: {args.dataset}" + (f" ({args.half} half)" if args.half else "")
     files = write_report(out_dir, title=title, metrics=report.metrics, info=report.info,
                          latencies=report.latencies, items=report.items)
     if args.json:
@@ -461,6 +467,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", help="retrieval: the qrels split to score (train, test, ...)")
     p.add_argument("--planner", choices=["offline", "auto", "llm"], default="offline",
                    help="offline (default); auto: the LLM where the offline planner is unsure; llm: every question")
+    p.add_argument("--half", choices=["tune", "report"], help="rag, clapnq: only the half of the questions the "
+                   "answerability judge was tuned on, or only the half it never saw")
     p.add_argument("--limit", type=int, help="only the first N questions (queries)")
     p.set_defaults(func=cmd_eval)
 

