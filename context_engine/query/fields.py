@@ -25,7 +25,10 @@ PEOPLE_ROLES: dict[str, dict[str, list[tuple[str, str]]]] = {
         "commenter": [("fields.comment.comments.author.name", "jira")],
         "closer": [("closed_by.login", "github")],
     },
-    "messages": {"author": [("user", "slack_id")], "reply_user": [("reply_users", "slack_id")]},
+    # Slack: `mentions` lists the users a message @-mentions; a reply's `parent_user_id` is whoever
+    # started its thread, so "who replied to X" reads replies whose parent author is X.
+    "messages": {"author": [("user", "slack_id")], "reply_user": [("reply_users", "slack_id")],
+                 "mentioned": [("mentions", "slack_id")], "replied_to": [("parent_user_id", "slack_id")]},
     "documents": {"author": [("author.login", "github"), ("author.name", "name")]},
     "commits": {"author": [("author.email", "email"), ("author.name", "name")]},
     "people": {},
@@ -47,7 +50,7 @@ VALUE_ROLES: dict[str, dict[str, list[str]]] = {
         "title": ["fields.summary", "title"], "url": ["url", "html_url"],
     },
     "messages": {"created": ["date"], "channel": ["channel"], "title": ["text"], "url": ["permalink"],
-                 "replies": ["reply_count"], "reaction": ["reactions.name"]},
+                 "replies": ["reply_count"], "reaction": ["reactions.name"], "workspace": ["workspace"]},
     "documents": {"created": ["created_at"], "updated": ["updated_at"], "label": ["tags"], "space": ["space"],
                   "title": ["title"], "url": ["url"]},
     "commits": {"created": ["author.date"], "repo": ["repo"], "title": ["message"], "url": ["html_url"]},

@@ -2,7 +2,8 @@
 
 The directory indexes every alias of a person (display name, first and last name, GitHub login,
 Slack handle and id, Jira user, e-mail, nicknames). A question is scanned for exact alias matches
-first (longest first), then fuzzy ones with rapidfuzz. "I"/"my"/"me"/"我" mean the asker. A real
+first (longest first), then fuzzy ones with rapidfuzz — never on everyday English words, and only on
+capitalized words when the writer capitalizes names. "I"/"my"/"me"/"我" mean the asker. A real
 tie is reported as ambiguous — never guessed; the engine asks the LLM tiebreaker or the user.
 """
 
@@ -37,6 +38,26 @@ with without wrote year years yesterday today assigned assignee assignees team t
 repository channel channels people person status state priority high low medium number times
 pri prio p0 p1 p2 p3
 """.split())
+
+# Everyday English a question is written in. Only fuzzy matching consults this list (an exact alias
+# still wins): "did I start" must not become Star or Stuart, "replied" not Randie.
+ORDINARY_WORDS = COMMON_WORDS | frozenset("""
+start started starts starting begin began begun create post posts posting reply replied replying
+replies respond responded answer answered mention mentioned mentioning mentions send sent write
+written writes writing said says talk talked asked ask question questions discussion discussions
+active busiest longest biggest largest most least more fewer first second third ever every other
+again also just only still since until before after people folks users members somebody anyone
+everyone group general random thing things something anything nothing great good best worst
+""".split())
+
+# Month and weekday names that are also first names ("April", "Sunday"): in a date ("in April
+# 2019", "since April", "April 3") they are time, never a person.
+_CALENDAR_NAMES = frozenset("""
+january february march april may june july august september october november december
+monday tuesday wednesday thursday friday saturday sunday
+""".split())
+_DATE_BEFORE = re.compile(r"\b(?:in|since|before|after|during|until|till|from|through|of|by|last|this|next|early|mid|late|on)\s+$", re.I)
+_DATE_AFTER = re.compile(r"^\s*(?:\d{1,4}\b|,\s*\d{4}|年)")
 
 
 @dataclass(frozen=True)
@@ -168,6 +189,9 @@ class PeopleDirectory:
                 add(Mention("我", m.start(), m.end(), person=asker, is_asker=True))
 
         words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(question)]
+        # A writer who capitalizes some word after the first ("PRs by Rashed") capitalizes names:
+        # then only capitalized words may be misspelt names, lower-case ones are plain English.
+        writes_names_capitalized = any(w[0][0].isupper() and w[0] != "I" for w in words[1:])
         for n in (3, 2, 1):
             for j in range(len(words) - n + 1):
                 start, end = words[j][1], words[j + n - 1][2]
@@ -182,11 +206,15 @@ class PeopleDirectory:
                     add(Mention(text, start, end, person=asker, is_asker=True))
                     continue
                 hits = self.index.get(low)
+                if n == 1 and low in _CALENDAR_NAMES and (_DATE_BEFORE.search(question[:start])
+                                                         or _DATE_AFTER.search(question[end:])):
+                    continue  # a date ("in April 2019"), not April the person
                 if n == 1 and low in COMMON_WORDS or (low in reserved and not (hits and self._is_handle(low))):
                     continue  # a stored value ("bug") is not a person, unless it is someone's exact login
                 if hits:
                     self._add_hits(add, text, start, end, hits, 100.0)
-                elif n <= 2 and len(low) >= 5 and not any(w[0].lower() in COMMON_WORDS | reserved for w in words[j:j + n]):
+                elif n <= 2 and len(low) >= 5 and not any(w[0].lower() in ORDINARY_WORDS | reserved for w in words[j:j + n]) \
+                        and (text[0].isupper() or not writes_names_capitalized):
                     self._fuzzy(add, low, text, start, end)
         return sorted(mentions, key=lambda m: m.start)
 

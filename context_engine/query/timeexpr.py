@@ -1,8 +1,9 @@
 """Time expressions in English and Chinese, resolved against `now` (UTC) to half-open ranges.
 
 Calendar words follow ISO conventions: "last week" is the previous ISO week (Monday 00:00 UTC to
-the next Monday), "this month" runs from the 1st to now. Explicit dates that the rules below do not
-cover ("since March 3, 2024", "before 2025-06-01") are parsed with `dateparser`, imported lazily.
+the next Monday), "this month" runs from the 1st to now. Chinese dates may be spaced ("2019 年 3 月").
+Explicit dates that the rules below do not cover ("since March 3, 2024", "before 2025-06-01") are
+parsed with `dateparser`, imported lazily.
 """
 
 from __future__ import annotations
@@ -139,9 +140,9 @@ def _rules(now: datetime):
         (rf"(?:最近|过去|近)\s*{_CNN}\s*个月",
          lambda m: (_months_ago(today, _cn_number(m.group(1))), now)),
         (rf"\bsince {_MONTH}\.? (20\d\d)\b", lambda m: (datetime(int(m.group(2)), MONTHS[m.group(1)], 1), None)),
-        (r"自?(20\d\d)年(\d{1,2}|[一二三四五六七八九十]+)月(?:以来|起|之后)",
+        (r"自?(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月(?:以来|起|之后)",
          lambda m: (datetime(int(m.group(1)), _cn_number(m.group(2)), 1), None)),
-        (r"(20\d\d)年(?:以来|起|之后)", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
+        (r"(20\d\d)\s*年(?:以来|起|之后)", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
         (r"\bq([1-4])\s*(20\d\d)\b", lambda m: _quarter(int(m.group(2)), int(m.group(1)))),
         (r"(20\d\d)年?第?([一二三四1-4])季度", lambda m: _quarter(int(m.group(1)), _cn_number(m.group(2)))),
         (r"\bq([1-4])\b|第([一二三四1-4])季度",
@@ -152,7 +153,7 @@ def _rules(now: datetime):
         (rf"\b(?:in |during )?{_MONTH}\.? (20\d\d)\b",
          lambda m: (datetime(int(m.group(2)), MONTHS[m.group(1)], 1),
                     _month_start(int(m.group(2)), MONTHS[m.group(1)] + 1))),
-        (r"(20\d\d)年(\d{1,2}|[一二三四五六七八九十]+)月",
+        (r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
          lambda m: (datetime(int(m.group(1)), _cn_number(m.group(2)), 1),
                     _month_start(int(m.group(1)), _cn_number(m.group(2)) + 1))),
         (rf"\bsince {_MONTH}\b(?! \d)", lambda m: (_most_recent_month(now, MONTHS[m.group(1)]), None)),
@@ -161,7 +162,7 @@ def _rules(now: datetime):
         (rf"\bin {_MONTH}\b(?! \d)", lambda m: (_most_recent_month(now, MONTHS[m.group(1)]),
                                                    _month_start(_most_recent_month(now, MONTHS[m.group(1)]).year,
                                                                 MONTHS[m.group(1)] + 1))),
-        (r"(?<![\d年])(\d{1,2}|[一二三四五六七八九十]+)月份?(?![\d日号])",
+        (r"(?<![\d年])(\d{1,2}|[一二三四五六七八九十]+)\s*月份?(?![\d日号])",
          lambda m: (_most_recent_month(now, _cn_number(m.group(1))),
                     _month_start(_most_recent_month(now, _cn_number(m.group(1))).year, _cn_number(m.group(1)) + 1))),
         (r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|january|february|march|april|june|july|august|september|"
@@ -169,7 +170,7 @@ def _rules(now: datetime):
          lambda m: (_most_recent_month(now, MONTHS[m.group(1)]),
                     _month_start(_most_recent_month(now, MONTHS[m.group(1)]).year, MONTHS[m.group(1)] + 1))),
         (r"\bsince (20\d\d)\b(?![-/])", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
-        (r"\b(?:in |during )?(20\d\d)\b(?![-/]\d)|(20\d\d)年(?!\d|[一二三四五六七八九十]+月)",
+        (r"\b(?:in |during )?(20\d\d)\b(?![-/]\d)|(20\d\d)\s*年(?!\s*(?:\d|[一二三四五六七八九十]+)\s*月)",
          lambda m: (datetime(int(m.group(1) or m.group(2)), 1, 1), datetime(int(m.group(1) or m.group(2)) + 1, 1, 1))),
     ]
 
@@ -250,8 +251,10 @@ def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
         for m in re.finditer(pattern, text):
             if free(m.start(), m.end()):
                 start, end = resolve(m)
-                if end is not None and end > now:
-                    end = now  # "this week" means up to now, not up to Sunday
+                if end is not None and end > now and (start is None or start < now):
+                    # "this week" means up to now, not up to Sunday; a period named outright that
+                    # lies wholly after `now` ("in April 2019" asked on March 20) keeps its bounds.
+                    end = now
                 found.append((m.start(), m.end(),
                               TimeRange(start, end, question[m.start():m.end()], verb_before(m.start()))))
     return [r for _, _, r in sorted(found, key=lambda x: x[0])]
