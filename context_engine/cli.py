@@ -412,22 +412,80 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (the usage itself is one `--help` away), exit code 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+EXIT_CODES = "\nexit codes: 0 ok; 2 usage or input error (one line on stderr); 3 a pipeline rejected by validation\n"
+EXAMPLES = {
+    "context-engine": """examples:
+  context-engine ingest sample
+  context-engine ask "PRs Rashid merged last week" --as rsh-dev
+  context-engine ask "why did we switch the session cache to Redis?" --json
+  context-engine eval rag --dataset clapnq --out results/
+""",
+    "ingest": """examples:
+  context-engine ingest sample
+  context-engine ingest github dump.jsonl.gz --tenant hf
+  GITHUB_TOKEN=... context-engine ingest github --repo acme/api --since 2026-01-01
+  context-engine ingest git ~/src/api
+  context-engine ingest slack export.zip --no-index
+  context-engine ingest jira search-page-*.json && context-engine ingest linear issues.csv
+  context-engine ingest docs ./handbook --prune
+  context-engine ingest people people.yaml
+""",
+    "ask": """examples:
+  context-engine ask "how many open PRs are labelled security?"
+  context-engine ask "open issues assigned to me" --as "Rashid Khan"
+  context-engine ask "上周张伟合并了哪些PR？" --now 2026-11-30T12:00:00Z --json
+""",
+    "query": """examples:
+  context-engine query pull_requests '[{"$match": {"state": "open"}}, {"$count": "n"}]'
+  context-engine query messages '[{"$match": {"date": {"$gte": {"$date": "2026-11-01T00:00:00Z"}}}}]' --as rsh-dev
+""",
+    "eval": """examples:
+  context-engine eval structured --questions tests/data/structured_heldout.jsonl --out results/
+  context-engine eval retrieval --beir ../shared/data/scifact --split test --json
+  context-engine eval rag --dataset clapnq --half report --out results/
+  context-engine eval rag --dataset questions.jsonl --judge qwen2.5-coder-1.5b --tenant acme
+""",
+    "people": """examples:
+  context-engine people
+  context-engine people --json --tenant oss
+""",
+    "schema": """examples:
+  context-engine schema --tenant acme
+""",
+    "serve": """examples:
+  context-engine serve --keys keys.json --port 8000
+  CONTEXT_ENGINE_API_KEYS='{"KEY": {"tenant": "acme", "user": "rsh-dev"}}' context-engine serve
+""",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--data-dir", help="data directory (default $CONTEXT_ENGINE_HOME or ./.context-engine)")
     common.add_argument("--tenant", help="tenant to read or write (default $CONTEXT_ENGINE_TENANT or acme)")
     common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
-    parser = argparse.ArgumentParser(prog="context-engine", description=(
+    parser = _Parser(prog="context-engine", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     description=(
         "A relational context engine: answers questions over PRs, issues, Slack and docs with validated, "
-        "tenant-scoped MongoDB queries. Exit codes: 0 ok, 2 usage/input error, 3 rejected query."))
+        "tenant-scoped MongoDB queries and hybrid semantic search."), epilog=EXAMPLES["context-engine"] + EXIT_CODES)
     sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        return sub.add_parser(name, parents=[common], epilog=EXAMPLES[name] + EXIT_CODES, **kwargs)
 
     from context_engine.sources.connectors import SOURCES
 
-    p = sub.add_parser("ingest", parents=[common], help="load data from a source (re-ingesting upserts by source id)",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="sources:\n" + "\n".join(f"  {name:8s} {what}" for name, what in SOURCES.items()))
+    p = add("ingest", help="load data from a source (re-ingesting upserts by source id)",
+            description="sources:\n" + "\n".join(f"  {name:8s} {what}" for name, what in SOURCES.items()))
     p.add_argument("source", choices=list(SOURCES), help="where the records come from (see below)")
     p.add_argument("paths", nargs="*", help="files or folders of the source")
     p.add_argument("--repo", metavar="OWNER/NAME", help="github: sync this repository live through the REST API "
@@ -439,19 +497,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="structured store only: skip chunking and embedding for the semantic index")
     p.set_defaults(func=cmd_ingest)
 
-    p = sub.add_parser("ask", parents=[common], help="answer a question")
-    p.add_argument("question")
+    p = add("ask", help="answer a question")
+    p.add_argument("question", help="in English or Chinese; structured, content or both")
     p.add_argument("--now", help="the time the question is asked, ISO 8601 (default: the clock)")
     p.add_argument("--as", dest="as_user", metavar="ALIAS", help="the asker: any alias (login, Slack handle, display name)")
     p.set_defaults(func=cmd_ask)
 
-    p = sub.add_parser("query", parents=[common], help="run a hand-written pipeline through validation and scoping")
-    p.add_argument("collection")
+    p = add("query", help="run a hand-written pipeline through validation and scoping")
+    p.add_argument("collection", help="pull_requests, issues, messages, documents, commits or people")
     p.add_argument("pipeline", metavar="PIPELINE_JSON", help='e.g. \'[{"$match": {"state": "open"}}]\'; dates as {"$date": "..."}')
     p.add_argument("--as", dest="as_user", metavar="ALIAS", help="the asker (for access to private records)")
     p.set_defaults(func=cmd_query)
 
-    p = sub.add_parser("eval", parents=[common], help="evaluate: `eval structured --questions FILE`, "
+    p = add("eval", help="evaluate: `eval structured --questions FILE`, "
                        "`eval retrieval --beir DIR --split train|test`, `eval rag --dataset clapnq|FILE`")
     p.add_argument("kind", choices=["structured", "retrieval", "rag"], help="structured: execution accuracy against "
                    "gold pipelines; retrieval: nDCG@10, recall@10/100, MRR@10 of bm25, dense, hybrid, reranked, "
@@ -472,14 +530,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="only the first N questions (queries)")
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("people", parents=[common], help="the identity directory: each person's accounts across "
+    p = add("people", help="the identity directory: each person's accounts across "
                        "sources, why they were merged, and the possible matches left apart")
     p.set_defaults(func=cmd_people)
 
-    p = sub.add_parser("schema", parents=[common], help="print the discovered schema")
+    p = add("schema", help="print the discovered schema")
     p.set_defaults(func=cmd_schema)
 
-    p = sub.add_parser("serve", parents=[common], help="serve the graph over HTTP (LangServe) behind API keys; "
+    p = add("serve", help="serve the graph over HTTP (LangServe) behind API keys; "
                        "--tenant is where signed webhooks ingest")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)

@@ -84,3 +84,18 @@ def test_output_piped_into_a_reader_that_stops_is_not_a_traceback(sample_dir):
     cli = f"{sys.executable} -m context_engine.cli schema --data-dir {sample_dir} | head -1"
     out = subprocess.run(["bash", "-o", "pipefail", "-c", cli], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "Traceback" not in out.stderr and out.stdout.startswith("collection")
+
+
+@pytest.mark.parametrize("command", ["ingest", "ask", "query", "eval", "people", "schema", "serve"])
+def test_every_command_documents_itself(command):
+    out = run_cli(command, "--help")
+    assert out.returncode == 0
+    assert "examples:" in out.stdout and "exit codes: 0 ok; 2 usage or input error" in out.stdout
+    if command != "serve":  # a server prints no result to format
+        assert "--json" in out.stdout
+
+
+@pytest.mark.parametrize("args", [["ask"], ["ingest", "nope"], [], ["eval", "rag", "--half", "middle"]])
+def test_usage_errors_are_one_line_and_exit_2(args):
+    out = run_cli(*args)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "--help" in out.stderr
