@@ -40,6 +40,7 @@ bench: install
 	$(BIN)/python -m context_engine.eval.bench
 	$(BIN)/python -m context_engine.eval.bm25_bench
 	$(BIN)/python -m context_engine.eval.hybrid_bench
+	$(BIN)/python -m context_engine.eval.connector_bench
 
 # LangGraph Studio's local API on the demo corpus, offline: no analytics, no PyPI version check, no tracing.
 # The Studio page itself is hosted online; the API (and langgraph_sdk) work without it.

@@ -90,30 +90,16 @@ def generate_git_repo(root: Path, commits: int, seed: int = 1) -> None:
     subprocess.run(["git", "checkout", "-q", "main"], cwd=root, check=True)
 
 
-def _multiply_jira(out: Path, copies: int) -> None:
+def _multiply_issues(fixture: Path, key: str, prefix: str, out: Path, copies: int) -> None:
+    """`copies` issues cycling through a fixture's, each with a new `key` ("BENCH-7") and id."""
     from context_engine.sources.json_files import json_values
 
-    issues = [v for _, v in json_values(FIXTURES / "jira" / "cloud-v2-issues.jsonl.gz", ReadProblems())
-              if isinstance(v, dict) and v.get("key")]
+    issues = [v for _, v in json_values(fixture, ReadProblems()) if isinstance(v, dict) and v.get(key)]
     with open(out / "issues.jsonl", "w", encoding="utf-8") as fh:
         for n in range(copies):
             issue = copy.deepcopy(issues[n % len(issues)])
-            issue["key"] = f"BENCH-{n + 1}"
-            issue["id"] = str(900_000 + n)
+            issue[key], issue["id"] = f"{prefix}-{n + 1}", str(900_000 + n)
             fh.write(json.dumps(issue) + "\n")
-
-
-def _multiply_linear(out: Path, copies: int) -> None:
-    from context_engine.sources.json_files import json_values
-
-    nodes = [v for _, v in json_values(FIXTURES / "linear" / "nodes.jsonl", ReadProblems())
-             if isinstance(v, dict) and v.get("identifier")]
-    with open(out / "issues.jsonl", "w", encoding="utf-8") as fh:
-        for n in range(copies):
-            node = copy.deepcopy(nodes[n % len(nodes)])
-            node["identifier"] = f"LIN-{n + 1}"
-            node["id"] = f"bench-{n}"
-            fh.write(json.dumps(node) + "\n")
 
 
 def _multiply_docs(out: Path, copies: int) -> None:
@@ -135,8 +121,10 @@ def _sources(work: Path, commits: int, copies: int) -> dict[str, Callable[[], So
         "slack": lambda: SourceRequest("slack", sorted(SHARED.joinpath("slack").glob("*-slack-export.zip"))),
         "github": lambda: SourceRequest("github", sorted(SHARED.joinpath("github").glob("*.jsonl.gz"))),
         "git": lambda: SourceRequest("git", [made("git", lambda p: (p.rmdir(), generate_git_repo(p, commits)))]),
-        "jira": lambda: SourceRequest("jira", [made("jira", lambda p: _multiply_jira(p, copies)) / "issues.jsonl"]),
-        "linear": lambda: SourceRequest("linear", [made("linear", lambda p: _multiply_linear(p, copies)) / "issues.jsonl"]),
+        "jira": lambda: SourceRequest("jira", [made("jira", lambda p: _multiply_issues(
+            FIXTURES / "jira" / "cloud-v2-issues.jsonl.gz", "key", "BENCH", p, copies)) / "issues.jsonl"]),
+        "linear": lambda: SourceRequest("linear", [made("linear", lambda p: _multiply_issues(
+            FIXTURES / "linear" / "nodes.jsonl", "identifier", "LIN", p, copies)) / "issues.jsonl"]),
         "docs": lambda: SourceRequest("docs", [made("docs", lambda p: _multiply_docs(p, copies))]),
     }
 
