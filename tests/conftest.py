@@ -11,6 +11,11 @@ from context_engine.config import Settings
 NOW = datetime(2026, 11, 30, 12, 0)
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 GITHUB_DUMP = SHARED / "data" / "github" / "huggingface-datasets-issues.jsonl.gz"
+# The real third-party data lives beside the checkout (../shared/data), never inside it.
+needs_slack_exports = pytest.mark.skipif(not (SHARED / "data" / "slack").is_dir(),
+                                         reason="../shared/data/slack is not beside this checkout")
+needs_clapnq = pytest.mark.skipif(not (SHARED / "data" / "clapnq").is_dir(),
+                                  reason="../shared/data/clapnq is not beside this checkout")
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from context_engine.answering.links import references
 from context_engine.config import Settings
 from context_engine.runtime import store_for
 from context_engine.sources.ingest import ingest
-from tests.conftest import run_cli
+from tests.conftest import needs_slack_exports, run_cli
 from tests.test_git_source import Repo
 
 SLACK = Path(__file__).resolve().parents[2] / "shared" / "data" / "slack"
@@ -53,6 +53,7 @@ def slack_dir(tmp_path_factory) -> Path:
     return data_dir
 
 
+@needs_slack_exports
 def test_the_three_real_slack_exports_ingest_with_exact_counts(slack_dir):
     messages, conversations, users = _raw_slack_counts()
     assert (messages, conversations, users) == (52_739, 5_899, 1_563)  # the data README's figures
@@ -64,6 +65,7 @@ def test_the_three_real_slack_exports_ingest_with_exact_counts(slack_dir):
     assert store.count("people", "oss") == users
 
 
+@needs_slack_exports
 def test_a_slack_message_links_to_a_github_pr(slack_dir):
     store = store_for(Settings().with_overrides(data_dir=str(slack_dir), tenant="oss"))
     linking = store.collection("messages").find({"tenant_id": "oss", "text": {"$regex": "github.com/racket/scribble/pull/111"}})
@@ -71,6 +73,7 @@ def test_a_slack_message_links_to_a_github_pr(slack_dir):
     assert "racket/scribble#111" in targets
 
 
+@needs_slack_exports
 def test_reingesting_an_unchanged_source_changes_nothing(slack_dir):
     out = run_cli("ingest", "slack", str(SLACK / "elmlang-slack-export.zip"), "--no-index", "--json",
                   "--data-dir", str(slack_dir), "--tenant", "oss")
@@ -80,6 +83,7 @@ def test_reingesting_an_unchanged_source_changes_nothing(slack_dir):
     assert report["skipped"] == 0 and not report["removed"]
 
 
+@needs_slack_exports
 def test_structured_questions_over_the_slack_export(slack_dir):
     data = _ask_json(slack_dir, "ask", "how many messages were posted in #clojure in March 2019?",
                      "--now", "2019-06-30T00:00:00")

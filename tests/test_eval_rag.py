@@ -9,7 +9,7 @@ from context_engine.eval.rag import (CLAPNQ_TENANT, RagQuestion, RagRun, clapnq_
                                      load_questions, score)
 from context_engine.eval.report import write_report
 
-from conftest import run_cli
+from conftest import needs_clapnq, run_cli
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -93,6 +93,7 @@ def test_write_report_files(tmp_path):
     assert open(files["chart"], "rb").read(8) == PNG_MAGIC
 
 
+@needs_clapnq
 def test_clapnq_slice_through_the_graph(tmp_path):
     questions, documents = clapnq_questions()
     questions = questions[:6]
