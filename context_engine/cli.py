@@ -78,7 +78,7 @@ class _Progress:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from context_engine.sources.connectors import SourceRequest, read_source
-    from context_engine.sources.github import ReadProblems, SourceError
+    from context_engine.sources.problems import ReadProblems, SourceError
     from context_engine.sources.ingest import ingest
 
     settings = _settings(args)

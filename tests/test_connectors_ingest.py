@@ -116,7 +116,7 @@ def test_prs_recovered_from_git_never_replace_github_data(tmp_path):
                    "html_url": "https://github.com/acme/widgets/pull/13", "user": {"login": "carol"}, "acl": ["*"]}
     ingest(settings, {"acme": {"pull_requests": [from_github]}}, index=False)
     from context_engine.sources.git import read_git_repo
-    from context_engine.sources.github import ReadProblems
+    from context_engine.sources.problems import ReadProblems
 
     ingest(settings, {"acme": read_git_repo(repo.root, ReadProblems())}, index=False)
     prs = {d["ref"]: d for d in store_for(settings).collection("pull_requests").find({"tenant_id": "acme"})}

@@ -9,7 +9,7 @@ import pytest
 
 from context_engine.answering.links import references
 from context_engine.sources.docs import read_docs
-from context_engine.sources.github import ReadProblems, SourceError
+from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.html_text import html_page
 from context_engine.sources.normalize import normalize
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from context_engine.sources.git import parse_log_stream, read_git_repo, repo_from_remote
-from context_engine.sources.github import ReadProblems, SourceError
+from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.normalize import normalize
 
 PROJECT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from context_engine.sources.github import ReadProblems, SourceError, read_github_dump
+from context_engine.sources.github import read_github_dump
+from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.github_api import github_token, sync_github
 from context_engine.sources.normalize import normalize
 

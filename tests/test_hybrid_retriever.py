@@ -3,7 +3,6 @@ behaviour, the access filter, and `make_retriever` through the runtime cache."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from langchain_tests.integration_tests import RetrieversIntegrationTests

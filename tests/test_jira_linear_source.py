@@ -13,7 +13,7 @@ from context_engine.answering.links import references
 from context_engine.query.fields import VALUE_ROLES
 from context_engine.query.schema import values_at
 from context_engine.sources.adf import adf_to_text
-from context_engine.sources.github import ReadProblems, SourceError
+from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.jira import read_jira
 from context_engine.sources.linear import linear_date, read_linear
 from context_engine.sources.normalize import normalize

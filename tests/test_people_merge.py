@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from context_engine.query.identity import AmbiguousPerson, PeopleDirectory
-from context_engine.sources.github import SourceError
+from context_engine.sources.problems import SourceError
 from context_engine.sources.normalize import normalize
 from context_engine.sources.people import load_overrides, merge_people, normalize_name
 from context_engine.sources.sample import generate

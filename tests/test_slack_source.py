@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from context_engine.answering.links import references
-from context_engine.sources.github import ReadProblems, SourceError
+from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.normalize import normalize
 from context_engine.sources.slack import read_slack_export, render_text, workspace_name
 

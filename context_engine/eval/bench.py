@@ -47,7 +47,8 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def bench_ingest(data_dir: Path) -> dict:
-    from context_engine.sources.github import ReadProblems, read_github_dump
+    from context_engine.sources.github import read_github_dump
+    from context_engine.sources.problems import ReadProblems
     from context_engine.sources.ingest import ingest
     from context_engine.sources.sample import generate
 

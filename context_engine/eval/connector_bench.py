@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 from context_engine.config import Settings
 from context_engine.sources.connectors import SourceRequest, read_source
-from context_engine.sources.github import ReadProblems
+from context_engine.sources.problems import ReadProblems
 from context_engine.sources.ingest import ingest
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"

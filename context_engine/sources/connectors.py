@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from context_engine.sources.github import ReadProblems, SourceError
+from context_engine.sources.problems import ReadProblems, SourceError
 
 __all__ = ["SOURCES", "SourceRequest", "ReadResult", "read_source", "saved_overrides"]
 

@@ -29,7 +29,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from context_engine.sources.github import ReadProblems, SourceError
+from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.html_text import html_page
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 from urllib.parse import urlsplit
 
-from context_engine.sources.github import ReadProblems, SourceError
+from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.normalize import parse_datetime
 
 _RS = "\x1e"

@@ -7,32 +7,16 @@ skipped; the rest goes in.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from context_engine.sources.json_files import json_values
 from context_engine.sources.normalize import repo_from_url
-
-
-class SourceError(RuntimeError):
-    """A source cannot be read at all (missing file, not a dump); one line for the user."""
-
-
-@dataclass
-class ReadProblems:
-    count: int = 0
-    examples: list[str] = field(default_factory=list)
-
-    def add(self, where: str, why: str) -> None:
-        self.count += 1
-        if len(self.examples) < 5:
-            self.examples.append(f"{where}: {why}")
+from context_engine.sources.problems import ReadProblems
 
 
 def iter_json_records(path: Path, problems: ReadProblems) -> Iterator[dict[str, Any]]:
     """Objects from a JSON array/object file or a JSON-lines file (optionally gzipped)."""
-    from context_engine.sources.json_files import json_values
-
     for where, value in json_values(path, problems):
         items = value if isinstance(value, list) else [value]
         for i, item in enumerate(items):

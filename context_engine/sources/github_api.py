@@ -46,7 +46,8 @@ from typing import Any, Callable
 
 import httpx
 
-from context_engine.sources.github import ReadProblems, SourceError, is_pull_request, people_from_github
+from context_engine.sources.github import is_pull_request, people_from_github
+from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.github_rest import GitHubRest, NotFound
 from context_engine.sources.normalize import parse_datetime
 

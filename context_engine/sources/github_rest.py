@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator
 
 import httpx
 
-from context_engine.sources.github import SourceError
+from context_engine.sources.problems import SourceError
 
 API_VERSION = "2022-11-28"
 MAX_TRIES = 5  # per request, for 5xx and transport errors

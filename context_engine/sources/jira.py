@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from context_engine.sources.adf import adf_to_text, is_adf
-from context_engine.sources.github import ReadProblems
+from context_engine.sources.problems import ReadProblems
 from context_engine.sources.json_files import json_values
 from context_engine.sources.normalize import RecordError
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from context_engine.sources.github import ReadProblems, SourceError
+from context_engine.sources.problems import ReadProblems, SourceError
 
 
 def read_text(path: Path) -> str:

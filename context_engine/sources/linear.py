@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
-from context_engine.sources.github import ReadProblems, SourceError
+from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.json_files import json_values, read_text
 from context_engine.sources.normalize import RecordError
 

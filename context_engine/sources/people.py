@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .github import SourceError
+from context_engine.sources.problems import SourceError
 
 # A person has at most one of each per system, so two different values mean two people.
 EXCLUSIVE_KINDS = ("login", "slack_id", "jira")

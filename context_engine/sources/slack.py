@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
-from context_engine.sources.github import ReadProblems, SourceError
+from context_engine.sources.problems import ReadProblems, SourceError
 
 NOISE_SUBTYPES = frozenset({
     "channel_join", "channel_leave", "channel_topic", "channel_purpose", "channel_name", "channel_archive",
