@@ -234,14 +234,13 @@ def cmd_people(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from context_engine.runtime import store_for
     from context_engine.sources.connectors import saved_overrides
     from context_engine.sources.people import merge_people
     from context_engine.store.documents import strip_hidden
 
     settings = _settings(args)
     _check_tenant_and_asker(settings)
-    from context_engine.runtime import store_for
-
     stored = [strip_hidden(p) for p in store_for(settings).collection("people").find({"tenant_id": settings.tenant})]
     # Merging the stored directory again changes nothing and recovers the conflicts left apart.
     directory = merge_people(stored, saved_overrides(settings.data_dir, settings.tenant))

@@ -98,9 +98,9 @@ def write_records(store: DocumentStore, tenant: str, batches: dict[str, Iterable
 def write_people(store: DocumentStore, tenant: str, fragments: list[dict[str, Any]], report: IngestReport,
                  overrides: list[dict[str, Any]] | None) -> None:
     """Merge the fragments into the tenant's directory; the merged directory replaces the old one."""
-    existing = list(store.collection("people").find({"tenant_id": tenant}, {"_id": 0, "tenant_id": 0}))
     if not fragments and not overrides:
         return
+    existing = list(store.collection("people").find({"tenant_id": tenant}, {"_id": 0, "tenant_id": 0}))
     directory = merge_people(existing + fragments, overrides)
     people = [normalize("people", person) for person in directory.people]
     stats = store.upsert("people", tenant, people)
