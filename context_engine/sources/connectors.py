@@ -141,8 +141,6 @@ def _sync_github(request: SourceRequest, tenant: str, data_dir: Path, problems: 
 
     if request.paths:
         raise SourceError("`ingest github --repo owner/name` takes no dump files")
-    if request.repo.count("/") != 1 or not all(request.repo.split("/")):
-        raise SourceError(f"--repo {request.repo!r}: expected owner/name")
     path = _cursor_path(data_dir, tenant, request.repo)
     cursor = None if request.full or not path.exists() else json.loads(path.read_text(encoding="utf-8"))
     if cursor is None and request.since:
