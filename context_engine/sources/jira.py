@@ -53,7 +53,7 @@ def read_jira(paths: list[Path], problems: ReadProblems, source: str | None = No
                     problems.add(item_where, str(exc))
                     continue
                 issues.append(issue)
-                _add_people(people, issue)
+                add_issue_people(people, issue)
     return {"issues": issues, "people": list(people.values())}
 
 
@@ -192,15 +192,17 @@ def _issue_users(issue: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield comment.get("author")
 
 
-def _add_people(people: dict[str, dict[str, Any]], issue: dict[str, Any]) -> None:
-    """Identity fragments: the Jira user id, display name and (when the site shares it) e-mail."""
+def add_issue_people(people: dict[str, dict[str, Any]], issue: dict[str, Any]) -> None:
+    """Identity fragments of a Jira-shaped issue's users (Linear issues are mapped to that shape too):
+    the user id, display name and (when the site shares it) e-mail. A display name that only repeats
+    the id (Linear's CSV export gives one value for both) is not a name."""
     for user in _issue_users(issue):
         if not isinstance(user, dict) or not user.get("name") or user.get("accountType") == "app":
             continue  # automation/app users are not people
         # One fragment per user per source, so `ingest --prune` of one project keeps the others' people.
         person = people.setdefault(f"{issue['source']}\0{user['name']}",
                                    {"jira": str(user["name"]), "acl": ["*"], "source": issue["source"]})
-        if user.get("displayName") and "name" not in person:
+        if user.get("displayName") and user["displayName"] != user["name"] and "name" not in person:
             person["name"] = str(user["displayName"])
         if user.get("emailAddress") and "email" not in person:
             person["email"] = str(user["emailAddress"])

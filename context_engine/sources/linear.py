@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from context_engine.sources.problems import ReadProblems, SourceError
+from context_engine.sources.jira import add_issue_people
 from context_engine.sources.json_files import json_values, read_text
 from context_engine.sources.normalize import RecordError
 
@@ -56,7 +57,7 @@ def read_linear(paths: list[Path], problems: ReadProblems) -> dict[str, list[dic
                 problems.add(where, str(exc))
                 continue
             issues.append(issue)
-            _add_people(people, issue)
+            add_issue_people(people, issue)
     return {"issues": issues, "people": list(people.values())}
 
 
@@ -229,20 +230,3 @@ def linear_date(value: str | None) -> str | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
-
-
-# --------------------------------------------------------------------------------------------
-# People
-# --------------------------------------------------------------------------------------------
-def _add_people(people: dict[str, dict[str, Any]], issue: dict[str, Any]) -> None:
-    fields = issue["fields"]
-    users = [fields.get("assignee"), fields.get("reporter"), *(c.get("author") for c in fields["comment"]["comments"])]
-    for user in users:
-        if not isinstance(user, dict):
-            continue
-        person = people.setdefault(f"{issue['source']}\0{user['name']}",
-                                   {"jira": user["name"], "acl": ["*"], "source": issue["source"]})
-        if user.get("displayName") and user["displayName"] != user["name"]:
-            person.setdefault("name", user["displayName"])
-        if user.get("emailAddress"):
-            person.setdefault("email", user["emailAddress"])
