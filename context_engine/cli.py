@@ -92,7 +92,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     per_tenant = read.per_tenant
     with _Progress() as progress:
         try:
-            reports = ingest(settings, per_tenant, progress=progress, index=not args.no_index, prune=args.prune)
+            reports = ingest(settings, per_tenant, progress=progress, index=not args.no_index, prune=args.prune,
+                             public=args.public)
         except ValueError as exc:  # e.g. --prune of records that do not say which source they are from
             raise InputError(str(exc)) from None
     if read.after_commit:
@@ -116,6 +117,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             if r["removed"]:
                 print("  removed (no longer in the source): "
                       + ", ".join(f"{n} {count:,}" for n, count in r["removed"].items()))
+            if r["readable_by_nobody"]:
+                print(f"  access: {r['readable_by_nobody']:,} new records whose source does not say who may read them "
+                      "are readable by nobody; pass --public if the whole tenant may read this source", file=sys.stderr)
             if r["people_conflicts"]:
                 print(f"  people: {r['people_conflicts']} possible matches left apart (see `context-engine people`)")
             for problem in r["problems"]:
@@ -466,9 +470,12 @@ EXAMPLES = {
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from context_engine.config import TENANT_RULE
+
     common = _Parser(add_help=False)
     common.add_argument("--data-dir", help="data directory (default $CONTEXT_ENGINE_HOME or ./.context-engine)")
-    common.add_argument("--tenant", help="tenant to read or write (default $CONTEXT_ENGINE_TENANT or acme)")
+    common.add_argument("--tenant", help=f"tenant to read or write (default $CONTEXT_ENGINE_TENANT or acme); "
+                        f"a tenant name is {TENANT_RULE}")
     common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
     parser = _Parser(prog="context-engine", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -494,6 +501,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(github --repo: makes the sync a full one)")
     p.add_argument("--no-index", action="store_true",
                    help="structured store only: skip chunking and embedding for the semantic index")
+    p.add_argument("--public", action="store_true",
+                   help="declare that records whose source does not say who may read them (a git clone, a dump "
+                   "without repository visibility, Jira/Linear/docs exports) are readable by the whole tenant; "
+                   "without it they are readable by nobody (deny by default)")
     p.set_defaults(func=cmd_ingest)
 
     p = add("ask", help="answer a question")
@@ -547,13 +558,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from context_engine.config import TenantError
     from context_engine.store.documents import StoreError
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (InputError, StoreError) as exc:
+    except (InputError, StoreError, TenantError) as exc:
         print(f"context-engine: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:

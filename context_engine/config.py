@@ -7,6 +7,7 @@ it with `Settings.from_env(...)`. Nothing reads the environment anywhere else.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,22 @@ HIDDEN_FIELDS: frozenset[str] = frozenset({"_id", "tenant_id", "acl"})
 
 COLLECTIONS: tuple[str, ...] = ("pull_requests", "issues", "messages", "documents", "commits", "people")
 
-PUBLIC = "*"
-"""The access-list entry that lets every member of the tenant read a record."""
+TENANT_RULE = "1-64 characters: letters, digits, '_' or '-', starting with a letter or digit"
+_TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+class TenantError(ValueError):
+    """A tenant name outside the rule; the message is one line for the user."""
+
+
+def check_tenant(tenant: object) -> str:
+    """A tenant name is an identifier used as-is in paths and cache keys, so it must be one: no
+    mapping (lossy or not) can then make two tenants share a file or a name escape the data dir."""
+    if type(tenant) is not str:
+        raise TenantError(f"a tenant must be a plain string, got {type(tenant).__name__}")
+    if not _TENANT.fullmatch(tenant):
+        raise TenantError(f"invalid tenant name {tenant[:80]!r}: {TENANT_RULE}")
+    return tenant
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -66,6 +81,9 @@ class Settings:
     reranker: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_RERANKER") or "offline")
     context_tokens: int = 1200  # compression budget for the answer's context
     max_reflections: int = 2    # reflect -> retry rounds at most
+
+    def __post_init__(self) -> None:
+        check_tenant(self.tenant)
 
     @property
     def embedding_cache_path(self) -> Path:

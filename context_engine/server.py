@@ -229,7 +229,7 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
             return _error(400, f"unusable Slack payload: {exc}")
         if payload.get("type") == "url_verification":
             return {"challenge": payload.get("challenge")}
-        record = slack_message(payload)
+        record = await run_in_threadpool(slack_message, settings, payload)
         if record is None:
             return {"ignored": (payload.get("event") or {}).get("type") or payload.get("type")}
         return {"ingested": await run_in_threadpool(ingest_now, settings.tenant, {"messages": [record]})}
@@ -264,16 +264,22 @@ def readiness(settings: Settings, tenants: list[str]) -> dict[str, Any]:
 def github_batches(settings: Settings, event: str, payload: dict[str, Any]) -> dict[str, list[dict]] | None:
     """The records a GitHub webhook delivers: the PR (pull_request, pull_request_review) or the issue
     (issues; a PR seen as an issue goes to pull_requests). None for events we do not store."""
-    from context_engine.sources.github import is_pull_request
+    from context_engine.sources.github import is_pull_request, visibility_acl
 
+    # The event's repository states its visibility; without it the record keeps what is stored (or
+    # is readable by nobody), never everyone.
     if event == "pull_request":
-        return {"pull_requests": [payload["pull_request"]]}
-    if event == "issues":
-        issue = payload["issue"]
-        return {"pull_requests" if is_pull_request(issue) else "issues": [issue]}
-    if event == "pull_request_review":
-        return {"pull_requests": [with_review(settings, payload["pull_request"], payload["review"])]}
-    return None
+        collection, record = "pull_requests", payload["pull_request"]
+    elif event == "issues":
+        record = payload["issue"]
+        collection = "pull_requests" if is_pull_request(record) else "issues"
+    elif event == "pull_request_review":
+        collection, record = "pull_requests", with_review(settings, payload["pull_request"], payload["review"])
+    else:
+        return None
+    acl = visibility_acl(payload)
+    acl = visibility_acl(record) if acl is None else acl
+    return {collection: [record if acl is None else {**record, "acl": acl}]}
 
 
 def with_review(settings: Settings, pull: dict[str, Any], review: dict[str, Any]) -> dict[str, Any]:
@@ -291,12 +297,40 @@ def with_review(settings: Settings, pull: dict[str, Any], review: dict[str, Any]
     return {**pull, "reviews": reviews + [review]}
 
 
-def slack_message(payload: dict[str, Any]) -> dict[str, Any] | None:
+def slack_message(settings: Settings, payload: dict[str, Any]) -> dict[str, Any] | None:
     """A stored message record from an Events API `event_callback` of a plain `message`; None for
-    anything else (other events, edits, bot and system subtypes)."""
+    anything else (other events, edits, bot and system subtypes).
+
+    Access: a public channel (`channel_type: channel`) is readable by the tenant. An event does not
+    list a private channel's members, so a message there takes the access list already stored for
+    its channel (from the export), else nobody's, and is marked partial: it can only narrow what is
+    stored, never widen it.
+    """
+    from context_engine.access import PUBLIC
+    from context_engine.sources.ingest import ACL_PARTIAL
+
     event = payload.get("event") or {}
     if payload.get("type") != "event_callback" or event.get("type") != "message" or event.get("subtype"):
         return None
     record = {k: event[k] for k in ("type", "user", "text", "ts", "thread_ts") if k in event}
     record["channel_id"] = event.get("channel")
+    if event.get("channel_type") == "channel":
+        record["acl"] = [PUBLIC]
+    else:
+        record["acl"] = channel_acl(settings, record["channel_id"])
+        record[ACL_PARTIAL] = True
     return record
+
+
+def channel_acl(settings: Settings, channel_id: Any) -> list[str]:
+    """The access list stored for a Slack channel's newest message; [] when none is known."""
+    from context_engine.runtime import NoData, store_for
+
+    if not isinstance(channel_id, str):
+        return []
+    try:
+        newest = store_for(settings).collection("messages").find(
+            {"tenant_id": settings.tenant, "channel_id": channel_id}, {"acl": 1}).sort("ts", -1).limit(1)
+    except NoData:
+        return []
+    return next((list(d.get("acl") or []) for d in newest), [])

@@ -161,7 +161,8 @@ def test_github_issue_uses_title_body_and_html_url():
         "created_at": "2024-01-02T03:04:05Z"})
     [chunk] = chunk_record("issues", record, tenant="hf")
     assert chunk.id == "hf:issues:o/r#7:0" and chunk.url == "https://github.com/o/r/issues/7"
-    assert chunk.author == "octo" and chunk.date == datetime(2024, 1, 2, 3, 4, 5) and chunk.acl == ["*"]
+    assert chunk.author == "octo" and chunk.date == datetime(2024, 1, 2, 3, 4, 5)
+    assert chunk.acl == []  # no access list stated: readable by nobody, never by everyone
     assert chunk.text == "Loader crashes on empty files\n\nSteps: load an empty file. It crashes."
 
 

@@ -33,7 +33,7 @@ def test_markdown_with_front_matter(docs):
     assert doc["created_at"] == "2026-03-02T00:00:00Z" and doc["updated_at"] == "2026-11-20T08:30:00Z"
     assert doc["tags"] == ["payments", "on-call"] and doc["space"] == "Payments"
     assert doc["url"] == "https://wiki.acme.io/payments/on-call-onboarding"
-    assert doc["doc_id"] == "handbook/onboarding.md" and doc["acl"] == ["*"] and doc["source"] == "docs:docs"
+    assert doc["doc_id"] == "handbook/onboarding.md" and "acl" not in doc and doc["source"] == "docs:docs"
     assert doc["links"] == ["https://wiki.acme.io/payments/runbooks/refunds", "https://github.com/acme/payments/pull/1342"]
     assert not doc["body"].startswith("---")
 

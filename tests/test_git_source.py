@@ -124,7 +124,7 @@ def test_commit_records_numstat_binary_rename_and_message(widgets):
     assert files["README.md"] == {"filename": "README.md", "additions": 2, "deletions": 0}
     assert files["logo.png"] == {"filename": "logo.png", "additions": 0, "deletions": 0, "binary": True}
     assert first["author"]["date"] == "2026-01-05T10:00:00+01:00" and first["parents"] == []
-    assert first["repo"] == "acme/widgets" and first["source"] == "git:acme/widgets" and first["acl"] == ["*"]
+    assert first["repo"] == "acme/widgets" and first["source"] == "git:acme/widgets" and "acl" not in first
     assert first["html_url"] == f"https://github.com/acme/widgets/commit/{first['sha']}"
 
     moved = commits["Move notes"]

@@ -104,8 +104,10 @@ def test_full_sync_pages_through_issues_and_splits_prs_from_issues(first_sync):
     assert sorted(by_number(records["pull_requests"])) == [7397, 7408, 7411, 7414]
     assert sorted(by_number(records["issues"])) == [7404, 7412, 7413]
     assert sleeps == [] and problems.count == 0
-    for collection in ("pull_requests", "issues", "people"):
+    # The PR details say the repository is public (`base.repo.private: false`): that holds for its issues.
+    for collection in ("pull_requests", "issues"):
         assert {(tuple(r["acl"]), r["source"]) for r in records[collection]} == {(("*",), f"github:{REPO}")}
+    assert {r["source"] for r in records["people"]} == {f"github:{REPO}"}
     # The full sync needs no per-PR comments call: the repo-wide stream had every comment.
     assert not [path for path, _ in stub.requests if path.endswith("/comments") and "/pulls/7" in path]
 

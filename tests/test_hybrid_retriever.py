@@ -22,7 +22,7 @@ DOCS = [
     {"doc_id": "RELEASE", "title": "Mobile release", "body": "The Android release train ships every second Tuesday."},
     {"doc_id": "ONCALL", "title": "Oncall handbook", "body": "Page the secondary after fifteen minutes."},
     {"doc_id": "SECRET", "title": "Incident notes", "body": "The Redis password leaked in a build log.",
-     "acl": ["sokafor"]},
+     "acl": ["github:sokafor"]},
 ]
 PEOPLE = [{"login": "sokafor", "name": "Sam Okafor", "slack_id": "U0DCC75DEF"},
           {"login": "zwei-dev", "name": "Zhang Wei", "slack_id": "U0BE63B36E"}]
@@ -33,7 +33,9 @@ def settings(tmp_path_factory) -> Settings:
     cache = tmp_path_factory.getbasetemp() / "semantic-index-embeddings.sqlite"  # shared with test_semantic_index
     settings = Settings(data_dir=tmp_path_factory.mktemp("hybrid"), mongodb_uri=None, tenant="t1",
                         embedding_cache=cache, use_llm=False)
-    ingest(settings, {"t1": {"documents": DOCS, "people": PEOPLE}})
+    # Documents carry no membership of their own: `public=True` is the ingest's explicit "readable by
+    # the tenant"; SECRET states its own access list, which wins.
+    ingest(settings, {"t1": {"documents": DOCS, "people": PEOPLE}}, public=True)
     return settings
 
 
@@ -99,19 +101,19 @@ def test_access_filter_is_the_principals_field(index):
     query = "redis password leaked in a build log"
     everyone = len(index)
     assert "SECRET" not in _refs(HybridRetriever(index=index, k=everyone).invoke(query))
-    assert "SECRET" not in _refs(HybridRetriever(index=index, k=everyone, principals=("zwei-dev",)).invoke(query))
-    assert _refs(HybridRetriever(index=index, k=3, principals=("sokafor",)).invoke(query))[0] == "SECRET"
+    assert "SECRET" not in _refs(HybridRetriever(index=index, k=everyone, principals=("github:zwei-dev", "slack:U0BE63B36E")).invoke(query))
+    assert _refs(HybridRetriever(index=index, k=3, principals=("github:sokafor",)).invoke(query))[0] == "SECRET"
 
 
 def test_make_retriever_reads_settings_and_sees_reingested_data(settings):
     member = settings.with_overrides(asker="sokafor", fusion="convex", retrieve_k=3)
     retriever = make_retriever(member, principals_for(member))
-    assert (retriever.k, retriever.fusion, "sokafor" in retriever.principals) == (3, "convex", True)
+    assert (retriever.k, retriever.fusion, "github:sokafor" in retriever.principals) == (3, "convex", True)
     assert _refs(retriever.invoke("redis password leaked"))[0] == "SECRET"
     assert make_retriever(member, []).index is retriever.index  # loaded once per (data dir, tenant)
 
     ingest(settings, {"t1": {"documents": [{"doc_id": "RUNBOOK", "title": "Failover runbook",
-                                            "body": "Promote the Redis replica with sentinel failover."}]}})
+                                            "body": "Promote the Redis replica with sentinel failover."}]}}, public=True)
     forget(settings)
     fresh = make_retriever(settings, [])
     assert fresh.index is not retriever.index

@@ -47,7 +47,7 @@ def test_jira_server_v2_page_keeps_rest_shape(jira):
     fields = issue["fields"]
     assert issue["id"] == "20417" and issue["self"].endswith("/rest/api/2/issue/20417")
     assert issue["url"] == "https://jira.example.org/browse/OPS-118"
-    assert issue["source"] == "jira:OPS" and issue["acl"] == ["*"]
+    assert issue["source"] == "jira:OPS" and "acl" not in issue
     assert fields["summary"] == "Nightly Postgres backup job exceeds its window"
     assert fields["description"].startswith("The backup job started on *Mar 3*")  # wiki text stays as is
     assert (fields["issuetype"]["name"], fields["status"]["name"], fields["priority"]["name"]) == ("Bug", "In Progress", "High")
@@ -187,7 +187,7 @@ def test_jira_throughput_on_5000_generated_issues(tmp_path):
 def test_linear_graphql_response_maps_to_jira_shape(linear):
     issue = by_key(linear[0])["PLAT-142"]
     fields = issue["fields"]
-    assert issue["tracker"] == "linear" and issue["source"] == "linear:PLAT" and issue["acl"] == ["*"]
+    assert issue["tracker"] == "linear" and issue["source"] == "linear:PLAT" and "acl" not in issue
     assert issue["id"] == "9cfb482a-81e3-4154-b5b9-2c805e70a02d"
     assert issue["url"].startswith("https://linear.app/globex/issue/PLAT-142/")
     assert fields["summary"] == "Rate limiter drops requests during token refresh"

@@ -20,8 +20,7 @@ from context_engine.sources.normalize import normalize
 from context_engine.sources.sample import STORIES, generate
 from context_engine.store.documents import open_store
 
-MEMBER = ["achen42"]  # in #security-private
-OUTSIDER = ["zwei-dev", "U0BE63B36E"]  # an acme member who is not
+OUTSIDER = ["github:zwei-dev", "slack:U0BE63B36E"]  # an acme member who is not
 
 
 @pytest.fixture(scope="session")
@@ -192,6 +191,9 @@ def test_private_channel_thread_only_reaches_members(sample_subset_index):
             refs = _refs(search(query, everything, principals))
             assert refs and not private & set(refs)
     leak_thread = f"G04SECPR9Z:{STORIES['leaked_stripe_key']['thread']['ts']}"
+    # achen42 is in #security-private; the channel grants access by Slack id, not by login.
+    [slack_id] = [p["slack_id"] for p in generate()["acme"]["people"] if p["login"] == "achen42"]
+    MEMBER = [f"slack:{slack_id}"]
     assert _refs(index.search_bm25(query, 1, MEMBER)) == [leak_thread]
     assert _refs(index.search_dense(query, 1, MEMBER)) == [leak_thread]
 

@@ -26,7 +26,7 @@ def _pull(number: int, title: str, body: str) -> dict:
     return {"id": 990000 + number, "number": number, "title": title, "body": body, "state": "open",
             "user": {"login": "rsh-dev"}, "created_at": "2026-11-29T09:00:00Z", "updated_at": "2026-11-29T09:00:00Z",
             "html_url": f"https://github.com/acme/infra/pull/{number}",
-            "base": {"ref": "main", "repo": {"full_name": "acme/infra"}}}
+            "base": {"ref": "main", "repo": {"full_name": "acme/infra", "private": False}}}
 
 
 def _stored_pull(data_dir, number: int) -> dict | None:
@@ -137,7 +137,7 @@ def test_a_key_sees_only_its_tenant_whatever_the_body_says(server, data_dir):
     marker = "quokkafrost"
     ingest(settings, {tenant: {"pull_requests": [_pull(9101, f"Roll out {marker} caching for {tenant}",
                                                         f"The {marker} rollout plan of {tenant}.")]}
-                      for tenant in ("acme", "globex")})
+                      for tenant in ("acme", "globex")}, public=True)
     forget(settings)
     question = {"question": f"what is the {marker} rollout plan?", "now": NOW}
     for key, tenant, other in (("acme-key", "acme", "globex"), ("globex-key", "globex", "acme")):

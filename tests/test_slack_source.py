@@ -109,8 +109,9 @@ def test_a_message_linking_a_pull_request_references_it(acme):
 def test_private_channels_are_readable_by_their_members_only(acme):
     out, _ = acme
     acl = {m["channel"]: m["acl"] for m in out["messages"]}
-    assert acl == {"general": ["*"], "security": ["U01ALICE", "U03CAROL"],
-                   "mpdm-alice--bob--carol-1": ["U01ALICE", "U02BOB", "U03CAROL"], "D01AB": ["U01ALICE", "U02BOB"]}
+    assert acl == {"general": ["*"], "security": ["slack:U01ALICE", "slack:U03CAROL"],
+                   "mpdm-alice--bob--carol-1": ["slack:U01ALICE", "slack:U02BOB", "slack:U03CAROL"],
+                   "D01AB": ["slack:U01ALICE", "slack:U02BOB"]}
     assert {m["channel_id"] for m in out["messages"] if m["channel"] == "security"} == {"G01SEC"}
 
 

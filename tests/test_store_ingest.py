@@ -113,12 +113,12 @@ def test_text_search_sees_a_write_made_in_the_same_process(tmp_path):
     from context_engine.query.schema import schema_from_documents
 
     settings = Settings(data_dir=tmp_path, mongodb_uri=None)
-    ingest(settings, {"t1": {"pull_requests": [_pr(1, title="flux capacitor")]}})
+    ingest(settings, {"t1": {"pull_requests": [_pr(1, title="flux capacitor")]}}, public=True)
     store = open_store(settings)
     schema = schema_from_documents("pull_requests", [_pr(1)])  # full text over `title`
     search = [{"$match": {"$text": {"$search": "zeppelin"}}}]
     assert run_pipeline(store, "pull_requests", search, tenant="t1", principals=[], schema=schema) == []
-    store.upsert("pull_requests", "t1", [dict(_pr(2, title="zeppelin"), ref="o/r#2")])
+    store.upsert("pull_requests", "t1", [dict(_pr(2, title="zeppelin"), ref="o/r#2", acl=["*"])])
     rows = run_pipeline(store, "pull_requests", search, tenant="t1", principals=[], schema=schema)
     assert [r["ref"] for r in rows] == ["o/r#2"]
     assert sum(1 for key in _CACHE if key[0] == id(store.db) and key[2] == "t1") == 1  # replaced, not piled up
@@ -130,10 +130,10 @@ def test_find_refs_answers_as_the_scoped_find_does(settings):
 
     store = open_store(settings)
     refs = [d["ref"] for d in store.collection("messages").find({"tenant_id": "acme"})]
-    for principals in ([], ["sokafor"]):
+    for principals in ([], ["slack:U0DCC75DEF"]):  # sokafor, a member of #security-private
         scope = scope_filter("acme", principals)
         expected = {d["ref"] for d in store.collection("messages").find({**scope, "ref": {"$in": refs}})}
         found = store.find_refs("messages", scope, refs + ["no-such-ref"])
         assert {d["ref"] for d in found} == expected and len(found) == len(expected)
     assert len(expected) > len({d["ref"] for d in store.find_refs("messages", scope_filter("acme", []), refs)})
-    assert store.find_refs("messages", scope_filter("globex", ["sokafor"]), refs) == []
+    assert store.find_refs("messages", scope_filter("globex", ["slack:U0DCC75DEF"]), refs) == []

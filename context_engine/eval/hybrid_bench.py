@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from context_engine.access import PUBLIC
 from context_engine.config import Settings
 from context_engine.eval.beir import load_beir, read_corpus
 from context_engine.retrievers.chunking import Chunk, chunk_document, embedding_text
@@ -60,7 +61,7 @@ def _acl(i: int) -> list[str]:
 
 def scifact_chunks(root: Path) -> list[Chunk]:
     return [chunk for doc in read_corpus(root)
-            for chunk in chunk_document(str(doc["_id"]), doc.get("title"), doc.get("text", ""), tenant=TENANT)]
+            for chunk in chunk_document(str(doc["_id"]), doc.get("title"), doc.get("text", ""), tenant=TENANT, acl=[PUBLIC])]
 
 
 def scaled(base: list[Chunk], vectors: np.ndarray, size: int, noise: float, seed: int = 0) -> tuple[list[Chunk], np.ndarray]:

@@ -39,6 +39,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from langchain_core.documents import Document
 
+from context_engine.access import PUBLIC
 from context_engine.config import Settings
 from context_engine.eval.beir import load_beir, ndcg_at, read_corpus, recall_at
 from context_engine.retrievers.bm25 import BM25Index
@@ -126,7 +127,7 @@ def open_beir_index(root: Path, settings: Settings, progress: Progress | None = 
     """Chunk the corpus of `root`, then load its indexes from the data dir or build (and save) them."""
     say = progress or (lambda message: None)
     chunks = [chunk for doc in read_corpus(root)
-              for chunk in chunk_document(str(doc["_id"]), doc.get("title"), doc.get("text", ""), tenant="beir")]
+              for chunk in chunk_document(str(doc["_id"]), doc.get("title"), doc.get("text", ""), tenant="beir", acl=[PUBLIC])]
     embeddings = CachedEmbeddings(make_embeddings(settings.embedding_model), EmbeddingCache(settings.embedding_cache_path))
     directory = settings.data_dir / "beir" / f"{root.resolve().name}-{_fingerprint(embeddings.name, chunks)}"
     bm25_path, dense_path = directory / "bm25.pickle", directory / "dense"

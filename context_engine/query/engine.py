@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Union
 
+from context_engine.access import principals_of_accounts
 from context_engine.config import Settings
 from context_engine.query.catalog import Catalog
 from context_engine.query.execute import ExecutionError, run_pipeline
@@ -71,10 +72,11 @@ _FIRST_PERSON_FILTER = re.compile(
 
 
 def principals_of(person: Person | None) -> list[str]:
-    """Access-list entries that grant this asker: their key and every handle."""
+    """Access-list entries that grant this asker: one namespaced principal per account of theirs
+    (never a display name or handle, which another system may give to someone else)."""
     if person is None:
         return []
-    return sorted({person.key, *person.handles.values()})
+    return principals_of_accounts(person.handles)
 
 
 def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None,

@@ -11,11 +11,12 @@ import copy
 import re
 from typing import Any
 
-from context_engine.config import HIDDEN_FIELDS, PUBLIC
+from context_engine.access import PUBLIC, check_principals
+from context_engine.config import HIDDEN_FIELDS, check_tenant
 from context_engine.query.fulltext import text_ids
 from context_engine.query.schema import CollectionSchema
+from context_engine.store.bounded import Bounds, QueryBoundExceeded, read_cursor, run_embedded, run_in_process
 
-_RESHAPING = ("$group", "$project", "$count")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -24,7 +25,25 @@ class ExecutionError(RuntimeError):
 
 
 def scope_filter(tenant: str, principals: list[str]) -> dict[str, Any]:
-    return {"tenant_id": tenant, "acl": {"$in": sorted({PUBLIC, *principals})}}
+    """The tenant and access filter; refuses anything but plain strings (a dict such as
+    `{"$ne": None}` passed as a tenant would otherwise become a query operator)."""
+    check_tenant(tenant)
+    return {"tenant_id": tenant, "acl": {"$in": sorted({PUBLIC, *check_principals(principals)})}}
+
+
+def strip_hidden_deep(row: Any, keep_group_key: bool) -> Any:
+    """Remove hidden fields at every depth. A top-level `_id` survives only as a `$group` key: after
+    a `$group` every row is a group (no record's id can reach it, the validator refuses `$_id`)."""
+    stack = [(row, True)]
+    while stack:
+        node, top = stack.pop()
+        if isinstance(node, dict):
+            for key in [k for k in node if k in HIDDEN_FIELDS and not (top and keep_group_key and k == "_id")]:
+                del node[key]
+            stack.extend((value, False) for value in node.values())
+        elif isinstance(node, list):
+            stack.extend((value, False) for value in node)
+    return row
 
 
 def scoped_pipeline(pipeline: list[dict[str, Any]], tenant: str, principals: list[str],
@@ -64,27 +83,31 @@ def _resolve_text(stages: list[dict[str, Any]], collection: Any, schema: Collect
 
 def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]], *, tenant: str,
                  principals: list[str], schema: CollectionSchema | None, max_rows: int = 200,
-                 max_time_ms: int = 5000) -> list[dict[str, Any]]:
+                 max_time_ms: int = 5000, max_bytes: int = Bounds.max_bytes) -> list[dict[str, Any]]:
+    """Run a validated pipeline within the tenant and access scope, a deadline and a byte cap."""
     collection = store.collection(collection_name)
     stages = scoped_pipeline(pipeline, tenant, principals, max_rows)
+    bounds = Bounds(max_time_ms=max_time_ms, max_bytes=max_bytes)
+    deadline = bounds.deadline()
     native_text = not store.embedded and bool(schema and any(
         "text" in str(ix.get("keys")) or ix.get("name", "").endswith("_text") for ix in schema.indexes))
     ranked = _resolve_text(stages, collection, schema, tenant, native_text, store.revision)
     cut = next((i for i, stage in enumerate(stages) if _is_text_score_sort(stage)), None) if ranked is not None else None
+    head = stages if cut is None else stages[:cut]
     try:
-        if cut is None:
-            rows = list(collection.aggregate(stages, maxTimeMS=max_time_ms))
+        if store.embedded:
+            rows = run_embedded(collection, head, bounds, deadline)
         else:
-            # BM25 served the `$text`, so its rank is the textScore: the stages before the sort run
+            rows = read_cursor(collection.aggregate(head, maxTimeMS=max_time_ms), bounds)
+        if cut is not None:
+            # BM25 served the `$text`, so its rank is the textScore: the stages before the sort ran
             # in the store, the rows are ordered by rank, the rest runs over those rows in process.
-            from mongomock.aggregate import process_pipeline
-
-            rows = list(collection.aggregate(stages[:cut], maxTimeMS=max_time_ms))
             rank = {doc_id: i for i, doc_id in enumerate(ranked)}
             rows.sort(key=lambda row: rank.get(row.get("_id"), len(rank)))
-            rows = list(process_pipeline(rows, None, stages[cut + 1:], None))
+            rows = run_in_process(rows, stages[cut + 1:], bounds, deadline)
+    except QueryBoundExceeded as exc:
+        raise ExecutionError(str(exc)) from None
     except Exception as exc:  # pymongo OperationFailure, mongomock errors: all go back to the planner
         raise ExecutionError(f"{exc.__class__.__name__}: {exc}") from None
-    reshaped = any(key in stage for stage in pipeline for key in _RESHAPING)
-    hidden = HIDDEN_FIELDS - {"_id"} if reshaped else HIDDEN_FIELDS
-    return [{k: v for k, v in row.items() if k not in hidden} for row in rows]
+    grouped = any("$group" in stage for stage in pipeline)
+    return [strip_hidden_deep(row, keep_group_key=grouped) for row in rows]

@@ -466,8 +466,8 @@ def _normalized(collection: str, record: dict[str, Any]) -> dict[str, Any]:
 
 def _acl(record: dict[str, Any]) -> list[str]:
     acl = record.get("acl")
-    if acl is None:
-        return ["*"]
+    if acl is None:  # deny by default: a record nobody said is public is readable by nobody
+        return []
     return [str(a) for a in acl] if isinstance(acl, (list, tuple, set)) else [str(acl)]
 
 
@@ -570,4 +570,4 @@ def chunk_document(doc_id: str, title: str | None, text: str, *, tenant: str, co
     """Chunks of a plain titled document (a BEIR corpus entry, a page): "title text", chunked."""
     body = f"{title or ''} {text or ''}".strip()
     return _build(collection, str(doc_id), {"title": title or None, "url": url}, [body], tenant,
-                  list(acl or ["*"]), max_tokens, overlap_sentences)
+                  list(acl or []), max_tokens, overlap_sentences)

@@ -40,7 +40,8 @@ import numpy as np
 from langchain_core.documents import Document
 from scipy import sparse
 
-from context_engine.config import PUBLIC, Settings
+from context_engine.access import PUBLIC
+from context_engine.config import Settings
 from context_engine.retrievers.bm25 import BM25Index
 from context_engine.retrievers.chunking import TEXT_COLLECTIONS, Chunk, chunk_collection, embedding_text
 from context_engine.retrievers.dense import DenseEmbeddings, DenseIndex, make_embeddings

@@ -15,7 +15,7 @@
   other HTML page is read the same way.
 
 Record: `doc_id, title, body, author{name[, email]}, created_at, updated_at, tags, space, url,
-path, links, format (markdown|notion|confluence), acl ["*"], source "docs:<root folder name>"`.
+path, links, format (markdown|notion|confluence), source "docs:<root folder name>"`.
 `path` is relative to the root. `url` is the page's real address (front matter `url`) and is left
 out when the export does not say it: a `file://` path on the ingesting machine would be a link
 nobody else can open. `space` is the front matter's, Confluence's space, or else the top folder.
@@ -74,7 +74,7 @@ def read_docs(root: Path, problems: ReadProblems, source: str | None = None) -> 
             problems.add(rel.as_posix(), str(exc))
             continue
         doc.setdefault("updated_at", _iso(datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc)))
-        doc["acl"], doc["source"] = ["*"], source
+        doc["source"] = source
         documents.append(doc)
         author = doc.get("author") or {}
         if author.get("name"):

@@ -25,7 +25,8 @@ For a merge commit the author is the author of the merged branch's tip (the PR's
 `merged_by` is the merge commit's author (who pressed the button); a squash commit's author is the
 PR author. Nothing is known about when a recovered PR was opened: `created_at` is `merged_at`.
 
-Every record is public (`acl: ["*"]`): a clone carries no access information.
+A clone carries no access information: records have no access list, and ingest applies the
+operator's `--public` declaration or denies access.
 """
 
 from __future__ import annotations
@@ -235,7 +236,7 @@ def _commit_record(raw: dict[str, Any], repo: RepoIdentity, source: str) -> dict
     }
     if repo.github:
         record["html_url"] = f"https://github.com/{repo.name}/commit/{raw['sha']}"
-    record.update(acl=["*"], source=source)
+    record.update(source=source)
     return record
 
 
@@ -281,7 +282,7 @@ def _pull_request(commit: dict[str, Any], authors: dict[str, dict[str, Any]], re
     }
     if repo.github:
         pr["html_url"] = f"https://github.com/{repo.name}/pull/{number}"
-    pr.update(recovered_from="git", acl=["*"], source=source)
+    pr.update(recovered_from="git", source=source)
     return pr
 
 

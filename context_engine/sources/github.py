@@ -3,6 +3,11 @@
 A record with a `pull_request` key (the issues endpoint) or with `head`/`merged_at` (the pulls
 endpoint) is a pull request; everything else is an issue. Unreadable lines are reported and
 skipped; the rest goes in.
+
+Access: a record is public to the tenant only when GitHub says its repository is public
+(`repository.private` / `base.repo.private` is false); a private repository's records are readable
+by nobody (the dump does not list its collaborators); when the record does not say, it carries no
+access list and ingest applies the operator's declaration (`--public`) or denies it.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
+from context_engine.access import PUBLIC
 from context_engine.sources.json_files import json_values
 from context_engine.sources.normalize import repo_from_url
 from context_engine.sources.problems import ReadProblems
@@ -26,6 +32,19 @@ def iter_json_records(path: Path, problems: ReadProblems) -> Iterator[dict[str, 
                 problems.add(f"{where}[{i}]" if isinstance(value, list) else where, "not a JSON object")
 
 
+def visibility_acl(record: dict[str, Any]) -> list[str] | None:
+    """The access list GitHub's own fields give, or None when the record does not say."""
+    for repo in (record.get("repository"), (record.get("base") or {}).get("repo")):
+        if isinstance(repo, dict) and isinstance(repo.get("private"), bool):
+            return [] if repo["private"] else [PUBLIC]
+    return None
+
+
+def with_visibility(record: dict[str, Any]) -> dict[str, Any]:
+    acl = visibility_acl(record)
+    return record if acl is None else {**record, "acl": acl}
+
+
 def is_pull_request(record: dict[str, Any]) -> bool:
     # The issues endpoint marks a PR with a non-null `pull_request`; /pulls records have `head`.
     return bool(record.get("pull_request")) or "head" in record
@@ -38,6 +57,7 @@ def read_github_dump(paths: list[Path], problems: ReadProblems) -> dict[str, lis
         for record in iter_json_records(path, problems):
             repo = repo_from_url(record.get("repository_url") or record.get("html_url"))
             record = {**record, "source": f"github:{repo}"} if repo else record
+            record = with_visibility(record)
             out["pull_requests" if is_pull_request(record) else "issues"].append(record)
     out["people"] = people_from_github(out["pull_requests"] + out["issues"])
     return out

@@ -29,9 +29,10 @@ the `*_seen` lists let a quiet repo's next sync skip them (and the 2-3 calls a r
 while an item newly stamped in that same second is still taken. A first sync costs about two calls
 per PR; past the hourly 5,000 the client waits for the reset (see github_rest.py).
 
-Access: every record gets `acl: ["*"]`, private repositories included. Listing a private repo's
-collaborators needs admin scopes, so repo-level access is the tenant boundary: connect a private
-repo only to a tenant whose members may all read it.
+Access: the repository's visibility, as the pull requests' details state it (`base.repo.private`),
+holds for all its records: public → the tenant, private → nobody (listing a private repo's
+collaborators needs admin scopes). When no record says, ingest applies the operator's `--public`
+declaration or denies access.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from typing import Any, Callable
 
 import httpx
 
-from context_engine.sources.github import is_pull_request, people_from_github
+from context_engine.sources.github import is_pull_request, people_from_github, visibility_acl
 from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.github_rest import GitHubRest, NotFound
 from context_engine.sources.normalize import parse_datetime
@@ -130,7 +131,7 @@ class _RepoSync:
         comments_by_pr: dict[int, list[Record]] = {}
         for comment in comments:
             comments_by_pr.setdefault(_pr_number(comment), []).append(comment)
-        issues = [{**item, "acl": ["*"], "source": self.source} for item in items if not is_pull_request(item)]
+        issues = [{**item, "source": self.source} for item in items if not is_pull_request(item)]
         changed_prs: dict[int, Record | None] = {item["number"]: item for item in items if is_pull_request(item)}
         for number in comments_by_pr:
             changed_prs.setdefault(number, None)
@@ -138,8 +139,12 @@ class _RepoSync:
                if (pr := self.pull_request(number, item, comments_by_pr.get(number, []))) is not None]
         # Review commenters are people too; people_from_github reads `user` off any record.
         commenters = [{"user": c.get("user")} for pr in prs for c in pr.get("review_comments") or []]
-        people = [{**person, "acl": ["*"], "source": self.source}
-                  for person in people_from_github(prs + issues + commenters)]
+        people = [{**person, "source": self.source} for person in people_from_github(prs + issues + commenters)]
+        # A repository has one visibility: what any pull request's details say holds for its issues too.
+        acl = next((a for pr in prs if (a := visibility_acl(pr)) is not None), None)
+        if acl is not None:
+            prs = [{**pr, "acl": acl} for pr in prs]
+            issues = [{**issue, "acl": acl} for issue in issues]
         return {"pull_requests": prs, "issues": issues, "people": people}
 
     def pull_request(self, number: int, item: Record | None, streamed: list[Record]) -> Record | None:
@@ -156,10 +161,9 @@ class _RepoSync:
         except NotFound:
             # Deleted or hidden since the listing: keep what /issues said, without the extras.
             self.problems.add(f"{self.source}#{number}", "pull request details not found")
-            return {**item, "acl": ["*"], "source": self.source} if item else None
+            return {**item, "source": self.source} if item else None
         comments = sorted(comments, key=lambda c: (str(c.get("created_at")), c.get("id") or 0))
-        return {**(item or {}), **detail, "reviews": reviews, "review_comments": comments,
-                "acl": ["*"], "source": self.source}
+        return {**(item or {}), **detail, "reviews": reviews, "review_comments": comments, "source": self.source}
 
     def _all(self, path: str) -> list[Record]:
         return [item for page in self.rest.paginate(path, {"per_page": PER_PAGE})

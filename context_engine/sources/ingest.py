@@ -14,7 +14,11 @@ Three things happen on the way in:
 - PRs that the git connector recovered from merge commits never overwrite a PR the GitHub data gave
   (GitHub's record is the richer one; GitHub data arriving later replaces a recovered one);
 - `prune`: per collection and per `source` of the records read, what that source no longer has is
-  removed (a full read of the source is assumed).
+  removed (a full read of the source is assumed);
+- access: a record's `acl` is what its source says (see `context_engine.access`). A source that knows
+  membership replaces the stored list; one that only guesses (a webhook: `ACL_PARTIAL`) can narrow it,
+  never widen it; a record whose source says nothing keeps its stored list, or gets the operator's
+  declaration (`public=True`: `ingest --public`), or is readable by nobody.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from context_engine.access import PUBLIC, merge_acl
 from context_engine.config import COLLECTIONS, Settings
 from context_engine.query.catalog import catalog_cached, refresh_catalog
 from context_engine.retrievers.index import SyncReport, sync_index
@@ -39,6 +44,7 @@ class IngestReport:
     skipped: int = 0
     removed: dict[str, int] = field(default_factory=dict)  # --prune: records the sources no longer have
     conflicts: int = 0  # people left apart for a human to decide (`context-engine people`)
+    unreadable: int = 0  # new records whose source said nothing about access: readable by nobody
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
     index: SyncReport | None = None  # None when ingested with index=False
@@ -59,6 +65,7 @@ class IngestReport:
             "skipped": self.skipped,
             "removed": self.removed,
             "people_conflicts": self.conflicts,
+            "readable_by_nobody": self.unreadable,
             "problems": self.problems,
             "seconds": round(self.seconds, 3),
             "index": self.index.to_json() if self.index else None,
@@ -67,17 +74,42 @@ class IngestReport:
 
 Progress = Callable[[str, int], None]
 
+ACL_PARTIAL = "acl_partial"
+"""Set (True) on a record whose `acl` is a best guess, e.g. from a webhook: it may narrow, never widen."""
+
+
+def _with_access(store: DocumentStore, tenant: str, name: str, records: list[dict[str, Any]],
+                 partial: set[str], public: bool, report: IngestReport) -> None:
+    """Give every record the access list to store (in place), by the rule in the module docstring."""
+    pending = [r for r in records if r.get("acl") is None or r["ref"] in partial]
+    stored = {d["ref"]: d.get("acl") for d in store.find_refs(name, {"tenant_id": tenant}, [r["ref"] for r in pending])}
+    for record in pending:
+        existing = stored.get(record["ref"])
+        if record.get("acl") is not None:  # a guess: narrows what is stored, never widens it
+            record["acl"] = merge_acl(existing, record["acl"], authoritative=False)
+        elif public:
+            record["acl"] = [PUBLIC]
+        elif existing is not None:
+            record["acl"] = existing
+        else:
+            record["acl"] = []
+            report.unreadable += 1
+
 
 def write_records(store: DocumentStore, tenant: str, batches: dict[str, Iterable[dict[str, Any]]],
                   report: IngestReport, progress: Progress | None = None, *, prune: bool = False,
-                  overrides: list[dict[str, Any]] | None = None) -> None:
+                  overrides: list[dict[str, Any]] | None = None, public: bool = False) -> None:
     for name, records in batches.items():
         if name not in COLLECTIONS:
             raise ValueError(f"unknown collection {name!r}")
-        normalized = []
+        normalized, partial = [], set()
         for i, record in enumerate(records):
             try:
-                normalized.append(normalize(name, record))
+                guessed = isinstance(record, dict) and bool(record.get(ACL_PARTIAL))
+                normalized.append(normalize(name, {k: v for k, v in record.items() if k != ACL_PARTIAL}
+                                            if guessed else record))
+                if guessed:
+                    partial.add(normalized[-1]["ref"])
             except (RecordError, KeyError, TypeError, ValueError) as exc:
                 report.skipped += 1
                 if len(report.problems) < 10:
@@ -87,6 +119,7 @@ def write_records(store: DocumentStore, tenant: str, batches: dict[str, Iterable
             continue
         if name == "pull_requests":
             normalized = _without_recovered_duplicates(store, tenant, normalized)
+        _with_access(store, tenant, name, normalized, partial, public, report)
         stats = store.upsert(name, tenant, normalized)
         report.written.setdefault(name, WriteStats()).add(stats)
         if prune:
@@ -102,7 +135,8 @@ def write_people(store: DocumentStore, tenant: str, fragments: list[dict[str, An
         return
     existing = list(store.collection("people").find({"tenant_id": tenant}, {"_id": 0, "tenant_id": 0}))
     directory = merge_people(existing + fragments, overrides)
-    people = [normalize("people", person) for person in directory.people]
+    # The directory (names, logins, teams) is what every member of the tenant resolves names against.
+    people = [{**normalize("people", person), "acl": [PUBLIC]} for person in directory.people]
     stats = store.upsert("people", tenant, people)
     report.written.setdefault("people", WriteStats()).add(stats)
     absorbed = store.delete_missing("people", tenant, {p["ref"] for p in people}, {})
@@ -131,10 +165,12 @@ def _prune(store: DocumentStore, tenant: str, name: str, records: list[dict[str,
 
 
 def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str, Any]]]],
-           progress: Progress | None = None, index: bool = True, prune: bool = False) -> list[IngestReport]:
+           progress: Progress | None = None, index: bool = True, prune: bool = False,
+           public: bool = False) -> list[IngestReport]:
     """Write every tenant's batches, then persist once, refresh the catalogs and (unless `index` is
     False) sync each tenant's semantic index. `progress(label, count)` hears record and chunk counts.
-    `prune`: remove what each source read no longer has."""
+    `prune`: remove what each source read no longer has. `public`: the operator declares that records
+    whose source says nothing about access are readable by the whole tenant."""
     started = time.perf_counter()
     store = open_store(settings)
     store.ensure_indexes()
@@ -142,7 +178,7 @@ def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str
     for tenant, batches in per_tenant.items():
         report = IngestReport(tenant)
         write_records(store, tenant, batches, report, progress, prune=prune,
-                      overrides=saved_overrides(settings.data_dir, tenant))
+                      overrides=saved_overrides(settings.data_dir, tenant), public=public)
         reports.append(report)
     if store.revision:  # nothing new, updated or removed: the current snapshot stands
         store.commit()

@@ -17,7 +17,7 @@ Cloud dumps answer the same questions:
   `fields.sprint` (`{name, state, ...}`).
 - custom fields that are null are dropped: a search response lists every custom field of the
   site, and hundreds of empty paths would only clutter the discovered schema.
-- added: `url` (`<site>/browse/<KEY>`, the site taken from `self`), `acl` ["*"], `source`
+- added: `url` (`<site>/browse/<KEY>`, the site taken from `self`), `source` (no access list: the export does not say who may read an issue; ingest applies `--public` or denies)
   ("jira:<PROJECT>" unless the caller names the source).
 """
 
@@ -103,7 +103,6 @@ def jira_issue(raw: Any, sprint_fields: set[str] = frozenset(), source: str | No
     if site:
         record["url"] = f"{site}/browse/{key}"
     project = out_fields.get("project") if isinstance(out_fields.get("project"), dict) else {}
-    record["acl"] = ["*"]
     record["source"] = source or f"jira:{project.get('key') or key.rsplit('-', 1)[0]}"
     return record
 

@@ -20,7 +20,8 @@ team's work, which is what Jira components are); `fields.created/updated/resolut
 or canceled); comments under `fields.comment.comments`. People become `{name, displayName,
 emailAddress}` with `name` = the e-mail when known: it is the one handle both the API and the CSV
 export give, so `fields.assignee.name` and the people directory's `jira` handle agree across both.
-Every record gets `tracker: "linear"`, `acl` ["*"] and `source` "linear:<TEAM>".
+Every record gets `tracker: "linear"` and `source` "linear:<TEAM>"; no access list (ingest applies
+`--public` or denies).
 """
 
 from __future__ import annotations
@@ -158,7 +159,6 @@ def _record(linear_id: Any, identifier: str, team_key: str, fields: dict[str, An
     record: dict[str, Any] = {"id": str(linear_id), "key": identifier, "tracker": "linear", "fields": fields}
     if isinstance(url, str) and url:
         record["url"] = url
-    record["acl"] = ["*"]
     record["source"] = f"linear:{team_key}"
     return record
 

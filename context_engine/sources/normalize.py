@@ -65,6 +65,9 @@ def normalize(collection: str, record: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise RecordError(f"expected an object, got {type(record).__name__}")
     doc = convert_dates(record)
+    acl = doc.get("acl")
+    if acl is not None and not (isinstance(acl, list) and all(type(a) is str for a in acl)):
+        raise RecordError("`acl` must be a list of principal strings")
     if collection in ("pull_requests", "issues") and "number" in doc:
         repo = (doc.get("base") or {}).get("repo", {}).get("full_name") if isinstance(doc.get("base"), dict) else None
         repo = repo or repo_from_url(doc.get("repository_url")) or repo_from_url(doc.get("html_url"))

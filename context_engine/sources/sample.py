@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
+from context_engine.access import PUBLIC, slack_members
+
 UTC = timezone.utc
 SAMPLE_NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # a Monday: "last week" is ISO 2026-W48
 TENANTS = ("acme", "globex")
@@ -896,7 +898,9 @@ class _Builder:
         """Append a parent and its replies with Slack's thread fields; returns the parent ts."""
         rng = self.rng
         cid = self.spec["channels"][channel][0]
-        acl = sorted(self.spec["private"].get(channel, ("*",)))
+        private = self.spec["private"]
+        acl = (slack_members(self.by_login[m].slack_id for m in private[channel]) if channel in private
+               else [PUBLIC])
         used = self.used_ts.setdefault(channel, set())
         shift = max(timedelta(0), posts[-1][2] - _END)  # keep the whole thread inside the window
         records = []

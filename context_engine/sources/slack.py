@@ -26,7 +26,7 @@ plus `channel` (name), `channel_id`, `permalink`, `mentions`, `acl`, `source`, `
   file shares, thread broadcasts, tombstones that still anchor a thread) goes in.
 - A message without `user` (an integration or bot post) gets `user` = its `bot_id`, else its
   `username`, so the same bot is always the same author.
-- Public channels: `acl` ["*"]; private channels, group DMs and DMs: their members' user ids (an
+- Public channels: `acl` ["*"]; private channels, group DMs and DMs: their members as `slack:<user id>` (an
   empty list when the export does not list them: nobody but an admin query reads them).
 
 `users.json` also yields one `people` fragment per user (`slack_id`, `slack_handle`, `name`,
@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
+from context_engine.access import PUBLIC, slack_members
 from context_engine.sources.problems import ReadProblems, SourceError
 
 NOISE_SUBTYPES = frozenset({
@@ -187,7 +188,7 @@ def _read_channels(files: _ExportFiles) -> list[Channel]:
         for entry in entries:
             name = entry.get("name") or entry["id"]  # DMs have no name; their folder is the id
             members = [m for m in entry.get("members") or [] if isinstance(m, str)]
-            acl = tuple(sorted(set(members))) if private else ("*",)
+            acl = tuple(slack_members(members)) if private else (PUBLIC,)
             channels.append(Channel(entry["id"], name, acl))
     return channels
 

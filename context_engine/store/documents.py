@@ -155,7 +155,7 @@ class DocumentStore:
             doc = {k: v for k, v in record.items() if k not in ("_id", "tenant_id")}
             doc["_id"] = record_id(tenant, doc["ref"])
             doc["tenant_id"] = tenant
-            doc.setdefault("acl", ["*"])
+            doc.setdefault("acl", [])  # deny by default: nobody said who may read it
             docs[doc["_id"]] = doc  # the last of duplicates within one batch wins
         if not docs:
             return stats

@@ -1,0 +1,67 @@
+"""Who may read a record: namespaced principals, deny by default, and lists that never widen.
+
+An access list (`acl`, hidden) holds principals. A principal names its system, so an account in one
+system can never be mistaken for a namesake in another: `github:<login>`, `slack:<user id>`,
+`jira:<account id>`, `linear:<user id>`, `email:<address>`; groups likewise (`github-team:<org>/<team>`).
+`PUBLIC` ("*") means every member of the tenant. A record without an access list, or with an empty
+one, is readable by nobody: visibility must be stated by the source (or by the operator), never assumed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+PUBLIC = "*"
+"""The access-list entry that lets every member of the tenant read a record."""
+
+SYSTEMS = ("github", "github-team", "slack", "jira", "linear", "email")
+
+# The directory person's accounts that grant access, with the system each one belongs to. Display
+# names, Slack handles and aliases are for finding people in questions, never for access.
+_ACCOUNT_SYSTEMS = {"github": "github", "slack_id": "slack", "jira": "jira", "linear": "linear", "email": "email"}
+
+
+def principal(system: str, account: str) -> str:
+    """`system:account`; e-mail addresses are compared case-insensitively, as mail systems do."""
+    if system not in SYSTEMS:
+        raise ValueError(f"unknown principal system {system!r}; known: {', '.join(SYSTEMS)}")
+    account = str(account).strip()
+    return f"{system}:{account.lower() if system == 'email' else account}"
+
+
+def check_principals(principals: Any) -> list[str]:
+    """The asker's principals as plain strings; anything else (a dict, a nested list) is refused."""
+    if isinstance(principals, (str, bytes)) or not isinstance(principals, (list, tuple, set, frozenset)):
+        raise TypeError("principals must be a list of strings")
+    for item in principals:
+        if type(item) is not str:
+            raise TypeError(f"a principal must be a plain string, got {type(item).__name__}")
+    return list(principals)
+
+
+def principals_of_accounts(handles: dict[str, str]) -> list[str]:
+    """The principals a directory person holds: one per account, named by its system."""
+    return sorted(principal(_ACCOUNT_SYSTEMS[kind], value)
+                  for kind, value in handles.items() if kind in _ACCOUNT_SYSTEMS and value)
+
+
+def slack_members(members: Iterable[str]) -> list[str]:
+    return sorted({principal("slack", m) for m in members if m})
+
+
+def merge_acl(existing: list[str] | None, incoming: list[str] | None, authoritative: bool) -> list[str]:
+    """The access list to store when a record is written again.
+
+    An authoritative source (an export listing a private channel's members, an API stating a
+    repository's visibility) replaces the list. Anything else (a webhook that does not know the
+    membership, a re-delivery) may only narrow it: the result is never wider than what was stored.
+    """
+    incoming = sorted(set(incoming or []))
+    if authoritative or existing is None:
+        return incoming
+    existing = sorted(set(existing))
+    if PUBLIC in existing:
+        return incoming
+    if PUBLIC in incoming:
+        return existing
+    return sorted(set(existing) & set(incoming))
