@@ -130,13 +130,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def _check_tenant_and_asker(settings) -> None:
     """The tenant must have data and `--as` must name one person; both are input errors."""
     from context_engine.query.identity import AmbiguousPerson, UnknownPerson
-    from context_engine.runtime import asker_for, catalog_for, store_for
+    from context_engine.runtime import principals_for, store_for
 
-    if not catalog_for(settings).schemas:
-        known = ", ".join(store_for(settings).tenants()) or "none"
-        raise InputError(f"tenant {settings.tenant!r} has no data (tenants with data: {known})")
+    tenants = store_for(settings).tenants()
+    if settings.tenant not in tenants:
+        raise InputError(f"tenant {settings.tenant!r} has no data (tenants with data: {', '.join(tenants) or 'none'})")
     try:
-        asker_for(settings, catalog_for(settings))
+        principals_for(settings)
     except (UnknownPerson, AmbiguousPerson) as exc:
         raise InputError(f"--as: {exc.args[0]}") from None
 
@@ -544,7 +544,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "sources, why they were merged, and the possible matches left apart")
     p.set_defaults(func=cmd_people)
 
-    p = add("schema", help="print the discovered schema")
+    p = add("schema", help="print the discovered schema (as the asker may see it: private records' fields and "
+                          "values only for their readers)")
+    p.add_argument("--as", dest="as_user", metavar="ALIAS", help="the asker (default: public records only)")
     p.set_defaults(func=cmd_schema)
 
     p = add("serve", help="serve the graph over HTTP (LangServe) behind API keys; "

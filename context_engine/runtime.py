@@ -19,7 +19,7 @@ from context_engine.store.documents import DocumentStore, StoreError, has_data, 
 
 _lock = threading.Lock()
 _stores: dict[tuple[str, str | None], DocumentStore] = {}
-_catalogs: dict[tuple[int, str], Catalog] = {}
+_catalogs: dict[tuple[int, str, tuple[str, ...]], Catalog] = {}
 _planners: dict[tuple[str, str | None, str], Any] = {}
 _indexes: dict[tuple[str, str], SemanticIndex] = {}
 _query_embeddings: dict[str, DenseEmbeddings] = {}  # one loaded model per name, shared by tenants
@@ -39,13 +39,19 @@ def store_for(settings: Settings) -> DocumentStore:
         return _stores[key]
 
 
-def catalog_for(settings: Settings) -> Catalog:
+def _catalog(settings: Settings, principals: tuple[str, ...]) -> Catalog:
     store = store_for(settings)
-    key = (id(store), settings.tenant)
+    key = (id(store), settings.tenant, principals)
     with _lock:
         if key not in _catalogs:
-            _catalogs[key] = load_catalog(store, settings, settings.tenant)
+            _catalogs[key] = load_catalog(store, settings, settings.tenant, principals)
         return _catalogs[key]
+
+
+def catalog_for(settings: Settings) -> Catalog:
+    """The run tenant's catalog as the run's asker may see it: schemas (fields, enumerations,
+    examples) come only from records the asker can read; no asker sees public records only."""
+    return _catalog(settings, tuple(principals_for(settings)))
 
 
 def semantic_index_for(settings: Settings) -> SemanticIndex:
@@ -127,4 +133,5 @@ def principals_for(settings: Settings) -> list[str]:
     """The access-list entries the run's asker holds (empty: only public records)."""
     from context_engine.query.engine import principals_of
 
-    return principals_of(asker_for(settings, catalog_for(settings)))
+    # The directory is the tenant's, whoever asks: resolve the asker on the public view.
+    return sorted(set(principals_of(asker_for(settings, _catalog(settings, ())))))

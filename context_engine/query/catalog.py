@@ -6,19 +6,22 @@ samples the database. The cache lives in the data directory as one JSON file per
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-import re
-from dataclasses import dataclass
+import shutil
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from context_engine.config import COLLECTIONS, Settings
+from context_engine.config import COLLECTIONS, Settings, check_tenant
 from context_engine.query.identity import PeopleDirectory
+from context_engine.query.execute import scope_filter
 from context_engine.query.schema import CollectionSchema, discover
 from context_engine.store.documents import DocumentStore, strip_hidden
 
+CATALOG_FORMAT = 2  # bumped whenever what a cached catalog means changes (2: discovered per access set)
 PEOPLE_FIELDS = ("login", "name", "email", "slack_id", "slack_handle", "jira", "team", "aliases")
 
 
@@ -27,6 +30,7 @@ class Catalog:
     tenant: str
     schemas: dict[str, CollectionSchema]
     people: list[dict[str, Any]]
+    principals: list[str] = field(default_factory=list)  # the access set the schemas were discovered for
 
     @cached_property
     def directory(self) -> PeopleDirectory:
@@ -34,51 +38,81 @@ class Catalog:
         return PeopleDirectory(self.people)
 
     def to_json(self) -> dict[str, Any]:
-        return {"tenant": self.tenant, "schemas": {n: s.to_json() for n, s in self.schemas.items()},
-                "people": self.people}
+        return {"format": CATALOG_FORMAT, "tenant": self.tenant, "principals": self.principals,
+                "schemas": {n: s.to_json() for n, s in self.schemas.items()}, "people": self.people}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Catalog":
         return cls(tenant=data["tenant"],
                    schemas={n: CollectionSchema.from_json(s) for n, s in data["schemas"].items()},
-                   people=data["people"])
+                   people=data["people"], principals=data.get("principals", []))
 
 
-def _cache_path(settings: Settings, tenant: str) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", tenant)
-    return settings.data_dir / "catalog" / f"{safe}.json"
+def _cache_path(settings: Settings, tenant: str, principals: Sequence[str] = ()) -> Path:
+    """The tenant's own file for the public view; one file per access set under `<tenant>/` otherwise.
+
+    The tenant is used as-is after `check_tenant` (no lossy mapping: two tenants never share a file,
+    a name never escapes the data dir); an access set is named by a hash of its sorted principals.
+    """
+    root = settings.data_dir / "catalog"
+    if not principals:
+        return root / f"{check_tenant(tenant)}.json"
+    digest = hashlib.sha256("\n".join(sorted(set(principals))).encode()).hexdigest()[:32]
+    return root / check_tenant(tenant) / f"{digest}.json"
 
 
-def build_catalog(store: DocumentStore, tenant: str) -> Catalog:
+def build_catalog(store: DocumentStore, tenant: str, principals: Sequence[str] = ()) -> Catalog:
+    """Schemas discovered only from what `principals` may read (a private channel's name or text
+    never reaches a planner prompt or `schema` output of someone outside it); the people directory
+    is the tenant's."""
+    scope = scope_filter(tenant, list(principals))
     schemas = {}
     for name in COLLECTIONS:
         coll = store.collection(name)
-        if coll.count_documents({"tenant_id": tenant}, limit=1):
-            schemas[name] = discover(coll, tenant)
+        if coll.count_documents(scope, limit=1):
+            schemas[name] = discover(coll, scope)
     people = [{k: p[k] for k in PEOPLE_FIELDS if p.get(k) is not None}
               for p in map(strip_hidden, store.collection("people").find({"tenant_id": tenant}))]
-    return Catalog(tenant, schemas, people)
+    return Catalog(tenant, schemas, people, sorted(set(principals)))
 
 
 def catalog_cached(settings: Settings, tenant: str) -> bool:
     return _cache_path(settings, tenant).exists()
 
 
-def refresh_catalog(store: DocumentStore, settings: Settings, tenant: str) -> Catalog:
-    catalog = build_catalog(store, tenant)
-    path = _cache_path(settings, tenant)
+def _write(path: Path, catalog: Catalog) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(catalog.to_json(), ensure_ascii=False, default=str))
     os.replace(tmp, path)
+
+
+def refresh_catalog(store: DocumentStore, settings: Settings, tenant: str) -> Catalog:
+    """Rebuild the public view after a write; the per-access-set views are dropped (rebuilt on use)."""
+    catalog = build_catalog(store, tenant)
+    _write(_cache_path(settings, tenant), catalog)
+    shutil.rmtree(settings.data_dir / "catalog" / tenant, ignore_errors=True)
     return catalog
 
 
-def load_catalog(store: DocumentStore, settings: Settings, tenant: str) -> Catalog:
-    path = _cache_path(settings, tenant)
-    if path.exists():
-        try:
-            return Catalog.from_json(json.loads(path.read_text()))
-        except (ValueError, KeyError):
-            pass  # a damaged cache is rebuilt below
-    return refresh_catalog(store, settings, tenant)
+def load_catalog(store: DocumentStore, settings: Settings, tenant: str, principals: Sequence[str] = ()) -> Catalog:
+    """The cached catalog of `tenant` as seen by `principals`, built when absent, damaged or made for
+    another tenant or access set (a cache is only ever used for the scope it was built for)."""
+    path = _cache_path(settings, tenant, principals)
+    wanted = sorted(set(principals))
+    try:
+        data = json.loads(path.read_text())
+        if data.get("format") == CATALOG_FORMAT and data["tenant"] == tenant and data["principals"] == wanted:
+            return Catalog.from_json(data)
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # a damaged or unreadable cache is rebuilt below
+    if not principals:
+        return refresh_catalog(store, settings, tenant)
+    catalog = build_catalog(store, tenant, principals)
+    try:
+        _write(path, catalog)
+    except OSError:
+        pass  # a read-only data dir still answers, from the catalog built in memory
+    return catalog

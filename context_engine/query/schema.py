@@ -233,9 +233,9 @@ def _sample(collection: Any, scope: dict[str, Any], total: int, size: int) -> li
     return list(collection.aggregate([{"$match": scope}, {"$sample": {"size": size}}]))
 
 
-def discover(collection: Any, tenant: str, sample_size: int = SAMPLE_SIZE) -> CollectionSchema:
-    """Sample one tenant's documents of a pymongo-compatible collection and describe them."""
-    scope = {"tenant_id": tenant}
+def discover(collection: Any, scope: dict[str, Any], sample_size: int = SAMPLE_SIZE) -> CollectionSchema:
+    """Sample the documents of a pymongo-compatible collection within `scope` (a tenant and access
+    filter) and describe them."""
     total = collection.count_documents(scope)
     docs = _sample(collection, scope, total, sample_size)
     schema = schema_from_documents(collection.name, docs, total=total, indexes=_indexes(collection))

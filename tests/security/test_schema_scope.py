@@ -1,0 +1,87 @@
+"""Class 10: what the planner and `schema` show is computed only from what the asker may read.
+
+A private channel's name, its members' text as examples, and any field only private records have
+must not reach the schema (and so the planner prompt) of someone outside the channel."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from context_engine.config import Settings
+from context_engine.query.catalog import load_catalog
+from context_engine.runtime import catalog_for, forget, principals_for
+from context_engine.sources.ingest import ingest
+from context_engine.store.documents import open_store
+
+SECRET_CHANNEL = "zz-merger-talks"
+SECRET_WORD = "bellerophon"
+MEMBER = {"login": "mallory-m", "name": "Mallory Member", "slack_id": "U0MEMBER1"}
+OUTSIDER = {"login": "oscar-o", "name": "Oscar Outsider", "slack_id": "U0OUTSID1"}
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory) -> Settings:
+    settings = Settings(data_dir=tmp_path_factory.mktemp("schema-scope"), mongodb_uri=None, tenant="t1", use_llm=False)
+    public = [{"channel": "general", "channel_id": "C1", "user": "U0OUTSID1", "ts": f"1700000{i:03d}.000100",
+               "text": f"standup notes {i}", "acl": ["*"]} for i in range(5)]
+    private = [{"channel": SECRET_CHANNEL, "channel_id": "G9", "user": "U0MEMBER1", "ts": f"1700001{i:03d}.000100",
+                "text": f"{SECRET_WORD} due diligence {i}", "deal_code": f"{SECRET_WORD}-{i}",
+                "acl": ["slack:U0MEMBER1"]} for i in range(5)]
+    ingest(settings, {"t1": {"messages": public + private, "people": [MEMBER, OUTSIDER]}}, index=False)
+    return settings
+
+
+def _text(catalog) -> str:
+    return json.dumps({n: s.to_json() for n, s in catalog.schemas.items()}) + "".join(
+        s.describe() for s in catalog.schemas.values())
+
+
+@pytest.mark.parametrize("asker", [None, "oscar-o", "Oscar Outsider", "U0OUTSID1"])
+def test_outsiders_never_see_private_names_values_or_fields(settings, asker):
+    forget(settings)
+    catalog = catalog_for(settings.with_overrides(asker=asker))
+    text = _text(catalog)
+    assert "general" in text
+    assert SECRET_CHANNEL not in text and SECRET_WORD not in text and "deal_code" not in text
+
+
+def test_a_member_sees_the_private_channel(settings):
+    forget(settings)
+    member = settings.with_overrides(asker="mallory-m")
+    assert principals_for(member) == ["github:mallory-m", "slack:U0MEMBER1"]
+    text = _text(catalog_for(member))
+    assert SECRET_CHANNEL in text and "deal_code" in text
+
+
+def test_cached_catalog_is_used_only_for_its_own_tenant_and_access_set(settings):
+    store = open_store(settings)
+    member = load_catalog(store, settings, "t1", ["slack:U0MEMBER1"])
+    assert SECRET_CHANNEL in _text(member)
+    # The member's cached view never answers for the public view, another access set or tenant.
+    assert SECRET_CHANNEL not in _text(load_catalog(store, settings, "t1"))
+    assert SECRET_CHANNEL not in _text(load_catalog(store, settings, "t1", ["slack:U0OUTSID1"]))
+    assert load_catalog(store, settings, "t2").schemas == {}
+
+
+def test_a_tampered_cache_for_another_tenant_is_rebuilt(settings):
+    store = open_store(settings)
+    path = settings.data_dir / "catalog" / "t2.json"
+    load_catalog(store, settings, "t2")
+    stolen = json.loads((settings.data_dir / "catalog" / "t1.json").read_text())
+    path.write_text(json.dumps(stolen))  # t1's catalog written under t2's name
+    assert load_catalog(store, settings, "t2").schemas == {}
+
+
+def test_schema_command_is_access_filtered(settings):
+    def schema(*extra: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "context_engine.cli", "schema", "--data-dir", str(settings.data_dir),
+                              "--tenant", "t1", *extra], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    assert SECRET_CHANNEL not in schema() and SECRET_CHANNEL not in schema("--as", "oscar-o")
+    assert SECRET_CHANNEL in schema("--as", "mallory-m")
