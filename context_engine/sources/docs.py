@@ -29,6 +29,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from context_engine.sources.input_caps import FileTooLarge, read_capped
 from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.html_text import html_page
 
@@ -62,10 +63,14 @@ def read_docs(root: Path, problems: ReadProblems, source: str | None = None) -> 
         if suffix not in MARKDOWN_SUFFIXES + HTML_SUFFIXES:
             continue
         try:
-            text = path.read_bytes().decode("utf-8-sig")
+            with open(path, "rb") as fh:
+                text = read_capped(fh).decode("utf-8-sig")
             doc = (markdown_document if suffix in MARKDOWN_SUFFIXES else html_document)(text, rel)
         except UnicodeDecodeError:
             problems.add(rel.as_posix(), "not UTF-8 text")
+            continue
+        except FileTooLarge as exc:
+            problems.add(rel.as_posix(), str(exc))
             continue
         except OSError as exc:
             problems.add(rel.as_posix(), f"unreadable ({exc.strerror or exc})")

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
+from context_engine.sources.input_caps import FileTooLarge, read_capped
 from context_engine.sources.problems import ReadProblems, SourceError
 
 
@@ -17,11 +18,9 @@ def read_text(path: Path) -> str:
     if not path.is_file():
         raise SourceError(f"cannot read {path}: no such file")
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rt", encoding="utf-8-sig") as fh:
-                return fh.read()
-        return path.read_text(encoding="utf-8-sig")
-    except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile) as exc:
+        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
+            return read_capped(fh).decode("utf-8-sig")
+    except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile, FileTooLarge) as exc:
         raise SourceError(f"cannot read {path}: {exc}") from None
 
 

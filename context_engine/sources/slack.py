@@ -47,6 +47,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
 from context_engine.access import PUBLIC, slack_members
+from context_engine.sources.input_caps import check_zip, read_capped, read_member
 from context_engine.sources.problems import ReadProblems, SourceError
 
 NOISE_SUBTYPES = frozenset({
@@ -86,6 +87,7 @@ class _ExportFiles:
                 self._zip = zipfile.ZipFile(path)
             except (zipfile.BadZipFile, OSError) as exc:
                 raise SourceError(f"cannot read {path}: not a zip file or directory ({exc})") from None
+            check_zip(self._zip, str(path))
             names = [n for n in self._zip.namelist() if n.endswith(".json")]
         else:
             raise SourceError(f"cannot read {path}: no such file or directory")
@@ -98,10 +100,12 @@ class _ExportFiles:
         self.names = sorted(n[len(prefix):] for n in names if n.startswith(prefix))
 
     def read(self, name: str) -> Any:
-        """Parsed JSON of one file; raises ValueError (bad JSON or encoding) or OSError."""
+        """Parsed JSON of one file; raises ValueError (bad JSON or encoding, FileTooLarge) or OSError."""
         full = name if self.root == "." else f"{self.root}/{name}"
-        raw = self._zip.read(full) if self._zip else (self.path / full).read_bytes()
-        return json.loads(raw)
+        if self._zip:
+            return json.loads(read_member(self._zip, full))
+        with open(self.path / full, "rb") as fh:
+            return json.loads(read_capped(fh))
 
     def close(self) -> None:
         if self._zip:
