@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_INPUT, EXIT_REJECTED = 0, 2, 3
+EXIT_OK, EXIT_INPUT, EXIT_REJECTED, EXIT_IO = 0, 2, 3, 4
 
 
 class InputError(Exception):
@@ -422,7 +422,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-EXIT_CODES = "\nexit codes: 0 ok; 2 usage or input error (one line on stderr); 3 a pipeline rejected by validation\n"
+EXIT_CODES = ("\nexit codes: 0 ok; 2 usage or input error (one line on stderr); 3 a pipeline rejected by validation; "
+              "4 the data dir cannot be read or written\n")
 EXAMPLES = {
     "context-engine": """examples:
   context-engine ingest sample
@@ -560,16 +561,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # --help and usage errors exit here, before anything heavy is imported
     from context_engine.config import TenantError
+    from context_engine.retrievers.index import IndexDamaged, IndexMissing
     from context_engine.store.documents import StoreError
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (InputError, StoreError, TenantError) as exc:
+    except (InputError, StoreError, TenantError, IndexMissing, IndexDamaged) as exc:
         print(f"context-engine: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except OSError as exc:  # a read-only or full data dir, a file that vanished: say which, in one line
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"context-engine: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_IO
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

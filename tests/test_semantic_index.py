@@ -14,7 +14,7 @@ from context_engine.retrievers import index as index_module
 from context_engine.retrievers.bm25 import BM25Index
 from context_engine.retrievers.chunking import chunk_collection, embedding_text
 from context_engine.retrievers.dense import make_embeddings
-from context_engine.retrievers.index import IndexMissing, SemanticIndex, index_dir, sync_index
+from context_engine.retrievers.index import IndexDamaged, IndexMissing, SemanticIndex, index_dir, sync_index
 from context_engine.sources.ingest import ingest
 from context_engine.sources.normalize import normalize
 from context_engine.sources.sample import STORIES, generate
@@ -132,7 +132,7 @@ def test_an_unreadable_generation_is_rebuilt_by_the_next_sync(tmp_path, embed_ca
     settings = _settings(tmp_path, embed_cache)
     (report,) = ingest(settings, {"t1": {"documents": DOCS}})
     (index_dir(settings, "t1") / report.index.generation / "chunks.json").write_text("{truncated")
-    with pytest.raises(ValueError):
+    with pytest.raises(IndexDamaged, match="damaged"):
         SemanticIndex.load(settings, "t1")
     rebuilt = sync_index(open_store(settings), "t1", settings)
     assert (rebuilt.added, rebuilt.chunks, rebuilt.embedded) == (3, 3, 0)  # vectors from the cache

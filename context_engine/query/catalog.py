@@ -108,8 +108,6 @@ def load_catalog(store: DocumentStore, settings: Settings, tenant: str, principa
         pass
     except (OSError, ValueError, KeyError, TypeError):
         pass  # a damaged or unreadable cache is rebuilt below
-    if not principals:
-        return refresh_catalog(store, settings, tenant)
     catalog = build_catalog(store, tenant, principals)
     try:
         _write(path, catalog)

@@ -57,6 +57,10 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
 Progress = Callable[[str, int], None]
 
 
+class IndexDamaged(RuntimeError):
+    """The live generation cannot be read (truncated, altered or foreign files); one line for the user."""
+
+
 class IndexMissing(FileNotFoundError):
     """The tenant has no semantic index yet (nothing ingested, or ingested with index=False)."""
 
@@ -228,6 +232,13 @@ class SemanticIndex:
                 return cls._load_generation(gen, tenant, embeddings)
             except FileNotFoundError:
                 continue
+            except IndexDamaged:
+                raise
+            except Exception as exc:  # noqa: BLE001 - numpy, zipfile, json and faiss each fail their own way
+                # on a truncated or altered file; whatever the way, the generation cannot be used
+                raise IndexDamaged(f"the semantic index of tenant {tenant!r} is damaged ({gen.name}: "
+                                   f"{str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}): "
+                                   "re-run `context-engine ingest` to rebuild it") from None
         raise IndexMissing(f"the semantic index of tenant {tenant!r} kept changing while being read")
 
     @classmethod
@@ -237,7 +248,7 @@ class SemanticIndex:
         if manifest.get("format") != _FORMAT or manifest.get("tenant") != tenant:
             raise ValueError(f"{gen}: not a format-{_FORMAT} index of tenant {tenant!r}")
         if embeddings is not None and embeddings.name != manifest["model"]:
-            raise ValueError(f"the index of tenant {tenant!r} was built with embedding model {manifest['model']!r}, "
+            raise IndexDamaged(f"the index of tenant {tenant!r} was built with embedding model {manifest['model']!r}, "
                              f"not {embeddings.name!r}: re-run `context-engine ingest` to rebuild it")
         with open(gen / "chunks.json", encoding="utf-8") as fh:
             rows = json.load(fh)
@@ -317,8 +328,8 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
     live = _current(root)
     try:
         previous = SemanticIndex._load_generation(live, tenant, None) if live else None
-    except (OSError, ValueError, KeyError):
-        previous = None  # unreadable or an older format: rebuilt from scratch (the embedding cache keeps that cheap)
+    except Exception:  # noqa: BLE001 - damaged (any way) or an older format: rebuilt from scratch, which
+        previous = None  # the embedding cache keeps cheap
     embeddings = make_embeddings(settings.embedding_model)  # loads nothing until a text needs embedding
     model = embeddings.name
     reuse = previous is not None and previous.model == model
