@@ -572,16 +572,16 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, StoreError, TenantError, IndexMissing, IndexDamaged) as exc:
         print(f"context-engine: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except BrokenPipeError:
+        # `context-engine schema | head`: the reader stopped listening; that is not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except OSError as exc:  # a read-only or full data dir, a file that vanished: say which, in one line
         where = f": {exc.filename}" if exc.filename else ""
         print(f"context-engine: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return EXIT_IO
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        # `context-engine schema | head`: the reader stopped listening; that is not an error of ours.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
 
 
 if __name__ == "__main__":
