@@ -24,6 +24,7 @@ from rapidfuzz import fuzz, process
 
 from context_engine.config import HIDDEN_FIELDS
 from context_engine.query.schema import CollectionSchema
+from context_engine.store.bounded import compile_re2
 
 STAGES = ("$match", "$sort", "$limit", "$skip", "$count", "$group", "$project", "$unwind", "$addFields")
 _STAGE_HINTS = {"$set": "use $addFields instead", "$unset": "use $project with field: 0 instead",
@@ -46,7 +47,10 @@ EXPR_ARITY: dict[str, tuple[int, int | None]] = {
 }
 EXPR_OPS = tuple(EXPR_ARITY) + ("$literal", "$dateToString")
 ACCUMULATORS = ("$sum", "$avg", "$min", "$max", "$first", "$last", "$push", "$addToSet")
-_REGEX_FLAGS = set("imxs")
+_REGEX_FLAGS = set("ims")  # `x` (extended) is refused: RE2 has no equivalent and it hides a pattern's shape
+# Operators that build strings: bounded in operand count and kept out of $push/$addToSet, where one
+# small expression repeated over every document could return a result of any size.
+_STRING_BUILDERS = ("$concat", "$substrCP", "$toUpper", "$toLower", "$dateToString")
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,10 @@ class ValidationPolicy:
     max_stages: int = 12
     max_depth: int = 10          # JSON nesting depth of the whole pipeline
     max_size: int = 8_000        # characters of json.dumps(pipeline, default=str)
+    max_unwinds: int = 2         # each $unwind multiplies the rows: two is enough for "per label per reviewer"
+    max_array: int = 100         # elements of one literal array (an $in list of people, labels, refs)
+    max_concat: int = 8          # operands of one $concat
+    max_regex: int = 256         # characters of one regular expression
     hidden_fields: frozenset[str] = HIDDEN_FIELDS
 
 
@@ -190,6 +198,8 @@ class _Walker:
         self.errors: list[str] = []
         self.where = ""
         self.has_text = False
+        self.unwinds = 0
+        self.in_collector = ""  # the $push/$addToSet output being walked, if any
         self.query_ops = FIELD_OPS + QUERY_LOGICAL + ("$text", "$expr") + (REGEX_OPS if policy.allow_regex else ())
 
     def error(self, message: str) -> None:
@@ -320,7 +330,21 @@ class _Walker:
             spec = spec.get("path")
         if not isinstance(spec, str) or not spec.startswith("$") or spec.startswith("$$"):
             return self.error(f'$unwind needs a field path like "$labels"; got {spec!r}')
-        self.field(spec[1:])
+        self.unwinds += 1
+        if self.unwinds == self.policy.max_unwinds + 1:
+            self.error(f"at most {self.policy.max_unwinds} $unwind stages are allowed; filter before unwinding")
+        path = spec[1:]
+        if not self.field(path):
+            return
+        # Only an array the records store can be unwound: a computed or literal array could be any size.
+        computed = self.scope.outputs is not None or any(path == p or path.startswith(p + ".") for p in self.scope.added)
+        if computed:
+            self.error(f"$unwind of '{path}': only an array field stored in the records can be unwound, "
+                       "not one computed by an earlier stage")
+        elif self.schema is not None:
+            info = self.schema.fields.get(".".join(seg for seg in path.split(".") if not seg.isdigit()))
+            if info is None or not info.in_array:
+                self.error(f"$unwind of '{path}': it is not an array field of {self.schema.name}")
 
     # -- names and fields -----------------------------------------------------------------------
 
@@ -438,6 +462,9 @@ class _Walker:
         elif op in ("$in", "$nin", "$all"):
             if not isinstance(arg, list):
                 return self.error(f"{op} on '{path}' needs an array of values")
+            if len(arg) > self.policy.max_array:
+                return self.error(f"{op} on '{path}' has {len(arg)} values; at most {self.policy.max_array} "
+                                  "are allowed")
             for item in arg:
                 self.literal(item, f"{op} on '{path}'")
         elif op == "$exists":
@@ -459,7 +486,7 @@ class _Walker:
             self.regex(arg, f"on '{path}'")
         elif op == "$options":
             if self.policy.allow_regex and (not isinstance(arg, str) or not set(arg) <= _REGEX_FLAGS):
-                self.error(f"$options on '{path}' must be a string of the flags i, m, x, s")
+                self.error(f"$options on '{path}' must be a string of the flags i, m, s")
         else:
             self.error(f"Query operator {op} is not allowed on '{path}'; {_allowed(self.query_ops)}")
 
@@ -481,13 +508,18 @@ class _Walker:
         if not self.policy.allow_regex:
             return self.error(f"regular expressions are not allowed ({where}); match exact values with "
                               "$eq/$in, or words with $text")
-        if isinstance(arg, str):
-            try:
-                re.compile(arg)
-            except re.error as exc:
-                self.error(f"invalid regular expression {where}: {exc}")
-        elif not isinstance(arg, re.Pattern):
-            self.error(f"$regex {where} must be a string")
+        pattern = arg.pattern if isinstance(arg, re.Pattern) else arg
+        if isinstance(arg, re.Pattern) and arg.flags & ~(re.I | re.M | re.S | re.U):
+            return self.error(f"the regular expression {where} may use only the flags i, m, s")
+        if not isinstance(pattern, str):
+            return self.error(f"$regex {where} must be a string")
+        if len(pattern) > self.policy.max_regex:
+            return self.error(f"the regular expression {where} is {len(pattern)} characters; at most "
+                              f"{self.policy.max_regex} are allowed")
+        try:
+            compile_re2(pattern)  # what the store will run: RE2 refuses backreferences and lookaround
+        except ValueError as exc:
+            self.error(f"invalid regular expression {where} (RE2 syntax, no backreferences or lookaround): {exc}")
 
     def literal(self, value: Any, what: str) -> None:
         """A plain value: scalars, dates, arrays and operator-free objects only."""
@@ -499,6 +531,9 @@ class _Walker:
         elif isinstance(value, re.Pattern):
             self.regex(value, f"in {what}")
         elif isinstance(value, list):
+            if len(value) > self.policy.max_array:
+                return self.error(f"an array of {len(value)} values in {what}; at most {self.policy.max_array} "
+                                  "are allowed")
             for item in value:
                 self.literal(item, what)
         elif isinstance(value, dict):
@@ -520,6 +555,8 @@ class _Walker:
             elif value.startswith("$"):
                 self.field(value[1:])
         elif isinstance(value, list):
+            if len(value) > self.policy.max_array:
+                return self.error(f"an array of {len(value)} expressions; at most {self.policy.max_array} are allowed")
             for item in value:
                 self.expr(item)
         elif isinstance(value, dict):
@@ -542,6 +579,11 @@ class _Walker:
             return self.date_to_string(arg)
         if op not in EXPR_ARITY:
             return self.error(f"Expression operator {op} is not allowed; {_allowed(EXPR_OPS)}")
+        if op in _STRING_BUILDERS and self.in_collector:
+            return self.error(f"{op} cannot be used inside '{self.in_collector}' ($push/$addToSet collect "
+                              "stored values only); collect the fields and combine them afterwards")
+        if op == "$concat" and isinstance(arg, list) and len(arg) > self.policy.max_concat:
+            return self.error(f"$concat takes at most {self.policy.max_concat} operands; got {len(arg)}")
         low, high = EXPR_ARITY[op]
         if op in DATE_OPS and isinstance(arg, dict) and "date" in arg:
             return self.keyed(op, arg, required=("date",), optional=("timezone",))
@@ -559,6 +601,9 @@ class _Walker:
             self.expr(item)
 
     def date_to_string(self, arg: Any) -> None:
+        if self.in_collector:
+            return self.error(f"$dateToString cannot be used inside '{self.in_collector}' ($push/$addToSet "
+                              "collect stored values only)")
         if not isinstance(arg, dict) or not isinstance(arg.get("format"), str):
             return self.error('$dateToString needs {"format": "%Y-%m", "date": "$created_at"}')
         self.keyed("$dateToString", arg, required=("format", "date"), optional=("timezone",))
@@ -581,4 +626,8 @@ class _Walker:
         (op, arg), = value.items()
         if op not in ACCUMULATORS:
             return self.error(f"Accumulator {op} is not allowed (in '{name}'); {_allowed(ACCUMULATORS)}")
-        self.expr(arg)
+        self.in_collector = f"{op} of {name}" if op in ("$push", "$addToSet") else ""
+        try:
+            self.expr(arg)
+        finally:
+            self.in_collector = ""

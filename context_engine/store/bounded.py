@@ -131,11 +131,15 @@ def compile_re2(pattern: str, flags: str = "") -> Any:
     """An RE2 pattern with MongoDB-style flags (i, m, s); raises ValueError for what RE2 refuses."""
     import re2
 
+    options = re2.Options()
+    options.log_errors = False        # a refused pattern is reported to the caller, not to stderr
+    options.max_mem = 8 << 20         # RE2's DFA memory per pattern; past it RE2 refuses, never backtracks
     inline = "".join(sorted(set(flags)))
     try:
-        return re2.compile(f"(?{inline}){pattern}" if inline else pattern)
+        return re2.compile(f"(?{inline}){pattern}" if inline else pattern, options=options)
     except Exception as exc:  # re2.error and friends: the message is what matters
-        raise ValueError(str(exc) or "invalid pattern") from None
+        message = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise ValueError(message or "invalid pattern") from None
 
 
 def _re2_regex(doc_val: Any, regex: Any) -> bool:
@@ -167,7 +171,6 @@ def use_re2() -> None:
         return
     filtering._regex = _re2_regex
     filtering._combine_regex_options = _re2_options
-    filterer = getattr(filtering.filter_applies, "__self__", None)
-    if filterer is not None:
-        filterer._operator_map["$regex"] = filtering._not_nothing_and(_re2_regex)
+    # The operator map captured the original function when the module was imported.
+    filtering._filterer_inst._operator_map["$regex"] = filtering._not_nothing_and(_re2_regex)
     filtering._uses_re2 = True
