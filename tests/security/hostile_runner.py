@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 
 from hostile_cases import all_cases
+from leaks import forbidden_markers, hidden_keys
 
-from context_engine.config import HIDDEN_FIELDS, Settings
+from context_engine.config import Settings
 from context_engine.query.execute import ExecutionError, run_pipeline
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
 from context_engine.runtime import catalog_for, principals_for, store_for
@@ -24,41 +25,12 @@ from context_engine.runtime import catalog_for, principals_for, store_for
 ASKER = "zwei-dev"
 
 
-def _forbidden_markers(settings: Settings, principals: list[str]) -> list[str]:
-    """Refs and texts the asker must never see: other tenants' records and private ones."""
-    store = store_for(settings)
-    readable = {"*", *principals}
-    refs, texts, allowed_texts = [], set(), set()
-    for name in ("pull_requests", "messages", "issues", "documents"):
-        for doc in store.collection(name).find({}, {"ref": 1, "text": 1, "tenant_id": 1, "acl": 1}):
-            text = (doc.get("text") or "")[:60]
-            if doc["tenant_id"] != settings.tenant or not readable & set(doc.get("acl") or []):
-                refs.append(doc["ref"])
-                texts.add(text)
-            else:
-                allowed_texts.add(text)
-    # A forbidden text that a readable record also says (a repeated "LGTM") proves nothing.
-    return refs + sorted(t for t in texts - allowed_texts if len(t) > 30)
-
-
-def _hidden_keys(value, top: bool, grouped: bool) -> list[str]:
-    found, stack = [], [(value, top)]
-    while stack:
-        node, is_top = stack.pop()
-        if isinstance(node, dict):
-            found += [k for k in node if k in HIDDEN_FIELDS and not (is_top and grouped and k == "_id")]
-            stack += [(v, False) for v in node.values()]
-        elif isinstance(node, list):
-            stack += [(v, False) for v in node]
-    return found
-
-
 def main(data_dir: str) -> None:
     settings = Settings(data_dir=Path(data_dir), mongodb_uri=None, tenant="acme", asker=ASKER, use_llm=False)
     principals = principals_for(settings)
     catalog = catalog_for(settings)
     store = store_for(settings)
-    markers = _forbidden_markers(settings, principals)
+    markers = forbidden_markers(settings, principals)
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     worst = 0.0
     for case_id, collection, pipeline, allow_regex, expect in all_cases():
@@ -76,7 +48,7 @@ def main(data_dir: str) -> None:
                 outcome, detail = "rows", str(len(rows))
                 grouped = any(isinstance(s, dict) and "$group" in s for s in pipeline)
                 text = json.dumps(rows, default=str, ensure_ascii=False)
-                hidden = sorted({k for row in rows for k in _hidden_keys(row, True, grouped)})
+                hidden = sorted({k for row in rows for k in hidden_keys(row, grouped)})
                 seen = next((m for m in markers if m in text), None)
                 leak = f"hidden fields {hidden}" if hidden else f"out-of-scope {seen[:40]!r}" if seen else ""
         except ExecutionError as exc:
