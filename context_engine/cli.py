@@ -145,10 +145,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from context_engine.graph.main import graph
     from context_engine.runtime import parse_now
 
-    question = (args.question or "").strip()
-    if not question:
-        raise InputError("the question is empty")
+    from context_engine.config import check_question
+
     try:
+        question = check_question((args.question or "").strip())
         now = parse_now(args.now)
     except ValueError as exc:
         raise InputError(str(exc)) from None

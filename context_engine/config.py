@@ -21,6 +21,18 @@ TENANT_RULE = "1-64 characters: letters, digits, '_' or '-', starting with a let
 _TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 
+MAX_QUESTION_CHARS = 4000  # a question, not a document: longer input is refused before any work
+
+
+def check_question(question: object) -> str:
+    """A question is a non-empty string of at most MAX_QUESTION_CHARS characters."""
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("the question must be a non-empty string")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(f"the question is {len(question):,} characters; at most {MAX_QUESTION_CHARS:,} are allowed")
+    return question
+
+
 class TenantError(ValueError):
     """A tenant name outside the rule; the message is one line for the user."""
 

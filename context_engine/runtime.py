@@ -14,7 +14,7 @@ from context_engine.models import chat_model
 from context_engine.query.catalog import Catalog, load_catalog
 from context_engine.query.identity import Person
 from context_engine.retrievers.dense import DenseEmbeddings, make_embeddings
-from context_engine.retrievers.index import SemanticIndex
+from context_engine.retrievers.index import SemanticIndex, live_generation
 from context_engine.store.documents import DocumentStore, StoreError, has_data, open_store
 
 _lock = threading.Lock()
@@ -30,7 +30,12 @@ class NoData(StoreError):
 
 
 def store_for(settings: Settings) -> DocumentStore:
+    """The store, reloaded (with everything derived from it) when another process committed to it:
+    a running server sees what a CLI ingest wrote without a restart."""
     key = (str(settings.data_dir.resolve()), settings.mongodb_uri)
+    store = _stores.get(key)
+    if store is not None and store.stale():
+        forget(settings)
     with _lock:
         if key not in _stores:
             if not has_data(settings):
@@ -59,6 +64,9 @@ def semantic_index_for(settings: Settings) -> SemanticIndex:
     `retrievers.index.IndexMissing` when the tenant was never indexed."""
     key = (str(settings.data_dir.resolve()), settings.tenant)
     with _lock:
+        held = _indexes.get(key)
+        if held is not None and held.generation != live_generation(settings, settings.tenant):
+            del _indexes[key]  # another process synced a newer generation
         if key not in _indexes:
             name = settings.embedding_model
             if name not in _query_embeddings:

@@ -18,14 +18,17 @@ import hmac
 import json
 import logging
 import os
+import sqlite3
 import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
+from langchain_core.callbacks import BaseCallbackHandler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from langgraph._internal._constants import CONFIG_KEY_RUNTIME
@@ -34,7 +37,10 @@ from langserve import add_routes
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
-from context_engine.config import Settings
+from context_engine.config import Settings, check_tenant
+from context_engine.query.identity import AmbiguousPerson, UnknownPerson
+from context_engine.retrievers.index import IndexDamaged, IndexMissing
+from context_engine.store.documents import StoreError
 from context_engine.graph.context import Context
 from context_engine.graph.main import context_graph
 
@@ -57,8 +63,9 @@ class ApiKey:
 @dataclass(frozen=True)
 class Limits:
     max_body_bytes: int = 1_000_000      # GitHub webhook payloads are the largest bodies we accept
-    requests_per_minute: int = 60        # per API key
-    timeout_seconds: float = 120.0       # until the response starts (a stream's first byte)
+    max_run_body_bytes: int = 64_000     # a question (<= 4,000 characters) and its config, or a batch of them
+    requests_per_minute: int = 60        # per API key; each item of a /batch counts
+    timeout_seconds: float = 120.0       # until the response starts (a stream's first byte); the run stops too
 
 
 def load_keys(path: str | Path | None = None) -> dict[str, ApiKey]:
@@ -75,10 +82,29 @@ def load_keys(path: str | Path | None = None) -> dict[str, ApiKey]:
         raise ValueError('API keys must be a JSON object {"KEY": {"tenant": ..., "user": ...}}')
     keys = {}
     for key, entry in raw.items():
+        if not key.isascii() or not key.isprintable() or " " in key:
+            raise ValueError(f"API key {key[:4]!r}...: a key is printable ASCII without spaces")
         if not isinstance(entry, dict) or not isinstance(entry.get("tenant"), str) or not entry["tenant"]:
             raise ValueError(f"API key {key[:4]}...: needs a non-empty string `tenant`")
-        keys[key] = ApiKey(tenant=entry["tenant"], user=entry.get("user"))
+        user = entry.get("user")
+        if user is not None and (not isinstance(user, str) or not user.strip()):
+            raise ValueError(f"API key {key[:4]}...: `user` must be a person's login or alias")
+        keys[key] = ApiKey(tenant=check_tenant(entry["tenant"]), user=user)
     return keys
+
+
+def check_key_people(settings: Settings, keys: dict[str, ApiKey]) -> None:
+    """Every key's person must be one person of its tenant's directory (checked before serving, so a
+    key can never fail, or fall back to anyone else, at request time). ValueError names the key."""
+    from context_engine.runtime import NoData, principals_for
+
+    for key, entry in keys.items():
+        if entry.user is None:
+            continue
+        try:
+            principals_for(settings.with_overrides(tenant=entry.tenant, asker=entry.user))
+        except (UnknownPerson, AmbiguousPerson, NoData) as exc:
+            raise ValueError(f"API key {key[:4]}...: {exc.args[0] if exc.args else exc}") from None
 
 
 class RateLimiter:
@@ -89,15 +115,15 @@ class RateLimiter:
         self._seen: dict[str, deque[float]] = defaultdict(deque)
         self._lock = threading.Lock()
 
-    def allow(self, key: str) -> bool:
+    def allow(self, key: str, runs: int = 1) -> bool:
         now = time.monotonic()
         with self._lock:
             seen = self._seen[key]
             while seen and now - seen[0] >= 60:
                 seen.popleft()
-            if len(seen) >= self.per_minute:
+            if len(seen) + runs > self.per_minute:
                 return False
-            seen.append(now)
+            seen.extend([now] * runs)
             return True
 
 
@@ -113,7 +139,9 @@ def _unsigned(secret_env: str, service: str, signed: bytes, prefix: str, request
     if not secret:
         return _error(503, f"{service} webhooks are off: ${secret_env} is not set")
     expected = prefix + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
-    if not hmac.compare_digest(expected, request.headers.get(header.lower(), "")):
+    # Headers arrive as latin-1 text: compared as bytes, a non-ASCII signature is a 401, not a 500.
+    given = request.headers.get(header.lower(), "").encode("latin-1", "replace")
+    if not hmac.compare_digest(expected.encode(), given):
         return _error(401, f"bad {header}")
     return None
 
@@ -123,29 +151,74 @@ def _bearer(request: Request) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
+async def _read_capped(request: Request, cap: int) -> bytes | None:
+    """The body, counted while it streams in and abandoned past `cap` (None): a declared length is
+    not trusted, and nothing over the cap is ever held in memory."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _batch_size(path: str, body: bytes) -> int:
+    """How many runs a request asks for: each input of a /batch is one."""
+    if not path.endswith("/batch"):
+        return 1
+    try:
+        inputs = json.loads(body).get("inputs")
+    except (ValueError, AttributeError):
+        return 1  # LangServe refuses it with a 422 of its own
+    return max(1, len(inputs)) if isinstance(inputs, list) else 1
+
+
+class _Deadline(BaseCallbackHandler):
+    """Stops a run between two steps once its request has timed out: the client got its 504, so the
+    work it asked for is abandoned instead of running on (and holding shutdown) for minutes."""
+
+    raise_error = True
+
+    def __init__(self, seconds: float):
+        self.deadline = time.monotonic() + seconds
+
+    def on_chain_start(self, *_args: Any, **_kwargs: Any) -> None:
+        if time.monotonic() > self.deadline:
+            raise TimeoutError("the request timed out; the run was stopped")
+
+
 def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Limits()) -> FastAPI:
     """The server for one data directory; `keys` map API keys to the tenant and asker they fix."""
     app = FastAPI(title="context-engine", description="Answers questions over a team's engineering records.")
+    check_key_people(settings, keys)
     limiter = RateLimiter(limits.requests_per_minute)
-    ingest_lock = threading.Lock()  # one writer at a time on the embedded store and the index
+    ingest_lock = threading.Lock()  # one writer at a time within this process (the data dir has its own lock)
+    deliveries = DeliveryLog(settings.data_dir / "webhook-deliveries.sqlite")
+
+    rate_limited = f"rate limit: at most {limits.requests_per_minute} runs a minute per key (each /batch input counts)"
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
         path = request.url.path
-        if not (path in PUBLIC_PATHS or path.startswith(WEBHOOK_PREFIX)):
+        public = path in PUBLIC_PATHS or path.startswith(WEBHOOK_PREFIX)
+        if not public:
             token = _bearer(request)
             if token is None or token not in keys:
                 return _error(401, "missing or unknown API key: send `Authorization: Bearer KEY`")
-            if not limiter.allow(token):
-                return _error(429, f"rate limit: at most {limits.requests_per_minute} requests a minute per key")
             request.state.api_key = keys[token]
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit():
-            too_big = int(declared) > limits.max_body_bytes
-        else:
-            too_big = len(await request.body()) > limits.max_body_bytes
-        if too_big:
-            return _error(413, f"request body over {limits.max_body_bytes} bytes")
+            if not limiter.allow(token):
+                return _error(429, rate_limited)
+        cap = limits.max_body_bytes if public else limits.max_run_body_bytes
+        body = await _read_capped(request, cap)
+        if body is None:
+            return _error(413, f"request body over {cap:,} bytes")
+        request._body = body  # what the route reads (Starlette replays a body read in middleware)
+        if not public and (extra := _batch_size(path, body) - 1) and not limiter.allow(token, extra):
+            return _error(429, rate_limited)
         try:
             return await asyncio.wait_for(call_next(request), limits.timeout_seconds)
         except asyncio.TimeoutError:
@@ -160,6 +233,16 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
         return _error(422, [{"loc": list(e.get("loc", ())), "msg": e.get("msg")} if isinstance(e, dict) else str(e)
                             for e in exc.errors()])
 
+    @app.exception_handler(IndexMissing)
+    @app.exception_handler(IndexDamaged)
+    async def index_unavailable(_request: Request, exc: Exception):
+        return _error(503, str(exc).split(" in /")[0])  # the message, without the server's paths
+
+    @app.exception_handler(UnknownPerson)
+    @app.exception_handler(AmbiguousPerson)
+    async def person_error(_request: Request, exc: Exception):
+        return _error(403, "this key's person is no longer in the directory")
+
     @app.exception_handler(ValueError)
     async def input_error(_request: Request, exc: ValueError):
         # The graph raises ValueError for bad input it only finds while running (e.g. a malformed `now`).
@@ -173,9 +256,11 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
     def run_config(_config: dict[str, Any], request: Request) -> dict[str, Any]:
         # The client's config is dropped whole: only the key decides who asks, for which tenant.
         key: ApiKey = request.state.api_key
-        context = Context(tenant=key.tenant, user=key.user, data_dir=str(settings.data_dir),
-                          model=settings.model, use_llm=settings.use_llm)
-        return {"configurable": {CONFIG_KEY_RUNTIME: Runtime(context=context)}}
+        # A key without a person reads public records only: never the server environment's asker.
+        context = Context(tenant=key.tenant, user=key.user, anonymous=key.user is None,
+                          data_dir=str(settings.data_dir), model=settings.model, use_llm=settings.use_llm)
+        return {"configurable": {CONFIG_KEY_RUNTIME: Runtime(context=context)},
+                "callbacks": [_Deadline(limits.timeout_seconds)]}
 
     add_routes(app, context_graph, path="/context", per_req_config_modifier=run_config,
                enabled_endpoints=("invoke", "batch", "stream", "stream_events", "stream_log", "playground",
@@ -184,7 +269,7 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
     @app.get("/healthz")
     async def healthz():
         report = await run_in_threadpool(readiness, settings, sorted({k.tenant for k in keys.values()}))
-        return JSONResponse(report, status_code=200 if report["ready"] else 503)
+        return JSONResponse(report, status_code=200 if report["store"] == "ok" else 503)
 
     def ingest_now(tenant: str, batches: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         from context_engine.runtime import forget
@@ -204,13 +289,18 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
         event = request.headers.get("x-github-event", "")
         if event == "ping":
             return {"ok": True}
+        if not deliveries.first_time("github", request.headers.get("x-github-delivery", "")):
+            return {"ignored": "duplicate delivery"}  # GitHub redelivers; each delivery is applied once
         try:
             payload = json.loads(body)
             batches = await run_in_threadpool(github_batches, settings, event, payload)
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return _error(400, f"unusable {event or 'GitHub'} payload: {exc}")
         if batches is None:
             return {"ignored": event}
+        batches = await run_in_threadpool(newer_than_stored, settings, batches)
+        if not any(batches.values()):
+            return {"ignored": "older than what is stored"}  # a replayed or late delivery never rolls back
         return {"ingested": await run_in_threadpool(ingest_now, settings.tenant, batches)}
 
     @app.post("/ingest/slack")
@@ -227,8 +317,12 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
             payload = json.loads(body)
         except ValueError as exc:
             return _error(400, f"unusable Slack payload: {exc}")
+        if not isinstance(payload, dict):
+            return _error(400, "unusable Slack payload: not an object")
         if payload.get("type") == "url_verification":
             return {"challenge": payload.get("challenge")}
+        if not deliveries.first_time("slack", str(payload.get("event_id") or "")):
+            return {"ignored": "duplicate delivery"}  # Slack retries; each event is applied once
         record = await run_in_threadpool(slack_message, settings, payload)
         if record is None:
             return {"ignored": (payload.get("event") or {}).get("type") or payload.get("type")}
@@ -238,27 +332,63 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
 
 
 def readiness(settings: Settings, tenants: list[str]) -> dict[str, Any]:
-    """Whether the store opens and each served tenant has records and a semantic index."""
-    from context_engine.retrievers.index import IndexMissing
-    from context_engine.runtime import NoData, catalog_for, semantic_index_for
+    """Healthy when the store is readable; how many served tenants have records and a semantic index
+    is reported beside it (as counts: health is public, tenant names are not)."""
+    from context_engine.retrievers.index import live_generation
+    from context_engine.runtime import store_for
 
-    report: dict[str, Any] = {"ready": False, "store": False, "tenants": {}}
     try:
-        for tenant in tenants:
-            scoped = settings.with_overrides(tenant=tenant)
-            has_records = bool(catalog_for(scoped).schemas)
-            report["store"] = True
-            try:
-                semantic_index_for(scoped)
-                indexed = True
-            except IndexMissing:
-                indexed = False
-            report["tenants"][tenant] = {"records": has_records, "index": indexed}
-    except NoData as exc:
-        report["detail"] = str(exc)
-        return report
-    report["ready"] = report["store"] and all(t["records"] and t["index"] for t in report["tenants"].values())
-    return report
+        with_data = set(store_for(settings).tenants())
+    except StoreError as exc:
+        return {"store": "unavailable", "detail": str(exc).split(":")[0]}
+    return {"store": "ok", "tenants": len(tenants), "tenants_with_records": sum(t in with_data for t in tenants),
+            "tenants_indexed": sum(live_generation(settings, t) is not None for t in tenants)}
+
+
+class DeliveryLog:
+    """Webhook delivery ids already applied, persisted (a restart does not re-apply a redelivery) and
+    bounded (ids older than a week are forgotten: GitHub and Slack redeliver within hours)."""
+
+    KEEP_SECONDS = 7 * 24 * 3600
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("CREATE TABLE IF NOT EXISTS seen (id TEXT PRIMARY KEY, at REAL NOT NULL)")
+        self.lock = threading.Lock()
+
+    def first_time(self, service: str, delivery_id: str) -> bool:
+        """True once per id (an event without an id cannot be deduplicated and is applied)."""
+        if not delivery_id:
+            return True
+        now = time.time()
+        with self.lock:
+            self.conn.execute("DELETE FROM seen WHERE at < ?", (now - self.KEEP_SECONDS,))
+            cur = self.conn.execute("INSERT OR IGNORE INTO seen (id, at) VALUES (?, ?)",
+                                    (f"{service}:{delivery_id[:200]}", now))
+            return cur.rowcount == 1
+
+
+def newer_than_stored(settings: Settings, batches: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """Only the records at least as new (`updated_at`) as what is stored: an old delivery replayed
+    later cannot turn a merged PR back into an open one."""
+    from context_engine.runtime import NoData, store_for
+    from context_engine.sources.normalize import normalize
+
+    try:
+        store = store_for(settings)
+    except NoData:
+        return batches
+    out = {}
+    for collection, records in batches.items():
+        incoming = [(record, normalize(collection, record)) for record in records]
+        stored = {d["ref"]: d.get("updated_at") for d in store.find_refs(
+            collection, {"tenant_id": settings.tenant}, [n["ref"] for _, n in incoming])}
+        out[collection] = [record for record, norm in incoming
+                           if not (isinstance(stored.get(norm["ref"]), datetime) and isinstance(norm.get("updated_at"), datetime)
+                                   and norm["updated_at"] < stored[norm["ref"]])]
+    return out
 
 
 def github_batches(settings: Settings, event: str, payload: dict[str, Any]) -> dict[str, list[dict]] | None:

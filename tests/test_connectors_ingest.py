@@ -194,16 +194,21 @@ def test_bad_sources_are_one_line_and_exit_2(tmp_path, args, message):
     assert message in out.stderr and len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
 
 
-def test_a_snapshot_rewrites_only_the_collections_an_ingest_changed(tmp_path):
+def test_a_commit_writes_only_the_records_an_ingest_changed(tmp_path, monkeypatch):
+    from context_engine.store.sqlite_file import StoreFile
+
     settings = Settings().with_overrides(data_dir=str(tmp_path), tenant="acme")
     pull = {"number": 1, "title": "Add cache", "html_url": "https://github.com/acme/api/pull/1", "acl": ["*"]}
     message = {"ts": "1700000000.000100", "channel_id": "C1", "channel": "dev", "user": "U1", "text": "hi", "acl": ["*"]}
     ingest(settings, {"acme": {"pull_requests": [pull], "messages": [message]}}, index=False)
-    store_dir = tmp_path / "store"
-    first = (store_dir / (store_dir / "CURRENT").read_text())
-    inode = (first / "pull_requests.pkl").stat().st_ino
-    ingest(settings, {"acme": {"messages": [{**message, "ts": "1700000001.000100"}]}}, index=False)
-    second = (store_dir / (store_dir / "CURRENT").read_text())
-    assert second != first and (second / "pull_requests.pkl").stat().st_ino == inode  # shared, not rewritten
+    written = []
+    original = StoreFile.write
+    monkeypatch.setattr(StoreFile, "write", lambda self, changes: original(self, written.extend(changes) or written))
+    ingest(settings, {"acme": {"pull_requests": [pull], "messages": [message, {**message, "ts": "1700000001.000100"}]}},
+           index=False)
+    assert [(name, doc["ref"]) for name, _, doc in written] == [("messages", "C1:1700000001.000100")]
+    written.clear()
+    ingest(settings, {"acme": {"pull_requests": [pull]}}, index=False)  # nothing changed: nothing written
+    assert written == []
     store = store_for(settings)
     assert store.count("pull_requests", "acme") == 1 and store.count("messages", "acme") == 2

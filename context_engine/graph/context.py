@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from context_engine.config import Settings
 
@@ -14,10 +14,14 @@ class Context:
     data_dir: str | None = None
     model: str | None = None
     use_llm: bool | None = None
+    anonymous: bool = False        # nobody asks: public records only, whatever the environment names
 
     def settings(self) -> Settings:
-        return Settings().with_overrides(tenant=self.tenant, asker=self.user, data_dir=self.data_dir,
-                                         model=self.model, use_llm=self.use_llm)
+        base = Settings()
+        if self.anonymous:
+            base = replace(base, asker=None)
+        return base.with_overrides(tenant=self.tenant, asker=None if self.anonymous else self.user,
+                                   data_dir=self.data_dir, model=self.model, use_llm=self.use_llm)
 
 
 def context_settings(runtime) -> Settings:

@@ -7,12 +7,14 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from context_engine.answering.route import route_question
+from context_engine.config import check_question
 from context_engine.graph.context import Context, context_settings
 from context_engine.graph.state import State
 from context_engine.runtime import asker_for, catalog_for, chat_model_for, parse_now
 
 
 def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    check_question(state.get("question"))  # before any work: a 900 KB "question" costs nothing
     settings = context_settings(runtime)
     catalog = catalog_for(settings)
     decision = route_question(state["question"], settings=settings, catalog=catalog,

@@ -21,7 +21,7 @@ from context_engine.query.execute import scope_filter
 from context_engine.query.schema import CollectionSchema, discover
 from context_engine.store.documents import DocumentStore, strip_hidden
 
-CATALOG_FORMAT = 2  # bumped whenever what a cached catalog means changes (2: discovered per access set)
+CATALOG_FORMAT = 3  # bumped whenever what a cached catalog means changes (3: stamped with the store generation)
 PEOPLE_FIELDS = ("login", "name", "email", "slack_id", "slack_handle", "jira", "team", "aliases")
 
 
@@ -31,6 +31,7 @@ class Catalog:
     schemas: dict[str, CollectionSchema]
     people: list[dict[str, Any]]
     principals: list[str] = field(default_factory=list)  # the access set the schemas were discovered for
+    generation: int = 0  # the store generation it was discovered from
 
     @cached_property
     def directory(self) -> PeopleDirectory:
@@ -39,13 +40,14 @@ class Catalog:
 
     def to_json(self) -> dict[str, Any]:
         return {"format": CATALOG_FORMAT, "tenant": self.tenant, "principals": self.principals,
+                "generation": self.generation,
                 "schemas": {n: s.to_json() for n, s in self.schemas.items()}, "people": self.people}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Catalog":
         return cls(tenant=data["tenant"],
                    schemas={n: CollectionSchema.from_json(s) for n, s in data["schemas"].items()},
-                   people=data["people"], principals=data.get("principals", []))
+                   people=data["people"], principals=data.get("principals", []), generation=data.get("generation", 0))
 
 
 def _cache_path(settings: Settings, tenant: str, principals: Sequence[str] = ()) -> Path:
@@ -73,11 +75,7 @@ def build_catalog(store: DocumentStore, tenant: str, principals: Sequence[str] =
             schemas[name] = discover(coll, scope)
     people = [{k: p[k] for k in PEOPLE_FIELDS if p.get(k) is not None}
               for p in map(strip_hidden, store.collection("people").find({"tenant_id": tenant}))]
-    return Catalog(tenant, schemas, people, sorted(set(principals)))
-
-
-def catalog_cached(settings: Settings, tenant: str) -> bool:
-    return _cache_path(settings, tenant).exists()
+    return Catalog(tenant, schemas, people, sorted(set(principals)), store.generation)
 
 
 def _write(path: Path, catalog: Catalog) -> None:
@@ -96,13 +94,15 @@ def refresh_catalog(store: DocumentStore, settings: Settings, tenant: str) -> Ca
 
 
 def load_catalog(store: DocumentStore, settings: Settings, tenant: str, principals: Sequence[str] = ()) -> Catalog:
-    """The cached catalog of `tenant` as seen by `principals`, built when absent, damaged or made for
-    another tenant or access set (a cache is only ever used for the scope it was built for)."""
+    """The cached catalog of `tenant` as seen by `principals`, built when absent, damaged, made for
+    another tenant or access set, or from another store generation (after a crash between the
+    store's commit and the catalog's refresh, the next use repairs it)."""
     path = _cache_path(settings, tenant, principals)
     wanted = sorted(set(principals))
     try:
         data = json.loads(path.read_text())
-        if data.get("format") == CATALOG_FORMAT and data["tenant"] == tenant and data["principals"] == wanted:
+        if (data.get("format"), data["tenant"], data["principals"], data["generation"]) == (
+                CATALOG_FORMAT, tenant, wanted, store.generation):
             return Catalog.from_json(data)
     except FileNotFoundError:
         pass

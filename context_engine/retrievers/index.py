@@ -121,6 +121,12 @@ def _fingerprint(rows: Sequence[dict[str, Any]]) -> str:
 
 
 # ------------------------------------------------------------------------------ generations
+def live_generation(settings: Settings, tenant: str) -> str | None:
+    """The name of the tenant's live generation on disk (a reader compares it with what it holds)."""
+    gen = _current(index_dir(settings, tenant))
+    return gen.name if gen else None
+
+
 def _current(root: Path) -> Path | None:
     pointer = root / "CURRENT"
     if not pointer.exists():

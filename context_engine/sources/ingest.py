@@ -29,12 +29,13 @@ from typing import Any, Callable, Iterable
 
 from context_engine.access import PUBLIC, merge_acl
 from context_engine.config import COLLECTIONS, Settings
-from context_engine.query.catalog import catalog_cached, refresh_catalog
+from context_engine.query.catalog import load_catalog, refresh_catalog
 from context_engine.retrievers.index import SyncReport, sync_index
 from context_engine.sources.connectors import saved_overrides
 from context_engine.sources.normalize import RecordError, normalize
 from context_engine.sources.people import merge_people
 from context_engine.store.documents import DocumentStore, WriteStats, open_store
+from context_engine.store.writer_lock import writer_lock
 
 
 @dataclass
@@ -166,26 +167,29 @@ def _prune(store: DocumentStore, tenant: str, name: str, records: list[dict[str,
 
 def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str, Any]]]],
            progress: Progress | None = None, index: bool = True, prune: bool = False,
-           public: bool = False) -> list[IngestReport]:
+           public: bool = False, on_wait: Callable[[str], None] | None = None) -> list[IngestReport]:
     """Write every tenant's batches, then persist once, refresh the catalogs and (unless `index` is
     False) sync each tenant's semantic index. `progress(label, count)` hears record and chunk counts.
     `prune`: remove what each source read no longer has. `public`: the operator declares that records
     whose source says nothing about access are readable by the whole tenant."""
     started = time.perf_counter()
-    store = open_store(settings)
-    store.ensure_indexes()
-    reports = []
-    for tenant, batches in per_tenant.items():
-        report = IngestReport(tenant)
-        write_records(store, tenant, batches, report, progress, prune=prune,
-                      overrides=saved_overrides(settings.data_dir, tenant), public=public)
-        reports.append(report)
-    if store.revision:  # nothing new, updated or removed: the current snapshot stands
-        store.commit()
-    for report in reports:
-        if report.changed or not catalog_cached(settings, report.tenant):
-            refresh_catalog(store, settings, report.tenant)
-        if index:
-            report.index = sync_index(store, report.tenant, settings, progress)
-        report.seconds = time.perf_counter() - started
+    # The store is opened under the lock, so this writer starts from the last one's commit.
+    with writer_lock(settings.data_dir, on_wait=on_wait):
+        store = open_store(settings)
+        store.ensure_indexes()
+        reports = []
+        for tenant, batches in per_tenant.items():
+            report = IngestReport(tenant)
+            write_records(store, tenant, batches, report, progress, prune=prune,
+                          overrides=saved_overrides(settings.data_dir, tenant), public=public)
+            reports.append(report)
+        store.commit()  # only what changed; nothing changed, nothing written
+        for report in reports:
+            if report.changed:
+                refresh_catalog(store, settings, report.tenant)
+            else:
+                load_catalog(store, settings, report.tenant)  # rebuilt if it does not match the store
+            if index:
+                report.index = sync_index(store, report.tenant, settings, progress)
+            report.seconds = time.perf_counter() - started
     return reports

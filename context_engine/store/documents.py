@@ -1,25 +1,26 @@
 """The document store: MongoDB through pymongo, or an embedded store with the same API.
 
 Both are used through the pymongo `Collection` API, so every query path is the same code. The
-embedded store is mongomock (an in-process implementation of that API) persisted as snapshot
-generations under the data directory: an ingest writes a complete new generation and then
-atomically switches the `CURRENT` pointer, so a crash half-way leaves the previous data usable.
+embedded store is mongomock (an in-process implementation of that API: the query engine) over
+`<data-dir>/store.sqlite` (`sqlite_file.py`): a commit writes only the records that changed, in one
+transaction, so a crash half-way leaves the previous data usable, and bumps the store generation,
+by which other processes (a server) see that they must reload and derived state (catalogs) knows
+what it was built from. Nothing is pickled: a data dir is data, never code.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-import os
-import pickle
-import shutil
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from context_engine.config import COLLECTIONS, HIDDEN_FIELDS, Settings
+from context_engine.store.sqlite_file import FILE_NAME, StoreFile
 
-SNAPSHOT_DIR = "store"
+LEGACY_SNAPSHOTS = "store"  # pickle snapshot generations of earlier versions: never loaded
 
 
 class StoreError(RuntimeError):
@@ -104,12 +105,18 @@ class WriteStats:
 class DocumentStore:
     """Collections of one deployment. Use `open_store(settings)`."""
 
-    def __init__(self, db: Any, data_dir: Path, embedded: bool):
+    def __init__(self, db: Any, data_dir: Path, embedded: bool, file: StoreFile | None = None):
         self.db = db
         self.data_dir = data_dir
         self.embedded = embedded
+        self.file = file
+        self.generation = file.generation() if file else 0  # the committed state this process holds
         self.revision = 0  # bumped on every write: derived indexes (BM25 for $text) rebuild on change
-        self.dirty: set[str] = set()  # collections written since the store was opened
+        self._pending: dict[tuple[str, str], dict[str, Any] | None] = {}  # written, not yet committed
+
+    def stale(self) -> bool:
+        """Another process committed since this store was loaded."""
+        return self.file is not None and self.file.generation() != self.generation
 
     def collection(self, name: str) -> Any:
         if name not in COLLECTIONS:
@@ -166,7 +173,7 @@ class DocumentStore:
         stats.unchanged = len(docs) - len(new) - len(changed)
         if new or changed:
             self.revision += 1
-            self.dirty.add(name)
+            self._pending.update(((name, d["_id"]), d) for d in new + changed)
         if new:
             coll.insert_many(new, ordered=False)
         if changed:
@@ -207,7 +214,7 @@ class DocumentStore:
                 if d.get("ref") not in keep_refs]
         if gone:
             self.revision += 1
-            self.dirty.add(name)
+            self._pending.update(((name, i), None) for i in gone)
             self._delete_ids(coll, gone)
         return len(gone)
 
@@ -216,48 +223,17 @@ class DocumentStore:
             self.collection(name).create_index([("tenant_id", 1), ("ref", 1)], name="tenant_ref")
 
     def commit(self) -> None:
-        """Persist the embedded store as a new generation; MongoDB writes are already durable."""
-        if not self.embedded:
+        """Write what changed since the last commit, in one transaction; MongoDB writes are already durable."""
+        if self.file is None or not self._pending:
             return
-        root = self.data_dir / SNAPSHOT_DIR
-        root.mkdir(parents=True, exist_ok=True)
-        current = _current_generation(root)
-        number = int(current.split("-")[1]) + 1 if current else 1
-        gen = root / f"gen-{number:06d}"
-        tmp = root / f".{gen.name}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        for name in COLLECTIONS:
-            previous = root / current / f"{name}.pkl" if current else None
-            if name not in self.dirty and previous is not None and previous.exists():
-                os.link(previous, tmp / f"{name}.pkl")  # unchanged: the new generation shares the file
-                continue
-            docs = list(self.db[name].find())
-            with open(tmp / f"{name}.pkl", "wb") as fh:
-                pickle.dump(docs, fh, protocol=pickle.HIGHEST_PROTOCOL)
-                fh.flush()
-                os.fsync(fh.fileno())
-        tmp.rename(gen)
-        pointer = root / "CURRENT.tmp"
-        pointer.write_text(gen.name)
-        os.replace(pointer, root / "CURRENT")
-        for old in root.glob("gen-*"):
-            if old.name != gen.name:
-                shutil.rmtree(old, ignore_errors=True)
-
-
-def _current_generation(root: Path) -> str | None:
-    pointer = root / "CURRENT"
-    if not pointer.exists():
-        return None
-    name = pointer.read_text().strip()
-    return name if (root / name).is_dir() else None
+        self.generation = self.file.write((name, doc_id, doc) for (name, doc_id), doc in self._pending.items())
+        self._pending.clear()
 
 
 def has_data(settings: Settings) -> bool:
     if settings.mongodb_uri:
         return True
-    return _current_generation(settings.data_dir / SNAPSHOT_DIR) is not None
+    return (settings.data_dir / FILE_NAME).exists() or (settings.data_dir / LEGACY_SNAPSHOTS / "CURRENT").exists()
 
 
 def open_store(settings: Settings) -> DocumentStore:
@@ -276,21 +252,19 @@ def open_store(settings: Settings) -> DocumentStore:
     _patch_mongomock_match_pushdown()
     _patch_mongomock_cursor_slicing()
     db = mongomock.MongoClient(tz_aware=False)[settings.mongodb_db]
-    root = settings.data_dir / SNAPSHOT_DIR
-    current = _current_generation(root)
-    if current:
+    path = settings.data_dir / FILE_NAME
+    if not path.exists() and (settings.data_dir / LEGACY_SNAPSHOTS / "CURRENT").exists():
+        raise StoreError(f"{settings.data_dir} holds pickle snapshots of an older version, which are never loaded "
+                         f"(unpickling runs code): delete {settings.data_dir / LEGACY_SNAPSHOTS} and ingest again")
+    try:
+        file = StoreFile(path, create=True)
         for name in COLLECTIONS:
-            path = root / current / f"{name}.pkl"
-            if not path.exists():
-                continue
-            try:
-                with open(path, "rb") as fh:
-                    docs = pickle.load(fh)
-            except (OSError, pickle.UnpicklingError, EOFError) as exc:
-                raise StoreError(f"cannot read the store snapshot {path}: {exc}") from None
+            docs = list(file.read(name))
             if docs:
                 db[name].insert_many(docs)
-    return DocumentStore(db, settings.data_dir, embedded=True)
+    except (sqlite3.Error, ValueError) as exc:
+        raise StoreError(f"cannot read the store {path}: {exc}") from None
+    return DocumentStore(db, settings.data_dir, embedded=True, file=file)
 
 
 def strip_hidden(doc: dict[str, Any]) -> dict[str, Any]:
