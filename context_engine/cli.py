@@ -411,7 +411,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         keys = load_keys(args.keys)
     except (OSError, ValueError) as exc:
         raise InputError(f"--keys: {exc}") from None
-    uvicorn.run(create_app(_settings(args), keys), host=args.host, port=args.port)
+    try:
+        app = create_app(_settings(args), keys)
+    except ValueError as exc:  # a key's person is not in its tenant's directory
+        raise InputError(f"--keys: {exc}") from None
+    uvicorn.run(app, host=args.host, port=args.port)
     return EXIT_OK
 
 

@@ -431,10 +431,10 @@ def slack_message(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]
     """A stored message record from an Events API `event_callback` of a plain `message`; None for
     anything else (other events, edits, bot and system subtypes).
 
-    Access: a public channel (`channel_type: channel`) is readable by the tenant. An event does not
-    list a private channel's members, so a message there takes the access list already stored for
-    its channel (from the export), else nobody's, and is marked partial: it can only narrow what is
-    stored, never widen it.
+    Access: a new message in a public channel (`channel_type: channel`) is readable by the tenant.
+    An event does not list a private channel's members, so a message there takes the access list
+    already stored for its channel (from the export), else nobody's. Either way the list is partial:
+    a re-delivery can only narrow what is stored, never widen it.
     """
     from context_engine.access import PUBLIC
     from context_engine.sources.ingest import ACL_PARTIAL
@@ -444,11 +444,9 @@ def slack_message(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]
         return None
     record = {k: event[k] for k in ("type", "user", "text", "ts", "thread_ts") if k in event}
     record["channel_id"] = event.get("channel")
-    if event.get("channel_type") == "channel":
-        record["acl"] = [PUBLIC]
-    else:
-        record["acl"] = channel_acl(settings, record["channel_id"])
-        record[ACL_PARTIAL] = True
+    public = event.get("channel_type") == "channel"
+    record["acl"] = [PUBLIC] if public else channel_acl(settings, record["channel_id"])
+    record[ACL_PARTIAL] = True  # an event never widens what is stored; only an export states membership
     return record
 
 

@@ -6,16 +6,15 @@ import hmac
 import json
 import shutil
 import socket
-import threading
 import time
 
 import httpx
 import pytest
-import uvicorn
 from langserve import RemoteRunnable
 
 from context_engine.config import Settings
 from context_engine.server import ApiKey, Limits, create_app
+from serving import Server
 
 NOW = "2026-11-30T12:00:00Z"
 SECRET = "webhook-test-secret"
@@ -34,32 +33,6 @@ def _stored_pull(data_dir, number: int) -> dict | None:
 
     store = open_store(Settings(data_dir=data_dir, mongodb_uri=None))
     return store.collection("pull_requests").find_one({"_id": record_id("acme", f"acme/infra#{number}")})
-
-
-class Server:
-    def __init__(self, app):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc):
-        self.server.should_exit = True
-        self.thread.join(10)
-
-    def client(self, key: str | None) -> RemoteRunnable:
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        return RemoteRunnable(f"{self.url}/context", headers=headers, timeout=60)
 
 
 @pytest.fixture(scope="module")
