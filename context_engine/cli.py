@@ -419,6 +419,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    if not args.http:
+        from context_engine.mcp_server import build_server
+
+        _check_tenant_and_asker(settings)  # stdio: the operator's flags name who asks, checked up front
+        build_server(settings).run("stdio")
+        return EXIT_OK
+    import uvicorn
+
+    from context_engine.mcp_server import http_app
+    from context_engine.server import load_keys
+
+    try:
+        keys = load_keys(args.keys)
+        app = http_app(settings, keys)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"--keys: {exc}") from None
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return EXIT_OK
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors as one line (the usage itself is one `--help` away), exit code 2."""
 
@@ -466,6 +488,10 @@ EXAMPLES = {
 """,
     "schema": """examples:
   context-engine schema --tenant acme
+""",
+    "mcp": """examples:
+  context-engine mcp --tenant acme --as rsh-dev             # stdio, for a local agent (Claude Code, Cursor)
+  context-engine mcp --http --keys keys.json --port 8001    # streamable HTTP at http://127.0.0.1:8001/mcp
 """,
     "serve": """examples:
   context-engine serve --keys keys.json --port 8000
@@ -553,6 +579,17 @@ def build_parser() -> argparse.ArgumentParser:
                           "values only for their readers)")
     p.add_argument("--as", dest="as_user", metavar="ALIAS", help="the asker (default: public records only)")
     p.set_defaults(func=cmd_schema)
+
+    p = add("mcp", help="serve the engine to coding agents over the Model Context Protocol: stdio (identity "
+                       "from --tenant/--as) or --http with --keys (Bearer key -> tenant and person, as `serve`)")
+    p.add_argument("--as", dest="as_user", metavar="ALIAS", help="stdio: the person the agent acts for "
+                   "(default $CONTEXT_ENGINE_USER; none: public records only)")
+    p.add_argument("--http", action="store_true", help="streamable HTTP at /mcp instead of stdio")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8001)
+    p.add_argument("--keys", metavar="FILE", help="--http: API keys, the same JSON as `serve --keys` "
+                   "(default $CONTEXT_ENGINE_API_KEYS)")
+    p.set_defaults(func=cmd_mcp)
 
     p = add("serve", help="serve the graph over HTTP (LangServe) behind API keys; "
                        "--tenant is where signed webhooks ingest")

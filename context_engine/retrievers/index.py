@@ -41,7 +41,7 @@ from langchain_core.documents import Document
 from scipy import sparse
 
 from context_engine.access import PUBLIC
-from context_engine.config import Settings
+from context_engine.config import Settings, check_tenant
 from context_engine.retrievers.bm25 import BM25Index
 from context_engine.retrievers.chunking import TEXT_COLLECTIONS, Chunk, chunk_collection, embedding_text
 from context_engine.retrievers.dense import DenseEmbeddings, DenseIndex, make_embeddings
@@ -51,7 +51,6 @@ __all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "index_di
 
 INDEX_DIR = "index"
 _FORMAT = 1
-_SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
 
 #: progress(label, count): e.g. ("acme: chunks to embed", 120) then ("acme: embedded", 64), ...
 Progress = Callable[[str, int], None]
@@ -66,14 +65,8 @@ class IndexMissing(FileNotFoundError):
 
 
 def index_dir(settings: Settings, tenant: str) -> Path:
-    """`<data_dir>/index/<tenant>`; a tenant name that is not a plain file name gets a hash suffix,
-    so two different tenants never share a directory."""
-    if _SAFE_NAME.fullmatch(tenant) and tenant not in (".", ".."):
-        name = tenant
-    else:
-        digest = hashlib.blake2b(tenant.encode(), digest_size=6).hexdigest()
-        name = f"{re.sub(r'[^A-Za-z0-9_-]', '_', tenant)}-{digest}"
-    return settings.data_dir / INDEX_DIR / name
+    """`<data_dir>/index/<tenant>`: a tenant name is an identifier (`config.check_tenant`), used as-is."""
+    return settings.data_dir / INDEX_DIR / check_tenant(tenant)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from context_engine.config import check_tenant
 from context_engine.sources.problems import ReadProblems, SourceError
 
 __all__ = ["SOURCES", "SourceRequest", "ReadResult", "read_source", "saved_overrides"]
@@ -49,11 +50,11 @@ class ReadResult:
 
 
 def _cursor_path(data_dir: Path, tenant: str, repo: str) -> Path:
-    return data_dir / "sync" / tenant / f"github-{repo.replace('/', '__')}.json"
+    return data_dir / "sync" / check_tenant(tenant) / f"github-{repo.replace('/', '__')}.json"
 
 
 def _overrides_path(data_dir: Path, tenant: str) -> Path:
-    return data_dir / "people" / f"{tenant}-overrides.json"
+    return data_dir / "people" / f"{check_tenant(tenant)}-overrides.json"
 
 
 def saved_overrides(data_dir: Path, tenant: str) -> list[dict[str, Any]]:
