@@ -26,8 +26,10 @@ MAX_QUESTION_CHARS = 4000  # a question, not a document: longer input is refused
 
 def check_question(question: object) -> str:
     """A question is a non-empty string of at most MAX_QUESTION_CHARS characters."""
-    if not isinstance(question, str) or not question.strip():
-        raise ValueError("the question must be a non-empty string")
+    if not isinstance(question, str):
+        raise ValueError(f"the question must be a string, got {type(question).__name__}")
+    if not question.strip():
+        raise ValueError("the question is empty")
     if len(question) > MAX_QUESTION_CHARS:
         raise ValueError(f"the question is {len(question):,} characters; at most {MAX_QUESTION_CHARS:,} are allowed")
     return question

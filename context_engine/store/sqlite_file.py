@@ -34,18 +34,29 @@ def _encode(value: Any) -> Any:
     return value
 
 
-def _decode(value: Any) -> Any:
-    if isinstance(value, str):
-        if value.startswith("\x00"):
-            if value.startswith(_DATE):
-                return datetime.fromisoformat(value[len(_DATE):])
-            return value[len(_ESCAPED):]
-        return value
-    if isinstance(value, dict):
-        return {k: _decode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    return value
+def _untag(value: str) -> Any:
+    return datetime.fromisoformat(value[len(_DATE):]) if value.startswith(_DATE) else value[len(_ESCAPED):]
+
+
+def _decode_object(obj: dict[str, Any]) -> dict[str, Any]:
+    """json's object_hook: the parser hands over each object once, innermost first, so only the
+    strings directly in an object (or in a list of scalars inside it) need looking at."""
+    for key, value in obj.items():
+        if type(value) is str:
+            if value[:1] == "\x00":
+                obj[key] = _untag(value)
+        elif type(value) is list:
+            obj[key] = _decode_list(value)
+    return obj
+
+
+def _decode_list(items: list[Any]) -> list[Any]:
+    for i, value in enumerate(items):
+        if type(value) is str and value[:1] == "\x00":
+            items[i] = _untag(value)
+        elif type(value) is list:
+            items[i] = _decode_list(value)
+    return items
 
 
 def dumps(doc: dict[str, Any]) -> str:
@@ -53,7 +64,7 @@ def dumps(doc: dict[str, Any]) -> str:
 
 
 def loads(text: str) -> dict[str, Any]:
-    return _decode(json.loads(text))
+    return json.loads(text, object_hook=_decode_object)
 
 
 class StoreFile:
