@@ -133,7 +133,7 @@ def _ingest_once(request: SourceRequest, data_dir: Path, index: bool) -> dict[st
     settings = Settings().with_overrides(data_dir=str(data_dir), tenant="bench")
     started = time.perf_counter()
     read = read_source(request, "bench", data_dir, ReadProblems())
-    (report,) = ingest(settings, read.per_tenant, index=index)
+    (report,) = ingest(settings, read.per_tenant, index=index, public=True)  # bench fixtures: public sources
     seconds = time.perf_counter() - started
     return {"records": report.records, "seconds": seconds, "changed": report.changed,
             "embedded": report.index.embedded if report.index else None}

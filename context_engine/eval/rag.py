@@ -93,7 +93,9 @@ def ingest_clapnq(settings, documents: list[dict[str, Any]], progress=None) -> N
     """Write the passages as `documents` of tenant "clapnq" and index them (unchanged ones stay as they are)."""
     from context_engine.sources.ingest import ingest
 
-    ingest(settings.with_overrides(tenant=CLAPNQ_TENANT), {CLAPNQ_TENANT: {"documents": documents}}, progress=progress)
+    # CLAP NQ is public Wikipedia text: the whole (evaluation) tenant may read it.
+    ingest(settings.with_overrides(tenant=CLAPNQ_TENANT), {CLAPNQ_TENANT: {"documents": documents}}, progress=progress,
+           public=True)
 
 
 def load_questions(path: Path) -> list[RagQuestion]:
