@@ -419,6 +419,41 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_status(args: argparse.Namespace) -> int:
+    from context_engine.config import COLLECTIONS
+    from context_engine.retrievers.index import index_status
+    from context_engine.runtime import store_for
+    from context_engine.store.writer_lock import writer_busy
+
+    settings = _settings(args)
+    store = store_for(settings)
+    tenants = [settings.tenant] if args.tenant else store.tenants()
+    report = {"data_dir": str(settings.data_dir), "store_generation": store.generation,
+              "writer": writer_busy(settings.data_dir), "tenants": {}}
+    for tenant in tenants:
+        counts = {name: n for name in COLLECTIONS if (n := store.count(name, tenant))}
+        report["tenants"][tenant] = {"records": counts, "index": index_status(settings, tenant)}
+    if args.json:
+        _print_json(report)
+        return EXIT_OK
+    busy = f"an ingest is writing (pid {report['writer']})" if report["writer"] else "no ingest running"
+    print(f"{settings.data_dir}: store generation {store.generation}; {busy}")
+    for tenant, info in report["tenants"].items():
+        records = ", ".join(f"{name} {n:,}" for name, n in info["records"].items()) or "no records"
+        index = info["index"]
+        if index is None:
+            state = "no semantic index (content questions need `ingest` without --no-index)"
+        elif index.get("damaged"):
+            state = "semantic index damaged: re-run ingest"
+        elif index["pending"]:
+            state = (f"semantic index: {index['chunks']:,} chunks, {index['pending']:,} still embedding "
+                     "(keyword search covers them meanwhile)")
+        else:
+            state = f"semantic index: {index['chunks']:,} chunks, all embedded ({index['model']}, {index['built_at']})"
+        print(f"  {tenant}: {records}\n    {state}")
+    return EXIT_OK
+
+
 def cmd_mcp(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if not args.http:
@@ -488,6 +523,10 @@ EXAMPLES = {
 """,
     "schema": """examples:
   context-engine schema --tenant acme
+""",
+    "status": """examples:
+  context-engine status
+  context-engine status --tenant acme --json
 """,
     "mcp": """examples:
   context-engine mcp --tenant acme --as rsh-dev             # stdio, for a local agent (Claude Code, Cursor)
@@ -579,6 +618,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "values only for their readers)")
     p.add_argument("--as", dest="as_user", metavar="ALIAS", help="the asker (default: public records only)")
     p.set_defaults(func=cmd_schema)
+
+    p = add("status", help="per tenant: records, semantic index (chunks, still embedding), a running ingest")
+    p.set_defaults(func=cmd_status)
 
     p = add("mcp", help="serve the engine to coding agents over the Model Context Protocol: stdio (identity "
                        "from --tenant/--as) or --http with --keys (Bearer key -> tenant and person, as `serve`)")

@@ -99,3 +99,15 @@ def test_every_command_documents_itself(command):
 def test_usage_errors_are_one_line_and_exit_2(args):
     out = run_cli(*args)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "--help" in out.stderr
+
+
+def test_status_reports_records_index_and_writer(sample_dir):
+    out = run_cli("status", "--data-dir", str(sample_dir), "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["writer"] is None and report["store_generation"] >= 1
+    acme = report["tenants"]["acme"]
+    assert acme["records"]["pull_requests"] > 0
+    assert acme["index"]["chunks"] > 0 and acme["index"]["pending"] == 0
+    text = run_cli("status", "--data-dir", str(sample_dir), "--tenant", "globex")
+    assert text.returncode == 0 and "globex" in text.stdout and "acme" not in text.stdout.split("\n", 1)[1]

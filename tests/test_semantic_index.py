@@ -214,3 +214,26 @@ def test_hits_carry_the_shared_metadata_and_nothing_hidden(sample_subset_index):
     assert meta["url"] == STORIES["leaked_stripe_key"]["pr_url"] and meta["author"] == "achen42"
     assert meta["date"].startswith("2026-10-20") and meta["retriever"] == "bm25" and meta["ranks"] == {"bm25": 1}
     assert not {"tenant_id", "acl", "_id"} & set(meta)
+
+
+def test_bm25_answers_while_the_dense_part_is_still_embedding(tmp_path, monkeypatch):
+    from context_engine.retrievers import embedding_cache
+
+    settings = _settings(tmp_path, tmp_path / "empty-cache.sqlite")  # nothing embedded yet
+    docs = [_doc(f"N{i}", f"Note {i}", f"Runbook note {i}: rotate the zebrafish credentials on day {i}.")
+            for i in range(index_module.INTERIM_MIN + 8)]
+    seen_mid_embedding = []
+    original = embedding_cache.CachedEmbeddings.encode_documents
+
+    def watching(self, texts, on_progress=None):
+        live = SemanticIndex.load(settings, "t1")  # what a reader gets while the embedding runs
+        seen_mid_embedding.append((live.pending, len(live), len(live.dense),
+                                   _refs(live.search_bm25("zebrafish credentials day 7", 1, []))))
+        return original(self, texts, on_progress)
+
+    monkeypatch.setattr(embedding_cache.CachedEmbeddings, "encode_documents", watching)
+    ingest(settings, {"t1": {"documents": docs}}, public=True)
+    [(pending, chunks, vectors, top)] = seen_mid_embedding
+    assert (pending, chunks, vectors, top) == (len(docs), len(docs), 0, ["N7"])
+    done = SemanticIndex.load(settings, "t1")
+    assert done.pending == 0 and len(done.dense) == len(docs)

@@ -54,11 +54,11 @@ def structured_result(state: State) -> dict[str, Any]:
     return {"answer": answer, "citations": citations, "queries": queries, "records": records, "outcome": outcome}
 
 
-def _semantic_queries(state: State, settings) -> list[dict[str, Any]]:
+def _semantic_queries(state: State, settings, pending: int) -> list[dict[str, Any]]:
     semantic = state.get("semantic", {})
     return [{"collection": "semantic index", "search": state.get("search_query") or state["question"],
              "retrievers": {name: len(hits) for name, hits in semantic.items()}, "fusion": settings.fusion,
-             "reranker": settings.reranker}]
+             "reranker": settings.reranker, "dense_pending": pending}]
 
 
 def _exact_rows(structured: dict[str, Any] | None, plan: dict[str, Any] | None) -> bool:
@@ -96,8 +96,12 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         answer = generate_answer(llm, question, structured=structured, contexts=contexts, chain=chain)
     else:
         answer = compose_answer(question, structured=structured, contexts=contexts, chain=chain, declined=declined)
-    queries = (structured["queries"] if structured else []) + _semantic_queries(state, settings)
-    return {"answer": answer.text, "claims": answer.claims,
+    queries = (structured["queries"] if structured else []) + _semantic_queries(state, settings, index.pending)
+    text = answer.text
+    if index.pending:  # an ingest is still embedding: say what this answer could not see
+        text += (f"\n\n(Indexing in progress: {index.pending:,} of {len(index):,} passages are searchable by "
+                 "keywords only until their embeddings are ready.)")
+    return {"answer": text, "claims": answer.claims,
             "citations": answer.citations, "queries": queries,
             "records": structured["records"] if structured else [], "declined": declined,
             "outcome": structured["outcome"] if structured else ("no_results" if declined else "success")}

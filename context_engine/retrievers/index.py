@@ -50,6 +50,7 @@ from context_engine.retrievers.embedding_cache import CachedEmbeddings, Embeddin
 __all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "index_dir", "sync_chunks", "sync_index"]
 
 INDEX_DIR = "index"
+INTERIM_MIN = 32  # chunks to embed from which a BM25-first generation goes live before the embedding
 _FORMAT = 1
 
 #: progress(label, count): e.g. ("acme: chunks to embed", 120) then ("acme: embedded", 64), ...
@@ -118,6 +119,19 @@ def live_generation(settings: Settings, tenant: str) -> str | None:
     """The name of the tenant's live generation on disk (a reader compares it with what it holds)."""
     gen = _current(index_dir(settings, tenant))
     return gen.name if gen else None
+
+
+def index_status(settings: Settings, tenant: str) -> dict[str, Any] | None:
+    """What the tenant's live generation holds (its manifest), without loading it; None if absent."""
+    gen = _current(index_dir(settings, tenant))
+    if gen is None:
+        return None
+    try:
+        with open(gen / "manifest.json", encoding="utf-8") as fh:
+            manifest = json.load(fh)
+    except (OSError, ValueError):
+        return {"generation": gen.name, "damaged": True}
+    return {k: manifest.get(k) for k in ("generation", "chunks", "pending", "model", "built_at")}
 
 
 def _current(root: Path) -> Path | None:
@@ -216,6 +230,11 @@ class SemanticIndex:
     @property
     def generation(self) -> str:
         return self.manifest["generation"]
+
+    @property
+    def pending(self) -> int:
+        """Chunks still being embedded: found by BM25, not yet by dense search."""
+        return int(self.manifest.get("pending", 0))
 
     @classmethod
     def load(cls, settings: Settings, tenant: str, embeddings: DenseEmbeddings | None = None) -> "SemanticIndex":
@@ -352,6 +371,12 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
         return report
 
     dense.delete(removed + [r["id"] for r in to_embed if r["id"] in dense])
+    if len(to_embed) >= INTERIM_MIN:
+        # Answers before embedding ends: a generation with every chunk in BM25 and the dense part it
+        # already has goes live first; the embedded one replaces it. A killed embedding loses nothing:
+        # each embedded batch is in the embedding cache.
+        _write_generation(root, rows, _fit_bm25(rows), dense, {**_manifest(tenant, model, dense, rows, report),
+                                                                 "pending": len(to_embed)})
     if to_embed:
         if progress:
             progress(f"{tenant}: chunks to embed", len(to_embed))
@@ -364,15 +389,23 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
             cache.close()
         dense.add([r["id"] for r in to_embed], vectors)
         report.embedded, report.cache_hits = embedder.misses, embedder.hits
-    # Lucene idf (never negative) rather than Okapi's: a tenant's index may hold only a few chunks,
-    # where Okapi gives a term found in half of them zero or negative weight.
-    bm25 = BM25Index(idf="lucene").fit([r["id"] for r in rows], (r["_search_text"] for r in rows))
-    manifest = {"format": _FORMAT, "tenant": tenant, "model": model, "dim": dense.dim, "chunks": len(rows),
-                "fingerprint": _fingerprint(rows), "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "sync": {k: v for k, v in report.to_json().items() if k not in ("tenant", "generation", "seconds")}}
-    report.generation = _write_generation(root, rows, bm25, dense, manifest)
+    report.generation = _write_generation(root, rows, _fit_bm25(rows), dense,
+                                          _manifest(tenant, model, dense, rows, report))
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _fit_bm25(rows: list[dict[str, Any]]) -> BM25Index:
+    # Lucene idf (never negative) rather than Okapi's: a tenant's index may hold only a few chunks,
+    # where Okapi gives a term found in half of them zero or negative weight.
+    return BM25Index(idf="lucene").fit([r["id"] for r in rows], (r["_search_text"] for r in rows))
+
+
+def _manifest(tenant: str, model: str, dense: DenseIndex, rows: list[dict[str, Any]], report: SyncReport) -> dict:
+    return {"format": _FORMAT, "tenant": tenant, "model": model, "dim": dense.dim, "chunks": len(rows),
+            "pending": 0, "fingerprint": _fingerprint(rows),
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "sync": {k: v for k, v in report.to_json().items() if k not in ("tenant", "generation", "seconds")}}
 
 
 def sync_index(store: Any, tenant: str, settings: Settings, progress: Progress | None = None) -> SyncReport:

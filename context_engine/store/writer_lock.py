@@ -55,3 +55,18 @@ def writer_lock(data_dir: Path, on_wait: Callable[[str], None] | None = None) ->
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def writer_busy(data_dir: Path) -> str | None:
+    """The pid of the writer holding the data dir's lock, or None when nobody writes."""
+    path = data_dir / LOCK_NAME
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return None
+    except BlockingIOError:
+        return os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+    finally:
+        os.close(fd)
