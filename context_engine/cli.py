@@ -448,6 +448,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         elif index["pending"]:
             state = (f"semantic index: {index['chunks']:,} chunks, {index['pending']:,} still embedding "
                      "(keyword search covers them meanwhile)")
+            if running := index.get("embedding"):
+                state += (f"; {running['done']:,}/{running['total']:,} embedded at {running['per_second']}/s, "
+                          f"about {running['eta_seconds']:,} s left")
         else:
             state = f"semantic index: {index['chunks']:,} chunks, all embedded ({index['model']}, {index['built_at']})"
         print(f"  {tenant}: {records}\n    {state}")

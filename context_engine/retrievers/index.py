@@ -50,6 +50,7 @@ from context_engine.retrievers.embedding_cache import CachedEmbeddings, Embeddin
 __all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "index_dir", "sync_chunks", "sync_index"]
 
 INDEX_DIR = "index"
+PROGRESS_FILE = "embedding-progress.json"
 INTERIM_MIN = 32  # chunks to embed from which a BM25-first generation goes live before the embedding
 _FORMAT = 1
 
@@ -131,7 +132,16 @@ def index_status(settings: Settings, tenant: str) -> dict[str, Any] | None:
             manifest = json.load(fh)
     except (OSError, ValueError):
         return {"generation": gen.name, "damaged": True}
-    return {k: manifest.get(k) for k in ("generation", "chunks", "pending", "model", "built_at")}
+    status = {k: manifest.get(k) for k in ("generation", "chunks", "pending", "model", "built_at")}
+    try:
+        with open(index_dir(settings, tenant) / PROGRESS_FILE, encoding="utf-8") as fh:
+            done = json.load(fh)
+        rate = done["done"] / max(done["at"] - done["started"], 1e-6)
+        status["embedding"] = {"done": done["done"], "total": done["total"], "per_second": round(rate, 1),
+                               "eta_seconds": round((done["total"] - done["done"]) / rate) if rate else None}
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # no embedding running (or it has not finished a batch yet)
+    return status
 
 
 def _current(root: Path) -> Path | None:
@@ -381,12 +391,21 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
         if progress:
             progress(f"{tenant}: chunks to embed", len(to_embed))
         cache = EmbeddingCache(settings.embedding_cache_path)
+        began = time.time()
+        root.mkdir(parents=True, exist_ok=True)
+
+        def on_batch(done: int, total: int) -> None:
+            # For `status`: how far the embedding is, from which it estimates the time left.
+            _write_json(root / PROGRESS_FILE, {"done": done, "total": total, "started": began, "at": time.time()})
+            if progress:
+                progress(f"{tenant}: embedded", done)
+
         try:
             embedder = CachedEmbeddings(embeddings, cache)
-            on_batch = (lambda done, _total: progress(f"{tenant}: embedded", done)) if progress else None
             vectors = embedder.encode_documents([r["_search_text"] for r in to_embed], on_progress=on_batch)
         finally:
             cache.close()
+            (root / PROGRESS_FILE).unlink(missing_ok=True)
         dense.add([r["id"] for r in to_embed], vectors)
         report.embedded, report.cache_hits = embedder.misses, embedder.hits
     report.generation = _write_generation(root, rows, _fit_bm25(rows), dense,
