@@ -555,6 +555,13 @@ def build_parser() -> argparse.ArgumentParser:
                                      description=(
         "A relational context engine: answers questions over PRs, issues, Slack and docs with validated, "
         "tenant-scoped MongoDB queries and hybrid semantic search."), epilog=EXAMPLES["context-engine"] + EXIT_CODES)
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("context-engine")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        installed = "unknown"
+    parser.add_argument("--version", action="version", version=f"context-engine {installed}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, **kwargs: Any) -> argparse.ArgumentParser:

@@ -111,3 +111,11 @@ def test_status_reports_records_index_and_writer(sample_dir):
     assert acme["index"]["chunks"] > 0 and acme["index"]["pending"] == 0
     text = run_cli("status", "--data-dir", str(sample_dir), "--tenant", "globex")
     assert text.returncode == 0 and "globex" in text.stdout and "acme" not in text.stdout.split("\n", 1)[1]
+
+
+def test_python_dash_m_and_version():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "context_engine", "--version"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith("context-engine ")
