@@ -2,7 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-DEMO_DIR ?= .context-engine-demo
+# The default data dir: after `make demo`, `context-engine ask`, `mcp`, `serve` and `langgraph dev` read it as is.
+DEMO_DIR ?= .context-engine
 DEMO_NOW := 2026-11-30T12:00:00Z
 
 .PHONY: install demo test test-llm bench load clean studio
@@ -54,4 +55,4 @@ load: install
 	$(BIN)/python -m context_engine.eval.load --clients 8 --seconds 60
 
 clean:
-	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache
+	rm -rf $(VENV) .pytest_cache
