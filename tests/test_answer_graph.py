@@ -1,23 +1,32 @@
 """The whole answer graph on the sample corpus: routes, fusion, citations, access scope, declining."""
 
-from context_engine.graph.main import context_graph, graph
+import uuid
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from context_engine import build_graph, graph
+from context_engine.assistant.nodes import _exact_rows
 from context_engine.sources.sample import STORIES
 
 NOW = "2026-11-30T12:00:00Z"
 SECURITY_THREAD = STORIES["leaked_stripe_key"]["thread"]["permalink"]
+_traced = build_graph(checkpointer=InMemorySaver())  # to read the whole state (hits too), not just the output
 
 
 def _ask(sample_dir, question, **context):
-    return graph.invoke({"question": question, "now": NOW},
-                        context={"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False, **context})
+    """The output and the working state (semantic hits, fused list) of one question."""
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    out = _traced.invoke({"question": question, "now": NOW}, config,
+                         context={"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False, **context})
+    return {**_traced.get_state(config).values, **out}
 
 
 def test_every_node_is_in_the_graph():
-    drawn = context_graph.get_graph(xray=True).draw_mermaid()
-    for node in ("route", "structured_query", "retrieve", "fuse", "rerank", "compress", "generate", "reflect",
+    drawn = graph.get_graph(xray=True).draw_mermaid()
+    for node in ("start_turn", "respond", "route", "structured_query", "retrieve", "fuse", "rerank", "compress", "generate", "reflect",
                  "resolve", "generate_query", "validate_query", "execute_query"):
         assert node in drawn, node
-    edges = {(e.source, e.target) for e in context_graph.get_graph().edges}
+    edges = {(e.source, e.target) for e in graph.get_graph().edges}
     assert ("reflect", "retrieve") in edges  # the bounded retry after reflection
 
 
@@ -75,8 +84,6 @@ def test_an_unanswerable_question_is_declined_not_invented(sample_dir):
 
 
 def test_rows_full_text_found_in_a_guessed_collection_do_not_overrule_the_answerability_judge():
-    from context_engine.nodes.generate import _exact_rows
-
     def structured(pipeline):
         return {"records": [{"ref": "p1"}], "queries": [{"pipeline": pipeline}]}
 

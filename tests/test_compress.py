@@ -7,7 +7,7 @@ from langchain_core.documents import Document
 
 from context_engine.config import Settings
 from context_engine.models import chat_model
-from context_engine.retrievers.chunking import count_tokens
+from context_engine.text import count_tokens
 from context_engine.retrievers.compress import compress
 
 ADR = Document(

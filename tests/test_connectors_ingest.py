@@ -10,14 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import EVAL_DATA
+
 from context_engine.answering.links import references
 from context_engine.config import Settings
 from context_engine.runtime import store_for
-from context_engine.sources.ingest import ingest
+from context_engine.ingest import ingest
 from tests.conftest import needs_slack_exports, run_cli
 from tests.test_git_source import Repo
 
-SLACK = Path(__file__).resolve().parents[2] / "shared" / "data" / "slack"
+SLACK = EVAL_DATA / "slack"
 CONNECTORS = Path(__file__).parent / "data" / "connectors"
 ROOT = Path(__file__).resolve().parents[1]
 

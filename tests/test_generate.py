@@ -13,9 +13,10 @@ from context_engine.answering.links import follow_links
 from context_engine.config import Settings
 from context_engine.models import chat_model
 from context_engine.query.answer import compose
-from context_engine.query.engine import Success, run_structured
+from context_engine.assistant.structured_query import run_structured
+from context_engine.query.engine import Success
 from context_engine.retrievers.chunking import chunk_collection
-from context_engine.runtime import catalog_for, store_for
+from context_engine.runtime import store_for
 from context_engine.sources.sample import STORIES
 
 NOW = datetime(2026, 11, 30, 12, 0)
@@ -41,8 +42,7 @@ def _contexts(settings, *refs):
 
 def _structured(settings, question):
     """The structured half's result in the shape the generate node passes on."""
-    result = run_structured(question, store=store_for(settings), catalog=catalog_for(settings), settings=settings,
-                            now=NOW, asker=None, llm_planner=None)
+    result = run_structured(question, settings, now=NOW)
     assert isinstance(result, Success)
     text, citations = compose(result, result.plan.collection)
     return result, {"answer": text, "citations": citations, "queries": [{"collection": result.plan.collection}],

@@ -225,7 +225,7 @@ def test_a_commit_that_does_not_parse_is_reported_and_skipped():
 
 def test_ingests_into_the_embedded_store(widgets, tmp_path):
     from context_engine.config import Settings
-    from context_engine.sources.ingest import ingest
+    from context_engine.ingest import ingest
     from context_engine.store.documents import open_store
 
     settings = Settings(data_dir=tmp_path / "store", mongodb_uri=None)

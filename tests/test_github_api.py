@@ -295,7 +295,7 @@ def test_github_token_from_env_then_gh_cli(monkeypatch, tmp_path):
 
 def test_incremental_records_upsert_over_the_first_sync(first_sync, tmp_path):
     from context_engine.config import Settings
-    from context_engine.sources.ingest import ingest
+    from context_engine.ingest import ingest
 
     settings = Settings(data_dir=tmp_path, mongodb_uri=None)
     first = ingest(settings, {"t": first_sync[3]}, index=False)[0]

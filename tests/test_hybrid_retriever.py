@@ -10,10 +10,11 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 from context_engine.config import Settings
 from context_engine.retrievers.dense import make_embeddings
 from context_engine.retrievers.fusion import RRF_K
-from context_engine.retrievers.hybrid import HybridRetriever, make_retriever
+from context_engine.assistant.retriever import make_retriever
+from context_engine.retrievers.hybrid import HybridRetriever
 from context_engine.retrievers.index import SemanticIndex
-from context_engine.runtime import forget, principals_for
-from context_engine.sources.ingest import ingest
+from context_engine.runtime import forget
+from context_engine.ingest import ingest
 
 DOCS = [
     {"doc_id": "CACHE", "title": "Session cache", "body": "The session cache moved from Memcached to Redis."},
@@ -107,14 +108,14 @@ def test_access_filter_is_the_principals_field(index):
 
 def test_make_retriever_reads_settings_and_sees_reingested_data(settings):
     member = settings.with_overrides(asker="sokafor", fusion="convex", retrieve_k=3)
-    retriever = make_retriever(member, principals_for(member))
+    retriever = make_retriever(member)
     assert (retriever.k, retriever.fusion, "github:sokafor" in retriever.principals) == (3, "convex", True)
     assert _refs(retriever.invoke("redis password leaked"))[0] == "SECRET"
-    assert make_retriever(member, []).index is retriever.index  # loaded once per (data dir, tenant)
+    assert make_retriever(settings).index is retriever.index  # loaded once per (data dir, tenant)
 
     ingest(settings, {"t1": {"documents": [{"doc_id": "RUNBOOK", "title": "Failover runbook",
                                             "body": "Promote the Redis replica with sentinel failover."}]}}, public=True)
     forget(settings)
-    fresh = make_retriever(settings, [])
+    fresh = make_retriever(settings)
     assert fresh.index is not retriever.index
     assert _refs(fresh.invoke("promote the replica with sentinel"))[0] == "RUNBOOK"

@@ -1,4 +1,4 @@
-"""The LLM planner against a real model (../shared/tools/local-llm). Skipped without an endpoint."""
+"""The LLM planner against a real model (e.g. a local OpenAI-compatible server). Skipped without an endpoint."""
 
 import os
 from datetime import datetime
@@ -6,9 +6,9 @@ from datetime import datetime
 import pytest
 
 from context_engine.config import Settings
-from context_engine.query.engine import Success, run_structured
-from context_engine.query.identity import PeopleDirectory
-from context_engine.runtime import catalog_for, llm_planner_for, store_for
+from context_engine.assistant.structured_query import run_structured
+from context_engine.query.engine import Success
+from context_engine.runtime import catalog_for, llm_planner_for
 
 pytestmark = [pytest.mark.llm, pytest.mark.skipif(not os.environ.get("OPENAI_BASE_URL"),
                                                   reason="no chat model endpoint (OPENAI_BASE_URL)")]
@@ -31,12 +31,9 @@ def test_llm_planner_writes_a_valid_pipeline_for_a_real_question(llm_settings):
 
 
 def test_engine_with_the_llm_answers_and_keeps_its_attempts(llm_settings):
-    catalog = catalog_for(llm_settings)
-    asker = PeopleDirectory(catalog.people).lookup("rsh-dev")
     # Vague enough that the offline planner is not confident, so the model is asked.
     result = run_structured("show me pull requests that talk about redis caching and memcached evictions",
-                            store=store_for(llm_settings), catalog=catalog, settings=llm_settings, now=NOW,
-                            asker=asker, llm_planner=llm_planner_for(llm_settings))
+                            llm_settings.with_overrides(asker="rsh-dev"), now=NOW)
     assert result.attempts and len(result.attempts) <= llm_settings.max_attempts
     assert all(a.plan.pipeline is not None for a in result.attempts)
     if isinstance(result, Success):

@@ -11,9 +11,9 @@ from datetime import datetime
 import pytest
 
 from context_engine.config import Settings
-from context_engine.query.engine import NoResults, Success, run_structured
-from context_engine.query.identity import PeopleDirectory
-from context_engine.runtime import catalog_for, store_for
+from context_engine.assistant.structured_query import run_structured
+from context_engine.query.engine import NoResults, Success
+from context_engine.runtime import store_for
 
 pytestmark = [pytest.mark.mongodb,
               pytest.mark.skipif(not os.environ.get("MONGODB_URI"), reason="no MongoDB server (MONGODB_URI)")]
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.mongodb,
 
 @pytest.fixture(scope="module")
 def mongo_settings(tmp_path_factory):
-    from context_engine.sources.ingest import ingest
+    from context_engine.ingest import ingest
     from context_engine.sources.sample import generate
 
     settings = Settings(data_dir=tmp_path_factory.mktemp("mongo"), mongodb_uri=os.environ["MONGODB_URI"],
@@ -32,16 +32,14 @@ def mongo_settings(tmp_path_factory):
 
 
 def test_same_answers_through_pymongo(mongo_settings):
-    catalog = catalog_for(mongo_settings)
-    asker = PeopleDirectory(catalog.people).lookup("rsh-dev")
-    result = run_structured("PRs Rashid merged last week", store=store_for(mongo_settings), catalog=catalog,
-                            settings=mongo_settings, now=datetime(2026, 11, 30, 12), asker=asker)
+    result = run_structured("PRs Rashid merged last week", mongo_settings.with_overrides(asker="rsh-dev"),
+                            now=datetime(2026, 11, 30, 12))
     assert isinstance(result, Success) and all(r["user"]["login"] == "rsh-dev" for r in result.rows)
     assert not any(k in r for r in result.rows for k in ("tenant_id", "acl", "_id"))
 
 
 def test_reingest_does_not_duplicate_on_mongodb(mongo_settings):
-    from context_engine.sources.ingest import ingest
+    from context_engine.ingest import ingest
     from context_engine.sources.sample import generate
 
     before = store_for(mongo_settings).collection("pull_requests").count_documents({})
@@ -50,7 +48,5 @@ def test_reingest_does_not_duplicate_on_mongodb(mongo_settings):
 
 
 def test_other_tenant_invisible_on_mongodb(mongo_settings):
-    catalog = catalog_for(mongo_settings)
-    result = run_structured("PRs about DynamoDB", store=store_for(mongo_settings), catalog=catalog,
-                            settings=mongo_settings, now=datetime(2026, 11, 30, 12), asker=None)
+    result = run_structured("PRs about DynamoDB", mongo_settings, now=datetime(2026, 11, 30, 12))
     assert isinstance(result, NoResults) or all("globex" not in r.get("ref", "") for r in result.rows)

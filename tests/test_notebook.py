@@ -43,9 +43,9 @@ def test_questions_take_the_structured_semantic_and_hybrid_routes(executed):
 
 
 def test_retry_trace_lists_every_round(executed):
-    lines = text_of(cell_running(executed, "context_graph.stream(")).splitlines()
+    lines = text_of(cell_running(executed, "graph.stream(")).splitlines()
     nodes = [line.split(":")[0] for line in lines if line and not line.startswith("retrievals")]
-    assert nodes[0] == "route" and nodes[-1] == "reflect"
+    assert nodes[:2] == ["start_turn", "route"] and nodes[-2:] == ["reflect", "respond"]
     retrievals = int(re.search(r"retrievals: (\d+)", "\n".join(lines)).group(1))
     assert retrievals == nodes.count("retrieve") == nodes.count("reflect") >= 1
     # Every round but the last ends in a retry that names the next search.

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import EVAL_DATA
+
 from context_engine.query.identity import AmbiguousPerson, PeopleDirectory
 from context_engine.sources.problems import SourceError
 from context_engine.sources.normalize import normalize
@@ -18,7 +20,7 @@ from context_engine.sources.people import load_overrides, merge_people, normaliz
 from context_engine.sources.sample import generate
 
 DATA = Path(__file__).parent / "data" / "connectors" / "people"
-SLACK = Path("/work/shared/data/slack")
+SLACK = EVAL_DATA / "slack"
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,10 @@ import pytest
 from langchain_core.runnables import RunnableLambda
 
 from context_engine.answering.route import RouteDecision, route_question
+from context_engine.assistant.structured_query import planning_context, resolve_once
 from context_engine.config import Settings
 from context_engine.runtime import catalog_for
-from context_engine.sources.ingest import ingest
+from context_engine.ingest import ingest
 from context_engine.sources.sample import generate
 
 NOW = datetime(2026, 11, 30, 12, 0)
@@ -31,9 +32,12 @@ def settings(tmp_path_factory) -> Settings:
 
 def _route(settings, question, tenant="acme", asker=None, llm=None) -> RouteDecision:
     settings = settings.with_overrides(tenant=tenant)
-    catalog = catalog_for(settings)
-    person = catalog.directory.lookup(asker) if asker else None
-    return route_question(question, settings=settings, catalog=catalog, asker=person, now=NOW, llm=llm)
+    settings = settings.with_overrides(asker=asker)
+    resolution = resolve_once(question, NOW, settings, planner=None)
+    resolved = None if resolution.get("error") else planning_context(
+        {"question": question, "now": NOW.isoformat(), "resolution": resolution}, settings)
+    return route_question(question, settings=settings, catalog=catalog_for(settings), resolved=resolved,
+                          unresolved=resolution.get("error"), llm=llm)
 
 
 @pytest.mark.parametrize("question,route", [

@@ -104,7 +104,7 @@ def test_schemas_batch_and_stream_are_served(server):
 
 def test_a_key_sees_only_its_tenant_whatever_the_body_says(server, data_dir):
     from context_engine.runtime import forget
-    from context_engine.sources.ingest import ingest
+    from context_engine.ingest import ingest
 
     settings = Settings(data_dir=data_dir, mongodb_uri=None)
     marker = "quokkafrost"

@@ -16,10 +16,10 @@ from context_engine.config import Settings
 from context_engine.eval.structured import evaluate
 from context_engine.query.timeexpr import find_time_ranges
 from context_engine.runtime import catalog_for
-from tests.conftest import SHARED, needs_slack_exports, run_cli
+from tests.conftest import EVAL_DATA, needs_slack_exports, run_cli
 
 pytestmark = needs_slack_exports
-SLACK = SHARED / "data" / "slack"
+SLACK = EVAL_DATA / "slack"
 DATA = Path(__file__).parent / "data"
 
 DEV_FLOOR = 0.95      # measured 46/46 (28/46 before the planner changes)

@@ -1,4 +1,4 @@
-"""Cited answers from the structured result, the retrieved contexts and the cross-link chain (DESIGN §7).
+"""Cited answers from the structured result, the retrieved contexts and the cross-link chain (docs/ARCHITECTURE.md, the answer).
 
 - `compose_answer(...)`: offline. The structured half's answer word for word (its numbers exactly as
   queried), then extractive snippets of the contexts with `[n]` citations, and for a "why" question
@@ -22,8 +22,8 @@ from typing import Any
 from langchain_core.documents import Document
 
 from context_engine.answering.links import RELATIONS, Link, LinkChain, LinkedRecord
-from context_engine.prompts.answer import ANSWER_SYSTEM, ANSWER_USER, NO_ANSWER
-from context_engine.retrievers.chunking import count_tokens, split_sentences
+from context_engine.prompts import ANSWER_SYSTEM, ANSWER_USER, NO_ANSWER
+from context_engine.text import count_tokens, split_sentences
 
 __all__ = ["Answer", "compose_answer", "generate_answer", "is_why_question"]
 

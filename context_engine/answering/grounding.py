@@ -54,8 +54,9 @@ from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel
 
 from context_engine.retrievers.bm25 import BM25Index
-from context_engine.retrievers.chunking import split_sentences
+from context_engine.text import split_sentences
 from context_engine.retrievers.compress import content_terms, coverage, idf_weights, unit_tokens
+from context_engine.models import structured_output
 
 __all__ = ["Answerability", "Evidence", "answerability", "answerability_llm", "bm25_idf", "support",
            "ANSWERABLE_THRESHOLD", "WEIGHTS", "DENSE_THRESHOLD", "DENSE_WEIGHTS", "DENSE_COSINE_RANGE",
@@ -218,7 +219,7 @@ def answerability(question: str, docs: Sequence[Document], *, idf: Callable[[str
 def answerability_llm(question: str, docs: Sequence[Document], llm: Any, *,
                       idf: Callable[[str], float] | None = None) -> Answerability:
     """A chat model's yes/no on whether `docs` answer `question`; the offline judgement when it fails."""
-    from context_engine.prompts.grounding import ANSWERABLE_SYSTEM
+    from context_engine.prompts import ANSWERABLE_SYSTEM
 
     offline = answerability(question, docs, idf=idf)
     if not docs:
@@ -226,7 +227,7 @@ def answerability_llm(question: str, docs: Sequence[Document], llm: Any, *,
     context = "\n\n".join(f"[{i + 1}] {doc.metadata.get('title') or ''}\n{doc.page_content}"
                           for i, doc in enumerate(docs))
     try:
-        out: _Judgement = llm.with_structured_output(_Judgement, method="json_mode").with_retry(
+        out: _Judgement = structured_output(llm, _Judgement).with_retry(
             stop_after_attempt=2).invoke([("system", ANSWERABLE_SYSTEM),
                                           ("human", f"Context:\n{context}\n\nQuestion: {question}")])
     except Exception:  # no usable judgement: the offline one stands

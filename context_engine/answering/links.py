@@ -1,6 +1,6 @@
 """Cross-links between stored records: what a record references, and the records linked to it.
 
-Cross-links are data (DESIGN §4): a PR body says "Fixes ENG-231", a Slack thread links the PR's URL,
+Cross-links are data (docs/ARCHITECTURE.md, the data model): a PR body says "Fixes ENG-231", a Slack thread links the PR's URL,
 an ADR links the PR, the issue and the thread. Nothing is stored at ingest time; the links are read
 from the records' text when an answer needs them.
 

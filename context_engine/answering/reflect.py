@@ -1,4 +1,4 @@
-"""Reflection: is an answer grounded in what it cites, and if not, what to do next (DESIGN §7).
+"""Reflection: is an answer grounded in what it cites, and if not, what to do next (docs/ARCHITECTURE.md, the answer).
 
 `reflect(question, answer_text, citations, contexts)` checks
 - every answer sentence that makes a claim against the context it cites (`[n]` -> `contexts[n-1]`,
@@ -25,8 +25,9 @@ from langchain_core.documents import Document
 from pydantic import BaseModel
 
 from context_engine.answering.grounding import support
-from context_engine.retrievers.chunking import split_sentences
+from context_engine.text import HAN, split_sentences
 from context_engine.retrievers.compress import content_terms, unit_tokens
+from context_engine.models import structured_output
 
 __all__ = ["Verdict", "reflect", "question_entities", "SUPPORTED"]
 
@@ -40,7 +41,6 @@ _QUOTED = re.compile(r"[\"“「『']([^\"”」』']{2,60})[\"”」』']")
 _IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[-_#/.:@][A-Za-z0-9]+)+|\b\d+(?:\.\d+)?\b")
 _CAPITALISED = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:\s+[A-Z][A-Za-z0-9]*)*")
 _LATIN_IN_CJK = re.compile(r"[A-Za-z][A-Za-z0-9+.#-]*")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 _SPACES = re.compile(r"\s+")
 _SPACE_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?。，；：！？])")
 _WORD = re.compile(r"[\u4e00-\u9fff]+|[^\W_][\w\-#/.]*")
@@ -72,7 +72,7 @@ def question_entities(question: str) -> list[str]:
     for match in _CAPITALISED.finditer(question):
         if first_word is None or match.start() >= first_word.end():
             found.setdefault(match.group(), None)
-    if _CJK.search(question):
+    if HAN.search(question):
         for match in _LATIN_IN_CJK.finditer(question):
             found.setdefault(match.group(), None)
     # Drop an entity that is part of a longer one ("Redis" inside "Redis Cluster").
@@ -86,7 +86,7 @@ def _keywords(question: str) -> str:
     words = []
     for match in _WORD.finditer(question):
         word = match.group().rstrip(".")
-        if _CJK.match(word):
+        if HAN.match(word):
             words.extend(content_terms(word))
         elif content_terms(word):
             words.append(word)
@@ -129,9 +129,9 @@ def _unsupported(claims: list[tuple[str, list[int]]], texts: list[str], llm: Any
     sources = [_sources(cited, texts) for _, cited in claims]
     verdicts: list[bool | None] = [None] * len(claims)
     if llm is not None and texts:
-        from context_engine.prompts.grounding import SUPPORT_SYSTEM
+        from context_engine.prompts import SUPPORT_SYSTEM
 
-        judge = llm.with_structured_output(_Supported, method="json_mode").with_retry(stop_after_attempt=2)
+        judge = structured_output(llm, _Supported).with_retry(stop_after_attempt=2)
         prompts = [[("system", SUPPORT_SYSTEM),
                     ("human", "Source:\n" + "\n\n".join(found) + f"\n\nSentence: {claim}")]
                    for (claim, _), found in zip(claims, sources)]

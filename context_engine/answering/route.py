@@ -21,21 +21,19 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from context_engine.config import Settings
-from context_engine.prompts.route import ROUTE_SYSTEM
+from context_engine.prompts import ROUTE_SYSTEM
 from context_engine.query.catalog import Catalog
-from context_engine.query.engine import resolve
 from context_engine.query.fields import PEOPLE_ROLES, VALUE_ROLES
-from context_engine.query.identity import COMMON_WORDS, Person
+from context_engine.query.identity import COMMON_WORDS
 from context_engine.query.offline import OfflinePlanner, detect_collection
-from context_engine.query.plan import Plan
-from context_engine.retrievers.bm25 import ENGLISH_STOPWORDS
-from context_engine.runtime import parse_now
+from context_engine.query.plan import Plan, PlanningContext
+from context_engine.text import ENGLISH_STOPWORDS
+from context_engine.models import structured_output
 
 Route = Literal["structured", "semantic", "hybrid"]
 
@@ -111,10 +109,11 @@ class RouteSignals:
         return lines
 
 
-def route_question(question: str, *, settings: Settings, catalog: Catalog, asker: Person | None = None,
-                   now: datetime | None = None, llm: Any = None) -> RouteDecision:
-    """Route a question; with `llm` (a LangChain chat model) the model decides, given the offline signals."""
-    signals = gather_signals(question, catalog, asker, now or parse_now(None))
+def route_question(question: str, *, settings: Settings, catalog: Catalog, resolved: PlanningContext | None,
+                   unresolved: str | None = None, llm: Any = None) -> RouteDecision:
+    """Route a question whose people and times were resolved (`resolved`), or could not be (`unresolved`:
+    why); with `llm` (a LangChain chat model) the model decides, given the offline signals."""
+    signals = gather_signals(question, catalog, resolved, unresolved)
     offline = decide_offline(signals)
     if llm is None:
         return offline
@@ -125,16 +124,16 @@ def route_question(question: str, *, settings: Settings, catalog: Catalog, asker
         return offline
 
 
-def gather_signals(question: str, catalog: Catalog, asker: Person | None, now: datetime) -> RouteSignals:
+def gather_signals(question: str, catalog: Catalog, ctx: PlanningContext | None,
+                   unresolved: str | None = None) -> RouteSignals:
     named, collection_spans = detect_collection(question, catalog.schemas)
     # Only the words naming the chosen collection are explained: "page" in "bugs about the login page" is topic.
     naming = [(a, b) for a, b in collection_spans if detect_collection(question[a:b], catalog.schemas)[0] == named]
     cue_matches = list(CONTENT_CUES.finditer(question))
     signals = RouteSignals(question, named, [m.group(0) for m in cue_matches],
                            spans=naming + [m.span() for m in cue_matches])
-    ctx, failed = resolve(question, now, catalog, asker)
-    if failed is not None:
-        signals.unresolved = failed.message
+    if ctx is None:
+        signals.unresolved = unresolved or "could not resolve the question"
         return signals
     for mention in ctx.mentions:
         signals.people.append("the asker" if mention.is_asker else mention.person.name)
@@ -241,7 +240,7 @@ def _aggregation(pipeline: list[dict[str, Any]]) -> str | None:
 def _ask_model(llm: Any, signals: RouteSignals, offline: RouteDecision, settings: Settings) -> RouteDecision:
     # A malformed answer is asked for again at once: backing off helps a rate limit, not a parse error
     # (the chat model client already retries HTTP failures itself).
-    runnable = llm.with_structured_output(RouteDecision, method="json_mode").with_retry(
+    runnable = structured_output(llm, RouteDecision).with_retry(
         stop_after_attempt=settings.max_attempts, wait_exponential_jitter=False)
     system = ROUTE_SYSTEM.format(signals="\n".join(f"- {line}" for line in signals.describe()),
                                  offline_route=offline.route)

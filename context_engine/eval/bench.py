@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from context_engine.config import COLLECTIONS, Settings
+from context_engine.eval import eval_data
 
 QUESTIONS = [
     "PRs Rashid merged last week",
@@ -38,7 +39,7 @@ SEMANTIC_QUESTIONS = [
     "what was decided about gitleaks in CI?",
 ]
 NOW = "2026-11-30T12:00:00Z"
-GITHUB_DUMP = Path(__file__).resolve().parents[3] / "shared" / "data" / "github" / "huggingface-datasets-issues.jsonl.gz"
+GITHUB_DUMP = eval_data("github", "huggingface-datasets-issues.jsonl.gz")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -49,7 +50,7 @@ def _pct(values: list[float], q: float) -> float:
 def bench_ingest(data_dir: Path) -> dict:
     from context_engine.sources.github import read_github_dump
     from context_engine.sources.problems import ReadProblems
-    from context_engine.sources.ingest import ingest
+    from context_engine.ingest import ingest
     from context_engine.sources.sample import generate
 
     out = {}
@@ -73,6 +74,7 @@ def bench_ingest(data_dir: Path) -> dict:
 
 
 def bench_schema(data_dir: Path, tenant: str, runs: int = 3) -> dict:
+    from context_engine.query.execute import scope_filter
     from context_engine.query.schema import discover
     from context_engine.store.documents import open_store
 
@@ -92,7 +94,7 @@ def bench_schema(data_dir: Path, tenant: str, runs: int = 3) -> dict:
 
 
 def bench_warm(data_dir: Path, questions: list[str], runs: int = 7) -> dict:
-    from context_engine.graph.main import graph
+    from context_engine.assistant.graph import graph
 
     context = {"data_dir": str(data_dir), "tenant": "acme", "user": "rsh-dev", "use_llm": False}
     for q in questions:  # warm-up: store, catalog, jieba, the embedding model, the semantic index

@@ -28,10 +28,12 @@ from pathlib import Path
 import numpy as np
 
 from context_engine.eval.beir import load_beir, ndcg_at
-from context_engine.retrievers.bm25 import BM25Index, tokenize
-from context_engine.retrievers.chunking import split_sentences
+from context_engine.retrievers.bm25 import BM25Index
+from context_engine.text import tokenize
+from context_engine.text import split_sentences
+from context_engine.eval import eval_data
 
-SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact"
+SCIFACT = eval_data("scifact")
 
 
 def _rb_top(rb, tokens: list[str], k: int = 10) -> tuple[np.ndarray, np.ndarray]:

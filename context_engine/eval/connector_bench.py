@@ -4,8 +4,8 @@ an unchanged source.
     python -m context_engine.eval.connector_bench [--runs 3] [--index]
 
 Sources, each read and ingested end to end (`read_source` + `ingest`, as `context-engine ingest` does):
-- slack: the three real workspace exports in ../shared/data/slack (52,739 messages, 1,563 people);
-- github: the real GitHub API dump in ../shared/data/github (7,258 PRs and issues);
+- slack: the three real workspace exports in $CONTEXT_ENGINE_EVAL_DATA/slack (52,739 messages, 1,563 people);
+- github: the real GitHub API dump in $CONTEXT_ENGINE_EVAL_DATA/github (7,258 PRs and issues);
 - git: a generated repository of `--commits` commits (git fast-import: 200 files, 3 changed per
   commit, a merge-commit PR every 10th commit, squash-style "(#N)" subjects every 3rd);
 - jira, linear, docs: the test fixtures multiplied to `--copies` records with new keys.
@@ -35,9 +35,10 @@ from typing import Any, Callable
 from context_engine.config import Settings
 from context_engine.sources.connectors import SourceRequest, read_source
 from context_engine.sources.problems import ReadProblems
-from context_engine.sources.ingest import ingest
+from context_engine.ingest import ingest
+from context_engine.eval import eval_data
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+SHARED = eval_data()
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "data" / "connectors"
 
 

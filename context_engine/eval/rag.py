@@ -32,7 +32,7 @@ from itertools import chain, zip_longest
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from context_engine.retrievers.chunking import split_sentences
+from context_engine.text import split_sentences
 
 __all__ = ["RagQuestion", "RagRun", "RagReport", "CLAPNQ_TENANT", "clapnq_questions", "ingest_clapnq",
            "load_questions", "run_question", "score", "evaluate_rag"]
@@ -91,7 +91,7 @@ def clapnq_questions(root: Path | None = None) -> tuple[list[RagQuestion], list[
 
 def ingest_clapnq(settings, documents: list[dict[str, Any]], progress=None) -> None:
     """Write the passages as `documents` of tenant "clapnq" and index them (unchanged ones stay as they are)."""
-    from context_engine.sources.ingest import ingest
+    from context_engine.ingest import ingest
 
     # CLAP NQ is public Wikipedia text: the whole (evaluation) tenant may read it.
     ingest(settings.with_overrides(tenant=CLAPNQ_TENANT), {CLAPNQ_TENANT: {"documents": documents}}, progress=progress,
@@ -120,7 +120,7 @@ def load_questions(path: Path) -> list[RagQuestion]:
 def run_question(question: str, context: dict[str, Any]) -> RagRun:
     """Ask the main graph. It is streamed rather than invoked because the compressed contexts (what the
     answer is composed from, what RAGAS calls the retrieved contexts) are internal state, not output."""
-    from context_engine.graph.main import context_graph
+    from context_engine.assistant.graph import graph as context_graph
 
     started = time.perf_counter()
     contexts: list[dict[str, Any]] = []

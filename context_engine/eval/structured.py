@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from context_engine.config import Settings
-from context_engine.query.engine import Success, principals_of, run_structured
+from context_engine.assistant.structured_query import jsonable, run_structured
+from context_engine.query.engine import Success, principals_of
 from context_engine.query.execute import run_pipeline
-from context_engine.query.llm_planner import from_extended_json
-from context_engine.runtime import catalog_for, llm_planner_for, parse_now, store_for
+from context_engine.query.plan import from_extended_json
+from context_engine.runtime import catalog_for, llm_planner_for, store_for
+from context_engine.text import parse_now
 
 
 @dataclass
@@ -77,12 +79,11 @@ def evaluate(path: Path, settings: Settings, planner: str = "offline", limit: in
         catalog = catalog_for(s)
         asker = catalog.directory.lookup(item["as"]) if item.get("as") else None
         store = store_for(s)
-        gold_rows = run_pipeline(store, item["collection"], from_extended_json(item["gold"]), tenant=catalog.tenant,
-                                 principals=principals_of(asker), schema=catalog.schemas.get(item["collection"]))
+        gold_rows = jsonable(run_pipeline(store, item["collection"], from_extended_json(item["gold"]), tenant=catalog.tenant,
+                                 principals=principals_of(asker), schema=catalog.schemas.get(item["collection"])))
         started = time.perf_counter()
-        result = run_structured(item["question"], store=store, catalog=catalog, settings=s,
-                                now=parse_now(item.get("now")), asker=asker,
-                                llm_planner=llm_planner_for(s) if use_llm else None, always_llm=planner == "llm")
+        result = run_structured(item["question"], s.with_overrides(asker=item.get("as")), now=parse_now(item.get("now")),
+                                planner=llm_planner_for(s) if use_llm else None, always_llm=planner == "llm")
         seconds = time.perf_counter() - started
         compare = item.get("compare", "refs")
         got = answer_key(result.rows, compare) if isinstance(result, Success) else None

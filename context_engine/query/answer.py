@@ -6,6 +6,7 @@ source key, title and URL.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -38,7 +39,11 @@ def citation(doc: dict[str, Any], collection: str) -> dict[str, Any]:
 
 
 def _day(value: Any) -> str:
-    return value.strftime("%Y-%m-%d") if isinstance(value, datetime) else str(value or "")
+    """A date as its day: rows reach the answer as JSON, dates as ISO strings."""
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d")
+    text = str(value or "")
+    return text[:10] if re.match(r"\d{4}-\d\d-\d\dT", text) else text
 
 
 def _label(row: dict[str, Any]) -> str:

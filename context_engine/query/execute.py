@@ -8,7 +8,6 @@ pre-filter (see query.fulltext) unless the store is MongoDB with a real text ind
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any
 
 from context_engine.access import PUBLIC, check_principals
@@ -16,8 +15,8 @@ from context_engine.config import HIDDEN_FIELDS, check_tenant
 from context_engine.query.fulltext import text_ids
 from context_engine.query.schema import CollectionSchema
 from context_engine.store.bounded import Bounds, QueryBoundExceeded, read_cursor, run_embedded, run_in_process
+from context_engine.text import HAN
 
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 class ExecutionError(RuntimeError):
@@ -72,7 +71,7 @@ def _resolve_text(stages: list[dict[str, Any]], collection: Any, schema: Collect
     if not text:
         return None
     search = str(text.get("$search", ""))
-    if native_text and not _CJK.search(search):
+    if native_text and not HAN.search(search):
         return None
     fields = schema.text_fields if schema else []
     ranked = text_ids(collection, tenant, fields, search, revision)

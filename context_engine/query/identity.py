@@ -8,6 +8,7 @@ tie is reported as ambiguous — never guessed; the engine asks the LLM tiebreak
 """
 
 from __future__ import annotations
+from context_engine.text import HAN
 
 import re
 from dataclasses import dataclass, field
@@ -22,7 +23,6 @@ HANDLE_KINDS = ("github", "slack_id", "jira", "email", "name")
 _FIRST_PERSON = {"i", "me", "my", "mine", "myself"}
 _CJK_FIRST_PERSON = re.compile(r"我(?!们)")
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-\[\]]*[A-Za-z0-9\]]|[A-Za-z0-9]")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 FUZZY_CUTOFF = 87
 
 # Words a fuzzy match must never turn into a person ("merged" is not "Meredith").
@@ -125,7 +125,7 @@ class PeopleDirectory:
         for i, person in enumerate(self.people):
             for alias in self._aliases(person):
                 self.index.setdefault(alias.lower(), set()).add(i)
-                if _CJK.search(alias) and len(alias) >= 2:
+                if HAN.search(alias) and len(alias) >= 2:
                     self.cjk_aliases.append((alias, i))
         self.cjk_aliases.sort(key=lambda a: -len(a[0]))
         self._alias_keys = list(self.index)
@@ -142,7 +142,7 @@ class PeopleDirectory:
         parts = person.name.split()
         if len(parts) > 1:
             aliases.update(parts)  # a first or last name alone; ties are reported, not guessed
-        elif _CJK.search(person.name) and len(person.name) == 3:
+        elif HAN.search(person.name) and len(person.name) == 3:
             aliases.add(person.name[1:])  # a Chinese given name without the surname
         return {a.strip() for a in aliases if a and a.strip()}
 

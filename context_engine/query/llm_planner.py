@@ -9,21 +9,20 @@ untrusted: it goes through the same validator as any other.
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from context_engine.prompts.planner import PLANNER_RETRY, PLANNER_SYSTEM, TIEBREAK_SYSTEM
+from context_engine.prompts import PLANNER_RETRY, PLANNER_SYSTEM, TIEBREAK_SYSTEM
 from context_engine.query.fields import PEOPLE_ROLES
 from context_engine.query.identity import Mention, Person
 from context_engine.query.offline import OfflinePlanner, detect_collection
-from context_engine.query.plan import Plan, PlanningContext
+from context_engine.query.plan import Plan, PlanningContext, from_extended_json, to_extended_json
 from context_engine.query.schema import CollectionSchema
 from context_engine.query.validate import validate_pipeline
-from context_engine.sources.normalize import parse_datetime
+from context_engine.models import structured_output
 
 
 
@@ -39,28 +38,6 @@ class TiebreakOutput(BaseModel):
 @lru_cache(maxsize=1)
 def context_sets() -> dict[str, Any]:
     return json.loads(resources.files("context_engine.query").joinpath("context_sets.json").read_text())
-
-
-def from_extended_json(value: Any) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"$date"} and isinstance(value["$date"], str):
-            parsed = parse_datetime(value["$date"])
-            if parsed is not None:
-                return parsed
-        return {k: from_extended_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [from_extended_json(v) for v in value]
-    return value
-
-
-def to_extended_json(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return {"$date": value.strftime("%Y-%m-%dT%H:%M:%SZ")}
-    if isinstance(value, dict):
-        return {k: to_extended_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [to_extended_json(v) for v in value]
-    return value
 
 
 def _relevant(ctx: PlanningContext) -> list[CollectionSchema]:
@@ -160,8 +137,8 @@ class LLMPlanner:
 
     def __init__(self, model: Any, max_rows: int = 200):
         self.max_rows = max_rows
-        self.runnable = model.with_structured_output(PlanOutput, method="json_mode").with_retry(stop_after_attempt=2)
-        self.tiebreaker = model.with_structured_output(TiebreakOutput, method="json_mode")
+        self.runnable = structured_output(model, PlanOutput).with_retry(stop_after_attempt=2)
+        self.tiebreaker = structured_output(model, TiebreakOutput)
 
     def plan(self, ctx: PlanningContext) -> Plan:
         out: PlanOutput = self.runnable.invoke(build_messages(ctx, self.max_rows))

@@ -59,6 +59,12 @@ _ASKS_FOR_PEOPLE = re.compile(r"\bwho\b|\bwhom\b|\bpeople\b|\bpersons?\b|\busers
                               r"\breviewers?\b|\bauthors?\b|\bposters?\b|\bcontributors?\b|\bcommitters?\b|\bapprovers?\b|"
                               r"谁|哪些人|哪位", re.I)
 
+# A record named by its key: "acme/infra#812" (a repository the schema knows), "ENG-231" (a known project).
+_REF = re.compile(r"(?<![\w/])([\w.-]+/[\w.-]+)#(\d+)\b|\b([A-Z][A-Z0-9]{1,9})-(\d+)\b")
+# "who reviewed acme/infra#812?": the people of one role on the named records.
+_WHO_ROLE = [(r"\breview\w*|\bapprov\w*|评审|审查|审核", "reviewer"), (r"\bmerg\w*|合并", "merger"),
+             (r"\bassign\w*|负责|分配", "assignee"), (r"\bwr[io]te\b|\bopen\w*|\bauthor\w*|\bcreat\w*|\bfiled\b|提交|创建", "author")]
+
 # Words that carry no topic: never sent to full-text search.
 _STOP = COMMON_WORDS | frozenset("""
 all any are ask asked been being both but could does doing find from get give got had has having
@@ -142,6 +148,10 @@ class _Builder:
         if not ctx.schemas:
             self.notes.append("the tenant has no data")
             return Plan("?", [], confidence=0.0, planner="offline", notes=self.notes)
+        refs = self._refs()
+        if collection is None and refs:
+            collection = "issues" if all("#" not in r for r in refs) and "issues" in ctx.schemas else "pull_requests"
+            collection = collection if collection in ctx.schemas else next(iter(ctx.schemas))
         self.collection_named = collection is not None
         if collection is None:
             collection = self._guess_collection()
@@ -151,11 +161,16 @@ class _Builder:
         self.schema = schema
         self.collection = collection
 
+        if refs:
+            self.add_filter("ref", refs[0] if len(refs) == 1 else {"$in": refs})
+            self.notes.append(f"the record{'s' if len(refs) > 1 else ''} named: {', '.join(refs)}")
         state_verb = self._states()
         self._review_states()
         self._values()
         person_roles = self._people()
         group_role, bucket = self._grouping()
+        if refs and not (group_role or bucket) and re.search(r"\bwho\b|\bwhom\b|谁", self.q, re.I):
+            group_role = next((role for pattern, role in _WHO_ROLE if re.search(pattern, self.q, re.I)), None)
         is_count = bool(_COUNT.search(self.q))
         if is_count:
             self.mark(_COUNT.pattern)
@@ -265,6 +280,19 @@ class _Builder:
     def _array_of_objects(self, root: str) -> bool:
         info = self.schema.fields.get(root)
         return info is not None and info.in_array and "object" in info.types
+
+    def _refs(self) -> list[str]:
+        """Record keys the question names, when they can be this tenant's: the repository or the
+        project key is a stored value (so "UTF-8" or "COVID-19" are not taken for issue keys)."""
+        known = {str(v) for schema in self.ctx.schemas.values() for path in ("repo", "fields.project.key")
+                 if path in schema.fields for v in (schema.fields[path].enum or [])}
+        refs = []
+        for m in _REF.finditer(self.q):
+            owner_repo, number, key, key_number = m.groups()
+            if (owner_repo or key) in known:
+                refs.append(f"{owner_repo}#{number}" if owner_repo else f"{key}-{key_number}")
+                self.use(m.span())
+        return refs
 
     def _guess_collection(self) -> str:
         """No collection word: the collection whose stored values the question names wins

@@ -1,7 +1,9 @@
 """What a planner produces, and what it is given.
 
 Both planners (offline and LLM) take a `PlanningContext` and return a `Plan`: a collection and a
-MongoDB aggregation pipeline, plus how confident the planner is and why.
+MongoDB aggregation pipeline, plus how confident the planner is and why. Plans and resolutions
+travel as JSON (pipelines in MongoDB Extended JSON, `{"$date": ...}`) between graph nodes; the
+functions here are the one way to and from that form.
 """
 
 from __future__ import annotations
@@ -13,6 +15,29 @@ from typing import Any
 from context_engine.query.identity import Mention, PeopleDirectory, Person
 from context_engine.query.schema import CollectionSchema
 from context_engine.query.timeexpr import TimeRange
+from context_engine.text import parse_datetime
+
+
+def from_extended_json(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"$date"} and isinstance(value["$date"], str):
+            parsed = parse_datetime(value["$date"])
+            if parsed is not None:
+                return parsed
+        return {k: from_extended_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_extended_json(v) for v in value]
+    return value
+
+
+def to_extended_json(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return {"$date": value.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if isinstance(value, dict):
+        return {k: to_extended_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [to_extended_json(v) for v in value]
+    return value
 
 
 @dataclass
@@ -26,14 +51,30 @@ class Plan:
     collection_named: bool = True  # False: the question named no kind of record and the planner guessed
 
     def to_json(self) -> dict[str, Any]:
-        return {"collection": self.collection, "pipeline": self.pipeline, "confidence": self.confidence,
-                "planner": self.planner, "notes": self.notes, "collection_named": self.collection_named}
+        return {"collection": self.collection, "pipeline": to_extended_json(self.pipeline),
+                "confidence": self.confidence, "planner": self.planner, "notes": list(self.notes),
+                "collection_named": self.collection_named,
+                "person_field": list(self.person_field) if self.person_field else []}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Plan":
+        return cls(collection=data["collection"], pipeline=from_extended_json(data["pipeline"]),
+                   confidence=data.get("confidence", 1.0), planner=data.get("planner", "offline"),
+                   notes=list(data.get("notes", [])), collection_named=data.get("collection_named", True),
+                   person_field=tuple(data["person_field"]) if data.get("person_field") else None)
 
 
 @dataclass
 class Attempt:
     plan: Plan
     error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"plan": self.plan.to_json(), "error": self.error}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Attempt":
+        return cls(Plan.from_json(data["plan"]), data.get("error"))
 
 
 @dataclass
@@ -46,3 +87,24 @@ class PlanningContext:
     mentions: list[Mention] = field(default_factory=list)
     times: list[TimeRange] = field(default_factory=list)
     previous: list[Attempt] = field(default_factory=list)  # failed attempts, for self-correction
+
+    def resolution_json(self) -> dict[str, Any]:
+        """The people and times resolution found, as JSON: resolved once, carried to every later step."""
+        return {"people": [{"text": m.text, "start": m.start, "end": m.end, "key": m.person.key,
+                            "name": m.person.name, "asker": m.is_asker} for m in self.mentions if m.person],
+                "times": [{"text": t.text, "start": t.start.isoformat() if t.start else "",
+                           "end": t.end.isoformat() if t.end else "", "verb": t.verb or ""} for t in self.times]}
+
+    @classmethod
+    def from_resolution(cls, resolution: dict[str, Any], question: str, now: datetime,
+                        schemas: dict[str, CollectionSchema], directory: PeopleDirectory,
+                        asker: Person | None) -> "PlanningContext":
+        """The planning context of a resolution made earlier (`resolution_json`): no resolving again."""
+        by_key = {p.key: p for p in directory.people}
+        mentions = [Mention(m["text"], m["start"], m["end"], person=by_key[m["key"]], is_asker=m["asker"])
+                    for m in resolution.get("people", []) if m["key"] in by_key]
+        times = [TimeRange(datetime.fromisoformat(t["start"]) if t["start"] else None,
+                           datetime.fromisoformat(t["end"]) if t["end"] else None, t["text"], t["verb"] or None)
+                 for t in resolution.get("times", [])]
+        return cls(question=question, now=now, schemas=schemas, directory=directory, asker=asker,
+                   mentions=mentions, times=times)

@@ -18,50 +18,12 @@ scores agree to the last bit or within float noise. `idf="lucene"` selects log(1
 from __future__ import annotations
 
 import math
-import re
-from functools import lru_cache
 from typing import Iterable, Sequence
 
 import numpy as np
 from scipy import sparse
 
-_TOKEN = re.compile(r"[\u4e00-\u9fff]+|[a-z0-9]+(?:[._\-][a-z0-9]+)*")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
-ENGLISH_STOPWORDS = frozenset("""
-a an and are as at be but by for from has have in is it its of on or that the this to was were
-will with we our you your they their i me my what which who why how when where did do does
-""".split())
-
-
-@lru_cache(maxsize=1)
-def _jieba():
-    import jieba  # lazy: the dictionary load costs about a second
-
-    jieba.setLogLevel(60)
-    jieba.initialize()
-    return jieba
-
-
-@lru_cache(maxsize=65536)
-def _stem(token: str) -> str:
-    """A light, consistent suffix strip so "caches"/"caching"/"cached" meet "cache"."""
-    if len(token) <= 4 or not token.isalpha():
-        return token
-    for suffix, repl in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
-            return token[: -len(suffix)] + repl
-    return token
-
-
-def tokenize(text: str, drop_stopwords: bool = False) -> list[str]:
-    tokens: list[str] = []
-    for piece in _TOKEN.findall(text.lower()):
-        if _CJK.match(piece):
-            tokens.extend(t for t in _jieba().lcut(piece) if t.strip())
-        elif not (drop_stopwords and piece in ENGLISH_STOPWORDS):
-            tokens.append(_stem(piece))
-    return tokens
-
+from context_engine.text import tokenize
 
 class BM25Index:
     """`fit` (or `fit_tokens`) once, then `scores`/`search` per query. Ids are kept in fit order."""

@@ -22,8 +22,9 @@ from typing import Any, Iterable, Sequence
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
-from context_engine.retrievers.bm25 import tokenize
-from context_engine.retrievers.chunking import count_tokens, split_sentences
+from context_engine.text import tokenize
+from context_engine.text import count_tokens, split_sentences
+from context_engine.models import structured_output
 
 __all__ = ["compress", "content_terms", "unit_tokens", "idf_weights", "coverage", "NEIGHBOUR_BONUS", "MIN_RELEVANCE"]
 
@@ -117,14 +118,14 @@ def _score(question: str, per_doc: list[list[_Sentence]]) -> None:
 
 def _llm_picks(question: str, per_doc: list[list[_Sentence]], llm: Any) -> set[tuple[int, int]] | None:
     """(doc, position) of the sentences the model picks, or None when its output is unusable."""
-    from context_engine.prompts.grounding import COMPRESS_SYSTEM
+    from context_engine.prompts import COMPRESS_SYSTEM
 
     numbered = "\n\n".join(
         f"Document {d + 1}:\n" + "\n".join(f"[{d + 1}.{s.position + 1}] {s.text}" for s in sentences)
         for d, sentences in enumerate(per_doc) if sentences)
     valid = {f"{s.doc + 1}.{s.position + 1}": (s.doc, s.position) for sentences in per_doc for s in sentences}
     try:
-        out: _Picks = llm.with_structured_output(_Picks, method="json_mode").with_retry(stop_after_attempt=2).invoke(
+        out: _Picks = structured_output(llm, _Picks).with_retry(stop_after_attempt=2).invoke(
             [("system", COMPRESS_SYSTEM), ("human", f"Question: {question}\n\n{numbered}")])
     except Exception:  # a model that fails or writes malformed JSON: the extractive choice stands
         return None

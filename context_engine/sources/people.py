@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from context_engine.sources.problems import SourceError
+from context_engine.text import CJK_CHAR
 
 # A person has at most one of each per system, so two different values mean two people.
 EXCLUSIVE_KINDS = ("login", "slack_id", "jira")
@@ -53,7 +54,6 @@ IDENTITY_KINDS = ("login", "email", "slack_id", "slack_handle", "jira", "name", 
 # 90.9): a changed letter is as often a different person as a typo.
 NAME_THRESHOLD = 92
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _NOREPLY = re.compile(r"^(?:\d+\+)?([a-z0-9](?:[a-z0-9-]*[a-z0-9])?)@users\.noreply\.github\.com$")
 _SLACK_ID = re.compile(r"^[UW][A-Z0-9]{6,}$")
 # Addresses many people share: never a key.
@@ -143,7 +143,7 @@ def normalize_name(name: str) -> str:
     text = unicodedata.normalize("NFKD", name.lower().translate(_TRANSLIT))
     text = "".join(c for c in text if not unicodedata.combining(c))
     text = re.sub(r"[\W_]+", " ", text)
-    if _CJK.search(text):
+    if CJK_CHAR.search(text):
         return text.replace(" ", "")
     return " ".join(sorted(text.split()))
 
@@ -377,11 +377,11 @@ def _variants(clusters: _Clusters, root: int) -> list[_Variant]:
     handles = {v.lower() for _, k, v in ids if k in ("login", "slack_handle", "jira")}
     handles |= {v.split("@")[0] for _, k, v in ids if k == "email"}
     names = {v for _, k, v in ids if k in ("name", "alias")}
-    has_cjk_name = any(_CJK.search(n) for n in names)
+    has_cjk_name = any(CJK_CHAR.search(n) for n in names)
     out = set()
     for name in names:
         key = normalize_name(name)
-        cjk = bool(_CJK.search(key))
+        cjk = bool(CJK_CHAR.search(key))
         if name.lower() in handles or not key:
             continue
         if cjk:
@@ -569,7 +569,7 @@ def _choose_name(ids: set[Identity]) -> str | None:
 
     def rank(name: str) -> tuple:
         sources = held[name]
-        full = bool(_CJK.search(name)) or len(name.split()) > 1
+        full = bool(CJK_CHAR.search(name)) or len(name.split()) > 1
         return ("override" not in sources, name.lower() in handles,
                 -sum(not is_git_source(s) for s in sources), -len(sources), not full, name)
     return min(held, key=rank)

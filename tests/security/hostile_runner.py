@@ -20,7 +20,7 @@ from leaks import forbidden_markers, hidden_keys
 from context_engine.config import Settings
 from context_engine.query.execute import ExecutionError, run_pipeline
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
-from context_engine.retrievers.bm25 import tokenize
+from context_engine.text import tokenize
 from context_engine.runtime import catalog_for, principals_for, store_for
 
 ASKER = "zwei-dev"

@@ -20,7 +20,7 @@ from context_engine.config import Settings
 from context_engine.query.execute import ExecutionError, run_pipeline
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
 from context_engine.runtime import catalog_for, forget, principals_for, store_for
-from context_engine.sources.ingest import ingest
+from context_engine.ingest import ingest
 from context_engine.sources.sample import generate
 
 FIELDS = {

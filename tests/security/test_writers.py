@@ -18,17 +18,17 @@ import pytest
 from context_engine.config import Settings
 from context_engine.query.catalog import load_catalog
 from context_engine.runtime import forget, store_for
-from context_engine.sources.ingest import ingest
+from context_engine.ingest import ingest
 from context_engine.store.documents import open_store
 
 WRITE = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from context_engine.config import Settings
-    from context_engine.sources.ingest import ingest
+    from context_engine.ingest import ingest
     data_dir, number, hold = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     if hold:  # keep the lock a while after writing, so the other writer must wait
-        import context_engine.sources.ingest as module
+        import context_engine.ingest as module
         original = module.refresh_catalog
         def slow(*args, **kwargs):
             time.sleep(hold)
@@ -127,7 +127,7 @@ def test_data_dirs_hold_no_pickle_and_legacy_pickles_are_never_loaded(tmp_path):
 
 
 def test_a_crash_right_after_the_store_commit_is_repaired_on_next_use(tmp_path, monkeypatch):
-    import context_engine.sources.ingest as ingest_module
+    import context_engine.ingest as ingest_module
 
     settings = Settings(data_dir=tmp_path, mongodb_uri=None, tenant="t1")
     pr = {"number": 1, "title": "one", "acl": ["*"], "html_url": "https://github.com/o/r/pull/1",

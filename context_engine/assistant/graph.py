@@ -1,0 +1,75 @@
+"""The main graph: what `from context_engine import graph` gives, what Studio, LangServe and the CLI run.
+
+    start_turn -> route -> (structured_query subgraph | retrieve | both in parallel) -> fuse -> rerank
+               -> compress -> generate -> reflect -> (respond | retry: retrieve again, wider)
+
+`fuse` is deferred so that, on the hybrid route, it runs once both halves have finished. Input: a
+plain string, `{"question": ..., "now": ...}` or chat input `{"messages": [...]}`; output: the
+answer appended to `messages` as an AIMessage, and `answer`, `citations`, `queries`, `records` and
+`documents` for programmatic use. With a checkpointer, a thread remembers its turns and follow-up
+questions are resolved against them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from context_engine.assistant.context import Context
+from context_engine.assistant.nodes import (after_reflect, branches, compress, fuse, generate, reflect, rerank,
+                                            respond, retrieve, route, start_turn)
+from context_engine.assistant.state import InputState, OutputState, State
+from context_engine.assistant.structured_query import structured_graph
+
+__all__ = ["build_graph", "graph", "ContextEngineGraph"]
+
+
+def as_graph_input(value: Any) -> Any:
+    """A bare question string becomes `{"question": ...}`; anything else passes as it is."""
+    return {"question": value} if isinstance(value, str) else value
+
+
+class ContextEngineGraph(CompiledStateGraph):
+    """The compiled StateGraph, which also takes a bare question string (`invoke`, `stream`, `batch`
+    and their async forms all go through `stream`/`astream`)."""
+
+    def stream(self, input: Any, *args: Any, **kwargs: Any):
+        return super().stream(as_graph_input(input), *args, **kwargs)
+
+    def astream(self, input: Any, *args: Any, **kwargs: Any):
+        return super().astream(as_graph_input(input), *args, **kwargs)
+
+
+def build_graph(checkpointer: Any = None, *, store: Any = None, name: str = "context_engine",
+                **compile_kwargs: Any) -> ContextEngineGraph:
+    """Compile the main graph; pass a checkpointer (e.g. `InMemorySaver()`) for threads and follow-ups."""
+    builder = StateGraph(State, context_schema=Context, input_schema=InputState, output_schema=OutputState)
+    builder.add_node("start_turn", start_turn)
+    builder.add_node("route", route)
+    builder.add_node("structured_query", structured_graph)
+    builder.add_node("retrieve", retrieve)
+    builder.add_node("fuse", fuse, defer=True)
+    builder.add_node("rerank", rerank)
+    builder.add_node("compress", compress)
+    builder.add_node("generate", generate)
+    builder.add_node("reflect", reflect)
+    builder.add_node("respond", respond)
+    builder.add_edge(START, "start_turn")
+    builder.add_edge("start_turn", "route")
+    builder.add_conditional_edges("route", branches, ["structured_query", "retrieve"])
+    builder.add_edge("structured_query", "fuse")
+    builder.add_edge("retrieve", "fuse")
+    builder.add_edge("fuse", "rerank")
+    builder.add_edge("rerank", "compress")
+    builder.add_edge("compress", "generate")
+    builder.add_edge("generate", "reflect")
+    builder.add_conditional_edges("reflect", after_reflect, {"retry": "retrieve", "done": "respond"})
+    builder.add_edge("respond", END)
+    compiled = builder.compile(checkpointer=checkpointer, store=store, name=name, **compile_kwargs)
+    compiled.__class__ = ContextEngineGraph  # same object, one more input form
+    return compiled
+
+
+graph = build_graph()

@@ -1,0 +1,319 @@
+"""The main graph's nodes. Each reads the state, calls plain-Python libraries, returns an update.
+
+    start_turn -> route -> (structured_query | retrieve | both) -> fuse -> rerank -> compress
+               -> generate -> reflect -> (respond | retry: retrieve again, wider)
+
+Chat models are the run's, per role (`Context`), and named after the node that calls them, so a
+trace shows which node asked what.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.runtime import Runtime
+
+from context_engine.answering.followup import resolve_followup
+from context_engine.answering.generate import compose_answer, generate_answer
+from context_engine.answering.grounding import answerability, bm25_idf
+from context_engine.answering.links import follow_links
+from context_engine.answering.reflect import reflect as check_answer
+from context_engine.answering.route import route_question
+from context_engine.assistant.context import Context, context_of
+from context_engine.assistant.retriever import make_retriever
+from context_engine.assistant.state import State, Turn
+from context_engine.assistant.structured_query import planner_of, planning_context, resolve_once, run_result
+from context_engine.config import Settings, check_question
+from context_engine.query.answer import compose
+from context_engine.query.engine import NOTHING_TO_QUERY
+from context_engine.retrievers.compress import compress as compress_passages
+from context_engine.retrievers.fusion import fuse_hits
+from context_engine.retrievers.hits import hit_to_dict, hit_to_document, rows_to_hits
+from context_engine.retrievers.rerank import make_reranker
+from context_engine.runtime import catalog_for, chat_model_for, semantic_index_for, store_for
+from context_engine.text import parse_now
+
+CHAIN_FROM = 3  # the top contexts whose cross-links an answer follows
+KEEP_BEST = 3   # the reranker's top hits keep their best matching sentence even below the relevance floor
+TURNS_KEPT = 10  # earlier turns a thread remembers for follow-ups
+
+
+def _llm(settings: Settings, role: str, node: str):
+    """The run's chat model for `role`, its runs named after `node`; None offline."""
+    model = chat_model_for(settings, role)
+    if model is None:
+        return None
+    try:
+        return model.model_copy(update={"name": node})
+    except (AttributeError, TypeError):  # not a pydantic chat model: keep its own name
+        return model
+
+
+def _text(content: Any) -> str:
+    """A message's text, whether a string or content blocks."""
+    if isinstance(content, str):
+        return content
+    return " ".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content or [])
+
+
+# Everything one question leaves behind, cleared when the next one starts.
+_TURN_RESET: dict[str, Any] = {
+    "resolution": {}, "plan": {}, "attempts": [], "error": "", "rows": [], "outcome": "", "route": "",
+    "route_reasons": [], "semantic": {}, "fused": [], "reranked": [], "contexts": [], "answer": "", "claims": "",
+    "citations": [], "queries": [], "records": [], "documents": [], "declined": False, "reflection": {},
+    "reflections": 0, "followup": ""}
+
+
+def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """This turn's question: the input `question`, else the last human message; follow-ups resolved
+    against the turn before; the last turn's working state cleared."""
+    messages = state.get("messages") or []
+    update: dict[str, Any] = dict(_TURN_RESET)
+    if messages and isinstance(messages[-1], HumanMessage):
+        asked = _text(messages[-1].content)
+    else:
+        asked = state.get("question")
+        if isinstance(asked, str):
+            update["messages"] = [HumanMessage(asked)]
+    asked = check_question(asked.strip() if isinstance(asked, str) else asked)  # before any work
+    settings = context_of(runtime).settings()
+    turns = state.get("turns") or []
+    question = asked
+    if turns:
+        followup = resolve_followup(asked, turns, catalog_for(settings).directory, parse_now(state.get("now")),
+                                    llm=_llm(settings, "router", "start_turn"))
+        question, update["followup"] = followup.standalone, followup.how
+    update.update(asked=asked, question=question, search_query=question)
+    return update
+
+
+def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Structured half, semantic half or both; people and times are resolved here, once per question."""
+    context = context_of(runtime)
+    settings = context.settings()
+    catalog = catalog_for(settings)
+    resolution = resolve_once(state["question"], parse_now(state.get("now")), settings,
+                              planner_of(context, settings))
+    resolved = None
+    if not resolution.get("error"):
+        resolved = planning_context({"question": state["question"], "now": state.get("now", ""),
+                                     "resolution": resolution}, settings)
+    decision = route_question(state["question"], settings=settings, catalog=catalog, resolved=resolved,
+                              unresolved=resolution.get("error"), llm=_llm(settings, "router", "route"))
+    return {"route": decision.route, "route_reasons": decision.reasons, "resolution": resolution}
+
+
+def branches(state: State) -> list[str]:
+    """Where the question goes next; "hybrid" runs both halves in parallel."""
+    return {"structured": ["structured_query"], "semantic": ["retrieve"]}.get(
+        state["route"], ["structured_query", "retrieve"])
+
+
+def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """BM25 and dense hits the asker may read, through the retriever's Runnable interface (so traces
+    show the retriever run and its documents); a retry after reflection widens k."""
+    settings = context_of(runtime).settings()
+    k = settings.retrieve_k * 2 ** state.get("reflections", 0)
+    docs = make_retriever(settings, fused=False).invoke(state.get("search_query") or state["question"], k=k)
+    lists: dict[str, list[dict[str, Any]]] = {"bm25": [], "dense": []}
+    for doc in docs:
+        lists.setdefault(doc.metadata.get("retriever", "bm25"), []).append(hit_to_dict(doc))
+    return {"semantic": lists}
+
+
+def fuse(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Structured rows, BM25 hits and dense hits become one list of records."""
+    settings = context_of(runtime).settings()
+    lists: dict[str, list[dict[str, Any]]] = {}
+    if state.get("outcome") == "success" and state.get("plan"):
+        lists["structured"] = rows_to_hits(state.get("rows", []), state["plan"]["collection"], settings.tenant)
+    if state.get("route") != "structured":
+        lists.update(state.get("semantic", {}))
+    weights = {"structured": settings.structured_weight, "bm25": settings.bm25_weight, "dense": settings.dense_weight}
+    return {"fused": fuse_hits(lists, settings.fusion, weights, settings.rrf_k)}
+
+
+def rerank(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """A second-stage scorer over the fused top-k (structured-only answers keep query order)."""
+    settings = context_of(runtime).settings()
+    fused = state.get("fused", [])
+    if state.get("route") == "structured":
+        return {"reranked": fused}
+    reranker = make_reranker(settings, llm=_llm(settings, "judge", "rerank"))
+    docs = reranker.rerank(state.get("search_query") or state["question"],
+                           [hit_to_document(h) for h in fused[:settings.rerank_k]], top_n=settings.context_k)
+    return {"reranked": [hit_to_dict(d) for d in docs]}
+
+
+def compress(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Only the sentences that bear on the question, within the token budget."""
+    settings = context_of(runtime).settings()
+    reranked = state.get("reranked", [])
+    if state.get("route") == "structured":
+        return {"contexts": reranked}
+    docs = compress_passages(state["question"], [hit_to_document(h) for h in reranked], settings.context_tokens,
+                             llm=_llm(settings, "generator", "compress"), keep_best=KEEP_BEST)
+    return {"contexts": [hit_to_dict(d) for d in docs]}
+
+
+def structured_answer(state: State) -> dict[str, Any]:
+    """The structured half's answer, citations, query trace and records, worded by `query.answer`."""
+    result = run_result(state)
+    attempts = result.attempts
+    answer, citations = compose(result, attempts[-1].plan.collection if attempts else None)
+    queries = []
+    if attempts:
+        final = state["attempts"][-1]["plan"]
+        queries.append({"collection": final["collection"], "pipeline": final["pipeline"],
+                        "attempts": [{"pipeline": a["plan"]["pipeline"], "error": a["error"]}
+                                     for a in state["attempts"]],
+                        "row_count": len(result.rows)})
+    return {"answer": answer, "citations": citations, "queries": queries, "records": result.rows,
+            "outcome": result.kind}
+
+
+def _exact_rows(structured: dict[str, Any] | None, plan: dict[str, Any] | None) -> bool:
+    """Whether the structured half's records answer by themselves: found by a condition of their own
+    (people, time, state ...), or by full text in the kind of record the question named ("what did
+    the plinkerton ledger PR change?"). Rows a full-text search found in a collection the planner had
+    to guess are one more search result: whether they answer is the answerability judge's call."""
+    if not structured or not structured["records"]:
+        return False
+    if (plan or {}).get("collection_named", True):
+        return True
+    pipeline = structured["queries"][-1]["pipeline"] if structured["queries"] else []
+    return any(key != "$text" for stage in pipeline for key in stage.get("$match", {}))
+
+
+def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """The answer with citations. Structured answers keep the structured half's exact wording and
+    numbers; semantic and hybrid answers are grounded in the compressed context, follow cross-links,
+    and decline when nothing found answers the question."""
+    settings = context_of(runtime).settings()
+    route_ = state.get("route", "structured")
+    structured = structured_answer(state) if route_ != "semantic" else None
+    if route_ == "structured":
+        return {**structured, "declined": False}
+    question = state["question"]
+    contexts = [hit_to_document(h) for h in state.get("contexts", [])]
+    # Term weights from the tenant's whole corpus (rarer question terms missing from the context weigh
+    # more) and the index's embedding model (does the best evidence sentence mean what was asked?).
+    index = semantic_index_for(settings)
+    found = answerability(question, contexts, idf=bm25_idf(index.bm25), embeddings=index.query_embeddings())
+    declined = not found.answerable and not _exact_rows(structured, state.get("plan"))
+    chain = None
+    if contexts and not declined:
+        refs = list(dict.fromkeys(d.metadata["doc_ref"] for d in contexts[:CHAIN_FROM]))
+        from context_engine.runtime import principals_for
+
+        chain = follow_links(store_for(settings), settings.tenant, principals_for(settings), refs)
+    llm = _llm(settings, "generator", "generate")
+    if llm is not None and not declined:
+        answer = generate_answer(llm, question, structured=structured, contexts=contexts, chain=chain)
+    else:
+        answer = compose_answer(question, structured=structured, contexts=contexts, chain=chain, declined=declined)
+    semantic = state.get("semantic", {})
+    queries = (structured["queries"] if structured else []) + [
+        {"collection": "semantic index", "search": state.get("search_query") or question,
+         "retrievers": {name: len(hits) for name, hits in semantic.items()}, "fusion": settings.fusion,
+         "reranker": settings.reranker, "dense_pending": index.pending}]
+    text = answer.text
+    if index.pending:  # an ingest is still embedding: say what this answer could not see
+        text += (f"\n\n(Indexing in progress: {index.pending:,} of {len(index):,} passages are searchable by "
+                 "keywords only until their embeddings are ready.)")
+    return {"answer": text, "claims": answer.claims, "citations": answer.citations, "queries": queries,
+            "records": structured["records"] if structured else [], "declined": declined,
+            "outcome": structured["outcome"] if structured else ("no_results" if declined else "success")}
+
+
+def _cited_texts(state: State) -> list[str]:
+    """The text behind each citation, in citation order: `[n]` in the answer is checked against the nth."""
+    texts: dict[str, str] = {}
+    for hit in [*state.get("fused", []), *state.get("contexts", [])]:  # a source is its whole chunk
+        texts.setdefault(hit["doc_ref"], hit.get("text", ""))
+    return [texts.get(c.get("id"), c.get("title") or "") for c in state.get("citations", [])]
+
+
+def _question_without_resolved_times(state: State) -> str:
+    """Time expressions were applied as filters by the structured half; no passage has to repeat them."""
+    question = state["question"]
+    for when in (state.get("resolution") or {}).get("times", []):
+        question = question.replace(when.get("text", ""), " ")
+    return question
+
+
+def reflect(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Is the answer grounded? If not, retry retrieval with a rewritten, wider query (bounded)."""
+    settings = context_of(runtime).settings()
+    rounds = state.get("reflections", 0)
+    if state.get("route", "structured") == "structured":
+        nothing_to_query = (state.get("resolution") or {}).get("error") == NOTHING_TO_QUERY
+        if nothing_to_query and rounds < settings.max_reflections:
+            # The question named no records, people or times: it is about content, so search for it.
+            return {"reflection": {"grounded": False, "action": "retry", "retry": True,
+                                   "reasons": ["nothing structured to query: searching the content instead"]},
+                    "route": "semantic", "reflections": rounds + 1}
+        return {"reflection": {"grounded": True, "action": "accept", "retry": False,
+                               "reasons": ["structured numbers exactly as queried"]}}
+    if state.get("declined"):
+        return {"reflection": {"grounded": True, "action": "decline", "retry": False,
+                               "reasons": ["nothing retrieved answers the question"]}}
+    verdict = check_answer(_question_without_resolved_times(state), state.get("claims", ""), state.get("citations", []),
+                           _cited_texts(state), llm=_llm(settings, "judge", "reflect"),
+                           attempts_left=settings.max_reflections - rounds)
+    retry = verdict.action == "retry" and rounds < settings.max_reflections
+    update: dict[str, Any] = {"reflection": {**asdict(verdict), "retry": retry}}
+    if retry:
+        update.update(reflections=rounds + 1, search_query=verdict.rewritten_query or state["question"])
+    return update
+
+
+def after_reflect(state: State) -> str:
+    return "retry" if state.get("reflection", {}).get("retry") else "done"
+
+
+def _record_people(records: list[dict[str, Any]], settings: Settings) -> list[str]:
+    """Display names of the people the answer's records name (author, reviewers, assignee, a group's
+    person), in order: what "him" or "她" in a follow-up may refer to."""
+    from context_engine.query.fields import PEOPLE_ROLES
+    from context_engine.query.schema import values_at
+
+    people = catalog_for(settings).directory.people
+    names: list[str] = []
+    for row in records[:5]:
+        if isinstance(row.get("name"), str) and row["name"] not in names:  # a group per person
+            names.append(row["name"])
+        for roles in PEOPLE_ROLES.values():
+            for options in roles.values():
+                for path, kind in options:
+                    for value in values_at(row, path):
+                        person = next((p for p in people if p.handle(kind) == value), None)
+                        if person is not None and person.name not in names:
+                            names.append(person.name)
+    return names
+
+
+def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    """The answer as a chat message (citations and queries in its structured fields), the contexts as
+    LangChain Documents, and what this turn leaves for follow-ups."""
+    settings = context_of(runtime).settings()
+    message = AIMessage(state.get("answer", ""), additional_kwargs={
+        "citations": state.get("citations", []), "queries": state.get("queries", []),
+        "route": state.get("route", ""), "declined": state.get("declined", False)})
+    documents = [Document(page_content=h.get("text", ""), id=h.get("id"),
+                          metadata={k: v for k, v in h.items() if k not in ("id", "text")})
+                 for h in state.get("contexts", [])]
+    resolution = state.get("resolution") or {}
+    refs = [r["ref"] for r in state.get("records", []) if r.get("ref")] or [
+        c["id"] for c in state.get("citations", []) if c.get("id")]
+    turn: Turn = {"question": state.get("asked") or state["question"], "standalone": state["question"],
+                  "people": [p["name"] for p in resolution.get("people", [])],
+                  "people_text": [p["text"] for p in resolution.get("people", [])],
+                  "times": [t["text"] for t in resolution.get("times", [])], "refs": refs[:20],
+                  "answer_people": _record_people(state.get("records", []), settings),
+                  "answer": state.get("answer", "")[:1000]}
+    return {"messages": [message], "documents": documents,
+            "turns": [*(state.get("turns") or [])[-(TURNS_KEPT - 1):], turn]}

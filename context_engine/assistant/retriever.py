@@ -1,0 +1,19 @@
+"""The retriever factory: the run tenant's hybrid retriever, reading as the run's asker.
+
+The access filter is injected here, by code, from the run context; nothing the model or the
+question says can widen it.
+"""
+
+from __future__ import annotations
+
+from context_engine.config import Settings
+from context_engine.retrievers.hybrid import HybridRetriever
+from context_engine.runtime import principals_for, semantic_index_for
+
+
+def make_retriever(settings: Settings, *, fused: bool = True) -> HybridRetriever:
+    """`fused=False`: the BM25 and dense lists as found (the graph fuses them with structured rows)."""
+    return HybridRetriever(index=semantic_index_for(settings), principals=tuple(principals_for(settings)),
+                           k=settings.retrieve_k, fusion=settings.fusion,
+                           weights=(settings.bm25_weight, settings.dense_weight), rrf_k=settings.rrf_k,
+                           fused=fused)

@@ -1,0 +1,106 @@
+"""Typed graph state: what goes in, what flows between nodes, what comes out.
+
+Everything but `messages` and `documents` is plain JSON (dates as ISO strings, pipelines in MongoDB
+Extended JSON), so a checkpointer, LangServe and `json.dumps` all take the state as it is. Working
+fields (resolution, attempts, hits, plan ...) are reset when a turn starts: on a thread, one
+question's trace never leaks into the next.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from langchain_core.documents import Document
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+
+class PersonMention(TypedDict):
+    text: str      # the words of the question
+    start: int
+    end: int
+    key: str       # the directory person
+    name: str
+    asker: bool    # "I", "me", "我"
+
+
+class TimeSpan(TypedDict):
+    text: str
+    start: str     # ISO 8601, "" = open
+    end: str       # ISO 8601, exclusive, "" = open
+    verb: str      # "merged", "created" ... when the phrase names one
+
+
+class Resolution(TypedDict, total=False):
+    """People and times found in the question (once per question), or why they could not be."""
+    people: list[PersonMention]
+    times: list[TimeSpan]
+    error: str
+    candidates: list[dict[str, Any]]
+
+
+class Turn(TypedDict):
+    """What a finished turn leaves for follow-up questions."""
+    question: str             # as asked
+    standalone: str           # as answered, follow-up references resolved
+    people: list[str]         # names of the people the question was about
+    times: list[str]          # its time expressions
+    refs: list[str]           # the records of the answer, in order
+    people_text: list[str]    # the words naming them in the question
+    answer_people: list[str]  # people the answer's records name (authors, reviewers ...), for "him"/"她"
+    answer: str               # the first 1,000 characters of the answer
+
+
+class InputState(TypedDict, total=False):
+    question: str                                     # or the last human message
+    now: str                                          # ISO 8601; the clock when absent
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class StructuredState(TypedDict, total=False):
+    question: str
+    now: str
+    resolution: Resolution
+    plan: dict[str, Any]            # the current attempt's Plan.to_json()
+    attempts: list[dict[str, Any]]  # every Attempt.to_json() of this question, in order
+    error: str                      # the current attempt's validation or database error ("" = none)
+    rows: list[dict[str, Any]]      # JSON rows (ISO dates)
+    outcome: str                    # success | no_results | max_attempts | resolution_failed
+
+
+class State(InputState, StructuredState, total=False):
+    asked: str                                 # the question as the user wrote it this turn
+    followup: str                              # how a follow-up was resolved ("" = a standalone question)
+    turns: list[Turn]                          # earlier turns of the thread
+    route: str                                 # structured | semantic | hybrid
+    route_reasons: list[str]
+    search_query: str                          # what the semantic half searches (rewritten on retry)
+    semantic: dict[str, list[dict[str, Any]]]  # {"bm25": hits, "dense": hits} of the last retrieval
+    fused: list[dict[str, Any]]                # structured rows + BM25 + dense, fused
+    reranked: list[dict[str, Any]]
+    contexts: list[dict[str, Any]]             # compressed, what the answer may use
+    answer: str
+    claims: str                                # the part of the answer drawn from passages: what reflect checks
+    citations: list[dict[str, Any]]
+    queries: list[dict[str, Any]]
+    records: list[dict[str, Any]]
+    documents: list[Document]                  # the contexts the answer was built from, with source metadata
+    declined: bool                             # nothing found answers the question
+    reflection: dict[str, Any]                 # the reflect node's last verdict
+    reflections: int                           # retries the reflect node has asked for
+
+
+class OutputState(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]  # the answer as an AIMessage, appended
+    question: str
+    answer: str
+    citations: list[dict[str, Any]]
+    queries: list[dict[str, Any]]
+    records: list[dict[str, Any]]
+    documents: list[Document]
+    route: str
+    outcome: str
+    declined: bool
+    followup: str
+    reflection: dict[str, Any]

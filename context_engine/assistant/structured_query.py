@@ -1,0 +1,193 @@
+"""The structured half as a subgraph: resolve -> generate_query -> validate_query -> execute_query,
+with the retry edge back to generate_query. This is the one structured loop: the main graph runs it as
+a node, and `run_structured` (library, tests, evaluation) invokes the same compiled subgraph.
+
+Resolution runs once: the main graph's router resolves people and times and hands them over in
+`resolution`; the subgraph resolves only when invoked alone. Later nodes rebuild the planning
+context from that JSON (`PlanningContext.from_resolution`), never by resolving again.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from langchain_core.runnables import RunnableLambda
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from context_engine.assistant.context import Context, context_of
+from context_engine.assistant.state import StructuredState
+from context_engine.config import Settings
+from context_engine.query import engine
+from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, RunResult, Success
+from context_engine.query.plan import Attempt, Plan, PlanningContext
+from context_engine.runtime import asker_for, catalog_for, llm_planner_for, store_for
+from context_engine.text import parse_now
+
+__all__ = ["structured_graph", "build_structured_graph", "run_structured", "run_result", "resolve_once",
+           "planning_context"]
+
+
+def planner_of(context: Context, settings: Settings):
+    """The planner that corrects failed attempts: the run's own, else the LLM planner, else none."""
+    return context.planner or llm_planner_for(settings)
+
+
+def resolve_once(question: str, now: datetime, settings: Settings, planner) -> dict[str, Any]:
+    """Resolve the people and times of a question: the resolution JSON, or its error and candidates."""
+    catalog = catalog_for(settings)
+    ctx, failed = engine.resolve(question, now, catalog, asker_for(settings, catalog),
+                                 getattr(planner, "tiebreak", None))
+    if failed is not None:
+        return {"error": failed.message, "candidates": [p.to_json() for p in failed.candidates]}
+    return ctx.resolution_json()
+
+
+def planning_context(state: StructuredState, settings: Settings) -> PlanningContext:
+    catalog = catalog_for(settings)
+    ctx = PlanningContext.from_resolution(state.get("resolution") or {}, state["question"],
+                                          parse_now(state.get("now")), catalog.schemas, catalog.directory,
+                                          asker_for(settings, catalog))
+    ctx.previous = [Attempt.from_json(a) for a in state.get("attempts", []) if a.get("error")]
+    return ctx
+
+
+def resolve(state: StructuredState, runtime: Runtime[Context]) -> dict[str, Any]:
+    update: dict[str, Any] = {"attempts": [], "error": "", "rows": [], "outcome": ""}
+    resolution = state.get("resolution")
+    if not resolution:  # invoked alone, not after the router: resolve here, once
+        context = context_of(runtime)
+        settings = context.settings()
+        resolution = resolve_once(state["question"], parse_now(state.get("now")), settings,
+                                  planner_of(context, settings))
+        update["resolution"] = resolution
+    if resolution.get("error"):
+        update["outcome"] = "resolution_failed"
+    return update
+
+
+def generate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str, Any]:
+    context = context_of(runtime)
+    settings = context.settings()
+    ctx = planning_context(state, settings)
+    try:
+        plan = engine.plan(ctx, planner_of(context, settings), always_llm=context.always_llm)
+    except Exception as exc:  # an unparseable model answer is a failed attempt, fed back next time
+        failed = Attempt(Plan("?", [], planner="llm"), f"planner error: {exc}")
+        return {"plan": failed.plan.to_json(), "error": failed.error,
+                "attempts": [*state.get("attempts", []), failed.to_json()]}
+    if not plan.pipeline:
+        return {"outcome": "resolution_failed", "resolution": {"error": engine.NOTHING_TO_QUERY}, "rows": []}
+    return {"plan": plan.to_json(), "error": ""}
+
+
+def validate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str, Any]:
+    if state.get("error"):  # the planner failed: its attempt is already recorded
+        return {}
+    settings = context_of(runtime).settings()
+    error = engine.validate(Plan.from_json(state["plan"]), planning_context(state, settings), settings)
+    if error:
+        return {"error": error, "attempts": [*state.get("attempts", []), {"plan": state["plan"], "error": error}]}
+    return {}
+
+
+def execute_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str, Any]:
+    settings = context_of(runtime).settings()
+    ctx = planning_context(state, settings)
+    plan = Plan.from_json(state["plan"])
+
+    def aggregate(query: dict[str, Any]) -> list[dict[str, Any]]:
+        return engine.execute(plan, ctx, store_for(settings), settings, settings.tenant)
+
+    attempts = state.get("attempts", [])
+    try:
+        # Its own run in traces (astream_events, LangSmith): the collection and the pipeline as run.
+        rows = RunnableLambda(aggregate, name="mongodb_aggregate").invoke(
+            {"collection": plan.collection, "pipeline": state["plan"]["pipeline"]})
+    except engine.ExecutionError as exc:
+        return {"error": str(exc), "rows": [], "attempts": [*attempts, {"plan": state["plan"], "error": str(exc)}]}
+    return {"rows": jsonable(rows), "error": "", "outcome": "success" if rows else "no_results",
+            "attempts": [*attempts, {"plan": state["plan"], "error": None}]}
+
+
+def jsonable(value: Any) -> Any:
+    """Rows as JSON: dates as ISO strings."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def after_check(state: StructuredState, runtime: Runtime[Context]) -> str:
+    """The retry edge: back to planning while attempts remain and a planner can correct itself."""
+    if state.get("outcome") == "resolution_failed":
+        return "failed"
+    if not state.get("error"):
+        return "continue"
+    context = context_of(runtime)
+    settings = context.settings()
+    if len(state.get("attempts", [])) < settings.max_attempts and planner_of(context, settings):
+        return "retry"
+    return "give_up"
+
+
+def give_up(state: StructuredState) -> dict[str, Any]:
+    return {"outcome": "max_attempts", "rows": []}
+
+
+def _resolved(state: StructuredState) -> str:
+    return "failed" if state.get("outcome") == "resolution_failed" else "ok"
+
+
+def build_structured_graph():
+    builder = StateGraph(StructuredState, context_schema=Context)
+    builder.add_node("resolve", resolve)
+    builder.add_node("generate_query", generate_query)
+    builder.add_node("validate_query", validate_query)
+    builder.add_node("execute_query", execute_query)
+    builder.add_node("give_up", give_up)
+    builder.add_edge(START, "resolve")
+    builder.add_conditional_edges("resolve", _resolved, {"ok": "generate_query", "failed": END})
+    builder.add_conditional_edges("generate_query", after_check,
+                                  {"continue": "validate_query", "retry": "generate_query", "give_up": "give_up",
+                                   "failed": END})
+    builder.add_conditional_edges("validate_query", after_check,
+                                  {"continue": "execute_query", "retry": "generate_query", "give_up": "give_up",
+                                   "failed": END})
+    builder.add_conditional_edges("execute_query", after_check,
+                                  {"continue": END, "retry": "generate_query", "give_up": "give_up", "failed": END})
+    builder.add_edge("give_up", END)
+    compiled = builder.compile()
+    compiled.name = "structured_query"
+    return compiled
+
+
+structured_graph = build_structured_graph()
+
+
+def run_result(state: StructuredState) -> RunResult:
+    """The subgraph's final state as the tagged union every caller reads."""
+    attempts = [Attempt.from_json(a) for a in state.get("attempts", [])]
+    outcome = state.get("outcome") or "max_attempts"
+    resolution = state.get("resolution") or {}
+    if outcome == "resolution_failed":
+        return ResolutionFailed(resolution.get("error", "could not resolve the question"), attempts=attempts)
+    if outcome == "success":
+        return Success(attempts[-1].plan, state.get("rows", []), attempts)
+    if outcome == "no_results":
+        return NoResults(attempts[-1].plan, attempts, tried=engine.describe_attempts(attempts))
+    return MaxAttempts(attempts)
+
+
+def run_structured(question: str, settings: Settings, *, now: datetime | str | None = None,
+                   planner: Any = None, always_llm: bool = False) -> RunResult:
+    """Answer a structured question with the production subgraph; `settings` fix tenant, asker and data.
+    `planner` (an object with `.plan(ctx)`) stands in for the LLM planner."""
+    context = Context(base_settings=settings, planner=planner or "", always_llm=always_llm)
+    when = now.isoformat() if isinstance(now, datetime) else (now or "")
+    state = structured_graph.invoke({"question": question, "now": when}, context=context)
+    return run_result(state)

@@ -1,0 +1,119 @@
+"""A scripted conversation on one thread (a checkpointer): each follow-up is resolved against the
+turns before it, and each turn's records are exactly those of a hand-written gold query."""
+
+import uuid
+from datetime import datetime
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from context_engine import build_graph
+from context_engine.config import Settings
+from context_engine.query.engine import principals_of
+from context_engine.query.execute import run_pipeline
+from context_engine.runtime import catalog_for, store_for
+
+NOW = "2026-11-30T12:00:00Z"
+LAST_WEEK = {"$gte": datetime(2026, 11, 23), "$lt": datetime(2026, 11, 30)}
+OCTOBER = {"$gte": datetime(2026, 10, 1), "$lt": datetime(2026, 11, 1)}
+
+
+def _merged(login, when):
+    return ("pull_requests", [{"$match": {"merged": True, "user.login": login, "merged_at": when}}])
+
+
+# (what the user types, the standalone question it must become, the gold query of its records)
+ENGLISH = [
+    ("PRs Rashid merged last week", "PRs Rashid merged last week", _merged("rsh-dev", LAST_WEEK)),
+    ("and in October?", "PRs Rashid merged in October", _merged("rsh-dev", OCTOBER)),
+    ("what about Priya?", "PRs Priya merged in October", _merged("priyar", OCTOBER)),
+    ("他呢？", "PRs Rashid Khan merged in October", _merged("rsh-dev", OCTOBER)),
+    ("PRs Priya opened in October", "PRs Priya opened in October",
+     ("pull_requests", [{"$match": {"user.login": "priyar", "created_at": OCTOBER}}])),
+    ("which of those are still open?", "PRs Priya opened in October open",
+     ("pull_requests", [{"$match": {"user.login": "priyar", "created_at": OCTOBER, "state": "open"}}])),
+    ("open PRs", "open PRs", ("pull_requests", [{"$match": {"state": "open"}}])),
+    ("only the ones in payments", "open PRs in payments",
+     ("pull_requests", [{"$match": {"state": "open", "repo": "acme/payments"}}])),
+    ("open issues assigned to me", "open issues assigned to me",
+     ("issues", [{"$match": {"fields.assignee.name": "rkhan", "fields.status.name": {"$nin": ["Done", "Won't Do"]}}}])),
+    ("李娜呢？", "open issues assigned to 李娜",
+     ("issues", [{"$match": {"fields.assignee.name": "nli", "fields.status.name": {"$nin": ["Done", "Won't Do"]}}}])),
+]
+
+CHINESE = [
+    ("上周张伟合并了哪些PR？", "上周张伟合并了哪些PR？", _merged("zwei-dev", LAST_WEEK)),
+    ("十月呢？", "十月张伟合并了哪些PR？", _merged("zwei-dev", OCTOBER)),
+    ("Priya呢？", "十月Priya合并了哪些PR？", _merged("priyar", OCTOBER)),
+]
+
+
+@pytest.fixture(scope="module")
+def thread_graph():
+    return build_graph(checkpointer=InMemorySaver())
+
+
+def _gold(sample_dir, collection, pipeline):
+    settings = Settings(data_dir=sample_dir, tenant="acme", asker="rsh-dev", use_llm=False)
+    catalog = catalog_for(settings)
+    rows = run_pipeline(store_for(settings), collection, pipeline, tenant="acme",
+                        principals=principals_of(catalog.directory.lookup("rsh-dev")),
+                        schema=catalog.schemas.get(collection))
+    return {r["ref"] for r in rows}
+
+
+@pytest.mark.parametrize("script", [ENGLISH, CHINESE], ids=["english", "chinese"])
+def test_follow_ups_resolve_against_earlier_turns(sample_dir, thread_graph, script):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    context = {"data_dir": str(sample_dir), "tenant": "acme", "user": "rsh-dev", "use_llm": False}
+    for asked, standalone, (collection, gold) in script:
+        out = thread_graph.invoke({"messages": [{"role": "user", "content": asked}], "now": NOW}, config,
+                                  context=context)
+        assert out["question"] == standalone, asked
+        want = _gold(sample_dir, collection, gold)
+        assert want, f"the gold query of {asked!r} finds nothing: a useless check"
+        assert {r["ref"] for r in out["records"]} == want, asked
+    state = thread_graph.get_state(config).values
+    assert len(state["messages"]) == 2 * len(script)  # question, answer, question, answer ...
+    assert len(state["attempts"]) == 1  # this turn's attempts only: nothing piles up across turns
+
+
+def test_who_reviewed_it_names_the_reviewers_of_the_last_answer_s_first_record(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    context = {"data_dir": str(sample_dir), "tenant": "acme", "user": "rsh-dev", "use_llm": False}
+    first = thread_graph.invoke({"question": "PRs Rashid merged last week", "now": NOW}, config, context=context)
+    ref = first["records"][0]["ref"]
+    out = thread_graph.invoke({"question": "who reviewed it?", "now": NOW}, config, context=context)
+    assert out["question"] == f"who reviewed {ref}?"
+    pr = _rows(sample_dir, ref)
+    assert {r["_id"] for r in out["records"]} == {rv["user"]["login"] for rv in pr["reviews"]}
+
+
+def _rows(sample_dir, ref):
+    settings = Settings(data_dir=sample_dir, tenant="acme", use_llm=False)
+    (pr,) = run_pipeline(store_for(settings), "pull_requests", [{"$match": {"ref": ref}}], tenant="acme",
+                         principals=["*"], schema=None)
+    return pr
+
+
+def test_a_new_thread_does_not_see_another_thread_s_turns(sample_dir, thread_graph):
+    context = {"data_dir": str(sample_dir), "tenant": "acme", "user": "rsh-dev", "use_llm": False}
+    thread_graph.invoke({"question": "PRs Rashid merged last week", "now": NOW},
+                        {"configurable": {"thread_id": "a"}}, context=context)
+    out = thread_graph.invoke({"question": "and in October?", "now": NOW},
+                              {"configurable": {"thread_id": "b"}}, context=context)
+    assert out["question"] == "and in October?" and not out["followup"]
+
+
+@pytest.mark.llm
+@pytest.mark.skipif(not __import__("os").environ.get("OPENAI_BASE_URL"), reason="needs a chat model endpoint")
+def test_follow_ups_with_a_real_chat_model(sample_dir):
+    """With a model, the follow-up is rewritten from the conversation (the rule-based rewrite as a
+    hint); whatever the model writes, the turn names the person and time the thread is about."""
+    graph = build_graph(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    context = {"data_dir": str(sample_dir), "tenant": "acme", "user": "rsh-dev"}
+    graph.invoke({"question": "PRs Rashid merged last week", "now": NOW}, config, context=context)
+    out = graph.invoke({"question": "and in October?", "now": NOW}, config, context=context)
+    assert "october" in out["question"].lower() and "rashid" in out["question"].lower()
+    assert out["followup"]
