@@ -2,11 +2,21 @@
 
     POST /context/invoke | /batch | /stream | /stream_events, GET /context/playground/,
          /context/input_schema, /context/output_schema      (LangServe; `Authorization: Bearer KEY`)
+    POST /context/stream_log                                 (the playground's feed: its steps, then the answer, as text)
+    GET  /login, POST /login, POST /logout                   (a browser's session cookie, for the playground)
+    GET  /docs                                               (Swagger UI: its script and style load from a CDN)
     GET  /healthz                                            (no auth: store and index readiness)
     POST /ingest/github, /ingest/slack                       (signed webhooks, no API key)
 
 An API key fixes the run's tenant and asker: the per-request config modifier replaces whatever config
-the client sent with a run context built from the key, so a request body can never widen either.
+the client sent with a run context built from the key, so a request body can never widen either (the
+config schema is empty: no configurable key is accepted from a client). The input is a question as a
+plain string or `{"question": ..., "now": ...}`.
+
+A person uses the playground after logging in at /login with an API key: the server answers with an
+HttpOnly, SameSite=Strict session cookie (a random token, never the key) that the guard accepts in
+place of `Authorization: Bearer`; a state-changing request carrying only the cookie must come from
+the server's own origin. A key is never read from a query string.
 Every error is JSON `{"error": ...}` with its status code, never a stack trace.
 """
 
@@ -15,9 +25,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import html
 import json
 import logging
 import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -25,15 +37,19 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from typing import Annotated, Any
+
+from typing_extensions import TypedDict
+from urllib.parse import parse_qs, quote, urlsplit
 
 from fastapi import FastAPI, Request
-from langchain_core.callbacks import BaseCallbackHandler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from langgraph._internal._constants import CONFIG_KEY_RUNTIME
-from langgraph.runtime import Runtime
-from langserve import add_routes
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableGenerator, RunnableLambda
+from langserve import APIHandler, add_routes
+from pydantic import BeforeValidator
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
@@ -42,7 +58,7 @@ from context_engine.query.identity import AmbiguousPerson, UnknownPerson
 from context_engine.retrievers.index import IndexDamaged, IndexMissing
 from context_engine.store.documents import StoreError
 from context_engine.assistant.context import Context
-from context_engine.assistant.graph import graph as context_graph
+from context_engine.assistant.graph import as_graph_input, graph as context_graph
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +68,10 @@ SLACK_SECRET_ENV = "SLACK_SIGNING_SECRET"
 SLACK_MAX_SKEW_SECONDS = 300  # Slack's own advice: reject replays older than five minutes
 WEBHOOK_PREFIX = "/ingest/"
 PUBLIC_PATHS = ("/healthz",)
+LOGIN_PATH, LOGOUT_PATH = "/login", "/logout"
+SESSION_COOKIE = "context_engine_session"
+PLAYGROUND = "/context/playground/"
+RUN_CONTEXT_KEY = "context_engine_run_context"  # where the per-request modifier leaves the run's Context
 
 
 @dataclass(frozen=True)
@@ -66,6 +86,8 @@ class Limits:
     max_run_body_bytes: int = 64_000     # a question (<= 4,000 characters) and its config, or a batch of them
     requests_per_minute: int = 60        # per API key; each item of a /batch counts
     timeout_seconds: float = 120.0       # until the response starts (a stream's first byte); the run stops too
+    session_seconds: int = 8 * 3600      # a browser login (the playground's cookie) lasts a working day
+    login_attempts_per_minute: int = 10  # per client address, right or wrong
 
 
 def load_keys(path: str | Path | None = None) -> dict[str, ApiKey]:
@@ -191,6 +213,172 @@ class _Deadline(BaseCallbackHandler):
             raise TimeoutError("the request timed out; the run was stopped")
 
 
+class QuestionInput(TypedDict, total=False):
+    question: str
+    now: str  # ISO 8601; the clock when absent
+
+
+# What a client may send: `{"question": ..., "now": ...}`, or the question as a plain string. The schema
+# is the object (two text fields in the playground's form; a union would draw as an anyOf), while
+# validation first turns a string into it, so `RemoteRunnable(...).invoke("open PRs by Rashid")` works.
+# (Chat input, `{"messages": [...]}`, is for Python and Studio: the playground's form cannot draw it.)
+Question = Annotated[QuestionInput, BeforeValidator(as_graph_input)]
+
+
+def served_runnable(graph: Runnable = context_graph) -> Runnable:
+    """The graph as LangServe serves it: the input coerced to the graph's dict, then the graph run with
+    the request's Context passed the public way (`context=`), streaming as the graph itself streams.
+    The Context travels from the per-request config modifier under `configurable[RUN_CONTEXT_KEY]`."""
+
+    def in_run_context(_inputs: Any, config: RunnableConfig) -> Runnable:
+        # Returning a runnable makes RunnableLambda invoke or stream it with the same input and config.
+        context = (config.get("configurable") or {}).get(RUN_CONTEXT_KEY)
+        return graph.bind(context=context)
+
+    return (RunnableLambda(as_graph_input, name="question") | RunnableLambda(in_run_context, name=graph.get_name())
+            ).with_types(input_type=Question, output_type=graph.get_output_schema())
+
+
+def _readable_steps(updates: Iterator[dict[str, Any]]) -> Iterator[str]:
+    """A run as a person reads it in the playground: a line per graph step as it finishes, then the
+    answer and its sources (the graph's own node updates are JSON the size of the records found)."""
+    final: dict[str, Any] = {}
+    for update in updates:
+        yield from _step_lines(update, final)
+    yield "\n" + _answer_text(final)
+
+
+async def _areadable_steps(updates: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
+    final: dict[str, Any] = {}
+    async for update in updates:
+        for line in _step_lines(update, final):
+            yield line
+    yield "\n" + _answer_text(final)
+
+
+def _step_lines(update: dict[str, Any] | None, final: dict[str, Any]) -> list[str]:
+    """`\u2713 node` for each node of one update (with the route chosen); `final` gathers the values."""
+    lines = []
+    for node, values in (update or {}).items():
+        values = values if isinstance(values, dict) else {}
+        note = f": {values['route']}" if node == "route" and values.get("route") else ""
+        lines.append(f"\u2713 {node}{note}\n")
+        final.update(values)
+    return lines
+
+
+def _answer_text(final: dict[str, Any]) -> str:
+    answer = str(final.get("answer") or "(no answer)")
+    sources = [f"[{c['n']}] {c.get('title') or c.get('id') or ''} {c.get('url') or ''}".rstrip()
+               for c in final.get("citations") or [] if isinstance(c, dict) and c.get("n") is not None
+               and not (c.get("url") and c["url"] in answer)]
+    return answer + ("\n\nSources:\n" + "\n".join(sources) if sources else "")
+
+
+def playground_runnable(graph: Runnable = context_graph) -> Runnable:
+    """What the playground runs: the served runnable, its node updates turned into readable text."""
+    return served_runnable(graph) | RunnableGenerator(_readable_steps, _areadable_steps, name="answer")
+
+
+class Sessions:
+    """Browser logins: a random token (the cookie) -> the API key it stands for, until it expires.
+    In memory: a restart or a logout ends them (the person logs in again)."""
+
+    MAX = 10_000
+
+    def __init__(self, seconds: int):
+        self.seconds = seconds
+        self._tokens: dict[str, tuple[str, float]] = {}
+        self._lock = threading.Lock()
+
+    def start(self, key: str) -> str:
+        token = secrets.token_urlsafe(32)
+        now = time.monotonic()
+        with self._lock:
+            for old in [t for t, (_, until) in self._tokens.items() if until <= now]:
+                del self._tokens[old]
+            while len(self._tokens) >= self.MAX:
+                del self._tokens[next(iter(self._tokens))]  # the oldest login
+            self._tokens[token] = (key, now + self.seconds)
+        return token
+
+    def key(self, token: str | None) -> str | None:
+        if not token:
+            return None
+        with self._lock:
+            key, until = self._tokens.get(token, (None, 0.0))
+            if key is not None and until <= time.monotonic():
+                del self._tokens[token]
+                return None
+            return key
+
+    def end(self, token: str | None) -> None:
+        with self._lock:
+            self._tokens.pop(token or "", None)
+
+
+def _same_origin(request: Request) -> bool:
+    """True when the request says it comes from this server's own pages (`Origin`, else `Referer`)."""
+    source = request.headers.get("origin") or request.headers.get("referer") or ""
+    return bool(source) and urlsplit(source).netloc == request.headers.get("host", "")
+
+
+def _safe_next(target: str | None) -> str:
+    """Where to go after logging in: a path of this server only (never another site)."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return PLAYGROUND
+
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>context-engine: log in</title><link rel="icon" href="data:,">
+<style>
+ body {{ font-family: system-ui, sans-serif; background: #f6f7f9; color: #1b1f24; margin: 0; }}
+ main {{ max-width: 26rem; margin: 12vh auto; background: #fff; padding: 2rem; border-radius: 10px;
+        box-shadow: 0 1px 4px rgba(0,0,0,.12); }}
+ h1 {{ font-size: 1.3rem; margin-top: 0; }}
+ label {{ display: block; font-weight: 600; margin-bottom: .4rem; }}
+ input[type=password] {{ width: 100%; box-sizing: border-box; padding: .6rem; font-size: 1rem;
+        border: 1px solid #c4c9d0; border-radius: 6px; }}
+ button {{ margin-top: 1rem; padding: .6rem 1.2rem; font-size: 1rem; border: 0; border-radius: 6px;
+        background: #1f6feb; color: #fff; cursor: pointer; }}
+ .error {{ color: #b42318; }} .muted {{ color: #57606a; font-size: .9rem; }}
+</style></head>
+<body><main>
+<h1>context-engine</h1>
+{body}
+</main></body></html>"""
+
+
+def _login_page(next_path: str, hours: float, error: str = "", status: int = 200) -> HTMLResponse:
+    body = (f'<p class="error" role="alert">{html.escape(error)}</p>' if error else "") + f"""
+<form method="post" action="{LOGIN_PATH}">
+ <label for="key">API key</label>
+ <input id="key" name="key" type="password" autocomplete="current-password" required autofocus>
+ <input type="hidden" name="next" value="{html.escape(next_path)}">
+ <button type="submit">Log in</button>
+</form>
+<p class="muted">The key decides your team and who you are. The browser keeps a session cookie (never
+the key itself) for {hours:g} hours; log out on this page.</p>"""
+    return _html(body, status)
+
+
+def _signed_in_page(key: ApiKey) -> HTMLResponse:
+    who = f"as <b>{html.escape(key.user)}</b>" if key.user else "without a person (public records only)"
+    body = f"""<p>Logged in to team <b>{html.escape(key.tenant)}</b> {who}.</p>
+<p><a href="{PLAYGROUND}">Open the playground</a> &middot; <a href="/docs">API docs</a></p>
+<form method="post" action="{LOGOUT_PATH}"><button type="submit">Log out</button></form>"""
+    return _html(body)
+
+
+def _html(body: str, status: int = 200) -> HTMLResponse:
+    # never framed (no clickjacking of the form), never cached (it shows who is logged in)
+    return HTMLResponse(_PAGE.format(body=body), status_code=status,
+                        headers={"Content-Security-Policy": "frame-ancestors 'none'", "X-Frame-Options": "DENY",
+                                 "Cache-Control": "no-store"})
+
+
 def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Limits()) -> FastAPI:
     """The server for one data directory; `keys` map API keys to the tenant and asker they fix."""
     app = FastAPI(title="context-engine", description="Answers questions over a team's engineering records.")
@@ -201,18 +389,46 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
 
     rate_limited = f"rate limit: at most {limits.requests_per_minute} runs a minute per key (each /batch input counts)"
 
+    sessions = Sessions(limits.session_seconds)
+    login_limiter = RateLimiter(limits.login_attempts_per_minute)
+    unknown_key = "missing or unknown API key: send `Authorization: Bearer KEY` (a browser: log in at /login)"
+
+    def caller_key(request: Request) -> tuple[str | None, bool]:
+        """The API key a request carries and whether it came from the session cookie. The Bearer
+        header, when sent, decides alone; a key is never read from the query string."""
+        token = _bearer(request)
+        if token is not None:
+            return token, False
+        token = sessions.key(request.cookies.get(SESSION_COOKIE))
+        return token, token is not None
+
     @app.middleware("http")
     async def guard(request: Request, call_next):
         path = request.url.path
-        public = path in PUBLIC_PATHS or path.startswith(WEBHOOK_PREFIX)
+        login = path in (LOGIN_PATH, LOGOUT_PATH)
+        public = path in PUBLIC_PATHS or path.startswith(WEBHOOK_PREFIX) or login
+        token = None
         if not public:
-            token = _bearer(request)
+            token, by_cookie = caller_key(request)
             if token is None or token not in keys:
-                return _error(401, "missing or unknown API key: send `Authorization: Bearer KEY`")
+                if request.method == "GET" and "text/html" in request.headers.get("accept", ""):
+                    return RedirectResponse(f"{LOGIN_PATH}?next={quote(path)}", status_code=303)  # a person
+                return _error(401, unknown_key)
+            if by_cookie and request.method not in ("GET", "HEAD") and not _same_origin(request):
+                # SameSite=Strict already keeps the cookie off other sites' requests; this also refuses
+                # a page of another port on the same host (the same "site" to a browser)
+                return _error(403, "a request authenticated by the session cookie must come from this server's pages")
             request.state.api_key = keys[token]
-            if not limiter.allow(token):
+            # the playground's own files are not runs: a person reloading the page is never rate limited
+            static = request.method == "GET" and path.startswith(PLAYGROUND) and path != PLAYGROUND
+            if not static and not limiter.allow(token):
                 return _error(429, rate_limited)
-        cap = limits.max_body_bytes if public else limits.max_run_body_bytes
+        elif login and request.method == "POST":
+            if not _same_origin(request) and ("origin" in request.headers or "referer" in request.headers):
+                return _error(403, "log in from this server's own login page")
+            if not login_limiter.allow(f"{path}:{request.client.host if request.client else ''}"):
+                return _error(429, f"too many login attempts: at most {limits.login_attempts_per_minute} a minute")
+        cap = limits.max_body_bytes if path.startswith(WEBHOOK_PREFIX) else limits.max_run_body_bytes
         body = await _read_capped(request, cap)
         if body is None:
             return _error(413, f"request body over {cap:,} bytes")
@@ -223,6 +439,34 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
             return await asyncio.wait_for(call_next(request), limits.timeout_seconds)
         except asyncio.TimeoutError:
             return _error(504, f"no response within {limits.timeout_seconds:g} s")
+
+    @app.get(LOGIN_PATH, include_in_schema=False)
+    async def login_form(request: Request, next: str | None = None):
+        token = sessions.key(request.cookies.get(SESSION_COOKIE))
+        if token in keys:
+            return _signed_in_page(keys[token])
+        return _login_page(_safe_next(next), limits.session_seconds / 3600)
+
+    @app.post(LOGIN_PATH, include_in_schema=False)
+    async def login(request: Request):
+        form = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=10)
+        key, next_path = (form.get("key") or [""])[0].strip(), _safe_next((form.get("next") or [None])[0])
+        if key not in keys:
+            return _login_page(next_path, limits.session_seconds / 3600, "Unknown API key.", status=401)
+        sessions.end(request.cookies.get(SESSION_COOKIE))  # a new login never reuses an old session
+        response = RedirectResponse(next_path, status_code=303)
+        response.set_cookie(SESSION_COOKIE, sessions.start(key), max_age=limits.session_seconds, path="/",
+                            httponly=True, samesite="strict",
+                            secure=request.url.scheme == "https"
+                            or request.headers.get("x-forwarded-proto") == "https")
+        return response
+
+    @app.post(LOGOUT_PATH, include_in_schema=False)
+    async def logout(request: Request):
+        sessions.end(request.cookies.get(SESSION_COOKIE))
+        response = RedirectResponse(LOGIN_PATH, status_code=303)
+        response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+        return response
 
     @app.exception_handler(HTTPException)
     async def http_error(_request: Request, exc: HTTPException):
@@ -259,12 +503,22 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
         # A key without a person reads public records only: never the server environment's asker.
         context = Context(tenant=key.tenant, user=key.user or "", anonymous=key.user is None,
                           data_dir=str(settings.data_dir), model=settings.model, use_llm=settings.use_llm)
-        return {"configurable": {CONFIG_KEY_RUNTIME: Runtime(context=context)},
-                "callbacks": [_Deadline(limits.timeout_seconds)]}
+        return {"configurable": {RUN_CONTEXT_KEY: context}, "callbacks": [_Deadline(limits.timeout_seconds)]}
 
-    add_routes(app, context_graph, path="/context", per_req_config_modifier=run_config,
-               enabled_endpoints=("invoke", "batch", "stream", "stream_events", "stream_log", "playground",
-                                  "input_schema", "output_schema", "config_schema", "config_hashes"))
+    # The API endpoints serve the graph's own output; the playground, a person's page, runs the same
+    # graph but streams readable text (its steps, then the answer) to its own /stream_log feed.
+    add_routes(app, served_runnable(), path="/context", per_req_config_modifier=run_config,
+               enabled_endpoints=("invoke", "batch", "stream", "stream_events", "input_schema", "output_schema",
+                                  "config_schema", "config_hashes"))
+    playground = APIHandler(playground_runnable(), path="/context", per_req_config_modifier=run_config)
+
+    @app.post("/context/stream_log", include_in_schema=False)
+    async def playground_stream(request: Request) -> Response:
+        return await playground.stream_log(request)
+
+    @app.get(PLAYGROUND + "{file_path:path}", include_in_schema=False)
+    async def playground_page(file_path: str, request: Request) -> Response:
+        return await playground.playground(file_path, request)
 
     @app.get("/healthz")
     async def healthz():
