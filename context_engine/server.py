@@ -39,8 +39,6 @@ from datetime import datetime
 from pathlib import Path
 from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
-
-from typing_extensions import TypedDict
 from urllib.parse import parse_qs, quote, urlsplit
 
 from fastapi import FastAPI, Request
@@ -50,6 +48,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableGenerator, RunnableLambda
 from langserve import APIHandler, add_routes
 from pydantic import BeforeValidator
+from typing_extensions import TypedDict
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
@@ -225,6 +224,22 @@ class QuestionInput(TypedDict, total=False):
 Question = Annotated[QuestionInput, BeforeValidator(as_graph_input)]
 
 
+class Answer(TypedDict, total=False):
+    """The output as its schema shows it: the plain-JSON fields. The response also carries the graph's
+    `messages` and `documents` (LangChain objects, serialised by LangServe), left out of the schema
+    because their unions break the playground's renderer."""
+    question: str
+    answer: str
+    citations: list[dict[str, Any]]
+    queries: list[dict[str, Any]]
+    records: list[dict[str, Any]]
+    route: str
+    outcome: str
+    declined: bool
+    followup: str
+    reflection: dict[str, Any]
+
+
 def served_runnable(graph: Runnable = context_graph) -> Runnable:
     """The graph as LangServe serves it: the input coerced to the graph's dict, then the graph run with
     the request's Context passed the public way (`context=`), streaming as the graph itself streams.
@@ -236,7 +251,7 @@ def served_runnable(graph: Runnable = context_graph) -> Runnable:
         return graph.bind(context=context)
 
     return (RunnableLambda(as_graph_input, name="question") | RunnableLambda(in_run_context, name=graph.get_name())
-            ).with_types(input_type=Question, output_type=graph.get_output_schema())
+            ).with_types(input_type=Question, output_type=Answer)
 
 
 def _readable_steps(updates: Iterator[dict[str, Any]]) -> Iterator[str]:

@@ -97,7 +97,7 @@ def test_schemas_have_no_null_type_and_no_client_configurable(server):
         for node in _schema_nodes(schema):
             assert node.get("type") != "null" and "null" not in (node.get("type") or []), schema
             assert not {"anyOf", "oneOf", "allOf"} & set(node), schema  # the form draws none of them
-    assert set(schemas[1]["$defs"]["InputState"]["properties"]) == {"question", "now"}
+    assert set(schemas[1]["$defs"]["QuestionInput"]["properties"]) == {"question", "now"}
     # a client's configurable keys are not accepted: the run stays the key's tenant
     out = server.client("globex-playground-key").invoke(
         QUESTION, config={"configurable": {"tenant": "acme", "user": "rsh-dev", "data_dir": "/"}})
