@@ -299,25 +299,54 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from context_engine.eval.rag import CLAPNQ_TENANT, clapnq_questions, evaluate_rag, ingest_clapnq, load_questions
+    from context_engine.eval.clapnq import CLAPNQ_ENV
+    from context_engine.eval.rag import (CLAPNQ_TENANT, clapnq_documents, clapnq_questions, evaluate_rag,
+                                        ingest_clapnq, load_questions, write_samples)
     from context_engine.eval.report import summary_table, write_report
 
     if not args.dataset:
-        raise InputError("`eval rag` needs --dataset clapnq|FILE")
-    out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="eval-rag-"))
-    settings = _settings(args)
+        raise InputError("`eval rag` needs --dataset clapnq|FILE (FILE: a RAGAS EvaluationDataset .jsonl/.csv "
+                         "or JSON lines with `question`)")
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"--limit must be at least 1, not {args.limit}")
     if args.half and args.dataset != "clapnq":
         raise InputError("--half is for --dataset clapnq")
+    if args.clapnq and args.dataset != "clapnq":
+        raise InputError("--clapnq is for --dataset clapnq")
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise InputError(f"--out: {args.out} exists and is not a folder")
+    settings = _settings(args)
+    timings: dict[str, Any] = {}  # shown in the info table
     if args.dataset == "clapnq":
-        questions, documents = clapnq_questions()
+        if args.as_user:  # checked before minutes of embedding: ingest_clapnq writes passages, never people
+            raise InputError(f"--as: tenant {CLAPNQ_TENANT} has no people (its passages are public), so "
+                             f"{args.as_user!r} names nobody there; --as is for a --dataset FILE asked of a tenant")
+        root = args.clapnq or os.environ.get(CLAPNQ_ENV)
+        if not root:
+            raise InputError(f"--dataset clapnq needs the CLAP NQ dev folder: pass --clapnq DIR (the folder with "
+                             f"clapnq_dev_answerable.jsonl and clapnq_dev_unanswerable.jsonl) or set ${CLAPNQ_ENV}")
+        try:
+            questions, documents = clapnq_questions(Path(root))
+        except ValueError as exc:
+            raise InputError(f"--clapnq: {exc}") from None
         if args.half:
             from context_engine.eval.clapnq import half_of
 
             questions = [q for q in questions if half_of(q.id) == args.half]
+        if args.limit:
+            # Only the passages of the questions asked: a slice embeds a handful, not the ~600 of the dev set.
+            # (Without --limit the corpus is every passage, --half too, as the published figures were run.)
+            questions = questions[:args.limit]
+            documents = clapnq_documents(questions, documents)
+        out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="eval-rag-"))
         # Its own data dir: the CLAP NQ passages never mix with a real tenant's data.
         settings = settings.with_overrides(data_dir=str(out_dir / "data"), tenant=CLAPNQ_TENANT)
+        started = time.perf_counter()
         with _Progress() as progress:
-            ingest_clapnq(settings, documents, progress=progress)
+            index = ingest_clapnq(settings, documents, progress=progress)
+        timings["ingest and embed (s)"] = round(time.perf_counter() - started, 2)
+        if index:
+            timings["passages embedded (cache hits)"] = f"{index['embedded']} ({index['cache_hits']})"
     else:
         path = Path(args.dataset)
         if not path.is_file():
@@ -325,9 +354,10 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
         try:
             questions = load_questions(path)
         except ValueError as exc:
-            raise InputError(str(exc)) from None
+            raise InputError(f"--dataset: {exc}") from None
+        questions = questions[:args.limit]
         _check_tenant_and_asker(settings)
-    questions = questions[:args.limit]
+        out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="eval-rag-"))
     judge = embeddings = None
     if args.judge:
         from context_engine.models import chat_model
@@ -339,23 +369,39 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
         embeddings = make_embeddings(settings.embedding_model)
     context = {"tenant": settings.tenant, "user": settings.asker, "data_dir": str(settings.data_dir)}
     console = Console(stderr=True)
+    marks = {"ask": None, "score": None}
+    started = time.perf_counter()
+
+    def advance(stage: str) -> None:
+        marks[stage] = time.perf_counter()
+        bar.advance(tasks[stage])
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, disable=not console.is_terminal) as bar:
         tasks = {"ask": bar.add_task("asking the graph", total=len(questions)),
                  "score": bar.add_task("scoring (RAGAS)", total=len(questions))}
-        report = evaluate_rag(questions, context, judge=judge, embeddings=embeddings,
-                              progress=lambda stage: bar.advance(tasks[stage]))
+        report = evaluate_rag(questions, context, judge=judge, embeddings=embeddings, progress=advance)
+    asked = marks["ask"] or started
+    timings["asking the graph (s)"] = round(asked - started, 2)
+    timings["scoring (s)"] = round((marks["score"] or asked) - asked, 2)
+    info = {"dataset": args.dataset, **({"asker": settings.asker} if settings.asker else {}), **report.info}
+    if args.dataset == "clapnq":
+        info["corpus passages"] = len(documents)
+    info.update(timings)
     title = f"eval rag: {args.dataset}" + (f" ({args.half} half)" if args.half else "")
-    files = write_report(out_dir, title=title, metrics=report.metrics, info=report.info,
-                         latencies=report.latencies, items=report.items)
+    rates = {f"decline rate (of {report.info['unanswerable']} unanswerable)": report.info["decline_rate_unanswerable"],
+             f"answer rate (of {report.info['answerable']} answerable)": report.info["answer_rate_answerable"]}
+    files = write_report(out_dir, title=title, metrics=report.metrics, info=info, latencies=report.latencies,
+                         items=report.items, rates=rates)
+    files.update(write_samples(out_dir, report))
     if args.json:
         from context_engine.eval.report import latency_summary
 
-        _print_json({"metrics": report.metrics, "info": report.info, "latency": latency_summary(report.latencies),
+        _print_json({"metrics": report.metrics, "info": info, "latency": latency_summary(report.latencies),
                      "files": files})
     else:
-        Console().print(summary_table(title, report.metrics, report.info, report.latencies))
-        print(f"wrote {files['json']}, {files['markdown']}, {files['chart']}")
+        Console().print(summary_table(title, report.metrics, info, report.latencies))
+        print("wrote " + ", ".join(files.values()))
     return EXIT_OK
 
 
@@ -492,7 +538,7 @@ EXAMPLES = {
   context-engine ingest sample
   context-engine ask "PRs Rashid merged last week" --as rsh-dev
   context-engine ask "why did we switch the session cache to Redis?" --json
-  context-engine eval rag --dataset clapnq --out results/
+  context-engine eval rag --dataset clapnq --clapnq $CONTEXT_ENGINE_EVAL_DATA/clapnq --out results/
 """,
     "ingest": """examples:
   context-engine ingest sample
@@ -516,8 +562,9 @@ EXAMPLES = {
     "eval": """examples:
   context-engine eval structured --questions tests/data/structured_heldout.jsonl --out results/
   context-engine eval retrieval --beir $CONTEXT_ENGINE_EVAL_DATA/scifact --split test --json
-  context-engine eval rag --dataset clapnq --half report --out results/
-  context-engine eval rag --dataset questions.jsonl --judge qwen2.5-coder-1.5b --tenant acme
+  context-engine eval rag --dataset clapnq --clapnq $CONTEXT_ENGINE_EVAL_DATA/clapnq --half report --out results/
+  context-engine eval rag --dataset clapnq --clapnq $CONTEXT_ENGINE_EVAL_DATA/clapnq --limit 10 --out results/
+  context-engine eval rag --dataset ragas.jsonl --tenant acme --as rsh-dev --judge qwen2.5-coder-1.5b
 """,
     "people": """examples:
   context-engine people
@@ -603,12 +650,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("kind", choices=["structured", "retrieval", "rag"], help="structured: execution accuracy against "
                    "gold pipelines; retrieval: nDCG@10, recall@10/100, MRR@10 of bm25, dense, hybrid, reranked, "
                    "default; rag: the graph's answers and contexts scored with RAGAS")
-    p.add_argument("--dataset", help="rag: `clapnq` (the CLAP NQ dev set, ingested as tenant clapnq under --out) or "
-                   "a JSON-lines FILE: question, reference, reference_contexts?, reference_context_ids?, answerable?")
+    p.add_argument("--dataset", help="rag: `clapnq` (the CLAP NQ dev set from --clapnq, ingested as tenant clapnq "
+                   "under --out) or a FILE asked of --tenant: a RAGAS EvaluationDataset as to_jsonl/to_csv write it "
+                   "(user_input, reference?, reference_contexts?, reference_context_ids?; an extra `answerable` is "
+                   "read too), or JSON lines: question, reference, reference_contexts?, reference_context_ids?, "
+                   "answerable?")
+    p.add_argument("--clapnq", metavar="DIR", help="rag, clapnq: the CLAP NQ dev folder (clapnq_dev_answerable.jsonl, "
+                   "clapnq_dev_unanswerable.jsonl); default $CONTEXT_ENGINE_CLAPNQ")
+    p.add_argument("--as", dest="as_user", metavar="ALIAS", help="rag: the asker, as `ask --as` (login, Slack "
+                   "handle, display name): the graph sees what this person may read")
     p.add_argument("--judge", metavar="MODEL", help="rag: an OpenAI-compatible chat model for the LLM metrics "
                    "(faithfulness, answer relevancy, LLM context recall)")
     p.add_argument("--out", metavar="DIR", help="rag, structured: write results.json, results.md and results.png "
-                   "here (rag default: a new temporary directory)")
+                   "here; rag also dataset.jsonl (the filled RAGAS EvaluationDataset), samples.csv and samples.json "
+                   "(per question scores) (rag default: a new temporary directory)")
     p.add_argument("--questions", help="structured: JSON lines: question, now, as, tenant, collection, gold, compare")
     p.add_argument("--beir", metavar="DIR", help="retrieval: a BEIR folder (corpus.jsonl[.gz], queries.jsonl, qrels/)")
     p.add_argument("--split", help="retrieval: the qrels split to score (train, test, ...)")
@@ -616,7 +671,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="offline (default); auto: the LLM where the offline planner is unsure; llm: every question")
     p.add_argument("--half", choices=["tune", "report"], help="rag, clapnq: only the half of the questions the "
                    "answerability judge was tuned on, or only the half it never saw")
-    p.add_argument("--limit", type=int, help="only the first N questions (queries)")
+    p.add_argument("--limit", type=int, help="only the first N questions (queries); rag, clapnq: the corpus is "
+                   "only their passages (ingested and embedded), not the whole dev set's")
     p.set_defaults(func=cmd_eval)
 
     p = add("people", help="the identity directory: each person's accounts across "

@@ -2,14 +2,17 @@
 
 import pytest
 
-from context_engine.eval.clapnq import DATA_DIR, half_of, load_clapnq
+from context_engine.eval.clapnq import half_of, load_clapnq
 
+from conftest import EVAL_DATA
+
+DATA_DIR = EVAL_DATA / "clapnq"  # the data is beside the checkout, never in the package
 pytestmark = pytest.mark.skipif(not (DATA_DIR / "clapnq_dev_answerable.jsonl").exists(), reason="no CLAP NQ data")
 
 
 @pytest.fixture(scope="module")
 def clapnq():
-    return load_clapnq()
+    return load_clapnq(DATA_DIR)
 
 
 def test_the_data_and_the_deterministic_halves(clapnq):

@@ -9,7 +9,7 @@ from context_engine.eval.rag import (CLAPNQ_TENANT, RagQuestion, RagRun, clapnq_
                                      load_questions, score)
 from context_engine.eval.report import write_report
 
-from conftest import needs_clapnq, run_cli
+from conftest import EVAL_DATA, needs_clapnq, run_cli
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -95,7 +95,7 @@ def test_write_report_files(tmp_path):
 
 @needs_clapnq
 def test_clapnq_slice_through_the_graph(tmp_path):
-    questions, documents = clapnq_questions()
+    questions, documents = clapnq_questions(EVAL_DATA / "clapnq")
     questions = questions[:6]
     assert [q.answerable for q in questions] == [True, False] * 3
     # The six questions' passages and some distractors: enough for retrieval to choose, fast to embed.

@@ -13,14 +13,38 @@ references with RAGAS:
 
 Besides: the decline rate on unanswerable questions, the answer rate on answerable ones, and latency.
 
-Datasets: `clapnq` ingests the 600 CLAP NQ dev passages as `documents` of tenant "clapnq" and asks
-its 600 questions, answerable and unanswerable alternating (so `--limit N` is a balanced slice); a
-FILE is JSON lines `{question, reference, reference_contexts?, reference_context_ids?, answerable?}`
-asked of an existing tenant.
+Datasets (RAGAS conventions in and out):
+
+- `clapnq` (read from `--clapnq DIR`): asks the CLAP NQ dev questions, answerable and unanswerable
+  alternating (so `--limit N` is a balanced slice), of tenant "clapnq" whose corpus is every dev
+  passage, or with `--limit N` only the passages of the N questions asked (`clapnq_documents`): about
+  N passages embedded instead of ~600, and fewer distractors, so a slice's context figures are not
+  comparable with a whole run's;
+- a FILE asked of an existing tenant, in any of these forms (`load_questions`):
+  - a RAGAS `EvaluationDataset` as `to_jsonl` writes it (`user_input`, `reference`?,
+    `reference_contexts`?, `reference_context_ids`?; `response` and `retrieved_contexts`, if there, are
+    replaced by the graph's), or as `to_csv` writes it (lists as Python literals), or a JSON array of
+    such samples; an extra `answerable` key/column (true/false) is read too (RAGAS ignores it);
+  - JSON lines `{question, reference?, reference_contexts?, reference_context_ids?, answerable?}`.
+
+What a run writes besides the report (`write_dataset`, `write_samples`):
+
+- `dataset.jsonl`: the filled `EvaluationDataset` (one `SingleTurnSample` per question, `response` and
+  `retrieved_contexts` from the graph, `retrieved_context_ids` beside them), exactly as
+  `EvaluationDataset.to_jsonl` writes it, so `EvaluationDataset.from_jsonl` loads it and RAGAS can
+  re-score it (`ragas.evaluate`, or `metric.single_turn_score` per sample). `retrieved_contexts` are
+  the compressed hits' texts; the two NonLLMContext* metrics of this run split them into sentences
+  first (the CLAP NQ reference contexts are sentences), so only those two may differ when re-scored;
+- `samples.csv` / `samples.json`: one row per question: id, user_input, response, retrieved_contexts,
+  retrieved_context_ids, reference, reference_contexts, answerable, declined, route, latency (seconds)
+  and every metric (empty / null where the metric does not apply or had no verdict). Lists are JSON
+  in the CSV.
 """
 
 from __future__ import annotations
 
+import ast
+import csv
 import json
 import os
 import re
@@ -34,8 +58,9 @@ from typing import Any, Callable, Sequence
 
 from context_engine.text import split_sentences
 
-__all__ = ["RagQuestion", "RagRun", "RagReport", "CLAPNQ_TENANT", "clapnq_questions", "ingest_clapnq",
-           "load_questions", "run_question", "score", "evaluate_rag"]
+__all__ = ["RagQuestion", "RagRun", "RagReport", "CLAPNQ_TENANT", "clapnq_questions", "clapnq_documents",
+           "ingest_clapnq", "load_questions", "run_question", "score", "evaluate_rag", "to_evaluation_dataset",
+           "write_dataset", "sample_rows", "write_samples"]
 
 CLAPNQ_TENANT = "clapnq"
 
@@ -51,6 +76,7 @@ class RagQuestion:
     reference_context_ids: list[str] = field(default_factory=list)
     answerable: bool | None = None               # None: not known
     id: str = ""
+    passage_ids: list[str] = field(default_factory=list)  # clapnq: the corpus passages the question was asked of
 
 
 @dataclass
@@ -72,15 +98,20 @@ class RagReport:
     info: dict[str, Any]
     latencies: list[float]
     items: list[dict[str, Any]]
+    questions: list[RagQuestion] = field(default_factory=list)
+    runs: list[RagRun] = field(default_factory=list)
 
 
-def clapnq_questions(root: Path | None = None) -> tuple[list[RagQuestion], list[dict[str, Any]]]:
-    """(questions, documents to ingest): answerable and unanswerable questions alternating."""
-    from context_engine.eval.clapnq import DATA_DIR, load_clapnq
+def clapnq_questions(root: Path) -> tuple[list[RagQuestion], list[dict[str, Any]]]:
+    """(questions, documents): answerable and unanswerable questions alternating, and every passage as a
+    document to ingest (`clapnq_documents` keeps those of the questions asked). `root` is the CLAP NQ
+    dev folder; raises ValueError when it is not one."""
+    from context_engine.eval.clapnq import load_clapnq
 
-    questions, passages = load_clapnq(root or DATA_DIR)
+    questions, passages = load_clapnq(Path(root))
     converted = [RagQuestion(q.question, q.answers[0] if q.answers else None, q.reference_contexts,
-                             [q.passage_id] if q.answerable else [], q.answerable, q.id) for q in questions]
+                             [q.passage_id] if q.answerable else [], q.answerable, q.id, [q.passage_id])
+                 for q in questions]
     answerable = [q for q in converted if q.answerable]
     unanswerable = [q for q in converted if not q.answerable]
     alternating = [q for q in chain.from_iterable(zip_longest(answerable, unanswerable)) if q is not None]
@@ -89,31 +120,157 @@ def clapnq_questions(root: Path | None = None) -> tuple[list[RagQuestion], list[
     return alternating, documents
 
 
-def ingest_clapnq(settings, documents: list[dict[str, Any]], progress=None) -> None:
-    """Write the passages as `documents` of tenant "clapnq" and index them (unchanged ones stay as they are)."""
+def clapnq_documents(questions: Sequence[RagQuestion], documents: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The documents the questions were asked of (answerable or not), in corpus order: the corpus of a
+    `--limit`/`--half` run, so nothing else is embedded."""
+    wanted = {pid for q in questions for pid in q.passage_ids}
+    return [d for d in documents if d["doc_id"] in wanted]
+
+
+def ingest_clapnq(settings, documents: list[dict[str, Any]], progress=None) -> dict[str, Any] | None:
+    """Make the passages the `documents` of tenant "clapnq" and index them: unchanged ones stay as they
+    are (their embeddings too), and passages of an earlier run into the same data dir that are not
+    among these are removed, so the corpus is exactly `documents`. Returns the index sync's report
+    (chunks, embedded, cache_hits, ...) as `IngestReport.to_json` gives it."""
     from context_engine.ingest import ingest
 
     # CLAP NQ is public Wikipedia text: the whole (evaluation) tenant may read it.
-    ingest(settings.with_overrides(tenant=CLAPNQ_TENANT), {CLAPNQ_TENANT: {"documents": documents}}, progress=progress,
-           public=True)
+    documents = [{**d, "source": CLAPNQ_TENANT} for d in documents]
+    (report,) = ingest(settings.with_overrides(tenant=CLAPNQ_TENANT), {CLAPNQ_TENANT: {"documents": documents}},
+                       progress=progress, public=True, prune=True)
+    return report.to_json()["index"]
+
+
+_RAGAS_LISTS = ("retrieved_contexts", "reference_contexts", "retrieved_context_ids", "reference_context_ids",
+                "multi_responses")
+
+
+def _bool(value: Any, where: str) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("", "none", "null"):
+        return None
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValueError(f"{where}: `answerable` must be true or false, not {value!r}")
+
+
+def _from_ragas(row: dict[str, Any], where: str, number: int) -> RagQuestion:
+    """A RAGAS SingleTurnSample (validated by RAGAS itself) as a question; `answerable` and `id` are extras."""
+    from pydantic import ValidationError
+    from ragas.dataset_schema import SingleTurnSample
+
+    if isinstance(row.get("user_input"), list):
+        raise ValueError(f"{where}: a multi-turn sample (user_input is a list of messages); only single-turn "
+                         "samples can be asked")
+    fields = {k: v for k, v in row.items() if k in SingleTurnSample.model_fields}
+    try:
+        sample = SingleTurnSample(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValueError(f"{where}: not a RAGAS SingleTurnSample: {'.'.join(map(str, first['loc']))}: "
+                         f"{first['msg']}") from None
+    question = (sample.user_input or "").strip()
+    if not question:
+        raise ValueError(f"{where}: `user_input` is empty")
+    return RagQuestion(question, sample.reference or None, list(sample.reference_contexts or []),
+                       [str(i) for i in sample.reference_context_ids or []], _bool(row.get("answerable"), where),
+                       str(row.get("id") or number))
+
+
+def _from_legacy(row: dict[str, Any], where: str, number: int) -> RagQuestion:
+    question = str(row["question"]).strip()
+    if not question:
+        raise ValueError(f"{where}: the question is empty")
+    contexts, ids = row.get("reference_contexts") or [], row.get("reference_context_ids") or []
+    if not isinstance(contexts, list) or not isinstance(ids, list):
+        raise ValueError(f"{where}: `reference_contexts` and `reference_context_ids` must be lists")
+    return RagQuestion(question, row.get("reference"), [str(c) for c in contexts], [str(i) for i in ids],
+                       _bool(row.get("answerable"), where), str(row.get("id", number)))
+
+
+def _from_row(row: Any, where: str, number: int) -> RagQuestion:
+    if isinstance(row, dict) and "user_input" in row:
+        return _from_ragas(row, where, number)
+    if isinstance(row, dict) and "question" in row:
+        return _from_legacy(row, where, number)
+    raise ValueError(f"{where}: expected a JSON object with `user_input` (a RAGAS sample) or `question`")
+
+
+def _csv_cell(name: str, value: str, where: str) -> Any:
+    """A cell of `EvaluationDataset.to_csv`: lists are written as Python literals (`['a', 'b']`), JSON
+    arrays are read too; an empty cell is a missing value."""
+    if value is None or value == "":
+        return None
+    if name not in _RAGAS_LISTS:
+        return value
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        try:
+            parsed = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            raise ValueError(f"{where}: `{name}` is not a list ({value[:60]!r})") from None
+    if not isinstance(parsed, list):
+        raise ValueError(f"{where}: `{name}` is not a list ({value[:60]!r})")
+    return parsed
+
+
+def _read_csv(path: Path) -> list[RagQuestion]:
+    csv.field_size_limit(1 << 30)  # a cell holds whole retrieved contexts
+    with open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        if not reader.fieldnames or ("user_input" not in reader.fieldnames and "question" not in reader.fieldnames):
+            raise ValueError(f"{path}: a CSV dataset needs a `user_input` column (as EvaluationDataset.to_csv "
+                             "writes it)")
+        questions = []
+        for number, row in enumerate(reader, 1):
+            where = f"{path}:{number + 1}"  # the header is line 1
+            if None in row:
+                raise ValueError(f"{where}: more cells than columns")
+            row = {k: _csv_cell(k, v, where) for k, v in row.items()}
+            if row.get("user_input") is None and "question" in row:
+                row["user_input"] = row.pop("question")
+            row["user_input"] = row.get("user_input") or ""
+            questions.append(_from_ragas(row, where, number))
+    return questions
 
 
 def load_questions(path: Path) -> list[RagQuestion]:
-    """A JSON-lines question file; raises ValueError naming the first bad line."""
-    questions = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    """The questions of a dataset FILE: a RAGAS EvaluationDataset (JSONL, CSV or a JSON array of samples)
+    or JSON lines `{question, ...}` (see the module doc). Raises ValueError naming the first bad line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if path.suffix.lower() == ".csv":
+        questions = _read_csv(path)
+    elif text.lstrip().startswith("["):
         try:
-            row = json.loads(line)
-            question = str(row["question"]).strip()
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ValueError(f"{path}:{number}: expected a JSON object with `question` ({exc})") from None
-        if not question:
-            raise ValueError(f"{path}:{number}: the question is empty")
-        questions.append(RagQuestion(question, row.get("reference"), list(row.get("reference_contexts") or []),
-                                     [str(i) for i in row.get("reference_context_ids") or []],
-                                     row.get("answerable"), str(row.get("id", number))))
+            rows = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not a JSON array of samples ({exc.msg} at line {exc.lineno})") from None
+        questions = [_from_row(row, f"{path}: sample {number}", number) for number, row in enumerate(rows, 1)]
+    else:
+        questions = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{where}: expected a JSON object with `user_input` or `question` ({exc})") from None
+            try:
+                questions.append(_from_row(row, where, number))
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise ValueError(f"{where}: expected a JSON object with `user_input` or `question` ({exc!r})") from None
+    if not questions:
+        raise ValueError(f"{path}: no questions in it")
     return questions
 
 
@@ -245,13 +402,15 @@ def score(questions: Sequence[RagQuestion], runs: Sequence[RagRun], *, judge=Non
     info = {"questions": len(runs), "answerable": len(answerable), "unanswerable": len(unanswerable),
             "decline_rate_unanswerable": mean([float(r.declined) for r in unanswerable]),
             "answer_rate_answerable": mean([float(not r.declined) for r in answerable]),
+            # neither an answer nor a decline: a defect of the graph, never a good outcome
+            "empty answers (not declined)": sum(1 for r in runs if not r.declined and not r.answer.strip()),
             "routes": ", ".join(f"{route} {n}" for route, n in sorted(Counter(r.route for r in runs).items())),
             "judge": "yes" if judge is not None else "none (offline metrics only)"}
     info.update({f"{name} (scored)": len(values) for name, values in scores.items()})
     info.update({f"{name} (no verdict)": n for name, n in failures.items()})
     info.update({f"{name} (unavailable)": why for name, why in unavailable.items()})
     return RagReport({name: mean(values) for name, values in scores.items()}, info,
-                     [r.seconds for r in runs], items)
+                     [r.seconds for r in runs], items, list(questions), list(runs))
 
 
 def evaluate_rag(questions: Sequence[RagQuestion], context: dict[str, Any], *, judge=None, embeddings=None,
@@ -265,3 +424,66 @@ def evaluate_rag(questions: Sequence[RagQuestion], context: dict[str, Any], *, j
             progress("ask")
     return score(questions, runs, judge=judge, embeddings=embeddings,
                  progress=(lambda: progress("score")) if progress else None)
+
+
+def to_evaluation_dataset(questions: Sequence[RagQuestion], runs: Sequence[RagRun]):
+    """The filled RAGAS `EvaluationDataset`: per question the graph's `response` and `retrieved_contexts`
+    (the compressed hits it answered from) with their `retrieved_context_ids`, beside the references."""
+    from ragas import EvaluationDataset
+    from ragas.dataset_schema import SingleTurnSample
+
+    return EvaluationDataset(samples=[
+        SingleTurnSample(user_input=q.question, retrieved_contexts=[hit.get("text", "") for hit in run.contexts],
+                         retrieved_context_ids=run.context_ids, response=run.answer, reference=q.reference,
+                         reference_contexts=q.reference_contexts or None,
+                         reference_context_ids=q.reference_context_ids or None)
+        for q, run in zip(questions, runs)])
+
+
+def write_dataset(path: Path, dataset) -> Path:
+    """`dataset` as `EvaluationDataset.to_jsonl` writes it (one sample per line, no None fields), but
+    always in UTF-8 whatever the locale."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for row in dataset.to_list() if len(dataset) else []:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
+
+
+def sample_rows(report: RagReport) -> list[dict[str, Any]]:
+    """One row per question: what was asked and answered, and every metric of the run (None where it
+    does not apply to that question or the judge gave no verdict)."""
+    rows = []
+    for q, run, item in zip(report.questions, report.runs, report.items):
+        rows.append({"id": q.id, "user_input": q.question, "response": run.answer,
+                     "retrieved_contexts": [hit.get("text", "") for hit in run.contexts],
+                     "retrieved_context_ids": run.context_ids, "reference": q.reference,
+                     "reference_contexts": q.reference_contexts, "answerable": q.answerable,
+                     "declined": run.declined, "route": run.route, "latency": round(run.seconds, 4),
+                     **{name: item["scores"].get(name) for name in report.metrics}})
+    return rows
+
+
+def write_samples(out_dir: Path, report: RagReport) -> dict[str, str]:
+    """Write dataset.jsonl (the filled EvaluationDataset), samples.csv and samples.json into `out_dir`;
+    returns their paths by kind."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"dataset": out_dir / "dataset.jsonl", "samples_csv": out_dir / "samples.csv",
+             "samples_json": out_dir / "samples.json"}
+    write_dataset(paths["dataset"], to_evaluation_dataset(report.questions, report.runs))
+    rows = sample_rows(report)
+    paths["samples_json"].write_text(json.dumps(rows, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    columns = list(rows[0]) if rows else ["id", "user_input", "response", "retrieved_contexts", "reference",
+                                          "answerable", "declined", "latency", *report.metrics]
+
+    def cell(value: Any) -> Any:
+        if isinstance(value, (list, dict)):
+            return json.dumps(value, ensure_ascii=False)
+        return "" if value is None else value
+
+    with open(paths["samples_csv"], "w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: cell(v) for k, v in row.items()})
+    return {kind: str(path) for kind, path in paths.items()}

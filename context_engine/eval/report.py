@@ -3,7 +3,9 @@ bars and the latency distribution), plus the summary table printed in the termin
 
 An eval hands over `metrics` (name -> score in [0, 1], or None when nothing could be scored), `info`
 (counts and settings, shown as they are), the per-question latencies in seconds and the per-question
-rows (JSON only).
+rows (JSON only); optionally `rates` (name -> share in [0, 1] or None), drawn in the chart as bars of
+their own colour below the metrics (`eval rag`: the decline rate on unanswerable questions and the
+answer rate on answerable ones).
 """
 
 from __future__ import annotations
@@ -44,22 +46,35 @@ def _markdown(title: str, metrics: dict[str, float | None], info: dict[str, Any]
     return "\n".join(lines) + "\n"
 
 
-def _chart(path: Path, title: str, metrics: dict[str, float | None], latencies: Sequence[float]) -> None:
+def _chart(path: Path, title: str, metrics: dict[str, float | None], latencies: Sequence[float],
+           rates: dict[str, float | None] | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display on a server or in CI
     import matplotlib.pyplot as plt
 
     scored = {name: value for name, value in metrics.items() if value is not None}
-    fig, (bars, hist) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [2, 1]})
-    bars.barh(list(scored), list(scored.values()), color="#4c72b0")
+    rates = rates or {}
+    labels = list(scored) + list(rates)
+    values = list(scored.values()) + [value or 0.0 for value in rates.values()]
+    colors = ["#4c72b0"] * len(scored) + ["#55a868"] * len(rates)
+    fig, (bars, hist) = plt.subplots(1, 2, figsize=(13, max(5, 0.32 * len(labels) + 1.5)),
+                                     gridspec_kw={"width_ratios": [2, 1]})
+    bars.barh(range(len(labels)), values, color=colors)
+    bars.set_yticks(range(len(labels)), labels)
     bars.invert_yaxis()
     bars.set_xlim(0, 1)
-    bars.set_xlabel("score")
-    for i, value in enumerate(scored.values()):
+    bars.set_xlabel("score / rate")
+    shown = list(scored.values()) + list(rates.values())
+    for i, value in enumerate(shown):
+        if value is None:  # e.g. a decline rate without unanswerable questions
+            bars.text(0.01, i, "n/a (no such questions)", va="center", ha="left", color="gray")
+            continue
         inside = value > 0.85  # no room right of a long bar: write inside it
         bars.text(value - 0.01 if inside else value + 0.01, i, f"{value:.3f}", va="center",
                   ha="right" if inside else "left", color="white" if inside else "black")
+    if scored and rates:  # the rates below a dashed line, in their own colour
+        bars.axhline(len(scored) - 0.5, color="gray", linewidth=0.8, linestyle="--")
     bars.set_title(title)
     hist.hist(latencies, bins=min(30, max(5, len(latencies) // 5)), color="#dd8452")
     hist.set_xlabel("seconds per question")
@@ -71,8 +86,10 @@ def _chart(path: Path, title: str, metrics: dict[str, float | None], latencies: 
 
 
 def write_report(out_dir: Path, *, title: str, metrics: dict[str, float | None], info: dict[str, Any],
-                 latencies: Sequence[float], items: list[dict[str, Any]]) -> dict[str, str]:
-    """Write results.json, results.md and results.png into `out_dir`; returns their paths by kind."""
+                 latencies: Sequence[float], items: list[dict[str, Any]],
+                 rates: dict[str, float | None] | None = None) -> dict[str, str]:
+    """Write results.json, results.md and results.png into `out_dir`; returns their paths by kind.
+    `rates` are drawn in the chart beside the metrics (they belong in `info` too, for the tables)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     latency = latency_summary(latencies)
     paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md", "chart": out_dir / "results.png"}
@@ -80,7 +97,7 @@ def write_report(out_dir: Path, *, title: str, metrics: dict[str, float | None],
                                          "items": items}, ensure_ascii=False, indent=2, default=str) + "\n",
                              encoding="utf-8")
     paths["markdown"].write_text(_markdown(title, metrics, info, latency), encoding="utf-8")
-    _chart(paths["chart"], title, metrics, latencies)
+    _chart(paths["chart"], title, metrics, latencies, rates)
     return {kind: str(path) for kind, path in paths.items()}
 
 
