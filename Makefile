@@ -53,7 +53,7 @@ bench-embed: install
 
 # LangGraph Studio's local API on the demo corpus, offline: no analytics, no PyPI version check, no tracing.
 # The Studio page itself is hosted online; the API (and langgraph_sdk) work without it.
-STUDIO_PORT ?= 2024
+STUDIO_PORT ?= 2025
 studio: install
 	$(BIN)/context-engine ingest sample --data-dir $(DEMO_DIR)
 	LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true LANGSMITH_TRACING=false \
