@@ -85,8 +85,9 @@ def test_invoke_answers_with_the_keys_tenant_and_asker(server):
 def test_schemas_batch_and_stream_are_served(server):
     headers = {"Authorization": "Bearer acme-key"}
     schema = httpx.get(f"{server.url}/context/input_schema", headers=headers).json()
-    assert set(schema["$defs"]["InputState"]["properties"]) == {"question", "now"}
-    assert "answer" in httpx.get(f"{server.url}/context/output_schema", headers=headers).json()["properties"]
+    assert set(schema["$defs"]["QuestionInput"]["properties"]) == {"question", "now"}
+    output = httpx.get(f"{server.url}/context/output_schema", headers=headers).json()
+    assert "answer" in output["$defs"]["Answer"]["properties"]
     client = server.client("acme-key")
     counts = client.batch([{"question": "how many open PRs are there?", "now": NOW}] * 2)
     assert counts[0]["records"] == counts[1]["records"] and counts[0]["records"][0]["count"] > 0
