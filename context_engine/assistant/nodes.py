@@ -215,6 +215,9 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         answer = generate_answer(llm, question, structured=structured, contexts=contexts, chain=chain)
     else:
         answer = compose_answer(question, structured=structured, contexts=contexts, chain=chain, declined=declined)
+    if not answer.text.strip() and not declined:  # nothing in the contexts could be said: that is a decline
+        declined = True
+        answer = compose_answer(question, structured=structured, contexts=contexts, chain=None, declined=True)
     semantic = state.get("semantic", {})
     queries = (structured["queries"] if structured else []) + [
         {"collection": "semantic index", "search": state.get("search_query") or question,
