@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import sqlite3
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -113,6 +114,10 @@ class DocumentStore:
         self.generation = file.generation() if file else 0  # the committed state this process holds
         self.revision = 0  # bumped on every write: derived indexes (BM25 for $text) rebuild on change
         self._pending: dict[tuple[str, str], dict[str, Any] | None] = {}  # written, not yet committed
+        # The embedded store reads a collection's rows on its first use: a question about pull requests
+        # never pays for parsing every Slack message (most of `ask`'s cold start on a large store).
+        self._unread: set[str] = set(COLLECTIONS) if file is not None else set()
+        self._read_lock = threading.Lock()
 
     def stale(self) -> bool:
         """Another process committed since this store was loaded."""
@@ -121,7 +126,23 @@ class DocumentStore:
     def collection(self, name: str) -> Any:
         if name not in COLLECTIONS:
             raise StoreError(f"unknown collection {name!r}; known: {', '.join(COLLECTIONS)}")
+        if name in self._unread:
+            self._read(name)
         return self.db[name]
+
+    def _read(self, name: str) -> None:
+        with self._read_lock:
+            if name not in self._unread:
+                return
+            # Straight into mongomock's ordered document map: `insert_many` would re-validate and
+            # deep-copy every record (seconds for a 10k-record store); these are the committed rows.
+            documents = self.db[name]._store._documents
+            try:
+                for doc in self.file.read(name):
+                    documents[doc["_id"]] = doc
+            except (sqlite3.Error, ValueError) as exc:
+                raise StoreError(f"cannot read the store {self.file.path}: {exc}") from None
+            self._unread.discard(name)
 
     def find_refs(self, name: str, scope: dict[str, Any], refs: Iterable[str]) -> list[dict[str, Any]]:
         """The records of `refs` (within `scope["tenant_id"]`) that match `scope`, in `refs` order.
@@ -148,8 +169,10 @@ class DocumentStore:
         return self.collection(name).count_documents({"tenant_id": tenant})
 
     def tenants(self) -> list[str]:
-        found: set[str] = set()
+        found: set[str] = set(self.file.tenants()) if self.file is not None else set()
         for name in COLLECTIONS:
+            if name in self._unread:
+                continue  # its committed rows' tenants are in `found` already
             if self.embedded:  # mongomock's distinct copies every document first: read the map directly
                 values = (doc.get("tenant_id") for doc in self.collection(name)._store._documents.values())
             else:
@@ -262,12 +285,6 @@ def open_store(settings: Settings) -> DocumentStore:
                          f"(unpickling runs code): delete {settings.data_dir / LEGACY_SNAPSHOTS} and ingest again")
     try:
         file = StoreFile(path, create=True)
-        for name in COLLECTIONS:
-            # Straight into mongomock's ordered document map: `insert_many` would re-validate and
-            # deep-copy every record (seconds for a 10k-record store); these are the committed rows.
-            documents = db[name]._store._documents
-            for doc in file.read(name):
-                documents[doc["_id"]] = doc
     except (sqlite3.Error, ValueError) as exc:
         raise StoreError(f"cannot read the store {path}: {exc}") from None
     return DocumentStore(db, settings.data_dir, embedded=True, file=file)

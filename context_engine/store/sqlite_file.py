@@ -71,6 +71,7 @@ class StoreFile:
     """One connection to `<data-dir>/store.sqlite`."""
 
     def __init__(self, path: Path, create: bool):
+        self.path = path
         if create:
             path.parent.mkdir(parents=True, exist_ok=True)
         # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE ... COMMIT)
@@ -88,6 +89,11 @@ class StoreFile:
         """Bumped by every commit: readers compare it to what they loaded."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         return int(row[0]) if row else 0
+
+    def tenants(self) -> list[str]:
+        """Every tenant with a committed record (SQLite reads the JSON: no row is parsed in Python)."""
+        rows = self.conn.execute("SELECT DISTINCT json_extract(body, '$.tenant_id') FROM docs")
+        return [t for (t,) in rows if isinstance(t, str)]
 
     def read(self, coll: str) -> Iterator[dict[str, Any]]:
         for (body,) in self.conn.execute("SELECT body FROM docs WHERE coll = ? ORDER BY seq", (coll,)):
