@@ -12,6 +12,7 @@ export CONTEXT_ENGINE_EVAL_DATA ?= $(EVAL_DATA)
 
 .PHONY: install demo test test-llm bench bench-embed load clean studio
 
+# .[dev]: the core, the server, eval and studio extras, and the test tools (see pyproject.toml).
 $(BIN)/context-engine: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
@@ -63,4 +64,4 @@ load: install
 	$(BIN)/python -m context_engine.eval.load --clients 8 --seconds 60
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache build

@@ -405,13 +405,27 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _missing_extra(command: str, extra: str, *modules: str) -> bool:
+    """True, after one line on stderr, when a module of an optional extra is not installed."""
+    import importlib.util
+
+    if all(importlib.util.find_spec(module) is not None for module in modules):
+        return False
+    print(f"context-engine {command} needs the {extra} extra: pip install 'context-engine[{extra}]'", file=sys.stderr)
+    return True
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from context_engine.eval.structured import evaluate
 
     if args.kind == "retrieval":
         return cmd_eval_retrieval(args)
     if args.kind == "rag":
+        if _missing_extra("eval rag", "eval", "ragas", "matplotlib"):
+            return EXIT_INPUT
         return cmd_eval_rag(args)
+    if args.out and _missing_extra("eval structured --out", "eval", "matplotlib"):  # the report's chart
+        return EXIT_INPUT
     if not args.questions:
         raise InputError("`eval structured` needs --questions FILE")
     path = Path(args.questions)
@@ -448,6 +462,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    if _missing_extra("serve", "server", "fastapi", "langserve", "sse_starlette", "uvicorn"):
+        return EXIT_INPUT
     import uvicorn
 
     from context_engine.server import create_app, load_keys
@@ -503,6 +519,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    if _missing_extra("mcp", "server", "mcp", *(("uvicorn",) if args.http else ())):
+        return EXIT_INPUT
     settings = _settings(args)
     if not args.http:
         from context_engine.mcp_server import build_server
