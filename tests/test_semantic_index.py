@@ -113,7 +113,7 @@ def test_failed_sync_leaves_the_previous_index_usable(tmp_path, embed_cache, mon
     def disk_full(*_args, **_kwargs):
         raise OSError("No space left on device")
 
-    monkeypatch.setattr(index_module, "_save_bm25", disk_full)
+    monkeypatch.setattr(index_module.BM25Index, "save", disk_full)
     with pytest.raises(OSError, match="No space"):
         sync_index(store, "t1", settings)
     index = SemanticIndex.load(settings, "t1", embeddings=query_embeddings)

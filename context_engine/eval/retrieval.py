@@ -30,7 +30,6 @@ import hashlib
 import itertools
 import json
 import os
-import pickle
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -130,11 +129,10 @@ def open_beir_index(root: Path, settings: Settings, progress: Progress | None = 
               for chunk in chunk_document(str(doc["_id"]), doc.get("title"), doc.get("text", ""), tenant="beir", acl=[PUBLIC])]
     embeddings = CachedEmbeddings(make_embeddings(settings.embedding_model), EmbeddingCache(settings.embedding_cache_path))
     directory = settings.data_dir / "beir" / f"{root.resolve().name}-{_fingerprint(embeddings.name, chunks)}"
-    bm25_path, dense_path = directory / "bm25.pickle", directory / "dense"
+    bm25_path, dense_path = directory / "bm25.npz", directory / "dense"
     if bm25_path.is_file() and (dense_path / "meta.json").is_file():
         say(f"loading the indexes of {len(chunks):,} chunks from {directory}")
-        with open(bm25_path, "rb") as fh:
-            bm25 = pickle.load(fh)
+        bm25 = BM25Index.load(bm25_path, [c.id for c in chunks])
         dense = DenseIndex.load(dense_path)
     else:
         directory.mkdir(parents=True, exist_ok=True)
@@ -148,9 +146,8 @@ def open_beir_index(root: Path, settings: Settings, progress: Progress | None = 
         dense.add([c.id for c in chunks], vectors)
         dense.save(dense_path)
         # The BM25 file is written last and atomically: its presence marks a complete index.
-        tmp = bm25_path.with_suffix(f".tmp-{os.getpid()}")
-        with open(tmp, "wb") as fh:
-            pickle.dump(bm25, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp = bm25_path.with_name(f"bm25.tmp-{os.getpid()}.npz")
+        bm25.save(tmp)
         os.replace(tmp, bm25_path)
     return BeirIndex({c.id: c for c in chunks}, bm25, dense, embeddings,
                      EmbeddingCache(directory / "queries.sqlite"), directory)

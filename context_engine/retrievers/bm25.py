@@ -18,6 +18,8 @@ scores agree to the last bit or within float noise. `idf="lucene"` selects log(1
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -40,6 +42,35 @@ class BM25Index:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    # ----------------------------------------------------------------------------------- files
+    def save(self, path: Path) -> None:
+        """The weight matrix (CSC arrays), idf, vocabulary and parameters as one .npz: numbers, never
+        pickles, so loading an index is reading data. Written and fsynced; callers rename it into place."""
+        matrix = self.matrix
+        # The vocabulary as one newline-joined UTF-8 buffer (tokens never contain a newline): a numpy
+        # string array would pad every term to the longest one.
+        vocab = "\n".join(sorted(self.vocab, key=self.vocab.__getitem__)).encode("utf-8")
+        with open(path, "wb") as fh:
+            np.savez(fh, data=matrix.data, indices=matrix.indices, indptr=matrix.indptr,
+                     shape=np.array(matrix.shape, dtype=np.int64), idf=self.idf,
+                     vocab=np.frombuffer(vocab, dtype=np.uint8), params=np.array([self.k1, self.b, self.avgdl]))
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    @classmethod
+    def load(cls, path: Path, ids: list[str]) -> "BM25Index":
+        """An index `save` wrote; `ids` are the documents in fit order (kept beside it by the caller)."""
+        with np.load(path, allow_pickle=False) as arrays:
+            k1, b, avgdl = arrays["params"].tolist()
+            bm25 = cls(k1=k1, b=b, idf="lucene")
+            bm25.matrix = sparse.csc_matrix((arrays["data"], arrays["indices"], arrays["indptr"]),
+                                            shape=tuple(arrays["shape"].tolist()))
+            terms = arrays["vocab"].tobytes().decode("utf-8")
+            bm25.vocab = {term: i for i, term in enumerate(terms.split("\n"))} if terms else {}
+            bm25.idf = arrays["idf"]
+        bm25.ids, bm25.avgdl = ids, avgdl
+        return bm25
 
     # ----------------------------------------------------------------------------------- build
     def fit(self, ids: Sequence[str], texts: Iterable[str]) -> "BM25Index":

@@ -37,7 +37,6 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 from langchain_core.documents import Document
-from scipy import sparse
 
 from context_engine.access import PUBLIC
 from context_engine.config import Settings, check_tenant
@@ -131,7 +130,7 @@ def index_status(settings: Settings, tenant: str) -> dict[str, Any] | None:
             manifest = json.load(fh)
     except (OSError, ValueError):
         return {"generation": gen.name, "damaged": True}
-    status = {k: manifest.get(k) for k in ("generation", "chunks", "pending", "model", "built_at")}
+    status = {k: manifest.get(k) for k in ("generation", "chunks", "pending", "model", "built_at", "store_generation")}
     try:
         with open(index_dir(settings, tenant) / PROGRESS_FILE, encoding="utf-8") as fh:
             done = json.load(fh)
@@ -158,32 +157,6 @@ def _write_json(path: Path, data: Any) -> None:
         os.fsync(fh.fileno())
 
 
-def _save_bm25(path: Path, bm25: BM25Index) -> None:
-    matrix = bm25.matrix
-    # The vocabulary as one newline-joined UTF-8 buffer (tokens never contain a newline): a numpy
-    # string array would pad every term to the longest one.
-    vocab = "\n".join(sorted(bm25.vocab, key=bm25.vocab.__getitem__)).encode("utf-8")
-    with open(path, "wb") as fh:
-        np.savez(fh, data=matrix.data, indices=matrix.indices, indptr=matrix.indptr,
-                 shape=np.array(matrix.shape, dtype=np.int64), idf=bm25.idf,
-                 vocab=np.frombuffer(vocab, dtype=np.uint8), params=np.array([bm25.k1, bm25.b, bm25.avgdl]))
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _load_bm25(path: Path, ids: list[str]) -> BM25Index:
-    with np.load(path, allow_pickle=False) as arrays:
-        k1, b, avgdl = arrays["params"].tolist()
-        bm25 = BM25Index(k1=k1, b=b, idf="lucene")
-        bm25.matrix = sparse.csc_matrix((arrays["data"], arrays["indices"], arrays["indptr"]),
-                                        shape=tuple(arrays["shape"].tolist()))
-        terms = arrays["vocab"].tobytes().decode("utf-8")
-        bm25.vocab = {term: i for i, term in enumerate(terms.split("\n"))} if terms else {}
-        bm25.idf = arrays["idf"]
-    bm25.ids, bm25.avgdl = ids, avgdl
-    return bm25
-
-
 def _write_generation(root: Path, rows: list[dict[str, Any]], bm25: BM25Index, dense: DenseIndex,
                       manifest: dict[str, Any]) -> str:
     """Write a complete generation, then switch CURRENT to it; returns its name."""
@@ -195,7 +168,7 @@ def _write_generation(root: Path, rows: list[dict[str, Any]], bm25: BM25Index, d
     tmp.mkdir()
     try:
         _write_json(tmp / "chunks.json", [{k: v for k, v in r.items() if k != "_search_text"} for r in rows])
-        _save_bm25(tmp / "bm25.npz", bm25)
+        bm25.save(tmp / "bm25.npz")
         dense.save(tmp / "dense")
         _write_json(tmp / "manifest.json", {**manifest, "generation": name})
         os.rename(tmp, root / name)
@@ -279,7 +252,7 @@ class SemanticIndex:
                              f"not {embeddings.name!r}: re-run `context-engine ingest` to rebuild it")
         with open(gen / "chunks.json", encoding="utf-8") as fh:
             rows = json.load(fh)
-        bm25 = _load_bm25(gen / "bm25.npz", [row["id"] for row in rows])
+        bm25 = BM25Index.load(gen / "bm25.npz", [row["id"] for row in rows])
         return cls(tenant, rows, bm25, DenseIndex.load(gen / "dense"), manifest, embeddings)
 
     # -------------------------------------------------------------------------- access
@@ -332,13 +305,15 @@ class SemanticIndex:
 
 
 # ------------------------------------------------------------------------------ sync
-def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progress: Progress | None = None) -> SyncReport:
+def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progress: Progress | None = None,
+                store_generation: int = 0) -> SyncReport:
     """Make the tenant's persisted index hold exactly `chunks` (all of the tenant's chunks).
 
     Chunks are matched to the live generation by id: new ones are added, vanished ones deleted, and
     changed ones (any field) replaced; only texts that are new to the dense index are embedded,
     through the embedding cache at `settings.embedding_cache_path`. When nothing changed, nothing
     is written. A different `settings.embedding_model` than the live index's re-embeds everything.
+    `store_generation` (the store commit the chunks were read at) is recorded in the manifest.
     """
     started = time.perf_counter()
     report = SyncReport(tenant)
@@ -385,7 +360,8 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
         # already has goes live first; the embedded one replaces it. A killed embedding loses nothing:
         # each embedded batch is in the embedding cache.
         _write_generation(root, rows, _fit_bm25(rows), dense, {**_manifest(tenant, model, dense, rows, report),
-                                                                 "pending": len(to_embed)})
+                                                                 "pending": len(to_embed),
+                                                                 "store_generation": store_generation})
     if to_embed:
         if progress:
             progress(f"{tenant}: chunks to embed", len(to_embed))
@@ -408,7 +384,8 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
         dense.add([r["id"] for r in to_embed], vectors)
         report.embedded, report.cache_hits = embedder.misses, embedder.hits
     report.generation = _write_generation(root, rows, _fit_bm25(rows), dense,
-                                          _manifest(tenant, model, dense, rows, report))
+                                          {**_manifest(tenant, model, dense, rows, report),
+                                           "store_generation": store_generation})
     report.seconds = time.perf_counter() - started
     return report
 
@@ -435,4 +412,4 @@ def sync_index(store: Any, tenant: str, settings: Settings, progress: Progress |
         chunks.extend(chunk_collection(name, records, tenant=tenant))
     if progress:
         progress(f"{tenant}: chunks", len(chunks))
-    return sync_chunks(settings, tenant, chunks, progress)
+    return sync_chunks(settings, tenant, chunks, progress, store_generation=getattr(store, "generation", 0))
