@@ -193,3 +193,10 @@ def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str
                 report.index = sync_index(store, report.tenant, settings, progress)
             report.seconds = time.perf_counter() - started
     return reports
+
+
+def sync_tenant_index(settings: Settings, tenant: str) -> SyncReport:
+    """Bring one tenant's semantic index up to the store's last commit (what a server does in the
+    background after a webhook's records are committed)."""
+    with writer_lock(settings.data_dir):
+        return sync_index(open_store(settings), tenant, settings)

@@ -538,16 +538,23 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
     @app.get("/healthz")
     async def healthz():
         report = await run_in_threadpool(readiness, settings, sorted({k.tenant for k in keys.values()}))
+        report["indexing"] = indexer.state()
         return JSONResponse(report, status_code=200 if report["store"] == "ok" else 503)
 
+    indexer = app.state.indexer = BackgroundIndexer(settings)
+
     def ingest_now(tenant: str, batches: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+        """Commit the records now (the answer to the webhook says what was written); their chunks are
+        indexed in the background, so a burst of events never waits on embedding."""
         from context_engine.runtime import forget
         from context_engine.ingest import ingest
 
         with ingest_lock:
-            report = ingest(settings, {tenant: batches})[0]
+            report = ingest(settings, {tenant: batches}, index=False)[0]
             forget(settings)
-        return report.to_json()
+        if report.changed:
+            indexer.request(tenant)
+        return {**report.to_json(), "index": "queued" if report.changed else "unchanged"}
 
     @app.post("/ingest/github")
     async def ingest_github(request: Request):
@@ -612,6 +619,65 @@ def readiness(settings: Settings, tenants: list[str]) -> dict[str, Any]:
         return {"store": "unavailable", "detail": str(exc).split(":")[0]}
     return {"store": "ok", "tenants": len(tenants), "tenants_with_records": sum(t in with_data for t in tenants),
             "tenants_indexed": sum(live_generation(settings, t) is not None for t in tenants)}
+
+
+class BackgroundIndexer:
+    """One thread that syncs tenants' semantic indexes after webhook commits. Requests for a tenant
+    already waiting coalesce into one sync; a failed sync is logged and retried on the next request."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._waiting: set[str] = set()
+        self._running: str | None = None
+        self._failed: dict[str, str] = {}
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def request(self, tenant: str) -> None:
+        with self._wake:
+            self._waiting.add(tenant)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="background-indexer", daemon=True)
+                self._thread.start()
+            self._wake.notify()
+
+    def state(self) -> dict[str, Any]:
+        """For /healthz: counts only (health is public, tenant names are not)."""
+        with self._wake:
+            return {"queued": len(self._waiting), "running": self._running is not None, "failed": len(self._failed)}
+
+    def wait_idle(self, timeout: float = 60.0) -> bool:
+        """Block until nothing is queued or running (tests, shutdown); False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._wake:
+            while self._waiting or self._running is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._wake.wait(left)
+        return True
+
+    def _run(self) -> None:
+        from context_engine.ingest import sync_tenant_index
+
+        while True:
+            with self._wake:
+                while not self._waiting:
+                    if not self._wake.wait(timeout=60):
+                        self._thread = None  # idle: a later request starts a new thread
+                        return
+                tenant = self._waiting.pop()
+                self._running = tenant
+            try:
+                sync_tenant_index(self.settings, tenant)
+                self._failed.pop(tenant, None)
+            except Exception as exc:  # noqa: BLE001 - the server stays up; /healthz counts the failure
+                log.warning("background index sync failed: %s", exc.__class__.__name__)
+                self._failed[tenant] = exc.__class__.__name__
+            finally:
+                with self._wake:
+                    self._running = None
+                    self._wake.notify_all()
 
 
 class DeliveryLog:

@@ -141,6 +141,18 @@ def test_signed_webhook_pr_is_answerable_right_after(server, data_dir):
               "submitted_at": "2026-11-29T10:00:00Z"}
     reviewed = _github(server, "pull_request_review", {"action": "submitted", "pull_request": pull, "review": review})
     assert reviewed.json()["ingested"]["collections"]["pull_requests"]["updated"] == 1
+    assert signed.json()["ingested"]["index"] == "queued"  # committed now, indexed in the background
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        indexing = httpx.get(f"{server.url}/healthz").json()["indexing"]
+        if not indexing["queued"] and not indexing["running"]:
+            break
+        time.sleep(0.5)
+    assert indexing == {"queued": 0, "running": False, "failed": 0}
+    from context_engine.retrievers.index import SemanticIndex
+
+    index = SemanticIndex.load(Settings(data_dir=data_dir, mongodb_uri=None), "acme")
+    assert "acme/infra#9301" in {d.metadata["doc_ref"] for d in index.search_bm25("plinkerton ledger", 5, ["*"])}
 
 
 def test_slack_url_verification_and_signed_message(server):
@@ -162,7 +174,10 @@ def test_slack_url_verification_and_signed_message(server):
 def test_healthz_needs_no_key_and_reports_readiness(server):
     response = httpx.get(f"{server.url}/healthz")
     assert response.status_code == 200
-    assert response.json() == {"store": "ok", "tenants": 2, "tenants_with_records": 2, "tenants_indexed": 2}
+    health = response.json()
+    assert {k: health[k] for k in ("store", "tenants", "tenants_with_records", "tenants_indexed")} == {
+        "store": "ok", "tenants": 2, "tenants_with_records": 2, "tenants_indexed": 2}
+    assert set(health["indexing"]) == {"queued", "running", "failed"}  # the index, apart from the store
     assert "acme" not in response.text and "globex" not in response.text  # health is public: no tenant names
 
 
