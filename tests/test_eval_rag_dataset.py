@@ -41,7 +41,7 @@ def _eval_rag(capsys, *args: str) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def structured_dir(tmp_path_factory) -> Path:
     """The sample corpus as `context-engine ingest sample --no-index` writes it: seconds, nothing embedded."""
-    from context_engine.sources.ingest import ingest
+    from context_engine.ingest import ingest
     from context_engine.sources.sample import generate
 
     data_dir = tmp_path_factory.mktemp("sample-no-index")
