@@ -6,6 +6,7 @@ Nodes and the CLI get them here, so a warm `graph.invoke` pays for none of them 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from context_engine.config import Settings
@@ -58,9 +59,39 @@ def catalog_for(settings: Settings) -> Catalog:
     return _catalog(settings, tuple(principals_for(settings)))
 
 
+_followed: dict[tuple[str, str], float] = {}  # (data dir, tenant) -> when the shared revision was last read
+
+
+def follow_shared_index(settings: Settings) -> None:
+    """On MongoDB, several replicas share the records and vectors: when the tenant's shared index
+    revision names other chunks than this replica's local generation, rebuild the local one from the
+    store (vectors come from the shared collection: nothing is embedded again). Read at most once per
+    `SHARED_POLL_SECONDS`, so a webhook written through any replica is answered by all within seconds."""
+    if not settings.mongodb_uri:
+        return
+    from context_engine.retrievers.index import live_fingerprint, sync_index
+    from context_engine.store.documents import SHARED_POLL_SECONDS
+    from context_engine.store.writer_lock import writer_lock
+
+    key = (str(settings.data_dir.resolve()), settings.tenant)
+    now = time.monotonic()
+    if now - _followed.get(key, -SHARED_POLL_SECONDS) < SHARED_POLL_SECONDS:
+        return
+    _followed[key] = now
+    store = store_for(settings)
+    shared = store.engine_collection("index_revisions").find_one({"_id": settings.tenant})
+    if shared is None or shared.get("fingerprint") == live_fingerprint(settings, settings.tenant):
+        return
+    with writer_lock(settings.data_dir):  # the local cache has one writer too
+        if shared.get("fingerprint") != live_fingerprint(settings, settings.tenant):
+            sync_index(store, settings.tenant, settings)
+
+
 def semantic_index_for(settings: Settings) -> SemanticIndex:
     """The run tenant's semantic index, loaded once per (data dir, tenant); raises
-    `retrievers.index.IndexMissing` when the tenant was never indexed."""
+    `retrievers.index.IndexMissing` when the tenant was never indexed. On MongoDB, first brought up to
+    the shared revision (`follow_shared_index`)."""
+    follow_shared_index(settings)
     key = (str(settings.data_dir.resolve()), settings.tenant)
     with _lock:
         held = _indexes.get(key)

@@ -12,14 +12,14 @@ import hashlib
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from context_engine.retrievers.dense import DenseEmbeddings
 
-__all__ = ["EmbeddingCache", "CachedEmbeddings"]
+__all__ = ["EmbeddingCache", "SharedEmbeddingCache", "CachedEmbeddings"]
 
 
 def _key(text: str) -> bytes:
@@ -63,6 +63,50 @@ class EmbeddingCache:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+class SharedEmbeddingCache:
+    """(model, text) -> float32 vector in a MongoDB collection (`index_vectors`): with MONGODB_URI the
+    vectors live beside the records, so a text embedded by one replica is never embedded by another."""
+
+    def __init__(self, collection: Any, local: EmbeddingCache | None = None):
+        self.collection = collection
+        self.local = local  # read through: vectors this machine embedded before are shared, not recomputed
+
+    @staticmethod
+    def _id(model: str, text: str) -> str:
+        return f"{model}:{_key(text).hex()}"
+
+    def get(self, model: str, texts: Sequence[str]) -> dict[int, np.ndarray]:
+        ids = [self._id(model, t) for t in texts]
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(ids), 500):
+            for doc in self.collection.find({"_id": {"$in": ids[start:start + 500]}}):
+                found[doc["_id"]] = np.frombuffer(bytes(doc["vec"]), dtype=np.float32)
+        hits = {i: found[k] for i, k in enumerate(ids) if k in found}
+        missing = [i for i in range(len(texts)) if i not in hits]
+        if self.local is not None and missing:
+            local = self.local.get(model, [texts[i] for i in missing])
+            if local:
+                positions = [missing[j] for j in local]
+                self.put(model, [texts[i] for i in positions], np.stack([local[j] for j in local]))
+                hits.update((missing[j], vector) for j, vector in local.items())
+        return hits
+
+    def put(self, model: str, texts: Sequence[str], vectors: np.ndarray) -> None:
+        for text, vector in zip(texts, vectors):
+            doc_id = self._id(model, text)
+            self.collection.replace_one({"_id": doc_id}, {"_id": doc_id, "model": model,
+                                                          "vec": np.asarray(vector, dtype=np.float32).tobytes()},
+                                        upsert=True)
+
+    def count(self, model: str) -> int:
+        return self.collection.count_documents({"model": model})
+
+    def close(self) -> None:
+        """The collection belongs to the store's client; the local cache is closed."""
+        if self.local is not None:
+            self.local.close()
 
 
 class CachedEmbeddings(Embeddings):

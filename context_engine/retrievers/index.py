@@ -43,7 +43,7 @@ from context_engine.config import Settings, check_tenant
 from context_engine.retrievers.bm25 import BM25Index
 from context_engine.retrievers.chunking import TEXT_COLLECTIONS, Chunk, chunk_collection, embedding_text
 from context_engine.retrievers.dense import DenseEmbeddings, DenseIndex, make_embeddings
-from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache
+from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache, SharedEmbeddingCache
 
 __all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "index_dir", "sync_chunks", "sync_index"]
 
@@ -306,14 +306,15 @@ class SemanticIndex:
 
 # ------------------------------------------------------------------------------ sync
 def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progress: Progress | None = None,
-                store_generation: int = 0) -> SyncReport:
+                store_generation: int = 0, cache: Any = None) -> SyncReport:
     """Make the tenant's persisted index hold exactly `chunks` (all of the tenant's chunks).
 
     Chunks are matched to the live generation by id: new ones are added, vanished ones deleted, and
     changed ones (any field) replaced; only texts that are new to the dense index are embedded,
     through the embedding cache at `settings.embedding_cache_path`. When nothing changed, nothing
     is written. A different `settings.embedding_model` than the live index's re-embeds everything.
-    `store_generation` (the store commit the chunks were read at) is recorded in the manifest.
+    `store_generation` (the store commit the chunks were read at) is recorded in the manifest;
+    `cache` is where vectors are looked up and kept (default: the per-user SQLite cache).
     """
     started = time.perf_counter()
     report = SyncReport(tenant)
@@ -365,7 +366,8 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
     if to_embed:
         if progress:
             progress(f"{tenant}: chunks to embed", len(to_embed))
-        cache = EmbeddingCache(settings.embedding_cache_path)
+        own_cache = cache is None
+        cache = EmbeddingCache(settings.embedding_cache_path) if own_cache else cache
         began = time.time()
         root.mkdir(parents=True, exist_ok=True)
 
@@ -379,7 +381,8 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
             embedder = CachedEmbeddings(embeddings, cache)
             vectors = embedder.encode_documents([r["_search_text"] for r in to_embed], on_progress=on_batch)
         finally:
-            cache.close()
+            if own_cache:
+                cache.close()
             (root / PROGRESS_FILE).unlink(missing_ok=True)
         dense.add([r["id"] for r in to_embed], vectors)
         report.embedded, report.cache_hits = embedder.misses, embedder.hits
@@ -388,6 +391,18 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
                                            "store_generation": store_generation})
     report.seconds = time.perf_counter() - started
     return report
+
+
+def live_fingerprint(settings: Settings, tenant: str) -> str | None:
+    """The fingerprint of the chunks the tenant's live generation holds (None: no index)."""
+    gen = _current(index_dir(settings, tenant))
+    if gen is None:
+        return None
+    try:
+        with open(gen / "manifest.json", encoding="utf-8") as fh:
+            return json.load(fh).get("fingerprint")
+    except (OSError, ValueError):
+        return None
 
 
 def _fit_bm25(rows: list[dict[str, Any]]) -> BM25Index:
@@ -405,11 +420,33 @@ def _manifest(tenant: str, model: str, dense: DenseIndex, rows: list[dict[str, A
 
 def sync_index(store: Any, tenant: str, settings: Settings, progress: Progress | None = None) -> SyncReport:
     """Chunk every text collection of `tenant` in `store` (Slack messages as threads) and sync the
-    tenant's index to exactly those chunks (see `sync_chunks`)."""
+    tenant's index to exactly those chunks (see `sync_chunks`).
+
+    On MongoDB the store is the source of truth for several replicas: vectors are read from and kept
+    in its `index_vectors` collection, and the tenant's `index_revisions` document (revision and the
+    chunks' fingerprint) is bumped when the chunks differ from what it names; each replica's local
+    BM25/FAISS generation is a cache it rebuilds when its fingerprint falls behind (`follow_shared_index`)."""
     chunks: list[Chunk] = []
     for name in TEXT_COLLECTIONS:
         records = store.collection(name).find({"tenant_id": tenant})
         chunks.extend(chunk_collection(name, records, tenant=tenant))
     if progress:
         progress(f"{tenant}: chunks", len(chunks))
-    return sync_chunks(settings, tenant, chunks, progress, store_generation=getattr(store, "generation", 0))
+    vectors = store.engine_collection("index_vectors")
+    shared = SharedEmbeddingCache(vectors, EmbeddingCache(settings.embedding_cache_path)) if vectors is not None else None
+    try:
+        report = sync_chunks(settings, tenant, chunks, progress, store_generation=getattr(store, "generation", 0),
+                             cache=shared)
+    finally:
+        if shared is not None:
+            shared.close()
+    revisions = store.engine_collection("index_revisions")
+    fingerprint = live_fingerprint(settings, tenant)
+    if revisions is not None and fingerprint is not None:
+        shared = revisions.find_one({"_id": tenant}) or {}
+        if shared.get("fingerprint") != fingerprint:
+            revisions.update_one({"_id": tenant}, {"$inc": {"revision": 1},
+                                                   "$set": {"fingerprint": fingerprint, "model": settings.embedding_model,
+                                                            "store_generation": getattr(store, "generation", 0)}},
+                                 upsert=True)
+    return report

@@ -14,6 +14,7 @@ import copy
 import hashlib
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -82,6 +83,10 @@ def _patch_mongomock_cursor_slicing() -> None:
     Cursor._compute_results = _compute_results
 
 
+ENGINE_COLLECTIONS = ("index_vectors", "index_revisions", "store_meta")
+SHARED_POLL_SECONDS = 1.0  # how often a replica asks MongoDB whether another one committed
+
+
 def record_id(tenant: str, ref: str) -> str:
     """The stored `_id`: stable per tenant and source key, so re-ingesting upserts."""
     return hashlib.blake2b(f"{tenant}\x00{ref}".encode(), digest_size=12).hexdigest()
@@ -112,6 +117,10 @@ class DocumentStore:
         self.embedded = embedded
         self.file = file
         self.generation = file.generation() if file else 0  # the committed state this process holds
+        self._checked = time.monotonic()
+        if file is None and not embedded:
+            meta = self.engine_collection("store_meta").find_one({"_id": "generation"})
+            self.generation = (meta or {}).get("value", 0)
         self.revision = 0  # bumped on every write: derived indexes (BM25 for $text) rebuild on change
         self._pending: dict[tuple[str, str], dict[str, Any] | None] = {}  # written, not yet committed
         # The embedded store reads a collection's rows on its first use: a question about pull requests
@@ -120,8 +129,24 @@ class DocumentStore:
         self._read_lock = threading.Lock()
 
     def stale(self) -> bool:
-        """Another process committed since this store was loaded."""
-        return self.file is not None and self.file.generation() != self.generation
+        """Another process committed since this store was loaded (MongoDB: another replica did, read
+        at most once a second: the records are live, what is derived from them, catalogs, is not)."""
+        if self.file is not None:
+            return self.file.generation() != self.generation
+        now = time.monotonic()
+        if now - self._checked < SHARED_POLL_SECONDS:
+            return False
+        self._checked = now
+        meta = self.engine_collection("store_meta").find_one({"_id": "generation"})
+        return (meta or {}).get("value", 0) != self.generation
+
+    def engine_collection(self, name: str) -> Any:
+        """The engine's own collections beside the records on MongoDB: the shared embedding vectors
+        (`index_vectors`), each tenant's index revision (`index_revisions`), the store's commit counter
+        (`store_meta`). The embedded store keeps these in its data dir instead: None."""
+        if name not in ENGINE_COLLECTIONS:
+            raise StoreError(f"unknown engine collection {name!r}")
+        return None if self.embedded else self.db[name]
 
     def collection(self, name: str) -> Any:
         if name not in COLLECTIONS:
@@ -250,11 +275,41 @@ class DocumentStore:
             self.collection(name).create_index([("tenant_id", 1), ("ref", 1)], name="tenant_ref")
 
     def commit(self) -> None:
-        """Write what changed since the last commit, in one transaction; MongoDB writes are already durable."""
-        if self.file is None or not self._pending:
+        """Write what changed since the last commit, in one transaction; MongoDB writes are already
+        durable, and its commit counter tells the other replicas that something changed."""
+        if not self._pending:
+            return
+        if self.file is None:
+            from pymongo import ReturnDocument
+
+            meta = self.engine_collection("store_meta").find_one_and_update(
+                {"_id": "generation"}, {"$inc": {"value": 1}}, upsert=True, return_document=ReturnDocument.AFTER)
+            self.generation = meta["value"]
+            self._pending.clear()
             return
         self.generation = self.file.write((name, doc_id, doc) for (name, doc_id), doc in self._pending.items())
         self._pending.clear()
+
+
+IN_PROCESS_URI = "mongomock://"
+_in_process: dict[str, Any] = {}
+
+
+def _in_process_mongodb(uri: str) -> Any:
+    """`MONGODB_URI=mongomock://NAME`: one in-memory MongoDB per NAME, shared by every engine instance
+    of this process, through the same pymongo code path as a real server (tests and demos of several
+    replicas sharing one database; nothing is persisted)."""
+    import mongomock
+
+    _patch_mongomock_match_pushdown()
+    _patch_mongomock_cursor_slicing()
+    with _in_process_lock:
+        if uri not in _in_process:
+            _in_process[uri] = mongomock.MongoClient(tz_aware=False)
+        return _in_process[uri]
+
+
+_in_process_lock = threading.Lock()
 
 
 def has_data(settings: Settings) -> bool:
@@ -265,13 +320,16 @@ def has_data(settings: Settings) -> bool:
 
 def open_store(settings: Settings) -> DocumentStore:
     if settings.mongodb_uri:
-        import pymongo
+        if settings.mongodb_uri.startswith(IN_PROCESS_URI):
+            client = _in_process_mongodb(settings.mongodb_uri)
+        else:
+            import pymongo
 
-        try:
-            client = pymongo.MongoClient(settings.mongodb_uri, serverSelectionTimeoutMS=3000, tz_aware=False)
-            client.admin.command("ping")
-        except Exception as exc:  # pymongo raises many kinds; the user needs one line
-            raise StoreError(f"cannot reach MongoDB at MONGODB_URI: {exc.__class__.__name__}: {exc}") from None
+            try:
+                client = pymongo.MongoClient(settings.mongodb_uri, serverSelectionTimeoutMS=3000, tz_aware=False)
+                client.admin.command("ping")
+            except Exception as exc:  # pymongo raises many kinds; the user needs one line
+                raise StoreError(f"cannot reach MongoDB at MONGODB_URI: {exc.__class__.__name__}: {exc}") from None
         return DocumentStore(client[settings.mongodb_db], settings.data_dir, embedded=False)
 
     import mongomock
