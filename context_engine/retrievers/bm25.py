@@ -20,12 +20,17 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
-from scipy import sparse
 
 from context_engine.text import tokenize
+
+
+def _csc_matrix(*args: Any, **kwargs: Any) -> Any:
+    from scipy import sparse  # lazy: ~0.2 s of import that a structured question never needs
+
+    return sparse.csc_matrix(*args, **kwargs)
 
 class BM25Index:
     """`fit` (or `fit_tokens`) once, then `scores`/`search` per query. Ids are kept in fit order."""
@@ -35,7 +40,7 @@ class BM25Index:
             raise ValueError(f"idf must be 'okapi' or 'lucene', not {idf!r}")
         self.k1, self.b, self.epsilon, self.idf_kind = k1, b, epsilon, idf
         self.vocab: dict[str, int] = {}
-        self.matrix: sparse.csc_matrix | None = None  # docs x terms, each entry the BM25 weight w(d, t)
+        self.matrix: Any = None  # a scipy.sparse.csc_matrix: docs x terms, each entry the BM25 weight w(d, t)
         self.ids: list[str] = []
         self.idf: np.ndarray = np.zeros(0)
         self.avgdl = 0.0
@@ -64,7 +69,7 @@ class BM25Index:
         with np.load(path, allow_pickle=False) as arrays:
             k1, b, avgdl = arrays["params"].tolist()
             bm25 = cls(k1=k1, b=b, idf="lucene")
-            bm25.matrix = sparse.csc_matrix((arrays["data"], arrays["indices"], arrays["indptr"]),
+            bm25.matrix = _csc_matrix((arrays["data"], arrays["indices"], arrays["indptr"]),
                                             shape=tuple(arrays["shape"].tolist()))
             terms = arrays["vocab"].tobytes().decode("utf-8")
             bm25.vocab = {term: i for i, term in enumerate(terms.split("\n"))} if terms else {}
@@ -94,7 +99,7 @@ class BM25Index:
         cols = np.asarray(flat, dtype=np.int32)
         rows = np.repeat(np.arange(n, dtype=np.int32), np.asarray(lengths, dtype=np.int64))
         # Duplicate (doc, term) pairs are summed on conversion: the data become term frequencies.
-        tf = sparse.csc_matrix((np.ones(len(cols), dtype=np.float64), (rows, cols)), shape=(n, n_terms))
+        tf = _csc_matrix((np.ones(len(cols), dtype=np.float64), (rows, cols)), shape=(n, n_terms))
         tf.sum_duplicates()
         df = np.diff(tf.indptr)  # each (doc, term) entry is one document containing the term
         self.avgdl = sum(lengths) / n if n else 0.0
