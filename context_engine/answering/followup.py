@@ -28,17 +28,21 @@ from context_engine.query.identity import PeopleDirectory
 from context_engine.query.timeexpr import find_time_ranges
 from context_engine.models import structured_output
 
-_LEAD = re.compile(r"^\s*(?:(?:and|but|also|so|ok(?:ay)?|then|now)[\s,]+)*(?:(?:what|how)\s+about\s+)?"
-                   r"|^\s*(?:那么?|还有|那)\s*", re.I)
+_LEAD = re.compile(r"^\s*(?:(?:(?:and|but|also|so|ok(?:ay)?|then|now)[\s,]+)+(?:(?:what|how)\s+about\s+)?"
+                   r"|(?:what|how)\s+about\s+|(?:那么?|还有|那)\s*)", re.I)
 _TAIL = re.compile(r"[\s?？.。!！,，]*(?:呢|吗|呀)?[\s?？.。!！]*$")
 _PRONOUN = re.compile(r"^(?:him|her|them|he|she|他|她|他们|她们)$", re.I)
 _SUBSET = re.compile(
     r"^(?:which|what)\s+(?:ones\s+)?(?:of|among)\s+(?:those|these|them)\s*(?:are|were|is|was|have|has|did)?\s*(?P<a>.*)$"
     r"|^(?:of|among)\s+(?:those|these|them)[\s,]*(?:which|what|only)?\s*(?:ones?)?\s*(?:are|were)?\s*(?P<b>.*)$"
     r"|^(?:only|just)\s+(?:the\s+ones?|those|these)\s*(?:that\s+are|that|which\s+are|which)?\s*(?P<c>.*)$"
+    r"|^(?:only|just)\s+(?:the\s+)?(?P<f>.+?)\s+ones?$"
     r"|^(?:其中|这些|那些|里面)(?:里|中)?(?:的)?(?:哪些|哪个)?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$", re.I)
 _RECORD = re.compile(r"\b(?:it|that one|this one|that pr|this pr|that issue|this issue|that thread|that doc)\b"
                      r"|(?:它|那个PR|这个PR|那个问题|这个问题|那个issue|这个issue)", re.I)
+_RECORDS = re.compile(r"\b(?:them|those|these|those prs|these prs|those issues|these issues)\b|(?:它们|这些|那些)", re.I)
+_PREPOSITION = re.compile(r"^(?:for|by|from|of|to|with|about)\s+", re.I)
+MAX_REFS = 10  # records "them" may stand for
 _STILL = re.compile(r"^\s*still\s+", re.I)
 
 
@@ -88,8 +92,9 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
             return FollowUp(question)
         return FollowUp(_replace_people(previous, others[0]), f"{core!r} = {others[0]}")
     if directory is not None:
-        mentions = [m for m in directory.find_mentions(core) if m.person is not None and not m.is_asker]
-        if mentions and len(mentions) == 1 and len(core) - (mentions[0].end - mentions[0].start) <= 3:
+        named = _PREPOSITION.sub("", core)
+        mentions = [m for m in directory.find_mentions(named) if m.person is not None and not m.is_asker]
+        if mentions and len(mentions) == 1 and len(named) - (mentions[0].end - mentions[0].start) <= 3:
             name = mentions[0].text
             return FollowUp(_replace_people(previous, name), f"the same question about {name}")
     times = find_time_ranges(core, now)
@@ -104,6 +109,11 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
     if record and previous.get("refs"):
         ref = previous["refs"][0]
         return FollowUp(question[:record.start()] + ref + question[record.end():], f"{record.group(0)!r} = {ref}")
+    records = _RECORDS.search(question)
+    if records and previous.get("refs"):
+        refs = ", ".join(previous["refs"][:MAX_REFS])
+        return FollowUp(question[:records.start()] + refs + question[records.end():],
+                        f"{records.group(0)!r} = the last answer's records")
     return FollowUp(question)
 
 
