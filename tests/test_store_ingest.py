@@ -137,3 +137,24 @@ def test_find_refs_answers_as_the_scoped_find_does(settings):
         assert {d["ref"] for d in found} == expected and len(found) == len(expected)
     assert len(expected) > len({d["ref"] for d in store.find_refs("messages", scope_filter("acme", []), refs)})
     assert store.find_refs("messages", scope_filter("globex", ["slack:U0DCC75DEF"]), refs) == []
+
+
+def test_rows_round_trip_dates_nul_strings_and_the_tagged_format(tmp_path):
+    """Datetimes at any depth come back as datetimes; strings that look like the old tags stay strings;
+    rows written in the tagged format (before the `dates` column) are still read."""
+    import sqlite3
+    from datetime import datetime
+
+    from context_engine.store.sqlite_file import StoreFile
+
+    doc = {"_id": "x", "at": datetime(2026, 11, 30, 12, 0, 1), "nested": {"list": [datetime(2025, 1, 2), "\x00d:not a date"]},
+           "plain": "\x00s:kept", "n": 1.5}
+    file = StoreFile(tmp_path / "store.sqlite", create=True)
+    file.write([("documents", "x", doc)])
+    assert list(file.read("documents")) == [doc]
+    legacy = sqlite3.connect(tmp_path / "store.sqlite")
+    legacy.execute("INSERT INTO docs (coll, id, body, dates) VALUES ('documents', 'old', ?, NULL)",
+                   ('{"_id":"old","at":"\\u0000d:2026-01-02T03:04:05","s":"\\u0000s:\\u0000raw"}',))
+    legacy.commit()
+    old = [d for d in file.read("documents") if d["_id"] == "old"][0]
+    assert old == {"_id": "old", "at": datetime(2026, 1, 2, 3, 4, 5), "s": "\x00raw"}

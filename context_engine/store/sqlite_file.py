@@ -5,33 +5,26 @@ rows it changed, not the store), readable by several processes at once (a server
 ingest wrote: the `generation` in `meta` tells it to reload), and nothing in it is code — loading a
 data dir never unpickles anything.
 
-Encoding: JSON cannot hold a datetime, so strings are tagged: a datetime is "\\x00d:<ISO>", and a
-string that itself starts with NUL is "\\x00s:<string>". Any other string is stored as it is, so
-the encoding is unambiguous whatever the records contain.
+Encoding: JSON cannot hold a datetime, so a row is its JSON with every datetime written as its ISO
+string, plus a `dates` column listing where the datetimes are (`[[path, iso], ...]`, a path being the
+keys and list positions down to the value). Reading parses the JSON (orjson) and puts the few
+datetimes back where the list says: no walk over every string of a record, which is most of a cold
+start on a large store. Rows written before this (their `dates` is NULL) tag their strings instead —
+a datetime as "\\x00d:<ISO>", a string starting with NUL as "\\x00s:<string>" — and are read that way.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+
+import orjson
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 FILE_NAME = "store.sqlite"
 _DATE, _ESCAPED = "\x00d:", "\x00s:"
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, str):
-        return _ESCAPED + value if value.startswith("\x00") else value
-    if isinstance(value, datetime):
-        return _DATE + value.isoformat()
-    if isinstance(value, dict):
-        return {k: _encode(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_encode(v) for v in value]
-    return value
 
 
 def _untag(value: str) -> Any:
@@ -59,12 +52,37 @@ def _decode_list(items: list[Any]) -> list[Any]:
     return items
 
 
-def dumps(doc: dict[str, Any]) -> str:
-    return json.dumps(_encode(doc), ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+def dumps(doc: dict[str, Any]) -> tuple[str, str]:
+    """(the row's JSON with datetimes as ISO strings, where those datetimes are)."""
+    dates: list[list[Any]] = []
+
+    def plain(value: Any, path: list[Any]) -> Any:
+        if isinstance(value, datetime):
+            dates.append([path, value.isoformat()])
+            return value.isoformat()
+        if isinstance(value, dict):
+            return {k: plain(v, [*path, k]) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [plain(v, [*path, i]) for i, v in enumerate(value)]
+        return value
+
+    body = json.dumps(plain(doc, []), ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+    return body, json.dumps(dates, ensure_ascii=False, separators=(",", ":"))
 
 
-def loads(text: str) -> dict[str, Any]:
-    return json.loads(text, object_hook=_decode_object)
+def loads(body: str, dates: str | None) -> dict[str, Any]:
+    if dates is None:  # a row of the tagged format
+        return json.loads(body, object_hook=_decode_object)
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:  # NaN or Infinity, which orjson refuses and json writes
+        doc = json.loads(body)
+    for path, iso in orjson.loads(dates):
+        node = doc
+        for step in path[:-1]:
+            node = node[step]
+        node[path[-1]] = datetime.fromisoformat(iso)
+    return doc
 
 
 class StoreFile:
@@ -82,7 +100,9 @@ class StoreFile:
         # `seq` keeps the order records were written in (a replaced record moves to the end, as in
         # the query engine), so a store read back lists records exactly as the writer held them.
         self.conn.execute("CREATE TABLE IF NOT EXISTS docs (seq INTEGER PRIMARY KEY, coll TEXT NOT NULL, "
-                          "id TEXT NOT NULL, body TEXT NOT NULL, UNIQUE (coll, id))")
+                          "id TEXT NOT NULL, body TEXT NOT NULL, dates TEXT, UNIQUE (coll, id))")
+        if "dates" not in {row[1] for row in self.conn.execute("PRAGMA table_info(docs)")}:
+            self.conn.execute("ALTER TABLE docs ADD COLUMN dates TEXT")  # a store of the tagged format
         self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
     def generation(self) -> int:
@@ -96,8 +116,8 @@ class StoreFile:
         return [t for (t,) in rows if isinstance(t, str)]
 
     def read(self, coll: str) -> Iterator[dict[str, Any]]:
-        for (body,) in self.conn.execute("SELECT body FROM docs WHERE coll = ? ORDER BY seq", (coll,)):
-            yield loads(body)
+        for body, dates in self.conn.execute("SELECT body, dates FROM docs WHERE coll = ? ORDER BY seq", (coll,)):
+            yield loads(body, dates)
 
     def write(self, changes: Iterable[tuple[str, str, dict[str, Any] | None]]) -> int:
         """Apply (collection, id, document or None to delete) in one transaction; the new generation."""
@@ -108,8 +128,8 @@ class StoreFile:
                 if doc is None:
                     cur.execute("DELETE FROM docs WHERE coll = ? AND id = ?", (coll, doc_id))
                 else:
-                    cur.execute("INSERT OR REPLACE INTO docs (coll, id, body) VALUES (?, ?, ?)",
-                                (coll, doc_id, dumps(doc)))
+                    cur.execute("INSERT OR REPLACE INTO docs (coll, id, body, dates) VALUES (?, ?, ?, ?)",
+                                (coll, doc_id, *dumps(doc)))
             generation = self.generation() + 1
             cur.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (str(generation),))
             cur.execute("COMMIT")
