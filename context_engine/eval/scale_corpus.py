@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import bisect
 import random
-from typing import Any
 
 from context_engine.sources.sample import SPECS, TENANTS, _Builder, _Issue, _number, generate
 
