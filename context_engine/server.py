@@ -668,14 +668,18 @@ class BackgroundIndexer:
                         return
                 tenant = self._waiting.pop()
                 self._running = tenant
+            failure = None
             try:
                 sync_tenant_index(self.settings, tenant)
-                self._failed.pop(tenant, None)
             except Exception as exc:  # noqa: BLE001 - the server stays up; /healthz counts the failure
                 log.warning("background index sync failed: %s", exc.__class__.__name__)
-                self._failed[tenant] = exc.__class__.__name__
+                failure = exc.__class__.__name__
             finally:
                 with self._wake:
+                    if failure is None:
+                        self._failed.pop(tenant, None)
+                    else:
+                        self._failed[tenant] = failure
                     self._running = None
                     self._wake.notify_all()
 

@@ -38,15 +38,15 @@ class Context:
         base = self.base_settings if isinstance(self.base_settings, Settings) else Settings()
         if self.anonymous:
             base = replace(base, asker=None)
+        # A bare name ("gpt-4.1-mini") is the endpoint's model, Settings.model; anything else is a spec.
+        bare = isinstance(self.model, str) and ":" not in self.model
         models = tuple((role, spec) for role, spec in
-                       [("", self.model), *((r, getattr(self, f"{r}_model")) for r in CHAT_ROLES)] if spec)
-        if isinstance(self.model, str) and self.model and ":" not in self.model:
-            models = tuple(m for m in models if m[0])  # a bare name is the endpoint's model: Settings.model
+                       [("", None if bare else self.model), *((r, getattr(self, f"{r}_model")) for r in CHAT_ROLES)]
+                       if spec)
         return base.with_overrides(
             tenant=self.tenant or None, asker=None if self.anonymous else (self.user or None),
             data_dir=self.data_dir or None, use_llm=None if self.use_llm else False,
-            model=self.model if isinstance(self.model, str) and self.model and ":" not in self.model else None,
-            chat_models=models or None)
+            model=(self.model or None) if bare else None, chat_models=models or None)
 
 
 def context_of(runtime: Any) -> Context:

@@ -33,7 +33,7 @@ from context_engine.retrievers.compress import compress as compress_passages
 from context_engine.retrievers.fusion import fuse_hits
 from context_engine.retrievers.hits import hit_to_dict, hit_to_document, rows_to_hits
 from context_engine.retrievers.rerank import make_reranker
-from context_engine.runtime import catalog_for, chat_model_for, semantic_index_for, store_for
+from context_engine.runtime import catalog_for, chat_model_for, principals_for, semantic_index_for, store_for
 from context_engine.text import parse_now
 
 CHAIN_FROM = 3  # the top contexts whose cross-links an answer follows
@@ -207,8 +207,6 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     chain = None
     if contexts and not declined:
         refs = list(dict.fromkeys(d.metadata["doc_ref"] for d in contexts[:CHAIN_FROM]))
-        from context_engine.runtime import principals_for
-
         chain = follow_links(store_for(settings), settings.tenant, principals_for(settings), refs)
     llm = _llm(settings, "generator", "generate")
     if llm is not None and not declined:

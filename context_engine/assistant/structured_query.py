@@ -139,10 +139,6 @@ def give_up(state: StructuredState) -> dict[str, Any]:
     return {"outcome": "max_attempts", "rows": []}
 
 
-def _resolved(state: StructuredState) -> str:
-    return "failed" if state.get("outcome") == "resolution_failed" else "ok"
-
-
 def build_structured_graph():
     builder = StateGraph(StructuredState, context_schema=Context)
     builder.add_node("resolve", resolve)
@@ -151,7 +147,7 @@ def build_structured_graph():
     builder.add_node("execute_query", execute_query)
     builder.add_node("give_up", give_up)
     builder.add_edge(START, "resolve")
-    builder.add_conditional_edges("resolve", _resolved, {"ok": "generate_query", "failed": END})
+    builder.add_conditional_edges("resolve", after_check, {"continue": "generate_query", "failed": END})
     builder.add_conditional_edges("generate_query", after_check,
                                   {"continue": "validate_query", "retry": "generate_query", "give_up": "give_up",
                                    "failed": END})

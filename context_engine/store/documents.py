@@ -293,6 +293,7 @@ class DocumentStore:
 
 IN_PROCESS_URI = "mongomock://"
 _in_process: dict[str, Any] = {}
+_in_process_lock = threading.Lock()
 
 
 def _in_process_mongodb(uri: str) -> Any:
@@ -307,9 +308,6 @@ def _in_process_mongodb(uri: str) -> Any:
         if uri not in _in_process:
             _in_process[uri] = mongomock.MongoClient(tz_aware=False)
         return _in_process[uri]
-
-
-_in_process_lock = threading.Lock()
 
 
 def has_data(settings: Settings) -> bool:
