@@ -117,3 +117,16 @@ def test_follow_ups_with_a_real_chat_model(sample_dir):
     out = graph.invoke({"question": "and in October?", "now": NOW}, config, context=context)
     assert "october" in out["question"].lower() and "rashid" in out["question"].lower()
     assert out["followup"]
+
+
+def test_a_thread_reused_by_another_tenant_or_person_resolves_nothing_against_their_turns(sample_dir, thread_graph):
+    """A thread id is not an access list: turns of one asker never become another's follow-up context."""
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    acme = {"data_dir": str(sample_dir), "tenant": "acme", "user": "rsh-dev", "use_llm": False}
+    thread_graph.invoke({"question": "PRs Rashid merged last week", "now": NOW}, config, context=acme)
+    for other in ({**acme, "tenant": "globex", "user": ""}, {**acme, "user": "priyar"}):
+        out = thread_graph.invoke({"question": "who reviewed it?", "now": NOW}, config, context=other)
+        assert out["question"] == "who reviewed it?" and not out["followup"]
+        assert "acme/" not in out["answer"] or other["tenant"] == "acme"
+    same = thread_graph.invoke({"question": "and in October?", "now": NOW}, config, context=acme)
+    assert same["question"] == "PRs Rashid merged in October"

@@ -80,7 +80,9 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             update["messages"] = [HumanMessage(asked)]
     asked = check_question(asked.strip() if isinstance(asked, str) else asked)  # before any work
     settings = context_of(runtime).settings()
-    turns = state.get("turns") or []
+    # Only this asker's own turns: a thread id reused by another tenant or person resolves nothing
+    # against records that were never theirs to see.
+    turns = [t for t in state.get("turns") or [] if t.get("scope") == _scope(settings)]
     question = asked
     if turns:
         followup = resolve_followup(asked, turns, catalog_for(settings).directory, parse_now(state.get("now")),
@@ -297,6 +299,11 @@ def _record_people(records: list[dict[str, Any]], settings: Settings) -> list[st
     return names
 
 
+def _scope(settings: Settings) -> str:
+    """Whose turn it was: the tenant and the asker."""
+    return f"{settings.tenant}/{settings.asker or ''}"
+
+
 def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """The answer as a chat message (citations and queries in its structured fields), the contexts as
     LangChain Documents, and what this turn leaves for follow-ups."""
@@ -315,6 +322,6 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                   "people_text": [p["text"] for p in resolution.get("people", [])],
                   "times": [t["text"] for t in resolution.get("times", [])], "refs": refs[:20],
                   "answer_people": _record_people(state.get("records", []), settings),
-                  "answer": state.get("answer", "")[:1000]}
+                  "answer": state.get("answer", "")[:1000], "scope": _scope(settings)}
     return {"messages": [message], "documents": documents,
             "turns": [*(state.get("turns") or [])[-(TURNS_KEPT - 1):], turn]}

@@ -50,6 +50,7 @@ class Turn(TypedDict):
     people_text: list[str]    # the words naming them in the question
     answer_people: list[str]  # people the answer's records name (authors, reviewers ...), for "him"/"她"
     answer: str               # the first 1,000 characters of the answer
+    scope: str                # "<tenant>/<asker>": follow-ups resolve only against the same asker's turns
 
 
 class InputState(TypedDict, total=False):
