@@ -291,9 +291,10 @@ class E5Onnx:
     activations are quantised per call, with one scale for the whole input.
 
     `threads` texts are embedded at once, each by a single-threaded call of the one session from its
-    own worker thread (onnxruntime releases the GIL while it runs). On 2 cores that scaled 1.9-2.0x,
-    where one call with two intra-op threads gained 1.3-1.5x on short chunks (too little work per
-    matmul to split), and a single-threaded call never spins waiting for a busy core.
+    own worker thread (onnxruntime releases the GIL while it runs). On 2 cores that scaled 2.0x on
+    sample chunks and 2.2x on abstracts (`make bench-embed`), where one call with two intra-op
+    threads gained ~1.45x on 70-token windows (too little work per matmul to split), and a
+    single-threaded call never spins waiting for a busy core.
     """
 
     def __init__(self, variant: str = "original", threads: int = 1):
