@@ -180,15 +180,17 @@ class E5Numpy:
     def token_count(self, text: str, is_query: bool = False) -> int:
         return len(self.tokenizer.content_ids(("query: " if is_query else "passage: ") + text)) + 2
 
+    def windows(self, text: str) -> list[list[int]]:
+        """The content ids of a (prefixed) text in windows of 510, the engine's long-text handling (an
+        empty text is one empty window). Each window's vector weighs by its token count."""
+        ids, width = self.tokenizer.content_ids(text), self.MAXP - 2
+        return [ids[a:a + width] for a in range(0, max(len(ids), 1), width)]
+
     # ------------------------------------------------------------------ internals
     def _encode(self, texts: str | Sequence[str], prefix: str) -> np.ndarray:
         single = isinstance(texts, str)
         items = [texts] if single else list(texts)
-        width = self.MAXP - 2
-        windows: list[tuple[int, list[int]]] = []  # (text index, content ids of one window)
-        for i, text in enumerate(items):
-            ids = self.tokenizer.content_ids(prefix + text)
-            windows.extend((i, ids[a:a + width]) for a in range(0, max(len(ids), 1), width))
+        windows = [(i, window) for i, text in enumerate(items) for window in self.windows(prefix + text)]
         sums = np.zeros((len(items), self.H), dtype=np.float64)
         start = 0
         while start < len(windows):

