@@ -51,11 +51,16 @@ class _ScaledBuilder(_Builder):
         for msg in base["messages"]:  # never reuse a (channel, ts): it is the message's key
             self.used_ts.setdefault(msg["channel"], set()).add(msg["ts"])
 
+    def _draw(self, kind: str, make, n: int) -> tuple[list[str], list]:
+        """The spec's names of `kind` (projects, repos) and `n` records `make(name)`, each name drawn
+        by the weight the spec gives it."""
+        names = list(self.spec[kind])
+        weights = [self.spec[kind][name][2] for name in names]
+        return names, [make(self.rng.choices(names, weights)[0]) for _ in range(n)]
+
     # -- issues --------------------------------------------------------------------------------
     def add_issues(self, n: int) -> None:
-        projects = list(self.spec["projects"])
-        weights = [self.spec["projects"][p][2] for p in projects]
-        self.issues = [self.random_issue(self.rng.choices(projects, weights)[0]) for _ in range(n)]
+        projects, self.issues = self._draw("projects", self.random_issue, n)
         last = {p: 0 for p in projects}
         for record in self.base["issues"]:
             project, number = record["key"].split("-")
@@ -84,9 +89,7 @@ class _ScaledBuilder(_Builder):
 
     # -- pull requests -----------------------------------------------------------------------
     def add_prs(self, n: int) -> None:
-        repos = list(self.spec["repos"])
-        weights = [self.spec["repos"][r][2] for r in repos]
-        self.prs = [self.random_pr(self.rng.choices(repos, weights)[0]) for _ in range(n)]
+        repos, self.prs = self._draw("repos", self.random_pr, n)
         last = {r: 0 for r in repos}
         for pr in self.base["pull_requests"]:
             repo = pr["base"]["repo"]["full_name"]
