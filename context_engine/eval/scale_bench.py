@@ -226,16 +226,10 @@ def child_serve(data_dir: Path, rounds: int, profile: Path | None) -> dict[str, 
 def child_embed(chunks: int) -> dict[str, Any]:
     """Real document embedding by the default model on the first `chunks` chunks of the sample corpus
     (every core unless $CONTEXT_ENGINE_EMBED_THREADS says otherwise)."""
-    from context_engine.retrievers.chunking import TEXT_COLLECTIONS, chunk_collection, embedding_text
+    from context_engine.retrievers.chunking import sample_organisation_texts
     from context_engine.retrievers.dense import make_embeddings
-    from context_engine.sources.normalize import normalize
-    from context_engine.sources.sample import generate
 
-    data = generate()[TENANT]
-    texts: list[str] = []
-    for name in TEXT_COLLECTIONS:
-        texts += [embedding_text(c) for c in chunk_collection(name, [normalize(name, r) for r in data[name]],
-                                                               tenant=TENANT)]
+    texts = sample_organisation_texts([TENANT])
     texts = texts[::max(1, len(texts) // chunks)][:chunks]  # a spread over every collection
     started = time.perf_counter()
     model = make_embeddings(MODEL).load()

@@ -415,6 +415,16 @@ def embedding_text(chunk: Chunk) -> str:
     return f"{title}\n{chunk.text}"
 
 
+def sample_organisation_texts(tenants: Iterable[str] | None = None) -> list[str]:
+    """What the dense model embeds when the bundled sample organisation is ingested, in ingest's order
+    (tenant, then collection): the offline text for calibration and embedding benchmarks."""
+    from context_engine.sources.sample import generate  # lazy: builds the whole sample organisation
+
+    corpus = generate()
+    return [embedding_text(chunk) for tenant in (tenants or corpus) for collection in TEXT_COLLECTIONS
+            for chunk in chunk_collection(collection, corpus[tenant].get(collection, []), tenant=tenant)]
+
+
 def chunk_document(doc_id: str, title: str | None, text: str, *, tenant: str, collection: str = "documents",
                    acl: list[str] | None = None, url: str | None = None,
                    max_tokens: int = CHUNK_TOKENS, overlap_sentences: int = 1) -> list[Chunk]:

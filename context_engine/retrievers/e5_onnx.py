@@ -108,7 +108,7 @@ def _build_fp32(src: E5Numpy):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    H, NH, FF, eps = src.H, src.NH, src.FF, float(src.eps)
+    H, NH, eps = src.H, src.NH, float(src.eps)
     inits: list = []
     nodes: list = []
 
@@ -151,12 +151,9 @@ def _build_fp32(src: E5Numpy):
 def _calibration_texts() -> list[str]:
     """Every k-th chunk of the bundled sample organisation (English and Chinese PRs, issues, threads,
     docs), as ingest embeds them: deterministic, offline, and never an evaluation set."""
-    from context_engine.retrievers.chunking import TEXT_COLLECTIONS, chunk_collection, embedding_text
-    from context_engine.sources.sample import generate
+    from context_engine.retrievers.chunking import sample_organisation_texts
 
-    texts = [embedding_text(chunk) for tenant, collections in sorted(generate().items())
-             for collection in TEXT_COLLECTIONS
-             for chunk in chunk_collection(collection, collections.get(collection, []), tenant=tenant)]
+    texts = sample_organisation_texts()
     step = max(1, len(texts) // CALIBRATION_TEXTS)
     return texts[::step][:CALIBRATION_TEXTS]
 
