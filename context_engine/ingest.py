@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable
 
 from context_engine.access import PUBLIC, merge_acl
 from context_engine.config import COLLECTIONS, Settings
+from context_engine.answering.links import LinkIndex
 from context_engine.query.catalog import load_catalog, refresh_catalog
 from context_engine.retrievers.index import SyncReport, sync_index
 from context_engine.sources.connectors import saved_overrides
@@ -184,6 +185,8 @@ def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str
                           overrides=saved_overrides(settings.data_dir, tenant), public=public)
             reports.append(report)
         store.commit()  # only what changed; nothing changed, nothing written
+        if store.file is not None:
+            LinkIndex.synced(store)  # the records written now are linked here, not by the first question
         for report in reports:
             if report.changed:
                 refresh_catalog(store, settings, report.tenant)

@@ -99,3 +99,49 @@ def test_links_stay_inside_the_tenant(settings):
     chain = follow_links(store, "globex", [], [story["issue"]])
     assert {story["issue"], story["pr"], story["doc"]} <= {r.ref for r in chain.records}
     assert (story["pr"], "fixes", story["issue"]) in {(l.source, l.relation, l.target) for l in chain.links}
+
+
+def test_the_persisted_link_index_answers_as_the_in_memory_table(settings):
+    """The embedded store's link index (SQLite, synced by write order) proposes exactly the records
+    the in-memory table built from a scan of the store does, without loading a collection."""
+    from context_engine.answering.links import IDENTITY, REFERRER, LinkIndex, _memory_table
+    from context_engine.config import COLLECTIONS
+    from context_engine.store.documents import open_store
+
+    fresh = open_store(settings)
+    stored = LinkIndex.synced(fresh).for_tenant("acme")
+    assert fresh._unread == set(COLLECTIONS)
+    memory = _memory_table(open_store(settings), "acme")
+    targets = {target for _, target in memory.by_target}
+    assert len(targets) > 100
+    for kind in (IDENTITY, REFERRER):
+        for target in sorted(targets):
+            assert stored.lookup(kind, [target]) == memory.lookup(kind, [target]), target
+    for channel, ts in list(memory.threads)[:50]:
+        assert stored.thread(channel, ts) == memory.thread(channel, ts)
+
+
+def test_the_link_index_follows_writes_and_deletes(tmp_path):
+    from context_engine.answering.links import REFERRER, LinkIndex
+    from context_engine.config import Settings
+    from context_engine.ingest import ingest
+    from context_engine.store.documents import open_store
+
+    settings = Settings(data_dir=tmp_path, mongodb_uri=None)
+
+    def message(ts, text):
+        return {"channel": "eng", "channel_id": "C1", "user": "U1", "ts": ts, "text": text, "acl": ["*"],
+                "source": "slack:test"}
+
+    ingest(settings, {"t1": {"messages": [message("1700000000.000100", "see ENG-1")]}}, index=False)
+    links = LinkIndex.synced(open_store(settings)).for_tenant("t1")
+    assert links.lookup(REFERRER, ["ENG-1"]) == {("messages", "C1:1700000000.000100")}
+    ingest(settings, {"t1": {"messages": [message("1700000000.000100", "see ENG-2"),
+                                          message("1700000001.000100", "and ENG-1")]}}, index=False)
+    links = LinkIndex.synced(open_store(settings)).for_tenant("t1")
+    assert links.lookup(REFERRER, ["ENG-1"]) == {("messages", "C1:1700000001.000100")}
+    assert links.lookup(REFERRER, ["ENG-2"]) == {("messages", "C1:1700000000.000100")}
+    ingest(settings, {"t1": {"messages": [message("1700000001.000100", "and ENG-1")]}}, index=False, prune=True)
+    links = LinkIndex.synced(open_store(settings)).for_tenant("t1")
+    assert links.lookup(REFERRER, ["ENG-2"]) == set()
+    assert links.thread("C1", "1700000001.000100") == ["C1:1700000001.000100"]

@@ -37,6 +37,8 @@ QUERIES = {
         {"$or": [{"repo": "acme/web"}, {"state": "open"}]},
         {"merged_at": None},
         {"number": 812},
+        {"number": "812"},
+        {"repo": "acme/payments", "state": "closed", "merged": True},
         {"number": {"$in": [812, 1377, 99999]}, "tenant_id": "globex"},
         {"title": {"$regex": "redis", "$options": "i"}, "tenant_id": "acme"},
         {"repo": "no/such-repo"},
@@ -47,6 +49,11 @@ QUERIES = {
         {"fields.assignee.name": "rkhan", "fields.status.name": {"$in": ["To Do", "In Progress", "In Review"]}},
         {"fields.labels": "security", "tenant_id": "acme"},
         {"key": "ENG-231"},
+        {"fields.labels": {"$in": ["security"]}, "key": {"$eq": "ENG-231"}},
+        {"key": {"$in": ["ENG-231", "ENG-232"]}, "fields.status.name": {"$nin": ["Done"]}},
+        {"fields.assignee.name": "rkhan", "fields.status.name": {"$nin": ["Done", "Won't Do"]}},
+        {"tenant_id": "acme", "fields.labels": {"$nin": ["security"]}, "fields.nothing": {"$nin": ["x"]}},
+        {"fields.assignee.name": "rkhan", "fields.status.name": {"$nin": ["Done"], "$exists": True}},
     ],
     "messages": [
         {"channel": "incidents", "date": {"$gte": datetime(2026, 9, 1), "$lt": OCT}},
@@ -95,8 +102,11 @@ def test_pipelines_same_as_without_indexes(store, name, pipeline):
 
 def test_narrows_and_follows_writes(store):
     collection = store.collection("pull_requests")
-    found = candidates(collection, {"tenant_id": "acme", "user.login": "rsh-dev"}, store.revision)
-    assert found is not None and 0 < len(found) < collection.count_documents({}) / 5
+    found, rest = candidates(collection, {"tenant_id": "acme", "user.login": "rsh-dev", "state": {"$nin": ["x"]},
+                                          "number": 812}, store.revision)
+    assert 0 < len(found) < collection.count_documents({}) / 5
+    # string equality and exclusion are answered by the index; anything else is checked by the matcher
+    assert rest == {"number": 812}
     assert candidates(collection, {"$or": [{"state": "open"}]}, store.revision) is None  # nothing to narrow by
     record = dict(next(collection.find({"number": 812, "repo": "acme/infra"}, {"_id": 0, "tenant_id": 0})))
     before = store.revision

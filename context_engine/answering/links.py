@@ -23,13 +23,16 @@ C02INFRA3K:...", "acme/infra#812 implements DOC-14", "C02INFRA3K:... documented 
 from __future__ import annotations
 
 import re
+import sqlite3
 import threading
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any, Iterable
 
 from context_engine.query.execute import scope_filter
 from context_engine.query.schema import values_at
 from context_engine.retrievers.chunking import chunk_collection
+from context_engine.store.sqlite_file import loads
 
 __all__ = ["Reference", "Link", "LinkedRecord", "LinkChain", "RELATIONS", "references", "follow_links"]
 
@@ -215,12 +218,19 @@ class _Node:
 @dataclass
 class _LinkTable:
     """Who is who and who references whom in one tenant's records (no access decisions: it only
-    proposes candidates, which are then fetched through the scoped store query)."""
-    identities: dict[str, set[tuple[str, str]]]   # target -> records it denotes
-    referrers: dict[str, set[tuple[str, str]]]    # target -> records that reference it
-    threads: dict[tuple[str, str], list[str]]     # (channel_id, thread_ts) -> message refs
+    proposes candidates, which are then fetched through the scoped store query). In memory, built
+    from a scan of the store: the table of a MongoDB deployment."""
+    by_target: dict[tuple[int, str], set[tuple[str, str]]]  # (IDENTITY or REFERRER, target) -> records
+    threads: dict[tuple[str, str], list[str]]                 # (channel_id, thread_ts) -> message refs
+
+    def lookup(self, kind: int, targets: Iterable[str]) -> set[tuple[str, str]]:
+        return {entry for target in targets for entry in self.by_target.get((kind, target), ())}
+
+    def thread(self, channel_id: str, thread_ts: str) -> list[str]:
+        return self.threads.get((channel_id, thread_ts), [])
 
 
+IDENTITY, REFERRER = 0, 1
 _table_lock = threading.Lock()
 _tables: dict[tuple[int, str], tuple[int, _LinkTable]] = {}
 
@@ -232,29 +242,170 @@ def _document_key(collection: str, record: dict[str, Any]) -> str | None:
     return None
 
 
-def _link_table(store: Any, tenant: str) -> _LinkTable:
-    """The tenant's link table, built once per store revision: following links is then lookups
-    instead of a scan of every text field per step."""
+def _entries(collection: str, record: dict[str, Any]) -> Iterable[tuple[int, str]]:
+    """(IDENTITY, target) for what the record is known as, (REFERRER, target) for what it references."""
+    for target in _own_targets(record) | ({_document_key(collection, record)} - {None}):
+        yield IDENTITY, target
+    for ref in references(record):
+        yield REFERRER, ref.target
+
+
+def _thread_key(record: dict[str, Any]) -> tuple[str, str]:
+    return str(record.get("channel_id")), str(record.get("thread_ts") or record.get("ts"))
+
+
+def _link_table(store: Any, tenant: str) -> Any:
+    """The tenant's link table: on the embedded store the persisted `LinkIndex` (kept beside the
+    store, brought up to date with the records written since it was), else built once per store
+    revision in memory. Following links is then lookups instead of a scan of every text field per step."""
+    if getattr(store, "file", None) is not None:
+        return LinkIndex.synced(store).for_tenant(tenant)
+    return _memory_table(store, tenant)
+
+
+def _memory_table(store: Any, tenant: str) -> _LinkTable:
     key = (id(store), tenant)
     revision = getattr(store, "revision", 0)
     with _table_lock:
         cached = _tables.get(key)
         if cached and cached[0] == revision:
             return cached[1]
-    table = _LinkTable({}, {}, {})
+    table = _LinkTable({}, {})
     for collection in TEXT_FIELDS:
         for record in store.collection(collection).find({"tenant_id": tenant}):
             entry = (collection, str(record["ref"]))
-            for target in _own_targets(record) | ({_document_key(collection, record)} - {None}):
-                table.identities.setdefault(target, set()).add(entry)
-            for ref in references(record):
-                table.referrers.setdefault(ref.target, set()).add(entry)
+            for kind_target in _entries(collection, record):
+                table.by_target.setdefault(kind_target, set()).add(entry)
             if collection == "messages":
-                thread = (str(record.get("channel_id")), str(record.get("thread_ts") or record.get("ts")))
-                table.threads.setdefault(thread, []).append(entry[1])
+                table.threads.setdefault(_thread_key(record), []).append(entry[1])
     with _table_lock:
         _tables[key] = (revision, table)
     return table
+
+
+class LinkIndex:
+    """The link table of the embedded store, persisted in `<data-dir>/links.sqlite`.
+
+    Derived data, kept by the records' write order: the store file numbers every written row (`seq`,
+    a rewritten record gets a new one), so bringing the index up to date reads only the rows written
+    since the last sync, plus one indexed pass for records that were deleted. A question on a store
+    of 600k Slack messages then neither scans nor loads them: each step of a walk is an indexed lookup.
+    Several processes may sync at once: one transaction at a time (SQLite's write lock), each
+    re-reading where the last one stopped. Nothing in it decides access: it proposes candidates.
+    """
+
+    FILE_NAME = "links.sqlite"
+    _FORMAT = "1"
+
+    def __init__(self, path: Path, store_path: Path):
+        self.conn = sqlite3.connect(path.resolve().as_uri(), uri=True, isolation_level=None, timeout=60,
+                                    check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("ATTACH DATABASE ? AS store", (store_path.resolve().as_uri() + "?mode=ro",))
+        self.conn.executescript("""
+            CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE IF NOT EXISTS seen (coll TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (coll, id));
+            CREATE TABLE IF NOT EXISTS entries (tenant TEXT NOT NULL, kind INTEGER NOT NULL, target TEXT NOT NULL,
+                                                coll TEXT NOT NULL, ref TEXT NOT NULL, id TEXT NOT NULL);
+            CREATE INDEX IF NOT EXISTS entries_target ON entries (tenant, kind, target);
+            CREATE INDEX IF NOT EXISTS entries_record ON entries (coll, id);
+            CREATE TABLE IF NOT EXISTS threads (tenant TEXT NOT NULL, channel TEXT NOT NULL, ts TEXT NOT NULL,
+                                                seq INTEGER NOT NULL, ref TEXT NOT NULL, id TEXT NOT NULL);
+            CREATE INDEX IF NOT EXISTS threads_key ON threads (tenant, channel, ts);
+            CREATE INDEX IF NOT EXISTS threads_record ON threads (id);
+        """)
+        self._lock = threading.Lock()
+
+    _open: dict[str, "LinkIndex"] = {}
+    _open_lock = threading.Lock()
+
+    @classmethod
+    def synced(cls, store: Any) -> "LinkIndex":
+        """The index of `store`'s data dir (one connection per process), up to date with its file."""
+        path = store.data_dir / cls.FILE_NAME
+        with cls._open_lock:
+            index = cls._open.get(str(path))
+            if index is None:
+                index = cls._open[str(path)] = cls(path, store.file.path)
+        index.sync(store.file.generation())
+        return index
+
+    def for_tenant(self, tenant: str) -> "_TenantLinks":
+        return _TenantLinks(self, tenant)
+
+    def _meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def sync(self, generation: int) -> None:
+        """Index the rows written since the last sync and forget deleted records."""
+        if self._meta("generation") == str(generation) and self._meta("format") == self._FORMAT:
+            return
+        with self._lock:
+            cur = self.conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                if self._meta("format") != self._FORMAT:
+                    for table in ("seen", "entries", "threads", "meta"):
+                        cur.execute(f"DELETE FROM {table}")
+                last = int(self._meta("seq") or 0)
+                top = last
+                rows = self.conn.execute("SELECT seq, coll, id, body, dates FROM store.docs WHERE seq > ? ORDER BY seq",
+                                         (last,))
+                for seq, coll, doc_id, body, dates in rows:
+                    top = seq
+                    self._forget(cur, coll, doc_id)
+                    cur.execute("INSERT OR IGNORE INTO seen (coll, id) VALUES (?, ?)", (coll, doc_id))
+                    if coll not in TEXT_FIELDS:
+                        continue
+                    record = loads(body, dates)
+                    tenant, ref = record.get("tenant_id"), str(record.get("ref"))
+                    cur.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)",
+                                    [(tenant, kind, target, coll, ref, doc_id)
+                                     for kind, target in dict.fromkeys(_entries(coll, record))])
+                    if coll == "messages":
+                        cur.execute("INSERT INTO threads VALUES (?, ?, ?, ?, ?, ?)",
+                                    (tenant, *_thread_key(record), seq, ref, doc_id))
+                gone = cur.execute("SELECT coll, id FROM seen WHERE NOT EXISTS (SELECT 1 FROM store.docs d "
+                                   "WHERE d.coll = seen.coll AND d.id = seen.id)").fetchall()
+                for coll, doc_id in gone:
+                    self._forget(cur, coll, doc_id)
+                    cur.execute("DELETE FROM seen WHERE coll = ? AND id = ?", (coll, doc_id))
+                cur.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                [("seq", str(top)), ("generation", str(generation)), ("format", self._FORMAT)])
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+
+    @staticmethod
+    def _forget(cur: Any, coll: str, doc_id: str) -> None:
+        cur.execute("DELETE FROM entries WHERE coll = ? AND id = ?", (coll, doc_id))
+        if coll == "messages":
+            cur.execute("DELETE FROM threads WHERE id = ?", (doc_id,))
+
+
+@dataclass
+class _TenantLinks:
+    """`LinkIndex` lookups within one tenant (the same questions `_LinkTable` answers)."""
+    index: LinkIndex
+    tenant: str
+
+    def lookup(self, kind: int, targets: Iterable[str]) -> set[tuple[str, str]]:
+        targets = sorted(set(targets))
+        found: set[tuple[str, str]] = set()
+        for start in range(0, len(targets), 500):
+            part = targets[start:start + 500]
+            found.update(self.index.conn.execute(
+                f"SELECT coll, ref FROM entries WHERE tenant = ? AND kind = ? AND target IN ({', '.join('?' * len(part))})",
+                (self.tenant, kind, *part)))
+        return found
+
+    def thread(self, channel_id: str, thread_ts: str) -> list[str]:
+        return [ref for (ref,) in self.index.conn.execute(
+            "SELECT ref FROM threads WHERE tenant = ? AND channel = ? AND ts = ? ORDER BY seq",
+            (self.tenant, channel_id, thread_ts))]
 
 
 class _Walk:
@@ -275,7 +426,7 @@ class _Walk:
         if collection != "messages":
             return _Node(collection, str(record["ref"]), [record])
         thread_ts = record.get("thread_ts") or record["ts"]
-        refs = self.table.threads.get((str(record["channel_id"]), str(thread_ts)), [])
+        refs = self.table.thread(str(record["channel_id"]), str(thread_ts))
         messages = [m for _, m in self._fetch(("messages", ref) for ref in refs)] or [record]
         messages.sort(key=lambda m: float(m["ts"]))
         parent = next((m for m in messages if m["ts"] == thread_ts), None)
@@ -283,7 +434,7 @@ class _Walk:
 
     def resolve(self, targets: set[str]) -> dict[str, _Node]:
         """The visible records that canonical targets denote (target -> node)."""
-        candidates = {entry for target in targets for entry in self.table.identities.get(target, ())}
+        candidates = self.table.lookup(IDENTITY, targets)
         found: dict[str, _Node] = {}
         for collection, record in self._fetch(candidates):
             node = self.node(collection, record)
@@ -294,7 +445,7 @@ class _Walk:
     def referencing(self, nodes: list[_Node]) -> list[tuple[_Node, Reference, _Node]]:
         """(referencing node, its reference, referenced node) for visible records that reference `nodes`."""
         by_target = {target: node for node in nodes for target in node.identities()}
-        candidates = {entry for target in by_target for entry in self.table.referrers.get(target, ())}
+        candidates = self.table.lookup(REFERRER, by_target)
         found = []
         for collection, record in self._fetch(candidates):
             hits = [(ref, by_target[ref.target]) for ref in references(record) if ref.target in by_target]

@@ -87,7 +87,7 @@ def bench_schema(data_dir: Path, tenant: str, runs: int = 3) -> dict:
         times = []
         for _ in range(runs):
             started = time.perf_counter()
-            discover(coll, scope_filter(tenant, []))
+            discover(store.scoped(name, scope_filter(tenant, [])))
             times.append(time.perf_counter() - started)
         out[name] = round(statistics.median(times), 3)
     return out

@@ -70,9 +70,9 @@ def build_catalog(store: DocumentStore, tenant: str, principals: Sequence[str] =
     scope = scope_filter(tenant, list(principals))
     schemas = {}
     for name in COLLECTIONS:
-        coll = store.collection(name)
-        if coll.count_documents(scope, limit=1):
-            schemas[name] = discover(coll, scope)
+        records = store.scoped(name, scope)
+        if records.count():
+            schemas[name] = discover(records)
     people = [{k: p[k] for k in PEOPLE_FIELDS if p.get(k) is not None}
               for p in map(strip_hidden, store.collection("people").find({"tenant_id": tenant}))]
     return Catalog(tenant, schemas, people, sorted(set(principals)), store.generation)

@@ -8,7 +8,6 @@ Hidden fields (tenant, access list, `_id`) are never recorded, so nothing downst
 
 from __future__ import annotations
 
-import random
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -221,37 +220,44 @@ def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int 
                             total=sampled if total is None else total)
 
 
-def _sample(collection: Any, scope: dict[str, Any], total: int, size: int) -> list[dict[str, Any]]:
-    if total <= size:
-        return list(collection.find(scope))
-    if type(collection).__module__.startswith("mongomock"):
-        # mongomock's $sample copies the whole collection first; sampling ids is 10x cheaper.
-        # Its `$in` scans the id list per document, so the chosen ones are read by `_id` directly.
-        ids = [d["_id"] for d in collection.find(scope, {"_id": 1})]
-        chosen = random.Random(0).sample(ids, size)
-        return [collection._store[i] for i in chosen]
-    return list(collection.aggregate([{"$match": scope}, {"$sample": {"size": size}}]))
-
-
-def discover(collection: Any, scope: dict[str, Any], sample_size: int = SAMPLE_SIZE) -> CollectionSchema:
-    """Sample the documents of a pymongo-compatible collection within `scope` (a tenant and access
-    filter) and describe them."""
-    total = collection.count_documents(scope)
-    docs = _sample(collection, scope, total, sample_size)
-    schema = schema_from_documents(collection.name, docs, total=total, indexes=_indexes(collection))
-    # Enumerations are completed from the whole tenant (one projected pass), so a rare label is
-    # still a known value.
+def discover(records: Any, sample_size: int = SAMPLE_SIZE) -> CollectionSchema:
+    """Describe a collection's records within a scope (`DocumentStore.scoped(name, scope)`: a tenant
+    and access filter) from a sample of them."""
+    total = records.count()
+    docs = records.sample(total, sample_size)
+    schema = schema_from_documents(records.name, docs, total=total, indexes=_indexes(records))
+    # Enumerations are completed from the whole tenant (the distinct values of their top-level fields), so a
+    # rare label is still a known value.
     enums = {path: info for path, info in schema.fields.items() if info.enum is not None}
     if enums and total > len(docs):
         seen: dict[str, set[str]] = {path: set(info.enum) for path, info in enums.items()}
-        for doc in collection.find(scope, {path: 1 for path in enums}):
-            for path in enums:
-                seen[path].update(v for v in values_at(doc, path) if isinstance(v, str) and v)
+        # Each enumeration is read at its longest prefix that crosses no array (the database
+        # extracts `fields.status.name` itself; for `labels.name` it extracts `labels`), and the
+        # rest of its path is walked here over the distinct values only.
+        prefixes = {path: _object_prefix(schema, path) for path in enums}
+        wanted = sorted(set(prefixes.values()))
+        distinct = dict(zip(wanted, records.distinct_values([prefix.split(".") for prefix in wanted])))
+        for path, prefix in prefixes.items():
+            rest = path[len(prefix) + 1:]
+            for value in distinct[prefix]:
+                found = values_at(value, rest) if rest else (value if isinstance(value, list) else [value])
+                seen[path].update(v for v in found if isinstance(v, str) and v)
         for path, info in enums.items():
             extra = sorted(seen[path] - set(info.enum))
             if len(info.enum) + len(extra) <= MAX_ENUM_VALUES * 2:
                 info.enum += extra
     return schema
+
+
+def _object_prefix(schema: CollectionSchema, path: str) -> str:
+    """The longest prefix of `path` reached through objects only: it ends at the first array seen in
+    the sample (or at the path itself)."""
+    parts = path.split(".")
+    for end in range(1, len(parts)):
+        info = schema.fields.get(".".join(parts[:end]))
+        if info is None or info.in_array or "object" not in info.types or len(info.types - {"object", "null"}):
+            return ".".join(parts[:end])
+    return path
 
 
 def values_at(doc: Any, path: str) -> list[Any]:
@@ -271,9 +277,9 @@ def values_at(doc: Any, path: str) -> list[Any]:
     return flat
 
 
-def _indexes(collection: Any) -> list[dict[str, Any]]:
+def _indexes(records: Any) -> list[dict[str, Any]]:
     result = []
-    for name, spec in collection.index_information().items():
+    for name, spec in records.index_information().items():
         keys = [k for k, _ in spec.get("key", [])]
         if any(k in HIDDEN_FIELDS for k in keys):
             continue

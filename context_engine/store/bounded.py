@@ -154,13 +154,12 @@ def _stored_matches(collection: Any, query: dict[str, Any], revision: int, bound
     from context_engine.store.match_index import candidates
 
     spec = helpers.patch_datetime_awareness_in_document(query)  # as mongomock's Cursor does
-    docs = candidates(collection, spec, revision)
-    if docs is None:
-        docs = list(collection._store._documents.values())
     filter_applies(spec, {})  # an invalid filter fails here as it would on a scan
+    found = candidates(collection, spec, revision)
+    docs, rest = found if found is not None else (list(collection._store._documents.values()), spec)
     out = []
     for count, doc in enumerate(docs, start=1):
-        if filter_applies(spec, doc):
+        if not rest or filter_applies(rest, doc):
             out.append(doc)
         if count % 5000 == 0:
             check(out, bounds, deadline, "reading the collection", size=0)

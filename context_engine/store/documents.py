@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import random
 import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from context_engine.config import COLLECTIONS, HIDDEN_FIELDS, Settings
 from context_engine.store.sqlite_file import FILE_NAME, StoreFile
@@ -169,6 +170,16 @@ class DocumentStore:
                 raise StoreError(f"cannot read the store {self.file.path}: {exc}") from None
             self._unread.discard(name)
 
+    def scoped(self, name: str, scope: dict[str, Any]) -> "ScopedDocuments":
+        """The collection's records within `scope` (a tenant and access filter), as schema discovery
+        reads them. A committed collection this process has not loaded is read by SQLite in place:
+        discovering what one asker may read never loads 600k Slack messages into memory."""
+        if name not in COLLECTIONS:
+            raise StoreError(f"unknown collection {name!r}; known: {', '.join(COLLECTIONS)}")
+        if name in self._unread and _plain_scope(scope):
+            return StoredScope(self.db[name], scope, self.file, lambda: self.collection(name))
+        return ScopedDocuments(self.collection(name), scope)
+
     def find_refs(self, name: str, scope: dict[str, Any], refs: Iterable[str]) -> list[dict[str, Any]]:
         """The records of `refs` (within `scope["tenant_id"]`) that match `scope`, in `refs` order.
 
@@ -176,6 +187,11 @@ class DocumentStore:
         by its `_id` and applies mongomock's own matcher to it instead of scanning the collection.
         """
         refs = list(dict.fromkeys(str(r) for r in refs))
+        if name in self._unread:  # committed rows not loaded here: read just these from SQLite
+            from mongomock.filtering import filter_applies
+
+            keys = [record_id(scope["tenant_id"], ref) for ref in refs]
+            return [doc for doc in self.file.read_ids(name, keys) if filter_applies(scope, doc)]
         coll = self.collection(name)
         if not self.embedded:
             found = {d["ref"]: d for d in coll.find({**scope, "ref": {"$in": refs}})}
@@ -289,6 +305,81 @@ class DocumentStore:
             return
         self.generation = self.file.write((name, doc_id, doc) for (name, doc_id), doc in self._pending.items())
         self._pending.clear()
+
+
+def _plain_scope(scope: dict[str, Any]) -> bool:
+    """`{"tenant_id": str, "acl": {"$in": [str, ...]}}`, the shape SQLite evaluates (`StoreFile.scoped_seqs`)."""
+    acl = scope.get("acl")
+    return (set(scope) == {"tenant_id", "acl"} and isinstance(scope["tenant_id"], str) and isinstance(acl, dict)
+            and set(acl) == {"$in"} and isinstance(acl["$in"], list) and bool(acl["$in"])
+            and all(isinstance(p, str) for p in acl["$in"]))
+
+
+class ScopedDocuments:
+    """A collection's records within a scope: how many, a sample, and one pass over a few fields."""
+
+    def __init__(self, collection: Any, scope: dict[str, Any]):
+        self.collection = collection
+        self.scope = scope
+        self.name = collection.name
+
+    def count(self) -> int:
+        return self.collection.count_documents(self.scope)
+
+    def sample(self, total: int, size: int) -> list[dict[str, Any]]:
+        """`size` records drawn with a fixed seed (all of them when there are no more), in write order
+        of the draw; the same records on every path for the same store."""
+        if total <= size:
+            return list(self.collection.find(self.scope))
+        if type(self.collection).__module__.startswith("mongomock"):
+            # mongomock's $sample copies the whole collection first; sampling ids is 10x cheaper.
+            # Its `$in` scans the id list per document, so the chosen ones are read by `_id` directly.
+            ids = [d["_id"] for d in self.collection.find(self.scope, {"_id": 1})]
+            return [self.collection._store[i] for i in random.Random(0).sample(ids, size)]
+        return list(self.collection.aggregate([{"$match": self.scope}, {"$sample": {"size": size}}]))
+
+    def distinct_values(self, paths: list[list[str]]) -> list[list[Any]]:
+        """The distinct values at each path (a list of keys followed through objects only, as
+        `json_extract` does: an array on the way reaches nothing) over the records in scope."""
+        seen: list[dict[str, Any]] = [{} for _ in paths]
+        for doc in self.collection.find(self.scope, {key: 1 for key in {path[0] for path in paths}}):
+            for path, values in zip(paths, seen):
+                node: Any = doc
+                for key in path:
+                    node = node.get(key) if isinstance(node, dict) else None
+                if node is not None:
+                    values.setdefault(repr(node), node)
+        return [list(values.values()) for values in seen]
+
+    def index_information(self) -> dict[str, Any]:
+        return self.collection.index_information()
+
+
+class StoredScope(ScopedDocuments):
+    """The same, answered by SQLite from the committed rows (the collection is not loaded)."""
+
+    def __init__(self, collection: Any, scope: dict[str, Any], file: StoreFile, load: Callable[[], Any]):
+        super().__init__(collection, scope)
+        self.file = file
+        self._load = load  # the loaded collection, for what SQLite cannot answer
+        self._seqs: list[int] | None = None
+
+    def _scoped_seqs(self) -> list[int]:
+        if self._seqs is None:
+            self._seqs = self.file.scoped_seqs(self.name, self.scope["tenant_id"], self.scope["acl"]["$in"])
+        return self._seqs
+
+    def count(self) -> int:
+        return len(self._scoped_seqs())
+
+    def sample(self, total: int, size: int) -> list[dict[str, Any]]:
+        seqs = self._scoped_seqs()
+        return self.file.read_seqs(seqs if len(seqs) <= size else random.Random(0).sample(seqs, size))
+
+    def distinct_values(self, paths: list[list[str]]) -> list[list[Any]]:
+        if any('"' in key for path in paths for key in path):  # a key SQLite's JSON path syntax cannot quote
+            return ScopedDocuments(self._load(), self.scope).distinct_values(paths)
+        return self.file.distinct_values(self.name, self.scope["tenant_id"], self.scope["acl"]["$in"], paths)
 
 
 IN_PROCESS_URI = "mongomock://"

@@ -4,12 +4,14 @@ mongomock answers `find(query)` by running its Python matcher over every documen
 collection: at 50k pull requests that is ~0.5 s per question, whatever the question (MongoDB itself
 would use an index). Here the conjunctive, indexable parts of the query select *candidate* documents
 from per-field indexes built on first use, and mongomock's own matcher then runs on the candidates
-only, so the result is exactly `find(query)`'s, in the same (insertion) order, copied the same way.
+only (and only for the conjuncts the index does not answer exactly, `_exact_keys`), so the result is
+exactly `find(query)`'s, in the same (insertion) order, copied the same way.
 
 Indexable, anywhere in a top-level conjunction (the query itself and `$and` lists):
 - `{"path": v}`, `{"path": {"$eq": v}}`, `{"path": {"$in": [v, ...]}}` with v a string, number, bool
   or datetime; `path` may be dotted and cross arrays (a multikey index: a document is listed under
   every value the path reaches, as MongoDB matches any of them);
+- `{"path": {"$nin": [s, ...]}}` with strings only: the documents listed under them are dropped;
 - `{"path": {"$gte"/"$gt"/"$lte"/"$lt": datetime}}` (MongoDB and mongomock compare a datetime only
   with datetimes: other values never match a datetime range);
 - `{"_id": v}` / `{"_id": {"$in": [...]}}` (the `$text` pre-filter), straight from the document map.
@@ -150,7 +152,8 @@ def _scalar(value: Any) -> bool:
 
 
 def _constraints(query: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
-    """(path, kind, operand) for each indexable conjunct: kind "eq" (a list of values) or "range"."""
+    """(path, kind, operand) for each indexable conjunct: kind "eq" (a list of values), "nin" (a list
+    of strings none of which the path may reach) or "range"."""
     for key, cond in query.items():
         if key == "$and" and isinstance(cond, list):
             for sub in cond:
@@ -166,14 +169,38 @@ def _constraints(query: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
                 yield key, "eq", [cond["$eq"]]
             if isinstance(cond.get("$in"), list) and all(_scalar(v) for v in cond["$in"]):
                 yield key, "eq", list(cond["$in"])
+            if isinstance(cond.get("$nin"), list) and all(type(v) is str for v in cond["$nin"]):
+                yield key, "nin", list(cond["$nin"])
             bounds = {op: cond[op] for op in _RANGE if isinstance(cond.get(op), datetime)}
             if bounds:
                 yield key, "range", bounds
 
 
-def candidates(collection: Any, query: dict[str, Any], revision: int) -> list[dict[str, Any]] | None:
-    """The stored documents that may match `query` (a superset of the matches, in store order), or
-    None when no part of the query narrows the collection (then scan it as before).
+def _exact_keys(query: dict[str, Any], index: "_CollectionIndex") -> set[str]:
+    """Top-level conjuncts the index answers exactly: string equality (`v`, `{"$eq": v}`, `{"$in":
+    [v, ...]}`) and exclusion (`{"$nin": [v, ...]}`) on an indexed path. A string equals only an equal string, as in MongoDB, and the
+    buckets list a document under every value its path reaches, so such a conjunct holds for every
+    candidate and the matcher need not check it again (numbers and booleans are left to the matcher:
+    1, 1.0 and True share a dict bucket but not a match)."""
+    exact = set()
+    for key, cond in query.items():
+        if not isinstance(key, str) or key.startswith("$") or key == "_id":
+            continue
+        if isinstance(cond, dict) and len(cond) == 1:
+            op, operand = next(iter(cond.items()))
+            values = [operand] if op == "$eq" else operand if op in ("$in", "$nin") and isinstance(operand, list) else None
+        else:
+            values = [cond]
+        if values and all(type(v) is str for v in values) and index.fields.get(key) is not None:
+            exact.add(key)
+    return exact
+
+
+def candidates(collection: Any, query: dict[str, Any], revision: int
+               ) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+    """(the stored documents that may match `query`, a superset of the matches in store order; the
+    part of `query` still to check on them), or None when no part of the query narrows the
+    collection (then scan it as before).
 
     The most selective indexable conjunct gives the candidates; the other equality conjuncts then
     drop candidates outside their buckets (ranges after the first are left to the matcher)."""
@@ -187,6 +214,7 @@ def candidates(collection: Any, query: dict[str, Any], revision: int) -> list[di
         setattr(store, _ATTR, cached)
     index: _CollectionIndex = cached[1]
     options: list[tuple[int, Any]] = []  # (size, set of positions | list of bucket sets | (field, span))
+    excluded: list[set[int]] = []  # buckets of `$nin` strings: never candidates
     for path, kind, operand in _constraints(query):
         if path == "_id":
             if kind == "eq":
@@ -199,6 +227,8 @@ def candidates(collection: Any, query: dict[str, Any], revision: int) -> list[di
         if kind == "eq":
             buckets = field.buckets(operand)
             options.append((sum(len(b) for b in buckets), buckets))
+        elif kind == "nin":
+            excluded.extend(field.buckets(operand))
         else:
             span = field.span(operand)
             if span is not None:
@@ -208,7 +238,7 @@ def candidates(collection: Any, query: dict[str, Any], revision: int) -> list[di
     options.sort(key=lambda option: option[0])
     size, first = options[0]
     if size == 0:
-        return []
+        return [], {}
     if isinstance(first, set):
         chosen = first
     elif isinstance(first, list):
@@ -221,4 +251,7 @@ def candidates(collection: Any, query: dict[str, Any], revision: int) -> list[di
             chosen = {pos for pos in chosen if any(pos in bucket for bucket in other)}
         elif isinstance(other, set):
             chosen = chosen & other
-    return [index.docs[pos] for pos in sorted(chosen)]
+    if excluded:
+        chosen = {pos for pos in chosen if not any(pos in bucket for bucket in excluded)}
+    exact = _exact_keys(query, index)
+    return [index.docs[pos] for pos in sorted(chosen)], {k: v for k, v in query.items() if k not in exact}

@@ -119,6 +119,56 @@ class StoreFile:
         for body, dates in self.conn.execute("SELECT body, dates FROM docs WHERE coll = ? ORDER BY seq", (coll,)):
             yield loads(body, dates)
 
+    # ------------------------------------------------------------------ scoped reads (schema discovery)
+    # A tenant and access scope evaluated by SQLite over the JSON, so discovering what an asker may
+    # read never parses, or holds in memory, every record of a large collection (600k Slack messages).
+    # `acl` matches as MongoDB's `{"acl": {"$in": principals}}`: any element of an array, or the
+    # value itself (json_each of a scalar is that scalar).
+    _SCOPE = ("coll = ? AND json_extract(body, '$.tenant_id') = ? AND EXISTS "
+              "(SELECT 1 FROM json_each(body, '$.acl') WHERE json_each.value IN ({}))")
+
+    def scoped_seqs(self, coll: str, tenant: str, principals: list[str]) -> list[int]:
+        """The row numbers of the collection's records in scope, in write order."""
+        where = self._SCOPE.format(", ".join("?" * len(principals)))
+        return [seq for (seq,) in self.conn.execute(f"SELECT seq FROM docs WHERE {where} ORDER BY seq",
+                                                    (coll, tenant, *principals))]
+
+    def read_ids(self, coll: str, ids: list[str]) -> list[dict[str, Any]]:
+        """The committed records of `ids` in one collection, in `ids` order (unknown ids skipped)."""
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+            part = ids[start:start + 500]
+            rows = self.conn.execute(f"SELECT id, body, dates FROM docs WHERE coll = ? AND id IN "
+                                     f"({', '.join('?' * len(part))})", (coll, *part))
+            found.update((doc_id, loads(body, dates)) for doc_id, body, dates in rows)
+        return [found[i] for i in ids if i in found]
+
+    def read_seqs(self, seqs: list[int]) -> list[dict[str, Any]]:
+        """The records of `seqs`, in `seqs` order."""
+        found: dict[int, dict[str, Any]] = {}
+        for start in range(0, len(seqs), 500):  # SQLite's bound-parameter limit
+            part = seqs[start:start + 500]
+            rows = self.conn.execute(f"SELECT seq, body, dates FROM docs WHERE seq IN ({', '.join('?' * len(part))})",
+                                     part)
+            found.update((seq, loads(body, dates)) for seq, body, dates in rows)
+        return [found[s] for s in seqs if s in found]
+
+    def distinct_values(self, coll: str, tenant: str, principals: list[str],
+                        paths: list[list[str]]) -> list[list[Any]]:
+        """The distinct values at each path (a list of keys, no array crossed) over the records in
+        scope; datetimes stay ISO strings. SQLite extracts each value as JSON text; Python keeps the
+        distinct texts and parses only those, so a pass over 600k records is a set insertion per value."""
+        where = self._SCOPE.format(", ".join("?" * len(principals)))
+        columns = ", ".join("json_quote(json_extract(body, ?))" for _ in paths)  # JSON text, whatever the type
+        json_paths = ["$" + "".join(f'."{key}"' for key in path) for path in paths]  # no key holds a double quote
+        seen: list[set[str]] = [set() for _ in paths]
+        adds = [values.add for values in seen]
+        for row in self.conn.execute(f"SELECT {columns} FROM docs WHERE {where}",
+                                     (*json_paths, coll, tenant, *principals)):
+            for add, text in zip(adds, row):
+                add(text)
+        return [[orjson.loads(text) for text in sorted(texts) if text != "null"] for texts in seen]
+
     def write(self, changes: Iterable[tuple[str, str, dict[str, Any] | None]]) -> int:
         """Apply (collection, id, document or None to delete) in one transaction; the new generation."""
         cur = self.conn.cursor()

@@ -85,3 +85,23 @@ def test_schema_command_is_access_filtered(settings):
 
     assert SECRET_CHANNEL not in schema() and SECRET_CHANNEL not in schema("--as", "oscar-o")
     assert SECRET_CHANNEL in schema("--as", "mallory-m")
+
+
+@pytest.mark.parametrize("asker", [None, "rsh-dev", "zwei-dev"])
+def test_discovery_answered_by_sqlite_equals_discovery_in_memory(sample_dir, asker):
+    """A fresh process discovers an asker's schemas from the committed rows through SQLite, without
+    loading any collection; the catalog is exactly the one discovered over the loaded collections."""
+    from context_engine.config import COLLECTIONS
+    from context_engine.query.catalog import build_catalog
+
+    settings = Settings(data_dir=sample_dir, mongodb_uri=None, tenant="acme", asker=asker, use_llm=False)
+    principals = principals_for(settings)
+    fresh = open_store(settings)
+    from_sqlite = build_catalog(fresh, "acme", principals)
+    assert fresh._unread == set(COLLECTIONS) - {"people"}  # only the people directory was loaded
+    loaded = open_store(settings)
+    for name in COLLECTIONS:
+        loaded.collection(name)
+    in_memory = build_catalog(loaded, "acme", principals)
+    assert from_sqlite.to_json() == in_memory.to_json()
+    assert from_sqlite.schemas["messages"].total > 0 and "labels.name" in from_sqlite.schemas["pull_requests"].fields
