@@ -145,3 +145,25 @@ def test_the_link_index_follows_writes_and_deletes(tmp_path):
     links = LinkIndex.synced(open_store(settings)).for_tenant("t1")
     assert links.lookup(REFERRER, ["ENG-2"]) == set()
     assert links.thread("C1", "1700000001.000100") == ["C1:1700000001.000100"]
+
+
+def test_a_record_written_after_the_last_one_was_deleted_is_linked(tmp_path):
+    """SQLite would hand a new row the number of a deleted last row; the store never reuses one, so
+    the link index (synced by row number) sees the new record."""
+    from context_engine.answering.links import REFERRER, LinkIndex
+    from context_engine.config import Settings
+    from context_engine.store.documents import open_store
+
+    settings = Settings(data_dir=tmp_path, mongodb_uri=None)
+    store = open_store(settings)
+    store.upsert("messages", "t1", [{"ref": "C1:1.1", "channel_id": "C1", "ts": "1.1", "text": "see ENG-1", "acl": ["*"]},
+                                    {"ref": "C1:2.2", "channel_id": "C1", "ts": "2.2", "text": "see ENG-2", "acl": ["*"]}])
+    store.commit()
+    LinkIndex.synced(store)
+    store.delete_missing("messages", "t1", {"C1:1.1"}, {})
+    store.commit()
+    store.upsert("messages", "t1", [{"ref": "C1:3.3", "channel_id": "C1", "ts": "3.3", "text": "see ENG-3", "acl": ["*"]}])
+    store.commit()
+    links = LinkIndex.synced(store).for_tenant("t1")
+    assert links.lookup(REFERRER, ["ENG-3"]) == {("messages", "C1:3.3")}
+    assert links.lookup(REFERRER, ["ENG-2"]) == set()

@@ -288,8 +288,9 @@ class LinkIndex:
 
     Derived data, kept by the records' write order: the store file numbers every written row (`seq`,
     a rewritten record gets a new one), so bringing the index up to date reads only the rows written
-    since the last sync, plus one indexed pass for records that were deleted. A question on a store
-    of 600k Slack messages then neither scans nor loads them: each step of a walk is an indexed lookup.
+    since the last sync, plus, when records were deleted, one indexed pass that finds them. A question
+    on a store of 600k Slack messages then neither scans nor loads them: each step of a walk is an
+    indexed lookup.
     Several processes may sync at once: one transaction at a time (SQLite's write lock), each
     re-reading where the last one stopped. Nothing in it decides access: it proposes candidates.
     """
@@ -367,8 +368,12 @@ class LinkIndex:
                     if coll == "messages":
                         cur.execute("INSERT INTO threads VALUES (?, ?, ?, ?, ?, ?)",
                                     (tenant, *_thread_key(record), seq, ref, doc_id))
-                gone = cur.execute("SELECT coll, id FROM seen WHERE NOT EXISTS (SELECT 1 FROM store.docs d "
-                                   "WHERE d.coll = seen.coll AND d.id = seen.id)").fetchall()
+                # Every stored row is in `seen` now, so equal counts mean nothing was deleted (the
+                # pass that finds what was takes seconds on a million rows; the counts take none).
+                counts = cur.execute("SELECT (SELECT count(*) FROM seen), (SELECT count(*) FROM store.docs)").fetchone()
+                gone = [] if counts[0] == counts[1] else cur.execute(
+                    "SELECT coll, id FROM seen WHERE NOT EXISTS (SELECT 1 FROM store.docs d "
+                    "WHERE d.coll = seen.coll AND d.id = seen.id)").fetchall()
                 for coll, doc_id in gone:
                     self._forget(cur, coll, doc_id)
                     cur.execute("DELETE FROM seen WHERE coll = ? AND id = ?", (coll, doc_id))

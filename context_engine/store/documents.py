@@ -316,7 +316,7 @@ def _plain_scope(scope: dict[str, Any]) -> bool:
 
 
 class ScopedDocuments:
-    """A collection's records within a scope: how many, a sample, and one pass over a few fields."""
+    """A collection's records within a scope: how many, a sample, the distinct values at a few paths."""
 
     def __init__(self, collection: Any, scope: dict[str, Any]):
         self.collection = collection
@@ -327,8 +327,8 @@ class ScopedDocuments:
         return self.collection.count_documents(self.scope)
 
     def sample(self, total: int, size: int) -> list[dict[str, Any]]:
-        """`size` records drawn with a fixed seed (all of them when there are no more), in write order
-        of the draw; the same records on every path for the same store."""
+        """`size` records drawn with a fixed seed (all of them when there are no more), in the order
+        drawn; on the embedded store the same records whether the collection is loaded or not."""
         if total <= size:
             return list(self.collection.find(self.scope))
         if type(self.collection).__module__.startswith("mongomock"):

@@ -174,14 +174,20 @@ class StoreFile:
         cur = self.conn.cursor()
         cur.execute("BEGIN IMMEDIATE")
         try:
+            # Row numbers are never reused (SQLite would give a new row the number of a deleted last
+            # one): what was derived from the rows up to some `seq` (the link index) stays valid.
+            (top,) = cur.execute("SELECT max(coalesce((SELECT max(seq) FROM docs), 0), "
+                                 "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'seq'), 0))").fetchone()
             for coll, doc_id, doc in changes:
                 if doc is None:
                     cur.execute("DELETE FROM docs WHERE coll = ? AND id = ?", (coll, doc_id))
                 else:
-                    cur.execute("INSERT OR REPLACE INTO docs (coll, id, body, dates) VALUES (?, ?, ?, ?)",
-                                (coll, doc_id, *dumps(doc)))
+                    top += 1
+                    cur.execute("INSERT OR REPLACE INTO docs (seq, coll, id, body, dates) VALUES (?, ?, ?, ?, ?)",
+                                (top, coll, doc_id, *dumps(doc)))
             generation = self.generation() + 1
-            cur.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (str(generation),))
+            cur.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                            [("generation", str(generation)), ("seq", str(top))])
             cur.execute("COMMIT")
         except BaseException:
             cur.execute("ROLLBACK")
