@@ -167,3 +167,18 @@ def test_a_record_written_after_the_last_one_was_deleted_is_linked(tmp_path):
     links = LinkIndex.synced(store).for_tenant("t1")
     assert links.lookup(REFERRER, ["ENG-3"]) == {("messages", "C1:3.3")}
     assert links.lookup(REFERRER, ["ENG-2"]) == set()
+
+
+def test_a_read_only_data_dir_still_follows_links(sample_dir, tmp_path):
+    """Without a writable place for links.sqlite the walk uses the table built in memory."""
+    import shutil
+
+    from context_engine.config import Settings
+    from context_engine.store.documents import open_store
+
+    data_dir = tmp_path / "ro"
+    shutil.copytree(sample_dir, data_dir, ignore=shutil.ignore_patterns("links.sqlite*"))
+    (data_dir / "links.sqlite").mkdir()  # cannot be opened as a database file
+    store = open_store(Settings(data_dir=data_dir, mongodb_uri=None))
+    chain = follow_links(store, "acme", ["*"], ["ENG-231"])
+    assert chain.start == ["ENG-231"] and len(chain.records) > 1

@@ -259,7 +259,10 @@ def _link_table(store: Any, tenant: str) -> Any:
     store, brought up to date with the records written since it was), else built once per store
     revision in memory. Following links is then lookups instead of a scan of every text field per step."""
     if getattr(store, "file", None) is not None:
-        return LinkIndex.synced(store).for_tenant(tenant)
+        try:
+            return LinkIndex.synced(store).for_tenant(tenant)
+        except sqlite3.Error:
+            pass  # a read-only data dir (or a damaged links.sqlite) still answers, from a table in memory
     return _memory_table(store, tenant)
 
 
