@@ -226,8 +226,8 @@ def discover(records: Any, sample_size: int = SAMPLE_SIZE) -> CollectionSchema:
     total = records.count()
     docs = records.sample(total, sample_size)
     schema = schema_from_documents(records.name, docs, total=total, indexes=_indexes(records))
-    # Enumerations are completed from the whole tenant (the distinct values of their top-level fields), so a
-    # rare label is still a known value.
+    # Enumerations are completed from the distinct values over every record in scope, so a rare
+    # label is still a known value.
     enums = {path: info for path, info in schema.fields.items() if info.enum is not None}
     if enums and total > len(docs):
         seen: dict[str, set[str]] = {path: set(info.enum) for path, info in enums.items()}

@@ -135,23 +135,21 @@ class StoreFile:
 
     def read_ids(self, coll: str, ids: list[str]) -> list[dict[str, Any]]:
         """The committed records of `ids` in one collection, in `ids` order (unknown ids skipped)."""
-        found: dict[str, dict[str, Any]] = {}
-        for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
-            part = ids[start:start + 500]
-            rows = self.conn.execute(f"SELECT id, body, dates FROM docs WHERE coll = ? AND id IN "
-                                     f"({', '.join('?' * len(part))})", (coll, *part))
-            found.update((doc_id, loads(body, dates)) for doc_id, body, dates in rows)
-        return [found[i] for i in ids if i in found]
+        return self._read_by("id", ids, "coll = ? AND ", (coll,))
 
     def read_seqs(self, seqs: list[int]) -> list[dict[str, Any]]:
         """The records of `seqs`, in `seqs` order."""
-        found: dict[int, dict[str, Any]] = {}
-        for start in range(0, len(seqs), 500):  # SQLite's bound-parameter limit
-            part = seqs[start:start + 500]
-            rows = self.conn.execute(f"SELECT seq, body, dates FROM docs WHERE seq IN ({', '.join('?' * len(part))})",
-                                     part)
-            found.update((seq, loads(body, dates)) for seq, body, dates in rows)
-        return [found[s] for s in seqs if s in found]
+        return self._read_by("seq", seqs, "", ())
+
+    def _read_by(self, column: str, keys: list[Any], where: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
+        """The records whose `column` ("id" or "seq") is one of `keys`, in `keys` order."""
+        found: dict[Any, dict[str, Any]] = {}
+        for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
+            part = keys[start:start + 500]
+            rows = self.conn.execute(f"SELECT {column}, body, dates FROM docs WHERE {where}{column} IN "
+                                     f"({', '.join('?' * len(part))})", (*params, *part))
+            found.update((key, loads(body, dates)) for key, body, dates in rows)
+        return [found[k] for k in keys if k in found]
 
     def distinct_values(self, coll: str, tenant: str, principals: list[str],
                         paths: list[list[str]]) -> list[list[Any]]:
