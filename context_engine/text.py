@@ -1,7 +1,7 @@
 """Text on the lowest floor: what every layer needs of Chinese and Western text and of dates.
 
 Sentences (Chinese and Western terminators, abbreviations, code blocks), search tokens (jieba for
-Chinese, lower-cased light-stemmed English words), the CJK character classes, ISO dates. Nothing
+Chinese, lower-cased English words reduced to their Snowball stems), the CJK character classes, ISO dates. Nothing
 here imports from the rest of the package.
 """
 
@@ -67,15 +67,28 @@ def _jieba():
     return jieba
 
 
+# What `tokenize` produces, written beside every persisted BM25 index: an index whose tokens were made
+# another way (an older release's light suffix strip) is refit from its texts rather than searched
+# with tokens that no longer meet its vocabulary.
+TOKENIZATION = "jieba+snowball-english"
+
+
+@lru_cache(maxsize=1)
+def _english_stemmer():
+    import Stemmer  # PyStemmer: the Snowball project's English (Porter2) stemmer, in C
+
+    return Stemmer.Stemmer("english")
+
+
 @lru_cache(maxsize=65536)
 def _stem(token: str) -> str:
-    """A light, consistent suffix strip so "caches"/"caching"/"cached" meet "cache"."""
-    if len(token) <= 4 or not token.isalpha():
+    """The Snowball English stem of an alphabetic word, so "caches"/"caching"/"cached" meet at "cach"
+    and "studies"/"study" at "studi". Identifiers and numbers ("v1.2", "payment_service") stay whole.
+    Chosen on SciFact train over the hand-written suffix strip it replaced: BM25 nDCG@10 0.647 ->
+    0.668, the engine's default run 0.714 -> 0.725 (`context-engine eval retrieval --split train`)."""
+    if not token.isalpha():
         return token
-    for suffix, repl in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
-            return token[: -len(suffix)] + repl
-    return token
+    return _english_stemmer().stemWord(token)
 
 
 def tokenize(text: str, drop_stopwords: bool = False) -> list[str]:

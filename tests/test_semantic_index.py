@@ -19,6 +19,7 @@ from context_engine.ingest import ingest
 from context_engine.sources.normalize import normalize
 from context_engine.sources.sample import STORIES, generate
 from context_engine.store.documents import open_store
+from context_engine.text import TOKENIZATION
 
 OUTSIDER = ["github:zwei-dev", "slack:U0BE63B36E"]  # an acme member who is not
 
@@ -95,12 +96,43 @@ def test_persisted_bm25_scores_like_a_fresh_fit(tmp_path, embed_cache):
     settings = _settings(tmp_path, embed_cache)
     ingest(settings, {"t1": {"documents": DOCS}})
     index = SemanticIndex.load(settings, "t1")
-    records = open_store(settings).collection("documents").find({"tenant_id": "t1"})
-    chunks = chunk_collection("documents", records, tenant="t1")
+    chunks = _chunks(settings)
     fresh = BM25Index(idf="lucene").fit([c.id for c in chunks], [embedding_text(c) for c in chunks])
     assert index.bm25.ids == fresh.ids
     for query in ("redis session cache", "duplicate charges", "release Tuesday"):
         np.testing.assert_array_equal(index.bm25.scores(query), fresh.scores(query))
+
+
+def test_a_bm25_file_of_an_older_tokenization_is_refit_and_rewritten(tmp_path, embed_cache, monkeypatch):
+    """An index written by a release that tokenized otherwise (here: whitespace words, no stems, and
+    no tag in the file, as before the tag existed) is refit from its chunks at load, so stemmed query
+    tokens meet it; the next sync writes it anew without embedding anything."""
+    settings = _settings(tmp_path, embed_cache)
+    (report,) = ingest(settings, {"t1": {"documents": DOCS}})
+    gen = index_dir(settings, "t1") / report.index.generation
+    loaded = SemanticIndex.load(settings, "t1")
+    with monkeypatch.context() as patch:
+        patch.setattr("context_engine.retrievers.bm25.tokenize", lambda text, drop_stopwords=False: text.lower().split())
+        old = BM25Index(idf="lucene").fit(loaded.bm25.ids, [embedding_text(c) for c in _chunks(settings)])
+    old.save(gen / "bm25.npz")
+    arrays = dict(np.load(gen / "bm25.npz", allow_pickle=False))
+    del arrays["tokenization"]
+    np.savez(gen / "bm25.npz", **arrays)
+    assert BM25Index.load(gen / "bm25.npz", old.ids).tokenization == "light-stem"
+    assert old.search("callback retries") == []  # stemmed query tokens miss the old vocabulary
+
+    index = SemanticIndex.load(settings, "t1")
+    assert index.bm25_refit and index.bm25.tokenization == TOKENIZATION
+    assert _refs(index.search_bm25("callback retries", 1, [])) == ["D2"]
+    resynced = sync_index(open_store(settings), "t1", settings)
+    assert resynced.generation != report.index.generation and resynced.embedded == 0
+    again = SemanticIndex.load(settings, "t1")
+    assert not again.bm25_refit and _refs(again.search_bm25("retries", 1, [])) == ["D2"]
+
+
+def _chunks(settings):
+    records = open_store(settings).collection("documents").find({"tenant_id": "t1"})
+    return chunk_collection("documents", records, tenant="t1")
 
 
 def test_failed_sync_leaves_the_previous_index_usable(tmp_path, embed_cache, monkeypatch, query_embeddings):

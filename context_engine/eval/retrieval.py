@@ -1,9 +1,9 @@
 """Retrieval quality on a BEIR data set: `context-engine eval retrieval --beir DIR --split SPLIT`.
 
 The corpus is chunked as the engine chunks documents (`chunk_document(_id, title, text,
-tenant="beir")`); BM25 indexes the chunk text and the dense index `embedding_text(chunk)`, embedded
-through `CachedEmbeddings` (cache at `settings.embedding_cache_path`). Both indexes and the query
-vectors are kept under `<data_dir>/beir/<corpus>-<fingerprint>/`, so a second run (another split, a
+tenant="beir")`); the engine's BM25 (`index.fit_bm25`) and the dense index both take
+`embedding_text(chunk)`, embedded through `CachedEmbeddings` (cache at
+`settings.embedding_cache_path`). Both indexes and the query vectors are kept under `<data_dir>/beir/<corpus>-<fingerprint>/`, so a second run (another split, a
 changed setting) only embeds its new queries. A document scores as its best chunk.
 
 Runs, each ranking up to `DEPTH` documents per query:
@@ -46,8 +46,10 @@ from context_engine.retrievers.chunking import Chunk, chunk_document, embedding_
 from context_engine.retrievers.dense import DenseIndex, make_embeddings
 from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache
 from context_engine.retrievers.fusion import FUSIONS, fuse_hits
+from context_engine.retrievers.index import fit_bm25
 from context_engine.retrievers.rerank import (OFFLINE_FEATURES, OfflineWeights, Reranker, make_reranker,
                                               offline_features)
+from context_engine.text import TOKENIZATION
 
 __all__ = ["BeirInputError", "BeirIndex", "open_beir_index", "evaluate_retrieval", "tune", "mrr_at",
            "mean_metrics", "METRICS", "RUNS", "DEPTH", "CHUNK_DEPTH"]
@@ -116,7 +118,8 @@ class BeirIndex:
 
 
 def _fingerprint(model: str, chunks: list[Chunk]) -> str:
-    digest = hashlib.sha1(model.encode())
+    """What the kept indexes were built from: the model, how BM25 tokenizes, and the chunks."""
+    digest = hashlib.sha1(f"{model}\0{TOKENIZATION}\0bm25 lucene over embedding_text".encode())
     for chunk in chunks:
         digest.update(f"\0{chunk.id}\0{chunk.text}\0{embedding_text(chunk)}".encode())
     return digest.hexdigest()[:16]
@@ -137,7 +140,7 @@ def open_beir_index(root: Path, settings: Settings, progress: Progress | None = 
     else:
         directory.mkdir(parents=True, exist_ok=True)
         say(f"indexing {len(chunks):,} chunks into {directory}")
-        bm25 = BM25Index().fit([c.id for c in chunks], [c.text for c in chunks])
+        bm25 = fit_bm25([c.id for c in chunks], [embedding_text(c) for c in chunks])
         say(f"bm25: {len(bm25.vocab):,} terms; dense: {embeddings.name}, cache {settings.embedding_cache_path}")
         vectors = embeddings.encode_documents([embedding_text(c) for c in chunks],
                                               on_progress=lambda done, total: say(f"embedded {done:,}/{total:,} new chunks"))

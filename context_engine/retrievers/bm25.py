@@ -24,7 +24,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from context_engine.text import tokenize
+from context_engine.text import TOKENIZATION, tokenize
 
 
 def _csc_matrix(*args: Any, **kwargs: Any) -> Any:
@@ -44,14 +44,16 @@ class BM25Index:
         self.ids: list[str] = []
         self.idf: np.ndarray = np.zeros(0)
         self.avgdl = 0.0
+        self.tokenization = TOKENIZATION  # how the indexed texts were tokenized (see `load`)
 
     def __len__(self) -> int:
         return len(self.ids)
 
     # ----------------------------------------------------------------------------------- files
     def save(self, path: Path) -> None:
-        """The weight matrix (CSC arrays), idf, vocabulary and parameters as one .npz: numbers, never
-        pickles, so loading an index is reading data. Written and fsynced; callers rename it into place."""
+        """The weight matrix (CSC arrays), idf, vocabulary, parameters and tokenization as one .npz:
+        numbers, never pickles, so loading an index is reading data. Written and fsynced; callers
+        rename it into place."""
         matrix = self.matrix
         # The vocabulary as one newline-joined UTF-8 buffer (tokens never contain a newline): a numpy
         # string array would pad every term to the longest one.
@@ -59,13 +61,17 @@ class BM25Index:
         with open(path, "wb") as fh:
             np.savez(fh, data=matrix.data, indices=matrix.indices, indptr=matrix.indptr,
                      shape=np.array(matrix.shape, dtype=np.int64), idf=self.idf,
-                     vocab=np.frombuffer(vocab, dtype=np.uint8), params=np.array([self.k1, self.b, self.avgdl]))
+                     vocab=np.frombuffer(vocab, dtype=np.uint8), params=np.array([self.k1, self.b, self.avgdl]),
+                     tokenization=np.frombuffer(self.tokenization.encode("utf-8"), dtype=np.uint8))
             fh.flush()
             os.fsync(fh.fileno())
 
     @classmethod
     def load(cls, path: Path, ids: list[str]) -> "BM25Index":
-        """An index `save` wrote; `ids` are the documents in fit order (kept beside it by the caller)."""
+        """An index `save` wrote; `ids` are the documents in fit order (kept beside it by the caller).
+        Its `tokenization` says how its texts were tokenized ("light-stem" for files written before the
+        tag existed): when it is not `text.TOKENIZATION`, query tokens would miss its vocabulary, and
+        the caller refits it from the texts."""
         with np.load(path, allow_pickle=False) as arrays:
             k1, b, avgdl = arrays["params"].tolist()
             bm25 = cls(k1=k1, b=b, idf="lucene")
@@ -74,6 +80,8 @@ class BM25Index:
             terms = arrays["vocab"].tobytes().decode("utf-8")
             bm25.vocab = {term: i for i, term in enumerate(terms.split("\n"))} if terms else {}
             bm25.idf = arrays["idf"]
+            bm25.tokenization = (arrays["tokenization"].tobytes().decode("utf-8") if "tokenization" in arrays.files
+                                 else "light-stem")
         bm25.ids, bm25.avgdl = ids, avgdl
         return bm25
 

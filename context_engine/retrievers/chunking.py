@@ -409,10 +409,15 @@ def chunk_collection(collection: str, records: Iterable[dict[str, Any]], *, tena
 def embedding_text(chunk: Chunk) -> str:
     """What the dense model embeds for a chunk: its text, preceded by its record's title when the
     chunk does not start with it (a later chunk of a long PR or page still says what it is about)."""
-    title = (chunk.title or "").strip()
-    if not title or chunk.text.lstrip().startswith(title):
-        return chunk.text
-    return f"{title}\n{chunk.text}"
+    return titled_text(chunk.title, chunk.text)
+
+
+def titled_text(title: str | None, text: str) -> str:
+    """`text`, preceded by `title` unless it already starts with it (see `embedding_text`)."""
+    title = (title or "").strip()
+    if not title or text.lstrip().startswith(title):
+        return text
+    return f"{title}\n{text}"
 
 
 def sample_organisation_texts(tenants: Iterable[str] | None = None) -> list[str]:

@@ -33,9 +33,9 @@ __all__ = ["compress", "content_terms", "unit_tokens", "idf_weights", "coverage"
 QUESTION_FILLER = frozenset("""
 的 了 是 在 和 与 及 或 吗 呢 吧 啊 么 什么 为什么 怎么 怎样 如何 哪些 哪个 哪 谁 多少 几 我们 我 你 他 她 它 他们
 到 这 那 这个 那个 一个 有 没有 被 把 给 对 就 都 也 还 要 会 能 可以 请 上 中 下
-tell explain describe about there any some all not no so than then these those into out over
-also can could would should may might much many more most get got please does did do
-""".split())
+""".split()) | frozenset(tokenize(  # as stems ("describe" -> "describ"), which is what they are compared with
+    """tell explain describe about there any some all not no so than then these those into out over
+    also can could would should may might much many more most get got please does did do"""))
 
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 # A matching sentence gets this fraction of its best neighbour's own score.
@@ -45,8 +45,8 @@ MIN_RELEVANCE = 0.2
 
 
 def content_terms(text: str) -> list[str]:
-    """The content words of `text` as the BM25 index sees them (jieba for Chinese, light stems for
-    English), stopwords and question filler dropped, first occurrences in order."""
+    """The content words of `text` as the BM25 index sees them (jieba for Chinese, Snowball stems
+    for English), stopwords and question filler dropped, first occurrences in order."""
     seen: dict[str, None] = {}
     for token in tokenize(text, drop_stopwords=True):
         if token not in QUESTION_FILLER:

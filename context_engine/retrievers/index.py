@@ -41,11 +41,13 @@ from langchain_core.documents import Document
 from context_engine.access import PUBLIC
 from context_engine.config import Settings, check_tenant
 from context_engine.retrievers.bm25 import BM25Index
-from context_engine.retrievers.chunking import TEXT_COLLECTIONS, Chunk, chunk_collection, embedding_text
+from context_engine.retrievers.chunking import TEXT_COLLECTIONS, Chunk, chunk_collection, embedding_text, titled_text
 from context_engine.retrievers.dense import DenseEmbeddings, DenseIndex, make_embeddings
 from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache, SharedEmbeddingCache
+from context_engine.text import TOKENIZATION
 
-__all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "index_dir", "sync_chunks", "sync_index"]
+__all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "fit_bm25", "index_dir", "sync_chunks",
+           "sync_index"]
 
 INDEX_DIR = "index"
 PROGRESS_FILE = "embedding-progress.json"
@@ -101,14 +103,14 @@ def _row(chunk: Chunk) -> dict[str, Any]:
     return {"id": chunk.id, "doc_ref": chunk.doc_ref, "collection": chunk.collection, "text": chunk.text,
             "title": chunk.title, "url": chunk.url, "author": chunk.author, "date": _iso(chunk.date),
             "acl": sorted(set(chunk.acl)), "position": chunk.position,
-            "embed_hash": hashlib.sha1(text.encode("utf-8")).hexdigest(), "_search_text": text}
+            "embed_hash": hashlib.sha1(text.encode("utf-8")).hexdigest(), "_embedding_text": text}
 
 
 def _fingerprint(rows: Sequence[dict[str, Any]]) -> str:
     """A digest of every chunk row: equal fingerprints mean the index was built from equal content."""
     digest = hashlib.sha1()
     for row in sorted(rows, key=lambda r: r["id"]):
-        digest.update(json.dumps({k: v for k, v in row.items() if k != "_search_text"}, sort_keys=True,
+        digest.update(json.dumps({k: v for k, v in row.items() if k != "_embedding_text"}, sort_keys=True,
                                  ensure_ascii=False).encode("utf-8"))
     return digest.hexdigest()
 
@@ -167,7 +169,7 @@ def _write_generation(root: Path, rows: list[dict[str, Any]], bm25: BM25Index, d
     tmp = root / f".{name}.tmp-{uuid.uuid4().hex}"
     tmp.mkdir()
     try:
-        _write_json(tmp / "chunks.json", [{k: v for k, v in r.items() if k != "_search_text"} for r in rows])
+        _write_json(tmp / "chunks.json", [{k: v for k, v in r.items() if k != "_embedding_text"} for r in rows])
         bm25.save(tmp / "bm25.npz")
         dense.save(tmp / "dense")
         _write_json(tmp / "manifest.json", {**manifest, "generation": name})
@@ -198,6 +200,7 @@ class SemanticIndex:
         self.model = manifest["model"]
         self._embeddings = embeddings
         self._row_of = {row["id"]: i for i, row in enumerate(rows)}
+        self.bm25_refit = False  # BM25 refit at load from an older tokenization (see _load_generation)
         self._public = np.fromiter((PUBLIC in row["acl"] for row in rows), dtype=bool, count=len(rows))
         members: dict[str, list[int]] = {}
         for i, row in enumerate(rows):
@@ -253,7 +256,12 @@ class SemanticIndex:
         with open(gen / "chunks.json", encoding="utf-8") as fh:
             rows = json.load(fh)
         bm25 = BM25Index.load(gen / "bm25.npz", [row["id"] for row in rows])
-        return cls(tenant, rows, bm25, DenseIndex.load(gen / "dense"), manifest, embeddings)
+        refit = bm25.tokenization != TOKENIZATION
+        if refit:  # written by a release that tokenized otherwise: searchable now, rewritten by the next sync
+            bm25 = _fit_bm25(rows)
+        index = cls(tenant, rows, bm25, DenseIndex.load(gen / "dense"), manifest, embeddings)
+        index.bm25_refit = refit
+        return index
 
     # -------------------------------------------------------------------------- access
     def visible(self, principals: Iterable[str]) -> np.ndarray:
@@ -346,11 +354,11 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
         before = old.get(row["id"])
         if before is None:
             report.added += 1
-        elif any(before.get(key) != value for key, value in row.items() if key != "_search_text"):
+        elif any(before.get(key) != value for key, value in row.items() if key != "_embedding_text"):
             report.updated += 1
     report.chunks = len(rows)
     to_embed = [r for r in rows if r["id"] not in dense or old[r["id"]]["embed_hash"] != r["embed_hash"]]
-    if previous is not None and not report.changed and not to_embed:
+    if previous is not None and not report.changed and not to_embed and not previous.bm25_refit:
         report.generation = previous.generation
         report.seconds = time.perf_counter() - started
         return report
@@ -379,7 +387,7 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
 
         try:
             embedder = CachedEmbeddings(embeddings, cache)
-            vectors = embedder.encode_documents([r["_search_text"] for r in to_embed], on_progress=on_batch)
+            vectors = embedder.encode_documents([r["_embedding_text"] for r in to_embed], on_progress=on_batch)
         finally:
             if own_cache:
                 cache.close()
@@ -405,10 +413,15 @@ def live_fingerprint(settings: Settings, tenant: str) -> str | None:
         return None
 
 
+def fit_bm25(ids: Sequence[str], texts: Iterable[str]) -> BM25Index:
+    """The engine's BM25 over chunks, whose texts are `embedding_text`s (the record's title, then the
+    chunk). Lucene idf (never negative) rather than Okapi's: a tenant's index may hold only a few
+    chunks, where Okapi gives a term found in half of them zero or negative weight."""
+    return BM25Index(idf="lucene").fit(ids, texts)
+
+
 def _fit_bm25(rows: list[dict[str, Any]]) -> BM25Index:
-    # Lucene idf (never negative) rather than Okapi's: a tenant's index may hold only a few chunks,
-    # where Okapi gives a term found in half of them zero or negative weight.
-    return BM25Index(idf="lucene").fit([r["id"] for r in rows], (r["_search_text"] for r in rows))
+    return fit_bm25([r["id"] for r in rows], (titled_text(r["title"], r["text"]) for r in rows))
 
 
 def _manifest(tenant: str, model: str, dense: DenseIndex, rows: list[dict[str, Any]], report: SyncReport) -> dict:
