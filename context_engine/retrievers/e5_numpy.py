@@ -69,13 +69,16 @@ class _Tokenizer:
 
     def __init__(self, pieces: list[str], scores: np.ndarray, norm: dict[int, str], specials: tuple):
         self.bos, self.eos, self.pad, self.unk = specials
-        self.vocab: dict[str, int] = {}
-        for i, piece in enumerate(pieces):  # the first of duplicate pieces wins, as in the engine's hash table
-            if piece and i != self.unk:
-                self.vocab.setdefault(piece, i)
+        # piece -> id, leaving out the unknown piece and empty ones; the first of duplicate pieces wins,
+        # as in the engine's hash table (built backwards in C: a later duplicate is overwritten)
+        listed = list(pieces)
+        if 0 <= self.unk < len(listed):
+            listed[self.unk] = ""  # never matched: unknown text scores unk_score instead
+        self.vocab: dict[str, int] = dict(zip(reversed(listed), range(len(listed) - 1, -1, -1)))
+        self.vocab.pop("", None)
         self.scores = scores.tolist()
         self.unk_score = float(scores.min()) - 10.0
-        self.max_len = max(len(p) for p in pieces)
+        self.max_len = max(map(len, pieces))
         self.norm = norm
 
     def content_ids(self, text: str) -> list[int]:
@@ -127,7 +130,8 @@ class E5Numpy:
         offs = np.frombuffer(r.bytes(4 * (n_pieces + 1)), dtype="<u4")
         scores = np.frombuffer(r.bytes(4 * n_pieces), dtype="<f4")
         blob = bytes(r.bytes(bloblen))
-        pieces = [blob[offs[i]:offs[i + 1]].decode("utf-8", "replace") for i in range(n_pieces)]
+        bounds = offs.tolist()
+        pieces = [blob[start:end].decode("utf-8", "replace") for start, end in zip(bounds, bounds[1:])]
         n_norm, nm_bytes = r.take("iI")
         nm = _Reader(r.bytes(nm_bytes))
         norm: dict[int, str] = {}

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from context_engine.config import COLLECTIONS, HIDDEN_FIELDS, Settings
+from context_engine.store.linear_stages import use_linear_stages
 from context_engine.store.sqlite_file import FILE_NAME, StoreFile
 
 LEGACY_SNAPSHOTS = "store"  # pickle snapshot generations of earlier versions: never loaded
@@ -395,6 +396,7 @@ def _in_process_mongodb(uri: str) -> Any:
 
     _patch_mongomock_match_pushdown()
     _patch_mongomock_cursor_slicing()
+    use_linear_stages()
     with _in_process_lock:
         if uri not in _in_process:
             _in_process[uri] = mongomock.MongoClient(tz_aware=False)
@@ -425,6 +427,7 @@ def open_store(settings: Settings) -> DocumentStore:
 
     _patch_mongomock_match_pushdown()
     _patch_mongomock_cursor_slicing()
+    use_linear_stages()
     db = mongomock.MongoClient(tz_aware=False)[settings.mongodb_db]
     path = settings.data_dir / FILE_NAME
     if not path.exists() and (settings.data_dir / LEGACY_SNAPSHOTS / "CURRENT").exists():
