@@ -158,3 +158,31 @@ def test_rows_round_trip_dates_nul_strings_and_the_tagged_format(tmp_path):
     legacy.commit()
     old = [d for d in file.read("documents") if d["_id"] == "old"][0]
     assert old == {"_id": "old", "at": datetime(2026, 1, 2, 3, 4, 5), "s": "\x00raw"}
+
+
+def test_the_tenant_list_is_kept_by_writes_and_read_without_a_scan(tmp_path):
+    """`tenants()` reads the list `write` keeps: tenants appear with their first record and go with
+    their last; a store written before the list existed is scanned, and its next write keeps it."""
+    import sqlite3
+
+    from context_engine.store.sqlite_file import StoreFile
+
+    file = StoreFile(tmp_path / "store.sqlite", create=True)
+    assert file.tenants() == []
+    file.write([("issues", "a1", {"_id": "a1", "tenant_id": "acme"}), ("issues", "a2", {"_id": "a2", "tenant_id": "acme"}),
+                ("issues", "g1", {"_id": "g1", "tenant_id": "globex"})])
+    assert file.tenants() == ["acme", "globex"]
+    file.write([("issues", "a1", None), ("issues", "g1", None)])  # acme keeps a2, globex has nothing left
+    assert file.tenants() == ["acme"]
+    file.write([("issues", "g2", {"_id": "g2", "tenant_id": "globex"}), ("issues", "g2", None),
+                ("issues", "g3", {"_id": "g3", "tenant_id": "globex"})])
+    assert file.tenants() == ["acme", "globex"]
+
+    older = sqlite3.connect(tmp_path / "store.sqlite")  # as a release that did not keep the list left it
+    older.execute("DELETE FROM meta WHERE key = 'tenants'")
+    older.execute("""INSERT INTO docs (coll, id, body) VALUES ('issues', 'i1', '{"_id":"i1","tenant_id":"initech"}')""")
+    older.commit()
+    assert file.tenants() == ["acme", "globex", "initech"]
+    file.write([("issues", "a2", None)])
+    assert file.tenants() == ["globex", "initech"]
+    assert older.execute("SELECT value FROM meta WHERE key = 'tenants'").fetchone() == ('["globex", "initech"]',)

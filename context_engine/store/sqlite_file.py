@@ -85,6 +85,12 @@ def loads(body: str, dates: str | None) -> dict[str, Any]:
     return doc
 
 
+def _scan_tenants(cursor: Any) -> list[str]:
+    """The distinct `tenant_id`s of every row (SQLite reads the JSON: no row is parsed in Python)."""
+    rows = cursor.execute("SELECT DISTINCT json_extract(body, '$.tenant_id') FROM docs")
+    return sorted(t for (t,) in rows if isinstance(t, str))
+
+
 class StoreFile:
     """One connection to `<data-dir>/store.sqlite`."""
 
@@ -111,9 +117,10 @@ class StoreFile:
         return int(row[0]) if row else 0
 
     def tenants(self) -> list[str]:
-        """Every tenant with a committed record (SQLite reads the JSON: no row is parsed in Python)."""
-        rows = self.conn.execute("SELECT DISTINCT json_extract(body, '$.tenant_id') FROM docs")
-        return [t for (t,) in rows if isinstance(t, str)]
+        """Every tenant with a committed record, as `write` keeps them in `meta` (a cold `ask` reads one
+        row, not every record: 10 s at a million). A store written before that is scanned."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'tenants'").fetchone()
+        return json.loads(row[0]) if row else _scan_tenants(self.conn)
 
     def read(self, coll: str) -> Iterator[dict[str, Any]]:
         for body, dates in self.conn.execute("SELECT body, dates FROM docs WHERE coll = ? ORDER BY seq", (coll,)):
@@ -176,16 +183,29 @@ class StoreFile:
             # one): what was derived from the rows up to some `seq` (the link index) stays valid.
             (top,) = cur.execute("SELECT max(coalesce((SELECT max(seq) FROM docs), 0), "
                                  "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'seq'), 0))").fetchone()
+            kept = cur.execute("SELECT value FROM meta WHERE key = 'tenants'").fetchone()
+            written: set[str] = set()
+            emptied: set[str] = set()  # tenants that lost a record: they may have none left
             for coll, doc_id, doc in changes:
                 if doc is None:
+                    emptied.update(t for (t,) in cur.execute(
+                        "SELECT json_extract(body, '$.tenant_id') FROM docs WHERE coll = ? AND id = ?", (coll, doc_id)))
                     cur.execute("DELETE FROM docs WHERE coll = ? AND id = ?", (coll, doc_id))
                 else:
                     top += 1
                     cur.execute("INSERT OR REPLACE INTO docs (seq, coll, id, body, dates) VALUES (?, ?, ?, ?, ?)",
                                 (top, coll, doc_id, *dumps(doc)))
+                    written.add(doc.get("tenant_id"))
+            if kept is None:  # the first write since the list was kept: one scan
+                tenants = set(_scan_tenants(cur))
+            else:
+                tenants = set(json.loads(kept[0])) | {t for t in written if isinstance(t, str)}
+                tenants -= {t for t in emptied - written if not cur.execute(
+                    "SELECT EXISTS (SELECT 1 FROM docs WHERE json_extract(body, '$.tenant_id') = ?)", (t,)).fetchone()[0]}
             generation = self.generation() + 1
             cur.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                            [("generation", str(generation)), ("seq", str(top))])
+                            [("generation", str(generation)), ("seq", str(top)),
+                             ("tenants", json.dumps(sorted(tenants), ensure_ascii=False))])
             cur.execute("COMMIT")
         except BaseException:
             cur.execute("ROLLBACK")
