@@ -269,3 +269,23 @@ def test_bm25_answers_while_the_dense_part_is_still_embedding(tmp_path, monkeypa
     assert (pending, chunks, vectors, top) == (len(docs), len(docs), 0, ["N7"])
     done = SemanticIndex.load(settings, "t1")
     assert done.pending == 0 and len(done.dense) == len(docs)
+
+
+def test_syncing_reads_the_stored_records_without_changing_them(tmp_path, embed_cache):
+    """Chunking reads the embedded store's own documents (not copies): they must come out as they went
+    in, and give the chunks that copies of them give."""
+    import copy
+
+    settings = _settings(tmp_path, embed_cache, tenant="acme")
+    acme = generate()["acme"]
+    subset = {name: acme[name][:40] for name in ("messages", "pull_requests", "issues", "documents", "commits")}
+    ingest(settings, {"acme": subset}, index=False)
+    store = open_store(settings)
+    before = {name: copy.deepcopy(list(store.tenant_records(name, "acme"))) for name in subset}
+    report = sync_index(store, "acme", settings)
+    assert report.chunks > 40
+    for name, records in before.items():
+        assert list(store.tenant_records(name, "acme")) == records
+        copies = list(store.collection(name).find({"tenant_id": "acme"}))
+        assert chunk_collection(name, copies, tenant="acme") == chunk_collection(name, records, tenant="acme")
+    assert list(store.tenant_records("messages", "globex")) == []

@@ -441,8 +441,7 @@ def sync_index(store: Any, tenant: str, settings: Settings, progress: Progress |
     BM25/FAISS generation is a cache it rebuilds when its fingerprint falls behind (`follow_shared_index`)."""
     chunks: list[Chunk] = []
     for name in TEXT_COLLECTIONS:
-        records = store.collection(name).find({"tenant_id": tenant})
-        chunks.extend(chunk_collection(name, records, tenant=tenant))
+        chunks.extend(chunk_collection(name, store.tenant_records(name, tenant), tenant=tenant))
     if progress:
         progress(f"{tenant}: chunks", len(chunks))
     vectors = store.engine_collection("index_vectors")

@@ -207,6 +207,15 @@ class DocumentStore:
                 out.append(copy.deepcopy(doc))
         return out
 
+    def tenant_records(self, name: str, tenant: str) -> Iterable[dict[str, Any]]:
+        """The tenant's records of `name` in store order, to be read and never modified: on the
+        embedded store the stored documents themselves, so chunking a million Slack messages does
+        not first copy them all (`find` deep-copies each document it returns)."""
+        coll = self.collection(name)
+        if self.embedded:
+            return [doc for doc in coll._store._documents.values() if doc.get("tenant_id") == tenant]
+        return coll.find({"tenant_id": tenant})
+
     def count(self, name: str, tenant: str) -> int:
         return self.collection(name).count_documents({"tenant_id": tenant})
 
