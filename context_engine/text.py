@@ -1,8 +1,8 @@
 """Text on the lowest floor: what every layer needs of Chinese and Western text and of dates.
 
 Sentences (Chinese and Western terminators, abbreviations, code blocks), search tokens (jieba for
-Chinese, lower-cased English words reduced to their Snowball stems), the CJK character classes, ISO dates. Nothing
-here imports from the rest of the package.
+Chinese, lower-cased English words reduced to their Snowball stems), the CJK character classes, ISO
+dates. Nothing here imports from the rest of the package.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 The corpus is chunked as the engine chunks documents (`chunk_document(_id, title, text,
 tenant="beir")`); the engine's BM25 (`index.fit_bm25`) and the dense index both take
 `embedding_text(chunk)`, embedded through `CachedEmbeddings` (cache at
-`settings.embedding_cache_path`). Both indexes and the query vectors are kept under `<data_dir>/beir/<corpus>-<fingerprint>/`, so a second run (another split, a
-changed setting) only embeds its new queries. A document scores as its best chunk.
+`settings.embedding_cache_path`). Both indexes and the query vectors are kept under
+`<data_dir>/beir/<corpus>-<fingerprint>/`, so a second run (another split, a changed setting) only
+embeds its new queries. A document scores as its best chunk.
 
 Runs, each ranking up to `DEPTH` documents per query:
 

@@ -40,6 +40,7 @@ class _CscArrays(NamedTuple):
     indptr: np.ndarray
     shape: tuple[int, int]
 
+
 class BM25Index:
     """`fit` (or `fit_tokens`) once, then `scores`/`search` per query. Ids are kept in fit order."""
 
