@@ -186,3 +186,10 @@ def test_the_tenant_list_is_kept_by_writes_and_read_without_a_scan(tmp_path):
     file.write([("issues", "a2", None)])
     assert file.tenants() == ["globex", "initech"]
     assert older.execute("SELECT value FROM meta WHERE key = 'tenants'").fetchone() == ('["globex", "initech"]',)
+
+    for damaged in ("{not json", '{"acme": 1}', '["globex", 7]'):  # derived data: the rows decide
+        older.execute("UPDATE meta SET value = ? WHERE key = 'tenants'", (damaged,))
+        older.commit()
+        assert file.tenants() == ["globex", "initech"]
+    file.write([("issues", "a3", {"_id": "a3", "tenant_id": "acme"})])
+    assert file.tenants() == ["acme", "globex", "initech"]

@@ -91,6 +91,17 @@ def _scan_tenants(cursor: Any) -> list[str]:
     return sorted(t for (t,) in rows if isinstance(t, str))
 
 
+def _kept_tenants(cursor: Any) -> list[str] | None:
+    """The tenant list `write` keeps in `meta`; None when there is none (a store written before it
+    was kept) or it is not a JSON list of names (a damaged row): the rows are then scanned instead."""
+    row = cursor.execute("SELECT value FROM meta WHERE key = 'tenants'").fetchone()
+    try:
+        kept = json.loads(row[0]) if row else None
+    except ValueError:
+        return None
+    return kept if isinstance(kept, list) and all(isinstance(t, str) for t in kept) else None
+
+
 class StoreFile:
     """One connection to `<data-dir>/store.sqlite`."""
 
@@ -119,8 +130,8 @@ class StoreFile:
     def tenants(self) -> list[str]:
         """Every tenant with a committed record, as `write` keeps them in `meta` (a cold `ask` reads one
         row, not every record: 10 s at a million). A store written before that is scanned."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'tenants'").fetchone()
-        return json.loads(row[0]) if row else _scan_tenants(self.conn)
+        kept = _kept_tenants(self.conn)
+        return kept if kept is not None else _scan_tenants(self.conn)
 
     def read(self, coll: str) -> Iterator[dict[str, Any]]:
         for body, dates in self.conn.execute("SELECT body, dates FROM docs WHERE coll = ? ORDER BY seq", (coll,)):
@@ -183,7 +194,7 @@ class StoreFile:
             # one): what was derived from the rows up to some `seq` (the link index) stays valid.
             (top,) = cur.execute("SELECT max(coalesce((SELECT max(seq) FROM docs), 0), "
                                  "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'seq'), 0))").fetchone()
-            kept = cur.execute("SELECT value FROM meta WHERE key = 'tenants'").fetchone()
+            kept = _kept_tenants(cur)
             written: set[str] = set()
             emptied: set[str] = set()  # tenants that lost a record: they may have none left
             for coll, doc_id, doc in changes:
@@ -196,10 +207,10 @@ class StoreFile:
                     cur.execute("INSERT OR REPLACE INTO docs (seq, coll, id, body, dates) VALUES (?, ?, ?, ?, ?)",
                                 (top, coll, doc_id, *dumps(doc)))
                     written.add(doc.get("tenant_id"))
-            if kept is None:  # the first write since the list was kept: one scan
+            if kept is None:  # the first write since the list was kept (or it was damaged): one scan
                 tenants = set(_scan_tenants(cur))
             else:
-                tenants = set(json.loads(kept[0])) | {t for t in written if isinstance(t, str)}
+                tenants = set(kept) | {t for t in written if isinstance(t, str)}
                 tenants -= {t for t in emptied - written if not cur.execute(
                     "SELECT EXISTS (SELECT 1 FROM docs WHERE json_extract(body, '$.tenant_id') = ?)", (t,)).fetchone()[0]}
             generation = self.generation() + 1
