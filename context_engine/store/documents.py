@@ -85,6 +85,13 @@ def _patch_mongomock_cursor_slicing() -> None:
     Cursor._compute_results = _compute_results
 
 
+def _patch_mongomock() -> None:
+    """Every change this module makes to mongomock, before any client of it is used (idempotent)."""
+    _patch_mongomock_match_pushdown()
+    _patch_mongomock_cursor_slicing()
+    use_linear_stages()
+
+
 ENGINE_COLLECTIONS = ("index_vectors", "index_revisions", "store_meta")
 SHARED_POLL_SECONDS = 1.0  # how often a replica asks MongoDB whether another one committed
 
@@ -403,9 +410,7 @@ def _in_process_mongodb(uri: str) -> Any:
     replicas sharing one database; nothing is persisted)."""
     import mongomock
 
-    _patch_mongomock_match_pushdown()
-    _patch_mongomock_cursor_slicing()
-    use_linear_stages()
+    _patch_mongomock()
     with _in_process_lock:
         if uri not in _in_process:
             _in_process[uri] = mongomock.MongoClient(tz_aware=False)
@@ -434,9 +439,7 @@ def open_store(settings: Settings) -> DocumentStore:
 
     import mongomock
 
-    _patch_mongomock_match_pushdown()
-    _patch_mongomock_cursor_slicing()
-    use_linear_stages()
+    _patch_mongomock()
     db = mongomock.MongoClient(tz_aware=False)[settings.mongodb_db]
     path = settings.data_dir / FILE_NAME
     if not path.exists() and (settings.data_dir / LEGACY_SNAPSHOTS / "CURRENT").exists():
