@@ -274,6 +274,8 @@ def chunk_texts(chunks_json: str, count: int) -> list[str]:
     from context_engine.retrievers.chunking import titled_text
 
     rows = json.loads(Path(chunks_json).read_text(encoding="utf-8"))
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("text"), str) for r in rows):
+        raise ValueError("not an index's chunks.json (a list of rows with a text)")
     step = max(1, len(rows) // max(count, 1))
     return [titled_text(r.get("title"), r["text"]) for r in rows[::step][:count]]
 
@@ -483,6 +485,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(worker(args.worker, args), ensure_ascii=False))
         return 0
     if args.cold:
+        if args.chunks_from:  # checked once here, not as a traceback in every worker
+            try:
+                chunk_texts(args.chunks_from, args.chunks)
+            except (OSError, ValueError) as exc:
+                print(f"error: --chunks-from {args.chunks_from}: {exc}", file=sys.stderr)
+                return 2
         return cold_main(args, [a for a in (argv if argv is not None else sys.argv[1:])])
 
     load_before = os.getloadavg()
