@@ -124,8 +124,12 @@ def test_a_bm25_file_of_an_older_tokenization_is_refit_and_rewritten(tmp_path, e
     index = SemanticIndex.load(settings, "t1")
     assert index.bm25_refit and index.bm25.tokenization == TOKENIZATION
     assert _refs(index.search_bm25("callback retries", 1, [])) == ["D2"]
+    fits = []
+    fit = index_module._fit_bm25
+    monkeypatch.setattr(index_module, "_fit_bm25", lambda rows: fits.append(len(rows)) or fit(rows))
     resynced = sync_index(open_store(settings), "t1", settings)
     assert resynced.generation != report.index.generation and resynced.embedded == 0
+    assert len(fits) == 1  # the refit at load is the one written: the chunks did not change
     again = SemanticIndex.load(settings, "t1")
     assert not again.bm25_refit and _refs(again.search_bm25("retries", 1, [])) == ["D2"]
 
@@ -264,11 +268,30 @@ def test_bm25_answers_while_the_dense_part_is_still_embedding(tmp_path, monkeypa
         return original(self, texts, on_progress)
 
     monkeypatch.setattr(embedding_cache.CachedEmbeddings, "encode_documents", watching)
+    fits = []
+    fit = index_module._fit_bm25
+    monkeypatch.setattr(index_module, "_fit_bm25", lambda rows: fits.append(len(rows)) or fit(rows))
     ingest(settings, {"t1": {"documents": docs}}, public=True)
     [(pending, chunks, vectors, top)] = seen_mid_embedding
     assert (pending, chunks, vectors, top) == (len(docs), len(docs), 0, ["N7"])
     done = SemanticIndex.load(settings, "t1")
     assert done.pending == 0 and len(done.dense) == len(docs)
+    assert fits == [len(docs)]  # the interim generation's BM25 is the final one's: fitted once
+
+
+def test_cached_and_new_vectors_come_back_in_the_order_of_the_texts(tmp_path):
+    from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache
+
+    model = make_embeddings(Settings().embedding_model)
+    texts = ["the payments retry storm", "Redis for sessions", "zebrafish credentials", "CI 迁移到自托管 runner"]
+    cached = CachedEmbeddings(model, EmbeddingCache(tmp_path / "vectors.sqlite"), batch_size=2)
+    first = cached.encode_documents(texts[1::2])  # half of them cached first
+    assert (cached.hits, cached.misses) == (0, 2)
+    mixed = cached.encode_documents(texts)
+    assert (cached.hits, cached.misses) == (2, 4)
+    np.testing.assert_array_equal(mixed[1::2], first)
+    np.testing.assert_allclose(mixed, model.encode_documents(texts), atol=1e-6)
+    assert cached.encode_documents([]).shape == (0, mixed.shape[1])
 
 
 def test_syncing_reads_the_stored_records_without_changing_them(tmp_path, embed_cache):

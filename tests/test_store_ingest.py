@@ -43,6 +43,20 @@ def test_malformed_record_is_skipped_and_counted(tmp_path):
     assert report.skipped == 2 and report.records == 1
 
 
+def test_a_record_no_store_can_hold_is_skipped_and_counted_not_the_whole_batch(tmp_path):
+    settings = Settings(data_dir=tmp_path, mongodb_uri=None)
+    operator = {**_pr(2), "$where": "sleep(1000)"}
+    nested_operator = {**_pr(3), "user": {"login": "x", "$gt": ""}}
+    nul_name = {**_pr(4), "a\x00b": 1}
+    huge = {**_pr(5), "labels": [{"id": 2 ** 64}]}
+    (report,) = ingest(settings, {"t1": {"pull_requests": [_pr(1), operator, nested_operator, nul_name, huge, _pr(6)]}})
+    assert (report.skipped, report.records) == (4, 2)
+    assert any("'$where' cannot be stored" in p for p in report.problems)
+    assert any("64 bits" in p for p in report.problems)
+    refs = sorted(d["ref"] for d in open_store(settings).collection("pull_requests").find({"tenant_id": "t1"}))
+    assert refs == ["o/r#1", "o/r#6"]
+
+
 def test_failed_ingest_leaves_previous_data_usable(tmp_path, monkeypatch):
     settings = Settings(data_dir=tmp_path, mongodb_uri=None)
     ingest(settings, {"t1": {"pull_requests": [_pr(1)]}})

@@ -133,16 +133,26 @@ class CachedEmbeddings(Embeddings):
         missing = [i for i in range(len(texts)) if i not in cached]
         self.hits += len(cached)
         self.misses += len(missing)
+        # Rows go straight into one array: a vector per text held apart and then stacked would
+        # be two copies of every vector at once (~1.4 GB at 444k chunks).
+        out: np.ndarray | None = None
+        dim = next(iter(cached.values())).shape[0] if cached else self.embeddings.dim
+        if dim is not None:
+            out = np.empty((len(texts), dim), dtype=np.float32)
+            for i, vector in cached.items():
+                out[i] = vector
+        del cached
         for start in range(0, len(missing), self.batch_size):
             part = missing[start:start + self.batch_size]
             vectors = self.embeddings.encode_documents([texts[i] for i in part])
             self.cache.put(self.name, [texts[i] for i in part], vectors)
-            cached.update(zip(part, vectors))
+            if out is None:
+                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[part] = vectors
             if on_progress:
                 on_progress(min(start + self.batch_size, len(missing)), len(missing))
-        if not texts:
-            return np.zeros((0, self.embeddings.dim or 0), dtype=np.float32)
-        out = np.stack([cached[i] for i in range(len(texts))]).astype(np.float32, copy=False)
+        if out is None:  # no texts, and a model that has not said its dimension yet
+            return np.zeros((0, 0), dtype=np.float32)
         self.embeddings.dim = int(out.shape[1])
         return out
 

@@ -99,18 +99,24 @@ def _iso(value: Any) -> str | None:
 
 
 def _row(chunk: Chunk) -> dict[str, Any]:
-    text = embedding_text(chunk)
+    # The text the model embeds is not kept in the row but derived again from title and text when needed
+    # (`_embedding_text`): a second copy of every chunk's text weighed on the ingest's peak memory.
     return {"id": chunk.id, "doc_ref": chunk.doc_ref, "collection": chunk.collection, "text": chunk.text,
             "title": chunk.title, "url": chunk.url, "author": chunk.author, "date": _iso(chunk.date),
             "acl": sorted(set(chunk.acl)), "position": chunk.position,
-            "embed_hash": hashlib.sha1(text.encode("utf-8")).hexdigest(), "_embedding_text": text}
+            "embed_hash": hashlib.sha1(embedding_text(chunk).encode("utf-8")).hexdigest()}
+
+
+def _embedding_text(row: dict[str, Any]) -> str:
+    """What the dense model embeds for a row (and BM25 indexes): `embedding_text` of its chunk."""
+    return titled_text(row["title"], row["text"])
 
 
 def _fingerprint(rows: Sequence[dict[str, Any]]) -> str:
     """A digest of every chunk row: equal fingerprints mean the index was built from equal content."""
     digest = hashlib.sha1()
     for row in sorted(rows, key=lambda r: r["id"]):
-        digest.update(json.dumps({k: v for k, v in row.items() if k != "_embedding_text"}, sort_keys=True,
+        digest.update(json.dumps(row, sort_keys=True,
                                  ensure_ascii=False).encode("utf-8"))
     return digest.hexdigest()
 
@@ -169,7 +175,7 @@ def _write_generation(root: Path, rows: list[dict[str, Any]], bm25: BM25Index, d
     tmp = root / f".{name}.tmp-{uuid.uuid4().hex}"
     tmp.mkdir()
     try:
-        _write_json(tmp / "chunks.json", [{k: v for k, v in r.items() if k != "_embedding_text"} for r in rows])
+        _write_json(tmp / "chunks.json", rows)
         bm25.save(tmp / "bm25.npz")
         dense.save(tmp / "dense")
         _write_json(tmp / "manifest.json", {**manifest, "generation": name})
@@ -354,7 +360,7 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
         before = old.get(row["id"])
         if before is None:
             report.added += 1
-        elif any(before.get(key) != value for key, value in row.items() if key != "_embedding_text"):
+        elif any(before.get(key) != value for key, value in row.items()):
             report.updated += 1
     report.chunks = len(rows)
     to_embed = [r for r in rows if r["id"] not in dense or old[r["id"]]["embed_hash"] != r["embed_hash"]]
@@ -364,11 +370,16 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
         return report
 
     dense.delete(removed + [r["id"] for r in to_embed if r["id"] in dense])
+    # BM25 is fitted at most once a sync: the interim generation and the final one hold the same rows,
+    # and rows equal to the live generation's, in its order, keep its BM25 (refit at load if it was
+    # written by an older tokenization).
+    same_rows = previous is not None and not report.changed and [r["id"] for r in previous.rows] == [r["id"] for r in rows]
+    bm25 = previous.bm25 if same_rows else _fit_bm25(rows)
     if len(to_embed) >= INTERIM_MIN:
         # Answers before embedding ends: a generation with every chunk in BM25 and the dense part it
         # already has goes live first; the embedded one replaces it. A killed embedding loses nothing:
         # each embedded batch is in the embedding cache.
-        _write_generation(root, rows, _fit_bm25(rows), dense, {**_manifest(tenant, model, dense, rows, report),
+        _write_generation(root, rows, bm25, dense, {**_manifest(tenant, model, dense, rows, report),
                                                                  "pending": len(to_embed),
                                                                  "store_generation": store_generation})
     if to_embed:
@@ -387,14 +398,15 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
 
         try:
             embedder = CachedEmbeddings(embeddings, cache)
-            vectors = embedder.encode_documents([r["_embedding_text"] for r in to_embed], on_progress=on_batch)
+            vectors = embedder.encode_documents([_embedding_text(r) for r in to_embed], on_progress=on_batch)
         finally:
             if own_cache:
                 cache.close()
             (root / PROGRESS_FILE).unlink(missing_ok=True)
         dense.add([r["id"] for r in to_embed], vectors)
+        del vectors  # FAISS holds its own copy; this one would stay alive through the write below
         report.embedded, report.cache_hits = embedder.misses, embedder.hits
-    report.generation = _write_generation(root, rows, _fit_bm25(rows), dense,
+    report.generation = _write_generation(root, rows, bm25, dense,
                                           {**_manifest(tenant, model, dense, rows, report),
                                            "store_generation": store_generation})
     report.seconds = time.perf_counter() - started
@@ -421,7 +433,7 @@ def fit_bm25(ids: Sequence[str], texts: Iterable[str]) -> BM25Index:
 
 
 def _fit_bm25(rows: list[dict[str, Any]]) -> BM25Index:
-    return fit_bm25([r["id"] for r in rows], (titled_text(r["title"], r["text"]) for r in rows))
+    return fit_bm25([r["id"] for r in rows], (_embedding_text(r) for r in rows))
 
 
 def _manifest(tenant: str, model: str, dense: DenseIndex, rows: list[dict[str, Any]], report: SyncReport) -> dict:

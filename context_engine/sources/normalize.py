@@ -13,9 +13,22 @@ from typing import Any
 
 from context_engine.text import parse_datetime, to_utc_naive
 
+_INT64 = (-(2 ** 63), 2 ** 63 - 1)
+
+
+def _storable_key(key: Any) -> bool:
+    """What MongoDB (BSON) accepts as a field name: a string, not an operator (`$…`), no NUL."""
+    return isinstance(key, str) and not key.startswith("$") and "\x00" not in key
+
+
 def convert_dates(value: Any) -> Any:
-    """Every ISO-8601 datetime string, at any depth, becomes a datetime."""
+    """Every ISO-8601 datetime string, at any depth, becomes a datetime. A value no store can hold
+    (a field named `$…` or with a NUL, an integer beyond 64 bits) raises RecordError: that record is
+    skipped, where the store would otherwise refuse the whole batch."""
     if isinstance(value, dict):
+        bad = next((k for k in value if not _storable_key(k)), None)
+        if bad is not None:
+            raise RecordError(f"field name {str(bad)[:40]!r} cannot be stored")
         return {k: convert_dates(v) for k, v in value.items()}
     if isinstance(value, list):
         return [convert_dates(v) for v in value]
@@ -24,6 +37,8 @@ def convert_dates(value: Any) -> Any:
         return parsed if parsed is not None else value
     if isinstance(value, datetime):
         return to_utc_naive(value)
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+        raise RecordError("an integer beyond 64 bits cannot be stored")
     return value
 
 

@@ -260,10 +260,22 @@ class DocumentStore:
             self.revision += 1
             self._pending.update(((name, d["_id"]), d) for d in new + changed)
         if new:
-            coll.insert_many(new, ordered=False)
+            self._insert(coll, new)
         if changed:
             self._replace(coll, changed)
         return stats
+
+    def _insert(self, coll: Any, docs: list[dict[str, Any]]) -> None:
+        if self.embedded:
+            # Straight into mongomock's document map, as `_read` does: `insert_many` BSON-encodes and
+            # deep-copies every record, a second copy of a million Slack messages held through the whole
+            # ingest. `normalize` has refused what BSON could not hold; the committed rows read back
+            # are these same dicts.
+            documents = coll._store._documents
+            for doc in docs:
+                documents[doc["_id"]] = doc
+        else:
+            coll.insert_many(docs, ordered=False)
 
     # mongomock answers `{"_id": {"$in": ids}}` by scanning the id list for every document (O(n*m):
     # minutes for 50k records); the embedded store goes to its documents by `_id` instead.
@@ -286,7 +298,7 @@ class DocumentStore:
         if self.embedded:
             # mongomock scans the collection once per replace_one; one delete + insert is linear.
             self._delete_ids(coll, [d["_id"] for d in docs])
-            coll.insert_many(docs, ordered=False)
+            self._insert(coll, docs)
         else:
             from pymongo import ReplaceOne
 
