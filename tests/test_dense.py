@@ -431,3 +431,15 @@ def test_tokenizing_word_by_word_finds_the_same_pieces_as_every_span():
     texts = _PARITY_TEXTS + sample_organisation_texts()[::5]
     for text in texts:
         assert tokenizer.content_ids(text) == _viterbi_over_every_span(tokenizer, text), text[:60]
+
+
+@pytest.mark.parametrize("pieces", [
+    [b"\xe2\x96\x81the", "中文".encode(), b"", b"x"],  # valid UTF-8: decoded in one call
+    [b"ok", b"\xe4\xb8", b"\xad", b"end"],  # a multibyte character split over two pieces
+    [b"a\x00b", b"c"],  # a NUL inside a piece
+])
+def test_vocabulary_pieces_decode_like_one_decode_per_piece(pieces):
+    from context_engine.retrievers.e5_numpy import _pieces
+
+    bounds = np.cumsum([0] + [len(p) for p in pieces]).tolist()
+    assert _pieces(b"".join(pieces), bounds) == [p.decode("utf-8", "replace") for p in pieces]
