@@ -155,6 +155,13 @@ def test_signed_webhook_pr_is_answerable_right_after(server, data_dir):
     assert "acme/infra#9301" in {d.metadata["doc_ref"] for d in index.search_bm25("plinkerton ledger", 5, ["*"])}
 
 
+def test_a_signed_pr_no_store_can_hold_is_refused_in_one_line_not_a_server_error(server, data_dir):
+    pull = {**_pull(9401, "Harden the quorvex parser", "Rejects operator keys."), "$where": "sleep(100)"}
+    signed = _github(server, "pull_request", {"action": "opened", "pull_request": pull})
+    assert signed.status_code == 400 and signed.json() == {"error": "field name '$where' cannot be stored"}
+    assert _stored_pull(data_dir, 9401) is None
+
+
 def test_slack_url_verification_and_signed_message(server):
     def post(payload: dict, secret: str = SECRET) -> httpx.Response:
         body, stamp = json.dumps(payload).encode(), str(int(time.time()))
