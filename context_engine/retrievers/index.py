@@ -116,8 +116,7 @@ def _fingerprint(rows: Sequence[dict[str, Any]]) -> str:
     """A digest of every chunk row: equal fingerprints mean the index was built from equal content."""
     digest = hashlib.sha1()
     for row in sorted(rows, key=lambda r: r["id"]):
-        digest.update(json.dumps(row, sort_keys=True,
-                                 ensure_ascii=False).encode("utf-8"))
+        digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8"))
     return digest.hexdigest()
 
 
@@ -380,8 +379,8 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
         # already has goes live first; the embedded one replaces it. A killed embedding loses nothing:
         # each embedded batch is in the embedding cache.
         _write_generation(root, rows, bm25, dense, {**_manifest(tenant, model, dense, rows, report),
-                                                                 "pending": len(to_embed),
-                                                                 "store_generation": store_generation})
+                                                    "pending": len(to_embed),
+                                                    "store_generation": store_generation})
     if to_embed:
         if progress:
             progress(f"{tenant}: chunks to embed", len(to_embed))
