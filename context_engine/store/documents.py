@@ -168,12 +168,8 @@ class DocumentStore:
         with self._read_lock:
             if name not in self._unread:
                 return
-            # Straight into mongomock's ordered document map: `insert_many` would re-validate and
-            # deep-copy every record (seconds for a 10k-record store); these are the committed rows.
-            documents = self.db[name]._store._documents
             try:
-                for doc in self.file.read(name):
-                    documents[doc["_id"]] = doc
+                self._insert(self.db[name], self.file.read(name))  # the committed rows, as they were written
             except (sqlite3.Error, ValueError) as exc:
                 raise StoreError(f"cannot read the store {self.file.path}: {exc}") from None
             self._unread.discard(name)
@@ -265,12 +261,11 @@ class DocumentStore:
             self._replace(coll, changed)
         return stats
 
-    def _insert(self, coll: Any, docs: list[dict[str, Any]]) -> None:
+    def _insert(self, coll: Any, docs: Iterable[dict[str, Any]]) -> None:
         if self.embedded:
-            # Straight into mongomock's document map, as `_read` does: `insert_many` BSON-encodes and
-            # deep-copies every record, a second copy of a million Slack messages held through the whole
-            # ingest. `normalize` has refused what BSON could not hold; the committed rows read back
-            # are these same dicts.
+            # Straight into mongomock's ordered document map: `insert_many` BSON-encodes and deep-copies
+            # every record (seconds for a 10k-record store, and a second copy of a million Slack
+            # messages held through a whole ingest). `normalize` has refused what BSON could not hold.
             documents = coll._store._documents
             for doc in docs:
                 documents[doc["_id"]] = doc
