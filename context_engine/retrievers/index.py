@@ -46,8 +46,8 @@ from context_engine.retrievers.dense import DenseEmbeddings, DenseIndex, make_em
 from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache, SharedEmbeddingCache
 from context_engine.text import TOKENIZATION
 
-__all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "fit_bm25", "index_dir", "sync_chunks",
-           "sync_index"]
+__all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "fit_bm25", "index_dir", "row_embedding_text",
+           "sync_chunks", "sync_index"]
 
 INDEX_DIR = "index"
 PROGRESS_FILE = "embedding-progress.json"
@@ -100,16 +100,17 @@ def _iso(value: Any) -> str | None:
 
 def _row(chunk: Chunk) -> dict[str, Any]:
     # The text the model embeds is not kept in the row but derived again from title and text when needed
-    # (`_embedding_text`): a second copy of every chunk's text weighed on the ingest's peak memory.
+    # (`row_embedding_text`): a second copy of every chunk's text weighed on the ingest's peak memory.
     return {"id": chunk.id, "doc_ref": chunk.doc_ref, "collection": chunk.collection, "text": chunk.text,
             "title": chunk.title, "url": chunk.url, "author": chunk.author, "date": _iso(chunk.date),
             "acl": sorted(set(chunk.acl)), "position": chunk.position,
             "embed_hash": hashlib.sha1(embedding_text(chunk).encode("utf-8")).hexdigest()}
 
 
-def _embedding_text(row: dict[str, Any]) -> str:
-    """What the dense model embeds for a row (and BM25 indexes): `embedding_text` of its chunk."""
-    return titled_text(row["title"], row["text"])
+def row_embedding_text(row: dict[str, Any]) -> str:
+    """What the dense model embeds for a chunk row of `chunks.json` (and BM25 indexes): `embedding_text`
+    of its chunk."""
+    return titled_text(row.get("title"), row["text"])
 
 
 def _fingerprint(rows: Sequence[dict[str, Any]]) -> str:
@@ -397,7 +398,7 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
 
         try:
             embedder = CachedEmbeddings(embeddings, cache)
-            vectors = embedder.encode_documents([_embedding_text(r) for r in to_embed], on_progress=on_batch)
+            vectors = embedder.encode_documents([row_embedding_text(r) for r in to_embed], on_progress=on_batch)
         finally:
             if own_cache:
                 cache.close()
@@ -432,7 +433,7 @@ def fit_bm25(ids: Sequence[str], texts: Iterable[str]) -> BM25Index:
 
 
 def _fit_bm25(rows: list[dict[str, Any]]) -> BM25Index:
-    return fit_bm25([r["id"] for r in rows], (_embedding_text(r) for r in rows))
+    return fit_bm25([r["id"] for r in rows], (row_embedding_text(r) for r in rows))
 
 
 def _manifest(tenant: str, model: str, dense: DenseIndex, rows: list[dict[str, Any]], report: SyncReport) -> dict:
