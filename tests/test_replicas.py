@@ -39,14 +39,13 @@ def _ask(settings, question):
 def _embedded(monkeypatch) -> list[int]:
     """How many texts each index sync embedded (cache misses), in order."""
     misses: list[int] = []
-    real = embedding_cache.CachedEmbeddings.encode_documents
+    real = embedding_cache.CachedEmbeddings.encode_batches
 
     def counting(self, texts, on_progress=None):
-        out = real(self, texts, on_progress)
+        yield from real(self, texts, on_progress)
         misses.append(self.misses)
-        return out
 
-    monkeypatch.setattr(embedding_cache.CachedEmbeddings, "encode_documents", counting)
+    monkeypatch.setattr(embedding_cache.CachedEmbeddings, "encode_batches", counting)
     return misses
 
 

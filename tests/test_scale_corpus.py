@@ -85,3 +85,13 @@ def test_generated_corpus_ingests_and_answers(tmp_path, monkeypatch):
                        context={"data_dir": str(tmp_path), "tenant": "acme", "user": "rsh-dev", "use_llm": False})
     assert out["route"] == "structured" and not out.get("declined")
     assert "pull requests match" in out["answer"]
+
+
+def test_the_bench_hands_each_record_over_once_in_order_and_keeps_none():
+    from context_engine.eval.scale_bench import _handed_over
+
+    data = {"acme": {"messages": [{"ts": "1"}, {"ts": "2"}, {"ts": "3"}], "issues": []}}
+    messages = data["acme"]["messages"]
+    streams = _handed_over(data)["acme"]
+    assert [m["ts"] for m in streams["messages"]] == ["1", "2", "3"] and list(streams["issues"]) == []
+    assert messages == []  # the generated list let go of every record it handed over

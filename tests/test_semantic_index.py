@@ -259,15 +259,15 @@ def test_bm25_answers_while_the_dense_part_is_still_embedding(tmp_path, monkeypa
     docs = [_doc(f"N{i}", f"Note {i}", f"Runbook note {i}: rotate the zebrafish credentials on day {i}.")
             for i in range(index_module.INTERIM_MIN + 8)]
     seen_mid_embedding = []
-    original = embedding_cache.CachedEmbeddings.encode_documents
+    original = embedding_cache.CachedEmbeddings.encode_batches
 
     def watching(self, texts, on_progress=None):
         live = SemanticIndex.load(settings, "t1")  # what a reader gets while the embedding runs
         seen_mid_embedding.append((live.pending, len(live), len(live.dense),
                                    _refs(live.search_bm25("zebrafish credentials day 7", 1, []))))
-        return original(self, texts, on_progress)
+        yield from original(self, texts, on_progress)
 
-    monkeypatch.setattr(embedding_cache.CachedEmbeddings, "encode_documents", watching)
+    monkeypatch.setattr(embedding_cache.CachedEmbeddings, "encode_batches", watching)
     fits = []
     fit = index_module._fit_bm25
     monkeypatch.setattr(index_module, "_fit_bm25", lambda rows: fits.append(len(rows)) or fit(rows))
@@ -277,6 +277,33 @@ def test_bm25_answers_while_the_dense_part_is_still_embedding(tmp_path, monkeypa
     done = SemanticIndex.load(settings, "t1")
     assert done.pending == 0 and len(done.dense) == len(docs)
     assert fits == [len(docs)]  # the interim generation's BM25 is the final one's: fitted once
+
+
+def test_vectors_go_into_faiss_in_groups_each_under_its_own_chunk(tmp_path, embed_cache, query_embeddings, monkeypatch):
+    """The sync hands FAISS the vectors a group of embedding batches at a time, as they come (never
+    all of them held twice): cached and new vectors alike must land under the chunk they belong to."""
+    from functools import partial
+
+    from context_engine.retrievers.dense import DenseIndex
+
+    docs = [_doc(f"G{i}", f"Group note {i}", f"Group note {i}: the {word} rota changes on day {i}.")
+            for i, word in enumerate(["pager", "release", "billing", "oncall", "triage"] * 4)]
+    ingest(_settings(tmp_path / "first", embed_cache), {"t1": {"documents": docs[::2]}}, public=True)
+    added: list[int] = []
+    add = DenseIndex.add
+    monkeypatch.setattr(DenseIndex, "add", lambda self, ids, vectors: added.append(len(ids)) or add(self, ids, vectors))
+    monkeypatch.setattr(index_module, "CachedEmbeddings", partial(index_module.CachedEmbeddings, batch_size=2))
+    monkeypatch.setattr(index_module, "FAISS_BATCH", 3)
+    settings = _settings(tmp_path / "second", embed_cache)
+    (report,) = ingest(settings, {"t1": {"documents": docs}}, public=True)  # half of the vectors cached
+    assert (report.index.cache_hits, report.index.embedded) == (len(docs) // 2, len(docs) // 2)
+    assert added == [4] * (len(docs) // 4)  # two embedding batches of 2 per group of at least 3
+    live = SemanticIndex.load(settings, "t1")
+    assert len(live.dense) == len(live) == len(docs)
+    texts = {r["id"]: index_module.row_embedding_text(r) for r in live.rows}
+    expected = query_embeddings.encode_documents(list(texts.values()))
+    for chunk_id, vector in zip(texts, expected):
+        np.testing.assert_allclose(live.dense.vector(chunk_id), vector, atol=1e-5)
 
 
 def test_cached_and_new_vectors_come_back_in_the_order_of_the_texts(tmp_path):

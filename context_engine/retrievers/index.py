@@ -31,9 +31,10 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
@@ -52,6 +53,7 @@ __all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "fit_bm25
 INDEX_DIR = "index"
 PROGRESS_FILE = "embedding-progress.json"
 INTERIM_MIN = 32  # chunks to embed from which a BM25-first generation goes live before the embedding
+FAISS_BATCH = 16_384  # vectors per FAISS add while syncing (25 MB at 384 dimensions)
 _FORMAT = 1
 
 #: progress(label, count): e.g. ("acme: chunks to embed", 120) then ("acme: embedded", 64), ...
@@ -111,6 +113,20 @@ def row_embedding_text(row: dict[str, Any]) -> str:
     """What the dense model embeds for a chunk row of `chunks.json` (and BM25 indexes): `embedding_text`
     of its chunk."""
     return titled_text(row.get("title"), row["text"])
+
+
+class _EmbeddingTexts(Sequence):
+    """`row_embedding_text` of each row, made when read: a list of them would be another copy of every
+    chunk's text (~0.2 GB at 444k chunks) for as long as the embedding runs."""
+
+    def __init__(self, rows: Sequence[dict[str, Any]]):
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, position: int) -> str:  # positions only: no caller slices
+        return row_embedding_text(self._rows[position])
 
 
 def _fingerprint(rows: Sequence[dict[str, Any]]) -> str:
@@ -341,6 +357,8 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
             raise ValueError(f"duplicate chunk id {chunk.id!r}")
         seen.add(chunk.id)
         rows.append(_row(chunk))
+    if progress:
+        progress(f"{tenant}: chunks", len(rows))
     root = index_dir(settings, tenant)
     live = _current(root)
     try:
@@ -398,13 +416,16 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
 
         try:
             embedder = CachedEmbeddings(embeddings, cache)
-            vectors = embedder.encode_documents([row_embedding_text(r) for r in to_embed], on_progress=on_batch)
+            # Vectors go into FAISS as they come, FAISS_BATCH at a time: FAISS keeps its own copy of
+            # every vector, so gathering them all first would hold two (~0.7 GB at 444k chunks), and
+            # HNSW builds slower when fed one small embedding batch at a time.
+            batches = embedder.encode_batches(_EmbeddingTexts(to_embed), on_batch)
+            for part, vectors in _in_groups(batches, FAISS_BATCH):
+                dense.add([to_embed[i]["id"] for i in part], vectors)
         finally:
             if own_cache:
                 cache.close()
             (root / PROGRESS_FILE).unlink(missing_ok=True)
-        dense.add([r["id"] for r in to_embed], vectors)
-        del vectors  # FAISS holds its own copy; this one would stay alive through the write below
         report.embedded, report.cache_hits = embedder.misses, embedder.hits
     report.generation = _write_generation(root, rows, bm25, dense,
                                           {**_manifest(tenant, model, dense, rows, report),
@@ -432,6 +453,21 @@ def fit_bm25(ids: Sequence[str], texts: Iterable[str]) -> BM25Index:
     return BM25Index(idf="lucene").fit(ids, texts)
 
 
+def _in_groups(batches: Iterable[tuple[list[int], np.ndarray]], size: int) -> Iterator[tuple[list[int], np.ndarray]]:
+    """Consecutive (positions, vectors) batches joined into groups of at least `size` rows (the last
+    group may hold fewer)."""
+    positions: list[int] = []
+    parts: list[np.ndarray] = []
+    for part, vectors in batches:
+        positions += part
+        parts.append(vectors)
+        if len(positions) >= size:
+            yield positions, np.concatenate(parts)
+            positions, parts = [], []
+    if positions:
+        yield positions, np.concatenate(parts)
+
+
 def _fit_bm25(rows: list[dict[str, Any]]) -> BM25Index:
     return fit_bm25([r["id"] for r in rows], (row_embedding_text(r) for r in rows))
 
@@ -451,11 +487,9 @@ def sync_index(store: Any, tenant: str, settings: Settings, progress: Progress |
     in its `index_vectors` collection, and the tenant's `index_revisions` document (revision and the
     chunks' fingerprint) is bumped when the chunks differ from what it names; each replica's local
     BM25/FAISS generation is a cache it rebuilds when its fingerprint falls behind (`follow_shared_index`)."""
-    chunks: list[Chunk] = []
-    for name in TEXT_COLLECTIONS:
-        chunks.extend(chunk_collection(name, store.tenant_records(name, tenant), tenant=tenant))
-    if progress:
-        progress(f"{tenant}: chunks", len(chunks))
+    # A stream: each collection's chunks are let go once they are rows, before BM25 and the embedding.
+    chunks = (chunk for name in TEXT_COLLECTIONS
+              for chunk in chunk_collection(name, store.tenant_records(name, tenant), tenant=tenant))
     vectors = store.engine_collection("index_vectors")
     shared = SharedEmbeddingCache(vectors, EmbeddingCache(settings.embedding_cache_path)) if vectors is not None else None
     try:
