@@ -1,4 +1,5 @@
 import json
+import sys
 
 import pytest
 
@@ -119,3 +120,28 @@ def test_python_dash_m_and_version():
 
     out = subprocess.run([sys.executable, "-m", "context_engine", "--version"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.startswith("context-engine ")
+
+
+def test_a_module_imported_frozen_is_frozen_once_and_the_collector_left_as_it_was(tmp_path, monkeypatch):
+    import gc
+
+    from context_engine.cli import _import_frozen
+
+    (tmp_path / "frozen_probe.py").write_text("class Thing:\n    pass\n\nthings = [Thing() for _ in range(5000)]\n")
+    (tmp_path / "frozen_probe_two.py").write_text("made = [[n] for n in range(10)]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        gc.unfreeze()
+        module = _import_frozen("frozen_probe")
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= 5000  # the import's objects left out of every later collection
+        gc.unfreeze()
+        assert _import_frozen("frozen_probe") is module and gc.get_freeze_count() == 0  # imported: nothing frozen
+        gc.disable()
+        assert _import_frozen("frozen_probe_two").made[3] == [3]
+        assert not gc.isenabled()  # a caller's paused collector stays paused
+    finally:
+        gc.unfreeze()
+        gc.enable()
+        for name in ("frozen_probe", "frozen_probe_two"):
+            sys.modules.pop(name, None)
