@@ -130,7 +130,9 @@ class CachedEmbeddings(Embeddings):
     def encode_batches(self, texts: Sequence[str], on_progress=None) -> Iterator[tuple[list[int], np.ndarray]]:
         """The vectors of `texts` a batch at a time, as (positions in `texts`, their vectors): the cached
         ones first, then the ones computed. A caller that hands each batch on (the FAISS build) never
-        holds every vector twice (~0.7 GB at 444k chunks). `texts` is read by position, twice at most."""
+        holds every vector twice (~0.7 GB at 444k chunks). `texts` is read by position, twice at most:
+        once for the cache lookup, once for a text that has to be embedded (the sync's texts are made
+        when read)."""
         cached = self.cache.get(self.name, texts)
         missing = [i for i in range(len(texts)) if i not in cached]
         self.hits += len(cached)
@@ -141,8 +143,9 @@ class CachedEmbeddings(Embeddings):
             yield part, np.stack([cached.pop(i) for i in part])
         for start in range(0, len(missing), self.batch_size):
             part = missing[start:start + self.batch_size]
-            vectors = self.embeddings.encode_documents([texts[i] for i in part])
-            self.cache.put(self.name, [texts[i] for i in part], vectors)
+            batch = [texts[i] for i in part]
+            vectors = self.embeddings.encode_documents(batch)
+            self.cache.put(self.name, batch, vectors)
             yield part, vectors
             if on_progress:
                 on_progress(min(start + self.batch_size, len(missing)), len(missing))
