@@ -502,7 +502,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from context_engine.config import COLLECTIONS
-    from context_engine.retrievers.index import index_status
+    from context_engine.retrievers.index import index_lag, index_status
     from context_engine.runtime import store_for
     from context_engine.store.writer_lock import writer_busy
 
@@ -513,7 +513,10 @@ def cmd_status(args: argparse.Namespace) -> int:
               "writer": writer_busy(settings.data_dir), "tenants": {}}
     for tenant in tenants:
         counts = {name: n for name in COLLECTIONS if (n := store.count(name, tenant))}
-        report["tenants"][tenant] = {"records": counts, "index": index_status(settings, tenant)}
+        index = index_status(settings, tenant)
+        if index is not None and not index.get("damaged"):
+            index["lag"] = index_lag(settings, tenant, store)
+        report["tenants"][tenant] = {"records": counts, "index": index}
     if args.json:
         _print_json(report)
         return EXIT_OK
@@ -534,8 +537,23 @@ def cmd_status(args: argparse.Namespace) -> int:
                           f"about {running['eta_seconds']:,} s left")
         else:
             state = f"semantic index: {index['chunks']:,} chunks, all embedded ({index['model']}, {index['built_at']})"
+        if index is not None and not index.get("damaged"):
+            state += "\n    " + _index_freshness(index, store.generation)
         print(f"  {tenant}: {records}\n    {state}")
     return EXIT_OK
+
+
+def _index_freshness(index: dict[str, Any], store_generation: int) -> str:
+    """Whether the index holds what the store holds now: `status` never calls a lagging index current."""
+    lag = index.get("lag")
+    if lag is None:  # MongoDB, or an index stamped before row numbers: the commit it was built at
+        return (f"index built at store generation {index.get('store_generation')} (store now at {store_generation}); "
+                "records written since are not counted here")
+    if not lag["written_since"]:
+        return "index up to date with the store"
+    return (f"index BEHIND the store: {lag['written_since']:,} records written since it was built, "
+            f"{lag['access_changed']:,} of them with changed access (search checks every hit against the "
+            "store meanwhile; the next ingest or webhook sync catches up)")
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

@@ -1,19 +1,21 @@
 """The retriever factory: the run tenant's hybrid retriever, reading as the run's asker.
 
 The access filter is injected here, by code, from the run context; nothing the model or the
-question says can widen it.
+question says can widen it. Every hit is also checked against the store as it is now (`LiveAccess`),
+so a record whose access narrowed after the index was built is never served from the index's older list.
 """
 
 from __future__ import annotations
 
 from context_engine.config import Settings
-from context_engine.retrievers.hybrid import HybridRetriever
-from context_engine.runtime import principals_for, semantic_index_for
+from context_engine.retrievers.hybrid import HybridRetriever, LiveAccess
+from context_engine.runtime import principals_for, semantic_index_for, store_for
 
 
 def make_retriever(settings: Settings, *, fused: bool = True) -> HybridRetriever:
     """`fused=False`: the BM25 and dense lists as found (the graph fuses them with structured rows)."""
-    return HybridRetriever(index=semantic_index_for(settings), principals=tuple(principals_for(settings)),
+    principals = tuple(principals_for(settings))
+    return HybridRetriever(index=semantic_index_for(settings), principals=principals,
                            k=settings.retrieve_k, fusion=settings.fusion,
                            weights=(settings.bm25_weight, settings.dense_weight), rrf_k=settings.rrf_k,
-                           fused=fused)
+                           fused=fused, live=LiveAccess(store_for(settings), settings.tenant, principals))

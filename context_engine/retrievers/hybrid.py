@@ -8,22 +8,73 @@ combination (`retrievers/fusion.fuse_hits`, the one fusion of the engine); the f
 The access filter (`principals`) is a field set by code — the graph's retriever factory,
 `assistant.retriever.make_retriever(settings)` — never by the model or the query: every list only
 ever holds chunks those principals may read.
+
+The index is derived from the store and may lag it (a write commits before its chunks are re-indexed;
+an ingest with `--no-index` does not re-index at all). So the index's access mask is a first cut only:
+with `live` set (as `make_retriever` always sets it), each list's candidates are checked against the
+records as they are stored now, in one batched read scoped by tenant and the asker's principals, and
+a chunk whose record is gone or no longer readable is dropped; the list is fetched deeper until k
+chunks remain or the index has no more.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
+from context_engine.query.execute import scope_filter
 from context_engine.retrievers.fusion import RRF_K, fuse_hits
 from context_engine.retrievers.hits import hit_to_dict, hit_to_document
 from context_engine.retrievers.index import SemanticIndex
 
-__all__ = ["HybridRetriever"]
+__all__ = ["HybridRetriever", "LiveAccess"]
+
+
+class LiveAccess:
+    """Which records the asker may read in the store now: the check every semantic hit passes.
+
+    One `find_refs` per collection among the hits (by record id: an indexed read, on the embedded
+    store straight from SQLite when the collection is not loaded), through the same tenant and access
+    filter as every structured query. Verdicts are kept for the retriever's life (one question), so a
+    deeper fetch reads only records it has not seen.
+    """
+
+    def __init__(self, store: Any, tenant: str, principals: Iterable[str]):
+        self.store = store
+        self.tenant = tenant
+        self.scope = scope_filter(tenant, list(principals))
+        self._readable: dict[tuple[str, str], bool] = {}
+
+    def readable(self, docs: list[Document]) -> list[Document]:
+        """`docs` whose record exists in the store and is readable within the scope, in order."""
+        unseen: dict[str, list[str]] = {}
+        for doc in docs:
+            key = (doc.metadata["collection"], doc.metadata["doc_ref"])
+            if key not in self._readable:
+                self._readable[key] = False  # until the store shows it
+                unseen.setdefault(key[0], []).append(key[1])
+        for collection, refs in unseen.items():
+            for record in self.store.find_refs(collection, self.scope, refs):
+                self._readable[(collection, str(record["ref"]))] = True
+        for ref in unseen.get("messages", []):
+            if not self._readable[("messages", ref)]:
+                self._readable[("messages", ref)] = self._orphan_thread_readable(ref)
+        return [doc for doc in docs if self._readable[(doc.metadata["collection"], doc.metadata["doc_ref"])]]
+
+    def _orphan_thread_readable(self, ref: str) -> bool:
+        """A Slack thread whose parent is not stored is indexed under `channel_id:thread_ts` (no record
+        has that ref): readable when its replies are stored and the asker may read every one of them,
+        as the index's common list of the thread said when it was built (`chunking.chunk_threads`)."""
+        channel_id, _, thread_ts = ref.partition(":")
+        thread = {"tenant_id": self.tenant, "channel_id": channel_id, "thread_ts": thread_ts}
+        messages = self.store.collection("messages")
+        stored = messages.count_documents(thread)
+        return stored > 0 and messages.count_documents({**thread, **self.scope}) == stored
 
 
 class HybridRetriever(BaseRetriever):
@@ -39,12 +90,38 @@ class HybridRetriever(BaseRetriever):
     rrf_k: int = RRF_K
     fused: bool = Field(default=True, description="False: return both lists as found, each document's "
                                                   "metadata naming its retriever (the graph fuses them itself)")
+    live: LiveAccess | None = Field(default=None, description="the store's current access, checked for every "
+                                                              "hit; None only over a corpus with no store "
+                                                              "(evaluations), where the index is the truth")
 
     def search_lists(self, query: str, k: int | None = None) -> dict[str, list[Document]]:
-        """{"bm25": [...], "dense": [...]}: what each retriever found, best first, at most k chunks each."""
+        """{"bm25": [...], "dense": [...]}: what each retriever found, best first, at most k chunks each.
+
+        With `live`, only hits whose records the store still lets the asker read, ranked again from 1:
+        both lists' candidates are checked in one batched read; a list left short of k by dropped hits
+        is fetched twice as deep (its new candidates checked likewise) until k remain or the index has
+        no more, so a stale index costs recall only while the store says otherwise."""
         k = self.k if k is None else k
-        return {"bm25": self.index.search_bm25(query, k, self.principals),
-                "dense": self.index.search_dense(query, k, self.principals)}
+        searches = {"bm25": self.index.search_bm25, "dense": self.index.search_dense}
+        found = {name: search(query, k, self.principals) for name, search in searches.items()}
+        if self.live is None:
+            return found
+        fetch = dict.fromkeys(searches, k)
+        while True:
+            self.live.readable([doc for docs in found.values() for doc in docs])  # one read for all lists
+            kept = {name: self.live.readable(docs) for name, docs in found.items()}  # verdicts known: no read
+            short = [name for name, docs in kept.items()
+                     if len(docs) < k and len(found[name]) == fetch[name] and fetch[name] < len(self.index)]
+            if not short:
+                break
+            for name in short:
+                fetch[name] *= 2
+                found[name] = searches[name](query, fetch[name], self.principals)
+        for docs in kept.values():
+            del docs[k:]
+            for rank, doc in enumerate(docs, start=1):
+                doc.metadata["ranks"] = {doc.metadata["retriever"]: rank}
+        return kept
 
     def fuse(self, lists: dict[str, list[Document]]) -> list[Document]:
         """The lists fused per record by `fusion.fuse_hits` (the graph's fuse node does the same with

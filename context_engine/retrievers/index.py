@@ -47,8 +47,8 @@ from context_engine.retrievers.dense import DenseEmbeddings, DenseIndex, make_em
 from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache, SharedEmbeddingCache
 from context_engine.text import TOKENIZATION
 
-__all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "fit_bm25", "index_dir", "row_embedding_text",
-           "sync_chunks", "sync_index"]
+__all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "fit_bm25", "index_dir", "index_lag",
+           "row_embedding_text", "sync_chunks", "sync_index"]
 
 INDEX_DIR = "index"
 PROGRESS_FILE = "embedding-progress.json"
@@ -154,7 +154,8 @@ def index_status(settings: Settings, tenant: str) -> dict[str, Any] | None:
             manifest = json.load(fh)
     except (OSError, ValueError):
         return {"generation": gen.name, "damaged": True}
-    status = {k: manifest.get(k) for k in ("generation", "chunks", "pending", "model", "built_at", "store_generation")}
+    status = {k: manifest.get(k) for k in ("generation", "chunks", "pending", "model", "built_at", "store_generation",
+                                           "store_seq")}
     try:
         with open(index_dir(settings, tenant) / PROGRESS_FILE, encoding="utf-8") as fh:
             done = json.load(fh)
@@ -336,15 +337,17 @@ class SemanticIndex:
 
 # ------------------------------------------------------------------------------ sync
 def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progress: Progress | None = None,
-                store_generation: int = 0, cache: Any = None) -> SyncReport:
+                store_generation: int = 0, cache: Any = None, store_seq: int | None = None) -> SyncReport:
     """Make the tenant's persisted index hold exactly `chunks` (all of the tenant's chunks).
 
     Chunks are matched to the live generation by id: new ones are added, vanished ones deleted, and
     changed ones (any field) replaced; only texts that are new to the dense index are embedded,
     through the embedding cache at `settings.embedding_cache_path`. When nothing changed, nothing
     is written. A different `settings.embedding_model` than the live index's re-embeds everything.
-    `store_generation` (the store commit the chunks were read at) is recorded in the manifest;
-    `cache` is where vectors are looked up and kept (default: the per-user SQLite cache).
+    `store_generation` (the store commit the chunks were read at) and `store_seq` (the embedded
+    store's last row number then) are recorded in the manifest, also when nothing else changed, so
+    `index_lag` counts only what was written after; `cache` is where vectors are looked up and kept
+    (default: the per-user SQLite cache).
     """
     started = time.perf_counter()
     report = SyncReport(tenant)
@@ -382,7 +385,10 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
             report.updated += 1
     report.chunks = len(rows)
     to_embed = [r for r in rows if r["id"] not in dense or old[r["id"]]["embed_hash"] != r["embed_hash"]]
+    stamp = {"store_generation": store_generation, "store_seq": store_seq}
     if previous is not None and not report.changed and not to_embed and not previous.bm25_refit:
+        if any(previous.manifest.get(key) != value for key, value in stamp.items()):
+            _restamp(live, {**previous.manifest, **stamp})  # same chunks, read at a later store commit
         report.generation = previous.generation
         report.seconds = time.perf_counter() - started
         return report
@@ -398,8 +404,7 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
         # already has goes live first; the embedded one replaces it. A killed embedding loses nothing:
         # each embedded batch is in the embedding cache.
         _write_generation(root, rows, bm25, dense, {**_manifest(tenant, model, dense, rows, report),
-                                                    "pending": len(to_embed),
-                                                    "store_generation": store_generation})
+                                                    "pending": len(to_embed), **stamp})
     if to_embed:
         if progress:
             progress(f"{tenant}: chunks to embed", len(to_embed))
@@ -428,10 +433,48 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
             (root / PROGRESS_FILE).unlink(missing_ok=True)
         report.embedded, report.cache_hits = embedder.misses, embedder.hits
     report.generation = _write_generation(root, rows, bm25, dense,
-                                          {**_manifest(tenant, model, dense, rows, report),
-                                           "store_generation": store_generation})
+                                          {**_manifest(tenant, model, dense, rows, report), **stamp})
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _restamp(gen: Path, manifest: dict[str, Any]) -> None:
+    """Replace a generation's manifest whole (written beside it, then renamed over it): a reader sees
+    the old manifest or the new one, never half of one."""
+    tmp = gen / f".manifest.json.tmp-{uuid.uuid4().hex}"
+    _write_json(tmp, manifest)
+    os.replace(tmp, gen / "manifest.json")
+
+
+def index_lag(settings: Settings, tenant: str, store: Any) -> dict[str, Any] | None:
+    """How far the tenant's live index is behind the store: the text records written since it was
+    built (`written_since`) and, of those, the ones whose access list differs from the one the index
+    holds for them (`access_changed`: until the next sync, searches find them by the old list and
+    `hybrid.LiveAccess` drops what the store no longer allows). None when there is no index or the
+    store cannot say (MongoDB numbers no rows; an index built before row numbers were recorded)."""
+    gen = _current(index_dir(settings, tenant))
+    file = getattr(store, "file", None)
+    if gen is None or file is None:
+        return None
+    try:
+        with open(gen / "manifest.json", encoding="utf-8") as fh:
+            seq = json.load(fh).get("store_seq")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(seq, int):
+        return None
+    written = file.written_since(seq, tenant, TEXT_COLLECTIONS)
+    changed = 0
+    if written:
+        with open(gen / "chunks.json", encoding="utf-8") as fh:
+            indexed = {(row["collection"], row["doc_ref"]): set(row["acl"]) for row in json.load(fh)}
+        for collection, record in written:
+            # A Slack message is indexed with its thread, under the thread's ref.
+            ref = (f"{record.get('channel_id')}:{record.get('thread_ts') or record.get('ts')}"
+                   if collection == "messages" else str(record.get("ref")))
+            held = indexed.get((collection, ref))
+            changed += held is not None and held != set(record.get("acl") or [])
+    return {"written_since": len(written), "access_changed": changed}
 
 
 def live_fingerprint(settings: Settings, tenant: str) -> str | None:
@@ -493,8 +536,9 @@ def sync_index(store: Any, tenant: str, settings: Settings, progress: Progress |
     vectors = store.engine_collection("index_vectors")
     shared = SharedEmbeddingCache(vectors, EmbeddingCache(settings.embedding_cache_path)) if vectors is not None else None
     try:
+        file = getattr(store, "file", None)
         report = sync_chunks(settings, tenant, chunks, progress, store_generation=getattr(store, "generation", 0),
-                             cache=shared)
+                             cache=shared, store_seq=file.last_seq() if file is not None else None)
     finally:
         if shared is not None:
             shared.close()

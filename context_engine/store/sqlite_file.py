@@ -151,6 +151,20 @@ class StoreFile:
         return [seq for (seq,) in self.conn.execute(f"SELECT seq FROM docs WHERE {where} ORDER BY seq",
                                                     (coll, tenant, *principals))]
 
+    def last_seq(self) -> int:
+        """The number of the last row written (deleted last rows included: numbers are never reused)."""
+        (top,) = self.conn.execute("SELECT max(coalesce((SELECT max(seq) FROM docs), 0), coalesce((SELECT "
+                                   "CAST(value AS INTEGER) FROM meta WHERE key = 'seq'), 0))").fetchone()
+        return top
+
+    def written_since(self, seq: int, tenant: str, colls: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
+        """(collection, record) of the tenant's records in `colls` written after row `seq`, in write
+        order: a range of the row numbers, so what a derived index has not yet seen costs O(changed)."""
+        colls = list(colls)
+        return [(coll, loads(body, dates)) for coll, body, dates in self.conn.execute(
+            f"SELECT coll, body, dates FROM docs WHERE seq > ? AND coll IN ({', '.join('?' * len(colls))}) "
+            "AND json_extract(body, '$.tenant_id') = ? ORDER BY seq", (seq, *colls, tenant))]
+
     def read_ids(self, coll: str, ids: list[str]) -> list[dict[str, Any]]:
         """The committed records of `ids` in one collection, in `ids` order (unknown ids skipped)."""
         return self._read_by("id", ids, "coll = ? AND ", (coll,))
