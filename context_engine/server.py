@@ -65,6 +65,8 @@ KEYS_ENV = "CONTEXT_ENGINE_API_KEYS"
 GITHUB_SECRET_ENV = "GITHUB_WEBHOOK_SECRET"
 SLACK_SECRET_ENV = "SLACK_SIGNING_SECRET"
 SLACK_MAX_SKEW_SECONDS = 300  # Slack's own advice: reject replays older than five minutes
+# Events API `channel_type`s that say the channel is private: a private channel, a DM, a group DM.
+SLACK_PRIVATE_CHANNEL_TYPES = ("group", "im", "mpim")
 WEBHOOK_PREFIX = "/ingest/"
 PUBLIC_PATHS = ("/healthz",)
 LOGIN_PATH, LOGOUT_PATH = "/login", "/logout"
@@ -567,6 +569,10 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
             return {"ok": True}
         if not deliveries.first_time("github", request.headers.get("x-github-delivery", "")):
             return {"ignored": "duplicate delivery"}  # GitHub redelivers; each delivery is applied once
+        if not deliveries.first_time("github-body", hashlib.sha256(body).hexdigest()):
+            # The delivery id is a header the signature does not cover: an old signed body replayed
+            # under a new id is the same content, and is applied once like any redelivery.
+            return {"ignored": "duplicate content"}
         try:
             payload = json.loads(body)
             batches = await run_in_threadpool(github_batches, settings, event, payload)
@@ -599,6 +605,8 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
             return {"challenge": payload.get("challenge")}
         if not deliveries.first_time("slack", str(payload.get("event_id") or "")):
             return {"ignored": "duplicate delivery"}  # Slack retries; each event is applied once
+        if not deliveries.first_time("slack-body", hashlib.sha256(body).hexdigest()):
+            return {"ignored": "duplicate content"}  # the same signed event, whatever its id says
         record = await run_in_threadpool(slack_message, settings, payload)
         if record is None:
             return {"ignored": (payload.get("event") or {}).get("type") or payload.get("type")}
@@ -711,7 +719,9 @@ class DeliveryLog:
 
 def newer_than_stored(settings: Settings, batches: dict[str, list[dict]]) -> dict[str, list[dict]]:
     """Only the records at least as new (`updated_at`) as what is stored: an old delivery replayed
-    later cannot turn a merged PR back into an open one."""
+    later cannot turn a merged PR back into an open one. One as new as what is stored (a review on an
+    unchanged PR) is applied, and like every webhook record its access list may only narrow the
+    stored one (`github_batches`), so an equal timestamp never widens."""
     from context_engine.runtime import NoData, store_for
     from context_engine.sources.normalize import normalize
 
@@ -732,11 +742,18 @@ def newer_than_stored(settings: Settings, batches: dict[str, list[dict]]) -> dic
 
 def github_batches(settings: Settings, event: str, payload: dict[str, Any]) -> dict[str, list[dict]] | None:
     """The records a GitHub webhook delivers: the PR (pull_request, pull_request_review) or the issue
-    (issues; a PR seen as an issue goes to pull_requests). None for events we do not store."""
+    (issues; a PR seen as an issue goes to pull_requests). None for events we do not store.
+
+    Access: the event's repository states its visibility (`private: true`: nobody until collaborators
+    are known; false: everyone). That statement is applied as a narrowing (`ACL_PARTIAL`): it makes a
+    new record's list, and may narrow a stored one (a repository made private), never widen it. Only
+    an authoritative ingest (a dump or the API) can open a record again: a webhook delivery is easy to
+    replay out of order, and a dump that narrowed a record must not be undone by an older event."""
+    from context_engine.ingest import ACL_PARTIAL
     from context_engine.sources.github import is_pull_request, visibility_acl
 
-    # The event's repository states its visibility; without it the record keeps what is stored (or
-    # is readable by nobody), never everyone.
+    # Without a stated visibility the record keeps what is stored (or is readable by nobody), never
+    # everyone.
     if event == "pull_request":
         collection, record = "pull_requests", payload["pull_request"]
     elif event == "issues":
@@ -748,7 +765,7 @@ def github_batches(settings: Settings, event: str, payload: dict[str, Any]) -> d
         return None
     acl = visibility_acl(payload)
     acl = visibility_acl(record) if acl is None else acl
-    return {collection: [record if acl is None else {**record, "acl": acl}]}
+    return {collection: [record if acl is None else {**record, "acl": acl, ACL_PARTIAL: True}]}
 
 
 def with_review(settings: Settings, pull: dict[str, Any], review: dict[str, Any]) -> dict[str, Any]:
@@ -770,10 +787,14 @@ def slack_message(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]
     """A stored message record from an Events API `event_callback` of a plain `message`; None for
     anything else (other events, edits, bot and system subtypes).
 
-    Access: a new message in a public channel (`channel_type: channel`) is readable by the tenant.
-    An event does not list a private channel's members, so a message there takes the access list
-    already stored for its channel (from the export), else nobody's. Either way the list is partial:
-    a re-delivery can only narrow what is stored, never widen it.
+    Access, never wider than what is stored for the channel (its newest message's list):
+    - the event says the channel is private (`channel_type` group, im or mpim, or `is_private`): the
+      stored list when it names members, nobody when it is public or unknown (an event never lists
+      members, and a channel made private must not keep its public list);
+    - the event says it is a public channel (`channel_type: channel`): the stored list, or the whole
+      tenant for a channel never seen;
+    - it says neither: the stored list, else nobody.
+    The list is marked partial: a re-delivery can only narrow what is stored for the message itself.
     """
     from context_engine.access import PUBLIC
     from context_engine.ingest import ACL_PARTIAL
@@ -783,21 +804,27 @@ def slack_message(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]
         return None
     record = {k: event[k] for k in ("type", "user", "text", "ts", "thread_ts") if k in event}
     record["channel_id"] = event.get("channel")
-    public = event.get("channel_type") == "channel"
-    record["acl"] = [PUBLIC] if public else channel_acl(settings, record["channel_id"])
+    stored = channel_acl(settings, record["channel_id"])
+    if event.get("channel_type") in SLACK_PRIVATE_CHANNEL_TYPES or event.get("is_private") is True:
+        record["acl"] = [] if stored is None or PUBLIC in stored else stored
+    elif event.get("channel_type") == "channel":
+        record["acl"] = [PUBLIC] if stored is None else stored
+    else:
+        record["acl"] = stored or []
     record[ACL_PARTIAL] = True  # an event never widens what is stored; only an export states membership
     return record
 
 
-def channel_acl(settings: Settings, channel_id: Any) -> list[str]:
-    """The access list stored for a Slack channel's newest message; [] when none is known."""
+def channel_acl(settings: Settings, channel_id: Any) -> list[str] | None:
+    """The access list stored for a Slack channel's newest message; None when no message of it is
+    stored ([] is a channel known to be readable by nobody)."""
     from context_engine.runtime import NoData, store_for
 
     if not isinstance(channel_id, str):
-        return []
+        return None
     try:
         newest = store_for(settings).collection("messages").find(
             {"tenant_id": settings.tenant, "channel_id": channel_id}, {"acl": 1}).sort("ts", -1).limit(1)
     except NoData:
-        return []
-    return next((list(d.get("acl") or []) for d in newest), [])
+        return None
+    return next((list(d.get("acl") or []) for d in newest), None)
