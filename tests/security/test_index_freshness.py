@@ -252,3 +252,37 @@ def test_a_webhook_narrowing_a_record_while_the_background_sync_is_held_leaves_n
     assert not _index_holds_public(data_dir, "quillfeather", "acme/infra#9601")
     status = run_cli("status", "--tenant", "acme", "--json", "--data-dir", str(data_dir))
     assert json.loads(status.stdout)["tenants"]["acme"]["index"]["lag"]["written_since"] == 0
+
+
+def test_status_counts_only_what_was_written_after_the_index_and_a_sync_catches_it_up(tmp_path):
+    from context_engine.ingest import ingest, sync_tenant_index
+    from context_engine.retrievers.index import index_lag
+    from context_engine.store.documents import open_store
+
+    settings = Settings(data_dir=tmp_path, mongodb_uri=None)
+    pull = _pull(9701, "Tune the brindle cache", "The brindle cache keeps an hour.", private=False)
+    ingest(settings, {"acme": {"pull_requests": [pull]}}, public=True)
+    assert index_lag(settings, "acme", open_store(settings)) == {"written_since": 0, "access_changed": 0}
+    # A field no chunk shows, written without indexing: behind by one record, its access unchanged.
+    ingest(settings, {"acme": {"pull_requests": [{**pull, "ci_minutes": 12}]}}, index=False, public=True)
+    assert index_lag(settings, "acme", open_store(settings)) == {"written_since": 1, "access_changed": 0}
+    # The sync finds the same chunks (nothing to write but the stamp): current again.
+    assert not sync_tenant_index(settings, "acme").changed
+    assert index_lag(settings, "acme", open_store(settings)) == {"written_since": 0, "access_changed": 0}
+
+
+def test_a_slack_thread_whose_parent_is_not_stored_is_served_while_every_reply_is_readable(tmp_path):
+    from context_engine.ingest import ingest
+
+    settings = _settings(tmp_path)
+    replies = [{"type": "message", "channel_id": "C0ORPHAN01", "user": "U0DCC75DEF", "ts": ts,
+                "thread_ts": "1796600000.000100", "text": text, "acl": ["*"]}
+               for ts, text in (("1796600001.000100", "the larkspur migration starts Monday"),
+                                ("1796600002.000100", "larkspur rollback plan is in the doc"))]
+    ingest(settings, {"acme": {"messages": replies}})
+    # Indexed as one unit under the thread's ref, which no stored record has.
+    assert _retrieved_refs(tmp_path, "larkspur migration", None) == {"C0ORPHAN01:1796600000.000100"}
+    # One reply closed by an authoritative write, the index untouched: the unit is no longer served.
+    ingest(settings, {"acme": {"messages": [{**replies[1], "acl": []}]}}, index=False)
+    assert _index_holds_public(tmp_path, "larkspur", "C0ORPHAN01:1796600000.000100")
+    assert _retrieved_refs(tmp_path, "larkspur migration", None) == set()
