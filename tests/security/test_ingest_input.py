@@ -235,7 +235,7 @@ def test_github_api_records_drop_hidden_fields(tmp_path):
                "html_url": "https://github.com/acme/infra/pull/2", **HOSTILE}
     issue = {**_github_issue(HOSTILE, private=None), "number": 3, "html_url": "https://github.com/acme/infra/issues/3"}
     detail = {"number": 2, "title": "PR", "html_url": "https://github.com/acme/infra/pull/2", "merged_at": None,
-              "review_comments": 0, "base": {"repo": {"full_name": "acme/infra", "private": True}}, **HOSTILE}
+              "review_comments": 0, "base": {"repo": {"full_name": "acme/infra"}}, **HOSTILE}  # visibility unstated
     routes = {"/repos/acme/infra/issues": [pr_item, issue], "/repos/acme/infra/pulls/comments": [],
               "/repos/acme/infra/pulls/2": detail, "/repos/acme/infra/pulls/2/reviews": []}
     client = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200, json=routes[request.url.path])))
@@ -244,7 +244,7 @@ def test_github_api_records_drop_hidden_fields(tmp_path):
     ingest(_settings(tmp_path), {"acme": records}, index=False)
     for collection in ("pull_requests", "issues"):
         [record] = _stored(tmp_path, collection)
-        assert record["acl"] == [] and record["tenant_id"] == "acme", collection  # private: nobody yet
+        assert record["acl"] == [] and record["tenant_id"] == "acme", collection  # unstated: nobody
 
 
 def test_docs_front_matter_hidden_fields_grant_nothing(tmp_path):
