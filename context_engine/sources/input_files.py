@@ -19,6 +19,7 @@ is refused, or by the operator naming them.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import zipfile
@@ -67,7 +68,7 @@ def open_input(path: Path, root: Path) -> BinaryIO:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        if exc.errno == 40 or os.path.islink(path):  # ELOOP: O_NOFOLLOW met a symlink
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symlink
             raise NotReadable("symlink") from None
         raise
     try:
