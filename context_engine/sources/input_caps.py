@@ -10,6 +10,10 @@ What JSON text turns into in memory is bounded too, before it is parsed (`parse_
 hold at most `max_json_values()` objects and arrays, and not more than one per
 `_MIN_BYTES_PER_VALUE` bytes (`{},` repeated builds a 64-byte dict per 3 bytes of text); a JSON
 line (one record) is at most `max_record_bytes()`; nesting past Python's recursion limit is refused.
+
+A whole input (every file of one `ingest`, however many files or members) is bounded as well:
+`input_budget()` counts the bytes read and the JSON objects and arrays weighed, and the read stops
+with one line (a SourceError) past `max_input_bytes()` or `max_input_values()`.
 Caps can be raised for very large real exports with environment variables.
 """
 
@@ -18,7 +22,10 @@ from __future__ import annotations
 import json
 import os
 import zipfile
-from typing import Any, BinaryIO
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Iterator
 
 from context_engine.sources.problems import SourceError
 
@@ -49,6 +56,50 @@ def max_json_values() -> int:
     """Objects and arrays in one JSON file (a GitHub pull request with its reviews holds ~60)."""
     raw = os.environ.get("CONTEXT_ENGINE_MAX_JSON_VALUES", "")
     return int(raw) if raw.isdigit() and int(raw) > 0 else 5_000_000
+
+
+def max_input_bytes() -> int:
+    """Every file of one ingest together, after decompression."""
+    return _cap("CONTEXT_ENGINE_MAX_INPUT_MB", 16384)
+
+
+def max_input_values() -> int:
+    """JSON objects and arrays in every file of one ingest together (600k Slack messages hold ~6M)."""
+    raw = os.environ.get("CONTEXT_ENGINE_MAX_INPUT_VALUES", "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else 50_000_000
+
+
+@dataclass
+class _Budget:
+    bytes: int = 0
+    values: int = 0
+
+
+_budget: ContextVar[_Budget | None] = ContextVar("input_budget", default=None)
+
+
+@contextmanager
+def input_budget() -> Iterator[None]:
+    """Count what one ingest reads against the whole-input caps (outside it, files are capped one by one)."""
+    token = _budget.set(_Budget())
+    try:
+        yield
+    finally:
+        _budget.reset(token)
+
+
+def _charge(size: int = 0, values: int = 0) -> None:
+    budget = _budget.get()
+    if budget is None:
+        return
+    budget.bytes += size
+    budget.values += values
+    if budget.bytes > max_input_bytes():
+        raise SourceError(f"the input expands to more than {max_input_bytes() // _MB:,} MB in total "
+                          "(CONTEXT_ENGINE_MAX_INPUT_MB)")
+    if budget.values > max_input_values():
+        raise SourceError(f"the input holds more than {max_input_values():,} JSON objects and arrays in total "
+                          "(CONTEXT_ENGINE_MAX_INPUT_VALUES)")
 
 
 _MIN_BYTES_PER_VALUE = 8  # real exports spend 20+ bytes per object or array; a bomb of `{},` spends 3
@@ -90,6 +141,7 @@ def read_member(archive: zipfile.ZipFile, name: str) -> bytes:
     if info.file_size > _RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
         raise FileTooLarge(f"compressed {info.file_size // max(info.compress_size, 1):,}:1, a zip bomb "
                            f"(over {MAX_RATIO}:1)")
+    _charge(info.file_size)
     return archive.read(name)
 
 
@@ -105,6 +157,7 @@ def read_capped(stream: BinaryIO, limit: int | None = None, packed: BinaryIO | N
             raise FileTooLarge(f"larger than the {limit // _MB:,} MB cap (CONTEXT_ENGINE_MAX_FILE_MB)")
         if packed is not None and size > _RATIO_FLOOR and size > MAX_RATIO * max(packed.tell(), 1):
             raise FileTooLarge(f"compressed over {MAX_RATIO}:1, a gzip bomb")
+        _charge(len(block))
         blocks.append(block)
     return b"".join(blocks)
 
@@ -118,12 +171,19 @@ def check_json_size(text: str | bytes) -> None:
     if values > _DENSITY_FLOOR and len(text) < values * _MIN_BYTES_PER_VALUE:
         raise JsonBomb(f"holds {values:,} objects and arrays in {len(text):,} bytes, a JSON bomb "
                        f"(fewer than {_MIN_BYTES_PER_VALUE} bytes each)")
+    _charge(values=values)
 
 
 def parse_json(text: str | bytes) -> Any:
     """json.loads within the caps above: JsonBomb (a ValueError) for a bomb or nesting too deep,
     json.JSONDecodeError for malformed text."""
     check_json_size(text)
+    return load_weighed_json(text)
+
+
+def load_weighed_json(text: str | bytes) -> Any:
+    """json.loads of text already weighed by `check_json_size` (a JSON line of a weighed file):
+    JsonBomb for nesting too deep, json.JSONDecodeError for malformed text."""
     try:
         return json.loads(text)
     except RecursionError:

@@ -13,8 +13,8 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
-from context_engine.sources.input_caps import (FileTooLarge, JsonBomb, check_json_size, max_record_bytes, parse_json,
-                                               read_capped)
+from context_engine.sources.input_caps import (FileTooLarge, JsonBomb, check_json_size, load_weighed_json,
+                                               max_record_bytes, read_capped)
 from context_engine.sources.input_files import NotReadable, input_root, open_input
 from context_engine.sources.problems import ReadProblems, SourceError
 
@@ -45,7 +45,7 @@ def json_values(path: Path, problems: ReadProblems) -> Iterator[tuple[str, Any]]
     except JsonBomb as exc:
         raise SourceError(f"cannot read {path}: it {exc}") from None
     try:
-        yield str(path), parse_json(text)
+        yield str(path), load_weighed_json(text)
         return
     except JsonBomb as exc:
         problems.add(str(path), str(exc))
@@ -63,7 +63,7 @@ def json_values(path: Path, problems: ReadProblems) -> Iterator[tuple[str, Any]]
                                              "(CONTEXT_ENGINE_MAX_RECORD_MB)")
             continue
         try:
-            yield f"{path}:{lineno}", parse_json(line)
+            yield f"{path}:{lineno}", load_weighed_json(line)
         except JsonBomb as exc:
             problems.add(f"{path}:{lineno}", str(exc))
         except json.JSONDecodeError as exc:
@@ -72,7 +72,7 @@ def json_values(path: Path, problems: ReadProblems) -> Iterator[tuple[str, Any]]
 
 def _parses(line: str) -> bool:
     try:
-        parse_json(line)
+        load_weighed_json(line)
     except ValueError:  # JSONDecodeError or JsonBomb
         return False
     return True

@@ -159,3 +159,25 @@ def test_a_dense_slack_day_file_is_skipped_and_counted(tmp_path):
     out, _ = _ingest(tmp_path, "slack", str(root))
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     assert "2024-01-02.json" in out.stderr and "a JSON bomb" in out.stderr and "1 skipped" in out.stdout
+
+
+def test_many_files_each_under_its_caps_stop_at_the_whole_input_cap(tmp_path):
+    docs = tmp_path / "wiki"
+    docs.mkdir()
+    for i in range(4):
+        (docs / f"page{i}.md").write_text(f"# Page {i}\n" + "words " * 70_000)  # ~420 KB each
+    out, _ = _ingest(tmp_path, "docs", str(docs), env={"CONTEXT_ENGINE_MAX_INPUT_MB": "1"})
+    _one_line_refusal(out, "more than 1 MB in total (CONTEXT_ENGINE_MAX_INPUT_MB)")
+
+
+def test_json_values_are_counted_across_the_files_of_one_ingest(tmp_path):
+    files = []
+    for i in range(3):
+        files.append(tmp_path / f"dump{i}.jsonl")
+        files[-1].write_text("\n".join(json.dumps({"key": f"ENG-{i}{n}", "fields": {"summary": "x" * 40}})
+                                       for n in range(100)))
+    env = {"CONTEXT_ENGINE_MAX_INPUT_VALUES": "500"}  # each file holds 200, under its own cap
+    out, _ = _ingest(tmp_path, "jira", *map(str, files[:2]), env=env)
+    assert out.returncode == 0, out.stderr
+    out, _ = _ingest(tmp_path, "jira", *map(str, files), env=env)
+    _one_line_refusal(out, "more than 500 JSON objects and arrays in total (CONTEXT_ENGINE_MAX_INPUT_VALUES)")
