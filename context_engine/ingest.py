@@ -175,14 +175,18 @@ def _own_refs(store: DocumentStore, tenant: str, name: str, records: list[dict[s
     sourced = [r for r in records if r.get("source") is not None]
     if not sourced:
         return
-    own = {id(r): f"{r['source']}/{r['ref']}" for r in sourced}
-    stored = store.stored_refs(name, tenant, [r["ref"] for r in sourced] + list(own.values()))
+    stored = store.stored_refs(name, tenant, [r["ref"] for r in sourced])
+    # Only a record whose ref is free or held by another source may have been stored apart before
+    # (a source that holds a ref never gets a second key for it): re-ingests look up one key each.
+    maybe_apart = [f"{r['source']}/{r['ref']}" for r in sourced
+                   if (held := stored.get(r["ref"])) is None or held.get("source", r["source"]) != r["source"]]
+    apart = set(store.stored_refs(name, tenant, maybe_apart))
     holders: dict[str, dict[str, Any]] = {}  # ref -> the record holding it: stored, or earlier in this batch
     for record in sourced:
-        ref = record["ref"]
+        ref, own = record["ref"], f"{record['source']}/{record['ref']}"
         holder = holders.get(ref) or stored.get(ref)
-        if own[id(record)] in stored or (holder is not None and not _may_replace(holder, record)):
-            record["ref"] = own[id(record)]
+        if own in apart or (holder is not None and not _may_replace(holder, record)):
+            record["ref"] = own
         else:
             holders[ref] = record
 
