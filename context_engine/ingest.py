@@ -83,7 +83,6 @@ class IngestReport:
 Progress = Callable[[str, int], None]
 
 
-
 def _with_access(store: DocumentStore, tenant: str, name: str, records: list[dict[str, Any]],
                  partial: set[str], public: bool, report: IngestReport) -> None:
     """Give every record the access list to store (in place), by the rule in the module docstring."""

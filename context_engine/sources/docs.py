@@ -60,6 +60,7 @@ def read_docs(root: Path, problems: ReadProblems, source: str | None = None) -> 
     source = source or f"docs:{root.name}"
     documents: list[dict[str, Any]] = []
     people: dict[str, dict[str, Any]] = {}
+
     def is_page(rel: Path) -> bool:
         return rel.suffix.lower() in MARKDOWN_SUFFIXES + HTML_SUFFIXES
 

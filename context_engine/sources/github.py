@@ -58,9 +58,9 @@ def read_github_dump(paths: list[Path], problems: ReadProblems) -> dict[str, lis
             # The record's own fields, never the engine's (`acl`, `tenant_id`, `source` ...: see
             # normalize); access comes only from the repository's visibility, the source from its name.
             record = source_fields(raw)
-            base_repo = (record.get("base") or {}).get("repo") if isinstance(record.get("base"), dict) else None
-            repo = ((base_repo or {}).get("full_name") if isinstance(base_repo, dict) else None) \
-                or repo_from_url(record.get("repository_url") or record.get("html_url"))
+            base = record["base"] if isinstance(record.get("base"), dict) else {}
+            base_repo = base["repo"] if isinstance(base.get("repo"), dict) else {}
+            repo = base_repo.get("full_name") or repo_from_url(record.get("repository_url") or record.get("html_url"))
             record["source"] = f"github:{repo}" if repo else "github"
             record = with_visibility(record)
             out["pull_requests" if is_pull_request(record) else "issues"].append(record)

@@ -47,8 +47,8 @@ from typing import Any, Iterator
 
 from context_engine.access import PUBLIC, slack_members
 from context_engine.sources.input_caps import check_zip, parse_json, read_capped, read_member
-from context_engine.sources.normalize import source_fields
 from context_engine.sources.input_files import NotReadable, input_root, open_input, walk_input, zip_member_refusal
+from context_engine.sources.normalize import source_fields
 from context_engine.sources.problems import ReadProblems, SourceError
 
 NOISE_SUBTYPES = frozenset({
