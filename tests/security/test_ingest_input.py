@@ -294,7 +294,7 @@ def test_a_docs_page_claiming_another_sources_id_is_its_own_record(adr_and_wiki,
     assert set(docs) == {"ADR-7", "docs:wiki/ADR-7", "home.md"}
     assert "We chose Redis" in docs["ADR-7"]["body"] and docs["ADR-7"]["source"] == "docs:adr"
     assert "memcached" in docs["docs:wiki/ADR-7"]["body"]
-    assert "0 records" not in out.stdout and "3 records" not in out.stdout  # the wiki's 2 pages (+ people)
+    assert "documents 0+0~2" in out.stdout  # the wiki again: its 2 pages found where they were, unchanged
 
     (wiki / "spoof.md").unlink()
     out = run_cli("ingest", "docs", str(wiki), "--prune", "--data-dir", str(data), "--no-index", "--public")
@@ -309,12 +309,17 @@ def test_a_docs_page_claiming_another_sources_id_is_its_own_record(adr_and_wiki,
     assert set(_documents(data)) == {"ADR-8", "docs:wiki/ADR-7", "home.md"}  # the ADR prune spares the wiki
 
 
-def test_two_folders_in_one_ingest_keep_their_own_same_named_pages(tmp_path):
+@pytest.mark.parametrize("mongodb_uri", [None, "mongomock://ingest-input-keys"])
+def test_two_folders_in_one_ingest_keep_their_own_same_named_pages(tmp_path, mongodb_uri):
     for folder in ("a", "b"):
         _page(tmp_path / folder / "README.md", f"# {folder}")
-    _ingest(tmp_path / "data", "docs", tmp_path / "a", tmp_path / "b")
-    docs = _documents(tmp_path / "data")
-    assert {ref: d["title"] for ref, d in docs.items()} == {"README.md": "a", "docs:b/README.md": "b"}
+    settings = Settings(data_dir=tmp_path / "data", mongodb_uri=mongodb_uri, tenant="acme")
+    for _ in range(2):  # the second time finds both where the first put them
+        read = read_source(SourceRequest("docs", [tmp_path / "a", tmp_path / "b"]), "acme", tmp_path, ReadProblems())
+        [report] = ingest(settings, read.per_tenant, index=False)
+    assert report.written["documents"].unchanged == 2
+    docs = open_store(settings).collection("documents").find({"tenant_id": "acme"})
+    assert {d["ref"]: d["title"] for d in docs} == {"README.md": "a", "docs:b/README.md": "b"}
 
 
 def test_linear_and_jira_issues_with_the_same_key_do_not_overwrite_each_other(tmp_path):
