@@ -13,8 +13,14 @@ Three things happen on the way in:
   and the merged directory replaces the old one;
 - PRs that the git connector recovered from merge commits never overwrite a PR the GitHub data gave
   (GitHub's record is the richer one; GitHub data arriving later replaces a recovered one);
+- keys: a record is stored under its `ref` within the tenant and collection. A ref belongs to the
+  source that first stored it: a record of another source with the same ref (a docs page whose
+  front matter `id` names another source's page, a Linear issue `ENG-1` beside Jira's) never
+  replaces it, but is stored as its own record with the ref `<source>/<ref>` (`_own_refs`). A
+  record that names no source (a webhook's, the sample corpus) updates whatever holds its ref, and
+  GitHub's pull request replaces one recovered from git history, as before;
 - `prune`: per collection and per `source` of the records read, what that source no longer has is
-  removed (a full read of the source is assumed);
+  removed (a full read of the source is assumed): never another source's records;
 - access: a record's `acl` is what its source says (see `context_engine.access`). A source that knows
   membership replaces the stored list; one that only guesses (a webhook: `ACL_PARTIAL`) can narrow it,
   never widen it; a record whose source says nothing keeps its stored list, or gets the operator's
@@ -33,7 +39,7 @@ from context_engine.answering.links import LinkIndex
 from context_engine.query.catalog import load_catalog, refresh_catalog
 from context_engine.retrievers.index import SyncReport, sync_index
 from context_engine.sources.connectors import saved_overrides
-from context_engine.sources.normalize import RecordError, normalize
+from context_engine.sources.normalize import ACL_PARTIAL, RecordError, normalize
 from context_engine.sources.people import merge_people
 from context_engine.store.documents import DocumentStore, WriteStats, open_store
 from context_engine.store.writer_lock import writer_lock
@@ -75,9 +81,6 @@ class IngestReport:
 
 
 Progress = Callable[[str, int], None]
-
-ACL_PARTIAL = "acl_partial"
-"""Set (True) on a record whose `acl` is a best guess, e.g. from a webhook: it may narrow, never widen."""
 
 
 def _with_access(store: DocumentStore, tenant: str, name: str, records: list[dict[str, Any]],
@@ -121,6 +124,7 @@ def write_records(store: DocumentStore, tenant: str, batches: dict[str, Iterable
             continue
         if name == "pull_requests":
             normalized = _without_recovered_duplicates(store, tenant, normalized)
+        _own_refs(store, tenant, name, normalized)
         _with_access(store, tenant, name, normalized, partial, public, report)
         stats = store.upsert(name, tenant, normalized)
         report.written.setdefault(name, WriteStats()).add(stats)
@@ -154,6 +158,36 @@ def _without_recovered_duplicates(store: DocumentStore, tenant: str, prs: list[d
     from_github = {d["ref"] for d in store.find_refs("pull_requests", {"tenant_id": tenant}, recovered)
                    if not d.get("recovered_from")}
     return [pr for pr in prs if not (pr.get("recovered_from") and pr["ref"] in from_github)]
+
+
+def _may_replace(holder: dict[str, Any], record: dict[str, Any]) -> bool:
+    """Whether `record` may replace `holder`, the record stored (or written earlier in this batch)
+    under the same ref: the same source, or a holder that names none, or GitHub's pull request over
+    one recovered from git history."""
+    return (holder.get("source") in (None, record["source"])
+            or (bool(holder.get("recovered_from")) and not record.get("recovered_from")))
+
+
+def _own_refs(store: DocumentStore, tenant: str, name: str, records: list[dict[str, Any]]) -> None:
+    """Give each record (in place) the ref it is stored under, so that no source replaces another's
+    record (module docstring). A record that was stored as `<source>/<ref>` stays there."""
+    sourced = [r for r in records if r.get("source") is not None]
+    if not sourced:
+        return
+    stored = store.stored_refs(name, tenant, [r["ref"] for r in sourced])
+    # Only a record whose ref is free or held by another source may have been stored apart before
+    # (a source that holds a ref never gets a second key for it): re-ingests look up one key each.
+    maybe_apart = [f"{r['source']}/{r['ref']}" for r in sourced
+                   if (held := stored.get(r["ref"])) is None or held.get("source", r["source"]) != r["source"]]
+    apart = set(store.stored_refs(name, tenant, maybe_apart))
+    holders: dict[str, dict[str, Any]] = {}  # ref -> the record holding it: stored, or earlier in this batch
+    for record in sourced:
+        ref, own = record["ref"], f"{record['source']}/{record['ref']}"
+        holder = holders.get(ref) or stored.get(ref)
+        if own in apart or (holder is not None and not _may_replace(holder, record)):
+            record["ref"] = own
+        else:
+            holders[ref] = record
 
 
 def _prune(store: DocumentStore, tenant: str, name: str, records: list[dict[str, Any]], report: IngestReport) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from context_engine.config import check_tenant
+from context_engine.sources.input_caps import input_budget
 from context_engine.sources.problems import ReadProblems, SourceError
 
 __all__ = ["SOURCES", "SourceRequest", "ReadResult", "read_source", "saved_overrides"]
@@ -85,7 +86,13 @@ def _concat(results: list[Batches]) -> Batches:
 
 
 def read_source(request: SourceRequest, tenant: str, data_dir: Path, problems: ReadProblems) -> ReadResult:
-    """Read one source for `tenant`. Raises SourceError (one line) when it cannot be read at all."""
+    """Read one source for `tenant`. Raises SourceError (one line) when it cannot be read at all, or
+    when all its files together pass the whole-input caps (`input_caps.input_budget`)."""
+    with input_budget():
+        return _read_source(request, tenant, data_dir, problems)
+
+
+def _read_source(request: SourceRequest, tenant: str, data_dir: Path, problems: ReadProblems) -> ReadResult:
     source, paths = request.source, request.paths
     if source not in SOURCES:
         raise SourceError(f"unknown source {source!r}: use one of {', '.join(SOURCES)}")

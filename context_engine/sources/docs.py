@@ -24,12 +24,14 @@ nobody else can open. `space` is the front matter's, Confluence's space, or else
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from context_engine.sources.input_caps import FileTooLarge, read_capped
+from context_engine.sources.input_files import NotReadable, input_root, open_input, walk_input
 from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.html_text import html_page
 
@@ -49,23 +51,29 @@ class DocError(ValueError):
 
 
 def read_docs(root: Path, problems: ReadProblems, source: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """`documents` and `people` (authors) from every page under `root`."""
+    """`documents` and `people` (authors) from every page under `root` (regular files inside it only:
+    see `input_files`)."""
+    given = root
+    root = input_root(root)
     if not root.is_dir():
-        raise SourceError(f"cannot read {root}: not a folder")
-    source = source or f"docs:{root.resolve().name}"
+        raise SourceError(f"cannot read {given}: not a folder")
+    source = source or f"docs:{root.name}"
     documents: list[dict[str, Any]] = []
     people: dict[str, dict[str, Any]] = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if not path.is_file() or any(part.startswith(".") for part in rel.parts):
-            continue
-        suffix = path.suffix.lower()
-        if suffix not in MARKDOWN_SUFFIXES + HTML_SUFFIXES:
-            continue
+
+    def is_page(rel: Path) -> bool:
+        return rel.suffix.lower() in MARKDOWN_SUFFIXES + HTML_SUFFIXES
+
+    for rel in walk_input(root, problems, is_page):
+        suffix = rel.suffix.lower()
         try:
-            with open(path, "rb") as fh:
+            with open_input(root / rel, root) as fh:
+                modified = os.fstat(fh.fileno()).st_mtime
                 text = read_capped(fh).decode("utf-8-sig")
             doc = (markdown_document if suffix in MARKDOWN_SUFFIXES else html_document)(text, rel)
+        except NotReadable as exc:
+            problems.refuse(rel.as_posix(), exc.kind)
+            continue
         except UnicodeDecodeError:
             problems.add(rel.as_posix(), "not UTF-8 text")
             continue
@@ -78,7 +86,7 @@ def read_docs(root: Path, problems: ReadProblems, source: str | None = None) -> 
         except DocError as exc:
             problems.add(rel.as_posix(), str(exc))
             continue
-        doc.setdefault("updated_at", _iso(datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc)))
+        doc.setdefault("updated_at", _iso(datetime.fromtimestamp(modified, tz=timezone.utc)))
         doc["source"] = source
         documents.append(doc)
         author = doc.get("author") or {}

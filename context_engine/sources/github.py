@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from context_engine.access import PUBLIC
 from context_engine.sources.json_files import json_values
-from context_engine.sources.normalize import repo_from_url
+from context_engine.sources.normalize import repo_from_url, source_fields
 from context_engine.sources.problems import ReadProblems
 
 
@@ -54,9 +54,14 @@ def read_github_dump(paths: list[Path], problems: ReadProblems) -> dict[str, lis
     """Split dump records into `pull_requests` and `issues`."""
     out: dict[str, list[dict[str, Any]]] = {"pull_requests": [], "issues": []}
     for path in paths:
-        for record in iter_json_records(path, problems):
-            repo = repo_from_url(record.get("repository_url") or record.get("html_url"))
-            record = {**record, "source": f"github:{repo}"} if repo else record
+        for raw in iter_json_records(path, problems):
+            # The record's own fields, never the engine's (`acl`, `tenant_id`, `source` ...: see
+            # normalize); access comes only from the repository's visibility, the source from its name.
+            record = source_fields(raw)
+            base = record["base"] if isinstance(record.get("base"), dict) else {}
+            base_repo = base["repo"] if isinstance(base.get("repo"), dict) else {}
+            repo = base_repo.get("full_name") or repo_from_url(record.get("repository_url") or record.get("html_url"))
+            record["source"] = f"github:{repo}" if repo else "github"
             record = with_visibility(record)
             out["pull_requests" if is_pull_request(record) else "issues"].append(record)
     out["people"] = people_from_github(out["pull_requests"] + out["issues"])

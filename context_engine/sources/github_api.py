@@ -48,6 +48,7 @@ from typing import Any, Callable
 import httpx
 
 from context_engine.sources.github import is_pull_request, people_from_github, visibility_acl
+from context_engine.sources.normalize import source_fields
 from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.github_rest import GitHubRest, NotFound
 from context_engine.text import parse_datetime
@@ -131,7 +132,7 @@ class _RepoSync:
         comments_by_pr: dict[int, list[Record]] = {}
         for comment in comments:
             comments_by_pr.setdefault(_pr_number(comment), []).append(comment)
-        issues = [{**item, "source": self.source} for item in items if not is_pull_request(item)]
+        issues = [{**source_fields(item), "source": self.source} for item in items if not is_pull_request(item)]
         changed_prs: dict[int, Record | None] = {item["number"]: item for item in items if is_pull_request(item)}
         for number in comments_by_pr:
             changed_prs.setdefault(number, None)
@@ -161,9 +162,11 @@ class _RepoSync:
         except NotFound:
             # Deleted or hidden since the listing: keep what /issues said, without the extras.
             self.problems.add(f"{self.source}#{number}", "pull request details not found")
-            return {**item, "source": self.source} if item else None
+            return {**source_fields(item), "source": self.source} if item else None
         comments = sorted(comments, key=lambda c: (str(c.get("created_at")), c.get("id") or 0))
-        return {**(item or {}), **detail, "reviews": reviews, "review_comments": comments, "source": self.source}
+        # The API's own fields, never the engine's (`acl`, `tenant_id` ...): access is the visibility.
+        return {**source_fields({**(item or {}), **detail}), "reviews": reviews, "review_comments": comments,
+                "source": self.source}
 
     def _all(self, path: str) -> list[Record]:
         return [item for page in self.rest.paginate(path, {"per_page": PER_PAGE})

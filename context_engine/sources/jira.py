@@ -30,7 +30,7 @@ from typing import Any, Iterator
 from context_engine.sources.adf import adf_to_text, is_adf
 from context_engine.sources.problems import ReadProblems
 from context_engine.sources.json_files import json_values
-from context_engine.sources.normalize import RecordError
+from context_engine.sources.normalize import RecordError, source_fields
 
 _KEY = re.compile(r"^[A-Z][A-Z0-9_]*-\d+$")
 _USER_FIELDS = ("assignee", "reporter", "creator")
@@ -97,7 +97,8 @@ def jira_issue(raw: Any, sprint_fields: set[str] = frozenset(), source: str | No
             out_fields["sprint"] = sprint
         else:
             out_fields.pop("sprint", None)
-    record = {k: v for k, v in raw.items() if k not in ("fields", "renderedFields")}
+    # The issue's own fields, never the engine's (`acl`, `tenant_id`, `source` ...: see normalize).
+    record = {k: v for k, v in source_fields(raw).items() if k not in ("fields", "renderedFields")}
     record["fields"] = out_fields
     site = _site(raw.get("self"))
     if site:

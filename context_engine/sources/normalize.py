@@ -3,6 +3,16 @@
 Records keep their source's field names. Two things are added: dates become real dates (BSON
 dates, so `$year`/`$week` and range filters work), and a few derived fields that make records of
 different sources queryable the same way (`ref`, the record's source key, and `repo`).
+
+A source object never speaks for the engine. The engine's own fields (`config.HIDDEN_FIELDS`:
+`_id`, `tenant_id`, `acl`; the webhook marker `acl_partial`; and `source`, which says which
+connector wrote a record and scopes `--prune` and keys) are what connectors and ingest set:
+- every connector builds its record from `source_fields(raw)`, the source object without them,
+  then adds the access list it computed from the source's own visibility statement and its source;
+- `normalize` drops hidden fields below the top level, and `_id`/`tenant_id` at the top level
+  (the store sets those), so a record's access is only ever the `acl` its connector put there.
+Dropping (rather than skipping the record) keeps a real issue that happens to carry such a field:
+it is stored with the access its source states, exactly as without the field.
 """
 
 from __future__ import annotations
@@ -11,9 +21,22 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
+from context_engine.config import HIDDEN_FIELDS
 from context_engine.text import parse_datetime, to_utc_naive
 
 _INT64 = (-(2 ** 63), 2 ** 63 - 1)
+
+ACL_PARTIAL = "acl_partial"
+"""Set (True) on a record whose `acl` is a best guess, e.g. from a webhook: it may narrow, never widen."""
+
+ENGINE_FIELDS = HIDDEN_FIELDS | {ACL_PARTIAL, "source"}
+"""What a source object may not carry into a record: the engine states these, never the source."""
+
+
+def source_fields(raw: dict[str, Any]) -> dict[str, Any]:
+    """A source object's own fields, without the engine's (`ENGINE_FIELDS`): what a connector builds
+    its record from before it adds the access list and source it computed."""
+    return {k: v for k, v in raw.items() if k not in ENGINE_FIELDS}
 
 
 def _storable_key(key: Any) -> bool:
@@ -22,14 +45,15 @@ def _storable_key(key: Any) -> bool:
 
 
 def convert_dates(value: Any) -> Any:
-    """Every ISO-8601 datetime string, at any depth, becomes a datetime. A value no store can hold
+    """Every ISO-8601 datetime string, at any depth, becomes a datetime; hidden fields below the top
+    level are dropped (only a record's own top-level `acl` means anything). A value no store can hold
     (a field named `$…` or with a NUL, an integer beyond 64 bits) raises RecordError: that record is
     skipped, where the store would otherwise refuse the whole batch."""
     if isinstance(value, dict):
         bad = next((k for k in value if not _storable_key(k)), None)
         if bad is not None:
             raise RecordError(f"field name {str(bad)[:40]!r} cannot be stored")
-        return {k: convert_dates(v) for k, v in value.items()}
+        return {k: convert_dates(v) for k, v in value.items() if k not in HIDDEN_FIELDS}
     if isinstance(value, list):
         return [convert_dates(v) for v in value]
     if isinstance(value, str) and len(value) <= 40:
@@ -62,7 +86,13 @@ def normalize(collection: str, record: dict[str, Any]) -> dict[str, Any]:
     """Add `ref` (and `repo`, `date`) and convert dates. Raises RecordError for a malformed record."""
     if not isinstance(record, dict):
         raise RecordError(f"expected an object, got {type(record).__name__}")
-    doc = convert_dates(record)
+    try:
+        doc = {k: convert_dates(v) for k, v in record.items() if k not in ("_id", "tenant_id")}
+    except RecursionError:
+        raise RecordError("nested too deeply") from None
+    bad = next((k for k in doc if not _storable_key(k)), None)
+    if bad is not None:
+        raise RecordError(f"field name {str(bad)[:40]!r} cannot be stored")
     acl = doc.get("acl")
     if acl is not None and not (isinstance(acl, list) and all(type(a) is str for a in acl)):
         raise RecordError("`acl` must be a list of principal strings")

@@ -38,7 +38,6 @@ message or user, or a message folder no listing names -> `problems.add` and skip
 
 from __future__ import annotations
 
-import json
 import re
 import zipfile
 from collections import defaultdict
@@ -47,7 +46,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
 from context_engine.access import PUBLIC, slack_members
-from context_engine.sources.input_caps import check_zip, read_capped, read_member
+from context_engine.sources.input_caps import check_zip, parse_json, read_capped, read_member
+from context_engine.sources.input_files import NotReadable, input_root, open_input, walk_input, zip_member_refusal
+from context_engine.sources.normalize import source_fields
 from context_engine.sources.problems import ReadProblems, SourceError
 
 NOISE_SUBTYPES = frozenset({
@@ -75,22 +76,33 @@ class Channel:
 # The export's files, from a zip or a directory
 # --------------------------------------------------------------------------------------------
 class _ExportFiles:
-    """JSON files of an export by their path relative to the export root (where `users.json` is)."""
+    """JSON files of an export by their path relative to the export root (where `users.json` is).
+    Only regular files inside the export are read (`input_files`): a symlinked `users.json`, a FIFO
+    or a zip member that is a symlink or whose name leaves the archive is refused and named."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, problems: ReadProblems) -> None:
         self.path = path
+        self.real = input_root(path)
         self._zip: zipfile.ZipFile | None = None
-        if path.is_dir():
-            names = [p.relative_to(path).as_posix() for p in path.rglob("*.json")]
-        elif path.is_file():
+        if self.real.is_dir():
+            names = [rel.as_posix() for rel in walk_input(self.real, problems, lambda rel: rel.suffix == ".json")]
+        elif self.real.is_file():
             try:
-                self._zip = zipfile.ZipFile(path)
+                self._zip = zipfile.ZipFile(self.real)
             except (zipfile.BadZipFile, OSError) as exc:
                 raise SourceError(f"cannot read {path}: not a zip file or directory ({exc})") from None
             check_zip(self._zip, str(path))
-            names = [n for n in self._zip.namelist() if n.endswith(".json")]
+            names = []
+            for info in self._zip.infolist():
+                if not info.filename.endswith(".json"):
+                    continue
+                refusal = zip_member_refusal(info)
+                if refusal:
+                    problems.refuse(info.filename, refusal)
+                else:
+                    names.append(info.filename)
         else:
-            raise SourceError(f"cannot read {path}: no such file or directory")
+            raise SourceError(f"cannot read {path}: not a zip file or directory")
         # Zips made by hand often wrap everything in one top folder: the root is where the listings are.
         listing = next((n for n in sorted(names, key=len) if PurePosixPath(n).name in dict(_CHANNEL_LISTS)), None)
         if listing is None:
@@ -100,12 +112,13 @@ class _ExportFiles:
         self.names = sorted(n[len(prefix):] for n in names if n.startswith(prefix))
 
     def read(self, name: str) -> Any:
-        """Parsed JSON of one file; raises ValueError (bad JSON or encoding, FileTooLarge) or OSError."""
+        """Parsed JSON of one file; raises ValueError (bad JSON or encoding, FileTooLarge, JsonBomb) or
+        OSError (NotReadable: not a regular file inside the export)."""
         full = name if self.root == "." else f"{self.root}/{name}"
         if self._zip:
-            return json.loads(read_member(self._zip, full))
-        with open(self.path / full, "rb") as fh:
-            return json.loads(read_capped(fh))
+            return parse_json(read_member(self._zip, full))
+        with open_input(self.real / full, self.real) as fh:
+            return parse_json(read_capped(fh))
 
     def close(self) -> None:
         if self._zip:
@@ -124,7 +137,7 @@ def workspace_name(path: Path) -> str:
 def read_slack_export(path: Path, problems: ReadProblems, workspace: str | None = None) -> dict[str, list[dict]]:
     """`{"messages": [...], "people": [...]}` from one workspace export (.zip or directory).
     `workspace` (the `<workspace>.slack.com` subdomain) defaults to the file name without `-slack-export`."""
-    files = _ExportFiles(Path(path))
+    files = _ExportFiles(Path(path), problems)
     try:
         workspace = workspace or workspace_name(files.path)
         source = f"slack:{workspace}"
@@ -153,6 +166,9 @@ def read_slack_export(path: Path, problems: ReadProblems, workspace: str | None 
 def _read_json_list(files: _ExportFiles, name: str, problems: ReadProblems) -> list[Any] | None:
     try:
         data = files.read(name)
+    except NotReadable as exc:
+        problems.refuse(name, exc.kind)
+        return None
     except (ValueError, OSError, zipfile.BadZipFile) as exc:
         problems.add(f"{files.path}:{name}", f"unreadable JSON ({exc})")
         return None
@@ -184,6 +200,8 @@ def _read_channels(files: _ExportFiles) -> list[Channel]:
             continue
         try:
             entries = files.read(listing)
+        except NotReadable as exc:
+            raise SourceError(f"{files.path}: {listing} is a {exc.kind}, not a regular file inside the export") from None
         except (ValueError, OSError, zipfile.BadZipFile) as exc:
             raise SourceError(f"{files.path}: {listing} is unreadable ({exc})") from None
         if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("id"), str)
@@ -296,7 +314,7 @@ def _channel_records(channel: Channel, messages: list[dict], names: dict[str, st
                      users: dict[str, dict], workspace: str, source: str) -> list[dict]:
     records = []
     for message in sorted(messages, key=lambda m: float(m["ts"])):
-        record = dict(message)
+        record = source_fields(message)  # never the engine's fields (`acl`, `source` ...): see normalize
         author = _author(message)
         if author:
             record["user"] = author

@@ -210,6 +210,12 @@ class DocumentStore:
                 out.append(copy.deepcopy(doc))
         return out
 
+    def stored_refs(self, name: str, tenant: str, refs: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The tenant's stored records of `refs` by ref, to be read and never modified (no copies:
+        ingest asks this of every record it writes)."""
+        ids = {record_id(tenant, str(ref)): str(ref) for ref in refs}
+        return {ids[i]: doc for i, doc in self._by_id(self.collection(name), list(ids)).items()}
+
     def tenant_records(self, name: str, tenant: str) -> Iterable[dict[str, Any]]:
         """The tenant's records of `name` in store order, to be read and never modified: on the
         embedded store the stored documents themselves, so chunking a million Slack messages does

@@ -86,3 +86,98 @@ def test_a_gzip_bomb_dump_is_cut_at_the_cap(tmp_path):
     out, _ = _ingest(tmp_path, "github", str(dump), env={"CONTEXT_ENGINE_MAX_FILE_MB": "2"})
     assert out.returncode != 0 and "Traceback" not in out.stderr
     assert "cap" in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# Tiny JSON values: what the text builds in memory is bounded, whatever the compression
+# --------------------------------------------------------------------------------------------
+def _one_line_refusal(out: subprocess.CompletedProcess, words: str) -> None:
+    assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and words in lines[0], out.stderr
+
+
+def test_a_29_kb_gzip_of_empty_objects_is_refused_in_seconds(tmp_path):
+    dump = tmp_path / "dump.json.gz"
+    with gzip.open(dump, "wb", compresslevel=9) as fh:
+        fh.write(b"[" + b"{}," * 10_000_000 + b"{}]")  # 30 MB of `{},`: 10M dicts, ~900 MB parsed
+    assert dump.stat().st_size < 40_000
+    out, rss = _ingest(tmp_path, "github", str(dump))
+    _one_line_refusal(out, "gzip bomb")
+    assert rss < 200, f"peak RSS {rss} MB"
+
+
+def test_uncompressed_empty_objects_are_refused_before_parsing(tmp_path):
+    dump = tmp_path / "dump.json"
+    dump.write_bytes(b"[" + b"{}," * 3_000_000 + b"{}]")  # 9 MB: under every size cap
+    out, rss = _ingest(tmp_path, "jira", str(dump))
+    _one_line_refusal(out, "a JSON bomb")
+    assert rss < 200, f"peak RSS {rss} MB"
+
+
+def test_the_json_value_cap_applies_to_plain_dense_files_too(tmp_path):
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text("\n".join(json.dumps({"key": f"ENG-{i}", "fields": {"summary": "x" * 40}}) for i in range(300)))
+    out, _ = _ingest(tmp_path, "jira", str(dump), env={"CONTEXT_ENGINE_MAX_JSON_VALUES": "500"})
+    _one_line_refusal(out, "over the 500 cap (CONTEXT_ENGINE_MAX_JSON_VALUES)")
+
+
+def test_deep_nesting_is_one_skipped_file_not_a_traceback(tmp_path):
+    dump = tmp_path / "deep.json"
+    dump.write_text("[" * 100_000 + "]" * 100_000)
+    out, _ = _ingest(tmp_path, "github", str(dump))
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert "nested too deeply" in out.stderr and "1 skipped" in out.stdout
+
+
+def test_a_huge_json_line_is_skipped_at_the_record_cap(tmp_path):
+    dump = tmp_path / "issues.jsonl"
+    ok = json.dumps({"key": "ENG-1", "fields": {"summary": "fine"}})
+    huge = json.dumps({"key": "ENG-2", "fields": {"summary": "x" * (2 << 20)}})
+    dump.write_text(f"{ok}\n{huge}\n")
+    out, _ = _ingest(tmp_path, "jira", str(dump), env={"CONTEXT_ENGINE_MAX_RECORD_MB": "1"})
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert "issues.jsonl:2: a record over the 1 MB cap" in out.stderr and "1 skipped" in out.stdout
+
+
+def test_a_zip_of_many_small_bomb_members_is_refused_as_a_whole(tmp_path):
+    """Each member is under the ratio floor (1 MB) that `read_member` weighs; together they are a bomb."""
+    export = _export_zip(tmp_path / "many.zip")
+    with zipfile.ZipFile(export, "a", compression=zipfile.ZIP_DEFLATED) as zf:
+        for day in range(1, 29):
+            zf.writestr(f"general/2024-02-{day:02d}.json", b"[" + b"{}," * 300_000 + b"{}]")
+    out, _ = _ingest(tmp_path, "slack", str(export))
+    _one_line_refusal(out, "a zip bomb")
+
+
+def test_a_dense_slack_day_file_is_skipped_and_counted(tmp_path):
+    root = tmp_path / "acme-slack-export"
+    for name, value in EXPORT.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(json.dumps(value))
+    (root / "general" / "2024-01-02.json").write_bytes(b"[" + b"{}," * 300_000 + b"{}]")
+    out, _ = _ingest(tmp_path, "slack", str(root))
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert "2024-01-02.json" in out.stderr and "a JSON bomb" in out.stderr and "1 skipped" in out.stdout
+
+
+def test_many_files_each_under_its_caps_stop_at_the_whole_input_cap(tmp_path):
+    docs = tmp_path / "wiki"
+    docs.mkdir()
+    for i in range(4):
+        (docs / f"page{i}.md").write_text(f"# Page {i}\n" + "words " * 70_000)  # ~420 KB each
+    out, _ = _ingest(tmp_path, "docs", str(docs), env={"CONTEXT_ENGINE_MAX_INPUT_MB": "1"})
+    _one_line_refusal(out, "more than 1 MB in total (CONTEXT_ENGINE_MAX_INPUT_MB)")
+
+
+def test_json_values_are_counted_across_the_files_of_one_ingest(tmp_path):
+    files = []
+    for i in range(3):
+        files.append(tmp_path / f"dump{i}.jsonl")
+        files[-1].write_text("\n".join(json.dumps({"key": f"ENG-{i}{n}", "fields": {"summary": "x" * 40}})
+                                       for n in range(100)))
+    env = {"CONTEXT_ENGINE_MAX_INPUT_VALUES": "500"}  # each file holds 200, under its own cap
+    out, _ = _ingest(tmp_path, "jira", *map(str, files[:2]), env=env)
+    assert out.returncode == 0, out.stderr
+    out, _ = _ingest(tmp_path, "jira", *map(str, files), env=env)
+    _one_line_refusal(out, "more than 500 JSON objects and arrays in total (CONTEXT_ENGINE_MAX_INPUT_VALUES)")
