@@ -211,6 +211,8 @@ def cmd_query(args: argparse.Namespace) -> int:
         pipeline = from_extended_json(json.loads(args.pipeline))
     except json.JSONDecodeError as exc:
         raise InputError(f"PIPELINE_JSON is not valid JSON: {exc.msg} at position {exc.pos}") from None
+    except ValueError:  # Python's own cap on the digits of an integer it reads (4,300)
+        raise InputError("PIPELINE_JSON has a number too long to read; MongoDB numbers fit 64 bits") from None
     settings = _settings(args)
     _check_tenant_and_asker(settings)
     catalog = catalog_for(settings)
@@ -752,10 +754,12 @@ def main(argv: list[str] | None = None) -> int:
     from context_engine.config import TenantError
     from context_engine.retrievers.index import IndexDamaged, IndexMissing
     from context_engine.store.documents import StoreError
+    from context_engine.text import TimeRangeError
 
     try:
         return args.func(args)
-    except (InputError, StoreError, TenantError, IndexMissing, IndexDamaged) as exc:
+    # TimeRangeError: a time in the question that the graph finds out of range while it runs
+    except (InputError, StoreError, TenantError, IndexMissing, IndexDamaged, TimeRangeError) as exc:
         print(f"context-engine: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except BrokenPipeError:

@@ -534,11 +534,11 @@ class _Walker:
     def literal(self, value: Any, what: str) -> None:
         """A plain value: scalars, dates, arrays and operator-free objects only."""
         if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
-            self.error(f"the number {_short(value)} in {what} does not fit a 64-bit integer, as MongoDB "
-                       "stores numbers; use a smaller one")
-        elif type(value) is float and not math.isfinite(value):
-            self.error(f"the number {value} in {what} is not finite; use a finite number")
-        elif value is None or type(value) in (bool, int, float) or isinstance(value, datetime):
+            return self.error(f"the number {_short(value)} in {what} does not fit a 64-bit integer, as MongoDB "
+                              "stores numbers; use a smaller one")
+        if type(value) is float and not math.isfinite(value):
+            return self.error(f"the number {value} in {what} is not finite; use a finite number")
+        if value is None or type(value) in (bool, int, float) or isinstance(value, datetime):
             return
         if type(value) is str:  # exact type: a str subclass (e.g. bson Code) is not a plain string
             if value.startswith("$") and (segment := self.hidden_segment(value.lstrip("$"))):
