@@ -498,8 +498,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
         app = create_app(_settings(args), keys)
     except ValueError as exc:  # a key's person is not in its tenant's directory
         raise InputError(f"--keys: {exc}") from None
-    uvicorn.run(app, host=args.host, port=args.port)
+    _serve_until_signalled(app, args.host, args.port)
     return EXIT_OK
+
+
+def _serve_until_signalled(app: Any, host: str, port: int, **config: Any) -> None:
+    """uvicorn until SIGTERM or Ctrl-C, which also stop the runs in progress: uvicorn alone waits
+    for them (a query in a worker thread could hold the process for minutes); `SHUTDOWN` makes each
+    stop at its next document or graph step, and whatever is left is cut after a few seconds."""
+    import uvicorn
+
+    from context_engine.store.bounded import SHUTDOWN
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            SHUTDOWN.cancel("the server is shutting down")
+            super().handle_exit(sig, frame)
+
+    Server(uvicorn.Config(app, host=host, port=port, timeout_graceful_shutdown=3, **config)).run()
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -550,8 +566,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         _check_tenant_and_asker(settings)  # stdio: the operator's flags name who asks, checked up front
         build_server(settings).run("stdio")
         return EXIT_OK
-    import uvicorn
-
     from context_engine.mcp_server import http_app
     from context_engine.server import load_keys
 
@@ -560,8 +574,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         app = http_app(settings, keys)
     except (OSError, ValueError) as exc:
         raise InputError(f"--keys: {exc}") from None
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    _serve_until_signalled(app, args.host, args.port, log_level="warning")
     return EXIT_OK
+
 
 
 class _Parser(argparse.ArgumentParser):

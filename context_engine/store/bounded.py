@@ -440,7 +440,9 @@ def _handlers() -> dict[str, Any]:
     handlers.update({"$dateToString": _date_to_string, "$cmp": _compare,
                      "$substrCP": lambda p, o, a: ex.substr_cp(*_arguments(p, a)),
                      "$strLenCP": lambda p, o, a: ex.str_len_cp(_arguments(p, a)[0]),
-                     "$ifNull": lambda p, o, a: ex.if_null(_arguments(p, a))})
+                     "$ifNull": lambda p, o, a: ex.if_null(_arguments(p, a)),
+                     "$toLower": lambda p, o, a: ex.change_case(o, _arguments(p, a)[0]),
+                     "$toUpper": lambda p, o, a: ex.change_case(o, _arguments(p, a)[0])})
     return handlers
 
 

@@ -3,7 +3,8 @@
 The validator (`query/validate.py`) allows a fixed list of expression operators; every one of them
 must run on the embedded store (and on `mongomock://`) as it runs on MongoDB. mongomock leaves some
 unimplemented (`$substrCP`, `$strLenCP`, `$cmp`, `$dateToString` with a timezone, a date operator's
-`{date, timezone}` form with a UTC offset, `$add` of a date) and does arithmetic on Python's
+`{date, timezone}` form with a UTC offset, `$add` of a date), maps case beyond ASCII (MongoDB's
+`$toLower`/`$toUpper` change ASCII letters only) and does arithmetic on Python's
 unbounded integers, so a chain of `$multiply` could build numbers of millions of digits (minutes of
 CPU, and an integer no JSON encoder will print). MongoDB's integers are 64-bit: an operation whose
 result does not fit becomes a double, which is what `arithmetic` does here. Every other operator is
@@ -167,7 +168,7 @@ def substr_cp(string: Any, start: Any, count: Any) -> str:
     if string is None:
         return ""
     if isinstance(string, datetime):
-        string = string.strftime("%Y-%m-%dT%H:%M:%S.") + f"{string.microsecond // 1000:03d}Z"
+        string = _format(_local(string, None), "%Y-%m-%dT%H:%M:%S.%LZ")
     elif type(string) is not bool and isinstance(string, (int, float)):
         string = str(string)
     elif not isinstance(string, str):
@@ -184,3 +185,20 @@ def str_len_cp(string: Any) -> int:
 def if_null(values: list[Any]) -> Any:
     """The first of the inputs that is neither null nor missing, else the replacement (the last)."""
     return next((v for v in values[:-1] if v is not None), values[-1])
+
+
+_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def change_case(op: str, value: Any) -> str:
+    """`$toLower`/`$toUpper`: ASCII letters only, null is "", numbers and dates as MongoDB prints them."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        value = _format(_local(value, None), "%Y-%m-%dT%H:%M:%S.%LZ")
+    elif type(value) is not bool and isinstance(value, (int, float)):
+        value = str(value)
+    elif not isinstance(value, str):
+        raise ExpressionError(f"{op} can't convert from {type(value).__name__} to a string")
+    return value.translate(_LOWER if op == "$toLower" else _UPPER)
