@@ -472,11 +472,12 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
             watcher = asyncio.create_task(_stop_when_gone(request.receive, stop))
             watchers.add(watcher)
             watcher.add_done_callback(watchers.discard)
-            try:
-                return await asyncio.wait_for(call_next(request), limits.timeout_seconds)
-            except asyncio.TimeoutError:
-                stop.cancel("the request timed out; the run was stopped")
+            answering = asyncio.ensure_future(call_next(request))
+            if not (await asyncio.wait({answering}, timeout=limits.timeout_seconds))[0]:
+                stop.cancel("the request timed out; the run was stopped")  # before the 504 ends the exchange
+                answering.cancel()
                 return _error(504, f"no response within {limits.timeout_seconds:g} s")
+            return answering.result()
 
     @app.get(LOGIN_PATH, include_in_schema=False)
     async def login_form(request: Request, next: str | None = None):

@@ -35,9 +35,8 @@ def scope_filter(tenant: str, principals: list[str]) -> dict[str, Any]:
 def strip_hidden_deep(row: Any, keep_group_key: bool) -> Any:
     """Remove hidden fields at every depth. A top-level `_id` survives only as a `$group` key: after
     a `$group` every row is a group (no record's id can reach it, the validator refuses `$_id`).
-    An integer that does not fit 64 bits (a stored one: arithmetic already keeps to 64 bits) becomes
-    a double, as MongoDB holds it, so every result prints (Python refuses to turn an integer of more
-    than 4,300 digits into text)."""
+    An integer that does not fit 64 bits (a `$sum` of many: stored numbers and arithmetic already
+    keep to 64 bits) becomes a double, as MongoDB answers it."""
     stack = [(row, True)]
     while stack:
         node, top = stack.pop()

@@ -42,8 +42,10 @@ class Stop:
         self.reason = "the work was cancelled"
 
     def cancel(self, reason: str) -> None:
-        self.reason = reason
-        self._event.set()
+        """Set the flag; the first reason given is the one reported."""
+        if not self._event.is_set():
+            self.reason = reason
+            self._event.set()
 
     def is_set(self) -> bool:
         return self._event.is_set()
