@@ -67,7 +67,7 @@ class ValidationPolicy:
     max_array: int = 100         # elements of one literal array (an $in list of people, labels, refs)
     max_concat: int = 8          # operands of one $concat
     max_operands: int = 8        # operands of one $add or $multiply
-    max_expression_nodes: int = 200  # operators, field paths and constants in all expressions: the work per row
+    max_expression_nodes: int = 300  # operators, field paths and constants in all expressions: the work per row
     max_regex: int = 256         # characters of one regular expression
     hidden_fields: frozenset[str] = HIDDEN_FIELDS
 
