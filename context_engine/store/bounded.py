@@ -438,7 +438,7 @@ def _handlers() -> dict[str, Any]:
 
     handlers: dict[str, Any] = {op: lambda p, o, a: ex.arithmetic(o, _arguments(p, a))
                                 for op in ("$add", "$subtract", "$multiply", "$divide")}
-    handlers.update({op: _date_operator for op in ex._DATE_PARTS})
+    handlers.update({op: _date_operator for op in ex.DATE_PARTS})
     handlers.update({"$dateToString": _date_to_string, "$cmp": _compare,
                      "$substrCP": lambda p, o, a: ex.substr_cp(*_arguments(p, a)),
                      "$strLenCP": lambda p, o, a: ex.str_len_cp(_arguments(p, a)[0]),

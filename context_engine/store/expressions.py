@@ -83,7 +83,7 @@ def _format(date: datetime, fmt: str) -> str:
     return re.sub(r"%(.)", lambda m: fields[m.group(1)], fmt)
 
 
-_DATE_PARTS: dict[str, Callable[[datetime], int]] = {
+DATE_PARTS: dict[str, Callable[[datetime], int]] = {
     "$year": lambda d: d.year, "$month": lambda d: d.month, "$dayOfMonth": lambda d: d.day,
     "$hour": lambda d: d.hour, "$dayOfYear": lambda d: d.timetuple().tm_yday,
     "$dayOfWeek": lambda d: d.isoweekday() % 7 + 1,   # 1 = Sunday
@@ -148,7 +148,7 @@ def date_part(op: str, date: Any, zone: Any) -> int | None:
         return None
     if not isinstance(date, datetime):
         raise ExpressionError(f"{op} needs a date; got {type(date).__name__}")
-    return _DATE_PARTS[op](_local(date, None if zone is None else parse_timezone(zone)))
+    return DATE_PARTS[op](_local(date, None if zone is None else parse_timezone(zone)))
 
 
 def date_to_string(fmt: Any, date: Any, zone: Any) -> str | None:

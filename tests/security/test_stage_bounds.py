@@ -176,6 +176,13 @@ def test_http_refuses_a_time_out_of_range_with_400(server, question, now):
     assert "1900" in response.json()["error"]
 
 
+def test_http_answers_a_number_too_long_to_read_with_a_json_400(server):
+    body = '{"input": {"question": "open PRs", "now": "%s"}, "kwargs": {"n": %s}}' % (NOW, "9" * 5000)
+    response = httpx.post(f"{server.url}/context/invoke", content=body, timeout=30,
+                          headers={"Authorization": "Bearer member-key", "Content-Type": "application/json"})
+    assert response.status_code == 400 and "digits" in response.json()["error"]
+
+
 # -- slow request bodies ---------------------------------------------------------------------------
 
 def test_slow_bodies_are_cut_with_408_and_others_are_served_meanwhile(server):
