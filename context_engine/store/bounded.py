@@ -163,8 +163,6 @@ def run_embedded(collection: Any, stages: list[dict[str, Any]], bounds: Bounds,
     the stored documents themselves, and only what survives them is copied, with only the fields
     later stages can read (`needed_fields`). Every later stage runs over the rows of the one before.
     """
-    from mongomock.aggregate import process_pipeline
-
     use_re2()
     deadline = deadline if deadline is not None else bounds.deadline()
     stages = list(stages)
