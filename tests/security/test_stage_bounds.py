@@ -265,7 +265,8 @@ def test_a_client_that_disconnects_stops_its_query(server, slow_queries):
 # -- SIGTERM with a query running ------------------------------------------------------------------
 
 # The program as installed, with every structured query replaced by the slow stage above (minutes
-# of work unless stopped); it touches MARKER when the query starts.
+# of work unless stopped); it touches MARKER when the query starts and writes how it ended to
+# MARKER.end.
 DRIVER = f"""
 import os, sys
 import mongomock
@@ -280,8 +281,12 @@ STAGE = {json.dumps(SLOW_STAGE)}
 
 def slow(*_args, **_kwargs):
     Path(os.environ["MARKER"]).touch()
-    for _ in range(20):
-        run_embedded(rows, [STAGE], Bounds(max_time_ms=600_000))
+    try:
+        for _ in range(20):
+            run_embedded(rows, [STAGE], Bounds(max_time_ms=600_000))
+    except BaseException as exc:
+        Path(os.environ["MARKER"] + ".end").write_text(f"{{type(exc).__name__}}: {{exc}}")
+        raise
     return []
 
 execute.run_embedded = slow
@@ -377,3 +382,24 @@ def test_sigterm_stops_mcp_http_while_a_query_runs(sample_dir, tmp_path):
     asker = threading.Thread(target=lambda: httpx.post(url, json=MCP_QUERY, headers=headers, timeout=60), daemon=True)
     asker.start()
     _terminate_within(process, marker, 5)
+
+
+def test_a_cancelled_mcp_call_stops_its_query(sample_dir, tmp_path):
+    """The client sends notifications/cancelled for a running `query`: the query ends at once
+    instead of running on in the server's worker thread."""
+    process, marker = _start(tmp_path, "mcp", "--data-dir", str(sample_dir), "--tenant", "acme", "--as", "sokafor",
+                             stdin=subprocess.PIPE)
+    try:
+        process.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in (MCP_HELLO, MCP_READY, MCP_QUERY)))
+        process.stdin.flush()
+        _wait_for(marker.exists, 60, "the query never started")
+        time.sleep(0.3)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "t"}}
+        process.stdin.write(json.dumps(cancel).encode() + b"\n")
+        process.stdin.flush()
+        ended = marker.with_name(marker.name + ".end")
+        _wait_for(ended.exists, 3, "the query ran on after its call was cancelled")
+        assert ended.read_text() == "Cancelled: the MCP call was cancelled; its work was stopped"
+    finally:
+        process.kill()
+        process.wait(10)
