@@ -578,7 +578,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-
 class _Parser(argparse.ArgumentParser):
     """Usage errors as one line (the usage itself is one `--help` away), exit code 2."""
 
