@@ -211,6 +211,8 @@ def cmd_query(args: argparse.Namespace) -> int:
         pipeline = from_extended_json(json.loads(args.pipeline))
     except json.JSONDecodeError as exc:
         raise InputError(f"PIPELINE_JSON is not valid JSON: {exc.msg} at position {exc.pos}") from None
+    except ValueError:  # Python's own cap on the digits of an integer it reads (4,300)
+        raise InputError("PIPELINE_JSON has a number too long to read; MongoDB numbers fit 64 bits") from None
     settings = _settings(args)
     _check_tenant_and_asker(settings)
     catalog = catalog_for(settings)
@@ -496,8 +498,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
         app = create_app(_settings(args), keys)
     except ValueError as exc:  # a key's person is not in its tenant's directory
         raise InputError(f"--keys: {exc}") from None
-    uvicorn.run(app, host=args.host, port=args.port)
+    _serve_until_signalled(app, args.host, args.port)
     return EXIT_OK
+
+
+def _serve_until_signalled(app: Any, host: str, port: int, **config: Any) -> None:
+    """uvicorn until SIGTERM or Ctrl-C, which also stop the runs in progress: uvicorn alone waits
+    for them (a query in a worker thread could hold the process for minutes); `SHUTDOWN` makes each
+    stop at its next document or graph step, and whatever is left is cut after a few seconds."""
+    import uvicorn
+
+    from context_engine.store.bounded import SHUTDOWN
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            SHUTDOWN.cancel("the server is shutting down")
+            super().handle_exit(sig, frame)
+
+    Server(uvicorn.Config(app, host=host, port=port, timeout_graceful_shutdown=3, **config)).run()
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -566,8 +584,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         _check_tenant_and_asker(settings)  # stdio: the operator's flags name who asks, checked up front
         build_server(settings).run("stdio")
         return EXIT_OK
-    import uvicorn
-
     from context_engine.mcp_server import http_app
     from context_engine.server import load_keys
 
@@ -576,7 +592,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         app = http_app(settings, keys)
     except (OSError, ValueError) as exc:
         raise InputError(f"--keys: {exc}") from None
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    _serve_until_signalled(app, args.host, args.port, log_level="warning")
     return EXIT_OK
 
 
@@ -770,10 +786,12 @@ def main(argv: list[str] | None = None) -> int:
     from context_engine.config import TenantError
     from context_engine.retrievers.index import IndexDamaged, IndexMissing
     from context_engine.store.documents import StoreError
+    from context_engine.text import TimeRangeError
 
     try:
         return args.func(args)
-    except (InputError, StoreError, TenantError, IndexMissing, IndexDamaged) as exc:
+    # TimeRangeError: a time in the question that the graph finds out of range while it runs
+    except (InputError, StoreError, TenantError, IndexMissing, IndexDamaged, TimeRangeError) as exc:
         print(f"context-engine: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except BrokenPipeError:

@@ -73,7 +73,7 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
                              "threads, docs, commits) in English or Chinese. Returns the answer, its numbered "
                              "citations (with URLs) and every database query it ran. Use for 'why', 'who', "
                              "'how many', 'what happened with' questions.")
-    def ask(question: Annotated[str, Field(description="The question, in plain language")],
+    async def ask(question: Annotated[str, Field(description="The question, in plain language")],
             ctx: Context,
             now: Annotated[str | None, Field(description="ISO 8601 time the question is asked at (default: now)")] = None,
             ) -> dict[str, Any]:
@@ -88,7 +88,7 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
             raise ToolError(str(exc)) from None
         context = {"tenant": scoped.tenant, "user": scoped.asker, "anonymous": scoped.asker is None,
                    "data_dir": str(scoped.data_dir)}
-        result = _run(lambda: graph.invoke({"question": question, "now": when}, context=context))
+        result = await _in_worker(lambda: graph.invoke({"question": question, "now": when}, context=context))
         return _jsonable({"answer": _clip(result.get("answer", ""), MAX_ANSWER), "route": result.get("route"),
                           "citations": _clip(result.get("citations", [])[:20]),
                           "queries": [{k: q.get(k) for k in ("collection", "pipeline", "outcome", "error") if k in q}
@@ -97,7 +97,7 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
     @server.tool(description="Run one MongoDB aggregation pipeline on a collection, through the same allow-list "
                              "validator and tenant/access scope as every other query. Rejections come back as "
                              "errors with one sentence per problem. Paged: `offset` and at most 50 rows a page.")
-    def query(collection: Annotated[str, Field(description=f"One of: {', '.join(COLLECTIONS)}")],
+    async def query(collection: Annotated[str, Field(description=f"One of: {', '.join(COLLECTIONS)}")],
               pipeline: Annotated[list[dict[str, Any]], Field(description='e.g. [{"$match": {"state": "open"}}]; '
                                                                           'dates as {"$date": "2026-11-01T00:00:00Z"}')],
               ctx: Context,
@@ -118,9 +118,9 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
         if errors:
             raise ToolError("rejected: " + " | ".join(errors))
         try:
-            rows = _run(lambda: run_pipeline(store_for(scoped), collection, pipeline, tenant=scoped.tenant,
-                                             principals=principals(scoped), schema=schema,
-                                             max_rows=scoped.max_rows, max_time_ms=scoped.max_time_ms))
+            rows = await _in_worker(lambda: run_pipeline(store_for(scoped), collection, pipeline, tenant=scoped.tenant,
+                                                         principals=principals(scoped), schema=schema,
+                                                         max_rows=scoped.max_rows, max_time_ms=scoped.max_time_ms))
         except ExecutionError as exc:
             raise ToolError(f"the database refused the query: {exc}") from None
         page = rows[offset:offset + MAX_ROWS_PER_PAGE]
@@ -261,6 +261,31 @@ def _run(work):
         return work()
     except (StoreError, IndexMissing, IndexDamaged, UnknownPerson, AmbiguousPerson, ValueError) as exc:
         raise ToolError(str(exc.args[0] if exc.args else exc).split(" in /")[0]) from None
+
+
+async def _in_worker(work):
+    """`_run(work)` in a worker thread under its own Stop. Why: the SDK runs a tool in a thread and,
+    when the client cancels the call (or the session ends), stops waiting, but the thread would run
+    on; here the cancellation sets the Stop, and the work's queries and graph steps end at their next
+    document. The same Stop reads SIGTERM's process-wide one."""
+    import anyio
+
+    from context_engine.store.bounded import Cancelled, Stop, stop_on
+
+    stop = Stop()
+
+    def in_thread():
+        with stop_on(stop):
+            try:
+                return _run(work)
+            except Cancelled as exc:
+                raise ToolError(str(exc)) from None
+
+    try:
+        return await anyio.to_thread.run_sync(in_thread, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        stop.cancel("the MCP call was cancelled; its work was stopped")
+        raise
 
 
 def http_app(settings: Settings, keys: dict[str, Any]):

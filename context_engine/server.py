@@ -55,6 +55,7 @@ from starlette.exceptions import HTTPException
 from context_engine.config import Settings, check_tenant
 from context_engine.query.identity import AmbiguousPerson, UnknownPerson
 from context_engine.retrievers.index import IndexDamaged, IndexMissing
+from context_engine.store.bounded import Cancelled, Stop, raise_if_stopped, stop_on
 from context_engine.store.documents import StoreError
 from context_engine.assistant.context import Context
 from context_engine.assistant.graph import as_graph_input, graph as context_graph
@@ -87,6 +88,7 @@ class Limits:
     max_run_body_bytes: int = 64_000     # a question (<= 4,000 characters) and its config, or a batch of them
     requests_per_minute: int = 60        # per API key; each item of a /batch counts
     timeout_seconds: float = 120.0       # until the response starts (a stream's first byte); the run stops too
+    body_seconds: float = 10.0           # to receive a whole request body: a client trickling one is cut (408)
     session_seconds: int = 8 * 3600      # a browser login (the playground's cookie) lasts a working day
     login_attempts_per_minute: int = 10  # per client address, right or wrong
 
@@ -174,19 +176,28 @@ def _bearer(request: Request) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-async def _read_capped(request: Request, cap: int) -> bytes | None:
+async def _read_capped(request: Request, cap: int, seconds: float) -> bytes | None:
     """The body, counted while it streams in and abandoned past `cap` (None): a declared length is
-    not trusted, and nothing over the cap is ever held in memory."""
+    not trusted, and nothing over the cap is ever held in memory. TimeoutError when the whole body
+    has not arrived within `seconds`: a client trickling bytes cannot hold a connection open."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > cap:
         return None
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > cap:
-            return None
-        chunks.append(chunk)
+    async with asyncio.timeout(seconds):
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > cap:
+                return None
+            chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _stop_when_gone(receive: Any, stop: Stop) -> None:
+    """Once the body is read, the next ASGI message is the end of the exchange: a client that hangs
+    up before its answer stops the run it asked for (after a normal answer there is nothing left)."""
+    if (await receive())["type"] == "http.disconnect":
+        stop.cancel("the client disconnected; the run was stopped")
 
 
 def _batch_size(path: str, body: bytes) -> int:
@@ -201,8 +212,9 @@ def _batch_size(path: str, body: bytes) -> int:
 
 
 class _Deadline(BaseCallbackHandler):
-    """Stops a run between two steps once its request has timed out: the client got its 504, so the
-    work it asked for is abandoned instead of running on (and holding shutdown) for minutes."""
+    """Stops a run between two steps once its request has timed out, its client has gone or the
+    server is shutting down: the work is abandoned instead of running on (and holding shutdown) for
+    minutes. Inside a step, a query stops at its next document (`store.bounded.Stop`)."""
 
     raise_error = True
 
@@ -210,6 +222,7 @@ class _Deadline(BaseCallbackHandler):
         self.deadline = time.monotonic() + seconds
 
     def on_chain_start(self, *_args: Any, **_kwargs: Any) -> None:
+        raise_if_stopped()
         if time.monotonic() > self.deadline:
             raise TimeoutError("the request timed out; the run was stopped")
 
@@ -404,6 +417,7 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
     ingest_lock = threading.Lock()  # one writer at a time within this process (the data dir has its own lock)
     deliveries = DeliveryLog(settings.data_dir / "webhook-deliveries.sqlite")
 
+    watchers: set[asyncio.Task] = set()  # each request's disconnect watcher, held until it ends
     rate_limited = f"rate limit: at most {limits.requests_per_minute} runs a minute per key (each /batch input counts)"
 
     sessions = Sessions(limits.session_seconds)
@@ -446,16 +460,26 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
             if not login_limiter.allow(f"{path}:{request.client.host if request.client else ''}"):
                 return _error(429, f"too many login attempts: at most {limits.login_attempts_per_minute} a minute")
         cap = limits.max_body_bytes if path.startswith(WEBHOOK_PREFIX) else limits.max_run_body_bytes
-        body = await _read_capped(request, cap)
+        try:
+            body = await _read_capped(request, cap, limits.body_seconds)
+        except TimeoutError:
+            return _error(408, f"request body not received within {limits.body_seconds:g} s")
         if body is None:
             return _error(413, f"request body over {cap:,} bytes")
         request._body = body  # what the route reads (Starlette replays a body read in middleware)
         if not public and (extra := _batch_size(path, body) - 1) and not limiter.allow(token, extra):
             return _error(429, rate_limited)
-        try:
-            return await asyncio.wait_for(call_next(request), limits.timeout_seconds)
-        except asyncio.TimeoutError:
-            return _error(504, f"no response within {limits.timeout_seconds:g} s")
+        # The run sees this request's Stop through the context its worker threads copy.
+        with stop_on(Stop()) as stop:
+            watcher = asyncio.create_task(_stop_when_gone(request.receive, stop))
+            watchers.add(watcher)
+            watcher.add_done_callback(watchers.discard)
+            answering = asyncio.ensure_future(call_next(request))
+            if not (await asyncio.wait({answering}, timeout=limits.timeout_seconds))[0]:
+                stop.cancel("the request timed out; the run was stopped")  # before the 504 ends the exchange
+                answering.cancel()
+                return _error(504, f"no response within {limits.timeout_seconds:g} s")
+            return answering.result()
 
     @app.get(LOGIN_PATH, include_in_schema=False)
     async def login_form(request: Request, next: str | None = None):
@@ -503,6 +527,10 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
     @app.exception_handler(AmbiguousPerson)
     async def person_error(_request: Request, exc: Exception):
         return _error(403, "this key's person is no longer in the directory")
+
+    @app.exception_handler(Cancelled)
+    async def cancelled(_request: Request, exc: Cancelled):
+        return _error(503, str(exc))  # its client is gone or the server is stopping: nobody waits for more
 
     @app.exception_handler(ValueError)
     async def input_error(_request: Request, exc: ValueError):

@@ -31,8 +31,25 @@ def parse_datetime(text: str) -> datetime | None:
         return None
 
 
+# The times a question can be about, and be asked at. Far inside what `datetime` (years 1-9999) and
+# MongoDB can hold, so that no calendar step from a time in range ("last year", "next month's
+# start") can overflow, and a far-off `now` or "the last 99999999999 days" is refused in one line.
+EARLIEST, LATEST = datetime(1900, 1, 1), datetime(3000, 1, 1)
+
+
+class TimeRangeError(ValueError):
+    """A time outside EARLIEST..LATEST (or no calendar date at all); the message is one line."""
+
+
+def check_time_range(value: datetime, what: str) -> datetime:
+    if not EARLIEST <= value < LATEST:
+        raise TimeRangeError(f"{what} is out of range: times run from {EARLIEST.year} to {LATEST.year - 1}")
+    return value
+
+
 def parse_now(value: str | datetime | None) -> datetime:
-    """`now` as naive UTC; an ISO string with or without zone, or the clock when absent."""
+    """`now` as naive UTC; an ISO string with or without zone, or the clock when absent. A time
+    outside EARLIEST..LATEST is a TimeRangeError (a ValueError)."""
     if value is None or value == "":
         return datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
     if isinstance(value, datetime):
@@ -41,10 +58,14 @@ def parse_now(value: str | datetime | None) -> datetime:
         try:
             dt = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
         except ValueError:
-            raise ValueError(f"malformed time {value!r}: use ISO 8601, e.g. 2026-11-30T12:00:00Z") from None
-    if dt.tzinfo is not None:
-        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
-    return dt
+            raise ValueError(f"malformed time {str(value)[:64]!r}: use ISO 8601, e.g. 2026-11-30T12:00:00Z") from None
+    try:
+        if dt.tzinfo is not None:
+            dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is before year 1 in UTC
+        raise TimeRangeError(f"now {str(value)[:64]!r} is out of range: times run from {EARLIEST.year} to "
+                             f"{LATEST.year - 1}") from None
+    return check_time_range(dt, f"now {dt.isoformat()}")
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,7 +14,9 @@ from context_engine.access import PUBLIC, check_principals
 from context_engine.config import HIDDEN_FIELDS, check_tenant
 from context_engine.query.fulltext import text_ids
 from context_engine.query.schema import CollectionSchema
-from context_engine.store.bounded import Bounds, QueryBoundExceeded, read_cursor, run_embedded, run_in_process
+from context_engine.store.bounded import (Bounds, Cancelled, QueryBoundExceeded, read_cursor, run_embedded,
+                                          run_in_process, running)
+from context_engine.store.expressions import INT64_MAX, INT64_MIN
 from context_engine.text import HAN
 
 
@@ -32,17 +34,32 @@ def scope_filter(tenant: str, principals: list[str]) -> dict[str, Any]:
 
 def strip_hidden_deep(row: Any, keep_group_key: bool) -> Any:
     """Remove hidden fields at every depth. A top-level `_id` survives only as a `$group` key: after
-    a `$group` every row is a group (no record's id can reach it, the validator refuses `$_id`)."""
+    a `$group` every row is a group (no record's id can reach it, the validator refuses `$_id`).
+    An integer that does not fit 64 bits (a `$sum` of many: stored numbers and arithmetic already
+    keep to 64 bits) becomes a double, as MongoDB answers it."""
     stack = [(row, True)]
     while stack:
         node, top = stack.pop()
         if isinstance(node, dict):
             for key in [k for k in node if k in HIDDEN_FIELDS and not (top and keep_group_key and k == "_id")]:
                 del node[key]
+            for key, value in node.items():
+                if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
+                    node[key] = _as_double(value)
             stack.extend((value, False) for value in node.values())
         elif isinstance(node, list):
+            for index, value in enumerate(node):
+                if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
+                    node[index] = _as_double(value)
             stack.extend((value, False) for value in node)
     return row
+
+
+def _as_double(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")
 
 
 def scoped_pipeline(pipeline: list[dict[str, Any]], tenant: str, principals: list[str],
@@ -97,13 +114,16 @@ def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]
         if store.embedded:
             rows = run_embedded(collection, head, bounds, deadline, revision=store.revision)
         else:
-            rows = read_cursor(collection.aggregate(head, maxTimeMS=max_time_ms), bounds)
+            with running(bounds, deadline):  # MongoDB keeps its own clock; `mongomock://` reads this one
+                rows = read_cursor(collection.aggregate(head, maxTimeMS=max_time_ms), bounds)
         if cut is not None:
             # BM25 served the `$text`, so its rank is the textScore: the stages before the sort ran
             # in the store, the rows are ordered by rank, the rest runs over those rows in process.
             rank = {doc_id: i for i, doc_id in enumerate(ranked)}
             rows.sort(key=lambda row: rank.get(row.get("_id"), len(rank)))
             rows = run_in_process(rows, stages[cut + 1:], bounds, deadline)
+    except Cancelled:
+        raise  # the caller is gone: not a failed attempt for the planner to correct
     except QueryBoundExceeded as exc:
         raise ExecutionError(str(exc)) from None
     except Exception as exc:  # pymongo OperationFailure, mongomock errors: all go back to the planner

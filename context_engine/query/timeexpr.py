@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from context_engine.text import EARLIEST, LATEST, TimeRangeError, check_time_range
+
 MONTHS = {name: i for i, names in enumerate(
     [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
      ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
@@ -220,7 +222,28 @@ _VERB_FORMS = {"merge": "merged", "close": "closed", "create": "created", "open"
 
 
 def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
-    """Every time expression in the question, left to right, without overlaps."""
+    """Every time expression in the question, left to right, without overlaps. An expression that
+    names no calendar date ("month 13"), or one outside `text.EARLIEST`..`LATEST` ("the last
+    99999999999 days", "since 0001-01-01"), is a TimeRangeError naming it, in one line."""
+    check_time_range(now, f"now {now.isoformat()}")
+    found = []
+    for start, end, rng in _time_ranges(question, now):
+        for bound in (rng.start, rng.end):
+            if bound is not None:
+                check_time_range(bound, f"the time {rng.text!r} ({bound.date().isoformat()})")
+        found.append((start, end, rng))
+    return [r for _, _, r in sorted(found, key=lambda x: x[0])]
+
+
+def _resolved(text: str, resolve, *args):
+    """`resolve(*args)`, with a calendar overflow or an impossible date turned into one line."""
+    try:
+        return resolve(*args)
+    except (OverflowError, ValueError):
+        raise TimeRangeError(f"the time {text!r} is not a date between {EARLIEST.year} and {LATEST.year - 1}") from None
+
+
+def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange]]:
     text = question.lower()
     found: list[tuple[int, int, TimeRange]] = []
 
@@ -234,27 +257,27 @@ def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
         return _VERB_FORMS.get(m.group(1).lower(), m.group(1).lower())
 
     for m in _EXPLICIT.finditer(text):
-        when = _parse_explicit(m.group(2))
+        when = _resolved(m.group(0), _parse_explicit, m.group(2))
         if when is None:
             continue
         keyword = m.group(1).lower()
         if keyword in ("since", "after", "from"):
-            rng = (when + timedelta(days=1) if keyword == "after" else when, None)
+            rng = (_resolved(m.group(0), lambda: when + timedelta(days=1)) if keyword == "after" else when, None)
         else:
-            rng = (None, when + timedelta(days=1) if keyword == "until" else when)
+            rng = (None, _resolved(m.group(0), lambda: when + timedelta(days=1)) if keyword == "until" else when)
         found.append((m.start(), m.end(), TimeRange(rng[0], rng[1], question[m.start():m.end()], verb_before(m.start()))))
     for m in _BETWEEN.finditer(text):
-        rng = _between(m, now)
+        rng = _resolved(m.group(0), _between, m, now)
         if rng and free(m.start(), m.end()):
             found.append((m.start(), m.end(), TimeRange(rng[0], rng[1], question[m.start():m.end()], verb_before(m.start()))))
     for pattern, resolve in _rules(now):
         for m in re.finditer(pattern, text):
             if free(m.start(), m.end()):
-                start, end = resolve(m)
+                start, end = _resolved(m.group(0), resolve, m)
                 if end is not None and end > now and (start is None or start < now):
                     # "this week" means up to now, not up to Sunday; a period named outright that
                     # lies wholly after `now` ("in April 2019" asked on March 20) keeps its bounds.
                     end = now
                 found.append((m.start(), m.end(),
                               TimeRange(start, end, question[m.start():m.end()], verb_before(m.start()))))
-    return [r for _, _, r in sorted(found, key=lambda x: x[0])]
+    return found

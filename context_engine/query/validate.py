@@ -15,6 +15,7 @@ A `_Scope` tracks which fields exist at each point of the pipeline.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,6 +26,7 @@ from rapidfuzz import fuzz, process
 from context_engine.config import HIDDEN_FIELDS
 from context_engine.query.schema import CollectionSchema
 from context_engine.store.bounded import compile_re2
+from context_engine.store.expressions import INT64_MAX, INT64_MIN, ExpressionError, check_date_format, parse_timezone
 
 STAGES = ("$match", "$sort", "$limit", "$skip", "$count", "$group", "$project", "$unwind", "$addFields")
 _STAGE_HINTS = {"$set": "use $addFields instead", "$unset": "use $project with field: 0 instead",
@@ -64,6 +66,8 @@ class ValidationPolicy:
     max_unwinds: int = 2         # each $unwind multiplies the rows: two is enough for "per label per reviewer"
     max_array: int = 100         # elements of one literal array (an $in list of people, labels, refs)
     max_concat: int = 8          # operands of one $concat
+    max_operands: int = 8        # operands of one $add or $multiply
+    max_expression_nodes: int = 300  # operators, field paths and constants in all expressions: the work per row
     max_regex: int = 256         # characters of one regular expression
     hidden_fields: frozenset[str] = HIDDEN_FIELDS
 
@@ -109,6 +113,11 @@ def ensure_valid(pipeline: Any, schema: CollectionSchema | None,
     if errors:
         raise ValidationError(errors)
     return pipeline  # type: ignore[return-value]
+
+
+def _short(number: int) -> str:
+    """A huge integer named without converting all of it to text (which is quadratic, and capped)."""
+    return f"with {number.bit_length()} bits" if number.bit_length() > 64 else str(number)
 
 
 def _depth(value: Any, limit: int) -> int:
@@ -200,6 +209,7 @@ class _Walker:
         self.has_text = False
         self.unwinds = 0
         self.in_collector = ""  # the $push/$addToSet output being walked, if any
+        self.expression_nodes = 0
         self.query_ops = FIELD_OPS + QUERY_LOGICAL + ("$text", "$expr") + (REGEX_OPS if policy.allow_regex else ())
 
     def error(self, message: str) -> None:
@@ -523,6 +533,11 @@ class _Walker:
 
     def literal(self, value: Any, what: str) -> None:
         """A plain value: scalars, dates, arrays and operator-free objects only."""
+        if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
+            return self.error(f"the number {_short(value)} in {what} does not fit a 64-bit integer, as MongoDB "
+                              "stores numbers; use a smaller one")
+        if type(value) is float and not math.isfinite(value):
+            return self.error(f"the number {value} in {what} is not finite; use a finite number")
         if value is None or type(value) in (bool, int, float) or isinstance(value, datetime):
             return
         if type(value) is str:  # exact type: a str subclass (e.g. bson Code) is not a plain string
@@ -549,6 +564,10 @@ class _Walker:
     # -- aggregation expressions and accumulators -----------------------------------------------
 
     def expr(self, value: Any) -> None:
+        self.expression_nodes += 1
+        if self.expression_nodes == self.policy.max_expression_nodes + 1:
+            self.error(f"the expressions have more than {self.policy.max_expression_nodes} parts in all; "
+                       "compute less per row (or filter first and compute fewer values)")
         if type(value) is str:
             if value.startswith("$$"):
                 self.error(f"variable '{value}' is not allowed; refer to fields as '$field.path'")
@@ -584,8 +603,11 @@ class _Walker:
                               "stored values only); collect the fields and combine them afterwards")
         if op == "$concat" and isinstance(arg, list) and len(arg) > self.policy.max_concat:
             return self.error(f"$concat takes at most {self.policy.max_concat} operands; got {len(arg)}")
+        if op in ("$add", "$multiply") and isinstance(arg, list) and len(arg) > self.policy.max_operands:
+            return self.error(f"{op} takes at most {self.policy.max_operands} operands; got {len(arg)}")
         low, high = EXPR_ARITY[op]
         if op in DATE_OPS and isinstance(arg, dict) and "date" in arg:
+            self.timezone(op, arg)
             return self.keyed(op, arg, required=("date",), optional=("timezone",))
         if op == "$cond" and isinstance(arg, dict):
             return self.keyed(op, arg, required=("if", "then", "else"), optional=())
@@ -606,7 +628,24 @@ class _Walker:
                               "collect stored values only)")
         if not isinstance(arg, dict) or not isinstance(arg.get("format"), str):
             return self.error('$dateToString needs {"format": "%Y-%m", "date": "$created_at"}')
+        try:
+            check_date_format(arg["format"])
+        except ExpressionError as exc:
+            self.error(str(exc))
+        self.timezone("$dateToString", arg)
         self.keyed("$dateToString", arg, required=("format", "date"), optional=("timezone",))
+
+    def timezone(self, op: str, arg: dict) -> None:
+        """A `timezone` must be a literal both stores read alike: an IANA name or a UTC offset."""
+        if "timezone" not in arg:
+            return
+        zone = arg["timezone"]
+        if type(zone) is not str or zone.startswith("$"):
+            return self.error(f"{op} timezone must be a literal string such as 'Europe/Berlin' or '+05:30'")
+        try:
+            parse_timezone(zone)
+        except ExpressionError as exc:
+            self.error(f"{op}: {exc}")
 
     def keyed(self, op: str, arg: dict, required: tuple[str, ...], optional: tuple[str, ...]) -> None:
         """An operator taking named arguments: exactly the known names, each an expression."""

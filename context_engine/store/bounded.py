@@ -2,23 +2,102 @@
 
 mongomock ignores `maxTimeMS` and has no memory limits, so a validated but hostile pipeline could
 run for minutes or grow without end. Here a pipeline runs one stage at a time; between stages the
-deadline is checked and the intermediate result is measured (rows, and bytes counted only up to
-the cap, so measuring a bomb costs no more than the cap). Regular expressions are evaluated by RE2
-(linear time) instead of Python's backtracking `re`, so no pattern can stall the matcher.
+intermediate result is measured (rows, and bytes counted only up to the cap, so measuring a bomb
+costs no more than the cap). Inside a stage the clock is read at every expression mongomock
+evaluates (a hook on its expression parser) and between blocks of rows of the per-document stages,
+so one stage can never run on past the deadline. The same checks read a `Stop`: a flag another
+thread sets when the caller is gone (a request timed out, its client disconnected, the server got
+SIGTERM), so abandoned work ends at its next document instead of holding a core for minutes.
+Regular expressions are evaluated by RE2 (linear time) instead of Python's backtracking `re`, and
+the allowed expression operators by MongoDB's rules (`store.expressions`: 64-bit arithmetic,
+time zones), so no pattern or number can stall a stage.
 MongoDB itself enforces `maxTimeMS`; its results are cut at the same byte cap while reading.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 
 class QueryBoundExceeded(RuntimeError):
     """A query hit its deadline or a size cap; the message is one line for the planner and the user."""
+
+
+class Cancelled(RuntimeError):
+    """The work was stopped because whoever asked for it is gone (not the query's fault: no retry)."""
+
+
+class Stop:
+    """A flag another thread sets to stop work in progress; the work notices at its next document."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason = "the work was cancelled"
+
+    def cancel(self, reason: str) -> None:
+        """Set the flag; the first reason given is the one reported."""
+        if not self._event.is_set():
+            self.reason = reason
+            self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+
+SHUTDOWN = Stop()  # process-wide: the serving commands set it on SIGTERM
+# The Stop of the request being served. A context variable: LangChain and Starlette copy the context
+# into the worker threads that run a request's nodes, so the graph's queries see their request's flag.
+_STOP: ContextVar[Stop | None] = ContextVar("context_engine_stop", default=None)
+# The deadline of the query being evaluated in this context (read by the expression hook).
+_QUERY: ContextVar[tuple[float, "Bounds"] | None] = ContextVar("context_engine_query", default=None)
+
+
+@contextmanager
+def stop_on(stop: Stop) -> Iterator[Stop]:
+    """Run the block (and whatever it starts in copied contexts) under `stop`."""
+    token = _STOP.set(stop)
+    try:
+        yield stop
+    finally:
+        _STOP.reset(token)
+
+
+def raise_if_stopped() -> None:
+    """Cancelled when this context's request, or the whole process, has been told to stop."""
+    for stop in (SHUTDOWN, _STOP.get()):
+        if stop is not None and stop.is_set():
+            raise Cancelled(stop.reason)
+
+
+def _tick() -> None:
+    """The check made at every expression evaluated and every block of rows: stop flags, then clock."""
+    raise_if_stopped()
+    query = _QUERY.get()
+    if query is not None and time.monotonic() > query[0]:
+        _late(query[1], "inside a stage")
+
+
+def _late(bounds: "Bounds", where: str) -> None:
+    raise QueryBoundExceeded(f"the query ran past its {bounds.max_time_ms} ms deadline ({where}); "
+                             "narrow it with a $match or a $limit")
+
+
+@contextmanager
+def running(bounds: "Bounds", deadline: float) -> Iterator[None]:
+    """Evaluate mongomock expressions in the block under this query's deadline (and MongoDB's rules)."""
+    use_mongodb_expressions()
+    token = _QUERY.set((deadline, bounds))
+    try:
+        yield
+    finally:
+        _QUERY.reset(token)
 
 
 @dataclass(frozen=True)
@@ -61,10 +140,10 @@ _NEVER_GROW = frozenset({"$match", "$sort", "$limit", "$skip", "$count", "$sampl
 
 
 def check(rows: list[Any], bounds: Bounds, deadline: float, where: str, *, size: int | None = None) -> None:
-    """Deadline, row cap and byte cap; `size`: the rows' approximate bytes when already counted."""
+    """Stop flags, deadline, row cap and byte cap; `size`: the rows' approximate bytes when already counted."""
+    raise_if_stopped()
     if time.monotonic() > deadline:
-        raise QueryBoundExceeded(f"the query ran past its {bounds.max_time_ms} ms deadline ({where}); "
-                                 "narrow it with a $match or a $limit")
+        _late(bounds, where)
     if len(rows) > bounds.max_rows:
         raise QueryBoundExceeded(f"the query produced more than {bounds.max_rows} rows ({where}); "
                                  "narrow it with a $match, avoid multiplying rows with $unwind")
@@ -84,44 +163,65 @@ def run_embedded(collection: Any, stages: list[dict[str, Any]], bounds: Bounds,
     the stored documents themselves, and only what survives them is copied, with only the fields
     later stages can read (`needed_fields`). Every later stage runs over the rows of the one before.
     """
-    from mongomock.aggregate import process_pipeline
-
     use_re2()
     deadline = deadline if deadline is not None else bounds.deadline()
     stages = list(stages)
     query = stages.pop(0)["$match"] if stages and set(stages[0]) == {"$match"} else {}
     fields = needed_fields(stages)
-    if revision is None or not hasattr(collection, "_store") or collection.codec_options.tz_aware:
-        rows = _bounded_find(collection, query, bounds, deadline, fields)
-    else:
-        stored = _stored_matches(collection, query, revision, bounds, deadline)
-        while stages and len(stages[0]) == 1 and next(iter(stages[0])) in _READ_ONLY:
-            stage = stages.pop(0)  # never modifies a document: safe on the stored ones
-            stored = list(process_pipeline(stored, collection.database, [stage], None))
-            check(stored, bounds, deadline, f"after {next(iter(stage))}", size=0)
-        rows, size = [], 0
-        for row in _copies(stored, fields):
-            rows.append(row)
-            size += approx_size(row, bounds.max_bytes)
-            if size > bounds.max_bytes:
-                break
-        check(rows, bounds, deadline, "reading the collection", size=size)
-    for number, stage in enumerate(stages, start=1):
-        rows = list(process_pipeline(rows, collection.database, [stage], None))
-        grows = not set(stage) <= _NEVER_GROW
-        check(rows, bounds, deadline, f"after {next(iter(stage))}, stage {number}", size=None if grows else 0)
+    with running(bounds, deadline):
+        if revision is None or not hasattr(collection, "_store") or collection.codec_options.tz_aware:
+            rows = _bounded_find(collection, query, bounds, deadline, fields)
+        else:
+            stored = _stored_matches(collection, query, revision, bounds, deadline)
+            while stages and len(stages[0]) == 1 and next(iter(stages[0])) in _READ_ONLY:
+                stage = stages.pop(0)  # never modifies a document: safe on the stored ones
+                stored = _run_stage(stored, collection.database, stage, bounds, deadline, f"after {next(iter(stage))}")
+            rows, size = [], 0
+            for row in _copies(stored, fields):
+                rows.append(row)
+                size += approx_size(row, bounds.max_bytes)
+                if size > bounds.max_bytes:
+                    break
+            check(rows, bounds, deadline, "reading the collection", size=size)
+        for number, stage in enumerate(stages, start=1):
+            rows = _run_stage(rows, collection.database, stage, bounds, deadline,
+                              f"after {next(iter(stage))}, stage {number}")
     return rows
 
 
 def run_in_process(rows: list[dict[str, Any]], stages: list[dict[str, Any]], bounds: Bounds,
                    deadline: float) -> list[dict[str, Any]]:
     """The rest of a pipeline over rows already read (used after a BM25-ranked `$text` sort)."""
+    with running(bounds, deadline):
+        for stage in stages:
+            rows = _run_stage(rows, None, stage, bounds, deadline, f"after {next(iter(stage))}")
+    return rows
+
+
+# Stages that treat each document on its own: run over blocks of rows, the caps and the clock checked
+# after each block, so one stage that multiplies rows ($unwind) or is slow per row stops in time.
+_PER_DOCUMENT = frozenset({"$match", "$project", "$addFields", "$set", "$unwind"})
+_BLOCK = 512
+
+
+def _run_stage(rows: list[Any], database: Any, stage: dict[str, Any], bounds: Bounds, deadline: float,
+               where: str) -> list[Any]:
     from mongomock.aggregate import process_pipeline
 
-    for stage in stages:
-        rows = list(process_pipeline(rows, None, [stage], None))
-        check(rows, bounds, deadline, f"after {next(iter(stage))}")
-    return rows
+    grows = not set(stage) <= _NEVER_GROW
+    if len(stage) != 1 or next(iter(stage)) not in _PER_DOCUMENT:
+        out = list(process_pipeline(rows, database, [stage], None))
+        check(out, bounds, deadline, where, size=None if grows else 0)
+        return out
+    out, size = [], 0
+    for start in range(0, len(rows), _BLOCK):
+        block = list(process_pipeline(rows[start:start + _BLOCK], database, [stage], None))
+        out.extend(block)
+        if grows:
+            size += approx_size(block, bounds.max_bytes)
+        check(out, bounds, deadline, where, size=size)
+    check(out, bounds, deadline, where, size=size)
+    return out
 
 
 def _bounded_find(collection: Any, query: dict[str, Any], bounds: Bounds, deadline: float,
@@ -290,3 +390,86 @@ def use_re2() -> None:
     # The operator map captured the original function when the module was imported.
     filtering._filterer_inst._operator_map["$regex"] = filtering._not_nothing_and(_re2_regex)
     filtering._uses_re2 = True
+
+
+# -- MongoDB's expression semantics, and the clock inside a stage ------------------------------------
+
+def _argument(parser: Any, expression: Any) -> Any:
+    """An operand's value; a missing field is null, as MongoDB's operators below treat it."""
+    try:
+        return parser.parse(expression)
+    except KeyError:
+        return None
+
+
+def _arguments(parser: Any, arg: Any) -> list[Any]:
+    return [_argument(parser, item) for item in (arg if isinstance(arg, list) else [arg])]
+
+
+def _date_operator(parser: Any, op: str, arg: Any) -> Any:
+    from context_engine.store.expressions import date_part
+
+    if isinstance(arg, dict) and "date" in arg:
+        zone = _argument(parser, arg["timezone"]) if "timezone" in arg else None
+        return date_part(op, _argument(parser, arg["date"]), zone)
+    return date_part(op, _arguments(parser, arg)[0], None)
+
+
+def _date_to_string(parser: Any, _op: str, arg: Any) -> Any:
+    from context_engine.store.expressions import date_to_string
+
+    zone = _argument(parser, arg["timezone"]) if "timezone" in arg else None
+    return date_to_string(_argument(parser, arg.get("format")), _argument(parser, arg.get("date")), zone)
+
+
+def _compare(parser: Any, _op: str, arg: Any) -> int:
+    import operator
+
+    from mongomock.filtering import bson_compare
+
+    first, second = _arguments(parser, arg)
+    return -1 if bson_compare(operator.lt, first, second) else 1 if bson_compare(operator.gt, first, second) else 0
+
+
+def _handlers() -> dict[str, Any]:
+    from context_engine.store import expressions as ex
+
+    handlers: dict[str, Any] = {op: lambda p, o, a: ex.arithmetic(o, _arguments(p, a))
+                                for op in ("$add", "$subtract", "$multiply", "$divide")}
+    handlers.update({op: _date_operator for op in ex.DATE_PARTS})
+    handlers.update({"$dateToString": _date_to_string, "$cmp": _compare,
+                     "$substrCP": lambda p, o, a: ex.substr_cp(*_arguments(p, a)),
+                     "$strLenCP": lambda p, o, a: ex.str_len_cp(_arguments(p, a)[0]),
+                     "$ifNull": lambda p, o, a: ex.if_null(_arguments(p, a)),
+                     "$toLower": lambda p, o, a: ex.change_case(o, _arguments(p, a)[0]),
+                     "$toUpper": lambda p, o, a: ex.change_case(o, _arguments(p, a)[0])})
+    return handlers
+
+
+def use_mongodb_expressions() -> None:
+    """Make mongomock evaluate expressions under the clock, with MongoDB's semantics for the operators
+    `store.expressions` implements (idempotent). Every expression mongomock evaluates, in any stage
+    and in `$expr`, goes through `_Parser.parse`, so that is where the clock is read."""
+    from mongomock import OperationFailure
+    from mongomock.aggregate import _Parser
+
+    from context_engine.store.expressions import ExpressionError
+
+    if getattr(_Parser, "_bounded", False):
+        return
+    original, handlers = _Parser.parse, _handlers()
+
+    def parse(self: Any, expression: Any) -> Any:
+        _tick()
+        if type(expression) is dict and len(expression) == 1:
+            (op, arg), = expression.items()
+            handler = handlers.get(op)
+            if handler is not None:
+                try:
+                    return handler(self, op, arg)
+                except ExpressionError as exc:
+                    raise OperationFailure(str(exc)) from None
+        return original(self, expression)
+
+    _Parser.parse = parse
+    _Parser._bounded = True
