@@ -752,9 +752,13 @@ def main(argv: list[str] | None = None) -> int:
     from context_engine.config import TenantError
     from context_engine.retrievers.index import IndexDamaged, IndexMissing
     from context_engine.store.documents import StoreError
+    from context_engine.store.sqlite_file import StoreFileError
 
     try:
         return args.func(args)
+    except StoreFileError as exc:  # a full disk, an unreadable store file: the data dir's fault, not the input's
+        print(f"context-engine: error: {exc}", file=sys.stderr)
+        return EXIT_IO
     except (InputError, StoreError, TenantError, IndexMissing, IndexDamaged) as exc:
         print(f"context-engine: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
