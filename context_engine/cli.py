@@ -514,11 +514,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     for tenant in tenants:
         counts = {name: n for name in COLLECTIONS if (n := store.count(name, tenant))}
         report["tenants"][tenant] = {"records": counts, "index": index_status(settings, tenant)}
+    report["damaged_rows"] = store.damaged_rows()  # skipped wherever read; of no tenant one can name
     if args.json:
         _print_json(report)
         return EXIT_OK
     busy = f"an ingest is writing (pid {report['writer']})" if report["writer"] else "no ingest running"
     print(f"{settings.data_dir}: store generation {store.generation}; {busy}")
+    if report["damaged_rows"]:
+        print("  damaged rows skipped (every other record answers as usual): "
+              + ", ".join(f"{name} {n:,}" for name, n in report["damaged_rows"].items()))
     for tenant, info in report["tenants"].items():
         records = ", ".join(f"{name} {n:,}" for name, n in info["records"].items()) or "no records"
         index = info["index"]

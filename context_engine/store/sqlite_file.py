@@ -15,7 +15,7 @@ a datetime as "\\x00d:<ISO>", a string starting with NUL as "\\x00s:<string>" â€
 Damage stays local: a row that cannot be a record (its JSON or date list unreadable, a body that is not
 an object, an `_id` other than the row's id, a `tenant_id`, `ref` or `acl` of a type the store does not
 write) is skipped and counted for that row alone, and every SQL scan over the JSON skips it too, so one
-damaged row of one tenant never fails a question of another (`SOUND_ROW`). A damaged `generation` reads
+damaged row of one tenant never fails a question of another (`sound_and`). A damaged `generation` reads
 as `DAMAGED_GENERATION`, which no derived state was stamped with, and the next commit replaces it.
 A full disk or a failing file is a `StoreFileError` (one line), never a half-written commit.
 """
@@ -136,22 +136,38 @@ def record(doc_id: str, body: str, dates: str | None) -> dict[str, Any]:
     return doc
 
 
-# The same test in SQL, for scans that read the JSON in place: a CASE, because SQLite does not promise
-# to evaluate AND's operands in order and a JSON function on malformed JSON is an error, not NULL. (A
-# damaged `dates` list is found only when the row is parsed.)
-SOUND_ROW = ("CASE WHEN json_valid(body) AND (dates IS NULL OR json_valid(dates)) THEN "
-             "json_type(body) = 'object' AND json_extract(body, '$._id') IS id "
-             "AND coalesce(json_type(body, '$._id'), '') = 'text' "
-             + "".join(f"AND coalesce(json_type(body, '$.{key}'), 'text') = 'text' " for key in _OPTIONAL_TEXT)
-             + "AND coalesce(json_type(body, '$.acl'), 'array') = 'array' "
-             "AND NOT EXISTS (SELECT 1 FROM json_each(body, '$.acl') WHERE json_each.type <> 'text') "
-             "ELSE 0 END")
+# The same test in SQL, for scans that read the JSON in place. `sound_and(condition)`: the row is sound
+# and `condition` (which may read the JSON) holds. A CASE, because SQLite does not promise to evaluate
+# AND's operands in order, and a JSON function on malformed JSON is an error, not NULL: every JSON
+# function of a scan must be inside it. (A damaged `dates` list is found only when the row is parsed.)
+def sound_and(condition: str = "1") -> str:
+    return ("CASE WHEN json_valid(body) AND (dates IS NULL OR json_valid(dates)) THEN "
+            "json_type(body) = 'object' AND json_type(body, '$._id') = 'text' AND json_extract(body, '$._id') = id "
+            + "".join(f"AND coalesce(json_type(body, '$.{key}'), 'text') = 'text' " for key in _OPTIONAL_TEXT)
+            + "AND coalesce(json_type(body, '$.acl'), 'array') = 'array' "
+            f"AND NOT EXISTS (SELECT 1 FROM json_each(body, '$.acl') WHERE json_each.type <> 'text') AND ({condition}) "
+            "ELSE 0 END")
+
+
+_OF_TENANT = sound_and("json_extract(body, '$.tenant_id') = ?")
 
 
 def _scan_tenants(cursor: Any) -> list[str]:
     """The distinct `tenant_id`s of every sound row (SQLite reads the JSON: no row is parsed in Python)."""
-    rows = cursor.execute(f"SELECT DISTINCT json_extract(body, '$.tenant_id') FROM docs WHERE {SOUND_ROW}")
+    rows = cursor.execute(f"SELECT DISTINCT json_extract(body, '$.tenant_id') FROM docs WHERE {sound_and()}")
     return sorted(t for (t,) in rows if isinstance(t, str))
+
+
+def _meta_number(cursor: Any, key: str) -> int | None:
+    """A counter kept in `meta` (0 when there is none yet); None when it is damaged: not a whole number."""
+    row = cursor.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    if row is None:
+        return 0
+    try:
+        value = int(row[0])
+    except (TypeError, ValueError):
+        return None
+    return value if value >= 0 else None
 
 
 def _kept_tenants(cursor: Any) -> list[str] | None:
@@ -223,13 +239,11 @@ class StoreFile:
 
     def generation(self) -> int:
         """Bumped by every commit: readers compare it to what they loaded."""
-        rows = self._query("SELECT value FROM meta WHERE key = 'generation'")
-        if not rows:
-            return 0
         try:
-            return int(rows[0][0])
-        except (TypeError, ValueError):
-            return DAMAGED_GENERATION
+            generation = _meta_number(self.conn, "generation")
+        except sqlite3.Error as exc:
+            raise StoreFileError(f"cannot read the store {self.path}: {exc}") from None
+        return DAMAGED_GENERATION if generation is None else generation
 
     def tenants(self) -> list[str]:
         """Every tenant with a committed record, as `write` keeps them in `meta` (a cold `ask` reads one
@@ -252,8 +266,8 @@ class StoreFile:
     # A tenant and access scope evaluated by SQLite over the JSON, so discovering what an asker may
     # read never parses, or holds in memory, every record of a large collection (600k Slack messages).
     # `acl` matches as MongoDB's `{"acl": {"$in": principals}}` over the list a sound row holds.
-    _SCOPE = (f"coll = ? AND {SOUND_ROW} AND json_extract(body, '$.tenant_id') = ? AND EXISTS "
-              "(SELECT 1 FROM json_each(body, '$.acl') WHERE json_each.value IN ({}))")
+    _SCOPE = "coll = ? AND " + sound_and("json_extract(body, '$.tenant_id') = ? AND EXISTS "
+                                         "(SELECT 1 FROM json_each(body, '$.acl') WHERE json_each.value IN ({}))")
 
     def scoped_seqs(self, coll: str, tenant: str, principals: list[str]) -> list[int]:
         """The row numbers of the collection's records in scope, in write order."""
@@ -303,15 +317,17 @@ class StoreFile:
             cur.execute("BEGIN IMMEDIATE")
             # Row numbers are never reused (SQLite would give a new row the number of a deleted last
             # one): what was derived from the rows up to some `seq` (the link index) stays valid.
-            (top,) = cur.execute("SELECT max(coalesce((SELECT max(seq) FROM docs), 0), "
-                                 "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'seq'), 0))").fetchone()
+            (top,) = cur.execute("SELECT coalesce(max(seq), 0) FROM docs").fetchone()
+            kept_seq = _meta_number(cur, "seq")
+            if kept_seq is not None and kept_seq < 2 ** 62:  # a damaged one (any larger) would overflow a row number
+                top = max(top, kept_seq)
             kept = _kept_tenants(cur)
             written: set[str] = set()
             emptied: set[str] = set()  # tenants that lost a record: they may have none left
             for coll, doc_id, doc in changes:
                 if doc is None:
                     emptied.update(t for (t,) in cur.execute(
-                        f"SELECT json_extract(body, '$.tenant_id') FROM docs WHERE coll = ? AND id = ? AND {SOUND_ROW}",
+                        f"SELECT json_extract(body, '$.tenant_id') FROM docs WHERE coll = ? AND id = ? AND {sound_and()}",
                         (coll, doc_id)))
                     cur.execute("DELETE FROM docs WHERE coll = ? AND id = ?", (coll, doc_id))
                 else:
@@ -324,7 +340,7 @@ class StoreFile:
             else:
                 tenants = set(kept) | {t for t in written if isinstance(t, str)}
                 tenants -= {t for t in emptied - written if not cur.execute(
-                    f"SELECT EXISTS (SELECT 1 FROM docs WHERE json_extract(body, '$.tenant_id') = ? AND {SOUND_ROW})",
+                    f"SELECT EXISTS (SELECT 1 FROM docs WHERE {_OF_TENANT})",
                     (t,)).fetchone()[0]}
             generation = self.generation() + 1
             if generation <= 0:  # the stored one was damaged: number on from the clock, past any count of
