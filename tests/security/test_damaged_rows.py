@@ -184,3 +184,35 @@ def test_a_non_numeric_generation_rebuilds_what_was_derived_and_the_next_commit_
     store.commit()
     # numbered past any count of commits: a catalog stamped before the damage can never match it
     assert store.generation > 1_000_000 and open_store(Settings(data_dir=data, mongodb_uri=None)).generation == store.generation
+
+
+def _not_a_database(path: Path) -> None:
+    path.write_bytes(bytes(range(256)) * 200)
+
+
+def _truncated(path: Path) -> None:
+    with open(path, "r+b") as file:
+        file.truncate(20_000)
+
+
+def _another_schema(path: Path) -> None:
+    path.unlink()
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE docs (x TEXT)")
+    con.commit()
+    con.close()
+
+
+@pytest.mark.parametrize("damage", [_not_a_database, _truncated, _another_schema], ids=lambda f: f.__name__.strip("_"))
+def test_a_damaged_store_file_is_one_line_exit_4(sample, tmp_path, damage):
+    data = tmp_path / "data"
+    shutil.copytree(sample["data"], data)
+    con = sqlite3.connect(data / FILE_NAME)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every record in the main file, which is then damaged
+    con.close()
+    assert (data / FILE_NAME).stat().st_size > 1_000_000
+    damage(data / FILE_NAME)
+    for command in (["query", "pull_requests", '[{"$count": "n"}]'], ["ingest", "sample", "--no-index"]):
+        out = run_cli(*command, "--data-dir", str(data))
+        assert out.returncode == 4 and len(out.stderr.splitlines()) == 1, out.stderr
+        assert "Traceback" not in out.stderr and "the store" in out.stderr
