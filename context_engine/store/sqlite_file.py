@@ -14,8 +14,9 @@ a datetime as "\\x00d:<ISO>", a string starting with NUL as "\\x00s:<string>" â€
 
 Damage stays local: a row that cannot be a record (its JSON or date list unreadable, a body that is not
 an object, an `_id` other than the row's id, a `tenant_id`, `ref` or `acl` of a type the store does not
-write) is skipped and counted for that row alone, and every SQL scan over the JSON skips it too, so one
-damaged row of one tenant never fails a question of another (`sound_and`). A damaged `generation` reads
+write) is skipped and counted for that row alone, and no SQL scan over the JSON fails on it or lets it
+widen a scope (`json_valid_and`): one damaged row of one tenant never fails a question of another. A
+damaged `generation` reads
 as `DAMAGED_GENERATION`, which no derived state was stamped with, and the next commit replaces it.
 A full disk or a failing file is a `StoreFileError` (one line), never a half-written commit.
 """
@@ -136,25 +137,26 @@ def record(doc_id: str, body: str, dates: str | None) -> dict[str, Any]:
     return doc
 
 
-# The same test in SQL, for scans that read the JSON in place. `sound_and(condition)`: the row is sound
-# and `condition` (which may read the JSON) holds. A CASE, because SQLite does not promise to evaluate
-# AND's operands in order, and a JSON function on malformed JSON is an error, not NULL: every JSON
-# function of a scan must be inside it. (A damaged `dates` list is found only when the row is parsed.)
-def sound_and(condition: str = "1") -> str:
-    return ("CASE WHEN json_valid(body) AND (dates IS NULL OR json_valid(dates)) THEN "
-            "json_type(body) = 'object' AND json_type(body, '$._id') = 'text' AND json_extract(body, '$._id') = id "
-            + "".join(f"AND coalesce(json_type(body, '$.{key}'), 'text') = 'text' " for key in _OPTIONAL_TEXT)
-            + "AND coalesce(json_type(body, '$.acl'), 'array') = 'array' "
-            f"AND NOT EXISTS (SELECT 1 FROM json_each(body, '$.acl') WHERE json_each.type <> 'text') AND ({condition}) "
-            "ELSE 0 END")
+# Scans that read the JSON in place (schema discovery, the tenant list) must not fail on a damaged row
+# either, and must not let one widen a scope; they stay as fast as a scan that trusts every row (the
+# full test above in SQL doubles a 600k-message scan). `json_valid_and(condition)`: a CASE, because
+# SQLite does not promise to evaluate AND's operands in order and a JSON function on malformed JSON is
+# an error, not NULL, so every JSON function of a scan is inside it. The scope compares `tenant_id` to
+# a string (a list or a number never equals one) and reads `acl` only as an array (a string "*" would
+# match `IN` as itself). The rest of the damage (an `_id`, a `ref`, dates) is found when the row is
+# parsed: such a row may be counted by a scan, within its own tenant and access list, never returned.
+def json_valid_and(condition: str) -> str:
+    return f"CASE WHEN json_valid(body) THEN {condition} ELSE 0 END"
 
 
-_OF_TENANT = sound_and("json_extract(body, '$.tenant_id') = ?")
+_OF_TENANT = json_valid_and("json_extract(body, '$.tenant_id') = ?")
 
 
 def _scan_tenants(cursor: Any) -> list[str]:
-    """The distinct `tenant_id`s of every sound row (SQLite reads the JSON: no row is parsed in Python)."""
-    rows = cursor.execute(f"SELECT DISTINCT json_extract(body, '$.tenant_id') FROM docs WHERE {sound_and()}")
+    """The distinct `tenant_id` strings of every row (SQLite reads the JSON: no row is parsed in Python; a
+    list's json_extract would be its JSON text)."""
+    rows = cursor.execute("SELECT DISTINCT json_extract(body, '$.tenant_id') FROM docs WHERE "
+                          + json_valid_and("json_type(body, '$.tenant_id') = 'text'"))
     return sorted(t for (t,) in rows if isinstance(t, str))
 
 
@@ -265,9 +267,10 @@ class StoreFile:
     # ------------------------------------------------------------------ scoped reads (schema discovery)
     # A tenant and access scope evaluated by SQLite over the JSON, so discovering what an asker may
     # read never parses, or holds in memory, every record of a large collection (600k Slack messages).
-    # `acl` matches as MongoDB's `{"acl": {"$in": principals}}` over the list a sound row holds.
-    _SCOPE = "coll = ? AND " + sound_and("json_extract(body, '$.tenant_id') = ? AND EXISTS "
-                                         "(SELECT 1 FROM json_each(body, '$.acl') WHERE json_each.value IN ({}))")
+    # `acl` matches as MongoDB's `{"acl": {"$in": principals}}` over the list a row holds.
+    _SCOPE = "coll = ? AND " + json_valid_and("json_extract(body, '$.tenant_id') = ? AND json_type(body, '$.acl') = "
+                                              "'array' AND EXISTS (SELECT 1 FROM json_each(body, '$.acl') "
+                                              "WHERE json_each.value IN ({}))")
 
     def scoped_seqs(self, coll: str, tenant: str, principals: list[str]) -> list[int]:
         """The row numbers of the collection's records in scope, in write order."""
@@ -327,7 +330,7 @@ class StoreFile:
             for coll, doc_id, doc in changes:
                 if doc is None:
                     emptied.update(t for (t,) in cur.execute(
-                        f"SELECT json_extract(body, '$.tenant_id') FROM docs WHERE coll = ? AND id = ? AND {sound_and()}",
+                        f"SELECT json_extract(body, '$.tenant_id') FROM docs WHERE coll = ? AND id = ? AND {json_valid_and('1')}",
                         (coll, doc_id)))
                     cur.execute("DELETE FROM docs WHERE coll = ? AND id = ?", (coll, doc_id))
                 else:
