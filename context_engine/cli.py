@@ -1,7 +1,8 @@
 """`context-engine`: ingest, ask, query, people, schema, eval, serve.
 
 Exit codes: 0 ok; 2 usage or input error (one line on stderr, never a traceback); 3 a hand-written
-pipeline was rejected by validation.
+pipeline was rejected by validation; 4 the data dir cannot be read or written (a full disk, a damaged
+store file: one line too).
 """
 
 from __future__ import annotations
