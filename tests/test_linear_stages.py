@@ -185,7 +185,8 @@ def _mongodb_group(rows, key_of):
     return sorted(groups, key=functools.cmp_to_key(lambda x, y: _mongodb_compare(x[0], y[0])))
 
 
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from([0.0, 1.0, 1.5, NAN]),
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from([0.0, -0.0, 1.0, 1.5, NAN]),
+                    st.sampled_from([Int64(0), Int64(1)]),
                     st.sampled_from(["a", "b", ""]), st.just(datetime(2026, 11, 30)))
 KEYS = st.recursive(SCALARS, lambda inner: st.one_of(
     st.lists(inner, max_size=2), st.dictionaries(st.sampled_from(["x", "y"]), inner, max_size=2)), max_leaves=4)
