@@ -67,6 +67,7 @@ DAMAGE = {
     "dates at a path the body lacks": lambda body, dates, acme_id: (body, '[[["nowhere", 3], "2026-01-01T00:00:00"]]'),
     "a date that is not one": lambda body, dates, acme_id: (body, '[[["created_at"], "yesterday"]]'),
     "dates not pairs": lambda body, dates, acme_id: (body, '[1, 2]'),
+    "dates a number": lambda body, dates, acme_id: (body, 5),
     "tagged date that is not one": lambda body, dates, acme_id: (_body(body, created_at="\u0000d:yesterday"), None),
 }
 
@@ -76,7 +77,7 @@ DAMAGE = {
 # still counts such a row, within its own tenant and access list only, while every read skips it.
 FOUND_WHEN_PARSED = {"_id of another tenant's record", "_id not a string", "acl with a non-string", "ref a number",
                      "dates not JSON", "dates at a path the body lacks", "a date that is not one", "dates not pairs",
-                     "tagged date that is not one"}
+                     "dates a number", "tagged date that is not one"}
 
 
 def _damaged_copy(sample: dict, tmp_path: Path, kind: str) -> Path:
