@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable
 from context_engine.config import COLLECTIONS, HIDDEN_FIELDS, Settings
 from context_engine.store.linear_stages import use_linear_stages
 from context_engine.store.sqlite_file import FILE_NAME, StoreError, StoreFile  # StoreError: raised here too
+
 LEGACY_SNAPSHOTS = "store"  # pickle snapshot generations of earlier versions: never loaded
 
 

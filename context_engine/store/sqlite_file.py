@@ -16,9 +16,9 @@ Damage stays local: a row that cannot be a record (its JSON or date list unreada
 an object, an `_id` other than the row's id, a `tenant_id`, `ref` or `acl` of a type the store does not
 write) is skipped and counted for that row alone, and no SQL scan over the JSON fails on it or lets it
 widen a scope (`json_valid_and`): one damaged row of one tenant never fails a question of another. A
-damaged `generation` reads
-as `DAMAGED_GENERATION`, which no derived state was stamped with, and the next commit replaces it.
-A full disk or a failing file is a `StoreFileError` (one line), never a half-written commit.
+damaged `generation` reads as `DAMAGED_GENERATION`, which no derived state was stamped with, and the
+next commit replaces it. A full disk or a failing file is a `StoreFileError` (one line), never a
+half-written commit.
 """
 
 from __future__ import annotations
@@ -215,15 +215,17 @@ class StoreFile:
 
     def _records(self, rows: Iterable[tuple[int, str, str, str, str | None]]) -> Iterator[tuple[int, str, dict[str, Any]]]:
         """(seq, id, record) of each sound row of `rows` (seq, collection, id, body, dates); a damaged
-        one is counted in `damaged`, and one warning line per call says how many were skipped."""
+        one is counted in `damaged`, and one warning line per call says how many were met for the first
+        time (a server that reads the same row again logs it once)."""
         skipped = []
         try:
             for seq, row_coll, doc_id, body, dates in rows:
                 try:
                     yield seq, doc_id, record(doc_id, body, dates)
                 except RowDamaged as exc:
-                    self.damaged[seq] = (row_coll, str(exc))
-                    skipped.append(seq)
+                    if seq not in self.damaged:
+                        self.damaged[seq] = (row_coll, str(exc))
+                        skipped.append(seq)
         except sqlite3.Error as exc:
             raise StoreFileError(f"cannot read the store {self.path}: {exc}") from None
         if skipped:
@@ -330,8 +332,8 @@ class StoreFile:
             for coll, doc_id, doc in changes:
                 if doc is None:
                     emptied.update(t for (t,) in cur.execute(
-                        f"SELECT json_extract(body, '$.tenant_id') FROM docs WHERE coll = ? AND id = ? AND {json_valid_and('1')}",
-                        (coll, doc_id)))
+                        "SELECT json_extract(body, '$.tenant_id') FROM docs WHERE coll = ? AND id = ? AND "
+                        + json_valid_and("1"), (coll, doc_id)))
                     cur.execute("DELETE FROM docs WHERE coll = ? AND id = ?", (coll, doc_id))
                 else:
                     top += 1
@@ -343,8 +345,7 @@ class StoreFile:
             else:
                 tenants = set(kept) | {t for t in written if isinstance(t, str)}
                 tenants -= {t for t in emptied - written if not cur.execute(
-                    f"SELECT EXISTS (SELECT 1 FROM docs WHERE {_OF_TENANT})",
-                    (t,)).fetchone()[0]}
+                    f"SELECT EXISTS (SELECT 1 FROM docs WHERE {_OF_TENANT})", (t,)).fetchone()[0]}
             generation = self.generation() + 1
             if generation <= 0:  # the stored one was damaged: number on from the clock, past any count of
                 generation = int(time.time())  # commits, so nothing derived before the damage matches it
