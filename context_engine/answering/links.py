@@ -350,7 +350,8 @@ class LinkIndex:
             cur = self.conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
             try:
-                if self._meta("format") != self._FORMAT:
+                # another format, or a damaged row counter (not a whole number): rebuilt from every row
+                if self._meta("format") != self._FORMAT or not (self._meta("seq") or "0").isdigit():
                     for table in ("seen", "entries", "threads", "meta"):
                         cur.execute(f"DELETE FROM {table}")
                 last = int(self._meta("seq") or 0)

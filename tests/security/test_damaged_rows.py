@@ -218,3 +218,20 @@ def test_a_damaged_store_file_is_one_line_exit_4(sample, tmp_path, damage):
         out = run_cli(*command, "--data-dir", str(data))
         assert out.returncode == 4 and len(out.stderr.splitlines()) == 1, out.stderr
         assert "Traceback" not in out.stderr and "the store" in out.stderr
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", ""])
+def test_a_damaged_link_index_counter_rebuilds_the_link_index(sample, tmp_path, value):
+    """The link index is derived from the rows: a row counter that is not a whole number rebuilds it (it
+    was a ValueError that refused every later ingest)."""
+    data = tmp_path / "data"
+    shutil.copytree(sample["data"], data)
+    links = sqlite3.connect(data / "links.sqlite")
+    entries = links.execute("SELECT count(*) FROM entries").fetchone()[0]
+    links.execute("UPDATE meta SET value = ? WHERE key = 'seq'", (value,))
+    links.execute("UPDATE meta SET value = 'stale' WHERE key = 'generation'")  # so that the next sync reads rows
+    links.commit()
+    LinkIndex.synced(open_store(Settings(data_dir=data, mongodb_uri=None)))
+    assert entries > 0 and links.execute("SELECT count(*) FROM entries").fetchone()[0] == entries
+    assert links.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0].isdigit()
+    links.close()
