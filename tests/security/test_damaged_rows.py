@@ -235,3 +235,23 @@ def test_a_damaged_link_index_counter_rebuilds_the_link_index(sample, tmp_path, 
     assert entries > 0 and links.execute("SELECT count(*) FROM entries").fetchone()[0] == entries
     assert links.execute("SELECT value FROM meta WHERE key = 'seq'").fetchone()[0].isdigit()
     links.close()
+
+
+def test_a_record_holding_nan_fails_no_scan_of_any_tenant(sample, tmp_path):
+    """NaN is sound to the store (json writes it, the loaded collection holds it) but not JSON to this
+    SQLite: a scan in place steps over the row instead of failing every tenant's schema discovery."""
+    data = tmp_path / "data"
+    shutil.copytree(sample["data"], data)
+    seq, doc_id, body, dates = sample["victim"]
+    con = sqlite3.connect(data / FILE_NAME)
+    con.execute("UPDATE docs SET body = ? WHERE seq = ?", (body[:-1] + ',"score":NaN}', seq))
+    con.execute("DELETE FROM meta WHERE key = 'tenants'")
+    con.commit()
+    con.close()
+    store = open_store(Settings(data_dir=data, mongodb_uri=None))
+    assert store.tenants() == ["acme", "globex"]
+    for tenant in ("acme", "globex"):
+        scoped = store.scoped("pull_requests", scope_filter(tenant, ["github:nobody"]))
+        assert scoped.count() == len(scoped.sample(10_000, 10_000)) == sample["public"][tenant]
+    [held] = store.find_refs("pull_requests", {"tenant_id": "globex"}, [json.loads(body)["ref"]])
+    assert held["score"] != held["score"] and store.damaged_rows() == {}
