@@ -1,7 +1,8 @@
 """`context-engine`: ingest, ask, query, people, schema, eval, serve.
 
 Exit codes: 0 ok; 2 usage or input error (one line on stderr, never a traceback); 3 a hand-written
-pipeline was rejected by validation.
+pipeline was rejected by validation; 4 the data dir cannot be read or written (a full disk, a damaged
+store file: one line too).
 """
 
 from __future__ import annotations
@@ -535,11 +536,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         if index is not None and not index.get("damaged"):
             index["lag"] = index_lag(settings, tenant, store)
         report["tenants"][tenant] = {"records": counts, "index": index}
+    report["damaged_rows"] = store.damaged_rows()  # skipped wherever read; of no tenant one can name
     if args.json:
         _print_json(report)
         return EXIT_OK
     busy = f"an ingest is writing (pid {report['writer']})" if report["writer"] else "no ingest running"
     print(f"{settings.data_dir}: store generation {store.generation}; {busy}")
+    if report["damaged_rows"]:
+        print("  damaged rows skipped (every other record answers as usual): "
+              + ", ".join(f"{name} {n:,}" for name, n in report["damaged_rows"].items()))
     for tenant, info in report["tenants"].items():
         records = ", ".join(f"{name} {n:,}" for name, n in info["records"].items()) or "no records"
         index = info["index"]
@@ -786,10 +791,14 @@ def main(argv: list[str] | None = None) -> int:
     from context_engine.config import TenantError
     from context_engine.retrievers.index import IndexDamaged, IndexMissing
     from context_engine.store.documents import StoreError
+    from context_engine.store.sqlite_file import StoreFileError
     from context_engine.text import TimeRangeError
 
     try:
         return args.func(args)
+    except StoreFileError as exc:  # a full disk, an unreadable store file: the data dir's fault, not the input's
+        print(f"context-engine: error: {exc}", file=sys.stderr)
+        return EXIT_IO
     # TimeRangeError: a time in the question that the graph finds out of range while it runs
     except (InputError, StoreError, TenantError, IndexMissing, IndexDamaged, TimeRangeError) as exc:
         print(f"context-engine: error: {exc}", file=sys.stderr)

@@ -29,6 +29,7 @@ Three things happen on the way in:
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -42,6 +43,7 @@ from context_engine.sources.connectors import saved_overrides
 from context_engine.sources.normalize import ACL_PARTIAL, RecordError, normalize
 from context_engine.sources.people import merge_people
 from context_engine.store.documents import DocumentStore, WriteStats, open_store
+from context_engine.store.sqlite_file import StoreFileError
 from context_engine.store.writer_lock import writer_lock
 
 
@@ -218,9 +220,13 @@ def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str
             write_records(store, tenant, batches, report, progress, prune=prune,
                           overrides=saved_overrides(settings.data_dir, tenant), public=public)
             reports.append(report)
-        store.commit()  # only what changed; nothing changed, nothing written
+        store.commit()  # only what changed; nothing changed, nothing written (a failure: StoreFileError)
         if store.file is not None:
-            LinkIndex.synced(store)  # the records written now are linked here, not by the first question
+            try:
+                LinkIndex.synced(store)  # the records written now are linked here, not by the first question
+            except sqlite3.Error as exc:  # a full disk after the commit: questions link from memory meanwhile
+                raise StoreFileError(f"the records are committed (store generation {store.generation}), but the "
+                                     f"link index beside them could not be updated: {exc}") from None
         for report in reports:
             if report.changed:
                 refresh_catalog(store, settings, report.tenant)

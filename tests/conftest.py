@@ -5,9 +5,17 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from context_engine.config import Settings
 from context_engine.eval import eval_data
+
+# Property tests draw the same examples on every run (a submission never passes or fails by chance), and
+# every counterexample they ever found is an explicit @example beside them. HYPOTHESIS_PROFILE=explore
+# draws new ones (a random seed each run, failures saved in .hypothesis/) to look for more; never in CI.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+hypothesis_settings.register_profile("explore", derandomize=False, print_blob=True)
+hypothesis_settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE") or "ci")
 
 NOW = datetime(2026, 11, 30, 12, 0)
 # The real third-party data is never in the repository: $CONTEXT_ENGINE_EVAL_DATA (`make test` sets it).

@@ -32,7 +32,7 @@ from typing import Any, Iterable
 from context_engine.query.execute import scope_filter
 from context_engine.query.schema import values_at
 from context_engine.retrievers.chunking import chunk_collection
-from context_engine.store.sqlite_file import loads
+from context_engine.store.sqlite_file import RowDamaged, record as stored_record
 
 __all__ = ["Reference", "Link", "LinkedRecord", "LinkChain", "RELATIONS", "references", "follow_links"]
 
@@ -350,7 +350,8 @@ class LinkIndex:
             cur = self.conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
             try:
-                if self._meta("format") != self._FORMAT:
+                # another format, or a damaged row counter (not a whole number): rebuilt from every row
+                if self._meta("format") != self._FORMAT or not (self._meta("seq") or "0").isdigit():
                     for table in ("seen", "entries", "threads", "meta"):
                         cur.execute(f"DELETE FROM {table}")
                 last = int(self._meta("seq") or 0)
@@ -363,7 +364,10 @@ class LinkIndex:
                     cur.execute("INSERT OR IGNORE INTO seen (coll, id) VALUES (?, ?)", (coll, doc_id))
                     if coll not in TEXT_FIELDS:
                         continue
-                    record = loads(body, dates)
+                    try:
+                        record = stored_record(doc_id, body, dates)
+                    except RowDamaged:
+                        continue  # a damaged row links nothing (the store skips and counts it)
                     tenant, ref = record.get("tenant_id"), str(record.get("ref"))
                     cur.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)",
                                     [(tenant, kind, target, coll, ref, doc_id)
@@ -384,7 +388,8 @@ class LinkIndex:
                                 [("seq", str(top)), ("generation", str(generation)), ("format", self._FORMAT)])
                 cur.execute("COMMIT")
             except BaseException:
-                cur.execute("ROLLBACK")
+                if self.conn.in_transaction:  # SQLite has already rolled back after some errors (a full disk)
+                    self.conn.rollback()
                 raise
 
     @staticmethod

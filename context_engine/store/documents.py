@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import random
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
@@ -22,13 +21,9 @@ from typing import Any, Callable, Iterable
 
 from context_engine.config import COLLECTIONS, HIDDEN_FIELDS, Settings
 from context_engine.store.linear_stages import use_linear_stages
-from context_engine.store.sqlite_file import FILE_NAME, StoreFile
+from context_engine.store.sqlite_file import FILE_NAME, StoreError, StoreFile  # StoreError: raised here too
 
 LEGACY_SNAPSHOTS = "store"  # pickle snapshot generations of earlier versions: never loaded
-
-
-class StoreError(RuntimeError):
-    """The store cannot be opened or written; the message is one line for the user."""
 
 
 def _patch_mongomock_match_pushdown() -> None:
@@ -168,10 +163,7 @@ class DocumentStore:
         with self._read_lock:
             if name not in self._unread:
                 return
-            try:
-                self._insert(self.db[name], self.file.read(name))  # the committed rows, as they were written
-            except (sqlite3.Error, ValueError) as exc:
-                raise StoreError(f"cannot read the store {self.file.path}: {exc}") from None
+            self._insert(self.db[name], self.file.read(name))  # the committed rows, as they were written
             self._unread.discard(name)
 
     def scoped(self, name: str, scope: dict[str, Any]) -> "ScopedDocuments":
@@ -224,6 +216,14 @@ class DocumentStore:
         if self.embedded:
             return [doc for doc in coll._store._documents.values() if doc.get("tenant_id") == tenant]
         return coll.find({"tenant_id": tenant})
+
+    def damaged_rows(self) -> dict[str, int]:
+        """Per collection, the stored rows skipped as damaged (every collection is read to know)."""
+        if self.file is None:
+            return {}
+        for name in COLLECTIONS:
+            self.collection(name)
+        return self.file.damaged_rows()
 
     def count(self, name: str, tenant: str) -> int:
         return self.collection(name).count_documents({"tenant_id": tenant})
@@ -458,11 +458,7 @@ def open_store(settings: Settings) -> DocumentStore:
     if not path.exists() and (settings.data_dir / LEGACY_SNAPSHOTS / "CURRENT").exists():
         raise StoreError(f"{settings.data_dir} holds pickle snapshots of an older version, which are never loaded "
                          f"(unpickling runs code): delete {settings.data_dir / LEGACY_SNAPSHOTS} and ingest again")
-    try:
-        file = StoreFile(path, create=True)
-    except (sqlite3.Error, ValueError) as exc:
-        raise StoreError(f"cannot read the store {path}: {exc}") from None
-    return DocumentStore(db, settings.data_dir, embedded=True, file=file)
+    return DocumentStore(db, settings.data_dir, embedded=True, file=StoreFile(path, create=True))
 
 
 def strip_hidden(doc: dict[str, Any]) -> dict[str, Any]:
