@@ -312,7 +312,10 @@ def _build(collection: str, ref: str, meta: dict[str, Any], groups: Iterable[str
 def _normalized(collection: str, record: dict[str, Any]) -> dict[str, Any]:
     if record.get("ref"):
         return record
-    return normalize(collection, record)
+    doc = normalize(collection, record)  # which drops the tenant: the store sets it on what it stores
+    if "tenant_id" in record:
+        doc["tenant_id"] = record["tenant_id"]
+    return doc
 
 
 def _acl(record: dict[str, Any]) -> list[str]:
