@@ -283,7 +283,8 @@ def _nodes(fragments: Iterable[dict[str, Any]]) -> tuple[list[frozenset[Identity
 
     A merged person is split again into one node per source: its identities of one source are what
     that source's fragments stated, so the account groups are decided afresh from what each source
-    vouches for (a directory stored by an older, looser merge grants nothing it should not).
+    vouches for (a directory stored by an older, looser merge grants nothing it should not), and its
+    override identities are left out (the overrides passed in say them again, or no longer).
     `previous` lists each merged person's nodes. Display evidence is carried over; evidence that
     granted access is not (it is derived again)."""
     seen: dict[frozenset[Identity], int] = {}
@@ -312,10 +313,13 @@ def _nodes(fragments: Iterable[dict[str, Any]]) -> tuple[list[frozenset[Identity
             continue
         by_source: dict[str, set[Identity]] = defaultdict(set)
         for identity in ids:
-            by_source[identity[0]].add(identity)
+            # What an override said comes from the overrides given now, never from a stored record.
+            if identity[0] != "override":
+                by_source[identity[0]].add(identity)
         members = [node(frozenset(by_source[source]), evidence if k == 0 else [])
                    for k, source in enumerate(sorted(by_source))]
-        previous.append(list(dict.fromkeys(members)))
+        if members:
+            previous.append(list(dict.fromkeys(members)))
     return nodes, carried, previous
 
 
