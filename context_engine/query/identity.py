@@ -15,6 +15,7 @@ from context_engine.text import HAN
 
 import re
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Iterable
 
 from rapidfuzz import fuzz, process
@@ -115,9 +116,11 @@ class AmbiguousPerson(LookupError):
 class UnknownAsker(UnknownPerson):
     """The asker names no account exactly (a near miss, a display name, a handle)."""
 
-    def __init__(self, asker: str):
+    def __init__(self, asker: str, stale: bool = False):
+        hint = "; the people directory was merged by an older version without account groups: ingest again" \
+            if stale else ""
         super().__init__(f"unknown asker {asker!r}: name one account exactly (a GitHub login, a Slack user id, "
-                         "a Jira or Linear account, a verified e-mail, or system:account such as github:login)")
+                         f"a Jira or Linear account, a verified e-mail, or system:account such as github:login){hint}")
 
 
 class AmbiguousAsker(AmbiguousPerson):
@@ -145,21 +148,35 @@ def _person_from_record(record: dict[str, Any]) -> Person:
                   accounts=tuple(a for a in accounts if a))
 
 
-def _account_matches(asker: str, principal: str) -> bool:
-    """`asker` names this principal: `system:account` or a bare account, compared as its system does
-    (Slack ids, Jira and Linear accounts exactly; GitHub logins and e-mail case-insensitively)."""
+# Systems whose accounts compare case-insensitively (GitHub logins, e-mail); the rest exactly.
+_CASELESS_SYSTEMS = ("github", "email")
+
+
+def _account_key(principal: str) -> str:
+    """A principal as its system compares it."""
     system, _, account = principal.partition(":")
-    wanted_system, sep, wanted = asker.partition(":")
-    if not (sep and wanted_system in SYSTEMS):
-        wanted_system, wanted = system, asker  # a bare account: any system's
-    if wanted_system != system:
-        return False
-    return account.lower() == wanted.lower() if system in ("github", "email") else account == wanted
+    return f"{system}:{account.lower()}" if system in _CASELESS_SYSTEMS else principal
+
+
+# The systems a person's account groups hold principals of (groups such as github-team are not persons').
+_PERSON_SYSTEMS = tuple(s for s in SYSTEMS if s != "github-team")
+
+
+def _asker_keys(asker: str) -> list[str]:
+    """The account keys `asker` may name: `system:account` names one; a bare account, any system's."""
+    system, sep, _ = asker.partition(":")
+    if sep and system in SYSTEMS:
+        return [_account_key(asker)]
+    return [_account_key(f"{system}:{asker}") for system in _PERSON_SYSTEMS]
 
 
 class PeopleDirectory:
     def __init__(self, people: Iterable[dict[str, Any]]):
-        self.people = [_person_from_record(p) for p in people if p.get("login") or p.get("slack_id") or p.get("email")]
+        people = [p for p in people if p.get("login") or p.get("slack_id") or p.get("email")]
+        # A directory merged before account groups existed names no one's accounts: no asker is
+        # resolved against it (refused, never silently holding nothing) until it is merged again.
+        self.merged_without_accounts = any("accounts" not in p for p in people)
+        self.people = [_person_from_record(p) for p in people]
         self.by_key = {p.key: p for p in self.people}
         # alias (lower-cased) -> people; `strong` aliases identify a person on their own.
         self.index: dict[str, set[int]] = {}
@@ -195,21 +212,31 @@ class PeopleDirectory:
     def __len__(self) -> int:
         return len(self.people)
 
+    @cached_property
+    def _accounts(self) -> dict[str, list[tuple[int, int, str]]]:
+        """Account key -> (person, account group, principal as stated), for `asker`."""
+        out: dict[str, list[tuple[int, int, str]]] = {}
+        for i, person in enumerate(self.people):
+            for g, principals in enumerate(person.accounts):
+                for principal in principals:
+                    out.setdefault(_account_key(principal), []).append((i, g, principal))
+        return out
+
     def asker(self, asker: str) -> Person:
         """The person who asks, holding the principals of the ONE account group `asker` names exactly:
         an account (GitHub login, Slack id, Jira / Linear account, verified e-mail) or a namespaced
         principal (`github:login`, `slack:U…`); the directory key of a person with no account (a git
         author) names them holding nothing. Never fuzzy, never a name or handle.
         Raises UnknownAsker, or AmbiguousAsker with the namespaced choices."""
-        asker = asker.strip() if isinstance(asker, str) else ""
-        if not asker:
-            raise UnknownAsker(asker)
+        if not isinstance(asker, str) or not asker.strip():
+            raise UnknownAsker(str(asker))
+        if self.merged_without_accounts:
+            raise UnknownAsker(asker, stale=True)
+        asker = asker.strip()
         matched: dict[tuple[int, int], str] = {}  # (person, group) -> the principal named
-        for i, person in enumerate(self.people):
-            for g, principals in enumerate(person.accounts):
-                hit = next((p for p in principals if _account_matches(asker, p)), None)
-                if hit:
-                    matched[(i, g)] = hit
+        for key in _asker_keys(asker):
+            for i, g, principal in self._accounts.get(key, ()):
+                matched.setdefault((i, g), principal)
         if not matched:
             # A person with no account any source vouches for (a git author) is named by its key and
             # holds nothing; a key is never a way into someone's accounts (it may come from a git e-mail).

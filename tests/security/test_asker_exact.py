@@ -143,3 +143,32 @@ def test_mcp_refuses_a_fuzzy_identity(sample_dir, sam, tmp_path):
 
 def test_unknown_asker_is_still_an_unknown_person_for_existing_handlers():
     assert issubclass(UnknownAsker, UnknownPerson)
+
+
+def test_a_directory_merged_before_account_groups_names_no_asker():
+    """Records without `accounts` (an older data dir) resolve nobody, with the way out in the message."""
+    from context_engine.query.identity import PeopleDirectory
+
+    old = PeopleDirectory([{"login": "sokafor", "name": "Sam Okafor", "slack_id": "U0DCC75DEF"}])
+    with pytest.raises(UnknownAsker, match="ingest again"):
+        old.asker("sokafor")
+    merged = PeopleDirectory([{"login": "sokafor", "name": "Sam Okafor", "slack_id": "U0DCC75DEF",
+                               "accounts": [{"principals": ["github:sokafor", "slack:U0DCC75DEF"]}]}])
+    assert merged.asker("SoKafor").principals == ("github:sokafor", "slack:U0DCC75DEF")
+    assert merged.lookup("Sam").key == "sokafor"  # finding by a first name still works, it just grants nothing
+    assert merged.lookup("Sam").principals == ()
+
+
+def test_a_directory_key_names_only_a_person_without_accounts():
+    from context_engine.query.identity import PeopleDirectory
+
+    directory = PeopleDirectory([
+        {"email": "dev@example.org", "name": "Git Author", "accounts": []},  # a git author: no verified account
+        # A display person whose login came from an attacker's git noreply address (unverified) and
+        # whose only account group is the exec's Slack account: the login is its key, not a way in.
+        {"login": "bob", "name": "Vera Boss", "slack_id": "U0EXEC001", "accounts": [{"principals": ["slack:U0EXEC001"]}]},
+    ])
+    assert directory.asker("dev@example.org").principals == ()
+    with pytest.raises(UnknownAsker):
+        directory.asker("bob")
+    assert directory.asker("U0EXEC001").principals == ("slack:U0EXEC001",)
