@@ -85,9 +85,9 @@ def _attack(name: str, root: Path) -> tuple[list[dict], list[dict]]:
     if name == "doc-front-matter-author":
         return [], _github_people(MALLORY) + _doc_people(root, f"Vera Boss <{MALLORY_NOREPLY}>")
     if name == "slack-handle-equals-login":
-        # The exec's GitHub login is "vboss"; the attacker's Slack handle is "vboss" too.
+        # The exec's GitHub login is "vboss" (her notes are hers alone); the attacker's Slack handle is "vboss" too.
         mal = {"id": "U0MAL0001", "name": "vboss", "real_name": "Mal Icious", "profile": {"email": "mal@evil.example"}}
-        return [mal], _github_people(EXEC_GITHUB)
+        return [mal], _github_people({**EXEC_GITHUB, "email": None})
     if name == "github-profile-name":
         # A GitHub user whose profile name is the exec's (GitHub does not check names), plus fields
         # a record cannot make count: a Slack id, an operator's source, identities of its own.
@@ -97,6 +97,8 @@ def _attack(name: str, root: Path) -> tuple[list[dict], list[dict]]:
     raise AssertionError(name)
 
 
+# The exec's GitHub-only notes, in every tenant: readable by github:vboss alone.
+NOTES = {"doc_id": "VBOSS-NOTES", "title": "board notes", "body": f"notes: {SECRET}", "acl": ["github:vboss"]}
 # attack -> (the attacker's --as, the principals they hold: their own accounts, nothing else)
 ATTACKS = {"git-author-name": ("mallory-gh", ["github:mallory-gh"]),
            "git-author-email": ("mallory-gh", ["github:mallory-gh"]),
@@ -116,7 +118,8 @@ def data_dir(tmp_path_factory) -> Path:
         here.mkdir()
         users, people = _attack(name, here)
         slack = read_slack_export(_slack_export(here, [EXEC, *users]), ReadProblems())
-        batches[name.replace("-", "_")] = {"messages": slack["messages"], "people": slack["people"] + people}
+        batches[name.replace("-", "_")] = {"messages": slack["messages"], "documents": [NOTES],
+                                           "people": slack["people"] + people}
     here = root / "verified"
     here.mkdir()
     slack = read_slack_export(_slack_export(here, [EXEC]), ReadProblems())
@@ -129,8 +132,8 @@ def data_dir(tmp_path_factory) -> Path:
     return root / "data"
 
 
-def _query(capsys, data_dir: Path, tenant: str, asker: str) -> list[dict]:
-    code = main(["query", "messages", '[{"$match": {}}]', "--as", asker, "--tenant", tenant,
+def _query(capsys, data_dir: Path, tenant: str, asker: str, collection: str = "messages") -> list[dict]:
+    code = main(["query", collection, '[{"$match": {}}]', "--as", asker, "--tenant", tenant,
                  "--data-dir", str(data_dir)])
     out, err = capsys.readouterr()
     assert code == 0, err
@@ -151,8 +154,11 @@ def test_a_borrowed_name_grants_nothing(data_dir, capsys, attack):
     seen = _query(capsys, data_dir, tenant, asker)
     assert [r["channel"] for r in seen] == ["general"]
     assert SECRET not in json.dumps(seen)
-    # The check can fail: the exec herself reads her channel on the same data.
+    assert _query(capsys, data_dir, tenant, asker, "documents") == []
+    # The check can fail: the exec herself reads her channel (and, with a GitHub account, her notes).
     assert SECRET in json.dumps(_query(capsys, data_dir, tenant, EXEC_SLACK))
+    if attack == "slack-handle-equals-login":
+        assert SECRET in json.dumps(_query(capsys, data_dir, tenant, "vboss", "documents"))
 
 
 def test_the_name_still_finds_the_exec_but_her_accounts_stay_hers(data_dir, capsys):
