@@ -488,10 +488,11 @@ class _AccountGroups:
             out[self.find(i)].append(i)
         return [out[r] for r in sorted(out)]
 
-    def record(self, root: int) -> dict[str, Any]:
-        accounts = _accounts(x for i in range(len(self.parent)) if self.find(i) == root for x in self.nodes[i])
+    def record(self, members: list[int]) -> dict[str, Any]:
+        """One group (its node ids, from `groups`) as a person record stores it."""
+        accounts = _accounts(x for i in members for x in self.nodes[i])
         return {"principals": principals_of_accounts(accounts),
-                "evidence": [{"rule": r, "detail": d} for r, d in sorted(self.evidence[root])]}
+                "evidence": [{"rule": r, "detail": d} for r, d in sorted(self.evidence[self.find(members[0])])]}
 
 
 def _join_exclusive_keys(clusters: _Clusters, nodes: list[frozenset[Identity]]) -> None:
@@ -842,7 +843,7 @@ def _directory(clusters: _Clusters, accounts: _AccountGroups, key_conflicts: lis
     people, unmatched = [], []
     groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for members in accounts.groups():
-        group = accounts.record(members[0])
+        group = accounts.record(members)
         if group["principals"]:
             groups[clusters.find(members[0])].append(group)
     for root in clusters.roots():
