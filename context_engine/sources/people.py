@@ -391,9 +391,10 @@ class _AccountGroups:
         self.conflicts: list[tuple[str, tuple[int, ...], str]] = []
         first_override = len(nodes) - len(overrides)
         for i, ids in enumerate(nodes[:first_override]):
-            if _system(next(iter(ids))[0]) == "operator" and len(self.keys[i]) > 1:
+            source = next(iter(ids))[0]  # a node is one source's (a fragment, or a stored person's part)
+            if _system(source) == "operator" and len(self.keys[i]) > 1:
                 # One operator record stating several accounts (the sample corpus) is the evidence.
-                self.evidence[i].add(("operator-record", ", ".join(sorted(self.keys[i]))))
+                self.evidence[i].add(("operator-record", f"{source}: " + ", ".join(sorted(self.keys[i]))))
         self._join_same_accounts()
         self._join_verified_emails()
         self._join_noreply_ids()
