@@ -217,3 +217,13 @@ def test_an_operator_override_joins_what_no_source_vouches_for(tmp_path, capsys)
     capsys.readouterr()
     assert _principals(data, "t1", "ola-gh") == ["email:ola@corp.io", "github:ola-gh", "slack:U0OLA0001"]
     assert SECRET in json.dumps(_query(capsys, data, "t1", "ola-gh"))
+
+
+def test_people_command_says_which_evidence_grants_access(data_dir, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # one table row per line, whatever the terminal
+    assert main(["people", "--tenant", "verified", "--data-dir", str(data_dir)]) == 0
+    table = capsys.readouterr().out
+    assert "verified-email vera@corp.io (grants access)" in table
+    assert "github-noreply-id 42+vboss@users.noreply.github.com (grants access)" in table
+    assert "(finding only)" in table  # the unverified e-mail and login matches are shown for what they are
+    assert "email:vera@corp.io, github:vboss, slack:U0EXEC001" in table
