@@ -16,10 +16,6 @@ PUBLIC = "*"
 
 SYSTEMS = ("github", "github-team", "slack", "jira", "linear", "email")
 
-# The directory person's accounts that grant access, with the system each one belongs to. Display
-# names, Slack handles and aliases are for finding people in questions, never for access.
-_ACCOUNT_SYSTEMS = {"github": "github", "slack_id": "slack", "jira": "jira", "linear": "linear", "email": "email"}
-
 
 def principal(system: str, account: str) -> str:
     """`system:account`; e-mail addresses are compared case-insensitively, as mail systems do."""
@@ -39,10 +35,11 @@ def check_principals(principals: Any) -> list[str]:
     return list(principals)
 
 
-def principals_of_accounts(handles: dict[str, str]) -> list[str]:
-    """The principals a directory person holds: one per account, named by its system."""
-    return sorted(principal(_ACCOUNT_SYSTEMS[kind], value)
-                  for kind, value in handles.items() if kind in _ACCOUNT_SYSTEMS and value)
+def principals_of_accounts(accounts: Iterable[tuple[str, str]]) -> list[str]:
+    """The principals of one account group: one per (system, account) its sources vouched for
+    (`sources.people`). Anything that is not an access system (a display name, a Slack handle, an
+    alias) is refused with ValueError: those find people in questions, they never grant access."""
+    return sorted({principal(system, account) for system, account in accounts})
 
 
 def slack_members(members: Iterable[str]) -> list[str]:

@@ -148,8 +148,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+ASKER_HELP = ("the asker, named exactly: a GitHub login, Slack user id, Jira/Linear account, verified e-mail or "
+              "system:account (github:login, slack:U...); never a name or handle (default: public records only)")
+
+
 def _check_tenant_and_asker(settings) -> None:
-    """The tenant must have data and `--as` must name one person; both are input errors."""
+    """The tenant must have data and `--as` must name one account exactly (`PeopleDirectory.asker`:
+    never a name, a handle or a near miss); both are input errors."""
     from context_engine.query.identity import AmbiguousPerson, UnknownPerson
     from context_engine.runtime import principals_for, store_for
 
@@ -275,13 +280,18 @@ def cmd_people(args: argparse.Namespace) -> int:
         _print_json({"people": people, "conflicts": [vars(c) for c in directory.conflicts]})
         return EXIT_OK
     table = Table(title=f"people of tenant {settings.tenant}: {len(people):,}")
-    for column in ("name", "github", "slack", "email", "jira", "team", "merged by"):
+    for column in ("name", "github", "slack", "email", "jira", "team", "access (one line per account group)",
+                   "merged by"):
         table.add_column(column, overflow="fold")
     for p in people:
-        rules = sorted({e["rule"] for e in p.get("evidence") or []})
+        # Evidence that joined accounts grants access; the rest (names, handles, unverified e-mails)
+        # only helps find the person in questions.
+        evidence = [f"{e['rule']} {e['detail']} ({'grants access' if e.get('access') else 'finding only'})"
+                    for e in p.get("evidence") or []]
         table.add_row(str(p.get("name") or ""), p.get("login") or "", p.get("slack_handle") or p.get("slack_id") or "",
                       ", ".join(p.get("emails") or ([p["email"]] if p.get("email") else [])), p.get("jira") or "",
-                      p.get("team") or "", ", ".join(rules))
+                      p.get("team") or "", "\n".join(", ".join(g["principals"]) for g in p.get("accounts") or []),
+                      "\n".join(evidence))
     console = Console()
     console.print(table)
     for conflict in directory.conflicts:
@@ -713,13 +723,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("ask", help="answer a question")
     p.add_argument("question", help="in English or Chinese; structured, content or both")
     p.add_argument("--now", help="the time the question is asked, ISO 8601 (default: the clock)")
-    p.add_argument("--as", dest="as_user", metavar="ALIAS", help="the asker: any alias (login, Slack handle, display name)")
+    p.add_argument("--as", dest="as_user", metavar="ACCOUNT", help=ASKER_HELP)
     p.set_defaults(func=cmd_ask)
 
     p = add("query", help="run a hand-written pipeline through validation and scoping")
     p.add_argument("collection", help="pull_requests, issues, messages, documents, commits or people")
     p.add_argument("pipeline", metavar="PIPELINE_JSON", help='e.g. \'[{"$match": {"state": "open"}}]\'; dates as {"$date": "..."}')
-    p.add_argument("--as", dest="as_user", metavar="ALIAS", help="the asker (for access to private records)")
+    p.add_argument("--as", dest="as_user", metavar="ACCOUNT", help=ASKER_HELP)
     p.set_defaults(func=cmd_query)
 
     p = add("eval", help="evaluate: `eval structured --questions FILE`, "
@@ -734,8 +744,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "answerable?")
     p.add_argument("--clapnq", metavar="DIR", help="rag, clapnq: the CLAP NQ dev folder (clapnq_dev_answerable.jsonl, "
                    "clapnq_dev_unanswerable.jsonl); default $CONTEXT_ENGINE_CLAPNQ")
-    p.add_argument("--as", dest="as_user", metavar="ALIAS", help="rag: the asker, as `ask --as` (login, Slack "
-                   "handle, display name): the graph sees what this person may read")
+    p.add_argument("--as", dest="as_user", metavar="ACCOUNT", help="rag: the asker, as `ask --as`: the graph "
+                   "sees what this account may read")
     p.add_argument("--judge", metavar="MODEL", help="rag: an OpenAI-compatible chat model for the LLM metrics "
                    "(faithfulness, answer relevancy, LLM context recall)")
     p.add_argument("--out", metavar="DIR", help="rag, structured: write results.json, results.md and results.png "
@@ -758,7 +768,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("schema", help="print the discovered schema (as the asker may see it: private records' fields and "
                           "values only for their readers)")
-    p.add_argument("--as", dest="as_user", metavar="ALIAS", help="the asker (default: public records only)")
+    p.add_argument("--as", dest="as_user", metavar="ACCOUNT", help=ASKER_HELP)
     p.set_defaults(func=cmd_schema)
 
     p = add("status", help="per tenant: records, semantic index (chunks, still embedding), a running ingest")
@@ -766,7 +776,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("mcp", help="serve the engine to coding agents over the Model Context Protocol: stdio (identity "
                        "from --tenant/--as) or --http with --keys (Bearer key -> tenant and person, as `serve`)")
-    p.add_argument("--as", dest="as_user", metavar="ALIAS", help="stdio: the person the agent acts for "
+    p.add_argument("--as", dest="as_user", metavar="ACCOUNT", help="stdio: the account the agent acts for, exactly "
+                   "as `ask --as` "
                    "(default $CONTEXT_ENGINE_USER; none: public records only)")
     p.add_argument("--http", action="store_true", help="streamable HTTP at /mcp instead of stdio")
     p.add_argument("--host", default="127.0.0.1")

@@ -65,7 +65,8 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
     def principals(scoped: Settings) -> list[str]:
         from context_engine.runtime import principals_for
 
-        return principals_for(scoped)
+        # The key's person was checked exactly at start; one the directory lost since is refused here.
+        return _run(lambda: principals_for(scoped))
 
     server = MCPServer(name="context-engine", instructions=INSTRUCTIONS, log_level="WARNING")
 

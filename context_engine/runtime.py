@@ -119,9 +119,11 @@ def forget(settings: Settings) -> None:
 
 
 def asker_for(settings: Settings, catalog: Catalog) -> Person | None:
+    """The run's asker: the directory person whose ONE account group `settings.asker` names exactly
+    (never fuzzily). Raises `query.identity.UnknownAsker` / `AmbiguousAsker`."""
     if not settings.asker:
         return None
-    return catalog.directory.lookup(settings.asker)
+    return catalog.directory.asker(settings.asker)
 
 
 def llm_planner_for(settings: Settings):

@@ -113,14 +113,16 @@ def load_keys(path: str | Path | None = None) -> dict[str, ApiKey]:
             raise ValueError(f"API key {key[:4]}...: needs a non-empty string `tenant`")
         user = entry.get("user")
         if user is not None and (not isinstance(user, str) or not user.strip()):
-            raise ValueError(f"API key {key[:4]}...: `user` must be a person's login or alias")
+            raise ValueError(f"API key {key[:4]}...: `user` must name one account (a GitHub login, Slack id, "
+                             "Jira/Linear account, verified e-mail or system:account)")
         keys[key] = ApiKey(tenant=check_tenant(entry["tenant"]), user=user)
     return keys
 
 
 def check_key_people(settings: Settings, keys: dict[str, ApiKey]) -> None:
-    """Every key's person must be one person of its tenant's directory (checked before serving, so a
-    key can never fail, or fall back to anyone else, at request time). ValueError names the key."""
+    """Every key's person must name one account group of its tenant's directory exactly, as `--as`
+    does (checked before serving, so a key can never fail, be guessed, or fall back to anyone else at
+    request time). ValueError names the key."""
     from context_engine.runtime import NoData, principals_for
 
     for key, entry in keys.items():

@@ -29,7 +29,7 @@ def test_ask_aggregate_over_people_has_display_names(sample_dir):
 
 
 def test_ask_as_the_asker(sample_dir):
-    out = run_cli("ask", "open issues assigned to me", "--json", "--as", "Rashid Khan", "--now", NOW,
+    out = run_cli("ask", "open issues assigned to me", "--json", "--as", "rsh-dev", "--now", NOW,
                   "--data-dir", str(sample_dir))
     data = json.loads(out.stdout)
     assert data["records"] and all(r["fields"]["assignee"]["name"] == "rkhan" for r in data["records"])
@@ -37,7 +37,7 @@ def test_ask_as_the_asker(sample_dir):
 
 @pytest.mark.parametrize("args,message", [
     (["ask", "   "], "question is empty"),
-    (["ask", "my PRs", "--as", "nobody-at-all"], "unknown person"),
+    (["ask", "my PRs", "--as", "nobody-at-all"], "unknown asker"),
     (["ask", "my PRs", "--now", "yesterday-ish"], "malformed time"),
     (["ingest", "github", "/no/such/file.jsonl"], "no such file"),
     (["query", "pull_requests", "[{not json"], "not valid JSON"),

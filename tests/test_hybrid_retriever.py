@@ -25,8 +25,9 @@ DOCS = [
     {"doc_id": "SECRET", "title": "Incident notes", "body": "The Redis password leaked in a build log.",
      "acl": ["github:sokafor"]},
 ]
-PEOPLE = [{"login": "sokafor", "name": "Sam Okafor", "slack_id": "U0DCC75DEF"},
-          {"login": "zwei-dev", "name": "Zhang Wei", "slack_id": "U0BE63B36E"}]
+# Stated as the sample corpus states people (one operator record per person, all accounts in it).
+PEOPLE = [{"login": "sokafor", "name": "Sam Okafor", "slack_id": "U0DCC75DEF", "source": "sample"},
+          {"login": "zwei-dev", "name": "Zhang Wei", "slack_id": "U0BE63B36E", "source": "sample"}]
 
 
 @pytest.fixture(scope="module")

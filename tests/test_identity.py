@@ -42,7 +42,7 @@ def test_full_name_breaks_the_tie(directory):
 
 @pytest.mark.parametrize("question", ["PRs I merged", "my open issues", "assigned to me", "我上周合并的PR"])
 def test_pronouns_mean_the_asker(directory, question):
-    asker = directory.lookup("rsh-dev")
+    asker = directory.lookup("rsh-dev")  # finding the person; who asks is `asker` (tests/security/test_asker_exact.py)
     (mention,) = directory.find_mentions(question, asker)
     assert mention.is_asker and mention.person == asker
 

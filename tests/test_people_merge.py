@@ -48,12 +48,20 @@ def test_accounts_of_one_person_merge_with_evidence(fragments):
     assert {"email", "noreply=login", "name"} <= rules(rashid)
     assert {i["source"] for i in rashid["identities"]} == {"github:acme/payments", "slack:acme", "jira:ENG",
                                                            "git:payments"}
+    # Access: Slack and Jira verify the same address, so their accounts are one group; the GitHub
+    # account joined the person by name and by a noreply address without a stated numeric id: its own group.
+    assert [g["principals"] for g in rashid["accounts"]] == [
+        ["email:rashid.khan@acme.io", "jira:rkhan", "slack:U0RK12345"], ["github:rsh-dev"]]
+    granting = {e["rule"] for e in rashid["evidence"] if e["access"]}
+    assert granting == {"verified-email"}
 
 
 def test_slack_handle_equal_to_login_merges(fragments):
     grace = person(merge_people(fragments), login="gpark")
     assert grace["slack_id"] == "U0GP55501" and grace["name"] == "Grace Park"  # not the login-as-name
-    assert {"rule": "handle=login", "detail": "gpark"} in grace["evidence"]
+    # Changed: a handle equal to a login used to join accounts; it now only finds the person.
+    assert {"rule": "handle=login", "detail": "gpark", "access": False} in grace["evidence"]
+    assert [g["principals"] for g in grace["accounts"]] == [["github:gpark"], ["slack:U0GP55501"]]
 
 
 def test_a_bare_name_joins_by_name_or_is_left_unmatched(fragments):
@@ -152,7 +160,11 @@ def test_merging_a_merged_directory_again_changes_nothing(fragments):
     again = merge_people(first.people + fragments, overrides)
     assert again.people == first.people
     assert again.conflicts == first.conflicts and again.unmatched == first.unmatched
-    assert merge_people(first.people).people == first.people
+    assert merge_people(first.people, overrides).people == first.people
+    # Changed: a stored record used to carry its overrides' power; what an override said now comes
+    # only from the overrides given, so without them John's Slack account leaves his GitHub group.
+    john = person(merge_people(first.people), login="jsmith")
+    assert ["slack:U0JS40021"] in [g["principals"] for g in john["accounts"]]
     shuffled = fragments[::-1]
     assert merge_people(shuffled, overrides).people == first.people  # input order does not matter
 

@@ -16,7 +16,7 @@ from context_engine.config import CHAT_ROLES, Settings
 @dataclass(kw_only=True)
 class Context:
     tenant: str = ""          # "" = $CONTEXT_ENGINE_TENANT, else "acme"
-    user: str = ""            # the asker: any alias (login, Slack handle, display name); "" = $CONTEXT_ENGINE_USER
+    user: str = ""            # the asker: one account, exactly (PeopleDirectory.asker); "" = $CONTEXT_ENGINE_USER
     data_dir: str = ""        # "" = $CONTEXT_ENGINE_HOME, else ./.context-engine
     anonymous: bool = False   # nobody asks: public records only, whatever the environment names
     use_llm: bool = True      # False: offline even when a chat model is configured

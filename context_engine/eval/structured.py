@@ -77,7 +77,7 @@ def evaluate(path: Path, settings: Settings, planner: str = "offline", limit: in
     for item in load_questions(path)[:limit]:
         s = settings.with_overrides(tenant=item.get("tenant") or settings.tenant, use_llm=use_llm)
         catalog = catalog_for(s)
-        asker = catalog.directory.lookup(item["as"]) if item.get("as") else None
+        asker = catalog.directory.asker(item["as"]) if item.get("as") else None
         store = store_for(s)
         gold_rows = jsonable(run_pipeline(store, item["collection"], from_extended_json(item["gold"]), tenant=catalog.tenant,
                                  principals=principals_of(asker), schema=catalog.schemas.get(item["collection"])))

@@ -22,7 +22,7 @@ from context_engine.query.schema import CollectionSchema, discover
 from context_engine.store.documents import DocumentStore, strip_hidden
 
 CATALOG_FORMAT = 3  # bumped whenever what a cached catalog means changes (3: stamped with the store generation)
-PEOPLE_FIELDS = ("login", "name", "email", "slack_id", "slack_handle", "jira", "team", "aliases")
+PEOPLE_FIELDS = ("login", "name", "email", "slack_id", "slack_handle", "jira", "team", "aliases", "accounts")
 
 
 @dataclass

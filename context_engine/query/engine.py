@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Union
 
-from context_engine.access import principals_of_accounts
 from context_engine.config import Settings
 from context_engine.query.catalog import Catalog
 from context_engine.query.execute import ExecutionError, run_pipeline
@@ -72,11 +71,12 @@ _FIRST_PERSON_FILTER = re.compile(
 
 
 def principals_of(person: Person | None) -> list[str]:
-    """Access-list entries that grant this asker: one namespaced principal per account of theirs
-    (never a display name or handle, which another system may give to someone else)."""
+    """Access-list entries that grant this asker: the principals of the one account group the asker
+    was matched to (`PeopleDirectory.asker`), never the union of a display person's accounts (which
+    names join) and never a display name or handle. A person found in a question holds none."""
     if person is None:
         return []
-    return principals_of_accounts(person.handles)
+    return list(person.principals)
 
 
 def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None,

@@ -1,21 +1,27 @@
-"""Identity resolution: people are names in questions and logins in data.
+"""Identity resolution: people are names in questions and logins in data; the asker is an account.
 
 The directory indexes every alias of a person (display name, first and last name, GitHub login,
 Slack handle and id, Jira user, e-mail, nicknames). A question is scanned for exact alias matches
 first (longest first), then fuzzy ones with rapidfuzz — never on everyday English words, and only on
 capitalized words when the writer capitalizes names. "I"/"my"/"me"/"我" mean the asker. A real
 tie is reported as ambiguous — never guessed; the engine asks the LLM tiebreaker or the user.
+
+Who *asks* (`--as`, an API key's person, an MCP identity) is never found that way: `asker` matches
+one account exactly and holds the principals of that account's group only (`sources.people`).
 """
 
 from __future__ import annotations
 from context_engine.text import HAN
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, Iterable
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
+
+from context_engine.access import SYSTEMS
 
 # What kind of handle a data field holds; a person is written into a query in that kind.
 HANDLE_KINDS = ("github", "slack_id", "jira", "email", "name")
@@ -67,6 +73,10 @@ class Person:
     handles: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     aliases: tuple[str, ...] = ()
     team: str | None = None
+    # The principals of each account group of this person (`sources.people`), and those of the one
+    # group the asker was matched to (empty for a person found in a question: finding grants nothing).
+    accounts: tuple[tuple[str, ...], ...] = field(default=(), hash=False, compare=False)
+    principals: tuple[str, ...] = field(default=(), hash=False, compare=False)
 
     def handle(self, kind: str) -> str | None:
         if kind == "name":
@@ -103,6 +113,26 @@ class AmbiguousPerson(LookupError):
         self.candidates = candidates
 
 
+class UnknownAsker(UnknownPerson):
+    """The asker names no account exactly (a near miss, a display name, a handle)."""
+
+    def __init__(self, asker: str, stale: bool = False):
+        hint = "; the people directory was merged by an older version without account groups: ingest again" \
+            if stale else ""
+        super().__init__(f"unknown asker {asker!r}: name one account exactly (a GitHub login, a Slack user id, "
+                         f"a Jira or Linear account, a verified e-mail, or system:account such as github:login){hint}")
+
+
+class AmbiguousAsker(AmbiguousPerson):
+    """The asker names accounts that are not one group: the caller must choose."""
+
+    def __init__(self, asker: str, choices: list[str]):
+        LookupError.__init__(self, f"asker {asker!r} matches accounts of different people; use one of: "
+                                   + ", ".join(choices))
+        self.candidates = []
+        self.choices = choices
+
+
 def _person_from_record(record: dict[str, Any]) -> Person:
     handles = {}
     if record.get("login"):
@@ -111,13 +141,42 @@ def _person_from_record(record: dict[str, Any]) -> Person:
         if record.get(kind):
             handles[kind] = str(record[kind])
     key = record.get("login") or record.get("slack_id") or record.get("email")
+    accounts = tuple(tuple(str(p) for p in group.get("principals") or ())
+                     for group in record.get("accounts") or () if isinstance(group, dict))
     return Person(key=str(key), name=str(record.get("name") or key), handles=handles,
-                  aliases=tuple(str(a) for a in record.get("aliases") or ()), team=record.get("team"))
+                  aliases=tuple(str(a) for a in record.get("aliases") or ()), team=record.get("team"),
+                  accounts=tuple(a for a in accounts if a))
+
+
+# Systems whose accounts compare case-insensitively (GitHub logins, e-mail); the rest exactly.
+_CASELESS_SYSTEMS = ("github", "email")
+
+
+def _account_key(principal: str) -> str:
+    """A principal as its system compares it."""
+    system, _, account = principal.partition(":")
+    return f"{system}:{account.lower()}" if system in _CASELESS_SYSTEMS else principal
+
+
+# The systems a person's account groups hold principals of (groups such as github-team are not persons').
+_PERSON_SYSTEMS = tuple(s for s in SYSTEMS if s != "github-team")
+
+
+def _asker_keys(asker: str) -> list[str]:
+    """The account keys `asker` may name: `system:account` names one; a bare account, any system's."""
+    system, sep, _ = asker.partition(":")
+    if sep and system in SYSTEMS:
+        return [_account_key(asker)]
+    return [_account_key(f"{system}:{asker}") for system in _PERSON_SYSTEMS]
 
 
 class PeopleDirectory:
     def __init__(self, people: Iterable[dict[str, Any]]):
-        self.people = [_person_from_record(p) for p in people if p.get("login") or p.get("slack_id") or p.get("email")]
+        people = [p for p in people if p.get("login") or p.get("slack_id") or p.get("email")]
+        # A directory merged before account groups existed names no one's accounts: no asker is
+        # resolved against it (refused, never silently holding nothing) until it is merged again.
+        self.merged_without_accounts = any("accounts" not in p for p in people)
+        self.people = [_person_from_record(p) for p in people]
         self.by_key = {p.key: p for p in self.people}
         # alias (lower-cased) -> people; `strong` aliases identify a person on their own.
         self.index: dict[str, set[int]] = {}
@@ -153,8 +212,51 @@ class PeopleDirectory:
     def __len__(self) -> int:
         return len(self.people)
 
+    @cached_property
+    def _accounts(self) -> dict[str, list[tuple[int, int, str]]]:
+        """Account key -> (person, account group, principal as stated), for `asker`."""
+        out: dict[str, list[tuple[int, int, str]]] = {}
+        for i, person in enumerate(self.people):
+            for g, principals in enumerate(person.accounts):
+                for principal in principals:
+                    out.setdefault(_account_key(principal), []).append((i, g, principal))
+        return out
+
+    def asker(self, asker: str) -> Person:
+        """The person who asks, holding the principals of the ONE account group `asker` names exactly:
+        an account (GitHub login, Slack id, Jira / Linear account, verified e-mail) or a namespaced
+        principal (`github:login`, `slack:U…`); the directory key of a person with no account (a git
+        author) names them holding nothing. Never fuzzy, never a name or handle.
+        Raises UnknownAsker, or AmbiguousAsker with the namespaced choices."""
+        if not isinstance(asker, str) or not asker.strip():
+            raise UnknownAsker(str(asker))
+        if self.merged_without_accounts:
+            raise UnknownAsker(asker, stale=True)
+        asker = asker.strip()
+        matched: dict[tuple[int, int], str] = {}  # (person, group) -> the principal named
+        for key in _asker_keys(asker):
+            for i, g, principal in self._accounts.get(key, ()):
+                matched.setdefault((i, g), principal)
+        if not matched:
+            # A person with no account any source vouches for (a git author) is named by its key and
+            # holds nothing; a key is never a way into someone's accounts (it may come from a git e-mail).
+            owners = [person for person in self.people if person.key == asker and not person.accounts]
+            if len(owners) == 1:
+                return owners[0]
+            raise UnknownAsker(asker)
+        if len(matched) > 1:
+            choices = []
+            for (i, g), hit in sorted(matched.items()):
+                others = [p for (j, h), q in matched.items() if (j, h) != (i, g) for p in self.people[j].accounts[h]]
+                choices.append(hit if hit not in others else
+                               next((p for p in self.people[i].accounts[g] if p not in others), hit))
+            raise AmbiguousAsker(asker, sorted(set(choices)))
+        ((i, g),) = matched
+        return replace(self.people[i], principals=self.people[i].accounts[g])
+
     def lookup(self, alias: str) -> Person:
-        """Resolve one alias (the `--as` option). Raises UnknownPerson / AmbiguousPerson."""
+        """Find one person by any alias, fuzzily (a person named in a question or by a planner; never
+        the asker: see `asker`). Raises UnknownPerson / AmbiguousPerson."""
         alias = alias.strip().lstrip("@")
         hits = self.index.get(alias.lower())
         if hits is None:

@@ -89,6 +89,7 @@ def read_docs(root: Path, problems: ReadProblems, source: str | None = None) -> 
         doc.setdefault("updated_at", _iso(datetime.fromtimestamp(modified, tz=timezone.utc)))
         doc["source"] = source
         documents.append(doc)
+        # Front matter is whatever the writer typed: an author finds a person, never joins accounts.
         author = doc.get("author") or {}
         if author.get("name"):
             person = people.setdefault(author.get("email") or author["name"],

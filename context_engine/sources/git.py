@@ -307,7 +307,10 @@ def _user(identity: dict[str, Any]) -> dict[str, Any]:
 
 def people_from_commits(commits: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
     """One fragment per author email (after .mailmap): the name used most, the others as aliases.
-    Authors without an email cannot be told apart from namesakes and are left out; so are bots."""
+    Authors without an email cannot be told apart from namesakes and are left out; so are bots.
+    A git author's name and e-mail are whatever the committer typed: the directory uses them to find
+    people, never to join accounts (`people.VOUCHED` has no "git"; a noreply address with a numeric
+    id counts only when a GitHub fragment states that id)."""
     names_by_email: dict[str, Counter[str]] = {}
     shown: dict[str, str] = {}  # the spelling first seen (newest commit) for a case-folded email
     for commit in commits:

@@ -64,7 +64,7 @@ def read_github_dump(paths: list[Path], problems: ReadProblems) -> dict[str, lis
             record["source"] = f"github:{repo}" if repo else "github"
             record = with_visibility(record)
             out["pull_requests" if is_pull_request(record) else "issues"].append(record)
-    out["people"] = people_from_github(out["pull_requests"] + out["issues"])
+    out["people"] = people_from_github(out["pull_requests"] + out["issues"], "github:dump")
     return out
 
 
@@ -72,15 +72,22 @@ _USER_PATHS = (("user",), ("assignee",), ("merged_by",), ("closed_by",))
 _USER_LIST_PATHS = ("assignees", "requested_reviewers")
 
 
-def people_from_github(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A minimal directory from the logins a dump mentions (a login is all GitHub gives)."""
+def people_from_github(records: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
+    """A minimal directory from the users records mention: the login and the numeric user id (which
+    ties the account to its `id+login@users.noreply.github.com` commits), with the profile's name and
+    e-mail when the API gave them. `source` ("github:...") says GitHub states these accounts."""
     logins: dict[str, dict[str, Any]] = {}
 
     def add(user: Any) -> None:
         if isinstance(user, dict) and isinstance(user.get("login"), str):
             login = user["login"]
             if login not in logins and user.get("type", "User") != "Bot":
-                logins[login] = {"login": login, "name": user.get("name") or login, "aliases": []}
+                person = {"login": login, "name": user.get("name") or login, "aliases": [], "source": source}
+                if isinstance(user.get("id"), int) and not isinstance(user["id"], bool):
+                    person["github_id"] = user["id"]
+                if isinstance(user.get("email"), str) and user["email"]:
+                    person["email"] = user["email"]
+                logins[login] = person
 
     for record in records:
         for (key,) in _USER_PATHS:

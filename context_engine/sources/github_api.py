@@ -140,7 +140,7 @@ class _RepoSync:
                if (pr := self.pull_request(number, item, comments_by_pr.get(number, []))) is not None]
         # Review commenters are people too; people_from_github reads `user` off any record.
         commenters = [{"user": c.get("user")} for pr in prs for c in pr.get("review_comments") or []]
-        people = [{**person, "source": self.source} for person in people_from_github(prs + issues + commenters)]
+        people = people_from_github(prs + issues + commenters, self.source)
         # A repository has one visibility: what any pull request's details say holds for its issues too.
         acl = next((a for pr in prs if (a := visibility_acl(pr)) is not None), None)
         if acl is not None:

@@ -205,4 +205,4 @@ def add_issue_people(people: dict[str, dict[str, Any]], issue: dict[str, Any]) -
         if user.get("displayName") and user["displayName"] != user["name"] and "name" not in person:
             person["name"] = str(user["displayName"])
         if user.get("emailAddress") and "email" not in person:
-            person["email"] = str(user["emailAddress"])
+            person["email"] = str(user["emailAddress"])  # the account's own: it joins accounts (`people.VOUCHED`)

@@ -1,31 +1,43 @@
 """One identity directory from the person fragments every connector emits.
 
 Input: records of the "people" collection as connectors write them, each a *fragment* of one
-person with some of `login` (GitHub), `name`, `email` / `emails`, `slack_id`, `slack_handle`,
-`jira` (Jira name / accountId / Linear user), `aliases`, `team` and `source` ("slack:elmlang",
-"git:context-engine", "jira:ENG", ...). Fragments whose source is `git` or starts with `git:` come
-from commit authors; their names become the person's `git_names`. A record that already carries
-`identities` is a person this module merged before: its identities stand for the fragments it
-absorbed, so merging a directory again with the same fragments changes nothing.
+person with some of `login` and `github_id` (GitHub), `name`, `email` / `emails`, `slack_id`,
+`slack_handle`, `jira` (Jira name / accountId / Linear user), `aliases`, `team` and `source`
+("slack:elmlang", "git:context-engine", "jira:ENG", ...). Fragments whose source is `git` or starts
+with `git:` come from commit authors; their names become the person's `git_names`. A record that
+already carries `identities` is a person this module merged before: its identities, regrouped by
+source, stand for the fragments it absorbed, so merging a directory again changes nothing.
 
 Output (`Directory.people`): one record per person in the shape the bundled sample corpus uses
 (`login, name, email, slack_id, slack_handle, jira, team, aliases, acl`) plus `emails`,
-`git_names`, `identities` [{source, kind, value}] and `evidence` [{rule, detail}].
+`git_names`, `identities` [{source, kind, value}], `evidence` [{rule, detail, access}] and
+`accounts` [{principals, evidence}].
 
-How fragments are joined, strongest first:
-1. exact keys (union-find): the same GitHub login, Slack id or Jira id (case-insensitive except
-   Slack ids); then the same e-mail address, unless the clusters it would join hold two different
-   logins / Slack ids / Jira ids (a shared team mailbox is not a person: that becomes a Conflict);
-   a GitHub noreply address (`123+login@users.noreply.github.com`) names its login;
-   a Slack handle or e-mail local part equal to a GitHub login, when exactly one cluster has it
-   (rule "handle=login");
-2. overrides from a hand-written `people.yaml` / CSV: forced, contradictions included;
-3. names, repeated until nothing changes: exact CJK names, exact pinyin aliases, and latin names
-   by rapidfuzz `token_sort_ratio` (accents stripped); an equal name outranks a similar one. Two
-   clusters join when each is among the other's best matches and nothing in the resulting person
-   contradicts (two logins, Slack ids or Jira ids); "J. Smith" never joins on initials alone.
-   Anything less certain is listed in `Directory.conflicts` and left apart. E-mail addresses are
-   not exclusive (people have several), so a git author with another address can still join.
+Two union-finds over the same fragments:
+
+* **Account groups** (access). A fragment's source vouches only for the accounts it issues and the
+  e-mail addresses it verifies (`VOUCHED`, keyed by the source's system, which connector code sets:
+  a record cannot say what its source vouches for). Fragments join only on what both vouch for:
+  the same account (GitHub login, Slack id, Jira / Linear account), the same verified e-mail (unless
+  the join would hold two accounts of one system: a shared mailbox is not a person), a GitHub
+  noreply address `123+login@users.noreply.github.com` whose login AND numeric id a GitHub fragment
+  states, or an operator's override. A group's principals are the accounts its fragments vouch for;
+  an asker holds those of ONE group, never a person's union. Names, handles, aliases, git author
+  e-mails and document authors never join a group.
+* **Display people** (finding people in questions): every account group, then every rule below,
+  strongest first:
+  1. exact keys: the same GitHub login, Slack id or Jira id (case-insensitive except Slack ids);
+     then the same e-mail address, unless the clusters it would join hold two different logins /
+     Slack ids / Jira ids (that becomes a Conflict); a GitHub noreply address names its login;
+     a Slack handle or e-mail local part equal to a GitHub login, when exactly one cluster has it
+     (rule "handle=login");
+  2. overrides from a hand-written `people.yaml` / CSV: forced, contradictions included;
+  3. names, repeated until nothing changes: exact CJK names, exact pinyin aliases, and latin names
+     by rapidfuzz `token_sort_ratio` (accents stripped); an equal name outranks a similar one. Two
+     clusters join when each is among the other's best matches and nothing in the resulting person
+     contradicts (two logins, Slack ids or Jira ids); "J. Smith" never joins on initials alone.
+     Anything less certain is listed in `Directory.conflicts` and left apart. E-mail addresses are
+     not exclusive (people have several), so a git author with another address can still join.
 """
 
 from __future__ import annotations
@@ -38,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from context_engine.access import principals_of_accounts
 from context_engine.sources.problems import SourceError
 from context_engine.text import CJK_CHAR
 
@@ -45,7 +58,23 @@ from context_engine.text import CJK_CHAR
 EXCLUSIVE_KINDS = ("login", "slack_id", "jira")
 # Kinds whose shared value joins fragments without any judgement.
 KEY_KINDS = ("login", "slack_id", "jira", "email")
-IDENTITY_KINDS = ("login", "email", "slack_id", "slack_handle", "jira", "name", "alias", "team")
+IDENTITY_KINDS = ("login", "github_id", "email", "slack_id", "slack_handle", "jira", "name", "alias", "team")
+
+# What a fragment's source vouches for, by the source's system (`source` up to its first ":", set by
+# the connector's code): the accounts the system issues and the e-mail addresses it verifies (a
+# Slack profile, a GitHub API user, a Jira / Linear account). A git author's name and e-mail and a
+# document's front matter are whatever the writer typed: git and docs vouch for nothing.
+VOUCHED = {
+    "github": frozenset({"login", "github_id", "email"}),
+    "slack": frozenset({"slack_id", "email"}),
+    "jira": frozenset({"jira", "email"}),
+    "linear": frozenset({"jira", "email"}),
+}
+# An operator's own directory vouches for every account it states: the overrides file (source
+# "override", made by `_override_identities`, never by a connector) and the bundled sample corpus
+# (source "sample", set by `sources/sample.py`, whose records state each person's accounts whole).
+OPERATOR_SOURCES = frozenset({"override", "sample"})
+_OPERATOR_VOUCHES = frozenset({"login", "github_id", "slack_id", "jira", "email"})
 
 # token_sort_ratio (Indel similarity of the token-sorted strings) for latin full names.
 # 92 admits one dropped or added letter in any name of 6+ letters ("Jon Smith"/"John Smith" 94.7,
@@ -55,6 +84,8 @@ IDENTITY_KINDS = ("login", "email", "slack_id", "slack_handle", "jira", "name", 
 NAME_THRESHOLD = 92
 
 _NOREPLY = re.compile(r"^(?:\d+\+)?([a-z0-9](?:[a-z0-9-]*[a-z0-9])?)@users\.noreply\.github\.com$")
+# The noreply form GitHub has used since 2017: the account's numeric id, then its login.
+_NOREPLY_ID = re.compile(r"^(\d+)\+([a-z0-9](?:[a-z0-9-]*[a-z0-9])?)@users\.noreply\.github\.com$")
 _SLACK_ID = re.compile(r"^[UW][A-Z0-9]{6,}$")
 # Addresses many people share: never a key.
 _SHARED_EMAIL = re.compile(r"^(no-?reply|noreply\+.*|do-?not-?reply|root|admin|bot|ci)@|^noreply@github\.com$")
@@ -106,7 +137,7 @@ def identities_of(fragment: dict[str, Any]) -> frozenset[Identity]:
                          if isinstance(i, dict) and i.get("kind") in IDENTITY_KINDS and _text(i.get("value")))
     source = _text(fragment.get("source")) or "unknown"
     out: set[Identity] = set()
-    for kind in ("login", "slack_id", "jira", "name", "team"):
+    for kind in ("login", "github_id", "slack_id", "jira", "name", "team"):
         if value := _text(fragment.get(kind)):
             out.add((source, kind, value))
     if handle := _text(fragment.get("slack_handle")):
@@ -225,56 +256,244 @@ class _Clusters:
 def merge_people(fragments: list[dict[str, Any]], overrides: list[dict[str, Any]] | None = None) -> Directory:
     """Merge person fragments (and previously merged persons) into one directory."""
     overrides = [_check_override(o, f"override {i + 1}") for i, o in enumerate(overrides or [])]
-    nodes, carried, merged_before = _nodes(fragments)
+    nodes, carried, previous = _nodes(fragments)
+    # Override nodes follow the fragments' (indices len(nodes)...), in the display clusters too.
+    accounts = _AccountGroups(nodes + [_override_identities(o) for o in overrides], overrides)
     clusters = _Clusters(nodes, carried)
-    conflicts: list[tuple[str, tuple[int, ...], str]] = []  # (subject kind, node ids, reason)
+    conflicts: list[tuple[str, tuple[int, ...], str]] = list(accounts.conflicts)  # (subject kind, node ids, reason)
 
-    _absorb_into_previous(clusters, nodes, merged_before)
+    for members in previous:  # a person merged before stays one person
+        for i in members[1:]:
+            clusters.union(members[0], i)
+    _absorb_into_previous(clusters, nodes, previous)
     _join_exclusive_keys(clusters, nodes)
     _join_emails(clusters, nodes, conflicts)
     _join_handles(clusters, conflicts)
     _apply_overrides(clusters, nodes, overrides)
+    for members in accounts.groups():  # one account group is always within one display person
+        for i in members[1:]:
+            clusters.union(members[0], i)
     name_conflicts = _join_names(clusters)
 
-    return _directory(clusters, conflicts, name_conflicts)
+    return _directory(clusters, accounts, conflicts, name_conflicts)
 
 
-def _nodes(fragments: Iterable[dict[str, Any]]) -> tuple[list[frozenset[Identity]], list[list[dict]], set[int]]:
-    """One node per distinct identity set (duplicate fragments are one), merged persons first."""
+def _nodes(fragments: Iterable[dict[str, Any]]) -> tuple[list[frozenset[Identity]], list[list[dict]], list[list[int]]]:
+    """One node per distinct identity set (duplicate fragments are one), merged persons first.
+
+    A merged person is split again into one node per source: its identities of one source are what
+    that source's fragments stated, so the account groups are decided afresh from what each source
+    vouches for (a directory stored by an older, looser merge grants nothing it should not), and its
+    override identities are left out (the overrides passed in say them again, or no longer).
+    `previous` lists each merged person's nodes. Display evidence is carried over; evidence that
+    granted access is not (it is derived again)."""
     seen: dict[frozenset[Identity], int] = {}
     nodes: list[frozenset[Identity]] = []
     carried: list[list[dict]] = []
-    merged_before: set[int] = set()
+    previous: list[list[int]] = []
+
+    def node(ids: frozenset[Identity], evidence: list[dict]) -> int:
+        if ids in seen:
+            carried[seen[ids]].extend(evidence)
+            return seen[ids]
+        seen[ids] = len(nodes)
+        nodes.append(ids)
+        carried.append(list(evidence))
+        return seen[ids]
+
     ordered = sorted((f for f in fragments if isinstance(f, dict)), key=lambda f: "identities" not in f)
     for fragment in ordered:
         ids = identities_of(fragment)
         if not ids:
             continue
-        evidence = [e for e in fragment.get("evidence") or [] if isinstance(e, dict) and "rule" in e and "detail" in e]
-        if ids in seen:
-            carried[seen[ids]].extend(evidence)
+        evidence = [{"rule": str(e["rule"]), "detail": str(e["detail"])} for e in fragment.get("evidence") or []
+                    if isinstance(e, dict) and "rule" in e and "detail" in e and not e.get("access")]
+        if "identities" not in fragment:
+            node(ids, evidence)
             continue
-        seen[ids] = len(nodes)
-        if "identities" in fragment:
-            merged_before.add(len(nodes))
-        nodes.append(ids)
-        carried.append(list(evidence))
-    return nodes, carried, merged_before
+        by_source: dict[str, set[Identity]] = defaultdict(set)
+        for identity in ids:
+            # What an override said comes from the overrides given now, never from a stored record.
+            if identity[0] != "override":
+                by_source[identity[0]].add(identity)
+        members = [node(frozenset(by_source[source]), evidence if k == 0 else [])
+                   for k, source in enumerate(sorted(by_source))]
+        if members:
+            previous.append(list(dict.fromkeys(members)))
+    return nodes, carried, previous
 
 
-def _absorb_into_previous(clusters: _Clusters, nodes: list[frozenset[Identity]], merged_before: set[int]) -> None:
+def _absorb_into_previous(clusters: _Clusters, nodes: list[frozenset[Identity]], previous: list[list[int]]) -> None:
     """A fragment whose every identity one earlier merged person lists is that person's again,
     even when it has no key (a bare name joined by name matching last time)."""
     owners: dict[Identity, set[int]] = defaultdict(set)
-    for p in merged_before:
-        for identity in nodes[p]:
-            owners[identity].add(p)
+    for p, members in enumerate(previous):
+        for i in members:
+            for identity in nodes[i]:
+                owners[identity].add(p)
+    in_previous = {i for members in previous for i in members}
     for i, ids in enumerate(nodes):
-        if i in merged_before:
+        if i in in_previous:
             continue
         common = set.intersection(*(owners.get(x, set()) for x in ids))
         if len(common) == 1:
-            clusters.union(i, common.pop())
+            clusters.union(i, previous[common.pop()][0])
+
+
+# ------------------------------------------------------------------------------------------------
+# Account groups: what grants access
+# ------------------------------------------------------------------------------------------------
+
+
+def _system(source: str) -> str:
+    return "operator" if source in OPERATOR_SOURCES else source.split(":", 1)[0]
+
+
+def vouched(identity: Identity) -> bool:
+    """Whether the identity's own source vouches for it (an account it issued, an e-mail it verified)."""
+    source, kind, _ = identity
+    system = _system(source)
+    return kind in (_OPERATOR_VOUCHES if system == "operator" else VOUCHED.get(system, frozenset()))
+
+
+def _accounts(ids: Iterable[Identity]) -> set[tuple[str, str]]:
+    """(principal system, account) for every identity its source vouches for: the accounts a group of
+    these identities may act as. Jira-shaped ids are Linear's when Linear states them."""
+    out = set()
+    for identity in ids:
+        source, kind, value = identity
+        if not vouched(identity):
+            continue
+        if kind == "login":
+            out.add(("github", value))
+        elif kind == "slack_id":
+            out.add(("slack", value))
+        elif kind == "jira":
+            out.add(("linear" if _system(source) == "linear" else "jira", value))
+        elif kind == "email" and _key("email", value) and not _NOREPLY.match(value):
+            out.add(("email", value.lower()))
+    return out
+
+
+def _account_key(system: str, account: str) -> str:
+    """Accounts are compared as their systems compare them: Slack ids exactly, the rest case-insensitively."""
+    return f"{system}:{account if system == 'slack' else account.lower()}"
+
+
+class _AccountGroups:
+    """The union-find over verified evidence only: which fragments are one set of accounts."""
+
+    def __init__(self, nodes: list[frozenset[Identity]], overrides: list[dict[str, Any]]):
+        self.nodes = nodes
+        self.parent = list(range(len(nodes)))
+        self.evidence: list[set[tuple[str, str]]] = [set() for _ in nodes]
+        self.keys: list[set[str]] = [{_account_key(*a) for a in _accounts(ids)} for ids in nodes]
+        self.conflicts: list[tuple[str, tuple[int, ...], str]] = []
+        first_override = len(nodes) - len(overrides)
+        for i, ids in enumerate(nodes[:first_override]):
+            source = next(iter(ids))[0]  # a node is one source's (a fragment, or a stored person's part)
+            if _system(source) == "operator" and len(self.keys[i]) > 1:
+                # One operator record stating several accounts (the sample corpus) is the evidence.
+                self.evidence[i].add(("operator-record", f"{source}: " + ", ".join(sorted(self.keys[i]))))
+        self._join_same_accounts()
+        self._join_verified_emails()
+        self._join_noreply_ids()
+        for k, override in enumerate(overrides):
+            self._join_override(first_override + k, override)
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def union(self, a: int, b: int, rule: str, detail: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            ra, rb = min(ra, rb), max(ra, rb)
+            self.parent[rb] = ra
+            self.keys[ra] |= self.keys[rb]
+            self.evidence[ra] |= self.evidence[rb]
+        self.evidence[ra].add((rule, detail))
+
+    def contradicts(self, a: int, b: int) -> bool:
+        """Two different accounts of one system (other than e-mail) in one group: two people."""
+        def by_system(root: int) -> dict[str, set[str]]:
+            out: dict[str, set[str]] = defaultdict(set)
+            for key in self.keys[root]:
+                system, _, account = key.partition(":")
+                if system != "email":
+                    out[system].add(account)
+            return out
+        ea, eb = by_system(self.find(a)), by_system(self.find(b))
+        return any(ea[s] != eb[s] for s in ea.keys() & eb.keys())
+
+    def _holders(self, wanted) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = defaultdict(list)
+        for i, keys in enumerate(self.keys):
+            for key in keys:
+                if wanted(key):
+                    out[key].append(i)
+        return out
+
+    def _join_same_accounts(self) -> None:
+        for key, members in sorted(self._holders(lambda k: not k.startswith("email:")).items()):
+            for i in members[1:]:
+                self.union(members[0], i, "same-account", key)
+
+    def _join_verified_emails(self) -> None:
+        for key, members in sorted(self._holders(lambda k: k.startswith("email:")).items()):
+            roots = sorted({self.find(i) for i in members})
+            if len(roots) < 2:
+                continue
+            if any(self.contradicts(a, b) for k, a in enumerate(roots) for b in roots[k + 1:]):
+                self.conflicts.append(("email", tuple(roots), f"verified e-mail {key[6:]} is shared by "
+                                                              "different accounts"))
+                continue
+            for r in roots[1:]:
+                self.union(roots[0], r, "verified-email", key[6:])
+
+    def _join_noreply_ids(self) -> None:
+        """`123+login@users.noreply.github.com` (from any source: git commits carry them) is the
+        GitHub account a GitHub fragment states with that login AND that numeric id."""
+        github: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for i, ids in enumerate(self.nodes):
+            logins = {v.lower() for s, k, v in ids if k == "login" and vouched((s, k, v))}
+            for s, k, v in ids:
+                if k == "github_id" and vouched((s, k, v)):
+                    for login in logins:
+                        github[(v, login)].append(i)
+        for i, ids in enumerate(self.nodes):
+            for _, kind, value in sorted(ids):
+                m = _NOREPLY_ID.match(value.lower()) if kind == "email" else None
+                for owner in github.get((m.group(1), m.group(2)), []) if m else []:
+                    if self.find(owner) == self.find(i):
+                        continue
+                    if self.contradicts(owner, i):
+                        self.conflicts.append(("email", (owner, i), f"noreply address {value.lower()} is held "
+                                                                    "by different accounts"))
+                    else:
+                        self.union(owner, i, "github-noreply-id", value.lower())
+
+    def _join_override(self, node: int, override: dict[str, Any]) -> None:
+        """An operator's mapping: forced, contradictions included; it may name any identity."""
+        wanted = _override_keys(self.nodes[node])
+        for i, ids in enumerate(self.nodes[:node]):
+            if _override_keys(ids) & wanted:
+                self.union(node, i, "override", _override_detail(override, wanted))
+        self.evidence[self.find(node)].add(("override", _override_detail(override, wanted)))
+
+    def groups(self) -> list[list[int]]:
+        out: dict[int, list[int]] = defaultdict(list)
+        for i in range(len(self.parent)):
+            out[self.find(i)].append(i)
+        return [out[r] for r in sorted(out)]
+
+    def record(self, members: list[int]) -> dict[str, Any]:
+        """One group (its node ids, from `groups`) as a person record stores it."""
+        accounts = _accounts(x for i in members for x in self.nodes[i])
+        return {"principals": principals_of_accounts(accounts),
+                "evidence": [{"rule": r, "detail": d} for r, d in sorted(self.evidence[self.find(members[0])])]}
 
 
 def _join_exclusive_keys(clusters: _Clusters, nodes: list[frozenset[Identity]]) -> None:
@@ -345,6 +564,10 @@ def _override_keys(ids: Iterable[Identity]) -> set[str]:
     return keys | {f"slack_handle:{value.lower()}" for _, kind, value in ids if kind == "slack_handle"}
 
 
+def _override_detail(override: dict[str, Any], keys: set[str]) -> str:
+    return f"{override['name'] or ''}: " + ", ".join(sorted(keys))
+
+
 def _apply_overrides(clusters: _Clusters, nodes: list[frozenset[Identity]], overrides: list[dict]) -> None:
     """Each override becomes a node of source "override", forced together with every cluster that
     holds one of its keys, contradictions included: a human decided."""
@@ -363,8 +586,7 @@ def _apply_overrides(clusters: _Clusters, nodes: list[frozenset[Identity]], over
         for key in sorted(wanted):
             for i in holders.get(key, ()):
                 clusters.union(node, i)
-        detail = f"{override['name'] or ''}: " + ", ".join(sorted(wanted))
-        clusters.evidence[clusters.find(node)].add(("override", detail))
+        clusters.evidence[clusters.find(node)].add(("override", _override_detail(override, wanted)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -575,7 +797,8 @@ def _choose_name(ids: set[Identity]) -> str | None:
     return min(held, key=rank)
 
 
-def _person(clusters: _Clusters, root: int) -> dict[str, Any]:
+def _person(clusters: _Clusters, root: int, accounts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The display person of a cluster; `accounts` are its account groups that grant something."""
     ids = clusters.identities[root]
     name = _choose_name(ids)
     key_values = {v.lower() for _, k, v in ids if k in ("login", "slack_id", "slack_handle", "jira", "email")}
@@ -592,6 +815,7 @@ def _person(clusters: _Clusters, root: int) -> dict[str, Any]:
         for value, sources in _sources_by_value(ids, (kind,)).items():
             if len(sources - {"override"}) > 1 and _key(kind, value):
                 evidence.add((kind, value))
+    granting = {(e["rule"], e["detail"]) for group in accounts for e in group["evidence"]}
     return {
         "login": _pick(ids, "login"),
         "name": name,
@@ -604,7 +828,9 @@ def _person(clusters: _Clusters, root: int) -> dict[str, Any]:
         "aliases": sorted(aliases.values(), key=str.casefold),
         "git_names": git_names,
         "identities": [{"source": s, "kind": k, "value": v} for s, k, v in sorted(ids)],
-        "evidence": [{"rule": r, "detail": d} for r, d in sorted(evidence)],
+        # `access`: whether the evidence joined accounts (and so their access), or only helps find people.
+        "evidence": [{"rule": r, "detail": d, "access": (r, d) in granting} for r, d in sorted(evidence | granting)],
+        "accounts": accounts,
         "acl": ["*"],
         "source": "people",
     }
@@ -614,11 +840,16 @@ def _has_key(ids: set[Identity]) -> bool:
     return any(_key(kind, value) for _, kind, value in ids)
 
 
-def _directory(clusters: _Clusters, key_conflicts: list, name_conflicts: list) -> Directory:
+def _directory(clusters: _Clusters, accounts: _AccountGroups, key_conflicts: list, name_conflicts: list) -> Directory:
     people, unmatched = [], []
+    groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for members in accounts.groups():
+        group = accounts.record(members)
+        if group["principals"]:
+            groups[clusters.find(members[0])].append(group)
     for root in clusters.roots():
         if _has_key(clusters.identities[root]):
-            people.append(_person(clusters, root))
+            people.append(_person(clusters, root, sorted(groups[root], key=lambda g: g["principals"])))
         else:
             unmatched.append({"name": clusters.display(root),
                               "sources": sorted({s for s, _, _ in clusters.identities[root]})})

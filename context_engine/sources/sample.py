@@ -520,9 +520,12 @@ class _Person:
         return {"name": self.jira, "displayName": self.name, "emailAddress": self.email}
 
     def record(self) -> dict:
+        # One record states a person with all their accounts: the sample corpus is an operator-provided
+        # directory, like a people.yaml, so its source "sample" vouches for every account in it
+        # (`sources.people.OPERATOR_SOURCES`) and `make demo --as rsh-dev` reads what Rashid may read.
         return {"login": self.login, "name": self.name, "email": self.email, "slack_id": self.slack_id,
                 "slack_handle": self.handle, "jira": self.jira, "team": self.team, "aliases": list(self.aliases),
-                "acl": ["*"]}
+                "acl": ["*"], "source": "sample"}
 
 
 def _people(tenant: str) -> list[_Person]:

@@ -364,7 +364,7 @@ def _person(user: dict[str, Any], workspace: str, source: str) -> dict[str, Any]
     if isinstance(user.get("name"), str) and user["name"]:
         person["slack_handle"] = user["name"]
     if isinstance(profile.get("email"), str) and profile["email"]:
-        person["email"] = profile["email"]
+        person["email"] = profile["email"]  # Slack verifies it: it joins accounts (`people.VOUCHED`)
     if user.get("deleted"):
         person["deleted"] = True
     if user.get("is_bot"):

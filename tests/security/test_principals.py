@@ -13,9 +13,11 @@ from context_engine.runtime import forget, principals_for
 from context_engine.ingest import ingest
 from context_engine.store.documents import open_store
 
-# "sam" is Sam's GitHub login; Eve's Slack handle and Jira name are also "sam".
-SAM = {"login": "sam", "name": "Sam Reader", "slack_id": "U0SAM0001"}
-EVE = {"login": "eve-x", "name": "Eve Other", "slack_id": "U0EVE0001", "slack_handle": "sam", "jira": "sam"}
+# "sam" is Sam's GitHub login; Eve's Slack handle and Jira name are also "sam". Both are stated the way
+# the sample corpus states people (one operator record with all of a person's accounts).
+SAM = {"login": "sam", "name": "Sam Reader", "slack_id": "U0SAM0001", "source": "sample"}
+EVE = {"login": "eve-x", "name": "Eve Other", "slack_id": "U0EVE0001", "slack_handle": "sam", "jira": "sam",
+       "source": "sample"}
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +45,11 @@ def test_a_handle_equal_to_someone_elses_login_grants_nothing(settings):
 
 
 def test_directory_handles_and_names_never_become_principals():
-    got = principals_of_accounts({"github": "sam", "slack_id": "U1", "slack_handle": "sam", "name": "Sam",
-                                  "email": "Sam@Example.COM", "alias": "s"})
+    got = principals_of_accounts([("github", "sam"), ("slack", "U1"), ("email", "Sam@Example.COM")])
     assert got == ["email:sam@example.com", "github:sam", "slack:U1"]
+    for kind in ("slack_handle", "name", "alias"):  # not an access system: refused, never a principal
+        with pytest.raises(ValueError):
+            principals_of_accounts([(kind, "sam")])
 
 
 @pytest.mark.parametrize("tenant", [{"$ne": None}, ["t1"], None, b"t1", 1, "", "../t1", "a/b", "t1\x00", "t" * 65,
