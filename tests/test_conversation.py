@@ -57,7 +57,7 @@ def _gold(sample_dir, collection, pipeline):
     settings = Settings(data_dir=sample_dir, tenant="acme", asker="rsh-dev", use_llm=False)
     catalog = catalog_for(settings)
     rows = run_pipeline(store_for(settings), collection, pipeline, tenant="acme",
-                        principals=principals_of(catalog.directory.lookup("rsh-dev")),
+                        principals=principals_of(catalog.directory.asker("rsh-dev")),
                         schema=catalog.schemas.get(collection))
     return {r["ref"] for r in rows}
 

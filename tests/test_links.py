@@ -19,7 +19,7 @@ def _record(settings, collection, ref):
 
 
 def _principals(settings, login):
-    return principals_of(PeopleDirectory(catalog_for(settings).people).lookup(login))
+    return principals_of(PeopleDirectory(catalog_for(settings).people).asker(login))
 
 
 def test_references_read_keys_urls_and_closing_words(settings):
