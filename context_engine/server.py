@@ -537,6 +537,8 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
     @app.exception_handler(ValueError)
     async def input_error(_request: Request, exc: ValueError):
         # The graph raises ValueError for bad input it only finds while running (e.g. a malformed `now`).
+        if "integer string conversion" in str(exc):  # Python's own message names an interpreter setting
+            return _error(400, "a number in the request has too many digits to read; numbers fit 64 bits")
         return _error(400, str(exc))
 
     @app.exception_handler(Exception)
