@@ -781,6 +781,7 @@ def github_batches(settings: Settings, event: str, payload: dict[str, Any]) -> d
     replay out of order, and a dump that narrowed a record must not be undone by an older event."""
     from context_engine.ingest import ACL_PARTIAL
     from context_engine.sources.github import is_pull_request, visibility_acl
+    from context_engine.sources.normalize import normalize, source_fields
 
     # Without a stated visibility the record keeps what is stored (or is readable by nobody), never
     # everyone.
@@ -792,10 +793,47 @@ def github_batches(settings: Settings, event: str, payload: dict[str, Any]) -> d
     elif event == "pull_request_review":
         collection, record = "pull_requests", with_review(settings, payload["pull_request"], payload["review"])
     else:
-        return None
+        closed = closed_repository(settings, payload)  # e.g. `repository` `privatized`
+        return closed if any(closed.values()) else None
     acl = visibility_acl(payload)
     acl = visibility_acl(record) if acl is None else acl
-    return {collection: [record if acl is None else {**record, "acl": acl, ACL_PARTIAL: True}]}
+    record = source_fields(record)  # a delivery never speaks for the engine (`acl`, `source` ...)
+    delivered = {collection: [record if acl is None else {**record, "acl": acl, ACL_PARTIAL: True}]}
+    try:
+        ref = normalize(collection, record)["ref"]
+    except ValueError:
+        return delivered  # refused in one line where every delivered record is normalised
+    for name, records in closed_repository(settings, payload).items():
+        delivered.setdefault(name, []).extend(r for r in records if not (name == collection and r["ref"] == ref))
+    return delivered
+
+
+def closed_repository(settings: Settings, payload: dict[str, Any]) -> dict[str, list[dict]]:
+    """Privacy is the repository's: a signed event whose `repository` says `private: true` (a
+    `repository` event `privatized`, or any PR / issue / review event of a private repository) closes
+    every stored record of that repository that is still open to anyone, not only the one it
+    delivers. Each is written again as stored with a partial list of nobody (it can only narrow).
+    Records already closed are not written again."""
+    from context_engine.ingest import ACL_PARTIAL
+    from context_engine.runtime import NoData, store_for
+    from context_engine.store.documents import strip_hidden
+
+    repository = payload.get("repository")
+    if not (isinstance(repository, dict) and repository.get("private") is True
+            and isinstance(repository.get("full_name"), str) and repository["full_name"]):
+        return {}
+    try:
+        store = store_for(settings)
+    except NoData:
+        return {}
+    name = repository["full_name"].lower()  # GitHub compares repository names without case
+    out: dict[str, list[dict]] = {}
+    for collection in ("pull_requests", "issues"):
+        out[collection] = [{**strip_hidden(doc), "acl": [], ACL_PARTIAL: True}
+                           for doc in store.collection(collection).find(
+                               {"tenant_id": settings.tenant, "acl": {"$ne": []}})
+                           if isinstance(doc.get("repo"), str) and doc["repo"].lower() == name]
+    return out
 
 
 def with_review(settings: Settings, pull: dict[str, Any], review: dict[str, Any]) -> dict[str, Any]:
