@@ -68,6 +68,8 @@ SLACK_SECRET_ENV = "SLACK_SIGNING_SECRET"
 SLACK_MAX_SKEW_SECONDS = 300  # Slack's own advice: reject replays older than five minutes
 # Events API `channel_type`s that say the channel is private: a private channel, a DM, a group DM.
 SLACK_PRIVATE_CHANNEL_TYPES = ("group", "im", "mpim")
+# `issues` actions after which the issue is no longer in the repository that delivered it.
+GITHUB_REMOVALS = ("deleted", "transferred")
 WEBHOOK_PREFIX = "/ingest/"
 PUBLIC_PATHS = ("/healthz",)
 LOGIN_PATH, LOGOUT_PATH = "/login", "/logout"
@@ -790,6 +792,12 @@ def github_batches(settings: Settings, event: str, payload: dict[str, Any]) -> d
     elif event == "issues":
         record = payload["issue"]
         collection = "pull_requests" if is_pull_request(record) else "issues"
+        if payload.get("action") in GITHUB_REMOVALS:
+            # Gone from this repository: its text goes and nobody reads the stored record. No
+            # `updated_at`, so no stored state counts as newer than the removal.
+            kept = {k: record[k] for k in ("id", "number", "html_url", "repository_url", "url", "pull_request",
+                                           "created_at") if k in record}
+            return {collection: [{**kept, "title": "", "state": payload["action"], "acl": [], ACL_PARTIAL: True}]}
     elif event == "pull_request_review":
         collection, record = "pull_requests", with_review(settings, payload["pull_request"], payload["review"])
     else:
@@ -852,8 +860,9 @@ def with_review(settings: Settings, pull: dict[str, Any], review: dict[str, Any]
 
 
 def slack_message(settings: Settings, payload: dict[str, Any]) -> dict[str, Any] | None:
-    """A stored message record from an Events API `event_callback` of a plain `message`; None for
-    anything else (other events, edits, bot and system subtypes).
+    """A stored message record from an Events API `event_callback` of a plain `message`, or of a
+    `message_deleted` (`deleted_message`: the stored message closed); None for anything else (other
+    events, edits, bot and system subtypes).
 
     Access, never wider than what is stored for the channel (its newest message's list):
     - the event says the channel is private (`channel_type` group, im or mpim, or `is_private`): the
@@ -868,7 +877,11 @@ def slack_message(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]
     from context_engine.ingest import ACL_PARTIAL
 
     event = payload.get("event") or {}
-    if payload.get("type") != "event_callback" or event.get("type") != "message" or event.get("subtype"):
+    if payload.get("type") != "event_callback" or event.get("type") != "message":
+        return None
+    if event.get("subtype") == "message_deleted":
+        return deleted_message(settings, event)
+    if event.get("subtype"):
         return None
     record = {k: event[k] for k in ("type", "user", "text", "ts", "thread_ts") if k in event}
     record["channel_id"] = event.get("channel")
@@ -880,6 +893,30 @@ def slack_message(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]
     else:
         record["acl"] = stored or []
     record[ACL_PARTIAL] = True  # an event never widens what is stored; only an export states membership
+    return record
+
+
+def deleted_message(settings: Settings, event: dict[str, Any]) -> dict[str, Any] | None:
+    """A `message_deleted` event as the stored message closed: its text gone, readable by nobody
+    (partial: it only narrows). It keeps its place in its thread, so the thread's unit of index text,
+    which may still hold the deleted text, is served to nobody (`hybrid.LiveAccess`). None when no such
+    message is stored."""
+    from context_engine.ingest import ACL_PARTIAL
+    from context_engine.runtime import NoData, store_for
+
+    channel, ts = event.get("channel"), event.get("deleted_ts")
+    if not isinstance(channel, str) or not isinstance(ts, str):
+        return None
+    try:
+        stored = store_for(settings).find_refs("messages", {"tenant_id": settings.tenant}, [f"{channel}:{ts}"])
+    except NoData:
+        return None
+    if not stored:
+        return None
+    record = {"type": "message", "channel_id": channel, "ts": ts, "text": "", "deleted": True, "acl": [],
+              ACL_PARTIAL: True}
+    if isinstance(stored[0].get("thread_ts"), str):
+        record["thread_ts"] = stored[0]["thread_ts"]
     return record
 
 
