@@ -19,7 +19,7 @@ chunks remain or the index has no more.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -44,9 +44,13 @@ class LiveAccess:
     deeper fetch reads only records it has not seen.
     """
 
-    def __init__(self, store: Any, tenant: str, principals: Iterable[str]):
+    def __init__(self, store: Any, tenant: str, principals: Iterable[str],
+                 thread_refs: Callable[[str, str], list[str]] | None = None):
+        """`thread_refs(channel_id, thread_ts)`: the refs of a thread's stored messages, from a derived
+        index kept in step with the store (the link index); without it the store is queried."""
         self.store = store
         self.tenant = tenant
+        self.thread_refs = thread_refs
         self.scope = scope_filter(tenant, list(principals))
         self._readable: dict[tuple[str, str], bool] = {}
 
@@ -79,19 +83,23 @@ class LiveAccess:
 
         threads = {ref: tuple(ref.partition(":")[::2]) for ref in refs}
         wanted = set(threads.values())
+        if self.thread_refs is not None:  # the link index's threads: one read by id, nothing loaded
+            member_refs = {r for key in wanted for r in self.thread_refs(*key)}
+            docs = self.store.find_refs("messages", {"tenant_id": self.tenant}, sorted(member_refs | set(refs)))
+        else:
+            docs = self.store.find_refs("messages", {"tenant_id": self.tenant}, refs)
+            docs += self._replies(sorted({ts for _, ts in wanted}))
         members: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for doc in self.store.find_refs("messages", {"tenant_id": self.tenant}, refs):
-            members.setdefault(threads[str(doc["ref"])], []).append(doc)
-        for doc in self._replies(sorted({ts for _, ts in threads.values()})):
-            key = (doc.get("channel_id"), doc.get("thread_ts"))
-            if key in wanted:
-                members.setdefault(key, []).append(doc)
+        for doc in docs:
+            for key in {threads.get(str(doc.get("ref"))), (doc.get("channel_id"), doc.get("thread_ts"))}:
+                if key in wanted:
+                    members.setdefault(key, []).append(doc)
         return {ref: bool(members.get(key)) and all(filter_applies(self.scope, doc) for doc in members[key])
                 for ref, key in threads.items()}
 
     def _replies(self, thread_ts: list[str]) -> list[dict[str, Any]]:
-        """The tenant's stored messages whose `thread_ts` is one of these (through the embedded
-        store's secondary indexes: no scan of every message per question)."""
+        """The tenant's stored messages whose `thread_ts` is one of these, from the store itself
+        (through the embedded store's secondary indexes: no scan of every message per question)."""
         query = {"tenant_id": self.tenant, "thread_ts": {"$in": thread_ts}}
         collection = self.store.collection("messages")
         if getattr(self.store, "embedded", False):
