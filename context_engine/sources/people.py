@@ -454,8 +454,10 @@ class _AccountGroups:
                 self.union(roots[0], r, "verified-email", key[6:])
 
     def _join_noreply_ids(self) -> None:
-        """`123+login@users.noreply.github.com` (from any source: git commits carry them) is the
-        GitHub account a GitHub fragment states with that login AND that numeric id."""
+        """`123+login@users.noreply.github.com` (git commits carry them) is the GitHub account a GitHub
+        fragment states with that login AND that numeric id; it joins only a fragment that holds no
+        account of its own (a Jira / Slack / Linear profile stating someone's public noreply address
+        gets nothing of theirs)."""
         github: dict[tuple[str, str], list[int]] = defaultdict(list)
         for i, ids in enumerate(self.nodes):
             logins = {fold_account(v) for s, k, v in ids if k == "login" and vouched((s, k, v))}
@@ -469,7 +471,13 @@ class _AccountGroups:
                 for owner in github.get((m.group(1), m.group(2)), []) if m else []:
                     if self.find(owner) == self.find(i):
                         continue
-                    if self.contradicts(owner, i):
+                    if self.keys[self.find(i)] - {_account_key("github", m.group(2))}:
+                        # Nobody but GitHub can verify a noreply address (no mail reaches it), and the
+                        # login and id in it are public: it ties a commit author (who holds no account)
+                        # to the GitHub account, never another system's account to it.
+                        self.conflicts.append(("email", (owner, i), f"noreply address {value.lower()} is stated "
+                                                                    "by an account of another system"))
+                    elif self.contradicts(owner, i):
                         self.conflicts.append(("email", (owner, i), f"noreply address {value.lower()} is held "
                                                                     "by different accounts"))
                     else:
