@@ -639,6 +639,11 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
             return {"ignored": "duplicate delivery"}  # Slack retries; each event is applied once
         if not deliveries.first_time("slack-body", hashlib.sha256(body).hexdigest()):
             return {"ignored": "duplicate content"}  # the same signed event, whatever its id says
+        left = await run_in_threadpool(member_left, settings, payload)
+        if left is not None:
+            if not left:
+                return {"ignored": "member_left_channel"}
+            return {"ingested": await run_in_threadpool(ingest_now, settings.tenant, {"messages": left})}
         record = await run_in_threadpool(slack_message, settings, payload)
         if record is None:
             return {"ignored": (payload.get("event") or {}).get("type") or payload.get("type")}
@@ -894,6 +899,31 @@ def slack_message(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]
         record["acl"] = stored or []
     record[ACL_PARTIAL] = True  # an event never widens what is stored; only an export states membership
     return record
+
+
+def member_left(settings: Settings, payload: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """A `member_left_channel` event: the member no longer reads the channel, so every stored message
+    of it that names them loses them (a partial list: it only narrows; a public channel's `*` is the
+    whole tenant's and stays). None for any other event."""
+    from context_engine.access import principal
+    from context_engine.ingest import ACL_PARTIAL
+    from context_engine.runtime import NoData, store_for
+    from context_engine.store.documents import strip_hidden
+
+    event = payload.get("event") or {}
+    if payload.get("type") != "event_callback" or event.get("type") != "member_left_channel":
+        return None
+    channel, user = event.get("channel"), event.get("user")
+    if not isinstance(channel, str) or not isinstance(user, str) or not user:
+        return []
+    member = principal("slack", user)
+    try:
+        stored = store_for(settings).collection("messages").find(
+            {"tenant_id": settings.tenant, "channel_id": channel, "acl": member})
+    except NoData:
+        return []
+    return [{**strip_hidden(doc), "acl": [p for p in doc["acl"] if p != member], ACL_PARTIAL: True}
+            for doc in stored]
 
 
 def deleted_message(settings: Settings, event: dict[str, Any]) -> dict[str, Any] | None:

@@ -106,3 +106,28 @@ def test_a_github_issue_deleted_or_transferred_is_closed(server, data_dir, actio
             "issues", f"d-{number}-{action}")
     stored = _stored(data_dir, "issues", f"acme/infra#{number}")
     assert stored["acl"] == [] and "wobbly" not in json.dumps(stored, default=str)
+
+
+PRIVATE_CHANNEL = "G04SECPR9Z"  # #security-private in the sample: stored as its members
+
+
+def _channel_acls(data_dir, channel: str) -> list[list[str]]:
+    return [d["acl"] for d in open_store(Settings(data_dir=data_dir, mongodb_uri=None)).collection("messages").find(
+        {"tenant_id": "acme", "channel_id": channel})]
+
+
+def test_a_member_who_left_a_private_channel_reads_none_of_it(server, data_dir):
+    """Removed from a private channel (offboarded from #security-private), a member kept reading all of it
+    until the next export: `member_left_channel` was ignored."""
+    before = _channel_acls(data_dir, PRIVATE_CHANNEL)
+    assert before and all("slack:U0DCC75DEF" in acl for acl in before)
+    _slack(server, {"type": "member_left_channel", "user": "U0DCC75DEF", "channel": PRIVATE_CHANNEL,
+                    "channel_type": "G", "team": "T0ACME"}, "Ev-left")
+    after = _channel_acls(data_dir, PRIVATE_CHANNEL)
+    assert len(after) == len(before)
+    assert all("slack:U0DCC75DEF" not in acl and acl and "*" not in acl for acl in after)
+    assert all(set(a) == set(b) - {"slack:U0DCC75DEF"} for a, b in zip(after, before))
+    # A public channel stays the tenant's.
+    _slack(server, {"type": "member_left_channel", "user": "U0DCC75DEF", "channel": PUBLIC_CHANNEL,
+                    "channel_type": "C"}, "Ev-left-public")
+    assert all(acl == ["*"] for acl in _channel_acls(data_dir, PUBLIC_CHANNEL) if acl != [])
