@@ -68,7 +68,7 @@ SLACK_SECRET_ENV = "SLACK_SIGNING_SECRET"
 SLACK_MAX_SKEW_SECONDS = 300  # Slack's own advice: reject replays older than five minutes
 # Events API `channel_type`s that say the channel is private: a private channel, a DM, a group DM.
 SLACK_PRIVATE_CHANNEL_TYPES = ("group", "im", "mpim")
-# `issues` actions after which the issue is no longer in the repository that delivered it.
+# `issues` and `repository` actions after which it is no longer in the repository that delivered it.
 GITHUB_REMOVALS = ("deleted", "transferred")
 WEBHOOK_PREFIX = "/ingest/"
 PUBLIC_PATHS = ("/healthz",)
@@ -806,7 +806,9 @@ def github_batches(settings: Settings, event: str, payload: dict[str, Any]) -> d
     elif event == "pull_request_review":
         collection, record = "pull_requests", with_review(settings, payload["pull_request"], payload["review"])
     else:
-        closed = closed_repository(settings, payload)  # e.g. `repository` `privatized`
+        # `repository` `privatized` (it says private), `deleted` or `transferred` (gone from here).
+        gone = event == "repository" and payload.get("action") in GITHUB_REMOVALS
+        closed = closed_repository(settings, payload, gone=gone)
         return closed if any(closed.values()) else None
     acl = visibility_acl(payload)
     acl = visibility_acl(record) if acl is None else acl
@@ -821,18 +823,18 @@ def github_batches(settings: Settings, event: str, payload: dict[str, Any]) -> d
     return delivered
 
 
-def closed_repository(settings: Settings, payload: dict[str, Any]) -> dict[str, list[dict]]:
+def closed_repository(settings: Settings, payload: dict[str, Any], gone: bool = False) -> dict[str, list[dict]]:
     """Privacy is the repository's: a signed event whose `repository` says `private: true` (a
     `repository` event `privatized`, or any PR / issue / review event of a private repository) closes
     every stored record of that repository that is still open to anyone, not only the one it
-    delivers. Each is written again as stored with a partial list of nobody (it can only narrow).
+    delivers; so does a `repository` event `deleted` or `transferred` (`gone`). Each is written again as stored with a partial list of nobody (it can only narrow).
     Records already closed are not written again."""
     from context_engine.ingest import ACL_PARTIAL
     from context_engine.runtime import NoData, store_for
     from context_engine.store.documents import strip_hidden
 
     repository = payload.get("repository")
-    if not (isinstance(repository, dict) and repository.get("private") is True
+    if not (isinstance(repository, dict) and (gone or repository.get("private") is True)
             and isinstance(repository.get("full_name"), str) and repository["full_name"]):
         return {}
     try:

@@ -108,3 +108,11 @@ def test_a_repository_publicized_event_opens_nothing(server, data_dir):
     _github(server, {"action": "publicized", "repository": {"full_name": "acme/vault", "private": False}},
             "repository", "d-pub")
     assert _vault_acls(data_dir) == [[], [], []]
+
+
+@pytest.mark.parametrize("action", ["deleted", "transferred"])
+def test_a_repository_deleted_or_transferred_closes_its_records(server, data_dir, action):
+    _github(server, {"action": action, "repository": {"full_name": "acme/vault", "private": False}},
+            "repository", f"d-repo-{action}")
+    assert _vault_acls(data_dir) == [[], [], []]
+    assert _acl(data_dir, "pull_requests", "acme/docs-site#3") == ["*"]
