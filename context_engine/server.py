@@ -810,8 +810,9 @@ def github_batches(settings: Settings, event: str, payload: dict[str, Any]) -> d
         gone = event == "repository" and payload.get("action") in GITHUB_REMOVALS
         closed = closed_repository(settings, payload, gone=gone)
         return closed if any(closed.values()) else None
-    acl = visibility_acl(payload)
-    acl = visibility_acl(record) if acl is None else acl
+    # Two statements (the event's repository, the record's own base repository): privacy wins.
+    stated = [a for a in (visibility_acl(payload), visibility_acl(record)) if a is not None]
+    acl = [] if [] in stated else stated[0] if stated else None
     record = source_fields(record)  # a delivery never speaks for the engine (`acl`, `source` ...)
     delivered = {collection: [record if acl is None else {**record, "acl": acl, ACL_PARTIAL: True}]}
     try:

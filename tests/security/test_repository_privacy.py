@@ -116,3 +116,10 @@ def test_a_repository_deleted_or_transferred_closes_its_records(server, data_dir
             "repository", f"d-repo-{action}")
     assert _vault_acls(data_dir) == [[], [], []]
     assert _acl(data_dir, "pull_requests", "acme/docs-site#3") == ["*"]
+
+
+def test_a_record_saying_its_repository_is_private_is_closed_whatever_the_event_says(server, data_dir):
+    pull = _pull("acme/vault", 6, True, updated_at="2026-11-30T10:00:00Z")
+    _github(server, {"action": "opened", "pull_request": pull,
+                     "repository": {"full_name": "acme/vault", "private": False}}, "pull_request", "d-6")
+    assert _acl(data_dir, "pull_requests", "acme/vault#6") == []
