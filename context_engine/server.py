@@ -961,8 +961,10 @@ def channel_acl(settings: Settings, channel_id: Any) -> list[str] | None:
     if not isinstance(channel_id, str):
         return None
     try:
+        # A deleted message's tombstone (readable by nobody) says nothing about the channel.
         newest = store_for(settings).collection("messages").find(
-            {"tenant_id": settings.tenant, "channel_id": channel_id}, {"acl": 1}).sort("ts", -1).limit(1)
+            {"tenant_id": settings.tenant, "channel_id": channel_id, "deleted": {"$ne": True}},
+            {"acl": 1}).sort("ts", -1).limit(1)
     except NoData:
         return None
     return next((list(d.get("acl") or []) for d in newest), None)

@@ -82,6 +82,9 @@ def test_a_slack_message_deleted_is_closed_and_its_text_gone(server, data_dir):
            "Ev-delete")
     stored = _stored(data_dir, "messages", f"{PUBLIC_CHANNEL}:{ts}")
     assert stored["acl"] == [] and "quizzical" not in json.dumps(stored, default=str)
+    # The tombstone is not the channel's list: the next message of the public channel is public.
+    _slack(server, {**posted, "ts": "1796500100.000100", "text": "all good now"}, "Ev-post-after")
+    assert _stored(data_dir, "messages", f"{PUBLIC_CHANNEL}:1796500100.000100")["acl"] == ["*"]
     # A deletion of a message never stored writes nothing.
     _slack(server, {"type": "message", "subtype": "message_deleted", "channel": PUBLIC_CHANNEL,
                     "ts": "1796500098.000100", "deleted_ts": "1796500097.000100"}, "Ev-delete-unknown")
