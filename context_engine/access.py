@@ -17,12 +17,22 @@ PUBLIC = "*"
 SYSTEMS = ("github", "github-team", "slack", "jira", "linear", "email")
 
 
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def fold_account(account: str) -> str:
+    """An account as caseless systems compare it: ASCII letters lower-cased, nothing else touched.
+    Never `str.lower()`: Unicode case mapping turns some other letters into ASCII ones (KELVIN SIGN
+    "\u212a" into "k"), so two different accounts or addresses would be one ("\u212aate" = "kate")."""
+    return account.translate(_ASCII_LOWER)
+
+
 def principal(system: str, account: str) -> str:
     """`system:account`; e-mail addresses are compared case-insensitively, as mail systems do."""
     if system not in SYSTEMS:
         raise ValueError(f"unknown principal system {system!r}; known: {', '.join(SYSTEMS)}")
     account = str(account).strip()
-    return f"{system}:{account.lower() if system == 'email' else account}"
+    return f"{system}:{fold_account(account) if system == 'email' else account}"
 
 
 def check_principals(principals: Any) -> list[str]:

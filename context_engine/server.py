@@ -68,6 +68,8 @@ SLACK_SECRET_ENV = "SLACK_SIGNING_SECRET"
 SLACK_MAX_SKEW_SECONDS = 300  # Slack's own advice: reject replays older than five minutes
 # Events API `channel_type`s that say the channel is private: a private channel, a DM, a group DM.
 SLACK_PRIVATE_CHANNEL_TYPES = ("group", "im", "mpim")
+# `issues` and `repository` actions after which it is no longer in the repository that delivered it.
+GITHUB_REMOVALS = ("deleted", "transferred")
 WEBHOOK_PREFIX = "/ingest/"
 PUBLIC_PATHS = ("/healthz",)
 LOGIN_PATH, LOGOUT_PATH = "/login", "/logout"
@@ -639,6 +641,11 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
             return {"ignored": "duplicate delivery"}  # Slack retries; each event is applied once
         if not deliveries.first_time("slack-body", hashlib.sha256(body).hexdigest()):
             return {"ignored": "duplicate content"}  # the same signed event, whatever its id says
+        left = await run_in_threadpool(member_left, settings, payload)
+        if left is not None:
+            if not left:
+                return {"ignored": "member_left_channel"}
+            return {"ingested": await run_in_threadpool(ingest_now, settings.tenant, {"messages": left})}
         record = await run_in_threadpool(slack_message, settings, payload)
         if record is None:
             return {"ignored": (payload.get("event") or {}).get("type") or payload.get("type")}
@@ -783,6 +790,7 @@ def github_batches(settings: Settings, event: str, payload: dict[str, Any]) -> d
     replay out of order, and a dump that narrowed a record must not be undone by an older event."""
     from context_engine.ingest import ACL_PARTIAL
     from context_engine.sources.github import is_pull_request, visibility_acl
+    from context_engine.sources.normalize import normalize, source_fields
 
     # Without a stated visibility the record keeps what is stored (or is readable by nobody), never
     # everyone.
@@ -791,13 +799,59 @@ def github_batches(settings: Settings, event: str, payload: dict[str, Any]) -> d
     elif event == "issues":
         record = payload["issue"]
         collection = "pull_requests" if is_pull_request(record) else "issues"
+        if payload.get("action") in GITHUB_REMOVALS:
+            # Gone from this repository: its text goes and nobody reads the stored record. No
+            # `updated_at`, so no stored state counts as newer than the removal.
+            kept = {k: record[k] for k in ("id", "number", "html_url", "repository_url", "url", "pull_request",
+                                           "created_at") if k in record}
+            return {collection: [{**kept, "title": "", "state": payload["action"], "acl": [], ACL_PARTIAL: True}]}
     elif event == "pull_request_review":
         collection, record = "pull_requests", with_review(settings, payload["pull_request"], payload["review"])
     else:
-        return None
-    acl = visibility_acl(payload)
-    acl = visibility_acl(record) if acl is None else acl
-    return {collection: [record if acl is None else {**record, "acl": acl, ACL_PARTIAL: True}]}
+        # `repository` `privatized` (it says private), `deleted` or `transferred` (gone from here).
+        gone = event == "repository" and payload.get("action") in GITHUB_REMOVALS
+        closed = closed_repository(settings, payload, gone=gone)
+        return closed if any(closed.values()) else None
+    # Two statements (the event's repository, the record's own base repository): privacy wins.
+    stated = [a for a in (visibility_acl(payload), visibility_acl(record)) if a is not None]
+    acl = [] if [] in stated else stated[0] if stated else None
+    record = source_fields(record)  # a delivery never speaks for the engine (`acl`, `source` ...)
+    delivered = {collection: [record if acl is None else {**record, "acl": acl, ACL_PARTIAL: True}]}
+    try:
+        ref = normalize(collection, record)["ref"]
+    except ValueError:
+        return delivered  # refused in one line where every delivered record is normalised
+    for name, records in closed_repository(settings, payload).items():
+        delivered.setdefault(name, []).extend(r for r in records if not (name == collection and r["ref"] == ref))
+    return delivered
+
+
+def closed_repository(settings: Settings, payload: dict[str, Any], gone: bool = False) -> dict[str, list[dict]]:
+    """Privacy is the repository's: a signed event whose `repository` says `private: true` (a
+    `repository` event `privatized`, or any PR / issue / review event of a private repository) closes
+    every stored record of that repository that is still open to anyone, not only the one it
+    delivers; so does a `repository` event `deleted` or `transferred` (`gone`). Each is written again as stored with a partial list of nobody (it can only narrow).
+    Records already closed are not written again."""
+    from context_engine.ingest import ACL_PARTIAL
+    from context_engine.runtime import NoData, store_for
+    from context_engine.store.documents import strip_hidden
+
+    repository = payload.get("repository")
+    if not (isinstance(repository, dict) and (gone or repository.get("private") is True)
+            and isinstance(repository.get("full_name"), str) and repository["full_name"]):
+        return {}
+    try:
+        store = store_for(settings)
+    except NoData:
+        return {}
+    name = repository["full_name"].lower()  # GitHub compares repository names without case
+    out: dict[str, list[dict]] = {}
+    for collection in ("pull_requests", "issues"):
+        out[collection] = [{**strip_hidden(doc), "acl": [], ACL_PARTIAL: True}
+                           for doc in store.collection(collection).find(
+                               {"tenant_id": settings.tenant, "acl": {"$ne": []}})
+                           if isinstance(doc.get("repo"), str) and doc["repo"].lower() == name]
+    return out
 
 
 def with_review(settings: Settings, pull: dict[str, Any], review: dict[str, Any]) -> dict[str, Any]:
@@ -816,8 +870,9 @@ def with_review(settings: Settings, pull: dict[str, Any], review: dict[str, Any]
 
 
 def slack_message(settings: Settings, payload: dict[str, Any]) -> dict[str, Any] | None:
-    """A stored message record from an Events API `event_callback` of a plain `message`; None for
-    anything else (other events, edits, bot and system subtypes).
+    """A stored message record from an Events API `event_callback` of a plain `message`, or of a
+    `message_deleted` (`deleted_message`: the stored message closed); None for anything else (other
+    events, edits, bot and system subtypes).
 
     Access, never wider than what is stored for the channel (its newest message's list):
     - the event says the channel is private (`channel_type` group, im or mpim, or `is_private`): the
@@ -832,7 +887,11 @@ def slack_message(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]
     from context_engine.ingest import ACL_PARTIAL
 
     event = payload.get("event") or {}
-    if payload.get("type") != "event_callback" or event.get("type") != "message" or event.get("subtype"):
+    if payload.get("type") != "event_callback" or event.get("type") != "message":
+        return None
+    if event.get("subtype") == "message_deleted":
+        return deleted_message(settings, event)
+    if event.get("subtype"):
         return None
     record = {k: event[k] for k in ("type", "user", "text", "ts", "thread_ts") if k in event}
     record["channel_id"] = event.get("channel")
@@ -847,6 +906,55 @@ def slack_message(settings: Settings, payload: dict[str, Any]) -> dict[str, Any]
     return record
 
 
+def member_left(settings: Settings, payload: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """A `member_left_channel` event: the member no longer reads the channel, so every stored message
+    of it that names them loses them (a partial list: it only narrows; a public channel's `*` is the
+    whole tenant's and stays). None for any other event."""
+    from context_engine.access import principal
+    from context_engine.ingest import ACL_PARTIAL
+    from context_engine.runtime import NoData, store_for
+    from context_engine.store.documents import strip_hidden
+
+    event = payload.get("event") or {}
+    if payload.get("type") != "event_callback" or event.get("type") != "member_left_channel":
+        return None
+    channel, user = event.get("channel"), event.get("user")
+    if not isinstance(channel, str) or not isinstance(user, str) or not user:
+        return []
+    member = principal("slack", user)
+    try:
+        stored = store_for(settings).collection("messages").find(
+            {"tenant_id": settings.tenant, "channel_id": channel, "acl": member})
+    except NoData:
+        return []
+    return [{**strip_hidden(doc), "acl": [p for p in doc["acl"] if p != member], ACL_PARTIAL: True}
+            for doc in stored]
+
+
+def deleted_message(settings: Settings, event: dict[str, Any]) -> dict[str, Any] | None:
+    """A `message_deleted` event as the stored message closed: its text gone, readable by nobody
+    (partial: it only narrows). It keeps its place in its thread, so the thread's unit of index text,
+    which may still hold the deleted text, is served to nobody (`hybrid.LiveAccess`). None when no such
+    message is stored."""
+    from context_engine.ingest import ACL_PARTIAL
+    from context_engine.runtime import NoData, store_for
+
+    channel, ts = event.get("channel"), event.get("deleted_ts")
+    if not isinstance(channel, str) or not isinstance(ts, str):
+        return None
+    try:
+        stored = store_for(settings).find_refs("messages", {"tenant_id": settings.tenant}, [f"{channel}:{ts}"])
+    except NoData:
+        return None
+    if not stored:
+        return None
+    record = {"type": "message", "channel_id": channel, "ts": ts, "text": "", "deleted": True, "acl": [],
+              ACL_PARTIAL: True}
+    if isinstance(stored[0].get("thread_ts"), str):
+        record["thread_ts"] = stored[0]["thread_ts"]
+    return record
+
+
 def channel_acl(settings: Settings, channel_id: Any) -> list[str] | None:
     """The access list stored for a Slack channel's newest message; None when no message of it is
     stored ([] is a channel known to be readable by nobody)."""
@@ -855,8 +963,10 @@ def channel_acl(settings: Settings, channel_id: Any) -> list[str] | None:
     if not isinstance(channel_id, str):
         return None
     try:
+        # A deleted message's tombstone (readable by nobody) says nothing about the channel.
         newest = store_for(settings).collection("messages").find(
-            {"tenant_id": settings.tenant, "channel_id": channel_id}, {"acl": 1}).sort("ts", -1).limit(1)
+            {"tenant_id": settings.tenant, "channel_id": channel_id, "deleted": {"$ne": True}},
+            {"acl": 1}).sort("ts", -1).limit(1)
     except NoData:
         return None
     return next((list(d.get("acl") or []) for d in newest), None)

@@ -266,6 +266,13 @@ def _link_table(store: Any, tenant: str) -> Any:
     return _memory_table(store, tenant)
 
 
+def thread_table(store: Any, tenant: str) -> Any:
+    """The tenant's link table, whose `thread(channel_id, thread_ts)` lists the refs of a Slack
+    thread's stored messages, the parent's and every reply's (candidates only: whoever asks reads
+    them through the scoped store query; `hybrid.LiveAccess` checks a thread hit with it)."""
+    return _link_table(store, tenant)
+
+
 def _memory_table(store: Any, tenant: str) -> _LinkTable:
     key = (id(store), tenant)
     revision = getattr(store, "revision", 0)

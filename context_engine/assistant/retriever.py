@@ -7,6 +7,7 @@ so a record whose access narrowed after the index was built is never served from
 
 from __future__ import annotations
 
+from context_engine.answering.links import thread_table
 from context_engine.config import Settings
 from context_engine.retrievers.hybrid import HybridRetriever, LiveAccess
 from context_engine.runtime import principals_for, semantic_index_for, store_for
@@ -15,7 +16,20 @@ from context_engine.runtime import principals_for, semantic_index_for, store_for
 def make_retriever(settings: Settings, *, fused: bool = True) -> HybridRetriever:
     """`fused=False`: the BM25 and dense lists as found (the graph fuses them with structured rows)."""
     principals = tuple(principals_for(settings))
+    store = store_for(settings)
     return HybridRetriever(index=semantic_index_for(settings), principals=principals,
                            k=settings.retrieve_k, fusion=settings.fusion,
                            weights=(settings.bm25_weight, settings.dense_weight), rrf_k=settings.rrf_k,
-                           fused=fused, live=LiveAccess(store_for(settings), settings.tenant, principals))
+                           fused=fused, live=LiveAccess(store, settings.tenant, principals,
+                                                        thread_refs=_threads(store, settings.tenant)))
+
+
+def _threads(store, tenant: str):
+    """A thread's message refs from the tenant's link table, opened on the first thread checked."""
+    table = []
+
+    def refs(channel_id: str, thread_ts: str) -> list[str]:
+        if not table:
+            table.append(thread_table(store, tenant))
+        return table[0].thread(channel_id, thread_ts)
+    return refs

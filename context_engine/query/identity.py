@@ -21,7 +21,7 @@ from typing import Any, Iterable
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
 
-from context_engine.access import SYSTEMS
+from context_engine.access import SYSTEMS, fold_account
 
 # What kind of handle a data field holds; a person is written into a query in that kind.
 HANDLE_KINDS = ("github", "slack_id", "jira", "email", "name")
@@ -155,7 +155,7 @@ _CASELESS_SYSTEMS = ("github", "email")
 def _account_key(principal: str) -> str:
     """A principal as its system compares it."""
     system, _, account = principal.partition(":")
-    return f"{system}:{account.lower()}" if system in _CASELESS_SYSTEMS else principal
+    return f"{system}:{fold_account(account)}" if system in _CASELESS_SYSTEMS else principal
 
 
 # The systems a person's account groups hold principals of (groups such as github-team are not persons').

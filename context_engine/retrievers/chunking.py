@@ -364,8 +364,8 @@ def chunk_threads(messages: Iterable[dict[str, Any]], *, tenant: str | None = No
 
     A parent (`thread_ts == ts`, or no `thread_ts`) and its replies (same `channel_id` and
     `thread_ts`) become one text in time order, chunked; the chunks carry the parent's ref, URL,
-    author, date, tenant and ACL. Replies whose parent is not among `messages` still form one unit
-    (ref `channel_id:thread_ts`), visible only to principals who can see all of them.
+    author, date and tenant, and only the principals who can see every message of the unit. Replies
+    whose parent is not among `messages` still form one unit (ref `channel_id:thread_ts`).
     """
     threads: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     # (tenant, Slack user id) -> the name their messages show, to render `<@U...>` mentions.
@@ -384,10 +384,10 @@ def chunk_threads(messages: Iterable[dict[str, Any]], *, tenant: str | None = No
         group.sort(key=_ts)
         parent = next((m for m in group if str(m.get("ts")) == thread_ts), None)
         head = parent or group[0]
-        if parent is not None:
-            ref, acl = str(parent["ref"]), _acl(parent)
-        else:
-            ref, acl = f"{channel_id}:{thread_ts}", _common_acl([_acl(m) for m in group])
+        # The unit holds every message's text, so only those who may read every one of them read it
+        # (a reply narrowed below its parent, by a webhook or an export, never rides on the parent's list).
+        acl = _common_acl([_acl(m) for m in group])
+        ref = str(parent["ref"]) if parent is not None else f"{channel_id}:{thread_ts}"
         meta, _ = _groups("messages", head)
         if parent is None:
             meta["date"] = _slack_date(thread_ts) or meta.get("date")

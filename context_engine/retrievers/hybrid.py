@@ -19,7 +19,7 @@ chunks remain or the index has no more.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -44,9 +44,13 @@ class LiveAccess:
     deeper fetch reads only records it has not seen.
     """
 
-    def __init__(self, store: Any, tenant: str, principals: Iterable[str]):
+    def __init__(self, store: Any, tenant: str, principals: Iterable[str],
+                 thread_refs: Callable[[str, str], list[str]] | None = None):
+        """`thread_refs(channel_id, thread_ts)`: the refs of a thread's stored messages, from a derived
+        index kept in step with the store (the link index); without it the store is queried."""
         self.store = store
         self.tenant = tenant
+        self.thread_refs = thread_refs
         self.scope = scope_filter(tenant, list(principals))
         self._readable: dict[tuple[str, str], bool] = {}
 
@@ -59,22 +63,54 @@ class LiveAccess:
                 self._readable[key] = False  # until the store shows it
                 unseen.setdefault(key[0], []).append(key[1])
         for collection, refs in unseen.items():
+            if collection == "messages":
+                continue  # a thread is a unit of several records: `_threads_readable`
             for record in self.store.find_refs(collection, self.scope, refs):
                 self._readable[(collection, str(record["ref"]))] = True
-        for ref in unseen.get("messages", []):
-            if not self._readable[("messages", ref)]:
-                self._readable[("messages", ref)] = self._orphan_thread_readable(ref)
+        if unseen.get("messages"):
+            for ref, verdict in self._threads_readable(unseen["messages"]).items():
+                self._readable[("messages", ref)] = verdict
         return [doc for doc in docs if self._readable[(doc.metadata["collection"], doc.metadata["doc_ref"])]]
 
-    def _orphan_thread_readable(self, ref: str) -> bool:
-        """A Slack thread whose parent is not stored is indexed under `channel_id:thread_ts` (no record
-        has that ref): readable when its replies are stored and the asker may read every one of them,
-        as the index's common list of the thread said when it was built (`chunking.chunk_threads`)."""
-        channel_id, _, thread_ts = ref.partition(":")
-        thread = {"tenant_id": self.tenant, "channel_id": channel_id, "thread_ts": thread_ts}
-        messages = self.store.collection("messages")
-        stored = messages.count_documents(thread)
-        return stored > 0 and messages.count_documents({**thread, **self.scope}) == stored
+    def _threads_readable(self, refs: list[str]) -> dict[str, bool]:
+        """A Slack hit is a whole thread (`chunking.chunk_threads`: the parent's text and every
+        reply's, indexed under the parent's ref, or `channel_id:thread_ts` when no parent is stored).
+        It is readable when at least one of its messages is stored and the asker may read every
+        stored message of it now: the parent (by ref) and each reply (`channel_id`, `thread_ts`).
+        Never the parent's list alone: a reply narrowed below it (a webhook, an export, an ingest
+        with `--no-index`) must not ride on the parent's text into someone else's answer."""
+        from mongomock.filtering import filter_applies
+
+        threads = {ref: tuple(ref.partition(":")[::2]) for ref in refs}
+        wanted = set(threads.values())
+        if self.thread_refs is not None:  # the link index's threads: one read by id, nothing loaded
+            member_refs = {r for key in wanted for r in self.thread_refs(*key)}
+            docs = self.store.find_refs("messages", {"tenant_id": self.tenant}, sorted(member_refs | set(refs)))
+        else:
+            docs = self.store.find_refs("messages", {"tenant_id": self.tenant}, refs)
+            docs += self._replies(sorted({ts for _, ts in wanted}))
+        members: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for doc in docs:
+            for key in {threads.get(str(doc.get("ref"))), (doc.get("channel_id"), doc.get("thread_ts"))}:
+                if key in wanted:
+                    members.setdefault(key, []).append(doc)
+        return {ref: bool(members.get(key)) and all(filter_applies(self.scope, doc) for doc in members[key])
+                for ref, key in threads.items()}
+
+    def _replies(self, thread_ts: list[str]) -> list[dict[str, Any]]:
+        """The tenant's stored messages whose `thread_ts` is one of these, from the store itself
+        (through the embedded store's secondary indexes: no scan of every message per question)."""
+        query = {"tenant_id": self.tenant, "thread_ts": {"$in": thread_ts}}
+        collection = self.store.collection("messages")
+        if getattr(self.store, "embedded", False):
+            from mongomock.filtering import filter_applies
+
+            from context_engine.store.match_index import candidates
+
+            found = candidates(collection, query, self.store.revision)
+            docs, rest = found if found is not None else (list(collection._store._documents.values()), query)
+            return [doc for doc in docs if not rest or filter_applies(rest, doc)]
+        return list(collection.find(query, {"ref": 1, "channel_id": 1, "thread_ts": 1, "tenant_id": 1, "acl": 1}))
 
 
 class HybridRetriever(BaseRetriever):

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from context_engine.access import principals_of_accounts
+from context_engine.access import fold_account, principals_of_accounts
 from context_engine.sources.problems import SourceError
 from context_engine.text import CJK_CHAR
 
@@ -143,7 +143,7 @@ def identities_of(fragment: dict[str, Any]) -> frozenset[Identity]:
     if handle := _text(fragment.get("slack_handle")):
         out.add((source, "slack_handle", handle.lstrip("@")))
     for email in _listed(fragment.get("email")) + _listed(fragment.get("emails")):
-        out.add((source, "email", email.lower()))
+        out.add((source, "email", fold_account(email)))
     for alias in _listed(fragment.get("aliases")):
         out.add((source, "alias", alias))
     return frozenset(out)
@@ -154,7 +154,7 @@ def _key(kind: str, value: str) -> str | None:
     if kind == "slack_id":
         return f"slack_id:{value}"
     if kind in ("login", "jira"):
-        return f"{kind}:{value.lower()}"
+        return f"{kind}:{fold_account(value)}"
     if kind == "email" and "@" in value and not _SHARED_EMAIL.search(value):
         return f"email:{value}"
     return None
@@ -210,7 +210,7 @@ class _Clusters:
             out: dict[str, set[str]] = defaultdict(set)
             for _, kind, value in self.identities[root]:
                 if kind in EXCLUSIVE_KINDS:
-                    out[kind].add(value if kind == "slack_id" else value.lower())
+                    out[kind].add(value if kind == "slack_id" else fold_account(value))
             self._exclusive[root] = out
         return self._exclusive[root]
 
@@ -371,13 +371,13 @@ def _accounts(ids: Iterable[Identity]) -> set[tuple[str, str]]:
         elif kind == "jira":
             out.add(("linear" if _system(source) == "linear" else "jira", value))
         elif kind == "email" and _key("email", value) and not _NOREPLY.match(value):
-            out.add(("email", value.lower()))
+            out.add(("email", fold_account(value)))
     return out
 
 
 def _account_key(system: str, account: str) -> str:
     """Accounts are compared as their systems compare them: Slack ids exactly, the rest case-insensitively."""
-    return f"{system}:{account if system == 'slack' else account.lower()}"
+    return f"{system}:{account if system == 'slack' else fold_account(account)}"
 
 
 class _AccountGroups:
@@ -454,22 +454,30 @@ class _AccountGroups:
                 self.union(roots[0], r, "verified-email", key[6:])
 
     def _join_noreply_ids(self) -> None:
-        """`123+login@users.noreply.github.com` (from any source: git commits carry them) is the
-        GitHub account a GitHub fragment states with that login AND that numeric id."""
+        """`123+login@users.noreply.github.com` (git commits carry them) is the GitHub account a GitHub
+        fragment states with that login AND that numeric id; it joins only a fragment that holds no
+        account of its own (a Jira / Slack / Linear profile stating someone's public noreply address
+        gets nothing of theirs)."""
         github: dict[tuple[str, str], list[int]] = defaultdict(list)
         for i, ids in enumerate(self.nodes):
-            logins = {v.lower() for s, k, v in ids if k == "login" and vouched((s, k, v))}
+            logins = {fold_account(v) for s, k, v in ids if k == "login" and vouched((s, k, v))}
             for s, k, v in ids:
                 if k == "github_id" and vouched((s, k, v)):
                     for login in logins:
                         github[(v, login)].append(i)
         for i, ids in enumerate(self.nodes):
             for _, kind, value in sorted(ids):
-                m = _NOREPLY_ID.match(value.lower()) if kind == "email" else None
+                m = _NOREPLY_ID.match(fold_account(value)) if kind == "email" else None
                 for owner in github.get((m.group(1), m.group(2)), []) if m else []:
                     if self.find(owner) == self.find(i):
                         continue
-                    if self.contradicts(owner, i):
+                    if self.keys[self.find(i)] - {_account_key("github", m.group(2))}:
+                        # Nobody but GitHub can verify a noreply address (no mail reaches it), and the
+                        # login and id in it are public: it ties a commit author (who holds no account)
+                        # to the GitHub account, never another system's account to it.
+                        self.conflicts.append(("email", (owner, i), f"noreply address {value.lower()} is stated "
+                                                                    "by an account of another system"))
+                    elif self.contradicts(owner, i):
                         self.conflicts.append(("email", (owner, i), f"noreply address {value.lower()} is held "
                                                                     "by different accounts"))
                     else:
@@ -900,7 +908,7 @@ def _check_override(entry: Any, where: str) -> dict[str, Any]:
         return _listed(value)
     out = {"name": _text(entry.get("name")), "team": _text(entry.get("team")), "aliases": split(entry.get("aliases")),
            "github": split(entry.get("github")), "slack": [s.lstrip("@") for s in split(entry.get("slack"))],
-           "emails": [e.lower() for e in split(entry.get("email")) + split(entry.get("emails"))],
+           "emails": [fold_account(e) for e in split(entry.get("email")) + split(entry.get("emails"))],
            "jira": split(entry.get("jira"))}
     if not (out["github"] or out["slack"] or out["emails"] or out["jira"]):
         raise SourceError(f"{where}: an override needs at least one of github, slack, email, jira")
