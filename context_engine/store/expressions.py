@@ -257,3 +257,16 @@ def truthy(value: Any) -> bool:
     if type(value) is not bool and isinstance(value, (int, float)):
         return value != 0
     return True
+
+
+def finite_for_json(value: Any) -> Any:
+    """A result with every non-finite double (MongoDB's Infinity, -Infinity, NaN: `$multiply` past
+    1.8e308, a NaN stored from an input) spelt as the string MongoDB prints, so that JSON output stays
+    JSON (`json.dumps` would write the bare token `Infinity`, which no strict parser reads)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: finite_for_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_for_json(v) for v in value]
+    return value
