@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from context_engine.access import principals_of_accounts
+from context_engine.sources.input_caps import parse_yaml
 from context_engine.sources.problems import SourceError
 from context_engine.text import CJK_CHAR
 
@@ -942,7 +943,7 @@ def load_overrides(path: Path) -> list[dict[str, Any]]:
         import yaml  # only overrides need it
 
         try:
-            entries = yaml.safe_load(text)
+            entries = parse_yaml(text)  # weighed before it is built: no alias bombs
         except yaml.YAMLError as exc:
             raise SourceError(f"{path} is not valid YAML: {str(exc).splitlines()[0]}") from None
         if isinstance(entries, dict) and isinstance(entries.get("people"), list):
