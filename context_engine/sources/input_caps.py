@@ -240,3 +240,19 @@ def _weigh_yaml(root: Any, limit: int) -> None:
         open_nodes.add(id(node))
         stack.append((node, True))
         stack.extend((child, False) for child in children if id(child) not in sizes)
+
+
+
+@contextmanager
+def reading_csv(where: str) -> Iterator[None]:
+    """Reading CSV in the block: a field up to the record cap (`max_record_bytes()`, not csv's 128 KB:
+    a long issue description is a real record), and a file csv cannot read (a field past the cap, a
+    NUL) one line naming it (SourceError), never a `_csv.Error` traceback."""
+    import csv
+
+    if csv.field_size_limit() < max_record_bytes():
+        csv.field_size_limit(max_record_bytes())
+    try:
+        yield
+    except csv.Error as exc:
+        raise SourceError(f"{where} cannot be read as CSV: {exc}") from None
