@@ -253,7 +253,15 @@ def _tags(value: Any) -> list[str]:
 
 
 def _date(value: Any) -> str | None:
-    """A date from front matter (YAML gives date/datetime objects) or a property as ISO 8601 UTC."""
+    """A date from front matter (YAML gives date/datetime objects) or a property as ISO 8601 UTC;
+    None for one that is no date in UTC (0001-01-01 00:00+01:00 is before year 1 there)."""
+    try:
+        return _date_or_overflow(value)
+    except OverflowError:
+        return None
+
+
+def _date_or_overflow(value: Any) -> str | None:
     if isinstance(value, datetime):
         return _iso(value)
     if isinstance(value, date):
