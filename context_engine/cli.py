@@ -32,7 +32,9 @@ def _json_default(value: Any) -> Any:
 
 
 def _print_json(data: Any) -> None:
-    print(json.dumps(data, ensure_ascii=False, default=_json_default, indent=2))
+    from context_engine.store.expressions import finite_for_json
+
+    print(json.dumps(finite_for_json(data), ensure_ascii=False, default=_json_default, indent=2, allow_nan=False))
 
 
 def _import_frozen(name: str) -> Any:

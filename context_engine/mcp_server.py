@@ -45,7 +45,9 @@ def _clip(value: Any, limit: int = MAX_TEXT) -> Any:
 
 
 def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str, ensure_ascii=False))
+    from context_engine.store.expressions import finite_for_json
+
+    return json.loads(json.dumps(finite_for_json(value), default=str, ensure_ascii=False, allow_nan=False))
 
 
 def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPServer:

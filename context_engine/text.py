@@ -27,7 +27,7 @@ def parse_datetime(text: str) -> datetime | None:
         return None
     try:
         return to_utc_naive(datetime.fromisoformat(text.replace("Z", "+00:00")))
-    except ValueError:
+    except (ValueError, OverflowError):  # 0001-01-01T00:00+01:00 is before year 1 in UTC: not a date
         return None
 
 

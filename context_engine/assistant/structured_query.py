@@ -9,6 +9,7 @@ context from that JSON (`PlanningContext.from_resolution`), never by resolving a
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ from context_engine.query import engine
 from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, RunResult, Success
 from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.runtime import asker_for, catalog_for, llm_planner_for, store_for
+from context_engine.store.expressions import finite_for_json
 from context_engine.text import parse_now
 
 __all__ = ["structured_graph", "build_structured_graph", "run_structured", "run_result", "resolve_once",
@@ -112,13 +114,15 @@ def execute_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str
 
 
 def jsonable(value: Any) -> Any:
-    """Rows as JSON: dates as ISO strings."""
+    """Rows as JSON: dates as ISO strings, non-finite doubles as MongoDB prints them."""
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, dict):
         return {k: jsonable(v) for k, v in value.items()}
     if isinstance(value, list):
         return [jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return finite_for_json(value)  # "Infinity", "-Infinity", "NaN": a JSON encoder would write no JSON
     return value
 
 

@@ -20,6 +20,7 @@ from context_engine.query.identity import PeopleDirectory
 from context_engine.query.execute import scope_filter
 from context_engine.query.schema import CollectionSchema, discover
 from context_engine.store.documents import DocumentStore, strip_hidden
+from context_engine.store.regular_files import read_regular_text
 
 CATALOG_FORMAT = 3  # bumped whenever what a cached catalog means changes (3: stamped with the store generation)
 PEOPLE_FIELDS = ("login", "name", "email", "slack_id", "slack_handle", "jira", "team", "aliases", "accounts")
@@ -100,7 +101,7 @@ def load_catalog(store: DocumentStore, settings: Settings, tenant: str, principa
     path = _cache_path(settings, tenant, principals)
     wanted = sorted(set(principals))
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_regular_text(path))
         if (data.get("format"), data["tenant"], data["principals"], data["generation"]) == (
                 CATALOG_FORMAT, tenant, wanted, store.generation):
             return Catalog.from_json(data)

@@ -26,6 +26,7 @@ from typing import Any, Iterable, NamedTuple, Sequence
 import numpy as np
 
 from context_engine.text import TOKENIZATION, tokenize
+from context_engine.store.regular_files import open_regular
 
 
 def _csc_matrix(*args: Any, **kwargs: Any) -> Any:
@@ -84,7 +85,7 @@ class BM25Index:
         Its `tokenization` says how its texts were tokenized ("light-stem" for files written before the
         tag existed): when it is not `text.TOKENIZATION`, query tokens would miss its vocabulary, and
         the caller refits it from the texts."""
-        with np.load(path, allow_pickle=False) as arrays:
+        with open_regular(path, "rb") as fh, np.load(fh, allow_pickle=False) as arrays:
             k1, b, avgdl = arrays["params"].tolist()
             bm25 = cls(k1=k1, b=b, idf="lucene")
             bm25.matrix = _CscArrays(arrays["data"], arrays["indices"], arrays["indptr"],

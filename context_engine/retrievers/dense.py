@@ -41,6 +41,8 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from context_engine.store.regular_files import check_regular, open_regular
+
 __all__ = [
     "BUNDLED_MODELS",
     "DenseIndex",
@@ -647,7 +649,7 @@ class DenseIndex:
     @classmethod
     def load(cls, directory: str | os.PathLike) -> "DenseIndex":
         directory = Path(directory)
-        with open(directory / cls._META_FILE, encoding="utf-8") as fh:
+        with open_regular(directory / cls._META_FILE) as fh:
             meta = json.load(fh)
         if meta.get("format") != cls._FORMAT:
             raise ValueError(f"{directory}: unsupported dense index format {meta.get('format')!r}")
@@ -662,6 +664,7 @@ class DenseIndex:
         path = directory / cls._INDEX_FILE
         if path.exists():
             faiss = cls._faiss()
+            check_regular(path)  # a FIFO there would block faiss forever
             index._index = faiss.read_index(str(path))
             if index.kind == cls.HNSW:
                 faiss.downcast_index(index._index.index).hnsw.efSearch = index.ef_search

@@ -46,6 +46,7 @@ from context_engine.retrievers.chunking import TEXT_COLLECTIONS, Chunk, chunk_co
 from context_engine.retrievers.dense import DenseEmbeddings, DenseIndex, make_embeddings
 from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache, SharedEmbeddingCache
 from context_engine.text import TOKENIZATION
+from context_engine.store.regular_files import NotRegularFile, open_regular, read_regular_text
 
 __all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "fit_bm25", "index_dir", "index_lag",
            "row_embedding_text", "sync_chunks", "sync_index"]
@@ -150,14 +151,14 @@ def index_status(settings: Settings, tenant: str) -> dict[str, Any] | None:
     if gen is None:
         return None
     try:
-        with open(gen / "manifest.json", encoding="utf-8") as fh:
+        with open_regular(gen / "manifest.json") as fh:
             manifest = json.load(fh)
     except (OSError, ValueError):
         return {"generation": gen.name, "damaged": True}
     status = {k: manifest.get(k) for k in ("generation", "chunks", "pending", "model", "built_at", "store_generation",
                                            "store_seq")}
     try:
-        with open(index_dir(settings, tenant) / PROGRESS_FILE, encoding="utf-8") as fh:
+        with open_regular(index_dir(settings, tenant) / PROGRESS_FILE) as fh:
             done = json.load(fh)
         rate = done["done"] / max(done["at"] - done["started"], 1e-6)
         status["embedding"] = {"done": done["done"], "total": done["total"], "per_second": round(rate, 1),
@@ -171,7 +172,10 @@ def _current(root: Path) -> Path | None:
     pointer = root / "CURRENT"
     if not pointer.exists():
         return None
-    gen = root / pointer.read_text().strip()
+    try:
+        gen = root / read_regular_text(pointer).strip()
+    except NotRegularFile:
+        return None  # damaged: as if absent (rebuilt by the next ingest)
     return gen if gen.is_dir() else None
 
 
@@ -269,14 +273,14 @@ class SemanticIndex:
 
     @classmethod
     def _load_generation(cls, gen: Path, tenant: str, embeddings: DenseEmbeddings | None) -> "SemanticIndex":
-        with open(gen / "manifest.json", encoding="utf-8") as fh:
+        with open_regular(gen / "manifest.json") as fh:
             manifest = json.load(fh)
         if manifest.get("format") != _FORMAT or manifest.get("tenant") != tenant:
             raise ValueError(f"{gen}: not a format-{_FORMAT} index of tenant {tenant!r}")
         if embeddings is not None and embeddings.name != manifest["model"]:
             raise IndexDamaged(f"the index of tenant {tenant!r} was built with embedding model {manifest['model']!r}, "
                              f"not {embeddings.name!r}: re-run `context-engine ingest` to rebuild it")
-        with open(gen / "chunks.json", encoding="utf-8") as fh:
+        with open_regular(gen / "chunks.json") as fh:
             rows = json.load(fh)
         bm25 = BM25Index.load(gen / "bm25.npz", [row["id"] for row in rows])
         refit = bm25.tokenization != TOKENIZATION
@@ -457,7 +461,7 @@ def index_lag(settings: Settings, tenant: str, store: Any) -> dict[str, Any] | N
     if gen is None or file is None:
         return None
     try:
-        with open(gen / "manifest.json", encoding="utf-8") as fh:
+        with open_regular(gen / "manifest.json") as fh:
             seq = json.load(fh).get("store_seq")
     except (OSError, ValueError):
         return None
@@ -466,7 +470,7 @@ def index_lag(settings: Settings, tenant: str, store: Any) -> dict[str, Any] | N
     written = file.written_since(seq, tenant, TEXT_COLLECTIONS)
     changed = 0
     if written:
-        with open(gen / "chunks.json", encoding="utf-8") as fh:
+        with open_regular(gen / "chunks.json") as fh:
             indexed = {(row["collection"], row["doc_ref"]): set(row["acl"]) for row in json.load(fh)}
         for collection, record in written:
             # A Slack message is indexed with its thread, under the thread's ref.
@@ -483,7 +487,7 @@ def live_fingerprint(settings: Settings, tenant: str) -> str | None:
     if gen is None:
         return None
     try:
-        with open(gen / "manifest.json", encoding="utf-8") as fh:
+        with open_regular(gen / "manifest.json") as fh:
             return json.load(fh).get("fingerprint")
     except (OSError, ValueError):
         return None

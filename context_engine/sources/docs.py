@@ -30,7 +30,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from context_engine.sources.input_caps import FileTooLarge, read_capped
+from context_engine.sources.input_caps import FileTooLarge, parse_yaml, read_capped
 from context_engine.sources.input_files import NotReadable, input_root, open_input, walk_input
 from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.html_text import html_page
@@ -120,10 +120,11 @@ def _front_matter(text: str) -> tuple[dict[str, Any], str]:
     import yaml  # only pages with front matter need it
 
     try:
-        meta = yaml.safe_load(match.group(1))
+        meta = parse_yaml(match.group(1))  # weighed before it is built: no alias bombs
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise DocError(f"bad YAML front matter{f' (line {mark.line + 2})' if mark else ''}") from None
+        why = "" if isinstance(exc, yaml.MarkedYAMLError) else f": {exc}"
+        raise DocError(f"bad YAML front matter{f' (line {mark.line + 2})' if mark else ''}{why}") from None
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):
@@ -252,7 +253,15 @@ def _tags(value: Any) -> list[str]:
 
 
 def _date(value: Any) -> str | None:
-    """A date from front matter (YAML gives date/datetime objects) or a property as ISO 8601 UTC."""
+    """A date from front matter (YAML gives date/datetime objects) or a property as ISO 8601 UTC;
+    None for one that is no date in UTC (0001-01-01 00:00+01:00 is before year 1 there)."""
+    try:
+        return _date_or_overflow(value)
+    except OverflowError:
+        return None
+
+
+def _date_or_overflow(value: Any) -> str | None:
     if isinstance(value, datetime):
         return _iso(value)
     if isinstance(value, date):

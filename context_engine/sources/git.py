@@ -74,7 +74,7 @@ def read_git_repo(path: Path, problems: ReadProblems, since: str | None = None) 
     out: dict[str, list[dict[str, Any]]] = {"commits": [], "pull_requests": [], "people": []}
     if not _has_head(path):
         return out  # a fresh repository: no history yet is not an error
-    args = ["log", "HEAD", "--use-mailmap", "--numstat", "-z", "--diff-merges=first-parent",
+    args = ["log", "HEAD", "--use-mailmap", "--numstat", "-z", "--diff-merges=first-parent", "--no-ext-diff", "--no-textconv", "-O", os.devnull,
             "--encoding=UTF-8", "--no-color", f"--format={_FORMAT}"]
     if since:
         args.append(f"--since={since}")
@@ -90,12 +90,26 @@ def read_git_repo(path: Path, problems: ReadProblems, since: str | None = None) 
 
 def _git_env() -> dict[str, str]:
     # C locale: messages we report stay stable; no prompt: a read must never wait for a password.
-    return {**os.environ, "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat"}
+    # No transport at all: the repository's own config is the input's, not the operator's, and a
+    # partial clone's missing object would make `git log` fetch it from the promisor remote, running
+    # the repository's `core.sshCommand` (or any transport it names). GIT_ALLOW_PROTOCOL overrides
+    # every `protocol.*.allow` a repository's config may set; GIT_NO_LAZY_FETCH (git >= 2.44) too.
+    return {**os.environ, "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat",
+            "GIT_ALLOW_PROTOCOL": "", "GIT_NO_LAZY_FETCH": "1"}
+
+
+# Settings a repository's own config could use to run a command or read a file outside the input,
+# overridden on the command line (which wins over every config file): a user's or repository's
+# log.showSignature would run gpg and print its output into the stream; mailmap.file names any file
+# on the host, whose names would land in the records (diff.orderFile, another, is overridden by
+# `log -O /dev/null`); fsmonitor, external diff and textconv drivers are commands.
+_SAFE_CONFIG = ("log.showSignature=false", "mailmap.file=", "core.fsmonitor=false",
+                "diff.external=", "protocol.allow=never")
 
 
 def _git_command(path: Path, *args: str) -> list[str]:
-    # A user's log.showSignature would print gpg output into the stream.
-    return ["git", "-C", str(path), "-c", "log.showSignature=false", *args]
+    config = [part for setting in _SAFE_CONFIG for part in ("-c", setting)]
+    return ["git", "-C", str(path), *config, *args]
 
 
 def _run_git(path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:

@@ -188,3 +188,71 @@ def load_weighed_json(text: str | bytes) -> Any:
         return json.loads(text)
     except RecursionError:
         raise JsonBomb("nested too deeply") from None
+
+
+def parse_yaml(text: str) -> Any:
+    """yaml.safe_load within the same rule as JSON: what the text becomes in memory is weighed before
+    it is built. YAML's aliases (`*name`) share a node, so 500 bytes of `&a [*b, *b, ...]` nested nine
+    deep stand for a billion values, which anything that walks the result (`str`, `json.dumps`)
+    expands. The composed document is weighed with every alias counted at its full size, and refused
+    (a yaml.YAMLError, as for bad YAML) past one node per byte of text plus 10,000, or when an alias
+    refers to a node that holds it (a cycle); nesting past Python's recursion limit is refused too."""
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except RecursionError:
+            raise yaml.YAMLError("the YAML is nested too deeply") from None
+        if node is None:
+            return None
+        _weigh_yaml(node, len(text) + 10_000)
+        try:
+            return loader.construct_document(node)
+        except RecursionError:
+            raise yaml.YAMLError("the YAML is nested too deeply") from None
+    finally:
+        loader.dispose()
+
+
+def _weigh_yaml(root: Any, limit: int) -> None:
+    import yaml
+
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        children = ([n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode)
+                    else list(node.value) if isinstance(node, yaml.SequenceNode) else [])
+        if done:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = size = 1 + sum(sizes[id(child)] for child in children)
+            if size > limit:
+                raise yaml.YAMLError(f"the YAML expands to more than {limit} values (aliases repeat what they name); "
+                                     "it is refused, not built")
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in open_nodes:
+            raise yaml.YAMLError("a YAML alias refers to a node that holds it (a cycle)")
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+
+
+
+@contextmanager
+def reading_csv(where: str) -> Iterator[None]:
+    """Reading CSV in the block: a field up to the record cap (`max_record_bytes()`, not csv's 128 KB:
+    a long issue description is a real record), and a file csv cannot read (a field past the cap, a
+    NUL) one line naming it (SourceError), never a `_csv.Error` traceback."""
+    import csv
+
+    if csv.field_size_limit() < max_record_bytes():
+        csv.field_size_limit(max_record_bytes())
+    try:
+        yield
+    except csv.Error as exc:
+        raise SourceError(f"{where} cannot be read as CSV: {exc}") from None

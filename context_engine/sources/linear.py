@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+from context_engine.sources.input_caps import reading_csv
 from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.jira import add_issue_people
 from context_engine.sources.json_files import json_values, read_text
@@ -167,12 +168,13 @@ def _record(linear_id: Any, identifier: str, team_key: str, fields: dict[str, An
 # CSV export
 # --------------------------------------------------------------------------------------------
 def _csv_rows(path: Path) -> Iterator[tuple[str, Any, Any]]:
-    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
-    columns = set(reader.fieldnames or ())
-    if not {"ID", "Title"} <= columns:
-        raise SourceError(f"{path} is not a Linear CSV export (no ID/Title columns)")
-    for i, row in enumerate(reader, start=2):  # line 1 is the header
-        yield f"{path}:row {i}", csv_issue, row
+    with reading_csv(str(path)):
+        reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+        columns = set(reader.fieldnames or ())
+        if not {"ID", "Title"} <= columns:
+            raise SourceError(f"{path} is not a Linear CSV export (no ID/Title columns)")
+        for i, row in enumerate(reader, start=2):  # line 1 is the header
+            yield f"{path}:row {i}", csv_issue, row
 
 
 def csv_issue(row: dict[str, Any]) -> dict[str, Any]:

@@ -60,14 +60,21 @@ def convert_dates(value: Any) -> Any:
         parsed = parse_datetime(value)
         return parsed if parsed is not None else value
     if isinstance(value, datetime):
-        return to_utc_naive(value)
+        try:
+            return to_utc_naive(value)
+        except OverflowError:  # a YAML date such as 0001-01-01T00:00:00+01:00: before year 1 in UTC
+            raise RecordError("a date beyond what can be stored") from None
     if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
         raise RecordError("an integer beyond 64 bits cannot be stored")
     return value
 
 
 def slack_ts_to_datetime(ts: str) -> datetime:
-    return datetime.fromtimestamp(float(ts), tz=timezone.utc).replace(tzinfo=None)
+    """A Slack `ts` as naive UTC; RecordError for one that is no time (`abc`, `nan`, `1e20`)."""
+    try:
+        return datetime.fromtimestamp(float(ts), tz=timezone.utc).replace(tzinfo=None)
+    except (ValueError, OverflowError, OSError):
+        raise RecordError(f"Slack ts {str(ts)[:40]!r} is not a time") from None
 
 
 def repo_from_url(url: str | None) -> str | None:

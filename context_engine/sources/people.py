@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from context_engine.access import fold_account, principals_of_accounts
+from context_engine.sources.input_caps import parse_yaml, reading_csv
 from context_engine.sources.problems import SourceError
 from context_engine.text import CJK_CHAR
 
@@ -942,7 +943,8 @@ def load_overrides(path: Path) -> list[dict[str, Any]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"cannot read {path}: {exc}") from None
     if path.suffix.lower() == ".csv":
-        rows = list(csv.DictReader(text.splitlines()))
+        with reading_csv(str(path)):
+            rows = list(csv.DictReader(text.splitlines()))
         if rows and None in rows[0]:
             raise SourceError(f"{path}: a row has more cells than the header")
         entries: Any = [{k.strip(): v for k, v in row.items() if v not in (None, "")} for row in rows]
@@ -950,7 +952,7 @@ def load_overrides(path: Path) -> list[dict[str, Any]]:
         import yaml  # only overrides need it
 
         try:
-            entries = yaml.safe_load(text)
+            entries = parse_yaml(text)  # weighed before it is built: no alias bombs
         except yaml.YAMLError as exc:
             raise SourceError(f"{path} is not valid YAML: {str(exc).splitlines()[0]}") from None
         if isinstance(entries, dict) and isinstance(entries.get("people"), list):

@@ -431,6 +431,34 @@ def _compare(parser: Any, _op: str, arg: Any) -> int:
     return -1 if bson_compare(operator.lt, first, second) else 1 if bson_compare(operator.gt, first, second) else 0
 
 
+def _in(parser: Any, _op: str, arg: Any) -> bool:
+    from context_engine.store.expressions import is_in
+
+    value, array = arg
+    try:
+        found, missing = parser.parse(value), False
+    except KeyError:
+        found, missing = None, True
+    return is_in(found, _argument(parser, array), missing)
+
+
+def _array_elem_at(parser: Any, _op: str, arg: Any) -> Any:
+    from context_engine.store.expressions import array_elem_at
+
+    found, value = array_elem_at(*_arguments(parser, arg))
+    if not found:
+        raise KeyError("$arrayElemAt: index out of range")  # mongomock's "missing": the field is left out
+    return value
+
+
+def _not(parser: Any, _op: str, arg: Any) -> bool:
+    from context_engine.store.expressions import truthy
+
+    if isinstance(arg, list) and len(arg) == 1:
+        arg = arg[0]
+    return not truthy(_argument(parser, arg))
+
+
 def _handlers() -> dict[str, Any]:
     from context_engine.store import expressions as ex
 
@@ -441,6 +469,7 @@ def _handlers() -> dict[str, Any]:
                      "$substrCP": lambda p, o, a: ex.substr_cp(*_arguments(p, a)),
                      "$strLenCP": lambda p, o, a: ex.str_len_cp(_arguments(p, a)[0]),
                      "$ifNull": lambda p, o, a: ex.if_null(_arguments(p, a)),
+                     "$in": _in, "$arrayElemAt": _array_elem_at, "$not": _not,
                      "$toLower": lambda p, o, a: ex.change_case(o, _arguments(p, a)[0]),
                      "$toUpper": lambda p, o, a: ex.change_case(o, _arguments(p, a)[0])})
     return handlers
@@ -469,6 +498,10 @@ def use_mongodb_expressions() -> None:
                     return handler(self, op, arg)
                 except ExpressionError as exc:
                     raise OperationFailure(str(exc)) from None
+        if type(expression) is list:
+            # An array expression: MongoDB evaluates each element (a missing one is null);
+            # mongomock would return the list as written, field paths and operators as text.
+            return [_argument(self, item) for item in expression]
         return original(self, expression)
 
     _Parser.parse = parse

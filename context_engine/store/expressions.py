@@ -202,3 +202,71 @@ def change_case(op: str, value: Any) -> str:
     elif not isinstance(value, str):
         raise ExpressionError(f"{op} can't convert from {type(value).__name__} to a string")
     return value.translate(_LOWER if op == "$toLower" else _UPPER)
+
+
+def _kind(value: Any) -> str:
+    """MongoDB's comparison class of a value: numbers compare with numbers only (a bool is no number)."""
+    if type(value) is bool:
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return type(value).__name__
+
+
+def equal(first: Any, second: Any) -> bool:
+    """MongoDB's equality of two values: by type class and value (1 == 1.0, true != 1), arrays and
+    objects element by element (objects in field order)."""
+    if _kind(first) != _kind(second):
+        return False
+    if isinstance(first, list):
+        return len(first) == len(second) and all(equal(a, b) for a, b in zip(first, second))
+    if isinstance(first, dict):
+        return list(first) == list(second) and all(equal(first[k], second[k]) for k in first)
+    return first == second
+
+
+def is_in(value: Any, array: Any, missing: bool = False) -> bool:
+    """`$in`: whether `array` holds `value`; an error when the second argument is not an array."""
+    if not isinstance(array, list):
+        raise ExpressionError(f"$in requires an array as a second argument, found: "
+                              f"{'missing' if array is None else type(array).__name__}")
+    return not missing and any(equal(value, item) for item in array)
+
+
+def array_elem_at(array: Any, index: Any) -> tuple[bool, Any]:
+    """`$arrayElemAt`: (found, element); null when either argument is null or missing, nothing (found
+    False) when the index is out of range, an error for a non-array or a non-integral index."""
+    if array is None or index is None:
+        return True, None
+    if not isinstance(array, list):
+        raise ExpressionError(f"$arrayElemAt's first argument must be an array, but is {type(array).__name__}")
+    if type(index) is bool or not isinstance(index, (int, float)):
+        raise ExpressionError(f"$arrayElemAt's second argument must be a numeric value, but is {type(index).__name__}")
+    if not math.isfinite(index) or index != int(index) or not -(2**31) <= index < 2**31:
+        raise ExpressionError(f"$arrayElemAt's second argument must be representable as a 32-bit integral value: {index}")
+    position = int(index)
+    if position >= len(array) or position < -len(array):
+        return False, None
+    return True, array[position]
+
+
+def truthy(value: Any) -> bool:
+    """MongoDB's truth of a value: false, null, missing and zero are false; everything else is true."""
+    if value is None or value is False:
+        return False
+    if type(value) is not bool and isinstance(value, (int, float)):
+        return value != 0
+    return True
+
+
+def finite_for_json(value: Any) -> Any:
+    """A result with every non-finite double (MongoDB's Infinity, -Infinity, NaN: `$multiply` past
+    1.8e308, a NaN stored from an input) spelt as the string MongoDB prints, so that JSON output stays
+    JSON (`json.dumps` would write the bare token `Infinity`, which no strict parser reads)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: finite_for_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_for_json(v) for v in value]
+    return value

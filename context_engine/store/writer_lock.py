@@ -62,7 +62,7 @@ def writer_busy(data_dir: Path) -> str | None:
     path = data_dir / LOCK_NAME
     if not path.exists():
         return None
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO left there must not block `status`
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         return None
