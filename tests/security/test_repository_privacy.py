@@ -6,18 +6,15 @@ the whole tenant (only the delivered record narrowed; `repository` events were i
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import shutil
 
 import httpx
 import pytest
-from serving import Server
+from serving import Server, signed_github, stored_record
 
 from context_engine.config import Settings
 from context_engine.server import ApiKey, create_app
-from context_engine.store.documents import open_store, record_id
 
 SECRET = "repository-privacy-secret"
 
@@ -65,17 +62,12 @@ def server(data_dir):
 
 
 def _acl(data_dir, collection: str, ref: str) -> list[str] | None:
-    record = open_store(Settings(data_dir=data_dir, mongodb_uri=None)).collection(collection).find_one(
-        {"_id": record_id("acme", ref)})
+    record = stored_record(data_dir, collection, ref)
     return None if record is None else record["acl"]
 
 
 def _github(server, payload: dict, event: str, delivery: str) -> httpx.Response:
-    body = json.dumps(payload).encode()
-    signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    response = httpx.post(f"{server.url}/ingest/github", content=body, timeout=60,
-                          headers={"X-GitHub-Event": event, "X-Hub-Signature-256": signature,
-                                   "X-GitHub-Delivery": delivery, "Content-Type": "application/json"})
+    response = signed_github(server.url, SECRET, json.dumps(payload).encode(), event, delivery)
     assert response.status_code == 200, response.text
     return response
 

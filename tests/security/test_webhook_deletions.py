@@ -5,19 +5,16 @@ secret) and a deleted issue stayed readable by the whole tenant, in queries and 
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import shutil
-import time
 
 import httpx
 import pytest
-from serving import Server
+from serving import Server, signed_github, signed_slack, stored_record
 
 from context_engine.config import Settings
 from context_engine.server import ApiKey, create_app
-from context_engine.store.documents import open_store, record_id
+from context_engine.store.documents import open_store
 
 SECRET = "deletion-test-secret"
 PUBLIC_CHANNEL = "C02WEBFE5N"  # #web in the sample: stored ["*"]
@@ -44,28 +41,15 @@ def server(data_dir):
         yield running
 
 
-def _stored(data_dir, collection: str, ref: str) -> dict | None:
-    return open_store(Settings(data_dir=data_dir, mongodb_uri=None)).collection(collection).find_one(
-        {"_id": record_id("acme", ref)})
-
-
 def _slack(server, event: dict, event_id: str) -> httpx.Response:
     body = json.dumps({"type": "event_callback", "event_id": event_id, "event": event}).encode()
-    stamp = str(int(time.time()))
-    signature = "v0=" + hmac.new(SECRET.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256).hexdigest()
-    response = httpx.post(f"{server.url}/ingest/slack", content=body, timeout=60,
-                          headers={"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": signature,
-                                   "Content-Type": "application/json"})
+    response = signed_slack(server.url, SECRET, body)
     assert response.status_code == 200, response.text
     return response
 
 
 def _github(server, payload: dict, event: str, delivery: str) -> httpx.Response:
-    body = json.dumps(payload).encode()
-    signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    response = httpx.post(f"{server.url}/ingest/github", content=body, timeout=60,
-                          headers={"X-GitHub-Event": event, "X-Hub-Signature-256": signature,
-                                   "X-GitHub-Delivery": delivery, "Content-Type": "application/json"})
+    response = signed_github(server.url, SECRET, json.dumps(payload).encode(), event, delivery)
     assert response.status_code == 200, response.text
     return response
 
@@ -75,20 +59,20 @@ def test_a_slack_message_deleted_is_closed_and_its_text_gone(server, data_dir):
     posted = {"type": "message", "channel": PUBLIC_CHANNEL, "channel_type": "channel", "user": "U0DCC75DEF",
               "text": "oops the prod token is tok-quizzical-99", "ts": ts}
     _slack(server, posted, "Ev-post")
-    assert _stored(data_dir, "messages", f"{PUBLIC_CHANNEL}:{ts}")["acl"] == ["*"]
+    assert stored_record(data_dir, "messages", f"{PUBLIC_CHANNEL}:{ts}")["acl"] == ["*"]
     _slack(server, {"type": "message", "subtype": "message_deleted", "hidden": True, "channel": PUBLIC_CHANNEL,
                     "channel_type": "channel", "ts": "1796500099.000100", "deleted_ts": ts,
                     "previous_message": {"type": "message", "user": "U0DCC75DEF", "text": posted["text"], "ts": ts}},
            "Ev-delete")
-    stored = _stored(data_dir, "messages", f"{PUBLIC_CHANNEL}:{ts}")
+    stored = stored_record(data_dir, "messages", f"{PUBLIC_CHANNEL}:{ts}")
     assert stored["acl"] == [] and "quizzical" not in json.dumps(stored, default=str)
     # The tombstone is not the channel's list: the next message of the public channel is public.
     _slack(server, {**posted, "ts": "1796500100.000100", "text": "all good now"}, "Ev-post-after")
-    assert _stored(data_dir, "messages", f"{PUBLIC_CHANNEL}:1796500100.000100")["acl"] == ["*"]
+    assert stored_record(data_dir, "messages", f"{PUBLIC_CHANNEL}:1796500100.000100")["acl"] == ["*"]
     # A deletion of a message never stored writes nothing.
     _slack(server, {"type": "message", "subtype": "message_deleted", "channel": PUBLIC_CHANNEL,
                     "ts": "1796500098.000100", "deleted_ts": "1796500097.000100"}, "Ev-delete-unknown")
-    assert _stored(data_dir, "messages", f"{PUBLIC_CHANNEL}:1796500097.000100") is None
+    assert stored_record(data_dir, "messages", f"{PUBLIC_CHANNEL}:1796500097.000100") is None
 
 
 def _issue(number: int, updated_at: str) -> dict:
@@ -104,10 +88,10 @@ def test_a_github_issue_deleted_or_transferred_is_closed(server, data_dir, actio
     repository = {"full_name": "acme/infra", "private": False}
     _github(server, {"action": "opened", "issue": _issue(number, "2026-11-29T09:00:00Z"), "repository": repository},
             "issues", f"d-{number}-open")
-    assert _stored(data_dir, "issues", f"acme/infra#{number}")["acl"] == ["*"]
+    assert stored_record(data_dir, "issues", f"acme/infra#{number}")["acl"] == ["*"]
     _github(server, {"action": action, "issue": _issue(number, "2026-11-29T09:00:00Z"), "repository": repository},
             "issues", f"d-{number}-{action}")
-    stored = _stored(data_dir, "issues", f"acme/infra#{number}")
+    stored = stored_record(data_dir, "issues", f"acme/infra#{number}")
     assert stored["acl"] == [] and "wobbly" not in json.dumps(stored, default=str)
 
 

@@ -3,19 +3,15 @@ delivery to the real HTTP app; what counts is the access list the store then hol
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import shutil
-import time
 
 import httpx
 import pytest
-from serving import Server
+from serving import Server, signed_github, signed_slack, stored_record
 
 from context_engine.config import Settings
 from context_engine.server import ApiKey, create_app
-from context_engine.store.documents import open_store, record_id
 
 SECRET = "widening-test-secret"
 PUBLIC_CHANNEL = "C02WEBFE5N"    # #web in the sample: stored ["*"]
@@ -45,18 +41,12 @@ def server(data_dir):
 
 
 def _acl(data_dir, collection: str, ref: str) -> list[str] | None:
-    record = open_store(Settings(data_dir=data_dir, mongodb_uri=None)).collection(collection).find_one(
-        {"_id": record_id("acme", ref)})
+    record = stored_record(data_dir, collection, ref)
     return None if record is None else record["acl"]
 
 
 def _slack(server, payload: dict) -> httpx.Response:
-    body = json.dumps(payload).encode()
-    stamp = str(int(time.time()))
-    signature = "v0=" + hmac.new(SECRET.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256).hexdigest()
-    response = httpx.post(f"{server.url}/ingest/slack", content=body, timeout=60,
-                          headers={"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": signature,
-                                   "Content-Type": "application/json"})
+    response = signed_slack(server.url, SECRET, json.dumps(payload).encode())
     assert response.status_code == 200, response.text
     return response
 
@@ -71,10 +61,7 @@ def _github_body(payload: dict) -> bytes:
 
 
 def _github(server, body: bytes, delivery: str, event: str = "pull_request") -> httpx.Response:
-    signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    response = httpx.post(f"{server.url}/ingest/github", content=body, timeout=60,
-                          headers={"X-GitHub-Event": event, "X-Hub-Signature-256": signature,
-                                   "X-GitHub-Delivery": delivery, "Content-Type": "application/json"})
+    response = signed_github(server.url, SECRET, body, event, delivery)
     assert response.status_code == 200, response.text
     return response
 
