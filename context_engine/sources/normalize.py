@@ -89,6 +89,18 @@ class RecordError(ValueError):
     """One malformed source record: skipped and counted, never fatal."""
 
 
+# Sources whose issues and pull requests are GitHub's (`source` up to ":", set by connector code; a
+# webhook's and the sample corpus's records name none). A Jira or Linear record is keyed by its own
+# key even when it carries `number` and a GitHub URL: a record of one tracker never takes a GitHub
+# ref (a citation `acme/web#42` always means GitHub's issue 42).
+_GITHUB_SOURCES = frozenset({"github", "git"})
+
+
+def _github_shaped(doc: dict[str, Any]) -> bool:
+    source = doc.get("source")
+    return not isinstance(source, str) or source.split(":", 1)[0] in _GITHUB_SOURCES
+
+
 def normalize(collection: str, record: dict[str, Any]) -> dict[str, Any]:
     """Add `ref` (and `repo`, `date`) and convert dates. Raises RecordError for a malformed record."""
     if not isinstance(record, dict):
@@ -103,7 +115,7 @@ def normalize(collection: str, record: dict[str, Any]) -> dict[str, Any]:
     acl = doc.get("acl")
     if acl is not None and not (isinstance(acl, list) and all(type(a) is str for a in acl)):
         raise RecordError("`acl` must be a list of principal strings")
-    if collection in ("pull_requests", "issues") and "number" in doc:
+    if collection in ("pull_requests", "issues") and "number" in doc and _github_shaped(doc):
         repo = (doc.get("base") or {}).get("repo", {}).get("full_name") if isinstance(doc.get("base"), dict) else None
         repo = repo or repo_from_url(doc.get("repository_url")) or repo_from_url(doc.get("html_url"))
         if not repo or not isinstance(doc.get("number"), int):

@@ -329,19 +329,20 @@ def test_linear_and_jira_issues_with_the_same_key_do_not_overwrite_each_other(tm
         {"key": "OPS-1", "number": 5, "html_url": "https://github.com/acme/infra/issues/5", "fields": {}}))
     (tmp_path / "dump.jsonl").write_text(json.dumps(_github_issue({}, private=False)))
     data = tmp_path / "data"
+    _ingest(data, "jira", tmp_path / "spoof.jsonl")  # first: it would hold GitHub's ref if it could take one
     _ingest(data, "jira", tmp_path / "jira.jsonl")
     _ingest(data, "linear", tmp_path / "linear.json")
     _ingest(data, "github", tmp_path / "dump.jsonl")
-    _ingest(data, "jira", tmp_path / "spoof.jsonl")
     issues = {r["ref"]: r for r in _stored(data, "issues")}
     assert issues["ENG-1"]["fields"]["summary"] == "Jira's"
     assert issues["linear:ENG/ENG-1"]["fields"]["summary"] == "Linear's"
     assert issues["acme/infra#5"]["title"] == "Leak" and issues["acme/infra#5"]["acl"] == ["*"]
-    assert issues["jira:OPS/acme/infra#5"]["key"] == "OPS-1"
+    assert issues["OPS-1"]["key"] == "OPS-1"  # keyed by its own key: a Jira record never takes a GitHub ref
+    assert not any("#" in ref for ref in issues if ref != "acme/infra#5")
 
     (tmp_path / "linear.json").write_text(json.dumps([{"id": "y", "identifier": "ENG-2", "title": "Next"}]))
     _ingest(data, "linear", tmp_path / "linear.json", prune=True)  # Linear's ENG-1 is gone, Jira's stays
-    assert set(r["ref"] for r in _stored(data, "issues")) == {"ENG-1", "ENG-2", "acme/infra#5", "jira:OPS/acme/infra#5"}
+    assert set(r["ref"] for r in _stored(data, "issues")) == {"ENG-1", "ENG-2", "acme/infra#5", "OPS-1"}
 
 
 def test_a_stored_data_dir_without_colliding_refs_keeps_its_keys(tmp_path):
