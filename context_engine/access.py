@@ -11,20 +11,21 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from context_engine.text import ASCII_LOWER
+
 PUBLIC = "*"
 """The access-list entry that lets every member of the tenant read a record."""
 
 SYSTEMS = ("github", "github-team", "slack", "jira", "linear", "email")
 
 
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def fold_account(account: str) -> str:
     """An account as caseless systems compare it: ASCII letters lower-cased, nothing else touched.
     Never `str.lower()`: Unicode case mapping turns some other letters into ASCII ones (KELVIN SIGN
     "\u212a" into "k"), so two different accounts or addresses would be one ("\u212aate" = "kate")."""
-    return account.translate(_ASCII_LOWER)
+    return account.translate(ASCII_LOWER)
 
 
 def principal(system: str, account: str) -> str:

@@ -9,10 +9,17 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from datetime import datetime, timezone
 from functools import lru_cache
 
 _ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
+
+# Case mapping of ASCII letters only. `str.lower()`/`upper()` map other letters too, some of them
+# into ASCII (KELVIN SIGN "\u212a" -> "k"): account comparison and MongoDB's `$toLower`/`$toUpper`
+# (which change ASCII letters only) both need exactly these tables.
+ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+ASCII_UPPER = str.maketrans(string.ascii_lowercase, string.ascii_uppercase)
 
 
 def to_utc_naive(value: datetime) -> datetime:

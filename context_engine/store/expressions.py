@@ -20,6 +20,8 @@ from functools import lru_cache
 from typing import Any, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from context_engine.text import ASCII_LOWER, ASCII_UPPER
+
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 # MongoDB's `$dateToString` format specifiers (all of them: an unknown one is an error there too).
@@ -165,15 +167,8 @@ def substr_cp(string: Any, start: Any, count: Any) -> str:
     for name, value in (("starting index", start), ("length", count)):
         if type(value) is bool or not isinstance(value, (int, float)) or value != int(value) or value < 0:
             raise ExpressionError(f"$substrCP: {name} must be a non-negative integral number; got {value!r}")
-    if string is None:
-        return ""
-    if isinstance(string, datetime):
-        string = _format(_local(string, None), "%Y-%m-%dT%H:%M:%S.%LZ")
-    elif type(string) is not bool and isinstance(string, (int, float)):
-        string = str(string)
-    elif not isinstance(string, str):
-        raise ExpressionError(f"$substrCP needs a string; got {type(string).__name__}")
-    return string[int(start):int(start) + int(count)]
+    return _as_string(string, f"$substrCP needs a string; got {type(string).__name__}")[
+        int(start):int(start) + int(count)]
 
 
 def str_len_cp(string: Any) -> int:
@@ -187,21 +182,24 @@ def if_null(values: list[Any]) -> Any:
     return next((v for v in values[:-1] if v is not None), values[-1])
 
 
-_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-
-
 def change_case(op: str, value: Any) -> str:
     """`$toLower`/`$toUpper`: ASCII letters only, null is "", numbers and dates as MongoDB prints them."""
+    text = _as_string(value, f"{op} can't convert from {type(value).__name__} to a string")
+    return text.translate(ASCII_LOWER if op == "$toLower" else ASCII_UPPER)
+
+
+def _as_string(value: Any, refusal: str) -> str:
+    """A string operator's input as MongoDB reads it: null is "", numbers and dates as it prints
+    them; anything else (a bool, an array, a document) is refused with `refusal`."""
     if value is None:
         return ""
     if isinstance(value, datetime):
-        value = _format(_local(value, None), "%Y-%m-%dT%H:%M:%S.%LZ")
-    elif type(value) is not bool and isinstance(value, (int, float)):
-        value = str(value)
-    elif not isinstance(value, str):
-        raise ExpressionError(f"{op} can't convert from {type(value).__name__} to a string")
-    return value.translate(_LOWER if op == "$toLower" else _UPPER)
+        return _format(_local(value, None), "%Y-%m-%dT%H:%M:%S.%LZ")
+    if type(value) is not bool and isinstance(value, (int, float)):
+        return str(value)
+    if not isinstance(value, str):
+        raise ExpressionError(refusal)
+    return value
 
 
 def _kind(value: Any) -> str:
