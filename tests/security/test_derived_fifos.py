@@ -24,14 +24,6 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           timeout=60)
 
 
-@pytest.fixture(scope="module")
-def sample_dir(tmp_path_factory) -> Path:
-    data = tmp_path_factory.mktemp("fifos") / "data"
-    out = _cli("ingest", "sample", "--data-dir", str(data))
-    assert out.returncode == 0, out.stderr
-    return data
-
-
 def _generation(data: Path) -> str:
     return "index/acme/" + (data / "index/acme/CURRENT").read_text().strip()
 
