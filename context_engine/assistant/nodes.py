@@ -22,6 +22,7 @@ from context_engine.answering.grounding import answerability, bm25_idf
 from context_engine.answering.links import follow_links
 from context_engine.answering.reflect import reflect as check_answer
 from context_engine.answering.route import route_question
+from context_engine.answering.topic import TopicMatch, match_topic, order_rows
 from context_engine.assistant.context import Context, context_of
 from context_engine.assistant.retriever import make_retriever
 from context_engine.assistant.state import State, Turn
@@ -39,6 +40,7 @@ from context_engine.text import parse_now
 CHAIN_FROM = 3  # the top contexts whose cross-links an answer follows
 KEEP_BEST = 3   # the reranker's top hits keep their best matching sentence even below the relevance floor
 TURNS_KEPT = 10  # earlier turns a thread remembers for follow-ups
+TOPIC_LINKS = 50  # records linked to the topic's evidence hits that a hybrid answer's rows are checked against
 
 
 def _llm(settings: Settings, role: str, node: str):
@@ -62,7 +64,7 @@ def _text(content: Any) -> str:
 # Everything one question leaves behind, cleared when the next one starts.
 _TURN_RESET: dict[str, Any] = {
     "resolution": {}, "plan": {}, "attempts": [], "error": "", "rows": [], "outcome": "", "route": "",
-    "route_reasons": [], "semantic": {}, "fused": [], "reranked": [], "contexts": [], "answer": "", "claims": "",
+    "route_reasons": [], "topic": "", "topic_match": {}, "semantic": {}, "fused": [], "reranked": [], "contexts": [], "answer": "", "claims": "",
     "citations": [], "queries": [], "records": [], "documents": [], "declined": False, "reflection": {},
     "reflections": 0, "followup": ""}
 
@@ -105,7 +107,8 @@ def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                                      "resolution": resolution}, settings)
     decision = route_question(state["question"], settings=settings, catalog=catalog, resolved=resolved,
                               unresolved=resolution.get("error"), llm=_llm(settings, "router", "route"))
-    return {"route": decision.route, "route_reasons": decision.reasons, "resolution": resolution}
+    return {"route": decision.route, "route_reasons": decision.reasons, "resolution": resolution,
+            "topic": decision.topic or ""}
 
 
 def branches(state: State) -> list[str]:
@@ -126,16 +129,42 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return {"semantic": lists}
 
 
+def _topic_match(state: State, settings: Settings) -> TopicMatch | None:
+    """Which structured rows of a hybrid question are about its topic (None: no topic or no records)."""
+    rows = state.get("rows", [])
+    if state.get("route") != "hybrid" or not state.get("topic") or not any(r.get("ref") for r in rows):
+        return None
+    collection = state["plan"]["collection"]
+    schema = catalog_for(settings).schemas.get(collection)
+    semantic = state.get("semantic", {})
+    hits = [h for name in ("bm25", "dense") for h in semantic.get(name, [])]
+
+    def linked(refs: list[str]) -> list[tuple[str, str]]:
+        chain = follow_links(store_for(settings), settings.tenant, principals_for(settings), refs, max_hops=1,
+                             limit=TOPIC_LINKS)
+        return [(link.source, link.target) for link in chain.links]
+
+    return match_topic(state["topic"], rows, schema.text_fields if schema else [], state["plan"]["pipeline"],
+                       hits, linked)
+
+
 def fuse(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Structured rows, BM25 hits and dense hits become one list of records."""
+    """Structured rows, BM25 hits and dense hits become one list of records. A hybrid question's
+    rows are first narrowed to those about its topic (`answering.topic`)."""
     settings = context_of(runtime).settings()
+    update: dict[str, Any] = {}
+    rows = state.get("rows", [])
+    topic = _topic_match(state, settings)
+    if topic is not None:
+        rows = order_rows(rows, topic)
+        update.update(rows=rows, topic_match=topic.to_json())
     lists: dict[str, list[dict[str, Any]]] = {}
     if state.get("outcome") == "success" and state.get("plan"):
-        lists["structured"] = rows_to_hits(state.get("rows", []), state["plan"]["collection"], settings.tenant)
+        lists["structured"] = rows_to_hits(rows, state["plan"]["collection"], settings.tenant)
     if state.get("route") != "structured":
         lists.update(state.get("semantic", {}))
     weights = {"structured": settings.structured_weight, "bm25": settings.bm25_weight, "dense": settings.dense_weight}
-    return {"fused": fuse_hits(lists, settings.fusion, weights, settings.rrf_k)}
+    return {**update, "fused": fuse_hits(lists, settings.fusion, weights, settings.rrf_k)}
 
 
 def rerank(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -173,8 +202,17 @@ def structured_answer(state: State) -> dict[str, Any]:
                         "attempts": [{"pipeline": a["plan"]["pipeline"], "error": a["error"]}
                                      for a in state["attempts"]],
                         "row_count": len(result.rows)})
-    return {"answer": answer, "citations": citations, "queries": queries, "records": result.rows,
-            "outcome": result.kind}
+    records, outcome = result.rows, result.kind
+    topic = state.get("topic_match")
+    if topic and outcome == "success":
+        noun = attempts[-1].plan.collection.replace("_", " ")  # "pull requests", "issues", "messages"
+        if not topic["matched"]:  # the rest is not the answer: say what the conditions found, and that none fit
+            answer, citations, records, outcome = (
+                f"None of the {topic['of']} {noun} the query found is about “{topic['topic']}”.", [], [], "no_results")
+        elif len(topic["matched"]) < topic["of"]:
+            answer = (f"About “{topic['topic']}”: {len(topic['matched'])} of the {topic['of']} {noun} the query "
+                      f"found (the other {topic['of'] - len(topic['matched'])} do not mention it).\n{answer}")
+    return {"answer": answer, "citations": citations, "queries": queries, "records": records, "outcome": outcome}
 
 
 def _exact_rows(structured: dict[str, Any] | None, plan: dict[str, Any] | None) -> bool:

@@ -76,6 +76,8 @@ class State(InputState, StructuredState, total=False):
     turns: list[Turn]                          # earlier turns of the thread
     route: str                                 # structured | semantic | hybrid
     route_reasons: list[str]
+    topic: str                                 # hybrid: the topic words the structured rows are matched to
+    topic_match: dict[str, Any]                # answering.topic.TopicMatch.to_json() of this turn's rows
     search_query: str                          # what the semantic half searches (rewritten on retry)
     semantic: dict[str, list[dict[str, Any]]]  # {"bm25": hits, "dense": hits} of the last retrieval
     fused: list[dict[str, Any]]                # structured rows + BM25 + dense, fused

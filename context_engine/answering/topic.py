@@ -1,0 +1,128 @@
+"""Topic inside structure: which of a hybrid question's structured rows are about its topic.
+
+"what happened with the duplicate charges in payments in September?" has conditions the structured
+half applies (the payments repository, September) and a topic ("duplicate charges") that no
+condition says. The query returns every September PR in payments; the records about the topic must
+come first, and when none is about it the answer must say so rather than present the rest.
+
+A row is about the topic when
+- its own text mentions the topic's words (most of them: `MIN_COVERAGE`), or
+- the semantic search found it, and that hit mentions the topic's words, or
+- it is linked (one hop, the cross-link index: "Fixes PAY-88", a PR URL in a thread, a document's
+  links) to one of the semantic hits that mention the topic's words. The PR that fixed the duplicate
+  charges is written in Chinese; the postmortem that names it is found by the English words.
+
+The topic's words are the router's topic without the words the query already filters on (a
+repository, a label): those hold for every row and say nothing about which rows are on topic.
+Matching rows keep the query's order among themselves after the ones mentioning the most words.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from context_engine.query.schema import values_at
+from context_engine.text import tokenize
+
+MIN_COVERAGE = 2 / 3   # share of the topic's words a text must contain to be about it
+EVIDENCE_HITS = 5      # semantic hits about the topic whose links count
+
+__all__ = ["TopicMatch", "filter_words", "match_topic", "order_rows"]
+
+
+@dataclass
+class TopicMatch:
+    topic: str                    # the router's topic words, without those the query filters on
+    words: list[str]              # the words matched (tokens: stems, jieba words)
+    of: int                       # records the query found
+    matched: list[str] = field(default_factory=list)       # refs about the topic, best first
+    why: dict[str, str] = field(default_factory=dict)      # ref -> how it was found to be about it
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topic": self.topic, "words": self.words, "of": self.of, "matched": self.matched, "why": self.why}
+
+
+def filter_words(pipeline: list[dict[str, Any]]) -> set[str]:
+    """The tokens of the string values the query's first `$match` filters on (not its `$text`)."""
+    match = next((stage["$match"] for stage in pipeline[:1] if "$match" in stage), {})
+    words: set[str] = set()
+    stack: list[Any] = [v for k, v in match.items() if k != "$text"]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            words.update(tokenize(value))
+        elif isinstance(value, dict):
+            stack.extend(v for k, v in value.items() if k != "$text")
+        elif isinstance(value, list):
+            stack.extend(value)
+    return words
+
+
+def _coverage(words: list[str], text: str) -> float:
+    if not words:
+        return 0.0
+    present = set(tokenize(text))
+    return sum(w in present for w in words) / len(words)
+
+
+def _enough(coverage: float, words: list[str]) -> bool:
+    # ceil: with two words both are needed ("duplicate events" is not "duplicate charges").
+    return coverage > 0 and coverage * len(words) >= math.ceil(MIN_COVERAGE * len(words) - 1e-9)
+
+
+def _row_text(row: dict[str, Any], text_fields: list[str]) -> str:
+    return "\n".join(v for path in text_fields for v in values_at(row, path) if isinstance(v, str))
+
+
+def match_topic(topic: str, rows: list[dict[str, Any]], text_fields: list[str], pipeline: list[dict[str, Any]],
+                hits: Iterable[dict[str, Any]], linked: Callable[[list[str]], Iterable[tuple[str, str]]]) -> TopicMatch:
+    """Which `rows` (records with a `ref`) are about `topic`.
+
+    `hits`: the semantic hits, best first (dicts with `doc_ref` and `text`); `linked(refs)`: the
+    (source, target) links touching those refs, read within the asker's scope.
+    """
+    filtered = filter_words(pipeline)
+    words = list(dict.fromkeys(w for w in tokenize(topic, drop_stopwords=True) if w not in filtered))
+    records = [r for r in rows if r.get("ref")]
+    shown = " ".join(w for w in topic.split() if not set(tokenize(w)) <= filtered) or topic
+    result = TopicMatch(topic=shown, words=words, of=len(records))
+    if not words:  # the topic is what the query filters on: every row is about it
+        result.matched = [str(r["ref"]) for r in records]
+        result.why = {ref: "the query's own conditions" for ref in result.matched}
+        return result
+    refs = {str(r["ref"]) for r in records}
+    scored: dict[str, float] = {}
+    for row in records:
+        coverage = _coverage(words, _row_text(row, text_fields))
+        if _enough(coverage, words):
+            ref = str(row["ref"])
+            scored[ref] = coverage
+            result.why[ref] = f"mentions {round(coverage * len(words))} of the {len(words)} topic words"
+    evidence: list[str] = []
+    for hit in hits:
+        ref = str(hit.get("doc_ref") or "")
+        if not ref or ref in evidence or not _enough(_coverage(words, hit.get("text", "")), words):
+            continue
+        evidence.append(ref)
+        if ref in refs and ref not in scored:
+            scored[ref] = 0.5
+            result.why[ref] = "found by the search for the topic"
+        if len(evidence) == EVIDENCE_HITS:
+            break
+    if evidence:
+        for source, target in linked(evidence):
+            for ref, other in ((source, target), (target, source)):
+                if ref in refs and other in evidence and ref not in scored:
+                    scored[ref] = 0.5
+                    result.why[ref] = f"linked with {other}, which is about the topic"
+    order = {str(r["ref"]): i for i, r in enumerate(records)}
+    result.matched = sorted(scored, key=lambda ref: (-scored[ref], order[ref]))
+    return result
+
+
+def order_rows(rows: list[dict[str, Any]], match: TopicMatch) -> list[dict[str, Any]]:
+    """The rows about the topic, best first (the others are left out: the answer says how many)."""
+    by_ref = {str(r["ref"]): r for r in rows if r.get("ref")}
+    return [by_ref[ref] for ref in match.matched]
