@@ -6,13 +6,13 @@ condition says. The query returns every September PR in payments; the records ab
 come first, and when none is about it the answer must say so rather than present the rest.
 
 A row is about the topic when
-- its own text mentions the topic's words (most of them: `MIN_COVERAGE`), or
+- its own text mentions the topic's words (half of them, and two when there are two: `_enough`), or
 - the semantic search found it, and that hit mentions the topic's words, or
 - it is linked (one hop, the cross-link index: "Fixes PAY-88", a PR URL in a thread, a document's
   links) to one of the semantic hits that mention the topic's words. The PR that fixed the duplicate
   charges is written in Chinese; the postmortem that names it is found by the English words.
 
-The topic's words are the router's topic without the words the query already filters on (a
+The topic's words are the planner's full-text words when it wrote some, else the router's topic, without the words the query already filters on (a
 repository, a label): those hold for every row and say nothing about which rows are on topic.
 Matching rows keep the query's order among themselves after the ones mentioning the most words.
 """
@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from context_engine.query.schema import values_at
-from context_engine.text import tokenize
+from context_engine.text import HAN, tokenize
 
-MIN_COVERAGE = 2 / 3   # share of the topic's words a text must contain to be about it
 EVIDENCE_HITS = 5      # semantic hits about the topic whose links count
 
 __all__ = ["TopicMatch", "filter_words", "match_topic", "order_rows"]
@@ -60,16 +59,23 @@ def filter_words(pipeline: list[dict[str, Any]]) -> set[str]:
     return words
 
 
-def _coverage(words: list[str], text: str) -> float:
-    if not words:
-        return 0.0
+def planner_text(pipeline: list[dict[str, Any]]) -> str:
+    """The `$text` words of the query's first `$match` ("" when it has none)."""
+    match = next((stage["$match"] for stage in pipeline[:1] if "$match" in stage), {})
+    text = match.get("$text")
+    return str(text.get("$search") or "") if isinstance(text, dict) else ""
+
+
+def _found(words: list[str], text: str) -> int:
+    """How many of the topic's words the text contains."""
     present = set(tokenize(text))
-    return sum(w in present for w in words) / len(words)
+    return sum(w in present for w in words)
 
 
-def _enough(coverage: float, words: list[str]) -> bool:
-    # ceil: with two words both are needed ("duplicate events" is not "duplicate charges").
-    return coverage > 0 and coverage * len(words) >= math.ceil(MIN_COVERAGE * len(words) - 1e-9)
+def _enough(found: int, words: list[str]) -> bool:
+    """Half of the topic's words, and two when it has two or more: "duplicate events" is not about
+    "duplicate charges"; a filler word the router left in the topic ("went wrong") does not sink it."""
+    return found > 0 and found >= max(min(2, len(words)), math.ceil(len(words) / 2))
 
 
 def _row_text(row: dict[str, Any], text_fields: list[str]) -> str:
@@ -84,7 +90,11 @@ def match_topic(topic: str, rows: list[dict[str, Any]], text_fields: list[str], 
     (source, target) links touching those refs, read within the asker's scope.
     """
     filtered = filter_words(pipeline)
-    words = list(dict.fromkeys(w for w in tokenize(topic, drop_stopwords=True) if w not in filtered))
+    # The planner's own full-text words are the topic as the query reads it ("重复扣款", not the
+    # router's "支付仓库里 重复扣款"); one Chinese character ("里", "的") is no topic word.
+    topic = planner_text(pipeline) or topic
+    words = list(dict.fromkeys(w for w in tokenize(topic, drop_stopwords=True)
+                               if w not in filtered and not (len(w) == 1 and HAN.match(w))))
     records = [r for r in rows if r.get("ref")]
     shown = " ".join(w for w in topic.split() if not set(tokenize(w)) <= filtered) or topic
     result = TopicMatch(topic=shown, words=words, of=len(records))
@@ -95,15 +105,15 @@ def match_topic(topic: str, rows: list[dict[str, Any]], text_fields: list[str], 
     refs = {str(r["ref"]) for r in records}
     scored: dict[str, float] = {}
     for row in records:
-        coverage = _coverage(words, _row_text(row, text_fields))
-        if _enough(coverage, words):
+        found = _found(words, _row_text(row, text_fields))
+        if _enough(found, words):
             ref = str(row["ref"])
-            scored[ref] = coverage
-            result.why[ref] = f"mentions {round(coverage * len(words))} of the {len(words)} topic words"
+            scored[ref] = found / len(words)
+            result.why[ref] = f"mentions {found} of the {len(words)} topic words"
     evidence: list[str] = []
     for hit in hits:
         ref = str(hit.get("doc_ref") or "")
-        if not ref or ref in evidence or not _enough(_coverage(words, hit.get("text", "")), words):
+        if not ref or ref in evidence or not _enough(_found(words, hit.get("text", "")), words):
             continue
         evidence.append(ref)
         if ref in refs and ref not in scored:

@@ -154,7 +154,8 @@ def fuse(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     settings = context_of(runtime).settings()
     update: dict[str, Any] = {}
     rows = state.get("rows", [])
-    topic = _topic_match(state, settings)
+    # A retry after reflection fuses again: the rows were narrowed to the topic the first time.
+    topic = None if state.get("topic_match") else _topic_match(state, settings)
     if topic is not None:
         rows = order_rows(rows, topic)
         update.update(rows=rows, topic_match=topic.to_json())
@@ -204,7 +205,7 @@ def structured_answer(state: State) -> dict[str, Any]:
                         "row_count": len(result.rows)})
     records, outcome = result.rows, result.kind
     topic = state.get("topic_match")
-    if topic and outcome == "success":
+    if topic and outcome in ("success", "no_results"):  # no_results: a retry's, after none was about it
         noun = attempts[-1].plan.collection.replace("_", " ")  # "pull requests", "issues", "messages"
         if not topic["matched"]:  # the rest is not the answer: say what the conditions found, and that none fit
             answer, citations, records, outcome = (
