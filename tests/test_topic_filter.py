@@ -96,7 +96,8 @@ def test_a_row_linked_to_a_hit_about_the_topic_matches_only_when_the_hit_is_abou
 def test_words_the_query_filters_on_are_not_topic_words():
     # The full-text words are the topic, not a filter; values inside operators are.
     assert filter_words([{"$match": {"repo": "acme/payments", "$text": {"$search": "charges"},
-                                     "labels.name": {"$in": ["bug"]}}}]) == {"acm", "payment", "bug"}
+                                     "labels.name": {"$in": ["bug"]}, "merged_at": {"$gte": "x"}}}]) == {
+        "acm", "payment", "bug", "repo", "label", "name", "merg", "at", "x"}
     match = match_topic("payments", ROWS, ["title", "repo"], PIPELINE, [], _no_links)
     assert match.matched == ["r#1", "r#2", "r#3", "r#4"]  # the topic is the filter itself: every row
 
@@ -106,3 +107,47 @@ def test_the_planner_full_text_words_are_the_topic():
     rows = [{"ref": "a", "title": "修复支付回调的重复扣款问题"}, {"ref": "b", "title": "支付仓库里的文档"}]
     match = match_topic("支付仓库里 重复扣款", rows, ["title"], pipeline, [], _no_links)
     assert match.words == ["重复", "扣款"] and match.matched == ["a"]
+
+
+def test_a_list_of_the_askers_records_is_not_narrowed_to_its_wording(sample_dir):
+    # "working" is left over by the router, but the question names no subject: the rows stay.
+    out = _ask(sample_dir, "what am I working on?", user="rsh-dev")
+    assert out["route"] == "hybrid" and not out.get("topic_match") and len(out["records"]) > 3
+
+
+# Advice questions: "I"/"we" is anyone, not a filter on the asker's records.
+
+@pytest.mark.parametrize("question", [
+    "what should I do when a payment callback is retried?",
+    "how do I roll back a deploy?",
+    "how do we deploy the api?",
+    "where can I find the ADRs?",
+    "我应该怎么处理支付回调重试？",
+])
+@pytest.mark.parametrize("user", ["rsh-dev", ""])
+def test_advice_questions_are_not_filtered_by_the_asker(sample_dir, settings, question, user):
+    from context_engine.query.engine import resolve
+    from context_engine.runtime import catalog_for
+    from conftest import NOW as now
+
+    catalog = catalog_for(settings)
+    ctx, failed = resolve(question, now, catalog, catalog.directory.asker(user) if user else None)
+    assert failed is None and ctx is not None
+    assert not any(m.is_asker for m in ctx.mentions)
+    if user:
+        out = _ask(sample_dir, question, user=user)
+        assert not any("rsh-dev" in str(q.get("pipeline")) for q in out["queries"])
+
+
+@pytest.mark.parametrize("question", ["what did I merge last week?", "my open PRs", "PRs assigned to me",
+                                      "issues I reported", "我上周合并了哪些PR？"])
+def test_first_person_filters_still_need_the_asker(settings, question):
+    from context_engine.query.engine import resolve
+    from context_engine.runtime import catalog_for
+    from conftest import NOW as now
+
+    catalog = catalog_for(settings)
+    ctx, failed = resolve(question, now, catalog, catalog.directory.asker("rsh-dev"))
+    assert failed is None and any(m.is_asker and m.person.key == "rsh-dev" for m in ctx.mentions)
+    ctx, failed = resolve(question, now, catalog, None)
+    assert ctx is None and "no asker is set" in failed.message

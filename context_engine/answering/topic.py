@@ -20,15 +20,17 @@ Matching rows keep the query's order among themselves after the ones mentioning 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from context_engine.answering.route import CONTENT_CUES
 from context_engine.query.schema import values_at
 from context_engine.text import HAN, tokenize
 
 EVIDENCE_HITS = 5      # semantic hits about the topic whose links count
 
-__all__ = ["TopicMatch", "filter_words", "match_topic", "order_rows"]
+__all__ = ["TopicMatch", "filter_words", "match_topic", "names_a_subject", "order_rows"]
 
 
 @dataclass
@@ -44,19 +46,39 @@ class TopicMatch:
 
 
 def filter_words(pipeline: list[dict[str, Any]]) -> set[str]:
-    """The tokens of the string values the query's first `$match` filters on (not its `$text`)."""
+    """The tokens of what the query's first `$match` filters on (not its `$text`): the string values
+    ("acme/payments") and the fields' names ("merged_at": "merged PRs" is a condition, not a topic)."""
     match = next((stage["$match"] for stage in pipeline[:1] if "$match" in stage), {})
     words: set[str] = set()
-    stack: list[Any] = [v for k, v in match.items() if k != "$text"]
+    stack: list[Any] = [match]
     while stack:
         value = stack.pop()
         if isinstance(value, str):
             words.update(tokenize(value))
         elif isinstance(value, dict):
-            stack.extend(v for k, v in value.items() if k != "$text")
+            for key, inner in value.items():
+                if key == "$text":
+                    continue
+                if not key.startswith("$"):
+                    words.update(tokenize(key.replace("_", " ").replace(".", " ")))
+                stack.append(inner)
         elif isinstance(value, list):
             stack.extend(value)
     return words
+
+
+# Words that introduce a subject: "PRs about X", "messages mentioning X", "关于X的PR". With a content
+# cue ("what happened with X", "why ...") or the planner's own full-text words, they are what makes the
+# router's leftover words a topic; without them the leftovers are the question's own wording ("what
+# am I working on?" is a list of the asker's records, not records about "working").
+SUBJECT_MARKERS = re.compile(
+    r"\babout\b|\bregarding\b|\bconcerning\b|\bmention(?:s|ed|ing)?\b|\brelated\s+to\b|\bwent\s+wrong\b|"
+    r"\btitled\b|\bcontaining\b|关于|有关|涉及|提到|提及|相关", re.I)
+
+
+def names_a_subject(question: str, pipeline: list[dict[str, Any]]) -> bool:
+    """Does the question name a subject beside its conditions (see SUBJECT_MARKERS)?"""
+    return bool(planner_text(pipeline) or SUBJECT_MARKERS.search(question) or CONTENT_CUES.search(question))
 
 
 def planner_text(pipeline: list[dict[str, Any]]) -> str:

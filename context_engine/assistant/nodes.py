@@ -22,7 +22,7 @@ from context_engine.answering.grounding import answerability, bm25_idf
 from context_engine.answering.links import follow_links
 from context_engine.answering.reflect import reflect as check_answer
 from context_engine.answering.route import route_question
-from context_engine.answering.topic import TopicMatch, match_topic, order_rows
+from context_engine.answering.topic import TopicMatch, match_topic, names_a_subject, order_rows
 from context_engine.assistant.context import Context, context_of
 from context_engine.assistant.retriever import make_retriever
 from context_engine.assistant.state import State, Turn
@@ -133,6 +133,8 @@ def _topic_match(state: State, settings: Settings) -> TopicMatch | None:
     """Which structured rows of a hybrid question are about its topic (None: no topic or no records)."""
     rows = state.get("rows", [])
     if state.get("route") != "hybrid" or not state.get("topic") or not any(r.get("ref") for r in rows):
+        return None
+    if not names_a_subject(state["question"], state["plan"]["pipeline"]):
         return None
     collection = state["plan"]["collection"]
     schema = catalog_for(settings).schemas.get(collection)

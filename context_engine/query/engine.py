@@ -70,6 +70,14 @@ _FIRST_PERSON_FILTER = re.compile(
     re.I)
 
 
+# Advice and how-to questions: "what should I do when ...", "how do I ...", "where can I find ...",
+# "我该怎么...", "我应该...". Without a first-person filter ("my PRs", "did I merge") their "I" is anyone.
+_ADVICE = re.compile(
+    r"\b(?:what|how|where|when|who|which)\s+(?:should|do|can|could|would|must|shall|ought)\s+I\b|"
+    r"^\s*(?:should|can|could|must|do)\s+I\b|\bI\s+(?:should|need\s+to|have\s+to|ought\s+to)\b|"
+    r"我(?:该|应该|应当|需要|要|可以)(?:怎么|如何|怎样|做什么|找谁|去哪)|我(?:该|应该)", re.I)
+
+
 def principals_of(person: Person | None) -> list[str]:
     """Access-list entries that grant this asker: the principals of the one account group the asker
     was matched to (`PeopleDirectory.asker`), never the union of a display person's accounts (which
@@ -87,12 +95,15 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
     reserved = frozenset(v.lower() for s in catalog.schemas.values() for f in s.fields.values()
                          for v in (f.enum or []) if isinstance(v, str)) - set(directory.index)
     mentions = directory.find_mentions(question, asker, reserved=reserved)
+    if any(m.is_asker for m in mentions) and not _FIRST_PERSON_FILTER.search(question):
+        # "what should I do when a callback is retried?" asks for advice, "where do I find the ADRs"
+        # for a place: "I" there is anyone, not a filter on the asker's records (with or without one).
+        if asker is None or _ADVICE.search(question):
+            mentions = [m for m in mentions if not m.is_asker]
     if asker is None and any(m.is_asker for m in mentions):
-        # "where do I find the ADRs" needs no asker; "my open PRs" does.
-        if _FIRST_PERSON_FILTER.search(question):
-            text = next(m.text for m in mentions if m.is_asker)
-            return None, ResolutionFailed(f"{text!r} refers to the asker, but no asker is set (use --as)")
-        mentions = [m for m in mentions if not m.is_asker]
+        # "my open PRs" needs an asker.
+        text = next(m.text for m in mentions if m.is_asker)
+        return None, ResolutionFailed(f"{text!r} refers to the asker, but no asker is set (use --as)")
     for mention in mentions:
         if mention.ambiguous:
             chosen = tiebreak(question, mention) if tiebreak else None
