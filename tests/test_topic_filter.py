@@ -151,3 +151,39 @@ def test_first_person_filters_still_need_the_asker(settings, question):
     assert failed is None and any(m.is_asker and m.person.key == "rsh-dev" for m in ctx.mentions)
     ctx, failed = resolve(question, now, catalog, None)
     assert ctx is None and "no asker is set" in failed.message
+
+
+# "who owns X?": the documents that say so, never a structured guess.
+
+def test_who_owns_is_answered_from_the_document_that_says_so(sample_dir):
+    out = _ask(sample_dir, "who owns the session cache?")
+    assert out["route"] == "semantic" and not out["declined"]
+    assert "Owner: Rashid Khan" in out["answer"]
+    assert [c["id"] for c in out["citations"]] == [STORIES["redis_session_cache"]["doc"]]
+
+
+@pytest.mark.parametrize("question", ["who owns payments?", "who is the owner of the payments repo?"])
+def test_who_owns_without_a_statement_is_no_query_guess(sample_dir, question):
+    out = _ask(sample_dir, question)
+    assert out["route"] == "semantic"
+    assert not any(q.get("pipeline") for q in out["queries"])  # no "most frequent author" query
+    assert "Owner:" not in out["answer"]
+
+
+def test_ownership_statements_are_about_the_subject_and_are_not_questions():
+    from langchain_core.documents import Document
+
+    from context_engine.answering.generate import is_ownership_question, ownership_statements
+
+    hits = [Document("Who owns the session cache these days?\nI think Lars knows", id="c1",
+                     metadata={"doc_ref": "C1:1", "title": "#infra"}),
+            Document("Status: Accepted · Owner: Priya\nWe use dbt.", id="c2",
+                     metadata={"doc_ref": "DOC-6", "title": "ADR-006: Use dbt for warehouse transformations"}),
+            Document("## Open questions\nOwnership after launch.", id="c3",
+                     metadata={"doc_ref": "DOC-19", "title": "RFC: the session cache rollout"}),
+            Document("**Owner:** Rashid Khan\nThe session cache lives in Redis.", id="c4",
+                     metadata={"doc_ref": "DOC-14", "title": "ADR-007: Use Redis for the session cache"})]
+    found = ownership_statements("who owns the session cache?", hits)
+    assert [d.metadata["doc_ref"] for d in found] == ["DOC-14"] and found[0].page_content == "Owner: Rashid Khan"
+    assert is_ownership_question("会话缓存谁负责？") and is_ownership_question("who's the owner of billing?")
+    assert not is_ownership_question("PRs Rashid owns") and not is_ownership_question("who merged the most PRs")

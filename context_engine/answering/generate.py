@@ -22,10 +22,12 @@ from typing import Any
 from langchain_core.documents import Document
 
 from context_engine.answering.links import RELATIONS, Link, LinkChain, LinkedRecord
+from context_engine.answering.topic import mentions, topic_words
 from context_engine.prompts import ANSWER_SYSTEM, ANSWER_USER, NO_ANSWER
 from context_engine.text import count_tokens, split_sentences
 
-__all__ = ["Answer", "compose_answer", "generate_answer", "is_why_question"]
+__all__ = ["Answer", "compose_answer", "generate_answer", "is_ownership_question", "is_why_question",
+           "ownership_statements"]
 
 SNIPPET_TOKENS = 40     # per context in a composed answer
 SOURCE_TOKENS = 300     # per source shown to the model (contexts arrive already compressed)
@@ -248,3 +250,37 @@ def generate_answer(llm: Any, question: str, *, structured: dict[str, Any] | Non
         used |= structured_numbers
         written = structured["answer"] + "\n\n" + written
     return Answer(written, sources.citations(used), claims=claims)
+
+
+# "who owns X?" is answered by what the documents say about X's owner, never by a structured guess
+# (the most frequent author is not the owner).
+_OWNERSHIP_QUESTION = re.compile(
+    r"\bwho\s+(?:owns|maintains|is\s+(?:the\s+)?(?:owner|maintainer)\s+of|is\s+responsible\s+for|is\s+in\s+charge\s+of)\b|"
+    r"\bwho(?:'s|\s+is)\s+(?:the\s+)?(?:owner|maintainer)\b|\bowner\s+of\b|谁负责|负责人是谁|谁是.{0,12}负责人|归谁管|谁在维护", re.I)
+_OWNERSHIP_STATEMENT = re.compile(
+    r"\bowners?\b\W{0,3}[:：]|\bowned\s+by\b|\bmaintainers?\b\W{0,3}[:：]|\bmaintained\s+by\b|"
+    r"\bresponsible\s+for\b|负责人\s*[:：]|由.{1,16}负责", re.I)
+
+
+def is_ownership_question(question: str) -> bool:
+    return bool(_OWNERSHIP_QUESTION.search(question))
+
+
+def ownership_statements(question: str, hits: list[Document]) -> list[Document]:
+    """The sentences of `hits` that say who owns the question's subject: each a Document of that one
+    statement, with its source's metadata. A hit counts only if it is about the subject (see
+    `answering.topic.mentions`); a sentence that asks ("Who owns X these days?") says nothing."""
+    subject = topic_words(_OWNERSHIP_QUESTION.sub(" ", question))
+    found: list[Document] = []
+    seen: set[str] = set()
+    for hit in hits:
+        ref = str(hit.metadata.get("doc_ref") or hit.id)
+        title = str(hit.metadata.get("title") or "")
+        if ref in seen or not (subject and mentions(subject, f"{title}\n{hit.page_content}")):
+            continue
+        statements = [" ".join(line.replace("*", "").split()) for line in hit.page_content.splitlines()
+                      if _OWNERSHIP_STATEMENT.search(line) and not line.rstrip().endswith(("?", "？"))]
+        if statements:
+            seen.add(ref)
+            found.append(Document(page_content=" ".join(statements), id=hit.id, metadata=dict(hit.metadata)))
+    return found

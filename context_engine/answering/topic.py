@@ -30,7 +30,7 @@ from context_engine.text import HAN, tokenize
 
 EVIDENCE_HITS = 5      # semantic hits about the topic whose links count
 
-__all__ = ["TopicMatch", "filter_words", "match_topic", "names_a_subject", "order_rows"]
+__all__ = ["TopicMatch", "filter_words", "match_topic", "mentions", "names_a_subject", "order_rows", "topic_words"]
 
 
 @dataclass
@@ -88,6 +88,16 @@ def planner_text(pipeline: list[dict[str, Any]]) -> str:
     return str(text.get("$search") or "") if isinstance(text, dict) else ""
 
 
+def topic_words(text: str) -> list[str]:
+    """The tokens a text's words are matched by (stems, jieba words; no stopwords, no lone Chinese character)."""
+    return list(dict.fromkeys(w for w in tokenize(text, drop_stopwords=True) if not (len(w) == 1 and HAN.match(w))))
+
+
+def mentions(words: list[str], text: str) -> bool:
+    """Does `text` mention enough of `words` to be about them (see `_enough`)?"""
+    return _enough(_found(words, text), words)
+
+
 def _found(words: list[str], text: str) -> int:
     """How many of the topic's words the text contains."""
     present = set(tokenize(text))
@@ -115,8 +125,7 @@ def match_topic(topic: str, rows: list[dict[str, Any]], text_fields: list[str], 
     # The planner's own full-text words are the topic as the query reads it ("重复扣款", not the
     # router's "支付仓库里 重复扣款"); one Chinese character ("里", "的") is no topic word.
     topic = planner_text(pipeline) or topic
-    words = list(dict.fromkeys(w for w in tokenize(topic, drop_stopwords=True)
-                               if w not in filtered and not (len(w) == 1 and HAN.match(w))))
+    words = [w for w in topic_words(topic) if w not in filtered]
     records = [r for r in rows if r.get("ref")]
     shown = " ".join(w for w in topic.split() if not set(tokenize(w)) <= filtered) or topic
     result = TopicMatch(topic=shown, words=words, of=len(records))

@@ -17,7 +17,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from context_engine.answering.followup import resolve_followup
-from context_engine.answering.generate import compose_answer, generate_answer
+from context_engine.answering.generate import (compose_answer, generate_answer, is_ownership_question,
+                                               ownership_statements)
 from context_engine.answering.grounding import answerability, bm25_idf
 from context_engine.answering.links import follow_links
 from context_engine.answering.reflect import reflect as check_answer
@@ -107,6 +108,9 @@ def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                                      "resolution": resolution}, settings)
     decision = route_question(state["question"], settings=settings, catalog=catalog, resolved=resolved,
                               unresolved=resolution.get("error"), llm=_llm(settings, "router", "route"))
+    if is_ownership_question(state["question"]) and decision.route != "semantic":
+        decision.route = "semantic"
+        decision.reasons.append("who owns something is what the documents say, not a query's guess")
     return {"route": decision.route, "route_reasons": decision.reasons, "resolution": resolution,
             "topic": decision.topic or ""}
 
@@ -245,8 +249,13 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     # Term weights from the tenant's whole corpus (rarer question terms missing from the context weigh
     # more) and the index's embedding model (does the best evidence sentence mean what was asked?).
     index = semantic_index_for(settings)
-    found = answerability(question, contexts, idf=bm25_idf(index.bm25), embeddings=index.query_embeddings())
-    declined = not found.answerable and not _exact_rows(structured, state.get("plan"))
+    owners = ownership_statements(question, [hit_to_document(h) for h in state.get("fused", [])]) \
+        if is_ownership_question(question) else []
+    if owners:  # the documents that say who owns it are the answer, in their own words
+        contexts, declined = owners, False
+    else:
+        found = answerability(question, contexts, idf=bm25_idf(index.bm25), embeddings=index.query_embeddings())
+        declined = not found.answerable and not _exact_rows(structured, state.get("plan"))
     chain = None
     if contexts and not declined:
         refs = list(dict.fromkeys(d.metadata["doc_ref"] for d in contexts[:CHAIN_FROM]))
