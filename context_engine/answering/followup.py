@@ -9,6 +9,11 @@ Offline, by the forms follow-ups take (English and Chinese):
 - a subset:          "which of those are still open?", "only the ones in payments", "其中哪些还没关闭"
                      -> the same question with the new condition
 - a record:          "who reviewed it?", "那个PR是谁评审的？" -> "it" is the last answer's first record
+- a shifted time:    "the month before", "a week later", "what about earlier?", "再往前一周"
+                     -> the same question, the last time window moved (or everything before/after it)
+- "same for ...":    "same for 2020", "换成张伟呢" -> the same question, that time or person
+- a candidate:       after a turn that could not tell people apart and offered candidates:
+                     "the first one", "第二个", "I meant achen42", "Alex Morgan" -> the same question, that person
 
 With a chat model, the model rewrites the question from the conversation, given the offline rewrite;
 when it fails, the offline rewrite stands. A question that is none of these is left as it is.
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -30,6 +35,9 @@ from context_engine.models import structured_output
 
 _LEAD = re.compile(r"^\s*(?:(?:(?:and|but|also|so|ok(?:ay)?|then|now)[\s,]+)+(?:(?:what|how)\s+about\s+)?"
                    r"|(?:what|how)\s+about\s+|(?:那么?|还有|那)\s*)", re.I)
+# "same for 2020", "the same but for Mario", "换成张伟", "改成十月": the rest is the new person or time.
+_SAME = re.compile(r"^(?:(?:the\s+)?same\s+(?:thing\s+|question\s+|query\s+)?(?:but\s+)?(?:for|in|with|by)?\s*"
+                   r"|(?:do\s+)?(?:it|that)\s+(?:again\s+)?for\s+|(?:换成|改成|换为|改为|换)\s*)", re.I)
 _TAIL = re.compile(r"[\s?？.。!！,，]*(?:呢|吗|呀)?[\s?？.。!！]*$")
 _PRONOUN = re.compile(r"^(?:him|her|them|he|she|他|她|他们|她们)$", re.I)
 _SUBSET = re.compile(
@@ -53,7 +61,101 @@ class FollowUp:
 
 
 def _core(question: str) -> str:
-    return _TAIL.sub("", _LEAD.sub("", question, count=1)).strip()
+    return _SAME.sub("", _TAIL.sub("", _LEAD.sub("", question, count=1)).strip(), count=1).strip()
+
+
+# Shifting the last time window: "the month before", "a week earlier", "the previous year", "再往前一周",
+# "往后一个月"; "earlier" / "before that" / "更早" is everything before it, "later" / "之后" everything after.
+_UNITS = {"day": "day", "week": "week", "month": "month", "quarter": "quarter", "year": "year",
+          "天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month", "季度": "quarter", "年": "year"}
+_EN_UNIT = r"(day|week|month|quarter|year)s?"   # the one group of each form: the unit
+_CJK_UNIT = r"(?:一|1)?个?(天|日|周|星期|礼拜|月|季度|年)"
+_SHIFT_BACK = re.compile(
+    rf"^(?:the\s+)?{_EN_UNIT}\s+(?:before|earlier|prior)(?:\s+that)?$|^(?:the\s+)?(?:previous|prior|preceding)\s+{_EN_UNIT}$"
+    rf"|^(?:a|one|1)\s+{_EN_UNIT}\s+(?:earlier|before)$|^(?:再|再往|往)前{_CJK_UNIT}$|^(?:再)?早{_CJK_UNIT}$", re.I)
+_SHIFT_AHEAD = re.compile(
+    rf"^(?:the\s+)?{_EN_UNIT}\s+(?:after|later)(?:\s+that)?$|^(?:the\s+)?(?:next|following)\s+{_EN_UNIT}$"
+    rf"|^(?:a|one|1)\s+{_EN_UNIT}\s+later$|^(?:再|再往|往)后{_CJK_UNIT}$|^(?:再)?晚{_CJK_UNIT}$", re.I)
+_EARLIER = re.compile(r"^(?:any(?:thing)?\s+)?(?:earlier|before\s+(?:that|then)|prior\s+to\s+that|even\s+earlier)(?:\s+ones?)?$"
+                      r"|^(?:更早|再早|之前|在那之前|那之前|以前)(?:的)?$", re.I)
+_LATER = re.compile(r"^(?:any(?:thing)?\s+)?(?:later|after\s+(?:that|then)|since\s+then)(?:\s+ones?)?$"
+                    r"|^(?:更晚|再晚|之后|在那之后|那之后|以后)(?:的)?$", re.I)
+
+
+def _months(when: datetime, n: int) -> datetime:
+    index = when.year * 12 + when.month - 1 + n
+    return when.replace(year=index // 12, month=index % 12 + 1)
+
+
+def _step(when: datetime, unit: str, n: int) -> datetime:
+    if unit in ("day", "week"):
+        return when + timedelta(days=n * (7 if unit == "week" else 1))
+    return _months(when, n * {"month": 1, "quarter": 3, "year": 12}[unit])
+
+
+def _phrase(start: datetime, end: datetime) -> str:
+    """A range as words the time parser reads back exactly: a calendar month or year by name, else days."""
+    midnight = start == start.replace(hour=0, minute=0, second=0, microsecond=0)
+    if midnight and start.day == 1 and end == _months(start, 1):
+        return f"in {start:%B %Y}"
+    if midnight and start.day == 1 and start.month == 1 and end == _months(start, 12):
+        return f"in {start.year}"
+    return f"between {start:%Y-%m-%d} and {end - timedelta(days=1):%Y-%m-%d}"
+
+
+def _shifted(core: str, previous: dict[str, Any]) -> str | None:
+    """The previous time window moved as the follow-up says, as words; None if it says no such thing."""
+    ranges = [r for r in previous.get("time_ranges", []) if r.get("start") or r.get("end")]
+    if not ranges:
+        return None
+    start = datetime.fromisoformat(ranges[0]["start"]) if ranges[0].get("start") else None
+    end = datetime.fromisoformat(ranges[0]["end"]) if ranges[0].get("end") else None
+    if _EARLIER.match(core) and start is not None:
+        return f"before {start:%Y-%m-%d}"
+    if _LATER.match(core) and end is not None:
+        return f"since {end:%Y-%m-%d}"
+    for pattern, n in ((_SHIFT_BACK, -1), (_SHIFT_AHEAD, 1)):
+        m = pattern.match(core)
+        if not m or start is None or end is None:
+            continue
+        unit = next((_UNITS[g.lower()] for g in m.groups() if g), None)
+        if unit is None:
+            return None
+        if _step(start, unit, 1) == end:  # the window is one such unit: the one before (after) it
+            return _phrase(_step(start, unit, n), _step(end, unit, n))
+        # a window of another length: the unit right before it (right after it)
+        return _phrase(_step(start, unit, -1), start) if n < 0 else _phrase(end, _step(end, unit, 1))
+    return None
+
+
+# Picking one of the candidates the last turn offered for a name it could not tell apart:
+# "the first one", "第二个", "2", "I meant achen42", "Alex Morgan", "我说的是陈静".
+_ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3, "fifth": 4,
+             "5th": 4, "last": -1, "一": 0, "二": 1, "两": 1, "三": 2, "四": 3, "五": 4, "最后一": -1}
+_ORDINAL = re.compile(r"^(?:the\s+)?(?P<en>first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)(?:\s+(?:one|person|candidate))?$"
+                      r"|^(?:number\s+|no\.?\s*|#)?(?P<digit>[1-9])$|^第?(?P<cjk>一|二|两|三|四|五|最后一)个(?:人)?$"
+                      r"|^第(?P<cjkdigit>[1-9])个?(?:人)?$", re.I)
+_MEANT = re.compile(r"^(?:no[\s,]+)?(?:i\s+meant?|meant|i\s+was\s+asking\s+about|the\s+one\s+(?:called|named))\s+"
+                    r"|^(?:我)?(?:说的是|指的是|是说|要的是)|^是", re.I)
+
+
+def _pick(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
+    m = _ORDINAL.match(core)
+    if m:
+        if m.group("digit") or m.group("cjkdigit"):
+            index = int(m.group("digit") or m.group("cjkdigit")) - 1
+        else:
+            index = _ORDINALS[(m.group("en") or m.group("cjk")).lower()]
+        return candidates[index] if -len(candidates) <= index < len(candidates) else None
+    who = _MEANT.sub("", core, count=1).strip().lower()
+    if not who:
+        return None
+    exact = [c for c in candidates if who in {str(v).lower() for v in c.values() if isinstance(v, str)}]
+    if len(exact) == 1:
+        return exact[0]
+    words = set(who.split())
+    partial = [c for c in candidates if words <= set(str(c.get("name", "")).lower().split())]
+    return partial[0] if len(partial) == 1 else None
 
 
 def _replace_people(previous: dict[str, Any], name: str) -> str:
@@ -84,6 +186,16 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
     core = _core(question)
     if not core:
         return FollowUp(question)
+    candidates = previous.get("candidates") or []
+    if candidates and previous.get("unresolved"):
+        chosen = _pick(core, candidates)
+        if chosen is not None:
+            name = chosen.get("name") or chosen["key"]
+            text = previous["standalone"].replace(previous["unresolved"], name, 1)
+            return FollowUp(text, f"{previous['unresolved']!r} = {name} ({chosen['key']}), of the candidates offered")
+    shifted = _shifted(core, previous)
+    if shifted is not None:
+        return FollowUp(_replace_time(previous, shifted), f"the same question for {shifted!r}")
     if _PRONOUN.match(core):
         asked = set(previous.get("people", []))
         earlier = [p for turn in reversed(turns[:-1]) for p in turn.get("people", [])]

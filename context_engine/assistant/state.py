@@ -49,6 +49,9 @@ class Turn(TypedDict):
     refs: list[str]           # the records of the answer, in order
     people_text: list[str]    # the words naming them in the question
     answer_people: list[str]  # people the answer's records name (authors, reviewers ...), for "him"/"她"
+    time_ranges: list[dict[str, str]]  # its time ranges ({text, start, end}, ISO): what "the month before" shifts
+    unresolved: str           # the words naming people it could not tell apart ("" = none)
+    candidates: list[dict[str, Any]]  # the people it offered for them, in order: what "the first one" picks
     answer: str               # the first 1,000 characters of the answer
     scope: str                # "<tenant>/<asker>": follow-ups resolve only against the same asker's turns
 
