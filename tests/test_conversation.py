@@ -130,3 +130,56 @@ def test_a_thread_reused_by_another_tenant_or_person_resolves_nothing_against_th
         assert "acme/" not in out["answer"] or other["tenant"] == "acme"
     same = thread_graph.invoke({"question": "and in October?", "now": NOW}, config, context=acme)
     assert same["question"] == "PRs Rashid merged in October"
+
+
+SEPTEMBER = {"$gte": datetime(2026, 9, 1), "$lt": datetime(2026, 10, 1)}
+
+
+def _say(thread_graph, config, asked, user="rsh-dev", sample_dir=None):
+    context = {"data_dir": str(sample_dir), "tenant": "acme", "user": user, "use_llm": False}
+    return thread_graph.invoke({"messages": [{"role": "user", "content": asked}], "now": NOW}, config, context=context)
+
+
+def test_a_declined_name_is_picked_from_its_candidates_and_the_window_shifted_in_other_words(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    first = _say(thread_graph, config, "PRs Alex merged in October", sample_dir=sample_dir)
+    assert first["outcome"] == "resolution_failed" and first["records"] == []
+    assert "Alex Chen (achen42)" in first["answer"] and "Alex Morgan (amorgan-dev)" in first["answer"]
+    script = [
+        ("I meant achen42", "PRs Alex Chen merged in October", _merged("achen42", OCTOBER)),
+        ("the month before", "PRs Alex Chen merged in September 2026", _merged("achen42", SEPTEMBER)),
+        ("what about earlier?", "PRs Alex Chen merged before 2026-09-01",
+         _merged("achen42", {"$lt": datetime(2026, 9, 1)})),
+        ("same for Priya", "PRs Priya merged before 2026-09-01", _merged("priyar", {"$lt": datetime(2026, 9, 1)})),
+    ]
+    for asked, standalone, (collection, gold) in script:
+        out = _say(thread_graph, config, asked, sample_dir=sample_dir)
+        assert out["question"] == standalone, asked
+        want = _gold(sample_dir, collection, gold)
+        assert want and {r["ref"] for r in out["records"]} == want, asked
+
+
+def test_the_second_one_in_chinese_picks_the_second_candidate(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    _say(thread_graph, config, "Alex十月合并了哪些PR？", sample_dir=sample_dir)
+    out = _say(thread_graph, config, "第一个", sample_dir=sample_dir)
+    assert out["question"] == "Alex Chen十月合并了哪些PR？"
+    assert {r["ref"] for r in out["records"]} == _gold(sample_dir, *_merged("achen42", OCTOBER))
+    out = _say(thread_graph, config, "再往前一个月", sample_dir=sample_dir)
+    assert {r["ref"] for r in out["records"]} == _gold(sample_dir, *_merged("achen42", SEPTEMBER))
+
+
+def test_follow_ups_after_semantic_and_hybrid_answers_keep_the_topic_and_the_records(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    out = _say(thread_graph, config, "why did we switch the session cache to Redis?", sample_dir=sample_dir)
+    assert out["route"] == "semantic"
+    out = _say(thread_graph, config, "who reviewed it?", sample_dir=sample_dir)
+    assert out["question"] == "who reviewed acme/infra#812?"
+    pr = _rows(sample_dir, "acme/infra#812")
+    assert {r["_id"] for r in out["records"]} == {rv["user"]["login"] for rv in pr["reviews"]}
+    out = _say(thread_graph, config, "what happened with the duplicate charges in payments in September?",
+               sample_dir=sample_dir)
+    assert out["route"] == "hybrid" and [r["ref"] for r in out["records"]] == ["acme/payments#1377"]
+    out = _say(thread_graph, config, "and the month after?", sample_dir=sample_dir)
+    assert out["question"] == "what happened with the duplicate charges in payments in October 2026?"
+    assert out["route"] == "hybrid" and "duplicate charges" in out["answer"]  # the topic stayed with the thread

@@ -16,7 +16,8 @@ PEOPLE = PeopleDirectory([
     {"login": "nli", "name": "李娜"},
 ])
 MERGED = {"standalone": "PRs Rashid merged last week", "people": ["Rashid Khan"], "people_text": ["Rashid"],
-          "times": ["last week"], "refs": ["acme/infra#882", "acme/web#2126"], "answer_people": ["Lars Nielsen"]}
+          "times": ["last week"], "refs": ["acme/infra#882", "acme/web#2126"], "answer_people": ["Lars Nielsen"],
+          "time_ranges": [{"text": "last week", "start": "2026-11-23T00:00:00", "end": "2026-11-30T00:00:00"}]}
 
 
 @pytest.mark.parametrize("asked,standalone", [
@@ -34,6 +35,26 @@ MERGED = {"standalone": "PRs Rashid merged last week", "people": ["Rashid Khan"]
     ("who reviewed it?", "who reviewed acme/infra#882?"),
     ("who reviewed them?", "who reviewed acme/infra#882, acme/web#2126?"),
     ("how many PRs did Lars open in 2025?", "how many PRs did Lars open in 2025?"),  # stands alone
+    # the time window shifted in other words
+    ("the week before", "PRs Rashid merged between 2026-11-16 and 2026-11-22"),
+    ("and the month before?", "PRs Rashid merged between 2026-10-23 and 2026-11-22"),  # the month before that week
+    ("what about earlier?", "PRs Rashid merged before 2026-11-23"),
+    ("anything later?", "PRs Rashid merged since 2026-11-30"),
+    ("a week later", "PRs Rashid merged between 2026-11-30 and 2026-12-06"),
+    ("the previous week", "PRs Rashid merged between 2026-11-16 and 2026-11-22"),
+    ("再往前一周", "PRs Rashid merged between 2026-11-16 and 2026-11-22"),
+    ("那再往前一个月呢？", "PRs Rashid merged between 2026-10-23 and 2026-10-29"),  # that week, a month back
+    ("更早的呢？", "PRs Rashid merged before 2026-11-23"),
+    ("same for 2020", "PRs Rashid merged 2020"),
+    ("the same but for October", "PRs Rashid merged October"),
+    # another person, other phrasing
+    ("and for Priya?", "PRs Priya merged last week"),
+    ("what about larsn", "PRs larsn merged last week"),
+    ("same for Priya", "PRs Priya merged last week"),
+    ("换成李娜呢", "PRs 李娜 merged last week"),
+    # narrowing
+    ("only the open ones", "PRs Rashid merged last week open"),
+    ("just the merged ones", "PRs Rashid merged last week merged"),
 ])
 def test_follow_up_forms(asked, standalone):
     assert resolve_offline(asked, [MERGED], PEOPLE, NOW).standalone == standalone
@@ -47,3 +68,50 @@ def test_a_pronoun_prefers_the_person_asked_about_before():
     earlier = {**MERGED, "standalone": "PRs Priya merged last week", "people": ["Priya Raman"], "people_text": ["Priya"]}
     first = {**MERGED, "answer_people": []}
     assert resolve_offline("他呢？", [first, earlier], PEOPLE, NOW).standalone == "PRs Rashid Khan merged last week"
+
+
+def test_a_shifted_window_of_one_calendar_month_is_the_month_before_by_name():
+    october = {**MERGED, "standalone": "PRs Rashid merged in October", "times": ["in October"],
+               "time_ranges": [{"text": "in October", "start": "2026-10-01T00:00:00", "end": "2026-11-01T00:00:00"}]}
+    assert resolve_offline("the month before", [october], PEOPLE, NOW).standalone == "PRs Rashid merged in September 2026"
+    assert resolve_offline("a year earlier", [october], PEOPLE, NOW).standalone == "PRs Rashid merged in October 2025"
+    january = {**october, "time_ranges": [{"text": "in October", "start": "2026-01-01T00:00:00",
+                                           "end": "2026-02-01T00:00:00"}]}
+    assert resolve_offline("the month before", [january], PEOPLE, NOW).standalone == "PRs Rashid merged in December 2025"
+
+
+def test_a_shift_needs_a_window_to_shift():
+    no_time = {**MERGED, "standalone": "open PRs by Rashid", "times": [], "time_ranges": []}
+    assert resolve_offline("the week before", [no_time], PEOPLE, NOW).how == ""
+
+
+def test_a_shifted_window_in_a_chinese_question_is_set_apart_by_spaces():
+    zhang = {**MERGED, "standalone": "上周张伟合并了哪些PR？", "times": ["上周"], "people_text": ["张伟"]}
+    assert resolve_offline("再往前一周", [zhang], PEOPLE, NOW).standalone == \
+        "between 2026-11-16 and 2026-11-22 张伟合并了哪些PR？"
+
+
+DECLINED = {"standalone": "PRs Alex merged last week", "people": [], "people_text": [], "times": ["last week"],
+            "refs": [], "answer_people": [], "unresolved": "Alex",
+            "candidates": [{"key": "achen42", "name": "Alex Chen", "github": "achen42"},
+                           {"key": "amorgan-dev", "name": "Alex Morgan", "github": "amorgan-dev"}]}
+
+
+@pytest.mark.parametrize("asked,name", [
+    ("the first one", "Alex Chen"), ("the second", "Alex Morgan"), ("2", "Alex Morgan"), ("第二个", "Alex Morgan"),
+    ("第一个", "Alex Chen"), ("the last one", "Alex Morgan"), ("I meant amorgan-dev", "Alex Morgan"),
+    ("Alex Morgan", "Alex Morgan"), ("alex chen", "Alex Chen"), ("我说的是Alex Chen", "Alex Chen"),
+    ("no, I meant achen42", "Alex Chen"), ("Morgan", "Alex Morgan"),
+])
+def test_picking_a_candidate_re_asks_the_declined_question_with_that_person(asked, name):
+    out = resolve_offline(asked, [DECLINED], PEOPLE, NOW)
+    assert out.standalone == f"PRs {name} merged last week" and "of the candidates offered" in out.how
+
+
+@pytest.mark.parametrize("asked", ["the third one", "第三个", "Alex", "I meant Priya Raman", "0"])
+def test_a_pick_that_names_no_offered_candidate_picks_none(asked):
+    assert "of the candidates offered" not in resolve_offline(asked, [DECLINED], PEOPLE, NOW).how
+
+
+def test_the_first_one_without_candidates_picks_nothing():
+    assert resolve_offline("the first one", [MERGED], PEOPLE, NOW).how == ""

@@ -32,6 +32,7 @@ from context_engine.prompts import FOLLOWUP_SYSTEM
 from context_engine.query.identity import PeopleDirectory
 from context_engine.query.timeexpr import find_time_ranges
 from context_engine.models import structured_output
+from context_engine.text import HAN
 
 _LEAD = re.compile(r"^\s*(?:(?:(?:and|but|also|so|ok(?:ay)?|then|now)[\s,]+)+(?:(?:what|how)\s+about\s+)?"
                    r"|(?:what|how)\s+about\s+|(?:那么?|还有|那)\s*)", re.I)
@@ -70,12 +71,17 @@ _UNITS = {"day": "day", "week": "week", "month": "month", "quarter": "quarter", 
           "天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month", "季度": "quarter", "年": "year"}
 _EN_UNIT = r"(day|week|month|quarter|year)s?"   # the one group of each form: the unit
 _CJK_UNIT = r"(?:一|1)?个?(天|日|周|星期|礼拜|月|季度|年)"
-_SHIFT_BACK = re.compile(
-    rf"^(?:the\s+)?{_EN_UNIT}\s+(?:before|earlier|prior)(?:\s+that)?$|^(?:the\s+)?(?:previous|prior|preceding)\s+{_EN_UNIT}$"
-    rf"|^(?:a|one|1)\s+{_EN_UNIT}\s+(?:earlier|before)$|^(?:再|再往|往)前{_CJK_UNIT}$|^(?:再)?早{_CJK_UNIT}$", re.I)
-_SHIFT_AHEAD = re.compile(
-    rf"^(?:the\s+)?{_EN_UNIT}\s+(?:after|later)(?:\s+that)?$|^(?:the\s+)?(?:next|following)\s+{_EN_UNIT}$"
-    rf"|^(?:a|one|1)\s+{_EN_UNIT}\s+later$|^(?:再|再往|往)后{_CJK_UNIT}$|^(?:再)?晚{_CJK_UNIT}$", re.I)
+# "the month before" / "the next week": the window of that unit next to the last one (the one
+# before or after it when the last one was such a unit); "a year earlier" / "再往前一周": the last
+# window itself, moved by that unit.
+_NEXT_BACK = re.compile(rf"^(?:the\s+)?{_EN_UNIT}\s+(?:before|prior)(?:\s+that)?$"
+                        rf"|^(?:the\s+)?(?:previous|prior|preceding)\s+{_EN_UNIT}$", re.I)
+_NEXT_AHEAD = re.compile(rf"^(?:the\s+)?{_EN_UNIT}\s+after(?:\s+that)?$|^(?:the\s+)?(?:next|following)\s+{_EN_UNIT}$",
+                         re.I)
+_MOVE_BACK = re.compile(rf"^(?:a|one|1)\s+{_EN_UNIT}\s+(?:earlier|before)$|^(?:再|再往|往)前{_CJK_UNIT}$"
+                        rf"|^(?:再)?早{_CJK_UNIT}$", re.I)
+_MOVE_AHEAD = re.compile(rf"^(?:a|one|1)\s+{_EN_UNIT}\s+(?:later|after)$|^(?:再|再往|往)后{_CJK_UNIT}$"
+                         rf"|^(?:再)?晚{_CJK_UNIT}$", re.I)
 _EARLIER = re.compile(r"^(?:any(?:thing)?\s+)?(?:earlier|before\s+(?:that|then)|prior\s+to\s+that|even\s+earlier)(?:\s+ones?)?$"
                       r"|^(?:更早|再早|之前|在那之前|那之前|以前)(?:的)?$", re.I)
 _LATER = re.compile(r"^(?:any(?:thing)?\s+)?(?:later|after\s+(?:that|then)|since\s+then)(?:\s+ones?)?$"
@@ -114,14 +120,15 @@ def _shifted(core: str, previous: dict[str, Any]) -> str | None:
         return f"before {start:%Y-%m-%d}"
     if _LATER.match(core) and end is not None:
         return f"since {end:%Y-%m-%d}"
-    for pattern, n in ((_SHIFT_BACK, -1), (_SHIFT_AHEAD, 1)):
+    if start is None or end is None:
+        return None
+    for pattern, n, moved in ((_NEXT_BACK, -1, False), (_NEXT_AHEAD, 1, False), (_MOVE_BACK, -1, True),
+                              (_MOVE_AHEAD, 1, True)):
         m = pattern.match(core)
-        if not m or start is None or end is None:
+        if not m:
             continue
-        unit = next((_UNITS[g.lower()] for g in m.groups() if g), None)
-        if unit is None:
-            return None
-        if _step(start, unit, 1) == end:  # the window is one such unit: the one before (after) it
+        unit = _UNITS[next(g for g in m.groups() if g).lower()]
+        if moved or _step(start, unit, 1) == end:
             return _phrase(_step(start, unit, n), _step(end, unit, n))
         # a window of another length: the unit right before it (right after it)
         return _phrase(_step(start, unit, -1), start) if n < 0 else _phrase(end, _step(end, unit, 1))
@@ -172,7 +179,11 @@ def _replace_time(previous: dict[str, Any], when: str) -> str:
     for old in previous.get("times", []):
         if old and old.lower() in text.lower():
             at = text.lower().index(old.lower())
-            return text[:at] + when + text[at + len(old):]
+            before, after = text[:at], text[at + len(old):]
+            if when.isascii():  # "between 2026-11-16 and 2026-11-22" set apart from the Chinese around it
+                before = before + " " if before and HAN.match(before[-1]) else before
+                after = " " + after if after and HAN.match(after[0]) else after
+            return before + when + after
     return f"{text.rstrip('?？ ')} {when}"
 
 
