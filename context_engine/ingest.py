@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable
 from context_engine.access import PUBLIC, merge_acl
 from context_engine.config import COLLECTIONS, Settings
 from context_engine.answering.links import LinkIndex
+from context_engine.query.fulltext import sync_fulltext
 from context_engine.query.catalog import load_catalog, refresh_catalog
 from context_engine.retrievers.index import SyncReport, sync_index
 from context_engine.sources.connectors import saved_overrides
@@ -229,9 +230,14 @@ def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str
                                      f"link index beside them could not be updated: {exc}") from None
         for report in reports:
             if report.changed:
-                refresh_catalog(store, settings, report.tenant)
+                catalog = refresh_catalog(store, settings, report.tenant)
             else:
-                load_catalog(store, settings, report.tenant)  # rebuilt if it does not match the store
+                catalog = load_catalog(store, settings, report.tenant)  # rebuilt if it does not match the store
+            try:  # `$text` reads an index built here, not one each new process tokenizes the collection for
+                sync_fulltext(store, report.tenant, catalog.schemas)
+            except OSError as exc:  # a full disk after the commit: `$text` fits its index in memory meanwhile
+                raise StoreFileError(f"the records are committed (store generation {store.generation}), but the "
+                                     f"full-text index beside them could not be updated: {exc}") from None
             if index:
                 report.index = sync_index(store, report.tenant, settings, progress)
             report.seconds = time.perf_counter() - started

@@ -1,8 +1,9 @@
 """Execution: scope a validated pipeline to the tenant and the asker's access, bound it, run it.
 
 Scope is injected here, after validation, as part of the first `$match`, so no planner (and no
-model) ever writes or sees it. A `$text` clause is answered by the engine's BM25 index as an `_id`
-pre-filter (see query.fulltext) unless the store is MongoDB with a real text index and no Chinese.
+model) ever writes or sees it. A `$text` clause is answered by the engine's BM25 index (built at
+ingest, see query.fulltext) as an `_id` pre-filter unless the store is MongoDB with a real text
+index and no Chinese; the ids it proposes still pass the scoped pipeline.
 """
 
 from __future__ import annotations
@@ -80,8 +81,8 @@ def _is_text_score_sort(stage: dict[str, Any]) -> bool:
     return "$sort" in stage and any(isinstance(v, dict) and v.get("$meta") == "textScore" for v in stage["$sort"].values())
 
 
-def _resolve_text(stages: list[dict[str, Any]], collection: Any, schema: CollectionSchema | None,
-                  tenant: str, native_text: bool, revision: int) -> list[Any] | None:
+def _resolve_text(stages: list[dict[str, Any]], store: Any, collection: str, schema: CollectionSchema | None,
+                  tenant: str, native_text: bool) -> list[Any] | None:
     """Serve `$text` from BM25: an `_id` pre-filter; returns the ids in rank order (None if native)."""
     match = stages[0].get("$match", {})
     text = match.get("$text")
@@ -91,7 +92,7 @@ def _resolve_text(stages: list[dict[str, Any]], collection: Any, schema: Collect
     if native_text and not HAN.search(search):
         return None
     fields = schema.text_fields if schema else []
-    ranked = text_ids(collection, tenant, fields, search, revision)
+    ranked = text_ids(store, collection, tenant, fields, search)
     del match["$text"]
     match["_id"] = {"$in": ranked}
     return ranked
@@ -107,7 +108,7 @@ def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]
     deadline = bounds.deadline()
     native_text = not store.embedded and bool(schema and any(
         "text" in str(ix.get("keys")) or ix.get("name", "").endswith("_text") for ix in schema.indexes))
-    ranked = _resolve_text(stages, collection, schema, tenant, native_text, store.revision)
+    ranked = _resolve_text(stages, store, collection_name, schema, tenant, native_text)
     cut = next((i for i, stage in enumerate(stages) if _is_text_score_sort(stage)), None) if ranked is not None else None
     head = stages if cut is None else stages[:cut]
     try:

@@ -2,36 +2,167 @@
 
 The embedded store has no `$text`, and MongoDB's `$text` does not segment Chinese; so a `$text`
 clause is answered by BM25 over the collection's text fields and becomes an `_id` pre-filter.
-Indexes are built per tenant and collection on first use and kept for the life of the process.
+
+On the embedded store the record-level index is built at ingest (`sync_fulltext`) and persisted
+per tenant and collection in `<data-dir>/fulltext/`, so a new process reads it instead of
+tokenizing the whole collection for its first question (seconds on the GitHub dump). It is derived
+data and only proposes ids: the executor still runs the scoped pipeline over them (tenant and the
+asker's principals), so the index never widens access. It records the last store row it has seen;
+a record of its tenant and collection written since (a webhook, an ingest interrupted before the
+sync) makes it stale, and then the store wins: the index is rebuilt in memory from the records as
+they are, as it is on MongoDB. A deleted record's id may linger in it until the next sync; the
+scoped pipeline finds no such record.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import shutil
+import uuid
+from pathlib import Path
 from typing import Any
 
-from context_engine.query.schema import values_at
+from context_engine.query.schema import TEXT_FIELD_CANDIDATES, values_at
 from context_engine.retrievers.bm25 import BM25Index
+from context_engine.store.regular_files import read_regular_text
+from context_engine.text import TOKENIZATION
 
-# (store, collection, tenant) -> (store revision it was built at, index): one index each, replaced
-# when the store has been written since, so a long-lived server does not keep every old one.
-_CACHE: dict[tuple[int, str, str], tuple[int, BM25Index]] = {}
+FORMAT = "1"
+DIR_NAME = "fulltext"
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # tenants and collection names as file names
+
+# (store, collection, tenant) -> ((last row seen, this process's writes) it was built at, fields, index):
+# one index each, replaced when the store has been written since, so a long-lived server does not
+# keep every old one.
+_CACHE: dict[tuple[str, str, str], tuple[tuple[int, int], tuple[str, ...], BM25Index]] = {}
 
 
 def _text_of(doc: dict[str, Any], fields: list[str]) -> str:
     return "\n".join(v for path in fields for v in values_at(doc, path) if isinstance(v, str))
 
 
-def text_index(collection: Any, tenant: str, fields: list[str], revision: int) -> BM25Index:
-    """`revision` changes whenever the store is written, so an edited record is searched as edited."""
-    key = (id(collection.database), collection.name, tenant)
-    cached = _CACHE.get(key)
-    if cached is not None and cached[0] == revision:
-        return cached[1]
+def _fit(collection: Any, tenant: str, fields: list[str]) -> BM25Index:
     docs = list(collection.find({"tenant_id": tenant}, {f: 1 for f in fields}))
-    index = BM25Index().fit([d["_id"] for d in docs], (_text_of(d, fields) for d in docs))
-    _CACHE[key] = (revision, index)
+    return BM25Index().fit([d["_id"] for d in docs], (_text_of(d, fields) for d in docs))
+
+
+def _root(store: Any, tenant: str, collection: str) -> Path:
+    if not (_SAFE_NAME.match(tenant) and _SAFE_NAME.match(collection)):
+        raise ValueError(f"not a tenant and collection name: {tenant!r}, {collection!r}")
+    return store.data_dir / DIR_NAME / tenant / collection
+
+
+def _read_manifest(root: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The live build of one tenant's collection and its manifest; None when there is none or it is unreadable."""
+    try:
+        name = read_regular_text(root / "CURRENT").strip()
+        if not re.fullmatch(r"build-[0-9a-f]{32}", name):
+            return None
+        manifest = json.loads(read_regular_text(root / name / "manifest.json"))
+    except (OSError, ValueError):
+        return None
+    return (root / name, manifest) if manifest.get("format") == FORMAT else None
+
+
+def _is_fresh(store: Any, tenant: str, collection: str, fields: list[str], manifest: dict[str, Any]) -> bool:
+    """Built from these fields, tokenized as queries are, and no record of the tenant's collection
+    written since: the range of row numbers after `seq` (O(changed))."""
+    return (manifest.get("fields") == fields and manifest.get("tokenization") == TOKENIZATION
+            and isinstance(manifest.get("seq"), int)
+            and not store.file.written_since(manifest["seq"], tenant, [collection]))
+
+
+def sync_fulltext(store: Any, tenant: str, schemas: dict[str, Any]) -> list[str]:
+    """Bring the tenant's persisted full-text indexes up to the store's last commit (embedded store
+    only; called by ingest after the commit). Returns the collections rebuilt."""
+    if store.file is None:
+        return []
+    rebuilt = []
+    for name, schema in sorted(schemas.items()):
+        fields = list(schema.text_fields)
+        if name not in TEXT_FIELD_CANDIDATES or not fields:
+            continue
+        root = _root(store, tenant, name)
+        current = _read_manifest(root)
+        if current is not None and _is_fresh(store, tenant, name, fields, current[1]):
+            continue
+        seq = store.file.last_seq()  # under the writer lock: nothing is written between this and the read
+        index = _fit(store.collection(name), tenant, fields)
+        _write_build(root, index, {"format": FORMAT, "tenant": tenant, "collection": name, "fields": fields,
+                                   "tokenization": TOKENIZATION, "seq": seq, "ids": [str(i) for i in index.ids]})
+        rebuilt.append(name)
+    return rebuilt
+
+
+def _write_build(root: Path, index: BM25Index, manifest: dict[str, Any]) -> None:
+    """A complete build in its own directory, then CURRENT switched to it (readers see one or the other)."""
+    root.mkdir(parents=True, exist_ok=True)
+    name = f"build-{uuid.uuid4().hex}"
+    tmp = root / f".{name}.tmp"
+    tmp.mkdir()
+    try:
+        index.save(tmp / "bm25.npz")
+        with open(tmp / "manifest.json", "w", encoding="utf-8") as fh:
+            json.dump(manifest, fh, ensure_ascii=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.rename(tmp, root / name)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    pointer = root / "CURRENT.tmp"
+    pointer.write_text(name)
+    os.replace(pointer, root / "CURRENT")
+    for old in root.iterdir():  # superseded builds and leftovers of failed ones
+        if old.is_dir() and old.name != name:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _persisted(store: Any, tenant: str, collection: str, fields: list[str]) -> tuple[int, BM25Index] | None:
+    """The index ingest built, if it is fresh: (the row number it has seen, the index)."""
+    current = _read_manifest(_root(store, tenant, collection))
+    if current is None or not _is_fresh(store, tenant, collection, fields, current[1]):
+        return None
+    build, manifest = current
+    try:
+        index = BM25Index.load(build / "bm25.npz", manifest["ids"])
+    except (OSError, ValueError, KeyError):
+        return None
+    if index.tokenization != TOKENIZATION or len(index.ids) != index.matrix.shape[0]:
+        return None
+    return manifest["seq"], index
+
+
+def text_index(store: Any, collection: str, tenant: str, fields: list[str]) -> BM25Index:
+    """The tenant's full-text index of `collection` as the store holds it now."""
+    handle = store.collection(collection)
+    if store.file is not None:
+        key = (str(store.data_dir), collection, tenant)
+        cached = _CACHE.get(key)
+        # `revision` counts this process's own writes (a webhook's, before its commit)
+        if (cached is not None and cached[1] == tuple(fields) and cached[0][1] == store.revision
+                and not store.file.written_since(cached[0][0], tenant, [collection])):
+            return cached[2]
+        persisted = _persisted(store, tenant, collection, fields) if store.revision == 0 else None
+        if persisted is not None:
+            _CACHE[key] = ((persisted[0], 0), tuple(fields), persisted[1])
+            return persisted[1]
+        # Stale or missing: the store wins. Fitted from the records as they are, valid up to the last row.
+        seq = store.file.last_seq()
+        index = _fit(handle, tenant, fields)
+        _CACHE[key] = ((seq, store.revision), tuple(fields), index)
+        return index
+    # MongoDB: no file, no row numbers; `revision` changes whenever this process writes the store.
+    key = (str(id(handle.database)), collection, tenant)
+    cached = _CACHE.get(key)
+    if cached is not None and cached[0] == (0, store.revision) and cached[1] == tuple(fields):
+        return cached[2]
+    index = _fit(handle, tenant, fields)
+    _CACHE[key] = ((0, store.revision), tuple(fields), index)
     return index
 
 
-def text_ids(collection: Any, tenant: str, fields: list[str], search: str, revision: int) -> list[Any]:
-    return [doc_id for doc_id, _ in text_index(collection, tenant, fields, revision).search(search)]
+def text_ids(store: Any, collection: str, tenant: str, fields: list[str], search: str) -> list[Any]:
+    return [doc_id for doc_id, _ in text_index(store, collection, tenant, fields).search(search)]
