@@ -36,7 +36,7 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # tenants and coll
 # (store, collection, tenant) -> ((last row seen, this process's writes) it was built at, fields, index):
 # one index each, replaced when the store has been written since, so a long-lived server does not
 # keep every old one.
-_CACHE: dict[tuple[str, str, str], tuple[tuple[int, int], tuple[str, ...], BM25Index]] = {}
+_CACHE: dict[tuple[int, str, str], tuple[tuple[int, int], tuple[str, ...], BM25Index]] = {}
 
 
 def _text_of(doc: dict[str, Any], fields: list[str]) -> str:
@@ -139,7 +139,7 @@ def text_index(store: Any, collection: str, tenant: str, fields: list[str]) -> B
     """The tenant's full-text index of `collection` as the store holds it now."""
     handle = store.collection(collection)
     if store.file is not None:
-        key = (str(store.data_dir), collection, tenant)
+        key = (id(store.db), collection, tenant)
         cached = _CACHE.get(key)
         # `revision` counts this process's own writes (a webhook's, before its commit)
         if (cached is not None and cached[1] == tuple(fields) and cached[0][1] == store.revision
@@ -155,7 +155,7 @@ def text_index(store: Any, collection: str, tenant: str, fields: list[str]) -> B
         _CACHE[key] = ((seq, store.revision), tuple(fields), index)
         return index
     # MongoDB: no file, no row numbers; `revision` changes whenever this process writes the store.
-    key = (str(id(handle.database)), collection, tenant)
+    key = (id(store.db), collection, tenant)
     cached = _CACHE.get(key)
     if cached is not None and cached[0] == (0, store.revision) and cached[1] == tuple(fields):
         return cached[2]
