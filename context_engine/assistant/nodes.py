@@ -66,8 +66,8 @@ def _text(content: Any) -> str:
 # Everything one question leaves behind, cleared when the next one starts.
 _TURN_RESET: dict[str, Any] = {
     "resolution": {}, "plan": {}, "attempts": [], "error": "", "rows": [], "outcome": "", "route": "",
-    "route_reasons": [], "topic": "", "topic_match": {}, "semantic": {}, "fused": [], "reranked": [], "contexts": [], "answer": "", "claims": "",
-    "citations": [], "queries": [], "records": [], "documents": [], "declined": False, "reflection": {},
+    "route_reasons": [], "topic": "", "topic_match": {}, "semantic": {}, "fused": [], "reranked": [], "contexts": [],
+    "answer": "", "claims": "", "citations": [], "queries": [], "records": [], "documents": [], "declined": False, "reflection": {},
     "reflections": 0, "followup": ""}
 
 
