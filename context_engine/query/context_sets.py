@@ -150,7 +150,8 @@ class ContextSet:
             bindings = _bind(template, found)
             if bindings is None:
                 continue
-            score = float(fuzz.token_set_ratio(masked, template.masked(), processor=utils.default_process))
+            score = min(float(fuzz.token_set_ratio(masked, template.masked(), processor=utils.default_process)),
+                        _coverage(template.masked(), masked))
             if score >= self.match_threshold and (best is None or score > best[2]):
                 best = (template, bindings, score)
         return best
@@ -171,6 +172,19 @@ class ContextSet:
         folded = question.casefold()
         return [f for f in self.facets if (collection is None or f.collection == collection)
                 and any(_says(folded, phrase.casefold()) for phrase in f.phrases)]
+
+
+def _coverage(template: str, question: str) -> float:
+    """The share (0-100) of the template's words that the question says, each up to an inflection
+    ("merge" for "merged"). token_set_ratio alone scores a question whose words are a subset of the
+    template's as a near-perfect match: "open PRs by Rashid" against "open PRs waiting for {who}
+    review" would drop "waiting for review" and answer with the wrong filter."""
+    wanted = utils.default_process(template).split()
+    said = utils.default_process(question).split()
+    if not wanted:
+        return 100.0
+    covered = sum(1 for word in wanted if any(fuzz.ratio(word, other) >= 80 for other in said))
+    return 100.0 * covered / len(wanted)
 
 
 def _says(folded_question: str, phrase: str) -> bool:
