@@ -262,7 +262,7 @@ def cmd_context_set(args: argparse.Namespace) -> int:
         if args.action == "remove":
             if not args.item:
                 raise InputError("`context-set remove` needs a template NAME")
-            context_sets.remove_template(settings.data_dir, settings.tenant, args.item)
+            context_sets.remove_template(settings.data_dir, settings.tenant, args.item, catalog.schemas)
             print(f"removed template {args.item!r} from tenant {settings.tenant}")
             return EXIT_OK
         cs = context_sets.load(settings.data_dir, settings.tenant, catalog.schemas, _policy(settings))
@@ -293,7 +293,7 @@ def cmd_context_set(args: argparse.Namespace) -> int:
 def _test_template(args: argparse.Namespace, settings, catalog, cs) -> int:
     """Run a template's example question through the engine; show the engine's plan beside the
     template's own (bound to the example's values) and whether their results agree."""
-    from context_engine.assistant.structured_query import run_structured
+    from context_engine.assistant.structured_query import jsonable, run_structured
     from context_engine.query.context_sets import slots_for
     from context_engine.query.engine import principals_of, resolve
     from context_engine.query.execute import run_pipeline
@@ -313,9 +313,9 @@ def _test_template(args: argparse.Namespace, settings, catalog, cs) -> int:
         raise InputError(str(exc)) from None
     asker = asker_for(settings, catalog)
     expected = template.instantiate(template.example_bindings())
-    want = run_pipeline(store_for(settings), template.collection, expected, tenant=settings.tenant,
+    want = jsonable(run_pipeline(store_for(settings), template.collection, expected, tenant=settings.tenant,
                         principals=principals_of(asker), schema=catalog.schemas.get(template.collection),
-                        max_rows=settings.max_rows, max_time_ms=settings.max_time_ms)
+                        max_rows=settings.max_rows, max_time_ms=settings.max_time_ms))
     result = run_structured(question, settings, now=now)
     plan = result.attempts[-1].plan if getattr(result, "attempts", None) else None
     ctx, _ = resolve(question, now, catalog, asker)

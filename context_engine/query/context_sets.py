@@ -544,15 +544,16 @@ def load(data_dir: Path, tenant: str, schemas: dict[str, CollectionSchema],
 # -- editing ---------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _editing(data_dir: Path, tenant: str) -> Iterator[tuple[ContextSet, Path]]:
-    """The tenant's set (its file, else a copy of the shipped defaults) under an exclusive lock; what
-    the block leaves in it is written atomically. Two editors at once take turns: none loses the other's edit."""
+def _editing(data_dir: Path, tenant: str, schemas: dict[str, CollectionSchema]) -> Iterator[tuple[ContextSet, Path]]:
+    """The tenant's set (its file, else a copy of the shipped defaults that fit its data) under an
+    exclusive lock; what the block leaves in it is written atomically. Two editors at once take
+    turns: none loses the other's edit."""
     folder = Path(data_dir) / "context_sets"
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / f".{check_tenant(tenant)}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         path = tenant_file(data_dir, tenant)
-        cs = read_file(path) if path is not None else shipped()
+        cs = read_file(path) if path is not None else checked(shipped(), schemas, shipped=True)
         target = path if path is not None else folder / f"{tenant}.json"
         yield cs, target
         if target.suffix == ".json":
@@ -572,7 +573,7 @@ def add_template(data_dir: Path, tenant: str, template: Template, schemas: dict[
     errors = template_errors(template, schemas, policy)
     if errors:
         raise ContextSetError(f"template {template.name!r}: {errors[0]}")
-    with _editing(data_dir, tenant) as (cs, _):
+    with _editing(data_dir, tenant, schemas) as (cs, _):
         held = cs.template(template.name)
         if held is not None and not replace:
             raise ContextSetError(f"template {template.name!r} already exists; remove it first")
@@ -581,8 +582,8 @@ def add_template(data_dir: Path, tenant: str, template: Template, schemas: dict[
         cs.templates = [t for t in cs.templates if t.name != template.name] + [template]
 
 
-def remove_template(data_dir: Path, tenant: str, name: str) -> None:
-    with _editing(data_dir, tenant) as (cs, _):
+def remove_template(data_dir: Path, tenant: str, name: str, schemas: dict[str, CollectionSchema]) -> None:
+    with _editing(data_dir, tenant, schemas) as (cs, _):
         if cs.template(name) is None:
             raise ContextSetError(f"no template {name!r} (see `context-engine context-set list`)")
         cs.templates = [t for t in cs.templates if t.name != name]
