@@ -122,15 +122,20 @@ class Comparison:
         return "\n".join(lines)
 
 
-def _run(item: dict[str, Any], settings: Settings, config: Config) -> tuple[list[dict[str, Any]] | None, str]:
-    """The rows one configuration answers with (None: no answer) and how it planned."""
+def _run(item: dict[str, Any], settings: Settings, config: Config,
+         sets: dict[tuple[str, str], context_sets.ContextSet]) -> tuple[list[dict[str, Any]] | None, str]:
+    """The rows one configuration answers with (None: no answer) and how it planned; `sets` holds
+    each tenant's context set, loaded (and validated) once per comparison, not once per question."""
     now: datetime = parse_now(item.get("now"))
     if config.context_set:
         catalog = catalog_for(settings)
         asker = asker_for(settings, catalog)
         ctx, _ = resolve(item["question"], now, catalog, asker)
         if ctx is not None:
-            cs = context_sets.load(settings.data_dir, settings.tenant, catalog.schemas)
+            key = (str(settings.data_dir), settings.tenant)
+            if key not in sets:
+                sets[key] = context_sets.load(settings.data_dir, settings.tenant, catalog.schemas)
+            cs = sets[key]
             found = cs.match_template(item["question"], context_sets.slots_for(item["question"], ctx.mentions, ctx.times))
             if found is not None:
                 template, bindings, _ = found
@@ -148,6 +153,7 @@ def _run(item: dict[str, Any], settings: Settings, config: Config) -> tuple[list
 
 def compare(path: Path, settings: Settings, configs: list[Config], limit: int | None = None) -> Comparison:
     report = Comparison(configs)
+    sets: dict[tuple[str, str], context_sets.ContextSet] = {}
     for n, item in enumerate(load_questions(path)[:limit], 1):
         base = settings.with_overrides(tenant=item.get("tenant") or settings.tenant)
         catalog = catalog_for(base)
@@ -162,7 +168,7 @@ def compare(path: Path, settings: Settings, configs: list[Config], limit: int | 
             run_settings = base.with_overrides(asker=item.get("as"), use_llm=config.planner == "llm",
                                                **dict(config.settings))
             started = time.perf_counter()
-            rows, how = _run(item, run_settings, config)
+            rows, how = _run(item, run_settings, config, sets)
             row.seconds.append(time.perf_counter() - started)
             row.correct.append(rows is not None and answer_key(rows, compare_by) == want)
             row.how.append(how)
