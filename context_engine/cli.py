@@ -184,7 +184,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     context = {"tenant": settings.tenant, "user": settings.asker, "data_dir": str(settings.data_dir)}
     graph = _import_frozen("context_engine.assistant.graph").graph
     result = graph.invoke({"question": question, "now": now.isoformat()}, context=context)
-    _remember_ask(settings, question, now, result)
+    from context_engine.query.feedback import remember_ask
+
+    remember_ask(settings.data_dir, settings.tenant, settings.asker, question, result, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
     # Pipelines are in Extended JSON, so any of them can be re-run with `context-engine query`.
     if args.json:
         _print_json({"question": question, **{key: result.get(key) for key in (
@@ -207,16 +209,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
                 found = ", ".join(f"{n} {name}" for name, n in q["retrievers"].items())
                 print(f"\nsearch: {q['search']!r} ({found}; fusion {q['fusion']}, reranker {q['reranker']})")
     return EXIT_OK
-
-
-def _remember_ask(settings, question: str, now: datetime, result: dict[str, Any]) -> None:
-    """What `feedback` without --question is about: this tenant's last question, its plan and answer."""
-    from context_engine.query.feedback import FeedbackStore
-
-    plan = next(({"collection": q["collection"], "pipeline": q["pipeline"]} for q in result.get("queries") or []
-                 if "pipeline" in q), None)
-    FeedbackStore(settings.data_dir).record_ask(settings.tenant, settings.asker, question, plan,
-                                                str(result.get("answer") or ""), now.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
 def _json_argument(value: str, what: str) -> Any:

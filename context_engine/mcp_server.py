@@ -94,7 +94,10 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
         context = {"tenant": scoped.tenant, "user": scoped.asker, "anonymous": scoped.asker is None,
                    "data_dir": str(scoped.data_dir)}
         result = await _in_worker(lambda: graph.invoke({"question": question, "now": when}, context=context))
-        await _in_worker(lambda: _remember_ask(scoped, question, when, result))
+        from context_engine.query.feedback import remember_ask
+
+        await _in_worker(lambda: remember_ask(scoped.data_dir, scoped.tenant, scoped.asker or "", question, result,
+                                              when))
         return _jsonable({"answer": _clip(result.get("answer", ""), MAX_ANSWER), "route": result.get("route"),
                           "citations": _clip(result.get("citations", [])[:20]),
                           "queries": [{k: q.get(k) for k in ("collection", "pipeline", "outcome", "error") if k in q}
@@ -281,16 +284,6 @@ def _owners(scoped: Settings, refs: list[str]) -> list[str]:
                                           refs)
     logins = [(r.get("user") or {}).get("login") for r in records]
     return list(dict.fromkeys(login for login in logins if login))[:8]
-
-
-def _remember_ask(scoped: Settings, question: str, now: str, result: dict[str, Any]) -> None:
-    """What `feedback` without a question is about: this caller's last question, plan and answer."""
-    from context_engine.query.feedback import FeedbackStore
-
-    plan = next(({"collection": q["collection"], "pipeline": q["pipeline"]} for q in result.get("queries") or []
-                 if "pipeline" in q), None)
-    FeedbackStore(scoped.data_dir).record_ask(scoped.tenant, scoped.asker or "", question, plan,
-                                              str(result.get("answer") or ""), now)
 
 
 def _anonymous(settings: Settings) -> Settings:

@@ -347,16 +347,13 @@ async def _areadable_steps(updates: AsyncIterator[dict[str, Any]], config: Runna
 def _remember_ask(final: dict[str, Any], config: RunnableConfig) -> None:
     """The run's question, plan and answer as the last ask of the request's own tenant and asker
     (the run context its key made, never the body)."""
-    from context_engine.query.feedback import FeedbackStore
+    from context_engine.query.feedback import remember_ask
 
     context = (config.get("configurable") or {}).get(RUN_CONTEXT_KEY)
     if context is None or not final.get("question"):
         return
-    plan = next(({"collection": q["collection"], "pipeline": q["pipeline"]} for q in final.get("queries") or []
-                 if isinstance(q, dict) and "pipeline" in q), None)
-    FeedbackStore(Path(context.data_dir)).record_ask(context.tenant, "" if context.anonymous else context.user,
-                                                     str(final["question"]), plan, str(final.get("answer") or ""),
-                                                     str(final.get("now") or ""))
+    remember_ask(Path(context.data_dir), context.tenant, "" if context.anonymous else context.user,
+                 str(final["question"]), final, str(final.get("now") or ""))
 
 
 def _step_lines(update: dict[str, Any] | None, final: dict[str, Any]) -> list[str]:

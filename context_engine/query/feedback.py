@@ -166,6 +166,18 @@ class FeedbackStore:
                          json.loads(r[6]) if r[6] else None, r[7], r[8], r[9], r[10], r[11] or "") for r in rows]
 
 
+def remember_ask(data_dir: Path, tenant: str, asker: str | None, question: str, result: dict[str, Any],
+                 now: str) -> None:
+    """A finished run (the graph's output: its queries and answer) as the asker's last question.
+    Best effort: a read-only or full data dir must not cost the person the answer they were given."""
+    plan = next(({"collection": q["collection"], "pipeline": q["pipeline"]} for q in result.get("queries") or []
+                 if isinstance(q, dict) and "pipeline" in q), None)
+    try:
+        FeedbackStore(data_dir).record_ask(tenant, asker, question, plan, str(result.get("answer") or ""), now)
+    except (OSError, sqlite3.Error):
+        pass
+
+
 def _utcnow() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
