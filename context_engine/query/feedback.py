@@ -54,9 +54,6 @@ class Feedback:
     created: str
     template: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
 
 def check_note(note: Any) -> str:
     if note is None:
