@@ -182,7 +182,7 @@ class PeopleDirectory:
         self.index: dict[str, set[int]] = {}
         self.cjk_aliases: list[tuple[str, int]] = []
         for i, person in enumerate(self.people):
-            for alias in self._aliases(person):
+            for alias in self.aliases(person):
                 self.index.setdefault(alias.lower(), set()).add(i)
                 if HAN.search(alias) and len(alias) >= 2:
                     self.cjk_aliases.append((alias, i))
@@ -190,7 +190,8 @@ class PeopleDirectory:
         self._alias_keys = list(self.index)
 
     @staticmethod
-    def _aliases(person: Person) -> set[str]:
+    def aliases(person: Person) -> set[str]:
+        """Every text that names `person` in a question (the value index indexes the same ones)."""
         aliases = {person.name, person.key, *person.aliases}
         for kind in ("github", "slack_id", "slack_handle", "jira"):
             if person.handles.get(kind):
