@@ -11,8 +11,9 @@ the stored value, how many records).
 
 `ValueIndex.search(text)` matches the question's n-grams by exact, prefix, token and fuzzy rules
 (ranked in that order, then by how many records carry the value), and returns a value only if the
-asker may read a record that carries it *now*: one batched, scoped query per collection against
-the store (the index is derived and may lag it). A person is returned only if the asker can read a
+asker may read a record that carries it *now*: a scoped equality query against the store per place
+the value is stored, best match first, until enough are confirmed (the index is derived and may lag
+the store). A person is returned only if the asker can read a
 record where that person acts. Work is bounded: n-grams per question, matches per n-gram, a
 deadline.
 
@@ -66,7 +67,7 @@ MAX_GRAMS = 256                 # n-grams looked up per question
 MAX_GRAM_WORDS = 4
 MAX_MATCHES_PER_GRAM = 8
 MAX_CANDIDATES = 64             # entries checked against the store per search
-SEARCH_MS = 300                 # the whole search, access check included
+SEARCH_MS = 1000                # the whole search, access check included (a cold store indexes on first use)
 RULES = ("exact", "prefix", "token", "fuzzy")
 _RULE_SCORE = {"exact": 1.0, "prefix": 0.8, "token": 0.6, "fuzzy": 0.5}
 
@@ -350,7 +351,7 @@ class ValueIndex:
                 if i not in best or rank < best[i][0]:
                     best[i] = (rank, gram, rule, similarity)
         ranked = sorted(best.items(), key=lambda item: (item[1][0], item[0]))[:MAX_CANDIDATES]
-        visible = self.visible([i for i, _ in ranked], deadline)
+        visible = self.visible([i for i, _ in ranked], deadline, needed=limit)
         out = []
         for i, (_, gram, rule, similarity) in ranked:
             if i in visible and len(out) < limit:
@@ -370,38 +371,34 @@ class ValueIndex:
                 if self.data.entries[i].kind in wanted:
                     scored[i] = max(scored.get(i, 0.0), score / 100)
         ranked = sorted(scored.items(), key=lambda item: (-item[1], -self.data.entries[item[0]].count, item[0]))
-        visible = self.visible([i for i, _ in ranked[:MAX_CANDIDATES]], deadline)
+        visible = self.visible([i for i, _ in ranked[:MAX_CANDIDATES]], deadline, needed=limit)
         gram = _Gram(text, norm, 0, len(text), len(norm.split()))
         return [self._match(i, visible[i], "fuzzy", score, gram) for i, score in ranked if i in visible][:limit]
 
-    def visible(self, ids: Sequence[int], deadline: float | None = None) -> dict[int, list[tuple[str, str, str, int]]]:
-        """entry -> the carriers the asker may read now: per collection, one scoped query asking, for
-        each (field, value), whether a readable record still holds it. Fails closed: a carrier the
-        query could not confirm (a deadline, an error) is not readable."""
-        by_collection: dict[str, list[tuple[int, tuple[str, str, str, int]]]] = defaultdict(list)
-        for i in ids:
-            for carrier in self.data.entries[i].carriers:
-                by_collection[carrier[0]].append((i, carrier))
+    def visible(self, ids: Sequence[int], deadline: float | None = None,
+                needed: int | None = None) -> dict[int, list[tuple[str, str, str, int]]]:
+        """entry -> the carriers the asker may read now, entries in the order given until `needed` are
+        found: for each (collection, field, value), one scoped query for a readable record that still
+        holds it (an equality on the leading `$match`: the store's secondary indexes answer it in well
+        under a millisecond). Fails closed: what the deadline or an error left unconfirmed is hidden."""
+        deadline = time.monotonic() + SEARCH_MS / 1000 if deadline is None else deadline
         out: dict[int, list[tuple[str, str, str, int]]] = {}
-        for collection, carriers in by_collection.items():
-            for chunk_start in range(0, len(carriers), 64):
-                chunk = carriers[chunk_start:chunk_start + 64]
-                remaining = SEARCH_MS if deadline is None else int((deadline - time.monotonic()) * 1000)
+        for i in ids:
+            if needed is not None and len(out) >= needed:
+                break
+            for carrier in self.data.entries[i].carriers:
+                remaining = int((deadline - time.monotonic()) * 1000)
                 if remaining <= 0:
                     return out
-                facets = {f"c{k}": [{"$match": {c[1]: c[2]}}, {"$limit": 1}, {"$project": {"_id": 0, "ref": 1}}]
-                          for k, (_, c) in enumerate(chunk)}
-                pipeline = [{"$match": {"$or": [{c[1]: c[2]} for _, c in chunk]}}, {"$facet": facets}]
+                collection, path, stored, _ = carrier
+                pipeline = [{"$match": {path: stored}}, {"$limit": 1}, {"$project": {"_id": 0, "ref": 1}}]
                 try:
                     rows = run_pipeline(self.store, collection, pipeline, tenant=self.tenant,
-                                        principals=self.principals, schema=None, max_rows=1,
-                                        max_time_ms=max(remaining, 1))
+                                        principals=self.principals, schema=None, max_rows=1, max_time_ms=remaining)
                 except ExecutionError:
                     continue
-                found = rows[0] if rows else {}
-                for k, (i, carrier) in enumerate(chunk):
-                    if found.get(f"c{k}"):
-                        out.setdefault(i, []).append(carrier)
+                if rows:
+                    out.setdefault(i, []).append(carrier)
         return out
 
     def _match(self, i: int, carriers: list[tuple[str, str, str, int]], rule: str, score: float,
