@@ -38,6 +38,7 @@ from context_engine.access import PUBLIC, merge_acl
 from context_engine.config import COLLECTIONS, Settings
 from context_engine.answering.links import LinkIndex
 from context_engine.query.catalog import load_catalog, refresh_catalog
+from context_engine.query.values import load_values
 from context_engine.retrievers.index import SyncReport, sync_index
 from context_engine.sources.connectors import saved_overrides
 from context_engine.sources.normalize import ACL_PARTIAL, RecordError, normalize
@@ -229,9 +230,10 @@ def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str
                                      f"link index beside them could not be updated: {exc}") from None
         for report in reports:
             if report.changed:
-                refresh_catalog(store, settings, report.tenant)
+                catalog = refresh_catalog(store, settings, report.tenant)
             else:
-                load_catalog(store, settings, report.tenant)  # rebuilt if it does not match the store
+                catalog = load_catalog(store, settings, report.tenant)  # rebuilt if it does not match the store
+            load_values(store, settings, catalog)  # the value index of this commit (rebuilt if stale)
             if index:
                 report.index = sync_index(store, report.tenant, settings, progress)
             report.seconds = time.perf_counter() - started
