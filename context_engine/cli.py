@@ -1,4 +1,4 @@
-"""`context-engine`: ingest, ask, query, people, schema, eval, serve.
+"""`context-engine`: ingest, ask, query, people, schema, context-set, feedback, eval, serve.
 
 Exit codes: 0 ok; 2 usage or input error (one line on stderr, never a traceback); 3 a hand-written
 pipeline was rejected by validation; 4 the data dir cannot be read or written (a full disk, a damaged
@@ -184,6 +184,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     context = {"tenant": settings.tenant, "user": settings.asker, "data_dir": str(settings.data_dir)}
     graph = _import_frozen("context_engine.assistant.graph").graph
     result = graph.invoke({"question": question, "now": now.isoformat()}, context=context)
+    from context_engine.query.feedback import remember_ask
+
+    remember_ask(settings.data_dir, settings.tenant, settings.asker, question, result, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
     # Pipelines are in Extended JSON, so any of them can be re-run with `context-engine query`.
     if args.json:
         _print_json({"question": question, **{key: result.get(key) for key in (
@@ -205,6 +208,153 @@ def cmd_ask(args: argparse.Namespace) -> int:
             else:
                 found = ", ".join(f"{n} {name}" for name, n in q["retrievers"].items())
                 print(f"\nsearch: {q['search']!r} ({found}; fusion {q['fusion']}, reranker {q['reranker']})")
+    return EXIT_OK
+
+
+def _json_argument(value: str, what: str) -> Any:
+    """A JSON value given inline or as a FILE holding it."""
+    text = value
+    if not value.lstrip().startswith(("{", "[")):
+        path = Path(value)
+        if not path.is_file():
+            raise InputError(f"{what}: {value!r} is neither JSON nor a file")
+        if path.stat().st_size > 512_000:
+            raise InputError(f"{what}: {value} is over 512,000 bytes")
+        text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{what}: not valid JSON: {exc.msg} at position {exc.pos}") from None
+    except (ValueError, RecursionError):
+        raise InputError(f"{what}: a number too long or nesting too deep to read") from None
+
+
+def _policy(settings):
+    from context_engine.query.validate import ValidationPolicy
+
+    return ValidationPolicy(allow_regex=settings.allow_regex, max_limit=settings.max_rows)
+
+
+def cmd_context_set(args: argparse.Namespace) -> int:
+    from context_engine.query import context_sets
+    from context_engine.runtime import catalog_for
+
+    settings = _settings(args)
+    _check_tenant_and_asker(settings)
+    catalog = catalog_for(settings)
+    try:
+        if args.action == "add":
+            if not args.item:
+                raise InputError("`context-set add` needs a template: JSON or a FILE holding one")
+            template = context_sets.template_from_json(_json_argument(args.item, "template"))
+            context_sets.add_template(settings.data_dir, settings.tenant, template, catalog.schemas,
+                                      _policy(settings), replace=args.replace)
+            print(f"added template {template.name!r} to tenant {settings.tenant}")
+            return EXIT_OK
+        if args.action == "remove":
+            if not args.item:
+                raise InputError("`context-set remove` needs a template NAME")
+            context_sets.remove_template(settings.data_dir, settings.tenant, args.item, catalog.schemas)
+            print(f"removed template {args.item!r} from tenant {settings.tenant}")
+            return EXIT_OK
+        cs = context_sets.load(settings.data_dir, settings.tenant, catalog.schemas, _policy(settings))
+    except context_sets.ContextSetError as exc:
+        raise InputError(f"context set: {exc}") from None
+    if args.action == "export":
+        path = context_sets.tenant_file(settings.data_dir, settings.tenant)
+        whole = context_sets.read_file(path) if path else context_sets.shipped()  # inactive ones too
+        _print_json(whole.to_json())
+        return EXIT_OK
+    if args.action == "test":
+        return _test_template(args, settings, catalog, cs)
+    where = context_sets.tenant_file(settings.data_dir, settings.tenant) or "shipped defaults"
+    if args.json:
+        _print_json({"file": str(where), **cs.to_json(), "inactive": cs.inactive})
+        return EXIT_OK
+    print(f"context set of tenant {settings.tenant} ({where}): {len(cs.templates)} templates, {len(cs.facets)} facets")
+    for t in cs.templates:
+        params = ", ".join(f"{k}: {v}" for k, v in t.params.items()) or "no parameters"
+        print(f"  template {t.name}: {t.question!r} -> {t.collection} ({params})" + (f" [{t.source}]" if t.source else ""))
+    for f in cs.facets:
+        print(f"  facet {f.name} ({f.collection}): {', '.join(f.phrases)}")
+    if cs.inactive:
+        print(f"  not used here (their fields are not in this tenant's data): {', '.join(cs.inactive)}")
+    return EXIT_OK
+
+
+def _test_template(args: argparse.Namespace, settings, catalog, cs) -> int:
+    """Run a template's example question through the engine; show the engine's plan beside the
+    template's own (bound to the example's values) and whether their results agree."""
+    from context_engine.assistant.structured_query import jsonable, run_structured
+    from context_engine.query.context_sets import slots_for
+    from context_engine.query.engine import principals_of, resolve
+    from context_engine.query.execute import run_pipeline
+    from context_engine.query.plan import to_extended_json
+    from context_engine.runtime import asker_for, store_for
+    from context_engine.text import parse_now
+
+    template = cs.template(args.item or "")
+    if template is None:
+        raise InputError(f"no template {args.item!r} here (see `context-engine context-set list`)")
+    question = template.example.get("question")
+    if not question:
+        raise InputError(f"template {template.name!r} has no example question to test")
+    try:
+        now = parse_now(args.now)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    asker = asker_for(settings, catalog)
+    expected = template.instantiate(template.example_bindings())
+    want = jsonable(run_pipeline(store_for(settings), template.collection, expected, tenant=settings.tenant,
+                        principals=principals_of(asker), schema=catalog.schemas.get(template.collection),
+                        max_rows=settings.max_rows, max_time_ms=settings.max_time_ms))
+    result = run_structured(question, settings, now=now)
+    plan = result.attempts[-1].plan if getattr(result, "attempts", None) else None
+    ctx, _ = resolve(question, now, catalog, asker)
+    matched = cs.match_template(question, slots_for(question, ctx.mentions, ctx.times)) if ctx else None
+    same = plan is not None and result.kind == "success" and plan.collection == template.collection \
+        and result.rows == want
+    report = {"template": template.name, "question": question,
+              "template_plan": {"collection": template.collection, "pipeline": to_extended_json(expected)},
+              "engine_plan": {"collection": plan.collection, "pipeline": to_extended_json(plan.pipeline)} if plan else None,
+              "engine_outcome": result.kind, "template_rows": len(want), "engine_rows": len(result.rows),
+              "same_result": same, "matched_template": matched[0].name if matched else None,
+              "match_score": round(matched[2], 1) if matched else None}
+    if args.json:
+        _print_json(report)
+        return EXIT_OK
+    print(f"template {template.name}: {question!r}")
+    print(f"  template plan: {template.collection} {json.dumps(report['template_plan']['pipeline'], ensure_ascii=False)}"
+          f" ({len(want)} rows)")
+    if plan is not None:
+        print(f"  engine plan:   {plan.collection} {json.dumps(report['engine_plan']['pipeline'], ensure_ascii=False)}"
+              f" ({result.kind}, {len(result.rows)} rows, planner {plan.planner})")
+    else:
+        print(f"  engine: {result.kind}: {getattr(result, 'message', '')}")
+    print(f"  same result: {'yes' if same else 'no'}; the question matches template "
+          + (f"{matched[0].name} (score {matched[2]:.0f})" if matched else "none"))
+    return EXIT_OK
+
+
+def cmd_feedback(args: argparse.Namespace) -> int:
+    from context_engine.query.feedback import FeedbackError, submit
+    from context_engine.query.context_sets import ContextSetError
+    from context_engine.runtime import catalog_for
+
+    settings = _settings(args)
+    _check_tenant_and_asker(settings)
+    catalog = catalog_for(settings)
+    corrected = _json_argument(args.plan, "--plan") if args.plan else None
+    try:
+        out = submit(settings.data_dir, catalog, asker=settings.asker, rating="up" if args.up else "down",
+                     question=args.question, note=args.note, corrected=corrected, policy=_policy(settings))
+    except (FeedbackError, ContextSetError) as exc:
+        raise InputError(f"feedback: {exc}") from None
+    if args.json:
+        _print_json(out)
+    else:
+        print(f"feedback #{out['id']} ({out['rating']}) on {out['question']!r} stored"
+              + (f"; its plan is now template {out['template']!r} of tenant {settings.tenant}" if out["template"] else ""))
     return EXIT_OK
 
 
@@ -451,21 +601,70 @@ def _missing_extra(command: str, extra: str, *modules: str) -> bool:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from context_engine.eval.structured import evaluate
-
     if args.kind == "retrieval":
         return cmd_eval_retrieval(args)
     if args.kind == "rag":
         if _missing_extra("eval rag", "eval", "ragas", "matplotlib"):
             return EXIT_INPUT
         return cmd_eval_rag(args)
+    if args.kind == "compare":
+        return cmd_eval_compare(args)
     if args.out and _missing_extra("eval structured --out", "eval", "matplotlib"):  # the report's chart
         return EXIT_INPUT
+    if args.from_feedback:
+        return _eval_from_feedback(args)
     if not args.questions:
-        raise InputError("`eval structured` needs --questions FILE")
+        raise InputError("`eval structured` needs --questions FILE (or --from-feedback)")
     path = Path(args.questions)
     if not path.is_file():
         raise InputError(f"cannot read {path}: no such file")
+    return _eval_structured(args, path)
+
+
+def _eval_from_feedback(args: argparse.Namespace) -> int:
+    """The tenant's feedback as a question file, evaluated as any other."""
+    import tempfile
+
+    from context_engine.query.feedback import FeedbackStore, regression_items
+
+    settings = _settings(args)
+    _check_tenant_and_asker(settings)
+    items = regression_items(FeedbackStore(settings.data_dir), settings.tenant)
+    if not items:
+        raise InputError(f"tenant {settings.tenant} has no feedback with a plan to replay (give some: "
+                         "`context-engine feedback --up`)")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "feedback.jsonl"
+        path.write_text("".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items), encoding="utf-8")
+        return _eval_structured(args, path)
+
+
+def cmd_eval_compare(args: argparse.Namespace) -> int:
+    from context_engine.eval.compare import ConfigError, compare, parse_config
+
+    if not args.questions or not args.config_a or not args.config_b:
+        raise InputError("`eval compare` needs --questions FILE, --a CONFIG and --b CONFIG")
+    path = Path(args.questions)
+    if not path.is_file():
+        raise InputError(f"cannot read {path}: no such file")
+    settings = _settings(args)
+    try:
+        configs = [parse_config(args.config_a), parse_config(args.config_b)]
+    except ConfigError as exc:
+        raise InputError(str(exc)) from None
+    if any(c.planner != "offline" for c in configs) and not settings.llm_configured:
+        raise InputError("configuration `model` needs a chat model: set OPENAI_BASE_URL (and OPENAI_API_KEY)")
+    report = compare(path, settings, configs, limit=args.limit)
+    if args.json:
+        _print_json(report.to_json())
+    else:
+        print(report.table())
+    return EXIT_OK
+
+
+def _eval_structured(args: argparse.Namespace, path: Path) -> int:
+    from context_engine.eval.structured import evaluate
+
     settings = _settings(args)
     if args.planner != "offline" and not settings.llm_configured:
         raise InputError(f"--planner {args.planner} needs a chat model: set OPENAI_BASE_URL (and OPENAI_API_KEY)")
@@ -650,10 +849,24 @@ EXAMPLES = {
 """,
     "eval": """examples:
   context-engine eval structured --questions tests/data/structured_heldout.jsonl --out results/
+  context-engine eval structured --from-feedback        # every 👍 and corrected plan as a regression set
+  context-engine eval compare --questions tests/data/structured_heldout.jsonl --a offline --b no-context-set
   context-engine eval retrieval --beir $CONTEXT_ENGINE_EVAL_DATA/scifact --split test --json
   context-engine eval rag --dataset clapnq --clapnq $CONTEXT_ENGINE_EVAL_DATA/clapnq --half report --out results/
   context-engine eval rag --dataset clapnq --clapnq $CONTEXT_ENGINE_EVAL_DATA/clapnq --limit 10 --out results/
   context-engine eval rag --dataset ragas.jsonl --tenant acme --as rsh-dev --judge qwen2.5-coder-1.5b
+""",
+    "context-set": """examples:
+  context-engine context-set list
+  context-engine context-set export > acme.json        # edit, then copy to <data-dir>/context_sets/acme.json
+  context-engine context-set add template.json          # {"name", "question", "params", "plan", "example"}
+  context-engine context-set test prs-merged-by-person --now 2026-11-30T12:00:00Z
+  context-engine context-set remove feedback-12
+""",
+    "feedback": """examples:
+  context-engine feedback --up                          # the last question asked of this tenant was answered right
+  context-engine feedback --down --note "should only count merged PRs"
+  context-engine feedback --down --plan fixed.json      # {"collection": ..., "pipeline": [...]}: becomes a template
 """,
     "people": """examples:
   context-engine people
@@ -736,9 +949,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("eval", help="evaluate: `eval structured --questions FILE`, "
                        "`eval retrieval --beir DIR --split train|test`, `eval rag --dataset clapnq|FILE`")
-    p.add_argument("kind", choices=["structured", "retrieval", "rag"], help="structured: execution accuracy against "
-                   "gold pipelines; retrieval: nDCG@10, recall@10/100, MRR@10 of bm25, dense, hybrid, reranked, "
-                   "default; rag: the graph's answers and contexts scored with RAGAS")
+    p.add_argument("kind", choices=["structured", "retrieval", "rag", "compare"], help="structured: execution "
+                   "accuracy against gold pipelines; retrieval: nDCG@10, recall@10/100, MRR@10 of bm25, dense, hybrid, "
+                   "reranked, default; rag: the graph's answers and contexts scored with RAGAS; compare: one "
+                   "structured question set under two configurations (--a, --b) side by side")
+    p.add_argument("--from-feedback", action="store_true", help="structured: replay the tenant's feedback as the "
+                   "question set (a 👍's plan or a corrected plan is the gold)")
+    p.add_argument("--a", dest="config_a", metavar="CONFIG", help="compare: the first configuration: offline, model, "
+                   "no-context-set, optionally with retrieval settings (offline,fusion=rrf,reranker=none)")
+    p.add_argument("--b", dest="config_b", metavar="CONFIG", help="compare: the second configuration")
     p.add_argument("--dataset", help="rag: `clapnq` (the CLAP NQ dev set from --clapnq, ingested as tenant clapnq "
                    "under --out) or a FILE asked of --tenant: a RAGAS EvaluationDataset as to_jsonl/to_csv write it "
                    "(user_input, reference?, reference_contexts?, reference_context_ids?; an extra `answerable` is "
@@ -763,6 +982,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="only the first N questions (queries); rag, clapnq: the corpus is "
                    "only their passages (ingested and embedded), not the whole dev set's")
     p.set_defaults(func=cmd_eval)
+
+    p = add("context-set", help="the tenant's context set: templates (solved questions with parameters), facets "
+            "(named filters) and value-search settings")
+    p.add_argument("action", choices=["list", "add", "remove", "test", "export"],
+                   help="list; add TEMPLATE (JSON or FILE); remove NAME; test NAME (its example question through the "
+                   "engine); export (the whole set as JSON)")
+    p.add_argument("item", nargs="?", help="add: the template; remove, test: its name")
+    p.add_argument("--replace", action="store_true", help="add: replace a template of the same name")
+    p.add_argument("--now", help="test: the time the example is asked, ISO 8601 (default: the clock)")
+    p.add_argument("--as", dest="as_user", metavar="ACCOUNT", help=ASKER_HELP)
+    p.set_defaults(func=cmd_context_set)
+
+    p = add("feedback", help="👍/👎 on the last answer (or --question): stored per tenant; a confirmed or corrected "
+            "plan becomes a template of the context set")
+    rating = p.add_mutually_exclusive_group(required=True)
+    rating.add_argument("--up", action="store_true", help="the answer was right")
+    rating.add_argument("--down", action="store_true", help="the answer was wrong")
+    p.add_argument("--note", help="what was wrong or right, in a sentence (at most 2,000 characters)")
+    p.add_argument("--plan", metavar="FILE|JSON", help='the right plan, {"collection": ..., "pipeline": [...]}: '
+                   "validated, then kept as a template")
+    p.add_argument("--question", help="the question the feedback is about (default: the last one asked of this tenant)")
+    p.add_argument("--as", dest="as_user", metavar="ACCOUNT", help="who gives it (default: who asked the last question)")
+    p.set_defaults(func=cmd_feedback)
 
     p = add("people", help="the identity directory: each person's accounts across "
                        "sources, why they were merged, and the possible matches left apart")

@@ -39,6 +39,7 @@ from context_engine.config import COLLECTIONS, Settings
 from context_engine.answering.links import LinkIndex
 from context_engine.query.fulltext import sync_fulltext
 from context_engine.query.catalog import load_catalog, refresh_catalog
+from context_engine.query.values import load_values
 from context_engine.retrievers.index import SyncReport, sync_index
 from context_engine.sources.connectors import saved_overrides
 from context_engine.sources.normalize import ACL_PARTIAL, RecordError, normalize
@@ -233,6 +234,7 @@ def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str
                 catalog = refresh_catalog(store, settings, report.tenant)
             else:
                 catalog = load_catalog(store, settings, report.tenant)  # rebuilt if it does not match the store
+            load_values(store, settings, catalog)  # the value index of this commit (rebuilt if stale)
             try:  # `$text` reads an index built here, not one each new process tokenizes the collection for
                 sync_fulltext(store, report.tenant, catalog.schemas)
             except OSError as exc:  # a full disk after the commit: `$text` fits its index in memory meanwhile

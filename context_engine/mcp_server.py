@@ -13,10 +13,11 @@ every failure is an MCP tool error (`is_error`) with one sentence, never a crash
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from context_engine.config import COLLECTIONS, Settings, check_question
@@ -30,7 +31,8 @@ INSTRUCTIONS = (
     "commits, scoped to what the caller may read. Use `ask` for a question in plain language (it "
     "answers with citations and shows the queries it ran), `search` to find records about a topic, "
     "`get_record` to read one record and what links to it, `query` for an exact MongoDB aggregation "
-    "pipeline, `find_people` to turn a name into accounts, `schema` to see fields and values.")
+    "pipeline, `find_people` to turn a name into accounts, `schema` to see fields and values, "
+    "`feedback` to say whether an answer was right.")
 
 
 def _clip(value: Any, limit: int = MAX_TEXT) -> Any:
@@ -92,10 +94,46 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
         context = {"tenant": scoped.tenant, "user": scoped.asker, "anonymous": scoped.asker is None,
                    "data_dir": str(scoped.data_dir)}
         result = await _in_worker(lambda: graph.invoke({"question": question, "now": when}, context=context))
+        from context_engine.query.feedback import remember_ask
+
+        await _in_worker(lambda: remember_ask(scoped.data_dir, scoped.tenant, scoped.asker or "", question, result,
+                                              when))
         return _jsonable({"answer": _clip(result.get("answer", ""), MAX_ANSWER), "route": result.get("route"),
                           "citations": _clip(result.get("citations", [])[:20]),
                           "queries": [{k: q.get(k) for k in ("collection", "pipeline", "outcome", "error") if k in q}
                                       for q in result.get("queries", [])][:10]})
+
+    @server.tool(description="Tell the engine whether its last answer to you (or the answer to `question`) was "
+                             "right: rating 'up' or 'down', with an optional note and, when it was wrong, the "
+                             "right plan {collection, pipeline}. A confirmed or corrected plan is validated and "
+                             "becomes a template the engine uses for similar questions of your team.",
+                 annotations=ToolAnnotations(title="Rate an answer", read_only_hint=False, destructive_hint=False,
+                                             idempotent_hint=False, open_world_hint=False))
+    async def feedback(rating: Annotated[Literal["up", "down"], Field(description="'up': right; 'down': wrong")],
+                       ctx: Context,
+                       note: Annotated[str | None, Field(description="What was right or wrong, in a sentence",
+                                                         max_length=2000)] = None,
+                       question: Annotated[str | None, Field(description="The question it is about (default: "
+                                                                         "your last `ask`)")] = None,
+                       corrected_plan: Annotated[dict[str, Any] | None, Field(description=(
+                           'The right plan: {"collection": ..., "pipeline": [...]}, dates as {"$date": ...}'))] = None,
+                       ) -> dict[str, Any]:
+        from context_engine.query.context_sets import ContextSetError
+        from context_engine.query.feedback import FeedbackError, submit
+        from context_engine.query.validate import ValidationPolicy
+        from context_engine.runtime import catalog_for
+
+        scoped = caller(ctx)  # who gives it: the key's person (HTTP) or the flags' (stdio), never an argument
+        policy = ValidationPolicy(allow_regex=scoped.allow_regex, max_limit=scoped.max_rows)
+
+        def give() -> dict[str, Any]:
+            try:
+                return submit(scoped.data_dir, catalog_for(scoped), asker=scoped.asker or "", rating=rating,
+                              question=question, note=note, corrected=corrected_plan, policy=policy)
+            except (FeedbackError, ContextSetError) as exc:
+                raise ToolError(str(exc)) from None
+
+        return _jsonable(await _in_worker(give))
 
     @server.tool(description="Run one MongoDB aggregation pipeline on a collection, through the same allow-list "
                              "validator and tenant/access scope as every other query. Rejections come back as "

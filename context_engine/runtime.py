@@ -13,6 +13,7 @@ from context_engine.config import Settings
 from context_engine.models import chat_model
 from context_engine.query.catalog import Catalog, load_catalog
 from context_engine.query.identity import Person
+from context_engine.query.values import ValueData, ValueIndex, load_values
 from context_engine.retrievers.dense import DenseEmbeddings, make_embeddings
 from context_engine.retrievers.index import SemanticIndex, live_generation
 from context_engine.store.documents import DocumentStore, StoreError, has_data, open_store
@@ -23,6 +24,7 @@ _catalogs: dict[tuple[int, str, tuple[str, ...]], Catalog] = {}
 _planners: dict[tuple[Any, ...], Any] = {}
 _indexes: dict[tuple[str, str], SemanticIndex] = {}
 _query_embeddings: dict[str, DenseEmbeddings] = {}  # one loaded model per name, shared by tenants
+_values: dict[tuple[int, str], ValueData] = {}
 
 
 class NoData(StoreError):
@@ -105,6 +107,20 @@ def semantic_index_for(settings: Settings) -> SemanticIndex:
         return _indexes[key]
 
 
+def value_index_for(settings: Settings) -> ValueIndex:
+    """The run tenant's value index as the run's asker sees it (`query.values`): loaded once per
+    store and tenant, rebuilt when the store moved past the generation it was built from."""
+    store = store_for(settings)
+    key = (id(store), settings.tenant)
+    with _lock:
+        data = _values.get(key)
+    if data is None or data.generation != store.generation:
+        data = load_values(store, settings, _catalog(settings, ()))
+        with _lock:
+            _values[key] = data
+    return ValueIndex(data, store, settings.tenant, principals_for(settings))
+
+
 def forget(settings: Settings) -> None:
     """Drop cached resources after an ingest, so the next question sees the new data."""
     data_dir = str(settings.data_dir.resolve())
@@ -114,6 +130,8 @@ def forget(settings: Settings) -> None:
         if store is not None:
             for k in [k for k in _catalogs if k[0] == id(store)]:
                 del _catalogs[k]
+            for k in [k for k in _values if k[0] == id(store)]:
+                del _values[k]
         for k in [k for k in _indexes if k[0] == data_dir]:
             del _indexes[k]
 

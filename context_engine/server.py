@@ -6,6 +6,7 @@
     GET  /login, POST /login, POST /logout                   (a browser's session cookie, for the playground)
     GET  /docs                                               (Swagger UI: its script and style load from a CDN)
     GET  /healthz                                            (no auth: store and index readiness)
+    POST /feedback                                           (👍/👎 on the asker's last answer; the key decides who)
     POST /ingest/github, /ingest/slack                       (signed webhooks, no API key)
 
 An API key fixes the run's tenant and asker: the per-request config modifier replaces whatever config
@@ -76,6 +77,56 @@ LOGIN_PATH, LOGOUT_PATH = "/login", "/logout"
 SESSION_COOKIE = "context_engine_session"
 PLAYGROUND = "/context/playground/"
 RUN_CONTEXT_KEY = "context_engine_run_context"  # where the per-request modifier leaves the run's Context
+FEEDBACK_PATH = "/feedback"
+FEEDBACK_FIELDS = frozenset({"rating", "note", "question", "plan"})
+FEEDBACK_SCRIPT = "feedback.js"
+# The playground's 👍/👎: when a run's stream ends, a bar under its output posts to /feedback with the
+# session cookie (same origin). The question is the form's; the asker and tenant are the session's.
+_FEEDBACK_JS = r"""(() => {
+  const question = () => (document.querySelector("textarea[id='#/properties/question-input']") || {}).value || "";
+  function place(bar) {
+    const outputs = [...document.querySelectorAll("body *")].filter(
+      (el) => el.children.length === 0 && /\u2713 (route|respond)/.test(el.textContent || ""));
+    const anchor = outputs.length ? outputs[outputs.length - 1] : null;
+    if (anchor && anchor.parentElement) anchor.parentElement.after(bar); else document.body.append(bar);
+  }
+  function show(asked) {
+    document.querySelectorAll(".ce-feedback").forEach((old) => old.remove());
+    const bar = document.createElement("div");
+    bar.className = "ce-feedback";
+    bar.style.cssText = "margin:.6rem 0;padding:.5rem;border:1px solid #d0d7de;border-radius:6px;background:#fff;" +
+      "font:14px system-ui,sans-serif;display:flex;gap:.5rem;align-items:center;flex-wrap:wrap";
+    bar.innerHTML = '<span>Was this answer right?</span>' +
+      '<button type="button" data-rating="up" aria-label="Right">\ud83d\udc4d</button>' +
+      '<button type="button" data-rating="down" aria-label="Wrong">\ud83d\udc4e</button>' +
+      '<input class="ce-note" maxlength="2000" placeholder="note (optional)" style="flex:1;min-width:12rem">' +
+      '<span class="ce-status" role="status"></span>';
+    bar.querySelectorAll("button").forEach((button) => button.addEventListener("click", async () => {
+      const status = bar.querySelector(".ce-status");
+      const note = bar.querySelector(".ce-note").value;
+      const body = {rating: button.dataset.rating, question: asked};
+      if (note) body.note = note;
+      const response = await fetch("/feedback", {method: "POST", credentials: "same-origin",
+        headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+      const out = await response.json().catch(() => ({}));
+      status.textContent = response.ok ? "Thanks: feedback #" + out.id + " stored" +
+        (out.template ? " (now template " + out.template + ")" : "") : "Not stored: " + (out.error || response.status);
+      if (response.ok) bar.querySelectorAll("button").forEach((b) => (b.disabled = true));
+    }));
+    place(bar);
+  }
+  const fetched = window.fetch;
+  window.fetch = async (...args) => {
+    const response = await fetched(...args);
+    const url = String(args[0] && args[0].url || args[0]);
+    if (url.endsWith("/stream_log") && response.ok && response.body) {
+      const asked = question();
+      response.clone().text().then(() => setTimeout(() => show(asked), 50));
+    }
+    return response;
+  };
+})();
+"""
 
 
 @dataclass(frozen=True)
@@ -273,21 +324,36 @@ def served_runnable(graph: Runnable = context_graph) -> Runnable:
             ).with_types(input_type=Question, output_type=Answer)
 
 
-def _readable_steps(updates: Iterator[dict[str, Any]]) -> Iterator[str]:
+def _readable_steps(updates: Iterator[dict[str, Any]], config: RunnableConfig) -> Iterator[str]:
     """A run as a person reads it in the playground: a line per graph step as it finishes, then the
-    answer and its sources (the graph's own node updates are JSON the size of the records found)."""
+    answer and its sources (the graph's own node updates are JSON the size of the records found).
+    The run is remembered as its asker's last question first: what the page's 👍/👎 are about."""
     final: dict[str, Any] = {}
     for update in updates:
         yield from _step_lines(update, final)
+    _remember_ask(final, config)
     yield "\n" + _answer_text(final)
 
 
-async def _areadable_steps(updates: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
+async def _areadable_steps(updates: AsyncIterator[dict[str, Any]], config: RunnableConfig) -> AsyncIterator[str]:
     final: dict[str, Any] = {}
     async for update in updates:
         for line in _step_lines(update, final):
             yield line
+    await run_in_threadpool(_remember_ask, final, config)
     yield "\n" + _answer_text(final)
+
+
+def _remember_ask(final: dict[str, Any], config: RunnableConfig) -> None:
+    """The run's question, plan and answer as the last ask of the request's own tenant and asker
+    (the run context its key made, never the body)."""
+    from context_engine.query.feedback import remember_ask
+
+    context = (config.get("configurable") or {}).get(RUN_CONTEXT_KEY)
+    if context is None or not final.get("question"):
+        return
+    remember_ask(Path(context.data_dir), context.tenant, "" if context.anonymous else context.user,
+                 str(final["question"]), final, str(final.get("now") or ""))
 
 
 def _step_lines(update: dict[str, Any] | None, final: dict[str, Any]) -> list[str]:
@@ -569,7 +635,52 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
 
     @app.get(PLAYGROUND + "{file_path:path}", include_in_schema=False)
     async def playground_page(file_path: str, request: Request) -> Response:
-        return await playground.playground(file_path, request)
+        if file_path == FEEDBACK_SCRIPT:
+            return Response(_FEEDBACK_JS, media_type="application/javascript", headers={"Cache-Control": "no-store"})
+        page = await playground.playground(file_path, request)
+        if file_path in ("", "index.html") and page.media_type == "text/html":
+            # The playground is LangServe's built page: the 👍/👎 under each answer are one more script.
+            body = page.body.replace(b"</body>", f'<script src="{PLAYGROUND}{FEEDBACK_SCRIPT}"></script></body>'.encode())
+            return Response(body, media_type="text/html", headers={"Cache-Control": "no-store"})
+        return page
+
+    @app.post(FEEDBACK_PATH)
+    async def feedback(request: Request):
+        """👍/👎 on an answer: JSON {"rating": "up"|"down", "note"?, "question"?, "plan"?}. Who gives it and
+        for which tenant are the key's (or the session's); a body naming either is refused."""
+        from context_engine.query.context_sets import ContextSetError
+        from context_engine.query.feedback import FeedbackError, submit
+        from context_engine.query.validate import ValidationPolicy
+        from context_engine.runtime import catalog_for
+
+        try:
+            body = json.loads(await request.body() or b"null")
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            return _error(400, "the body must be JSON: {\"rating\": \"up\" or \"down\", \"note\"?, \"question\"?, \"plan\"?}")
+        if not isinstance(body, dict):
+            return _error(400, "the body must be a JSON object")
+        unknown = sorted(set(body) - FEEDBACK_FIELDS)
+        if unknown:
+            return _error(400, f"unknown field(s) {', '.join(map(repr, unknown))}: the tenant and the asker come from "
+                               f"the API key; a feedback has {', '.join(sorted(FEEDBACK_FIELDS))}")
+        key: ApiKey = request.state.api_key
+        scoped = settings.with_overrides(tenant=key.tenant, asker=key.user)
+        if key.user is None:
+            from dataclasses import replace
+
+            scoped = replace(scoped, asker=None)  # a key without a person: never the server environment's asker
+        policy = ValidationPolicy(allow_regex=settings.allow_regex, max_limit=settings.max_rows)
+
+        def give() -> dict[str, Any]:
+            return submit(settings.data_dir, catalog_for(scoped), asker=key.user or "", rating=body.get("rating"),
+                          question=body.get("question"), note=body.get("note"), corrected=body.get("plan"),
+                          policy=policy)
+
+        try:
+            out = await run_in_threadpool(give)
+        except (FeedbackError, ContextSetError) as exc:
+            return _error(400, str(exc))
+        return JSONResponse(out)
 
     @app.get("/healthz")
     async def healthz():

@@ -87,7 +87,8 @@ def test_output_piped_into_a_reader_that_stops_is_not_a_traceback(sample_dir):
     assert out.returncode == 0 and "Traceback" not in out.stderr and out.stdout.startswith("collection")
 
 
-@pytest.mark.parametrize("command", ["ingest", "ask", "query", "eval", "people", "schema", "serve"])
+@pytest.mark.parametrize("command", ["ingest", "ask", "query", "eval", "people", "schema", "context-set", "feedback",
+                                     "serve"])
 def test_every_command_documents_itself(command):
     out = run_cli(command, "--help")
     assert out.returncode == 0
@@ -145,3 +146,65 @@ def test_a_module_imported_frozen_is_frozen_once_and_the_collector_left_as_it_wa
         gc.enable()
         for name in ("frozen_probe", "frozen_probe_two"):
             sys.modules.pop(name, None)
+
+
+def _own_copy(sample_dir, tmp_path):
+    import shutil
+
+    data_dir = tmp_path / "data"
+    shutil.copytree(sample_dir, data_dir)
+    for old in data_dir.glob("feedback.sqlite*"):  # asks other tests made of the shared sample
+        old.unlink()
+    return str(data_dir)
+
+
+def test_feedback_after_ask_becomes_a_template_and_replays(sample_dir, tmp_path):
+    data = _own_copy(sample_dir, tmp_path)
+    nothing = run_cli("feedback", "--up", "--data-dir", data)
+    assert nothing.returncode == 2 and "no question asked yet" in nothing.stderr
+    assert run_cli("ask", "PRs Rashid merged last week", "--now", "2026-11-30T12:00:00Z", "--data-dir", data).returncode == 0
+    bad = run_cli("feedback", "--down", "--data-dir", data, "--plan",
+                  '{"collection": "pull_requests", "pipeline": [{"$match": {"$where": "1"}}]}')
+    assert bad.returncode == 2 and "$where" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    up = run_cli("feedback", "--up", "--note", "right", "--data-dir", data)
+    assert up.returncode == 0 and "template 'feedback-" in up.stdout, up.stderr
+    listed = run_cli("context-set", "list", "--json", "--data-dir", data)
+    names = {t["name"] for t in json.loads(listed.stdout)["templates"]}
+    assert any(n.startswith("feedback-") for n in names) and "prs-merged-by-person" in names
+    replay = run_cli("eval", "structured", "--from-feedback", "--json", "--data-dir", data)
+    assert replay.returncode == 0 and json.loads(replay.stdout)["correct"] == 1
+
+
+def test_context_set_add_remove_test_export(sample_dir, tmp_path):
+    data = _own_copy(sample_dir, tmp_path)
+    template = {"name": "drafts-by", "question": "draft PRs by {who}", "params": {"who": "person"},
+                "plan": {"collection": "pull_requests",
+                         "pipeline": [{"$match": {"draft": True, "user.login": "{{who.github}}"}}]},
+                "example": {"question": "draft PRs by Rashid", "values": {"who": "rsh-dev"}}}
+    (tmp_path / "t.json").write_text(json.dumps(template))
+    assert run_cli("context-set", "add", str(tmp_path / "t.json"), "--data-dir", data).returncode == 0
+    again = run_cli("context-set", "add", str(tmp_path / "t.json"), "--data-dir", data)
+    assert again.returncode == 2 and "already exists" in again.stderr
+    tested = run_cli("context-set", "test", "drafts-by", "--json", "--data-dir", data)
+    report = json.loads(tested.stdout)
+    assert report["template_plan"]["pipeline"][0]["$match"]["user.login"] == "rsh-dev" and report["engine_plan"]
+    exported = json.loads(run_cli("context-set", "export", "--data-dir", data).stdout)
+    assert exported["templates"][-1]["name"] == "drafts-by"
+    assert run_cli("context-set", "remove", "drafts-by", "--data-dir", data).returncode == 0
+    # A hand-edited file with a forbidden stage: one line naming the template, never a traceback.
+    exported["templates"][0]["plan"]["pipeline"].append({"$out": "stolen"})
+    (tmp_path / "data" / "context_sets" / "acme.json").write_text(json.dumps(exported))
+    broken = run_cli("context-set", "list", "--data-dir", data)
+    assert broken.returncode == 2 and len(broken.stderr.strip().splitlines()) == 1
+    assert f"template '{exported['templates'][0]['name']}'" in broken.stderr and "$out" in broken.stderr
+
+
+def test_eval_compare_prints_one_table(sample_dir, tmp_path):
+    out = run_cli("eval", "compare", "--questions", "tests/data/structured_heldout.jsonl", "--a", "offline",
+                  "--b", "no-context-set,reranker=none", "--limit", "3", "--data-dir", str(sample_dir))
+    assert out.returncode == 0, out.stderr
+    assert "a = offline; b = no-context-set,reranker=none" in out.stdout and "median" in out.stdout
+    assert "total" in out.stdout and out.stdout.count(" ok ") + out.stdout.count("FAIL") >= 3
+    bad = run_cli("eval", "compare", "--questions", "tests/data/structured_heldout.jsonl", "--a", "offline",
+                  "--b", "offline,data_dir=/etc", "--data-dir", str(sample_dir))
+    assert bad.returncode == 2 and "key one of" in bad.stderr

@@ -20,7 +20,7 @@ from context_engine.config import Settings
 from context_engine.mcp_server import http_app
 from context_engine.server import ApiKey
 
-TOOLS = {"ask", "query", "search", "get_record", "find_people", "schema"}
+TOOLS = {"ask", "query", "search", "get_record", "find_people", "schema", "feedback"}
 PRIVATE = [{"$match": {"channel": "security-private"}}, {"$count": "n"}]
 KEYS = {"member-key": ApiKey(tenant="acme", user="sokafor"), "outsider-key": ApiKey(tenant="acme", user="zwei-dev"),
         "globex-key": ApiKey(tenant="globex"), "public-key": ApiKey(tenant="acme")}
@@ -85,6 +85,41 @@ def test_stdio_lists_and_calls_every_tool(sample_dir):
     assert "collection issues" in resource.contents[0].text
     assert "acme/infra#812" in prompt.messages[0].content.text
     assert len(page.structured_content["rows"]) == 50 and page.structured_content["total"] == 200
+
+
+def test_feedback_rates_the_callers_last_ask_and_refuses_a_bad_plan(sample_dir, tmp_path):
+    import shutil
+
+    from context_engine.query.feedback import FeedbackStore
+
+    data_dir = tmp_path / "data"
+    shutil.copytree(sample_dir, data_dir)
+    for old in data_dir.glob("feedback.sqlite*"):  # the asks other tests made of the shared sample
+        old.unlink()
+
+    async def run():
+        return await _session_calls(_stdio(data_dir, "--tenant", "acme", "--as", "rsh-dev"), [
+            lambda s: s.list_tools(),
+            lambda s: s.call_tool("feedback", {"rating": "up"}),  # nothing asked yet
+            lambda s: s.call_tool("ask", {"question": "PRs Rashid merged last week", "now": "2026-11-30T12:00:00Z"}),
+            lambda s: s.call_tool("feedback", {"rating": "down", "corrected_plan": {
+                "collection": "pull_requests", "pipeline": [{"$merge": {"into": "x"}}]}}),
+            lambda s: s.call_tool("feedback", {"rating": "up", "note": "right", "asker": "priyar"}),
+            lambda s: s.call_tool("feedback", {"rating": "up", "note": "right"}),
+        ])
+
+    tools, early, ask, bad, claim, good = asyncio.run(run())
+    tool = next(t for t in tools.tools if t.name == "feedback")
+    assert tool.annotations.read_only_hint is False and tool.annotations.destructive_hint is False
+    assert "asker" not in tool.input_schema["properties"] and "tenant" not in tool.input_schema["properties"]
+    assert early.is_error and "no question asked yet" in early.content[0].text
+    assert not ask.is_error
+    assert bad.is_error and "$merge is not allowed" in bad.content[0].text
+    assert not good.is_error and good.structured_content["template"].startswith("feedback-")
+    rows = FeedbackStore(data_dir).all("acme")
+    # the claimed asker never reached the store: every row is the flags' person
+    assert {r.asker for r in rows} == {"rsh-dev"} and rows[-1].question == "PRs Rashid merged last week"
+    assert claim.is_error or rows[0].asker == "rsh-dev"
 
 
 def test_stdio_scoping_follows_the_flags(sample_dir):

@@ -29,6 +29,7 @@ def server(sample_dir, tmp_path_factory):
     shutil.copytree(sample_dir, data_dir)
     settings = Settings(data_dir=data_dir, mongodb_uri=None, tenant="acme", use_llm=False)
     with Server(create_app(settings, KEYS, Limits(requests_per_minute=200, login_attempts_per_minute=30))) as running:
+        running.data_dir = data_dir  # where the playground's feedback lands
         yield running
 
 
@@ -226,3 +227,45 @@ def test_a_person_logs_in_and_asks_in_the_playground(server, tmp_path):
     assert 0.005 < dark < 0.5, dark  # text on a light page
     if target := os.environ.get("PLAYGROUND_SCREENSHOT"):
         shutil.copy(shot, target)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed")
+def test_the_playground_rates_an_answer_with_its_buttons(server):
+    from context_engine.query.feedback import FeedbackStore
+
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(f"{server.url}/login?next=/context/playground/")
+            page.fill("#key", KEY)
+            page.click("button[type=submit]")
+            page.wait_for_url("**/context/playground/")
+            question = page.locator("textarea[id='#/properties/question-input']")
+            question.click()
+            question.fill(QUESTION)
+            page.get_by_role("button", name="Start").click()
+            page.get_by_text("Found 8 pull requests").wait_for(timeout=90_000)
+            page.locator(".ce-feedback button[data-rating=up]").click(timeout=30_000)
+            page.get_by_text("Thanks: feedback #").wait_for(timeout=30_000)
+            status = page.inner_text(".ce-feedback .ce-status")
+        finally:
+            browser.close()
+    assert "now template feedback-" in status
+    rows = FeedbackStore(server.data_dir).all("acme")
+    assert [(r.asker, r.rating, r.question) for r in rows][-1] == ("priyar", "up", QUESTION)
+
+
+def test_the_playground_page_carries_the_feedback_buttons_and_the_endpoint_wants_this_origin(server):
+    with httpx.Client(timeout=60) as client:
+        _login(server, client)
+        page = client.get(f"{server.url}/context/playground/")
+        assert page.status_code == 200 and '<script src="/context/playground/feedback.js"></script></body>' in page.text
+        script = client.get(f"{server.url}/context/playground/feedback.js")
+        assert script.status_code == 200 and "/feedback" in script.text and "data-rating" in script.text
+        # The session cookie alone, from another site: refused before the body is read.
+        forged = client.post(f"{server.url}/feedback", json={"rating": "up"}, headers={"Origin": "https://evil.example"})
+        assert forged.status_code == 403
+    assert httpx.get(f"{server.url}/context/playground/feedback.js", timeout=30).status_code == 401  # no session

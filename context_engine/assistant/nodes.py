@@ -9,7 +9,6 @@ trace shows which node asked what.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict
 from typing import Any
 
@@ -350,17 +349,6 @@ def _record_people(records: list[dict[str, Any]], settings: Settings) -> list[st
     return names
 
 
-def _unresolved(resolution: dict[str, Any]) -> str:
-    """The words naming the people a declined turn could not tell apart: `unresolved` when resolution
-    carries it, else the quoted words its message names ("'Alex' is ambiguous: ...")."""
-    if not resolution.get("candidates"):
-        return ""
-    if resolution.get("unresolved"):
-        return resolution["unresolved"]
-    quoted = re.match(r"""\s*(['"])(.+?)\1""", resolution.get("error", ""))
-    return quoted.group(2) if quoted else ""
-
-
 def _scope(settings: Settings) -> str:
     """Whose turn it was: the tenant and the asker."""
     return f"{settings.tenant}/{settings.asker or ''}"
@@ -385,7 +373,8 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                   "times": [t["text"] for t in resolution.get("times", [])], "refs": refs[:20],
                   "answer_people": _record_people(state.get("records", []), settings),
                   "time_ranges": [{k: t.get(k, "") for k in ("text", "start", "end")} for t in resolution.get("times", [])],
-                  "unresolved": _unresolved(resolution), "candidates": resolution.get("candidates", [])[:5],
+                  "unresolved": resolution.get("unresolved", "") if resolution.get("candidates") else "",
+                  "candidates": resolution.get("candidates", []),
                   "answer": state.get("answer", "")[:1000], "scope": _scope(settings)}
     return {"messages": [message], "documents": documents,
             "turns": [*(state.get("turns") or [])[-(TURNS_KEPT - 1):], turn]}

@@ -22,8 +22,9 @@ from context_engine.assistant.state import StructuredState
 from context_engine.config import Settings
 from context_engine.query import engine
 from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, RunResult, Success
+from context_engine.query.identity import Person
 from context_engine.query.plan import Attempt, Plan, PlanningContext
-from context_engine.runtime import asker_for, catalog_for, llm_planner_for, store_for
+from context_engine.runtime import asker_for, catalog_for, llm_planner_for, store_for, value_index_for
 from context_engine.store.expressions import finite_for_json
 from context_engine.text import parse_now
 
@@ -40,9 +41,10 @@ def resolve_once(question: str, now: datetime, settings: Settings, planner) -> d
     """Resolve the people and times of a question: the resolution JSON, or its error and candidates."""
     catalog = catalog_for(settings)
     ctx, failed = engine.resolve(question, now, catalog, asker_for(settings, catalog),
-                                 getattr(planner, "tiebreak", None))
+                                 getattr(planner, "tiebreak", None), values=value_index_for(settings))
     if failed is not None:
-        return {"error": failed.message, "candidates": [p.to_json() for p in failed.candidates]}
+        return {"error": failed.message, "candidates": [p.to_json() for p in failed.candidates],
+                "unresolved": failed.unresolved}
     return ctx.resolution_json()
 
 
@@ -175,7 +177,10 @@ def run_result(state: StructuredState) -> RunResult:
     outcome = state.get("outcome") or "max_attempts"
     resolution = state.get("resolution") or {}
     if outcome == "resolution_failed":
-        return ResolutionFailed(resolution.get("error", "could not resolve the question"), attempts=attempts)
+        candidates = [Person(key=c["key"], name=c["name"], handles={k: v for k, v in c.items() if k not in ("key", "name")})
+                      for c in resolution.get("candidates", [])]
+        return ResolutionFailed(resolution.get("error", "could not resolve the question"), candidates=candidates,
+                                attempts=attempts, unresolved=resolution.get("unresolved", ""))
     if outcome == "success":
         return Success(attempts[-1].plan, state.get("rows", []), attempts)
     if outcome == "no_results":

@@ -15,11 +15,13 @@ from typing import Any, Literal, Union
 from context_engine.config import Settings
 from context_engine.query.catalog import Catalog
 from context_engine.query.execute import ExecutionError, run_pipeline
-from context_engine.query.identity import PeopleDirectory, Person
+from context_engine.query.identity import (CALENDAR_NAMES, COMMON_WORDS, ORDINARY_WORDS, Mention, PeopleDirectory,
+                                           Person, person_slots)
 from context_engine.query.offline import CONFIDENT, OfflinePlanner
 from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.query.timeexpr import find_time_ranges
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
+from context_engine.query.values import ValueIndex
 
 
 @dataclass
@@ -53,6 +55,7 @@ class ResolutionFailed:
     attempts: list[Attempt] = field(default_factory=list)
     kind: Literal["resolution_failed"] = "resolution_failed"
     rows: list[dict[str, Any]] = field(default_factory=list)
+    unresolved: str = ""  # the words of the question that named no one (or several people)
 
 
 RunResult = Union[Success, NoResults, MaxAttempts, ResolutionFailed]
@@ -87,9 +90,20 @@ def principals_of(person: Person | None) -> list[str]:
     return list(person.principals)
 
 
+MAX_CANDIDATES = 5
+
+
+def _named(people: list[Person]) -> str:
+    return ", ".join(f"{p.name} ({p.key})" for p in people[:MAX_CANDIDATES])
+
+
 def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None,
-            tiebreak=None) -> tuple[PlanningContext | None, ResolutionFailed | None]:
-    """People, time and the planning context; an unbroken tie is a resolution failure."""
+            tiebreak=None, values: ValueIndex | None = None) -> tuple[PlanningContext | None, ResolutionFailed | None]:
+    """People, time and the planning context; an unbroken tie, or a name in a person's place that
+    names no one, is a resolution failure (never a query that silently drops the name).
+
+    `values` (the asker's value index) tells a stored value from an unknown person and offers the
+    closest people the asker may see; without it the directory's own names do."""
     directory = catalog.directory
     # Stored values ("bug", "payments") are not people; people's own names stored as values are.
     reserved = frozenset(v.lower() for s in catalog.schemas.values() for f in s.fields.values()
@@ -103,19 +117,63 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
     if asker is None and any(m.is_asker for m in mentions):
         # "my open PRs" needs an asker.
         text = next(m.text for m in mentions if m.is_asker)
-        return None, ResolutionFailed(f"{text!r} refers to the asker, but no asker is set (use --as)")
+        return None, ResolutionFailed(f"{text!r} refers to the asker, but no asker is set (use --as)",
+                                      unresolved=text)
     for mention in mentions:
         if mention.ambiguous:
             chosen = tiebreak(question, mention) if tiebreak else None
             if chosen is None:
-                names = ", ".join(f"{p.name} ({p.key})" for p in mention.candidates)
-                return None, ResolutionFailed(f"{mention.text!r} is ambiguous: {names}; which one did you mean?",
-                                              candidates=mention.candidates)
+                return None, ResolutionFailed(f"{mention.text!r} is ambiguous: {_named(mention.candidates)}; "
+                                              "which one did you mean?",
+                                              candidates=mention.candidates[:MAX_CANDIDATES], unresolved=mention.text)
             mention.person, mention.candidates = chosen, []
+    times = find_time_ranges(question, now)
+    unknown = _unknown_person(question, mentions, [t.text for t in times], reserved, values)
+    if unknown is not None:
+        return None, _no_one_named(unknown, directory, values)
     ctx = PlanningContext(question=question, now=now, schemas=catalog.schemas, directory=directory,
-                          asker=asker, mentions=[m for m in mentions if m.person is not None],
-                          times=find_time_ranges(question, now))
+                          asker=asker, mentions=[m for m in mentions if m.person is not None], times=times)
     return ctx, None
+
+
+def _unknown_person(question: str, mentions: list[Mention], time_texts: list[str], reserved: frozenset[str],
+                    values: ValueIndex | None) -> str | None:
+    """The first span in a person's place that no one in the directory has, and that is not a date,
+    a stored value (a label, a repo, a channel ...), an acronym or plain English."""
+    taken = [(m.start, m.end) for m in mentions]
+    taken += [(i, i + len(t)) for t in time_texts if t for i in _occurrences(question, t)]
+    for text, start, end in person_slots(question):
+        if any(start < e and end > s for s, e in taken):
+            continue
+        words = text.lower().split()
+        if all(w in COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES for w in words) or text.lower() in reserved:
+            continue
+        if len(text) >= 2 and text.isupper():
+            continue  # an acronym ("ADR", "OPS"): a topic or a key, not a person
+        if values is not None and any(m.rule != "fuzzy" and m.start <= start and m.end >= end
+                                      for m in values.search(text, limit=MAX_CANDIDATES)):
+            continue  # a value the asker's records hold ("by payments", "from Redis" tagged redis)
+        return text
+    return None
+
+
+def _occurrences(text: str, part: str) -> list[int]:
+    return [m.start() for m in re.finditer(re.escape(part), text)]
+
+
+def _no_one_named(text: str, directory: PeopleDirectory, values: ValueIndex | None) -> ResolutionFailed:
+    """Decline a name that names no one, offering the closest people the asker may see."""
+    if values is not None:
+        keys = [m.value for m in values.nearest(text, kinds=("person",), limit=MAX_CANDIDATES)]
+        candidates = [directory.by_key[k] for k in keys if k in directory.by_key]
+    else:
+        candidates = directory.closest(text, limit=MAX_CANDIDATES)
+    if candidates:
+        return ResolutionFailed(f"I could not find anyone named {text!r}; the closest people are: "
+                                f"{_named(candidates)}. Which one did you mean?", candidates=candidates,
+                                unresolved=text)
+    return ResolutionFailed(f"I could not find anyone named {text!r}: there is no one by that name or close to it.",
+                            unresolved=text)
 
 
 def plan(ctx: PlanningContext, llm_planner=None, always_llm: bool = False) -> Plan:
@@ -168,8 +226,9 @@ def describe_attempts(attempts: list[Attempt]) -> str:
 
 
 def run_structured(question: str, *, store: Any, catalog: Catalog, settings: Settings, now: datetime,
-                   asker: Person | None, llm_planner=None, tiebreak=None, always_llm: bool = False) -> RunResult:
-    ctx, failed = resolve(question, now, catalog, asker, tiebreak)
+                   asker: Person | None, llm_planner=None, tiebreak=None, always_llm: bool = False,
+                   values: ValueIndex | None = None) -> RunResult:
+    ctx, failed = resolve(question, now, catalog, asker, tiebreak, values)
     if failed:
         return failed
     assert ctx is not None

@@ -58,7 +58,7 @@ everyone group general random thing things something anything nothing great good
 
 # Month and weekday names that are also first names ("April", "Sunday"): in a date ("in April
 # 2019", "since April", "April 3") they are time, never a person.
-_CALENDAR_NAMES = frozenset("""
+CALENDAR_NAMES = frozenset("""
 january february march april may june july august september october november december
 monday tuesday wednesday thursday friday saturday sunday
 """.split())
@@ -182,7 +182,7 @@ class PeopleDirectory:
         self.index: dict[str, set[int]] = {}
         self.cjk_aliases: list[tuple[str, int]] = []
         for i, person in enumerate(self.people):
-            for alias in self._aliases(person):
+            for alias in self.aliases(person):
                 self.index.setdefault(alias.lower(), set()).add(i)
                 if HAN.search(alias) and len(alias) >= 2:
                     self.cjk_aliases.append((alias, i))
@@ -190,7 +190,8 @@ class PeopleDirectory:
         self._alias_keys = list(self.index)
 
     @staticmethod
-    def _aliases(person: Person) -> set[str]:
+    def aliases(person: Person) -> set[str]:
+        """Every text that names `person` in a question (the value index indexes the same ones)."""
         aliases = {person.name, person.key, *person.aliases}
         for kind in ("github", "slack_id", "slack_handle", "jira"):
             if person.handles.get(kind):
@@ -269,6 +270,15 @@ class PeopleDirectory:
             raise AmbiguousPerson(alias, people)
         return people[0]
 
+    def closest(self, text: str, limit: int = 5) -> list[Person]:
+        """The people whose aliases are most like `text`, for "did you mean" (the directory is the
+        tenant's, readable by all its members)."""
+        people: list[Person] = []
+        for alias, _, _ in process.extract(text.lower(), self._alias_keys, scorer=fuzz.ratio, score_cutoff=60,
+                                           limit=4 * limit):
+            people += [self.people[i] for i in sorted(self.index[alias]) if self.people[i] not in people]
+        return people[:limit]
+
     def find_mentions(self, question: str, asker: Person | None = None,
                       reserved: frozenset[str] = frozenset()) -> list[Mention]:
         """People named in the question, left to right. `reserved` words are never people."""
@@ -308,7 +318,7 @@ class PeopleDirectory:
                     add(Mention(text, start, end, person=asker, is_asker=True))
                     continue
                 hits = self.index.get(low)
-                if n == 1 and low in _CALENDAR_NAMES and (_DATE_BEFORE.search(question[:start])
+                if n == 1 and low in CALENDAR_NAMES and (_DATE_BEFORE.search(question[:start])
                                                          or _DATE_AFTER.search(question[end:])):
                     continue  # a date ("in April 2019"), not April the person
                 if n == 1 and low in COMMON_WORDS or (low in reserved and not (hits and self._is_handle(low))):
@@ -340,3 +350,80 @@ class PeopleDirectory:
             if distance == best:
                 hits |= self.index[alias]
         self._add_hits(add, text, start, end, hits, 100.0 - 10 * best)
+
+
+# ------------------------------------------------------------------------------------------------
+# Person slots: where a question names someone, whether or not the directory knows the name
+# ------------------------------------------------------------------------------------------------
+
+_NAME = r"(?:@[\w.\-]+|[A-Z][\w\u00C0-\u024F'\-]*(?:\s+[A-Z][\w\u00C0-\u024F'\-]*){0,2})"
+_LOGIN_LIKE = r"(?:[a-z][a-z0-9]*[0-9_\-][a-z0-9_\-]*[a-z0-9])"
+# Words that lead to a person: "by X", "assigned to X", "messages from X", "did X merge", "X's".
+_PERSON_CUES = [
+    re.compile(rf"\b(?:(?:assigned|given|requested|sent|mentioned|reported|opened|merged|authored|created|written|"
+               rf"filed|reviewed|approved|closed|started|posted|raised|submitted|owned)\s+(?:to|by|for)|by|"
+               rf"(?:messages?|posts?|prs?|pull requests?|commits?|anything|something|updates?|reviews?|work|tickets?|"
+               rf"issues?|threads?)\s+from|assigned|mentioning|waiting (?:for|on))\s+({_NAME}|{_LOGIN_LIKE})"),
+    re.compile(rf"\b({_NAME})'s\b"),
+    re.compile(rf"\b[Dd]id\s+({_NAME}|[a-z][\w\-]*)\s+(?:ever\s+|actually\s+|already\s+)?(?:merge|open|review|write|"
+               rf"close|create|file|post|commit|approve|ship|author|start|fix|work|send|submit|report|comment|do|"
+               rf"finish|resolve|land)\b"),
+    re.compile(rf"^\W*({_NAME})\s+(?:merged|opened|reviewed|wrote|closed|created|filed|posted|committed|approved|"
+               rf"shipped|authored|started|reported|fixed|submitted|landed)\b"),
+]
+# A Chinese name (a common surname and one or two characters) before what a person does, or after
+# "assigned to".
+_SURNAMES = ("王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕"
+             "丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤")
+_CJK_BEFORE = re.compile(r"(?=的|合并|提交|创建|负责|写了|写的|发了|发的|评审|审查|审核|关闭|解决|完成|打开|开了|提了|提的|报的)")
+_CJK_AFTER = re.compile(r"(?:分配给|指派给|交给|由|和|跟)([\u4e00-\u9fff]{2,3})")
+_CJK_PARTICLES = "的了在和提合发写负创评审关解完打开吗呢"  # a third character that is not part of the name
+# Time words that run into a name in Chinese ("上周张三合并"): a name starts after them.
+_CJK_TIME = re.compile(r"(?:上|本|这|下|每)(?:个)?(?:周|星期|礼拜|月|季度)|(?:今|去|前|明)年|(?:今|昨|前|明)天|最近|近期|以来|一共|总共")
+# Words that open a possessive or a "did X" without being anyone.
+_NOT_NAMES = frozenset("""
+i we you they he she it its anyone anybody someone somebody everyone everybody nobody none no one team folks
+people what that there here who let today tonight yesterday tomorrow week month year quarter sprint else
+date dates time name names size age title author owner type kind area component project milestone channel
+space workspace activity volume default hand
+""".split())
+
+
+def person_slots(question: str) -> list[tuple[str, int, int]]:
+    """Spans of the question in a person's place ("by Nobody Atall", "what did Zed merge", "Quentin's
+    PRs", "张三的PR"), found by the words around them, whether or not anyone has that name."""
+    slots: list[tuple[str, int, int]] = []
+    for cue in _PERSON_CUES:
+        for m in cue.finditer(question):
+            start, end = m.span(1)
+            text = question[start:end].lstrip("@")
+            start = end - len(text)
+            if text.lower().endswith("'s"):
+                text, end = text[:-2], end - 2
+            words = text.split()
+            # Trailing capitalised words that are not names ("by Rashid Last week" is not a name).
+            while words and words[-1].lower() in ORDINARY_WORDS | CALENDAR_NAMES | _NOT_NAMES:
+                words.pop()
+            # "by nobody" is no one; "by Nobody Atall" is someone's full name.
+            if words and (len(words) > 1 and words[0][0].isupper() or words[0].lower() not in ORDINARY_WORDS | _NOT_NAMES):
+                text = " ".join(words)
+                slots.append((text, start, start + len(text)))
+    for run in re.finditer(r"[\u4e00-\u9fff]+", question):
+        for cue in _CJK_BEFORE.finditer(question, run.start(), run.end()):
+            head = question[run.start():cue.start()]
+            head = head[max((t.end() for t in _CJK_TIME.finditer(head)), default=0):]
+            for size in (3, 2):
+                if len(head) >= size and head[-size] in _SURNAMES:
+                    slots.append((head[-size:], cue.start() - size, cue.start()))
+                    break
+    for m in _CJK_AFTER.finditer(question):
+        name = m.group(1)
+        if len(name) == 3 and name[2] in _CJK_PARTICLES:
+            name = name[:2]
+        if name[0] in _SURNAMES:
+            slots.append((name, m.start(1), m.start(1) + len(name)))
+    kept: list[tuple[str, int, int]] = []
+    for slot in sorted(set(slots), key=lambda s: (s[1], -s[2])):
+        if all(slot[2] <= k[1] or slot[1] >= k[2] for k in kept):
+            kept.append(slot)
+    return kept

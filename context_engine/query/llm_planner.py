@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from context_engine.prompts import PLANNER_RETRY, PLANNER_SYSTEM, TIEBREAK_SYSTEM
 from context_engine.query.fields import PEOPLE_ROLES
+from context_engine.query.context_sets import shipped_examples
 from context_engine.query.identity import Mention, Person
 from context_engine.query.offline import OfflinePlanner, detect_collection
 from context_engine.query.plan import Plan, PlanningContext, from_extended_json, to_extended_json
@@ -37,7 +37,8 @@ class TiebreakOutput(BaseModel):
 
 @lru_cache(maxsize=1)
 def context_sets() -> dict[str, Any]:
-    return json.loads(resources.files("context_engine.query").joinpath("context_sets.json").read_text())
+    """The shipped templates as solved examples (each bound to its example question's values)."""
+    return {"templates": shipped_examples()}
 
 
 def _relevant(ctx: PlanningContext) -> list[CollectionSchema]:

@@ -1,0 +1,119 @@
+"""Never drop a name (issue 27 item 2, the person half): a name in a person's place that names no one
+is declined with what could not be resolved and the closest people the asker may see, through
+`engine.resolve`, the structured subgraph, the graph and the CLI; a name that fits several people is
+declined with them; dates, stored values, topics and plain English are never taken for people."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import run_cli
+
+from context_engine import graph
+from context_engine.access import PUBLIC
+from context_engine.assistant.structured_query import run_structured
+from context_engine.config import Settings
+from context_engine.ingest import ingest
+from context_engine.query import engine
+from context_engine.query.engine import ResolutionFailed
+from context_engine.runtime import asker_for, catalog_for, forget, value_index_for
+from context_engine.text import parse_now
+
+NOW = "2026-11-30T12:00:00Z"
+
+
+def _resolve(settings: Settings, question: str, *, values: bool = True):
+    catalog = catalog_for(settings)
+    return engine.resolve(question, parse_now(NOW), catalog, asker_for(settings, catalog),
+                          values=value_index_for(settings) if values else None)
+
+
+@pytest.mark.parametrize("question, unresolved", [
+    ("open PRs by Nobody Atall", "Nobody Atall"),
+    ("what did Zed merge", "Zed"),
+    ("what did zed merge last week", "zed"),
+    ("Quentin's PRs", "Quentin"),
+    ("issues assigned to Bob", "Bob"),
+    ("张三的PR", "张三"),
+    ("上周张三合并了哪些PR？", "张三"),
+    ("分配给李四的任务", "李四"),
+])
+def test_a_name_that_names_no_one_is_declined_never_dropped(settings, question, unresolved):
+    ctx, failed = _resolve(settings, question)
+    assert ctx is None and failed.unresolved == unresolved
+    assert repr(unresolved) in failed.message and "no one by that name" in failed.message
+    assert failed.candidates == []
+
+
+def test_the_closest_people_are_offered_as_name_and_key(settings):
+    _, failed = _resolve(settings, "PRs by Tomas Beckett")
+    assert failed.unresolved == "Tomas Beckett" and [p.key for p in failed.candidates] == ["tbecker"]
+    assert "'Tomas Beckett'" in failed.message and "Tom Becker (tbecker)" in failed.message
+    _, failed = _resolve(settings, "what did Priyanka merge")
+    assert [p.key for p in failed.candidates] == ["priyar"] and "Priya Raman (priyar)" in failed.message
+    # Without a value index the directory's names still decline it (never a query without the name).
+    _, failed = _resolve(settings, "PRs by Tomas Beckett", values=False)
+    assert failed.unresolved == "Tomas Beckett" and "tbecker" in [p.key for p in failed.candidates]
+
+
+def test_a_name_that_fits_several_people_is_declined_with_them(settings):
+    ctx, failed = _resolve(settings, "open PRs by Alex")
+    assert ctx is None and failed.unresolved == "Alex"
+    assert {p.key for p in failed.candidates} == {"achen42", "amorgan-dev"}
+    assert "Alex Chen (achen42)" in failed.message and "Alex Morgan (amorgan-dev)" in failed.message
+
+
+@pytest.mark.parametrize("question", [
+    "Which PRs did Rashid merge last week?", "上周张伟合并了哪些PR？", "张伟上周一共合并了多少个 PR？", "本周合并了哪些PR",
+    "how many open PRs are labelled security?", "open prs in the payments repo", "PRs grouped by repo",
+    "sorted by Date", "PRs by label", "why did we switch the session cache to Redis?", "PRs by Redis",
+    "what does the ADR say about caching", "What's In Review in the OPS project?", "messages in #payments",
+    "What did the team merge in April", "Show Monday's messages", "Today's PRs", "PRs labelled ui by anyone",
+    "what did we ship", "did anyone merge anything", "Has Grace Park got anything open right now?",
+    "who reviews payments changes the most", "PRs by nobody", "messages from Kubernetes folks",
+    "issues from OPS in Sprint 48", "threads in #incidents since March", "what did Lars merge",
+])
+def test_dates_values_topics_and_plain_english_are_not_unknown_people(settings, question):
+    ctx, failed = _resolve(settings, question)
+    assert failed is None or "anyone named" not in failed.message, failed and failed.message
+
+
+def test_declined_through_the_structured_subgraph_with_candidates(settings):
+    result = run_structured("PRs by Tomas Beckett", settings, now=NOW)
+    assert isinstance(result, ResolutionFailed) and result.rows == [] and result.attempts == []
+    assert result.unresolved == "Tomas Beckett" and [p.key for p in result.candidates] == ["tbecker"]
+
+
+def test_declined_through_the_graph(sample_dir):
+    out = graph.invoke({"question": "what did Zed merge last week", "now": NOW},
+                       context={"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False})
+    assert "'Zed'" in out["answer"] and "no one by that name" in out["answer"]
+    assert out["records"] == [] and out["queries"] == []
+
+
+def test_declined_through_the_cli(sample_dir):
+    out = run_cli("ask", "open PRs by Nobody Atall", "--json", "--now", NOW, "--data-dir", str(sample_dir))
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert "'Nobody Atall'" in data["answer"] and "Found" not in data["answer"]
+    assert data["records"] == [] and data["queries"] == []
+    out = run_cli("ask", "PRs by Tomas Beckett", "--now", NOW, "--data-dir", str(sample_dir))
+    assert "Tom Becker (tbecker)" in out.stdout and "Traceback" not in out.stderr
+
+
+def test_only_people_the_asker_may_see_are_offered(tmp_path):
+    """Mallory acts only in a record Sam may read: an outsider asking for a near miss of her name is
+    told there is no one by that name, never offered her."""
+    settings = Settings(data_dir=tmp_path, mongodb_uri=None, tenant="t3", use_llm=False)
+    people = [{"login": "sam", "name": "Sam Reader", "source": "sample"},
+              {"login": "mallory", "name": "Mallory Hidden", "source": "sample"}]
+    prs = [{"number": n, "repo": "acme/vault", "title": "x", "state": "open", "user": {"login": who},
+            "html_url": f"https://github.com/acme/vault/pull/{n}", "acl": acl}
+           for n, who, acl in ((1, "sam", [PUBLIC]), (2, "mallory", ["github:sam"]))]
+    ingest(settings, {"t3": {"pull_requests": prs, "people": people}}, index=False)
+    forget(settings)
+    _, failed = _resolve(settings.with_overrides(asker="sam"), "PRs by Mallo Hid")
+    assert failed.unresolved == "Mallo Hid" and [p.key for p in failed.candidates] == ["mallory"]
+    _, failed = _resolve(settings, "PRs by Mallo Hid")
+    assert failed.unresolved == "Mallo Hid" and failed.candidates == [] and "mallory" not in failed.message.lower()
