@@ -121,7 +121,10 @@ _FEEDBACK_JS = r"""(() => {
     const url = String(args[0] && args[0].url || args[0]);
     if (url.endsWith("/stream_log") && response.ok && response.body) {
       const asked = question();
-      response.clone().text().then(() => setTimeout(() => show(asked), 50));
+      // The playground aborts the request once it reads the stream's end event, which rejects the
+      // clone's read: the run is over either way.
+      const done = () => setTimeout(() => show(asked), 50);
+      response.clone().text().then(done, done);
     }
     return response;
   };
