@@ -9,7 +9,8 @@ understood. Fields are named by a role ("author", "merged", "label": `query/fiel
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as default
 from datetime import datetime
 from typing import Any
 
@@ -165,7 +166,7 @@ class Shape:
     bucket: str | None = None
     over: str = "records"
     limit: int | None = None
-    sort: list[SortKey] = field(default_factory=list)
+    sort: list[SortKey] = default(default_factory=list)
     span: Span | None = None
 
     def __post_init__(self):
@@ -200,11 +201,11 @@ class PlanIR:
     previous answer ("restrict": its records, narrowed; "recount": the same records, counted)."""
 
     collection: str
-    filters: list[Filter] = field(default_factory=list)
-    times: list[TimeRange] = field(default_factory=list)
-    text: list[str] = field(default_factory=list)
+    filters: list[Filter] = default(default_factory=list)
+    times: list[TimeRange] = default(default_factory=list)
+    text: list[str] = default(default_factory=list)
     text_span: Span | None = None
-    shape: Shape = field(default_factory=Shape)
+    shape: Shape = default(default_factory=Shape)
     followup: str | None = None
     pipeline: list[dict[str, Any]] | None = None
 

@@ -12,8 +12,10 @@ import re
 from datetime import datetime
 from typing import Any
 
+from context_engine.query.compile import compile_plan
 from context_engine.query.fields import DONE_STATUSES, field_for, person_field_for
 from context_engine.query.identity import COMMON_WORDS, Mention
+from context_engine.query.ir import Filter, PlanIR, Shape, SortKey, TimeRange
 from context_engine.query.plan import Plan, PlanningContext
 from context_engine.query.schema import CollectionSchema
 
@@ -34,10 +36,10 @@ _COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z
 _TOP = re.compile(r"\btop\s*(\d+)?\b|\bbusiest\b|\bmost active\b|\bmost\b|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?", re.I)
 _LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:hours?|days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
 _BUCKETS = [
-    ("%Y-%m-%d", r"\bdaily\b|\bper day\b|\bby day\b|\beach day\b|每天|每日|按天"),
-    ("%G-W%V", r"\bweekly\b|\bper week\b|\bby week\b|\beach week\b|\bweek (?:by|over|on) week\b|每周|按周"),
-    ("%Y-%m", r"\bmonthly\b|\bper month\b|\bby month\b|\beach month\b|\bmonth (?:by|over|on) month\b|每月|每个月|按月"),
-    ("%Y", r"\byearly\b|\bper year\b|\bby year\b|\beach year\b|每年|按年"),
+    ("day", r"\bdaily\b|\bper day\b|\bby day\b|\beach day\b|每天|每日|按天"),
+    ("week", r"\bweekly\b|\bper week\b|\bby week\b|\beach week\b|\bweek (?:by|over|on) week\b|每周|按周"),
+    ("month", r"\bmonthly\b|\bper month\b|\bby month\b|\beach month\b|\bmonth (?:by|over|on) month\b|每月|每个月|按月"),
+    ("year", r"\byearly\b|\bper year\b|\bby year\b|\beach year\b|每年|按年"),
 ]
 _GROUP = re.compile(
     r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+(?:(?:slack|jira|github|git|code)\s+)?"
@@ -117,13 +119,16 @@ class _Builder:
         self.q = ctx.question
         self.low = ctx.question.lower()
         self.used: list[tuple[int, int]] = []
+        self.how: list[str] = []  # what consumed each used span: value, person, time, shape ...
         self.notes: list[str] = []
         self.confidence = 1.0
-        self.match: dict[str, Any] = {}
+        self.filters: list[Filter] = []
+        self.times: list[TimeRange] = []
 
     # -- helpers ---------------------------------------------------------------------------------
-    def use(self, span: tuple[int, int]) -> None:
+    def use(self, span: tuple[int, int], how: str = "value") -> None:
         self.used.append(span)
+        self.how.append(how)
 
     def mark(self, pattern: str) -> re.Match | None:
         """The first match not inside words already explained ("draft" in "non-draft")."""
@@ -133,12 +138,11 @@ class _Builder:
                 return m
         return None
 
-    def add_filter(self, path: str, condition: Any) -> None:
-        if path in self.match:
-            existing = self.match.pop(path)
-            self.match.setdefault("$and", []).extend([{path: existing}, {path: condition}])
-        else:
-            self.match[path] = condition
+    def add_filter(self, path: str, value: Any, op: str = "eq") -> None:
+        self.filters.append(Filter(path, op, value, span=self.used[-1] if self.used else None))
+
+    def has_filter(self, path: str) -> bool:
+        return any(f.field == path for f in self.filters) or any(t.field == path for t in self.times)
 
     # -- the plan ----------------------------------------------------------------------------------
     def build(self) -> Plan:
@@ -162,7 +166,7 @@ class _Builder:
         self.collection = collection
 
         if refs:
-            self.add_filter("ref", refs[0] if len(refs) == 1 else {"$in": refs})
+            self.add_filter("ref", refs[0]) if len(refs) == 1 else self.add_filter("ref", refs, "in")
             self.notes.append(f"the record{'s' if len(refs) > 1 else ''} named: {', '.join(refs)}")
         state_verb = self._states()
         self._review_states()
@@ -181,14 +185,13 @@ class _Builder:
             if ranked is None:
                 group_role = group_role or self._top_role(person_roles)
         # Review activity is dated by the review, not by the PR ("who reviewed the most last month").
-        review_time = "reviewer" in person_roles or group_role == "reviewer" or "reviews.state" in self.match
+        review_time = "reviewer" in person_roles or group_role == "reviewer" or self.has_filter("reviews.state")
         time_field = self._times("reviewed" if review_time and state_verb is None else state_verb)
         self._thresholds()
-        structured = bool(self.match or group_role or bucket or is_count or top or ranked or self.ctx.mentions
+        structured = bool(self.filters or self.times or group_role or bucket or is_count or top or ranked or self.ctx.mentions
                           or self._list_limit(peek=True) != DEFAULT_LIMIT)
         text = self._leftover_text(structured)
         if text:
-            self.match["$text"] = {"$search": text}
             self.notes.append(f"full-text search for {text!r}")
             if not structured or len(text.split()) > 3:
                 self.confidence = min(self.confidence, 0.4)  # mostly topic: a semantic question
@@ -205,81 +208,31 @@ class _Builder:
                 # group): plan nothing, so a content question about "the most ..." goes to search.
                 self.notes.append(f"{collection} has no field for {group_role}")
                 return Plan(self.collection, [], confidence=0.0, planner="offline", notes=self.notes)
-            # Records without the grouped field form no group ("PRs per milestone" skips unplanned PRs).
-            self.add_filter(group_path, {"$exists": True, "$ne": None})  # both: mongomock misreads a lone $ne
 
-        stages: list[dict[str, Any]] = [{"$match": self._element_match(self.match)}] if self.match else []
         sort_field = time_field or field_for(schema, "created") or "ref"
         if bucket:
             date_field = time_field or field_for(schema, state_verb or "created") or field_for(schema, "created")
-            if schema.is_array(date_field):
-                top_array = self._array_prefix(date_field)
-                element = {k: v for k, v in self.match.items() if k.startswith(top_array + ".")}
-                stages += [{"$unwind": f"${top_array}"}] + ([{"$match": element}] if element else [])
-            stages += [{"$group": {"_id": {"$dateToString": {"format": bucket, "date": f"${date_field}"}},
-                                   "count": {"$sum": 1}}},
-                       {"$sort": {"_id": 1}}]
+            shape = Shape("group", field=date_field, bucket=bucket)
             self.notes.append(f"counted per {bucket} bucket of {date_field}")
         elif group_path:
-            path = group_path
-            if schema.is_array(path):
-                top_array = self._array_prefix(path)
-                stages.append({"$unwind": f"${top_array}"})
-                # Conditions on the unwound array apply to each element again: the review in the
-                # time range, by the named reviewer, is the one counted.
-                element = {k: v for k, v in self.match.items() if k.startswith(top_array + ".")}
-                if element:
-                    stages.append({"$match": element})
-            limit = self._top_limit(top) if top else None
-            stages += [{"$group": {"_id": f"${path}", "count": {"$sum": 1}}},
-                       {"$sort": {"count": -1, "_id": 1}}]
-            if limit:
-                stages.append({"$limit": limit})
-            self.notes.append(f"grouped by {path}")
+            shape = Shape("group", field=group_path, limit=self._top_limit(top) if top else None)
+            self.notes.append(f"grouped by {group_path}")
         elif ranked:
             path, limit = ranked
-            stages += [{"$sort": {path: -1, sort_field: -1}}, {"$limit": limit}]
+            shape = Shape("top", field=path, limit=limit, sort=[SortKey(sort_field, -1)])
             self.notes.append(f"the {limit} with the highest {path}")
         elif is_count:
-            stages.append({"$count": "count"})
+            shape = Shape("count")
         elif text and not structured:
             # Relevance order for a topic search: BM25 (or MongoDB's textScore) ranks the matches.
-            stages += [{"$sort": {"score": {"$meta": "textScore"}}}, {"$limit": min(self._list_limit(), TEXT_LIMIT)}]
+            shape = Shape("list", sort=[SortKey("relevance", -1)], limit=min(self._list_limit(), TEXT_LIMIT))
         else:
-            limit = self._list_limit()
-            stages += [{"$sort": {sort_field: -1}}, {"$limit": limit}]
-        if not stages or not any("$match" in s for s in stages) and not (bucket or group_role or is_count):
+            shape = Shape("list", sort=[SortKey(sort_field, -1)], limit=self._list_limit())
+        if not (self.filters or self.times or text) and not (bucket or group_role or is_count):
             self.confidence = min(self.confidence, 0.5)
-        return Plan(collection, stages, confidence=round(self.confidence, 2), planner="offline",
-                    notes=self.notes, person_field=person_field, collection_named=self.collection_named)
-
-    def _element_match(self, match: dict[str, Any]) -> dict[str, Any]:
-        """Conditions on fields of one array of objects must hold for the same element: the review
-        by Jonas *in October*, not a review by Jonas and another one in October."""
-        roots: dict[str, list[str]] = {}
-        for key in match:
-            root = key.split(".")[0]
-            if "." in key and self._array_of_objects(root):
-                roots.setdefault(root, []).append(key)
-        out = dict(match)
-        for root, keys in roots.items():
-            if len(keys) > 1:
-                out[root] = {"$elemMatch": {k[len(root) + 1:]: out.pop(k) for k in keys}}
-        return out
-
-    def _array_prefix(self, path: str) -> str:
-        """The array to unwind for a path: `fields.components` for `fields.components.name`."""
-        parts = path.split(".")
-        for i in range(1, len(parts) + 1):
-            prefix = ".".join(parts[:i])
-            info = self.schema.fields.get(prefix)
-            if info is not None and info.in_array and (i == len(parts) or "object" in info.types):
-                return prefix
-        return parts[0]
-
-    def _array_of_objects(self, root: str) -> bool:
-        info = self.schema.fields.get(root)
-        return info is not None and info.in_array and "object" in info.types
+        ir = PlanIR(collection, filters=self.filters, times=self.times, text=text.split(), shape=shape)
+        return Plan(collection, compile_plan(ir, schema), confidence=round(self.confidence, 2), planner="offline",
+                    notes=self.notes, person_field=person_field, collection_named=self.collection_named, ir=ir)
 
     def _refs(self) -> list[str]:
         """Record keys the question names, when they can be this tenant's: the repository or the
@@ -377,7 +330,7 @@ class _Builder:
     def _jira_status(self, status: str) -> str | None:
         values = self.schema.fields[status].enum or []
         if self.mark(r"(?:\bnot|n't|\bnever|\byet to be) (?:yet )?(?:done|finished|completed|resolved)\b|\bon (?:my|his|her|their|our) plate\b|还没(?:有)?(?:关闭?|完成|解决|做完)|没做完|未完成|没关闭?|还开着"):
-            self.add_filter(status, {"$nin": [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES)})
+            self.add_filter(status, [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES), "nin")
             return "created"
         for word, value in (("completed", "Done"), ("已完成", "Done"), ("完成", "Done"), ("进行中", "In Progress"), ("待办", "To Do"),
                             ("审核中", "In Review"), ("评审中", "In Review"), (r"在\s*review\s*中|review\s*中", "In Review"),
@@ -392,10 +345,10 @@ class _Builder:
                 self.add_filter(status, value)
                 return "resolved" if value in DONE_STATUSES else "created"
         if self.mark(r"\b(open|unresolved|outstanding|active|not done|unfinished)\b|未解决|未完成|打开的|进行中的"):
-            self.add_filter(status, {"$nin": [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES)})
+            self.add_filter(status, [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES), "nin")
             return "created"
         if self.mark(r"\b(closed|resolved|fixed|done|finished|completed)\b|已解决|已完成|已关闭|完成|关闭|解决"):
-            self.add_filter(status, {"$in": [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES)})
+            self.add_filter(status, [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES), "in")
             return "resolved"
         return None
 
@@ -418,7 +371,7 @@ class _Builder:
         s = self.schema
         assignee = person_field_for(s, "assignee")
         if assignee and self.mark(r"\bunassigned\b|\bnot assigned\b|\bno assignee\b|未分配|没有负责人"):
-            self.add_filter(assignee[0].rsplit(".", 1)[0] if assignee[0].endswith(".name") else assignee[0], None)
+            self.add_filter(assignee[0].rsplit(".", 1)[0] if assignee[0].endswith(".name") else assignee[0], None, "empty")
         priority = field_for(s, "priority")
         if priority:
             levels = s.fields[priority].enum or []
@@ -427,7 +380,7 @@ class _Builder:
                                     (r"\blow[- ]pri(?:o|ority)?\b|低优先级", ["Low", "Lowest"])):
                 if self.mark(pattern):
                     values = [v for v in wanted if v in levels] or wanted
-                    self.add_filter(priority, values[0] if len(values) == 1 else {"$in": values})
+                    self.add_filter(priority, values[0]) if len(values) == 1 else self.add_filter(priority, values, "in")
                     break
         explicit_label = re.search(r"\b(?:label(?:l?ed)?|tagged|with (?:the )?label)\s+['\"]?([\w.\-: /]+?)['\"]?(?:\s|$|\?|,)", self.q, re.I)
         self._team()  # before labels: "infra team" names people, not the infra label
@@ -508,7 +461,7 @@ class _Builder:
         handles = sorted({p.handle(kind) for p in self.ctx.directory.people if p.team == team and p.handle(kind)})
         if handles:
             self.use(m.span())
-            self.add_filter(path, {"$in": handles})
+            self.add_filter(path, handles, "in")
             self.notes.append(f"the {team} team -> {len(handles)} people")
 
     def _topic_phrase(self, start: int) -> bool:
@@ -636,7 +589,7 @@ class _Builder:
                 handle = person.key
             self.add_filter(path, handle)
             if role == "replied_to" and (author := person_field_for(self.schema, "author")):
-                self.add_filter(author[0], {"$ne": person.handle(author[1]) or person.key})  # not their own follow-ups
+                self.add_filter(author[0], person.handle(author[1]) or person.key, "ne")  # not their own follow-ups
             roles.add(role)
             self.notes.append(f"{mention.text!r} -> {person.name} ({handle}) as {role}")
             # Phrases that only told us the role are consumed too.
@@ -659,15 +612,11 @@ class _Builder:
             path = field_for(self.schema, role) or field_for(self.schema, "created")
             if path is None:
                 continue
-            cond: dict[str, Any] = {}
-            if rng.start is not None:
-                cond["$gte"] = rng.start
-            if rng.end is not None:
-                cond["$lt"] = rng.end
-            self.add_filter(path, cond)
             idx = self.low.find(rng.text.lower())
-            if idx >= 0:
-                self.use((idx, idx + len(rng.text)))
+            span = (idx, idx + len(rng.text)) if idx >= 0 else None
+            if span:
+                self.use(span, "time")
+            self.times.append(TimeRange(path, rng.start, rng.end, span=span))
             self.notes.append(f"{rng.text!r} -> {path} in [{_fmt(rng.start)}, {_fmt(rng.end)})")
             chosen = chosen or path
         return chosen
@@ -704,26 +653,26 @@ class _Builder:
                     continue
                 self.use(m.span())
                 cond = ops[op.lower()]
-                self.add_filter(path, int(number) if cond == "$eq" else {cond: int(number)})
+                self.add_filter(path, int(number), cond[1:])
         if self.collection == "pull_requests" and self.schema.has_path("requested_reviewers.login"):
             for mention in self.ctx.mentions:
                 if mention.person and re.match(r"(?:'s)?\s+review queue\b", self.q[mention.end:], re.I):
                     self.use((mention.end, mention.end + 15))
         if self.schema.has_path("reviews.state") and self.mark(
                 r"\bwithout (?:any |a )?reviews?\b|\bno reviews?\b|\bunreviewed\b|\bha(?:ve|s)n't had (?:a single|any) reviews?\b|没有(?:任何)?评审|没人评审"):
-            self.add_filter("reviews", {"$size": 0})
+            self.add_filter("reviews", None, "empty")
         none = re.search(r"\b(?:no|zero|without(?: any)?) (comments|replies)\b|没有(评论|回复)", self.q, re.I)
         if none:
             path = self._count_field((none.group(1) or none.group(2)).lower())
-            if path and path not in self.match:
+            if path and not self.has_filter(path):
                 self.use(none.span())
                 self.add_filter(path, 0)
         replies = field_for(self.schema, "replies")
         # Replies to someone's threads are counted themselves: the word "threads" there selects no parents.
         replying = person_field_for(self.schema, "replied_to")
-        if replies and replies not in self.match and not (replying and replying[0] in self.match) \
+        if replies and not self.has_filter(replies) and not (replying and self.has_filter(replying[0])) \
                 and self.mark(r"\bthreads?\b|\bgot replies\b|\bwith replies\b|帖子|讨论串"):
-            self.add_filter(replies, {"$gte": 1})  # a thread is a message that has replies
+            self.add_filter(replies, 1, "gte")  # a thread is a message that has replies
 
     def _count_field(self, word: str) -> str | None:
         """The numeric field a counted noun refers to, if this collection has it."""
@@ -746,7 +695,7 @@ class _Builder:
         versus = re.search(r"\bopen (?:vs\.?|versus|or|and) closed\b|\bclosed (?:vs\.?|versus|or|and) open\b", self.q, re.I)
         if versus and field_for(self.schema, "state"):
             self.use(versus.span())
-            self.match.pop("state", None)  # both states are wanted, one group each
+            self.filters = [f for f in self.filters if f.field != "state"]  # both states are wanted, one group each
             return "state", None
         named = re.search(r"\b(?:per|by|grouped by|broken down by|for each|each)\s+([a-z]+(?:[ _][a-z]+){0,2})", self.q, re.I)
         if named:
