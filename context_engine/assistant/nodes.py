@@ -64,7 +64,7 @@ _TURN_RESET: dict[str, Any] = {
     "resolution": {}, "plan": {}, "attempts": [], "error": "", "rows": [], "outcome": "", "route": "",
     "route_reasons": [], "semantic": {}, "fused": [], "reranked": [], "contexts": [], "answer": "", "claims": "",
     "citations": [], "queries": [], "records": [], "documents": [], "declined": False, "reflection": {},
-    "reflections": 0, "followup": ""}
+    "reflections": 0, "followup": "", "understood": [], "not_understood": [], "confidence": 0.0}
 
 
 def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -68,6 +68,11 @@ class StructuredState(TypedDict, total=False):
     error: str                      # the current attempt's validation or database error ("" = none)
     rows: list[dict[str, Any]]      # JSON rows (ISO dates)
     outcome: str                    # success | no_results | max_attempts | resolution_failed
+    # The current plan's reading of the question: spans {"text", "start", "end", "how"} it understood
+    # and did not, and its confidence (Plan.understood, Plan.not_understood, Plan.confidence).
+    understood: list[dict[str, Any]]
+    not_understood: list[dict[str, Any]]
+    confidence: float
 
 
 class State(InputState, StructuredState, total=False):
@@ -105,3 +110,6 @@ class OutputState(TypedDict, total=False):
     declined: bool
     followup: str
     reflection: dict[str, Any]
+    understood: list[dict[str, Any]]
+    not_understood: list[dict[str, Any]]
+    confidence: float

@@ -81,7 +81,8 @@ def generate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[st
                 "attempts": [*state.get("attempts", []), failed.to_json()]}
     if not plan.pipeline:
         return {"outcome": "resolution_failed", "resolution": {"error": engine.NOTHING_TO_QUERY}, "rows": []}
-    return {"plan": plan.to_json(), "error": ""}
+    return {"plan": plan.to_json(), "error": "", "understood": plan.understood,
+            "not_understood": plan.not_understood, "confidence": plan.confidence}
 
 
 def validate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str, Any]:
