@@ -34,7 +34,7 @@ class SpanStep(Draft):
             return ""
         chars = list(self.q)
         if cue:
-            self.use(cue.span(), "topic")
+            self.use((cue.start(), cue.start() + len(cue.group(0).rstrip())), "topic")
             for i in range(cue.start()):
                 chars[i] = " "
         for a, b in self.used + self.collection_spans:
