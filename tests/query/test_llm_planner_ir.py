@@ -1,0 +1,85 @@
+"""The LLM planner writes the plan IR; code compiles it. Offline: a scripted chat model answers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+from context_engine.query.engine import resolve
+from context_engine.query.ir import IRError
+from context_engine.query.llm_planner import EXAMPLES, LLMPlanner, build_messages
+from context_engine.runtime import catalog_for
+from tests.chat_fakes import ScriptedChatModel
+from tests.conftest import NOW
+
+
+@pytest.fixture
+def catalog(settings):
+    return catalog_for(settings)
+
+
+def context(catalog, question):
+    ctx, failed = resolve(question, NOW, catalog, None)
+    assert failed is None
+    return ctx
+
+
+def test_the_model_writes_ir_and_the_compiler_writes_the_pipeline(catalog):
+    answer = {"collection": "pull_requests",
+              "filters": [{"field": "user.login", "op": "eq", "value": "Rashid Khan"},  # a name, not the login
+                          {"field": "milestone.title", "op": "empty"}],
+              "times": [{"field": "merged", "start": {"$date": "2026-11-01T00:00:00Z"}, "end": None}],
+              "shape": {"kind": "count"}}
+    fenced = GenericFakeChatModel(messages=iter([AIMessage("Here it is:\n```json\n" + json.dumps(answer) + "\n```")]))
+    plan = LLMPlanner(fenced).plan(context(catalog, "how many PRs did Rashid merge without a milestone since November?"))
+    assert plan.planner == "llm" and plan.ir.shape.kind == "count"
+    match = plan.pipeline[0]["$match"]
+    assert match["user.login"] == "rsh-dev"  # code corrected the model's name into the handle
+    assert match["merged_at"] == {"$gte": __import__("datetime").datetime(2026, 11, 1)}  # open-ended, the role's date
+    assert {"$or": [{"milestone.title": {"$in": [None, ""]}}, {"milestone.title": {"$size": 0}}]} in match["$and"]
+    assert plan.pipeline[-1] == {"$count": "count"}
+
+
+def test_a_free_form_pipeline_stays_possible(catalog):
+    raw = {"collection": "pull_requests", "pipeline": [{"$match": {"state": "open"}}, {"$count": "count"}]}
+    plan = LLMPlanner(ScriptedChatModel.answering(raw)).plan(context(catalog, "open PRs"))
+    assert plan.pipeline == raw["pipeline"]
+
+
+@pytest.mark.parametrize("answer,message", [
+    ({"collection": "tweets", "shape": {"kind": "list"}}, "collection 'tweets' does not exist"),
+    ({"collection": "pull_requests", "filters": [{"field": "karma", "op": "gt", "value": 3}]}, "no field or role 'karma'"),
+])
+def test_a_plan_naming_what_the_tenant_lacks_is_an_error_the_retry_edge_feeds_back(catalog, answer, message):
+    with pytest.raises(ValueError, match=message):
+        LLMPlanner(ScriptedChatModel.answering(answer)).plan(context(catalog, "open PRs"))
+
+
+def test_an_unreadable_answer_is_asked_for_once_more(catalog):
+    model = GenericFakeChatModel(messages=iter([AIMessage("I think you want open PRs."),
+                                                AIMessage(json.dumps({"collection": "pull_requests",
+                                                                      "filters": [{"field": "state", "value": "open"}]}))]))
+    plan = LLMPlanner(model).plan(context(catalog, "open PRs"))
+    assert plan.pipeline[0] == {"$match": {"state": "open"}}
+    with pytest.raises(IRError, match="no JSON object"):
+        LLMPlanner(GenericFakeChatModel(messages=iter([AIMessage("no"), AIMessage("still no")]))).plan(
+            context(catalog, "open PRs"))
+
+
+def test_the_prompt_is_sized_to_the_question(catalog):
+    system = build_messages(context(catalog, "Which PRs did Rashid merge last week?"))[0][1]
+    assert "collection pull_requests" in system and "collection issues" not in system  # one collection's slice
+    assert "fields.status.name" not in system and "body:" not in system  # fields no role or word touches
+    assert system.count("\nQ: ") <= EXAMPLES
+    assert "'rsh-dev' in user.login" in system and "2026-11-23T00:00:00Z" in system  # linked people and times
+    draft = system.split("fix what the question asks differently):\n")[1].splitlines()[0]
+    assert json.loads(draft)["filters"][0] == {"field": "merged", "op": "eq", "value": True}  # no span, no negate: false
+    assert len(system) < 5000
+
+
+def test_the_prompt_tells_the_model_what_the_draft_did_not_understand(catalog):
+    system = build_messages(context(catalog, "open PRs by Nobody Atall"))[0][1]
+    assert "did not understand: 'Nobody Atall'" in system
