@@ -64,7 +64,8 @@ _TURN_RESET: dict[str, Any] = {
     "resolution": {}, "plan": {}, "attempts": [], "error": "", "rows": [], "outcome": "", "route": "",
     "route_reasons": [], "semantic": {}, "fused": [], "reranked": [], "contexts": [], "answer": "", "claims": "",
     "citations": [], "queries": [], "records": [], "documents": [], "declined": False, "reflection": {},
-    "reflections": 0, "followup": "", "understood": [], "not_understood": [], "confidence": 0.0}
+    "reflections": 0, "followup": "", "understood": [], "not_understood": [], "confidence": 0.0,
+    "draft": {}}
 
 
 def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -105,7 +106,8 @@ def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                                      "resolution": resolution}, settings)
     decision = route_question(state["question"], settings=settings, catalog=catalog, resolved=resolved,
                               unresolved=resolution.get("error"), llm=_llm(settings, "router", "route"))
-    return {"route": decision.route, "route_reasons": decision.reasons, "resolution": resolution}
+    return {"route": decision.route, "route_reasons": decision.reasons, "resolution": resolution,
+            "draft": decision.draft.to_json() if decision.draft else {}}
 
 
 def branches(state: State) -> list[str]:

@@ -64,6 +64,7 @@ class StructuredState(TypedDict, total=False):
     now: str
     resolution: Resolution
     plan: dict[str, Any]            # the current attempt's Plan.to_json()
+    draft: dict[str, Any]           # the offline plan the router built (Plan.to_json): the first attempt reuses it
     attempts: list[dict[str, Any]]  # every Attempt.to_json() of this question, in order
     error: str                      # the current attempt's validation or database error ("" = none)
     rows: list[dict[str, Any]]      # JSON rows (ISO dates)

@@ -116,7 +116,7 @@ def build_messages(ctx: PlanningContext, max_rows: int = 200) -> list[tuple[str,
              else "The asker is unknown.")
     people = "\n".join(f"- {m.text!r} -> {_describe_person(m.person, schemas)}" for m in ctx.mentions if m.person) or "(none)"
     times = "\n".join(_describe_time(t) for t in ctx.times) or "(none)"
-    draft = OfflinePlanner().plan(ctx)
+    draft = ctx.draft = ctx.draft or OfflinePlanner().plan(ctx)
     system = PLANNER_SYSTEM.format(
         max_rows=max_rows, now=ctx.now.strftime("%Y-%m-%dT%H:%M:%SZ"), asker=asker,
         schemas="\n".join(schema_slice(sc, ctx.question) for sc in schemas), people=people, times=times,
