@@ -6,13 +6,14 @@ PLANNER_SYSTEM = """You translate a question about an engineering team's work in
 {{"collection": "<name>",
  "filters": [{{"field": "<path or role>", "op": "eq|ne|in|nin|gt|gte|lt|lte|exists|empty|not_empty", "value": ..., "negate": false}}],
  "times": [{{"field": "<date path or role>", "start": {{"$date": "..."}} or null, "end": {{"$date": "..."}} or null}}],
- "text": ["full-text", "words"],
+ "text": [],
  "shape": {{"kind": "list|count|distinct_count|group|top|min|max|argmin|argmax", "field": "<path>" or null,
            "bucket": "day|week|month|year" or null, "over": "records|groups", "limit": N or null,
            "sort": [{{"field": "<path>", "direction": -1}}]}}}}
 Answer with that JSON object and nothing else.
 
 Meanings:
+- text: topic words for full-text search; [] when the question names no topic.
 - op "empty": missing, null, [] or "" ("without a milestone", "unassigned"); "not_empty" the opposite. "negate": true inverts a filter.
 - times: half-open [start, end); leave start or end null for "since ..." / "before ...".
 - shape: list = the records (sort by a date, limit at most {max_rows}); count; distinct_count of field;

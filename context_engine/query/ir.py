@@ -255,11 +255,11 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
             "properties": {"field": {"type": "string"}, "op": {"enum": list(OPERATORS)},
                            "value": {"anyOf": [*_SCALAR, _DATE_SCHEMA, {"type": "array", "items": {"anyOf": _SCALAR}}]},
                            "negate": {"type": "boolean"}, "span": _SPAN_SCHEMA},
-            "required": ["field", "op"]}},
+            "required": ["field", "op", "value"]}},
         "times": {"type": "array", "items": {
             "type": "object",
             "properties": {"field": {"type": "string"}, "start": _DATE_SCHEMA, "end": _DATE_SCHEMA, "span": _SPAN_SCHEMA},
-            "required": ["field"]}},
+            "required": ["field", "start", "end"]}},
         "text": {"type": "array", "items": {"type": "string"}},
         "shape": {"type": "object", "properties": {
             "kind": {"enum": list(SHAPES)}, "field": {"type": ["string", "null"]},
@@ -271,5 +271,7 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
         "followup": {"enum": [*FOLLOWUPS, None]},
         "pipeline": {"type": ["array", "null"], "items": {"type": "object"}},
     },
-    "required": ["collection", "shape"],
+    # Conditions required (an empty list says "none"): a small model writing under this schema as a
+    # grammar otherwise leaves out the optional keys, the filters with them.
+    "required": ["collection", "filters", "times", "text", "shape"],
 }
