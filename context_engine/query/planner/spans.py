@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from context_engine.query.fields import field_for
 from context_engine.query.identity import COMMON_WORDS
 from context_engine.query.planner.draft import Draft
 
@@ -54,7 +55,7 @@ class SpanStep(Draft):
             words.append(token.lower())
         return " ".join(dict.fromkeys(words))
 
-    def _spans(self, text: str, *, structured: bool) -> tuple[list[dict], list[dict]]:
+    def _spans(self, text: str, *, structured: bool, grouped: str | None) -> tuple[list[dict], list[dict]]:
         """Every content word of the question is consumed by the plan (a collection, person, time, value,
         shape), sent to full-text search (topic), or not understood; function words are neither."""
         understood: dict[tuple[int, int], str] = {}
@@ -71,10 +72,16 @@ class SpanStep(Draft):
                     understood[(start, end)] = "topic"
                 elif structured and IMPLIED.fullmatch(word):
                     understood[(start, end)] = "implied"
+                elif self._field_used(word, grouped):
+                    understood[(start, end)] = "field"
                 else:
                     missed.append((start, end))
         return ([{"text": self.q[a:b], "start": a, "end": b, "how": how} for (a, b), how in sorted(understood.items())],
                 [{"text": self.q[a:b], "start": a, "end": b, "how": "unknown"} for a, b in _joined(self.q, missed)])
+
+    def _field_used(self, word: str, grouped: str | None) -> bool:
+        paths = {f.field for f in self.filters} | {grouped}
+        return any(pattern.fullmatch(word) and field_for(self.schema, role) in paths for pattern, role in FIELD_WORDS)
 
 
 # Function words: neither understood nor not. Deliberately small: "without", "never", "milestone"
@@ -96,11 +103,16 @@ IMPLIED = re.compile(
     r"author\w*|report\w*|post\w*|repl\w*|start\w*|commit\w*|submit\w*|land\w*|went|ship\w*|updat\w*|"
     r"waiting|pending|awaiting|asked|requested|"
     r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|posters?|members?|whom?|"
-    r"labels?|tags?|milestones?|projects?|spaces?|repos?|repositor(?:y|ies)|channels?|priorit(?:y|ies)|status(?:es)?|"
-    r"sprints?|components?|teams?|types?|"
     r"active|busiest|biggest|largest|most|top|counts?|volume|break|down|breakdown|split|across|vs|total|number|"
     r"two|three|four|five|six|seven|eight|nine|ten|"
-    r"谁|哪些人|哪位|发过?|发了|提交|创建|合并|评审|审查|标签|仓库|频道|项目|优先级|状态")
+    r"谁|哪些人|哪位|发过?|发了|提交|创建|合并|评审|审查")
+# Nouns naming a field: understood only when the plan conditions or groups on that field ("the bug
+# label"); "without a milestone" in a plan with no milestone condition is not.
+FIELD_WORDS = [(re.compile(pattern), role) for pattern, role in (
+    (r"labels?|tags?|标签", "label"), (r"milestones?", "milestone"), (r"projects?|项目", "project"),
+    (r"spaces?|空间", "space"), (r"repos?|repositor(?:y|ies)|仓库", "repo"), (r"channels?|频道", "channel"),
+    (r"priorit(?:y|ies)|优先级", "priority"), (r"status(?:es)?|状态", "status"), (r"sprints?", "sprint"),
+    (r"components?", "component"), (r"teams?", "team"), (r"types?", "type"))]
 
 
 def _content_pieces(m: re.Match) -> list[tuple[int, int]]:
@@ -117,10 +129,10 @@ def _content_pieces(m: re.Match) -> list[tuple[int, int]]:
 
 
 def _joined(question: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Adjacent spans separated only by spaces as one: "Nobody Atall", not "Nobody" and "Atall"."""
+    """Spans separated only by spaces and function words as one: "Nobody Atall", "without a milestone"."""
     out: list[tuple[int, int]] = []
     for start, end in spans:
-        if out and not question[out[-1][1]:start].strip():
+        if out and all(w.lower() in FILLER for w in question[out[-1][1]:start].split()):
             out[-1] = (out[-1][0], end)
         else:
             out.append((start, end))
