@@ -122,7 +122,11 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, ShapeStep, SpanStep):
             # The plan answers a narrower question than the one asked: let a model try, and say so.
             self.confidence = min(self.confidence, 0.6)
             self.notes.append("not understood: " + ", ".join(repr(s["text"]) for s in not_understood))
-        ir = PlanIR(collection, filters=self.filters, times=self.times, text=text.split(), shape=shape)
+        # The words that said the shape ("how many", "per week", "top 3") and the topic.
+        shape.span = next((span for span, how in zip(self.used, self.how) if how == "shape"), None)
+        topic = [(s["start"], s["end"]) for s in understood if s["how"] == "topic"]
+        ir = PlanIR(collection, filters=self.filters, times=self.times, text=text.split(), shape=shape,
+                    text_span=(topic[0][0], topic[-1][1]) if topic else None)
         return Plan(collection, compile_plan(ir, schema), confidence=round(self.confidence, 2), planner="offline",
                     notes=self.notes, person_field=person_field, collection_named=self.collection_named, ir=ir,
                     understood=understood, not_understood=not_understood)

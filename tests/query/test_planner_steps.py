@@ -104,7 +104,7 @@ def test_shape_step_limits(catalog):
 def test_the_plan_carries_its_ir_and_the_pipeline_compiled_from_it(catalog):
     plan = OfflinePlanner().plan(context(catalog, "how many open PRs are there?"))
     assert plan.ir == PlanIR("pull_requests", filters=[Filter("state", "eq", "open", span=plan.ir.filters[0].span)],
-                             shape=Shape("count"))
+                             shape=Shape("count", span=(0, 8)))  # "how many"
     assert plan.pipeline == [{"$match": {"state": "open"}}, {"$count": "count"}]
 
 
@@ -122,12 +122,14 @@ def test_every_content_word_of_a_plan_that_reads_the_whole_question_is_understoo
     assert plan.not_understood == []
     hows = {s["text"]: s["how"] for s in plan.understood}
     assert hows["Alex Chen"] == "person" and hows["last week"] == "time" and hows["How many"] == "shape"
+    assert plan.ir.shape.span == (0, 8)
 
 
 def test_topic_words_are_understood_as_topic(catalog):
     plan = OfflinePlanner().plan(context(catalog, "open PRs about redis caching"))
     assert plan.not_understood == []
     assert {s["text"] for s in plan.understood if s["how"] == "topic"} == {"about", "redis", "caching"}
+    assert plan.ir.text == ["redis", "caching"] and plan.ir.text_span == (9, 28)
 
 
 def test_chinese_content_not_understood_is_reported(catalog):
