@@ -37,10 +37,12 @@ def context_sets() -> dict[str, Any]:
     return json.loads(resources.files("context_engine.query").joinpath("context_sets.json").read_text())
 
 
-def _relevant(ctx: PlanningContext) -> list[CollectionSchema]:
-    """The collection the question names, when it names one: a short prompt is a better prompt."""
+def _relevant(ctx: PlanningContext, draft: Plan) -> list[CollectionSchema]:
+    """The collection the question names, else the one the draft guessed: a short prompt is a better
+    prompt, and a faster one (the other collections are listed by name)."""
     named, _ = detect_collection(ctx.question, ctx.schemas)
-    return [ctx.schemas[named]] if named else list(ctx.schemas.values())
+    chosen = named or (draft.collection if draft.collection in ctx.schemas else None)
+    return [ctx.schemas[chosen]] if chosen else list(ctx.schemas.values())
 
 
 def _describe_person(person: Person, schemas: list[CollectionSchema]) -> str:
@@ -76,19 +78,22 @@ def _examples(ctx: PlanningContext, schemas: list[CollectionSchema]) -> str:
     asked = _words(ctx.question)
     valid = [e for e in context_sets()["templates"] if e["collection"] in names
              and not validate_pipeline(from_extended_json(e["pipeline"]), ctx.schemas[e["collection"]])]
-    valid.sort(key=lambda e: -len(asked & _words(e["question"])))
+    # Only examples near the question (two words in common): every example costs the model time to read.
+    near = sorted((e for e in valid if len(asked & _words(e["question"])) >= 2),
+                  key=lambda e: -len(asked & _words(e["question"])))
     return "\n".join(f"Q: {e['question']}\n" + json.dumps({"collection": e["collection"], "pipeline": e["pipeline"]},
-                                                        ensure_ascii=False) for e in valid[:EXAMPLES]) or "(none)"
+                                                        ensure_ascii=False) for e in near[:EXAMPLES]) or "(none)"
 
 
-def schema_slice(schema: CollectionSchema, question: str, max_enum: int = 15) -> str:
+def schema_slice(schema: CollectionSchema, question: str, max_enum: int = 15, also: frozenset[str] = frozenset()) -> str:
     """The fields a plan for this question may need: those the planners' roles name, those whose name
-    shares a word with the question, those holding a value the question names. A short prompt is a
+    shares a word with the question, those holding a value the question names, those the draft uses
+    (`also`). A short prompt is a
     better prompt for a small model, and a faster one."""
     asked = _words(question)
     low = question.lower()
     people = {p for options in PEOPLE_ROLES.get(schema.name, {}).values() for p, _ in options}
-    roles = {p for paths in VALUE_ROLES.get(schema.name, {}).values() for p in paths} | people | {"ref"}
+    roles = {p for paths in VALUE_ROLES.get(schema.name, {}).values() for p in paths} | people | {"ref"} | also
     keep = []
     for path, info in schema.fields.items():
         if "object" in info.types and len(info.types) <= 2:
@@ -99,7 +104,7 @@ def schema_slice(schema: CollectionSchema, question: str, max_enum: int = 15) ->
             kind = "|".join(sorted(info.types - {"null"})) or "null"
             extra = " (in array)" if info.in_array else ""
             # People fields take the handles given under "People"; other values matter when named.
-            shown = 0 if path in people else max_enum if (named or valued) else 6
+            shown = 0 if path in people else max_enum if (named or valued) else 6 if len(info.enum or []) <= 6 else 0
             if info.enum and shown:
                 extra += " one of: " + ", ".join(repr(v) for v in info.enum[:shown]) + (
                     " ..." if len(info.enum) > shown else "")
@@ -111,15 +116,17 @@ def schema_slice(schema: CollectionSchema, question: str, max_enum: int = 15) ->
 
 
 def build_messages(ctx: PlanningContext, max_rows: int = 200) -> list[tuple[str, str]]:
-    schemas = _relevant(ctx)
+    draft = ctx.draft = ctx.draft or OfflinePlanner().plan(ctx)
+    schemas = _relevant(ctx, draft)
+    others = sorted(set(ctx.schemas) - {sc.name for sc in schemas})
     asker = (f"The asker (\"I\", \"me\", \"my\") is {_describe_person(ctx.asker, schemas)}" if ctx.asker
              else "The asker is unknown.")
     people = "\n".join(f"- {m.text!r} -> {_describe_person(m.person, schemas)}" for m in ctx.mentions if m.person) or "(none)"
     times = "\n".join(_describe_time(t) for t in ctx.times) or "(none)"
-    draft = ctx.draft = ctx.draft or OfflinePlanner().plan(ctx)
     system = PLANNER_SYSTEM.format(
         max_rows=max_rows, now=ctx.now.strftime("%Y-%m-%dT%H:%M:%SZ"), asker=asker,
-        schemas="\n".join(schema_slice(sc, ctx.question) for sc in schemas), people=people, times=times,
+        schemas="\n".join([*(schema_slice(sc, ctx.question, also=_paths(draft)) for sc in schemas)]
+                          + ([f"other collections: {', '.join(others)}"] if others else [])), people=people, times=times,
         examples=_examples(ctx, schemas), draft=json.dumps(_written(draft), ensure_ascii=False),
         not_understood=", ".join(repr(s["text"]) for s in draft.not_understood) or "none")
     messages = [("system", system), ("human", ctx.question)]
@@ -127,6 +134,13 @@ def build_messages(ctx: PlanningContext, max_rows: int = 200) -> list[tuple[str,
         messages.append(("ai", json.dumps(_written(attempt.plan), ensure_ascii=False)))
         messages.append(("human", PLANNER_RETRY.format(attempt="(above)", error=attempt.error)))
     return messages
+
+
+def _paths(plan: Plan) -> frozenset[str]:
+    ir = plan.ir
+    if ir is None:
+        return frozenset()
+    return frozenset([f.field for f in ir.filters] + [t.field for t in ir.times] + ([ir.shape.field] if ir.shape.field else []))
 
 
 def _written(plan: Plan) -> Any:
