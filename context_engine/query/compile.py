@@ -43,8 +43,8 @@ def empty(path: str) -> dict[str, Any]:
     return {"$or": [{path: {"$in": [None, ""]}}, {path: {"$size": 0}}]}
 
 
-def condition(f: Filter) -> Any:
-    """The MongoDB condition of one filter on its path (`empty` is a clause of its own: `empty`)."""
+def _condition(f: Filter) -> Any:
+    """The MongoDB condition of one filter on its path (`empty` is a clause of its own: `empty`, which compile_plan writes instead)."""
     op, value = f.op, f.value
     if f.negate:
         if op == "exists":
@@ -79,7 +79,7 @@ def compile_plan(ir: PlanIR, schema: CollectionSchema) -> list[dict[str, Any]]:
         if (f.op == "empty") != f.negate and f.op in ("empty", "not_empty"):
             conditions.setdefault("$and", []).append(empty(path))
         else:
-            add(path, condition(f))
+            add(path, _condition(f))
     for t in ir.times:
         bounds = {k: v for k, v in (("$gte", t.start), ("$lt", t.end)) if v is not None}
         if bounds:
@@ -90,9 +90,9 @@ def compile_plan(ir: PlanIR, schema: CollectionSchema) -> list[dict[str, Any]]:
     grouped = resolve_field(schema, shape.field, date=shape.bucket is not None) if shape.field else None
     if shape.kind in ("group", "distinct_count") and shape.bucket is None:
         # Records without the grouped field form no group ("PRs per milestone" skips unplanned PRs).
-        add(grouped, condition(Filter(grouped, "exists", True)))
+        add(grouped, _condition(Filter(grouped, "exists", True)))
     elif shape.kind in ("argmin", "argmax", "min", "max") and shape.over == "records":
-        add(grouped, condition(Filter(grouped, "exists", True)))  # a missing measure is no extreme
+        add(grouped, _condition(Filter(grouped, "exists", True)))  # a missing measure is no extreme
     stages: list[dict[str, Any]] = [{"$match": element_match(conditions, schema)}] if conditions else []
     return stages + _shape_stages(shape, grouped, conditions, schema)
 

@@ -3,8 +3,9 @@
 It reads the question in steps (`query/planner/`): the collection, values and people linked to
 fields, conditions (states, times, thresholds), the shape (list, count, top-N, group-by, time
 buckets), and leaves the remaining topic words to full-text search. It builds the plan IR
-(`query/ir.py`), compiled once (`query/compile.py`). Each step that had to guess lowers the plan's confidence; the
-engine asks the LLM planner (when one is configured) for plans below `CONFIDENT`.
+(`query/ir.py`), compiled once (`query/compile.py`), and says which words it understood. Each step
+that had to guess, and a content word it could not read, lowers the plan's confidence; the engine
+asks the LLM planner (when one is configured) for plans below `CONFIDENT`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from context_engine.query.plan import Plan, PlanningContext
 from context_engine.query.planner.collection import CollectionStep, detect_collection
 from context_engine.query.planner.conditions import ConditionStep
 from context_engine.query.planner.linking import LinkStep
-from context_engine.query.planner.shape import _COUNT, _TOP, _WHO_ROLE, DEFAULT_LIMIT, TEXT_LIMIT, ShapeStep
+from context_engine.query.planner.shape import COUNT, TOP, WHO_ROLE, DEFAULT_LIMIT, TEXT_LIMIT, ShapeStep
 from context_engine.query.planner.spans import SpanStep
 
 CONFIDENT = 0.7
@@ -61,11 +62,11 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, ShapeStep, SpanStep):
         person_roles = self._people()
         group_role, bucket = self._grouping()
         if refs and not (group_role or bucket) and re.search(r"\bwho\b|\bwhom\b|谁", self.q, re.I):
-            group_role = next((role for pattern, role in _WHO_ROLE if re.search(pattern, self.q, re.I)), None)
-        is_count = bool(_COUNT.search(self.q))
+            group_role = next((role for pattern, role in WHO_ROLE if re.search(pattern, self.q, re.I)), None)
+        is_count = bool(COUNT.search(self.q))
         if is_count:
-            self.mark(_COUNT.pattern, "shape")
-        top = _TOP.search(self.q) if not bucket else None
+            self.mark(COUNT.pattern, "shape")
+        top = TOP.search(self.q) if not bucket else None
         ranked = self._ranked_by_count() if not bucket else None
         if top:
             self.use(top.span(), "shape")

@@ -44,9 +44,8 @@ class Draft:
         return any(not (span[1] <= a or span[0] >= b) for a, b in self.used)
 
     def add_filter(self, path: str, value: Any, op: str = "eq") -> None:
+        # Every step uses the words of a condition just before adding it: those are its span.
         self.filters.append(Filter(path, op, value, span=self.used[-1] if self.used else None))
 
     def has_filter(self, path: str) -> bool:
         return any(f.field == path for f in self.filters) or any(t.field == path for t in self.times)
-
-    # -- the plan ----------------------------------------------------------------------------------
