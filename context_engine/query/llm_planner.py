@@ -214,10 +214,14 @@ def _json_mode(model: Any) -> Any:
     the local model included); any other chat model answers as it is, and its text is parsed alike."""
     try:
         from langchain_openai import ChatOpenAI
+        from openai import BadRequestError
     except ImportError:
         return model
     if isinstance(model, ChatOpenAI):
-        return model.bind(response_format={"type": "json_object", "schema": PLAN_JSON_SCHEMA})
+        # An endpoint that refuses a schema in `response_format` is asked again without it: the prompt
+        # asks for the same JSON, and the answer is parsed the same way.
+        return model.bind(response_format={"type": "json_object", "schema": PLAN_JSON_SCHEMA}).with_fallbacks(
+            [model], exceptions_to_handle=(BadRequestError,))
     return model
 
 

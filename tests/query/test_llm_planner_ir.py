@@ -95,3 +95,27 @@ def test_a_plan_that_does_not_explain_the_whole_question_goes_to_the_model(catal
     assert written.planner == "llm" and ctx.draft.not_understood  # the draft was built once, and handed over
     whole = plan(context(catalog, "how many open PRs"), LLMPlanner(ScriptedChatModel.answering(answer)))
     assert whole.planner == "offline"  # understood whole: no model call
+
+
+def test_an_endpoint_refusing_the_schema_is_asked_again_without_it():
+    """The local server takes `response_format` with a schema; an endpoint answering 400 to it gets the
+    same prompt without one, and its JSON text is parsed the same way."""
+    import httpx
+    from langchain_openai import ChatOpenAI
+
+    from context_engine.query.llm_planner import _json_mode, parse_plan
+
+    asked_with_schema = []
+
+    def endpoint(request):
+        body = json.loads(request.content)
+        asked_with_schema.append("schema" in body.get("response_format", {}))
+        if asked_with_schema[-1]:
+            return httpx.Response(400, json={"error": {"message": "unsupported response_format", "type": "invalid_request_error"}})
+        return httpx.Response(200, json={"id": "1", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": '{"collection": "issues"}'}}]})
+
+    model = ChatOpenAI(model="m", api_key="k", base_url="http://endpoint.invalid/v1", max_retries=0,
+                       http_client=httpx.Client(transport=httpx.MockTransport(endpoint)))
+    assert parse_plan(_json_mode(model).invoke("open issues").content).collection == "issues"
+    assert asked_with_schema == [True, False]
