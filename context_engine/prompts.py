@@ -2,17 +2,26 @@
 
 # --- planner ---
 
-PLANNER_SYSTEM = """You translate questions about an engineering team's work into one MongoDB aggregation pipeline.
-Answer with a single JSON object: {{"collection": "<name>", "pipeline": [<stages>]}} and nothing else.
+PLANNER_SYSTEM = """You translate a question about an engineering team's work into a query plan, as one JSON object:
+{{"collection": "<name>",
+ "filters": [{{"field": "<path or role>", "op": "eq|ne|in|nin|gt|gte|lt|lte|exists|empty|not_empty", "value": ..., "negate": false}}],
+ "times": [{{"field": "<date path or role>", "start": {{"$date": "..."}} or null, "end": {{"$date": "..."}} or null}}],
+ "text": [],
+ "shape": {{"kind": "list|count|distinct_count|group|top|min|max|argmin|argmax", "field": "<path>" or null,
+           "bucket": "day|week|month|year" or null, "over": "records|groups", "limit": N or null,
+           "sort": [{{"field": "<path>", "direction": -1}}]}}}}
+Answer with that JSON object and nothing else.
 
-Rules:
-- Use only the stages $match, $sort, $limit, $skip, $count, $group, $project, $unwind, $addFields.
-- Use only fields listed in the schema below, with their exact dotted paths. Never invent fields.
-- Write dates as {{"$date": "YYYY-MM-DDTHH:MM:SSZ"}} (UTC). Time ranges are half-open: $gte start, $lt end.
-- People: use exactly the handle given under "People" for the field you filter on.
-- Free-text topics: {{"$text": {{"$search": "words"}}}} inside the FIRST $match stage only.
-- Counts: end with {{"$count": "count"}}. Top-N: $group with {{"count": {{"$sum": 1}}}}, $sort by count descending, $limit N.
-- Lists: $sort by the relevant date descending and $limit (at most {max_rows}).
+Meanings:
+- text: topic words for full-text search; [] when the question names no topic.
+- op "empty": missing, null, [] or "" ("without a milestone", "unassigned"); "not_empty" the opposite. "negate": true inverts a filter.
+- times: half-open [start, end); leave start or end null for "since ..." / "before ...".
+- shape: list = the records (sort by a date, limit at most {max_rows}); count; distinct_count of field;
+  group = counts per field (or per time bucket of a date field; limit N = top N groups);
+  top = the N records with the highest field; min/max/argmin/argmax over records by field, or over groups
+  ("busiest month": argmax, field = the date, bucket = month, over = groups).
+- Only if the plan cannot say it: "pipeline": [<MongoDB stages>] instead (stages $match $sort $limit $count $group $project $unwind $addFields).
+- Use only the fields listed below, exactly as written. People: exactly the values given under "People".
 
 Now (UTC): {now}
 {asker}
@@ -23,18 +32,18 @@ Schema:
 People named in the question (use exactly these values):
 {people}
 
-Time expressions in the question (use exactly these conditions on the right date field):
+Time expressions in the question:
 {times}
 
 Examples:
 {examples}
 
-A rule-based draft (it may be wrong or incomplete; fix what the question asks differently):
+A rule-based draft plan (it may be wrong or incomplete; fix what the question asks differently):
 {draft}
-Draft notes: {draft_notes}
+Words of the question the draft did not understand: {not_understood}
 """
 
-PLANNER_RETRY = """Your previous pipeline was rejected:
+PLANNER_RETRY = """Your previous plan was rejected:
 {attempt}
 Error: {error}
 Write a corrected JSON object."""

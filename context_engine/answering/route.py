@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from context_engine.config import Settings
 from context_engine.prompts import ROUTE_SYSTEM
@@ -44,6 +44,13 @@ class RouteDecision(BaseModel):
     route: Route = Field(description="structured, semantic or hybrid")
     reasons: list[str] = Field(default_factory=list, description="why this route, in short sentences")
     topic: str | None = Field(default=None, description="hybrid only: the topic words to search for")
+    # The offline plan the signals were read from (not in the model's schema): the structured half
+    # starts from it instead of planning the question again.
+    _draft: Plan | None = PrivateAttr(default=None)
+
+    @property
+    def draft(self) -> Plan | None:
+        return self._draft
 
 
 # "how many/much/often/long" ask for numbers, not explanations; "decision records" are a kind of document;
@@ -114,14 +121,14 @@ def route_question(question: str, *, settings: Settings, catalog: Catalog, resol
     """Route a question whose people and times were resolved (`resolved`), or could not be (`unresolved`:
     why); with `llm` (a LangChain chat model) the model decides, given the offline signals."""
     signals = gather_signals(question, catalog, resolved, unresolved)
-    offline = decide_offline(signals)
-    if llm is None:
-        return offline
-    try:
-        return _ask_model(llm, signals, offline, settings)
-    except Exception as exc:  # any model failure: the offline decision stands
-        offline.reasons.append(f"chat model failed ({exc.__class__.__name__}); kept the rule-based route")
-        return offline
+    decision = offline = decide_offline(signals)
+    if llm is not None:
+        try:
+            decision = _ask_model(llm, signals, offline, settings)
+        except Exception as exc:  # any model failure: the offline decision stands
+            offline.reasons.append(f"chat model failed ({exc.__class__.__name__}); kept the rule-based route")
+    decision._draft = signals.plan
+    return decision
 
 
 def gather_signals(question: str, catalog: Catalog, ctx: PlanningContext | None,

@@ -67,7 +67,8 @@ _TURN_RESET: dict[str, Any] = {
     "resolution": {}, "plan": {}, "attempts": [], "error": "", "rows": [], "outcome": "", "route": "",
     "route_reasons": [], "topic": "", "topic_match": {}, "semantic": {}, "fused": [], "reranked": [], "contexts": [],
     "answer": "", "claims": "", "citations": [], "queries": [], "records": [], "documents": [], "declined": False, "reflection": {},
-    "reflections": 0, "followup": ""}
+    "reflections": 0, "followup": "", "understood": [], "not_understood": [], "confidence": 0.0,
+    "draft": {}}
 
 
 def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -112,7 +113,8 @@ def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         decision.route = "semantic"
         decision.reasons.append("who owns something is what the documents say, not a query's guess")
     return {"route": decision.route, "route_reasons": decision.reasons, "resolution": resolution,
-            "topic": decision.topic or ""}
+            "topic": decision.topic or "",
+            "draft": decision.draft.to_json() if decision.draft else {}}
 
 
 def branches(state: State) -> list[str]:

@@ -67,10 +67,16 @@ class StructuredState(TypedDict, total=False):
     now: str
     resolution: Resolution
     plan: dict[str, Any]            # the current attempt's Plan.to_json()
+    draft: dict[str, Any]           # the offline plan the router built (Plan.to_json): the first attempt reuses it
     attempts: list[dict[str, Any]]  # every Attempt.to_json() of this question, in order
     error: str                      # the current attempt's validation or database error ("" = none)
     rows: list[dict[str, Any]]      # JSON rows (ISO dates)
     outcome: str                    # success | no_results | max_attempts | resolution_failed
+    # The current plan's reading of the question: spans {"text", "start", "end", "how"} it understood
+    # and did not, and its confidence (Plan.understood, Plan.not_understood, Plan.confidence).
+    understood: list[dict[str, Any]]
+    not_understood: list[dict[str, Any]]
+    confidence: float
 
 
 class State(InputState, StructuredState, total=False):
@@ -110,3 +116,6 @@ class OutputState(TypedDict, total=False):
     declined: bool
     followup: str
     reflection: dict[str, Any]
+    understood: list[dict[str, Any]]
+    not_understood: list[dict[str, Any]]
+    confidence: float

@@ -75,15 +75,18 @@ def generate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[st
     context = context_of(runtime)
     settings = context.settings()
     ctx = planning_context(state, settings)
+    # The router's offline plan of this very question: not built again (a retry has its own reasons).
+    draft = Plan.from_json(state["draft"]) if state.get("draft") and not ctx.previous else None
     try:
-        plan = engine.plan(ctx, planner_of(context, settings), always_llm=context.always_llm)
+        plan = engine.plan(ctx, planner_of(context, settings), always_llm=context.always_llm, offline=draft)
     except Exception as exc:  # an unparseable model answer is a failed attempt, fed back next time
         failed = Attempt(Plan("?", [], planner="llm"), f"planner error: {exc}")
         return {"plan": failed.plan.to_json(), "error": failed.error,
                 "attempts": [*state.get("attempts", []), failed.to_json()]}
     if not plan.pipeline:
         return {"outcome": "resolution_failed", "resolution": {"error": engine.NOTHING_TO_QUERY}, "rows": []}
-    return {"plan": plan.to_json(), "error": ""}
+    return {"plan": plan.to_json(), "error": "", "understood": plan.understood,
+            "not_understood": plan.not_understood, "confidence": plan.confidence}
 
 
 def validate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -54,8 +54,23 @@ def _label(row: dict[str, Any]) -> str:
     return f"{name} ({key})" if name and name != key else str(key)
 
 
+def ignored(result: RunResult) -> str:
+    """One line naming the words of the question the plan could not read: every surface shows it, so
+    an answer to a narrower question than the one asked never passes for the answer to it."""
+    plan = getattr(result, "plan", None)
+    if plan is None or not plan.not_understood:
+        return ""
+    words = ", ".join(f"'{s['text']}'" for s in plan.not_understood)
+    return f"\nI did not understand: {words} — the answer ignores {'it' if len(plan.not_understood) == 1 else 'them'}."
+
+
 def compose(result: RunResult, collection: str | None) -> tuple[str, list[dict[str, Any]]]:
     """The answer text and its citations."""
+    text, citations = _compose(result, collection)
+    return text + ignored(result), citations
+
+
+def _compose(result: RunResult, collection: str | None) -> tuple[str, list[dict[str, Any]]]:
     if isinstance(result, ResolutionFailed):
         return result.message, []
     if isinstance(result, MaxAttempts):

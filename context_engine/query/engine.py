@@ -176,13 +176,16 @@ def _no_one_named(text: str, directory: PeopleDirectory, values: ValueIndex | No
                             unresolved=text)
 
 
-def plan(ctx: PlanningContext, llm_planner=None, always_llm: bool = False) -> Plan:
+def plan(ctx: PlanningContext, llm_planner=None, always_llm: bool = False, offline: Plan | None = None) -> Plan:
     """Offline first; the LLM when the offline plan is not confident or an attempt failed.
 
-    `always_llm` sends every question to the model (to measure the LLM planner on its own)."""
+    `always_llm` sends every question to the model (to measure the LLM planner on its own). `offline`
+    is the question's offline plan when the router already built it: it is built once per question."""
+    if offline is not None:
+        ctx.draft = offline
     if llm_planner is not None and (ctx.previous or always_llm):
         return llm_planner.plan(ctx)
-    offline = OfflinePlanner().plan(ctx)
+    offline = ctx.draft = offline or OfflinePlanner().plan(ctx)
     if offline.confidence < CONFIDENT and llm_planner is not None:
         try:
             return llm_planner.plan(ctx)

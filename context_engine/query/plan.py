@@ -1,7 +1,8 @@
 """What a planner produces, and what it is given.
 
 Both planners (offline and LLM) take a `PlanningContext` and return a `Plan`: a collection and a
-MongoDB aggregation pipeline, plus how confident the planner is and why. Plans and resolutions
+MongoDB aggregation pipeline (compiled from the plan's IR, `query/ir.py`, when it has one), plus how
+confident the planner is, why, and which words of the question it understood. Plans and resolutions
 travel as JSON (pipelines in MongoDB Extended JSON, `{"$date": ...}`) between graph nodes; the
 functions here are the one way to and from that form.
 """
@@ -13,31 +14,9 @@ from datetime import datetime
 from typing import Any
 
 from context_engine.query.identity import Mention, PeopleDirectory, Person
+from context_engine.query.ir import PlanIR, from_extended_json, to_extended_json
 from context_engine.query.schema import CollectionSchema
 from context_engine.query.timeexpr import TimeRange
-from context_engine.text import parse_datetime
-
-
-def from_extended_json(value: Any) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"$date"} and isinstance(value["$date"], str):
-            parsed = parse_datetime(value["$date"])
-            if parsed is not None:
-                return parsed
-        return {k: from_extended_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [from_extended_json(v) for v in value]
-    return value
-
-
-def to_extended_json(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return {"$date": value.strftime("%Y-%m-%dT%H:%M:%SZ")}
-    if isinstance(value, dict):
-        return {k: to_extended_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [to_extended_json(v) for v in value]
-    return value
 
 
 @dataclass
@@ -49,19 +28,28 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     person_field: tuple[str, str] | None = None  # (path, handle kind) a result groups by, for display names
     collection_named: bool = True  # False: the question named no kind of record and the planner guessed
+    ir: PlanIR | None = None  # what the pipeline was compiled from (None: a pipeline written directly)
+    # Spans of the question, {"text", "start", "end", "how"}: what the plan consumed ("how": collection,
+    # person, time, value, shape, topic, filler ...) and what it could not read (the answer ignores it).
+    understood: list[dict[str, Any]] = field(default_factory=list)
+    not_understood: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"collection": self.collection, "pipeline": to_extended_json(self.pipeline),
                 "confidence": self.confidence, "planner": self.planner, "notes": list(self.notes),
                 "collection_named": self.collection_named,
-                "person_field": list(self.person_field) if self.person_field else []}
+                "person_field": list(self.person_field) if self.person_field else [],
+                "ir": self.ir.to_json() if self.ir else None,
+                "understood": [dict(s) for s in self.understood], "not_understood": [dict(s) for s in self.not_understood]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Plan":
         return cls(collection=data["collection"], pipeline=from_extended_json(data["pipeline"]),
                    confidence=data.get("confidence", 1.0), planner=data.get("planner", "offline"),
                    notes=list(data.get("notes", [])), collection_named=data.get("collection_named", True),
-                   person_field=tuple(data["person_field"]) if data.get("person_field") else None)
+                   person_field=tuple(data["person_field"]) if data.get("person_field") else None,
+                   ir=PlanIR.from_json(data["ir"]) if data.get("ir") else None,
+                   understood=list(data.get("understood") or []), not_understood=list(data.get("not_understood") or []))
 
 
 @dataclass
@@ -87,6 +75,7 @@ class PlanningContext:
     mentions: list[Mention] = field(default_factory=list)
     times: list[TimeRange] = field(default_factory=list)
     previous: list[Attempt] = field(default_factory=list)  # failed attempts, for self-correction
+    draft: Plan | None = None  # the offline plan of this question, once built (the LLM planner's draft)
 
     def resolution_json(self) -> dict[str, Any]:
         """The people and times resolution found, as JSON: resolved once, carried to every later step."""

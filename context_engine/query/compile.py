@@ -1,0 +1,172 @@
+"""The plan IR compiled to a MongoDB aggregation pipeline: deterministic, one form per element.
+
+Roles ("author", "merged", "label") become the tenant's own paths (`query/fields.py`); conditions on
+one array of objects must hold for the same element (`$elemMatch`); the shape becomes the stages
+after the `$match`. The pipeline then goes through the validator like any other: this module trusts
+nothing it was given more than the validator does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from context_engine.query.fields import field_for, person_field_for
+from context_engine.query.ir import Filter, PlanIR, Shape
+from context_engine.query.schema import CollectionSchema
+
+BUCKET_FORMATS = {"day": "%Y-%m-%d", "week": "%G-W%V", "month": "%Y-%m", "year": "%Y"}
+_COMPARISONS = {"ne": "$ne", "in": "$in", "nin": "$nin", "gt": "$gt", "gte": "$gte", "lt": "$lt", "lte": "$lte"}
+# The negation with an operator of its own; the others are wrapped in $not.
+_OPPOSITE = {"eq": "ne", "ne": "eq", "in": "nin", "nin": "in", "empty": "not_empty", "not_empty": "empty"}
+
+
+class CompileError(ValueError):
+    """The IR names something this collection does not have."""
+
+
+def resolve_field(schema: CollectionSchema, name: str, *, date: bool = False) -> str:
+    """The path a role or path names here. A date (time range, bucket) reads roles first: "merged"
+    is the merge date there, while as a filter it is the boolean path."""
+    role = field_for(schema, name) or (person_field_for(schema, name) or (None,))[0]
+    if date and role:
+        return role
+    if schema.has_path(name):
+        return name
+    if role:
+        return role
+    raise CompileError(f"{schema.name} has no field or role {name!r}")
+
+
+def empty(path: str) -> dict[str, Any]:
+    """"Is empty": missing or null (both match null), an empty string, or an empty list — which
+    `$in: [[]]` matches on MongoDB but not on the embedded store, while `$size: 0` matches on both."""
+    return {"$or": [{path: {"$in": [None, ""]}}, {path: {"$size": 0}}]}
+
+
+def _condition(f: Filter) -> Any:
+    """The MongoDB condition of one filter on its path (`empty` is a clause of its own: `empty`, which compile_plan writes instead)."""
+    op, value = f.op, f.value
+    if f.negate:
+        if op == "exists":
+            value = not value
+        elif op in _OPPOSITE:
+            op = _OPPOSITE[op]
+        else:
+            return {"$not": {_COMPARISONS[op]: value}}
+    if op == "eq":
+        return value
+    if op == "exists":  # present and not null: mongomock misreads a lone $ne, MongoDB a lone $exists on null
+        return {"$exists": True, "$ne": None} if value else {"$in": [None]}
+    if op == "not_empty":
+        return {"$nin": [None, ""], "$not": {"$size": 0}}
+    return {_COMPARISONS[op]: value}
+
+
+def compile_plan(ir: PlanIR, schema: CollectionSchema) -> list[dict[str, Any]]:
+    if ir.pipeline is not None:
+        return ir.pipeline
+    conditions: dict[str, Any] = {}
+
+    def add(path: str, cond: Any) -> None:
+        # Two conditions on one path both hold: `$and`, not the second replacing the first.
+        if path in conditions:
+            conditions.setdefault("$and", []).extend([{path: conditions.pop(path)}, {path: cond}])
+        else:
+            conditions[path] = cond
+
+    for f in ir.filters:
+        path = resolve_field(schema, f.field)
+        if (f.op == "empty") != f.negate and f.op in ("empty", "not_empty"):
+            conditions.setdefault("$and", []).append(empty(path))
+        else:
+            add(path, _condition(f))
+    for t in ir.times:
+        bounds = {k: v for k, v in (("$gte", t.start), ("$lt", t.end)) if v is not None}
+        if bounds:
+            add(resolve_field(schema, t.field, date=True), bounds)
+    if ir.text:
+        conditions["$text"] = {"$search": " ".join(ir.text)}
+    shape = ir.shape
+    grouped = resolve_field(schema, shape.field, date=shape.bucket is not None) if shape.field else None
+    if shape.kind in ("group", "distinct_count") and shape.bucket is None:
+        # Records without the grouped field form no group ("PRs per milestone" skips unplanned PRs).
+        add(grouped, _condition(Filter(grouped, "exists", True)))
+    elif shape.kind in ("argmin", "argmax", "min", "max") and shape.over == "records":
+        add(grouped, _condition(Filter(grouped, "exists", True)))  # a missing measure is no extreme
+    stages: list[dict[str, Any]] = [{"$match": element_match(conditions, schema)}] if conditions else []
+    return stages + _shape_stages(shape, grouped, conditions, schema)
+
+
+def _shape_stages(shape: Shape, path: str | None, conditions: dict[str, Any],
+                  schema: CollectionSchema) -> list[dict[str, Any]]:
+    kind = shape.kind
+    if kind == "count":
+        return [{"$count": "count"}]
+    if kind == "list":
+        return _sort(shape, schema) + ([{"$limit": shape.limit}] if shape.limit else [])
+    if kind == "top":
+        rest = {k: v for k, v in _sort_keys(shape, schema).items() if k != path}
+        return [{"$sort": {path: -1, **rest}}, {"$limit": shape.limit or 5}]
+    if kind in ("argmin", "argmax", "min", "max") and shape.over == "records":
+        if kind in ("min", "max"):
+            return [{"$group": {"_id": None, kind: {f"${kind}": f"${path}"}}}, {"$project": {"_id": 0}}]
+        return [{"$sort": {path: 1 if kind == "argmin" else -1}}, {"$limit": 1}]
+    stages = _unwind(path, conditions, schema)
+    key: Any = {"$dateToString": {"format": BUCKET_FORMATS[shape.bucket], "date": f"${path}"}} if shape.bucket else f"${path}"
+    stages.append({"$group": {"_id": key, "count": {"$sum": 1}}})
+    if kind == "distinct_count":
+        return stages + [{"$count": "count"}]
+    if kind == "group":
+        stages.append({"$sort": {"_id": 1} if shape.bucket else {"count": -1, "_id": 1}})
+        return stages + ([{"$limit": shape.limit}] if shape.limit else [])
+    # Extremes over groups: the busiest month (argmax), the count of the quietest day (min).
+    stages += [{"$sort": {"count": 1 if kind in ("argmin", "min") else -1, "_id": 1}}, {"$limit": 1}]
+    return stages + ([{"$project": {"_id": 0, "count": 1}}] if kind in ("min", "max") else [])
+
+
+def _sort_keys(shape: Shape, schema: CollectionSchema) -> dict[str, Any]:
+    # "relevance": the full-text score (BM25 on the embedded store, textScore on MongoDB).
+    return {"score": {"$meta": "textScore"}} if any(s.field == "relevance" for s in shape.sort) else {
+        resolve_field(schema, s.field, date=True): s.direction for s in shape.sort}
+
+
+def _sort(shape: Shape, schema: CollectionSchema) -> list[dict[str, Any]]:
+    keys = _sort_keys(shape, schema)
+    return [{"$sort": keys}] if keys else []
+
+
+def _unwind(path: str, conditions: dict[str, Any], schema: CollectionSchema) -> list[dict[str, Any]]:
+    """Counting per element of an array unwinds it, and the conditions on that array apply to each
+    element again: the review in the time range, by the named reviewer, is the one counted."""
+    if not schema.is_array(path):
+        return []
+    top = array_prefix(path, schema)
+    element = {k: v for k, v in conditions.items() if k.startswith(top + ".")}
+    return [{"$unwind": f"${top}"}] + ([{"$match": element}] if element else [])
+
+
+def array_prefix(path: str, schema: CollectionSchema) -> str:
+    """The array to unwind for a path: `fields.components` for `fields.components.name`."""
+    parts = path.split(".")
+    for i in range(1, len(parts) + 1):
+        prefix = ".".join(parts[:i])
+        info = schema.fields.get(prefix)
+        if info is not None and info.in_array and (i == len(parts) or "object" in info.types):
+            return prefix
+    return parts[0]
+
+
+def element_match(match: dict[str, Any], schema: CollectionSchema) -> dict[str, Any]:
+    """Conditions on fields of one array of objects must hold for the same element: the review by
+    Jonas *in October*, not a review by Jonas and another one in October."""
+    roots: dict[str, list[str]] = {}
+    for key in match:
+        root = key.split(".")[0]
+        info = schema.fields.get(root)
+        if "." in key and info is not None and info.in_array and "object" in info.types:
+            roots.setdefault(root, []).append(key)
+    out = dict(match)
+    for root, keys in roots.items():
+        if len(keys) > 1:
+            out[root] = {"$elemMatch": {k[len(root) + 1:]: out.pop(k) for k in keys}}
+    return out

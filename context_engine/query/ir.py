@@ -1,0 +1,277 @@
+"""The typed plan IR: what a question asks for, before it is a MongoDB pipeline.
+
+Both planners write this (the offline planner step by step, the LLM planner as JSON constrained by
+`PLAN_JSON_SCHEMA`); `query.compile.compile_plan` turns it into a pipeline, deterministically, and the
+validator checks that pipeline as it checks any other. Every element records the span of the question
+it came from (`span`: `[start, end)` or None when no words said it), so a plan can say which words it
+understood. Fields are named by a role ("author", "merged", "label": `query/fields.py`) or by a path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field as default
+from datetime import datetime
+from typing import Any
+
+from context_engine.text import parse_datetime
+
+Span = tuple[int, int]
+
+# eq ... lte compare; in/nin take a list; exists takes a bool; empty/not_empty take no value
+# ("is empty": missing, null, [] or "").
+OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "exists", "empty", "not_empty")
+SHAPES = ("list", "count", "distinct_count", "group", "top", "min", "max", "argmin", "argmax")
+BUCKETS = ("day", "week", "month", "year")
+FOLLOWUPS = ("restrict", "recount")
+
+
+class IRError(ValueError):
+    """An IR that cannot mean anything: unknown operator or shape, a value of the wrong type."""
+
+
+def _span_json(span: Span | None) -> list[int] | None:
+    return [span[0], span[1]] if span else None
+
+
+def _span_of(value: Any) -> Span | None:
+    if value is None:
+        return None
+    if not (isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, int) for v in value)):
+        raise IRError(f"a span is [start, end], not {value!r}")
+    return value[0], value[1]
+
+
+def from_extended_json(value: Any) -> Any:
+    """MongoDB Extended JSON dates (`{"$date": ...}`) as datetimes, everything else as it is."""
+    if isinstance(value, dict):
+        if set(value) == {"$date"} and isinstance(value["$date"], str):
+            parsed = parse_datetime(value["$date"])
+            if parsed is not None:
+                return parsed
+        return {k: from_extended_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_extended_json(v) for v in value]
+    return value
+
+
+def to_extended_json(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return {"$date": value.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if isinstance(value, dict):
+        return {k: to_extended_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [to_extended_json(v) for v in value]
+    return value
+
+
+_value_json = to_extended_json
+
+
+def _value_of(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {"$date"}:
+        parsed = parse_datetime(str(value["$date"]))
+        if parsed is None:
+            raise IRError(f"not a date: {value['$date']!r}")
+        return parsed
+    if isinstance(value, list):
+        return [_value_of(v) for v in value]
+    if isinstance(value, dict):
+        raise IRError(f"a filter value is a string, number, boolean, null, date or list, not {value!r}")
+    return value
+
+
+@dataclass
+class Filter:
+    """One condition: `field` (a role or a path) `op` `value`; `negate` inverts it."""
+
+    field: str
+    op: str = "eq"
+    value: Any = None
+    negate: bool = False
+    span: Span | None = None
+
+    def __post_init__(self):
+        if self.op not in OPERATORS:
+            raise IRError(f"unknown operator {self.op!r}; use one of: {', '.join(OPERATORS)}")
+        if self.op in ("in", "nin") and not isinstance(self.value, list):
+            raise IRError(f"{self.op} takes a list, not {self.value!r}")
+        if self.op == "exists" and not isinstance(self.value, bool):
+            raise IRError(f"exists takes true or false, not {self.value!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"field": self.field, "op": self.op, "value": _value_json(self.value), "negate": self.negate,
+                "span": _span_json(self.span)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Filter":
+        return cls(field=str(data["field"]), op=data.get("op", "eq"), value=_value_of(data.get("value")),
+                   negate=bool(data.get("negate", False)), span=_span_of(data.get("span")))
+
+
+@dataclass
+class TimeRange:
+    """`field` (a date role or path) in [start, end); either end may be open (None)."""
+
+    field: str
+    start: datetime | None = None
+    end: datetime | None = None
+    span: Span | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"field": self.field, "start": _value_json(self.start), "end": _value_json(self.end),
+                "span": _span_json(self.span)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "TimeRange":
+        start, end = (_value_of(data.get(k)) for k in ("start", "end"))
+        for bound in (start, end):
+            if bound is not None and not isinstance(bound, datetime):
+                raise IRError(f"a time range's bounds are dates ({{\"$date\": ...}}) or null, not {bound!r}")
+        return cls(field=str(data["field"]), start=start, end=end, span=_span_of(data.get("span")))
+
+
+@dataclass
+class SortKey:
+    """`field` ascending (1) or descending (-1); the field "relevance" is the full-text score."""
+
+    field: str
+    direction: int = -1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"field": self.field, "direction": self.direction}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "SortKey":
+        if data.get("direction", -1) not in (1, -1):
+            raise IRError(f"a sort direction is 1 or -1, not {data.get('direction')!r}")
+        return cls(str(data["field"]), data.get("direction", -1))
+
+
+@dataclass
+class Shape:
+    """What the answer is.
+
+    - list: the records, sorted, at most `limit`;
+    - count: how many records; distinct_count: how many distinct values of `field`;
+    - group: record counts per value of `field`, or per `bucket` (day/week/month/year) of the date `field`;
+      buckets in time order, groups by count (most first), `limit` keeps the first groups (top-N);
+    - top: the `limit` records with the highest `field` (a measure: replies, additions);
+    - min/max: the smallest/largest `field` over the records, or the smallest/largest group count
+      (`over` = "groups"); argmin/argmax: the record with it, or the group (busiest month, quietest day).
+    """
+
+    kind: str = "list"
+    field: str | None = None
+    bucket: str | None = None
+    over: str = "records"
+    limit: int | None = None
+    sort: list[SortKey] = default(default_factory=list)
+    span: Span | None = None
+
+    def __post_init__(self):
+        if self.kind not in SHAPES:
+            raise IRError(f"unknown shape {self.kind!r}; use one of: {', '.join(SHAPES)}")
+        if self.bucket is not None and self.bucket not in BUCKETS:
+            raise IRError(f"unknown time bucket {self.bucket!r}; use one of: {', '.join(BUCKETS)}")
+        if self.over not in ("records", "groups"):
+            raise IRError(f"a shape is over records or groups, not {self.over!r}")
+        if self.limit is not None and (not isinstance(self.limit, int) or isinstance(self.limit, bool) or self.limit < 1):
+            raise IRError(f"a limit is a positive integer, not {self.limit!r}")
+        needs_field = self.kind in ("distinct_count", "group", "top") or (
+            self.kind in ("min", "max", "argmin", "argmax"))
+        if needs_field and not self.field:
+            raise IRError(f"the shape {self.kind} needs a field")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "field": self.field, "bucket": self.bucket, "over": self.over, "limit": self.limit,
+                "sort": [s.to_json() for s in self.sort], "span": _span_json(self.span)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Shape":
+        return cls(kind=data.get("kind", "list"), field=data.get("field"), bucket=data.get("bucket"),
+                   over=data.get("over") or "records", limit=data.get("limit"),
+                   sort=[SortKey.from_json(s) for s in data.get("sort") or []], span=_span_of(data.get("span")))
+
+
+@dataclass
+class PlanIR:
+    """One question's plan: a collection, conditions, full-text terms, a shape; or a raw `pipeline`
+    for what the IR cannot say (validated like any other). `followup` says how it relates to the
+    previous answer ("restrict": its records, narrowed; "recount": the same records, counted)."""
+
+    collection: str
+    filters: list[Filter] = default(default_factory=list)
+    times: list[TimeRange] = default(default_factory=list)
+    text: list[str] = default(default_factory=list)
+    text_span: Span | None = None
+    shape: Shape = default(default_factory=Shape)
+    followup: str | None = None
+    pipeline: list[dict[str, Any]] | None = None
+
+    def __post_init__(self):
+        if self.followup is not None and self.followup not in FOLLOWUPS:
+            raise IRError(f"unknown follow-up {self.followup!r}; use one of: {', '.join(FOLLOWUPS)}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"collection": self.collection, "filters": [f.to_json() for f in self.filters],
+                "times": [t.to_json() for t in self.times], "text": list(self.text),
+                "text_span": _span_json(self.text_span), "shape": self.shape.to_json(), "followup": self.followup,
+                "pipeline": to_extended_json(self.pipeline) if self.pipeline is not None else None}
+
+    @classmethod
+    def from_json(cls, data: Any) -> "PlanIR":
+        """The IR of JSON (a model's output included); a malformed one raises `IRError`."""
+        if not isinstance(data, dict) or not isinstance(data.get("collection"), str):
+            raise IRError("a plan is a JSON object with a \"collection\"")
+        try:
+            text = data.get("text") or []
+            if isinstance(text, str):
+                text = text.split()
+            pipeline = data.get("pipeline")
+            if pipeline is not None and not isinstance(pipeline, list):
+                raise IRError("\"pipeline\" is a list of stages")
+            return cls(collection=data["collection"], filters=[Filter.from_json(f) for f in data.get("filters") or []],
+                       times=[TimeRange.from_json(t) for t in data.get("times") or []],
+                       text=[str(t) for t in text], text_span=_span_of(data.get("text_span")),
+                       shape=Shape.from_json(data.get("shape") or {}), followup=data.get("followup"),
+                       pipeline=from_extended_json(pipeline) if pipeline else None)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise IRError(f"malformed plan: {exc}") from None
+
+
+_SPAN_SCHEMA = {"type": ["array", "null"], "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
+_DATE_SCHEMA = {"anyOf": [{"type": "null"}, {"type": "object", "properties": {"$date": {"type": "string"}},
+                                                                 "required": ["$date"]}]}
+_SCALAR = [{"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]
+
+# The JSON schema of `PlanIR.to_json`, for constrained model output.
+PLAN_JSON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "collection": {"type": "string"},
+        "filters": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"field": {"type": "string"}, "op": {"enum": list(OPERATORS)},
+                           "value": {"anyOf": [*_SCALAR, _DATE_SCHEMA, {"type": "array", "items": {"anyOf": _SCALAR}}]},
+                           "negate": {"type": "boolean"}, "span": _SPAN_SCHEMA},
+            "required": ["field", "op", "value"]}},
+        "times": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"field": {"type": "string"}, "start": _DATE_SCHEMA, "end": _DATE_SCHEMA, "span": _SPAN_SCHEMA},
+            "required": ["field", "start", "end"]}},
+        "text": {"type": "array", "items": {"type": "string"}},
+        "shape": {"type": "object", "properties": {
+            "kind": {"enum": list(SHAPES)}, "field": {"type": ["string", "null"]},
+            "bucket": {"enum": [*BUCKETS, None]}, "over": {"enum": ["records", "groups"]},
+            "limit": {"type": ["integer", "null"]},
+            "sort": {"type": "array", "items": {"type": "object", "properties": {
+                "field": {"type": "string"}, "direction": {"enum": [1, -1]}}, "required": ["field"]}}},
+            "required": ["kind"]},
+        "followup": {"enum": [*FOLLOWUPS, None]},
+        "pipeline": {"type": ["array", "null"], "items": {"type": "object"}},
+    },
+    # Conditions required (an empty list says "none"): a small model writing under this schema as a
+    # grammar otherwise leaves out the optional keys, the filters with them.
+    "required": ["collection", "filters", "times", "text", "shape"],
+}

@@ -1,0 +1,51 @@
+"""The state of an offline plan being built: the question, the words already explained, the IR's
+conditions so far, notes and confidence. Each planning step (collection, linking, conditions, shape,
+spans) is a mixin over it; `query.offline` runs them in order."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from context_engine.query.ir import Filter, TimeRange
+from context_engine.query.plan import PlanningContext
+from context_engine.query.schema import CollectionSchema
+
+
+class Draft:
+    collection: str
+    schema: CollectionSchema
+    collection_spans: list[tuple[int, int]]
+
+    def __init__(self, ctx: PlanningContext):
+        self.ctx = ctx
+        self.q = ctx.question
+        self.low = ctx.question.lower()
+        self.used: list[tuple[int, int]] = []
+        self.how: list[str] = []  # what consumed each used span: value, person, time, shape ...
+        self.notes: list[str] = []
+        self.confidence = 1.0
+        self.filters: list[Filter] = []
+        self.times: list[TimeRange] = []
+
+    def use(self, span: tuple[int, int], how: str = "value") -> None:
+        self.used.append(span)
+        self.how.append(how)
+
+    def mark(self, pattern: str, how: str = "value") -> re.Match | None:
+        """The first match not inside words already explained ("draft" in "non-draft")."""
+        for m in re.finditer(pattern, self.q, re.I):
+            if not self._is_used(m.span()):
+                self.use(m.span(), how)
+                return m
+        return None
+
+    def _is_used(self, span: tuple[int, int]) -> bool:
+        return any(not (span[1] <= a or span[0] >= b) for a, b in self.used)
+
+    def add_filter(self, path: str, value: Any, op: str = "eq") -> None:
+        # Every step uses the words of a condition just before adding it: those are its span.
+        self.filters.append(Filter(path, op, value, span=self.used[-1] if self.used else None))
+
+    def has_filter(self, path: str) -> bool:
+        return any(f.field == path for f in self.filters) or any(t.field == path for t in self.times)

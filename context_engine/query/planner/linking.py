@@ -1,0 +1,245 @@
+"""Step 2: link the question's words to stored values (labels, priorities, repositories, channels,
+workspaces, teams) and its people to their fields in the role the sentence gives them."""
+
+from __future__ import annotations
+
+import re
+
+from context_engine.query.fields import field_for, person_field_for
+from context_engine.query.identity import Mention
+from context_engine.query.planner.draft import Draft
+
+
+class LinkStep(Draft):
+    """Stored values and people, as filters."""
+
+    def _values(self) -> None:
+        """Stored enum values named in the question: labels, priorities, types, repos, channels."""
+        s = self.schema
+        assignee = person_field_for(s, "assignee")
+        if assignee and self.mark(r"\bunassigned\b|\bnot assigned\b|\bno assignee\b|未分配|没有负责人"):
+            self.add_filter(assignee[0].rsplit(".", 1)[0] if assignee[0].endswith(".name") else assignee[0], None, "empty")
+        priority = field_for(s, "priority")
+        if priority:
+            levels = s.fields[priority].enum or []
+            for pattern, wanted in ((r"\bhighest[- ]prio(?:rity)?\b|\bcritical\b|\bblockers?\b|\bp[01]\b|最高优先级|紧急", ["Highest"]),
+                                    (r"\bhigh[- ]pri(?:o|ority)?\b|\bhi[- ]?pri(?:o|ority)?\b|\bp2\b|高优先级", ["High", "Highest"]),
+                                    (r"\blow[- ]pri(?:o|ority)?\b|低优先级", ["Low", "Lowest"])):
+                if self.mark(pattern):
+                    values = [v for v in wanted if v in levels] or wanted
+                    self.add_filter(priority, values[0]) if len(values) == 1 else self.add_filter(priority, values, "in")
+                    break
+        explicit_label = re.search(r"\b(?:label(?:l?ed)?|tagged|with (?:the )?label)\s+['\"]?([\w.\-: /]+?)['\"]?(?:\s|$|\?|,)", self.q, re.I)
+        self._team()  # before labels: "infra team" names people, not the infra label
+        order = ["repo", "channel", "workspace", "priority", "type", "project", "label", "milestone", "sprint", "component", "space",
+                 "team"]
+        for role in order:
+            path = field_for(s, role)
+            if not path:
+                continue
+            if role == "repo":
+                self._repo(path)
+                continue
+            if role == "channel":
+                self._channel(path)
+                continue
+            if role == "workspace":
+                self._workspace(path)
+                continue
+            values = s.fields[path].enum or []
+            for value in sorted(values, key=len, reverse=True):
+                if len(value) < 2:
+                    continue
+                if value.lower().endswith("ies"):
+                    plural = rf"{re.escape(value[:-3])}(?:y|ies)"
+                elif value.lower().endswith("y"):
+                    plural = rf"{re.escape(value[:-1])}(?:y|ies)"
+                else:
+                    plural = rf"{re.escape(value)}(?:s|es)?"
+                # ASCII boundaries: "的bug" names the value although CJK characters are word characters.
+                pattern = rf"(?<![A-Za-z0-9_#]){plural}(?![A-Za-z0-9_])"
+                flags = re.I
+                if role == "priority":
+                    pattern = rf"(?<![A-Za-z0-9_]){re.escape(value)}(?:[- ]priority)?(?![A-Za-z0-9_])"
+                if role == "project":
+                    # Keys are upper-case: "WEB" is the project, "web" the label when a label has that name.
+                    labels = {str(v).lower() for v in (s.fields[field_for(s, "label")].enum or [])} if field_for(s, "label") else set()
+                    pattern = rf"(?<![A-Za-z0-9_]){re.escape(value)}(?![A-Za-z0-9_])"
+                    flags = 0 if value.lower() in labels else re.I
+                for m in re.finditer(pattern, self.q, flags):
+                    if self._is_used(m.span()):
+                        continue
+                    if role == "label" and self._topic_phrase(m.start()) and not (
+                            explicit_label and explicit_label.group(1).lower() == value.lower()):
+                        continue  # "about auth" is a topic, not necessarily the label
+                    self.use(m.span())
+                    self.add_filter(path, value)
+                    self.notes.append(f"{value!r} is a stored {role} ({path})")
+                    break
+        if explicit_label:
+            self.use(explicit_label.span())
+        tags = field_for(s, "label")
+        if tags and "adr" in (s.fields[tags].enum or []) and self.mark(r"\barchitecture decision records?\b|\bdecision records?\b|架构决策"):
+            self.add_filter(tags, "adr")
+        sprint = field_for(s, "sprint")
+        if sprint and self.mark(r"\b(?:the )?(?:current|this|active) sprint\b|本迭代|当前迭代|这个迭代"):
+            numbered = [v for v in (s.fields[sprint].enum or []) if re.search(r"\d+$", v)]
+            if numbered:
+                self.add_filter(sprint, max(numbered, key=lambda v: int(re.search(r"(\d+)$", v).group(1))))
+        reaction = field_for(s, "reaction")
+        m = re.search(r"\b([a-z_+\-]+)\s+(?:reactions?|emoji)\b|:([a-z_+\-]+):|带\s*([a-z_+\-]+)\s*(?:表情|反应)", self.q, re.I)
+        if reaction and m:
+            name = (m.group(1) or m.group(2) or m.group(3)).lower()
+            if name in (s.fields[reaction].enum or [name]):
+                self.use(m.span())
+                self.add_filter(reaction, name)
+
+    def _team(self) -> None:
+        """"the web team": its members, from the people directory, in the author field."""
+        teams = {p.team.lower(): p.team for p in self.ctx.directory.people if p.team}
+        m = re.search(r"\b(?:the\s+)?([a-z]+)\s+team\b|([a-z]+)\s*团队", self.q, re.I)
+        if not m or (m.group(1) or m.group(2)).lower() not in teams or self.collection == "people":
+            return
+        found = person_field_for(self.schema, "assignee" if self.collection == "issues" else "author")
+        if not found:
+            return
+        team = teams[(m.group(1) or m.group(2)).lower()]
+        path, kind = found
+        handles = sorted({p.handle(kind) for p in self.ctx.directory.people if p.team == team and p.handle(kind)})
+        if handles:
+            self.use(m.span())
+            self.add_filter(path, handles, "in")
+            self.notes.append(f"the {team} team -> {len(handles)} people")
+
+    def _topic_phrase(self, start: int) -> bool:
+        return bool(re.search(r"\b(about|regarding|mentioning|on the topic of|related to|concerning)\s+$", self.q[:start], re.I))
+
+    def _repo(self, path: str) -> None:
+        values = self.schema.fields[path].enum or []
+        for value in sorted(values, key=len, reverse=True):
+            short = value.split("/")[-1]
+            for pattern in (rf"(?<![\w/]){re.escape(value)}(?![\w/])",
+                            rf"\b(?:in|into|to|from|for|on) (?:the )?{re.escape(short)} (?:repo|repository)\b",
+                            rf"\b(?:in|into) (?:the )?{re.escape(short)}\b(?! (?:label|tag|channel))",
+                            rf"\b{re.escape(short)} (?:repo|repository)\b", rf"{re.escape(short)}\s*仓库",
+                            rf"\b{re.escape(short)}\s+(?:prs?|pull requests?|commits?)\b", rf"\b(?:prs?|pull requests?|commits?)\s+{re.escape(short)}\b"):
+                m = re.search(pattern, self.q, re.I)
+                if m and not self._is_used(m.span()):
+                    self.use(m.span())
+                    self.add_filter(path, value)
+                    self.notes.append(f"repository {value}")
+                    return
+
+    def _channel(self, path: str) -> None:
+        known = self.schema.fields[path].enum
+        m = re.search(r"#([\w\-]+)|\b(?:in|on) (?:the )?([\w\-]+) channel\b|([\w\-]+)\s*频道|\b([\w\-]+) channel\b", self.q, re.I)
+        if not m and known:
+            m = re.search(rf"\b(?:in|on)\s+({'|'.join(map(re.escape, known))})\b", self.q, re.I)
+        if m:
+            name = next(g for g in m.groups() if g).lower()
+            if known is None or name in known:
+                self.use(m.span())
+                self.add_filter(path, name)
+                return
+        # "incident threads": a channel's name (or its singular) beside a message word.
+        for value in known or []:
+            stem = re.escape(value[:-1]) if value.endswith("s") else re.escape(value)
+            m = re.search(rf"\b{stem}s?\s+(?:threads?|messages?|posts?|discussions?|chatter)\b", self.q, re.I)
+            if m:
+                self.use((m.start(), m.start() + len(m.group(0).split()[0])))
+                self.add_filter(path, value)
+                return
+
+    def _workspace(self, path: str) -> None:
+        """A Slack workspace named like a channel ("#racket", "in elmlang", "the racket workspace"): several
+        workspaces may each have a #general, and people call a community's main channel by its name."""
+        for value in sorted(self.schema.fields[path].enum or [], key=len, reverse=True):
+            for m in re.finditer(rf"(?<![A-Za-z0-9_\-]){'#?' + re.escape(value)}(?:'s)?(?:\s+(?:workspace|slack|community))?(?![A-Za-z0-9_\-])",
+                                 self.q, re.I):
+                if not self._is_used(m.span()):
+                    self.use(m.span())
+                    self.add_filter(path, value)
+                    self.notes.append(f"workspace {value}")
+                    return
+
+    def _role_of(self, mention: Mention) -> str:
+        before = self.q[:mention.start].lower()[-40:]
+        after = self.q[mention.end:].lower()[:30]
+        if mention.text.lower().endswith(("'s", "’s")):
+            after = "'s" + after  # the possessive was read as part of the name
+        # Slack roles beyond authorship, only where the collection stores them (`mentions`, `parent_user_id`).
+        if person_field_for(self.schema, "mentioned") and (
+                re.search(r"(?:\bmention(?:s|ed|ing)?|\bmentions of|@-?mention\w*|\bpinged|\bpinging|提到(?:了)?|提及(?:了)?|@了?)\s*@?$", before)
+                or re.search(r"^(?:'s)?\s*(?:was|were|is|are|got|gets|get|has been|have been|had been|been)\s+(?:\w+\s+)?(?:@-?)?mentioned\b"
+                             r"|^\s*被(?:人)?(?:提到|提及|@)", after)
+                # "how many times was Nana mentioned" (but "Nana mentioned Odis" is Nana writing)
+                or re.search(r"\b(?:was|were|is|are|been|get|got|gets)\s+$", before) and re.search(r"^\s*(?:@-?)?mentioned\b", after)):
+            return "mentioned"
+        if person_field_for(self.schema, "replied_to") and (
+                re.search(r"\b(?:repl(?:y|ies|ied)|respond(?:s|ed)?|answer(?:s|ed)?)\s+(?:\w+\s+){0,2}?to\s+$|回复(?:了)?\s*$", before)
+                or (re.search(r"\bwho\b|\bwhom\b|谁", self.q, re.I) and re.search(r"\brepl(?:y|ies|ied)\b|回复", self.q, re.I)
+                    and re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|messages?|questions?)\b|^\s*的(?:帖子|消息|讨论)", after))):
+            return "replied_to"
+        if re.search(r"^(?:'s)?\s+review queue\b", after):
+            return "requested_reviewer"
+        if re.search(r"(review(?:s)? requested (?:from|of)|waiting (?:on|for)|awaiting|pending|requested|needs?)\s+$|需要\s*$|等\s*$", before) \
+                or re.search(r"^(?:'s|s'|’s) review\b(?! of)", after) \
+                or (mention.text.lower() == "my" and re.search(r"^\s*review\b", after)) or re.search(r"^\s*to review\b", after) or re.search(r"请\s*$", before):
+            return "requested_reviewer"
+        if re.search(r"(reviewed|approved|reviews?|changes requested|commented on)\s+(by|from)\s+$", before) or re.search(
+                r"^\s*(has |have |did )?(reviewed|approved|approve|approves|reviews|review|requested changes|request changes)\b(?! of)", after) \
+                or re.search(r"^'s reviews", after) or re.search(r"^\s*(审查|评审|审核|review)", after):
+            return "reviewer"
+        if self.collection == "issues" and re.search(
+                r"^\s*(?:has|have|owns?|is working on|名下|手上|手里)", after):
+            return "assignee"
+        if self.collection == "issues" and re.search(
+                r"^\s*(?:did |has |have )?(?:resolve|resolved|close|closed|complete|completed|finish|finished|fix|fixed)\b", after):
+            # GitHub records who closed an issue; Jira does not, and there the assignee did the work.
+            return "closer" if person_field_for(self.schema, "closer") else "assignee"
+        if re.search(r"^[^，。？,.?]{0,12}?(?<![a-z])(review|reviewed|审查|评审|审核)", after) and not re.search(r"请|等", before[-4:]):
+            return "reviewer"
+        if re.search(r"(assigned to|assignee is|owned by|owner is)\s+$", before) or re.search(r"^\s*(?:is|are|was|were|been|has been|have been)\s+assigned", after) \
+                or re.search(r"分配给\s*$|指派给\s*$", before) or re.search(r"^\s*负责", after):
+            return "assignee"
+        if re.search(r"merged by\s+$", before):
+            return "merger"
+        if re.search(r"(reported|filed|opened|created|raised) by\s+$", before) or re.search(
+                r"^\s*(?:has |have |did )?(report|reported|file|filed|raise|raised|open|opened|create|created)\b", after):
+            return "author"
+        if self.collection == "issues":
+            # A tracker's "X's tickets", "X is working on", "X完成了": the assignee, unless reported/filed.
+            return "assignee" if person_field_for(self.schema, "assignee") else "author"
+        return "author"
+
+    def _people(self) -> set[str]:
+        roles: set[str] = set()
+        for mention in self.ctx.mentions:
+            person = mention.person
+            if person is None:
+                continue
+            role = self._role_of(mention)
+            found = person_field_for(self.schema, role) or person_field_for(self.schema, "author")
+            self.use((mention.start, mention.end), "person")
+            if found is None:
+                self.confidence = min(self.confidence, 0.3)
+                self.notes.append(f"{self.collection} has no field for a {role}")
+                continue
+            path, kind = found
+            handle = person.handle(kind)
+            if handle is None:
+                self.confidence = min(self.confidence, 0.5)
+                self.notes.append(f"{person.name} has no {kind} handle")
+                handle = person.key
+            self.add_filter(path, handle)
+            if role == "replied_to" and (author := person_field_for(self.schema, "author")):
+                self.add_filter(author[0], person.handle(author[1]) or person.key, "ne")  # not their own follow-ups
+            roles.add(role)
+            self.notes.append(f"{mention.text!r} -> {person.name} ({handle}) as {role}")
+            # Phrases that only told us the role are consumed too.
+            for pattern in (r"\b(reviewed|approved|assigned to|reported|filed|opened|created|authored|written|wrote|merged) by\b",
+                            r"\bassigned to\b", r"\b(reviewed|reviews|approved)\b", r"分配给|审查|评审"):
+                m = re.search(pattern, self.q, re.I)
+                if m and role != "author" or (m and "by" in m.group(0)):
+                    self.use(m.span())
+        return roles

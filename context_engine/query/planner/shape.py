@@ -1,0 +1,174 @@
+"""Step 4: the shape of the answer: a list (how many), a count, top-N, groups per field, time buckets,
+records ranked by a measure."""
+
+from __future__ import annotations
+
+import re
+
+from context_engine.query.fields import field_for, person_field_for
+from context_engine.query.planner.draft import Draft
+
+DEFAULT_LIMIT = 200
+TEXT_LIMIT = 20
+
+COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数", re.I)
+
+TOP = re.compile(r"\btop\s*(\d+)?\b|\bbusiest\b|\bmost active\b|\bmost\b|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?", re.I)
+
+_LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:hours?|days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
+
+_BUCKETS = [
+    ("day", r"\bdaily\b|\bper day\b|\bby day\b|\beach day\b|每天|每日|按天"),
+    ("week", r"\bweekly\b|\bper week\b|\bby week\b|\beach week\b|\bweek (?:by|over|on) week\b|每周|按周"),
+    ("month", r"\bmonthly\b|\bper month\b|\bby month\b|\beach month\b|\bmonth (?:by|over|on) month\b|每月|每个月|按月"),
+    ("year", r"\byearly\b|\bper year\b|\bby year\b|\beach year\b|每年|按年"),
+]
+
+_GROUP = re.compile(
+    r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+(?:(?:slack|jira|github|git|code)\s+)?"
+    r"(labels?|repos?|repositor(?:y|ies)|authors?|persons?|people|users?|states?|status(?:es)?|priorit(?:y|ies)|"
+    r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?)\b"
+    r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态)"
+    r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)", re.I)
+
+_GROUP_ROLES = {
+    "label": "label", "tag": "label", "repo": "repo", "repositor": "repo", "author": "author", "person": "author",
+    "people": "author", "user": "author", "state": "state", "status": "status", "priorit": "priority",
+    "milestone": "milestone", "channel": "channel", "assignee": "assignee", "reviewer": "reviewer",
+    "type": "type", "project": "project", "space": "space", "component": "component", "sprint": "sprint",
+    "team": "team", "团队": "team", "组": "team",
+    "标签": "label", "仓库": "repo", "作者": "author", "人": "author", "状态": "status", "优先级": "priority",
+    "频道": "channel", "负责人": "assignee", "类型": "type", "项目": "project",
+}
+
+_ASKS_FOR_PEOPLE = re.compile(r"\bwho\b|\bwhom\b|\bpeople\b|\bpersons?\b|\busers?\b|\bengineers?\b|\bdevelopers?\b|"
+                              r"\breviewers?\b|\bauthors?\b|\bposters?\b|\bcontributors?\b|\bcommitters?\b|\bapprovers?\b|"
+                              r"谁|哪些人|哪位", re.I)
+
+# "who reviewed acme/infra#812?": the people of one role on the named records.
+WHO_ROLE = [(r"\breview\w*|\bapprov\w*|评审|审查|审核", "reviewer"), (r"\bmerg\w*|合并", "merger"),
+             (r"\bassign\w*|负责|分配", "assignee"), (r"\bwr[io]te\b|\bopen\w*|\bauthor\w*|\bcreat\w*|\bfiled\b|提交|创建", "author")]
+
+_WORD_NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+                 "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "十": 10}
+
+
+class ShapeStep(Draft):
+    """Grouping, ranking and limits."""
+
+    def _grouping(self) -> tuple[str | None, str | None]:
+        for fmt, pattern in _BUCKETS:
+            m = re.search(pattern, self.q, re.I)
+            if m:
+                self.use(m.span(), "shape")
+                return None, fmt
+        versus = re.search(r"\bopen (?:vs\.?|versus|or|and) closed\b|\bclosed (?:vs\.?|versus|or|and) open\b", self.q, re.I)
+        if versus and field_for(self.schema, "state"):
+            self.use(versus.span(), "shape")
+            self.filters = [f for f in self.filters if f.field != "state"]  # both states are wanted, one group each
+            return "state", None
+        named = re.search(r"\b(?:per|by|grouped by|broken down by|for each|each)\s+([a-z]+(?:[ _][a-z]+){0,2})", self.q, re.I)
+        if named:
+            words = named.group(1).lower().split()
+            for n in range(len(words), 0, -1):
+                wanted = "_".join(words[:n])
+                path = next((p for p, f in self.schema.fields.items() if f.enum and p.split(".")[-1].lower() == wanted
+                             and "_" in wanted), None)
+                if path:
+                    self.use(named.span(), "shape")
+                    self._named_group = path
+                    return "named", None
+        m = _GROUP.search(self.q)
+        if m:
+            self.use(m.span(), "shape")
+            word = next(g for g in m.groups() if g)
+            for prefix, role in _GROUP_ROLES.items():
+                if word.lower().startswith(prefix):
+                    return role, None
+        return None, None
+
+    def _group_path(self, role: str) -> tuple[str | None, tuple[str, str] | None]:
+        if role == "named":
+            return self._named_group, None
+        if self.collection == "commits" and role == "author" and self.schema.has_path("author.name"):
+            return "author.name", ("author.name", "name")  # people read names; e-mails are for matching
+        found = person_field_for(self.schema, role)
+        if found:
+            return found[0], found
+        return field_for(self.schema, role), None
+
+    def _ranked_by_count(self) -> tuple[str, int] | None:
+        """"the thread with the most replies", "回复最多的帖子", "longest threads": records sorted by a
+        counted field — not people grouped by how many records they have. None when it asks who."""
+        m = re.search(r"\bmost\s+(repl(?:y|ies)|comments?|additions|deletions|(?:changed )?files)\b"
+                      r"|\bmost[- ](repl)ied\b|\b(?:longest|biggest|largest|busiest|hottest|most active)\s+(?:slack\s+)?"
+                      r"(?:threads?|discussions?|conversations?)\b|(回复|评论)数?最多|最多(回复|评论)|(?:最长|最热|最火)的?(?:帖子|讨论)",
+                      self.q, re.I)
+        if not m or _ASKS_FOR_PEOPLE.search(self.q):
+            return None
+        word = next((g for g in m.groups() if g), None) or "repl"  # the thread words rank by replies
+        path = self._count_field(word.lower())
+        if path is None:
+            return None
+        self.use(m.span(), "shape")
+        number = re.search(r"\btop\s*(\d+)\b|\b(\d+)\s+(?:\w+\s+)?(?:threads|posts|messages|discussions|prs|pull requests|issues|tickets)\b"
+                           r"|前\s*(\d+)|(\d+)\s*(?:个|条)", self.q, re.I)
+        if number:
+            return path, min(int(next(g for g in number.groups() if g)), 200)
+        words = re.search(r"\b(?:top|the)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)", self.q, re.I)
+        if words:
+            return path, _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
+        # "which threads had the most replies": a few; "the thread with the most replies", "which of
+        # her threads ...": one.
+        if re.search(r"\bwhich (?:one )?of\b", self.q, re.I):
+            return path, 1
+        plural = re.search(r"\b(?:threads|posts|messages|discussions|conversations|prs|pull requests|issues|tickets)\b|哪些",
+                           self.q, re.I)
+        return path, 5 if plural else 1
+
+    def _top_role(self, person_roles: set[str]) -> str:
+        asks_for_people = _ASKS_FOR_PEOPLE.search(self.q)
+        if not asks_for_people:
+            for role, pattern in (("label", r"\blabels?\b|标签"), ("repo", r"\brepos?\b|\brepositor\w+|仓库"),
+                                  ("component", r"\bcomponents?\b|组件"), ("team", r"\bteams?\b|团队"),
+                                  ("channel", r"\bchannels?\b|频道"), ("priority", r"\bpriorit\w+|优先级")):
+                if re.search(pattern, self.q, re.I):
+                    return role
+        if re.search(r"\breview\w*|\bapprov\w*|审查|评审", self.q, re.I):
+            return "reviewer"
+        if self.collection == "issues" and re.search(r"\bclos\w*|\bresolv\w*|\bcomplet\w*|\bfix\w*|\bfinish\w*|关闭|解决|完成", self.q, re.I):
+            return "closer" if person_field_for(self.schema, "closer") else "assignee"
+        if re.search(r"\bassign\w*|负责", self.q, re.I):
+            return "assignee"
+        return "author"
+
+    def _top_limit(self, top: re.Match) -> int:
+        explicit = re.search(r"\btop\s*(\d+)\b|\b(\d+)\s+(?:most|busiest|biggest)\b", self.q, re.I)
+        number = next((g for g in top.groups() if g), None) or (explicit and (explicit.group(1) or explicit.group(2)))
+        if number:
+            return min(int(number), 200)
+        if re.search(r"\b(?:the|just the|only the)?\s*(?:busiest|most active|top|biggest|largest|single)\s+(?:\w+\s+)?"
+                     r"(?:channel|person|reviewer|author|repo|repository|label|team|user|contributor|committer|engineer)\b(?!s)",
+                     self.q, re.I):
+            return 1  # "the busiest channel": one answer
+        counted = re.search(r"\b(\d+)\s+(?:most active |busiest |top )?(?:people|persons|users|reviewers|authors|engineers|"
+                            r"developers|devs|folks|members|contributors|labels|repos|channels|posters)\b", self.q, re.I)
+        if counted:
+            return min(int(counted.group(1)), 200)
+        words = re.search(r"\b(?:top|the|our|which|what)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)",
+                          self.q, re.I)
+        if words:
+            return _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
+        # Chinese counts people with a measure word: "最多的3个人", "最活跃的五位".
+        measured = re.search(r"(\d+|[两二三四五六七八九十])\s*(?:个人|个用户|位|名|个成员)", self.q)
+        if measured:
+            return min(int(measured.group(1)), 200) if measured.group(1).isdigit() else _WORD_NUMBERS[measured.group(1)]
+        return 5
+
+    def _list_limit(self, peek: bool = False) -> int:
+        m = _LIMIT.search(self.q)
+        if m:
+            if not peek:
+                self.use(m.span(), "shape")
+            return min(int(next(g for g in m.groups() if g)), 200)
+        return DEFAULT_LIMIT

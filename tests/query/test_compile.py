@@ -1,0 +1,185 @@
+"""The IR compiler, element by element: each compiled form is validated and run on the embedded store,
+so an operator the validator or the store reads differently fails here, not in a user's question."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from context_engine.config import Settings
+from context_engine.query.compile import CompileError, compile_plan
+from context_engine.query.execute import run_pipeline
+from context_engine.query.ir import Filter, IRError, PlanIR, Shape, SortKey, TimeRange
+from context_engine.query.schema import schema_from_documents
+from context_engine.query.validate import validate_pipeline
+from context_engine.store.documents import open_store
+
+ISSUES = [  # a GitHub-shaped issue collection: labels and reviews are arrays of objects
+    {"ref": "a#1", "state": "open", "title": "one", "created_at": datetime(2026, 1, 5), "closed_at": None,
+     "milestone": {"title": "v1"}, "assignee": {"login": "ann"}, "comments": 3,
+     "labels": [{"name": "bug"}], "reviews": [{"user": {"login": "ann"}, "submitted_at": datetime(2026, 1, 6)}]},
+    {"ref": "a#2", "state": "closed", "title": "", "created_at": datetime(2026, 1, 20), "closed_at": datetime(2026, 2, 1),
+     "milestone": None, "assignee": None, "comments": 0, "labels": [],
+     "reviews": [{"user": {"login": "bob"}, "submitted_at": datetime(2026, 1, 6)},
+                 {"user": {"login": "ann"}, "submitted_at": datetime(2026, 3, 1)}]},
+    {"ref": "a#3", "state": "open", "title": "three", "created_at": datetime(2026, 2, 3), "closed_at": None,
+     "comments": 7, "labels": [{"name": "bug"}, {"name": "docs"}], "reviews": []},
+    {"ref": "a#4", "state": "closed", "title": "four", "created_at": datetime(2026, 2, 14), "closed_at": datetime(2026, 2, 15),
+     "milestone": {"title": "v1"}, "assignee": {"login": "bob"}, "comments": 1, "labels": [{"name": "docs"}],
+     "reviews": [{"user": {"login": "bob"}, "submitted_at": datetime(2026, 2, 15)}]},
+]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    store = open_store(Settings(data_dir=tmp_path_factory.mktemp("compile"), mongodb_uri=None))
+    store.upsert("issues", "t", [{**doc, "acl": ["*"]} for doc in ISSUES])
+    return store
+
+
+@pytest.fixture(scope="module")
+def schema():
+    return schema_from_documents("issues", ISSUES)
+
+
+def run(ir: PlanIR, store, schema) -> list[dict]:
+    pipeline = compile_plan(ir, schema)
+    assert validate_pipeline(pipeline, schema) == []
+    return run_pipeline(store, "issues", pipeline, tenant="t", principals=[], schema=schema)
+
+
+def refs(ir, store, schema) -> list[str]:
+    return sorted(r["ref"] for r in run(ir, store, schema))
+
+
+@pytest.mark.parametrize("f,expected", [
+    (Filter("state", "eq", "open"), ["a#1", "a#3"]),
+    (Filter("state", "ne", "open"), ["a#2", "a#4"]),
+    (Filter("comments", "in", [0, 7]), ["a#2", "a#3"]),
+    (Filter("comments", "nin", [0, 7]), ["a#1", "a#4"]),
+    (Filter("comments", "gt", 1), ["a#1", "a#3"]),
+    (Filter("comments", "gte", 1), ["a#1", "a#3", "a#4"]),
+    (Filter("comments", "lt", 1), ["a#2"]),
+    (Filter("comments", "lte", 1), ["a#2", "a#4"]),
+    # "is empty": missing (a#3), null (a#2); an empty list, an empty string
+    (Filter("milestone", "empty"), ["a#2", "a#3"]),
+    (Filter("milestone", "not_empty"), ["a#1", "a#4"]),
+    (Filter("labels", "empty"), ["a#2"]),
+    (Filter("reviews", "empty"), ["a#3"]),
+    (Filter("title", "empty"), ["a#2"]),
+    (Filter("title", "not_empty"), ["a#1", "a#3", "a#4"]),
+    (Filter("assignee", "exists", True), ["a#1", "a#4"]),
+    (Filter("assignee", "exists", False), ["a#2", "a#3"]),
+    # negation: the complement, missing values included
+    (Filter("state", "eq", "open", negate=True), ["a#2", "a#4"]),
+    (Filter("labels.name", "in", ["bug"], negate=True), ["a#2", "a#4"]),
+    (Filter("labels", "empty", negate=True), ["a#1", "a#3", "a#4"]),
+    (Filter("comments", "gt", 1, negate=True), ["a#2", "a#4"]),
+    (Filter("assignee", "exists", True, negate=True), ["a#2", "a#3"]),
+    # a role, not a path: "label" is labels.name here, "assignee" assignee.login
+    (Filter("label", "eq", "docs"), ["a#3", "a#4"]),
+])
+def test_each_operator_means_what_it_says_on_the_store(store, schema, f, expected):
+    assert refs(PlanIR("issues", filters=[f]), store, schema) == expected
+
+
+def test_open_ended_time_ranges_and_roles(store, schema):
+    since = TimeRange("created", start=datetime(2026, 2, 1))
+    before = TimeRange("created_at", end=datetime(2026, 2, 1))
+    closed = TimeRange("closed", start=datetime(2026, 2, 1), end=datetime(2026, 2, 2))
+    assert refs(PlanIR("issues", times=[since]), store, schema) == ["a#3", "a#4"]
+    assert refs(PlanIR("issues", times=[before]), store, schema) == ["a#1", "a#2"]
+    assert refs(PlanIR("issues", times=[closed]), store, schema) == ["a#2"]
+    assert compile_plan(PlanIR("issues", times=[TimeRange("created")]), schema) == []
+
+
+def test_two_conditions_on_one_path_both_hold(store, schema):
+    ir = PlanIR("issues", filters=[Filter("comments", "gte", 1), Filter("comments", "lte", 3)])
+    assert refs(ir, store, schema) == ["a#1", "a#4"]
+
+
+def test_conditions_on_one_array_of_objects_hold_for_the_same_element(store, schema):
+    # a#2 has a review by ann and a review in January, but not ann's review in January
+    ir = PlanIR("issues", filters=[Filter("reviews.user.login", "eq", "ann")],
+                times=[TimeRange("reviews.submitted_at", datetime(2026, 1, 1), datetime(2026, 2, 1))])
+    assert compile_plan(ir, schema)[0]["$match"]["reviews"]["$elemMatch"]
+    assert refs(ir, store, schema) == ["a#1"]
+
+
+def test_count_and_distinct_count(store, schema):
+    assert run(PlanIR("issues", filters=[Filter("state", "eq", "open")], shape=Shape("count")), store, schema) == [{"count": 2}]
+    # distinct assignees: ann and bob; the unassigned form no value
+    assert run(PlanIR("issues", shape=Shape("distinct_count", field="assignee")), store, schema) == [{"count": 2}]
+    # distinct labels of an array field: bug and docs
+    assert run(PlanIR("issues", shape=Shape("distinct_count", field="labels.name")), store, schema) == [{"count": 2}]
+
+
+def test_group_by_a_field_and_top_n_groups(store, schema):
+    rows = run(PlanIR("issues", shape=Shape("group", field="label")), store, schema)
+    assert rows == [{"_id": "bug", "count": 2}, {"_id": "docs", "count": 2}]
+    rows = run(PlanIR("issues", shape=Shape("group", field="reviews.user.login", limit=1)), store, schema)
+    assert rows == [{"_id": "ann", "count": 2}]
+
+
+def test_time_buckets_in_time_order(store, schema):
+    rows = run(PlanIR("issues", shape=Shape("group", field="created", bucket="month")), store, schema)
+    assert rows == [{"_id": "2026-01", "count": 2}, {"_id": "2026-02", "count": 2}]
+
+
+def test_extremes_over_buckets_busiest_and_quietest(store, schema):
+    # reviews per month: January 2 (a#1, a#2's bob), February 1, March 1
+    busiest = Shape("argmax", field="reviews.submitted_at", bucket="month", over="groups")
+    assert run(PlanIR("issues", shape=busiest), store, schema) == [{"_id": "2026-01", "count": 2}]
+    quietest = Shape("argmin", field="reviews.submitted_at", bucket="month", over="groups")
+    assert run(PlanIR("issues", shape=quietest), store, schema) == [{"_id": "2026-02", "count": 1}]
+    most = Shape("max", field="reviews.user.login", over="groups")
+    assert run(PlanIR("issues", shape=most), store, schema) == [{"count": 2}]  # ann and bob reviewed twice each
+
+
+def test_extremes_over_records(store, schema):
+    assert [r["ref"] for r in run(PlanIR("issues", shape=Shape("argmax", field="comments")), store, schema)] == ["a#3"]
+    assert [r["ref"] for r in run(PlanIR("issues", shape=Shape("argmin", field="comments")), store, schema)] == ["a#2"]
+    assert run(PlanIR("issues", shape=Shape("max", field="comments")), store, schema) == [{"max": 7}]
+    # a missing value is no minimum: closed_at is null on two issues
+    assert run(PlanIR("issues", shape=Shape("min", field="closed_at")), store, schema) == [{"min": datetime(2026, 2, 1)}]
+
+
+def test_top_n_by_a_measure_and_list_sort_limit(store, schema):
+    top = Shape("top", field="comments", limit=2, sort=[SortKey("created", -1)])
+    assert [r["ref"] for r in run(PlanIR("issues", shape=top), store, schema)] == ["a#3", "a#1"]
+    listed = Shape("list", sort=[SortKey("created", 1)], limit=3)
+    assert [r["ref"] for r in run(PlanIR("issues", shape=listed), store, schema)] == ["a#1", "a#2", "a#3"]
+
+
+def test_a_raw_pipeline_is_passed_through_for_the_validator():
+    raw = [{"$match": {"state": "open"}}, {"$project": {"title": 1}}]
+    assert compile_plan(PlanIR("issues", pipeline=raw), schema_from_documents("issues", ISSUES)) == raw
+
+
+def test_an_unknown_field_is_a_compile_error_naming_it(schema):
+    with pytest.raises(CompileError, match="no field or role 'sprint'"):
+        compile_plan(PlanIR("issues", filters=[Filter("sprint", "eq", "S1")]), schema)
+
+
+@pytest.mark.parametrize("data,message", [
+    ({"collection": "issues", "filters": [{"field": "x", "op": "regex", "value": ".*"}]}, "unknown operator"),
+    ({"collection": "issues", "filters": [{"field": "x", "op": "in", "value": "a"}]}, "takes a list"),
+    ({"collection": "issues", "filters": [{"field": "x", "value": {"$where": "1"}}]}, "filter value"),
+    ({"collection": "issues", "shape": {"kind": "delete"}}, "unknown shape"),
+    ({"collection": "issues", "shape": {"kind": "list", "limit": -1}}, "positive integer"),
+    ({"collection": "issues", "shape": {"kind": "group"}}, "needs a field"),
+    ({"collection": "issues", "shape": {"kind": "group", "field": "x", "bucket": "hour"}}, "time bucket"),
+    ({"collection": "issues", "times": [{"field": "created", "start": "yesterday"}]}, "bounds are dates"),
+    ({"filters": []}, "collection"),
+])
+def test_malformed_ir_is_refused_with_a_sentence(data, message):
+    with pytest.raises(IRError, match=message):
+        PlanIR.from_json(data)
+
+
+def test_ir_round_trips_through_json():
+    ir = PlanIR("issues", filters=[Filter("state", "eq", "open", span=(0, 4)), Filter("labels", "empty", negate=True)],
+                times=[TimeRange("created", start=datetime(2026, 1, 1), span=(10, 20))], text=["redis"],
+                shape=Shape("argmax", field="created", bucket="week", over="groups", span=(5, 12)), followup="restrict")
+    assert PlanIR.from_json(ir.to_json()) == ir
