@@ -12,13 +12,13 @@ def test_the_graph_plans_a_question_once_and_outputs_what_it_understood(sample_d
     calls = []
     planned = OfflinePlanner.plan
     monkeypatch.setattr(OfflinePlanner, "plan", lambda self, ctx: calls.append(ctx.question) or planned(self, ctx))
-    out = graph.invoke({"question": "how many open PRs by Nobody Atall", "now": NOW.isoformat()},
+    out = graph.invoke({"question": "how many open PRs with a purple hat", "now": NOW.isoformat()},
                        context={"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False})
-    assert calls == ["how many open PRs by Nobody Atall"]
-    assert [s["text"] for s in out["not_understood"]] == ["Nobody Atall"]
+    assert calls == ["how many open PRs with a purple hat"]
+    assert [s["text"] for s in out["not_understood"]] == ["purple hat"]
     assert {s["how"] for s in out["understood"]} >= {"collection", "shape", "value"}
     assert out["confidence"] < 0.7
-    assert out["answer"].endswith("I did not understand: 'Nobody Atall' — the answer ignores it.")
+    assert out["answer"].endswith("I did not understand: 'purple hat' — the answer ignores it.")
 
 
 def test_a_plain_structured_question_is_understood_whole(sample_dir):
