@@ -191,6 +191,18 @@ def flagged(result: Any) -> bool:
     return declined(result) or bool(getattr(_last_plan(result), "not_understood", None))
 
 
+def topic_refs(rows: list[dict[str, Any]], topic: dict[str, Any]) -> list[str]:
+    """The keys of the rows that are about a topic, as a question file states it: `topic` is
+    `{"fields": [...], "any_of": [...]}`, and a row is about it when one of the words or phrases in
+    `any_of` stands as whole words (case-insensitive) in one of the fields. Whole words, so that
+    "spec" is not found in "respect" nor "doc" in "docker"; the word forms a topic takes ("stream",
+    "streaming") are listed, not guessed by a stemmer that the engine might share."""
+    pattern = re.compile(r"(?<![0-9a-z_])(?:" + "|".join(re.escape(w.lower()) for w in topic["any_of"])
+                         + r")(?![0-9a-z_])")
+    return sorted(row["ref"] for row in rows
+                  if any(pattern.search(str(row.get(f) or "").lower()) for f in topic["fields"]))
+
+
 PLANNERS = ("offline", "auto", "llm")
 
 
