@@ -199,6 +199,12 @@ def test_a_declines_question_is_right_only_when_the_run_gave_no_answer(settings,
     report = evaluate(path, settings)
     assert [(r.id, r.correct) for r in report.results] == [("declined", True), ("answered", False),
                                                            ("nothing found", False)]
+    # A decline that names what it could not resolve must name the person, not other words.
+    for said, right in (("Quentin", True), ("quentin  ", True), ("Quentin merged", True), ("PRs", False)):
+        failed = ResolutionFailed(f"Who is {said}?")
+        failed.unresolved = said
+        fake_runs(monkeypatch, {"declined": failed})
+        assert evaluate(write(tmp_path, json.loads(path.read_text().splitlines()[0])), settings).results[0].correct is right
     # "No PRs by Quentin" and "Found 1 PR" both look like answers: silent.
     assert report.to_json()["wrong_silent"] == 2 and report.to_json()["wrong_flagged"] == 0
 
@@ -232,6 +238,7 @@ def test_wrong_answers_are_flagged_when_the_plan_says_what_it_did_not_understand
     ('{"question": "q", "collection": "issues", "gold": [], "compare": "biggest"}', "compare must be one of"),
     ('{"question": "q", "collection": "issues", "compare": "count"}', "no gold, gold_refs or gold_value"),
     ('["question"]', "not a JSON object"),
+    ('{"question": "q", "collection": "issues", "compare": "declines"}', "a declines question needs `unresolved`"),
 ])
 def test_a_bad_question_file_is_refused_with_its_line(tmp_path, line, problem):
     path = tmp_path / "bad.jsonl"

@@ -8,8 +8,9 @@ class). `compare` says what is compared:
 - `value`: one number (a single row's number, integer or not: a sum, a maximum);
 - `groups`: the set of (group key, number) pairs;
 - `top`: the first row's group key (the winner of a "most"/"least"/"busiest" question);
-- `declines`: the question names someone the data cannot resolve (unknown, or shared by several
-  people); only a declined run (no answer: `ResolutionFailed` or `MaxAttempts`) is right.
+- `declines`: the question names someone the data cannot resolve (`unresolved`: unknown, or shared
+  by several people); only a declined run (no answer: `ResolutionFailed` or `MaxAttempts`) is right,
+  and one that says which words it could not resolve must mean that name.
 The gold is a pipeline (`gold`, Extended-JSON dates) run with the asker's access, or, where a
 pipeline cannot state it (a topic as a substring of the text: the validator refuses regular
 expressions), the answer itself: `gold_refs` (a list of record keys) or `gold_value` (a number).
@@ -95,6 +96,8 @@ def _check_question(item: Any) -> str | None:
     compare = item.get("compare", "refs")
     if compare not in COMPARES:
         return f"compare must be one of {', '.join(COMPARES)}, not {compare!r}"
+    if compare == "declines" and not isinstance(item.get("unresolved"), str):
+        return "a declines question needs `unresolved`: the name it must be declined for"
     if compare != "declines" and not any(k in item for k in ("gold", "gold_refs", "gold_value")):
         return "no gold, gold_refs or gold_value"
     return None
@@ -179,6 +182,14 @@ def declined(result: Any) -> bool:
     return isinstance(result, (ResolutionFailed, MaxAttempts))
 
 
+def declined_the_name(result: Any, name: str) -> bool:
+    """A decline that says which words it could not resolve (`ResolutionFailed.unresolved`) must mean
+    the name the question is about, not some other words; one that does not say is taken as it is."""
+    said = " ".join(str(getattr(result, "unresolved", None) or "").lower().split())
+    wanted = " ".join(name.lower().split())
+    return not said or said in wanted or wanted in said
+
+
 def _last_plan(result: Any) -> Any:
     if getattr(result, "plan", None) is not None:
         return result.plan
@@ -220,7 +231,7 @@ def evaluate(path: Path, settings: Settings, planner: str = "offline", limit: in
                                 planner=llm_planner_for(s) if use_llm else None, always_llm=planner == "llm")
         seconds = time.perf_counter() - started
         if compare == "declines":
-            correct = declined(result) and not result.rows
+            correct = declined(result) and not result.rows and declined_the_name(result, item["unresolved"])
         else:
             correct = (answer_key(result.rows, compare) if isinstance(result, Success) else None) == want
         planner_used = result.attempts[-1].plan.planner if getattr(result, "attempts", None) else "-"
