@@ -663,7 +663,7 @@ def cmd_eval_compare(args: argparse.Namespace) -> int:
 
 
 def _eval_structured(args: argparse.Namespace, path: Path) -> int:
-    from context_engine.eval.structured import evaluate
+    from context_engine.eval.structured import QuestionFileError, evaluate
 
     settings = _settings(args)
     if args.planner != "offline" and not settings.llm_configured:
@@ -674,7 +674,12 @@ def _eval_structured(args: argparse.Namespace, path: Path) -> int:
         print(f"{mark} {r.id:>5} {r.planner:>7} {r.seconds * 1000:8.1f} ms  {r.question}"
               + (f"\n      {r.detail}" if r.detail else ""), flush=True)
 
-    report = evaluate(path, settings, planner=args.planner, limit=args.limit, progress=None if args.json else show)
+    try:
+        report = evaluate(path, settings, planner=args.planner, limit=args.limit,
+                          progress=None if args.json else show)
+    except QuestionFileError as exc:
+        raise InputError(str(exc)) from None
+    summary = report.to_json()
     files = None
     if args.out:
         from context_engine.eval.report import write_report
@@ -682,14 +687,20 @@ def _eval_structured(args: argparse.Namespace, path: Path) -> int:
         files = write_report(Path(args.out), title=f"eval structured: {path.name}",
                              metrics={"execution_accuracy": round(report.accuracy, 4)},
                              info={"correct": sum(r.correct for r in report.results), "total": len(report.results),
-                                   "planner": args.planner},
+                                   "planner": args.planner, "wrong_flagged": summary["wrong_flagged"],
+                                   "wrong_silent": summary["wrong_silent"]},
                              latencies=[r.seconds for r in report.results],
                              items=[r.__dict__ for r in report.results])
     if args.json:
-        _print_json({**report.to_json(), **({"files": files} if files else {})})
+        _print_json({**summary, **({"files": files} if files else {})})
     else:
-        correct = sum(r.correct for r in report.results)
-        print(f"execution accuracy: {correct}/{len(report.results)} = {report.accuracy:.1%}")
+        if args.by_class:
+            print(f"{'class':<14} {'correct':>9} {'accuracy':>8} {'flagged':>8} {'silent':>7}")
+            for name, row in summary["by_class"].items():
+                print(f"{name:<14} {row['correct']:>4}/{row['total']:<4} {row['accuracy']:>8.1%} "
+                      f"{row['flagged']:>8} {row['silent']:>7}")
+        print(f"execution accuracy: {summary['correct']}/{summary['total']} = {report.accuracy:.1%}; wrong: "
+              f"{summary['wrong_flagged']} flagged (declined or not understood), {summary['wrong_silent']} silent")
         if files:
             print(f"wrote {files['json']}, {files['markdown']}, {files['chart']}")
     return EXIT_OK
@@ -972,7 +983,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="rag, structured: write results.json, results.md and results.png "
                    "here; rag also dataset.jsonl (the filled RAGAS EvaluationDataset), samples.csv and samples.json "
                    "(per question scores) (rag default: a new temporary directory)")
-    p.add_argument("--questions", help="structured: JSON lines: question, now, as, tenant, collection, gold, compare")
+    p.add_argument("--questions", help="structured: JSON lines: question, now, as, tenant, collection, gold "
+                   "(or gold_refs, gold_value), compare (refs, count, value, groups, top, declines), class?")
+    p.add_argument("--by-class", action="store_true", help="structured: a table of accuracy per question class, "
+                   "with the wrong answers split into flagged (declined, or words not understood) and silent")
     p.add_argument("--beir", metavar="DIR", help="retrieval: a BEIR folder (corpus.jsonl[.gz], queries.jsonl, qrels/)")
     p.add_argument("--split", help="retrieval: the qrels split to score (train, test, ...)")
     p.add_argument("--planner", choices=["offline", "auto", "llm"], default="offline",
