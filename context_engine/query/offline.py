@@ -60,14 +60,15 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, ShapeStep, SpanStep):
         self._review_states()
         self._values()
         person_roles = self._people()
-        group_role, bucket = self._grouping()
+        intent = self._shape_intent()
+        group_role, bucket = self._grouping() if intent is None else (None, None)
         if refs and not (group_role or bucket) and re.search(r"\bwho\b|\bwhom\b|谁", self.q, re.I):
             group_role = next((role for pattern, role in WHO_ROLE if re.search(pattern, self.q, re.I)), None)
         is_count = bool(COUNT.search(self.q))
         if is_count:
             self.mark(COUNT.pattern, "shape")
-        top = TOP.search(self.q) if not bucket else None
-        ranked = self._ranked_by_count() if not bucket else None
+        top = TOP.search(self.q) if not (bucket or intent) else None
+        ranked = self._ranked_by_count() if not (bucket or intent) else None
         if top:
             self.use(top.span(), "shape")
             if ranked is None:
@@ -76,7 +77,8 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, ShapeStep, SpanStep):
         review_time = "reviewer" in person_roles or group_role == "reviewer" or self.has_filter("reviews.state")
         time_field = self._times("reviewed" if review_time and state_verb is None else state_verb)
         self._thresholds()
-        structured = bool(self.filters or self.times or group_role or bucket or is_count or top or ranked or self.ctx.mentions
+        structured = bool(self.filters or self.times or group_role or bucket or is_count or top or ranked or intent
+                          or self.ctx.mentions
                           or self._list_limit(peek=True) != DEFAULT_LIMIT)
         text = self._leftover_text(structured)
         if text:
@@ -98,7 +100,11 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, ShapeStep, SpanStep):
                 return Plan(self.collection, [], confidence=0.0, planner="offline", notes=self.notes)
 
         sort_field = time_field or field_for(schema, "created") or "ref"
-        if bucket:
+        intent_shape = self._intent_shape(intent, time_field, state_verb) if intent else None
+        if intent_shape:
+            shape = intent_shape
+            self.notes.append(f"{intent.kind}: {shape.kind} of {shape.field or shape.sort[0].field}")
+        elif bucket:
             date_field = time_field or field_for(schema, state_verb or "created") or field_for(schema, "created")
             shape = Shape("group", field=date_field, bucket=bucket)
             self.notes.append(f"counted per {bucket} bucket of {date_field}")
@@ -116,7 +122,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, ShapeStep, SpanStep):
             shape = Shape("list", sort=[SortKey("relevance", -1)], limit=min(self._list_limit(), TEXT_LIMIT))
         else:
             shape = Shape("list", sort=[SortKey(sort_field, -1)], limit=self._list_limit())
-        if not (self.filters or self.times or text) and not (bucket or group_role or is_count):
+        if not (self.filters or self.times or text) and not (bucket or group_role or is_count or intent_shape):
             self.confidence = min(self.confidence, 0.5)
         understood, not_understood = self._spans(text, structured=structured, grouped=shape.field)
         if not_understood:

@@ -176,9 +176,14 @@ class LinkStep(Draft):
                 or re.search(r"\b(?:was|were|is|are|been|get|got|gets)\s+$", before) and re.search(r"^\s*(?:@-?)?mentioned\b", after)):
             return "mentioned"
         if person_field_for(self.schema, "replied_to") and (
-                re.search(r"\b(?:repl(?:y|ies|ied)|respond(?:s|ed)?|answer(?:s|ed)?)\s+(?:\w+\s+){0,2}?to\s+$|回复(?:了)?\s*$", before)
-                or (re.search(r"\bwho\b|\bwhom\b|谁", self.q, re.I) and re.search(r"\brepl(?:y|ies|ied)\b|回复", self.q, re.I)
-                    and re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|messages?|questions?)\b|^\s*的(?:帖子|消息|讨论)", after))):
+                re.search(r"\b(?:repl(?:y|ies|ied)|respond(?:s|ed)?|answer(?:s|ed)?)\s+(?:\w+\s+){0,2}?to\s+$|回复(?:了|过)?\s*$", before)
+                # the people replying to someone ("who answered Dann's threads", "how many different people
+                # answered Dann", "repliers in threads started by Dann"): the replies whose thread is theirs
+                or (re.search(r"\bwho\b|\bwhom\b|谁|\bpeople\b|\bpersons?\b|\busers?\b|\brepliers\b|\bresponders\b|人", self.q, re.I)
+                    and re.search(r"\brepl(?:y|ies|ied|iers)\b|\brespon\w*|\banswer\w*|回复", self.q, re.I)
+                    and (re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|messages?|questions?)\b|^\s*的(?:帖子|消息|讨论)", after)
+                         or re.search(r"\b(?:threads?|posts?|questions?)\s+(?:\w+\s+)?(?:started|opened|kicked off|begun|created|posted)\s+by\s+$"
+                                      r"|\b(?:answered|answering)\s+$", before)))):
             return "replied_to"
         if re.search(r"^(?:'s)?\s+review queue\b", after):
             return "requested_reviewer"

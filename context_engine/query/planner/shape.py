@@ -4,8 +4,10 @@ records ranked by a measure."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from context_engine.query.fields import field_for, person_field_for
+from context_engine.query.ir import Shape, SortKey
 from context_engine.query.planner.draft import Draft
 
 DEFAULT_LIMIT = 200
@@ -51,6 +53,71 @@ WHO_ROLE = [(r"\breview\w*|\bapprov\w*|评审|审查|审核", "reviewer"), (r"\b
 
 _WORD_NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
                  "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "十": 10}
+
+
+_UNITS = {"day": "day", "date": "day", "week": "week", "month": "month", "year": "year",
+          "天": "day", "日": "day", "周": "week", "星期": "week", "月": "month", "年": "year"}
+_UNIT = r"(day|date|week|month|year)"
+_FEWEST = r"\bfewest\b|\bleast\b|\bquietest\b|\bslowest\b|\blowest\b|\bcalmest\b|最少|最低|最冷清|最安静"
+# The period a question ranks ("which month had the most PRs", "the busiest day", "哪个月...最多"):
+# a unit asked for ("which/what month", "the month with", a superlative before it), not one that
+# dates the question ("last month", "per day"), which the time and bucket steps read.
+_ASKED_UNIT = re.compile(
+    rf"\b(?:which|what)\s+(?:\w+\s+)?{_UNIT}\b(?!\s+ago\b)"
+    rf"|\b(?:busiest|quietest|slowest|calmest|peak|record|most active|least active|biggest|best|worst)\s+(?:\w+\s+){{0,2}}?{_UNIT}\b"
+    rf"|\bthe\s+{_UNIT}\s+(?:with|that|when|in which|where)\b"
+    rf"|哪(?:一|个)?\s*(天|日|周|个?星期|个?月|年)", re.I)
+_EXTREME_WORD = re.compile(rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord\b|\bbiggest\b|{_FEWEST}|最多|最高|最忙|最活跃", re.I)
+
+# The newest / first record: a superlative of time before a record noun, singular ("lhoestq's newest PR",
+# "the earliest message Andreas posted", "最新的 PR", "第一条消息"); "the last 5 PRs" is a list limit instead.
+_RECORD = (r"(?:pull request|pr|issue|ticket|message|post|commit|thread|comment|reply|release|discussion)(?!s)\b")
+_NEWEST = re.compile(rf"\b(?:newest|latest|most recent|last|youngest|most recently \w+)\s+(?:\w+\s+){{0,2}}?{_RECORD}"
+                     rf"|(?:最新|最近|最后)的?\s*(?:一\s*[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)", re.I)
+_OLDEST = re.compile(rf"\b(?:first|earliest|oldest|very first|first ever)\s+(?:\w+\s+){{0,2}}?{_RECORD}"
+                     rf"|(?:最早|第一)的?\s*(?:[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)", re.I)
+
+# "how many different people", "number of distinct PR authors", "count the unique labels", "多少个不同的人":
+# things counted once each, not records.
+_DISTINCT = re.compile(
+    r"\b(?:how many|number of|count(?: of)?(?: the)?|total)\s+(?:different|distinct|unique|separate|individual)\s+((?:\w+\s+){0,2}\w+)\b"
+    r"|\bhow many\s+((?:people|persons|users|authors|contributors|posters|repliers|reviewers|committers|members|folks|devs|developers|engineers|assignees))\b"
+    r"|(?:多少|几)个?(?:不同的?|独立的?)\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人)"
+    r"|(?:多少|几)(?:个人|位|名)", re.I)
+_PERSON_NOUN = r"people|person|user|author|contributor|poster|replier|responder|committer|member|folk|dev|engineer|人|用户|作者|位|名"
+# A person noun says its role itself ("reviewers") or by the verb after it ("people reviewed", "people merged").
+_PERSON_VERBS = [(r"review|approv", "reviewer"), (r"merged\b", "merger"), (r"closed\b", "closer")]
+_DISTINCT_ROLES = [
+    (r"review|approv|评审", "reviewer"), (r"assign|负责", "assignee"), (r"merger", "merger"),
+    (r"label|tag|标签", "label"), (r"repo|仓库", "repo"), (r"channel|频道", "channel"), (r"project|项目", "project"),
+    (r"component", "component"), (r"milestone", "milestone"), (r"priorit", "priority"),
+    (_PERSON_NOUN, "author"),
+]
+
+
+def _distinct_role(words: str) -> str | None:
+    """The role whose different values are counted, from the words after "how many different"."""
+    for i, word in enumerate(words.split() or [words]):
+        role = next((r for pattern, r in _DISTINCT_ROLES if re.search(pattern, word, re.I)), None)
+        if role == "author":
+            verb = (words.split()[i + 1:] or [""])[0]
+            return next((r for pattern, r in _PERSON_VERBS if re.match(pattern, verb, re.I)), "author")
+        if role:
+            return role
+    return None
+
+
+@dataclass
+class ShapeIntent:
+    """What `ShapeStep._shape_intent` read: `kind` "bucket_extreme" (the busiest/quietest `bucket`:
+    `extreme` argmax/argmin), "record_extreme" (the newest (`direction` -1) or oldest (1) record) or
+    "distinct" (how many different values of `role`)."""
+
+    kind: str
+    extreme: str | None = None
+    bucket: str | None = None
+    direction: int = -1
+    role: str | None = None
 
 
 class ShapeStep(Draft):
@@ -101,12 +168,15 @@ class ShapeStep(Draft):
         """"the thread with the most replies", "回复最多的帖子", "longest threads": records sorted by a
         counted field — not people grouped by how many records they have. None when it asks who."""
         m = re.search(r"\bmost\s+(repl(?:y|ies)|comments?|additions|deletions|(?:changed )?files)\b"
-                      r"|\bmost[- ](repl)ied\b|\b(?:longest|biggest|largest|busiest|hottest|most active)\s+(?:slack\s+)?"
+                      r"|\bmost[- ](repl)ied\b|\bmost[- ](comment)ed\b|\bmost[- ]discussed\b"
+                      r"|\b(?:highest|largest|biggest|greatest|top)\s+(comment|repl)(?:y|ies|s)?\s+counts?\b"
+                      r"|\blongest\s+(comment)\s+(?:threads?|sections?|chains?)\b|\b(?:longest|biggest|largest|busiest|hottest|most active)\s+(?:slack\s+)?"
                       r"(?:threads?|discussions?|conversations?)\b|(回复|评论)数?最多|最多(回复|评论)|(?:最长|最热|最火)的?(?:帖子|讨论)",
                       self.q, re.I)
         if not m or _ASKS_FOR_PEOPLE.search(self.q):
             return None
-        word = next((g for g in m.groups() if g), None) or "repl"  # the thread words rank by replies
+        # "the thread words rank by replies; "most discussed" by comments where records have them
+        word = next((g for g in m.groups() if g), None) or ("comment" if self.schema.has_path("comments") else "repl")
         path = self._count_field(word.lower())
         if path is None:
             return None
@@ -172,3 +242,37 @@ class ShapeStep(Draft):
                 self.use(m.span(), "shape")
             return min(int(next(g for g in m.groups() if g)), 200)
         return DEFAULT_LIMIT
+
+    def _shape_intent(self) -> ShapeIntent | None:
+        """The extremes and distinct counts the list/count/top/group shapes would mis-answer."""
+        unit = _ASKED_UNIT.search(self.q)
+        if unit and _EXTREME_WORD.search(self.q):
+            word = next(g for g in unit.groups() if g)
+            bucket = next(v for k, v in _UNITS.items() if word.lower().lstrip("个").startswith(k))
+            self.use(unit.span(), "shape")
+            self.mark(_EXTREME_WORD.pattern, "shape")
+            extreme = "argmin" if re.search(_FEWEST, self.q, re.I) else "argmax"
+            return ShapeIntent("bucket_extreme", extreme=extreme, bucket=bucket)
+        distinct = _DISTINCT.search(self.q)
+        if distinct:
+            role = _distinct_role(next((g for g in distinct.groups() if g), "人"))
+            if role:
+                self.use(distinct.span(), "shape")
+                return ShapeIntent("distinct", role=role)
+        for pattern, direction in ((_NEWEST, -1), (_OLDEST, 1)):
+            m = pattern.search(self.q)
+            if m and not _LIMIT.search(self.q):
+                self.use((m.start(), m.end()), "shape")
+                return ShapeIntent("record_extreme", direction=direction)
+        return None
+
+    def _intent_shape(self, intent: ShapeIntent, time_field: str | None, state_verb: str | None) -> Shape | None:
+        """The shape of an intent, on this collection's fields; None when it has no such field."""
+        if intent.kind == "bucket_extreme":
+            date_field = time_field or field_for(self.schema, state_verb or "created") or field_for(self.schema, "created")
+            return Shape(intent.extreme, field=date_field, bucket=intent.bucket, over="groups") if date_field else None
+        if intent.kind == "record_extreme":
+            date_field = time_field or field_for(self.schema, "created")
+            return Shape("list", sort=[SortKey(date_field, intent.direction)], limit=1) if date_field else None
+        path, _ = self._group_path(intent.role)
+        return Shape("distinct_count", field=path) if path else None
