@@ -91,7 +91,7 @@ def compile_plan(ir: PlanIR, schema: CollectionSchema) -> list[dict[str, Any]]:
     if shape.kind in ("group", "distinct_count") and shape.bucket is None:
         # Records without the grouped field form no group ("PRs per milestone" skips unplanned PRs).
         add(grouped, _condition(Filter(grouped, "exists", True)))
-    elif shape.kind in ("argmin", "argmax", "min", "max") and shape.over == "records":
+    elif shape.kind in ("argmin", "argmax", "min", "max", "sum") and shape.over == "records":
         add(grouped, _condition(Filter(grouped, "exists", True)))  # a missing measure is no extreme
     stages: list[dict[str, Any]] = [{"$match": element_match(conditions, schema)}] if conditions else []
     return stages + _shape_stages(shape, grouped, conditions, schema)
@@ -102,6 +102,8 @@ def _shape_stages(shape: Shape, path: str | None, conditions: dict[str, Any],
     kind = shape.kind
     if kind == "count":
         return [{"$count": "count"}]
+    if kind == "sum":
+        return [{"$group": {"_id": None, "total": {"$sum": f"${path}"}}}, {"$project": {"_id": 0}}]
     if kind == "list":
         return _sort(shape, schema) + ([{"$limit": shape.limit}] if shape.limit else [])
     if kind == "top":

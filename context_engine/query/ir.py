@@ -21,7 +21,7 @@ Span = tuple[int, int]
 # eq ... lte compare; in/nin take a list; exists takes a bool; empty/not_empty take no value
 # ("is empty": missing, null, [] or "").
 OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "exists", "empty", "not_empty")
-SHAPES = ("list", "count", "distinct_count", "group", "top", "min", "max", "argmin", "argmax")
+SHAPES = ("list", "count", "distinct_count", "group", "top", "min", "max", "argmin", "argmax", "sum")
 BUCKETS = ("day", "week", "month", "year")
 FOLLOWUPS = ("restrict", "recount")
 
@@ -158,7 +158,8 @@ class Shape:
       buckets in time order, groups by count (most first), `limit` keeps the first groups (top-N);
     - top: the `limit` records with the highest `field` (a measure: replies, additions);
     - min/max: the smallest/largest `field` over the records, or the smallest/largest group count
-      (`over` = "groups"); argmin/argmax: the record with it, or the group (busiest month, quietest day).
+      (`over` = "groups"); argmin/argmax: the record with it, or the group (busiest month, quietest day);
+    - sum: the total of `field` over the records (the replies all of someone's threads got).
     """
 
     kind: str = "list"
@@ -179,7 +180,7 @@ class Shape:
         if self.limit is not None and (not isinstance(self.limit, int) or isinstance(self.limit, bool) or self.limit < 1):
             raise IRError(f"a limit is a positive integer, not {self.limit!r}")
         needs_field = self.kind in ("distinct_count", "group", "top") or (
-            self.kind in ("min", "max", "argmin", "argmax"))
+            self.kind in ("min", "max", "argmin", "argmax", "sum"))
         if needs_field and not self.field:
             raise IRError(f"the shape {self.kind} needs a field")
 

@@ -145,6 +145,14 @@ def test_extremes_over_records(store, schema):
     assert run(PlanIR("issues", shape=Shape("min", field="closed_at")), store, schema) == [{"min": datetime(2026, 2, 1)}]
 
 
+def test_sum_of_a_measure_over_the_records(store, schema):
+    assert run(PlanIR("issues", shape=Shape("sum", field="comments")), store, schema) == [{"total": 11}]
+    opened = PlanIR("issues", filters=[Filter("state", "eq", "open")], shape=Shape("sum", field="comments"))
+    assert run(opened, store, schema) == [{"total": 10}]  # a#1 3 + a#3 7: the conditions hold first
+    with pytest.raises(IRError, match="needs a field"):
+        Shape("sum")
+
+
 def test_top_n_by_a_measure_and_list_sort_limit(store, schema):
     top = Shape("top", field="comments", limit=2, sort=[SortKey("created", -1)])
     assert [r["ref"] for r in run(PlanIR("issues", shape=top), store, schema)] == ["a#3", "a#1"]

@@ -174,12 +174,27 @@ class ConditionStep(Draft):
             if path and not self.has_filter(path):
                 self.use(none.span())
                 self.add_filter(path, 0)
+        self._replies_in_others_threads()
         replies = field_for(self.schema, "replies")
         # Replies to someone's threads are counted themselves: the word "threads" there selects no parents.
         replying = person_field_for(self.schema, "replied_to")
         if replies and not self.has_filter(replies) and not (replying and self.has_filter(replying[0])) \
                 and self.mark(r"\bthreads?\b|\bgot replies\b|\bwith replies\b|帖子|讨论串"):
             self.add_filter(replies, 1, "gte")  # a thread is a message that has replies
+
+    def _replies_in_others_threads(self) -> None:
+        """"Chantelle's replies in other people's threads", "threads she didn't start", "别人发起的讨论串":
+        replies (a thread starter is recorded) whose thread someone other than the author started."""
+        author, replying = person_field_for(self.schema, "author"), person_field_for(self.schema, "replied_to")
+        mine = next((f for f in self.filters if author and f.field == author[0] and f.op == "eq" and not f.negate), None)
+        if not (mine and replying) or self.has_filter(replying[0]):
+            return
+        if self.mark(r"\b(?:other people|others|someone else|somebody else|other users|other members|other folks)['’]?s?\s+(?:threads?|posts?|discussions?)\b"
+                     r"|\bthreads?\s+(?:that\s+)?\w+\s+(?:did(?:n't| not)|never|has(?:n't| not)|had(?:n't| not))\s+(?:start|started|open|opened|begin|begun|kick(?:ed)? off)\b"
+                     r"|\bthreads?\s+(?:not|never)\s+(?:started|opened|begun|kicked off)\s+by\s+(?:her|him|them|themselves|\w+)\b"
+                     r"|(?:别人|他人|其他人)(?:发起|开启|创建|开)?的(?:讨论串|帖子|讨论|话题)"):
+            self.add_filter(replying[0], True, "exists")
+            self.add_filter(replying[0], mine.value, "ne")
 
     def _count_field(self, word: str) -> str | None:
         """The numeric field a counted noun refers to, if this collection has it."""

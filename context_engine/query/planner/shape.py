@@ -84,6 +84,15 @@ _DISTINCT = re.compile(
     r"|\bhow many\s+((?:people|persons|users|authors|contributors|posters|repliers|reviewers|committers|members|folks|devs|developers|engineers|assignees))\b"
     r"|(?:多少|几)个?(?:不同的?|独立的?)\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人)"
     r"|(?:多少|几)(?:个人|位|名)", re.I)
+# "the total number of replies across Odis's threads", "how many replies did his threads get": a measure
+# summed over the records, not the records counted.
+_MEASURE = r"(repl(?:y|ies)|comments?|additions|deletions|(?:changed )?files)"
+_SUM = re.compile(
+    rf"\b(?:sum|total(?: number)?|combined number) of (?:all )?(?:the )?{_MEASURE}\b"
+    rf"|\bhow many {_MEASURE} (?:did|do|have|had)\b[^?？]*?\b(?:threads?|posts?|messages?|prs?|pull requests?|issues?|tickets?)\s+"
+    rf"(?:\w+\s+)?(?:get|got|gotten|receive|received|draw|drew|attract|attracted)\b"
+    r"|(?:总共|一共|总计)(?:收到|得到|获得)了?多少(?:条|个)?(回复|评论)|(回复|评论)(?:总数|之和|总和)", re.I)
+
 _PERSON_NOUN = r"people|person|user|author|contributor|poster|replier|responder|committer|member|folk|dev|engineer|人|用户|作者|位|名"
 # A person noun says its role itself ("reviewers") or by the verb after it ("people reviewed", "people merged").
 _PERSON_VERBS = [(r"review|approv", "reviewer"), (r"merged\b", "merger"), (r"closed\b", "closer")]
@@ -111,7 +120,7 @@ def _distinct_role(words: str) -> str | None:
 class ShapeIntent:
     """What `ShapeStep._shape_intent` read: `kind` "bucket_extreme" (the busiest/quietest `bucket`:
     `extreme` argmax/argmin), "record_extreme" (the newest (`direction` -1) or oldest (1) record) or
-    "distinct" (how many different values of `role`)."""
+    "distinct" (how many different values of `role`) or "sum" (the total of the measure `role`)."""
 
     kind: str
     extreme: str | None = None
@@ -253,8 +262,16 @@ class ShapeStep(Draft):
             self.mark(_EXTREME_WORD.pattern, "shape")
             extreme = "argmin" if re.search(_FEWEST, self.q, re.I) else "argmax"
             return ShapeIntent("bucket_extreme", extreme=extreme, bucket=bucket)
+        total = _SUM.search(self.q)
+        if total:
+            path = self._count_field(next(g for g in total.groups() if g).lower())
+            if path:
+                self.use(total.span(), "shape")
+                return ShapeIntent("sum", role=path)
         distinct = _DISTINCT.search(self.q)
-        if distinct:
+        # "how many people are on each team": counts per group, which the grouping step reads
+        per_group = _GROUP.search(self.q) or any(re.search(pattern, self.q, re.I) for _, pattern in _BUCKETS)
+        if distinct and not per_group:
             role = _distinct_role(next((g for g in distinct.groups() if g), "人"))
             if role:
                 self.use(distinct.span(), "shape")
@@ -274,5 +291,7 @@ class ShapeStep(Draft):
         if intent.kind == "record_extreme":
             date_field = time_field or field_for(self.schema, "created")
             return Shape("list", sort=[SortKey(date_field, intent.direction)], limit=1) if date_field else None
+        if intent.kind == "sum":
+            return Shape("sum", field=intent.role)
         path, _ = self._group_path(intent.role)
         return Shape("distinct_count", field=path) if path else None

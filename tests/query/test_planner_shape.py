@@ -1,0 +1,135 @@
+"""The shape step's extremes, distinct counts, sums and thread facts (issue 27): each question is
+planned on the sample organisation, and the plan's IR and pipeline must say what the question asks —
+the busiest month is a month, not the busiest author; "how many different people" counts people."""
+
+from __future__ import annotations
+
+import pytest
+
+from context_engine.eval.structured import same_answer
+from context_engine.query.engine import resolve
+from context_engine.query.offline import OfflinePlanner
+from context_engine.runtime import catalog_for
+from tests.conftest import NOW
+
+
+@pytest.fixture(scope="module")
+def catalog(sample_dir):
+    from context_engine.config import Settings
+
+    return catalog_for(Settings(data_dir=sample_dir, mongodb_uri=None, tenant="acme", asker=None, use_llm=False))
+
+
+def plan(catalog, question):
+    ctx, failed = resolve(question, NOW, catalog, None)
+    assert failed is None, failed
+    return OfflinePlanner().plan(ctx)
+
+
+def conditions(p) -> set[tuple[str, str, object]]:
+    return {(f.field, f.op, f.value) for f in p.ir.filters}
+
+
+@pytest.mark.parametrize("question,kind,bucket", [
+    ("which week of 2026 saw the most pull requests merged", "argmax", "week"),
+    ("the slowest month for new tickets this year", "argmin", "month"),
+    ("peak day for slack messages in 2026", "argmax", "day"),
+    ("what year had the fewest commits", "argmin", "year"),
+    ("今年哪个月合并的 PR 最多？", "argmax", "month"),
+    ("2026 年哪一天的消息最少", "argmin", "day"),
+])
+def test_the_busiest_or_quietest_period_is_a_time_bucket_extreme(catalog, question, kind, bucket):
+    shape = plan(catalog, question).ir.shape
+    assert (shape.kind, shape.bucket, shape.over) == (kind, bucket, "groups")
+
+
+def test_a_period_that_dates_the_question_is_not_the_one_ranked(catalog):
+    """"last month" says when, "who ... most" asks for people: grouped by author, not a month extreme."""
+    shape = plan(catalog, "who merged the most PRs last month").ir.shape
+    assert shape.kind == "group" and shape.bucket is None
+
+
+def test_a_bucket_extreme_is_dated_by_its_verb(catalog):
+    p = plan(catalog, "which month of 2026 had the most PRs merged")
+    assert p.ir.shape.field == "merged_at"
+    assert p.pipeline[-2:] == [{"$sort": {"count": -1, "_id": 1}}, {"$limit": 1}]
+
+
+@pytest.mark.parametrize("question,direction", [
+    ("Alex Chen's latest pull request", -1),
+    ("the most recent ticket Priya Raman filed", -1),
+    ("what was the very first commit by Alex Chen", 1),
+    ("the oldest issue Priya Raman opened", 1),
+    ("Priya Raman 最早的 PR 是哪个", 1),
+])
+def test_the_newest_or_oldest_record_is_one_record_sorted_by_date(catalog, question, direction):
+    shape = plan(catalog, question).ir.shape
+    assert shape.kind == "list" and shape.limit == 1 and [s.direction for s in shape.sort] == [direction]
+
+
+def test_the_last_n_records_stay_a_list_of_n(catalog):
+    shape = plan(catalog, "Alex Chen's last 4 PRs").ir.shape
+    assert shape.kind == "list" and shape.limit == 4
+
+
+@pytest.mark.parametrize("question,field", [
+    ("how many separate people reviewed PRs in 2026", "reviews.user.login"),
+    ("count of unique authors of open pull requests", "user.login"),
+    ("number of distinct labels on merged PRs", "labels.name"),
+    ("how many contributors opened issues this year", None),  # the author path of the issue collection
+    ("有多少个不同的人提交过 PR", "user.login"),
+])
+def test_how_many_different_things_is_a_distinct_count(catalog, question, field):
+    shape = plan(catalog, question).ir.shape
+    assert shape.kind == "distinct_count"
+    if field:
+        assert shape.field == field
+
+
+def test_how_many_people_per_group_stays_a_group(catalog):
+    assert plan(catalog, "how many people opened PRs per repo").ir.shape.kind == "group"
+
+
+@pytest.mark.parametrize("question,measure", [
+    ("the most commented pull request of 2026", "comments"),
+    ("Alex Chen's most discussed PR", "comments"),
+    ("the thread with the highest reply count", "reply_count"),
+])
+def test_the_record_with_the_most_of_a_measure_is_ranked_by_it_not_by_author(catalog, question, measure):
+    shape = plan(catalog, question).ir.shape
+    assert shape.kind == "top" and shape.limit == 1
+    assert shape.field.endswith(measure)
+
+
+def test_the_replies_a_persons_threads_got_are_summed(catalog):
+    p = plan(catalog, "total number of replies to all threads Alex Chen started")
+    assert p.ir.shape.kind == "sum" and p.ir.shape.field == "reply_count"
+    assert p.pipeline[-2] == {"$group": {"_id": None, "total": {"$sum": "$reply_count"}}}
+    assert plan(catalog, "how many replies did Priya Raman's threads receive").ir.shape.kind == "sum"
+
+
+def test_people_replying_to_someones_threads_are_the_repliers(catalog):
+    p = plan(catalog, "how many unique people answered Alex Chen in slack")
+    handle = next(f.value for f in p.ir.filters if f.field == "parent_user_id")
+    assert ("user", "ne", handle) in conditions(p) and p.ir.shape.kind == "distinct_count"
+    p = plan(catalog, "who posted the most replies in threads started by Priya Raman")
+    assert {f.field for f in p.ir.filters} >= {"parent_user_id"} and p.ir.shape.field == "user"
+    assert not any(f.field == "reply_count" for f in p.ir.filters)  # replies are counted, not thread starts
+
+
+@pytest.mark.parametrize("question", [
+    "how many replies did Alex Chen post in other people's threads",
+    "count Alex Chen's replies in threads he didn't start",
+    "Alex Chen 在别人发起的讨论串里回复了几条",
+])
+def test_replies_in_others_threads_exclude_the_persons_own(catalog, question):
+    p = plan(catalog, question)
+    me = next(f.value for f in p.ir.filters if f.field == "user" and f.op == "eq")
+    assert {("parent_user_id", "exists", True), ("parent_user_id", "ne", me)} <= conditions(p)
+    assert p.ir.shape.kind == "count"
+
+
+def test_a_month_named_alone_matches_the_same_month_dated():
+    assert same_answer((2021, 3), 3, "top")
+    assert not same_answer((2021, 4), 3, "top")
+    assert not same_answer((2021, 3), 3, "count")  # only a winning period compares this way
