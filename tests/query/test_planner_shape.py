@@ -106,6 +106,9 @@ def test_the_replies_a_persons_threads_got_are_summed(catalog):
     assert p.ir.shape.kind == "sum" and p.ir.shape.field == "reply_count"
     assert p.pipeline[-2] == {"$group": {"_id": None, "total": {"$sum": "$reply_count"}}}
     assert plan(catalog, "how many replies did Priya Raman's threads receive").ir.shape.kind == "sum"
+    p = plan(catalog, "sum of the replies to Alex Chen's threads")  # the replies, counted by their threads
+    me = next(f.value for f in p.ir.filters if f.field == "user")
+    assert ("user", "eq", me) in conditions(p) and not any(f.field == "parent_user_id" for f in p.ir.filters)
 
 
 def test_people_replying_to_someones_threads_are_the_repliers(catalog):

@@ -20,7 +20,9 @@ class ConditionStep(Draft):
             before = self.q[:m.start()]
             if m.group(0).lower() == "open" and re.search(r"\b(did|do|does|will|would|to|I|we|you|they)\s+(?:\S+\s+){0,3}$",
                                                           before, re.I) \
-                    and not re.search(r"\b(still|currently|are|is|remains?|being|be|as|and|stay|stays)\s+$", before, re.I):
+                    and not re.search(r"\b(still|currently|are|is|remains?|being|be|as|and|stay|stays)\s+$", before, re.I) \
+                    and not (re.search(r"\b(?:do|does|did)\s+$", before, re.I)  # "which label do open issues carry"
+                             and re.match(r"\s+(?:issues|prs|pull requests|tickets|bugs)\b", self.q[m.end():], re.I)):
                 continue
             self.use(m.span())
             return m

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from context_engine.query.fields import field_for, person_field_for
-from context_engine.query.ir import Shape, SortKey
+from context_engine.query.ir import Filter, Shape, SortKey
 from context_engine.query.planner.draft import Draft
 
 DEFAULT_LIMIT = 200
@@ -230,6 +230,9 @@ class ShapeStep(Draft):
                      r"(?:channel|person|reviewer|author|repo|repository|label|team|user|contributor|committer|engineer)\b(?!s)",
                      self.q, re.I):
             return 1  # "the busiest channel": one answer
+        if re.search(r"\b(?:which|what)\s+(?:single\s+)?(?:channel|person|reviewer|author|repo|repository|label|tag|team|user|"
+                     r"contributor|committer|engineer|component|milestone|project)\b(?!s)", self.q, re.I):
+            return 1  # "which label do open issues carry most often": the one winner
         counted = re.search(r"\b(\d+)\s+(?:most active |busiest |top )?(?:people|persons|users|reviewers|authors|engineers|"
                             r"developers|devs|folks|members|contributors|labels|repos|channels|posters)\b", self.q, re.I)
         if counted:
@@ -292,6 +295,18 @@ class ShapeStep(Draft):
             date_field = time_field or field_for(self.schema, "created")
             return Shape("list", sort=[SortKey(date_field, intent.direction)], limit=1) if date_field else None
         if intent.kind == "sum":
+            self._replies_summed_over_the_starters_threads(intent.role)
             return Shape("sum", field=intent.role)
         path, _ = self._group_path(intent.role)
         return Shape("distinct_count", field=path) if path else None
+
+    def _replies_summed_over_the_starters_threads(self, measure: str) -> None:
+        """"the sum of replies to Odis's threads": the reply counts of the threads Odis started, not the
+        replies themselves (a reply has no reply count of its own)."""
+        replying, author = person_field_for(self.schema, "replied_to"), person_field_for(self.schema, "author")
+        if not (replying and author) or measure != field_for(self.schema, "replies"):
+            return
+        starter = next((f for f in self.filters if f.field == replying[0] and f.op == "eq"), None)
+        if starter:
+            self.filters = [f for f in self.filters if f.field not in (replying[0], author[0])]
+            self.filters.append(Filter(author[0], "eq", starter.value, span=starter.span))
