@@ -86,6 +86,16 @@ def test_how_many_different_things_is_a_distinct_count(catalog, question, field)
         assert shape.field == field
 
 
+@pytest.mark.parametrize("question,field", [
+    ("how many people posted in slack this month", "user"),
+    ("how many repos had PRs merged in 2026", "repo"),
+    ("今年有多少人提交过 PR", "user.login"),
+])
+def test_how_many_people_or_repos_counts_each_once(catalog, question, field):
+    shape = plan(catalog, question).ir.shape
+    assert (shape.kind, shape.field) == ("distinct_count", field)
+
+
 def test_how_many_people_per_group_stays_a_group(catalog):
     assert plan(catalog, "how many people opened PRs per repo").ir.shape.kind == "group"
 
@@ -94,6 +104,7 @@ def test_how_many_people_per_group_stays_a_group(catalog):
     ("the most commented pull request of 2026", "comments"),
     ("Alex Chen's most discussed PR", "comments"),
     ("the thread with the highest reply count", "reply_count"),
+    ("the biggest pull request merged this year", "additions"),
 ])
 def test_the_record_with_the_most_of_a_measure_is_ranked_by_it_not_by_author(catalog, question, measure):
     shape = plan(catalog, question).ir.shape

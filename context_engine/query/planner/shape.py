@@ -81,9 +81,10 @@ _OLDEST = re.compile(rf"\b(?:first|earliest|oldest|very first|first ever)\s+(?:\
 # things counted once each, not records.
 _DISTINCT = re.compile(
     r"\b(?:how many|number of|count(?: of)?(?: the)?|total)\s+(?:different|distinct|unique|separate|individual)\s+((?:\w+\s+){0,2}\w+)\b"
-    r"|\bhow many\s+((?:people|persons|users|authors|contributors|posters|repliers|reviewers|committers|members|folks|devs|developers|engineers|assignees))\b"
+    r"|\bhow many\s+((?:people|persons|users|authors|contributors|posters|repliers|reviewers|committers|members|folks|devs|developers|engineers|assignees"
+    r"|labels|repos|repositories|channels|projects|components|milestones))\b"
     r"|(?:多少|几)个?(?:不同的?|独立的?)\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人)"
-    r"|(?:多少|几)(?:个人|位|名)", re.I)
+    r"|(?:多少|几)\s*(?:个)?(?:人|位|名)(?![员字])", re.I)
 # "the total number of replies across Odis's threads", "how many replies did his threads get": a measure
 # summed over the records, not the records counted.
 _MEASURE = r"(repl(?:y|ies)|comments?|additions|deletions|(?:changed )?files)"
@@ -179,13 +180,16 @@ class ShapeStep(Draft):
         m = re.search(r"\bmost\s+(repl(?:y|ies)|comments?|additions|deletions|(?:changed )?files)\b"
                       r"|\bmost[- ](repl)ied\b|\bmost[- ](comment)ed\b|\bmost[- ]discussed\b"
                       r"|\b(?:highest|largest|biggest|greatest|top)\s+(comment|repl)(?:y|ies|s)?\s+counts?\b"
-                      r"|\blongest\s+(comment)\s+(?:threads?|sections?|chains?)\b|\b(?:longest|biggest|largest|busiest|hottest|most active)\s+(?:slack\s+)?"
+                      r"|\blongest\s+(comment)\s+(?:threads?|sections?|chains?)\b"
+                      r"|\b(?:biggest|largest)\s+(?:\w+\s+)?(pr|pull request|change|diff)s?\b|\b(?:longest|biggest|largest|busiest|hottest|most active)\s+(?:slack\s+)?"
                       r"(?:threads?|discussions?|conversations?)\b|(回复|评论)数?最多|最多(回复|评论)|(?:最长|最热|最火)的?(?:帖子|讨论)",
                       self.q, re.I)
         if not m or _ASKS_FOR_PEOPLE.search(self.q):
             return None
         # "the thread words rank by replies; "most discussed" by comments where records have them
         word = next((g for g in m.groups() if g), None) or ("comment" if self.schema.has_path("comments") else "repl")
+        if re.fullmatch(r"pr|pull request|change|diff", word, re.I):
+            word = "addition"  # "the biggest PR": the most lines added
         path = self._count_field(word.lower())
         if path is None:
             return None
