@@ -76,6 +76,10 @@ def compile_plan(ir: PlanIR, schema: CollectionSchema) -> list[dict[str, Any]]:
 
     for f in ir.filters:
         path = resolve_field(schema, f.field)
+        if f.op in ("empty", "not_empty"):
+            # "No assignee" is an empty `assignees`: `assignees.login` of an empty list is no value
+            # the store can compare, so emptiness is asked of the list itself.
+            path = array_prefix(path, schema) if schema.is_array(path) else path
         if (f.op == "empty") != f.negate and f.op in ("empty", "not_empty"):
             conditions.setdefault("$and", []).append(empty(path))
         else:

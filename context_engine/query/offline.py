@@ -60,6 +60,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, ShapeStep, SpanStep):
         self._review_states()
         self._values()
         person_roles = self._people()
+        self._negations()
         group_role, bucket = self._grouping()
         if refs and not (group_role or bucket) and re.search(r"\bwho\b|\bwhom\b|谁", self.q, re.I):
             group_role = next((role for pattern, role in WHO_ROLE if re.search(pattern, self.q, re.I)), None)

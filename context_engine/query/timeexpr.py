@@ -274,10 +274,47 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
         for m in re.finditer(pattern, text):
             if free(m.start(), m.end()):
                 start, end = _resolved(m.group(0), resolve, m)
+                a, b = m.start(), m.end()
+                opened = _open_ended(text, a, b, start, end)
+                if opened:
+                    (a, b), (start, end) = opened
                 if end is not None and end > now and (start is None or start < now):
                     # "this week" means up to now, not up to Sunday; a period named outright that
                     # lies wholly after `now` ("in April 2019" asked on March 20) keeps its bounds.
                     end = now
-                found.append((m.start(), m.end(),
-                              TimeRange(start, end, question[m.start():m.end()], verb_before(m.start()))))
+                found.append((a, b, TimeRange(start, end, question[a:b], verb_before(a))))
     return found
+
+
+# Words that open a period at one end: "before 2021" is everything until 2021 began, "after March
+# 2019" everything from April on, "since April" / "2025 onwards" / "2018 年之前" likewise. A bare
+# "from" is not one of them: "messages from March 2019" are the messages of that month.
+_BEFORE = re.compile(r"(?:\b(?:before|prior to|earlier than|older than|up until|until|till|through|up to|as late as)"
+                     r"|\bpre-?)\s*(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?$")
+_AFTER = re.compile(r"(?:\b(?:after|later than|newer than)|\bpost-?)\s*(?:the\s+)?(?:end\s+of\s+)?$")
+_SINCE = re.compile(r"(?:\b(?:since|starting(?:\s+(?:from|in|with))?|beginning(?:\s+(?:from|in))?)"
+                    r"\s+(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?|(?:自从?|从)\s*)$")
+_ONWARDS = re.compile(r"^(?:\s*(?:onwards?|on\b|and (?:later|after|since|beyond)|or later)|\s*(?:年)?\s*(?:以来|以后|之后|起|开始))")
+_EARLIER = re.compile(r"^\s*(?:年)?\s*(?:之前|以前)")
+
+
+def _open_ended(text: str, a: int, b: int, start: datetime | None,
+                end: datetime | None) -> tuple[tuple[int, int], tuple[datetime | None, datetime | None]] | None:
+    """The span and bounds of a closed period [start, end) turned open-ended by the words around it,
+    or None. "until X"/"through X" include X, "before X" does not; "after X" starts when X ends."""
+    if start is None or end is None:
+        return None  # already open at one end ("since May", "older than 3 weeks")
+    before, after = text[:a], text[b:]
+    inclusive = re.search(r"(?:until|till|through|up to|as late as)\s*$", before)
+    if m := _BEFORE.search(before):
+        return (m.start(), b), (None, end if inclusive else start)
+    if m := _EARLIER.match(after):
+        return (a, b + m.end()), (None, start)
+    if m := _AFTER.search(before):
+        return (m.start(), b), (end, None)
+    since, onwards = _SINCE.search(before), _ONWARDS.match(after)
+    if onwards and not since:
+        since = re.search(r"(?:\bfrom\s+|从\s*)$", before)  # "from 2025 onwards": both words say it
+    if since or onwards:
+        return (since.start() if since else a, b + (onwards.end() if onwards else 0)), (start, None)
+    return None
