@@ -300,7 +300,9 @@ class PeopleDirectory:
             if free(m.start(), m.end()):
                 add(Mention("我", m.start(), m.end(), person=asker, is_asker=True))
 
-        words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(question)]
+        # "don't", "isn't": the word before a contraction's "'t" is no one ("Don" is someone).
+        words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(question)
+                 if not re.match(r"['’]t\b", question[m.end():])]
         # A writer who capitalizes some word after the first ("PRs by Rashed") capitalizes names:
         # then only capitalized words may be misspelt names, lower-case ones are plain English.
         writes_names_capitalized = any(w[0][0].isupper() and w[0] != "I" for w in words[1:])

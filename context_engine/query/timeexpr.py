@@ -290,8 +290,8 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
 # 2019" everything from April on, "since April" / "2025 onwards" / "2018 年之前" likewise. A bare
 # "from" is not one of them: "messages from March 2019" are the messages of that month.
 _BEFORE = re.compile(r"(?:\b(?:before|prior to|earlier than|older than|up until|until|till|through|up to|as late as)"
-                     r"|\bpre-?)\s*(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?$")
-_AFTER = re.compile(r"(?:\b(?:after|later than|newer than)|\bpost-?)\s*(?:the\s+)?(?:end\s+of\s+)?$")
+                     r"|\bpre-)\s*(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?$")
+_AFTER = re.compile(r"(?:\b(?:after|later than|newer than)|\bpost-)\s*(?:the\s+)?(?:end\s+of\s+)?$")
 _SINCE = re.compile(r"(?:\b(?:since|starting(?:\s+(?:from|in|with))?|beginning(?:\s+(?:from|in))?)"
                     r"\s+(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?|(?:自从?|从)\s*)$")
 _ONWARDS = re.compile(r"^(?:\s*(?:onwards?|on\b|and (?:later|after|since|beyond)|or later)|\s*(?:年)?\s*(?:以来|以后|之后|起|开始))")

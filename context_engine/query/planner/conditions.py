@@ -41,13 +41,18 @@ class ConditionStep(Draft):
         if name == "pull_requests":
             if self.mark(r"\bnon-?drafts?\b|\bnot (?:a )?drafts?\b|\bready for review\b|非草稿"):
                 self.add_filter("draft", False)
-            if self.mark(r"还没有?\s*(?:merge|合并)|尚未合并|待合并|\bnot yet merged\b|\byet to be merged\b|\bstill (?:un|not )merged\b"
-                         r"|\bunmerged and open\b|\bawaiting merge\b"):
-                self.add_filter("state", "open")  # "还没 merge 的 PR", "not yet merged": still waiting, i.e. open
+            if self.mark(r"关闭了?但?(?:是)?(?:没有?|未)(?:被)?(?:merge|合并|合入)|(?:没有?|未)(?:merge|合并|合入)就(?:被)?关闭"):
+                self.add_filter("merged", False)
+                self.add_filter("state", "closed")
+                return "closed"
+            if self.mark(r"(?<!从)(?:还)?(?:没有?|未)\s*(?:被)?\s*(?:merge|合并|合入)|尚未合并|待合并|\bnot yet merged\b|\byet to be merged\b"
+                         r"|\bstill (?:un|not )merged\b|\bunmerged and open\b|\bawaiting merge\b"):
+                # "还没 merge 的 PR", "not yet merged": still waiting, i.e. open (Chinese 没 says "not yet").
+                self.add_filter("state", "open")
                 return "created"
             unmerged = self.mark(r"\bnever (?:been |got |gets |get |was |were )?merged\b|\bnot (?:been |being |getting |got )?merged\b"
-                         r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
-                         r"|从未(?:被)?合并|没有?(?:被)?合并|未(?:被)?合并|没有?(?:被)?合入|未合入")
+                                 r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
+                                 r"|从未(?:被)?(?:merge|合并|合入)|从来没有?(?:被)?(?:merge|合并|合入)")
             if unmerged:
                 # Not merged is all it says: an open PR is not merged either, unless closing is said too.
                 self.add_filter("merged", False)
@@ -63,7 +68,7 @@ class ConditionStep(Draft):
                 if not re.search(r"\bclosed\b", self.q, re.I):
                     self.add_filter("state", "open")
                 return "created"
-            if self._mark_state(rf"{_NOT_CLOSED}|\bopen\b|\bopened\b(?= (?:and|but) (?:still|not))|\bpending\b|\bunreviewed\b|\bwaiting\b|\bawaiting\b|\bstill open\b|未关闭|打开的|开放的|待审|还开着|开着"):
+            if self._mark_state(rf"{_NOT_CLOSED}|\bopen\b|\bopened\b(?= (?:and|but) (?:still|not))|\bpending\b|\bunreviewed\b|\bwaiting\b|\bawaiting\b|\bstill open\b|未关闭|打开的|开放|待审|还开着|开着"):
                 self.add_filter("state", "open")
                 return "created"
             if self.mark(r"\bclosed\b|已关闭|关闭"):
@@ -75,7 +80,7 @@ class ConditionStep(Draft):
             if status:
                 return self._jira_status(status)
             if s.has_path("state"):
-                if self._mark_state(rf"{_NOT_CLOSED}|\bopen\b|\b(unresolved|outstanding|active)\b|还没(?:有)?关闭|没有关闭|未解决|未关闭|打开的|还开着"):
+                if self._mark_state(rf"{_NOT_CLOSED}|\bopen\b|\b(unresolved|outstanding|active)\b|还没(?:有)?关闭|没有关闭|未解决|未关闭|打开的|开放|还开着"):
                     self.add_filter("state", "open")
                     return "created"
                 if self.mark(r"\b(closed|resolved|fixed|done)\b|已关闭|已解决|关闭了?|解决了?"):
@@ -194,7 +199,7 @@ class ConditionStep(Draft):
                 role = "merged"
             idx = self.low.find(rng.text.lower())
             span = (idx, idx + len(rng.text)) if idx >= 0 else None
-            if rng.verb is None and span and self._dates_the_noun(span):
+            if span and self._dates_the_noun(span, rng.verb is not None):
                 role = "created"
             path = field_for(self.schema, role) or field_for(self.schema, "created")
             if path is None:
@@ -206,15 +211,18 @@ class ConditionStep(Draft):
             chosen = chosen or path
         return chosen
 
-    def _dates_the_noun(self, span: tuple[int, int]) -> bool:
+    def _dates_the_noun(self, span: tuple[int, int], has_verb: bool) -> bool:
         """A time said of the records themselves ("2023 issues", "2022's PRs", "bugs from 2024", "2022
-        年创建的") dates their creation, whatever state the sentence adds ("closed 2023 issues")."""
+        年创建的") dates their creation, whatever state the sentence adds ("closed 2023 issues": the
+        year before the noun wins over the verb before the year)."""
         after, before = self.q[span[1]:], self.q[:span[0]]
         for start, end in self.collection_spans:
-            if start >= span[1] and re.fullmatch(r"(?:'s|\s*年?的?)?\s*(?:\w+\s+)?", self.q[span[1]:start]):
+            if start >= span[1] and re.fullmatch(r"(?:'s|\s*年?的?)?\s*(?:[A-Za-z]+\s+)?", self.q[span[1]:start]):
                 return True
-            if end <= span[0] and re.fullmatch(r"\s+(?:from|of|created in|opened in|filed in)\s+", self.q[end:span[0]], re.I):
+            if not has_verb and end <= span[0] and re.fullmatch(r"\s+(?:from|of)\s+", self.q[end:span[0]], re.I):
                 return True
+        if has_verb:
+            return False
         return bool(re.match(r"\s*(?:年)?\s*(?:创建|新建|提交|开)", after)) or bool(re.search(r"创建于\s*$", before))
 
     def _thresholds(self) -> None:
