@@ -118,13 +118,18 @@ class ConditionStep(Draft):
                                r"|\bnot labell?ed(?: at all)?(?=\s*(?:$|[?,.:;)!-]|and\b|or\b|in\b|from\b|since\b|before\b|after\b))"
                                r"|没有(?:任何)?标签|无标签|未打?标签|不带(?:任何)?标签"):
             self.add_filter(label, None, "empty")
+        assignee = person_field_for(s, "assignee")
+        if assignee and self.mark(r"\b(?:nobody|no one|no-one) (?:is |was |has been |got )?assigned\b|\bassigned to (?:nobody|no one|no-one)\b"
+                                  r"|\bnot assigned to (?:anyone|anybody)\b|\bwithout (?:an? |any )?assignees?\b"
+                                  r"|没有(?:任何)?(?:负责人|指派|分配)|无人(?:负责|认领)|未指派"):
+            self.add_filter(assignee[0], None, "empty")  # "unassigned", "no assignee": the linking step's own words
         mentioned = person_field_for(s, "mentioned")
         if mentioned and self.mark(r"\bmention(?:s|ing)? (?:nobody|no one|noone|no-one)\b"
                                    r"|\b(?:don't|doesn't|do not|does not|didn't|did not|without|never) (?:@-?)?mention(?:ing)? (?:anyone|anybody|someone|people)\b"
                                    r"|\b(?:no|zero|without(?: any)?) (?:@-?)?mentions?\b|没有(?:任何)?(?:@|提及|提到)(?:任何人|别人|人)?"):
             self.add_filter(mentioned[0], None, "empty")
         if s.has_path("thread_ts") and self.mark(
-                r"\bnot (?:in|part of|inside) (?:any |a )?threads?\b|\b(?:no|without(?: a| any)?) threads?\b"
+                r"\bnot (?:in|part of|inside) (?:any |a )?threads?\b|\boutside (?:of )?(?:any |a )?threads?\b|\b(?:no|without(?: a| any)?) threads?\b"
                 r"|\bnot (?:a )?repl(?:y|ies)(?: themselves| itself)?\b|\bstand(?:s|ing)? alone\b|\btop-level\b"
                 r"|不在(?:任何)?(?:帖子|讨论串|线程)|不是回复"):
             self.add_filter("thread_ts", None, "empty")
