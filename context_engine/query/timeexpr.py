@@ -221,6 +221,14 @@ _VERB_FORMS = {"merge": "merged", "close": "closed", "create": "created", "open"
                "reported": "created"}
 
 
+def _verb_before(text: str, a: int) -> str | None:
+    """The verb right before a time expression ("merged in May"), which the time then dates."""
+    m = _VERB_BEFORE.search(text[:a])
+    if m is None or re.search(r"(without (?:being )?|\bnot |\bnever |n't )$", text[:m.start()]):
+        return None  # "closed without being merged this year" is dated by its closing
+    return _VERB_FORMS.get(m.group(1).lower(), m.group(1).lower())
+
+
 def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
     """Every time expression in the question, left to right, without overlaps. An expression that
     names no calendar date ("month 13"), or one outside `text.EARLIEST`..`LATEST` ("the last
@@ -232,7 +240,28 @@ def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
             if bound is not None:
                 check_time_range(bound, f"the time {rng.text!r} ({bound.date().isoformat()})")
         found.append((start, end, rng))
-    return [r for _, _, r in sorted(found, key=lambda x: x[0])]
+    return [r for _, _, r in _joined(question, sorted(found, key=lambda x: x[0]))]
+
+
+# "between 2019 and 2021", "from 2019 to 2021", "2019 到 2021 年": two periods that bound one.
+_JOINED_BY = re.compile(r"\s*(?:and|to|through|thru|until|till|-|–|到|至)\s*$", re.I)
+
+
+def _joined(question: str, found: list[tuple[int, int, TimeRange]]) -> list[tuple[int, int, TimeRange]]:
+    out: list[tuple[int, int, TimeRange]] = []
+    for a, b, rng in found:
+        if out:
+            pa, pb, prev = out[-1]
+            between = question[pb:a]
+            lead = re.search(r"(?:\bbetween|\bfrom|从)\s*$", question[:pa], re.I)
+            # "and" joins two periods only after "between"/"from": "in 2019 and 2021" are two years.
+            if _JOINED_BY.fullmatch(between) and (lead or not re.search(r"and", between, re.I)) \
+                    and prev.start is not None and rng.end is not None and prev.start < rng.end:
+                a0 = lead.start() if lead else pa
+                out[-1] = (a0, b, TimeRange(prev.start, rng.end, question[a0:b], _verb_before(question.lower(), a0)))
+                continue
+        out.append((a, b, rng))
+    return out
 
 
 def _resolved(text: str, resolve, *args):
@@ -251,10 +280,7 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
         return all(b <= s or a >= e for s, e, _ in found)
 
     def verb_before(a: int) -> str | None:
-        m = _VERB_BEFORE.search(text[:a])
-        if m is None or re.search(r"(without (?:being )?|\bnot |\bnever |n't )$", text[:m.start()]):
-            return None  # "closed without being merged this year" is dated by its closing
-        return _VERB_FORMS.get(m.group(1).lower(), m.group(1).lower())
+        return _verb_before(text, a)
 
     for m in _EXPLICIT.finditer(text):
         when = _resolved(m.group(0), _parse_explicit, m.group(2))

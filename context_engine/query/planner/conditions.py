@@ -103,6 +103,8 @@ class ConditionStep(Draft):
             self.add_filter("state_reason", "not_planned")
         elif self.mark(r"\b(?:closed )?as (?:completed|done)\b|\bcompleted\b|(?:以)?完成(?:为理由)?"):
             self.add_filter("state_reason", "completed")
+        elif "reopened" in (self.schema.fields["state_reason"].enum or []) and self.mark(r"\bre-?opened\b|重新打开|重开"):
+            self.add_filter("state_reason", "reopened")
         else:
             return False
         self.mark(r"\b(?:close[ds]?|closing|state) reason\b|\breason\b|\bwith reason\b|为?理由|原因")
@@ -121,8 +123,19 @@ class ConditionStep(Draft):
         assignee = person_field_for(s, "assignee")
         if assignee and self.mark(r"\b(?:nobody|no one|no-one) (?:is |was |has been |got )?assigned\b|\bassigned to (?:nobody|no one|no-one)\b"
                                   r"|\bnot assigned to (?:anyone|anybody)\b|\bwithout (?:an? |any )?assignees?\b"
-                                  r"|没有(?:任何)?(?:负责人|指派|分配)|无人(?:负责|认领)|未指派"):
+                                  r"|没有(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)|无人(?:负责|认领)|未(?:被)?指派"):
             self.add_filter(assignee[0], None, "empty")  # "unassigned", "no assignee": the linking step's own words
+        milestone = field_for(s, "milestone")
+        if milestone and self.mark(r"\b(?:no|without(?: an?| any)?|lacking(?: an?| any)?|missing(?: an?)?) milestones?\b|\bunmilestoned\b"
+                                   r"|\bnot (?:in|on|part of) (?:any|a) milestone\b|没有(?:任何)?里程碑|无里程碑"):
+            self.add_filter(milestone, None, "empty")
+        reaction = field_for(s, "reaction")
+        if reaction and self.mark(r"\b(?:no|zero|without(?: any)?) (?:emoji )?reactions?\b|没有(?:任何)?(?:表情)?(?:反应|回应)"):
+            self.add_filter(reaction, None, "empty")
+        if s.has_path("requested_reviewers") and self.mark(
+                r"\b(?:no|without(?: any)?) (?:requested )?reviewers?\b|\bno one (?:was |has been )?(?:asked|requested) to review\b"
+                r"|没有(?:任何)?(?:评审人|审查人|reviewer)"):
+            self.add_filter("requested_reviewers", None, "empty")
         mentioned = person_field_for(s, "mentioned")
         if mentioned and self.mark(r"\bmention(?:s|ing)? (?:nobody|no one|noone|no-one)\b"
                                    r"|\b(?:don't|doesn't|do not|does not|didn't|did not|without|never) (?:@-?)?mention(?:ing)? (?:anyone|anybody|someone|people)\b"
@@ -299,7 +312,7 @@ _NOT_CLOSED = (r"\bnot (?:yet )?closed(?: yet)?\b(?! as)|\b(?:nobody|no one|no-o
 # Fields a state word sets; a negation before them is said by the state rules themselves.
 _STATE_FIELDS = frozenset({"state", "merged", "draft", "state_reason"})
 _NEGATION_BEFORE = re.compile(
-    r"(?:\bnot|n't|\bnever|\bwithout|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
+    r"(?:\bnot|n't|\bnever|\bwithout|\bnon-?|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
     r"|没有|不是|不带|除了|除|非)\s*"
     r"(?:(?:labell?ed|tagged|marked|with|the|a|an|any|by|from|in|authored|written|opened|created|filed|reported|assigned|to"
     r"|label|labels|tag|a label|as|one of|either)\s+)*$", re.I)
