@@ -27,7 +27,7 @@ def _issue(ref, state, created, *, closed=None, reason=None, labels=(), assignee
 
 
 def _pr(ref, state, created, *, merged_at=None, closed=None, author="quinn", labels=(), comments=0, milestone=None):
-    return {"ref": ref, "milestone": {"title": milestone} if milestone else None, "title": f"pr {ref}", "state": state, "created_at": created, "merged": merged_at is not None,
+    return {"ref": ref, "milestone": {"title": milestone} if milestone else None, "state_reason": None, "title": f"pr {ref}", "state": state, "created_at": created, "merged": merged_at is not None,
             "merged_at": merged_at, "closed_at": closed or merged_at, "user": {"login": author},
             "labels": [{"name": n} for n in labels], "comments": comments, "draft": False}
 
@@ -97,6 +97,7 @@ def answer(world, question: str):
     ("messages that mention nobody", ["m1", "m3", "m5"]),
     ("messages that don't mention anybody in March", ["m3"]),
     ("messages outside any thread without replies", ["m1", "m2", "m5"]),
+    ("messages never replied to", ["m1", "m2", "m4", "m5"]),
     ("open PRs with no milestone", ["p3", "p5"]),
     ("没有被分配的 bug issue", ["i1", "i4", "i5"]),
     # negated values
@@ -171,3 +172,12 @@ def test_a_contraction_names_no_one(world):
     people = [*PEOPLE, {"login": "don", "name": "Don"}]
     ctx, failed = resolve("PRs that don't have comments", NOW, Catalog("t", catalog.schemas, people), None)
     assert failed is None and not ctx.mentions
+
+
+def test_a_close_reason_is_asked_only_where_records_carry_one(world):
+    # The PRs here have a `state_reason` that is always null: "completed" is no condition on them.
+    _, plan = answer(world, "closed PRs completed")
+    assert not [f for f in plan.ir.filters if f.field == "state_reason"]
+    _, plan = answer(world, "closed issues completed")
+    assert [(f.field, f.op, f.value) for f in plan.ir.filters if f.field == "state_reason"] == [
+        ("state_reason", "eq", "completed")]

@@ -92,18 +92,19 @@ class ConditionStep(Draft):
     def _state_reason(self) -> bool:
         """Why an issue was closed: GitHub's `state_reason` ("closed as not planned", "closed as
         completed", "not closed as completed"), said of issues and PRs that store it."""
-        if not self.schema.has_path("state_reason"):
-            return False
+        reasons = set(self.schema.fields["state_reason"].enum or []) if self.schema.has_path("state_reason") else set()
+        if "completed" not in reasons:
+            return False  # a collection whose records carry no reason (PRs: always null) is not asked one
         if self.mark(r"\bnot (?:closed )?as (?:completed|done)\b|\b(?:isn't|is not|wasn't|was not|not|other than|besides|except)"
                      r" (?:completed|done)\b|\bfor (?:a|any) reason other than (?:completed|done)\b|不是以?完成|非完成"):
             self.add_filter("state_reason", "completed", "ne")
             self.mark(r"\bclosed\b|已关闭|关闭")
             self.add_filter("state", "closed")  # a reason other than completed is given to closed issues only
-        elif self.mark(r"\bnot[ _-]planned\b|\bwon'?t (?:do|fix)\b|\bwontfix\b|不计划|不打算|不做|不修复"):
+        elif "not_planned" in reasons and self.mark(r"\bnot[ _-]planned\b|\bwon'?t (?:do|fix)\b|\bwontfix\b|不计划|不打算|不做|不修复"):
             self.add_filter("state_reason", "not_planned")
         elif self.mark(r"\b(?:closed )?as (?:completed|done)\b|\bcompleted\b|(?:以)?完成(?:为理由)?"):
             self.add_filter("state_reason", "completed")
-        elif "reopened" in (self.schema.fields["state_reason"].enum or []) and self.mark(r"\bre-?opened\b|重新打开|重开"):
+        elif "reopened" in reasons and self.mark(r"\bre-?opened\b|重新打开|重开"):
             self.add_filter("state_reason", "reopened")
         else:
             return False
@@ -149,7 +150,8 @@ class ConditionStep(Draft):
         for pattern, noun in ((r"\b(?:no|zero|without(?: any)?) comments?\b|\buncommented\b"
                                r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?commented\b|没有(?:任何)?(?:人)?评论|无评论", "comment"),
                               (r"\b(?:no|zero|without(?: any)?) repl(?:y|ies)\b|\bunanswered\b|\bunreplied\b"
-                               r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?replied\b|没有(?:任何)?(?:人)?回复|无回复", "repl")):
+                               r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?replied\b|\b(?:not|never) (?:been |got |gotten )?replied to\b"
+                               r"|没有(?:任何)?(?:人)?回复|无回复|没人回复", "repl")):
             path = self._count_field(noun)
             if path and not self.has_filter(path) and self.mark(pattern):
                 self.add_filter(path, [0, None], "in")
