@@ -237,7 +237,9 @@ class ConditionStep(Draft):
         year before the noun wins over the verb before the year)."""
         after, before = self.q[span[1]:], self.q[:span[0]]
         for start, end in self.collection_spans:
-            if start >= span[1] and re.fullmatch(r"(?:'s|\s*年?的?)?\s*(?:[A-Za-z]+\s+)?", self.q[span[1]:start]):
+            between = start >= span[1] and re.fullmatch(r"(?:'s|\s*年?的?)?\s*(?:([A-Za-z]+)\s+)?", self.q[span[1]:start])
+            # "2024 bug issues" dates the issues; "last month's merged PRs" dates the merging.
+            if between and not re.fullmatch(_DATED_VERBS, between.group(1) or "", re.I):
                 return True
             if not has_verb and end <= span[0] and re.fullmatch(r"\s+(?:from|of)\s+", self.q[end:span[0]], re.I):
                 return True
@@ -311,6 +313,8 @@ _NO_LONGER_OPEN = (r"\bno longer (?:open|active|pending)\b|\bnot (?:open|active|
 # "not closed (yet)", "nobody closed yet", "至今仍开放": open.
 _NOT_CLOSED = (r"\bnot (?:yet )?closed(?: yet)?\b(?! as)|\b(?:nobody|no one|no-one) (?:has |have )?(?:ever )?closed\b|\bunclosed\b"
                r"|\bstill (?:open|pending)\b|至今仍(?:然)?(?:开放|打开|开着)|仍(?:然)?(?:开放|打开|开着)|仍未关闭|尚未关闭")
+# Past participles that carry a date of their own ("merged", "closed"): a time before them dates them.
+_DATED_VERBS = r"merged|closed|opened|created|resolved|fixed|updated|filed|reported|submitted|posted|reviewed|shipped|landed"
 # Fields a state word sets; a negation before them is said by the state rules themselves.
 _STATE_FIELDS = frozenset({"state", "merged", "draft", "state_reason"})
 _NEGATION_BEFORE = re.compile(
