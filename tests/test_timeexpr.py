@@ -51,3 +51,43 @@ def test_verb_before_a_range_is_kept():
 
 def test_no_time_in_plain_question():
     assert find_time_ranges("open PRs by Rashid", NOW) == []
+
+
+@pytest.mark.parametrize("text,start,end", [
+    # a period opened at one end by the words around it; NOW is 2026-11-30
+    ("before 2024", None, D(2024, 1, 1)),
+    ("prior to March 2025", None, D(2025, 3, 1)),
+    ("earlier than 2022", None, D(2022, 1, 1)),
+    ("through 2023", None, D(2024, 1, 1)),                 # until/through include the period named
+    ("until last week", None, D(2026, 11, 30)),
+    ("after 2024", D(2025, 1, 1), None),                   # after a period: from its end
+    ("after March 2019", D(2019, 4, 1), None),
+    ("2022 onwards", D(2022, 1, 1), None),
+    ("from June 2025 on", D(2025, 6, 1), None),
+    ("since the beginning of April", D(2026, 4, 1), None),
+    ("pre-2020", None, D(2020, 1, 1)),
+    ("post-2020", D(2021, 1, 1), None),
+    ("2019 年之前", None, D(2019, 1, 1)),
+    ("2020 年以前", None, D(2020, 1, 1)),
+    ("2021 年以后", D(2021, 1, 1), None),
+    ("从五月以来", D(2026, 5, 1), None),
+])
+def test_open_ended_periods(text, start, end):
+    (rng,) = find_time_ranges(text, NOW)
+    assert (rng.start, rng.end) == (start, end)
+    assert rng.text == text  # the words that opened it are the expression's own
+
+
+@pytest.mark.parametrize("text,start,end", [
+    ("messages from March 2025", D(2025, 3, 1), D(2025, 4, 1)),  # a bare "from" names the month itself
+    ("what did I post this month", D(2026, 11, 1), NOW),          # "post" the verb opens nothing
+    ("the 2.0 release was in 2021", D(2021, 1, 1), D(2022, 1, 1)),
+])
+def test_words_that_do_not_open_a_period(text, start, end):
+    (rng,) = find_time_ranges(text, NOW)
+    assert (rng.start, rng.end) == (start, end)
+
+
+def test_an_open_period_keeps_the_verb_before_it():
+    (rng,) = find_time_ranges("PRs merged before 2021", NOW)
+    assert rng.verb == "merged" and rng.text == "before 2021"

@@ -39,8 +39,11 @@ def resolve_field(schema: CollectionSchema, name: str, *, date: bool = False) ->
 
 def empty(path: str) -> dict[str, Any]:
     """"Is empty": missing or null (both match null), an empty string, or an empty list — which
-    `$in: [[]]` matches on MongoDB but not on the embedded store, while `$size: 0` matches on both."""
-    return {"$or": [{path: {"$in": [None, ""]}}, {path: {"$size": 0}}]}
+    `$in: [[]]` matches on MongoDB but not on the embedded store, while `$size: 0` matches on both.
+    A field of an object that is itself null ("milestone.title" of `milestone: null`) is empty too:
+    MongoDB says so of the dotted path, the embedded store only of the object, so both are asked."""
+    parents = [".".join(path.split(".")[:i]) for i in range(1, path.count(".") + 1)]
+    return {"$or": [{path: {"$in": [None, ""]}}, {path: {"$size": 0}}, *({p: {"$in": [None]}} for p in parents)]}
 
 
 def _condition(f: Filter) -> Any:
@@ -76,6 +79,10 @@ def compile_plan(ir: PlanIR, schema: CollectionSchema) -> list[dict[str, Any]]:
 
     for f in ir.filters:
         path = resolve_field(schema, f.field)
+        if f.op in ("empty", "not_empty"):
+            # "No assignee" is an empty `assignees`: `assignees.login` of an empty list is no value
+            # the store can compare, so emptiness is asked of the list itself.
+            path = array_prefix(path, schema) if schema.is_array(path) else path
         if (f.op == "empty") != f.negate and f.op in ("empty", "not_empty"):
             conditions.setdefault("$and", []).append(empty(path))
         else:

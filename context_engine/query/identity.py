@@ -300,7 +300,9 @@ class PeopleDirectory:
             if free(m.start(), m.end()):
                 add(Mention("我", m.start(), m.end(), person=asker, is_asker=True))
 
-        words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(question)]
+        # "don't", "isn't": the word before a contraction's "'t" is no one ("Don" is someone).
+        words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(question)
+                 if not re.match(r"['’]t\b", question[m.end():])]
         # A writer who capitalizes some word after the first ("PRs by Rashed") capitalizes names:
         # then only capitalized words may be misspelt names, lower-case ones are plain English.
         writes_names_capitalized = any(w[0][0].isupper() and w[0] != "I" for w in words[1:])
@@ -380,6 +382,8 @@ _CJK_AFTER = re.compile(r"(?:分配给|指派给|交给|由|和|跟)([\u4e00-\u9
 _CJK_PARTICLES = "的了在和提合发写负创评审关解完打开吗呢"  # a third character that is not part of the name
 # Time words that run into a name in Chinese ("上周张三合并"): a name starts after them.
 _CJK_TIME = re.compile(r"(?:上|本|这|下|每)(?:个)?(?:周|星期|礼拜|月|季度)|(?:今|去|前|明)年|(?:今|昨|前|明)天|最近|近期|以来|一共|总共")
+# Common words whose last character is also a surname ("任何": any; "如何": how; "为何": why).
+_CJK_WORDS_ENDING_IN_SURNAME = frozenset({"任何", "如何", "为何", "几何", "有何", "没何"})
 # Words that open a possessive or a "did X" without being anyone.
 _NOT_NAMES = frozenset("""
 i we you they he she it its anyone anybody someone somebody everyone everybody nobody none no one team folks
@@ -413,7 +417,8 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
             head = question[run.start():cue.start()]
             head = head[max((t.end() for t in _CJK_TIME.finditer(head)), default=0):]
             for size in (3, 2):
-                if len(head) >= size and head[-size] in _SURNAMES:
+                # "任何标签" is "any label": a name does not start inside a common word.
+                if len(head) >= size and head[-size] in _SURNAMES and head[-size - 1:][:2] not in _CJK_WORDS_ENDING_IN_SURNAME:
                     slots.append((head[-size:], cue.start() - size, cue.start()))
                     break
     for m in _CJK_AFTER.finditer(question):

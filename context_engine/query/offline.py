@@ -60,6 +60,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, ShapeStep, SpanStep):
         self._review_states()
         self._values()
         person_roles = self._people()
+        self._negations()
         intent = self._shape_intent()
         group_role, bucket = self._grouping() if intent is None else (None, None)
         if refs and not (group_role or bucket) and re.search(r"\bwho\b|\bwhom\b|谁", self.q, re.I):

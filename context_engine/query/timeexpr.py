@@ -221,6 +221,14 @@ _VERB_FORMS = {"merge": "merged", "close": "closed", "create": "created", "open"
                "reported": "created"}
 
 
+def _verb_before(text: str, a: int) -> str | None:
+    """The verb right before a time expression ("merged in May"), which the time then dates."""
+    m = _VERB_BEFORE.search(text[:a])
+    if m is None or re.search(r"(without (?:being )?|\bnot |\bnever |n't )$", text[:m.start()]):
+        return None  # "closed without being merged this year" is dated by its closing
+    return _VERB_FORMS.get(m.group(1).lower(), m.group(1).lower())
+
+
 def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
     """Every time expression in the question, left to right, without overlaps. An expression that
     names no calendar date ("month 13"), or one outside `text.EARLIEST`..`LATEST` ("the last
@@ -232,7 +240,28 @@ def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
             if bound is not None:
                 check_time_range(bound, f"the time {rng.text!r} ({bound.date().isoformat()})")
         found.append((start, end, rng))
-    return [r for _, _, r in sorted(found, key=lambda x: x[0])]
+    return [r for _, _, r in _joined(question, sorted(found, key=lambda x: x[0]))]
+
+
+# "between 2019 and 2021", "from 2019 to 2021", "2019 到 2021 年": two periods that bound one.
+_JOINED_BY = re.compile(r"\s*(?:and|to|through|thru|until|till|-|–|到|至)\s*$", re.I)
+
+
+def _joined(question: str, found: list[tuple[int, int, TimeRange]]) -> list[tuple[int, int, TimeRange]]:
+    out: list[tuple[int, int, TimeRange]] = []
+    for a, b, rng in found:
+        if out:
+            pa, pb, prev = out[-1]
+            between = question[pb:a]
+            lead = re.search(r"(?:\bbetween|\bfrom|从)\s*$", question[:pa], re.I)
+            # "and" joins two periods only after "between"/"from": "in 2019 and 2021" are two years.
+            if _JOINED_BY.fullmatch(between) and (lead or not re.search(r"and", between, re.I)) \
+                    and prev.start is not None and rng.end is not None and prev.start < rng.end:
+                a0 = lead.start() if lead else pa
+                out[-1] = (a0, b, TimeRange(prev.start, rng.end, question[a0:b], _verb_before(question.lower(), a0)))
+                continue
+        out.append((a, b, rng))
+    return out
 
 
 def _resolved(text: str, resolve, *args):
@@ -251,10 +280,7 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
         return all(b <= s or a >= e for s, e, _ in found)
 
     def verb_before(a: int) -> str | None:
-        m = _VERB_BEFORE.search(text[:a])
-        if m is None or re.search(r"(without (?:being )?|\bnot |\bnever |n't )$", text[:m.start()]):
-            return None  # "closed without being merged this year" is dated by its closing
-        return _VERB_FORMS.get(m.group(1).lower(), m.group(1).lower())
+        return _verb_before(text, a)
 
     for m in _EXPLICIT.finditer(text):
         when = _resolved(m.group(0), _parse_explicit, m.group(2))
@@ -274,10 +300,47 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
         for m in re.finditer(pattern, text):
             if free(m.start(), m.end()):
                 start, end = _resolved(m.group(0), resolve, m)
+                a, b = m.start(), m.end()
+                opened = _open_ended(text, a, b, start, end)
+                if opened:
+                    (a, b), (start, end) = opened
                 if end is not None and end > now and (start is None or start < now):
                     # "this week" means up to now, not up to Sunday; a period named outright that
                     # lies wholly after `now` ("in April 2019" asked on March 20) keeps its bounds.
                     end = now
-                found.append((m.start(), m.end(),
-                              TimeRange(start, end, question[m.start():m.end()], verb_before(m.start()))))
+                found.append((a, b, TimeRange(start, end, question[a:b], verb_before(a))))
     return found
+
+
+# Words that open a period at one end: "before 2021" is everything until 2021 began, "after March
+# 2019" everything from April on, "since April" / "2025 onwards" / "2018 年之前" likewise. A bare
+# "from" is not one of them: "messages from March 2019" are the messages of that month.
+_BEFORE = re.compile(r"(?:\b(?:before|prior to|earlier than|older than|up until|until|till|through|up to|as late as)"
+                     r"|\bpre-)\s*(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?$")
+_AFTER = re.compile(r"(?:\b(?:after|later than|newer than)|\bpost-)\s*(?:the\s+)?(?:end\s+of\s+)?$")
+_SINCE = re.compile(r"(?:\b(?:since|starting(?:\s+(?:from|in|with))?|beginning(?:\s+(?:from|in))?)"
+                    r"\s+(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?|(?:自从?|从)\s*)$")
+_ONWARDS = re.compile(r"^(?:\s*(?:onwards?|on\b|and (?:later|after|since|beyond)|or later)|\s*(?:年)?\s*(?:以来|以后|之后|起|开始))")
+_EARLIER = re.compile(r"^\s*(?:年)?\s*(?:之前|以前)")
+
+
+def _open_ended(text: str, a: int, b: int, start: datetime | None,
+                end: datetime | None) -> tuple[tuple[int, int], tuple[datetime | None, datetime | None]] | None:
+    """The span and bounds of a closed period [start, end) turned open-ended by the words around it,
+    or None. "until X"/"through X" include X, "before X" does not; "after X" starts when X ends."""
+    if start is None or end is None:
+        return None  # already open at one end ("since May", "older than 3 weeks")
+    before, after = text[:a], text[b:]
+    inclusive = re.search(r"(?:until|till|through|up to|as late as)\s*$", before)
+    if m := _BEFORE.search(before):
+        return (m.start(), b), (None, end if inclusive else start)
+    if m := _EARLIER.match(after):
+        return (a, b + m.end()), (None, start)
+    if m := _AFTER.search(before):
+        return (m.start(), b), (end, None)
+    since, onwards = _SINCE.search(before), _ONWARDS.match(after)
+    if onwards and not since:
+        since = re.search(r"(?:\bfrom\s+|从\s*)$", before)  # "from 2025 onwards": both words say it
+    if since or onwards:
+        return (since.start() if since else a, b + (onwards.end() if onwards else 0)), (start, None)
+    return None

@@ -39,7 +39,8 @@ def test_the_model_writes_ir_and_the_compiler_writes_the_pipeline(catalog):
     match = plan.pipeline[0]["$match"]
     assert match["user.login"] == "rsh-dev"  # code corrected the model's name into the handle
     assert match["merged_at"] == {"$gte": __import__("datetime").datetime(2026, 11, 1)}  # open-ended, the role's date
-    assert {"$or": [{"milestone.title": {"$in": [None, ""]}}, {"milestone.title": {"$size": 0}}]} in match["$and"]
+    assert {"$or": [{"milestone.title": {"$in": [None, ""]}}, {"milestone.title": {"$size": 0}},
+                    {"milestone": {"$in": [None]}}]} in match["$and"]
     assert plan.pipeline[-1] == {"$count": "count"}
 
 

@@ -30,17 +30,38 @@ class ConditionStep(Draft):
 
     def _states(self) -> str | None:
         """State words; returns the verb whose date a bare time range should apply to."""
+        self._absences()
+        reason = self._state_reason()
+        verb = self._state_words()
+        return verb or ("closed" if reason else None)
+
+    def _state_words(self) -> str | None:
         s, name = self.schema, self.collection
+        if name in ("pull_requests", "issues") and s.has_path("state") and self.mark(_NO_LONGER_OPEN):
+            self.add_filter("state", "closed")
+            return "created"
         if name == "pull_requests":
             if self.mark(r"\bnon-?drafts?\b|\bnot (?:a )?drafts?\b|\bready for review\b|非草稿"):
                 self.add_filter("draft", False)
-            if self.mark(r"(?:还)?(?:没有?|未)\s*(?:merge|合并)|\bnot (?:yet )?merged\b(?! and)|\bunmerged and open\b"):
-                self.add_filter("state", "open")  # "还没 merge 的 PR": still waiting, i.e. open
-                return "created"
-            if self.mark(r"\bunmerged\b|\bnot merged\b|\bnever merged\b|\bclosed without (?:being )?merg\w*|\bw/o merg\w*|\bwithout merg\w*|\brejected\b|\babandoned\b|关闭了?但?(?:是)?没有?合并|没有合并就关闭|未合并就关闭"):
-                self.add_filter("state", "closed")
+            if self.mark(r"关闭了?但?(?:是)?(?:没有?|未)(?:被)?(?:merge|合并|合入)|(?:没有?|未)(?:merge|合并|合入)就(?:被)?关闭"):
                 self.add_filter("merged", False)
+                self.add_filter("state", "closed")
                 return "closed"
+            if self.mark(r"(?<!从)(?:还)?(?:没有?|未)\s*(?:被)?\s*(?:merge|合并|合入)|尚未合并|待合并|\bnot yet merged\b|\byet to be merged\b"
+                         r"|\bstill (?:un|not )merged\b|\bunmerged and open\b|\bawaiting merge\b"):
+                # "还没 merge 的 PR", "not yet merged": still waiting, i.e. open (Chinese 没 says "not yet").
+                self.add_filter("state", "open")
+                return "created"
+            unmerged = self.mark(r"\bnever (?:been |got |gets |get |was |were )?merged\b|\bnot (?:been |being |getting |got )?merged\b"
+                                 r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
+                                 r"|从未(?:被)?(?:merge|合并|合入)|从来没有?(?:被)?(?:merge|合并|合入)")
+            if unmerged:
+                # Not merged is all it says: an open PR is not merged either, unless closing is said too.
+                self.add_filter("merged", False)
+                if re.search(r"rejected|abandoned", unmerged.group(0), re.I) or self.mark(r"\bclosed\b|关闭"):
+                    self.add_filter("state", "closed")
+                    return "closed"
+                return "created"
             if self.mark(r"\bmerged\b|\bmerges?\b|\bship(?:ped|s)?\b|\blanded\b|合并了|已合并|合入|合并|上线|发布"):
                 self.add_filter("merged", True)
                 return "merged"
@@ -49,7 +70,7 @@ class ConditionStep(Draft):
                 if not re.search(r"\bclosed\b", self.q, re.I):
                     self.add_filter("state", "open")
                 return "created"
-            if self._mark_state(r"\bopen\b|\bopened\b(?= (?:and|but) (?:still|not))|\bpending\b|\bunreviewed\b|\bwaiting\b|\bawaiting\b|\bstill open\b|未关闭|打开的|开放的|待审|还开着|没合并|未合并的|开着"):
+            if self._mark_state(rf"{_NOT_CLOSED}|\bopen\b|\bopened\b(?= (?:and|but) (?:still|not))|\bpending\b|\bunreviewed\b|\bwaiting\b|\bawaiting\b|\bstill open\b|未关闭|打开的|开放|待审|还开着|开着"):
                 self.add_filter("state", "open")
                 return "created"
             if self.mark(r"\bclosed\b|已关闭|关闭"):
@@ -61,7 +82,7 @@ class ConditionStep(Draft):
             if status:
                 return self._jira_status(status)
             if s.has_path("state"):
-                if self._mark_state(r"\bopen\b|\b(unresolved|outstanding|active)\b|还没(?:有)?关闭|没有关闭|未解决|未关闭|打开的|还开着"):
+                if self._mark_state(rf"{_NOT_CLOSED}|\bopen\b|\b(unresolved|outstanding|active)\b|还没(?:有)?关闭|没有关闭|未解决|未关闭|打开的|开放|还开着"):
                     self.add_filter("state", "open")
                     return "created"
                 if self.mark(r"\b(closed|resolved|fixed|done)\b|已关闭|已解决|关闭了?|解决了?"):
@@ -69,6 +90,86 @@ class ConditionStep(Draft):
                     return "closed"
             return None
         return None
+
+    def _state_reason(self) -> bool:
+        """Why an issue was closed: GitHub's `state_reason` ("closed as not planned", "closed as
+        completed", "not closed as completed"), said of issues and PRs that store it."""
+        reasons = set(self.schema.fields["state_reason"].enum or []) if self.schema.has_path("state_reason") else set()
+        if "completed" not in reasons:
+            return False  # a collection whose records carry no reason (PRs: always null) is not asked one
+        if self.mark(r"\bnot (?:closed )?as (?:completed|done)\b|\b(?:isn't|is not|wasn't|was not|not|other than|besides|except)"
+                     r" (?:completed|done)\b|\bfor (?:a|any) reason other than (?:completed|done)\b|不是以?完成|非完成"):
+            self.add_filter("state_reason", "completed", "ne")
+            self.mark(r"\bclosed\b|已关闭|关闭")
+            self.add_filter("state", "closed")  # a reason other than completed is given to closed issues only
+        elif "not_planned" in reasons and self.mark(r"\bnot[ _-]planned\b|\bwon'?t (?:do|fix)\b|\bwontfix\b|不计划|不打算|不做|不修复"):
+            self.add_filter("state_reason", "not_planned")
+        elif self.mark(r"\b(?:closed )?as (?:completed|done)\b|\bcompleted\b|(?:以)?完成(?:为理由)?"):
+            self.add_filter("state_reason", "completed")
+        elif "reopened" in reasons and self.mark(r"\bre-?opened\b|重新打开|重开"):
+            self.add_filter("state_reason", "reopened")
+        else:
+            return False
+        self.mark(r"\b(?:close[ds]?|closing|state) reason\b|\breason\b|\bwith reason\b|为?理由|原因")
+        return True
+
+    def _absences(self) -> None:
+        """Something a record lacks: "no labels", "unassigned" (linking), "nobody commented on",
+        "mention nobody", "not in any thread". A list that is empty or missing; a count that is 0
+        or missing (Slack stores no `reply_count` on a message without replies)."""
+        s = self.schema
+        label = field_for(s, "label")
+        if label and self.mark(r"\bunlabell?ed\b|\b(?:no|zero|without(?: any)?|lacking(?: any)?|missing) labels?\b"
+                               r"|\bnot labell?ed(?: at all)?(?=\s*(?:$|[?,.:;)!-]|and\b|or\b|in\b|from\b|since\b|before\b|after\b))"
+                               r"|没有(?:任何)?标签|无标签|未打?标签|不带(?:任何)?标签"):
+            self.add_filter(label, None, "empty")
+        assignee = person_field_for(s, "assignee")
+        if assignee and self.mark(r"\b(?:nobody|no one|no-one) (?:is |was |has been |got )?assigned\b|\bassigned to (?:nobody|no one|no-one)\b"
+                                  r"|\bnot assigned to (?:anyone|anybody)\b|\bwithout (?:an? |any )?assignees?\b"
+                                  r"|没有(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)|无人(?:负责|认领)|未(?:被)?指派"):
+            self.add_filter(assignee[0], None, "empty")  # "unassigned", "no assignee": the linking step's own words
+        milestone = field_for(s, "milestone")
+        if milestone and self.mark(r"\b(?:no|without(?: an?| any)?|lacking(?: an?| any)?|missing(?: an?)?) milestones?\b|\bunmilestoned\b"
+                                   r"|\bnot (?:in|on|part of) (?:any|a) milestone\b|没有(?:任何)?里程碑|无里程碑"):
+            self.add_filter(milestone, None, "empty")
+        reaction = field_for(s, "reaction")
+        if reaction and self.mark(r"\b(?:no|zero|without(?: any)?) (?:emoji )?reactions?\b|没有(?:任何)?(?:表情)?(?:反应|回应)"):
+            self.add_filter(reaction, None, "empty")
+        if s.has_path("requested_reviewers") and self.mark(
+                r"\b(?:no|without(?: any)?) (?:requested )?reviewers?\b|\bno one (?:was |has been )?(?:asked|requested) to review\b"
+                r"|没有(?:任何)?(?:评审人|审查人|reviewer)"):
+            self.add_filter("requested_reviewers", None, "empty")
+        mentioned = person_field_for(s, "mentioned")
+        if mentioned and self.mark(r"\bmention(?:s|ing)? (?:nobody|no one|noone|no-one)\b"
+                                   r"|\b(?:don't|doesn't|do not|does not|didn't|did not|without|never) (?:@-?)?mention(?:ing)? (?:anyone|anybody|someone|people)\b"
+                                   r"|\b(?:no|zero|without(?: any)?) (?:@-?)?mentions?\b|没有(?:任何)?(?:@|提及|提到)(?:任何人|别人|人)?"):
+            self.add_filter(mentioned[0], None, "empty")
+        if s.has_path("thread_ts") and self.mark(
+                r"\bnot (?:in|part of|inside) (?:any |a )?threads?\b|\boutside (?:of )?(?:any |a )?threads?\b|\b(?:no|without(?: a| any)?) threads?\b"
+                r"|\bnot (?:a )?repl(?:y|ies)(?: themselves| itself)?\b|\bstand(?:s|ing)? alone\b|\btop-level\b"
+                r"|不在(?:任何)?(?:帖子|讨论串|线程)|不是回复"):
+            self.add_filter("thread_ts", None, "empty")
+        for pattern, noun in ((r"\b(?:no|zero|without(?: any)?) comments?\b|\buncommented\b"
+                               r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?commented\b|没有(?:任何)?(?:人)?评论|无评论", "comment"),
+                              (r"\b(?:no|zero|without(?: any)?) repl(?:y|ies)\b|\bunanswered\b|\bunreplied\b"
+                               r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?replied\b|\b(?:not|never) (?:been |got |gotten )?replied to\b"
+                               r"|没有(?:任何)?(?:人)?回复|无回复|没人回复", "repl")):
+            path = self._count_field(noun)
+            if path and not self.has_filter(path) and self.mark(pattern):
+                self.add_filter(path, [0, None], "in")
+
+    def _negations(self) -> None:
+        """A value said with a negation before it ("not labelled bug", "without the docs label", "not
+        by lhoestq", "neither X nor Y", "除了 X") is excluded, not required. Only the words listed
+        may stand between the negation and the value: "not merged PRs by X" negates no one."""
+        for f in self.filters:
+            if f.op != "eq" or f.negate or f.span is None or f.field in _STATE_FIELDS:
+                continue
+            m = _NEGATION_BEFORE.search(self.q[:f.span[0]])
+            if m:
+                f.negate = True
+                self.use((m.start(), f.span[0]))
+                self.notes.append(f"{self.q[m.start():f.span[1]]!r}: excluded")
 
     def _jira_status(self, status: str) -> str | None:
         values = self.schema.fields[status].enum or []
@@ -118,17 +219,35 @@ class ConditionStep(Draft):
                     "posted": "created"}.get(verb or "", "created")
             if self.collection == "pull_requests" and state_verb == "merged" and rng.verb is None:
                 role = "merged"
+            idx = self.low.find(rng.text.lower())
+            span = (idx, idx + len(rng.text)) if idx >= 0 else None
+            if span and self._dates_the_noun(span, rng.verb is not None):
+                role = "created"
             path = field_for(self.schema, role) or field_for(self.schema, "created")
             if path is None:
                 continue
-            idx = self.low.find(rng.text.lower())
-            span = (idx, idx + len(rng.text)) if idx >= 0 else None
             if span:
                 self.use(span, "time")
             self.times.append(TimeRange(path, rng.start, rng.end, span=span))
             self.notes.append(f"{rng.text!r} -> {path} in [{_fmt(rng.start)}, {_fmt(rng.end)})")
             chosen = chosen or path
         return chosen
+
+    def _dates_the_noun(self, span: tuple[int, int], has_verb: bool) -> bool:
+        """A time said of the records themselves ("2023 issues", "2022's PRs", "bugs from 2024", "2022
+        年创建的") dates their creation, whatever state the sentence adds ("closed 2023 issues": the
+        year before the noun wins over the verb before the year)."""
+        after, before = self.q[span[1]:], self.q[:span[0]]
+        for start, end in self.collection_spans:
+            between = start >= span[1] and re.fullmatch(r"(?:'s|\s*年?的?)?\s*(?:([A-Za-z]+)\s+)?", self.q[span[1]:start])
+            # "2024 bug issues" dates the issues; "last month's merged PRs" dates the merging.
+            if between and not re.fullmatch(_DATED_VERBS, between.group(1) or "", re.I):
+                return True
+            if not has_verb and end <= span[0] and re.fullmatch(r"\s+(?:from|of)\s+", self.q[end:span[0]], re.I):
+                return True
+        if has_verb:
+            return False
+        return bool(re.match(r"\s*(?:年)?\s*(?:创建|新建|提交|开)", after)) or bool(re.search(r"创建于\s*$", before))
 
     def _thresholds(self) -> None:
         """Numeric conditions ("more than 5 replies", ">500 additions", "touching 6 files"), threads."""
@@ -170,12 +289,6 @@ class ConditionStep(Draft):
         if self.schema.has_path("reviews.state") and self.mark(
                 r"\bwithout (?:any |a )?reviews?\b|\bno reviews?\b|\bunreviewed\b|\bha(?:ve|s)n't had (?:a single|any) reviews?\b|没有(?:任何)?评审|没人评审"):
             self.add_filter("reviews", None, "empty")
-        none = re.search(r"\b(?:no|zero|without(?: any)?) (comments|replies)\b|没有(评论|回复)", self.q, re.I)
-        if none:
-            path = self._count_field((none.group(1) or none.group(2)).lower())
-            if path and not self.has_filter(path):
-                self.use(none.span())
-                self.add_filter(path, 0)
         self._replies_in_others_threads()
         replies = field_for(self.schema, "replies")
         # Replies to someone's threads are counted themselves: the word "threads" there selects no parents.
@@ -209,6 +322,23 @@ class ConditionStep(Draft):
             if word.startswith(key):
                 return next((p for p in paths if self.schema.has_path(p)), None)
         return None
+
+
+# "no longer open", "not open anymore", "不再开放": closed.
+_NO_LONGER_OPEN = (r"\bno longer (?:open|active|pending)\b|\bnot (?:open|active|pending) any ?more\b|\bnot (?:still )?open\b"
+                   r"|\b(?:isn't|aren't|wasn't|weren't) (?:open|pending)\b|不再(?:开放|打开|开着)|已经不再开放")
+# "not closed (yet)", "nobody closed yet", "至今仍开放": open.
+_NOT_CLOSED = (r"\bnot (?:yet )?closed(?: yet)?\b(?! as)|\b(?:nobody|no one|no-one) (?:has |have )?(?:ever )?closed\b|\bunclosed\b"
+               r"|\bstill (?:open|pending)\b|至今仍(?:然)?(?:开放|打开|开着)|仍(?:然)?(?:开放|打开|开着)|仍未关闭|尚未关闭")
+# Past participles that carry a date of their own ("merged", "closed"): a time before them dates them.
+_DATED_VERBS = r"merged|closed|opened|created|resolved|fixed|updated|filed|reported|submitted|posted|reviewed|shipped|landed"
+# Fields a state word sets; a negation before them is said by the state rules themselves.
+_STATE_FIELDS = frozenset({"state", "merged", "draft", "state_reason"})
+_NEGATION_BEFORE = re.compile(
+    r"(?:\bnot|n't|\bnever|\bwithout|\bnon-?|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
+    r"|没有|不是|不带|除了|除|非)\s*"
+    r"(?:(?:labell?ed|tagged|marked|with|the|a|an|any|by|from|in|authored|written|opened|created|filed|reported|assigned|to"
+    r"|label|labels|tag|a label|as|one of|either)\s+)*$", re.I)
 
 
 def _fmt(value: datetime | None) -> str:
