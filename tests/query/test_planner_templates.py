@@ -171,3 +171,20 @@ def test_eval_compare_says_which_template_answered_and_no_context_set_does_witho
     row = report.rows[0]
     assert row.how[0] == "template three-oldest-merged" and row.correct[0]
     assert row.how[1] == "offline"
+
+
+def test_a_short_word_is_not_a_longer_one_and_shape_words_must_be_the_templates(data):
+    shipped = context_set_for(data, catalog_for(data).schemas)
+    # "any" is not "many": a yes/no list is not the count template's question.
+    listed = _plan(data, "are there any open PRs labelled security?", shipped)
+    assert not any(n.startswith("template ") for n in listed.notes) and "$count" not in str(listed.pipeline)
+    counted = _plan(data, "how many open PRs are labeled security", shipped)
+    assert counted.notes[0].startswith("template open-prs-with-label-count") and counted.pipeline[-1] == {"$count": "count"}
+    # The template lists PRs; asking how many of them is another question.
+    assert not any(n.startswith("template ") for n in _plan(data, "how many PRs Priya merged in October", shipped).notes)
+
+
+def test_a_shipped_facet_does_not_read_a_verb_the_conditions_left(data):
+    shipped = context_set_for(data, catalog_for(data).schemas)
+    plan = _plan(data, "how many PRs did Jonas open in Q3", shipped)
+    assert "state" not in _match(plan) and not any(s["how"] == "facet" for s in plan.understood)

@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from rapidfuzz import fuzz, utils
+from rapidfuzz import utils
 
 from context_engine.config import Settings
 from context_engine.query import context_sets
@@ -30,7 +30,7 @@ from context_engine.query.fields import field_for
 from context_engine.query.ir import Filter
 from context_engine.query.plan import Plan, PlanningContext
 from context_engine.query.planner.draft import Draft
-from context_engine.query.planner.spans import _content_pieces
+from context_engine.query.planner.spans import IMPLIED
 from context_engine.query.schema import CollectionSchema
 from context_engine.query.validate import ValidationPolicy
 
@@ -40,6 +40,12 @@ log = logging.getLogger(__name__)
 _FACET_OPS = {"$ne": "ne", "$in": "in", "$nin": "nin", "$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
 # Words just before a facet's phrase that deny it ("not stale", "isn't a good first issue", "非客户反馈").
 NEGATED = re.compile(r"(?:\b(?:not|no|never|without|non)\b|n't\b|n’t\b)(?:\s+(?:a|an|the|been|being|as|labell?ed|marked))*\s*$|(?:不是|非|没有)\s*$", re.I)
+# Words a question may say that a template need not: articles, auxiliaries, pronouns, "show me".
+# Deliberately not the planner's whole FILLER list: "how many", "any", "each", "than" change the answer.
+EMPTY_WORDS = frozenset("""
+a an the of to is are was were be been do does did have has had i me my we our us you your it its
+this that these those there here which what who show list give find tell get see let please can could would
+""".split())
 # Stored values the linking step finds that a template parameter of the same type may bind.
 VALUE_ROLES = ("label", "repo", "channel", "milestone", "project", "component")
 
@@ -114,7 +120,10 @@ class FacetStep(Draft):
         for facet in cs.facets:
             if facet.collection != self.collection:
                 continue
-            span = next((s for s in facet.spans(self.q) if not self._is_used(s)), None)
+            # A verb whose date or state the conditions read ("open" in "did Jonas open", "merged") is
+            # theirs to read or to leave: a facet naming the same word would undo their decision.
+            span = next((s for s in facet.spans(self.q) if not self._is_used(s) and not IMPLIED.fullmatch(self.q[s[0]:s[1]])),
+                        None)
             filters = facet_filters(facet, span) if span else None
             if not filters:
                 continue
@@ -162,18 +171,21 @@ def templated(ctx: PlanningContext, built: Plan) -> Plan | None:
 
 
 def _template_spans(question: str, template: context_sets.Template, slots: list[Slot]) -> list[dict] | None:
-    """The question's spans the template explains: each value by its kind, every other content word
-    how="template"; None when a content word is not a word of the template's question."""
+    """The question's spans the template explains: each value by its kind, every other word
+    how="template"; None when a word is neither a word of the template's question nor one of the few
+    that carry nothing ("the", "did", "show me"). Shape words count: "how many" is not in "threads in
+    #{channel} with more than {replies} replies", so that template does not answer it."""
     wanted = utils.default_process(template.masked()).split()
     taken = [(s.start, s.end) for s in slots]
     spans = [{"text": question[s.start:s.end], "start": s.start, "end": s.end, "how": s.kind} for s in slots]
     for m in re.finditer(r"[A-Za-z][A-Za-z0-9_'’\-]*|\d+|[\u4e00-\u9fff]+", question):
-        for start, end in _content_pieces(m):
-            if any(a <= start and end <= b for a, b in taken):
-                continue
-            word = utils.default_process(question[start:end])
-            if not any(fuzz.ratio(part, other) >= 80 for part in word.split() for other in wanted):
-                return None
-            spans.append({"text": question[start:end], "start": start, "end": end, "how": "template"})
+        start, end = m.span()
+        if any(a <= start and end <= b for a, b in taken):
+            continue
+        word = utils.default_process(m.group(0))
+        if word in EMPTY_WORDS:
+            continue
+        if not any(context_sets.same_word(part, other) for part in word.split() for other in wanted):
+            return None
+        spans.append({"text": m.group(0), "start": start, "end": end, "how": "template"})
     return sorted(spans, key=lambda s: s["start"])
-
