@@ -103,6 +103,8 @@ class Settings:
     reranker: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_RERANKER") or "offline")
     context_tokens: int = 1200  # compression budget for the answer's context
     max_reflections: int = 2    # reflect -> retry rounds at most
+    # The tenant's context set (templates, facets) in the offline planner; off to measure the planner alone.
+    use_context_set: bool = field(default_factory=lambda: _env_bool("CONTEXT_ENGINE_CONTEXT_SET", True))
 
     def __post_init__(self) -> None:
         check_tenant(self.tenant)

@@ -24,6 +24,7 @@ from context_engine.query import engine
 from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, RunResult, Success
 from context_engine.query.identity import Person
 from context_engine.query.plan import Attempt, Plan, PlanningContext
+from context_engine.query.planner.templates import context_set_for
 from context_engine.runtime import asker_for, catalog_for, llm_planner_for, store_for, value_index_for
 from context_engine.store.expressions import finite_for_json
 from context_engine.text import parse_now
@@ -53,6 +54,7 @@ def planning_context(state: StructuredState, settings: Settings) -> PlanningCont
     ctx = PlanningContext.from_resolution(state.get("resolution") or {}, state["question"],
                                           parse_now(state.get("now")), catalog.schemas, catalog.directory,
                                           asker_for(settings, catalog))
+    ctx.context_set = context_set_for(settings, catalog.schemas)
     ctx.previous = [Attempt.from_json(a) for a in state.get("attempts", []) if a.get("error")]
     return ctx
 

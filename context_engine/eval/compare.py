@@ -1,8 +1,9 @@
 """`eval compare`: one structured question set under two configurations, side by side.
 
-A configuration is a name and optional settings: `offline` (the offline planner, the tenant's
-context set first: a question that matches a template is answered by it), `no-context-set` (the
-offline planner alone), `model` (the chat model plans every question, the context set first), each
+A configuration is a name and optional settings: `offline` (the offline planner with the tenant's
+context set: a question that matches a template is answered by it, facets are filters),
+`no-context-set` (the offline planner alone, `Settings.use_context_set` off), `model` (the chat
+model plans every question), each
 optionally followed by retrieval settings the engine already knows: `offline,fusion=rrf,reranker=none`.
 Each question is judged as `eval structured` judges it (the result set against the gold pipeline's);
 the table has a row per question, the totals and the median seconds of each configuration.
@@ -13,18 +14,16 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from context_engine.assistant.structured_query import jsonable, run_structured
 from context_engine.config import Settings
 from context_engine.eval.structured import answer_key, load_questions
-from context_engine.query import context_sets
-from context_engine.query.engine import principals_of, resolve
+from context_engine.query.engine import principals_of
 from context_engine.query.execute import run_pipeline
 from context_engine.query.plan import from_extended_json
-from context_engine.runtime import asker_for, catalog_for, llm_planner_for, store_for
+from context_engine.runtime import catalog_for, llm_planner_for, store_for
 from context_engine.text import parse_now
 
 CONFIGS = ("offline", "model", "no-context-set")
@@ -122,38 +121,19 @@ class Comparison:
         return "\n".join(lines)
 
 
-def _run(item: dict[str, Any], settings: Settings, config: Config,
-         sets: dict[tuple[str, str], context_sets.ContextSet]) -> tuple[list[dict[str, Any]] | None, str]:
-    """The rows one configuration answers with (None: no answer) and how it planned; `sets` holds
-    each tenant's context set, loaded (and validated) once per comparison, not once per question."""
-    now: datetime = parse_now(item.get("now"))
-    if config.context_set:
-        catalog = catalog_for(settings)
-        asker = asker_for(settings, catalog)
-        ctx, _ = resolve(item["question"], now, catalog, asker)
-        if ctx is not None:
-            key = (str(settings.data_dir), settings.tenant)
-            if key not in sets:
-                sets[key] = context_sets.load(settings.data_dir, settings.tenant, catalog.schemas)
-            cs = sets[key]
-            found = cs.match_template(item["question"], context_sets.slots_for(item["question"], ctx.mentions, ctx.times))
-            if found is not None:
-                template, bindings, _ = found
-                rows = run_pipeline(store_for(settings), template.collection, template.instantiate(bindings),
-                                    tenant=settings.tenant, principals=principals_of(asker),
-                                    schema=catalog.schemas.get(template.collection), max_rows=settings.max_rows,
-                                    max_time_ms=settings.max_time_ms)
-                return jsonable(rows), f"template {template.name}"
-    result = run_structured(item["question"], settings, now=now,
+def _run(item: dict[str, Any], settings: Settings, config: Config) -> tuple[list[dict[str, Any]] | None, str]:
+    """The rows one configuration answers with (None: no answer) and how it planned (a template's name
+    when the context set's template answered)."""
+    result = run_structured(item["question"], settings, now=parse_now(item.get("now")),
                             planner=llm_planner_for(settings) if config.planner == "llm" else None,
                             always_llm=config.planner == "llm")
-    planner = result.attempts[-1].plan.planner if getattr(result, "attempts", None) else result.kind
-    return (result.rows if result.kind == "success" else None), planner
+    plan = result.attempts[-1].plan if getattr(result, "attempts", None) else None
+    template = next((note.split(" (")[0] for note in plan.notes if note.startswith("template ")), None) if plan else None
+    return (result.rows if result.kind == "success" else None), template or (plan.planner if plan else result.kind)
 
 
 def compare(path: Path, settings: Settings, configs: list[Config], limit: int | None = None) -> Comparison:
     report = Comparison(configs)
-    sets: dict[tuple[str, str], context_sets.ContextSet] = {}
     for n, item in enumerate(load_questions(path)[:limit], 1):
         base = settings.with_overrides(tenant=item.get("tenant") or settings.tenant)
         catalog = catalog_for(base)
@@ -166,9 +146,10 @@ def compare(path: Path, settings: Settings, configs: list[Config], limit: int | 
         row = Row(str(item.get("id") or n), item["question"], [], [], [])
         for config in configs:
             run_settings = base.with_overrides(asker=item.get("as"), use_llm=config.planner == "llm",
+                                               use_context_set=config.context_set,
                                                **dict(config.settings))
             started = time.perf_counter()
-            rows, how = _run(item, run_settings, config, sets)
+            rows, how = _run(item, run_settings, config)
             row.seconds.append(time.perf_counter() - started)
             row.correct.append(rows is not None and answer_key(rows, compare_by) == want)
             row.how.append(how)

@@ -122,6 +122,17 @@ class Facet:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "collection": self.collection, "match": self.match, "phrases": list(self.phrases)}
 
+    def spans(self, question: str) -> list[tuple[int, int]]:
+        """Where the question says the phrases, longest phrase first ("closed as not planned" before
+        "not planned"): whole words for Latin script, the characters for Chinese."""
+        found = []
+        for phrase in sorted(self.phrases, key=len, reverse=True):
+            if phrase.isascii():
+                found += [m.span() for m in re.finditer(rf"(?<!\w){re.escape(phrase)}(?!\w)", question, re.I)]
+            else:
+                found += [(m.start(), m.end()) for m in re.finditer(re.escape(phrase), question)]
+        return found
+
 
 @dataclass
 class ContextSet:
@@ -139,22 +150,28 @@ class ContextSet:
         return next((t for t in self.templates if t.name == name), None)
 
     def match_template(self, question: str, values: list[Slot]) -> tuple[Template, dict[str, Any], float] | None:
-        """The template whose masked question is closest to this one's, with its parameters bound to
-        the question's values, when the score reaches `match_threshold`. Every value of the question
-        must be taken by a parameter and every parameter bound (by type, in order of appearance): a
-        template that would drop a person or a time the question names is no match."""
+        """The template whose masked question is closest to this one's (`matching_templates`' first)."""
+        return next(iter(self.matching_templates(question, values)), None)
+
+    def matching_templates(self, question: str, values: list[Slot]) -> list[tuple[Template, dict[str, Any], float]]:
+        """The templates whose masked question is close to this one's, with their parameters bound to
+        the question's values, when the score reaches `match_threshold`; best first, and of equal
+        scores the one saying more words first (a question matching "PRs {who} merged {when}" and "the
+        three oldest PRs {who} merged {when}" alike says what the longer one does). Every value of the
+        question must be taken by a parameter and every parameter bound (by type, in order of
+        appearance): a template that would drop a person or a time the question names is no match."""
         masked = mask(question, values)
         found = sorted(values, key=lambda s: s.start)
-        best = None
+        scored = []
         for template in self.templates:
             bindings = _bind(template, found)
             if bindings is None:
                 continue
             score = min(float(fuzz.token_set_ratio(masked, template.masked(), processor=utils.default_process)),
                         _coverage(template.masked(), masked))
-            if score >= self.match_threshold and (best is None or score > best[2]):
-                best = (template, bindings, score)
-        return best
+            if score >= self.match_threshold:
+                scored.append((template, bindings, score))
+        return sorted(scored, key=lambda m: (-m[2], -len(utils.default_process(m[0].masked()).split())))
 
     def similar_templates(self, question: str, k: int = 3) -> list[tuple[Template, float]]:
         """The k templates most like the question (its words against each template's question and
@@ -169,9 +186,8 @@ class ContextSet:
     def matching_facets(self, question: str, collection: str | None = None) -> list[Facet]:
         """The facets one of whose phrases the question says (whole words for Latin script, the
         characters for Chinese), of one collection when given."""
-        folded = question.casefold()
         return [f for f in self.facets if (collection is None or f.collection == collection)
-                and any(_says(folded, phrase.casefold()) for phrase in f.phrases)]
+                and f.spans(question)]
 
 
 def _coverage(template: str, question: str) -> float:
@@ -183,14 +199,14 @@ def _coverage(template: str, question: str) -> float:
     said = utils.default_process(question).split()
     if not wanted:
         return 100.0
-    covered = sum(1 for word in wanted if any(fuzz.ratio(word, other) >= 80 for other in said))
+    covered = sum(1 for word in wanted if any(same_word(word, other) for other in said))
     return 100.0 * covered / len(wanted)
 
 
-def _says(folded_question: str, phrase: str) -> bool:
-    if phrase.isascii():
-        return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", folded_question) is not None
-    return phrase in folded_question
+def same_word(a: str, b: str) -> bool:
+    """One word up to an inflection ("merge", "merged"; "label", "labelled"): the same word, or two
+    sharing their first four letters and close overall. A short word is itself only: "any" is not "many"."""
+    return a == b or (len(a) >= 4 and len(b) >= 4 and a[:4] == b[:4] and fuzz.ratio(a, b) >= 80)
 
 
 def _slot_token(kind: str) -> str:

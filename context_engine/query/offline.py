@@ -1,11 +1,12 @@
 """The offline planner: a deterministic question -> pipeline translator, no model needed.
 
 It reads the question in steps (`query/planner/`): the collection, values and people linked to
-fields, conditions (states, times, thresholds), the shape (list, count, top-N, group-by, time
+fields, conditions (states, times, thresholds, the context set's facets), the shape (list, count, top-N, group-by, time
 buckets), and leaves the remaining topic words to full-text search. It builds the plan IR
 (`query/ir.py`), compiled once (`query/compile.py`), and says which words it understood. Each step
 that had to guess, and a content word it could not read, lowers the plan's confidence; the engine
-asks the LLM planner (when one is configured) for plans below `CONFIDENT`.
+asks the LLM planner (when one is configured) for plans below `CONFIDENT`. A question close to a
+template of the tenant's context set is answered by the template (`query/planner/templates.py`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from context_engine.query.planner.conditions import ConditionStep
 from context_engine.query.planner.linking import LinkStep
 from context_engine.query.planner.shape import COUNT, TOP, WHO_ROLE, DEFAULT_LIMIT, TEXT_LIMIT, ShapeStep
 from context_engine.query.planner.spans import SpanStep
+from context_engine.query.planner.templates import FacetStep, templated
 
 CONFIDENT = 0.7
 
@@ -29,10 +31,11 @@ class OfflinePlanner:
     name = "offline"
 
     def plan(self, ctx: PlanningContext) -> Plan:
-        return _Builder(ctx).build()
+        built = _Builder(ctx).build()
+        return templated(ctx, built) or built
 
 
-class _Builder(CollectionStep, LinkStep, ConditionStep, ShapeStep, SpanStep):
+class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, SpanStep):
     def build(self) -> Plan:
         ctx = self.ctx
         collection, spans = detect_collection(self.q, ctx.schemas)
@@ -78,6 +81,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, ShapeStep, SpanStep):
         review_time = "reviewer" in person_roles or group_role == "reviewer" or self.has_filter("reviews.state")
         time_field = self._times("reviewed" if review_time and state_verb is None else state_verb)
         self._thresholds()
+        self._facets()
         structured = bool(self.filters or self.times or group_role or bucket or is_count or top or ranked or intent
                           or self.ctx.mentions
                           or self._list_limit(peek=True) != DEFAULT_LIMIT)

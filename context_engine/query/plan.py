@@ -76,6 +76,7 @@ class PlanningContext:
     times: list[TimeRange] = field(default_factory=list)
     previous: list[Attempt] = field(default_factory=list)  # failed attempts, for self-correction
     draft: Plan | None = None  # the offline plan of this question, once built (the LLM planner's draft)
+    context_set: Any = None  # the tenant's `query.context_sets.ContextSet` (templates, facets); None: none used
 
     def resolution_json(self) -> dict[str, Any]:
         """The people and times resolution found, as JSON: resolved once, carried to every later step."""

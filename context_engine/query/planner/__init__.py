@@ -1,1 +1,2 @@
-"""The offline planner's steps, in order: collection, linking, conditions, shape, spans (`query.offline` runs them)."""
+"""The offline planner's steps, in order: collection, linking, conditions, facets, shape, spans, then
+the context set's templates (`query.offline` runs them)."""
