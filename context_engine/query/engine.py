@@ -150,11 +150,18 @@ def _unknown_person(question: str, mentions: list[Mention], time_texts: list[str
             continue
         if len(text) >= 2 and text.isupper():
             continue  # an acronym ("ADR", "OPS"): a topic or a key, not a person
-        if values is not None and any(m.rule != "fuzzy" and m.start <= start and m.end >= end
+        if values is not None and any(_vouches(m) and m.start <= start and m.end >= end
                                       for m in values.search(text, limit=MAX_CANDIDATES)):
             continue  # a value the asker's records hold ("by payments", "from Redis" tagged redis)
         return text
     return None
+
+
+def _vouches(match) -> bool:
+    """Whether a value match says the words are a stored value, not an unknown person: any value
+    matched exactly, or by prefix or token; a person only exactly ("Polina" merely begins the login
+    polinaeterna, and "Mario" both mariosasko and marioga: first names the data never links)."""
+    return match.rule == "exact" if match.kind == "person" else match.rule != "fuzzy"
 
 
 def _occurrences(text: str, part: str) -> list[int]:

@@ -204,16 +204,19 @@ class LinkStep(Draft):
             return "assignee"
         if re.search(r"merged by\s+$", before):
             return "merger"
-        if re.search(r"(reported|filed|opened|created|raised) by\s+$", before) or re.search(
+        if re.search(r"(?:(reported|filed|opened|created|raised|written|authored) )?by\s+$", before) or re.search(
                 r"^\s*(?:has |have |did )?(report|reported|file|filed|raise|raised|open|opened|create|created)\b", after):
             return "author"
-        if self.collection == "issues":
+        author = person_field_for(self.schema, "author")
+        if self.collection == "issues" and not (author and author[1] == "github"):
             # A tracker's "X's tickets", "X is working on", "X完成了": the assignee, unless reported/filed.
+            # A GitHub issue is its opener's ("severo issues"): assignees are few and optional there.
             return "assignee" if person_field_for(self.schema, "assignee") else "author"
         return "author"
 
     def _people(self) -> set[str]:
         roles: set[str] = set()
+        linked: set[tuple[str, str]] = set()
         for mention in self.ctx.mentions:
             person = mention.person
             if person is None:
@@ -221,6 +224,9 @@ class LinkStep(Draft):
             role = self._role_of(mention)
             found = person_field_for(self.schema, role) or person_field_for(self.schema, "author")
             self.use((mention.start, mention.end), "person")
+            if (person.key, role) in linked:
+                continue  # named twice ("albert villanova (albertvillanova)"): one filter
+            linked.add((person.key, role))
             if found is None:
                 self.confidence = min(self.confidence, 0.3)
                 self.notes.append(f"{self.collection} has no field for a {role}")
@@ -235,7 +241,8 @@ class LinkStep(Draft):
             if role == "replied_to" and (author := person_field_for(self.schema, "author")):
                 self.add_filter(author[0], person.handle(author[1]) or person.key, "ne")  # not their own follow-ups
             roles.add(role)
-            self.notes.append(f"{mention.text!r} -> {person.name} ({handle}) as {role}")
+            typo = f" (the closest name to {mention.text!r}, read as a typo)" if mention.score < 100 else ""
+            self.notes.append(f"{mention.text!r} -> {person.name} ({handle}) as {role}{typo}")
             # Phrases that only told us the role are consumed too.
             for pattern in (r"\b(reviewed|approved|assigned to|reported|filed|opened|created|authored|written|wrote|merged) by\b",
                             r"\bassigned to\b", r"\b(reviewed|reviews|approved)\b", r"分配给|审查|评审"):
