@@ -1,9 +1,10 @@
-"""Linking people to fields (query/planner/linking.py) on a small GitHub tenant: whose issues "by X" and
-"X issues" are, a person named twice is one filter, and a login read through a typo says so in the notes."""
+"""Linking people to fields (query/planner/linking.py) on a small GitHub + Slack tenant: whose issues "by X"
+and "X issues" are, a person named twice is one filter, a login read through a typo says so in the notes;
+and casual wording of the plain questions ("what did X land", "mergd", "per workspace", "how much did i write")."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 
 import pytest
 
@@ -11,8 +12,9 @@ from context_engine.query.identity import PeopleDirectory
 from context_engine.query.offline import OfflinePlanner
 from context_engine.query.plan import PlanningContext
 from context_engine.query.schema import schema_from_documents
+from context_engine.query.timeexpr import find_time_ranges
 
-NOW = datetime(2025, 2, 1, 12, tzinfo=timezone.utc)
+NOW = datetime(2025, 2, 1, 12)
 PEOPLE = [{"login": login, "name": login, "accounts": []} for login in ("kwasi-a", "thandeka", "rmoreau", "bystrom")]
 
 
@@ -27,13 +29,20 @@ def _issue(n: int, author: str, assignee: str, state: str) -> dict:
 def github():
     issues = [_issue(n, PEOPLE[n % 4]["login"], PEOPLE[(n + 1) % 4]["login"], "open" if n % 3 else "closed")
               for n in range(40)]
-    return {"issues": schema_from_documents("issues", issues)}, PeopleDirectory(PEOPLE)
+    pulls = [{"id": n, "number": n, "repo": "octo/tools", "title": f"pr {n}", "state": "closed" if n % 2 else "open",
+              "merged": n % 4 == 1, "created_at": datetime(2024, 1 + n % 12, 3), "merged_at": datetime(2024, 1 + n % 12, 5),
+              "user": {"login": PEOPLE[n % 4]["login"]}} for n in range(40)]
+    messages = [{"id": str(n), "text": f"hello {n}", "user": f"U{n % 3}", "channel": "general",
+                 "workspace": ("octo", "forge")[n % 2], "date": datetime(2024, 1 + n % 12, 7)} for n in range(40)]
+    return ({"issues": schema_from_documents("issues", issues), "pull_requests": schema_from_documents("pull_requests", pulls),
+             "messages": schema_from_documents("messages", messages)}, PeopleDirectory(PEOPLE))
 
 
 def _plan(github, question):
     schemas, directory = github
     ctx = PlanningContext(question=question, now=NOW, schemas=schemas, directory=directory,
-                          mentions=[m for m in directory.find_mentions(question) if m.person])
+                          mentions=[m for m in directory.find_mentions(question) if m.person],
+                          times=find_time_ranges(question, NOW))
     return OfflinePlanner().plan(ctx)
 
 
@@ -65,3 +74,31 @@ def test_a_typo_read_as_a_login_says_so(github):
     assert any("rmorau" in note and "typo" in note for note in plan.notes), plan.notes
     exact = _plan(github, "How many Issues did rmoreau open in 2024?")
     assert not any("typo" in note for note in exact.notes)
+
+
+@pytest.mark.parametrize("question", ["what did kwasi-a land in 2024", "kwasi-a's mergd PRs", "prs kwasi-a got mreged",
+                                      "stuff kwasi-a shipped in 2024"])
+def test_casual_and_misspelt_merge_verbs_mean_merged(github, question):
+    plan = _plan(github, question)
+    assert plan.collection == "pull_requests" and _match(plan) | {"user.login": "kwasi-a"} == _match(plan)
+    assert _match(plan)["merged"] is True
+
+
+def test_landing_is_not_a_merge(github):
+    assert "merged" not in str(_plan(github, "open PRs about the landing page").pipeline)
+
+
+@pytest.mark.parametrize("question", ["messages per workspace in 2024", "break 2024 messages down by workspace",
+                                      "2024 年每个工作区各有多少条消息？"])
+def test_messages_grouped_by_workspace(github, question):
+    group = next(stage["$group"] for stage in _plan(github, question).pipeline if "$group" in stage)
+    assert group["_id"] == "$workspace"
+
+
+def test_how_much_did_someone_write_is_a_count(github):
+    assert {"$count": "count"} in _plan(github, "how much did kwasi-a write in 2024").pipeline
+
+
+def test_month_of_year_is_that_month(github):
+    match = _match(_plan(github, "issues thandeka created during March of 2024"))
+    assert match["created_at"] == {"$gte": datetime(2024, 3, 1), "$lt": datetime(2024, 4, 1)}
