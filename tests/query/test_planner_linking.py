@@ -57,6 +57,8 @@ def test_a_github_issue_belongs_to_its_opener(github, question):
 
 
 @pytest.mark.parametrize("question, field", [("issues assigned to thandeka", "assignees.login"),
+                                             ("thandeka's assigned issues", "assignees.login"),
+                                             ("how many of thandeka's open assigned tickets", "assignees.login"),
                                              ("issues thandeka closed", "closed_by.login")])
 def test_other_roles_still_win_over_the_opener(github, question, field):
     match = _match(_plan(github, question))
@@ -102,3 +104,14 @@ def test_how_much_did_someone_write_is_a_count(github):
 def test_month_of_year_is_that_month(github):
     match = _match(_plan(github, "issues thandeka created during March of 2024"))
     assert match["created_at"] == {"$gte": datetime(2024, 3, 1), "$lt": datetime(2024, 4, 1)}
+
+
+@pytest.mark.parametrize("question", ["needs-triage issues", "needs_triage tickets", "issues labelled needs triage"])
+def test_a_label_written_with_hyphens_or_underscores_is_the_label(github, question):
+    assert _match(_plan(github, question))["labels.name"] == "needs triage"
+
+
+@pytest.mark.parametrize("question, collection", [("开放的 feature issue 有哪些？", "issues"), ("thandeka 的开放 PR", "pull_requests")])
+def test_kaifang_means_open(github, question, collection):
+    plan = _plan(github, question)
+    assert plan.collection == collection and _match(plan)["state"] == "open"

@@ -47,7 +47,7 @@ class ConditionStep(Draft):
                 if not re.search(r"\bclosed\b", self.q, re.I):
                     self.add_filter("state", "open")
                 return "created"
-            if self._mark_state(r"\bopen\b|\bopened\b(?= (?:and|but) (?:still|not))|\bpending\b|\bunreviewed\b|\bwaiting\b|\bawaiting\b|\bstill open\b|未关闭|打开的|开放的|待审|还开着|没合并|未合并的|开着"):
+            if self._mark_state(r"\bopen\b|\bopened\b(?= (?:and|but) (?:still|not))|\bpending\b|\bunreviewed\b|\bwaiting\b|\bawaiting\b|\bstill open\b|未关闭|打开的|开放|待审|还开着|没合并|未合并的|开着"):
                 self.add_filter("state", "open")
                 return "created"
             if self.mark(r"\bclosed\b|已关闭|关闭"):
@@ -59,7 +59,7 @@ class ConditionStep(Draft):
             if status:
                 return self._jira_status(status)
             if s.has_path("state"):
-                if self._mark_state(r"\bopen\b|\b(unresolved|outstanding|active)\b|还没(?:有)?关闭|没有关闭|未解决|未关闭|打开的|还开着"):
+                if self._mark_state(r"\bopen\b|\b(unresolved|outstanding|active)\b|还没(?:有)?关闭|没有关闭|未解决|未关闭|打开的|开放|还开着"):
                     self.add_filter("state", "open")
                     return "created"
                 if self.mark(r"\b(closed|resolved|fixed|done)\b|已关闭|已解决|关闭了?|解决了?"):

@@ -10,6 +10,12 @@ from context_engine.query.identity import Mention
 from context_engine.query.planner.draft import Draft
 
 
+def _loose(value: str) -> str:
+    """A stored value as a pattern where spaces, hyphens and underscores stand for each other:
+    "good-first-issue" and "good_first_issue" name the label "good first issue"."""
+    return r"[\s\-_]".join(re.escape(part) for part in re.split(r"[\s\-_]", value))
+
+
 class LinkStep(Draft):
     """Stored values and people, as filters."""
 
@@ -51,11 +57,11 @@ class LinkStep(Draft):
                 if len(value) < 2:
                     continue
                 if value.lower().endswith("ies"):
-                    plural = rf"{re.escape(value[:-3])}(?:y|ies)"
+                    plural = rf"{_loose(value[:-3])}(?:y|ies)"
                 elif value.lower().endswith("y"):
-                    plural = rf"{re.escape(value[:-1])}(?:y|ies)"
+                    plural = rf"{_loose(value[:-1])}(?:y|ies)"
                 else:
-                    plural = rf"{re.escape(value)}(?:s|es)?"
+                    plural = rf"{_loose(value)}(?:s|es)?"
                 # ASCII boundaries: "的bug" names the value although CJK characters are word characters.
                 pattern = rf"(?<![A-Za-z0-9_#]){plural}(?![A-Za-z0-9_])"
                 flags = re.I
@@ -200,6 +206,7 @@ class LinkStep(Draft):
         if re.search(r"^[^，。？,.?]{0,12}?(?<![a-z])(review|reviewed|审查|评审|审核)", after) and not re.search(r"请|等", before[-4:]):
             return "reviewer"
         if re.search(r"(assigned to|assignee is|owned by|owner is)\s+$", before) or re.search(r"^\s*(?:is|are|was|were|been|has been|have been)\s+assigned", after) \
+                or re.search(r"^(?:'s|s'|’s)\s+(?:\w+\s+)?assigned\b", after) \
                 or re.search(r"分配给\s*$|指派给\s*$", before) or re.search(r"^\s*负责", after):
             return "assignee"
         if re.search(r"merged by\s+$", before):
