@@ -333,9 +333,10 @@ class PeopleDirectory:
                 elif n <= 2 and len(low) >= 5 and not any(w[0].lower() in ORDINARY_WORDS | reserved for w in words[j:j + n]):
                     if text[0].isupper() or not writes_names_capitalized:
                         self._fuzzy(add, low, text, start, end, self._alias_keys)
-                    elif n == 1:
+                    elif n == 1 and len(low) >= 7:
                         # Logins are written in lower case even by writers who capitalize names:
-                        # a lower-case word may be a misspelt login, never a misspelt display name.
+                        # a long lower-case word may be a misspelt login, never a misspelt display name
+                        # (a short one is more likely a name written small: "albert" is not albertz).
                         self._fuzzy(add, low, text, start, end, self._handle_keys)
         return sorted(mentions, key=lambda m: m.start)
 
