@@ -115,3 +115,11 @@ def test_a_label_written_with_hyphens_or_underscores_is_the_label(github, questi
 def test_kaifang_means_open(github, question, collection):
     plan = _plan(github, question)
     assert plan.collection == collection and _match(plan)["state"] == "open"
+
+
+@pytest.mark.parametrize("question, collection", [("how many patches did kwasi-a send in 2024", "pull_requests"),
+                                                  ("what did thandeka report in 2024", "issues"),
+                                                  ("what has thandeka filed", "issues"),
+                                                  ("what did thandeka merge", "pull_requests")])
+def test_casual_words_choose_the_collection(github, question, collection):
+    assert _plan(github, question).collection == collection
