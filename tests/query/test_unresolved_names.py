@@ -44,6 +44,7 @@ def _resolve(settings: Settings, question: str, *, values: bool = True):
     ("Zed 上周合并了哪些 PR？", "Zed"),                         # a Latin name before Chinese
     ("Nobody Atall 发了多少条消息？", "Nobody Atall"),
     ("Quentin 在 2021 年合并了哪些 PR？", "Quentin"),
+    ("Nobody Atall 的 PR", "Nobody Atall"),
 ])
 def test_a_name_that_names_no_one_is_declined_never_dropped(settings, question, unresolved):
     ctx, failed = _resolve(settings, question)
@@ -94,6 +95,7 @@ def test_a_name_that_fits_several_people_is_declined_with_them(settings):
     "who reviews payments changes the most", "PRs by nobody", "messages from Kubernetes folks",
     "issues from OPS in Sprint 48", "threads in #incidents since March", "what did Lars merge",
     "Rashid 上周合并了哪些 PR？", "本周被标记为 In Review 的工单有哪些？", "what did Rashid Khan merge",
+    "Docker 的 issue 有哪些", "Kubernetes 相关的 PR",  # a single word before 的 is a topic as often as a name
 ])
 def test_dates_values_topics_and_plain_english_are_not_unknown_people(settings, question):
     ctx, failed = _resolve(settings, question)
