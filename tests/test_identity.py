@@ -58,3 +58,35 @@ def test_lookup_by_any_alias(directory):
         directory.lookup("nobody-at-all")
     with pytest.raises(AmbiguousPerson):
         directory.lookup("Alex")
+
+
+@pytest.mark.parametrize("question,key", [
+    ("PRs by Rahsid", "rsh-dev"),                          # two letters swapped: one edit, not two
+    ("How many PRs did amorgandev open in May", "amorgan-dev"),  # a lower-case login typo among capitalised words
+    ("what has ingridh merged", "ingrid-h"),
+])
+def test_typos_of_logins_resolve(directory, question, key):
+    assert [k for _, k, _ in _resolved(directory, question)] == [key]
+
+
+def test_a_short_lower_case_word_among_capitalised_ones_is_no_login_typo(directory):
+    # "sokafo" is one edit from the login sokafor, but short lower-case words among capitalised ones
+    # are more often names written small ("albert" is not albertz) than misspelt logins.
+    assert _resolved(directory, "How many PRs did sokafo open in May") == []
+
+
+def test_a_lower_case_typo_is_read_as_a_login_never_as_a_display_name(directory):
+    # "okafer" is one edit from Sam Okafor's last name but two from his login: the writer capitalises
+    # names ("May"), so a lower-case word may only be a misspelt login.
+    assert _resolved(directory, "PRs by okafer in May") == []
+
+
+@pytest.mark.parametrize("question", ["how many PRs did i merge", "i merged what last week?", "what have i reviewed"])
+def test_a_lower_case_i_is_the_asker_where_it_is_the_pronoun(directory, question):
+    asker = directory.by_key["larsn"]
+    assert [(k, a) for k, a in ((m.person.key, m.is_asker) for m in directory.find_mentions(question, asker))] \
+        == [("larsn", True)]
+
+
+def test_a_lower_case_i_that_is_no_pronoun_is_no_one(directory):
+    assert directory.find_mentions("what is in part i of the guide", directory.by_key["larsn"]) == []

@@ -130,7 +130,8 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
     times = find_time_ranges(question, now)
     unknown = _unknown_person(question, mentions, [t.text for t in times], reserved, values)
     if unknown is not None:
-        return None, _no_one_named(unknown, directory, values)
+        near = [m.person for m in mentions if m.person is not None and m.score < 100 and m.text in unknown]
+        return None, _no_one_named(unknown, directory, values, near)
     ctx = PlanningContext(question=question, now=now, schemas=catalog.schemas, directory=directory,
                           asker=asker, mentions=[m for m in mentions if m.person is not None], times=times)
     return ctx, None
@@ -140,34 +141,70 @@ def _unknown_person(question: str, mentions: list[Mention], time_texts: list[str
                     values: ValueIndex | None) -> str | None:
     """The first span in a person's place that no one in the directory has, and that is not a date,
     a stored value (a label, a repo, a channel ...), an acronym or plain English."""
-    taken = [(m.start, m.end) for m in mentions]
-    taken += [(i, i + len(t)) for t in time_texts if t for i in _occurrences(question, t)]
+    times = [(i, i + len(t)) for t in time_texts if t for i in _occurrences(question, t)]
     for text, start, end in person_slots(question):
-        if any(start < e and end > s for s, e in taken):
+        if any(start < e and end > s for s, e in times):
             continue
+        inside = [m for m in mentions if start < m.end and end > m.start]
+        if inside and not _part_unread(question, start, end, inside):
+            continue
+        if inside:
+            # "Sylvain Gugger" where only "Gugger" came near the login sgugger, "Quentin Lhoest" near
+            # lhoestq: the full name is not one the data holds, so it is declined with the candidates.
+            return text
         words = text.lower().split()
-        if all(w in COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES for w in words) or text.lower() in reserved:
+        if all(w in COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES for w in words) or text.lower() in reserved \
+                or _begins_value(question, start, end, reserved):
             continue
         if len(text) >= 2 and text.isupper():
             continue  # an acronym ("ADR", "OPS"): a topic or a key, not a person
-        if values is not None and any(m.rule != "fuzzy" and m.start <= start and m.end >= end
+        if values is not None and any(_vouches(m) and m.start <= start and m.end >= end
                                       for m in values.search(text, limit=MAX_CANDIDATES)):
             continue  # a value the asker's records hold ("by payments", "from Redis" tagged redis)
         return text
     return None
 
 
+def _begins_value(question: str, start: int, end: int, reserved: frozenset[str]) -> bool:
+    """Whether the slot is the start of a longer stored value ("Won't" of the status "Won't Do")."""
+    low = question.lower()
+    return any(len(v) > end - start and low.startswith(v, start)
+               and not low[start + len(v):start + len(v) + 1].isalnum() for v in reserved)
+
+
+def _part_unread(question: str, start: int, end: int, inside: list[Mention]) -> bool:
+    """Whether a person slot holds a capitalised name word no mention covers while a mention in it
+    was only a fuzzy match: a typo'd name is read whole, or not at all."""
+    if all(m.score >= 100 for m in inside):
+        return False
+    for word in re.finditer(r"[A-Z][\w\u00C0-\u024F'\-]*", question[start:end]):
+        a, b = start + word.start(), start + word.end()
+        if not any(a < m.end and b > m.start for m in inside) and word.group(0).lower() not in ORDINARY_WORDS:
+            return True
+    return False
+
+
+def _vouches(match) -> bool:
+    """Whether a value match says the words are a stored value, not an unknown person: any value
+    matched exactly, or by prefix or token; a person only exactly ("Polina" merely begins the login
+    polinaeterna, and "Mario" both mariosasko and marioga: first names the data never links)."""
+    return match.rule == "exact" if match.kind == "person" else match.rule != "fuzzy"
+
+
 def _occurrences(text: str, part: str) -> list[int]:
     return [m.start() for m in re.finditer(re.escape(part), text)]
 
 
-def _no_one_named(text: str, directory: PeopleDirectory, values: ValueIndex | None) -> ResolutionFailed:
-    """Decline a name that names no one, offering the closest people the asker may see."""
+def _no_one_named(text: str, directory: PeopleDirectory, values: ValueIndex | None,
+                  near: list[Person] = ()) -> ResolutionFailed:
+    """Decline a name that names no one, offering the closest people the asker may see (first those a
+    part of the name came near: "Quentin Lhoest" offers lhoestq)."""
     if values is not None:
         keys = [m.value for m in values.nearest(text, kinds=("person",), limit=MAX_CANDIDATES)]
         candidates = [directory.by_key[k] for k in keys if k in directory.by_key]
     else:
         candidates = directory.closest(text, limit=MAX_CANDIDATES)
+    candidates = list(dict.fromkeys([*near, *candidates]))[:MAX_CANDIDATES]
     if candidates:
         return ResolutionFailed(f"I could not find anyone named {text!r}; the closest people are: "
                                 f"{_named(candidates)}. Which one did you mean?", candidates=candidates,

@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any, Iterable
 
 from rapidfuzz import fuzz, process
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA
 
 from context_engine.access import SYSTEMS, fold_account
 
@@ -63,6 +63,9 @@ january february march april may june july august september october november dec
 monday tuesday wednesday thursday friday saturday sunday
 """.split())
 _DATE_BEFORE = re.compile(r"\b(?:in|since|before|after|during|until|till|from|through|of|by|last|this|next|early|mid|late|on)\s+$", re.I)
+# A lower-case "i" is the pronoun after an auxiliary ("did i", "have i") or before a verb ("i wrote").
+_LOWER_I = re.compile(r"\b(?:did|do|have|had|am|was|can|could|should|will|would)\s+$", re.I)
+_LOWER_I_AFTER = re.compile(r"^\s+(?:[a-z]+ed|wrote|write|have|had|did|do|am|was|own|sent|said|made|opened|open|merge|review|post)\b")
 _DATE_AFTER = re.compile(r"^\s*(?:\d{1,4}\b|,\s*\d{4}|年)")
 
 
@@ -188,6 +191,7 @@ class PeopleDirectory:
                     self.cjk_aliases.append((alias, i))
         self.cjk_aliases.sort(key=lambda a: -len(a[0]))
         self._alias_keys = list(self.index)
+        self._handle_keys = [a for a in self._alias_keys if self._is_handle(a)]
 
     @staticmethod
     def aliases(person: Person) -> set[str]:
@@ -316,7 +320,8 @@ class PeopleDirectory:
                 low = clean.lower()
                 polite = low == "me" and re.search(r"\b(show|tell|give|get|find|list|let|help|remind)\s+$",
                                                    question[:start], re.I)
-                if n == 1 and low in _FIRST_PERSON and (low != "i" or text == "I") and not polite:
+                if n == 1 and low in _FIRST_PERSON and (low != "i" or text == "I" or _LOWER_I.search(question[:start])
+                                                         or _LOWER_I_AFTER.search(question[end:])) and not polite:
                     add(Mention(text, start, end, person=asker, is_asker=True))
                     continue
                 hits = self.index.get(low)
@@ -327,9 +332,14 @@ class PeopleDirectory:
                     continue  # a stored value ("bug") is not a person, unless it is someone's exact login
                 if hits:
                     self._add_hits(add, text, start, end, hits, 100.0)
-                elif n <= 2 and len(low) >= 5 and not any(w[0].lower() in ORDINARY_WORDS | reserved for w in words[j:j + n]) \
-                        and (text[0].isupper() or not writes_names_capitalized):
-                    self._fuzzy(add, low, text, start, end)
+                elif n <= 2 and len(low) >= 5 and not any(w[0].lower() in ORDINARY_WORDS | reserved for w in words[j:j + n]):
+                    if text[0].isupper() or not writes_names_capitalized:
+                        self._fuzzy(add, low, text, start, end, self._alias_keys)
+                    elif n == 1 and len(low) >= 7:
+                        # Logins are written in lower case even by writers who capitalize names:
+                        # a long lower-case word may be a misspelt login, never a misspelt display name
+                        # (a short one is more likely a name written small: "albert" is not albertz).
+                        self._fuzzy(add, low, text, start, end, self._handle_keys)
         return sorted(mentions, key=lambda m: m.start)
 
     def _add_hits(self, add, text: str, start: int, end: int, hits: set[int], score: float) -> None:
@@ -339,11 +349,12 @@ class PeopleDirectory:
         else:
             add(Mention(text, start, end, candidates=people, score=score))
 
-    def _fuzzy(self, add, low: str, text: str, start: int, end: int) -> None:
+    def _fuzzy(self, add, low: str, text: str, start: int, end: int, keys: list[str]) -> None:
         """A typo: one edit for short words, two for long ones. Edit distance, not a similarity
-        ratio, so "merge" never becomes "mkserge" while "Rashed" still finds "Rashid"."""
+        ratio, so "merge" never becomes "mkserge" while "Rashed" still finds "Rashid"; two swapped
+        letters are one edit ("sevreo" is "severo"). Several people equally close are a tie (declined)."""
         max_edits = 1 if len(low) <= 7 else 2
-        matches = process.extract(low, self._alias_keys, scorer=Levenshtein.distance, score_cutoff=max_edits, limit=5)
+        matches = process.extract(low, keys, scorer=OSA.distance, score_cutoff=max_edits, limit=5)
         if not matches:
             return
         best = min(distance for _, distance, _ in matches)
@@ -358,7 +369,9 @@ class PeopleDirectory:
 # Person slots: where a question names someone, whether or not the directory knows the name
 # ------------------------------------------------------------------------------------------------
 
-_NAME = r"(?:@[\w.\-]+|[A-Z][\w\u00C0-\u024F'\-]*(?:\s+[A-Z][\w\u00C0-\u024F'\-]*){0,2})"
+# A capitalised name of up to three words, with the lower-case particles of family names ("Patrick von Platen").
+_NAME = r"(?:@[\w.\-]+|[A-Z][\w\u00C0-\u024F'\-]*(?:\s+(?:(?:von|van|der|den|de|da|di|del|della|du|le|la|bin|al)\s+)?" \
+        r"[A-Z][\w\u00C0-\u024F'\-]*){0,2})"
 _LOGIN_LIKE = r"(?:[a-z][a-z0-9]*[0-9_\-][a-z0-9_\-]*[a-z0-9])"
 # Words that lead to a person: "by X", "assigned to X", "messages from X", "did X merge", "X's".
 _PERSON_CUES = [
@@ -372,6 +385,18 @@ _PERSON_CUES = [
                rf"finish|resolve|land)\b"),
     re.compile(rf"^\W*({_NAME})\s+(?:merged|opened|reviewed|wrote|closed|created|filed|posted|committed|approved|"
                rf"shipped|authored|started|reported|fixed|submitted|landed)\b"),
+    # "issues Patrick von Platen filed", "PRs zed-dev merged": the records, then who did what to them.
+    re.compile(rf"\b(?:[Pp][Rr]s?|[Pp]ull [Rr]equests?|[Ii]ssues?|[Tt]ickets?|[Bb]ugs?|[Mm]essages?|[Tt]hreads?|[Cc]ommits?)\s+"
+               rf"({_NAME}|{_LOGIN_LIKE})\s+(?:has\s+|have\s+|had\s+)?(?:merged|opened|reviewed|wrote|closed|created|"
+               rf"filed|posted|committed|approved|shipped|authored|started|reported|fixed|submitted|landed|raised)\b"),
+    # "how many issues is Mario assigned to", "Mario was assigned": the assignee.
+    re.compile(rf"\b(?:is|was|are|were)\s+({_NAME})\s+assigned\b|\b({_NAME})\s+(?:is|was|are|were|has been|got|gets)\s+assigned\b"),
+    # A name in Latin letters before what a person does in Chinese ("Nobody Atall 开了哪些 PR", "Quentin 在
+    # 2021 年合并了"); before 的 only a full name ("Nobody Atall 的 PR"): "Docker 的 issue" is a topic.
+    re.compile(rf"(?:^|(?<=[\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff]))({_NAME}|{_LOGIN_LIKE})\s*"
+               rf"(?=在|合并|提交|创建|负责|写了|写的|发了|发的|评审|审查|审核|关闭|解决|完成|打开|开了|提了|提的|报的|"
+               rf"上周|本周|这周|上个月|这个月|本月|今年|去年|最近|一共|总共)"
+               rf"|(?:^|(?<=[\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff]))([A-Z][a-z]+\s+[A-Z][a-z]+)\s*(?=的)"),
 ]
 # A Chinese name (a common surname and one or two characters) before what a person does, or after
 # "assigned to".
@@ -399,12 +424,17 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
     slots: list[tuple[str, int, int]] = []
     for cue in _PERSON_CUES:
         for m in cue.finditer(question):
-            start, end = m.span(1)
+            group = next(g for g in range(1, (m.lastindex or 1) + 1) if m.group(g) is not None)
+            start, end = m.span(group)
             text = question[start:end].lstrip("@")
             start = end - len(text)
             if text.lower().endswith("'s"):
                 text, end = text[:-2], end - 2
             words = text.split()
+            # Leading words that name the records, not the person ("PRs Quentin merged").
+            while len(words) > 1 and words[0].lower() in COMMON_WORDS:
+                dropped = words.pop(0)
+                start = question.index(words[0], start + len(dropped))
             # Trailing capitalised words that are not names ("by Rashid Last week" is not a name).
             while words and words[-1].lower() in ORDINARY_WORDS | CALENDAR_NAMES | _NOT_NAMES:
                 words.pop()

@@ -152,7 +152,7 @@ def _rules(now: datetime):
         (r"\b(?:the )?(first|second) half of (20\d\d)\b|\bh([12]) (20\d\d)\b|(20\d\d)年?(上|下)半年",
          lambda m: _half(int(m.group(2) or m.group(4) or m.group(5)),
                          1 if (m.group(1) == "first" or m.group(3) == "1" or m.group(6) == "上") else 2)),
-        (rf"\b(?:in |during )?{_MONTH}\.? (20\d\d)\b",
+        (rf"\b(?:in |during )?{_MONTH}\.?,? (?:of )?(20\d\d)\b",
          lambda m: (datetime(int(m.group(2)), MONTHS[m.group(1)], 1),
                     _month_start(int(m.group(2)), MONTHS[m.group(1)] + 1))),
         (r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",

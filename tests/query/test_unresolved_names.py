@@ -38,6 +38,13 @@ def _resolve(settings: Settings, question: str, *, values: bool = True):
     ("张三的PR", "张三"),
     ("上周张三合并了哪些PR？", "张三"),
     ("分配给李四的任务", "李四"),
+    ("what did Karl von Strauss merge", "Karl von Strauss"),   # a family name's particle is part of it
+    ("issues Karl von Strauss filed", "Karl von Strauss"),
+    ("how many tickets is Bob assigned to?", "Bob"),
+    ("Zed 上周合并了哪些 PR？", "Zed"),                         # a Latin name before Chinese
+    ("Nobody Atall 发了多少条消息？", "Nobody Atall"),
+    ("Quentin 在 2021 年合并了哪些 PR？", "Quentin"),
+    ("Nobody Atall 的 PR", "Nobody Atall"),
 ])
 def test_a_name_that_names_no_one_is_declined_never_dropped(settings, question, unresolved):
     ctx, failed = _resolve(settings, question)
@@ -57,6 +64,20 @@ def test_the_closest_people_are_offered_as_name_and_key(settings):
     assert failed.unresolved == "Tomas Beckett" and "tbecker" in [p.key for p in failed.candidates]
 
 
+def test_a_name_that_only_begins_a_login_is_declined_with_it(settings):
+    # "Amor" is the start of the login amorgan-dev, which the data never links to that name.
+    ctx, failed = _resolve(settings, "Amor's open PRs")
+    assert ctx is None and failed.unresolved == "Amor" and "amorgan-dev" in [p.key for p in failed.candidates]
+
+
+def test_a_full_name_read_only_in_part_through_a_typo_is_declined(settings):
+    # "Beckr" is near Tom Becker, "Carlos" is no one: the name is not guessed from its half.
+    ctx, failed = _resolve(settings, "what did Carlos Beckr merge")
+    assert ctx is None and failed.unresolved == "Carlos Beckr" and failed.candidates[0].key == "tbecker"
+    ctx, failed = _resolve(settings, "what did Tom Beckr merge")  # the whole name, one typo: read
+    assert failed is None and [m.person.key for m in ctx.mentions] == ["tbecker"]
+
+
 def test_a_name_that_fits_several_people_is_declined_with_them(settings):
     ctx, failed = _resolve(settings, "open PRs by Alex")
     assert ctx is None and failed.unresolved == "Alex"
@@ -73,6 +94,8 @@ def test_a_name_that_fits_several_people_is_declined_with_them(settings):
     "what did we ship", "did anyone merge anything", "Has Grace Park got anything open right now?",
     "who reviews payments changes the most", "PRs by nobody", "messages from Kubernetes folks",
     "issues from OPS in Sprint 48", "threads in #incidents since March", "what did Lars merge",
+    "Rashid 上周合并了哪些 PR？", "本周被标记为 In Review 的工单有哪些？", "what did Rashid Khan merge",
+    "Docker 的 issue 有哪些", "Kubernetes 相关的 PR",  # a single word before 的 is a topic as often as a name
 ])
 def test_dates_values_topics_and_plain_english_are_not_unknown_people(settings, question):
     ctx, failed = _resolve(settings, question)

@@ -10,7 +10,7 @@ from context_engine.query.planner.spans import STOP
 from context_engine.query.schema import CollectionSchema
 
 _COLLECTION_WORDS: list[tuple[str, str]] = [
-    ("pull_requests", r"\bprs?\b|\bpull[- ]?requests?\b|\bpulls\b|\bmerge requests?\b|合并请求|拉取请求|\bprs?(?![a-z])|代码审查|评审"),
+    ("pull_requests", r"\bprs?\b|\bpull[- ]?requests?\b|\bpulls\b|\bmerge requests?\b|\bpatch(?:es)?\b|\bpatchsets?\b|合并请求|拉取请求|\bprs?(?![a-z])|代码审查|评审"),
     ("issues", r"\bissues?\b|\btickets?\b|\bbugs?\b|\bjira\b|\bstor(?:y|ies)\b|\btasks?\b|\bepics?\b|\btix\b|工单|问题|缺陷|任务|需求|单子"),
     ("messages", r"\bmessages?\b|\bthreads?\b|\bslack\b|\bchannels?\b|\bposts?\b|\bposted\b|\bsaid\b|\breplies\b|(?<!\w)#[\w\-]+|消息|讨论|频道|帖子"),
     ("documents", r"\bdocs?\b|\bdocuments?\b|\badrs?\b|\bdecision records?\b|\bguides?\b|\brfcs?\b|\bpostmortems?\b|\brunbooks?\b|\bpages?\b|\bwiki\b|文档|设计文档|复盘"),
@@ -65,7 +65,7 @@ class CollectionStep(Draft):
         ("regressions still open in WEB" names a Jira label and project), then the usual order."""
         words = {w.lower() for w in re.findall(r"[\w\-/]+", self.q)}
         words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-3] + "y" for w in words if w.endswith("ies")}
-        verbs = {"issues": r"\bresolv\w*|\bsprints?\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b|\bbacklog\b", "messages": r"\bsaid\b|\bposted\b|\bslack\b",
+        verbs = {"issues": r"\breport(?:ed|s)?\b|\bfiled?\b|\braised?\b|\bresolv\w*|\bsprints?\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b|\bbacklog\b", "messages": r"\bsaid\b|\bposted\b|\bslack\b",
                  "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*|\bchanges[- ]requested\b|\brequested changes\b|\bship(?:ped|s)?\b"}
         best, best_score = None, 0
         for name in ("pull_requests", "issues", "messages", "documents", "commits"):

@@ -62,7 +62,7 @@ class ConditionStep(Draft):
                     self.add_filter("state", "closed")
                     return "closed"
                 return "created"
-            if self.mark(r"\bmerged\b|\bmerges?\b|\bship(?:ped|s)?\b|\blanded\b|合并了|已合并|合入|合并|上线|发布"):
+            if self.mark(r"\bmerged\b|\bmerges?\b|\bmerg(?:d|eed|ged)\b|\bmreged\b|\bship(?:ped|s)?\b|\bland(?:ed|s)?\b|合并了|已合并|合入|合并|上线|发布"):
                 self.add_filter("merged", True)
                 return "merged"
             if self.mark(r"\bdrafts?\b|草稿"):

@@ -10,6 +10,12 @@ from context_engine.query.identity import Mention
 from context_engine.query.planner.draft import Draft
 
 
+def _loose(value: str) -> str:
+    """A stored value as a pattern where spaces, hyphens and underscores stand for each other:
+    "good-first-issue" and "good_first_issue" name the label "good first issue"."""
+    return r"[\s\-_]".join(re.escape(part) for part in re.split(r"[\s\-_]", value))
+
+
 class LinkStep(Draft):
     """Stored values and people, as filters."""
 
@@ -51,11 +57,11 @@ class LinkStep(Draft):
                 if len(value) < 2:
                     continue
                 if value.lower().endswith("ies"):
-                    plural = rf"{re.escape(value[:-3])}(?:y|ies)"
+                    plural = rf"{_loose(value[:-3])}(?:y|ies)"
                 elif value.lower().endswith("y"):
-                    plural = rf"{re.escape(value[:-1])}(?:y|ies)"
+                    plural = rf"{_loose(value[:-1])}(?:y|ies)"
                 else:
-                    plural = rf"{re.escape(value)}(?:s|es)?"
+                    plural = rf"{_loose(value)}(?:s|es)?"
                 # ASCII boundaries: "的bug" names the value although CJK characters are word characters.
                 pattern = rf"(?<![A-Za-z0-9_#]){plural}(?![A-Za-z0-9_])"
                 flags = re.I
@@ -205,20 +211,24 @@ class LinkStep(Draft):
         if re.search(r"^[^，。？,.?]{0,12}?(?<![a-z])(review|reviewed|审查|评审|审核)", after) and not re.search(r"请|等", before[-4:]):
             return "reviewer"
         if re.search(r"(assigned to|assignee is|owned by|owner is)\s+$", before) or re.search(r"^\s*(?:is|are|was|were|been|has been|have been)\s+assigned", after) \
+                or re.search(r"^(?:'s|s'|’s)\s+(?:\w+\s+)?assigned\b", after) \
                 or re.search(r"分配给\s*$|指派给\s*$", before) or re.search(r"^\s*负责", after):
             return "assignee"
         if re.search(r"merged by\s+$", before):
             return "merger"
-        if re.search(r"(reported|filed|opened|created|raised) by\s+$", before) or re.search(
+        if re.search(r"(?:(reported|filed|opened|created|raised|written|authored) )?by\s+$", before) or re.search(
                 r"^\s*(?:has |have |did )?(report|reported|file|filed|raise|raised|open|opened|create|created)\b", after):
             return "author"
-        if self.collection == "issues":
+        author = person_field_for(self.schema, "author")
+        if self.collection == "issues" and not (author and author[1] == "github"):
             # A tracker's "X's tickets", "X is working on", "X完成了": the assignee, unless reported/filed.
+            # A GitHub issue is its opener's ("severo issues"): assignees are few and optional there.
             return "assignee" if person_field_for(self.schema, "assignee") else "author"
         return "author"
 
     def _people(self) -> set[str]:
         roles: set[str] = set()
+        linked: set[tuple[str, str]] = set()
         for mention in self.ctx.mentions:
             person = mention.person
             if person is None:
@@ -226,6 +236,9 @@ class LinkStep(Draft):
             role = self._role_of(mention)
             found = person_field_for(self.schema, role) or person_field_for(self.schema, "author")
             self.use((mention.start, mention.end), "person")
+            if (person.key, role) in linked:
+                continue  # named twice ("albert villanova (albertvillanova)"): one filter
+            linked.add((person.key, role))
             if found is None:
                 self.confidence = min(self.confidence, 0.3)
                 self.notes.append(f"{self.collection} has no field for a {role}")
@@ -240,7 +253,8 @@ class LinkStep(Draft):
             if role == "replied_to" and (author := person_field_for(self.schema, "author")):
                 self.add_filter(author[0], person.handle(author[1]) or person.key, "ne")  # not their own follow-ups
             roles.add(role)
-            self.notes.append(f"{mention.text!r} -> {person.name} ({handle}) as {role}")
+            typo = f" (the closest name to {mention.text!r}, read as a typo)" if mention.score < 100 else ""
+            self.notes.append(f"{mention.text!r} -> {person.name} ({handle}) as {role}{typo}")
             # Phrases that only told us the role are consumed too.
             for pattern in (r"\b(reviewed|approved|assigned to|reported|filed|opened|created|authored|written|wrote|merged) by\b",
                             r"\bassigned to\b", r"\b(reviewed|reviews|approved)\b", r"分配给|审查|评审"):

@@ -13,7 +13,7 @@ from context_engine.query.planner.draft import Draft
 DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
 
-COUNT = re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数", re.I)
+COUNT = re.compile(r"\bhow many\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数", re.I)
 
 TOP = re.compile(r"\btop\s*(\d+)?\b|\bbusiest\b|\bmost active\b|\bmost\b|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?", re.I)
 
@@ -29,8 +29,8 @@ _BUCKETS = [
 _GROUP = re.compile(
     r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+(?:(?:slack|jira|github|git|code)\s+)?"
     r"(labels?|repos?|repositor(?:y|ies)|authors?|persons?|people|users?|states?|status(?:es)?|priorit(?:y|ies)|"
-    r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?)\b"
-    r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态)"
+    r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?|workspaces?)\b"
+    r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目|工作区)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态|工作区)"
     r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)", re.I)
 
 _GROUP_ROLES = {
@@ -41,6 +41,7 @@ _GROUP_ROLES = {
     "team": "team", "团队": "team", "组": "team",
     "标签": "label", "仓库": "repo", "作者": "author", "人": "author", "状态": "status", "优先级": "priority",
     "频道": "channel", "负责人": "assignee", "类型": "type", "项目": "project",
+    "workspace": "workspace", "工作区": "workspace",
 }
 
 _ASKS_FOR_PEOPLE = re.compile(r"\bwho\b|\bwhom\b|\bpeople\b|\bpersons?\b|\busers?\b|\bengineers?\b|\bdevelopers?\b|"
