@@ -33,10 +33,10 @@ FORMAT = "1"
 DIR_NAME = "fulltext"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # tenants and collection names as file names
 
-# (store, collection, tenant) -> ((last row seen, this process's writes) it was built at, fields, index):
+# (store, collection, tenant, fields) -> ((last row seen, this process's writes) it was built at, fields, index):
 # one index each, replaced when the store has been written since, so a long-lived server does not
 # keep every old one.
-_CACHE: dict[tuple[int, str, str], tuple[tuple[int, int], tuple[str, ...], BM25Index]] = {}
+_CACHE: dict[tuple[int, str, str, tuple[str, ...]], tuple[tuple[int, int], tuple[str, ...], BM25Index]] = {}
 
 
 def _text_of(doc: dict[str, Any], fields: list[str]) -> str:
@@ -139,7 +139,7 @@ def text_index(store: Any, collection: str, tenant: str, fields: list[str]) -> B
     """The tenant's full-text index of `collection` as the store holds it now."""
     handle = store.collection(collection)
     if store.file is not None:
-        key = (id(store.db), collection, tenant)
+        key = (id(store.db), collection, tenant, tuple(fields))
         cached = _CACHE.get(key)
         # `revision` counts this process's own writes (a webhook's, before its commit)
         if (cached is not None and cached[1] == tuple(fields) and cached[0][1] == store.revision
@@ -155,7 +155,7 @@ def text_index(store: Any, collection: str, tenant: str, fields: list[str]) -> B
         _CACHE[key] = ((seq, store.revision), tuple(fields), index)
         return index
     # MongoDB: no file, no row numbers; `revision` changes whenever this process writes the store.
-    key = (id(store.db), collection, tenant)
+    key = (id(store.db), collection, tenant, tuple(fields))
     cached = _CACHE.get(key)
     if cached is not None and cached[0] == (0, store.revision) and cached[1] == tuple(fields):
         return cached[2]
@@ -164,5 +164,18 @@ def text_index(store: Any, collection: str, tenant: str, fields: list[str]) -> B
     return index
 
 
-def text_ids(store: Any, collection: str, tenant: str, fields: list[str], search: str) -> list[Any]:
-    return [doc_id for doc_id, _ in text_index(store, collection, tenant, fields).search(search)]
+def text_ids(store: Any, collection: str, tenant: str, fields: list[str], search: str,
+             subject: str | None = None) -> list[Any]:
+    """The records matching `search`, best first. With `subject` (a field path: the title), the records
+    whose subject holds every search word, ranked over the subject: a topic inside a structured question
+    ("open issues about parquet", "typed racket messages") names what the records are about, and an issue
+    is about what its title says, not about every module its pasted traceback lists."""
+    if subject is None:
+        return [doc_id for doc_id, _ in text_index(store, collection, tenant, fields).search(search)]
+    index = text_index(store, collection, tenant, [subject])
+    words = list(dict.fromkeys(index.query_tokens(search)))
+    about = None
+    for word in words:
+        with_word = {doc_id for doc_id, _ in index.search_tokens([word])}
+        about = with_word if about is None else about & with_word
+    return [doc_id for doc_id, _ in index.search_tokens(words) if doc_id in (about or ())]
