@@ -27,7 +27,7 @@ from typing import Any
 from context_engine.query.schema import TEXT_FIELD_CANDIDATES, values_at
 from context_engine.retrievers.bm25 import BM25Index
 from context_engine.store.regular_files import read_regular_text
-from context_engine.text import TOKENIZATION
+from context_engine.text import TOKENIZATION, tokenize
 
 FORMAT = "1"
 DIR_NAME = "fulltext"
@@ -164,6 +164,39 @@ def text_index(store: Any, collection: str, tenant: str, fields: list[str]) -> B
     return index
 
 
+# (store, collection, tenant, subject field) -> ((last row seen, this process's writes), index)
+_SUBJECT_CACHE: dict[tuple[int, str, str, str], tuple[tuple[int, int], BM25Index]] = {}
+_WORD_PARTS = re.compile(r"[.\-]")
+_ABLE = re.compile(r"(?<=[a-z]{4})(?:abl|ibl)$")
+
+
+def subject_words(text: str) -> list[str]:
+    """The search tokens of a subject line and the words inside its dotted or hyphenated compounds:
+    "Fix audio-folder in datasets.load_dataset" holds "audio" and "load_dataset" as words (an
+    underscore joins an identifier, a dot or a hyphen separates words)."""
+    words = []
+    for token in tokenize(text):
+        words.append(token)
+        if _WORD_PARTS.search(token):
+            words.extend(tokenize(" ".join(_WORD_PARTS.split(token))))
+    # The stemmer leaves "-able" on ("streamabl"); a "streamable dataset" is about streaming.
+    return words + [stem for w in words if (stem := _ABLE.sub("", w)) != w]
+
+
+def subject_index(store: Any, collection: str, tenant: str, field: str) -> BM25Index:
+    """The tenant's index of one short field (the title), fitted in memory (titles are a small part of
+    the text) and refitted when the store has been written since."""
+    key = (id(store.db), collection, tenant, field)
+    version = (store.file.last_seq() if store.file is not None else 0, store.revision)
+    cached = _SUBJECT_CACHE.get(key)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    docs = list(store.collection(collection).find({"tenant_id": tenant}, {field: 1}))
+    index = BM25Index().fit_tokens([d["_id"] for d in docs], (subject_words(_text_of(d, [field])) for d in docs))
+    _SUBJECT_CACHE[key] = (version, index)
+    return index
+
+
 def text_ids(store: Any, collection: str, tenant: str, fields: list[str], search: str,
              subject: str | None = None) -> list[Any]:
     """The records matching `search`, best first. With `subject` (a field path: the title), the records
@@ -172,7 +205,9 @@ def text_ids(store: Any, collection: str, tenant: str, fields: list[str], search
     is about what its title says, not about every module its pasted traceback lists."""
     if subject is None:
         return [doc_id for doc_id, _ in text_index(store, collection, tenant, fields).search(search)]
-    index = text_index(store, collection, tenant, [subject])
+    # A collection whose only text is its subject (a message) is searched with the index ingest built.
+    index = (text_index(store, collection, tenant, fields) if fields == [subject]
+             else subject_index(store, collection, tenant, subject))
     words = list(dict.fromkeys(index.query_tokens(search)))
     about = None
     for word in words:
