@@ -213,4 +213,15 @@ def text_ids(store: Any, collection: str, tenant: str, fields: list[str], search
     for word in words:
         with_word = {doc_id for doc_id, _ in index.search_tokens([word])}
         about = with_word if about is None else about & with_word
+    phrases = [_phrase(p) for p in re.findall(r'"([^"]+)"', search) if len(p.split()) > 1]
+    if about and phrases:
+        docs = store.collection(collection).find({"tenant_id": tenant, "_id": {"$in": list(about)}}, {subject: 1})
+        about = {d["_id"] for d in docs if all(p.search(_text_of(d, [subject])) for p in phrases)}
     return [doc_id for doc_id, _ in index.search_tokens(words) if doc_id in (about or ())]
+
+
+def _phrase(phrase: str) -> re.Pattern:
+    """A quoted phrase is a name ("Typed Racket"): its words as written, together, in order and
+    separated by spaces only ("typed/racket" is a module path, "type racket" another phrase)."""
+    words = [re.escape(w) for w in phrase.split()]
+    return re.compile(r"(?<![0-9A-Za-z_])" + r"\s+".join(words) + r"(?![0-9A-Za-z_])", re.I)
