@@ -24,6 +24,7 @@ CUE = re.compile(r"\b(?:about|regarding|mention(?:s|ed|ing)?|related to|concerni
                  r"containing|on)\s+|关于|有关|提到|涉及", re.I)
 # What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关".
 RELATED = re.compile(r"(?:-|\s+)related\b|\s+(?:discussions?|conversations?|chatter|talk)\b|\s*相关", re.I)
+DETERMINERS = frozenset("the a an this that these those our my your their its".split())
 TITLE = re.compile(r"(?:\(|\b(?:in|on) (?:the|their|its) )?titles?\)?|标题", re.I)
 _CJK_FUNCTION = "的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几"
 # A word: an identifier-like token ("load_dataset", "audio-folder"), a number, or a run of Chinese
@@ -68,9 +69,17 @@ class SpanStep(Draft):
                 self.use(title.span(), "topic")
         for span in sorted(set(words)):
             self.use(span, "topic")
-        # Each run of several words is one phrase ("typed racket", as MongoDB's `$text` quotes one).
-        return " ".join(dict.fromkeys(phrase if " " not in phrase else f'"{phrase}"' for phrase in
-                                      (" ".join(self.q[a:b].lower() for a, b in run) for run in runs)))
+        return " ".join(dict.fromkeys(self._search_terms(run) for run in runs))
+
+    def _search_terms(self, run: list[tuple[int, int]]) -> str:
+        """A run's words; quoted as one phrase (MongoDB's `$text` syntax) when it is a name: every word
+        capitalised ("Typed Racket") or one of them a stored value ("typed racket" in the racket
+        workspace). Other words each match in any order and form ("redis caching": "Cache in Redis")."""
+        words = [self.q[a:b] for a, b in run]
+        text = " ".join(w.lower() for w in words)
+        if len(words) > 1 and (all(w[0].isupper() for w in words) or any(self._used_as(s) == "value" for s in run)):
+            return f'"{text}"'
+        return text
 
     def _topic_run(self, at: int, *, forward: bool) -> list[tuple[int, int]]:
         """The topic words next to `at`: a run of words no other step read, that are neither function
@@ -96,6 +105,8 @@ class SpanStep(Draft):
                     pending.append((a, b))
                     continue
                 break
+            if forward and not run and not pending and word in DETERMINERS:
+                continue  # "about the session cache"
             if not self._topic_word(word):
                 break
             run += pending + [(a, b)]
