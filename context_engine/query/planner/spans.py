@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from context_engine.query.fields import field_for
-from context_engine.query.identity import COMMON_WORDS
+from context_engine.query.identity import CALENDAR_NAMES, COMMON_WORDS
 from context_engine.query.planner.draft import Draft
 
 # Words that carry no topic: never sent to full-text search.
@@ -49,18 +49,18 @@ class SpanStep(Draft):
         for cue in CUE.finditer(self.q):
             if self._is_used(cue.span()):
                 continue
-            run = self._topic_run(cue.end(), forward=True)
+            run = self._topic_run(cue.end(), forward=True, bridge=True)
             if run:
                 self.use((cue.start(), cue.start() + len(cue.group(0).rstrip())), "topic")
                 runs.append(run)
         for related in RELATED.finditer(self.q):
-            run = self._topic_run(related.start(), forward=False)
+            run = self._topic_run(related.start(), forward=False, bridge=True)
             if run:
                 self.use((related.start() + len(related.group(0)) - len(related.group(0).lstrip(" -")),
                           related.end()), "topic")
                 runs.append(sorted(run))
         for a, _ in self._own_collection_spans():
-            runs.append(sorted(self._topic_run(a, forward=False)))
+            runs.append(sorted(self._topic_run(a, forward=False, bridge=False)))
         runs = [run for run in runs if run]
         words = [span for run in runs for span in run]
         if words:
@@ -81,12 +81,13 @@ class SpanStep(Draft):
             return f'"{text}"'
         return text
 
-    def _topic_run(self, at: int, *, forward: bool) -> list[tuple[int, int]]:
+    def _topic_run(self, at: int, *, forward: bool, bridge: bool) -> list[tuple[int, int]]:
         """The topic words next to `at`: a run of words no other step read, that are neither function
         words nor words of the plan's shape, states or fields; stopped by anything else (a comma, "by",
-        "opened"). A stored value between topic words stays in the topic too ("typed racket
-        discussion", where "racket" is also the workspace), and so does one ending a capitalised name
-        ("about Typed Racket")."""
+        "opened"). After a cue or before "related" (`bridge`), a stored value between topic words stays
+        in the topic too ("typed racket discussion", where "racket" is also the workspace), and so does
+        one ending a capitalised name ("about Typed Racket"); a bare word before the collection noun
+        needs no value beside it ("globex platform team": "platform" is the team, "globex" no topic)."""
         tokens = list(TOKEN.finditer(self.q[at:] if forward else self.q[:at]))
         if not forward:
             tokens.reverse()
@@ -101,13 +102,13 @@ class SpanStep(Draft):
             edge = b if forward else a
             word = m.group(0).lower()
             if self._is_used((a, b)):
-                if self._used_as((a, b)) == "value" and not IMPLIED.fullmatch(word):
+                if bridge and self._used_as((a, b)) == "value" and not IMPLIED.fullmatch(word):
                     pending.append((a, b))
                     continue
                 break
             if forward and not run and not pending and word in DETERMINERS:
                 continue  # "about the session cache"
-            if not self._topic_word(word):
+            if not self._topic_word(word, (a, b), other_collections=bridge):
                 break
             run += pending + [(a, b)]
             pending = []
@@ -115,15 +116,33 @@ class SpanStep(Draft):
             run.append(pending[0])
         return run
 
-    def _topic_word(self, word: str) -> bool:
-        if re.match(r"[\u4e00-\u9fff]", word):
-            return not CJK_STOP.fullmatch(word)
+    def _topic_word(self, word: str, span: tuple[int, int], *, other_collections: bool) -> bool:
+        """Not a function word, nor one of the plan's shape, states, fields, dates or collection; after a
+        cue, another collection's noun is a topic ("PRs about docs")."""
+        if any(a <= span[0] and span[1] <= b for a, b in self.collection_spans):
+            return other_collections and self._names_other_collection(word)
+        if "/" in self.q[max(span[0] - 1, 0):span[0]] + self.q[span[1]:span[1] + 1]:
+            return False  # one of alternatives or a path ("onboarding/process guides")
+        if not other_collections and word in self._stored_words():
+            return False  # part of a stored value: the organisation ("globex issues"), a repository's owner
+        if word in CALENDAR_NAMES:
+            return False
         if word in FILLER or IMPLIED.fullmatch(word) or any(p.fullmatch(word) for p, _ in FIELD_WORDS):
             return False
+        if re.match(r"[\u4e00-\u9fff]", word):
+            return not CJK_STOP.fullmatch(word)
         if word.isdigit() or len(word) < 3 or TITLE.fullmatch(word):
             return False
-        # A collection's noun is a topic in another's question ("PRs about docs"), not in its own.
-        return word not in STOP or self._names_other_collection(word)
+        return word not in STOP or (other_collections and self._names_other_collection(word))
+
+    def _stored_words(self) -> frozenset[str]:
+        """The words inside the tenant's stored values ("globex" of "globex/api", "Globex" the project)."""
+        if not hasattr(self, "_stored_word_set"):
+            self._stored_word_set = frozenset(
+                part for schema in self.ctx.schemas.values() for info in schema.fields.values()
+                for value in (info.enum or []) if isinstance(value, str)
+                for part in re.split(r"[\s/@.:#]+", value.lower()) if part)
+        return self._stored_word_set
 
     def _names_other_collection(self, word: str) -> bool:
         from context_engine.query.planner.collection import detect_collection  # collection imports STOP from here
@@ -143,6 +162,10 @@ class SpanStep(Draft):
 
     def _all_content_words(self) -> str:
         chars = list(self.q)
+        cue = CUE.search(self.q)
+        if cue:  # "PRs mentioning schema registry": what follows the cue
+            self.use((cue.start(), cue.start() + len(cue.group(0).rstrip())), "topic")
+            chars[:cue.start()] = " " * cue.start()
         for a, b in self.used + self.collection_spans:
             for i in range(a, min(b, len(chars))):
                 chars[i] = " "
