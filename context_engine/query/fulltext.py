@@ -26,6 +26,7 @@ from typing import Any
 
 from context_engine.query.schema import TEXT_FIELD_CANDIDATES, values_at
 from context_engine.retrievers.bm25 import BM25Index
+from context_engine.store.bounded import Bounds, run_embedded
 from context_engine.store.regular_files import read_regular_text
 from context_engine.text import TOKENIZATION, tokenize
 
@@ -191,7 +192,7 @@ def subject_index(store: Any, collection: str, tenant: str, field: str) -> BM25I
     cached = _SUBJECT_CACHE.get(key)
     if cached is not None and cached[0] == version:
         return cached[1]
-    docs = list(store.collection(collection).find({"tenant_id": tenant}, {field: 1}))
+    docs = _projected(store, collection, {"tenant_id": tenant}, field)
     index = BM25Index().fit_tokens([d["_id"] for d in docs], (subject_words(_text_of(d, [field])) for d in docs))
     _SUBJECT_CACHE[key] = (version, index)
     return index
@@ -215,9 +216,20 @@ def text_ids(store: Any, collection: str, tenant: str, fields: list[str], search
         about = with_word if about is None else about & with_word
     phrases = [_phrase(p) for p in re.findall(r'"([^"]+)"', search) if len(p.split()) > 1]
     if about and phrases:
-        docs = store.collection(collection).find({"tenant_id": tenant, "_id": {"$in": list(about)}}, {subject: 1})
-        about = {d["_id"] for d in docs if all(p.search(_text_of(d, [subject])) for p in phrases)}
+        about = {d["_id"] for d in _projected(store, collection, {"tenant_id": tenant, "_id": {"$in": list(about)}}, subject)
+                 if all(p.search(_text_of(d, [subject])) for p in phrases)}
     return [doc_id for doc_id, _ in index.search_tokens(words) if doc_id in (about or ())]
+
+
+def _projected(store: Any, collection: str, query: dict[str, Any], field: str) -> list[dict[str, Any]]:
+    """One field of the records matching `query`. On the embedded store through its indexes (by
+    `_id` from the document map) and copying that field only: its `find` would match every record
+    against an id list, and copy every body."""
+    if store.embedded:
+        stages = [{"$match": query}, {"$project": {field: 1}}]
+        return run_embedded(store.collection(collection), stages, Bounds(max_time_ms=60_000, max_rows=10**7,
+                                                                         max_bytes=2**31), revision=store.revision)
+    return list(store.collection(collection).find(query, {field: 1}))
 
 
 def _phrase(phrase: str) -> re.Pattern:

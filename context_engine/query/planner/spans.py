@@ -73,11 +73,13 @@ class SpanStep(Draft):
 
     def _search_terms(self, run: list[tuple[int, int]]) -> str:
         """A run's words; quoted as one phrase (MongoDB's `$text` syntax) when it is a name: every word
-        capitalised ("Typed Racket") or one of them a stored value ("typed racket" in the racket
-        workspace). Other words each match in any order and form ("redis caching": "Cache in Redis")."""
+        capitalised ("Typed Racket") or one of them a value the question filters on ("typed racket" in
+        the racket workspace). Other words each match in any order and form ("redis caching": "Cache
+        sessions in Redis")."""
         words = [self.q[a:b] for a, b in run]
         text = " ".join(w.lower() for w in words)
-        if len(words) > 1 and (all(w[0].isupper() for w in words) or any(self._used_as(s) == "value" for s in run)):
+        values = {self.q[a:b].lower() for (a, b), how in zip(self.used, self.how) if how == "value"}
+        if len(words) > 1 and (all(w[0].isupper() for w in words) or any(w.lower() in values for w in words)):
             return f'"{text}"'
         return text
 
@@ -136,12 +138,15 @@ class SpanStep(Draft):
         return word not in STOP or (other_collections and self._names_other_collection(word))
 
     def _stored_words(self) -> frozenset[str]:
-        """The words inside the tenant's stored values ("globex" of "globex/api", "Globex" the project)."""
+        """The collection's stored values, and the words inside the tenant's compound values ("globex"
+        of the repository "globex/api"): a word naming the organisation or a thing it stores, not a
+        subject. (A label of another collection, "streaming" on issues, stays a subject of PRs.)"""
         if not hasattr(self, "_stored_word_set"):
-            self._stored_word_set = frozenset(
-                part for schema in self.ctx.schemas.values() for info in schema.fields.values()
-                for value in (info.enum or []) if isinstance(value, str)
-                for part in re.split(r"[\s/@.:#]+", value.lower()) if part)
+            own = {str(v).lower() for info in self.schema.fields.values() for v in info.enum or []}
+            parts = {part for schema in self.ctx.schemas.values() for info in schema.fields.values()
+                     for v in info.enum or [] if isinstance(v, str)
+                     for part in re.split(r"[\s/@.:#]+", v.lower()) if part != v.lower()}
+            self._stored_word_set = frozenset(own | parts)
         return self._stored_word_set
 
     def _names_other_collection(self, word: str) -> bool:
