@@ -122,3 +122,16 @@ def test_subject_words_read_inside_compounds_and_able_forms():
     assert "load" not in subject_words("datasets.load_dataset")
     # a short word before "-able" is not cut ("table" is no form of "t")
     assert subject_words("table") == ["tabl"]
+
+
+def test_a_quoted_phrase_matches_its_words_together_and_in_order(settings):
+    from context_engine.query.fulltext import text_ids
+
+    store, fields = store_for(settings), catalog_for(settings).schemas["pull_requests"].text_fields
+    by_ref = {r["_id"]: r["ref"] for r in _titles(settings)}
+    in_order = {by_ref[i] for i in text_ids(store, "pull_requests", "acme", fields, '"schema registry"', subject="title")}
+    assert in_order == {r["ref"] for r in _titles(settings) if re.search(r"(?i)\bschema\s+registry\b", r["title"])}
+    # the same words, each anywhere in the title: the unquoted search; reversed as a phrase: nothing
+    assert {by_ref[i] for i in text_ids(store, "pull_requests", "acme", fields, "registry schema", subject="title")} \
+        >= in_order
+    assert text_ids(store, "pull_requests", "acme", fields, '"registry schema"', subject="title") == []
