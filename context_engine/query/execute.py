@@ -92,7 +92,11 @@ def _resolve_text(stages: list[dict[str, Any]], store: Any, collection: str, sch
     if native_text and not HAN.search(search):
         return None
     fields = schema.text_fields if schema else []
-    ranked = text_ids(store, collection, tenant, fields, search)
+    # Ranked by relevance, `$text` is a search over all the text; filtering a structured question
+    # ("merged PRs about streaming"), it is the records' subject: the first text field, their title.
+    by_relevance = any(_is_text_score_sort(stage) for stage in stages)
+    ranked = text_ids(store, collection, tenant, fields, search,
+                      subject=None if by_relevance or not fields else fields[0])
     del match["$text"]
     match["_id"] = {"$in": ranked}
     return ranked

@@ -26,17 +26,18 @@ from typing import Any
 
 from context_engine.query.schema import TEXT_FIELD_CANDIDATES, values_at
 from context_engine.retrievers.bm25 import BM25Index
+from context_engine.store.bounded import Bounds, run_embedded
 from context_engine.store.regular_files import read_regular_text
-from context_engine.text import TOKENIZATION
+from context_engine.text import TOKENIZATION, tokenize
 
 FORMAT = "1"
 DIR_NAME = "fulltext"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # tenants and collection names as file names
 
-# (store, collection, tenant) -> ((last row seen, this process's writes) it was built at, fields, index):
+# (store, collection, tenant, fields) -> ((last row seen, this process's writes) it was built at, fields, index):
 # one index each, replaced when the store has been written since, so a long-lived server does not
 # keep every old one.
-_CACHE: dict[tuple[int, str, str], tuple[tuple[int, int], tuple[str, ...], BM25Index]] = {}
+_CACHE: dict[tuple[int, str, str, tuple[str, ...]], tuple[tuple[int, int], tuple[str, ...], BM25Index]] = {}
 
 
 def _text_of(doc: dict[str, Any], fields: list[str]) -> str:
@@ -139,7 +140,7 @@ def text_index(store: Any, collection: str, tenant: str, fields: list[str]) -> B
     """The tenant's full-text index of `collection` as the store holds it now."""
     handle = store.collection(collection)
     if store.file is not None:
-        key = (id(store.db), collection, tenant)
+        key = (id(store.db), collection, tenant, tuple(fields))
         cached = _CACHE.get(key)
         # `revision` counts this process's own writes (a webhook's, before its commit)
         if (cached is not None and cached[1] == tuple(fields) and cached[0][1] == store.revision
@@ -155,7 +156,7 @@ def text_index(store: Any, collection: str, tenant: str, fields: list[str]) -> B
         _CACHE[key] = ((seq, store.revision), tuple(fields), index)
         return index
     # MongoDB: no file, no row numbers; `revision` changes whenever this process writes the store.
-    key = (id(store.db), collection, tenant)
+    key = (id(store.db), collection, tenant, tuple(fields))
     cached = _CACHE.get(key)
     if cached is not None and cached[0] == (0, store.revision) and cached[1] == tuple(fields):
         return cached[2]
@@ -164,5 +165,75 @@ def text_index(store: Any, collection: str, tenant: str, fields: list[str]) -> B
     return index
 
 
-def text_ids(store: Any, collection: str, tenant: str, fields: list[str], search: str) -> list[Any]:
-    return [doc_id for doc_id, _ in text_index(store, collection, tenant, fields).search(search)]
+# (store, collection, tenant, subject field) -> ((last row seen, this process's writes), index)
+_SUBJECT_CACHE: dict[tuple[int, str, str, str], tuple[tuple[int, int], BM25Index]] = {}
+_WORD_PARTS = re.compile(r"[.\-]")
+_ABLE = re.compile(r"(?<=[a-z]{4})(?:abl|ibl)$")
+
+
+def subject_words(text: str) -> list[str]:
+    """The search tokens of a subject line and the words inside its dotted or hyphenated compounds:
+    "Fix audio-folder in datasets.load_dataset" holds "audio" and "load_dataset" as words (an
+    underscore joins an identifier, a dot or a hyphen separates words)."""
+    words = []
+    for token in tokenize(text):
+        words.append(token)
+        if _WORD_PARTS.search(token):
+            words.extend(tokenize(" ".join(_WORD_PARTS.split(token))))
+    # The stemmer leaves "-able" on ("streamabl"); a "streamable dataset" is about streaming.
+    return words + [stem for w in words if (stem := _ABLE.sub("", w)) != w]
+
+
+def subject_index(store: Any, collection: str, tenant: str, field: str) -> BM25Index:
+    """The tenant's index of one short field (the title), fitted in memory (titles are a small part of
+    the text) and refitted when the store has been written since."""
+    key = (id(store.db), collection, tenant, field)
+    version = (store.file.last_seq() if store.file is not None else 0, store.revision)
+    cached = _SUBJECT_CACHE.get(key)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    docs = _projected(store, collection, {"tenant_id": tenant}, field)
+    index = BM25Index().fit_tokens([d["_id"] for d in docs], (subject_words(_text_of(d, [field])) for d in docs))
+    _SUBJECT_CACHE[key] = (version, index)
+    return index
+
+
+def text_ids(store: Any, collection: str, tenant: str, fields: list[str], search: str,
+             subject: str | None = None) -> list[Any]:
+    """The records matching `search`, best first. With `subject` (a field path: the title), the records
+    whose subject holds every search word, ranked over the subject: a topic inside a structured question
+    ("open issues about parquet", "typed racket messages") names what the records are about, and an issue
+    is about what its title says, not about every module its pasted traceback lists."""
+    if subject is None:
+        return [doc_id for doc_id, _ in text_index(store, collection, tenant, fields).search(search)]
+    # A collection whose only text is its subject (a message) is searched with the index ingest built.
+    index = (text_index(store, collection, tenant, fields) if fields == [subject]
+             else subject_index(store, collection, tenant, subject))
+    words = list(dict.fromkeys(index.query_tokens(search)))
+    about = None
+    for word in words:
+        with_word = {doc_id for doc_id, _ in index.search_tokens([word])}
+        about = with_word if about is None else about & with_word
+    phrases = [_phrase(p) for p in re.findall(r'"([^"]+)"', search) if len(p.split()) > 1]
+    if about and phrases:
+        about = {d["_id"] for d in _projected(store, collection, {"tenant_id": tenant, "_id": {"$in": list(about)}}, subject)
+                 if all(p.search(_text_of(d, [subject])) for p in phrases)}
+    return [doc_id for doc_id, _ in index.search_tokens(words) if doc_id in (about or ())]
+
+
+def _projected(store: Any, collection: str, query: dict[str, Any], field: str) -> list[dict[str, Any]]:
+    """One field of the records matching `query`. On the embedded store through its indexes (by
+    `_id` from the document map) and copying that field only: its `find` would match every record
+    against an id list, and copy every body."""
+    if store.embedded:
+        stages = [{"$match": query}, {"$project": {field: 1}}]
+        return run_embedded(store.collection(collection), stages, Bounds(max_time_ms=60_000, max_rows=10**7,
+                                                                         max_bytes=2**31), revision=store.revision)
+    return list(store.collection(collection).find(query, {field: 1}))
+
+
+def _phrase(phrase: str) -> re.Pattern:
+    """A quoted phrase is a name ("Typed Racket"): its words as written, together, in order and
+    separated by spaces only ("typed/racket" is a module path, "type racket" another phrase)."""
+    words = [re.escape(w) for w in phrase.split()]
+    return re.compile(r"(?<![0-9A-Za-z_])" + r"\s+".join(words) + r"(?![0-9A-Za-z_])", re.I)

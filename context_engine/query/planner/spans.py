@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from context_engine.query.fields import field_for
-from context_engine.query.identity import COMMON_WORDS
+from context_engine.query.identity import CALENDAR_NAMES, COMMON_WORDS
 from context_engine.query.planner.draft import Draft
 
 # Words that carry no topic: never sent to full-text search.
@@ -19,6 +19,17 @@ did do does please recently recent new newest latest oldest first most top week 
 recent currently still yet also ones one two three four five six seven eight nine ten quarter
 days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us
 """.split())
+# What introduces a topic: "about X", "mentioning X", "PRs on X", 关于 X.
+CUE = re.compile(r"\b(?:about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
+                 r"containing|on)\s+|关于|有关|提到|涉及", re.I)
+# What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关".
+RELATED = re.compile(r"(?:-|\s+)related\b|\s+(?:discussions?|conversations?|chatter|talk)\b|\s*相关", re.I)
+DETERMINERS = frozenset("the a an this that these those our my your their its".split())
+TITLE = re.compile(r"(?:\(|\b(?:in|on) (?:the|their|its) )?titles?\)?|标题", re.I)
+_CJK_FUNCTION = "的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几"
+# A word: an identifier-like token ("load_dataset", "audio-folder"), a number, or a run of Chinese
+# content characters (split at function characters: "缓存的" is "缓存").
+TOKEN = re.compile(rf"[A-Za-z][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*|\d+|(?:(?![{_CJK_FUNCTION}])[\u4e00-\u9fff])+")
 CJK_STOP = re.compile(r"[的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几]+")
 
 
@@ -26,18 +37,140 @@ class SpanStep(Draft):
     """Full-text words, understood and not understood spans."""
 
     def _leftover_text(self, structured: bool) -> str:
-        """Topic words for `$text`: what follows a topic cue ("about", "mentioning", 关于); in a
-        question with no structure at all, every content word (a keyword search, the best the
+        """Topic words for `$text`. In a structured question: the words right after a topic cue ("about
+        parquet", "mentioning typed racket", 关于缓存), the words before "-related" (streaming-related,
+        streaming 相关), and the words that qualify the collection noun ("streaming PRs", "Windows
+        issues") when nothing else read them (not a stored value, a person, a state or a field word).
+        In a question with no structure at all, every content word (a keyword search, the best the
         structured half can do for "why did we ...")."""
-        cue = re.search(r"\b(?:about|regarding|mentioning|that mention|which mention|related to|concerning|"
-                        r"involving|on the topic of|titled|containing)\s+|关于|有关|提到|涉及", self.q, re.I)
-        if not cue and structured:
-            return ""
+        if not structured:
+            return self._all_content_words()
+        runs: list[list[tuple[int, int]]] = []
+        for cue in CUE.finditer(self.q):
+            if self._is_used(cue.span()):
+                continue
+            run = self._topic_run(cue.end(), forward=True, bridge=True)
+            if run:
+                self.use((cue.start(), cue.start() + len(cue.group(0).rstrip())), "topic")
+                runs.append(run)
+        for related in RELATED.finditer(self.q):
+            run = self._topic_run(related.start(), forward=False, bridge=True)
+            if run:
+                self.use((related.start() + len(related.group(0)) - len(related.group(0).lstrip(" -")),
+                          related.end()), "topic")
+                runs.append(sorted(run))
+        for a, _ in self._own_collection_spans():
+            runs.append(sorted(self._topic_run(a, forward=False, bridge=False)))
+        runs = [run for run in runs if run]
+        words = [span for run in runs for span in run]
+        if words:
+            title = TITLE.search(self.q)  # "mentioning audio in the title": where the topic is looked for
+            if title and not self._is_used(title.span()):
+                self.use(title.span(), "topic")
+        for span in sorted(set(words)):
+            self.use(span, "topic")
+        return " ".join(dict.fromkeys(self._search_terms(run) for run in runs))
+
+    def _search_terms(self, run: list[tuple[int, int]]) -> str:
+        """A run's words; quoted as one phrase (MongoDB's `$text` syntax) when it is a name: every word
+        capitalised ("Typed Racket") or one of them a value the question filters on ("typed racket" in
+        the racket workspace). Other words each match in any order and form ("redis caching": "Cache
+        sessions in Redis")."""
+        words = [self.q[a:b] for a, b in run]
+        text = " ".join(w.lower() for w in words)
+        values = {self.q[a:b].lower() for (a, b), how in zip(self.used, self.how) if how == "value"}
+        if len(words) > 1 and (all(w[0].isupper() for w in words) or any(w.lower() in values for w in words)):
+            return f'"{text}"'
+        return text
+
+    def _topic_run(self, at: int, *, forward: bool, bridge: bool) -> list[tuple[int, int]]:
+        """The topic words next to `at`: a run of words no other step read, that are neither function
+        words nor words of the plan's shape, states or fields; stopped by anything else (a comma, "by",
+        "opened"). After a cue or before "related" (`bridge`), a stored value between topic words stays
+        in the topic too ("typed racket discussion", where "racket" is also the workspace), and so does
+        one ending a capitalised name ("about Typed Racket"); a bare word before the collection noun
+        needs no value beside it ("globex platform team": "platform" is the team, "globex" no topic)."""
+        tokens = list(TOKEN.finditer(self.q[at:] if forward else self.q[:at]))
+        if not forward:
+            tokens.reverse()
+        run: list[tuple[int, int]] = []
+        pending: list[tuple[int, int]] = []  # stored values, kept when a topic word follows
+        edge = at
+        for m in tokens:
+            a, b = (at + m.start(), at + m.end()) if forward else m.span()
+            gap = self.q[edge:a] if forward else self.q[b:edge]
+            if gap.strip(" -"):  # punctuation or a line break ends the topic
+                break
+            edge = b if forward else a
+            word = m.group(0).lower()
+            if self._is_used((a, b)):
+                if bridge and self._used_as((a, b)) == "value" and not IMPLIED.fullmatch(word):
+                    pending.append((a, b))
+                    continue
+                break
+            if forward and not run and not pending and word in DETERMINERS:
+                continue  # "about the session cache"
+            if not self._topic_word(word, (a, b), other_collections=bridge):
+                break
+            run += pending + [(a, b)]
+            pending = []
+        if forward and run and pending and self.q[pending[0][0]].isupper() and self.q[run[-1][0]].isupper():
+            run.append(pending[0])
+        return run
+
+    def _topic_word(self, word: str, span: tuple[int, int], *, other_collections: bool) -> bool:
+        """Not a function word, nor one of the plan's shape, states, fields, dates or collection; after a
+        cue, another collection's noun is a topic ("PRs about docs")."""
+        if any(a <= span[0] and span[1] <= b for a, b in self.collection_spans):
+            return other_collections and self._names_other_collection(word)
+        if "/" in self.q[max(span[0] - 1, 0):span[0]] + self.q[span[1]:span[1] + 1]:
+            return False  # one of alternatives or a path ("onboarding/process guides")
+        if not other_collections and word in self._stored_words():
+            return False  # part of a stored value: the organisation ("globex issues"), a repository's owner
+        if word in CALENDAR_NAMES:
+            return False
+        if word in FILLER or IMPLIED.fullmatch(word) or any(p.fullmatch(word) for p, _ in FIELD_WORDS):
+            return False
+        if re.match(r"[\u4e00-\u9fff]", word):
+            return not CJK_STOP.fullmatch(word)
+        if word.isdigit() or len(word) < 3 or TITLE.fullmatch(word):
+            return False
+        return word not in STOP or (other_collections and self._names_other_collection(word))
+
+    def _stored_words(self) -> frozenset[str]:
+        """The collection's stored values, and the words inside the tenant's compound values ("globex"
+        of the repository "globex/api"): a word naming the organisation or a thing it stores, not a
+        subject. (A label of another collection, "streaming" on issues, stays a subject of PRs.)"""
+        if not hasattr(self, "_stored_word_set"):
+            own = {str(v).lower() for info in self.schema.fields.values() for v in info.enum or []}
+            parts = {part for schema in self.ctx.schemas.values() for info in schema.fields.values()
+                     for v in info.enum or [] if isinstance(v, str)
+                     for part in re.split(r"[\s/@.:#]+", v.lower()) if part != v.lower()}
+            self._stored_word_set = frozenset(own | parts)
+        return self._stored_word_set
+
+    def _names_other_collection(self, word: str) -> bool:
+        from context_engine.query.planner.collection import detect_collection  # collection imports STOP from here
+
+        named, spans = detect_collection(word, {self.collection: None})
+        return bool(spans) and named != self.collection
+
+    def _own_collection_spans(self) -> list[tuple[int, int]]:
+        from context_engine.query.planner.collection import detect_collection
+
+        return [(a, b) for a, b in self.collection_spans
+                if detect_collection(self.q[a:b], {self.collection: None})[0] == self.collection]
+
+    def _used_as(self, span: tuple[int, int]) -> str | None:
+        return next((how for used, how in zip(self.used, self.how) if not (span[1] <= used[0] or span[0] >= used[1])),
+                    None)
+
+    def _all_content_words(self) -> str:
         chars = list(self.q)
-        if cue:
+        cue = CUE.search(self.q)
+        if cue:  # "PRs mentioning schema registry": what follows the cue
             self.use((cue.start(), cue.start() + len(cue.group(0).rstrip())), "topic")
-            for i in range(cue.start()):
-                chars[i] = " "
+            chars[:cue.start()] = " " * cue.start()
         for a, b in self.used + self.collection_spans:
             for i in range(a, min(b, len(chars))):
                 chars[i] = " "
