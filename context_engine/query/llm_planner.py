@@ -1,13 +1,14 @@
 """The LLM planner: any LangChain chat model writes the plan IR (`query/ir.py`) as JSON, given what
 code already knows; `query/compile.py` turns it into the pipeline.
 
-The prompt is sized to the question: the schema of the collection the question names (only the
-fields its words or the planner's roles touch), the people and time ranges already resolved by code,
-the offline planner's draft IR and the words that draft did not understand, and at most three
-examples. Models that take a JSON schema for their output (OpenAI-compatible servers) are given
-`PLAN_JSON_SCHEMA`; any other chat model is asked for the JSON text, parsed the same way. The plan
-is untrusted: its IR is checked as it is read, and its pipeline goes through the validator.
-"""
+The system prompt is one fixed text (the IR and its rules), so a llama.cpp server reuses its evaluated
+prefix across questions. The question's own part is sized to it: the fields of the collection it names
+(those its words or the planner's roles touch, in a compact notation), the people and time ranges
+already resolved by code, the context set's named filters for words the offline draft did not
+understand, at most two context-set templates close to the question, and the draft IR. Models that
+take a JSON schema for their output (OpenAI-compatible servers) are given the plan's schema without
+spans and a short answer cap; any other chat model is asked for the JSON text, parsed the same way.
+The plan is untrusted: its IR is checked as it is read, and its pipeline goes through the validator."""
 
 from __future__ import annotations
 

@@ -115,6 +115,8 @@ def test_a_field_is_listed_when_its_own_name_is_said_not_an_ancestors():
 def test_examples_are_only_the_close_context_set_templates(catalog):
     close = asked(catalog, "how many open PRs are labelled performance")
     assert close.count("\nQ: ") == 1 and "Q: how many open PRs are labelled security ->" in close
+    example = json.loads(close.split("Q: how many open PRs are labelled security -> ")[1].splitlines()[0])
+    assert example["pipeline"][0]["$match"] == {"state": "open", "labels.name": "security"}  # bound, no {{label}}
     assert "Examples" not in asked(catalog, "which PRs touched the billing service and were reverted")
     assert all(asked(catalog, q).count("\nQ: ") <= EXAMPLES for q in ("PRs Rashid merged last week", "open PRs by repo"))
 
