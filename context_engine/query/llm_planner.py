@@ -39,6 +39,10 @@ EXAMPLE_SCORE = 75.0
 MAX_ANSWER_TOKENS = 256
 # Leaves that name what a question says by a parent ("milestone" for milestone.title, "closed_by" for
 # closed_by.login): a field so named is listed when its parent is.
+# Seconds one plan may take from an OpenAI-compatible endpoint: ~15 s is the aim on 2 cores, four
+# times that is a stuck or overloaded server. A timeout is an error the engine reports beside the
+# offline plan it keeps ("LLM planner failed (OpenAITimeoutError)"), never a silent wait.
+PLANNER_TIMEOUT = 60.0
 _LABEL_LEAVES = frozenset({"name", "title", "login", "state", "key"})
 _COMPACT = {"ensure_ascii": False, "separators": (",", ":")}
 
@@ -276,9 +280,10 @@ def _json_mode(model: Any) -> Any:
         # `max_completion_tokens`, which llama.cpp's server does not read. An endpoint that refuses the
         # schema or the cap (a 400) is asked again without them: the prompt asks for the same JSON,
         # and the answer is parsed the same way.
-        return model.bind(response_format={"type": "json_object", "schema": ANSWER_SCHEMA},
+        timed = model.bind(timeout=PLANNER_TIMEOUT)
+        return timed.bind(response_format={"type": "json_object", "schema": ANSWER_SCHEMA},
                           extra_body={"max_tokens": MAX_ANSWER_TOKENS}).with_fallbacks(
-            [model], exceptions_to_handle=(BadRequestError,))
+            [timed], exceptions_to_handle=(BadRequestError,))
     return model
 
 

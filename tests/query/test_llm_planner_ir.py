@@ -196,3 +196,28 @@ def test_the_model_is_asked_for_a_short_answer_without_spans():
     assert body["max_tokens"] == MAX_ANSWER_TOKENS <= 300
     schema = json.dumps(body["response_format"]["schema"])
     assert '"filters"' in schema and '"span"' not in schema
+
+
+
+def test_a_model_that_times_out_is_reported_beside_the_offline_plan(catalog):
+    """Never silently wrong, never a silent wait: the request carries the planner's timeout, and a
+    timeout keeps the offline plan with a note saying the model failed."""
+    import httpx
+    from langchain_openai import ChatOpenAI
+
+    from context_engine.query.engine import plan
+    from context_engine.query.llm_planner import PLANNER_TIMEOUT
+
+    waited = []
+
+    def endpoint(request):
+        waited.append(request.extensions["timeout"]["read"])
+        raise httpx.ReadTimeout("no answer", request=request)
+
+    model = ChatOpenAI(model="m", api_key="k", base_url="http://endpoint.invalid/v1", max_retries=0, timeout=600,
+                       http_client=httpx.Client(transport=httpx.MockTransport(endpoint)))
+    kept = plan(context(catalog, "how many open PRs with a purple hat"), LLMPlanner(model))
+    assert waited == [PLANNER_TIMEOUT] and PLANNER_TIMEOUT <= 60
+    assert kept.planner == "offline" and kept.pipeline[-1] == {"$count": "count"}
+    assert any(n.startswith("LLM planner failed (") and "Timeout" in n and n.endswith("kept the offline plan")
+               for n in kept.notes)
