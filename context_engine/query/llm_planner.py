@@ -154,9 +154,8 @@ def schema_slice(schema: CollectionSchema, question: str, max_enum: int = 8, als
         if values and shown:
             entry += "=" + "|".join(values[:shown]) + ("|..." if len(values) > shown else "")
         keep.append(entry)
-    roles_line = " ".join(f"{role}={paths[0]}" for role, paths in VALUE_ROLES.get(schema.name, {}).items()
-                          if schema.has_path(paths[0]) and role != paths[0])
-    return "\n".join([f"{schema.name}: " + ", ".join(keep), f" dates: {', '.join(dates)}", f" roles: {roles_line}"]
+    # Roles are not listed: their paths are, and one name per field is less for a small model to weigh.
+    return "\n".join([f"{schema.name}: " + ", ".join(keep), f" dates: {', '.join(dates)}"]
                      + ([f" full text: {', '.join(schema.text_fields)}"] if schema.text_fields else []))
 
 
