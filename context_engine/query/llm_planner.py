@@ -37,12 +37,12 @@ EXAMPLE_SCORE = 75.0
 # The longest answer a plan needs (a few filters, a time, a shape); a model that runs on is cut here and
 # its unreadable answer is asked for again, not waited for.
 MAX_ANSWER_TOKENS = 256
-# Leaves that name what a question says by a parent ("milestone" for milestone.title, "closed_by" for
-# closed_by.login): a field so named is listed when its parent is.
 # Seconds one plan may take from an OpenAI-compatible endpoint: ~15 s is the aim on 2 cores, four
 # times that is a stuck or overloaded server. A timeout is an error the engine reports beside the
 # offline plan it keeps ("LLM planner failed (OpenAITimeoutError)"), never a silent wait.
 PLANNER_TIMEOUT = 60.0
+# Leaves that name what a question says by a parent ("milestone" for milestone.title, "closed_by" for
+# closed_by.login): a field so named is listed when its parent is.
 _LABEL_LEAVES = frozenset({"name", "title", "login", "state", "key"})
 _COMPACT = {"ensure_ascii": False, "separators": (",", ":")}
 
