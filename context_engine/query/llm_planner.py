@@ -155,8 +155,8 @@ def schema_slice(schema: CollectionSchema, question: str, max_enum: int = 8, als
             entry += "=" + "|".join(values[:shown]) + ("|..." if len(values) > shown else "")
         keep.append(entry)
     # Roles are not listed: their paths are, and one name per field is less for a small model to weigh.
-    return "\n".join([f"{schema.name}: " + ", ".join(keep), f" dates: {', '.join(dates)}"]
-                     + ([f" full text: {', '.join(schema.text_fields)}"] if schema.text_fields else []))
+    # The full-text fields are not listed: the 1.5B model copied their names into "text" as topic words.
+    return "\n".join([f"{schema.name}: " + ", ".join(keep), f" dates: {', '.join(dates)}"])
 
 
 def build_messages(ctx: PlanningContext, max_rows: int = 200) -> list[tuple[str, str]]:
