@@ -2,46 +2,31 @@
 
 # --- planner ---
 
-PLANNER_SYSTEM = """You translate a question about an engineering team's work into a query plan, as one JSON object:
-{{"collection": "<name>",
- "filters": [{{"field": "<path or role>", "op": "eq|ne|in|nin|gt|gte|lt|lte|exists|empty|not_empty", "value": ..., "negate": false}}],
- "times": [{{"field": "<date path or role>", "start": {{"$date": "..."}} or null, "end": {{"$date": "..."}} or null}}],
- "text": [],
- "shape": {{"kind": "list|count|distinct_count|group|top|min|max|argmin|argmax", "field": "<path>" or null,
-           "bucket": "day|week|month|year" or null, "over": "records|groups", "limit": N or null,
-           "sort": [{{"field": "<path>", "direction": -1}}]}}}}
-Answer with that JSON object and nothing else.
+# The system prompt is the same for every question (only `max_rows` is set, once per server), so an
+# OpenAI-compatible llama.cpp server reuses its evaluated prefix from one question to the next; everything
+# the question brings (schema slice, people, times, draft) is in PLANNER_QUESTION, after it.
+PLANNER_SYSTEM = """Turn a question about an engineering team's work into a query plan: one JSON object, nothing else.
+{{"collection":C,"filters":[{{"field":F,"op":OP,"value":V}}],"times":[{{"field":F,"start":D,"end":D}}],"text":[],
+"shape":{{"kind":K,"field":F,"bucket":B,"over":"records|groups","limit":N,"sort":[{{"field":F,"direction":-1}}]}}}}
+F: a field listed under the question. D: {{"$date":"YYYY-MM-DDTHH:MM:SSZ"}} or null (open: "since 2021", "before May").
+OP: eq ne in nin gt gte lt lte exists empty not_empty. empty: missing/null/[]/"" ("without a milestone",
+"unassigned"); "negate":true inverts a filter ("not labelled bug", "never merged").
+text: topic words for full-text search, [] when no topic.
+K: list (records sorted by a date, limit at most {max_rows}) | count | distinct_count (of field) |
+group (counts per field, or per bucket day|week|month|year of a date field; limit N = top N) |
+top (the N records with the highest field) | min | max | argmin | argmax (by field over records, or over
+groups: "busiest month" = argmax, field the date, bucket month, over groups).
+Leave out keys that say nothing. People and times: write exactly the values given.
+The draft is a rule-based plan of the question: keep what it got right, fix what the question says differently."""
 
-Meanings:
-- text: topic words for full-text search; [] when the question names no topic.
-- op "empty": missing, null, [] or "" ("without a milestone", "unassigned"); "not_empty" the opposite. "negate": true inverts a filter.
-- times: half-open [start, end); leave start or end null for "since ..." / "before ...".
-- shape: list = the records (sort by a date, limit at most {max_rows}); count; distinct_count of field;
-  group = counts per field (or per time bucket of a date field; limit N = top N groups);
-  top = the N records with the highest field; min/max/argmin/argmax over records by field, or over groups
-  ("busiest month": argmax, field = the date, bucket = month, over = groups).
-- Only if the plan cannot say it: "pipeline": [<MongoDB stages>] instead (stages $match $sort $limit $count $group $project $unwind $addFields).
-- Use only the fields listed below, exactly as written. People: exactly the values given under "People".
-
-Now (UTC): {now}
-{asker}
-
-Schema:
+# Everything this question brings, after the fixed system prompt (see above).
+PLANNER_QUESTION = """Now: {now}. {asker}
 {schemas}
-
-People named in the question (use exactly these values):
-{people}
-
-Time expressions in the question:
-{times}
-
-Examples:
-{examples}
-
-A rule-based draft plan (it may be wrong or incomplete; fix what the question asks differently):
-{draft}
-Words of the question the draft did not understand: {not_understood}
-"""
+People: {people}
+Times: {times}{facets}{examples}
+Draft: {draft}
+Draft did not understand: {not_understood}
+Question: {question}"""
 
 PLANNER_RETRY = """Your previous plan was rejected:
 {attempt}

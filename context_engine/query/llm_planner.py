@@ -1,13 +1,14 @@
 """The LLM planner: any LangChain chat model writes the plan IR (`query/ir.py`) as JSON, given what
 code already knows; `query/compile.py` turns it into the pipeline.
 
-The prompt is sized to the question: the schema of the collection the question names (only the
-fields its words or the planner's roles touch), the people and time ranges already resolved by code,
-the offline planner's draft IR and the words that draft did not understand, and at most three
-examples. Models that take a JSON schema for their output (OpenAI-compatible servers) are given
-`PLAN_JSON_SCHEMA`; any other chat model is asked for the JSON text, parsed the same way. The plan
-is untrusted: its IR is checked as it is read, and its pipeline goes through the validator.
-"""
+The system prompt is one fixed text (the IR and its rules), so a llama.cpp server reuses its evaluated
+prefix across questions. The question's own part is sized to it: the fields of the collection it names
+(those its words or the planner's roles touch, in a compact notation), the people and time ranges
+already resolved by code, the context set's named filters for words the offline draft did not
+understand, at most two context-set templates close to the question, and the draft IR. Models that
+take a JSON schema for their output (OpenAI-compatible servers) are given the plan's schema without
+spans and a short answer cap; any other chat model is asked for the JSON text, parsed the same way.
+The plan is untrusted: its IR is checked as it is read, and its pipeline goes through the validator."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ from typing import Any
 
 from langchain_core.runnables import RunnableLambda
 
-from context_engine.prompts import PLANNER_RETRY, PLANNER_SYSTEM, TIEBREAK_SYSTEM
+from context_engine.prompts import PLANNER_QUESTION, PLANNER_RETRY, PLANNER_SYSTEM, TIEBREAK_SYSTEM
 from context_engine.query.compile import compile_plan, resolve_field
-from context_engine.query.context_sets import shipped_examples
+from context_engine.query.context_sets import ContextSet, shipped
 from context_engine.query.fields import PEOPLE_ROLES, VALUE_ROLES
 from context_engine.query.identity import Mention, Person
 from context_engine.query.ir import PLAN_JSON_SCHEMA, IRError, PlanIR
@@ -29,13 +30,27 @@ from context_engine.query.plan import Plan, PlanningContext, from_extended_json,
 from context_engine.query.schema import CollectionSchema
 from context_engine.query.validate import validate_pipeline
 
-EXAMPLES = 3
+EXAMPLES = 2
+# A template is shown as an example only this close to the question (rapidfuzz token-set score, 0-100):
+# a far example costs the model time to read and pulls its plan off the question.
+EXAMPLE_SCORE = 75.0
+# The longest answer a plan needs (a few filters, a time, a shape); a model that runs on is cut here and
+# its unreadable answer is asked for again, not waited for.
+MAX_ANSWER_TOKENS = 256
+# Seconds one plan may take from an OpenAI-compatible endpoint: ~15 s is the aim on 2 cores, four
+# times that is a stuck or overloaded server. A timeout is an error the engine reports beside the
+# offline plan it keeps ("LLM planner failed (OpenAITimeoutError)"), never a silent wait.
+PLANNER_TIMEOUT = 60.0
+# Leaves that name what a question says by a parent ("milestone" for milestone.title, "closed_by" for
+# closed_by.login): a field so named is listed when its parent is.
+_LABEL_LEAVES = frozenset({"name", "title", "login", "state", "key"})
+_COMPACT = {"ensure_ascii": False, "separators": (",", ":")}
 
 
 @lru_cache(maxsize=1)
-def context_sets() -> dict[str, Any]:
-    """The shipped templates as solved examples (each bound to its example question's values)."""
-    return {"templates": shipped_examples()}
+def context_sets() -> ContextSet:
+    """The shipped context set: its templates are the model's examples, its facets named filters."""
+    return shipped()
 
 
 def _relevant(ctx: PlanningContext, draft: Plan) -> list[CollectionSchema]:
@@ -48,7 +63,7 @@ def _relevant(ctx: PlanningContext, draft: Plan) -> list[CollectionSchema]:
 
 def _describe_person(person: Person, schemas: list[CollectionSchema]) -> str:
     """The exact value to write for this person in the people fields of the relevant collections, one
-    line per handle kind ("Rashid Khan: 'rsh-dev' in user.login, reviews.user.login ...")."""
+    entry per handle kind ("Rashid Khan: 'rsh-dev' in user.login, reviews.user.login ...")."""
     fields: dict[str, list[str]] = {}
     for schema in schemas:
         for options in PEOPLE_ROLES.get(schema.name, {}).values():
@@ -60,79 +75,107 @@ def _describe_person(person: Person, schemas: list[CollectionSchema]) -> str:
 
 
 def _describe_time(rng) -> str:
-    cond = {}
-    if rng.start is not None:
-        cond["$gte"] = {"$date": rng.start.strftime("%Y-%m-%dT%H:%M:%SZ")}
-    if rng.end is not None:
-        cond["$lt"] = {"$date": rng.end.strftime("%Y-%m-%dT%H:%M:%SZ")}
-    return f"- {rng.text!r} -> {json.dumps(cond)}"
+    """The time expression and its bounds as the model writes them in a time range."""
+    bounds = {"start": rng.start, "end": rng.end}
+    return f"{rng.text!r} -> " + json.dumps({k: to_extended_json(v) for k, v in bounds.items()}, **_COMPACT)[1:-1]
 
 
 def _words(text: str) -> set[str]:
     return {w.lower() for w in re.findall(r"[A-Za-z]{3,}|[\u4e00-\u9fff]", text)}
 
 
+def _valid(pipeline: Any, schema: CollectionSchema) -> bool:
+    return not validate_pipeline(from_extended_json(pipeline), schema)
+
+
 def _examples(ctx: PlanningContext, schemas: list[CollectionSchema]) -> str:
-    """At most `EXAMPLES` context-set examples, those sharing most words with the question, valid for
-    this tenant's schema (a Jira-shaped example misleads on GitHub issues)."""
-    names = {sc.name for sc in schemas}
-    asked = _words(ctx.question)
-    valid = [e for e in context_sets()["templates"] if e["collection"] in names
-             and not validate_pipeline(from_extended_json(e["pipeline"]), ctx.schemas[e["collection"]])]
-    # Only examples near the question (two words in common): every example costs the model time to read.
-    near = sorted((e for e in valid if len(asked & _words(e["question"])) >= 2),
-                  key=lambda e: -len(asked & _words(e["question"])))
-    return "\n".join(f"Q: {e['question']}\n" + json.dumps({"collection": e["collection"], "pipeline": e["pipeline"]},
-                                                        ensure_ascii=False) for e in near[:EXAMPLES]) or "(none)"
+    """At most `EXAMPLES` context-set templates close to the question (`ContextSet.similar_templates`),
+    valid for this tenant's schema (a Jira-shaped example misleads on GitHub issues), each as its
+    example question and the plan bound to that example's values."""
+    by_name = {sc.name: sc for sc in schemas}
+    shown = []
+    for template, score in context_sets().similar_templates(ctx.question, k=2 * EXAMPLES):
+        schema = by_name.get(template.collection)
+        if score < EXAMPLE_SCORE or schema is None or not template.example.get("question"):
+            continue
+        pipeline = to_extended_json(template.instantiate(template.example_bindings()))
+        if _valid(pipeline, schema):
+            shown.append(f"Q: {template.example['question']} -> "
+                         + json.dumps({"collection": template.collection, "pipeline": pipeline}, **_COMPACT))
+    return "\nExamples:\n" + "\n".join(shown[:EXAMPLES]) if shown else ""
 
 
-def schema_slice(schema: CollectionSchema, question: str, max_enum: int = 15, also: frozenset[str] = frozenset()) -> str:
-    """The fields a plan for this question may need: those the planners' roles name, those whose name
-    shares a word with the question, those holding a value the question names, those the draft uses
-    (`also`). A short prompt is a
-    better prompt for a small model, and a faster one."""
+def _facets(ctx: PlanningContext, schemas: list[CollectionSchema], draft: Plan) -> str:
+    """The context set's named filters ("good first issues") said by words the draft did not
+    understand, valid for this tenant: what the draft understood is already in it, and a facet
+    phrase said as another word ("PRs Ana opened" is not the facet "open") only misleads."""
+    unread = " ".join(s["text"] for s in draft.not_understood)
+    found = [f"{f.name!r}: {json.dumps(f.match, **_COMPACT)}" for sc in schemas
+             for f in context_sets().matching_facets(unread, sc.name) if _valid([{"$match": f.match}], sc)]
+    return "\nNamed filters the question says (write them as filters): " + "; ".join(found) if found else ""
+
+
+def _named(path: str, asked: set[str]) -> bool:
+    """The question says a word of the field's leaf, or of its parent when the leaf is a label
+    ("milestone" lists milestone.title); a word of some other ancestor does not ("closed" names
+    closed_at, not closed_by.events_url)."""
+    parts = path.split(".")
+    said = set(parts[-1:]) | (set(parts[-2:-1]) if parts[-1] in _LABEL_LEAVES else set())
+    return bool(asked & _words(" ".join(said).replace("_", " ")))
+
+
+def schema_slice(schema: CollectionSchema, question: str, max_enum: int = 8, also: frozenset[str] = frozenset()) -> str:
+    """The fields a plan for this question may need, in one compact line each: those the planners'
+    roles name, those the question names (`_named`), those holding a value the question says, those
+    the draft uses (`also`). Dates are listed together; values are shown only for small or named
+    enumerations. A short prompt is a better prompt for a small model, and a faster one."""
     asked = _words(question)
     low = question.lower()
     people = {p for options in PEOPLE_ROLES.get(schema.name, {}).values() for p, _ in options}
-    roles = {p for paths in VALUE_ROLES.get(schema.name, {}).values() for p in paths} | people | {"ref"} | also
-    keep = []
+    roles = {p for paths in VALUE_ROLES.get(schema.name, {}).values() for p in paths} | people | also
+    dates, keep = [], []
     for path, info in schema.fields.items():
         if "object" in info.types and len(info.types) <= 2:
             continue  # its subfields are listed
-        named = bool(asked & _words(path.replace("_", " ").replace(".", " ")))
+        named = _named(path, asked)
         valued = any(isinstance(v, str) and len(v) >= 2 and v.lower() in low for v in info.enum or [])
-        if path in roles or named or valued:
-            kind = "|".join(sorted(info.types - {"null"})) or "null"
-            extra = " (in array)" if info.in_array else ""
-            # People fields take the handles given under "People"; other values matter when named.
-            shown = 0 if path in people else max_enum if (named or valued) else 6 if len(info.enum or []) <= 6 else 0
-            if info.enum and shown:
-                extra += " one of: " + ", ".join(repr(v) for v in info.enum[:shown]) + (
-                    " ..." if len(info.enum) > shown else "")
-            keep.append(f"  {path}: {kind}{extra}")
-    roles_line = ", ".join(f"{role}={paths[0]}" for role, paths in VALUE_ROLES.get(schema.name, {}).items()
-                           if schema.has_path(paths[0]))
-    return "\n".join([f"collection {schema.name}", *keep, f"  roles: {roles_line}"]
-                     + ([f"  full-text over: {', '.join(schema.text_fields)}"] if schema.text_fields else []))
+        if not (path in roles or named or valued) or not schema.has_path(path):
+            continue
+        kinds = info.types - {"null"}
+        if kinds == {"date"}:
+            dates.append(path)
+            continue
+        entry = path + ("[]" if info.in_array else "") + ("" if kinds <= {"string"} else ":" + "|".join(sorted(kinds)))
+        # Handles are given under People; other values are shown when few, or when the question
+        # names the field or says one of them (those first).
+        values = [] if path in people or path.endswith(".login") else sorted(
+            (v for v in info.enum or [] if isinstance(v, str)), key=lambda v: v.lower() not in low)
+        shown = max_enum if (named or valued) else 4 if len(values) <= 4 else 0
+        if values and shown:
+            entry += "=" + "|".join(values[:shown]) + ("|..." if len(values) > shown else "")
+        keep.append(entry)
+    # Roles are not listed: their paths are, and one name per field is less for a small model to weigh.
+    # The full-text fields are not listed: the 1.5B model copied their names into "text" as topic words.
+    return "\n".join([f"{schema.name}: " + ", ".join(keep), f" dates: {', '.join(dates)}"])
 
 
 def build_messages(ctx: PlanningContext, max_rows: int = 200) -> list[tuple[str, str]]:
     draft = ctx.draft = ctx.draft or OfflinePlanner().plan(ctx)
     schemas = _relevant(ctx, draft)
     others = sorted(set(ctx.schemas) - {sc.name for sc in schemas})
-    asker = (f"The asker (\"I\", \"me\", \"my\") is {_describe_person(ctx.asker, schemas)}" if ctx.asker
-             else "The asker is unknown.")
-    people = "\n".join(f"- {m.text!r} -> {_describe_person(m.person, schemas)}" for m in ctx.mentions if m.person) or "(none)"
-    times = "\n".join(_describe_time(t) for t in ctx.times) or "(none)"
-    system = PLANNER_SYSTEM.format(
-        max_rows=max_rows, now=ctx.now.strftime("%Y-%m-%dT%H:%M:%SZ"), asker=asker,
+    asker = (f"The asker (I, me, my) is {_describe_person(ctx.asker, schemas)}" if ctx.asker else "The asker is unknown.")
+    question = PLANNER_QUESTION.format(
+        now=ctx.now.strftime("%Y-%m-%dT%H:%M:%SZ"), asker=asker,
         schemas="\n".join([*(schema_slice(sc, ctx.question, also=_paths(draft)) for sc in schemas)]
-                          + ([f"other collections: {', '.join(others)}"] if others else [])), people=people, times=times,
-        examples=_examples(ctx, schemas), draft=json.dumps(_written(draft), ensure_ascii=False),
-        not_understood=", ".join(repr(s["text"]) for s in draft.not_understood) or "none")
-    messages = [("system", system), ("human", ctx.question)]
+                          + ([f"other collections: {', '.join(others)}"] if others else [])),
+        people="; ".join(f"{m.text!r} -> {_describe_person(m.person, schemas)}" for m in ctx.mentions if m.person) or "none",
+        times="; ".join(_describe_time(t) for t in ctx.times) or "none",
+        facets=_facets(ctx, schemas, draft), examples=_examples(ctx, schemas),
+        draft=json.dumps(_written(draft), **_COMPACT),
+        not_understood=", ".join(repr(s["text"]) for s in draft.not_understood) or "none", question=ctx.question)
+    messages = [("system", PLANNER_SYSTEM.format(max_rows=max_rows)), ("human", question)]
     for attempt in ctx.previous[-2:]:
-        messages.append(("ai", json.dumps(_written(attempt.plan), ensure_ascii=False)))
+        messages.append(("ai", json.dumps(_written(attempt.plan), **_COMPACT)))
         messages.append(("human", PLANNER_RETRY.format(attempt="(above)", error=attempt.error)))
     return messages
 
@@ -210,6 +253,19 @@ def link_filters(ir: PlanIR, schema: CollectionSchema, ctx: PlanningContext) -> 
         f.value = link_people([{"$match": {path: f.value}}], schema.name, ctx)[0]["$match"][path]
 
 
+def _without_spans(schema: Any) -> Any:
+    """The plan's JSON schema without its `span` properties: spans are code's to set, and every
+    token the model writes costs it time."""
+    if isinstance(schema, dict):
+        return {k: _without_spans(v) for k, v in schema.items() if k != "span"}
+    if isinstance(schema, list):
+        return [_without_spans(v) for v in schema]
+    return schema
+
+
+ANSWER_SCHEMA = _without_spans(PLAN_JSON_SCHEMA)
+
+
 def _json_mode(model: Any) -> Any:
     """The model asked for JSON in the plan's schema where it takes one (OpenAI-compatible servers,
     the local model included); any other chat model answers as it is, and its text is parsed alike."""
@@ -219,10 +275,14 @@ def _json_mode(model: Any) -> Any:
     except ImportError:
         return model
     if isinstance(model, ChatOpenAI):
-        # An endpoint that refuses a schema in `response_format` is asked again without it: the prompt
-        # asks for the same JSON, and the answer is parsed the same way.
-        return model.bind(response_format={"type": "json_object", "schema": PLAN_JSON_SCHEMA}).with_fallbacks(
-            [model], exceptions_to_handle=(BadRequestError,))
+        # The answer is capped with `max_tokens` in the body: langchain-openai sends its own cap as
+        # `max_completion_tokens`, which llama.cpp's server does not read. An endpoint that refuses the
+        # schema or the cap (a 400) is asked again without them: the prompt asks for the same JSON,
+        # and the answer is parsed the same way.
+        timed = model.bind(timeout=PLANNER_TIMEOUT)
+        return timed.bind(response_format={"type": "json_object", "schema": ANSWER_SCHEMA},
+                          extra_body={"max_tokens": MAX_ANSWER_TOKENS}).with_fallbacks(
+            [timed], exceptions_to_handle=(BadRequestError,))
     return model
 
 

@@ -56,12 +56,10 @@ def test_every_shipped_example_reproduces_the_old_example_pipelines():
     assert since["merged_at"] == {"$gte": {"$date": "2026-03-01T00:00:00Z"}}  # open end: no $lt at all
 
 
-def test_llm_planner_still_reads_question_collection_pipeline():
-    from context_engine.query.llm_planner import context_sets
+def test_llm_planner_reads_the_shipped_context_set():
+    from context_engine.query.llm_planner import context_sets  # its examples: tests/query/test_llm_planner_ir.py
 
-    templates = context_sets()["templates"]
-    assert templates and all(set(t) == {"question", "collection", "pipeline"} for t in templates)
-    assert not any("{{" in json.dumps(t["pipeline"]) for t in templates)
+    assert context_sets().templates == cs.shipped().templates and context_sets().facets == cs.shipped().facets
 
 
 # -- matching -------------------------------------------------------------------------------------
