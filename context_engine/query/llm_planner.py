@@ -53,6 +53,12 @@ def context_sets() -> ContextSet:
     return shipped()
 
 
+def context_set_of(ctx: PlanningContext) -> ContextSet:
+    """The tenant's context set (its own templates, taught ones included) when the planning context
+    carries one, else the shipped one."""
+    return ctx.context_set if isinstance(ctx.context_set, ContextSet) else context_sets()
+
+
 def _relevant(ctx: PlanningContext, draft: Plan) -> list[CollectionSchema]:
     """The collection the question names, else the one the draft guessed: a short prompt is a better
     prompt, and a faster one (the other collections are listed by name)."""
@@ -94,7 +100,7 @@ def _examples(ctx: PlanningContext, schemas: list[CollectionSchema]) -> str:
     example question and the plan bound to that example's values."""
     by_name = {sc.name: sc for sc in schemas}
     shown = []
-    for template, score in context_sets().similar_templates(ctx.question, k=2 * EXAMPLES):
+    for template, score in context_set_of(ctx).similar_templates(ctx.question, k=2 * EXAMPLES):
         schema = by_name.get(template.collection)
         if score < EXAMPLE_SCORE or schema is None or not template.example.get("question"):
             continue
@@ -111,7 +117,7 @@ def _facets(ctx: PlanningContext, schemas: list[CollectionSchema], draft: Plan) 
     phrase said as another word ("PRs Ana opened" is not the facet "open") only misleads."""
     unread = " ".join(s["text"] for s in draft.not_understood)
     found = [f"{f.name!r}: {json.dumps(f.match, **_COMPACT)}" for sc in schemas
-             for f in context_sets().matching_facets(unread, sc.name) if _valid([{"$match": f.match}], sc)]
+             for f in context_set_of(ctx).matching_facets(unread, sc.name) if _valid([{"$match": f.match}], sc)]
     return "\nNamed filters the question says (write them as filters): " + "; ".join(found) if found else ""
 
 
