@@ -104,8 +104,12 @@ def test_aggregate_over_people_carries_display_names(settings):
                                   {"$sort": {"count": -1, "_id": 1}}]),
 ])
 def test_offline_pipelines_for_counts_and_groups(settings, question, expected):
-    result = _run(settings, question)
-    assert isinstance(result, Success) and result.plan.pipeline == expected
+    """The pipelines the planner composes; with the context set on, a shipped template that says the
+    same question answers it with the same groups."""
+    composed = _run(settings.with_overrides(use_context_set=False), question)
+    assert isinstance(composed, Success) and composed.plan.pipeline == expected
+    with_templates = _run(settings, question)
+    assert isinstance(with_templates, Success) and with_templates.rows == composed.rows
 
 
 def test_model_written_names_are_linked_to_handles_by_code(settings):

@@ -37,7 +37,10 @@ def no_fitting(monkeypatch):
 def _text_refs(data_dir, search, principals=(), collection="pull_requests"):
     settings = Settings(data_dir=data_dir, mongodb_uri=None, tenant="acme", use_llm=False)
     store = open_store(settings)
-    rows = run_pipeline(store, collection, [{"$match": {"$text": {"$search": search}}}], tenant="acme",
+    # Ranked by relevance: the search over all the text that ingest indexes (a topic inside a structured
+    # question reads the records' titles instead: tests/query/test_planner_topic.py).
+    rows = run_pipeline(store, collection, [{"$match": {"$text": {"$search": search}}},
+                                            {"$sort": {"score": {"$meta": "textScore"}}}], tenant="acme",
                         principals=list(principals), schema=catalog_for(settings).schemas[collection])
     return [r["ref"] for r in rows], store
 

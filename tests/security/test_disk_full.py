@@ -42,10 +42,10 @@ def prepared(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture
 def small_fs(tmp_path):
-    """A 24 MB tmpfs at tmp_path/mnt, unmounted afterwards."""
+    """A 64 MB tmpfs at tmp_path/mnt, unmounted afterwards (room for the data dir, its derived indexes and a probe copy)."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mnt)], capture_output=True, text=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)], capture_output=True, text=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here ({mounted.stderr.strip()}); "
                     "test_a_file_size_limit_is_a_full_disk_too covers the same path")
