@@ -46,6 +46,9 @@ def test_the_demo_topic_drops_the_repository_the_query_filters_on(sample_dir):
     assert out["topic_match"]["topic"] == "duplicate charges"
     assert out["topic_match"]["of"] == 12
     assert "linked with" in out["topic_match"]["why"][DOUBLE_CHARGE_PR]
+    # The words the structured plan could not read are the topic the answer was narrowed by, not ignored.
+    assert "did not understand" not in out["answer"] and out["not_understood"] == []
+    assert any(s["how"] == "topic" and "duplicate charges" in s["text"] for s in out["understood"])
 
 
 def test_merged_prs_about_the_session_cache_in_june(sample_dir):

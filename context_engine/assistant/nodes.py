@@ -29,7 +29,7 @@ from context_engine.assistant.retriever import make_retriever
 from context_engine.assistant.state import State, Turn
 from context_engine.assistant.structured_query import planner_of, planning_context, resolve_once, run_result
 from context_engine.config import Settings, check_question
-from context_engine.query.answer import compose
+from context_engine.query.answer import compose, ignored
 from context_engine.query.engine import NOTHING_TO_QUERY
 from context_engine.retrievers.compress import compress as compress_passages
 from context_engine.retrievers.fusion import fuse_hits
@@ -213,6 +213,13 @@ def structured_answer(state: State) -> dict[str, Any]:
                         "row_count": len(result.rows)})
     records, outcome = result.rows, result.kind
     topic = state.get("topic_match")
+    spans: dict[str, Any] = {}
+    if topic and state.get("not_understood"):
+        # The words the plan could not read are what the hybrid half searched the sources for and
+        # narrowed the records by: read as the topic, not ignored.
+        answer = answer.replace(ignored(result), "")
+        spans = {"understood": [*state.get("understood", []), *({**s, "how": "topic"} for s in state["not_understood"])],
+                 "not_understood": []}
     if topic and outcome in ("success", "no_results"):  # no_results: a retry's, after none was about it
         noun = attempts[-1].plan.collection.replace("_", " ")  # "pull requests", "issues", "messages"
         if not topic["matched"]:  # the rest is not the answer: say what the conditions found, and that none fit
@@ -221,7 +228,8 @@ def structured_answer(state: State) -> dict[str, Any]:
         elif len(topic["matched"]) < topic["of"]:
             answer = (f"About “{topic['topic']}”: {len(topic['matched'])} of the {topic['of']} {noun} the query "
                       f"found (the other {topic['of'] - len(topic['matched'])} do not mention it).\n{answer}")
-    return {"answer": answer, "citations": citations, "queries": queries, "records": records, "outcome": outcome}
+    return {"answer": answer, "citations": citations, "queries": queries, "records": records, "outcome": outcome,
+            **spans}
 
 
 def _exact_rows(structured: dict[str, Any] | None, plan: dict[str, Any] | None) -> bool:
@@ -281,7 +289,8 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                  "keywords only until their embeddings are ready.)")
     return {"answer": text, "claims": answer.claims, "citations": answer.citations, "queries": queries,
             "records": structured["records"] if structured else [], "declined": declined,
-            "outcome": structured["outcome"] if structured else ("no_results" if declined else "success")}
+            "outcome": structured["outcome"] if structured else ("no_results" if declined else "success"),
+            **{k: structured[k] for k in ("understood", "not_understood") if structured and k in structured}}
 
 
 def _cited_texts(state: State) -> list[str]:
