@@ -4,7 +4,7 @@ import pytest
 
 from context_engine.eval.clapnq import half_of, load_clapnq
 
-from conftest import EVAL_DATA
+from tests.conftest import EVAL_DATA
 
 DATA_DIR = EVAL_DATA / "clapnq"  # the data is beside the checkout, never in the package
 pytestmark = pytest.mark.skipif(not (DATA_DIR / "clapnq_dev_answerable.jsonl").exists(), reason="no CLAP NQ data")

@@ -9,7 +9,7 @@ from context_engine.eval.rag import (CLAPNQ_TENANT, RagQuestion, RagRun, clapnq_
                                      load_questions, score)
 from context_engine.eval.report import write_report
 
-from conftest import EVAL_DATA, needs_clapnq, run_cli
+from tests.conftest import EVAL_DATA, needs_clapnq, run_cli
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -17,7 +17,7 @@ from context_engine.cli import main
 from context_engine.config import Settings
 from context_engine.eval.rag import clapnq_questions, load_questions
 
-from conftest import EVAL_DATA, needs_clapnq, run_cli
+from tests.conftest import EVAL_DATA, needs_clapnq, run_cli
 
 CLAPNQ = EVAL_DATA / "clapnq"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

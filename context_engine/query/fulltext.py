@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 from context_engine.query.schema import TEXT_FIELD_CANDIDATES, values_at
 from context_engine.retrievers.bm25 import BM25Index
 from context_engine.store.bounded import Bounds, run_embedded
+from context_engine.store.builds import publish_build
 from context_engine.store.regular_files import read_regular_text
 from context_engine.text import TOKENIZATION, tokenize
 
@@ -99,26 +99,15 @@ def sync_fulltext(store: Any, tenant: str, schemas: dict[str, Any]) -> list[str]
 
 def _write_build(root: Path, index: BM25Index, manifest: dict[str, Any]) -> None:
     """A complete build in its own directory, then CURRENT switched to it (readers see one or the other)."""
-    root.mkdir(parents=True, exist_ok=True)
-    name = f"build-{uuid.uuid4().hex}"
-    tmp = root / f".{name}.tmp"
-    tmp.mkdir()
-    try:
+
+    def write(tmp: Path) -> None:
         index.save(tmp / "bm25.npz")
         with open(tmp / "manifest.json", "w", encoding="utf-8") as fh:
             json.dump(manifest, fh, ensure_ascii=False)
             fh.flush()
             os.fsync(fh.fileno())
-        os.rename(tmp, root / name)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    pointer = root / "CURRENT.tmp"
-    pointer.write_text(name)
-    os.replace(pointer, root / "CURRENT")
-    for old in root.iterdir():  # superseded builds and leftovers of failed ones
-        if old.is_dir() and old.name != name:
-            shutil.rmtree(old, ignore_errors=True)
+
+    publish_build(root, f"build-{uuid.uuid4().hex}", write)
 
 
 def _persisted(store: Any, tenant: str, collection: str, fields: list[str]) -> tuple[int, BM25Index] | None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -46,6 +45,7 @@ from context_engine.retrievers.chunking import TEXT_COLLECTIONS, Chunk, chunk_co
 from context_engine.retrievers.dense import DenseEmbeddings, DenseIndex, make_embeddings
 from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache, SharedEmbeddingCache
 from context_engine.text import TOKENIZATION
+from context_engine.store.builds import publish_build
 from context_engine.store.regular_files import NotRegularFile, open_regular, read_regular_text
 
 __all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "fit_bm25", "index_dir", "index_lag",
@@ -189,27 +189,17 @@ def _write_json(path: Path, data: Any) -> None:
 def _write_generation(root: Path, rows: list[dict[str, Any]], bm25: BM25Index, dense: DenseIndex,
                       manifest: dict[str, Any]) -> str:
     """Write a complete generation, then switch CURRENT to it; returns its name."""
-    root.mkdir(parents=True, exist_ok=True)
     current = _current(root)
     number = int(current.name.split("-")[1]) + 1 if current else 1
     name = f"gen-{number:06d}"
-    tmp = root / f".{name}.tmp-{uuid.uuid4().hex}"
-    tmp.mkdir()
-    try:
+
+    def write(tmp: Path) -> None:
         _write_json(tmp / "chunks.json", rows)
         bm25.save(tmp / "bm25.npz")
         dense.save(tmp / "dense")
         _write_json(tmp / "manifest.json", {**manifest, "generation": name})
-        os.rename(tmp, root / name)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    pointer = root / "CURRENT.tmp"
-    pointer.write_text(name)
-    os.replace(pointer, root / "CURRENT")
-    for old in root.iterdir():  # superseded generations and leftovers of failed syncs
-        if old.is_dir() and old.name != name:
-            shutil.rmtree(old, ignore_errors=True)
+
+    publish_build(root, name, write)
     return name
 
 

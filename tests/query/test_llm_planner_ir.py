@@ -8,23 +8,10 @@ import pytest
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from context_engine.query.engine import resolve
 from context_engine.query.ir import IRError
 from context_engine.query.llm_planner import EXAMPLES, LLMPlanner, build_messages
-from context_engine.runtime import catalog_for
 from tests.chat_fakes import ScriptedChatModel
-from tests.conftest import NOW
-
-
-@pytest.fixture
-def catalog(settings):
-    return catalog_for(settings)
-
-
-def context(catalog, question):
-    ctx, failed = resolve(question, NOW, catalog, None)
-    assert failed is None
-    return ctx
+from tests.query.conftest import context
 
 
 def test_the_model_writes_ir_and_the_compiler_writes_the_pipeline(catalog):

@@ -8,24 +8,12 @@ from __future__ import annotations
 import pytest
 
 from context_engine.query.answer import compose
-from context_engine.query.engine import Success, resolve
+from context_engine.query.engine import Success
 from context_engine.query.ir import Filter, PlanIR, Shape
 from context_engine.query.offline import OfflinePlanner, _Builder
 from context_engine.query.plan import Plan
 from context_engine.query.planner.collection import detect_collection
-from context_engine.runtime import catalog_for
-from tests.conftest import NOW
-
-
-@pytest.fixture
-def catalog(settings):
-    return catalog_for(settings)
-
-
-def context(catalog, question):
-    ctx, failed = resolve(question, NOW, catalog, None)
-    assert failed is None
-    return ctx
+from tests.query.conftest import context
 
 
 def draft(catalog, question, collection):

@@ -10,23 +10,17 @@ import re
 
 import pytest
 
-from context_engine.query.engine import Success, resolve
+from context_engine.query.engine import Success
 from context_engine.query.fulltext import subject_words
 from context_engine.query.offline import OfflinePlanner
 from context_engine.assistant.structured_query import run_structured
 from context_engine.runtime import catalog_for, store_for
 from tests.conftest import NOW
-
-
-@pytest.fixture
-def catalog(settings):
-    return catalog_for(settings)
+from tests.query.conftest import context
 
 
 def plan(catalog, question):
-    ctx, failed = resolve(question, NOW, catalog, None)
-    assert failed is None
-    return OfflinePlanner().plan(ctx)
+    return OfflinePlanner().plan(context(catalog, question))
 
 
 def topic(p) -> set[str]:

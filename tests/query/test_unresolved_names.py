@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_cli
+from tests.conftest import run_cli
 
 from context_engine import graph
 from context_engine.access import PUBLIC

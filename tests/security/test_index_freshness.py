@@ -17,7 +17,7 @@ import time
 import httpx
 import httpx2
 import pytest
-from conftest import run_cli
+from tests.conftest import run_cli
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import httpx
 import mongomock
 import pytest
-from conftest import run_cli
+from tests.conftest import run_cli
 from serving import Server
 
 from context_engine.config import Settings
