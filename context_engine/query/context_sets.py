@@ -509,17 +509,6 @@ def shipped() -> ContextSet:
         "context_sets.json").read_text(encoding="utf-8")))
 
 
-def shipped_examples() -> list[dict[str, Any]]:
-    """The shipped templates as solved examples `{question, collection, pipeline}` (Extended JSON):
-    each template's example question with its plan bound to the example's values."""
-    out = []
-    for t in shipped().templates:
-        if t.example.get("question"):
-            out.append({"question": t.example["question"], "collection": t.collection,
-                        "pipeline": to_extended_json(t.instantiate(t.example_bindings()))})
-    return out
-
-
 def tenant_file(data_dir: Path, tenant: str) -> Path | None:
     """The tenant's own context set file, when it has one (JSON first)."""
     folder = Path(data_dir) / "context_sets"

@@ -10,6 +10,7 @@ import pytest
 
 from context_engine.query import context_sets as cs
 from context_engine.query.engine import resolve
+from context_engine.query.plan import to_extended_json
 from context_engine.query.timeexpr import TimeRange
 from context_engine.runtime import catalog_for
 
@@ -48,7 +49,9 @@ def test_shipped_templates_have_real_parameters_and_fit_the_sample_tenant(catalo
 
 
 def test_every_shipped_example_reproduces_the_old_example_pipelines():
-    examples = {e["question"]: e for e in cs.shipped_examples()}
+    """Each shipped template bound to its example's values gives the pipeline the old example file had."""
+    examples = {t.example["question"]: {"pipeline": to_extended_json(t.instantiate(t.example_bindings()))}
+                for t in cs.shipped().templates if t.example.get("question")}
     old = examples["PRs Rashid merged between Nov 16 and Nov 22, 2026"]["pipeline"][0]["$match"]
     assert old == {"user.login": "rsh-dev", "merged": True, "merged_at": {
         "$gte": {"$date": "2026-11-16T00:00:00Z"}, "$lt": {"$date": "2026-11-23T00:00:00Z"}}}
