@@ -127,6 +127,14 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
                                               "which one did you mean?",
                                               candidates=mention.candidates[:MAX_CANDIDATES], unresolved=mention.text)
             mention.person, mention.candidates = chosen, []
+    joined = next((m for m in mentions if m.person is not None and m.score < 100 and len(m.text.split()) > 1
+                   and not any(len(alias.split()) > 1 for alias in directory.aliases(m.person))
+                   and not any(o.person is not None and o.person.key == m.person.key and o.score >= 100 for o in mentions)),
+                  None)  # "albert villanova (albertvillanova)" names the login outright
+    if joined is not None:
+        # "Albert Villanova" is one edit from the login albertvillanova, but no record names anyone so:
+        # a full name the data does not hold is a guess, declined with the login as the candidate.
+        return None, _no_one_named(joined.text, directory, values, [joined.person])
     times = find_time_ranges(question, now)
     unknown = _unknown_person(question, mentions, [t.text for t in times], reserved, values)
     if unknown is not None:

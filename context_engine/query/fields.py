@@ -39,6 +39,7 @@ VALUE_ROLES: dict[str, dict[str, list[str]]] = {
         "created": ["created_at"], "updated": ["updated_at"], "merged": ["merged_at"], "closed": ["closed_at"],
         "reviewed": ["reviews.submitted_at"], "state": ["state"], "label": ["labels.name"],
         "milestone": ["milestone.title"], "repo": ["repo"], "title": ["title"], "url": ["html_url"],
+        "state_reason": ["state_reason"],
     },
     "issues": {
         "created": ["fields.created", "created_at"], "updated": ["fields.updated", "updated_at"],
@@ -47,7 +48,7 @@ VALUE_ROLES: dict[str, dict[str, list[str]]] = {
         "type": ["fields.issuetype.name"], "label": ["fields.labels", "labels.name"],
         "milestone": ["milestone.title"], "repo": ["repo"], "project": ["fields.project.key"],
         "sprint": ["fields.sprint.name"], "component": ["fields.components.name"],
-        "title": ["fields.summary", "title"], "url": ["url", "html_url"],
+        "title": ["fields.summary", "title"], "url": ["url", "html_url"], "state_reason": ["state_reason"],
     },
     "messages": {"created": ["date"], "channel": ["channel"], "title": ["text"], "url": ["permalink"],
                  "replies": ["reply_count"], "reaction": ["reactions.name"], "workspace": ["workspace"]},

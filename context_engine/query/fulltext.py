@@ -20,6 +20,7 @@ import json
 import os
 import re
 import uuid
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from context_engine.store.builds import publish_build
 from context_engine.store.regular_files import read_regular_text
 from context_engine.text import TOKENIZATION, tokenize
 
-FORMAT = "1"
+FORMAT = "2"  # 2: the words inside compounds are indexed too (index_words)
 DIR_NAME = "fulltext"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")  # tenants and collection names as file names
 
@@ -46,7 +47,7 @@ def _text_of(doc: dict[str, Any], fields: list[str]) -> str:
 
 def _fit(collection: Any, tenant: str, fields: list[str]) -> BM25Index:
     docs = list(collection.find({"tenant_id": tenant}, {f: 1 for f in fields}))
-    return BM25Index().fit([d["_id"] for d in docs], (_text_of(d, fields) for d in docs))
+    return BM25Index().fit_tokens([d["_id"] for d in docs], (index_words(_text_of(d, fields)) for d in docs))
 
 
 def _root(store: Any, tenant: str, collection: str) -> Path:
@@ -160,10 +161,11 @@ _WORD_PARTS = re.compile(r"[.\-]")
 _ABLE = re.compile(r"(?<=[a-z]{4})(?:abl|ibl)$")
 
 
-def subject_words(text: str) -> list[str]:
-    """The search tokens of a subject line and the words inside its dotted or hyphenated compounds:
+def index_words(text: str) -> list[str]:
+    """The search tokens of a text and the words inside its dotted or hyphenated compounds:
     "Fix audio-folder in datasets.load_dataset" holds "audio" and "load_dataset" as words (an
-    underscore joins an identifier, a dot or a hyphen separates words)."""
+    underscore joins an identifier, a dot or a hyphen separates words), and a message about
+    "macro-expansion" mentions macros."""
     words = []
     for token in tokenize(text):
         words.append(token)
@@ -182,9 +184,35 @@ def subject_index(store: Any, collection: str, tenant: str, field: str) -> BM25I
     if cached is not None and cached[0] == version:
         return cached[1]
     docs = _projected(store, collection, {"tenant_id": tenant}, field)
-    index = BM25Index().fit_tokens([d["_id"] for d in docs], (subject_words(_text_of(d, [field])) for d in docs))
+    index = BM25Index().fit_tokens([d["_id"] for d in docs], (index_words(_text_of(d, [field])) for d in docs))
     _SUBJECT_CACHE[key] = (version, index)
     return index
+
+
+# Short forms engineers write for the same subject ("docs" PRs are documentation PRs): a topic word
+# matches its other forms too. Whole words each side; no stemmer guesses them.
+SHORT_FORMS = {
+    "doc": "documentation", "docs": "documentation", "config": "configuration", "configs": "configuration",
+    "repo": "repository", "repos": "repositories", "perf": "performance", "dep": "dependency",
+    "deps": "dependencies", "auth": "authentication", "env": "environment", "impl": "implementation",
+    "db": "database", "param": "parameter", "params": "parameters", "arg": "argument", "args": "arguments",
+    "async": "asynchronous", "k8s": "kubernetes",
+}
+
+
+@lru_cache(maxsize=1)
+def _forms_by_token() -> dict[str, frozenset[str]]:
+    forms: dict[str, set[str]] = {}
+    for short, full in SHORT_FORMS.items():
+        a, b = tokenize(short)[0], tokenize(full)[0]
+        forms.setdefault(a, {a}).add(b)
+        forms.setdefault(b, {b}).add(a)
+    return {token: frozenset(group) for token, group in forms.items()}
+
+
+def word_forms(token: str) -> frozenset[str]:
+    """A search token and the tokens of its short or long form ("doc": "document")."""
+    return _forms_by_token().get(token, frozenset({token}))
 
 
 def text_ids(store: Any, collection: str, tenant: str, fields: list[str], search: str,
@@ -194,20 +222,23 @@ def text_ids(store: Any, collection: str, tenant: str, fields: list[str], search
     ("open issues about parquet", "typed racket messages") names what the records are about, and an issue
     is about what its title says, not about every module its pasted traceback lists."""
     if subject is None:
-        return [doc_id for doc_id, _ in text_index(store, collection, tenant, fields).search(search)]
+        index = text_index(store, collection, tenant, fields)
+        tokens = [form for token in index.query_tokens(search) for form in sorted(word_forms(token))]
+        return [doc_id for doc_id, _ in index.search_tokens(list(dict.fromkeys(tokens)))]
     # A collection whose only text is its subject (a message) is searched with the index ingest built.
     index = (text_index(store, collection, tenant, fields) if fields == [subject]
              else subject_index(store, collection, tenant, subject))
     words = list(dict.fromkeys(index.query_tokens(search)))
     about = None
     for word in words:
-        with_word = {doc_id for doc_id, _ in index.search_tokens([word])}
+        with_word = {doc_id for doc_id, _ in index.search_tokens(sorted(word_forms(word)))}
         about = with_word if about is None else about & with_word
     phrases = [_phrase(p) for p in re.findall(r'"([^"]+)"', search) if len(p.split()) > 1]
     if about and phrases:
         about = {d["_id"] for d in _projected(store, collection, {"tenant_id": tenant, "_id": {"$in": list(about)}}, subject)
                  if all(p.search(_text_of(d, [subject])) for p in phrases)}
-    return [doc_id for doc_id, _ in index.search_tokens(words) if doc_id in (about or ())]
+    ranked = list(dict.fromkeys(form for word in words for form in sorted(word_forms(word))))
+    return [doc_id for doc_id, _ in index.search_tokens(ranked) if doc_id in (about or ())]
 
 
 def _projected(store: Any, collection: str, query: dict[str, Any], field: str) -> list[dict[str, Any]]:

@@ -53,6 +53,7 @@ replies respond responded answer answered mention mentioned mentioning mentions 
 written writes writing said says talk talked asked ask question questions discussion discussions
 active busiest longest biggest largest most least more fewer first second third ever every other
 again also just only still since until before after people folks users members somebody anyone
+earliest oldest newest latest earlier later recent recently previous next
 everyone group general random thing things something anything nothing great good best worst
 """.split())
 
@@ -362,6 +363,10 @@ class PeopleDirectory:
         for alias, distance, _ in matches:
             if distance == best:
                 hits |= self.index[alias]
+        # A word one letter short of one login may begin another ("albert": albertz, albertvillanova):
+        # a name cut short is as close to each, so all of them are the candidates.
+        if len(low) >= 4:
+            hits |= {i for alias in keys if alias.startswith(low) for i in self.index[alias]}
         self._add_hits(add, text, start, end, hits, 100.0 - 10 * best)
 
 
@@ -378,7 +383,9 @@ _PERSON_CUES = [
     re.compile(rf"\b(?:(?:assigned|given|requested|sent|mentioned|reported|opened|merged|authored|created|written|"
                rf"filed|reviewed|approved|closed|started|posted|raised|submitted|owned)\s+(?:to|by|for)|by|"
                rf"(?:messages?|posts?|prs?|pull requests?|commits?|anything|something|updates?|reviews?|work|tickets?|"
-               rf"issues?|threads?)\s+from|assigned|mentioning|waiting (?:for|on))\s+({_NAME}|{_LOGIN_LIKE})"),
+               rf"issues?|threads?)\s+from|assigned|mentioning|waiting (?:for|on)|"
+               rf"(?:repl(?:y|ies|ied)|respond(?:s|ed)?|answer(?:s|ed)?|talk(?:s|ed)?|wr[io]te)\s+(?:the\s+)?(?:most\s+|more\s+)?to)"
+               rf"\s+({_NAME}|{_LOGIN_LIKE})"),
     re.compile(rf"\b({_NAME})'s\b"),
     re.compile(rf"\b[Dd]id\s+({_NAME}|[a-z][\w\-]*)\s+(?:ever\s+|actually\s+|already\s+)?(?:merge|open|review|write|"
                rf"close|create|file|post|commit|approve|ship|author|start|fix|work|send|submit|report|comment|do|"
@@ -403,7 +410,7 @@ _PERSON_CUES = [
 _SURNAMES = ("王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕"
              "丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤")
 _CJK_BEFORE = re.compile(r"(?=的|合并|提交|创建|负责|写了|写的|发了|发的|评审|审查|审核|关闭|解决|完成|打开|开了|提了|提的|报的)")
-_CJK_AFTER = re.compile(r"(?:分配给|指派给|交给|由|和|跟)([\u4e00-\u9fff]{2,3})")
+_CJK_AFTER = re.compile(r"(?:分配给|指派给|交给|由|和|跟)(?!任何|别人|谁|其他)([\u4e00-\u9fff]{2,3})")
 _CJK_PARTICLES = "的了在和提合发写负创评审关解完打开吗呢"  # a third character that is not part of the name
 # Time words that run into a name in Chinese ("上周张三合并"): a name starts after them.
 _CJK_TIME = re.compile(r"(?:上|本|这|下|每)(?:个)?(?:周|星期|礼拜|月|季度)|(?:今|去|前|明)年|(?:今|昨|前|明)天|最近|近期|以来|一共|总共")

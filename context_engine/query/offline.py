@@ -129,7 +129,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
             shape = Shape("list", sort=[SortKey(sort_field, -1)], limit=self._list_limit())
         if not (self.filters or self.times or text) and not (bucket or group_role or is_count or intent_shape):
             self.confidence = min(self.confidence, 0.5)
-        understood, not_understood = self._spans(text, structured=structured, grouped=shape.field)
+        understood, not_understood = self._spans(text, structured=structured, shape=shape)
         if not_understood:
             # The plan answers a narrower question than the one asked: let a model try, and say so.
             self.confidence = min(self.confidence, 0.6)

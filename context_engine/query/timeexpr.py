@@ -142,9 +142,9 @@ def _rules(now: datetime):
         (rf"(?:最近|过去|近)\s*{_CNN}\s*个月",
          lambda m: (_months_ago(today, _cn_number(m.group(1))), now)),
         (rf"\bsince {_MONTH}\.? (20\d\d)\b", lambda m: (datetime(int(m.group(2)), MONTHS[m.group(1)], 1), None)),
-        (r"自?(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月(?:以来|起|之后)",
+        (r"自?(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月(?:以来|起)",
          lambda m: (datetime(int(m.group(1)), _cn_number(m.group(2)), 1), None)),
-        (r"(20\d\d)\s*年(?:以来|起|之后)", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
+        (r"(20\d\d)\s*年(?:以来|起)", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
         (r"\bq([1-4])\s*(20\d\d)\b", lambda m: _quarter(int(m.group(2)), int(m.group(1)))),
         (r"(20\d\d)年?第?([一二三四1-4])季度", lambda m: _quarter(int(m.group(1)), _cn_number(m.group(2)))),
         (r"\bq([1-4])\b|第([一二三四1-4])季度",
@@ -320,8 +320,10 @@ _BEFORE = re.compile(r"(?:\b(?:before|prior to|earlier than|older than|up until|
 _AFTER = re.compile(r"(?:\b(?:after|later than|newer than)|\bpost-)\s*(?:the\s+)?(?:end\s+of\s+)?$")
 _SINCE = re.compile(r"(?:\b(?:since|starting(?:\s+(?:from|in|with))?|beginning(?:\s+(?:from|in))?)"
                     r"\s+(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?|(?:自从?|从)\s*)$")
-_ONWARDS = re.compile(r"^(?:\s*(?:onwards?|on\b|and (?:later|after|since|beyond)|or later)|\s*(?:年)?\s*(?:以来|以后|之后|起|开始))")
+_ONWARDS = re.compile(r"^(?:\s*(?:onwards?|on\b|and (?:later|after|since|beyond)|or later)|\s*(?:年)?\s*(?:以来|以后|起|开始))")
 _EARLIER = re.compile(r"^\s*(?:年)?\s*(?:之前|以前)")
+# "2023 年 6 月之后": after June, like "after June 2023" (以后 reads "from then on": "2024 年以后" includes 2024).
+_LATER = re.compile(r"^\s*(?:年)?\s*之后")
 
 
 def _open_ended(text: str, a: int, b: int, start: datetime | None,
@@ -338,6 +340,8 @@ def _open_ended(text: str, a: int, b: int, start: datetime | None,
         return (a, b + m.end()), (None, start)
     if m := _AFTER.search(before):
         return (m.start(), b), (end, None)
+    if m := _LATER.match(after):
+        return (a, b + m.end()), (end, None)
     since, onwards = _SINCE.search(before), _ONWARDS.match(after)
     if onwards and not since:
         since = re.search(r"(?:\bfrom\s+|从\s*)$", before)  # "from 2025 onwards": both words say it

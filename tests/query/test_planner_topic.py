@@ -11,7 +11,7 @@ import re
 import pytest
 
 from context_engine.query.engine import Success
-from context_engine.query.fulltext import subject_words
+from context_engine.query.fulltext import index_words
 from context_engine.query.offline import OfflinePlanner
 from context_engine.assistant.structured_query import run_structured
 from context_engine.runtime import catalog_for, store_for
@@ -109,13 +109,13 @@ def test_a_relevance_search_without_structure_still_reads_the_bodies(settings):
     assert run_structured("how many merged PRs mention traffic", settings, now=NOW).rows in ([], [{"count": 0}])
 
 
-def test_subject_words_read_inside_compounds_and_able_forms():
-    words = subject_words("Make RedCaps streamable; fix audio-folder in datasets.load_dataset")
+def test_index_words_read_inside_compounds_and_able_forms():
+    words = index_words("Make RedCaps streamable; fix audio-folder in datasets.load_dataset")
     assert {"stream", "audio", "folder", "load_dataset", "datasets.load_dataset"} <= set(words)
     # an underscore joins an identifier: "load" alone is not a word of it
-    assert "load" not in subject_words("datasets.load_dataset")
+    assert "load" not in index_words("datasets.load_dataset")
     # a short word before "-able" is not cut ("table" is no form of "t")
-    assert subject_words("table") == ["tabl"]
+    assert index_words("table") == ["tabl"]
 
 
 def test_a_quoted_phrase_matches_its_words_together_and_in_order(settings):

@@ -21,7 +21,7 @@ class ConditionStep(Draft):
             if m.group(0).lower() == "open" and re.search(r"\b(did|do|does|will|would|to|I|we|you|they)\s+(?:\S+\s+){0,3}$",
                                                           before, re.I) \
                     and not re.search(r"\b(still|currently|are|is|remains?|being|be|as|and|stay|stays)\s+$", before, re.I) \
-                    and not (re.search(r"\b(?:do|does|did)\s+$", before, re.I)  # "which label do open issues carry"
+                    and not (re.search(r"\b(?:do|does|did)\s+(?:(?:the|all|our|their|any)\s+)?$", before, re.I)  # "which label do open issues carry"
                              and re.match(r"\s+(?:issues|prs|pull requests|tickets|bugs)\b", self.q[m.end():], re.I)):
                 continue
             self.use(m.span())
@@ -67,7 +67,8 @@ class ConditionStep(Draft):
                 return "merged"
             if self.mark(r"\bdrafts?\b|草稿"):
                 self.add_filter("draft", True)
-                if not re.search(r"\bclosed\b", self.q, re.I):
+                if not re.search(r"\bclosed\b|关闭", self.q, re.I):
+                    self._mark_state(rf"{_NOT_CLOSED}|\bopen\b|\bstill open\b|开放|打开的|开着")  # said or not: a draft is open
                     self.add_filter("state", "open")
                 return "created"
             if self._mark_state(rf"{_NOT_CLOSED}|\bopen\b|\bopened\b(?= (?:and|but) (?:still|not))|\bpending\b|\bunreviewed\b|\bwaiting\b|\bawaiting\b|\bstill open\b|未关闭|打开的|开放|待审|还开着|开着"):
@@ -126,7 +127,7 @@ class ConditionStep(Draft):
         assignee = person_field_for(s, "assignee")
         if assignee and self.mark(r"\b(?:nobody|no one|no-one) (?:is |was |has been |got )?assigned\b|\bassigned to (?:nobody|no one|no-one)\b"
                                   r"|\bnot assigned to (?:anyone|anybody)\b|\bwithout (?:an? |any )?assignees?\b"
-                                  r"|没有(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)|无人(?:负责|认领)|未(?:被)?指派"):
+                                  r"|没有?(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)(?:给)?(?:任何人|任何一个人|别人|谁)?|无人(?:负责|认领)|未(?:被)?(?:指派|分配)(?:给)?(?:任何人)?"):
             self.add_filter(assignee[0], None, "empty")  # "unassigned", "no assignee": the linking step's own words
         milestone = field_for(s, "milestone")
         if milestone and self.mark(r"\b(?:no|without(?: an?| any)?|lacking(?: an?| any)?|missing(?: an?)?) milestones?\b|\bunmilestoned\b"
@@ -144,15 +145,16 @@ class ConditionStep(Draft):
                                    r"|\b(?:don't|doesn't|do not|does not|didn't|did not|without|never) (?:@-?)?mention(?:ing)? (?:anyone|anybody|someone|people)\b"
                                    r"|\b(?:no|zero|without(?: any)?) (?:@-?)?mentions?\b|没有(?:任何)?(?:@|提及|提到)(?:任何人|别人|人)?"):
             self.add_filter(mentioned[0], None, "empty")
-        if s.has_path("thread_ts") and self.mark(
-                r"\bnot (?:in|part of|inside) (?:any |a )?threads?\b|\boutside (?:of )?(?:any |a )?threads?\b|\b(?:no|without(?: a| any)?) threads?\b"
-                r"|\bnot (?:a )?repl(?:y|ies)(?: themselves| itself)?\b|\bstand(?:s|ing)? alone\b|\btop-level\b"
-                r"|不在(?:任何)?(?:帖子|讨论串|线程)|不是回复"):
+        if s.has_path("thread_ts") and self.mark(_NOT_IN_A_THREAD):
             self.add_filter("thread_ts", None, "empty")
+            self.mark(_NOT_IN_A_THREAD)  # said twice: "standalone messages that aren't in a thread"
         for pattern, noun in ((r"\b(?:no|zero|without(?: any)?) comments?\b|\buncommented\b"
-                               r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?commented\b|没有(?:任何)?(?:人)?评论|无评论", "comment"),
+                               r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?commented\b"
+                               r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew|attracted) (?:a |any |a single )?comments?\b"
+                               r"|没有(?:任何)?(?:人)?评论|无评论|没(?:有)?(?:收到|得到)(?:任何|过)?评论", "comment"),
                               (r"\b(?:no|zero|without(?: any)?) repl(?:y|ies)\b|\bunanswered\b|\bunreplied\b"
                                r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?replied\b|\b(?:not|never) (?:been |got |gotten )?replied to\b"
+                               r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew) (?:a |any |a single )?(?:repl(?:y|ies)|answers?|responses?)\b"
                                r"|没有(?:任何)?(?:人)?回复|无回复|没人回复", "repl")):
             path = self._count_field(noun)
             if path and not self.has_filter(path) and self.mark(pattern):
@@ -163,13 +165,15 @@ class ConditionStep(Draft):
         by lhoestq", "neither X nor Y", "除了 X") is excluded, not required. Only the words listed
         may stand between the negation and the value: "not merged PRs by X" negates no one."""
         for f in self.filters:
-            if f.op != "eq" or f.negate or f.span is None or f.field in _STATE_FIELDS:
+            if f.op not in ("eq", "in") or f.negate or f.span is None or f.field in _STATE_FIELDS:
                 continue
             m = _NEGATION_BEFORE.search(self.q[:f.span[0]])
             if m:
                 f.negate = True
                 self.use((m.start(), f.span[0]))
                 self.notes.append(f"{self.q[m.start():f.span[1]]!r}: excluded")
+                if f.op == "in":  # the second half of "neither X nor Y", "既不在 X 也不在 Y"
+                    self.mark(r"\bnor\b|也不(?:在|是|带)")
 
     def _jira_status(self, status: str) -> str | None:
         values = self.schema.fields[status].enum or []
@@ -251,15 +255,20 @@ class ConditionStep(Draft):
 
     def _thresholds(self) -> None:
         """Numeric conditions ("more than 5 replies", ">500 additions", "touching 6 files"), threads."""
-        noun = r"(additions|lines added|added lines|deletions|lines (?:deleted|removed)|(?:changed )?files|comments?|repl(?:y|ies))"
+        noun = (r"(additions|lines added|added lines|deletions|lines (?:deleted|removed)|(?:changed )?files|comments?|repl(?:y|ies)"
+                r"|answers?|responses?)")
+        n = _NUMBER
         english = [
             (rf"(>=|<=|>|<)\s*(\d+)\s*{noun}\b", lambda m: (m.group(1), m.group(2), m.group(3))),
-            (rf"\b(more than|over|at least|fewer than|less than|under|exactly|above|below)\s+(\d+)\s+{noun}\b",
+            (rf"\b(more than|over|at least|fewer than|less than|under|exactly|above|below)\s+{n}\s+{noun}\b",
              lambda m: (m.group(1), m.group(2), m.group(3))),
-            (rf"\b(\d+)\s*(\+|or more|or fewer|or less)\s+{noun}\b",
+            # "only one or two replies", "2 to 5 comments", "between 3 and 10 replies": both ends
+            (rf"\b(?:only\s+|just\s+|between\s+)?{n}\s+(?:or|to|and|-)\s+{n}\s+{noun}\b",
+             lambda m: ("range", (m.group(1), m.group(2)), m.group(3))),
+            (rf"\b{n}\s*(\+|or more|or fewer|or less)\s+{noun}\b",
              lambda m: ({"+": ">=", "or more": ">=", "or fewer": "<=", "or less": "<="}[m.group(2)], m.group(1), m.group(3))),
             (rf"\b{noun}\s*(>=|<=|>|<|=)\s*(\d+)", lambda m: (m.group(2), m.group(3), m.group(1))),
-            (rf"\b(?:with|touching|having|that have|that got|got)\s+(?:exactly\s+)?(\d+)\s+{noun}\b",
+            (rf"\b(?:with|touching|having|that have|that got|got)\s+(?:exactly\s+|only\s+|just\s+)?{n}\s+{noun}\b",
              lambda m: ("exactly", m.group(1), m.group(2))),
         ]
         chinese = [
@@ -280,8 +289,13 @@ class ConditionStep(Draft):
                 if path is None:
                     continue
                 self.use(m.span())
+                if op == "range":
+                    low, high = sorted(_number_of(x) for x in number)
+                    self.add_filter(path, low, "gte")
+                    self.add_filter(path, high, "lte")
+                    continue
                 cond = ops[op.lower()]
-                self.add_filter(path, int(number), cond[1:])
+                self.add_filter(path, _number_of(number), cond[1:])
         if self.collection == "pull_requests" and self.schema.has_path("requested_reviewers.login"):
             for mention in self.ctx.mentions:
                 if mention.person and re.match(r"(?:'s)?\s+review queue\b", self.q[mention.end:], re.I):
@@ -317,26 +331,41 @@ class ConditionStep(Draft):
                       "deletion": ["deletions"], "lines deleted": ["deletions"], "lines removed": ["deletions"],
                       "删除": ["deletions"], "file": ["changed_files"], "changed files": ["changed_files"],
                       "文件": ["changed_files"], "comment": ["comments", "fields.comment.total"], "评论": ["comments"],
-                      "repl": ["reply_count"], "回复": ["reply_count"]}
+                      "repl": ["reply_count"], "回复": ["reply_count"], "answer": ["reply_count"], "respons": ["reply_count"]}
         for key, paths in candidates.items():
             if word.startswith(key):
                 return next((p for p in paths if self.schema.has_path(p)), None)
         return None
 
 
+# A message outside any thread: neither a reply nor (with "standalone") a thread start.
+_NOT_IN_A_THREAD = (r"(?:\bnot|n't) (?:in|part of|inside) (?:any |a )?threads?\b|\bstandalone\b"
+                    r"|\boutside (?:of )?(?:any |a )?threads?\b|\b(?:no|without(?: a| any)?) threads?\b"
+                    r"|\bnot (?:a )?repl(?:y|ies)(?: themselves| itself)?\b|\bstand(?:s|ing)? alone\b|\btop-level\b"
+                    r"|不在(?:任何)?(?:帖子|讨论串|线程)|不是回复")
+# A count written as digits or as a word ("more than ten answers", "one or two replies").
+_NUMBER_WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
+_NUMBER = r"(\d+|" + "|".join(_NUMBER_WORDS) + r")"
+
+
+def _number_of(text: str) -> int:
+    return int(text) if text.isdigit() else _NUMBER_WORDS[text.lower()]
+
+
 # "no longer open", "not open anymore", "不再开放": closed.
 _NO_LONGER_OPEN = (r"\bno longer (?:open|active|pending)\b|\bnot (?:open|active|pending) any ?more\b|\bnot (?:still )?open\b"
                    r"|\b(?:isn't|aren't|wasn't|weren't) (?:open|pending)\b|不再(?:开放|打开|开着)|已经不再开放")
 # "not closed (yet)", "nobody closed yet", "至今仍开放": open.
-_NOT_CLOSED = (r"\bnot (?:yet )?closed(?: yet)?\b(?! as)|\b(?:nobody|no one|no-one) (?:has |have )?(?:ever )?closed\b|\bunclosed\b"
-               r"|\bstill (?:open|pending)\b|至今仍(?:然)?(?:开放|打开|开着)|仍(?:然)?(?:开放|打开|开着)|仍未关闭|尚未关闭")
+_NOT_CLOSED = (r"\bnot (?:yet )?closed(?: yet)?\b(?! as)|(?:n't|\bnot) (?:yet )?been (?:closed|resolved)(?: yet)?\b|\b(?:nobody|no one|no-one) (?:has |have )?(?:ever )?closed\b|\bunclosed\b"
+               r"|\bstill (?:open|pending)\b|至今仍(?:然)?(?:开放|打开|开着)|仍(?:然)?(?:开放|打开|开着)|仍未关闭|尚未关闭"
+               r"|(?:还)?没有?(?:被)?关闭(?!.{0,3}(?:merge|合并|合入))|未(?:被)?关闭")
 # Past participles that carry a date of their own ("merged", "closed"): a time before them dates them.
 _DATED_VERBS = r"merged|closed|opened|created|resolved|fixed|updated|filed|reported|submitted|posted|reviewed|shipped|landed"
 # Fields a state word sets; a negation before them is said by the state rules themselves.
 _STATE_FIELDS = frozenset({"state", "merged", "draft", "state_reason"})
 _NEGATION_BEFORE = re.compile(
     r"(?:\bnot|n't|\bnever|\bwithout|\bnon-?|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
-    r"|没有|不是|不带|除了|除|非)\s*"
+    r"|\boutside(?: of)?|没有|不是|不带|除了|除|非|(?:既|也)?不在)\s*"
     r"(?:(?:labell?ed|tagged|marked|with|the|a|an|any|by|from|in|authored|written|opened|created|filed|reported|assigned|to"
     r"|label|labels|tag|a label|as|one of|either)\s+)*$", re.I)
 

@@ -3,6 +3,7 @@ workspaces, teams) and its people to their fields in the role the sentence gives
 
 from __future__ import annotations
 
+import os
 import re
 
 from context_engine.query.fields import field_for, person_field_for
@@ -35,7 +36,8 @@ class LinkStep(Draft):
                     values = [v for v in wanted if v in levels] or wanted
                     self.add_filter(priority, values[0]) if len(values) == 1 else self.add_filter(priority, values, "in")
                     break
-        explicit_label = re.search(r"\b(?:label(?:l?ed)?|tagged|with (?:the )?label)\s+['\"]?([\w.\-: /]+?)['\"]?(?:\s|$|\?|,)", self.q, re.I)
+        explicit_label = re.search(r"(?:\b(?:label(?:l?ed)?|tagged|with (?:the )?label)\s+|(?:标记为|标为|打上了?|带有?)\s*)"
+                                   r"['\"]?([\w.\-: /]+?)['\"]?(?:\s|$|\?|,|的)", self.q, re.I)
         self._team()  # before labels: "infra team" names people, not the infra label
         order = ["repo", "channel", "workspace", "priority", "type", "project", "label", "milestone", "sprint", "component", "space",
                  "team"]
@@ -82,8 +84,9 @@ class LinkStep(Draft):
                     self.add_filter(path, value)
                     self.notes.append(f"{value!r} is a stored {role} ({path})")
                     break
-        if explicit_label:
-            self.use(explicit_label.span())
+        if explicit_label and any(f.field == field_for(s, "label") and f.span and f.span[0] - explicit_label.start(1) in (0, 1)
+                                  for f in self.filters):
+            self.use((explicit_label.start(), explicit_label.start(1)), "field")  # the cue: its value is used above
         tags = field_for(s, "label")
         if tags and "adr" in (s.fields[tags].enum or []) and self.mark(r"\barchitecture decision records?\b|\bdecision records?\b|架构决策"):
             self.add_filter(tags, "adr")
@@ -159,14 +162,37 @@ class LinkStep(Draft):
     def _workspace(self, path: str) -> None:
         """A Slack workspace named like a channel ("#racket", "in elmlang", "the racket workspace"): several
         workspaces may each have a #general, and people call a community's main channel by its name."""
-        for value in sorted(self.schema.fields[path].enum or [], key=len, reverse=True):
+        values = sorted(self.schema.fields[path].enum or [], key=len, reverse=True)
+        found: list[tuple[tuple[int, int], str]] = []
+        for value in values:
             for m in re.finditer(rf"(?<![A-Za-z0-9_\-]){'#?' + re.escape(value)}(?:'s)?(?:\s+(?:workspace|slack|community))?(?![A-Za-z0-9_\-])",
                                  self.q, re.I):
-                if not self._is_used(m.span()):
-                    self.use(m.span())
-                    self.add_filter(path, value)
-                    self.notes.append(f"workspace {value}")
-                    return
+                if not self._is_used(m.span()) and not any(a < m.end() and m.start() < b for (a, b), _ in found):
+                    found.append((m.span(), value))
+                    break
+        # What people call a community: "the elm slack", "most elm messages", "clojure threads" — a word
+        # that begins one workspace's name and only one, before a word for Slack or its messages (not
+        # after a topic cue: "messages about elm ui" are about Elm UI).
+        for m in re.finditer(r"(?<![A-Za-z0-9_\-#])([a-z]{3,})(?:'s)?\s+(?=(?:slack|workspace|community|messages?|threads?|posts?|"
+                             r"chat|channels?|folks|people|users)\b)", self.q, re.I):
+            word = m.group(1).lower()
+            # "elm" begins elmlang; "clojure" is clojurians but for its last letter
+            named = [v for v in values if v.lower() != word and len(os.path.commonprefix([v.lower(), word])) >= max(3, len(word) - 1)]
+            if len(named) == 1 and not self._is_used(m.span(1)) and not self._topic_phrase(m.start()) \
+                    and all(v != named[0] for _, v in found):
+                found.append((m.span(1), named[0]))
+                if re.match(r"\s*(?:slack|workspace|community)\b", self.q[m.end(1):], re.I):
+                    self.use((m.end(1), m.end(1) + re.match(r"\s*\w+", self.q[m.end(1):]).end()))
+        for span, value in sorted(found):
+            self.use(span)
+            if len(found) == 1:
+                self.add_filter(path, value)
+        if len(found) > 1:
+            # "outside elmlang and racket", "neither elmlang nor racket": the negation step reads the first one.
+            self.add_filter(path, [v for _, v in sorted(found)], "in")
+            self.filters[-1].span = sorted(found)[0][0]
+        for _, value in sorted(found):
+            self.notes.append(f"workspace {value}")
 
     def _role_of(self, mention: Mention) -> str:
         before = self.q[:mention.start].lower()[-40:]

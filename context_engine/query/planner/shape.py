@@ -15,7 +15,7 @@ TEXT_LIMIT = 20
 
 COUNT = re.compile(r"\bhow many\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数", re.I)
 
-TOP = re.compile(r"\btop\s*(\d+)?\b|\bbusiest\b|\bmost active\b|\bmost\b|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?", re.I)
+TOP = re.compile(r"\btop\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|\bmost\b|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?", re.I)
 
 _LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:hours?|days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
 
@@ -29,7 +29,8 @@ _BUCKETS = [
 _GROUP = re.compile(
     r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+(?:(?:slack|jira|github|git|code)\s+)?"
     r"(labels?|repos?|repositor(?:y|ies)|authors?|persons?|people|users?|states?|status(?:es)?|priorit(?:y|ies)|"
-    r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?|workspaces?)\b"
+    r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?|workspaces?"
+    r"|(?:close|closing|state|resolution) reasons?|why (?:they|it) (?:was|were) closed)\b"
     r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目|工作区)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态|工作区)"
     r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)", re.I)
 
@@ -42,6 +43,8 @@ _GROUP_ROLES = {
     "标签": "label", "仓库": "repo", "作者": "author", "人": "author", "状态": "status", "优先级": "priority",
     "频道": "channel", "负责人": "assignee", "类型": "type", "项目": "project",
     "workspace": "workspace", "工作区": "workspace",
+    "close": "state_reason", "closing": "state_reason", "state reason": "state_reason", "resolution": "state_reason",
+    "why": "state_reason",
 }
 
 _ASKS_FOR_PEOPLE = re.compile(r"\bwho\b|\bwhom\b|\bpeople\b|\bpersons?\b|\busers?\b|\bengineers?\b|\bdevelopers?\b|"
@@ -73,15 +76,20 @@ _EXTREME_WORD = re.compile(rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord
 # The newest / first record: a superlative of time before a record noun, singular ("lhoestq's newest PR",
 # "the earliest message Andreas posted", "最新的 PR", "第一条消息"); "the last 5 PRs" is a list limit instead.
 _RECORD = (r"(?:pull request|pr|issue|ticket|message|post|commit|thread|comment|reply|release|discussion)(?!s)\b")
-_NEWEST = re.compile(rf"\b(?:newest|latest|most recent|last|youngest|most recently \w+)\s+(?:\w+\s+){{0,2}}?{_RECORD}"
-                     rf"|(?:最新|最近|最后)的?\s*(?:一\s*[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)", re.I)
-_OLDEST = re.compile(rf"\b(?:first|earliest|oldest|very first|first ever)\s+(?:\w+\s+){{0,2}}?{_RECORD}"
-                     rf"|(?:最早|第一)的?\s*(?:[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)", re.I)
+# Between the superlative and the noun: up to two words ("earliest-created", "newest merged open"), or
+# in Chinese a qualifying clause ending in 的 ("最早创建且仍开放的 issue").
+_NEWEST = re.compile(rf"\b(?:newest|latest|most recent|last|youngest|most recently \w+)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
+                     rf"|(?:最新|最近|最后)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一\s*[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
+                     re.I)
+_OLDEST = re.compile(rf"\b(?:first|earliest|oldest|very first|first ever)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
+                     rf"|\b(?:longest|been open (?:the )?longest|open (?:the )?longest)(?=\W*$)"
+                     rf"|(?:最早|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
+                     re.I)
 
 # "how many different people", "number of distinct PR authors", "count the unique labels", "多少个不同的人":
 # things counted once each, not records.
 _DISTINCT = re.compile(
-    r"\b(?:how many|number of|count(?: of)?(?: the)?|total)\s+(?:different|distinct|unique|separate|individual)\s+((?:\w+\s+){0,2}\w+)\b"
+    r"(?:\b(?:how many|number of|count(?: of)?(?: the)?|total)\s+|^\W*(?:the\s+)?)(?:different|distinct|unique|separate|individual)\s+((?:\w+\s+){0,2}\w+)\b"
     r"|\bhow many\s+((?:people|persons|users|authors|contributors|posters|repliers|reviewers|committers|members|folks|devs|developers|engineers|assignees"
     r"|labels|repos|repositories|channels|projects|components|milestones))\b"
     r"|(?:多少|几)个?(?:不同的?|独立的?)\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人)"
@@ -95,24 +103,49 @@ _SUM = re.compile(
     rf"(?:\w+\s+)?(?:get|got|gotten|receive|received|draw|drew|attract|attracted)\b"
     r"|(?:总共|一共|总计)(?:收到|得到|获得)了?多少(?:条|个)?(回复|评论)|(回复|评论)(?:总数|之和|总和)", re.I)
 
-_PERSON_NOUN = r"people|person|user|author|contributor|poster|replier|responder|committer|member|folk|dev|engineer|人|用户|作者|位|名"
+# "max replies on any thread Jasmine started", "what is the largest reply count among her threads", "how
+# many replies did her most replied thread get": one number, the extreme of a measure over the records —
+# asked as a value (how many / what is / max), not the record that has it ("which thread had the most replies").
+_MEASURE_EXTREME = re.compile(
+    rf"\b(max(?:imum)?|most|largest|highest|biggest|greatest|fewest|least|min(?:imum)?|lowest|smallest)"
+    rf"(?:\s+number\s+of)?[\s-]+{_MEASURE}\b(?:\s+counts?)?"
+    rf"|\b(max(?:imum)?|most|largest|highest|biggest|greatest|fewest|least|min(?:imum)?|lowest|smallest)[\s-]+"
+    rf"(repl)(?:ied|ied-to)\b|\b(max(?:imum)?|largest|highest|biggest|greatest|min(?:imum)?|lowest|smallest)\s+"
+    rf"(repl(?:y|ies)|comments?)\s+counts?\b", re.I)
+_ASKS_A_VALUE = re.compile(r"^\W*(?:how many|what(?:'s| is| was| are)|max(?:imum)?\b|min(?:imum)?\b)|多少|几条|几个", re.I)
+_SMALLEST = re.compile(r"fewest|least|min|lowest|smallest", re.I)
+
+_PERSON_NOUN = (r"people|person|user|author|contributor|poster|replier|responder|committer|member|folk|dev|engineer|reporter|filer"
+                r"|opener|creator|submitter|人|用户|作者|位|名")
 # A person noun says its role itself ("reviewers") or by the verb after it ("people reviewed", "people merged").
 _PERSON_VERBS = [(r"review|approv", "reviewer"), (r"merged\b", "merger"), (r"closed\b", "closer")]
 _DISTINCT_ROLES = [
     (r"review|approv|评审", "reviewer"), (r"assign|负责", "assignee"), (r"merger", "merger"),
-    (r"label|tag|标签", "label"), (r"repo|仓库", "repo"), (r"channel|频道", "channel"), (r"project|项目", "project"),
+    (_PERSON_NOUN, "author"), (r"label|tag|标签", "label"), (r"repo|仓库", "repo"), (r"channel|频道", "channel"), (r"project|项目", "project"),
     (r"component", "component"), (r"milestone", "milestone"), (r"priorit", "priority"),
-    (_PERSON_NOUN, "author"),
 ]
 
 
-def _distinct_role(words: str) -> str | None:
-    """The role whose different values are counted, from the words after "how many different"."""
+def _first_word(m: re.Match) -> tuple[int, int]:
+    """The superlative of a newest/oldest match ("earliest" of "earliest-created issue", 最早 of 最早创建的 issue):
+    the words between may be conditions other steps read."""
+    word = re.match(r"most recently \w+|most recent|very first|first ever|(?:been )?open (?:the )?longest|[A-Za-z]+|[\u4e00-\u9fff]{2}",
+                    m.group(0), re.I)
+    return (m.start(), m.start() + (word.end() if word else len(m.group(0))))
+
+
+def _distinct_role(words: str, rest: str) -> str | None:
+    """The role whose different values are counted, from the words after "how many different" (a noun
+    at the start of a word: "reporters" are people, not repositories), and for people the verb after
+    them or later in the question ("people have open issues assigned to them": the assignees)."""
     for i, word in enumerate(words.split() or [words]):
-        role = next((r for pattern, r in _DISTINCT_ROLES if re.search(pattern, word, re.I)), None)
+        role = next((r for pattern, r in _DISTINCT_ROLES if re.match(pattern, word, re.I)), None)
         if role == "author":
             verb = (words.split()[i + 1:] or [""])[0]
-            return next((r for pattern, r in _PERSON_VERBS if re.match(pattern, verb, re.I)), "author")
+            said = next((r for pattern, r in _PERSON_VERBS if re.match(pattern, verb, re.I)), None)
+            if said is None and re.search(r"\bassigned to (?:them|him|her|someone|people)\b|分配给|指派给", rest, re.I):
+                return "assignee"
+            return said or "author"
         if role:
             return role
     return None
@@ -122,7 +155,8 @@ def _distinct_role(words: str) -> str | None:
 class ShapeIntent:
     """What `ShapeStep._shape_intent` read: `kind` "bucket_extreme" (the busiest/quietest `bucket`:
     `extreme` argmax/argmin), "record_extreme" (the newest (`direction` -1) or oldest (1) record) or
-    "distinct" (how many different values of `role`) or "sum" (the total of the measure `role`)."""
+    "distinct" (how many different values of `role`) or "sum" (the total of the measure `role`) or
+    "measure_extreme" (the largest or smallest value of the measure `role`: `extreme` max/min)."""
 
     kind: str
     extreme: str | None = None
@@ -182,16 +216,22 @@ class ShapeStep(Draft):
                       r"|\bmost[- ](repl)ied\b|\bmost[- ](comment)ed\b|\bmost[- ]discussed\b"
                       r"|\b(?:highest|largest|biggest|greatest|top)\s+(comment|repl)(?:y|ies|s)?\s+counts?\b"
                       r"|\blongest\s+(comment)\s+(?:threads?|sections?|chains?)\b"
-                      r"|\b(?:biggest|largest)\s+(?:\w+\s+)?(pr|pull request|change|diff)s?\b|\b(?:longest|biggest|largest|busiest|hottest|most active)\s+(?:slack\s+)?"
+                      r"|\b(?:biggest|largest)\s+(?:\w+\s+)?(pr|pull request|change|diff)s?\b|\b(?:longest|biggest|largest|busiest|hottest|most active)\s+(?:[a-z]+\s+)?(?:slack\s+)?"
                       r"(?:threads?|discussions?|conversations?)\b|(回复|评论)数?最多|最多(回复|评论)|(?:最长|最热|最火)的?(?:帖子|讨论)",
                       self.q, re.I)
-        if not m or _ASKS_FOR_PEOPLE.search(self.q):
+        # "the thread with the most different people replying": threads ranked by how many people replied
+        repliers = re.search(r"\b(?:most|(?:largest|highest|greatest|biggest) number of)\s+(?:different|distinct|unique)\s+"
+                             r"(?:people|persons|participants|repliers|users|responders|posters)\b(?:\s+replying)?", self.q, re.I)
+        if repliers and self.schema.has_path("reply_users_count") and re.search(r"\bthreads?\b|帖子|讨论", self.q, re.I):
+            m, path = repliers, "reply_users_count"
+        elif not m or _ASKS_FOR_PEOPLE.search(self.q):
             return None
-        # "the thread words rank by replies; "most discussed" by comments where records have them
-        word = next((g for g in m.groups() if g), None) or ("comment" if self.schema.has_path("comments") else "repl")
-        if re.fullmatch(r"pr|pull request|change|diff", word, re.I):
-            word = "addition"  # "the biggest PR": the most lines added
-        path = self._count_field(word.lower())
+        else:
+            # "the thread words rank by replies; "most discussed" by comments where records have them
+            word = next((g for g in m.groups() if g), None) or ("comment" if self.schema.has_path("comments") else "repl")
+            if re.fullmatch(r"pr|pull request|change|diff", word, re.I):
+                word = "addition"  # "the biggest PR": the most lines added
+            path = self._count_field(word.lower())
         if path is None:
             return None
         self.use(m.span(), "shape")
@@ -270,6 +310,15 @@ class ShapeStep(Draft):
             self.mark(_EXTREME_WORD.pattern, "shape")
             extreme = "argmin" if re.search(_FEWEST, self.q, re.I) else "argmax"
             return ShapeIntent("bucket_extreme", extreme=extreme, bucket=bucket)
+        extreme = _MEASURE_EXTREME.search(self.q) if _ASKS_A_VALUE.search(self.q) else None
+        if extreme:
+            word, measure = [g for g in extreme.groups() if g][:2]
+            path = self._count_field(measure.lower())
+            if path:
+                self.use(extreme.span(), "shape")
+                if total := _SUM.search(self.q):
+                    self.use(total.span(), "shape")
+                return ShapeIntent("measure_extreme", extreme="min" if _SMALLEST.match(word) else "max", role=path)
         total = _SUM.search(self.q)
         if total:
             path = self._count_field(next(g for g in total.groups() if g).lower())
@@ -280,14 +329,15 @@ class ShapeStep(Draft):
         # "how many people are on each team": counts per group, which the grouping step reads
         per_group = _GROUP.search(self.q) or any(re.search(pattern, self.q, re.I) for _, pattern in _BUCKETS)
         if distinct and not per_group:
-            role = _distinct_role(next((g for g in distinct.groups() if g), "人"))
+            role = _distinct_role(next((g for g in distinct.groups() if g), "人"), self.q[distinct.end():])
             if role:
                 self.use(distinct.span(), "shape")
                 return ShapeIntent("distinct", role=role)
         for pattern, direction in ((_NEWEST, -1), (_OLDEST, 1)):
-            m = pattern.search(self.q)
+            # Not inside a value read already: "good first issue" is a label.
+            m = next((m for m in pattern.finditer(self.q) if not self._is_used(_first_word(m))), None)
             if m and not _LIMIT.search(self.q):
-                self.use((m.start(), m.end()), "shape")
+                self.use(_first_word(m), "shape")
                 return ShapeIntent("record_extreme", direction=direction)
         return None
 
@@ -299,9 +349,9 @@ class ShapeStep(Draft):
         if intent.kind == "record_extreme":
             date_field = time_field or field_for(self.schema, "created")
             return Shape("list", sort=[SortKey(date_field, intent.direction)], limit=1) if date_field else None
-        if intent.kind == "sum":
+        if intent.kind in ("sum", "measure_extreme"):
             self._replies_summed_over_the_starters_threads(intent.role)
-            return Shape("sum", field=intent.role)
+            return Shape("sum" if intent.kind == "sum" else intent.extreme, field=intent.role)
         path, _ = self._group_path(intent.role)
         return Shape("distinct_count", field=path) if path else None
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from context_engine.query.fields import field_for
+from context_engine.query.fields import PEOPLE_ROLES, field_for, person_field_for
+from context_engine.query.ir import Shape
 from context_engine.query.identity import CALENDAR_NAMES, COMMON_WORDS
 from context_engine.query.planner.draft import Draft
 
@@ -17,7 +18,7 @@ our out over own same she should show some such tell than them then there they t
 through too very want was way we were what when where which while who why will would you your yet
 did do does please recently recent new newest latest oldest first most top week month year
 recent currently still yet also ones one two three four five six seven eight nine ten quarter
-days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us
+days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among amongst ever
 """.split())
 # What introduces a topic: "about X", "mentioning X", "PRs on X", 关于 X.
 CUE = re.compile(r"\b(?:about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
@@ -188,7 +189,38 @@ class SpanStep(Draft):
             words.append(token.lower())
         return " ".join(dict.fromkeys(words))
 
-    def _spans(self, text: str, *, structured: bool, grouped: str | None) -> tuple[list[dict], list[dict]]:
+    def _implied_by_plan(self, word: str, shape: Shape) -> bool:
+        """An implied word is read only when the plan holds what it names: "assigned" a condition or
+        grouping on the assignees, "most" a ranking, "people" a person field. "How many different people
+        have open issues assigned to them" answered by counting authors must not count "assigned" or
+        "different" as read: that answer would look right and be wrong."""
+        need = next((need for pattern, need in IMPLIED_NEEDS if pattern.fullmatch(word)), None)
+        if need is None:
+            return True  # the creation verbs ("filed", "posted", "opened"): every record was
+        paths = ({f.field for f in self.filters} | {t.field for t in self.times} | {shape.field}
+                 | {key.field for key in shape.sort})
+        if need == "rank":
+            return shape.kind in RANKED_SHAPES or (shape.kind == "group" and shape.limit is not None) or (
+                shape.kind == "list" and shape.limit is not None and shape.limit <= 10)
+        if need == "measure":
+            return shape.kind != "list"
+        if need == "group":
+            return shape.kind == "group"
+        if need == "number":
+            return any(str(getattr(x, "value", None)) == str(NUMBER_WORDS[word]) for x in self.filters) or (
+                shape.limit == NUMBER_WORDS[word])
+        if need == "person":
+            return bool(paths & self._person_paths()) or any(how == "person" for how in self.how)
+        roles = need.split("|")
+        return any(any(path is not None and (path in paths or any(p.startswith(path + ".") for p in paths if p))
+                       for path in (field_for(self.schema, role), (person_field_for(self.schema, role) or (None,))[0],
+                                    role))  # a role that is a stored field itself: merged, state_reason
+                   for role in roles)
+
+    def _person_paths(self) -> set[str]:
+        return {path for candidates in PEOPLE_ROLES.get(self.schema.name, {}).values() for path, _ in candidates}
+
+    def _spans(self, text: str, *, structured: bool, shape: Shape) -> tuple[list[dict], list[dict]]:
         """Every content word of the question is consumed by the plan (a collection, person, time, value,
         shape), sent to full-text search (topic), or not understood; function words are neither."""
         understood: dict[tuple[int, int], str] = {}
@@ -203,9 +235,9 @@ class SpanStep(Draft):
                 word = self.q[start:end].lower()
                 if word in topic:
                     understood[(start, end)] = "topic"
-                elif structured and IMPLIED.fullmatch(word):
+                elif structured and IMPLIED.fullmatch(word) and self._implied_by_plan(word, shape):
                     understood[(start, end)] = "implied"
-                elif self._field_used(word, grouped):
+                elif self._field_used(word, shape.field):
                     understood[(start, end)] = "field"
                 else:
                     missed.append((start, end))
@@ -223,9 +255,9 @@ FILLER = frozenset("""
 a an the of in on at to for from by with and or is are was were be been being do does did done have has had
 i me my mine we our us you your it its this that these those there here what which when where how
 show list give find tell get see let know please can could would will should shall may might must just also
-than then as into over any all some each every one ones thing things kind sort lot lots so such very
+than then as into over any all some each every one ones thing things kind sort lot lots so such very among amongst
 want need like ok okay hi hello hey thanks thank much many both
-still yet currently right now got get gets getting anything everything he she him her his they them their
+still yet currently right now got get gets getting anything everything he she him her his they them their ever
 """.split())
 
 # Words a structured plan has read without consuming them: the verbs whose dates or people the
@@ -239,6 +271,23 @@ IMPLIED = re.compile(
     r"active|busiest|biggest|largest|most|top|counts?|volume|break|down|breakdown|split|across|vs|total|number|"
     r"two|three|four|five|six|seven|eight|nine|ten|"
     r"谁|哪些人|哪位|发过?|发了|提交|创建|合并|评审|审查")
+# What an implied word needs in the plan to count as read (a role: a condition, time or grouping on
+# its field). Words not listed (the creation verbs: "filed", "posted", "wrote") describe every record.
+NUMBER_WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten".split())}
+RANKED_SHAPES = frozenset({"top", "min", "max", "argmin", "argmax"})
+IMPLIED_NEEDS = [(re.compile(pattern), need) for pattern, need in (
+    (r"review\w*|approv\w*|评审|审查", "reviewer|reviewed|requested_reviewer"),
+    (r"assign\w*", "assignee"),
+    (r"merg\w*|land\w*|ship\w*|合并", "merged|merger|state"),
+    (r"clos\w*|resolv\w*", "state|closed|resolved|closer|status|state_reason"),
+    (r"repl\w*", "replies|reply_user|replied_to|thread_ts|reply_users_count"),
+    (r"updat\w*", "updated"),
+    (r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|posters?|members?|"
+     r"whom?|谁|哪些人|哪位", "person"),
+    (r"active|busiest|biggest|largest|most|top", "rank"),
+    (r"counts?|volume|total|number", "measure"),
+    (r"break|down|breakdown|split|across|vs", "group"),
+    (r"two|three|four|five|six|seven|eight|nine|ten", "number"))]
 # Nouns naming a field: understood only when the plan conditions or groups on that field ("the bug
 # label"); "without a milestone" in a plan with no milestone condition is not.
 FIELD_WORDS = [(re.compile(pattern), role) for pattern, role in (
