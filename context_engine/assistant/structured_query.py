@@ -22,6 +22,7 @@ from context_engine.assistant.state import StructuredState
 from context_engine.config import Settings
 from context_engine.query import engine
 from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, RunResult, Success
+from context_engine.query.execute import ExecutionError
 from context_engine.query.identity import Person
 from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.query.planner.templates import context_set_for
@@ -87,6 +88,11 @@ def generate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[st
                 "attempts": [*state.get("attempts", []), failed.to_json()]}
     if not plan.pipeline:
         return {"outcome": "resolution_failed", "resolution": {"error": engine.NOTHING_TO_QUERY}, "rows": []}
+    unknown = engine.unread_name(plan, ctx, value_index_for(settings))
+    if unknown is not None:
+        return {"outcome": "resolution_failed", "rows": [], "plan": plan.to_json(),
+                "resolution": {"error": unknown.message, "candidates": [p.to_json() for p in unknown.candidates],
+                               "unresolved": unknown.unresolved}}
     return {"plan": plan.to_json(), "error": "", "understood": plan.understood,
             "not_understood": plan.not_understood, "confidence": plan.confidence}
 
@@ -114,7 +120,7 @@ def execute_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str
         # Its own run in traces (astream_events, LangSmith): the collection and the pipeline as run.
         rows = RunnableLambda(aggregate, name="mongodb_aggregate").invoke(
             {"collection": plan.collection, "pipeline": state["plan"]["pipeline"]})
-    except engine.ExecutionError as exc:
+    except ExecutionError as exc:
         return {"error": str(exc), "rows": [], "attempts": [*attempts, {"plan": state["plan"], "error": str(exc)}]}
     return {"rows": jsonable(rows), "error": "", "outcome": "success" if rows else "no_results",
             "attempts": [*attempts, {"plan": state["plan"], "error": None}]}

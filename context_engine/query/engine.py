@@ -14,7 +14,7 @@ from typing import Any, Literal, Union
 
 from context_engine.config import Settings
 from context_engine.query.catalog import Catalog
-from context_engine.query.execute import ExecutionError, run_pipeline
+from context_engine.query.execute import run_pipeline
 from context_engine.query.identity import (CALENDAR_NAMES, COMMON_WORDS, ORDINARY_WORDS, Mention, PeopleDirectory,
                                            Person, person_slots)
 from context_engine.query.offline import CONFIDENT, OfflinePlanner
@@ -127,6 +127,9 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
                                               "which one did you mean?",
                                               candidates=mention.candidates[:MAX_CANDIDATES], unresolved=mention.text)
             mention.person, mention.candidates = chosen, []
+    guessed = next((m for m in mentions if m.person is None and len(m.candidates) == 1), None)
+    if guessed is not None:  # two edits from one login: offered, never assumed
+        return None, _no_one_named(guessed.text, directory, values, guessed.candidates)
     joined = next((m for m in mentions if m.person is not None and m.score < 100 and len(m.text.split()) > 1
                    and not any(len(alias.split()) > 1 for alias in directory.aliases(m.person))
                    and not any(o.person is not None and o.person.key == m.person.key and o.score >= 100 for o in mentions)),
@@ -221,6 +224,29 @@ def _no_one_named(text: str, directory: PeopleDirectory, values: ValueIndex | No
                             unresolved=text)
 
 
+def unread_name(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) -> ResolutionFailed | None:
+    """A capitalised name the offline plan could not read ("open PRs Zoltan reviewed" with no Zoltan in
+    the data): the question is about someone the data does not hold, so it is declined with the
+    closest people, not answered about everyone. Not the question's first word (capitalised anyway),
+    not an acronym, a date word or plain English, not a stored value."""
+    if plan_.planner != "offline":
+        return None
+    for span in plan_.not_understood:
+        for m in _CAPITALISED_RUN.finditer(span["text"]):
+            name = m.group(0)
+            if span["start"] + m.start() == 0 or any(w.lower() in COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES
+                                                     for w in name.split()):
+                continue
+            if values is not None and any(_vouches(v) for v in values.search(name, limit=MAX_CANDIDATES)
+                                          if v.kind != "person"):
+                continue
+            return _no_one_named(name, ctx.directory, values)
+    return None
+
+
+_CAPITALISED_RUN = re.compile(r"(?<![\w'’-])[A-Z][a-z\u00C0-\u024F'’\-]+(?:\s+[A-Z][a-z\u00C0-\u024F'’\-]+)*(?![\w-])")
+
+
 def plan(ctx: PlanningContext, llm_planner=None, always_llm: bool = False, offline: Plan | None = None) -> Plan:
     """Offline first; the LLM when the offline plan is not confident or an attempt failed.
 
@@ -271,37 +297,3 @@ def with_display_names(rows: list[dict[str, Any]], plan_: Plan, directory: Peopl
 
 def describe_attempts(attempts: list[Attempt]) -> str:
     return " | ".join(f"{a.plan.collection} {a.plan.pipeline}" for a in attempts)
-
-
-def run_structured(question: str, *, store: Any, catalog: Catalog, settings: Settings, now: datetime,
-                   asker: Person | None, llm_planner=None, tiebreak=None, always_llm: bool = False,
-                   values: ValueIndex | None = None) -> RunResult:
-    ctx, failed = resolve(question, now, catalog, asker, tiebreak, values)
-    if failed:
-        return failed
-    assert ctx is not None
-    attempts: list[Attempt] = []
-    for _ in range(settings.max_attempts):
-        try:
-            current = plan(ctx, llm_planner, always_llm)
-        except Exception as exc:  # the model's output could not be parsed into a plan
-            attempts.append(Attempt(Plan("?", [], planner="llm"), f"planner error: {exc}"))
-            ctx.previous = attempts
-            continue
-        if not current.pipeline:
-            return ResolutionFailed(NOTHING_TO_QUERY, attempts=attempts)
-        error = validate(current, ctx, settings)
-        if error is None:
-            try:
-                rows = execute(current, ctx, store, settings, catalog.tenant)
-            except ExecutionError as exc:
-                error = str(exc)
-        attempts.append(Attempt(current, error))
-        if error is None:
-            if rows:
-                return Success(current, rows, attempts)
-            return NoResults(current, attempts, tried=describe_attempts(attempts))
-        ctx.previous = attempts
-        if llm_planner is None:
-            break  # the offline planner is deterministic: asking again gives the same plan
-    return MaxAttempts(attempts)

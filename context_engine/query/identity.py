@@ -359,6 +359,11 @@ class PeopleDirectory:
         if not matches:
             return
         best = min(distance for _, distance, _ in matches)
+        if best > 1 and self._handle_keys and all(alias in self._handle_keys for alias, d, _ in matches if d == best):
+            # Two edits from a login only ("Kowalski": rpowalski): a guess, offered, never resolved.
+            people = sorted({i for alias, d, _ in matches if d == best for i in self.index[alias]})
+            add(Mention(text, start, end, candidates=[self.people[i] for i in people], score=100.0 - 10 * best))
+            return
         hits: set[int] = set()
         for alias, distance, _ in matches:
             if distance == best:
@@ -387,6 +392,9 @@ _PERSON_CUES = [
                rf"(?:repl(?:y|ies|ied)|respond(?:s|ed)?|answer(?:s|ed)?|talk(?:s|ed)?|wr[io]te)\s+(?:the\s+)?(?:most\s+|more\s+)?to)"
                rf"\s+({_NAME}|{_LOGIN_LIKE})"),
     re.compile(rf"\b({_NAME})'s\b"),
+    # "issues by quin": a plain lower-case word right after "<records> by" is who wrote them
+    re.compile(r"\b(?:[Pp][Rr]s?|[Pp]ull [Rr]equests?|[Ii]ssues?|[Tt]ickets?|[Bb]ugs?|[Mm]essages?|[Pp]osts?|[Tt]hreads?"
+               r"|[Cc]ommits?)\s+by\s+([a-z][a-z0-9]{2,})\b"),
     re.compile(rf"\b[Dd]id\s+({_NAME}|[a-z][\w\-]*)\s+(?:ever\s+|actually\s+|already\s+)?(?:merge|open|review|write|"
                rf"close|create|file|post|commit|approve|ship|author|start|fix|work|send|submit|report|comment|do|"
                rf"finish|resolve|land)\b"),

@@ -13,7 +13,7 @@ import pytest
 
 from context_engine.config import Settings
 from context_engine.query.catalog import Catalog
-from context_engine.query.engine import resolve
+from context_engine.query.engine import resolve, unread_name
 from context_engine.query.execute import run_pipeline
 from context_engine.query.offline import OfflinePlanner
 from context_engine.query.schema import schema_from_documents
@@ -170,3 +170,22 @@ def test_a_full_name_joined_into_a_login_is_declined_with_the_login(world):
 def test_a_name_one_letter_short_of_a_login_that_begins_another_is_ambiguous(world):
     _, failed = resolve("issues by albert", NOW, world[1], None)
     assert failed is not None and {p.key for p in failed.candidates} == {"albertz", "albertvillanova"}
+
+
+def test_a_capitalised_name_the_plan_could_not_read_is_declined_not_answered(world):
+    ctx, failed = resolve("open issues that Zoltan triaged", NOW, world[1], None)
+    assert failed is None  # no cue said "person" here: only the plan finds the word unread
+    plan = OfflinePlanner().plan(ctx)
+    declined = unread_name(plan, ctx, None)
+    assert declined is not None and declined.unresolved == "Zoltan"
+    # a capitalised word the plan reads (a topic after a cue) or the question's first word is no name
+    for question in ("open issues about Docker", "Bug issues that are open"):
+        ctx, _ = resolve(question, NOW, world[1], None)
+        assert unread_name(OfflinePlanner().plan(ctx), ctx, None) is None, question
+
+
+def test_two_edits_from_a_login_is_offered_not_resolved(world):
+    _, failed = resolve("issues by albertvilanovva", NOW, world[1], None)
+    assert failed is not None and [p.key for p in failed.candidates] == ["albertvillanova"]
+    ctx, failed = resolve("issues by quinm", NOW, world[1], None)  # one edit: a typo, read as quinn
+    assert failed is None and [m.person.key for m in ctx.mentions] == ["quinn"]
