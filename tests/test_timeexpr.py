@@ -69,13 +69,30 @@ def test_no_time_in_plain_question():
     ("post-2020", D(2021, 1, 1), None),
     ("2019 年之前", None, D(2019, 1, 1)),
     ("2020 年以前", None, D(2020, 1, 1)),
-    ("2021 年以后", D(2021, 1, 1), None),
+    ("2021 年以后", D(2021, 1, 1), None),                  # 以后: from then on, the year included
+    ("2021 年 6 月之后", D(2021, 7, 1), None),              # 之后: after June, like "after June 2021"
     ("从五月以来", D(2026, 5, 1), None),
+    ("prior to 1 May 2020", None, D(2020, 5, 1)),           # a day, opened at one end
+    ("up to the end of January 2019", None, D(2019, 2, 1)),
+    ("by March 2024", None, D(2024, 4, 1)),
+    ("since January 1st this year", D(2026, 1, 1), None),
 ])
 def test_open_ended_periods(text, start, end):
     (rng,) = find_time_ranges(text, NOW)
     assert (rng.start, rng.end) == (start, end)
     assert rng.text == text  # the words that opened it are the expression's own
+
+
+@pytest.mark.parametrize("text,day", [
+    ("messages from 14 February 2019", D(2019, 2, 14)),        # "from" a day names the day itself
+    ("PRs merged on May 1st, 2020", D(2020, 5, 1)),
+    ("issues opened 2024-03-05", D(2024, 3, 5)),
+    ("Huong 在 2019 年 2 月 14 日发了哪些消息", D(2019, 2, 14)),
+    ("what did I post on the 3rd of March 2025", D(2025, 3, 3)),
+])
+def test_one_calendar_day(text, day):
+    (rng,) = find_time_ranges(text, NOW)
+    assert (rng.start, rng.end) == (day, day.replace(day=day.day + 1))
 
 
 @pytest.mark.parametrize("text,start,end", [

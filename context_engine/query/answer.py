@@ -56,12 +56,16 @@ def _label(row: dict[str, Any]) -> str:
 
 def ignored(result: RunResult) -> str:
     """One line naming the words of the question the plan could not read: every surface shows it, so
-    an answer to a narrower question than the one asked never passes for the answer to it."""
+    an answer to a narrower question than the one asked never passes for the answer to it; and, when
+    misspelt words were read as the words meant, the question as it was read."""
     plan = getattr(result, "plan", None)
-    if plan is None or not plan.not_understood:
+    if plan is None:
         return ""
+    read_as = f"\nRead as: '{plan.read_as}'." if plan.read_as else ""
+    if not plan.not_understood:
+        return read_as
     words = ", ".join(f"'{s['text']}'" for s in plan.not_understood)
-    return f"\nI did not understand: {words} — the answer ignores {'it' if len(plan.not_understood) == 1 else 'them'}."
+    return read_as + f"\nI did not understand: {words} — the answer ignores {'it' if len(plan.not_understood) == 1 else 'them'}."
 
 
 def compose(result: RunResult, collection: str | None) -> tuple[str, list[dict[str, Any]]]:

@@ -19,6 +19,7 @@ from context_engine.query.identity import (CALENDAR_NAMES, COMMON_WORDS, ORDINAR
                                            Person, person_slots)
 from context_engine.query.offline import CONFIDENT, OfflinePlanner
 from context_engine.query.plan import Attempt, Plan, PlanningContext
+from context_engine.query.spelling import correct
 from context_engine.query.timeexpr import find_time_ranges
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
 from context_engine.query.values import ValueIndex
@@ -106,8 +107,10 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
     closest people the asker may see; without it the directory's own names do."""
     directory = catalog.directory
     # Stored values ("bug", "payments") are not people; people's own names stored as values are.
-    reserved = frozenset(v.lower() for s in catalog.schemas.values() for f in s.fields.values()
-                         for v in (f.enum or []) if isinstance(v, str)) - set(directory.index)
+    stored = frozenset(v.lower() for s in catalog.schemas.values() for f in s.fields.values()
+                       for v in (f.enum or []) if isinstance(v, str))
+    reserved = stored - set(directory.index)
+    asked, question = question, correct(question, stored | set(directory.index))
     mentions = directory.find_mentions(question, asker, reserved=reserved)
     if any(m.is_asker for m in mentions) and not _FIRST_PERSON_FILTER.search(question):
         # "what should I do when a callback is retried?" asks for advice, "where do I find the ADRs"
@@ -144,7 +147,8 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
         near = [m.person for m in mentions if m.person is not None and m.score < 100 and m.text in unknown]
         return None, _no_one_named(unknown, directory, values, near)
     ctx = PlanningContext(question=question, now=now, schemas=catalog.schemas, directory=directory,
-                          asker=asker, mentions=[m for m in mentions if m.person is not None], times=times)
+                          asker=asker, mentions=[m for m in mentions if m.person is not None], times=times,
+                          read_as=question if question != asked else "")
     return ctx, None
 
 
@@ -255,14 +259,19 @@ def plan(ctx: PlanningContext, llm_planner=None, always_llm: bool = False, offli
     if offline is not None:
         ctx.draft = offline
     if llm_planner is not None and (ctx.previous or always_llm):
-        return llm_planner.plan(ctx)
+        return _read_as(llm_planner.plan(ctx), ctx)
     offline = ctx.draft = offline or OfflinePlanner().plan(ctx)
     if offline.confidence < CONFIDENT and llm_planner is not None:
         try:
-            return llm_planner.plan(ctx)
+            return _read_as(llm_planner.plan(ctx), ctx)
         except Exception as exc:  # a model failure must not lose the offline answer
             offline.notes.append(f"LLM planner failed ({exc.__class__.__name__}); kept the offline plan")
-    return offline
+    return _read_as(offline, ctx)
+
+
+def _read_as(plan_: Plan, ctx: PlanningContext) -> Plan:
+    plan_.read_as = ctx.read_as
+    return plan_
 
 
 def validate(plan_: Plan, ctx: PlanningContext, settings: Settings) -> str | None:

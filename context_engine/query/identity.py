@@ -406,10 +406,12 @@ _PERSON_CUES = [
                rf"filed|posted|committed|approved|shipped|authored|started|reported|fixed|submitted|landed|raised)\b"),
     # "how many issues is Mario assigned to", "Mario was assigned": the assignee.
     re.compile(rf"\b(?:is|was|are|were)\s+({_NAME})\s+assigned\b|\b({_NAME})\s+(?:is|was|are|were|has been|got|gets)\s+assigned\b"),
+    # "what is Marguerite Okonkwo-Blaise working on", "what has Zed been up to": someone's work
+    re.compile(rf"\bwhat\s+(?:is|are|was|has|have|did)\s+({_NAME})\s+(?:been\s+)?(?:working on|doing|up to|shipping|done)\b"),
     # A name in Latin letters before what a person does in Chinese ("Nobody Atall 开了哪些 PR", "Quentin 在
     # 2021 年合并了"); before 的 only a full name ("Nobody Atall 的 PR"): "Docker 的 issue" is a topic.
     re.compile(rf"(?:^|(?<=[\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff]))({_NAME}|{_LOGIN_LIKE})\s*"
-               rf"(?=在|合并|提交|创建|负责|写了|写的|发了|发的|评审|审查|审核|关闭|解决|完成|打开|开了|提了|提的|报的|"
+               rf"(?=在|合并|提交|创建|负责|写了|写的|写过|发了|发的|发过|评审|审查|审核|关闭|解决|完成|打开|开了|开过|开的|提了|提的|提过|报的|"
                rf"上周|本周|这周|上个月|这个月|本月|今年|去年|最近|一共|总共)"
                rf"|(?:^|(?<=[\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff]))([A-Z][a-z]+\s+[A-Z][a-z]+)\s*(?=的)"),
 ]

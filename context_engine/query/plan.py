@@ -33,6 +33,7 @@ class Plan:
     # person, time, value, shape, topic, filler ...) and what it could not read (the answer ignores it).
     understood: list[dict[str, Any]] = field(default_factory=list)
     not_understood: list[dict[str, Any]] = field(default_factory=list)
+    read_as: str = ""  # the question as planned, when its spelling was corrected ("numbr" -> "number")
 
     def to_json(self) -> dict[str, Any]:
         return {"collection": self.collection, "pipeline": to_extended_json(self.pipeline),
@@ -40,7 +41,8 @@ class Plan:
                 "collection_named": self.collection_named,
                 "person_field": list(self.person_field) if self.person_field else [],
                 "ir": self.ir.to_json() if self.ir else None,
-                "understood": [dict(s) for s in self.understood], "not_understood": [dict(s) for s in self.not_understood]}
+                "understood": [dict(s) for s in self.understood], "not_understood": [dict(s) for s in self.not_understood],
+                "read_as": self.read_as}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Plan":
@@ -49,7 +51,8 @@ class Plan:
                    notes=list(data.get("notes", [])), collection_named=data.get("collection_named", True),
                    person_field=tuple(data["person_field"]) if data.get("person_field") else None,
                    ir=PlanIR.from_json(data["ir"]) if data.get("ir") else None,
-                   understood=list(data.get("understood") or []), not_understood=list(data.get("not_understood") or []))
+                   understood=list(data.get("understood") or []), not_understood=list(data.get("not_understood") or []),
+                   read_as=data.get("read_as") or "")
 
 
 @dataclass
@@ -77,10 +80,11 @@ class PlanningContext:
     previous: list[Attempt] = field(default_factory=list)  # failed attempts, for self-correction
     draft: Plan | None = None  # the offline plan of this question, once built (the LLM planner's draft)
     context_set: Any = None  # the tenant's `query.context_sets.ContextSet` (templates, facets); None: none used
+    read_as: str = ""  # the question as planned when misspelt words were read as the words meant
 
     def resolution_json(self) -> dict[str, Any]:
         """The people and times resolution found, as JSON: resolved once, carried to every later step."""
-        return {"people": [{"text": m.text, "start": m.start, "end": m.end, "key": m.person.key,
+        return {"read_as": self.read_as, "people": [{"text": m.text, "start": m.start, "end": m.end, "key": m.person.key,
                             "name": m.person.name, "asker": m.is_asker} for m in self.mentions if m.person],
                 "times": [{"text": t.text, "start": t.start.isoformat() if t.start else "",
                            "end": t.end.isoformat() if t.end else "", "verb": t.verb or ""} for t in self.times]}
@@ -96,5 +100,6 @@ class PlanningContext:
         times = [TimeRange(datetime.fromisoformat(t["start"]) if t["start"] else None,
                            datetime.fromisoformat(t["end"]) if t["end"] else None, t["text"], t["verb"] or None)
                  for t in resolution.get("times", [])]
-        return cls(question=question, now=now, schemas=schemas, directory=directory, asker=asker,
-                   mentions=mentions, times=times)
+        # Positions are in the question as read (corrected): planning reads that text.
+        return cls(question=resolution.get("read_as") or question, now=now, schemas=schemas, directory=directory,
+                   asker=asker, mentions=mentions, times=times, read_as=resolution.get("read_as") or "")

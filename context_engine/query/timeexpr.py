@@ -108,7 +108,22 @@ def _rules(now: datetime):
     month = datetime(now.year, now.month, 1)
     year = datetime(now.year, 1, 1)
     q_now = (now.month - 1) // 3 + 1
+    def one_day(year: int, month: int, day: int) -> tuple[datetime, datetime]:
+        start = datetime(year, month, day)
+        return start, start + timedelta(days=1)
+
     return [
+        # One calendar day: "14 February 2019", "May 1st, 2020", "2020-05-01", "2019 年 2 月 14 日",
+        # "January 1st this year". Before the month rules: the day, not its month.
+        (rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\.?,?\s+(20\d\d)\b",
+         lambda m: one_day(int(m.group(3)), MONTHS[m.group(2)], int(m.group(1)))),
+        (rf"\b{_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(20\d\d)\b",
+         lambda m: one_day(int(m.group(3)), MONTHS[m.group(1)], int(m.group(2)))),
+        (rf"\b{_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(this|last) year\b",
+         lambda m: one_day(now.year - (m.group(3) == "last"), MONTHS[m.group(1)], int(m.group(2)))),
+        (r"\b(20\d\d)-(\d\d)-(\d\d)\b", lambda m: one_day(int(m.group(1)), int(m.group(2)), int(m.group(3)))),
+        (r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(\d{1,2}|[一二三四五六七八九十]+)\s*[日号]",
+         lambda m: one_day(int(m.group(1)), _cn_number(m.group(2)), _cn_number(m.group(3)))),
         (r"\btoday\b|今天", lambda m: (today, today + timedelta(days=1))),
         (rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} hours?\b",
          lambda m: (now - timedelta(hours=_number(m.group(1))), now)),
@@ -172,13 +187,13 @@ def _rules(now: datetime):
          lambda m: (_most_recent_month(now, MONTHS[m.group(1)]),
                     _month_start(_most_recent_month(now, MONTHS[m.group(1)]).year, MONTHS[m.group(1)] + 1))),
         (r"\bsince (20\d\d)\b(?![-/])", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
-        (r"\b(?:in |during )?(20\d\d)\b(?![-/]\d)|(20\d\d)\s*年(?!\s*(?:\d|[一二三四五六七八九十]+)\s*月)",
+        (r"(20\d\d)\s*年(?!\s*(?:\d|[一二三四五六七八九十]+)\s*月)|\b(?:in |during )?(20\d\d)\b(?![-/]\d)",
          lambda m: (datetime(int(m.group(1) or m.group(2)), 1, 1), datetime(int(m.group(1) or m.group(2)) + 1, 1, 1))),
     ]
 
 
 _EXPLICIT = re.compile(
-    r"\b(since|after|before|until|from)\s+((?:\d{4}-\d{2}-\d{2})|(?:" + _MONTH + r"\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4})"
+    r"\b(since|after|before|until)\s+((?:\d{4}-\d{2}-\d{2})|(?:" + _MONTH + r"\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4})"
     r"|(?:\d{1,2} " + _MONTH + r" \d{4}))", re.I)
 
 
@@ -287,7 +302,7 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
         if when is None:
             continue
         keyword = m.group(1).lower()
-        if keyword in ("since", "after", "from"):
+        if keyword in ("since", "after"):
             rng = (_resolved(m.group(0), lambda: when + timedelta(days=1)) if keyword == "after" else when, None)
         else:
             rng = (None, _resolved(m.group(0), lambda: when + timedelta(days=1)) if keyword == "until" else when)
@@ -315,8 +330,8 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
 # Words that open a period at one end: "before 2021" is everything until 2021 began, "after March
 # 2019" everything from April on, "since April" / "2025 onwards" / "2018 年之前" likewise. A bare
 # "from" is not one of them: "messages from March 2019" are the messages of that month.
-_BEFORE = re.compile(r"(?:\b(?:before|prior to|earlier than|older than|up until|until|till|through|up to|as late as)"
-                     r"|\bpre-)\s*(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?$")
+_BEFORE = re.compile(r"(?:\b(?:before|prior to|earlier than|older than|up until|until|till|through|up to|as late as|by)"
+                     r"|\bpre-)\s*(?:the\s+)?(?:(?:start|beginning|end)\s+of\s+)?$")
 _AFTER = re.compile(r"(?:\b(?:after|later than|newer than)|\bpost-)\s*(?:the\s+)?(?:end\s+of\s+)?$")
 _SINCE = re.compile(r"(?:\b(?:since|starting(?:\s+(?:from|in|with))?|beginning(?:\s+(?:from|in))?)"
                     r"\s+(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?|(?:自从?|从)\s*)$")
@@ -333,7 +348,7 @@ def _open_ended(text: str, a: int, b: int, start: datetime | None,
     if start is None or end is None:
         return None  # already open at one end ("since May", "older than 3 weeks")
     before, after = text[:a], text[b:]
-    inclusive = re.search(r"(?:until|till|through|up to|as late as)\s*$", before)
+    inclusive = re.search(r"(?:until|till|through|up to|as late as|by)\s*$|\bend\s+of\s*$", before)
     if m := _BEFORE.search(before):
         return (m.start(), b), (None, end if inclusive else start)
     if m := _EARLIER.match(after):

@@ -44,14 +44,14 @@ MESSAGES = [
 ]
 
 
-def _issue(ref, state, created, *, labels=(), assignees=(), author="quinn", comments=0, closed=None):
-    return {"ref": ref, "title": f"issue {ref}", "state": state, "created_at": created, "closed_at": closed,
+def _issue(ref, state, created, *, labels=(), assignees=(), author="quinn", comments=0, closed=None, title=None):
+    return {"ref": ref, "title": title or f"issue {ref}", "state": state, "created_at": created, "closed_at": closed,
             "state_reason": None, "labels": [{"name": n} for n in labels], "assignees": [{"login": a} for a in assignees],
             "comments": comments, "user": {"login": author}}
 
 
 ISSUES = [
-    _issue("i1", "open", D(2021, 1, 1), labels=["good first issue"], author="quinn"),
+    _issue("i1", "open", D(2021, 1, 1), labels=["good first issue"], author="quinn", title="Add a tokenizer"),
     _issue("i2", "open", D(2023, 1, 1), labels=["bug"], assignees=["rory"], author="rory", comments=2),
     _issue("i3", "closed", D(2023, 2, 1), labels=["bug"], author="quinn", closed=D(2023, 8, 1)),
     _issue("i4", "closed", D(2023, 3, 1), labels=["docs"], author="quinn", closed=D(2023, 6, 10), comments=1),
@@ -189,3 +189,30 @@ def test_two_edits_from_a_login_is_offered_not_resolved(world):
     assert failed is not None and [p.key for p in failed.candidates] == ["albertvillanova"]
     ctx, failed = resolve("issues by quinm", NOW, world[1], None)  # one edit: a typo, read as quinn
     assert failed is None and [m.person.key for m in ctx.mentions] == ["quinn"]
+
+
+@pytest.mark.parametrize("question,expected", [
+    ("closed issues never assigned to anybody", ["i3", "i4"]),
+    ("open issues not counting the ones labelled 'good first issue'", ["i2", "i5"]),
+    ("issues leaving out anything tagged docs", ["i1", "i2", "i3"]),
+    ("2023 年创建的 issue 中，评论数最多是多少？", 2),
+    ("which open issue has been waiting the longest (oldest first)?", ["i1"]),
+    ("how many different people have been assigned to issues", 3),
+    ("一共有多少个不同的人被指派过 issue？", 3),
+    ("issues with 'tokenizer' in the title", ["i1"]),
+])
+def test_issue_wordings_of_the_second_round(world, question, expected):
+    got, plan = answer(world, question)
+    assert got == expected, plan.pipeline
+    assert not plan.not_understood, plan.not_understood
+
+
+@pytest.mark.parametrize("question,expected", [
+    ("which of the workspaces was busiest in January", "elmlang"),
+    ("Whose threads does Kim reply to most?", "U2"),               # her replies, by the threads' starters
+    ("how many different people started threads in elmlang", 2),
+    ("number of distinct thread starters on the elm slack", 2),
+])
+def test_slack_wordings_of_the_second_round(world, question, expected):
+    got, plan = answer(world, question)
+    assert got == expected, plan.pipeline

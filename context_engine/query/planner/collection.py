@@ -12,7 +12,7 @@ from context_engine.query.schema import CollectionSchema
 _COLLECTION_WORDS: list[tuple[str, str]] = [
     ("pull_requests", r"\bprs?\b|\bpull[- ]?requests?\b|\bpulls\b|\bmerge requests?\b|\bpatch(?:es)?\b|\bpatchsets?\b|合并请求|拉取请求|\bprs?(?![a-z])|代码审查|评审"),
     ("issues", r"\bissues?\b|\btickets?\b|\bbugs?\b|\bjira\b|\bstor(?:y|ies)\b|\btasks?\b|\bepics?\b|\btix\b|工单|问题|缺陷|任务|需求|单子"),
-    ("messages", r"\bmessages?\b|\bthreads?\b|\bslack\b|\bchannels?\b|\bposts?\b|\bposted\b|\bsaid\b|\breplies\b|(?<!\w)#[\w\-]+|消息|讨论|频道|帖子"),
+    ("messages", r"\bmessages?\b|\bthreads?\b|\bslacks?\b|\bworkspaces?\b|工作区|\bchannels?\b|\bposts?\b|\bposted\b|\bsaid\b|\breplies\b|(?<!\w)#[\w\-]+|消息|讨论|频道|帖子"),
     ("documents", r"\bdocs?\b|\bdocuments?\b|\badrs?\b|\bdecision records?\b|\bguides?\b|\brfcs?\b|\bpostmortems?\b|\brunbooks?\b|\bpages?\b|\bwiki\b|文档|设计文档|复盘"),
     ("commits", r"\bcommits?\b|\bcommitted\b|\bcommitters?\b|提交记录|提交"),
     ("people", r"\bpeople (?:are )?(?:on|in|per) (?:\w+ ){0,2}(?:teams?|eng)\b|\bheadcount\b|组都有谁|组的人|团队成员|\bteam members?\b|\bmembers of\b|\bwho(?:'s| is| are) (?:on|in) the\b|\bteam\b(?= members| roster)|成员|团队都有谁"),

@@ -41,7 +41,9 @@ class ConditionStep(Draft):
             self.add_filter("state", "closed")
             return "created"
         if name == "pull_requests":
-            if self.mark(r"\bnon-?drafts?\b|\bnot (?:a )?drafts?\b|\bready for review\b|非草稿"):
+            if self.mark(r"\bnon-?drafts?\b|(?:\bnot|n't)(?: marked as| marked| a| in)? drafts?\b|\bready for review\b|非草稿"
+                         r"|\b(?:excluding|except(?: for)?|without|not counting|leaving out|other than|minus|apart from|aside from)"
+                         r" (?:the |any )?drafts?\b|(?:不含|不包括|排除|除了?)草稿"):
                 self.add_filter("draft", False)
             if self.mark(r"关闭了?但?(?:是)?(?:没有?|未)(?:被)?(?:merge|合并|合入)|(?:没有?|未)(?:merge|合并|合入)就(?:被)?关闭"):
                 self.add_filter("merged", False)
@@ -126,7 +128,8 @@ class ConditionStep(Draft):
             self.add_filter(label, None, "empty")
         assignee = person_field_for(s, "assignee")
         if assignee and self.mark(r"\b(?:nobody|no one|no-one) (?:is |was |has been |got )?assigned\b|\bassigned to (?:nobody|no one|no-one)\b"
-                                  r"|\bnot assigned to (?:anyone|anybody)\b|\bwithout (?:an? |any )?assignees?\b"
+                                  r"|\b(?:not|never|n't been|never been) assigned to (?:anyone|anybody|someone|a person)\b"
+                                  r"|\bnever (?:been |got |gotten |was |were )?assigned\b|\bwithout (?:an? |any )?assignees?\b"
                                   r"|没有?(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)(?:给)?(?:任何人|任何一个人|别人|谁)?|无人(?:负责|认领)|未(?:被)?(?:指派|分配)(?:给)?(?:任何人)?"):
             self.add_filter(assignee[0], None, "empty")  # "unassigned", "no assignee": the linking step's own words
         milestone = field_for(s, "milestone")
@@ -143,7 +146,8 @@ class ConditionStep(Draft):
         mentioned = person_field_for(s, "mentioned")
         if mentioned and self.mark(r"\bmention(?:s|ing)? (?:nobody|no one|noone|no-one)\b"
                                    r"|\b(?:don't|doesn't|do not|does not|didn't|did not|without|never) (?:@-?)?mention(?:ing)? (?:anyone|anybody|someone|people)\b"
-                                   r"|\b(?:no|zero|without(?: any)?) (?:@-?)?mentions?\b|没有(?:任何)?(?:@|提及|提到)(?:任何人|别人|人)?"):
+                                   r"|\b(?:no|zero|without(?: any)?) (?:@-?)?mentions?\b|没有(?:任何)?(?:@|提及|提到)(?:任何人|别人|人)?"
+                                   r"|\b(?:without|never|not|no) (?:tagging|pinging|@-?ing|@-?mentioning|mentioning) (?:anyone|anybody|someone|people|others)\b"):
             self.add_filter(mentioned[0], None, "empty")
         if s.has_path("thread_ts") and self.mark(_NOT_IN_A_THREAD):
             self.add_filter("thread_ts", None, "empty")
@@ -307,7 +311,10 @@ class ConditionStep(Draft):
         replies = field_for(self.schema, "replies")
         # Replies to someone's threads are counted themselves: the word "threads" there selects no parents.
         replying = person_field_for(self.schema, "replied_to")
-        if replies and not self.has_filter(replies) and not (replying and self.has_filter(replying[0])) \
+        # "whose threads does Meagan reply to": her replies, grouped by the threads' starters
+        whose = re.search(r"\b(?:whose|which (?:person|user|member|one)['’]s) (?:threads?|posts?|discussions?)\b"
+                          r"|回复[^，。？?]{0,6}谁发起的", self.q, re.I)
+        if replies and not self.has_filter(replies) and not (replying and self.has_filter(replying[0])) and not whose \
                 and self.mark(r"\bthreads?\b|\bgot replies\b|\bwith replies\b|帖子|讨论串"):
             self.add_filter(replies, 1, "gte")  # a thread is a message that has replies
 
@@ -365,9 +372,11 @@ _DATED_VERBS = r"merged|closed|opened|created|resolved|fixed|updated|filed|repor
 _STATE_FIELDS = frozenset({"state", "merged", "draft", "state_reason"})
 _NEGATION_BEFORE = re.compile(
     r"(?:\bnot|n't|\bnever|\bwithout|\bnon-?|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
-    r"|\boutside(?: of)?|没有|不是|不带|除了|除|非|(?:既|也)?不在)\s*"
+    r"|\boutside(?: of)?|\bnot counting|\bleaving out|\bleave out|\bminus|\bapart from|\baside from|\bignoring"
+    r"|没有|不是|不带|除了|除|非|(?:既|也)?不在|不含|不包括|排除)\s*"
     r"(?:(?:labell?ed|tagged|marked|with|the|a|an|any|by|from|in|authored|written|opened|created|filed|reported|assigned|to"
-    r"|label|labels|tag|a label|as|one of|either)\s+)*$", re.I)
+    r"|label|labels|tag|a label|as|one of|either|the ones|ones|anything|everything|those|that are|which are|any issues|any prs"
+    r")\s+)*['\"‘“]?$", re.I)
 
 
 def _fmt(value: datetime | None) -> str:

@@ -200,7 +200,7 @@ class LinkStep(Draft):
         if mention.text.lower().endswith(("'s", "’s")):
             after = "'s" + after  # the possessive was read as part of the name
         # Slack roles beyond authorship, only where the collection stores them (`mentions`, `parent_user_id`).
-        if person_field_for(self.schema, "mentioned") and (
+        if person_field_for(self.schema, "mentioned") and not re.search(r"\b(?:from|by)\s+@?$", before) and (
                 re.search(r"(?:\bmention(?:s|ed|ing)?|\bmentions of|@-?mention\w*|\bpinged|\bpinging|提到(?:了)?|提及(?:了)?|@了?)\s*@?$", before)
                 or re.search(r"^(?:'s)?\s*(?:was|were|is|are|got|gets|get|has been|have been|had been|been)\s+(?:\w+\s+)?(?:@-?)?mentioned\b"
                              r"|^\s*被(?:人)?(?:提到|提及|@)", after)
@@ -211,6 +211,8 @@ class LinkStep(Draft):
                 re.search(r"\b(?:repl(?:y|ies|ied)|respond(?:s|ed)?|answer(?:s|ed)?)\s+(?:\w+\s+){0,2}?to\s+$|回复(?:了|过)?\s*$", before)
                 # the people replying to someone ("who answered Dann's threads", "how many different people
                 # answered Dann", "repliers in threads started by Dann"): the replies whose thread is theirs
+                # "Latarsha's most frequent replier", "Latarsha 的帖子谁回复最多": the people replying to her
+                or re.search(r"^(?:'s|s'|’s)\s+(?:\w+\s+){0,2}(?:repliers?|responders?|answerers?)\b", after)
                 or (re.search(r"\bwho\b|\bwhom\b|谁|\bpeople\b|\bpersons?\b|\busers?\b|\brepliers\b|\bresponders\b|人", self.q, re.I)
                     and re.search(r"\brepl(?:y|ies|ied|iers)\b|\brespon\w*|\banswer\w*|回复", self.q, re.I)
                     and (re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|messages?|questions?)\b|^\s*的(?:帖子|消息|讨论)", after)

@@ -82,7 +82,7 @@ _NEWEST = re.compile(rf"\b(?:newest|latest|most recent|last|youngest|most recent
                      rf"|(?:最新|最近|最后)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一\s*[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
                      re.I)
 _OLDEST = re.compile(rf"\b(?:first|earliest|oldest|very first|first ever)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
-                     rf"|\b(?:longest|been open (?:the )?longest|open (?:the )?longest)(?=\W*$)"
+                     rf"|\b(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest\b"
                      rf"|(?:最早|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
                      re.I)
 
@@ -111,12 +111,13 @@ _MEASURE_EXTREME = re.compile(
     rf"(?:\s+number\s+of)?[\s-]+{_MEASURE}\b(?:\s+counts?)?"
     rf"|\b(max(?:imum)?|most|largest|highest|biggest|greatest|fewest|least|min(?:imum)?|lowest|smallest)[\s-]+"
     rf"(repl)(?:ied|ied-to)\b|\b(max(?:imum)?|largest|highest|biggest|greatest|min(?:imum)?|lowest|smallest)\s+"
-    rf"(repl(?:y|ies)|comments?)\s+counts?\b", re.I)
+    rf"(repl(?:y|ies)|comments?)\s+counts?\b"
+    r"|(回复|评论)数?(?:最多|最高|最大)|(回复|评论)数?(?:最少|最低|最小)", re.I)
 _ASKS_A_VALUE = re.compile(r"^\W*(?:how many|what(?:'s| is| was| are)|max(?:imum)?\b|min(?:imum)?\b)|多少|几条|几个", re.I)
 _SMALLEST = re.compile(r"fewest|least|min|lowest|smallest", re.I)
 
 _PERSON_NOUN = (r"people|person|user|author|contributor|poster|replier|responder|committer|member|folk|dev|engineer|reporter|filer"
-                r"|opener|creator|submitter|人|用户|作者|位|名")
+                r"|opener|creator|submitter|starter|人|用户|作者|位|名")
 # A person noun says its role itself ("reviewers") or by the verb after it ("people reviewed", "people merged").
 _PERSON_VERBS = [(r"review|approv", "reviewer"), (r"merged\b", "merger"), (r"closed\b", "closer")]
 _DISTINCT_ROLES = [
@@ -126,25 +127,47 @@ _DISTINCT_ROLES = [
 ]
 
 
+# The words that say a distinct count's role away from its noun.
+_ROLE_WORDS = {"assignee": r"被?(?:指派|分配)过?给?|\bassigned\b", "mentioned": r"@\s*过|提到过|提及过|@-?mentioned|\bmentioned\b|\btagged\b",
+               "thread_starter": r"发起过?|\bstart(?:ed)?\b"}
+
+
 def _first_word(m: re.Match) -> tuple[int, int]:
     """The superlative of a newest/oldest match ("earliest" of "earliest-created issue", 最早 of 最早创建的 issue):
     the words between may be conditions other steps read."""
-    word = re.match(r"most recently \w+|most recent|very first|first ever|(?:been )?open (?:the )?longest|[A-Za-z]+|[\u4e00-\u9fff]{2}",
+    word = re.match(r"most recently \w+|most recent|very first|first ever"
+                    r"|(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest|[A-Za-z]+|[\u4e00-\u9fff]{2}",
                     m.group(0), re.I)
     return (m.start(), m.start() + (word.end() if word else len(m.group(0))))
 
 
-def _distinct_role(words: str, rest: str) -> str | None:
+def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
     """The role whose different values are counted, from the words after "how many different" (a noun
     at the start of a word: "reporters" are people, not repositories), and for people the verb after
-    them or later in the question ("people have open issues assigned to them": the assignees)."""
+    them (they did it: "people mentioned Becki" are authors) or later in the question, said of them by
+    someone else ("people has Becki @-mentioned": the mentioned; "people have open issues assigned to
+    them": the assignees; Chinese says it before: "Becki @ 过多少个不同的人")."""
     for i, word in enumerate(words.split() or [words]):
         role = next((r for pattern, r in _DISTINCT_ROLES if re.match(pattern, word, re.I)), None)
         if role == "author":
             verb = (words.split()[i + 1:] or [""])[0]
             said = next((r for pattern, r in _PERSON_VERBS if re.match(pattern, verb, re.I)), None)
-            if said is None and re.search(r"\bassigned to (?:them|him|her|someone|people)\b|分配给|指派给", rest, re.I):
+            after = (words.split()[i + 2:] or [""])[0]
+            if re.match(r"start", verb, re.I) and re.match(r"thread", after, re.I) or (
+                    re.match(r"starter", word, re.I) and i and re.match(r"thread", words.split()[i - 1], re.I)):
+                return "thread_starter"  # "people started threads", "thread starters"
+            if said is None and re.match(r"@|mention|tag|ping|start|post|wr[io]te|repl", verb, re.I):
+                said = "author"
+            rest = " ".join(words.split()[i + 1:] + rest.split())
+            if said is None and re.search(r"@\s*过|提到过|提及过", before):
+                return "mentioned"
+            if said is None and re.search(r"\bassigned to (?:them|him|her|someone|people)\b|\b(?:been|was|were|are|is|get|got|gets)"
+                                          r"\s+assigned\b|分配给|指派给|被(?:指派|分配)", rest, re.I):
                 return "assignee"
+            if said is None and re.search(r"\b(?:@-?|at-)?mention(?:ed|s)?\b|\btagged\b|\bpinged\b|@\s*过|提到过|提及过", rest, re.I):
+                return "mentioned"
+            if said is None and re.search(r"\bstart(?:ed)?\s+(?:a\s+|any\s+)?threads?\b|发起", rest, re.I):
+                return "thread_starter"
             return said or "author"
         if role:
             return role
@@ -255,11 +278,16 @@ class ShapeStep(Draft):
         if not asks_for_people:
             for role, pattern in (("label", r"\blabels?\b|标签"), ("repo", r"\brepos?\b|\brepositor\w+|仓库"),
                                   ("component", r"\bcomponents?\b|组件"), ("team", r"\bteams?\b|团队"),
-                                  ("channel", r"\bchannels?\b|频道"), ("priority", r"\bpriorit\w+|优先级")):
+                                  ("channel", r"\bchannels?\b|频道"), ("priority", r"\bpriorit\w+|优先级"),
+                                  ("workspace", r"\bworkspaces?\b|\bslacks\b|\bcommunit(?:y|ies)\b|工作区")):
                 if re.search(pattern, self.q, re.I):
                     return role
         if re.search(r"\breview\w*|\bapprov\w*|审查|评审", self.q, re.I):
             return "reviewer"
+        if person_field_for(self.schema, "replied_to") and re.search(
+                r"\b(?:whose|which (?:person|user|member|one)['’]s) (?:threads?|posts?|messages?|questions?)\b|回复[^，。？?]{0,6}谁发起的"
+                r"|谁的(?:帖子|讨论串|消息)", self.q, re.I):
+            return "replied_to"  # "whose threads does Meagan reply to most": the starters of the threads she replied in
         if self.collection == "issues" and re.search(r"\bclos\w*|\bresolv\w*|\bcomplet\w*|\bfix\w*|\bfinish\w*|关闭|解决|完成", self.q, re.I):
             return "closer" if person_field_for(self.schema, "closer") else "assignee"
         if re.search(r"\bassign\w*|负责", self.q, re.I):
@@ -276,7 +304,7 @@ class ShapeStep(Draft):
                      self.q, re.I):
             return 1  # "the busiest channel": one answer
         if re.search(r"\b(?:which|what)\s+(?:single\s+)?(?:channel|person|reviewer|author|repo|repository|label|tag|team|user|"
-                     r"contributor|committer|engineer|component|milestone|project)\b(?!s)", self.q, re.I):
+                     r"contributor|committer|engineer|component|milestone|project|workspace|slack|community)\b(?!s)", self.q, re.I):
             return 1  # "which label do open issues carry most often": the one winner
         counted = re.search(r"\b(\d+)\s+(?:most active |busiest |top )?(?:people|persons|users|reviewers|authors|engineers|"
                             r"developers|devs|folks|members|contributors|labels|repos|channels|posters)\b", self.q, re.I)
@@ -312,7 +340,10 @@ class ShapeStep(Draft):
             return ShapeIntent("bucket_extreme", extreme=extreme, bucket=bucket)
         extreme = _MEASURE_EXTREME.search(self.q) if _ASKS_A_VALUE.search(self.q) else None
         if extreme:
-            word, measure = [g for g in extreme.groups() if g][:2]
+            said = [g for g in extreme.groups() if g]
+            # Chinese says the measure alone, its group telling most (first pair) from least (second)
+            word, measure = said[:2] if len(said) > 1 else (
+                "least" if extreme.lastindex == len(extreme.groups()) else "most", said[0])
             path = self._count_field(measure.lower())
             if path:
                 self.use(extreme.span(), "shape")
@@ -329,7 +360,16 @@ class ShapeStep(Draft):
         # "how many people are on each team": counts per group, which the grouping step reads
         per_group = _GROUP.search(self.q) or any(re.search(pattern, self.q, re.I) for _, pattern in _BUCKETS)
         if distinct and not per_group:
-            role = _distinct_role(next((g for g in distinct.groups() if g), "人"), self.q[distinct.end():])
+            role = _distinct_role(next((g for g in distinct.groups() if g), "人"), self.q[distinct.end():],
+                                  self.q[:distinct.start()])
+            said = _ROLE_WORDS.get(role)
+            if said:  # the words that said the role ("被指派过", "@-mentioned"): read, not a topic
+                self.mark(said, "shape")
+            if role == "thread_starter":  # "how many different people started threads": authors of threads
+                replies = field_for(self.schema, "replies")
+                if replies and not self.has_filter(replies):
+                    self.add_filter(replies, 1, "gte")
+                role = "author"
             if role:
                 self.use(distinct.span(), "shape")
                 return ShapeIntent("distinct", role=role)
@@ -338,6 +378,7 @@ class ShapeStep(Draft):
             m = next((m for m in pattern.finditer(self.q) if not self._is_used(_first_word(m))), None)
             if m and not _LIMIT.search(self.q):
                 self.use(_first_word(m), "shape")
+                self.mark(r"\b(?:oldest|earliest|newest|latest|most recent) first\b", "shape")
                 return ShapeIntent("record_extreme", direction=direction)
         return None
 

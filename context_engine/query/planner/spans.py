@@ -22,7 +22,13 @@ days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among a
 """.split())
 # What introduces a topic: "about X", "mentioning X", "PRs on X", 关于 X.
 CUE = re.compile(r"\b(?:about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
-                 r"containing|on)\s+|关于|有关|提到|涉及", re.I)
+                 r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|"
+                 r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|talk about)|"
+                 r"with)\s+(?=['\"‘“])|"
+                 r"\b(?:about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
+                 r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|"
+                 r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|talk about))\s+"
+                 r"|关于|有关|提到|涉及|讨论(?![串区组])|谈到|说到|聊到?", re.I)
 # What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关".
 RELATED = re.compile(r"(?:-|\s+)related\b|\s+(?:discussions?|conversations?|chatter|talk)\b|\s*相关", re.I)
 DETERMINERS = frozenset("the a an this that these those our my your their its".split())
@@ -100,7 +106,7 @@ class SpanStep(Draft):
         for m in tokens:
             a, b = (at + m.start(), at + m.end()) if forward else m.span()
             gap = self.q[edge:a] if forward else self.q[b:edge]
-            if gap.strip(" -"):  # punctuation or a line break ends the topic
+            if gap.strip(" -'\"‘’“”"):  # punctuation or a line break ends the topic (quotes enclose it)
                 break
             edge = b if forward else a
             word = m.group(0).lower()
@@ -184,7 +190,7 @@ class SpanStep(Draft):
                 token = CJK_STOP.sub(" ", token).strip()
                 words.extend(t for t in token.split() if len(t) >= 2)
                 continue
-            if token.lower() in STOP or len(token) < 3:
+            if token.lower() in STOP or len(token) < 3 or TITLE.fullmatch(token):
                 continue
             words.append(token.lower())
         return " ".join(dict.fromkeys(words))
@@ -233,7 +239,7 @@ class SpanStep(Draft):
                 if self._is_used((start, end)) or any(a <= start and end <= b for a, b in self.collection_spans):
                     continue
                 word = self.q[start:end].lower()
-                if word in topic:
+                if word in topic or (topic and TITLE.fullmatch(word)):  # "... in the title": where the topic is looked for
                     understood[(start, end)] = "topic"
                 elif structured and IMPLIED.fullmatch(word) and self._implied_by_plan(word, shape):
                     understood[(start, end)] = "implied"
@@ -265,9 +271,10 @@ still yet currently right now got get gets getting anything everything he she hi
 # label", "milestone v2.3"), who is asked for, and words of the shape ("busiest", "break down").
 IMPLIED = re.compile(
     r"review\w*|approv\w*|assign\w*|merg\w*|clos\w*|resolv\w*|open\w*|creat\w*|fil(?:e|ed|es)|wr[io]te|written|"
-    r"author\w*|report\w*|post\w*|repl\w*|start\w*|commit\w*|submit\w*|land\w*|went|ship\w*|updat\w*|"
+    r"author\w*|report\w*|post\w*|repl\w*|start\w*|commit\w*|submit\w*|land\w*|went|ship\w*|updat\w*|sen[dt]s?|"
+    r"mention\w*|tagg\w*|often|frequent\w*|"
     r"waiting|pending|awaiting|asked|requested|"
-    r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|posters?|members?|whom?|"
+    r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|posters?|members?|whom?|whose|"
     r"active|busiest|biggest|largest|most|top|counts?|volume|break|down|breakdown|split|across|vs|total|number|"
     r"two|three|four|five|six|seven|eight|nine|ten|"
     r"谁|哪些人|哪位|发过?|发了|提交|创建|合并|评审|审查")
@@ -283,8 +290,9 @@ IMPLIED_NEEDS = [(re.compile(pattern), need) for pattern, need in (
     (r"repl\w*", "replies|reply_user|replied_to|thread_ts|reply_users_count"),
     (r"updat\w*", "updated"),
     (r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|posters?|members?|"
-     r"whom?|谁|哪些人|哪位", "person"),
-    (r"active|busiest|biggest|largest|most|top", "rank"),
+     r"whom?|whose|谁|哪些人|哪位", "person"),
+    (r"active|busiest|biggest|largest|most|top|often|frequent\w*", "rank"),
+    (r"mention\w*|tagg\w*", "mentioned"),
     (r"counts?|volume|total|number", "measure"),
     (r"break|down|breakdown|split|across|vs", "group"),
     (r"two|three|four|five|six|seven|eight|nine|ten", "number"))]
@@ -294,7 +302,8 @@ FIELD_WORDS = [(re.compile(pattern), role) for pattern, role in (
     (r"labels?|tags?|标签", "label"), (r"milestones?", "milestone"), (r"projects?|项目", "project"),
     (r"spaces?|空间", "space"), (r"repos?|repositor(?:y|ies)|仓库", "repo"), (r"channels?|频道", "channel"),
     (r"priorit(?:y|ies)|优先级", "priority"), (r"status(?:es)?|状态", "status"), (r"sprints?", "sprint"),
-    (r"components?", "component"), (r"teams?", "team"), (r"types?", "type"))]
+    (r"components?", "component"), (r"teams?", "team"), (r"types?", "type"),
+    (r"workspaces?|slacks?|communit(?:y|ies)|工作区", "workspace"))]
 
 
 def _content_pieces(m: re.Match) -> list[tuple[int, int]]:
