@@ -98,6 +98,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
         group_path = None
         if group_role and not bucket:
             group_path, person_field = self._group_path(group_role)
+            self._others_threads_only(group_role)
             if group_path is None:
                 # Grouping by some other field would answer a different question (every record its own
                 # group): plan nothing, so a content question about "the most ..." goes to search.

@@ -13,9 +13,9 @@ from context_engine.query.planner.draft import Draft
 DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
 
-COUNT = re.compile(r"\bhow many\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数", re.I)
+COUNT = re.compile(r"\bhow many\b|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数", re.I)
 
-TOP = re.compile(r"\btop\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|\bmost\b|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|前(\d+)名?", re.I)
+TOP = re.compile(r"\btop\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|\bmost\b|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|最常|最经常|前(\d+)名?", re.I)
 
 _LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:hours?|days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
 
@@ -222,6 +222,14 @@ class ShapeStep(Draft):
                     return role, None
         return None, None
 
+    def _others_threads_only(self, role: str) -> None:
+        """"Whose threads does Meagan reply to most": the threads of others — her replies in her own
+        threads would name herself."""
+        replying, author = person_field_for(self.schema, "replied_to"), person_field_for(self.schema, "author")
+        mine = next((f for f in self.filters if author and f.field == author[0] and f.op == "eq" and not f.negate), None)
+        if role == "replied_to" and replying and mine and not self.has_filter(replying[0]):
+            self.filters.append(Filter(replying[0], "ne", mine.value))
+
     def _group_path(self, role: str) -> tuple[str | None, tuple[str, str] | None]:
         if role == "named":
             return self._named_group, None
@@ -287,6 +295,7 @@ class ShapeStep(Draft):
         if person_field_for(self.schema, "replied_to") and re.search(
                 r"\b(?:whose|which (?:person|user|member|one)['’]s) (?:threads?|posts?|messages?|questions?)\b|回复[^，。？?]{0,6}谁发起的"
                 r"|谁的(?:帖子|讨论串|消息)", self.q, re.I):
+            self.mark(r"谁发起的(?:讨论串|帖子|讨论)?", "shape")
             return "replied_to"  # "whose threads does Meagan reply to most": the starters of the threads she replied in
         if self.collection == "issues" and re.search(r"\bclos\w*|\bresolv\w*|\bcomplet\w*|\bfix\w*|\bfinish\w*|关闭|解决|完成", self.q, re.I):
             return "closer" if person_field_for(self.schema, "closer") else "assignee"

@@ -291,7 +291,7 @@ IMPLIED_NEEDS = [(re.compile(pattern), need) for pattern, need in (
     (r"updat\w*", "updated"),
     (r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|posters?|members?|"
      r"whom?|whose|谁|哪些人|哪位", "person"),
-    (r"active|busiest|biggest|largest|most|top|often|frequent\w*", "rank"),
+    (r"active|busiest|biggest|largest|most|top|often|frequent\w*|最常|最经常", "rank"),
     (r"mention\w*|tagg\w*", "mentioned"),
     (r"counts?|volume|total|number", "measure"),
     (r"break|down|breakdown|split|across|vs", "group"),
