@@ -395,6 +395,12 @@ _PERSON_CUES = [
     # "issues by quin": a plain lower-case word right after "<records> by" is who wrote them
     re.compile(r"\b(?:[Pp][Rr]s?|[Pp]ull [Rr]equests?|[Ii]ssues?|[Tt]ickets?|[Bb]ugs?|[Mm]essages?|[Pp]osts?|[Tt]hreads?"
                r"|[Cc]ommits?)\s+by\s+([a-z][a-z0-9]{2,})\b"),
+    # "has Ignatius Pembleton ever opened a pull request", "have Zed and ... merged"
+    re.compile(rf"\b(?:[Hh]as|[Hh]ave)\s+({_NAME})\s+(?:ever\s+|actually\s+|already\s+|been\s+)?(?:merged|opened|reviewed|"
+               rf"written|closed|created|filed|posted|committed|approved|shipped|authored|started|reported|fixed|"
+               rf"submitted|landed|worked on|assigned)\b"),
+    # "分配给 Wilhelmina Okafor-Strand 的 issue": a name in Latin letters after "assigned to"
+    re.compile(rf"(?:分配给|指派给|交给)\s*({_NAME})"),
     re.compile(rf"\b[Dd]id\s+({_NAME}|[a-z][\w\-]*)\s+(?:ever\s+|actually\s+|already\s+)?(?:merge|open|review|write|"
                rf"close|create|file|post|commit|approve|ship|author|start|fix|work|send|submit|report|comment|do|"
                rf"finish|resolve|land)\b"),

@@ -221,3 +221,41 @@ def test_issue_wordings_of_the_second_round(world, question, expected):
 def test_slack_wordings_of_the_second_round(world, question, expected):
     got, plan = answer(world, question)
     assert got == expected, plan.pipeline
+
+
+@pytest.mark.parametrize("question,expected", [
+    ("open issues by people other than quinn, rory and sam", []),
+    ("open issues excluding the ones by rory or sam", ["i1"]),
+    ("issues by rory or sam", ["i2", "i5"]),
+    ("which issues opened by sam have no assignee?", []),      # "opened by" says the role: "have" is about the issues
+    ("break down bug issues by the year they were created", None),
+    ("2023 年创建的 issue 里有多少个一条评论都没有？", 1),
+    ("feature requests labelled bug", ["i2", "i3", "i5"]),
+])
+def test_issue_wordings_of_the_third_round(world, question, expected):
+    got, plan = answer(world, question)
+    if expected is None:  # a year bucket: one group per year
+        assert plan.ir.shape.kind == "group" and plan.ir.shape.bucket == "year", plan.pipeline
+    else:
+        assert got == expected, plan.pipeline
+    assert not plan.not_understood, plan.not_understood
+
+
+@pytest.mark.parametrize("question,expected", [
+    ("how many elmlang messages were not replies to somebody", 3),
+    ("how many different people has Kim replied to?", 2),
+    ("top responder in Jo's threads", "U2"),
+    ("how many times did Kim reply in Jo's threads?", 1),
+    ("threads that went past 5 replies", ["a2", "c2"]),
+    ("the most recent thing Lee wrote", ["c1"]),
+    ("elmlang messages leaving out Jo's and Kim's", []),
+])
+def test_slack_wordings_of_the_third_round(world, question, expected):
+    got, plan = answer(world, question)
+    assert got == expected, plan.pipeline
+
+
+def test_unknown_names_in_more_places_are_declined(world):
+    for question in ("has Ignatius Pembleton ever opened an issue?", "分配给 Wilhelmina Okafor-Strand 的 issue 有哪些？"):
+        _, failed = resolve(question, NOW, world[1], None)
+        assert failed is not None and failed.unresolved in question, question

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import re
 
+from context_engine.query.fields import person_field_for
 from context_engine.query.planner.draft import Draft
 from context_engine.query.planner.spans import STOP
 from context_engine.query.schema import CollectionSchema
 
 _COLLECTION_WORDS: list[tuple[str, str]] = [
     ("pull_requests", r"\bprs?\b|\bpull[- ]?requests?\b|\bpulls\b|\bmerge requests?\b|\bpatch(?:es)?\b|\bpatchsets?\b|合并请求|拉取请求|\bprs?(?![a-z])|代码审查|评审"),
-    ("issues", r"\bissues?\b|\btickets?\b|\bbugs?\b|\bjira\b|\bstor(?:y|ies)\b|\btasks?\b|\bepics?\b|\btix\b|工单|问题|缺陷|任务|需求|单子"),
+    ("issues", r"\bissues?\b|\btickets?\b|\b(?:feature|enhancement) requests?\b|\bbug reports?\b|\bbugs?\b|\bjira\b|\bstor(?:y|ies)\b|\btasks?\b|\bepics?\b|\btix\b|工单|问题|缺陷|任务|需求|单子"),
     ("messages", r"\bmessages?\b|\bthreads?\b|\bslacks?\b|\bworkspaces?\b|工作区|\bchannels?\b|\bposts?\b|\bposted\b|\bsaid\b|\breplies\b|(?<!\w)#[\w\-]+|消息|讨论|频道|帖子"),
     ("documents", r"\bdocs?\b|\bdocuments?\b|\badrs?\b|\bdecision records?\b|\bguides?\b|\brfcs?\b|\bpostmortems?\b|\brunbooks?\b|\bpages?\b|\bwiki\b|文档|设计文档|复盘"),
     ("commits", r"\bcommits?\b|\bcommitted\b|\bcommitters?\b|提交记录|提交"),
@@ -65,13 +66,17 @@ class CollectionStep(Draft):
         ("regressions still open in WEB" names a Jira label and project), then the usual order."""
         words = {w.lower() for w in re.findall(r"[\w\-/]+", self.q)}
         words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-3] + "y" for w in words if w.endswith("ies")}
-        verbs = {"issues": r"\breport(?:ed|s)?\b|\bfiled?\b|\braised?\b|\bresolv\w*|\bsprints?\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b|\bbacklog\b", "messages": r"\bsaid\b|\bposted\b|\bslack\b",
+        verbs = {"issues": r"\breport(?:ed|s)?\b|\bfiled?\b|\braised?\b|\bresolv\w*|\bsprints?\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b|\bbacklog\b", "messages": r"\bsaid\b|\bposted\b|\bslack\b|\bwrote\b|\brepl(?:y|ies|ied)\b",
                  "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*|\bchanges[- ]requested\b|\brequested changes\b|\bship(?:ped|s)?\b"}
+        people = [m.person for m in self.ctx.mentions if m.person is not None and not m.is_asker]
         best, best_score = None, 0
         for name in ("pull_requests", "issues", "messages", "documents", "commits"):
             schema = self.ctx.schemas.get(name)
             if schema is None:
                 continue
+            author = person_field_for(schema, "author")
+            if people and author and not all(p.handle(author[1]) for p in people):
+                continue  # someone named holds no account of the kind these records name ("what did Kim write": Slack)
             values = {str(v).lower() for f in schema.fields.values() for v in (f.enum or [])
                       if isinstance(v, str) and len(v) >= 3 and v.lower() not in STOP}
             score = len(words & values) + (2 if name in verbs and re.search(verbs[name], self.q, re.I) else 0) \
@@ -81,7 +86,8 @@ class CollectionStep(Draft):
         if best:
             return best
         for name in ("pull_requests", "issues", "messages", "documents"):
-            if name in self.ctx.schemas:
+            author = person_field_for(self.ctx.schemas.get(name), "author")
+            if name in self.ctx.schemas and not (people and author and not all(p.handle(author[1]) for p in people)):
                 return name
         return next(iter(self.ctx.schemas))
 

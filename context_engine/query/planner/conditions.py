@@ -149,13 +149,16 @@ class ConditionStep(Draft):
                                    r"|\b(?:no|zero|without(?: any)?) (?:@-?)?mentions?\b|没有(?:任何)?(?:@|提及|提到)(?:任何人|别人|人)?"
                                    r"|\b(?:without|never|not|no) (?:tagging|pinging|@-?ing|@-?mentioning|mentioning) (?:anyone|anybody|someone|people|others)\b"):
             self.add_filter(mentioned[0], None, "empty")
+        replying = person_field_for(s, "replied_to")
+        if replying and self.mark(_NOT_A_REPLY):
+            self.add_filter(replying[0], None, "empty")  # a thread's start or a message on its own: no parent
         if s.has_path("thread_ts") and self.mark(_NOT_IN_A_THREAD):
             self.add_filter("thread_ts", None, "empty")
             self.mark(_NOT_IN_A_THREAD)  # said twice: "standalone messages that aren't in a thread"
         for pattern, noun in ((r"\b(?:no|zero|without(?: any)?) comments?\b|\buncommented\b"
                                r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?commented\b"
                                r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew|attracted) (?:a |any |a single )?comments?\b"
-                               r"|没有(?:任何)?(?:人)?评论|无评论|没(?:有)?(?:收到|得到)(?:任何|过)?评论", "comment"),
+                               r"|没有(?:任何)?(?:人)?评论|无评论|没(?:有)?(?:收到|得到)(?:任何|过)?评论|一条评论都没有|零评论", "comment"),
                               (r"\b(?:no|zero|without(?: any)?) repl(?:y|ies)\b|\bunanswered\b|\bunreplied\b"
                                r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?replied\b|\b(?:not|never) (?:been |got |gotten )?replied to\b"
                                r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew) (?:a |any |a single )?(?:repl(?:y|ies)|answers?|responses?)\b"
@@ -264,7 +267,7 @@ class ConditionStep(Draft):
         n = _NUMBER
         english = [
             (rf"(>=|<=|>|<)\s*(\d+)\s*{noun}\b", lambda m: (m.group(1), m.group(2), m.group(3))),
-            (rf"\b(more than|over|at least|fewer than|less than|under|exactly|above|below)\s+{n}\s+{noun}\b",
+            (rf"\b(more than|over|at least|fewer than|less than|under|exactly|above|below|past|beyond|exceeding)\s+{n}\s+{noun}\b",
              lambda m: (m.group(1), m.group(2), m.group(3))),
             # "only one or two replies", "2 to 5 comments", "between 3 and 10 replies": both ends
             (rf"\b(?:only\s+|just\s+|between\s+)?{n}\s+(?:or|to|and|-)\s+{n}\s+{noun}\b",
@@ -281,7 +284,7 @@ class ConditionStep(Draft):
             (r"(回复|评论|新增|删除|文件)数?\s*(超过|大于|多于|至少|少于|小于)\s*(\d+)",
              lambda m: (m.group(2), m.group(3), m.group(1))),
         ]
-        ops = {"more than": "$gt", "over": "$gt", "above": "$gt", ">": "$gt", "超过": "$gt", "多于": "$gt", "大于": "$gt",
+        ops = {"more than": "$gt", "over": "$gt", "above": "$gt", "past": "$gt", "beyond": "$gt", "exceeding": "$gt", ">": "$gt", "超过": "$gt", "多于": "$gt", "大于": "$gt",
                "at least": "$gte", ">=": "$gte", "至少": "$gte", "fewer than": "$lt", "less than": "$lt", "under": "$lt",
                "below": "$lt", "<": "$lt", "少于": "$lt", "小于": "$lt", "<=": "$lte", "exactly": "$eq", "=": "$eq"}
         for pattern, read in english + chinese:
@@ -345,11 +348,13 @@ class ConditionStep(Draft):
         return None
 
 
+# A message that answers no one: "not replies to somebody", "aren't thread replies", 不是回复.
+_NOT_A_REPLY = (r"(?:\bnot|n't|\bnever)\s+(?:a\s+)?(?:thread\s+)?repl(?:y|ies)(?:\s+to\s+(?:somebody|someone|anyone|anybody|others?))?\b"
+                r"|不是回复")
 # A message outside any thread: neither a reply nor (with "standalone") a thread start.
 _NOT_IN_A_THREAD = (r"(?:\bnot|n't) (?:in|part of|inside) (?:any |a )?threads?\b|\bstandalone\b"
                     r"|\boutside (?:of )?(?:any |a )?threads?\b|\b(?:no|without(?: a| any)?) threads?\b"
-                    r"|\bnot (?:a )?repl(?:y|ies)(?: themselves| itself)?\b|\bstand(?:s|ing)? alone\b|\btop-level\b"
-                    r"|不在(?:任何)?(?:帖子|讨论串|线程)|不是回复")
+                    r"|\bstand(?:s|ing)? alone\b|\btop-level\b|不在(?:任何)?(?:帖子|讨论串|线程)")
 # A count written as digits or as a word ("more than ten answers", "one or two replies").
 _NUMBER_WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
 _NUMBER = r"(\d+|" + "|".join(_NUMBER_WORDS) + r")"

@@ -8,6 +8,7 @@ import re
 
 from context_engine.query.fields import field_for, person_field_for
 from context_engine.query.identity import Mention
+from context_engine.query.ir import Filter
 from context_engine.query.planner.draft import Draft
 
 
@@ -213,6 +214,9 @@ class LinkStep(Draft):
                 # answered Dann", "repliers in threads started by Dann"): the replies whose thread is theirs
                 # "Latarsha's most frequent replier", "Latarsha 的帖子谁回复最多": the people replying to her
                 or re.search(r"^(?:'s|s'|’s)\s+(?:\w+\s+){0,2}(?:repliers?|responders?|answerers?)\b", after)
+                # "top responder in Vincenzo's threads", "did Lynna reply in Odis's threads"
+                or (re.search(r"\b(?:repl\w*|respon\w*|answer\w*)\s+(?:in|on|to|under)\s+$", before)
+                    and re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|questions?|messages?)\b", after))
                 or (re.search(r"\bwho\b|\bwhom\b|谁|\bpeople\b|\bpersons?\b|\busers?\b|\brepliers\b|\bresponders\b|人", self.q, re.I)
                     and re.search(r"\brepl(?:y|ies|ied|iers)\b|\brespon\w*|\banswer\w*|回复", self.q, re.I)
                     and (re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|messages?|questions?)\b|^\s*的(?:帖子|消息|讨论)", after)
@@ -221,6 +225,10 @@ class LinkStep(Draft):
             return "replied_to"
         if re.search(r"^(?:'s)?\s+review queue\b", after):
             return "requested_reviewer"
+        if re.search(r"\b(?:opened|created|filed|reported|raised|written|authored|submitted|started|posted) by\s+$", before):
+            return "author"  # said outright: what follows ("... have no assignee") is about the records
+        if re.search(r"\b(?:closed|resolved) by\s+$", before) and person_field_for(self.schema, "closer"):
+            return "closer"
         if re.search(r"(review(?:s)? requested (?:from|of)|waiting (?:on|for)|awaiting|pending|requested|needs?)\s+$|需要\s*$|等\s*$", before) \
                 or re.search(r"^(?:'s|s'|’s) review\b(?! of)", after) \
                 or (mention.text.lower() == "my" and re.search(r"^\s*review\b", after)) or re.search(r"^\s*to review\b", after) or re.search(r"请\s*$", before):
@@ -254,6 +262,17 @@ class LinkStep(Draft):
             return "assignee" if person_field_for(self.schema, "assignee") else "author"
         return "author"
 
+    def _listed_with(self, mention: Mention, path: str) -> Filter | None:
+        """The condition on the person named just before this one in a list ("X, Y and Z", "X's and
+        Y's", "X 和 Y"): the same field, only list words between them."""
+        last = self.filters[-1] if self.filters else None
+        if last is None or last.field != path or last.op not in ("eq", "in") or last.span is None:
+            return None
+        between = self.q[last.span[1]:mention.start]
+        if not re.fullmatch(r"(?:['’]s)?\s*(?:,|and|or|&|nor|/|、|和|或|及)?\s*(?:and|or)?\s*", between, re.I):
+            return None
+        return last
+
     def _people(self) -> set[str]:
         roles: set[str] = set()
         linked: set[tuple[str, str]] = set()
@@ -277,7 +296,13 @@ class LinkStep(Draft):
                 self.confidence = min(self.confidence, 0.5)
                 self.notes.append(f"{person.name} has no {kind} handle")
                 handle = person.key
-            self.add_filter(path, handle)
+            listed = self._listed_with(mention, path)
+            if listed is not None:
+                # "other than lhoestq, albertvillanova and mariosasko": one condition on the three
+                listed.value = [*(listed.value if listed.op == "in" else [listed.value]), handle]
+                listed.op, listed.span = "in", (listed.span[0], mention.end)
+            else:
+                self.add_filter(path, handle)
             if role == "replied_to" and (author := person_field_for(self.schema, "author")):
                 self.add_filter(author[0], person.handle(author[1]) or person.key, "ne")  # not their own follow-ups
             roles.add(role)

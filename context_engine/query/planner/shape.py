@@ -20,10 +20,10 @@ TOP = re.compile(r"\btop\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:nu
 _LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:hours?|days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
 
 _BUCKETS = [
-    ("day", r"\bdaily\b|\bper day\b|\bby day\b|\beach day\b|每天|每日|按天"),
-    ("week", r"\bweekly\b|\bper week\b|\bby week\b|\beach week\b|\bweek (?:by|over|on) week\b|每周|按周"),
-    ("month", r"\bmonthly\b|\bper month\b|\bby month\b|\beach month\b|\bmonth (?:by|over|on) month\b|每月|每个月|按月"),
-    ("year", r"\byearly\b|\bper year\b|\bby year\b|\beach year\b|每年|按年"),
+    ("day", r"\bdaily\b|\bper day\b|\bby (?:the )?day\b|\beach day\b|每天|每日|按天"),
+    ("week", r"\bweekly\b|\bper week\b|\bby (?:the )?week\b|\beach week\b|\bweek (?:by|over|on) week\b|每周|按周"),
+    ("month", r"\bmonthly\b|\bper month\b|\bby (?:the )?month\b|\beach month\b|\bmonth (?:by|over|on) month\b|每月|每个月|按月"),
+    ("year", r"\byearly\b|\bper year\b|\bby (?:the )?year\b|\beach year\b|每年|按年"),
 ]
 
 _GROUP = re.compile(
@@ -75,7 +75,7 @@ _EXTREME_WORD = re.compile(rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord
 
 # The newest / first record: a superlative of time before a record noun, singular ("lhoestq's newest PR",
 # "the earliest message Andreas posted", "最新的 PR", "第一条消息"); "the last 5 PRs" is a list limit instead.
-_RECORD = (r"(?:pull request|pr|issue|ticket|message|post|commit|thread|comment|reply|release|discussion)(?!s)\b")
+_RECORD = (r"(?:pull request|pr|issue|ticket|message|post|commit|thread|comment|reply|release|discussion|thing|one)(?!s)\b")
 # Between the superlative and the noun: up to two words ("earliest-created", "newest merged open"), or
 # in Chinese a qualifying clause ending in 的 ("最早创建且仍开放的 issue").
 _NEWEST = re.compile(rf"\b(?:newest|latest|most recent|last|youngest|most recently \w+)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
@@ -92,7 +92,7 @@ _DISTINCT = re.compile(
     r"(?:\b(?:how many|number of|count(?: of)?(?: the)?|total)\s+|^\W*(?:the\s+)?)(?:different|distinct|unique|separate|individual)\s+((?:\w+\s+){0,2}\w+)\b"
     r"|\bhow many\s+((?:people|persons|users|authors|contributors|posters|repliers|reviewers|committers|members|folks|devs|developers|engineers|assignees"
     r"|labels|repos|repositories|channels|projects|components|milestones))\b"
-    r"|(?:多少|几)个?(?:不同的?|独立的?)\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人)"
+    r"|(?:多少|几)个?(?:不同的?|独立的?)\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人|[A-Za-z]+)"
     r"|(?:多少|几)\s*(?:个)?(?:人|位|名)(?![员字])", re.I)
 # "the total number of replies across Odis's threads", "how many replies did his threads get": a measure
 # summed over the records, not the records counted.
@@ -129,7 +129,7 @@ _DISTINCT_ROLES = [
 
 # The words that say a distinct count's role away from its noun.
 _ROLE_WORDS = {"assignee": r"被?(?:指派|分配)过?给?|\bassigned\b", "mentioned": r"@\s*过|提到过|提及过|@-?mentioned|\bmentioned\b|\btagged\b",
-               "thread_starter": r"发起过?|\bstart(?:ed)?\b"}
+               "thread_starter": r"发起过?|\bstart(?:ed)?\b", "replied_to": r"回复过?|\brepl(?:ied|y|ies)\s+to\b"}
 
 
 def _first_word(m: re.Match) -> tuple[int, int]:
@@ -168,6 +168,9 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
                 return "mentioned"
             if said is None and re.search(r"\bstart(?:ed)?\s+(?:a\s+|any\s+)?threads?\b|发起", rest, re.I):
                 return "thread_starter"
+            if said is None and (re.search(r"\b(?:repl(?:y|ies|ied)|respond(?:ed|s)?|answer(?:ed|s)?)\s+to\b", rest, re.I)
+                                 or re.search(r"回复过?\s*$", before)):
+                return "replied_to"  # "how many different people has Kristeen replied to"
             return said or "author"
         if role:
             return role

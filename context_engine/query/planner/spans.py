@@ -24,20 +24,20 @@ days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among a
 CUE = re.compile(r"\b(?:about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
                  r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|"
                  r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|talk about)|"
-                 r"with)\s+(?=['\"‘“])|"
+                 r"with)\s+(?=['\"‘“])|\bwith\s+(?=[\w.\-]+(?:\s+[\w.\-]+)?\s+in\s+(?:the\s+|its\s+|their\s+)?(?:\w+\s+)?titles?\b)|"
                  r"\b(?:about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
                  r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|"
                  r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|talk about))\s+"
                  r"|关于|有关|提到|涉及|讨论(?![串区组])|谈到|说到|聊到?", re.I)
 # What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关".
-RELATED = re.compile(r"(?:-|\s+)related\b|\s+(?:discussions?|conversations?|chatter|talk)\b|\s*相关", re.I)
+RELATED = re.compile(r"(?:-|\s+)related\b|\s+(?:discussions?|conversations?|chatter|talk)\b|\s*相关|\s*有关(?=的)", re.I)
 DETERMINERS = frozenset("the a an this that these those our my your their its".split())
 TITLE = re.compile(r"(?:\(|\b(?:in|on) (?:the|their|its) )?titles?\)?|标题", re.I)
-_CJK_FUNCTION = "的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几"
+_CJK_FUNCTION = "的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几共涉"
 # A word: an identifier-like token ("load_dataset", "audio-folder"), a number, or a run of Chinese
 # content characters (split at function characters: "缓存的" is "缓存").
 TOKEN = re.compile(rf"[A-Za-z][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*|\d+|(?:(?![{_CJK_FUNCTION}])[\u4e00-\u9fff])+")
-CJK_STOP = re.compile(r"[的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几]+")
+CJK_STOP = re.compile(r"[的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几共涉]+")
 
 
 class SpanStep(Draft):
@@ -272,7 +272,7 @@ still yet currently right now got get gets getting anything everything he she hi
 IMPLIED = re.compile(
     r"review\w*|approv\w*|assign\w*|merg\w*|clos\w*|resolv\w*|open\w*|creat\w*|fil(?:e|ed|es)|wr[io]te|written|"
     r"author\w*|report\w*|post\w*|repl\w*|start\w*|commit\w*|submit\w*|land\w*|went|ship\w*|updat\w*|sen[dt]s?|"
-    r"mention\w*|tagg\w*|often|frequent\w*|"
+    r"mention\w*|tagg\w*|often|frequent\w*|respon\w*|answer\w*|times|"
     r"waiting|pending|awaiting|asked|requested|"
     r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|posters?|members?|whom?|whose|"
     r"active|busiest|biggest|largest|most|top|counts?|volume|break|down|breakdown|split|across|vs|total|number|"
@@ -287,13 +287,13 @@ IMPLIED_NEEDS = [(re.compile(pattern), need) for pattern, need in (
     (r"assign\w*", "assignee"),
     (r"merg\w*|land\w*|ship\w*|合并", "merged|merger|state"),
     (r"clos\w*|resolv\w*", "state|closed|resolved|closer|status|state_reason"),
-    (r"repl\w*", "replies|reply_user|replied_to|thread_ts|reply_users_count"),
+    (r"repl\w*|respon\w*|answer\w*", "replies|reply_user|replied_to|thread_ts|reply_users_count"),
     (r"updat\w*", "updated"),
     (r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|posters?|members?|"
      r"whom?|whose|谁|哪些人|哪位", "person"),
     (r"active|busiest|biggest|largest|most|top|often|frequent\w*|最常|最经常", "rank"),
     (r"mention\w*|tagg\w*", "mentioned"),
-    (r"counts?|volume|total|number", "measure"),
+    (r"counts?|volume|total|number|times", "measure"),
     (r"break|down|breakdown|split|across|vs", "group"),
     (r"two|three|four|five|six|seven|eight|nine|ten", "number"))]
 # Nouns naming a field: understood only when the plan conditions or groups on that field ("the bug
@@ -312,7 +312,7 @@ def _content_pieces(m: re.Match) -> list[tuple[int, int]]:
     token = m.group(0)
     if re.match(r"[\u4e00-\u9fff]", token):
         return [(m.start() + p.start(), m.start() + p.end())
-                for p in re.finditer(r"[^的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几]{2,}", token)]
+                for p in re.finditer(r"[^的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几共涉]{2,}", token)]
     word = token.lower().rstrip("'’").removesuffix("'s").removesuffix("’s")
     if word.isdigit() or len(word) < 2 or word in FILLER:
         return []
