@@ -609,6 +609,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return cmd_eval_rag(args)
     if args.kind == "compare":
         return cmd_eval_compare(args)
+    if args.kind == "conversations":
+        return cmd_eval_conversations(args)
     if args.out and _missing_extra("eval structured --out", "eval", "matplotlib"):  # the report's chart
         return EXIT_INPUT
     if args.from_feedback:
@@ -659,6 +661,43 @@ def cmd_eval_compare(args: argparse.Namespace) -> int:
         _print_json(report.to_json())
     else:
         print(report.table())
+    return EXIT_OK
+
+
+def cmd_eval_conversations(args: argparse.Namespace) -> int:
+    from context_engine.eval.conversations import evaluate_conversations
+    from context_engine.eval.structured import QuestionFileError
+
+    if not args.questions:
+        raise InputError("`eval conversations` needs --questions FILE (JSON lines, one conversation each)")
+    if args.planner != "offline":
+        raise InputError("`eval conversations` runs offline only: drop --planner")
+    path = Path(args.questions)
+    if not path.is_file():
+        raise InputError(f"cannot read {path}: no such file")
+
+    def show(r) -> None:
+        mark = "ok  " if r.correct else "ERR " if r.error else "FAIL"
+        print(f"{mark} {r.conversation:>6}.{r.turn} {r.kind:<14} {r.seconds * 1000:8.1f} ms  {r.question}"
+              + (f"\n      {r.error or r.detail}" if r.error or r.detail else ""), flush=True)
+
+    try:
+        report = evaluate_conversations(path, _settings(args), limit=args.limit, progress=None if args.json else show)
+    except QuestionFileError as exc:
+        raise InputError(str(exc)) from None
+    summary = report.to_json()
+    if args.json:
+        _print_json(summary)
+        return EXIT_OK
+    print(f"{'kind':<15} {'correct':>9} {'accuracy':>8} {'flagged':>8} {'silent':>7} {'errors':>7}")
+    for name, row in summary["by_kind"].items():
+        print(f"{name:<15} {row['correct']:>4}/{row['total']:<4} {row['accuracy']:>8.1%} {row['flagged']:>8} "
+              f"{row['silent']:>7} {row['errors']:>7}")
+    print(f"turn accuracy: {summary['turns_correct']}/{summary['turns']} = {report.turn_accuracy:.1%}; conversation "
+          f"accuracy (every turn right): {summary['conversations_correct']}/{summary['conversations']} = "
+          f"{report.conversation_accuracy:.1%}; wrong: {summary['wrong_flagged']} flagged (declined or not "
+          f"understood), {summary['wrong_silent']} silent, {summary['errors']} errors; median "
+          f"{summary['median_seconds']:.2f} s per turn")
     return EXIT_OK
 
 
@@ -862,6 +901,7 @@ EXAMPLES = {
   context-engine eval structured --questions tests/data/structured_heldout.jsonl --out results/
   context-engine eval structured --from-feedback        # every 👍 and corrected plan as a regression set
   context-engine eval compare --questions tests/data/structured_heldout.jsonl --a offline --b no-context-set
+  context-engine eval conversations --questions tests/data/conversations.jsonl --data-dir D   # multi-turn, offline
   context-engine eval retrieval --beir $CONTEXT_ENGINE_EVAL_DATA/scifact --split test --json
   context-engine eval rag --dataset clapnq --clapnq $CONTEXT_ENGINE_EVAL_DATA/clapnq --half report --out results/
   context-engine eval rag --dataset clapnq --clapnq $CONTEXT_ENGINE_EVAL_DATA/clapnq --limit 10 --out results/
@@ -960,10 +1000,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("eval", help="evaluate: `eval structured --questions FILE`, "
                        "`eval retrieval --beir DIR --split train|test`, `eval rag --dataset clapnq|FILE`")
-    p.add_argument("kind", choices=["structured", "retrieval", "rag", "compare"], help="structured: execution "
+    p.add_argument("kind", choices=["structured", "retrieval", "rag", "compare", "conversations"], help="structured: execution "
                    "accuracy against gold pipelines; retrieval: nDCG@10, recall@10/100, MRR@10 of bm25, dense, hybrid, "
                    "reranked, default; rag: the graph's answers and contexts scored with RAGAS; compare: one "
-                   "structured question set under two configurations (--a, --b) side by side")
+                   "structured question set under two configurations (--a, --b) side by side; conversations: "
+                   "multi-turn threads through the graph with a checkpointer, each turn scored as structured")
     p.add_argument("--from-feedback", action="store_true", help="structured: replay the tenant's feedback as the "
                    "question set (a 👍's plan or a corrected plan is the gold)")
     p.add_argument("--a", dest="config_a", metavar="CONFIG", help="compare: the first configuration: offline, model, "
@@ -984,7 +1025,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "here; rag also dataset.jsonl (the filled RAGAS EvaluationDataset), samples.csv and samples.json "
                    "(per question scores) (rag default: a new temporary directory)")
     p.add_argument("--questions", help="structured: JSON lines: question, now, as, tenant, collection, gold "
-                   "(or gold_refs, gold_value), compare (refs, count, value, groups, top, declines), class?")
+                   "(or gold_refs, gold_value), compare (refs, count, value, groups, top, declines), class?; "
+                   "conversations: JSON lines: id, tenant, now, as, turns (each a structured question and its kind)")
     p.add_argument("--by-class", action="store_true", help="structured: a table of accuracy per question class, "
                    "with the wrong answers split into flagged (declined, or words not understood) and silent")
     p.add_argument("--beir", metavar="DIR", help="retrieval: a BEIR folder (corpus.jsonl[.gz], queries.jsonl, qrels/)")
