@@ -25,9 +25,9 @@ def _merged(login, when):
 # (what the user types, the standalone question it must become, the gold query of its records)
 ENGLISH = [
     ("PRs Rashid merged last week", "PRs Rashid merged last week", _merged("rsh-dev", LAST_WEEK)),
-    ("and in October?", "PRs Rashid merged in October", _merged("rsh-dev", OCTOBER)),
-    ("what about Priya?", "PRs Priya merged in October", _merged("priyar", OCTOBER)),
-    ("他呢？", "PRs Rashid Khan merged in October", _merged("rsh-dev", OCTOBER)),
+    ("and in October?", "PRs Rashid merged in October 2026", _merged("rsh-dev", OCTOBER)),  # the window's year
+    ("what about Priya?", "PRs Priya merged in October 2026", _merged("priyar", OCTOBER)),
+    ("他呢？", "PRs Rashid Khan merged in October 2026", _merged("rsh-dev", OCTOBER)),
     ("PRs Priya opened in October", "PRs Priya opened in October",
      ("pull_requests", [{"$match": {"user.login": "priyar", "created_at": OCTOBER}}])),
     ("which of those are still open?", "PRs Priya opened in October open",
@@ -43,8 +43,8 @@ ENGLISH = [
 
 CHINESE = [
     ("上周张伟合并了哪些PR？", "上周张伟合并了哪些PR？", _merged("zwei-dev", LAST_WEEK)),
-    ("十月呢？", "十月张伟合并了哪些PR？", _merged("zwei-dev", OCTOBER)),
-    ("Priya呢？", "十月Priya合并了哪些PR？", _merged("priyar", OCTOBER)),
+    ("十月呢？", "2026 年 十月张伟合并了哪些PR？", _merged("zwei-dev", OCTOBER)),
+    ("Priya呢？", "2026 年 十月Priya合并了哪些PR？", _merged("priyar", OCTOBER)),
 ]
 
 
@@ -84,7 +84,7 @@ def test_who_reviewed_it_names_the_reviewers_of_the_last_answer_s_first_record(s
     first = thread_graph.invoke({"question": "PRs Rashid merged last week", "now": NOW}, config, context=context)
     ref = first["records"][0]["ref"]
     out = thread_graph.invoke({"question": "who reviewed it?", "now": NOW}, config, context=context)
-    assert out["question"] == f"who reviewed {ref}?"
+    assert out["question"] == f"who reviewed PR {ref}?"  # the record, with its kind
     pr = _rows(sample_dir, ref)
     assert {r["_id"] for r in out["records"]} == {rv["user"]["login"] for rv in pr["reviews"]}
 
@@ -129,7 +129,7 @@ def test_a_thread_reused_by_another_tenant_or_person_resolves_nothing_against_th
         assert out["question"] == "who reviewed it?" and not out["followup"]
         assert "acme/" not in out["answer"] or other["tenant"] == "acme"
     same = thread_graph.invoke({"question": "and in October?", "now": NOW}, config, context=acme)
-    assert same["question"] == "PRs Rashid merged in October"
+    assert same["question"] == "PRs Rashid merged in October 2026"
 
 
 SEPTEMBER = {"$gte": datetime(2026, 9, 1), "$lt": datetime(2026, 10, 1)}

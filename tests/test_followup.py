@@ -21,7 +21,7 @@ MERGED = {"standalone": "PRs Rashid merged last week", "people": ["Rashid Khan"]
 
 
 @pytest.mark.parametrize("asked,standalone", [
-    ("and in October?", "PRs Rashid merged in October"),
+    ("and in October?", "PRs Rashid merged in October 2026"),  # the year of the window before
     ("What about last month?", "PRs Rashid merged last month"),
     ("那上个月呢？", "PRs Rashid merged 上个月"),
     ("what about Priya?", "PRs Priya merged last week"),
@@ -46,7 +46,7 @@ MERGED = {"standalone": "PRs Rashid merged last week", "people": ["Rashid Khan"]
     ("那再往前一个月呢？", "PRs Rashid merged between 2026-10-23 and 2026-10-29"),  # that week, a month back
     ("更早的呢？", "PRs Rashid merged before 2026-11-23"),
     ("same for 2020", "PRs Rashid merged 2020"),
-    ("the same but for October", "PRs Rashid merged October"),
+    ("the same but for October", "PRs Rashid merged October 2026"),
     # another person, other phrasing
     ("and for Priya?", "PRs Priya merged last week"),
     ("what about larsn", "PRs larsn merged last week"),
@@ -115,3 +115,42 @@ def test_a_pick_that_names_no_offered_candidate_picks_none(asked):
 
 def test_the_first_one_without_candidates_picks_nothing():
     assert resolve_offline("the first one", [MERGED], PEOPLE, NOW).how == ""
+
+
+# A turn whose answer was a query's records: what the elliptical follow-ups narrow, count, list or rank.
+QUERIED = {**MERGED, "collection": "pull_requests", "standalone": "Which PRs did Rashid merge in March 2026?",
+           "times": ["in March 2026"],
+           "time_ranges": [{"text": "in March 2026", "start": "2026-03-01T00:00:00", "end": "2026-04-01T00:00:00"}]}
+RANKED = {"standalone": "Who merged the most PRs in 2025?", "collection": "pull_requests", "people": [],
+          "people_text": [], "times": ["in 2025"], "refs": [], "answer_people": ["Lars Nielsen"],
+          "time_ranges": [{"text": "in 2025", "start": "2025-01-01T00:00:00", "end": "2026-01-01T00:00:00"}]}
+DECLINED_SLACK = {"standalone": "How many messages did Rosa write in May 2026?", "collection": "", "people": [],
+            "people_text": [], "times": ["in May 2026"], "refs": [], "answer_people": [], "time_ranges": [],
+            "unresolved": "Rosa", "candidates": [{"key": "U1", "name": "Rosa", "places": ["racket"]},
+                                                 {"key": "U2", "name": "Rosa", "places": ["elmlang"]}]}
+
+
+@pytest.mark.parametrize("previous,asked,standalone", [
+    (QUERIED, "how many is that", "how many PRs did Rashid merge in March 2026"),
+    (QUERIED, "一共多少个？", "how many PRs did Rashid merge in March 2026"),
+    (QUERIED, "and about streaming?", "Which PRs did Rashid merge in March 2026 about streaming"),
+    (QUERIED, "any of them about caching?", "Which PRs did Rashid merge in March 2026 about caching"),
+    (QUERIED, "哪些是 bug", "Which PRs did Rashid merge in March 2026 哪些是 bug"),
+    (QUERIED, "which of those has the most comments?", "PRs did Rashid merge in March 2026 which one of them the most comments"),
+    (QUERIED, "and in July?", "Which PRs did Rashid merge in July 2026?"),          # the month of the year asked about
+    (QUERIED, "and the ones in 2025?", "Which PRs did Rashid merge in 2025?"),
+    (QUERIED, "shift that to the month before", "Which PRs did Rashid merge in February 2026?"),
+    (QUERIED, "who reviewed it?", "who reviewed PR acme/infra#882?"),               # the record, with its kind
+    (RANKED, "how many did they merge?", "merged PRs in 2025 how many did Lars Nielsen merge"),
+    (RANKED, "list them", "list merged PRs in 2025"),
+    (DECLINED_SLACK, "the racket one", "How many messages did U1 write in May 2026?"),     # by where they post
+    (DECLINED_SLACK, "elmlang 那个", "How many messages did U2 write in May 2026?"),
+    (DECLINED_SLACK, "I meant Priya", "How many messages did Priya write in May 2026?"),  # someone the candidates missed
+])
+def test_elliptical_follow_ups_and_picks(previous, asked, standalone):
+    assert resolve_offline(asked, [previous], PEOPLE, NOW).standalone == standalone
+
+
+def test_a_question_that_names_its_own_records_stands_alone():
+    assert resolve_offline("how many issues did Lars open in 2025?", [QUERIED], PEOPLE, NOW).standalone == \
+        "how many issues did Lars open in 2025?"

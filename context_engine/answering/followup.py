@@ -40,6 +40,9 @@ _LEAD = re.compile(r"^\s*(?:(?:(?:and|but|also|so|ok(?:ay)?|then|now)[\s,]+)+(?:
 _SAME = re.compile(r"^(?:(?:the\s+)?same\s+(?:thing\s+|question\s+|query\s+)?(?:but\s+)?(?:for|in|with|by)?\s*"
                    r"|(?:do\s+)?(?:it|that)\s+(?:again\s+)?for\s+|(?:换成|改成|换为|改为|换)\s*)", re.I)
 _TAIL = re.compile(r"[\s?？.。!！,，]*(?:呢|吗|呀)?[\s?？.。!！]*$")
+# "shift that to the month before", "move it to 2021", "now do 2022": the rest says the change.
+_REDO = re.compile(r"^(?:(?:shift|move|change|switch|set)\s+(?:that|it|this|the\s+window|the\s+period)\s+(?:to|back\s+to|forward\s+to)"
+                   r"|(?:now\s+)?do|go\s+back\s+to)\s+", re.I)
 _PRONOUN = re.compile(r"^(?:him|her|them|he|she|他|她|他们|她们)$", re.I)
 _SUBSET = re.compile(
     r"^(?:which|what)\s+(?:ones\s+)?(?:of|among)\s+(?:those|these|them)\s*(?:are|were|is|was|have|has|did)?\s*(?P<a>.*)$"
@@ -62,7 +65,9 @@ class FollowUp:
 
 
 def _core(question: str) -> str:
-    return _SAME.sub("", _TAIL.sub("", _LEAD.sub("", question, count=1)).strip(), count=1).strip()
+    core = _SAME.sub("", _TAIL.sub("", _LEAD.sub("", question, count=1)).strip(), count=1).strip()
+    core = re.sub(r"[\s,]+(?:then|instead|please|pls|thanks)$", "", core, flags=re.I)  # "patrickvonplaten then"
+    return _REDO.sub("", core, count=1).strip()
 
 
 # Shifting the last time window: "the month before", "a week earlier", "the previous year", "再往前一周",
@@ -146,7 +151,18 @@ _MEANT = re.compile(r"^(?:no[\s,]+)?(?:i\s+meant?|meant|i\s+was\s+asking\s+about
                     r"|^(?:我)?(?:说的是|指的是|是说|要的是)|^是", re.I)
 
 
+# "the racket one", "elmlang 那个", "I meant the one on clojurians": a candidate by where they were seen.
+_PLACE = re.compile(r"^(?:i\s+meant\s+)?(?:the\s+one\s+(?:on|in|from|at)\s+(?:the\s+)?(?P<a>[\w\-]+)(?:\s+(?:one|slack|workspace))?"
+                    r"|(?:the\s+)?(?P<b>[\w\-]+)\s+one|(?P<c>[\w\-]+)\s*(?:那个|的那个|里的那个|上的那个))$", re.I)
+
+
 def _pick(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
+    place = _PLACE.match(core)
+    if place:
+        where = next(g for g in place.groups() if g).lower()
+        there = [c for c in candidates if where in {str(p).lower() for p in c.get("places", [])}]
+        if len(there) == 1:
+            return there[0]
     m = _ORDINAL.match(core)
     if m:
         if m.group("digit") or m.group("cjkdigit"):
@@ -187,6 +203,23 @@ def _replace_time(previous: dict[str, Any], when: str) -> str:
     return f"{text.rstrip('?？ ')} {when}"
 
 
+_MONTH_NAME = re.compile(r"\b(january|february|march|april|may|june|july|august|september|october|november|december|"
+                         r"jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b\.?(?!\s*\d)", re.I)
+_CJK_MONTH = re.compile(r"(?<![年\d])((?:\d{1,2}|[一二三四五六七八九十]+)\s*月)")
+
+
+def _with_year(when: str, previous: dict[str, Any]) -> str:
+    """A month said alone after a question dated in one year is that year's month ("and in July?"
+    after "August 2017" is July 2017, not the last July before now)."""
+    ranges = [r for r in previous.get("time_ranges", []) if r.get("start")]
+    if not ranges or re.search(r"\b(?:19|20)\d\d\b|年", when.replace("月", "")):
+        return when
+    year = datetime.fromisoformat(ranges[0]["start"]).year
+    if _MONTH_NAME.search(when):
+        return _MONTH_NAME.sub(lambda m: f"{m.group(0)} {year}", when, count=1)
+    return _CJK_MONTH.sub(lambda m: f"{year} 年 {m.group(1)}", when, count=1)
+
+
 def resolve_offline(question: str, turns: list[dict[str, Any]], directory: PeopleDirectory | None,
                     now: datetime) -> FollowUp:
     """`turns`: the thread's earlier turns ({standalone, people, people_text, times, refs, answer_people}),
@@ -201,9 +234,19 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
     if candidates and previous.get("unresolved"):
         chosen = _pick(core, candidates)
         if chosen is not None:
+            # a candidate named by a name others share is written by its unique key
             name = chosen.get("name") or chosen["key"]
+            if sum((c.get("name") or c["key"]) == name for c in candidates) > 1:
+                name = chosen["key"]
             text = previous["standalone"].replace(previous["unresolved"], name, 1)
             return FollowUp(text, f"{previous['unresolved']!r} = {name} ({chosen['key']}), of the candidates offered")
+    if previous.get("unresolved") and _MEANT.match(core) and directory is not None:
+        # "I meant lhoestq" after a name the data does not hold: someone else than the candidates
+        meant = _MEANT.sub("", core, count=1).strip()
+        found = [m for m in directory.find_mentions(meant) if m.person is not None and not m.is_asker]
+        if len(found) == 1 and found[0].text == meant:
+            text = previous["standalone"].replace(previous["unresolved"], meant, 1)
+            return FollowUp(text, f"{previous['unresolved']!r} = {meant}")
     shifted = _shifted(core, previous)
     if shifted is not None:
         return FollowUp(_replace_time(previous, shifted), f"the same question for {shifted!r}")
@@ -221,23 +264,108 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
             name = mentions[0].text
             return FollowUp(_replace_people(previous, name), f"the same question about {name}")
     times = find_time_ranges(core, now)
-    if times and len(re.sub(r"\b(?:in|on|during|since|for)\b|在|的", "", core.lower().replace(times[0].text.lower(), "")).strip()) <= 1:
-        return FollowUp(_replace_time(previous, core), f"the same question for {core!r}")
+    if times and len(re.sub(r"\b(?:in|on|during|since|for|the\s+ones?|those|that|them)\b|在|的", "",
+                            core.lower().replace(times[0].text.lower(), "")).strip()) <= 1:
+        when = _with_year(times[0].text if re.search(r"\bones?\b|\bthose\b|\bthem\b", core, re.I) else core, previous)
+        return FollowUp(_replace_time(previous, when), f"the same question for {when!r}")
     subset = _SUBSET.match(core)
     if subset:
         rest = _STILL.sub("", next(g for g in subset.groups() if g is not None)).strip()
+        if rest and re.match(r"^which\s+(?:one\s+)?(?:of|among)\b", core, re.I) and _HAS_SHAPE.search(rest):
+            rest = f"which one of them {rest}"  # "which of those has the most comments": one record
         if rest:
-            return FollowUp(f"{previous['standalone'].rstrip('?？ ')} {rest}", f"of the last answer's records: {rest!r}")
+            return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}")
+    elliptical = _elliptical(core, previous, directory, continues=bool(_LEAD.match(question)))
+    if elliptical is not None:
+        return elliptical
     record = _RECORD.search(question)
     if record and previous.get("refs"):
         ref = previous["refs"][0]
-        return FollowUp(question[:record.start()] + ref + question[record.end():], f"{record.group(0)!r} = {ref}")
+        noun = _NOUNS.get(previous.get("collection", ""), "")
+        said = f"{noun} {ref}" if noun else ref
+        return FollowUp(question[:record.start()] + said + question[record.end():], f"{record.group(0)!r} = {said}")
     records = _RECORDS.search(question)
     if records and previous.get("refs"):
         refs = ", ".join(previous["refs"][:MAX_REFS])
         return FollowUp(question[:records.start()] + refs + question[records.end():],
                         f"{records.group(0)!r} = the last answer's records")
     return FollowUp(question)
+
+
+# Elliptical follow-ups: a question that names no kind of record and no one new, said of the last
+# answer ("how many is that", "which month had the most?", "and about parquet?", "哪些是 bug", "list them",
+# "only lhoestq's", "how many did they merge?"): the last question with the new words, its own way of
+# answering (a count, a list, a ranking) replaced when the follow-up says another.
+_NOUNS = {"pull_requests": "PR", "issues": "issue", "messages": "message", "documents": "document", "commits": "commit"}
+_OF_THOSE = re.compile(r"\s*\b(?:of|among|from|in)\s+(?:all\s+)?(?:those|these|them)\b|^(?:any|some|all)\s+of\s+(?:them|those|these)\s*"
+                       r"|\b(?:those|these|them)\b|其中|这些|那些|它们|里面", re.I)
+_COUNT_IT = re.compile(r"^(?:how\s+many|how\s+much|what(?:'s|\s+is)\s+the\s+(?:count|number|total))"
+                       r"(?:\s+(?:is|are|was|were)\s+(?:that|those|these|them|there|it))?(?:\s+in\s+total)?$"
+                       r"|^(?:count|number|total)(?:\s+(?:them|it|that|those))?$|^(?:一共|总共|共)?(?:有)?(?:多少|几)(?:个|条|次)?$", re.I)
+_LIST_IT = re.compile(r"^(?:list|show|give\s+me|which\s+are\s+they|what\s+are\s+they)(?:\s+(?:me\s+)?(?:them|those|these|it|all))*$"
+                      r"|^(?:列出来|列一下|列出|都有哪些|是哪些|有哪些|哪些)$", re.I)
+_HAS_SHAPE = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|\bmost\b|\bleast\b|\bfewest\b|\bbusiest\b|\btop\b|"
+                        r"\bwhich\s+(?:month|week|day|year|one|person)\b|\bwho\b|\blist\b|多少|几个|几条|最多|最少|哪个月|哪天|谁", re.I)
+_PREVIOUS_SHAPE = re.compile(r"^\s*(?:(?:which|what|who|show(?:\s+me)?|list|find|give\s+me)\s+)+|\bhow\s+many\b|\bnumber\s+of\b|"
+                             r"\bcount(?:\s+of)?\b|\b(?:the\s+)?most\b|\bwho\b|[:,;]\s*$|(?:一共|总共)?(?:有)?多少(?:个|条)?|几(?:个|条)|"
+                             r"哪些|最多|谁", re.I)
+_PRONOUNS_IN = re.compile(r"\b(?:they|he|she|him|her)\b|(?<![其])(?:他们|她们|他|她)", re.I)
+_THAT_TIME = re.compile(r"\b(?:that|the\s+same)\s+(?:year|month|week|day|quarter|period)\b|那年|那个月|那一年|同一年|当年|当月", re.I)
+
+
+def _narrowed(previous: dict[str, Any], words: str) -> str:
+    """The last question with more words: the new ones are conditions on the same records, or a new
+    shape that replaces the last one's."""
+    before = previous["standalone"].rstrip("?？。. ")
+    if _HAS_SHAPE.search(words):
+        before = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", before)).strip()
+    return f"{before} {words}".strip()
+
+
+def _elliptical(core: str, previous: dict[str, Any], directory: PeopleDirectory | None,
+                continues: bool) -> FollowUp | None:
+    """`continues`: the follow-up opened with "and", "what about", "那" ... A longer question that neither
+    continues nor refers to the last answer is a question of its own."""
+    if not previous.get("collection"):
+        return None  # the last answer was no query's: nothing to narrow
+    from context_engine.query.planner.collection import detect_collection
+
+    words = core
+    if _RECORD.search(words):
+        return None  # "who opened it?": one record of the answer, not all of them
+    asked_who = re.search(r"\bwho\b|\bwhom\b|谁|哪些人|哪位", previous["standalone"], re.I)
+    if _PRONOUNS_IN.search(words) and asked_who and previous.get("answer_people") and not previous.get("people"):
+        # "how many did they merge?" after "who merged the most": the person the answer named first
+        words = _PRONOUNS_IN.sub(previous["answer_people"][0], words, count=1)
+    if _THAT_TIME.search(words) and previous.get("times"):
+        words = _THAT_TIME.sub(previous["times"][0], words, count=1)
+    named, _ = detect_collection(words, {n: None for n in _NOUNS})
+    referring = bool(_OF_THOSE.search(words)) or words != core
+    short_subset = re.match(r"^(?:哪些|哪个|其中|which|only|just)", words, re.I) and len(words) <= 24
+    short = len(words.split()) <= 5 if not HAN.search(words) else len(words) <= 12
+    if not (referring or continues or short or short_subset):
+        return None
+    if named is not None and not referring and not short_subset:
+        return None  # names its own records: a question of its own
+    people = [m for m in directory.find_mentions(words) if m.person is not None and not m.is_asker] if directory else []
+    only = re.match(r"^(?:only|just)\s+(?P<who>.+?)(?:['’]s)?$", words, re.I)
+    if people and only:
+        return FollowUp(_narrowed(previous, f"by {only.group('who')}"), f"of the last answer's records: by {only.group('who')}")
+    if people and words == core and not referring:
+        return None  # a new person with more words: not ours to guess
+    if _COUNT_IT.match(words):
+        base = re.sub(r"^\s*(?:(?:which|what|show(?:\s+me)?|list|find|give\s+me)\s+)+", "", previous["standalone"].rstrip("?？。. "),
+                      flags=re.I)
+        return FollowUp(f"how many {base}" if not _HAS_SHAPE.search(base) else base, "the last question, counted")
+    if _LIST_IT.match(words):
+        base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
+        return FollowUp(f"list {base}", "the last question's records, listed")
+    # "which of those has the most comments": one of them
+    words = re.sub(r"^which\s+(?:one\s+)?(?:of|among)\s+(?:those|these|them)\b", "which one", words, flags=re.I)
+    rest = re.sub(r"\s{2,}", " ", _OF_THOSE.sub(" ", words)).strip(" ,，")
+    if not rest or len(rest.split()) > 12:
+        return None
+    return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}")
 
 
 class Standalone(BaseModel):

@@ -386,6 +386,8 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                   "time_ranges": [{k: t.get(k, "") for k in ("text", "start", "end")} for t in resolution.get("times", [])],
                   "unresolved": resolution.get("unresolved", "") if resolution.get("candidates") else "",
                   "candidates": resolution.get("candidates", []),
-                  "answer": state.get("answer", "")[:1000], "scope": _scope(settings)}
+                  "answer": state.get("answer", "")[:1000], "scope": _scope(settings),
+                  "collection": next((q["collection"] for q in reversed(state.get("queries", []))
+                                      if q.get("pipeline") is not None), "")}
     return {"messages": [message], "documents": documents,
             "turns": [*(state.get("turns") or [])[-(TURNS_KEPT - 1):], turn]}

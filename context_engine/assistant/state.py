@@ -54,6 +54,7 @@ class Turn(TypedDict):
     candidates: list[dict[str, Any]]  # the people it offered for them, in order: what "the first one" picks
     answer: str               # the first 1,000 characters of the answer
     scope: str                # "<tenant>/<asker>": follow-ups resolve only against the same asker's turns
+    collection: str           # the collection its structured query read ("" = none): what "those" narrows
 
 
 class InputState(TypedDict, total=False):

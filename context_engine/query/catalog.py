@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from context_engine.config import COLLECTIONS, Settings, check_tenant
-from context_engine.query.identity import PeopleDirectory
+from context_engine.query.identity import PeopleDirectory, places_of
 from context_engine.query.execute import scope_filter
 from context_engine.query.schema import CollectionSchema, discover
 from context_engine.store.documents import DocumentStore, strip_hidden
@@ -74,7 +74,7 @@ def build_catalog(store: DocumentStore, tenant: str, principals: Sequence[str] =
         records = store.scoped(name, scope)
         if records.count():
             schemas[name] = discover(records)
-    people = [{k: p[k] for k in PEOPLE_FIELDS if p.get(k) is not None}
+    people = [{**{k: p[k] for k in PEOPLE_FIELDS if p.get(k) is not None}, **({"places": places} if (places := places_of(p)) else {})}
               for p in map(strip_hidden, store.collection("people").find({"tenant_id": tenant}))]
     return Catalog(tenant, schemas, people, sorted(set(principals)), store.generation)
 

@@ -95,7 +95,7 @@ MAX_CANDIDATES = 5
 
 
 def _named(people: list[Person]) -> str:
-    return ", ".join(f"{p.name} ({p.key})" for p in people[:MAX_CANDIDATES])
+    return ", ".join(f"{p.name} ({p.key}{', in ' + ', '.join(p.places) if p.places else ''})" for p in people[:MAX_CANDIDATES])
 
 
 def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None,

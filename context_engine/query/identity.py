@@ -81,6 +81,8 @@ class Person:
     # group the asker was matched to (empty for a person found in a question: finding grants nothing).
     accounts: tuple[tuple[str, ...], ...] = field(default=(), hash=False, compare=False)
     principals: tuple[str, ...] = field(default=(), hash=False, compare=False)
+    # Where the person was seen (a Slack workspace): what tells two Rosalees apart for the asker.
+    places: tuple[str, ...] = field(default=(), hash=False, compare=False)
 
     def handle(self, kind: str) -> str | None:
         if kind == "name":
@@ -88,7 +90,7 @@ class Person:
         return self.handles.get(kind)
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "name": self.name, **self.handles}
+        return {"key": self.key, "name": self.name, **self.handles, **({"places": list(self.places)} if self.places else {})}
 
 
 @dataclass
@@ -137,6 +139,12 @@ class AmbiguousAsker(AmbiguousPerson):
         self.choices = choices
 
 
+def places_of(record: dict[str, Any]) -> list[str]:
+    """The Slack workspaces a people record was seen in (its identities' sources, "slack:racket")."""
+    return list(dict.fromkeys(str(i["source"]).split(":", 1)[1] for i in record.get("identities") or ()
+                              if isinstance(i, dict) and str(i.get("source", "")).startswith("slack:")))
+
+
 def _person_from_record(record: dict[str, Any]) -> Person:
     handles = {}
     if record.get("login"):
@@ -147,9 +155,10 @@ def _person_from_record(record: dict[str, Any]) -> Person:
     key = record.get("login") or record.get("slack_id") or record.get("email")
     accounts = tuple(tuple(str(p) for p in group.get("principals") or ())
                      for group in record.get("accounts") or () if isinstance(group, dict))
+    places = tuple(str(p) for p in record.get("places") or places_of(record))
     return Person(key=str(key), name=str(record.get("name") or key), handles=handles,
                   aliases=tuple(str(a) for a in record.get("aliases") or ()), team=record.get("team"),
-                  accounts=tuple(a for a in accounts if a))
+                  accounts=tuple(a for a in accounts if a), places=places)
 
 
 # Systems whose accounts compare case-insensitively (GitHub logins, e-mail); the rest exactly.

@@ -318,7 +318,7 @@ class ConditionStep(Draft):
         whose = re.search(r"\b(?:whose|which (?:person|user|member|one)['’]s) (?:threads?|posts?|discussions?)\b"
                           r"|回复[^，。？?]{0,6}谁发起的", self.q, re.I)
         if replies and not self.has_filter(replies) and not (replying and self.has_filter(replying[0])) and not whose \
-                and self.mark(r"\bthreads?\b|\bgot replies\b|\bwith replies\b|帖子|讨论串"):
+                and self.mark(r"\bthreads?\b|\bgot replies\b|\bwith replies\b|帖子|讨论串|有人回复|有回复|得到(?:了)?回复|收到(?:了)?回复"):
             self.add_filter(replies, 1, "gte")  # a thread is a message that has replies
 
     def _replies_in_others_threads(self) -> None:

@@ -286,6 +286,9 @@ class ShapeStep(Draft):
 
     def _top_role(self, person_roles: set[str]) -> str:
         asks_for_people = _ASKS_FOR_PEOPLE.search(self.q)
+        verb = re.search(r"\bwho\s+(?:has\s+|have\s+|had\s+)?(open\w*|creat\w*|fil\w*|report\w*|wr[io]te|author\w*|post\w*|start\w*)", self.q, re.I)
+        if verb:
+            return "author"  # "who opened the most of those": the verb right after "who" says the role
         if not asks_for_people:
             for role, pattern in (("label", r"\blabels?\b|标签"), ("repo", r"\brepos?\b|\brepositor\w+|仓库"),
                                   ("component", r"\bcomponents?\b|组件"), ("team", r"\bteams?\b|团队"),
