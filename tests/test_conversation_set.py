@@ -1,7 +1,9 @@
-"""The conversation set (`tests/data/conversations.jsonl`) and the evaluator that runs it through the graph.
+"""The conversation sets (`tests/data/conversations.jsonl`, tuned on, and `conversations_heldout.jsonl`,
+reported once) and the evaluator that runs them through the graph.
 
-The set's gold was written without reading the follow-up rules (`tests/data/conversations_README.md`).
-These tests check that it is large and varied enough to measure follow-ups, that every turn's gold is
+The sets' gold was written without reading the follow-up rules (`tests/data/conversations_README.md`).
+These tests check that each is large and varied enough to measure follow-ups, that the held-out set repeats
+no conversation or wording of the first, that every turn's gold is
 sound against the real data (validates, runs, is not empty, has no tie at the top, topic answers are
 what their rule gives, declined names are names the data cannot resolve), and that the evaluator
 scores a thread's turns as the structured scorer does (right, wrong and flagged, wrong and silent,
@@ -26,7 +28,15 @@ from context_engine.runtime import catalog_for
 from tests.conftest import run_cli
 from tests.test_paraphrase_set import _names, data_dir, needs_data, run_gold, tenant_settings  # noqa: F401 - fixture
 
-SET = Path(__file__).parent / "data" / "conversations.jsonl"
+DATA = Path(__file__).parent / "data"
+# The first set, tuned on, and the held-out set, reported once: each with the sizes its soundness checks demand.
+SETS = {
+    "first": SimpleNamespace(path=DATA / "conversations.jsonl", min_conversations=40, min_turns=110, min_checked=90,
+                             min_topics=8, min_declines=5),
+    "heldout": SimpleNamespace(path=DATA / "conversations_heldout.jsonl", min_conversations=30, min_turns=85,
+                               min_checked=70, min_topics=8, min_declines=5),
+}
+each_set = pytest.mark.parametrize("cset", list(SETS.values()), ids=list(SETS))
 TURN_FIELDS = {"question", "kind", "collection", "compare", "note"}
 
 
@@ -38,10 +48,11 @@ def chinese(text: str) -> bool:
     return any("\u4e00" <= ch <= "\u9fff" for ch in text)
 
 
-def test_the_set_is_large_varied_and_every_turn_says_what_it_means():
-    conversations = load_conversations(SET)
+@each_set
+def test_the_set_is_large_varied_and_every_turn_says_what_it_means(cset):
+    conversations = load_conversations(cset.path)
     turns = all_turns(conversations)
-    assert len(conversations) >= 40 and len(turns) >= 110
+    assert len(conversations) >= cset.min_conversations and len(turns) >= cset.min_turns
     assert all(2 <= len(c["turns"]) <= 4 for c in conversations)
     assert {c["tenant"] for c in conversations} == {"hf", "oss"}
     github = sum(c["tenant"] == "hf" for c in conversations) / len(conversations)
@@ -57,6 +68,15 @@ def test_the_set_is_large_varied_and_every_turn_says_what_it_means():
             assert c["turns"][n - 1]["compare"] == "declines", (c["id"], n)
     # A thread's turns each ask something new: a repeated question would measure nothing.
     assert all(len({t["question"] for t in c["turns"]}) == len(c["turns"]) for c in conversations)
+
+
+def test_the_held_out_set_repeats_no_conversation_or_wording_of_the_first():
+    # Held out means new: a conversation id or a turn worded as in the set the follow-up rules were tuned on
+    # would measure the tuning, not how freely worded follow-ups are understood.
+    first, held = (load_conversations(SETS[name].path) for name in ("first", "heldout"))
+    assert not {c["id"] for c in first} & {c["id"] for c in held}
+    said = {" ".join(t["question"].lower().split()) for _, _, t in all_turns(first)}
+    assert not [(c["id"], n) for c, n, t in all_turns(held) if " ".join(t["question"].lower().split()) in said]
 
 
 @pytest.mark.parametrize("line, problem", [
@@ -106,9 +126,10 @@ def _topless(turn: dict) -> tuple[list[dict], str] | None:
 
 @needs_data
 @pytest.mark.slow
-def test_every_gold_validates_runs_is_not_empty_and_has_no_tie_at_the_top(data_dir):
+@each_set
+def test_every_gold_validates_runs_is_not_empty_and_has_no_tie_at_the_top(data_dir, cset):
     checked = 0
-    for c, n, t in all_turns(load_conversations(SET)):
+    for c, n, t in all_turns(load_conversations(cset.path)):
         if t["compare"] == "declines" or "topic" in t:
             continue  # checked below
         settings = tenant_settings(data_dir, c["tenant"])
@@ -123,13 +144,14 @@ def test_every_gold_validates_runs_is_not_empty_and_has_no_tie_at_the_top(data_d
             rows = run_gold(settings, {"collection": t["collection"], "gold": top[0]}, max_rows=100_000)
             assert len(rows) == 1 or rows[0].get(top[1]) != rows[1].get(top[1]), (c["id"], n, rows[:2])
         checked += 1
-    assert checked >= 90
+    assert checked >= cset.min_checked
 
 
 @needs_data
-def test_every_topic_answer_is_what_its_rule_gives(data_dir):
-    topics = [(c, n, t) for c, n, t in all_turns(load_conversations(SET)) if "topic" in t]
-    assert len(topics) >= 8
+@each_set
+def test_every_topic_answer_is_what_its_rule_gives(data_dir, cset):
+    topics = [(c, n, t) for c, n, t in all_turns(load_conversations(cset.path)) if "topic" in t]
+    assert len(topics) >= cset.min_topics
     for c, n, t in topics:
         rows = run_gold(tenant_settings(data_dir, c["tenant"]), t, max_rows=20_000)
         assert len(rows) < 20_000, (c["id"], n)
@@ -139,9 +161,10 @@ def test_every_topic_answer_is_what_its_rule_gives(data_dir):
 
 
 @needs_data
-def test_every_declined_name_is_one_the_data_cannot_resolve(data_dir):
-    declines = [(c, n, t) for c, n, t in all_turns(load_conversations(SET)) if t["compare"] == "declines"]
-    assert len(declines) >= 5
+@each_set
+def test_every_declined_name_is_one_the_data_cannot_resolve(data_dir, cset):
+    declines = [(c, n, t) for c, n, t in all_turns(load_conversations(cset.path)) if t["compare"] == "declines"]
+    assert len(declines) >= cset.min_declines
     people = {tenant: run_gold(tenant_settings(data_dir, tenant), {"collection": "people", "gold": [{"$match": {}}]},
                                max_rows=10_000) for tenant in ("hf", "oss")}
     for c, n, t in declines:
