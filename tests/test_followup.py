@@ -31,7 +31,7 @@ MERGED = {"standalone": "PRs Rashid merged last week", "people": ["Rashid Khan"]
     ("他呢？", "PRs Lars Nielsen merged last week"),  # the person the answer named, not the one asked about
     ("which of those are still open?", "PRs Rashid merged last week open"),
     ("only the ones in payments", "PRs Rashid merged last week in payments"),
-    ("just the open ones", "PRs Rashid merged last week open"),
+    ("just the open ones", "PRs Rashid merged last week open ones"),
     ("who reviewed it?", "who reviewed acme/infra#882?"),
     ("who reviewed them?", "who reviewed acme/infra#882, acme/web#2126?"),
     ("how many PRs did Lars open in 2025?", "how many PRs did Lars open in 2025?"),  # stands alone
@@ -53,8 +53,8 @@ MERGED = {"standalone": "PRs Rashid merged last week", "people": ["Rashid Khan"]
     ("same for Priya", "PRs Priya merged last week"),
     ("换成李娜呢", "PRs 李娜 merged last week"),
     # narrowing
-    ("only the open ones", "PRs Rashid merged last week open"),
-    ("just the merged ones", "PRs Rashid merged last week merged"),
+    ("only the open ones", "PRs Rashid merged last week open ones"),
+    ("just the merged ones", "PRs Rashid merged last week merged ones"),
 ])
 def test_follow_up_forms(asked, standalone):
     assert resolve_offline(asked, [MERGED], PEOPLE, NOW).standalone == standalone
@@ -154,3 +154,19 @@ def test_elliptical_follow_ups_and_picks(previous, asked, standalone):
 def test_a_question_that_names_its_own_records_stands_alone():
     assert resolve_offline("how many issues did Lars open in 2025?", [QUERIED], PEOPLE, NOW).standalone == \
         "how many issues did Lars open in 2025?"
+
+
+@pytest.mark.parametrize("previous,asked,standalone", [
+    (QUERIED, "same quarter a year earlier?", "Which PRs did Rashid merge in March 2025?"),
+    (QUERIED, "separate question: how many issues are open?", "how many issues are open?"),   # a new question, said so
+    (QUERIED, "what about April?", "Which PRs did Rashid merge April 2026?"),
+    (QUERIED, "how many is it?", "how many PRs did Rashid merge in March 2026"),
+    (QUERIED, "narrow it to the webdataset ones", "Which PRs did Rashid merge in March 2026 the webdataset ones"),
+    (QUERIED, "which of those are still open?", "PRs did Rashid merge in March 2026 open"),   # "which": the records
+    (RANKED, "how many PRs did that person open that year?", "how many PRs did Lars Nielsen open in 2025"),
+    (QUERIED, "who's the author?", "who opened PR acme/infra#882"),
+    (DECLINED_SLACK, "sorry, I mean the login priyar", "How many messages did priyar write in May 2026?"),
+    (DECLINED_SLACK, "the Rosa in racket", "How many messages did U1 write in May 2026?"),
+])
+def test_more_follow_up_wordings(previous, asked, standalone):
+    assert resolve_offline(asked, [previous], PEOPLE, NOW).standalone == standalone

@@ -47,8 +47,8 @@ _PRONOUN = re.compile(r"^(?:him|her|them|he|she|他|她|他们|她们)$", re.I)
 _SUBSET = re.compile(
     r"^(?:which|what)\s+(?:ones\s+)?(?:of|among)\s+(?:those|these|them)\s*(?:are|were|is|was|have|has|did)?\s*(?P<a>.*)$"
     r"|^(?:of|among)\s+(?:those|these|them)[\s,]*(?:which|what|only)?\s*(?:ones?)?\s*(?:are|were)?\s*(?P<b>.*)$"
-    r"|^(?:only|just)\s+(?:the\s+ones?|those|these)\s*(?:that\s+are|that|which\s+are|which)?\s*(?P<c>.*)$"
-    r"|^(?:only|just)\s+(?:the\s+)?(?P<f>.+?)\s+ones?$"
+    r"|^(?:only|just|keep)\s+(?:the\s+ones?|those|these)\s*(?:that\s+are|that|which\s+are|which)?\s*(?P<c>.*)$"
+    r"|^(?:only|just|keep)\s+(?:the\s+)?(?P<f>.+?\s+ones?)$"
     r"|^(?:其中|这些|那些|里面)(?:里|中)?(?:的)?(?:哪些|哪个)?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$", re.I)
 _RECORD = re.compile(r"\b(?:it|that one|this one|that pr|this pr|that issue|this issue|that thread|that doc)\b"
                      r"|(?:它|那个PR|这个PR|那个问题|这个问题|那个issue|这个issue)", re.I)
@@ -79,13 +79,13 @@ _CJK_UNIT = r"(?:一|1)?个?(天|日|周|星期|礼拜|月|季度|年)"
 # "the month before" / "the next week": the window of that unit next to the last one (the one
 # before or after it when the last one was such a unit); "a year earlier" / "再往前一周": the last
 # window itself, moved by that unit.
-_NEXT_BACK = re.compile(rf"^(?:the\s+)?{_EN_UNIT}\s+(?:before|prior)(?:\s+that)?$"
+_NEXT_BACK = re.compile(rf"^(?:the\s+)?{_EN_UNIT}\s+(?:before|prior)(?:\s+that)?$|^前{_CJK_UNIT}$"
                         rf"|^(?:the\s+)?(?:previous|prior|preceding)\s+{_EN_UNIT}$", re.I)
-_NEXT_AHEAD = re.compile(rf"^(?:the\s+)?{_EN_UNIT}\s+after(?:\s+that)?$|^(?:the\s+)?(?:next|following)\s+{_EN_UNIT}$",
+_NEXT_AHEAD = re.compile(rf"^(?:the\s+)?{_EN_UNIT}\s+after(?:\s+that)?$|^(?:the\s+)?(?:next|following)\s+{_EN_UNIT}$|^后{_CJK_UNIT}$",
                          re.I)
-_MOVE_BACK = re.compile(rf"^(?:a|one|1)\s+{_EN_UNIT}\s+(?:earlier|before)$|^(?:再|再往|往)前{_CJK_UNIT}$"
+_MOVE_BACK = re.compile(rf"^(?:(?:the\s+)?(?:same\s+)?(?:quarter|month|week|period|time|window|days?)\s+)?(?:a|one|1)\s+{_EN_UNIT}\s+(?:earlier|before|ago|back|prior)$|^(?:再|再往|往)前{_CJK_UNIT}$"
                         rf"|^(?:再)?早{_CJK_UNIT}$", re.I)
-_MOVE_AHEAD = re.compile(rf"^(?:a|one|1)\s+{_EN_UNIT}\s+(?:later|after)$|^(?:再|再往|往)后{_CJK_UNIT}$"
+_MOVE_AHEAD = re.compile(rf"^(?:(?:the\s+)?(?:same\s+)?(?:quarter|month|week|period|time|window|days?)\s+)?(?:a|one|1)\s+{_EN_UNIT}\s+(?:later|after|on)$|^(?:再|再往|往)后{_CJK_UNIT}$"
                          rf"|^(?:再)?晚{_CJK_UNIT}$", re.I)
 _EARLIER = re.compile(r"^(?:any(?:thing)?\s+)?(?:earlier|before\s+(?:that|then)|prior\s+to\s+that|even\s+earlier)(?:\s+ones?)?$"
                       r"|^(?:更早|再早|之前|在那之前|那之前|以前)(?:的)?$", re.I)
@@ -127,6 +127,7 @@ def _shifted(core: str, previous: dict[str, Any]) -> str | None:
         return f"since {end:%Y-%m-%d}"
     if start is None or end is None:
         return None
+    core = re.sub(r"^(?:in|for|during|over)\s+", "", core, flags=re.I)  # "and in the month after that?"
     for pattern, n, moved in ((_NEXT_BACK, -1, False), (_NEXT_AHEAD, 1, False), (_MOVE_BACK, -1, True),
                               (_MOVE_AHEAD, 1, True)):
         m = pattern.match(core)
@@ -147,13 +148,16 @@ _ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, 
 _ORDINAL = re.compile(r"^(?:the\s+)?(?P<en>first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)(?:\s+(?:one|person|candidate))?$"
                       r"|^(?:number\s+|no\.?\s*|#)?(?P<digit>[1-9])$|^第?(?P<cjk>一|二|两|三|四|五|最后一)个(?:人)?$"
                       r"|^第(?P<cjkdigit>[1-9])个?(?:人)?$", re.I)
-_MEANT = re.compile(r"^(?:no[\s,]+)?(?:i\s+meant?|meant|i\s+was\s+asking\s+about|the\s+one\s+(?:called|named))\s+"
+_MEANT = re.compile(r"^(?:(?:no|sorry|oops|oh|ah|nope)[\s,]+)*(?:i\s+meant?|meant|i\s+was\s+asking\s+about|i(?:'m|\s+am|\s+was)\s+thinking\s+of"
+                    r"|the\s+one\s+(?:called|named)|make\s+(?:it|that))\s+(?:the\s+)?(?:(?:login|user(?:name)?|handle|account|person)\s+)?@?"
                     r"|^(?:我)?(?:说的是|指的是|是说|要的是)|^是", re.I)
 
 
 # "the racket one", "elmlang 那个", "I meant the one on clojurians": a candidate by where they were seen.
-_PLACE = re.compile(r"^(?:i\s+meant\s+)?(?:the\s+one\s+(?:on|in|from|at)\s+(?:the\s+)?(?P<a>[\w\-]+)(?:\s+(?:one|slack|workspace))?"
-                    r"|(?:the\s+)?(?P<b>[\w\-]+)\s+one|(?P<c>[\w\-]+)\s*(?:那个|的那个|里的那个|上的那个))$", re.I)
+_PLACE = re.compile(r"^(?:i\s+meant\s+)?(?:(?:the\s+)?(?:one|[\w\-]+)\s+(?:on|in|from|at|of)\s+(?:the\s+)?(?P<a>[\w\-]+)"
+                    r"(?:\s+(?:one|slack|workspace|community))?"
+                    r"|(?:the\s+)?(?P<b>[\w\-]+)\s+one|(?P<c>[\w\-]+)\s*(?:上|里|中)?的?(?:那个|那位|这位|这个)(?:人)?"
+                    r"|(?P<d>[\w\-]+)\s*(?:上|里|中)?的\s*[\w\-]+)$", re.I)
 
 
 def _pick(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -220,12 +224,21 @@ def _with_year(when: str, previous: dict[str, Any]) -> str:
     return _CJK_MONTH.sub(lambda m: f"{year} 年 {m.group(1)}", when, count=1)
 
 
+# "separate question: ...", "different topic: ...", "on another note, ...", "换个问题": a question of its own.
+_NEW_QUESTION = re.compile(r"^\s*(?:(?:a\s+)?(?:separate|different|new|another|unrelated|other)\s+(?:question|topic|thing|one)"
+                           r"|on\s+(?:another|a\s+different|an\s+unrelated)\s+note|unrelated|changing\s+(?:the\s+)?(?:topic|subject)"
+                           r"|换个(?:问题|话题)|另一个问题|另外)\s*[:：,，.;—-]*\s*", re.I)
+
+
 def resolve_offline(question: str, turns: list[dict[str, Any]], directory: PeopleDirectory | None,
                     now: datetime) -> FollowUp:
     """`turns`: the thread's earlier turns ({standalone, people, people_text, times, refs, answer_people}),
     oldest first; empty on a new thread."""
     if not turns:
         return FollowUp(question)
+    new = _NEW_QUESTION.match(question)
+    if new and question[new.end():].strip():
+        return FollowUp(question[new.end():].strip(), "a new question")
     previous = turns[-1]
     core = _core(question)
     if not core:
@@ -257,6 +270,10 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
         if not others:
             return FollowUp(question)
         return FollowUp(_replace_people(previous, others[0]), f"{core!r} = {others[0]}")
+    times = find_time_ranges(core, now)
+    if times and times[0].text.strip().lower() == _PREPOSITION.sub("", core).strip().lower() and previous.get("times"):
+        when = _with_year(times[0].text, previous)  # "what about April?": the month, though someone is called April
+        return FollowUp(_replace_time(previous, when), f"the same question for {when!r}")
     if directory is not None:
         named = _PREPOSITION.sub("", core)
         mentions = [m for m in directory.find_mentions(named) if m.person is not None and not m.is_asker]
@@ -264,9 +281,10 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
             name = mentions[0].text
             return FollowUp(_replace_people(previous, name), f"the same question about {name}")
     times = find_time_ranges(core, now)
-    if times and len(re.sub(r"\b(?:in|on|during|since|for|the\s+ones?|those|that|them)\b|在|的", "",
-                            core.lower().replace(times[0].text.lower(), "")).strip()) <= 1:
-        when = _with_year(times[0].text if re.search(r"\bones?\b|\bthose\b|\bthem\b", core, re.I) else core, previous)
+    if times and len(re.sub(r"\b(?:in|on|during|since|for|from|of|the|ones?|those|that|them|threads?|messages?|posts?|prs?|"
+                            r"pull\s+requests?|issues?|look\s+like|what\s+did|how\s+about|was\s+it)\b|在|的|那", "",
+                            core.lower().replace(times[0].text.lower(), "")).strip(" ?？")) <= 1:
+        when = _with_year(times[0].text, previous)
         return FollowUp(_replace_time(previous, when), f"the same question for {when!r}")
     subset = _SUBSET.match(core)
     if subset:
@@ -274,8 +292,13 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
         if rest and re.match(r"^which\s+(?:one\s+)?(?:of|among)\b", core, re.I) and _HAS_SHAPE.search(rest):
             rest = f"which one of them {rest}"  # "which of those has the most comments": one record
         if rest:
-            return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}")
-    elliptical = _elliptical(core, previous, directory, continues=bool(_LEAD.match(question)))
+            listed = bool(re.match(r"^(?:which|what)\b|^哪些", core, re.I))
+            return FollowUp(_narrowed(previous, rest, listed), f"of the last answer's records: {rest!r}")
+    if _AUTHOR_OF_IT.match(core) and previous.get("refs"):
+        noun = _NOUNS.get(previous.get("collection", ""), "")
+        verb = "posted" if previous.get("collection") == "messages" else "opened"
+        return FollowUp(" ".join(w for w in ("who", verb, noun, previous["refs"][0]) if w), f"the author of {previous['refs'][0]}")
+    elliptical = _elliptical(core, turns, directory, now, continues=bool(_LEAD.match(question)))
     if elliptical is not None:
         return elliptical
     record = _RECORD.search(question)
@@ -298,10 +321,13 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
 # answering (a count, a list, a ranking) replaced when the follow-up says another.
 _NOUNS = {"pull_requests": "PR", "issues": "issue", "messages": "message", "documents": "document", "commits": "commit"}
 _OF_THOSE = re.compile(r"\s*\b(?:of|among|from|in)\s+(?:all\s+)?(?:those|these|them)\b|^(?:any|some|all)\s+of\s+(?:them|those|these)\s*"
+                       r"|^(?:anything|any|something)\s+(?:in\s+there|in\s+it|among\s+them)\s*|^(?:keep|narrow\s+(?:it|that|this|them|those)?\s*"
+                       r"(?:down\s+)?to)\s+"
                        r"|\b(?:those|these|them)\b|其中|这些|那些|它们|里面", re.I)
-_COUNT_IT = re.compile(r"^(?:how\s+many|how\s+much|what(?:'s|\s+is)\s+the\s+(?:count|number|total))"
+_COUNT_IT = re.compile(r"^(?:how\s+many|how\s+much|what(?:'s|\s+is)\s+the\s+(?:count|number|total))(?:\s+\w+)?"
                        r"(?:\s+(?:is|are|was|were)\s+(?:that|those|these|them|there|it))?(?:\s+in\s+total)?$"
-                       r"|^(?:count|number|total)(?:\s+(?:them|it|that|those))?$|^(?:一共|总共|共)?(?:有)?(?:多少|几)(?:个|条|次)?$", re.I)
+                       r"|^(?:give\s+me\s+|tell\s+me\s+)?(?:the\s+)?(?:count|number|total)(?:\s+(?:them|it|that|those|of\s+them|of\s+those))?$"
+                       r"|^count\s+(?:them|it|that|those|these)$|^(?:一共|总共|共)?(?:有)?(?:多少|几)(?:个|条|次)?$", re.I)
 _LIST_IT = re.compile(r"^(?:list|show|give\s+me|which\s+are\s+they|what\s+are\s+they)(?:\s+(?:me\s+)?(?:them|those|these|it|all))*$"
                       r"|^(?:列出来|列一下|列出|都有哪些|是哪些|有哪些|哪些)$", re.I)
 _HAS_SHAPE = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|\bmost\b|\bleast\b|\bfewest\b|\bbusiest\b|\btop\b|"
@@ -309,40 +335,67 @@ _HAS_SHAPE = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|\bmost\b|\ble
 _PREVIOUS_SHAPE = re.compile(r"^\s*(?:(?:which|what|who|show(?:\s+me)?|list|find|give\s+me)\s+)+|\bhow\s+many\b|\bnumber\s+of\b|"
                              r"\bcount(?:\s+of)?\b|\b(?:the\s+)?most\b|\bwho\b|[:,;]\s*$|(?:一共|总共)?(?:有)?多少(?:个|条)?|几(?:个|条)|"
                              r"哪些|最多|谁", re.I)
-_PRONOUNS_IN = re.compile(r"\b(?:they|he|she|him|her)\b|(?<![其])(?:他们|她们|他|她)", re.I)
+_RECORD_NOUN = re.compile(r"\b(?:prs?|pull\s+requests?|issues?|tickets?|messages?|msgs?|threads?|posts?|commits?|documents?)\b"
+                          r"|消息|帖子|讨论串|工单", re.I)
+_PRONOUNS_IN = re.compile(r"\b(?:that|this|the\s+same)\s+(?:person|user|guy|author|one)\b|\bthe\s+(?:winner|top\s+\w+)\b"
+                          r"|\b(?:they|he|she|him|her)\b|这个人|那个人|这位|那位|此人|(?<![其])(?:他们|她们|他|她)", re.I)
+# "who's the author?", "谁提的？", "who wrote it": the author of the record the last answer named first
+_AUTHOR_OF_IT = re.compile(r"^(?:who(?:'s|\s+is|\s+was)\s+(?:the\s+)?(?:author|owner|creator|reporter|opener|poster)(?:\s+of\s+(?:it|that|this))?"
+                           r"|who\s+(?:wrote|opened|filed|created|authored|reported|started|posted|raised)(?:\s+(?:it|that|this|that\s+one))?"
+                           r"|(?:是)?谁(?:提|开|写|发|创建|报)的(?:呢)?)$", re.I)
 _THAT_TIME = re.compile(r"\b(?:that|the\s+same)\s+(?:year|month|week|day|quarter|period)\b|那年|那个月|那一年|同一年|当年|当月", re.I)
 
 
-def _narrowed(previous: dict[str, Any], words: str) -> str:
+def _reshaped(words: str, previous: dict[str, Any]) -> FollowUp:
+    """"how many is that" / "list them": the last question, counted or listed."""
+    if _COUNT_IT.match(words):
+        base = re.sub(r"^\s*(?:(?:which|what|show(?:\s+me)?|list|find|give\s+me)\s+)+", "", previous["standalone"].rstrip("?？。. "),
+                      flags=re.I)
+        return FollowUp(f"how many {base}" if not _HAS_SHAPE.search(base) else base, "the last question, counted")
+    base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
+    return FollowUp(f"list {base}", "the last question's records, listed")
+
+
+def _narrowed(previous: dict[str, Any], words: str, listed: bool = False) -> str:
     """The last question with more words: the new ones are conditions on the same records, or a new
     shape that replaces the last one's."""
     before = previous["standalone"].rstrip("?？。. ")
-    if _HAS_SHAPE.search(words):
+    if _HAS_SHAPE.search(words) or listed:  # "which of those are still open" after a count: the records
         before = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", before)).strip()
     return f"{before} {words}".strip()
 
 
-def _elliptical(core: str, previous: dict[str, Any], directory: PeopleDirectory | None,
+def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirectory | None, now: datetime,
                 continues: bool) -> FollowUp | None:
     """`continues`: the follow-up opened with "and", "what about", "那" ... A longer question that neither
     continues nor refers to the last answer is a question of its own."""
+    previous = turns[-1]
     if not previous.get("collection"):
         return None  # the last answer was no query's: nothing to narrow
     from context_engine.query.planner.collection import detect_collection
 
     words = core
-    if _RECORD.search(words):
+    if _COUNT_IT.match(words) or _LIST_IT.match(words):
+        return _reshaped(words, previous)
+    if _RECORD.search(re.sub(r"^narrow\s+(?:it|that|this)\b", "", words, flags=re.I)):
         return None  # "who opened it?": one record of the answer, not all of them
     asked_who = re.search(r"\bwho\b|\bwhom\b|谁|哪些人|哪位", previous["standalone"], re.I)
     if _PRONOUNS_IN.search(words) and asked_who and previous.get("answer_people") and not previous.get("people"):
         # "how many did they merge?" after "who merged the most": the person the answer named first
-        words = _PRONOUNS_IN.sub(previous["answer_people"][0], words, count=1)
-    if _THAT_TIME.search(words) and previous.get("times"):
-        words = _THAT_TIME.sub(previous["times"][0], words, count=1)
+        words = _PRONOUNS_IN.sub(f" {previous['answer_people'][0]} ", words, count=1).strip()
+    said_time = next((t for turn in reversed(turns) for t in turn.get("times", [])), None)
+    if _THAT_TIME.search(words) and said_time:
+        words = re.sub(r"\s{2,}", " ", _THAT_TIME.sub(f" {said_time} ", words, count=1)).strip()
     named, _ = detect_collection(words, {n: None for n in _NOUNS})
+    if named is not None and not _RECORD_NOUN.search(words):
+        named = None  # "有几个打了 bug 标签": bug is a label here, not a kind of record
+    if named is not None and words != core and not _OF_THOSE.search(words):
+        # "how many PRs did they open that year?": once the person and the year are said, it stands alone
+        return FollowUp(words, "the person and the time the conversation named")
+    words = re.sub(r"\s+(?:for\s+me|please|pls)$", "", words, flags=re.I)
     referring = bool(_OF_THOSE.search(words)) or words != core
     short_subset = re.match(r"^(?:哪些|哪个|其中|which|only|just)", words, re.I) and len(words) <= 24
-    short = len(words.split()) <= 5 if not HAN.search(words) else len(words) <= 12
+    short = len(words.split()) <= 5 if not HAN.search(words) else len(words) <= 16
     if not (referring or continues or short or short_subset):
         return None
     if named is not None and not referring and not short_subset:
@@ -353,18 +406,15 @@ def _elliptical(core: str, previous: dict[str, Any], directory: PeopleDirectory 
         return FollowUp(_narrowed(previous, f"by {only.group('who')}"), f"of the last answer's records: by {only.group('who')}")
     if people and words == core and not referring:
         return None  # a new person with more words: not ours to guess
-    if _COUNT_IT.match(words):
-        base = re.sub(r"^\s*(?:(?:which|what|show(?:\s+me)?|list|find|give\s+me)\s+)+", "", previous["standalone"].rstrip("?？。. "),
-                      flags=re.I)
-        return FollowUp(f"how many {base}" if not _HAS_SHAPE.search(base) else base, "the last question, counted")
-    if _LIST_IT.match(words):
-        base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
-        return FollowUp(f"list {base}", "the last question's records, listed")
     # "which of those has the most comments": one of them
     words = re.sub(r"^which\s+(?:one\s+)?(?:of|among)\s+(?:those|these|them)\b", "which one", words, flags=re.I)
     rest = re.sub(r"\s{2,}", " ", _OF_THOSE.sub(" ", words)).strip(" ,，")
     if not rest or len(rest.split()) > 12:
         return None
+    times = find_time_ranges(rest, now) if previous.get("times") else []
+    if times:  # "and who asked for the most of them in 2023": the new time replaces the last one
+        rest = rest.replace(times[0].text, "").strip()
+        previous = {**previous, "standalone": _replace_time(previous, _with_year(times[0].text, previous))}
     return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}")
 
 

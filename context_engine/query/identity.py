@@ -53,7 +53,7 @@ replies respond responded answer answered mention mentioned mentioning mentions 
 written writes writing said says talk talked asked ask question questions discussion discussions
 active busiest longest biggest largest most least more fewer first second third ever every other
 again also just only still since until before after people folks users members somebody anyone
-earliest oldest newest latest earlier later recent recently previous next
+earliest oldest newest latest earlier later recent recently previous next single
 everyone group general random thing things something anything nothing great good best worst
 """.split())
 

@@ -158,6 +158,7 @@ class ConditionStep(Draft):
         for pattern, noun in ((r"\b(?:no|zero|without(?: any)?) comments?\b|\buncommented\b"
                                r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?commented\b"
                                r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew|attracted) (?:a |any |a single )?comments?\b"
+                               r"|\bwithout (?:a single|one|even one) comment\b"
                                r"|没有(?:任何)?(?:人)?评论|无评论|没(?:有)?(?:收到|得到)(?:任何|过)?评论|一条评论都没有|零评论", "comment"),
                               (r"\b(?:no|zero|without(?: any)?) repl(?:y|ies)\b|\bunanswered\b|\bunreplied\b"
                                r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?replied\b|\b(?:not|never) (?:been |got |gotten )?replied to\b"
@@ -318,7 +319,8 @@ class ConditionStep(Draft):
         whose = re.search(r"\b(?:whose|which (?:person|user|member|one)['’]s) (?:threads?|posts?|discussions?)\b"
                           r"|回复[^，。？?]{0,6}谁发起的", self.q, re.I)
         if replies and not self.has_filter(replies) and not (replying and self.has_filter(replying[0])) and not whose \
-                and self.mark(r"\bthreads?\b|\bgot replies\b|\bwith replies\b|帖子|讨论串|有人回复|有回复|得到(?:了)?回复|收到(?:了)?回复"):
+                and self.mark(r"\bthreads?\b|\bgot replies\b|\bwith replies\b|帖子|讨论串|有人回复|有回复|得到(?:了)?回复|收到(?:了)?回复"
+                              r"|\b(?:some(?:one|body)|any(?:one|body)|people|others)\s+(?:has\s+|have\s+)?(?:answered|replied(?:\s+to)?)\b"):
             self.add_filter(replies, 1, "gte")  # a thread is a message that has replies
 
     def _replies_in_others_threads(self) -> None:
@@ -370,7 +372,7 @@ _NO_LONGER_OPEN = (r"\bno longer (?:open|active|pending)\b|\bnot (?:open|active|
 # "not closed (yet)", "nobody closed yet", "至今仍开放": open.
 _NOT_CLOSED = (r"\bnot (?:yet )?closed(?: yet)?\b(?! as)|(?:n't|\bnot) (?:yet )?been (?:closed|resolved)(?: yet)?\b|\b(?:nobody|no one|no-one) (?:has |have )?(?:ever )?closed\b|\bunclosed\b"
                r"|\bstill (?:open|pending)\b|至今仍(?:然)?(?:开放|打开|开着)|仍(?:然)?(?:开放|打开|开着)|仍未关闭|尚未关闭"
-               r"|(?:还)?没有?(?:被)?关闭(?!.{0,3}(?:merge|合并|合入))|未(?:被)?关闭")
+               r"|(?:还)?没有?(?:被)?关闭(?!.{0,3}(?:merge|合并|合入))|未(?:被)?关闭|(?:还)?没关(?!闭)(?:的|掉)?")
 # Past participles that carry a date of their own ("merged", "closed"): a time before them dates them.
 _DATED_VERBS = r"merged|closed|opened|created|resolved|fixed|updated|filed|reported|submitted|posted|reviewed|shipped|landed"
 # Fields a state word sets; a negation before them is said by the state rules themselves.

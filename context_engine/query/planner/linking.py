@@ -37,7 +37,7 @@ class LinkStep(Draft):
                     values = [v for v in wanted if v in levels] or wanted
                     self.add_filter(priority, values[0]) if len(values) == 1 else self.add_filter(priority, values, "in")
                     break
-        explicit_label = re.search(r"(?:\b(?:label(?:l?ed)?|tagged|with (?:the )?label)\s+|(?:标记为|标为|打上了?|带有?)\s*)"
+        explicit_label = re.search(r"(?:\b(?:label(?:l?ed)?|tagged|with (?:the )?label)\s+|(?:标记为|标为|打上了?|打了|带有?)\s*)"
                                    r"['\"]?([\w.\-: /]+?)['\"]?(?:\s|$|\?|,|的)", self.q, re.I)
         self._team()  # before labels: "infra team" names people, not the infra label
         order = ["repo", "channel", "workspace", "priority", "type", "project", "label", "milestone", "sprint", "component", "space",

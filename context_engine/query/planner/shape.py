@@ -99,8 +99,9 @@ _DISTINCT = re.compile(
 _MEASURE = r"(repl(?:y|ies)|comments?|additions|deletions|(?:changed )?files)"
 _SUM = re.compile(
     rf"\b(?:sum|total(?: number)?|combined number) of (?:all )?(?:the )?{_MEASURE}\b"
-    rf"|\bhow many {_MEASURE} (?:did|do|have|had)\b[^?？]*?\b(?:threads?|posts?|messages?|prs?|pull requests?|issues?|tickets?)\s+"
+    rf"|\bhow many {_MEASURE} (?:did|do|have|had)\b[^?？]*?\b(?:threads?|posts?|messages?|prs?|pull requests?|issues?|tickets?|those|them|these)\s+"
     rf"(?:\w+\s+)?(?:get|got|gotten|receive|received|draw|drew|attract|attracted)\b"
+    rf"|\bhow many {_MEASURE}\b[^?？]*\b(?:altogether|all together|in total|combined)\b"
     r"|(?:总共|一共|总计)(?:收到|得到|获得)了?多少(?:条|个)?(回复|评论)|(回复|评论)(?:总数|之和|总和)", re.I)
 
 # "max replies on any thread Jasmine started", "what is the largest reply count among her threads", "how
@@ -286,7 +287,8 @@ class ShapeStep(Draft):
 
     def _top_role(self, person_roles: set[str]) -> str:
         asks_for_people = _ASKS_FOR_PEOPLE.search(self.q)
-        verb = re.search(r"\bwho\s+(?:has\s+|have\s+|had\s+)?(open\w*|creat\w*|fil\w*|report\w*|wr[io]te|author\w*|post\w*|start\w*)", self.q, re.I)
+        verb = re.search(r"\bwho\s+(?:has\s+|have\s+|had\s+)?(open\w*|creat\w*|fil\w*|report\w*|wr[io]te|author\w*|post\w*|start\w*|"
+                         r"asked\s+for|request\w*|rais\w*|submit\w*)", self.q, re.I)
         if verb:
             return "author"  # "who opened the most of those": the verb right after "who" says the role
         if not asks_for_people:

@@ -30,14 +30,14 @@ CUE = re.compile(r"\b(?:about|regarding|mention(?:s|ed|ing)?|related to|concerni
                  r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|talk about))\s+"
                  r"|关于|有关|提到|涉及|讨论(?![串区组])|谈到|说到|聊到?", re.I)
 # What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关".
-RELATED = re.compile(r"(?:-|\s+)related\b|\s+(?:discussions?|conversations?|chatter|talk)\b|\s*相关|\s*有关(?=的)", re.I)
+RELATED = re.compile(r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk)\b|\s*相关|\s*有关(?=的)", re.I)
 DETERMINERS = frozenset("the a an this that these those our my your their its".split())
 TITLE = re.compile(r"(?:\(|\b(?:in|on) (?:the|their|its) )?titles?\)?|标题", re.I)
-_CJK_FUNCTION = "的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几共涉"
+_CJK_FUNCTION = "的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几共涉跟"
 # A word: an identifier-like token ("load_dataset", "audio-folder"), a number, or a run of Chinese
 # content characters (split at function characters: "缓存的" is "缓存").
 TOKEN = re.compile(rf"[A-Za-z][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*|\d+|(?:(?![{_CJK_FUNCTION}])[\u4e00-\u9fff])+")
-CJK_STOP = re.compile(r"[的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几共涉]+")
+CJK_STOP = re.compile(r"[的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几共涉跟]+")
 
 
 class SpanStep(Draft):
@@ -312,7 +312,7 @@ def _content_pieces(m: re.Match) -> list[tuple[int, int]]:
     token = m.group(0)
     if re.match(r"[\u4e00-\u9fff]", token):
         return [(m.start() + p.start(), m.start() + p.end())
-                for p in re.finditer(r"[^的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几共涉]{2,}", token)]
+                for p in re.finditer(r"[^的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几共涉跟]{2,}", token)]
     word = token.lower().rstrip("'’").removesuffix("'s").removesuffix("’s")
     if word.isdigit() or len(word) < 2 or word in FILLER:
         return []
