@@ -90,3 +90,14 @@ def test_a_lower_case_i_is_the_asker_where_it_is_the_pronoun(directory, question
 
 def test_a_lower_case_i_that_is_no_pronoun_is_no_one(directory):
     assert directory.find_mentions("what is in part i of the guide", directory.by_key["larsn"]) == []
+
+
+def test_people_carry_the_slack_workspaces_they_were_seen_in():
+    from context_engine.query.identity import places_of
+
+    record = {"slack_id": "U1", "name": "Rosa", "identities": [
+        {"source": "slack:racket", "kind": "slack_id", "value": "U1"}, {"source": "slack:racket", "kind": "name", "value": "Rosa"},
+        {"source": "github:acme", "kind": "login", "value": "rosa"}]}
+    assert places_of(record) == ["racket"]
+    directory = PeopleDirectory([record, {"slack_id": "U2", "name": "Rosa", "places": ["elmlang"]}])
+    assert [p.to_json().get("places") for p in directory.people] == [["racket"], ["elmlang"]]

@@ -29,8 +29,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from context_engine.assistant.context import Context
 from context_engine.assistant.graph import build_graph
 from context_engine.config import Settings
-from context_engine.eval.structured import (QuestionFileError, _check_question, answer_key, declined,
-                                            declined_the_name, gold_answer, same_answer)
+from context_engine.eval.structured import (QuestionFileError, answer_key, check_question, declined,
+                                            declined_the_name, gold_answer, json_lines, same_answer)
 from context_engine.query.engine import MaxAttempts, ResolutionFailed
 
 KINDS = ("first", "narrow", "shift_time", "switch_person", "switch_shape", "refer", "pick_candidate", "topic",
@@ -109,7 +109,7 @@ def _check_conversation(item: Any) -> str | None:
     if not isinstance(turns, list) or not turns:
         return "no turns (a non-empty list)"
     for number, turn in enumerate(turns, 1):
-        problem = _check_question(turn)
+        problem = check_question(turn)
         if problem is None and turn.get("kind") not in KINDS:
             problem = f"kind must be one of {', '.join(KINDS)}, not {turn.get('kind')!r}"
         if problem:
@@ -119,18 +119,8 @@ def _check_conversation(item: Any) -> str | None:
 
 def load_conversations(path: Path) -> list[dict[str, Any]]:
     """The conversations of a file, each checked; `QuestionFileError` names the line and what is wrong."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise QuestionFileError(f"cannot read {path}: {exc.strerror if isinstance(exc, OSError) else 'not UTF-8'}") from None
     items, ids = [], set()
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise QuestionFileError(f"{path}:{number}: not JSON ({exc.msg})") from None
+    for number, item in json_lines(path):
         problem = _check_conversation(item)
         if problem is None and item["id"] in ids:
             problem = f"conversation id {item['id']!r} repeats an earlier line's"

@@ -29,7 +29,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from context_engine.config import Settings
 from context_engine.assistant.structured_query import jsonable, run_structured
@@ -87,7 +87,8 @@ class QuestionFileError(ValueError):
     """A question file that cannot be evaluated; the message names the line and what is wrong."""
 
 
-def _check_question(item: Any) -> str | None:
+def check_question(item: Any) -> str | None:
+    """What is wrong with one question of a file (None: nothing)."""
     if not isinstance(item, dict):
         return "not a JSON object"
     missing = [k for k in ("question", "collection") if not isinstance(item.get(k), str)]
@@ -103,16 +104,27 @@ def _check_question(item: Any) -> str | None:
     return None
 
 
-def load_questions(path: Path) -> list[dict[str, Any]]:
-    items = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of a JSON-lines file; an unreadable file or a line
+    that is not JSON is a `QuestionFileError` naming it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise QuestionFileError(f"cannot read {path}: {exc.strerror if isinstance(exc, OSError) else 'not UTF-8'}") from None
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            value = json.loads(line)
         except json.JSONDecodeError as exc:
             raise QuestionFileError(f"{path}:{number}: not JSON ({exc.msg})") from None
-        problem = _check_question(item)
+        yield number, value
+
+
+def load_questions(path: Path) -> list[dict[str, Any]]:
+    items = []
+    for number, item in json_lines(path):
+        problem = check_question(item)
         if problem:
             raise QuestionFileError(f"{path}:{number}: {problem}")
         items.append(item)
