@@ -97,8 +97,8 @@ _FEEDBACK_JS = r"""(() => {
     bar.style.cssText = "margin:.6rem 0;padding:.5rem;border:1px solid #d0d7de;border-radius:6px;background:#fff;" +
       "font:14px system-ui,sans-serif;display:flex;gap:.5rem;align-items:center;flex-wrap:wrap";
     bar.innerHTML = '<span>Was this answer right?</span>' +
-      '<button type="button" data-rating="up" aria-label="Right">\ud83d\udc4d</button>' +
-      '<button type="button" data-rating="down" aria-label="Wrong">\ud83d\udc4e</button>' +
+      '<button type="button" data-rating="up" aria-label="Right">\ud83d\udc4d Right</button>' +
+      '<button type="button" data-rating="down" aria-label="Wrong">\ud83d\udc4e Wrong</button>' +
       '<input class="ce-note" maxlength="2000" placeholder="note (optional)" style="flex:1;min-width:12rem">' +
       '<span class="ce-status" role="status"></span>';
     bar.querySelectorAll("button").forEach((button) => button.addEventListener("click", async () => {

@@ -520,8 +520,12 @@ def tenant_file(data_dir: Path, tenant: str) -> Path | None:
 
 
 def read_file(path: Path) -> ContextSet:
+    """The tenant's context set file in the data dir: its own regular file, never one a link points to
+    (whoever can write the data dir could otherwise make the planner read any file the engine can)."""
+    if path.is_symlink():
+        raise ContextSetError(f"{path.name}: a symbolic link; a tenant's context set is a file of its own in the data dir")
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
+        if path.lstat().st_size > MAX_FILE_BYTES:
             raise ContextSetError(f"{path.name}: over {MAX_FILE_BYTES:,} bytes")
         text = read_regular_text(path)
     except UnicodeDecodeError:

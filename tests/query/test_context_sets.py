@@ -170,6 +170,16 @@ def test_yaml_bomb_huge_file_and_fifo_are_refused(catalog, tmp_path):
         cs.load(tmp_path, "acme", catalog.schemas)
 
 
+def test_a_context_set_that_is_a_link_out_of_the_data_dir_is_refused(catalog, tmp_path):
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text('{"templates": []}')
+    folder = tmp_path / "data" / "context_sets"
+    folder.mkdir(parents=True)
+    (folder / "acme.json").symlink_to(outside)
+    with pytest.raises(cs.ContextSetError, match="symbolic link"):
+        cs.load(tmp_path / "data", "acme", catalog.schemas)
+
+
 def test_a_yaml_tenant_file_is_read(catalog, tmp_path):
     import yaml
 
