@@ -738,8 +738,11 @@ def _eval_structured(args: argparse.Namespace, path: Path) -> int:
             for name, row in summary["by_class"].items():
                 print(f"{name:<14} {row['correct']:>4}/{row['total']:<4} {row['accuracy']:>8.1%} "
                       f"{row['flagged']:>8} {row['silent']:>7}")
+        model = (f", {summary['median_seconds_model']:.2f} s where the model planned"
+                 if summary["median_seconds_model"] is not None else "")
         print(f"execution accuracy: {summary['correct']}/{summary['total']} = {report.accuracy:.1%}; wrong: "
-              f"{summary['wrong_flagged']} flagged (declined or not understood), {summary['wrong_silent']} silent")
+              f"{summary['wrong_flagged']} flagged (declined or not understood), {summary['wrong_silent']} silent; "
+              f"median {summary['median_seconds']:.2f} s per question{model}")
         if files:
             print(f"wrote {files['json']}, {files['markdown']}, {files['chart']}")
     return EXIT_OK

@@ -25,6 +25,7 @@ a silent wrong answer looks like a right one, which is the failure that matters.
 from __future__ import annotations
 
 import json
+import statistics
 import re
 import time
 from dataclasses import dataclass, field
@@ -80,7 +81,13 @@ class StructuredReport:
         return {"accuracy": round(self.accuracy, 4), "correct": len(self.results) - len(wrong),
                 "total": len(self.results), "wrong_flagged": sum(r.flagged for r in wrong),
                 "wrong_silent": sum(not r.flagged for r in wrong), "by_class": self.by_class(),
+                "median_seconds": self.median_seconds(), "median_seconds_model": self.median_seconds("llm"),
                 "failures": [r.__dict__ for r in wrong]}
+
+    def median_seconds(self, planner: str | None = None) -> float | None:
+        """Seconds per question, median; with `planner`, over the questions that planner planned."""
+        times = [r.seconds for r in self.results if planner is None or r.planner == planner]
+        return round(statistics.median(times), 3) if times else None
 
 
 class QuestionFileError(ValueError):
