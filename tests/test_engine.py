@@ -143,3 +143,17 @@ def test_a_ranking_by_a_field_the_collection_lacks_is_not_planned(settings):
     # Grouping commits by some other field (each record its own group) would answer another question.
     result = _run(settings, "which commits have the most reviewers?")
     assert isinstance(result, ResolutionFailed)
+
+
+def test_words_the_rules_could_not_read_are_said_to_be_the_model_s_reading(settings):
+    """An unsure offline plan goes to the model; the words the rules could not read are then the model's
+    reading, and the answer says so (a small model's plan carries no spans of its own)."""
+    from context_engine.query.answer import ignored
+
+    planner = ScriptedPlanner(("pull_requests", [{"$match": {"state": "open"}}]))
+    result = _run(settings, "open PRs zorbly frobnicated", planner=planner)
+    assert isinstance(result, Success) and result.plan.planner == "llm"
+    assert {s["how"] for s in result.plan.not_understood} == {"model"}
+    assert "zorbly" in " ".join(s["text"] for s in result.plan.not_understood)
+    line = ignored(result)
+    assert "the chat model's reading" in line and "the answer ignores" not in line

@@ -62,10 +62,16 @@ def ignored(result: RunResult) -> str:
     if plan is None:
         return ""
     read_as = f"\nRead as: '{plan.read_as}'." if plan.read_as else ""
-    if not plan.not_understood:
-        return read_as
-    words = ", ".join(f"'{s['text']}'" for s in plan.not_understood)
-    return read_as + f"\nI did not understand: {words} — the answer ignores {'it' if len(plan.not_understood) == 1 else 'them'}."
+    ignored_spans = [s for s in plan.not_understood if s.get("how") != "model"]
+    modelled = [s for s in plan.not_understood if s.get("how") == "model"]
+    lines = read_as
+    if modelled:
+        words = ", ".join(f"'{s['text']}'" for s in modelled)
+        lines += f"\nThe rules could not read {words}; the chat model's reading of it is in the query shown."
+    if ignored_spans:
+        words = ", ".join(f"'{s['text']}'" for s in ignored_spans)
+        lines += f"\nI did not understand: {words} — the answer ignores {'it' if len(ignored_spans) == 1 else 'them'}."
+    return lines
 
 
 def compose(result: RunResult, collection: str | None) -> tuple[str, list[dict[str, Any]]]:

@@ -263,7 +263,11 @@ def plan(ctx: PlanningContext, llm_planner=None, always_llm: bool = False, offli
     offline = ctx.draft = offline or OfflinePlanner().plan(ctx)
     if offline.confidence < CONFIDENT and llm_planner is not None:
         try:
-            return _read_as(llm_planner.plan(ctx), ctx)
+            planned = llm_planner.plan(ctx)
+            if not planned.not_understood:
+                # The words the rules could not read are the model's reading now: said, so it can be checked.
+                planned.not_understood = [{**s, "how": "model"} for s in offline.not_understood]
+            return _read_as(planned, ctx)
         except Exception as exc:  # a model failure must not lose the offline answer
             offline.notes.append(f"LLM planner failed ({exc.__class__.__name__}); kept the offline plan")
     return _read_as(offline, ctx)
