@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 
 from context_engine.prompts import FOLLOWUP_SYSTEM
 from context_engine.query.identity import PeopleDirectory
-from context_engine.query.timeexpr import find_time_ranges
+from context_engine.query.timeexpr import MONTHS, find_time_ranges
 from context_engine.models import structured_output
 from context_engine.text import HAN
 
@@ -207,8 +207,7 @@ def _replace_time(previous: dict[str, Any], when: str) -> str:
     return f"{text.rstrip('?？ ')} {when}"
 
 
-_MONTH_NAME = re.compile(r"\b(january|february|march|april|may|june|july|august|september|october|november|december|"
-                         r"jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b\.?(?!\s*\d)", re.I)
+_MONTH_NAME = re.compile(r"\b(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\b\.?(?!\s*\d)", re.I)
 _CJK_MONTH = re.compile(r"(?<![年\d])((?:\d{1,2}|[一二三四五六七八九十]+)\s*月)")
 
 
@@ -280,7 +279,6 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
         if mentions and len(mentions) == 1 and len(named) - (mentions[0].end - mentions[0].start) <= 3:
             name = mentions[0].text
             return FollowUp(_replace_people(previous, name), f"the same question about {name}")
-    times = find_time_ranges(core, now)
     if times and len(re.sub(r"\b(?:in|on|during|since|for|from|of|the|ones?|those|that|them|threads?|messages?|posts?|prs?|"
                             r"pull\s+requests?|issues?|look\s+like|what\s+did|how\s+about|was\s+it)\b|在|的|那", "",
                             core.lower().replace(times[0].text.lower(), "")).strip(" ?？")) <= 1:
@@ -332,7 +330,9 @@ _LIST_IT = re.compile(r"^(?:list|show|give\s+me|which\s+are\s+they|what\s+are\s+
                       r"|^(?:列出来|列一下|列出|都有哪些|是哪些|有哪些|哪些)$", re.I)
 _HAS_SHAPE = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|\bmost\b|\bleast\b|\bfewest\b|\bbusiest\b|\btop\b|"
                         r"\bwhich\s+(?:month|week|day|year|one|person)\b|\bwho\b|\blist\b|多少|几个|几条|最多|最少|哪个月|哪天|谁", re.I)
-_PREVIOUS_SHAPE = re.compile(r"^\s*(?:(?:which|what|who|show(?:\s+me)?|list|find|give\s+me)\s+)+|\bhow\s+many\b|\bnumber\s+of\b|"
+# The words a question opens with to ask for records ("which PRs ...", "show me ...").
+_ASKING = r"which|what|show(?:\s+me)?|list|find|give\s+me"
+_PREVIOUS_SHAPE = re.compile(rf"^\s*(?:(?:{_ASKING}|who)\s+)+|\bhow\s+many\b|\bnumber\s+of\b|"
                              r"\bcount(?:\s+of)?\b|\b(?:the\s+)?most\b|\bwho\b|[:,;]\s*$|(?:一共|总共)?(?:有)?多少(?:个|条)?|几(?:个|条)|"
                              r"哪些|最多|谁", re.I)
 _RECORD_NOUN = re.compile(r"\b(?:prs?|pull\s+requests?|issues?|tickets?|messages?|msgs?|threads?|posts?|commits?|documents?)\b"
@@ -349,8 +349,7 @@ _THAT_TIME = re.compile(r"\b(?:that|the\s+same)\s+(?:year|month|week|day|quarter
 def _reshaped(words: str, previous: dict[str, Any]) -> FollowUp:
     """"how many is that" / "list them": the last question, counted or listed."""
     if _COUNT_IT.match(words):
-        base = re.sub(r"^\s*(?:(?:which|what|show(?:\s+me)?|list|find|give\s+me)\s+)+", "", previous["standalone"].rstrip("?？。. "),
-                      flags=re.I)
+        base = re.sub(rf"^\s*(?:(?:{_ASKING})\s+)+", "", previous["standalone"].rstrip("?？。. "), flags=re.I)
         return FollowUp(f"how many {base}" if not _HAS_SHAPE.search(base) else base, "the last question, counted")
     base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
     return FollowUp(f"list {base}", "the last question's records, listed")

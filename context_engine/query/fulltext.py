@@ -228,16 +228,16 @@ def text_ids(store: Any, collection: str, tenant: str, fields: list[str], search
     # A collection whose only text is its subject (a message) is searched with the index ingest built.
     index = (text_index(store, collection, tenant, fields) if fields == [subject]
              else subject_index(store, collection, tenant, subject))
-    words = list(dict.fromkeys(index.query_tokens(search)))
+    forms = [sorted(word_forms(word)) for word in dict.fromkeys(index.query_tokens(search))]
     about = None
-    for word in words:
-        with_word = {doc_id for doc_id, _ in index.search_tokens(sorted(word_forms(word)))}
+    for word_and_forms in forms:  # every word, in one of its forms
+        with_word = {doc_id for doc_id, _ in index.search_tokens(word_and_forms)}
         about = with_word if about is None else about & with_word
     phrases = [_phrase(p) for p in re.findall(r'"([^"]+)"', search) if len(p.split()) > 1]
     if about and phrases:
         about = {d["_id"] for d in _projected(store, collection, {"tenant_id": tenant, "_id": {"$in": list(about)}}, subject)
                  if all(p.search(_text_of(d, [subject])) for p in phrases)}
-    ranked = list(dict.fromkeys(form for word in words for form in sorted(word_forms(word))))
+    ranked = list(dict.fromkeys(form for group in forms for form in group))
     return [doc_id for doc_id, _ in index.search_tokens(ranked) if doc_id in (about or ())]
 
 

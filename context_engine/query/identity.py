@@ -368,7 +368,7 @@ class PeopleDirectory:
         if not matches:
             return
         best = min(distance for _, distance, _ in matches)
-        if best > 1 and self._handle_keys and all(alias in self._handle_keys for alias, d, _ in matches if d == best):
+        if best > 1 and all(self._is_handle(alias) for alias, d, _ in matches if d == best):
             # Two edits from a login only ("Kowalski": rpowalski): a guess, offered, never resolved.
             people = sorted({i for alias, d, _ in matches if d == best for i in self.index[alias]})
             add(Mention(text, start, end, candidates=[self.people[i] for i in people], score=100.0 - 10 * best))

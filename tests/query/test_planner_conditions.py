@@ -8,13 +8,11 @@ from datetime import datetime
 
 import pytest
 
-from context_engine.config import Settings
 from context_engine.query.catalog import Catalog
 from context_engine.query.engine import resolve
 from context_engine.query.execute import run_pipeline
 from context_engine.query.offline import OfflinePlanner
-from context_engine.query.schema import schema_from_documents
-from context_engine.store.documents import open_store
+from tests.query.conftest import hand_made_world
 
 NOW = datetime(2025, 6, 15, 12, 0)
 D = datetime
@@ -66,11 +64,7 @@ COLLECTIONS = {"issues": ISSUES, "pull_requests": PULLS, "messages": MESSAGES}
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    store = open_store(Settings(data_dir=tmp_path_factory.mktemp("conditions"), mongodb_uri=None))
-    for name, docs in COLLECTIONS.items():
-        store.upsert(name, "t", [{**doc, "acl": ["*"]} for doc in docs])
-    catalog = Catalog("t", {name: schema_from_documents(name, docs) for name, docs in COLLECTIONS.items()}, PEOPLE)
-    return store, catalog
+    return hand_made_world(tmp_path_factory.mktemp("conditions"), COLLECTIONS, PEOPLE)
 
 
 def answer(world, question: str):

@@ -69,14 +69,18 @@ class CollectionStep(Draft):
         verbs = {"issues": r"\breport(?:ed|s)?\b|\bfiled?\b|\braised?\b|\bresolv\w*|\bsprints?\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b|\bbacklog\b", "messages": r"\bsaid\b|\bposted\b|\bslack\b|\bwrote\b|\brepl(?:y|ies|ied)\b",
                  "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*|\bchanges[- ]requested\b|\brequested changes\b|\bship(?:ped|s)?\b"}
         people = [m.person for m in self.ctx.mentions if m.person is not None and not m.is_asker]
+
+        def theirs(schema: CollectionSchema | None) -> bool:
+            """Whether everyone named holds an account of the kind these records name ("what did Kim
+            write": Kim has a Slack id only, so not PRs)."""
+            author = person_field_for(schema, "author")
+            return not (people and author and not all(p.handle(author[1]) for p in people))
+
         best, best_score = None, 0
         for name in ("pull_requests", "issues", "messages", "documents", "commits"):
             schema = self.ctx.schemas.get(name)
-            if schema is None:
+            if schema is None or not theirs(schema):
                 continue
-            author = person_field_for(schema, "author")
-            if people and author and not all(p.handle(author[1]) for p in people):
-                continue  # someone named holds no account of the kind these records name ("what did Kim write": Slack)
             values = {str(v).lower() for f in schema.fields.values() for v in (f.enum or [])
                       if isinstance(v, str) and len(v) >= 3 and v.lower() not in STOP}
             score = len(words & values) + (2 if name in verbs and re.search(verbs[name], self.q, re.I) else 0) \
@@ -86,8 +90,7 @@ class CollectionStep(Draft):
         if best:
             return best
         for name in ("pull_requests", "issues", "messages", "documents"):
-            author = person_field_for(self.ctx.schemas.get(name), "author")
-            if name in self.ctx.schemas and not (people and author and not all(p.handle(author[1]) for p in people)):
+            if name in self.ctx.schemas and theirs(self.ctx.schemas[name]):
                 return name
         return next(iter(self.ctx.schemas))
 

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from context_engine.query.fields import DONE_STATUSES, field_for, person_field_for
 from context_engine.query.ir import TimeRange
-from context_engine.query.planner.draft import Draft
+from context_engine.query.planner.draft import NUMBER_WORDS, Draft
 
 
 class ConditionStep(Draft):
@@ -358,12 +358,11 @@ _NOT_IN_A_THREAD = (r"(?:\bnot|n't) (?:in|part of|inside) (?:any |a )?threads?\b
                     r"|\boutside (?:of )?(?:any |a )?threads?\b|\b(?:no|without(?: a| any)?) threads?\b"
                     r"|\bstand(?:s|ing)? alone\b|\btop-level\b|不在(?:任何)?(?:帖子|讨论串|线程)")
 # A count written as digits or as a word ("more than ten answers", "one or two replies").
-_NUMBER_WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
-_NUMBER = r"(\d+|" + "|".join(_NUMBER_WORDS) + r")"
+_NUMBER = r"(\d+|" + "|".join(NUMBER_WORDS) + r")"
 
 
 def _number_of(text: str) -> int:
-    return int(text) if text.isdigit() else _NUMBER_WORDS[text.lower()]
+    return int(text) if text.isdigit() else NUMBER_WORDS[text.lower()]
 
 
 # "no longer open", "not open anymore", "不再开放": closed.

@@ -12,6 +12,10 @@ from context_engine.query.plan import PlanningContext
 from context_engine.query.schema import CollectionSchema
 
 
+# A count written as a word ("more than ten answers", "top three"): the conditions and spans steps read it.
+NUMBER_WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
+
+
 class Draft:
     collection: str
     schema: CollectionSchema

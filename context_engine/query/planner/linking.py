@@ -184,16 +184,16 @@ class LinkStep(Draft):
                 found.append((m.span(1), named[0]))
                 if re.match(r"\s*(?:slack|workspace|community)\b", self.q[m.end(1):], re.I):
                     self.use((m.end(1), m.end(1) + re.match(r"\s*\w+", self.q[m.end(1):]).end()))
-        for span, value in sorted(found):
+        found.sort()
+        for span, value in found:
             self.use(span)
-            if len(found) == 1:
-                self.add_filter(path, value)
-        if len(found) > 1:
-            # "outside elmlang and racket", "neither elmlang nor racket": the negation step reads the first one.
-            self.add_filter(path, [v for _, v in sorted(found)], "in")
-            self.filters[-1].span = sorted(found)[0][0]
-        for _, value in sorted(found):
             self.notes.append(f"workspace {value}")
+        if len(found) == 1:
+            self.add_filter(path, found[0][1])
+        elif found:
+            # "outside elmlang and racket", "neither elmlang nor racket": the negation step reads the first one.
+            self.add_filter(path, [v for _, v in found], "in")
+            self.filters[-1].span = found[0][0]
 
     def _role_of(self, mention: Mention) -> str:
         before = self.q[:mention.start].lower()[-40:]

@@ -8,7 +8,7 @@ import re
 from context_engine.query.fields import PEOPLE_ROLES, field_for, person_field_for
 from context_engine.query.ir import Shape
 from context_engine.query.identity import CALENDAR_NAMES, COMMON_WORDS
-from context_engine.query.planner.draft import Draft
+from context_engine.query.planner.draft import NUMBER_WORDS, Draft
 
 # Words that carry no topic: never sent to full-text search.
 STOP = COMMON_WORDS | frozenset("""
@@ -21,14 +21,13 @@ recent currently still yet also ones one two three four five six seven eight nin
 days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among amongst ever
 """.split())
 # What introduces a topic: "about X", "mentioning X", "PRs on X", 关于 X.
-CUE = re.compile(r"\b(?:about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
-                 r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|"
-                 r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|talk about)|"
-                 r"with)\s+(?=['\"‘“])|\bwith\s+(?=[\w.\-]+(?:\s+[\w.\-]+)?\s+in\s+(?:the\s+|its\s+|their\s+)?(?:\w+\s+)?titles?\b)|"
-                 r"\b(?:about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
-                 r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|"
-                 r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|talk about))\s+"
-                 r"|关于|有关|提到|涉及|讨论(?![串区组])|谈到|说到|聊到?", re.I)
+_CUE_WORDS = (r"about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
+              r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|"
+              r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|talk about)")
+# ... and "with" before a quoted word or before "X in the title".
+CUE = re.compile(rf"\b(?:{_CUE_WORDS}|with)\s+(?=['\"‘“])"
+                 r"|\bwith\s+(?=[\w.\-]+(?:\s+[\w.\-]+)?\s+in\s+(?:the\s+|its\s+|their\s+)?(?:\w+\s+)?titles?\b)"
+                 rf"|\b(?:{_CUE_WORDS})\s+|关于|有关|提到|涉及|讨论(?![串区组])|谈到|说到|聊到?", re.I)
 # What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关".
 RELATED = re.compile(r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk)\b|\s*相关|\s*有关(?=的)", re.I)
 DETERMINERS = frozenset("the a an this that these those our my your their its".split())
@@ -37,7 +36,7 @@ _CJK_FUNCTION = "的了吗呢吧啊哪些哪个什么谁有是在和与及并把
 # A word: an identifier-like token ("load_dataset", "audio-folder"), a number, or a run of Chinese
 # content characters (split at function characters: "缓存的" is "缓存").
 TOKEN = re.compile(rf"[A-Za-z][A-Za-z0-9_]*(?:[.\-][A-Za-z0-9_]+)*|\d+|(?:(?![{_CJK_FUNCTION}])[\u4e00-\u9fff])+")
-CJK_STOP = re.compile(r"[的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几共涉跟]+")
+CJK_STOP = re.compile(rf"[{_CJK_FUNCTION}]+")
 
 
 class SpanStep(Draft):
@@ -280,7 +279,6 @@ IMPLIED = re.compile(
     r"谁|哪些人|哪位|发过?|发了|提交|创建|合并|评审|审查")
 # What an implied word needs in the plan to count as read (a role: a condition, time or grouping on
 # its field). Words not listed (the creation verbs: "filed", "posted", "wrote") describe every record.
-NUMBER_WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten".split())}
 RANKED_SHAPES = frozenset({"top", "min", "max", "argmin", "argmax"})
 IMPLIED_NEEDS = [(re.compile(pattern), need) for pattern, need in (
     (r"review\w*|approv\w*|评审|审查", "reviewer|reviewed|requested_reviewer"),
@@ -312,7 +310,7 @@ def _content_pieces(m: re.Match) -> list[tuple[int, int]]:
     token = m.group(0)
     if re.match(r"[\u4e00-\u9fff]", token):
         return [(m.start() + p.start(), m.start() + p.end())
-                for p in re.finditer(r"[^的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几共涉跟]{2,}", token)]
+                for p in re.finditer(rf"[^{_CJK_FUNCTION}]{{2,}}", token)]
     word = token.lower().rstrip("'’").removesuffix("'s").removesuffix("’s")
     if word.isdigit() or len(word) < 2 or word in FILLER:
         return []
