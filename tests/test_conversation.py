@@ -183,3 +183,23 @@ def test_follow_ups_after_semantic_and_hybrid_answers_keep_the_topic_and_the_rec
     out = _say(thread_graph, config, "and the month after?", sample_dir=sample_dir)
     assert out["question"] == "what happened with the duplicate charges in payments in October 2026?"
     assert out["route"] == "hybrid" and "duplicate charges" in out["answer"]  # the topic stayed with the thread
+
+
+def test_that_month_after_the_busiest_month_is_the_month_the_answer_named(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    context = {"data_dir": str(sample_dir), "tenant": "acme", "user": "rsh-dev", "use_llm": False}
+    first = thread_graph.invoke({"question": "which month of 2026 had the most PRs merged", "now": NOW}, config,
+                                context=context)
+    month = first["records"][0]["_id"]  # "2026-MM"
+    start = datetime(int(month[:4]), int(month[5:]), 1)
+    end = datetime(start.year + start.month // 12, start.month % 12 + 1, 1)
+    out = thread_graph.invoke({"question": "who merged the most that month?", "now": NOW}, config, context=context)
+    assert f"{start:%B %Y}" in out["question"]
+    settings = Settings(data_dir=sample_dir, tenant="acme", asker="rsh-dev", use_llm=False)
+    catalog = catalog_for(settings)
+    rows = run_pipeline(store_for(settings), "pull_requests",
+                        [{"$match": {"merged": True, "merged_at": {"$gte": start, "$lt": end}}},
+                         {"$group": {"_id": "$merged_by.login", "count": {"$sum": 1}}}, {"$sort": {"count": -1}}],
+                        tenant="acme", principals=principals_of(catalog.directory.asker("rsh-dev")),
+                        schema=catalog.schemas["pull_requests"])
+    assert rows and out["records"][0]["count"] == rows[0]["count"]

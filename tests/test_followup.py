@@ -130,6 +130,15 @@ DECLINED_SLACK = {"standalone": "How many messages did Rosa write in May 2026?",
                                                  {"key": "U2", "name": "Rosa", "places": ["elmlang"]}]}
 
 
+# a name it could not tell apart, as a possessive: "same question for Priya" replaces it
+DECLINED_THREADS = {**DECLINED_SLACK, "standalone": "Who replied the most in Rosa's threads during 2025?",
+                    "unresolved": "Rosa's", "times": ["during 2025"]}
+# the busiest month: the answer's groups are months, and "that month" is the one it named first
+BUSIEST = {"standalone": "busiest month in racket in 2026", "collection": "messages", "people": [], "people_text": [],
+           "times": ["in 2026"], "refs": [], "answer_people": [], "answer_periods": ["2026-02"],
+           "time_ranges": [{"text": "in 2026", "start": "2026-01-01T00:00:00", "end": "2026-11-30T12:00:00"}]}
+
+
 @pytest.mark.parametrize("previous,asked,standalone", [
     (QUERIED, "how many is that", "how many PRs did Rashid merge in March 2026"),
     (QUERIED, "一共多少个？", "how many PRs did Rashid merge in March 2026"),
@@ -167,6 +176,8 @@ def test_a_question_that_names_its_own_records_stands_alone():
     (QUERIED, "who's the author?", "who opened PR acme/infra#882"),
     (DECLINED_SLACK, "sorry, I mean the login priyar", "How many messages did priyar write in May 2026?"),
     (DECLINED_SLACK, "the Rosa in racket", "How many messages did U1 write in May 2026?"),
+    (DECLINED_THREADS, "same question for Priya", "Who replied the most in Priya's threads during 2025?"),
+    (BUSIEST, "who posted the most that month?", "in racket in February 2026 who posted the most"),  # the month answered
 ])
 def test_more_follow_up_wordings(previous, asked, standalone):
     assert resolve_offline(asked, [previous], PEOPLE, NOW).standalone == standalone

@@ -32,6 +32,11 @@ D = datetime
     ("2023年3月", D(2023, 3, 1), D(2023, 4, 1)),
     ("since March 3, 2024", D(2024, 3, 3), None),
     ("before 2025-06-01", None, D(2025, 6, 1)),
+    ("landed during July '21", D(2021, 7, 1), D(2021, 8, 1)),  # a year written with an apostrophe
+    ("PRs merged in '21", D(2021, 1, 1), D(2022, 1, 1)),
+    ("in the first week of April 2019", D(2019, 4, 1), D(2019, 4, 8)),
+    ("the 2nd week of May 2021", D(2021, 5, 8), D(2021, 5, 15)),
+    ("the last week of February 2024", D(2024, 2, 23), D(2024, 3, 1)),  # the month's last seven days
 ])
 def test_time_expressions(text, start, end):
     ranges = find_time_ranges(text, NOW)

@@ -326,6 +326,18 @@ def test_regex_allowed_by_policy():
     assert validate_pipeline([{"$match": {"tenant_id": {"$regex": "."}}}], SCHEMA, policy)
 
 
+def test_a_pattern_of_literal_words_is_allowed_without_the_regex_policy():
+    # what a `words` filter compiles to: literal words, one fixed group of endings, word boundaries
+    from context_engine.query.validate import word_pattern
+
+    pattern = word_pattern(["token", "ci", "缓存"])
+    assert validate_pipeline([{"$match": {"title": {"$regex": pattern}}}], SCHEMA) == []
+    assert validate_pipeline([{"$match": {"title": {"$not": {"$regex": pattern}}}}], SCHEMA) == []
+    # anything else is still a regular expression, refused: a wildcard, a word list grown by hand, no boundaries
+    for other in (pattern.replace("token", "tok.*"), pattern + "|x", pattern.replace("(?i)", ""), "(?i)(?:fix)"):
+        assert validate_pipeline([{"$match": {"title": {"$regex": other}}}], SCHEMA), other
+
+
 def test_policy_caps():
     policy = ValidationPolicy(max_limit=1000, max_stages=2, hidden_fields=frozenset({"tenant_id", "acl", "_id", "body"}))
     assert validate_pipeline([M, {"$limit": 1000}], SCHEMA, policy) == []

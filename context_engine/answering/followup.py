@@ -186,11 +186,13 @@ def _pick(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def _replace_people(previous: dict[str, Any], name: str) -> str:
+    """The last question about someone else: the words that named its person (or the name it could not
+    tell apart: "same question for Ruthe" after "Bertha's" was ambiguous) replaced, a possessive kept."""
     text = previous["standalone"]
-    spans = previous.get("people_text", [])
-    for old in spans:
+    for old in [*previous.get("people_text", []), previous.get("unresolved") or ""]:
         if old and old in text:
-            return text.replace(old, name, 1)
+            possessive = re.search(r"['’]s$", old) and not re.search(r"['’]s$", name)
+            return text.replace(old, name + ("'s" if possessive else ""), 1)
     return f"{text.rstrip('?？ ')} by {name}"
 
 
@@ -333,6 +335,7 @@ _HAS_SHAPE = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|\bmost\b|\ble
 # The words a question opens with to ask for records ("which PRs ...", "show me ...").
 _ASKING = r"which|what|show(?:\s+me)?|list|find|give\s+me"
 _PREVIOUS_SHAPE = re.compile(rf"^\s*(?:(?:{_ASKING}|who)\s+)+|\bhow\s+many\b|\bnumber\s+of\b|"
+                             r"\b(?:the\s+)?(?:busiest|quietest|slowest|peak)\s+(?:day|date|week|month|year)\b|"
                              r"\bcount(?:\s+of)?\b|\b(?:the\s+)?most\b|\bwho\b|[:,;]\s*$|(?:一共|总共)?(?:有)?多少(?:个|条)?|几(?:个|条)|"
                              r"哪些|最多|谁", re.I)
 _RECORD_NOUN = re.compile(r"\b(?:prs?|pull\s+requests?|issues?|tickets?|messages?|msgs?|threads?|posts?|commits?|documents?)\b"
@@ -344,6 +347,13 @@ _AUTHOR_OF_IT = re.compile(r"^(?:who(?:'s|\s+is|\s+was)\s+(?:the\s+)?(?:author|o
                            r"|who\s+(?:wrote|opened|filed|created|authored|reported|started|posted|raised)(?:\s+(?:it|that|this|that\s+one))?"
                            r"|(?:是)?谁(?:提|开|写|发|创建|报)的(?:呢)?)$", re.I)
 _THAT_TIME = re.compile(r"\b(?:that|the\s+same)\s+(?:year|month|week|day|quarter|period)\b|那年|那个月|那一年|同一年|当年|当月", re.I)
+
+
+def _period_phrase(period: str) -> str:
+    """"2019-01" as a time the planner reads: "in January 2019" ("on 2019-01-15", "in 2019")."""
+    if len(period) == 7:
+        return f"in {datetime(int(period[:4]), int(period[5:]), 1):%B %Y}"
+    return f"on {period}" if len(period) == 10 else f"in {period}"
 
 
 def _reshaped(words: str, previous: dict[str, Any]) -> FollowUp:
@@ -383,6 +393,9 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
         # "how many did they merge?" after "who merged the most": the person the answer named first
         words = _PRONOUNS_IN.sub(f" {previous['answer_people'][0]} ", words, count=1).strip()
     said_time = next((t for turn in reversed(turns) for t in turn.get("times", [])), None)
+    if _THAT_TIME.search(words) and previous.get("answer_periods"):
+        # "who posted the most that month?" after "the busiest month": the month the answer named first
+        said_time = _period_phrase(previous["answer_periods"][0])
     if _THAT_TIME.search(words) and said_time:
         words = re.sub(r"\s{2,}", " ", _THAT_TIME.sub(f" {said_time} ", words, count=1)).strip()
     named, _ = detect_collection(words, {n: None for n in _NOUNS})

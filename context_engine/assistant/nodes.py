@@ -9,6 +9,7 @@ trace shows which node asked what.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict
 from typing import Any
 
@@ -360,6 +361,10 @@ def _record_people(records: list[dict[str, Any]], settings: Settings) -> list[st
     return names
 
 
+# A group's key that is a period ("2019", "2019-01", "2019-01-15"), as time buckets are written.
+PERIOD = re.compile(r"\d{4}(?:-\d{2}(?:-\d{2})?)?")
+
+
 def _scope(settings: Settings) -> str:
     """Whose turn it was: the tenant and the asker."""
     return f"{settings.tenant}/{settings.asker or ''}"
@@ -384,6 +389,8 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                   "times": [t["text"] for t in resolution.get("times", [])], "refs": refs[:20],
                   "answer_people": _record_people(state.get("records", []), settings),
                   "time_ranges": [{k: t.get(k, "") for k in ("text", "start", "end")} for t in resolution.get("times", [])],
+                  "answer_periods": [r["_id"] for r in state.get("records", [])[:5]
+                                     if isinstance(r.get("_id"), str) and PERIOD.fullmatch(r["_id"])],
                   "unresolved": resolution.get("unresolved", "") if resolution.get("candidates") else "",
                   "candidates": resolution.get("candidates", []),
                   "answer": state.get("answer", "")[:1000], "scope": _scope(settings),

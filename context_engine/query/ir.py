@@ -9,6 +9,7 @@ understood. Fields are named by a role ("author", "merged", "label": `query/fiel
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from dataclasses import field as default
 from datetime import datetime
@@ -19,8 +20,13 @@ from context_engine.text import parse_datetime
 Span = tuple[int, int]
 
 # eq ... lte compare; in/nin take a list; exists takes a bool; empty/not_empty take no value
-# ("is empty": missing, null, [] or "").
-OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "exists", "empty", "not_empty")
+# ("is empty": missing, null, [] or ""); words takes a list of words, any of which the text of the
+# field holds ("CI in the title": a word, or a word beginning with it when it is longer than three letters).
+OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "exists", "empty", "not_empty", "words")
+# The words of a `words` filter: one ASCII word or one run of Chinese characters each, so the pattern
+# built from them is a fixed shape the validator recognises (`validate.is_word_pattern`).
+WORD = re.compile(r"[a-z0-9_]{1,40}|[\u4e00-\u9fff]{1,20}")
+MAX_WORDS = 12
 SHAPES = ("list", "count", "distinct_count", "group", "top", "min", "max", "argmin", "argmax", "sum")
 BUCKETS = ("day", "week", "month", "year")
 FOLLOWUPS = ("restrict", "recount")
@@ -98,6 +104,10 @@ class Filter:
             raise IRError(f"{self.op} takes a list, not {self.value!r}")
         if self.op == "exists" and not isinstance(self.value, bool):
             raise IRError(f"exists takes true or false, not {self.value!r}")
+        if self.op == "words" and not (isinstance(self.value, list) and 0 < len(self.value) <= MAX_WORDS
+                                       and all(isinstance(w, str) and WORD.fullmatch(w) for w in self.value)):
+            raise IRError(f"words takes a list of 1 to {MAX_WORDS} words (letters and digits, or Chinese characters), "
+                          f"not {self.value!r}")
 
     def to_json(self) -> dict[str, Any]:
         return {"field": self.field, "op": self.op, "value": _value_json(self.value), "negate": self.negate,

@@ -37,7 +37,7 @@ SHORTHAND = {"hw": "how", "lst": "last", "msgs": "messages", "msg": "message", "
 _SHORT = re.compile(r"(?<![\w@#/.\-])(?:" + "|".join(SHORTHAND) + r")(?![\w/.\-@])")
 KNOWN = frozenset(w for w in COMMON_WORDS | ORDINARY_WORDS | _RULE_WORDS if len(w) >= 4)
 _KNOWN_LIST = sorted(KNOWN)
-_WORD = re.compile(r"(?<![\w@#/.\-])[a-z]{4,}(?![\w/.\-@])")
+_WORD = re.compile(r"(?<![\w@#/.\-])[a-z]{4,}(?![\w/.\-@'’])")
 
 
 @lru_cache(maxsize=1)

@@ -91,6 +91,15 @@ def _half(year: int, half: int) -> tuple[datetime, datetime]:
     return (datetime(year, 1, 1), datetime(year, 7, 1)) if half == 1 else (datetime(year, 7, 1), datetime(year + 1, 1, 1))
 
 
+def _week_of_month(which: str, year: int, month: int) -> tuple[datetime, datetime]:
+    end = _month_start(year, month + 1)
+    if which == "last":
+        return end - timedelta(days=7), end
+    start = datetime(year, month, 1) + timedelta(days=7 * "first second third fourth".split().index(
+        {"1st": "first", "2nd": "second", "3rd": "third", "4th": "fourth"}.get(which, which)))
+    return start, start + timedelta(days=7)
+
+
 def _number(text: str) -> int:
     words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
              "nine": 9, "ten": 10, "twelve": 12, "fourteen": 14, "thirty": 30, "a": 1}
@@ -122,6 +131,10 @@ def _rules(now: datetime):
         (rf"\b{_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(this|last) year\b",
          lambda m: one_day(now.year - (m.group(3) == "last"), MONTHS[m.group(1)], int(m.group(2)))),
         (r"\b(20\d\d)-(\d\d)-(\d\d)\b", lambda m: one_day(int(m.group(1)), int(m.group(2)), int(m.group(3)))),
+        # "the first week of April 2019": days 1-7 (the second 8-14 ...); the last week: the month's last 7 days
+        (rf"\b(?:in |during )?(?:the )?(first|second|third|fourth|last|1st|2nd|3rd|4th) week of {_MONTH}\.?,?(?: (20\d\d))?\b",
+         lambda m: _week_of_month(m.group(1), int(m.group(3)) if m.group(3) else _year_of(now, MONTHS[m.group(2)]),
+                                  MONTHS[m.group(2)])),
         (r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(\d{1,2}|[一二三四五六七八九十]+)\s*[日号]",
          lambda m: one_day(int(m.group(1)), _cn_number(m.group(2)), _cn_number(m.group(3)))),
         (r"\btoday\b|今天", lambda m: (today, today + timedelta(days=1))),
@@ -170,6 +183,9 @@ def _rules(now: datetime):
         (r"\b(?:the )?(first|second) half of (20\d\d)\b|\bh([12]) (20\d\d)\b|(20\d\d)年?(上|下)半年",
          lambda m: _half(int(m.group(2) or m.group(4) or m.group(5)),
                          1 if (m.group(1) == "first" or m.group(3) == "1" or m.group(6) == "上") else 2)),
+        (rf"\b(?:in |during )?{_MONTH}\.?,? ['’](\d\d)\b",  # "July '21"
+         lambda m: (datetime(2000 + int(m.group(2)), MONTHS[m.group(1)], 1),
+                    _month_start(2000 + int(m.group(2)), MONTHS[m.group(1)] + 1))),
         (rf"\b(?:in |during )?{_MONTH}\.?,? (?:of )?(20\d\d)\b",
          lambda m: (datetime(int(m.group(2)), MONTHS[m.group(1)], 1),
                     _month_start(int(m.group(2)), MONTHS[m.group(1)] + 1))),
@@ -192,6 +208,8 @@ def _rules(now: datetime):
         (r"\bsince (20\d\d)\b(?![-/])", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
         (r"(20\d\d)\s*年(?!\s*(?:\d|[一二三四五六七八九十]+)\s*月)|\b(?:in |during )?(20\d\d)\b(?![-/]\d)",
          lambda m: (datetime(int(m.group(1) or m.group(2)), 1, 1), datetime(int(m.group(1) or m.group(2)) + 1, 1, 1))),
+        (r"\b(?:in |during )?['’](\d\d)(?![\w'’])", lambda m: (datetime(2000 + int(m.group(1)), 1, 1),
+                                                              datetime(2001 + int(m.group(1)), 1, 1))),  # "in '21"
     ]
 
 

@@ -79,6 +79,10 @@ def refs(ir, store, schema) -> list[str]:
     (Filter("assignee", "exists", True, negate=True), ["a#2", "a#3"]),
     # a role, not a path: "label" is labels.name here, "assignee" assignee.login
     (Filter("label", "eq", "docs"), ["a#3", "a#4"]),
+    # any of the words, whole or with an ending, in any case: "three" and "four"; not inside another word
+    (Filter("title", "words", ["three", "four"]), ["a#3", "a#4"]),
+    (Filter("title", "words", ["hree"]), []),
+    (Filter("title", "words", ["three"], negate=True), ["a#1", "a#2", "a#4"]),
 ])
 def test_each_operator_means_what_it_says_on_the_store(store, schema, f, expected):
     assert refs(PlanIR("issues", filters=[f]), store, schema) == expected
@@ -180,6 +184,8 @@ def test_an_unknown_field_is_a_compile_error_naming_it(schema):
     ({"collection": "issues", "shape": {"kind": "group", "field": "x", "bucket": "hour"}}, "time bucket"),
     ({"collection": "issues", "times": [{"field": "created", "start": "yesterday"}]}, "bounds are dates"),
     ({"filters": []}, "collection"),
+    ({"collection": "issues", "filters": [{"field": "title", "op": "words", "value": ["a.*"]}]}, "words takes"),
+    ({"collection": "issues", "filters": [{"field": "title", "op": "words", "value": "fix"}]}, "words takes"),
 ])
 def test_malformed_ir_is_refused_with_a_sentence(data, message):
     with pytest.raises(IRError, match=message):

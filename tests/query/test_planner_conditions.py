@@ -18,8 +18,9 @@ NOW = datetime(2025, 6, 15, 12, 0)
 D = datetime
 
 
-def _issue(ref, state, created, *, closed=None, reason=None, labels=(), assignees=(), comments=0):
+def _issue(ref, state, created, *, closed=None, reason=None, labels=(), assignees=(), comments=0, closer=None):
     return {"ref": ref, "title": f"issue {ref}", "state": state, "created_at": created, "closed_at": closed,
+            "closed_by": {"login": closer} if closer else None,
             "state_reason": reason, "labels": [{"name": n} for n in labels],
             "assignees": [{"login": a} for a in assignees], "comments": comments, "user": {"login": "quinn"}}
 
@@ -33,12 +34,12 @@ def _pr(ref, state, created, *, merged_at=None, closed=None, author="quinn", lab
 ISSUES = [
     _issue("i1", "open", D(2023, 2, 1), labels=["bug"]),                                   # unassigned open bug
     _issue("i2", "open", D(2023, 3, 1), reason="reopened", labels=["bug"], assignees=["quinn"], comments=2),
-    _issue("i3", "closed", D(2023, 4, 1), closed=D(2023, 5, 1), reason="completed", labels=["docs"], comments=1),
-    _issue("i4", "closed", D(2023, 6, 1), closed=D(2024, 1, 10), reason="not_planned", labels=["bug"]),
-    _issue("i5", "closed", D(2024, 2, 1), closed=D(2024, 3, 1), reason="completed", labels=["bug"]),
+    _issue("i3", "closed", D(2023, 4, 1), closed=D(2023, 5, 1), reason="completed", labels=["docs"], comments=1, closer="quinn"),
+    _issue("i4", "closed", D(2023, 6, 1), closed=D(2024, 1, 10), reason="not_planned", labels=["bug"], closer="rory"),
+    _issue("i5", "closed", D(2024, 2, 1), closed=D(2024, 3, 1), reason="completed", labels=["bug"], closer="quinn"),
     _issue("i6", "closed", D(2022, 7, 1), closed=D(2023, 8, 1), reason="not_planned"),     # no labels
     _issue("i7", "open", D(2024, 9, 1), labels=["docs", "enhancement"], comments=4),
-    _issue("i8", "closed", D(2024, 10, 1), closed=D(2024, 10, 2), reason="completed", labels=["enhancement"]),
+    _issue("i8", "closed", D(2024, 10, 1), closed=D(2024, 10, 2), reason="completed", labels=["enhancement"], closer="quinn"),
 ]
 PULLS = [
     _pr("p1", "closed", D(2020, 5, 1), merged_at=D(2020, 6, 1), author="rory", milestone="v1"),
@@ -176,3 +177,33 @@ def test_a_close_reason_is_asked_only_where_records_carry_one(world):
     _, plan = answer(world, "closed issues completed")
     assert [(f.field, f.op, f.value) for f in plan.ir.filters if f.field == "state_reason"] == [
         ("state_reason", "eq", "completed")]
+
+
+@pytest.mark.parametrize("question,expected", [
+    # a negation or absence in other words
+    ("of the issues closed in 2023, how many weren't assigned to anybody", 2),
+    ("how many issues opened in 2023 got closed without anyone commenting on them?", 1),
+    ("2024 closures marked 'not planned' — count?", 1),          # no collection word: the reason is the issues'
+    ("bug labelled issues, excluding the ones rory opened: count", 4),
+    # a year written with an apostrophe
+    ("Count of pull requests that landed during March '21", 1),
+    ("PRs opened in '20", ["p1", "p2", "p3"]),
+    # one record: the oldest still open, the one with the most comments
+    ("What's the oldest bug report that's still open?", ["i1"]),
+    ("longest-waiting open issue labelled bug", ["i1"]),
+    ("Of the issues quinn opened, which one drew the most comments?", ["i7"]),
+    # things counted once each, said in Chinese
+    ("目前打开的 issue 上一共用了多少种不同的标签？", 3),
+    ("2024 年有几个不同的人关闭过 issue？", 2),                  # the closers, not the authors
+])
+def test_questions_in_other_words(world, question, expected):
+    got, plan = answer(world, question)
+    assert got == expected, plan.pipeline
+    assert plan.not_understood == [], plan.not_understood
+
+
+def test_a_year_right_after_merged_dates_the_merging(world):
+    _, plan = answer(world, "how many merged 2021 PRs")
+    assert [t.field for t in plan.ir.times] == ["merged_at"]
+    _, plan = answer(world, "closed 2023 issues")  # other verbs: the year dates the records (above)
+    assert [t.field for t in plan.ir.times] == ["created_at"]

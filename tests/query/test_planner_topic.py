@@ -39,7 +39,6 @@ def topic(p) -> set[str]:
     ("merged PRs on the refund flow", ["refund", "flow"], {"on", "refund", "flow"}),
     ("open PRs that mention payout reconciliation", ["payout", "reconciliation"],
      {"mention", "payout", "reconciliation"}),
-    ("merged PRs mentioning rounding in their title", ["rounding"], {"mentioning", "rounding", "in their title"}),
     ("已合并的关于退款流程的PR", ["退款流程"], {"关于", "退款流程"}),
 ])
 def test_the_subject_of_a_structured_question_is_its_full_text(catalog, question, text, words):
@@ -129,3 +128,35 @@ def test_a_quoted_phrase_matches_its_words_together_and_in_order(settings):
     assert {by_ref[i] for i in text_ids(store, "pull_requests", "acme", fields, "registry schema", subject="title")} \
         >= in_order
     assert text_ids(store, "pull_requests", "acme", fields, '"registry schema"', subject="title") == []
+
+
+def test_words_said_to_be_in_the_title_are_a_words_filter_on_it(catalog):
+    p = plan(catalog, "merged PRs mentioning rounding in their title")
+    assert p.ir.text == [] and [(f.field, f.value) for f in p.ir.filters if f.op == "words"] == [("title", ["round", "rounding"])]
+    assert topic(p) == {"mentioning", "rounding", "in their title"} and p.not_understood == []
+
+
+def test_words_given_as_alternatives_match_any_of_them(settings):
+    merged = _titles(settings, merged=True)
+    want = sorted(r["ref"] for r in merged if _has(r["title"], "events?") or _has(r["title"], "schemas?"))
+    assert want and [r for r in merged if _has(r["title"], "events?")] != [r for r in merged if _has(r["title"], "schemas?")]
+    result = run_structured("merged PRs about events or schemas", settings, now=NOW)
+    assert isinstance(result, Success)
+    assert sorted(r["ref"] for r in result.rows) == want
+
+
+def test_phrases_given_as_alternatives_keep_the_first_and_say_the_rest_was_not_read(catalog):
+    # two phrases joined by "or" are no one search; the answer says what it left out
+    p = plan(catalog, "open PRs about refund flow or payout reconciliation")
+    assert p.ir.text == ["refund", "flow"]
+    assert [s["text"] for s in p.not_understood] == ["payout reconciliation"]
+
+
+@pytest.mark.parametrize("question,words", [
+    ("how many CI PRs were merged", {"CI"}),                        # an acronym of two letters
+    ("merged PRs that touch caching", {"touch", "caching"}),
+    ("how often did flaky tests come up in merged PRs", {"flaky", "tests", "come up"}),
+])
+def test_more_ways_of_naming_a_topic(catalog, question, words):
+    p = plan(catalog, question)
+    assert topic(p) == words and p.not_understood == []

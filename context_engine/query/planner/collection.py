@@ -64,7 +64,8 @@ class CollectionStep(Draft):
     def _guess_collection(self) -> str:
         """No collection word: the collection whose stored values the question names wins
         ("regressions still open in WEB" names a Jira label and project), then the usual order."""
-        words = {w.lower() for w in re.findall(r"[\w\-/]+", self.q)}
+        sequence = [w.lower() for w in re.findall(r"[\w\-/]+", self.q)]
+        words = set(sequence) | {f"{a}_{b}" for a, b in zip(sequence, sequence[1:])}  # "not planned": not_planned
         words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-3] + "y" for w in words if w.endswith("ies")}
         verbs = {"issues": r"\breport(?:ed|s)?\b|\bfiled?\b|\braised?\b|\bresolv\w*|\bsprints?\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b|\bbacklog\b", "messages": r"\bsaid\b|\bposted\b|\bslack\b|\bwrote\b|\brepl(?:y|ies|ied)\b",
                  "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*|\bchanges[- ]requested\b|\brequested changes\b|\bship(?:ped|s)?\b"}

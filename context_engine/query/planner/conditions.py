@@ -88,7 +88,7 @@ class ConditionStep(Draft):
                 if self._mark_state(rf"{_NOT_CLOSED}|\bopen\b|\b(unresolved|outstanding|active)\b|还没(?:有)?关闭|没有关闭|未解决|未关闭|打开的|开放|还开着"):
                     self.add_filter("state", "open")
                     return "created"
-                if self.mark(r"\b(closed|resolved|fixed|done)\b|已关闭|已解决|关闭了?|解决了?"):
+                if self.mark(r"\b(closed|resolved|fixed|done|closures?)\b|已关闭|已解决|关闭了?|解决了?"):
                     self.add_filter("state", "closed")
                     return "closed"
             return None
@@ -114,6 +114,7 @@ class ConditionStep(Draft):
         else:
             return False
         self.mark(r"\b(?:close[ds]?|closing|state) reason\b|\breason\b|\bwith reason\b|为?理由|原因")
+        self.mark(r"\b(?:marked|flagged|tagged)(?: as)?\b")  # "closures marked 'not planned'"
         return True
 
     def _absences(self) -> None:
@@ -128,7 +129,7 @@ class ConditionStep(Draft):
             self.add_filter(label, None, "empty")
         assignee = person_field_for(s, "assignee")
         if assignee and self.mark(r"\b(?:nobody|no one|no-one) (?:is |was |has been |got )?assigned\b|\bassigned to (?:nobody|no one|no-one)\b"
-                                  r"|\b(?:not|never|n't been|never been) assigned to (?:anyone|anybody|someone|a person)\b"
+                                  r"|(?:\bnot|\bnever|n't|n't been|\bnever been) assigned to (?:anyone|anybody|someone|a person)\b"
                                   r"|\bnever (?:been |got |gotten |was |were )?assigned\b|\bwithout (?:an? |any )?assignees?\b"
                                   r"|没有?(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)(?:给)?(?:任何人|任何一个人|别人|谁)?|无人(?:负责|认领)|未(?:被)?(?:指派|分配)(?:给)?(?:任何人)?"):
             self.add_filter(assignee[0], None, "empty")  # "unassigned", "no assignee": the linking step's own words
@@ -158,7 +159,7 @@ class ConditionStep(Draft):
         for pattern, noun in ((r"\b(?:no|zero|without(?: any)?) comments?\b|\buncommented\b"
                                r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?commented\b"
                                r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew|attracted) (?:a |any |a single )?comments?\b"
-                               r"|\bwithout (?:a single|one|even one) comment\b"
+                               r"|\bwithout (?:a single|one|even one) comment\b|\bwithout (?:anyone|anybody|someone|a soul) comment(?:ing|ed)?(?: on (?:it|them))?\b"
                                r"|没有(?:任何)?(?:人)?评论|无评论|没(?:有)?(?:收到|得到)(?:任何|过)?评论|一条评论都没有|零评论", "comment"),
                               (r"\b(?:no|zero|without(?: any)?) repl(?:y|ies)\b|\bunanswered\b|\bunreplied\b"
                                r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?replied\b|\b(?:not|never) (?:been |got |gotten )?replied to\b"
@@ -250,6 +251,8 @@ class ConditionStep(Draft):
         年创建的") dates their creation, whatever state the sentence adds ("closed 2023 issues": the
         year before the noun wins over the verb before the year)."""
         after, before = self.q[span[1]:], self.q[:span[0]]
+        if self.collection == "pull_requests" and re.search(r"\b(?:merged|landed|shipped)\s+$", before, re.I):
+            return False  # "merged 2021 PRs": the year of their merging
         for start, end in self.collection_spans:
             between = start >= span[1] and re.fullmatch(r"(?:'s|\s*年?的?)?\s*(?:([A-Za-z]+)\s+)?", self.q[span[1]:start])
             # "2024 bug issues" dates the issues; "last month's merged PRs" dates the merging.
@@ -268,6 +271,9 @@ class ConditionStep(Draft):
         n = _NUMBER
         english = [
             (rf"(>=|<=|>|<)\s*(\d+)\s*{noun}\b", lambda m: (m.group(1), m.group(2), m.group(3))),
+            (rf"\b(no more than|not more than|at most|up to|(?:did(?:n't| not)|never|does(?:n't| not)|do(?:n't| not)) (?:get|go|got|went|make it) "
+             rf"(?:past|beyond|over|above)|not (?:past|beyond|over|above))\s+{n}\s+{noun}\b",
+             lambda m: ("<=", m.group(2), m.group(3))),
             (rf"\b(more than|over|at least|fewer than|less than|under|exactly|above|below|past|beyond|exceeding)\s+{n}\s+{noun}\b",
              lambda m: (m.group(1), m.group(2), m.group(3))),
             # "only one or two replies", "2 to 5 comments", "between 3 and 10 replies": both ends
@@ -312,6 +318,7 @@ class ConditionStep(Draft):
                 r"\bwithout (?:any |a )?reviews?\b|\bno reviews?\b|\bunreviewed\b|\bha(?:ve|s)n't had (?:a single|any) reviews?\b|没有(?:任何)?评审|没人评审"):
             self.add_filter("reviews", None, "empty")
         self._replies_in_others_threads()
+        self._threads_without_someone()
         replies = field_for(self.schema, "replies")
         # Replies to someone's threads are counted themselves: the word "threads" there selects no parents.
         replying = person_field_for(self.schema, "replied_to")
@@ -323,6 +330,28 @@ class ConditionStep(Draft):
                               r"|\b(?:some(?:one|body)|any(?:one|body)|people|others)\s+(?:has\s+|have\s+)?(?:answered|replied(?:\s+to)?)\b"):
             self.add_filter(replies, 1, "gte")  # a thread is a message that has replies
 
+    def _threads_without_someone(self) -> None:
+        """"threads Carman took no part in (didn't start, didn't reply)", "threads without Carman in them
+        at all": threads neither started by someone nor replied to by them — the starter is not them and
+        they are not among the thread's repliers."""
+        author, joined = person_field_for(self.schema, "author"), person_field_for(self.schema, "reply_user")
+        replies = field_for(self.schema, "replies")
+        if not (author and joined and replies) or not re.search(r"\bthreads?\b|讨论串|帖子", self.q, re.I):
+            return
+        person = next((f for f in self.filters if f.field == author[0] and f.op == "eq" and isinstance(f.value, str)), None)
+        phrase = re.search(r"(?:\b(?:take|took|taken|takes|taking|had|has|have|having|play(?:ed|s)?) no part(?: in)?"
+                           r"|\b(?:did(?:n't| not)|never|does(?:n't| not)) (?:take part|participate|join|get involved)(?: in)?"
+                           r"|\bin (?:them|it) at all|\bin (?:them|it)(?= *(?:$|[?,.;:—-])))\b(?:\s*\([^)]*\))?", self.q, re.I)
+        if person is None or phrase is None:
+            return
+        inside = lambda f: f.span is not None and phrase.start() <= f.span[0] and f.span[1] <= phrase.end()  # noqa: E731
+        self.filters = [f for f in self.filters if not inside(f)]  # "(didn't start, didn't reply)" restates it
+        person.negate = True
+        self.use(phrase.span())
+        self.add_filter(joined[0], person.value, "ne")
+        if not self.has_filter(replies):
+            self.add_filter(replies, 1, "gte")
+
     def _replies_in_others_threads(self) -> None:
         """"Chantelle's replies in other people's threads", "threads she didn't start", "别人发起的讨论串":
         replies (a thread starter is recorded) whose thread someone other than the author started."""
@@ -333,6 +362,8 @@ class ConditionStep(Draft):
         if self.mark(r"\b(?:other people|others|someone else|somebody else|other users|other members|other folks)['’]?s?\s+(?:threads?|posts?|discussions?)\b"
                      r"|\bthreads?\s+(?:that\s+)?\w+\s+(?:did(?:n't| not)|never|has(?:n't| not)|had(?:n't| not))\s+(?:start|started|open|opened|begin|begun|kick(?:ed)? off)\b"
                      r"|\bthreads?\s+(?:not|never)\s+(?:started|opened|begun|kicked off)\s+by\s+(?:her|him|them|themselves|\w+)\b"
+                     r"|\b(?:not counting|excluding|except(?: for)?|other than|leaving out|minus|apart from|aside from|but not|outside(?: of)?|not in)"
+                     r"\s+(?:the ones\s+|those\s+|any\s+)?(?:(?:in|on|under)\s+)?(?:her|his|their|my|your) own threads?\b"
                      r"|(?:别人|他人|其他人)(?:发起|开启|创建|开)?的(?:讨论串|帖子|讨论|话题)"):
             self.add_filter(replying[0], True, "exists")
             self.add_filter(replying[0], mine.value, "ne")
@@ -351,12 +382,12 @@ class ConditionStep(Draft):
 
 
 # A message that answers no one: "not replies to somebody", "aren't thread replies", 不是回复.
-_NOT_A_REPLY = (r"(?:\bnot|n't|\bnever)\s+(?:a\s+)?(?:thread\s+)?repl(?:y|ies)(?:\s+to\s+(?:somebody|someone|anyone|anybody|others?))?\b"
+_NOT_A_REPLY = (r"\bnon-?repl(?:y|ies)\b|\btop[- ]level\b|顶层|(?:\bnot|n't|\bnever)\s+(?:a\s+)?(?:thread\s+)?repl(?:y|ies)(?:\s+to\s+(?:somebody|someone|anyone|anybody|others?))?\b"
                 r"|不是回复")
 # A message outside any thread: neither a reply nor (with "standalone") a thread start.
 _NOT_IN_A_THREAD = (r"(?:\bnot|n't) (?:in|part of|inside) (?:any |a )?threads?\b|\bstandalone\b"
                     r"|\boutside (?:of )?(?:any |a )?threads?\b|\b(?:no|without(?: a| any)?) threads?\b"
-                    r"|\bstand(?:s|ing)? alone\b|\btop-level\b|不在(?:任何)?(?:帖子|讨论串|线程)")
+                    r"|\bstand(?:s|ing)? alone\b|不在(?:任何)?(?:帖子|讨论串|线程)")
 # A count written as digits or as a word ("more than ten answers", "one or two replies").
 _NUMBER = r"(\d+|" + "|".join(NUMBER_WORDS) + r")"
 

@@ -209,7 +209,7 @@ class LinkStep(Draft):
                 or re.search(r"\b(?:was|were|is|are|been|get|got|gets)\s+$", before) and re.search(r"^\s*(?:@-?)?mentioned\b", after)):
             return "mentioned"
         if person_field_for(self.schema, "replied_to") and (
-                re.search(r"\b(?:repl(?:y|ies|ied)|respond(?:s|ed)?|answer(?:s|ed)?)\s+(?:\w+\s+){0,2}?to\s+$|回复(?:了|过)?\s*$", before)
+                re.search(r"\b(?:repl(?:y|ies|ied|iers?)|respond(?:s|ed|ers?)?|answer(?:s|ed|ers?)?)\s+(?:\w+\s+){0,2}?to\s+$|回复(?:了|过)?\s*$", before)
                 # the people replying to someone ("who answered Dann's threads", "how many different people
                 # answered Dann", "repliers in threads started by Dann"): the replies whose thread is theirs
                 # "Latarsha's most frequent replier", "Latarsha 的帖子谁回复最多": the people replying to her
@@ -221,7 +221,10 @@ class LinkStep(Draft):
                     and re.search(r"\brepl(?:y|ies|ied|iers)\b|\brespon\w*|\banswer\w*|回复", self.q, re.I)
                     and (re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|messages?|questions?)\b|^\s*的(?:帖子|消息|讨论)", after)
                          or re.search(r"\b(?:threads?|posts?|questions?)\s+(?:\w+\s+)?(?:started|opened|kicked off|begun|created|posted)\s+by\s+$"
-                                      r"|\b(?:answered|answering)\s+$", before)))):
+                                      r"|\b(?:answered|answering)\s+$", before)
+                         # "in threads Agustin started, who answered him", "in the threads I started"
+                         or (re.search(r"\b(?:threads?|posts?|questions?)\s+(?:that\s+|which\s+)?$", before)
+                             and re.search(r"^\s*(?:started|opened|kicked off|began|begun|created|posted)\b", after))))):
             return "replied_to"
         if re.search(r"^(?:'s)?\s+review queue\b", after):
             return "requested_reviewer"
@@ -305,6 +308,9 @@ class LinkStep(Draft):
                 self.add_filter(path, handle)
             if role == "replied_to" and (author := person_field_for(self.schema, "author")):
                 self.add_filter(author[0], person.handle(author[1]) or person.key, "ne")  # not their own follow-ups
+                self.mark(r"\b(?:not counting|excluding|except(?: for)?|other than|besides|apart from|minus|but not)\s+"
+                          r"(?:him|her|them|my|your|it)sel(?:f|ves)\b"  # said outright: "(not counting himself)"
+                          r"|\bother (?:people|users|folks|members|persons)\b|\b(?:someone|somebody|everyone|everybody) else\b")
             roles.add(role)
             typo = f" (the closest name to {mention.text!r}, read as a typo)" if mention.score < 100 else ""
             self.notes.append(f"{mention.text!r} -> {person.name} ({handle}) as {role}{typo}")

@@ -13,9 +13,9 @@ from context_engine.query.planner.draft import Draft
 DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
 
-COUNT = re.compile(r"\bhow many\b|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数", re.I)
+COUNT = re.compile(r"\bhow many\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数", re.I)
 
-TOP = re.compile(r"\btop\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|\bmost\b|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|最常|最经常|前(\d+)名?", re.I)
+TOP = re.compile(r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|(?<!\bat )\bmost\b|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|最常|最经常|前(\d+)名?", re.I)
 
 _LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:hours?|days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
 
@@ -75,7 +75,7 @@ _EXTREME_WORD = re.compile(rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord
 
 # The newest / first record: a superlative of time before a record noun, singular ("lhoestq's newest PR",
 # "the earliest message Andreas posted", "最新的 PR", "第一条消息"); "the last 5 PRs" is a list limit instead.
-_RECORD = (r"(?:pull request|pr|issue|ticket|message|post|commit|thread|comment|reply|release|discussion|thing|one)(?!s)\b")
+_RECORD = (r"(?:pull request|pr|issue|ticket|message|post|commit|thread|comment|reply|release|discussion|thing|one|request|bug|report)(?!s)\b")
 # Between the superlative and the noun: up to two words ("earliest-created", "newest merged open"), or
 # in Chinese a qualifying clause ending in 的 ("最早创建且仍开放的 issue").
 _NEWEST = re.compile(rf"\b(?:newest|latest|most recent|last|youngest|most recently \w+)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
@@ -83,6 +83,7 @@ _NEWEST = re.compile(rf"\b(?:newest|latest|most recent|last|youngest|most recent
                      re.I)
 _OLDEST = re.compile(rf"\b(?:first|earliest|oldest|very first|first ever)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
                      rf"|\b(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest\b"
+                     rf"|\blongest[\s-](?:waiting|open|standing|running|pending|lived)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
                      rf"|(?:最早|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
                      re.I)
 
@@ -92,13 +93,13 @@ _DISTINCT = re.compile(
     r"(?:\b(?:how many|number of|count(?: of)?(?: the)?|total)\s+|^\W*(?:the\s+)?)(?:different|distinct|unique|separate|individual)\s+((?:\w+\s+){0,2}\w+)\b"
     r"|\bhow many\s+((?:people|persons|users|authors|contributors|posters|repliers|reviewers|committers|members|folks|devs|developers|engineers|assignees"
     r"|labels|repos|repositories|channels|projects|components|milestones))\b"
-    r"|(?:多少|几)个?(?:不同的?|独立的?)\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人|[A-Za-z]+)"
+    r"|(?:多少|几)[个种类位名条]?(?:不同的?|独立的?)\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人|[A-Za-z]+)"
     r"|(?:多少|几)\s*(?:个)?(?:人|位|名)(?![员字])", re.I)
 # "the total number of replies across Odis's threads", "how many replies did his threads get": a measure
 # summed over the records, not the records counted.
 _MEASURE = r"(repl(?:y|ies)|comments?|additions|deletions|(?:changed )?files)"
 _SUM = re.compile(
-    rf"\b(?:sum|total(?: number)?|combined number) of (?:all )?(?:the )?{_MEASURE}\b"
+    rf"\b(?:sum|total(?: number)?|combined number) of (?:all )?(?:the )?{_MEASURE}\b|\btotal {_MEASURE} (?:across|over|on|in|under)\b"
     rf"|\bhow many {_MEASURE} (?:did|do|have|had)\b[^?？]*?\b(?:threads?|posts?|messages?|prs?|pull requests?|issues?|tickets?|those|them|these)\s+"
     rf"(?:\w+\s+)?(?:get|got|gotten|receive|received|draw|drew|attract|attracted)\b"
     rf"|\bhow many {_MEASURE}\b[^?？]*\b(?:altogether|all together|in total|combined)\b"
@@ -162,6 +163,10 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
             rest = " ".join(words.split()[i + 1:] + rest.split())
             if said is None and re.search(r"@\s*过|提到过|提及过", before):
                 return "mentioned"
+            chinese_verb = next((r for pattern, r in (("关闭|关掉", "closer"), ("合并", "merger"), ("评审|审查|审核", "reviewer"))
+                                 if re.match(rf"\s*(?:{pattern})", rest)), None)
+            if said is None and chinese_verb:
+                return chinese_verb  # "几个不同的人关闭过 issue": the people who closed them
             if said is None and re.search(r"\bassigned to (?:them|him|her|someone|people)\b|\b(?:been|was|were|are|is|get|got|gets)"
                                           r"\s+assigned\b|分配给|指派给|被(?:指派|分配)", rest, re.I):
                 return "assignee"
@@ -279,7 +284,7 @@ class ShapeStep(Draft):
             return path, _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
         # "which threads had the most replies": a few; "the thread with the most replies", "which of
         # her threads ...": one.
-        if re.search(r"\bwhich (?:one )?of\b", self.q, re.I):
+        if re.search(r"\bwhich (?:one )?of\b|\bwhich one\b", self.q, re.I):
             return path, 1
         plural = re.search(r"\b(?:threads|posts|messages|discussions|conversations|prs|pull requests|issues|tickets)\b|哪些",
                            self.q, re.I)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 
 from context_engine.query.fields import PEOPLE_ROLES, field_for, person_field_for
-from context_engine.query.ir import Shape
+from context_engine.query.ir import MAX_WORDS, WORD, Filter, Shape
 from context_engine.query.identity import CALENDAR_NAMES, COMMON_WORDS
 from context_engine.query.planner.draft import NUMBER_WORDS, Draft
+from context_engine.text import tokenize
 
 # Words that carry no topic: never sent to full-text search.
 STOP = COMMON_WORDS | frozenset("""
@@ -22,14 +23,15 @@ days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among a
 """.split())
 # What introduces a topic: "about X", "mentioning X", "PRs on X", 关于 X.
 _CUE_WORDS = (r"about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
-              r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|"
+              r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|touch(?:es|ing)?|"
               r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|talk about)")
 # ... and "with" before a quoted word or before "X in the title".
 CUE = re.compile(rf"\b(?:{_CUE_WORDS}|with)\s+(?=['\"‘“])"
                  r"|\bwith\s+(?=[\w.\-]+(?:\s+[\w.\-]+)?\s+in\s+(?:the\s+|its\s+|their\s+)?(?:\w+\s+)?titles?\b)"
                  rf"|\b(?:{_CUE_WORDS})\s+|关于|有关|提到|涉及|讨论(?![串区组])|谈到|说到|聊到?", re.I)
 # What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关".
-RELATED = re.compile(r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk)\b|\s*相关|\s*有关(?=的)", re.I)
+RELATED = re.compile(r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk)\b|\s*相关|\s*有关(?=的)"
+                     r"|\s+(?:come|came|comes|coming) up\b|\s+(?:in|on) (?:the|their|its) titles?\b|\s+\(?by title\)?", re.I)
 DETERMINERS = frozenset("the a an this that these those our my your their its".split())
 TITLE = re.compile(r"(?:\(|\b(?:in|on) (?:the|their|its) )?titles?\)?|标题", re.I)
 _CJK_FUNCTION = "的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几共涉跟"
@@ -68,14 +70,58 @@ class SpanStep(Draft):
         for a, _ in self._own_collection_spans():
             runs.append(sorted(self._topic_run(a, forward=False, bridge=False)))
         runs = [run for run in runs if run]
+        runs = [self._first_alternative(run) for run in runs]
         words = [span for run in runs for span in run]
-        if words:
-            title = TITLE.search(self.q)  # "mentioning audio in the title": where the topic is looked for
-            if title and not self._is_used(title.span()):
-                self.use(title.span(), "topic")
+        title = TITLE.search(self.q) if words else None  # "mentioning audio in the title": where the topic is looked for
+        if title and not self._is_used(title.span()):
+            self.use(title.span(), "topic")
         for span in sorted(set(words)):
             self.use(span, "topic")
+        field = "title" if title else self.schema.text_fields[0] if self.schema.text_fields else None
+        groups = self._word_groups(runs) if field and self.schema.has_path(field) and (
+            title or any(self._alternatives(run) for run in runs)) else None
+        if groups:
+            for group, span in groups:
+                self.filters.append(Filter(field, "words", group, span=span))
+            return ""
         return " ".join(dict.fromkeys(self._search_terms(run) for run in runs))
+
+    def _alternatives(self, run: list[tuple[int, int]]) -> bool:
+        """Words said as alternatives ("card or cards", "json or jsonl"): one word each."""
+        gaps = [self.q[b:a] for (_, b), (a, _) in zip(run, run[1:])]
+        return bool(gaps) and all(re.fullmatch(r"\s+or\s+", gap, re.I) for gap in gaps)
+
+    def _first_alternative(self, run: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """A run with "or" between phrases ("lazy evaluation or lazy seqs") is no one search: its first
+        phrase is the topic and the rest is left unread, so the answer says so."""
+        run = sorted(run)
+        if self._alternatives(run):
+            return run
+        cut = next((i for i, ((_, b), (a, _)) in enumerate(zip(run, run[1:]), 1)
+                    if re.search(r"\bor\b", self.q[b:a], re.I)), None)
+        return run[:cut] if cut else run
+
+    def _word_groups(self, runs: list[list[tuple[int, int]]]) -> list[tuple[list[str], tuple[int, int]]] | None:
+        """The topic as `words` filters, every group required and any word of a group enough ("CI in
+        the title": [["ci"]]; "card or cards": [["card"]]); None when a word is not one plain word."""
+        groups: dict[tuple[str, ...], tuple[list[str], tuple[int, int]]] = {}
+        for run in runs:
+            # a word's stem and the word as written ("registri" and "registry"): the endings go on both
+            stems = [list(dict.fromkeys([*tokenize(self.q[a:b])] + ([w] if (w := self.q[a:b].lower()).isascii() else [])))
+                     for a, b in run]
+            if self._alternatives(run):
+                if any(len(s) > 2 or len(tokenize(self.q[a:b])) != 1 for s, (a, b) in zip(stems, run)):
+                    return None
+                words = list(dict.fromkeys(w for s in stems for w in s))
+                groups.setdefault(tuple(words), (words, (run[0][0], run[-1][1])))
+            else:
+                for (a, b), forms in zip(run, stems):
+                    if len(tokenize(self.q[a:b])) != 1:
+                        return None
+                    groups.setdefault(tuple(forms), (forms, (a, b)))
+        if not groups or any(len(g) > MAX_WORDS or not all(WORD.fullmatch(w) for w in g) for g, _ in groups.values()):
+            return None
+        return list(groups.values())
 
     def _search_terms(self, run: list[tuple[int, int]]) -> str:
         """A run's words; quoted as one phrase (MongoDB's `$text` syntax) when it is a name: every word
@@ -116,6 +162,8 @@ class SpanStep(Draft):
                 break
             if forward and not run and not pending and word in DETERMINERS:
                 continue  # "about the session cache"
+            if run and word == "or":
+                continue  # "card or cards in the title": `$text` matches any of its words
             if not self._topic_word(word, (a, b), other_collections=bridge):
                 break
             run += pending + [(a, b)]
@@ -139,8 +187,10 @@ class SpanStep(Draft):
             return False
         if re.match(r"[\u4e00-\u9fff]", word):
             return not CJK_STOP.fullmatch(word)
-        if word.isdigit() or len(word) < 3 or TITLE.fullmatch(word):
+        if word.isdigit() or TITLE.fullmatch(word):
             return False
+        if len(word) < 3 and not re.fullmatch(r"[A-Z]{2}", self.q[span[0]:span[1]]):
+            return False  # a two-letter word is a topic only as an acronym ("CI PRs", "UI issues")
         return word not in STOP or (other_collections and self._names_other_collection(word))
 
     def _stored_words(self) -> frozenset[str]:
@@ -270,8 +320,8 @@ still yet currently right now got get gets getting anything everything he she hi
 # label", "milestone v2.3"), who is asked for, and words of the shape ("busiest", "break down").
 IMPLIED = re.compile(
     r"review\w*|approv\w*|assign\w*|merg\w*|clos\w*|resolv\w*|open\w*|creat\w*|fil(?:e|ed|es)|wr[io]te|written|"
-    r"author\w*|report\w*|post\w*|repl\w*|start\w*|commit\w*|submit\w*|land\w*|went|ship\w*|updat\w*|sen[dt]s?|"
-    r"mention\w*|tagg\w*|often|frequent\w*|respon\w*|answer\w*|times|"
+    r"author\w*|report\w*|post\w*|repl[iy]\w*|start\w*|commit\w*|submit\w*|land\w*|went|ship\w*|updat\w*|sen[dt]s?|"
+    r"mention\w*|tagg\w*|often|frequent\w*|respon\w*|answer\w*|times|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*|"
     r"waiting|pending|awaiting|asked|requested|"
     r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|posters?|members?|whom?|whose|"
     r"active|busiest|biggest|largest|most|top|counts?|volume|break|down|breakdown|split|across|vs|total|number|"
@@ -285,11 +335,11 @@ IMPLIED_NEEDS = [(re.compile(pattern), need) for pattern, need in (
     (r"assign\w*", "assignee"),
     (r"merg\w*|land\w*|ship\w*|合并", "merged|merger|state"),
     (r"clos\w*|resolv\w*", "state|closed|resolved|closer|status|state_reason"),
-    (r"repl\w*|respon\w*|answer\w*", "replies|reply_user|replied_to|thread_ts|reply_users_count"),
+    (r"repl[iy]\w*|respon\w*|answer\w*", "replies|reply_user|replied_to|thread_ts|reply_users_count"),
     (r"updat\w*", "updated"),
     (r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|posters?|members?|"
      r"whom?|whose|谁|哪些人|哪位", "person"),
-    (r"active|busiest|biggest|largest|most|top|often|frequent\w*|最常|最经常", "rank"),
+    (r"active|busiest|biggest|largest|most|top|often|frequent\w*|最常|最经常|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*", "rank"),
     (r"mention\w*|tagg\w*", "mentioned"),
     (r"counts?|volume|total|number|times", "measure"),
     (r"break|down|breakdown|split|across|vs", "group"),
@@ -297,7 +347,7 @@ IMPLIED_NEEDS = [(re.compile(pattern), need) for pattern, need in (
 # Nouns naming a field: understood only when the plan conditions or groups on that field ("the bug
 # label"); "without a milestone" in a plan with no milestone condition is not.
 FIELD_WORDS = [(re.compile(pattern), role) for pattern, role in (
-    (r"labels?|tags?|标签", "label"), (r"milestones?", "milestone"), (r"projects?|项目", "project"),
+    (r"labels?|labell?ed|tags?|tagged|标签", "label"), (r"milestones?", "milestone"), (r"projects?|项目", "project"),
     (r"spaces?|空间", "space"), (r"repos?|repositor(?:y|ies)|仓库", "repo"), (r"channels?|频道", "channel"),
     (r"priorit(?:y|ies)|优先级", "priority"), (r"status(?:es)?|状态", "status"), (r"sprints?", "sprint"),
     (r"components?", "component"), (r"teams?", "team"), (r"types?", "type"),
