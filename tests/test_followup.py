@@ -130,6 +130,12 @@ DECLINED_SLACK = {"standalone": "How many messages did Rosa write in May 2026?",
                                                  {"key": "U2", "name": "Rosa", "places": ["elmlang"]}]}
 
 
+QUARTER = {"standalone": "Which issues did Priya file between April and June 2026?", "collection": "issues",
+           "people": ["Priya Raman"], "people_text": ["Priya"], "times": ["between April and June 2026"], "refs": [],
+           "answer_people": [], "time_ranges": [{"text": "between April and June 2026", "start": "2026-04-01T00:00:00",
+                                                  "end": "2026-07-01T00:00:00"}]}
+HALF = {**QUARTER, "standalone": "Which issues did Priya file in the first half of 2025?", "times": ["in the first half of 2025"],
+        "time_ranges": [{"text": "in the first half of 2025", "start": "2025-01-01T00:00:00", "end": "2025-07-01T00:00:00"}]}
 # a name it could not tell apart, as a possessive: "same question for Priya" replaces it
 DECLINED_THREADS = {**DECLINED_SLACK, "standalone": "Who replied the most in Rosa's threads during 2025?",
                     "unresolved": "Rosa's", "times": ["during 2025"]}
@@ -178,6 +184,30 @@ def test_a_question_that_names_its_own_records_stands_alone():
     (DECLINED_SLACK, "the Rosa in racket", "How many messages did U1 write in May 2026?"),
     (DECLINED_THREADS, "same question for Priya", "Who replied the most in Priya's threads during 2025?"),
     (BUSIEST, "who posted the most that month?", "in racket in February 2026 who posted the most"),  # the month answered
+    # a pick said in other words
+    (DECLINED_SLACK, "oh right, her handle is U2", "How many messages did U2 write in May 2026?"),
+    (DECLINED_SLACK, "U1, the one who posts in racket", "How many messages did U1 write in May 2026?"),
+    (DECLINED_SLACK, "the rack one", "How many messages did U1 write in May 2026?"),   # a place it begins
+    # counted in other words
+    (QUERIED, "give me a number for that", "how many PRs did Rashid merge in March 2026"),
+    (QUERIED, "so what does that come to, in number?", "how many PRs did Rashid merge in March 2026"),
+    # the window moved in other words
+    (QUERIED, "go back one month", "Which PRs did Rashid merge in February 2026?"),
+    (QUERIED, "跟前一个月比呢？", "Which PRs did Rashid merge in February 2026?"),
+    (QUARTER, "and over the next three months?", "Which issues did Priya file between 2026-07-01 and 2026-09-30?"),
+    (HALF, "and in the second half of the year?", "Which issues did Priya file the second half of 2025?"),
+    (QUERIED, "whose PR was that?", "who opened PR acme/infra#882"),
 ])
 def test_more_follow_up_wordings(previous, asked, standalone):
     assert resolve_offline(asked, [previous], PEOPLE, NOW).standalone == standalone
+
+
+def test_those_months_are_the_window_asked_about_and_her_is_the_person():
+    ranked = {**QUARTER, "standalone": "Who filed the most issues between April and June 2026?", "people": [],
+              "people_text": [], "answer_people": ["Lars Nielsen"]}
+    assert resolve_offline("how many did that person open in those three months?", [ranked], PEOPLE, NOW).standalone == \
+        "filed issues between April and June 2026 how many did Lars Nielsen open"
+    threads = {**QUARTER, "standalone": "Who replied the most in Priya's threads in 2025?", "collection": "messages",
+               "times": ["in 2025"]}
+    assert resolve_offline("how many replies did her threads get altogether?", [threads], PEOPLE, NOW).standalone == \
+        "how many replies did Priya Raman's threads get altogether"

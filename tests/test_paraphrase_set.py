@@ -299,3 +299,20 @@ def test_cli_reports_per_class_and_flagged_silent(sample_dir, tmp_path):
     out = run_cli("eval", "structured", "--questions", str(bad), "--data-dir", str(sample_dir))
     assert out.returncode != 0 and "compare must be one of" in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+RATCHET = json.loads((DATA / "ratchet.json").read_text())
+
+
+@needs_data
+@each_set
+def test_the_offline_planner_keeps_every_question_it_answered(data_dir, qset):
+    """The ratchet (issue 27): every question of these sets that the offline planner answered when
+    `tests/data/ratchet.json` was recorded still comes out right. A planner change may win questions
+    (add their ids there), never lose one."""
+    for tenant, path in qset.files.items():
+        key = path.stem  # "paraphrase_github"
+        report = evaluate(path, tenant_settings(data_dir, tenant), planner="offline")
+        assert {r.id for r in report.results} >= set(RATCHET[key]), "a ratchet id is no longer in the question file"
+        wrong = {r.id: (r.question, r.detail) for r in report.results if not r.correct}
+        assert [(i, *wrong[i]) for i in RATCHET[key] if i in wrong] == []

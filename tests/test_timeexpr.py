@@ -37,6 +37,7 @@ D = datetime
     ("in the first week of April 2019", D(2019, 4, 1), D(2019, 4, 8)),
     ("the 2nd week of May 2021", D(2021, 5, 8), D(2021, 5, 15)),
     ("the last week of February 2024", D(2024, 2, 23), D(2024, 3, 1)),  # the month's last seven days
+    ("in the second half of the year", D(2026, 7, 1), NOW),
 ])
 def test_time_expressions(text, start, end):
     ranges = find_time_ranges(text, NOW)

@@ -49,7 +49,7 @@ _SUBSET = re.compile(
     r"|^(?:of|among)\s+(?:those|these|them)[\s,]*(?:which|what|only)?\s*(?:ones?)?\s*(?:are|were)?\s*(?P<b>.*)$"
     r"|^(?:only|just|keep)\s+(?:the\s+ones?|those|these)\s*(?:that\s+are|that|which\s+are|which)?\s*(?P<c>.*)$"
     r"|^(?:only|just|keep)\s+(?:the\s+)?(?P<f>.+?\s+ones?)$"
-    r"|^(?:其中|这些|那些|里面)(?:里|中)?(?:的)?(?:哪些|哪个)?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$", re.I)
+    r"|^(?:其中|这些|那些|里面)(?:里面|里|中|当中)?(?:的)?(?:哪些|哪个)?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$", re.I)
 _RECORD = re.compile(r"\b(?:it|that one|this one|that pr|this pr|that issue|this issue|that thread|that doc)\b"
                      r"|(?:它|那个PR|这个PR|那个问题|这个问题|那个issue|这个issue)", re.I)
 _RECORDS = re.compile(r"\b(?:them|those|these|those prs|these prs|those issues|these issues)\b|(?:它们|这些|那些)", re.I)
@@ -84,6 +84,7 @@ _NEXT_BACK = re.compile(rf"^(?:the\s+)?{_EN_UNIT}\s+(?:before|prior)(?:\s+that)?
 _NEXT_AHEAD = re.compile(rf"^(?:the\s+)?{_EN_UNIT}\s+after(?:\s+that)?$|^(?:the\s+)?(?:next|following)\s+{_EN_UNIT}$|^后{_CJK_UNIT}$",
                          re.I)
 _MOVE_BACK = re.compile(rf"^(?:(?:the\s+)?(?:same\s+)?(?:quarter|month|week|period|time|window|days?)\s+)?(?:a|one|1)\s+{_EN_UNIT}\s+(?:earlier|before|ago|back|prior)$|^(?:再|再往|往)前{_CJK_UNIT}$"
+                        rf"|^(?:go\s+|step\s+|move\s+)?back\s+(?:a|one|1)\s+{_EN_UNIT}$"
                         rf"|^(?:再)?早{_CJK_UNIT}$", re.I)
 _MOVE_AHEAD = re.compile(rf"^(?:(?:the\s+)?(?:same\s+)?(?:quarter|month|week|period|time|window|days?)\s+)?(?:a|one|1)\s+{_EN_UNIT}\s+(?:later|after|on)$|^(?:再|再往|往)后{_CJK_UNIT}$"
                          rf"|^(?:再)?晚{_CJK_UNIT}$", re.I)
@@ -91,6 +92,9 @@ _EARLIER = re.compile(r"^(?:any(?:thing)?\s+)?(?:earlier|before\s+(?:that|then)|
                       r"|^(?:更早|再早|之前|在那之前|那之前|以前)(?:的)?$", re.I)
 _LATER = re.compile(r"^(?:any(?:thing)?\s+)?(?:later|after\s+(?:that|then)|since\s+then)(?:\s+ones?)?$"
                     r"|^(?:更晚|再晚|之后|在那之后|那之后|以后)(?:的)?$", re.I)
+
+
+_COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "twelve": 12}
 
 
 def _months(when: datetime, n: int) -> datetime:
@@ -128,6 +132,13 @@ def _shifted(core: str, previous: dict[str, Any]) -> str | None:
     if start is None or end is None:
         return None
     core = re.sub(r"^(?:in|for|during|over)\s+", "", core, flags=re.I)  # "and in the month after that?"
+    core = re.sub(r"^(?:跟|和|与|同)\s*|\s*(?:比|相比|比较|对比)(?:一下)?$", "", core)  # "跟前一年比": the year before
+    several = re.match(rf"^(?:the\s+)?(next|following|previous|prior|preceding)\s+({'|'.join(_COUNTS)}|\d+)\s+{_EN_UNIT}$", core, re.I)
+    if several:  # "the next three months": that many units right after (before) the last window
+        n, unit = _COUNTS.get(several.group(2).lower()) or int(several.group(2)), _UNITS[several.group(3).lower()]
+        if several.group(1).lower() in ("next", "following"):
+            return _phrase(end, _step(end, unit, n))
+        return _phrase(_step(start, unit, -n), start)
     for pattern, n, moved in ((_NEXT_BACK, -1, False), (_NEXT_AHEAD, 1, False), (_MOVE_BACK, -1, True),
                               (_MOVE_AHEAD, 1, True)):
         m = pattern.match(core)
@@ -148,8 +159,10 @@ _ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, 
 _ORDINAL = re.compile(r"^(?:the\s+)?(?P<en>first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)(?:\s+(?:one|person|candidate))?$"
                       r"|^(?:number\s+|no\.?\s*|#)?(?P<digit>[1-9])$|^第?(?P<cjk>一|二|两|三|四|五|最后一)个(?:人)?$"
                       r"|^第(?P<cjkdigit>[1-9])个?(?:人)?$", re.I)
-_MEANT = re.compile(r"^(?:(?:no|sorry|oops|oh|ah|nope)[\s,]+)*(?:i\s+meant?|meant|i\s+was\s+asking\s+about|i(?:'m|\s+am|\s+was)\s+thinking\s+of"
-                    r"|the\s+one\s+(?:called|named)|make\s+(?:it|that))\s+(?:the\s+)?(?:(?:login|user(?:name)?|handle|account|person)\s+)?@?"
+_MEANT = re.compile(r"^(?:(?:no|sorry|oops|oh|ah|nope|right|ok(?:ay)?|yes|yeah)[\s,]+)*(?:i\s+meant?|meant|i\s+was\s+asking\s+about"
+                    r"|i(?:'m|\s+am|\s+was)\s+thinking\s+of|the\s+one\s+(?:called|named)|make\s+(?:it|that)"
+                    r"|(?:his|her|their|the)\s+(?:github\s+)?(?:login|user\s?name|handle|account|id)\s+(?:is|was|'s))"
+                    r"\s+(?:the\s+)?(?:(?:login|user(?:name)?|handle|account|person)\s+)?@?"
                     r"|^(?:我)?(?:说的是|指的是|是说|要的是)|^是", re.I)
 
 
@@ -162,9 +175,10 @@ _PLACE = re.compile(r"^(?:i\s+meant\s+)?(?:(?:the\s+)?(?:one|[\w\-]+)\s+(?:on|in
 
 def _pick(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
     place = _PLACE.match(core)
-    if place:
+    if place:  # "the racket one"; "the elm one" for elmlang: a place it names or begins
         where = next(g for g in place.groups() if g).lower()
-        there = [c for c in candidates if where in {str(p).lower() for p in c.get("places", [])}]
+        there = [c for c in candidates if where in {str(p).lower() for p in c.get("places", [])}] or [
+            c for c in candidates if any(str(p).lower().startswith(where) for p in c.get("places", []))]
         if len(there) == 1:
             return there[0]
     m = _ORDINAL.match(core)
@@ -174,7 +188,8 @@ def _pick(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
         else:
             index = _ORDINALS[(m.group("en") or m.group("cjk")).lower()]
         return candidates[index] if -len(candidates) <= index < len(candidates) else None
-    who = _MEANT.sub("", core, count=1).strip().lower()
+    # "julien-c, the one from HF": the name, whatever describes it after a comma
+    who = re.sub(r"\s*[,，(].*$", "", _MEANT.sub("", core, count=1)).strip().lower()
     if not who:
         return None
     exact = [c for c in candidates if who in {str(v).lower() for v in c.values() if isinstance(v, str)}]
@@ -220,6 +235,8 @@ def _with_year(when: str, previous: dict[str, Any]) -> str:
     if not ranges or re.search(r"\b(?:19|20)\d\d\b|年", when.replace("月", "")):
         return when
     year = datetime.fromisoformat(ranges[0]["start"]).year
+    if re.search(r"\bof (?:the|that) year\b", when, re.I):  # "the second half of the year": of the year asked about
+        return re.sub(r"\bof (?:the|that) year\b", f"of {year}", when, flags=re.I)
     if _MONTH_NAME.search(when):
         return _MONTH_NAME.sub(lambda m: f"{m.group(0)} {year}", when, count=1)
     return _CJK_MONTH.sub(lambda m: f"{year} 年 {m.group(1)}", when, count=1)
@@ -326,15 +343,19 @@ _OF_THOSE = re.compile(r"\s*\b(?:of|among|from|in)\s+(?:all\s+)?(?:those|these|t
                        r"|\b(?:those|these|them)\b|其中|这些|那些|它们|里面", re.I)
 _COUNT_IT = re.compile(r"^(?:how\s+many|how\s+much|what(?:'s|\s+is)\s+the\s+(?:count|number|total))(?:\s+\w+)?"
                        r"(?:\s+(?:is|are|was|were)\s+(?:that|those|these|them|there|it))?(?:\s+in\s+total)?$"
-                       r"|^(?:give\s+me\s+|tell\s+me\s+)?(?:the\s+)?(?:count|number|total)(?:\s+(?:them|it|that|those|of\s+them|of\s+those))?$"
+                       r"|^(?:give\s+me\s+|tell\s+me\s+)?(?:the\s+|a\s+)?(?:count|number|total)(?:\s+(?:for\s+|of\s+)?(?:them|it|that|those|this))?$"
+                       r"|^what\s+does\s+(?:that|it|this)\s+(?:come|add)\s+(?:to|up\s+to)(?:[,\s]+in\s+(?:numbers?|total))?$"
                        r"|^count\s+(?:them|it|that|those|these)$|^(?:一共|总共|共)?(?:有)?(?:多少|几)(?:个|条|次)?$", re.I)
 _LIST_IT = re.compile(r"^(?:list|show|give\s+me|which\s+are\s+they|what\s+are\s+they)(?:\s+(?:me\s+)?(?:them|those|these|it|all))*$"
                       r"|^(?:列出来|列一下|列出|都有哪些|是哪些|有哪些|哪些)$", re.I)
 _HAS_SHAPE = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|\bmost\b|\bleast\b|\bfewest\b|\bbusiest\b|\btop\b|"
+                        r"\bshow\b|\bwhat\s+(?:did\s+)?\S+\s+(?:wr[io]te|post(?:ed)?|said|say|opened|merged|filed)\b|"
                         r"\bwhich\s+(?:month|week|day|year|one|person)\b|\bwho\b|\blist\b|多少|几个|几条|最多|最少|哪个月|哪天|谁", re.I)
 # The words a question opens with to ask for records ("which PRs ...", "show me ...").
 _ASKING = r"which|what|show(?:\s+me)?|list|find|give\s+me"
-_PREVIOUS_SHAPE = re.compile(rf"^\s*(?:(?:{_ASKING}|who)\s+)+|\bhow\s+many\b|\bnumber\s+of\b|"
+_PREVIOUS_SHAPE = re.compile(rf"^\s*(?:(?:{_ASKING}|who)\s+)+(?:(?:was|were|is|are)\s+)?|\bhow\s+many\b|\bnumber\s+of\b|"
+                             r"\b(?:the\s+)?(?:most|least)\s+(?:active|frequent)\b|"
+                             r"\b(?:which|what)\s+(?:day|date|week|month|year)(?:\s+of\b)?|"
                              r"\b(?:the\s+)?(?:busiest|quietest|slowest|peak)\s+(?:day|date|week|month|year)\b|"
                              r"\bcount(?:\s+of)?\b|\b(?:the\s+)?most\b|\bwho\b|[:,;]\s*$|(?:一共|总共)?(?:有)?多少(?:个|条)?|几(?:个|条)|"
                              r"哪些|最多|谁", re.I)
@@ -344,9 +365,11 @@ _PRONOUNS_IN = re.compile(r"\b(?:that|this|the\s+same)\s+(?:person|user|guy|auth
                           r"|\b(?:they|he|she|him|her)\b|这个人|那个人|这位|那位|此人|(?<![其])(?:他们|她们|他|她)", re.I)
 # "who's the author?", "谁提的？", "who wrote it": the author of the record the last answer named first
 _AUTHOR_OF_IT = re.compile(r"^(?:who(?:'s|\s+is|\s+was)\s+(?:the\s+)?(?:author|owner|creator|reporter|opener|poster)(?:\s+of\s+(?:it|that|this))?"
+                           r"|whose\s+(?:issue|pr|pull\s+request|message|thread|post|ticket|one)\s+(?:was|is)\s+(?:that|it|this)"
                            r"|who\s+(?:wrote|opened|filed|created|authored|reported|started|posted|raised)(?:\s+(?:it|that|this|that\s+one))?"
                            r"|(?:是)?谁(?:提|开|写|发|创建|报)的(?:呢)?)$", re.I)
-_THAT_TIME = re.compile(r"\b(?:that|the\s+same)\s+(?:year|month|week|day|quarter|period)\b|那年|那个月|那一年|同一年|当年|当月", re.I)
+_THAT_TIME = re.compile(r"\b(?:that|the\s+same)\s+(?:year|month|week|day|quarter|period)\b|那年|那个月|那一年|同一年|当年|当月"
+                        r"|\b(?:in\s+)?(?:those|these|the\s+same)\s+(?:\w+\s+)?(?:years|months|weeks|days|quarters)\b", re.I)
 
 
 def _period_phrase(period: str) -> str:
@@ -392,6 +415,11 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
     if _PRONOUNS_IN.search(words) and asked_who and previous.get("answer_people") and not previous.get("people"):
         # "how many did they merge?" after "who merged the most": the person the answer named first
         words = _PRONOUNS_IN.sub(f" {previous['answer_people'][0]} ", words, count=1).strip()
+    elif _PRONOUNS_IN.search(words) and len(previous.get("people", [])) == 1:
+        # "how many replies did her threads get" after a question about Ida's threads: Ida
+        person = previous["people"][0]
+        words = re.sub(r"\s{2,}", " ", _PRONOUNS_IN.sub(
+            lambda m: f" {person}'s " if m.group(0).lower() in ("her", "his", "their") else f" {person} ", words, count=1)).strip()
     said_time = next((t for turn in reversed(turns) for t in turn.get("times", [])), None)
     if _THAT_TIME.search(words) and previous.get("answer_periods"):
         # "who posted the most that month?" after "the busiest month": the month the answer named first

@@ -341,23 +341,33 @@ def after_reflect(state: State) -> str:
 
 
 def _record_people(records: list[dict[str, Any]], settings: Settings) -> list[str]:
-    """Display names of the people the answer's records name (author, reviewers, assignee, a group's
-    person), in order: what "him" or "她" in a follow-up may refer to."""
+    """The people the answer's records name (author, reviewers, assignee, a group's person), in order:
+    what "him" or "她" in a follow-up may refer to. By display name, or by handle where others share
+    the name (two Berthas: "U9A4FC55E", so the follow-up names one person)."""
+    from collections import Counter
+
     from context_engine.query.fields import PEOPLE_ROLES
     from context_engine.query.schema import values_at
 
     people = catalog_for(settings).directory.people
+    shared = {name for name, n in Counter(p.name for p in people).items() if n > 1}
     names: list[str] = []
+
+    def add(name: str, handle: str) -> None:
+        said = handle if name in shared else name
+        if said not in names:
+            names.append(said)
+
     for row in records[:5]:
-        if isinstance(row.get("name"), str) and row["name"] not in names:  # a group per person
-            names.append(row["name"])
+        if isinstance(row.get("name"), str):  # a group per person
+            add(row["name"], str(row.get("_id") or row["name"]))
         for roles in PEOPLE_ROLES.values():
             for options in roles.values():
                 for path, kind in options:
                     for value in values_at(row, path):
                         person = next((p for p in people if p.handle(kind) == value), None)
-                        if person is not None and person.name not in names:
-                            names.append(person.name)
+                        if person is not None:
+                            add(person.name, str(value))
     return names
 
 

@@ -93,6 +93,9 @@ def _compose(result: RunResult, collection: str | None) -> tuple[str, list[dict[
     rows = result.rows
     if len(rows) == 1 and set(rows[0]) == {"count"}:
         return f"{rows[0]['count']} {noun} match.", []
+    if len(rows) == 1 and len(rows[0]) == 1 and set(rows[0]) <= {"total", "min", "max"}:
+        (kind, value), = rows[0].items()  # a sum or an extreme of a measure: one number
+        return f"The {kind} over the {noun} matched: {value}.", []
     if rows and "_id" in rows[0] and "ref" not in rows[0]:
         metric = next((k for k in rows[0] if k not in ("_id", "name")), None)
         lines = [f"{i}. {_label(r)}: {r.get(metric)}" for i, r in enumerate(rows[:25], 1)]

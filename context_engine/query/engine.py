@@ -15,7 +15,7 @@ from typing import Any, Literal, Union
 from context_engine.config import Settings
 from context_engine.query.catalog import Catalog
 from context_engine.query.execute import run_pipeline
-from context_engine.query.identity import (CALENDAR_NAMES, COMMON_WORDS, ORDINARY_WORDS, Mention, PeopleDirectory,
+from context_engine.query.identity import (CALENDAR_NAMES, COMMON_WORDS, NOT_NAMES, ORDINARY_WORDS, Mention, PeopleDirectory,
                                            Person, person_slots)
 from context_engine.query.offline import CONFIDENT, OfflinePlanner
 from context_engine.query.plan import Attempt, Plan, PlanningContext
@@ -235,11 +235,17 @@ def unread_name(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) ->
     not an acronym, a date word or plain English, not a stored value."""
     if plan_.planner != "offline":
         return None
+    known = COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES | NOT_NAMES
     for span in plan_.not_understood:
-        for m in _CAPITALISED_RUN.finditer(span["text"]):
+        names = [m for m in _CAPITALISED_RUN.finditer(span["text"])
+                 if not (span["start"] + m.start() == 0 and " " not in m.group(0))]  # a first word is capitalised anyway
+        # a full name written in lower case where a person is named ("assigned to ottoline fairweather")
+        names += [m for m in (_LOWER_CASE_RUN.match(span["text"], w.start()) for w in re.finditer(r"\b[a-z]", span["text"]))
+                  if m and _PERSON_BEFORE.search(ctx.question[:span["start"] + m.start()])]
+        for m in names:
             name = m.group(0)
-            if span["start"] + m.start() == 0 or any(w.lower() in COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES
-                                                     for w in name.split()):
+            words = [w.lower() for w in name.split() if w.lower() not in _NAME_PARTICLES]
+            if any(w in known for w in words) or (name.islower() and len(words) < 2):
                 continue
             if values is not None and any(_vouches(v) for v in values.search(name, limit=MAX_CANDIDATES)
                                           if v.kind != "person"):
@@ -249,6 +255,10 @@ def unread_name(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) ->
 
 
 _CAPITALISED_RUN = re.compile(r"(?<![\w'’-])[A-Z][a-z\u00C0-\u024F'’\-]+(?:\s+[A-Z][a-z\u00C0-\u024F'’\-]+)*(?![\w-])")
+_LOWER_CASE_RUN = re.compile(r"[a-z][a-z\u00C0-\u024F'’\-]+(?:\s+[a-z][a-z\u00C0-\u024F'’\-]+){1,3}(?![\w-])")
+# Where a person is named: after "assigned to", "by", "has" ("has daniel van strien had merged") ...
+_PERSON_BEFORE = re.compile(r"(?:\b(?:assigned to|by|from|has|have|had|did|does|for)|分配给|指派给)\s+$", re.I)
+_NAME_PARTICLES = frozenset("van von de der den da del della di du la le bin al el ter ten".split())
 
 
 def plan(ctx: PlanningContext, llm_planner=None, always_llm: bool = False, offline: Plan | None = None) -> Plan:

@@ -381,6 +381,8 @@ class PeopleDirectory:
         # a name cut short is as close to each, so all of them are the candidates.
         if len(low) >= 4:
             hits |= {i for alias in keys if alias.startswith(low) for i in self.index[alias]}
+        # ... and a word that is one part of another login ("Suraj": surak by a typo, patil-suraj by name)
+        hits |= {i for alias in keys if low in re.split(r"[-_.]", alias) for i in self.index[alias]}
         self._add_hits(add, text, start, end, hits, 100.0 - 10 * best)
 
 
@@ -442,11 +444,11 @@ _CJK_TIME = re.compile(r"(?:上|本|这|下|每)(?:个)?(?:周|星期|礼拜|月
 # Common words whose last character is also a surname ("任何": any; "如何": how; "为何": why).
 _CJK_WORDS_ENDING_IN_SURNAME = frozenset({"任何", "如何", "为何", "几何", "有何", "没何"})
 # Words that open a possessive or a "did X" without being anyone.
-_NOT_NAMES = frozenset("""
+NOT_NAMES = frozenset("""
 i we you they he she it its anyone anybody someone somebody everyone everybody nobody none no one team folks
 people what that there here who let today tonight yesterday tomorrow week month year quarter sprint else
 date dates time name names size age title author owner type kind area component project milestone channel
-space workspace activity volume default hand
+space workspace activity volume default hand others other altogether all together total
 """.split())
 
 
@@ -459,6 +461,8 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
             group = next(g for g in range(1, (m.lastindex or 1) + 1) if m.group(g) is not None)
             start, end = m.span(group)
             text = question[start:end].lstrip("@")
+            if re.match(r"mentioning\s+$", question[m.start():start], re.I) and text[:1].islower():
+                continue  # "mentioning elm-test": a lower-case word there is a subject; "mentioning @kim" a person
             start = end - len(text)
             if text.lower().endswith("'s"):
                 text, end = text[:-2], end - 2
@@ -468,10 +472,10 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
                 dropped = words.pop(0)
                 start = question.index(words[0], start + len(dropped))
             # Trailing capitalised words that are not names ("by Rashid Last week" is not a name).
-            while words and words[-1].lower() in ORDINARY_WORDS | CALENDAR_NAMES | _NOT_NAMES:
+            while words and words[-1].lower() in ORDINARY_WORDS | CALENDAR_NAMES | NOT_NAMES:
                 words.pop()
             # "by nobody" is no one; "by Nobody Atall" is someone's full name.
-            if words and (len(words) > 1 and words[0][0].isupper() or words[0].lower() not in ORDINARY_WORDS | _NOT_NAMES):
+            if words and (len(words) > 1 and words[0][0].isupper() or words[0].lower() not in ORDINARY_WORDS | NOT_NAMES):
                 text = " ".join(words)
                 slots.append((text, start, start + len(text)))
     for run in re.finditer(r"[\u4e00-\u9fff]+", question):

@@ -79,7 +79,9 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
                 group_role = group_role or self._top_role(person_roles)
         # Review activity is dated by the review, not by the PR ("who reviewed the most last month").
         review_time = "reviewer" in person_roles or group_role == "reviewer" or self.has_filter("reviews.state")
-        time_field = self._times("reviewed" if review_time and state_verb is None else state_verb)
+        # "the top closer during 2023": the closing is what is dated, as the reviews are for reviewers
+        verb = "reviewed" if review_time else {"closer": "closed", "merger": "merged"}.get(group_role or "")
+        time_field = self._times(verb if state_verb is None else state_verb)
         self._thresholds()
         self._facets()
         structured = bool(self.filters or self.times or group_role or bucket or is_count or top or ranked or intent

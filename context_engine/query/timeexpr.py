@@ -180,6 +180,8 @@ def _rules(now: datetime):
         (r"\b(?:the\s+)?(first|second|third|fourth|1st|2nd|3rd|4th|last)\s+quarter\s+of\s+(20\d\d)\b",
          lambda m: _quarter(int(m.group(2)), {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3,
                                               "fourth": 4, "4th": 4, "last": 4}[m.group(1)])),
+        (r"\b(?:the )?(first|second) half of (?:the|this) year\b",
+         lambda m: _half(now.year, 1 if m.group(1) == "first" else 2)),
         (r"\b(?:the )?(first|second) half of (20\d\d)\b|\bh([12]) (20\d\d)\b|(20\d\d)年?(上|下)半年",
          lambda m: _half(int(m.group(2) or m.group(4) or m.group(5)),
                          1 if (m.group(1) == "first" or m.group(3) == "1" or m.group(6) == "上") else 2)),

@@ -39,7 +39,7 @@ ISSUES = [
     _issue("i5", "closed", D(2024, 2, 1), closed=D(2024, 3, 1), reason="completed", labels=["bug"], closer="quinn"),
     _issue("i6", "closed", D(2022, 7, 1), closed=D(2023, 8, 1), reason="not_planned"),     # no labels
     _issue("i7", "open", D(2024, 9, 1), labels=["docs", "enhancement"], comments=4),
-    _issue("i8", "closed", D(2024, 10, 1), closed=D(2024, 10, 2), reason="completed", labels=["enhancement"], closer="quinn"),
+    _issue("i8", "closed", D(2024, 10, 1), closed=D(2024, 10, 2), reason="completed", labels=["enhancement", "wontfix"], closer="quinn"),
 ]
 PULLS = [
     _pr("p1", "closed", D(2020, 5, 1), merged_at=D(2020, 6, 1), author="rory", milestone="v1"),
@@ -195,11 +195,37 @@ def test_a_close_reason_is_asked_only_where_records_carry_one(world):
     # things counted once each, said in Chinese
     ("目前打开的 issue 上一共用了多少种不同的标签？", 3),
     ("2024 年有几个不同的人关闭过 issue？", 2),                  # the closers, not the authors
+    ("list every issue quinn has filed", ["i1", "i2", "i3", "i4", "i5", "i6", "i7", "i8"]),  # has filed: the author
+    ("Which pull request was the final one merged in 2021?", ["p4"]),
+    ("number of distinct people assigned to bug issues", 1),     # the assignees, not the authors
+    ("how many issues carry the wontfix label?", 1),            # a label named so, not a close reason
+    ("how many issues closed as wontfix", 2),
+    ("how many open bug issues don't have an assignee?", 1),
+    ("closed PRs that haven't got a milestone", ["p2", "p4", "p7"]),
+    ("issues that don't have any labels", ["i6"]),
 ])
 def test_questions_in_other_words(world, question, expected):
     got, plan = answer(world, question)
     assert got == expected, plan.pipeline
     assert plan.not_understood == [], plan.not_understood
+
+
+@pytest.mark.parametrize("question", [
+    "how many PRs did quinn and rory each get merged?",
+    "merged PR counts for quinn vs rory",
+    "quinn 和 rory 各自合并了多少个 PR？",
+])
+def test_people_listed_with_each_are_counted_each(world, question):
+    store, catalog = world
+    got, plan = answer(world, question)
+    assert plan.ir.shape.kind == "group" and plan.ir.shape.field == "user.login", plan.pipeline
+    rows = run_pipeline(store, plan.collection, plan.pipeline, tenant="t", principals=["*"], schema=catalog.schemas[plan.collection])
+    assert {r["_id"]: r["count"] for r in rows} == {"quinn": 1, "rory": 1}
+
+
+def test_the_top_closer_is_one_person_dated_by_the_closing(world):
+    _, plan = answer(world, "top closer of bug-labelled issues during 2024")
+    assert [t.field for t in plan.ir.times] == ["closed_at"] and plan.ir.shape.limit == 1
 
 
 def test_a_year_right_after_merged_dates_the_merging(world):

@@ -134,6 +134,12 @@ def test_the_answer_names_what_it_ignored(catalog):
     assert compose(Success(plan, [{"count": 92}], []), "pull_requests")[0] == "92 pull requests match."
 
 
+def test_a_sum_or_an_extreme_of_a_measure_is_answered_as_one_number():
+    plan = Plan("messages", [])
+    assert compose(Success(plan, [{"total": 412}], []), "messages")[0] == "The total over the messages matched: 412."
+    assert compose(Success(plan, [{"max": 9}], []), "pull_requests")[0] == "The max over the pull requests matched: 9."
+
+
 def test_plan_json_round_trip_keeps_ir_and_spans_and_old_json_reads_as_empty():
     plan = Plan("issues", [{"$match": {"state": "open"}}], ir=PlanIR("issues", filters=[Filter("state", "eq", "open")]),
                 understood=[{"text": "open", "start": 0, "end": 4, "how": "value"}],

@@ -22,7 +22,7 @@ def _msg(ref, user, day, *, parent=None, replies=None, repliers=(), mentions=(),
     thread_ts and its starter's id (parent_user_id); a message on its own carries neither."""
     doc = {"ref": ref, "user": user, "date": D(2019, 3, day), "text": text, "mentions": list(mentions), "workspace": "w"}
     if replies:
-        doc.update(reply_count=replies, reply_users=list(repliers), thread_ts=f"{ref}.0")
+        doc.update(reply_count=replies, reply_users=list(repliers), reply_users_count=len(repliers), thread_ts=f"{ref}.0")
     if parent:
         doc.update(parent_user_id=parent, thread_ts="t.0")
     return doc
@@ -78,6 +78,16 @@ def refs(rows):
     ("有多少条顶层消息没有任何人回复？", 2),
     # "how often did X come up": a count of the messages about it
     ("How often did websockets come up (messages)?", 2),
+    # absence and presence said in other words
+    ("How many of Ana's messages were neither replies nor mentioned anyone?", 2),   # a1, a2
+    ("Ana 有多少条消息不属于任何讨论串？", 1),                                        # a5
+    ("count of non-threaded messages", 2),                                           # a5, c4
+    ("messages that @mention someone but are not replies, how many?", 1),            # a5
+    ("有提到别人但本身不是回复的消息有多少条？", 1),
+    # how many different people replied to a thread
+    ("how many threads had no more than one person replying?", 2),                   # a2, c3
+    ("threads where only a single person replied — how many?", 2),                  # a2, c3
+    ("how many of Ana's messages got any replies?", 2),                             # a1, a2
 ])
 def test_counts_said_in_other_words(world, question, expected):
     rows, plan = answer(world, question)
@@ -132,3 +142,10 @@ def test_an_acronym_topic_is_searched(world):
     rows, plan = answer(world, "How many of Cy's messages talk about the REPL?")
     assert plan.ir.text == ["repl"] and plan.not_understood == []
     assert rows == [{"count": 1}], plan.pipeline
+
+
+def test_replies_in_other_peoples_threads_not_started_by_someone(world):
+    # Ben's replies: b1, b2 (Ana's thread); and in Cy's thread: b4. Not Ana's threads: b4 only
+    rows, plan = answer(world, "How many replies did Ben write in other people's threads that weren't started by Ana?")
+    assert rows == [{"count": 1}], plan.pipeline
+    assert plan.not_understood == []

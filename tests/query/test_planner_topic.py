@@ -145,6 +145,24 @@ def test_words_given_as_alternatives_match_any_of_them(settings):
     assert sorted(r["ref"] for r in result.rows) == want
 
 
+def test_words_given_with_a_slash_are_alternatives_too(catalog):
+    p = plan(catalog, "merged PRs about caching / redis")
+    assert [(f.field, f.value) for f in p.ir.filters if f.op == "words"] == [("title", ["cach", "caching", "redi", "redis"])]
+
+
+def test_a_label_said_as_one_of_the_words_in_the_title_is_a_word_not_a_label():
+    from context_engine.query.catalog import Catalog
+    from context_engine.query.engine import resolve
+    from context_engine.query.schema import schema_from_documents
+
+    issues = [{"ref": "i1", "title": "pyarrow fails", "state": "open", "labels": [{"name": "arrow"}], "user": {"login": "q"}}]
+    catalog = Catalog("t", {"issues": schema_from_documents("issues", issues)}, [{"login": "q"}])
+    ctx, _ = resolve("open issues with arrow or pyarrow in the title", NOW, catalog, None)
+    p = OfflinePlanner().plan(ctx)
+    assert [(f.field, f.op) for f in p.ir.filters if f.field != "state"] == [("title", "words")]
+    assert p.ir.filters[-1].value == ["arrow", "pyarrow"]
+
+
 def test_phrases_given_as_alternatives_keep_the_first_and_say_the_rest_was_not_read(catalog):
     # two phrases joined by "or" are no one search; the answer says what it left out
     p = plan(catalog, "open PRs about refund flow or payout reconciliation")
@@ -156,6 +174,7 @@ def test_phrases_given_as_alternatives_keep_the_first_and_say_the_rest_was_not_r
     ("how many CI PRs were merged", {"CI"}),                        # an acronym of two letters
     ("merged PRs that touch caching", {"touch", "caching"}),
     ("how often did flaky tests come up in merged PRs", {"flaky", "tests", "come up"}),
+    ("merged PRs that mention split in the title", {"mention", "split", "in the title"}),  # a shape word after a cue
 ])
 def test_more_ways_of_naming_a_topic(catalog, question, words):
     p = plan(catalog, question)

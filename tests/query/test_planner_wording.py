@@ -11,6 +11,7 @@ from datetime import datetime
 
 import pytest
 
+from context_engine.query.catalog import Catalog
 from context_engine.query.engine import resolve, unread_name
 from context_engine.query.execute import run_pipeline
 from context_engine.query.offline import OfflinePlanner
@@ -178,6 +179,29 @@ def test_a_capitalised_name_the_plan_could_not_read_is_declined_not_answered(wor
     for question in ("open issues about Docker", "Bug issues that are open"):
         ctx, _ = resolve(question, NOW, world[1], None)
         assert unread_name(OfflinePlanner().plan(ctx), ctx, None) is None, question
+
+
+@pytest.mark.parametrize("question,unresolved", [
+    ("anything assigned to ottoline fairweather that's still open?", "ottoline fairweather"),  # in lower case
+    ("how many issues has marguerite van okonkwo had closed?", "marguerite van okonkwo"),
+    ("Casimir Blackwood 2022 年合并了几个 PR？", "Casimir Blackwood"),  # a full name opening the question
+])
+def test_a_full_name_in_a_persons_place_the_plan_could_not_read_is_declined(world, question, unresolved):
+    ctx, failed = resolve(question, NOW, world[1], None)
+    if failed is None:
+        failed = unread_name(OfflinePlanner().plan(ctx), ctx, None)
+    assert failed is not None and failed.unresolved == unresolved
+    # plain words there are no name: "issues assigned to others", "PRs from everyone else"
+    for question in ("open issues assigned to others altogether", "open issues about lazy evaluation"):
+        ctx, _ = resolve(question, NOW, world[1], None)
+        assert unread_name(OfflinePlanner().plan(ctx), ctx, None) is None, question
+
+
+def test_a_word_that_is_one_part_of_a_login_is_offered_with_the_typo_it_is_near(world):
+    # "Suraj": one edit from surak, and a part of patil-suraj: both offered, neither assumed
+    catalog = Catalog("t", world[1].schemas, [{"login": "surak"}, {"login": "patil-suraj"}, {"login": "quinn"}])
+    _, failed = resolve("PRs Suraj opened in 2020", NOW, catalog, None)
+    assert failed is not None and {p.key for p in failed.candidates} == {"surak", "patil-suraj"}
 
 
 def test_two_edits_from_a_login_is_offered_not_resolved(world):

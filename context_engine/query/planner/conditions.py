@@ -105,7 +105,8 @@ class ConditionStep(Draft):
             self.add_filter("state_reason", "completed", "ne")
             self.mark(r"\bclosed\b|已关闭|关闭")
             self.add_filter("state", "closed")  # a reason other than completed is given to closed issues only
-        elif "not_planned" in reasons and self.mark(r"\bnot[ _-]planned\b|\bwon'?t (?:do|fix)\b|\bwontfix\b|不计划|不打算|不做|不修复"):
+        elif "not_planned" in reasons and self.mark(r"\bnot[ _-]planned\b|\bwon'?t (?:do|fix)\b"
+                                                    + ("" if self._a_label("wontfix") else r"|\bwontfix\b") + "|不计划|不打算|不做|不修复"):
             self.add_filter("state_reason", "not_planned")
         elif self.mark(r"\b(?:closed )?as (?:completed|done)\b|\bcompleted\b|(?:以)?完成(?:为理由)?"):
             self.add_filter("state_reason", "completed")
@@ -117,13 +118,20 @@ class ConditionStep(Draft):
         self.mark(r"\b(?:marked|flagged|tagged)(?: as)?\b")  # "closures marked 'not planned'"
         return True
 
+    def _a_label(self, word: str) -> bool:
+        """Whether the question says "label" and `word` is one of the labels ("the wontfix label" is a
+        label, not a close reason)."""
+        label = field_for(self.schema, "label")
+        return bool(label and re.search(r"\blabel|\btagged\b|标签", self.q, re.I)
+                    and word in {str(v).lower() for v in self.schema.fields[label].enum or []})
+
     def _absences(self) -> None:
         """Something a record lacks: "no labels", "unassigned" (linking), "nobody commented on",
         "mention nobody", "not in any thread". A list that is empty or missing; a count that is 0
         or missing (Slack stores no `reply_count` on a message without replies)."""
         s = self.schema
         label = field_for(s, "label")
-        if label and self.mark(r"\bunlabell?ed\b|\b(?:no|zero|without(?: any)?|lacking(?: any)?|missing) labels?\b"
+        if label and self.mark(rf"\bunlabell?ed\b|\b(?:no|zero|without(?: any)?|lacking(?: any)?|missing) labels?\b|{_LACKS}labels?\b"
                                r"|\bnot labell?ed(?: at all)?(?=\s*(?:$|[?,.:;)!-]|and\b|or\b|in\b|from\b|since\b|before\b|after\b))"
                                r"|没有(?:任何)?标签|无标签|未打?标签|不带(?:任何)?标签"):
             self.add_filter(label, None, "empty")
@@ -131,10 +139,11 @@ class ConditionStep(Draft):
         if assignee and self.mark(r"\b(?:nobody|no one|no-one) (?:is |was |has been |got )?assigned\b|\bassigned to (?:nobody|no one|no-one)\b"
                                   r"|(?:\bnot|\bnever|n't|n't been|\bnever been) assigned to (?:anyone|anybody|someone|a person)\b"
                                   r"|\bnever (?:been |got |gotten |was |were )?assigned\b|\bwithout (?:an? |any )?assignees?\b"
+                                  rf"|{_LACKS}assignees?\b"
                                   r"|没有?(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)(?:给)?(?:任何人|任何一个人|别人|谁)?|无人(?:负责|认领)|未(?:被)?(?:指派|分配)(?:给)?(?:任何人)?"):
             self.add_filter(assignee[0], None, "empty")  # "unassigned", "no assignee": the linking step's own words
         milestone = field_for(s, "milestone")
-        if milestone and self.mark(r"\b(?:no|without(?: an?| any)?|lacking(?: an?| any)?|missing(?: an?)?) milestones?\b|\bunmilestoned\b"
+        if milestone and self.mark(rf"\b(?:no|without(?: an?| any)?|lacking(?: an?| any)?|missing(?: an?)?) milestones?\b|\bunmilestoned\b|{_LACKS}milestones?\b"
                                    r"|\bnot (?:in|on|part of) (?:any|a) milestone\b|没有(?:任何)?里程碑|无里程碑"):
             self.add_filter(milestone, None, "empty")
         reaction = field_for(s, "reaction")
@@ -148,8 +157,12 @@ class ConditionStep(Draft):
         if mentioned and self.mark(r"\bmention(?:s|ing)? (?:nobody|no one|noone|no-one)\b"
                                    r"|\b(?:don't|doesn't|do not|does not|didn't|did not|without|never) (?:@-?)?mention(?:ing)? (?:anyone|anybody|someone|people)\b"
                                    r"|\b(?:no|zero|without(?: any)?) (?:@-?)?mentions?\b|没有(?:任何)?(?:@|提及|提到)(?:任何人|别人|人)?"
-                                   r"|\b(?:without|never|not|no) (?:tagging|pinging|@-?ing|@-?mentioning|mentioning) (?:anyone|anybody|someone|people|others)\b"):
+                                   r"|\b(?:without|never|not|no) (?:tagging|pinging|@-?ing|@-?mentioning|mentioning) (?:anyone|anybody|someone|people|others)\b"
+                                   r"|\bnor (?:@-?)?mention(?:s|ed|ing)? (?:anyone|anybody|someone|people|others)\b"):
             self.add_filter(mentioned[0], None, "empty")
+        elif mentioned and self.mark(r"\b(?:@-?)?mention(?:s|ed|ing)? (?:someone|somebody|anyone|anybody|people|others|other people)\b"
+                                     r"|(?:有)?(?:提到|提及|@)了?(?:别人|其他人|他人|某人)"):
+            self.add_filter(mentioned[0], None, "not_empty")  # "messages that @mention someone"
         replying = person_field_for(s, "replied_to")
         if replying and self.mark(_NOT_A_REPLY):
             self.add_filter(replying[0], None, "empty")  # a thread's start or a message on its own: no parent
@@ -255,8 +268,9 @@ class ConditionStep(Draft):
             return False  # "merged 2021 PRs": the year of their merging
         for start, end in self.collection_spans:
             between = start >= span[1] and re.fullmatch(r"(?:'s|\s*年?的?)?\s*(?:([A-Za-z]+)\s+)?", self.q[span[1]:start])
-            # "2024 bug issues" dates the issues; "last month's merged PRs" dates the merging.
-            if between and not re.fullmatch(_DATED_VERBS, between.group(1) or "", re.I):
+            # "2024 bug issues" dates the issues; "last month's merged PRs" dates the merging; "in
+            # October had PRs merged" dates nothing about the PRs themselves.
+            if between and not re.fullmatch(_DATED_VERBS + "|had|has|have|saw|were|was", between.group(1) or "", re.I):
                 return True
             if not has_verb and end <= span[0] and re.fullmatch(r"\s+(?:from|of)\s+", self.q[end:span[0]], re.I):
                 return True
@@ -310,6 +324,7 @@ class ConditionStep(Draft):
                     continue
                 cond = ops[op.lower()]
                 self.add_filter(path, _number_of(number), cond[1:])
+        self._repliers_thresholds()
         if self.collection == "pull_requests" and self.schema.has_path("requested_reviewers.login"):
             for mention in self.ctx.mentions:
                 if mention.person and re.match(r"(?:'s)?\s+review queue\b", self.q[mention.end:], re.I):
@@ -326,9 +341,28 @@ class ConditionStep(Draft):
         whose = re.search(r"\b(?:whose|which (?:person|user|member|one)['’]s) (?:threads?|posts?|discussions?)\b"
                           r"|回复[^，。？?]{0,6}谁发起的", self.q, re.I)
         if replies and not self.has_filter(replies) and not (replying and self.has_filter(replying[0])) and not whose \
-                and self.mark(r"\bthreads?\b|\bgot replies\b|\bwith replies\b|帖子|讨论串|有人回复|有回复|得到(?:了)?回复|收到(?:了)?回复"
+                and self.mark(r"\bthreads?\b|\bgot (?:any |some )?replies\b|\b(?:with|has|have|had) (?:any |some )?replies\b|帖子|讨论串|有人回复|有回复|带(?:有)?回复|得到(?:了)?回复|收到(?:了)?回复"
                               r"|\b(?:some(?:one|body)|any(?:one|body)|people|others)\s+(?:has\s+|have\s+)?(?:answered|replied(?:\s+to)?)\b"):
             self.add_filter(replies, 1, "gte")  # a thread is a message that has replies
+
+    def _repliers_thresholds(self) -> None:
+        """How many different people replied to a thread ("no more than one person replying", "only a
+        single person replied", "at least 3 repliers"): the thread's count of distinct repliers."""
+        if not self.schema.has_path("reply_users_count"):
+            return
+        people = r"(?:different |distinct )?(?:people|persons?|users?|members?|folks|repliers?|participants?|responders?)"
+        replying = r"(?:\s+(?:replying|replied|responding|responded|answering|answered|who (?:replied|answered|responded)))?"
+        bound = re.search(rf"\b(no more than|not more than|at most|up to|more than|over|at least|fewer than|less than|exactly)\s+"
+                          rf"{_NUMBER}\s+{people}{replying}\b", self.q, re.I)
+        single = re.search(rf"\b(?:only|just)\s+(?:a\s+single|one|1)\s+{people}{replying}\b|\b(?:a\s+)?single\s+replier\b", self.q, re.I)
+        ops = {"no more than": "lte", "not more than": "lte", "at most": "lte", "up to": "lte", "more than": "gt",
+               "over": "gt", "at least": "gte", "fewer than": "lt", "less than": "lt", "exactly": "eq"}
+        if bound and not self._is_used(bound.span()):
+            self.use(bound.span())
+            self.add_filter("reply_users_count", _number_of(bound.group(2)), ops[bound.group(1).lower()])
+        elif single and not self._is_used(single.span()):
+            self.use(single.span())
+            self.add_filter("reply_users_count", 1)
 
     def _threads_without_someone(self) -> None:
         """"threads Carman took no part in (didn't start, didn't reply)", "threads without Carman in them
@@ -357,8 +391,8 @@ class ConditionStep(Draft):
         replies (a thread starter is recorded) whose thread someone other than the author started."""
         author, replying = person_field_for(self.schema, "author"), person_field_for(self.schema, "replied_to")
         mine = next((f for f in self.filters if author and f.field == author[0] and f.op == "eq" and not f.negate), None)
-        if not (mine and replying) or self.has_filter(replying[0]):
-            return
+        if not (mine and replying) or any(f.field == replying[0] and f.op == "eq" and not f.negate for f in self.filters):
+            return  # (a thread starter excluded, "not started by Chantelle", still leaves other people's threads)
         if self.mark(r"\b(?:other people|others|someone else|somebody else|other users|other members|other folks)['’]?s?\s+(?:threads?|posts?|discussions?)\b"
                      r"|\bthreads?\s+(?:that\s+)?\w+\s+(?:did(?:n't| not)|never|has(?:n't| not)|had(?:n't| not))\s+(?:start|started|open|opened|begin|begun|kick(?:ed)? off)\b"
                      r"|\bthreads?\s+(?:not|never)\s+(?:started|opened|begun|kicked off)\s+by\s+(?:her|him|them|themselves|\w+)\b"
@@ -381,11 +415,14 @@ class ConditionStep(Draft):
         return None
 
 
+# "don't have an assignee", "doesn't have any labels", "haven't got a milestone": what follows is absent.
+_LACKS = (r"(?:\b(?:do|does|did)(?:n't| not)|\bha(?:ve|s)(?:n't| not)(?: got)?) (?:have |got )?(?:an? |any |a single )?")
 # A message that answers no one: "not replies to somebody", "aren't thread replies", 不是回复.
-_NOT_A_REPLY = (r"\bnon-?repl(?:y|ies)\b|\btop[- ]level\b|顶层|(?:\bnot|n't|\bnever)\s+(?:a\s+)?(?:thread\s+)?repl(?:y|ies)(?:\s+to\s+(?:somebody|someone|anyone|anybody|others?))?\b"
+_NOT_A_REPLY = (r"\bnon-?repl(?:y|ies)\b|\bneither (?:a )?(?:thread )?repl(?:y|ies)\b|\btop[- ]level\b|顶层|(?:\bnot|n't|\bnever)\s+(?:a\s+)?(?:thread\s+)?repl(?:y|ies)(?:\s+to\s+(?:somebody|someone|anyone|anybody|others?))?\b"
                 r"|不是回复")
 # A message outside any thread: neither a reply nor (with "standalone") a thread start.
-_NOT_IN_A_THREAD = (r"(?:\bnot|n't) (?:in|part of|inside) (?:any |a )?threads?\b|\bstandalone\b"
+_NOT_IN_A_THREAD = (r"(?:\bnot|n't) (?:in|part of|inside) (?:any |a )?threads?\b|\bstandalone\b|\bnon-?threaded\b|\bunthreaded\b"
+                    r"|不属于(?:任何)?(?:一个)?(?:讨论串|帖子|线程)"
                     r"|\boutside (?:of )?(?:any |a )?threads?\b|\b(?:no|without(?: a| any)?) threads?\b"
                     r"|\bstand(?:s|ing)? alone\b|不在(?:任何)?(?:帖子|讨论串|线程)")
 # A count written as digits or as a word ("more than ten answers", "one or two replies").
@@ -411,7 +448,7 @@ _NEGATION_BEFORE = re.compile(
     r"(?:\bnot|n't|\bnever|\bwithout|\bnon-?|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
     r"|\boutside(?: of)?|\bnot counting|\bleaving out|\bleave out|\bminus|\bapart from|\baside from|\bignoring"
     r"|没有|不是|不带|除了|除|非|(?:既|也)?不在|不含|不包括|排除)\s*"
-    r"(?:(?:labell?ed|tagged|marked|with|the|a|an|any|by|from|in|authored|written|opened|created|filed|reported|assigned|to"
+    r"(?:(?:labell?ed|tagged|marked|with|the|a|an|any|by|from|in|authored|written|opened|created|filed|reported|assigned|to|started"
     r"|label|labels|tag|a label|as|one of|either|the ones|ones|anything|everything|those|that are|which are|any issues|any prs"
     r")\s+)*['\"‘“]?$", re.I)
 

@@ -210,6 +210,9 @@ class LinkStep(Draft):
             return "mentioned"
         if person_field_for(self.schema, "replied_to") and (
                 re.search(r"\b(?:repl(?:y|ies|ied|iers?)|respond(?:s|ed|ers?)?|answer(?:s|ed|ers?)?)\s+(?:\w+\s+){0,2}?to\s+$|回复(?:了|过)?\s*$", before)
+                # "replies in threads that weren't started by Chantelle": whose thread (negated below)
+                or re.search(r"\bthreads?\s+(?:that\s+|which\s+)?(?:weren't|were not|wasn't|was not|not|never)\s+(?:been\s+)?"
+                             r"(?:started|opened|begun|kicked off)\s+by\s+$", before)
                 # the people replying to someone ("who answered Dann's threads", "how many different people
                 # answered Dann", "repliers in threads started by Dann"): the replies whose thread is theirs
                 # "Latarsha's most frequent replier", "Latarsha 的帖子谁回复最多": the people replying to her
@@ -217,7 +220,7 @@ class LinkStep(Draft):
                 # "top responder in Vincenzo's threads", "did Lynna reply in Odis's threads"
                 or (re.search(r"\b(?:repl\w*|respon\w*|answer\w*)\s+(?:in|on|to|under)\s+$", before)
                     and re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|questions?|messages?)\b", after))
-                or (re.search(r"\bwho\b|\bwhom\b|谁|\bpeople\b|\bpersons?\b|\busers?\b|\brepliers\b|\bresponders\b|人", self.q, re.I)
+                or (re.search(r"\bwho\b|\bwhom\b|谁|\bpeople\b|\bpersons?\b|\busers?\b|\brepliers\b|\bresponders\b|(?<![有别他])人", self.q, re.I)
                     and re.search(r"\brepl(?:y|ies|ied|iers)\b|\brespon\w*|\banswer\w*|回复", self.q, re.I)
                     and (re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|messages?|questions?)\b|^\s*的(?:帖子|消息|讨论)", after)
                          or re.search(r"\b(?:threads?|posts?|questions?)\s+(?:\w+\s+)?(?:started|opened|kicked off|begun|created|posted)\s+by\s+$"
@@ -241,8 +244,9 @@ class LinkStep(Draft):
                 or re.search(r"^'s reviews", after) or re.search(r"^\s*(审查|评审|审核|review)", after):
             return "reviewer"
         if self.collection == "issues" and re.search(
-                r"^\s*(?:has|have|owns?|is working on|名下|手上|手里)", after):
-            return "assignee"
+                r"^\s*(?:(?:has|have)(?!\s+(?:\w+\s+)?(?:filed|opened|created|reported|raised|written|submitted|authored|posted"
+                r"|started|closed|resolved|fixed|commented|merged)\b)|owns?|is working on|名下|手上|手里)", after):
+            return "assignee"  # "X has 3 open issues"; "X has filed" is the author
         if self.collection == "issues" and re.search(
                 r"^\s*(?:did |has |have )?(?:resolve|resolved|close|closed|complete|completed|finish|finished|fix|fixed)\b", after):
             # GitHub records who closed an issue; Jira does not, and there the assignee did the work.
@@ -272,7 +276,7 @@ class LinkStep(Draft):
         if last is None or last.field != path or last.op not in ("eq", "in") or last.span is None:
             return None
         between = self.q[last.span[1]:mention.start]
-        if not re.fullmatch(r"(?:['’]s)?\s*(?:,|and|or|&|nor|/|、|和|或|及)?\s*(?:and|or)?\s*", between, re.I):
+        if not re.fullmatch(r"(?:['’]s)?\s*(?:,|and|or|&|nor|/|、|和|或|及|vs\.?|versus)?\s*(?:and|or)?\s*", between, re.I):
             return None
         return last
 
@@ -310,7 +314,8 @@ class LinkStep(Draft):
                 self.add_filter(author[0], person.handle(author[1]) or person.key, "ne")  # not their own follow-ups
                 self.mark(r"\b(?:not counting|excluding|except(?: for)?|other than|besides|apart from|minus|but not)\s+"
                           r"(?:him|her|them|my|your|it)sel(?:f|ves)\b"  # said outright: "(not counting himself)"
-                          r"|\bother (?:people|users|folks|members|persons)\b|\b(?:someone|somebody|everyone|everybody) else\b")
+                          r"|\bother (?:people|users|folks|members|persons)\b(?!['’]s?\s+(?:threads?|posts?|discussions?))"
+                          r"|\b(?:someone|somebody|everyone|everybody) else\b(?!['’]s)")
             roles.add(role)
             typo = f" (the closest name to {mention.text!r}, read as a typo)" if mention.score < 100 else ""
             self.notes.append(f"{mention.text!r} -> {person.name} ({handle}) as {role}{typo}")

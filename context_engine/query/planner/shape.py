@@ -78,7 +78,7 @@ _EXTREME_WORD = re.compile(rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord
 _RECORD = (r"(?:pull request|pr|issue|ticket|message|post|commit|thread|comment|reply|release|discussion|thing|one|request|bug|report)(?!s)\b")
 # Between the superlative and the noun: up to two words ("earliest-created", "newest merged open"), or
 # in Chinese a qualifying clause ending in 的 ("最早创建且仍开放的 issue").
-_NEWEST = re.compile(rf"\b(?:newest|latest|most recent|last|youngest|most recently \w+)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
+_NEWEST = re.compile(rf"\b(?:newest|latest|most recent|last|final|youngest|most recently \w+)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
                      rf"|(?:最新|最近|最后)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一\s*[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
                      re.I)
 _OLDEST = re.compile(rf"\b(?:first|earliest|oldest|very first|first ever)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
@@ -121,7 +121,7 @@ _SMALLEST = re.compile(r"fewest|least|min|lowest|smallest", re.I)
 _PERSON_NOUN = (r"people|person|user|author|contributor|poster|replier|responder|committer|member|folk|dev|engineer|reporter|filer"
                 r"|opener|creator|submitter|starter|人|用户|作者|位|名")
 # A person noun says its role itself ("reviewers") or by the verb after it ("people reviewed", "people merged").
-_PERSON_VERBS = [(r"review|approv", "reviewer"), (r"merged\b", "merger"), (r"closed\b", "closer")]
+_PERSON_VERBS = [(r"review|approv", "reviewer"), (r"merged\b", "merger"), (r"closed\b", "closer"), (r"assigned\b", "assignee")]
 _DISTINCT_ROLES = [
     (r"review|approv|评审", "reviewer"), (r"assign|负责", "assignee"), (r"merger", "merger"),
     (_PERSON_NOUN, "author"), (r"label|tag|标签", "label"), (r"repo|仓库", "repo"), (r"channel|频道", "channel"), (r"project|项目", "project"),
@@ -201,6 +201,13 @@ class ShapeStep(Draft):
     """Grouping, ranking and limits."""
 
     def _grouping(self) -> tuple[str | None, str | None]:
+        listed = next((f for f in self.filters if f.op == "in" and not f.negate and f.field in self._person_paths()), None)
+        each = re.search(r"\beach\b|\brespectively\b|\bvs\.?(?=\s)|\bversus\b|\bindividually\b|\bseparately\b|各自|分别",
+                         self.q, re.I)
+        if listed and each:  # "how many PRs did A, B and C each get merged": one count per person
+            self.use(each.span(), "shape")
+            self._named_group = listed.field
+            return "named", None
         for fmt, pattern in _BUCKETS:
             m = re.search(pattern, self.q, re.I)
             if m:
@@ -322,7 +329,8 @@ class ShapeStep(Draft):
         if number:
             return min(int(number), 200)
         if re.search(r"\b(?:the|just the|only the)?\s*(?:busiest|most active|top|biggest|largest|single)\s+(?:\w+\s+)?"
-                     r"(?:channel|person|reviewer|author|repo|repository|label|team|user|contributor|committer|engineer)\b(?!s)",
+                     r"(?:channel|person|reviewer|author|repo|repository|label|team|user|contributor|committer|engineer"
+                     r"|closer|merger|assignee|replier|poster|commenter|responder)\b(?!s)",
                      self.q, re.I):
             return 1  # "the busiest channel": one answer
         if re.search(r"\b(?:which|what)\s+(?:single\s+)?(?:channel|person|reviewer|author|repo|repository|label|tag|team|user|"

@@ -54,6 +54,7 @@ class SpanStep(Draft):
         if not structured:
             return self._all_content_words()
         runs: list[list[tuple[int, int]]] = []
+        self.values_as_topic: list[tuple[int, int]] = []
         for cue in CUE.finditer(self.q):
             if self._is_used(cue.span()):
                 continue
@@ -71,6 +72,7 @@ class SpanStep(Draft):
             runs.append(sorted(self._topic_run(a, forward=False, bridge=False)))
         runs = [run for run in runs if run]
         runs = [self._first_alternative(run) for run in runs]
+        self.filters = [f for f in self.filters if f.span not in self.values_as_topic]
         words = [span for run in runs for span in run]
         title = TITLE.search(self.q) if words else None  # "mentioning audio in the title": where the topic is looked for
         if title and not self._is_used(title.span()):
@@ -87,9 +89,9 @@ class SpanStep(Draft):
         return " ".join(dict.fromkeys(self._search_terms(run) for run in runs))
 
     def _alternatives(self, run: list[tuple[int, int]]) -> bool:
-        """Words said as alternatives ("card or cards", "json or jsonl"): one word each."""
+        """Words said as alternatives ("card or cards", "json or jsonl", "lein / leiningen"): one word each."""
         gaps = [self.q[b:a] for (_, b), (a, _) in zip(run, run[1:])]
-        return bool(gaps) and all(re.fullmatch(r"\s+or\s+", gap, re.I) for gap in gaps)
+        return bool(gaps) and all(re.fullmatch(r"\s+or\s+| +/ +", gap, re.I) for gap in gaps)
 
     def _first_alternative(self, run: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """A run with "or" between phrases ("lazy evaluation or lazy seqs") is no one search: its first
@@ -98,7 +100,7 @@ class SpanStep(Draft):
         if self._alternatives(run):
             return run
         cut = next((i for i, ((_, b), (a, _)) in enumerate(zip(run, run[1:]), 1)
-                    if re.search(r"\bor\b", self.q[b:a], re.I)), None)
+                    if re.search(r"\bor\b|/", self.q[b:a], re.I)), None)
         return run[:cut] if cut else run
 
     def _word_groups(self, runs: list[list[tuple[int, int]]]) -> list[tuple[list[str], tuple[int, int]]] | None:
@@ -148,14 +150,22 @@ class SpanStep(Draft):
         run: list[tuple[int, int]] = []
         pending: list[tuple[int, int]] = []  # stored values, kept when a topic word follows
         edge = at
+        alternative = False  # the word before was "or" (or " / "): this one is another form of the topic
         for m in tokens:
             a, b = (at + m.start(), at + m.end()) if forward else m.span()
             gap = self.q[edge:a] if forward else self.q[b:edge]
-            if gap.strip(" -'\"‘’“”"):  # punctuation or a line break ends the topic (quotes enclose it)
-                break
+            if gap.strip(" -'\"‘’“”") and not (run and re.fullmatch(r" +/ +", gap)):
+                break  # punctuation or a line break ends the topic (quotes enclose it); " / " gives an alternative
+            alternative = alternative or bool(run and re.fullmatch(r" +/ +", gap))
             edge = b if forward else a
             word = m.group(0).lower()
             if self._is_used((a, b)):
+                if bridge and alternative and not pending and self._used_as((a, b)) == "value" and not IMPLIED.fullmatch(word):
+                    # "arrow or pyarrow in the title": a stored label said as one form of the topic is the topic
+                    self.values_as_topic.append((a, b))
+                    run.append((a, b))
+                    alternative = False
+                    continue
                 if bridge and self._used_as((a, b)) == "value" and not IMPLIED.fullmatch(word):
                     pending.append((a, b))
                     continue
@@ -163,11 +173,15 @@ class SpanStep(Draft):
             if forward and not run and not pending and word in DETERMINERS:
                 continue  # "about the session cache"
             if run and word == "or":
+                alternative = True
                 continue  # "card or cards in the title": `$text` matches any of its words
-            if not self._topic_word(word, (a, b), other_collections=bridge):
+            if not self._topic_word(word, (a, b), other_collections=bridge) and not (
+                    forward and bridge and not run and IMPLIED.fullmatch(word) and word not in FILLER
+                    and not any(p.fullmatch(word) for p, _ in FIELD_WORDS)):  # "mention split in the title"
                 break
             run += pending + [(a, b)]
             pending = []
+            alternative = False
         if forward and run and pending and self.q[pending[0][0]].isupper() and self.q[run[-1][0]].isupper():
             run.append(pending[0])
         return run
@@ -311,7 +325,7 @@ a an the of in on at to for from by with and or is are was were be been being do
 i me my mine we our us you your it its this that these those there here what which when where how
 show list give find tell get see let know please can could would will should shall may might must just also
 than then as into over any all some each every one ones thing things kind sort lot lots so such very among amongst
-want need like ok okay hi hello hey thanks thank much many both
+want need like ok okay hi hello hey thanks thank much many both but actually really carry carries carrying
 still yet currently right now got get gets getting anything everything he she him her his they them their ever
 """.split())
 
