@@ -197,6 +197,12 @@ def test_a_question_that_names_its_own_records_stands_alone():
     (QUARTER, "and over the next three months?", "Which issues did Priya file between 2026-07-01 and 2026-09-30?"),
     (HALF, "and in the second half of the year?", "Which issues did Priya file the second half of 2025?"),
     (QUERIED, "whose PR was that?", "who opened PR acme/infra#882"),
+    (QUERIED, "数一下", "how many PRs did Rashid merge in March 2026"),
+    (QUERIED, "how many's that", "how many PRs did Rashid merge in March 2026"),
+    (DECLINED_SLACK, "U2 is who I had in mind", "How many messages did U2 write in May 2026?"),
+    (DECLINED_SLACK, "oh, sorry: U1 on slack", "How many messages did U1 write in May 2026?"),
+    (QUERIED, "他前一个月呢", "Which PRs did Rashid merge in February 2026?"),     # the same person, the month before
+    (HALF, "and in the second half?", "Which issues did Priya file the second half of 2025?"),
 ])
 def test_more_follow_up_wordings(previous, asked, standalone):
     assert resolve_offline(asked, [previous], PEOPLE, NOW).standalone == standalone

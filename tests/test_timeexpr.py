@@ -38,6 +38,12 @@ D = datetime
     ("the 2nd week of May 2021", D(2021, 5, 8), D(2021, 5, 15)),
     ("the last week of February 2024", D(2024, 2, 23), D(2024, 3, 1)),  # the month's last seven days
     ("in the second half of the year", D(2026, 7, 1), NOW),
+    ("between 10 and 20 May 2019", D(2019, 5, 10), D(2019, 5, 21)),       # both days included
+    ("posters, Feb 1-14 2019", D(2019, 2, 1), D(2019, 2, 15)),
+    ("the first fortnight of February 2019", D(2019, 2, 1), D(2019, 2, 15)),
+    ("2019 年 1 到 5 月", D(2019, 1, 1), D(2019, 6, 1)),
+    ("issues closed during the previous calendar month", D(2026, 10, 1), D(2026, 11, 1)),
+    ("bug reports filed no later than the end of 2020", None, D(2021, 1, 1)),  # not "later than": before
 ])
 def test_time_expressions(text, start, end):
     ranges = find_time_ranges(text, NOW)

@@ -133,6 +133,8 @@ def _shifted(core: str, previous: dict[str, Any]) -> str | None:
         return None
     core = re.sub(r"^(?:in|for|during|over)\s+", "", core, flags=re.I)  # "and in the month after that?"
     core = re.sub(r"^(?:跟|和|与|同)\s*|\s*(?:比|相比|比较|对比)(?:一下)?$", "", core)  # "跟前一年比": the year before
+    if len(previous.get("people", [])) == 1:
+        core = re.sub(r"^(?:他|她|他们|她们)(?:的)?\s*", "", core)  # "他前一年呢": the same person, the year before
     several = re.match(rf"^(?:the\s+)?(next|following|previous|prior|preceding)\s+({'|'.join(_COUNTS)}|\d+)\s+{_EN_UNIT}$", core, re.I)
     if several:  # "the next three months": that many units right after (before) the last window
         n, unit = _COUNTS.get(several.group(2).lower()) or int(several.group(2)), _UNITS[several.group(3).lower()]
@@ -159,7 +161,7 @@ _ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, 
 _ORDINAL = re.compile(r"^(?:the\s+)?(?P<en>first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)(?:\s+(?:one|person|candidate))?$"
                       r"|^(?:number\s+|no\.?\s*|#)?(?P<digit>[1-9])$|^第?(?P<cjk>一|二|两|三|四|五|最后一)个(?:人)?$"
                       r"|^第(?P<cjkdigit>[1-9])个?(?:人)?$", re.I)
-_MEANT = re.compile(r"^(?:(?:no|sorry|oops|oh|ah|nope|right|ok(?:ay)?|yes|yeah)[\s,]+)*(?:i\s+meant?|meant|i\s+was\s+asking\s+about"
+_MEANT = re.compile(r"^(?:(?:no|sorry|oops|oh|ah|nope|right|ok(?:ay)?|yes|yeah)[\s,:;.!]+)*(?:i\s+meant?|meant|i\s+was\s+asking\s+about"
                     r"|i(?:'m|\s+am|\s+was)\s+thinking\s+of|the\s+one\s+(?:called|named)|make\s+(?:it|that)"
                     r"|(?:his|her|their|the)\s+(?:github\s+)?(?:login|user\s?name|handle|account|id)\s+(?:is|was|'s))"
                     r"\s+(?:the\s+)?(?:(?:login|user(?:name)?|handle|account|person)\s+)?@?"
@@ -188,8 +190,10 @@ def _pick(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
         else:
             index = _ORDINALS[(m.group("en") or m.group("cjk")).lower()]
         return candidates[index] if -len(candidates) <= index < len(candidates) else None
-    # "julien-c, the one from HF": the name, whatever describes it after a comma
-    who = re.sub(r"\s*[,，(].*$", "", _MEANT.sub("", core, count=1)).strip().lower()
+    # "julien-c, the one from HF", "VictorSanh on GitHub", "mariosasko is who I had in mind": the name
+    said = re.sub(r"^(?:(?:no|sorry|oops|oh|ah|nope|right|ok(?:ay)?|yes|yeah)[\s,:;.!]+)+", "", core, flags=re.I)
+    who = re.sub(r"\s*[,，(].*$|\s+on\s+(?:github|slack|the\s+\w+\s+slack)$|\s+is\s+(?:who|the\s+one)\s+I\s+(?:had\s+in\s+mind|meant|mean)$",
+                 "", _MEANT.sub("", said, count=1), flags=re.I).strip().lower()
     if not who:
         return None
     exact = [c for c in candidates if who in {str(v).lower() for v in c.values() if isinstance(v, str)}]
@@ -237,6 +241,8 @@ def _with_year(when: str, previous: dict[str, Any]) -> str:
     year = datetime.fromisoformat(ranges[0]["start"]).year
     if re.search(r"\bof (?:the|that) year\b", when, re.I):  # "the second half of the year": of the year asked about
         return re.sub(r"\bof (?:the|that) year\b", f"of {year}", when, flags=re.I)
+    if re.search(r"\b(?:first|second) half$", when, re.I):  # "and in the first half?"
+        return f"{when} of {year}"
     if _MONTH_NAME.search(when):
         return _MONTH_NAME.sub(lambda m: f"{m.group(0)} {year}", when, count=1)
     return _CJK_MONTH.sub(lambda m: f"{year} 年 {m.group(1)}", when, count=1)
@@ -345,7 +351,8 @@ _COUNT_IT = re.compile(r"^(?:how\s+many|how\s+much|what(?:'s|\s+is)\s+the\s+(?:c
                        r"(?:\s+(?:is|are|was|were)\s+(?:that|those|these|them|there|it))?(?:\s+in\s+total)?$"
                        r"|^(?:give\s+me\s+|tell\s+me\s+)?(?:the\s+|a\s+)?(?:count|number|total)(?:\s+(?:for\s+|of\s+)?(?:them|it|that|those|this))?$"
                        r"|^what\s+does\s+(?:that|it|this)\s+(?:come|add)\s+(?:to|up\s+to)(?:[,\s]+in\s+(?:numbers?|total))?$"
-                       r"|^count\s+(?:them|it|that|those|these)$|^(?:一共|总共|共)?(?:有)?(?:多少|几)(?:个|条|次)?$", re.I)
+                       r"|^count\s+(?:them|it|that|those|these)$|^(?:一共|总共|共)?(?:有)?(?:多少|几)(?:个|条|次)?$"
+                       r"|^how\s+many(?:'s|\s+is)\s+(?:that|it|this)(?:\s+then)?$|^(?:数一下|数数|数一数)$|^(?:那|这)?(?:是|有)?(?:多少|几)(?:个|条|次)$", re.I)
 _LIST_IT = re.compile(r"^(?:list|show|give\s+me|which\s+are\s+they|what\s+are\s+they)(?:\s+(?:me\s+)?(?:them|those|these|it|all))*$"
                       r"|^(?:列出来|列一下|列出|都有哪些|是哪些|有哪些|哪些)$", re.I)
 _HAS_SHAPE = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|\bmost\b|\bleast\b|\bfewest\b|\bbusiest\b|\btop\b|"

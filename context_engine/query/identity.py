@@ -61,7 +61,8 @@ everyone group general random thing things something anything nothing great good
 # 2019", "since April", "April 3") they are time, never a person.
 CALENDAR_NAMES = frozenset("""
 january february march april may june july august september october november december
-monday tuesday wednesday thursday friday saturday sunday
+monday tuesday wednesday thursday friday saturday sunday christmas xmas easter thanksgiving halloween
+jan feb mar apr jun jul aug sep sept oct nov dec
 """.split())
 _DATE_BEFORE = re.compile(r"\b(?:in|since|before|after|during|until|till|from|through|of|by|last|this|next|early|mid|late|on)\s+$", re.I)
 # A lower-case "i" is the pronoun after an auxiliary ("did i", "have i") or before a verb ("i wrote").
@@ -335,6 +336,8 @@ class PeopleDirectory:
                     add(Mention(text, start, end, person=asker, is_asker=True))
                     continue
                 hits = self.index.get(low)
+                if n == 1 and text.islower() and _is_english(low) and not _in_person_place(question, start, end):
+                    continue  # "top elmlang poster", "mention match", "please": a word, though someone is called so
                 if n == 1 and low in CALENDAR_NAMES and (_DATE_BEFORE.search(question[:start])
                                                          or _DATE_AFTER.search(question[end:])):
                     continue  # a date ("in April 2019"), not April the person
@@ -450,6 +453,23 @@ people what that there here who let today tonight yesterday tomorrow week month 
 date dates time name names size age title author owner type kind area component project milestone channel
 space workspace activity volume default hand others other altogether all together total
 """.split())
+
+
+# How often a word must occur in English text (pyspellchecker's counts) to be read as that word rather
+# than as someone's name when written in lower case outside a person's place: "please" 675k, "match" 82k,
+# "poster" 8k are words; "sam" 5k, "jasmine" 1.6k, "odis" 50 are more likely the people called so.
+_COMMON_ENOUGH = 6000
+
+
+def _is_english(word: str) -> bool:
+    from context_engine.query.spelling import english_words  # spelling reads identity's word lists
+
+    return english_words().word_frequency[word] >= _COMMON_ENOUGH
+
+
+def _in_person_place(question: str, start: int, end: int) -> bool:
+    """Whether a word stands where a person is named ("by ida", "did lars merge", "karen's")."""
+    return any(a <= start and end <= b for _, a, b in person_slots(question))
 
 
 def person_slots(question: str) -> list[tuple[str, int, int]]:

@@ -33,7 +33,11 @@ commented uncommented unassigned unlabeled unlabelled unmerged replied replying 
 """.split())
 # Chat shorthand for rule words ("hw many msgs lst wk"): whole words only.
 SHORTHAND = {"hw": "how", "lst": "last", "msgs": "messages", "msg": "message", "yr": "year", "yrs": "years",
-             "cnt": "count", "num": "number", "thx": "thanks", "pls": "please", "plz": "please"}
+             "cnt": "count", "num": "number", "thx": "thanks", "pls": "please", "plz": "please",
+             # contractions written without the apostrophe
+             "dont": "don't", "doesnt": "doesn't", "didnt": "didn't", "isnt": "isn't", "arent": "aren't",
+             "wasnt": "wasn't", "werent": "weren't", "havent": "haven't", "hasnt": "hasn't", "hadnt": "hadn't",
+             "whats": "what's", "wouldnt": "wouldn't"}
 _SHORT = re.compile(r"(?<![\w@#/.\-])(?:" + "|".join(SHORTHAND) + r")(?![\w/.\-@])")
 KNOWN = frozenset(w for w in COMMON_WORDS | ORDINARY_WORDS | _RULE_WORDS if len(w) >= 4)
 _KNOWN_LIST = sorted(KNOWN)
@@ -41,7 +45,7 @@ _WORD = re.compile(r"(?<![\w@#/.\-])[a-z]{4,}(?![\w/.\-@'’])")
 
 
 @lru_cache(maxsize=1)
-def _english():
+def english_words():
     from spellchecker import SpellChecker  # lazy: its word list loads in ~0.15 s
 
     return SpellChecker(language="en", distance=1)
@@ -57,7 +61,7 @@ def correct(question: str, keep: frozenset[str] | set[str]) -> str:
             return word
         edits = 1 if len(word) <= 7 else 2
         close = process.extract(word, _KNOWN_LIST, scorer=OSA.distance, score_cutoff=edits, limit=6)
-        if not close or _english().known([word]):
+        if not close or english_words().known([word]):
             return word
         best = min(d for _, d, _ in close)
         meant = [w for w, d, _ in close if d == best]

@@ -100,6 +100,11 @@ def _week_of_month(which: str, year: int, month: int) -> tuple[datetime, datetim
     return start, start + timedelta(days=7)
 
 
+def _fortnight(which: str, year: int, month: int) -> tuple[datetime, datetime]:
+    start = datetime(year, month, 1 if which == "first" else 15)
+    return (start, start + timedelta(days=14)) if which == "first" else (start, _month_start(year, month + 1))
+
+
 def _number(text: str) -> int:
     words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
              "nine": 9, "ten": 10, "twelve": 12, "fourteen": 14, "thirty": 30, "a": 1}
@@ -122,6 +127,13 @@ def _rules(now: datetime):
         return start, start + timedelta(days=1)
 
     return [
+        # A run of days in one month ("between 10 and 20 May 2019", "Feb 1-14 2019"): before the single days
+        (rf"\bbetween (\d{{1,2}})(?:st|nd|rd|th)? and (\d{{1,2}})(?:st|nd|rd|th)? {_MONTH}\.?,? (20\d\d)\b",
+         lambda m: (datetime(int(m.group(4)), MONTHS[m.group(3)], int(m.group(1))),
+                    datetime(int(m.group(4)), MONTHS[m.group(3)], int(m.group(2))) + timedelta(days=1))),
+        (rf"\b{_MONTH}\.? (\d{{1,2}})(?:st|nd|rd|th)?\s*[-–]\s*(\d{{1,2}})(?:st|nd|rd|th)?,? (20\d\d)\b",
+         lambda m: (datetime(int(m.group(4)), MONTHS[m.group(1)], int(m.group(2))),
+                    datetime(int(m.group(4)), MONTHS[m.group(1)], int(m.group(3))) + timedelta(days=1))),
         # One calendar day: "14 February 2019", "May 1st, 2020", "2020-05-01", "2019 年 2 月 14 日",
         # "January 1st this year". Before the month rules: the day, not its month.
         (rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\.?,?\s+(20\d\d)\b",
@@ -131,6 +143,11 @@ def _rules(now: datetime):
         (rf"\b{_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(this|last) year\b",
          lambda m: one_day(now.year - (m.group(3) == "last"), MONTHS[m.group(1)], int(m.group(2)))),
         (r"\b(20\d\d)-(\d\d)-(\d\d)\b", lambda m: one_day(int(m.group(1)), int(m.group(2)), int(m.group(3)))),
+        (rf"\b(?:the )?(first|second) fortnight of {_MONTH}\.?,?(?: (20\d\d))?\b",
+         lambda m: _fortnight(m.group(1), int(m.group(3)) if m.group(3) else _year_of(now, MONTHS[m.group(2)]), MONTHS[m.group(2)])),
+        (r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月?\s*(?:到|至|-|–)\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
+         lambda m: (datetime(int(m.group(1)), _cn_number(m.group(2)), 1),
+                    _month_start(int(m.group(1)), _cn_number(m.group(3)) + 1))),
         # "the first week of April 2019": days 1-7 (the second 8-14 ...); the last week: the month's last 7 days
         (rf"\b(?:in |during )?(?:the )?(first|second|third|fourth|last|1st|2nd|3rd|4th) week of {_MONTH}\.?,?(?: (20\d\d))?\b",
          lambda m: _week_of_month(m.group(1), int(m.group(3)) if m.group(3) else _year_of(now, MONTHS[m.group(2)]),
@@ -153,7 +170,7 @@ def _rules(now: datetime):
         (r"\b(this|the current) (?:week|wk)\b|本周|这周|这个星期|本星期", lambda m: (monday, monday + timedelta(days=7))),
         (r"\b(last|previous|past) (?:week|wk)\b|上周|上个?星期|上一周", lambda m: (monday - timedelta(days=7), monday)),
         (r"\bthis month\b|本月|这个月", lambda m: (month, _month_start(now.year, now.month + 1))),
-        (r"\b(last|previous|past) month\b|上个?月", lambda m: (_month_start(now.year, now.month - 1), month)),
+        (r"\b(last|previous|past|prior) (?:calendar )?month\b|上个?月", lambda m: (_month_start(now.year, now.month - 1), month)),
         (r"\bthis quarter\b|本季度", lambda m: _quarter(now.year, q_now)),
         (r"\b(last|previous) quarter\b|上个?季度",
          lambda m: _quarter(now.year - (q_now == 1), 4 if q_now == 1 else q_now - 1)),
@@ -180,7 +197,7 @@ def _rules(now: datetime):
         (r"\b(?:the\s+)?(first|second|third|fourth|1st|2nd|3rd|4th|last)\s+quarter\s+of\s+(20\d\d)\b",
          lambda m: _quarter(int(m.group(2)), {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3,
                                               "fourth": 4, "4th": 4, "last": 4}[m.group(1)])),
-        (r"\b(?:the )?(first|second) half of (?:the|this) year\b",
+        (r"\b(?:the )?(first|second) half(?: of (?:the|this) year)?\b(?! of)",
          lambda m: _half(now.year, 1 if m.group(1) == "first" else 2)),
         (r"\b(?:the )?(first|second) half of (20\d\d)\b|\bh([12]) (20\d\d)\b|(20\d\d)年?(上|下)半年",
          lambda m: _half(int(m.group(2) or m.group(4) or m.group(5)),
@@ -353,7 +370,8 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
 # Words that open a period at one end: "before 2021" is everything until 2021 began, "after March
 # 2019" everything from April on, "since April" / "2025 onwards" / "2018 年之前" likewise. A bare
 # "from" is not one of them: "messages from March 2019" are the messages of that month.
-_BEFORE = re.compile(r"(?:\b(?:before|prior to|earlier than|older than|up until|until|till|through|up to|as late as|by)"
+_BEFORE = re.compile(r"(?:\b(?:before|prior to|earlier than|older than|up until|until|till|through|up to|as late as|by"
+                     r"|no later than|not later than|not after)"
                      r"|\bpre-)\s*(?:the\s+)?(?:(?:start|beginning|end)\s+of\s+)?$")
 _AFTER = re.compile(r"(?:\b(?:after|later than|newer than)|\bpost-)\s*(?:the\s+)?(?:end\s+of\s+)?$")
 _SINCE = re.compile(r"(?:\b(?:since|starting(?:\s+(?:from|in|with))?|beginning(?:\s+(?:from|in))?)"
@@ -371,7 +389,8 @@ def _open_ended(text: str, a: int, b: int, start: datetime | None,
     if start is None or end is None:
         return None  # already open at one end ("since May", "older than 3 weeks")
     before, after = text[:a], text[b:]
-    inclusive = re.search(r"(?:until|till|through|up to|as late as|by)\s*$|\bend\s+of\s*$", before)
+    inclusive = re.search(r"(?:until|till|through|up to|as late as|by|no later than|not later than|not after)\s*$|\bend\s+of\s*$",
+                          before)
     if m := _BEFORE.search(before):
         return (m.start(), b), (None, end if inclusive else start)
     if m := _EARLIER.match(after):

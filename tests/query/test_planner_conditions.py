@@ -203,6 +203,18 @@ def test_a_close_reason_is_asked_only_where_records_carry_one(world):
     ("how many open bug issues don't have an assignee?", 1),
     ("closed PRs that haven't got a milestone", ["p2", "p4", "p7"]),
     ("issues that don't have any labels", ["i6"]),
+    ("issues that dont have any labels", ["i6"]),                      # written without the apostrophe
+    ("how many open PRs are ready for review (not drafts) but nobody has commented on yet?", 2),  # p3, p5
+    ("有多少个开着的、不是草稿、而且一条评论都没有的 PR？", 2),
+    ("2023 issues that are still open and were never given to anyone", ["i1"]),
+    ("how many issues were closed in 2023 with neither a label nor an assignee?", 1),   # i6
+    ("how many issues got closed in 2023 without ever being labelled or assigned?", 1),
+    ("issues that are labelled, just not as bug or enhancement", ["i3"]),
+    ("quinn's issues that didn't get a single comment", ["i1", "i4", "i5", "i6", "i8"]),
+    ("whats the last bug issue we closed?", ["i5"]),                  # by the closing, not the opening
+    ("the most recently closed bug", ["i5"]),
+    ("what was rory's most prolific year for opening PRs?", 3),      # 2020
+    ("open bugs nobody's been assigned", ["i1"]),
 ])
 def test_questions_in_other_words(world, question, expected):
     got, plan = answer(world, question)

@@ -144,6 +144,31 @@ def test_an_acronym_topic_is_searched(world):
     assert rows == [{"count": 1}], plan.pipeline
 
 
+@pytest.mark.parametrize("question", [
+    "in how many of Ana's threads did she never write a reply herself?",
+    "threads Ana started but didn't follow up in - count",
+    "Ana 发起的讨论串里，她自己一次都没回复的有几个？",
+])
+def test_threads_the_starter_never_replied_in(world, question):
+    rows, plan = answer(world, question)
+    assert rows == [{"count": 1}], plan.pipeline  # a1 (Ben and Cy replied); not a2, where Ana answered herself
+
+
+@pytest.mark.parametrize("question", [
+    "how many replies has Ben written in threads Ana started?",
+    "Ben answering Ana's threads - how often?",
+    "Ben 在 Ana 发起的讨论串里回复过多少次？",
+])
+def test_one_persons_replies_in_the_threads_another_started(world, question):
+    rows, plan = answer(world, question)
+    assert rows == [{"count": 2}], plan.pipeline  # b1, b2
+
+
+def test_threads_with_replies_from_at_least_n_people_are_the_starters(world):
+    rows, plan = answer(world, "Ana's threads that got replies from at least two different people")
+    assert refs(rows) == ["a1"], plan.pipeline
+
+
 def test_replies_in_other_peoples_threads_not_started_by_someone(world):
     # Ben's replies: b1, b2 (Ana's thread); and in Cy's thread: b4. Not Ana's threads: b4 only
     rows, plan = answer(world, "How many replies did Ben write in other people's threads that weren't started by Ana?")

@@ -204,6 +204,17 @@ def test_a_word_that_is_one_part_of_a_login_is_offered_with_the_typo_it_is_near(
     assert failed is not None and {p.key for p in failed.candidates} == {"surak", "patil-suraj"}
 
 
+def test_a_common_word_in_lower_case_is_a_person_only_where_a_person_is_named(world):
+    # Slack display names can be words ("Poster", "Match"): in lower case, outside a person's place, the word
+    catalog = Catalog("t", world[1].schemas, [*PEOPLE, {"slack_id": "U8", "name": "Poster"},
+                                              {"slack_id": "U9", "name": "Christa"}])
+    for question in ("top poster in the w workspace", "messages that mention match please", "messages before Christmas 2024"):
+        ctx, failed = resolve(question, NOW, catalog, None)
+        assert failed is None and ctx.mentions == [], (question, failed and failed.message)
+    ctx, failed = resolve("messages by poster", NOW, catalog, None)  # where a person is named: the person
+    assert failed is None and [m.person.name for m in ctx.mentions] == ["Poster"]
+
+
 def test_two_edits_from_a_login_is_offered_not_resolved(world):
     _, failed = resolve("issues by albertvilanovva", NOW, world[1], None)
     assert failed is not None and [p.key for p in failed.candidates] == ["albertvillanova"]

@@ -14,6 +14,7 @@ from context_engine.query.spelling import correct
     ("repiles to my threads", "replies to my threads"),
     ("prs mergd lst week", "prs merged last week"),
     ("# of msgs in 2018", "# of messages in 2018"),
+    ("issues that dont have labels", "issues that don't have labels"),  # a contraction without its apostrophe
 ])
 def test_misspelt_rule_words_are_read_as_meant(asked, read):
     assert correct(asked, set()) == read

@@ -7,7 +7,7 @@ import re
 from datetime import datetime
 
 from context_engine.query.fields import DONE_STATUSES, field_for, person_field_for
-from context_engine.query.ir import TimeRange
+from context_engine.query.ir import Filter, TimeRange
 from context_engine.query.planner.draft import NUMBER_WORDS, Draft
 
 
@@ -41,7 +41,7 @@ class ConditionStep(Draft):
             self.add_filter("state", "closed")
             return "created"
         if name == "pull_requests":
-            if self.mark(r"\bnon-?drafts?\b|(?:\bnot|n't)(?: marked as| marked| a| in)? drafts?\b|\bready for review\b|非草稿"
+            if self.mark(r"\bnon-?drafts?\b|(?:\bnot|n't)(?: marked as| marked| a| in)? drafts?\b|\bready for review\b(?:\s*\(\s*not\s+(?:a\s+)?drafts?\s*\))?|非草稿|不是草稿"
                          r"|\b(?:excluding|except(?: for)?|without|not counting|leaving out|other than|minus|apart from|aside from)"
                          r" (?:the |any )?drafts?\b|(?:不含|不包括|排除|除了?)草稿"):
                 self.add_filter("draft", False)
@@ -125,20 +125,30 @@ class ConditionStep(Draft):
         return bool(label and re.search(r"\blabel|\btagged\b|标签", self.q, re.I)
                     and word in {str(v).lower() for v in self.schema.fields[label].enum or []})
 
+    def _neither_label_nor_assignee(self) -> None:
+        """"neither a label nor an assignee", "without ever being labelled or assigned": both absent."""
+        label, assignee = field_for(self.schema, "label"), person_field_for(self.schema, "assignee")
+        if label and assignee and self.mark(
+                r"\bneither (?:a |any )?labels? nor (?:an? |any )?assignees?\b|\bwithout (?:ever )?being (?:labell?ed|tagged) or assigned\b"
+                r"|\b(?:no|without) (?:a |any )?labels? (?:and|or|nor) (?:no |without )?(?:an? |any )?assignees?\b"):
+            self.add_filter(label, None, "empty")
+            self.add_filter(assignee[0], None, "empty")
+
     def _absences(self) -> None:
         """Something a record lacks: "no labels", "unassigned" (linking), "nobody commented on",
         "mention nobody", "not in any thread". A list that is empty or missing; a count that is 0
         or missing (Slack stores no `reply_count` on a message without replies)."""
         s = self.schema
+        self._neither_label_nor_assignee()
         label = field_for(s, "label")
         if label and self.mark(rf"\bunlabell?ed\b|\b(?:no|zero|without(?: any)?|lacking(?: any)?|missing) labels?\b|{_LACKS}labels?\b"
                                r"|\bnot labell?ed(?: at all)?(?=\s*(?:$|[?,.:;)!-]|and\b|or\b|in\b|from\b|since\b|before\b|after\b))"
                                r"|没有(?:任何)?标签|无标签|未打?标签|不带(?:任何)?标签"):
             self.add_filter(label, None, "empty")
         assignee = person_field_for(s, "assignee")
-        if assignee and self.mark(r"\b(?:nobody|no one|no-one) (?:is |was |has been |got )?assigned\b|\bassigned to (?:nobody|no one|no-one)\b"
+        if assignee and self.mark(r"\b(?:nobody|no one|no-one)(?:'s been|'s| is| was| has been| got)? (?:been )?assigned\b|\bassigned to (?:nobody|no one|no-one)\b"
                                   r"|(?:\bnot|\bnever|n't|n't been|\bnever been) assigned to (?:anyone|anybody|someone|a person)\b"
-                                  r"|\bnever (?:been |got |gotten |was |were )?assigned\b|\bwithout (?:an? |any )?assignees?\b"
+                                  r"|\bnever (?:been |got |gotten |was |were )?(?:assigned|given to (?:anyone|anybody|someone))\b|\bwithout (?:an? |any )?assignees?\b"
                                   rf"|{_LACKS}assignees?\b"
                                   r"|没有?(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)(?:给)?(?:任何人|任何一个人|别人|谁)?|无人(?:负责|认领)|未(?:被)?(?:指派|分配)(?:给)?(?:任何人)?"):
             self.add_filter(assignee[0], None, "empty")  # "unassigned", "no assignee": the linking step's own words
@@ -172,7 +182,7 @@ class ConditionStep(Draft):
         for pattern, noun in ((r"\b(?:no|zero|without(?: any)?) comments?\b|\buncommented\b"
                                r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?commented\b"
                                r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew|attracted) (?:a |any |a single )?comments?\b"
-                               r"|\bwithout (?:a single|one|even one) comment\b|\bwithout (?:anyone|anybody|someone|a soul) comment(?:ing|ed)?(?: on (?:it|them))?\b"
+                               r"|\bwithout (?:a single|one|even one) comment\b|(?:\bdid(?:n't| not)|\bnever|\bdoes(?:n't| not)) (?:get|got|receive|have|had|draw) (?:a single|any|one|even one) comments?\b|\bwithout (?:anyone|anybody|someone|a soul) comment(?:ing|ed)?(?: on (?:it|them))?\b"
                                r"|没有(?:任何)?(?:人)?评论|无评论|没(?:有)?(?:收到|得到)(?:任何|过)?评论|一条评论都没有|零评论", "comment"),
                               (r"\b(?:no|zero|without(?: any)?) repl(?:y|ies)\b|\bunanswered\b|\bunreplied\b"
                                r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?replied\b|\b(?:not|never) (?:been |got |gotten )?replied to\b"
@@ -186,16 +196,24 @@ class ConditionStep(Draft):
         """A value said with a negation before it ("not labelled bug", "without the docs label", "not
         by lhoestq", "neither X nor Y", "除了 X") is excluded, not required. Only the words listed
         may stand between the negation and the value: "not merged PRs by X" negates no one."""
-        for f in self.filters:
+        negated: Filter | None = None
+        for f in sorted(self.filters, key=lambda f: f.span or (len(self.q), 0)):  # in the order they were said
             if f.op not in ("eq", "in") or f.negate or f.span is None or f.field in _STATE_FIELDS:
                 continue
             m = _NEGATION_BEFORE.search(self.q[:f.span[0]])
-            if m:
+            listed = negated is not None and negated.field == f.field and negated.span is not None and re.fullmatch(
+                r"\s*(?:,|or|and|nor|/|、|或|和)\s*", self.q[negated.span[1]:f.span[0]], re.I)
+            if m or listed:  # "not as bug or enhancement": the values listed after a negation are excluded too
                 f.negate = True
-                self.use((m.start(), f.span[0]))
-                self.notes.append(f"{self.q[m.start():f.span[1]]!r}: excluded")
+                self.use((m.start(), f.span[0]) if m else (negated.span[1], f.span[0]))
+                self.notes.append(f"{self.q[(m.start() if m else f.span[0]):f.span[1]]!r}: excluded")
                 if f.op == "in":  # the second half of "neither X nor Y", "既不在 X 也不在 Y"
                     self.mark(r"\bnor\b|也不(?:在|是|带)")
+                negated = f
+        label = field_for(self.schema, "label")
+        if label and any(f.field == label and f.negate for f in self.filters) and self.mark(
+                r"\b(?:are|is|were|was)\s+labell?ed\b(?=,?\s*(?:just|but|only)?\s*not\b)|\b(?:some|a|any) labels?(?= other than\b)"):
+            self.add_filter(label, None, "not_empty")  # "labelled, just not as bug": some label, not that one
 
     def _jira_status(self, status: str) -> str | None:
         values = self.schema.fields[status].enum or []
@@ -334,6 +352,8 @@ class ConditionStep(Draft):
             self.add_filter("reviews", None, "empty")
         self._replies_in_others_threads()
         self._threads_without_someone()
+        if re.search(r"\bthreads?\b|讨论串|帖子", self.q, re.I):
+            self._threads_the_starter_left()
         replies = field_for(self.schema, "replies")
         # Replies to someone's threads are counted themselves: the word "threads" there selects no parents.
         replying = person_field_for(self.schema, "replied_to")
@@ -363,6 +383,18 @@ class ConditionStep(Draft):
         elif single and not self._is_used(single.span()):
             self.use(single.span())
             self.add_filter("reply_users_count", 1)
+
+    def _threads_the_starter_left(self) -> None:
+        """"threads Ida started but didn't follow up in", "her threads she never replied in herself",
+        "她自己一次都没回复的": threads whose repliers do not include the person who started them."""
+        author, joined = person_field_for(self.schema, "author"), person_field_for(self.schema, "reply_user")
+        starter = next((f for f in self.filters if author and f.field == author[0] and f.op == "eq" and not f.negate), None)
+        if starter is None or joined is None:
+            return
+        if self.mark(r"\b(?:did(?:n't| not)|never|does(?:n't| not))\s+(?:\w+\s+)?(?:follow(?:ed)? up|repl(?:y|ied)|answer(?:ed)?|respond(?:ed)?|"
+                     r"write|wrote)(?:\s+(?:a\s+)?repl(?:y|ies))?(?:\s+(?:in|to)\s+(?:it|them|there))?(?:\s+(?:herself|himself|themselves))?\b"
+                     r"|(?:她|他)?自己(?:一次)?(?:都|也)?(?:没有?|从没|从未)(?:回复|回)过?"):
+            self.add_filter(joined[0], starter.value, "ne")
 
     def _threads_without_someone(self) -> None:
         """"threads Carman took no part in (didn't start, didn't reply)", "threads without Carman in them
@@ -421,7 +453,8 @@ _LACKS = (r"(?:\b(?:do|does|did)(?:n't| not)|\bha(?:ve|s)(?:n't| not)(?: got)?) 
 _NOT_A_REPLY = (r"\bnon-?repl(?:y|ies)\b|\bneither (?:a )?(?:thread )?repl(?:y|ies)\b|\btop[- ]level\b|顶层|(?:\bnot|n't|\bnever)\s+(?:a\s+)?(?:thread\s+)?repl(?:y|ies)(?:\s+to\s+(?:somebody|someone|anyone|anybody|others?))?\b"
                 r"|不是回复")
 # A message outside any thread: neither a reply nor (with "standalone") a thread start.
-_NOT_IN_A_THREAD = (r"(?:\bnot|n't) (?:in|part of|inside) (?:any |a )?threads?\b|\bstandalone\b|\bnon-?threaded\b|\bunthreaded\b"
+_NOT_IN_A_THREAD = (r"(?:\bnot|n't) (?:in|part of|inside) (?:any |a )?threads?\b|\bstand-?alone\b|\bnon-?threaded\b|\bunthreaded\b"
+                    r"|\bneither in a thread\b"
                     r"|不属于(?:任何)?(?:一个)?(?:讨论串|帖子|线程)"
                     r"|\boutside (?:of )?(?:any |a )?threads?\b|\b(?:no|without(?: a| any)?) threads?\b"
                     r"|\bstand(?:s|ing)? alone\b|不在(?:任何)?(?:帖子|讨论串|线程)")

@@ -210,6 +210,14 @@ class LinkStep(Draft):
             return "mentioned"
         if person_field_for(self.schema, "replied_to") and (
                 re.search(r"\b(?:repl(?:y|ies|ied|iers?)|respond(?:s|ed|ers?)?|answer(?:s|ed|ers?)?)\s+(?:\w+\s+){0,2}?to\s+$|回复(?:了|过)?\s*$", before)
+                # "replies Kristeen wrote in threads Caprice started", "Kristeen answering Caprice's threads"
+                or (re.search(r"\brepl(?:y|ies|ied)\b|\banswer\w*|\brespon\w*|回复", self.q, re.I)
+                    and any(m is not mention and m.person is not None and m.start < mention.start for m in self.ctx.mentions)
+                    and (re.search(r"\b(?:threads?|posts?)\s+(?:that\s+|which\s+)?$", before)
+                         and re.search(r"^\s*(?:started|opened|kicked off|began|begun|created|posted)\b", after)
+                         or re.search(r"\b(?:repl\w*|respon\w*|answer\w*)\s+(?:in\s+|on\s+|to\s+|under\s+)?$", before)
+                         and re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|questions?|messages?)\b", after)
+                         or re.search(r"^\s*发起的(?:讨论串|帖子|讨论)", after)))
                 # "replies in threads that weren't started by Chantelle": whose thread (negated below)
                 or re.search(r"\bthreads?\s+(?:that\s+|which\s+)?(?:weren't|were not|wasn't|was not|not|never)\s+(?:been\s+)?"
                              r"(?:started|opened|begun|kicked off)\s+by\s+$", before)
@@ -221,6 +229,9 @@ class LinkStep(Draft):
                 or (re.search(r"\b(?:repl\w*|respon\w*|answer\w*)\s+(?:in|on|to|under)\s+$", before)
                     and re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|questions?|messages?)\b", after))
                 or (re.search(r"\bwho\b|\bwhom\b|谁|\bpeople\b|\bpersons?\b|\busers?\b|\brepliers\b|\bresponders\b|(?<![有别他])人", self.q, re.I)
+                    # "threads that got replies from at least three different people": how many replied, not who
+                    and not re.search(r"\b(?:from|by)\s+(?:at least|more than|over|no more than|at most|exactly|only)\s+\w+\s+"
+                                      r"(?:different |distinct )?(?:people|persons|users|repliers)\b", self.q, re.I)
                     and re.search(r"\brepl(?:y|ies|ied|iers)\b|\brespon\w*|\banswer\w*|回复", self.q, re.I)
                     and (re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|messages?|questions?)\b|^\s*的(?:帖子|消息|讨论)", after)
                          or re.search(r"\b(?:threads?|posts?|questions?)\s+(?:\w+\s+)?(?:started|opened|kicked off|begun|created|posted)\s+by\s+$"

@@ -15,15 +15,15 @@ TEXT_LIMIT = 20
 
 COUNT = re.compile(r"\bhow many\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数", re.I)
 
-TOP = re.compile(r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|(?<!\bat )\bmost\b|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|最常|最经常|前(\d+)名?", re.I)
+TOP = re.compile(r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|最常|最经常|前(\d+)名?", re.I)
 
 _LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:hours?|days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
 
 _BUCKETS = [
-    ("day", r"\bdaily\b|\bper day\b|\bby (?:the )?day\b|\beach day\b|每天|每日|按天"),
-    ("week", r"\bweekly\b|\bper week\b|\bby (?:the )?week\b|\beach week\b|\bweek (?:by|over|on) week\b|每周|按周"),
-    ("month", r"\bmonthly\b|\bper month\b|\bby (?:the )?month\b|\beach month\b|\bmonth (?:by|over|on) month\b|每月|每个月|按月"),
-    ("year", r"\byearly\b|\bper year\b|\bby (?:the )?year\b|\beach year\b|每年|按年"),
+    ("day", r"\bdaily\b|\bper[- ]day\b|\bday[- ]by[- ]day\b|\bby (?:the )?day\b|\beach day\b|每天|每日|按天"),
+    ("week", r"\bweekly\b|\bper[- ]week\b|\bweek[- ]by[- ]week\b|\bby (?:the )?week\b|\beach week\b|\bweek (?:by|over|on) week\b|每周|按周"),
+    ("month", r"\bmonthly\b|\bper[- ]month\b|\bmonth[- ]by[- ]month\b|\bby (?:the )?month\b|\beach month\b|\bmonth (?:by|over|on) month\b|每月|每个月|按月"),
+    ("year", r"\byearly\b|\bper[- ]year\b|\byear[- ]by[- ]year\b|\bby (?:the )?year\b|\beach year\b|每年|按年"),
 ]
 
 _GROUP = re.compile(
@@ -68,7 +68,9 @@ _FEWEST = r"\bfewest\b|\bleast\b|\bquietest\b|\bslowest\b|\blowest\b|\bcalmest\b
 # dates the question ("last month", "per day"), which the time and bucket steps read.
 _ASKED_UNIT = re.compile(
     rf"\b(?:which|what)\s+(?:\w+\s+)?{_UNIT}\b(?!\s+ago\b)"
-    rf"|\b(?:busiest|quietest|slowest|calmest|peak|record|most active|least active|biggest|best|worst)\s+(?:\w+\s+){{0,2}}?{_UNIT}\b"
+    rf"|\b(?:busiest|quietest|slowest|calmest|peak|record|most active|least active|biggest|best|worst"
+    rf"|most (?:prolific|productive)|least (?:prolific|productive))\s+(?:\w+\s+){{0,2}}?{_UNIT}\b"
+    rf"|\b{_UNIT}\s+in\s+which\b"
     rf"|\bthe\s+{_UNIT}\s+(?:with|that|when|in which|where)\b"
     rf"|哪(?:一|个)?\s*(天|日|周|个?星期|个?月|年)", re.I)
 _EXTREME_WORD = re.compile(rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord\b|\bbiggest\b|{_FEWEST}|最多|最高|最忙|最活跃", re.I)
@@ -137,7 +139,7 @@ _ROLE_WORDS = {"assignee": r"被?(?:指派|分配)过?给?|\bassigned\b", "menti
 def _first_word(m: re.Match) -> tuple[int, int]:
     """The superlative of a newest/oldest match ("earliest" of "earliest-created issue", 最早 of 最早创建的 issue):
     the words between may be conditions other steps read."""
-    word = re.match(r"most recently \w+|most recent|very first|first ever"
+    word = re.match(r"most recently|most recent|very first|first ever"
                     r"|(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest|[A-Za-z]+|[\u4e00-\u9fff]{2}",
                     m.group(0), re.I)
     return (m.start(), m.start() + (word.end() if word else len(m.group(0))))
@@ -418,7 +420,9 @@ class ShapeStep(Draft):
             date_field = time_field or field_for(self.schema, state_verb or "created") or field_for(self.schema, "created")
             return Shape(intent.extreme, field=date_field, bucket=intent.bucket, over="groups") if date_field else None
         if intent.kind == "record_extreme":
-            date_field = time_field or field_for(self.schema, "created")
+            # "the last bug we closed", "the most recently merged PR": the date of what was done to it
+            done = field_for(self.schema, state_verb) if state_verb in ("closed", "merged", "resolved") else None
+            date_field = time_field or done or field_for(self.schema, "created")
             return Shape("list", sort=[SortKey(date_field, intent.direction)], limit=1) if date_field else None
         if intent.kind in ("sum", "measure_extreme"):
             self._replies_summed_over_the_starters_threads(intent.role)
