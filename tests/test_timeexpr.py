@@ -44,6 +44,8 @@ D = datetime
     ("2019 年 1 到 5 月", D(2019, 1, 1), D(2019, 6, 1)),
     ("issues closed during the previous calendar month", D(2026, 10, 1), D(2026, 11, 1)),
     ("bug reports filed no later than the end of 2020", None, D(2021, 1, 1)),  # not "later than": before
+    ("messages before Christmas 2017", None, D(2017, 12, 25)),
+    ("2017 年圣诞节之前", None, D(2017, 12, 25)),
 ])
 def test_time_expressions(text, start, end):
     ranges = find_time_ranges(text, NOW)

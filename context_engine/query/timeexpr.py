@@ -143,6 +143,7 @@ def _rules(now: datetime):
         (rf"\b{_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(this|last) year\b",
          lambda m: one_day(now.year - (m.group(3) == "last"), MONTHS[m.group(1)], int(m.group(2)))),
         (r"\b(20\d\d)-(\d\d)-(\d\d)\b", lambda m: one_day(int(m.group(1)), int(m.group(2)), int(m.group(3)))),
+        (r"\b(?:christmas(?: day)?|xmas),? (20\d\d)\b|(20\d\d)\s*年\s*圣诞节?", lambda m: one_day(int(m.group(1) or m.group(2)), 12, 25)),
         (rf"\b(?:the )?(first|second) fortnight of {_MONTH}\.?,?(?: (20\d\d))?\b",
          lambda m: _fortnight(m.group(1), int(m.group(3)) if m.group(3) else _year_of(now, MONTHS[m.group(2)]), MONTHS[m.group(2)])),
         (r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月?\s*(?:到|至|-|–)\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",

@@ -215,6 +215,9 @@ def test_a_close_reason_is_asked_only_where_records_carry_one(world):
     ("the most recently closed bug", ["i5"]),
     ("what was rory's most prolific year for opening PRs?", 3),      # 2020
     ("open bugs nobody's been assigned", ["i1"]),
+    ("show me the open issues sitting on quinn's plate (assigned to him)", ["i2"]),
+    ("issues rory shut down as won't-fix / not planned", ["i4"]),      # the closer, not the author
+    ("not-planned closures broken down by who closed them", 1),        # one group: rory (i6 has no closer)
 ])
 def test_questions_in_other_words(world, question, expected):
     got, plan = answer(world, question)

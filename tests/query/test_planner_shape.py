@@ -37,6 +37,8 @@ def conditions(p) -> set[tuple[str, str, object]]:
     ("what year had the fewest commits", "argmin", "year"),
     ("今年哪个月合并的 PR 最多？", "argmax", "month"),
     ("2026 年哪一天的消息最少", "argmin", "day"),
+    ("2026 年 1 到 5 月，哪个月的消息最热闹？", "argmax", "month"),
+    ("what was Alex Chen's most prolific year for opening PRs?", "argmax", "year"),
 ])
 def test_the_busiest_or_quietest_period_is_a_time_bucket_extreme(catalog, question, kind, bucket):
     shape = plan(catalog, question).ir.shape

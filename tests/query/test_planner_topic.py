@@ -179,3 +179,12 @@ def test_phrases_given_as_alternatives_keep_the_first_and_say_the_rest_was_not_r
 def test_more_ways_of_naming_a_topic(catalog, question, words):
     p = plan(catalog, question)
     assert topic(p) == words and p.not_understood == []
+
+
+@pytest.mark.parametrize("question,words", [
+    ("标题里提到 caching 或 redis 的已合并 PR", ["cach", "caching", "redi", "redis"]),   # 或: alternatives
+    ("merged pull requests whose titles say caching", ["cach", "caching"]),
+])
+def test_more_ways_of_naming_words_in_the_title(catalog, question, words):
+    p = plan(catalog, question)
+    assert [(f.field, f.value) for f in p.ir.filters if f.op == "words"] == [("title", words)]

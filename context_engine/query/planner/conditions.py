@@ -20,7 +20,7 @@ class ConditionStep(Draft):
             before = self.q[:m.start()]
             if m.group(0).lower() == "open" and re.search(r"\b(did|do|does|will|would|to|I|we|you|they)\s+(?:\S+\s+){0,3}$",
                                                           before, re.I) \
-                    and not re.search(r"\b(still|currently|are|is|remains?|being|be|as|and|stay|stays)\s+$", before, re.I) \
+                    and not re.search(r"\b(still|currently|are|is|remains?|being|be|as|and|stay|stays|the|all|any|our|my|their)\s+$", before, re.I) \
                     and not (re.search(r"\b(?:do|does|did)\s+(?:(?:the|all|our|their|any)\s+)?$", before, re.I)  # "which label do open issues carry"
                              and re.match(r"\s+(?:issues|prs|pull requests|tickets|bugs)\b", self.q[m.end():], re.I)):
                 continue
@@ -88,7 +88,7 @@ class ConditionStep(Draft):
                 if self._mark_state(rf"{_NOT_CLOSED}|\bopen\b|\b(unresolved|outstanding|active)\b|还没(?:有)?关闭|没有关闭|未解决|未关闭|打开的|开放|还开着"):
                     self.add_filter("state", "open")
                     return "created"
-                if self.mark(r"\b(closed|resolved|fixed|done|closures?)\b|已关闭|已解决|关闭了?|解决了?"):
+                if self.mark(r"\b(closed|resolved|fixed|done|closures?|shut(?: down)?)\b|已关闭|已解决|关闭了?|解决了?"):
                     self.add_filter("state", "closed")
                     return "closed"
             return None
@@ -105,9 +105,10 @@ class ConditionStep(Draft):
             self.add_filter("state_reason", "completed", "ne")
             self.mark(r"\bclosed\b|已关闭|关闭")
             self.add_filter("state", "closed")  # a reason other than completed is given to closed issues only
-        elif "not_planned" in reasons and self.mark(r"\bnot[ _-]planned\b|\bwon'?t (?:do|fix)\b"
+        elif "not_planned" in reasons and self.mark(r"\bnot[ _-]planned\b|\bwon'?t[ -](?:do|fix)\b"
                                                     + ("" if self._a_label("wontfix") else r"|\bwontfix\b") + "|不计划|不打算|不做|不修复"):
             self.add_filter("state_reason", "not_planned")
+            self.mark(r"\bnot[ _-]planned\b|\bwon'?t[ -](?:do|fix)\b|\bwontfix\b")  # said twice: "won't-fix / not planned"
         elif self.mark(r"\b(?:closed )?as (?:completed|done)\b|\bcompleted\b|(?:以)?完成(?:为理由)?"):
             self.add_filter("state_reason", "completed")
         elif "reopened" in reasons and self.mark(r"\bre-?opened\b|重新打开|重开"):

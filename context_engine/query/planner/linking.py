@@ -258,8 +258,11 @@ class LinkStep(Draft):
                 r"^\s*(?:(?:has|have)(?!\s+(?:\w+\s+)?(?:filed|opened|created|reported|raised|written|submitted|authored|posted"
                 r"|started|closed|resolved|fixed|commented|merged)\b)|owns?|is working on|名下|手上|手里)", after):
             return "assignee"  # "X has 3 open issues"; "X has filed" is the author
+        if self.collection == "issues" and re.search(r"^(?:'s|s'|’s)\s+plate\b", after):
+            return "assignee"  # "the open issues sitting on lhoestq's plate"
         if self.collection == "issues" and re.search(
-                r"^\s*(?:did |has |have )?(?:resolve|resolved|close|closed|complete|completed|finish|finished|fix|fixed)\b", after):
+                r"^\s*(?:did |has |have )?(?:resolve|resolved|close|closed|complete|completed|finish|finished|fix|fixed|shut(?: down)?)\b"
+                r"|^\s*(?:以[^，。？?]{0,12})?关闭", after):
             # GitHub records who closed an issue; Jira does not, and there the assignee did the work.
             return "closer" if person_field_for(self.schema, "closer") else "assignee"
         if re.search(r"^[^，。？,.?]{0,12}?(?<![a-z])(review|reviewed|审查|评审|审核)", after) and not re.search(r"请|等", before[-4:]):
@@ -328,6 +331,9 @@ class LinkStep(Draft):
                           r"|\bother (?:people|users|folks|members|persons)\b(?!['’]s?\s+(?:threads?|posts?|discussions?))"
                           r"|\b(?:someone|somebody|everyone|everybody) else\b(?!['’]s)")
             roles.add(role)
+            if role == "assignee":
+                self.mark(r"\bsitting on\b|\bon\b(?=\s+\S+['’]s\s+plate\b)")  # "sitting on lhoestq's plate"
+                self.mark(r"(?<=['’]s )plate\b")
             typo = f" (the closest name to {mention.text!r}, read as a typo)" if mention.score < 100 else ""
             self.notes.append(f"{mention.text!r} -> {person.name} ({handle}) as {role}{typo}")
             # Phrases that only told us the role are consumed too.

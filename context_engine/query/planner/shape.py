@@ -30,7 +30,7 @@ _GROUP = re.compile(
     r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+(?:(?:slack|jira|github|git|code)\s+)?"
     r"(labels?|repos?|repositor(?:y|ies)|authors?|persons?|people|users?|states?|status(?:es)?|priorit(?:y|ies)|"
     r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?|workspaces?"
-    r"|(?:close|closing|state|resolution) reasons?|why (?:they|it) (?:was|were) closed)\b"
+    r"|(?:close|closing|state|resolution) reasons?|why (?:they|it) (?:was|were) closed|who closed (?:them|it|those))\b"
     r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目|工作区)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态|工作区)"
     r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)", re.I)
 
@@ -44,7 +44,7 @@ _GROUP_ROLES = {
     "频道": "channel", "负责人": "assignee", "类型": "type", "项目": "project",
     "workspace": "workspace", "工作区": "workspace",
     "close": "state_reason", "closing": "state_reason", "state reason": "state_reason", "resolution": "state_reason",
-    "why": "state_reason",
+    "why": "state_reason", "who closed": "closer",
 }
 
 _ASKS_FOR_PEOPLE = re.compile(r"\bwho\b|\bwhom\b|\bpeople\b|\bpersons?\b|\busers?\b|\bengineers?\b|\bdevelopers?\b|"
@@ -73,7 +73,7 @@ _ASKED_UNIT = re.compile(
     rf"|\b{_UNIT}\s+in\s+which\b"
     rf"|\bthe\s+{_UNIT}\s+(?:with|that|when|in which|where)\b"
     rf"|哪(?:一|个)?\s*(天|日|周|个?星期|个?月|年)", re.I)
-_EXTREME_WORD = re.compile(rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord\b|\bbiggest\b|{_FEWEST}|最多|最高|最忙|最活跃", re.I)
+_EXTREME_WORD = re.compile(rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord\b|\bbiggest\b|{_FEWEST}|最多|最高|最忙|最活跃|最热闹", re.I)
 
 # The newest / first record: a superlative of time before a record noun, singular ("lhoestq's newest PR",
 # "the earliest message Andreas posted", "最新的 PR", "第一条消息"); "the last 5 PRs" is a list limit instead.

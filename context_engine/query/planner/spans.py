@@ -26,7 +26,7 @@ _CUE_WORDS = (r"about|regarding|mention(?:s|ed|ing)?|related to|concerning|invol
               r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|touch(?:es|ing)?|"
               r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|talk about)")
 # ... and "with" before a quoted word or before "X in the title".
-CUE = re.compile(rf"\b(?:{_CUE_WORDS}|with)\s+(?=['\"‘“])"
+CUE = re.compile(rf"\b(?:{_CUE_WORDS}|with)\s+(?=['\"‘“])|\btitles?\s+(?:says?|reads?|includes?|contains?)\s+"
                  r"|\bwith\s+(?=[\w.\-]+(?:\s+[\w.\-]+)?\s+in\s+(?:the\s+|its\s+|their\s+)?(?:\w+\s+)?titles?\b)"
                  rf"|\b(?:{_CUE_WORDS})\s+|关于|有关|提到|涉及|讨论(?![串区组])|谈到|说到|聊到?", re.I)
 # What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关".
@@ -91,7 +91,7 @@ class SpanStep(Draft):
     def _alternatives(self, run: list[tuple[int, int]]) -> bool:
         """Words said as alternatives ("card or cards", "json or jsonl", "lein / leiningen"): one word each."""
         gaps = [self.q[b:a] for (_, b), (a, _) in zip(run, run[1:])]
-        return bool(gaps) and all(re.fullmatch(r"\s+or\s+| +/ +", gap, re.I) for gap in gaps)
+        return bool(gaps) and all(re.fullmatch(r"\s+or\s+| +/ +|\s*或者?\s*", gap, re.I) for gap in gaps)
 
     def _first_alternative(self, run: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """A run with "or" between phrases ("lazy evaluation or lazy seqs") is no one search: its first
@@ -172,7 +172,7 @@ class SpanStep(Draft):
                 break
             if forward and not run and not pending and word in DETERMINERS:
                 continue  # "about the session cache"
-            if run and word == "or":
+            if run and word in ("or", "或", "或者"):
                 alternative = True
                 continue  # "card or cards in the title": `$text` matches any of its words
             if not self._topic_word(word, (a, b), other_collections=bridge) and not (
