@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 
 from context_engine.prompts import FOLLOWUP_SYSTEM
 from context_engine.query.identity import PeopleDirectory
+from context_engine.query.planner.draft import NUMBER_WORDS
 from context_engine.query.timeexpr import MONTHS, find_time_ranges
 from context_engine.models import structured_output
 from context_engine.text import HAN
@@ -94,7 +95,7 @@ _LATER = re.compile(r"^(?:any(?:thing)?\s+)?(?:later|after\s+(?:that|then)|since
                     r"|^(?:更晚|再晚|之后|在那之后|那之后|以后)(?:的)?$", re.I)
 
 
-_COUNTS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "twelve": 12}
+_COUNTS = {word: n for word, n in NUMBER_WORDS.items() if n >= 2}  # "the next three months"
 
 
 def _months(when: datetime, n: int) -> datetime:
@@ -161,7 +162,9 @@ _ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, 
 _ORDINAL = re.compile(r"^(?:the\s+)?(?P<en>first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)(?:\s+(?:one|person|candidate))?$"
                       r"|^(?:number\s+|no\.?\s*|#)?(?P<digit>[1-9])$|^第?(?P<cjk>一|二|两|三|四|五|最后一)个(?:人)?$"
                       r"|^第(?P<cjkdigit>[1-9])个?(?:人)?$", re.I)
-_MEANT = re.compile(r"^(?:(?:no|sorry|oops|oh|ah|nope|right|ok(?:ay)?|yes|yeah)[\s,:;.!]+)*(?:i\s+meant?|meant|i\s+was\s+asking\s+about"
+# "no,", "sorry:", "oh right," before a correction
+_INTERJECTIONS = r"(?:(?:no|sorry|oops|oh|ah|nope|right|ok(?:ay)?|yes|yeah)[\s,:;.!]+)"
+_MEANT = re.compile(rf"^{_INTERJECTIONS}*(?:i\s+meant?|meant|i\s+was\s+asking\s+about"
                     r"|i(?:'m|\s+am|\s+was)\s+thinking\s+of|the\s+one\s+(?:called|named)|make\s+(?:it|that)"
                     r"|(?:his|her|their|the)\s+(?:github\s+)?(?:login|user\s?name|handle|account|id)\s+(?:is|was|'s))"
                     r"\s+(?:the\s+)?(?:(?:login|user(?:name)?|handle|account|person)\s+)?@?"
@@ -191,7 +194,7 @@ def _pick(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
             index = _ORDINALS[(m.group("en") or m.group("cjk")).lower()]
         return candidates[index] if -len(candidates) <= index < len(candidates) else None
     # "julien-c, the one from HF", "VictorSanh on GitHub", "mariosasko is who I had in mind": the name
-    said = re.sub(r"^(?:(?:no|sorry|oops|oh|ah|nope|right|ok(?:ay)?|yes|yeah)[\s,:;.!]+)+", "", core, flags=re.I)
+    said = re.sub(rf"^{_INTERJECTIONS}+", "", core, flags=re.I)
     who = re.sub(r"\s*[,，(].*$|\s+on\s+(?:github|slack|the\s+\w+\s+slack)$|\s+is\s+(?:who|the\s+one)\s+I\s+(?:had\s+in\s+mind|meant|mean)$",
                  "", _MEANT.sub("", said, count=1), flags=re.I).strip().lower()
     if not who:

@@ -321,6 +321,16 @@ class PeopleDirectory:
         # A writer who capitalizes some word after the first ("PRs by Rashed") capitalizes names:
         # then only capitalized words may be misspelt names, lower-case ones are plain English.
         writes_names_capitalized = any(w[0][0].isupper() and w[0] != "I" for w in words[1:])
+        slots: list[tuple[str, int, int]] | None = None  # where persons are named: computed once, when needed
+
+        def a_word_not_a_name(text: str, low: str, start: int, end: int) -> bool:
+            """"top elmlang poster", "mention match", "please": a lower-case common word outside a
+            person's place is that word, though someone is called so."""
+            nonlocal slots
+            if not (text.islower() and _is_english(low)):
+                return False
+            slots = person_slots(question) if slots is None else slots
+            return not any(a <= start and end <= b for _, a, b in slots)
         for n in (3, 2, 1):
             for j in range(len(words) - n + 1):
                 start, end = words[j][1], words[j + n - 1][2]
@@ -336,8 +346,8 @@ class PeopleDirectory:
                     add(Mention(text, start, end, person=asker, is_asker=True))
                     continue
                 hits = self.index.get(low)
-                if n == 1 and text.islower() and _is_english(low) and not _in_person_place(question, start, end):
-                    continue  # "top elmlang poster", "mention match", "please": a word, though someone is called so
+                if n == 1 and (hits or len(low) >= 5) and a_word_not_a_name(text, low, start, end):
+                    continue  # (without a hit, a word shorter than five letters is looked up no further)
                 if n == 1 and low in CALENDAR_NAMES and (_DATE_BEFORE.search(question[:start])
                                                          or _DATE_AFTER.search(question[end:])):
                     continue  # a date ("in April 2019"), not April the person
@@ -465,11 +475,6 @@ def _is_english(word: str) -> bool:
     from context_engine.query.spelling import english_words  # spelling reads identity's word lists
 
     return english_words().word_frequency[word] >= _COMMON_ENOUGH
-
-
-def _in_person_place(question: str, start: int, end: int) -> bool:
-    """Whether a word stands where a person is named ("by ida", "did lars merge", "karen's")."""
-    return any(a <= start and end <= b for _, a, b in person_slots(question))
 
 
 def person_slots(question: str) -> list[tuple[str, int, int]]:

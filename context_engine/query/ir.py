@@ -21,7 +21,7 @@ Span = tuple[int, int]
 
 # eq ... lte compare; in/nin take a list; exists takes a bool; empty/not_empty take no value
 # ("is empty": missing, null, [] or ""); words takes a list of words, any of which the text of the
-# field holds ("CI in the title": a word, or a word beginning with it when it is longer than three letters).
+# field holds, whole or with an ending ("CI in the title"; `validate.word_pattern`).
 OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "exists", "empty", "not_empty", "words")
 # The words of a `words` filter: one ASCII word or one run of Chinese characters each, so the pattern
 # built from them is a fixed shape the validator recognises (`validate.is_word_pattern`).

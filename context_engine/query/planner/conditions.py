@@ -353,8 +353,7 @@ class ConditionStep(Draft):
             self.add_filter("reviews", None, "empty")
         self._replies_in_others_threads()
         self._threads_without_someone()
-        if re.search(r"\bthreads?\b|讨论串|帖子", self.q, re.I):
-            self._threads_the_starter_left()
+        self._threads_the_starter_left()
         replies = field_for(self.schema, "replies")
         # Replies to someone's threads are counted themselves: the word "threads" there selects no parents.
         replying = person_field_for(self.schema, "replied_to")
@@ -390,7 +389,7 @@ class ConditionStep(Draft):
         "她自己一次都没回复的": threads whose repliers do not include the person who started them."""
         author, joined = person_field_for(self.schema, "author"), person_field_for(self.schema, "reply_user")
         starter = next((f for f in self.filters if author and f.field == author[0] and f.op == "eq" and not f.negate), None)
-        if starter is None or joined is None:
+        if starter is None or joined is None or not _THREAD_WORD.search(self.q):
             return
         if self.mark(r"\b(?:did(?:n't| not)|never|does(?:n't| not))\s+(?:\w+\s+)?(?:follow(?:ed)? up|repl(?:y|ied)|answer(?:ed)?|respond(?:ed)?|"
                      r"write|wrote)(?:\s+(?:a\s+)?repl(?:y|ies))?(?:\s+(?:in|to)\s+(?:it|them|there))?(?:\s+(?:herself|himself|themselves))?\b"
@@ -403,7 +402,7 @@ class ConditionStep(Draft):
         they are not among the thread's repliers."""
         author, joined = person_field_for(self.schema, "author"), person_field_for(self.schema, "reply_user")
         replies = field_for(self.schema, "replies")
-        if not (author and joined and replies) or not re.search(r"\bthreads?\b|讨论串|帖子", self.q, re.I):
+        if not (author and joined and replies) or not _THREAD_WORD.search(self.q):
             return
         person = next((f for f in self.filters if f.field == author[0] and f.op == "eq" and isinstance(f.value, str)), None)
         phrase = re.search(r"(?:\b(?:take|took|taken|takes|taking|had|has|have|having|play(?:ed|s)?) no part(?: in)?"
@@ -448,6 +447,7 @@ class ConditionStep(Draft):
         return None
 
 
+_THREAD_WORD = re.compile(r"\bthreads?\b|讨论串|帖子", re.I)
 # "don't have an assignee", "doesn't have any labels", "haven't got a milestone": what follows is absent.
 _LACKS = (r"(?:\b(?:do|does|did)(?:n't| not)|\bha(?:ve|s)(?:n't| not)(?: got)?) (?:have |got )?(?:an? |any |a single )?")
 # A message that answers no one: "not replies to somebody", "aren't thread replies", 不是回复.

@@ -108,19 +108,18 @@ class SpanStep(Draft):
         the title": [["ci"]]; "card or cards": [["card"]]); None when a word is not one plain word."""
         groups: dict[tuple[str, ...], tuple[list[str], tuple[int, int]]] = {}
         for run in runs:
+            tokens = [tokenize(self.q[a:b]) for a, b in run]
+            if any(len(t) != 1 for t in tokens):
+                return None  # a word the index splits ("audio-folder"): no one word
             # a word's stem and the word as written ("registri" and "registry"): the endings go on both
-            stems = [list(dict.fromkeys([*tokenize(self.q[a:b])] + ([w] if (w := self.q[a:b].lower()).isascii() else [])))
-                     for a, b in run]
+            forms = [list(dict.fromkeys(t + ([w] if (w := self.q[a:b].lower()).isascii() else [])))
+                     for t, (a, b) in zip(tokens, run)]
             if self._alternatives(run):
-                if any(len(s) > 2 or len(tokenize(self.q[a:b])) != 1 for s, (a, b) in zip(stems, run)):
-                    return None
-                words = list(dict.fromkeys(w for s in stems for w in s))
+                words = list(dict.fromkeys(w for f in forms for w in f))
                 groups.setdefault(tuple(words), (words, (run[0][0], run[-1][1])))
             else:
-                for (a, b), forms in zip(run, stems):
-                    if len(tokenize(self.q[a:b])) != 1:
-                        return None
-                    groups.setdefault(tuple(forms), (forms, (a, b)))
+                for span, word_forms in zip(run, forms):
+                    groups.setdefault(tuple(word_forms), (word_forms, span))
         if not groups or any(len(g) > MAX_WORDS or not all(WORD.fullmatch(w) for w in g) for g, _ in groups.values()):
             return None
         return list(groups.values())
@@ -154,9 +153,10 @@ class SpanStep(Draft):
         for m in tokens:
             a, b = (at + m.start(), at + m.end()) if forward else m.span()
             gap = self.q[edge:a] if forward else self.q[b:edge]
-            if gap.strip(" -'\"‘’“”") and not (run and re.fullmatch(r" +/ +", gap)):
-                break  # punctuation or a line break ends the topic (quotes enclose it); " / " gives an alternative
-            alternative = alternative or bool(run and re.fullmatch(r" +/ +", gap))
+            slash = bool(run and re.fullmatch(r" +/ +", gap))  # " / " gives an alternative
+            if gap.strip(" -'\"‘’“”") and not slash:
+                break  # punctuation or a line break ends the topic (quotes enclose it)
+            alternative = alternative or slash
             edge = b if forward else a
             word = m.group(0).lower()
             if self._is_used((a, b)):
