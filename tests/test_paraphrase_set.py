@@ -1,10 +1,10 @@
 """The paraphrase set (`tests/data/paraphrase_*.jsonl`), the fresh set (`tests/data/fresh_*.jsonl`), the unseen
 set (`tests/data/unseen_*.jsonl`), the blind sets (`tests/data/blind_*.jsonl`, `tests/data/blind2_*.jsonl`,
-`tests/data/blind3_*.jsonl`) and the evaluator's scoring of them.
+`tests/data/blind3_*.jsonl`, `tests/data/blind4_*.jsonl`) and the evaluator's scoring of them.
 
 Every set's gold was written by people who never read the planner (see `tests/data/paraphrase_README.md`,
 `tests/data/fresh_README.md`, `tests/data/unseen_README.md`, `tests/data/blind_README.md`,
-`tests/data/blind2_README.md`, `tests/data/blind3_README.md`); the unseen and blind sets are held out (never tuned on). These tests check that the gold of each set is sound against the real data: every pipeline passes the
+`tests/data/blind2_README.md`, `tests/data/blind3_README.md`, `tests/data/blind4_README.md`); the unseen and blind sets are held out (never tuned on). These tests check that the gold of each set is sound against the real data: every pipeline passes the
 engine's own validator and returns something, every topic answer is what its stated rule gives,
 every question that must be declined names someone the data cannot resolve. The evaluator's own
 rules (declines, top keys, flagged/silent, per class) are checked on made-up runs.
@@ -46,6 +46,8 @@ SETS = {
     "blind2": SimpleNamespace(files={"hf": DATA / "blind2_github.jsonl", "oss": DATA / "blind2_slack.jsonl"},
                               min_lines=150, min_phrasings=2, min_declines=8, min_topics=8),
     "blind3": SimpleNamespace(files={"hf": DATA / "blind3_github.jsonl", "oss": DATA / "blind3_slack.jsonl"},
+                              min_lines=150, min_phrasings=2, min_declines=8, min_topics=8),
+    "blind4": SimpleNamespace(files={"hf": DATA / "blind4_github.jsonl", "oss": DATA / "blind4_slack.jsonl"},
                               min_lines=150, min_phrasings=2, min_declines=8, min_topics=8),
 }
 each_set = pytest.mark.parametrize("qset", list(SETS.values()), ids=list(SETS))
@@ -90,7 +92,8 @@ def test_the_set_is_large_and_each_intent_is_asked_several_ways(qset):
 @pytest.mark.parametrize("held_out,earlier", [("fresh", ["paraphrase"]), ("unseen", ["paraphrase", "fresh"]),
                                               ("blind", ["paraphrase", "fresh", "unseen"]),
                                               ("blind2", ["paraphrase", "fresh", "unseen", "blind"]),
-                                              ("blind3", ["paraphrase", "fresh", "unseen", "blind", "blind2"])])
+                                              ("blind3", ["paraphrase", "fresh", "unseen", "blind", "blind2"]),
+                                              ("blind4", ["paraphrase", "fresh", "unseen", "blind", "blind2", "blind3"])])
 def test_a_held_out_set_repeats_no_intent_or_question_of_the_sets_written_before_it(held_out, earlier):
     # Held out means new: an intent id or a wording shared with a set tuned on would measure the tuning.
     tuned = [item for name in earlier for item in all_questions(SETS[name])]
@@ -315,6 +318,8 @@ def test_the_offline_planner_keeps_every_question_it_answered(data_dir, qset):
     (add their ids there), never lose one."""
     for tenant, path in qset.files.items():
         key = path.stem  # "paraphrase_github"
+        if key not in RATCHET:
+            pytest.skip(f"{key} has no ratchet yet: a held-out set is measured once before its answers are recorded")
         report = evaluate(path, tenant_settings(data_dir, tenant), planner="offline")
         assert {r.id for r in report.results} >= set(RATCHET[key]), "a ratchet id is no longer in the question file"
         wrong = {r.id: (r.question, r.detail) for r in report.results if not r.correct}
