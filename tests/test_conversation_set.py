@@ -1,6 +1,6 @@
 """The conversation sets (`tests/data/conversations.jsonl`, tuned on; `conversations_heldout.jsonl` and
-`conversations_heldout2.jsonl`, each reported once and then tuned on; `conversations_heldout3.jsonl`, reported
-once) and the evaluator that runs them through the graph.
+`conversations_heldout2.jsonl` and `conversations_heldout3.jsonl`, each reported once and then tuned on;
+`conversations_heldout4.jsonl`, reported once) and the evaluator that runs them through the graph.
 
 The sets' gold was written without reading the follow-up rules (`tests/data/conversations_README.md`).
 These tests check that each is large and varied enough to measure follow-ups, that each held-out set repeats
@@ -40,6 +40,8 @@ SETS = {
                                 min_checked=70, min_topics=8, min_declines=5),
     "heldout3": SimpleNamespace(path=DATA / "conversations_heldout3.jsonl", min_conversations=30, min_turns=85,
                                 min_checked=70, min_topics=8, min_declines=5),
+    "heldout4": SimpleNamespace(path=DATA / "conversations_heldout4.jsonl", min_conversations=30, min_turns=85,
+                                min_checked=70, min_topics=8, min_declines=5),
 }
 each_set = pytest.mark.parametrize("cset", list(SETS.values()), ids=list(SETS))
 TURN_FIELDS = {"question", "kind", "collection", "compare", "note"}
@@ -76,8 +78,9 @@ def test_the_set_is_large_varied_and_every_turn_says_what_it_means(cset):
 
 
 @pytest.mark.parametrize("held, earlier", [("heldout", ["first"]), ("heldout2", ["first", "heldout"]),
-                                           ("heldout3", ["first", "heldout", "heldout2"])],
-                         ids=["heldout", "heldout2", "heldout3"])
+                                           ("heldout3", ["first", "heldout", "heldout2"]),
+                                           ("heldout4", ["first", "heldout", "heldout2", "heldout3"])],
+                         ids=["heldout", "heldout2", "heldout3", "heldout4"])
 def test_a_held_out_set_repeats_no_conversation_or_wording_of_the_sets_before_it(held, earlier):
     # Held out means new: a conversation id or a turn worded as in a set the follow-up rules were tuned on
     # would measure the tuning, not how freely worded follow-ups are understood.
