@@ -157,3 +157,22 @@ def test_words_the_rules_could_not_read_are_said_to_be_the_model_s_reading(setti
     assert "zorbly" in " ".join(s["text"] for s in result.plan.not_understood)
     line = ignored(result)
     assert "the chat model's reading" in line and "the answer ignores" not in line
+
+
+def test_a_plan_whose_conditions_cannot_hold_together_is_declined_not_answered_zero(settings):
+    """Run, `state = open` and `state != open` would answer "0 pull requests" as if that were so."""
+    from context_engine.query.compile import compile_plan
+    from context_engine.query.ir import Filter, PlanIR, Shape
+
+    question = "open PRs that are not open"
+
+    class Contradicting:
+        def plan(self, ctx):
+            ir = PlanIR("pull_requests", filters=[Filter("state", "eq", "open", span=(0, 4)),
+                                                  Filter("state", "ne", "open", span=(18, 26))], shape=Shape("count"))
+            return Plan("pull_requests", compile_plan(ir, ctx.schemas["pull_requests"]), confidence=0.9, planner="llm", ir=ir)
+
+    result = run_structured(question, settings.with_overrides(tenant="acme"), now=NOW, planner=Contradicting(),
+                            always_llm=True)
+    assert isinstance(result, ResolutionFailed) and not result.rows
+    assert "'open' and 'not open'" in result.message and "misread" in result.message

@@ -88,11 +88,11 @@ def generate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[st
                 "attempts": [*state.get("attempts", []), failed.to_json()]}
     if not plan.pipeline:
         return {"outcome": "resolution_failed", "resolution": {"error": engine.NOTHING_TO_QUERY}, "rows": []}
-    unknown = engine.unread_name(plan, ctx, value_index_for(settings))
-    if unknown is not None:
+    refused = engine.unread_name(plan, ctx, value_index_for(settings)) or engine.contradiction(plan, ctx)
+    if refused is not None:
         return {"outcome": "resolution_failed", "rows": [], "plan": plan.to_json(),
-                "resolution": {"error": unknown.message, "candidates": [p.to_json() for p in unknown.candidates],
-                               "unresolved": unknown.unresolved}}
+                "resolution": {"error": refused.message, "candidates": [p.to_json() for p in refused.candidates],
+                               "unresolved": refused.unresolved}}
     return {"plan": plan.to_json(), "error": "", "understood": plan.understood,
             "not_understood": plan.not_understood, "confidence": plan.confidence}
 

@@ -62,9 +62,13 @@ def ignored(result: RunResult) -> str:
     if plan is None:
         return ""
     read_as = f"\nRead as: '{plan.read_as}'." if plan.read_as else ""
-    ignored_spans = [s for s in plan.not_understood if s.get("how") != "model"]
+    ignored_spans = [s for s in plan.not_understood if s.get("how") not in ("model", "negation")]
     modelled = [s for s in plan.not_understood if s.get("how") == "model"]
+    turned = [s for s in plan.not_understood if s.get("how") == "negation"]
     lines = read_as
+    if turned:
+        words = ", ".join(f"'{s['text']}'" for s in turned)
+        lines += f"\nI may have read {words} the wrong way round: the query shown asks for what the words say is not there."
     if modelled:
         words = ", ".join(f"'{s['text']}'" for s in modelled)
         lines += f"\nThe rules could not read {words}; the chat model's reading of it is in the query shown."

@@ -14,6 +14,7 @@ from typing import Any, Literal, Union
 
 from context_engine.config import Settings
 from context_engine.query.catalog import Catalog
+from context_engine.query.consistency import contradictions
 from context_engine.query.execute import run_pipeline
 from context_engine.query.identity import (CALENDAR_NAMES, COMMON_WORDS, NOT_NAMES, ORDINARY_WORDS, Mention, PeopleDirectory,
                                            Person, person_slots)
@@ -237,6 +238,8 @@ def unread_name(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) ->
         return None
     known = COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES | NOT_NAMES
     for span in plan_.not_understood:
+        if span.get("how") != "unknown":
+            continue  # words read, perhaps the wrong way round: not a name nobody has
         names = [m for m in _CAPITALISED_RUN.finditer(span["text"])
                  if not (span["start"] + m.start() == 0 and " " not in m.group(0))]  # a first word is capitalised anyway
         # a full name written in lower case where a person is named ("assigned to ottoline fairweather")
@@ -259,6 +262,20 @@ _LOWER_CASE_RUN = re.compile(r"[a-z][a-z\u00C0-\u024F'’\-]+(?:\s+[a-z][a-z\u00
 # Where a person is named: after "assigned to", "by", "has" ("has daniel van strien had merged") ...
 _PERSON_BEFORE = re.compile(r"(?:\b(?:assigned to|by|from|has|have|had|did|does|for)|分配给|指派给)\s+$", re.I)
 _NAME_PARTICLES = frozenset("van von de der den da del della di du la le bin al el ter ten".split())
+
+
+def contradiction(plan_: Plan, ctx: PlanningContext) -> ResolutionFailed | None:
+    """A plan whose conditions no record can meet together ("not drafts" read as a draft too) is a
+    misreading of the question: run, it would answer "0" as if that were the answer. Declined instead,
+    with the words that were read both ways."""
+    schema = ctx.schemas.get(plan_.collection)
+    pairs = contradictions(plan_.ir, schema) if plan_.ir is not None and schema is not None else []
+    if not pairs:
+        return None
+    said = [" and ".join(dict.fromkeys(repr(ctx.question[s[0]:s[1]]) for s in pair if s)) for pair in pairs]
+    read = "; ".join(s for s in said if s)
+    return ResolutionFailed("I read conditions into the question that no record can meet together"
+                            + (f" ({read})" if read else "") + ", so I have misread it. Could you say it another way?")
 
 
 def plan(ctx: PlanningContext, llm_planner=None, always_llm: bool = False, offline: Plan | None = None) -> Plan:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from context_engine.query.compile import compile_plan
+from context_engine.query.consistency import contradictions
 from context_engine.query.fields import field_for
 from context_engine.query.ir import PlanIR, Shape, SortKey
 from context_engine.query.plan import Plan, PlanningContext
@@ -142,6 +143,10 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
         topic = [(s["start"], s["end"]) for s in understood if s["how"] == "topic"]
         ir = PlanIR(collection, filters=self.filters, times=self.times, text=text.split(), shape=shape,
                     text_span=(topic[0][0], topic[-1][1]) if topic else None)
+        if contradictions(ir, schema):
+            # Conditions no record meets together: some words were read the wrong way (a model may do better).
+            self.confidence = min(self.confidence, 0.3)
+            self.notes.append("conditions that cannot hold together")
         return Plan(collection, compile_plan(ir, schema), confidence=round(self.confidence, 2), planner="offline",
                     notes=self.notes, person_field=person_field, collection_named=self.collection_named, ir=ir,
                     understood=understood, not_understood=not_understood)

@@ -3,13 +3,19 @@ small worlds of hand-made records to run plans on."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
 from context_engine.config import Settings
 from context_engine.query.catalog import Catalog
+from context_engine.query.compile import compile_plan
 from context_engine.query.engine import resolve
+from context_engine.query.execute import run_pipeline
+from context_engine.query.ir import PlanIR
 from context_engine.query.plan import PlanningContext
 from context_engine.query.schema import schema_from_documents
+from context_engine.query.validate import validate_pipeline
 from context_engine.runtime import catalog_for
 from context_engine.store.documents import open_store
 from tests.conftest import NOW
@@ -34,3 +40,42 @@ def hand_made_world(data_dir, collections: dict[str, list[dict]], people: list[d
         store.upsert(name, "t", [{**doc, "acl": ["*"]} for doc in docs])
     catalog = Catalog("t", {name: schema_from_documents(name, docs) for name, docs in collections.items()}, people)
     return store, catalog
+
+
+ISSUES = [  # a GitHub-shaped issue collection: labels and reviews are arrays of objects
+    {"ref": "a#1", "state": "open", "title": "one", "created_at": datetime(2026, 1, 5), "closed_at": None,
+     "milestone": {"title": "v1"}, "assignee": {"login": "ann"}, "comments": 3,
+     "labels": [{"name": "bug"}], "reviews": [{"user": {"login": "ann"}, "submitted_at": datetime(2026, 1, 6)}]},
+    {"ref": "a#2", "state": "closed", "title": "", "created_at": datetime(2026, 1, 20), "closed_at": datetime(2026, 2, 1),
+     "milestone": None, "assignee": None, "comments": 0, "labels": [],
+     "reviews": [{"user": {"login": "bob"}, "submitted_at": datetime(2026, 1, 6)},
+                 {"user": {"login": "ann"}, "submitted_at": datetime(2026, 3, 1)}]},
+    {"ref": "a#3", "state": "open", "title": "three", "created_at": datetime(2026, 2, 3), "closed_at": None,
+     "comments": 7, "labels": [{"name": "bug"}, {"name": "docs"}], "reviews": []},
+    {"ref": "a#4", "state": "closed", "title": "four", "created_at": datetime(2026, 2, 14), "closed_at": datetime(2026, 2, 15),
+     "milestone": {"title": "v1"}, "assignee": {"login": "bob"}, "comments": 1, "labels": [{"name": "docs"}],
+     "reviews": [{"user": {"login": "bob"}, "submitted_at": datetime(2026, 2, 15)}]},
+]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """The issues above in an embedded store (tenant "t", readable by everyone)."""
+    store = open_store(Settings(data_dir=tmp_path_factory.mktemp("compile"), mongodb_uri=None))
+    store.upsert("issues", "t", [{**doc, "acl": ["*"]} for doc in ISSUES])
+    return store
+
+
+@pytest.fixture(scope="module")
+def schema():
+    return schema_from_documents("issues", ISSUES)
+
+
+def run(ir: PlanIR, store, schema) -> list[dict]:
+    pipeline = compile_plan(ir, schema)
+    assert validate_pipeline(pipeline, schema) == []
+    return run_pipeline(store, "issues", pipeline, tenant="t", principals=[], schema=schema)
+
+
+def refs(ir, store, schema) -> list[str]:
+    return sorted(r["ref"] for r in run(ir, store, schema))

@@ -7,51 +7,10 @@ from datetime import datetime
 
 import pytest
 
-from context_engine.config import Settings
 from context_engine.query.compile import CompileError, compile_plan
-from context_engine.query.execute import run_pipeline
 from context_engine.query.ir import Filter, IRError, PlanIR, Shape, SortKey, TimeRange
 from context_engine.query.schema import schema_from_documents
-from context_engine.query.validate import validate_pipeline
-from context_engine.store.documents import open_store
-
-ISSUES = [  # a GitHub-shaped issue collection: labels and reviews are arrays of objects
-    {"ref": "a#1", "state": "open", "title": "one", "created_at": datetime(2026, 1, 5), "closed_at": None,
-     "milestone": {"title": "v1"}, "assignee": {"login": "ann"}, "comments": 3,
-     "labels": [{"name": "bug"}], "reviews": [{"user": {"login": "ann"}, "submitted_at": datetime(2026, 1, 6)}]},
-    {"ref": "a#2", "state": "closed", "title": "", "created_at": datetime(2026, 1, 20), "closed_at": datetime(2026, 2, 1),
-     "milestone": None, "assignee": None, "comments": 0, "labels": [],
-     "reviews": [{"user": {"login": "bob"}, "submitted_at": datetime(2026, 1, 6)},
-                 {"user": {"login": "ann"}, "submitted_at": datetime(2026, 3, 1)}]},
-    {"ref": "a#3", "state": "open", "title": "three", "created_at": datetime(2026, 2, 3), "closed_at": None,
-     "comments": 7, "labels": [{"name": "bug"}, {"name": "docs"}], "reviews": []},
-    {"ref": "a#4", "state": "closed", "title": "four", "created_at": datetime(2026, 2, 14), "closed_at": datetime(2026, 2, 15),
-     "milestone": {"title": "v1"}, "assignee": {"login": "bob"}, "comments": 1, "labels": [{"name": "docs"}],
-     "reviews": [{"user": {"login": "bob"}, "submitted_at": datetime(2026, 2, 15)}]},
-]
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    store = open_store(Settings(data_dir=tmp_path_factory.mktemp("compile"), mongodb_uri=None))
-    store.upsert("issues", "t", [{**doc, "acl": ["*"]} for doc in ISSUES])
-    return store
-
-
-@pytest.fixture(scope="module")
-def schema():
-    return schema_from_documents("issues", ISSUES)
-
-
-def run(ir: PlanIR, store, schema) -> list[dict]:
-    pipeline = compile_plan(ir, schema)
-    assert validate_pipeline(pipeline, schema) == []
-    return run_pipeline(store, "issues", pipeline, tenant="t", principals=[], schema=schema)
-
-
-def refs(ir, store, schema) -> list[str]:
-    return sorted(r["ref"] for r in run(ir, store, schema))
-
+from tests.query.conftest import ISSUES, refs, run
 
 @pytest.mark.parametrize("f,expected", [
     (Filter("state", "eq", "open"), ["a#1", "a#3"]),

@@ -154,6 +154,27 @@ def test_open_ended_and_attached_times(world, question, expected):
     assert got == expected, plan.pipeline
 
 
+@pytest.mark.parametrize("question,expected", [
+    # having or lacking a thing, in words no absence rule lists: a negation in the clause before it
+    ("issues that never got a label", ["i6"]),
+    ("issues that have not been given an assignee", ["i1", "i3", "i4", "i5", "i6", "i7", "i8"]),
+    ("pull requests that didn't receive any comments", ["p1", "p2", "p3", "p5", "p7"]),
+    ("open PRs missing a milestone", ["p3", "p5"]),
+    # ... and with "with", "have", "carrying" just before it
+    ("which PRs have a milestone?", ["p1", "p6"]),
+    ("issues with comments", ["i2", "i3", "i7"]),
+    ("closed issues carrying a label", ["i3", "i4", "i5", "i8"]),
+    ("bug issues that have an assignee", ["i2"]),
+    # a value after the thing: the value is what is negated, not the thing
+    ("issues that aren't labelled bug", ["i3", "i6", "i7", "i8"]),
+    ("issues that are not assigned to quinn", ["i1", "i3", "i4", "i5", "i6", "i7", "i8"]),
+])
+def test_having_or_lacking_a_thing_said_freely(world, question, expected):
+    got, plan = answer(world, question)
+    assert got == expected, plan.pipeline
+    assert not plan.not_understood, plan.not_understood
+
+
 def test_a_negation_reaches_only_the_value_right_after_it(world):
     # "not merged" is a state; "rory" stays required (words between a negation and a value are listed).
     got, plan = answer(world, "not merged PRs by rory")

@@ -123,3 +123,20 @@ def test_kaifang_means_open(github, question, collection):
                                                   ("what did thandeka merge", "pull_requests")])
 def test_casual_words_choose_the_collection(github, question, collection):
     assert _plan(github, question).collection == collection
+
+
+def test_a_role_no_record_stores_is_not_read_as_the_author(tmp_path):
+    """"PRs reviewed by quinn" over records that say nothing of reviews are not quinn's own PRs: the name
+    stays unread and the answer says so; "merged by" is the author's merged PRs (the sets' reading)."""
+    from context_engine.query.engine import resolve
+    from tests.query.conftest import hand_made_world
+
+    day = datetime(2025, 1, 2)
+    prs = [{"ref": "p1", "title": "t", "state": "closed", "merged": True, "created_at": day, "merged_at": day,
+            "user": {"login": "quinn"}}]
+    _, catalog = hand_made_world(tmp_path, {"pull_requests": prs}, [{"login": "quinn", "name": "Quinn Adler"}])
+    ctx, _ = resolve("PRs reviewed by quinn", datetime(2025, 6, 1), catalog, None)
+    p = OfflinePlanner().plan(ctx)
+    assert not p.ir.filters and "reviewed by quinn" in " ".join(s["text"] for s in p.not_understood)
+    ctx, _ = resolve("PRs merged by quinn", datetime(2025, 6, 1), catalog, None)
+    assert ("user.login", "quinn") in [(f.field, f.value) for f in OfflinePlanner().plan(ctx).ir.filters]

@@ -89,6 +89,29 @@ def test_how_many_different_things_is_a_distinct_count(catalog, question, field)
 
 
 @pytest.mark.parametrize("question,field", [
+    ("count of distinct people who reviewed PRs in 2026", "reviews.user.login"),  # the verb after "who"
+    ("how many different people that have merged PRs", "merged_by.login"),
+])
+def test_the_verb_said_of_the_people_counted_gives_their_role(catalog, question, field):
+    assert (plan(catalog, question).ir.shape.kind, plan(catalog, question).ir.shape.field) == ("distinct_count", field)
+
+
+def test_a_distinct_count_of_a_role_no_record_stores_is_said_not_turned_into_a_record_count(tmp_path):
+    from datetime import datetime
+
+    from tests.query.conftest import hand_made_world
+
+    day = datetime(2025, 1, 2)
+    prs = [{"ref": f"p{i}", "title": "t", "state": "closed", "merged": True, "created_at": day, "merged_at": day,
+            "user": {"login": login}} for i, login in enumerate(["quinn", "rory", "quinn"])]
+    _, catalog = hand_made_world(tmp_path, {"pull_requests": prs}, [{"login": "quinn", "name": "Quinn Adler"}])
+    p = plan(catalog, "how many different people reviewed PRs")  # no record says who reviewed
+    assert "different people reviewed" in " ".join(s["text"] for s in p.not_understood)
+    # no merger stored: the people whose PRs were merged, the reading "merged by X" has everywhere
+    assert (plan(catalog, "how many distinct users merged PRs").ir.shape.field) == "user.login"
+
+
+@pytest.mark.parametrize("question,field", [
     ("how many people posted in slack this month", "user"),
     ("how many repos had PRs merged in 2026", "repo"),
     ("今年有多少人提交过 PR", "user.login"),

@@ -156,3 +156,29 @@ def test_a_field_word_is_understood_only_when_the_plan_uses_that_field(catalog):
     plan = OfflinePlanner().plan(context(catalog, "open PRs without a milestone"))
     assert plan.not_understood == [] and [(f.field, f.op) for f in plan.ir.filters if f.field == "milestone.title"] == [
         ("milestone.title", "empty")]
+
+
+@pytest.mark.parametrize("condition,turned", [
+    (Filter("labels.name", "eq", "bug"), True),                # the "not" dropped: the opposite question
+    (Filter("labels", "not_empty"), True),
+    (Filter("labels.name", "eq", "bug", negate=True), False),  # excluded: what the words say
+    (Filter("labels", "empty"), False),
+    (Filter("comments", "in", [0, None]), False),              # a zero count
+    (Filter("merged", "eq", False), False),                    # a state picked by the negation
+    (Filter("state", "eq", "open"), False),
+    (Filter("labels.name", "eq", "doesn't matter"), False),    # the value says the negation itself
+])
+def test_a_condition_that_drops_a_negation_it_consumed_is_said(catalog, condition, turned):
+    question = "PRs that don't have the bug label"
+    b = draft(catalog, question, "pull_requests")
+    condition.span = (9, len(question))
+    b.filters = [condition]
+    assert b._negation_read_as_positive() == ([(9, len(question))] if turned else [])
+
+
+def test_the_answer_says_a_negation_may_have_been_read_the_wrong_way_round():
+    plan = Plan("pull_requests", [], not_understood=[{"text": "don't have the bug label", "start": 9, "end": 33,
+                                                      "how": "negation"}])
+    text, _ = compose(Success(plan, [{"count": 12}], []), "pull_requests")
+    assert text.splitlines()[1] == ("I may have read 'don't have the bug label' the wrong way round: the query shown "
+                                    "asks for what the words say is not there.")

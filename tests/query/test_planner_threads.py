@@ -88,6 +88,9 @@ def refs(rows):
     ("how many threads had no more than one person replying?", 2),                   # a2, c3
     ("threads where only a single person replied — how many?", 2),                  # a2, c3
     ("how many of Ana's messages got any replies?", 2),                             # a1, a2
+    # the replies someone got: replies in their threads, by others
+    ("how many replies did Ana get?", 3),                                            # b1, c1, b2
+    ("how many answers has Ben received?", 2),                                       # a4, c2
 ])
 def test_counts_said_in_other_words(world, question, expected):
     rows, plan = answer(world, question)

@@ -188,3 +188,20 @@ def test_more_ways_of_naming_a_topic(catalog, question, words):
 def test_more_ways_of_naming_words_in_the_title(catalog, question, words):
     p = plan(catalog, question)
     assert [(f.field, f.value) for f in p.ir.filters if f.op == "words"] == [("title", words)]
+
+
+@pytest.mark.parametrize("question", ["how many merged PRs don't mention events", "count merged PRs not about events",
+                                      "how many merged PRs have nothing to do with events or event"])
+def test_a_negated_topic_keeps_the_records_whose_title_holds_none_of_its_words(settings, question):
+    """Where a topic is looked for (the title, as for "PRs about events"), none of its words."""
+    merged = _titles(settings, merged=True)
+    want = [r for r in merged if not _has(r["title"], "events?")]
+    assert want and len(want) < len(merged)
+    result = run_structured(question, settings, now=NOW)
+    assert isinstance(result, Success) and result.plan.not_understood == []
+    assert result.rows == [{"count": len(want)}]
+
+
+def test_a_negated_topic_of_several_words_has_no_one_reading_and_says_so(catalog):
+    p = plan(catalog, "merged PRs not about payout reconciliation")
+    assert "not" in " ".join(s["text"] for s in p.not_understood)

@@ -354,6 +354,7 @@ class ConditionStep(Draft):
         self._replies_in_others_threads()
         self._threads_without_someone()
         self._threads_the_starter_left()
+        self._has_or_lacks()
         replies = field_for(self.schema, "replies")
         # Replies to someone's threads are counted themselves: the word "threads" there selects no parents.
         replying = person_field_for(self.schema, "replied_to")
@@ -434,6 +435,45 @@ class ConditionStep(Draft):
             self.add_filter(replying[0], True, "exists")
             self.add_filter(replying[0], mine.value, "ne")
 
+    def _has_or_lacks(self) -> None:
+        """Whether a record has a thing at all, said in any words the rules above did not list: a
+        thing (a label, an assignee, comments, a description) with a negation before it in its
+        clause ("issues that never got a label", "PRs lacking a description", "issues nobody has
+        commented on") is absent; with "with"/"has"/"got" just before it, present. Not when a value
+        follows ("not labelled bug" excludes a label; the negation step reads it) or when the
+        field is already conditioned."""
+        for noun in _THING.finditer(self.q):
+            if self._is_used(noun.span()):
+                continue
+            word = next(k for k, v in noun.groupdict().items() if v)
+            path, empty = self._thing_path(word, noun.group(0).lower()), None
+            if path is None or self.has_filter(path) or any(
+                    f.span and 0 <= f.span[0] - noun.end() <= 4 for f in self.filters):
+                continue
+            before = self.q[:noun.start()]
+            cue = _LACK_CUE.search(before) or _LACK_CUE_ZH.search(before)
+            if cue and not self._is_used(cue.span()):
+                empty = True
+            else:
+                cue = _HAVE_CUE.search(before)
+                empty = False if cue and not self._is_used(cue.span()) else None
+            if empty is None:
+                continue
+            self.use((cue.start(), noun.end()))
+            if word in ("comment", "repl"):
+                self.add_filter(path, [0, None], "in") if empty else self.add_filter(path, 1, "gte")
+            else:
+                self.add_filter(path, None, "empty" if empty else "not_empty")
+
+    def _thing_path(self, word: str, said: str) -> str | None:
+        if word in ("comment", "repl"):
+            return self._count_field(word)
+        if word in ("assignee", "mentioned"):
+            return (person_field_for(self.schema, word) or (None,))[0]
+        if word == "body":
+            return "body" if self.schema.has_path("body") else None
+        return field_for(self.schema, word)
+
     def _count_field(self, word: str) -> str | None:
         """The numeric field a counted noun refers to, if this collection has it."""
         candidates = {"addition": ["additions"], "lines added": ["additions"], "added lines": ["additions"], "新增": ["additions"],
@@ -448,6 +488,23 @@ class ConditionStep(Draft):
 
 
 _THREAD_WORD = re.compile(r"\bthreads?\b|讨论串|帖子", re.I)
+# The things a record has or lacks, by the role or count they are read as.
+_THING = re.compile(
+    r"\b(?:(?P<label>labels?|labell?ed|tags|tagged)|(?P<assignee>assignees?|assigned(?: to (?:anyone|anybody|someone|somebody|a person))?|owners?)"
+    r"|(?P<milestone>milestones?)|(?P<comment>comments?|commented(?: on)?)|(?P<repl>repl(?:y|ies)|replied(?: to)?|answers?|answered|responses?)"
+    r"|(?P<mentioned>(?:@-?)?mention(?:s|ed|ing)?(?: (?:anyone|anybody|someone|somebody|people|others))?)|(?P<reaction>reactions?)"
+    r"|(?P<body>descriptions?|bod(?:y|ies)))\b", re.I)
+# A negation before the thing, with only the words of having or getting between ("never got a",
+# "has not been given an", "didn't receive any", "nobody has").
+_HAVING_WORDS = (r"(?:(?:a|an|any|a single|single|one|even|ever|yet|so much as|once|at all|been|be|being|get|gets|got|gotten|getting"
+                 r"|receive|receives|received|have|has|had|having|given|assigned|attached|added|drew|attracted|was|were|is|are|it|them|they"
+                 r"|do|does|did|been given|to)\s+)*")
+_LACK_CUE = re.compile(r"(?:\b(?:no|zero|without|lacking|missing|never|not|nobody|no one|no-one|none)\b|n['’]?t\b)\s+"
+                       + _HAVING_WORDS + r"$", re.I)
+_LACK_CUE_ZH = re.compile(r"(?:没有?|无|未|从未|从没)[被打过任何人收到得到一个条了给有]{0,6}$")
+# Having it, said just before the thing: "with a", "that have any", "got some".
+_HAVE_CUE = re.compile(r"\b(?:with|has|have|having|had|got|get|gets|received|carrying|bearing)\s+(?:(?:a|an|any|some|at least one|one or more)\s+)?$"
+                       r"|(?:有|带)(?:任何)?$", re.I)
 # "don't have an assignee", "doesn't have any labels", "haven't got a milestone": what follows is absent.
 _LACKS = (r"(?:\b(?:do|does|did)(?:n't| not)|\bha(?:ve|s)(?:n't| not)(?: got)?) (?:have |got )?(?:an? |any |a single )?")
 # A message that answers no one: "not replies to somebody", "aren't thread replies", 不是回复.

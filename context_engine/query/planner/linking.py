@@ -218,6 +218,9 @@ class LinkStep(Draft):
                          or re.search(r"\b(?:repl\w*|respon\w*|answer\w*)\s+(?:in\s+|on\s+|to\s+|under\s+)?$", before)
                          and re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|questions?|messages?)\b", after)
                          or re.search(r"^\s*发起的(?:讨论串|帖子|讨论)", after)))
+                # "how many replies did Wally get", "the answers Wally received": the replies to Wally
+                or (re.search(r"\b(?:repl(?:y|ies)|answers?|responses?)\s+(?:(?:did|does|do|has|have|had|that|which)\s+)?$", before)
+                    and re.search(r"^\s*(?:get|got|gotten|gets|receive[sd]?|draw|drew|attract(?:s|ed)?)\b", after))
                 # "replies in threads that weren't started by Chantelle": whose thread (negated below)
                 or re.search(r"\bthreads?\s+(?:that\s+|which\s+)?(?:weren't|were not|wasn't|was not|not|never)\s+(?:been\s+)?"
                              r"(?:started|opened|begun|kicked off)\s+by\s+$", before)
@@ -302,15 +305,18 @@ class LinkStep(Draft):
             if person is None:
                 continue
             role = self._role_of(mention)
-            found = person_field_for(self.schema, role) or person_field_for(self.schema, "author")
+            found = person_field_for(self.schema, role) or (
+                person_field_for(self.schema, "author") if role in _READ_AS_AUTHOR else None)
+            if found is None:
+                # "PRs reviewed by X" where no record says who reviewed: not X's own PRs in disguise.
+                # The name stays unread, so the answer says what it could not use.
+                self.confidence = min(self.confidence, 0.3)
+                self.notes.append(f"{self.collection} has no field for a {role}")
+                continue
             self.use((mention.start, mention.end), "person")
             if (person.key, role) in linked:
                 continue  # named twice ("albert villanova (albertvillanova)"): one filter
             linked.add((person.key, role))
-            if found is None:
-                self.confidence = min(self.confidence, 0.3)
-                self.notes.append(f"{self.collection} has no field for a {role}")
-                continue
             path, kind = found
             handle = person.handle(kind)
             if handle is None:
@@ -326,6 +332,9 @@ class LinkStep(Draft):
                 self.add_filter(path, handle)
             if role == "replied_to" and (author := person_field_for(self.schema, "author")):
                 self.add_filter(author[0], person.handle(author[1]) or person.key, "ne")  # not their own follow-ups
+                got = _GOT.match(self.q, mention.end)  # "how many replies did Wally get": said by the role
+                if got:
+                    self.use(got.span(1))
                 self.mark(r"\b(?:not counting|excluding|except(?: for)?|other than|besides|apart from|minus|but not)\s+"
                           r"(?:him|her|them|my|your|it)sel(?:f|ves)\b"  # said outright: "(not counting himself)"
                           r"|\bother (?:people|users|folks|members|persons)\b(?!['’]s?\s+(?:threads?|posts?|discussions?))"
@@ -343,3 +352,9 @@ class LinkStep(Draft):
                 if m and role != "author" or (m and "by" in m.group(0)):
                     self.use(m.span())
         return roles
+
+
+# Roles read as the author where the records do not say who did it: "merged by X" over a dump with
+# no merger is X's merged PRs (the reading the question sets commit to); the author as themselves.
+_READ_AS_AUTHOR = frozenset({"author", "merger"})
+_GOT = re.compile(r"\s*(get|got|gotten|gets|receive[sd]?|draw|drew|attract(?:s|ed)?)\b", re.I)

@@ -131,6 +131,7 @@ _DISTINCT_ROLES = [
 ]
 
 
+_RELATIVE = re.compile(r"who|that|which|have|has|had|ever|actually|really", re.I)
 # The words that say a distinct count's role away from its noun.
 _ROLE_WORDS = {"assignee": r"被?(?:指派|分配)过?给?|\bassigned\b", "mentioned": r"@\s*过|提到过|提及过|@-?mentioned|\bmentioned\b|\btagged\b",
                "thread_starter": r"发起过?|\bstart(?:ed)?\b", "replied_to": r"回复过?|\brepl(?:ied|y|ies)\s+to\b"}
@@ -154,7 +155,8 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
     for i, word in enumerate(words.split() or [words]):
         role = next((r for pattern, r in _DISTINCT_ROLES if re.match(pattern, word, re.I)), None)
         if role == "author":
-            verb = (words.split()[i + 1:] or [""])[0]
+            # the verb said of them, after a relative pronoun too ("people who closed issues")
+            verb = next((w for w in words.split()[i + 1:] + rest.split() if not _RELATIVE.fullmatch(w)), "")
             said = next((r for pattern, r in _PERSON_VERBS if re.match(pattern, verb, re.I)), None)
             after = (words.split()[i + 2:] or [""])[0]
             if re.match(r"start", verb, re.I) and re.match(r"thread", after, re.I) or (
@@ -402,7 +404,9 @@ class ShapeStep(Draft):
                 if replies and not self.has_filter(replies):
                     self.add_filter(replies, 1, "gte")
                 role = "author"
-            if role:
+            if role == "merger" and self._group_path(role)[0] is None:
+                role = "author"  # "how many people merged PRs" where no merger is stored: whose PRs were merged
+            if role and self._group_path(role)[0] is not None:  # else unread: "different people reviewed" with no reviews
                 self.use(distinct.span(), "shape")
                 return ShapeIntent("distinct", role=role)
         for pattern, direction in ((_NEWEST, -1), (_OLDEST, 1)):

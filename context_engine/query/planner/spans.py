@@ -25,6 +25,9 @@ days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among a
 _CUE_WORDS = (r"about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
               r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|touch(?:es|ing)?|"
               r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|talk about)")
+# A negation right before a topic cue: "not about", "don't mention", "never talks about", "nothing".
+_TOPIC_NEGATION = re.compile(r"(?:\bnot|n['’]?t|\bnever|\bwithout|\bnothing)\s+(?:(?:even|ever|once|really|say|talk|talking|anything)\s+)*$",
+                             re.I)
 # ... and "with" before a quoted word or before "X in the title".
 CUE = re.compile(rf"\b(?:{_CUE_WORDS}|with)\s+(?=['\"‘“])|\btitles?\s+(?:says?|reads?|includes?|contains?)\s+"
                  r"|\bwith\s+(?=[\w.\-]+(?:\s+[\w.\-]+)?\s+in\s+(?:the\s+|its\s+|their\s+)?(?:\w+\s+)?titles?\b)"
@@ -59,6 +62,9 @@ class SpanStep(Draft):
             if self._is_used(cue.span()):
                 continue
             run = self._topic_run(cue.end(), forward=True, bridge=True)
+            negation = _TOPIC_NEGATION.search(self.q[:cue.start()])
+            if run and negation and self._not_about(run, negation.start()):
+                continue
             if run:
                 self.use((cue.start(), cue.start() + len(cue.group(0).rstrip())), "topic")
                 runs.append(run)
@@ -87,6 +93,21 @@ class SpanStep(Draft):
                 self.filters.append(Filter(field, "words", group, span=span))
             return ""
         return " ".join(dict.fromkeys(self._search_terms(run) for run in runs))
+
+    def _not_about(self, run: list[tuple[int, int]], start: int) -> bool:
+        """A topic said with a negation ("not about parquet", "that don't mention windows", "nothing to
+        do with caching"): the records whose subject (the title; a message's text), where a topic is
+        looked for, holds none of its words. Only a topic of one word or of alternatives ("json or
+        jsonl"): "not about type aliases" has no one reading (neither word, or not both?), and is
+        left unread."""
+        field = self.schema.text_fields[0] if self.schema.text_fields else None
+        groups = self._word_groups([run]) if field and self.schema.has_path(field) else None
+        if not groups or len(groups) != 1:
+            return False
+        span = (start, run[-1][1])
+        self.use(span, "value")
+        self.filters.append(Filter(field, "words", groups[0][0], negate=True, span=span))
+        return True
 
     def _alternatives(self, run: list[tuple[int, int]]) -> bool:
         """Words said as alternatives ("card or cards", "json or jsonl", "lein / leiningen"): one word each."""
@@ -313,8 +334,21 @@ class SpanStep(Draft):
                     understood[(start, end)] = "field"
                 else:
                     missed.append((start, end))
-        return ([{"text": self.q[a:b], "start": a, "end": b, "how": how} for (a, b), how in sorted(understood.items())],
-                [{"text": self.q[a:b], "start": a, "end": b, "how": "unknown"} for a, b in _joined(self.q, missed)])
+        unread = [{"text": self.q[a:b], "start": a, "end": b, "how": "unknown"} for a, b in _joined(self.q, missed)]
+        unread += [{"text": self.q[a:b], "start": a, "end": b, "how": "negation"} for a, b in self._negation_read_as_positive()]
+        return ([{"text": self.q[a:b], "start": a, "end": b, "how": how} for (a, b), how in sorted(understood.items())
+                 if not any(a < s["end"] and s["start"] < b for s in unread)], unread)
+
+    def _negation_read_as_positive(self) -> list[tuple[int, int]]:
+        """The spans of conditions that hold a negation ("dont @-mention anybody", "not as bug") but
+        ask for a value to be there: a rule consumed the words and dropped the "not". Said as not
+        understood, so a reading that turned a question around never passes for an answer to it."""
+        out: list[tuple[int, int]] = []
+        for cue in NEGATION_CUE.finditer(self.q):
+            holders = [f for f in self.filters if f.span and f.span[0] <= cue.start() < f.span[1]]
+            if holders and not any(_reads_a_negation(f, cue.group(0)) for f in holders):
+                out.append(holders[0].span)
+        return list(dict.fromkeys(out))
 
     def _field_used(self, word: str, grouped: str | None) -> bool:
         paths = {f.field for f in self.filters} | {grouped}
@@ -369,6 +403,26 @@ FIELD_WORDS = [(re.compile(pattern), role) for pattern, role in (
     (r"priorit(?:y|ies)|优先级", "priority"), (r"status(?:es)?|状态", "status"), (r"sprints?", "sprint"),
     (r"components?", "component"), (r"teams?", "team"), (r"types?", "type"),
     (r"workspaces?|slacks?|communit(?:y|ies)|工作区", "workspace"))]
+
+
+# The words that negate what follows them, in English (contractions with or without the apostrophe) and Chinese.
+NEGATION_CUE = re.compile(r"\b(?:not|no|never|without|neither|nor|none|nobody|nothing|dont|didnt|doesnt|isnt|wasnt|werent|"
+                          r"arent|havent|hasnt|hadnt|wont|cannot|excluding|except|besides)\b|n['’]t\b|[不没未无非除]", re.I)
+# Fields whose values a negation picks between ("not closed" is open, "not merged" is merged: false).
+_STATE_FIELDS = frozenset({"state", "merged", "draft", "state_reason", "status"})
+
+
+def _reads_a_negation(f: Filter, cue: str) -> bool:
+    """Whether a condition can be what a negation inside its words says: an exclusion, an absence,
+    a bound ("no more than three"), a false or zero value, a state, or a value that says the
+    negation itself (the reason "not_planned", the label "won't fix")."""
+    if f.negate or f.op in ("ne", "nin", "empty", "lt", "lte", "gt", "gte", "words"):
+        return True
+    if f.op in ("exists", "not_empty"):
+        return f.value is False  # "exists: false" is an absence; "not empty", "exists" are presences
+    values = f.value if isinstance(f.value, list) else [f.value]
+    return (f.field.split(".")[0] in _STATE_FIELDS or any(v is None or v is False or v == 0 or v == "" for v in values)
+            or any(cue.lower().strip("'’") in str(v).lower() for v in values))
 
 
 def _content_pieces(m: re.Match) -> list[tuple[int, int]]:
