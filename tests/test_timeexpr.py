@@ -24,6 +24,9 @@ D = datetime
     ("between Oct 5 and Oct 9", D(2026, 10, 5), D(2026, 10, 10)),
     ("from March through May 2026", D(2026, 3, 1), D(2026, 6, 1)),
     ("in the first half of 2026", D(2026, 1, 1), D(2026, 7, 1)),
+    ("over the summer of 2018", D(2018, 6, 1), D(2018, 9, 1)),   # seasons of the northern hemisphere
+    ("in autumn 2019", D(2019, 9, 1), D(2019, 12, 1)),
+    ("2018年春天", D(2018, 3, 1), D(2018, 6, 1)),
     ("第三季度", D(2026, 7, 1), D(2026, 10, 1)),
     ("去年", D(2025, 1, 1), D(2026, 1, 1)),
     ("最近7天", D(2026, 11, 24), NOW),
@@ -61,6 +64,10 @@ def test_last_week_on_a_sunday_is_still_the_previous_iso_week():
 def test_verb_before_a_range_is_kept():
     (rng,) = find_time_ranges("issues closed this month", NOW)
     assert rng.verb == "closed"
+
+
+def test_winter_spans_two_years_and_is_not_guessed():
+    assert [r.text for r in find_time_ranges("messages in the winter of 2018", NOW)] == ["2018"]
 
 
 def test_no_time_in_plain_question():

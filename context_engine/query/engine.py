@@ -17,7 +17,7 @@ from context_engine.query.catalog import Catalog
 from context_engine.query.consistency import contradictions
 from context_engine.query.execute import run_pipeline
 from context_engine.query.identity import (CALENDAR_NAMES, COMMON_WORDS, NOT_NAMES, ORDINARY_WORDS, Mention, PeopleDirectory,
-                                           Person, person_slots)
+                                           Person, is_english, person_slots)
 from context_engine.query.offline import CONFIDENT, OfflinePlanner
 from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.query.spelling import correct
@@ -168,8 +168,8 @@ def _unknown_person(question: str, mentions: list[Mention], time_texts: list[str
             # "Sylvain Gugger" where only "Gugger" came near the login sgugger, "Quentin Lhoest" near
             # lhoestq: the full name is not one the data holds, so it is declined with the candidates.
             return text
-        words = text.lower().split()
-        if all(w in COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES for w in words) or text.lower() in reserved \
+        words = re.split(r"[\s-]+", text.lower())  # "first-time contributors": plain words
+        if all(w in COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES or (text.islower() and _plain_english(w)) for w in words) or text.lower() in reserved \
                 or _begins_value(question, start, end, reserved):
             continue
         if len(text) >= 2 and text.isupper():
@@ -245,10 +245,14 @@ def unread_name(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) ->
         # a full name written in lower case where a person is named ("assigned to ottoline fairweather")
         names += [m for m in (_LOWER_CASE_RUN.match(span["text"], w.start()) for w in re.finditer(r"\b[a-z]", span["text"]))
                   if m and _PERSON_BEFORE.search(ctx.question[:span["start"] + m.start()])]
+        # one lower-case word right after "by"/"from" that is no English word ("PRs from mario")
+        names += [m for m in _LOWER_CASE_WORD.finditer(span["text"])
+                  if _BY_FROM.search(ctx.question[:span["start"] + m.start()]) and not _plain_english(m.group(0).lower())]
         for m in names:
             name = m.group(0)
-            words = [w.lower() for w in name.split() if w.lower() not in _NAME_PARTICLES]
-            if any(w in known for w in words) or (name.islower() and len(words) < 2):
+            words = [w.lower() for w in re.split(r"[\s-]+", name) if w.lower() not in _NAME_PARTICLES]
+            if any(w in known for w in words) or (name.islower() and len(words) < 2 and not _BY_FROM.search(
+                    ctx.question[:span["start"] + m.start()])):
                 continue
             if values is not None and any(_vouches(v) for v in values.search(name, limit=MAX_CANDIDATES)
                                           if v.kind != "person"):
@@ -261,6 +265,13 @@ _CAPITALISED_RUN = re.compile(r"(?<![\w'’-])[A-Z][a-z\u00C0-\u024F'’\-]+(?:\
 _LOWER_CASE_RUN = re.compile(r"[a-z][a-z\u00C0-\u024F'’\-]+(?:\s+[a-z][a-z\u00C0-\u024F'’\-]+){1,3}(?![\w-])")
 # Where a person is named: after "assigned to", "by", "has" ("has daniel van strien had merged") ...
 _PERSON_BEFORE = re.compile(r"(?:\b(?:assigned to|by|from|has|have|had|did|does|for)|分配给|指派给)\s+$", re.I)
+def _plain_english(word: str) -> bool:
+    """An English word, or the plural of one ("bots")."""
+    return is_english(word) or (word.endswith("s") and is_english(word[:-1]))
+
+
+_LOWER_CASE_WORD = re.compile(r"(?<![\w'’-])[a-z][a-z\u00C0-\u024F]+(?![\w'’-])")
+_BY_FROM = re.compile(r"\b(?:by|from)\s+$", re.I)
 _NAME_PARTICLES = frozenset("van von de der den da del della di du la le bin al el ter ten".split())
 
 

@@ -55,6 +55,9 @@ active busiest longest biggest largest most least more fewer first second third 
 again also just only still since until before after people folks users members somebody anyone
 earliest oldest newest latest earlier later recent recently previous next single
 everyone group general random thing things something anything nothing great good best worst
+contributors contributor maintainers maintainer reviewers reviewer committers committer collaborators collaborator
+newcomers newcomer beginners beginner newbies bots bot admins admin outsiders outsider externals external humans
+employees engineers developers devs strangers staff
 """.split())
 
 # Month and weekday names that are also first names ("April", "Sunday"): in a date ("in April
@@ -327,7 +330,7 @@ class PeopleDirectory:
             """"top elmlang poster", "mention match", "please": a lower-case common word outside a
             person's place is that word, though someone is called so."""
             nonlocal slots
-            if not (text.islower() and _is_english(low)):
+            if not (text.islower() and is_english(low)):
                 return False
             slots = person_slots(question) if slots is None else slots
             return not any(a <= start and end <= b for _, a, b in slots)
@@ -471,7 +474,7 @@ space workspace activity volume default hand others other altogether all togethe
 _COMMON_ENOUGH = 6000
 
 
-def _is_english(word: str) -> bool:
+def is_english(word: str) -> bool:
     from context_engine.query.spelling import english_words  # spelling reads identity's word lists
 
     return english_words().word_frequency[word] >= _COMMON_ENOUGH

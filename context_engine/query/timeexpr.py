@@ -87,6 +87,14 @@ def _year_of(now: datetime, month: int) -> int:
     return now.year if month <= now.month else now.year - 1
 
 
+_SEASON_START = {"spring": 3, "春": 3, "summer": 6, "夏": 6, "fall": 9, "autumn": 9, "秋": 9}
+
+
+def _season(year: int, season: str) -> tuple[datetime, datetime]:
+    start = _SEASON_START[season.lower()]
+    return datetime(year, start, 1), datetime(year, start + 3, 1)
+
+
 def _half(year: int, half: int) -> tuple[datetime, datetime]:
     return (datetime(year, 1, 1), datetime(year, 7, 1)) if half == 1 else (datetime(year, 7, 1), datetime(year + 1, 1, 1))
 
@@ -183,6 +191,9 @@ def _rules(now: datetime):
          lambda m: (_months_ago(today, _number(m.group(1))), now)),
         (rf"\b(?:(?:open|sitting|waiting|pending|idle|stale)\s+(?:for\s+)?(?:more than|over|longer than)|older than|more than)\s+{_N}\s+(days?|weeks?)(?:\s+old)?\b",
          lambda m: (None, now - timedelta(days=_number(m.group(1)) * _UNIT_DAYS[m.group(2)]))),
+        (rf"\b(?:(?:open|sitting|waiting|pending|idle|stale)\s+(?:for\s+)?(?:more than|over|longer than)|older than|more than)\s+"
+         rf"(?:{_N}|an?)\s+(months?|years?)(?:\s+old)?\b",
+         lambda m: (None, _months_ago(today, _number(m.group(1) or "one") * (12 if m.group(2).startswith("y") else 1)))),
         (rf"(?:最近|过去|近)\s*{_CNN}\s*(天|日|周|个星期|星期)",
          lambda m: (today - timedelta(days=_cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")] - 1), now)),
         (rf"(?:最近|过去|近)\s*{_CNN}\s*个月",
@@ -203,6 +214,10 @@ def _rules(now: datetime):
         (r"\b(?:the )?(first|second) half of (20\d\d)\b|\bh([12]) (20\d\d)\b|(20\d\d)年?(上|下)半年",
          lambda m: _half(int(m.group(2) or m.group(4) or m.group(5)),
                          1 if (m.group(1) == "first" or m.group(3) == "1" or m.group(6) == "上") else 2)),
+        # a season of a year, the meteorological one of the northern hemisphere ("summer 2018": June to
+        # August); winter spans two years and is left unread rather than guessed
+        (r"\b(?:in |during |over |through )?(?:the )?(spring|summer|fall|autumn)(?: of)? (20\d\d)\b|(20\d\d)\s*年\s*(春|夏|秋)(?:天|季)",
+         lambda m: _season(int(m.group(2) or m.group(3)), m.group(1) or m.group(4))),
         (rf"\b(?:in |during )?{_MONTH}\.?,? ['’](\d\d)\b",  # "July '21"
          lambda m: (datetime(2000 + int(m.group(2)), MONTHS[m.group(1)], 1),
                     _month_start(2000 + int(m.group(2)), MONTHS[m.group(1)] + 1))),

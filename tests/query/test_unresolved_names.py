@@ -96,10 +96,20 @@ def test_a_name_that_fits_several_people_is_declined_with_them(settings):
     "issues from OPS in Sprint 48", "threads in #incidents since March", "what did Lars merge",
     "Rashid 上周合并了哪些 PR？", "本周被标记为 In Review 的工单有哪些？", "what did Rashid Khan merge",
     "Docker 的 issue 有哪些", "Kubernetes 相关的 PR",  # a single word before 的 is a topic as often as a name
+    "how many PRs were opened by first-time contributors?",  # plain words joined by a hyphen
 ])
 def test_dates_values_topics_and_plain_english_are_not_unknown_people(settings, question):
     ctx, failed = _resolve(settings, question)
     assert failed is None or "anyone named" not in failed.message, failed and failed.message
+
+
+@pytest.mark.parametrize("question,declined", [
+    ("merged PRs from zoltan", True), ("merged PRs by tomasz last week", True),
+    ("merged PRs from contributors", False), ("merged PRs by engineers last week", False),  # English, plural too
+])
+def test_one_lower_case_word_after_by_or_from_is_a_name_unless_it_is_english(settings, question, declined):
+    result = run_structured(question, settings, now=NOW)
+    assert isinstance(result, ResolutionFailed) is declined, getattr(result, "message", "")
 
 
 def test_declined_through_the_structured_subgraph_with_candidates(settings):
