@@ -217,3 +217,16 @@ def test_those_months_are_the_window_asked_about_and_her_is_the_person():
                "times": ["in 2025"]}
     assert resolve_offline("how many replies did her threads get altogether?", [threads], PEOPLE, NOW).standalone == \
         "how many replies did Priya Raman's threads get altogether"
+
+
+OPEN_BUGS = {**QUERIED, "standalone": "how many open issues labelled bug", "collection": "issues", "people": [],
+             "people_text": [], "times": [], "time_ranges": []}
+
+
+@pytest.mark.parametrize("asked,standalone", [
+    ("ok now the closed ones", "how many closed issues labelled bug"),   # the other state, not both at once
+    ("and the closed ones?", "how many closed issues labelled bug"),
+    ("what about open ones?", "how many open issues labelled bug"),    # the state it already has: a narrowing
+])
+def test_a_follow_up_naming_another_state_switches_to_it(asked, standalone):
+    assert resolve_offline(asked, [OPEN_BUGS], PEOPLE, NOW).standalone.startswith(standalone)

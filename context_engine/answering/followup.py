@@ -461,11 +461,33 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
     rest = re.sub(r"\s{2,}", " ", _OF_THOSE.sub(" ", words)).strip(" ,，")
     if not rest or len(rest.split()) > 12:
         return None
+    switched = _switched_state(previous["standalone"], rest)
+    if switched:
+        return FollowUp(*switched)
     times = find_time_ranges(rest, now) if previous.get("times") else []
     if times:  # "and who asked for the most of them in 2023": the new time replaces the last one
         rest = rest.replace(times[0].text, "").strip()
         previous = {**previous, "standalone": _replace_time(previous, _with_year(times[0].text, previous))}
     return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}")
+
+
+def _switched_state(before: str, words: str) -> tuple[str, str] | None:
+    """"now the closed ones", "and the merged ones?" after a question about open records: the same
+    question with the other state (a narrowing would ask for records both open and closed)."""
+    said = _STATE_ONLY.fullmatch(words)
+    if not said:
+        return None
+    state = said.group(1).lower()
+    old = [m for m in _STATE_WORD.finditer(before) if m.group(1).lower() != state]
+    if len(old) != 1 or re.search(rf"\b{state}\b", before, re.I):
+        return None
+    m = old[0]
+    return before[:m.start(1)] + state + before[m.end(1):], f"the same question, {state} instead of {m.group(1).lower()}"
+
+
+# A state word alone ("the closed ones", "merged ones"), and a state word said of the records before.
+_STATE_ONLY = re.compile(r"(?:the\s+)?(open|closed|merged|unmerged)(?:\s+ones?)?", re.I)
+_STATE_WORD = re.compile(r"\b(open|closed|merged|unmerged)\b(?!\s+by\b)", re.I)
 
 
 class Standalone(BaseModel):

@@ -457,9 +457,13 @@ class ConditionStep(Draft):
             else:
                 cue = _HAVE_CUE.search(before)
                 empty = False if cue and not self._is_used(cue.span()) else None
-            if empty is None:
+            if empty is None and _SOMEONE.search(noun.group(0)):
+                empty, start = False, noun.start()  # "assigned to someone", "mentioning anybody": there is one
+            elif empty is None:
                 continue
-            self.use((cue.start(), noun.end()))
+            else:
+                start = cue.start()
+            self.use((start, noun.end()))
             if word in ("comment", "repl"):
                 self.add_filter(path, [0, None], "in") if empty else self.add_filter(path, 1, "gte")
             else:
@@ -502,6 +506,7 @@ _HAVING_WORDS = (r"(?:(?:a|an|any|a single|single|one|even|ever|yet|so much as|o
 _LACK_CUE = re.compile(r"(?:\b(?:no|zero|without|lacking|missing|never|not|nobody|no one|no-one|none)\b|n['’]?t\b)\s+"
                        + _HAVING_WORDS + r"$", re.I)
 _LACK_CUE_ZH = re.compile(r"(?:没有?|无|未|从未|从没)[被打过任何人收到得到一个条了给有]{0,6}$")
+_SOMEONE = re.compile(r"\b(?:anyone|anybody|someone|somebody|a person|people|others)$", re.I)
 # Having it, said just before the thing: "with a", "that have any", "got some".
 _HAVE_CUE = re.compile(r"\b(?:with|has|have|having|had|got|get|gets|received|carrying|bearing)\s+(?:(?:a|an|any|some|at least one|one or more)\s+)?$"
                        r"|(?:有|带)(?:任何)?$", re.I)
