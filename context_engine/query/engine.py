@@ -169,7 +169,8 @@ def _unknown_person(question: str, mentions: list[Mention], time_texts: list[str
             # lhoestq: the full name is not one the data holds, so it is declined with the candidates.
             return text
         words = re.split(r"[\s-]+", text.lower())  # "first-time contributors": plain words
-        if all(w in COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES or (text.islower() and _plain_english(w)) for w in words) or text.lower() in reserved \
+        if all(w in COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES | NOT_NAMES or (text.islower() and _plain_english(w))
+               for w in words) or text.lower() in reserved \
                 or _begins_value(question, start, end, reserved):
             continue
         if len(text) >= 2 and text.isupper():

@@ -22,7 +22,7 @@ from context_engine.query.planner.collection import CollectionStep, detect_colle
 from context_engine.query.planner.conditions import ConditionStep
 from context_engine.query.planner.linking import LinkStep
 from context_engine.query.planner.shape import COUNT, TOP, WHO_ROLE, DEFAULT_LIMIT, TEXT_LIMIT, ShapeStep
-from context_engine.query.planner.spans import SpanStep
+from context_engine.query.planner.spans import TITLE, SpanStep
 from context_engine.query.planner.templates import FacetStep, templated
 
 CONFIDENT = 0.7
@@ -86,7 +86,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
         self._thresholds()
         self._facets()
         structured = bool(self.filters or self.times or group_role or bucket or is_count or top or ranked or intent
-                          or self.ctx.mentions
+                          or self.ctx.mentions or TITLE.search(self.q)  # "PRs with streaming in the title": a field condition
                           or self._list_limit(peek=True) != DEFAULT_LIMIT)
         text = self._leftover_text(structured)
         if text:

@@ -69,6 +69,11 @@ def test_the_newest_or_oldest_record_is_one_record_sorted_by_date(catalog, quest
     assert shape.kind == "list" and shape.limit == 1 and [s.direction for s in shape.sort] == [direction]
 
 
+def test_recent_before_a_period_is_the_period_not_the_newest_record(catalog):
+    p = plan(catalog, "最近三个月新开的 issue")
+    assert p.ir.shape.limit != 1 and p.ir.times
+
+
 def test_the_last_n_records_stay_a_list_of_n(catalog):
     shape = plan(catalog, "Alex Chen's last 4 PRs").ir.shape
     assert shape.kind == "list" and shape.limit == 4

@@ -205,3 +205,11 @@ def test_a_negated_topic_keeps_the_records_whose_title_holds_none_of_its_words(s
 def test_a_negated_topic_of_several_words_has_no_one_reading_and_says_so(catalog):
     p = plan(catalog, "merged PRs not about payout reconciliation")
     assert "not" in " ".join(s["text"] for s in p.not_understood)
+
+
+@pytest.mark.parametrize("question", ["PRs with rounding in the title", "PRs whose title mentions rounding",
+                                      "标题里有 rounding 的 PR"])
+def test_words_in_the_title_are_a_condition_on_it_with_nothing_else_said(catalog, question):
+    p = plan(catalog, question)
+    assert [(f.field, f.value) for f in p.ir.filters] == [("title", ["round", "rounding"])] and p.ir.text == []
+    assert p.not_understood == []

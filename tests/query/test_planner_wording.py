@@ -128,6 +128,7 @@ def test_slack_wordings(world, question, expected):
     ("how many unique assignees do the open issues have", 3),  # "do the open issues": open is their state
     ("How many different people have open issues assigned to them?", 3),
     ("which person filed the largest number of issues", "quinn"),
+    ("who has been the most active issue reporter", "quinn"),  # "most active" ranks; it is no state
 ])
 def test_issue_wordings(world, question, expected):
     got, plan = answer(world, question)

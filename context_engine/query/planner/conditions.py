@@ -85,7 +85,7 @@ class ConditionStep(Draft):
             if status:
                 return self._jira_status(status)
             if s.has_path("state"):
-                if self._mark_state(rf"{_NOT_CLOSED}|\bopen\b|\b(unresolved|outstanding|active)\b|还没(?:有)?关闭|没有关闭|未解决|未关闭|打开的|开放|还开着"):
+                if self._mark_state(rf"{_NOT_CLOSED}|\bopen\b|\b(unresolved|outstanding|(?<!most )(?<!least )(?<!more )(?<!less )active)\b|还没(?:有)?关闭|没有关闭|未解决|未关闭|打开的|开放|还开着"):
                     self.add_filter("state", "open")
                     return "created"
                 if self.mark(r"\b(closed|resolved|fixed|done|closures?|shut(?: down)?)\b|已关闭|已解决|关闭了?|解决了?"):
@@ -233,7 +233,7 @@ class ConditionStep(Draft):
                 self.use(m.span())
                 self.add_filter(status, value)
                 return "resolved" if value in DONE_STATUSES else "created"
-        if self.mark(r"\b(open|unresolved|outstanding|active|not done|unfinished)\b|未解决|未完成|打开的|进行中的"):
+        if self.mark(r"\b(open|unresolved|outstanding|(?<!most )(?<!least )(?<!more )(?<!less )active|not done|unfinished)\b|未解决|未完成|打开的|进行中的"):
             self.add_filter(status, [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES), "nin")
             return "created"
         if self.mark(r"\b(closed|resolved|fixed|done|finished|completed)\b|已解决|已完成|已关闭|完成|关闭|解决"):

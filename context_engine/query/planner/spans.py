@@ -31,12 +31,13 @@ _TOPIC_NEGATION = re.compile(r"(?:\bnot|n['’]?t|\bnever|\bwithout|\bnothing)\s
 # ... and "with" before a quoted word or before "X in the title".
 CUE = re.compile(rf"\b(?:{_CUE_WORDS}|with)\s+(?=['\"‘“])|\btitles?\s+(?:says?|reads?|includes?|contains?)\s+"
                  r"|\bwith\s+(?=[\w.\-]+(?:\s+[\w.\-]+)?\s+in\s+(?:the\s+|its\s+|their\s+)?(?:\w+\s+)?titles?\b)"
-                 rf"|\b(?:{_CUE_WORDS})\s+|关于|有关|提到|涉及|讨论(?![串区组])|谈到|说到|聊到?", re.I)
+                 rf"|\b(?:{_CUE_WORDS})\s+|关于|有关|提到|涉及|讨论(?![串区组])|谈到|说到|聊到?"
+                 r"|(?<=标题)(?:里|中|上)?(?:有|含有?|包含|带有?|出现)", re.I)
 # What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关".
 RELATED = re.compile(r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk)\b|\s*相关|\s*有关(?=的)"
                      r"|\s+(?:come|came|comes|coming) up\b|\s+(?:in|on) (?:the|their|its) titles?\b|\s+\(?by title\)?", re.I)
 DETERMINERS = frozenset("the a an this that these those our my your their its".split())
-TITLE = re.compile(r"(?:\(|\b(?:in|on) (?:the|their|its) )?titles?\)?|标题", re.I)
+TITLE = re.compile(r"(?:\(|\b(?:in|on) (?:the|their|its) |\bwhose )?titles?\)?|标题", re.I)
 _CJK_FUNCTION = "的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几共涉跟而且"
 # A word: an identifier-like token ("load_dataset", "audio-folder"), a number, or a run of Chinese
 # content characters (split at function characters: "缓存的" is "缓存").
