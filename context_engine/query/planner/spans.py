@@ -365,7 +365,7 @@ show list give find tell get see let know please can could would will should sha
 than then as into over any all some each every one ones thing things kind sort lot lots so such very among amongst
 want need like ok okay hi hello hey thanks thank much many both but actually really carry carries carrying
 still yet currently right now got get gets getting anything everything he she him her his they them their ever
-during throughout within
+during throughout within roughly approximately approx exactly precisely overall
 """.split())
 
 # Words a structured plan has read without consuming them: the verbs whose dates or people the
