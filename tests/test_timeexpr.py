@@ -24,6 +24,9 @@ D = datetime
     ("between Oct 5 and Oct 9", D(2026, 10, 5), D(2026, 10, 10)),
     ("from March through May 2026", D(2026, 3, 1), D(2026, 6, 1)),
     ("in the first half of 2026", D(2026, 1, 1), D(2026, 7, 1)),
+    ("Jan through May 2019", D(2019, 1, 1), D(2019, 6, 1)),      # one period, not January and "until May"
+    ("2023 年第三季度", D(2023, 7, 1), D(2023, 10, 1)),
+    ("during the previous calendar year", D(2025, 1, 1), D(2026, 1, 1)),
     ("over the summer of 2018", D(2018, 6, 1), D(2018, 9, 1)),   # seasons of the northern hemisphere
     ("in autumn 2019", D(2019, 9, 1), D(2019, 12, 1)),
     ("2018年春天", D(2018, 3, 1), D(2018, 6, 1)),

@@ -253,8 +253,8 @@ def unread_name(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) ->
             name = m.group(0)
             words = [w.lower() for w in re.split(r"[\s-]+", name) if w.lower() not in _NAME_PARTICLES]
             if any(w in known for w in words) or (name.islower() and len(words) < 2 and not _BY_FROM.search(
-                    ctx.question[:span["start"] + m.start()])):
-                continue
+                    ctx.question[:span["start"] + m.start()])) or (name.islower() and all(map(_plain_english, words))):
+                continue  # plain words in lower case ("no one has picked up yet") name no one
             if values is not None and any(_vouches(v) for v in values.search(name, limit=MAX_CANDIDATES)
                                           if v.kind != "person"):
                 continue

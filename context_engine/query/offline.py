@@ -81,7 +81,8 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
         # Review activity is dated by the review, not by the PR ("who reviewed the most last month").
         review_time = "reviewer" in person_roles or group_role == "reviewer" or self.has_filter("reviews.state")
         # "the top closer during 2023": the closing is what is dated, as the reviews are for reviewers
-        verb = "reviewed" if review_time else {"closer": "closed", "merger": "merged"}.get(group_role or "")
+        counted = intent.role if intent and intent.kind == "distinct" else None  # "distinct closers in 2022"
+        verb = "reviewed" if review_time else {"closer": "closed", "merger": "merged"}.get(group_role or counted or "")
         time_field = self._times(verb if state_verb is None else state_verb)
         self._thresholds()
         self._facets()

@@ -184,7 +184,7 @@ def _rules(now: datetime):
         (r"\b(last|previous) quarter\b|上个?季度",
          lambda m: _quarter(now.year - (q_now == 1), 4 if q_now == 1 else q_now - 1)),
         (r"\bthis year\b|今年", lambda m: (year, datetime(now.year + 1, 1, 1))),
-        (r"\b(last|previous) year\b|去年", lambda m: (datetime(now.year - 1, 1, 1), year)),
+        (r"\b(last|previous|prior) (?:calendar )?year\b|去年", lambda m: (datetime(now.year - 1, 1, 1), year)),
         (rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} (days?|weeks?)\b",
          lambda m: (today - timedelta(days=_number(m.group(1)) * _UNIT_DAYS[m.group(2)] - 1), now)),
         (rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} months?\b",
@@ -203,7 +203,7 @@ def _rules(now: datetime):
          lambda m: (datetime(int(m.group(1)), _cn_number(m.group(2)), 1), None)),
         (r"(20\d\d)\s*年(?:以来|起)", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
         (r"\bq([1-4])\s*(20\d\d)\b", lambda m: _quarter(int(m.group(2)), int(m.group(1)))),
-        (r"(20\d\d)年?第?([一二三四1-4])季度", lambda m: _quarter(int(m.group(1)), _cn_number(m.group(2)))),
+        (r"(20\d\d)\s*年?\s*第?\s*([一二三四1-4])\s*季度", lambda m: _quarter(int(m.group(1)), _cn_number(m.group(2)))),
         (r"\bq([1-4])\b|第([一二三四1-4])季度",
          lambda m: _quarter(now.year, int(m.group(1)) if m.group(1) else _cn_number(m.group(2)))),
         (r"\b(?:the\s+)?(first|second|third|fourth|1st|2nd|3rd|4th|last)\s+quarter\s+of\s+(20\d\d)\b",
@@ -326,7 +326,13 @@ def _joined(question: str, found: list[tuple[int, int, TimeRange]]) -> list[tupl
             between = question[pb:a]
             lead = re.search(r"(?:\bbetween|\bfrom|从)\s*$", question[:pa], re.I)
             # "and" joins two periods only after "between"/"from": "in 2019 and 2021" are two years.
-            if _JOINED_BY.fullmatch(between) and (lead or not re.search(r"and", between, re.I)) \
+            # "Jan through May 2019": the second period, read as "until May 2019", ends the first (a
+            # month said bare is of the second one's year)
+            open_end = rng.start is None and re.match(r"(?:through|thru|until|till|to)\b", rng.text.strip(), re.I)
+            bare, year = re.fullmatch(_MONTH + r"\.?", prev.text.strip(), re.I), re.search(r"20\d\d", rng.text)
+            if open_end and bare and year:
+                prev = TimeRange(datetime(int(year.group(0)), MONTHS[bare.group(1).lower()], 1), prev.end, prev.text, prev.verb)
+            if (_JOINED_BY.fullmatch(between) and (lead or not re.search(r"and", between, re.I)) or open_end and not between.strip()) \
                     and prev.start is not None and rng.end is not None and prev.start < rng.end:
                 a0 = lead.start() if lead else pa
                 out[-1] = (a0, b, TimeRange(prev.start, rng.end, question[a0:b], _verb_before(question.lower(), a0)))

@@ -168,6 +168,12 @@ def test_open_ended_and_attached_times(world, question, expected):
     # a value after the thing: the value is what is negated, not the thing
     ("issues that aren't labelled bug", ["i3", "i6", "i7", "i8"]),
     ("issues that are not assigned to quinn", ["i1", "i3", "i4", "i5", "i6", "i7", "i8"]),
+    ("how many bug issues were not assigned to quinn?", 3),             # i1, i4, i5: unassigned ones too
+    ("closed issues without anyone ever commenting on them", ["i4", "i5", "i6", "i8"]),
+    ("open issues no one has picked up yet", ["i1", "i7"]),
+    ("closed PRs that never landed", ["p2", "p7"]),
+    ("how many PRs opened in 2021 went in", 1),
+    ("rory's PRs, number?", 4),
 ])
 def test_having_or_lacking_a_thing_said_freely(world, question, expected):
     got, plan = answer(world, question)

@@ -34,6 +34,7 @@ def conditions(b) -> list[tuple[str, str, object]]:
     ("threads in #general with replies", "messages"),
     ("上周合并了哪些PR？", "pull_requests"),
     ("what is the meaning of life", None),
+    ("张伟在 2021 年提交了哪些 issue？", "issues"),         # 提交 (submitted) before the record noun is the verb
 ])
 def test_collection_step(catalog, question, collection):
     assert detect_collection(question, catalog.schemas)[0] == collection

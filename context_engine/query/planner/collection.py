@@ -25,18 +25,20 @@ _REF = re.compile(r"(?<![\w/])([\w.-]+/[\w.-]+)#(\d+)\b|\b([A-Z][A-Z0-9]{1,9})-(
 
 def detect_collection(question: str, schemas: dict[str, CollectionSchema]) -> tuple[str | None, list[tuple[int, int]]]:
     """The collection the question is about, and the spans of the words that said so."""
-    best: tuple[int, str] | None = None
+    found: list[tuple[int, str, str]] = []
     spans: list[tuple[int, int]] = []
     for name, pattern in _COLLECTION_WORDS:
         # ASCII word boundaries: "的bug" has one, though CJK characters count as word characters.
         for m in re.finditer(pattern, question, re.I | re.ASCII):
             spans.append(m.span())
-            if best is None or m.start() < best[0]:
-                # "PRs that fix bugs" is about PRs: the first collection word wins.
-                best = (m.start(), name)
-    if best is None:
+            found.append((m.start(), name, m.group(0)))
+    # "PRs that fix bugs" is about PRs: the first collection word wins, of the collections there are;
+    # a bare 提交 (submitted) before another record noun is the verb ("提交了哪些 issue").
+    candidates = [f for f in found if f[1] in schemas] or found
+    candidates = [f for f in candidates if f[2] != "提交"] or candidates
+    if not candidates:
         return None, spans
-    name = best[1]
+    name = min(candidates)[1]
     if name in ("issues", "commits") and re.search(_COLLECTION_WORDS[0][1], question, re.I | re.ASCII) \
             and not re.search(r"\bissues?\b|\btickets?\b|\bcommits?\b", question, re.I | re.ASCII):
         name = "pull_requests"  # "bug PRs", "提交了多少个PR": the other word describes the PRs

@@ -20,7 +20,8 @@ class ConditionStep(Draft):
             before = self.q[:m.start()]
             if m.group(0).lower() == "open" and re.search(r"\b(did|do|does|will|would|to|I|we|you|they)\s+(?:\S+\s+){0,3}$",
                                                           before, re.I) \
-                    and not re.search(r"\b(still|currently|are|is|remains?|being|be|as|and|stay|stays|the|all|any|our|my|their)\s+$", before, re.I) \
+                    and not re.search(r"\b(still|currently|are|is|remains?|being|be|as|and|stay|stays|the|all|any|our|my|their)\s+$"
+                                      r"|\b(?:still|currently)\s+(?:have|has|had|got|keeps?)\s+$", before, re.I) \
                     and not (re.search(r"\b(?:do|does|did)\s+(?:(?:the|all|our|their|any)\s+)?$", before, re.I)  # "which label do open issues carry"
                              and re.match(r"\s+(?:issues|prs|pull requests|tickets|bugs)\b", self.q[m.end():], re.I)):
                 continue
@@ -45,6 +46,7 @@ class ConditionStep(Draft):
                          r"|\b(?:excluding|except(?: for)?|without|not counting|leaving out|other than|minus|apart from|aside from)"
                          r" (?:the |any )?drafts?\b|(?:不含|不包括|排除|除了?)草稿"):
                 self.add_filter("draft", False)
+                self.mark(r"(?:\bnot|n't)(?: marked as| marked| a| in)? drafts?\b|\bnon-?drafts?\b")  # said twice: "ready for review, i.e. not a draft"
             if self.mark(r"关闭了?但?(?:是)?(?:没有?|未)(?:被)?(?:merge|合并|合入)|(?:没有?|未)(?:merge|合并|合入)就(?:被)?关闭"):
                 self.add_filter("merged", False)
                 self.add_filter("state", "closed")
@@ -54,7 +56,8 @@ class ConditionStep(Draft):
                 # "还没 merge 的 PR", "not yet merged": still waiting, i.e. open (Chinese 没 says "not yet").
                 self.add_filter("state", "open")
                 return "created"
-            unmerged = self.mark(r"\bnever (?:been |got |gets |get |was |were )?merged\b|\bnot (?:been |being |getting |got )?merged\b"
+            unmerged = self.mark(r"\bnever (?:been |got |gets |get |was |were )?(?:merged|landed|shipped)\b"
+                                 r"|\bnot (?:been |being |getting |got )?(?:merged|landed|shipped)\b"
                                  r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
                                  r"|从未(?:被)?(?:merge|合并|合入)|从来没有?(?:被)?(?:merge|合并|合入)")
             if unmerged:
@@ -64,7 +67,8 @@ class ConditionStep(Draft):
                     self.add_filter("state", "closed")
                     return "closed"
                 return "created"
-            if self.mark(r"\bmerged\b|\bmerges?\b|\bmerg(?:d|eed|ged)\b|\bmreged\b|\bship(?:ped|s)?\b|\bland(?:ed|s)?\b|合并了|已合并|合入|合并|上线|发布"):
+            if self.mark(r"\bmerged\b|\bmerges?\b|\bmerg(?:d|eed|ged)\b|\bmreged\b|\bship(?:ped|s)?\b|\bland(?:ed|s)?\b"
+                         r"|\b(?:went|got|go|goes|gone) in\b(?!\s+(?:\d|the\b|a\b|an\b))|合并了|已合并|合入|合并|上线|发布"):
                 self.add_filter("merged", True)
                 return "merged"
             if self.mark(r"\bdrafts?\b|草稿"):
@@ -177,6 +181,7 @@ class ConditionStep(Draft):
         replying = person_field_for(s, "replied_to")
         if replying and self.mark(_NOT_A_REPLY):
             self.add_filter(replying[0], None, "empty")  # a thread's start or a message on its own: no parent
+            self.mark(rf"(?:{_NOT_A_REPLY})(?:\s+(?:inside|in|within)\s+(?:a|any)\s+threads?)?")  # said twice: "top-level, i.e. not replies"
         if s.has_path("thread_ts") and self.mark(_NOT_IN_A_THREAD):
             self.add_filter("thread_ts", None, "empty")
             self.mark(_NOT_IN_A_THREAD)  # said twice: "standalone messages that aren't in a thread"
@@ -447,11 +452,11 @@ class ConditionStep(Draft):
                 continue
             word = next(k for k, v in noun.groupdict().items() if v)
             path, empty = self._thing_path(word, noun.group(0).lower()), None
-            if path is None or self.has_filter(path) or any(
-                    f.span and 0 <= f.span[0] - noun.end() <= 4 for f in self.filters):
+            if path is None or any(f.span and 0 <= f.span[0] - noun.end() <= 4 for f in self.filters):
                 continue
             before = self.q[:noun.start()]
-            cue = _LACK_CUE.search(before) or _LACK_CUE_ZH.search(before)
+            lack = _LACK_BEFORE_PARTICIPLE if _PARTICIPLE.match(noun.group(0)) else _LACK_BEFORE_NOUN
+            cue = lack.search(before) or _LACK_CUE_ZH.search(before)
             if cue and not self._is_used(cue.span()):
                 empty = True
             else:
@@ -463,6 +468,11 @@ class ConditionStep(Draft):
                 continue
             else:
                 start = cue.start()
+            if self.has_filter(path):
+                # said twice ("no one has picked up yet (no assignee)"): read, if it says the same
+                if any(f.field == path and (f.op in ("empty", "in")) == empty for f in self.filters):
+                    self.use((start, noun.end()))
+                continue
             self.use((start, noun.end()))
             if word in ("comment", "repl"):
                 self.add_filter(path, [0, None], "in") if empty else self.add_filter(path, 1, "gte")
@@ -494,17 +504,26 @@ class ConditionStep(Draft):
 _THREAD_WORD = re.compile(r"\bthreads?\b|讨论串|帖子", re.I)
 # The things a record has or lacks, by the role or count they are read as.
 _THING = re.compile(
-    r"\b(?:(?P<label>labels?|labell?ed|tags|tagged)|(?P<assignee>assignees?|assigned(?: to (?:anyone|anybody|someone|somebody|a person))?|owners?)"
-    r"|(?P<milestone>milestones?)|(?P<comment>comments?|commented(?: on)?)|(?P<repl>repl(?:y|ies)|replied(?: to)?|answers?|answered|responses?)"
+    r"\b(?:(?P<label>labels?|labell?ed|tags|tagged)|(?P<assignee>assignees?|assigned(?: to (?:anyone|anybody|someone|somebody|a person))?|owners?"
+    r"|picked up|claimed|taken on)"
+    r"|(?P<milestone>milestones?)|(?P<comment>comments?|comment(?:ed|ing)(?: on)?)|(?P<repl>repl(?:y|ies)|replied(?: to)?|answers?|answered|responses?)"
     r"|(?P<mentioned>(?:@-?)?mention(?:s|ed|ing)?(?: (?:anyone|anybody|someone|somebody|people|others))?)|(?P<reaction>reactions?)"
     r"|(?P<body>descriptions?|bod(?:y|ies)))\b", re.I)
-# A negation before the thing, with only the words of having or getting between ("never got a",
-# "has not been given an", "didn't receive any", "nobody has").
-_HAVING_WORDS = (r"(?:(?:a|an|any|a single|single|one|even|ever|yet|so much as|once|at all|been|be|being|get|gets|got|gotten|getting"
-                 r"|receive|receives|received|have|has|had|having|given|assigned|attached|added|drew|attracted|was|were|is|are|it|them|they"
-                 r"|do|does|did|been given|to)\s+)*")
-_LACK_CUE = re.compile(r"(?:\b(?:no|zero|without|lacking|missing|never|not|nobody|no one|no-one|none)\b|n['’]?t\b)\s+"
-                       + _HAVING_WORDS + r"$", re.I)
+# A negation before the thing. Before a noun ("a label", "comments") it says the record lacks it only
+# directly ("no label", "without a milestone") or through a verb of having ("never got a label", "has
+# not been given an assignee", "didn't receive any comments"): "were not replies" says what a message
+# is, not what it lacks. Before a participle ("never labelled", "nobody has commented", "without anyone
+# ever commenting") the negation itself says it.
+_FILLING = (r"(?:(?:a|an|any|a single|single|one|even|ever|yet|so much as|once|at all|been|be|being|was|were|is|are|it|them"
+            r"|they|do|does|did|has|have|had|to|anyone|anybody|someone|somebody|people)\s+)*")
+_HAVING = (r"(?:get|gets|got|gotten|getting|receive|receives|received|have|has|had|having|given|assigned|attached|added"
+           r"|drew|draw|attracted|attract)\s+")
+_NEGATION = r"(?:\b(?:not|never|nobody|no one|no-one)\b|n['’]?t\b)"
+_LACK_BEFORE_NOUN = re.compile(rf"(?:\b(?:no|zero|without|lacking|missing|none)\s+{_FILLING}|{_NEGATION}\s+{_FILLING}{_HAVING}{_FILLING})$",
+                               re.I)
+_LACK_BEFORE_PARTICIPLE = re.compile(rf"(?:{_NEGATION}|\bwithout\b)\s+{_FILLING}$", re.I)
+_PARTICIPLE = re.compile(r"(?:labell?ed|tagged|assigned|picked up|claimed|taken on|commented|commenting|replied|answered|mentioned"
+                         r"|mentioning)\b", re.I)
 _LACK_CUE_ZH = re.compile(r"(?:没有?|无|未|从未|从没)[被打过任何人收到得到一个条了给有]{0,6}$")
 _SOMEONE = re.compile(r"\b(?:anyone|anybody|someone|somebody|a person|people|others)$", re.I)
 # Having it, said just before the thing: "with a", "that have any", "got some".

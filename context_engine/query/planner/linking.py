@@ -25,7 +25,9 @@ class LinkStep(Draft):
         """Stored enum values named in the question: labels, priorities, types, repos, channels."""
         s = self.schema
         assignee = person_field_for(s, "assignee")
-        if assignee and self.mark(r"\bunassigned\b|\bnot assigned\b|\bno assignee\b|未分配|没有负责人"):
+        # "not assigned", but not "not assigned to albertvillanova" (the negation step excludes that person)
+        if assignee and self.mark(r"\bunassigned\b|\bnot assigned\b(?!\s+to\s+(?!(?:anyone|anybody|someone|somebody|any ?one|a person)\b))"
+                                  r"|\bno assignee\b|未分配|没有负责人"):
             self.add_filter(assignee[0].rsplit(".", 1)[0] if assignee[0].endswith(".name") else assignee[0], None, "empty")
         priority = field_for(s, "priority")
         if priority:

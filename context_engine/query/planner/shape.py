@@ -13,7 +13,7 @@ from context_engine.query.planner.draft import Draft
 DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
 
-COUNT = re.compile(r"\bhow many\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数", re.I)
+COUNT = re.compile(r"\bhow many\b|[,:(—–-]\s*(?:the\s+)?(?:number|count|total)\s*\??\)?\s*[?.]?$|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数", re.I)
 
 TOP = re.compile(r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|最常|最经常|前(\d+)名?", re.I)
 
@@ -125,9 +125,9 @@ _SMALLEST = re.compile(r"fewest|least|min|lowest|smallest", re.I)
 _PERSON_NOUN = (r"people|person|user|author|contributor|poster|replier|responder|committer|member|folk|dev|engineer|reporter|filer"
                 r"|opener|creator|submitter|starter|人|用户|作者|位|名")
 # A person noun says its role itself ("reviewers") or by the verb after it ("people reviewed", "people merged").
-_PERSON_VERBS = [(r"review|approv", "reviewer"), (r"merged\b", "merger"), (r"closed\b", "closer"), (r"assigned\b", "assignee")]
+_PERSON_VERBS = [(r"review|approv", "reviewer"), (r"merged\b", "merger"), (r"closed\b|shut\b", "closer"), (r"assigned\b", "assignee")]
 _DISTINCT_ROLES = [
-    (r"review|approv|评审", "reviewer"), (r"assign|负责", "assignee"), (r"merger", "merger"),
+    (r"review|approv|评审", "reviewer"), (r"assign|负责", "assignee"), (r"merger", "merger"), (r"closer", "closer"),
     (_PERSON_NOUN, "author"), (r"label|tag|标签", "label"), (r"repo|仓库", "repo"), (r"channel|频道", "channel"), (r"project|项目", "project"),
     (r"component", "component"), (r"milestone", "milestone"), (r"priorit", "priority"),
 ]
@@ -323,7 +323,7 @@ class ShapeStep(Draft):
                 r"|谁的(?:帖子|讨论串|消息)", self.q, re.I):
             self.mark(r"谁发起的(?:讨论串|帖子|讨论)?", "shape")
             return "replied_to"  # "whose threads does Meagan reply to most": the starters of the threads she replied in
-        if self.collection == "issues" and re.search(r"\bclos\w*|\bresolv\w*|\bcomplet\w*|\bfix\w*|\bfinish\w*|关闭|解决|完成", self.q, re.I):
+        if self.collection == "issues" and re.search(r"\bclos\w*|\bshut\b|\bresolv\w*|\bcomplet\w*|\bfix\w*|\bfinish\w*|关闭|解决|完成", self.q, re.I):
             return "closer" if person_field_for(self.schema, "closer") else "assignee"
         if re.search(r"\bassign\w*|负责", self.q, re.I):
             return "assignee"
@@ -340,7 +340,8 @@ class ShapeStep(Draft):
                      self.q, re.I):
             return 1  # "the busiest channel": one answer
         if re.search(r"\b(?:which|what)\s+(?:single\s+)?(?:channel|person|reviewer|author|repo|repository|label|tag|team|user|"
-                     r"contributor|committer|engineer|component|milestone|project|workspace|slack|community)\b(?!s)", self.q, re.I):
+                     r"contributor|committer|engineer|component|milestone|project|workspace|slack|community|maintainer|member"
+                     r"|developer|dev|poster|replier|closer|merger|assignee|reporter)\b(?!s)", self.q, re.I):
             return 1  # "which label do open issues carry most often": the one winner
         counted = re.search(r"\b(\d+)\s+(?:most active |busiest |top )?(?:people|persons|users|reviewers|authors|engineers|"
                             r"developers|devs|folks|members|contributors|labels|repos|channels|posters)\b", self.q, re.I)

@@ -376,7 +376,7 @@ IMPLIED = re.compile(
     r"author\w*|report\w*|post\w*|repl[iy]\w*|start\w*|commit\w*|submit\w*|land\w*|went|ship\w*|updat\w*|sen[dt]s?|"
     r"mention\w*|tagg\w*|often|frequent\w*|respon\w*|answer\w*|times|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*|"
     r"waiting|pending|awaiting|asked|requested|"
-    r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|posters?|members?|whom?|whose|"
+    r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|whom?|whose|"
     r"active|busiest|biggest|largest|most|top|counts?|volume|break|down|breakdown|split|across|vs|total|number|"
     r"two|three|four|five|six|seven|eight|nine|ten|"
     r"谁|哪些人|哪位|发过?|发了|提交|创建|合并|评审|审查")
@@ -390,7 +390,7 @@ IMPLIED_NEEDS = [(re.compile(pattern), need) for pattern, need in (
     (r"clos\w*|resolv\w*", "state|closed|resolved|closer|status|state_reason"),
     (r"repl[iy]\w*|respon\w*|answer\w*", "replies|reply_user|replied_to|thread_ts|reply_users_count"),
     (r"updat\w*", "updated"),
-    (r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|posters?|members?|"
+    (r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|"
      r"whom?|whose|谁|哪些人|哪位", "person"),
     (r"active|busiest|biggest|largest|most|top|often|frequent\w*|最常|最经常|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*", "rank"),
     (r"mention\w*|tagg\w*", "mentioned"),
