@@ -101,7 +101,7 @@ DECLINED = {"standalone": "PRs Alex merged last week", "people": [], "people_tex
     ("the first one", "Alex Chen"), ("the second", "Alex Morgan"), ("2", "Alex Morgan"), ("第二个", "Alex Morgan"),
     ("第一个", "Alex Chen"), ("the last one", "Alex Morgan"), ("I meant amorgan-dev", "Alex Morgan"),
     ("Alex Morgan", "Alex Morgan"), ("alex chen", "Alex Chen"), ("我说的是Alex Chen", "Alex Chen"),
-    ("no, I meant achen42", "Alex Chen"), ("Morgan", "Alex Morgan"),
+    ("no, I meant achen42", "Alex Chen"), ("Morgan", "Alex Morgan"), ("his handle here is achen42", "Alex Chen"),
 ])
 def test_picking_a_candidate_re_asks_the_declined_question_with_that_person(asked, name):
     out = resolve_offline(asked, [DECLINED], PEOPLE, NOW)
@@ -230,3 +230,26 @@ OPEN_BUGS = {**QUERIED, "standalone": "how many open issues labelled bug", "coll
 ])
 def test_a_follow_up_naming_another_state_switches_to_it(asked, standalone):
     assert resolve_offline(asked, [OPEN_BUGS], PEOPLE, NOW).standalone.startswith(standalone)
+
+
+LAST_MONTH = {**QUERIED, "standalone": "How many issues came in last month?", "collection": "issues", "people": [],
+              "people_text": [], "times": ["last month"],
+              "time_ranges": [{"text": "last month", "start": "2026-10-01T00:00:00", "end": "2026-11-01T00:00:00"}]}
+RANKED_WHOSE = {**RANKED, "standalone": "PRs merged in 2025 whose name is on most"}
+THREADS = {**QUERIED, "standalone": "Rashid's PRs with at least five comments", "times": [], "time_ranges": []}
+
+
+@pytest.mark.parametrize("previous,asked,standalone", [
+    (QUERIED, "let me see them", "list PRs did Rashid merge in March 2026"),
+    (QUERIED, "count those up for me", "how many PRs did Rashid merge in March 2026"),
+    (QUERIED, "how many flaky ones is that, then?", "how many PRs did Rashid merge in March 2026"),
+    (QUERIED, "给我数一下有几个", "how many PRs did Rashid merge in March 2026"),
+    (QUERIED, "and the July figure?", "Which PRs did Rashid merge July 2026?"),
+    (QUERIED, "and from the month before?", "Which PRs did Rashid merge in February 2026?"),
+    (LAST_MONTH, "what about December?", "How many issues came in December 2025?"),  # December not yet come in 2026
+    (RANKED_WHOSE, "how many did they get merged?", "PRs merged in 2025 whose name is on how many did Lars Nielsen get merged"),
+    (THREADS, "so how many does Rashid have", "how many Rashid's PRs with at least five comments"),
+    (QUERIED, "which of Rashid's are still open", "Which PRs did Rashid merge in March 2026 still open"),
+])
+def test_follow_ups_worded_freely(previous, asked, standalone):
+    assert resolve_offline(asked, [previous], PEOPLE, NOW).standalone == standalone

@@ -132,7 +132,7 @@ def _shifted(core: str, previous: dict[str, Any]) -> str | None:
         return f"since {end:%Y-%m-%d}"
     if start is None or end is None:
         return None
-    core = re.sub(r"^(?:in|for|during|over)\s+", "", core, flags=re.I)  # "and in the month after that?"
+    core = re.sub(r"^(?:in|for|during|over|from)\s+", "", core, flags=re.I)  # "and in the month after that?", "from the month before"
     core = re.sub(r"^(?:跟|和|与|同)\s*|\s*(?:比|相比|比较|对比)(?:一下)?$", "", core)  # "跟前一年比": the year before
     if len(previous.get("people", [])) == 1:
         core = re.sub(r"^(?:他|她|他们|她们)(?:的)?\s*", "", core)  # "他前一年呢": the same person, the year before
@@ -166,7 +166,8 @@ _ORDINAL = re.compile(r"^(?:the\s+)?(?P<en>first|1st|second|2nd|third|3rd|fourth
 _INTERJECTIONS = r"(?:(?:no|sorry|oops|oh|ah|nope|right|ok(?:ay)?|yes|yeah)[\s,:;.!]+)"
 _MEANT = re.compile(rf"^{_INTERJECTIONS}*(?:i\s+meant?|meant|i\s+was\s+asking\s+about"
                     r"|i(?:'m|\s+am|\s+was)\s+thinking\s+of|the\s+one\s+(?:called|named)|make\s+(?:it|that)"
-                    r"|(?:his|her|their|the)\s+(?:github\s+)?(?:login|user\s?name|handle|account|id)\s+(?:is|was|'s))"
+                    r"|(?:his|her|their|the)\s+(?:github\s+|slack\s+)?(?:login|user\s?name|handle|account|id)\s+"
+                    r"(?:here\s+|there\s+|on\s+(?:github|slack)\s+)?(?:is|was|'s))"
                     r"\s+(?:the\s+)?(?:(?:login|user(?:name)?|handle|account|person)\s+)?@?"
                     r"|^(?:我)?(?:说的是|指的是|是说|要的是)|^是", re.I)
 
@@ -235,9 +236,10 @@ _MONTH_NAME = re.compile(r"\b(" + "|".join(sorted(MONTHS, key=len, reverse=True)
 _CJK_MONTH = re.compile(r"(?<![年\d])((?:\d{1,2}|[一二三四五六七八九十]+)\s*月)")
 
 
-def _with_year(when: str, previous: dict[str, Any]) -> str:
+def _with_year(when: str, previous: dict[str, Any], now: datetime) -> str:
     """A month said alone after a question dated in one year is that year's month ("and in July?"
-    after "August 2017" is July 2017, not the last July before now)."""
+    after "August 2017" is July 2017, not the last July before now), unless that month has not come
+    yet ("what about December?" after last month, January 2025: December 2024)."""
     ranges = [r for r in previous.get("time_ranges", []) if r.get("start")]
     if not ranges or re.search(r"\b(?:19|20)\d\d\b|年", when.replace("月", "")):
         return when
@@ -246,7 +248,10 @@ def _with_year(when: str, previous: dict[str, Any]) -> str:
         return re.sub(r"\bof (?:the|that) year\b", f"of {year}", when, flags=re.I)
     if re.search(r"\b(?:first|second) half$", when, re.I):  # "and in the first half?"
         return f"{when} of {year}"
-    if _MONTH_NAME.search(when):
+    month = _MONTH_NAME.search(when)
+    if month:
+        if datetime(year, MONTHS[month.group(1).lower()], 1) > now:
+            year -= 1
         return _MONTH_NAME.sub(lambda m: f"{m.group(0)} {year}", when, count=1)
     return _CJK_MONTH.sub(lambda m: f"{year} 年 {m.group(1)}", when, count=1)
 
@@ -299,7 +304,7 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
         return FollowUp(_replace_people(previous, others[0]), f"{core!r} = {others[0]}")
     times = find_time_ranges(core, now)
     if times and times[0].text.strip().lower() == _PREPOSITION.sub("", core).strip().lower() and previous.get("times"):
-        when = _with_year(times[0].text, previous)  # "what about April?": the month, though someone is called April
+        when = _with_year(times[0].text, previous, now)  # "what about April?": the month, though someone is called April
         return FollowUp(_replace_time(previous, when), f"the same question for {when!r}")
     if directory is not None:
         named = _PREPOSITION.sub("", core)
@@ -308,9 +313,10 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
             name = mentions[0].text
             return FollowUp(_replace_people(previous, name), f"the same question about {name}")
     if times and len(re.sub(r"\b(?:in|on|during|since|for|from|of|the|ones?|those|that|them|threads?|messages?|posts?|prs?|"
+                            r"figures?|numbers?|counts?|totals?|"
                             r"pull\s+requests?|issues?|look\s+like|what\s+did|how\s+about|was\s+it)\b|在|的|那", "",
                             core.lower().replace(times[0].text.lower(), "")).strip(" ?？")) <= 1:
-        when = _with_year(times[0].text, previous)
+        when = _with_year(times[0].text, previous, now)
         return FollowUp(_replace_time(previous, when), f"the same question for {when!r}")
     subset = _SUBSET.match(core)
     if subset:
@@ -355,10 +361,14 @@ _COUNT_IT = re.compile(r"^(?:how\s+many|how\s+much|what(?:'s|\s+is)\s+the\s+(?:c
                        r"|^(?:give\s+me\s+|tell\s+me\s+)?(?:the\s+|a\s+)?(?:count|number|total)(?:\s+(?:for\s+|of\s+)?(?:them|it|that|those|this))?$"
                        r"|^what\s+does\s+(?:that|it|this)\s+(?:come|add)\s+(?:to|up\s+to)(?:[,\s]+in\s+(?:numbers?|total))?$"
                        r"|^count\s+(?:them|it|that|those|these)$|^(?:一共|总共|共)?(?:有)?(?:多少|几)(?:个|条|次)?$"
-                       r"|^how\s+many(?:'s|\s+is)\s+(?:that|it|this)(?:\s+then)?$|^(?:数一下|数数|数一数)$|^(?:那|这)?(?:是|有)?(?:多少|几)(?:个|条|次)$", re.I)
+                       r"|^how\s+many(?:'s|\s+is)\s+(?:that|it|this)(?:\s+then)?$|^(?:那|这)?(?:是|有)?(?:多少|几)(?:个|条|次)$"
+                       r"|^count\s+(?:them|it|that|those|these)\s+up(?:\s+for\s+me)?$"
+                       r"|^how\s+many\s+(?:\w+\s+){0,2}ones\s+(?:is|are)\s+(?:that|those|there)(?:,?\s+then)?$"  # the narrowing restated
+                       r"|^(?:给我)?(?:数一下|数数|数一数)(?:有)?(?:多少|几)?(?:个|条)?$", re.I)
 _LIST_IT = re.compile(r"^(?:list|show|give\s+me|which\s+are\s+they|what\s+are\s+they)(?:\s+(?:me\s+)?(?:them|those|these|it|all))*$"
+                      r"|^(?:let\s+me\s+see|can\s+i\s+see|i'?d\s+like\s+to\s+see)\s+(?:them|those|these|it|the\s+list)$"
                       r"|^(?:列出来|列一下|列出|都有哪些|是哪些|有哪些|哪些)$", re.I)
-_HAS_SHAPE = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|\bmost\b|\bleast\b|\bfewest\b|\bbusiest\b|\btop\b|"
+_HAS_SHAPE = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|(?<!at )\bmost\b|(?<!at )\bleast\b|\bfewest\b|\bbusiest\b|\btop\b|"
                         r"\bshow\b|\bwhat\s+(?:did\s+)?\S+\s+(?:wr[io]te|post(?:ed)?|said|say|opened|merged|filed)\b|"
                         r"\bwhich\s+(?:month|week|day|year|one|person)\b|\bwho\b|\blist\b|多少|几个|几条|最多|最少|哪个月|哪天|谁", re.I)
 # The words a question opens with to ask for records ("which PRs ...", "show me ...").
@@ -378,6 +388,11 @@ _AUTHOR_OF_IT = re.compile(r"^(?:who(?:'s|\s+is|\s+was)\s+(?:the\s+)?(?:author|o
                            r"|whose\s+(?:issue|pr|pull\s+request|message|thread|post|ticket|one)\s+(?:was|is)\s+(?:that|it|this)"
                            r"|who\s+(?:wrote|opened|filed|created|authored|reported|started|posted|raised)(?:\s+(?:it|that|this|that\s+one))?"
                            r"|(?:是)?谁(?:提|开|写|发|创建|报)的(?:呢)?)$", re.I)
+_PREPOSITION_OF_TIME = re.compile(r"^\s*(?:in|during|over|from|for|on)\s+", re.I)
+_ENDS_WITH_PREPOSITION = re.compile(r"\b(?:in|during|over|from|for|on)\s*$", re.I)
+_OF_THEIRS = re.compile(r"^(?:which|what)\s+(?:ones\s+)?of\s+\S+?['’]s?\s+(?:ones\s+)?(?:are|were|is|was|have|has|did)?\s*(?P<rest>.+)$", re.I)
+# "so how many does Corey have", "how many has she got": the last question counted, about the person it named
+_COUNT_FOR = re.compile(r"^how\s+many\s+(?:does|did|has|have|do)\s+\S+(?:\s+\S+)?\s+(?:have|got|get|own)$", re.I)
 _THAT_TIME = re.compile(r"\b(?:that|the\s+same)\s+(?:year|month|week|day|quarter|period)\b|那年|那个月|那一年|同一年|当年|当月"
                         r"|\b(?:in\s+)?(?:those|these|the\s+same)\s+(?:\w+\s+)?(?:years|months|weeks|days|quarters)\b", re.I)
 
@@ -421,10 +436,10 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
         return _reshaped(words, previous)
     if _RECORD.search(re.sub(r"^narrow\s+(?:it|that|this)\b", "", words, flags=re.I)):
         return None  # "who opened it?": one record of the answer, not all of them
-    asked_who = re.search(r"\bwho\b|\bwhom\b|谁|哪些人|哪位", previous["standalone"], re.I)
+    asked_who = re.search(r"\bwho\b|\bwhom\b|\bwhose\b|谁|哪些人|哪位", previous["standalone"], re.I)
     if _PRONOUNS_IN.search(words) and asked_who and previous.get("answer_people") and not previous.get("people"):
         # "how many did they merge?" after "who merged the most": the person the answer named first
-        words = _PRONOUNS_IN.sub(f" {previous['answer_people'][0]} ", words, count=1).strip()
+        words = re.sub(r"\s+(['’]s)\b", r"\1", _PRONOUNS_IN.sub(f" {previous['answer_people'][0]} ", words, count=1)).strip()
     elif _PRONOUNS_IN.search(words) and len(previous.get("people", [])) == 1:
         # "how many replies did her threads get" after a question about Ida's threads: Ida
         person = previous["people"][0]
@@ -435,7 +450,16 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
         # "who posted the most that month?" after "the busiest month": the month the answer named first
         said_time = _period_phrase(previous["answer_periods"][0])
     if _THAT_TIME.search(words) and said_time:
-        words = re.sub(r"\s{2,}", " ", _THAT_TIME.sub(f" {said_time} ", words, count=1)).strip()
+        # "from that month" with "during May 2019": one preposition ("from May 2019")
+        said = lambda m: f" {_PREPOSITION_OF_TIME.sub('', said_time) if _ENDS_WITH_PREPOSITION.search(words[:m.start()]) else said_time} "
+        words = re.sub(r"\s{2,}", " ", _THAT_TIME.sub(said, words, count=1)).strip()
+    theirs = _OF_THEIRS.match(words)
+    if theirs and directory is not None:
+        # "which of dorost1234's are not closed yet" after dorost1234's issues: those, narrowed
+        named_people = [m.person.name for m in directory.find_mentions(words) if m.person is not None and not m.is_asker]
+        if named_people and all(name in previous.get("people", []) for name in named_people):
+            rest = theirs.group("rest").strip(" ?？")
+            return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}")
     named, _ = detect_collection(words, {n: None for n in _NOUNS})
     if named is not None and not _RECORD_NOUN.search(words):
         named = None  # "有几个打了 bug 标签": bug is a label here, not a kind of record
@@ -451,6 +475,10 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
     if named is not None and not referring and not short_subset:
         return None  # names its own records: a question of its own
     people = [m for m in directory.find_mentions(words) if m.person is not None and not m.is_asker] if directory else []
+    recount = _COUNT_FOR.match(words)
+    if recount and people and all(m.person.name in previous.get("people", []) or m.text in previous.get("people_text", [])
+                                  for m in people):
+        return _reshaped("how many", previous)  # "so how many does Corey have" after Corey's threads: those, counted
     only = re.match(r"^(?:only|just)\s+(?P<who>.+?)(?:['’]s)?$", words, re.I)
     if people and only:
         return FollowUp(_narrowed(previous, f"by {only.group('who')}"), f"of the last answer's records: by {only.group('who')}")
@@ -467,7 +495,7 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
     times = find_time_ranges(rest, now) if previous.get("times") else []
     if times:  # "and who asked for the most of them in 2023": the new time replaces the last one
         rest = rest.replace(times[0].text, "").strip()
-        previous = {**previous, "standalone": _replace_time(previous, _with_year(times[0].text, previous))}
+        previous = {**previous, "standalone": _replace_time(previous, _with_year(times[0].text, previous, now))}
     return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}")
 
 

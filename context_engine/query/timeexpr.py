@@ -286,10 +286,11 @@ def _between(m: re.Match, now: datetime) -> tuple[datetime, datetime] | None:
 
 
 _VERB_BEFORE = re.compile(r"\b(merged|merge|closed|close|created|create|opened|open|resolved|resolve|fixed|fix|"
-                          r"updated|submitted|posted|reviewed|filed|file|reported|report)\s*$", re.I)
+                          r"updated|submitted|posted|reviewed|filed|file|reported|report|(?:came|come|comes|coming)(?: in)?|arrived)\s*$", re.I)
 _VERB_FORMS = {"merge": "merged", "close": "closed", "create": "created", "open": "opened", "resolve": "resolved",
                "fix": "resolved", "fixed": "resolved", "file": "created", "filed": "created", "report": "created",
-               "reported": "created"}
+               "reported": "created", "arrived": "created",
+               **{f"{verb}{particle}": "created" for verb in ("came", "come", "comes", "coming") for particle in ("", " in")}}
 
 
 def _verb_before(text: str, a: int) -> str | None:

@@ -51,7 +51,8 @@ class ConditionStep(Draft):
                 self.add_filter("merged", False)
                 self.add_filter("state", "closed")
                 return "closed"
-            if self.mark(r"(?<!从)(?:还)?(?:没有?|未)\s*(?:被)?\s*(?:merge|合并|合入)|尚未合并|待合并|\bnot yet merged\b|\byet to be merged\b"
+            # 还没/尚未 (not yet): still waiting, open; a bare 没被合并 (was not merged) is merged: false, below
+            if self.mark(r"(?<!从)(?:还(?:没有?|未)|(?:没有?|未)(?!被))\s*(?:merge|合并|合入)|尚未合并|待合并|\bnot yet merged\b|\byet to be merged\b"
                          r"|\bstill (?:un|not )merged\b|\bunmerged and open\b|\bawaiting merge\b"):
                 # "还没 merge 的 PR", "not yet merged": still waiting, i.e. open (Chinese 没 says "not yet").
                 self.add_filter("state", "open")
@@ -59,7 +60,7 @@ class ConditionStep(Draft):
             unmerged = self.mark(r"\bnever (?:been |got |gets |get |was |were )?(?:merged|landed|shipped)\b"
                                  r"|\bnot (?:been |being |getting |got )?(?:merged|landed|shipped)\b"
                                  r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
-                                 r"|从未(?:被)?(?:merge|合并|合入)|从来没有?(?:被)?(?:merge|合并|合入)")
+                                 r"|从未(?:被)?(?:merge|合并|合入)|从来没有?(?:被)?(?:merge|合并|合入)|(?:没有?|未)被(?:merge|合并|合入)")
             if unmerged:
                 # Not merged is all it says: an open PR is not merged either, unless closing is said too.
                 self.add_filter("merged", False)

@@ -104,6 +104,7 @@ _DISTINCT = re.compile(
 _MEASURE = r"(repl(?:y|ies)|comments?|additions|deletions|(?:changed )?files)"
 _SUM = re.compile(
     rf"\b(?:sum|total(?: number)?|combined number) of (?:all )?(?:the )?{_MEASURE}\b|\btotal {_MEASURE} (?:across|over|on|in|under)\b"
+    r"|\b(repl(?:y|ies)|comments?)[\s-](?:total|sum|count total)\s+(?:across|over|on|in|under|for)\b"  # "the reply total across those threads"
     rf"|\bhow many {_MEASURE} (?:did|do|have|had)\b[^?？]*?\b(?:threads?|posts?|messages?|prs?|pull requests?|issues?|tickets?|those|them|these)\s+"
     rf"(?:\w+\s+)?(?:get|got|gotten|receive|received|draw|drew|attract|attracted)\b"
     rf"|\bhow many {_MEASURE}\b[^?？]*\b(?:altogether|all together|in total|combined)\b"
