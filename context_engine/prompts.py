@@ -9,8 +9,9 @@ PLANNER_SYSTEM = """Turn a question about an engineering team's work into a quer
 {{"collection":C,"filters":[{{"field":F,"op":OP,"value":V}}],"times":[{{"field":F,"start":D,"end":D}}],"text":[],
 "shape":{{"kind":K,"field":F,"bucket":B,"over":"records|groups","limit":N,"sort":[{{"field":F,"direction":-1}}]}}}}
 F: a field listed under the question. D: {{"$date":"YYYY-MM-DDTHH:MM:SSZ"}} or null (open: "since 2021", "before May").
-OP: eq ne in nin gt gte lt lte exists empty not_empty words. empty: missing/null/[]/"" ("without a milestone",
+OP: eq ne in nin gt gte lt lte exists empty not_empty words exact_words. empty: missing/null/[]/"" ("without a milestone",
 "unassigned"); words: a list of words, any of them in a text field ("CI in the title": title words ["ci"]);
+exact_words: the same, each exactly as written ("port or ports": ["port", "ports"]);
 "negate":true inverts a filter ("not labelled bug", "never merged").
 text: topic words for full-text search, [] when no topic.
 K: list (records sorted by a date, limit at most {max_rows}) | count | distinct_count (of field) |

@@ -338,6 +338,17 @@ def test_a_pattern_of_literal_words_is_allowed_without_the_regex_policy():
         assert validate_pipeline([{"$match": {"title": {"$regex": other}}}], SCHEMA), other
 
 
+def test_a_pattern_of_exact_words_is_allowed_too_and_no_mixture_of_the_two_forms():
+    from context_engine.query.validate import exact_word_pattern, word_pattern
+
+    pattern = exact_word_pattern(["port", "ports", "缓存"])
+    assert pattern == "(?i)(?:\\bport\\b|\\bports\\b|缓存)"
+    assert validate_pipeline([{"$match": {"title": {"$regex": pattern}}}], SCHEMA) == []
+    mixed = pattern[:-1] + "|" + word_pattern(["x"])[len("(?i)(?:"):]
+    for other in (mixed, pattern.replace("port", "po.t"), pattern.replace("\\b", "")):
+        assert validate_pipeline([{"$match": {"title": {"$regex": other}}}], SCHEMA), other
+
+
 def test_policy_caps():
     policy = ValidationPolicy(max_limit=1000, max_stages=2, hidden_fields=frozenset({"tenant_id", "acl", "_id", "body"}))
     assert validate_pipeline([M, {"$limit": 1000}], SCHEMA, policy) == []

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from context_engine.query.fields import field_for, person_field_for
-from context_engine.query.ir import Filter, PlanIR, Shape
+from context_engine.query.ir import WORD_OPERATORS, Filter, PlanIR, Shape
 from context_engine.query.schema import CollectionSchema
-from context_engine.query.validate import word_pattern
+from context_engine.query.validate import exact_word_pattern, word_pattern
 
 BUCKET_FORMATS = {"day": "%Y-%m-%d", "week": "%G-W%V", "month": "%Y-%m", "year": "%Y"}
 _COMPARISONS = {"ne": "$ne", "in": "$in", "nin": "$nin", "gt": "$gt", "gte": "$gte", "lt": "$lt", "lte": "$lte"}
@@ -50,8 +50,9 @@ def empty(path: str) -> dict[str, Any]:
 def _condition(f: Filter) -> Any:
     """The MongoDB condition of one filter on its path (`empty` is a clause of its own: `empty`, which compile_plan writes instead)."""
     op, value = f.op, f.value
-    if op == "words":
-        words = {"$regex": word_pattern(value)}  # case-insensitive inline: `$not` takes no `$options`
+    if op in WORD_OPERATORS:
+        # case-insensitive inline: `$not` takes no `$options`
+        words = {"$regex": word_pattern(value) if op == "words" else exact_word_pattern(value)}
         return {"$not": words} if f.negate else words
     if f.negate:
         if op == "exists":

@@ -21,8 +21,10 @@ Span = tuple[int, int]
 
 # eq ... lte compare; in/nin take a list; exists takes a bool; empty/not_empty take no value
 # ("is empty": missing, null, [] or ""); words takes a list of words, any of which the text of the
-# field holds, whole or with an ending ("CI in the title"; `validate.word_pattern`).
-OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "exists", "empty", "not_empty", "words")
+# field holds, whole or with an ending ("CI in the title"; `validate.word_pattern`); exact_words the
+# same, each word exactly as written ("decoder or decoders": not "decode"; `validate.exact_word_pattern`).
+OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "exists", "empty", "not_empty", "words", "exact_words")
+WORD_OPERATORS = ("words", "exact_words")
 # The words of a `words` filter: one ASCII word or one run of Chinese characters each, so the pattern
 # built from them is a fixed shape the validator recognises (`validate.is_word_pattern`).
 WORD = re.compile(r"[a-z0-9_]{1,40}|[\u4e00-\u9fff]{1,20}")
@@ -104,9 +106,9 @@ class Filter:
             raise IRError(f"{self.op} takes a list, not {self.value!r}")
         if self.op == "exists" and not isinstance(self.value, bool):
             raise IRError(f"exists takes true or false, not {self.value!r}")
-        if self.op == "words" and not (isinstance(self.value, list) and 0 < len(self.value) <= MAX_WORDS
+        if self.op in WORD_OPERATORS and not (isinstance(self.value, list) and 0 < len(self.value) <= MAX_WORDS
                                        and all(isinstance(w, str) and WORD.fullmatch(w) for w in self.value)):
-            raise IRError(f"words takes a list of 1 to {MAX_WORDS} words (letters and digits, or Chinese characters), "
+            raise IRError(f"{self.op} takes a list of 1 to {MAX_WORDS} words (letters and digits, or Chinese characters), "
                           f"not {self.value!r}")
 
     def to_json(self) -> dict[str, Any]:

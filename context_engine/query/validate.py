@@ -61,7 +61,9 @@ _STRING_BUILDERS = ("$concat", "$substrCP", "$toUpper", "$toLower", "$dateToStri
 # `allow_regex`: nothing in it but literal words, one fixed group of endings and word boundaries.
 WORD_ENDINGS = r"(?:e?s|e|ed|ings?|ers?|ors?|(?:at)?ions?|iz\w*|y|ies)?"
 _WORD_ITEM = r"\\b[a-z0-9_]{1,40}" + re.escape(WORD_ENDINGS) + r"\\b|[\u4e00-\u9fff]{1,20}"
-_WORD_PATTERN = re.compile(rf"\(\?i\)\(\?:(?:{_WORD_ITEM})(?:\|(?:{_WORD_ITEM})){{0,11}}\)")
+_EXACT_WORD_ITEM = r"\\b[a-z0-9_]{1,40}\\b|[\u4e00-\u9fff]{1,20}"
+_WORD_PATTERN = re.compile(rf"\(\?i\)\(\?:(?:{_WORD_ITEM})(?:\|(?:{_WORD_ITEM})){{0,11}}\)"
+                           rf"|\(\?i\)\(\?:(?:{_EXACT_WORD_ITEM})(?:\|(?:{_EXACT_WORD_ITEM})){{0,11}}\)")
 
 
 def word_pattern(words: list[str]) -> str:
@@ -69,7 +71,13 @@ def word_pattern(words: list[str]) -> str:
     return "(?i)(?:" + "|".join(rf"\b{w}{WORD_ENDINGS}\b" if w.isascii() else w for w in words) + ")"
 
 
+def exact_word_pattern(words: list[str]) -> str:
+    """The regular expression of an `exact_words` filter: each word whole, with no ending."""
+    return "(?i)(?:" + "|".join(rf"\b{w}\b" if w.isascii() else w for w in words) + ")"
+
+
 def is_word_pattern(pattern: str) -> bool:
+    """One of the two fixed forms above, of literal words: allowed without `allow_regex`."""
     return bool(_WORD_PATTERN.fullmatch(pattern))
 
 

@@ -41,6 +41,8 @@ from tests.query.conftest import ISSUES, refs, run
     # any of the words, whole or with an ending, in any case: "three" and "four"; not inside another word
     (Filter("title", "words", ["three", "four"]), ["a#3", "a#4"]),
     (Filter("title", "words", ["hree"]), []),
+    (Filter("title", "exact_words", ["three", "fou"]), ["a#3"]),                 # exactly: "fou" is not "four"
+    (Filter("title", "exact_words", ["three"], negate=True), ["a#1", "a#2", "a#4"]),
     (Filter("title", "words", ["three"], negate=True), ["a#1", "a#2", "a#4"]),
 ])
 def test_each_operator_means_what_it_says_on_the_store(store, schema, f, expected):

@@ -25,6 +25,8 @@ days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among a
 _CUE_WORDS = (r"about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
               r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|touch(?:es|ing)?|"
               r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|talk about)")
+# The forms of a topic word spelled out after it: "ports (port or ports)", "缓存（cache、cached 或 caching）".
+_FORMS = re.compile(r"\s*[(（]\s*(?P<alts>[\w.\-]+(?:\s*(?:,|、|，|/|\bor\b|或者?)\s*(?:or\s+)?[\w.\-]+)+)\s*[)）]", re.I)
 # A negation right before a topic cue: "not about", "don't mention", "never talks about", "nothing".
 _TOPIC_NEGATION = re.compile(r"(?:\bnot|n['’]?t|\bnever|\bwithout|\bnothing)\s+(?:(?:even|ever|once|really|say|talk|talking|anything)\s+)*$",
                              re.I)
@@ -63,6 +65,11 @@ class SpanStep(Draft):
             if self._is_used(cue.span()):
                 continue
             run = self._topic_run(cue.end(), forward=True, bridge=True)
+            forms = _FORMS.match(self.q, run[-1][1]) if run else None
+            if forms:  # "mention contracts (contract or contracts)": the forms wanted, spelled out
+                self.use((run[0][0], forms.end()), "topic")
+                run = [m.span() for m in re.finditer(r"[\w.\-]+", self.q[:forms.end("alts")]) if m.start() >= forms.start("alts")
+                       and m.group(0).lower() not in ("or", "或", "或者")]
             negation = _TOPIC_NEGATION.search(self.q[:cue.start()])
             if run and negation and self._not_about(run, negation.start()):
                 continue
@@ -90,8 +97,8 @@ class SpanStep(Draft):
         groups = self._word_groups(runs) if field and self.schema.has_path(field) and (
             title or any(self._alternatives(run) for run in runs)) else None
         if groups:
-            for group, span in groups:
-                self.filters.append(Filter(field, "words", group, span=span))
+            for group, span, op in groups:
+                self.filters.append(Filter(field, op, group, span=span))
             return ""
         return " ".join(dict.fromkeys(self._search_terms(run) for run in runs))
 
@@ -107,13 +114,15 @@ class SpanStep(Draft):
             return False
         span = (start, run[-1][1])
         self.use(span, "value")
-        self.filters.append(Filter(field, "words", groups[0][0], negate=True, span=span))
+        words, _, op = groups[0]
+        self.filters.append(Filter(field, op, words, negate=True, span=span))
         return True
 
     def _alternatives(self, run: list[tuple[int, int]]) -> bool:
         """Words said as alternatives ("card or cards", "json or jsonl", "lein / leiningen"): one word each."""
         gaps = [self.q[b:a] for (_, b), (a, _) in zip(run, run[1:])]
-        return bool(gaps) and all(re.fullmatch(r"\s+or\s+| +/ +|\s*或者?\s*", gap, re.I) for gap in gaps)
+        return bool(gaps) and all(re.fullmatch(r"\s+or\s+| +/ +|\s*或者?\s*|\s*[,、，]\s*(?:or\s+|或者?\s*)?", gap, re.I)
+                                  for gap in gaps)
 
     def _first_alternative(self, run: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """A run with "or" between phrases ("lazy evaluation or lazy seqs") is no one search: its first
@@ -125,10 +134,11 @@ class SpanStep(Draft):
                     if re.search(r"\bor\b|/", self.q[b:a], re.I)), None)
         return run[:cut] if cut else run
 
-    def _word_groups(self, runs: list[list[tuple[int, int]]]) -> list[tuple[list[str], tuple[int, int]]] | None:
-        """The topic as `words` filters, every group required and any word of a group enough ("CI in
-        the title": [["ci"]]; "card or cards": [["card"]]); None when a word is not one plain word."""
-        groups: dict[tuple[str, ...], tuple[list[str], tuple[int, int]]] = {}
+    def _word_groups(self, runs: list[list[tuple[int, int]]]) -> list[tuple[list[str], tuple[int, int], str]] | None:
+        """The topic as word filters (words, span, operator), every group required and any word of a
+        group enough ("CI in the title": [["ci"]], with endings); words given as alternatives are the
+        forms wanted, exactly ("decoder or decoders": not "decode"); None when a word is not one plain word."""
+        groups: dict[tuple[str, ...], tuple[list[str], tuple[int, int], str]] = {}
         for run in runs:
             tokens = [tokenize(self.q[a:b]) for a, b in run]
             if any(len(t) != 1 for t in tokens):
@@ -137,12 +147,12 @@ class SpanStep(Draft):
             forms = [list(dict.fromkeys(t + ([w] if (w := self.q[a:b].lower()).isascii() else [])))
                      for t, (a, b) in zip(tokens, run)]
             if self._alternatives(run):
-                words = list(dict.fromkeys(w for f in forms for w in f))
-                groups.setdefault(tuple(words), (words, (run[0][0], run[-1][1])))
+                words = list(dict.fromkeys(f[-1] for f in forms))  # as written (a Chinese word: its one token)
+                groups.setdefault(tuple(words), (words, (run[0][0], run[-1][1]), "exact_words"))
             else:
                 for span, word_forms in zip(run, forms):
-                    groups.setdefault(tuple(word_forms), (word_forms, span))
-        if not groups or any(len(g) > MAX_WORDS or not all(WORD.fullmatch(w) for w in g) for g, _ in groups.values()):
+                    groups.setdefault(tuple(word_forms), (word_forms, span, "words"))
+        if not groups or any(len(g) > MAX_WORDS or not all(WORD.fullmatch(w) for w in g) for g, _, _ in groups.values()):
             return None
         return list(groups.values())
 
@@ -418,7 +428,7 @@ def _reads_a_negation(f: Filter, cue: str) -> bool:
     """Whether a condition can be what a negation inside its words says: an exclusion, an absence,
     a bound ("no more than three"), a false or zero value, a state, or a value that says the
     negation itself (the reason "not_planned", the label "won't fix")."""
-    if f.negate or f.op in ("ne", "nin", "empty", "lt", "lte", "gt", "gte", "words"):
+    if f.negate or f.op in ("ne", "nin", "empty", "lt", "lte", "gt", "gte", "words", "exact_words"):
         return True
     if f.op in ("exists", "not_empty"):
         return f.value is False  # "exists: false" is an absence; "not empty", "exists" are presences
