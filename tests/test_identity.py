@@ -101,3 +101,11 @@ def test_people_carry_the_slack_workspaces_they_were_seen_in():
     assert places_of(record) == ["racket"]
     directory = PeopleDirectory([record, {"slack_id": "U2", "name": "Rosa", "places": ["elmlang"]}])
     assert [p.to_json().get("places") for p in directory.people] == [["racket"], ["elmlang"]]
+
+
+def test_else_after_someone_is_no_one_called_else():
+    from context_engine.query.identity import PeopleDirectory
+
+    directory = PeopleDirectory([{"slack_id": "U1", "name": "Else"}, {"slack_id": "U2", "name": "Ruthe"}])
+    assert [m.text for m in directory.find_mentions("Ruthe: replies in someone else's thread")] == ["Ruthe"]
+    assert [m.text for m in directory.find_mentions("messages by Else in May")] == ["Else"]

@@ -348,6 +348,8 @@ class PeopleDirectory:
                                                          or _LOWER_I_AFTER.search(question[end:])) and not polite:
                     add(Mention(text, start, end, person=asker, is_asker=True))
                     continue
+                if _ELSE.match(low) and _SOMEONE_BEFORE.search(question[:start]):
+                    continue  # "someone else's thread": no one called Else
                 hits = self.index.get(low)
                 if n == 1 and (hits or len(low) >= 5) and a_word_not_a_name(text, low, start, end):
                     continue  # (without a hit, a word shorter than five letters is looked up no further)
@@ -460,6 +462,8 @@ _CJK_TIME = re.compile(r"(?:上|本|这|下|每)(?:个)?(?:周|星期|礼拜|月
 # Common words whose last character is also a surname ("任何": any; "如何": how; "为何": why).
 _CJK_WORDS_ENDING_IN_SURNAME = frozenset({"任何", "如何", "为何", "几何", "有何", "没何"})
 # Words that open a possessive or a "did X" without being anyone.
+_ELSE = re.compile(r"else$")
+_SOMEONE_BEFORE = re.compile(r"\b(?:some|any|no|every)(?:one|body)\s+$|\bno one\s+$|\b(?:who|what|where)\s+$", re.I)
 NOT_NAMES = frozenset("""
 i we you they he she it its anyone anybody someone somebody everyone everybody nobody none no one team folks
 people what that there here who let today tonight yesterday tomorrow week month year quarter sprint else

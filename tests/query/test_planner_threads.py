@@ -91,6 +91,11 @@ def refs(rows):
     # the replies someone got: replies in their threads, by others
     ("how many replies did Ana get?", 3),                                            # b1, c1, b2
     ("how many answers has Ben received?", 2),                                       # a4, c2
+    # mentions and replies said in other words
+    ("how many messages tag nobody?", 12),                                           # all but a5
+    ("how many of Ana's messages were posted rather than as a thread reply?", 3),    # a1, a2, a5
+    ("Ana: replies in someone else's thread, count", 1),                             # a4, in Ben's thread
+    ("how many replies has Ana written in threads other people started?", 1),
 ])
 def test_counts_said_in_other_words(world, question, expected):
     rows, plan = answer(world, question)
@@ -172,3 +177,12 @@ def test_replies_in_other_peoples_threads_not_started_by_someone(world):
     rows, plan = answer(world, "How many replies did Ben write in other people's threads that weren't started by Ana?")
     assert rows == [{"count": 1}], plan.pipeline
     assert plan.not_understood == []
+
+
+@pytest.mark.parametrize("question", ["in how many other people's threads has Ana replied?",
+                                      "number of threads started by somebody else that Ana jumped into",
+                                      "Ana: count of distinct threads she answered in, not her own"])
+def test_threads_counted_by_someones_replies_in_them_are_each_counted_once(world, question):
+    rows, plan = answer(world, question)
+    assert (plan.ir.shape.kind, plan.ir.shape.field) == ("distinct_count", "thread_ts"), plan.pipeline
+    assert plan.not_understood == [], plan.not_understood

@@ -170,7 +170,7 @@ class ConditionStep(Draft):
                 r"|没有(?:任何)?(?:评审人|审查人|reviewer)"):
             self.add_filter("requested_reviewers", None, "empty")
         mentioned = person_field_for(s, "mentioned")
-        if mentioned and self.mark(r"\bmention(?:s|ing)? (?:nobody|no one|noone|no-one)\b"
+        if mentioned and self.mark(r"\b(?:mention(?:s|ing)?|tag(?:s|ging)?|ping(?:s|ing)?) (?:nobody|no one|noone|no-one)\b"
                                    r"|\b(?:don't|doesn't|do not|does not|didn't|did not|without|never) (?:@-?)?mention(?:ing)? (?:anyone|anybody|someone|people)\b"
                                    r"|\b(?:no|zero|without(?: any)?) (?:@-?)?mentions?\b|没有(?:任何)?(?:@|提及|提到)(?:任何人|别人|人)?"
                                    r"|\b(?:without|never|not|no) (?:tagging|pinging|@-?ing|@-?mentioning|mentioning) (?:anyone|anybody|someone|people|others)\b"
@@ -435,8 +435,13 @@ class ConditionStep(Draft):
         if self.mark(r"\b(?:other people|others|someone else|somebody else|other users|other members|other folks)['’]?s?\s+(?:threads?|posts?|discussions?)\b"
                      r"|\bthreads?\s+(?:that\s+)?\w+\s+(?:did(?:n't| not)|never|has(?:n't| not)|had(?:n't| not))\s+(?:start|started|open|opened|begin|begun|kick(?:ed)? off)\b"
                      r"|\bthreads?\s+(?:not|never)\s+(?:started|opened|begun|kicked off)\s+by\s+(?:her|him|them|themselves|\w+)\b"
+                     r"|\bthreads?\s+(?:that\s+|which\s+)?(?:other people|others|someone else|somebody else|another person|other users)"
+                     r"\s+(?:started|opened|began|begun|kicked off|created)\b"
+                     r"|\bthreads?\s+(?:started|opened|begun|kicked off|created)\s+by\s+(?:other people|others|someone else|somebody else"
+                     r"|another person|other users)\b"
                      r"|\b(?:not counting|excluding|except(?: for)?|other than|leaving out|minus|apart from|aside from|but not|outside(?: of)?|not in)"
                      r"\s+(?:the ones\s+|those\s+|any\s+)?(?:(?:in|on|under)\s+)?(?:her|his|their|my|your) own threads?\b"
+                     r"|(?<=threads)\b.{0,40}?\bnot (?:in )?(?:her|his|their|my|your) own\b"
                      r"|(?:别人|他人|其他人)(?:发起|开启|创建|开)?的(?:讨论串|帖子|讨论|话题)"):
             self.add_filter(replying[0], True, "exists")
             self.add_filter(replying[0], mine.value, "ne")
@@ -533,7 +538,7 @@ _HAVE_CUE = re.compile(r"\b(?:with|has|have|having|had|got|get|gets|received|car
 # "don't have an assignee", "doesn't have any labels", "haven't got a milestone": what follows is absent.
 _LACKS = (r"(?:\b(?:do|does|did)(?:n't| not)|\bha(?:ve|s)(?:n't| not)(?: got)?) (?:have |got )?(?:an? |any |a single )?")
 # A message that answers no one: "not replies to somebody", "aren't thread replies", 不是回复.
-_NOT_A_REPLY = (r"\bnon-?repl(?:y|ies)\b|\bneither (?:a )?(?:thread )?repl(?:y|ies)\b|\btop[- ]level\b|顶层|(?:\bnot|n't|\bnever)\s+(?:a\s+)?(?:thread\s+)?repl(?:y|ies)(?:\s+to\s+(?:somebody|someone|anyone|anybody|others?))?\b"
+_NOT_A_REPLY = (r"\bnon-?repl(?:y|ies)\b|\b(?:rather than|instead of) (?:as )?(?:a )?(?:thread )?repl(?:y|ies)\b|\bneither (?:a )?(?:thread )?repl(?:y|ies)\b|\btop[- ]level\b|顶层|(?:\bnot|n't|\bnever)\s+(?:a\s+)?(?:thread\s+)?repl(?:y|ies)(?:\s+to\s+(?:somebody|someone|anyone|anybody|others?))?\b"
                 r"|不是回复")
 # A message outside any thread: neither a reply nor (with "standalone") a thread start.
 _NOT_IN_A_THREAD = (r"(?:\bnot|n't) (?:in|part of|inside) (?:any |a )?threads?\b|\bstand-?alone\b|\bnon-?threaded\b|\bunthreaded\b"

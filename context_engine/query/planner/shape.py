@@ -120,7 +120,8 @@ _MEASURE_EXTREME = re.compile(
     rf"(repl)(?:ied|ied-to)\b|\b(max(?:imum)?|largest|highest|biggest|greatest|min(?:imum)?|lowest|smallest)\s+"
     rf"(repl(?:y|ies)|comments?)\s+counts?\b"
     r"|(回复|评论)数?(?:最多|最高|最大)|(回复|评论)数?(?:最少|最低|最小)", re.I)
-_ASKS_A_VALUE = re.compile(r"^\W*(?:how many|what(?:'s| is| was| are)|max(?:imum)?\b|min(?:imum)?\b)|多少|几条|几个", re.I)
+_ASKS_A_VALUE = re.compile(r"^\W*(?:how many|what(?:'s| is| was| are)|max(?:imum)?\b|min(?:imum)?\b)|多少|几条|几个"
+                           r"|\b(?:just|only) the (?:number|count|figure|value)\b|\bthe (?:number|count) only\b", re.I)
 _SMALLEST = re.compile(r"fewest|least|min|lowest|smallest", re.I)
 
 _PERSON_NOUN = (r"people|person|user|author|contributor|poster|replier|responder|committer|member|folk|dev|engineer|reporter|filer"
@@ -134,6 +135,12 @@ _DISTINCT_ROLES = [
 ]
 
 
+# Threads counted by someone's replies in them ("in how many other people's threads has Rosaline replied",
+# "count of distinct threads she answered in", "threads started by somebody else that Rosaline jumped into").
+_THREADS_REPLIED_IN = re.compile(
+    r"((?:\bin\s+)?\bhow many\s+(?:of\s+)?|\b(?:number|count) of\s+)(?:(?:other|different|distinct|separate|unique)\s+)?"
+    r"(?:(?:other\s+)?(?:people|someone else|somebody else|others)['’]s?\s+)?threads\b"
+    r"(?=.{0,80}?\b(?:replied|answered|responded|jumped|chimed|participated|took part|joined|posted in)\b)", re.I)
 _RELATIVE = re.compile(r"who|that|which|have|has|had|ever|actually|really", re.I)
 # The words that say a distinct count's role away from its noun.
 _ROLE_WORDS = {"assignee": r"被?(?:指派|分配)过?给?|\bassigned\b", "mentioned": r"@\s*过|提到过|提及过|@-?mentioned|\bmentioned\b|\btagged\b",
@@ -376,6 +383,11 @@ class ShapeStep(Draft):
             self.mark(_EXTREME_WORD.pattern, "shape")
             extreme = "argmin" if re.search(_FEWEST, self.q, re.I) else "argmax"
             return ShapeIntent("bucket_extreme", extreme=extreme, bucket=bucket)
+        threads = _THREADS_REPLIED_IN.search(self.q) if self.schema.has_path("thread_ts") else None
+        if threads and person_field_for(self.schema, "replied_to"):
+            # "in how many threads has Rosaline replied": the threads of her replies, each once
+            self.use((threads.start(), threads.end() - len("threads")), "shape")
+            return ShapeIntent("distinct", role="thread")
         extreme = _MEASURE_EXTREME.search(self.q) if _ASKS_A_VALUE.search(self.q) else None
         if extreme:
             said = [g for g in extreme.groups() if g]

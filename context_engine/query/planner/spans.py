@@ -36,7 +36,7 @@ CUE = re.compile(rf"\b(?:{_CUE_WORDS}|with)\s+(?=['\"‘“])|\btitles?\s+(?:say
                  rf"|\b(?:{_CUE_WORDS})\s+|关于|有关|提到|涉及|讨论(?![串区组])|谈到|说到|聊到?|讲到?|谈论"
                  r"|(?<=标题)(?:里|中|上)?(?:有|含有?|包含|带有?|出现)", re.I)
 # What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关".
-RELATED = re.compile(r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk)\b|\s*相关|\s*有关(?=的)"
+RELATED = re.compile(r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk|mentions)\b|\s*相关|\s*有关(?=的)"
                      r"|\s+(?:come|came|comes|coming) up\b|\s+(?:in|on) (?:the|their|its) titles?\b|\s+\(?by title\)?", re.I)
 DETERMINERS = frozenset("the a an this that these those our my your their its".split())
 TITLE = re.compile(r"(?:\(|\b(?:in|on) (?:the|their|its) |\bwhose )?titles?\)?|标题", re.I)
@@ -160,11 +160,13 @@ class SpanStep(Draft):
         """A run's words; quoted as one phrase (MongoDB's `$text` syntax) when it is a name: every word
         capitalised ("Typed Racket") or one of them a value the question filters on ("typed racket" in
         the racket workspace). Other words each match in any order and form ("redis caching": "Cache
-        sessions in Redis")."""
+        sessions in Redis"). A name with a dot or a hyphen inside ("core.async", "syntax-parse") is one
+        phrase too: its parts, side by side."""
         words = [self.q[a:b] for a, b in run]
         text = " ".join(w.lower() for w in words)
         values = {self.q[a:b].lower() for (a, b), how in zip(self.used, self.how) if how == "value"}
-        if len(words) > 1 and (all(w[0].isupper() for w in words) or any(w.lower() in values for w in words)):
+        if len(words) > 1 and (all(w[0].isupper() for w in words) or any(w.lower() in values for w in words)) or (
+                len(words) == 1 and re.search(r"\w[.\-]\w", text)):
             return f'"{text}"'
         return text
 
@@ -375,7 +377,7 @@ show list give find tell get see let know please can could would will should sha
 than then as into over any all some each every one ones thing things kind sort lot lots so such very among amongst
 want need like ok okay hi hello hey thanks thank much many both but actually really carry carries carrying
 still yet currently right now got get gets getting anything everything he she him her his they them their ever
-during throughout within roughly approximately approx exactly precisely overall whole entire since
+during throughout within roughly approximately approx exactly precisely overall whole entire since single
 """.split())
 
 # Words a structured plan has read without consuming them: the verbs whose dates or people the
@@ -383,7 +385,7 @@ during throughout within roughly approximately approx exactly precisely overall 
 # label", "milestone v2.3"), who is asked for, and words of the shape ("busiest", "break down").
 IMPLIED = re.compile(
     r"review\w*|approv\w*|assign\w*|merg\w*|clos\w*|resolv\w*|open\w*|creat\w*|fil(?:e|ed|es)|wr[io]te|written|"
-    r"author\w*|report\w*|post\w*|repl[iy]\w*|start\w*|commit\w*|submit\w*|land\w*|went|ship\w*|updat\w*|sen[dt]s?|"
+    r"author\w*|report\w*|post\w*|repl[iy]\w*|jump\w*|chim\w*|start\w*|commit\w*|submit\w*|land\w*|went|ship\w*|updat\w*|sen[dt]s?|"
     r"mention\w*|tagg\w*|often|frequent\w*|respon\w*|answer\w*|times|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*|"
     r"waiting|pending|awaiting|asked|requested|came|come|comes|coming|arriv\w*|"
     r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|whom?|whose|"
@@ -398,7 +400,7 @@ IMPLIED_NEEDS = [(re.compile(pattern), need) for pattern, need in (
     (r"assign\w*", "assignee"),
     (r"merg\w*|land\w*|ship\w*|合并", "merged|merger|state"),
     (r"clos\w*|resolv\w*", "state|closed|resolved|closer|status|state_reason"),
-    (r"repl[iy]\w*|respon\w*|answer\w*", "replies|reply_user|replied_to|thread_ts|reply_users_count"),
+    (r"repl[iy]\w*|respon\w*|answer\w*|jump\w*|chim\w*", "replies|reply_user|replied_to|thread_ts|reply_users_count|thread"),
     (r"updat\w*", "updated"),
     (r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|"
      r"whom?|whose|谁|哪些人|哪位", "person"),
