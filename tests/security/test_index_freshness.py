@@ -12,7 +12,6 @@ import json
 import shutil
 import sys
 import threading
-import time
 
 import httpx
 import httpx2

@@ -9,7 +9,6 @@ from __future__ import annotations
 import resource
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
