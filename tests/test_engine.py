@@ -176,3 +176,12 @@ def test_a_plan_whose_conditions_cannot_hold_together_is_declined_not_answered_z
                             always_llm=True)
     assert isinstance(result, ResolutionFailed) and not result.rows
     assert "'open' and 'not open'" in result.message and "misread" in result.message
+
+
+def test_a_topic_no_record_mentions_is_said_when_nothing_matched(settings):
+    """"0 pull requests" for a topic no record holds (an unknown name read as a topic) is not an answer."""
+    result = _run(settings, "how many merged PRs about zanzibarian quokkas")
+    assert isinstance(result, Success) and result.rows == [{"count": 0}]
+    assert [s["text"] for s in result.plan.not_understood] == ["zanzibarian quokkas"]
+    result = _run(settings, "how many merged PRs about refunds")  # a topic the records hold: nothing to say
+    assert isinstance(result, Success) and result.plan.not_understood == []

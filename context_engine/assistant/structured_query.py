@@ -122,8 +122,15 @@ def execute_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str
             {"collection": plan.collection, "pipeline": state["plan"]["pipeline"]})
     except ExecutionError as exc:
         return {"error": str(exc), "rows": [], "attempts": [*attempts, {"plan": state["plan"], "error": str(exc)}]}
+    update: dict[str, Any] = {}
+    if not rows or rows == [{"count": 0}]:
+        unread = engine.unmatched_topic(plan, ctx, store_for(settings), settings, settings.tenant)
+        if unread and unread not in plan.not_understood:
+            plan.not_understood = [*plan.not_understood, unread]
+            update = {"plan": plan.to_json(), "not_understood": plan.not_understood}
+    final = update.get("plan", state["plan"])
     return {"rows": jsonable(rows), "error": "", "outcome": "success" if rows else "no_results",
-            "attempts": [*attempts, {"plan": state["plan"], "error": None}]}
+            "attempts": [*attempts, {"plan": final, "error": None}], **update}
 
 
 def jsonable(value: Any) -> Any:

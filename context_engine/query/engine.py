@@ -334,6 +334,23 @@ def execute(plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings, t
     return with_display_names(rows, plan_, ctx.directory)
 
 
+def unmatched_topic(plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings, tenant: str) -> dict[str, Any] | None:
+    """The topic of a plan that found nothing, when no record the asker may read mentions it at all
+    ("desmond okonkwo-raines bug issues": no one by that name, read as a topic): said as not
+    understood, so "0 issues" does not pass for an answer. None when the topic is in some record."""
+    ir = plan_.ir
+    if ir is None or not ir.text or ir.text_span is None:
+        return None
+    probe = [{"$match": {"$text": {"$search": " ".join(ir.text)}}}, {"$limit": 1}]
+    if run_pipeline(store, plan_.collection, probe, tenant=tenant, principals=principals_of(ctx.asker),
+                    schema=ctx.schemas.get(plan_.collection), max_rows=1, max_time_ms=settings.max_time_ms):
+        return None
+    words = {w.strip('"').lower() for term in ir.text for w in term.split()}
+    said = [(s["start"], s["end"]) for s in plan_.understood if s["how"] == "topic" and s["text"].lower() in words]
+    start, end = (min(a for a, _ in said), max(b for _, b in said)) if said else ir.text_span  # the words, not the cue
+    return {"text": ctx.question[start:end], "start": start, "end": end, "how": "unknown"}
+
+
 def with_display_names(rows: list[dict[str, Any]], plan_: Plan, directory: PeopleDirectory) -> list[dict[str, Any]]:
     """An aggregate over people carries the person's display name beside the login/id."""
     if not plan_.person_field:

@@ -138,7 +138,7 @@ _DISTINCT_ROLES = [
 # Threads counted by someone's replies in them ("in how many other people's threads has Rosaline replied",
 # "count of distinct threads she answered in", "threads started by somebody else that Rosaline jumped into").
 _THREADS_REPLIED_IN = re.compile(
-    r"((?:\bin\s+)?\bhow many\s+(?:of\s+)?|\b(?:number|count) of\s+)(?:(?:other|different|distinct|separate|unique)\s+)?"
+    r"((?:\bin\s+)?\bhow many\s+(?:of\s+)?|\b(?:number|count) of\s+)((?:different|distinct|separate|unique)\s+)?"
     r"(?:(?:other\s+)?(?:people|someone else|somebody else|others)['’]s?\s+)?threads\b"
     r"(?=.{0,80}?\b(?:replied|answered|responded|jumped|chimed|participated|took part|joined|posted in)\b)", re.I)
 _RELATIVE = re.compile(r"who|that|which|have|has|had|ever|actually|really", re.I)
@@ -386,7 +386,7 @@ class ShapeStep(Draft):
         threads = _THREADS_REPLIED_IN.search(self.q) if self.schema.has_path("thread_ts") else None
         if threads and person_field_for(self.schema, "replied_to"):
             # "in how many threads has Rosaline replied": the threads of her replies, each once
-            self.use((threads.start(), threads.end() - len("threads")), "shape")
+            self.use((threads.start(), threads.end(2) if threads.group(2) else threads.end(1)), "shape")
             return ShapeIntent("distinct", role="thread")
         extreme = _MEASURE_EXTREME.search(self.q) if _ASKS_A_VALUE.search(self.q) else None
         if extreme:
