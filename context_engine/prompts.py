@@ -35,11 +35,6 @@ PLANNER_RETRY = """Your previous plan was rejected:
 Error: {error}
 Write a corrected JSON object."""
 
-TIEBREAK_SYSTEM = """A question names a person ambiguously. Pick the one person it means from the candidates,
-or answer "none" when the question does not say enough. Answer with JSON: {{"key": "<candidate key or none>"}}.
-Candidates:
-{candidates}"""
-
 # --- route ---
 
 ROUTE_SYSTEM = """You route questions about an engineering team's work (pull requests, issues, Slack messages,

@@ -185,3 +185,12 @@ def test_a_topic_no_record_mentions_is_said_when_nothing_matched(settings):
     assert [s["text"] for s in result.plan.not_understood] == ["zanzibarian quokkas"]
     result = _run(settings, "how many merged PRs about refunds")  # a topic the records hold: nothing to say
     assert isinstance(result, Success) and result.plan.not_understood == []
+
+
+def test_a_name_several_people_have_is_declined_even_with_a_model_configured(settings):
+    """No model guesses between people: the asker gets the candidates (issue 27)."""
+    planner = ScriptedPlanner(("pull_requests", [{"$match": {"state": "open"}}]))
+    result = run_structured("open PRs by Alex", settings.with_overrides(tenant="acme"), now=NOW, planner=planner,
+                            always_llm=True)
+    assert isinstance(result, ResolutionFailed) and result.unresolved == "Alex"
+    assert {p.key for p in result.candidates} == {"achen42", "amorgan-dev"} and planner.plans  # the model was not asked

@@ -28,7 +28,7 @@ from context_engine.answering.topic import TopicMatch, match_topic, names_a_subj
 from context_engine.assistant.context import Context, context_of
 from context_engine.assistant.retriever import make_retriever
 from context_engine.assistant.state import State, Turn
-from context_engine.assistant.structured_query import planner_of, planning_context, resolve_once, run_result
+from context_engine.assistant.structured_query import planning_context, resolve_once, run_result
 from context_engine.config import Settings, check_question
 from context_engine.query.answer import compose, ignored
 from context_engine.query.engine import NOTHING_TO_QUERY
@@ -99,11 +99,9 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
 
 def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Structured half, semantic half or both; people and times are resolved here, once per question."""
-    context = context_of(runtime)
-    settings = context.settings()
+    settings = context_of(runtime).settings()
     catalog = catalog_for(settings)
-    resolution = resolve_once(state["question"], parse_now(state.get("now")), settings,
-                              planner_of(context, settings))
+    resolution = resolve_once(state["question"], parse_now(state.get("now")), settings)
     resolved = None
     if not resolution.get("error"):
         resolved = planning_context({"question": state["question"], "now": state.get("now", ""),

@@ -100,7 +100,7 @@ def _named(people: list[Person]) -> str:
 
 
 def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None,
-            tiebreak=None, values: ValueIndex | None = None) -> tuple[PlanningContext | None, ResolutionFailed | None]:
+            values: ValueIndex | None = None) -> tuple[PlanningContext | None, ResolutionFailed | None]:
     """People, time and the planning context; an unbroken tie, or a name in a person's place that
     names no one, is a resolution failure (never a query that silently drops the name).
 
@@ -125,12 +125,10 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
                                       unresolved=text)
     for mention in mentions:
         if mention.ambiguous:
-            chosen = tiebreak(question, mention) if tiebreak else None
-            if chosen is None:
-                return None, ResolutionFailed(f"{mention.text!r} is ambiguous: {_named(mention.candidates)}; "
-                                              "which one did you mean?",
-                                              candidates=mention.candidates[:MAX_CANDIDATES], unresolved=mention.text)
-            mention.person, mention.candidates = chosen, []
+            # A name several people have is the asker's to settle, never a model's guess: declined with them.
+            return None, ResolutionFailed(f"{mention.text!r} is ambiguous: {_named(mention.candidates)}; "
+                                          "which one did you mean?",
+                                          candidates=mention.candidates[:MAX_CANDIDATES], unresolved=mention.text)
     guessed = next((m for m in mentions if m.person is None and len(m.candidates) == 1), None)
     if guessed is not None:  # two edits from one login: offered, never assumed
         return None, _no_one_named(guessed.text, directory, values, guessed.candidates)

@@ -4,7 +4,7 @@ The directory indexes every alias of a person (display name, first and last name
 Slack handle and id, Jira user, e-mail, nicknames). A question is scanned for exact alias matches
 first (longest first), then fuzzy ones with rapidfuzz — never on everyday English words, and only on
 capitalized words when the writer capitalizes names. "I"/"my"/"me"/"我" mean the asker. A real
-tie is reported as ambiguous — never guessed; the engine asks the LLM tiebreaker or the user.
+tie is reported as ambiguous — never guessed; the engine asks the user, with the candidates.
 
 Who *asks* (`--as`, an API key's person, an MCP identity) is never found that way: `asker` matches
 one account exactly and holds the principals of that account's group only (`sources.people`).

@@ -19,11 +19,11 @@ from typing import Any
 
 from langchain_core.runnables import RunnableLambda
 
-from context_engine.prompts import PLANNER_QUESTION, PLANNER_RETRY, PLANNER_SYSTEM, TIEBREAK_SYSTEM
+from context_engine.prompts import PLANNER_QUESTION, PLANNER_RETRY, PLANNER_SYSTEM
 from context_engine.query.compile import compile_plan, resolve_field
 from context_engine.query.context_sets import ContextSet, shipped
 from context_engine.query.fields import PEOPLE_ROLES, VALUE_ROLES
-from context_engine.query.identity import Mention, Person
+from context_engine.query.identity import Person
 from context_engine.query.ir import PLAN_JSON_SCHEMA, IRError, PlanIR
 from context_engine.query.offline import OfflinePlanner, detect_collection
 from context_engine.query.plan import Plan, PlanningContext, from_extended_json, to_extended_json
@@ -313,12 +313,3 @@ class LLMPlanner:
         link_filters(ir, schema, ctx)
         return Plan(collection=ir.collection, pipeline=compile_plan(ir, schema), confidence=0.8,
                     planner="llm", notes=["written by the LLM planner"], ir=ir)
-
-    def tiebreak(self, question: str, mention: Mention) -> Person | None:
-        candidates = "\n".join(f"- key={p.key!r}: {p.name} (team {p.team})" for p in mention.candidates)
-        try:
-            reply = self.model.invoke([("system", TIEBREAK_SYSTEM.format(candidates=candidates)), ("human", question)])
-            key = json.loads(reply.content[reply.content.find("{"):reply.content.rfind("}") + 1]).get("key")
-        except Exception:  # an unusable answer is no answer: the user is asked instead
-            return None
-        return next((p for p in mention.candidates if p.key == key), None)
