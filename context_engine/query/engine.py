@@ -264,6 +264,8 @@ _CAPITALISED_RUN = re.compile(r"(?<![\w'’-])[A-Z][a-z\u00C0-\u024F'’\-]+(?:\
 _LOWER_CASE_RUN = re.compile(r"[a-z][a-z\u00C0-\u024F'’\-]+(?:\s+[a-z][a-z\u00C0-\u024F'’\-]+){1,3}(?![\w-])")
 # Where a person is named: after "assigned to", "by", "has" ("has daniel van strien had merged") ...
 _PERSON_BEFORE = re.compile(r"(?:\b(?:assigned to|by|from|has|have|had|did|does|for)|分配给|指派给)\s+$", re.I)
+
+
 def _plain_english(word: str) -> bool:
     """An English word, or the plural of one ("bots")."""
     return is_english(word) or (word.endswith("s") and is_english(word[:-1]))

@@ -118,6 +118,7 @@ def answer(world, question: str):
     ("how many issues were closed as completed in 2024?", 2),  # dated by the closing
     ("以不计划为理由关闭的 issue", ["i4", "i6"]),
     ("issues that were reopened", ["i2"]),
+    ("which bug issues got reopened after being closed?", ["i2"]),  # the closing is the story, not the state now
 ])
 def test_negation_absence_and_close_reasons(world, question, expected):
     got, plan = answer(world, question)

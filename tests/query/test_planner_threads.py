@@ -96,6 +96,9 @@ def refs(rows):
     ("how many of Ana's messages were posted rather than as a thread reply?", 3),    # a1, a2, a5
     ("Ana: replies in someone else's thread, count", 1),                             # a4, in Ben's thread
     ("how many replies has Ana written in threads other people started?", 1),
+    # someone's replies are the records: not every message of theirs
+    ("how many of Ana's replies mention nobody?", 2),                                # a3, a4
+    ("count the replies by Ben", 3),                                                 # b1, b2, b4
 ])
 def test_counts_said_in_other_words(world, question, expected):
     rows, plan = answer(world, question)

@@ -118,6 +118,9 @@ class ConditionStep(Draft):
             self.add_filter("state_reason", "completed")
         elif "reopened" in reasons and self.mark(r"\bre-?opened\b|重新打开|重开"):
             self.add_filter("state_reason", "reopened")
+            # "reopened after being closed": the closing is the story, not the state now
+            self.mark(r"\b(?:after|since|once)\s+(?:being|having been|it was|they were|it had been|they had been|getting)\s+closed\b"
+                      r"|(?:关闭|关掉)(?:之)?后")
         else:
             return False
         self.mark(r"\b(?:close[ds]?|closing|state) reason\b|\breason\b|\bwith reason\b|为?理由|原因")
@@ -360,6 +363,7 @@ class ConditionStep(Draft):
         self._replies_in_others_threads()
         self._threads_without_someone()
         self._threads_the_starter_left()
+        self._replies_as_the_records()
         self._has_or_lacks()
         replies = field_for(self.schema, "replies")
         # Replies to someone's threads are counted themselves: the word "threads" there selects no parents.
@@ -445,6 +449,17 @@ class ConditionStep(Draft):
                      r"|(?:别人|他人|其他人)(?:发起|开启|创建|开)?的(?:讨论串|帖子|讨论|话题)"):
             self.add_filter(replying[0], True, "exists")
             self.add_filter(replying[0], mine.value, "ne")
+
+    def _replies_as_the_records(self) -> None:
+        """"Marnie's replies", "her thread replies", "replies by Nana": the records are replies (a
+        thread starter is recorded), not every message of hers. Not "with replies", "got 3 replies"
+        or "replies to X" (the other rules read those)."""
+        replying = person_field_for(self.schema, "replied_to")
+        if replying is None or self.has_filter(replying[0]):
+            return
+        if self.mark(r"(?<=['’]s )(?:thread\s+)?replies\b|\b(?:her|his|their|my|your)\s+(?:thread\s+)?replies\b"
+                     r"|\breplies\s+(?=(?:written\s+|posted\s+|sent\s+)?by\b)"):
+            self.add_filter(replying[0], True, "exists")
 
     def _has_or_lacks(self) -> None:
         """Whether a record has a thing at all, said in any words the rules above did not list: a
