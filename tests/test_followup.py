@@ -250,6 +250,8 @@ THREADS = {**QUERIED, "standalone": "Rashid's PRs with at least five comments", 
     (RANKED_WHOSE, "how many did they get merged?", "PRs merged in 2025 whose name is on how many did Lars Nielsen get merged"),
     (THREADS, "so how many does Rashid have", "how many Rashid's PRs with at least five comments"),
     (QUERIED, "which of Rashid's are still open", "Which PRs did Rashid merge in March 2026 still open"),
+    # a question of its own once its person and time are said; "him" is no owner
+    (QUERIED, "who reviewed him most that month?", "who reviewed Rashid Khan most in March 2026"),
 ])
 def test_follow_ups_worded_freely(previous, asked, standalone):
     assert resolve_offline(asked, [previous], PEOPLE, NOW).standalone == standalone

@@ -388,6 +388,9 @@ _AUTHOR_OF_IT = re.compile(r"^(?:who(?:'s|\s+is|\s+was)\s+(?:the\s+)?(?:author|o
                            r"|whose\s+(?:issue|pr|pull\s+request|message|thread|post|ticket|one)\s+(?:was|is)\s+(?:that|it|this)"
                            r"|who\s+(?:wrote|opened|filed|created|authored|reported|started|posted|raised)(?:\s+(?:it|that|this|that\s+one))?"
                            r"|(?:是)?谁(?:提|开|写|发|创建|报)的(?:呢)?)$", re.I)
+# "her threads" owns them; "replied to her most" is about her
+_OWNED = re.compile(r"\s+(?:own\s+)?(?:threads?|messages?|posts?|replies|reply|prs?|pull\s+requests?|issues?|questions?|tickets?"
+                    r"|comments?|reviews?|work|ones?|channels?)\b", re.I)
 _PREPOSITION_OF_TIME = re.compile(r"^\s*(?:in|during|over|from|for|on)\s+", re.I)
 _ENDS_WITH_PREPOSITION = re.compile(r"\b(?:in|during|over|from|for|on)\s*$", re.I)
 _OF_THEIRS = re.compile(r"^(?:which|what)\s+(?:ones\s+)?of\s+\S+?['’]s?\s+(?:ones\s+)?(?:are|were|is|was|have|has|did)?\s*(?P<rest>.+)$", re.I)
@@ -444,15 +447,21 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
         # "how many replies did her threads get" after a question about Ida's threads: Ida
         person = previous["people"][0]
         words = re.sub(r"\s{2,}", " ", _PRONOUNS_IN.sub(
-            lambda m: f" {person}'s " if m.group(0).lower() in ("her", "his", "their") else f" {person} ", words, count=1)).strip()
+            lambda m: f" {person}'s " if m.group(0).lower() in ("his", "their") or (
+                m.group(0).lower() == "her" and _OWNED.match(words, m.end())) else f" {person} ", words, count=1)).strip()
     said_time = next((t for turn in reversed(turns) for t in turn.get("times", [])), None)
     if _THAT_TIME.search(words) and previous.get("answer_periods"):
         # "who posted the most that month?" after "the busiest month": the month the answer named first
         said_time = _period_phrase(previous["answer_periods"][0])
+    person_said = words != core
     if _THAT_TIME.search(words) and said_time:
         # "from that month" with "during May 2019": one preposition ("from May 2019")
         said = lambda m: f" {_PREPOSITION_OF_TIME.sub('', said_time) if _ENDS_WITH_PREPOSITION.search(words[:m.start()]) else said_time} "
-        words = re.sub(r"\s{2,}", " ", _THAT_TIME.sub(said, words, count=1)).strip()
+        time_said = _THAT_TIME.sub(said, words, count=1)
+        if person_said and re.match(r"^(?:who|whom|how\s+many|which|what)\b", words, re.I) and not _OF_THOSE.search(words):
+            # "who replied to her most that month?": a question of its own once its person and time are said
+            return FollowUp(re.sub(r"\s{2,}", " ", time_said).strip(), "the person and the time the conversation named")
+        words = re.sub(r"\s{2,}", " ", time_said).strip()
     theirs = _OF_THEIRS.match(words)
     if theirs and directory is not None:
         # "which of dorost1234's are not closed yet" after dorost1234's issues: those, narrowed
