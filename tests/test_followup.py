@@ -255,3 +255,18 @@ THREADS = {**QUERIED, "standalone": "Rashid's PRs with at least five comments", 
 ])
 def test_follow_ups_worded_freely(previous, asked, standalone):
     assert resolve_offline(asked, [previous], PEOPLE, NOW).standalone == standalone
+
+
+BUGS = {**QUERIED, "standalone": "issues Rashid closed in March 2026 how many were bugs", "collection": "issues",
+        "narrowed": "how many were bugs"}
+
+
+@pytest.mark.parametrize("asked,standalone", [
+    ("and enhancements?", "issues Rashid closed in March 2026 how many were enhancements"),  # the other value
+    ("what about docs?", "issues Rashid closed in March 2026 how many were docs"),
+    ("and still open?", "issues Rashid closed in March 2026 how many were bugs still open"),  # a state: added
+])
+def test_a_value_said_after_a_narrowing_replaces_the_one_it_added(asked, standalone):
+    out = resolve_offline(asked, [BUGS], PEOPLE, NOW)
+    assert out.standalone == standalone
+    assert resolve_offline("which of those are bugs?", [QUERIED], PEOPLE, NOW).added == "bugs"

@@ -62,7 +62,8 @@ _STILL = re.compile(r"^\s*still\s+", re.I)
 @dataclass
 class FollowUp:
     standalone: str
-    how: str = ""   # "" when the question stands alone
+    how: str = ""    # "" when the question stands alone
+    added: str = ""  # the words a narrowing added to the last question ("how many were bugs")
 
 
 def _core(question: str) -> str:
@@ -325,7 +326,7 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
             rest = f"which one of them {rest}"  # "which of those has the most comments": one record
         if rest:
             listed = bool(re.match(r"^(?:which|what)\b|^哪些", core, re.I))
-            return FollowUp(_narrowed(previous, rest, listed), f"of the last answer's records: {rest!r}")
+            return FollowUp(_narrowed(previous, rest, listed), f"of the last answer's records: {rest!r}", rest)
     if _AUTHOR_OF_IT.match(core) and previous.get("refs"):
         noun = _NOUNS.get(previous.get("collection", ""), "")
         verb = "posted" if previous.get("collection") == "messages" else "opened"
@@ -468,7 +469,7 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
         named_people = [m.person.name for m in directory.find_mentions(words) if m.person is not None and not m.is_asker]
         if named_people and all(name in previous.get("people", []) for name in named_people):
             rest = theirs.group("rest").strip(" ?？")
-            return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}")
+            return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}", rest)
     named, _ = detect_collection(words, {n: None for n in _NOUNS})
     if named is not None and not _RECORD_NOUN.search(words):
         named = None  # "有几个打了 bug 标签": bug is a label here, not a kind of record
@@ -505,7 +506,13 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
     if times:  # "and who asked for the most of them in 2023": the new time replaces the last one
         rest = rest.replace(times[0].text, "").strip()
         previous = {**previous, "standalone": _replace_time(previous, _with_year(times[0].text, previous, now))}
-    return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}")
+    narrowed = previous.get("narrowed", "")
+    if continues and not times and not people and narrowed and previous["standalone"].endswith(narrowed) \
+            and len(rest.split()) <= 2 and not (_HAS_SHAPE.search(rest) or _STATE_WORD.search(rest)):
+        # "how many of those were bugs?" then "and enhancements?": the other value, not both at once
+        instead = " ".join(narrowed.split()[:-len(rest.split())] + [rest])
+        return FollowUp(previous["standalone"][:-len(narrowed)] + instead, f"the last question with {rest!r} instead", instead)
+    return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}", rest)
 
 
 def _switched_state(before: str, words: str) -> tuple[str, str] | None:

@@ -68,7 +68,7 @@ _TURN_RESET: dict[str, Any] = {
     "resolution": {}, "plan": {}, "attempts": [], "error": "", "rows": [], "outcome": "", "route": "",
     "route_reasons": [], "topic": "", "topic_match": {}, "semantic": {}, "fused": [], "reranked": [], "contexts": [],
     "answer": "", "claims": "", "citations": [], "queries": [], "records": [], "documents": [], "declined": False, "reflection": {},
-    "reflections": 0, "followup": "", "understood": [], "not_understood": [], "confidence": 0.0,
+    "reflections": 0, "followup": "", "narrowed": "", "understood": [], "not_understood": [], "confidence": 0.0,
     "draft": {}}
 
 
@@ -92,7 +92,7 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if turns:
         followup = resolve_followup(asked, turns, catalog_for(settings).directory, parse_now(state.get("now")),
                                     llm=_llm(settings, "router", "start_turn"))
-        question, update["followup"] = followup.standalone, followup.how
+        question, update["followup"], update["narrowed"] = followup.standalone, followup.how, followup.added
     update.update(asked=asked, question=question, search_query=question)
     return update
 
@@ -400,6 +400,7 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                   "answer_periods": [r["_id"] for r in state.get("records", [])[:5]
                                      if isinstance(r.get("_id"), str) and PERIOD.fullmatch(r["_id"])],
                   "unresolved": resolution.get("unresolved", "") if resolution.get("candidates") else "",
+                  "narrowed": state.get("narrowed", ""),
                   "candidates": resolution.get("candidates", []),
                   "answer": state.get("answer", "")[:1000], "scope": _scope(settings),
                   "collection": next((q["collection"] for q in reversed(state.get("queries", []))

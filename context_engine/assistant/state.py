@@ -56,6 +56,7 @@ class Turn(TypedDict):
     answer: str               # the first 1,000 characters of the answer
     scope: str                # "<tenant>/<asker>": follow-ups resolve only against the same asker's turns
     collection: str           # the collection its structured query read ("" = none): what "those" narrows
+    narrowed: str             # the words it added to the question before it ("how many were bugs"; "" = none)
 
 
 class InputState(TypedDict, total=False):
@@ -84,6 +85,7 @@ class StructuredState(TypedDict, total=False):
 class State(InputState, StructuredState, total=False):
     asked: str                                 # the question as the user wrote it this turn
     followup: str                              # how a follow-up was resolved ("" = a standalone question)
+    narrowed: str                              # the words a narrowing follow-up added ("" = none)
     turns: list[Turn]                          # earlier turns of the thread
     route: str                                 # structured | semantic | hybrid
     route_reasons: list[str]
