@@ -33,7 +33,7 @@ def settings(tmp_path_factory) -> Settings:
 def _route(settings, question, tenant="acme", asker=None, llm=None) -> RouteDecision:
     settings = settings.with_overrides(tenant=tenant)
     settings = settings.with_overrides(asker=asker)
-    resolution = resolve_once(question, NOW, settings, planner=None)
+    resolution = resolve_once(question, NOW, settings)
     resolved = None if resolution.get("error") else planning_context(
         {"question": question, "now": NOW.isoformat(), "resolution": resolution}, settings)
     return route_question(question, settings=settings, catalog=catalog_for(settings), resolved=resolved,
