@@ -411,10 +411,14 @@ def _period_phrase(period: str) -> str:
 def _reshaped(words: str, previous: dict[str, Any]) -> FollowUp:
     """"how many is that" / "list them": the last question, counted or listed."""
     if _COUNT_IT.match(words):
-        base = re.sub(rf"^\s*(?:(?:{_ASKING})\s+)+", "", previous["standalone"].rstrip("?？。. "), flags=re.I)
-        return FollowUp(f"how many {base}" if not _HAS_SHAPE.search(base) else base, "the last question, counted")
+        return _counted(previous)
     base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
     return FollowUp(f"list {base}", "the last question's records, listed")
+
+
+def _counted(previous: dict[str, Any]) -> FollowUp:
+    base = re.sub(rf"^\s*(?:(?:{_ASKING})\s+)+", "", previous["standalone"].rstrip("?？。. "), flags=re.I)
+    return FollowUp(f"how many {base}" if not _HAS_SHAPE.search(base) else base, "the last question, counted")
 
 
 def _narrowed(previous: dict[str, Any], words: str, listed: bool = False) -> str:
@@ -485,10 +489,9 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
     if named is not None and not referring and not short_subset:
         return None  # names its own records: a question of its own
     people = [m for m in directory.find_mentions(words) if m.person is not None and not m.is_asker] if directory else []
-    recount = _COUNT_FOR.match(words)
-    if recount and people and all(m.person.name in previous.get("people", []) or m.text in previous.get("people_text", [])
+    if _COUNT_FOR.match(words) and people and all(m.person.name in previous.get("people", []) or m.text in previous.get("people_text", [])
                                   for m in people):
-        return _reshaped("how many", previous)  # "so how many does Corey have" after Corey's threads: those, counted
+        return _counted(previous)  # "so how many does Corey have" after Corey's threads: those, counted
     only = re.match(r"^(?:only|just)\s+(?P<who>.+?)(?:['’]s)?$", words, re.I)
     if people and only:
         return FollowUp(_narrowed(previous, f"by {only.group('who')}"), f"of the last answer's records: by {only.group('who')}")

@@ -18,7 +18,7 @@ from context_engine.query.validate import exact_word_pattern, word_pattern
 BUCKET_FORMATS = {"day": "%Y-%m-%d", "week": "%G-W%V", "month": "%Y-%m", "year": "%Y"}
 _COMPARISONS = {"ne": "$ne", "in": "$in", "nin": "$nin", "gt": "$gt", "gte": "$gte", "lt": "$lt", "lte": "$lte"}
 # The negation with an operator of its own; the others are wrapped in $not.
-_OPPOSITE = {"eq": "ne", "ne": "eq", "in": "nin", "nin": "in", "empty": "not_empty", "not_empty": "empty"}
+OPPOSITE = {"eq": "ne", "ne": "eq", "in": "nin", "nin": "in", "empty": "not_empty", "not_empty": "empty"}
 
 
 class CompileError(ValueError):
@@ -57,8 +57,8 @@ def _condition(f: Filter) -> Any:
     if f.negate:
         if op == "exists":
             value = not value
-        elif op in _OPPOSITE:
-            op = _OPPOSITE[op]
+        elif op in OPPOSITE:
+            op = OPPOSITE[op]
         else:
             return {"$not": {_COMPARISONS[op]: value}}
     if op == "eq":

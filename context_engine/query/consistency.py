@@ -16,12 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from context_engine.query.compile import CompileError, resolve_field
+from context_engine.query.compile import OPPOSITE, CompileError, resolve_field
 from context_engine.query.ir import Filter, PlanIR, Span
 from context_engine.query.schema import CollectionSchema
 
-# A negated operator as the operator it is (`compile._condition` writes the same).
-_OPPOSITE = {"eq": "ne", "ne": "eq", "in": "nin", "nin": "in", "empty": "not_empty", "not_empty": "empty"}
 _LOWER, _UPPER = ("gt", "gte"), ("lt", "lte")
 _EMPTY = frozenset({None, "", ()})  # what "is empty" matches: missing, null, "" and []
 
@@ -44,7 +42,7 @@ def _hashable(value: Any) -> Any:
 
 
 def _of_filter(f: Filter) -> _Condition | None:
-    op = _OPPOSITE.get(f.op, f.op) if f.negate else f.op
+    op = OPPOSITE.get(f.op, f.op) if f.negate else f.op  # a negated operator as the operator it is
     if f.negate and op == f.op and op != "exists":
         return None  # a negated comparison or word pattern: not one of the certain forms
     value = f.value

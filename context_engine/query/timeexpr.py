@@ -121,6 +121,8 @@ def _number(text: str) -> int:
 
 _N = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fourteen|thirty)"
 _CNN = r"(\d+|[一二两三四五六七八九十]+)"
+# "open for more than", "older than": what comes next is an age, the end of an open range
+_OLDER_THAN = r"\b(?:(?:open|sitting|waiting|pending|idle|stale)\s+(?:for\s+)?(?:more than|over|longer than)|older than|more than)\s+"
 
 
 def _rules(now: datetime):
@@ -189,10 +191,9 @@ def _rules(now: datetime):
          lambda m: (today - timedelta(days=_number(m.group(1)) * _UNIT_DAYS[m.group(2)] - 1), now)),
         (rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} months?\b",
          lambda m: (_months_ago(today, _number(m.group(1))), now)),
-        (rf"\b(?:(?:open|sitting|waiting|pending|idle|stale)\s+(?:for\s+)?(?:more than|over|longer than)|older than|more than)\s+{_N}\s+(days?|weeks?)(?:\s+old)?\b",
+        (rf"{_OLDER_THAN}{_N}\s+(days?|weeks?)(?:\s+old)?\b",
          lambda m: (None, now - timedelta(days=_number(m.group(1)) * _UNIT_DAYS[m.group(2)]))),
-        (rf"\b(?:(?:open|sitting|waiting|pending|idle|stale)\s+(?:for\s+)?(?:more than|over|longer than)|older than|more than)\s+"
-         rf"(?:{_N}|an?)\s+(months?|years?)(?:\s+old)?\b",
+        (rf"{_OLDER_THAN}(?:{_N}|an?)\s+(months?|years?)(?:\s+old)?\b",
          lambda m: (None, _months_ago(today, _number(m.group(1) or "one") * (12 if m.group(2).startswith("y") else 1)))),
         (rf"(?:最近|过去|近)\s*{_CNN}\s*(天|日|周|个星期|星期)",
          lambda m: (today - timedelta(days=_cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")] - 1), now)),

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from context_engine.query.fields import DONE_STATUSES, field_for, person_field_for
 from context_engine.query.ir import Filter, TimeRange
-from context_engine.query.planner.draft import NUMBER_WORDS, Draft
+from context_engine.query.planner.draft import NUMBER_WORDS, STATE_FIELDS, Draft
 
 
 class ConditionStep(Draft):
@@ -208,7 +208,7 @@ class ConditionStep(Draft):
         may stand between the negation and the value: "not merged PRs by X" negates no one."""
         negated: Filter | None = None
         for f in sorted(self.filters, key=lambda f: f.span or (len(self.q), 0)):  # in the order they were said
-            if f.op not in ("eq", "in") or f.negate or f.span is None or f.field in _STATE_FIELDS:
+            if f.op not in ("eq", "in") or f.negate or f.span is None or f.field in STATE_FIELDS:
                 continue
             m = _NEGATION_BEFORE.search(self.q[:f.span[0]])
             listed = negated is not None and negated.field == f.field and negated.span is not None and re.fullmatch(
@@ -472,7 +472,7 @@ class ConditionStep(Draft):
             if self._is_used(noun.span()):
                 continue
             word = next(k for k, v in noun.groupdict().items() if v)
-            path, empty = self._thing_path(word, noun.group(0).lower()), None
+            path, empty = self._thing_path(word), None
             if path is None or any(f.span and 0 <= f.span[0] - noun.end() <= 4 for f in self.filters):
                 continue
             before = self.q[:noun.start()]
@@ -500,7 +500,7 @@ class ConditionStep(Draft):
             else:
                 self.add_filter(path, None, "empty" if empty else "not_empty")
 
-    def _thing_path(self, word: str, said: str) -> str | None:
+    def _thing_path(self, word: str) -> str | None:
         if word in ("comment", "repl"):
             return self._count_field(word)
         if word in ("assignee", "mentioned"):
@@ -578,8 +578,6 @@ _NOT_CLOSED = (r"\bnot (?:yet )?closed(?: yet)?\b(?! as)|(?:n't|\bnot) (?:yet )?
                r"|(?:还)?没有?(?:被)?关闭(?!.{0,3}(?:merge|合并|合入))|未(?:被)?关闭|(?:还)?没关(?!闭)(?:的|掉)?")
 # Past participles that carry a date of their own ("merged", "closed"): a time before them dates them.
 _DATED_VERBS = r"merged|closed|opened|created|resolved|fixed|updated|filed|reported|submitted|posted|reviewed|shipped|landed"
-# Fields a state word sets; a negation before them is said by the state rules themselves.
-_STATE_FIELDS = frozenset({"state", "merged", "draft", "state_reason"})
 _NEGATION_BEFORE = re.compile(
     r"(?:\bnot|n't|\bnever|\bwithout|\bnon-?|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
     r"|\boutside(?: of)?|\bnot counting|\bleaving out|\bleave out|\bminus|\bapart from|\baside from|\bignoring"

@@ -222,7 +222,7 @@ class LinkStep(Draft):
                          or re.search(r"^\s*发起的(?:讨论串|帖子|讨论)", after)))
                 # "how many replies did Wally get", "the answers Wally received": the replies to Wally
                 or (re.search(r"\b(?:repl(?:y|ies)|answers?|responses?)\s+(?:(?:did|does|do|has|have|had|that|which)\s+)?$", before)
-                    and re.search(r"^\s*(?:get|got|gotten|gets|receive[sd]?|draw|drew|attract(?:s|ed)?)\b", after))
+                    and _GOT.match(after))
                 # "replies in threads that weren't started by Chantelle": whose thread (negated below)
                 or re.search(r"\bthreads?\s+(?:that\s+|which\s+)?(?:weren't|were not|wasn't|was not|not|never)\s+(?:been\s+)?"
                              r"(?:started|opened|begun|kicked off)\s+by\s+$", before)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 from context_engine.query.fields import PEOPLE_ROLES, field_for, person_field_for
-from context_engine.query.ir import MAX_WORDS, WORD, Filter, Shape
+from context_engine.query.ir import MAX_WORDS, WORD, WORD_OPERATORS, Filter, Shape
 from context_engine.query.identity import CALENDAR_NAMES, COMMON_WORDS
-from context_engine.query.planner.draft import NUMBER_WORDS, Draft
+from context_engine.query.planner.draft import NUMBER_WORDS, STATE_FIELDS, Draft
 from context_engine.text import tokenize
 
 # Words that carry no topic: never sent to full-text search.
@@ -422,20 +422,18 @@ FIELD_WORDS = [(re.compile(pattern), role) for pattern, role in (
 # The words that negate what follows them, in English (contractions with or without the apostrophe) and Chinese.
 NEGATION_CUE = re.compile(r"\b(?:not|no|never|without|neither|nor|none|nobody|nothing|dont|didnt|doesnt|isnt|wasnt|werent|"
                           r"arent|havent|hasnt|hadnt|wont|cannot|excluding|except|besides)\b|n['’]t\b|[不没未无非除]", re.I)
-# Fields whose values a negation picks between ("not closed" is open, "not merged" is merged: false).
-_STATE_FIELDS = frozenset({"state", "merged", "draft", "state_reason", "status"})
 
 
 def _reads_a_negation(f: Filter, cue: str) -> bool:
     """Whether a condition can be what a negation inside its words says: an exclusion, an absence,
     a bound ("no more than three"), a false or zero value, a state, or a value that says the
     negation itself (the reason "not_planned", the label "won't fix")."""
-    if f.negate or f.op in ("ne", "nin", "empty", "lt", "lte", "gt", "gte", "words", "exact_words"):
+    if f.negate or f.op in ("ne", "nin", "empty", "lt", "lte", "gt", "gte", *WORD_OPERATORS):
         return True
     if f.op in ("exists", "not_empty"):
         return f.value is False  # "exists: false" is an absence; "not empty", "exists" are presences
     values = f.value if isinstance(f.value, list) else [f.value]
-    return (f.field.split(".")[0] in _STATE_FIELDS or any(v is None or v is False or v == 0 or v == "" for v in values)
+    return (f.field.split(".")[0] in STATE_FIELDS or any(v is None or v is False or v == 0 or v == "" for v in values)
             or any(cue.lower().strip("'’") in str(v).lower() for v in values))
 
 
