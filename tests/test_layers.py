@@ -8,7 +8,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "context_engine"
 
 # Lowest first. A module may import its own layer and the layers below it, never above.
 LAYERS = {
-    "text": 0, "config": 0, "access": 0, "models": 0, "prompts": 0,  # the floor: no imports from the package
+    "text": 0, "config": 0, "access": 0, "models": 0, "prompts": 0, "kinds": 0,  # the floor
     "store": 1,
     "sources": 2,               # connectors: source records in, normalized records out
     "query": 3, "retrievers": 3,  # the structured half and the semantic half, as plain Python
