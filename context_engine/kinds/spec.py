@@ -81,7 +81,7 @@ class CollectionSpec:
             object.__setattr__(self, "plural", self.noun + "s")
         if not self.words and not self.builtin:  # "incident", "incidents", "gas station(s)" for gas_station
             names = dict.fromkeys(w.lower().replace("_", " ") for w in (self.noun, self.plural, self.name))
-            object.__setattr__(self, "words", tuple(rf"\b{re.escape(w).replace(chr(92) + ' ', ' ')}\b" for w in names))
+            object.__setattr__(self, "words", tuple(rf"\b{re.escape(w)}\b" for w in names))
         if self.link_text is None:
             object.__setattr__(self, "link_text", self.text)
         for role, people in self.people.items():
