@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Iterable
 
 from context_engine.config import HIDDEN_FIELDS
+from context_engine.kinds import BUILTIN, CollectionSpec
 
 SAMPLE_SIZE = 400
 MAX_ENUM_VALUES = 50
@@ -70,6 +71,13 @@ class CollectionSchema:
     text_fields: list[str] = field(default_factory=list)
     sampled: int = 0
     total: int = 0
+    own_kind: CollectionSpec | None = None  # a tenant's own kind; None for a built-in one
+
+    @property
+    def kind(self) -> CollectionSpec:
+        """What the engine knows of this collection's kind (`kinds`): its own spec, the built-in one,
+        or for a collection nobody described (a test's), a spec with its name alone."""
+        return self.own_kind or BUILTIN.get(self.name) or CollectionSpec(self.name, noun=self.name)
 
     @property
     def text_index(self) -> bool:
@@ -96,14 +104,16 @@ class CollectionSchema:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "sampled": self.sampled, "total": self.total,
                 "text_fields": self.text_fields, "indexes": self.indexes,
-                "fields": [f.to_json() for f in self.fields.values()]}
+                "fields": [f.to_json() for f in self.fields.values()],
+                **({"kind": self.own_kind.to_json()} if self.own_kind else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "CollectionSchema":
         infos = [FieldInfo.from_json(f) for f in data["fields"]]
         return cls(name=data["name"], fields={f.path: f for f in infos}, indexes=data.get("indexes", []),
                    text_fields=data.get("text_fields", []), sampled=data.get("sampled", 0),
-                   total=data.get("total", 0))
+                   total=data.get("total", 0),
+                   own_kind=CollectionSpec.from_json(data["kind"]) if data.get("kind") else None)
 
     def describe(self, max_enum: int = 12, for_prompt: bool = False) -> str:
         """One line per field. `for_prompt` leaves out what a model cannot query usefully: API URLs,
