@@ -5,7 +5,9 @@ run for minutes or grow without end. Here a pipeline runs one stage at a time; b
 intermediate result is measured (rows, and bytes counted only up to the cap, so measuring a bomb
 costs no more than the cap). Inside a stage the clock is read at every expression mongomock
 evaluates (a hook on its expression parser) and between blocks of rows of the per-document stages,
-so one stage can never run on past the deadline. The same checks read a `Stop`: a flag another
+so one stage can never run on past the deadline. `$lookup`, which mongomock has only in its
+localField form, runs here in both forms as a hash join (`_lookup`), under the same clock and caps.
+The same checks read a `Stop`: a flag another
 thread sets when the caller is gone (a request timed out, its client disconnected, the server got
 SIGTERM), so abandoned work ends at its next document instead of holding a core for minutes.
 Regular expressions are evaluated by RE2 (linear time) instead of Python's backtracking `re`, and
@@ -19,11 +21,12 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections import defaultdict
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 
 class QueryBoundExceeded(RuntimeError):
@@ -55,8 +58,11 @@ SHUTDOWN = Stop()  # process-wide: the serving commands set it on SIGTERM
 # The Stop of the request being served. A context variable: LangChain and Starlette copy the context
 # into the worker threads that run a request's nodes, so the graph's queries see their request's flag.
 _STOP: ContextVar[Stop | None] = ContextVar("context_engine_stop", default=None)
-# The deadline of the query being evaluated in this context (read by the expression hook).
-_QUERY: ContextVar[tuple[float, "Bounds"] | None] = ContextVar("context_engine_query", default=None)
+# The deadline of the query being evaluated in this context (read by the expression hook), its bounds
+# and the store's write revision (None off the embedded store), which `$lookup` reads too.
+_QUERY: ContextVar[tuple[float, "Bounds", int | None] | None] = ContextVar("context_engine_query", default=None)
+# The `let` variables of the `$lookup` pipeline being run for one row, by name.
+_LET: ContextVar[dict[str, Any]] = ContextVar("context_engine_let", default={})
 
 
 @contextmanager
@@ -90,10 +96,12 @@ def _late(bounds: "Bounds", where: str) -> None:
 
 
 @contextmanager
-def running(bounds: "Bounds", deadline: float) -> Iterator[None]:
-    """Evaluate mongomock expressions in the block under this query's deadline (and MongoDB's rules)."""
+def running(bounds: "Bounds", deadline: float, revision: int | None = None) -> Iterator[None]:
+    """Evaluate mongomock expressions and `$lookup` in the block under this query's deadline (and
+    MongoDB's rules); `revision`: the embedded store's, so that a join's scope goes through its indexes."""
     use_mongodb_expressions()
-    token = _QUERY.set((deadline, bounds))
+    use_lookup()
+    token = _QUERY.set((deadline, bounds, revision))
     try:
         yield
     finally:
@@ -168,7 +176,7 @@ def run_embedded(collection: Any, stages: list[dict[str, Any]], bounds: Bounds,
     stages = list(stages)
     query = stages.pop(0)["$match"] if stages and set(stages[0]) == {"$match"} else {}
     fields = needed_fields(stages)
-    with running(bounds, deadline):
+    with running(bounds, deadline, revision):
         if revision is None or not hasattr(collection, "_store") or collection.codec_options.tz_aware:
             rows = _bounded_find(collection, query, bounds, deadline, fields)
         else:
@@ -190,11 +198,12 @@ def run_embedded(collection: Any, stages: list[dict[str, Any]], bounds: Bounds,
 
 
 def run_in_process(rows: list[dict[str, Any]], stages: list[dict[str, Any]], bounds: Bounds,
-                   deadline: float) -> list[dict[str, Any]]:
-    """The rest of a pipeline over rows already read (used after a BM25-ranked `$text` sort)."""
+                   deadline: float, database: Any) -> list[dict[str, Any]]:
+    """The rest of a pipeline over rows already read (used after a BM25-ranked `$text` sort);
+    `database` holds the collections a `$lookup` among the stages joins."""
     with running(bounds, deadline):
         for stage in stages:
-            rows = _run_stage(rows, None, stage, bounds, deadline, f"after {next(iter(stage))}")
+            rows = _run_stage(rows, database, stage, bounds, deadline, f"after {next(iter(stage))}")
     return rows
 
 
@@ -279,7 +288,8 @@ def _copies(docs: Iterable[dict[str, Any]], fields: set[str] | None) -> Iterable
 
 # Stages that pass documents on (maybe fewer, maybe unwound or with fields added), and stages that
 # replace them by rows of their own making: after one of the latter, no stored field can matter.
-_PASS_ON = frozenset({"$match", "$sort", "$limit", "$skip", "$unwind", "$addFields", "$set", "$sample"})
+_PASS_ON = frozenset({"$match", "$sort", "$limit", "$skip", "$unwind", "$addFields", "$set", "$sample",
+                      "$lookup"})
 _RESHAPE = frozenset({"$group", "$count", "$sortByCount", "$bucket", "$bucketAuto"})
 
 
@@ -295,6 +305,8 @@ def needed_fields(stages: list[dict[str, Any]]) -> set[str] | None:
         name, spec = next(iter(stage.items()))
         if not _references(spec, needed):
             return None  # $$ROOT and friends: the whole document
+        if name == "$lookup" and isinstance(spec, dict) and isinstance(spec.get("localField"), str):
+            needed.add(spec["localField"].split(".")[0])  # a path named without '$
         if name in _RESHAPE:
             return needed
         if name == "$project" and isinstance(spec, dict) and any(v not in (0, False) for v in spec.values()):
@@ -390,6 +402,154 @@ def use_re2() -> None:
     # The operator map captured the original function when the module was imported.
     filtering._filterer_inst._operator_map["$regex"] = filtering._not_nothing_and(_re2_regex)
     filtering._uses_re2 = True
+
+
+# -- $lookup -----------------------------------------------------------------------------------------
+
+def _lookup(rows: list[dict[str, Any]], database: Any, options: dict[str, Any]) -> list[dict[str, Any]]:
+    """`$lookup` with MongoDB's semantics, in both forms and their combination (mongomock has only
+    localField/foreignField, scanning the joined collection once per row).
+
+    The joined pipeline's leading `$match` (the tenant and access scope that execution puts first),
+    when it reads no `let` variable, is evaluated once, through the store's indexes; localField /
+    foreignField is a hash join on the values MongoDB's equality compares (`bson_key`): a localField
+    array matches any of its elements, a missing localField matches a foreignField that is null or
+    missing. The rest of the joined pipeline runs per row over that row's matches, with `$$name` bound
+    to its `let` values, read-only stages on the stored documents and the rest on copies. The clock and
+    the stop flags are read at every row, the size of what has been joined so far is capped."""
+    query = _QUERY.get()
+    deadline, bounds, revision = query if query is not None else (Bounds().deadline(), Bounds(), None)
+    foreign = database.get_collection(options["from"])
+    stages = list(options.get("pipeline", []))
+    head: dict[str, Any] = {}
+    if stages and set(stages[0]) == {"$match"} and not _reads_variables(stages[0]):
+        head = stages.pop(0)["$match"]
+    if revision is not None and hasattr(foreign, "_store") and not foreign.codec_options.tz_aware:
+        documents = _stored_matches(foreign, head, revision, bounds, deadline)
+    else:
+        documents = _bounded_find(foreign, head, bounds, deadline)
+    positions: dict[tuple[Any, ...], list[int]] | None = None
+    if "localField" in options:
+        positions = defaultdict(list)
+        for position, doc in enumerate(documents):
+            for key in {_equality_key(v) for v in _path_values(doc, options["foreignField"], keep_arrays=True)}:
+                positions[key].append(position)
+            if position % _BLOCK == 0:
+                _tick()
+    variables = options.get("let", {})
+    size = 0
+    for row in rows:
+        _tick()
+        matches = documents
+        if positions is not None:
+            keys = {_equality_key(v) for v in _path_values(row, options["localField"], keep_arrays=False)}
+            found = [positions.get(key, []) for key in keys]
+            chosen = found[0] if len(found) == 1 else sorted({p for group in found for p in group})
+            matches = [documents[p] for p in chosen]
+        token = _LET.set(_let_values(row, variables))
+        try:
+            joined = _joined(matches, database, stages, bounds, deadline)
+        finally:
+            _LET.reset(token)
+        row[options["as"]] = joined
+        size += approx_size(joined, bounds.max_bytes)
+        check(rows, bounds, deadline, "in a $lookup", size=size)
+    return rows
+
+
+def _reads_variables(spec: Any) -> bool:
+    """Whether `spec` names a `$$` variable anywhere (then it must be evaluated per row)."""
+    stack = [spec]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+        elif isinstance(node, str) and node.startswith("$$"):
+            return True
+    return False
+
+
+def _path_values(doc: dict[str, Any], path: str, keep_arrays: bool) -> list[Any]:
+    """The values a dotted path reaches in `doc`, arrays crossed as MongoDB's equality match crosses
+    them: a final array gives its elements (and itself, for the side matched as a whole: `keep_arrays`);
+    a path that reaches nothing is null."""
+    nodes: list[Any] = [doc]
+    for part in path.split("."):
+        following = []
+        for node in nodes:
+            for item in node if isinstance(node, list) else [node]:
+                if isinstance(item, dict) and part in item:
+                    following.append(item[part])
+        nodes = following
+    values: list[Any] = []
+    for node in nodes:
+        if isinstance(node, list):
+            values.extend(node)
+            if keep_arrays:
+                values.append(node)
+        else:
+            values.append(node)
+    return values if nodes else [None]
+
+
+def _equality_key(value: Any) -> tuple[Any, ...]:
+    """Equal for the values MongoDB's equality finds equal (1 and 1.0; never 1 and "1" or true)."""
+    from context_engine.store.linear_stages import UnknownType, bson_key
+
+    try:
+        return bson_key(value)
+    except UnknownType:  # an ObjectId or the like (never in the store's JSON records): itself
+        return ("other", type(value).__name__, value)
+
+
+def _let_values(row: dict[str, Any], variables: dict[str, Any]) -> dict[str, Any]:
+    """The row's value of each `let` expression; one the row lacks is left unbound (missing, as in MongoDB)."""
+    from mongomock.aggregate import _parse_expression
+
+    values = {}
+    for name, expression in variables.items():
+        try:
+            values[name] = _parse_expression(expression, row)
+        except KeyError:
+            continue
+    return values
+
+
+def _joined(documents: list[dict[str, Any]], database: Any, stages: list[dict[str, Any]], bounds: Bounds,
+            deadline: float) -> list[dict[str, Any]]:
+    """A joined pipeline over one row's matches: its read-only stages over the stored documents (a
+    `$limit` there bounds what is copied), then copies, then the rest."""
+    stages = list(stages)
+    while stages and len(stages[0]) == 1 and next(iter(stages[0])) in _READ_ONLY:
+        stage = stages.pop(0)
+        documents = _run_stage(documents, database, stage, bounds, deadline, f"in a $lookup, after {next(iter(stage))}")
+    rows = list(_copies(documents, None))
+    for stage in stages:
+        rows = _run_stage(rows, database, stage, bounds, deadline, f"in a $lookup, after {next(iter(stage))}")
+    return rows
+
+
+def use_lookup() -> None:
+    """Make mongomock run `$lookup` with `_lookup` (idempotent)."""
+    from mongomock import aggregate
+
+    aggregate._PIPELINE_HANDLERS["$lookup"] = _lookup
+
+
+def _bound_variable(original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """mongomock's reading of a plain expression, with `$$name` of a `$lookup`'s `let` bound."""
+    def parse_basic(self: Any, expression: Any) -> Any:
+        if type(expression) is str and expression.startswith("$$"):
+            variables = _LET.get()
+            if expression[2:].partition(".")[0] in variables:
+                from mongomock import helpers
+
+                return helpers.get_value_by_dot(variables, expression[2:], can_generate_array=True)
+        return original(self, expression)
+
+    return parse_basic
 
 
 # -- MongoDB's expression semantics, and the clock inside a stage ------------------------------------
@@ -505,4 +665,5 @@ def use_mongodb_expressions() -> None:
         return original(self, expression)
 
     _Parser.parse = parse
+    _Parser._parse_basic_expression = _bound_variable(_Parser._parse_basic_expression)
     _Parser._bounded = True
