@@ -380,7 +380,7 @@ def cmd_query(args: argparse.Namespace) -> int:
         raise InputError(f"unknown collection {args.collection!r}; known: {', '.join(COLLECTIONS)}")
     schema = catalog.schemas.get(args.collection)
     errors = validate_pipeline(pipeline, schema, ValidationPolicy(allow_regex=settings.allow_regex,
-                                                                  max_limit=settings.max_rows))
+                                                                  max_limit=settings.max_rows), schemas=catalog.schemas)
     if errors:
         if args.json:
             _print_json({"errors": errors})

@@ -177,7 +177,8 @@ def test_http_scopes_each_call_by_its_key(http_server):
                                                 "pipeline": [{"$group": {"_id": "$repo"}}]}),
                 lambda s: s.call_tool("get_record", {"ref": "G04SECPR9Z:" + _private_thread_ts()}),
                 lambda s: s.call_tool("query", {"collection": "pull_requests",
-                                                "pipeline": [{"$lookup": {"from": "people"}}]}),
+                                                "pipeline": [{"$lookup": {"from": "store_meta", "pipeline": [],
+                                                                          "as": "meta"}}]}),
             ])
         return asyncio.run(run())
 

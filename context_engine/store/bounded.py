@@ -113,6 +113,7 @@ class Bounds:
     max_time_ms: int = 5000
     max_rows: int = 100_000          # rows alive between two stages
     max_bytes: int = 32 * 2**20      # approximate bytes alive between two stages, and of the result
+    max_joined: int = 5_000          # documents one $lookup joins to all the rows (each one a copy)
 
     def deadline(self) -> float:
         return time.monotonic() + self.max_time_ms / 1000
@@ -217,7 +218,7 @@ def _run_stage(rows: list[Any], database: Any, stage: dict[str, Any], bounds: Bo
                where: str) -> list[Any]:
     from mongomock.aggregate import process_pipeline
 
-    grows = not set(stage) <= _NEVER_GROW
+    grows = not set(stage) <= _NEVER_GROW and not _excludes_only(stage)
     if len(stage) != 1 or next(iter(stage)) not in _PER_DOCUMENT:
         out = list(process_pipeline(rows, database, [stage], None))
         check(out, bounds, deadline, where, size=None if grows else 0)
@@ -231,6 +232,16 @@ def _run_stage(rows: list[Any], database: Any, stage: dict[str, Any], bounds: Bo
         check(out, bounds, deadline, where, size=size)
     check(out, bounds, deadline, where, size=size)
     return out
+
+
+def _excludes_only(stage: dict[str, Any]) -> bool:
+    """A `$project` that only removes fields (as every joined pipeline ends): its rows never grow."""
+    spec = stage.get("$project")
+    return isinstance(spec, dict) and bool(spec) and all(_flag_zero(v) for v in spec.values())
+
+
+def _flag_zero(value: Any) -> bool:
+    return value is False or (type(value) in (int, float) and value == 0)
 
 
 def _bounded_find(collection: Any, query: dict[str, Any], bounds: Bounds, deadline: float,
@@ -421,13 +432,16 @@ def _lookup(rows: list[dict[str, Any]], database: Any, options: dict[str, Any]) 
     deadline, bounds, revision = query if query is not None else (Bounds().deadline(), Bounds(), None)
     foreign = database.get_collection(options["from"])
     stages = list(options.get("pipeline", []))
-    head: dict[str, Any] = {}
-    if stages and set(stages[0]) == {"$match"} and not _reads_variables(stages[0]):
-        head = stages.pop(0)["$match"]
+    filters = []  # the leading filters that read no variable: the same for every row, so applied once
+    while stages and set(stages[0]) == {"$match"} and not _reads_variables(stages[0]):
+        filters.append(stages.pop(0)["$match"])
+    head = filters.pop(0) if filters else {}
     if revision is not None and hasattr(foreign, "_store") and not foreign.codec_options.tz_aware:
         documents = _stored_matches(foreign, head, revision, bounds, deadline)
     else:
         documents = _bounded_find(foreign, head, bounds, deadline)
+    for query in filters:
+        documents = _filtered(documents, query, bounds, deadline)
     positions: dict[tuple[Any, ...], list[int]] | None = None
     if "localField" in options:
         positions = defaultdict(list)
@@ -437,7 +451,7 @@ def _lookup(rows: list[dict[str, Any]], database: Any, options: dict[str, Any]) 
             if position % _BLOCK == 0:
                 _tick()
     variables = options.get("let", {})
-    size = 0
+    size = joined_count = 0
     for row in rows:
         _tick()
         matches = documents
@@ -452,9 +466,29 @@ def _lookup(rows: list[dict[str, Any]], database: Any, options: dict[str, Any]) 
         finally:
             _LET.reset(token)
         row[options["as"]] = joined
+        joined_count += len(joined)
+        if joined_count > bounds.max_joined:
+            raise QueryBoundExceeded(f"the $lookup joined more than {bounds.max_joined} documents in all; narrow "
+                                     "it with a $match before it or in its pipeline")
         size += approx_size(joined, bounds.max_bytes)
         check(rows, bounds, deadline, "in a $lookup", size=size)
     return rows
+
+
+def _filtered(documents: list[dict[str, Any]], query: dict[str, Any], bounds: Bounds,
+              deadline: float) -> list[dict[str, Any]]:
+    """The documents `query` matches, in order, read (never modified) in place."""
+    from mongomock import helpers
+    from mongomock.filtering import filter_applies
+
+    spec = helpers.patch_datetime_awareness_in_document(query)  # as mongomock's Cursor does
+    out = []
+    for count, doc in enumerate(documents, start=1):
+        if filter_applies(spec, doc):
+            out.append(doc)
+        if count % 5000 == 0:
+            check(out, bounds, deadline, "in a $lookup", size=0)
+    return out
 
 
 def _reads_variables(spec: Any) -> bool:
@@ -474,16 +508,19 @@ def _reads_variables(spec: Any) -> bool:
 def _path_values(doc: dict[str, Any], path: str, keep_arrays: bool) -> list[Any]:
     """The values a dotted path reaches in `doc`, arrays crossed as MongoDB's equality match crosses
     them: a final array gives its elements (and itself, for the side matched as a whole: `keep_arrays`);
-    a path that reaches nothing is null."""
+    an object without the next field gives null (an empty array on the way gives nothing)."""
     nodes: list[Any] = [doc]
+    values: list[Any] = []
     for part in path.split("."):
         following = []
         for node in nodes:
             for item in node if isinstance(node, list) else [node]:
-                if isinstance(item, dict) and part in item:
-                    following.append(item[part])
+                if isinstance(item, dict):
+                    if part in item:
+                        following.append(item[part])
+                    else:
+                        values.append(None)
         nodes = following
-    values: list[Any] = []
     for node in nodes:
         if isinstance(node, list):
             values.extend(node)
@@ -491,7 +528,7 @@ def _path_values(doc: dict[str, Any], path: str, keep_arrays: bool) -> list[Any]
                 values.append(node)
         else:
             values.append(node)
-    return values if nodes else [None]
+    return values
 
 
 def _equality_key(value: Any) -> tuple[Any, ...]:
@@ -520,12 +557,19 @@ def _let_values(row: dict[str, Any], variables: dict[str, Any]) -> dict[str, Any
 def _joined(documents: list[dict[str, Any]], database: Any, stages: list[dict[str, Any]], bounds: Bounds,
             deadline: float) -> list[dict[str, Any]]:
     """A joined pipeline over one row's matches: its read-only stages over the stored documents (a
-    `$limit` there bounds what is copied), then copies, then the rest."""
+    `$limit` there bounds what is copied), then copies (without the top-level fields a `$project` next
+    removes: the hidden ones, as execution ends every joined pipeline), then the rest."""
+    from mongomock.collection import _copy_field
+
     stages = list(stages)
     while stages and len(stages[0]) == 1 and next(iter(stages[0])) in _READ_ONLY:
         stage = stages.pop(0)
         documents = _run_stage(documents, database, stage, bounds, deadline, f"in a $lookup, after {next(iter(stage))}")
-    rows = list(_copies(documents, None))
+    if stages and _excludes_only(stages[0]) and not any("." in name for name in stages[0]["$project"]):
+        removed = set(stages.pop(0)["$project"])
+        rows = [{k: _copy_field(v, dict) for k, v in doc.items() if k not in removed} for doc in documents]
+    else:
+        rows = list(_copies(documents, None))
     for stage in stages:
         rows = _run_stage(rows, database, stage, bounds, deadline, f"in a $lookup, after {next(iter(stage))}")
     return rows
@@ -591,14 +635,26 @@ def _compare(parser: Any, _op: str, arg: Any) -> int:
     return -1 if bson_compare(operator.lt, first, second) else 1 if bson_compare(operator.gt, first, second) else 0
 
 
+def _present(parser: Any, expression: Any) -> tuple[Any, bool]:
+    """An operand's value and whether it is missing (a field the document lacks, an unbound variable)."""
+    try:
+        return parser.parse(expression), False
+    except KeyError:
+        return None, True
+
+
+def _comparison(parser: Any, op: str, arg: Any) -> bool:
+    from context_engine.store.expressions import compare
+
+    (first, first_missing), (second, second_missing) = (_present(parser, item) for item in arg)
+    return compare(op, first, second, (first_missing, second_missing))
+
+
 def _in(parser: Any, _op: str, arg: Any) -> bool:
     from context_engine.store.expressions import is_in
 
     value, array = arg
-    try:
-        found, missing = parser.parse(value), False
-    except KeyError:
-        found, missing = None, True
+    found, missing = _present(parser, value)
     return is_in(found, _argument(parser, array), missing)
 
 
@@ -625,6 +681,7 @@ def _handlers() -> dict[str, Any]:
     handlers: dict[str, Any] = {op: lambda p, o, a: ex.arithmetic(o, _arguments(p, a))
                                 for op in ("$add", "$subtract", "$multiply", "$divide")}
     handlers.update({op: _date_operator for op in ex.DATE_PARTS})
+    handlers.update({op: _comparison for op in ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")})
     handlers.update({"$dateToString": _date_to_string, "$cmp": _compare,
                      "$substrCP": lambda p, o, a: ex.substr_cp(*_arguments(p, a)),
                      "$strLenCP": lambda p, o, a: ex.str_len_cp(_arguments(p, a)[0]),
