@@ -189,7 +189,7 @@ def test_http_scopes_each_call_by_its_key(http_server):
         tools, private, repos, record, lookup = calls(key)
         assert _count(private) == 0
         assert record.is_error and "that you can read" in record.content[0].text
-        assert lookup.is_error and "$lookup is not allowed" in lookup.content[0].text
+        assert lookup.is_error and "$lookup from 'store_meta' is not allowed" in lookup.content[0].text
     globex = calls("globex-key")
     repos = {row["_id"] for row in globex[2].structured_content["rows"]}
     assert repos and all(repo.startswith("globex/") for repo in repos)

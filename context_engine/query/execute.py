@@ -128,8 +128,6 @@ def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]
     """Run a validated pipeline within the tenant and access scope, a deadline and a byte cap."""
     collection = store.collection(collection_name)
     stages = scoped_pipeline(pipeline, tenant, principals, max_rows)
-    for joined in _joined_collections(stages):
-        store.collection(joined)  # the embedded store reads a collection on first use: before the join does
     bounds = Bounds(max_time_ms=max_time_ms, max_bytes=max_bytes)
     deadline = bounds.deadline()
     native_text = not store.embedded and bool(schema and any(
@@ -138,6 +136,8 @@ def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]
     cut = next((i for i, stage in enumerate(stages) if _is_text_score_sort(stage)), None) if ranked is not None else None
     head = stages if cut is None else stages[:cut]
     try:
+        for joined in _joined_collections(stages):
+            store.collection(joined)  # the embedded store reads a collection on first use: before the join does
         if store.embedded:
             rows = run_embedded(collection, head, bounds, deadline, revision=store.revision)
         else:

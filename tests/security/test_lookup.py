@@ -321,3 +321,22 @@ def test_incidents_whose_fix_pr_was_reviewed_by_priya():
     refs = {who: [r["ref"] for r in _run(store, "incidents", pipeline, principals, schemas)]
             for who, principals in (("member", MEMBER), ("outsider", OUTSIDER))}
     assert refs == {"member": ["INC-1", "INC-2"], "outsider": ["INC-1"]}
+
+
+def test_the_query_command_joins_in_the_askers_scope(sample_dir):
+    """End to end through `context-engine query`: the same join, asked by a member of #security-private
+    and by someone who is not; the outsider's joined side is empty, and no hidden field comes out."""
+    import json
+
+    from tests.conftest import run_cli
+
+    pipeline = json.dumps([{"$limit": 2}, {"$lookup": {"from": "messages", "as": "m", "pipeline": [
+        {"$match": {"channel": "security-private"}}, {"$project": {"text": 1}}]}}])
+    joined = {}
+    for who in ("sokafor", "zwei-dev"):
+        done = run_cli("query", "--data-dir", str(sample_dir), "--as", who, "--json", "pull_requests", pipeline)
+        assert done.returncode == 0, done.stderr
+        rows = json.loads(done.stdout)["records"]
+        assert len(rows) == 2 and not any(HIDDEN_FIELDS & set(doc) for row in rows for doc in row["m"])
+        joined[who] = sum(len(row["m"]) for row in rows)
+    assert joined["zwei-dev"] == 0 < joined["sokafor"]
