@@ -7,9 +7,9 @@ costs no more than the cap). Inside a stage the clock is read at every expressio
 evaluates (a hook on its expression parser) and between blocks of rows of the per-document stages,
 so one stage can never run on past the deadline. `$lookup`, which mongomock has only in its
 localField form, runs here in both forms as a hash join (`_lookup`), under the same clock and caps.
-The same checks read a `Stop`: a flag another
-thread sets when the caller is gone (a request timed out, its client disconnected, the server got
-SIGTERM), so abandoned work ends at its next document instead of holding a core for minutes.
+The same checks read a `Stop`: a flag another thread sets when the caller is gone (a request timed
+out, its client disconnected, the server got SIGTERM), so abandoned work ends at its next document
+instead of holding a core for minutes.
 Regular expressions are evaluated by RE2 (linear time) instead of Python's backtracking `re`, and
 the allowed expression operators by MongoDB's rules (`store.expressions`: 64-bit arithmetic,
 time zones), so no pattern or number can stall a stage.
@@ -440,8 +440,8 @@ def _lookup(rows: list[dict[str, Any]], database: Any, options: dict[str, Any]) 
         documents = _stored_matches(foreign, head, revision, bounds, deadline)
     else:
         documents = _bounded_find(foreign, head, bounds, deadline)
-    for query in filters:
-        documents = _filtered(documents, query, bounds, deadline)
+    for spec in filters:
+        documents = _filtered(documents, spec, bounds, deadline)
     positions: dict[tuple[Any, ...], list[int]] | None = None
     if "localField" in options:
         positions = defaultdict(list)
@@ -584,12 +584,12 @@ def use_lookup() -> None:
 
 def _bound_variable(original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     """mongomock's reading of a plain expression, with `$$name` of a `$lookup`'s `let` bound."""
+    from mongomock import helpers
+
     def parse_basic(self: Any, expression: Any) -> Any:
         if type(expression) is str and expression.startswith("$$"):
             variables = _LET.get()
             if expression[2:].partition(".")[0] in variables:
-                from mongomock import helpers
-
                 return helpers.get_value_by_dot(variables, expression[2:], can_generate_array=True)
         return original(self, expression)
 
