@@ -196,12 +196,12 @@ def _json_rows(text: str, where: str, problems: ReadProblems) -> list[tuple[str,
         return []
     except json.JSONDecodeError as whole:
         return _json_lines(text, where, whole, problems)
-    if isinstance(value, dict):  # {"incidents": [...]}: the one array of objects it holds
+    if isinstance(value, dict):  # {"incidents": [...]}: the one array of objects it holds; else one row
         arrays = [v for v in value.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
-        if len(arrays) != 1:
-            problems.add(where, "a JSON object holding not exactly one array of objects")
+        if len(arrays) > 1:
+            problems.add(where, "a JSON object holding several arrays of objects: which are the rows is unclear")
             return []
-        value = arrays[0]
+        value = arrays[0] if arrays else [value]
     if not isinstance(value, list):
         problems.add(where, f"a JSON {type(value).__name__}, not an array of objects")
         return []
@@ -376,7 +376,7 @@ def infer_spec(objects: list[dict[str, Any]], options: OwnOptions, logins: set[s
         guessed("key", key)
     else:
         given("key", key)
-    numeric = all(isinstance(o.get(key), int) for o in objects)
+    numeric = all(isinstance(o[key], int) for o in objects if key in o)
     prefix = options.ref_prefix if options.ref_prefix is not None else (f"{name}/" if numeric else "")
     (given if options.ref_prefix is not None else guessed)("ref", f"{prefix}<{key}>")
     used = {key, *([options.access_field] if options.access_field else [])}
@@ -467,7 +467,7 @@ def _short_and_few(objects: list[dict[str, Any]], column: str) -> bool:
     values = [v for v in _scalars(objects, column) if isinstance(v, str)]
     distinct = set(values)
     return (bool(values) and sum(map(len, values)) / len(values) <= 40 and len(distinct) <= 30
-            and len(distinct) <= max(2, len(values) // 2))
+            and len(distinct) <= max(5, len(values) // 2))
 
 
 # ------------------------------------------------------------------------------ MongoDB
