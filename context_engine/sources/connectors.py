@@ -113,7 +113,7 @@ def _read_source(request: SourceRequest, tenant: str, data_dir: Path, problems: 
     if request.repo and source != "github":
         raise SourceError("--repo is for `ingest github`")
     if (source in ("json", "mongodb")) != (request.own is not None):
-        raise SourceError(f"--collection NAME is for `ingest json` and `ingest mongodb`, which need it")
+        raise SourceError("--collection NAME is for `ingest json` and `ingest mongodb`, which need it")
     if source == "json":
         from context_engine.sources.generic import read_files
 
