@@ -35,13 +35,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from context_engine.access import PUBLIC, merge_acl
-from context_engine.config import COLLECTIONS, Settings
+from context_engine.config import Settings
 from context_engine.answering.links import LinkIndex
+from context_engine.kinds import CollectionSpec
 from context_engine.query.fulltext import sync_fulltext
 from context_engine.query.catalog import load_catalog, refresh_catalog
 from context_engine.query.values import load_values
 from context_engine.retrievers.index import SyncReport, sync_index
 from context_engine.sources.connectors import saved_overrides
+from context_engine.sources.generic import normalize_own
 from context_engine.sources.normalize import ACL_PARTIAL, RecordError, normalize
 from context_engine.sources.people import merge_people
 from context_engine.store.documents import DocumentStore, WriteStats, open_store
@@ -108,15 +110,17 @@ def _with_access(store: DocumentStore, tenant: str, name: str, records: list[dic
 def write_records(store: DocumentStore, tenant: str, batches: dict[str, Iterable[dict[str, Any]]],
                   report: IngestReport, progress: Progress | None = None, *, prune: bool = False,
                   overrides: list[dict[str, Any]] | None = None, public: bool = False) -> None:
+    kinds = store.kinds(tenant)
     for name, records in batches.items():
-        if name not in COLLECTIONS:
+        kind = kinds.get(name)
+        if kind is None:
             raise ValueError(f"unknown collection {name!r}")
         normalized, partial = [], set()
         for i, record in enumerate(records):
             try:
                 guessed = isinstance(record, dict) and bool(record.get(ACL_PARTIAL))
-                normalized.append(normalize(name, {k: v for k, v in record.items() if k != ACL_PARTIAL}
-                                            if guessed else record))
+                record = {k: v for k, v in record.items() if k != ACL_PARTIAL} if guessed else record
+                normalized.append(normalize(name, record) if kind.builtin else normalize_own(record))
                 if guessed:
                     partial.add(normalized[-1]["ref"])
             except (RecordError, KeyError, TypeError, ValueError) as exc:
@@ -206,11 +210,14 @@ def _prune(store: DocumentStore, tenant: str, name: str, records: list[dict[str,
 
 def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str, Any]]]],
            progress: Progress | None = None, index: bool = True, prune: bool = False,
-           public: bool = False, on_wait: Callable[[str], None] | None = None) -> list[IngestReport]:
+           public: bool = False, on_wait: Callable[[str], None] | None = None,
+           kinds: dict[str, list[CollectionSpec]] | None = None) -> list[IngestReport]:
     """Write every tenant's batches, then persist once, refresh the catalogs and (unless `index` is
     False) sync each tenant's semantic index. `progress(label, count)` hears record and chunk counts.
     `prune`: remove what each source read no longer has. `public`: the operator declares that records
-    whose source says nothing about access are readable by the whole tenant."""
+    whose source says nothing about access are readable by the whole tenant. `kinds`: per tenant, its
+    own collections' specs (`ingest json|mongodb`), stored (replacing an earlier spec of the same name)
+    in the same commit as the records."""
     started = time.perf_counter()
     # The store is opened under the lock, so this writer starts from the last one's commit.
     with writer_lock(settings.data_dir, on_wait=on_wait):
@@ -219,6 +226,8 @@ def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str
         reports = []
         for tenant, batches in per_tenant.items():
             report = IngestReport(tenant)
+            for spec in (kinds or {}).get(tenant, ()):
+                store.save_kind(tenant, spec)
             write_records(store, tenant, batches, report, progress, prune=prune,
                           overrides=saved_overrides(settings.data_dir, tenant), public=public)
             reports.append(report)
