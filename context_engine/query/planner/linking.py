@@ -44,6 +44,8 @@ class LinkStep(Draft):
         self._team()  # before labels: "infra team" names people, not the infra label
         order = ["repo", "channel", "workspace", "priority", "type", "project", "label", "milestone", "sprint", "component", "space",
                  "team"]
+        if not s.kind.builtin:  # a tenant's own kind: each of its value roles names stored values ("sev1", "payments")
+            order += [role for role in s.kind.values if role not in order and role not in ("title", "url")]
         for role in order:
             path = field_for(s, role)
             if not path:
