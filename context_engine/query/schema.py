@@ -176,6 +176,12 @@ def _looks_enum(values: Counter, present: int) -> bool:
     return distinct <= max(3, present // 2)
 
 
+def _names_values(values: Counter) -> bool:
+    """Short strings, few enough to list: the values of a declared value field."""
+    return 0 < len(values) <= MAX_ENUM_VALUES and all(
+        isinstance(v, str) and len(v) <= MAX_ENUM_VALUE_LENGTH and len(v.split()) <= 4 for v in values)
+
+
 def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int | None = None,
                           indexes: list[dict[str, Any]] | None = None,
                           own_kind: CollectionSpec | None = None) -> CollectionSchema:
@@ -202,6 +208,9 @@ def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int 
             elif isinstance(value, (int, float, datetime)) and not isinstance(value, bool):
                 if len(info.examples) < 2 and value not in info.examples:
                     info.examples.append(value if not isinstance(value, datetime) else value.isoformat())
+    # A tenant's own kind declares its value fields (`values`): they hold values a question names
+    # ("sev1", "payments") however few records there are to repeat them.
+    declared = {p for paths in own_kind.values.values() for p in paths} if own_kind is not None else set()
     for path, info in infos.items():
         info.count = presence[path]
         # A path seen both as an array and through its elements is an array of scalars.
@@ -211,7 +220,8 @@ def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int 
             if not info.types:
                 info.types.add("array")
         values = scalars.get(path, Counter())
-        if _looks_enum(values, sum(values.values())) and not _OPAQUE_PATH.search(path):
+        if (_looks_enum(values, sum(values.values())) or path in declared and _names_values(values)) \
+                and not _OPAQUE_PATH.search(path):
             info.enum = [v for v, _ in values.most_common()]
         elif values and not info.examples:
             info.examples = [v[:60] for v, _ in values.most_common(2)]

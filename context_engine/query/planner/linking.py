@@ -88,6 +88,8 @@ class LinkStep(Draft):
                     self.use(m.span())
                     self.add_filter(path, value)
                     self.notes.append(f"{value!r} is a stored {role} ({path})")
+                    if not s.kind.builtin:  # "the payments service": the role's own name says the field
+                        self.mark(rf"\b{re.escape(role.replace('_', ' '))}\b", "field")
                     break
         if explicit_label and any(f.field == field_for(s, "label") and f.span and f.span[0] - explicit_label.start(1) in (0, 1)
                                   for f in self.filters):
