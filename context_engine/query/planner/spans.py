@@ -348,6 +348,8 @@ class SpanStep(Draft):
                     understood[(start, end)] = "field"
                 else:
                     missed.append((start, end))
+        undated = [span for span in self.undated if not self._is_used(span)]
+        missed = sorted([m for m in missed if not any(a <= m[0] and m[1] <= b for a, b in undated)] + undated)
         unread = [{"text": self.q[a:b], "start": a, "end": b, "how": "unknown"} for a, b in _joined(self.q, missed)]
         unread += [{"text": self.q[a:b], "start": a, "end": b, "how": "negation"} for a, b in self._negation_read_as_positive()]
         return ([{"text": self.q[a:b], "start": a, "end": b, "how": how} for (a, b), how in sorted(understood.items())
