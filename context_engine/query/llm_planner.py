@@ -215,7 +215,8 @@ def link_people(pipeline: Any, collection: str, ctx: PlanningContext) -> Any:
     Small models write "Alex Chen" into `user.login` even when told the login; the directory knows it.
     """
     schema = ctx.schemas.get(collection)
-    kinds = {path: kind for options in (schema.kind.people_roles() if schema else {}).values() for path, kind in options}
+    roles = schema.kind.people_roles() if schema is not None else {}
+    kinds = {path: kind for options in roles.values() for path, kind in options}
 
     def fix(value: Any, kind: str) -> Any:
         if isinstance(value, str):

@@ -233,7 +233,8 @@ def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int 
     return schema
 
 
-def discover(records: Any, sample_size: int = SAMPLE_SIZE, own_kind: CollectionSpec | None = None) -> CollectionSchema:
+def discover(records: Any, sample_size: int = SAMPLE_SIZE,
+             own_kind: CollectionSpec | None = None) -> CollectionSchema:
     """Describe a collection's records within a scope (`DocumentStore.scoped(name, scope)`: a tenant
     and access filter) from a sample of them. `own_kind`: the tenant's own spec of the collection."""
     total = records.count()

@@ -6,8 +6,8 @@ read once and every linkable value is indexed: people (every alias the people di
 logins, display names, first and last names, handles, e-mail local parts, Chinese names and their
 pinyin), and the values of the role fields of each kind the tenant has (`kinds`: labels, milestones,
 repositories, channels, projects, components, statuses ..., a tenant's own kind's value roles), state
-reasons, and the other enumerations the schema discovered. Each value remembers where it is stored (collection, field,
-the stored value, how many records).
+reasons, and the other enumerations the schema discovered. Each value remembers where it is stored
+(collection, field, the stored value, how many records).
 
 `ValueIndex.search(text)` matches the question's n-grams by exact, prefix, token and fuzzy rules
 (ranked in that order, then by how many records carry the value), and returns a value only if the

@@ -215,7 +215,8 @@ def _own_groups(kind: CollectionSpec, record: dict[str, Any]) -> tuple[dict[str,
     title = texts[0].split("\n", 1)[0][:200] if texts else None
     author = next((str(v) for field in kind.people.get("author", ()) for v in values_at(record, field.path)
                    if v not in (None, "")), None)
-    url = next((v for path in role_paths(kind, "url") for v in values_at(record, path) if isinstance(v, str) and v), None)
+    url = next((v for path in role_paths(kind, "url") for v in values_at(record, path) if isinstance(v, str) and v),
+               None)
     meta = {"url": url or _url(record), "title": title, "author": author,
             "date": _date(*(v for path in kind.times.get("created", ()) for v in values_at(record, path)))}
     return meta, ["\n\n".join(texts)]

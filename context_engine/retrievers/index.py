@@ -528,7 +528,8 @@ def sync_index(store: Any, tenant: str, settings: Settings, progress: Progress |
     # A stream: each collection's chunks are let go once they are rows, before BM25 and the embedding.
     kinds = [kind for kind in tenant_kinds(store, tenant) if kind.searchable]
     chunks = (chunk for kind in kinds
-              for chunk in chunk_collection(kind.name, store.tenant_records(kind.name, tenant), tenant=tenant, kind=kind))
+              for chunk in chunk_collection(kind.name, store.tenant_records(kind.name, tenant), tenant=tenant,
+                                            kind=kind))
     vectors = store.engine_collection("index_vectors")
     shared = SharedEmbeddingCache(vectors, EmbeddingCache(settings.embedding_cache_path)) if vectors is not None else None
     try:

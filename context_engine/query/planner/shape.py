@@ -281,7 +281,8 @@ class ShapeStep(Draft):
         cue = re.search(r"\b(?:top|highest|largest|biggest|greatest|most|longest|by)\b", self.q, re.I)
         named = None
         for path in sorted(numeric, key=len, reverse=True):
-            said = "|".join(re.escape(w) for w in dict.fromkeys((path, path.replace("_", " "), path.rsplit(".", 1)[-1])))
+            words = dict.fromkeys((path, path.replace("_", " "), path.rsplit(".", 1)[-1]))
+            said = "|".join(re.escape(w) for w in words)
             named = re.search(rf"(?<![\w.])(?:{said})(?![\w.])", self.q, re.I)
             if named and cue:
                 break

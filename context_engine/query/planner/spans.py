@@ -257,7 +257,8 @@ class SpanStep(Draft):
         return self._stored_word_set
 
     def _names_other_collection(self, word: str) -> bool:
-        from context_engine.query.planner.collection import detect_collection, kinds_of  # collection imports STOP from here
+        # collection imports STOP from here
+        from context_engine.query.planner.collection import detect_collection, kinds_of
 
         named, spans = detect_collection(word, {self.collection: None}, kinds_of(self.ctx.schemas))
         return bool(spans) and named != self.collection
