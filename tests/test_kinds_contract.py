@@ -332,3 +332,22 @@ def test_own_kinds_words_name_it_beside_the_builtin_ones(world):
     assert _plan(catalog, "sev1 incidents").collection == "incidents"
     assert _plan(catalog, "pull requests by Priya Raman").collection == "pull_requests"
     assert re.search(INCIDENTS.pattern(), "3 incidents", re.I)
+
+
+def test_an_own_kinds_chunk_group_is_one_unit_readable_by_those_who_read_all_of_it():
+    """Records sharing a `chunk_group` value (an incident's timeline entries) are one unit, in time
+    order, under the first one's ref; its access list is what every record of it allows."""
+    spec = CollectionSpec(name="timeline", noun="timeline entry", plural="timeline entries", key="id", ref_prefix="TL-",
+                          times={"created": ("at",)}, text=("note",), chunk_group="incident")
+    docs = [{"ref": "TL-2", "id": 2, "incident": "INC-1", "note": "Rolled back.", "at": datetime(2025, 1, 1, 10),
+             "tenant_id": "t", "acl": ["*"]},
+            {"ref": "TL-1", "id": 1, "incident": "INC-1", "note": "Paged the on-call.", "at": datetime(2025, 1, 1, 9),
+             "tenant_id": "t", "acl": ["*"]},
+            {"ref": "TL-3", "id": 3, "incident": "INC-2", "note": "Cert renewed.", "at": datetime(2025, 2, 1),
+             "tenant_id": "t", "acl": ["*"]},
+            {"ref": "TL-4", "id": 4, "incident": "INC-2", "note": "Customer named.", "at": datetime(2025, 2, 2),
+             "tenant_id": "t", "acl": ["team-x"]}]
+    chunks = chunk_collection("timeline", docs, kind=spec)
+    assert [(c.doc_ref, c.text, c.acl) for c in chunks] == [
+        ("TL-1", "Paged the on-call.\n\nRolled back.", ["*"]),
+        ("TL-3", "Cert renewed.\n\nCustomer named.", ["team-x"])]  # the private entry narrows its unit
