@@ -288,10 +288,9 @@ def _describe(scoped: Settings, collection: str | None) -> dict[str, str]:
 
 def _kinds_of(scoped: Settings) -> Registry:
     """The kinds the caller's tenant has: the built-in ones and its own, as its store keeps them."""
-    from context_engine.kinds import tenant_kinds
     from context_engine.runtime import store_for
 
-    return _run(lambda: tenant_kinds(store_for(scoped), scoped.tenant))
+    return _run(lambda: store_for(scoped).kinds(scoped.tenant))
 
 
 def _known(kinds: Registry, collection: str) -> None:

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from context_engine.kinds import BUILTIN, CollectionSpec, Registry, tenant_kinds
+from context_engine.kinds import BUILTIN, CollectionSpec, Registry
 from context_engine.query.execute import scope_filter
 from context_engine.query.schema import values_at
 from context_engine.retrievers.chunking import chunk_collection
@@ -299,7 +299,7 @@ def thread_table(store: Any, tenant: str) -> Any:
     """The tenant's link table, whose `thread(channel_id, thread_ts)` lists the refs of a Slack
     thread's stored messages, the parent's and every reply's (candidates only: whoever asks reads
     them through the scoped store query; `hybrid.LiveAccess` checks a thread hit with it)."""
-    return _link_table(store, tenant, tenant_kinds(store, tenant))
+    return _link_table(store, tenant, store.kinds(tenant))
 
 
 def _memory_table(store: Any, tenant: str, kinds: Registry) -> _LinkTable:
@@ -368,7 +368,7 @@ class LinkIndex:
             index = cls._open.get(str(path))
             if index is None:
                 index = cls._open[str(path)] = cls(path, store.file.path)
-        index.sync(store.file.generation(), lambda tenant: tenant_kinds(store, tenant))
+        index.sync(store.file.generation(), lambda tenant: store.kinds(tenant))
         return index
 
     def for_tenant(self, tenant: str) -> "_TenantLinks":
@@ -543,9 +543,9 @@ def follow_links(store: Any, tenant: str, principals: list[str], refs: list[str]
 
     Tenant- and ACL-scoped: a record the principals cannot read is neither a start, a step nor an
     end. At most `limit` records; within a hop, records reached by stronger relations come first.
-    `kinds`: the tenant's kinds (default: as its store keeps them, `kinds.tenant_kinds`).
+    `kinds`: the tenant's kinds (default: as its store keeps them, `DocumentStore.kinds`).
     """
-    walk = _Walk(store, tenant, principals, tenant_kinds(store, tenant) if kinds is None else kinds)
+    walk = _Walk(store, tenant, principals, store.kinds(tenant) if kinds is None else kinds)
     targets = [_start_target(ref) for ref in refs]
     starts = walk.resolve(set(targets))
     ordered = list(dict.fromkeys(starts[t].ref for t in targets if t in starts))

@@ -7,13 +7,13 @@ the tenant's own by name), each a `CollectionSpec`. A tenant's own specs are sto
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from context_engine.kinds.builtin import BUILTIN
 from context_engine.kinds.spec import CollectionSpec, PersonField, SpecError, check_name
 
 __all__ = ["BUILTIN", "BUILTIN_NAMES", "CollectionSpec", "PersonField", "Registry", "RESERVED", "SpecError",
-           "check_name", "builtin_registry", "tenant_kinds"]
+           "check_name", "builtin_registry"]
 
 BUILTIN_NAMES: tuple[str, ...] = tuple(BUILTIN)
 RESERVED: frozenset[str] = frozenset({"collection_kinds", "index_vectors", "index_revisions", "store_meta"})
@@ -49,11 +49,3 @@ class Registry:
 
 def builtin_registry() -> Registry:
     return Registry()
-
-
-def tenant_kinds(store: Any, tenant: str) -> Registry:
-    """The kinds one tenant has, as its store keeps them (`DocumentStore.kinds`: the built-in ones and
-    the specs stored with its records); a store that keeps no specs (MongoDB replicas of the built-in
-    sources, a test's stand-in) has the built-in ones."""
-    kinds = getattr(store, "kinds", None)
-    return kinds(tenant) if callable(kinds) else Registry()

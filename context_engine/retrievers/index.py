@@ -40,7 +40,6 @@ from langchain_core.documents import Document
 
 from context_engine.access import PUBLIC
 from context_engine.config import Settings, check_tenant
-from context_engine.kinds import tenant_kinds
 from context_engine.retrievers.bm25 import BM25Index
 from context_engine.retrievers.chunking import Chunk, chunk_collection, embedding_text, text_collections, titled_text
 from context_engine.retrievers.dense import DenseEmbeddings, DenseIndex, make_embeddings
@@ -458,7 +457,7 @@ def index_lag(settings: Settings, tenant: str, store: Any) -> dict[str, Any] | N
         return None
     if not isinstance(seq, int):
         return None
-    written = file.written_since(seq, tenant, text_collections(tenant_kinds(store, tenant)))
+    written = file.written_since(seq, tenant, text_collections(store.kinds(tenant)))
     changed = 0
     if written:
         with open_regular(gen / "chunks.json") as fh:
@@ -526,7 +525,7 @@ def sync_index(store: Any, tenant: str, settings: Settings, progress: Progress |
     chunks' fingerprint) is bumped when the chunks differ from what it names; each replica's local
     BM25/FAISS generation is a cache it rebuilds when its fingerprint falls behind (`follow_shared_index`)."""
     # A stream: each collection's chunks are let go once they are rows, before BM25 and the embedding.
-    kinds = [kind for kind in tenant_kinds(store, tenant) if kind.searchable]
+    kinds = [kind for kind in store.kinds(tenant) if kind.searchable]
     chunks = (chunk for kind in kinds
               for chunk in chunk_collection(kind.name, store.tenant_records(kind.name, tenant), tenant=tenant,
                                             kind=kind))
