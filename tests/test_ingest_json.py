@@ -136,7 +136,7 @@ def test_ingest_prints_what_it_inferred_then_the_counts(own_dir):
                  "tenant acme: 24 records (incidents 24+0~0"):
         assert line in incidents, line
     assert "deploys: key: deploy_id (inferred)" in deploys and "tenant acme: 30 records (deploys 30+0~0" in deploys
-    assert "person deployed_by: deployed_by" in deploys
+    assert "person author: deployed_by" in deploys
 
 
 def _schema(data_dir, *asker):

@@ -325,7 +325,7 @@ def build_collection(rows: list[tuple[str, Any]], options: OwnOptions, logins: s
 
 _CREATED_NAMES = ("created", "opened", "started", "timestamp", "date", "time", "_at")
 _PERSON_NAME = re.compile(r"author|owner|assignee|reporter|commander|responder|on_?call|user|reviewer|_by$|^by$")
-_AUTHOR_NAMES = re.compile(r"author|reporter|owner|created_by|^by$")
+_AUTHOR_NAMES = re.compile(r"author|reporter|owner|_by$|^by$")  # who did it: "deployed_by", "created_by"
 _ASSIGNEE_NAMES = re.compile(r"assignee|commander|responder|on_?call")
 _TITLE_NAMES = ("title", "summary", "name", "subject")
 _REFERENCE_NAMES = {re.compile(r"(?:.*_)?(?:pr|pull_request)s?"): "pull_requests",

@@ -206,6 +206,9 @@ class LinkStep(Draft):
         after = self.q[mention.end:].lower()[:30]
         if mention.text.lower().endswith(("'s", "’s")):
             after = "'s" + after  # the possessive was read as part of the name
+        own = self._own_role(mention)
+        if own:
+            return own
         # Slack roles beyond authorship, only where the collection stores them (`mentions`, `parent_user_id`).
         if person_field_for(self.schema, "mentioned") and not re.search(r"\b(?:from|by)\s+@?$", before) and (
                 re.search(r"(?:\bmention(?:s|ed|ing)?|\bmentions of|@-?mention\w*|\bpinged|\bpinging|提到(?:了)?|提及(?:了)?|@了?)\s*@?$", before)
@@ -291,6 +294,29 @@ class LinkStep(Draft):
             # A GitHub issue is its opener's ("severo issues"): assignees are few and optional there.
             return "assignee" if person_field_for(self.schema, "assignee") else "author"
         return "author"
+
+    def _own_role(self, mention: Mention) -> str | None:
+        """A tenant's own kind: the people field whose name the question says around the person
+        ("commanded by priyar", "did priyar command", "deployed by larsn" for `commander`, `deployed_by`;
+        the word is read), else its one people field when it has only one ("deploys by larsn")."""
+        kind = self.schema.kind
+        if kind.builtin:
+            return None
+        present = {role: paths for role, paths in kind.people_roles().items()
+                   if any(self.schema.has_path(path) for path, _ in paths)}
+        start = max(0, mention.start - 40)
+        for role, paths in present.items():
+            for path, _ in paths:
+                stem = re.sub(r"(?:_by|_at|ed|ee|er|or|s)$", "", path.rsplit(".", 1)[-1].lower()).replace("_", " ")
+                if len(stem) < 4:
+                    continue
+                word = rf"({re.escape(stem)}\w*)"
+                m = re.compile(rf"\b{word}\s+(?:by\s+)?$", re.I).search(self.q, start, mention.start) \
+                    or re.compile(rf"(?:'s)?\s+(?:(?:has|have|did|was|were)\s+)?{word}", re.I).match(self.q, mention.end)
+                if m:
+                    self.use(m.span(1), "person")
+                    return role
+        return next(iter(present)) if len(present) == 1 else None
 
     def _listed_with(self, mention: Mention, path: str) -> Filter | None:
         """The condition on the person named just before this one in a list ("X, Y and Z", "X's and

@@ -232,6 +232,10 @@ class ShapeStep(Draft):
             self.use(versus.span(), "shape")
             self.filters = [f for f in self.filters if f.field != "state"]  # both states are wanted, one group each
             return "state", None
+        own = self._own_group()
+        if own:
+            self._named_group = own
+            return "named", None
         named = re.search(r"\b(?:per|by|grouped by|broken down by|for each|each)\s+([a-z]+(?:[ _][a-z]+){0,2})", self.q, re.I)
         if named:
             words = named.group(1).lower().split()
@@ -251,6 +255,23 @@ class ShapeStep(Draft):
                 if word.lower().startswith(prefix):
                     return role, None
         return None, None
+
+    def _own_group(self) -> str | None:
+        """A tenant's own kind grouped by one of its value fields, named as the question says it:
+        "which service had the most incidents", "deploys per environment", "incidents by severity"."""
+        if self.schema.kind.builtin:
+            return None
+        for role, paths in self.schema.kind.values.items():
+            path = next((p for p in paths if self.schema.has_path(p)), None)
+            if path is None:
+                continue
+            names = "|".join(re.escape(w) for w in dict.fromkeys((role, role.replace("_", " "), path.rsplit(".", 1)[-1])))
+            m = re.search(rf"\b(?:which|what|per|by|each|every|across|grouped by|broken down by|breakdown by)\s+(?:the\s+)?"
+                          rf"(?:{names})(?:e?s)?\b", self.q, re.I)
+            if m:
+                self.use(m.span(), "shape")
+                return path
+        return None
 
     def _others_threads_only(self, role: str) -> None:
         """"Whose threads does Meagan reply to most": the threads of others — her replies in her own

@@ -303,6 +303,8 @@ class SpanStep(Draft):
         have open issues assigned to them" answered by counting authors must not count "assigned" or
         "different" as read: that answer would look right and be wrong."""
         need = next((need for pattern, need in IMPLIED_NEEDS if pattern.fullmatch(word)), None)
+        if word == "open" and not self.schema.kind.builtin:
+            need = "state|status"  # "open incidents": a state only a condition can say (the built-in kinds' rules do)
         if need is None:
             return True  # the creation verbs ("filed", "posted", "opened"): every record was
         paths = ({f.field for f in self.filters} | {t.field for t in self.times} | {shape.field}
