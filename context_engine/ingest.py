@@ -35,13 +35,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from context_engine.access import PUBLIC, merge_acl
-from context_engine.config import COLLECTIONS, Settings
+from context_engine.config import Settings
 from context_engine.answering.links import LinkIndex
 from context_engine.query.fulltext import sync_fulltext
 from context_engine.query.catalog import load_catalog, refresh_catalog
 from context_engine.query.values import load_values
 from context_engine.retrievers.index import SyncReport, sync_index
 from context_engine.sources.connectors import saved_overrides
+from context_engine.sources.generic import normalize_own
 from context_engine.sources.normalize import ACL_PARTIAL, RecordError, normalize
 from context_engine.sources.people import merge_people
 from context_engine.store.documents import DocumentStore, WriteStats, open_store
@@ -108,15 +109,17 @@ def _with_access(store: DocumentStore, tenant: str, name: str, records: list[dic
 def write_records(store: DocumentStore, tenant: str, batches: dict[str, Iterable[dict[str, Any]]],
                   report: IngestReport, progress: Progress | None = None, *, prune: bool = False,
                   overrides: list[dict[str, Any]] | None = None, public: bool = False) -> None:
+    kinds = store.kinds(tenant)
     for name, records in batches.items():
-        if name not in COLLECTIONS:
+        kind = kinds.get(name)
+        if kind is None:
             raise ValueError(f"unknown collection {name!r}")
         normalized, partial = [], set()
         for i, record in enumerate(records):
             try:
                 guessed = isinstance(record, dict) and bool(record.get(ACL_PARTIAL))
-                normalized.append(normalize(name, {k: v for k, v in record.items() if k != ACL_PARTIAL}
-                                            if guessed else record))
+                record = {k: v for k, v in record.items() if k != ACL_PARTIAL} if guessed else record
+                normalized.append(normalize(name, record) if kind.builtin else normalize_own(record))
                 if guessed:
                     partial.add(normalized[-1]["ref"])
             except (RecordError, KeyError, TypeError, ValueError) as exc:

@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Sequence
 
-from context_engine.config import COLLECTIONS, Settings, check_tenant
+from context_engine.config import Settings, check_tenant
 from context_engine.query.identity import PeopleDirectory, places_of
 from context_engine.query.execute import scope_filter
 from context_engine.query.schema import CollectionSchema, discover
@@ -67,13 +67,17 @@ def _cache_path(settings: Settings, tenant: str, principals: Sequence[str] = ())
 def build_catalog(store: DocumentStore, tenant: str, principals: Sequence[str] = ()) -> Catalog:
     """Schemas discovered only from what `principals` may read (a private channel's name or text
     never reaches a planner prompt or `schema` output of someone outside it); the people directory
-    is the tenant's."""
+    is the tenant's. Every kind of the tenant's registry is discovered, its own ones (`ingest json`,
+    `ingest mongodb`) with their spec (`CollectionSchema.own_kind`); a spec is committed with the
+    records, so the store generation the cache is stamped with changes whenever a spec does."""
     scope = scope_filter(tenant, list(principals))
     schemas = {}
-    for name in COLLECTIONS:
-        records = store.scoped(name, scope)
+    for kind in store.kinds(tenant):
+        records = store.scoped(kind.name, scope)
         if records.count():
-            schemas[name] = discover(records)
+            schemas[kind.name] = discover(records)
+            if not kind.builtin:
+                schemas[kind.name].own_kind = kind
     people = [{**{k: p[k] for k in PEOPLE_FIELDS if p.get(k) is not None}, **({"places": places} if (places := places_of(p)) else {})}
               for p in map(strip_hidden, store.collection("people").find({"tenant_id": tenant}))]
     return Catalog(tenant, schemas, people, sorted(set(principals)), store.generation)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import logging
 import random
 import threading
 import time
@@ -19,11 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from context_engine.config import COLLECTIONS, HIDDEN_FIELDS, Settings
+from context_engine.config import HIDDEN_FIELDS, Settings, check_tenant
+from context_engine.kinds import BUILTIN_NAMES, RESERVED, CollectionSpec, Registry, SpecError, check_name
 from context_engine.store.linear_stages import use_linear_stages
 from context_engine.store.sqlite_file import FILE_NAME, StoreError, StoreFile  # StoreError: raised here too
 
-LEGACY_SNAPSHOTS = "store"  # pickle snapshot generations of earlier versions: never loaded
+LEGACY_SNAPSHOTS = "store"
+log = logging.getLogger(__name__)  # pickle snapshot generations of earlier versions: never loaded
 
 
 def _patch_mongomock_match_pushdown() -> None:
@@ -88,6 +91,11 @@ def _patch_mongomock() -> None:
 
 
 ENGINE_COLLECTIONS = ("index_vectors", "index_revisions", "store_meta")
+KINDS = "collection_kinds"
+"""Where a tenant's own collection specs are stored: one record per tenant and collection (`_id` =
+`record_id(tenant, name)`, `ref` = the name, `spec` = `CollectionSpec.to_json()`), written in the same
+commit as the records, so every process and replica sees a collection together with its spec. No
+query, schema or answer ever reads it: it is not a collection `collection()` hands out."""
 SHARED_POLL_SECONDS = 1.0  # how often a replica asks MongoDB whether another one committed
 
 
@@ -129,8 +137,12 @@ class DocumentStore:
         self._pending: dict[tuple[str, str], dict[str, Any] | None] = {}  # written, not yet committed
         # The embedded store reads a collection's rows on its first use: a question about pull requests
         # never pays for parsing every Slack message (most of `ask`'s cold start on a large store).
-        self._unread: set[str] = set(COLLECTIONS) if file is not None else set()
+        # Known are the built-in kinds and every collection with a committed row (a tenant's own).
+        stored = set(file.collections()) - {KINDS} if file is not None else set()
+        self._unread: set[str] = set(BUILTIN_NAMES) | stored if file is not None else set()
         self._read_lock = threading.Lock()
+        self._kinds_read = file is None  # the embedded store reads `collection_kinds` on first use
+        self._own_names: set[str] = stored - set(BUILTIN_NAMES)  # every tenant's own collection names (checked again on a miss)
 
     def stale(self) -> bool:
         """Another process committed since this store was loaded (MongoDB: another replica did, read
@@ -152,9 +164,31 @@ class DocumentStore:
             raise StoreError(f"unknown engine collection {name!r}")
         return None if self.embedded else self.db[name]
 
+    def known(self, name: object) -> bool:
+        """Whether `name` is a collection of this store: a built-in kind or some tenant's own."""
+        if not isinstance(name, str) or name in RESERVED:
+            return False
+        if name in BUILTIN_NAMES or name in self._own_names:
+            return True
+        try:
+            check_name(name)
+        except SpecError:
+            return False
+        self._read_own_names()  # another process may have added it since
+        return name in self._own_names
+
+    def _read_own_names(self) -> None:
+        self._own_names |= {doc["ref"] for doc in self._kinds_collection().find({}, {"ref": 1})
+                            if isinstance(doc.get("ref"), str) and doc["ref"] not in RESERVED}
+
+    def _check(self, name: object) -> str:
+        if not self.known(name):
+            raise StoreError(f"unknown collection {str(name)[:80]!r}; known: "
+                             f"{', '.join([*BUILTIN_NAMES, *sorted(self._own_names)])}")
+        return name  # type: ignore[return-value]
+
     def collection(self, name: str) -> Any:
-        if name not in COLLECTIONS:
-            raise StoreError(f"unknown collection {name!r}; known: {', '.join(COLLECTIONS)}")
+        self._check(name)
         if name in self._unread:
             self._read(name)
         return self.db[name]
@@ -170,8 +204,7 @@ class DocumentStore:
         """The collection's records within `scope` (a tenant and access filter), as schema discovery
         reads them. A committed collection this process has not loaded is read by SQLite in place:
         discovering what one asker may read never loads 600k Slack messages into memory."""
-        if name not in COLLECTIONS:
-            raise StoreError(f"unknown collection {name!r}; known: {', '.join(COLLECTIONS)}")
+        self._check(name)
         if name in self._unread and _plain_scope(scope):
             return StoredScope(self.db[name], scope, self.file, lambda: self.collection(name))
         return ScopedDocuments(self.collection(name), scope)
@@ -183,6 +216,7 @@ class DocumentStore:
         by its `_id` and applies mongomock's own matcher to it instead of scanning the collection.
         """
         refs = list(dict.fromkeys(str(r) for r in refs))
+        self._check(name)
         if name in self._unread:  # committed rows not loaded here: read just these from SQLite
             from mongomock.filtering import filter_applies
 
@@ -221,8 +255,9 @@ class DocumentStore:
         """Per collection, the stored rows skipped as damaged (every collection is read to know)."""
         if self.file is None:
             return {}
-        for name in COLLECTIONS:
+        for name in self.collections():
             self.collection(name)
+        self._kinds_collection()
         return self.file.damaged_rows()
 
     def count(self, name: str, tenant: str) -> int:
@@ -230,7 +265,7 @@ class DocumentStore:
 
     def tenants(self) -> list[str]:
         found: set[str] = set(self.file.tenants()) if self.file is not None else set()
-        for name in COLLECTIONS:
+        for name in self.collections():
             if name in self._unread:
                 continue  # its committed rows' tenants are in `found` already
             if self.embedded:  # mongomock's distinct copies every document first: read the map directly
@@ -240,8 +275,70 @@ class DocumentStore:
             found.update(t for t in values if isinstance(t, str))
         return sorted(found)
 
+    def collections(self) -> list[str]:
+        """Every collection of the store: the built-in kinds, then every tenant's own, by name."""
+        self._read_own_names()
+        return [*BUILTIN_NAMES, *sorted(self._own_names - set(BUILTIN_NAMES))]
+
+    # ------------------------------------------------------------------ a tenant's own kinds
+    def _kinds_collection(self) -> Any:
+        coll = self.db[KINDS]
+        if not self._kinds_read:
+            with self._read_lock:
+                if not self._kinds_read:
+                    self._insert(coll, self.file.read(KINDS))
+                    self._kinds_read = True
+        return coll
+
+    def save_kind(self, tenant: str, spec: CollectionSpec) -> None:
+        """Store (or replace) `tenant`'s own kind `spec`; committed with the next `commit()`, so a
+        collection and its spec become visible together. A built-in or reserved name is refused
+        (`SpecError`, one line): a tenant's spec never redefines an engine kind."""
+        check_tenant(tenant)
+        if not isinstance(spec, CollectionSpec):
+            raise SpecError(f"a collection spec is a CollectionSpec, not {type(spec).__name__}")
+        if spec.builtin or spec.name in BUILTIN_NAMES or spec.name in RESERVED:
+            raise SpecError(f"collection name {spec.name!r} is taken by the engine; choose another")
+        doc = {"_id": record_id(tenant, spec.name), "tenant_id": tenant, "ref": spec.name, "acl": [],
+               "spec": spec.to_json()}
+        coll = self._kinds_collection()
+        existing = self._by_id(coll, [doc["_id"]])
+        if existing.get(doc["_id"]) == doc:
+            return
+        if existing:
+            self._replace(coll, [doc])
+        else:
+            self._insert(coll, [doc])
+        self._own_names.add(spec.name)
+        self.revision += 1
+        self._pending[(KINDS, doc["_id"])] = doc
+
+    def kinds(self, tenant: str) -> Registry:
+        """The kinds `tenant` has: the built-in ones and its own, as stored. A stored spec that no longer
+        reads as one (a damaged row, a spec of an older format) is left out, with a warning: its
+        collection is then unknown to the tenant, never half-understood."""
+        own = []
+        for doc in self._kinds_collection().find({"tenant_id": tenant}):
+            try:
+                spec = CollectionSpec.from_json(doc.get("spec"))
+                if spec.builtin or spec.name != doc.get("ref"):
+                    raise SpecError("the spec names another collection")
+            except SpecError as exc:
+                log.warning("context-engine: warning: the stored spec of %r (tenant %s) is left out: %s",
+                            doc.get("ref"), tenant, exc)
+                continue
+            own.append(spec)
+        try:
+            return Registry(own)
+        except SpecError as exc:  # a spec stored under a name the engine has since taken
+            log.warning("context-engine: warning: tenant %s: %s; its own kinds are left out", tenant, exc)
+            return Registry()
+
     def upsert(self, name: str, tenant: str, records: Iterable[dict[str, Any]]) -> WriteStats:
-        """Insert or replace records by their `ref` within a tenant; identical ones are left alone."""
+        """Insert or replace records by their `ref` within a tenant; identical ones are left alone.
+        `name` is a built-in kind or one of the tenant's own (`save_kind` first)."""
+        if name not in BUILTIN_NAMES and name not in self.kinds(tenant):
+            raise StoreError(f"collection {str(name)[:80]!r} is not a kind of tenant {tenant!r}: save its spec first")
         coll = self.collection(name)
         stats = WriteStats()
         docs: dict[str, dict[str, Any]] = {}
@@ -317,7 +414,7 @@ class DocumentStore:
         return len(gone)
 
     def ensure_indexes(self) -> None:
-        for name in COLLECTIONS:
+        for name in self.collections():
             self.collection(name).create_index([("tenant_id", 1), ("ref", 1)], name="tenant_ref")
 
     def commit(self) -> None:

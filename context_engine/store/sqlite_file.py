@@ -258,6 +258,14 @@ class StoreFile:
         except sqlite3.Error as exc:
             raise StoreFileError(f"cannot read the store {self.path}: {exc}") from None
 
+    def collections(self) -> list[str]:
+        """The collections with a committed row. A skip scan of the (coll, id) index: one index seek
+        per collection, not a pass over every row (a cold start on a million rows reads a handful)."""
+        return [name for (name,) in self._query(
+            "WITH RECURSIVE c(name) AS (SELECT min(coll) FROM docs UNION ALL "
+            "SELECT (SELECT min(coll) FROM docs WHERE coll > c.name) FROM c WHERE c.name IS NOT NULL) "
+            "SELECT name FROM c WHERE name IS NOT NULL")]
+
     def read(self, coll: str) -> Iterator[dict[str, Any]]:
         try:
             rows = self.conn.execute("SELECT seq, coll, id, body, dates FROM docs WHERE coll = ? ORDER BY seq", (coll,))
