@@ -115,8 +115,8 @@ def parse_sample(text: str | None) -> int | None:
 
 
 def stratified(questions: list[Question], n: int, seed: int = SEED) -> list[Question]:
-    """`n` questions, one phrasing per record, dealt round-robin over (database, shape) strata: every
-    stratum is represented before any has two. Deterministic for a seed."""
+    """`n` questions, one phrasing per record, dealt round-robin over (database, shape) strata in an
+    order shuffled once: every stratum is represented before any has two. Deterministic for a seed."""
     rng = random.Random(seed)
     records: dict[tuple[str, int], list[Question]] = {}
     for q in questions:
@@ -126,12 +126,14 @@ def stratified(questions: list[Question], n: int, seed: int = SEED) -> list[Ques
         phrasings = records[key]
         chosen = phrasings[rng.randrange(len(phrasings))]
         strata.setdefault((chosen.db, chosen.shape), []).append(chosen)
-    for key in sorted(strata):
+    order = sorted(strata)
+    for key in order:
         rng.shuffle(strata[key])
+    rng.shuffle(order)  # a small sample spreads over the databases, not the first ones by name
     picked: list[Question] = []
     depth = 0
     while len(picked) < n and any(depth < len(s) for s in strata.values()):
-        picked.extend(strata[k][depth] for k in sorted(strata) if depth < len(strata[k]))
+        picked.extend(strata[k][depth] for k in order if depth < len(strata[k]))
         depth += 1
     return picked[:n]
 
