@@ -181,6 +181,14 @@ def _tend_folder(root: Path) -> Path:
                {"record_id": 4, "db_id": "tiny", "nl_queries": ["Cast ages"] * 5,
                 "MQL": "db.people.aggregate([{ $project: { a: { $toDouble: '$Age' } } }])"}]
     (root / "test.json").write_text(json.dumps(records))
+    (root / "mongodb_data" / "shop.json").write_text(json.dumps({"item": [{"Item_ID": 1, "price": 3}]}))
+    train = [{"record_id": 9, "db_id": "shop", "nl_queries": ["How many items are there?", "Count the items."],
+              "MQL": "db.item.find().count()"},
+             {"record_id": 10, "db_id": "shop", "nl_queries": ["How many items cost 3?"],
+              "MQL": "db.item.aggregate([{ $match: { price: 3 } }, { $out: 'copy' }])"},  # not a stage plans use
+             {"record_id": 11, "db_id": "tiny", "nl_queries": ["How many people are there in all?"],
+              "MQL": "db.people.find().count()"}]
+    (root / "train.json").write_text(json.dumps(train))
     return root
 
 
@@ -210,6 +218,16 @@ def test_a_run_loads_each_database_as_a_tenant_and_scores_through_the_engine(tmp
     assert lines[0]["summary"]["accuracy"] == 0.8 and len(lines) == 11
     assert {"question", "gold", "predicted", "correct", "why", "seconds"} <= set(lines[1])
     assert "3 rows" not in lines[5]["why"] and lines[5]["why"]  # the wrong count says what it got
+
+
+def test_train_examples_are_close_questions_of_other_databases_with_plans_that_validate(tmp_path):
+    from context_engine.eval.tend import TrainExamples
+
+    examples = TrainExamples(_tend_folder(tmp_path / "tend"))
+    got = examples.similar("How many people are there?", exclude_db="tiny")
+    assert got[0] == 'Q: How many items are there? -> {"collection":"item","pipeline":[{"$count":"count"}]}'
+    assert len(got) == 2 and all("tiny" not in line and "$out" not in line for line in got)
+    assert examples.similar("How many people are there?")[0].startswith("Q: How many people are there in all?")
 
 
 def test_records_are_public_to_their_own_tenant_only(tmp_path):

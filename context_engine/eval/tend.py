@@ -52,6 +52,7 @@ ENGINE_NAMES = {"people": "persons", "pull_requests": "pull_request_rows", "issu
 ORDER_WORDS = re.compile(r"\b(?:order(?:ed|ing)?|sort(?:ed|ing)?|top|most|least|first|highest|lowest|"
                          r"ascending|descending|alphabetical(?:ly)?|rank(?:ed|ing)?)\b", re.I)
 _SAMPLE = re.compile(r"stratified:([1-9]\d*)")
+MAX_EXAMPLE_CHARS = 600  # a longer example costs a small model more reading than it teaches
 
 
 class TendError(ValueError):
@@ -262,6 +263,43 @@ def load_database(store: Any, db: str, data: dict[str, list[dict[str, Any]]]) ->
     return tenant
 
 
+class TrainExamples:
+    """Solved training questions close to a question, as examples for the model's prompt: each
+    phrasing of each train.json record whose gold reads and uses only stages the validator allows,
+    matched by rapidfuzz's token-set score; never from the database asked about (train.json's
+    databases are disjoint from test.json's; on train itself the question's own database is left out)."""
+
+    def __init__(self, data: Path, allow_regex: bool = False, limit: int = 2):
+        from context_engine.query.validate import STAGES
+
+        records, _ = load_split(data, "train")
+        self.limit = limit
+        self.texts: list[str] = []
+        self.items: list[tuple[str, str]] = []  # (db, the example line)
+        for q in questions_of(records)[0]:
+            if any(name not in STAGES for stage in q.gold.pipeline for name in stage):
+                continue
+            plan = json.dumps({"collection": q.gold.collection, "pipeline": _jsonable(q.gold.pipeline)},
+                              ensure_ascii=False, separators=(",", ":"))
+            if len(plan) > MAX_EXAMPLE_CHARS or (not allow_regex and "$regex" in plan):
+                continue
+            self.texts.append(q.text)
+            self.items.append((q.db, f"Q: {q.text} -> {plan}"))
+
+    def similar(self, question: str, exclude_db: str = "") -> list[str]:
+        from rapidfuzz import fuzz, process, utils
+
+        out: list[str] = []
+        for _, _, i in process.extract(question, self.texts, scorer=fuzz.token_set_ratio, processor=utils.default_process,
+                                       limit=8 * self.limit):
+            db, line = self.items[i]
+            if db != exclude_db and line not in out:
+                out.append(line)
+            if len(out) == self.limit:
+                break
+        return out
+
+
 @dataclass
 class Outcome:
     question: str
@@ -278,15 +316,13 @@ class Outcome:
     planner: str = "-"
 
 
-def predict(question: str, settings: Any, planner: str) -> tuple[str, list[dict[str, Any]] | None, dict[str, Any] | None, str, str]:
-    """(outcome kind, rows or None when declined, the executed pipeline, why, planner used)."""
+def predict(question: str, settings: Any, planner: Any) -> tuple[str, list[dict[str, Any]] | None, dict[str, Any] | None, str, str]:
+    """(outcome kind, rows or None when declined, the executed pipeline, why, planner used); `planner`
+    is the LLM planner that plans every question, or None (offline)."""
     from context_engine.assistant.structured_query import run_structured
     from context_engine.query.engine import MaxAttempts, ResolutionFailed
-    from context_engine.runtime import llm_planner_for
 
-    llm = planner == "llm"
-    result = run_structured(question, settings, now=NOW, planner=llm_planner_for(settings) if llm else None,
-                            always_llm=llm)
+    result = run_structured(question, settings, now=NOW, planner=planner, always_llm=planner is not None)
     plan = getattr(result, "plan", None)
     attempts = getattr(result, "attempts", None) or []
     planner_used = attempts[-1].plan.planner if attempts else "-"
@@ -341,6 +377,8 @@ class TendReport:
 def evaluate(data: Path, settings: Any, split: str = "test", planner: str = "offline", limit: int | None = None,
              sample: int | None = None, progress: Callable[[Outcome], None] | None = None) -> TendReport:
     """Load the split's databases as tenants of `settings`' store, run every (sampled) question, score it."""
+    from context_engine.query.llm_planner import LLMPlanner
+    from context_engine.runtime import chat_model_for
     from context_engine.store.documents import open_store
 
     if planner not in PLANNERS:
@@ -353,6 +391,10 @@ def evaluate(data: Path, settings: Any, split: str = "test", planner: str = "off
         questions = stratified(questions, sample)
     questions = questions[:limit]
     golds = _load(data, sorted({q.db for q in questions}), open_store(settings))
+    model = chat_model_for(settings.with_overrides(use_llm=True), "planner") if planner == "llm" else None
+    if planner == "llm" and model is None:
+        raise TendError("--planner llm needs a chat model: set OPENAI_BASE_URL (and OPENAI_API_KEY)")
+    examples = TrainExamples(data, allow_regex=settings.allow_regex) if model is not None else None
     gold_rows: dict[int, list[dict[str, Any]] | None] = {}
     for q in questions:
         if q.record_id not in gold_rows:
@@ -367,7 +409,8 @@ def evaluate(data: Path, settings: Any, split: str = "test", planner: str = "off
         s = settings.with_overrides(tenant=tenant_of(q.db), use_llm=planner == "llm")
         started = time.perf_counter()
         try:
-            kind, rows, pipeline, why, used = predict(q.text, s, planner)
+            kind, rows, pipeline, why, used = predict(q.text, s, model and LLMPlanner(
+                model, max_rows=s.max_rows, examples=lambda text, db=q.db: examples.similar(text, exclude_db=db)))
         except Exception as exc:  # an engine bug is a wrong answer with its reason, not the end of the run
             kind, rows, pipeline, why, used = "error", None, None, f"{exc.__class__.__name__}: {exc}"[:300], "-"
         seconds = time.perf_counter() - started

@@ -27,7 +27,9 @@ class CompileError(ValueError):
 
 def resolve_field(schema: CollectionSchema, name: str, *, date: bool = False) -> str:
     """The path a role or path names here. A date (time range, bucket) reads roles first: "merged"
-    is the merge date there, while as a filter it is the boolean path."""
+    is the merge date there, while as a filter it is the boolean path. A path written as a prompt lists
+    an array field ("Orders.items.id[]") is that path."""
+    name = name.removesuffix("[]")
     role = field_for(schema, name) or (person_field_for(schema, name) or (None,))[0]
     if date and role:
         return role
