@@ -106,17 +106,40 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     problems = ReadProblems()
-    request = SourceRequest(args.source, [Path(p) for p in args.paths], repo=args.repo, since=args.since,
-                            full=args.prune)
+    own = args.source in ("json", "mongodb")
+    request = SourceRequest(args.source, [Path(p) for p in args.paths] if args.source != "mongodb" else [],
+                            repo=args.repo, since=args.since, full=args.prune)
+    if own:
+        request.own = _own_options(args)
+        request.logins = _tenant_logins(settings)
+    else:
+        given = [f"--{name.replace('_', '-')}" for name in OWN_OPTIONS if getattr(args, name) not in (None, [])]
+        if given:
+            raise InputError(f"{', '.join(given)}: for `ingest json` and `ingest mongodb` only")
+    if args.source == "mongodb":
+        if len(args.paths) != 1:
+            raise InputError("`ingest mongodb` needs one MongoDB URI (mongodb://..., mongodb+srv://...)")
+        request.uri, request.db, request.source_collection = args.paths[0], args.db, args.source_collection
+        from context_engine.query.plan import from_extended_json
+
+        request.query = from_extended_json(_json_argument(args.filter, "--filter")) if args.filter else None
+        if request.query is not None and not isinstance(request.query, dict):
+            raise InputError("--filter: a JSON object is expected, e.g. '{\"team\": \"payments\"}'")
+        request.limit = args.limit or 0
     try:
         read = read_source(request, settings.tenant, settings.data_dir, problems)
     except SourceError as exc:
         raise InputError(str(exc)) from None
+    if not args.json:
+        for note in read.notes:
+            print(f"{read.kinds[settings.tenant][0].name}: {note}")
+    for warning in read.warnings:
+        print(f"context-engine: warning: {warning}", file=sys.stderr)
     per_tenant = read.per_tenant
     with _Progress() as progress:
         try:
             reports = ingest(settings, per_tenant, progress=progress, index=not args.no_index, prune=args.prune,
-                             public=args.public)
+                             public=args.public, kinds=read.kinds)
         except ValueError as exc:  # e.g. --prune of records that do not say which source they are from
             raise InputError(str(exc)) from None
     if read.after_commit:
@@ -125,6 +148,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     for item in out:
         item["skipped"] += problems.count
         item["problems"] = problems.examples + item["problems"]
+        if own:
+            item["inferred"] = read.notes
     if args.json:
         _print_json(out)
     else:
@@ -148,6 +173,71 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             for problem in r["problems"]:
                 print(f"  skipped {problem}", file=sys.stderr)
     return EXIT_OK
+
+
+OWN_OPTIONS = ("collection", "key", "ref_prefix", "noun", "time", "person", "text", "value", "reference",
+               "access_field", "spec", "db", "source_collection", "filter", "limit")
+
+
+def _pairs(values: list[str] | None, option: str, shape: str) -> list[tuple[str, str]]:
+    out = []
+    for value in values or []:
+        left, sep, right = value.partition("=")
+        if not sep or not left or not right:
+            raise InputError(f"{option} {value!r}: expected {shape}")
+        out.append((left, right))
+    return out
+
+
+def _own_options(args: argparse.Namespace):
+    """The operator's description of an own collection (`ingest json|mongodb`), checked: one line for
+    a name or field the engine cannot take."""
+    from context_engine.kinds import SpecError
+    from context_engine.kinds.spec import HANDLE_KINDS
+    from context_engine.sources.generic import OwnOptions, spec_file_options
+    from context_engine.sources.problems import SourceError
+
+    if not args.collection:
+        raise InputError(f"`ingest {args.source}` needs --collection NAME (the collection the records go to)")
+    described = [f"--{name.replace('_', '-')}" for name in ("key", "ref_prefix", "noun", "time", "person", "text",
+                                                             "value", "reference") if getattr(args, name) not in (None, [])]
+    try:
+        if args.spec:
+            if described:
+                raise InputError(f"--spec FILE says the whole spec: leave out {', '.join(described)}")
+            return spec_file_options(Path(args.spec), args.collection, args.access_field, args.public)
+        people = {}
+        for role, target in _pairs(args.person, "--person", "ROLE=FIELD[:HANDLE]"):
+            path, _, handle = target.partition(":")
+            people[role] = (path, handle or "github")
+            if people[role][1] not in HANDLE_KINDS:
+                raise InputError(f"--person {role}={target}: handle {handle!r} is not one of {', '.join(HANDLE_KINDS)}")
+        options = OwnOptions(args.collection, key=args.key, ref_prefix=args.ref_prefix, noun=args.noun,
+                             times=dict(_pairs(args.time, "--time", "ROLE=FIELD")), people=people, text=args.text or [],
+                             values=dict(_pairs(args.value, "--value", "ROLE=FIELD")),
+                             references=dict(_pairs(args.reference, "--reference", "FIELD=COLLECTION")),
+                             access_field=args.access_field, public=args.public)
+        # every field named is checked now, by the spec itself, before any file is read
+        from context_engine.kinds import CollectionSpec, PersonField
+
+        CollectionSpec(name=options.collection, noun=options.noun or options.collection, key=options.key or "id",
+                       times={r: (p,) for r, p in options.times.items()},
+                       people={r: (PersonField(p, h),) for r, (p, h) in options.people.items()},
+                       values={r: (p,) for r, p in options.values.items()}, text=tuple(options.text),
+                       references=options.references)
+        return options
+    except (SpecError, SourceError) as exc:
+        raise InputError(str(exc)) from None
+
+
+def _tenant_logins(settings) -> set[str]:
+    """The GitHub logins of the tenant's people directory (none before its first ingest)."""
+    from context_engine.store.documents import has_data, open_store
+
+    if not has_data(settings):
+        return set()
+    people = open_store(settings).collection("people").find({"tenant_id": settings.tenant}, {"login": 1})
+    return {p["login"] for p in people if isinstance(p.get("login"), str)}
 
 
 ASKER_HELP = ("the asker, named exactly: a GitHub login, Slack user id, Jira/Linear account, verified e-mail or "
@@ -374,13 +464,12 @@ def cmd_query(args: argparse.Namespace) -> int:
     settings = _settings(args)
     _check_tenant_and_asker(settings)
     catalog = catalog_for(settings)
-    from context_engine.config import COLLECTIONS
-
-    if args.collection not in COLLECTIONS:
-        raise InputError(f"unknown collection {args.collection!r}; known: {', '.join(COLLECTIONS)}")
+    kinds = store_for(settings).kinds(settings.tenant)
+    if args.collection not in kinds:
+        raise InputError(f"unknown collection {args.collection[:80]!r}; known: {', '.join(kinds.names())}")
     schema = catalog.schemas.get(args.collection)
     errors = validate_pipeline(pipeline, schema, ValidationPolicy(allow_regex=settings.allow_regex,
-                                                                  max_limit=settings.max_rows))
+                                                                  max_limit=settings.max_rows), schemas=catalog.schemas)
     if errors:
         if args.json:
             _print_json({"errors": errors})
@@ -833,7 +922,6 @@ def _serve_until_signalled(app: Any, host: str, port: int, **config: Any) -> Non
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from context_engine.config import COLLECTIONS
     from context_engine.retrievers.index import index_lag, index_status
     from context_engine.runtime import store_for
     from context_engine.store.writer_lock import writer_busy
@@ -844,7 +932,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     report = {"data_dir": str(settings.data_dir), "store_generation": store.generation,
               "writer": writer_busy(settings.data_dir), "tenants": {}}
     for tenant in tenants:
-        counts = {name: n for name in COLLECTIONS if (n := store.count(name, tenant))}
+        counts = {name: n for name in store.kinds(tenant).names() if (n := store.count(name, tenant))}
         index = index_status(settings, tenant)
         if index is not None and not index.get("damaged"):
             index["lag"] = index_lag(settings, tenant, store)
@@ -939,6 +1027,9 @@ EXAMPLES = {
   context-engine ingest jira search-page-*.json && context-engine ingest linear issues.csv
   context-engine ingest docs ./handbook --prune
   context-engine ingest people people.yaml
+  context-engine ingest json examples/own-data/incidents.json --collection incidents --access-field visible_to --public
+  context-engine ingest json examples/own-data/deploys.csv --collection deploys --public
+  context-engine ingest mongodb mongodb://localhost:27017 --db ops --source-collection oncall --collection shifts --public
 """,
     "ask": """examples:
   context-engine ask "how many open PRs are labelled security?"
@@ -1036,6 +1127,33 @@ def build_parser() -> argparse.ArgumentParser:
                    help="declare that records whose source does not say who may read them (a git clone, a dump "
                    "without repository visibility, Jira/Linear/docs exports) are readable by the whole tenant; "
                    "without it they are readable by nobody (deny by default)")
+    own = p.add_argument_group("json, mongodb: your own collection (what is not given is inferred and printed)")
+    own.add_argument("--collection", metavar="NAME", help="the collection the records go to (not a built-in one); "
+                     "letters, digits, '_'")
+    own.add_argument("--key", metavar="FIELD", help="the field whose value keys a record (default: id, key, "
+                     "<noun>_id or the first column unique in every row)")
+    own.add_argument("--ref-prefix", metavar="TEXT", help="a record's reference is TEXT + its key, e.g. INC- "
+                     "(default: <collection>/ for numeric keys, nothing otherwise)")
+    own.add_argument("--noun", help="one record, as an answer says it (default: the collection name made singular)")
+    own.add_argument("--time", action="append", metavar="ROLE=FIELD", help="a date field and its role (created, "
+                     "resolved, ...); repeatable")
+    own.add_argument("--person", action="append", metavar="ROLE=FIELD[:HANDLE]", help="a people field and its role "
+                     "(author, assignee, ...); HANDLE: github (default), slack_id, jira, email or name; repeatable")
+    own.add_argument("--text", action="append", metavar="FIELD", help="a free-text field (the first is the subject), "
+                     "indexed for search; repeatable")
+    own.add_argument("--value", action="append", metavar="ROLE=FIELD", help="a field whose values questions name "
+                     "(severity, status, ...); repeatable")
+    own.add_argument("--reference", action="append", metavar="FIELD=COLLECTION", help="a field whose values are "
+                     "references of another collection, e.g. pr=pull_requests; repeatable")
+    own.add_argument("--access-field", metavar="FIELD", help="the field naming who may read each record: a principal "
+                     "(github:login, slack:U..., email:...) or a list of them, '*' for the whole tenant; a record "
+                     "naming none is readable by nobody, or by the whole tenant with --public")
+    own.add_argument("--spec", metavar="FILE", help="a JSON collection spec (name, noun, key, ref_prefix, people, "
+                     "times, values, text, references, ... plus access_field, public) instead of the options above")
+    own.add_argument("--db", metavar="DATABASE", help="mongodb: the database to read")
+    own.add_argument("--source-collection", metavar="NAME", help="mongodb: the collection to read (default: --collection)")
+    own.add_argument("--filter", metavar="JSON", help="mongodb: only the documents matching this query")
+    own.add_argument("--limit", type=int, metavar="N", help="mongodb: at most N documents")
     p.set_defaults(func=cmd_ingest)
 
     p = add("ask", help="answer a question")
@@ -1045,7 +1163,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ask)
 
     p = add("query", help="run a hand-written pipeline through validation and scoping")
-    p.add_argument("collection", help="pull_requests, issues, messages, documents, commits or people")
+    p.add_argument("collection", help="pull_requests, issues, messages, documents, commits, people or one of the "
+                   "tenant's own (`ingest json|mongodb`)")
     p.add_argument("pipeline", metavar="PIPELINE_JSON", help='e.g. \'[{"$match": {"state": "open"}}]\'; dates as {"$date": "..."}')
     p.add_argument("--as", dest="as_user", metavar="ACCOUNT", help=ASKER_HELP)
     p.set_defaults(func=cmd_query)

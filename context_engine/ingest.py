@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable
 from context_engine.access import PUBLIC, merge_acl
 from context_engine.config import Settings
 from context_engine.answering.links import LinkIndex
+from context_engine.kinds import CollectionSpec
 from context_engine.query.fulltext import sync_fulltext
 from context_engine.query.catalog import load_catalog, refresh_catalog
 from context_engine.query.values import load_values
@@ -209,11 +210,14 @@ def _prune(store: DocumentStore, tenant: str, name: str, records: list[dict[str,
 
 def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str, Any]]]],
            progress: Progress | None = None, index: bool = True, prune: bool = False,
-           public: bool = False, on_wait: Callable[[str], None] | None = None) -> list[IngestReport]:
+           public: bool = False, on_wait: Callable[[str], None] | None = None,
+           kinds: dict[str, list[CollectionSpec]] | None = None) -> list[IngestReport]:
     """Write every tenant's batches, then persist once, refresh the catalogs and (unless `index` is
     False) sync each tenant's semantic index. `progress(label, count)` hears record and chunk counts.
     `prune`: remove what each source read no longer has. `public`: the operator declares that records
-    whose source says nothing about access are readable by the whole tenant."""
+    whose source says nothing about access are readable by the whole tenant. `kinds`: per tenant, its
+    own collections' specs (`ingest json|mongodb`), stored (replacing an earlier spec of the same name)
+    in the same commit as the records."""
     started = time.perf_counter()
     # The store is opened under the lock, so this writer starts from the last one's commit.
     with writer_lock(settings.data_dir, on_wait=on_wait):
@@ -222,6 +226,8 @@ def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str
         reports = []
         for tenant, batches in per_tenant.items():
             report = IngestReport(tenant)
+            for spec in (kinds or {}).get(tenant, ()):
+                store.save_kind(tenant, spec)
             write_records(store, tenant, batches, report, progress, prune=prune,
                           overrides=saved_overrides(settings.data_dir, tenant), public=public)
             reports.append(report)

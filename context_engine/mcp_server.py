@@ -153,9 +153,10 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
         if collection not in COLLECTIONS:
             raise ToolError(f"unknown collection {collection!r}; use one of: {', '.join(COLLECTIONS)}")
         pipeline = from_extended_json(pipeline)
-        schema = _run(lambda: catalog_for(scoped)).schemas.get(collection)
+        schemas = _run(lambda: catalog_for(scoped)).schemas
+        schema = schemas.get(collection)
         errors = validate_pipeline(pipeline, schema, ValidationPolicy(allow_regex=scoped.allow_regex,
-                                                                      max_limit=scoped.max_rows))
+                                                                      max_limit=scoped.max_rows), schemas=schemas)
         if errors:
             raise ToolError("rejected: " + " | ".join(errors))
         try:

@@ -177,7 +177,8 @@ def test_http_scopes_each_call_by_its_key(http_server):
                                                 "pipeline": [{"$group": {"_id": "$repo"}}]}),
                 lambda s: s.call_tool("get_record", {"ref": "G04SECPR9Z:" + _private_thread_ts()}),
                 lambda s: s.call_tool("query", {"collection": "pull_requests",
-                                                "pipeline": [{"$lookup": {"from": "people"}}]}),
+                                                "pipeline": [{"$lookup": {"from": "store_meta", "pipeline": [],
+                                                                          "as": "meta"}}]}),
             ])
         return asyncio.run(run())
 
@@ -188,7 +189,7 @@ def test_http_scopes_each_call_by_its_key(http_server):
         tools, private, repos, record, lookup = calls(key)
         assert _count(private) == 0
         assert record.is_error and "that you can read" in record.content[0].text
-        assert lookup.is_error and "$lookup is not allowed" in lookup.content[0].text
+        assert lookup.is_error and "$lookup from 'store_meta' is not allowed" in lookup.content[0].text
     globex = calls("globex-key")
     repos = {row["_id"] for row in globex[2].structured_content["rows"]}
     assert repos and all(repo.startswith("globex/") for repo in repos)

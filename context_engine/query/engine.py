@@ -323,7 +323,7 @@ def validate(plan_: Plan, ctx: PlanningContext, settings: Settings) -> str | Non
         return (f"Collection {plan_.collection!r} does not exist or is empty; "
                 f"use one of: {', '.join(sorted(ctx.schemas))}.")
     errors = validate_pipeline(plan_.pipeline, schema, ValidationPolicy(
-        allow_regex=settings.allow_regex, max_limit=settings.max_rows))
+        allow_regex=settings.allow_regex, max_limit=settings.max_rows), schemas=ctx.schemas)
     return "; ".join(errors) if errors else None
 
 

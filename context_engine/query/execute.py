@@ -4,6 +4,10 @@ Scope is injected here, after validation, as part of the first `$match`, so no p
 model) ever writes or sees it. A `$text` clause is answered by the engine's BM25 index (built at
 ingest, see query.fulltext) as an `_id` pre-filter unless the store is MongoDB with a real text
 index and no Chinese; the ids it proposes still pass the scoped pipeline.
+
+A `$lookup` reads another collection, so its joined side is scoped the same way: the same filter as
+the first stage of its pipeline (the localField form becomes MongoDB 5's combined form), at most
+`MAX_JOINED` joined documents per row, and the hidden fields projected out of them.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from context_engine.store.bounded import (Bounds, Cancelled, QueryBoundExceeded,
 from context_engine.store.expressions import INT64_MAX, INT64_MIN
 from context_engine.text import HAN
 
+MAX_JOINED = 100  # documents a $lookup joins to one row: its fan-out, whatever the data holds
 
 
 class ExecutionError(RuntimeError):
@@ -66,8 +71,8 @@ def _as_double(value: int) -> float:
 def scoped_pipeline(pipeline: list[dict[str, Any]], tenant: str, principals: list[str],
                     max_rows: int) -> list[dict[str, Any]]:
     """The pipeline as it runs: scope merged into the first `$match`, a final row bound."""
-    stages = copy.deepcopy(pipeline)
     scope = scope_filter(tenant, principals)
+    stages = [_scoped_join(stage, scope) for stage in copy.deepcopy(pipeline)]
     if stages and "$match" in stages[0]:
         # Scope keys are written last: they override anything (validation already forbids them).
         stages[0] = {"$match": {**stages[0]["$match"], **scope}}
@@ -75,6 +80,21 @@ def scoped_pipeline(pipeline: list[dict[str, Any]], tenant: str, principals: lis
         stages.insert(0, {"$match": scope})
     stages.append({"$limit": max_rows})
     return stages
+
+
+def _scoped_join(stage: dict[str, Any], scope: dict[str, Any]) -> dict[str, Any]:
+    """A `$lookup` whose joined side holds only what `scope` lets through, at most `MAX_JOINED` documents
+    per row and none of their hidden fields; any other stage as it is."""
+    if "$lookup" not in stage:
+        return stage
+    spec = stage["$lookup"]
+    inner = [_scoped_join(s, scope) for s in spec.get("pipeline", [])]  # the validator allows none; scoped even so
+    return {"$lookup": {**spec, "pipeline": [{"$match": dict(scope)}, *inner, {"$limit": MAX_JOINED},
+                                             {"$project": {name: 0 for name in sorted(HIDDEN_FIELDS)}}]}}
+
+
+def _joined_collections(stages: list[dict[str, Any]]) -> list[str]:
+    return [stage["$lookup"]["from"] for stage in stages if "$lookup" in stage]
 
 
 def _is_text_score_sort(stage: dict[str, Any]) -> bool:
@@ -116,6 +136,8 @@ def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]
     cut = next((i for i, stage in enumerate(stages) if _is_text_score_sort(stage)), None) if ranked is not None else None
     head = stages if cut is None else stages[:cut]
     try:
+        for joined in _joined_collections(stages):
+            store.collection(joined)  # the embedded store reads a collection on first use: before the join does
         if store.embedded:
             rows = run_embedded(collection, head, bounds, deadline, revision=store.revision)
         else:
@@ -126,7 +148,7 @@ def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]
             # in the store, the rows are ordered by rank, the rest runs over those rows in process.
             rank = {doc_id: i for i, doc_id in enumerate(ranked)}
             rows.sort(key=lambda row: rank.get(row.get("_id"), len(rank)))
-            rows = run_in_process(rows, stages[cut + 1:], bounds, deadline)
+            rows = run_in_process(rows, stages[cut + 1:], bounds, deadline, collection.database)
     except Cancelled:
         raise  # the caller is gone: not a failed attempt for the planner to correct
     except QueryBoundExceeded as exc:

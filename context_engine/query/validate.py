@@ -10,6 +10,12 @@ why hidden fields may never be read, written or even named by the pipeline itsel
 Three walkers mirror MongoDB's three languages: the query language (`$match`), aggregation
 expressions (`$project`, `$addFields`, `$group` keys, `$expr`) and accumulators (`$group` values).
 A `_Scope` tracks which fields exist at each point of the pipeline.
+
+`$lookup` joins another of the tenant's collections, and only when the validator is given the
+schemas of the collections the asker can read: its `from` must be one of them, its fields are
+checked against that collection's schema, its `pipeline` is walked like a pipeline of its own (one
+level deep, `$$` variables only those its `let` defines), and after it the `as` field is an array
+of the joined collection's fields. Execution injects the scope into the joined side too.
 """
 
 from __future__ import annotations
@@ -24,11 +30,16 @@ from typing import Any
 from rapidfuzz import fuzz, process
 
 from context_engine.config import HIDDEN_FIELDS
+from context_engine.kinds import RESERVED
 from context_engine.query.schema import CollectionSchema
 from context_engine.store.bounded import compile_re2
 from context_engine.store.expressions import INT64_MAX, INT64_MIN, ExpressionError, check_date_format, parse_timezone
 
 STAGES = ("$match", "$sort", "$limit", "$skip", "$count", "$group", "$project", "$unwind", "$addFields")
+JOIN = "$lookup"  # allowed only given the tenant's schemas (`validate_pipeline(..., schemas=...)`)
+_LOOKUP_KEYS = ("from", "localField", "foreignField", "let", "pipeline", "as")
+# MongoDB's rule for user variable names (a lower-case first letter keeps ROOT, CURRENT, NOW out).
+_VARIABLE = re.compile(r"[a-z][A-Za-z0-9_]{0,39}")
 _STAGE_HINTS = {"$set": "use $addFields instead", "$unset": "use $project with field: 0 instead",
                 "$replaceRoot": "use $project instead", "$replaceWith": "use $project instead",
                 "$sortByCount": "use $group then $sort instead"}
@@ -90,6 +101,7 @@ class ValidationPolicy:
     max_depth: int = 10          # JSON nesting depth of the whole pipeline
     max_size: int = 8_000        # characters of json.dumps(pipeline, default=str)
     max_unwinds: int = 2         # each $unwind multiplies the rows: two is enough for "per label per reviewer"
+    max_lookups: int = 2         # joins per pipeline: "incidents whose fix PR was reviewed by X" needs one
     max_array: int = 100         # elements of one literal array (an $in list of people, labels, refs)
     max_concat: int = 8          # operands of one $concat
     max_operands: int = 8        # operands of one $add or $multiply
@@ -107,9 +119,11 @@ class ValidationError(Exception):
 
 
 def validate_pipeline(pipeline: object, schema: CollectionSchema | None,
-                      policy: ValidationPolicy = ValidationPolicy()) -> list[str]:
+                      policy: ValidationPolicy = ValidationPolicy(),
+                      schemas: dict[str, CollectionSchema] | None = None) -> list[str]:
     """Return every problem found (empty list = valid). schema None => skip field-existence checks
-    against the collection (hidden-field and operator checks still apply)."""
+    against the collection (hidden-field and operator checks still apply). `schemas`: the tenant's
+    collections the asker can read, by name; without them `$lookup` is refused."""
     if not isinstance(pipeline, list):
         return [f"The pipeline must be a JSON array of stage objects; got {type(pipeline).__name__}"]
     if not pipeline:
@@ -125,20 +139,33 @@ def validate_pipeline(pipeline: object, schema: CollectionSchema | None,
     if size > policy.max_size:
         return [f"The pipeline is too large ({size} characters, limit {policy.max_size}); simplify it"]
     errors = []
-    if len(pipeline) > policy.max_stages:
-        errors.append(f"The pipeline has {len(pipeline)} stages; at most {policy.max_stages} are allowed")
-    walker = _Walker(schema, policy)
+    stages = _stage_count(pipeline)
+    if stages > policy.max_stages:
+        errors.append(f"The pipeline has {stages} stages (its $lookup pipelines included); at most "
+                      f"{policy.max_stages} are allowed")
+    walker = _Walker(schema, policy, schemas)
     walker.run(pipeline)
     return errors + walker.errors
 
 
 def ensure_valid(pipeline: Any, schema: CollectionSchema | None,
-                 policy: ValidationPolicy = ValidationPolicy()) -> list[dict]:
+                 policy: ValidationPolicy = ValidationPolicy(),
+                 schemas: dict[str, CollectionSchema] | None = None) -> list[dict]:
     """Raise ValidationError if invalid; return the pipeline."""
-    errors = validate_pipeline(pipeline, schema, policy)
+    errors = validate_pipeline(pipeline, schema, policy, schemas)
     if errors:
         raise ValidationError(errors)
     return pipeline  # type: ignore[return-value]
+
+
+def _stage_count(pipeline: list) -> int:
+    """The stages of a pipeline, those of its `$lookup` pipelines included: every one is work per row."""
+    count = len(pipeline)
+    for stage in pipeline:
+        inner = stage.get(JOIN) if isinstance(stage, dict) else None
+        if isinstance(inner, dict) and isinstance(inner.get("pipeline"), list):
+            count += len(inner["pipeline"])
+    return count
 
 
 def _short(number: int) -> str:
@@ -196,10 +223,17 @@ class _Scope:
     added: set[str] = field(default_factory=set)       # $addFields names
     excluded: set[str] = field(default_factory=set)    # exclusion-$project names
     id_legit: bool = False                             # `_id` is a $group key, not the document id
+    joins: dict[str, _Scope] = field(default_factory=dict)  # $lookup `as` -> the joined documents' scope
 
     def has(self, path: str) -> bool:
         if any(path == p or path.startswith(p + ".") for p in self.excluded):
             return False
+        for name, joined in self.joins.items():
+            if path == name:
+                return True
+            if path.startswith(name + "."):  # `as.x`, `as.0.x`: a field of the joined documents
+                rest = ".".join(s for s in path[len(name) + 1:].split(".") if not s.isdigit())
+                return not rest or joined.has(rest)
         if any(path == p or path.startswith(p + ".") or p.startswith(path + ".") for p in self.added):
             return True
         if self.outputs is None:
@@ -215,10 +249,14 @@ class _Scope:
 
     def names(self) -> list[str]:
         known = list(self.outputs) if self.outputs is not None else list(self.schema.fields) if self.schema else []
-        return [n for n in known + sorted(self.added) if n not in self.excluded]
+        return [n for n in known + sorted(self.added) + list(self.joins) if n not in self.excluded]
 
     def add(self, name: str) -> None:
         self.added.add(name)
+        self.excluded = {p for p in self.excluded if p != name and not p.startswith(name + ".")}
+
+    def join(self, name: str, joined: _Scope) -> None:
+        self.joins[name] = joined
         self.excluded = {p for p in self.excluded if p != name and not p.startswith(name + ".")}
 
     def exclude(self, name: str) -> None:
@@ -227,12 +265,18 @@ class _Scope:
 
 
 class _Walker:
-    def __init__(self, schema: CollectionSchema | None, policy: ValidationPolicy):
+    def __init__(self, schema: CollectionSchema | None, policy: ValidationPolicy,
+                 schemas: dict[str, CollectionSchema] | None = None):
         self.schema, self.policy = schema, policy
+        # The collections a $lookup may join: the tenant's readable ones, never an engine collection.
+        self.joinable = None if schemas is None else {n: s for n, s in schemas.items() if n not in RESERVED}
+        self.stages = STAGES + ((JOIN,) if self.joinable is not None else ())
         self.scope = _Scope(schema)
         self.errors: list[str] = []
         self.where = ""
         self.has_text = False
+        self.variables: set[str] | None = None  # inside a $lookup pipeline: the names its `let` defines
+        self.lookups = 0
         self.unwinds = 0
         self.in_collector = ""  # the $push/$addToSet output being walked, if any
         self.expression_nodes = 0
@@ -245,25 +289,28 @@ class _Walker:
 
     # -- stages ---------------------------------------------------------------------------------
 
-    def run(self, pipeline: list) -> None:
+    def run(self, pipeline: list, outer: str = "") -> None:
+        """Walk the stages; `outer` names the $lookup whose pipeline this is, for messages."""
+        label = f"{outer}, its pipeline's stage" if outer else "Stage"
         for index, stage in enumerate(pipeline):
-            self.where = f"Stage {index + 1}"
+            self.where = f"{label} {index + 1}"
             if not isinstance(stage, dict) or len(stage) != 1:
                 got = f"keys {', '.join(map(str, stage))}" if isinstance(stage, dict) else type(stage).__name__
                 self.error(f"each stage must be an object with exactly one key (the stage name); got {got}"
                            " - split it into separate stages")
                 continue
             (name, spec), = stage.items()
-            if name not in STAGES:
+            if name not in self.stages:
                 hint = f" ({_STAGE_HINTS[name]})" if name in _STAGE_HINTS else ""
-                self.where = ""  # the stage name says where; "Stage 2: Stage $out" would stutter
-                self.error(f"Stage {name} is not allowed{hint}; {_allowed(STAGES)}")
+                self.where = outer  # the stage name says where; "Stage 2: Stage $out" would stutter
+                self.error(f"Stage {name} is not allowed{hint}; {_allowed(self.stages)}")
                 continue
-            self.where = f"Stage {index + 1} ({name})"
+            self.where = f"{label} {index + 1} ({name})"
             getattr(self, "stage_" + name[1:].lower())(spec, index)
 
     def stage_match(self, spec: Any, index: int) -> None:
-        self.query(spec, top=index == 0)  # $text is only legal in the first stage (MongoDB's rule)
+        # $text is only legal in the first stage (MongoDB's rule), and never in a join's pipeline.
+        self.query(spec, top=index == 0 and self.variables is None)
 
     def stage_sort(self, spec: Any, index: int) -> None:
         if not isinstance(spec, dict) or not spec:
@@ -372,6 +419,15 @@ class _Walker:
         path = spec[1:]
         if not self.field(path):
             return
+        joined = self.scope.joins.get(path.split(".")[0])
+        if joined is not None and "." not in path:
+            return  # a $lookup's documents: as many as the join's cap on each row at most
+        if joined is not None:
+            rest = path.split(".", 1)[1]
+            if joined.outputs is not None or joined.schema is None or not joined.schema.is_array(rest):
+                self.error(f"$unwind of '{path}': only the joined array itself or an array field stored in the "
+                           "joined records can be unwound")
+            return
         # Only an array the records store can be unwound: a computed or literal array could be any size.
         computed = self.scope.outputs is not None or any(path == p or path.startswith(p + ".") for p in self.scope.added)
         if computed:
@@ -381,6 +437,74 @@ class _Walker:
             info = self.schema.fields.get(".".join(seg for seg in path.split(".") if not seg.isdigit()))
             if info is None or not info.in_array:
                 self.error(f"$unwind of '{path}': it is not an array field of {self.schema.name}")
+
+    def stage_lookup(self, spec: Any, index: int) -> None:
+        if self.variables is not None:
+            return self.error("a $lookup inside a $lookup's pipeline is not allowed: one level of join is "
+                              "enough; join from the outer pipeline instead")
+        if not isinstance(spec, dict):
+            return self.error('$lookup needs an object like {"from": "pull_requests", "localField": "pr", '
+                              '"foreignField": "ref", "as": "fix_pr"}')
+        extra = [str(k) for k in spec if k not in _LOOKUP_KEYS]
+        if extra:
+            self.error(f"$lookup option(s) {', '.join(extra)} not allowed; use only {', '.join(_LOOKUP_KEYS)}")
+        self.lookups += 1
+        if self.lookups == self.policy.max_lookups + 1:
+            self.error(f"at most {self.policy.max_lookups} $lookup stages are allowed in a pipeline")
+        joined = self.joined_schema(spec.get("from"))
+        if ("localField" in spec) != ("foreignField" in spec):
+            self.error("$lookup needs localField and foreignField together (or neither, with a pipeline)")
+        elif "localField" not in spec and "pipeline" not in spec:
+            self.error("$lookup needs localField and foreignField, or a pipeline (or both)")
+        if "localField" in spec:
+            self.field(spec["localField"])  # a field of the documents flowing in
+        variables = self.let(spec.get("let", {}))
+        outer, where = (self.schema, self.scope, self.has_text), self.where
+        self.schema, self.scope, self.has_text = joined, _Scope(joined), False
+        try:
+            if "foreignField" in spec:
+                self.field(spec["foreignField"])  # a field of the joined collection
+            if "pipeline" in spec:
+                if isinstance(spec["pipeline"], list):
+                    self.variables = variables
+                    self.run(spec["pipeline"], outer=where)
+                else:
+                    self.error('$lookup pipeline must be an array of stages, e.g. [{"$match": {"state": "open"}}]')
+            joined_scope = self.scope
+        finally:
+            (self.schema, self.scope, self.has_text), self.where, self.variables = outer, where, None
+        name = spec.get("as")
+        if "as" not in spec:
+            self.error('$lookup needs "as": the name of the new array field that holds the joined documents')
+        elif self.name(name, dots=False, what="$lookup as"):
+            if self.schema is not None and self.scope.has(name):
+                self.error(f"$lookup as '{name}' is already a field; choose a new name")
+            else:
+                self.scope.join(name, joined_scope)
+
+    def joined_schema(self, name: Any) -> CollectionSchema | None:
+        """The schema of the collection a $lookup reads, or None (with an error) when it may not."""
+        allowed = sorted(self.joinable or {})
+        if not isinstance(name, str) or name not in allowed:
+            self.error(f"$lookup from {name!r} is not allowed; join one of the collections you can read: "
+                       + (", ".join(allowed) or "none"))
+            return None
+        return self.joinable[name]  # type: ignore[index]
+
+    def let(self, spec: Any) -> set[str]:
+        """A $lookup's `let`: names for values of the incoming document, which its pipeline reads as `$$name`."""
+        if not isinstance(spec, dict):
+            self.error('$lookup let must be an object like {"pr": "$pr"}')
+            return set()
+        names = set()
+        for name, value in spec.items():
+            if isinstance(name, str) and _VARIABLE.fullmatch(name):
+                names.add(name)
+            else:
+                self.error(f"$lookup let variable {name!r} must begin with a lower-case letter and hold only "
+                           "letters, digits and _ (at most 40)")
+            self.expr(value)  # evaluated on the incoming document
+        return names
 
     # -- names and fields -----------------------------------------------------------------------
 
@@ -423,6 +547,11 @@ class _Walker:
             self.error(f"Field '{path}' was removed by an earlier $project")
             return False
         known = self.scope.names()
+        joined = self.scope.joins.get(path.split(".")[0])
+        if joined is not None:
+            self.error(f"Field '{path}' is not in the documents $lookup joined as '{path.split('.')[0]}'; their "
+                       "fields: " + ", ".join(joined.names()))
+            return False
         if self.scope.outputs is not None:
             self.error(f"Field '{path}' is not available after {self.scope.origin}; available fields: "
                        + ", ".join(known))
@@ -598,7 +727,7 @@ class _Walker:
                        "compute less per row (or filter first and compute fewer values)")
         if type(value) is str:
             if value.startswith("$$"):
-                self.error(f"variable '{value}' is not allowed; refer to fields as '$field.path'")
+                self.variable(value)
             elif value.startswith("$"):
                 self.field(value[1:])
         elif isinstance(value, list):
@@ -618,6 +747,18 @@ class _Walker:
                     self.expr(item)
         else:
             self.literal(value, "an expression")  # scalars and dates pass; anything exotic is rejected
+
+    def variable(self, value: str) -> None:
+        """`$$name[.path]`: only a `let` variable, inside the pipeline of the $lookup that defines it."""
+        name, _, rest = value[2:].partition(".")
+        if self.variables is None:
+            self.error(f"variable '{value}' is not allowed; refer to fields as '$field.path'")
+        elif name not in self.variables:
+            defined = ", ".join(f"$${v}" for v in sorted(self.variables)) or "none"
+            self.error(f"variable '{value}' is not defined; a $lookup pipeline may read only its let variables "
+                       f"({defined})")
+        elif rest:
+            self.path_ok(rest, f"path of '{value}'")
 
     def operator(self, op: str, arg: Any) -> None:
         if op == "$literal":

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from context_engine.config import check_tenant
+from context_engine.kinds import CollectionSpec
+from context_engine.sources.generic import OwnCollection, OwnOptions
 from context_engine.sources.input_caps import input_budget
 from context_engine.sources.problems import ReadProblems, SourceError
 
@@ -31,6 +33,8 @@ SOURCES = {
     "linear": "Linear GraphQL JSON or CSV exports",
     "docs": "folders of Markdown, Notion or Confluence exports",
     "people": "one people.yaml or .csv of overrides (name, aliases, github, slack, email, jira, team)",
+    "json": "your own records: JSON, JSON lines or CSV files, or folders of them, into --collection NAME",
+    "mongodb": "your own records: one MongoDB URI, copied read-only (--db, --source-collection) into --collection NAME",
 }
 
 
@@ -41,6 +45,13 @@ class SourceRequest:
     repo: str | None = None        # github: sync this repository live
     since: str | None = None       # git, github --repo: only history after this date
     full: bool = False             # github --repo: ignore the saved cursor (a full sync, as --prune needs)
+    own: OwnOptions | None = None  # json, mongodb: the collection and what the operator says of it
+    logins: set[str] = field(default_factory=set)  # json, mongodb: the tenant's people, to find people columns
+    uri: str | None = None         # mongodb: the team's server (read only)
+    db: str | None = None          # mongodb: the database to read
+    source_collection: str | None = None  # mongodb: the collection to read (default: --collection)
+    query: dict[str, Any] | None = None   # mongodb: only the documents matching it
+    limit: int = 0                 # mongodb: at most this many documents (0: all)
 
 
 @dataclass
@@ -48,6 +59,9 @@ class ReadResult:
     per_tenant: dict[str, Batches]
     # Run after the records are committed (saving a sync cursor must not run ahead of the data).
     after_commit: Callable[[], None] | None = None
+    kinds: dict[str, list[CollectionSpec]] = field(default_factory=dict)  # a tenant's own kinds read
+    notes: list[str] = field(default_factory=list)  # what was inferred, one line per choice
+    warnings: list[str] = field(default_factory=list)
 
 
 def _cursor_path(data_dir: Path, tenant: str, repo: str) -> Path:
@@ -98,6 +112,15 @@ def _read_source(request: SourceRequest, tenant: str, data_dir: Path, problems: 
         raise SourceError(f"unknown source {source!r}: use one of {', '.join(SOURCES)}")
     if request.repo and source != "github":
         raise SourceError("--repo is for `ingest github`")
+    if (source in ("json", "mongodb")) != (request.own is not None):
+        raise SourceError("--collection NAME is for `ingest json` and `ingest mongodb`, which need it")
+    if source == "json":
+        from context_engine.sources.generic import read_files
+
+        _need_paths(request)
+        return _own(tenant, read_files(paths, request.own, request.logins, problems))
+    if source == "mongodb":
+        return _read_mongodb(request, tenant, problems)
     if source == "sample":
         if paths:
             raise SourceError("`ingest sample` takes no paths")
@@ -142,6 +165,32 @@ def _read_source(request: SourceRequest, tenant: str, data_dir: Path, problems: 
     _need_paths(request, exactly_one=True)
     _write_json(_overrides_path(data_dir, tenant), load_overrides(paths[0]))
     return ReadResult({tenant: {"people": []}})
+
+
+def _own(tenant: str, read: OwnCollection) -> ReadResult:
+    return ReadResult({tenant: {read.spec.name: read.records}}, kinds={tenant: [read.spec]}, notes=read.inferred,
+                      warnings=read.warnings)
+
+
+def _read_mongodb(request: SourceRequest, tenant: str, problems: ReadProblems) -> ReadResult:
+    from context_engine.sources.generic import read_mongodb
+    from context_engine.store.documents import StoreError, mongodb_client
+
+    from pymongo.errors import PyMongoError
+
+    if not request.uri or request.paths:
+        raise SourceError(f"`ingest mongodb` needs one MongoDB URI: {SOURCES['mongodb']}")
+    if not request.db:
+        raise SourceError("`ingest mongodb` needs --db DATABASE")
+    try:
+        client = mongodb_client(request.uri, what="the source URI")
+        read = read_mongodb(client, request.db, request.source_collection or request.own.collection, request.own,
+                            request.logins, problems, request.query, request.limit)
+    except StoreError as exc:
+        raise SourceError(str(exc)) from None
+    except PyMongoError as exc:  # refused (authentication, a bad filter): one line, the server's words
+        raise SourceError(f"MongoDB refused the read: {exc.__class__.__name__}: {str(exc)[:300]}") from None
+    return _own(tenant, read)
 
 
 def _sync_github(request: SourceRequest, tenant: str, data_dir: Path, problems: ReadProblems) -> ReadResult:

@@ -5,9 +5,11 @@ run for minutes or grow without end. Here a pipeline runs one stage at a time; b
 intermediate result is measured (rows, and bytes counted only up to the cap, so measuring a bomb
 costs no more than the cap). Inside a stage the clock is read at every expression mongomock
 evaluates (a hook on its expression parser) and between blocks of rows of the per-document stages,
-so one stage can never run on past the deadline. The same checks read a `Stop`: a flag another
-thread sets when the caller is gone (a request timed out, its client disconnected, the server got
-SIGTERM), so abandoned work ends at its next document instead of holding a core for minutes.
+so one stage can never run on past the deadline. `$lookup`, which mongomock has only in its
+localField form, runs here in both forms as a hash join (`_lookup`), under the same clock and caps.
+The same checks read a `Stop`: a flag another thread sets when the caller is gone (a request timed
+out, its client disconnected, the server got SIGTERM), so abandoned work ends at its next document
+instead of holding a core for minutes.
 Regular expressions are evaluated by RE2 (linear time) instead of Python's backtracking `re`, and
 the allowed expression operators by MongoDB's rules (`store.expressions`: 64-bit arithmetic,
 time zones), so no pattern or number can stall a stage.
@@ -19,11 +21,12 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections import defaultdict
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 
 class QueryBoundExceeded(RuntimeError):
@@ -55,8 +58,11 @@ SHUTDOWN = Stop()  # process-wide: the serving commands set it on SIGTERM
 # The Stop of the request being served. A context variable: LangChain and Starlette copy the context
 # into the worker threads that run a request's nodes, so the graph's queries see their request's flag.
 _STOP: ContextVar[Stop | None] = ContextVar("context_engine_stop", default=None)
-# The deadline of the query being evaluated in this context (read by the expression hook).
-_QUERY: ContextVar[tuple[float, "Bounds"] | None] = ContextVar("context_engine_query", default=None)
+# The deadline of the query being evaluated in this context (read by the expression hook), its bounds
+# and the store's write revision (None off the embedded store), which `$lookup` reads too.
+_QUERY: ContextVar[tuple[float, "Bounds", int | None] | None] = ContextVar("context_engine_query", default=None)
+# The `let` variables of the `$lookup` pipeline being run for one row, by name.
+_LET: ContextVar[dict[str, Any]] = ContextVar("context_engine_let", default={})
 
 
 @contextmanager
@@ -90,10 +96,12 @@ def _late(bounds: "Bounds", where: str) -> None:
 
 
 @contextmanager
-def running(bounds: "Bounds", deadline: float) -> Iterator[None]:
-    """Evaluate mongomock expressions in the block under this query's deadline (and MongoDB's rules)."""
+def running(bounds: "Bounds", deadline: float, revision: int | None = None) -> Iterator[None]:
+    """Evaluate mongomock expressions and `$lookup` in the block under this query's deadline (and
+    MongoDB's rules); `revision`: the embedded store's, so that a join's scope goes through its indexes."""
     use_mongodb_expressions()
-    token = _QUERY.set((deadline, bounds))
+    use_lookup()
+    token = _QUERY.set((deadline, bounds, revision))
     try:
         yield
     finally:
@@ -105,6 +113,7 @@ class Bounds:
     max_time_ms: int = 5000
     max_rows: int = 100_000          # rows alive between two stages
     max_bytes: int = 32 * 2**20      # approximate bytes alive between two stages, and of the result
+    max_joined: int = 5_000          # documents one $lookup joins to all the rows (each one a copy)
 
     def deadline(self) -> float:
         return time.monotonic() + self.max_time_ms / 1000
@@ -168,7 +177,7 @@ def run_embedded(collection: Any, stages: list[dict[str, Any]], bounds: Bounds,
     stages = list(stages)
     query = stages.pop(0)["$match"] if stages and set(stages[0]) == {"$match"} else {}
     fields = needed_fields(stages)
-    with running(bounds, deadline):
+    with running(bounds, deadline, revision):
         if revision is None or not hasattr(collection, "_store") or collection.codec_options.tz_aware:
             rows = _bounded_find(collection, query, bounds, deadline, fields)
         else:
@@ -190,11 +199,12 @@ def run_embedded(collection: Any, stages: list[dict[str, Any]], bounds: Bounds,
 
 
 def run_in_process(rows: list[dict[str, Any]], stages: list[dict[str, Any]], bounds: Bounds,
-                   deadline: float) -> list[dict[str, Any]]:
-    """The rest of a pipeline over rows already read (used after a BM25-ranked `$text` sort)."""
+                   deadline: float, database: Any) -> list[dict[str, Any]]:
+    """The rest of a pipeline over rows already read (used after a BM25-ranked `$text` sort);
+    `database` holds the collections a `$lookup` among the stages joins."""
     with running(bounds, deadline):
         for stage in stages:
-            rows = _run_stage(rows, None, stage, bounds, deadline, f"after {next(iter(stage))}")
+            rows = _run_stage(rows, database, stage, bounds, deadline, f"after {next(iter(stage))}")
     return rows
 
 
@@ -208,7 +218,7 @@ def _run_stage(rows: list[Any], database: Any, stage: dict[str, Any], bounds: Bo
                where: str) -> list[Any]:
     from mongomock.aggregate import process_pipeline
 
-    grows = not set(stage) <= _NEVER_GROW
+    grows = not set(stage) <= _NEVER_GROW and not _excludes_only(stage)
     if len(stage) != 1 or next(iter(stage)) not in _PER_DOCUMENT:
         out = list(process_pipeline(rows, database, [stage], None))
         check(out, bounds, deadline, where, size=None if grows else 0)
@@ -222,6 +232,16 @@ def _run_stage(rows: list[Any], database: Any, stage: dict[str, Any], bounds: Bo
         check(out, bounds, deadline, where, size=size)
     check(out, bounds, deadline, where, size=size)
     return out
+
+
+def _excludes_only(stage: dict[str, Any]) -> bool:
+    """A `$project` that only removes fields (as every joined pipeline ends): its rows never grow."""
+    spec = stage.get("$project")
+    return isinstance(spec, dict) and bool(spec) and all(_flag_zero(v) for v in spec.values())
+
+
+def _flag_zero(value: Any) -> bool:
+    return value is False or (type(value) in (int, float) and value == 0)
 
 
 def _bounded_find(collection: Any, query: dict[str, Any], bounds: Bounds, deadline: float,
@@ -279,7 +299,8 @@ def _copies(docs: Iterable[dict[str, Any]], fields: set[str] | None) -> Iterable
 
 # Stages that pass documents on (maybe fewer, maybe unwound or with fields added), and stages that
 # replace them by rows of their own making: after one of the latter, no stored field can matter.
-_PASS_ON = frozenset({"$match", "$sort", "$limit", "$skip", "$unwind", "$addFields", "$set", "$sample"})
+_PASS_ON = frozenset({"$match", "$sort", "$limit", "$skip", "$unwind", "$addFields", "$set", "$sample",
+                      "$lookup"})
 _RESHAPE = frozenset({"$group", "$count", "$sortByCount", "$bucket", "$bucketAuto"})
 
 
@@ -295,6 +316,8 @@ def needed_fields(stages: list[dict[str, Any]]) -> set[str] | None:
         name, spec = next(iter(stage.items()))
         if not _references(spec, needed):
             return None  # $$ROOT and friends: the whole document
+        if name == "$lookup" and isinstance(spec, dict) and isinstance(spec.get("localField"), str):
+            needed.add(spec["localField"].split(".")[0])  # a path named without '$
         if name in _RESHAPE:
             return needed
         if name == "$project" and isinstance(spec, dict) and any(v not in (0, False) for v in spec.values()):
@@ -392,6 +415,187 @@ def use_re2() -> None:
     filtering._uses_re2 = True
 
 
+# -- $lookup -----------------------------------------------------------------------------------------
+
+def _lookup(rows: list[dict[str, Any]], database: Any, options: dict[str, Any]) -> list[dict[str, Any]]:
+    """`$lookup` with MongoDB's semantics, in both forms and their combination (mongomock has only
+    localField/foreignField, scanning the joined collection once per row).
+
+    The joined pipeline's leading `$match` (the tenant and access scope that execution puts first),
+    when it reads no `let` variable, is evaluated once, through the store's indexes; localField /
+    foreignField is a hash join on the values MongoDB's equality compares (`bson_key`): a localField
+    array matches any of its elements, a missing localField matches a foreignField that is null or
+    missing. The rest of the joined pipeline runs per row over that row's matches, with `$$name` bound
+    to its `let` values, read-only stages on the stored documents and the rest on copies. The clock and
+    the stop flags are read at every row, the size of what has been joined so far is capped."""
+    query = _QUERY.get()
+    deadline, bounds, revision = query if query is not None else (Bounds().deadline(), Bounds(), None)
+    foreign = database.get_collection(options["from"])
+    stages = list(options.get("pipeline", []))
+    filters = []  # the leading filters that read no variable: the same for every row, so applied once
+    while stages and set(stages[0]) == {"$match"} and not _reads_variables(stages[0]):
+        filters.append(stages.pop(0)["$match"])
+    head = filters.pop(0) if filters else {}
+    if revision is not None and hasattr(foreign, "_store") and not foreign.codec_options.tz_aware:
+        documents = _stored_matches(foreign, head, revision, bounds, deadline)
+    else:
+        documents = _bounded_find(foreign, head, bounds, deadline)
+    for spec in filters:
+        documents = _filtered(documents, spec, bounds, deadline)
+    positions: dict[tuple[Any, ...], list[int]] | None = None
+    if "localField" in options:
+        positions = defaultdict(list)
+        for position, doc in enumerate(documents):
+            for key in {_equality_key(v) for v in _path_values(doc, options["foreignField"], keep_arrays=True)}:
+                positions[key].append(position)
+            if position % _BLOCK == 0:
+                _tick()
+    variables = options.get("let", {})
+    size = joined_count = 0
+    for row in rows:
+        _tick()
+        matches = documents
+        if positions is not None:
+            keys = {_equality_key(v) for v in _path_values(row, options["localField"], keep_arrays=False)}
+            found = [positions.get(key, []) for key in keys]
+            chosen = found[0] if len(found) == 1 else sorted({p for group in found for p in group})
+            matches = [documents[p] for p in chosen]
+        token = _LET.set(_let_values(row, variables))
+        try:
+            joined = _joined(matches, database, stages, bounds, deadline)
+        finally:
+            _LET.reset(token)
+        row[options["as"]] = joined
+        joined_count += len(joined)
+        if joined_count > bounds.max_joined:
+            raise QueryBoundExceeded(f"the $lookup joined more than {bounds.max_joined} documents in all; narrow "
+                                     "it with a $match before it or in its pipeline")
+        size += approx_size(joined, bounds.max_bytes)
+        check(rows, bounds, deadline, "in a $lookup", size=size)
+    return rows
+
+
+def _filtered(documents: list[dict[str, Any]], query: dict[str, Any], bounds: Bounds,
+              deadline: float) -> list[dict[str, Any]]:
+    """The documents `query` matches, in order, read (never modified) in place."""
+    from mongomock import helpers
+    from mongomock.filtering import filter_applies
+
+    spec = helpers.patch_datetime_awareness_in_document(query)  # as mongomock's Cursor does
+    out = []
+    for count, doc in enumerate(documents, start=1):
+        if filter_applies(spec, doc):
+            out.append(doc)
+        if count % 5000 == 0:
+            check(out, bounds, deadline, "in a $lookup", size=0)
+    return out
+
+
+def _reads_variables(spec: Any) -> bool:
+    """Whether `spec` names a `$$` variable anywhere (then it must be evaluated per row)."""
+    stack = [spec]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+        elif isinstance(node, str) and node.startswith("$$"):
+            return True
+    return False
+
+
+def _path_values(doc: dict[str, Any], path: str, keep_arrays: bool) -> list[Any]:
+    """The values a dotted path reaches in `doc`, arrays crossed as MongoDB's equality match crosses
+    them: a final array gives its elements (and itself, for the side matched as a whole: `keep_arrays`);
+    an object without the next field gives null (an empty array on the way gives nothing)."""
+    nodes: list[Any] = [doc]
+    values: list[Any] = []
+    for part in path.split("."):
+        following = []
+        for node in nodes:
+            for item in node if isinstance(node, list) else [node]:
+                if isinstance(item, dict):
+                    if part in item:
+                        following.append(item[part])
+                    else:
+                        values.append(None)
+        nodes = following
+    for node in nodes:
+        if isinstance(node, list):
+            values.extend(node)
+            if keep_arrays:
+                values.append(node)
+        else:
+            values.append(node)
+    return values
+
+
+def _equality_key(value: Any) -> tuple[Any, ...]:
+    """Equal for the values MongoDB's equality finds equal (1 and 1.0; never 1 and "1" or true)."""
+    from context_engine.store.linear_stages import UnknownType, bson_key
+
+    try:
+        return bson_key(value)
+    except UnknownType:  # an ObjectId or the like (never in the store's JSON records): itself
+        return ("other", type(value).__name__, value)
+
+
+def _let_values(row: dict[str, Any], variables: dict[str, Any]) -> dict[str, Any]:
+    """The row's value of each `let` expression; one the row lacks is left unbound (missing, as in MongoDB)."""
+    from mongomock.aggregate import _parse_expression
+
+    values = {}
+    for name, expression in variables.items():
+        try:
+            values[name] = _parse_expression(expression, row)
+        except KeyError:
+            continue
+    return values
+
+
+def _joined(documents: list[dict[str, Any]], database: Any, stages: list[dict[str, Any]], bounds: Bounds,
+            deadline: float) -> list[dict[str, Any]]:
+    """A joined pipeline over one row's matches: its read-only stages over the stored documents (a
+    `$limit` there bounds what is copied), then copies (without the top-level fields a `$project` next
+    removes: the hidden ones, as execution ends every joined pipeline), then the rest."""
+    from mongomock.collection import _copy_field
+
+    stages = list(stages)
+    while stages and len(stages[0]) == 1 and next(iter(stages[0])) in _READ_ONLY:
+        stage = stages.pop(0)
+        documents = _run_stage(documents, database, stage, bounds, deadline, f"in a $lookup, after {next(iter(stage))}")
+    if stages and _excludes_only(stages[0]) and not any("." in name for name in stages[0]["$project"]):
+        removed = set(stages.pop(0)["$project"])
+        rows = [{k: _copy_field(v, dict) for k, v in doc.items() if k not in removed} for doc in documents]
+    else:
+        rows = list(_copies(documents, None))
+    for stage in stages:
+        rows = _run_stage(rows, database, stage, bounds, deadline, f"in a $lookup, after {next(iter(stage))}")
+    return rows
+
+
+def use_lookup() -> None:
+    """Make mongomock run `$lookup` with `_lookup` (idempotent)."""
+    from mongomock import aggregate
+
+    aggregate._PIPELINE_HANDLERS["$lookup"] = _lookup
+
+
+def _bound_variable(original: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """mongomock's reading of a plain expression, with `$$name` of a `$lookup`'s `let` bound."""
+    from mongomock import helpers
+
+    def parse_basic(self: Any, expression: Any) -> Any:
+        if type(expression) is str and expression.startswith("$$"):
+            variables = _LET.get()
+            if expression[2:].partition(".")[0] in variables:
+                return helpers.get_value_by_dot(variables, expression[2:], can_generate_array=True)
+        return original(self, expression)
+
+    return parse_basic
+
+
 # -- MongoDB's expression semantics, and the clock inside a stage ------------------------------------
 
 def _argument(parser: Any, expression: Any) -> Any:
@@ -431,14 +635,26 @@ def _compare(parser: Any, _op: str, arg: Any) -> int:
     return -1 if bson_compare(operator.lt, first, second) else 1 if bson_compare(operator.gt, first, second) else 0
 
 
+def _present(parser: Any, expression: Any) -> tuple[Any, bool]:
+    """An operand's value and whether it is missing (a field the document lacks, an unbound variable)."""
+    try:
+        return parser.parse(expression), False
+    except KeyError:
+        return None, True
+
+
+def _comparison(parser: Any, op: str, arg: Any) -> bool:
+    from context_engine.store.expressions import compare
+
+    (first, first_missing), (second, second_missing) = (_present(parser, item) for item in arg)
+    return compare(op, first, second, (first_missing, second_missing))
+
+
 def _in(parser: Any, _op: str, arg: Any) -> bool:
     from context_engine.store.expressions import is_in
 
     value, array = arg
-    try:
-        found, missing = parser.parse(value), False
-    except KeyError:
-        found, missing = None, True
+    found, missing = _present(parser, value)
     return is_in(found, _argument(parser, array), missing)
 
 
@@ -465,6 +681,7 @@ def _handlers() -> dict[str, Any]:
     handlers: dict[str, Any] = {op: lambda p, o, a: ex.arithmetic(o, _arguments(p, a))
                                 for op in ("$add", "$subtract", "$multiply", "$divide")}
     handlers.update({op: _date_operator for op in ex.DATE_PARTS})
+    handlers.update({op: _comparison for op in ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")})
     handlers.update({"$dateToString": _date_to_string, "$cmp": _compare,
                      "$substrCP": lambda p, o, a: ex.substr_cp(*_arguments(p, a)),
                      "$strLenCP": lambda p, o, a: ex.str_len_cp(_arguments(p, a)[0]),
@@ -505,4 +722,5 @@ def use_mongodb_expressions() -> None:
         return original(self, expression)
 
     _Parser.parse = parse
+    _Parser._parse_basic_expression = _bound_variable(_Parser._parse_basic_expression)
     _Parser._bounded = True

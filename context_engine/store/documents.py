@@ -533,18 +533,24 @@ def has_data(settings: Settings) -> bool:
     return (settings.data_dir / FILE_NAME).exists() or (settings.data_dir / LEGACY_SNAPSHOTS / "CURRENT").exists()
 
 
+def mongodb_client(uri: str, what: str = "MONGODB_URI") -> Any:
+    """A client of the MongoDB at `uri` (`mongomock://NAME`: the in-process one), reachable, or a
+    StoreError naming `what` in one line."""
+    if uri.startswith(IN_PROCESS_URI):
+        return _in_process_mongodb(uri)
+    import pymongo
+
+    try:
+        client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=3000, tz_aware=False)
+        client.admin.command("ping")
+    except Exception as exc:  # pymongo raises many kinds; the user needs one line
+        raise StoreError(f"cannot reach MongoDB at {what}: {exc.__class__.__name__}: {exc}") from None
+    return client
+
+
 def open_store(settings: Settings) -> DocumentStore:
     if settings.mongodb_uri:
-        if settings.mongodb_uri.startswith(IN_PROCESS_URI):
-            client = _in_process_mongodb(settings.mongodb_uri)
-        else:
-            import pymongo
-
-            try:
-                client = pymongo.MongoClient(settings.mongodb_uri, serverSelectionTimeoutMS=3000, tz_aware=False)
-                client.admin.command("ping")
-            except Exception as exc:  # pymongo raises many kinds; the user needs one line
-                raise StoreError(f"cannot reach MongoDB at MONGODB_URI: {exc.__class__.__name__}: {exc}") from None
+        client = mongodb_client(settings.mongodb_uri)
         return DocumentStore(client[settings.mongodb_db], settings.data_dir, embedded=False)
 
     import mongomock

@@ -3,7 +3,9 @@
 The validator (`query/validate.py`) allows a fixed list of expression operators; every one of them
 must run on the embedded store (and on `mongomock://`) as it runs on MongoDB. mongomock leaves some
 unimplemented (`$substrCP`, `$strLenCP`, `$cmp`, `$dateToString` with a timezone, a date operator's
-`{date, timezone}` form with a UTC offset, `$add` of a date), maps case beyond ASCII (MongoDB's
+`{date, timezone}` form with a UTC offset, `$add` of a date), fails a comparison with a missing operand
+(a field a record lacks, a `$lookup` variable its row had no value for) and compares `true` equal to
+1 (Python's `==`), maps case beyond ASCII (MongoDB's
 `$toLower`/`$toUpper` change ASCII letters only) and does arithmetic on Python's
 unbounded integers, so a chain of `$multiply` could build numbers of millions of digits (minutes of
 CPU, and an integer no JSON encoder will print). MongoDB's integers are 64-bit: an operation whose
@@ -14,12 +16,14 @@ left to mongomock. `tests/security/test_operator_parity.py` walks the allow-list
 from __future__ import annotations
 
 import math
+import operator
 import re
 from datetime import datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
 from typing import Any, Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from context_engine.store.linear_stages import UnknownType, bson_key
 from context_engine.text import ASCII_LOWER, ASCII_UPPER
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -221,6 +225,22 @@ def equal(first: Any, second: Any) -> bool:
     if isinstance(first, dict):
         return list(first) == list(second) and all(equal(first[k], second[k]) for k in first)
     return first == second
+
+
+_COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
+    "$eq": operator.eq, "$ne": operator.ne, "$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt,
+    "$lte": operator.le}
+
+
+def compare(op: str, first: Any, second: Any, missing: tuple[bool, bool]) -> bool:
+    """`$eq` ... `$lte` in MongoDB's order of values (`linear_stages.bson_key`: numbers by value whatever
+    their type, types in BSON order, true never 1); a missing operand (`missing`) is below null and
+    equal only to another missing one."""
+    try:
+        keys = [(0,) if gone else (1, bson_key(value)) for value, gone in zip((first, second), missing)]
+    except UnknownType as exc:
+        raise ExpressionError(f"{op} cannot compare a value of type {exc}") from None
+    return _COMPARISONS[op](keys[0], keys[1])
 
 
 def is_in(value: Any, array: Any, missing: bool = False) -> bool:

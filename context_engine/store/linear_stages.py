@@ -32,7 +32,7 @@ import copy
 from datetime import datetime, timezone
 from typing import Any
 
-__all__ = ["bson_key", "use_linear_stages"]
+__all__ = ["UnknownType", "bson_key", "use_linear_stages"]
 
 
 def _unwind(in_collection: list[dict[str, Any]], database: Any, options: Any) -> list[dict[str, Any]]:
@@ -88,7 +88,7 @@ def _unwind(in_collection: list[dict[str, Any]], database: Any, options: Any) ->
     return unwound_collection
 
 
-class _UnknownType(Exception):
+class UnknownType(Exception):
     """A key of a type `bson_key` does not order: mongomock's own $group decides."""
 
 
@@ -113,7 +113,7 @@ def bson_key(value: Any) -> tuple[Any, ...]:
         return (_ARRAY, tuple(bson_key(v) for v in value))
     if kind is datetime:
         return (_DATE, value if value.tzinfo is None else value.astimezone(timezone.utc).replace(tzinfo=None))
-    raise _UnknownType(kind.__name__)
+    raise UnknownType(kind.__name__)
 
 
 def _group(in_collection: list[dict[str, Any]], database: Any, options: dict[str, Any]) -> list[dict[str, Any]]:
@@ -141,7 +141,7 @@ def _group(in_collection: list[dict[str, Any]], database: Any, options: dict[str
                 doc_dict[field] = _distinct_values(aggregate, expression, docs)
             doc_dict["_id"] = key
             grouped_collection.append(doc_dict)
-    except _UnknownType:
+    except UnknownType:
         return _MONGOMOCK["$group"](in_collection, database, options)
     return grouped_collection
 

@@ -17,6 +17,7 @@ Case = tuple[str, str, Any, bool, str]
 
 PR, MSG = "pull_requests", "messages"
 FOREIGN = ["people", "messages", "pull_requests", "system.users", "admin", "../other"]
+OWN = {"people", "messages", "pull_requests"}  # the tenant's collections: a $lookup may join them, in scope
 HIDDEN = ["tenant_id", "acl", "_id"]
 
 
@@ -26,7 +27,7 @@ def _stages() -> list[Case]:
     for i, target in enumerate(FOREIGN):
         out += [
             (f"lookup-{i}", PR, [{"$lookup": {"from": target, "localField": "user.login", "foreignField": "login",
-                                              "as": "x"}}], False, "reject"),
+                                              "as": "x"}}], False, "bounded" if target in OWN else "reject"),
             (f"unionwith-{i}", PR, [{"$unionWith": {"coll": target, "pipeline": []}}], False, "reject"),
             (f"out-{i}", PR, [{"$match": {}}, {"$out": target}], False, "reject"),
             (f"merge-{i}", PR, [{"$merge": {"into": target}}], False, "reject"),
@@ -36,7 +37,7 @@ def _stages() -> list[Case]:
                                                "connectFromField": "repo", "connectToField": "repo", "as": "g"}}],
          False, "reject"),
         ("lookup-pipeline", PR, [{"$lookup": {"from": "pull_requests", "pipeline": [{"$match": {}}], "as": "all"}}],
-         False, "reject"),
+         False, "bounded"),
         ("facet-escape", PR, [{"$facet": {"a": [{"$match": {"tenant_id": "globex"}}]}}], False, "reject"),
         ("replaceroot", PR, [{"$replaceRoot": {"newRoot": {"t": "$tenant_id"}}}], False, "reject"),
         ("replacewith", PR, [{"$replaceWith": "$$ROOT"}], False, "reject"),
@@ -294,9 +295,43 @@ def _heavy_but_allowed() -> list[Case]:
     ]
 
 
+def _joins() -> list[Case]:
+    """`$lookup` between the tenant's own collections: allowed, but its joined side is scoped like the
+    pipeline's own; every way of reaching past that scope or at a hidden field is refused."""
+    private = {"$match": {"channel": "security-private"}}
+    every_message = {"from": MSG, "pipeline": [], "as": "m"}
+    return [
+        ("join-private-channel", PR, [{"$lookup": {"from": MSG, "pipeline": [private], "as": "m"}},
+                                      {"$unwind": "$m"}, {"$project": {"text": "$m.text", "_id": 0}}], False, "bounded"),
+        ("join-every-message", PR, [{"$limit": 3}, {"$lookup": every_message}], False, "bounded"),
+        ("join-group-all", MSG, [{"$lookup": every_message}, {"$unwind": "$m"},
+                                 {"$group": {"_id": "$m.channel", "t": {"$push": "$m.text"}}}], False, "bounded"),
+        ("join-as-acl", PR, [{"$lookup": {**every_message, "as": "acl"}}], False, "reject"),
+        ("join-as-tenant", PR, [{"$lookup": {**every_message, "as": "tenant_id"}}], False, "reject"),
+        ("join-as-dollar", PR, [{"$lookup": {**every_message, "as": "$x"}}], False, "reject"),
+        ("join-local-acl", PR, [{"$lookup": {"from": MSG, "localField": "acl", "foreignField": "channel", "as": "m"}}],
+         False, "reject"),
+        ("join-foreign-tenant", PR, [{"$lookup": {"from": MSG, "localField": "repo", "foreignField": "tenant_id",
+                                                  "as": "m"}}], False, "reject"),
+        ("join-let-acl", PR, [{"$lookup": {"from": MSG, "let": {"a": "$acl"}, "pipeline": [], "as": "m"}}],
+         False, "reject"),
+        ("join-match-acl", PR, [{"$lookup": {"from": MSG, "pipeline": [{"$match": {"acl": "*"}}], "as": "m"}}],
+         False, "reject"),
+        ("join-match-tenant", PR, [{"$lookup": {"from": MSG, "pipeline": [{"$match": {"tenant_id": "globex"}}],
+                                                "as": "m"}}], False, "reject"),
+        ("join-root", PR, [{"$lookup": {"from": MSG, "pipeline": [{"$project": {"all": "$$ROOT"}}], "as": "m"}}],
+         False, "reject"),
+        ("join-read-joined-id", PR, [{"$lookup": every_message}, {"$project": {"ids": "$m._id"}}], False, "reject"),
+        ("join-nested", PR, [{"$lookup": {"from": MSG, "pipeline": [{"$lookup": every_message}], "as": "m"}}],
+         False, "reject"),
+        ("join-engine", PR, [{"$lookup": {**every_message, "from": "store_meta"}}], False, "reject"),
+        ("join-three", PR, [{"$lookup": {**every_message, "as": f"m{i}"}} for i in range(3)], False, "reject"),
+    ]
+
+
 def all_cases() -> list[Case]:
     cases = _stages() + _javascript() + _hidden() + _names() + _fan_out() + _strings() + _regex() + _types() \
-        + _heavy_but_allowed()
+        + _heavy_but_allowed() + _joins()
     ids = [c[0] for c in cases]
     assert len(ids) == len(set(ids)), "case ids must be unique"
     return cases

@@ -40,7 +40,7 @@ def main(data_dir: str) -> None:
         started = time.perf_counter()
         outcome, leak, detail = "", "", ""
         try:
-            errors = validate_pipeline(pipeline, catalog.schemas.get(collection), policy)
+            errors = validate_pipeline(pipeline, catalog.schemas.get(collection), policy, schemas=catalog.schemas)
             if errors:
                 outcome, detail = "rejected", errors[0]
             else:

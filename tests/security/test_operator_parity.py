@@ -33,7 +33,9 @@ CASES: dict[str, list[tuple[object, object]]] = {
     "$toUpper": [("$title", "HÉLLO WöRLD"), (7, "7")],
     "$strLenCP": [("$title", 11)],
     "$not": [(["$flag"], False)],
-    "$eq": [(["$n", 7], True)], "$ne": [(["$n", 7], False)], "$gt": [(["$n", 3], True)],
+    # A missing operand is below null and equal only to another missing one; true is never 1.
+    "$eq": [(["$n", 7], True), (["$missing", None], False), (["$missing", "$nothing"], True), (["$flag", 1], False)],
+    "$ne": [(["$n", 7], False)], "$gt": [(["$n", 3], True), (["$none", "$missing"], True)],
     "$gte": [(["$n", 7], True)], "$lt": [(["$n", 3], False)], "$lte": [(["$n", 7], True)],
     "$cmp": [(["$n", "$m"], 1), (["$m", "$n"], -1), (["$n", 7], 0)],
     "$subtract": [(["$n", "$m"], 4), (["$d", 3_600_000], datetime(2026, 1, 3, 19, 30)),
