@@ -270,14 +270,15 @@ class TrainExamples:
     databases are disjoint from test.json's; on train itself the question's own database is left out)."""
 
     def __init__(self, data: Path, allow_regex: bool = False, limit: int = 2):
-        from context_engine.query.validate import STAGES
+        from context_engine.query.validate import JOIN, STAGES
 
+        allowed = (*STAGES, JOIN)  # a join is validated with the tenant's schemas, scope injected
         records, _ = load_split(data, "train")
         self.limit = limit
         self.texts: list[str] = []
         self.items: list[tuple[str, str]] = []  # (db, the example line)
         for q in questions_of(records)[0]:
-            if any(name not in STAGES for stage in q.gold.pipeline for name in stage):
+            if any(name not in allowed for stage in q.gold.pipeline for name in stage):
                 continue
             plan = json.dumps({"collection": q.gold.collection, "pipeline": _jsonable(q.gold.pipeline)},
                               ensure_ascii=False, separators=(",", ":"))
