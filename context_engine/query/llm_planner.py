@@ -331,5 +331,11 @@ class LLMPlanner:
         if ir.pipeline is not None:
             ir.pipeline = link_people(ir.pipeline, ir.collection, ctx)
         link_filters(ir, schema, ctx)
+        notes = ["written by the LLM planner"]
+        if ir.text and not schema.text_index:
+            # A collection with no full-text index (a team's table of names and numbers): the model's
+            # topic words are words of the question it already read as fields, never a search to run.
+            notes.append(f"topic words {' '.join(ir.text)!r} dropped: {schema.name} has no full-text index")
+            ir.text = []
         return Plan(collection=ir.collection, pipeline=compile_plan(ir, schema), confidence=0.8,
-                    planner="llm", notes=["written by the LLM planner"], ir=ir)
+                    planner="llm", notes=notes, ir=ir)

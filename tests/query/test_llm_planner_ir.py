@@ -234,6 +234,8 @@ def test_a_teams_own_collections_in_the_prompt(tmp_path):
     answer = {"collection": "Student", "unwind": "Sports", "filters": [{"field": "Sports.SportName[]", "op": "eq",
                                                                           "value": "Chess"}],
               "shape": {"kind": "list", "fields": ["Fname"]}}
-    plan = LLMPlanner(ScriptedChatModel.answering(answer)).plan(context(catalog, "first names of chess players"))
+    plan = LLMPlanner(ScriptedChatModel.answering({**answer, "text": ["chess", "players"]})).plan(
+        context(catalog, "first names of chess players"))
     assert plan.pipeline == [{"$unwind": "$Sports"}, {"$match": {"Sports.SportName": "Chess"}},
                              {"$project": {"Fname": 1, "ref": 1}}]
+    assert "topic words 'chess players' dropped: Student has no full-text index" in plan.notes
