@@ -126,6 +126,8 @@ def test_order_counts_only_when_the_question_asks_for_one():
     assert same_result(gold, gold, SORTED, "List the names sorted by age")
     assert same_result(backwards, gold, SORTED, "Which names are there, with their ages?")
     assert same_result(backwards, gold, LIST, "List the names in descending order")  # the gold does not sort
+    assert not same_result(backwards, gold, SORTED, "Show the names, arranged from oldest to youngest")
+    assert not same_result(backwards, gold, SORTED, "names from tallest to shortest")
 
 
 def test_a_number_answers_a_number():

@@ -49,8 +49,10 @@ TENANT_PREFIX = "tend_"
 # engine's `people` is its identity directory); the gold runs on plain mongomock under the original.
 ENGINE_NAMES = {"people": "persons", "pull_requests": "pull_request_rows", "issues": "issue_rows",
                 "messages": "message_rows", "documents": "document_rows", "commits": "commit_rows"}
+# The words that ask for an order (chosen on train.json: 2,453 of its 3,100 sorting golds' questions say
+# one of them; "arranged by their age", "from tallest to shortest", "by descennding count" among the rest).
 ORDER_WORDS = re.compile(r"\b(?:order(?:ed|ing)?|sort(?:ed|ing)?|top|most|least|first|highest|lowest|"
-                         r"ascending|descending|alphabetical(?:ly)?|rank(?:ed|ing)?)\b", re.I)
+                         r"ascen\w*|descen\w*|alphabetical(?:ly)?|rank(?:ed|ing)?|arrang\w*|from \w+est to)\b", re.I)
 _SAMPLE = re.compile(r"stratified:([1-9]\d*)")
 MAX_EXAMPLE_CHARS = 600  # a longer example costs a small model more reading than it teaches
 
