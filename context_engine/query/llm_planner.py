@@ -337,5 +337,7 @@ class LLMPlanner:
             # topic words are words of the question it already read as fields, never a search to run.
             notes.append(f"topic words {' '.join(ir.text)!r} dropped: {schema.name} has no full-text index")
             ir.text = []
+        if not ir.text:  # no search: nothing to rank by relevance
+            ir.shape.sort = [k for k in ir.shape.sort if k.field != "relevance"]
         return Plan(collection=ir.collection, pipeline=compile_plan(ir, schema), confidence=0.8,
                     planner="llm", notes=notes, ir=ir)

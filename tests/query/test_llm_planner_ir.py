@@ -234,6 +234,7 @@ def test_a_teams_own_collections_in_the_prompt(tmp_path):
     answer = {"collection": "Student", "unwind": "Sports", "filters": [{"field": "Sports.SportName[]", "op": "eq",
                                                                           "value": "Chess"}],
               "shape": {"kind": "list", "fields": ["Fname"]}}
+    answer["shape"]["sort"] = [{"field": "relevance", "direction": -1}]  # no search left to rank by
     plan = LLMPlanner(ScriptedChatModel.answering({**answer, "text": ["chess", "players"]})).plan(
         context(catalog, "first names of chess players"))
     assert plan.pipeline == [{"$unwind": "$Sports"}, {"$match": {"Sports.SportName": "Chess"}},
