@@ -37,7 +37,15 @@ def resolve_field(schema: CollectionSchema, name: str, *, date: bool = False) ->
         return name
     if role:
         return role
+    loose = [path for path in schema.fields if _loosely(path) == _loosely(name)]
+    if len(loose) == 1:  # "country" for Country, "elections.District" for election.District: one field meant
+        return loose[0]
     raise CompileError(f"{schema.name} has no field or role {name!r}")
+
+
+def _loosely(path: str) -> str:
+    """A path as a writer may misremember it: any case, each key without a plural "s"."""
+    return ".".join(part.lower().removesuffix("s") for part in path.split("."))
 
 
 def empty(path: str) -> dict[str, Any]:

@@ -193,3 +193,13 @@ def test_unwind_reads_each_element_of_an_embedded_array(store, schema):
         compile_plan(PlanIR("issues", unwind="title"), schema)
     assert PlanIR.from_json(ir.to_json()) == ir
     assert "unwind" not in PlanIR("issues").to_json() and "fields" not in Shape().to_json()  # older plans read the same
+
+
+def test_a_field_named_in_another_case_or_number_is_the_one_field_meant(store, schema):
+    # A model writes "State", "Review.user.login": the one field so named, whatever its case or number
+    ir = PlanIR("issues", filters=[Filter("State", "eq", "open")], shape=Shape("list", fields=["Title"]))
+    assert compile_plan(ir, schema) == [{"$match": {"state": "open"}}, {"$project": {"title": 1, "ref": 1}}]
+    assert compile_plan(PlanIR("issues", filters=[Filter("Review.User.Login", "eq", "ann")]), schema) == [
+        {"$match": {"reviews.user.login": "ann"}}]
+    with pytest.raises(CompileError, match="no field or role 'stat'"):
+        compile_plan(PlanIR("issues", filters=[Filter("stat", "eq", "open")]), schema)  # no guessing past that
