@@ -15,8 +15,6 @@ from typing import Any
 HIDDEN_FIELDS: frozenset[str] = frozenset({"_id", "tenant_id", "acl"})
 """Fields that never leave the store: not in a schema, a prompt, a model-written query or a result."""
 
-COLLECTIONS: tuple[str, ...] = ("pull_requests", "issues", "messages", "documents", "commits", "people")
-
 CHAT_ROLES: tuple[str, ...] = ("router", "planner", "generator", "judge")
 """Who uses a chat model: the router; the query planner; compression and the answer; reranking and the
 grounding check. Each can be given its own model."""

@@ -20,15 +20,22 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from context_engine.config import COLLECTIONS, Settings, check_question
+from context_engine.config import Settings, check_question
+from context_engine.kinds import BUILTIN, Registry
 
 MAX_ROWS_PER_PAGE = 50
 MAX_TEXT = 600          # characters of one snippet or field value in a tool result
 MAX_ANSWER = 6000       # characters of an answer
 
+# The kinds every tenant may have, named from the registry; a team's own collections (`ingest json`,
+# `ingest mongodb`) differ per tenant, so the tools say where to find them (`schema`).
+_BUILTIN_KINDS = ", ".join(kind.plural for kind in BUILTIN.values() if kind.searchable)
+_BUILTIN_NAMES = ", ".join(BUILTIN)
+
 INSTRUCTIONS = (
-    "Engineering context for this team: pull requests, reviews, issues, Slack threads, documents and "
-    "commits, scoped to what the caller may read. Use `ask` for a question in plain language (it "
+    f"Engineering context for this team: {_BUILTIN_KINDS} (with reviews and Slack threads), and any "
+    "collection of its own the team ingested (`schema` lists them), scoped to what the caller may read. "
+    "Use `ask` for a question in plain language (it "
     "answers with citations and shows the queries it ran), `search` to find records about a topic, "
     "`get_record` to read one record and what links to it, `query` for an exact MongoDB aggregation "
     "pipeline, `find_people` to turn a name into accounts, `schema` to see fields and values, "
@@ -75,7 +82,8 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
     server = MCPServer(name="context-engine", instructions=INSTRUCTIONS, log_level="WARNING")
 
     @server.tool(description="Answer a question about the team's engineering work (PRs, reviews, issues, Slack "
-                             "threads, docs, commits) in English or Chinese. Returns the answer, its numbered "
+                             "threads, docs, commits, the team's own collections) in English or Chinese. "
+                             "Returns the answer, its numbered "
                              "citations (with URLs) and every database query it ran. Use for 'why', 'who', "
                              "'how many', 'what happened with' questions.")
     async def ask(question: Annotated[str, Field(description="The question, in plain language")],
@@ -138,7 +146,8 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
     @server.tool(description="Run one MongoDB aggregation pipeline on a collection, through the same allow-list "
                              "validator and tenant/access scope as every other query. Rejections come back as "
                              "errors with one sentence per problem. Paged: `offset` and at most 50 rows a page.")
-    async def query(collection: Annotated[str, Field(description=f"One of: {', '.join(COLLECTIONS)}")],
+    async def query(collection: Annotated[str, Field(description=f"One of: {_BUILTIN_NAMES}, or one of the "
+                                                                 "team's own collections that `schema` lists")],
               pipeline: Annotated[list[dict[str, Any]], Field(description='e.g. [{"$match": {"state": "open"}}]; '
                                                                           'dates as {"$date": "2026-11-01T00:00:00Z"}')],
               ctx: Context,
@@ -150,8 +159,7 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
         from context_engine.runtime import catalog_for, store_for
 
         scoped = caller(ctx)
-        if collection not in COLLECTIONS:
-            raise ToolError(f"unknown collection {collection!r}; use one of: {', '.join(COLLECTIONS)}")
+        _known(_kinds_of(scoped), collection)
         pipeline = from_extended_json(pipeline)
         schemas = _run(lambda: catalog_for(scoped)).schemas
         schema = schemas.get(collection)
@@ -171,7 +179,8 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
                           "next_offset": offset + len(page) if more else None})
 
     @server.tool(description="Hybrid search (BM25 + embeddings, fused and reranked) over PRs, issues, Slack "
-                             "threads, docs and commits the caller may read. Returns ranked records with "
+                             "threads, docs, commits and the team's own collections the caller may read. "
+                             "Returns ranked records with "
                              "snippets and refs to pass to `get_record`.")
     def search(query: Annotated[str, Field(description="Words or a question about a topic")],
                ctx: Context,
@@ -211,7 +220,7 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
         store = _run(lambda: store_for(scoped))
         mine = principals(scoped)
         scope = scope_filter(scoped.tenant, mine)
-        for collection in COLLECTIONS:
+        for collection in _kinds_of(scoped).names():
             found = store.find_refs(collection, scope, [ref])
             if found:
                 chain = _run(lambda: follow_links(store, scoped.tenant, mine, [ref], max_hops=1, limit=12))
@@ -271,10 +280,22 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
 def _describe(scoped: Settings, collection: str | None) -> dict[str, str]:
     from context_engine.runtime import catalog_for
 
+    if collection is not None:
+        _known(_kinds_of(scoped), collection)
     schemas = _run(lambda: catalog_for(scoped)).schemas
-    if collection is not None and collection not in COLLECTIONS:
-        raise ToolError(f"unknown collection {collection!r}; use one of: {', '.join(COLLECTIONS)}")
     return {name: s.describe() for name, s in schemas.items() if collection in (None, name)}
+
+
+def _kinds_of(scoped: Settings) -> Registry:
+    """The kinds the caller's tenant has: the built-in ones and its own, as its store keeps them."""
+    from context_engine.runtime import store_for
+
+    return _run(lambda: store_for(scoped).kinds(scoped.tenant))
+
+
+def _known(kinds: Registry, collection: str) -> None:
+    if collection not in kinds:
+        raise ToolError(f"unknown collection {collection!r}; use one of: {', '.join(kinds.names())}")
 
 
 def _owners(scoped: Settings, refs: list[str]) -> list[str]:

@@ -194,19 +194,6 @@ def test_a_non_member_never_sees_the_private_incident_in_schema_enumerations(own
     assert "Card numbers" not in _cli(data_dir, "schema", "--as", OUTSIDER).stdout
 
 
-# Value search and the planners read a tenant's own kinds through the registry (`query.fields.registry_of`,
-# helper `registry`); until that is merged these run only where it is.
-def _planning_reads_the_registry() -> bool:
-    import context_engine.query.fields as fields
-
-    return hasattr(fields, "registry_of")
-
-
-needs_registry = pytest.mark.skipif(not _planning_reads_the_registry(),
-                                    reason="planning does not read the tenant's registry on this branch")
-
-
-@needs_registry
 def test_value_search_confirms_an_own_value_readable_by_the_asker(own_dir):
     from context_engine.runtime import principals_for, value_index_for
 
@@ -307,7 +294,6 @@ def _refs(answer):
     return {r.get("ref") for r in answer.get("records", [])}
 
 
-@needs_registry
 def test_ask_lists_and_counts_own_records_within_the_askers_access(own_dir):
     data_dir, *_ = own_dir
     outsider = _ask(data_dir, "list the sev1 incidents", "--as", OUTSIDER)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from context_engine.answering.links import references
-from context_engine.query.fields import VALUE_ROLES
+from context_engine.kinds import BUILTIN
 from context_engine.query.schema import values_at
 from context_engine.sources.adf import adf_to_text
 from context_engine.sources.problems import ReadProblems, SourceError
@@ -264,7 +264,7 @@ def test_jira_and_linear_answer_the_same_issue_fields(jira, linear):
     jira_doc = normalize("issues", by_key(jira[0])["ENG-231"])
     linear_doc = normalize("issues", by_key(linear[0])["PLAT-142"])
     for role in roles:
-        path = VALUE_ROLES["issues"][role][0]
+        path = BUILTIN["issues"].roles()[role][0]
         assert values_at(jira_doc, path) and values_at(linear_doc, path), role
         assert type(values_at(jira_doc, path)[0]) is type(values_at(linear_doc, path)[0]), role
     for doc in (jira_doc, linear_doc):

@@ -105,13 +105,14 @@ def test_the_persisted_link_index_answers_as_the_in_memory_table(settings):
     """The embedded store's link index (SQLite, synced by write order) proposes exactly the records
     the in-memory table built from a scan of the store does, without loading a collection."""
     from context_engine.answering.links import IDENTITY, REFERRER, LinkIndex, _memory_table
-    from context_engine.config import COLLECTIONS
+    from context_engine.kinds import BUILTIN_NAMES as COLLECTIONS
+    from context_engine.kinds import Registry
     from context_engine.store.documents import open_store
 
     fresh = open_store(settings)
     stored = LinkIndex.synced(fresh).for_tenant("acme")
     assert fresh._unread == set(COLLECTIONS)
-    memory = _memory_table(open_store(settings), "acme")
+    memory = _memory_table(open_store(settings), "acme", Registry())
     targets = {target for _, target in memory.by_target}
     assert len(targets) > 100
     for kind in (IDENTITY, REFERRER):

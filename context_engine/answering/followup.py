@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from context_engine.kinds import BUILTIN, Registry, builtin_registry
 from context_engine.prompts import FOLLOWUP_SYSTEM
 from context_engine.query.identity import PeopleDirectory
 from context_engine.query.planner.draft import NUMBER_WORDS
@@ -264,9 +265,10 @@ _NEW_QUESTION = re.compile(r"^\s*(?:(?:a\s+)?(?:separate|different|new|another|u
 
 
 def resolve_offline(question: str, turns: list[dict[str, Any]], directory: PeopleDirectory | None,
-                    now: datetime) -> FollowUp:
+                    now: datetime, kinds: Registry | None = None) -> FollowUp:
     """`turns`: the thread's earlier turns ({standalone, people, people_text, times, refs, answer_people}),
-    oldest first; empty on a new thread."""
+    oldest first; empty on a new thread. `kinds`: the tenant's kinds (default: the built-in ones)."""
+    kinds = kinds or builtin_registry()
     if not turns:
         return FollowUp(question)
     new = _NEW_QUESTION.match(question)
@@ -328,16 +330,16 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
             listed = bool(re.match(r"^(?:which|what)\b|^哪些", core, re.I))
             return FollowUp(_narrowed(previous, rest, listed), f"of the last answer's records: {rest!r}", rest)
     if _AUTHOR_OF_IT.match(core) and previous.get("refs"):
-        noun = _NOUNS.get(previous.get("collection", ""), "")
+        noun = _noun(kinds, previous.get("collection"))
         verb = "posted" if previous.get("collection") == "messages" else "opened"
         return FollowUp(" ".join(w for w in ("who", verb, noun, previous["refs"][0]) if w), f"the author of {previous['refs'][0]}")
-    elliptical = _elliptical(core, turns, directory, now, continues=bool(_LEAD.match(question)))
+    elliptical = _elliptical(core, turns, directory, now, kinds, continues=bool(_LEAD.match(question)))
     if elliptical is not None:
         return elliptical
     record = _RECORD.search(question)
     if record and previous.get("refs"):
         ref = previous["refs"][0]
-        noun = _NOUNS.get(previous.get("collection", ""), "")
+        noun = _noun(kinds, previous.get("collection"))
         said = f"{noun} {ref}" if noun else ref
         return FollowUp(question[:record.start()] + said + question[record.end():], f"{record.group(0)!r} = {said}")
     records = _RECORDS.search(question)
@@ -352,7 +354,6 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
 # answer ("how many is that", "which month had the most?", "and about parquet?", "哪些是 bug", "list them",
 # "only lhoestq's", "how many did they merge?"): the last question with the new words, its own way of
 # answering (a count, a list, a ranking) replaced when the follow-up says another.
-_NOUNS = {"pull_requests": "PR", "issues": "issue", "messages": "message", "documents": "document", "commits": "commit"}
 _OF_THOSE = re.compile(r"\s*\b(?:of|among|from|in)\s+(?:all\s+)?(?:those|these|them)\b|^(?:any|some|all)\s+of\s+(?:them|those|these)\s*"
                        r"|^(?:anything|any|something)\s+(?:in\s+there|in\s+it|among\s+them)\s*|^(?:keep|narrow\s+(?:it|that|this|them|those)?\s*"
                        r"(?:down\s+)?to)\s+"
@@ -430,8 +431,17 @@ def _narrowed(previous: dict[str, Any], words: str, listed: bool = False) -> str
     return f"{before} {words}".strip()
 
 
+def _noun(kinds: Registry, collection: str | None) -> str:
+    """How a rewritten question names one record of a kind ("PR acme/web#12", "incident INC-7"): the
+    way people say it, so the planner reads it back."""
+    kind = kinds.get(collection or "")
+    if kind is None or not kind.searchable:
+        return ""
+    return "PR" if kind.name == "pull_requests" else kind.noun
+
+
 def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirectory | None, now: datetime,
-                continues: bool) -> FollowUp | None:
+                kinds: Registry, continues: bool) -> FollowUp | None:
     """`continues`: the follow-up opened with "and", "what about", "那" ... A longer question that neither
     continues nor refers to the last answer is a question of its own."""
     previous = turns[-1]
@@ -474,8 +484,8 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
         if named_people and all(name in previous.get("people", []) for name in named_people):
             rest = theirs.group("rest").strip(" ?？")
             return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}", rest)
-    named, _ = detect_collection(words, {n: None for n in _NOUNS})
-    if named is not None and not _RECORD_NOUN.search(words):
+    named, _ = detect_collection(words, {kind.name: None for kind in kinds if kind.searchable}, kinds)
+    if named in BUILTIN and not _RECORD_NOUN.search(words):
         named = None  # "有几个打了 bug 标签": bug is a label here, not a kind of record
     if named is not None and words != core and not _OF_THOSE.search(words):
         # "how many PRs did they open that year?": once the person and the year are said, it stands alone
@@ -542,9 +552,10 @@ class Standalone(BaseModel):
 
 
 def resolve_followup(question: str, turns: list[dict[str, Any]], directory: PeopleDirectory | None,
-                     now: datetime, llm: Any = None) -> FollowUp:
-    """The question as it stands alone, given the thread's earlier turns (oldest first)."""
-    offline = resolve_offline(question, turns, directory, now)
+                     now: datetime, llm: Any = None, kinds: Registry | None = None) -> FollowUp:
+    """The question as it stands alone, given the thread's earlier turns (oldest first). `kinds`: the
+    tenant's kinds (default: the built-in ones)."""
+    offline = resolve_offline(question, turns, directory, now, kinds)
     if llm is None or not turns:
         return offline
     conversation = "\n".join(f"Q: {t['standalone']}\nA: {t.get('answer', '')[:400]}" for t in turns[-3:])

@@ -18,6 +18,10 @@ from the records' text when an answer needs them.
 
 A link reads "source relation target": "acme/infra#812 fixes ENG-231", "ENG-231 discussed in
 C02INFRA3K:...", "acme/infra#812 implements DOC-14", "C02INFRA3K:... documented in DOC-14".
+
+Which fields of a record hold such text is its kind's (`kinds`: `link_text`); a tenant's own kind
+may also declare references (`references`: an incident's `pr` field holds a pull request's ref), which
+link like a reference in text ("INC-7 mentions acme/web#12"), both ways.
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ import sqlite3
 import threading
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
+from context_engine.kinds import BUILTIN, CollectionSpec, Registry
 from context_engine.query.execute import scope_filter
 from context_engine.query.schema import values_at
 from context_engine.retrievers.chunking import chunk_collection
@@ -39,17 +44,11 @@ __all__ = ["Reference", "Link", "LinkedRecord", "LinkChain", "RELATIONS", "refer
 # Strongest first: when two records are linked more than once, the strongest relation is kept.
 RELATIONS = ("fixes", "implements", "documented in", "discussed in", "mentions")
 
-# Where each collection's records keep text that can reference other records, for every source shape
-# (GitHub, Jira, Slack, pages, git). Reading a record and searching for referencing records use the same paths.
-TEXT_FIELDS: dict[str, tuple[str, ...]] = {
-    "pull_requests": ("title", "body", "reviews.body", "review_comments.body", "comments.body"),
-    "issues": ("title", "body", "comments.body", "fields.summary", "fields.description",
-               "fields.comment.comments.body"),
-    "messages": ("text",),
-    "documents": ("title", "body", "content", "text", "links"),
-    "commits": ("message", "commit.message"),
-}
-_ANY_TEXT_FIELD = tuple(dict.fromkeys(path for paths in TEXT_FIELDS.values() for path in paths))
+# Where the built-in kinds' records keep text that can reference other records, for every source shape
+# (GitHub, Jira, Slack, pages, git: each spec's `link_text`). A built-in record is read at all of them (a
+# stored record does not say its collection; its fields do). Reading a record and searching for
+# referencing records use the same paths.
+_ANY_TEXT_FIELD = tuple(dict.fromkeys(path for kind in BUILTIN.values() for path in kind.link_text or ()))
 _URL_FIELDS = ("url", "html_url", "permalink")
 
 _URL = re.compile(r"https?://[^\s<>|()\[\]{}\"'`]+")
@@ -170,22 +169,50 @@ def _own_targets(record: dict[str, Any]) -> set[str]:
     return own
 
 
-def references(record: dict[str, Any]) -> list[Reference]:
-    """The references a stored record's text makes, one per target (the strongest cue kept), in order
-    of first appearance; references to the record itself are left out."""
+def _links(kind: CollectionSpec | None) -> bool:
+    """Whether a kind's records can reference others (built-in people cannot)."""
+    return kind is not None and bool(kind.link_text or kind.references)
+
+
+def _declared(record: dict[str, Any], kind: CollectionSpec, kinds: Registry) -> Iterable[Reference]:
+    """The references a tenant's own kind declares (`references`: field -> collection), as the target
+    collection's records are known: a ref, a URL, or a tenant's own kind's key ("7" in an `incident`
+    field is INC-7)."""
+    for path, collection in kind.references.items():
+        target_kind = kinds.get(collection)
+        for value in values_at(record, path):
+            if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+                continue
+            text = str(value).strip()
+            if _URL.fullmatch(text):
+                target = _canonical_url(text)[1]
+            elif target_kind is not None and not target_kind.builtin and not text.startswith(target_kind.ref_prefix):
+                target = target_kind.ref_prefix + text
+            else:
+                target = text
+            yield Reference(target, "declared", text, None)
+
+
+def references(record: dict[str, Any], kind: CollectionSpec | None = None,
+               kinds: Registry | None = None) -> list[Reference]:
+    """The references a stored record's text makes (and, for a tenant's own `kind`, its declared
+    reference fields: `kinds` tells its targets' kinds), one per target (the strongest cue kept), in
+    order of first appearance; references to the record itself are left out."""
     repo = record.get("repo") if isinstance(record.get("repo"), str) else None
     own = _own_targets(record)
+    own_kind = kind is not None and not kind.builtin
     found: dict[str, Reference] = {}
-    for path in _ANY_TEXT_FIELD:  # a stored record does not say its collection; its fields do
-        for text in _strings(values_at(record, path)):
-            for ref in _text_references(text, repo):
-                if ref.target in own:
-                    continue
-                known = found.get(ref.target)
-                if known is None:
-                    found[ref.target] = ref
-                elif _CUE_STRENGTH[ref.cue] < _CUE_STRENGTH[known.cue]:
-                    found[ref.target] = replace(known, cue=ref.cue)
+    texts = (ref for path in ((kind.link_text or ()) if own_kind else _ANY_TEXT_FIELD)
+             for text in _strings(values_at(record, path)) for ref in _text_references(text, repo))
+    declared = _declared(record, kind, kinds or Registry()) if own_kind else ()
+    for ref in (*declared, *texts):
+        if ref.target in own:
+            continue
+        known = found.get(ref.target)
+        if known is None:
+            found[ref.target] = ref
+        elif _CUE_STRENGTH[ref.cue] < _CUE_STRENGTH[known.cue]:
+            found[ref.target] = replace(known, cue=ref.cue)
     return list(found.values())
 
 
@@ -203,6 +230,7 @@ class _Node:
     collection: str
     ref: str
     records: list[dict[str, Any]]
+    kinds: Registry
 
     def identities(self) -> set[str]:
         """The canonical targets a reference to this record can have."""
@@ -212,7 +240,8 @@ class _Node:
         return found | ({_document_key(self.collection, self.records[0])} - {None})
 
     def references(self) -> list[Reference]:
-        return [ref for record in self.records for ref in references(record)]
+        kind = self.kinds.get(self.collection)
+        return [ref for record in self.records for ref in references(record, kind, self.kinds)]
 
 
 @dataclass
@@ -232,7 +261,7 @@ class _LinkTable:
 
 IDENTITY, REFERRER = 0, 1
 _table_lock = threading.Lock()
-_tables: dict[tuple[int, str], tuple[int, _LinkTable]] = {}
+_tables: dict[tuple[int, str, tuple[str, ...]], tuple[int, _LinkTable]] = {}
 
 
 def _document_key(collection: str, record: dict[str, Any]) -> str | None:
@@ -242,11 +271,11 @@ def _document_key(collection: str, record: dict[str, Any]) -> str | None:
     return None
 
 
-def _entries(collection: str, record: dict[str, Any]) -> Iterable[tuple[int, str]]:
+def _entries(collection: str, record: dict[str, Any], kinds: Registry) -> Iterable[tuple[int, str]]:
     """(IDENTITY, target) for what the record is known as, (REFERRER, target) for what it references."""
     for target in _own_targets(record) | ({_document_key(collection, record)} - {None}):
         yield IDENTITY, target
-    for ref in references(record):
+    for ref in references(record, kinds.get(collection), kinds):
         yield REFERRER, ref.target
 
 
@@ -254,7 +283,7 @@ def _thread_key(record: dict[str, Any]) -> tuple[str, str]:
     return str(record.get("channel_id")), str(record.get("thread_ts") or record.get("ts"))
 
 
-def _link_table(store: Any, tenant: str) -> Any:
+def _link_table(store: Any, tenant: str, kinds: Registry) -> Any:
     """The tenant's link table: on the embedded store the persisted `LinkIndex` (kept beside the
     store, brought up to date with the records written since it was), else built once per store
     revision in memory. Following links is then lookups instead of a scan of every text field per step."""
@@ -263,28 +292,28 @@ def _link_table(store: Any, tenant: str) -> Any:
             return LinkIndex.synced(store).for_tenant(tenant)
         except sqlite3.Error:
             pass  # a read-only data dir (or a damaged links.sqlite) still answers, from a table in memory
-    return _memory_table(store, tenant)
+    return _memory_table(store, tenant, kinds)
 
 
 def thread_table(store: Any, tenant: str) -> Any:
     """The tenant's link table, whose `thread(channel_id, thread_ts)` lists the refs of a Slack
     thread's stored messages, the parent's and every reply's (candidates only: whoever asks reads
     them through the scoped store query; `hybrid.LiveAccess` checks a thread hit with it)."""
-    return _link_table(store, tenant)
+    return _link_table(store, tenant, store.kinds(tenant))
 
 
-def _memory_table(store: Any, tenant: str) -> _LinkTable:
-    key = (id(store), tenant)
+def _memory_table(store: Any, tenant: str, kinds: Registry) -> _LinkTable:
+    key = (id(store), tenant, kinds.names())
     revision = getattr(store, "revision", 0)
     with _table_lock:
         cached = _tables.get(key)
         if cached and cached[0] == revision:
             return cached[1]
     table = _LinkTable({}, {})
-    for collection in TEXT_FIELDS:
+    for collection in (kind.name for kind in kinds if _links(kind)):
         for record in store.collection(collection).find({"tenant_id": tenant}):
             entry = (collection, str(record["ref"]))
-            for kind_target in _entries(collection, record):
+            for kind_target in _entries(collection, record, kinds):
                 table.by_target.setdefault(kind_target, set()).add(entry)
             if collection == "messages":
                 table.threads.setdefault(_thread_key(record), []).append(entry[1])
@@ -339,7 +368,7 @@ class LinkIndex:
             index = cls._open.get(str(path))
             if index is None:
                 index = cls._open[str(path)] = cls(path, store.file.path)
-        index.sync(store.file.generation())
+        index.sync(store.file.generation(), lambda tenant: store.kinds(tenant))
         return index
 
     def for_tenant(self, tenant: str) -> "_TenantLinks":
@@ -349,8 +378,9 @@ class LinkIndex:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
-    def sync(self, generation: int) -> None:
-        """Index the rows written since the last sync and forget deleted records."""
+    def sync(self, generation: int, kinds_of: Callable[[str], Registry] = lambda tenant: Registry()) -> None:
+        """Index the rows written since the last sync and forget deleted records. `kinds_of(tenant)`:
+        the tenant's kinds (which of its collections link, and how)."""
         if self._meta("generation") == str(generation) and self._meta("format") == self._FORMAT:
             return
         with self._lock:
@@ -363,22 +393,27 @@ class LinkIndex:
                         cur.execute(f"DELETE FROM {table}")
                 last = int(self._meta("seq") or 0)
                 top = last
+                registries: dict[str, Registry] = {}
                 rows = self.conn.execute("SELECT seq, coll, id, body, dates FROM store.docs WHERE seq > ? ORDER BY seq",
                                          (last,))
                 for seq, coll, doc_id, body, dates in rows:
                     top = seq
                     self._forget(cur, coll, doc_id)
                     cur.execute("INSERT OR IGNORE INTO seen (coll, id) VALUES (?, ?)", (coll, doc_id))
-                    if coll not in TEXT_FIELDS:
-                        continue
+                    if coll in BUILTIN and not _links(BUILTIN[coll]):
+                        continue  # read no further: a built-in kind is the same for every tenant
                     try:
                         record = stored_record(doc_id, body, dates)
                     except RowDamaged:
                         continue  # a damaged row links nothing (the store skips and counts it)
                     tenant, ref = record.get("tenant_id"), str(record.get("ref"))
+                    if tenant not in registries:
+                        registries[tenant] = kinds_of(tenant)
+                    if not _links(registries[tenant].get(coll)):
+                        continue
                     cur.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)",
                                     [(tenant, kind, target, coll, ref, doc_id)
-                                     for kind, target in dict.fromkeys(_entries(coll, record))])
+                                     for kind, target in dict.fromkeys(_entries(coll, record, registries[tenant]))])
                     if coll == "messages":
                         cur.execute("INSERT INTO threads VALUES (?, ?, ?, ?, ?, ?)",
                                     (tenant, *_thread_key(record), seq, ref, doc_id))
@@ -429,10 +464,11 @@ class _TenantLinks:
 
 
 class _Walk:
-    def __init__(self, store: Any, tenant: str, principals: list[str]):
+    def __init__(self, store: Any, tenant: str, principals: list[str], kinds: Registry):
         self.store = store
         self.scope = scope_filter(tenant, principals)
-        self.table = _link_table(store, tenant)
+        self.kinds = kinds
+        self.table = _link_table(store, tenant, kinds)
 
     def _fetch(self, entries: Iterable[tuple[str, str]]) -> list[tuple[str, dict[str, Any]]]:
         """The visible records among (collection, ref) candidates: the access filter decides here."""
@@ -444,13 +480,14 @@ class _Walk:
 
     def node(self, collection: str, record: dict[str, Any]) -> _Node:
         if collection != "messages":
-            return _Node(collection, str(record["ref"]), [record])
+            return _Node(collection, str(record["ref"]), [record], self.kinds)
         thread_ts = record.get("thread_ts") or record["ts"]
         refs = self.table.thread(str(record["channel_id"]), str(thread_ts))
         messages = [m for _, m in self._fetch(("messages", ref) for ref in refs)] or [record]
         messages.sort(key=lambda m: float(m["ts"]))
         parent = next((m for m in messages if m["ts"] == thread_ts), None)
-        return _Node("messages", str(parent["ref"]) if parent else f"{record['channel_id']}:{thread_ts}", messages)
+        return _Node("messages", str(parent["ref"]) if parent else f"{record['channel_id']}:{thread_ts}", messages,
+                     self.kinds)
 
     def resolve(self, targets: set[str]) -> dict[str, _Node]:
         """The visible records that canonical targets denote (target -> node)."""
@@ -468,7 +505,8 @@ class _Walk:
         candidates = self.table.lookup(REFERRER, by_target)
         found = []
         for collection, record in self._fetch(candidates):
-            hits = [(ref, by_target[ref.target]) for ref in references(record) if ref.target in by_target]
+            hits = [(ref, by_target[ref.target]) for ref in references(record, self.kinds.get(collection), self.kinds)
+                    if ref.target in by_target]
             if hits:
                 source = self.node(collection, record)
                 found.extend((source, ref, target) for ref, target in hits)
@@ -491,7 +529,7 @@ def _link(source: _Node, ref: Reference, target: _Node) -> Link:
 
 
 def _linked_record(node: _Node, hop: int) -> LinkedRecord:
-    chunks = chunk_collection(node.collection, node.records)
+    chunks = chunk_collection(node.collection, node.records, kind=node.kinds.get(node.collection))
     first = next((c for c in chunks if c.doc_ref == node.ref), chunks[0] if chunks else None)
     if first is None:
         return LinkedRecord(node.ref, node.collection, node.ref, None, None, "", hop)
@@ -500,13 +538,14 @@ def _linked_record(node: _Node, hop: int) -> LinkedRecord:
 
 
 def follow_links(store: Any, tenant: str, principals: list[str], refs: list[str], max_hops: int = 2,
-                 limit: int = 20) -> LinkChain:
+                 limit: int = 20, kinds: Registry | None = None) -> LinkChain:
     """The records linked to `refs` (stored refs or URLs) within `max_hops`, in both directions.
 
     Tenant- and ACL-scoped: a record the principals cannot read is neither a start, a step nor an
     end. At most `limit` records; within a hop, records reached by stronger relations come first.
+    `kinds`: the tenant's kinds (default: as its store keeps them, `DocumentStore.kinds`).
     """
-    walk = _Walk(store, tenant, principals)
+    walk = _Walk(store, tenant, principals, store.kinds(tenant) if kinds is None else kinds)
     targets = [_start_target(ref) for ref in refs]
     starts = walk.resolve(set(targets))
     ordered = list(dict.fromkeys(starts[t].ref for t in targets if t in starts))

@@ -28,7 +28,8 @@ from pydantic import BaseModel, Field, PrivateAttr
 from context_engine.config import Settings
 from context_engine.prompts import ROUTE_SYSTEM
 from context_engine.query.catalog import Catalog
-from context_engine.query.fields import PEOPLE_ROLES, VALUE_ROLES
+from context_engine.kinds import CollectionSpec
+from context_engine.query.fields import people_paths
 from context_engine.query.identity import COMMON_WORDS
 from context_engine.query.offline import OfflinePlanner, detect_collection
 from context_engine.query.plan import Plan, PlanningContext
@@ -66,7 +67,6 @@ CONTENT_CUES = re.compile(
 
 # Fields whose stored values are also topic words: a label, a repository, a channel.
 _SCOPE_ROLES = ("label", "repo", "channel", "space", "component", "project")
-_TIME_ROLES = ("created", "updated", "merged", "closed", "resolved", "reviewed")
 _TOPIC_STOPWORDS = ENGLISH_STOPWORDS | COMMON_WORDS | frozenset("""
 were been made make there any say says mention mentions mentioning related regarding concerning involving
 titled containing""".split())
@@ -154,7 +154,8 @@ def gather_signals(question: str, catalog: Catalog, ctx: PlanningContext | None,
     signals.plan = plan
     match = next((stage["$match"] for stage in plan.pipeline if "$match" in stage), {})
     signals.text = (match.get("$text") or {}).get("$search") or None
-    signals.filters = _classify_filters(match, plan.collection)
+    schema = ctx.schemas.get(plan.collection)
+    signals.filters = _classify_filters(match, schema.kind if schema is not None else None)
     signals.aggregation = _aggregation(plan.pipeline)
     return signals
 
@@ -205,18 +206,19 @@ def topic_words(signals: RouteSignals) -> str | None:
     return " ".join(dict.fromkeys(words)) or None
 
 
-def _classify_filters(match: dict[str, Any], collection: str) -> dict[str, list[str]]:
-    people_paths = {path for options in PEOPLE_ROLES.get(collection, {}).values() for path, _ in options}
-    roles = VALUE_ROLES.get(collection, {})
-    time_paths = {p for role in _TIME_ROLES for p in roles.get(role, [])}
-    scope_paths = {p for role in _SCOPE_ROLES for p in roles.get(role, [])}
+def _classify_filters(match: dict[str, Any], kind: CollectionSpec | None) -> dict[str, list[str]]:
+    people, time_paths, scope_paths = set(), set(), set()
+    if kind is not None:
+        people = people_paths(kind)
+        time_paths = {p for paths in kind.times.values() for p in paths}
+        scope_paths = {p for role in _SCOPE_ROLES for p in kind.values.get(role, ())}
     out: dict[str, list[str]] = {}
     for path, condition in _flatten(match):
         if path == "$text":
             continue
-        kind = ("people" if path in people_paths else "time" if path in time_paths
-                else "scope" if path in scope_paths else "condition")
-        out.setdefault(kind, []).append(f"{path} {json.dumps(condition, default=str, ensure_ascii=False)}")
+        group = ("people" if path in people else "time" if path in time_paths
+                 else "scope" if path in scope_paths else "condition")
+        out.setdefault(group, []).append(f"{path} {json.dumps(condition, default=str, ensure_ascii=False)}")
     return out
 
 

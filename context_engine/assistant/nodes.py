@@ -32,6 +32,7 @@ from context_engine.assistant.structured_query import planning_context, resolve_
 from context_engine.config import Settings, check_question
 from context_engine.query.answer import compose, ignored
 from context_engine.query.engine import NOTHING_TO_QUERY
+from context_engine.query.fields import registry_of
 from context_engine.retrievers.compress import compress as compress_passages
 from context_engine.retrievers.fusion import fuse_hits
 from context_engine.retrievers.hits import hit_to_dict, hit_to_document, rows_to_hits
@@ -90,8 +91,9 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     turns = [t for t in state.get("turns") or [] if t.get("scope") == _scope(settings)]
     question = asked
     if turns:
-        followup = resolve_followup(asked, turns, catalog_for(settings).directory, parse_now(state.get("now")),
-                                    llm=_llm(settings, "router", "start_turn"))
+        catalog = catalog_for(settings)
+        followup = resolve_followup(asked, turns, catalog.directory, parse_now(state.get("now")),
+                                    llm=_llm(settings, "router", "start_turn"), kinds=registry_of(catalog.schemas))
         question, update["followup"], update["narrowed"] = followup.standalone, followup.how, followup.added
     update.update(asked=asked, question=question, search_query=question)
     return update
@@ -198,11 +200,14 @@ def compress(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return {"contexts": [hit_to_dict(d) for d in docs]}
 
 
-def structured_answer(state: State) -> dict[str, Any]:
+def structured_answer(state: State, settings: Settings) -> dict[str, Any]:
     """The structured half's answer, citations, query trace and records, worded by `query.answer`."""
     result = run_result(state)
     attempts = result.attempts
-    answer, citations = compose(result, attempts[-1].plan.collection if attempts else None)
+    collection = attempts[-1].plan.collection if attempts else None
+    schema = catalog_for(settings).schemas.get(collection or "")
+    kind = schema.kind if schema is not None else None
+    answer, citations = compose(result, collection, kind)
     queries = []
     if attempts:
         final = state["attempts"][-1]["plan"]
@@ -220,7 +225,7 @@ def structured_answer(state: State) -> dict[str, Any]:
         spans = {"understood": [*state.get("understood", []), *({**s, "how": "topic"} for s in state["not_understood"])],
                  "not_understood": []}
     if topic and outcome in ("success", "no_results"):  # no_results: a retry's, after none was about it
-        noun = attempts[-1].plan.collection.replace("_", " ")  # "pull requests", "issues", "messages"
+        noun = kind.plural if kind is not None else collection.replace("_", " ")  # "pull requests", "incidents"
         if not topic["matched"]:  # the rest is not the answer: say what the conditions found, and that none fit
             answer, citations, records, outcome = (
                 f"None of the {topic['of']} {noun} the query found is about “{topic['topic']}”.", [], [], "no_results")
@@ -250,7 +255,7 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     and decline when nothing found answers the question."""
     settings = context_of(runtime).settings()
     route_ = state.get("route", "structured")
-    structured = structured_answer(state) if route_ != "semantic" else None
+    structured = structured_answer(state, settings) if route_ != "semantic" else None
     if route_ == "structured":
         return {**structured, "declined": False}
     question = state["question"]
@@ -344,10 +349,12 @@ def _record_people(records: list[dict[str, Any]], settings: Settings) -> list[st
     the name (two Berthas: "U9A4FC55E", so the follow-up names one person)."""
     from collections import Counter
 
-    from context_engine.query.fields import PEOPLE_ROLES
+    from context_engine.kinds import BUILTIN
     from context_engine.query.schema import values_at
 
-    people = catalog_for(settings).directory.people
+    catalog = catalog_for(settings)
+    people = catalog.directory.people
+    specs = [*BUILTIN.values(), *(s.own_kind for s in catalog.schemas.values() if s.own_kind is not None)]
     shared = {name for name, n in Counter(p.name for p in people).items() if n > 1}
     names: list[str] = []
 
@@ -359,8 +366,8 @@ def _record_people(records: list[dict[str, Any]], settings: Settings) -> list[st
     for row in records[:5]:
         if isinstance(row.get("name"), str):  # a group per person
             add(row["name"], str(row.get("_id") or row["name"]))
-        for roles in PEOPLE_ROLES.values():
-            for options in roles.values():
+        for spec in specs:
+            for options in spec.people_roles().values():
                 for path, kind in options:
                     for value in values_at(row, path):
                         person = next((p for p in people if p.handle(kind) == value), None)

@@ -18,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from context_engine.config import COLLECTIONS, Settings
+from context_engine.config import Settings
+from context_engine.kinds import BUILTIN_NAMES
 from context_engine.eval import eval_data
 
 QUESTIONS = [
@@ -80,7 +81,7 @@ def bench_schema(data_dir: Path, tenant: str, runs: int = 3) -> dict:
 
     store = open_store(Settings(data_dir=data_dir))
     out = {}
-    for name in COLLECTIONS:
+    for name in BUILTIN_NAMES:
         coll = store.collection(name)
         if not coll.count_documents({"tenant_id": tenant}, limit=1):
             continue

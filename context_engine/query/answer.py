@@ -10,13 +10,14 @@ import re
 from datetime import datetime
 from typing import Any
 
+from context_engine.kinds import BUILTIN, CollectionSpec
 from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, RunResult, Success
-from context_engine.query.fields import VALUE_ROLES
+from context_engine.query.fields import record_ref, role_paths
 from context_engine.query.schema import values_at
 
 LISTED = 10
-_NOUNS = {"pull_requests": "pull requests", "issues": "issues", "messages": "messages", "documents": "documents",
-          "commits": "commits", "people": "people"}
+# Where the built-in kinds keep who a listed record is by (Jira's display name, a Slack profile's name).
+_WHO = ("user.login", "fields.assignee.displayName", "user_profile.real_name", "author.name")
 
 
 def _get(doc: dict[str, Any], path: str) -> Any:
@@ -24,18 +25,24 @@ def _get(doc: dict[str, Any], path: str) -> Any:
     return next(iter(values_at(doc, path)), None)
 
 
-def _first(doc: dict[str, Any], collection: str, role: str) -> Any:
-    for path in VALUE_ROLES.get(collection, {}).get(role, []):
+def _kind(collection: str | None, kind: CollectionSpec | None) -> CollectionSpec | None:
+    return kind or BUILTIN.get(collection or "")
+
+
+def _first(doc: dict[str, Any], kind: CollectionSpec | None, role: str) -> Any:
+    for path in role_paths(kind, role) if kind is not None else ():
         value = _get(doc, path)
         if value not in (None, ""):
             return value
     return None
 
 
-def citation(doc: dict[str, Any], collection: str) -> dict[str, Any]:
-    title = _first(doc, collection, "title") or doc.get("ref")
-    title = " ".join(str(title).split())
-    return {"id": doc.get("ref"), "collection": collection, "title": title[:120], "url": _first(doc, collection, "url")}
+def citation(doc: dict[str, Any], collection: str, kind: CollectionSpec | None = None) -> dict[str, Any]:
+    """A record as an answer cites it. `kind`: the collection's spec (default: the built-in one)."""
+    kind = _kind(collection, kind)
+    ref = record_ref(doc, kind)
+    title = " ".join(str(_first(doc, kind, "title") or ref).split())
+    return {"id": ref, "collection": collection, "title": title[:120], "url": _first(doc, kind, "url")}
 
 
 def _day(value: Any) -> str:
@@ -78,19 +85,22 @@ def ignored(result: RunResult) -> str:
     return lines
 
 
-def compose(result: RunResult, collection: str | None) -> tuple[str, list[dict[str, Any]]]:
-    """The answer text and its citations."""
-    text, citations = _compose(result, collection)
+def compose(result: RunResult, collection: str | None,
+            kind: CollectionSpec | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """The answer text and its citations. `kind`: the collection's spec (`schema.kind`; default: the
+    built-in kind of that name)."""
+    text, citations = _compose(result, collection, _kind(collection, kind))
     return text + ignored(result), citations
 
 
-def _compose(result: RunResult, collection: str | None) -> tuple[str, list[dict[str, Any]]]:
+def _compose(result: RunResult, collection: str | None,
+             kind: CollectionSpec | None) -> tuple[str, list[dict[str, Any]]]:
     if isinstance(result, ResolutionFailed):
         return result.message, []
     if isinstance(result, MaxAttempts):
         last = result.attempts[-1].error if result.attempts else "no plan"
         return f"I could not build a valid query after {len(result.attempts)} attempt(s). Last error: {last}", []
-    noun = _NOUNS.get(collection or "", "records")
+    noun = kind.plural if kind is not None else "records"
     if isinstance(result, NoResults):
         return f"No {noun} matched. Tried: {result.tried}", []
     assert isinstance(result, Success)
@@ -105,13 +115,13 @@ def _compose(result: RunResult, collection: str | None) -> tuple[str, list[dict[
         lines = [f"{i}. {_label(r)}: {r.get(metric)}" for i, r in enumerate(rows[:25], 1)]
         more = f"\n… and {len(rows) - 25} more" if len(rows) > 25 else ""
         return f"{len(rows)} group(s) of {noun} ({metric}):\n" + "\n".join(lines) + more, []
-    citations = [citation(r, collection or "") for r in rows]
+    citations = [citation(r, collection or "", kind) for r in rows]
+    author = [field.path for field in kind.people.get("author", ())] if kind is not None else []
     lines = []
     for i, (row, cite) in enumerate(zip(rows[:LISTED], citations), 1):
-        when = _first(row, collection or "", "merged") or _first(row, collection or "", "created")
-        who = _get(row, "user.login") or _get(row, "fields.assignee.displayName") or _get(row, "user_profile.real_name") \
-            or _get(row, "author.name") or ""
-        state = row.get("state") or _get(row, "fields.status.name") or ""
+        when = _first(row, kind, "merged") or _first(row, kind, "created")
+        who = next((v for path in (*_WHO, *author) if (v := _get(row, path))), "")
+        state = row.get("state") or _get(row, "fields.status.name") or _first(row, kind, "status") or ""
         meta = ", ".join(x for x in (str(who), str(state), _day(when)) if x)
         lines.append(f"[{i}] {cite['id']} {cite['title']} ({meta}) {cite['url'] or ''}".rstrip())
     more = f"\n… and {len(rows) - LISTED} more in the records" if len(rows) > LISTED else ""

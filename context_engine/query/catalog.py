@@ -75,9 +75,7 @@ def build_catalog(store: DocumentStore, tenant: str, principals: Sequence[str] =
     for kind in store.kinds(tenant):
         records = store.scoped(kind.name, scope)
         if records.count():
-            schemas[kind.name] = discover(records)
-            if not kind.builtin:
-                schemas[kind.name].own_kind = kind
+            schemas[kind.name] = discover(records, own_kind=None if kind.builtin else kind)
     people = [{**{k: p[k] for k in PEOPLE_FIELDS if p.get(k) is not None}, **({"places": places} if (places := places_of(p)) else {})}
               for p in map(strip_hidden, store.collection("people").find({"tenant_id": tenant}))]
     return Catalog(tenant, schemas, people, sorted(set(principals)), store.generation)

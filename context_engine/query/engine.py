@@ -110,6 +110,8 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
     # Stored values ("bug", "payments") are not people; people's own names stored as values are.
     stored = frozenset(v.lower() for s in catalog.schemas.values() for f in s.fields.values()
                        for v in (f.enum or []) if isinstance(v, str))
+    # A tenant's own kind's field names ("by duration_minutes") are not people either.
+    stored |= frozenset(path.lower() for s in catalog.schemas.values() if s.own_kind is not None for path in s.fields)
     reserved = stored - set(directory.index)
     asked, question = question, correct(question, stored | set(directory.index))
     mentions = directory.find_mentions(question, asker, reserved=reserved)

@@ -2,71 +2,53 @@
 
 Sources keep their own field names (GitHub's `user.login`, Jira's `fields.assignee.name`, Slack's
 `user`), so the planners ask for a role and get the first candidate path the tenant's discovered
-schema actually has. A person role also says which handle kind the field stores.
+schema actually has. The roles are the collection's kind's (`schema.kind`, `kinds`): a built-in kind's
+or a tenant's own spec. A person role also says which handle kind the field stores.
 """
 
 from __future__ import annotations
 
-from context_engine.query.schema import CollectionSchema
+from typing import Any
 
-# role -> candidate paths, in preference order. For people roles: (path, handle kind).
-PEOPLE_ROLES: dict[str, dict[str, list[tuple[str, str]]]] = {
-    "pull_requests": {
-        "author": [("user.login", "github")],
-        "reviewer": [("reviews.user.login", "github")],
-        "requested_reviewer": [("requested_reviewers.login", "github")],
-        "assignee": [("assignees.login", "github"), ("assignee.login", "github")],
-        "merger": [("merged_by.login", "github")],
-        "commenter": [("review_comments.user.login", "github")],
-    },
-    "issues": {
-        "author": [("fields.reporter.name", "jira"), ("user.login", "github")],
-        "assignee": [("fields.assignee.name", "jira"), ("assignees.login", "github"), ("assignee.login", "github")],
-        "commenter": [("fields.comment.comments.author.name", "jira")],
-        "closer": [("closed_by.login", "github")],
-    },
-    # Slack: `mentions` lists the users a message @-mentions; a reply's `parent_user_id` is whoever
-    # started its thread, so "who replied to X" reads replies whose parent author is X.
-    "messages": {"author": [("user", "slack_id")], "reply_user": [("reply_users", "slack_id")],
-                 "mentioned": [("mentions", "slack_id")], "replied_to": [("parent_user_id", "slack_id")]},
-    "documents": {"author": [("author.login", "github"), ("author.name", "name")]},
-    "commits": {"author": [("author.email", "email"), ("author.name", "name")]},
-    "people": {},
-}
-
-VALUE_ROLES: dict[str, dict[str, list[str]]] = {
-    "pull_requests": {
-        "created": ["created_at"], "updated": ["updated_at"], "merged": ["merged_at"], "closed": ["closed_at"],
-        "reviewed": ["reviews.submitted_at"], "state": ["state"], "label": ["labels.name"],
-        "milestone": ["milestone.title"], "repo": ["repo"], "title": ["title"], "url": ["html_url"],
-        "state_reason": ["state_reason"],
-    },
-    "issues": {
-        "created": ["fields.created", "created_at"], "updated": ["fields.updated", "updated_at"],
-        "closed": ["fields.resolutiondate", "closed_at"], "resolved": ["fields.resolutiondate", "closed_at"],
-        "status": ["fields.status.name"], "state": ["state"], "priority": ["fields.priority.name"],
-        "type": ["fields.issuetype.name"], "label": ["fields.labels", "labels.name"],
-        "milestone": ["milestone.title"], "repo": ["repo"], "project": ["fields.project.key"],
-        "sprint": ["fields.sprint.name"], "component": ["fields.components.name"],
-        "title": ["fields.summary", "title"], "url": ["url", "html_url"], "state_reason": ["state_reason"],
-    },
-    "messages": {"created": ["date"], "channel": ["channel"], "title": ["text"], "url": ["permalink"],
-                 "replies": ["reply_count"], "reaction": ["reactions.name"], "workspace": ["workspace"],
-                 "thread": ["thread_ts"]},
-    "documents": {"created": ["created_at"], "updated": ["updated_at"], "label": ["tags"], "space": ["space"],
-                  "title": ["title"], "url": ["url"]},
-    "commits": {"created": ["author.date"], "repo": ["repo"], "title": ["message"], "url": ["html_url"]},
-    "people": {"team": ["team"], "title": ["name"]},
-}
+from context_engine.kinds import CollectionSpec, Registry
+from context_engine.query.schema import CollectionSchema, values_at
 
 # Jira statuses that mean the work is finished; everything else is open.
 DONE_STATUSES = ("Done", "Closed", "Resolved", "Won't Do", "Won't Fix", "Cancelled", "Canceled", "Duplicate")
 
 
+def registry_of(schemas: dict[str, CollectionSchema]) -> Registry:
+    """The kinds of a tenant whose schemas these are: the built-in ones and its own."""
+    return Registry(s.own_kind for s in schemas.values() if s.own_kind is not None)
+
+
+def role_paths(kind: CollectionSpec, role: str) -> tuple[str, ...]:
+    """The candidate paths of a value role. A tenant's own kind that declares no `title` is titled by
+    its first text field (its subject)."""
+    paths = kind.roles().get(role, ())
+    if not paths and role == "title" and kind.text:
+        return kind.text[:1]
+    return paths
+
+
+def people_paths(kind: CollectionSpec) -> set[str]:
+    """Every path that holds a person in this kind."""
+    return {path for fields in kind.people_roles().values() for path, _ in fields}
+
+
+def record_ref(doc: dict[str, Any], kind: CollectionSpec | None) -> str | None:
+    """A record's reference, as answers cite it and links find it: its `ref`, else (a tenant's own
+    kind) the spec's prefix and the value of its key ("INC-" + 42)."""
+    if doc.get("ref") is not None or kind is None or kind.builtin:
+        return doc.get("ref")
+    key = next(iter(values_at(doc, kind.key)), None)
+    return None if key in (None, "") else f"{kind.ref_prefix}{key}"
+
+
 def field_for(schema: CollectionSchema | None, role: str) -> str | None:
     if schema is None:
         return None
-    for path in VALUE_ROLES.get(schema.name, {}).get(role, []):
+    for path in role_paths(schema.kind, role):
         if schema.has_path(path):
             return path
     return None
@@ -75,7 +57,7 @@ def field_for(schema: CollectionSchema | None, role: str) -> str | None:
 def person_field_for(schema: CollectionSchema | None, role: str) -> tuple[str, str] | None:
     if schema is None:
         return None
-    for path, kind in PEOPLE_ROLES.get(schema.name, {}).get(role, []):
+    for path, kind in schema.kind.people_roles().get(role, ()):
         if schema.has_path(path):
             return path, kind
     return None

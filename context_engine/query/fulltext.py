@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from context_engine.query.schema import TEXT_FIELD_CANDIDATES, values_at
+from context_engine.query.schema import values_at
 from context_engine.retrievers.bm25 import BM25Index
 from context_engine.store.bounded import Bounds, run_embedded
 from context_engine.store.builds import publish_build
@@ -84,7 +84,7 @@ def sync_fulltext(store: Any, tenant: str, schemas: dict[str, Any]) -> list[str]
     rebuilt = []
     for name, schema in sorted(schemas.items()):
         fields = list(schema.text_fields)
-        if name not in TEXT_FIELD_CANDIDATES or not fields:
+        if not fields:  # a kind without free text (`kind.text`), or records without it
             continue
         root = _root(store, tenant, name)
         current = _read_manifest(root)

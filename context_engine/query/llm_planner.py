@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnableLambda
 from context_engine.prompts import PLANNER_QUESTION, PLANNER_RETRY, PLANNER_SYSTEM
 from context_engine.query.compile import compile_plan, resolve_field
 from context_engine.query.context_sets import ContextSet, shipped
-from context_engine.query.fields import PEOPLE_ROLES, VALUE_ROLES
+from context_engine.query.fields import people_paths
 from context_engine.query.identity import Person
 from context_engine.query.ir import PLAN_JSON_SCHEMA, IRError, PlanIR
 from context_engine.query.offline import OfflinePlanner, detect_collection
@@ -82,7 +82,7 @@ def _describe_person(person: Person, schemas: list[CollectionSchema]) -> str:
     entry per handle kind ("Rashid Khan: 'rsh-dev' in user.login, reviews.user.login ...")."""
     fields: dict[str, list[str]] = {}
     for schema in schemas:
-        for options in PEOPLE_ROLES.get(schema.name, {}).values():
+        for options in schema.kind.people_roles().values():
             for path, kind in options:
                 if schema.has_path(path) and person.handle(kind):
                     fields.setdefault(person.handle(kind), []).append(path if len(schemas) == 1 else f"{schema.name}.{path}")
@@ -151,8 +151,8 @@ def schema_slice(schema: CollectionSchema, question: str, max_enum: int = 8, als
     everything = schema.own_kind is not None
     asked = _words(question)
     low = question.lower()
-    people = {p for options in PEOPLE_ROLES.get(schema.name, {}).values() for p, _ in options}
-    roles = {p for paths in VALUE_ROLES.get(schema.name, {}).values() for p in paths} | people | also
+    people = people_paths(schema.kind)
+    roles = {p for paths in schema.kind.roles().values() for p in paths} | people | also
     dates, keep = [], []
     for path, info in schema.fields.items():
         if "object" in info.types and len(info.types) <= 2:
@@ -233,7 +233,9 @@ def link_people(pipeline: Any, collection: str, ctx: PlanningContext) -> Any:
 
     Small models write "Alex Chen" into `user.login` even when told the login; the directory knows it.
     """
-    kinds = {path: kind for options in PEOPLE_ROLES.get(collection, {}).values() for path, kind in options}
+    schema = ctx.schemas.get(collection)
+    roles = schema.kind.people_roles() if schema is not None else {}
+    kinds = {path: kind for options in roles.values() for path, kind in options}
 
     def fix(value: Any, kind: str) -> Any:
         if isinstance(value, str):

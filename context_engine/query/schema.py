@@ -21,17 +21,6 @@ SAMPLE_SIZE = 400
 MAX_ENUM_VALUES = 50
 MAX_ENUM_VALUE_LENGTH = 40
 
-# Free-text candidates per collection, in source field names. The first present ones are indexed
-# for `$text` (served by the engine's BM25 index, see query.fulltext).
-TEXT_FIELD_CANDIDATES: dict[str, tuple[str, ...]] = {
-    "pull_requests": ("title", "body", "reviews.body", "review_comments.body"),
-    "issues": ("title", "body", "fields.summary", "fields.description", "fields.comment.comments.body"),
-    "messages": ("text",),
-    "documents": ("title", "body"),
-    "commits": ("message",),
-    "people": ("name", "aliases"),
-}
-
 _PROMPT_NOISE = re.compile(r"(_url|\.url|node_id|gravatar_id|avatar|\.id)$")
 # Identifiers and colours repeat like enums but name nothing a question would say.
 _OPAQUE_PATH = re.compile(r"(node_id|color|sha|_id)$")
@@ -187,9 +176,17 @@ def _looks_enum(values: Counter, present: int) -> bool:
     return distinct <= max(3, present // 2)
 
 
+def _names_values(values: Counter) -> bool:
+    """Short strings, few enough to list: the values of a declared value field."""
+    return 0 < len(values) <= MAX_ENUM_VALUES and all(
+        isinstance(v, str) and len(v) <= MAX_ENUM_VALUE_LENGTH and len(v.split()) <= 4 for v in values)
+
+
 def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int | None = None,
-                          indexes: list[dict[str, Any]] | None = None) -> CollectionSchema:
-    """Build a schema from sampled documents (pure: no database)."""
+                          indexes: list[dict[str, Any]] | None = None,
+                          own_kind: CollectionSpec | None = None) -> CollectionSchema:
+    """Build a schema from sampled documents (pure: no database). `own_kind` is a tenant's own spec
+    for the collection (None: a built-in kind, or none)."""
     infos: dict[str, FieldInfo] = {}
     scalars: dict[str, Counter] = defaultdict(Counter)
     presence: Counter = Counter()
@@ -211,6 +208,9 @@ def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int 
             elif isinstance(value, (int, float, datetime)) and not isinstance(value, bool):
                 if len(info.examples) < 2 and value not in info.examples:
                     info.examples.append(value if not isinstance(value, datetime) else value.isoformat())
+    # A tenant's own kind declares its value fields (`values`): they hold values a question names
+    # ("sev1", "payments") however few records there are to repeat them.
+    declared = {p for paths in own_kind.values.values() for p in paths} if own_kind is not None else set()
     for path, info in infos.items():
         info.count = presence[path]
         # A path seen both as an array and through its elements is an array of scalars.
@@ -220,22 +220,26 @@ def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int 
             if not info.types:
                 info.types.add("array")
         values = scalars.get(path, Counter())
-        if _looks_enum(values, sum(values.values())) and not _OPAQUE_PATH.search(path):
+        if (_looks_enum(values, sum(values.values())) or path in declared and _names_values(values)) \
+                and not _OPAQUE_PATH.search(path):
             info.enum = [v for v, _ in values.most_common()]
         elif values and not info.examples:
             info.examples = [v[:60] for v, _ in values.most_common(2)]
-    text_fields = [p for p in TEXT_FIELD_CANDIDATES.get(name, ()) if p in infos]
-    return CollectionSchema(name=name, fields=dict(sorted(infos.items())), indexes=indexes or [],
-                            text_fields=text_fields, sampled=sampled,
-                            total=sampled if total is None else total)
+    schema = CollectionSchema(name=name, fields=dict(sorted(infos.items())), indexes=indexes or [],
+                              sampled=sampled, total=sampled if total is None else total, own_kind=own_kind)
+    # The kind's free text that these records have is indexed for `$text` (served by the engine's
+    # BM25 index, see query.fulltext).
+    schema.text_fields = [p for p in schema.kind.text if p in infos]
+    return schema
 
 
-def discover(records: Any, sample_size: int = SAMPLE_SIZE) -> CollectionSchema:
+def discover(records: Any, sample_size: int = SAMPLE_SIZE,
+             own_kind: CollectionSpec | None = None) -> CollectionSchema:
     """Describe a collection's records within a scope (`DocumentStore.scoped(name, scope)`: a tenant
-    and access filter) from a sample of them."""
+    and access filter) from a sample of them. `own_kind`: the tenant's own spec of the collection."""
     total = records.count()
     docs = records.sample(total, sample_size)
-    schema = schema_from_documents(records.name, docs, total=total, indexes=_indexes(records))
+    schema = schema_from_documents(records.name, docs, total=total, indexes=_indexes(records), own_kind=own_kind)
     # Enumerations are completed from the distinct values over every record in scope, so a rare
     # label is still a known value.
     enums = {path: info for path, info in schema.fields.items() if info.enum is not None}

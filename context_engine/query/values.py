@@ -4,10 +4,10 @@ A question says "Quentin", "payments", "v2.6" or "In Review"; the data holds `lh
 `payments`, the milestone `v2.6`, the Jira status `In Review`. At ingest the tenant's records are
 read once and every linkable value is indexed: people (every alias the people directory knows:
 logins, display names, first and last names, handles, e-mail local parts, Chinese names and their
-pinyin), and the values of the role fields (`query.fields.VALUE_ROLES`: labels, milestones,
-repositories, channels, projects, components, statuses ...), state reasons, and the other
-enumerations the schema discovered. Each value remembers where it is stored (collection, field,
-the stored value, how many records).
+pinyin), and the values of the role fields of each kind the tenant has (`kinds`: labels, milestones,
+repositories, channels, projects, components, statuses ..., a tenant's own kind's value roles), state
+reasons, and the other enumerations the schema discovered. Each value remembers where it is stored
+(collection, field, the stored value, how many records).
 
 `ValueIndex.search(text)` matches the question's n-grams by exact, prefix, token and fuzzy rules
 (ranked in that order, then by how many records carry the value), and returns a value only if the
@@ -39,23 +39,23 @@ from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
 
 from context_engine.access import fold_account
-from context_engine.config import COLLECTIONS, HIDDEN_FIELDS, Settings, check_tenant
+from context_engine.config import HIDDEN_FIELDS, Settings, check_tenant
+from context_engine.kinds import CollectionSpec
 from context_engine.query.catalog import Catalog
 from context_engine.query.execute import ExecutionError, run_pipeline
-from context_engine.query.fields import PEOPLE_ROLES, VALUE_ROLES
+from context_engine.query.fields import people_paths, registry_of
 from context_engine.query.identity import ORDINARY_WORDS, PeopleDirectory
 from context_engine.store.regular_files import read_regular_text
 from context_engine.text import HAN
 
 VALUES_FORMAT = 1
 
-# Value roles (`query.fields.VALUE_ROLES`) whose values a question names, and the kind each is.
-ROLE_KINDS = {"label": "label", "milestone": "milestone", "repo": "repo", "channel": "channel",
-              "project": "project", "component": "component", "status": "status", "priority": "priority",
-              "type": "type", "sprint": "sprint", "space": "space", "workspace": "workspace", "team": "team",
-              "state": "state", "reaction": "reaction"}
-# Fields no role names yet that a question still says: GitHub's `state_reason` ("not planned"),
-# Jira's resolution ("Won't Fix"), a Jira project's name beside its key.
+# The built-in kinds' value roles whose values a question names (not titles, URLs, thread ids or
+# counts); each value is of the kind its role names. Every value role of a tenant's own kind is named.
+NAMED_ROLES = frozenset({"label", "milestone", "repo", "channel", "project", "component", "status", "priority", "type",
+                         "sprint", "space", "workspace", "team", "state", "reaction"})
+# Built-in source fields no role names that a question still says: GitHub's `state_reason` ("not
+# planned"), Jira's resolution ("Won't Fix"), a Jira project's name beside its key.
 EXTRA_FIELDS: dict[str, list[tuple[str, str]]] = {
     "state_reason": [("issues", "state_reason"), ("pull_requests", "state_reason"),
                      ("issues", "fields.resolution.name")],
@@ -165,24 +165,26 @@ def _values_at(doc: Any, parts: Sequence[str]) -> Iterable[Any]:
         yield from _values_at(doc[parts[0]], parts[1:])
 
 
-def _value_fields(catalog: Catalog, directory: PeopleDirectory) -> dict[str, dict[str, str]]:
+def _value_fields(catalog: Catalog, directory: PeopleDirectory,
+                  kinds: dict[str, CollectionSpec]) -> dict[str, dict[str, str]]:
     """collection -> {path: kind} of the values to index: role fields, state reasons, and every other
     enumeration discovered that is not a people field (one whose values are people's handles)."""
     out: dict[str, dict[str, str]] = defaultdict(dict)
-    for collection, roles in VALUE_ROLES.items():
-        for role, paths in roles.items():
-            if role in ROLE_KINDS:
+    for spec in kinds.values():
+        for role, paths in spec.values.items():
+            if role in NAMED_ROLES or not spec.builtin and role not in ("title", "url"):
                 for path in paths:
-                    out[collection][path] = ROLE_KINDS[role]
+                    out[spec.name][path] = role
     for kind, places in EXTRA_FIELDS.items():
         for collection, path in places:
             out[collection].setdefault(path, kind)
-    people_paths = {(c, p) for c, roles in PEOPLE_ROLES.items() for paths in roles.values() for p, _ in paths}
     for collection, schema in catalog.schemas.items():
         if collection == "people":
             continue  # the directory's own bookkeeping (evidence rules, sources) names nothing
+        spec = kinds.get(collection)
+        persons = people_paths(spec) if spec is not None else set()
         for path, info in schema.fields.items():
-            if not info.enum or (collection, path) in people_paths or path.split(".")[0] in HIDDEN_FIELDS:
+            if not info.enum or path in persons or path.split(".")[0] in HIDDEN_FIELDS:
                 continue
             if any(isinstance(v, str) and v.lower() in directory.index for v in info.enum):
                 continue  # a field of people's handles or names: people are indexed as people
@@ -190,11 +192,13 @@ def _value_fields(catalog: Catalog, directory: PeopleDirectory) -> dict[str, dic
     return out
 
 
-def build_values(store: Any, catalog: Catalog) -> ValueData:
-    """Read the tenant's records once and index every linkable value with where it is stored."""
+def build_values(store: Any, catalog: Catalog, kinds: Iterable[CollectionSpec] | None = None) -> ValueData:
+    """Read the tenant's records once and index every linkable value with where it is stored.
+    `kinds`: the tenant's kinds (default: the built-in ones and those its catalog's schemas carry)."""
     tenant = catalog.tenant
     directory = catalog.directory
-    fields = _value_fields(catalog, directory)
+    specs = {spec.name: spec for spec in (registry_of(catalog.schemas) if kinds is None else kinds)}
+    fields = _value_fields(catalog, directory, specs)
     # (kind of handle, folded handle) -> people, to count where each person acts.
     handles: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, person in enumerate(directory.people):
@@ -205,12 +209,11 @@ def build_values(store: Any, catalog: Catalog) -> ValueData:
     value_counts: dict[tuple[str, str], Counter] = defaultdict(Counter)  # (kind, value) -> (coll, path) -> n
     person_counts: dict[int, Counter] = defaultdict(Counter)  # person -> (coll, path, stored) -> n
     distinct: Counter = Counter()
-    for collection in COLLECTIONS:
+    for collection, spec in specs.items():
         if collection == "people":
             continue
         paths = [(p, p.split("."), k) for p, k in fields.get(collection, {}).items()]
-        people_paths = [(p, p.split("."), kind) for paths_ in PEOPLE_ROLES.get(collection, {}).values()
-                        for p, kind in paths_]
+        people_paths = [(p, p.split("."), kind) for paths_ in spec.people_roles().values() for p, kind in paths_]
         if not paths and not people_paths:
             continue
         for doc in store.tenant_records(collection, tenant):

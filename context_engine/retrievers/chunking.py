@@ -9,7 +9,8 @@
   an over-long sentence is split hard. Chunk text is a slice of the input, so spacing survives.
 - `chunk_record(collection, record)`: the text-bearing chunks of one stored record, each carrying
   the record's ref, title, URL, author, date, tenant and ACL; `chunk_threads(messages)` makes each
-  Slack thread (parent + replies) one unit; `chunk_collection` dispatches between the two.
+  Slack thread (parent + replies) one unit; `chunk_collection` dispatches between the two. A
+  tenant's own kind (`kinds`) is chunked from its spec: its text fields, the first one the title.
 
 Chunk metadata is the *record's* (a PR's review chunks carry the PR author and date; who wrote a
 review is in the text), so filters on a chunk mean the same as filters on its record.
@@ -23,15 +24,23 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
+from context_engine.kinds import BUILTIN, CollectionSpec
+from context_engine.query.fields import record_ref, role_paths
+from context_engine.query.schema import values_at
 from context_engine.sources.normalize import normalize, slack_ts_to_datetime
 from context_engine.text import CJK_CHAR, WORD_UNIT, count_tokens, parse_datetime, sentence_spans, split_sentences
 
 __all__ = [
     "Chunk", "split_sentences", "sentence_spans", "count_tokens", "chunk_text", "chunk_spans",
-    "chunk_record", "chunk_document", "chunk_threads", "chunk_collection", "embedding_text", "TEXT_COLLECTIONS", "CHUNK_TOKENS",
+    "chunk_record", "chunk_document", "chunk_threads", "chunk_collection", "embedding_text", "text_collections",
+    "CHUNK_TOKENS",
 ]
 
-TEXT_COLLECTIONS = ("pull_requests", "issues", "messages", "documents", "commits")
+
+def text_collections(kinds: Iterable[CollectionSpec] | None = None) -> tuple[str, ...]:
+    """The collections whose records the semantic index holds: the searchable kinds, in the registry's
+    order (`kinds`: a tenant's; default: the built-in ones)."""
+    return tuple(kind.name for kind in (BUILTIN.values() if kinds is None else kinds) if kind.searchable)
 
 # Words per chunk: ~450 word pieces, inside multilingual-e5's 512-token window, so a chunk is embedded
 # whole; a typical abstract, PR description or Slack thread stays one unit.
@@ -199,8 +208,26 @@ def _time_key(*values: Any) -> tuple[int, str]:
     return (0, when.isoformat()) if when else (1, "")
 
 
-def _groups(collection: str, record: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """(metadata, text groups) of one normalized record; each group is chunked on its own."""
+def _own_groups(kind: CollectionSpec, record: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A tenant's own kind: its text fields as one group (the first one, its subject, is the title),
+    its first author field, its `created` time and its `url` role (else a URL field it has)."""
+    texts = [text for path in kind.text if (text := _plain(list(values_at(record, path))))]
+    title = texts[0].split("\n", 1)[0][:200] if texts else None
+    author = next((str(v) for field in kind.people.get("author", ()) for v in values_at(record, field.path)
+                   if v not in (None, "")), None)
+    url = next((v for path in role_paths(kind, "url") for v in values_at(record, path) if isinstance(v, str) and v),
+               None)
+    meta = {"url": url or _url(record), "title": title, "author": author,
+            "date": _date(*(v for path in kind.times.get("created", ()) for v in values_at(record, path)))}
+    return meta, ["\n\n".join(texts)]
+
+
+def _groups(collection: str, record: dict[str, Any],
+            kind: CollectionSpec | None = None) -> tuple[dict[str, Any], list[str]]:
+    """(metadata, text groups) of one normalized record; each group is chunked on its own. `kind`: the
+    collection's spec, for a tenant's own kind."""
+    if kind is not None and not kind.builtin:
+        return _own_groups(kind, record)
     meta: dict[str, Any] = {"url": _url(record)}
     groups: list[str] = []
     if collection in ("pull_requests", "issues") and isinstance(record.get("fields"), dict):  # Jira
@@ -309,9 +336,11 @@ def _build(collection: str, ref: str, meta: dict[str, Any], groups: Iterable[str
     return chunks
 
 
-def _normalized(collection: str, record: dict[str, Any]) -> dict[str, Any]:
+def _normalized(collection: str, record: dict[str, Any], kind: CollectionSpec | None = None) -> dict[str, Any]:
     if record.get("ref"):
         return record
+    if kind is not None and not kind.builtin:  # a tenant's own records are stored as they came, refs aside
+        return {**record, "ref": record_ref(record, kind)}
     doc = normalize(collection, record)  # which drops the tenant: the store sets it on what it stores
     if "tenant_id" in record:
         doc["tenant_id"] = record["tenant_id"]
@@ -326,17 +355,18 @@ def _acl(record: dict[str, Any]) -> list[str]:
 
 
 def chunk_record(collection: str, record: dict[str, Any], *, tenant: str | None = None,
-                 max_tokens: int = CHUNK_TOKENS, overlap_sentences: int = 1) -> list[Chunk]:
+                 max_tokens: int = CHUNK_TOKENS, overlap_sentences: int = 1,
+                 kind: CollectionSpec | None = None) -> list[Chunk]:
     """The text-bearing chunks of one stored record, positions 0.. in order.
 
     pull_requests / GitHub issues: title + body, then the reviews and comments as a second group;
     Jira issues: summary + description, then the comments; documents: title + body; commits: the
     message; messages: the one message (use `chunk_threads` to keep Slack threads together);
-    people: none. A record without `ref` is normalized first; `tenant` is used when the record has
-    no `tenant_id`.
+    people: none; a tenant's own kind (`kind`): its text fields. A record without `ref` is normalized
+    first; `tenant` is used when the record has no `tenant_id`.
     """
-    record = _normalized(collection, record)
-    meta, groups = _groups(collection, record)
+    record = _normalized(collection, record, kind)
+    meta, groups = _groups(collection, record, kind)
     return _build(collection, str(record["ref"]), meta, groups, _tenant(record, tenant), _acl(record),
                   max_tokens, overlap_sentences)
 
@@ -397,15 +427,41 @@ def chunk_threads(messages: Iterable[dict[str, Any]], *, tenant: str | None = No
     return chunks
 
 
+def _chunk_groups(kind: CollectionSpec, records: Iterable[dict[str, Any]], tenant: str | None,
+                  max_tokens: int, overlap_sentences: int) -> list[Chunk]:
+    """A tenant's own kind whose records sharing a `chunk_group` value are one unit (as a Slack thread
+    is): their texts in `created` order, under the first record's ref, title, author and date, readable
+    by the principals who may read every one of them. A record without the value is a unit of its own."""
+    units: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for position, record in enumerate(records):
+        record = _normalized(kind.name, record, kind)
+        group = next((str(v) for v in values_at(record, kind.chunk_group) if v not in (None, "")), None)
+        units.setdefault((str(record.get("tenant_id") or tenant or ""), group or f"\0{position}"), []).append(record)
+    chunks: list[Chunk] = []
+    for group in units.values():
+        group.sort(key=lambda r: _time_key(*(v for path in kind.times.get("created", ()) for v in values_at(r, path))))
+        meta, _ = _own_groups(kind, group[0])
+        text = "\n\n".join(body for r in group for body in _own_groups(kind, r)[1] if body)
+        chunks.extend(_build(kind.name, str(group[0]["ref"]), meta, [text], _tenant(group[0], tenant),
+                             _common_acl([_acl(r) for r in group]), max_tokens, overlap_sentences))
+    return chunks
+
+
 def chunk_collection(collection: str, records: Iterable[dict[str, Any]], *, tenant: str | None = None,
-                     max_tokens: int = CHUNK_TOKENS, overlap_sentences: int = 1) -> list[Chunk]:
-    """All chunks of a collection's records: threads for messages, `chunk_record` otherwise."""
-    if collection == "messages":
+                     max_tokens: int = CHUNK_TOKENS, overlap_sentences: int = 1,
+                     kind: CollectionSpec | None = None) -> list[Chunk]:
+    """All chunks of a collection's records: threads for messages, `chunk_record` otherwise. `kind`:
+    the collection's spec, for a tenant's own kind (default: the built-in one of that name)."""
+    if collection == "messages" and (kind is None or kind.builtin):
         return chunk_threads(records, tenant=tenant, max_tokens=max_tokens, overlap_sentences=overlap_sentences)
+    if kind is not None and not kind.builtin and not kind.searchable:
+        return []
+    if kind is not None and not kind.builtin and kind.chunk_group:
+        return _chunk_groups(kind, records, tenant, max_tokens, overlap_sentences)
     chunks: list[Chunk] = []
     for record in records:
         chunks.extend(chunk_record(collection, record, tenant=tenant, max_tokens=max_tokens,
-                                   overlap_sentences=overlap_sentences))
+                                   overlap_sentences=overlap_sentences, kind=kind))
     return chunks
 
 
@@ -429,7 +485,7 @@ def sample_organisation_texts(tenants: Iterable[str] | None = None) -> list[str]
     from context_engine.sources.sample import generate  # lazy: builds the whole sample organisation
 
     corpus = generate()
-    return [embedding_text(chunk) for tenant in (tenants or corpus) for collection in TEXT_COLLECTIONS
+    return [embedding_text(chunk) for tenant in (tenants or corpus) for collection in text_collections()
             for chunk in chunk_collection(collection, corpus[tenant].get(collection, []), tenant=tenant)]
 
 

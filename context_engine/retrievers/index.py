@@ -41,7 +41,7 @@ from langchain_core.documents import Document
 from context_engine.access import PUBLIC
 from context_engine.config import Settings, check_tenant
 from context_engine.retrievers.bm25 import BM25Index
-from context_engine.retrievers.chunking import TEXT_COLLECTIONS, Chunk, chunk_collection, embedding_text, titled_text
+from context_engine.retrievers.chunking import Chunk, chunk_collection, embedding_text, text_collections, titled_text
 from context_engine.retrievers.dense import DenseEmbeddings, DenseIndex, make_embeddings
 from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache, SharedEmbeddingCache
 from context_engine.text import TOKENIZATION
@@ -457,7 +457,7 @@ def index_lag(settings: Settings, tenant: str, store: Any) -> dict[str, Any] | N
         return None
     if not isinstance(seq, int):
         return None
-    written = file.written_since(seq, tenant, TEXT_COLLECTIONS)
+    written = file.written_since(seq, tenant, text_collections(store.kinds(tenant)))
     changed = 0
     if written:
         with open_regular(gen / "chunks.json") as fh:
@@ -517,16 +517,18 @@ def _manifest(tenant: str, model: str, dense: DenseIndex, rows: list[dict[str, A
 
 
 def sync_index(store: Any, tenant: str, settings: Settings, progress: Progress | None = None) -> SyncReport:
-    """Chunk every text collection of `tenant` in `store` (Slack messages as threads) and sync the
-    tenant's index to exactly those chunks (see `sync_chunks`).
+    """Chunk every text collection of `tenant` in `store` (each searchable kind the tenant has, Slack
+    messages as threads) and sync the tenant's index to exactly those chunks (see `sync_chunks`).
 
     On MongoDB the store is the source of truth for several replicas: vectors are read from and kept
     in its `index_vectors` collection, and the tenant's `index_revisions` document (revision and the
     chunks' fingerprint) is bumped when the chunks differ from what it names; each replica's local
     BM25/FAISS generation is a cache it rebuilds when its fingerprint falls behind (`follow_shared_index`)."""
     # A stream: each collection's chunks are let go once they are rows, before BM25 and the embedding.
-    chunks = (chunk for name in TEXT_COLLECTIONS
-              for chunk in chunk_collection(name, store.tenant_records(name, tenant), tenant=tenant))
+    kinds = [kind for kind in store.kinds(tenant) if kind.searchable]
+    chunks = (chunk for kind in kinds
+              for chunk in chunk_collection(kind.name, store.tenant_records(kind.name, tenant), tenant=tenant,
+                                            kind=kind))
     vectors = store.engine_collection("index_vectors")
     shared = SharedEmbeddingCache(vectors, EmbeddingCache(settings.embedding_cache_path)) if vectors is not None else None
     try:

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from context_engine.answering.links import LinkIndex
-from context_engine.config import COLLECTIONS, Settings
+from context_engine.config import Settings
+from context_engine.kinds import BUILTIN_NAMES as COLLECTIONS
 from context_engine.ingest import ingest
 from context_engine.query.execute import scope_filter
 from context_engine.sources.sample import generate

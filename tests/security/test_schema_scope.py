@@ -92,7 +92,7 @@ def test_schema_command_is_access_filtered(settings):
 def test_discovery_answered_by_sqlite_equals_discovery_in_memory(sample_dir, asker):
     """A fresh process discovers an asker's schemas from the committed rows through SQLite, without
     loading any collection; the catalog is exactly the one discovered over the loaded collections."""
-    from context_engine.config import COLLECTIONS
+    from context_engine.kinds import BUILTIN_NAMES as COLLECTIONS
     from context_engine.query.catalog import build_catalog
 
     settings = Settings(data_dir=sample_dir, mongodb_uri=None, tenant="acme", asker=asker, use_llm=False)

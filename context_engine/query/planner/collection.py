@@ -4,42 +4,45 @@ the stored values it names)."""
 from __future__ import annotations
 
 import re
+from typing import Any, Iterable
 
+from context_engine.kinds import BUILTIN, CollectionSpec
 from context_engine.query.fields import person_field_for
 from context_engine.query.planner.draft import Draft
 from context_engine.query.planner.spans import STOP
 from context_engine.query.schema import CollectionSchema
 
-_COLLECTION_WORDS: list[tuple[str, str]] = [
-    ("pull_requests", r"\bprs?\b|\bpull[- ]?requests?\b|\bpulls\b|\bmerge requests?\b|\bpatch(?:es)?\b|\bpatchsets?\b|合并请求|拉取请求|\bprs?(?![a-z])|代码审查|评审"),
-    ("issues", r"\bissues?\b|\btickets?\b|\b(?:feature|enhancement) requests?\b|\bbug reports?\b|\bbugs?\b|\bjira\b|\bstor(?:y|ies)\b|\btasks?\b|\bepics?\b|\btix\b|工单|问题|缺陷|任务|需求|单子"),
-    ("messages", r"\bmessages?\b|\bthreads?\b|\bslacks?\b|\bworkspaces?\b|工作区|\bchannels?\b|\bposts?\b|\bposted\b|\bsaid\b|\breplies\b|(?<!\w)#[\w\-]+|消息|讨论|频道|帖子"),
-    ("documents", r"\bdocs?\b|\bdocuments?\b|\badrs?\b|\bdecision records?\b|\bguides?\b|\brfcs?\b|\bpostmortems?\b|\brunbooks?\b|\bpages?\b|\bwiki\b|文档|设计文档|复盘"),
-    ("commits", r"\bcommits?\b|\bcommitted\b|\bcommitters?\b|提交记录|提交"),
-    ("people", r"\bpeople (?:are )?(?:on|in|per) (?:\w+ ){0,2}(?:teams?|eng)\b|\bheadcount\b|组都有谁|组的人|团队成员|\bteam members?\b|\bmembers of\b|\bwho(?:'s| is| are) (?:on|in) the\b|\bteam\b(?= members| roster)|成员|团队都有谁"),
-]
-
 # A record named by its key: "acme/infra#812" (a repository the schema knows), "ENG-231" (a known project).
 _REF = re.compile(r"(?<![\w/])([\w.-]+/[\w.-]+)#(\d+)\b|\b([A-Z][A-Z0-9]{1,9})-(\d+)\b")
 
 
-def detect_collection(question: str, schemas: dict[str, CollectionSchema]) -> tuple[str | None, list[tuple[int, int]]]:
-    """The collection the question is about, and the spans of the words that said so."""
-    found: list[tuple[int, str, str]] = []
+def kinds_of(schemas: dict[str, Any]) -> list[CollectionSpec]:
+    """The kinds a question may name: the built-in ones (always: a word naming a kind the tenant lacks
+    is still not a topic), then the tenant's own among these schemas, by name."""
+    own = [s.own_kind for s in schemas.values() if isinstance(s, CollectionSchema) and s.own_kind is not None]
+    return [*BUILTIN.values(), *sorted(own, key=lambda k: k.name)]
+
+
+def detect_collection(question: str, schemas: dict[str, Any],
+                      kinds: Iterable[CollectionSpec] | None = None) -> tuple[str | None, list[tuple[int, int]]]:
+    """The collection the question is about, and the spans of the words that said so. `kinds`: the
+    kinds whose words count (default: `kinds_of(schemas)`)."""
+    found: list[tuple[int, bool, str, str]] = []
     spans: list[tuple[int, int]] = []
-    for name, pattern in _COLLECTION_WORDS:
+    for kind in kinds_of(schemas) if kinds is None else kinds:
         # ASCII word boundaries: "的bug" has one, though CJK characters count as word characters.
-        for m in re.finditer(pattern, question, re.I | re.ASCII):
+        for m in re.finditer(kind.pattern(), question, re.I | re.ASCII):
             spans.append(m.span())
-            found.append((m.start(), name, m.group(0)))
-    # "PRs that fix bugs" is about PRs: the first collection word wins, of the collections there are;
-    # a bare 提交 (submitted) before another record noun is the verb ("提交了哪些 issue").
-    candidates = [f for f in found if f[1] in schemas] or found
-    candidates = [f for f in candidates if f[2] != "提交"] or candidates
+            found.append((m.start(), kind.builtin, kind.name, m.group(0)))
+    # "PRs that fix bugs" is about PRs: the first collection word wins, of the collections there are
+    # (at one place, a tenant's own kind before a built-in one that shares the word: its "tasks" are
+    # what it called them); a bare 提交 (submitted) before another record noun is the verb ("提交了哪些 issue").
+    candidates = [f for f in found if f[2] in schemas] or found
+    candidates = [f for f in candidates if f[3] != "提交"] or candidates
     if not candidates:
         return None, spans
-    name = min(candidates)[1]
-    if name in ("issues", "commits") and re.search(_COLLECTION_WORDS[0][1], question, re.I | re.ASCII) \
+    name = min(candidates)[2]
+    if name in ("issues", "commits") and re.search(BUILTIN["pull_requests"].pattern(), question, re.I | re.ASCII) \
             and not re.search(r"\bissues?\b|\btickets?\b|\bcommits?\b", question, re.I | re.ASCII):
         name = "pull_requests"  # "bug PRs", "提交了多少个PR": the other word describes the PRs
     if name not in schemas:
@@ -81,9 +84,9 @@ class CollectionStep(Draft):
             return not (people and author and not all(p.handle(author[1]) for p in people))
 
         best, best_score = None, 0
-        for name in ("pull_requests", "issues", "messages", "documents", "commits"):
-            schema = self.ctx.schemas.get(name)
-            if schema is None or not theirs(schema):
+        for kind in kinds_of(self.ctx.schemas):
+            name, schema = kind.name, self.ctx.schemas.get(kind.name)
+            if schema is None or not kind.searchable or not theirs(schema):
                 continue
             values = {str(v).lower() for f in schema.fields.values() for v in (f.enum or [])
                       if isinstance(v, str) and len(v) >= 3 and v.lower() not in STOP}

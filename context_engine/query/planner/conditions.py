@@ -279,6 +279,9 @@ class ConditionStep(Draft):
                 role = "created"
             path = field_for(self.schema, role) or field_for(self.schema, "created")
             if path is None:
+                if span:  # a kind without that date (people; a spec whose created field its records lack)
+                    self.undated.append(span)
+                    self.notes.append(f"{rng.text!r}: {self.collection} has no {role} time")
                 continue
             if span:
                 self.use(span, "time")

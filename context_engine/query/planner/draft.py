@@ -34,6 +34,7 @@ class Draft:
         self.confidence = 1.0
         self.filters: list[Filter] = []
         self.times: list[TimeRange] = []
+        self.undated: list[tuple[int, int]] = []  # times the question says that no field of the kind can date
 
     def use(self, span: tuple[int, int], how: str = "value") -> None:
         self.used.append(span)

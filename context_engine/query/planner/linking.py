@@ -44,6 +44,8 @@ class LinkStep(Draft):
         self._team()  # before labels: "infra team" names people, not the infra label
         order = ["repo", "channel", "workspace", "priority", "type", "project", "label", "milestone", "sprint", "component", "space",
                  "team"]
+        if not s.kind.builtin:  # a tenant's own kind: each of its value roles names stored values ("sev1", "payments")
+            order += [role for role in s.kind.values if role not in order and role not in ("title", "url")]
         for role in order:
             path = field_for(s, role)
             if not path:
@@ -86,6 +88,8 @@ class LinkStep(Draft):
                     self.use(m.span())
                     self.add_filter(path, value)
                     self.notes.append(f"{value!r} is a stored {role} ({path})")
+                    if not s.kind.builtin:  # "the payments service": the role's own name says the field
+                        self.mark(rf"\b{re.escape(role.replace('_', ' '))}\b", "field")
                     break
         if explicit_label and any(f.field == field_for(s, "label") and f.span and f.span[0] - explicit_label.start(1) in (0, 1)
                                   for f in self.filters):

@@ -270,9 +270,48 @@ class ShapeStep(Draft):
             return found[0], found
         return field_for(self.schema, role), None
 
+    def _ranked_by_own_field(self) -> tuple[str, int] | None:
+        """A tenant's own kind: "top 3 incidents by duration_minutes", "the incidents with the highest
+        cost", "longest incidents" (a numeric field named for a duration): records sorted by one of
+        its numeric fields, highest first. None when it asks who, or names no such field."""
+        if _ASKS_FOR_PEOPLE.search(self.q):
+            return None
+        numeric = [p for p, info in self.schema.fields.items() if info.types & {"int", "double"} and not info.in_array
+                   and info.types <= {"int", "double", "null"}]
+        cue = re.search(r"\b(?:top|highest|largest|biggest|greatest|most|longest|by)\b", self.q, re.I)
+        named = None
+        for path in sorted(numeric, key=len, reverse=True):
+            words = dict.fromkeys((path, path.replace("_", " "), path.rsplit(".", 1)[-1]))
+            said = "|".join(re.escape(w) for w in words)
+            named = re.search(rf"(?<![\w.])(?:{said})(?![\w.])", self.q, re.I)
+            if named and cue:
+                break
+        else:
+            named = None
+        if named is not None:
+            self.use(named.span(), "shape")
+        else:
+            cue = re.search(r"\b(?:longest|slowest|longest[- ]running|lengthiest)\b", self.q, re.I)
+            path = next((p for p in numeric if re.search(r"duration|minutes|hours|seconds|days|length|elapsed",
+                                                          p, re.I)), None)
+            if cue is None or path is None:
+                return None
+        self.use(cue.span(), "shape")
+        plural = self.schema.kind.pattern()
+        number = re.search(rf"\btop\s*(\d+)\b|\b(\d+)\s+(?:\w+\s+)?(?:{plural})", self.q, re.I)
+        if number:
+            return path, min(int(next(g for g in number.groups() if g)), 200)
+        words = re.search(r"\b(?:top|the)\s+(two|three|four|five|six|seven|eight|nine|ten)\b", self.q, re.I)
+        if words:
+            return path, _WORD_NUMBERS[words.group(1).lower()]
+        many = any(m.group(0).lower() == self.schema.kind.plural.lower() for m in re.finditer(plural, self.q, re.I))
+        return path, 5 if many else 1
+
     def _ranked_by_count(self) -> tuple[str, int] | None:
         """"the thread with the most replies", "回复最多的帖子", "longest threads": records sorted by a
         counted field — not people grouped by how many records they have. None when it asks who."""
+        if not self.schema.kind.builtin:
+            return self._ranked_by_own_field()
         m = re.search(r"\bmost\s+(repl(?:y|ies)|comments?|additions|deletions|(?:changed )?files)\b"
                       r"|\bmost[- ](repl)ied\b|\bmost[- ](comment)ed\b|\bmost[- ]discussed\b"
                       r"|\b(?:highest|largest|biggest|greatest|top)\s+(comment|repl)(?:y|ies|s)?\s+counts?\b"

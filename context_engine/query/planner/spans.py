@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from context_engine.query.fields import PEOPLE_ROLES, field_for, person_field_for
+from context_engine.query.fields import field_for, people_paths, person_field_for
 from context_engine.query.ir import MAX_WORDS, WORD, WORD_OPERATORS, Filter, Shape
 from context_engine.query.identity import CALENDAR_NAMES, COMMON_WORDS
 from context_engine.query.planner.draft import NUMBER_WORDS, STATE_FIELDS, Draft
@@ -257,16 +257,18 @@ class SpanStep(Draft):
         return self._stored_word_set
 
     def _names_other_collection(self, word: str) -> bool:
-        from context_engine.query.planner.collection import detect_collection  # collection imports STOP from here
+        # collection imports STOP from here
+        from context_engine.query.planner.collection import detect_collection, kinds_of
 
-        named, spans = detect_collection(word, {self.collection: None})
+        named, spans = detect_collection(word, {self.collection: None}, kinds_of(self.ctx.schemas))
         return bool(spans) and named != self.collection
 
     def _own_collection_spans(self) -> list[tuple[int, int]]:
-        from context_engine.query.planner.collection import detect_collection
+        from context_engine.query.planner.collection import detect_collection, kinds_of
 
+        kinds = kinds_of(self.ctx.schemas)
         return [(a, b) for a, b in self.collection_spans
-                if detect_collection(self.q[a:b], {self.collection: None})[0] == self.collection]
+                if detect_collection(self.q[a:b], {self.collection: None}, kinds)[0] == self.collection]
 
     def _used_as(self, span: tuple[int, int]) -> str | None:
         return next((how for used, how in zip(self.used, self.how) if not (span[1] <= used[0] or span[0] >= used[1])),
@@ -324,7 +326,7 @@ class SpanStep(Draft):
                    for role in roles)
 
     def _person_paths(self) -> set[str]:
-        return {path for candidates in PEOPLE_ROLES.get(self.schema.name, {}).values() for path, _ in candidates}
+        return people_paths(self.schema.kind)
 
     def _spans(self, text: str, *, structured: bool, shape: Shape) -> tuple[list[dict], list[dict]]:
         """Every content word of the question is consumed by the plan (a collection, person, time, value,
@@ -347,6 +349,8 @@ class SpanStep(Draft):
                     understood[(start, end)] = "field"
                 else:
                     missed.append((start, end))
+        undated = [span for span in self.undated if not self._is_used(span)]
+        missed = sorted([m for m in missed if not any(a <= m[0] and m[1] <= b for a, b in undated)] + undated)
         unread = [{"text": self.q[a:b], "start": a, "end": b, "how": "unknown"} for a, b in _joined(self.q, missed)]
         unread += [{"text": self.q[a:b], "start": a, "end": b, "how": "negation"} for a, b in self._negation_read_as_positive()]
         return ([{"text": self.q[a:b], "start": a, "end": b, "how": how} for (a, b), how in sorted(understood.items())
