@@ -211,7 +211,7 @@ def test_a_run_loads_each_database_as_a_tenant_and_scores_through_the_engine(tmp
     assert summary["total"] == 10 and set(summary["by_shape"]) == {"aggregation"}
     # `people` is the engine's own kind: the TEND collection is stored as `persons` and counted there.
     assert [o.correct for o in report.outcomes] == [True] * 4 + [False] + [True] * 4 + [False]
-    assert report.outcomes[0].predicted == {"collection": "persons", "pipeline": [{"$count": "count"}]}
+    assert report.outcomes[0].predicted == {"collection": ENGINE_NAMES["people"], "pipeline": [{"$count": "count"}]}
     assert report.outcomes[-1].declined and summary["declined"] == 1
     assert summary["by_database"]["tiny"] == {"correct": 8, "total": 10, "accuracy": 0.8, "declined": 1}
     out = tmp_path / "out.jsonl"
