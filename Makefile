@@ -10,7 +10,7 @@ DEMO_NOW := 2026-11-30T12:00:00Z
 EVAL_DATA ?= $(abspath ../shared/data)
 export CONTEXT_ENGINE_EVAL_DATA ?= $(EVAL_DATA)
 
-.PHONY: install demo test test-llm bench bench-embed bench-scale load clean studio
+.PHONY: install demo test test-llm bench bench-embed bench-scale bench-tend load clean studio
 
 # .[dev]: the core, the server, eval and studio extras, and the test tools (see pyproject.toml).
 $(BIN)/context-engine: pyproject.toml
@@ -59,6 +59,13 @@ bench-embed: install
 SCALE_ARGS ?=
 bench-scale: install
 	$(BIN)/python -m context_engine.eval.scale_bench $(SCALE_ARGS)
+
+# TEND (public NL -> MongoDB benchmark, $(EVAL_DATA)/tend): execution accuracy of the offline planner on the
+# whole test split (2,620 questions with data; seconds), per database and query shape. With the local model:
+# `eval "$$(../shared/tools/local-llm env)"; make bench-tend TEND_ARGS="--planner llm --sample stratified:100"`.
+TEND_ARGS ?=
+bench-tend: install
+	$(BIN)/context-engine eval tend --data $(EVAL_DATA)/tend --split test $(TEND_ARGS)
 
 # LangGraph Studio's local API on the demo corpus, offline: no analytics, no PyPI version check, no tracing.
 # The Studio page itself is hosted online; the API (and langgraph_sdk) work without it.

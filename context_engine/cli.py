@@ -700,6 +700,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         return cmd_eval_compare(args)
     if args.kind == "conversations":
         return cmd_eval_conversations(args)
+    if args.kind == "tend":
+        return cmd_eval_tend(args)
     if args.out and _missing_extra("eval structured --out", "eval", "matplotlib"):  # the report's chart
         return EXIT_INPUT
     if args.from_feedback:
@@ -710,6 +712,53 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise InputError(f"cannot read {path}: no such file")
     return _eval_structured(args, path)
+
+
+def cmd_eval_tend(args: argparse.Namespace) -> int:
+    """TEND: every database a tenant of generic collections in a store of its own (a new temporary
+    data dir unless --data-dir), its questions asked, execution accuracy printed."""
+    import tempfile
+
+    from context_engine.eval.tend import TendError, evaluate, parse_sample, write_outcomes
+
+    if not args.data:
+        raise InputError("`eval tend` needs --data DIR (the TEND folder: test.json, train.json, mongodb_data/)")
+    if args.planner == "auto":
+        raise InputError("`eval tend` takes --planner offline or llm")
+    settings = _settings(args)
+    if not getattr(args, "data_dir", None):
+        settings = settings.with_overrides(data_dir=tempfile.mkdtemp(prefix="eval-tend-"))
+    if args.planner == "llm" and not settings.llm_configured:
+        raise InputError("--planner llm needs a chat model: set OPENAI_BASE_URL (and OPENAI_API_KEY)")
+
+    def show(o) -> None:
+        print(f"{'ok  ' if o.correct else 'FAIL'} {o.db:<22} {o.shape:<12} {o.seconds * 1000:8.1f} ms  {o.question}"
+              + (f"\n      {o.why}" if o.why and not o.correct else ""), flush=True)
+
+    try:
+        report = evaluate(Path(args.data), settings, split=args.split or "test", planner=args.planner,
+                          limit=args.limit, sample=parse_sample(args.sample), progress=None if args.json else show)
+    except TendError as exc:
+        raise InputError(str(exc)) from None
+    summary = report.summary()
+    if args.out:
+        write_outcomes(report, Path(args.out))
+    if args.json:
+        _print_json(summary)
+        return EXIT_OK
+    print(f"TEND {summary['split']}, planner {summary['planner']}, questions: {summary['sample']}")
+    print(f"execution accuracy {summary['accuracy']:.1%} ({summary['correct']}/{summary['total']}), "
+          f"declined {summary['declined']}, {summary['median_seconds']} s per question (median), "
+          f"{summary['p90_seconds']} s (p90)")
+    for title, table in (("shape", summary["by_shape"]), ("database", summary["by_database"])):
+        print(f"{title:<24} {'correct':>11} {'accuracy':>8} {'declined':>8}")
+        for name, row in table.items():
+            print(f"{name:<24} {row['correct']:>5}/{row['total']:<5} {row['accuracy']:>8.1%} {row['declined']:>8}")
+    if summary["gold_failures"]:
+        print(f"gold queries that do not run (not scored): {len(summary['gold_failures'])}")
+    if summary["missing_databases"]:
+        print(f"databases missing from --data (not scored): {', '.join(summary['missing_databases'])}")
+    return EXIT_OK
 
 
 def _eval_from_feedback(args: argparse.Namespace) -> int:
@@ -1122,11 +1171,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("eval", help="evaluate: `eval structured --questions FILE`, "
                        "`eval retrieval --beir DIR --split train|test`, `eval rag --dataset clapnq|FILE`")
-    p.add_argument("kind", choices=["structured", "retrieval", "rag", "compare", "conversations"], help="structured: execution "
+    p.add_argument("kind", choices=["structured", "retrieval", "rag", "compare", "conversations", "tend"], help="structured: execution "
                    "accuracy against gold pipelines; retrieval: nDCG@10, recall@10/100, MRR@10 of bm25, dense, hybrid, "
                    "reranked, default; rag: the graph's answers and contexts scored with RAGAS; compare: one "
                    "structured question set under two configurations (--a, --b) side by side; conversations: "
-                   "multi-turn threads through the graph with a checkpointer, each turn scored as structured")
+                   "multi-turn threads through the graph with a checkpointer, each turn scored as structured; tend: "
+                   "execution accuracy on the TEND NL-to-MongoDB benchmark (--data DIR), per database and shape")
+    p.add_argument("--data", metavar="DIR", help="tend: the TEND folder (test.json, train.json, mongodb_data/)")
+    p.add_argument("--sample", metavar="stratified:N", help="tend: N questions dealt over (database, shape) strata, "
+                   "one phrasing per record, fixed seed")
     p.add_argument("--from-feedback", action="store_true", help="structured: replay the tenant's feedback as the "
                    "question set (a 👍's plan or a corrected plan is the gold)")
     p.add_argument("--a", dest="config_a", metavar="CONFIG", help="compare: the first configuration: offline, model, "
@@ -1145,14 +1198,15 @@ def build_parser() -> argparse.ArgumentParser:
                    "(faithfulness, answer relevancy, LLM context recall)")
     p.add_argument("--out", metavar="DIR", help="rag, structured: write results.json, results.md and results.png "
                    "here; rag also dataset.jsonl (the filled RAGAS EvaluationDataset), samples.csv and samples.json "
-                   "(per question scores) (rag default: a new temporary directory)")
+                   "(per question scores) (rag default: a new temporary directory); tend: a FILE of JSON lines, the "
+                   "summary then every question (question, gold, predicted pipeline, correct, why)")
     p.add_argument("--questions", help="structured: JSON lines: question, now, as, tenant, collection, gold "
                    "(or gold_refs, gold_value), compare (refs, count, value, groups, top, declines), class?; "
                    "conversations: JSON lines: id, tenant, now, as, turns (each a structured question and its kind)")
     p.add_argument("--by-class", action="store_true", help="structured: a table of accuracy per question class, "
                    "with the wrong answers split into flagged (declined, or words not understood) and silent")
     p.add_argument("--beir", metavar="DIR", help="retrieval: a BEIR folder (corpus.jsonl[.gz], queries.jsonl, qrels/)")
-    p.add_argument("--split", help="retrieval: the qrels split to score (train, test, ...)")
+    p.add_argument("--split", help="retrieval: the qrels split to score (train, test, ...); tend: test (default) or train")
     p.add_argument("--planner", choices=["offline", "auto", "llm"], default="offline",
                    help="offline (default); auto: the LLM where the offline planner is unsure; llm: every question")
     p.add_argument("--half", choices=["tune", "report"], help="rag, clapnq: only the half of the questions the "

@@ -5,9 +5,9 @@
 # The system prompt is the same for every question (only `max_rows` is set, once per server), so an
 # OpenAI-compatible llama.cpp server reuses its evaluated prefix from one question to the next; everything
 # the question brings (schema slice, people, times, draft) is in PLANNER_QUESTION, after it.
-PLANNER_SYSTEM = """Turn a question about an engineering team's work into a query plan: one JSON object, nothing else.
-{{"collection":C,"filters":[{{"field":F,"op":OP,"value":V}}],"times":[{{"field":F,"start":D,"end":D}}],"text":[],
-"shape":{{"kind":K,"field":F,"bucket":B,"over":"records|groups","limit":N,"sort":[{{"field":F,"direction":-1}}]}}}}
+PLANNER_SYSTEM = """Turn a question about a team's records (its work, or any collection it keeps) into a query plan: one JSON object, nothing else.
+{{"collection":C,"unwind":A,"filters":[{{"field":F,"op":OP,"value":V}}],"times":[{{"field":F,"start":D,"end":D}}],"text":[],
+"shape":{{"kind":K,"field":F,"bucket":B,"over":"records|groups","limit":N,"sort":[{{"field":F,"direction":-1}}],"fields":[F]}}}}
 F: a field listed under the question. D: {{"$date":"YYYY-MM-DDTHH:MM:SSZ"}} or null (open: "since 2021", "before May").
 OP: eq ne in nin gt gte lt lte exists empty not_empty words exact_words. empty: missing/null/[]/"" ("without a milestone",
 "unassigned"); words: a list of words, any of them in a text field ("CI in the title": title words ["ci"]);
@@ -18,6 +18,10 @@ K: list (records sorted by a date, limit at most {max_rows}) | count | distinct_
 group (counts per field, or per bucket day|week|month|year of a date field; limit N = top N) |
 top (the N records with the highest field) | min | max | argmin | argmax (by field over records, or over
 groups: "busiest month" = argmax, field the date, bucket month, over groups).
+fields: what a list, top, argmin or argmax answer shows ("the name and age of ...": ["name","age"]); none: whole records.
+A: an array of objects inside the records (a field listed with []) whose elements the question is about: each element
+becomes a row, and filters and shape read its fields (A.x). Leave it out otherwise.
+For what this cannot say, write {{"collection":C,"pipeline":[stages]}}: a MongoDB aggregation pipeline on the listed fields.
 Leave out keys that say nothing. People and times: write exactly the values given.
 The draft is a rule-based plan of the question: keep what it got right, fix what the question says differently."""
 

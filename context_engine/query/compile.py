@@ -27,7 +27,9 @@ class CompileError(ValueError):
 
 def resolve_field(schema: CollectionSchema, name: str, *, date: bool = False) -> str:
     """The path a role or path names here. A date (time range, bucket) reads roles first: "merged"
-    is the merge date there, while as a filter it is the boolean path."""
+    is the merge date there, while as a filter it is the boolean path. A path written as a prompt lists
+    an array field ("Orders.items.id[]") is that path."""
+    name = name.removesuffix("[]")
     role = field_for(schema, name) or (person_field_for(schema, name) or (None,))[0]
     if date and role:
         return role
@@ -35,7 +37,15 @@ def resolve_field(schema: CollectionSchema, name: str, *, date: bool = False) ->
         return name
     if role:
         return role
+    loose = [path for path in schema.fields if _loosely(path) == _loosely(name)]
+    if len(loose) == 1:  # "country" for Country, "elections.District" for election.District: one field meant
+        return loose[0]
     raise CompileError(f"{schema.name} has no field or role {name!r}")
+
+
+def _loosely(path: str) -> str:
+    """A path as a writer may misremember it: any case, each key without a plural "s"."""
+    return ".".join(part.lower().removesuffix("s") for part in path.split("."))
 
 
 def empty(path: str) -> dict[str, Any]:
@@ -96,8 +106,10 @@ def compile_plan(ir: PlanIR, schema: CollectionSchema) -> list[dict[str, Any]]:
         bounds = {k: v for k, v in (("$gte", t.start), ("$lt", t.end)) if v is not None}
         if bounds:
             add(resolve_field(schema, t.field, date=True), bounds)
-    if ir.text:
-        conditions["$text"] = {"$search": " ".join(ir.text)}
+    unwound = _unwound(ir.unwind, schema) if ir.unwind else None
+    searched = {"$text": {"$search": " ".join(ir.text)}} if ir.text else {}
+    if searched and not unwound:
+        conditions.update(searched)
     shape = ir.shape
     grouped = resolve_field(schema, shape.field, date=shape.bucket is not None) if shape.field else None
     if shape.kind in ("group", "distinct_count") and shape.bucket is None:
@@ -105,12 +117,32 @@ def compile_plan(ir: PlanIR, schema: CollectionSchema) -> list[dict[str, Any]]:
         add(grouped, _condition(Filter(grouped, "exists", True)))
     elif shape.kind in ("argmin", "argmax", "min", "max", "sum") and shape.over == "records":
         add(grouped, _condition(Filter(grouped, "exists", True)))  # a missing measure is no extreme
-    stages: list[dict[str, Any]] = [{"$match": element_match(conditions, schema)}] if conditions else []
-    return stages + _shape_stages(shape, grouped, conditions, schema)
+    if unwound:
+        # Full text is a record's, and only a pipeline's first stage may ask for it; every other
+        # condition is asked of each element once the array is unwound.
+        stages = ([{"$match": searched}] if searched else []) + [{"$unwind": f"${unwound}"}] + (
+            [{"$match": element_match(conditions, schema, unwound)}] if conditions else [])
+    else:
+        stages = [{"$match": element_match(conditions, schema)}] if conditions else []
+    stages += _shape_stages(shape, grouped, conditions, schema, unwound)
+    if shape.fields:
+        # The fields the answer shows, and `ref`: a record the answer cites by it.
+        stages.append({"$project": {**{resolve_field(schema, f): 1 for f in shape.fields}, "ref": 1}})
+    return stages
+
+
+def _unwound(name: str, schema: CollectionSchema) -> str:
+    """The array of objects `unwind` names (a role, the array or a field of its elements)."""
+    path = resolve_field(schema, name)
+    top = array_prefix(path, schema)
+    info = schema.fields.get(top)
+    if info is None or not info.in_array or "object" not in info.types:
+        raise CompileError(f"{schema.name} has no array of objects {name!r} to unwind")
+    return top
 
 
 def _shape_stages(shape: Shape, path: str | None, conditions: dict[str, Any],
-                  schema: CollectionSchema) -> list[dict[str, Any]]:
+                  schema: CollectionSchema, unwound: str | None = None) -> list[dict[str, Any]]:
     kind = shape.kind
     if kind == "count":
         return [{"$count": "count"}]
@@ -125,7 +157,7 @@ def _shape_stages(shape: Shape, path: str | None, conditions: dict[str, Any],
         if kind in ("min", "max"):
             return [{"$group": {"_id": None, kind: {f"${kind}": f"${path}"}}}, {"$project": {"_id": 0}}]
         return [{"$sort": {path: 1 if kind == "argmin" else -1}}, {"$limit": 1}]
-    stages = _unwind(path, conditions, schema)
+    stages = [] if unwound and path.startswith(unwound + ".") else _unwind(path, conditions, schema)
     key: Any = {"$dateToString": {"format": BUCKET_FORMATS[shape.bucket], "date": f"${path}"}} if shape.bucket else f"${path}"
     stages.append({"$group": {"_id": key, "count": {"$sum": 1}}})
     if kind == "distinct_count":
@@ -170,13 +202,16 @@ def array_prefix(path: str, schema: CollectionSchema) -> str:
     return parts[0]
 
 
-def element_match(match: dict[str, Any], schema: CollectionSchema) -> dict[str, Any]:
+def element_match(match: dict[str, Any], schema: CollectionSchema, unwound: str | None = None) -> dict[str, Any]:
     """Conditions on fields of one array of objects must hold for the same element: the review by
-    Jonas *in October*, not a review by Jonas and another one in October."""
+    Jonas *in October*, not a review by Jonas and another one in October. An array already unwound
+    holds one element per row: its conditions stay as they are."""
     roots: dict[str, list[str]] = {}
     for key in match:
         root = key.split(".")[0]
         info = schema.fields.get(root)
+        if root == unwound:
+            continue
         if "." in key and info is not None and info.in_array and "object" in info.types:
             roots.setdefault(root, []).append(key)
     out = dict(match)

@@ -30,6 +30,7 @@ WORD_OPERATORS = ("words", "exact_words")
 WORD = re.compile(r"[a-z0-9_]{1,40}|[\u4e00-\u9fff]{1,20}")
 MAX_WORDS = 12
 SHAPES = ("list", "count", "distinct_count", "group", "top", "min", "max", "argmin", "argmax", "sum")
+RECORD_SHAPES = ("list", "top", "argmin", "argmax")  # shapes whose answer is records, not numbers
 BUCKETS = ("day", "week", "month", "year")
 FOLLOWUPS = ("restrict", "recount")
 
@@ -172,6 +173,8 @@ class Shape:
     - min/max: the smallest/largest `field` over the records, or the smallest/largest group count
       (`over` = "groups"); argmin/argmax: the record with it, or the group (busiest month, quietest day);
     - sum: the total of `field` over the records (the replies all of someone's threads got).
+    `fields` (list, top, argmin, argmax: record shapes) are the fields the answer shows ("the name and
+    age of ..."); none: the whole records.
     """
 
     kind: str = "list"
@@ -181,8 +184,13 @@ class Shape:
     limit: int | None = None
     sort: list[SortKey] = default(default_factory=list)
     span: Span | None = None
+    fields: list[str] = default(default_factory=list)
 
     def __post_init__(self):
+        if not (isinstance(self.fields, list) and all(isinstance(f, str) and f for f in self.fields)):
+            raise IRError(f"shape fields are a list of field names, not {self.fields!r}")
+        if self.fields and self.kind not in RECORD_SHAPES:
+            raise IRError(f"only a shape of records ({', '.join(RECORD_SHAPES)}) shows fields, not {self.kind}")
         if self.kind not in SHAPES:
             raise IRError(f"unknown shape {self.kind!r}; use one of: {', '.join(SHAPES)}")
         if self.bucket is not None and self.bucket not in BUCKETS:
@@ -198,20 +206,24 @@ class Shape:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "field": self.field, "bucket": self.bucket, "over": self.over, "limit": self.limit,
-                "sort": [s.to_json() for s in self.sort], "span": _span_json(self.span)}
+                "sort": [s.to_json() for s in self.sort], "span": _span_json(self.span),
+                **({"fields": list(self.fields)} if self.fields else {})}  # said only when set: earlier plans read the same
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Shape":
         return cls(kind=data.get("kind", "list"), field=data.get("field"), bucket=data.get("bucket"),
                    over=data.get("over") or "records", limit=data.get("limit"),
-                   sort=[SortKey.from_json(s) for s in data.get("sort") or []], span=_span_of(data.get("span")))
+                   sort=[SortKey.from_json(s) for s in data.get("sort") or []], span=_span_of(data.get("span")),
+                   fields=data.get("fields") or [])
 
 
 @dataclass
 class PlanIR:
     """One question's plan: a collection, conditions, full-text terms, a shape; or a raw `pipeline`
     for what the IR cannot say (validated like any other). `followup` says how it relates to the
-    previous answer ("restrict": its records, narrowed; "recount": the same records, counted)."""
+    previous answer ("restrict": its records, narrowed; "recount": the same records, counted).
+    `unwind` names an array of objects embedded in the records whose elements are what the question
+    is about ("the students' sports": one row per sport); conditions and shape then read each element."""
 
     collection: str
     filters: list[Filter] = default(default_factory=list)
@@ -221,8 +233,11 @@ class PlanIR:
     shape: Shape = default(default_factory=Shape)
     followup: str | None = None
     pipeline: list[dict[str, Any]] | None = None
+    unwind: str | None = None
 
     def __post_init__(self):
+        if self.unwind is not None and not (isinstance(self.unwind, str) and self.unwind):
+            raise IRError(f"unwind names one array field, not {self.unwind!r}")
         if self.followup is not None and self.followup not in FOLLOWUPS:
             raise IRError(f"unknown follow-up {self.followup!r}; use one of: {', '.join(FOLLOWUPS)}")
 
@@ -230,7 +245,8 @@ class PlanIR:
         return {"collection": self.collection, "filters": [f.to_json() for f in self.filters],
                 "times": [t.to_json() for t in self.times], "text": list(self.text),
                 "text_span": _span_json(self.text_span), "shape": self.shape.to_json(), "followup": self.followup,
-                "pipeline": to_extended_json(self.pipeline) if self.pipeline is not None else None}
+                "pipeline": to_extended_json(self.pipeline) if self.pipeline is not None else None,
+                **({"unwind": self.unwind} if self.unwind else {})}
 
     @classmethod
     def from_json(cls, data: Any) -> "PlanIR":
@@ -248,7 +264,7 @@ class PlanIR:
                        times=[TimeRange.from_json(t) for t in data.get("times") or []],
                        text=[str(t) for t in text], text_span=_span_of(data.get("text_span")),
                        shape=Shape.from_json(data.get("shape") or {}), followup=data.get("followup"),
-                       pipeline=from_extended_json(pipeline) if pipeline else None)
+                       pipeline=from_extended_json(pipeline) if pipeline else None, unwind=data.get("unwind") or None)
         except (KeyError, TypeError, AttributeError) as exc:
             raise IRError(f"malformed plan: {exc}") from None
 
@@ -278,10 +294,12 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
             "kind": {"enum": list(SHAPES)}, "field": {"type": ["string", "null"]},
             "bucket": {"enum": [*BUCKETS, None]}, "over": {"enum": ["records", "groups"]},
             "limit": {"type": ["integer", "null"]},
+            "fields": {"type": "array", "items": {"type": "string"}},
             "sort": {"type": "array", "items": {"type": "object", "properties": {
                 "field": {"type": "string"}, "direction": {"enum": [1, -1]}}, "required": ["field"]}}},
             "required": ["kind"]},
         "followup": {"enum": [*FOLLOWUPS, None]},
+        "unwind": {"type": ["string", "null"]},
         "pipeline": {"type": ["array", "null"], "items": {"type": "object"}},
     },
     # Conditions required (an empty list says "none"): a small model writing under this schema as a

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 from langchain_core.runnables import RunnableLambda
 
@@ -45,6 +45,8 @@ PLANNER_TIMEOUT = 60.0
 # closed_by.login): a field so named is listed when its parent is.
 _LABEL_LEAVES = frozenset({"name", "title", "login", "state", "key"})
 _COMPACT = {"ensure_ascii": False, "separators": (",", ":")}
+# The most fields of a tenant's own collection a prompt lists (every one it has, for TEND's tables).
+MAX_OWN_FIELDS = 60
 
 
 @lru_cache(maxsize=1)
@@ -61,10 +63,18 @@ def context_set_of(ctx: PlanningContext) -> ContextSet:
 
 def _relevant(ctx: PlanningContext, draft: Plan) -> list[CollectionSchema]:
     """The collection the question names, else the one the draft guessed: a short prompt is a better
-    prompt, and a faster one (the other collections are listed by name)."""
+    prompt, and a faster one (the other collections are listed by name). A tenant's own collections
+    are named by their spec's words, every one the question names (a question may join them); when
+    none is named, the draft's guess among them is no better than the model's, so all are listed."""
     named, _ = detect_collection(ctx.question, ctx.schemas)
-    chosen = named or (draft.collection if draft.collection in ctx.schemas else None)
-    return [ctx.schemas[chosen]] if chosen else list(ctx.schemas.values())
+    if named:
+        return [ctx.schemas[named]]
+    own = [sc for sc in ctx.schemas.values()
+           if sc.own_kind is not None and re.search(sc.kind.pattern(), ctx.question, re.I | re.ASCII)]
+    if own:
+        return own
+    guessed = ctx.schemas.get(draft.collection)
+    return [guessed] if guessed is not None and guessed.own_kind is None else list(ctx.schemas.values())
 
 
 def _describe_person(person: Person, schemas: list[CollectionSchema]) -> str:
@@ -94,10 +104,10 @@ def _valid(pipeline: Any, schema: CollectionSchema) -> bool:
     return not validate_pipeline(from_extended_json(pipeline), schema)
 
 
-def _examples(ctx: PlanningContext, schemas: list[CollectionSchema]) -> str:
+def _examples(ctx: PlanningContext, schemas: list[CollectionSchema], given: list[str] = ()) -> str:
     """At most `EXAMPLES` context-set templates close to the question (`ContextSet.similar_templates`),
     valid for this tenant's schema (a Jira-shaped example misleads on GitHub issues), each as its
-    example question and the plan bound to that example's values."""
+    example question and the plan bound to that example's values; then the `given` ones."""
     by_name = {sc.name: sc for sc in schemas}
     shown = []
     for template, score in context_set_of(ctx).similar_templates(ctx.question, k=2 * EXAMPLES):
@@ -108,7 +118,8 @@ def _examples(ctx: PlanningContext, schemas: list[CollectionSchema]) -> str:
         if _valid(pipeline, schema):
             shown.append(f"Q: {template.example['question']} -> "
                          + json.dumps({"collection": template.collection, "pipeline": pipeline}, **_COMPACT))
-    return "\nExamples:\n" + "\n".join(shown[:EXAMPLES]) if shown else ""
+    shown = shown[:EXAMPLES] + list(given)[:EXAMPLES]
+    return "\nExamples:\n" + "\n".join(shown) if shown else ""
 
 
 def _facets(ctx: PlanningContext, schemas: list[CollectionSchema], draft: Plan) -> str:
@@ -134,7 +145,10 @@ def schema_slice(schema: CollectionSchema, question: str, max_enum: int = 8, als
     """The fields a plan for this question may need, in one compact line each: those the planners'
     roles name, those the question names (`_named`), those holding a value the question says, those
     the draft uses (`also`). Dates are listed together; values are shown only for small or named
-    enumerations. A short prompt is a better prompt for a small model, and a faster one."""
+    enumerations. A short prompt is a better prompt for a small model, and a faster one. A tenant's
+    own collection has no roles to stand for its fields and its names are not the question's words
+    ("Fname" for "first name"), so all its fields are listed, up to `MAX_OWN_FIELDS`."""
+    everything = schema.own_kind is not None
     asked = _words(question)
     low = question.lower()
     people = people_paths(schema.kind)
@@ -145,7 +159,7 @@ def schema_slice(schema: CollectionSchema, question: str, max_enum: int = 8, als
             continue  # its subfields are listed
         named = _named(path, asked)
         valued = any(isinstance(v, str) and len(v) >= 2 and v.lower() in low for v in info.enum or [])
-        if not (path in roles or named or valued) or not schema.has_path(path):
+        if not (path in roles or named or valued or everything) or not schema.has_path(path):
             continue
         kinds = info.types - {"null"}
         if kinds == {"date"}:
@@ -160,12 +174,17 @@ def schema_slice(schema: CollectionSchema, question: str, max_enum: int = 8, als
         if values and shown:
             entry += "=" + "|".join(values[:shown]) + ("|..." if len(values) > shown else "")
         keep.append(entry)
+    if everything:
+        keep = keep[:MAX_OWN_FIELDS]
     # Roles are not listed: their paths are, and one name per field is less for a small model to weigh.
     # The full-text fields are not listed: the 1.5B model copied their names into "text" as topic words.
     return "\n".join([f"{schema.name}: " + ", ".join(keep), f" dates: {', '.join(dates)}"])
 
 
-def build_messages(ctx: PlanningContext, max_rows: int = 200) -> list[tuple[str, str]]:
+def build_messages(ctx: PlanningContext, max_rows: int = 200,
+                   examples: Callable[[str], list[str]] | None = None) -> list[tuple[str, str]]:
+    """`examples` gives solved questions close to this one ("Q: ... -> {plan}" lines), beside the
+    context set's: an evaluation's training questions, from other databases."""
     draft = ctx.draft = ctx.draft or OfflinePlanner().plan(ctx)
     schemas = _relevant(ctx, draft)
     others = sorted(set(ctx.schemas) - {sc.name for sc in schemas})
@@ -176,7 +195,7 @@ def build_messages(ctx: PlanningContext, max_rows: int = 200) -> list[tuple[str,
                           + ([f"other collections: {', '.join(others)}"] if others else [])),
         people="; ".join(f"{m.text!r} -> {_describe_person(m.person, schemas)}" for m in ctx.mentions if m.person) or "none",
         times="; ".join(_describe_time(t) for t in ctx.times) or "none",
-        facets=_facets(ctx, schemas, draft), examples=_examples(ctx, schemas),
+        facets=_facets(ctx, schemas, draft), examples=_examples(ctx, schemas, examples(ctx.question) if examples else []),
         draft=json.dumps(_written(draft), **_COMPACT),
         not_understood=", ".join(repr(s["text"]) for s in draft.not_understood) or "none", question=ctx.question)
     messages = [("system", PLANNER_SYSTEM.format(max_rows=max_rows)), ("human", question)]
@@ -297,15 +316,16 @@ def _json_mode(model: Any) -> Any:
 class LLMPlanner:
     name = "llm"
 
-    def __init__(self, model: Any, max_rows: int = 200):
+    def __init__(self, model: Any, max_rows: int = 200, examples: Callable[[str], list[str]] | None = None):
         self.max_rows = max_rows
+        self.examples = examples  # solved questions close to the asked one (`build_messages`)
         # An unreadable answer is asked for again at once; a readable but wrong plan is the retry edge's.
         self.runnable = (_json_mode(model) | RunnableLambda(lambda m: parse_plan(m.content))).with_retry(
             stop_after_attempt=2, retry_if_exception_type=(IRError,), wait_exponential_jitter=False)
         self.model = model
 
     def plan(self, ctx: PlanningContext) -> Plan:
-        ir: PlanIR = self.runnable.invoke(build_messages(ctx, self.max_rows))
+        ir: PlanIR = self.runnable.invoke(build_messages(ctx, self.max_rows, self.examples))
         schema = ctx.schemas.get(ir.collection)
         if schema is None:
             raise IRError(f"collection {ir.collection!r} does not exist or is empty; "
@@ -313,5 +333,13 @@ class LLMPlanner:
         if ir.pipeline is not None:
             ir.pipeline = link_people(ir.pipeline, ir.collection, ctx)
         link_filters(ir, schema, ctx)
+        notes = ["written by the LLM planner"]
+        if ir.text and not schema.text_index:
+            # A collection with no full-text index (a team's table of names and numbers): the model's
+            # topic words are words of the question it already read as fields, never a search to run.
+            notes.append(f"topic words {' '.join(ir.text)!r} dropped: {schema.name} has no full-text index")
+            ir.text = []
+        if not ir.text:  # no search: nothing to rank by relevance
+            ir.shape.sort = [k for k in ir.shape.sort if k.field != "relevance"]
         return Plan(collection=ir.collection, pipeline=compile_plan(ir, schema), confidence=0.8,
-                    planner="llm", notes=["written by the LLM planner"], ir=ir)
+                    planner="llm", notes=notes, ir=ir)

@@ -158,3 +158,48 @@ def test_ir_round_trips_through_json():
                 times=[TimeRange("created", start=datetime(2026, 1, 1), span=(10, 20))], text=["redis"],
                 shape=Shape("argmax", field="created", bucket="week", over="groups", span=(5, 12)), followup="restrict")
     assert PlanIR.from_json(ir.to_json()) == ir
+
+
+def test_fields_show_only_what_the_question_asks_for(store, schema):
+    # "the title and comment count of open issues": those fields (and the ref an answer cites), no others
+    ir = PlanIR("issues", filters=[Filter("state", "eq", "open")],
+                shape=Shape("list", sort=[SortKey("comments", -1)], fields=["title", "comments"]))
+    assert run(ir, store, schema) == [{"ref": "a#3", "title": "three", "comments": 7},
+                                      {"ref": "a#1", "title": "one", "comments": 3}]
+    top = run(PlanIR("issues", shape=Shape("top", field="comments", limit=1, fields=["milestone.title"])), store, schema)
+    assert top == [{"ref": "a#3"}]  # a#3 has no milestone: nothing else to show
+    with pytest.raises(CompileError, match="no field or role 'nonsense'"):
+        compile_plan(PlanIR("issues", shape=Shape("list", fields=["nonsense"])), schema)
+    with pytest.raises(IRError, match="only a shape of records"):
+        Shape("count", fields=["title"])
+    with pytest.raises(IRError, match="list of field names"):
+        Shape.from_json({"kind": "list", "fields": "title"})
+
+
+def test_unwind_reads_each_element_of_an_embedded_array(store, schema):
+    # "reviews by ann": one row per review, so a#2's review by bob is not counted with ann's
+    ir = PlanIR("issues", filters=[Filter("reviews.user.login", "eq", "ann")], unwind="reviews",
+                shape=Shape("count"))
+    assert compile_plan(ir, schema)[:2] == [{"$unwind": "$reviews"}, {"$match": {"reviews.user.login": "ann"}}]
+    assert run(ir, store, schema) == [{"count": 2}]
+    # Two conditions on the unwound element: both of the same review (not $elemMatch on a non-array).
+    both = PlanIR("issues", filters=[Filter("reviews.user.login", "eq", "ann")], unwind="reviews.user.login",
+                  times=[TimeRange("reviews.submitted_at", datetime(2026, 1, 1), datetime(2026, 2, 1))],
+                  shape=Shape("list", fields=["reviews.submitted_at"]))
+    assert run(both, store, schema) == [{"ref": "a#1", "reviews": {"submitted_at": datetime(2026, 1, 6)}}]
+    per_reviewer = run(PlanIR("issues", unwind="reviews", shape=Shape("group", field="reviews.user.login")), store, schema)
+    assert per_reviewer == [{"_id": "ann", "count": 2}, {"_id": "bob", "count": 2}]  # unwound once, not twice
+    with pytest.raises(CompileError, match="no array of objects 'title'"):
+        compile_plan(PlanIR("issues", unwind="title"), schema)
+    assert PlanIR.from_json(ir.to_json()) == ir
+    assert "unwind" not in PlanIR("issues").to_json() and "fields" not in Shape().to_json()  # older plans read the same
+
+
+def test_a_field_named_in_another_case_or_number_is_the_one_field_meant(store, schema):
+    # A model writes "State", "Review.user.login": the one field so named, whatever its case or number
+    ir = PlanIR("issues", filters=[Filter("State", "eq", "open")], shape=Shape("list", fields=["Title"]))
+    assert compile_plan(ir, schema) == [{"$match": {"state": "open"}}, {"$project": {"title": 1, "ref": 1}}]
+    assert compile_plan(PlanIR("issues", filters=[Filter("Review.User.Login", "eq", "ann")]), schema) == [
+        {"$match": {"reviews.user.login": "ann"}}]
+    with pytest.raises(CompileError, match="no field or role 'stat'"):
+        compile_plan(PlanIR("issues", filters=[Filter("stat", "eq", "open")]), schema)  # no guessing past that

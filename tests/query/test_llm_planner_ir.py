@@ -209,3 +209,34 @@ def test_a_model_that_times_out_is_reported_beside_the_offline_plan(catalog):
     assert kept.planner == "offline" and kept.pipeline[-1] == {"$count": "count"}
     assert any(n.startswith("LLM planner failed (") and "Timeout" in n and n.endswith("kept the offline plan")
                for n in kept.notes)
+
+
+def test_a_teams_own_collections_in_the_prompt(tmp_path):
+    """Own collections are chosen by their spec's words and listed whole (their field names are not the
+    question's words); none named: all listed; examples the caller gives are shown; `Fname[]` reads."""
+    from context_engine.kinds import CollectionSpec
+    from context_engine.query.catalog import Catalog
+    from context_engine.query.schema import schema_from_documents
+
+    students = [{"StuID": 1, "Fname": "Ann", "Sports": [{"SportName": "Chess", "Hours": 2}]}]
+    clubs = [{"ClubID": 1, "ClubName": "Sailing"}]
+    schemas = {"Student": schema_from_documents("Student", students), "Club": schema_from_documents("Club", clubs)}
+    schemas["Student"].own_kind = CollectionSpec("Student", noun="student")
+    schemas["Club"].own_kind = CollectionSpec("Club", noun="club")
+    catalog = Catalog("t", schemas, [])
+    prompt = build_messages(context(catalog, "first names of the students who play chess"),
+                            examples=lambda q: [f"Q: names of pupils -> {{}} ({q})"])[1][1]
+    assert "Student: " in prompt and "Fname" in prompt and "Sports.SportName[]" in prompt and "StuID" in prompt
+    assert "Club: " not in prompt and "other collections: Club" in prompt
+    assert "Q: names of pupils -> {} (first names of the students who play chess)" in prompt
+    neither = build_messages(context(catalog, "what is there?"))[1][1]
+    assert "Student: " in neither and "Club: " in neither
+    answer = {"collection": "Student", "unwind": "Sports", "filters": [{"field": "Sports.SportName[]", "op": "eq",
+                                                                          "value": "Chess"}],
+              "shape": {"kind": "list", "fields": ["Fname"]}}
+    answer["shape"]["sort"] = [{"field": "relevance", "direction": -1}]  # no search left to rank by
+    plan = LLMPlanner(ScriptedChatModel.answering({**answer, "text": ["chess", "players"]})).plan(
+        context(catalog, "first names of chess players"))
+    assert plan.pipeline == [{"$unwind": "$Sports"}, {"$match": {"Sports.SportName": "Chess"}},
+                             {"$project": {"Fname": 1, "ref": 1}}]
+    assert "topic words 'chess players' dropped: Student has no full-text index" in plan.notes
