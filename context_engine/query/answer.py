@@ -123,6 +123,7 @@ def _compose(result: RunResult, collection: str | None,
         who = next((v for path in (*_WHO, *author) if (v := _get(row, path))), "")
         state = row.get("state") or _get(row, "fields.status.name") or _first(row, kind, "status") or ""
         meta = ", ".join(x for x in (str(who), str(state), _day(when)) if x)
-        lines.append(f"[{i}] {cite['id']} {cite['title']} ({meta}) {cite['url'] or ''}".rstrip())
+        said = cite["id"] if cite["title"] == cite["id"] else f"{cite['id']} {cite['title']}"  # a record with no title
+        lines.append(f"[{i}] {said} ({meta}) {cite['url'] or ''}".rstrip())
     more = f"\n… and {len(rows) - LISTED} more in the records" if len(rows) > LISTED else ""
     return f"Found {len(rows)} {noun}:\n" + "\n".join(lines) + more, citations

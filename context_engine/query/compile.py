@@ -80,28 +80,39 @@ def _condition(f: Filter) -> Any:
     return {_COMPARISONS[op]: value}
 
 
-def compile_plan(ir: PlanIR, schema: CollectionSchema) -> list[dict[str, Any]]:
-    if ir.pipeline is not None:
-        return ir.pipeline
-    conditions: dict[str, Any] = {}
+class _Conditions(dict):
+    """A `$match` being built: two conditions on one path both hold (`$and`, not the second replacing
+    the first)."""
 
-    def add(path: str, cond: Any) -> None:
-        # Two conditions on one path both hold: `$and`, not the second replacing the first.
-        if path in conditions:
-            conditions.setdefault("$and", []).extend([{path: conditions.pop(path)}, {path: cond}])
+    def add(self, path: str, cond: Any) -> None:
+        if path in self:
+            self.setdefault("$and", []).extend([{path: self.pop(path)}, {path: cond}])
         else:
-            conditions[path] = cond
+            self[path] = cond
 
-    for f in ir.filters:
+    def add_filter(self, f: Filter, schema: CollectionSchema) -> None:
         path = resolve_field(schema, f.field)
         if f.op in ("empty", "not_empty"):
             # "No assignee" is an empty `assignees`: `assignees.login` of an empty list is no value
             # the store can compare, so emptiness is asked of the list itself.
             path = array_prefix(path, schema) if schema.is_array(path) else path
         if (f.op == "empty") != f.negate and f.op in ("empty", "not_empty"):
-            conditions.setdefault("$and", []).append(empty(path))
+            self.setdefault("$and", []).append(empty(path))
         else:
-            add(path, _condition(f))
+            self.add(path, _condition(f))
+
+
+def compile_plan(ir: PlanIR, schema: CollectionSchema,
+                 schemas: dict[str, CollectionSchema] | None = None) -> list[dict[str, Any]]:
+    """The pipeline of a plan. `schemas`: the tenant's other collections, which a condition on a
+    referenced record (`Filter.via`) joins."""
+    if ir.pipeline is not None:
+        return ir.pipeline
+    conditions = _Conditions()
+    add = conditions.add
+    for f in ir.filters:
+        if f.via is None:
+            conditions.add_filter(f, schema)
     for t in ir.times:
         bounds = {k: v for k, v in (("$gte", t.start), ("$lt", t.end)) if v is not None}
         if bounds:
@@ -124,10 +135,35 @@ def compile_plan(ir: PlanIR, schema: CollectionSchema) -> list[dict[str, Any]]:
             [{"$match": element_match(conditions, schema, unwound)}] if conditions else [])
     else:
         stages = [{"$match": element_match(conditions, schema)}] if conditions else []
+    stages += _joins([f for f in ir.filters if f.via is not None], schema, schemas or {})
     stages += _shape_stages(shape, grouped, conditions, schema, unwound)
     if shape.fields:
         # The fields the answer shows, and `ref`: a record the answer cites by it.
         stages.append({"$project": {**{resolve_field(schema, f): 1 for f in shape.fields}, "ref": 1}})
+    return stages
+
+
+def _joins(filters: list[Filter], schema: CollectionSchema, schemas: dict[str, CollectionSchema]) -> list[dict[str, Any]]:
+    """Conditions on a record this one references ("incidents whose fix PR was reviewed by priya": the
+    incident's `pr` is a pull request's `ref`): each reference joined once with its conditions asked
+    inside the join (only matching records are copied; the executor adds the tenant and access scope),
+    the records with no such match dropped and the joined records not returned."""
+    stages: list[dict[str, Any]] = []
+    for via in dict.fromkeys(f.via for f in filters):
+        target = schema.kind.references.get(via)
+        if target is None or not schema.has_path(via):
+            raise CompileError(f"{schema.name} has no reference {via!r} to another collection")
+        joined = schemas.get(target)
+        if joined is None:
+            raise CompileError(f"{target} (which {schema.name}.{via} refers to) has no records to read")
+        conditions = _Conditions()
+        for f in filters:
+            if f.via == via:
+                conditions.add_filter(f, joined)
+        name = "joined_" + via.replace(".", "_")
+        stages += [{"$lookup": {"from": target, "localField": via, "foreignField": "ref", "as": name,
+                                "pipeline": [{"$match": element_match(conditions, joined)}, {"$project": {"ref": 1}}]}},
+                   {"$match": {name: {"$ne": []}}}, {"$project": {name: 0}}]
     return stages
 
 

@@ -99,6 +99,7 @@ class Filter:
     value: Any = None
     negate: bool = False
     span: Span | None = None
+    via: str | None = None  # the reference field whose record the condition is about (`pr`: the incident's PR)
 
     def __post_init__(self):
         if self.op not in OPERATORS:
@@ -114,12 +115,13 @@ class Filter:
 
     def to_json(self) -> dict[str, Any]:
         return {"field": self.field, "op": self.op, "value": _value_json(self.value), "negate": self.negate,
-                "span": _span_json(self.span)}
+                "span": _span_json(self.span), **({"via": self.via} if self.via else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Filter":
         return cls(field=str(data["field"]), op=data.get("op", "eq"), value=_value_of(data.get("value")),
-                   negate=bool(data.get("negate", False)), span=_span_of(data.get("span")))
+                   negate=bool(data.get("negate", False)), span=_span_of(data.get("span")),
+                   via=str(data["via"]) if data.get("via") else None)
 
 
 @dataclass
@@ -283,7 +285,7 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
             "type": "object",
             "properties": {"field": {"type": "string"}, "op": {"enum": list(OPERATORS)},
                            "value": {"anyOf": [*_SCALAR, _DATE_SCHEMA, {"type": "array", "items": {"anyOf": _SCALAR}}]},
-                           "negate": {"type": "boolean"}, "span": _SPAN_SCHEMA},
+                           "negate": {"type": "boolean"}, "span": _SPAN_SCHEMA, "via": {"type": ["string", "null"]}},
             "required": ["field", "op", "value"]}},
         "times": {"type": "array", "items": {
             "type": "object",

@@ -341,5 +341,5 @@ class LLMPlanner:
             ir.text = []
         if not ir.text:  # no search: nothing to rank by relevance
             ir.shape.sort = [k for k in ir.shape.sort if k.field != "relevance"]
-        return Plan(collection=ir.collection, pipeline=compile_plan(ir, schema), confidence=0.8,
+        return Plan(collection=ir.collection, pipeline=compile_plan(ir, schema, ctx.schemas), confidence=0.8,
                     planner="llm", notes=notes, ir=ir)

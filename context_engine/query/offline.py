@@ -148,6 +148,6 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
             # Conditions no record meets together: some words were read the wrong way (a model may do better).
             self.confidence = min(self.confidence, 0.3)
             self.notes.append("conditions that cannot hold together")
-        return Plan(collection, compile_plan(ir, schema), confidence=round(self.confidence, 2), planner="offline",
+        return Plan(collection, compile_plan(ir, schema, ctx.schemas), confidence=round(self.confidence, 2), planner="offline",
                     notes=self.notes, person_field=person_field, collection_named=self.collection_named, ir=ir,
                     understood=understood, not_understood=not_understood)

@@ -328,6 +328,7 @@ _PERSON_NAME = re.compile(r"author|owner|assignee|reporter|commander|responder|o
 _AUTHOR_NAMES = re.compile(r"author|reporter|owner|_by$|^by$")  # who did it: "deployed_by", "created_by"
 _ASSIGNEE_NAMES = re.compile(r"assignee|commander|responder|on_?call")
 _TITLE_NAMES = ("title", "summary", "name", "subject")
+_TEXT_NAMES = ("description", "notes", "details", "message", "body", "comment", "comments")  # text whatever its values
 _REFERENCE_NAMES = {re.compile(r"(?:.*_)?(?:pr|pull_request)s?"): "pull_requests",
                     re.compile(r"(?:.*_)?(?:issue|ticket)s?"): "issues"}
 _REF_SHAPES = {"pull_requests": re.compile(r"[\w.-]+/[\w.-]+#\d+"),
@@ -432,7 +433,7 @@ def infer_spec(objects: list[dict[str, Any]], options: OwnOptions, logins: set[s
         given("text", path)
     if not text:
         titles = [c for c in strings if c.lower() in _TITLE_NAMES]
-        long = [c for c in strings if c not in titles and _long(objects, c)]
+        long = [c for c in strings if c not in titles and (c.lower() in _TEXT_NAMES or _long(objects, c))]
         text = titles[:1] + [c for c in titles[1:] + long]
         for path in text:
             guessed("text", path + (" (the subject)" if path == text[0] else ""))

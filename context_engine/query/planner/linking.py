@@ -298,7 +298,7 @@ class LinkStep(Draft):
     def _own_role(self, mention: Mention) -> str | None:
         """A tenant's own kind: the people field whose name the question says around the person
         ("commanded by priyar", "did priyar command", "deployed by larsn" for `commander`, `deployed_by`;
-        the word is read), else its one people field when it has only one ("deploys by larsn")."""
+        the word is read)."""
         kind = self.schema.kind
         if kind.builtin:
             return None
@@ -316,7 +316,39 @@ class LinkStep(Draft):
                 if m:
                     self.use(m.span(1), "person")
                     return role
-        return next(iter(present)) if len(present) == 1 else None
+        return None
+
+    def _only_person_field(self) -> tuple[str, str] | None:
+        """A tenant's own kind with one people field: whoever the question names is in it ("deploys by
+        larsn", "larsn's deploys")."""
+        if self.schema.kind.builtin:
+            return None
+        present = [found for role in self.schema.kind.people if (found := person_field_for(self.schema, role))]
+        return present[0] if len(present) == 1 else None
+
+    def _referenced_with(self, role: str, before: int | None = None) -> tuple[str, tuple[str, str]] | None:
+        """A role these records lack but the records they reference have, when the question names those
+        ("incidents whose fix PR was reviewed by priya": an incident's `pr` is a pull request, and a pull
+        request has reviewers): the reference and the field there. The words naming them are read.
+        `before`: only when those records are named just before the person ("PRs authored by X")."""
+        for via, target in self.schema.kind.references.items():
+            joined = self.ctx.schemas.get(target)
+            found = person_field_for(joined, role) if joined is not None and self.schema.has_path(via) else None
+            named = re.search(joined.kind.pattern(), self.q, re.I | re.ASCII) if found else None
+            if named and before is not None:  # only the record named just before the person
+                named = next((m for m in re.finditer(joined.kind.pattern(), self.q[:before], re.I | re.ASCII)
+                              if before - m.end() <= 25), None)
+            if found and named:
+                self.use(named.span(), "collection")
+                # "the fix PR", "the PR that caused it": how the records are related, which the reference says
+                cue = re.compile(r"\b(?:fix(?:es|ed|ing)?|caus\w*|culprit|offending|related|linked|associated|triggering|shipp\w*|ships?"
+                                 r"|contain\w*|includ\w*|deliver\w*)\b",
+                                 re.I)
+                for m in cue.finditer(self.q):
+                    if abs(m.start() - named.end()) <= 20 or abs(named.start() - m.end()) <= 20:
+                        self.use(m.span(), "collection")
+                return via, found
+        return None
 
     def _listed_with(self, mention: Mention, path: str) -> Filter | None:
         """The condition on the person named just before this one in a list ("X, Y and Z", "X's and
@@ -337,8 +369,15 @@ class LinkStep(Draft):
             if person is None:
                 continue
             role = self._role_of(mention)
-            found = person_field_for(self.schema, role) or (
+            # "incidents caused by PRs authored by X": the role of the record named just before the person
+            joined = self._referenced_with(role, before=mention.start)
+            found = None if joined else person_field_for(self.schema, role) or (
                 person_field_for(self.schema, "author") if role in _READ_AS_AUTHOR else None)
+            via = None
+            if found is None and (joined := joined or self._referenced_with(role)):
+                via, found = joined
+            if found is None:
+                found = self._only_person_field()
             if found is None:
                 # "PRs reviewed by X" where no record says who reviewed: not X's own PRs in disguise.
                 # The name stays unread, so the answer says what it could not use.
@@ -362,6 +401,7 @@ class LinkStep(Draft):
                 listed.op, listed.span = "in", (listed.span[0], mention.end)
             else:
                 self.add_filter(path, handle)
+                self.filters[-1].via = via
             if role == "replied_to" and (author := person_field_for(self.schema, "author")):
                 self.add_filter(author[0], person.handle(author[1]) or person.key, "ne")  # not their own follow-ups
                 got = _GOT.match(self.q, mention.end)  # "how many replies did Wally get": said by the role
