@@ -304,3 +304,76 @@ def test_ask_lists_and_counts_own_records_within_the_askers_access(own_dir):
     assert "23 incidents" in _ask(data_dir, "how many incidents are there", "--as", OUTSIDER)["answer"]
     assert "24 incidents" in _ask(data_dir, "how many incidents are there", "--as", MEMBER)["answer"]
     assert "3 deploys" in _ask(data_dir, "how many deploys failed")["answer"]
+
+
+def _incidents():
+    return json.loads(INCIDENTS_JSON.read_text())
+
+
+def _deploys():
+    import csv
+
+    return list(csv.DictReader(DEPLOYS_CSV.open()))
+
+
+def _prs(data_dir, match, *asker):
+    out = _cli(data_dir, "query", "pull_requests", json.dumps([{"$match": match}, {"$project": {"ref": 1}}]), *asker)
+    assert out.returncode == 0, out.stderr
+    return {r["ref"] for r in json.loads(out.stdout)["records"]}
+
+
+def _readable(incident, asker):
+    return not incident.get("visible_to") or f"github:{asker}" in incident["visible_to"]
+
+
+@pytest.mark.parametrize("asker", [MEMBER, OUTSIDER])
+def test_a_question_joining_incidents_to_their_prs_answers_within_access(own_dir, asker):
+    data_dir, *_ = own_dir
+    reviewed = _prs(data_dir, {"reviews.user.login": "noral"}, "--as", asker)  # noral reviewed the private one's PR
+    expected = {f"incidents/{i['id']}" for i in _incidents() if i.get("pr") in reviewed and _readable(i, asker)}
+    answer = _ask(data_dir, "incidents whose fix PR was reviewed by noral", "--as", asker)
+    assert answer["queries"][0]["collection"] == "incidents" and "$lookup" in json.dumps(answer["queries"])
+    assert _refs(answer) == expected
+    assert (PRIVATE in _refs(answer)) == (asker == MEMBER)  # the only one: nothing for an outsider
+    assert "did not understand" not in answer["answer"]
+
+
+def test_a_deploy_question_joins_the_prs_it_shipped(own_dir):
+    data_dir, *_ = own_dir
+    merged_by = _prs(data_dir, {"merged_by.login": "larsn"})
+    expected = {d["deploy_id"] for d in _deploys() if d["pr"] in merged_by}
+    answer = _ask(data_dir, "deploys of PRs merged by larsn")
+    assert expected and _refs(answer) == expected
+
+
+def test_own_people_fields_are_read_by_the_words_that_name_them(own_dir):
+    data_dir, *_ = own_dir
+    commanded = {f"incidents/{i['id']}" for i in _incidents() if i["commander"] == "priyar" and _readable(i, OUTSIDER)}
+    reported = {f"incidents/{i['id']}" for i in _incidents() if i["reporter"] == "priyar" and _readable(i, OUTSIDER)}
+    assert commanded != reported  # the fixture tells the two fields apart
+    assert _refs(_ask(data_dir, "incidents commanded by priyar", "--as", OUTSIDER)) == commanded
+    assert _refs(_ask(data_dir, "which incidents did priyar command?", "--as", OUTSIDER)) == commanded
+    assert _refs(_ask(data_dir, "incidents reported by priyar", "--as", OUTSIDER)) == reported
+    deployed = {d["deploy_id"] for d in _deploys() if d["deployed_by"] == "larsn"}
+    assert _refs(_ask(data_dir, "deploys by larsn")) == deployed
+
+
+def test_top_n_time_and_grouping_over_own_collections(own_dir):
+    from collections import Counter
+
+    data_dir, *_ = own_dir
+    slowest = sorted(_deploys(), key=lambda d: -int(d["duration_seconds"]))[:3]
+    answer = _ask(data_dir, "top 3 deploys by duration_seconds")
+    assert [r["ref"] for r in answer["records"]] == [d["deploy_id"] for d in slowest]
+    in_2025 = [i for i in _incidents() if i["opened_at"].startswith("2025") and _readable(i, OUTSIDER)]
+    assert f"{len(in_2025)} incidents" in _ask(data_dir, "how many incidents were opened in 2025?", "--as", OUTSIDER)["answer"]
+    per_service = Counter(i["service"] for i in _incidents() if _readable(i, OUTSIDER))
+    grouped = _ask(data_dir, "which service had the most incidents?", "--as", OUTSIDER)
+    top, n = per_service.most_common(1)[0]
+    assert f"{top}: {n}" in grouped["answer"] and "did not understand" not in grouped["answer"]
+
+
+def test_open_is_not_taken_for_granted_on_an_own_kind(own_dir):
+    data_dir, *_ = own_dir
+    answer = _ask(data_dir, "show open incidents on payments-api", "--as", OUTSIDER)
+    assert "I did not understand: 'open'" in answer["answer"]

@@ -203,3 +203,24 @@ def test_a_field_named_in_another_case_or_number_is_the_one_field_meant(store, s
         {"$match": {"reviews.user.login": "ann"}}]
     with pytest.raises(CompileError, match="no field or role 'stat'"):
         compile_plan(PlanIR("issues", filters=[Filter("stat", "eq", "open")]), schema)  # no guessing past that
+
+
+def test_a_condition_on_a_referenced_record_is_asked_inside_one_join():
+    from context_engine.kinds import CollectionSpec
+
+    kind = CollectionSpec(name="incidents", noun="incident", key="id", references={"pr": "pull_requests"})
+    incidents = schema_from_documents("incidents", [{"id": 1, "pr": "a#1", "ref": "incidents/1"}], own_kind=kind)
+    prs = schema_from_documents("pull_requests", [{"ref": "a#1", "reviews": [{"user": {"login": "kim"}}],
+                                                   "merged_by": {"login": "lee"}}])
+    ir = PlanIR("incidents", filters=[Filter("reviewer", "eq", "kim", via="pr"), Filter("merger", "ne", "kim", via="pr")],
+                shape=Shape("count"))
+    assert compile_plan(ir, incidents, {"pull_requests": prs}) == [
+        {"$lookup": {"from": "pull_requests", "localField": "pr", "foreignField": "ref", "as": "joined_pr",
+                     "pipeline": [{"$match": {"reviews.user.login": "kim", "merged_by.login": {"$ne": "kim"}}},
+                                  {"$project": {"ref": 1}}]}},
+        {"$match": {"joined_pr": {"$ne": []}}}, {"$project": {"joined_pr": 0}}, {"$count": "count"}]
+    assert PlanIR.from_json(ir.to_json()) == ir  # `via` survives the plan's JSON
+    with pytest.raises(CompileError, match="has no records to read"):
+        compile_plan(ir, incidents, {})
+    with pytest.raises(CompileError, match="no reference 'repo'"):
+        compile_plan(PlanIR("incidents", filters=[Filter("reviewer", "eq", "kim", via="repo")]), incidents, {"pull_requests": prs})
