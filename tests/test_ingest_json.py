@@ -377,3 +377,18 @@ def test_open_is_not_taken_for_granted_on_an_own_kind(own_dir):
     data_dir, *_ = own_dir
     answer = _ask(data_dir, "show open incidents on payments-api", "--as", OUTSIDER)
     assert "I did not understand: 'open'" in answer["answer"]
+
+
+def test_who_did_the_most_reads_the_people_field_the_verb_names(own_dir):
+    from collections import Counter
+
+    data_dir, *_ = own_dir
+    commanders = Counter(i["commander"] for i in _incidents() if _readable(i, OUTSIDER))
+    reporters = Counter(i["reporter"] for i in _incidents() if _readable(i, OUTSIDER))
+    answer = _ask(data_dir, "who commanded the most incidents?", "--as", OUTSIDER)
+    assert answer["queries"][0]["collection"] == "incidents" and '"$commander"' in json.dumps(answer["queries"])
+    assert commanders != reporters and "did not understand" not in answer["answer"]
+    deployers = Counter(d["deployed_by"] for d in _deploys())
+    answer = _ask(data_dir, "who deployed the most?")  # no record noun: the verb names the deploys' people field
+    login, n = deployers.most_common(1)[0]
+    assert answer["queries"][0]["collection"] == "deploys" and f"({login}): {n}" in answer["answer"]

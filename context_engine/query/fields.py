@@ -8,6 +8,8 @@ or a tenant's own spec. A person role also says which handle kind the field stor
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 from context_engine.kinds import CollectionSpec, Registry
@@ -61,3 +63,18 @@ def person_field_for(schema: CollectionSchema | None, role: str) -> tuple[str, s
         if schema.has_path(path):
             return path, kind
     return None
+
+
+def person_field_words(schema: CollectionSchema) -> list[tuple[str, str]]:
+    """A tenant's own kind: each people role its records have, with the word its field's name says, as a
+    pattern ("commander": "command…", "deployed_by": "deploy…"), so "commanded by X" and "who commanded
+    the most" read that field. Built-in kinds say their roles with their own rules."""
+    if schema.kind.builtin:
+        return []
+    found = []
+    for role, paths in schema.kind.people_roles().items():
+        for path, _ in paths:
+            stem = re.sub(r"(?:_by|_at|ed|ee|er|or|s)$", "", path.rsplit(".", 1)[-1].lower()).replace("_", " ")
+            if len(stem) >= 4 and schema.has_path(path):
+                found.append((role, rf"\b({re.escape(stem)}\w*)"))
+    return found

@@ -7,7 +7,7 @@ import re
 from typing import Any, Iterable
 
 from context_engine.kinds import BUILTIN, CollectionSpec
-from context_engine.query.fields import person_field_for
+from context_engine.query.fields import person_field_for, person_field_words
 from context_engine.query.planner.draft import Draft
 from context_engine.query.planner.spans import STOP
 from context_engine.query.schema import CollectionSchema
@@ -91,7 +91,8 @@ class CollectionStep(Draft):
             values = {str(v).lower() for f in schema.fields.values() for v in (f.enum or [])
                       if isinstance(v, str) and len(v) >= 3 and v.lower() not in STOP}
             score = len(words & values) + (2 if name in verbs and re.search(verbs[name], self.q, re.I) else 0) \
-                + (2 if name == "issues" and re.search(r"\bsprints?\b", self.q, re.I) else 0)
+                + (2 if name == "issues" and re.search(r"\bsprints?\b", self.q, re.I) else 0) \
+                + (3 if any(re.search(word, self.q, re.I) for _, word in person_field_words(schema)) else 0)  # "who deployed"
             if score > best_score:
                 best, best_score = name, score
         if best:

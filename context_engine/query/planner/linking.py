@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 
-from context_engine.query.fields import field_for, person_field_for
+from context_engine.query.fields import field_for, person_field_for, person_field_words
 from context_engine.query.identity import Mention
 from context_engine.query.ir import Filter
 from context_engine.query.planner.draft import Draft
@@ -299,9 +299,14 @@ class LinkStep(Draft):
         """A tenant's own kind: the people field whose name the question says around the person
         ("commanded by priyar", "did priyar command", "deployed by larsn" for `commander`, `deployed_by`;
         the word is read)."""
-        kind = self.schema.kind
-        if kind.builtin:
-            return None
+        start = max(0, mention.start - 40)
+        for role, word in person_field_words(self.schema):
+            m = re.compile(rf"{word}\s+(?:by\s+)?$", re.I).search(self.q, start, mention.start) \
+                or re.compile(rf"(?:'s)?\s+(?:(?:has|have|did|was|were)\s+)?{word}", re.I).match(self.q, mention.end)
+            if m:
+                self.use(m.span(1), "person")
+                return role
+        return None
         present = {role: paths for role, paths in kind.people_roles().items()
                    if any(self.schema.has_path(path) for path, _ in paths)}
         start = max(0, mention.start - 40)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from context_engine.query.fields import field_for, person_field_for
+from context_engine.query.fields import field_for, person_field_for, person_field_words
 from context_engine.query.ir import Filter, Shape, SortKey
 from context_engine.query.planner.draft import Draft
 
@@ -372,6 +372,11 @@ class ShapeStep(Draft):
         return path, 5 if plural else 1
 
     def _top_role(self, person_roles: set[str]) -> str:
+        for role, word in person_field_words(self.schema):  # "who commanded the most incidents"
+            m = re.search(word, self.q, re.I)
+            if m:
+                self.use(m.span(1), "shape")
+                return role
         asks_for_people = _ASKS_FOR_PEOPLE.search(self.q)
         verb = re.search(r"\bwho\s+(?:has\s+|have\s+|had\s+)?(open\w*|creat\w*|fil\w*|report\w*|wr[io]te|author\w*|post\w*|start\w*|"
                          r"asked\s+for|request\w*|rais\w*|submit\w*)", self.q, re.I)
