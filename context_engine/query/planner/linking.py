@@ -307,21 +307,6 @@ class LinkStep(Draft):
                 self.use(m.span(1), "person")
                 return role
         return None
-        present = {role: paths for role, paths in kind.people_roles().items()
-                   if any(self.schema.has_path(path) for path, _ in paths)}
-        start = max(0, mention.start - 40)
-        for role, paths in present.items():
-            for path, _ in paths:
-                stem = re.sub(r"(?:_by|_at|ed|ee|er|or|s)$", "", path.rsplit(".", 1)[-1].lower()).replace("_", " ")
-                if len(stem) < 4:
-                    continue
-                word = rf"({re.escape(stem)}\w*)"
-                m = re.compile(rf"\b{word}\s+(?:by\s+)?$", re.I).search(self.q, start, mention.start) \
-                    or re.compile(rf"(?:'s)?\s+(?:(?:has|have|did|was|were)\s+)?{word}", re.I).match(self.q, mention.end)
-                if m:
-                    self.use(m.span(1), "person")
-                    return role
-        return None
 
     def _only_person_field(self) -> tuple[str, str] | None:
         """A tenant's own kind with one people field: whoever the question names is in it ("deploys by
