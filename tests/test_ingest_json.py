@@ -392,3 +392,13 @@ def test_who_did_the_most_reads_the_people_field_the_verb_names(own_dir):
     answer = _ask(data_dir, "who deployed the most?")  # no record noun: the verb names the deploys' people field
     login, n = deployers.most_common(1)[0]
     assert answer["queries"][0]["collection"] == "deploys" and f"({login}): {n}" in answer["answer"]
+
+
+def test_a_list_shows_the_fields_the_question_names(own_dir):
+    data_dir, *_ = own_dir
+    answer = _ask(data_dir, "show the title and service of sev1 incidents", "--as", OUTSIDER)
+    sev1 = [i for i in _incidents() if i["severity"] == "sev1" and _readable(i, OUTSIDER)]
+    assert sorted((r["title"], r["service"]) for r in answer["records"]) == sorted((i["title"], i["service"]) for i in sev1)
+    assert all(set(r) <= {"title", "service", "ref"} for r in answer["records"])
+    counted = _ask(data_dir, "how many sev1 incidents have a title", "--as", OUTSIDER)  # a count shows no fields:
+    assert "$project" not in json.dumps(counted["queries"])  # the word is not read as one

@@ -86,10 +86,16 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
         time_field = self._times(verb if state_verb is None else state_verb)
         self._thresholds()
         self._facets()
-        structured = bool(self.filters or self.times or group_role or bucket or is_count or top or ranked or intent
+        # The fields a list shows; a count or a grouping shows none, so their words are not read that way.
+        shown = [] if (group_role or bucket or is_count or top or ranked or intent) else self._shown_fields()
+        structured = bool(self.filters or self.times or group_role or bucket or is_count or top or ranked or intent or shown
                           or self.ctx.mentions or TITLE.search(self.q)  # "PRs with streaming in the title": a field condition
                           or self._list_limit(peek=True) != DEFAULT_LIMIT)
         text = self._leftover_text(structured)
+        if text and not schema.text_index:
+            # Nothing to search these records' text with: the words stay unread and the answer says so.
+            self.notes.append(f"no full-text search over {collection}: {text!r} not read")
+            text = ""
         if text:
             self.notes.append(f"full-text search for {text!r}")
             if not structured or len(text.split()) > 3:
@@ -131,7 +137,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
             # Relevance order for a topic search: BM25 (or MongoDB's textScore) ranks the matches.
             shape = Shape("list", sort=[SortKey("relevance", -1)], limit=min(self._list_limit(), TEXT_LIMIT))
         else:
-            shape = Shape("list", sort=[SortKey(sort_field, -1)], limit=self._list_limit())
+            shape = Shape("list", sort=[SortKey(sort_field, -1)], limit=self._list_limit(), fields=shown)
         if not (self.filters or self.times or text) and not (bucket or group_role or is_count or intent_shape):
             self.confidence = min(self.confidence, 0.5)
         understood, not_understood = self._spans(text, structured=structured, shape=shape)

@@ -256,6 +256,28 @@ class ShapeStep(Draft):
                     return role, None
         return None, None
 
+    def _shown_fields(self) -> list[str]:
+        """A tenant's own kind: the fields a list question names ("show the name, opening year and capacity
+        of each cinema", "calendar dates and day numbers"), each read, for the answer to show them."""
+        if self.schema.kind.builtin:
+            return []
+        names: dict[str, str] = {}
+        for path, info in self.schema.fields.items():
+            if "object" in info.types or path in ("ref", "source"):
+                continue
+            leaf = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", path.rsplit(".", 1)[-1]).replace("_", " ").lower().strip()
+            if len(leaf) >= 2:
+                names.setdefault(leaf, path)
+        shown: list[str] = []
+        for leaf in sorted(names, key=len, reverse=True):
+            pattern = rf"\b{re.escape(leaf).replace(chr(92) + ' ', '[ _-]')}(?:e?s)?\b"
+            for m in re.finditer(pattern, self.q, re.I):
+                if not self._is_used(m.span()):
+                    self.use(m.span(), "field")
+                    shown.append(names[leaf])
+                    break
+        return list(dict.fromkeys(shown))
+
     def _own_group(self) -> str | None:
         """A tenant's own kind grouped by one of its value fields, named as the question says it:
         "which service had the most incidents", "deploys per environment", "incidents by severity"."""
