@@ -340,23 +340,21 @@ def link_people(pipeline: Any, collection: str, ctx: PlanningContext) -> Any:
 def own_spelling(collection: str, pipeline: list[dict[str, Any]] | None,
                  schemas: dict[str, CollectionSchema]) -> tuple[str, list[dict[str, Any]] | None]:
     """Code corrects the model: a collection or field it spelled otherwise than the tenant's tables do
-    ("people" for the collection the words "people" name, `Fname` for `FName`) becomes the one so
-    spelled, when exactly one is; anything else is left for the validator to report."""
+    ("people" for the collection the words "people" name, `lname` for `Lname`) becomes the one so
+    spelled, when exactly one is: in the pipeline's own collection first (`Lname` there, `LName` in a
+    joinable one), else in all; anything else is left for the validator to report."""
+    collection = named(collection, schemas)
     known = {path for sc in schemas.values() for path in sc.fields}
-    spelled: dict[str, set[str]] = {}
-    for path in known:
-        spelled.setdefault(path.lower(), set()).add(path)
+    home = schemas[collection].fields if collection in schemas else {}
 
     def field(path: str) -> str:
-        options = spelled.get(path.lower(), set())
-        return next(iter(options)) if path not in known and len(options) == 1 else path
-
-    def named(name: Any) -> Any:
-        if not isinstance(name, str) or name in schemas:
-            return name
-        options = {n for n in schemas if n.lower() == name.lower()} or {
-            n for n, sc in schemas.items() if re.fullmatch(sc.kind.pattern(), name.replace("_", " "), re.I | re.ASCII)}
-        return next(iter(options)) if len(options) == 1 else name
+        if path in known:
+            return path
+        for fields in (home, known):
+            options = {p for p in fields if p.lower() == path.lower()}
+            if options:
+                return next(iter(options)) if len(options) == 1 else path
+        return path
 
     def walk(node: Any) -> Any:
         if isinstance(node, list):
@@ -364,12 +362,23 @@ def own_spelling(collection: str, pipeline: list[dict[str, Any]] | None,
         if isinstance(node, dict):
             return {(k if k.startswith("$") else field(k)):
                     field(v) if k in ("localField", "foreignField") and isinstance(v, str)
-                    else named(v) if k == "from" else walk(v) for k, v in node.items()}
+                    else named(v, schemas) if k == "from" else walk(v) for k, v in node.items()}
         if isinstance(node, str) and node.startswith("$") and not node.startswith("$$"):
             return "$" + field(node[1:])
         return node
 
-    return named(collection), walk(pipeline) if pipeline is not None else None
+    return collection, walk(pipeline) if pipeline is not None else None
+
+
+def named(name: Any, schemas: dict[str, CollectionSchema]) -> Any:
+    """The tenant's collection a model's name means: itself, the one so named in another case, or the
+    one whose words it is; the name as written when none or several are."""
+    if not isinstance(name, str) or name in schemas:
+        return name
+    options = {n for n in schemas if n.lower() == name.lower()} or {
+        n for n, sc in schemas.items()
+        if sc.kind.pattern() and re.fullmatch(sc.kind.pattern(), name.replace("_", " "), re.I | re.ASCII)}
+    return next(iter(options)) if len(options) == 1 else name
 
 
 def parse_plan(text: str) -> PlanIR:
