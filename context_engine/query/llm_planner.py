@@ -289,8 +289,9 @@ def _paths(plan: Plan) -> frozenset[str]:
 
 
 def _written(plan: Plan) -> Any:
-    """A plan as the model writes it: its IR without the parts that say nothing (fewer tokens to read)."""
-    if plan.ir is None:
+    """A plan as the model writes it: its pipeline when it wrote one, else its IR without the parts that
+    say nothing (fewer tokens to read)."""
+    if plan.ir is None or plan.ir.pipeline is not None:
         return {"collection": plan.collection, "pipeline": to_extended_json(plan.pipeline)}
     return _said(plan.ir.to_json())
 
