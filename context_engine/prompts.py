@@ -34,6 +34,18 @@ Draft: {draft}
 Draft did not understand: {not_understood}
 Question: {question}"""
 
+# A tenant's own collections (a team's tables): the model writes the MongoDB pipeline itself, since the
+# plan IR cannot say most of what is asked of them (nested fields, joins, computed columns). Short on
+# purpose: on 2 CPU cores every token of prompt costs the 1.5B model time, and solved examples teach it
+# more than rules do. Fixed, so the server reuses its evaluated prefix.
+PIPELINE_SYSTEM = """Answer with one MongoDB aggregation pipeline as JSON: {"collection":C,"pipeline":[stages]}.
+Fields are listed per collection; A[{x,y}] is an array of objects: {"$unwind":"$A"} makes one row per element, read as A.x.
+Join another collection with {"$lookup":{"from":C2,"localField":F,"foreignField":F2,"as":"Docs1"}}.
+Return only what is asked: $project those fields with "_id":0; a count is {"$count":"count"}."""
+
+PIPELINE_QUESTION = """{schemas}{people}{times}{examples}
+Question: {question}"""
+
 PLANNER_RETRY = """Your previous plan was rejected:
 {attempt}
 Error: {error}

@@ -259,3 +259,18 @@ def test_bad_folder_and_options_are_one_line_errors(tmp_path):
                        (["--data", str(tmp_path), "--sample", "all"], "stratified:N")):
         done = subprocess.run(cli + args, capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_the_model_gets_one_correction_per_question(tmp_path):
+    """A rejected pipeline is shown to the model once more; the small model repeats itself, so a third
+    try is time spent for nothing: the question is declined after the second."""
+    bad = {"collection": "persons", "pipeline": [{"$project": {"nowhere": 1}}]}
+    good = {"collection": "persons", "pipeline": [{"$count": "count"}]}
+    settings = Settings().with_overrides(data_dir=tmp_path / "store",
+                                         chat_models=(("planner", ScriptedChatModel.answering(bad, bad, good)),))
+    assert settings.max_attempts > 2
+    (outcome,) = evaluate(_tend_folder(tmp_path / "tend"), settings, split="test", planner="llm", limit=1).outcomes
+    assert outcome.declined and not outcome.correct and "nowhere" in outcome.why
+    settings = settings.with_overrides(chat_models=(("planner", ScriptedChatModel.answering(bad, good)),))
+    (outcome,) = evaluate(_tend_folder(tmp_path / "tend2"), settings, split="test", planner="llm", limit=1).outcomes
+    assert outcome.correct

@@ -8,7 +8,14 @@ already resolved by code, the context set's named filters for words the offline 
 understand, at most two context-set templates close to the question, and the draft IR. Models that
 take a JSON schema for their output (OpenAI-compatible servers) are given the plan's schema without
 spans and a short answer cap; any other chat model is asked for the JSON text, parsed the same way.
-The plan is untrusted: its IR is checked as it is read, and its pipeline goes through the validator."""
+The plan is untrusted: its IR is checked as it is read, and its pipeline goes through the validator.
+
+A question about a tenant's own collections only (a team's tables, TEND's databases) is asked for the
+MongoDB pipeline itself (`PIPELINE_SYSTEM`): the IR cannot say most of what is asked of such tables
+(nested fields, joins, computed columns). Its prompt is the collections' fields nested as they are
+stored, solved examples the caller retrieves, and the question; the answer is held to
+{"collection": one of the tenant's, "pipeline": [...]}, its collection and field names are matched to
+the tenant's spelling, and it is validated and run with scope like any other plan."""
 
 from __future__ import annotations
 
@@ -19,7 +26,7 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableLambda
 
-from context_engine.prompts import PLANNER_QUESTION, PLANNER_RETRY, PLANNER_SYSTEM
+from context_engine.prompts import PIPELINE_QUESTION, PIPELINE_SYSTEM, PLANNER_QUESTION, PLANNER_RETRY, PLANNER_SYSTEM
 from context_engine.query.compile import compile_plan, resolve_field
 from context_engine.query.context_sets import ContextSet, shipped
 from context_engine.query.fields import people_paths
@@ -47,6 +54,12 @@ _LABEL_LEAVES = frozenset({"name", "title", "login", "state", "key"})
 _COMPACT = {"ensure_ascii": False, "separators": (",", ":")}
 # The most fields of a tenant's own collection a prompt lists (every one it has, for TEND's tables).
 MAX_OWN_FIELDS = 60
+# A pipeline is longer than an IR plan (a join, a group, a projection): its cap is a little higher.
+MAX_PIPELINE_TOKENS = 300
+# Characters of collection listing in a pipeline prompt (~600 tokens: half of what a question may cost
+# on 2 cores); collections past it are named only, those the question names first.
+MAX_LISTING_CHARS = 2000
+_NUMBERS = frozenset({"int", "long", "double", "decimal"})
 
 
 @lru_cache(maxsize=1)
@@ -181,12 +194,79 @@ def schema_slice(schema: CollectionSchema, question: str, max_enum: int = 8, als
     return "\n".join([f"{schema.name}: " + ", ".join(keep), f" dates: {', '.join(dates)}"])
 
 
+def nested_fields(schema: CollectionSchema, question: str) -> str:
+    """A collection's fields as they are nested, in one line: `Orders[{id:num,Items[{name}]}]` is an
+    array of objects, `tags[]` an array of values; numbers, dates and booleans are marked, strings are
+    not; a value of a field that the question says (in any case) is shown as stored (`Type=Private`).
+    The engine's own `ref` is left out: it is no column of the team's table."""
+    low = question.lower()
+    children: dict[str, list[str]] = {}
+    for path in schema.fields:
+        if path != "ref":
+            children.setdefault(path.rpartition(".")[0], []).append(path)
+
+    def render(path: str, in_array: bool) -> str:
+        info = schema.fields[path]
+        name = path.rpartition(".")[2]
+        if path in children:
+            inner = ",".join(render(child, info.in_array) for child in children[path])
+            return f"{name}[{{{inner}}}]" if info.in_array else f"{name}{{{inner}}}"
+        kinds = info.types - {"null"}
+        marks = sorted({"num" if k in _NUMBERS else k for k in kinds} - {"string", "object", "array"})
+        said = [v for v in info.enum or [] if isinstance(v, str) and len(v) >= 2 and v.lower() in low]
+        return (name + ("[]" if info.in_array and not in_array else "") + (":" + "|".join(marks) if marks else "")
+                + ("=" + "|".join(said[:3]) if said else ""))
+
+    return f"{schema.name}: " + ",".join(render(path, False) for path in children.get("", []))
+
+
+def own_only(schemas: list[CollectionSchema]) -> bool:
+    """The question is about a tenant's own collections only: it is asked for a pipeline."""
+    return bool(schemas) and all(sc.own_kind is not None for sc in schemas)
+
+
+def _listing(ctx: PlanningContext, named: list[CollectionSchema]) -> str:
+    """The tenant's own collections for a pipeline: those the question names first, then the others
+    it may join, each with its nested fields while they fit `MAX_LISTING_CHARS`, the rest by name."""
+    ordered = named + [sc for sc in ctx.schemas.values() if sc.own_kind is not None and sc not in named]
+    lines, others, used = [], [], 0
+    for sc in ordered:
+        line = nested_fields(sc, ctx.question)
+        if used + len(line) <= MAX_LISTING_CHARS or not lines:
+            lines.append(line)
+            used += len(line)
+        else:
+            others.append(sc.name)
+    return "\n".join(lines + ([f"other collections: {', '.join(others)}"] if others else []))
+
+
+def _pipeline_messages(ctx: PlanningContext, schemas: list[CollectionSchema],
+                       examples: Callable[[str], list[str]] | None) -> list[tuple[str, str]]:
+    people = "; ".join(f"{m.text!r} -> {_describe_person(m.person, schemas)}" for m in ctx.mentions if m.person)
+    times = "; ".join(_describe_time(t) for t in ctx.times)
+    question = PIPELINE_QUESTION.format(
+        schemas=_listing(ctx, schemas), people=f"\nPeople: {people}" if people else "",
+        times=f"\nTimes: {times}" if times else "",
+        examples=_examples(ctx, schemas, examples(ctx.question) if examples else []), question=ctx.question)
+    return [("system", PIPELINE_SYSTEM), ("human", question)]
+
+
 def build_messages(ctx: PlanningContext, max_rows: int = 200,
                    examples: Callable[[str], list[str]] | None = None) -> list[tuple[str, str]]:
     """`examples` gives solved questions close to this one ("Q: ... -> {plan}" lines), beside the
     context set's: an evaluation's training questions, from other databases."""
     draft = ctx.draft = ctx.draft or OfflinePlanner().plan(ctx)
     schemas = _relevant(ctx, draft)
+    messages = _pipeline_messages(ctx, schemas, examples) if own_only(schemas) else _plan_messages(
+        ctx, schemas, draft, max_rows, examples)
+    for attempt in ctx.previous[-2:]:
+        messages.append(("ai", json.dumps(_written(attempt.plan), **_COMPACT)))
+        messages.append(("human", PLANNER_RETRY.format(attempt="(above)", error=attempt.error)))
+    return messages
+
+
+def _plan_messages(ctx: PlanningContext, schemas: list[CollectionSchema], draft: Plan, max_rows: int,
+                   examples: Callable[[str], list[str]] | None) -> list[tuple[str, str]]:
     others = sorted(set(ctx.schemas) - {sc.name for sc in schemas})
     asker = (f"The asker (I, me, my) is {_describe_person(ctx.asker, schemas)}" if ctx.asker else "The asker is unknown.")
     question = PLANNER_QUESTION.format(
@@ -198,11 +278,7 @@ def build_messages(ctx: PlanningContext, max_rows: int = 200,
         facets=_facets(ctx, schemas, draft), examples=_examples(ctx, schemas, examples(ctx.question) if examples else []),
         draft=json.dumps(_written(draft), **_COMPACT),
         not_understood=", ".join(repr(s["text"]) for s in draft.not_understood) or "none", question=ctx.question)
-    messages = [("system", PLANNER_SYSTEM.format(max_rows=max_rows)), ("human", question)]
-    for attempt in ctx.previous[-2:]:
-        messages.append(("ai", json.dumps(_written(attempt.plan), **_COMPACT)))
-        messages.append(("human", PLANNER_RETRY.format(attempt="(above)", error=attempt.error)))
-    return messages
+    return [("system", PLANNER_SYSTEM.format(max_rows=max_rows)), ("human", question)]
 
 
 def _paths(plan: Plan) -> frozenset[str]:
@@ -213,8 +289,9 @@ def _paths(plan: Plan) -> frozenset[str]:
 
 
 def _written(plan: Plan) -> Any:
-    """A plan as the model writes it: its IR without the parts that say nothing (fewer tokens to read)."""
-    if plan.ir is None:
+    """A plan as the model writes it: its pipeline when it wrote one, else its IR without the parts that
+    say nothing (fewer tokens to read)."""
+    if plan.ir is None or plan.ir.pipeline is not None:
         return {"collection": plan.collection, "pipeline": to_extended_json(plan.pipeline)}
     return _said(plan.ir.to_json())
 
@@ -261,6 +338,50 @@ def link_people(pipeline: Any, collection: str, ctx: PlanningContext) -> Any:
             if isinstance(stage, dict) else stage for stage in pipeline] if isinstance(pipeline, list) else pipeline
 
 
+def own_spelling(collection: str, pipeline: list[dict[str, Any]] | None,
+                 schemas: dict[str, CollectionSchema]) -> tuple[str, list[dict[str, Any]] | None]:
+    """Code corrects the model: a collection or field it spelled otherwise than the tenant's tables do
+    ("people" for the collection the words "people" name, `lname` for `Lname`) becomes the one so
+    spelled, when exactly one is: in the pipeline's own collection first (`Lname` there, `LName` in a
+    joinable one), else in all; anything else is left for the validator to report."""
+    collection = named(collection, schemas)
+    known = {path for sc in schemas.values() for path in sc.fields}
+    home = schemas[collection].fields if collection in schemas else {}
+
+    def field(path: str) -> str:
+        if path in known:
+            return path
+        for fields in (home, known):
+            options = {p for p in fields if p.lower() == path.lower()}
+            if options:
+                return next(iter(options)) if len(options) == 1 else path
+        return path
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(n) for n in node]
+        if isinstance(node, dict):
+            return {(k if k.startswith("$") else field(k)):
+                    field(v) if k in ("localField", "foreignField") and isinstance(v, str)
+                    else named(v, schemas) if k == "from" else walk(v) for k, v in node.items()}
+        if isinstance(node, str) and node.startswith("$") and not node.startswith("$$"):
+            return "$" + field(node[1:])
+        return node
+
+    return collection, walk(pipeline) if pipeline is not None else None
+
+
+def named(name: Any, schemas: dict[str, CollectionSchema]) -> Any:
+    """The tenant's collection a model's name means: itself, the one so named in another case, or the
+    one whose words it is; the name as written when none or several are."""
+    if not isinstance(name, str) or name in schemas:
+        return name
+    options = {n for n in schemas if n.lower() == name.lower()} or {
+        n for n, sc in schemas.items()
+        if sc.kind.pattern() and re.fullmatch(sc.kind.pattern(), name.replace("_", " "), re.I | re.ASCII)}
+    return next(iter(options)) if len(options) == 1 else name
+
+
 def parse_plan(text: str) -> PlanIR:
     """The IR in a model's answer: the JSON object in it (models wrap it in prose or code fences)."""
     start, end = text.find("{"), text.rfind("}")
@@ -293,7 +414,14 @@ def _without_spans(schema: Any) -> Any:
 ANSWER_SCHEMA = _without_spans(PLAN_JSON_SCHEMA)
 
 
-def _json_mode(model: Any) -> Any:
+def pipeline_schema(collections: list[str]) -> dict[str, Any]:
+    """The answer to a pipeline prompt: one of the tenant's collections and a list of stages."""
+    return {"type": "object", "properties": {"collection": {"type": "string", "enum": sorted(collections)},
+                                             "pipeline": {"type": "array", "items": {"type": "object"}}},
+            "required": ["collection", "pipeline"]}
+
+
+def _json_mode(model: Any, schema: dict[str, Any] = ANSWER_SCHEMA, max_tokens: int = MAX_ANSWER_TOKENS) -> Any:
     """The model asked for JSON in the plan's schema where it takes one (OpenAI-compatible servers,
     the local model included); any other chat model answers as it is, and its text is parsed alike."""
     try:
@@ -307,8 +435,8 @@ def _json_mode(model: Any) -> Any:
         # schema or the cap (a 400) is asked again without them: the prompt asks for the same JSON,
         # and the answer is parsed the same way.
         timed = model.bind(timeout=PLANNER_TIMEOUT)
-        return timed.bind(response_format={"type": "json_object", "schema": ANSWER_SCHEMA},
-                          extra_body={"max_tokens": MAX_ANSWER_TOKENS}).with_fallbacks(
+        return timed.bind(response_format={"type": "json_object", "schema": schema},
+                          extra_body={"max_tokens": max_tokens}).with_fallbacks(
             [timed], exceptions_to_handle=(BadRequestError,))
     return model
 
@@ -319,13 +447,21 @@ class LLMPlanner:
     def __init__(self, model: Any, max_rows: int = 200, examples: Callable[[str], list[str]] | None = None):
         self.max_rows = max_rows
         self.examples = examples  # solved questions close to the asked one (`build_messages`)
-        # An unreadable answer is asked for again at once; a readable but wrong plan is the retry edge's.
-        self.runnable = (_json_mode(model) | RunnableLambda(lambda m: parse_plan(m.content))).with_retry(
-            stop_after_attempt=2, retry_if_exception_type=(IRError,), wait_exponential_jitter=False)
         self.model = model
 
+    def _ask(self, messages: list[tuple[str, str]], schema: dict[str, Any], max_tokens: int) -> PlanIR:
+        # An unreadable answer is asked for again at once; a readable but wrong plan is the retry edge's.
+        return (_json_mode(self.model, schema, max_tokens) | RunnableLambda(lambda m: parse_plan(m.content))).with_retry(
+            stop_after_attempt=2, retry_if_exception_type=(IRError,), wait_exponential_jitter=False).invoke(messages)
+
     def plan(self, ctx: PlanningContext) -> Plan:
-        ir: PlanIR = self.runnable.invoke(build_messages(ctx, self.max_rows, self.examples))
+        messages = build_messages(ctx, self.max_rows, self.examples)
+        if messages[0][1] == PIPELINE_SYSTEM:
+            own = [sc.name for sc in ctx.schemas.values() if sc.own_kind is not None]
+            ir = self._ask(messages, pipeline_schema(own), MAX_PIPELINE_TOKENS)
+            ir.collection, ir.pipeline = own_spelling(ir.collection, ir.pipeline, ctx.schemas)
+        else:
+            ir = self._ask(messages, ANSWER_SCHEMA, MAX_ANSWER_TOKENS)
         schema = ctx.schemas.get(ir.collection)
         if schema is None:
             raise IRError(f"collection {ir.collection!r} does not exist or is empty; "

@@ -211,30 +211,121 @@ def test_a_model_that_times_out_is_reported_beside_the_offline_plan(catalog):
                for n in kept.notes)
 
 
-def test_a_teams_own_collections_in_the_prompt(tmp_path):
-    """Own collections are chosen by their spec's words and listed whole (their field names are not the
-    question's words); none named: all listed; examples the caller gives are shown; `Fname[]` reads."""
+def _own_catalog():
     from context_engine.kinds import CollectionSpec
     from context_engine.query.catalog import Catalog
     from context_engine.query.schema import schema_from_documents
 
-    students = [{"StuID": 1, "Fname": "Ann", "Sports": [{"SportName": "Chess", "Hours": 2}]}]
-    clubs = [{"ClubID": 1, "ClubName": "Sailing"}]
+    students = [{"StuID": 1, "Fname": "Ann", "Lname": "Lee", "Major": "Physics", "Tags": ["a"],
+                 "Sports": [{"SportName": "Chess", "Hours": 2}]},
+                {"StuID": 2, "Fname": "Bo", "Lname": "Kim", "Major": "History", "Tags": [], "Sports": []}]
+    clubs = [{"ClubID": 1, "ClubName": "Sailing", "LName": "x", "Members": [{"StuID": 1}]}]
     schemas = {"Student": schema_from_documents("Student", students), "Club": schema_from_documents("Club", clubs)}
-    schemas["Student"].own_kind = CollectionSpec("Student", noun="student")
-    schemas["Club"].own_kind = CollectionSpec("Club", noun="club")
-    catalog = Catalog("t", schemas, [])
-    prompt = build_messages(context(catalog, "first names of the students who play chess"),
-                            examples=lambda q: [f"Q: names of pupils -> {{}} ({q})"])[1][1]
-    assert "Student: " in prompt and "Fname" in prompt and "Sports.SportName[]" in prompt and "StuID" in prompt
-    assert "Club: " not in prompt and "other collections: Club" in prompt
-    assert "Q: names of pupils -> {} (first names of the students who play chess)" in prompt
-    neither = build_messages(context(catalog, "what is there?"))[1][1]
-    assert "Student: " in neither and "Club: " in neither
+    schemas["Student"].fields["Major"].enum = ["History", "Physics"]  # as discovery finds it in a larger table
+    schemas["Student"].own_kind = CollectionSpec("Student", noun="student", words=(r"\bstudents?\b", r"\bpupils?\b"))
+    schemas["Club"].own_kind = CollectionSpec("Club", noun="club", words=(r"\bclubs?\b",))
+    return Catalog("t", schemas, [])
+
+
+def test_a_teams_own_collections_are_asked_for_a_pipeline_in_a_short_prompt():
+    """Own collections: the fixed pipeline system prompt; every own collection listed (a question may
+    join them), the named one first, nested as stored (`Sports[{...}]` an array of objects, `Tags[]`
+    of values), a value the question says shown as stored, the engine's `ref` not; the caller's
+    examples; no draft, no IR rules."""
+    from context_engine.prompts import PIPELINE_SYSTEM
+
+    catalog = _own_catalog()
+    catalog.schemas["Student"].fields["ref"] = catalog.schemas["Student"].fields["StuID"].__class__("ref", {"string"})
+    messages = build_messages(context(catalog, "first names of the clubs' members who major in physics"),
+                              examples=lambda q: [f"Q: names of pupils -> {{}} ({q})"])
+    assert messages[0] == ("system", PIPELINE_SYSTEM)
+    prompt = messages[1][1]
+    lines = prompt.splitlines()
+    assert lines[0] == "Club: ClubID:num,ClubName,LName,Members[{StuID:num}]"  # the one the question names
+    assert lines[1] == "Student: Fname,Lname,Major=Physics,Sports[{Hours:num,SportName}],StuID:num,Tags[]"
+    assert "Q: names of pupils -> {} (first names of the clubs' members who major in physics)" in prompt
+    assert prompt.endswith("Question: first names of the clubs' members who major in physics")
+    assert "Draft" not in prompt and "ref" not in prompt and len(prompt) < 400
+
+
+def test_a_long_listing_names_the_collections_past_its_budget(monkeypatch):
+    from context_engine.query import llm_planner
+
+    monkeypatch.setattr(llm_planner, "MAX_LISTING_CHARS", 60)
+    prompt = build_messages(context(_own_catalog(), "how many students"))[1][1]
+    assert prompt.startswith("Student: Fname,") and "\nother collections: Club\n" in prompt and "ClubName" not in prompt
+
+
+def test_the_pipeline_answer_is_held_to_the_tenants_collections_and_a_short_cap():
+    import httpx
+    from langchain_openai import ChatOpenAI
+
+    from context_engine.query.llm_planner import MAX_PIPELINE_TOKENS
+
+    bodies = []
+    answer = {"collection": "Student", "pipeline": [{"$match": {"major": "Physics"}}, {"$project": {"fname": 1, "_id": 0}}]}
+
+    def endpoint(request):
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, json={"id": "1", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(answer)}}]})
+
+    model = ChatOpenAI(model="m", api_key="k", base_url="http://endpoint.invalid/v1", max_retries=0,
+                       http_client=httpx.Client(transport=httpx.MockTransport(endpoint)))
+    plan = LLMPlanner(model).plan(context(_own_catalog(), "first names of physics students"))
+    (body,) = bodies
+    assert body["max_tokens"] == MAX_PIPELINE_TOKENS <= 300
+    schema = body["response_format"]["schema"]
+    assert schema["required"] == ["collection", "pipeline"]
+    assert schema["properties"]["collection"]["enum"] == ["Club", "Student"]
+    # Written in another case, the fields are the tenant's own.
+    assert plan.collection == "Student" and plan.pipeline == [{"$match": {"Major": "Physics"}},
+                                                              {"$project": {"Fname": 1, "_id": 0}}]
+
+
+def test_names_are_matched_to_the_tenants_spelling_only_when_one_is_meant():
+    from context_engine.query.llm_planner import own_spelling
+
+    schemas = _own_catalog().schemas
+    pipeline = [{"$lookup": {"from": "clubs", "localField": "stuid", "foreignField": "members.stuid", "as": "Docs1"}},
+                {"$unwind": "$docs1"}, {"$match": {"$expr": {"$eq": ["$lname", "$$x"]}}},
+                {"$project": {"lname": 1, "nickname": "$nickname", "_id": 0}}]
+    collection, fixed = own_spelling("pupils", pipeline, schemas)
+    assert collection == "Student"  # the collection the words "pupils" name
+    assert fixed == [{"$lookup": {"from": "Club", "localField": "StuID", "foreignField": "Members.StuID", "as": "Docs1"}},
+                     {"$unwind": "$docs1"},  # a name the pipeline made is not the tenant's: left as written
+                     {"$match": {"$expr": {"$eq": ["$Lname", "$$x"]}}},  # Student's Lname, not Club's LName
+                     {"$project": {"Lname": 1, "nickname": "$nickname", "_id": 0}}]
+    # In a collection without it, `lname` is Lname or LName: not guessed; an unknown collection stays unknown.
+    assert own_spelling("Club", [{"$project": {"lname": 1}}], schemas)[1] == [{"$project": {"LName": 1}}]
+    assert own_spelling("tweets", [{"$project": {"lname": 1}}], schemas) == ("tweets", [{"$project": {"lname": 1}}])
+
+
+def test_a_pipeline_joining_what_the_tenant_may_not_read_is_an_error_the_model_is_shown():
+    """The model's pipeline is validated with the tenant's schemas: a join outside them is refused, and
+    the refusal is in the next prompt, after the rejected pipeline."""
+    from context_engine.query.engine import validate
+    from context_engine.query.plan import Attempt
+
+    catalog = _own_catalog()
+    bad = {"collection": "Student", "pipeline": [{"$lookup": {"from": "people", "localField": "StuID",
+                                                                "foreignField": "id", "as": "p"}}]}
+    ctx = context(catalog, "students and their people")
+    plan = LLMPlanner(ScriptedChatModel.answering(bad)).plan(ctx)
+    error = validate(plan, ctx, __import__("context_engine.config", fromlist=["Settings"]).Settings())
+    assert error and "$lookup from 'people' is not allowed" in error
+    ctx.previous = [Attempt(plan=plan, error=error)]
+    messages = build_messages(ctx)
+    assert messages[-2] == ("ai", json.dumps(bad, separators=(",", ":")))
+    assert error in messages[-1][1]
+
+
+def test_an_ir_answer_about_own_collections_still_compiles():
+    """A model without a JSON schema may answer in the IR: it compiles as before, its topic words dropped."""
+    catalog = _own_catalog()
     answer = {"collection": "Student", "unwind": "Sports", "filters": [{"field": "Sports.SportName[]", "op": "eq",
                                                                           "value": "Chess"}],
-              "shape": {"kind": "list", "fields": ["Fname"]}}
-    answer["shape"]["sort"] = [{"field": "relevance", "direction": -1}]  # no search left to rank by
+              "shape": {"kind": "list", "fields": ["Fname"], "sort": [{"field": "relevance", "direction": -1}]}}
     plan = LLMPlanner(ScriptedChatModel.answering({**answer, "text": ["chess", "players"]})).plan(
         context(catalog, "first names of chess players"))
     assert plan.pipeline == [{"$unwind": "$Sports"}, {"$match": {"Sports.SportName": "Chess"}},
