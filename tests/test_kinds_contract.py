@@ -351,3 +351,25 @@ def test_an_own_kinds_chunk_group_is_one_unit_readable_by_those_who_read_all_of_
     assert [(c.doc_ref, c.text, c.acl) for c in chunks] == [
         ("TL-1", "Paged the on-call.\n\nRolled back.", ["*"]),
         ("TL-3", "Cert renewed.\n\nCustomer named.", ["team-x"])]  # the private entry narrows its unit
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.spec.name for c in CASES])
+def test_the_llm_planner_is_shown_the_kind_and_its_plan_runs_in_scope(world, case):
+    """The other planner: the prompt a chat model gets names the kind's collection and its fields, and a
+    count it answers (a scripted model here) validates and runs within the asker's access."""
+    from context_engine.query.llm_planner import LLMPlanner, build_messages
+    from tests.chat_fakes import ScriptedChatModel
+
+    store, catalog, _ = world
+    question = f"how many {case.said} are there"
+    ctx, failed = resolve(question, NOW, catalog, None)
+    assert failed is None, failed
+    prompt = "\n".join(text for _, text in build_messages(ctx))
+    schema = catalog.schemas[case.spec.name]
+    assert case.spec.name in prompt and schema.text_fields[0].rsplit(".", 1)[-1] in prompt
+    answer = {"collection": case.spec.name, "pipeline": [{"$count": "count"}]}
+    plan = LLMPlanner(ScriptedChatModel.answering(answer)).plan(ctx)
+    assert (plan.planner, plan.collection, plan.pipeline) == ("llm", case.spec.name, [{"$count": "count"}])
+    assert validate_pipeline(plan.pipeline, schema) == []
+    assert run_pipeline(store, plan.collection, plan.pipeline, tenant="t", principals=OUTSIDER, schema=schema) == [{"count": PUBLIC}]
+    assert run_pipeline(store, plan.collection, plan.pipeline, tenant="t", principals=MEMBER, schema=schema) == [{"count": PUBLIC + 1}]
