@@ -126,7 +126,8 @@ def read_files(paths: list[Path], options: OwnOptions, logins: set[str], problem
                 raise SourceError(f"cannot read {given}: not a .json, .jsonl, .ndjson or .csv file")
             rows.extend(_file_rows(root, root, str(given), problems))
     if not rows:
-        raise SourceError(f"no rows found in {', '.join(map(str, paths))}")
+        why = f" ({problems.examples[0]})" if problems.examples else ""  # "x.json: malformed JSON (...)"
+        raise SourceError(f"no rows found in {', '.join(map(str, paths))}{why}")
     return build_collection(rows, options, logins, problems, source="files")
 
 

@@ -233,3 +233,9 @@ def test_mongodb_is_copied_read_only_with_its_id_as_the_key():
     assert len(limited.records) == 1
     with pytest.raises(SourceError, match="no documents match --filter"):
         read_mongodb(read_only, "ops", "oncall", OwnOptions("shifts"), LOGINS, problems, query={"team": "none"})
+
+
+def test_a_file_with_no_rows_says_why(tmp_path):
+    (tmp_path / "broken.json").write_text('[{"id": 1,')
+    with pytest.raises(SourceError, match=r"no rows found in .*broken\.json \(.*broken\.json: malformed JSON"):
+        read_files([tmp_path / "broken.json"], OwnOptions("incidents", public=True), LOGINS, ReadProblems())
