@@ -324,17 +324,14 @@ class LinkStep(Draft):
         for via, target in self.schema.kind.references.items():
             joined = self.ctx.schemas.get(target)
             found = person_field_for(joined, role) if joined is not None and self.schema.has_path(via) else None
-            named = re.search(joined.kind.pattern(), self.q, re.I | re.ASCII) if found else None
-            if named and before is not None:  # only the record named just before the person
-                named = next((m for m in re.finditer(joined.kind.pattern(), self.q[:before], re.I | re.ASCII)
-                              if before - m.end() <= 25), None)
-            if found and named:
+            if found is None:
+                continue
+            said = re.finditer(joined.kind.pattern(), self.q if before is None else self.q[:before], re.I | re.ASCII)
+            # `before`: only the records named just before the person
+            named = next((m for m in said if before is None or before - m.end() <= 25), None)
+            if named:
                 self.use(named.span(), "collection")
-                # "the fix PR", "the PR that caused it": how the records are related, which the reference says
-                cue = re.compile(r"\b(?:fix(?:es|ed|ing)?|caus\w*|culprit|offending|related|linked|associated|triggering|shipp\w*|ships?"
-                                 r"|contain\w*|includ\w*|deliver\w*)\b",
-                                 re.I)
-                for m in cue.finditer(self.q):
+                for m in _RELATION_CUE.finditer(self.q):  # "the fix PR", "the PR that caused it": what the reference says
                     if abs(m.start() - named.end()) <= 20 or abs(named.start() - m.end()) <= 20:
                         self.use(m.span(), "collection")
                 return via, found
@@ -419,4 +416,7 @@ class LinkStep(Draft):
 # Roles read as the author where the records do not say who did it: "merged by X" over a dump with
 # no merger is X's merged PRs (the reading the question sets commit to); the author as themselves.
 _READ_AS_AUTHOR = frozenset({"author", "merger"})
+# How records are related, said beside the referenced records' noun ("the fix PR", "PRs that caused it").
+_RELATION_CUE = re.compile(r"\b(?:fix(?:es|ed|ing)?|caus\w*|culprit|offending|related|linked|associated|triggering|shipp\w*"
+                           r"|ships?|contain\w*|includ\w*|deliver\w*)\b", re.I)
 _GOT = re.compile(r"\s*(get|got|gotten|gets|receive[sd]?|draw|drew|attract(?:s|ed)?)\b", re.I)

@@ -270,7 +270,7 @@ class ShapeStep(Draft):
                 names.setdefault(leaf, path)
         shown: list[str] = []
         for leaf in sorted(names, key=len, reverse=True):
-            pattern = rf"\b{re.escape(leaf).replace(chr(92) + ' ', '[ _-]')}(?:e?s)?\b"
+            pattern = rf"\b{'[ _-]'.join(map(re.escape, leaf.split()))}(?:e?s)?\b"  # "opening year", opening_year
             for m in re.finditer(pattern, self.q, re.I):
                 if not self._is_used(m.span()):
                     self.use(m.span(), "field")
