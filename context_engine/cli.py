@@ -685,7 +685,7 @@ def _missing_extra(command: str, extra: str, *modules: str) -> bool:
 
     if all(importlib.util.find_spec(module) is not None for module in modules):
         return False
-    print(f"context-engine {command} needs the {extra} extra: pip install 'context-engine[{extra}]'", file=sys.stderr)
+    print(f"context-engine {command} needs the {extra} extra: pip install 'relational-context-engine[{extra}]'", file=sys.stderr)
     return True
 
 
@@ -926,6 +926,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     from context_engine.runtime import store_for
     from context_engine.store.writer_lock import writer_busy
 
+    from context_engine import DISTRIBUTION, other_distributions
+
+    for other in other_distributions():  # PyPI's `context-engine` is another project with the same package
+        print(f"context-engine: warning: the context_engine package is also installed by {other!r}, not this "
+              f"project ({DISTRIBUTION}); they overwrite each other's files: pip uninstall {other}, then "
+              f"pip install --force-reinstall {DISTRIBUTION}", file=sys.stderr)
     settings = _settings(args)
     store = store_for(settings)
     tenants = [settings.tenant] if args.tenant else store.tenants()
@@ -1097,13 +1103,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      description=(
         "A relational context engine: answers questions over PRs, issues, Slack and docs with validated, "
         "tenant-scoped MongoDB queries and hybrid semantic search."), epilog=EXAMPLES["context-engine"] + EXIT_CODES)
-    from importlib.metadata import PackageNotFoundError, version
+    import context_engine
 
-    try:
-        installed = version("context-engine")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        installed = "unknown"
-    parser.add_argument("--version", action="version", version=f"context-engine {installed}")
+    parser.add_argument("--version", action="version", version=f"context-engine {context_engine.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, **kwargs: Any) -> argparse.ArgumentParser:

