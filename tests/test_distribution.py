@@ -72,7 +72,7 @@ def test_the_name_is_ours_everywhere_it_is_declared():
 
 
 def _install_commands(text: str) -> list[str]:
-    return re.findall(r"pip install ([^\n`\"]+)", text)
+    return re.findall(r"pip install ([^\n`\"#]+)", text)  # up to the end of the command or its comment
 
 
 def test_every_install_hint_installs_this_distribution():
