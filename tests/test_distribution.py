@@ -7,6 +7,7 @@ install it, without the network, into a fresh virtual environment.
 """
 
 import ast
+import json
 import re
 import shutil
 import subprocess
@@ -173,3 +174,31 @@ def test_the_other_pypi_project_installed_beside_it_is_detected(wheel, tmp_path)
     _pip(python, "install", "-q", "--no-deps", "--no-index", wheel)  # ours last: its __init__.py is the one left
     probe = "import context_engine as c; print(c.__version__, c.other_distributions())"
     assert _run(python, "-c", probe, cwd=tmp_path).stdout == f"{VERSION} ['context-engine']\n"
+
+
+def test_the_dockerfile_installs_this_distribution_from_what_it_copies():
+    dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    (name, extras, source), = re.findall(r"pip install '([\w.-]+)\[([\w,]+)\] @ file://(\S+)'", dockerfile)
+    # `name @ file://…`: pip stops with "inconsistent name" if the source's metadata names another project.
+    assert name == NAME and set(extras.split(",")) <= set(PYPROJECT["project"]["optional-dependencies"])
+    copied = re.findall(r"^COPY .* (\S+?)/?$", dockerfile, re.M)
+    assert copied and all(dest.startswith(source) for dest in copied), (copied, source)
+
+
+@pytest.mark.slow
+def test_the_installed_wheel_ingests_and_answers_on_its_own(wheel, tmp_path):
+    """The wheel holds everything a structured answer needs (modules, the shipped context set): run from
+    a fresh venv whose only copy of `context_engine` is the wheel's, with this environment's dependencies
+    made visible by a .pth path (offline; its .pth hooks, such as an editable install's finder, do not run)."""
+    python = _fresh_venv(tmp_path / "venv")
+    _pip(python, "install", "-q", "--no-deps", "--no-index", wheel)
+    purelib = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip()
+    dependencies = _run(sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout
+    Path(purelib, "dependencies.pth").write_text(dependencies)
+    script, data = tmp_path / "venv" / "bin" / "context-engine", tmp_path / "data"
+    _run(script, "ingest", "sample", "--no-index", "--data-dir", data, cwd=tmp_path)
+    answer = _run(script, "ask", "how many open PRs are labelled security?", "--as", "rsh-dev", "--data-dir", data,
+                  "--json", cwd=tmp_path).stdout
+    assert json.loads(answer)["queries"][0]["pipeline"][0] == {"$match": {"state": "open", "labels.name": "security"}}
+    where = _run(python, "-c", "import context_engine; print(context_engine.__file__)", cwd=tmp_path).stdout
+    assert Path(where.strip()).is_relative_to(tmp_path / "venv")
