@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from context_engine.assistant.context import Context
+from context_engine.assistant.context import Context, check_tenant_known, run_context
 from context_engine.assistant.nodes import (after_reflect, branches, compress, fuse, generate, reflect, rerank,
                                             respond, retrieve, route, start_turn)
 from context_engine.assistant.state import InputState, OutputState, State
@@ -31,15 +33,28 @@ def as_graph_input(value: Any) -> Any:
     return {"question": value} if isinstance(value, str) else value
 
 
+def prepare_run(config: RunnableConfig | None, context: Any) -> tuple[RunnableConfig, Context]:
+    """The run's one Context (checked, legacy `configurable` keys folded in, its tenant known) and
+    its config with the tenant and the asker in the run's metadata, which every child run and trace
+    (LangSmith, callbacks) inherits."""
+    run = run_context(context, config)
+    settings = run.settings()
+    check_tenant_known(settings)
+    who = {"tenant": settings.tenant, "user": settings.asker or ""}
+    return merge_configs(config, {"metadata": who}), run
+
+
 class ContextEngineGraph(CompiledStateGraph):
-    """The compiled StateGraph, which also takes a bare question string (`invoke`, `stream`, `batch`
-    and their async forms all go through `stream`/`astream`)."""
+    """The compiled StateGraph, which also takes a bare question string and prepares each run's
+    context once (`invoke`, `stream`, `batch` and their async forms all go through `stream`/`astream`)."""
 
-    def stream(self, input: Any, *args: Any, **kwargs: Any):
-        return super().stream(as_graph_input(input), *args, **kwargs)
+    def stream(self, input: Any, config: RunnableConfig | None = None, *, context: Any = None, **kwargs: Any):
+        config, run = prepare_run(config, context)
+        return super().stream(as_graph_input(input), config, context=run, **kwargs)
 
-    def astream(self, input: Any, *args: Any, **kwargs: Any):
-        return super().astream(as_graph_input(input), *args, **kwargs)
+    def astream(self, input: Any, config: RunnableConfig | None = None, *, context: Any = None, **kwargs: Any):
+        config, run = prepare_run(config, context)
+        return super().astream(as_graph_input(input), config, context=run, **kwargs)
 
 
 def build_graph(checkpointer: Any = None, *, store: Any = None, name: str = "context_engine",
