@@ -3,6 +3,8 @@ a dict checked key by key, legacy `configurable` keys, precise errors, Settings 
 the tenant and the asker in every run's trace metadata, and a turn's working state reset from the
 state schema."""
 
+import asyncio
+import threading
 import warnings
 from typing import Annotated, Any, get_type_hints
 
@@ -88,6 +90,24 @@ def test_a_bad_context_key_or_value_is_refused_in_one_sentence(given, says):
 def test_a_misspelt_key_is_refused_by_the_graph_not_dropped(sample_dir):
     with pytest.raises(ContextError, match="did you mean 'user'"):
         graph.invoke("open issues assigned to me", context=_context(sample_dir, usr="priyar"))
+
+
+def test_async_runs_are_checked_off_the_event_loop(sample_dir, monkeypatch):
+    """Studio's server refuses blocking calls on its loop: the tenant check (it may open the store) runs
+    in a worker thread, and a bad context fails `ainvoke` as it fails `invoke`."""
+    threads = []
+    real = graph_module.check_tenant_known
+    monkeypatch.setattr(graph_module, "check_tenant_known",
+                        lambda s: threads.append(threading.current_thread()) or real(s))
+
+    async def run():
+        out = await graph.ainvoke("open PRs", context=_context(sample_dir, user="priyar"))
+        with pytest.raises(ContextError, match="did you mean 'user'"):
+            await graph.ainvoke("open PRs", context=_context(sample_dir, usr="priyar"))
+        return out, threading.current_thread()
+
+    out, loop_thread = asyncio.run(run())
+    assert out["records"] and threads and loop_thread not in threads
 
 
 def test_null_is_the_default():

@@ -12,6 +12,7 @@ questions are resolved against them.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -52,9 +53,12 @@ class ContextEngineGraph(CompiledStateGraph):
         config, run = prepare_run(config, context)
         return super().stream(as_graph_input(input), config, context=run, **kwargs)
 
-    def astream(self, input: Any, config: RunnableConfig | None = None, *, context: Any = None, **kwargs: Any):
-        config, run = prepare_run(config, context)
-        return super().astream(as_graph_input(input), config, context=run, **kwargs)
+    async def astream(self, input: Any, config: RunnableConfig | None = None, *, context: Any = None,
+                      **kwargs: Any):
+        # The tenant check may open the store: off the event loop (Studio's server refuses blocking calls).
+        config, run = await asyncio.to_thread(prepare_run, config, context)
+        async for chunk in super().astream(as_graph_input(input), config, context=run, **kwargs):
+            yield chunk
 
 
 def build_graph(checkpointer: Any = None, *, store: Any = None, name: str = "context_engine",
