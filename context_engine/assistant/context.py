@@ -32,6 +32,15 @@ _MODEL_HELP = ("an init_chat_model string ('openai:gpt-4.1-mini') or a model nam
                "(from Python, a LangChain chat model instance too)")
 
 
+# What a value of each context field type must be (field types as written: annotations are strings
+# here), and how a refusal names it. LibraryContext's other hooks are typed by their Python callers.
+_ACCEPTS: dict[str, tuple[tuple[type, ...], str]] = {
+    "str": ((str,), "a string"),
+    "bool": ((bool,), "true or false"),
+    "ChatModelSpec": ((str, BaseChatModel), "a string (a model spec) or a LangChain chat model"),
+}
+
+
 class ContextError(ValueError):
     """A run context that cannot be used as given; the message is one sentence for the caller."""
 
@@ -67,8 +76,8 @@ class Context:
             value = getattr(self, f.name)
             if value is None:  # JSON null and Python None: the field's default
                 setattr(self, f.name, f.default)
-            elif not _fits(f.name, value):
-                raise ContextError(f"context key {f.name!r} must be {_KIND[_kind(f.name)]}, "
+            elif f.type in _ACCEPTS and not isinstance(value, _ACCEPTS[f.type][0]):
+                raise ContextError(f"context key {f.name!r} must be {_ACCEPTS[f.type][1]}, "
                                    f"got {type(value).__name__} {str(value)[:60]!r}")
         self._settings: Settings | None = None  # built on first use: once per run (run_context copies)
 
@@ -115,26 +124,8 @@ class LibraryContext(Context):
     always_llm: bool = False  # every structured question to the LLM planner (to measure it alone)
 
 
-_BOOLS = frozenset({"anonymous", "use_llm"})
-_MODELS = frozenset({"model", *(f"{role}_model" for role in CHAT_ROLES)})
-_KIND = {"bool": "true or false", "model": "a string (a model spec) or a LangChain chat model", "str": "a string"}
 FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Context))
 """The context's keys: what a dict context, Studio's form and a legacy `configurable` may set."""
-
-
-def _kind(name: str) -> str:
-    return "bool" if name in _BOOLS else "model" if name in _MODELS else "str"
-
-
-def _fits(name: str, value: Any) -> bool:
-    if name not in FIELDS:  # a library hook: typed by the Python caller
-        return True
-    kind = _kind(name)
-    if kind == "bool":
-        return type(value) is bool
-    if kind == "model":
-        return isinstance(value, (str, BaseChatModel))
-    return type(value) is str
 
 
 def _from_dict(given: dict[str, Any]) -> Context:
