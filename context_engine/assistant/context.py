@@ -47,6 +47,8 @@ class ContextError(ValueError):
 
 @dataclass(kw_only=True)
 class Context:
+    """Who asks, for which tenant, against which data, with which chat models (empty: the environment's)."""
+
     tenant: str = field(default="", metadata={"description": (
         "The tenant whose data is asked about. Empty: $CONTEXT_ENGINE_TENANT, else 'acme'.")})
     user: str = field(default="", metadata={"description": (
