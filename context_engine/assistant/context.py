@@ -15,18 +15,27 @@ per run: every node reads the same object.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import WithJsonSchema
 
 from context_engine.config import CHAT_ROLES, Settings
 
-__all__ = ["Context", "LibraryContext", "ContextError", "run_context", "context_of", "settings_of", "check_tenant_known"]
+__all__ = [
+    "Context",
+    "ContextError",
+    "LibraryContext",
+    "check_tenant_known",
+    "context_of",
+    "run_context",
+    "settings_of",
+]
 
 # A chat model as a form takes it, a string; Python callers may pass a LangChain chat model instance.
-ChatModelSpec = Annotated[Union[str, BaseChatModel], WithJsonSchema({"type": "string"})]
+ChatModelSpec = Annotated[str | BaseChatModel, WithJsonSchema({"type": "string"})]
 
 _MODEL_HELP = ("an init_chat_model string ('openai:gpt-4.1-mini') or a model name served at $OPENAI_BASE_URL "
                "(from Python, a LangChain chat model instance too)")
@@ -146,7 +155,7 @@ def _unknown_key(key: Any) -> str:
     return f"unknown context key {str(key)[:60]!r}{hint}; the context's keys are {', '.join(FIELDS)}"
 
 
-def run_context(context: Any, config: dict[str, Any] | None = None) -> Context:
+def run_context(context: Any, config: Mapping[str, Any] | None = None) -> Context:
     """The one Context of a run, from what the run was given: a Context (copied, so that its Settings
     are built for this run), a dict (Studio, JSON clients; null = the default), or nothing.
 

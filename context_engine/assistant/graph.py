@@ -13,7 +13,7 @@ questions are resolved against them.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
@@ -21,12 +21,23 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from context_engine.assistant.context import Context, check_tenant_known, run_context
-from context_engine.assistant.nodes import (after_reflect, branches, compress, fuse, generate, reflect, rerank,
-                                            respond, retrieve, route, start_turn)
+from context_engine.assistant.nodes import (
+    after_reflect,
+    branches,
+    compress,
+    fuse,
+    generate,
+    reflect,
+    rerank,
+    respond,
+    retrieve,
+    route,
+    start_turn,
+)
 from context_engine.assistant.state import InputState, OutputState, State
 from context_engine.assistant.structured_query import structured_graph
 
-__all__ = ["build_graph", "graph", "ContextEngineGraph"]
+__all__ = ["ContextEngineGraph", "build_graph", "graph"]
 
 
 def as_graph_input(value: Any) -> Any:
@@ -45,7 +56,7 @@ def prepare_run(config: RunnableConfig | None, context: Any) -> tuple[RunnableCo
     return merge_configs(config, {"metadata": who}), run
 
 
-class ContextEngineGraph(CompiledStateGraph):
+class ContextEngineGraph(CompiledStateGraph[State, Context, InputState, OutputState]):
     """The compiled StateGraph, which also takes a bare question string and prepares each run's
     context once (`invoke`, `stream`, `batch` and their async forms all go through `stream`/`astream`)."""
 
@@ -87,8 +98,8 @@ def build_graph(checkpointer: Any = None, *, store: Any = None, name: str = "con
     builder.add_conditional_edges("reflect", after_reflect, {"retry": "retrieve", "done": "respond"})
     builder.add_edge("respond", END)
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name, **compile_kwargs)
-    compiled.__class__ = ContextEngineGraph  # same object, one more input form
-    return compiled
+    compiled.__class__ = ContextEngineGraph  # same object: one more input form, each run's context prepared
+    return cast(ContextEngineGraph, compiled)
 
 
 graph = build_graph()

@@ -9,7 +9,8 @@ reset without being listed): on a thread, one question's trace never leaks into 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable, get_args, get_origin, get_type_hints
+from collections.abc import Callable
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from langchain_core.documents import Document
 from langchain_core.messages import AnyMessage
