@@ -145,6 +145,22 @@ def test_a_missing_asker_is_explained_without_cli_flags(sample_dir):
     assert "--as" not in out["answer"]
 
 
+def test_the_graph_as_a_node_of_another_runs_in_the_parent_s_context(sample_dir):
+    from langgraph.graph import END, START, StateGraph
+
+    from context_engine.assistant.state import InputState, OutputState
+
+    builder = StateGraph(State, context_schema=Context, input_schema=InputState, output_schema=OutputState)
+    builder.add_node("context_engine", graph)
+    builder.add_edge(START, "context_engine")
+    builder.add_edge("context_engine", END)
+    recorder = _Recorder()
+    out = builder.compile().invoke({"question": "open issues assigned to me", "now": NOW},
+                                   config={"callbacks": [recorder]}, context=_context(sample_dir, user="priyar"))
+    assert out["records"] and all(r["fields"]["assignee"]["name"] == "praman" for r in out["records"])
+    assert any(name == "start_turn" and m.get("user") == "priyar" for name, m in recorder.starts)
+
+
 # --- the tenant -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("user", ["priyar", ""])

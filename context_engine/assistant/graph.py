@@ -19,6 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import merge_configs
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import get_runtime
 
 from context_engine.assistant.context import Context, check_tenant_known, run_context
 from context_engine.assistant.nodes import (
@@ -45,11 +46,21 @@ def as_graph_input(value: Any) -> Any:
     return {"question": value} if isinstance(value, str) else value
 
 
+def _parent_context() -> Any:
+    """The context of the graph run this one is a node of (the graph used as a subgraph), if any."""
+    try:
+        parent = get_runtime()
+    except RuntimeError:  # not inside a runnable: a run of its own
+        return None
+    context = getattr(parent, "context", None)
+    return context if isinstance(context, (Context, dict)) else None
+
+
 def prepare_run(config: RunnableConfig | None, context: Any) -> tuple[RunnableConfig, Context]:
     """The run's one Context (checked, legacy `configurable` keys folded in, its tenant known) and
     its config with the tenant and the asker in the run's metadata, which every child run and trace
     (LangSmith, callbacks) inherits."""
-    run = run_context(context, config)
+    run = run_context(_parent_context() if context is None else context, config)
     settings = run.settings()
     check_tenant_known(settings)
     who = {"tenant": settings.tenant, "user": settings.asker or ""}
