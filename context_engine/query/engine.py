@@ -123,7 +123,8 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
     if asker is None and any(m.is_asker for m in mentions):
         # "my open PRs" needs an asker.
         text = next(m.text for m in mentions if m.is_asker)
-        return None, ResolutionFailed(f"{text!r} refers to the asker, but no asker is set (use --as)",
+        return None, ResolutionFailed(f"{text!r} refers to the asker, but no asker is set: name who asks "
+                                      "(the run context's `user`)",
                                       unresolved=text)
     for mention in mentions:
         if mention.ambiguous:
