@@ -32,7 +32,7 @@ def _json_default(value: Any) -> Any:
 
 
 def _print_json(data: Any) -> None:
-    from context_engine.store.expressions import finite_for_json
+    from context_engine.service import finite_for_json
 
     print(json.dumps(finite_for_json(data), ensure_ascii=False, default=_json_default, indent=2, allow_nan=False))
 
@@ -247,41 +247,30 @@ ASKER_HELP = ("the asker, named exactly: a GitHub login, Slack user id, Jira/Lin
 def _check_tenant_and_asker(settings) -> None:
     """The tenant must have data and `--as` must name one account exactly (`PeopleDirectory.asker`:
     never a name, a handle or a near miss); both are input errors."""
-    from context_engine.query.identity import AmbiguousPerson, UnknownPerson
-    from context_engine.runtime import principals_for, store_for
+    from context_engine import service
 
-    tenants = store_for(settings).tenants()
-    if settings.tenant not in tenants:
-        raise InputError(f"tenant {settings.tenant!r} has no data (tenants with data: {', '.join(tenants) or 'none'})")
     try:
-        principals_for(settings)
-    except (UnknownPerson, AmbiguousPerson) as exc:
+        service.check_scope(settings)
+    except service.NoTenantData as exc:
+        raise InputError(str(exc)) from None
+    except (service.UnknownPerson, service.AmbiguousPerson) as exc:
         raise InputError(f"--as: {exc.args[0]}") from None
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from context_engine.text import parse_now
+    from context_engine import service
 
-    from context_engine.config import check_question
-
-    try:
-        question = check_question((args.question or "").strip())
-        now = parse_now(args.now)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
     settings = _settings(args)
     _check_tenant_and_asker(settings)
-    context = {"tenant": settings.tenant, "user": settings.asker, "data_dir": str(settings.data_dir)}
-    graph = _import_frozen("context_engine.assistant.graph").graph
-    result = graph.invoke({"question": question, "now": now.isoformat()}, context=context)
-    from context_engine.query.feedback import remember_ask
-
-    remember_ask(settings.data_dir, settings.tenant, settings.asker, question, result, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    _import_frozen("context_engine.assistant.graph")  # before `service.ask` imports it: frozen, see above
+    try:
+        answer = service.ask(settings, args.question or "", now=args.now)
+    except service.InvalidInput as exc:
+        raise InputError(str(exc)) from None
+    result = answer.output
     # Pipelines are in Extended JSON, so any of them can be re-run with `context-engine query`.
     if args.json:
-        _print_json({"question": question, **{key: result.get(key) for key in (
-            "route", "answer", "queries", "records", "citations", "reflection", "declined")},
-            "documents": [{"text": d.page_content, "metadata": d.metadata} for d in result.get("documents", [])]})
+        _print_json(answer.to_json())
     else:
         print(result.get("answer", ""))
         if result.get("citations"):
@@ -427,18 +416,15 @@ def _test_template(args: argparse.Namespace, settings, catalog, cs) -> int:
 
 
 def cmd_feedback(args: argparse.Namespace) -> int:
-    from context_engine.query.feedback import FeedbackError, submit
-    from context_engine.query.context_sets import ContextSetError
-    from context_engine.runtime import catalog_for
+    from context_engine import service
 
     settings = _settings(args)
     _check_tenant_and_asker(settings)
-    catalog = catalog_for(settings)
     corrected = _json_argument(args.plan, "--plan") if args.plan else None
     try:
-        out = submit(settings.data_dir, catalog, asker=settings.asker, rating="up" if args.up else "down",
-                     question=args.question, note=args.note, corrected=corrected, policy=_policy(settings))
-    except (FeedbackError, ContextSetError) as exc:
+        out = service.feedback(settings, "up" if args.up else "down", question=args.question, note=args.note,
+                               corrected=corrected)
+    except (service.FeedbackError, service.ContextSetError) as exc:
         raise InputError(f"feedback: {exc}") from None
     if args.json:
         _print_json(out)
@@ -449,54 +435,43 @@ def cmd_feedback(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from context_engine.query.execute import ExecutionError, run_pipeline
-    from context_engine.query.plan import from_extended_json
-    from context_engine.query.validate import ValidationPolicy, validate_pipeline
-    from context_engine.runtime import asker_for, catalog_for, store_for
-    from context_engine.query.engine import principals_of
+    from context_engine import service
 
     try:
-        pipeline = from_extended_json(json.loads(args.pipeline))
+        pipeline = json.loads(args.pipeline)
     except json.JSONDecodeError as exc:
         raise InputError(f"PIPELINE_JSON is not valid JSON: {exc.msg} at position {exc.pos}") from None
     except ValueError:  # Python's own cap on the digits of an integer it reads (4,300)
         raise InputError("PIPELINE_JSON has a number too long to read; MongoDB numbers fit 64 bits") from None
     settings = _settings(args)
     _check_tenant_and_asker(settings)
-    catalog = catalog_for(settings)
-    kinds = store_for(settings).kinds(settings.tenant)
-    if args.collection not in kinds:
-        raise InputError(f"unknown collection {args.collection[:80]!r}; known: {', '.join(kinds.names())}")
-    schema = catalog.schemas.get(args.collection)
-    errors = validate_pipeline(pipeline, schema, ValidationPolicy(allow_regex=settings.allow_regex,
-                                                                  max_limit=settings.max_rows), schemas=catalog.schemas)
-    if errors:
+    try:
+        rows = service.query(settings, args.collection, pipeline)
+    except service.UnknownCollection as exc:
+        raise InputError(str(exc)) from None
+    except service.PipelineRejected as exc:
         if args.json:
-            _print_json({"errors": errors})
+            _print_json({"errors": exc.errors})
         else:
-            for error in errors:
+            for error in exc.errors:
                 print(f"rejected: {error}", file=sys.stderr)
         return EXIT_REJECTED
-    try:
-        rows = run_pipeline(store_for(settings), args.collection, pipeline, tenant=settings.tenant,
-                            principals=principals_of(asker_for(settings, catalog)), schema=schema,
-                            max_rows=settings.max_rows, max_time_ms=settings.max_time_ms)
-    except ExecutionError as exc:
+    except service.ExecutionError as exc:
         raise InputError(f"the database refused the query: {exc}") from None
     _print_json({"records": rows})
     return EXIT_OK
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from context_engine.runtime import catalog_for
+    from context_engine import service
 
     settings = _settings(args)
     _check_tenant_and_asker(settings)
-    catalog = catalog_for(settings)
+    schemas = service.schema(settings)
     if args.json:
-        _print_json({name: schema.to_json() for name, schema in catalog.schemas.items()})
+        _print_json({name: schema.to_json() for name, schema in schemas.items()})
     else:
-        for schema in catalog.schemas.values():
+        for schema in schemas.values():
             print(schema.describe())
             print()
     return EXIT_OK
@@ -506,19 +481,14 @@ def cmd_people(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from context_engine.runtime import store_for
-    from context_engine.sources.connectors import saved_overrides
-    from context_engine.sources.people import merge_people
-    from context_engine.store.documents import strip_hidden
+    from context_engine import service
 
     settings = _settings(args)
     _check_tenant_and_asker(settings)
-    stored = [strip_hidden(p) for p in store_for(settings).collection("people").find({"tenant_id": settings.tenant})]
-    # Merging the stored directory again changes nothing and recovers the conflicts left apart.
-    directory = merge_people(stored, saved_overrides(settings.data_dir, settings.tenant))
-    people = sorted(directory.people, key=lambda p: str(p.get("name") or p.get("login") or "").lower())
+    directory = service.people(settings)
+    people = directory.people
     if args.json:
-        _print_json({"people": people, "conflicts": [vars(c) for c in directory.conflicts]})
+        _print_json(directory.to_json())
         return EXIT_OK
     table = Table(title=f"people of tenant {settings.tenant}: {len(people):,}")
     for column in ("name", "github", "slack", "email", "jira", "team", "access (one line per account group)",
@@ -922,27 +892,15 @@ def _serve_until_signalled(app: Any, host: str, port: int, **config: Any) -> Non
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from context_engine.retrievers.index import index_lag, index_status
-    from context_engine.runtime import store_for
-    from context_engine.store.writer_lock import writer_busy
+    from context_engine import service
 
     settings = _settings(args)
-    store = store_for(settings)
-    tenants = [settings.tenant] if args.tenant else store.tenants()
-    report = {"data_dir": str(settings.data_dir), "store_generation": store.generation,
-              "writer": writer_busy(settings.data_dir), "tenants": {}}
-    for tenant in tenants:
-        counts = {name: n for name in store.kinds(tenant).names() if (n := store.count(name, tenant))}
-        index = index_status(settings, tenant)
-        if index is not None and not index.get("damaged"):
-            index["lag"] = index_lag(settings, tenant, store)
-        report["tenants"][tenant] = {"records": counts, "index": index}
-    report["damaged_rows"] = store.damaged_rows()  # skipped wherever read; of no tenant one can name
+    report = service.status(settings, [settings.tenant] if args.tenant else None)
     if args.json:
         _print_json(report)
         return EXIT_OK
     busy = f"an ingest is writing (pid {report['writer']})" if report["writer"] else "no ingest running"
-    print(f"{settings.data_dir}: store generation {store.generation}; {busy}")
+    print(f"{settings.data_dir}: store generation {report['store_generation']}; {busy}")
     if report["damaged_rows"]:
         print("  damaged rows skipped (every other record answers as usual): "
               + ", ".join(f"{name} {n:,}" for name, n in report["damaged_rows"].items()))
@@ -962,7 +920,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         else:
             state = f"semantic index: {index['chunks']:,} chunks, all embedded ({index['model']}, {index['built_at']})"
         if index is not None and not index.get("damaged"):
-            state += "\n    " + _index_freshness(index, store.generation)
+            state += "\n    " + _index_freshness(index, report["store_generation"])
         print(f"  {tenant}: {records}\n    {state}")
     return EXIT_OK
 
@@ -1275,11 +1233,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # --help and usage errors exit here, before anything heavy is imported
-    from context_engine.config import TenantError
-    from context_engine.retrievers.index import IndexDamaged, IndexMissing
-    from context_engine.store.documents import StoreError
-    from context_engine.store.sqlite_file import StoreFileError
-    from context_engine.text import TimeRangeError
+    from context_engine.service import (IndexDamaged, IndexMissing, StoreError, StoreFileError, TenantError,
+                                        TimeRangeError)
 
     try:
         return args.func(args)

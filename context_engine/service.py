@@ -28,18 +28,25 @@ from context_engine.query.plan import from_extended_json
 from context_engine.query.schema import CollectionSchema
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
 from context_engine.retrievers.index import IndexDamaged, IndexMissing
+from context_engine.retrievers.rerank import RerankerError, make_reranker
 from context_engine.runtime import catalog_for, chat_model_for, principals_for, store_for
 from context_engine.store.documents import StoreError, strip_hidden
+from context_engine.store.expressions import finite_for_json
 from context_engine.store.sqlite_file import StoreFileError
 from context_engine.text import TimeRangeError, parse_now
 
 __all__ = [
     "USER_ERRORS", "AmbiguousPerson", "Answer", "ContextSetError", "ExecutionError", "FeedbackError",
-    "IndexDamaged", "IndexMissing", "NoTenantData", "PeopleReport", "PipelineRejected", "RecordNotFound",
-    "RecordView", "SearchHit", "StoreError", "StoreFileError", "TenantError", "TimeRangeError",
-    "UnknownCollection", "UnknownPerson", "ask", "check_scope", "feedback", "find_people", "get_record",
+    "IndexDamaged", "IndexMissing", "InvalidInput", "NoTenantData", "PeopleReport", "PipelineRejected", "RecordNotFound",
+    "RecordView", "RerankerError", "SearchHit", "StoreError", "StoreFileError", "TenantError", "TimeRangeError",
+    "UnknownCollection", "UnknownPerson", "ask", "finite_for_json", "check_scope", "feedback", "find_people", "get_record",
     "people", "query", "schema", "search", "status",
 ]
+
+
+class InvalidInput(ValueError):
+    """An operation's own input the rules refuse (an empty or over-long question, a malformed time):
+    said before any work is done."""
 
 
 class NoTenantData(LookupError):
@@ -66,9 +73,10 @@ class RecordNotFound(LookupError):
 # the input, the scope or the data dir it points at, never an engine fault. StoreFileError (a full
 # disk, a damaged file) is a StoreError too; the CLI tells it apart for its exit code.
 USER_ERRORS: tuple[type[Exception], ...] = (
-    ValueError,  # a question, time, tenant name, feedback or context set the rules refuse
+    ValueError,  # InvalidInput, a tenant name, feedback or a context set the rules refuse, a time out of range
     NoTenantData, UnknownCollection, RecordNotFound, UnknownPerson, AmbiguousPerson,
     ExecutionError, StoreError, IndexMissing, IndexDamaged,
+    RerankerError,  # a reranker the configuration names that cannot run here
 )
 
 
@@ -120,9 +128,12 @@ class Answer:
 def ask(settings: Settings, question: str, now: str | datetime | None = None) -> Answer:
     """The question through the graph (`assistant.graph.graph`, the one Studio and LangServe run) as
     the settings' asker, then kept as the asker's last question (what `feedback` rates by default).
-    Raises ValueError for an empty or over-long question or a malformed `now`."""
-    question = check_question(question.strip() if isinstance(question, str) else question)
-    when = parse_now(now)
+    Raises `InvalidInput` for an empty or over-long question or a malformed or out-of-range `now`."""
+    try:
+        question = check_question(question.strip() if isinstance(question, str) else question)
+        when = parse_now(now)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
     from context_engine.assistant.graph import graph  # imported on use: the other operations never pay for it
 
     context = {"tenant": settings.tenant, "user": settings.asker or "", "anonymous": settings.asker is None,
@@ -173,14 +184,16 @@ def search(settings: Settings, text: str, k: int = 8) -> list[SearchHit]:
     """Hybrid search as the graph's content half does it: BM25 and dense lists over the tenant's
     index, checked against the store's current access, fused per record (`settings.fusion`), the
     top `settings.rerank_k` reranked (`settings.reranker`, with the judge model when it is "llm");
-    the best `k` records, each once. Raises ValueError for empty or over-long text, `IndexMissing`
-    when the tenant was never indexed."""
+    the best `k` records, each once. Raises `InvalidInput` for empty or over-long text or k < 1,
+    `IndexMissing` when the tenant was never indexed, `RerankerError` for a reranker that cannot run."""
     from context_engine.assistant.retriever import make_retriever
-    from context_engine.retrievers.rerank import make_reranker
 
-    text = check_question(text)
+    try:
+        text = check_question(text)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
     if k < 1:
-        raise ValueError(f"k must be at least 1, not {k}")
+        raise InvalidInput(f"k must be at least 1, not {k}")
     fused = make_retriever(settings.with_overrides(retrieve_k=max(settings.rerank_k, k))).invoke(text)
     reranker = make_reranker(settings, llm=chat_model_for(settings, "judge") if settings.reranker == "llm" else None)
     ranked = reranker.rerank(text, fused[:max(settings.rerank_k, k)], top_n=k)

@@ -88,7 +88,7 @@ def test_search_finds_records_once_each_in_the_rerankers_order(settings):
 
 
 def test_search_uses_the_configured_reranker(settings):
-    with pytest.raises(Exception, match="unknown reranker 'bogus'"):
+    with pytest.raises(service.RerankerError, match="unknown reranker 'bogus'"):
         service.search(replace(settings, reranker="bogus"), "session cache")
 
 
@@ -99,9 +99,11 @@ def test_search_never_returns_a_private_thread_to_a_non_member(member, outsider,
         assert not any(_mentions_private(h.to_json()) for h in service.search(who, topic, k=25))
 
 
-def test_search_refuses_empty_text(settings):
-    with pytest.raises(ValueError, match="empty"):
+def test_search_refuses_empty_text_and_no_hits(settings):
+    with pytest.raises(service.InvalidInput, match="empty"):
         service.search(settings, "   ")
+    with pytest.raises(service.InvalidInput, match="k must be at least 1"):
+        service.search(settings, "redis", k=0)
 
 
 # ------------------------------------------------------------------------------------- get_record
@@ -192,7 +194,7 @@ def test_ask_never_cites_a_private_thread_to_a_non_member(own_data):
 
 
 def test_ask_refuses_bad_input_before_any_work(settings):
-    with pytest.raises(ValueError, match="empty"):
+    with pytest.raises(service.InvalidInput, match="empty"):
         service.ask(settings, " ")
-    with pytest.raises(ValueError, match="malformed time"):
+    with pytest.raises(service.InvalidInput, match="malformed time"):
         service.ask(settings, "open PRs", now="yesterday-ish")
