@@ -100,18 +100,13 @@ class _Progress:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from context_engine.sources.connectors import SourceRequest, read_source
-    from context_engine.sources.problems import ReadProblems, SourceError
-    from context_engine.ingest import ingest
+    from context_engine import service
 
     settings = _settings(args)
-    problems = ReadProblems()
-    own = args.source in ("json", "mongodb")
-    request = SourceRequest(args.source, [Path(p) for p in args.paths] if args.source != "mongodb" else [],
-                            repo=args.repo, since=args.since, full=args.prune)
-    if own:
+    request = service.SourceRequest(args.source, [Path(p) for p in args.paths] if args.source != "mongodb" else [],
+                                    repo=args.repo, since=args.since, full=args.prune)
+    if args.source in ("json", "mongodb"):
         request.own = _own_options(args)
-        request.logins = _tenant_logins(settings)
     else:
         given = [f"--{name.replace('_', '-')}" for name in OWN_OPTIONS if getattr(args, name) not in (None, [])]
         if given:
@@ -120,36 +115,25 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if len(args.paths) != 1:
             raise InputError("`ingest mongodb` needs one MongoDB URI (mongodb://..., mongodb+srv://...)")
         request.uri, request.db, request.source_collection = args.paths[0], args.db, args.source_collection
-        from context_engine.query.plan import from_extended_json
-
-        request.query = from_extended_json(_json_argument(args.filter, "--filter")) if args.filter else None
-        if request.query is not None and not isinstance(request.query, dict):
-            raise InputError("--filter: a JSON object is expected, e.g. '{\"team\": \"payments\"}'")
+        if args.filter:
+            try:
+                request.query = service.mongodb_filter(_json_argument(args.filter, "--filter"))
+            except service.InvalidInput as exc:
+                raise InputError(f"--filter: {exc}") from None
         request.limit = args.limit or 0
     try:
-        read = read_source(request, settings.tenant, settings.data_dir, problems)
-    except SourceError as exc:
+        reading = service.read_source(settings, request)
+        read = reading.read
+        if not args.json:
+            for note in read.notes:
+                print(f"{read.kinds[settings.tenant][0].name}: {note}")
+        for warning in read.warnings:
+            print(f"context-engine: warning: {warning}", file=sys.stderr)
+        with _Progress() as progress:
+            out = service.ingest(settings, reading, progress=progress, index=not args.no_index, prune=args.prune,
+                                 public=args.public)
+    except service.InvalidInput as exc:
         raise InputError(str(exc)) from None
-    if not args.json:
-        for note in read.notes:
-            print(f"{read.kinds[settings.tenant][0].name}: {note}")
-    for warning in read.warnings:
-        print(f"context-engine: warning: {warning}", file=sys.stderr)
-    per_tenant = read.per_tenant
-    with _Progress() as progress:
-        try:
-            reports = ingest(settings, per_tenant, progress=progress, index=not args.no_index, prune=args.prune,
-                             public=args.public, kinds=read.kinds)
-        except ValueError as exc:  # e.g. --prune of records that do not say which source they are from
-            raise InputError(str(exc)) from None
-    if read.after_commit:
-        read.after_commit()
-    out = [r.to_json() for r in reports]
-    for item in out:
-        item["skipped"] += problems.count
-        item["problems"] = problems.examples + item["problems"]
-        if own:
-            item["inferred"] = read.notes
     if args.json:
         _print_json(out)
     else:
@@ -192,10 +176,7 @@ def _pairs(values: list[str] | None, option: str, shape: str) -> list[tuple[str,
 def _own_options(args: argparse.Namespace):
     """The operator's description of an own collection (`ingest json|mongodb`), checked: one line for
     a name or field the engine cannot take."""
-    from context_engine.kinds import SpecError
-    from context_engine.kinds.spec import HANDLE_KINDS
-    from context_engine.sources.generic import OwnOptions, spec_file_options
-    from context_engine.sources.problems import SourceError
+    from context_engine import service
 
     if not args.collection:
         raise InputError(f"`ingest {args.source}` needs --collection NAME (the collection the records go to)")
@@ -205,39 +186,21 @@ def _own_options(args: argparse.Namespace):
         if args.spec:
             if described:
                 raise InputError(f"--spec FILE says the whole spec: leave out {', '.join(described)}")
-            return spec_file_options(Path(args.spec), args.collection, args.access_field, args.public)
+            return service.own_options_from_spec(Path(args.spec), args.collection, args.access_field, args.public)
         people = {}
         for role, target in _pairs(args.person, "--person", "ROLE=FIELD[:HANDLE]"):
             path, _, handle = target.partition(":")
             people[role] = (path, handle or "github")
-            if people[role][1] not in HANDLE_KINDS:
-                raise InputError(f"--person {role}={target}: handle {handle!r} is not one of {', '.join(HANDLE_KINDS)}")
-        options = OwnOptions(args.collection, key=args.key, ref_prefix=args.ref_prefix, noun=args.noun,
-                             times=dict(_pairs(args.time, "--time", "ROLE=FIELD")), people=people, text=args.text or [],
-                             values=dict(_pairs(args.value, "--value", "ROLE=FIELD")),
-                             references=dict(_pairs(args.reference, "--reference", "FIELD=COLLECTION")),
-                             access_field=args.access_field, public=args.public)
-        # every field named is checked now, by the spec itself, before any file is read
-        from context_engine.kinds import CollectionSpec, PersonField
-
-        CollectionSpec(name=options.collection, noun=options.noun or options.collection, key=options.key or "id",
-                       times={r: (p,) for r, p in options.times.items()},
-                       people={r: (PersonField(p, h),) for r, (p, h) in options.people.items()},
-                       values={r: (p,) for r, p in options.values.items()}, text=tuple(options.text),
-                       references=options.references)
-        return options
-    except (SpecError, SourceError) as exc:
+            if people[role][1] not in service.HANDLE_KINDS:
+                raise InputError(f"--person {role}={target}: handle {handle!r} is not one of "
+                                 f"{', '.join(service.HANDLE_KINDS)}")
+        return service.own_options(args.collection, key=args.key, ref_prefix=args.ref_prefix, noun=args.noun,
+                                   times=dict(_pairs(args.time, "--time", "ROLE=FIELD")), people=people,
+                                   text=args.text or [], values=dict(_pairs(args.value, "--value", "ROLE=FIELD")),
+                                   references=dict(_pairs(args.reference, "--reference", "FIELD=COLLECTION")),
+                                   access_field=args.access_field, public=args.public)
+    except service.InvalidInput as exc:
         raise InputError(str(exc)) from None
-
-
-def _tenant_logins(settings) -> set[str]:
-    """The GitHub logins of the tenant's people directory (none before its first ingest)."""
-    from context_engine.store.documents import has_data, open_store
-
-    if not has_data(settings):
-        return set()
-    people = open_store(settings).collection("people").find({"tenant_id": settings.tenant}, {"login": 1})
-    return {p["login"] for p in people if isinstance(p.get("login"), str)}
 
 
 ASKER_HELP = ("the asker, named exactly: a GitHub login, Slack user id, Jira/Linear account, verified e-mail or "
@@ -308,49 +271,38 @@ def _json_argument(value: str, what: str) -> Any:
         raise InputError(f"{what}: a number too long or nesting too deep to read") from None
 
 
-def _policy(settings):
-    from context_engine.query.validate import ValidationPolicy
-
-    return ValidationPolicy(allow_regex=settings.allow_regex, max_limit=settings.max_rows)
-
-
 def cmd_context_set(args: argparse.Namespace) -> int:
-    from context_engine.query import context_sets
-    from context_engine.runtime import catalog_for
+    from context_engine import service
 
     settings = _settings(args)
     _check_tenant_and_asker(settings)
-    catalog = catalog_for(settings)
     try:
         if args.action == "add":
             if not args.item:
                 raise InputError("`context-set add` needs a template: JSON or a FILE holding one")
-            template = context_sets.template_from_json(_json_argument(args.item, "template"))
-            context_sets.add_template(settings.data_dir, settings.tenant, template, catalog.schemas,
-                                      _policy(settings), replace=args.replace)
-            print(f"added template {template.name!r} to tenant {settings.tenant}")
+            name = service.add_template(settings, _json_argument(args.item, "template"), replace=args.replace)
+            print(f"added template {name!r} to tenant {settings.tenant}")
             return EXIT_OK
         if args.action == "remove":
             if not args.item:
                 raise InputError("`context-set remove` needs a template NAME")
-            context_sets.remove_template(settings.data_dir, settings.tenant, args.item, catalog.schemas)
+            service.remove_template(settings, args.item)
             print(f"removed template {args.item!r} from tenant {settings.tenant}")
             return EXIT_OK
-        cs = context_sets.load(settings.data_dir, settings.tenant, catalog.schemas, _policy(settings))
-    except context_sets.ContextSetError as exc:
+        view = service.context_set(settings)
+    except service.ContextSetError as exc:
         raise InputError(f"context set: {exc}") from None
     if args.action == "export":
-        path = context_sets.tenant_file(settings.data_dir, settings.tenant)
-        whole = context_sets.read_file(path) if path else context_sets.shipped()  # inactive ones too
-        _print_json(whole.to_json())
+        _print_json(service.export_context_set(settings))
         return EXIT_OK
     if args.action == "test":
-        return _test_template(args, settings, catalog, cs)
-    where = context_sets.tenant_file(settings.data_dir, settings.tenant) or "shipped defaults"
+        return _test_template(args, settings)
     if args.json:
-        _print_json({"file": str(where), **cs.to_json(), "inactive": cs.inactive})
+        _print_json(view.to_json())
         return EXIT_OK
-    print(f"context set of tenant {settings.tenant} ({where}): {len(cs.templates)} templates, {len(cs.facets)} facets")
+    cs = view.context_set
+    print(f"context set of tenant {settings.tenant} ({view.source}): {len(cs.templates)} templates, "
+          f"{len(cs.facets)} facets")
     for t in cs.templates:
         params = ", ".join(f"{k}: {v}" for k, v in t.params.items()) or "no parameters"
         print(f"  template {t.name}: {t.question!r} -> {t.collection} ({params})" + (f" [{t.source}]" if t.source else ""))
@@ -361,57 +313,31 @@ def cmd_context_set(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _test_template(args: argparse.Namespace, settings, catalog, cs) -> int:
+def _test_template(args: argparse.Namespace, settings) -> int:
     """Run a template's example question through the engine; show the engine's plan beside the
     template's own (bound to the example's values) and whether their results agree."""
-    from context_engine.assistant.structured_query import jsonable, run_structured
-    from context_engine.query.context_sets import slots_for
-    from context_engine.query.engine import principals_of, resolve
-    from context_engine.query.execute import run_pipeline
-    from context_engine.query.plan import to_extended_json
-    from context_engine.runtime import asker_for, store_for
-    from context_engine.text import parse_now
+    from context_engine import service
 
-    template = cs.template(args.item or "")
-    if template is None:
-        raise InputError(f"no template {args.item!r} here (see `context-engine context-set list`)")
-    question = template.example.get("question")
-    if not question:
-        raise InputError(f"template {template.name!r} has no example question to test")
     try:
-        now = parse_now(args.now)
-    except ValueError as exc:
+        report = service.try_template(settings, args.item or "", now=args.now)
+    except service.UnknownTemplate as exc:
+        raise InputError(f"{exc} (see `context-engine context-set list`)") from None
+    except service.InvalidInput as exc:
         raise InputError(str(exc)) from None
-    asker = asker_for(settings, catalog)
-    expected = template.instantiate(template.example_bindings())
-    want = jsonable(run_pipeline(store_for(settings), template.collection, expected, tenant=settings.tenant,
-                        principals=principals_of(asker), schema=catalog.schemas.get(template.collection),
-                        max_rows=settings.max_rows, max_time_ms=settings.max_time_ms))
-    result = run_structured(question, settings, now=now)
-    plan = result.attempts[-1].plan if getattr(result, "attempts", None) else None
-    ctx, _ = resolve(question, now, catalog, asker)
-    matched = cs.match_template(question, slots_for(question, ctx.mentions, ctx.times)) if ctx else None
-    same = plan is not None and result.kind == "success" and plan.collection == template.collection \
-        and result.rows == want
-    report = {"template": template.name, "question": question,
-              "template_plan": {"collection": template.collection, "pipeline": to_extended_json(expected)},
-              "engine_plan": {"collection": plan.collection, "pipeline": to_extended_json(plan.pipeline)} if plan else None,
-              "engine_outcome": result.kind, "template_rows": len(want), "engine_rows": len(result.rows),
-              "same_result": same, "matched_template": matched[0].name if matched else None,
-              "match_score": round(matched[2], 1) if matched else None}
     if args.json:
         _print_json(report)
         return EXIT_OK
-    print(f"template {template.name}: {question!r}")
-    print(f"  template plan: {template.collection} {json.dumps(report['template_plan']['pipeline'], ensure_ascii=False)}"
-          f" ({len(want)} rows)")
+    template, plan, matched = report["template_plan"], report["engine_plan"], report["matched_template"]
+    print(f"template {report['template']}: {report['question']!r}")
+    print(f"  template plan: {template['collection']} {json.dumps(template['pipeline'], ensure_ascii=False)}"
+          f" ({report['template_rows']} rows)")
     if plan is not None:
-        print(f"  engine plan:   {plan.collection} {json.dumps(report['engine_plan']['pipeline'], ensure_ascii=False)}"
-              f" ({result.kind}, {len(result.rows)} rows, planner {plan.planner})")
+        print(f"  engine plan:   {plan['collection']} {json.dumps(plan['pipeline'], ensure_ascii=False)}"
+              f" ({report['engine_outcome']}, {report['engine_rows']} rows, planner {plan['planner']})")
     else:
-        print(f"  engine: {result.kind}: {getattr(result, 'message', '')}")
-    print(f"  same result: {'yes' if same else 'no'}; the question matches template "
-          + (f"{matched[0].name} (score {matched[2]:.0f})" if matched else "none"))
+        print(f"  engine: {report['engine_outcome']}: {report['engine_message']}")
+    print(f"  same result: {'yes' if report['same_result'] else 'no'}; the question matches template "
+          + (f"{matched} (score {report['match_score']:.0f})" if matched else "none"))
     return EXIT_OK
 
 
