@@ -439,7 +439,7 @@ def cmd_people(args: argparse.Namespace) -> int:
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from context_engine.eval.retrieval import METRICS, BeirInputError, evaluate_retrieval
     from context_engine.models import chat_model
-    from context_engine.retrievers.rerank import RerankerError
+    from context_engine.service import RerankerError
 
     if not args.beir or not args.split:
         raise InputError("`eval retrieval` needs --beir DIR (corpus.jsonl[.gz], queries.jsonl, qrels/) and --split SPLIT")
@@ -661,11 +661,11 @@ def _eval_from_feedback(args: argparse.Namespace) -> int:
     """The tenant's feedback as a question file, evaluated as any other."""
     import tempfile
 
-    from context_engine.query.feedback import FeedbackStore, regression_items
+    from context_engine import service
 
     settings = _settings(args)
     _check_tenant_and_asker(settings)
-    items = regression_items(FeedbackStore(settings.data_dir), settings.tenant)
+    items = service.feedback_questions(settings)
     if not items:
         raise InputError(f"tenant {settings.tenant} has no feedback with a plan to replay (give some: "
                          "`context-engine feedback --up`)")
@@ -807,7 +807,7 @@ def _serve_until_signalled(app: Any, host: str, port: int, **config: Any) -> Non
     stop at its next document or graph step, and whatever is left is cut after a few seconds."""
     import uvicorn
 
-    from context_engine.store.bounded import SHUTDOWN
+    from context_engine.service import SHUTDOWN
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:

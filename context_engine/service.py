@@ -36,16 +36,17 @@ from context_engine.sources.connectors import ReadResult, SourceRequest
 from context_engine.sources.generic import OwnOptions
 from context_engine.sources.problems import ReadProblems
 from context_engine.runtime import catalog_for, chat_model_for, principals_for, store_for
+from context_engine.store.bounded import SHUTDOWN
 from context_engine.store.documents import StoreError, strip_hidden
 from context_engine.store.expressions import finite_for_json
 from context_engine.store.sqlite_file import StoreFileError
 from context_engine.text import TimeRangeError, parse_now
 
 __all__ = [
-    "HANDLE_KINDS", "USER_ERRORS", "AmbiguousPerson", "Answer", "ContextSetError", "ExecutionError", "FeedbackError",
+    "HANDLE_KINDS", "SHUTDOWN", "USER_ERRORS", "AmbiguousPerson", "Answer", "ContextSetError", "ExecutionError", "FeedbackError",
     "IndexDamaged", "IndexMissing", "InvalidInput", "NoTenantData", "PeopleReport", "PipelineRejected", "RecordNotFound",
     "RecordView", "RerankerError", "SearchHit", "StoreError", "StoreFileError", "TenantError", "TimeRangeError",
-    "UnknownCollection", "UnknownPerson", "ask", "finite_for_json", "check_scope", "feedback", "find_people", "get_record",
+    "UnknownCollection", "UnknownPerson", "ask", "finite_for_json", "check_scope", "feedback", "feedback_questions", "find_people", "get_record",
     "people", "query", "schema", "search", "status",
     "ContextSetView", "OwnOptions", "SourceRequest", "UnknownTemplate", "add_template", "context_set",
     "export_context_set", "ingest", "mongodb_filter", "own_options", "read_source", "SourceReading", "own_options_from_spec", "remove_template",
@@ -326,6 +327,14 @@ def feedback(settings: Settings, rating: str, *, question: str | None = None, no
     return submit(settings.data_dir, catalog_for(settings), asker=settings.asker, rating=rating, question=question,
                   note=note, corrected=corrected, policy=_policy(settings))
 
+
+
+def feedback_questions(settings: Settings) -> list[dict[str, Any]]:
+    """The tenant's feedback that carries a plan (a 👍's plan, a corrected one), as structured
+    evaluation questions whose gold is that plan (`eval structured --from-feedback`)."""
+    from context_engine.query.feedback import FeedbackStore, regression_items
+
+    return regression_items(FeedbackStore(settings.data_dir), settings.tenant)
 
 
 # ----------------------------------------------------------------------------------- context set
