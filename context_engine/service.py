@@ -395,7 +395,8 @@ def try_template(settings: Settings, name: str, now: str | datetime | None = Non
     from context_engine.query.plan import to_extended_json
     from context_engine.runtime import asker_for
 
-    template = context_set(settings).context_set.template(name)
+    cs = context_set(settings).context_set
+    template = cs.template(name)
     if template is None:
         raise UnknownTemplate(f"no template {name!r} here")
     question = template.example.get("question")
@@ -413,7 +414,6 @@ def try_template(settings: Settings, name: str, now: str | datetime | None = Non
     result = run_structured(question, settings, now=when)
     plan = result.attempts[-1].plan if getattr(result, "attempts", None) else None
     ctx, _ = resolve(question, when, catalog, asker_for(settings, catalog))
-    cs = context_set(settings).context_set
     matched = cs.match_template(question, slots_for(question, ctx.mentions, ctx.times)) if ctx else None
     same = plan is not None and result.kind == "success" and plan.collection == template.collection \
         and result.rows == want
