@@ -13,19 +13,32 @@ every failure is an MCP tool error (`is_error`) with one sentence, never a crash
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
+from typing_extensions import NotRequired, TypedDict
 
 from context_engine.config import Settings, check_question
 from context_engine.kinds import BUILTIN, Registry
 
 MAX_ROWS_PER_PAGE = 50
-MAX_TEXT = 600          # characters of one snippet or field value in a tool result
-MAX_ANSWER = 6000       # characters of an answer
+# The budget of one tool result, so that one call cannot flood an agent's context: the structured
+# result (its JSON) at most RESULT_BUDGET characters, and beside it a text summary of at most
+# SUMMARY_BUDGET characters, never the same data twice. To fit, string fields are cut to the first of
+# FIELD_LIMITS at which the whole result fits, lists inside a record to MAX_ITEMS, and then a page
+# carries fewer rows; the result's `truncated` says what was cut and how to read the rest.
+RESULT_BUDGET = 12_000
+SUMMARY_BUDGET = 1_000
+FIELD_LIMITS = (4_000, 1_000, 300, 100)
+MAX_ITEMS = 20
+SNIPPET = 300           # characters of a search hit's snippet
+
+_BUDGET_NOTE = (f"Results are bounded: at most {RESULT_BUDGET:,} characters of structured content plus a text "
+                f"summary of at most {SUMMARY_BUDGET:,}; what was cut is said in `truncated`.")
 
 # The kinds every tenant may have, named from the registry; a team's own collections (`ingest json`,
 # `ingest mongodb`) differ per tenant, so the tools say where to find them (`schema`).
@@ -39,24 +52,149 @@ INSTRUCTIONS = (
     "answers with citations and shows the queries it ran), `search` to find records about a topic, "
     "`get_record` to read one record and what links to it, `query` for an exact MongoDB aggregation "
     "pipeline, `find_people` to turn a name into accounts, `schema` to see fields and values, "
-    "`feedback` to say whether an answer was right.")
+    "`feedback` to say whether an answer was right. " + _BUDGET_NOTE)
+
+# Read-only tools: they read the team's records and change nothing an agent must be asked about.
+# Not idempotent where a chat model may word the same answer differently.
+def _reading(title: str, idempotent: bool = True) -> ToolAnnotations:
+    return ToolAnnotations(title=title, read_only_hint=True, idempotent_hint=idempotent, open_world_hint=False)
 
 
-def _clip(value: Any, limit: int = MAX_TEXT) -> Any:
-    """Long strings cut, at any depth, so one record cannot flood an agent's context."""
-    if isinstance(value, str):
-        return value if len(value) <= limit else value[:limit] + " …"
-    if isinstance(value, dict):
-        return {k: _clip(v, limit) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_clip(v, limit) for v in value[:MAX_ROWS_PER_PAGE]]
-    return value
+class Truncated(TypedDict):
+    """Present only when the budget cut something."""
+    truncated: NotRequired[str]
+
+
+class AskResult(Truncated):
+    answer: str
+    route: str | None
+    citations: list[dict[str, Any]]
+    queries: list[dict[str, Any]]
+
+
+class QueryPage(Truncated):
+    rows: list[dict[str, Any]]
+    total: int
+    next_offset: int | None
+
+
+class SearchHit(TypedDict):
+    ref: str
+    collection: str
+    title: str | None
+    url: str | None
+    date: str | None
+    score: float
+    snippet: str
+
+
+class SearchResult(Truncated):
+    results: list[SearchHit]
+
+
+class RecordResult(Truncated):
+    collection: str
+    record: dict[str, Any]
+    links: list[dict[str, Any]]
+    linked: list[dict[str, Any]]
+
+
+class PeopleResult(TypedDict):
+    people: list[dict[str, Any]]
+
+
+class SchemaResult(Truncated):
+    collections: dict[str, str]
+
+
+class _Cuts:
+    """What fitting a result into the budget cut: string fields (by dotted path) and lists."""
+
+    def __init__(self) -> None:
+        self.fields: set[str] = set()
+        self.lists: set[str] = set()
+
+    def clip(self, value: Any, limit: int, path: str = "") -> Any:
+        """`value` with strings cut to `limit` characters and lists to MAX_ITEMS, at any depth."""
+        if isinstance(value, str):
+            if len(value) <= limit:
+                return value
+            self.fields.add(path or "value")
+            return value[:limit] + " …"
+        if isinstance(value, dict):
+            return {k: self.clip(v, limit, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            if len(value) > MAX_ITEMS:
+                self.lists.add(path or "value")
+            return [self.clip(v, limit, path) for v in value[:MAX_ITEMS]]
+        return value
+
+    def said(self, limit: int) -> list[str]:
+        said = []
+        if self.fields:
+            said.append(f"fields cut to {limit:,} characters: {', '.join(sorted(self.fields)[:8])}")
+        if self.lists:
+            said.append(f"lists cut to {MAX_ITEMS} items: {', '.join(sorted(self.lists)[:8])}")
+        return said
+
+
+def _size(value: Any) -> int:
+    """Characters of `value` as JSON, the form the result travels in."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+
+
+def _fit(items: list[Any], room: int) -> tuple[list[Any], list[str]]:
+    """As many of `items` as fit in `room` characters of JSON, their strings cut as little as that
+    allows (the first of FIELD_LIMITS at which all fit, else the smallest and fewer items), and what
+    was cut, in words."""
+    for limit in FIELD_LIMITS:
+        cuts = _Cuts()
+        clipped = [cuts.clip(item, limit) for item in items]
+        if _size(clipped) <= room:
+            return clipped, cuts.said(limit)
+    kept, used = [], 2
+    for item in clipped:
+        used += _size(item) + 1
+        if used > room:
+            break
+        kept.append(item)
+    return kept, cuts.said(limit)
+
+
+def _room(envelope: dict[str, Any]) -> int:
+    """Characters left for a result's items once its other fields and a `truncated` note are counted."""
+    return RESULT_BUDGET - _size(envelope) - 600
+
+
+def _with_summary(data: dict[str, Any], summary: str) -> CallToolResult:
+    """The structured result, and a short text summary for a client that shows text only."""
+    if len(summary) > SUMMARY_BUDGET:
+        summary = summary[:SUMMARY_BUDGET - 2] + " …"
+    return CallToolResult(content=[TextContent(type="text", text=summary)], structured_content=_jsonable(data))
 
 
 def _jsonable(value: Any) -> Any:
     from context_engine.store.expressions import finite_for_json
 
     return json.loads(json.dumps(finite_for_json(value), default=str, ensure_ascii=False, allow_nan=False))
+
+
+def server_version() -> str:
+    """The installed distribution's version: `context_engine.__version__` where the package has it,
+    else the metadata of the names this distribution has had (`relational-context-engine`, before
+    it `context-engine`), so that `serverInfo.version` is never empty."""
+    import context_engine
+    from importlib.metadata import PackageNotFoundError, version
+
+    known = getattr(context_engine, "__version__", "unknown")
+    if known != "unknown":
+        return known
+    for name in ("relational-context-engine", "context-engine"):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            continue
+    return "unknown"
 
 
 def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPServer:
@@ -79,17 +217,22 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
         # The key's person was checked exactly at start; one the directory lost since is refused here.
         return _run(lambda: principals_for(scoped))
 
-    server = MCPServer(name="context-engine", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = MCPServer(name="context-engine", title="Context engine", version=server_version(),
+                       instructions=INSTRUCTIONS, log_level="WARNING")
 
-    @server.tool(description="Answer a question about the team's engineering work (PRs, reviews, issues, Slack "
+    @server.tool(title="Ask a question",
+                 description="Answer a question about the team's engineering work (PRs, reviews, issues, Slack "
                              "threads, docs, commits, the team's own collections) in English or Chinese. "
                              "Returns the answer, its numbered "
                              "citations (with URLs) and every database query it ran. Use for 'why', 'who', "
-                             "'how many', 'what happened with' questions.")
+                             "'how many', 'what happened with' questions. " + _BUDGET_NOTE,
+                 # It remembers the caller's last question so that `feedback` can refer to it; the team's
+                 # records are only read.
+                 annotations=_reading("Ask a question", idempotent=False))
     async def ask(question: Annotated[str, Field(description="The question, in plain language")],
             ctx: Context,
             now: Annotated[str | None, Field(description="ISO 8601 time the question is asked at (default: now)")] = None,
-            ) -> dict[str, Any]:
+            ) -> Annotated[CallToolResult, AskResult]:
         from context_engine.assistant.graph import graph
         from context_engine.text import parse_now
 
@@ -106,12 +249,23 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
 
         await _in_worker(lambda: remember_ask(scoped.data_dir, scoped.tenant, scoped.asker or "", question, result,
                                               when))
-        return _jsonable({"answer": _clip(result.get("answer", ""), MAX_ANSWER), "route": result.get("route"),
-                          "citations": _clip(result.get("citations", [])[:20]),
-                          "queries": [{k: q.get(k) for k in ("collection", "pipeline", "outcome", "error") if k in q}
-                                      for q in result.get("queries", [])][:10]})
+        queries = [{k: q.get(k) for k in ("collection", "pipeline", "outcome", "error") if k in q}
+                   for q in result.get("queries", [])][:10]
+        parts = [result.get("answer", ""), result.get("citations", [])[:20], queries]
+        envelope = {"answer": "", "route": result.get("route"), "citations": [], "queries": []}
+        fitted, said = _fit(parts, _room(envelope))
+        answer, citations, queries = fitted + [[]] * (len(parts) - len(fitted))
+        if len(fitted) < len(parts):
+            said.append("the queries it ran did not fit" if citations else "the citations and queries did not fit")
+        data = {**envelope, "answer": answer or "", "citations": citations, "queries": queries}
+        if result.get("model_error"):
+            data["model_error"] = result["model_error"]
+        if said:
+            data["truncated"] = "; ".join(said) + "."
+        return _with_summary(data, _ask_summary(data))
 
-    @server.tool(description="Tell the engine whether its last answer to you (or the answer to `question`) was "
+    @server.tool(title="Rate an answer",
+                 description="Tell the engine whether its last answer to you (or the answer to `question`) was "
                              "right: rating 'up' or 'down', with an optional note and, when it was wrong, the "
                              "right plan {collection, pipeline}. A confirmed or corrected plan is validated and "
                              "becomes a template the engine uses for similar questions of your team.",
@@ -125,7 +279,7 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
                                                                          "your last `ask`)")] = None,
                        corrected_plan: Annotated[dict[str, Any] | None, Field(description=(
                            'The right plan: {"collection": ..., "pipeline": [...]}, dates as {"$date": ...}'))] = None,
-                       ) -> dict[str, Any]:
+                       ) -> Annotated[CallToolResult, dict[str, Any]]:
         from context_engine.query.context_sets import ContextSetError
         from context_engine.query.feedback import FeedbackError, submit
         from context_engine.query.validate import ValidationPolicy
@@ -141,18 +295,25 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
             except (FeedbackError, ContextSetError) as exc:
                 raise ToolError(str(exc)) from None
 
-        return _jsonable(await _in_worker(give))
+        given = _jsonable(await _in_worker(give))
+        return _with_summary(given, f"Feedback '{rating}' recorded: " + json.dumps(given, ensure_ascii=False))
 
-    @server.tool(description="Run one MongoDB aggregation pipeline on a collection, through the same allow-list "
+    @server.tool(title="Run an aggregation pipeline",
+                 description="Run one MongoDB aggregation pipeline on a collection, through the same allow-list "
                              "validator and tenant/access scope as every other query. Rejections come back as "
-                             "errors with one sentence per problem. Paged: `offset` and at most 50 rows a page.")
+                             f"errors with one sentence per problem. Paged: `offset` and at most {MAX_ROWS_PER_PAGE} "
+                             "rows a page, fewer when long rows would pass the budget. " + _BUDGET_NOTE +
+                             " To read more: the next page at `next_offset`, one record whole with `get_record`, "
+                             'the rest of a long field with {"$project": {"body": {"$substrCP": ["$body", 4000, '
+                             '4000]}}}, or fewer fields with `$project`.',
+                 annotations=_reading("Run an aggregation pipeline"))
     async def query(collection: Annotated[str, Field(description=f"One of: {_BUILTIN_NAMES}, or one of the "
                                                                  "team's own collections that `schema` lists")],
               pipeline: Annotated[list[dict[str, Any]], Field(description='e.g. [{"$match": {"state": "open"}}]; '
                                                                           'dates as {"$date": "2026-11-01T00:00:00Z"}')],
               ctx: Context,
               offset: Annotated[int, Field(ge=0, le=10_000, description="rows to skip (paging)")] = 0,
-              ) -> dict[str, Any]:
+              ) -> Annotated[CallToolResult, QueryPage]:
         from context_engine.query.execute import ExecutionError, run_pipeline
         from context_engine.query.plan import from_extended_json
         from context_engine.query.validate import ValidationPolicy, validate_pipeline
@@ -173,44 +334,32 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
                                                          max_rows=scoped.max_rows, max_time_ms=scoped.max_time_ms))
         except ExecutionError as exc:
             raise ToolError(f"the database refused the query: {exc}") from None
-        page = rows[offset:offset + MAX_ROWS_PER_PAGE]
-        more = offset + len(page) < len(rows)
-        return _jsonable({"rows": _clip(page), "total": len(rows),
-                          "next_offset": offset + len(page) if more else None})
+        return _with_summary(*_query_page(_jsonable(rows), offset))
 
-    @server.tool(description="Hybrid search (BM25 + embeddings, fused and reranked) over PRs, issues, Slack "
+    @server.tool(title="Search the team's records",
+                 description="Hybrid search (BM25 + embeddings, fused) over PRs, issues, Slack "
                              "threads, docs, commits and the team's own collections the caller may read. "
-                             "Returns ranked records with "
-                             "snippets and refs to pass to `get_record`.")
+                             f"Returns ranked records with snippets ({SNIPPET} characters) and refs to pass to "
+                             "`get_record`. " + _BUDGET_NOTE,
+                 annotations=_reading("Search the team's records"))
     def search(query: Annotated[str, Field(description="Words or a question about a topic")],
                ctx: Context,
-               k: Annotated[int, Field(ge=1, le=25, description="how many records")] = 8) -> dict[str, Any]:
-        from context_engine.assistant.retriever import make_retriever
+               k: Annotated[int, Field(ge=1, le=25, description="how many records")] = 8,
+               ) -> Annotated[CallToolResult, SearchResult]:
+        data = _search(caller(ctx), query, k)
+        lines = [f"{len(data['results'])} records (full hits with snippets in the structured result):"]
+        lines += [f"- {hit['ref']} [{hit['collection']}] {hit['title'] or ''}" for hit in data["results"]]
+        return _with_summary(data, _lines_within(lines, data.get("truncated")))
 
-        scoped = caller(ctx)
-        try:
-            check_question(query)
-        except ValueError as exc:
-            raise ToolError(str(exc)) from None
-        docs = _run(lambda: make_retriever(scoped.with_overrides(retrieve_k=max(k * 3, 20))).invoke(query))
-        seen, hits = set(), []
-        for doc in docs:
-            meta = doc.metadata
-            if meta["doc_ref"] in seen:
-                continue
-            seen.add(meta["doc_ref"])
-            hits.append({"ref": meta["doc_ref"], "collection": meta["collection"], "title": meta.get("title"),
-                         "url": meta.get("url"), "date": meta.get("date"), "score": round(float(meta["score"]), 4),
-                         "snippet": _clip(doc.page_content, 300)})
-            if len(hits) == k:
-                break
-        return _jsonable({"results": hits})
-
-    @server.tool(description="One record by its ref (a PR 'acme/web#42', an issue 'ENG-231', a Slack thread "
+    @server.tool(title="Read a record",
+                 description="One record by its ref (a PR 'acme/web#42', an issue 'ENG-231', a Slack thread "
                              "'C01ABC:1709550000.000100', a document or a commit sha), with the records it links "
-                             "to and that link to it (fixes, implements, discussed in).")
+                             "to and that link to it (fixes, implements, discussed in). " + _BUDGET_NOTE +
+                             ' The rest of a cut field: `query` with [{"$match": {"ref": REF}}, {"$project": '
+                             '{"body": {"$substrCP": ["$body", 4000, 4000]}}}].',
+                 annotations=_reading("Read a record"))
     def get_record(ref: Annotated[str, Field(description="The record's ref, as `search` returns it")],
-                   ctx: Context) -> dict[str, Any]:
+                   ctx: Context) -> Annotated[CallToolResult, RecordResult]:
         from context_engine.query.execute import scope_filter
         from context_engine.answering.links import follow_links
         from context_engine.runtime import store_for
@@ -223,16 +372,17 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
         for collection in _kinds_of(scoped).names():
             found = store.find_refs(collection, scope, [ref])
             if found:
-                chain = _run(lambda: follow_links(store, scoped.tenant, mine, [ref], max_hops=1, limit=12))
-                return _jsonable({"collection": collection, "record": _clip(strip_hidden(found[0])),
-                                  "links": [link for link in chain.to_json()["links"]][:20],
-                                  "linked": [{k: r[k] for k in ("ref", "collection", "title", "url", "date")}
-                                             for r in chain.to_json()["records"] if r["ref"] != ref]})
+                chain = _run(lambda: follow_links(store, scoped.tenant, mine, [ref], max_hops=1, limit=12)).to_json()
+                return _with_summary(*_record_result(collection, ref, _jsonable(strip_hidden(found[0])), chain))
         raise ToolError(f"no record {ref!r} that you can read")  # absent and forbidden look the same
 
-    @server.tool(description="Look a person up in the team's identity directory by any alias (name, GitHub "
-                             "login, Slack handle, e-mail, a Chinese name or its pinyin). Returns their accounts.")
-    def find_people(name: Annotated[str, Field(description="Any alias")], ctx: Context) -> dict[str, Any]:
+    @server.tool(title="Find a person",
+                 description="Look a person up in the team's identity directory by any alias (name, GitHub "
+                             "login, Slack handle, e-mail, a Chinese name or its pinyin). Returns their accounts "
+                             "(at most 10 candidates).",
+                 annotations=_reading("Find a person"))
+    def find_people(name: Annotated[str, Field(description="Any alias")],
+                    ctx: Context) -> Annotated[CallToolResult, PeopleResult]:
         from context_engine.query.identity import AmbiguousPerson, UnknownPerson
         from context_engine.runtime import catalog_for
 
@@ -244,28 +394,57 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
             raise ToolError(str(exc)) from None
         except AmbiguousPerson as exc:
             people = exc.candidates
-        return _jsonable({"people": [{**p.to_json(), "team": p.team} for p in people[:10]]})
+        found = _jsonable([{**p.to_json(), "team": p.team} for p in people[:10]])
+        cuts = _Cuts()
+        found = [cuts.clip(person, FIELD_LIMITS[-1]) for person in found]  # a person is names and accounts
+        lines = [f"{len(found)} {'person' if len(found) == 1 else 'candidates'}:"]
+        lines += [f"- {p.get('name') or ''} " + json.dumps({k: v for k, v in p.items() if k != 'name'},
+                                                            ensure_ascii=False) for p in found]
+        return _with_summary({"people": found}, _lines_within(lines, None))
 
-    @server.tool(description="The fields of each collection (types, known values, examples), as discovered from "
-                             "the records the caller may read. Read before writing a `query` pipeline.")
+    @server.tool(title="Describe the collections",
+                 description="The fields of each collection (types, known values, examples), as discovered from "
+                             "the records the caller may read. Read before writing a `query` pipeline. "
+                             + _BUDGET_NOTE + " Name one collection to see it whole.",
+                 annotations=_reading("Describe the collections"))
     def schema(ctx: Context,
-               collection: Annotated[str | None, Field(description="one collection, or all")] = None) -> dict[str, Any]:
-        return {"collections": _describe(caller(ctx), collection)}
+               collection: Annotated[str | None, Field(description="one collection, or all")] = None,
+               ) -> Annotated[CallToolResult, SchemaResult]:
+        described = _describe(caller(ctx), collection)
+        pairs, said = _fit([[name, text] for name, text in described.items()], _room({"collections": {}}))
+        data: dict[str, Any] = {"collections": dict(pairs)}
+        left = [name for name in described if name not in data["collections"]]
+        if left:
+            said.append(f"not shown: {', '.join(left)}")
+        if said:
+            data["truncated"] = "; ".join(said) + ". Call `schema` with one `collection` to read it whole."
+        lines = [f"{len(data['collections'])} collections described in the structured result: "
+                 + ", ".join(data["collections"])]
+        return _with_summary(data, _lines_within(lines, data.get("truncated")))
 
-    @server.resource("schema://{collection}", description="The discovered schema of one collection, as the "
-                                                           "caller may see it", mime_type="text/plain")
+    @server.resource("schema://{collection}", title="Collection schema",
+                     description="The discovered schema of one collection, as the caller may see it",
+                     mime_type="text/plain")
     def schema_resource(collection: str, ctx: Context) -> str:
         described = _describe(caller(ctx), collection)
         return described.get(collection, "")
 
-    @server.prompt(description="What context do I need for this change? Bundles the PRs, threads, decisions and "
-                               "owners relevant to a task description or a file path.")
-    def context_for_change(task: Annotated[str, Field(description="The change: a task description or a file path")],
+    @server.prompt(title="Context for a change",
+                   description="What context do I need for this change? Given a file path: the commits and pull "
+                               "requests that touched it (then its directory), the issues, threads and decisions "
+                               "linked to them, and who changed it. Given a task description: the records a "
+                               "search finds about it.")
+    def context_for_change(task: Annotated[str, Field(description="The change: a file path (e.g. "
+                                                                  "src/checkout/session.py) or a task description")],
                            ctx: Context) -> str:
-        found = search(task, ctx, k=10)["results"]
-        owners = _owners(caller(ctx), [hit["ref"] for hit in found if hit["collection"] == "pull_requests"])
+        scoped = caller(ctx)
+        if _is_path(task):
+            return _path_context(scoped, task.strip())
+        found = _search(scoped, task, 10)["results"]
+        owners = _owners(scoped, [hit["ref"] for hit in found if hit["collection"] == "pull_requests"])
         lines = [f"I am about to work on: {task}", "",
-                 "Relevant records from the team's history (read them with get_record before changing code):"]
+                 "Records from the team's history found by searching for it (read them with get_record "
+                 "before changing code):"]
         lines += [f"- [{hit['collection']}] {hit['ref']}: {hit['title']} ({hit['url'] or 'no url'})\n  {hit['snippet']}"
                   for hit in found]
         if owners:
@@ -275,6 +454,113 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
         return "\n".join(lines)
 
     return server
+
+
+def _ask_summary(data: dict[str, Any]) -> str:
+    tail = (f"\n\n({len(data['citations'])} citations and {len(data['queries'])} queries in the structured result"
+            + (f"; {data['truncated']}" if data.get("truncated") else "") + ")")
+    answer = data["answer"]
+    room = SUMMARY_BUDGET - len(tail)
+    if len(answer) > room:
+        answer = answer[:room - 40] + " … (whole answer: structured `answer`)"
+    return answer + tail
+
+
+def _lines_within(lines: list[str], truncated: str | None) -> str:
+    """Summary lines, as many as the summary budget holds, and what the budget cut."""
+    tail = f"\nTruncated: {truncated}" if truncated else ""
+    kept: list[str] = []
+    used = len(tail)
+    for line in lines:
+        if used + len(line) + 1 > SUMMARY_BUDGET - 40:
+            kept.append(f"… {len(lines) - len(kept)} more lines in the structured result")
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return "\n".join(kept) + tail
+
+
+def _query_page(rows: list[Any], offset: int) -> tuple[dict[str, Any], str]:
+    """One page of a query's rows within the budget, and its summary."""
+    page = rows[offset:offset + MAX_ROWS_PER_PAGE]
+    kept, said = _fit(page, _room({"rows": [], "total": len(rows), "next_offset": len(rows)}))
+    end = offset + len(kept)
+    if page and not kept:
+        said.append(f"row {offset} alone is larger than the budget: `$project` fewer fields")
+        end = offset + 1  # past the row no page can hold, so paging cannot stall on it
+    elif len(kept) < len(page):
+        said.append(f"this page holds {len(kept)} rows instead of {len(page)} to stay within the budget")
+    more = end < len(rows)
+    data: dict[str, Any] = {"rows": kept, "total": len(rows), "next_offset": end if more else None}
+    if said:
+        data["truncated"] = ("; ".join(said) + ". Read one record whole with `get_record`, the rest of a field "
+                             'with {"$project": {"FIELD": {"$substrCP": ["$FIELD", START, 4000]}}}, or fewer '
+                             "fields with `$project`.")
+    head = (f"{len(kept)} of {len(rows)} rows from offset {offset}"
+            + (f"; next page: offset={end}" if more else "") + ".")
+    shown = json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
+    body = shown if len(head) + len(shown) + 1 <= SUMMARY_BUDGET // 2 else "The rows are in the structured result."
+    return data, _lines_within([head, body], data.get("truncated"))
+
+
+def _search(scoped: Settings, query: str, k: int) -> dict[str, Any]:
+    """The `k` best records for `query`, one hit per record, within the budget."""
+    from context_engine.assistant.retriever import make_retriever
+
+    try:
+        check_question(query)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+    docs = _run(lambda: make_retriever(scoped.with_overrides(retrieve_k=max(k * 3, 20))).invoke(query))
+    seen, hits = set(), []
+    for doc in docs:
+        meta = doc.metadata
+        if meta["doc_ref"] in seen:
+            continue
+        seen.add(meta["doc_ref"])
+        hits.append({"ref": meta["doc_ref"], "collection": meta["collection"], "title": meta.get("title"),
+                     "url": meta.get("url"), "date": meta.get("date"), "score": round(float(meta["score"]), 4),
+                     "snippet": _Cuts().clip(doc.page_content, SNIPPET)})
+        if len(hits) == k:
+            break
+    hits = _jsonable(hits)
+    kept, said = _fit(hits, _room({"results": []}))
+    if len(kept) < len(hits):
+        said.append(f"{len(hits) - len(kept)} of {len(hits)} hits did not fit; ask for fewer (`k`)")
+    return {"results": kept, **({"truncated": "; ".join(said) + "."} if said else {})}
+
+
+def _record_result(collection: str, ref: str, record: dict[str, Any],
+                   chain: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """One record with its links within the budget (the links first cut small), and its summary."""
+    cuts = _Cuts()
+    links = [cuts.clip(link, FIELD_LIMITS[-1]) for link in chain["links"][:MAX_ITEMS]]
+    linked = [cuts.clip({k: r.get(k) for k in ("ref", "collection", "title", "url", "date")}, FIELD_LIMITS[-1])
+              for r in chain["records"] if r["ref"] != ref][:MAX_ITEMS]
+    envelope = {"collection": collection, "record": {}, "links": _jsonable(links), "linked": _jsonable(linked)}
+    fitted, said = _fit([record], _room(envelope))
+    data = {**envelope, "record": fitted[0] if fitted else {"ref": ref}}
+    if not fitted:
+        said.append("the record is larger than the budget even with every field cut: read its fields with `query`")
+    said += cuts.said(FIELD_LIMITS[-1])
+    if said:
+        data["truncated"] = ("; ".join(said) + '. The rest of a field: `query` with [{"$match": {"ref": REF}}, '
+                             '{"$project": {"FIELD": {"$substrCP": ["$FIELD", START, 4000]}}}].')
+    title = next((v for k, v in record.items() if k in ("title", "name", "summary", "message") and isinstance(v, str)),
+                 "")
+    lines = [f"{ref} [{collection}] {title.splitlines()[0] if title else ''}".rstrip(),
+             "The record is in the structured result. Linked records:"]
+    lines += [f"- {r['ref']} [{r['collection']}] {r.get('title') or ''}" for r in linked]
+    return data, _lines_within(lines, data.get("truncated"))
+
+
+_PATH_LIKE = re.compile(r"^[\w.@+-]+(?:/[\w.@+-]+)*/?$")
+
+
+def _is_path(task: str) -> bool:
+    """A file or directory path ("src/session/cache.py", "cache.py"), not a task in words."""
+    task = task.strip()
+    return bool(_PATH_LIKE.match(task)) and ("/" in task or "." in task.strip("."))
 
 
 def _describe(scoped: Settings, collection: str | None) -> dict[str, str]:
@@ -306,6 +592,98 @@ def _owners(scoped: Settings, refs: list[str]) -> list[str]:
                                           refs)
     logins = [(r.get("user") or {}).get("login") for r in records]
     return list(dict.fromkeys(login for login in logins if login))[:8]
+
+
+def _path_context(scoped: Settings, path: str) -> str:
+    """The prompt for changing one file or directory: the records that list it among their changed
+    files (`files.filename`: commits, and pull requests where a source gives theirs), then those that
+    changed another file of its directory, newest first; the pull requests, issues, threads and
+    decisions linked to them; who made them. Every read is scoped like a query. When nothing touches
+    the path it says so, instead of offering records about other code."""
+    from context_engine.answering.links import follow_links
+    from context_engine.query.execute import run_pipeline
+    from context_engine.runtime import catalog_for, principals_for, store_for
+
+    path = path.removeprefix("./")
+    directory = path.rstrip("/") if path.endswith("/") else path.rpartition("/")[0]
+    exact = (re.compile(rf"(?:^|/){re.escape(directory)}/") if path.endswith("/")
+             else re.compile(rf"(?:^|/){re.escape(path)}$"))
+    nearby = re.compile(rf"(?:^|/){re.escape(directory)}/[^/]+$") if directory else exact
+    store, mine = store_for(scoped), _run(lambda: principals_for(scoped))
+    schemas = _run(lambda: catalog_for(scoped)).schemas
+    touching: list[tuple[int, str, dict[str, Any]]] = []   # (0 the path itself | 1 its directory, date, entry)
+    for name, schema in schemas.items():
+        if not schema.has_path("files.filename"):
+            continue
+        rows = _run(lambda: run_pipeline(store, name, [{"$match": {"files.filename": {"$regex": nearby.pattern}}},
+                                                       {"$limit": 500}],
+                                         tenant=scoped.tenant, principals=mine, schema=schema,
+                                         max_rows=500, max_time_ms=scoped.max_time_ms))
+        for row in rows:
+            entry = _touching_entry(name, schema.kind, row)
+            rank = 0 if any(exact.search(f) for f in entry["files"]) else 1
+            touching.append((rank, entry["date"], entry))
+    # newest first within each rank, the path itself before its directory
+    touching.sort(key=lambda t: t[1], reverse=True)
+    touching.sort(key=lambda t: t[0])
+    itself = [entry for rank, _, entry in touching if rank == 0][:10]
+    beside = [entry for rank, _, entry in touching if rank == 1][:max(0, 10 - len(itself))]
+    where = f"{directory}/" if directory else "the repository's top level"
+    if not itself and not beside:
+        return "\n".join([
+            f"I am about to change: {path}", "",
+            f"No commit or pull request I can read changed {path} or another file of {where}, so the team's "
+            "history holds no context for this path. Records about other code would mislead: do not take "
+            "their decisions as this file's. To look further, `search` for words about the change."])
+    refs = [entry["ref"] for entry in itself + beside]
+    chain = _run(lambda: follow_links(store, scoped.tenant, mine, refs, max_hops=2, limit=20)).to_json()
+    linked = [r for r in chain["records"] if r["ref"] not in refs][:12]
+    relation = {}
+    for link in chain["links"]:
+        relation.setdefault(link["target"], link["relation"])
+        relation.setdefault(link["source"], link["relation"])
+    lines = [f"I am about to change: {path}", ""]
+    if itself:
+        lines.append(f"Changes to {path} itself, newest first (read them with get_record before changing code):")
+        lines += [_entry_line(entry) for entry in itself]
+    else:
+        lines.append(f"Nothing I can read changed {path} itself.")
+    if beside:
+        lines += ["", f"Changes to other files of {where}, newest first:"]
+        lines += [_entry_line(entry) for entry in beside]
+    if linked:
+        lines += ["", "Linked to those changes (their pull requests, issues, threads and decisions):"]
+        lines += [f"- [{r['collection']}] {r['ref']}: {r['title']} ({r['url'] or 'no url'}; "
+                  f"{relation.get(r['ref'], 'linked')})" for r in linked]
+    people = list(dict.fromkeys(entry["author"] for entry in itself + beside if entry["author"]))[:8]
+    if people:
+        lines += ["", "People who changed it: " + ", ".join(people)]
+    lines += ["", "Summarise the decisions and constraints these records establish, who to ask, and what "
+                  "could break; cite refs."]
+    return "\n".join(lines)
+
+
+def _touching_entry(collection: str, kind: Any, row: dict[str, Any]) -> dict[str, Any]:
+    """What the prompt says of one record that changed files: its ref, subject, date, url, author."""
+    from context_engine.query.schema import values_at
+
+    def first(paths: tuple[str, ...]) -> str:
+        found = next((v for p in paths for v in values_at(row, p) if v not in (None, "")), "")
+        return str(found)
+
+    subject = first(kind.values.get("title", ()) or kind.text[:1]).strip().splitlines()
+    author = next((first((field.path,)) for fields in kind.people.values() for field in fields
+                   if field.handle in ("name", "login") and first((field.path,))), "")
+    return {"collection": collection, "ref": kind.ref_prefix + str(row.get(kind.key, "")), "title": subject[0] if subject else "",
+            "date": first(next(iter(kind.times.values()), ()))[:10], "url": first(kind.values.get("url", ())),
+            "author": author, "files": [str(f) for f in values_at(row, "files.filename")]}
+
+
+def _entry_line(entry: dict[str, Any]) -> str:
+    short = entry["ref"][:12] if entry["collection"] == "commits" else entry["ref"]
+    who = f" — {entry['author']}" if entry["author"] else ""
+    return (f"- [{entry['collection']}] {short}: {entry['title']}{who}, {entry['date'] or 'undated'} "
+            f"({entry['url'] or 'no url'})")
 
 
 def _anonymous(settings: Settings) -> Settings:
