@@ -16,8 +16,9 @@ LAYERS = {
     "runtime": 5,               # process-wide resources (stores, catalogs, indexes, models)
     "ingest": 6,                # the one place that writes: store, people, catalogs, index
     "assistant": 7,             # the graph layer: state, context, nodes, builders
-    "cli": 8, "server": 8, "mcp_server": 8, "eval": 8,
-    "__main__": 9, "__init__": 9,
+    "service": 8,               # every operation a surface offers, once (ask, query, search, ...)
+    "cli": 9, "server": 9, "mcp_server": 9, "eval": 9,  # the surfaces and the evaluations
+    "__main__": 10, "__init__": 10,
 }
 
 
