@@ -22,8 +22,9 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
 
-from context_engine.config import Settings, check_question
-from context_engine.kinds import BUILTIN, Registry
+from context_engine import service
+from context_engine.config import Settings
+from context_engine.service import BUILTIN
 
 MAX_ROWS_PER_PAGE = 50
 # The budget of one tool result, so that one call cannot flood an agent's context: the structured
@@ -84,7 +85,8 @@ class SearchHit(TypedDict):
     title: str | None
     url: str | None
     date: str | None
-    score: float
+    score: float          # the fused score (BM25 + dense)
+    rerank_score: float   # the reranker's: hits come in this order
     snippet: str
 
 
@@ -174,9 +176,7 @@ def _with_summary(data: dict[str, Any], summary: str) -> CallToolResult:
 
 
 def _jsonable(value: Any) -> Any:
-    from context_engine.store.expressions import finite_for_json
-
-    return json.loads(json.dumps(finite_for_json(value), default=str, ensure_ascii=False, allow_nan=False))
+    return json.loads(json.dumps(service.finite_for_json(value), default=str, ensure_ascii=False, allow_nan=False))
 
 
 def server_version() -> str:
@@ -211,12 +211,6 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
         scoped = settings.with_overrides(tenant=key.tenant)
         return scoped.with_overrides(asker=key.user) if key.user else _anonymous(scoped)
 
-    def principals(scoped: Settings) -> list[str]:
-        from context_engine.runtime import principals_for
-
-        # The key's person was checked exactly at start; one the directory lost since is refused here.
-        return _run(lambda: principals_for(scoped))
-
     server = MCPServer(name="context-engine", title="Context engine", version=server_version(),
                        instructions=INSTRUCTIONS, log_level="WARNING")
 
@@ -233,22 +227,8 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
             ctx: Context,
             now: Annotated[str | None, Field(description="ISO 8601 time the question is asked at (default: now)")] = None,
             ) -> Annotated[CallToolResult, AskResult]:
-        from context_engine.assistant.graph import graph
-        from context_engine.text import parse_now
-
         scoped = caller(ctx)
-        try:
-            check_question(question)
-            when = parse_now(now).isoformat()
-        except ValueError as exc:
-            raise ToolError(str(exc)) from None
-        context = {"tenant": scoped.tenant, "user": scoped.asker, "anonymous": scoped.asker is None,
-                   "data_dir": str(scoped.data_dir)}
-        result = await _in_worker(lambda: graph.invoke({"question": question, "now": when}, context=context))
-        from context_engine.query.feedback import remember_ask
-
-        await _in_worker(lambda: remember_ask(scoped.data_dir, scoped.tenant, scoped.asker or "", question, result,
-                                              when))
+        result = (await _in_worker(lambda: service.ask(scoped, question, now))).output
         queries = [{k: q.get(k) for k in ("collection", "pipeline", "outcome", "error") if k in q}
                    for q in result.get("queries", [])][:10]
         parts = [result.get("answer", ""), result.get("citations", [])[:20], queries]
@@ -280,22 +260,10 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
                        corrected_plan: Annotated[dict[str, Any] | None, Field(description=(
                            'The right plan: {"collection": ..., "pipeline": [...]}, dates as {"$date": ...}'))] = None,
                        ) -> Annotated[CallToolResult, dict[str, Any]]:
-        from context_engine.query.context_sets import ContextSetError
-        from context_engine.query.feedback import FeedbackError, submit
-        from context_engine.query.validate import ValidationPolicy
-        from context_engine.runtime import catalog_for
-
         scoped = caller(ctx)  # who gives it: the key's person (HTTP) or the flags' (stdio), never an argument
-        policy = ValidationPolicy(allow_regex=scoped.allow_regex, max_limit=scoped.max_rows)
-
-        def give() -> dict[str, Any]:
-            try:
-                return submit(scoped.data_dir, catalog_for(scoped), asker=scoped.asker or "", rating=rating,
-                              question=question, note=note, corrected=corrected_plan, policy=policy)
-            except (FeedbackError, ContextSetError) as exc:
-                raise ToolError(str(exc)) from None
-
-        given = _jsonable(await _in_worker(give))
+        given = await _in_worker(lambda: service.feedback(scoped, rating, question=question, note=note,
+                                                          corrected=corrected_plan))
+        given = _jsonable(given)
         return _with_summary(given, f"Feedback '{rating}' recorded: " + json.dumps(given, ensure_ascii=False))
 
     @server.tool(title="Run an aggregation pipeline",
@@ -314,30 +282,12 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
               ctx: Context,
               offset: Annotated[int, Field(ge=0, le=10_000, description="rows to skip (paging)")] = 0,
               ) -> Annotated[CallToolResult, QueryPage]:
-        from context_engine.query.execute import ExecutionError, run_pipeline
-        from context_engine.query.plan import from_extended_json
-        from context_engine.query.validate import ValidationPolicy, validate_pipeline
-        from context_engine.runtime import catalog_for, store_for
-
         scoped = caller(ctx)
-        _known(_kinds_of(scoped), collection)
-        pipeline = from_extended_json(pipeline)
-        schemas = _run(lambda: catalog_for(scoped)).schemas
-        schema = schemas.get(collection)
-        errors = validate_pipeline(pipeline, schema, ValidationPolicy(allow_regex=scoped.allow_regex,
-                                                                      max_limit=scoped.max_rows), schemas=schemas)
-        if errors:
-            raise ToolError("rejected: " + " | ".join(errors))
-        try:
-            rows = await _in_worker(lambda: run_pipeline(store_for(scoped), collection, pipeline, tenant=scoped.tenant,
-                                                         principals=principals(scoped), schema=schema,
-                                                         max_rows=scoped.max_rows, max_time_ms=scoped.max_time_ms))
-        except ExecutionError as exc:
-            raise ToolError(f"the database refused the query: {exc}") from None
+        rows = await _in_worker(lambda: service.query(scoped, collection, pipeline))
         return _with_summary(*_query_page(_jsonable(rows), offset))
 
     @server.tool(title="Search the team's records",
-                 description="Hybrid search (BM25 + embeddings, fused) over PRs, issues, Slack "
+                 description="Hybrid search (BM25 + embeddings, fused and reranked) over PRs, issues, Slack "
                              "threads, docs, commits and the team's own collections the caller may read. "
                              f"Returns ranked records with snippets ({SNIPPET} characters) and refs to pass to "
                              "`get_record`. " + _BUDGET_NOTE,
@@ -360,21 +310,8 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
                  annotations=_reading("Read a record"))
     def get_record(ref: Annotated[str, Field(description="The record's ref, as `search` returns it")],
                    ctx: Context) -> Annotated[CallToolResult, RecordResult]:
-        from context_engine.query.execute import scope_filter
-        from context_engine.answering.links import follow_links
-        from context_engine.runtime import store_for
-        from context_engine.store.documents import strip_hidden
-
-        scoped = caller(ctx)
-        store = _run(lambda: store_for(scoped))
-        mine = principals(scoped)
-        scope = scope_filter(scoped.tenant, mine)
-        for collection in _kinds_of(scoped).names():
-            found = store.find_refs(collection, scope, [ref])
-            if found:
-                chain = _run(lambda: follow_links(store, scoped.tenant, mine, [ref], max_hops=1, limit=12)).to_json()
-                return _with_summary(*_record_result(collection, ref, _jsonable(strip_hidden(found[0])), chain))
-        raise ToolError(f"no record {ref!r} that you can read")  # absent and forbidden look the same
+        view = _run(lambda: service.get_record(caller(ctx), ref))
+        return _with_summary(*_record_result(view.collection, ref, _jsonable(view.record), view.links, view.linked))
 
     @server.tool(title="Find a person",
                  description="Look a person up in the team's identity directory by any alias (name, GitHub "
@@ -383,17 +320,7 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
                  annotations=_reading("Find a person"))
     def find_people(name: Annotated[str, Field(description="Any alias")],
                     ctx: Context) -> Annotated[CallToolResult, PeopleResult]:
-        from context_engine.query.identity import AmbiguousPerson, UnknownPerson
-        from context_engine.runtime import catalog_for
-
-        scoped = caller(ctx)
-        directory = _run(lambda: catalog_for(scoped)).directory
-        try:
-            people = [directory.lookup(name)]
-        except UnknownPerson as exc:
-            raise ToolError(str(exc)) from None
-        except AmbiguousPerson as exc:
-            people = exc.candidates
+        people = _run(lambda: service.find_people(caller(ctx), name))
         found = _jsonable([{**p.to_json(), "team": p.team} for p in people[:10]])
         cuts = _Cuts()
         found = [cuts.clip(person, FIELD_LIMITS[-1]) for person in found]  # a person is names and accounts
@@ -504,39 +431,23 @@ def _query_page(rows: list[Any], offset: int) -> tuple[dict[str, Any], str]:
 
 
 def _search(scoped: Settings, query: str, k: int) -> dict[str, Any]:
-    """The `k` best records for `query`, one hit per record, within the budget."""
-    from context_engine.assistant.retriever import make_retriever
-
-    try:
-        check_question(query)
-    except ValueError as exc:
-        raise ToolError(str(exc)) from None
-    docs = _run(lambda: make_retriever(scoped.with_overrides(retrieve_k=max(k * 3, 20))).invoke(query))
-    seen, hits = set(), []
-    for doc in docs:
-        meta = doc.metadata
-        if meta["doc_ref"] in seen:
-            continue
-        seen.add(meta["doc_ref"])
-        hits.append({"ref": meta["doc_ref"], "collection": meta["collection"], "title": meta.get("title"),
-                     "url": meta.get("url"), "date": meta.get("date"), "score": round(float(meta["score"]), 4),
-                     "snippet": _Cuts().clip(doc.page_content, SNIPPET)})
-        if len(hits) == k:
-            break
-    hits = _jsonable(hits)
+    """The `k` best records for `query` (fused and reranked, one hit per record) within the budget."""
+    found = _run(lambda: service.search(scoped, query, k))
+    hits = _jsonable([{"ref": hit.ref, "collection": hit.collection, "title": hit.title, "url": hit.url,
+                       "date": hit.date, "score": hit.score, "rerank_score": hit.rerank_score,
+                       "snippet": _Cuts().clip(hit.text, SNIPPET)} for hit in found])
     kept, said = _fit(hits, _room({"results": []}))
     if len(kept) < len(hits):
         said.append(f"{len(hits) - len(kept)} of {len(hits)} hits did not fit; ask for fewer (`k`)")
     return {"results": kept, **({"truncated": "; ".join(said) + "."} if said else {})}
 
 
-def _record_result(collection: str, ref: str, record: dict[str, Any],
-                   chain: dict[str, Any]) -> tuple[dict[str, Any], str]:
+def _record_result(collection: str, ref: str, record: dict[str, Any], links: list[dict[str, Any]],
+                   linked: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
     """One record with its links within the budget (the links first cut small), and its summary."""
     cuts = _Cuts()
-    links = [cuts.clip(link, FIELD_LIMITS[-1]) for link in chain["links"][:MAX_ITEMS]]
-    linked = [cuts.clip({k: r.get(k) for k in ("ref", "collection", "title", "url", "date")}, FIELD_LIMITS[-1])
-              for r in chain["records"] if r["ref"] != ref][:MAX_ITEMS]
+    links = [cuts.clip(link, FIELD_LIMITS[-1]) for link in links[:MAX_ITEMS]]
+    linked = [cuts.clip(record_header, FIELD_LIMITS[-1]) for record_header in linked[:MAX_ITEMS]]
     envelope = {"collection": collection, "record": {}, "links": _jsonable(links), "linked": _jsonable(linked)}
     fitted, said = _fit([record], _room(envelope))
     data = {**envelope, "record": fitted[0] if fitted else {"ref": ref}}
@@ -564,33 +475,16 @@ def _is_path(task: str) -> bool:
 
 
 def _describe(scoped: Settings, collection: str | None) -> dict[str, str]:
-    from context_engine.runtime import catalog_for
-
-    if collection is not None:
-        _known(_kinds_of(scoped), collection)
-    schemas = _run(lambda: catalog_for(scoped)).schemas
-    return {name: s.describe() for name, s in schemas.items() if collection in (None, name)}
-
-
-def _kinds_of(scoped: Settings) -> Registry:
-    """The kinds the caller's tenant has: the built-in ones and its own, as its store keeps them."""
-    from context_engine.runtime import store_for
-
-    return _run(lambda: store_for(scoped).kinds(scoped.tenant))
-
-
-def _known(kinds: Registry, collection: str) -> None:
-    if collection not in kinds:
-        raise ToolError(f"unknown collection {collection!r}; use one of: {', '.join(kinds.names())}")
+    return {name: found.describe() for name, found in _run(lambda: service.schema(scoped, collection)).items()}
 
 
 def _owners(scoped: Settings, refs: list[str]) -> list[str]:
-    from context_engine.query.execute import scope_filter
-    from context_engine.runtime import principals_for, store_for
-
-    records = store_for(scoped).find_refs("pull_requests", scope_filter(scoped.tenant, principals_for(scoped)),
-                                          refs)
-    logins = [(r.get("user") or {}).get("login") for r in records]
+    """The authors of these pull requests, as the caller may read them."""
+    if not refs:
+        return []
+    rows = _run(lambda: service.query(scoped, "pull_requests", [{"$match": {"ref": {"$in": refs}}},
+                                                                {"$project": {"user.login": 1}}]))
+    logins = [(row.get("user") or {}).get("login") for row in rows]
     return list(dict.fromkeys(login for login in logins if login))[:8]
 
 
@@ -600,26 +494,20 @@ def _path_context(scoped: Settings, path: str) -> str:
     changed another file of its directory, newest first; the pull requests, issues, threads and
     decisions linked to them; who made them. Every read is scoped like a query. When nothing touches
     the path it says so, instead of offering records about other code."""
-    from context_engine.answering.links import follow_links
-    from context_engine.query.execute import run_pipeline
-    from context_engine.runtime import catalog_for, principals_for, store_for
-
     path = path.removeprefix("./")
     directory = path.rstrip("/") if path.endswith("/") else path.rpartition("/")[0]
     exact = (re.compile(rf"(?:^|/){re.escape(directory)}/") if path.endswith("/")
              else re.compile(rf"(?:^|/){re.escape(path)}$"))
     nearby = re.compile(rf"(?:^|/){re.escape(directory)}/[^/]+$") if directory else exact
-    store, mine = store_for(scoped), _run(lambda: principals_for(scoped))
-    schemas = _run(lambda: catalog_for(scoped)).schemas
+    # The pattern is this prompt's own, every part of the path escaped, so a regex is allowed for it
+    # whatever the caller's policy; the service still validates, scopes and bounds the query.
+    matching = scoped.with_overrides(allow_regex=True)
     touching: list[tuple[int, str, dict[str, Any]]] = []   # (0 the path itself | 1 its directory, date, entry)
-    for name, schema in schemas.items():
+    for name, schema in _run(lambda: service.schema(scoped)).items():
         if not schema.has_path("files.filename"):
             continue
-        rows = _run(lambda: run_pipeline(store, name, [{"$match": {"files.filename": {"$regex": nearby.pattern}}},
-                                                       {"$limit": 500}],
-                                         tenant=scoped.tenant, principals=mine, schema=schema,
-                                         max_rows=500, max_time_ms=scoped.max_time_ms))
-        for row in rows:
+        pipeline = [{"$match": {"files.filename": {"$regex": nearby.pattern}}}, {"$limit": min(500, scoped.max_rows)}]
+        for row in _run(lambda: service.query(matching, name, pipeline)):
             entry = _touching_entry(name, schema.kind, row)
             rank = 0 if any(exact.search(f) for f in entry["files"]) else 1
             touching.append((rank, entry["date"], entry))
@@ -636,12 +524,7 @@ def _path_context(scoped: Settings, path: str) -> str:
             "history holds no context for this path. Records about other code would mislead: do not take "
             "their decisions as this file's. To look further, `search` for words about the change."])
     refs = [entry["ref"] for entry in itself + beside]
-    chain = _run(lambda: follow_links(store, scoped.tenant, mine, refs, max_hops=2, limit=20)).to_json()
-    linked = [r for r in chain["records"] if r["ref"] not in refs][:12]
-    relation = {}
-    for link in chain["links"]:
-        relation.setdefault(link["target"], link["relation"])
-        relation.setdefault(link["source"], link["relation"])
+    linked, relation = _linked_to(scoped, refs)
     lines = [f"I am about to change: {path}", ""]
     if itself:
         lines.append(f"Changes to {path} itself, newest first (read them with get_record before changing code):")
@@ -663,12 +546,31 @@ def _path_context(scoped: Settings, path: str) -> str:
     return "\n".join(lines)
 
 
+def _linked_to(scoped: Settings, refs: list[str]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The records linked to these changes (their pull requests, the issues those fix, the threads
+    and decisions about them): one hop from each change, one more from each pull request reached;
+    and how each is linked."""
+    linked: dict[str, dict[str, Any]] = {}
+    relation: dict[str, str] = {}
+
+    def follow(ref: str) -> list[dict[str, Any]]:
+        view = _run(lambda: service.get_record(scoped, ref))
+        for link in view.links:
+            relation.setdefault(link["target"] if link["source"] == ref else link["source"], link["relation"])
+        fresh = [r for r in view.linked if r["ref"] not in linked and r["ref"] not in refs]
+        linked.update((r["ref"], r) for r in fresh)
+        return fresh
+
+    reached = [record for ref in refs for record in follow(ref)]
+    for pull in [r for r in reached if r["collection"] == "pull_requests"][:6]:
+        follow(pull["ref"])
+    return list(linked.values())[:12], relation
+
+
 def _touching_entry(collection: str, kind: Any, row: dict[str, Any]) -> dict[str, Any]:
     """What the prompt says of one record that changed files: its ref, subject, date, url, author."""
-    from context_engine.query.schema import values_at
-
     def first(paths: tuple[str, ...]) -> str:
-        found = next((v for p in paths for v in values_at(row, p) if v not in (None, "")), "")
+        found = next((v for p in paths for v in _values_at(row, p) if v not in (None, "")), "")
         return str(found)
 
     subject = first(kind.values.get("title", ()) or kind.text[:1]).strip().splitlines()
@@ -676,7 +578,16 @@ def _touching_entry(collection: str, kind: Any, row: dict[str, Any]) -> dict[str
                    if field.handle in ("name", "login") and first((field.path,))), "")
     return {"collection": collection, "ref": kind.ref_prefix + str(row.get(kind.key, "")), "title": subject[0] if subject else "",
             "date": first(next(iter(kind.times.values()), ()))[:10], "url": first(kind.values.get("url", ())),
-            "author": author, "files": [str(f) for f in values_at(row, "files.filename")]}
+            "author": author, "files": [str(f) for f in _values_at(row, "files.filename")]}
+
+
+def _values_at(doc: Any, path: str) -> list[Any]:
+    """The values at a dotted path, through lists ("files.filename" of a commit: every file's name)."""
+    values = [doc]
+    for part in path.split("."):
+        values = [v.get(part) for item in values
+                  for v in (item if isinstance(item, list) else [item]) if isinstance(v, dict)]
+    return [v for item in values for v in (item if isinstance(item, list) else [item]) if v is not None]
 
 
 def _entry_line(entry: dict[str, Any]) -> str:
@@ -693,14 +604,13 @@ def _anonymous(settings: Settings) -> Settings:
 
 
 def _run(work):
-    """Library failures as tool errors: one sentence, never a stack trace to the agent."""
-    from context_engine.query.identity import AmbiguousPerson, UnknownPerson
-    from context_engine.retrievers.index import IndexDamaged, IndexMissing
-    from context_engine.store.documents import StoreError
-
+    """The caller's problems (`service.USER_ERRORS`) as tool errors: one sentence, never a stack trace
+    or a server path to the agent."""
     try:
         return work()
-    except (StoreError, IndexMissing, IndexDamaged, UnknownPerson, AmbiguousPerson, ValueError) as exc:
+    except service.ExecutionError as exc:
+        raise ToolError(f"the database refused the query: {exc}") from None
+    except service.USER_ERRORS as exc:
         raise ToolError(str(exc.args[0] if exc.args else exc).split(" in /")[0]) from None
 
 
@@ -711,15 +621,13 @@ async def _in_worker(work):
     document. The same Stop reads SIGTERM's process-wide one."""
     import anyio
 
-    from context_engine.store.bounded import Cancelled, Stop, stop_on
-
-    stop = Stop()
+    stop = service.Stop()
 
     def in_thread():
-        with stop_on(stop):
+        with service.stop_on(stop):
             try:
                 return _run(work)
-            except Cancelled as exc:
+            except service.Cancelled as exc:
                 raise ToolError(str(exc)) from None
 
     try:
@@ -729,14 +637,25 @@ async def _in_worker(work):
         raise
 
 
+def _check_key_people(settings: Settings, keys: dict[str, Any]) -> None:
+    """Every key's person names one account of its tenant's directory exactly, as `--as` does, checked
+    before serving so that a key never fails or falls back to anyone at call time. ValueError names
+    the key (its first characters only)."""
+    for key, entry in keys.items():
+        if entry.user is None:
+            continue
+        try:
+            service.check_scope(settings.with_overrides(tenant=entry.tenant, asker=entry.user))
+        except service.USER_ERRORS as exc:
+            raise ValueError(f"API key {key[:4]}...: {exc.args[0] if exc.args else exc}") from None
+
+
 def http_app(settings: Settings, keys: dict[str, Any]):
     """The streamable HTTP app at /mcp behind Bearer keys (the same keys file as `serve`): an unknown
     or missing key is a 401 before the MCP session is touched."""
     from starlette.responses import JSONResponse
 
-    from context_engine.server import check_key_people
-
-    check_key_people(settings, keys)
+    _check_key_people(settings, keys)
     inner = build_server(settings, keys).streamable_http_app()
 
     async def app(scope, receive, send):

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from context_engine.config import Settings, TenantError, check_question
-from context_engine.kinds import Registry
+from context_engine.kinds import BUILTIN, Registry
 from context_engine.query.context_sets import ContextSetError
 from context_engine.query.execute import ExecutionError, run_pipeline, scope_filter
 from context_engine.query.feedback import FeedbackError, remember_ask, submit
@@ -29,7 +29,11 @@ from context_engine.query.schema import CollectionSchema
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
 from context_engine.retrievers.index import IndexDamaged, IndexMissing
 from context_engine.runtime import catalog_for, chat_model_for, principals_for, store_for
+# What a surface needs beside the operations: a Stop that the operation it started reads (a cancelled
+# MCP call, a client gone), and JSON without non-finite numbers for what it returns.
+from context_engine.store.bounded import Cancelled, Stop, stop_on
 from context_engine.store.documents import StoreError, strip_hidden
+from context_engine.store.expressions import finite_for_json
 from context_engine.store.sqlite_file import StoreFileError
 from context_engine.text import TimeRangeError, parse_now
 
@@ -39,6 +43,7 @@ __all__ = [
     "RecordView", "SearchHit", "StoreError", "StoreFileError", "TenantError", "TimeRangeError",
     "UnknownCollection", "UnknownPerson", "ask", "check_scope", "feedback", "find_people", "get_record",
     "people", "query", "schema", "search", "status",
+    "BUILTIN", "Cancelled", "Stop", "stop_on", "finite_for_json",
 ]
 
 
