@@ -577,7 +577,7 @@ def _touching_entry(collection: str, kind: Any, row: dict[str, Any]) -> dict[str
     author = next((first((field.path,)) for fields in kind.people.values() for field in fields
                    if field.handle in ("name", "login") and first((field.path,))), "")
     return {"collection": collection, "ref": kind.ref_prefix + str(row.get(kind.key, "")), "title": subject[0] if subject else "",
-            "date": first(next(iter(kind.times.values()), ()))[:10], "url": first(kind.values.get("url", ())),
+            "date": first(next(iter(kind.times.values()), ())), "url": first(kind.values.get("url", ())),
             "author": author, "files": [str(f) for f in _values_at(row, "files.filename")]}
 
 
@@ -593,7 +593,7 @@ def _values_at(doc: Any, path: str) -> list[Any]:
 def _entry_line(entry: dict[str, Any]) -> str:
     short = entry["ref"][:12] if entry["collection"] == "commits" else entry["ref"]
     who = f" — {entry['author']}" if entry["author"] else ""
-    return (f"- [{entry['collection']}] {short}: {entry['title']}{who}, {entry['date'] or 'undated'} "
+    return (f"- [{entry['collection']}] {short}: {entry['title']}{who}, {entry['date'][:10] or 'undated'} "
             f"({entry['url'] or 'no url'})")
 
 
