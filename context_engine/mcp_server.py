@@ -6,8 +6,12 @@ and scope as `ask`, `query` and `serve`.
 
 Every tool resolves who asks before anything else: over HTTP from the request's key (checked by
 the ASGI guard in front of the MCP app, so an unknown key never reaches a tool), over stdio from the
-operator's flags. A key without a person reads public records only. Outputs are bounded and paged;
-every failure is an MCP tool error (`is_error`) with one sentence, never a crash.
+operator's flags. A key without a person reads public records only. Every tool is a thin adapter
+over `context_engine.service`, the operations the CLI and the server run too.
+
+A result is structured content within RESULT_BUDGET characters plus a text summary within
+SUMMARY_BUDGET (see there), paged where it is a list; every failure is an MCP tool error
+(`is_error`) with one sentence, never a crash.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ INSTRUCTIONS = (
     "pipeline, `find_people` to turn a name into accounts, `schema` to see fields and values, "
     "`feedback` to say whether an answer was right. " + _BUDGET_NOTE)
 
+
 # Read-only tools: they read the team's records and change nothing an agent must be asked about.
 # Not idempotent where a chat model may word the same answer differently.
 def _reading(title: str, idempotent: bool = True) -> ToolAnnotations:
@@ -69,8 +74,10 @@ class Truncated(TypedDict):
 class AskResult(Truncated):
     answer: str
     route: str | None
+    declined: bool        # the graph's `declined`: the engine would not answer (the answer says why)
     citations: list[dict[str, Any]]
     queries: list[dict[str, Any]]
+    model_error: NotRequired[str]   # a configured chat model failed and the answer was made without it
 
 
 class QueryPage(Truncated):
@@ -232,14 +239,15 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
         queries = [{k: q.get(k) for k in ("collection", "pipeline", "outcome", "error") if k in q}
                    for q in result.get("queries", [])][:10]
         parts = [result.get("answer", ""), result.get("citations", [])[:20], queries]
-        envelope = {"answer": "", "route": result.get("route"), "citations": [], "queries": []}
+        envelope = {"answer": "", "route": result.get("route"), "declined": bool(result.get("declined")),
+                    "citations": [], "queries": []}
         fitted, said = _fit(parts, _room(envelope))
         answer, citations, queries = fitted + [[]] * (len(parts) - len(fitted))
         if len(fitted) < len(parts):
             said.append("the queries it ran did not fit" if citations else "the citations and queries did not fit")
         data = {**envelope, "answer": answer or "", "citations": citations, "queries": queries}
         if result.get("model_error"):
-            data["model_error"] = result["model_error"]
+            data["model_error"] = str(result["model_error"])
         if said:
             data["truncated"] = "; ".join(said) + "."
         return _with_summary(data, _ask_summary(data))
@@ -384,13 +392,16 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
 
 
 def _ask_summary(data: dict[str, Any]) -> str:
+    """The answer as text (what a text-only client shows), with a failed model said first."""
+    head = f"The chat model failed ({data['model_error']}); answered without it.\n\n" if data.get("model_error") else ""
     tail = (f"\n\n({len(data['citations'])} citations and {len(data['queries'])} queries in the structured result"
             + (f"; {data['truncated']}" if data.get("truncated") else "") + ")")
+    head = head[:SUMMARY_BUDGET // 4]
     answer = data["answer"]
-    room = SUMMARY_BUDGET - len(tail)
+    room = SUMMARY_BUDGET - len(head) - len(tail)
     if len(answer) > room:
-        answer = answer[:room - 40] + " … (whole answer: structured `answer`)"
-    return answer + tail
+        answer = answer[:max(0, room - 40)] + " … (whole answer: structured `answer`)"
+    return head + answer + tail
 
 
 def _lines_within(lines: list[str], truncated: str | None) -> str:

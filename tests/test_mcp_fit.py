@@ -190,3 +190,23 @@ def test_context_for_change_is_scoped_to_the_asker(settings, monkeypatch):
                                            ("../../etc/passwd x", False)])
 def test_paths_and_tasks_are_told_apart(task, is_path):
     assert mcp_server._is_path(task) is is_path
+
+
+def test_ask_says_a_declined_answer_and_a_failed_model(member, monkeypatch):
+    from datetime import datetime, timezone
+
+    from context_engine import service
+
+    output = {"answer": "I could not reach the configured chat model, so this is the offline answer. " * 40,
+              "route": "structured", "declined": True, "citations": [], "queries": [],
+              "model_error": "openai: connection refused at http://127.0.0.1:9/v1"}
+    monkeypatch.setattr(service, "ask", lambda scoped, question, now: service.Answer(
+        question, datetime.now(timezone.utc), output))
+    _, (result,) = _calls(member, [lambda c: c.call_tool("ask", {"question": "anything"})])
+    data = result.structured_content
+    assert data["declined"] is True and data["model_error"] == output["model_error"]
+    assert data["answer"] == output["answer"]                     # ~3 K: fits the structured budget whole
+    text = result.content[0].text
+    assert text.startswith("The chat model failed (openai: connection refused") and len(text) <= SUMMARY_BUDGET
+    assert "whole answer: structured `answer`" in text
+
