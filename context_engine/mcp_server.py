@@ -22,7 +22,8 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
 
@@ -41,6 +42,7 @@ SUMMARY_BUDGET = 1_000
 FIELD_LIMITS = (4_000, 1_000, 300, 100)
 MAX_ITEMS = 20
 SNIPPET = 300           # characters of a search hit's snippet
+MAX_TASK = 2_000        # characters of `context_for_change`'s task
 
 _BUDGET_NOTE = (f"Results are bounded: at most {RESULT_BUDGET:,} characters of structured content plus a text "
                 f"summary of at most {SUMMARY_BUDGET:,}; what was cut is said in `truncated`.")
@@ -370,25 +372,38 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
                                "linked to them, and who changed it. Given a task description: the records a "
                                "search finds about it.")
     def context_for_change(task: Annotated[str, Field(description="The change: a file path (e.g. "
-                                                                  "src/checkout/session.py) or a task description")],
+                                                                  "src/checkout/session.py) or a task description "
+                                                                  f"(at most {MAX_TASK:,} characters)")],
                            ctx: Context) -> str:
-        scoped = caller(ctx)
-        if _is_path(task):
-            return _path_context(scoped, task.strip())
-        found = _search(scoped, task, 10)["results"]
-        owners = _owners(scoped, [hit["ref"] for hit in found if hit["collection"] == "pull_requests"])
-        lines = [f"I am about to work on: {task}", "",
-                 "Records from the team's history found by searching for it (read them with get_record "
-                 "before changing code):"]
-        lines += [f"- [{hit['collection']}] {hit['ref']}: {hit['title']} ({hit['url'] or 'no url'})\n  {hit['snippet']}"
-                  for hit in found]
-        if owners:
-            lines += ["", "People who changed this area recently: " + ", ".join(owners)]
-        lines += ["", "Summarise the decisions and constraints these records establish, who to ask, and what "
-                      "could break; cite refs."]
-        return "\n".join(lines)
+        try:
+            return _context_for_change(caller(ctx), task)
+        except ToolError as exc:  # a prompt has no error result: the request's error, with the sentence
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
 
     return server
+
+
+def _context_for_change(scoped: Settings, task: str) -> str:
+    """The prompt's text: for a path, the changes that touched it (`_path_context`); for a task in
+    words, the records a search finds about it and the authors of the pull requests among them."""
+    if not task.strip():
+        raise ToolError("the task is empty: give a file path or a task description")
+    if len(task) > MAX_TASK:
+        raise ToolError(f"the task is {len(task):,} characters; at most {MAX_TASK:,}")
+    if _is_path(task):
+        return _path_context(scoped, task.strip())
+    found = _search(scoped, task, 10)["results"]
+    owners = _owners(scoped, [hit["ref"] for hit in found if hit["collection"] == "pull_requests"])
+    lines = [f"I am about to work on: {task}", "",
+             "Records from the team's history found by searching for it (read them with get_record "
+             "before changing code):"]
+    lines += [f"- [{hit['collection']}] {hit['ref']}: {hit['title']} ({hit['url'] or 'no url'})\n  {hit['snippet']}"
+              for hit in found]
+    if owners:
+        lines += ["", "People who changed this area recently: " + ", ".join(owners)]
+    lines += ["", "Summarise the decisions and constraints these records establish, who to ask, and what "
+                  "could break; cite refs."]
+    return "\n".join(lines)
 
 
 def _ask_summary(data: dict[str, Any]) -> str:

@@ -210,3 +210,19 @@ def test_ask_says_a_declined_answer_and_a_failed_model(member, monkeypatch):
     assert text.startswith("The chat model failed (openai: connection refused") and len(text) <= SUMMARY_BUDGET
     assert "whole answer: structured `answer`" in text
 
+
+
+@pytest.mark.parametrize("task, said", [("", "the task is empty"), ("   ", "the task is empty"),
+                                        ("a/" * 1500, "the task is 3,000 characters; at most 2,000")])
+def test_context_for_change_refuses_bad_input_in_one_sentence(settings, task, said):
+    from mcp.shared.exceptions import MCPError
+
+    async def run():
+        async with Client(build_server(settings)) as client:
+            try:
+                await client.get_prompt("context_for_change", {"task": task})
+            except MCPError as exc:
+                return exc
+    refused = asyncio.run(run())
+    assert refused is not None and refused.code == -32602          # invalid params, not an internal error
+    assert refused.message.startswith(said) and "\n" not in refused.message
