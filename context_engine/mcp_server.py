@@ -149,9 +149,23 @@ class _Cuts:
         return said
 
 
-def _size(value: Any) -> int:
-    """Characters of `value` as JSON, the form the result travels in."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+def _size(value: Any, cap: int | None = None) -> int:
+    """Characters of `value` as compact JSON, the form the result travels in; with `cap`, counting
+    stops once past it (a page far over the budget is not serialised whole only to be cut)."""
+    total, stack = 0, [value]
+    while stack and (cap is None or total <= cap):
+        item = stack.pop()
+        if isinstance(item, dict):
+            # braces, a colon per key, commas between
+            total += 2 + len(item) + max(len(item) - 1, 0) + sum(len(json.dumps(str(k), ensure_ascii=False))
+                                                                 for k in item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            total += 2 + max(len(item) - 1, 0)  # brackets, commas between
+            stack.extend(item)
+        else:
+            total += len(json.dumps(item, ensure_ascii=False, default=str))
+    return total
 
 
 def _fit(items: list[Any], room: int) -> tuple[list[Any], list[str]]:
@@ -159,26 +173,30 @@ def _fit(items: list[Any], room: int) -> tuple[list[Any], list[str]]:
     allows (the first of FIELD_LIMITS at which all fit, else the smallest and fewer items), and what
     was cut, in words."""
     for limit in FIELD_LIMITS:
-        cuts = _Cuts()
-        clipped = [cuts.clip(item, limit) for item in items]
-        if _size(clipped) <= room:
-            return clipped, cuts.said(limit)
-    kept, used = [], 2
-    for item in clipped:
-        used += _size(item) + 1
-        if used > room:
-            break
-        kept.append(item)
-    return kept, cuts.said(limit)
+        cuts, kept, used = _Cuts(), [], 2
+        for item in items:
+            clipped = cuts.clip(item, limit)
+            used += _size(clipped, cap=room) + 1
+            if used > room:
+                break
+            kept.append(clipped)
+        if len(kept) == len(items):
+            return kept, cuts.said(limit)
+    return kept, cuts.said(limit)  # the smallest limit, and the items that fit at it
+
+
+MAX_NOTE = 900  # characters of a result's `truncated` note, held back from the items' room
 
 
 def _room(envelope: dict[str, Any]) -> int:
     """Characters left for a result's items once its other fields and a `truncated` note are counted."""
-    return RESULT_BUDGET - _size(envelope) - 600
+    return RESULT_BUDGET - _size(envelope) - MAX_NOTE - len('"truncated":"",')
 
 
 def _with_summary(data: dict[str, Any], summary: str) -> CallToolResult:
     """The structured result, and a short text summary for a client that shows text only."""
+    if len(data.get("truncated", "")) > MAX_NOTE:
+        data = {**data, "truncated": data["truncated"][:MAX_NOTE - 2] + " …"}
     if len(summary) > SUMMARY_BUDGET:
         summary = summary[:SUMMARY_BUDGET - 2] + " …"
     return CallToolResult(content=[TextContent(type="text", text=summary)], structured_content=_jsonable(data))
@@ -192,8 +210,9 @@ def server_version() -> str:
     """The installed distribution's version: `context_engine.__version__` where the package has it,
     else the metadata of the names this distribution has had (`relational-context-engine`, before
     it `context-engine`), so that `serverInfo.version` is never empty."""
-    import context_engine
     from importlib.metadata import PackageNotFoundError, version
+
+    import context_engine
 
     known = getattr(context_engine, "__version__", "unknown")
     if known != "unknown":

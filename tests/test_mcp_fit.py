@@ -226,3 +226,46 @@ def test_context_for_change_refuses_bad_input_in_one_sentence(settings, task, sa
     refused = asyncio.run(run())
     assert refused is not None and refused.code == -32602          # invalid params, not an internal error
     assert refused.message.startswith(said) and "\n" not in refused.message
+
+
+def test_http_refuses_to_start_with_a_key_whose_person_is_not_exactly_one(settings):
+    from types import SimpleNamespace as Key
+
+    from context_engine.mcp_server import http_app
+
+    http_app(settings, {"good-key": Key(tenant="acme", user="sokafor"), "open-key": Key(tenant="acme", user=None)})
+    for key, said in [(Key(tenant="acme", user="ghost-user"), "ghost-user"),
+                      (Key(tenant="acme", user="sokafor1"), "sokafor1"),
+                      (Key(tenant="nowhere", user="sokafor"), "nowhere")]:
+        with pytest.raises(ValueError) as refused:
+            http_app(settings, {"good-key": Key(tenant="acme", user="sokafor"), "secret-key-123": key})
+        message = str(refused.value)
+        assert message.startswith("API key secr...:") and said in message and "secret-key-123" not in message
+
+
+def test_the_budget_holds_for_rows_and_records_of_any_shape():
+    """Adversarial shapes (many long fields, deep lists, CJK, hundreds of paths cut), seeded."""
+    import random
+
+    rng = random.Random(7)
+
+    def value(depth: int):
+        pick = rng.random()
+        if depth > 1 or pick < 0.5:
+            return rng.choice(["x", "长" * rng.randint(0, 6000), "y" * rng.randint(0, 6000), 3, None, 2.5])
+        if pick < 0.75:
+            return [value(depth + 1) for _ in range(rng.randint(0, 30))]
+        return {f"field_{rng.randint(0, 999)}_{'k' * rng.randint(0, 40)}": value(depth + 1) for _ in range(rng.randint(0, 12))}
+
+    for _ in range(8):
+        rows = [{"ref": f"r{i}", **{f"f{j}": value(0) for j in range(rng.randint(1, 12))}} for i in range(rng.randint(1, 60))]
+        data, summary = mcp_server._query_page(rows, offset=rng.randint(0, 5))
+        result = mcp_server._with_summary(data, summary)
+        structured, text = _sizes(result)
+        assert structured <= RESULT_BUDGET and text <= SUMMARY_BUDGET
+        links = [{"source": "r0", "relation": "mentions", "target": "t" * 300} for _ in range(100)]
+        linked = [{"ref": f"t{i}", "collection": "issues", "title": "长" * 500, "url": None, "date": None}
+                  for i in range(100)]
+        record = mcp_server._with_summary(*mcp_server._record_result("issues", "r0", rows[0], links, linked))
+        structured, text = _sizes(record)
+        assert structured <= RESULT_BUDGET and text <= SUMMARY_BUDGET
