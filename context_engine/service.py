@@ -14,12 +14,15 @@ operation is given can widen them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from context_engine.config import Settings, TenantError, check_question
 from context_engine.kinds import BUILTIN, Registry
+from context_engine.kinds.spec import HANDLE_KINDS
 from context_engine.query.context_sets import ContextSetError
 from context_engine.query.execute import ExecutionError, run_pipeline, scope_filter
 from context_engine.query.feedback import FeedbackError, remember_ask, submit
@@ -28,23 +31,35 @@ from context_engine.query.plan import from_extended_json
 from context_engine.query.schema import CollectionSchema
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
 from context_engine.retrievers.index import IndexDamaged, IndexMissing
+from context_engine.retrievers.rerank import RerankerError, make_reranker
+from context_engine.sources.connectors import ReadResult, SourceRequest
+from context_engine.sources.generic import OwnOptions
+from context_engine.sources.problems import ReadProblems
 from context_engine.runtime import catalog_for, chat_model_for, principals_for, store_for
-# What a surface needs beside the operations: a Stop that the operation it started reads (a cancelled
-# MCP call, a client gone), and JSON without non-finite numbers for what it returns.
-from context_engine.store.bounded import Cancelled, Stop, stop_on
+# A surface stops an operation it started (a cancelled MCP call, a client gone) with a Stop the
+# operation's queries read (`stop_on`; `Cancelled` when they do).
+from context_engine.store.bounded import SHUTDOWN, Cancelled, Stop, stop_on
 from context_engine.store.documents import StoreError, strip_hidden
 from context_engine.store.expressions import finite_for_json
 from context_engine.store.sqlite_file import StoreFileError
 from context_engine.text import TimeRangeError, parse_now
 
 __all__ = [
-    "USER_ERRORS", "AmbiguousPerson", "Answer", "ContextSetError", "ExecutionError", "FeedbackError",
-    "IndexDamaged", "IndexMissing", "NoTenantData", "PeopleReport", "PipelineRejected", "RecordNotFound",
-    "RecordView", "SearchHit", "StoreError", "StoreFileError", "TenantError", "TimeRangeError",
-    "UnknownCollection", "UnknownPerson", "ask", "check_scope", "feedback", "find_people", "get_record",
+    "HANDLE_KINDS", "SHUTDOWN", "USER_ERRORS", "AmbiguousPerson", "Answer", "ContextSetError", "ExecutionError", "FeedbackError",
+    "IndexDamaged", "IndexMissing", "InvalidInput", "NoTenantData", "PeopleReport", "PipelineRejected", "RecordNotFound",
+    "RecordView", "RerankerError", "SearchHit", "StoreError", "StoreFileError", "TenantError", "TimeRangeError",
+    "UnknownCollection", "UnknownPerson", "ask", "finite_for_json", "check_scope", "feedback", "feedback_questions", "find_people", "get_record",
     "people", "query", "schema", "search", "status",
-    "BUILTIN", "Cancelled", "Stop", "stop_on", "finite_for_json",
+    "ContextSetView", "OwnOptions", "SourceRequest", "UnknownTemplate", "add_template", "context_set",
+    "export_context_set", "ingest", "mongodb_filter", "own_options", "read_source", "SourceReading", "own_options_from_spec", "remove_template",
+    "try_template",
+    "BUILTIN", "Cancelled", "Stop", "stop_on",
 ]
+
+
+class InvalidInput(ValueError):
+    """An operation's own input the rules refuse (an empty or over-long question, a malformed time):
+    said before any work is done."""
 
 
 class NoTenantData(LookupError):
@@ -63,6 +78,10 @@ class PipelineRejected(ValueError):
         self.errors = errors
 
 
+class UnknownTemplate(LookupError):
+    """No template of that name in the tenant's context set."""
+
+
 class RecordNotFound(LookupError):
     """No record by that ref that the asker may read (absent and forbidden look the same)."""
 
@@ -71,9 +90,10 @@ class RecordNotFound(LookupError):
 # the input, the scope or the data dir it points at, never an engine fault. StoreFileError (a full
 # disk, a damaged file) is a StoreError too; the CLI tells it apart for its exit code.
 USER_ERRORS: tuple[type[Exception], ...] = (
-    ValueError,  # a question, time, tenant name, feedback or context set the rules refuse
-    NoTenantData, UnknownCollection, RecordNotFound, UnknownPerson, AmbiguousPerson,
+    ValueError,  # InvalidInput, a tenant name, feedback or a context set the rules refuse, a time out of range
+    NoTenantData, UnknownCollection, RecordNotFound, UnknownTemplate, UnknownPerson, AmbiguousPerson,
     ExecutionError, StoreError, IndexMissing, IndexDamaged,
+    RerankerError,  # a reranker the configuration names that cannot run here
 )
 
 
@@ -125,9 +145,12 @@ class Answer:
 def ask(settings: Settings, question: str, now: str | datetime | None = None) -> Answer:
     """The question through the graph (`assistant.graph.graph`, the one Studio and LangServe run) as
     the settings' asker, then kept as the asker's last question (what `feedback` rates by default).
-    Raises ValueError for an empty or over-long question or a malformed `now`."""
-    question = check_question(question.strip() if isinstance(question, str) else question)
-    when = parse_now(now)
+    Raises `InvalidInput` for an empty or over-long question or a malformed or out-of-range `now`."""
+    try:
+        question = check_question(question.strip() if isinstance(question, str) else question)
+        when = parse_now(now)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
     from context_engine.assistant.graph import graph  # imported on use: the other operations never pay for it
 
     context = {"tenant": settings.tenant, "user": settings.asker or "", "anonymous": settings.asker is None,
@@ -178,14 +201,16 @@ def search(settings: Settings, text: str, k: int = 8) -> list[SearchHit]:
     """Hybrid search as the graph's content half does it: BM25 and dense lists over the tenant's
     index, checked against the store's current access, fused per record (`settings.fusion`), the
     top `settings.rerank_k` reranked (`settings.reranker`, with the judge model when it is "llm");
-    the best `k` records, each once. Raises ValueError for empty or over-long text, `IndexMissing`
-    when the tenant was never indexed."""
+    the best `k` records, each once. Raises `InvalidInput` for empty or over-long text or k < 1,
+    `IndexMissing` when the tenant was never indexed, `RerankerError` for a reranker that cannot run."""
     from context_engine.assistant.retriever import make_retriever
-    from context_engine.retrievers.rerank import make_reranker
 
-    text = check_question(text)
+    try:
+        text = check_question(text)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
     if k < 1:
-        raise ValueError(f"k must be at least 1, not {k}")
+        raise InvalidInput(f"k must be at least 1, not {k}")
     fused = make_retriever(settings.with_overrides(retrieve_k=max(settings.rerank_k, k))).invoke(text)
     reranker = make_reranker(settings, llm=chat_model_for(settings, "judge") if settings.reranker == "llm" else None)
     ranked = reranker.rerank(text, fused[:max(settings.rerank_k, k)], top_n=k)
@@ -305,3 +330,203 @@ def feedback(settings: Settings, rating: str, *, question: str | None = None, no
     return submit(settings.data_dir, catalog_for(settings), asker=settings.asker, rating=rating, question=question,
                   note=note, corrected=corrected, policy=_policy(settings))
 
+
+
+def feedback_questions(settings: Settings) -> list[dict[str, Any]]:
+    """The tenant's feedback that carries a plan (a 👍's plan, a corrected one), as structured
+    evaluation questions whose gold is that plan (`eval structured --from-feedback`)."""
+    from context_engine.query.feedback import FeedbackStore, regression_items
+
+    return regression_items(FeedbackStore(settings.data_dir), settings.tenant)
+
+
+# ----------------------------------------------------------------------------------- context set
+@dataclass
+class ContextSetView:
+    """The tenant's context set as the engine uses it: where it comes from (the tenant's file or the
+    shipped defaults), the templates and facets that fit the tenant's data, and those set aside."""
+
+    source: str
+    context_set: Any  # query.context_sets.ContextSet
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.source, **self.context_set.to_json(), "inactive": self.context_set.inactive}
+
+
+def context_set(settings: Settings) -> ContextSetView:
+    """The tenant's context set, validated against the asker's schemas. Raises `ContextSetError`."""
+    from context_engine.query import context_sets
+
+    loaded = context_sets.load(settings.data_dir, settings.tenant, catalog_for(settings).schemas, _policy(settings))
+    return ContextSetView(str(context_sets.tenant_file(settings.data_dir, settings.tenant) or "shipped defaults"),
+                          loaded)
+
+
+def export_context_set(settings: Settings) -> dict[str, Any]:
+    """The whole context set as JSON, templates that do not fit this tenant's data included."""
+    from context_engine.query import context_sets
+
+    path = context_sets.tenant_file(settings.data_dir, settings.tenant)
+    return (context_sets.read_file(path) if path else context_sets.shipped()).to_json()
+
+
+def add_template(settings: Settings, template: Any, *, replace: bool = False) -> str:
+    """A template (parsed JSON), validated against the tenant's schemas, added to its context set;
+    returns its name. Raises `ContextSetError` (also for a name already there, unless `replace`)."""
+    from context_engine.query import context_sets
+
+    parsed = context_sets.template_from_json(template)
+    context_sets.add_template(settings.data_dir, settings.tenant, parsed, catalog_for(settings).schemas,
+                              _policy(settings), replace=replace)
+    return parsed.name
+
+
+def remove_template(settings: Settings, name: str) -> None:
+    """Raises `ContextSetError` when the tenant's context set has no template `name`."""
+    from context_engine.query import context_sets
+
+    context_sets.remove_template(settings.data_dir, settings.tenant, name, catalog_for(settings).schemas)
+
+
+def try_template(settings: Settings, name: str, now: str | datetime | None = None) -> dict[str, Any]:
+    """A template's example question through the engine's structured half: the engine's plan beside
+    the template's own (bound to the example's values), both run as the asker, and whether their
+    results agree. Raises `UnknownTemplate`, `InvalidInput` (no example, a malformed `now`)."""
+    from context_engine.assistant.structured_query import jsonable, run_structured
+    from context_engine.query.context_sets import slots_for
+    from context_engine.query.engine import resolve
+    from context_engine.query.plan import to_extended_json
+    from context_engine.runtime import asker_for
+
+    cs = context_set(settings).context_set
+    template = cs.template(name)
+    if template is None:
+        raise UnknownTemplate(f"no template {name!r} here")
+    question = template.example.get("question")
+    if not question:
+        raise InvalidInput(f"template {template.name!r} has no example question to test")
+    try:
+        when = parse_now(now)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+    catalog = catalog_for(settings)
+    expected = template.instantiate(template.example_bindings())
+    want = jsonable(run_pipeline(store_for(settings), template.collection, expected, tenant=settings.tenant,
+                                 principals=principals_for(settings), schema=catalog.schemas.get(template.collection),
+                                 max_rows=settings.max_rows, max_time_ms=settings.max_time_ms))
+    result = run_structured(question, settings, now=when)
+    plan = result.attempts[-1].plan if getattr(result, "attempts", None) else None
+    ctx, _ = resolve(question, when, catalog, asker_for(settings, catalog))
+    matched = cs.match_template(question, slots_for(question, ctx.mentions, ctx.times)) if ctx else None
+    same = plan is not None and result.kind == "success" and plan.collection == template.collection \
+        and result.rows == want
+    return {"template": template.name, "question": question,
+            "template_plan": {"collection": template.collection, "pipeline": to_extended_json(expected)},
+            "engine_plan": ({"collection": plan.collection, "pipeline": to_extended_json(plan.pipeline),
+                             "planner": plan.planner} if plan else None),
+            "engine_outcome": result.kind, "engine_message": getattr(result, "message", ""),
+            "template_rows": len(want), "engine_rows": len(result.rows),
+            "same_result": same, "matched_template": matched[0].name if matched else None,
+            "match_score": round(matched[2], 1) if matched else None}
+
+
+# ---------------------------------------------------------------------------------------- ingest
+def own_options(collection: str, **described: Any) -> OwnOptions:
+    """The operator's description of an own collection (`ingest json|mongodb`; `described`: the other
+    fields of `sources.generic.OwnOptions`), every name and field in it checked by the spec itself
+    before any file is read. Raises `InvalidInput`."""
+    from context_engine.kinds import CollectionSpec, PersonField, SpecError
+
+    try:
+        options = OwnOptions(collection, **described)
+        CollectionSpec(name=options.collection, noun=options.noun or options.collection, key=options.key or "id",
+                       times={r: (p,) for r, p in options.times.items()},
+                       people={r: (PersonField(p, h),) for r, (p, h) in options.people.items()},
+                       values={r: (p,) for r, p in options.values.items()}, text=tuple(options.text),
+                       references=options.references)
+    except SpecError as exc:
+        raise InvalidInput(str(exc)) from None
+    return options
+
+
+def own_options_from_spec(path: Path, collection: str, access_field: str | None, public: bool) -> OwnOptions:
+    """`--spec FILE`: a JSON collection spec plus the ingest-only access field and public switch."""
+    from context_engine.kinds import SpecError
+    from context_engine.sources.generic import spec_file_options
+    from context_engine.sources.problems import SourceError
+
+    try:
+        return spec_file_options(path, collection, access_field, public)
+    except (SpecError, SourceError) as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+def mongodb_filter(value: Any) -> dict[str, Any]:
+    """A MongoDB query (parsed JSON, dates in Extended JSON) for `ingest mongodb`."""
+    query_ = from_extended_json(value)
+    if not isinstance(query_, dict):
+        raise InvalidInput("a JSON object is expected, e.g. '{\"team\": \"payments\"}'")
+    return query_
+
+
+def _tenant_logins(settings: Settings) -> set[str]:
+    """The GitHub logins of the tenant's people directory (none before its first ingest)."""
+    from context_engine.store.documents import has_data, open_store
+
+    if not has_data(settings):
+        return set()
+    people_ = open_store(settings).collection("people").find({"tenant_id": settings.tenant}, {"login": 1})
+    return {p["login"] for p in people_ if isinstance(p.get("login"), str)}
+
+
+@dataclass
+class SourceReading:
+    """One source read for a tenant, not yet written: the records per tenant, what was inferred of an
+    own collection (`read.notes`), warnings, and the records skipped while reading (`problems`)."""
+
+    read: ReadResult
+    problems: ReadProblems
+    own: bool
+
+
+def read_source(settings: Settings, request: SourceRequest) -> SourceReading:
+    """Read one source (`sources.connectors`) for the settings' tenant, within the input caps; an own
+    collection's people columns are found among the tenant's logins. Raises `InvalidInput` when the
+    source cannot be read at all."""
+    from context_engine.sources.connectors import read_source as read
+    from context_engine.sources.problems import SourceError
+
+    problems = ReadProblems()
+    if request.own is not None:
+        request.logins = _tenant_logins(settings)
+    try:
+        return SourceReading(read(request, settings.tenant, settings.data_dir, problems), problems,
+                             own=request.own is not None)
+    except SourceError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+def ingest(settings: Settings, reading: SourceReading, *, progress: Callable[[str, int], None] | None = None,
+           index: bool = True, prune: bool = False, public: bool = False) -> list[dict[str, Any]]:
+    """Write what `read_source` read (`ingest.ingest`: records, people, catalogs, the semantic index
+    unless `index` is False; `progress(label, count)` hears the counts), then run the source's own
+    after-commit step (a sync cursor saved only once the data is in). Returns one report per tenant
+    written, with the records skipped while reading. Raises `InvalidInput` (e.g. a prune the records
+    cannot support)."""
+    from context_engine.ingest import ingest as write
+
+    read = reading.read
+    try:
+        reports = write(settings, read.per_tenant, progress=progress, index=index, prune=prune, public=public,
+                        kinds=read.kinds)
+    except ValueError as exc:  # e.g. --prune of records that do not say which source they are from
+        raise InvalidInput(str(exc)) from None
+    if read.after_commit:
+        read.after_commit()
+    out = [r.to_json() for r in reports]
+    for item in out:
+        item["skipped"] += reading.problems.count
+        item["problems"] = reading.problems.examples + item["problems"]
+        if reading.own:
+            item["inferred"] = read.notes
+    return out

@@ -88,7 +88,7 @@ def test_search_finds_records_once_each_in_the_rerankers_order(settings):
 
 
 def test_search_uses_the_configured_reranker(settings):
-    with pytest.raises(Exception, match="unknown reranker 'bogus'"):
+    with pytest.raises(service.RerankerError, match="unknown reranker 'bogus'"):
         service.search(replace(settings, reranker="bogus"), "session cache")
 
 
@@ -99,9 +99,11 @@ def test_search_never_returns_a_private_thread_to_a_non_member(member, outsider,
         assert not any(_mentions_private(h.to_json()) for h in service.search(who, topic, k=25))
 
 
-def test_search_refuses_empty_text(settings):
-    with pytest.raises(ValueError, match="empty"):
+def test_search_refuses_empty_text_and_no_hits(settings):
+    with pytest.raises(service.InvalidInput, match="empty"):
         service.search(settings, "   ")
+    with pytest.raises(service.InvalidInput, match="k must be at least 1"):
+        service.search(settings, "redis", k=0)
 
 
 # ------------------------------------------------------------------------------------- get_record
@@ -192,7 +194,83 @@ def test_ask_never_cites_a_private_thread_to_a_non_member(own_data):
 
 
 def test_ask_refuses_bad_input_before_any_work(settings):
-    with pytest.raises(ValueError, match="empty"):
+    with pytest.raises(service.InvalidInput, match="empty"):
         service.ask(settings, " ")
-    with pytest.raises(ValueError, match="malformed time"):
+    with pytest.raises(service.InvalidInput, match="malformed time"):
         service.ask(settings, "open PRs", now="yesterday-ish")
+
+
+# ------------------------------------------------------------------------------------ context set
+TEMPLATE = {"name": "drafts-by", "question": "draft PRs by {who}", "params": {"who": "person"},
+            "plan": {"collection": "pull_requests", "pipeline": [{"$match": {"draft": True, "user.login": "{{who.github}}"}}]},
+            "example": {"question": "draft PRs by Rashid", "values": {"who": "rsh-dev"}}}
+PRIVATE_TEMPLATE = {"name": "security-thread", "question": "the security-private messages", "params": {},
+                    "plan": {"collection": "messages", "pipeline": [{"$match": {"channel": "security-private"}}]},
+                    "example": {"question": "the security-private messages", "values": {}}}
+
+
+def test_context_set_add_try_export_remove(own_data):
+    assert service.add_template(own_data, TEMPLATE) == "drafts-by"
+    with pytest.raises(service.ContextSetError, match="already exists"):
+        service.add_template(own_data, TEMPLATE)
+    view = service.context_set(own_data)
+    assert view.source.endswith("acme.json") and view.context_set.template("drafts-by") is not None
+    assert set(view.to_json()) >= {"file", "templates", "facets", "inactive"}
+    report = service.try_template(own_data, "drafts-by", now=NOW)
+    assert report["template_plan"]["pipeline"][0]["$match"]["user.login"] == "rsh-dev"
+    assert report["engine_plan"]["planner"] and report["engine_outcome"] in {"success", "no_results"}
+    assert [t["name"] for t in service.export_context_set(own_data)["templates"]][-1] == "drafts-by"
+    service.remove_template(own_data, "drafts-by")
+    with pytest.raises(service.UnknownTemplate, match="no template 'drafts-by' here"):
+        service.try_template(own_data, "drafts-by")
+    with pytest.raises(service.ContextSetError):
+        service.remove_template(own_data, "drafts-by")
+
+
+def test_try_template_runs_the_templates_plan_as_the_asker(own_data):
+    service.add_template(own_data, PRIVATE_TEMPLATE)
+    assert service.try_template(replace(own_data, asker="sokafor"), "security-thread", now=NOW)["template_rows"] > 0
+    for who in (replace(own_data, asker="zwei-dev"), own_data):
+        assert service.try_template(who, "security-thread", now=NOW)["template_rows"] == 0
+
+
+def test_feedback_questions_replay_a_rated_plan(own_data):
+    assert service.feedback_questions(own_data) == []
+    rashid = replace(own_data, asker="rsh-dev")
+    service.ask(rashid, "PRs I merged last week", now=NOW)
+    service.feedback(rashid, "up")
+    (item,) = service.feedback_questions(own_data)
+    assert item["question"] == "PRs I merged last week" and item["collection"] == "pull_requests"
+
+
+# ----------------------------------------------------------------------------------------- ingest
+def test_ingest_an_own_collection_then_query_it_within_its_access(tmp_path):
+    from context_engine.config import Settings
+
+    rows = [{"id": 1, "title": "disk full on db-3", "severity": "high", "readers": "github:alice"},
+            {"id": 2, "title": "cert expired", "severity": "low", "readers": "*"}]
+    (tmp_path / "incidents.json").write_text(json.dumps(rows), encoding="utf-8")
+    settings = Settings(data_dir=tmp_path / "data", mongodb_uri=None, tenant="ops", asker=None, use_llm=False)
+    request = service.SourceRequest("json", [tmp_path / "incidents.json"],
+                                    own=service.own_options("incidents", access_field="readers", ref_prefix="INC-"))
+    reading = service.read_source(settings, request)
+    assert reading.read.notes and reading.own
+    (report,) = service.ingest(settings, reading, index=False)
+    assert report["tenant"] == "ops" and report["collections"]["incidents"]["inserted"] == 2
+    assert report["inferred"] == reading.read.notes
+    seen = service.query(settings, "incidents", [{"$project": {"title": 1}}])
+    assert [r["title"] for r in seen] == ["cert expired"]  # alice's incident: not for an anonymous asker
+
+
+def test_ingest_refuses_what_it_cannot_read_in_one_sentence(tmp_path):
+    from context_engine.config import Settings
+
+    settings = Settings(data_dir=tmp_path / "data", mongodb_uri=None, tenant="ops", asker=None, use_llm=False)
+    with pytest.raises(service.InvalidInput, match="taken by the engine"):
+        service.own_options("pull_requests")
+    with pytest.raises(service.InvalidInput):
+        service.own_options("incidents", times={"created": "bad path["})
+    with pytest.raises(service.InvalidInput, match="a JSON object is expected"):
+        service.mongodb_filter({"$date": "2026-01-01T00:00:00Z"})
+    with pytest.raises(service.InvalidInput, match="no such file|not found|does not exist"):
+        service.read_source(settings, service.SourceRequest("github", [tmp_path / "none.jsonl"]))
