@@ -561,11 +561,12 @@ def _path_context(scoped: Settings, path: str) -> str:
     touching.sort(key=lambda t: t[0])
     itself = [entry for rank, _, entry in touching if rank == 0][:10]
     beside = [entry for rank, _, entry in touching if rank == 1][:max(0, 10 - len(itself))]
-    where = f"{directory}/" if directory else "the repository's top level"
+    # A bare file name matches that name in any directory, so it has no directory of its own to widen to.
+    unknown = f"{path} or another file of {directory}/" if directory else f"a file named {path}"
     if not itself and not beside:
         return "\n".join([
             f"I am about to change: {path}", "",
-            f"No commit or pull request I can read changed {path} or another file of {where}, so the team's "
+            f"No commit or pull request I can read changed {unknown}, so the team's "
             "history holds no context for this path. Records about other code would mislead: do not take "
             "their decisions as this file's. To look further, `search` for words about the change."])
     refs = [entry["ref"] for entry in itself + beside]
@@ -577,7 +578,7 @@ def _path_context(scoped: Settings, path: str) -> str:
     else:
         lines.append(f"Nothing I can read changed {path} itself.")
     if beside:
-        lines += ["", f"Changes to other files of {where}, newest first:"]
+        lines += ["", f"Changes to other files of {directory}/, newest first:"]
         lines += [_entry_line(entry) for entry in beside]
     if linked:
         lines += ["", "Linked to those changes (their pull requests, issues, threads and decisions):"]

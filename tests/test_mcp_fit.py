@@ -269,3 +269,14 @@ def test_the_budget_holds_for_rows_and_records_of_any_shape():
         record = mcp_server._with_summary(*mcp_server._record_result("issues", "r0", rows[0], links, linked))
         structured, text = _sizes(record)
         assert structured <= RESULT_BUDGET and text <= SUMMARY_BUDGET
+
+
+def test_context_for_change_reads_a_bare_file_name_in_any_directory(settings):
+    def changes(task: str) -> list[str]:
+        text = _prompt(settings, task)
+        return [line for line in text.split("itself, newest first")[1].split("\n\n")[0].splitlines()[1:]]
+
+    # the sample's only session.py is src/checkout/session.py (server/middleware/session.ts is not one)
+    assert changes("session.py") == changes("src/checkout/session.py") != []
+    assert "No commit or pull request I can read changed a file named nothing_like_this.py" in _prompt(
+        settings, "nothing_like_this.py")
