@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any, Literal
+from functools import partial
+from typing import Annotated, Any, Literal, NotRequired
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict  # pydantic reads typing's TypedDict only from Python 3.12
 
 from context_engine import service
 from context_engine.config import Settings
@@ -41,11 +42,13 @@ RESULT_BUDGET = 12_000
 SUMMARY_BUDGET = 1_000
 FIELD_LIMITS = (4_000, 1_000, 300, 100)
 MAX_ITEMS = 20
-SNIPPET = 300           # characters of a search hit's snippet
-MAX_TASK = 2_000        # characters of `context_for_change`'s task
+SNIPPET = 300  # characters of a search hit's snippet
+MAX_TASK = 2_000  # characters of `context_for_change`'s task
 
-_BUDGET_NOTE = (f"Results are bounded: at most {RESULT_BUDGET:,} characters of structured content plus a text "
-                f"summary of at most {SUMMARY_BUDGET:,}; what was cut is said in `truncated`.")
+_BUDGET_NOTE = (
+    f"Results are bounded: at most {RESULT_BUDGET:,} characters of structured content plus a text "
+    f"summary of at most {SUMMARY_BUDGET:,}; what was cut is said in `truncated`."
+)
 
 # The kinds every tenant may have, named from the registry; a team's own collections (`ingest json`,
 # `ingest mongodb`) differ per tenant, so the tools say where to find them (`schema`).
@@ -59,7 +62,8 @@ INSTRUCTIONS = (
     "answers with citations and shows the queries it ran), `search` to find records about a topic, "
     "`get_record` to read one record and what links to it, `query` for an exact MongoDB aggregation "
     "pipeline, `find_people` to turn a name into accounts, `schema` to see fields and values, "
-    "`feedback` to say whether an answer was right. " + _BUDGET_NOTE)
+    "`feedback` to say whether an answer was right. " + _BUDGET_NOTE
+)
 
 
 # Read-only tools: they read the team's records and change nothing an agent must be asked about.
@@ -70,16 +74,17 @@ def _reading(title: str, idempotent: bool = True) -> ToolAnnotations:
 
 class Truncated(TypedDict):
     """Present only when the budget cut something."""
+
     truncated: NotRequired[str]
 
 
 class AskResult(Truncated):
     answer: str
     route: str | None
-    declined: bool        # the graph's `declined`: the engine would not answer (the answer says why)
+    declined: bool  # the graph's `declined`: the engine would not answer (the answer says why)
     citations: list[dict[str, Any]]
     queries: list[dict[str, Any]]
-    model_error: NotRequired[str]   # a configured chat model failed and the answer was made without it
+    model_error: NotRequired[str]  # a configured chat model failed and the answer was made without it
 
 
 class QueryPage(Truncated):
@@ -94,8 +99,8 @@ class SearchHit(TypedDict):
     title: str | None
     url: str | None
     date: str | None
-    score: float          # the fused score (BM25 + dense)
-    rerank_score: float   # the reranker's: hits come in this order
+    score: float  # the fused score (BM25 + dense)
+    rerank_score: float  # the reranker's: hits come in this order
     snippet: str
 
 
@@ -157,8 +162,9 @@ def _size(value: Any, cap: int | None = None) -> int:
         item = stack.pop()
         if isinstance(item, dict):
             # braces, a colon per key, commas between
-            total += 2 + len(item) + max(len(item) - 1, 0) + sum(len(json.dumps(str(k), ensure_ascii=False))
-                                                                 for k in item)
+            total += (
+                2 + len(item) + max(len(item) - 1, 0) + sum(len(json.dumps(str(k), ensure_ascii=False)) for k in item)
+            )
             stack.extend(item.values())
         elif isinstance(item, list):
             total += 2 + max(len(item) - 1, 0)  # brackets, commas between
@@ -196,9 +202,9 @@ def _room(envelope: dict[str, Any]) -> int:
 def _with_summary(data: dict[str, Any], summary: str) -> CallToolResult:
     """The structured result, and a short text summary for a client that shows text only."""
     if len(data.get("truncated", "")) > MAX_NOTE:
-        data = {**data, "truncated": data["truncated"][:MAX_NOTE - 2] + " …"}
+        data = {**data, "truncated": data["truncated"][: MAX_NOTE - 2] + " …"}
     if len(summary) > SUMMARY_BUDGET:
-        summary = summary[:SUMMARY_BUDGET - 2] + " …"
+        summary = summary[: SUMMARY_BUDGET - 2] + " …"
     return CallToolResult(content=[TextContent(type="text", text=summary)], structured_content=_jsonable(data))
 
 
@@ -239,29 +245,44 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
         scoped = settings.with_overrides(tenant=key.tenant)
         return scoped.with_overrides(asker=key.user) if key.user else _anonymous(scoped)
 
-    server = MCPServer(name="context-engine", title="Context engine", version=server_version(),
-                       instructions=INSTRUCTIONS, log_level="WARNING")
+    server = MCPServer(
+        name="context-engine",
+        title="Context engine",
+        version=server_version(),
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+    )
 
-    @server.tool(title="Ask a question",
-                 description="Answer a question about the team's engineering work (PRs, reviews, issues, Slack "
-                             "threads, docs, commits, the team's own collections) in English or Chinese. "
-                             "Returns the answer, its numbered "
-                             "citations (with URLs) and every database query it ran. Use for 'why', 'who', "
-                             "'how many', 'what happened with' questions. " + _BUDGET_NOTE,
-                 # It remembers the caller's last question so that `feedback` can refer to it; the team's
-                 # records are only read.
-                 annotations=_reading("Ask a question", idempotent=False))
-    async def ask(question: Annotated[str, Field(description="The question, in plain language")],
-            ctx: Context,
-            now: Annotated[str | None, Field(description="ISO 8601 time the question is asked at (default: now)")] = None,
-            ) -> Annotated[CallToolResult, AskResult]:
+    @server.tool(
+        title="Ask a question",
+        description="Answer a question about the team's engineering work (PRs, reviews, issues, Slack "
+        "threads, docs, commits, the team's own collections) in English or Chinese. "
+        "Returns the answer, its numbered "
+        "citations (with URLs) and every database query it ran. Use for 'why', 'who', "
+        "'how many', 'what happened with' questions. " + _BUDGET_NOTE,
+        # It remembers the caller's last question so that `feedback` can refer to it; the team's
+        # records are only read.
+        annotations=_reading("Ask a question", idempotent=False),
+    )
+    async def ask(
+        question: Annotated[str, Field(description="The question, in plain language")],
+        ctx: Context,
+        now: Annotated[str | None, Field(description="ISO 8601 time the question is asked at (default: now)")] = None,
+    ) -> Annotated[CallToolResult, AskResult]:
         scoped = caller(ctx)
         result = (await _in_worker(lambda: service.ask(scoped, question, now))).output
-        queries = [{k: q.get(k) for k in ("collection", "pipeline", "outcome", "error") if k in q}
-                   for q in result.get("queries", [])][:10]
+        queries = [
+            {k: q.get(k) for k in ("collection", "pipeline", "outcome", "error") if k in q}
+            for q in result.get("queries", [])
+        ][:10]
         parts = [result.get("answer", ""), result.get("citations", [])[:20], queries]
-        envelope = {"answer": "", "route": result.get("route"), "declined": bool(result.get("declined")),
-                    "citations": [], "queries": []}
+        envelope = {
+            "answer": "",
+            "route": result.get("route"),
+            "declined": bool(result.get("declined")),
+            "citations": [],
+            "queries": [],
+        }
         fitted, said = _fit(parts, _room(envelope))
         answer, citations, queries = fitted + [[]] * (len(parts) - len(fitted))
         if len(fitted) < len(parts):
@@ -273,99 +294,136 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
             data["truncated"] = "; ".join(said) + "."
         return _with_summary(data, _ask_summary(data))
 
-    @server.tool(title="Rate an answer",
-                 description="Tell the engine whether its last answer to you (or the answer to `question`) was "
-                             "right: rating 'up' or 'down', with an optional note and, when it was wrong, the "
-                             "right plan {collection, pipeline}. A confirmed or corrected plan is validated and "
-                             "becomes a template the engine uses for similar questions of your team.",
-                 annotations=ToolAnnotations(title="Rate an answer", read_only_hint=False, destructive_hint=False,
-                                             idempotent_hint=False, open_world_hint=False))
-    async def feedback(rating: Annotated[Literal["up", "down"], Field(description="'up': right; 'down': wrong")],
-                       ctx: Context,
-                       note: Annotated[str | None, Field(description="What was right or wrong, in a sentence",
-                                                         max_length=2000)] = None,
-                       question: Annotated[str | None, Field(description="The question it is about (default: "
-                                                                         "your last `ask`)")] = None,
-                       corrected_plan: Annotated[dict[str, Any] | None, Field(description=(
-                           'The right plan: {"collection": ..., "pipeline": [...]}, dates as {"$date": ...}'))] = None,
-                       ) -> Annotated[CallToolResult, dict[str, Any]]:
+    @server.tool(
+        title="Rate an answer",
+        description="Tell the engine whether its last answer to you (or the answer to `question`) was "
+        "right: rating 'up' or 'down', with an optional note and, when it was wrong, the "
+        "right plan {collection, pipeline}. A confirmed or corrected plan is validated and "
+        "becomes a template the engine uses for similar questions of your team.",
+        annotations=ToolAnnotations(
+            title="Rate an answer",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=False,
+            open_world_hint=False,
+        ),
+    )
+    async def feedback(
+        rating: Annotated[Literal["up", "down"], Field(description="'up': right; 'down': wrong")],
+        ctx: Context,
+        note: Annotated[
+            str | None, Field(description="What was right or wrong, in a sentence", max_length=2000)
+        ] = None,
+        question: Annotated[
+            str | None, Field(description="The question it is about (default: your last `ask`)")
+        ] = None,
+        corrected_plan: Annotated[
+            dict[str, Any] | None,
+            Field(description=('The right plan: {"collection": ..., "pipeline": [...]}, dates as {"$date": ...}')),
+        ] = None,
+    ) -> Annotated[CallToolResult, dict[str, Any]]:
         scoped = caller(ctx)  # who gives it: the key's person (HTTP) or the flags' (stdio), never an argument
-        given = await _in_worker(lambda: service.feedback(scoped, rating, question=question, note=note,
-                                                          corrected=corrected_plan))
+        given = await _in_worker(
+            lambda: service.feedback(scoped, rating, question=question, note=note, corrected=corrected_plan)
+        )
         given = _jsonable(given)
         return _with_summary(given, f"Feedback '{rating}' recorded: " + json.dumps(given, ensure_ascii=False))
 
-    @server.tool(title="Run an aggregation pipeline",
-                 description="Run one MongoDB aggregation pipeline on a collection, through the same allow-list "
-                             "validator and tenant/access scope as every other query. Rejections come back as "
-                             f"errors with one sentence per problem. Paged: `offset` and at most {MAX_ROWS_PER_PAGE} "
-                             "rows a page, fewer when long rows would pass the budget. " + _BUDGET_NOTE +
-                             " To read more: the next page at `next_offset`, one record whole with `get_record`, "
-                             'the rest of a long field with {"$project": {"body": {"$substrCP": ["$body", 4000, '
-                             '4000]}}}, or fewer fields with `$project`.',
-                 annotations=_reading("Run an aggregation pipeline"))
-    async def query(collection: Annotated[str, Field(description=f"One of: {_BUILTIN_NAMES}, or one of the "
-                                                                 "team's own collections that `schema` lists")],
-              pipeline: Annotated[list[dict[str, Any]], Field(description='e.g. [{"$match": {"state": "open"}}]; '
-                                                                          'dates as {"$date": "2026-11-01T00:00:00Z"}')],
-              ctx: Context,
-              offset: Annotated[int, Field(ge=0, le=10_000, description="rows to skip (paging)")] = 0,
-              ) -> Annotated[CallToolResult, QueryPage]:
+    @server.tool(
+        title="Run an aggregation pipeline",
+        description="Run one MongoDB aggregation pipeline on a collection, through the same allow-list "
+        "validator and tenant/access scope as every other query. Rejections come back as "
+        f"errors with one sentence per problem. Paged: `offset` and at most {MAX_ROWS_PER_PAGE} "
+        "rows a page, fewer when long rows would pass the budget. "
+        + _BUDGET_NOTE
+        + " To read more: the next page at `next_offset`, one record whole with `get_record`, "
+        'the rest of a long field with {"$project": {"body": {"$substrCP": ["$body", 4000, '
+        "4000]}}}, or fewer fields with `$project`.",
+        annotations=_reading("Run an aggregation pipeline"),
+    )
+    async def query(
+        collection: Annotated[
+            str,
+            Field(description=f"One of: {_BUILTIN_NAMES}, or one of the team's own collections that `schema` lists"),
+        ],
+        pipeline: Annotated[
+            list[dict[str, Any]],
+            Field(description='e.g. [{"$match": {"state": "open"}}]; dates as {"$date": "2026-11-01T00:00:00Z"}'),
+        ],
+        ctx: Context,
+        offset: Annotated[int, Field(ge=0, le=10_000, description="rows to skip (paging)")] = 0,
+    ) -> Annotated[CallToolResult, QueryPage]:
         scoped = caller(ctx)
         rows = await _in_worker(lambda: service.query(scoped, collection, pipeline))
         return _with_summary(*_query_page(_jsonable(rows), offset))
 
-    @server.tool(title="Search the team's records",
-                 description="Hybrid search (BM25 + embeddings, fused and reranked) over PRs, issues, Slack "
-                             "threads, docs, commits and the team's own collections the caller may read. "
-                             f"Returns ranked records with snippets ({SNIPPET} characters) and refs to pass to "
-                             "`get_record`. " + _BUDGET_NOTE,
-                 annotations=_reading("Search the team's records"))
-    def search(query: Annotated[str, Field(description="Words or a question about a topic")],
-               ctx: Context,
-               k: Annotated[int, Field(ge=1, le=25, description="how many records")] = 8,
-               ) -> Annotated[CallToolResult, SearchResult]:
+    @server.tool(
+        title="Search the team's records",
+        description="Hybrid search (BM25 + embeddings, fused and reranked) over PRs, issues, Slack "
+        "threads, docs, commits and the team's own collections the caller may read. "
+        f"Returns ranked records with snippets ({SNIPPET} characters) and refs to pass to "
+        "`get_record`. " + _BUDGET_NOTE,
+        annotations=_reading("Search the team's records"),
+    )
+    def search(
+        query: Annotated[str, Field(description="Words or a question about a topic")],
+        ctx: Context,
+        k: Annotated[int, Field(ge=1, le=25, description="how many records")] = 8,
+    ) -> Annotated[CallToolResult, SearchResult]:
         data = _search(caller(ctx), query, k)
         lines = [f"{len(data['results'])} records (full hits with snippets in the structured result):"]
         lines += [f"- {hit['ref']} [{hit['collection']}] {hit['title'] or ''}" for hit in data["results"]]
         return _with_summary(data, _lines_within(lines, data.get("truncated")))
 
-    @server.tool(title="Read a record",
-                 description="One record by its ref (a PR 'acme/web#42', an issue 'ENG-231', a Slack thread "
-                             "'C01ABC:1709550000.000100', a document or a commit sha), with the records it links "
-                             "to and that link to it (fixes, implements, discussed in). " + _BUDGET_NOTE +
-                             ' The rest of a cut field: `query` with [{"$match": {"ref": REF}}, {"$project": '
-                             '{"body": {"$substrCP": ["$body", 4000, 4000]}}}].',
-                 annotations=_reading("Read a record"))
-    def get_record(ref: Annotated[str, Field(description="The record's ref, as `search` returns it")],
-                   ctx: Context) -> Annotated[CallToolResult, RecordResult]:
+    @server.tool(
+        title="Read a record",
+        description="One record by its ref (a PR 'acme/web#42', an issue 'ENG-231', a Slack thread "
+        "'C01ABC:1709550000.000100', a document or a commit sha), with the records it links "
+        "to and that link to it (fixes, implements, discussed in). "
+        + _BUDGET_NOTE
+        + ' The rest of a cut field: `query` with [{"$match": {"ref": REF}}, {"$project": '
+        '{"body": {"$substrCP": ["$body", 4000, 4000]}}}].',
+        annotations=_reading("Read a record"),
+    )
+    def get_record(
+        ref: Annotated[str, Field(description="The record's ref, as `search` returns it")], ctx: Context
+    ) -> Annotated[CallToolResult, RecordResult]:
         view = _run(lambda: service.get_record(caller(ctx), ref))
         return _with_summary(*_record_result(view.collection, ref, _jsonable(view.record), view.links, view.linked))
 
-    @server.tool(title="Find a person",
-                 description="Look a person up in the team's identity directory by any alias (name, GitHub "
-                             "login, Slack handle, e-mail, a Chinese name or its pinyin). Returns their accounts "
-                             "(at most 10 candidates).",
-                 annotations=_reading("Find a person"))
-    def find_people(name: Annotated[str, Field(description="Any alias")],
-                    ctx: Context) -> Annotated[CallToolResult, PeopleResult]:
+    @server.tool(
+        title="Find a person",
+        description="Look a person up in the team's identity directory by any alias (name, GitHub "
+        "login, Slack handle, e-mail, a Chinese name or its pinyin). Returns their accounts "
+        "(at most 10 candidates).",
+        annotations=_reading("Find a person"),
+    )
+    def find_people(
+        name: Annotated[str, Field(description="Any alias")], ctx: Context
+    ) -> Annotated[CallToolResult, PeopleResult]:
         people = _run(lambda: service.find_people(caller(ctx), name))
         found = _jsonable([{**p.to_json(), "team": p.team} for p in people[:10]])
         cuts = _Cuts()
         found = [cuts.clip(person, FIELD_LIMITS[-1]) for person in found]  # a person is names and accounts
         lines = [f"{len(found)} {'person' if len(found) == 1 else 'candidates'}:"]
-        lines += [f"- {p.get('name') or ''} " + json.dumps({k: v for k, v in p.items() if k != 'name'},
-                                                            ensure_ascii=False) for p in found]
+        lines += [
+            f"- {p.get('name') or ''} " + json.dumps({k: v for k, v in p.items() if k != "name"}, ensure_ascii=False)
+            for p in found
+        ]
         return _with_summary({"people": found}, _lines_within(lines, None))
 
-    @server.tool(title="Describe the collections",
-                 description="The fields of each collection (types, known values, examples), as discovered from "
-                             "the records the caller may read. Read before writing a `query` pipeline. "
-                             + _BUDGET_NOTE + " Name one collection to see it whole.",
-                 annotations=_reading("Describe the collections"))
-    def schema(ctx: Context,
-               collection: Annotated[str | None, Field(description="one collection, or all")] = None,
-               ) -> Annotated[CallToolResult, SchemaResult]:
+    @server.tool(
+        title="Describe the collections",
+        description="The fields of each collection (types, known values, examples), as discovered from "
+        "the records the caller may read. Read before writing a `query` pipeline. "
+        + _BUDGET_NOTE
+        + " Name one collection to see it whole.",
+        annotations=_reading("Describe the collections"),
+    )
+    def schema(
+        ctx: Context,
+        collection: Annotated[str | None, Field(description="one collection, or all")] = None,
+    ) -> Annotated[CallToolResult, SchemaResult]:
         described = _describe(caller(ctx), collection)
         pairs, said = _fit([[name, text] for name, text in described.items()], _room({"collections": {}}))
         data: dict[str, Any] = {"collections": dict(pairs)}
@@ -374,26 +432,40 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
             said.append(f"not shown: {', '.join(left)}")
         if said:
             data["truncated"] = "; ".join(said) + ". Call `schema` with one `collection` to read it whole."
-        lines = [f"{len(data['collections'])} collections described in the structured result: "
-                 + ", ".join(data["collections"])]
+        lines = [
+            f"{len(data['collections'])} collections described in the structured result: "
+            + ", ".join(data["collections"])
+        ]
         return _with_summary(data, _lines_within(lines, data.get("truncated")))
 
-    @server.resource("schema://{collection}", title="Collection schema",
-                     description="The discovered schema of one collection, as the caller may see it",
-                     mime_type="text/plain")
+    @server.resource(
+        "schema://{collection}",
+        title="Collection schema",
+        description="The discovered schema of one collection, as the caller may see it",
+        mime_type="text/plain",
+    )
     def schema_resource(collection: str, ctx: Context) -> str:
         described = _describe(caller(ctx), collection)
         return described.get(collection, "")
 
-    @server.prompt(title="Context for a change",
-                   description="What context do I need for this change? Given a file path: the commits and pull "
-                               "requests that touched it (then its directory), the issues, threads and decisions "
-                               "linked to them, and who changed it. Given a task description: the records a "
-                               "search finds about it.")
-    def context_for_change(task: Annotated[str, Field(description="The change: a file path (e.g. "
-                                                                  "src/checkout/session.py) or a task description "
-                                                                  f"(at most {MAX_TASK:,} characters)")],
-                           ctx: Context) -> str:
+    @server.prompt(
+        title="Context for a change",
+        description="What context do I need for this change? Given a file path: the commits and pull "
+        "requests that touched it (then its directory), the issues, threads and decisions "
+        "linked to them, and who changed it. Given a task description: the records a "
+        "search finds about it.",
+    )
+    def context_for_change(
+        task: Annotated[
+            str,
+            Field(
+                description="The change: a file path (e.g. "
+                "src/checkout/session.py) or a task description "
+                f"(at most {MAX_TASK:,} characters)"
+            ),
+        ],
+        ctx: Context,
+    ) -> str:
         try:
             return _context_for_change(caller(ctx), task)
         except ToolError as exc:  # a prompt has no error result: the request's error, with the sentence
@@ -413,28 +485,37 @@ def _context_for_change(scoped: Settings, task: str) -> str:
         return _path_context(scoped, task.strip())
     found = _search(scoped, task, 10)["results"]
     owners = _owners(scoped, [hit["ref"] for hit in found if hit["collection"] == "pull_requests"])
-    lines = [f"I am about to work on: {task}", "",
-             "Records from the team's history found by searching for it (read them with get_record "
-             "before changing code):"]
-    lines += [f"- [{hit['collection']}] {hit['ref']}: {hit['title']} ({hit['url'] or 'no url'})\n  {hit['snippet']}"
-              for hit in found]
+    lines = [
+        f"I am about to work on: {task}",
+        "",
+        "Records from the team's history found by searching for it (read them with get_record before changing code):",
+    ]
+    lines += [
+        f"- [{hit['collection']}] {hit['ref']}: {hit['title']} ({hit['url'] or 'no url'})\n  {hit['snippet']}"
+        for hit in found
+    ]
     if owners:
         lines += ["", "People who changed this area recently: " + ", ".join(owners)]
-    lines += ["", "Summarise the decisions and constraints these records establish, who to ask, and what "
-                  "could break; cite refs."]
+    lines += [
+        "",
+        "Summarise the decisions and constraints these records establish, who to ask, and what could break; cite refs.",
+    ]
     return "\n".join(lines)
 
 
 def _ask_summary(data: dict[str, Any]) -> str:
     """The answer as text (what a text-only client shows), with a failed model said first."""
     head = f"The chat model failed ({data['model_error']}); answered without it.\n\n" if data.get("model_error") else ""
-    tail = (f"\n\n({len(data['citations'])} citations and {len(data['queries'])} queries in the structured result"
-            + (f"; {data['truncated']}" if data.get("truncated") else "") + ")")
-    head = head[:SUMMARY_BUDGET // 4]
+    tail = (
+        f"\n\n({len(data['citations'])} citations and {len(data['queries'])} queries in the structured result"
+        + (f"; {data['truncated']}" if data.get("truncated") else "")
+        + ")"
+    )
+    head = head[: SUMMARY_BUDGET // 4]
     answer = data["answer"]
     room = SUMMARY_BUDGET - len(head) - len(tail)
     if len(answer) > room:
-        answer = answer[:max(0, room - 40)] + " … (whole answer: structured `answer`)"
+        answer = answer[: max(0, room - 40)] + " … (whole answer: structured `answer`)"
     return head + answer + tail
 
 
@@ -454,7 +535,7 @@ def _lines_within(lines: list[str], truncated: str | None) -> str:
 
 def _query_page(rows: list[Any], offset: int) -> tuple[dict[str, Any], str]:
     """One page of a query's rows within the budget, and its summary."""
-    page = rows[offset:offset + MAX_ROWS_PER_PAGE]
+    page = rows[offset : offset + MAX_ROWS_PER_PAGE]
     kept, said = _fit(page, _room({"rows": [], "total": len(rows), "next_offset": len(rows)}))
     end = offset + len(kept)
     if page and not kept:
@@ -465,11 +546,14 @@ def _query_page(rows: list[Any], offset: int) -> tuple[dict[str, Any], str]:
     more = end < len(rows)
     data: dict[str, Any] = {"rows": kept, "total": len(rows), "next_offset": end if more else None}
     if said:
-        data["truncated"] = ("; ".join(said) + ". Read one record whole with `get_record`, the rest of a field "
-                             'with {"$project": {"FIELD": {"$substrCP": ["$FIELD", START, 4000]}}}, or fewer '
-                             "fields with `$project`.")
-    head = (f"{len(kept)} of {len(rows)} rows from offset {offset}"
-            + (f"; next page: offset={end}" if more else "") + ".")
+        data["truncated"] = (
+            "; ".join(said) + ". Read one record whole with `get_record`, the rest of a field "
+            'with {"$project": {"FIELD": {"$substrCP": ["$FIELD", START, 4000]}}}, or fewer '
+            "fields with `$project`."
+        )
+    head = (
+        f"{len(kept)} of {len(rows)} rows from offset {offset}" + (f"; next page: offset={end}" if more else "") + "."
+    )
     shown = json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
     body = shown if len(head) + len(shown) + 1 <= SUMMARY_BUDGET // 2 else "The rows are in the structured result."
     return data, _lines_within([head, body], data.get("truncated"))
@@ -478,17 +562,30 @@ def _query_page(rows: list[Any], offset: int) -> tuple[dict[str, Any], str]:
 def _search(scoped: Settings, query: str, k: int) -> dict[str, Any]:
     """The `k` best records for `query` (fused and reranked, one hit per record) within the budget."""
     found = _run(lambda: service.search(scoped, query, k))
-    hits = _jsonable([{"ref": hit.ref, "collection": hit.collection, "title": hit.title, "url": hit.url,
-                       "date": hit.date, "score": hit.score, "rerank_score": hit.rerank_score,
-                       "snippet": _Cuts().clip(hit.text, SNIPPET)} for hit in found])
+    hits = _jsonable(
+        [
+            {
+                "ref": hit.ref,
+                "collection": hit.collection,
+                "title": hit.title,
+                "url": hit.url,
+                "date": hit.date,
+                "score": hit.score,
+                "rerank_score": hit.rerank_score,
+                "snippet": _Cuts().clip(hit.text, SNIPPET),
+            }
+            for hit in found
+        ]
+    )
     kept, said = _fit(hits, _room({"results": []}))
     if len(kept) < len(hits):
         said.append(f"{len(hits) - len(kept)} of {len(hits)} hits did not fit; ask for fewer (`k`)")
     return {"results": kept, **({"truncated": "; ".join(said) + "."} if said else {})}
 
 
-def _record_result(collection: str, ref: str, record: dict[str, Any], links: list[dict[str, Any]],
-                   linked: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
+def _record_result(
+    collection: str, ref: str, record: dict[str, Any], links: list[dict[str, Any]], linked: list[dict[str, Any]]
+) -> tuple[dict[str, Any], str]:
     """One record with its links within the budget (the links first cut small), and its summary."""
     cuts = _Cuts()
     links = [cuts.clip(link, FIELD_LIMITS[-1]) for link in links[:MAX_ITEMS]]
@@ -500,12 +597,17 @@ def _record_result(collection: str, ref: str, record: dict[str, Any], links: lis
         said.append("the record is larger than the budget even with every field cut: read its fields with `query`")
     said += cuts.said(FIELD_LIMITS[-1])
     if said:
-        data["truncated"] = ("; ".join(said) + '. The rest of a field: `query` with [{"$match": {"ref": REF}}, '
-                             '{"$project": {"FIELD": {"$substrCP": ["$FIELD", START, 4000]}}}].')
-    title = next((v for k, v in record.items() if k in ("title", "name", "summary", "message") and isinstance(v, str)),
-                 "")
-    lines = [f"{ref} [{collection}] {title.splitlines()[0] if title else ''}".rstrip(),
-             "The record is in the structured result. Linked records:"]
+        data["truncated"] = (
+            "; ".join(said) + '. The rest of a field: `query` with [{"$match": {"ref": REF}}, '
+            '{"$project": {"FIELD": {"$substrCP": ["$FIELD", START, 4000]}}}].'
+        )
+    title = next(
+        (v for k, v in record.items() if k in ("title", "name", "summary", "message") and isinstance(v, str)), ""
+    )
+    lines = [
+        f"{ref} [{collection}] {title.splitlines()[0] if title else ''}".rstrip(),
+        "The record is in the structured result. Linked records:",
+    ]
     lines += [f"- {r['ref']} [{r['collection']}] {r.get('title') or ''}" for r in linked]
     return data, _lines_within(lines, data.get("truncated"))
 
@@ -527,8 +629,11 @@ def _owners(scoped: Settings, refs: list[str]) -> list[str]:
     """The authors of these pull requests, as the caller may read them."""
     if not refs:
         return []
-    rows = _run(lambda: service.query(scoped, "pull_requests", [{"$match": {"ref": {"$in": refs}}},
-                                                                {"$project": {"user.login": 1}}]))
+    rows = _run(
+        lambda: service.query(
+            scoped, "pull_requests", [{"$match": {"ref": {"$in": refs}}}, {"$project": {"user.login": 1}}]
+        )
+    )
     logins = [(row.get("user") or {}).get("login") for row in rows]
     return list(dict.fromkeys(login for login in logins if login))[:8]
 
@@ -541,18 +646,21 @@ def _path_context(scoped: Settings, path: str) -> str:
     the path it says so, instead of offering records about other code."""
     path = path.removeprefix("./")
     directory = path.rstrip("/") if path.endswith("/") else path.rpartition("/")[0]
-    exact = (re.compile(rf"(?:^|/){re.escape(directory)}/") if path.endswith("/")
-             else re.compile(rf"(?:^|/){re.escape(path)}$"))
+    exact = (
+        re.compile(rf"(?:^|/){re.escape(directory)}/")
+        if path.endswith("/")
+        else re.compile(rf"(?:^|/){re.escape(path)}$")
+    )
     nearby = re.compile(rf"(?:^|/){re.escape(directory)}/[^/]+$") if directory else exact
     # The pattern is this prompt's own, every part of the path escaped, so a regex is allowed for it
     # whatever the caller's policy; the service still validates, scopes and bounds the query.
     matching = scoped.with_overrides(allow_regex=True)
-    touching: list[tuple[int, str, dict[str, Any]]] = []   # (0 the path itself | 1 its directory, date, entry)
+    touching: list[tuple[int, str, dict[str, Any]]] = []  # (0 the path itself | 1 its directory, date, entry)
     for name, schema in _run(lambda: service.schema(scoped)).items():
         if not schema.has_path("files.filename"):
             continue
         pipeline = [{"$match": {"files.filename": {"$regex": nearby.pattern}}}, {"$limit": min(500, scoped.max_rows)}]
-        for row in _run(lambda: service.query(matching, name, pipeline)):
+        for row in _run(partial(service.query, matching, name, pipeline)):
             entry = _touching_entry(name, schema.kind, row)
             rank = 0 if any(exact.search(f) for f in entry["files"]) else 1
             touching.append((rank, entry["date"], entry))
@@ -560,15 +668,19 @@ def _path_context(scoped: Settings, path: str) -> str:
     touching.sort(key=lambda t: t[1], reverse=True)
     touching.sort(key=lambda t: t[0])
     itself = [entry for rank, _, entry in touching if rank == 0][:10]
-    beside = [entry for rank, _, entry in touching if rank == 1][:max(0, 10 - len(itself))]
+    beside = [entry for rank, _, entry in touching if rank == 1][: max(0, 10 - len(itself))]
     # A bare file name matches that name in any directory, so it has no directory of its own to widen to.
     unknown = f"{path} or another file of {directory}/" if directory else f"a file named {path}"
     if not itself and not beside:
-        return "\n".join([
-            f"I am about to change: {path}", "",
-            f"No commit or pull request I can read changed {unknown}, so the team's "
-            "history holds no context for this path. Records about other code would mislead: do not take "
-            "their decisions as this file's. To look further, `search` for words about the change."])
+        return "\n".join(
+            [
+                f"I am about to change: {path}",
+                "",
+                f"No commit or pull request I can read changed {unknown}, so the team's "
+                "history holds no context for this path. Records about other code would mislead: do not take "
+                "their decisions as this file's. To look further, `search` for words about the change.",
+            ]
+        )
     refs = [entry["ref"] for entry in itself + beside]
     linked, relation = _linked_to(scoped, refs)
     lines = [f"I am about to change: {path}", ""]
@@ -582,13 +694,18 @@ def _path_context(scoped: Settings, path: str) -> str:
         lines += [_entry_line(entry) for entry in beside]
     if linked:
         lines += ["", "Linked to those changes (their pull requests, issues, threads and decisions):"]
-        lines += [f"- [{r['collection']}] {r['ref']}: {r['title']} ({r['url'] or 'no url'}; "
-                  f"{relation.get(r['ref'], 'linked')})" for r in linked]
+        lines += [
+            f"- [{r['collection']}] {r['ref']}: {r['title']} ({r['url'] or 'no url'}; "
+            f"{relation.get(r['ref'], 'linked')})"
+            for r in linked
+        ]
     people = list(dict.fromkeys(entry["author"] for entry in itself + beside if entry["author"]))[:8]
     if people:
         lines += ["", "People who changed it: " + ", ".join(people)]
-    lines += ["", "Summarise the decisions and constraints these records establish, who to ask, and what "
-                  "could break; cite refs."]
+    lines += [
+        "",
+        "Summarise the decisions and constraints these records establish, who to ask, and what could break; cite refs.",
+    ]
     return "\n".join(lines)
 
 
@@ -615,32 +732,49 @@ def _linked_to(scoped: Settings, refs: list[str]) -> tuple[list[dict[str, Any]],
 
 def _touching_entry(collection: str, kind: Any, row: dict[str, Any]) -> dict[str, Any]:
     """What the prompt says of one record that changed files: its ref, subject, date, url, author."""
+
     def first(paths: tuple[str, ...]) -> str:
         found = next((v for p in paths for v in _values_at(row, p) if v not in (None, "")), "")
         return str(found)
 
     subject = first(kind.values.get("title", ()) or kind.text[:1]).strip().splitlines()
-    author = next((first((field.path,)) for fields in kind.people.values() for field in fields
-                   if field.handle in ("name", "login") and first((field.path,))), "")
-    return {"collection": collection, "ref": kind.ref_prefix + str(row.get(kind.key, "")), "title": subject[0] if subject else "",
-            "date": first(next(iter(kind.times.values()), ())), "url": first(kind.values.get("url", ())),
-            "author": author, "files": [str(f) for f in _values_at(row, "files.filename")]}
+    author = next(
+        (
+            first((field.path,))
+            for fields in kind.people.values()
+            for field in fields
+            if field.handle in ("name", "login") and first((field.path,))
+        ),
+        "",
+    )
+    return {
+        "collection": collection,
+        "ref": kind.ref_prefix + str(row.get(kind.key, "")),
+        "title": subject[0] if subject else "",
+        "date": first(next(iter(kind.times.values()), ())),
+        "url": first(kind.values.get("url", ())),
+        "author": author,
+        "files": [str(f) for f in _values_at(row, "files.filename")],
+    }
 
 
 def _values_at(doc: Any, path: str) -> list[Any]:
     """The values at a dotted path, through lists ("files.filename" of a commit: every file's name)."""
     values = [doc]
     for part in path.split("."):
-        values = [v.get(part) for item in values
-                  for v in (item if isinstance(item, list) else [item]) if isinstance(v, dict)]
+        values = [
+            v.get(part) for item in values for v in (item if isinstance(item, list) else [item]) if isinstance(v, dict)
+        ]
     return [v for item in values for v in (item if isinstance(item, list) else [item]) if v is not None]
 
 
 def _entry_line(entry: dict[str, Any]) -> str:
     short = entry["ref"][:12] if entry["collection"] == "commits" else entry["ref"]
     who = f" — {entry['author']}" if entry["author"] else ""
-    return (f"- [{entry['collection']}] {short}: {entry['title']}{who}, {entry['date'][:10] or 'undated'} "
-            f"({entry['url'] or 'no url'})")
+    return (
+        f"- [{entry['collection']}] {short}: {entry['title']}{who}, {entry['date'][:10] or 'undated'} "
+        f"({entry['url'] or 'no url'})"
+    )
 
 
 def _anonymous(settings: Settings) -> Settings:
@@ -709,8 +843,9 @@ def http_app(settings: Settings, keys: dict[str, Any]):
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
             scheme, _, token = headers.get("authorization", "").partition(" ")
             if scheme.lower() != "bearer" or token.strip() not in keys:
-                response = JSONResponse({"error": "missing or unknown API key: send `Authorization: Bearer KEY`"},
-                                        status_code=401)
+                response = JSONResponse(
+                    {"error": "missing or unknown API key: send `Authorization: Bearer KEY`"}, status_code=401
+                )
                 return await response(scope, receive, send)
         return await inner(scope, receive, send)
 

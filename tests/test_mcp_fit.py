@@ -22,6 +22,7 @@ def _calls(settings: Settings, calls):
     async def run():
         async with Client(build_server(settings)) as client:
             return client.server_info, [await call(client) for call in calls]
+
     return asyncio.run(run())
 
 
@@ -37,7 +38,7 @@ def _sizes(result) -> tuple[int, int]:
 
 def test_every_result_stays_within_the_budget_and_says_what_it_cut(member):
     big = [
-        ("query", {"collection": "pull_requests", "pipeline": [{"$match": {}}]}),          # ~90 K unbounded
+        ("query", {"collection": "pull_requests", "pipeline": [{"$match": {}}]}),  # ~90 K unbounded
         ("query", {"collection": "messages", "pipeline": [{"$match": {}}], "offset": 7}),
         ("schema", {}),
         ("search", {"query": "session cache redis", "k": 25}),
@@ -56,7 +57,7 @@ def test_every_result_stays_within_the_budget_and_says_what_it_cut(member):
     assert "fields cut to" in page["truncated"] and "body" in page["truncated"] and "get_record" in page["truncated"]
     assert f"next page: offset={page['next_offset']}" in results[0].content[0].text
     assert messages["next_offset"] == 7 + len(messages["rows"])
-    assert len(results[3].structured_content["results"]) == 25   # short hits: all of them fit
+    assert len(results[3].structured_content["results"]) == 25  # short hits: all of them fit
 
 
 def test_paging_reads_every_row_exactly_once(member):
@@ -64,13 +65,19 @@ def test_paging_reads_every_row_exactly_once(member):
         seen, offset = [], 0
         async with Client(build_server(member)) as client:
             while offset is not None:
-                result = await client.call_tool("query", {"collection": "pull_requests", "offset": offset,
-                                                          "pipeline": [{"$sort": {"number": 1}},
-                                                                       {"$project": {"number": 1, "body": 1}}]})
+                result = await client.call_tool(
+                    "query",
+                    {
+                        "collection": "pull_requests",
+                        "offset": offset,
+                        "pipeline": [{"$sort": {"number": 1}}, {"$project": {"number": 1, "body": 1}}],
+                    },
+                )
                 assert _sizes(result)[0] <= RESULT_BUDGET
                 seen += [row["number"] for row in result.structured_content["rows"]]
                 offset = result.structured_content["next_offset"]
         return seen
+
     seen = asyncio.run(run())
     assert len(seen) == 200 and seen == sorted(set(seen))
 
@@ -80,33 +87,45 @@ def test_a_cut_field_can_be_read_whole_as_the_note_says(member):
     _, (page,) = _calls(member, [lambda c: c.call_tool("query", note_query)])
     cut = next(row for row in page.structured_content["rows"] if row["body"].endswith(" …"))
     ref, shown = cut["ref"], cut["body"][:-2]
-    rest = {"collection": "pull_requests", "pipeline": [{"$match": {"ref": ref}}, {"$project": {
-        "head": {"$substrCP": ["$body", 0, len(shown)]}, "tail": {"$substrCP": ["$body", len(shown), 4000]},
-        "whole": "$body"}}]}
+    rest = {
+        "collection": "pull_requests",
+        "pipeline": [
+            {"$match": {"ref": ref}},
+            {
+                "$project": {
+                    "head": {"$substrCP": ["$body", 0, len(shown)]},
+                    "tail": {"$substrCP": ["$body", len(shown), 4000]},
+                    "whole": "$body",
+                }
+            },
+        ],
+    }
     _, (whole,) = _calls(member, [lambda c: c.call_tool("query", rest)])
     row = whole.structured_content["rows"][0]
     assert row["head"] == shown and row["head"] + row["tail"] == row["whole"] and row["tail"]
 
 
 def test_small_results_come_whole_in_the_text_too(member):
-    _, (count,) = _calls(member, [lambda c: c.call_tool("query", {"collection": "pull_requests",
-                                                                   "pipeline": [{"$count": "n"}]})])
+    _, (count,) = _calls(
+        member, [lambda c: c.call_tool("query", {"collection": "pull_requests", "pipeline": [{"$count": "n"}]})]
+    )
     n = count.structured_content["rows"][0]["n"]
     assert "truncated" not in count.structured_content and f'[{{"n":{n}}}]' in count.content[0].text
 
 
 def test_a_row_larger_than_the_budget_is_skipped_with_a_sentence_not_a_stall(monkeypatch):
     monkeypatch.setattr(mcp_server, "FIELD_LIMITS", (100,))
-    huge = {"ref": "x", **{f"f{i}": "y" * 100 for i in range(200)}}   # 200 fields of 100: ~22 K at the floor
-    data, summary = mcp_server._query_page([{"ref": "a"}, huge, {"ref": "b"}], offset=1)
+    huge = {"ref": "x", **{f"f{i}": "y" * 100 for i in range(200)}}  # 200 fields of 100: ~22 K at the floor
+    data, _ = mcp_server._query_page([{"ref": "a"}, huge, {"ref": "b"}], offset=1)
     assert data["rows"] == [] and data["next_offset"] == 2 and "alone is larger than the budget" in data["truncated"]
     data, _ = mcp_server._query_page([{"ref": "a"}, huge, {"ref": "b"}], offset=0)
     assert data["rows"] == [{"ref": "a"}] and data["next_offset"] == 1
 
 
 def test_tools_carry_annotations_titles_and_output_schemas(member):
-    _, (tools, prompts, templates) = _calls(member, [lambda c: c.list_tools(), lambda c: c.list_prompts(),
-                                                          lambda c: c.list_resource_templates()])
+    _, (tools, prompts, templates) = _calls(
+        member, [lambda c: c.list_tools(), lambda c: c.list_prompts(), lambda c: c.list_resource_templates()]
+    )
     by_name = {tool.name: tool for tool in tools.tools}
     for name, tool in by_name.items():
         assert tool.title and tool.annotations.title == tool.title, name
@@ -127,7 +146,7 @@ def test_server_names_itself_with_a_version(member, monkeypatch):
     assert info.name == "context-engine" and info.title and info.version == mcp_server.server_version()
     assert info.version and info.version != "unknown"  # the venv has the distribution installed
     monkeypatch.setattr(context_engine, "__version__", "9.9.9", raising=False)
-    assert mcp_server.server_version() == "9.9.9"    # the package's own version wins over metadata
+    assert mcp_server.server_version() == "9.9.9"  # the package's own version wins over metadata
 
 
 def _prompt(settings: Settings, task: str) -> str:
@@ -143,13 +162,16 @@ def test_context_for_change_uses_the_changes_that_touched_the_path(settings):
     # each listed commit really changed the file, newest first
     from context_engine import service
 
-    commits = service.query(settings, "commits", [{"$match": {"files.filename": "src/checkout/session.py"}},
-                                                  {"$sort": {"author.date": -1}}, {"$limit": 10}])
+    commits = service.query(
+        settings,
+        "commits",
+        [{"$match": {"files.filename": "src/checkout/session.py"}}, {"$sort": {"author.date": -1}}, {"$limit": 10}],
+    )
     assert shas == [c["sha"][:12] for c in commits]
     linked = text.split("Linked to those changes")[1]
-    assert "[pull_requests] acme/payments#" in linked      # the pull requests behind those commits
+    assert "[pull_requests] acme/payments#" in linked  # the pull requests behind those commits
     assert "People who changed it:" in text
-    assert "Redis" not in text and "acme/infra" not in text   # nothing about other code
+    assert "Redis" not in text and "acme/infra" not in text  # nothing about other code
 
 
 def test_context_for_change_says_when_nothing_touched_the_path(settings):
@@ -170,8 +192,13 @@ def test_context_for_change_is_scoped_to_the_asker(settings, monkeypatch):
     from context_engine import service
 
     real = service.query
-    private = {"sha": "f" * 40, "ref": "f" * 40, "message": "Rotate the leaked key (private)",
-               "author": {"name": "Sam Okafor", "date": "2026-11-29T10:00:00Z"}, "files": [{"filename": "src/secret/k.py"}]}
+    private = {
+        "sha": "f" * 40,
+        "ref": "f" * 40,
+        "message": "Rotate the leaked key (private)",
+        "author": {"name": "Sam Okafor", "date": "2026-11-29T10:00:00Z"},
+        "files": [{"filename": "src/secret/k.py"}],
+    }
 
     def query(scoped, collection, pipeline):
         rows = real(scoped, collection, pipeline)
@@ -185,35 +212,54 @@ def test_context_for_change_is_scoped_to_the_asker(settings, monkeypatch):
     assert "Rotate the leaked key" not in _prompt(settings, "src/secret/k.py")
 
 
-@pytest.mark.parametrize("task, is_path", [("src/session/cache.py", True), ("cache.py", True), ("src/checkout/", True),
-                                           ("switch the session cache to Redis", False), ("Redis", False),
-                                           ("../../etc/passwd x", False)])
+@pytest.mark.parametrize(
+    "task, is_path",
+    [
+        ("src/session/cache.py", True),
+        ("cache.py", True),
+        ("src/checkout/", True),
+        ("switch the session cache to Redis", False),
+        ("Redis", False),
+        ("../../etc/passwd x", False),
+    ],
+)
 def test_paths_and_tasks_are_told_apart(task, is_path):
     assert mcp_server._is_path(task) is is_path
 
 
 def test_ask_says_a_declined_answer_and_a_failed_model(member, monkeypatch):
-    from datetime import datetime, timezone
+    from datetime import UTC, datetime
 
     from context_engine import service
 
-    output = {"answer": "I could not reach the configured chat model, so this is the offline answer. " * 40,
-              "route": "structured", "declined": True, "citations": [], "queries": [],
-              "model_error": "openai: connection refused at http://127.0.0.1:9/v1"}
-    monkeypatch.setattr(service, "ask", lambda scoped, question, now: service.Answer(
-        question, datetime.now(timezone.utc), output))
+    output = {
+        "answer": "I could not reach the configured chat model, so this is the offline answer. " * 40,
+        "route": "structured",
+        "declined": True,
+        "citations": [],
+        "queries": [],
+        "model_error": "openai: connection refused at http://127.0.0.1:9/v1",
+    }
+    monkeypatch.setattr(
+        service, "ask", lambda scoped, question, now: service.Answer(question, datetime.now(UTC), output)
+    )
     _, (result,) = _calls(member, [lambda c: c.call_tool("ask", {"question": "anything"})])
     data = result.structured_content
     assert data["declined"] is True and data["model_error"] == output["model_error"]
-    assert data["answer"] == output["answer"]                     # ~3 K: fits the structured budget whole
+    assert data["answer"] == output["answer"]  # ~3 K: fits the structured budget whole
     text = result.content[0].text
     assert text.startswith("The chat model failed (openai: connection refused") and len(text) <= SUMMARY_BUDGET
     assert "whole answer: structured `answer`" in text
 
 
-
-@pytest.mark.parametrize("task, said", [("", "the task is empty"), ("   ", "the task is empty"),
-                                        ("a/" * 1500, "the task is 3,000 characters; at most 2,000")])
+@pytest.mark.parametrize(
+    "task, said",
+    [
+        ("", "the task is empty"),
+        ("   ", "the task is empty"),
+        ("a/" * 1500, "the task is 3,000 characters; at most 2,000"),
+    ],
+)
 def test_context_for_change_refuses_bad_input_in_one_sentence(settings, task, said):
     from mcp.shared.exceptions import MCPError
 
@@ -223,8 +269,9 @@ def test_context_for_change_refuses_bad_input_in_one_sentence(settings, task, sa
                 await client.get_prompt("context_for_change", {"task": task})
             except MCPError as exc:
                 return exc
+
     refused = asyncio.run(run())
-    assert refused is not None and refused.code == -32602          # invalid params, not an internal error
+    assert refused is not None and refused.code == -32602  # invalid params, not an internal error
     assert refused.message.startswith(said) and "\n" not in refused.message
 
 
@@ -234,9 +281,11 @@ def test_http_refuses_to_start_with_a_key_whose_person_is_not_exactly_one(settin
     from context_engine.mcp_server import http_app
 
     http_app(settings, {"good-key": Key(tenant="acme", user="sokafor"), "open-key": Key(tenant="acme", user=None)})
-    for key, said in [(Key(tenant="acme", user="ghost-user"), "ghost-user"),
-                      (Key(tenant="acme", user="sokafor1"), "sokafor1"),
-                      (Key(tenant="nowhere", user="sokafor"), "nowhere")]:
+    for key, said in [
+        (Key(tenant="acme", user="ghost-user"), "ghost-user"),
+        (Key(tenant="acme", user="sokafor1"), "sokafor1"),
+        (Key(tenant="nowhere", user="sokafor"), "nowhere"),
+    ]:
         with pytest.raises(ValueError) as refused:
             http_app(settings, {"good-key": Key(tenant="acme", user="sokafor"), "secret-key-123": key})
         message = str(refused.value)
@@ -255,17 +304,24 @@ def test_the_budget_holds_for_rows_and_records_of_any_shape():
             return rng.choice(["x", "长" * rng.randint(0, 6000), "y" * rng.randint(0, 6000), 3, None, 2.5])
         if pick < 0.75:
             return [value(depth + 1) for _ in range(rng.randint(0, 30))]
-        return {f"field_{rng.randint(0, 999)}_{'k' * rng.randint(0, 40)}": value(depth + 1) for _ in range(rng.randint(0, 12))}
+        return {
+            f"field_{rng.randint(0, 999)}_{'k' * rng.randint(0, 40)}": value(depth + 1)
+            for _ in range(rng.randint(0, 12))
+        }
 
     for _ in range(8):
-        rows = [{"ref": f"r{i}", **{f"f{j}": value(0) for j in range(rng.randint(1, 12))}} for i in range(rng.randint(1, 60))]
+        rows = [
+            {"ref": f"r{i}", **{f"f{j}": value(0) for j in range(rng.randint(1, 12))}}
+            for i in range(rng.randint(1, 60))
+        ]
         data, summary = mcp_server._query_page(rows, offset=rng.randint(0, 5))
         result = mcp_server._with_summary(data, summary)
         structured, text = _sizes(result)
         assert structured <= RESULT_BUDGET and text <= SUMMARY_BUDGET
         links = [{"source": "r0", "relation": "mentions", "target": "t" * 300} for _ in range(100)]
-        linked = [{"ref": f"t{i}", "collection": "issues", "title": "长" * 500, "url": None, "date": None}
-                  for i in range(100)]
+        linked = [
+            {"ref": f"t{i}", "collection": "issues", "title": "长" * 500, "url": None, "date": None} for i in range(100)
+        ]
         record = mcp_server._with_summary(*mcp_server._record_result("issues", "r0", rows[0], links, linked))
         structured, text = _sizes(record)
         assert structured <= RESULT_BUDGET and text <= SUMMARY_BUDGET
@@ -274,9 +330,10 @@ def test_the_budget_holds_for_rows_and_records_of_any_shape():
 def test_context_for_change_reads_a_bare_file_name_in_any_directory(settings):
     def changes(task: str) -> list[str]:
         text = _prompt(settings, task)
-        return [line for line in text.split("itself, newest first")[1].split("\n\n")[0].splitlines()[1:]]
+        return text.split("itself, newest first")[1].split("\n\n")[0].splitlines()[1:]
 
     # the sample's only session.py is src/checkout/session.py (server/middleware/session.ts is not one)
     assert changes("session.py") == changes("src/checkout/session.py") != []
     assert "No commit or pull request I can read changed a file named nothing_like_this.py" in _prompt(
-        settings, "nothing_like_this.py")
+        settings, "nothing_like_this.py"
+    )
