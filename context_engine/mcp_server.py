@@ -22,7 +22,7 @@ from functools import partial
 from typing import Annotated, Any, Literal, NotRequired
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
@@ -445,8 +445,14 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
         mime_type="text/plain",
     )
     def schema_resource(collection: str, ctx: Context) -> str:
-        described = _describe(caller(ctx), collection)
-        return described.get(collection, "")
+        # A resource has no error result: an unknown collection is "not found" (invalid params), any
+        # other problem of the caller's a resource error, each with its sentence instead of a crash.
+        try:
+            return service.schema(caller(ctx), collection)[collection].describe()
+        except service.UnknownCollection as exc:
+            raise ResourceNotFoundError(str(exc)) from None
+        except service.USER_ERRORS as exc:
+            raise ResourceError(_sentence(exc)) from None
 
     @server.prompt(
         title="Context for a change",
@@ -791,7 +797,12 @@ def _run(work):
     except service.ExecutionError as exc:
         raise ToolError(f"the database refused the query: {exc}") from None
     except service.USER_ERRORS as exc:
-        raise ToolError(str(exc.args[0] if exc.args else exc).split(" in /")[0]) from None
+        raise ToolError(_sentence(exc)) from None
+
+
+def _sentence(exc: BaseException) -> str:
+    """An error's first argument, without the server path a store or index error may end with."""
+    return str(exc.args[0] if exc.args else exc).split(" in /")[0]
 
 
 async def _in_worker(work):

@@ -337,3 +337,18 @@ def test_context_for_change_reads_a_bare_file_name_in_any_directory(settings):
     assert "No commit or pull request I can read changed a file named nothing_like_this.py" in _prompt(
         settings, "nothing_like_this.py"
     )
+
+
+def test_an_unknown_schema_resource_is_not_found_in_one_sentence(member):
+    from mcp.shared.exceptions import MCPError
+
+    async def run():
+        async with Client(build_server(member)) as client:
+            try:
+                await client.read_resource("schema://no_such_collection")
+            except MCPError as exc:
+                return exc
+
+    refused = asyncio.run(run())
+    assert refused is not None and refused.code == -32602  # not found is invalid params, not an internal error
+    assert refused.message.startswith("unknown collection 'no_such_collection'; use one of: pull_requests")
