@@ -275,7 +275,12 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
             {k: q.get(k) for k in ("collection", "pipeline", "outcome", "error") if k in q}
             for q in result.get("queries", [])
         ][:10]
-        parts = [result.get("answer", ""), result.get("citations", [])[:20], queries]
+        # one dict per part, so that what the budget cut is named by its field ("answer", "citations.quote")
+        parts = [
+            {"answer": result.get("answer", "")},
+            {"citations": result.get("citations", [])[:20]},
+            {"queries": queries},
+        ]
         envelope = {
             "answer": "",
             "route": result.get("route"),
@@ -284,10 +289,13 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
             "queries": [],
         }
         fitted, said = _fit(parts, _room(envelope))
-        answer, citations, queries = fitted + [[]] * (len(parts) - len(fitted))
+        data = {**envelope}
+        for part in fitted:
+            data.update(part)
         if len(fitted) < len(parts):
-            said.append("the queries it ran did not fit" if citations else "the citations and queries did not fit")
-        data = {**envelope, "answer": answer or "", "citations": citations, "queries": queries}
+            said.append(
+                "the queries it ran did not fit" if data["citations"] else "the citations and queries did not fit"
+            )
         if result.get("model_error"):
             data["model_error"] = str(result["model_error"])
         if said:

@@ -352,3 +352,21 @@ def test_an_unknown_schema_resource_is_not_found_in_one_sentence(member):
     refused = asyncio.run(run())
     assert refused is not None and refused.code == -32602  # not found is invalid params, not an internal error
     assert refused.message.startswith("unknown collection 'no_such_collection'; use one of: pull_requests")
+
+
+def test_a_long_answer_is_cut_by_name_and_its_citations_kept(member, monkeypatch):
+    from datetime import UTC, datetime
+
+    from context_engine import service
+
+    citations = [{"n": i, "ref": f"acme/web#{i}", "quote": "q" * 2000} for i in range(20)]
+    output = {"answer": "word " * 6000, "route": "semantic", "declined": False, "citations": citations, "queries": []}
+    monkeypatch.setattr(
+        service, "ask", lambda scoped, question, now: service.Answer(question, datetime.now(UTC), output)
+    )
+    _, (result,) = _calls(member, [lambda c: c.call_tool("ask", {"question": "anything"})])
+    data = result.structured_content
+    assert _sizes(result)[0] <= RESULT_BUDGET
+    assert data["answer"].endswith(" …") and len(data["citations"]) == 20
+    assert all(c["ref"] == f"acme/web#{c['n']}" for c in data["citations"])
+    assert "answer" in data["truncated"] and "citations.quote" in data["truncated"]
