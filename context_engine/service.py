@@ -45,15 +45,15 @@ from context_engine.store.sqlite_file import StoreFileError
 from context_engine.text import TimeRangeError, parse_now
 
 __all__ = [
-    "HANDLE_KINDS", "SHUTDOWN", "USER_ERRORS", "AmbiguousPerson", "Answer", "ContextSetError", "ExecutionError", "FeedbackError",
-    "IndexDamaged", "IndexMissing", "InvalidInput", "NoTenantData", "PeopleReport", "PipelineRejected", "RecordNotFound",
-    "RecordView", "RerankerError", "SearchHit", "StoreError", "StoreFileError", "TenantError", "TimeRangeError",
-    "UnknownCollection", "UnknownPerson", "ask", "finite_for_json", "check_scope", "feedback", "feedback_questions", "find_people", "get_record",
-    "people", "query", "schema", "search", "status",
-    "ContextSetView", "OwnOptions", "SourceRequest", "UnknownTemplate", "add_template", "context_set",
-    "export_context_set", "ingest", "mongodb_filter", "own_options", "read_source", "SourceReading", "own_options_from_spec", "remove_template",
-    "try_template",
-    "BUILTIN", "Cancelled", "Stop", "stop_on",
+    "BUILTIN", "HANDLE_KINDS", "SHUTDOWN", "USER_ERRORS", "AmbiguousPerson", "Answer", "Cancelled",
+    "ContextSetError", "ContextSetView", "ExecutionError", "FeedbackError", "IndexDamaged", "IndexMissing",
+    "InvalidInput", "NoTenantData", "OwnOptions", "PeopleReport", "PipelineRejected", "RecordNotFound",
+    "RecordView", "RerankerError", "SearchHit", "SourceReading", "SourceRequest", "Stop", "StoreError",
+    "StoreFileError", "TenantError", "TimeRangeError", "UnknownCollection", "UnknownPerson", "UnknownTemplate",
+    "add_template", "ask", "check_scope", "context_set", "export_context_set", "feedback", "feedback_questions",
+    "find_people", "finite_for_json", "get_record", "ingest", "mongodb_filter", "own_options",
+    "own_options_from_spec", "people", "query", "read_source", "remove_template", "schema", "search", "status",
+    "stop_on", "try_template",
 ]
 
 
@@ -139,7 +139,8 @@ class Answer:
     def to_json(self) -> dict[str, Any]:
         """JSON throughout: pipelines in Extended JSON (re-runnable with `query`), documents as text + metadata."""
         return {"question": self.question, **{key: self.output.get(key) for key in ANSWER_FIELDS},
-                "documents": [{"text": d.page_content, "metadata": d.metadata} for d in self.output.get("documents", [])]}
+                "documents": [{"text": d.page_content, "metadata": d.metadata}
+                              for d in self.output.get("documents", [])]}
 
 
 def ask(settings: Settings, question: str, now: str | datetime | None = None) -> Answer:

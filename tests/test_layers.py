@@ -124,15 +124,16 @@ def test_surfaces_import_only_the_service_the_graph_and_the_configuration():
 
 def test_no_surface_keeps_an_exception_it_does_not_use():
     imports = _surface_imports()
-    unused = [f"{surface}: {allowed}" for surface, allowed_here in SURFACE_EXCEPTIONS.items() for allowed in allowed_here
-              if not any(_within(module, allowed) for module in imports[surface])]
+    unused = [f"{surface}: {allowed}" for surface, allowed_here in SURFACE_EXCEPTIONS.items()
+              for allowed in allowed_here if not any(_within(module, allowed) for module in imports[surface])]
     assert unused == []
 
 
 def test_the_surface_rule_sees_every_form_of_import(tmp_path):
     """The rule reads `from context_engine import x`, `from context_engine.x import y` and `import context_engine.x`."""
     path = tmp_path / "surface.py"
-    path.write_text("from context_engine import runtime, service\nfrom context_engine.store.documents import open_store\n"
+    path.write_text("from context_engine import runtime, service\n"
+                    "from context_engine.store.documents import open_store\n"
                     "import context_engine.query.execute\nimport json\n", encoding="utf-8")
     assert _imports(path) == ["context_engine.runtime", "context_engine.service", "context_engine.store.documents",
                               "context_engine.query.execute"]

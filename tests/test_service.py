@@ -202,7 +202,8 @@ def test_ask_refuses_bad_input_before_any_work(settings):
 
 # ------------------------------------------------------------------------------------ context set
 TEMPLATE = {"name": "drafts-by", "question": "draft PRs by {who}", "params": {"who": "person"},
-            "plan": {"collection": "pull_requests", "pipeline": [{"$match": {"draft": True, "user.login": "{{who.github}}"}}]},
+            "plan": {"collection": "pull_requests",
+                     "pipeline": [{"$match": {"draft": True, "user.login": "{{who.github}}"}}]},
             "example": {"question": "draft PRs by Rashid", "values": {"who": "rsh-dev"}}}
 PRIVATE_TEMPLATE = {"name": "security-thread", "question": "the security-private messages", "params": {},
                     "plan": {"collection": "messages", "pipeline": [{"$match": {"channel": "security-private"}}]},
