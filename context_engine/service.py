@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from context_engine.config import Settings, TenantError, check_question
-from context_engine.kinds import Registry
+from context_engine.kinds import BUILTIN, Registry
 from context_engine.kinds.spec import HANDLE_KINDS
 from context_engine.query.context_sets import ContextSetError
 from context_engine.query.execute import ExecutionError, run_pipeline, scope_filter
@@ -36,21 +36,24 @@ from context_engine.sources.connectors import ReadResult, SourceRequest
 from context_engine.sources.generic import OwnOptions
 from context_engine.sources.problems import ReadProblems
 from context_engine.runtime import catalog_for, chat_model_for, principals_for, store_for
-from context_engine.store.bounded import SHUTDOWN
+# A surface stops an operation it started (a cancelled MCP call, a client gone) with a Stop the
+# operation's queries read (`stop_on`; `Cancelled` when they do).
+from context_engine.store.bounded import SHUTDOWN, Cancelled, Stop, stop_on
 from context_engine.store.documents import StoreError, strip_hidden
 from context_engine.store.expressions import finite_for_json
 from context_engine.store.sqlite_file import StoreFileError
 from context_engine.text import TimeRangeError, parse_now
 
 __all__ = [
-    "HANDLE_KINDS", "SHUTDOWN", "USER_ERRORS", "AmbiguousPerson", "Answer", "ContextSetError", "ContextSetView",
-    "ExecutionError", "FeedbackError", "IndexDamaged", "IndexMissing", "InvalidInput", "NoTenantData",
-    "OwnOptions", "PeopleReport", "PipelineRejected", "RecordNotFound", "RecordView", "RerankerError",
-    "SearchHit", "SourceReading", "SourceRequest", "StoreError", "StoreFileError", "TenantError",
-    "TimeRangeError", "UnknownCollection", "UnknownPerson", "UnknownTemplate", "add_template", "ask",
-    "check_scope", "context_set", "export_context_set", "feedback", "feedback_questions", "find_people",
-    "finite_for_json", "get_record", "ingest", "mongodb_filter", "own_options", "own_options_from_spec",
-    "people", "query", "read_source", "remove_template", "schema", "search", "status", "try_template",
+    "BUILTIN", "HANDLE_KINDS", "SHUTDOWN", "USER_ERRORS", "AmbiguousPerson", "Answer", "Cancelled",
+    "ContextSetError", "ContextSetView", "ExecutionError", "FeedbackError", "IndexDamaged", "IndexMissing",
+    "InvalidInput", "NoTenantData", "OwnOptions", "PeopleReport", "PipelineRejected", "RecordNotFound",
+    "RecordView", "RerankerError", "SearchHit", "SourceReading", "SourceRequest", "Stop", "StoreError",
+    "StoreFileError", "TenantError", "TimeRangeError", "UnknownCollection", "UnknownPerson", "UnknownTemplate",
+    "add_template", "ask", "check_scope", "context_set", "export_context_set", "feedback", "feedback_questions",
+    "find_people", "finite_for_json", "get_record", "ingest", "mongodb_filter", "own_options",
+    "own_options_from_spec", "people", "query", "read_source", "remove_template", "schema", "search", "status",
+    "stop_on", "try_template",
 ]
 
 
