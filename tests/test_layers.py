@@ -57,10 +57,12 @@ def test_no_two_modules_share_a_name():
 # A surface (the terminal, the LangServe server, MCP; `server` may be a package) parses its input,
 # calls the engine service and presents the result. Of the package it imports only these: the service
 # (every operation, its result types and the errors it raises), the graph LangGraph users run and its
-# run context (LangServe and Studio serve that graph itself), and the configuration.
+# run context (LangServe and Studio serve that graph itself), the configuration, and the package's identity.
 SURFACES = ("cli", "server", "mcp_server")
 SURFACE_MAY_IMPORT = ("context_engine.service", "context_engine.assistant.graph", "context_engine.assistant.context",
-                      "context_engine.config")
+                      "context_engine.config",
+                      # the package's identity: its distribution name and who else claims the package
+                      "context_engine.DISTRIBUTION", "context_engine.other_distributions")
 
 # Exceptions, each with its reason. An entry no import needs any more fails
 # `test_no_surface_keeps_an_exception_it_does_not_use`, so the lists only shrink.
