@@ -127,7 +127,7 @@ def test_clapnq_slice_writes_a_ragas_dataset_and_embeds_only_its_passages(tmp_pa
     assert len(_csv_rows(out / "samples.csv")) == 2 and len(EvaluationDataset.from_jsonl(out / "dataset.jsonl")) == 2
 
 
-STRUCTURED = [("how many open PRs are labelled security?", "1 pull requests match."),
+STRUCTURED = [("how many open PRs are labelled security?", "1 pull request matches."),
               ("open issues assigned to me", None)]
 
 
@@ -140,7 +140,7 @@ def test_a_ragas_jsonl_dataset_in_the_filled_dataset_out_and_again(structured_di
     assert code == 0, err
     dataset = EvaluationDataset.from_jsonl(out / "dataset.jsonl")
     assert [s.user_input for s in dataset] == [q for q, _ in STRUCTURED]
-    assert dataset[0].response.startswith("1 pull requests match") and dataset[0].reference == STRUCTURED[0][1]
+    assert dataset[0].response.startswith("1 pull request matches") and dataset[0].reference == STRUCTURED[0][1]
     # the reference is the engine's exact answer; RAGAS's ExactMatch counts the sample without one as a miss
     assert [s["exact_match"] for s in json.loads((out / "samples.json").read_text())] == [1.0, 0.0]
     assert json.loads(stdout)["metrics"]["exact_match"] == 0.5
