@@ -51,16 +51,24 @@ def test_nothing_retrieved_is_scored_as_ragas_scores_it():
     assert report.metrics["exact_match"] == 0.0 and report.info["answer_rate_answerable"] == 0.0
 
 
-def test_the_first_sample_decides_which_metrics_ragas_can_run():
-    """`ragas.evaluate` reads the columns from the first sample: a metric it would refuse is said to be
-    unavailable, and the rest are scored."""
+def test_the_sample_with_the_most_references_leads_for_ragas():
+    """`ragas.evaluate` reads the columns from the first sample: a question without references asked
+    first must not cost the run its context metrics; a metric no sample can lead for is unavailable."""
     questions = [RagQuestion("Who won the 1850 World Cup?", None, [], [], False, "u"),
                  RagQuestion("What colour is grass?", "green", ["Grass is green."], ["p1"], True, "a")]
     runs = [RagRun("No source answers this.", True, "semantic", [{"doc_ref": "p3", "text": "Football."}], 0.1),
             RagRun("green", False, "semantic", [{"doc_ref": "p1", "text": "Grass is green."}], 0.1)]
     report = score(questions, runs)
-    assert "reference_contexts" in report.info["NonLLMContextRecall (unavailable)"]
-    assert "non_llm_context_recall" not in report.metrics and report.metric_classes == []
+    assert [q.id for q in report.questions] == [item["id"] for item in report.items] == ["a", "u"]
+    assert report.metrics["non_llm_context_recall"] == 1.0 and report.metrics["id_based_context_recall"] == 1.0
+    assert not [key for key in report.info if key.endswith("(unavailable)")]
+
+    # one question has the reference answer, the other the reference contexts: no sample has both
+    split = [RagQuestion("What colour is grass?", "green", [], [], True, "answer"),
+             RagQuestion("What colour is grass?", None, ["Grass is green."], ["p1"], True, "contexts")]
+    report = score(split, runs[1:] * 2)
+    assert report.items[0]["id"] == "contexts" and report.metrics["non_llm_context_recall"] == 1.0
+    assert "reference" in report.info["ExactMatch (unavailable)"] and "exact_match" not in report.metrics
 
 
 class _ConstantEmbeddings(Embeddings):

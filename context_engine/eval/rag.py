@@ -352,13 +352,19 @@ def score(questions: Sequence[RagQuestion], runs: Sequence[RagRun], *, judge=Non
     re-scoring the written dataset gives the same figures; plus rates and latencies.
 
     Each metric's figure is RAGAS's: the mean over the samples it scores (NaN ones left out, as
-    `EvaluationResult` does). A metric whose columns the dataset's first sample lacks is unavailable
-    (`ragas.evaluate` checks the first sample only and refuses the whole run otherwise). `judge` (a
+    `EvaluationResult` does). `ragas.evaluate` reads a dataset's columns from its first sample and
+    refuses a metric whose columns that sample lacks, so the sample with the most references leads
+    (the report, and what is written, in that order); a metric it still lacks is unavailable. `judge` (a
     LangChain chat model) adds the judge metrics; AnswerRelevancy also needs `embeddings` (LangChain).
     `progress()` is called once per question scored."""
     from ragas import evaluate
 
     dataset = to_evaluation_dataset(questions, runs)
+    lead = max(range(len(dataset)), key=lambda i: len(dataset[i].get_features()), default=0)
+    if lead:
+        order = [lead, *(i for i in range(len(dataset)) if i != lead)]
+        questions, runs = [questions[i] for i in order], [runs[i] for i in order]
+        dataset = to_evaluation_dataset(questions, runs)
     metrics, unavailable = rag_metrics(judged=judge is not None)
     present = set(dataset.features())
     for metric in list(metrics):
