@@ -494,11 +494,16 @@ and the same metrics with their default settings, so the means printed are the r
 {judge_note}"""
 
 import json
+import logging
 import math
 import os
+import warnings
 from pathlib import Path
 
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+warnings.simplefilter("ignore", DeprecationWarning)  # ragas 0.4 points these classes to ragas.metrics.collections
+# RAGAS logs an ERROR per sample a metric gives no number (one without the reference it needs): expected
+logging.getLogger("ragas.executor").setLevel(logging.CRITICAL)
 
 from ragas import EvaluationDataset, evaluate  # noqa: E402
 from ragas import metrics as m  # noqa: E402
