@@ -129,8 +129,9 @@ class _Stages:
 
 class _Progress:
     """Ingest progress on stderr. On a terminal: record counts as lines, embedding as a bar with its
-    rate (the slow step). Otherwise a plain line (the latest count) every `PLAIN_PROGRESS_EVERY`
-    seconds, and the embedding's `N/N` when it is done after saying something."""
+    rate (the slow step). Otherwise the embedding only (reading is thousands of records a second;
+    a line there would only crowd the one-line warnings and errors of a quick run): `embedded n/N`
+    every `PLAIN_PROGRESS_EVERY` seconds, and `N/N` when it is done after saying something."""
 
     def __init__(self, clock=time.monotonic):
         self.console = _console(stderr=True)
@@ -153,19 +154,15 @@ class _Progress:
         tenant, _, what = label.rpartition(": ")
         if what == "chunks to embed":
             self.to_embed[tenant] = count
-            line = f"  {tenant}: {count:,} chunks to embed"
-        elif what == "embedded":
-            line = f"  {tenant}: embedded {count:,}/{self.to_embed.get(tenant, 0):,}"
-        else:
-            rate = count / max(time.perf_counter() - self.started, 1e-3)
-            line = f"  {label}: {count:,} ({rate:,.0f}/s)"
-        now = self.clock()
-        done = what == "embedded" and count >= self.to_embed.get(tenant, 0) and tenant in self.spoke
-        if now - self.last_line >= PLAIN_PROGRESS_EVERY or done:
+            self.last_line = self.clock()  # the embedding's first line comes after it has run a while
+            return
+        if what != "embedded":
+            return
+        now, total = self.clock(), self.to_embed.get(tenant, 0)
+        if now - self.last_line >= PLAIN_PROGRESS_EVERY or (count >= total and tenant in self.spoke):
             self.last_line = now
-            if what == "embedded":
-                self.spoke.add(tenant)
-            _plain(line)
+            self.spoke.add(tenant)
+            _plain(f"  {tenant}: embedded {count:,}/{total:,}")
 
     def report(self, label: str, count: int) -> None:
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,

@@ -38,18 +38,21 @@ def test_a_short_run_stays_quiet_and_a_long_one_says_where_it_is(capsys):
     assert capsys.readouterr().err.splitlines() == ["asking the graph 5/10", "asking the graph 10/10"]
 
 
-def test_ingest_progress_piped_is_plain_lines(capsys):
+def test_ingest_progress_piped_is_the_embedding_in_plain_lines(capsys):
     clock = _Clock()
     report = cli._Progress(clock=clock).__enter__()
-    report("acme: pull_requests", 120)  # quick: not said
-    clock.now = 6
+    clock.now = 30
+    report("acme: pull_requests", 120)  # reading is fast: a count would only crowd warnings and errors
     report("acme: chunks to embed", 300)
-    for done, second in ((64, 7), (128, 12), (192, 13), (300, 14)):
+    for done, second in ((64, 31), (128, 36), (192, 37), (300, 38)):
         clock.now = second
         report("acme: embedded", done)
     # every 5 s at most, and the embedding's end once it has said something
-    assert capsys.readouterr().err.splitlines() == ["  acme: 300 chunks to embed", "  acme: embedded 128/300",
-                                                    "  acme: embedded 300/300"]
+    assert capsys.readouterr().err.splitlines() == ["  acme: embedded 128/300", "  acme: embedded 300/300"]
+    clock.now = 100
+    report("globex: chunks to embed", 10)
+    report("globex: embedded", 10)  # embedded within seconds: nothing to say
+    assert capsys.readouterr().err == ""
 
 
 @pytest.fixture(scope="module")
