@@ -127,6 +127,10 @@ def test_judge_metrics_go_through_ragas_with_the_judge():
     # faithfulness: 1 of 2 statements, then 1 of 1; context recall: 1 of 1, then 1 of 2 reference sentences
     assert report.metrics["faithfulness"] == 0.75 and report.metrics["context_recall"] == 0.75
     assert report.metrics["answer_relevancy"] == pytest.approx(1.0)
+    # without embeddings AnswerRelevancy is said to be unavailable (RAGAS would reach for OpenAI's)
+    report = score(questions, runs, judge=_WordJudge())
+    assert "answer_relevancy" not in report.metrics and report.metrics["faithfulness"] == 0.75
+    assert "embeddings" in report.info["AnswerRelevancy (unavailable)"]
 
 
 def test_ragas_evaluate_on_the_written_dataset_reproduces_the_run(tmp_path):

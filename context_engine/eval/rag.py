@@ -366,6 +366,10 @@ def score(questions: Sequence[RagQuestion], runs: Sequence[RagRun], *, judge=Non
         questions, runs = [questions[i] for i in order], [runs[i] for i in order]
         dataset = to_evaluation_dataset(questions, runs)
     metrics, unavailable = rag_metrics(judged=judge is not None)
+    if embeddings is None:  # ragas.evaluate would otherwise make OpenAI embeddings of its own
+        for metric in [m for m in metrics if type(m).__name__ == "AnswerRelevancy"]:
+            metrics.remove(metric)
+            unavailable["AnswerRelevancy"] = "needs embeddings (none given)"
     present = set(dataset.features())
     for metric in list(metrics):
         if not _required(metric) <= present:
