@@ -62,29 +62,115 @@ def _settings(args: argparse.Namespace):
                                      asker=getattr(args, "as_user", None))
 
 
-class _Progress:
-    """Ingest progress on stderr when it is a terminal: record counts as lines, embedding as a bar
-    with its rate (the slow step); silent otherwise."""
+# Rich tables wrap at the width of the terminal; piped, rich assumes 80 columns, and a log or a file
+# is read by scrolling, not by a terminal's width: wide enough that no table of ours wraps.
+PIPED_WIDTH = 240
+# Piped (a log, a CI job), progress is a plain line at most this often, the first after this long:
+# a run of a few seconds stays quiet, a long one is never silent and never floods the log.
+PLAIN_PROGRESS_EVERY = 5.0
 
-    def __init__(self):
-        from rich.console import Console
 
-        self.console = Console(stderr=True)
+def _console(stderr: bool = False):
+    """A rich console: a terminal's own width; piped, $COLUMNS when set, else `PIPED_WIDTH`."""
+    from rich.console import Console
+
+    console = Console(stderr=stderr)
+    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+        return console
+    return Console(stderr=stderr, width=PIPED_WIDTH)
+
+
+def _plain(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class _Stages:
+    """Progress through stages of known length on stderr: rich bars on a terminal; otherwise a plain
+    line `description n/N` every `PLAIN_PROGRESS_EVERY` seconds, and `N/N` when a stage that said
+    something is done."""
+
+    def __init__(self, stages: dict[str, tuple[str, int]], clock=time.monotonic):
+        self.console = _console(stderr=True)
+        self.stages = stages  # key -> (description, total)
+        self.done = dict.fromkeys(stages, 0)
+        self.clock = clock
+        self.last_line = clock()
+        self.spoke: set[str] = set()
         self.bar = None
         self.tasks: dict[str, int] = {}
-        self.started = time.perf_counter()
 
-    def __enter__(self):
-        return self.report if self.console.is_terminal else None
+    def __enter__(self) -> "_Stages":
+        if self.console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=self.console)
+            self.bar.start()
+            self.tasks = {key: self.bar.add_task(description, total=total)
+                          for key, (description, total) in self.stages.items()}
+        return self
 
     def __exit__(self, *exc) -> None:
         if self.bar is not None:
             self.bar.stop()
 
+    def advance(self, stage: str) -> None:
+        self.done[stage] += 1
+        if self.bar is not None:
+            self.bar.advance(self.tasks[stage])
+            return
+        description, total = self.stages[stage]
+        now = self.clock()
+        if now - self.last_line >= PLAIN_PROGRESS_EVERY or (self.done[stage] == total and stage in self.spoke):
+            self.last_line = now
+            self.spoke.add(stage)
+            _plain(f"{description} {self.done[stage]}/{total}")
+
+
+class _Progress:
+    """Ingest progress on stderr. On a terminal: record counts as lines, embedding as a bar with its
+    rate (the slow step). Otherwise the embedding only (reading is thousands of records a second;
+    a line there would only crowd the one-line warnings and errors of a quick run): `embedded n/N`
+    every `PLAIN_PROGRESS_EVERY` seconds, and `N/N` when it is done after saying something."""
+
+    def __init__(self, clock=time.monotonic):
+        self.console = _console(stderr=True)
+        self.bar = None
+        self.tasks: dict[str, int] = {}
+        self.to_embed: dict[str, int] = {}
+        self.clock = clock
+        self.last_line = clock()
+        self.spoke: set[str] = set()  # tenants whose embedding progress was said
+        self.started = time.perf_counter()
+
+    def __enter__(self):
+        return self.report
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def _plain_report(self, label: str, count: int) -> None:
+        tenant, _, what = label.rpartition(": ")
+        if what == "chunks to embed":
+            self.to_embed[tenant] = count
+            self.last_line = self.clock()  # the embedding's first line comes after it has run a while
+            return
+        if what != "embedded":
+            return
+        now, total = self.clock(), self.to_embed.get(tenant, 0)
+        if now - self.last_line >= PLAIN_PROGRESS_EVERY or (count >= total and tenant in self.spoke):
+            self.last_line = now
+            self.spoke.add(tenant)
+            _plain(f"  {tenant}: embedded {count:,}/{total:,}")
+
     def report(self, label: str, count: int) -> None:
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                    TimeRemainingColumn)
 
+        if not self.console.is_terminal:
+            self._plain_report(label, count)
+            return
         tenant, _, what = label.rpartition(": ")
         if what == "chunks to embed" and count:
             if self.bar is None:
@@ -404,7 +490,6 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_people(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from context_engine import service
@@ -429,7 +514,7 @@ def cmd_people(args: argparse.Namespace) -> int:
                       ", ".join(p.get("emails") or ([p["email"]] if p.get("email") else [])), p.get("jira") or "",
                       p.get("team") or "", "\n".join(", ".join(g["principals"]) for g in p.get("accounts") or []),
                       "\n".join(evidence))
-    console = Console()
+    console = _console()
     console.print(table)
     for conflict in directory.conflicts:
         console.print(f"conflict: {conflict.name}: {', '.join(conflict.candidates)} ({conflict.reason})")
@@ -465,9 +550,6 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
 def cmd_eval_rag(args: argparse.Namespace) -> int:
     import tempfile
-
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from context_engine.eval.clapnq import CLAPNQ_ENV
     from context_engine.eval.rag import (CLAPNQ_TENANT, clapnq_documents, clapnq_questions, evaluate_rag,
@@ -538,18 +620,14 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
             raise InputError("--judge needs an OpenAI-compatible endpoint: set OPENAI_BASE_URL (and OPENAI_API_KEY)")
         embeddings = make_embeddings(settings.embedding_model)
     context = {"tenant": settings.tenant, "user": settings.asker, "data_dir": str(settings.data_dir)}
-    console = Console(stderr=True)
     marks = {"ask": None, "score": None}
     started = time.perf_counter()
 
-    def advance(stage: str) -> None:
-        marks[stage] = time.perf_counter()
-        bar.advance(tasks[stage])
+    with _Stages({"ask": ("asking the graph", len(questions)), "score": ("scoring (RAGAS)", len(questions))}) as stages:
+        def advance(stage: str) -> None:
+            marks[stage] = time.perf_counter()
+            stages.advance(stage)
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, disable=not console.is_terminal) as bar:
-        tasks = {"ask": bar.add_task("asking the graph", total=len(questions)),
-                 "score": bar.add_task("scoring (RAGAS)", total=len(questions))}
         report = evaluate_rag(questions, context, judge=judge, embeddings=embeddings, progress=advance)
     asked = marks["ask"] or started
     timings["asking the graph (s)"] = round(asked - started, 2)
@@ -570,7 +648,7 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
         _print_json({"metrics": report.metrics, "info": info, "latency": latency_summary(report.latencies),
                      "files": files})
     else:
-        Console().print(summary_table(title, report.metrics, info, report.latencies))
+        _console().print(summary_table(title, report.metrics, info, report.latencies))
         print("wrote " + ", ".join(files.values()))
     return EXIT_OK
 

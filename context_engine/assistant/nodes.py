@@ -218,11 +218,13 @@ def structured_answer(state: State, settings: Settings) -> dict[str, Any]:
     if topic and outcome in ("success", "no_results"):  # no_results: a retry's, after none was about it
         noun = kind.plural if kind is not None else collection.replace("_", " ")  # "pull requests", "incidents"
         if not topic["matched"]:  # the rest is not the answer: say what the conditions found, and that none fit
-            answer, citations, records, outcome = (
-                f"None of the {topic['of']} {noun} the query found is about “{topic['topic']}”.", [], [], "no_results")
+            found = (f"The {kind.noun if kind is not None else 'record'} the query found is not" if topic["of"] == 1
+                     else f"None of the {topic['of']} {noun} the query found is")
+            answer, citations, records, outcome = f"{found} about “{topic['topic']}”.", [], [], "no_results"
         elif len(topic["matched"]) < topic["of"]:
+            other = topic["of"] - len(topic["matched"])
             answer = (f"About “{topic['topic']}”: {len(topic['matched'])} of the {topic['of']} {noun} the query "
-                      f"found (the other {topic['of'] - len(topic['matched'])} do not mention it).\n{answer}")
+                      f"found (the other {other} {'does' if other == 1 else 'do'} not mention it).\n{answer}")
     return {"answer": answer, "citations": citations, "queries": queries, "records": records, "outcome": outcome,
             **spans}
 
