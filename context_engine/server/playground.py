@@ -1,0 +1,124 @@
+"""The playground: LangServe's page, running the graph with its node updates turned into readable text
+(a line per step, then the answer and its sources), with 👍/👎 under each answer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableGenerator
+from starlette.concurrency import run_in_threadpool
+
+from context_engine.assistant.graph import graph as context_graph
+from context_engine.server.runnable import RUN_CONTEXT_KEY, served_runnable
+
+PLAYGROUND = "/context/playground/"
+FEEDBACK_SCRIPT = "feedback.js"
+# The playground's 👍/👎: when a run's stream ends, a bar under its output posts to /feedback with the
+# session cookie (same origin). The question is the form's; the asker and tenant are the session's.
+FEEDBACK_JS = r"""(() => {
+  const question = () => (document.querySelector("textarea[id='#/properties/question-input']") || {}).value || "";
+  function place(bar) {
+    const outputs = [...document.querySelectorAll("body *")].filter(
+      (el) => el.children.length === 0 && /\u2713 (route|respond)/.test(el.textContent || ""));
+    const anchor = outputs.length ? outputs[outputs.length - 1] : null;
+    if (anchor && anchor.parentElement) anchor.parentElement.after(bar); else document.body.append(bar);
+  }
+  function show(asked) {
+    document.querySelectorAll(".ce-feedback").forEach((old) => old.remove());
+    const bar = document.createElement("div");
+    bar.className = "ce-feedback";
+    bar.style.cssText = "margin:.6rem 0;padding:.5rem;border:1px solid #d0d7de;border-radius:6px;background:#fff;" +
+      "font:14px system-ui,sans-serif;display:flex;gap:.5rem;align-items:center;flex-wrap:wrap";
+    bar.innerHTML = '<span>Was this answer right?</span>' +
+      '<button type="button" data-rating="up" aria-label="Right">\ud83d\udc4d Right</button>' +
+      '<button type="button" data-rating="down" aria-label="Wrong">\ud83d\udc4e Wrong</button>' +
+      '<input class="ce-note" maxlength="2000" placeholder="note (optional)" style="flex:1;min-width:12rem">' +
+      '<span class="ce-status" role="status"></span>';
+    bar.querySelectorAll("button").forEach((button) => button.addEventListener("click", async () => {
+      const status = bar.querySelector(".ce-status");
+      const note = bar.querySelector(".ce-note").value;
+      const body = {rating: button.dataset.rating, question: asked};
+      if (note) body.note = note;
+      const response = await fetch("/feedback", {method: "POST", credentials: "same-origin",
+        headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+      const out = await response.json().catch(() => ({}));
+      status.textContent = response.ok ? "Thanks: feedback #" + out.id + " stored" +
+        (out.template ? " (now template " + out.template + ")" : "") : "Not stored: " + (out.error || response.status);
+      if (response.ok) bar.querySelectorAll("button").forEach((b) => (b.disabled = true));
+    }));
+    place(bar);
+  }
+  const fetched = window.fetch;
+  window.fetch = async (...args) => {
+    const response = await fetched(...args);
+    const url = String(args[0] && args[0].url || args[0]);
+    if (url.endsWith("/stream_log") && response.ok && response.body) {
+      const asked = question();
+      // The playground aborts the request once it reads the stream's end event, which rejects the
+      // clone's read: the run is over either way.
+      const done = () => setTimeout(() => show(asked), 50);
+      response.clone().text().then(done, done);
+    }
+    return response;
+  };
+})();
+"""
+
+
+def _readable_steps(updates: Iterator[dict[str, Any]], config: RunnableConfig) -> Iterator[str]:
+    """A run as a person reads it in the playground: a line per graph step as it finishes, then the
+    answer and its sources (the graph's own node updates are JSON the size of the records found).
+    The run is remembered as its asker's last question first: what the page's 👍/👎 are about."""
+    final: dict[str, Any] = {}
+    for update in updates:
+        yield from _step_lines(update, final)
+    _remember_ask(final, config)
+    yield "\n" + _answer_text(final)
+
+
+async def _areadable_steps(updates: AsyncIterator[dict[str, Any]], config: RunnableConfig) -> AsyncIterator[str]:
+    final: dict[str, Any] = {}
+    async for update in updates:
+        for line in _step_lines(update, final):
+            yield line
+    await run_in_threadpool(_remember_ask, final, config)
+    yield "\n" + _answer_text(final)
+
+
+def _remember_ask(final: dict[str, Any], config: RunnableConfig) -> None:
+    """The run's question, plan and answer as the last ask of the request's own tenant and asker
+    (the run context its key made, never the body)."""
+    from context_engine.query.feedback import remember_ask
+
+    context = (config.get("configurable") or {}).get(RUN_CONTEXT_KEY)
+    if context is None or not final.get("question"):
+        return
+    remember_ask(Path(context.data_dir), context.tenant, "" if context.anonymous else context.user,
+                 str(final["question"]), final, str(final.get("now") or ""))
+
+
+def _step_lines(update: dict[str, Any] | None, final: dict[str, Any]) -> list[str]:
+    """`\u2713 node` for each node of one update (with the route chosen); `final` gathers the values."""
+    lines = []
+    for node, values in (update or {}).items():
+        values = values if isinstance(values, dict) else {}
+        note = f": {values['route']}" if node == "route" and values.get("route") else ""
+        lines.append(f"\u2713 {node}{note}\n")
+        final.update(values)
+    return lines
+
+
+def _answer_text(final: dict[str, Any]) -> str:
+    answer = str(final.get("answer") or "(no answer)")
+    sources = [f"[{c['n']}] {c.get('title') or c.get('id') or ''} {c.get('url') or ''}".rstrip()
+               for c in final.get("citations") or [] if isinstance(c, dict) and c.get("n") is not None
+               and not (c.get("url") and c["url"] in answer)]
+    return answer + ("\n\nSources:\n" + "\n".join(sources) if sources else "")
+
+
+def playground_runnable(graph: Runnable = context_graph) -> Runnable:
+    """What the playground runs: the served runnable, its node updates turned into readable text."""
+    return served_runnable(graph) | RunnableGenerator(_readable_steps, _areadable_steps, name="answer")
+
