@@ -7,6 +7,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, quote
 
@@ -21,15 +22,18 @@ from context_engine.config import Settings
 from context_engine.server.auth import (LOGIN_PATH, LOGOUT_PATH, SESSION_COOKIE, ApiKey, RateLimiter, Sessions,
                                         bearer, check_key_people, login_page, safe_next, same_origin,
                                         signed_in_page)
-from context_engine.server.http_errors import HANDLED_ERRORS, error_response, json_error
+from context_engine.server.http_errors import HANDLED_ERRORS, error_for, error_response, json_error
 from context_engine.server.indexer import BackgroundIndexer
-from context_engine.server.playground import FEEDBACK_JS, FEEDBACK_SCRIPT, PLAYGROUND, playground_runnable
+from context_engine.server.playground import ASK, PLAYGROUND, add_playground, playground_runnable
 from context_engine.server.runnable import RUN_CONTEXT_KEY, served_runnable
 from context_engine.server.webhook_routes import WEBHOOK_PREFIX, add_webhook_routes
 from context_engine.store.bounded import Stop, raise_if_stopped, stop_on
 from context_engine.store.documents import StoreError
+from context_engine.text import parse_now
 
-PUBLIC_PATHS = ("/healthz",)
+API = "/context"
+# No key needed: health (counts only) and the API's documentation (routes and schemas, never data).
+PUBLIC_PATHS = ("/healthz", "/docs", "/redoc", "/openapi.json")
 FEEDBACK_PATH = "/feedback"
 FEEDBACK_FIELDS = frozenset({"rating", "note", "question", "plan"})
 
@@ -95,6 +99,43 @@ class _Deadline(BaseCallbackHandler):
         raise_if_stopped()
         if time.monotonic() > self.deadline:
             raise TimeoutError("the request timed out; the run was stopped")
+
+
+def _inputs(body: bytes) -> list[Any]:
+    """The inputs a run request carries (`input`, or a batch's `inputs`); none when it is not JSON
+    (LangServe refuses it with a 422 of its own)."""
+    try:
+        request = json.loads(body or b"null")
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(request, dict):
+        return []
+    inputs = request.get("inputs")
+    return inputs if isinstance(inputs, list) else [request.get("input")]
+
+
+def _errors_as_events(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    """A LangServe streaming endpoint whose failed run ends with the same status and message an
+    `invoke` answers with (`{"status_code", "message"}`, LangServe's error event), without re-raising."""
+
+    async def stream(request: Request) -> Response:
+        response = await endpoint(request)
+        response.body_iterator = _error_event_last(response.body_iterator)
+        return response
+
+    return stream
+
+
+async def _error_event_last(events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    try:
+        async for event in events:
+            if isinstance(event, dict) and event.get("event") == "error":
+                continue  # LangServe's own, always "500 Internal Server Error": the exception it re-raises follows
+            yield event
+    except Exception as exc:  # noqa: BLE001 - the client gets the error as an event; the server stays quiet
+        status, message = error_for(exc)
+        yield {"event": "error", "data": json.dumps(
+            {"status_code": status, "message": message if isinstance(message, str) else json.dumps(message)})}
 
 
 def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Limits()) -> FastAPI:
@@ -208,27 +249,24 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
                           data_dir=str(settings.data_dir), model=settings.model, use_llm=settings.use_llm)
         return {"configurable": {RUN_CONTEXT_KEY: context}, "callbacks": [_Deadline(limits.timeout_seconds)]}
 
-    # The API endpoints serve the graph's own output; the playground, a person's page, runs the same
-    # graph but streams readable text (its steps, then the answer) to its own /stream_log feed.
-    add_routes(app, served_runnable(), path="/context", per_req_config_modifier=run_config,
-               enabled_endpoints=("invoke", "batch", "stream", "stream_events", "input_schema", "output_schema",
-                                  "config_schema", "config_hashes"))
-    playground = APIHandler(playground_runnable(), path="/context", per_req_config_modifier=run_config)
+    async def checked_run_config(config: dict[str, Any], request: Request) -> dict[str, Any]:
+        # Input a run would refuse at its first step is refused before a stream starts: a 400 from
+        # `stream` as from `invoke`, not a 200 whose stream then fails.
+        for question in _inputs(await request.body()):
+            if isinstance(question, dict) and isinstance(question.get("now"), str):
+                parse_now(question["now"])  # ValueError: a 400 with its sentence
+        return run_config(config, request)
 
-    @app.post("/context/stream_log", include_in_schema=False)
-    async def playground_stream(request: Request) -> Response:
-        return await playground.stream_log(request)
-
-    @app.get(PLAYGROUND + "{file_path:path}", include_in_schema=False)
-    async def playground_page(file_path: str, request: Request) -> Response:
-        if file_path == FEEDBACK_SCRIPT:
-            return Response(FEEDBACK_JS, media_type="application/javascript", headers={"Cache-Control": "no-store"})
-        page = await playground.playground(file_path, request)
-        if file_path in ("", "index.html") and page.media_type == "text/html":
-            # The playground is LangServe's built page: the 👍/👎 under each answer are one more script.
-            body = page.body.replace(b"</body>", f'<script src="{PLAYGROUND}{FEEDBACK_SCRIPT}"></script></body>'.encode())
-            return Response(body, media_type="text/html", headers={"Cache-Control": "no-store"})
-        return page
+    # The streaming endpoints first, so they are the ones that answer: LangServe's own (registered by
+    # `add_routes` below for their documentation) end a failed run with a bare 500 event and re-raise.
+    api = APIHandler(served_runnable(), path=API, per_req_config_modifier=checked_run_config)
+    for endpoint, method in (("stream", api.stream), ("stream_log", api.stream_log),
+                             ("stream_events", api.astream_events)):
+        app.add_api_route(f"{API}/{endpoint}", _errors_as_events(method), methods=["POST"], include_in_schema=False)
+    add_routes(app, served_runnable(), path=API, per_req_config_modifier=checked_run_config,
+               enabled_endpoints=("invoke", "batch", "stream", "stream_log", "stream_events", "input_schema",
+                                  "output_schema", "config_schema"))
+    add_playground(app, APIHandler(playground_runnable(), path=ASK, per_req_config_modifier=run_config))
 
     @app.post(FEEDBACK_PATH)
     async def feedback(request: Request):

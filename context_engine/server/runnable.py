@@ -10,6 +10,7 @@ from pydantic import BeforeValidator
 from typing_extensions import TypedDict
 
 from context_engine.assistant.graph import as_graph_input, graph as context_graph
+from context_engine.assistant.state import OutputState
 
 RUN_CONTEXT_KEY = "context_engine_run_context"  # where the per-request modifier leaves the run's Context
 
@@ -26,20 +27,11 @@ class QuestionInput(TypedDict, total=False):
 Question = Annotated[QuestionInput, BeforeValidator(as_graph_input)]
 
 
-class Answer(TypedDict, total=False):
-    """The output as its schema shows it: the plain-JSON fields. The response also carries the graph's
-    `messages` and `documents` (LangChain objects, serialised by LangServe), left out of the schema
-    because their unions break the playground's renderer."""
-    question: str
-    answer: str
-    citations: list[dict[str, Any]]
-    queries: list[dict[str, Any]]
-    records: list[dict[str, Any]]
-    route: str
-    outcome: str
-    declined: bool
-    followup: str
-    reflection: dict[str, Any]
+# The served output is the graph's own (`OutputState`): the answer with its citations, queries and
+# records, `messages` as LangChain messages and `documents` as `Document`s (serialised the LangChain
+# way, so `RemoteRunnable` returns `AIMessage` and `Document` objects). LangServe validates `invoke`'s
+# output against this type, so a field missing from it would be dropped from the response.
+OUTPUT_FIELDS = list(OutputState.__annotations__)
 
 
 def served_runnable(graph: Runnable = context_graph) -> Runnable:
@@ -49,9 +41,11 @@ def served_runnable(graph: Runnable = context_graph) -> Runnable:
 
     def in_run_context(_inputs: Any, config: RunnableConfig) -> Runnable:
         # Returning a runnable makes RunnableLambda invoke or stream it with the same input and config.
+        # Node updates are streamed for the output's fields only: the working fields (hit lists, fused
+        # and reranked passages, rows) made a stream 4-70x the size of the answer it led to.
         context = (config.get("configurable") or {}).get(RUN_CONTEXT_KEY)
-        return graph.bind(context=context)
+        return graph.bind(context=context, output_keys=OUTPUT_FIELDS)
 
     return (RunnableLambda(as_graph_input, name="question") | RunnableLambda(in_run_context, name=graph.get_name())
-            ).with_types(input_type=Question, output_type=Answer)
+            ).with_types(input_type=Question, output_type=OutputState)
 
