@@ -272,3 +272,62 @@ def test_the_playground_page_carries_the_feedback_buttons_and_the_endpoint_wants
         forged = client.post(f"{server.url}/feedback", json={"rating": "up"}, headers={"Origin": "https://evil.example"})
         assert forged.status_code == 403
     assert httpx.get(f"{server.url}/ask/playground/feedback.js", timeout=30).status_code == 401  # no session
+
+
+# -- the playground's page and feed, apart from the API ----------------------------------------
+
+def _feed_output(response: httpx.Response) -> str:
+    """The text a stream_log feed streamed (its `streamed_output` additions), as the page shows it."""
+    text = []
+    for line in response.text.splitlines():
+        if line.startswith("data: ") and line != "data: ":
+            for op in (json.loads(line[6:]) or {}).get("ops", []):
+                if op.get("path") == "/streamed_output/-":
+                    text.append(op["value"])
+    return "".join(text)
+
+
+def test_the_playground_feed_is_its_own_and_shows_a_failed_run(server):
+    headers = {"Authorization": f"Bearer {KEY}"}
+    # LangServe's own stream_log under the API: JSON patches of the run, its output the graph's
+    api = httpx.post(f"{server.url}/context/stream_log", json={"input": QUESTION}, headers=headers, timeout=60)
+    assert api.status_code == 200 and '"path":"/final_output"' in api.text.replace(" ", "")
+    assert "\u2713 route" not in api.text  # never the playground's text
+    # the playground's feed: readable text, only the run's own output (no log of every step)
+    feed = httpx.post(f"{server.url}/ask/stream_log", json={"input": QUESTION}, headers=headers, timeout=60)
+    shown = _feed_output(feed)
+    assert "\u2713 route: structured" in shown and "Found 8 pull requests" in shown
+    assert len(feed.content) < 20_000 and '"logs":{}' in feed.text.replace(" ", "")
+    # a run that fails shows why, with the status an API client would get
+    for question, message in (({"question": QUESTION, "now": "last blue moon"}, "malformed time 'last blue moon'"),
+                              ({"question": "PRs merged since 0001-01-01"}, "'since 0001-01-01' (0001-01-01) is out of range")):
+        failed = httpx.post(f"{server.url}/ask/stream_log", json={"input": question}, headers=headers, timeout=60)
+        assert failed.status_code == 200 and f"\u2717 the run failed (400): " in _feed_output(failed)
+        assert message in _feed_output(failed), _feed_output(failed)
+    # where LangServe users look first
+    moved = httpx.get(f"{server.url}/context/playground/", headers=headers)
+    assert moved.status_code == 307 and moved.headers["location"] == "/ask/playground/"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed")
+def test_the_playground_shows_a_failed_runs_error(server):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(f"{server.url}/context/playground/")  # sent to log in, then on to the playground
+            page.fill("#key", KEY)
+            page.click("button[type=submit]")
+            page.wait_for_url("**/ask/playground/")
+            page.locator("textarea[id='#/properties/question-input']").fill("PRs merged since 0001-01-01")
+            page.get_by_role("button", name="Start").click()
+            page.get_by_text("the run failed (400)").wait_for(timeout=90_000)
+            output = page.inner_text("body")
+            page.wait_for_timeout(500)  # the 👍/👎 bar would be placed 50 ms after the feed ends
+            bars = page.locator(".ce-feedback").count()
+        finally:
+            browser.close()
+    assert "is out of range: times run from 1900 to 2999" in output
+    assert bars == 0  # a failed run has no answer to rate

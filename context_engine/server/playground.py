@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from context_engine.assistant.graph import graph as context_graph
 from context_engine.server.http_errors import error_for
-from context_engine.server.runnable import RUN_CONTEXT_KEY, graph_in_run_context
+from context_engine.server.runnable import RUN_CONTEXT_KEY, Question, graph_in_run_context
 
 # The playground is a page of its own, beside the API: LangServe's page posts its runs to the
 # `stream_log` next to it, so under `/context` it took over the API's `astream_log` with readable text.
@@ -146,8 +146,8 @@ def _answer_text(final: dict[str, Any]) -> str:
 
 def playground_runnable(graph: Runnable = context_graph) -> Runnable:
     """What the playground runs: the graph's node updates turned into readable text."""
-    return graph_in_run_context(graph, stream_mode="updates") | RunnableGenerator(_readable_steps, _areadable_steps,
-                                                                                  name="answer")
+    return (graph_in_run_context(graph, stream_mode="updates")
+            | RunnableGenerator(_readable_steps, _areadable_steps, name="answer")).with_types(input_type=Question)
 
 
 
