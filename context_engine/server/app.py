@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -18,6 +18,7 @@ from langserve import APIHandler, add_routes
 from starlette.concurrency import run_in_threadpool
 
 from context_engine.assistant.context import Context
+from context_engine import service
 from context_engine.config import Settings
 from context_engine.server.auth import (LOGIN_PATH, LOGOUT_PATH, SESSION_COOKIE, ApiKey, RateLimiter, Sessions,
                                         bearer, check_key_people, login_page, safe_next, same_origin,
@@ -28,7 +29,6 @@ from context_engine.server.playground import ASK, PLAYGROUND, add_playground, pl
 from context_engine.server.runnable import RUN_CONTEXT_KEY, served_runnable
 from context_engine.server.webhook_routes import WEBHOOK_PREFIX, add_webhook_routes
 from context_engine.store.bounded import Stop, raise_if_stopped, stop_on
-from context_engine.store.documents import StoreError
 from context_engine.text import parse_now
 
 API = "/context"
@@ -241,6 +241,10 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
     for handled in HANDLED_ERRORS:
         app.add_exception_handler(handled, error_response)
 
+    def key_settings(key: ApiKey) -> Settings:
+        # A key without a person reads public records only: never the server environment's asker.
+        return replace(settings.with_overrides(tenant=key.tenant, asker=key.user), asker=key.user)
+
     def run_config(_config: dict[str, Any], request: Request) -> dict[str, Any]:
         # The client's config is dropped whole: only the key decides who asks, for which tenant.
         key: ApiKey = request.state.api_key
@@ -272,11 +276,6 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
     async def feedback(request: Request):
         """👍/👎 on an answer: JSON {"rating": "up"|"down", "note"?, "question"?, "plan"?}. Who gives it and
         for which tenant are the key's (or the session's); a body naming either is refused."""
-        from context_engine.query.context_sets import ContextSetError
-        from context_engine.query.feedback import FeedbackError, submit
-        from context_engine.query.validate import ValidationPolicy
-        from context_engine.runtime import catalog_for
-
         try:
             body = json.loads(await request.body() or b"null")
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
@@ -287,22 +286,11 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
         if unknown:
             return json_error(400, f"unknown field(s) {', '.join(map(repr, unknown))}: the tenant and the asker come from "
                                f"the API key; a feedback has {', '.join(sorted(FEEDBACK_FIELDS))}")
-        key: ApiKey = request.state.api_key
-        scoped = settings.with_overrides(tenant=key.tenant, asker=key.user)
-        if key.user is None:
-            from dataclasses import replace
-
-            scoped = replace(scoped, asker=None)  # a key without a person: never the server environment's asker
-        policy = ValidationPolicy(allow_regex=settings.allow_regex, max_limit=settings.max_rows)
-
-        def give() -> dict[str, Any]:
-            return submit(settings.data_dir, catalog_for(scoped), asker=key.user or "", rating=body.get("rating"),
-                          question=body.get("question"), note=body.get("note"), corrected=body.get("plan"),
-                          policy=policy)
-
         try:
-            out = await run_in_threadpool(give)
-        except (FeedbackError, ContextSetError) as exc:
+            out = await run_in_threadpool(lambda: service.feedback(
+                key_settings(request.state.api_key), body.get("rating"), question=body.get("question"),
+                note=body.get("note"), corrected=body.get("plan")))
+        except (service.FeedbackError, service.ContextSetError) as exc:
             return json_error(400, str(exc))
         return JSONResponse(out)
 
@@ -320,13 +308,10 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
 def readiness(settings: Settings, tenants: list[str]) -> dict[str, Any]:
     """Healthy when the store is readable; how many served tenants have records and a semantic index
     is reported beside it (as counts: health is public, tenant names are not)."""
-    from context_engine.retrievers.index import live_generation
-    from context_engine.runtime import store_for
-
     try:
-        with_data = set(store_for(settings).tenants())
-    except StoreError as exc:
+        report = service.status(settings, tenants)["tenants"]
+    except service.StoreError as exc:
         return {"store": "unavailable", "detail": str(exc).split(":")[0]}
-    return {"store": "ok", "tenants": len(tenants), "tenants_with_records": sum(t in with_data for t in tenants),
-            "tenants_indexed": sum(live_generation(settings, t) is not None for t in tenants)}
-
+    return {"store": "ok", "tenants": len(tenants),
+            "tenants_with_records": sum(bool(report[t]["records"]) for t in tenants),
+            "tenants_indexed": sum(report[t]["index"] is not None for t in tenants)}

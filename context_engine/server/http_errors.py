@@ -10,8 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from context_engine.query.identity import AmbiguousPerson, UnknownPerson
-from context_engine.retrievers.index import IndexDamaged, IndexMissing
+from context_engine.service import AmbiguousPerson, IndexDamaged, IndexMissing, UnknownPerson
 from context_engine.store.bounded import Cancelled
 
 log = logging.getLogger(__name__)
