@@ -295,8 +295,8 @@ def test_a_failed_run_is_the_same_error_on_every_method(server, caplog, request)
     for question, message in ((BAD_NOW, "malformed time 'last blue moon'"),
                               (BAD_TIME, "the time 'since 0001-01-01' (0001-01-01) is out of range")):
         syncs = {}
-        for name, call in {"invoke": lambda: client.invoke(question), "batch": lambda: client.batch([question]),
-                           "stream": lambda: list(client.stream(question))}.items():
+        for name, call in {"invoke": lambda q=question: client.invoke(q), "batch": lambda q=question: client.batch([q]),
+                           "stream": lambda q=question: list(client.stream(q))}.items():
             with pytest.raises(httpx.HTTPStatusError) as failed:
                 call()
             syncs[name] = _status_and_text(failed.value)

@@ -302,7 +302,7 @@ def test_the_playground_feed_is_its_own_and_shows_a_failed_run(server):
     for question, message in (({"question": QUESTION, "now": "last blue moon"}, "malformed time 'last blue moon'"),
                               ({"question": "PRs merged since 0001-01-01"}, "'since 0001-01-01' (0001-01-01) is out of range")):
         failed = httpx.post(f"{server.url}/ask/stream_log", json={"input": question}, headers=headers, timeout=60)
-        assert failed.status_code == 200 and f"\u2717 the run failed (400): " in _feed_output(failed)
+        assert failed.status_code == 200 and "\u2717 the run failed (400): " in _feed_output(failed)
         assert message in _feed_output(failed), _feed_output(failed)
     # where LangServe users look first
     moved = httpx.get(f"{server.url}/context/playground/", headers=headers)

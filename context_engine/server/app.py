@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass, replace
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qs, quote
 
@@ -17,12 +17,23 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langserve import APIHandler, add_routes
 from starlette.concurrency import run_in_threadpool
 
-from context_engine.assistant.context import Context
 from context_engine import service
+from context_engine.assistant.context import Context
 from context_engine.config import Settings
-from context_engine.server.auth import (LOGIN_PATH, LOGOUT_PATH, SESSION_COOKIE, ApiKey, RateLimiter, Sessions,
-                                        bearer, check_key_people, login_page, safe_next, same_origin,
-                                        signed_in_page)
+from context_engine.server.auth import (
+    LOGIN_PATH,
+    LOGOUT_PATH,
+    SESSION_COOKIE,
+    ApiKey,
+    RateLimiter,
+    Sessions,
+    bearer,
+    check_key_people,
+    login_page,
+    safe_next,
+    same_origin,
+    signed_in_page,
+)
 from context_engine.server.http_errors import HANDLED_ERRORS, error_for, error_response, json_error
 from context_engine.server.indexer import BackgroundIndexer
 from context_engine.server.playground import ASK, PLAYGROUND, add_playground, playground_runnable
@@ -47,7 +58,6 @@ class Limits:
     body_seconds: float = 10.0           # to receive a whole request body: a client trickling one is cut (408)
     session_seconds: int = 8 * 3600      # a browser login (the playground's cookie) lasts a working day
     login_attempts_per_minute: int = 10  # per client address, right or wrong
-
 
 
 async def _read_capped(request: Request, cap: int, seconds: float) -> bytes | None:
@@ -76,13 +86,7 @@ async def _stop_when_gone(receive: Any, stop: Stop) -> None:
 
 def _batch_size(path: str, body: bytes) -> int:
     """How many runs a request asks for: each input of a /batch is one."""
-    if not path.endswith("/batch"):
-        return 1
-    try:
-        inputs = json.loads(body).get("inputs")
-    except (ValueError, AttributeError):
-        return 1  # LangServe refuses it with a 422 of its own
-    return max(1, len(inputs)) if isinstance(inputs, list) else 1
+    return max(1, len(_inputs(body))) if path.endswith("/batch") else 1
 
 
 class _Deadline(BaseCallbackHandler):

@@ -41,10 +41,7 @@ class ApiKey:
 def load_keys(path: str | Path | None = None) -> dict[str, ApiKey]:
     """API keys from a JSON file `{"KEY": {"tenant": ..., "user": ...}}`, else from the same JSON in
     $CONTEXT_ENGINE_API_KEYS. Raises ValueError on a malformed entry or when there are no keys."""
-    if path is not None:
-        text = Path(path).read_text(encoding="utf-8")
-    else:
-        text = os.environ.get(KEYS_ENV, "")
+    text = Path(path).read_text(encoding="utf-8") if path is not None else os.environ.get(KEYS_ENV, "")
     if not text.strip():
         raise ValueError(f"no API keys: pass --keys FILE or set ${KEYS_ENV}")
     raw = json.loads(text)

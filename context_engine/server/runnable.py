@@ -10,7 +10,8 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableGenerator
 from pydantic import BeforeValidator
 from typing_extensions import TypedDict
 
-from context_engine.assistant.graph import as_graph_input, graph as context_graph
+from context_engine.assistant.graph import as_graph_input
+from context_engine.assistant.graph import graph as context_graph
 
 RUN_CONTEXT_KEY = "context_engine_run_context"  # where the per-request modifier leaves the run's Context
 

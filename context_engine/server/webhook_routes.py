@@ -71,7 +71,6 @@ class DeliveryLog:
             return cur.rowcount == 1
 
 
-
 def stored(settings: Settings) -> DocumentStore | None:
     """The store as it is now, or None before anything was ingested (a first delivery makes it)."""
     from context_engine.runtime import NoData, store_for
@@ -95,8 +94,8 @@ def add_webhook_routes(app: FastAPI, settings: Settings, indexer: BackgroundInde
     def ingest_now(tenant: str, batches: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         """Commit the records now (the answer to the webhook says what was written); their chunks are
         indexed in the background, so a burst of events never waits on embedding."""
-        from context_engine.runtime import forget
         from context_engine.ingest import ingest
+        from context_engine.runtime import forget
 
         with ingest_lock:
             report = ingest(settings, {tenant: batches}, index=False)[0]
