@@ -76,14 +76,9 @@ SURFACE_EXCEPTIONS: dict[str, dict[str, str]] = {
     },
     # TO ADAPT (the lead, after merging helpers `mcp` and `serve`): these surfaces still build on engine
     # parts; each entry goes once its tool or route calls the service instead.
-    "mcp_server": {module: "not yet adapted to the service" for module in (
-        "context_engine.answering.links", "context_engine.assistant.retriever", "context_engine.kinds",
-        "context_engine.query.context_sets", "context_engine.query.execute", "context_engine.query.feedback",
-        "context_engine.query.identity", "context_engine.query.plan", "context_engine.query.validate",
-        "context_engine.retrievers.index", "context_engine.runtime", "context_engine.server",
-        "context_engine.store.bounded", "context_engine.store.documents", "context_engine.store.expressions",
-        "context_engine.text")},
+    "mcp_server": dict.fromkeys(("context_engine.answering.links", "context_engine.assistant.retriever", "context_engine.kinds", "context_engine.query.context_sets", "context_engine.query.execute", "context_engine.query.feedback", "context_engine.query.identity", "context_engine.query.plan", "context_engine.query.validate", "context_engine.retrievers.index", "context_engine.runtime", "context_engine.server", "context_engine.store.bounded", "context_engine.store.documents", "context_engine.store.expressions", "context_engine.text"), "not yet adapted to the service"),
     "server": {
+        "context_engine.assistant.state": "LangServe's output type is the graph's own output (`OutputState`)",
         "context_engine.text": "a malformed `now` is refused before a stream starts, as the run's first step would",
         "context_engine.query.feedback": "the playground keeps its streamed run as the asker's last question, "
                                          "what its 👍/👎 rate (service.ask does so for the runs it makes)",

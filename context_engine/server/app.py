@@ -6,15 +6,16 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qs, quote
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse
 from langchain_core.callbacks import BaseCallbackHandler
 from langserve import APIHandler, add_routes
+from sse_starlette import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
 from context_engine import service
@@ -118,11 +119,12 @@ def _inputs(body: bytes) -> list[Any]:
     return inputs if isinstance(inputs, list) else [request.get("input")]
 
 
-def _errors_as_events(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+def _errors_as_events(endpoint: Callable[[Request], Awaitable[EventSourceResponse]]
+                      ) -> Callable[[Request], Awaitable[EventSourceResponse]]:
     """A LangServe streaming endpoint whose failed run ends with the same status and message an
     `invoke` answers with (`{"status_code", "message"}`, LangServe's error event), without re-raising."""
 
-    async def stream(request: Request) -> Response:
+    async def stream(request: Request) -> EventSourceResponse:
         response = await endpoint(request)
         response.body_iterator = _error_event_last(response.body_iterator)
         return response
@@ -130,7 +132,7 @@ def _errors_as_events(endpoint: Callable[[Request], Awaitable[Response]]) -> Cal
     return stream
 
 
-async def _error_event_last(events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+async def _error_event_last(events: AsyncIterable[Any]) -> AsyncIterator[Any]:
     try:
         async for event in events:
             if isinstance(event, dict) and event.get("event") == "error":

@@ -12,6 +12,7 @@ from typing_extensions import TypedDict
 
 from context_engine.assistant.graph import as_graph_input
 from context_engine.assistant.graph import graph as context_graph
+from context_engine.assistant.state import OutputState
 
 RUN_CONTEXT_KEY = "context_engine_run_context"  # where the per-request modifier leaves the run's Context
 
@@ -28,7 +29,7 @@ class QuestionInput(TypedDict, total=False):
 Question = Annotated[QuestionInput, BeforeValidator(as_graph_input)]
 
 
-class Answer(context_graph.builder.output_schema, total=False):  # the graph's OutputState
+class Answer(OutputState, total=False):
     """What a run returns: the graph's own output (`OutputState`). The answer with its citations,
     queries and records, `messages` as LangChain messages and `documents` as `Document`s, serialised
     the LangChain way (`RemoteRunnable` returns `AIMessage` and `Document` objects). LangServe

@@ -11,6 +11,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,7 @@ def add_webhook_routes(app: FastAPI, settings: Settings, indexer: BackgroundInde
         # Run in a worker thread: the store is read as it is at the delivery.
         return translate(stored(settings), tenant, *args)
 
-    def ingest_now(tenant: str, batches: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    def ingest_now(tenant: str, batches: dict[str, Iterable[dict[str, Any]]]) -> dict[str, Any]:
         """Commit the records now (the answer to the webhook says what was written); their chunks are
         indexed in the background, so a burst of events never waits on embedding."""
         from context_engine.ingest import ingest
