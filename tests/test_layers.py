@@ -76,13 +76,17 @@ SURFACE_EXCEPTIONS: dict[str, dict[str, str]] = {
         "context_engine.sources.connectors": "the parser lists the sources in `ingest --help`, before anything "
                                              "heavy is imported (importing the service loads the engine)",
     },
-    # TO ADAPT (the lead, after merging helper `serve`): this surface still builds on engine parts; each
-    # entry goes once its route calls the service instead. (`mcp_server` is adapted: no exceptions.)
-    "server": {module: "not yet adapted to the service" for module in (
-        "context_engine.access", "context_engine.ingest", "context_engine.query.context_sets",
-        "context_engine.query.feedback", "context_engine.query.identity", "context_engine.query.validate",
-        "context_engine.retrievers.index", "context_engine.runtime", "context_engine.sources.github",
-        "context_engine.sources.normalize", "context_engine.store.bounded", "context_engine.store.documents")},
+    "server": {
+        "context_engine.assistant.state": "LangServe's output type is the graph's own output (`OutputState`)",
+        "context_engine.text": "a malformed `now` is refused before a stream starts, as the run's first step would",
+        "context_engine.query.feedback": "the playground keeps its streamed run as the asker's last question, "
+                                         "what its 👍/👎 rate (service.ask does so for the runs it makes)",
+        "context_engine.store.bounded": "a request's stop flag and deadline reach the run's queries",
+        "context_engine.sources.webhooks": "a webhook event becomes records in the sources layer",
+        "context_engine.store.documents": "the webhook translation is given the store as it is",
+        "context_engine.runtime": "webhook routes read the store as it is and drop cached state after a commit",
+        "context_engine.ingest": "webhook routes commit a delivery's records at once (batches, not a source read)",
+    },
 }
 
 

@@ -4,6 +4,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import logging
 import shutil
 import socket
 import time
@@ -46,7 +47,7 @@ def data_dir(sample_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def server(data_dir):
     settings = Settings(data_dir=data_dir, mongodb_uri=None, tenant="acme", use_llm=False)
-    with Server(create_app(settings, KEYS, Limits(max_body_bytes=50_000, requests_per_minute=40))) as running:
+    with Server(create_app(settings, KEYS, Limits(max_body_bytes=50_000, requests_per_minute=400))) as running:
         yield running
 
 
@@ -82,25 +83,75 @@ def test_invoke_answers_with_the_keys_tenant_and_asker(server):
     assert out["records"] and all(r["fields"]["assignee"]["name"] == "praman" for r in out["records"])
 
 
-def test_schemas_batch_and_stream_are_served(server):
+HYBRID = {"question": "why did we switch the session cache to Redis?", "now": NOW}
+
+
+def _merged(chunks) -> dict:
+    """A stream's chunks added up as LangChain adds them: each holds what one step changed."""
+    merged: dict = {}
+    for chunk in chunks:
+        merged.update(chunk)
+    return merged
+
+
+def test_every_remote_runnable_method_returns_what_the_output_schema_says(server):
+    from langchain_core.documents import Document
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.tracers.log_stream import RunLog
+
     headers = {"Authorization": "Bearer acme-key"}
     schema = httpx.get(f"{server.url}/context/input_schema", headers=headers).json()
     assert set(schema["$defs"]["QuestionInput"]["properties"]) == {"question", "now"}
     output = httpx.get(f"{server.url}/context/output_schema", headers=headers).json()
-    assert "answer" in output["$defs"]["Answer"]["properties"]
-    client = server.client("acme-key")
-    counts = client.batch([{"question": "how many open PRs are there?", "now": NOW}] * 2)
-    assert counts[0]["records"] == counts[1]["records"] and counts[0]["records"][0]["count"] > 0
-    nodes = {name for chunk in client.stream({"question": "how many open PRs are there?", "now": NOW})
-             for name in chunk}
-    assert {"route", "structured_query", "generate"} <= nodes
-    async def event_kinds():
-        return {e["event"] async for e in client.astream_events({"question": "how many open PRs are there?",
-                                                                 "now": NOW}, version="v2")}
+    fields = set(output["$defs"]["Answer"]["properties"])
+    assert {"answer", "citations", "queries", "records", "messages", "documents"} <= fields
+    assert httpx.get(f"{server.url}/context/config_schema", headers=headers).json().get("properties", {}) == {}
 
-    events = asyncio.run(event_kinds())
-    assert {"on_chain_start", "on_chain_end"} <= events
-    assert httpx.get(f"{server.url}/context/playground/", headers=headers).status_code == 200
+    client = server.client("acme-key")
+    out = client.invoke(HYBRID)
+    assert set(out) == fields  # every field the schema lists, and nothing else
+    human, ai = out["messages"]  # LangChain objects, not dicts: the LangChain serialisation
+    assert isinstance(human, HumanMessage) and human.content == HYBRID["question"]
+    assert isinstance(ai, AIMessage) and ai.content == out["answer"] and "redis" in out["answer"].lower()
+    assert out["documents"] and all(isinstance(d, Document) and d.page_content for d in out["documents"])
+
+    first, second = client.batch([HYBRID, "how many open PRs are there?"])
+    assert first["answer"] == out["answer"] and isinstance(second["messages"][-1], AIMessage)
+    assert second["records"][0]["count"] > 0
+
+    chunks = list(client.stream(HYBRID))
+    # each chunk holds the output fields one step changed, and together they are the invoke output
+    assert len(chunks) > 3 and all(chunk and set(chunk) <= fields for chunk in chunks)
+    streamed = _merged(chunks)
+    assert set(streamed) == fields and streamed["answer"] == out["answer"] and streamed["documents"] == out["documents"]
+    assert [m.content for m in streamed["messages"]] == [m.content for m in out["messages"]]
+    assert sum("answer" in chunk for chunk in chunks) < len(chunks)  # not the whole output each time
+
+    async def asynchronous():
+        log = None
+        async for patch in client.astream_log(HYBRID):
+            log = patch if log is None else log + patch
+        events = [e async for e in client.astream_events(HYBRID, version="v2")]
+        return (await client.ainvoke(HYBRID), [c async for c in client.astream(HYBRID)],
+                (await client.abatch([HYBRID]))[0], log, events)
+
+    ainvoked, achunks, abatched, log, events = asyncio.run(asynchronous())
+    assert ainvoked["answer"] == abatched["answer"] == _merged(achunks)["answer"] == out["answer"]
+    # LangServe's own run log: the run's output as JSON patches, not the playground's text
+    assert isinstance(log, RunLog) and log.state["final_output"]["answer"] == out["answer"]
+    assert isinstance(log.state["final_output"]["messages"][-1], AIMessage)
+    assert {"on_chain_start", "on_chain_stream", "on_chain_end", "on_retriever_end"} <= {e["event"] for e in events}
+    assert events[-1]["event"] == "on_chain_end" and events[-1]["data"]["output"]["answer"] == out["answer"]
+
+
+def test_a_stream_is_about_the_size_of_its_answer(server):
+    """Node updates carry the output's fields only: before, /stream sent the working fields (hits,
+    fused and reranked passages) of every step, 4x the answer for this question."""
+    headers = {"Authorization": "Bearer acme-key"}
+    invoked = httpx.post(f"{server.url}/context/invoke", json={"input": HYBRID}, headers=headers, timeout=60)
+    streamed = httpx.post(f"{server.url}/context/stream", json={"input": HYBRID}, headers=headers, timeout=60)
+    assert invoked.status_code == streamed.status_code == 200
+    assert len(streamed.content) < 1.5 * len(invoked.content), (len(streamed.content), len(invoked.content))
 
 
 def test_a_key_sees_only_its_tenant_whatever_the_body_says(server, data_dir):
@@ -207,9 +258,79 @@ def test_bad_input_is_a_json_error_not_a_stack_trace(server):
     headers = {"Authorization": "Bearer acme-key"}
     cases = [({"json": {"input": {"question": 5}}}, 422), ({"content": b"{not json"}, 422),
              ({"json": {"input": {"question": "open PRs", "now": "last blue moon"}}}, 400)]
-    for request, status in cases:
-        response = httpx.post(f"{server.url}/context/invoke", headers=headers, timeout=60, **request)
-        assert response.status_code == status and "error" in response.json() and "Traceback" not in response.text
+    for route in ("invoke", "stream", "stream_log", "stream_events"):
+        for request, status in cases:
+            response = httpx.post(f"{server.url}/context/{route}", headers=headers, timeout=60, **request)
+            assert response.status_code == status and "error" in response.json(), (route, response.text)
+    batch = httpx.post(f"{server.url}/context/batch", headers=headers, timeout=60,
+                       json={"inputs": ["open PRs", {"question": "open PRs", "now": "last blue moon"}]})
+    assert batch.status_code == 400 and "malformed time 'last blue moon'" in batch.json()["error"]
+
+
+BAD_NOW = {"question": "open PRs", "now": "last blue moon"}
+BAD_TIME = {"question": "PRs merged since 0001-01-01", "now": NOW}  # refused only once the run reads it
+
+
+def test_a_failed_run_is_the_same_error_on_every_method(server, caplog, request):
+    """Refused before the run (a bad `now`: a 400 before any stream starts) or while running (a time
+    the question names: the stream ends with LangServe's error event), the client gets the status and
+    message `invoke` answers with, and the server logs no traceback."""
+    client = server.client("acme-key")
+    asgi = logging.getLogger("uvicorn.error")  # where an exception escaping the app is logged; it does not propagate
+    asgi.addHandler(caplog.handler)
+    request.addfinalizer(lambda: asgi.removeHandler(caplog.handler))
+
+    async def failures(question):
+        calls = {"ainvoke": lambda: client.ainvoke(question), "abatch": lambda: client.abatch([question]),
+                 "astream": lambda: _drain(client.astream(question)),
+                 "astream_log": lambda: _drain(client.astream_log(question)),
+                 "astream_events": lambda: _drain(client.astream_events(question, version="v2"))}
+        out = {}
+        for name, call in calls.items():
+            with pytest.raises(httpx.HTTPStatusError) as failed:
+                await call()
+            out[name] = _status_and_text(failed.value)
+        return out
+
+    for question, message in ((BAD_NOW, "malformed time 'last blue moon'"),
+                              (BAD_TIME, "the time 'since 0001-01-01' (0001-01-01) is out of range")):
+        syncs = {}
+        for name, call in {"invoke": lambda q=question: client.invoke(q), "batch": lambda q=question: client.batch([q]),
+                           "stream": lambda q=question: list(client.stream(q))}.items():
+            with pytest.raises(httpx.HTTPStatusError) as failed:
+                call()
+            syncs[name] = _status_and_text(failed.value)
+        seen = {**syncs, **asyncio.run(failures(question))}
+        assert {status for status, _ in seen.values()} == {400}, seen
+        # (RemoteRunnable does not read the body of a stream refused before it starts: the message of a
+        # bad `now` reaches a stream's client as the JSON body test_bad_input_is_a_json_error reads.)
+        told = {name for name, (_, text) in seen.items() if message in text}
+        assert told == set(seen) - ({"stream", "astream", "astream_log", "astream_events"} if question is BAD_NOW
+                                    else set()), seen
+    assert not [r for r in caplog.records if r.exc_info or "Exception in ASGI application" in r.getMessage()]
+
+
+def _status_and_text(error: httpx.HTTPStatusError) -> tuple[int, str]:
+    try:
+        return error.response.status_code, error.response.text
+    except httpx.ResponseNotRead:  # a stream refused before it started: the client did not read the body
+        return error.response.status_code, str(error)
+
+
+async def _drain(stream):
+    return [item async for item in stream]
+
+
+def test_docs_and_openapi_are_public_schemas_without_data(server):
+    spec = httpx.get(f"{server.url}/openapi.json")
+    assert spec.status_code == 200
+    assert {"/context/invoke", "/context/batch", "/context/stream", "/context/stream_log",
+            "/context/stream_events"} <= set(spec.json()["paths"])
+    assert "acme" not in spec.text and "globex" not in spec.text and "priyar" not in spec.text
+    docs = httpx.get(f"{server.url}/docs")
+    assert docs.status_code == 200 and "/openapi.json" in docs.text
+    # the API itself still wants a key
+    assert httpx.post(f"{server.url}/context/invoke", json={"input": "open PRs"}).status_code == 401
 
 
 def test_serve_subcommand_takes_keys_from_the_environment(data_dir):

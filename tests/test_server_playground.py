@@ -62,8 +62,10 @@ def test_remote_runnable_takes_a_plain_string_or_a_question(server):
     assert out["route"] == "structured" and out["records"]
     assert len(out["records"]) == 8 and all(r["user"]["login"] == "rsh-dev" for r in out["records"])
     assert client.invoke({"question": QUESTION, "now": NOW})["answer"] == out["answer"]
-    nodes = {name for chunk in client.stream(QUESTION) for name in chunk}
-    assert {"route", "structured_query", "generate"} <= nodes  # the graph's own node updates
+    streamed: dict = {}
+    for chunk in client.stream(QUESTION):  # what each step changed in the output
+        streamed.update(chunk)
+    assert streamed["answer"] == out["answer"] and streamed["records"] == out["records"]
     both = client.batch([QUESTION, {"question": QUESTION}])
     assert both[0]["answer"] == both[1]["answer"] == out["answer"]
 
@@ -89,9 +91,10 @@ def test_schemas_have_no_null_type_and_no_client_configurable(server):
     headers = {"Authorization": f"Bearer {KEY}"}
     config = httpx.get(f"{server.url}/context/config_schema", headers=headers).json()
     assert config.get("properties", {}) == {}  # the key fixes tenant and asker: nothing to configure
-    schemas = [config] + [httpx.get(f"{server.url}/context/{name}", headers=headers).json()
-                          for name in ("input_schema", "output_schema")]
-    page = httpx.get(f"{server.url}/context/playground/", headers=headers).text
+    # What a form draws: the API's config and input, and the playground's three (its output is text; the
+    # API's output holds LangChain messages, a union, and is for clients, not forms).
+    schemas = [config, httpx.get(f"{server.url}/context/input_schema", headers=headers).json()]
+    page = httpx.get(f"{server.url}/ask/playground/", headers=headers).text
     embedded = [json.loads(page.split(f"window.{name} = ", 1)[1].split(";\n", 1)[0])
                 for name in ("CONFIG_SCHEMA", "INPUT_SCHEMA", "OUTPUT_SCHEMA")]
     for schema in schemas + embedded:
@@ -110,8 +113,8 @@ def test_schemas_have_no_null_type_and_no_client_configurable(server):
 def test_login_sets_an_httponly_strict_session_cookie_and_logout_ends_it(server):
     with httpx.Client(timeout=60) as browser:
         # a person without a session is sent to the login page; an API client gets a JSON 401
-        sent = browser.get(f"{server.url}/context/playground/", headers={"Accept": "text/html"})
-        assert sent.status_code == 303 and sent.headers["location"] == "/login?next=/context/playground/"
+        sent = browser.get(f"{server.url}/ask/playground/", headers={"Accept": "text/html"})
+        assert sent.status_code == 303 and sent.headers["location"] == "/login?next=/ask/playground/"
         assert browser.get(f"{server.url}/context/input_schema").status_code == 401
         form = browser.get(f"{server.url}/login")
         assert form.status_code == 200 and 'type="password"' in form.text and 'method="post"' in form.text
@@ -120,21 +123,21 @@ def test_login_sets_an_httponly_strict_session_cookie_and_logout_ends_it(server)
         assert wrong.status_code == 401 and "Unknown API key" in wrong.text and SESSION_COOKIE not in browser.cookies
 
         right = _login(server, browser, next_path="//elsewhere.example/")  # never a redirect off this server
-        assert right.status_code == 303 and right.headers["location"] == "/context/playground/"
+        assert right.status_code == 303 and right.headers["location"] == "/ask/playground/"
         cookie = right.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict") and "Path=/" in cookie
         token = browser.cookies[SESSION_COOKIE]
         assert KEY not in cookie and token != KEY  # the cookie is a session token, never the key
 
         # the playground, its files and its run feed work with the cookie alone
-        page = browser.get(f"{server.url}/context/playground/")
+        page = browser.get(f"{server.url}/ask/playground/")
         assert page.status_code == 200 and "window.INPUT_SCHEMA" in page.text
         for asset in {part.split('"')[0] for part in page.text.split('src="/')[1:] + page.text.split('href="/')[1:]}:
             assert browser.get(f"{server.url}/{asset}").status_code == 200, asset
         assert browser.get(f"{server.url}/context/input_schema").status_code == 200
         assert "logged in to team <b>acme</b>" in browser.get(f"{server.url}/login").text.lower()
         own = {"Origin": server.url}
-        feed = browser.post(f"{server.url}/context/stream_log", json={"input": {"question": QUESTION}}, headers=own)
+        feed = browser.post(f"{server.url}/ask/stream_log", json={"input": {"question": QUESTION}}, headers=own)
         assert feed.status_code == 200 and "Found 8 pull requests" in feed.text
         ran = browser.post(f"{server.url}/context/invoke", json={"input": QUESTION}, headers=own)
         assert ran.status_code == 200 and ran.json()["output"]["route"] == "structured"
@@ -193,11 +196,11 @@ def test_a_person_logs_in_and_asks_in_the_playground(server, tmp_path):
             page.on("requestfailed", lambda request: failed.append(f"{request.failure} {request.url}"))
             page.on("response", lambda response: response.status >= 400 and failed.append(
                 f"{response.status} {response.url}"))
-            page.goto(f"{server.url}/context/playground/")
-            assert page.url.endswith("/login?next=/context/playground/")  # sent to log in first
+            page.goto(f"{server.url}/ask/playground/")
+            assert page.url.endswith("/login?next=/ask/playground/")  # sent to log in first
             page.fill("#key", KEY)
             page.click("button[type=submit]")
-            page.wait_for_url("**/context/playground/")
+            page.wait_for_url("**/ask/playground/")
             cookie = next(c for c in page.context.cookies() if c["name"] == SESSION_COOKIE)
             assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
             assert page.evaluate("document.cookie") == ""  # the page's scripts cannot read it
@@ -239,10 +242,10 @@ def test_the_playground_rates_an_answer_with_its_buttons(server):
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(f"{server.url}/login?next=/context/playground/")
+            page.goto(f"{server.url}/login?next=/ask/playground/")
             page.fill("#key", KEY)
             page.click("button[type=submit]")
-            page.wait_for_url("**/context/playground/")
+            page.wait_for_url("**/ask/playground/")
             question = page.locator("textarea[id='#/properties/question-input']")
             question.click()
             question.fill(QUESTION)
@@ -261,11 +264,70 @@ def test_the_playground_rates_an_answer_with_its_buttons(server):
 def test_the_playground_page_carries_the_feedback_buttons_and_the_endpoint_wants_this_origin(server):
     with httpx.Client(timeout=60) as client:
         _login(server, client)
-        page = client.get(f"{server.url}/context/playground/")
-        assert page.status_code == 200 and '<script src="/context/playground/feedback.js"></script></body>' in page.text
-        script = client.get(f"{server.url}/context/playground/feedback.js")
+        page = client.get(f"{server.url}/ask/playground/")
+        assert page.status_code == 200 and '<script src="/ask/playground/feedback.js"></script></body>' in page.text
+        script = client.get(f"{server.url}/ask/playground/feedback.js")
         assert script.status_code == 200 and "/feedback" in script.text and "data-rating" in script.text
         # The session cookie alone, from another site: refused before the body is read.
         forged = client.post(f"{server.url}/feedback", json={"rating": "up"}, headers={"Origin": "https://evil.example"})
         assert forged.status_code == 403
-    assert httpx.get(f"{server.url}/context/playground/feedback.js", timeout=30).status_code == 401  # no session
+    assert httpx.get(f"{server.url}/ask/playground/feedback.js", timeout=30).status_code == 401  # no session
+
+
+# -- the playground's page and feed, apart from the API ----------------------------------------
+
+def _feed_output(response: httpx.Response) -> str:
+    """The text a stream_log feed streamed (its `streamed_output` additions), as the page shows it."""
+    text = []
+    for line in response.text.splitlines():
+        if line.startswith("data: ") and line != "data: ":
+            for op in (json.loads(line[6:]) or {}).get("ops", []):
+                if op.get("path") == "/streamed_output/-":
+                    text.append(op["value"])
+    return "".join(text)
+
+
+def test_the_playground_feed_is_its_own_and_shows_a_failed_run(server):
+    headers = {"Authorization": f"Bearer {KEY}"}
+    # LangServe's own stream_log under the API: JSON patches of the run, its output the graph's
+    api = httpx.post(f"{server.url}/context/stream_log", json={"input": QUESTION}, headers=headers, timeout=60)
+    assert api.status_code == 200 and '"path":"/final_output"' in api.text.replace(" ", "")
+    assert "\u2713 route" not in api.text  # never the playground's text
+    # the playground's feed: readable text, only the run's own output (no log of every step)
+    feed = httpx.post(f"{server.url}/ask/stream_log", json={"input": QUESTION}, headers=headers, timeout=60)
+    shown = _feed_output(feed)
+    assert "\u2713 route: structured" in shown and "Found 8 pull requests" in shown
+    assert len(feed.content) < 20_000 and '"logs":{}' in feed.text.replace(" ", "")
+    # a run that fails shows why, with the status an API client would get
+    for question, message in (({"question": QUESTION, "now": "last blue moon"}, "malformed time 'last blue moon'"),
+                              ({"question": "PRs merged since 0001-01-01"}, "'since 0001-01-01' (0001-01-01) is out of range")):
+        failed = httpx.post(f"{server.url}/ask/stream_log", json={"input": question}, headers=headers, timeout=60)
+        assert failed.status_code == 200 and "\u2717 the run failed (400): " in _feed_output(failed)
+        assert message in _feed_output(failed), _feed_output(failed)
+    # where LangServe users look first
+    moved = httpx.get(f"{server.url}/context/playground/", headers=headers)
+    assert moved.status_code == 307 and moved.headers["location"] == "/ask/playground/"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed")
+def test_the_playground_shows_a_failed_runs_error(server):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(f"{server.url}/context/playground/")  # sent to log in, then on to the playground
+            page.fill("#key", KEY)
+            page.click("button[type=submit]")
+            page.wait_for_url("**/ask/playground/")
+            page.locator("textarea[id='#/properties/question-input']").fill("PRs merged since 0001-01-01")
+            page.get_by_role("button", name="Start").click()
+            page.get_by_text("the run failed (400)").wait_for(timeout=90_000)
+            output = page.inner_text("body")
+            page.wait_for_timeout(500)  # the 👍/👎 bar would be placed 50 ms after the feed ends
+            bars = page.locator(".ce-feedback").count()
+        finally:
+            browser.close()
+    assert "is out of range: times run from 1900 to 2999" in output
+    assert bars == 0  # a failed run has no answer to rate
