@@ -38,7 +38,7 @@ from context_engine.sources.problems import ReadProblems
 from context_engine.runtime import catalog_for, chat_model_for, principals_for, store_for
 # A surface stops an operation it started (a cancelled MCP call, a client gone) with a Stop the
 # operation's queries read (`stop_on`; `Cancelled` when they do).
-from context_engine.store.bounded import SHUTDOWN, Cancelled, Stop, stop_on
+from context_engine.store.bounded import SHUTDOWN, Cancelled, Stop, raise_if_stopped, stop_on
 from context_engine.store.documents import StoreError, strip_hidden
 from context_engine.store.expressions import finite_for_json
 from context_engine.store.sqlite_file import StoreFileError
@@ -50,10 +50,10 @@ __all__ = [
     "InvalidInput", "NoTenantData", "OwnOptions", "PeopleReport", "PipelineRejected", "RecordNotFound",
     "RecordView", "RerankerError", "SearchHit", "SourceReading", "SourceRequest", "Stop", "StoreError",
     "StoreFileError", "TenantError", "TimeRangeError", "UnknownCollection", "UnknownPerson", "UnknownTemplate",
-    "add_template", "ask", "check_scope", "context_set", "export_context_set", "feedback", "feedback_questions",
-    "find_people", "finite_for_json", "get_record", "ingest", "mongodb_filter", "own_options",
-    "own_options_from_spec", "people", "query", "read_source", "remove_template", "schema", "search", "status",
-    "stop_on", "try_template",
+    "add_template", "ask", "check_scope", "commit_records", "context_set", "export_context_set", "feedback", "feedback_questions",
+    "find_people", "finite_for_json", "get_record", "github_event_records", "ingest", "mongodb_filter", "own_options",
+    "own_options_from_spec", "parse_now", "people", "query", "raise_if_stopped", "read_source", "remember_ask",
+    "remove_template", "schema", "search", "slack_event_records", "status", "stop_on", "sync_index", "try_template",
 ]
 
 
@@ -531,3 +531,59 @@ def ingest(settings: Settings, reading: SourceReading, *, progress: Callable[[st
         if reading.own:
             item["inferred"] = read.notes
     return out
+
+
+# ------------------------------------------------------------------------------------- webhooks
+def _stored(settings: Settings):
+    """The store as it is now, or None before anything was ingested (a first delivery makes it)."""
+    from context_engine.runtime import NoData
+
+    try:
+        return store_for(settings)
+    except NoData:
+        return None
+
+
+def github_event_records(settings: Settings, event: str, payload: dict[str, Any]) -> dict[str, list[dict]] | None:
+    """The records a GitHub webhook event stands for, per collection, leaving out every record the
+    store already holds in a newer version (a replayed or late delivery never rolls back); None for an
+    event of no interest. Raises ValueError, KeyError, TypeError or AttributeError on a payload that
+    is not what `event` says it is."""
+    from context_engine.sources.webhooks import github_batches, newer_than_stored
+
+    store = _stored(settings)
+    batches = github_batches(store, settings.tenant, event, payload)
+    return None if batches is None else newer_than_stored(store, settings.tenant, batches)
+
+
+def slack_event_records(settings: Settings, payload: dict[str, Any]) -> dict[str, list[dict]] | None:
+    """The messages a Slack Events API payload stands for: a new or edited message, a deleted one, or
+    — for a member who left a private channel — every message of it with the new member list (an
+    empty list: nothing stored to change); None for an event of no interest."""
+    from context_engine.sources.webhooks import member_left, slack_message
+
+    store = _stored(settings)
+    left = member_left(store, settings.tenant, payload)
+    if left is not None:
+        return {"messages": left}
+    record = slack_message(store, settings.tenant, payload)
+    return None if record is None else {"messages": [record]}
+
+
+def commit_records(settings: Settings, batches: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Commit records to the settings' tenant now, without indexing them (`sync_index` does, so that a
+    burst of webhook events never waits on embedding); cached state is dropped at once. The report's
+    `changed` says whether the index needs a sync."""
+    from context_engine.ingest import ingest as write
+    from context_engine.runtime import forget
+
+    report = write(settings, {settings.tenant: batches}, index=False)[0]
+    forget(settings)
+    return {**report.to_json(), "changed": report.changed}
+
+
+def sync_index(settings: Settings, tenant: str) -> None:
+    """Bring one tenant's semantic index up to the store's last commit."""
+    from context_engine.ingest import sync_tenant_index
+
+    sync_tenant_index(settings, tenant)

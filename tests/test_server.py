@@ -209,7 +209,7 @@ def test_signed_webhook_pr_is_answerable_right_after(server, data_dir):
 def test_a_signed_pr_no_store_can_hold_is_refused_in_one_line_not_a_server_error(server, data_dir):
     pull = {**_pull(9401, "Harden the quorvex parser", "Rejects operator keys."), "$where": "sleep(100)"}
     signed = _github(server, "pull_request", {"action": "opened", "pull_request": pull})
-    assert signed.status_code == 400 and signed.json() == {"error": "field name '$where' cannot be stored"}
+    assert signed.status_code == 400 and signed.json() == {"error": "unusable pull_request payload: field name '$where' cannot be stored"}
     assert _stored_pull(data_dir, 9401) is None
 
 

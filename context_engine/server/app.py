@@ -40,8 +40,7 @@ from context_engine.server.indexer import BackgroundIndexer
 from context_engine.server.playground import ASK, PLAYGROUND, add_playground, playground_runnable
 from context_engine.server.runnable import RUN_CONTEXT_KEY, served_runnable
 from context_engine.server.webhook_routes import WEBHOOK_PREFIX, add_webhook_routes
-from context_engine.store.bounded import Stop, raise_if_stopped, stop_on
-from context_engine.text import parse_now
+from context_engine.service import Stop, parse_now, raise_if_stopped, stop_on
 
 API = "/context"
 # No key needed: health (counts only) and the API's documentation (routes and schemas, never data).

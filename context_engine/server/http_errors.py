@@ -10,8 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from context_engine.service import AmbiguousPerson, IndexDamaged, IndexMissing, UnknownPerson
-from context_engine.store.bounded import Cancelled
+from context_engine.service import AmbiguousPerson, Cancelled, IndexDamaged, IndexMissing, UnknownPerson
 
 log = logging.getLogger(__name__)
 

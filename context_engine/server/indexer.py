@@ -49,7 +49,7 @@ class BackgroundIndexer:
         return True
 
     def _run(self) -> None:
-        from context_engine.ingest import sync_tenant_index
+        from context_engine import service  # lazy: the engine loads when a sync is first asked for
 
         while True:
             with self._wake:
@@ -61,7 +61,7 @@ class BackgroundIndexer:
                 self._running = tenant
             failure = None
             try:
-                sync_tenant_index(self.settings, tenant)
+                service.sync_index(self.settings, tenant)
             except Exception as exc:  # noqa: BLE001 - the server stays up; /healthz counts the failure
                 log.warning("background index sync failed: %s", exc.__class__.__name__)
                 failure = exc.__class__.__name__

@@ -110,7 +110,7 @@ async def _areadable_steps(updates: AsyncIterator[dict[str, Any]], config: Runna
 def _remember_ask(final: dict[str, Any], config: RunnableConfig) -> None:
     """The run's question, plan and answer as the last ask of the request's own tenant and asker
     (the run context its key made, never the body)."""
-    from context_engine.query.feedback import remember_ask
+    from context_engine.service import remember_ask
 
     context = (config.get("configurable") or {}).get(RUN_CONTEXT_KEY)
     if context is None or not final.get("question"):

@@ -1,6 +1,6 @@
 """The signed ingest webhooks: `POST /ingest/github` and `/ingest/slack` verify the service's
 signature, apply each delivery once (by id and by content), and commit what it says at once; the
-translation from event to records is `sources.webhooks`, the indexing the background indexer's."""
+translation from event to records is the service's (`sources.webhooks`), the indexing the background indexer's."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +18,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from context_engine import service
 from context_engine.config import Settings
 from context_engine.server.http_errors import json_error
 from context_engine.server.indexer import BackgroundIndexer
-from context_engine.sources.webhooks import github_batches, member_left, newer_than_stored, slack_message
-from context_engine.store.documents import DocumentStore
 
 GITHUB_SECRET_ENV = "GITHUB_WEBHOOK_SECRET"
 SLACK_SECRET_ENV = "SLACK_SIGNING_SECRET"
@@ -72,38 +70,20 @@ class DeliveryLog:
             return cur.rowcount == 1
 
 
-def stored(settings: Settings) -> DocumentStore | None:
-    """The store as it is now, or None before anything was ingested (a first delivery makes it)."""
-    from context_engine.runtime import NoData, store_for
-
-    try:
-        return store_for(settings)
-    except NoData:
-        return None
-
-
 def add_webhook_routes(app: FastAPI, settings: Settings, indexer: BackgroundIndexer) -> None:
     """The two webhook routes, writing to `settings`' data dir and tenant."""
     ingest_lock = threading.Lock()  # one writer at a time within this process (the data dir has its own lock)
     deliveries = DeliveryLog(settings.data_dir / "webhook-deliveries.sqlite")
-    tenant = settings.tenant
 
-    def translated(translate: Any, *args: Any) -> Any:
-        # Run in a worker thread: the store is read as it is at the delivery.
-        return translate(stored(settings), tenant, *args)
-
-    def ingest_now(tenant: str, batches: dict[str, Iterable[dict[str, Any]]]) -> dict[str, Any]:
+    def ingest_now(batches: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         """Commit the records now (the answer to the webhook says what was written); their chunks are
         indexed in the background, so a burst of events never waits on embedding."""
-        from context_engine.ingest import ingest
-        from context_engine.runtime import forget
-
         with ingest_lock:
-            report = ingest(settings, {tenant: batches}, index=False)[0]
-            forget(settings)
-        if report.changed:
-            indexer.request(tenant)
-        return {**report.to_json(), "index": "queued" if report.changed else "unchanged"}
+            report = service.commit_records(settings, batches)
+        changed = report.pop("changed")
+        if changed:
+            indexer.request(settings.tenant)
+        return {**report, "index": "queued" if changed else "unchanged"}
 
     @app.post("/ingest/github")
     async def ingest_github(request: Request):
@@ -122,15 +102,15 @@ def add_webhook_routes(app: FastAPI, settings: Settings, indexer: BackgroundInde
             return {"ignored": "duplicate content"}
         try:
             payload = json.loads(body)
-            batches = await run_in_threadpool(translated, github_batches, event, payload)
+            # In a worker thread: the store is read as it is at the delivery.
+            batches = await run_in_threadpool(service.github_event_records, settings, event, payload)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return json_error(400, f"unusable {event or 'GitHub'} payload: {exc}")
         if batches is None:
             return {"ignored": event}
-        batches = await run_in_threadpool(translated, newer_than_stored, batches)
         if not any(batches.values()):
             return {"ignored": "older than what is stored"}  # a replayed or late delivery never rolls back
-        return {"ingested": await run_in_threadpool(ingest_now, tenant, batches)}
+        return {"ingested": await run_in_threadpool(ingest_now, batches)}
 
     @app.post("/ingest/slack")
     async def ingest_slack(request: Request):
@@ -154,13 +134,10 @@ def add_webhook_routes(app: FastAPI, settings: Settings, indexer: BackgroundInde
             return {"ignored": "duplicate delivery"}  # Slack retries; each event is applied once
         if not deliveries.first_time("slack-body", hashlib.sha256(body).hexdigest()):
             return {"ignored": "duplicate content"}  # the same signed event, whatever its id says
-        left = await run_in_threadpool(translated, member_left, payload)
-        if left is not None:
-            if not left:
-                return {"ignored": "member_left_channel"}
-            return {"ingested": await run_in_threadpool(ingest_now, tenant, {"messages": left})}
-        record = await run_in_threadpool(translated, slack_message, payload)
-        if record is None:
+        batches = await run_in_threadpool(service.slack_event_records, settings, payload)
+        if batches is None:
             return {"ignored": (payload.get("event") or {}).get("type") or payload.get("type")}
-        return {"ingested": await run_in_threadpool(ingest_now, tenant, {"messages": [record]})}
+        if not batches["messages"]:  # a member left a channel none of whose messages is stored
+            return {"ignored": "member_left_channel"}
+        return {"ingested": await run_in_threadpool(ingest_now, batches)}
 
