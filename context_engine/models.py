@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from langchain_core.exceptions import (ModelAuthenticationError, ModelConnectionError, ModelNotFoundError,
+                                       ModelPermissionDeniedError, ModelTimeoutError)
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 from langchain_core.runnables import RunnableLambda
 from pydantic import BaseModel
@@ -43,10 +45,13 @@ CONNECT_TIMEOUT = 3.0
 REQUEST_TIMEOUT = 120.0
 
 # Failures that mean the model will not answer this run, whatever is asked: it cannot be reached,
-# its key is refused, it does not exist there. Named by class so that every provider SDK built on the
-# same generator (openai, anthropic ...) and httpx itself are covered without importing them.
-_UNREACHABLE = frozenset({"APIConnectionError", "APITimeoutError", "AuthenticationError", "PermissionDeniedError",
-                          "NotFoundError", "ConnectError", "ConnectTimeout"})
+# its key is refused, it does not exist there. LangChain's provider-neutral classes (which the
+# integrations raise), and by name the same errors of provider SDKs an integration does not map yet
+# (openai, anthropic ... share the names) and of httpx itself, without importing any of them.
+_UNREACHABLE = (ModelConnectionError, ModelTimeoutError, ModelAuthenticationError, ModelPermissionDeniedError,
+                ModelNotFoundError, ConnectionError, TimeoutError)
+_UNREACHABLE_NAMES = frozenset({"APIConnectionError", "APITimeoutError", "AuthenticationError",
+                                "PermissionDeniedError", "NotFoundError", "ConnectError", "ConnectTimeout"})
 
 
 class ModelUnavailable(RuntimeError):
@@ -109,8 +114,7 @@ def model_key(model: Any) -> str:
 
 
 def _unreachable(error: BaseException) -> bool:
-    return isinstance(error, (ConnectionError, TimeoutError)) or any(
-        cls.__name__ in _UNREACHABLE for cls in type(error).__mro__)
+    return isinstance(error, _UNREACHABLE) or any(cls.__name__ in _UNREACHABLE_NAMES for cls in type(error).__mro__)
 
 
 def _said(error: BaseException) -> str:

@@ -3,6 +3,7 @@ are given in advance, for testing the model paths offline."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -20,3 +21,19 @@ class ScriptedChatModel(GenericFakeChatModel):
 
     def with_structured_output(self, schema: Any, **_kwargs: Any):
         return self | RunnableLambda(lambda message: schema.model_validate_json(message.content))
+
+
+class TextChatModel(GenericFakeChatModel):
+    """A chat model with no structured output of its own (LangChain's default: NotImplementedError):
+    answers with the given texts in order, the same text forever once they run out; keeps every prompt."""
+
+    prompts: list[list[Any]] = []
+
+    @classmethod
+    def saying(cls, *texts: str) -> "TextChatModel":
+        last = texts[-1]
+        return cls(messages=itertools.chain(texts, itertools.repeat(last)), prompts=[])
+
+    def _generate(self, messages: list[Any], *args: Any, **kwargs: Any):
+        self.prompts.append(messages)
+        return super()._generate(messages, *args, **kwargs)
