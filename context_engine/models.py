@@ -36,7 +36,7 @@ from pydantic import BaseModel
 from context_engine.config import CHAT_ROLES, Settings
 
 __all__ = ["CONNECT_TIMEOUT", "ModelUnavailable", "ModelWatch", "StructuredOutputError", "chat_model", "guarded",
-           "is_down", "model_key", "openai_timeout",
+           "is_down", "model_key", "model_label", "openai_timeout",
            "probe_endpoints", "structured_output", "watched", "watching"]
 
 # Opening a connection to a live endpoint takes milliseconds; a dead or unroutable one should cost a
@@ -102,25 +102,22 @@ def _endpoint(model: Any) -> str:
     return ""
 
 
+def model_label(model: Any) -> str:
+    """How an answer names a model: its model name and class ("gpt-4o-mini (ChatOpenAI)"), never its
+    endpoint — an answer goes to the asker, and the URL of the operator's model server is not theirs."""
+    model = getattr(model, "bound", model)
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    return f"{name} ({type(model).__name__})" if isinstance(name, str) and name else type(model).__name__
+
+
 def model_key(model: Any) -> str:
     """What fails together: the endpoint a model is served at (every role on a dead OPENAI_BASE_URL
     is down at once), else its class and model name."""
-    url = _endpoint(model)
-    if url:
-        return url
-    model = getattr(model, "bound", model)
-    name = getattr(model, "model_name", None) or getattr(model, "model", None)
-    return f"{type(model).__name__} {name}" if isinstance(name, str) and name else type(model).__name__
+    return _endpoint(model) or model_label(model)
 
 
 def _unreachable(error: BaseException) -> bool:
     return isinstance(error, _UNREACHABLE) or any(cls.__name__ in _UNREACHABLE_NAMES for cls in type(error).__mro__)
-
-
-def _said(error: BaseException) -> str:
-    """The error's class and the first line of its message, short enough for one line of output."""
-    message = (str(error).strip().splitlines() or [""])[0]
-    return f"{type(error).__name__}: {message[:200]}" if message else type(error).__name__
 
 
 @dataclass
@@ -129,22 +126,25 @@ class ModelWatch:
     error: str = ""
     down: list[str] = field(default_factory=list)
 
-    def check(self, key: str) -> None:
-        if key in self.down:
-            raise ModelUnavailable(f"chat model {key} was unreachable earlier in this run")
+    # The sentences name the error's class only: a provider's message may quote the request, the
+    # endpoint or the end of the key, and these sentences reach the asker.
+    def check(self, model: Any) -> None:
+        if model_key(model) in self.down:
+            raise ModelUnavailable(f"chat model {model_label(model)} was unreachable earlier in this run")
 
-    def failed(self, key: str, error: BaseException) -> None:
+    def failed(self, model: Any, error: BaseException) -> None:
         if isinstance(error, ModelUnavailable):
             return
         if _unreachable(error):
-            if key not in self.down:
-                self.down.append(key)
-            self._first(f"chat model {key} could not be reached ({_said(error)})")
+            if model_key(model) not in self.down:
+                self.down.append(model_key(model))
+            self._first(f"chat model {model_label(model)} could not be reached ({type(error).__name__})")
         else:
-            self._first(f"chat model {key} failed ({_said(error)})")
+            self._first(f"chat model {model_label(model)} failed ({type(error).__name__})")
 
-    def malformed(self, key: str, schema: type[BaseModel], error: BaseException) -> None:
-        self._first(f"chat model {key} did not answer in the {schema.__name__} JSON asked for ({_said(error)})")
+    def malformed(self, model: Any, schema: type[BaseModel], error: BaseException) -> None:
+        self._first(f"chat model {model_label(model)} did not answer in the {schema.__name__} JSON asked for "
+                    f"({type(error).__name__})")
 
     def _first(self, sentence: str) -> None:
         if not self.error:
@@ -193,18 +193,18 @@ def watched(node: Callable[..., dict[str, Any]] | None = None, *, fresh: bool = 
     return wrap(node) if node is not None else wrap
 
 
-def _call(runnable: Any, key: str, messages: Any, config: Any, *, parses: bool = False) -> Any:
+def _call(runnable: Any, model: Any, messages: Any, config: Any, *, parses: bool = False) -> Any:
     """`runnable.invoke`, refused at once if the model is down this run, its failure recorded. A
     runnable that `parses` its answer fails with a ValueError on a malformed answer (LangChain's
     OutputParserException, pydantic's ValidationError, JSONDecodeError): that is its caller's to handle."""
     watch = _WATCH.get()
     if watch is not None:
-        watch.check(key)
+        watch.check(model)
     try:
         return runnable.invoke(messages, config)
     except Exception as exc:
         if watch is not None and not (parses and isinstance(exc, ValueError)):
-            watch.failed(key, exc)
+            watch.failed(model, exc)
         raise
 
 
@@ -220,10 +220,9 @@ class _ModelCall(RunnableLambda):
 def guarded(model: Any, runnable: Any = None):
     """`runnable` (default: `model` itself) called as `model`'s call: refused when the model is down
     this run, its failure reported to the run's `ModelWatch`."""
-    key = model_key(model)
     target = model if runnable is None else runnable
     # The model's own run keeps the node's name (a trace shows which node asked); this one says what it is.
-    return _ModelCall(lambda messages, config: _call(target, key, messages, config), name="guarded_model_call")
+    return _ModelCall(lambda messages, config: _call(target, model, messages, config), name="guarded_model_call")
 
 
 def _text(content: Any) -> str:
@@ -276,25 +275,24 @@ def structured_output(model: Any, schema: type[BaseModel]):
     it can, else — no native structured output, or a native answer that does not parse — asked for
     JSON in the prompt and the first JSON object of its text validated. Raises `StructuredOutputError`
     (reported to the run's watch) when neither gives the schema; a failed call raises as it came."""
-    key = model_key(model)
     native = _native(model, schema)
 
     def answer(messages: Any, config: Any) -> BaseModel:
         if native is not None:
             try:
-                out = _call(native, key, messages, config, parses=True)
+                out = _call(native, model, messages, config, parses=True)
                 if isinstance(out, schema):
                     return out
             except ValueError:
                 pass  # answered, but not in the schema: asked again as text below
-        reply = _call(model, key, _asking_for_json(messages, schema), config)
+        reply = _call(model, model, _asking_for_json(messages, schema), config)
         try:
             return first_json_object(_text(getattr(reply, "content", reply)), schema)
         except ValueError as exc:  # StructuredOutputError, ValidationError
             watch = _WATCH.get()
             if watch is not None:
-                watch.malformed(key, schema, exc)
-            raise StructuredOutputError(f"{schema.__name__}: {_said(exc)}") from exc
+                watch.malformed(model, schema, exc)
+            raise StructuredOutputError(f"no {schema.__name__} in the answer: {exc}") from exc
 
     return _ModelCall(answer, name=f"structured_output[{schema.__name__}]")
 
@@ -321,5 +319,5 @@ def probe_endpoints(settings: Settings, timeout: float = CONNECT_TIMEOUT) -> lis
         try:
             socket.create_connection((parts.hostname or "", port), timeout=timeout).close()
         except OSError as exc:
-            problems.append(f"chat model endpoint {url} cannot be reached ({exc.strerror or _said(exc)})")
+            problems.append(f"chat model endpoint {url} cannot be reached ({exc.strerror or type(exc).__name__})")
     return problems

@@ -343,15 +343,22 @@ def reflect(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     update: dict[str, Any] = {"reflection": {**asdict(verdict), "retry": retry}}
     if retry:
         update.update(reflections=rounds + 1, search_query=verdict.rewritten_query or state["question"])
-    elif verdict.action == "decline":  # no round left and still not grounded: the answer is a decline
-        update.update(_declined(state, settings))
+    elif verdict.action == "decline":  # no round left and the passages still not backed
+        update.update(_without_passages(state, settings, update["reflection"]))
     return update
 
 
-def _declined(state: State, settings: Settings) -> dict[str, Any]:
-    """The turn's answer replaced by the decline `generate` gives when nothing found answers: the
-    structured half's exact answer, if any, and what was searched — never the claims found unsupported."""
+def _without_passages(state: State, settings: Settings, reflection: dict[str, Any]) -> dict[str, Any]:
+    """The turn's answer once reflection found its passages unsupported: the structured records alone
+    when they answer by themselves (as `generate` decides), else the decline `generate` gives when
+    nothing found answers — the structured half's exact answer, if any, and what was searched."""
     structured = structured_answer(state, settings) if state.get("route") != "semantic" else None
+    if _exact_rows(structured, state.get("plan")):
+        answer = compose_answer(state["question"], structured=structured, contexts=[], chain=None)
+        return {"answer": answer.text, "claims": "", "citations": answer.citations, "declined": False,
+                "outcome": structured["outcome"],
+                "reflection": {**reflection, "action": "accept", "reasons": [
+                    *reflection["reasons"], "the passages are left out: the structured records answer by themselves"]}}
     contexts = [hit_to_document(h) for h in state.get("contexts", [])]
     answer = compose_answer(state["question"], structured=structured, contexts=contexts, chain=None, declined=True)
     return {"answer": answer.text, "claims": "", "citations": answer.citations, "declined": True,
