@@ -72,6 +72,17 @@ def test_a_dead_endpoint_is_called_once_reported_and_the_answer_says_so(sample_d
     assert out["citations"]  # the offline rules still answered
 
 
+def test_the_structured_half_plans_offline_once_the_planner_model_is_down(sample_dir, dead_endpoint):
+    # always_llm sends the question to the LLM planner; the router found the endpoint down first.
+    starts = ModelStarts()
+    out = _ask(sample_dir, "how many open PRs are there?", always_llm=True, config={"callbacks": [starts]})
+    assert starts.names == ["route"]
+    assert out["outcome"] == "success" and out["records"][0]["count"] > 0
+    [attempt] = out["queries"][0]["attempts"]  # one, and no "planner error" before it
+    assert not attempt["error"]
+    assert "could not be reached" in out["model_error"]
+
+
 def test_each_run_tries_the_model_again(sample_dir, dead_endpoint):
     # "Down" lasts one run: a thread's next question calls the model again (it may be up by then).
     app = build_graph(InMemorySaver())
@@ -131,6 +142,15 @@ def test_a_reflect_decline_is_a_decline(sample_dir):
     assert out["answer"].startswith("Nothing in the sources answers this question")
     assert out["messages"][-1].additional_kwargs["declined"] is True
     assert out["model_error"] == ""  # the judge answered: declining is its verdict, not a failure
+
+
+def test_a_reflect_decline_keeps_structured_records_that_answer_by_themselves(sample_dir):
+    # Hybrid: the structured half found the PR by its own conditions; no passage mentions "PR".
+    out = _ask(sample_dir, "9月支付仓库里关于重复扣款的PR", user="priyar", use_llm=False)
+    assert out["route"] == "hybrid" and out["records"] and out["declined"] is False
+    assert out["reflection"]["action"] == "accept" and "no context mentions PR" in out["reflection"]["reasons"]
+    assert "From the sources" not in out["answer"]  # the passages reflection did not back are left out
+    assert [c["id"] for c in out["citations"]] == [r["ref"] for r in out["records"]]
 
 
 def test_the_same_question_with_an_agreeing_judge_is_answered(sample_dir):
