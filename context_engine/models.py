@@ -231,7 +231,7 @@ def _text(content: Any) -> str:
     return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content or [])
 
 
-def first_json_object(text: str, schema: type[BaseModel]) -> BaseModel:
+def _first_json_object(text: str, schema: type[BaseModel]) -> BaseModel:
     """The first JSON object in `text` (prose or a code fence around it is fine), validated as `schema`."""
     decoder = json.JSONDecoder()
     start = text.find("{")
@@ -287,7 +287,7 @@ def structured_output(model: Any, schema: type[BaseModel]):
                 pass  # answered, but not in the schema: asked again as text below
         reply = _call(model, model, _asking_for_json(messages, schema), config)
         try:
-            return first_json_object(_text(getattr(reply, "content", reply)), schema)
+            return _first_json_object(_text(getattr(reply, "content", reply)), schema)
         except ValueError as exc:  # StructuredOutputError, ValidationError
             watch = _WATCH.get()
             if watch is not None:

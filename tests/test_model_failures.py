@@ -83,6 +83,15 @@ def test_the_structured_half_plans_offline_once_the_planner_model_is_down(sample
     assert "could not be reached" in out["model_error"]
 
 
+def test_the_async_path_that_langserve_runs_is_watched_alike(sample_dir, dead_endpoint):
+    import asyncio
+
+    starts = ModelStarts()
+    out = asyncio.run(graph.ainvoke({"question": WHY, "now": NOW}, config={"callbacks": [starts]},
+                                    context={"data_dir": str(sample_dir), "tenant": "acme", "user": "larsn"}))
+    assert starts.names == ["route"] and "could not be reached" in out["model_error"]
+
+
 def test_each_run_tries_the_model_again(sample_dir, dead_endpoint):
     # "Down" lasts one run: a thread's next question calls the model again (it may be up by then).
     app = build_graph(InMemorySaver())
