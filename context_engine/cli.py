@@ -32,7 +32,7 @@ def _json_default(value: Any) -> Any:
 
 
 def _print_json(data: Any) -> None:
-    from context_engine.store.expressions import finite_for_json
+    from context_engine.service import finite_for_json
 
     print(json.dumps(finite_for_json(data), ensure_ascii=False, default=_json_default, indent=2, allow_nan=False))
 
@@ -62,29 +62,115 @@ def _settings(args: argparse.Namespace):
                                      asker=getattr(args, "as_user", None))
 
 
-class _Progress:
-    """Ingest progress on stderr when it is a terminal: record counts as lines, embedding as a bar
-    with its rate (the slow step); silent otherwise."""
+# Rich tables wrap at the width of the terminal; piped, rich assumes 80 columns, and a log or a file
+# is read by scrolling, not by a terminal's width: wide enough that no table of ours wraps.
+PIPED_WIDTH = 240
+# Piped (a log, a CI job), progress is a plain line at most this often, the first after this long:
+# a run of a few seconds stays quiet, a long one is never silent and never floods the log.
+PLAIN_PROGRESS_EVERY = 5.0
 
-    def __init__(self):
-        from rich.console import Console
 
-        self.console = Console(stderr=True)
+def _console(stderr: bool = False):
+    """A rich console: a terminal's own width; piped, $COLUMNS when set, else `PIPED_WIDTH`."""
+    from rich.console import Console
+
+    console = Console(stderr=stderr)
+    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+        return console
+    return Console(stderr=stderr, width=PIPED_WIDTH)
+
+
+def _plain(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class _Stages:
+    """Progress through stages of known length on stderr: rich bars on a terminal; otherwise a plain
+    line `description n/N` every `PLAIN_PROGRESS_EVERY` seconds, and `N/N` when a stage that said
+    something is done."""
+
+    def __init__(self, stages: dict[str, tuple[str, int]], clock=time.monotonic):
+        self.console = _console(stderr=True)
+        self.stages = stages  # key -> (description, total)
+        self.done = dict.fromkeys(stages, 0)
+        self.clock = clock
+        self.last_line = clock()
+        self.spoke: set[str] = set()
         self.bar = None
         self.tasks: dict[str, int] = {}
-        self.started = time.perf_counter()
 
-    def __enter__(self):
-        return self.report if self.console.is_terminal else None
+    def __enter__(self) -> "_Stages":
+        if self.console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), console=self.console)
+            self.bar.start()
+            self.tasks = {key: self.bar.add_task(description, total=total)
+                          for key, (description, total) in self.stages.items()}
+        return self
 
     def __exit__(self, *exc) -> None:
         if self.bar is not None:
             self.bar.stop()
 
+    def advance(self, stage: str) -> None:
+        self.done[stage] += 1
+        if self.bar is not None:
+            self.bar.advance(self.tasks[stage])
+            return
+        description, total = self.stages[stage]
+        now = self.clock()
+        if now - self.last_line >= PLAIN_PROGRESS_EVERY or (self.done[stage] == total and stage in self.spoke):
+            self.last_line = now
+            self.spoke.add(stage)
+            _plain(f"{description} {self.done[stage]}/{total}")
+
+
+class _Progress:
+    """Ingest progress on stderr. On a terminal: record counts as lines, embedding as a bar with its
+    rate (the slow step). Otherwise the embedding only (reading is thousands of records a second;
+    a line there would only crowd the one-line warnings and errors of a quick run): `embedded n/N`
+    every `PLAIN_PROGRESS_EVERY` seconds, and `N/N` when it is done after saying something."""
+
+    def __init__(self, clock=time.monotonic):
+        self.console = _console(stderr=True)
+        self.bar = None
+        self.tasks: dict[str, int] = {}
+        self.to_embed: dict[str, int] = {}
+        self.clock = clock
+        self.last_line = clock()
+        self.spoke: set[str] = set()  # tenants whose embedding progress was said
+        self.started = time.perf_counter()
+
+    def __enter__(self):
+        return self.report
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def _plain_report(self, label: str, count: int) -> None:
+        tenant, _, what = label.rpartition(": ")
+        if what == "chunks to embed":
+            self.to_embed[tenant] = count
+            self.last_line = self.clock()  # the embedding's first line comes after it has run a while
+            return
+        if what != "embedded":
+            return
+        now, total = self.clock(), self.to_embed.get(tenant, 0)
+        if now - self.last_line >= PLAIN_PROGRESS_EVERY or (count >= total and tenant in self.spoke):
+            self.last_line = now
+            self.spoke.add(tenant)
+            _plain(f"  {tenant}: embedded {count:,}/{total:,}")
+
     def report(self, label: str, count: int) -> None:
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                    TimeRemainingColumn)
 
+        if not self.console.is_terminal:
+            self._plain_report(label, count)
+            return
         tenant, _, what = label.rpartition(": ")
         if what == "chunks to embed" and count:
             if self.bar is None:
@@ -100,18 +186,13 @@ class _Progress:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from context_engine.sources.connectors import SourceRequest, read_source
-    from context_engine.sources.problems import ReadProblems, SourceError
-    from context_engine.ingest import ingest
+    from context_engine import service
 
     settings = _settings(args)
-    problems = ReadProblems()
-    own = args.source in ("json", "mongodb")
-    request = SourceRequest(args.source, [Path(p) for p in args.paths] if args.source != "mongodb" else [],
-                            repo=args.repo, since=args.since, full=args.prune)
-    if own:
+    request = service.SourceRequest(args.source, [Path(p) for p in args.paths] if args.source != "mongodb" else [],
+                                    repo=args.repo, since=args.since, full=args.prune)
+    if args.source in ("json", "mongodb"):
         request.own = _own_options(args)
-        request.logins = _tenant_logins(settings)
     else:
         given = [f"--{name.replace('_', '-')}" for name in OWN_OPTIONS if getattr(args, name) not in (None, [])]
         if given:
@@ -120,36 +201,25 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if len(args.paths) != 1:
             raise InputError("`ingest mongodb` needs one MongoDB URI (mongodb://..., mongodb+srv://...)")
         request.uri, request.db, request.source_collection = args.paths[0], args.db, args.source_collection
-        from context_engine.query.plan import from_extended_json
-
-        request.query = from_extended_json(_json_argument(args.filter, "--filter")) if args.filter else None
-        if request.query is not None and not isinstance(request.query, dict):
-            raise InputError("--filter: a JSON object is expected, e.g. '{\"team\": \"payments\"}'")
+        if args.filter:
+            try:
+                request.query = service.mongodb_filter(_json_argument(args.filter, "--filter"))
+            except service.InvalidInput as exc:
+                raise InputError(f"--filter: {exc}") from None
         request.limit = args.limit or 0
     try:
-        read = read_source(request, settings.tenant, settings.data_dir, problems)
-    except SourceError as exc:
+        reading = service.read_source(settings, request)
+        read = reading.read
+        if not args.json:
+            for note in read.notes:
+                print(f"{read.kinds[settings.tenant][0].name}: {note}")
+        for warning in read.warnings:
+            print(f"context-engine: warning: {warning}", file=sys.stderr)
+        with _Progress() as progress:
+            out = service.ingest(settings, reading, progress=progress, index=not args.no_index, prune=args.prune,
+                                 public=args.public)
+    except service.InvalidInput as exc:
         raise InputError(str(exc)) from None
-    if not args.json:
-        for note in read.notes:
-            print(f"{read.kinds[settings.tenant][0].name}: {note}")
-    for warning in read.warnings:
-        print(f"context-engine: warning: {warning}", file=sys.stderr)
-    per_tenant = read.per_tenant
-    with _Progress() as progress:
-        try:
-            reports = ingest(settings, per_tenant, progress=progress, index=not args.no_index, prune=args.prune,
-                             public=args.public, kinds=read.kinds)
-        except ValueError as exc:  # e.g. --prune of records that do not say which source they are from
-            raise InputError(str(exc)) from None
-    if read.after_commit:
-        read.after_commit()
-    out = [r.to_json() for r in reports]
-    for item in out:
-        item["skipped"] += problems.count
-        item["problems"] = problems.examples + item["problems"]
-        if own:
-            item["inferred"] = read.notes
     if args.json:
         _print_json(out)
     else:
@@ -192,10 +262,7 @@ def _pairs(values: list[str] | None, option: str, shape: str) -> list[tuple[str,
 def _own_options(args: argparse.Namespace):
     """The operator's description of an own collection (`ingest json|mongodb`), checked: one line for
     a name or field the engine cannot take."""
-    from context_engine.kinds import SpecError
-    from context_engine.kinds.spec import HANDLE_KINDS
-    from context_engine.sources.generic import OwnOptions, spec_file_options
-    from context_engine.sources.problems import SourceError
+    from context_engine import service
 
     if not args.collection:
         raise InputError(f"`ingest {args.source}` needs --collection NAME (the collection the records go to)")
@@ -205,39 +272,21 @@ def _own_options(args: argparse.Namespace):
         if args.spec:
             if described:
                 raise InputError(f"--spec FILE says the whole spec: leave out {', '.join(described)}")
-            return spec_file_options(Path(args.spec), args.collection, args.access_field, args.public)
+            return service.own_options_from_spec(Path(args.spec), args.collection, args.access_field, args.public)
         people = {}
         for role, target in _pairs(args.person, "--person", "ROLE=FIELD[:HANDLE]"):
             path, _, handle = target.partition(":")
             people[role] = (path, handle or "github")
-            if people[role][1] not in HANDLE_KINDS:
-                raise InputError(f"--person {role}={target}: handle {handle!r} is not one of {', '.join(HANDLE_KINDS)}")
-        options = OwnOptions(args.collection, key=args.key, ref_prefix=args.ref_prefix, noun=args.noun,
-                             times=dict(_pairs(args.time, "--time", "ROLE=FIELD")), people=people, text=args.text or [],
-                             values=dict(_pairs(args.value, "--value", "ROLE=FIELD")),
-                             references=dict(_pairs(args.reference, "--reference", "FIELD=COLLECTION")),
-                             access_field=args.access_field, public=args.public)
-        # every field named is checked now, by the spec itself, before any file is read
-        from context_engine.kinds import CollectionSpec, PersonField
-
-        CollectionSpec(name=options.collection, noun=options.noun or options.collection, key=options.key or "id",
-                       times={r: (p,) for r, p in options.times.items()},
-                       people={r: (PersonField(p, h),) for r, (p, h) in options.people.items()},
-                       values={r: (p,) for r, p in options.values.items()}, text=tuple(options.text),
-                       references=options.references)
-        return options
-    except (SpecError, SourceError) as exc:
+            if people[role][1] not in service.HANDLE_KINDS:
+                raise InputError(f"--person {role}={target}: handle {handle!r} is not one of "
+                                 f"{', '.join(service.HANDLE_KINDS)}")
+        return service.own_options(args.collection, key=args.key, ref_prefix=args.ref_prefix, noun=args.noun,
+                                   times=dict(_pairs(args.time, "--time", "ROLE=FIELD")), people=people,
+                                   text=args.text or [], values=dict(_pairs(args.value, "--value", "ROLE=FIELD")),
+                                   references=dict(_pairs(args.reference, "--reference", "FIELD=COLLECTION")),
+                                   access_field=args.access_field, public=args.public)
+    except service.InvalidInput as exc:
         raise InputError(str(exc)) from None
-
-
-def _tenant_logins(settings) -> set[str]:
-    """The GitHub logins of the tenant's people directory (none before its first ingest)."""
-    from context_engine.store.documents import has_data, open_store
-
-    if not has_data(settings):
-        return set()
-    people = open_store(settings).collection("people").find({"tenant_id": settings.tenant}, {"login": 1})
-    return {p["login"] for p in people if isinstance(p.get("login"), str)}
 
 
 ASKER_HELP = ("the asker, named exactly: a GitHub login, Slack user id, Jira/Linear account, verified e-mail or "
@@ -247,42 +296,30 @@ ASKER_HELP = ("the asker, named exactly: a GitHub login, Slack user id, Jira/Lin
 def _check_tenant_and_asker(settings) -> None:
     """The tenant must have data and `--as` must name one account exactly (`PeopleDirectory.asker`:
     never a name, a handle or a near miss); both are input errors."""
-    from context_engine.query.identity import AmbiguousPerson, UnknownPerson
-    from context_engine.runtime import principals_for, store_for
+    from context_engine import service
 
-    tenants = store_for(settings).tenants()
-    if settings.tenant not in tenants:
-        raise InputError(f"tenant {settings.tenant!r} has no data (tenants with data: {', '.join(tenants) or 'none'})")
     try:
-        principals_for(settings)
-    except (UnknownPerson, AmbiguousPerson) as exc:
+        service.check_scope(settings)
+    except service.NoTenantData as exc:
+        raise InputError(str(exc)) from None
+    except (service.UnknownPerson, service.AmbiguousPerson) as exc:
         raise InputError(f"--as: {exc.args[0]}") from None
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from context_engine.text import parse_now
+    from context_engine import service
 
-    from context_engine.config import check_question
-
-    try:
-        question = check_question((args.question or "").strip())
-        now = parse_now(args.now)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
     settings = _settings(args)
     _check_tenant_and_asker(settings)
-    context = {"tenant": settings.tenant, "user": settings.asker, "data_dir": str(settings.data_dir)}
-    graph = _import_frozen("context_engine.assistant.graph").graph
-    result = graph.invoke({"question": question, "now": now.isoformat()}, context=context)
-    from context_engine.query.feedback import remember_ask
-
-    remember_ask(settings.data_dir, settings.tenant, settings.asker, question, result, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    _import_frozen("context_engine.assistant.graph")  # before `service.ask` imports it: frozen, see above
+    try:
+        answer = service.ask(settings, args.question or "", now=args.now)
+    except service.InvalidInput as exc:
+        raise InputError(str(exc)) from None
+    result = answer.output
     # Pipelines are in Extended JSON, so any of them can be re-run with `context-engine query`.
     if args.json:
-        _print_json({"question": question, **{key: result.get(key) for key in (
-            "route", "answer", "queries", "records", "citations", "reflection", "declined")},
-            "model_error": result.get("model_error", ""),
-            "documents": [{"text": d.page_content, "metadata": d.metadata} for d in result.get("documents", [])]})
+        _print_json(answer.to_json())
     else:
         if result.get("model_error"):  # the answer says so too; stderr tells whoever reads only the log
             print(f"context-engine: warning: {result['model_error']}", file=sys.stderr)
@@ -322,49 +359,38 @@ def _json_argument(value: str, what: str) -> Any:
         raise InputError(f"{what}: a number too long or nesting too deep to read") from None
 
 
-def _policy(settings):
-    from context_engine.query.validate import ValidationPolicy
-
-    return ValidationPolicy(allow_regex=settings.allow_regex, max_limit=settings.max_rows)
-
-
 def cmd_context_set(args: argparse.Namespace) -> int:
-    from context_engine.query import context_sets
-    from context_engine.runtime import catalog_for
+    from context_engine import service
 
     settings = _settings(args)
     _check_tenant_and_asker(settings)
-    catalog = catalog_for(settings)
     try:
         if args.action == "add":
             if not args.item:
                 raise InputError("`context-set add` needs a template: JSON or a FILE holding one")
-            template = context_sets.template_from_json(_json_argument(args.item, "template"))
-            context_sets.add_template(settings.data_dir, settings.tenant, template, catalog.schemas,
-                                      _policy(settings), replace=args.replace)
-            print(f"added template {template.name!r} to tenant {settings.tenant}")
+            name = service.add_template(settings, _json_argument(args.item, "template"), replace=args.replace)
+            print(f"added template {name!r} to tenant {settings.tenant}")
             return EXIT_OK
         if args.action == "remove":
             if not args.item:
                 raise InputError("`context-set remove` needs a template NAME")
-            context_sets.remove_template(settings.data_dir, settings.tenant, args.item, catalog.schemas)
+            service.remove_template(settings, args.item)
             print(f"removed template {args.item!r} from tenant {settings.tenant}")
             return EXIT_OK
-        cs = context_sets.load(settings.data_dir, settings.tenant, catalog.schemas, _policy(settings))
-    except context_sets.ContextSetError as exc:
+        view = service.context_set(settings)
+    except service.ContextSetError as exc:
         raise InputError(f"context set: {exc}") from None
     if args.action == "export":
-        path = context_sets.tenant_file(settings.data_dir, settings.tenant)
-        whole = context_sets.read_file(path) if path else context_sets.shipped()  # inactive ones too
-        _print_json(whole.to_json())
+        _print_json(service.export_context_set(settings))
         return EXIT_OK
     if args.action == "test":
-        return _test_template(args, settings, catalog, cs)
-    where = context_sets.tenant_file(settings.data_dir, settings.tenant) or "shipped defaults"
+        return _test_template(args, settings)
     if args.json:
-        _print_json({"file": str(where), **cs.to_json(), "inactive": cs.inactive})
+        _print_json(view.to_json())
         return EXIT_OK
-    print(f"context set of tenant {settings.tenant} ({where}): {len(cs.templates)} templates, {len(cs.facets)} facets")
+    cs = view.context_set
+    print(f"context set of tenant {settings.tenant} ({view.source}): {len(cs.templates)} templates, "
+          f"{len(cs.facets)} facets")
     for t in cs.templates:
         params = ", ".join(f"{k}: {v}" for k, v in t.params.items()) or "no parameters"
         print(f"  template {t.name}: {t.question!r} -> {t.collection} ({params})" + (f" [{t.source}]" if t.source else ""))
@@ -375,73 +401,44 @@ def cmd_context_set(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _test_template(args: argparse.Namespace, settings, catalog, cs) -> int:
+def _test_template(args: argparse.Namespace, settings) -> int:
     """Run a template's example question through the engine; show the engine's plan beside the
     template's own (bound to the example's values) and whether their results agree."""
-    from context_engine.assistant.structured_query import jsonable, run_structured
-    from context_engine.query.context_sets import slots_for
-    from context_engine.query.engine import principals_of, resolve
-    from context_engine.query.execute import run_pipeline
-    from context_engine.query.plan import to_extended_json
-    from context_engine.runtime import asker_for, store_for
-    from context_engine.text import parse_now
+    from context_engine import service
 
-    template = cs.template(args.item or "")
-    if template is None:
-        raise InputError(f"no template {args.item!r} here (see `context-engine context-set list`)")
-    question = template.example.get("question")
-    if not question:
-        raise InputError(f"template {template.name!r} has no example question to test")
     try:
-        now = parse_now(args.now)
-    except ValueError as exc:
+        report = service.try_template(settings, args.item or "", now=args.now)
+    except service.UnknownTemplate as exc:
+        raise InputError(f"{exc} (see `context-engine context-set list`)") from None
+    except service.InvalidInput as exc:
         raise InputError(str(exc)) from None
-    asker = asker_for(settings, catalog)
-    expected = template.instantiate(template.example_bindings())
-    want = jsonable(run_pipeline(store_for(settings), template.collection, expected, tenant=settings.tenant,
-                        principals=principals_of(asker), schema=catalog.schemas.get(template.collection),
-                        max_rows=settings.max_rows, max_time_ms=settings.max_time_ms))
-    result = run_structured(question, settings, now=now)
-    plan = result.attempts[-1].plan if getattr(result, "attempts", None) else None
-    ctx, _ = resolve(question, now, catalog, asker)
-    matched = cs.match_template(question, slots_for(question, ctx.mentions, ctx.times)) if ctx else None
-    same = plan is not None and result.kind == "success" and plan.collection == template.collection \
-        and result.rows == want
-    report = {"template": template.name, "question": question,
-              "template_plan": {"collection": template.collection, "pipeline": to_extended_json(expected)},
-              "engine_plan": {"collection": plan.collection, "pipeline": to_extended_json(plan.pipeline)} if plan else None,
-              "engine_outcome": result.kind, "template_rows": len(want), "engine_rows": len(result.rows),
-              "same_result": same, "matched_template": matched[0].name if matched else None,
-              "match_score": round(matched[2], 1) if matched else None}
     if args.json:
         _print_json(report)
         return EXIT_OK
-    print(f"template {template.name}: {question!r}")
-    print(f"  template plan: {template.collection} {json.dumps(report['template_plan']['pipeline'], ensure_ascii=False)}"
-          f" ({len(want)} rows)")
+    template, plan, matched = report["template_plan"], report["engine_plan"], report["matched_template"]
+    print(f"template {report['template']}: {report['question']!r}")
+    print(f"  template plan: {template['collection']} {json.dumps(template['pipeline'], ensure_ascii=False)}"
+          f" ({report['template_rows']} rows)")
     if plan is not None:
-        print(f"  engine plan:   {plan.collection} {json.dumps(report['engine_plan']['pipeline'], ensure_ascii=False)}"
-              f" ({result.kind}, {len(result.rows)} rows, planner {plan.planner})")
+        print(f"  engine plan:   {plan['collection']} {json.dumps(plan['pipeline'], ensure_ascii=False)}"
+              f" ({report['engine_outcome']}, {report['engine_rows']} rows, planner {plan['planner']})")
     else:
-        print(f"  engine: {result.kind}: {getattr(result, 'message', '')}")
-    print(f"  same result: {'yes' if same else 'no'}; the question matches template "
-          + (f"{matched[0].name} (score {matched[2]:.0f})" if matched else "none"))
+        print(f"  engine: {report['engine_outcome']}: {report['engine_message']}")
+    print(f"  same result: {'yes' if report['same_result'] else 'no'}; the question matches template "
+          + (f"{matched} (score {report['match_score']:.0f})" if matched else "none"))
     return EXIT_OK
 
 
 def cmd_feedback(args: argparse.Namespace) -> int:
-    from context_engine.query.feedback import FeedbackError, submit
-    from context_engine.query.context_sets import ContextSetError
-    from context_engine.runtime import catalog_for
+    from context_engine import service
 
     settings = _settings(args)
     _check_tenant_and_asker(settings)
-    catalog = catalog_for(settings)
     corrected = _json_argument(args.plan, "--plan") if args.plan else None
     try:
-        out = submit(settings.data_dir, catalog, asker=settings.asker, rating="up" if args.up else "down",
-                     question=args.question, note=args.note, corrected=corrected, policy=_policy(settings))
-    except (FeedbackError, ContextSetError) as exc:
+        out = service.feedback(settings, "up" if args.up else "down", question=args.question, note=args.note,
+                               corrected=corrected)
+    except (service.FeedbackError, service.ContextSetError) as exc:
         raise InputError(f"feedback: {exc}") from None
     if args.json:
         _print_json(out)
@@ -452,76 +449,59 @@ def cmd_feedback(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from context_engine.query.execute import ExecutionError, run_pipeline
-    from context_engine.query.plan import from_extended_json
-    from context_engine.query.validate import ValidationPolicy, validate_pipeline
-    from context_engine.runtime import asker_for, catalog_for, store_for
-    from context_engine.query.engine import principals_of
+    from context_engine import service
 
     try:
-        pipeline = from_extended_json(json.loads(args.pipeline))
+        pipeline = json.loads(args.pipeline)
     except json.JSONDecodeError as exc:
         raise InputError(f"PIPELINE_JSON is not valid JSON: {exc.msg} at position {exc.pos}") from None
     except ValueError:  # Python's own cap on the digits of an integer it reads (4,300)
         raise InputError("PIPELINE_JSON has a number too long to read; MongoDB numbers fit 64 bits") from None
     settings = _settings(args)
     _check_tenant_and_asker(settings)
-    catalog = catalog_for(settings)
-    kinds = store_for(settings).kinds(settings.tenant)
-    if args.collection not in kinds:
-        raise InputError(f"unknown collection {args.collection[:80]!r}; known: {', '.join(kinds.names())}")
-    schema = catalog.schemas.get(args.collection)
-    errors = validate_pipeline(pipeline, schema, ValidationPolicy(allow_regex=settings.allow_regex,
-                                                                  max_limit=settings.max_rows), schemas=catalog.schemas)
-    if errors:
+    try:
+        rows = service.query(settings, args.collection, pipeline)
+    except service.UnknownCollection as exc:
+        raise InputError(str(exc)) from None
+    except service.PipelineRejected as exc:
         if args.json:
-            _print_json({"errors": errors})
+            _print_json({"errors": exc.errors})
         else:
-            for error in errors:
+            for error in exc.errors:
                 print(f"rejected: {error}", file=sys.stderr)
         return EXIT_REJECTED
-    try:
-        rows = run_pipeline(store_for(settings), args.collection, pipeline, tenant=settings.tenant,
-                            principals=principals_of(asker_for(settings, catalog)), schema=schema,
-                            max_rows=settings.max_rows, max_time_ms=settings.max_time_ms)
-    except ExecutionError as exc:
+    except service.ExecutionError as exc:
         raise InputError(f"the database refused the query: {exc}") from None
     _print_json({"records": rows})
     return EXIT_OK
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from context_engine.runtime import catalog_for
+    from context_engine import service
 
     settings = _settings(args)
     _check_tenant_and_asker(settings)
-    catalog = catalog_for(settings)
+    schemas = service.schema(settings)
     if args.json:
-        _print_json({name: schema.to_json() for name, schema in catalog.schemas.items()})
+        _print_json({name: schema.to_json() for name, schema in schemas.items()})
     else:
-        for schema in catalog.schemas.values():
+        for schema in schemas.values():
             print(schema.describe())
             print()
     return EXIT_OK
 
 
 def cmd_people(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
-    from context_engine.runtime import store_for
-    from context_engine.sources.connectors import saved_overrides
-    from context_engine.sources.people import merge_people
-    from context_engine.store.documents import strip_hidden
+    from context_engine import service
 
     settings = _settings(args)
     _check_tenant_and_asker(settings)
-    stored = [strip_hidden(p) for p in store_for(settings).collection("people").find({"tenant_id": settings.tenant})]
-    # Merging the stored directory again changes nothing and recovers the conflicts left apart.
-    directory = merge_people(stored, saved_overrides(settings.data_dir, settings.tenant))
-    people = sorted(directory.people, key=lambda p: str(p.get("name") or p.get("login") or "").lower())
+    directory = service.people(settings)
+    people = directory.people
     if args.json:
-        _print_json({"people": people, "conflicts": [vars(c) for c in directory.conflicts]})
+        _print_json(directory.to_json())
         return EXIT_OK
     table = Table(title=f"people of tenant {settings.tenant}: {len(people):,}")
     for column in ("name", "github", "slack", "email", "jira", "team", "access (one line per account group)",
@@ -536,7 +516,7 @@ def cmd_people(args: argparse.Namespace) -> int:
                       ", ".join(p.get("emails") or ([p["email"]] if p.get("email") else [])), p.get("jira") or "",
                       p.get("team") or "", "\n".join(", ".join(g["principals"]) for g in p.get("accounts") or []),
                       "\n".join(evidence))
-    console = Console()
+    console = _console()
     console.print(table)
     for conflict in directory.conflicts:
         console.print(f"conflict: {conflict.name}: {', '.join(conflict.candidates)} ({conflict.reason})")
@@ -546,7 +526,7 @@ def cmd_people(args: argparse.Namespace) -> int:
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from context_engine.eval.retrieval import METRICS, BeirInputError, evaluate_retrieval
     from context_engine.models import chat_model
-    from context_engine.retrievers.rerank import RerankerError
+    from context_engine.service import RerankerError
 
     if not args.beir or not args.split:
         raise InputError("`eval retrieval` needs --beir DIR (corpus.jsonl[.gz], queries.jsonl, qrels/) and --split SPLIT")
@@ -572,9 +552,6 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
 def cmd_eval_rag(args: argparse.Namespace) -> int:
     import tempfile
-
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from context_engine.eval.clapnq import CLAPNQ_ENV
     from context_engine.eval.rag import (CLAPNQ_TENANT, clapnq_documents, clapnq_questions, evaluate_rag,
@@ -645,18 +622,14 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
             raise InputError("--judge needs an OpenAI-compatible endpoint: set OPENAI_BASE_URL (and OPENAI_API_KEY)")
         embeddings = make_embeddings(settings.embedding_model)
     context = {"tenant": settings.tenant, "user": settings.asker, "data_dir": str(settings.data_dir)}
-    console = Console(stderr=True)
     marks = {"ask": None, "score": None}
     started = time.perf_counter()
 
-    def advance(stage: str) -> None:
-        marks[stage] = time.perf_counter()
-        bar.advance(tasks[stage])
+    with _Stages({"ask": ("asking the graph", len(questions)), "score": ("scoring (RAGAS)", len(questions))}) as stages:
+        def advance(stage: str) -> None:
+            marks[stage] = time.perf_counter()
+            stages.advance(stage)
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, disable=not console.is_terminal) as bar:
-        tasks = {"ask": bar.add_task("asking the graph", total=len(questions)),
-                 "score": bar.add_task("scoring (RAGAS)", total=len(questions))}
         report = evaluate_rag(questions, context, judge=judge, embeddings=embeddings, progress=advance)
     asked = marks["ask"] or started
     timings["asking the graph (s)"] = round(asked - started, 2)
@@ -677,7 +650,7 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
         _print_json({"metrics": report.metrics, "info": info, "latency": latency_summary(report.latencies),
                      "files": files})
     else:
-        Console().print(summary_table(title, report.metrics, info, report.latencies))
+        _console().print(summary_table(title, report.metrics, info, report.latencies))
         print("wrote " + ", ".join(files.values()))
     return EXIT_OK
 
@@ -688,7 +661,7 @@ def _missing_extra(command: str, extra: str, *modules: str) -> bool:
 
     if all(importlib.util.find_spec(module) is not None for module in modules):
         return False
-    print(f"context-engine {command} needs the {extra} extra: pip install 'context-engine[{extra}]'", file=sys.stderr)
+    print(f"context-engine {command} needs the {extra} extra: pip install 'relational-context-engine[{extra}]'", file=sys.stderr)
     return True
 
 
@@ -768,11 +741,11 @@ def _eval_from_feedback(args: argparse.Namespace) -> int:
     """The tenant's feedback as a question file, evaluated as any other."""
     import tempfile
 
-    from context_engine.query.feedback import FeedbackStore, regression_items
+    from context_engine import service
 
     settings = _settings(args)
     _check_tenant_and_asker(settings)
-    items = regression_items(FeedbackStore(settings.data_dir), settings.tenant)
+    items = service.feedback_questions(settings)
     if not items:
         raise InputError(f"tenant {settings.tenant} has no feedback with a plan to replay (give some: "
                          "`context-engine feedback --up`)")
@@ -927,7 +900,7 @@ def _serve_until_signalled(app: Any, host: str, port: int, **config: Any) -> Non
     stop at its next document or graph step, and whatever is left is cut after a few seconds."""
     import uvicorn
 
-    from context_engine.store.bounded import SHUTDOWN
+    from context_engine.service import SHUTDOWN
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:
@@ -938,27 +911,21 @@ def _serve_until_signalled(app: Any, host: str, port: int, **config: Any) -> Non
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from context_engine.retrievers.index import index_lag, index_status
-    from context_engine.runtime import store_for
-    from context_engine.store.writer_lock import writer_busy
+    from context_engine import service
 
+    from context_engine import DISTRIBUTION, other_distributions
+
+    for other in other_distributions():  # PyPI's `context-engine` is another project with the same package
+        print(f"context-engine: warning: the context_engine package is also installed by {other!r}, not this "
+              f"project ({DISTRIBUTION}); they overwrite each other's files: pip uninstall {other}, then "
+              f"pip install --force-reinstall {DISTRIBUTION}", file=sys.stderr)
     settings = _settings(args)
-    store = store_for(settings)
-    tenants = [settings.tenant] if args.tenant else store.tenants()
-    report = {"data_dir": str(settings.data_dir), "store_generation": store.generation,
-              "writer": writer_busy(settings.data_dir), "tenants": {}}
-    for tenant in tenants:
-        counts = {name: n for name in store.kinds(tenant).names() if (n := store.count(name, tenant))}
-        index = index_status(settings, tenant)
-        if index is not None and not index.get("damaged"):
-            index["lag"] = index_lag(settings, tenant, store)
-        report["tenants"][tenant] = {"records": counts, "index": index}
-    report["damaged_rows"] = store.damaged_rows()  # skipped wherever read; of no tenant one can name
+    report = service.status(settings, [settings.tenant] if args.tenant else None)
     if args.json:
         _print_json(report)
         return EXIT_OK
     busy = f"an ingest is writing (pid {report['writer']})" if report["writer"] else "no ingest running"
-    print(f"{settings.data_dir}: store generation {store.generation}; {busy}")
+    print(f"{settings.data_dir}: store generation {report['store_generation']}; {busy}")
     if report["damaged_rows"]:
         print("  damaged rows skipped (every other record answers as usual): "
               + ", ".join(f"{name} {n:,}" for name, n in report["damaged_rows"].items()))
@@ -978,7 +945,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         else:
             state = f"semantic index: {index['chunks']:,} chunks, all embedded ({index['model']}, {index['built_at']})"
         if index is not None and not index.get("damaged"):
-            state += "\n    " + _index_freshness(index, store.generation)
+            state += "\n    " + _index_freshness(index, report["store_generation"])
         print(f"  {tenant}: {records}\n    {state}")
     return EXIT_OK
 
@@ -1114,13 +1081,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      description=(
         "A relational context engine: answers questions over PRs, issues, Slack and docs with validated, "
         "tenant-scoped MongoDB queries and hybrid semantic search."), epilog=EXAMPLES["context-engine"] + EXIT_CODES)
-    from importlib.metadata import PackageNotFoundError, version
+    import context_engine
 
-    try:
-        installed = version("context-engine")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        installed = "unknown"
-    parser.add_argument("--version", action="version", version=f"context-engine {installed}")
+    parser.add_argument("--version", action="version", version=f"context-engine {context_engine.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, **kwargs: Any) -> argparse.ArgumentParser:
@@ -1292,11 +1255,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # --help and usage errors exit here, before anything heavy is imported
-    from context_engine.config import TenantError
-    from context_engine.retrievers.index import IndexDamaged, IndexMissing
-    from context_engine.store.documents import StoreError
-    from context_engine.store.sqlite_file import StoreFileError
-    from context_engine.text import TimeRangeError
+    from context_engine.service import (IndexDamaged, IndexMissing, StoreError, StoreFileError, TenantError,
+                                        TimeRangeError)
 
     try:
         return args.func(args)

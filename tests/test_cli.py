@@ -61,6 +61,9 @@ def test_query_runs_hand_written_pipelines_through_validation(sample_dir):
     assert ok.returncode == 0 and json.loads(ok.stdout)["records"][0]["count"] > 0
     rejected = run_cli("query", "pull_requests", '[{"$match": {"tenant_id": "globex"}}]', "--data-dir", str(sample_dir))
     assert rejected.returncode == 3 and "tenant_id" in rejected.stderr
+    as_json = run_cli("query", "pull_requests", '[{"$match": {"tenant_id": "globex"}}]', "--json", "--data-dir",
+                      str(sample_dir))
+    assert as_json.returncode == 3 and any("tenant_id" in e for e in json.loads(as_json.stdout)["errors"])
     dated = run_cli("query", "pull_requests",
                     '[{"$match": {"merged_at": {"$gte": {"$date": "2026-11-23T00:00:00Z"}}}}, {"$count": "n"}]',
                     "--data-dir", str(sample_dir))
@@ -188,6 +191,10 @@ def test_context_set_add_remove_test_export(sample_dir, tmp_path):
     tested = run_cli("context-set", "test", "drafts-by", "--json", "--data-dir", data)
     report = json.loads(tested.stdout)
     assert report["template_plan"]["pipeline"][0]["$match"]["user.login"] == "rsh-dev" and report["engine_plan"]
+    text = run_cli("context-set", "test", "drafts-by", "--data-dir", data).stdout
+    assert f"planner {report['engine_plan']['planner']})" in text and "same result: " in text
+    unknown = run_cli("context-set", "test", "no-such", "--data-dir", data)
+    assert unknown.returncode == 2 and "no template 'no-such' here (see `context-engine context-set list`)" in unknown.stderr
     exported = json.loads(run_cli("context-set", "export", "--data-dir", data).stdout)
     assert exported["templates"][-1]["name"] == "drafts-by"
     assert run_cli("context-set", "remove", "drafts-by", "--data-dir", data).returncode == 0

@@ -1,8 +1,13 @@
 """`eval rag` and the shared report writer: real RAGAS metrics on small real slices."""
 
 import json
+import re
 
 import pytest
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 
 from context_engine.config import Settings
 from context_engine.eval.rag import (CLAPNQ_TENANT, RagQuestion, RagRun, clapnq_questions, evaluate_rag, ingest_clapnq,
@@ -23,25 +28,50 @@ def test_score_wires_each_metric_to_its_references():
             RagRun("No source answers this.", True, "semantic", [{"doc_ref": "p3", "text": "Football began later."}], 0.4)]
     report = score(questions, runs)
     m = report.metrics
-    assert m["exact_match"] == 1.0 and m["non_llm_string_similarity"] == 1.0
+    # RAGAS's ExactMatch and ChrfScore score a sample without a reference (a miss); the rest leave it out
+    assert m["exact_match"] == 0.5 and m["non_llm_string_similarity"] == 1.0
     assert m["id_based_context_recall"] == 1.0 and m["id_based_context_precision"] == 0.5
     assert m["non_llm_context_recall"] == 1.0
     # 3 retrieved sentences, only the second matches: precision@2 weighted by relevance = (1/2) / 1
     assert m["non_llm_context_precision_with_reference"] == pytest.approx(0.5)
     assert report.info["decline_rate_unanswerable"] == 1.0 and report.info["answer_rate_answerable"] == 1.0
-    # the unanswerable question has no reference: no metric scores it
-    assert report.items[1]["scores"] == {} and report.info["exact_match (scored)"] == 1
+    # the unanswerable question has no references: no other metric scores it, none counts it as a failed verdict
+    assert report.items[1]["scores"] == {"exact_match": 0.0, "chrf_score": 0.0}
+    assert report.info["exact_match (scored)"] == 2 and report.info["non_llm_context_recall (scored)"] == 1
+    assert not [key for key in report.info if key.endswith("(no verdict)")]
     assert report.latencies == [0.2, 0.4]
 
 
-def test_nothing_retrieved_scores_zero_context_metrics():
+def test_nothing_retrieved_is_scored_as_ragas_scores_it():
     question = RagQuestion("What colour is grass?", "green", ["Grass is green."], ["p1"], True, "a")
     report = score([question], [RagRun("Nothing in the sources answers this.", True, "semantic", [], 0.1)])
-    assert report.metrics["non_llm_context_recall"] == 0.0 and report.metrics["id_based_context_recall"] == 0.0
+    # RAGAS: none of the reference ids retrieved is recall 0; the best match over no contexts is no number.
+    assert report.metrics["id_based_context_recall"] == 0.0 and report.metrics["non_llm_context_recall"] is None
+    assert report.info["non_llm_context_recall (no verdict)"] == 1
     assert report.metrics["exact_match"] == 0.0 and report.info["answer_rate_answerable"] == 0.0
 
 
-class _ConstantEmbeddings:
+def test_the_sample_with_the_most_references_leads_for_ragas():
+    """`ragas.evaluate` reads the columns from the first sample: a question without references asked
+    first must not cost the run its context metrics; a metric no sample can lead for is unavailable."""
+    questions = [RagQuestion("Who won the 1850 World Cup?", None, [], [], False, "u"),
+                 RagQuestion("What colour is grass?", "green", ["Grass is green."], ["p1"], True, "a")]
+    runs = [RagRun("No source answers this.", True, "semantic", [{"doc_ref": "p3", "text": "Football."}], 0.1),
+            RagRun("green", False, "semantic", [{"doc_ref": "p1", "text": "Grass is green."}], 0.1)]
+    report = score(questions, runs)
+    assert [q.id for q in report.questions] == [item["id"] for item in report.items] == ["a", "u"]
+    assert report.metrics["non_llm_context_recall"] == 1.0 and report.metrics["id_based_context_recall"] == 1.0
+    assert not [key for key in report.info if key.endswith("(unavailable)")]
+
+    # one question has the reference answer, the other the reference contexts: no sample has both
+    split = [RagQuestion("What colour is grass?", "green", [], [], True, "answer"),
+             RagQuestion("What colour is grass?", None, ["Grass is green."], ["p1"], True, "contexts")]
+    report = score(split, runs[1:] * 2)
+    assert report.items[0]["id"] == "contexts" and report.metrics["non_llm_context_recall"] == 1.0
+    assert "reference" in report.info["ExactMatch (unavailable)"] and "exact_match" not in report.metrics
+
+
+class _ConstantEmbeddings(Embeddings):
     """Two-dimensional constant vectors: AnswerRelevancy needs embeddings, this test needs no model."""
 
     def embed_query(self, text):
@@ -50,27 +80,96 @@ class _ConstantEmbeddings:
     def embed_documents(self, texts):
         return [[1.0, 0.0] for _ in texts]
 
-    async def aembed_query(self, text):
-        return self.embed_query(text)
 
-    async def aembed_documents(self, texts):
-        return self.embed_documents(texts)
+class _WordJudge(BaseChatModel):
+    """A deterministic judge: it reads the RAGAS prompt it is given (the instruction says which) and
+    answers from the words alone, whatever order the metrics ask in. A statement is an answer's
+    sentence; it is supported (faithful, attributed) when every word of it is in the context; the
+    question an answer raises is the answer itself, never noncommittal."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "word-judge"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        prompt = messages[-1].content
+        given = json.loads(prompt.rsplit("input: ", 1)[1].rsplit("Output: ", 1)[0])
+
+        def supported(statement: str, context: str) -> int:
+            return int(set(re.findall(r"\w+", statement.lower())) <= set(re.findall(r"\w+", context.lower())))
+
+        if "Break down each sentence" in prompt:
+            answer = {"statements": [s for s in re.split(r"(?<=\.) ", given["answer"]) if s]}
+        elif "judge the faithfulness" in prompt:
+            answer = {"statements": [{"statement": s, "reason": "words", "verdict": supported(s, given["context"])}
+                                     for s in given["statements"]]}
+        elif "Generate a question for the given answer" in prompt:
+            answer = {"question": given["response"], "noncommittal": 0}
+        else:  # LLMContextRecall: each sentence of the reference, attributed to the context or not
+            answer = {"classifications": [{"statement": s, "reason": "words", "attributed": supported(s, given["context"])}
+                                          for s in re.split(r"(?<=\.) ", given["answer"]) if s]}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(json.dumps(answer)))])
 
 
-def test_judge_metrics_go_through_the_langchain_wrapper():
-    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+def _judged_case():
+    questions = [RagQuestion("What colour is grass?", "Grass is green.", ["Grass is green."], ["p1"], True, "a"),
+                 RagQuestion("What colour is the sky?", "The sky is blue. It is grey in rain.",
+                             ["The sky is blue."], ["p2"], True, "b")]
+    runs = [RagRun("Grass is green. Grass is purple.", False, "semantic",
+                   [{"doc_ref": "p1", "text": "Grass is green. The sky is blue."}], 0.1),
+            RagRun("The sky is blue.", False, "semantic", [{"doc_ref": "p2", "text": "The sky is blue."}], 0.1)]
+    return questions, runs
 
-    # A scripted judge (RAGAS itself is real): two statements, the context supports one of them.
-    judge = FakeListChatModel(responses=[
-        json.dumps({"statements": ["Grass is green.", "Grass is purple."]}),
-        json.dumps({"statements": [{"statement": "Grass is green.", "reason": "stated", "verdict": 1},
-                                   {"statement": "Grass is purple.", "reason": "not stated", "verdict": 0}]})])
-    question = RagQuestion("What colour is grass?", "green", ["Grass is green."], ["p1"], True, "a")
-    run = RagRun("Grass is green, sometimes purple.", False, "semantic", [{"doc_ref": "p1", "text": "Grass is green."}], 0.1)
-    report = score([question], [run], judge=judge, embeddings=_ConstantEmbeddings())
-    assert report.metrics["faithfulness"] == 0.5
-    for name in ("answer_relevancy", "llm_context_recall"):  # the script has no usable verdict for these
-        assert report.info.get(f"{name} (scored)", 0) + report.info.get(f"{name} (no verdict)", 0) == 1
+
+def test_judge_metrics_go_through_ragas_with_the_judge():
+    questions, runs = _judged_case()
+    report = score(questions, runs, judge=_WordJudge(), embeddings=_ConstantEmbeddings())
+    # faithfulness: 1 of 2 statements, then 1 of 1; context recall: 1 of 1, then 1 of 2 reference sentences
+    assert report.metrics["faithfulness"] == 0.75 and report.metrics["context_recall"] == 0.75
+    assert report.metrics["answer_relevancy"] == pytest.approx(1.0)
+    # without embeddings AnswerRelevancy is said to be unavailable (RAGAS would reach for OpenAI's)
+    report = score(questions, runs, judge=_WordJudge())
+    assert "answer_relevancy" not in report.metrics and report.metrics["faithfulness"] == 0.75
+    assert "embeddings" in report.info["AnswerRelevancy (unavailable)"]
+
+
+def test_ragas_evaluate_on_the_written_dataset_reproduces_the_run(tmp_path):
+    """What `eval rag` reports is what RAGAS gives on what it wrote: the dataset read back from disk,
+    the same metric classes, the same (deterministic) judge and embeddings."""
+    import math
+    import subprocess
+    import sys
+    import warnings
+
+    from ragas import EvaluationDataset, evaluate
+
+    from context_engine.eval.rag import rag_metrics, write_samples
+
+    questions, runs = _judged_case()
+    questions.append(RagQuestion("Who won the 1850 World Cup?", None, [], [], False, "u"))
+    runs.append(RagRun("No source answers this.", True, "semantic", [{"doc_ref": "p3", "text": "Football began later."}], 0.1))
+    report = score(questions, runs, judge=_WordJudge(), embeddings=_ConstantEmbeddings())
+    files = write_samples(tmp_path, report)
+    written = EvaluationDataset.from_jsonl(files["dataset"])
+    # the sentences scored are the ones written
+    assert written[0].retrieved_contexts == ["Grass is green.", "The sky is blue."]
+    metrics, _ = rag_metrics(judged=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        result = evaluate(written, metrics=metrics, llm=_WordJudge(), embeddings=_ConstantEmbeddings(),
+                          show_progress=False)
+    rescored = {name: [row[name] for row in result.scores if not math.isnan(row[name])] for name in result.scores[0]}
+    assert set(rescored) == set(report.metrics) and len(report.metrics) >= 10
+    for name, values in rescored.items():
+        assert report.metrics[name] == (pytest.approx(sum(values) / len(values), abs=1e-4) if values else None), name
+        assert report.info[f"{name} (scored)"] == len(values)
+    # rescore.py, written beside the dataset, gives the offline figures with RAGAS alone
+    done = subprocess.run([sys.executable, files["rescore"]], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    offline = json.loads(done.stdout)
+    assert offline and not {"faithfulness", "answer_relevancy", "context_recall"} & set(offline)
+    assert offline == {name: report.metrics[name] for name in offline}
+    assert "JUDGE" in open(files["rescore"]).read().split('"""')[1]  # the note on re-scoring the judge's metrics
 
 
 def test_load_questions_names_the_bad_line(tmp_path):

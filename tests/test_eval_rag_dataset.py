@@ -7,6 +7,8 @@ the sample corpus ingested without a semantic index (structured questions need n
 
 import csv
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -108,7 +110,12 @@ def test_clapnq_slice_writes_a_ragas_dataset_and_embeds_only_its_passages(tmp_pa
     written = json.loads((out / "results.json").read_text())
     assert written["info"]["decline_rate_unanswerable"] == result["info"]["decline_rate_unanswerable"]
     assert (out / "results.png").read_bytes()[:8] == PNG_MAGIC
-    assert set(result["files"]) == {"json", "markdown", "chart", "dataset", "samples_csv", "samples_json"}
+    assert set(result["files"]) == {"json", "markdown", "chart", "dataset", "rescore", "samples_csv", "samples_json"}
+    # rescore.py (ragas.evaluate on dataset.jsonl, RAGAS alone) gives every figure of the run again
+    rescored = subprocess.run([sys.executable, result["files"]["rescore"]], capture_output=True, text=True, timeout=300)
+    assert rescored.returncode == 0, rescored.stderr
+    assert json.loads(rescored.stdout) == result["metrics"]
+    assert result["metrics"]["non_llm_context_recall"] is not None
 
     # The folder from $CONTEXT_ENGINE_CLAPNQ; a smaller slice into the same --out drops the other passages.
     monkeypatch.setenv("CONTEXT_ENGINE_CLAPNQ", str(CLAPNQ))
@@ -120,7 +127,7 @@ def test_clapnq_slice_writes_a_ragas_dataset_and_embeds_only_its_passages(tmp_pa
     assert len(_csv_rows(out / "samples.csv")) == 2 and len(EvaluationDataset.from_jsonl(out / "dataset.jsonl")) == 2
 
 
-STRUCTURED = [("how many open PRs are labelled security?", "1 pull requests match."),
+STRUCTURED = [("how many open PRs are labelled security?", "1 pull request matches."),
               ("open issues assigned to me", None)]
 
 
@@ -133,8 +140,10 @@ def test_a_ragas_jsonl_dataset_in_the_filled_dataset_out_and_again(structured_di
     assert code == 0, err
     dataset = EvaluationDataset.from_jsonl(out / "dataset.jsonl")
     assert [s.user_input for s in dataset] == [q for q, _ in STRUCTURED]
-    assert dataset[0].response.startswith("1 pull requests match") and dataset[0].reference == STRUCTURED[0][1]
-    assert json.loads(stdout)["metrics"]["exact_match"] == 1.0  # the reference is the engine's exact answer
+    assert dataset[0].response.startswith("1 pull request matches") and dataset[0].reference == STRUCTURED[0][1]
+    # the reference is the engine's exact answer; RAGAS's ExactMatch counts the sample without one as a miss
+    assert [s["exact_match"] for s in json.loads((out / "samples.json").read_text())] == [1.0, 0.0]
+    assert json.loads(stdout)["metrics"]["exact_match"] == 0.5
     # A run's own output is a dataset too: its responses are replaced by the new run's.
     again = tmp_path / "again"
     code, _, err = _eval_rag(capsys, "--dataset", str(out / "dataset.jsonl"), "--data-dir", str(structured_dir),

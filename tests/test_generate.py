@@ -110,8 +110,10 @@ def test_declining_says_so_and_invents_nothing(redis_story):
     answer = compose_answer("What is the office wifi password?", contexts=contexts, chain=chain, declined=True)
     assert answer.citations == []
     assert answer.text.startswith("Nothing in the sources answers this question.")
-    assert "What is the office wifi password?" in answer.text and "2 passage(s)" in answer.text
+    assert "What is the office wifi password?" in answer.text and "2 passages came back and none of them answers it" in answer.text
     assert "Redis" not in answer.text and "[" not in answer.text
+    one = compose_answer("What is the office wifi password?", contexts=contexts[:1], chain=chain, declined=True)
+    assert "; 1 passage came back and it does not answer it, so I give no answer." in one.text
 
 
 def test_model_citations_are_rederived_and_unknown_ones_dropped(redis_story):

@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 
 from context_engine import build_graph, graph
+from context_engine.assistant.context import LibraryContext
 from context_engine.assistant.structured_query import run_structured, structured_graph
 from context_engine.query.engine import Success
 from tests.chat_fakes import ScriptedChatModel
@@ -100,8 +101,8 @@ def test_the_retry_edge_runs_in_the_production_loop_with_a_failing_planner(sampl
     and the second attempt runs. Offline, no endpoint: the model is given by the run context."""
     bad = {"collection": "pull_requests", "pipeline": [{"$where": "sleep(1000)"}]}
     good = {"collection": "pull_requests", "pipeline": [{"$match": {"state": "open"}}, {"$count": "count"}]}
-    context = _context(sample_dir, use_llm=True, planner_model=ScriptedChatModel.answering(bad, good),
-                       always_llm=True)
+    context = LibraryContext(data_dir=str(sample_dir), tenant="acme", use_llm=True, always_llm=True,
+                             planner_model=ScriptedChatModel.answering(bad, good))
     visits = [next(iter(c)) for c in structured_graph.stream({"question": "open PRs", "now": NOW}, context=context,
                                                              stream_mode="updates")]
     assert visits.count("generate_query") == 2 and visits.index("validate_query") < visits.index("execute_query")

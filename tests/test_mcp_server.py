@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from serving import Server
 
 from context_engine.config import Settings
-from context_engine.mcp_server import http_app
+from context_engine.mcp_server import http_app, server_version
 from context_engine.server import ApiKey
 
 TOOLS = {"ask", "query", "search", "get_record", "find_people", "schema", "feedback"}
@@ -38,6 +38,10 @@ async def _session_calls(transport, calls):
         async with ClientSession(streams[0], streams[1]) as session:
             await session.initialize()
             return [await call(session) for call in calls]
+
+
+async def _server_info(session):
+    return session.server_info
 
 
 def _count(result) -> int:
@@ -64,10 +68,13 @@ def test_stdio_lists_and_calls_every_tool(sample_dir):
             lambda s: s.get_prompt("context_for_change", {"task": "switch the session cache to Redis"}),
             lambda s: s.call_tool("query", {"collection": "pull_requests",
                                             "pipeline": [{"$match": {}}, {"$project": {"title": 1}}], "offset": 50}),
+            _server_info,
         ])
 
     (tools, ask, count, rejected, search, record, people, schema, templates, resource, prompt,
-     page) = asyncio.run(run())
+     page, info) = asyncio.run(run())
+    # the spawned server names itself with the installed distribution's version, never an empty one
+    assert info.name == "context-engine" and info.version == server_version() and info.version not in ("", "unknown")
     assert {t.name for t in tools.tools} == TOOLS
     assert all(t.description and len(t.description) > 60 for t in tools.tools)
     assert not ask.is_error and ask.structured_content["queries"][0]["collection"] == "pull_requests"

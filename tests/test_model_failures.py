@@ -15,6 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import BaseModel
 
 from context_engine import build_graph, graph
+from context_engine.assistant.context import LibraryContext
 from context_engine.cli import main
 from context_engine.config import Settings
 from context_engine.models import (ModelUnavailable, StructuredOutputError, guarded, probe_endpoints,
@@ -75,7 +76,8 @@ def test_a_dead_endpoint_is_called_once_reported_and_the_answer_says_so(sample_d
 def test_the_structured_half_plans_offline_once_the_planner_model_is_down(sample_dir, dead_endpoint):
     # always_llm sends the question to the LLM planner; the router found the endpoint down first.
     starts = ModelStarts()
-    out = _ask(sample_dir, "how many open PRs are there?", always_llm=True, config={"callbacks": [starts]})
+    out = graph.invoke({"question": "how many open PRs are there?", "now": NOW}, config={"callbacks": [starts]},
+                       context=LibraryContext(data_dir=str(sample_dir), tenant="acme", user="larsn", always_llm=True))
     assert starts.names == ["route"]
     assert out["outcome"] == "success" and out["records"][0]["count"] > 0
     [attempt] = out["queries"][0]["attempts"]  # one, and no "planner error" before it

@@ -60,3 +60,16 @@ def test_readme_block_runs_as_written(checkout, index):
     assert done.returncode == 0, f"README block {index} ({kind}) failed:\n{code}\n--- stdout\n{done.stdout[-3000:]}" \
                                  f"\n--- stderr\n{done.stderr[-3000:]}"
     assert "Traceback" not in done.stderr
+
+
+def test_every_file_the_readme_names_exists():
+    """The README's links and the files its recipes name (`sources/connectors.py`, `tests/test_dense.py`)
+    are where it says: relative to the repository, or to the package for a module path."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)#:]+)\)", text)
+    named = [path for path in re.findall(r"`([\w./-]+\.(?:py|md|json|jsonl|yaml|csv|toml))`", text)
+             if "/" in path]
+    assert links and named
+    missing = [path for path in links + named
+               if not (ROOT / path).exists() and not (ROOT / "context_engine" / path).exists()]
+    assert missing == []

@@ -69,9 +69,6 @@ def test_thread_parent_gets_reply_fields_from_the_replies_present(acme):
     assert parent["latest_reply"] == "1709632800.000500"  # the reply filed under the next day
     for ts in ("1709546700.000200", "1709632800.000500"):
         assert messages[ts]["parent_user_id"] == "U01ALICE"
-        assert messages[ts]["permalink"] == (f"https://acme.slack.com/archives/C01GEN/p{ts.replace('.', '')}"
-                                             f"?thread_ts={PARENT_TS}&cid=C01GEN")
-    assert parent["permalink"] == "https://acme.slack.com/archives/C01GEN/p1709546400000100"
     assert "reply_count" not in messages["1709553600.000400"]  # a message nobody answered is no thread
 
 
@@ -164,6 +161,53 @@ def test_an_unreadable_source_raises_source_error(tmp_path):
         read_slack_export(broken, ReadProblems())
 
 
+def test_no_permalink_is_invented_from_the_file_name(acme):
+    """The export says nothing of its workspace's URL: its messages link nowhere, and a citation falls
+    back to the `channel:ts` ref."""
+    out, _ = acme
+    assert not [m for m in out["messages"] if "permalink" in m]
+    doc = normalize("messages", by_ts(out)[PARENT_TS])
+    assert "permalink" not in doc and doc["ref"] == f"C01GEN:{PARENT_TS}"
+
+
+def _with_shared_files(tmp_path: Path, *permalinks: str) -> Path:
+    """The hand-written export, renamed as a download might be, with files shared on the given hosts."""
+    root = tmp_path / "export (3)"
+    shutil.copytree(FIXTURE, root)
+    day = root / "general" / "2024-03-04.json"
+    messages = json.loads(day.read_text())
+    messages.append({"type": "message", "subtype": "file_share", "user": "U01ALICE", "text": "the trace",
+                     "ts": "1709560000.000900",
+                     "files": [{"id": f"F0{i}", "name": "trace.txt", "permalink": link}
+                               for i, link in enumerate(permalinks)]})
+    day.write_text(json.dumps(messages))
+    return root
+
+
+def test_the_workspace_url_comes_from_the_files_shared_in_it(tmp_path):
+    out = read_slack_export(_with_shared_files(tmp_path, "https://acme-corp.slack.com/files/U01ALICE/F01/trace.txt"),
+                            ReadProblems())
+    messages = by_ts(out)
+    assert messages[PARENT_TS]["permalink"] == "https://acme-corp.slack.com/archives/C01GEN/p1709546400000100"
+    for ts in ("1709546700.000200", "1709632800.000500"):
+        assert messages[ts]["permalink"] == (f"https://acme-corp.slack.com/archives/C01GEN/p{ts.replace('.', '')}"
+                                             f"?thread_ts={PARENT_TS}&cid=C01GEN")
+    assert all(m["permalink"].startswith("https://acme-corp.slack.com/archives/") for m in out["messages"])
+    assert out["messages"][0]["workspace"] == "export-(3)"  # the label still comes from the file name
+
+
+@pytest.mark.parametrize("links", [
+    ("https://acme.slack.com/files/U1/F1/a.txt", "https://other.slack.com/files/U1/F2/b.txt"),  # which one?
+    ("https://files.example.com/files/a.txt",),  # not Slack
+    ("https://acme.slack.com.evil.io/files/a.txt",),  # Slack's name inside another host
+    ("http://acme.slack.com/files/U1/F1/a.txt",),  # Slack serves https only
+    ("https://acme.slack.com/archives/C01GEN/p1",),  # a message link may point at any workspace
+])
+def test_files_that_do_not_name_one_workspace_give_no_permalink(tmp_path, links):
+    out = read_slack_export(_with_shared_files(tmp_path, *links), ReadProblems())
+    assert not [m for m in out["messages"] if "permalink" in m]
+
+
 def test_workspace_name_from_the_export_name():
     assert workspace_name(Path("/x/clojurians-slack-export.zip")) == "clojurians"
     assert workspace_name(Path("elmlang-slack-export")) == "elmlang"
@@ -227,7 +271,7 @@ def test_real_records_normalize_and_carry_their_workspace(real):
             doc = normalize("messages", m)
             refs.add(doc["ref"])
             assert doc["source"] == f"slack:{ws}" and doc["acl"] == ["*"]
-            assert doc["permalink"].startswith(f"https://{ws}.slack.com/archives/{doc['channel_id']}/p")
+            assert "permalink" not in doc  # these exports share no files: nothing says where they live
             # Slack escapes the `<` people type, so markup left over would be an unrendered mention.
             assert not MENTION_MARKUP.search(doc["text"]) and "&gt;" not in doc["text"]
         assert len(refs) == len(out["messages"])

@@ -68,6 +68,11 @@ def test_studio_serves_the_graph_on_threads_with_streamed_node_updates(studio):
         drawn = await client.assistants.get_graph(assistant, xray=True)
         names = {n["id"].split(":")[-1] for n in drawn["nodes"]}
         assert {"route", "retrieve", "generate", "execute_query"} <= names
+        # The assistant's form: the user-facing context fields, each typed and described; no test hooks.
+        form = (await client.assistants.get_schemas(assistant))["context_schema"]["properties"]
+        assert {"tenant", "user", "model", "planner_model"} <= set(form)
+        assert not {"planner", "always_llm", "base_settings"} & set(form)
+        assert all(p.get("type") in {"string", "boolean"} and p.get("description") for p in form.values())
         thread = await client.threads.create()
         nodes = []
         async for part in client.runs.stream(thread["thread_id"], assistant, stream_mode="updates",

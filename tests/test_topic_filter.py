@@ -61,6 +61,9 @@ def test_no_row_about_the_topic_is_said_not_listed(sample_dir):
     assert out["route"] == "hybrid" and out["records"] == []
     assert out["answer"].startswith("None of the 12 pull requests the query found is about “quantum teleportation”.")
     assert "acme/payments#13" not in out["answer"]
+    one = _ask(sample_dir, "what happened with the quantum teleportation in the PR acme/payments#1384?")
+    assert one["topic_match"]["of"] == 1 and one["records"] == []
+    assert one["answer"].startswith("The pull request the query found is not about “quantum teleportation”.")
 
 
 ROWS = [

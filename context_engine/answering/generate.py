@@ -152,7 +152,8 @@ def _declined(question: str, structured: dict[str, Any] | None, contexts: list[D
     lines.append(f"Nothing in the sources answers this question. I searched the indexed pull requests, issues, "
                  f"Slack threads, documents and commits for “{question}”"
                  + (f" and queried the {', '.join(queried)} records" if queried else "")
-                 + f"; {len(contexts)} passage(s) came back and none of them answers it, so I give no answer.")
+                 + ("; 1 passage came back and it does not answer it" if len(contexts) == 1 else
+                    f"; {len(contexts)} passages came back and none of them answers it") + ", so I give no answer.")
     return Answer("\n\n".join(lines), [])
 
 

@@ -12,18 +12,33 @@ questions are resolved against them.
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from typing import Any, cast
 
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import get_runtime
 
-from context_engine.assistant.context import Context
-from context_engine.assistant.nodes import (after_reflect, branches, compress, fuse, generate, reflect, rerank,
-                                            respond, retrieve, route, start_turn)
+from context_engine.assistant.context import Context, check_tenant_known, run_context
+from context_engine.assistant.nodes import (
+    after_reflect,
+    branches,
+    compress,
+    fuse,
+    generate,
+    reflect,
+    rerank,
+    respond,
+    retrieve,
+    route,
+    start_turn,
+)
 from context_engine.assistant.state import InputState, OutputState, State
 from context_engine.assistant.structured_query import structured_graph
 
-__all__ = ["build_graph", "graph", "ContextEngineGraph"]
+__all__ = ["ContextEngineGraph", "build_graph", "graph"]
 
 
 def as_graph_input(value: Any) -> Any:
@@ -31,15 +46,41 @@ def as_graph_input(value: Any) -> Any:
     return {"question": value} if isinstance(value, str) else value
 
 
-class ContextEngineGraph(CompiledStateGraph):
-    """The compiled StateGraph, which also takes a bare question string (`invoke`, `stream`, `batch`
-    and their async forms all go through `stream`/`astream`)."""
+def _parent_context() -> Any:
+    """The context of the graph run this one is a node of (the graph used as a subgraph), if any."""
+    try:
+        parent = get_runtime()
+    except RuntimeError:  # not inside a runnable: a run of its own
+        return None
+    context = getattr(parent, "context", None)
+    return context if isinstance(context, (Context, dict)) else None
 
-    def stream(self, input: Any, *args: Any, **kwargs: Any):
-        return super().stream(as_graph_input(input), *args, **kwargs)
 
-    def astream(self, input: Any, *args: Any, **kwargs: Any):
-        return super().astream(as_graph_input(input), *args, **kwargs)
+def prepare_run(config: RunnableConfig | None, context: Any) -> tuple[RunnableConfig, Context]:
+    """The run's one Context (checked, legacy `configurable` keys folded in, its tenant known) and
+    its config with the tenant and the asker in the run's metadata, which every child run and trace
+    (LangSmith, callbacks) inherits."""
+    run = run_context(_parent_context() if context is None else context, config)
+    settings = run.settings()
+    check_tenant_known(settings)
+    who = {"tenant": settings.tenant, "user": settings.asker or ""}
+    return merge_configs(config, {"metadata": who}), run
+
+
+class ContextEngineGraph(CompiledStateGraph[State, Context, InputState, OutputState]):
+    """The compiled StateGraph, which also takes a bare question string and prepares each run's
+    context once (`invoke`, `stream`, `batch` and their async forms all go through `stream`/`astream`)."""
+
+    def stream(self, input: Any, config: RunnableConfig | None = None, *, context: Any = None, **kwargs: Any):
+        config, run = prepare_run(config, context)
+        return super().stream(as_graph_input(input), config, context=run, **kwargs)
+
+    async def astream(self, input: Any, config: RunnableConfig | None = None, *, context: Any = None,
+                      **kwargs: Any):
+        # The tenant check may open the store: off the event loop (Studio's server refuses blocking calls).
+        config, run = await asyncio.to_thread(prepare_run, config, context)
+        async for chunk in super().astream(as_graph_input(input), config, context=run, **kwargs):
+            yield chunk
 
 
 def build_graph(checkpointer: Any = None, *, store: Any = None, name: str = "context_engine",
@@ -68,8 +109,8 @@ def build_graph(checkpointer: Any = None, *, store: Any = None, name: str = "con
     builder.add_conditional_edges("reflect", after_reflect, {"retry": "retrieve", "done": "respond"})
     builder.add_edge("respond", END)
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name, **compile_kwargs)
-    compiled.__class__ = ContextEngineGraph  # same object, one more input form
-    return compiled
+    compiled.__class__ = ContextEngineGraph  # same object: one more input form, each run's context prepared
+    return cast(ContextEngineGraph, compiled)
 
 
 graph = build_graph()

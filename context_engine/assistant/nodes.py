@@ -27,7 +27,7 @@ from context_engine.answering.route import route_question
 from context_engine.answering.topic import TopicMatch, match_topic, names_a_subject, order_rows
 from context_engine.assistant.context import Context, context_of
 from context_engine.assistant.retriever import make_retriever
-from context_engine.assistant.state import State, Turn
+from context_engine.assistant.state import State, Turn, turn_reset
 from context_engine.assistant.structured_query import planning_context, resolve_once, run_result
 from context_engine.config import Settings, check_question
 from context_engine.models import watched
@@ -65,21 +65,12 @@ def _text(content: Any) -> str:
     return " ".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content or [])
 
 
-# Everything one question leaves behind, cleared when the next one starts.
-_TURN_RESET: dict[str, Any] = {
-    "resolution": {}, "plan": {}, "attempts": [], "error": "", "rows": [], "outcome": "", "route": "",
-    "route_reasons": [], "topic": "", "topic_match": {}, "semantic": {}, "fused": [], "reranked": [], "contexts": [],
-    "answer": "", "claims": "", "citations": [], "queries": [], "records": [], "documents": [], "declined": False, "reflection": {},
-    "reflections": 0, "followup": "", "narrowed": "", "understood": [], "not_understood": [], "confidence": 0.0,
-    "draft": {}, "model_error": "", "models_down": []}
-
-
 @watched(fresh=True)
 def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """This turn's question: the input `question`, else the last human message; follow-ups resolved
     against the turn before; the last turn's working state cleared."""
     messages = state.get("messages") or []
-    update: dict[str, Any] = dict(_TURN_RESET)
+    update: dict[str, Any] = turn_reset()
     if messages and isinstance(messages[-1], HumanMessage):
         asked = _text(messages[-1].content)
     else:
@@ -232,11 +223,13 @@ def structured_answer(state: State, settings: Settings) -> dict[str, Any]:
     if topic and outcome in ("success", "no_results"):  # no_results: a retry's, after none was about it
         noun = kind.plural if kind is not None else collection.replace("_", " ")  # "pull requests", "incidents"
         if not topic["matched"]:  # the rest is not the answer: say what the conditions found, and that none fit
-            answer, citations, records, outcome = (
-                f"None of the {topic['of']} {noun} the query found is about “{topic['topic']}”.", [], [], "no_results")
+            found = (f"The {kind.noun if kind is not None else 'record'} the query found is not" if topic["of"] == 1
+                     else f"None of the {topic['of']} {noun} the query found is")
+            answer, citations, records, outcome = f"{found} about “{topic['topic']}”.", [], [], "no_results"
         elif len(topic["matched"]) < topic["of"]:
+            other = topic["of"] - len(topic["matched"])
             answer = (f"About “{topic['topic']}”: {len(topic['matched'])} of the {topic['of']} {noun} the query "
-                      f"found (the other {topic['of'] - len(topic['matched'])} do not mention it).\n{answer}")
+                      f"found (the other {other} {'does' if other == 1 else 'do'} not mention it).\n{answer}")
     return {"answer": answer, "citations": citations, "queries": queries, "records": records, "outcome": outcome,
             **spans}
 

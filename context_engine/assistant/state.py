@@ -1,19 +1,21 @@
 """Typed graph state: what goes in, what flows between nodes, what comes out.
 
 Everything but `messages` and `documents` is plain JSON (dates as ISO strings, pipelines in MongoDB
-Extended JSON), so a checkpointer, LangServe and `json.dumps` all take the state as it is. Working
-fields (resolution, attempts, hits, plan ...) are reset when a turn starts: on a thread, one
-question's trace never leaks into the next.
+Extended JSON), so a checkpointer, LangServe and `json.dumps` all take the state as it is. Every
+field but those in `KEPT_ACROSS_TURNS` is one question's working state (resolution, attempts, hits,
+plan, answer ...), reset when a turn starts (`turn_reset`, derived from `State`, so a new field is
+reset without being listed): on a thread, one question's trace never leaks into the next.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 from langchain_core.documents import Document
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict, is_typeddict
 
 
 class PersonMention(TypedDict):
@@ -128,3 +130,35 @@ class OutputState(TypedDict, total=False):
     not_understood: list[dict[str, Any]]
     confidence: float
     model_error: str                                     # a configured chat model failed ("" = none)
+
+
+KEPT_ACROSS_TURNS: frozenset[str] = frozenset({"messages", "turns", "now"})
+"""The fields a turn does not reset: the conversation, what earlier turns left for follow-ups, and the
+clock (input: a thread's follow-up without `now` keeps the conversation's). Every other State field
+is reset when a turn starts; `start_turn` then sets this turn's question."""
+
+
+def _empty(hint: Any) -> Callable[[], Any]:
+    """A factory of the empty value of a field's type ("" / 0 / False / [] / {})."""
+    hint = get_args(hint)[0] if get_origin(hint) is Annotated else hint
+    origin = get_origin(hint) or hint
+    if origin in (list, dict, str, int, float, bool):
+        return origin
+    if is_typeddict(origin):
+        return dict
+    raise TypeError(f"a State field of type {hint!r} has no empty value: declare it in KEPT_ACROSS_TURNS or "
+                    "give it a plain type")
+
+
+def turn_resetters(schema: type = State) -> dict[str, Callable[[], Any]]:
+    """Each per-turn field of `schema` and the factory of its empty value."""
+    hints = get_type_hints(schema, include_extras=True)
+    return {name: _empty(hint) for name, hint in hints.items() if name not in KEPT_ACROSS_TURNS}
+
+
+_RESETTERS = turn_resetters()  # at import: a field of a type with no empty value fails here, not mid-run
+
+
+def turn_reset() -> dict[str, Any]:
+    """The update that clears one question's working state: every per-turn field, fresh and empty."""
+    return {name: empty() for name, empty in _RESETTERS.items()}

@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from context_engine.assistant.context import Context, context_of
+from context_engine.assistant.context import Context, LibraryContext, context_of
 from context_engine.assistant.state import StructuredState
 from context_engine.config import Settings
 from context_engine.models import is_down, watched
@@ -215,7 +215,7 @@ def run_structured(question: str, settings: Settings, *, now: datetime | str | N
                    planner: Any = None, always_llm: bool = False) -> RunResult:
     """Answer a structured question with the production subgraph; `settings` fix tenant, asker and data.
     `planner` (an object with `.plan(ctx)`) stands in for the LLM planner."""
-    context = Context(base_settings=settings, planner=planner or "", always_llm=always_llm)
+    context = LibraryContext(base_settings=settings, planner=planner, always_llm=always_llm)
     when = now.isoformat() if isinstance(now, datetime) else (now or "")
     state = structured_graph.invoke({"question": question, "now": when}, context=context)
     return run_result(state)

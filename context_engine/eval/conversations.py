@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from context_engine.assistant.context import Context
+from context_engine.assistant.context import LibraryContext
 from context_engine.assistant.graph import build_graph
 from context_engine.config import Settings
 from context_engine.eval.structured import (QuestionFileError, answer_key, check_question, declined,
@@ -176,7 +176,7 @@ def evaluate_conversations(path: Path, settings: Settings, limit: int | None = N
     for conversation in conversations:
         asker = conversation.get("as")
         tenant_settings = settings.with_overrides(tenant=conversation["tenant"], use_llm=False)
-        context = Context(base_settings=tenant_settings, user=asker or "", anonymous=asker is None, use_llm=False)
+        context = LibraryContext(base_settings=tenant_settings, user=asker or "", anonymous=asker is None, use_llm=False)
         config = {"configurable": {"thread_id": f"{conversation['id']}-{uuid.uuid4().hex}"}}
         for number, turn in enumerate(conversation["turns"], 1):
             item = {**turn, "as": asker, "tenant": conversation["tenant"]}

@@ -1,15 +1,20 @@
 """RAG evaluation of the whole graph with RAGAS: `context-engine eval rag --dataset clapnq|FILE`.
 
 Each question goes through the main graph (`context_graph`, with the run context of the tenant being
-evaluated); the answer and the compressed contexts it was composed from are scored against the
-references with RAGAS:
+evaluated); the answer and the compressed contexts it was composed from (as sentences:
+`retrieved_contexts`) are scored against the references by `ragas.evaluate` itself, over the very
+dataset the run writes, with RAGAS's metric classes at their default settings (`OFFLINE_METRICS`,
+`JUDGE_METRICS`):
 
-- offline, always: NonLLMContextPrecisionWithReference and NonLLMContextRecall (contexts vs. the
-  reference contexts, sentence by sentence), IDBasedContextPrecision/Recall (the contexts' record refs
-  vs. the reference ids), NonLLMStringSimilarity and ExactMatch (answer vs. reference), and BleuScore,
-  ChrfScore, RougeScore where the reference is whitespace-tokenized text (not Chinese or Japanese) and
-  their packages (sacrebleu, rouge-score) are installed;
-- with a judge model: Faithfulness and AnswerRelevancy on the answered questions, LLMContextRecall.
+- offline, always: NonLLMContextPrecisionWithReference and NonLLMContextRecall (context sentences vs.
+  the reference contexts), IDBasedContextPrecision/Recall (the contexts' record refs vs. the reference
+  ids), NonLLMStringSimilarity and ExactMatch (answer vs. reference), and BleuScore, ChrfScore,
+  RougeScore where their packages (sacrebleu, rouge-score) are installed;
+- with a judge model: Faithfulness, AnswerRelevancy and LLMContextRecall (`context_recall`).
+
+A metric's figure is RAGAS's own: the mean over the samples it gave a number (a sample without the
+reference a metric needs, or with nothing retrieved for a metric that takes the best match over the
+contexts, gives NaN and is left out; "(scored)" in the info counts the samples behind each mean).
 
 Besides: the decline rate on unanswerable questions, the answer rate on answerable ones, and latency.
 
@@ -29,12 +34,11 @@ Datasets (RAGAS conventions in and out):
 
 What a run writes besides the report (`write_dataset`, `write_samples`):
 
-- `dataset.jsonl`: the filled `EvaluationDataset` (one `SingleTurnSample` per question, `response` and
-  `retrieved_contexts` from the graph, `retrieved_context_ids` beside them), exactly as
-  `EvaluationDataset.to_jsonl` writes it, so `EvaluationDataset.from_jsonl` loads it and RAGAS can
-  re-score it (`ragas.evaluate`, or `metric.single_turn_score` per sample). `retrieved_contexts` are
-  the compressed hits' texts; the two NonLLMContext* metrics of this run split them into sentences
-  first (the CLAP NQ reference contexts are sentences), so only those two may differ when re-scored;
+- `dataset.jsonl`: the filled `EvaluationDataset` that was scored (one `SingleTurnSample` per question,
+  `response` and `retrieved_contexts` from the graph, `retrieved_context_ids` beside them), as
+  `EvaluationDataset.to_jsonl` writes it, so `EvaluationDataset.from_jsonl` loads it;
+- `rescore.py`: `ragas.evaluate` on `dataset.jsonl` with the run's metric classes, printing the means:
+  the run's metrics again, with RAGAS alone (a judge's only when given the same judge);
 - `samples.csv` / `samples.json`: one row per question: id, user_input, response, retrieved_contexts,
   retrieved_context_ids, reference, reference_contexts, answerable, declined, route, latency (seconds)
   and every metric (empty / null where the metric does not apply or had no verdict). Lists are JSON
@@ -46,8 +50,8 @@ from __future__ import annotations
 import ast
 import csv
 import json
+import logging
 import os
-import re
 import time
 import warnings
 from collections import Counter
@@ -63,10 +67,6 @@ __all__ = ["RagQuestion", "RagRun", "RagReport", "CLAPNQ_TENANT", "clapnq_questi
            "write_dataset", "sample_rows", "write_samples"]
 
 CLAPNQ_TENANT = "clapnq"
-
-# Whitespace-tokenized n-gram metrics say nothing about text written without spaces.
-_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-
 
 @dataclass
 class RagQuestion:
@@ -100,6 +100,7 @@ class RagReport:
     items: list[dict[str, Any]]
     questions: list[RagQuestion] = field(default_factory=list)
     runs: list[RagRun] = field(default_factory=list)
+    metric_classes: list[str] = field(default_factory=list)  # the RAGAS classes scored with, for rescore.py
 
 
 def clapnq_questions(root: Path) -> tuple[list[RagQuestion], list[dict[str, Any]]]:
@@ -292,107 +293,123 @@ def run_question(question: str, context: dict[str, Any]) -> RagRun:
                   time.perf_counter() - started)
 
 
-def _offline_metrics() -> tuple[dict[str, Any], dict[str, str]]:
-    """(metric objects by name, unavailable metric -> why)."""
-    os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+# The metrics of a run, by the RAGAS class that computes them, each built with its defaults: the run
+# scores with these and the re-score script written beside the dataset names the same classes.
+OFFLINE_METRICS = ("NonLLMContextPrecisionWithReference", "NonLLMContextRecall", "IDBasedContextPrecision",
+                   "IDBasedContextRecall", "NonLLMStringSimilarity", "ExactMatch", "BleuScore", "ChrfScore",
+                   "RougeScore")
+JUDGE_METRICS = ("Faithfulness", "AnswerRelevancy", "LLMContextRecall")  # need the judge (and embeddings)
+
+
+def rag_metrics(*, judged: bool = False) -> tuple[list[Any], dict[str, str]]:
+    """(the RAGAS metric objects of a run, unavailable metric class -> why). Judge metrics come without a
+    model: `ragas.evaluate(..., llm=, embeddings=)` gives them theirs, in a run and in a re-score alike."""
+    os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")  # read once by RAGAS: before its first use
     with warnings.catch_warnings():
         # ragas 0.4.3 points to ragas.metrics.collections, which lacks several of these.
         warnings.simplefilter("ignore", DeprecationWarning)
-        from ragas.metrics import (BleuScore, ChrfScore, ExactMatch, IDBasedContextPrecision, IDBasedContextRecall,
-                                   NonLLMContextPrecisionWithReference, NonLLMContextRecall, NonLLMStringSimilarity,
-                                   RougeScore)
-    metrics = {"non_llm_context_precision_with_reference": NonLLMContextPrecisionWithReference(),
-               "non_llm_context_recall": NonLLMContextRecall(),
-               "id_based_context_precision": IDBasedContextPrecision(),
-               "id_based_context_recall": IDBasedContextRecall(),
-               "non_llm_string_similarity": NonLLMStringSimilarity(), "exact_match": ExactMatch()}
-    unavailable = {}
-    for name, factory in (("bleu_score", BleuScore), ("chrf_score", ChrfScore), ("rouge_score", RougeScore)):
-        try:
-            metrics[name] = factory()
-        except ImportError as exc:  # sacrebleu / rouge-score are optional extras of ragas
-            unavailable[name] = str(exc)
+        import ragas.metrics
+
+        metrics, unavailable = [], {}
+        for name in OFFLINE_METRICS + (JUDGE_METRICS if judged else ()):
+            try:
+                metrics.append(getattr(ragas.metrics, name)())
+            except ImportError as exc:  # sacrebleu / rouge-score are optional extras of ragas
+                unavailable[name] = str(exc)
     return metrics, unavailable
 
 
-def _llm_metrics(judge, embeddings) -> dict[str, Any]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from ragas.embeddings import LangchainEmbeddingsWrapper
-        from ragas.llms import LangchainLLMWrapper
-        from ragas.metrics import AnswerRelevancy, Faithfulness, LLMContextRecall
+def _metric_key(metric) -> str:
+    """The metric's name as `ragas.evaluate` reports it (RougeScore: `rouge_score(mode=fmeasure)`)."""
+    from ragas.metrics.base import ModeMetric
 
-        llm = LangchainLLMWrapper(judge)
-        return {"faithfulness": Faithfulness(llm=llm),
-                "answer_relevancy": AnswerRelevancy(llm=llm, embeddings=LangchainEmbeddingsWrapper(embeddings)),
-                "llm_context_recall": LLMContextRecall(llm=llm)}
+    return f"{metric.name}(mode={metric.mode})" if isinstance(metric, ModeMetric) else metric.name
 
 
-_CONTEXT_METRICS = ("non_llm_context_precision_with_reference", "non_llm_context_recall")
-_ID_METRICS = ("id_based_context_precision", "id_based_context_recall")
-_NGRAM_METRICS = ("bleu_score", "chrf_score", "rouge_score")
+def _required(metric) -> set[str]:
+    from ragas.metrics.base import MetricType
+
+    return set(metric.required_columns[MetricType.SINGLE_TURN.name])
 
 
-def _applies(name: str, q: RagQuestion, run: RagRun) -> bool:
-    """Which questions a metric scores: those with the reference it compares against; faithfulness and
-    answer relevancy only answered questions (a decline makes no claims)."""
-    if name in _CONTEXT_METRICS:
-        return bool(q.reference_contexts)
-    if name in _ID_METRICS:
-        return bool(q.reference_context_ids)
-    if name in ("faithfulness", "answer_relevancy"):
-        return not run.declined and bool(run.contexts)
-    if name in _NGRAM_METRICS:
-        return bool(q.reference) and not _UNSPACED.search(q.reference)
-    return bool(q.reference)  # string similarity, exact match, LLM context recall
+class _ScoredJobs:
+    """What `ragas.evaluate` takes as its progress bar (it calls `update(1)` per metric and sample):
+    `progress()` once per sample's worth of finished jobs."""
+
+    def __init__(self, per_sample: int, progress: Callable[[], None]):
+        self.per_sample, self.progress, self.done = per_sample, progress, 0
+
+    def update(self, n: int = 1) -> None:
+        for _ in range(n):
+            self.done += 1
+            if self.done % self.per_sample == 0:
+                self.progress()
 
 
 def score(questions: Sequence[RagQuestion], runs: Sequence[RagRun], *, judge=None, embeddings=None,
           progress: Callable[[], None] | None = None) -> RagReport:
-    """RAGAS scores (mean over the questions each metric applies to), rates and latencies.
+    """`ragas.evaluate` over the run's dataset (`to_evaluation_dataset`, what `write_samples` writes), so
+    re-scoring the written dataset gives the same figures; plus rates and latencies.
 
-    `judge` (a LangChain chat model) adds the LLM metrics; AnswerRelevancy also needs `embeddings`.
+    Each metric's figure is RAGAS's: the mean over the samples it scores (NaN ones left out, as
+    `EvaluationResult` does). `ragas.evaluate` reads a dataset's columns from its first sample and
+    refuses a metric whose columns that sample lacks, so the sample with the most references leads
+    (the report, and what is written, in that order); a metric it still lacks is unavailable. `judge` (a
+    LangChain chat model) adds the judge metrics; AnswerRelevancy also needs `embeddings` (LangChain).
     `progress()` is called once per question scored."""
-    from ragas.dataset_schema import SingleTurnSample
-    from ragas.exceptions import RagasOutputParserException
+    from ragas import evaluate
 
-    metrics, unavailable = _offline_metrics()
-    if judge is not None:
-        metrics.update(_llm_metrics(judge, embeddings))
-    scores: dict[str, list[float]] = {name: [] for name in metrics}
-    failures: Counter = Counter()
+    dataset = to_evaluation_dataset(questions, runs)
+    lead = max(range(len(dataset)), key=lambda i: len(dataset[i].get_features()), default=0)
+    if lead:
+        order = [lead, *(i for i in range(len(dataset)) if i != lead)]
+        questions, runs = [questions[i] for i in order], [runs[i] for i in order]
+        dataset = to_evaluation_dataset(questions, runs)
+    metrics, unavailable = rag_metrics(judged=judge is not None)
+    if embeddings is None:  # ragas.evaluate would otherwise make OpenAI embeddings of its own
+        for metric in [m for m in metrics if type(m).__name__ == "AnswerRelevancy"]:
+            metrics.remove(metric)
+            unavailable["AnswerRelevancy"] = "needs embeddings (none given)"
+    present = set(dataset.features())
+    for metric in list(metrics):
+        if not _required(metric) <= present:
+            metrics.remove(metric)
+            missing = ", ".join(sorted(_required(metric) - present))
+            unavailable[type(metric).__name__] = f"the first sample has no {missing} (RAGAS reads the columns from it)"
+    per_sample: list[dict[str, float]] = [{} for _ in dataset]
+    if metrics:
+        # RAGAS logs an ERROR per sample a metric gives NaN (a sample without that metric's reference is
+        # one): expected here, and counted below, so not printed.
+        executor_log = logging.getLogger("ragas.executor")
+        level = executor_log.level
+        executor_log.setLevel(logging.CRITICAL)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # evaluate() is deprecated for @experiment
+                result = evaluate(dataset, metrics=metrics, llm=judge, embeddings=embeddings, show_progress=False,
+                                  _pbar=_ScoredJobs(len(metrics), progress) if progress else None)
+        finally:
+            executor_log.setLevel(level)
+        per_sample = result.scores
+    elif progress:
+        for _ in dataset:
+            progress()
+    keys = [_metric_key(metric) for metric in metrics]
+    scores: dict[str, list[float]] = {key: [] for key in keys}
+    no_verdict: Counter = Counter()
     items = []
-    for q, run in zip(questions, runs):
-        # Sentence by sentence: reference contexts are sentences, and the non-LLM metrics compare whole strings.
-        sentences = [s for hit in run.contexts for s in split_sentences(hit.get("text", ""))]
+    for q, run, sample, values in zip(questions, runs, dataset, per_sample):
         item = {"id": q.id, "question": q.question, "answerable": q.answerable, "route": run.route,
                 "declined": run.declined, "seconds": round(run.seconds, 4), "answer": run.answer,
                 "context_ids": run.context_ids, "scores": {}}
-        for name, metric in metrics.items():
-            if not _applies(name, q, run):
-                continue
-            retrieved = sentences if name in _CONTEXT_METRICS else [hit.get("text", "") for hit in run.contexts]
-            if not retrieved and name in _CONTEXT_METRICS + _ID_METRICS:
-                # Nothing retrieved recalls nothing (RAGAS itself fails on an empty list).
-                scores[name].append(0.0)
-                item["scores"][name] = 0.0
-                continue
-            sample = SingleTurnSample(user_input=q.question, response=run.answer, reference=q.reference,
-                                      retrieved_contexts=retrieved, reference_contexts=q.reference_contexts or None,
-                                      retrieved_context_ids=run.context_ids,
-                                      reference_context_ids=q.reference_context_ids or None)
-            try:
-                value = float(metric.single_turn_score(sample))
-            except RagasOutputParserException:  # a judge whose output does not parse: no score, counted
-                value = float("nan")
-            if value != value:  # NaN: the judge gave no usable verdict
-                failures[name] += 1
-                continue
-            scores[name].append(value)
-            item["scores"][name] = round(value, 4)
+        for metric, key in zip(metrics, keys):
+            value = float(values[key])
+            if value == value:
+                scores[key].append(value)
+                item["scores"][key] = round(value, 4)
+            elif _required(metric) <= set(sample.get_features()):
+                no_verdict[key] += 1  # it had what it needs: the metric (or its judge) gave no verdict
         items.append(item)
-        if progress:
-            progress()
 
     def mean(values: list[float]) -> float | None:
         return round(sum(values) / len(values), 4) if values else None
@@ -405,12 +422,13 @@ def score(questions: Sequence[RagQuestion], runs: Sequence[RagRun], *, judge=Non
             # neither an answer nor a decline: a defect of the graph, never a good outcome
             "empty answers (not declined)": sum(1 for r in runs if not r.declined and not r.answer.strip()),
             "routes": ", ".join(f"{route} {n}" for route, n in sorted(Counter(r.route for r in runs).items())),
-            "judge": "yes" if judge is not None else "none (offline metrics only)"}
-    info.update({f"{name} (scored)": len(values) for name, values in scores.items()})
-    info.update({f"{name} (no verdict)": n for name, n in failures.items()})
+            "judge": "yes" if judge is not None else "none (offline metrics only)",
+            "scored by": "ragas.evaluate on dataset.jsonl (re-score: python rescore.py)"}
+    info.update({f"{key} (scored)": len(values) for key, values in scores.items()})
+    info.update({f"{key} (no verdict)": n for key, n in no_verdict.items()})
     info.update({f"{name} (unavailable)": why for name, why in unavailable.items()})
-    return RagReport({name: mean(values) for name, values in scores.items()}, info,
-                     [r.seconds for r in runs], items, list(questions), list(runs))
+    return RagReport({key: mean(values) for key, values in scores.items()}, info, [r.seconds for r in runs], items,
+                     list(questions), list(runs), [type(metric).__name__ for metric in metrics])
 
 
 def evaluate_rag(questions: Sequence[RagQuestion], context: dict[str, Any], *, judge=None, embeddings=None,
@@ -426,14 +444,22 @@ def evaluate_rag(questions: Sequence[RagQuestion], context: dict[str, Any], *, j
                  progress=(lambda: progress("score")) if progress else None)
 
 
+def retrieved_contexts(run: RagRun) -> list[str]:
+    """The sentences of the compressed hits the answer was composed from, in order: what RAGAS scores as
+    the retrieved contexts. Sentences, because reference contexts are (CLAP NQ's are) and the non-LLM
+    context metrics compare whole strings: a passage is never "similar" to one of its sentences."""
+    return [sentence for hit in run.contexts for sentence in split_sentences(hit.get("text", ""))]
+
+
 def to_evaluation_dataset(questions: Sequence[RagQuestion], runs: Sequence[RagRun]):
-    """The filled RAGAS `EvaluationDataset`: per question the graph's `response` and `retrieved_contexts`
-    (the compressed hits it answered from) with their `retrieved_context_ids`, beside the references."""
+    """The filled RAGAS `EvaluationDataset`, scored as it is and written as it is: per question the
+    graph's `response` and `retrieved_contexts` (`retrieved_contexts(run)`) with the ids of the hits
+    they come from (`retrieved_context_ids`), beside the references."""
     from ragas import EvaluationDataset
     from ragas.dataset_schema import SingleTurnSample
 
     return EvaluationDataset(samples=[
-        SingleTurnSample(user_input=q.question, retrieved_contexts=[hit.get("text", "") for hit in run.contexts],
+        SingleTurnSample(user_input=q.question, retrieved_contexts=retrieved_contexts(run),
                          retrieved_context_ids=run.context_ids, response=run.answer, reference=q.reference,
                          reference_contexts=q.reference_contexts or None,
                          reference_context_ids=q.reference_context_ids or None)
@@ -456,7 +482,7 @@ def sample_rows(report: RagReport) -> list[dict[str, Any]]:
     rows = []
     for q, run, item in zip(report.questions, report.runs, report.items):
         rows.append({"id": q.id, "user_input": q.question, "response": run.answer,
-                     "retrieved_contexts": [hit.get("text", "") for hit in run.contexts],
+                     "retrieved_contexts": retrieved_contexts(run),
                      "retrieved_context_ids": run.context_ids, "reference": q.reference,
                      "reference_contexts": q.reference_contexts, "answerable": q.answerable,
                      "declined": run.declined, "route": run.route, "latency": round(run.seconds, 4),
@@ -464,13 +490,65 @@ def sample_rows(report: RagReport) -> list[dict[str, Any]]:
     return rows
 
 
+_RESCORE = '''"""Re-score dataset.jsonl, written by `context-engine eval rag`, with RAGAS alone: the same samples
+and the same metrics with their default settings, so the means printed are the run's metrics
+(results.json). From this folder, with ragas {version}:
+
+    python rescore.py
+{judge_note}"""
+
+import json
+import logging
+import math
+import os
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+warnings.simplefilter("ignore", DeprecationWarning)  # ragas 0.4 points these classes to ragas.metrics.collections
+# RAGAS logs an ERROR per sample a metric gives no number (one without the reference it needs): expected
+logging.getLogger("ragas.executor").setLevel(logging.CRITICAL)
+
+from ragas import EvaluationDataset, evaluate  # noqa: E402
+from ragas import metrics as m  # noqa: E402
+
+JUDGE = None  # the LangChain chat model that judged the run, if any
+EMBEDDINGS = None  # LangChain embeddings, for AnswerRelevancy
+
+metrics = [{offline}]
+if JUDGE is not None:
+    metrics += [{judged}]
+dataset = EvaluationDataset.from_jsonl(str(Path(__file__).with_name("dataset.jsonl")))
+result = evaluate(dataset, metrics=metrics, llm=JUDGE, embeddings=EMBEDDINGS, show_progress=False)
+means = {{}}
+for name in result.scores[0] if result.scores else []:
+    values = [row[name] for row in result.scores if not math.isnan(row[name])]
+    means[name] = round(sum(values) / len(values), 4) if values else None
+print(json.dumps(means, indent=2))
+'''
+
+
+def rescore_script(report: RagReport) -> str:
+    """rescore.py: `ragas.evaluate` on dataset.jsonl with the metric classes of this run."""
+    from importlib.metadata import version
+
+    offline = [name for name in report.metric_classes if name not in JUDGE_METRICS]
+    judged = [name for name in report.metric_classes if name in JUDGE_METRICS]
+    note = ("\nThe run had a judge: set JUDGE (and EMBEDDINGS) below to the same models to re-score "
+            f"{', '.join(judged)} too; a model's verdicts are only as repeatable as the model.\n") if judged else ""
+    return _RESCORE.format(version=version("ragas"), judge_note=note,
+                           offline=", ".join(f"m.{name}()" for name in offline),
+                           judged=", ".join(f"m.{name}()" for name in judged))
+
+
 def write_samples(out_dir: Path, report: RagReport) -> dict[str, str]:
-    """Write dataset.jsonl (the filled EvaluationDataset), samples.csv and samples.json into `out_dir`;
-    returns their paths by kind."""
+    """Write dataset.jsonl (the filled EvaluationDataset, exactly as scored), rescore.py (how to re-score
+    it with RAGAS alone), samples.csv and samples.json into `out_dir`; returns their paths by kind."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"dataset": out_dir / "dataset.jsonl", "samples_csv": out_dir / "samples.csv",
-             "samples_json": out_dir / "samples.json"}
+    paths = {"dataset": out_dir / "dataset.jsonl", "rescore": out_dir / "rescore.py",
+             "samples_csv": out_dir / "samples.csv", "samples_json": out_dir / "samples.json"}
     write_dataset(paths["dataset"], to_evaluation_dataset(report.questions, report.runs))
+    paths["rescore"].write_text(rescore_script(report), encoding="utf-8")
     rows = sample_rows(report)
     paths["samples_json"].write_text(json.dumps(rows, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     columns = list(rows[0]) if rows else ["id", "user_input", "response", "retrieved_contexts", "reference",

@@ -103,12 +103,12 @@ class BeirIndex:
     bm25: BM25Index
     dense: DenseIndex
     embeddings: CachedEmbeddings
-    query_cache: EmbeddingCache  # query vectors, under the model name + ":query"
+    query_cache: EmbeddingCache  # query vectors, under the model's cache key + ":query"
     directory: Path
 
     def query_vectors(self, texts: Sequence[str]) -> np.ndarray:
         """Unit query vectors, from the index's query cache when seen before."""
-        model = f"{self.embeddings.name}:query"
+        model = f"{self.embeddings.key}:query"
         cached = self.query_cache.get(model, texts)
         missing = [i for i in range(len(texts)) if i not in cached]
         if missing:
@@ -132,7 +132,7 @@ def open_beir_index(root: Path, settings: Settings, progress: Progress | None = 
     chunks = [chunk for doc in read_corpus(root)
               for chunk in chunk_document(str(doc["_id"]), doc.get("title"), doc.get("text", ""), tenant="beir", acl=[PUBLIC])]
     embeddings = CachedEmbeddings(make_embeddings(settings.embedding_model), EmbeddingCache(settings.embedding_cache_path))
-    directory = settings.data_dir / "beir" / f"{root.resolve().name}-{_fingerprint(embeddings.name, chunks)}"
+    directory = settings.data_dir / "beir" / f"{root.resolve().name}-{_fingerprint(embeddings.key, chunks)}"
     bm25_path, dense_path = directory / "bm25.npz", directory / "dense"
     if bm25_path.is_file() and (dense_path / "meta.json").is_file():
         say(f"loading the indexes of {len(chunks):,} chunks from {directory}")

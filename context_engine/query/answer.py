@@ -93,20 +93,27 @@ def compose(result: RunResult, collection: str | None,
     return text + ignored(result), citations
 
 
+def counted(n: int, noun: str, plural: str) -> str:
+    """`n` with the noun its number takes: "1 pull request", "0 pull requests", "2 pull requests"."""
+    return f"{n} {noun if n == 1 else plural}"
+
+
 def _compose(result: RunResult, collection: str | None,
              kind: CollectionSpec | None) -> tuple[str, list[dict[str, Any]]]:
     if isinstance(result, ResolutionFailed):
         return result.message, []
     if isinstance(result, MaxAttempts):
         last = result.attempts[-1].error if result.attempts else "no plan"
-        return f"I could not build a valid query after {len(result.attempts)} attempt(s). Last error: {last}", []
-    noun = kind.plural if kind is not None else "records"
+        return (f"I could not build a valid query after {counted(len(result.attempts), 'attempt', 'attempts')}. "
+                f"Last error: {last}"), []
+    one, noun = (kind.noun, kind.plural) if kind is not None else ("record", "records")
     if isinstance(result, NoResults):
         return f"No {noun} matched. Tried: {result.tried}", []
     assert isinstance(result, Success)
     rows = result.rows
     if len(rows) == 1 and set(rows[0]) == {"count"}:
-        return f"{rows[0]['count']} {noun} match.", []
+        n = rows[0]["count"]
+        return f"{counted(n, one, noun)} {'matches' if n == 1 else 'match'}.", []
     if len(rows) == 1 and len(rows[0]) == 1 and set(rows[0]) <= {"total", "min", "max"}:
         (kind, value), = rows[0].items()  # a sum or an extreme of a measure: one number
         return f"The {kind} over the {noun} matched: {value}.", []
@@ -114,7 +121,7 @@ def _compose(result: RunResult, collection: str | None,
         metric = next((k for k in rows[0] if k not in ("_id", "name")), None)
         lines = [f"{i}. {_label(r)}: {r.get(metric)}" for i, r in enumerate(rows[:25], 1)]
         more = f"\n… and {len(rows) - 25} more" if len(rows) > 25 else ""
-        return f"{len(rows)} group(s) of {noun} ({metric}):\n" + "\n".join(lines) + more, []
+        return f"{counted(len(rows), 'group', 'groups')} of {noun} ({metric}):\n" + "\n".join(lines) + more, []
     citations = [citation(r, collection or "", kind) for r in rows]
     author = [field.path for field in kind.people.get("author", ())] if kind is not None else []
     lines = []
@@ -126,4 +133,4 @@ def _compose(result: RunResult, collection: str | None,
         said = cite["id"] if cite["title"] == cite["id"] else f"{cite['id']} {cite['title']}"  # a record with no title
         lines.append(f"[{i}] {said} ({meta}) {cite['url'] or ''}".rstrip())
     more = f"\n… and {len(rows) - LISTED} more in the records" if len(rows) > LISTED else ""
-    return f"Found {len(rows)} {noun}:\n" + "\n".join(lines) + more, citations
+    return f"Found {counted(len(rows), one, noun)}:\n" + "\n".join(lines) + more, citations

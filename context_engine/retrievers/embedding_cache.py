@@ -3,7 +3,10 @@
 Embedding is the slow step of indexing (multilingual-e5-small embeds about two SciFact abstracts a
 second on two cores), and re-syncing an unchanged source must cost near zero re-embedding. Vectors
 are stored in SQLite (one file in the data directory, safe against a crash half-way: each batch is a
-transaction) under (model name, SHA-1 of the text). Queries are not cached: they are embedded once.
+transaction) under (the embedder's `cache_key()`, SHA-1 of the text): the key names the model, the
+version of its weights (for the default model, the built graph itself, whose smoothing comes from its
+calibration texts) and the normalisation, so a vector is only ever served to the model that computed
+it. Queries are not cached: they are embedded once.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ def _key(text: str) -> bytes:
 
 
 class EmbeddingCache:
-    """(model, text) -> float32 vector, in one SQLite file."""
+    """(model key, text) -> float32 vector, in one SQLite file."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -120,8 +123,17 @@ class CachedEmbeddings(Embeddings):
         self.cache = cache
         self.batch_size = batch_size
         self.name = embeddings.name
+        self._key: str | None = None
         self.hits = 0
         self.misses = 0
+
+    @property
+    def key(self) -> str:
+        """The embedder's cache key, asked once and only when there is something to look up: for the
+        default model it loads the graph."""
+        if self._key is None:
+            self._key = self.embeddings.cache_key()
+        return self._key
 
     @property
     def dim(self) -> int | None:
@@ -133,7 +145,7 @@ class CachedEmbeddings(Embeddings):
         holds every vector twice (~0.7 GB at 444k chunks). `texts` is read by position, twice at most:
         once for the cache lookup, once for a text that has to be embedded (the sync's texts are made
         when read)."""
-        cached = self.cache.get(self.name, texts)
+        cached = self.cache.get(self.key, texts) if len(texts) else {}
         missing = [i for i in range(len(texts)) if i not in cached]
         self.hits += len(cached)
         self.misses += len(missing)
@@ -145,7 +157,7 @@ class CachedEmbeddings(Embeddings):
             part = missing[start:start + self.batch_size]
             batch = [texts[i] for i in part]
             vectors = self.embeddings.encode_documents(batch)
-            self.cache.put(self.name, batch, vectors)
+            self.cache.put(self.key, batch, vectors)
             yield part, vectors
             if on_progress:
                 on_progress(min(start + self.batch_size, len(missing)), len(missing))

@@ -12,7 +12,14 @@ Layout (https://slack.com/help/articles/220556107):
   parent and its replies may sit in different day files.
 
 Each message becomes one `messages` record in that same shape (what `sample.add_thread` produces)
-plus `channel` (name), `channel_id`, `permalink`, `mentions`, `acl`, `source`, `workspace`:
+plus `channel` (name), `channel_id`, `mentions`, `acl`, `source`, `workspace` (a label: the export's
+file name without `-slack-export`), and `permalink` only when the export itself says where the
+workspace lives:
+
+- The workspace URL is the one host of the files shared in it (`files[].permalink`,
+  `https://<domain>.slack.com/files/...`); an export with no shared file, or files on several hosts,
+  has none, and its messages carry no permalink (citations fall back to the `channel:ts` ref) rather
+  than a link guessed from the file name, which is whatever the downloader named it.
 
 - `text` is rendered as people read it: `<@U1>` -> `@display name`, `<#C1|dev>` -> `#dev`,
   `<url|label>` -> `label (url)` (just the URL when the label is the URL without its scheme, as
@@ -43,7 +50,7 @@ import zipfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from context_engine.access import PUBLIC, slack_members
 from context_engine.sources.input_caps import check_zip, parse_json, read_capped, read_member
@@ -156,9 +163,10 @@ def read_slack_export(path: Path, problems: ReadProblems, workspace: str | None 
         files.close()
     names = _display_names(users, raw)
     channel_names = {channel.id: channel.name for channel in channels}
+    url = workspace_url(message for channel_messages in raw.values() for message in channel_messages)
     messages: list[dict] = []
     for channel, channel_messages in raw.items():
-        messages += _channel_records(channel, channel_messages, names, channel_names, users, workspace, source)
+        messages += _channel_records(channel, channel_messages, names, channel_names, users, workspace, source, url)
     people = [_person(user, workspace, source) for user in users.values()]
     return {"messages": messages, "people": people}
 
@@ -286,8 +294,23 @@ def render_text(text: str, names: dict[str, str], channel_names: dict[str, str])
     return rendered, mentions
 
 
-def _permalink(workspace: str, channel_id: str, ts: str, thread_ts: str | None) -> str:
-    link = f"https://{workspace}.slack.com/archives/{channel_id}/p{ts.replace('.', '')}"
+_FILE_PERMALINK = re.compile(r"(https://[a-z0-9][a-z0-9-]*\.(?:enterprise\.)?slack\.com)/files/", re.IGNORECASE)
+
+
+def workspace_url(messages: Iterable[dict[str, Any]]) -> str | None:
+    """`https://<domain>.slack.com` when the files shared in the export all link there, else None."""
+    hosts = set()
+    for message in messages:
+        files = message.get("files")
+        for file in files if isinstance(files, list) else ():
+            found = _FILE_PERMALINK.match(file.get("permalink") or "") if isinstance(file, dict) else None
+            if found:
+                hosts.add(found.group(1).lower())
+    return hosts.pop() if len(hosts) == 1 else None
+
+
+def _permalink(url: str, channel_id: str, ts: str, thread_ts: str | None) -> str:
+    link = f"{url}/archives/{channel_id}/p{ts.replace('.', '')}"
     if thread_ts and thread_ts != ts:
         link += f"?thread_ts={thread_ts}&cid={channel_id}"
     return link
@@ -311,7 +334,7 @@ def _user_profile(message: dict[str, Any], user: dict[str, Any] | None) -> dict[
 
 
 def _channel_records(channel: Channel, messages: list[dict], names: dict[str, str], channel_names: dict[str, str],
-                     users: dict[str, dict], workspace: str, source: str) -> list[dict]:
+                     users: dict[str, dict], workspace: str, source: str, url: str | None) -> list[dict]:
     records = []
     for message in sorted(messages, key=lambda m: float(m["ts"])):
         record = source_fields(message)  # never the engine's fields (`acl`, `source` ...): see normalize
@@ -324,8 +347,9 @@ def _channel_records(channel: Channel, messages: list[dict], names: dict[str, st
         text = message.get("text") if isinstance(message.get("text"), str) else ""
         record["text"], record["mentions"] = render_text(text, names, channel_names)
         record.update(type=message.get("type") or "message", channel=channel.name, channel_id=channel.id,
-                      acl=list(channel.acl), source=source, workspace=workspace,
-                      permalink=_permalink(workspace, channel.id, message["ts"], message.get("thread_ts")))
+                      acl=list(channel.acl), source=source, workspace=workspace)
+        if url:
+            record["permalink"] = _permalink(url, channel.id, message["ts"], message.get("thread_ts"))
         records.append(record)
     _complete_threads(records)
     return records
