@@ -27,8 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from langchain_core.exceptions import (ModelAuthenticationError, ModelConnectionError, ModelNotFoundError,
-                                       ModelPermissionDeniedError, ModelTimeoutError)
+from langchain_core.exceptions import (
+    ModelAuthenticationError,
+    ModelConnectionError,
+    ModelNotFoundError,
+    ModelPermissionDeniedError,
+    ModelTimeoutError,
+)
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages
 from langchain_core.runnables import RunnableLambda
 from pydantic import BaseModel

@@ -18,8 +18,14 @@ from context_engine import build_graph, graph
 from context_engine.assistant.context import LibraryContext
 from context_engine.cli import main
 from context_engine.config import Settings
-from context_engine.models import (ModelUnavailable, StructuredOutputError, guarded, probe_endpoints,
-                                   structured_output, watching)
+from context_engine.models import (
+    ModelUnavailable,
+    StructuredOutputError,
+    guarded,
+    probe_endpoints,
+    structured_output,
+    watching,
+)
 from tests.chat_fakes import ScriptedChatModel, TextChatModel
 
 NOW = "2026-11-30T12:00:00Z"
@@ -218,8 +224,8 @@ def test_cli_ask_warns_on_one_stderr_line_and_reports_model_error_in_json(sample
     base = ["ask", WHY, "--data-dir", str(sample_dir), "--as", "larsn", "--now", NOW]
     assert main(base) == 0
     text = capsys.readouterr()
-    assert text.err.splitlines() == ["context-engine: warning: chat model gpt-4o-mini (ChatOpenAI) could not be "
-                                     "reached (OpenAIConnectionError)"]
+    assert text.err.splitlines() == [("context-engine: warning: chat model gpt-4o-mini (ChatOpenAI) could not be "
+                                      "reached (OpenAIConnectionError)")]
     assert "The configured chat model failed" in text.out
     assert main([*base, "--json"]) == 0
     as_json = capsys.readouterr()
@@ -230,11 +236,11 @@ def test_mcp_startup_warns_about_a_dead_endpoint_in_one_line(sample_dir):
     env = {"OPENAI_BASE_URL": DEAD, "OPENAI_API_KEY": "k", "CONTEXT_ENGINE_USE_LLM": "1"}
     # stdio with nothing to read: the server starts, finds end of input and stops.
     done = subprocess.run([sys.executable, "-m", "context_engine.cli", "mcp", "--data-dir", str(sample_dir),
-                           "--as", "larsn"], input="", capture_output=True, text=True, timeout=120,
+                           "--as", "larsn"], input="", capture_output=True, text=True, timeout=120, check=False,
                           env={**_env(), **env})
     warnings = [line for line in done.stderr.splitlines() if "cannot be reached" in line]
-    assert warnings == [f"context-engine: warning: chat model endpoint {DEAD} cannot be reached (Connection refused); "
-                        "answers fall back to the offline rules and say so"]
+    assert warnings == [(f"context-engine: warning: chat model endpoint {DEAD} cannot be reached (Connection refused); "
+                         "answers fall back to the offline rules and say so")]
 
 
 def _env():
