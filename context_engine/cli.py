@@ -321,6 +321,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(answer.to_json())
     else:
+        if result.get("model_error"):  # the answer says so too; stderr tells whoever reads only the log
+            print(f"context-engine: warning: {result['model_error']}", file=sys.stderr)
         print(result.get("answer", ""))
         if result.get("citations"):
             print("\nSources:")
@@ -871,12 +873,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
         keys = load_keys(args.keys)
     except (OSError, ValueError) as exc:
         raise InputError(f"--keys: {exc}") from None
+    settings = _settings(args)
     try:
-        app = create_app(_settings(args), keys)
+        app = create_app(settings, keys)
     except ValueError as exc:  # a key's person is not in its tenant's directory
         raise InputError(f"--keys: {exc}") from None
+    _warn_unreachable_models(settings)
     _serve_until_signalled(app, args.host, args.port)
     return EXIT_OK
+
+
+def _warn_unreachable_models(settings: Any) -> None:
+    """One warning line per configured model endpoint that does not accept a connection. A warning,
+    not a refusal: the engine answers offline meanwhile (each answer saying the model failed, and each
+    run trying the model again), and a model server started after the engine is not a reason to stay down."""
+    from context_engine.models import probe_endpoints
+
+    for problem in probe_endpoints(settings):
+        print(f"context-engine: warning: {problem}; answers fall back to the offline rules and say so",
+              file=sys.stderr)
 
 
 def _serve_until_signalled(app: Any, host: str, port: int, **config: Any) -> None:
@@ -952,6 +967,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if _missing_extra("mcp", "server", "mcp", *(("uvicorn",) if args.http else ())):
         return EXIT_INPUT
     settings = _settings(args)
+    _warn_unreachable_models(settings)
     if not args.http:
         from context_engine.mcp_server import build_server
 

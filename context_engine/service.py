@@ -124,7 +124,7 @@ def _known(settings: Settings, collection: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------- ask
-ANSWER_FIELDS = ("route", "answer", "queries", "records", "citations", "reflection", "declined")
+ANSWER_FIELDS = ("route", "answer", "queries", "records", "citations", "reflection", "declined", "model_error")
 """The graph output fields an answer carries to a caller (the rest is the graph's working state)."""
 
 

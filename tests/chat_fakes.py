@@ -3,20 +3,37 @@ are given in advance, for testing the model paths offline."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
+from pydantic import Field
 
 
 class ScriptedChatModel(GenericFakeChatModel):
     """Answers with the given JSON objects in order; structured output parses them into the schema."""
 
     @classmethod
-    def answering(cls, *answers: dict[str, Any]) -> "ScriptedChatModel":
+    def answering(cls, *answers: dict[str, Any]) -> ScriptedChatModel:
         return cls(messages=iter([AIMessage(json.dumps(a)) for a in answers]))
 
     def with_structured_output(self, schema: Any, **_kwargs: Any):
         return self | RunnableLambda(lambda message: schema.model_validate_json(message.content))
+
+
+class TextChatModel(GenericFakeChatModel):
+    """A chat model with no structured output of its own (LangChain's default: NotImplementedError):
+    answers with the given texts in order, the same text forever once they run out; keeps every prompt."""
+
+    prompts: list[list[Any]] = Field(default_factory=list)
+
+    @classmethod
+    def saying(cls, *texts: str) -> TextChatModel:
+        return cls(messages=itertools.chain(texts, itertools.repeat(texts[-1])))
+
+    def _generate(self, messages: list[Any], *args: Any, **kwargs: Any):
+        self.prompts.append(messages)
+        return super()._generate(messages, *args, **kwargs)

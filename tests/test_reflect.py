@@ -80,3 +80,14 @@ def test_llm_check_flags_the_invented_claim():
               "Redis was also cheaper to run on ARM servers [2].")
     verdict = reflect(QUESTION, answer, CITATIONS, CONTEXTS, llm=llm)
     assert "Redis was also cheaper to run on ARM servers." in verdict.unsupported and verdict.action == "retry"
+
+
+def test_a_composed_line_is_checked_by_its_quote_not_the_source_name():
+    # "- Title (PAY-100): “quote” [1]": the title names the source; its words and number are not in it.
+    answer = "- Support checkout sessions (PAY-100): “This needs a rollout plan before we merge.” [1]"
+    verdict = reflect("what is the rollout plan?", answer, [{"id": "acme/payments#1411"}],
+                      ["priyar (changes requested): This needs a rollout plan before we merge."])
+    assert verdict.action == "accept" and verdict.unsupported == []
+    misquoted = answer.replace("rollout plan", "migration budget")
+    assert reflect("what is the rollout plan?", misquoted, [{"id": "acme/payments#1411"}],
+                   ["priyar (changes requested): This needs a rollout plan before we merge."]).unsupported

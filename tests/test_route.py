@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 
 from context_engine.answering.route import RouteDecision, route_question
@@ -103,8 +104,9 @@ def test_offline_routing_accuracy_on_the_dev_set(settings):
 
 
 class ScriptedRouterModel:
-    """Stands in for a chat model: answers routing requests with the given answers in order; an
-    exception in the list is raised instead. Records the schema, method and messages it was given."""
+    """Stands in for a chat model: answers routing requests with the given answers in order, natively
+    structured or, asked as text (`invoke`), as JSON text; an exception in the list is raised instead.
+    Records the schema, method and messages it was given."""
 
     def __init__(self, *answers):
         self.answers = list(answers)
@@ -122,6 +124,10 @@ class ScriptedRouterModel:
             raise answer
         return answer
 
+    def invoke(self, messages, config=None):
+        answer = self._answer(messages)
+        return AIMessage(answer if isinstance(answer, str) else answer.model_dump_json())
+
 
 def test_a_chat_model_decides_given_the_offline_signals(settings):
     model = ScriptedRouterModel(RouteDecision(route="hybrid", reasons=["names a person and a topic"]))
@@ -135,11 +141,12 @@ def test_a_chat_model_decides_given_the_offline_signals(settings):
 
 
 def test_a_model_error_is_retried_then_the_offline_route_stands(settings):
-    failing = ScriptedRouterModel(*[ValueError("not JSON")] * settings.max_attempts)
+    # Each attempt: the native structured answer is malformed, then the same asked as JSON in text.
+    failing = ScriptedRouterModel(*[ValueError("not JSON"), "no JSON here"] * settings.max_attempts)
     decision = _route(settings, "why did we switch the cache to Redis?", llm=failing)
-    assert len(failing.calls) == settings.max_attempts
+    assert len(failing.calls) == 2 * settings.max_attempts
     assert decision.route == "semantic"
-    assert "chat model failed (ValueError)" in decision.reasons[-1]
+    assert "chat model failed (StructuredOutputError)" in decision.reasons[-1]
 
     recovering = ScriptedRouterModel(ValueError("not JSON"), RouteDecision(route="structured", topic="ignored"))
     decision = _route(settings, "why did we switch the cache to Redis?", llm=recovering)

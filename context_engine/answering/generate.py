@@ -23,6 +23,7 @@ from langchain_core.documents import Document
 
 from context_engine.answering.links import RELATIONS, Link, LinkChain, LinkedRecord
 from context_engine.answering.topic import mentions, topic_words
+from context_engine.models import guarded
 from context_engine.prompts import ANSWER_SYSTEM, ANSWER_USER, NO_ANSWER
 from context_engine.text import count_tokens, split_sentences
 
@@ -237,7 +238,7 @@ def generate_answer(llm: Any, question: str, *, structured: dict[str, Any] | Non
                 ("human", ANSWER_USER.format(question=question, structured=structured_text, sources=source_text,
                                              links=link_text))]
     try:
-        reply = llm.with_retry(stop_after_attempt=2).invoke(messages)
+        reply = guarded(llm).invoke(messages)  # the client retried the request; the run hears of a failure
     except Exception:  # connection, timeout, server errors: the offline answer is still grounded
         return compose_answer(question, structured=structured, contexts=contexts, chain=chain)
     written = str(reply.content).strip()

@@ -44,6 +44,9 @@ _LATIN_IN_CJK = re.compile(r"[A-Za-z][A-Za-z0-9+.#-]*")
 _SPACES = re.compile(r"\s+")
 _SPACE_BEFORE_PUNCT = re.compile(r"\s+([.,;:!?。，；：！？])")
 _WORD = re.compile(r"[\u4e00-\u9fff]+|[^\W_][\w\-#/.]*")
+# "- Title (ENG-231): “quote” [3]", a composed answer's line: the title names the source, the quote is
+# the claim (the title's words and numbers are not in the passage, so kept they would fail it).
+_SOURCE_NAME = re.compile(r"^\s*[-*•]\s+[^“”\n]*?:\s*(?=“)")
 
 
 @dataclass
@@ -103,7 +106,7 @@ def _claims(answer_text: str) -> list[tuple[str, list[int]]]:
     for line in answer_text.splitlines():
         # A sentence without a marker is backed by the markers of its line ("- Title: “quote.” [3]").
         line_cited = [int(n) for n in _MARKER.findall(line)]
-        for sentence in split_sentences(line):
+        for sentence in split_sentences(_SOURCE_NAME.sub("", line)):
             cited = [int(n) for n in _MARKER.findall(sentence)] or line_cited
             claim = _URL.sub(" ", _MARKER.sub(" ", sentence))
             claim = _SPACE_BEFORE_PUNCT.sub(r"\1", _SPACES.sub(" ", claim)).strip(" -*•\t")

@@ -30,6 +30,7 @@ from context_engine.assistant.retriever import make_retriever
 from context_engine.assistant.state import State, Turn, turn_reset
 from context_engine.assistant.structured_query import planning_context, resolve_once, run_result
 from context_engine.config import Settings, check_question
+from context_engine.models import watched
 from context_engine.query.answer import compose, ignored
 from context_engine.query.engine import NOTHING_TO_QUERY
 from context_engine.query.fields import registry_of
@@ -64,6 +65,7 @@ def _text(content: Any) -> str:
     return " ".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content or [])
 
 
+@watched(fresh=True)
 def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """This turn's question: the input `question`, else the last human message; follow-ups resolved
     against the turn before; the last turn's working state cleared."""
@@ -90,6 +92,7 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return update
 
 
+@watched
 def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Structured half, semantic half or both; people and times are resolved here, once per question."""
     settings = context_of(runtime).settings()
@@ -168,6 +171,7 @@ def fuse(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return {**update, "fused": fuse_hits(lists, settings.fusion, weights, settings.rrf_k)}
 
 
+@watched
 def rerank(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """A second-stage scorer over the fused top-k (structured-only answers keep query order)."""
     settings = context_of(runtime).settings()
@@ -180,6 +184,7 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     return {"reranked": [hit_to_dict(d) for d in docs]}
 
 
+@watched
 def compress(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Only the sentences that bear on the question, within the token budget."""
     settings = context_of(runtime).settings()
@@ -242,6 +247,7 @@ def _exact_rows(structured: dict[str, Any] | None, plan: dict[str, Any] | None) 
     return any(key != "$text" for stage in pipeline for key in stage.get("$match", {}))
 
 
+@watched
 def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """The answer with citations. Structured answers keep the structured half's exact wording and
     numbers; semantic and hybrid answers are grounded in the compressed context, follow cross-links,
@@ -306,6 +312,7 @@ def _question_without_resolved_times(state: State) -> str:
     return question
 
 
+@watched
 def reflect(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Is the answer grounded? If not, retry retrieval with a rewritten, wider query (bounded)."""
     settings = context_of(runtime).settings()
@@ -329,7 +336,26 @@ def reflect(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     update: dict[str, Any] = {"reflection": {**asdict(verdict), "retry": retry}}
     if retry:
         update.update(reflections=rounds + 1, search_query=verdict.rewritten_query or state["question"])
+    elif verdict.action == "decline":  # no round left and the passages still not backed
+        update.update(_without_passages(state, settings, update["reflection"]))
     return update
+
+
+def _without_passages(state: State, settings: Settings, reflection: dict[str, Any]) -> dict[str, Any]:
+    """The turn's answer once reflection found its passages unsupported: the structured records alone
+    when they answer by themselves (as `generate` decides), else the decline `generate` gives when
+    nothing found answers — the structured half's exact answer, if any, and what was searched."""
+    structured = structured_answer(state, settings) if state.get("route") != "semantic" else None
+    if _exact_rows(structured, state.get("plan")):
+        answer = compose_answer(state["question"], structured=structured, contexts=[], chain=None)
+        return {"answer": answer.text, "claims": "", "citations": answer.citations, "declined": False,
+                "outcome": structured["outcome"],
+                "reflection": {**reflection, "action": "accept", "reasons": [
+                    *reflection["reasons"], "the passages are left out: the structured records answer by themselves"]}}
+    contexts = [hit_to_document(h) for h in state.get("contexts", [])]
+    answer = compose_answer(state["question"], structured=structured, contexts=contexts, chain=None, declined=True)
+    return {"answer": answer.text, "claims": "", "citations": answer.citations, "declined": True,
+            "outcome": structured["outcome"] if structured else "no_results"}
 
 
 def after_reflect(state: State) -> str:
@@ -382,9 +408,14 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """The answer as a chat message (citations and queries in its structured fields), the contexts as
     LangChain Documents, and what this turn leaves for follow-ups."""
     settings = context_of(runtime).settings()
-    message = AIMessage(state.get("answer", ""), additional_kwargs={
+    answer = state.get("answer", "")
+    if state.get("model_error"):  # the answer may be the offline fallback's: it says why
+        answer += (f"\n\n(The configured chat model failed: {state['model_error']}. "
+                   "What needed it was done by the offline rules.)")
+    message = AIMessage(answer, additional_kwargs={
         "citations": state.get("citations", []), "queries": state.get("queries", []),
-        "route": state.get("route", ""), "declined": state.get("declined", False)})
+        "route": state.get("route", ""), "declined": state.get("declined", False),
+        "model_error": state.get("model_error", "")})
     documents = [Document(page_content=h.get("text", ""), id=h.get("id"),
                           metadata={k: v for k, v in h.items() if k not in ("id", "text")})
                  for h in state.get("contexts", [])]
@@ -405,5 +436,5 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                   "answer": state.get("answer", "")[:1000], "scope": _scope(settings),
                   "collection": next((q["collection"] for q in reversed(state.get("queries", []))
                                       if q.get("pipeline") is not None), "")}
-    return {"messages": [message], "documents": documents,
+    return {"answer": answer, "messages": [message], "documents": documents,
             "turns": [*(state.get("turns") or [])[-(TURNS_KEPT - 1):], turn]}

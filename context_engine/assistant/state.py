@@ -82,6 +82,10 @@ class StructuredState(TypedDict, total=False):
     understood: list[dict[str, Any]]
     not_understood: list[dict[str, Any]]
     confidence: float
+    # The run's first chat-model failure as one sentence ("" = none), and the models it found
+    # unreachable, which no later node of the run calls (`models.ModelWatch`).
+    model_error: str
+    models_down: list[str]
 
 
 class State(InputState, StructuredState, total=False):
@@ -125,6 +129,7 @@ class OutputState(TypedDict, total=False):
     understood: list[dict[str, Any]]
     not_understood: list[dict[str, Any]]
     confidence: float
+    model_error: str                                     # a configured chat model failed ("" = none)
 
 
 KEPT_ACROSS_TURNS: frozenset[str] = frozenset({"messages", "turns", "now"})

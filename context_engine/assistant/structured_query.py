@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 from context_engine.assistant.context import Context, LibraryContext, context_of
 from context_engine.assistant.state import StructuredState
 from context_engine.config import Settings
+from context_engine.models import is_down, watched
 from context_engine.query import engine
 from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, RunResult, Success
 from context_engine.query.execute import ExecutionError
@@ -71,14 +72,18 @@ def resolve(state: StructuredState, runtime: Runtime[Context]) -> dict[str, Any]
     return update
 
 
+@watched
 def generate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str, Any]:
     context = context_of(runtime)
     settings = context.settings()
     ctx = planning_context(state, settings)
     # The router's offline plan of this very question: not built again (a retry has its own reasons).
     draft = Plan.from_json(state["draft"]) if state.get("draft") and not ctx.previous else None
+    planner = planner_of(context, settings)
+    if is_down(getattr(planner, "model", None)):  # unreachable earlier this run: the offline planner corrects
+        planner = None
     try:
-        plan = engine.plan(ctx, planner_of(context, settings), always_llm=context.always_llm, offline=draft)
+        plan = engine.plan(ctx, planner, always_llm=context.always_llm, offline=draft)
     except Exception as exc:  # an unparseable model answer is a failed attempt, fed back next time
         failed = Attempt(Plan("?", [], planner="llm"), f"planner error: {exc}")
         return {"plan": failed.plan.to_json(), "error": failed.error,

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from langchain_core.runnables import RunnableLambda
 
+from context_engine.models import guarded, openai_timeout
 from context_engine.prompts import PIPELINE_QUESTION, PIPELINE_SYSTEM, PLANNER_QUESTION, PLANNER_RETRY, PLANNER_SYSTEM
 from context_engine.query.compile import compile_plan, resolve_field
 from context_engine.query.context_sets import ContextSet, shipped
@@ -434,7 +435,7 @@ def _json_mode(model: Any, schema: dict[str, Any] = ANSWER_SCHEMA, max_tokens: i
         # `max_completion_tokens`, which llama.cpp's server does not read. An endpoint that refuses the
         # schema or the cap (a 400) is asked again without them: the prompt asks for the same JSON,
         # and the answer is parsed the same way.
-        timed = model.bind(timeout=PLANNER_TIMEOUT)
+        timed = model.bind(timeout=openai_timeout(PLANNER_TIMEOUT))
         return timed.bind(response_format={"type": "json_object", "schema": schema},
                           extra_body={"max_tokens": max_tokens}).with_fallbacks(
             [timed], exceptions_to_handle=(BadRequestError,))
@@ -451,7 +452,9 @@ class LLMPlanner:
 
     def _ask(self, messages: list[tuple[str, str]], schema: dict[str, Any], max_tokens: int) -> PlanIR:
         # An unreadable answer is asked for again at once; a readable but wrong plan is the retry edge's.
-        return (_json_mode(self.model, schema, max_tokens) | RunnableLambda(lambda m: parse_plan(m.content))).with_retry(
+        # A failed call is not repeated: `guarded` reports it to the run and refuses a model found down.
+        asked = guarded(self.model, _json_mode(self.model, schema, max_tokens))
+        return (asked | RunnableLambda(lambda m: parse_plan(m.content))).with_retry(
             stop_after_attempt=2, retry_if_exception_type=(IRError,), wait_exponential_jitter=False).invoke(messages)
 
     def plan(self, ctx: PlanningContext) -> Plan:
