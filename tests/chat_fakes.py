@@ -15,7 +15,7 @@ class ScriptedChatModel(GenericFakeChatModel):
     """Answers with the given JSON objects in order; structured output parses them into the schema."""
 
     @classmethod
-    def answering(cls, *answers: dict[str, Any]) -> "ScriptedChatModel":
+    def answering(cls, *answers: dict[str, Any]) -> ScriptedChatModel:
         return cls(messages=iter([AIMessage(json.dumps(a)) for a in answers]))
 
     def with_structured_output(self, schema: Any, **_kwargs: Any):

@@ -3,11 +3,11 @@ import json
 
 import pytest
 
-from context_engine.config import HIDDEN_FIELDS, Settings
 from context_engine import ingest as ingest_module
+from context_engine.config import HIDDEN_FIELDS, Settings
+from context_engine.ingest import ingest
 from context_engine.sources.github import read_github_dump
 from context_engine.sources.problems import ReadProblems
-from context_engine.ingest import ingest
 from context_engine.store.documents import open_store
 from tests.conftest import GITHUB_DUMP
 

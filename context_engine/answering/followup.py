@@ -29,11 +29,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from context_engine.kinds import BUILTIN, Registry, builtin_registry
+from context_engine.models import structured_output
 from context_engine.prompts import FOLLOWUP_SYSTEM
 from context_engine.query.identity import PeopleDirectory
 from context_engine.query.planner.draft import NUMBER_WORDS
 from context_engine.query.timeexpr import MONTHS, find_time_ranges
-from context_engine.models import structured_output
 from context_engine.text import HAN
 
 _LEAD = re.compile(r"^\s*(?:(?:(?:and|but|also|so|ok(?:ay)?|then|now)[\s,]+)+(?:(?:what|how)\s+about\s+)?"

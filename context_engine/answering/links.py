@@ -29,17 +29,19 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from context_engine.kinds import BUILTIN, CollectionSpec, Registry
 from context_engine.query.execute import scope_filter
 from context_engine.query.schema import values_at
 from context_engine.retrievers.chunking import chunk_collection
-from context_engine.store.sqlite_file import RowDamaged, record as stored_record
+from context_engine.store.sqlite_file import RowDamaged
+from context_engine.store.sqlite_file import record as stored_record
 
-__all__ = ["Reference", "Link", "LinkedRecord", "LinkChain", "RELATIONS", "references", "follow_links"]
+__all__ = ["RELATIONS", "Link", "LinkChain", "LinkedRecord", "Reference", "follow_links", "references"]
 
 # Strongest first: when two records are linked more than once, the strongest relation is kept.
 RELATIONS = ("fixes", "implements", "documented in", "discussed in", "mentions")
@@ -357,11 +359,11 @@ class LinkIndex:
         """)
         self._lock = threading.Lock()
 
-    _open: dict[str, "LinkIndex"] = {}
+    _open: dict[str, LinkIndex] = {}
     _open_lock = threading.Lock()
 
     @classmethod
-    def synced(cls, store: Any) -> "LinkIndex":
+    def synced(cls, store: Any) -> LinkIndex:
         """The index of `store`'s data dir (one connection per process), up to date with its file."""
         path = store.data_dir / cls.FILE_NAME
         with cls._open_lock:
@@ -371,7 +373,7 @@ class LinkIndex:
         index.sync(store.file.generation(), lambda tenant: store.kinds(tenant))
         return index
 
-    def for_tenant(self, tenant: str) -> "_TenantLinks":
+    def for_tenant(self, tenant: str) -> _TenantLinks:
         return _TenantLinks(self, tenant)
 
     def _meta(self, key: str) -> str | None:

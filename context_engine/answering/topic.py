@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from context_engine.answering.route import CONTENT_CUES
 from context_engine.query.schema import values_at
@@ -131,7 +132,7 @@ def match_topic(topic: str, rows: list[dict[str, Any]], text_fields: list[str], 
     result = TopicMatch(topic=shown, words=words, of=len(records))
     if not words:  # the topic is what the query filters on: every row is about it
         result.matched = [str(r["ref"]) for r in records]
-        result.why = {ref: "the query's own conditions" for ref in result.matched}
+        result.why = dict.fromkeys(result.matched, "the query's own conditions")
         return result
     refs = {str(r["ref"]) for r in records}
     scored: dict[str, float] = {}

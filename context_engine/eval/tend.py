@@ -33,17 +33,18 @@ import re
 import statistics
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from context_engine.eval.tend_gold import SHAPES, GoldError, GoldQuery, parse_gold, plain_database, run_gold, shape_of
 
 SPLITS = ("test", "train")
 PLANNERS = ("offline", "llm")
 SEED = 20260
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)  # TEND's questions name no relative time
+NOW = datetime(2026, 1, 1, tzinfo=UTC)  # TEND's questions name no relative time
 TENANT_PREFIX = "tend_"
 # A TEND collection whose name is one of the engine's own kinds is stored under another name (the
 # engine's `people` is its identity directory); the gold runs on plain mongomock under the original.

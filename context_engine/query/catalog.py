@@ -10,14 +10,15 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from context_engine.config import Settings, check_tenant
-from context_engine.query.identity import PeopleDirectory, places_of
 from context_engine.query.execute import scope_filter
+from context_engine.query.identity import PeopleDirectory, places_of
 from context_engine.query.schema import CollectionSchema, discover
 from context_engine.store.documents import DocumentStore, strip_hidden
 from context_engine.store.regular_files import read_regular_text
@@ -45,7 +46,7 @@ class Catalog:
                 "schemas": {n: s.to_json() for n, s in self.schemas.items()}, "people": self.people}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Catalog":
+    def from_json(cls, data: dict[str, Any]) -> Catalog:
         return cls(tenant=data["tenant"],
                    schemas={n: CollectionSchema.from_json(s) for n, s in data["schemas"].items()},
                    people=data["people"], principals=data.get("principals", []), generation=data.get("generation", 0))

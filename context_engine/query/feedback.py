@@ -16,7 +16,7 @@ import json
 import sqlite3
 from contextlib import closing
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -176,7 +176,7 @@ def remember_ask(data_dir: Path, tenant: str, asker: str | None, question: str, 
 
 
 def _utcnow() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def give(store: FeedbackStore, *, tenant: str, asker: str | None, rating: str, question: str | None = None,
@@ -216,7 +216,7 @@ def teach(data_dir: Path, row: Feedback, plan: dict[str, Any], catalog: Catalog,
     parameters, found by resolving the question as it was asked); returns the template's name."""
     asker = catalog.directory.asker(row.asker) if row.asker else None
     now = parse_datetime(row.now) if row.now else None
-    ctx, _ = resolve(row.question, now or datetime.now(timezone.utc).replace(tzinfo=None), catalog, asker)
+    ctx, _ = resolve(row.question, now or datetime.now(UTC).replace(tzinfo=None), catalog, asker)
     slots = context_sets.slots_for(row.question, ctx.mentions, ctx.times) if ctx is not None else []
     path = context_sets.tenant_file(data_dir, row.tenant)
     existing = context_sets.read_file(path) if path is not None else context_sets.shipped()

@@ -334,7 +334,7 @@ def _joined(question: str, found: list[tuple[int, int, TimeRange]]) -> list[tupl
             bare, year = re.fullmatch(_MONTH + r"\.?", prev.text.strip(), re.I), re.search(r"20\d\d", rng.text)
             if open_end and bare and year:
                 prev = TimeRange(datetime(int(year.group(0)), MONTHS[bare.group(1).lower()], 1), prev.end, prev.text, prev.verb)
-            if (_JOINED_BY.fullmatch(between) and (lead or not re.search(r"and", between, re.I)) or open_end and not between.strip()) \
+            if ((_JOINED_BY.fullmatch(between) and (lead or not re.search(r"and", between, re.I))) or (open_end and not between.strip())) \
                     and prev.start is not None and rng.end is not None and prev.start < rng.end:
                 a0 = lead.start() if lead else pa
                 out[-1] = (a0, b, TimeRange(prev.start, rng.end, question[a0:b], _verb_before(question.lower(), a0)))

@@ -53,9 +53,9 @@ DATE_OPS = ("$year", "$month", "$week", "$dayOfWeek", "$dayOfMonth", "$dayOfYear
 # Expression operator -> (min, max) argument count; max None = variadic. Unary operators also
 # accept a bare argument (`{"$size": "$labels"}`), as MongoDB does.
 EXPR_ARITY: dict[str, tuple[int, int | None]] = {
-    **{op: (1, 1) for op in DATE_OPS + ("$size", "$toLower", "$toUpper", "$strLenCP", "$not")},
-    **{op: (2, 2) for op in COMPARISON_OPS + ("$cmp", "$subtract", "$divide", "$in", "$arrayElemAt")},
-    **{op: (1, None) for op in ("$and", "$or", "$add", "$multiply", "$concat")},
+    **dict.fromkeys(DATE_OPS + ("$size", "$toLower", "$toUpper", "$strLenCP", "$not"), (1, 1)),
+    **dict.fromkeys(COMPARISON_OPS + ("$cmp", "$subtract", "$divide", "$in", "$arrayElemAt"), (2, 2)),
+    **dict.fromkeys(("$and", "$or", "$add", "$multiply", "$concat"), (1, None)),
     "$substrCP": (3, 3), "$cond": (3, 3), "$ifNull": (2, None),
 }
 EXPR_OPS = tuple(EXPR_ARITY) + ("$literal", "$dateToString")

@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
-from context_engine.text import tokenize
-from context_engine.text import count_tokens, split_sentences
 from context_engine.models import structured_output
+from context_engine.text import count_tokens, split_sentences, tokenize
 
-__all__ = ["compress", "content_terms", "unit_tokens", "idf_weights", "coverage", "NEIGHBOUR_BONUS", "MIN_RELEVANCE"]
+__all__ = ["MIN_RELEVANCE", "NEIGHBOUR_BONUS", "compress", "content_terms", "coverage", "idf_weights", "unit_tokens"]
 
 # Function words of Chinese questions (jieba tokens) and English question filler: they match
 # everywhere and say nothing about which sentence answers (English stopwords are dropped by tokenize).

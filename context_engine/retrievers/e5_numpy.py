@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import mmap
 import struct
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -58,7 +58,7 @@ def _pieces(blob: bytes, bounds: Sequence[int]) -> list[str]:
     ends = np.asarray(bounds, dtype=np.int64)
     if len(ends) < 2:
         return []
-    if np.all(np.diff(ends) >= 0) and 0 <= ends[0] and ends[-1] <= len(blob):
+    if np.all(np.diff(ends) >= 0) and ends[0] >= 0 and ends[-1] <= len(blob):
         body = np.frombuffer(blob, dtype=np.uint8)[ends[0]:ends[-1]]
         joined = np.insert(body, ends[1:-1] - ends[0], 0).tobytes()
         if joined.count(b"\x00") == len(ends) - 2:  # no piece holds a NUL: the split is exact

@@ -41,15 +41,15 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 from context_engine.retrievers.e5_numpy import E5Numpy, _dequantize
 
-__all__ = ["E5Onnx", "build_model", "model_file", "cache_dir"]
+__all__ = ["E5Onnx", "build_model", "cache_dir", "model_file"]
 
 SMOOTHING_ALPHA = 0.75  # chosen on label-free cosine to the float32 vectors (see the module docstring)
 SMOOTHED_WEIGHTS = ("qkv.w", "fi.w", "o.w")  # see _is_smoothed

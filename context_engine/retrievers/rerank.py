@@ -22,21 +22,30 @@ repeated.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
 from context_engine.config import Settings
-from context_engine.text import tokenize
 from context_engine.models import structured_output
+from context_engine.text import tokenize
 
 __all__ = [
-    "RerankerError", "Reranker", "NoReranker", "OfflineReranker", "OfflineWeights", "LLMReranker",
-    "CrossEncoderReranker", "make_reranker", "offline_features", "OFFLINE_FEATURES",
+    "OFFLINE_FEATURES",
+    "CrossEncoderReranker",
+    "LLMReranker",
+    "NoReranker",
+    "OfflineReranker",
+    "OfflineWeights",
+    "Reranker",
+    "RerankerError",
+    "make_reranker",
+    "offline_features",
 ]
 
 

@@ -21,8 +21,15 @@ from typing import Any
 from context_engine.access import PUBLIC, SYSTEMS, principal
 from context_engine.kinds import BUILTIN_NAMES, RESERVED, CollectionSpec, PersonField, SpecError, check_name
 from context_engine.kinds.spec import check_path
-from context_engine.sources.input_caps import (FileTooLarge, JsonBomb, check_json_size, load_weighed_json,
-                                               max_input_values, read_capped, reading_csv)
+from context_engine.sources.input_caps import (
+    FileTooLarge,
+    JsonBomb,
+    check_json_size,
+    load_weighed_json,
+    max_input_values,
+    read_capped,
+    reading_csv,
+)
 from context_engine.sources.input_files import NotReadable, input_root, open_input, walk_input
 from context_engine.sources.json_files import read_text
 from context_engine.sources.normalize import ENGINE_FIELDS, RecordError, convert_dates
@@ -460,8 +467,8 @@ def _mostly(objects: list[dict[str, Any]], column: str, test: Any) -> bool:
 def _long(objects: list[dict[str, Any]], column: str) -> bool:
     values = [v for v in _scalars(objects, column) if isinstance(v, str)]
     return bool(values) and (sum(map(len, values)) / len(values) > 40 or
-                             sum(1 for v in values if " " in v.strip()) >= 0.5 * len(values)
-                             and len(set(values)) > 0.5 * len(values))
+                             (sum(1 for v in values if " " in v.strip()) >= 0.5 * len(values)
+                             and len(set(values)) > 0.5 * len(values)))
 
 
 def _short_and_few(objects: list[dict[str, Any]], column: str) -> bool:

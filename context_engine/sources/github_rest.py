@@ -13,7 +13,8 @@ Anything else that is not 2xx stops the sync with a one-line `SourceError`.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 

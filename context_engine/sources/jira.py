@@ -24,13 +24,14 @@ Cloud dumps answer the same questions:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from context_engine.sources.adf import adf_to_text, is_adf
-from context_engine.sources.problems import ReadProblems
 from context_engine.sources.json_files import json_values
 from context_engine.sources.normalize import RecordError, source_fields
+from context_engine.sources.problems import ReadProblems
 
 _KEY = re.compile(r"^[A-Z][A-Z0-9_]*-\d+$")
 _USER_FIELDS = ("assignee", "reporter", "creator")

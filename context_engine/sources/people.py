@@ -46,9 +46,10 @@ import csv
 import re
 import unicodedata
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from context_engine.access import fold_account, principals_of_accounts
 from context_engine.sources.input_caps import parse_yaml, reading_csv
@@ -815,7 +816,7 @@ def _person(clusters: _Clusters, root: int, accounts: list[dict[str, Any]]) -> d
     for _, kind, value in sorted(ids, key=lambda i: (i[1] != "name", i[2], i[0])):
         # A "name" that is a handle is a connector's placeholder (GitHub gives only a login);
         # an alias that equals a handle was written on purpose and stays.
-        if value != name and (kind == "alias" or kind == "name" and value.lower() not in key_values):
+        if value != name and (kind == "alias" or (kind == "name" and value.lower() not in key_values)):
             aliases.setdefault(value.casefold(), value)
     git_names = sorted({v for s, k, v in ids if is_git_source(s) and k in ("name", "alias")})
     evidence = set(clusters.evidence[root])

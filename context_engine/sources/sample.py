@@ -16,11 +16,11 @@ import hashlib
 import random
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from context_engine.access import PUBLIC, slack_members
 
-UTC = timezone.utc
+UTC = UTC
 SAMPLE_NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # a Monday: "last week" is ISO 2026-W48
 TENANTS = ("acme", "globex")
 

@@ -29,7 +29,7 @@ MongoDB's semantics, on generated rows and on the mixed-type keys found so far.
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 __all__ = ["UnknownType", "bson_key", "use_linear_stages"]
@@ -112,7 +112,7 @@ def bson_key(value: Any) -> tuple[Any, ...]:
     if kind in (list, tuple):
         return (_ARRAY, tuple(bson_key(v) for v in value))
     if kind is datetime:
-        return (_DATE, value if value.tzinfo is None else value.astimezone(timezone.utc).replace(tzinfo=None))
+        return (_DATE, value if value.tzinfo is None else value.astimezone(UTC).replace(tzinfo=None))
     raise UnknownType(kind.__name__)
 
 

@@ -5,8 +5,15 @@ import os
 import pytest
 from langchain_core.documents import Document
 
-from context_engine.answering.grounding import (DENSE_THRESHOLD, DENSE_WEIGHTS, WEIGHTS, answerability,
-                                                answerability_llm, bm25_idf, support)
+from context_engine.answering.grounding import (
+    DENSE_THRESHOLD,
+    DENSE_WEIGHTS,
+    WEIGHTS,
+    answerability,
+    answerability_llm,
+    bm25_idf,
+    support,
+)
 from context_engine.config import Settings
 from context_engine.models import chat_model
 from context_engine.retrievers.bm25 import BM25Index

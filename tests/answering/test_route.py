@@ -4,7 +4,6 @@ import json
 import os
 from collections import Counter
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 from langchain_core.runnables import RunnableLambda
@@ -13,21 +12,18 @@ from context_engine.answering.route import RouteDecision, route_question
 from context_engine.assistant.structured_query import planning_context, resolve_once
 from context_engine.config import Settings
 from context_engine.runtime import catalog_for
-from context_engine.ingest import ingest
-from context_engine.sources.sample import generate
+from tests.conftest import TEST_DATA_DIR
 
 NOW = datetime(2026, 11, 30, 12, 0)
-DEV = [json.loads(line) for line in (Path(__file__).parent / "data" / "routing_dev.jsonl").read_text().splitlines()]
+DEV = [json.loads(line) for line in (TEST_DATA_DIR / "routing_dev.jsonl").read_text().splitlines()]
 # A development set, written with the router (not held out): the floor guards against regressions.
 ACCURACY_FLOOR = 0.9  # measured 69/70
 
 
-@pytest.fixture(scope="module")
-def settings(tmp_path_factory) -> Settings:
+@pytest.fixture
+def settings(sample_records_dir) -> Settings:
     """The sample corpus and its catalogs, without the semantic index: routing reads only the catalog."""
-    data_dir = tmp_path_factory.mktemp("route")
-    ingest(Settings(data_dir=data_dir, mongodb_uri=None), generate(), index=False)
-    return Settings(data_dir=data_dir, mongodb_uri=None, tenant="acme", asker=None, use_llm=False)
+    return Settings(data_dir=sample_records_dir, mongodb_uri=None, tenant="acme", asker=None, use_llm=False)
 
 
 def _route(settings, question, tenant="acme", asker=None, llm=None) -> RouteDecision:

@@ -3,7 +3,6 @@
 import pytest
 
 from context_engine.eval.clapnq import half_of, load_clapnq
-
 from tests.conftest import EVAL_DATA
 
 DATA_DIR = EVAL_DATA / "clapnq"  # the data is beside the checkout, never in the package

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -26,10 +25,9 @@ from context_engine.eval.structured import COMPARES, QuestionFileError, gold_ans
 from context_engine.query.plan import from_extended_json
 from context_engine.query.validate import validate_pipeline
 from context_engine.runtime import catalog_for
-from tests.conftest import run_cli
-from tests.test_paraphrase_set import _names, data_dir, needs_data, run_gold, tenant_settings  # noqa: F401 - fixture
+from tests.conftest import TEST_DATA_DIR, names_of, needs_real_sources, run_cli, run_gold, tenant_settings
 
-DATA = Path(__file__).parent / "data"
+DATA = TEST_DATA_DIR
 # The first set, tuned on, and the held-out sets, each reported once: each with the sizes its soundness checks demand.
 SETS = {
     "first": SimpleNamespace(path=DATA / "conversations.jsonl", min_conversations=40, min_turns=110, min_checked=90,
@@ -68,7 +66,7 @@ def test_the_set_is_large_varied_and_every_turn_says_what_it_means(cset):
     kinds = Counter(t["kind"] for _, _, t in turns)
     assert set(kinds) == set(KINDS) and min(kinds.values()) >= 4, kinds
     for c, n, t in turns:
-        assert TURN_FIELDS <= set(t) and t["note"].strip() and t["compare"] in COMPARES, (c["id"], n)
+        assert set(t) >= TURN_FIELDS and t["note"].strip() and t["compare"] in COMPARES, (c["id"], n)
         # A conversation opens with a question of its own; every later turn is a follow-up of some kind.
         assert (t["kind"] == "first") == (n == 0), (c["id"], n)
         if t["kind"] == "pick_candidate":  # picks one of the people a declined turn could not tell apart
@@ -136,15 +134,15 @@ def _topless(turn: dict) -> tuple[list[dict], str] | None:
     return stages[:at], next(iter(stages[at - 1]["$sort"]))
 
 
-@needs_data
+@needs_real_sources
 @pytest.mark.slow
 @each_set
-def test_every_gold_validates_runs_is_not_empty_and_has_no_tie_at_the_top(data_dir, cset):
+def test_every_gold_validates_runs_is_not_empty_and_has_no_tie_at_the_top(real_sources_dir, cset):
     checked = 0
     for c, n, t in all_turns(load_conversations(cset.path)):
         if t["compare"] == "declines" or "topic" in t:
             continue  # checked below
-        settings = tenant_settings(data_dir, c["tenant"])
+        settings = tenant_settings(real_sources_dir, c["tenant"])
         assert validate_pipeline(from_extended_json(t["gold"]), catalog_for(settings).schemas[t["collection"]]) == [], \
             (c["id"], n)
         want = gold_answer({**t, "as": c["as"]}, settings.with_overrides(asker=c["as"]))
@@ -159,30 +157,30 @@ def test_every_gold_validates_runs_is_not_empty_and_has_no_tie_at_the_top(data_d
     assert checked >= cset.min_checked
 
 
-@needs_data
+@needs_real_sources
 @each_set
-def test_every_topic_answer_is_what_its_rule_gives(data_dir, cset):
+def test_every_topic_answer_is_what_its_rule_gives(real_sources_dir, cset):
     topics = [(c, n, t) for c, n, t in all_turns(load_conversations(cset.path)) if "topic" in t]
     assert len(topics) >= cset.min_topics
     for c, n, t in topics:
-        rows = run_gold(tenant_settings(data_dir, c["tenant"]), t, max_rows=20_000)
+        rows = run_gold(tenant_settings(real_sources_dir, c["tenant"]), t, max_rows=20_000)
         assert len(rows) < 20_000, (c["id"], n)
         refs = topic_refs(rows, t["topic"])
         assert refs, (c["id"], n)
         assert (len(refs) == t["gold_value"]) if t["compare"] == "count" else (refs == t["gold_refs"]), (c["id"], n)
 
 
-@needs_data
+@needs_real_sources
 @each_set
-def test_every_declined_name_is_one_the_data_cannot_resolve(data_dir, cset):
+def test_every_declined_name_is_one_the_data_cannot_resolve(real_sources_dir, cset):
     declines = [(c, n, t) for c, n, t in all_turns(load_conversations(cset.path)) if t["compare"] == "declines"]
     assert len(declines) >= cset.min_declines
-    people = {tenant: run_gold(tenant_settings(data_dir, tenant), {"collection": "people", "gold": [{"$match": {}}]},
+    people = {tenant: run_gold(tenant_settings(real_sources_dir, tenant), {"collection": "people", "gold": [{"$match": {}}]},
                                max_rows=10_000) for tenant in ("hf", "oss")}
     for c, n, t in declines:
         name = t["unresolved"]
         assert name.lower() in t["question"].lower(), (c["id"], n)
-        holders = [p["ref"] for p in people[c["tenant"]] if " ".join(name.lower().split()) in _names(p)]
+        holders = [p["ref"] for p in people[c["tenant"]] if " ".join(name.lower().split()) in names_of(p)]
         assert len(holders) != 1, (c["id"], name, holders)
         if holders:
             assert "two different people" in t["note"], (c["id"], n)

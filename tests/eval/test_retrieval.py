@@ -8,8 +8,16 @@ from pathlib import Path
 import pytest
 
 from context_engine.config import Settings
-from context_engine.eval.retrieval import (FUSION_GRID, METRICS, RUNS, BeirInputError, evaluate_retrieval, mean_metrics,
-                                           mrr_at, tune)
+from context_engine.eval.retrieval import (
+    FUSION_GRID,
+    METRICS,
+    RUNS,
+    BeirInputError,
+    evaluate_retrieval,
+    mean_metrics,
+    mrr_at,
+    tune,
+)
 from tests.conftest import run_cli
 
 CORPUS = [

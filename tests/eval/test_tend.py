@@ -11,10 +11,20 @@ import pytest
 from bson import ObjectId
 
 from context_engine.config import Settings
-from tests.chat_fakes import ScriptedChatModel
-from context_engine.eval.tend import (ENGINE_NAMES, Question, TendError, evaluate, load_split, parse_sample,
-                                      same_result, scalar, stratified, write_outcomes)
+from context_engine.eval.tend import (
+    ENGINE_NAMES,
+    Question,
+    TendError,
+    evaluate,
+    load_split,
+    parse_sample,
+    same_result,
+    scalar,
+    stratified,
+    write_outcomes,
+)
 from context_engine.eval.tend_gold import GoldError, GoldQuery, parse_gold, plain_database, run_gold, shape_of
+from tests.chat_fakes import ScriptedChatModel
 
 # ------------------------------------------------------------------ reading mongosh text
 

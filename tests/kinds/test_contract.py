@@ -12,9 +12,10 @@ spec's fields), stored in a mongomock database (tenant "t") with one private rec
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 import mongomock
 import pytest

@@ -102,11 +102,10 @@ def test_the_catalog_discovers_own_kinds_with_their_spec(tmp_path):
 # ---------------------------------------------------------------------------------------- the CLI
 import json
 import shutil
-from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.conftest import REPO_ROOT, run_cli
 
-OWN_DATA = Path(__file__).resolve().parents[1] / "examples" / "own-data"
+OWN_DATA = REPO_ROOT / "examples" / "own-data"
 INCIDENTS_JSON, DEPLOYS_CSV = OWN_DATA / "incidents.json", OWN_DATA / "deploys.csv"
 PRIVATE = "incidents/110"  # readable by github:priyar and github:mgarcia only
 MEMBER, OUTSIDER = "priyar", "rsh-dev"

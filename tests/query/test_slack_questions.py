@@ -8,7 +8,6 @@ A planner change that loses a question fails here (the ratchet, tests/data/ratch
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
@@ -16,22 +15,18 @@ from context_engine.config import Settings
 from context_engine.eval.structured import evaluate
 from context_engine.query.timeexpr import find_time_ranges
 from context_engine.runtime import catalog_for
-from tests.conftest import EVAL_DATA, needs_slack_exports, run_cli
-from tests.test_structured_accuracy import lost
+from tests.conftest import TEST_DATA_DIR, needs_slack_exports, tenant_settings
+from tests.query.conftest import lost
 
 pytestmark = needs_slack_exports
-SLACK = EVAL_DATA / "slack"
-DATA = Path(__file__).parent / "data"
+DATA = TEST_DATA_DIR
 
 
 
-@pytest.fixture(scope="module")
-def settings(tmp_path_factory) -> Settings:
-    data_dir = tmp_path_factory.mktemp("slack-questions")
-    out = run_cli("ingest", "slack", *map(str, sorted(SLACK.glob("*.zip"))), "--no-index",
-                  "--data-dir", str(data_dir), "--tenant", "oss")
-    assert out.returncode == 0, out.stderr
-    return Settings(data_dir=data_dir, mongodb_uri=None, tenant="oss", asker=None, use_llm=False)
+@pytest.fixture
+def settings(real_sources_dir) -> Settings:
+    """The Slack exports' tenant: this module's questions are all about it."""
+    return tenant_settings(real_sources_dir, "oss")
 
 
 @pytest.mark.parametrize("name", ["slack_dev", "slack_heldout"])

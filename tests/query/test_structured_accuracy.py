@@ -7,24 +7,13 @@ may win questions (add their ids there), never lose one. The measured figures ar
 (`context-engine eval structured --questions FILE`).
 """
 
-import json
-from pathlib import Path
-
 import pytest
 
-from context_engine.config import Settings
 from context_engine.eval.structured import evaluate
-from tests.conftest import GITHUB_DUMP, run_cli
+from tests.conftest import TEST_DATA_DIR, needs_github_dump, tenant_settings
+from tests.query.conftest import lost
 
-DATA = Path(__file__).parent / "data"
-RATCHET = json.loads((DATA / "ratchet.json").read_text())
-
-
-def lost(report, name: str) -> list[tuple[str, str, str]]:
-    """The questions that passed when the ratchet was recorded and fail now."""
-    failing = {r.id: r for r in report.results if not r.correct}
-    assert {r.id for r in report.results} >= set(RATCHET[name]), "a ratchet id is no longer in the question file"
-    return [(i, failing[i].question, failing[i].detail) for i in RATCHET[name] if i in failing]
+DATA = TEST_DATA_DIR
 
 
 @pytest.mark.parametrize("name", ["structured_dev", "structured_dev2", "structured_dev3", "structured_dev4",
@@ -35,15 +24,7 @@ def test_offline_planner_keeps_every_question_it_answered(settings, name):
     assert lost(report, name) == []
 
 
-@pytest.fixture(scope="module")
-def github_settings(tmp_path_factory) -> Settings:
-    data_dir = tmp_path_factory.mktemp("github-questions")
-    out = run_cli("ingest", "github", str(GITHUB_DUMP), "--no-index", "--public", "--data-dir", str(data_dir),
-                  "--tenant", "hf")
-    assert out.returncode == 0, out.stderr
-    return Settings(data_dir=data_dir, mongodb_uri=None, tenant="hf", asker=None, use_llm=False)
-
-
-@pytest.mark.skipif(not GITHUB_DUMP.exists(), reason="no GitHub dump in $CONTEXT_ENGINE_EVAL_DATA")
-def test_offline_planner_keeps_every_github_question_it_answered(github_settings):
-    assert lost(evaluate(DATA / "github_dev.jsonl", github_settings, planner="offline"), "github_dev") == []
+@needs_github_dump
+def test_offline_planner_keeps_every_github_question_it_answered(real_sources_dir):
+    report = evaluate(DATA / "github_dev.jsonl", tenant_settings(real_sources_dir, "hf"), planner="offline")
+    assert lost(report, "github_dev") == []

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.conftest import run_cli
 
 from context_engine import graph
 from context_engine.access import PUBLIC
@@ -19,6 +18,7 @@ from context_engine.query import engine
 from context_engine.query.engine import ResolutionFailed
 from context_engine.runtime import asker_for, catalog_for, forget, value_index_for
 from context_engine.text import parse_now
+from tests.conftest import run_cli
 
 NOW = "2026-11-30T12:00:00Z"
 

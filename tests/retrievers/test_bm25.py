@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 
 from context_engine.retrievers.bm25 import BM25Index
-from context_engine.text import tokenize
 from context_engine.retrievers.chunking import chunk_collection
 from context_engine.sources.normalize import normalize
 from context_engine.sources.sample import STORIES, generate
+from context_engine.text import tokenize
 
 DOCS = {
     "en1": "Switch the session cache from Memcached to Redis; evictions log users out.",

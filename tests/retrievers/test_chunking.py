@@ -2,8 +2,15 @@ from datetime import datetime
 
 import pytest
 
-from context_engine.retrievers.chunking import (Chunk, chunk_collection, chunk_record, chunk_text, chunk_threads,
-                                                count_tokens, split_sentences)
+from context_engine.retrievers.chunking import (
+    Chunk,
+    chunk_collection,
+    chunk_record,
+    chunk_text,
+    chunk_threads,
+    count_tokens,
+    split_sentences,
+)
 from context_engine.sources.normalize import normalize
 from context_engine.sources.sample import STORIES, generate
 

@@ -7,8 +7,8 @@ from langchain_core.documents import Document
 
 from context_engine.config import Settings
 from context_engine.models import chat_model
-from context_engine.text import count_tokens
 from context_engine.retrievers.compress import compress
+from context_engine.text import count_tokens
 
 ADR = Document(
     id="acme:documents:DOC-14:0",

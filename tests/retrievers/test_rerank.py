@@ -8,8 +8,15 @@ import pytest
 from langchain_core.documents import Document
 
 from context_engine.config import Settings
-from context_engine.retrievers.rerank import (OFFLINE_FEATURES, NoReranker, OfflineReranker, OfflineWeights,
-                                              RerankerError, make_reranker, offline_features)
+from context_engine.retrievers.rerank import (
+    OFFLINE_FEATURES,
+    NoReranker,
+    OfflineReranker,
+    OfflineWeights,
+    RerankerError,
+    make_reranker,
+    offline_features,
+)
 
 QUERY = "redis session cache eviction"
 
@@ -35,7 +42,7 @@ def ids(docs):
 
 def only(**weights) -> OfflineWeights:
     """Offline weights that are zero except for the given features."""
-    return OfflineWeights(**{**{name: 0.0 for name in OFFLINE_FEATURES}, **weights})
+    return OfflineWeights(**{**dict.fromkeys(OFFLINE_FEATURES, 0.0), **weights})
 
 
 def test_none_keeps_the_fused_order():

@@ -15,8 +15,8 @@ import pytest
 
 from context_engine.answering.links import LinkIndex
 from context_engine.config import Settings
-from context_engine.kinds import BUILTIN_NAMES as COLLECTIONS
 from context_engine.ingest import ingest
+from context_engine.kinds import BUILTIN_NAMES as COLLECTIONS
 from context_engine.query.execute import scope_filter
 from context_engine.sources.sample import generate
 from context_engine.store.documents import open_store, record_id

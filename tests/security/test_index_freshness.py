@@ -16,13 +16,13 @@ import threading
 import httpx
 import httpx2
 import pytest
-from tests.conftest import run_cli
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from serving import Server
 
 from context_engine.config import Settings
+from tests.conftest import run_cli
+from tests.serving import Server
 
 NOW = "2026-11-30T12:00:00Z"
 SECRET = "freshness-test-secret"
@@ -115,10 +115,9 @@ def _mcp_stdio(data_dir, asker, calls):
         "-m", "context_engine.cli", "mcp", "--data-dir", str(data_dir), *flags]))
 
     async def run():
-        async with transport as streams:
-            async with ClientSession(streams[0], streams[1]) as session:
-                await session.initialize()
-                return [await call(session) for call in calls]
+        async with transport as streams, ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            return [await call(session) for call in calls]
 
     return asyncio.run(run())
 

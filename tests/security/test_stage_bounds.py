@@ -19,8 +19,6 @@ from types import SimpleNamespace
 import httpx
 import mongomock
 import pytest
-from tests.conftest import run_cli
-from serving import Server
 
 from context_engine.config import Settings
 from context_engine.query import execute
@@ -28,6 +26,8 @@ from context_engine.query.execute import run_pipeline
 from context_engine.query.validate import validate_pipeline
 from context_engine.server import ApiKey, Limits, create_app
 from context_engine.store.bounded import Bounds, Cancelled, QueryBoundExceeded, Stop, run_embedded, stop_on
+from tests.conftest import run_cli
+from tests.serving import Server
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = "2026-11-30T12:00:00Z"

@@ -10,18 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EVAL_DATA
-
 from context_engine.answering.links import references
 from context_engine.config import Settings
-from context_engine.runtime import store_for
 from context_engine.ingest import ingest
-from tests.conftest import needs_slack_exports, run_cli
-from tests.test_git_source import Repo
+from context_engine.runtime import store_for
+from tests.conftest import EVAL_DATA, REPO_ROOT, TEST_DATA_DIR, needs_slack_exports, run_cli
+from tests.sources.conftest import Repo
 
 SLACK = EVAL_DATA / "slack"
-CONNECTORS = Path(__file__).parent / "data" / "connectors"
-ROOT = Path(__file__).resolve().parents[1]
+CONNECTORS = TEST_DATA_DIR / "connectors"
+ROOT = REPO_ROOT
 
 
 def _raw_slack_counts() -> tuple[int, int, int]:

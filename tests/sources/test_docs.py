@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
 from context_engine.answering.links import references
 from context_engine.sources.docs import read_docs
-from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.html_text import html_page
 from context_engine.sources.normalize import normalize
+from context_engine.sources.problems import ReadProblems, SourceError
+from tests.conftest import TEST_DATA_DIR
 
-ROOT = Path(__file__).parent / "data" / "connectors" / "docs"
+ROOT = TEST_DATA_DIR / "connectors" / "docs"
 
 
 @pytest.fixture(scope="module")

@@ -3,15 +3,16 @@
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from context_engine.sources.git import parse_log_stream, read_git_repo, repo_from_remote
-from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.normalize import normalize
+from context_engine.sources.problems import ReadProblems, SourceError
+from tests.conftest import REPO_ROOT
+from tests.sources.conftest import Repo
 
-PROJECT = Path(__file__).resolve().parents[1]
+PROJECT = REPO_ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
 
@@ -20,29 +21,6 @@ def _all_normalize(out):
     for collection, records in out.items():
         for record in records:
             normalize(collection, record)  # raises RecordError on a malformed record
-
-
-class Repo:
-    """A scratch repository whose every commit has a chosen author and date."""
-
-    def __init__(self, root: Path, home: Path):
-        self.root = root
-        self.env = {"HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": str(home / "gitconfig"),
-                    "PATH": "/usr/local/bin:/usr/bin:/bin", "LC_ALL": "C"}
-        root.mkdir()
-        self.git("init", "-q", "-b", "main")
-
-    def git(self, *args: str, who: str = "Test <test@example.com>", date: str = "2026-01-01T00:00:00+00:00") -> str:
-        name, email = who[:-1].split(" <")
-        env = {**self.env, "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date,
-               "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": date}
-        done = subprocess.run(["git", *args], cwd=self.root, env=env, capture_output=True, check=True)
-        return done.stdout.decode()
-
-    def write(self, name: str, content: str | bytes) -> None:
-        path = self.root / name
-        path.write_bytes(content if isinstance(content, bytes) else content.encode())
-        self.git("add", name)
 
 
 WEIRD_MESSAGE = "Move notes\n\nFields\x1eand\ttabs, a fake stat line:\n1\t2\tfake.txt\n\nend"

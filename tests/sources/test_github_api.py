@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from context_engine.sources.github import read_github_dump
-from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.github_api import github_token, sync_github
 from context_engine.sources.normalize import normalize
+from context_engine.sources.problems import ReadProblems, SourceError
+from tests.conftest import TEST_DATA_DIR
 
-FIXTURES = Path(__file__).parent / "data" / "connectors" / "github_api"
+FIXTURES = TEST_DATA_DIR / "connectors" / "github_api"
 REPO = "huggingface/datasets"
 R = f"/repos/{REPO}"
 TOKEN = "ghp_test0token"

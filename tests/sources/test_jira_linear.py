@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
@@ -13,12 +12,13 @@ from context_engine.answering.links import references
 from context_engine.kinds import BUILTIN
 from context_engine.query.schema import values_at
 from context_engine.sources.adf import adf_to_text
-from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.jira import read_jira
 from context_engine.sources.linear import linear_date, read_linear
 from context_engine.sources.normalize import normalize
+from context_engine.sources.problems import ReadProblems, SourceError
+from tests.conftest import TEST_DATA_DIR
 
-DATA = Path(__file__).parent / "data" / "connectors"
+DATA = TEST_DATA_DIR / "connectors"
 
 
 @pytest.fixture(scope="module")

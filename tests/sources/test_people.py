@@ -7,19 +7,17 @@ import random
 import time
 import unicodedata
 import zipfile
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import EVAL_DATA
-
 from context_engine.query.identity import AmbiguousPerson, PeopleDirectory
-from context_engine.sources.problems import SourceError
 from context_engine.sources.normalize import normalize
 from context_engine.sources.people import load_overrides, merge_people, normalize_name
+from context_engine.sources.problems import SourceError
 from context_engine.sources.sample import generate
+from tests.conftest import EVAL_DATA, TEST_DATA_DIR
 
-DATA = Path(__file__).parent / "data" / "connectors" / "people"
+DATA = TEST_DATA_DIR / "connectors" / "people"
 SLACK = EVAL_DATA / "slack"
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from context_engine.sources.sample import SAMPLE_NOW, STORIES, TENANTS, generate
 
 COLLECTIONS = ("pull_requests", "issues", "messages", "documents", "commits", "people")
-CUTOFF = datetime(2026, 11, 27, 23, 59, tzinfo=timezone.utc)
+CUTOFF = datetime(2026, 11, 27, 23, 59, tzinfo=UTC)
 MINIMUM = {
     "acme": {"pull_requests": 520, "issues": 320, "messages": 1100, "documents": 45, "people": 30},
     "globex": {"pull_requests": 60, "issues": 35, "messages": 140, "documents": 6, "people": 8},
@@ -76,7 +76,7 @@ def test_time_span_and_cutoff(corpus):
                 if GH_DATE.match(text) or JIRA_DATE.match(text):
                     assert parse(text) <= CUTOFF, (tenant, name, text)
         for msg in corpus[tenant]["messages"]:
-            assert datetime.fromtimestamp(float(msg["ts"]), timezone.utc) <= CUTOFF
+            assert datetime.fromtimestamp(float(msg["ts"]), UTC) <= CUTOFF
     assert SAMPLE_NOW > CUTOFF
 
 

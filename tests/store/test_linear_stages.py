@@ -11,21 +11,19 @@ from datetime import datetime
 
 import pytest
 from bson.int64 import Int64
-from hypothesis import HealthCheck, example, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, example, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from mongomock.aggregate import process_pipeline
 
 from context_engine.config import Settings
-from context_engine.ingest import ingest
-from context_engine.sources.sample import generate
 from context_engine.store import linear_stages
 from context_engine.store.documents import open_store
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    settings = Settings(data_dir=tmp_path_factory.mktemp("store"), mongodb_uri=None, use_llm=False)
-    ingest(settings, generate(), index=False)
-    return open_store(settings)  # installs the linear stages
+def store(sample_records_dir):
+    return open_store(Settings(data_dir=sample_records_dir, mongodb_uri=None, use_llm=False))  # installs the linear stages
 
 
 def _both(rows, stage):

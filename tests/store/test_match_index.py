@@ -8,18 +8,14 @@ from datetime import datetime
 import pytest
 
 from context_engine.config import Settings
-from context_engine.ingest import ingest
-from context_engine.sources.sample import generate
 from context_engine.store.bounded import Bounds, _copies, _stored_matches, run_embedded
 from context_engine.store.documents import open_store
 from context_engine.store.match_index import candidates
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    settings = Settings(data_dir=tmp_path_factory.mktemp("store"), mongodb_uri=None, use_llm=False)
-    ingest(settings, generate(), index=False)
-    return open_store(settings)
+def store(sample_records_dir):
+    return open_store(Settings(data_dir=sample_records_dir, mongodb_uri=None, use_llm=False))
 
 
 OCT = datetime(2026, 10, 1)

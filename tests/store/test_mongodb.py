@@ -9,8 +9,8 @@ from datetime import datetime
 
 import pytest
 
-from context_engine.config import Settings
 from context_engine.assistant.structured_query import run_structured
+from context_engine.config import Settings
 from context_engine.query.engine import NoResults, Success
 from context_engine.runtime import store_for
 

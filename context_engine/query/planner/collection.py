@@ -4,7 +4,8 @@ the stored values it names)."""
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from context_engine.kinds import BUILTIN, CollectionSpec
 from context_engine.query.fields import person_field_for, person_field_words

@@ -238,7 +238,7 @@ class ConditionStep(Draft):
                 return "resolved" if value in DONE_STATUSES else "created"
         for value in sorted(values, key=len, reverse=True):
             m = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", self.q, re.I)
-            if m and value.lower() not in ("done",) or (m and re.search(r"\bstatus\b", self.q, re.I)):
+            if (m and value.lower() not in ("done",)) or (m and re.search(r"\bstatus\b", self.q, re.I)):
                 self.use(m.span())
                 self.add_filter(status, value)
                 return "resolved" if value in DONE_STATUSES else "created"

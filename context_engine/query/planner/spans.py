@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 from context_engine.query.fields import field_for, people_paths, person_field_for
-from context_engine.query.ir import MAX_WORDS, WORD, WORD_OPERATORS, Filter, Shape
 from context_engine.query.identity import CALENDAR_NAMES, COMMON_WORDS
+from context_engine.query.ir import MAX_WORDS, WORD, WORD_OPERATORS, Filter, Shape
 from context_engine.query.planner.draft import NUMBER_WORDS, STATE_FIELDS, Draft
 from context_engine.text import tokenize
 
@@ -165,7 +165,7 @@ class SpanStep(Draft):
         words = [self.q[a:b] for a, b in run]
         text = " ".join(w.lower() for w in words)
         values = {self.q[a:b].lower() for (a, b), how in zip(self.used, self.how) if how == "value"}
-        if len(words) > 1 and (all(w[0].isupper() for w in words) or any(w.lower() in values for w in words)) or (
+        if (len(words) > 1 and (all(w[0].isupper() for w in words) or any(w.lower() in values for w in words))) or (
                 len(words) == 1 and re.search(r"\w[.\-]\w", text)):
             return f'"{text}"'
         return text
