@@ -562,8 +562,8 @@ def resolve_followup(question: str, turns: list[dict[str, Any]], directory: Peop
     try:
         out: Standalone = structured_output(llm, Standalone).with_retry(
             stop_after_attempt=2).invoke([("system", FOLLOWUP_SYSTEM),
-                                          ("human", f"Conversation:\n{conversation}\n\nFollow-up: {question}\n"
-                                                    f"Rule-based rewrite: {offline.standalone}")])
+                                          ("human", (f"Conversation:\n{conversation}\n\nFollow-up: {question}\n"
+                                                    f"Rule-based rewrite: {offline.standalone}"))])
     except Exception:  # the model's failure leaves the rule-based rewrite
         return offline
     rewritten = (out.question or "").strip()

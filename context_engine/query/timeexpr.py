@@ -168,8 +168,8 @@ def _rules(now: datetime):
         (r"\btoday\b|今天", lambda m: (today, today + timedelta(days=1))),
         (rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} hours?\b",
          lambda m: (now - timedelta(hours=_number(m.group(1))), now)),
-        (r"\b(?:since )?(?:the )?(?:start|beginning) of (?:the |this )?(week|month|quarter|year)\b|\b(quarter|year|month)[- ]to[- ]date\b"
-         r"|\bso far this (week|month|quarter|year)\b",
+        ((r"\b(?:since )?(?:the )?(?:start|beginning) of (?:the |this )?(week|month|quarter|year)\b|\b(quarter|year|month)[- ]to[- ]date\b"
+         r"|\bso far this (week|month|quarter|year)\b"),
          lambda m: (_period_start(now, m.group(1) or m.group(2) or m.group(3)), now)),
         (r"从\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(?:到|至|-)\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
          lambda m: (datetime(_year_of(now, _cn_number(m.group(1))), _cn_number(m.group(1)), 1),
@@ -237,8 +237,8 @@ def _rules(now: datetime):
         (r"(?<![\d年])(\d{1,2}|[一二三四五六七八九十]+)\s*月份?(?![\d日号])",
          lambda m: (_most_recent_month(now, _cn_number(m.group(1))),
                     _month_start(_most_recent_month(now, _cn_number(m.group(1))).year, _cn_number(m.group(1)) + 1))),
-        (r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|january|february|march|april|june|july|august|september|"
-         r"october|november|december)\b(?![ .]?\d)",
+        ((r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|january|february|march|april|june|july|august|september|"
+         r"october|november|december)\b(?![ .]?\d)"),
          lambda m: (_most_recent_month(now, MONTHS[m.group(1)]),
                     _month_start(_most_recent_month(now, MONTHS[m.group(1)]).year, MONTHS[m.group(1)] + 1))),
         (r"\bsince (20\d\d)\b(?![-/])", lambda m: (datetime(int(m.group(1)), 1, 1), None)),

@@ -130,8 +130,8 @@ def validate_pipeline(pipeline: object, schema: CollectionSchema | None,
         return ['The pipeline is empty; it needs at least one stage such as {"$match": {...}}']
     # Caps come first and end the walk: a bomb would otherwise produce pages of noise (or recurse).
     if _depth(pipeline, policy.max_depth) > policy.max_depth:
-        return [f"The pipeline is nested more than {policy.max_depth} levels deep; flatten it "
-                "(e.g. one $in instead of nested $or/$and)"]
+        return [(f"The pipeline is nested more than {policy.max_depth} levels deep; flatten it "
+                "(e.g. one $in instead of nested $or/$and)")]
     try:
         size = len(json.dumps(pipeline, default=str))
     except (TypeError, ValueError) as exc:

@@ -449,8 +449,8 @@ class _AccountGroups:
             if len(roots) < 2:
                 continue
             if any(self.contradicts(a, b) for k, a in enumerate(roots) for b in roots[k + 1:]):
-                self.conflicts.append(("email", tuple(roots), f"verified e-mail {key[6:]} is shared by "
-                                                              "different accounts"))
+                self.conflicts.append(("email", tuple(roots), (f"verified e-mail {key[6:]} is shared by "
+                                                              "different accounts")))
                 continue
             for r in roots[1:]:
                 self.union(roots[0], r, "verified-email", key[6:])
@@ -477,11 +477,11 @@ class _AccountGroups:
                         # Nobody but GitHub can verify a noreply address (no mail reaches it), and the
                         # login and id in it are public: it ties a commit author (who holds no account)
                         # to the GitHub account, never another system's account to it.
-                        self.conflicts.append(("email", (owner, i), f"noreply address {value.lower()} is stated "
-                                                                    "by an account of another system"))
+                        self.conflicts.append(("email", (owner, i), (f"noreply address {value.lower()} is stated "
+                                                                    "by an account of another system")))
                     elif self.contradicts(owner, i):
-                        self.conflicts.append(("email", (owner, i), f"noreply address {value.lower()} is held "
-                                                                    "by different accounts"))
+                        self.conflicts.append(("email", (owner, i), (f"noreply address {value.lower()} is held "
+                                                                    "by different accounts")))
                     else:
                         self.union(owner, i, "github-noreply-id", value.lower())
 

@@ -116,8 +116,8 @@ def test_declining_says_so_and_invents_nothing(redis_story):
 
 def test_model_citations_are_rederived_and_unknown_ones_dropped(redis_story):
     contexts, chain = redis_story
-    llm = FakeListChatModel(responses=["Evictions logged users out, so the cache moved to Redis [1]. "
-                                       "The team debated it first [2][17]. It fixed [ENG-231] [ADR-9]."])
+    llm = FakeListChatModel(responses=[("Evictions logged users out, so the cache moved to Redis [1]. "
+                                       "The team debated it first [2][17]. It fixed [ENG-231] [ADR-9].")])
     answer = generate_answer(llm, WHY, structured=None, contexts=contexts, chain=chain)
     issue = next(c["n"] for c in answer.citations if c["id"] == REDIS["issue"])  # a linked record, by its id
     assert answer.text == ("Evictions logged users out, so the cache moved to Redis [1]. "

@@ -96,10 +96,10 @@ def test_a_held_out_set_repeats_no_conversation_or_wording_of_the_sets_before_it
     ('{"tenant": "hf", "turns": [{"question": "q", "collection": "issues", "gold_value": 1, "kind": "first"}]}', "no id"),
     ('{"id": "a", "tenant": "hf", "turns": [{"question": "q", "collection": "issues", "gold_value": 1}]}',
      "turn 1: kind must be one of"),
-    ('{"id": "a", "tenant": "hf", "turns": [{"question": "q", "collection": "issues", "gold_value": 1, "kind": "first"},'
-     ' {"question": "r", "collection": "issues", "kind": "narrow"}]}', "turn 2: no gold"),
-    ('{"id": "a", "tenant": "hf", "turns": [{"question": "q", "collection": "issues", "compare": "declines", '
-     '"kind": "first"}]}', "turn 1: a declines question needs `unresolved`"),
+    (('{"id": "a", "tenant": "hf", "turns": [{"question": "q", "collection": "issues", "gold_value": 1, "kind": "first"},'
+     ' {"question": "r", "collection": "issues", "kind": "narrow"}]}'), "turn 2: no gold"),
+    (('{"id": "a", "tenant": "hf", "turns": [{"question": "q", "collection": "issues", "compare": "declines", '
+     '"kind": "first"}]}'), "turn 1: a declines question needs `unresolved`"),
 ])
 def test_a_bad_conversation_file_is_named_by_line_and_problem(tmp_path, line, problem):
     path = tmp_path / "c.jsonl"

@@ -100,8 +100,8 @@ def test_a_fifo_or_folder_given_as_a_dump_file_is_one_line_and_never_hangs(tmp_p
     for path, kind in ((tmp_path / "dump.jsonl", "fifo"), (tmp_path, "folder")):
         out = run_cli("ingest", "github", str(path), "--data-dir", str(tmp_path / "data"), "--no-index")
         assert out.returncode != 0 and "Traceback" not in out.stderr
-        assert out.stderr.strip().splitlines() == [f"context-engine: error: cannot read {path}: a {kind}, "
-                                                   "not a regular file"]
+        assert out.stderr.strip().splitlines() == [(f"context-engine: error: cannot read {path}: a {kind}, "
+                                                   "not a regular file")]
 
 
 def test_a_symlink_named_by_the_operator_is_followed_once(tmp_path):

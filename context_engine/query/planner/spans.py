@@ -408,8 +408,8 @@ IMPLIED_NEEDS = [(re.compile(pattern), need) for pattern, need in (
     (r"clos\w*|resolv\w*", "state|closed|resolved|closer|status|state_reason"),
     (r"repl[iy]\w*|respon\w*|answer\w*|jump\w*|chim\w*", "replies|reply_user|replied_to|thread_ts|reply_users_count|thread"),
     (r"updat\w*", "updated"),
-    (r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|"
-     r"whom?|whose|谁|哪些人|哪位", "person"),
+    ((r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|"
+     r"whom?|whose|谁|哪些人|哪位"), "person"),
     (r"active|busiest|biggest|largest|most|top|often|frequent\w*|最常|最经常|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*", "rank"),
     (r"mention\w*|tagg\w*", "mentioned"),
     (r"counts?|volume|total|number|times", "measure"),
