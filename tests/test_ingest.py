@@ -14,7 +14,7 @@ from tests.conftest import GITHUB_DUMP
 
 def _pr(number, title="t", merged_at=None):
     return {"number": number, "title": title, "state": "closed" if merged_at else "open", "user": {"login": "octo"},
-            "html_url": f"https://github.com/o/r/pull/{number}", "created_at": "2026-01-0%dT10:00:00Z" % (number % 9 + 1),
+            "html_url": f"https://github.com/o/r/pull/{number}", "created_at": f"2026-01-0{number % 9 + 1}T10:00:00Z",
             "pull_request": {"url": "x", "merged_at": merged_at}, "labels": []}
 
 
@@ -170,7 +170,7 @@ def test_rows_round_trip_dates_nul_strings_and_the_tagged_format(tmp_path):
     legacy.execute("INSERT INTO docs (coll, id, body, dates) VALUES ('documents', 'old', ?, NULL)",
                    ('{"_id":"old","at":"\\u0000d:2026-01-02T03:04:05","s":"\\u0000s:\\u0000raw"}',))
     legacy.commit()
-    old = [d for d in file.read("documents") if d["_id"] == "old"][0]
+    old = next(d for d in file.read("documents") if d["_id"] == "old")
     assert old == {"_id": "old", "at": datetime(2026, 1, 2, 3, 4, 5), "s": "\x00raw"}
 
 

@@ -471,7 +471,9 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
     person_said = words != core
     if _THAT_TIME.search(words) and said_time:
         # "from that month" with "during May 2019": one preposition ("from May 2019")
-        said = lambda m: f" {_PREPOSITION_OF_TIME.sub('', said_time) if _ENDS_WITH_PREPOSITION.search(words[:m.start()]) else said_time} "
+        def said(m: re.Match) -> str:
+            return f" {_PREPOSITION_OF_TIME.sub('', said_time) if _ENDS_WITH_PREPOSITION.search(words[:m.start()]) else said_time} "
+
         time_said = _THAT_TIME.sub(said, words, count=1)
         if person_said and re.match(r"^(?:who|whom|how\s+many|which|what)\b", words, re.I) and not _OF_THOSE.search(words):
             # "who replied to her most that month?": a question of its own once its person and time are said

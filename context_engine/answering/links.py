@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from context_engine.kinds import BUILTIN, CollectionSpec, Registry
 from context_engine.query.execute import scope_filter
@@ -359,7 +359,7 @@ class LinkIndex:
         """)
         self._lock = threading.Lock()
 
-    _open: dict[str, LinkIndex] = {}
+    _open: ClassVar[dict[str, LinkIndex]] = {}
     _open_lock = threading.Lock()
 
     @classmethod
@@ -370,7 +370,7 @@ class LinkIndex:
             index = cls._open.get(str(path))
             if index is None:
                 index = cls._open[str(path)] = cls(path, store.file.path)
-        index.sync(store.file.generation(), lambda tenant: store.kinds(tenant))
+        index.sync(store.file.generation(), store.kinds)
         return index
 
     def for_tenant(self, tenant: str) -> _TenantLinks:

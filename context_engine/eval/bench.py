@@ -45,7 +45,7 @@ GITHUB_DUMP = eval_data("github", "huggingface-datasets-issues.jsonl.gz")
 
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def bench_ingest(data_dir: Path) -> dict:

@@ -491,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
             except (OSError, ValueError) as exc:
                 print(f"error: --chunks-from {args.chunks_from}: {exc}", file=sys.stderr)
                 return 2
-        return cold_main(args, [a for a in (argv if argv is not None else sys.argv[1:])])
+        return cold_main(args, list(argv if argv is not None else sys.argv[1:]))
 
     load_before = os.getloadavg()
     started = time.perf_counter()
@@ -508,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
                        f"same for every model. Queries: SciFact train ({len(queries)}); test qrels never read.")
         _log(subset_note)
     results = []
-    passthrough = [a for a in (argv if argv is not None else sys.argv[1:])]
+    passthrough = list(argv if argv is not None else sys.argv[1:])
     for name in [m.strip() for m in args.models.split(",") if m.strip()]:
         _log(f"=== {name}")
         cmd = [sys.executable, "-m", "context_engine.eval.embeddings_bench", *passthrough, "--worker", name]

@@ -122,7 +122,7 @@ class _ScaledBuilder(_Builder):
         if over > 0:  # the last thread has more than `over` messages (the one before it ended below n)
             del self.messages[-over:]
             parent = next(m for m in reversed(self.messages) if m.get("thread_ts", m["ts"]) == m["ts"])
-            replies = [m for m in self.messages[self.messages.index(parent) + 1:]]
+            replies = self.messages[self.messages.index(parent) + 1:]
             if replies:
                 users = list(dict.fromkeys(r["user"] for r in replies))
                 parent.update({"reply_count": len(replies), "reply_users_count": len(users), "reply_users": users,

@@ -159,7 +159,7 @@ def find_pipeline(filter_: dict[str, Any], projection: dict[str, Any] | None,
         for method, args in cursor:
             if method == order and args:
                 pipeline.append({stages[order]: args[0]})
-    for method, args in cursor:
+    for method, _ in cursor:
         if method == "count":
             counted = True
         elif method not in (*stages, "forEach", "pretty", "toArray"):
@@ -196,7 +196,7 @@ def parse_gold(text: str) -> GoldQuery:
         if len(args) < 1 or not isinstance(args[0], list) or not all(isinstance(s, dict) for s in args[0]):
             raise GoldError("aggregate takes a list of stages")
         pipeline = args[0]
-        for name, cargs in cursor:
+        for name, _ in cursor:
             if name not in ("forEach", "pretty", "toArray"):
                 raise GoldError(f"unknown method .{name}() after aggregate")
         counted = bool(pipeline) and "$count" in pipeline[-1]

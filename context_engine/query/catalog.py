@@ -6,6 +6,7 @@ samples the database. The cache lives in the data directory as one JSON file per
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -113,8 +114,6 @@ def load_catalog(store: DocumentStore, settings: Settings, tenant: str, principa
     except (OSError, ValueError, KeyError, TypeError):
         pass  # a damaged or unreadable cache is rebuilt below
     catalog = build_catalog(store, tenant, principals)
-    try:
+    with contextlib.suppress(OSError):  # a read-only data dir still answers, from the catalog built in memory
         _write(path, catalog)
-    except OSError:
-        pass  # a read-only data dir still answers, from the catalog built in memory
     return catalog

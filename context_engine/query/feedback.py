@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -169,10 +169,8 @@ def remember_ask(data_dir: Path, tenant: str, asker: str | None, question: str, 
     Best effort: a read-only or full data dir must not cost the person the answer they were given."""
     plan = next(({"collection": q["collection"], "pipeline": q["pipeline"]} for q in result.get("queries") or []
                  if isinstance(q, dict) and "pipeline" in q), None)
-    try:
+    with suppress(OSError, sqlite3.Error):
         FeedbackStore(data_dir).record_ask(tenant, asker, question, plan, str(result.get("answer") or ""), now)
-    except (OSError, sqlite3.Error):
-        pass
 
 
 def _utcnow() -> str:

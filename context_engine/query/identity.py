@@ -410,8 +410,8 @@ class PeopleDirectory:
 # ------------------------------------------------------------------------------------------------
 
 # A capitalised name of up to three words, with the lower-case particles of family names ("Patrick von Platen").
-_NAME = r"(?:@[\w.\-]+|[A-Z][\w\u00C0-\u024F'\-]*(?:\s+(?:(?:von|van|der|den|de|da|di|del|della|du|le|la|bin|al)\s+)?" \
-        r"[A-Z][\w\u00C0-\u024F'\-]*){0,2})"
+_NAME = (r"(?:@[\w.\-]+|[A-Z][\w\u00C0-\u024F'\-]*(?:\s+(?:(?:von|van|der|den|de|da|di|del|della|du|le|la|bin|al)\s+)?"
+         r"[A-Z][\w\u00C0-\u024F'\-]*){0,2})")
 _LOGIN_LIKE = r"(?:[a-z][a-z0-9]*[0-9_\-][a-z0-9_\-]*[a-z0-9])"
 # Words that lead to a person: "by X", "assigned to X", "messages from X", "did X merge", "X's".
 _PERSON_CUES = [

@@ -206,9 +206,9 @@ def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int 
                 presence[path] += 1
             if isinstance(value, str) and 0 < len(value) <= 200:
                 scalars[path][value] += 1
-            elif isinstance(value, (int, float, datetime)) and not isinstance(value, bool):
-                if len(info.examples) < 2 and value not in info.examples:
-                    info.examples.append(value if not isinstance(value, datetime) else value.isoformat())
+            elif (isinstance(value, (int, float, datetime)) and not isinstance(value, bool)
+                  and len(info.examples) < 2 and value not in info.examples):
+                info.examples.append(value if not isinstance(value, datetime) else value.isoformat())
     # A tenant's own kind declares its value fields (`values`): they hold values a question names
     # ("sev1", "payments") however few records there are to repeat them.
     declared = {p for paths in own_kind.values.values() for p in paths} if own_kind is not None else set()

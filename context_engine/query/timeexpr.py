@@ -367,9 +367,9 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
             continue
         keyword = m.group(1).lower()
         if keyword in ("since", "after"):
-            rng = (_resolved(m.group(0), lambda: when + timedelta(days=1)) if keyword == "after" else when, None)
+            rng = (_resolved(m.group(0), lambda: when + timedelta(days=1)) if keyword == "after" else when, None)  # noqa: B023 (called at once)
         else:
-            rng = (None, _resolved(m.group(0), lambda: when + timedelta(days=1)) if keyword == "until" else when)
+            rng = (None, _resolved(m.group(0), lambda: when + timedelta(days=1)) if keyword == "until" else when)  # noqa: B023 (called at once)
         found.append((m.start(), m.end(), TimeRange(rng[0], rng[1], question[m.start():m.end()], verb_before(m.start()))))
     for m in _BETWEEN.finditer(text):
         rng = _resolved(m.group(0), _between, m, now)

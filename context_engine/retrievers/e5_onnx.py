@@ -121,8 +121,8 @@ def _build_fp32(src: E5Numpy):
     nodes.append(helper.make_node("LayerNormalization", ["hidden", const("emb.ln.w", src._eln[0]),
                                                          const("emb.ln.b", src._eln[1])], [x], axis=-1, epsilon=eps))
     split3 = const("split3", np.array([H, H, H], dtype=np.int64))
-    for l, (qkv_w, qkv_b, ao_w, ao_b, aln_w, aln_b, fi_w, fi_b, fo_w, fo_b, oln_w, oln_b) in enumerate(src.layers):
-        p = f"l{l}."
+    for layer, (qkv_w, qkv_b, ao_w, ao_b, aln_w, aln_b, fi_w, fi_b, fo_w, fo_b, oln_w, oln_b) in enumerate(src.layers):
+        p = f"l{layer}."
         # Q, K, V in one matmul (e5_numpy's (H, 3H) matrix), then MultiHeadAttention (bias added inside):
         # softmax(QK^T / sqrt(hd)) V per head; no padding mask: one window per call (see E5Onnx)
         nodes.append(helper.make_node("MatMul", [x, const(p + "qkv.w", qkv_w)], [p + "qkv"]))

@@ -21,6 +21,7 @@ repeated.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -103,7 +104,7 @@ def offline_features(query: str, docs: Sequence[Document]) -> np.ndarray:
     words in the title.
     """
     terms = tokenize(query, drop_stopwords=True)
-    pairs = list(zip(terms, terms[1:]))
+    pairs = list(itertools.pairwise(terms))
     rows = []
     for position, doc in enumerate(docs, start=1):
         tokens = tokenize(doc.page_content, drop_stopwords=True)
@@ -113,7 +114,7 @@ def offline_features(query: str, docs: Sequence[Document]) -> np.ndarray:
             _discount(ranks.get("bm25")),
             _discount(ranks.get("dense")),
             _coverage(terms, set(tokens)),
-            _coverage(pairs, set(zip(tokens, tokens[1:]))),
+            _coverage(pairs, set(itertools.pairwise(tokens))),
             _coverage(terms, set(tokenize(doc.metadata.get("title") or "", drop_stopwords=True))),
         ))
     return np.asarray(rows, dtype=np.float64).reshape(len(docs), len(OFFLINE_FEATURES))

@@ -295,7 +295,7 @@ def build_collection(rows: list[tuple[str, Any]], options: OwnOptions, logins: s
     warnings = [f"dropped field {key!r} from {n:,} row(s): the engine states it, or no store can hold its name"
                 for key, n in sorted(dropped.items())]
     spec = options.spec or infer_spec([o for _, o in objects], options, logins, inferred, id_field)
-    for role, paths in spec.times.items():  # dates in time fields, whatever their text
+    for paths in spec.times.values():  # dates in time fields, whatever their text
         for _, obj in objects:
             for path in paths:
                 if "." not in path and (when := as_date(obj.get(path))) is not None:
@@ -427,7 +427,7 @@ def infer_spec(objects: list[dict[str, Any]], options: OwnOptions, logins: set[s
         if column in used:
             continue
         target = next((t for pattern, t in _REFERENCE_NAMES.items() if pattern.fullmatch(column.lower())), None)
-        if target and _mostly(objects, column, lambda v: isinstance(v, str) and bool(_REF_SHAPES[target].fullmatch(v))):
+        if target and _mostly(objects, column, lambda v: isinstance(v, str) and bool(_REF_SHAPES[target].fullmatch(v))):  # noqa: B023 (called at once)
             references[column] = target
             guessed(f"reference {column}", target)
             used.add(column)
@@ -442,7 +442,7 @@ def infer_spec(objects: list[dict[str, Any]], options: OwnOptions, logins: set[s
     if not text:
         titles = [c for c in strings if c.lower() in _TITLE_NAMES]
         long = [c for c in strings if c not in titles and (c.lower() in _TEXT_NAMES or _long(objects, c))]
-        text = titles[:1] + [c for c in titles[1:] + long]
+        text = titles + long
         for path in text:
             guessed("text", path + (" (the subject)" if path == text[0] else ""))
     for column in strings:

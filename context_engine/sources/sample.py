@@ -664,7 +664,7 @@ class _Builder:
         self.stories_issues()
         for project, (_, _, _, first) in self.spec["projects"].items():
             mine = [i for i in self.issues if i.project == project]
-            _number(mine, lambda i: i.created, lambda i, n: setattr(i, "key", f"{project}-{n}"), first,
+            _number(mine, lambda i: i.created, lambda i, n: setattr(i, "key", f"{project}-{n}"), first,  # noqa: B023 (called at once)
                     lambda i: i.anchor)
         self.issues.sort(key=lambda i: i.created)
 

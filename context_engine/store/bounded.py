@@ -63,7 +63,8 @@ _STOP: ContextVar[Stop | None] = ContextVar("context_engine_stop", default=None)
 # and the store's write revision (None off the embedded store), which `$lookup` reads too.
 _QUERY: ContextVar[tuple[float, Bounds, int | None] | None] = ContextVar("context_engine_query", default=None)
 # The `let` variables of the `$lookup` pipeline being run for one row, by name.
-_LET: ContextVar[dict[str, Any]] = ContextVar("context_engine_let", default={})
+# The default is only read: each row's values are set as a dict of their own.
+_LET: ContextVar[dict[str, Any]] = ContextVar("context_engine_let", default={})  # noqa: B039
 
 
 @contextmanager

@@ -66,10 +66,7 @@ def _unwind(in_collection: list[dict[str, Any]], database: Any, options: Any) ->
                 helpers.delete_value_by_dot(new_doc, path)
                 unwound_collection.append(new_doc)
             continue
-        if isinstance(array_value, list):
-            iter_array = enumerate(array_value)
-        else:
-            iter_array = [(None, array_value)]
+        iter_array = enumerate(array_value) if isinstance(array_value, list) else [(None, array_value)]
         parent = helpers.get_value_by_dot(doc, parent_path) if parent_path else doc
         slot = child_key if isinstance(parent, dict) else int(child_key) if isinstance(parent, list) else None
         for index, field_item in iter_array:

@@ -98,7 +98,7 @@ def test_links_stay_inside_the_tenant(settings):
     story = STORIES["globex_dynamodb_sessions"]
     chain = follow_links(store, "globex", [], [story["issue"]])
     assert {story["issue"], story["pr"], story["doc"]} <= {r.ref for r in chain.records}
-    assert (story["pr"], "fixes", story["issue"]) in {(l.source, l.relation, l.target) for l in chain.links}
+    assert (story["pr"], "fixes", story["issue"]) in {(link.source, link.relation, link.target) for link in chain.links}
 
 
 def test_the_persisted_link_index_answers_as_the_in_memory_table(settings):

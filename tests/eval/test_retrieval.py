@@ -82,7 +82,7 @@ def test_evaluate_on_a_tiny_corpus(beir_dir, embed_cache, tmp_path):
 
 def test_bad_input_is_a_one_line_error(beir_dir, tmp_path):
     settings = Settings(data_dir=tmp_path, mongodb_uri=None)
-    with pytest.raises(BeirInputError, match="unknown split 'dev'.*test, train"):
+    with pytest.raises(BeirInputError, match=r"unknown split 'dev'.*test, train"):
         evaluate_retrieval(beir_dir, "dev", settings)
     with pytest.raises(BeirInputError, match="no such directory"):
         evaluate_retrieval(tmp_path / "missing", "train", settings)

@@ -295,10 +295,10 @@ def test_links_follow_the_kinds_references_in_scope(world, case):
     else:  # its declared `pr` field links to the pull request, and the pull request back to it
         assert (docs[0]["ref"], "acme/web#1") in pairs
         back = follow_links(store, "t", OUTSIDER, ["acme/web#1"], max_hops=1)
-        assert ("INC-1", "mentions", "acme/web#1") in {(l.source, l.relation, l.target) for l in back.links}
+        assert ("INC-1", "mentions", "acme/web#1") in {(link.source, link.relation, link.target) for link in back.links}
         assert "INC-7" not in {r.ref for r in back.records}  # the private incident is not bob's to reach
         back = follow_links(store, "t", MEMBER, ["acme/web#1"], max_hops=1)
-        assert ("INC-7", "mentions", "acme/web#1") in {(l.source, l.relation, l.target) for l in back.links}
+        assert ("INC-7", "mentions", "acme/web#1") in {(link.source, link.relation, link.target) for link in back.links}
     assert docs[PUBLIC]["ref"] not in {r.ref for r in chain.records}
     assert all(r.title for r in chain.records)
 

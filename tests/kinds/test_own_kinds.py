@@ -1,12 +1,16 @@
 """A team's own collections: the store's kinds (`save_kind`, `kinds`), `ingest json`, `ingest mongodb`,
 and what every surface then does with them (schema, query, ask), access included."""
 
+import json
+import shutil
+
 import pytest
 
 from context_engine.config import Settings
 from context_engine.kinds import CollectionSpec, SpecError
 from context_engine.query.catalog import build_catalog
 from context_engine.store.documents import StoreError, open_store
+from tests.conftest import REPO_ROOT, run_cli
 
 INCIDENTS = CollectionSpec(name="incidents", noun="incident", key="id", ref_prefix="INC-",
                            times={"created": ("opened_at",)}, text=("title",))
@@ -100,11 +104,6 @@ def test_the_catalog_discovers_own_kinds_with_their_spec(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------- the CLI
-import json
-import shutil
-
-from tests.conftest import REPO_ROOT, run_cli
-
 OWN_DATA = REPO_ROOT / "examples" / "own-data"
 INCIDENTS_JSON, DEPLOYS_CSV = OWN_DATA / "incidents.json", OWN_DATA / "deploys.csv"
 PRIVATE = "incidents/110"  # readable by github:priyar and github:mgarcia only

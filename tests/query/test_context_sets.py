@@ -166,7 +166,7 @@ def test_yaml_bomb_huge_file_and_fifo_are_refused(catalog, tmp_path):
         cs.load(tmp_path, "acme", catalog.schemas)
     (folder / "acme.yaml").unlink()
     os.mkfifo(folder / "acme.json")
-    with pytest.raises(cs.ContextSetError, match="cannot be read|not a regular file"):
+    with pytest.raises(cs.ContextSetError, match=r"cannot be read|not a regular file"):
         cs.load(tmp_path, "acme", catalog.schemas)
 
 

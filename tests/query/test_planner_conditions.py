@@ -192,7 +192,7 @@ def test_a_negation_reaches_only_the_value_right_after_it(world):
 
 
 def test_a_contraction_names_no_one(world):
-    store, catalog = world
+    _, catalog = world
     people = [*PEOPLE, {"login": "don", "name": "Don"}]
     ctx, failed = resolve("PRs that don't have comments", NOW, Catalog("t", catalog.schemas, people), None)
     assert failed is None and not ctx.mentions
@@ -260,7 +260,7 @@ def test_questions_in_other_words(world, question, expected):
 ])
 def test_people_listed_with_each_are_counted_each(world, question):
     store, catalog = world
-    got, plan = answer(world, question)
+    _, plan = answer(world, question)
     assert plan.ir.shape.kind == "group" and plan.ir.shape.field == "user.login", plan.pipeline
     rows = run_pipeline(store, plan.collection, plan.pipeline, tenant="t", principals=["*"], schema=catalog.schemas[plan.collection])
     assert {r["_id"]: r["count"] for r in rows} == {"quinn": 1, "rory": 1}

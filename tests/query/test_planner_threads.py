@@ -186,6 +186,6 @@ def test_replies_in_other_peoples_threads_not_started_by_someone(world):
                                       "number of threads started by somebody else that Ana jumped into",
                                       "Ana: count of distinct threads she answered in, not her own"])
 def test_threads_counted_by_someones_replies_in_them_are_each_counted_once(world, question):
-    rows, plan = answer(world, question)
+    _, plan = answer(world, question)
     assert (plan.ir.shape.kind, plan.ir.shape.field) == ("distinct_count", "thread_ts"), plan.pipeline
     assert plan.not_understood == [], plan.not_understood

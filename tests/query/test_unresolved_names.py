@@ -100,7 +100,7 @@ def test_a_name_that_fits_several_people_is_declined_with_them(settings):
     "没有被分配给任何人的 open issue 有多少",                    # 任何人: anyone
 ])
 def test_dates_values_topics_and_plain_english_are_not_unknown_people(settings, question):
-    ctx, failed = _resolve(settings, question)
+    _, failed = _resolve(settings, question)
     assert failed is None or "anyone named" not in failed.message, failed and failed.message
 
 

@@ -274,7 +274,7 @@ LEGIT = [
 ]
 
 
-@pytest.mark.parametrize("pipeline", [l[1] for l in LEGIT], ids=[l[0] for l in LEGIT])
+@pytest.mark.parametrize("pipeline", [case[1] for case in LEGIT], ids=[case[0] for case in LEGIT])
 def test_legit_pipeline_accepted(pipeline):
     assert validate_pipeline(pipeline, SCHEMA) == []
     assert ensure_valid(pipeline, SCHEMA) is pipeline

@@ -1,3 +1,4 @@
+import itertools
 from datetime import datetime
 
 import pytest
@@ -88,7 +89,7 @@ def test_chunks_respect_the_budget_and_overlap_one_sentence(lang):
     assert len(chunks) > 3
     assert all(count_tokens(c) <= 40 for c in chunks)
     split = [split_sentences(c) for c in chunks]
-    for prev, nxt in zip(split, split[1:]):
+    for prev, nxt in itertools.pairwise(split):
         assert nxt[0] == prev[-1]  # one sentence of overlap
     seen = [s for part in split for s in part]
     assert list(dict.fromkeys(seen)) == sentences  # every sentence, in order
@@ -105,7 +106,7 @@ def test_overlap_of_two_sentences_and_short_text():
     sentences = _sentences(12)
     chunks = chunk_text(" ".join(sentences), max_tokens=32, overlap_sentences=2)
     split = [split_sentences(c) for c in chunks]
-    assert all(nxt[:2] == prev[-2:] for prev, nxt in zip(split, split[1:]))
+    assert all(nxt[:2] == prev[-2:] for prev, nxt in itertools.pairwise(split))
     assert chunk_text("One short text. Two.") == ["One short text. Two."]
     assert chunk_text("") == [] and chunk_text("   ") == []
 

@@ -8,6 +8,8 @@ import pytest
 
 pytest.importorskip("faiss")
 
+import itertools
+
 from context_engine.retrievers.dense import (
     BUNDLED_MODELS,
     DenseIndex,
@@ -48,7 +50,7 @@ def test_add_and_search_is_exact_cosine():
     assert [h[0] for h in hits] == _exact_top(vecs, ids, query, 10)
     assert hits[0][0] == "d17"
     assert hits[0][1] == pytest.approx(float(vecs[17] @ normalize(query)[0]), abs=1e-5)
-    assert all(a[1] >= b[1] for a, b in zip(hits, hits[1:]))
+    assert all(a[1] >= b[1] for a, b in itertools.pairwise(hits))
     np.testing.assert_allclose(index.vector("d3"), vecs[3], atol=1e-6)
 
 

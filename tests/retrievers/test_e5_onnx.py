@@ -130,7 +130,7 @@ def test_the_built_model_is_reused(cache_env):
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "no-digest"])
 def test_a_corrupt_cached_file_is_rebuilt(cache_env, monkeypatch, damage):
-    path, model = cache_env
+    _, model = cache_env
     good = model.path.read_bytes()
     sidecar = model.path.with_name(model.path.name + ".sha256")
     if damage == "truncate":  # a crash half-way, a full disk

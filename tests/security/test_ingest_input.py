@@ -342,7 +342,7 @@ def test_linear_and_jira_issues_with_the_same_key_do_not_overwrite_each_other(tm
 
     (tmp_path / "linear.json").write_text(json.dumps([{"id": "y", "identifier": "ENG-2", "title": "Next"}]))
     _ingest(data, "linear", tmp_path / "linear.json", prune=True)  # Linear's ENG-1 is gone, Jira's stays
-    assert set(r["ref"] for r in _stored(data, "issues")) == {"ENG-1", "ENG-2", "acme/infra#5", "OPS-1"}
+    assert {r["ref"] for r in _stored(data, "issues")} == {"ENG-1", "ENG-2", "acme/infra#5", "OPS-1"}
 
 
 def test_a_stored_data_dir_without_colliding_refs_keeps_its_keys(tmp_path):

@@ -262,7 +262,7 @@ def test_pagination_link_off_the_api_host_is_refused():
     routes = dict(SYNC1)
     routes[key(f"{R}/issues", ISSUES_Q)] = ("sync1/issues_page1.json",
                                             {"Link": '<https://evil.example/issues?page=2>; rel="next"'})
-    with pytest.raises(SourceError, match="off api.github.com"):
+    with pytest.raises(SourceError, match=r"off api\.github\.com"):
         run(GitHubStub(routes))
 
 

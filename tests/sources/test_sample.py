@@ -299,7 +299,7 @@ def test_other_stories_details(corpus):
     assert [label["name"] for label in key["labels"]] == ["security"]
     parent, _ = _thread(corpus, "acme", "leaked_stripe_key")
     assert parent["acl"] != ["*"]
-    parent, replies = _thread(corpus, "acme", "ci_self_hosted_runners")
+    parent, _ = _thread(corpus, "acme", "ci_self_hosted_runners")
     assert CJK.search(parent["text"]) and "OPS-142" in parent["text"]
     assert next(i for i in acme["issues"] if i["key"] == "OPS-142")["fields"]["summary"] == \
         STORIES["ci_self_hosted_runners"]["issue_summary"]

@@ -184,7 +184,7 @@ class LinkStep(Draft):
                              r"chat|channels?|folks|people|users)\b)", self.q, re.I):
             word = m.group(1).lower()
             # "elm" begins elmlang; "clojure" is clojurians but for its last letter
-            named = [v for v in values if v.lower() != word and len(os.path.commonprefix([v.lower(), word])) >= max(3, len(word) - 1)]
+            named = [v for v in values if v.lower() != word and len(os.path.commonprefix([v.lower(), word])) >= max(3, len(word) - 1)]  # noqa: RUF071 (words, not paths)
             if len(named) == 1 and not self._is_used(m.span(1)) and not self._topic_phrase(m.start()) \
                     and all(v != named[0] for _, v in found):
                 found.append((m.span(1), named[0]))

@@ -3,6 +3,7 @@ understood and did not."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from context_engine.query.fields import field_for, people_paths, person_field_for
@@ -120,7 +121,7 @@ class SpanStep(Draft):
 
     def _alternatives(self, run: list[tuple[int, int]]) -> bool:
         """Words said as alternatives ("card or cards", "json or jsonl", "lein / leiningen"): one word each."""
-        gaps = [self.q[b:a] for (_, b), (a, _) in zip(run, run[1:])]
+        gaps = [self.q[b:a] for (_, b), (a, _) in itertools.pairwise(run)]
         return bool(gaps) and all(re.fullmatch(r"\s+or\s+| +/ +|\s*或者?\s*|\s*[,、，]\s*(?:or\s+|或者?\s*)?", gap, re.I)
                                   for gap in gaps)
 
@@ -130,7 +131,7 @@ class SpanStep(Draft):
         run = sorted(run)
         if self._alternatives(run):
             return run
-        cut = next((i for i, ((_, b), (a, _)) in enumerate(zip(run, run[1:]), 1)
+        cut = next((i for i, ((_, b), (a, _)) in enumerate(itertools.pairwise(run), 1)
                     if re.search(r"\bor\b|/", self.q[b:a], re.I)), None)
         return run[:cut] if cut else run
 
