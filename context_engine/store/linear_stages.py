@@ -22,7 +22,7 @@ put rows of different BSON types in one group, or not, depending on how the sort
   Keys of a type this module does not know (ObjectId, bytes, regexes: never in the store's JSON
   records) go to mongomock's own handler.
 
-`tests/test_linear_stages.py` checks `$unwind` against mongomock's handler and `$group` against
+`tests/store/test_linear_stages.py` checks `$unwind` against mongomock's handler and `$group` against
 MongoDB's semantics, on generated rows and on the mixed-type keys found so far.
 """
 

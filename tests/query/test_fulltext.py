@@ -38,7 +38,7 @@ def _text_refs(data_dir, search, principals=(), collection="pull_requests"):
     settings = Settings(data_dir=data_dir, mongodb_uri=None, tenant="acme", use_llm=False)
     store = open_store(settings)
     # Ranked by relevance: the search over all the text that ingest indexes (a topic inside a structured
-    # question reads the records' titles instead: tests/query/test_planner_topic.py).
+    # question reads the records' titles instead: tests/query/planner/test_topic.py).
     rows = run_pipeline(store, collection, [{"$match": {"$text": {"$search": search}}},
                                             {"$sort": {"score": {"$meta": "textScore"}}}], tenant="acme",
                         principals=list(principals), schema=catalog_for(settings).schemas[collection])
