@@ -566,7 +566,7 @@ def resolve_followup(question: str, turns: list[dict[str, Any]], directory: Peop
             stop_after_attempt=2).invoke([("system", FOLLOWUP_SYSTEM),
                                           ("human", (f"Conversation:\n{conversation}\n\nFollow-up: {question}\n"
                                                     f"Rule-based rewrite: {offline.standalone}"))])
-    except Exception:  # the model's failure leaves the rule-based rewrite
+    except Exception:  # noqa: BLE001 - the model's failure leaves the rule-based rewrite
         return offline
     rewritten = (out.question or "").strip()
     if not rewritten or rewritten == question:

@@ -242,7 +242,7 @@ def answerability_llm(question: str, docs: Sequence[Document], llm: Any, *,
         out: _Judgement = structured_output(llm, _Judgement).with_retry(
             stop_after_attempt=2).invoke([("system", ANSWERABLE_SYSTEM),
                                           ("human", f"Context:\n{context}\n\nQuestion: {question}")])
-    except Exception:  # no usable judgement: the offline one stands
+    except Exception:  # noqa: BLE001 - no usable judgement: the offline one stands
         return offline
     verdict = out.answerable.strip().lower()
     if verdict not in ("yes", "no"):

@@ -505,7 +505,7 @@ class _Walk:
         """(referencing node, its reference, referenced node) for visible records that reference `nodes`."""
         by_target = {target: node for node in nodes for target in node.identities()}
         candidates = self.table.lookup(REFERRER, by_target)
-        found = []
+        found: list[tuple[_Node, Reference, _Node]] = []
         for collection, record in self._fetch(candidates):
             hits = [(ref, by_target[ref.target]) for ref in references(record, self.kinds.get(collection), self.kinds)
                     if ref.target in by_target]

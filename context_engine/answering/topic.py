@@ -49,7 +49,7 @@ class TopicMatch:
 def filter_words(pipeline: list[dict[str, Any]]) -> set[str]:
     """The tokens of what the query's first `$match` filters on (not its `$text`): the string values
     ("acme/payments") and the fields' names ("merged_at": "merged PRs" is a condition, not a topic)."""
-    match = next((stage["$match"] for stage in pipeline[:1] if "$match" in stage), {})
+    match: dict[str, Any] = next((stage["$match"] for stage in pipeline[:1] if "$match" in stage), {})
     words: set[str] = set()
     stack: list[Any] = [match]
     while stack:
@@ -84,7 +84,7 @@ def names_a_subject(question: str, pipeline: list[dict[str, Any]]) -> bool:
 
 def planner_text(pipeline: list[dict[str, Any]]) -> str:
     """The `$text` words of the query's first `$match` ("" when it has none)."""
-    match = next((stage["$match"] for stage in pipeline[:1] if "$match" in stage), {})
+    match: dict[str, Any] = next((stage["$match"] for stage in pipeline[:1] if "$match" in stage), {})
     text = match.get("$text")
     return str(text.get("$search") or "") if isinstance(text, dict) else ""
 

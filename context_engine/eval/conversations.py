@@ -197,7 +197,7 @@ def evaluate_conversations(path: Path, settings: Settings, limit: int | None = N
                                       context=context)
                 turns = graph.get_state(config).values.get("turns") or []
                 unresolved = turns[-1].get("unresolved", "") if turns else ""
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a turn the graph cannot run is scored, not fatal
                 error = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
             seconds = time.perf_counter() - started
             correct, flagged = (False, False) if error else score_turn(turn, output, unresolved, want)

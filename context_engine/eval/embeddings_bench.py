@@ -143,7 +143,7 @@ def bm25_runs(corpus: dict[str, str], ids: list[str], queries: dict[str, str], k
 
         index = BM25Index().fit(ids, [corpus[i] for i in ids])
         return {qid: [d for d, _ in index.search(text, k)] for qid, text in queries.items()}
-    except Exception as exc:  # the BM25 module is developed separately; the dense numbers stand alone
+    except Exception as exc:  # noqa: BLE001 - the BM25 module is developed separately; the dense numbers stand alone
         print(f"  (BM25 unavailable: {exc!r})", file=sys.stderr)
         return None
 

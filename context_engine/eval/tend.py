@@ -99,7 +99,8 @@ def load_split(data: Path, split: str) -> tuple[list[dict[str, Any]], list[str]]
 
 def questions_of(records: Iterable[dict[str, Any]]) -> tuple[list[Question], list[tuple[int, str]]]:
     """Every phrasing of every record whose gold parses, and (record id, why) for those that do not."""
-    out, unreadable = [], []
+    out: list[Question] = []
+    unreadable: list[tuple[int, str]] = []
     for r in records:
         try:
             gold = parse_gold(r["MQL"])
@@ -134,8 +135,8 @@ def stratified(questions: list[Question], n: int, seed: int = SEED) -> list[Ques
         chosen = phrasings[rng.randrange(len(phrasings))]
         strata.setdefault((chosen.db, chosen.shape), []).append(chosen)
     order = sorted(strata)
-    for key in order:
-        rng.shuffle(strata[key])
+    for stratum in order:
+        rng.shuffle(strata[stratum])
     rng.shuffle(order)  # a small sample spreads over the databases, not the first ones by name
     picked: list[Question] = []
     depth = 0
@@ -420,7 +421,7 @@ def evaluate(data: Path, settings: Any, split: str = "test", planner: str = "off
         try:
             kind, rows, pipeline, why, used = predict(q.text, s, model and LLMPlanner(
                 model, max_rows=s.max_rows, examples=lambda text, db=q.db: examples.similar(text, exclude_db=db)))
-        except Exception as exc:  # an engine bug is a wrong answer with its reason, not the end of the run
+        except Exception as exc:  # noqa: BLE001 - an engine bug is a wrong answer with its reason, not the end of the run
             kind, rows, pipeline, why, used = "error", None, None, f"{exc.__class__.__name__}: {exc}"[:300], "-"
         seconds = time.perf_counter() - started
         correct = rows is not None and same_result(rows, want, q.gold, q.text)

@@ -220,7 +220,7 @@ def plain_database(data: dict[str, list[dict[str, Any]]]) -> Any:
     """A mongomock database holding one TEND database's documents, as they are (each gets an `_id`)."""
     import mongomock
 
-    db = mongomock.MongoClient().db
+    db: Any = mongomock.MongoClient().db  # mongomock is untyped
     for name, docs in data.items():
         if docs:
             db[name].insert_many([dict(d) for d in docs])
@@ -231,7 +231,7 @@ def run_gold(db: Any, gold: GoldQuery) -> list[dict[str, Any]]:
     """The gold query's result documents (a `GoldError` when mongomock cannot run it)."""
     try:
         return _aggregate(db, db[gold.collection].find(), _plain_regexes(gold.pipeline))
-    except Exception as exc:  # mongomock lacks an operator, or the gold is wrong: either way not runnable
+    except Exception as exc:  # noqa: BLE001 - mongomock lacks an operator, or the gold is wrong: either way not runnable
         raise GoldError(f"{exc.__class__.__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}") from None
 
 

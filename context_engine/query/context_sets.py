@@ -35,7 +35,7 @@ import fcntl
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
@@ -229,7 +229,7 @@ def mask(question: str, values: list[Slot]) -> str:
 _NUMBER = re.compile(r"(?<![\w.])\d{1,6}(?![\w.])")
 
 
-def slots_for(question: str, mentions: list[Any] = (), times: list[Any] = (), values: list[Slot] = ()) -> list[Slot]:
+def slots_for(question: str, mentions: Sequence[Any] = (), times: Sequence[Any] = (), values: Sequence[Slot] = ()) -> list[Slot]:
     """The slots of a question from what resolution found: people (`Mention`s, with spans), times
     (`TimeRange`s, located by their text), bare numbers, and any value slots already found (e.g. from
     the value index). A number inside a time or a person's span belongs to that span."""

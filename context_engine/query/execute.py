@@ -160,7 +160,7 @@ def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]
         raise  # the caller is gone: not a failed attempt for the planner to correct
     except QueryBoundExceeded as exc:
         raise ExecutionError(str(exc)) from None
-    except Exception as exc:  # pymongo OperationFailure, mongomock errors: all go back to the planner
+    except Exception as exc:  # noqa: BLE001 - pymongo OperationFailure, mongomock errors: all go back to the planner
         raise ExecutionError(f"{exc.__class__.__name__}: {exc}") from None
     grouped = any("$group" in stage for stage in pipeline)
     return [strip_hidden_deep(row, keep_group_key=grouped) for row in rows]

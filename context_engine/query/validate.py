@@ -155,7 +155,7 @@ def ensure_valid(pipeline: Any, schema: CollectionSchema | None,
     errors = validate_pipeline(pipeline, schema, policy, schemas)
     if errors:
         raise ValidationError(errors)
-    return pipeline  # type: ignore[return-value]
+    return pipeline
 
 
 def _stage_count(pipeline: list) -> int:

@@ -356,7 +356,7 @@ class ValueIndex:
                     best[i] = (rank, gram, rule, similarity)
         ranked = sorted(best.items(), key=lambda item: (item[1][0], item[0]))[:MAX_CANDIDATES]
         visible = self.visible([i for i, _ in ranked], deadline, needed=limit)
-        out = []
+        out: list[ValueMatch] = []
         for i, (_, gram, rule, similarity) in ranked:
             if i in visible and len(out) < limit:
                 out.append(self._match(i, visible[i], rule, _RULE_SCORE[rule] * similarity, gram))

@@ -127,7 +127,7 @@ def _llm_picks(question: str, per_doc: list[list[_Sentence]], llm: Any) -> set[t
     try:
         out: _Picks = structured_output(llm, _Picks).with_retry(stop_after_attempt=2).invoke(
             [("system", COMPRESS_SYSTEM), ("human", f"Question: {question}\n\n{numbered}")])
-    except Exception:  # a model that fails or writes malformed JSON: the extractive choice stands
+    except Exception:  # noqa: BLE001 - a model that fails or writes malformed JSON: the extractive choice stands
         return None
     picks = [str(p).strip().strip("[]") for p in out.sentences]
     if picks and not any(p in valid for p in picks):

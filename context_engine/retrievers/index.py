@@ -254,7 +254,7 @@ class SemanticIndex:
                 continue
             except IndexDamaged:
                 raise
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - numpy, zipfile, json and faiss each fail their own way
                 # on a truncated or altered file; whatever the way, the generation cannot be used
                 raise IndexDamaged(f"the semantic index of tenant {tenant!r} is damaged ({gen.name}: "
                                    f"{str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}): "
@@ -360,7 +360,7 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
     live = _current(root)
     try:
         previous = SemanticIndex._load_generation(live, tenant, None) if live else None
-    except Exception:
+    except Exception:  # noqa: BLE001 - damaged (any way) or an older format: rebuilt from scratch, which
         previous = None  # the embedding cache keeps cheap
     embeddings = make_embeddings(settings.embedding_model)  # loads nothing until a text needs embedding
     model = embeddings.name

@@ -81,7 +81,7 @@ class GitHubRest:
         except ValueError:
             raise SourceError(f"GitHub sent a non-JSON answer for {response.url.path}") from None
 
-    def paginate(self, path: str, params: dict[str, Any]) -> Iterator[list[Any]]:
+    def paginate(self, path: str, params: dict[str, Any] | None) -> Iterator[list[Any]]:
         """Each page of a list endpoint, following `rel="next"` links."""
         url: str | None = self.url(path)
         while url:

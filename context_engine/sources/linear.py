@@ -186,7 +186,7 @@ def csv_issue(row: dict[str, Any]) -> dict[str, Any]:
     if not match:
         raise RecordError(f"row without a valid issue ID ({identifier[:30]!r})")
     team_key = match.group(1)
-    fields = {
+    fields: dict[str, Any] = {
         "summary": cell.get("Title", ""),
         "description": cell.get("Description") or None,
         "status": {"name": cell["Status"]} if cell.get("Status") else None,

@@ -378,7 +378,7 @@ def compile_re2(pattern: str, flags: str = "") -> Any:
     inline = "".join(sorted(set(flags)))
     try:
         return re2.compile(f"(?{inline}){pattern}" if inline else pattern, options=options)
-    except Exception as exc:  # re2.error and friends: the message is what matters
+    except Exception as exc:  # noqa: BLE001 - re2.error and friends: the message is what matters
         message = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise ValueError(message or "invalid pattern") from None
 

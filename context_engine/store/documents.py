@@ -544,7 +544,7 @@ def mongodb_client(uri: str, what: str = "MONGODB_URI") -> Any:
     try:
         client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=3000, tz_aware=False)
         client.admin.command("ping")
-    except Exception as exc:  # pymongo raises many kinds; the user needs one line
+    except Exception as exc:  # noqa: BLE001 - pymongo raises many kinds; the user needs one line
         raise StoreError(f"cannot reach MongoDB at {what}: {exc.__class__.__name__}: {exc}") from None
     return client
 

@@ -203,7 +203,7 @@ def test_add_validates_and_concurrent_adds_keep_every_template(catalog, tmp_path
     def add(n):
         try:
             cs.add_template(tmp_path, "acme", cs.template_from_json(_template(name=f"t{n}")), catalog.schemas)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - collected and asserted below
             errors.append(exc)
 
     threads = [threading.Thread(target=add, args=(n,)) for n in range(8)]

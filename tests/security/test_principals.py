@@ -91,7 +91,7 @@ def test_hidden_fields_never_leave_at_any_depth(settings):
     for pipeline in pipelines:
         try:
             rows = run_pipeline(open_store(settings), "documents", pipeline, tenant="t1", principals=[], schema=None)
-        except Exception as exc:  # refused by validation: also fine, never a leak
+        except Exception as exc:  # noqa: BLE001 - refused by validation: also fine, never a leak
             assert "tenant" not in str(exc).lower() or "tenant_id" not in str(exc)  # noqa: PT017 (it may not raise)
             continue
         text = repr(rows)

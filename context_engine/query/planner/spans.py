@@ -285,7 +285,7 @@ class SpanStep(Draft):
             for i in range(a, min(b, len(chars))):
                 chars[i] = " "
         rest = "".join(chars)
-        words = []
+        words: list[str] = []
         for token in re.findall(r"[A-Za-z][A-Za-z0-9_\-]+|[\u4e00-\u9fff]+|\d{3,}", rest):
             if CJK_STOP.fullmatch(token):
                 continue
