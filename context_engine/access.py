@@ -9,7 +9,8 @@ one, is readable by nobody: visibility must be stated by the source (or by the o
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from context_engine.text import ASCII_LOWER
 

@@ -31,15 +31,16 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from context_engine.access import PUBLIC, merge_acl
-from context_engine.config import Settings
 from context_engine.answering.links import LinkIndex
+from context_engine.config import Settings
 from context_engine.kinds import CollectionSpec
-from context_engine.query.fulltext import sync_fulltext
 from context_engine.query.catalog import load_catalog, refresh_catalog
+from context_engine.query.fulltext import sync_fulltext
 from context_engine.query.values import load_values
 from context_engine.retrievers.index import SyncReport, sync_index
 from context_engine.sources.connectors import saved_overrides

@@ -128,12 +128,12 @@ def forget(settings: Settings) -> None:
     with _lock:
         store = _stores.pop(key, None)
         if store is not None:
-            for k in [k for k in _catalogs if k[0] == id(store)]:
-                del _catalogs[k]
-            for k in [k for k in _values if k[0] == id(store)]:
-                del _values[k]
-        for k in [k for k in _indexes if k[0] == data_dir]:
-            del _indexes[k]
+            for catalog_key in [k for k in _catalogs if k[0] == id(store)]:
+                del _catalogs[catalog_key]
+            for values_key in [k for k in _values if k[0] == id(store)]:
+                del _values[values_key]
+        for index_key in [k for k in _indexes if k[0] == data_dir]:
+            del _indexes[index_key]
 
 
 def asker_for(settings: Settings, catalog: Catalog) -> Person | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 import string
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 
 _ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
@@ -25,7 +25,7 @@ ASCII_UPPER = str.maketrans(string.ascii_lowercase, string.ascii_uppercase)
 def to_utc_naive(value: datetime) -> datetime:
     """MongoDB stores UTC without a zone; pymongo returns naive datetimes by default."""
     if value.tzinfo is not None:
-        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+        value = value.astimezone(UTC).replace(tzinfo=None)
     return value.replace(microsecond=(value.microsecond // 1000) * 1000)
 
 
@@ -58,7 +58,7 @@ def parse_now(value: str | datetime | None) -> datetime:
     """`now` as naive UTC; an ISO string with or without zone, or the clock when absent. A time
     outside EARLIEST..LATEST is a TimeRangeError (a ValueError)."""
     if value is None or value == "":
-        return datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
+        return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
     if isinstance(value, datetime):
         dt = value
     else:
@@ -68,7 +68,7 @@ def parse_now(value: str | datetime | None) -> datetime:
             raise ValueError(f"malformed time {str(value)[:64]!r}: use ISO 8601, e.g. 2026-11-30T12:00:00Z") from None
     try:
         if dt.tzinfo is not None:
-            dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+            dt = dt.astimezone(UTC).replace(tzinfo=None)
     except OverflowError:  # 0001-01-01T00:00+01:00 is before year 1 in UTC
         raise TimeRangeError(f"now {str(value)[:64]!r} is out of range: times run from {EARLIEST.year} to "
                              f"{LATEST.year - 1}") from None

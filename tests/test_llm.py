@@ -5,8 +5,8 @@ from datetime import datetime
 
 import pytest
 
-from context_engine.config import Settings
 from context_engine.assistant.structured_query import run_structured
+from context_engine.config import Settings
 from context_engine.query.engine import Success
 from context_engine.runtime import catalog_for, llm_planner_for
 

@@ -14,7 +14,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from serving import Server
+from tests.serving import Server
 
 from context_engine.config import Settings
 from context_engine.mcp_server import http_app, server_version

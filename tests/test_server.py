@@ -15,7 +15,7 @@ from langserve import RemoteRunnable
 
 from context_engine.config import Settings
 from context_engine.server import ApiKey, Limits, create_app
-from serving import Server
+from tests.serving import Server
 
 NOW = "2026-11-30T12:00:00Z"
 SECRET = "webhook-test-secret"

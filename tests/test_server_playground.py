@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serving import Server
+from tests.serving import Server
 
 from context_engine.config import Settings
 from context_engine.server import SESSION_COOKIE, ApiKey, Limits, create_app

@@ -29,11 +29,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from context_engine.kinds import BUILTIN, Registry, builtin_registry
+from context_engine.models import structured_output
 from context_engine.prompts import FOLLOWUP_SYSTEM
 from context_engine.query.identity import PeopleDirectory
 from context_engine.query.planner.draft import NUMBER_WORDS
 from context_engine.query.timeexpr import MONTHS, find_time_ranges
-from context_engine.models import structured_output
 from context_engine.text import HAN
 
 _LEAD = re.compile(r"^\s*(?:(?:(?:and|but|also|so|ok(?:ay)?|then|now)[\s,]+)+(?:(?:what|how)\s+about\s+)?"
@@ -471,7 +471,9 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
     person_said = words != core
     if _THAT_TIME.search(words) and said_time:
         # "from that month" with "during May 2019": one preposition ("from May 2019")
-        said = lambda m: f" {_PREPOSITION_OF_TIME.sub('', said_time) if _ENDS_WITH_PREPOSITION.search(words[:m.start()]) else said_time} "
+        def said(m: re.Match) -> str:
+            return f" {_PREPOSITION_OF_TIME.sub('', said_time) if _ENDS_WITH_PREPOSITION.search(words[:m.start()]) else said_time} "
+
         time_said = _THAT_TIME.sub(said, words, count=1)
         if person_said and re.match(r"^(?:who|whom|how\s+many|which|what)\b", words, re.I) and not _OF_THOSE.search(words):
             # "who replied to her most that month?": a question of its own once its person and time are said
@@ -562,9 +564,9 @@ def resolve_followup(question: str, turns: list[dict[str, Any]], directory: Peop
     try:
         out: Standalone = structured_output(llm, Standalone).with_retry(
             stop_after_attempt=2).invoke([("system", FOLLOWUP_SYSTEM),
-                                          ("human", f"Conversation:\n{conversation}\n\nFollow-up: {question}\n"
-                                                    f"Rule-based rewrite: {offline.standalone}")])
-    except Exception:  # the model's failure leaves the rule-based rewrite
+                                          ("human", (f"Conversation:\n{conversation}\n\nFollow-up: {question}\n"
+                                                    f"Rule-based rewrite: {offline.standalone}"))])
+    except Exception:  # noqa: BLE001 - the model's failure leaves the rule-based rewrite
         return offline
     rewritten = (out.question or "").strip()
     if not rewritten or rewritten == question:

@@ -45,22 +45,34 @@ Offline, both are lexical and cheap:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel
 
-from context_engine.retrievers.bm25 import BM25Index
-from context_engine.text import split_sentences
-from context_engine.retrievers.compress import content_terms, coverage, idf_weights, unit_tokens
 from context_engine.models import structured_output
+from context_engine.retrievers.bm25 import BM25Index
+from context_engine.retrievers.compress import content_terms, coverage, idf_weights, unit_tokens
+from context_engine.text import split_sentences
 
-__all__ = ["Answerability", "Evidence", "answerability", "answerability_llm", "bm25_idf", "support",
-           "ANSWERABLE_THRESHOLD", "WEIGHTS", "DENSE_THRESHOLD", "DENSE_WEIGHTS", "DENSE_COSINE_RANGE",
-           "DENSE_SENTENCES"]
+__all__ = [
+    "ANSWERABLE_THRESHOLD",
+    "DENSE_COSINE_RANGE",
+    "DENSE_SENTENCES",
+    "DENSE_THRESHOLD",
+    "DENSE_WEIGHTS",
+    "WEIGHTS",
+    "Answerability",
+    "Evidence",
+    "answerability",
+    "answerability_llm",
+    "bm25_idf",
+    "support",
+]
 
 ANSWERABLE_THRESHOLD = 0.62
 # Weights of the features in the answerability score (they sum to 1, so the score is 0..1).
@@ -153,7 +165,7 @@ def _features(question: str, docs: Sequence[Document], idf: Callable[[str], floa
     terms = content_terms(question)
     windows = _windows(docs, pairs=False)
     if not terms or not windows:
-        return {name: 0.0 for name in WEIGHTS}, [], ["no content terms or no context"]
+        return dict.fromkeys(WEIGHTS, 0.0), [], ["no content terms or no context"]
     weights = ({t: idf(t) for t in terms} if idf is not None
                else idf_weights(terms, [tokens for _, _, tokens in windows]))
     scored = sorted(((coverage(terms, tokens, weights), i) for i, (_, _, tokens) in enumerate(windows)),
@@ -230,7 +242,7 @@ def answerability_llm(question: str, docs: Sequence[Document], llm: Any, *,
         out: _Judgement = structured_output(llm, _Judgement).with_retry(
             stop_after_attempt=2).invoke([("system", ANSWERABLE_SYSTEM),
                                           ("human", f"Context:\n{context}\n\nQuestion: {question}")])
-    except Exception:  # no usable judgement: the offline one stands
+    except Exception:  # noqa: BLE001 - no usable judgement: the offline one stands
         return offline
     verdict = out.answerable.strip().lower()
     if verdict not in ("yes", "no"):

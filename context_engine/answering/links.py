@@ -29,17 +29,19 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, ClassVar
 
 from context_engine.kinds import BUILTIN, CollectionSpec, Registry
 from context_engine.query.execute import scope_filter
 from context_engine.query.schema import values_at
 from context_engine.retrievers.chunking import chunk_collection
-from context_engine.store.sqlite_file import RowDamaged, record as stored_record
+from context_engine.store.sqlite_file import RowDamaged
+from context_engine.store.sqlite_file import record as stored_record
 
-__all__ = ["Reference", "Link", "LinkedRecord", "LinkChain", "RELATIONS", "references", "follow_links"]
+__all__ = ["RELATIONS", "Link", "LinkChain", "LinkedRecord", "Reference", "follow_links", "references"]
 
 # Strongest first: when two records are linked more than once, the strongest relation is kept.
 RELATIONS = ("fixes", "implements", "documented in", "discussed in", "mentions")
@@ -357,21 +359,21 @@ class LinkIndex:
         """)
         self._lock = threading.Lock()
 
-    _open: dict[str, "LinkIndex"] = {}
+    _open: ClassVar[dict[str, LinkIndex]] = {}
     _open_lock = threading.Lock()
 
     @classmethod
-    def synced(cls, store: Any) -> "LinkIndex":
+    def synced(cls, store: Any) -> LinkIndex:
         """The index of `store`'s data dir (one connection per process), up to date with its file."""
         path = store.data_dir / cls.FILE_NAME
         with cls._open_lock:
             index = cls._open.get(str(path))
             if index is None:
                 index = cls._open[str(path)] = cls(path, store.file.path)
-        index.sync(store.file.generation(), lambda tenant: store.kinds(tenant))
+        index.sync(store.file.generation(), store.kinds)
         return index
 
-    def for_tenant(self, tenant: str) -> "_TenantLinks":
+    def for_tenant(self, tenant: str) -> _TenantLinks:
         return _TenantLinks(self, tenant)
 
     def _meta(self, key: str) -> str | None:
@@ -503,7 +505,7 @@ class _Walk:
         """(referencing node, its reference, referenced node) for visible records that reference `nodes`."""
         by_target = {target: node for node in nodes for target in node.identities()}
         candidates = self.table.lookup(REFERRER, by_target)
-        found = []
+        found: list[tuple[_Node, Reference, _Node]] = []
         for collection, record in self._fetch(candidates):
             hits = [(ref, by_target[ref.target]) for ref in references(record, self.kinds.get(collection), self.kinds)
                     if ref.target in by_target]

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from context_engine.answering.route import CONTENT_CUES
 from context_engine.query.schema import values_at
@@ -48,7 +49,7 @@ class TopicMatch:
 def filter_words(pipeline: list[dict[str, Any]]) -> set[str]:
     """The tokens of what the query's first `$match` filters on (not its `$text`): the string values
     ("acme/payments") and the fields' names ("merged_at": "merged PRs" is a condition, not a topic)."""
-    match = next((stage["$match"] for stage in pipeline[:1] if "$match" in stage), {})
+    match: dict[str, Any] = next((stage["$match"] for stage in pipeline[:1] if "$match" in stage), {})
     words: set[str] = set()
     stack: list[Any] = [match]
     while stack:
@@ -83,7 +84,7 @@ def names_a_subject(question: str, pipeline: list[dict[str, Any]]) -> bool:
 
 def planner_text(pipeline: list[dict[str, Any]]) -> str:
     """The `$text` words of the query's first `$match` ("" when it has none)."""
-    match = next((stage["$match"] for stage in pipeline[:1] if "$match" in stage), {})
+    match: dict[str, Any] = next((stage["$match"] for stage in pipeline[:1] if "$match" in stage), {})
     text = match.get("$text")
     return str(text.get("$search") or "") if isinstance(text, dict) else ""
 
@@ -131,7 +132,7 @@ def match_topic(topic: str, rows: list[dict[str, Any]], text_fields: list[str], 
     result = TopicMatch(topic=shown, words=words, of=len(records))
     if not words:  # the topic is what the query filters on: every row is about it
         result.matched = [str(r["ref"]) for r in records]
-        result.why = {ref: "the query's own conditions" for ref in result.matched}
+        result.why = dict.fromkeys(result.matched, "the query's own conditions")
         return result
     refs = {str(r["ref"]) for r in records}
     scored: dict[str, float] = {}

@@ -10,8 +10,8 @@ import csv
 import gzip
 import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 
 def read_corpus(root: Path) -> Iterator[dict]:

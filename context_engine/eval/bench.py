@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from context_engine.config import Settings
-from context_engine.kinds import BUILTIN_NAMES
 from context_engine.eval import eval_data
+from context_engine.kinds import BUILTIN_NAMES
 
 QUESTIONS = [
     "PRs Rashid merged last week",
@@ -45,13 +45,13 @@ GITHUB_DUMP = eval_data("github", "huggingface-datasets-issues.jsonl.gz")
 
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def bench_ingest(data_dir: Path) -> dict:
+    from context_engine.ingest import ingest
     from context_engine.sources.github import read_github_dump
     from context_engine.sources.problems import ReadProblems
-    from context_engine.ingest import ingest
     from context_engine.sources.sample import generate
 
     out = {}

@@ -27,11 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
+from context_engine.eval import eval_data
 from context_engine.eval.beir import load_beir, ndcg_at
 from context_engine.retrievers.bm25 import BM25Index
-from context_engine.text import tokenize
-from context_engine.text import split_sentences
-from context_engine.eval import eval_data
+from context_engine.text import split_sentences, tokenize
 
 SCIFACT = eval_data("scifact")
 
@@ -195,8 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         ("    ours, all train queries", f"{t['qps_ours_all_train_queries']:.0f} q/s",
          f"{t['all_train_queries']} queries; from query text incl. tokenizing: {t['qps_ours_from_query_text']:.0f} q/s"),
         ("    top-10 agreement at N (sample)", f"set {t['top10_same_set_pct_at_N']:.1f}%",
-         f"order {t['top10_same_order_pct_at_N']:.1f}% (ties-only diffs {t['top10_differ_only_by_ties_at_N']}, "
-         f"other {t['top10_differ_otherwise_at_N']}), max |diff| {t['max_abs_score_diff_at_N']:.2e}"),
+         (f"order {t['top10_same_order_pct_at_N']:.1f}% (ties-only diffs {t['top10_differ_only_by_ties_at_N']}, "
+         f"other {t['top10_differ_otherwise_at_N']}), max |diff| {t['max_abs_score_diff_at_N']:.2e}")),
         (f"(c) build at {n_chunks} chunks", f"ours {b['ours_from_tokens_s']:.2f}s ({b['ours_chunks_per_s']:.0f}/s)",
          f"rank_bm25 {b['rank_bm25_from_tokens_s']:.2f}s ({b['rank_bm25_chunks_per_s']:.0f}/s), from the same tokens"),
         ("    tokenizing", f"{b['tokenize_s']:.2f}s ({b['tokenize_chunks_per_s']:.0f}/s)",

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
-__all__ = ["ClapQuestion", "load_clapnq", "half_of", "check_clapnq_dir", "CLAPNQ_FILES", "CLAPNQ_ENV"]
+__all__ = ["CLAPNQ_ENV", "CLAPNQ_FILES", "ClapQuestion", "check_clapnq_dir", "half_of", "load_clapnq"]
 
 CLAPNQ_ENV = "CONTEXT_ENGINE_CLAPNQ"  # the data folder when --clapnq is not given
 # The two files of the dev set, and whether their questions are answerable.

@@ -29,14 +29,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from context_engine.config import Settings
+from context_engine.eval import eval_data
+from context_engine.ingest import ingest
 from context_engine.sources.connectors import SourceRequest, read_source
 from context_engine.sources.problems import ReadProblems
-from context_engine.ingest import ingest
-from context_engine.eval import eval_data
 
 SHARED = eval_data()
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "data" / "connectors"

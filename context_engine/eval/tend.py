@@ -33,17 +33,18 @@ import re
 import statistics
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from context_engine.eval.tend_gold import SHAPES, GoldError, GoldQuery, parse_gold, plain_database, run_gold, shape_of
 
 SPLITS = ("test", "train")
 PLANNERS = ("offline", "llm")
 SEED = 20260
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)  # TEND's questions name no relative time
+NOW = datetime(2026, 1, 1, tzinfo=UTC)  # TEND's questions name no relative time
 TENANT_PREFIX = "tend_"
 # A TEND collection whose name is one of the engine's own kinds is stored under another name (the
 # engine's `people` is its identity directory); the gold runs on plain mongomock under the original.
@@ -98,7 +99,8 @@ def load_split(data: Path, split: str) -> tuple[list[dict[str, Any]], list[str]]
 
 def questions_of(records: Iterable[dict[str, Any]]) -> tuple[list[Question], list[tuple[int, str]]]:
     """Every phrasing of every record whose gold parses, and (record id, why) for those that do not."""
-    out, unreadable = [], []
+    out: list[Question] = []
+    unreadable: list[tuple[int, str]] = []
     for r in records:
         try:
             gold = parse_gold(r["MQL"])
@@ -133,8 +135,8 @@ def stratified(questions: list[Question], n: int, seed: int = SEED) -> list[Ques
         chosen = phrasings[rng.randrange(len(phrasings))]
         strata.setdefault((chosen.db, chosen.shape), []).append(chosen)
     order = sorted(strata)
-    for key in order:
-        rng.shuffle(strata[key])
+    for stratum in order:
+        rng.shuffle(strata[stratum])
     rng.shuffle(order)  # a small sample spreads over the databases, not the first ones by name
     picked: list[Question] = []
     depth = 0
@@ -419,7 +421,7 @@ def evaluate(data: Path, settings: Any, split: str = "test", planner: str = "off
         try:
             kind, rows, pipeline, why, used = predict(q.text, s, model and LLMPlanner(
                 model, max_rows=s.max_rows, examples=lambda text, db=q.db: examples.similar(text, exclude_db=db)))
-        except Exception as exc:  # an engine bug is a wrong answer with its reason, not the end of the run
+        except Exception as exc:  # noqa: BLE001 - an engine bug is a wrong answer with its reason, not the end of the run
             kind, rows, pipeline, why, used = "error", None, None, f"{exc.__class__.__name__}: {exc}"[:300], "-"
         seconds = time.perf_counter() - started
         correct = rows is not None and same_result(rows, want, q.gold, q.text)

@@ -159,7 +159,7 @@ def find_pipeline(filter_: dict[str, Any], projection: dict[str, Any] | None,
         for method, args in cursor:
             if method == order and args:
                 pipeline.append({stages[order]: args[0]})
-    for method, args in cursor:
+    for method, _ in cursor:
         if method == "count":
             counted = True
         elif method not in (*stages, "forEach", "pretty", "toArray"):
@@ -196,7 +196,7 @@ def parse_gold(text: str) -> GoldQuery:
         if len(args) < 1 or not isinstance(args[0], list) or not all(isinstance(s, dict) for s in args[0]):
             raise GoldError("aggregate takes a list of stages")
         pipeline = args[0]
-        for name, cargs in cursor:
+        for name, _ in cursor:
             if name not in ("forEach", "pretty", "toArray"):
                 raise GoldError(f"unknown method .{name}() after aggregate")
         counted = bool(pipeline) and "$count" in pipeline[-1]
@@ -220,7 +220,7 @@ def plain_database(data: dict[str, list[dict[str, Any]]]) -> Any:
     """A mongomock database holding one TEND database's documents, as they are (each gets an `_id`)."""
     import mongomock
 
-    db = mongomock.MongoClient().db
+    db: Any = mongomock.MongoClient().db  # mongomock is untyped
     for name, docs in data.items():
         if docs:
             db[name].insert_many([dict(d) for d in docs])
@@ -231,7 +231,7 @@ def run_gold(db: Any, gold: GoldQuery) -> list[dict[str, Any]]:
     """The gold query's result documents (a `GoldError` when mongomock cannot run it)."""
     try:
         return _aggregate(db, db[gold.collection].find(), _plain_regexes(gold.pipeline))
-    except Exception as exc:  # mongomock lacks an operator, or the gold is wrong: either way not runnable
+    except Exception as exc:  # noqa: BLE001 - mongomock lacks an operator, or the gold is wrong: either way not runnable
         raise GoldError(f"{exc.__class__.__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}") from None
 
 

@@ -7,13 +7,22 @@ the tenant's own by name), each a `CollectionSpec`. A tenant's own specs are sto
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from context_engine.kinds.builtin import BUILTIN
 from context_engine.kinds.spec import CollectionSpec, PersonField, SpecError, check_name
 
-__all__ = ["BUILTIN", "BUILTIN_NAMES", "CollectionSpec", "PersonField", "Registry", "RESERVED", "SpecError",
-           "check_name", "builtin_registry"]
+__all__ = [
+    "BUILTIN",
+    "BUILTIN_NAMES",
+    "RESERVED",
+    "CollectionSpec",
+    "PersonField",
+    "Registry",
+    "SpecError",
+    "builtin_registry",
+    "check_name",
+]
 
 BUILTIN_NAMES: tuple[str, ...] = tuple(BUILTIN)
 RESERVED: frozenset[str] = frozenset({"collection_kinds", "index_vectors", "index_revisions", "store_meta"})

@@ -122,7 +122,7 @@ class CollectionSpec:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "CollectionSpec":
+    def from_json(cls, data: dict[str, Any]) -> CollectionSpec:
         if not isinstance(data, dict):
             raise SpecError("a collection spec is a JSON object")
         known = set(cls.__dataclass_fields__)

@@ -6,18 +6,20 @@ samples the database. The cache lives in the data directory as one JSON file per
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from context_engine.config import Settings, check_tenant
-from context_engine.query.identity import PeopleDirectory, places_of
 from context_engine.query.execute import scope_filter
+from context_engine.query.identity import PeopleDirectory, places_of
 from context_engine.query.schema import CollectionSchema, discover
 from context_engine.store.documents import DocumentStore, strip_hidden
 from context_engine.store.regular_files import read_regular_text
@@ -45,7 +47,7 @@ class Catalog:
                 "schemas": {n: s.to_json() for n, s in self.schemas.items()}, "people": self.people}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Catalog":
+    def from_json(cls, data: dict[str, Any]) -> Catalog:
         return cls(tenant=data["tenant"],
                    schemas={n: CollectionSchema.from_json(s) for n, s in data["schemas"].items()},
                    people=data["people"], principals=data.get("principals", []), generation=data.get("generation", 0))
@@ -112,8 +114,6 @@ def load_catalog(store: DocumentStore, settings: Settings, tenant: str, principa
     except (OSError, ValueError, KeyError, TypeError):
         pass  # a damaged or unreadable cache is rebuilt below
     catalog = build_catalog(store, tenant, principals)
-    try:
+    with contextlib.suppress(OSError):  # a read-only data dir still answers, from the catalog built in memory
         _write(path, catalog)
-    except OSError:
-        pass  # a read-only data dir still answers, from the catalog built in memory
     return catalog

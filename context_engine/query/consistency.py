@@ -97,7 +97,7 @@ def _clash(a: _Condition, b: _Condition, array: bool) -> bool:
     for x, y in ((a, b), (b, a)):
         if x.values is not None and x.values <= y.excluded:
             return True
-        if x.empty is True and (y.values is not None and not y.values & _EMPTY or y.empty is False
+        if x.empty is True and ((y.values is not None and not y.values & _EMPTY) or y.empty is False
                                 or y.lower is not None or y.upper is not None):
             return True
         if not array and x.values is not None and all(_outside(v, y) for v in x.values) and (

@@ -35,11 +35,12 @@ import fcntl
 import json
 import os
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from rapidfuzz import fuzz, utils
 
@@ -63,7 +64,7 @@ FACET_KEYS = {"name", "collection", "match", "phrases"}
 _PLACEHOLDER = re.compile(r"^\{\{([A-Za-z_][A-Za-z0-9_]*)(?:\.([a-z_]+))?\}\}$")
 _QUESTION_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_SAMPLE_TIME = (datetime(2026, 1, 1, tzinfo=timezone.utc), datetime(2026, 2, 1, tzinfo=timezone.utc))
+_SAMPLE_TIME = (datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC))
 
 
 class ContextSetError(ValueError):
@@ -228,7 +229,7 @@ def mask(question: str, values: list[Slot]) -> str:
 _NUMBER = re.compile(r"(?<![\w.])\d{1,6}(?![\w.])")
 
 
-def slots_for(question: str, mentions: list[Any] = (), times: list[Any] = (), values: list[Slot] = ()) -> list[Slot]:
+def slots_for(question: str, mentions: Sequence[Any] = (), times: Sequence[Any] = (), values: Sequence[Slot] = ()) -> list[Slot]:
     """The slots of a question from what resolution found: people (`Mention`s, with spans), times
     (`TimeRange`s, located by their text), bare numbers, and any value slots already found (e.g. from
     the value index). A number inside a time or a person's span belongs to that span."""
@@ -324,7 +325,7 @@ class _SampleTime:
 def _sample(kind: str) -> Any:
     """A typed sample value per parameter type, to validate a template before any question binds it."""
     if kind == "person":
-        return {part: "sample" for part in PARAM_PARTS["person"]}
+        return dict.fromkeys(PARAM_PARTS["person"], "sample")
     if kind == "time":
         return _SampleTime(*_SAMPLE_TIME)
     if kind == "number":

@@ -19,8 +19,15 @@ from context_engine.access import PUBLIC, check_principals
 from context_engine.config import HIDDEN_FIELDS, check_tenant
 from context_engine.query.fulltext import text_ids
 from context_engine.query.schema import CollectionSchema
-from context_engine.store.bounded import (Bounds, Cancelled, QueryBoundExceeded, read_cursor, run_embedded,
-                                          run_in_process, running)
+from context_engine.store.bounded import (
+    Bounds,
+    Cancelled,
+    QueryBoundExceeded,
+    read_cursor,
+    run_embedded,
+    run_in_process,
+    running,
+)
 from context_engine.store.expressions import INT64_MAX, INT64_MIN
 from context_engine.text import HAN
 
@@ -90,7 +97,7 @@ def _scoped_join(stage: dict[str, Any], scope: dict[str, Any]) -> dict[str, Any]
     spec = stage["$lookup"]
     inner = [_scoped_join(s, scope) for s in spec.get("pipeline", [])]  # the validator allows none; scoped even so
     return {"$lookup": {**spec, "pipeline": [{"$match": dict(scope)}, *inner, {"$limit": MAX_JOINED},
-                                             {"$project": {name: 0 for name in sorted(HIDDEN_FIELDS)}}]}}
+                                             {"$project": dict.fromkeys(sorted(HIDDEN_FIELDS), 0)}]}}
 
 
 def _joined_collections(stages: list[dict[str, Any]]) -> list[str]:
@@ -153,7 +160,7 @@ def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]
         raise  # the caller is gone: not a failed attempt for the planner to correct
     except QueryBoundExceeded as exc:
         raise ExecutionError(str(exc)) from None
-    except Exception as exc:  # pymongo OperationFailure, mongomock errors: all go back to the planner
+    except Exception as exc:  # noqa: BLE001 - pymongo OperationFailure, mongomock errors: all go back to the planner
         raise ExecutionError(f"{exc.__class__.__name__}: {exc}") from None
     grouped = any("$group" in stage for stage in pipeline)
     return [strip_hidden_deep(row, keep_group_key=grouped) for row in rows]

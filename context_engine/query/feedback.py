@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -169,14 +169,12 @@ def remember_ask(data_dir: Path, tenant: str, asker: str | None, question: str, 
     Best effort: a read-only or full data dir must not cost the person the answer they were given."""
     plan = next(({"collection": q["collection"], "pipeline": q["pipeline"]} for q in result.get("queries") or []
                  if isinstance(q, dict) and "pipeline" in q), None)
-    try:
+    with suppress(OSError, sqlite3.Error):
         FeedbackStore(data_dir).record_ask(tenant, asker, question, plan, str(result.get("answer") or ""), now)
-    except (OSError, sqlite3.Error):
-        pass
 
 
 def _utcnow() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def give(store: FeedbackStore, *, tenant: str, asker: str | None, rating: str, question: str | None = None,
@@ -216,7 +214,7 @@ def teach(data_dir: Path, row: Feedback, plan: dict[str, Any], catalog: Catalog,
     parameters, found by resolving the question as it was asked); returns the template's name."""
     asker = catalog.directory.asker(row.asker) if row.asker else None
     now = parse_datetime(row.now) if row.now else None
-    ctx, _ = resolve(row.question, now or datetime.now(timezone.utc).replace(tzinfo=None), catalog, asker)
+    ctx, _ = resolve(row.question, now or datetime.now(UTC).replace(tzinfo=None), catalog, asker)
     slots = context_sets.slots_for(row.question, ctx.mentions, ctx.times) if ctx is not None else []
     path = context_sets.tenant_file(data_dir, row.tenant)
     existing = context_sets.read_file(path) if path is not None else context_sets.shipped()

@@ -9,7 +9,6 @@ or a tenant's own spec. A person role also says which handle kind the field stor
 from __future__ import annotations
 
 import re
-
 from typing import Any
 
 from context_engine.kinds import CollectionSpec, Registry

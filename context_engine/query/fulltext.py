@@ -46,7 +46,7 @@ def _text_of(doc: dict[str, Any], fields: list[str]) -> str:
 
 
 def _fit(collection: Any, tenant: str, fields: list[str]) -> BM25Index:
-    docs = list(collection.find({"tenant_id": tenant}, {f: 1 for f in fields}))
+    docs = list(collection.find({"tenant_id": tenant}, dict.fromkeys(fields, 1)))
     return BM25Index().fit_tokens([d["_id"] for d in docs], (index_words(_text_of(d, fields)) for d in docs))
 
 

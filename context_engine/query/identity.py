@@ -11,17 +11,18 @@ one account exactly and holds the principals of that account's group only (`sour
 """
 
 from __future__ import annotations
-from context_engine.text import HAN
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Iterable
+from typing import Any
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
 from context_engine.access import SYSTEMS, fold_account
+from context_engine.text import HAN
 
 # What kind of handle a data field holds; a person is written into a query in that kind.
 HANDLE_KINDS = ("github", "slack_id", "jira", "email", "name")
@@ -356,7 +357,7 @@ class PeopleDirectory:
                 if n == 1 and low in CALENDAR_NAMES and (_DATE_BEFORE.search(question[:start])
                                                          or _DATE_AFTER.search(question[end:])):
                     continue  # a date ("in April 2019"), not April the person
-                if n == 1 and low in COMMON_WORDS or (low in reserved and not (hits and self._is_handle(low))):
+                if (n == 1 and low in COMMON_WORDS) or (low in reserved and not (hits and self._is_handle(low))):
                     continue  # a stored value ("bug") is not a person, unless it is someone's exact login
                 if hits:
                     self._add_hits(add, text, start, end, hits, 100.0)
@@ -409,8 +410,8 @@ class PeopleDirectory:
 # ------------------------------------------------------------------------------------------------
 
 # A capitalised name of up to three words, with the lower-case particles of family names ("Patrick von Platen").
-_NAME = r"(?:@[\w.\-]+|[A-Z][\w\u00C0-\u024F'\-]*(?:\s+(?:(?:von|van|der|den|de|da|di|del|della|du|le|la|bin|al)\s+)?" \
-        r"[A-Z][\w\u00C0-\u024F'\-]*){0,2})"
+_NAME = (r"(?:@[\w.\-]+|[A-Z][\w\u00C0-\u024F'\-]*(?:\s+(?:(?:von|van|der|den|de|da|di|del|della|du|le|la|bin|al)\s+)?"
+         r"[A-Z][\w\u00C0-\u024F'\-]*){0,2})")
 _LOGIN_LIKE = r"(?:[a-z][a-z0-9]*[0-9_\-][a-z0-9_\-]*[a-z0-9])"
 # Words that lead to a person: "by X", "assigned to X", "messages from X", "did X merge", "X's".
 _PERSON_CUES = [
@@ -508,7 +509,7 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
             while words and words[-1].lower() in ORDINARY_WORDS | CALENDAR_NAMES | NOT_NAMES:
                 words.pop()
             # "by nobody" is no one; "by Nobody Atall" is someone's full name.
-            if words and (len(words) > 1 and words[0][0].isupper() or words[0].lower() not in ORDINARY_WORDS | NOT_NAMES):
+            if words and ((len(words) > 1 and words[0][0].isupper()) or words[0].lower() not in ORDINARY_WORDS | NOT_NAMES):
                 text = " ".join(words)
                 slots.append((text, start, start + len(text)))
     for run in re.finditer(r"[\u4e00-\u9fff]+", question):

@@ -118,7 +118,7 @@ class Filter:
                 "span": _span_json(self.span), **({"via": self.via} if self.via else {})}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Filter":
+    def from_json(cls, data: dict[str, Any]) -> Filter:
         return cls(field=str(data["field"]), op=data.get("op", "eq"), value=_value_of(data.get("value")),
                    negate=bool(data.get("negate", False)), span=_span_of(data.get("span")),
                    via=str(data["via"]) if data.get("via") else None)
@@ -138,7 +138,7 @@ class TimeRange:
                 "span": _span_json(self.span)}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "TimeRange":
+    def from_json(cls, data: dict[str, Any]) -> TimeRange:
         start, end = (_value_of(data.get(k)) for k in ("start", "end"))
         for bound in (start, end):
             if bound is not None and not isinstance(bound, datetime):
@@ -157,7 +157,7 @@ class SortKey:
         return {"field": self.field, "direction": self.direction}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "SortKey":
+    def from_json(cls, data: dict[str, Any]) -> SortKey:
         if data.get("direction", -1) not in (1, -1):
             raise IRError(f"a sort direction is 1 or -1, not {data.get('direction')!r}")
         return cls(str(data["field"]), data.get("direction", -1))
@@ -212,7 +212,7 @@ class Shape:
                 **({"fields": list(self.fields)} if self.fields else {})}  # said only when set: earlier plans read the same
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Shape":
+    def from_json(cls, data: dict[str, Any]) -> Shape:
         return cls(kind=data.get("kind", "list"), field=data.get("field"), bucket=data.get("bucket"),
                    over=data.get("over") or "records", limit=data.get("limit"),
                    sort=[SortKey.from_json(s) for s in data.get("sort") or []], span=_span_of(data.get("span")),
@@ -251,7 +251,7 @@ class PlanIR:
                 **({"unwind": self.unwind} if self.unwind else {})}
 
     @classmethod
-    def from_json(cls, data: Any) -> "PlanIR":
+    def from_json(cls, data: Any) -> PlanIR:
         """The IR of JSON (a model's output included); a malformed one raises `IRError`."""
         if not isinstance(data, dict) or not isinstance(data.get("collection"), str):
             raise IRError("a plan is a JSON object with a \"collection\"")

@@ -21,7 +21,7 @@ from context_engine.query.plan import Plan, PlanningContext
 from context_engine.query.planner.collection import CollectionStep, detect_collection
 from context_engine.query.planner.conditions import ConditionStep
 from context_engine.query.planner.linking import LinkStep
-from context_engine.query.planner.shape import COUNT, TOP, WHO_ROLE, DEFAULT_LIMIT, TEXT_LIMIT, ShapeStep
+from context_engine.query.planner.shape import COUNT, DEFAULT_LIMIT, TEXT_LIMIT, TOP, WHO_ROLE, ShapeStep
 from context_engine.query.planner.spans import TITLE, SpanStep
 from context_engine.query.planner.templates import FacetStep, templated
 

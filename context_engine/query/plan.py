@@ -45,7 +45,7 @@ class Plan:
                 "read_as": self.read_as}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Plan":
+    def from_json(cls, data: dict[str, Any]) -> Plan:
         return cls(collection=data["collection"], pipeline=from_extended_json(data["pipeline"]),
                    confidence=data.get("confidence", 1.0), planner=data.get("planner", "offline"),
                    notes=list(data.get("notes", [])), collection_named=data.get("collection_named", True),
@@ -64,7 +64,7 @@ class Attempt:
         return {"plan": self.plan.to_json(), "error": self.error}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Attempt":
+    def from_json(cls, data: dict[str, Any]) -> Attempt:
         return cls(Plan.from_json(data["plan"]), data.get("error"))
 
 
@@ -92,7 +92,7 @@ class PlanningContext:
     @classmethod
     def from_resolution(cls, resolution: dict[str, Any], question: str, now: datetime,
                         schemas: dict[str, CollectionSchema], directory: PeopleDirectory,
-                        asker: Person | None) -> "PlanningContext":
+                        asker: Person | None) -> PlanningContext:
         """The planning context of a resolution made earlier (`resolution_json`): no resolving again."""
         by_key = {p.key: p for p in directory.people}
         mentions = [Mention(m["text"], m["start"], m["end"], person=by_key[m["key"]], is_asker=m["asker"])

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any
 
 from context_engine.config import HIDDEN_FIELDS
 from context_engine.kinds import BUILTIN, CollectionSpec
@@ -47,7 +48,7 @@ class FieldInfo:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "FieldInfo":
+    def from_json(cls, data: dict[str, Any]) -> FieldInfo:
         return cls(path=data["path"], types=set(data["types"]), in_array=data.get("in_array", False),
                    count=data.get("count", 0), enum=data.get("enum"), examples=data.get("examples", []))
 
@@ -97,7 +98,7 @@ class CollectionSchema:
                 **({"kind": self.own_kind.to_json()} if self.own_kind else {})}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "CollectionSchema":
+    def from_json(cls, data: dict[str, Any]) -> CollectionSchema:
         infos = [FieldInfo.from_json(f) for f in data["fields"]]
         return cls(name=data["name"], fields={f.path: f for f in infos}, indexes=data.get("indexes", []),
                    text_fields=data.get("text_fields", []), sampled=data.get("sampled", 0),
@@ -109,8 +110,8 @@ class CollectionSchema:
         node ids and bare objects whose subfields are listed anyway."""
         lines = [f"collection {self.name} ({self.total} documents)"]
         for info in self.fields.values():
-            if for_prompt and (_PROMPT_NOISE.search(info.path) and info.path not in ("html_url", "url", "permalink")
-                               or "object" in info.types and len(info.types) <= 2):
+            if for_prompt and ((_PROMPT_NOISE.search(info.path) and info.path not in ("html_url", "url", "permalink"))
+                               or ("object" in info.types and len(info.types) <= 2)):
                 continue
             kind = "|".join(sorted(info.types - {"null"}) if for_prompt else sorted(info.types)) or "null"
             extra = " (in array)" if info.in_array else ""
@@ -205,9 +206,9 @@ def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int 
                 presence[path] += 1
             if isinstance(value, str) and 0 < len(value) <= 200:
                 scalars[path][value] += 1
-            elif isinstance(value, (int, float, datetime)) and not isinstance(value, bool):
-                if len(info.examples) < 2 and value not in info.examples:
-                    info.examples.append(value if not isinstance(value, datetime) else value.isoformat())
+            elif (isinstance(value, (int, float, datetime)) and not isinstance(value, bool)
+                  and len(info.examples) < 2 and value not in info.examples):
+                info.examples.append(value if not isinstance(value, datetime) else value.isoformat())
     # A tenant's own kind declares its value fields (`values`): they hold values a question names
     # ("sev1", "payments") however few records there are to repeat them.
     declared = {p for paths in own_kind.values.values() for p in paths} if own_kind is not None else set()
@@ -220,7 +221,7 @@ def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int 
             if not info.types:
                 info.types.add("array")
         values = scalars.get(path, Counter())
-        if (_looks_enum(values, sum(values.values())) or path in declared and _names_values(values)) \
+        if (_looks_enum(values, sum(values.values())) or (path in declared and _names_values(values))) \
                 and not _OPAQUE_PATH.search(path):
             info.enum = [v for v, _ in values.most_common()]
         elif values and not info.examples:

@@ -168,8 +168,8 @@ def _rules(now: datetime):
         (r"\btoday\b|今天", lambda m: (today, today + timedelta(days=1))),
         (rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} hours?\b",
          lambda m: (now - timedelta(hours=_number(m.group(1))), now)),
-        (r"\b(?:since )?(?:the )?(?:start|beginning) of (?:the |this )?(week|month|quarter|year)\b|\b(quarter|year|month)[- ]to[- ]date\b"
-         r"|\bso far this (week|month|quarter|year)\b",
+        ((r"\b(?:since )?(?:the )?(?:start|beginning) of (?:the |this )?(week|month|quarter|year)\b|\b(quarter|year|month)[- ]to[- ]date\b"
+         r"|\bso far this (week|month|quarter|year)\b"),
          lambda m: (_period_start(now, m.group(1) or m.group(2) or m.group(3)), now)),
         (r"从\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(?:到|至|-)\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
          lambda m: (datetime(_year_of(now, _cn_number(m.group(1))), _cn_number(m.group(1)), 1),
@@ -237,8 +237,8 @@ def _rules(now: datetime):
         (r"(?<![\d年])(\d{1,2}|[一二三四五六七八九十]+)\s*月份?(?![\d日号])",
          lambda m: (_most_recent_month(now, _cn_number(m.group(1))),
                     _month_start(_most_recent_month(now, _cn_number(m.group(1))).year, _cn_number(m.group(1)) + 1))),
-        (r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|january|february|march|april|june|july|august|september|"
-         r"october|november|december)\b(?![ .]?\d)",
+        ((r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|january|february|march|april|june|july|august|september|"
+         r"october|november|december)\b(?![ .]?\d)"),
          lambda m: (_most_recent_month(now, MONTHS[m.group(1)]),
                     _month_start(_most_recent_month(now, MONTHS[m.group(1)]).year, MONTHS[m.group(1)] + 1))),
         (r"\bsince (20\d\d)\b(?![-/])", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
@@ -334,7 +334,7 @@ def _joined(question: str, found: list[tuple[int, int, TimeRange]]) -> list[tupl
             bare, year = re.fullmatch(_MONTH + r"\.?", prev.text.strip(), re.I), re.search(r"20\d\d", rng.text)
             if open_end and bare and year:
                 prev = TimeRange(datetime(int(year.group(0)), MONTHS[bare.group(1).lower()], 1), prev.end, prev.text, prev.verb)
-            if (_JOINED_BY.fullmatch(between) and (lead or not re.search(r"and", between, re.I)) or open_end and not between.strip()) \
+            if ((_JOINED_BY.fullmatch(between) and (lead or not re.search(r"and", between, re.I))) or (open_end and not between.strip())) \
                     and prev.start is not None and rng.end is not None and prev.start < rng.end:
                 a0 = lead.start() if lead else pa
                 out[-1] = (a0, b, TimeRange(prev.start, rng.end, question[a0:b], _verb_before(question.lower(), a0)))
@@ -367,9 +367,9 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
             continue
         keyword = m.group(1).lower()
         if keyword in ("since", "after"):
-            rng = (_resolved(m.group(0), lambda: when + timedelta(days=1)) if keyword == "after" else when, None)
+            rng = (_resolved(m.group(0), lambda: when + timedelta(days=1)) if keyword == "after" else when, None)  # noqa: B023 (called at once)
         else:
-            rng = (None, _resolved(m.group(0), lambda: when + timedelta(days=1)) if keyword == "until" else when)
+            rng = (None, _resolved(m.group(0), lambda: when + timedelta(days=1)) if keyword == "until" else when)  # noqa: B023 (called at once)
         found.append((m.start(), m.end(), TimeRange(rng[0], rng[1], question[m.start():m.end()], verb_before(m.start()))))
     for m in _BETWEEN.finditer(text):
         rng = _resolved(m.group(0), _between, m, now)

@@ -53,9 +53,9 @@ DATE_OPS = ("$year", "$month", "$week", "$dayOfWeek", "$dayOfMonth", "$dayOfYear
 # Expression operator -> (min, max) argument count; max None = variadic. Unary operators also
 # accept a bare argument (`{"$size": "$labels"}`), as MongoDB does.
 EXPR_ARITY: dict[str, tuple[int, int | None]] = {
-    **{op: (1, 1) for op in DATE_OPS + ("$size", "$toLower", "$toUpper", "$strLenCP", "$not")},
-    **{op: (2, 2) for op in COMPARISON_OPS + ("$cmp", "$subtract", "$divide", "$in", "$arrayElemAt")},
-    **{op: (1, None) for op in ("$and", "$or", "$add", "$multiply", "$concat")},
+    **dict.fromkeys(DATE_OPS + ("$size", "$toLower", "$toUpper", "$strLenCP", "$not"), (1, 1)),
+    **dict.fromkeys(COMPARISON_OPS + ("$cmp", "$subtract", "$divide", "$in", "$arrayElemAt"), (2, 2)),
+    **dict.fromkeys(("$and", "$or", "$add", "$multiply", "$concat"), (1, None)),
     "$substrCP": (3, 3), "$cond": (3, 3), "$ifNull": (2, None),
 }
 EXPR_OPS = tuple(EXPR_ARITY) + ("$literal", "$dateToString")
@@ -130,8 +130,8 @@ def validate_pipeline(pipeline: object, schema: CollectionSchema | None,
         return ['The pipeline is empty; it needs at least one stage such as {"$match": {...}}']
     # Caps come first and end the walk: a bomb would otherwise produce pages of noise (or recurse).
     if _depth(pipeline, policy.max_depth) > policy.max_depth:
-        return [f"The pipeline is nested more than {policy.max_depth} levels deep; flatten it "
-                "(e.g. one $in instead of nested $or/$and)"]
+        return [(f"The pipeline is nested more than {policy.max_depth} levels deep; flatten it "
+                "(e.g. one $in instead of nested $or/$and)")]
     try:
         size = len(json.dumps(pipeline, default=str))
     except (TypeError, ValueError) as exc:
@@ -155,7 +155,7 @@ def ensure_valid(pipeline: Any, schema: CollectionSchema | None,
     errors = validate_pipeline(pipeline, schema, policy, schemas)
     if errors:
         raise ValidationError(errors)
-    return pipeline  # type: ignore[return-value]
+    return pipeline
 
 
 def _stage_count(pipeline: list) -> int:

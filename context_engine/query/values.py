@@ -31,9 +31,10 @@ import re
 import time
 import unicodedata
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import Levenshtein
@@ -140,7 +141,7 @@ class ValueData:
                              "carriers": [list(c) for c in e.carriers]} for e in self.entries]}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "ValueData":
+    def from_json(cls, data: dict[str, Any]) -> ValueData:
         entries = [_Entry(str(e["kind"]), str(e["value"]), str(e["label"]), [str(t) for t in e["terms"]],
                           [(str(c[0]), str(c[1]), str(c[2]), int(c[3])) for c in e["carriers"]])
                    for e in data["entries"]]
@@ -172,7 +173,7 @@ def _value_fields(catalog: Catalog, directory: PeopleDirectory,
     out: dict[str, dict[str, str]] = defaultdict(dict)
     for spec in kinds.values():
         for role, paths in spec.values.items():
-            if role in NAMED_ROLES or not spec.builtin and role not in ("title", "url"):
+            if role in NAMED_ROLES or (not spec.builtin and role not in ("title", "url")):
                 for path in paths:
                     out[spec.name][path] = role
     for kind, places in EXTRA_FIELDS.items():
@@ -355,7 +356,7 @@ class ValueIndex:
                     best[i] = (rank, gram, rule, similarity)
         ranked = sorted(best.items(), key=lambda item: (item[1][0], item[0]))[:MAX_CANDIDATES]
         visible = self.visible([i for i, _ in ranked], deadline, needed=limit)
-        out = []
+        out: list[ValueMatch] = []
         for i, (_, gram, rule, similarity) in ranked:
             if i in visible and len(out) < limit:
                 out.append(self._match(i, visible[i], rule, _RULE_SCORE[rule] * similarity, gram))

@@ -20,13 +20,14 @@ from __future__ import annotations
 import math
 import os
 from array import array
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from context_engine.text import TOKENIZATION, tokenize
 from context_engine.store.regular_files import open_regular
+from context_engine.text import TOKENIZATION, tokenize
 
 
 def _csc_matrix(*args: Any, **kwargs: Any) -> Any:
@@ -80,7 +81,7 @@ class BM25Index:
             os.fsync(fh.fileno())
 
     @classmethod
-    def load(cls, path: Path, ids: list[str]) -> "BM25Index":
+    def load(cls, path: Path, ids: list[str]) -> BM25Index:
         """An index `save` wrote; `ids` are the documents in fit order (kept beside it by the caller).
         Its `tokenization` says how its texts were tokenized ("light-stem" for files written before the
         tag existed): when it is not `text.TOKENIZATION`, query tokens would miss its vocabulary, and
@@ -99,10 +100,10 @@ class BM25Index:
         return bm25
 
     # ----------------------------------------------------------------------------------- build
-    def fit(self, ids: Sequence[str], texts: Iterable[str]) -> "BM25Index":
+    def fit(self, ids: Sequence[str], texts: Iterable[str]) -> BM25Index:
         return self.fit_tokens(ids, (tokenize(t) for t in texts))
 
-    def fit_tokens(self, ids: Sequence[str], token_lists: Iterable[list[str]]) -> "BM25Index":
+    def fit_tokens(self, ids: Sequence[str], token_lists: Iterable[list[str]]) -> BM25Index:
         vocab: dict[str, int] = {}
         setdefault = vocab.setdefault
         flat = array("i")  # every token's term id: 4 bytes each, not a list's 8 (27M tokens at 444k chunks)

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 from context_engine.kinds import BUILTIN, CollectionSpec
 from context_engine.query.fields import record_ref, role_paths
@@ -31,9 +32,19 @@ from context_engine.sources.normalize import normalize, slack_ts_to_datetime
 from context_engine.text import CJK_CHAR, WORD_UNIT, count_tokens, parse_datetime, sentence_spans, split_sentences
 
 __all__ = [
-    "Chunk", "split_sentences", "sentence_spans", "count_tokens", "chunk_text", "chunk_spans",
-    "chunk_record", "chunk_document", "chunk_threads", "chunk_collection", "embedding_text", "text_collections",
     "CHUNK_TOKENS",
+    "Chunk",
+    "chunk_collection",
+    "chunk_document",
+    "chunk_record",
+    "chunk_spans",
+    "chunk_text",
+    "chunk_threads",
+    "count_tokens",
+    "embedding_text",
+    "sentence_spans",
+    "split_sentences",
+    "text_collections",
 ]
 
 
@@ -182,7 +193,7 @@ def _display(user: Any) -> str | None:
 def _date(*values: Any) -> datetime | None:
     for value in values:
         if isinstance(value, datetime):  # naive UTC, as the store holds it
-            return value.astimezone(timezone.utc).replace(tzinfo=None) if value.tzinfo else value
+            return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
         if isinstance(value, str):
             parsed = parse_datetime(value)
             if parsed is not None:

@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
-from context_engine.text import tokenize
-from context_engine.text import count_tokens, split_sentences
 from context_engine.models import structured_output
+from context_engine.text import count_tokens, split_sentences, tokenize
 
-__all__ = ["compress", "content_terms", "unit_tokens", "idf_weights", "coverage", "NEIGHBOUR_BONUS", "MIN_RELEVANCE"]
+__all__ = ["MIN_RELEVANCE", "NEIGHBOUR_BONUS", "compress", "content_terms", "coverage", "idf_weights", "unit_tokens"]
 
 # Function words of Chinese questions (jieba tokens) and English question filler: they match
 # everywhere and say nothing about which sentence answers (English stopwords are dropped by tokenize).
@@ -127,7 +127,7 @@ def _llm_picks(question: str, per_doc: list[list[_Sentence]], llm: Any) -> set[t
     try:
         out: _Picks = structured_output(llm, _Picks).with_retry(stop_after_attempt=2).invoke(
             [("system", COMPRESS_SYSTEM), ("human", f"Question: {question}\n\n{numbered}")])
-    except Exception:  # a model that fails or writes malformed JSON: the extractive choice stands
+    except Exception:  # noqa: BLE001 - a model that fails or writes malformed JSON: the extractive choice stands
         return None
     picks = [str(p).strip().strip("[]") for p in out.sentences]
     if picks and not any(p in valid for p in picks):

@@ -13,10 +13,11 @@ content tokens, combined by a token-weighted mean. A batch's sequences are packe
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import struct
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -59,7 +60,7 @@ def _pieces(blob: bytes, bounds: Sequence[int]) -> list[str]:
     ends = np.asarray(bounds, dtype=np.int64)
     if len(ends) < 2:
         return []
-    if np.all(np.diff(ends) >= 0) and 0 <= ends[0] and ends[-1] <= len(blob):
+    if np.all(np.diff(ends) >= 0) and ends[0] >= 0 and ends[-1] <= len(blob):
         body = np.frombuffer(blob, dtype=np.uint8)[ends[0]:ends[-1]]
         joined = np.insert(body, ends[1:-1] - ends[0], 0).tobytes()
         if joined.count(b"\x00") == len(ends) - 2:  # no piece holds a NUL: the split is exact
@@ -197,15 +198,15 @@ class E5Numpy:
         self._type = f32("emb.type")[:H]
         self._eln = (f32("emb.ln.w"), f32("emb.ln.b"))
         self.layers = []
-        for l in range(self.NL if load_layers else 0):
+        for layer in range(self.NL if load_layers else 0):
             # Q, K, V fused into one (H, 3H) matrix: one sgemm instead of three
-            qkv_w = np.concatenate([q4(f"l{l}.{p}.w", H, H) for p in "qkv"]).T.copy()
-            qkv_b = np.concatenate([f32(f"l{l}.{p}.b") for p in "qkv"])
+            qkv_w = np.concatenate([q4(f"l{layer}.{p}.w", H, H) for p in "qkv"]).T.copy()
+            qkv_b = np.concatenate([f32(f"l{layer}.{p}.b") for p in "qkv"])
             self.layers.append((
                 qkv_w, qkv_b,
-                q4(f"l{l}.ao.w", H, H).T.copy(), f32(f"l{l}.ao.b"), f32(f"l{l}.aln.w"), f32(f"l{l}.aln.b"),
-                q4(f"l{l}.fi.w", FF, H).T.copy(), f32(f"l{l}.fi.b"),
-                q4(f"l{l}.fo.w", H, FF).T.copy(), f32(f"l{l}.fo.b"), f32(f"l{l}.oln.w"), f32(f"l{l}.oln.b"),
+                q4(f"l{layer}.ao.w", H, H).T.copy(), f32(f"l{layer}.ao.b"), f32(f"l{layer}.aln.w"), f32(f"l{layer}.aln.b"),
+                q4(f"l{layer}.fi.w", FF, H).T.copy(), f32(f"l{layer}.fi.b"),
+                q4(f"l{layer}.fo.w", H, FF).T.copy(), f32(f"l{layer}.fo.b"), f32(f"l{layer}.oln.w"), f32(f"l{layer}.oln.b"),
             ))
         self.dim = H
 
@@ -280,7 +281,7 @@ class E5Numpy:
         for qkv_w, qkv_b, ao_w, ao_b, aln_w, aln_b, fi_w, fi_b, fo_w, fo_b, oln_w, oln_b in self.layers:
             qkv = x @ qkv_w
             qkv += qkv_b
-            for start, end in zip(bounds[:-1], bounds[1:]):
+            for start, end in itertools.pairwise(bounds):
                 part = qkv[start:end].reshape(end - start, 3, NH, hd).transpose(1, 2, 0, 3)  # (3, NH, L, hd)
                 scores = (part[0] * scale) @ part[1].transpose(0, 2, 1)  # (NH, L, L)
                 scores -= scores.max(-1, keepdims=True)

@@ -41,15 +41,15 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 from context_engine.retrievers.e5_numpy import E5Numpy, _dequantize
 
-__all__ = ["E5Onnx", "build_model", "model_file", "cache_dir", "graph_digest"]
+__all__ = ["E5Onnx", "build_model", "cache_dir", "graph_digest", "model_file"]
 
 SMOOTHING_ALPHA = 0.75  # chosen on label-free cosine to the float32 vectors (see the module docstring)
 SMOOTHED_WEIGHTS = ("qkv.w", "fi.w", "o.w")  # see _is_smoothed
@@ -121,8 +121,8 @@ def _build_fp32(src: E5Numpy):
     nodes.append(helper.make_node("LayerNormalization", ["hidden", const("emb.ln.w", src._eln[0]),
                                                          const("emb.ln.b", src._eln[1])], [x], axis=-1, epsilon=eps))
     split3 = const("split3", np.array([H, H, H], dtype=np.int64))
-    for l, (qkv_w, qkv_b, ao_w, ao_b, aln_w, aln_b, fi_w, fi_b, fo_w, fo_b, oln_w, oln_b) in enumerate(src.layers):
-        p = f"l{l}."
+    for layer, (qkv_w, qkv_b, ao_w, ao_b, aln_w, aln_b, fi_w, fi_b, fo_w, fo_b, oln_w, oln_b) in enumerate(src.layers):
+        p = f"l{layer}."
         # Q, K, V in one matmul (e5_numpy's (H, 3H) matrix), then MultiHeadAttention (bias added inside):
         # softmax(QK^T / sqrt(hd)) V per head; no padding mask: one window per call (see E5Onnx)
         nodes.append(helper.make_node("MatMul", [x, const(p + "qkv.w", qkv_w)], [p + "qkv"]))

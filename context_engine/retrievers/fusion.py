@@ -14,9 +14,9 @@ ranks ids: BM25 chunks, dense chunks, structured rows.
 
 from __future__ import annotations
 
-from typing import Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
-__all__ = ["RRF_K", "rrf", "convex", "fuse_hits", "FUSIONS"]
+__all__ = ["FUSIONS", "RRF_K", "convex", "fuse_hits", "rrf"]
 
 RRF_K = 60
 

@@ -44,9 +44,9 @@ from context_engine.retrievers.bm25 import BM25Index
 from context_engine.retrievers.chunking import Chunk, chunk_collection, embedding_text, text_collections, titled_text
 from context_engine.retrievers.dense import DenseEmbeddings, DenseIndex, make_embeddings
 from context_engine.retrievers.embedding_cache import CachedEmbeddings, EmbeddingCache, SharedEmbeddingCache
-from context_engine.text import TOKENIZATION
 from context_engine.store.builds import publish_build
 from context_engine.store.regular_files import NotRegularFile, open_regular, read_regular_text
+from context_engine.text import TOKENIZATION
 
 __all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "fit_bm25", "index_dir", "index_lag",
            "row_embedding_text", "sync_chunks", "sync_index"]
@@ -239,7 +239,7 @@ class SemanticIndex:
         return int(self.manifest.get("pending", 0))
 
     @classmethod
-    def load(cls, settings: Settings, tenant: str, embeddings: DenseEmbeddings | None = None) -> "SemanticIndex":
+    def load(cls, settings: Settings, tenant: str, embeddings: DenseEmbeddings | None = None) -> SemanticIndex:
         """The tenant's live generation. `embeddings` embeds queries and must be the model the index
         was built with; by default that model is made here and loaded on the first dense search."""
         root = index_dir(settings, tenant)
@@ -262,7 +262,7 @@ class SemanticIndex:
         raise IndexMissing(f"the semantic index of tenant {tenant!r} kept changing while being read")
 
     @classmethod
-    def _load_generation(cls, gen: Path, tenant: str, embeddings: DenseEmbeddings | None) -> "SemanticIndex":
+    def _load_generation(cls, gen: Path, tenant: str, embeddings: DenseEmbeddings | None) -> SemanticIndex:
         with open_regular(gen / "manifest.json") as fh:
             manifest = json.load(fh)
         if manifest.get("format") != _FORMAT or manifest.get("tenant") != tenant:

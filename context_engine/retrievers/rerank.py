@@ -21,22 +21,32 @@ repeated.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
 from context_engine.config import Settings
-from context_engine.text import tokenize
 from context_engine.models import structured_output
+from context_engine.text import tokenize
 
 __all__ = [
-    "RerankerError", "Reranker", "NoReranker", "OfflineReranker", "OfflineWeights", "LLMReranker",
-    "CrossEncoderReranker", "make_reranker", "offline_features", "OFFLINE_FEATURES",
+    "OFFLINE_FEATURES",
+    "CrossEncoderReranker",
+    "LLMReranker",
+    "NoReranker",
+    "OfflineReranker",
+    "OfflineWeights",
+    "Reranker",
+    "RerankerError",
+    "make_reranker",
+    "offline_features",
 ]
 
 
@@ -94,7 +104,7 @@ def offline_features(query: str, docs: Sequence[Document]) -> np.ndarray:
     words in the title.
     """
     terms = tokenize(query, drop_stopwords=True)
-    pairs = list(zip(terms, terms[1:]))
+    pairs = list(itertools.pairwise(terms))
     rows = []
     for position, doc in enumerate(docs, start=1):
         tokens = tokenize(doc.page_content, drop_stopwords=True)
@@ -104,7 +114,7 @@ def offline_features(query: str, docs: Sequence[Document]) -> np.ndarray:
             _discount(ranks.get("bm25")),
             _discount(ranks.get("dense")),
             _coverage(terms, set(tokens)),
-            _coverage(pairs, set(zip(tokens, tokens[1:]))),
+            _coverage(pairs, set(itertools.pairwise(tokens))),
             _coverage(terms, set(tokenize(doc.metadata.get("title") or "", drop_stopwords=True))),
         ))
     return np.asarray(rows, dtype=np.float64).reshape(len(docs), len(OFFLINE_FEATURES))

@@ -11,7 +11,7 @@ finds cross-links by URL, so a link keeps its href: `[the PR](https://...)` beco
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 # Blocks end a line; everything else is inline and runs together.
@@ -115,7 +115,7 @@ def _inline_text(node: dict[str, Any]) -> str:
         return f"[{attrs.get('text', '')}]"
     if kind == "date":
         try:  # a Unix time in milliseconds, as a string
-            return datetime.fromtimestamp(int(attrs["timestamp"]) / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
+            return datetime.fromtimestamp(int(attrs["timestamp"]) / 1000, tz=UTC).strftime("%Y-%m-%d")
         except (KeyError, TypeError, ValueError, OverflowError):
             return ""
     if kind == "media":

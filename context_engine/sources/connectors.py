@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from context_engine.config import check_tenant
 from context_engine.kinds import CollectionSpec
@@ -19,7 +20,7 @@ from context_engine.sources.generic import OwnCollection, OwnOptions
 from context_engine.sources.input_caps import input_budget
 from context_engine.sources.problems import ReadProblems, SourceError
 
-__all__ = ["SOURCES", "SourceRequest", "ReadResult", "read_source", "saved_overrides"]
+__all__ = ["SOURCES", "ReadResult", "SourceRequest", "read_source", "saved_overrides"]
 
 Batches = dict[str, list[dict[str, Any]]]
 
@@ -173,10 +174,10 @@ def _own(tenant: str, read: OwnCollection) -> ReadResult:
 
 
 def _read_mongodb(request: SourceRequest, tenant: str, problems: ReadProblems) -> ReadResult:
+    from pymongo.errors import PyMongoError
+
     from context_engine.sources.generic import read_mongodb
     from context_engine.store.documents import StoreError, mongodb_client
-
-    from pymongo.errors import PyMongoError
 
     if not request.uri or request.paths:
         raise SourceError(f"`ingest mongodb` needs one MongoDB URI: {SOURCES['mongodb']}")

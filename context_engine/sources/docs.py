@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from context_engine.sources.html_text import html_page
 from context_engine.sources.input_caps import FileTooLarge, parse_yaml, read_capped
 from context_engine.sources.input_files import NotReadable, input_root, open_input, walk_input
 from context_engine.sources.problems import ReadProblems, SourceError
-from context_engine.sources.html_text import html_page
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 HTML_SUFFIXES = (".html", ".htm")
@@ -86,7 +86,7 @@ def read_docs(root: Path, problems: ReadProblems, source: str | None = None) -> 
         except DocError as exc:
             problems.add(rel.as_posix(), str(exc))
             continue
-        doc.setdefault("updated_at", _iso(datetime.fromtimestamp(modified, tz=timezone.utc)))
+        doc.setdefault("updated_at", _iso(datetime.fromtimestamp(modified, tz=UTC)))
         doc["source"] = source
         documents.append(doc)
         # Front matter is whatever the writer typed: an author finds a person, never joins accounts.
@@ -281,5 +281,5 @@ def _date_or_overflow(value: Any) -> str | None:
 
 def _iso(value: datetime) -> str:
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -21,8 +21,15 @@ from typing import Any
 from context_engine.access import PUBLIC, SYSTEMS, principal
 from context_engine.kinds import BUILTIN_NAMES, RESERVED, CollectionSpec, PersonField, SpecError, check_name
 from context_engine.kinds.spec import check_path
-from context_engine.sources.input_caps import (FileTooLarge, JsonBomb, check_json_size, load_weighed_json,
-                                               max_input_values, read_capped, reading_csv)
+from context_engine.sources.input_caps import (
+    FileTooLarge,
+    JsonBomb,
+    check_json_size,
+    load_weighed_json,
+    max_input_values,
+    read_capped,
+    reading_csv,
+)
 from context_engine.sources.input_files import NotReadable, input_root, open_input, walk_input
 from context_engine.sources.json_files import read_text
 from context_engine.sources.normalize import ENGINE_FIELDS, RecordError, convert_dates
@@ -288,7 +295,7 @@ def build_collection(rows: list[tuple[str, Any]], options: OwnOptions, logins: s
     warnings = [f"dropped field {key!r} from {n:,} row(s): the engine states it, or no store can hold its name"
                 for key, n in sorted(dropped.items())]
     spec = options.spec or infer_spec([o for _, o in objects], options, logins, inferred, id_field)
-    for role, paths in spec.times.items():  # dates in time fields, whatever their text
+    for paths in spec.times.values():  # dates in time fields, whatever their text
         for _, obj in objects:
             for path in paths:
                 if "." not in path and (when := as_date(obj.get(path))) is not None:
@@ -420,7 +427,7 @@ def infer_spec(objects: list[dict[str, Any]], options: OwnOptions, logins: set[s
         if column in used:
             continue
         target = next((t for pattern, t in _REFERENCE_NAMES.items() if pattern.fullmatch(column.lower())), None)
-        if target and _mostly(objects, column, lambda v: isinstance(v, str) and bool(_REF_SHAPES[target].fullmatch(v))):
+        if target and _mostly(objects, column, lambda v: isinstance(v, str) and bool(_REF_SHAPES[target].fullmatch(v))):  # noqa: B023 (called at once)
             references[column] = target
             guessed(f"reference {column}", target)
             used.add(column)
@@ -435,7 +442,7 @@ def infer_spec(objects: list[dict[str, Any]], options: OwnOptions, logins: set[s
     if not text:
         titles = [c for c in strings if c.lower() in _TITLE_NAMES]
         long = [c for c in strings if c not in titles and (c.lower() in _TEXT_NAMES or _long(objects, c))]
-        text = titles[:1] + [c for c in titles[1:] + long]
+        text = titles + long
         for path in text:
             guessed("text", path + (" (the subject)" if path == text[0] else ""))
     for column in strings:
@@ -460,8 +467,8 @@ def _mostly(objects: list[dict[str, Any]], column: str, test: Any) -> bool:
 def _long(objects: list[dict[str, Any]], column: str) -> bool:
     values = [v for v in _scalars(objects, column) if isinstance(v, str)]
     return bool(values) and (sum(map(len, values)) / len(values) > 40 or
-                             sum(1 for v in values if " " in v.strip()) >= 0.5 * len(values)
-                             and len(set(values)) > 0.5 * len(values))
+                             (sum(1 for v in values if " " in v.strip()) >= 0.5 * len(values)
+                             and len(set(values)) > 0.5 * len(values)))
 
 
 def _short_and_few(objects: list[dict[str, Any]], column: str) -> bool:

@@ -36,9 +36,10 @@ import re
 import subprocess
 import tempfile
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 from context_engine.sources.problems import ReadProblems, SourceError

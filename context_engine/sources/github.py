@@ -12,8 +12,9 @@ access list and ingest applies the operator's declaration (`--public`) or denies
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from context_engine.access import PUBLIC
 from context_engine.sources.json_files import json_values

@@ -42,15 +42,16 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 
 from context_engine.sources.github import is_pull_request, people_from_github, visibility_acl
+from context_engine.sources.github_rest import GitHubRest, NotFound
 from context_engine.sources.normalize import source_fields
 from context_engine.sources.problems import ReadProblems, SourceError
-from context_engine.sources.github_rest import GitHubRest, NotFound
 from context_engine.text import parse_datetime
 
 API_URL = "https://api.github.com"

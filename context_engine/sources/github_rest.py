@@ -13,7 +13,8 @@ Anything else that is not 2xx stops the sync with a one-line `SourceError`.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 
@@ -80,7 +81,7 @@ class GitHubRest:
         except ValueError:
             raise SourceError(f"GitHub sent a non-JSON answer for {response.url.path}") from None
 
-    def paginate(self, path: str, params: dict[str, Any]) -> Iterator[list[Any]]:
+    def paginate(self, path: str, params: dict[str, Any] | None) -> Iterator[list[Any]]:
         """Each page of a list endpoint, following `rel="next"` links."""
         url: str | None = self.url(path)
         while url:

@@ -22,10 +22,11 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 from context_engine.sources.problems import SourceError
 

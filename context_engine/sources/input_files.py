@@ -23,8 +23,9 @@ import errno
 import os
 import stat
 import zipfile
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO
 
 from context_engine.sources.problems import ReadProblems, SourceError
 

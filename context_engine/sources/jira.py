@@ -24,13 +24,14 @@ Cloud dumps answer the same questions:
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from context_engine.sources.adf import adf_to_text, is_adf
-from context_engine.sources.problems import ReadProblems
 from context_engine.sources.json_files import json_values
 from context_engine.sources.normalize import RecordError, source_fields
+from context_engine.sources.problems import ReadProblems
 
 _KEY = re.compile(r"^[A-Z][A-Z0-9_]*-\d+$")
 _USER_FIELDS = ("assignee", "reporter", "creator")
@@ -73,7 +74,7 @@ def _raw_issues(where: str, value: Any, problems: ReadProblems) -> Iterator[tupl
         problems.add(where, "not a Jira search page, issue list or issue")
 
 
-def jira_issue(raw: Any, sprint_fields: set[str] = frozenset(), source: str | None = None) -> dict[str, Any]:
+def jira_issue(raw: Any, sprint_fields: Collection[str] = frozenset(), source: str | None = None) -> dict[str, Any]:
     """One REST issue as the engine stores it (see the module docstring)."""
     if not isinstance(raw, dict):
         raise RecordError("an issue must be a JSON object")
@@ -137,7 +138,7 @@ def _comments(comment: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 # Sprints
 # --------------------------------------------------------------------------------------------
-def current_sprint(fields: dict[str, Any], sprint_fields: set[str] = frozenset()) -> dict[str, Any] | None:
+def current_sprint(fields: dict[str, Any], sprint_fields: Collection[str] = frozenset()) -> dict[str, Any] | None:
     """The sprint the issue is in now, from whichever field holds sprints."""
     candidates = [fid for fid in (*sorted(sprint_fields), _DEFAULT_SPRINT_FIELD) if fid in fields]
     candidates += [fid for fid, value in fields.items()

@@ -10,11 +10,18 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from context_engine.sources.input_caps import (FileTooLarge, JsonBomb, check_json_size, load_weighed_json,
-                                               max_record_bytes, read_capped)
+from context_engine.sources.input_caps import (
+    FileTooLarge,
+    JsonBomb,
+    check_json_size,
+    load_weighed_json,
+    max_record_bytes,
+    read_capped,
+)
 from context_engine.sources.input_files import NotReadable, input_root, open_input
 from context_engine.sources.problems import ReadProblems, SourceError
 

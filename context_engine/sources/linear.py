@@ -29,15 +29,16 @@ from __future__ import annotations
 import csv
 import io
 import re
-from datetime import datetime, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from context_engine.sources.input_caps import reading_csv
-from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.jira import add_issue_people
 from context_engine.sources.json_files import json_values, read_text
 from context_engine.sources.normalize import RecordError
+from context_engine.sources.problems import ReadProblems, SourceError
 
 PRIORITY_NAMES = {0: "No priority", 1: "Urgent", 2: "High", 3: "Medium", 4: "Low"}
 _IDENTIFIER = re.compile(r"^([A-Z][A-Z0-9]*)-\d+$")
@@ -185,7 +186,7 @@ def csv_issue(row: dict[str, Any]) -> dict[str, Any]:
     if not match:
         raise RecordError(f"row without a valid issue ID ({identifier[:30]!r})")
     team_key = match.group(1)
-    fields = {
+    fields: dict[str, Any] = {
         "summary": cell.get("Title", ""),
         "description": cell.get("Description") or None,
         "status": {"name": cell["Status"]} if cell.get("Status") else None,
@@ -230,5 +231,5 @@ def linear_date(value: str | None) -> str | None:
     if when is None:
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"

@@ -18,7 +18,7 @@ it is stored with the access its source states, exactly as without the field.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from context_engine.config import HIDDEN_FIELDS
@@ -72,7 +72,7 @@ def convert_dates(value: Any) -> Any:
 def slack_ts_to_datetime(ts: str) -> datetime:
     """A Slack `ts` as naive UTC; RecordError for one that is no time (`abc`, `nan`, `1e20`)."""
     try:
-        return datetime.fromtimestamp(float(ts), tz=timezone.utc).replace(tzinfo=None)
+        return datetime.fromtimestamp(float(ts), tz=UTC).replace(tzinfo=None)
     except (ValueError, OverflowError, OSError):
         raise RecordError(f"Slack ts {str(ts)[:40]!r} is not a time") from None
 

@@ -46,9 +46,10 @@ import csv
 import re
 import unicodedata
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from context_engine.access import fold_account, principals_of_accounts
 from context_engine.sources.input_caps import parse_yaml, reading_csv
@@ -448,8 +449,8 @@ class _AccountGroups:
             if len(roots) < 2:
                 continue
             if any(self.contradicts(a, b) for k, a in enumerate(roots) for b in roots[k + 1:]):
-                self.conflicts.append(("email", tuple(roots), f"verified e-mail {key[6:]} is shared by "
-                                                              "different accounts"))
+                self.conflicts.append(("email", tuple(roots), (f"verified e-mail {key[6:]} is shared by "
+                                                              "different accounts")))
                 continue
             for r in roots[1:]:
                 self.union(roots[0], r, "verified-email", key[6:])
@@ -476,11 +477,11 @@ class _AccountGroups:
                         # Nobody but GitHub can verify a noreply address (no mail reaches it), and the
                         # login and id in it are public: it ties a commit author (who holds no account)
                         # to the GitHub account, never another system's account to it.
-                        self.conflicts.append(("email", (owner, i), f"noreply address {value.lower()} is stated "
-                                                                    "by an account of another system"))
+                        self.conflicts.append(("email", (owner, i), (f"noreply address {value.lower()} is stated "
+                                                                    "by an account of another system")))
                     elif self.contradicts(owner, i):
-                        self.conflicts.append(("email", (owner, i), f"noreply address {value.lower()} is held "
-                                                                    "by different accounts"))
+                        self.conflicts.append(("email", (owner, i), (f"noreply address {value.lower()} is held "
+                                                                    "by different accounts")))
                     else:
                         self.union(owner, i, "github-noreply-id", value.lower())
 
@@ -815,7 +816,7 @@ def _person(clusters: _Clusters, root: int, accounts: list[dict[str, Any]]) -> d
     for _, kind, value in sorted(ids, key=lambda i: (i[1] != "name", i[2], i[0])):
         # A "name" that is a handle is a connector's placeholder (GitHub gives only a login);
         # an alias that equals a handle was written on purpose and stays.
-        if value != name and (kind == "alias" or kind == "name" and value.lower() not in key_values):
+        if value != name and (kind == "alias" or (kind == "name" and value.lower() not in key_values)):
             aliases.setdefault(value.casefold(), value)
     git_names = sorted({v for s, k, v in ids if is_git_source(s) and k in ("name", "alias")})
     evidence = set(clusters.evidence[root])

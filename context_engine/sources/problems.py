@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["SourceError", "ReadProblems"]
+__all__ = ["ReadProblems", "SourceError"]
 
 _NAMED_REFUSALS = 10  # entries named in the one refusal line; the rest are counted
 

@@ -16,11 +16,10 @@ import hashlib
 import random
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from context_engine.access import PUBLIC, slack_members
 
-UTC = timezone.utc
 SAMPLE_NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)  # a Monday: "last week" is ISO 2026-W48
 TENANTS = ("acme", "globex")
 
@@ -224,8 +223,8 @@ PR_TITLES_CN = {
 }
 PR_WHAT = {
     "bug": ["This fixes a bug where {n} failed intermittently after an upstream timeout.",
-            "{N} could process the same event twice when a worker restarted mid-flight; this makes the handler "
-            "idempotent."],
+            ("{N} could process the same event twice when a worker restarted mid-flight; this makes the handler "
+            "idempotent.")],
     "feature": ["This adds {n}, guarded by a feature flag so we can roll it out per tenant.",
                 "First cut of {n}; the API and UI changes ship together."],
     "refactor": ["This splits {n} into smaller functions with no behaviour change.",
@@ -357,24 +356,24 @@ DOC_TOPICS = {
               ("Engineering release process", None), ("Incident response process", None)],
 }
 DOC_PARAGRAPHS = {
-    "adr": ["## Context\n{T} came up repeatedly in planning; {issue_link} is the clearest example of what the "
-            "status quo costs.",
+    "adr": [("## Context\n{T} came up repeatedly in planning; {issue_link} is the clearest example of what the "
+            "status quo costs."),
             "## Decision\nWe will {t_lower}. The change is rolled out service by service, starting with {pr_link}.",
-            "## Consequences\nOperational load goes down, but the team owns one more moving part. We revisit this "
-            "decision in six months."],
+            ("## Consequences\nOperational load goes down, but the team owns one more moving part. We revisit this "
+            "decision in six months.")],
     "postmortem": ["## Summary\n{T}. Customer impact lasted about {mins} minutes before mitigation.",
                    "## Timeline\n- Detection by alerting\n- Mitigation by rollback\n- Fix landed in {pr_link}",
-                   "## Root cause\nA change interacted badly with traffic we did not test for. Follow-up is tracked "
-                   "in {issue_link}.",
-                   "## Action items\n- Add an alert for the failure mode\n- Extend the load test\n"
-                   "- Review the runbook"],
+                   ("## Root cause\nA change interacted badly with traffic we did not test for. Follow-up is tracked "
+                   "in {issue_link}."),
+                   ("## Action items\n- Add an alert for the failure mode\n- Extend the load test\n"
+                   "- Review the runbook")],
     "rfc": ["## Problem\n{T} is a recurring request; see {issue_link}.",
             "## Proposal\nWe propose a staged approach: prototype, measure, then migrate. A spike is in {pr_link}.",
             "## Alternatives\nDoing nothing keeps the current pain; buying a vendor product costs more than it saves.",
             "## Open questions\nOwnership after launch, and how we migrate existing data."],
     "runbook": ["## When to use this\nWhen alerts fire for {t_lower}, or a customer reports problems with it.",
-                "## Steps\n1. Check the dashboard.\n2. Look for recent deploys.\n"
-                "3. Roll back if the error rate is above 5%.",
+                ("## Steps\n1. Check the dashboard.\n2. Look for recent deploys.\n"
+                "3. Roll back if the error rate is above 5%."),
                 "## History\nLast significant change: {pr_link}. Known issue: {issue_link}."],
     "guide": ["## Why\n{T} is written down so new joiners don't have to learn it by osmosis.",
               "## How it works\nSmall PRs, one approving review, and the author merges. Example: {pr_link}.",
@@ -665,7 +664,7 @@ class _Builder:
         self.stories_issues()
         for project, (_, _, _, first) in self.spec["projects"].items():
             mine = [i for i in self.issues if i.project == project]
-            _number(mine, lambda i: i.created, lambda i, n: setattr(i, "key", f"{project}-{n}"), first,
+            _number(mine, lambda i: i.created, lambda i, n: setattr(i, "key", f"{project}-{n}"), first,  # noqa: B023 (called at once)
                     lambda i: i.anchor)
         self.issues.sort(key=lambda i: i.created)
 
@@ -1159,12 +1158,12 @@ class _Builder:
             files=[("server/auth/sso.ts", 4, 4), ("app/lib/api.ts", 22, 9)], head="achen42/rotate-stripe-key",
             comments=1, issue=None, noun=("Stripe key", "Stripe 密钥"), anchor=2093))
         bodies = [
-            "## Summary\nFollow-up to acme/infra#812 and ADR-007: alert when Redis memory use passes 80% or the "
-            "eviction rate is non-zero, so we never silently lose sessions again.\n\nRefs ENG-231",
-            "## Summary\nRoutine provider bump; `terraform plan` shows no changes in prod.\n\n## Testing\n- Planned "
-            "against staging and prod.",
-            "## 概要\n出款对账任务逐条查询账本，月底数据量大时超过 40 分钟。本次改为批量查询，耗时降到 5 分钟以内。\n\n"
-            "## 测试\n- 用上个月的数据在 staging 回放验证通过。",
+            ("## Summary\nFollow-up to acme/infra#812 and ADR-007: alert when Redis memory use passes 80% or the "
+            "eviction rate is non-zero, so we never silently lose sessions again.\n\nRefs ENG-231"),
+            ("## Summary\nRoutine provider bump; `terraform plan` shows no changes in prod.\n\n## Testing\n- Planned "
+            "against staging and prod."),
+            ("## 概要\n出款对账任务逐条查询账本，月底数据量大时超过 40 分钟。本次改为批量查询，耗时降到 5 分钟以内。\n\n"
+            "## 测试\n- 用上个月的数据在 staging 回放验证通过。"),
         ]
         files = [[("monitoring/alerts/api.rules.yml", 38, 0)], [(".terraform.lock.hcl", 24, 24)],
                  [("src/ledger/reconcile.py", 61, 33), ("src/payouts/scheduler.py", 5, 2)]]
@@ -1193,11 +1192,11 @@ class _Builder:
         u = lambda login: f"<@{self.p(login).slack_id}>"  # noqa: E731 - a Slack mention
         pr812 = STORIES["redis_session_cache"]["pr_url"]
         self.story_thread("redis_session_cache", [
-            ("rsh-dev", f"Proposal: move the session cache from Memcached to Redis. Evictions are logging users out "
-                        f"(<{self.issue_url('ENG-231')}|ENG-231>). Draft PR: <{pr812}|#812>", "2026-06-03T10:05:12"),
+            ("rsh-dev", (f"Proposal: move the session cache from Memcached to Redis. Evictions are logging users out "
+                        f"(<{self.issue_url('ENG-231')}|ENG-231>). Draft PR: <{pr812}|#812>"), "2026-06-03T10:05:12"),
             ("ingrid-h", "Why not just give Memcached more memory? That's a one-line change.", "2026-06-03T10:21:40"),
-            ("rsh-dev", "More memory only delays evictions. Memcached also has no persistence: a restart drops every "
-                        "session on that node.", "2026-06-03T10:30:02"),
+            ("rsh-dev", ("More memory only delays evictions. Memcached also has no persistence: a restart drops every "
+                        "session on that node."), "2026-06-03T10:30:02"),
             ("larsn", "And we get replication with Redis, so a failover doesn't log anyone out.",
              "2026-06-03T10:44:19"),
             ("amorgan-dev", "From the web side: +1, the random logouts are our #1 support ticket.",
@@ -1219,8 +1218,8 @@ class _Builder:
             ("priyar", "Fix deployed, retries re-enabled. Postmortem on Thursday.", "2026-09-16T10:30:00"),
         ])
         self.story_thread("leaked_stripe_key", [
-            ("sokafor", "A Stripe secret key was committed to a public gist by a contractor. Rotating it now — please "
-                        "don't discuss outside this channel.", "2026-10-20T08:31:05"),
+            ("sokafor", ("A Stripe secret key was committed to a public gist by a contractor. Rotating it now — please "
+                        "don't discuss outside this channel."), "2026-10-20T08:31:05"),
             ("priyar", "Checked Stripe logs: no charges or refunds from unknown IPs.", "2026-10-20T08:52:18"),
             ("achen42", f"New key goes through Vault: <{STORIES['leaked_stripe_key']['pr_url']}|#2093>",
              "2026-10-20T09:15:40"),

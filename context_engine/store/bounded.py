@@ -22,11 +22,12 @@ import re
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 
 class QueryBoundExceeded(RuntimeError):
@@ -60,9 +61,10 @@ SHUTDOWN = Stop()  # process-wide: the serving commands set it on SIGTERM
 _STOP: ContextVar[Stop | None] = ContextVar("context_engine_stop", default=None)
 # The deadline of the query being evaluated in this context (read by the expression hook), its bounds
 # and the store's write revision (None off the embedded store), which `$lookup` reads too.
-_QUERY: ContextVar[tuple[float, "Bounds", int | None] | None] = ContextVar("context_engine_query", default=None)
+_QUERY: ContextVar[tuple[float, Bounds, int | None] | None] = ContextVar("context_engine_query", default=None)
 # The `let` variables of the `$lookup` pipeline being run for one row, by name.
-_LET: ContextVar[dict[str, Any]] = ContextVar("context_engine_let", default={})
+# The default is only read: each row's values are set as a dict of their own.
+_LET: ContextVar[dict[str, Any]] = ContextVar("context_engine_let", default={})  # noqa: B039
 
 
 @contextmanager
@@ -90,13 +92,13 @@ def _tick() -> None:
         _late(query[1], "inside a stage")
 
 
-def _late(bounds: "Bounds", where: str) -> None:
+def _late(bounds: Bounds, where: str) -> None:
     raise QueryBoundExceeded(f"the query ran past its {bounds.max_time_ms} ms deadline ({where}); "
                              "narrow it with a $match or a $limit")
 
 
 @contextmanager
-def running(bounds: "Bounds", deadline: float, revision: int | None = None) -> Iterator[None]:
+def running(bounds: Bounds, deadline: float, revision: int | None = None) -> Iterator[None]:
     """Evaluate mongomock expressions and `$lookup` in the block under this query's deadline (and
     MongoDB's rules); `revision`: the embedded store's, so that a join's scope goes through its indexes."""
     use_mongodb_expressions()
@@ -248,7 +250,7 @@ def _bounded_find(collection: Any, query: dict[str, Any], bounds: Bounds, deadli
                   fields: set[str] | None = None) -> list[dict[str, Any]]:
     """`find(query)` within the bounds (only the top-level `fields` of each document, all when None);
     each row's bytes are counted once, as it is read."""
-    projection = None if fields is None else {"_id": 1, **{name: 1 for name in fields}}
+    projection = None if fields is None else {"_id": 1, **dict.fromkeys(fields, 1)}
     rows: list[dict[str, Any]] = []
     size = 0
     for count, row in enumerate(collection.find(query, projection), start=1):
@@ -376,7 +378,7 @@ def compile_re2(pattern: str, flags: str = "") -> Any:
     inline = "".join(sorted(set(flags)))
     try:
         return re2.compile(f"(?{inline}){pattern}" if inline else pattern, options=options)
-    except Exception as exc:  # re2.error and friends: the message is what matters
+    except Exception as exc:  # noqa: BLE001 - re2.error and friends: the message is what matters
         message = exc.args[0].decode(errors="replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise ValueError(message or "invalid pattern") from None
 
@@ -680,8 +682,8 @@ def _handlers() -> dict[str, Any]:
 
     handlers: dict[str, Any] = {op: lambda p, o, a: ex.arithmetic(o, _arguments(p, a))
                                 for op in ("$add", "$subtract", "$multiply", "$divide")}
-    handlers.update({op: _date_operator for op in ex.DATE_PARTS})
-    handlers.update({op: _comparison for op in ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")})
+    handlers.update(dict.fromkeys(ex.DATE_PARTS, _date_operator))
+    handlers.update(dict.fromkeys(("$eq", "$ne", "$gt", "$gte", "$lt", "$lte"), _comparison))
     handlers.update({"$dateToString": _date_to_string, "$cmp": _compare,
                      "$substrCP": lambda p, o, a: ex.substr_cp(*_arguments(p, a)),
                      "$strLenCP": lambda p, o, a: ex.str_len_cp(_arguments(p, a)[0]),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
 def publish_build(root: Path, name: str, write: Callable[[Path], None]) -> None:

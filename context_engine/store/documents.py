@@ -16,9 +16,10 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from context_engine.config import HIDDEN_FIELDS, Settings, check_tenant
 from context_engine.kinds import BUILTIN_NAMES, RESERVED, CollectionSpec, Registry, SpecError, check_name
@@ -112,7 +113,7 @@ class WriteStats:
     skipped: int = 0
     errors: list[str] = field(default_factory=list)
 
-    def add(self, other: "WriteStats") -> None:
+    def add(self, other: WriteStats) -> None:
         self.inserted += other.inserted
         self.updated += other.updated
         self.unchanged += other.unchanged
@@ -200,7 +201,7 @@ class DocumentStore:
             self._insert(self.db[name], self.file.read(name))  # the committed rows, as they were written
             self._unread.discard(name)
 
-    def scoped(self, name: str, scope: dict[str, Any]) -> "ScopedDocuments":
+    def scoped(self, name: str, scope: dict[str, Any]) -> ScopedDocuments:
         """The collection's records within `scope` (a tenant and access filter), as schema discovery
         reads them. A committed collection this process has not loaded is read by SQLite in place:
         discovering what one asker may read never loads 600k Slack messages into memory."""
@@ -469,7 +470,7 @@ class ScopedDocuments:
         """The distinct values at each path (a list of keys followed through objects only, as
         `json_extract` does: an array on the way reaches nothing) over the records in scope."""
         seen: list[dict[str, Any]] = [{} for _ in paths]
-        for doc in self.collection.find(self.scope, {key: 1 for key in {path[0] for path in paths}}):
+        for doc in self.collection.find(self.scope, dict.fromkeys({path[0] for path in paths}, 1)):
             for path, values in zip(paths, seen):
                 node: Any = doc
                 for key in path:
@@ -543,7 +544,7 @@ def mongodb_client(uri: str, what: str = "MONGODB_URI") -> Any:
     try:
         client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=3000, tz_aware=False)
         client.admin.command("ping")
-    except Exception as exc:  # pymongo raises many kinds; the user needs one line
+    except Exception as exc:  # noqa: BLE001 - pymongo raises many kinds; the user needs one line
         raise StoreError(f"cannot reach MongoDB at {what}: {exc.__class__.__name__}: {exc}") from None
     return client
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 import operator
 import re
-from datetime import datetime, timedelta, timezone, tzinfo
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from context_engine.store.linear_stages import UnknownType, bson_key
@@ -51,7 +52,7 @@ def parse_timezone(name: str) -> tzinfo:
         delta = timedelta(hours=hours, minutes=minutes)
         return timezone(-delta if sign == "-" else delta)
     if name in ("UTC", "GMT", "Z"):
-        return timezone.utc
+        return UTC
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
@@ -69,8 +70,8 @@ def check_date_format(fmt: str) -> None:
 
 def _local(date: datetime, zone: tzinfo | None) -> datetime:
     """A stored date (naive UTC, or aware) as wall-clock time in `zone` (UTC when None)."""
-    aware = date if date.tzinfo is not None else date.replace(tzinfo=timezone.utc)
-    return aware.astimezone(zone or timezone.utc)
+    aware = date if date.tzinfo is not None else date.replace(tzinfo=UTC)
+    return aware.astimezone(zone or UTC)
 
 
 def _format(date: datetime, fmt: str) -> str:

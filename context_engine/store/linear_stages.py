@@ -22,14 +22,14 @@ put rows of different BSON types in one group, or not, depending on how the sort
   Keys of a type this module does not know (ObjectId, bytes, regexes: never in the store's JSON
   records) go to mongomock's own handler.
 
-`tests/test_linear_stages.py` checks `$unwind` against mongomock's handler and `$group` against
+`tests/store/test_linear_stages.py` checks `$unwind` against mongomock's handler and `$group` against
 MongoDB's semantics, on generated rows and on the mixed-type keys found so far.
 """
 
 from __future__ import annotations
 
 import copy
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 __all__ = ["UnknownType", "bson_key", "use_linear_stages"]
@@ -66,10 +66,7 @@ def _unwind(in_collection: list[dict[str, Any]], database: Any, options: Any) ->
                 helpers.delete_value_by_dot(new_doc, path)
                 unwound_collection.append(new_doc)
             continue
-        if isinstance(array_value, list):
-            iter_array = enumerate(array_value)
-        else:
-            iter_array = [(None, array_value)]
+        iter_array = enumerate(array_value) if isinstance(array_value, list) else [(None, array_value)]
         parent = helpers.get_value_by_dot(doc, parent_path) if parent_path else doc
         slot = child_key if isinstance(parent, dict) else int(child_key) if isinstance(parent, list) else None
         for index, field_item in iter_array:
@@ -112,7 +109,7 @@ def bson_key(value: Any) -> tuple[Any, ...]:
     if kind in (list, tuple):
         return (_ARRAY, tuple(bson_key(v) for v in value))
     if kind is datetime:
-        return (_DATE, value if value.tzinfo is None else value.astimezone(timezone.utc).replace(tzinfo=None))
+        return (_DATE, value if value.tzinfo is None else value.astimezone(UTC).replace(tzinfo=None))
     raise UnknownType(kind.__name__)
 
 

@@ -26,10 +26,11 @@ changes (`DocumentStore.revision` is bumped by every write the engine makes).
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, Iterator
+from typing import Any
 
-__all__ = ["candidates", "MIN_DOCUMENTS"]
+__all__ = ["MIN_DOCUMENTS", "candidates"]
 
 MIN_DOCUMENTS = 0  # below this many documents a scan is as fast: no index is built
 _SCALARS = (str, int, float, bool, datetime)
@@ -176,7 +177,7 @@ def _constraints(query: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
                 yield key, "range", bounds
 
 
-def _exact_keys(query: dict[str, Any], index: "_CollectionIndex") -> set[str]:
+def _exact_keys(query: dict[str, Any], index: _CollectionIndex) -> set[str]:
     """Top-level conjuncts the index answers exactly: string equality (`v`, `{"$eq": v}`, `{"$in":
     [v, ...]}`) and exclusion (`{"$nin": [v, ...]}`) on an indexed path. A string equals only an equal string, as in MongoDB, and the
     buckets list a document under every value its path reaches, so such a conjunct holds for every

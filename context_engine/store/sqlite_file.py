@@ -28,11 +28,12 @@ import json
 import logging
 import sqlite3
 import time
-
-import orjson
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
+
+import orjson
 
 FILE_NAME = "store.sqlite"
 _DATE, _ESCAPED = "\x00d:", "\x00s:"

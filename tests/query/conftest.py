@@ -1,8 +1,9 @@
-"""What the planner tests share: the sample organisation's catalog, a question resolved against it, and
-small worlds of hand-made records to run plans on."""
+"""What the planner tests share: the sample organisation's catalog, a question resolved against it, small
+worlds of hand-made records to run plans on, and the ratchet of the question sets."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 import pytest
@@ -18,7 +19,18 @@ from context_engine.query.schema import schema_from_documents
 from context_engine.query.validate import validate_pipeline
 from context_engine.runtime import catalog_for
 from context_engine.store.documents import open_store
-from tests.conftest import NOW
+from tests.conftest import NOW, TEST_DATA_DIR
+
+# Per question file (by stem), the ids the offline planner answered right when it was recorded.
+RATCHET = json.loads((TEST_DATA_DIR / "ratchet.json").read_text())
+
+
+def lost(report, name: str) -> list[tuple[str, str, str]]:
+    """The questions of `name` that passed when the ratchet was recorded and fail now: a planner change may
+    win questions (add their ids to tests/data/ratchet.json), never lose one."""
+    failing = {r.id: r for r in report.results if not r.correct}
+    assert {r.id for r in report.results} >= set(RATCHET[name]), "a ratchet id is no longer in the question file"
+    return [(i, failing[i].question, failing[i].detail) for i in RATCHET[name] if i in failing]
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from context_engine.query.ir import Filter, IRError, PlanIR, Shape, SortKey, Tim
 from context_engine.query.schema import schema_from_documents
 from tests.query.conftest import ISSUES, refs, run
 
+
 @pytest.mark.parametrize("f,expected", [
     (Filter("state", "eq", "open"), ["a#1", "a#3"]),
     (Filter("state", "ne", "open"), ["a#2", "a#4"]),

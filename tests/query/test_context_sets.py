@@ -60,7 +60,7 @@ def test_every_shipped_example_reproduces_the_old_example_pipelines():
 
 
 def test_llm_planner_reads_the_shipped_context_set():
-    from context_engine.query.llm_planner import context_sets  # its examples: tests/query/test_llm_planner_ir.py
+    from context_engine.query.llm_planner import context_sets  # its examples: tests/query/test_llm_planner.py
 
     assert context_sets().templates == cs.shipped().templates and context_sets().facets == cs.shipped().facets
 
@@ -166,7 +166,7 @@ def test_yaml_bomb_huge_file_and_fifo_are_refused(catalog, tmp_path):
         cs.load(tmp_path, "acme", catalog.schemas)
     (folder / "acme.yaml").unlink()
     os.mkfifo(folder / "acme.json")
-    with pytest.raises(cs.ContextSetError, match="cannot be read|not a regular file"):
+    with pytest.raises(cs.ContextSetError, match=r"cannot be read|not a regular file"):
         cs.load(tmp_path, "acme", catalog.schemas)
 
 

@@ -9,13 +9,13 @@ import threading
 
 import httpx
 import pytest
-from serving import Server
 
 from context_engine.config import Settings
 from context_engine.query import context_sets as cs
 from context_engine.query.feedback import MAX_NOTE, FeedbackError, FeedbackStore, regression_items, submit
 from context_engine.runtime import catalog_for
 from context_engine.server import ApiKey, Limits, create_app
+from tests.serving import Server
 
 NOW = "2026-11-30T12:00:00Z"
 PLAN = {"collection": "pull_requests", "pipeline": [

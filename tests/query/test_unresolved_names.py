@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.conftest import run_cli
 
 from context_engine import graph
 from context_engine.access import PUBLIC
@@ -19,6 +18,7 @@ from context_engine.query import engine
 from context_engine.query.engine import ResolutionFailed
 from context_engine.runtime import asker_for, catalog_for, forget, value_index_for
 from context_engine.text import parse_now
+from tests.conftest import run_cli
 
 NOW = "2026-11-30T12:00:00Z"
 
@@ -100,7 +100,7 @@ def test_a_name_that_fits_several_people_is_declined_with_them(settings):
     "没有被分配给任何人的 open issue 有多少",                    # 任何人: anyone
 ])
 def test_dates_values_topics_and_plain_english_are_not_unknown_people(settings, question):
-    ctx, failed = _resolve(settings, question)
+    _, failed = _resolve(settings, question)
     assert failed is None or "anyone named" not in failed.message, failed and failed.message
 
 

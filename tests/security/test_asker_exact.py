@@ -11,14 +11,13 @@ import sys
 
 import pytest
 
-from tests.conftest import run_cli
-
 from context_engine.cli import main
 from context_engine.config import Settings
 from context_engine.ingest import ingest
 from context_engine.query.identity import AmbiguousAsker, UnknownAsker, UnknownPerson
 from context_engine.runtime import forget, principals_for
 from context_engine.sources.sample import generate
+from tests.conftest import run_cli
 
 NOW = "2026-11-30T12:00:00Z"
 PRIVATE = '[{"$match": {"channel": "security-private"}}, {"$count": "n"}]'

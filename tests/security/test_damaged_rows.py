@@ -15,8 +15,8 @@ import pytest
 
 from context_engine.answering.links import LinkIndex
 from context_engine.config import Settings
-from context_engine.kinds import BUILTIN_NAMES as COLLECTIONS
 from context_engine.ingest import ingest
+from context_engine.kinds import BUILTIN_NAMES as COLLECTIONS
 from context_engine.query.execute import scope_filter
 from context_engine.sources.sample import generate
 from context_engine.store.documents import open_store, record_id
@@ -243,7 +243,7 @@ def test_a_record_holding_nan_fails_no_scan_of_any_tenant(sample, tmp_path):
     SQLite: a scan in place steps over the row instead of failing every tenant's schema discovery."""
     data = tmp_path / "data"
     shutil.copytree(sample["data"], data)
-    seq, doc_id, body, dates = sample["victim"]
+    seq, _, body, _ = sample["victim"]
     con = sqlite3.connect(data / FILE_NAME)
     con.execute("UPDATE docs SET body = ? WHERE seq = ?", (body[:-1] + ',"score":NaN}', seq))
     con.execute("DELETE FROM meta WHERE key = 'tenants'")

@@ -16,13 +16,13 @@ import threading
 import httpx
 import httpx2
 import pytest
-from tests.conftest import run_cli
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from serving import Server
 
 from context_engine.config import Settings
+from tests.conftest import run_cli
+from tests.serving import Server
 
 NOW = "2026-11-30T12:00:00Z"
 SECRET = "freshness-test-secret"
@@ -77,7 +77,7 @@ def _graph_state(data_dir, question: str, asker) -> dict:
 
     context = {"tenant": "acme", "user": asker, "anonymous": asker is None, "data_dir": str(data_dir)}
     state = {}
-    for state in graph.stream({"question": question, "now": NOW}, context=context, stream_mode="values"):
+    for state in graph.stream({"question": question, "now": NOW}, context=context, stream_mode="values"):  # noqa: B007 (the last one is kept)
         pass
     return state
 
@@ -115,10 +115,9 @@ def _mcp_stdio(data_dir, asker, calls):
         "-m", "context_engine.cli", "mcp", "--data-dir", str(data_dir), *flags]))
 
     async def run():
-        async with transport as streams:
-            async with ClientSession(streams[0], streams[1]) as session:
-                await session.initialize()
-                return [await call(session) for call in calls]
+        async with transport as streams, ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            return [await call(session) for call in calls]
 
     return asyncio.run(run())
 
@@ -232,12 +231,12 @@ def test_a_webhook_narrowing_a_record_while_the_background_sync_is_held_leaves_n
                 assert "retire the quillfeather relay" not in _served(after) and "9601" not in _served(after)
 
                 async def mcp_calls():
-                    client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=120)
-                    async with streamable_http_client(f"{mcp.url}/mcp", http_client=client) as streams:
-                        async with ClientSession(streams[0], streams[1]) as session:
-                            await session.initialize()
-                            return (await session.call_tool("search", {"query": question, "k": 10}),
-                                    await session.call_tool("get_record", {"ref": "acme/infra#9601"}))
+                    client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=120)  # noqa: B023 (run below, in this iteration)
+                    async with (streamable_http_client(f"{mcp.url}/mcp", http_client=client) as streams,
+                                ClientSession(streams[0], streams[1]) as session):
+                        await session.initialize()
+                        return (await session.call_tool("search", {"query": question, "k": 10}),
+                                await session.call_tool("get_record", {"ref": "acme/infra#9601"}))
 
                 search, record = asyncio.run(mcp_calls())
                 assert not search.is_error and "quillfeather" not in json.dumps(search.structured_content).lower()

@@ -100,8 +100,8 @@ def test_a_fifo_or_folder_given_as_a_dump_file_is_one_line_and_never_hangs(tmp_p
     for path, kind in ((tmp_path / "dump.jsonl", "fifo"), (tmp_path, "folder")):
         out = run_cli("ingest", "github", str(path), "--data-dir", str(tmp_path / "data"), "--no-index")
         assert out.returncode != 0 and "Traceback" not in out.stderr
-        assert out.stderr.strip().splitlines() == [f"context-engine: error: cannot read {path}: a {kind}, "
-                                                   "not a regular file"]
+        assert out.stderr.strip().splitlines() == [(f"context-engine: error: cannot read {path}: a {kind}, "
+                                                   "not a regular file")]
 
 
 def test_a_symlink_named_by_the_operator_is_followed_once(tmp_path):
@@ -342,7 +342,7 @@ def test_linear_and_jira_issues_with_the_same_key_do_not_overwrite_each_other(tm
 
     (tmp_path / "linear.json").write_text(json.dumps([{"id": "y", "identifier": "ENG-2", "title": "Next"}]))
     _ingest(data, "linear", tmp_path / "linear.json", prune=True)  # Linear's ENG-1 is gone, Jira's stays
-    assert set(r["ref"] for r in _stored(data, "issues")) == {"ENG-1", "ENG-2", "acme/infra#5", "OPS-1"}
+    assert {r["ref"] for r in _stored(data, "issues")} == {"ENG-1", "ENG-2", "acme/infra#5", "OPS-1"}
 
 
 def test_a_stored_data_dir_without_colliding_refs_keeps_its_keys(tmp_path):

@@ -11,10 +11,10 @@ import shutil
 
 import httpx
 import pytest
-from serving import Server, signed_github, stored_record
 
 from context_engine.config import Settings
 from context_engine.server import ApiKey, create_app
+from tests.serving import Server, signed_github, stored_record
 
 SECRET = "repository-privacy-secret"
 

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from context_engine.config import Settings
+from context_engine.ingest import ingest
 from context_engine.query.catalog import load_catalog
 from context_engine.runtime import catalog_for, forget, principals_for
-from context_engine.ingest import ingest
 from context_engine.store.documents import open_store
 
 SECRET_CHANNEL = "zz-merger-talks"

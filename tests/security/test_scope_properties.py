@@ -13,15 +13,17 @@ import json
 import time
 
 import pytest
-from hypothesis import HealthCheck, event, example, given, settings as hsettings, strategies as st
-from leaks import forbidden_markers, hidden_keys
+from hypothesis import HealthCheck, event, example, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from context_engine.config import Settings
+from context_engine.ingest import ingest
 from context_engine.query.execute import ExecutionError, run_pipeline
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
 from context_engine.runtime import catalog_for, forget, principals_for, store_for
-from context_engine.ingest import ingest
 from context_engine.sources.sample import generate
+from tests.security.leaks import forbidden_markers, hidden_keys
 
 FIELDS = {
     "pull_requests": ["state", "user.login", "repo", "labels.name", "number", "title", "merged", "created_at",

@@ -13,11 +13,11 @@ import time
 
 import httpx
 import pytest
-from serving import Server
 
 from context_engine.config import Settings
 from context_engine.server import ApiKey, Limits, create_app, load_keys
 from context_engine.store.documents import open_store, record_id
+from tests.serving import Server
 
 SECRET = "abuse-test-secret"
 KEYS = {"member-key": ApiKey(tenant="acme", user="sokafor"), "anon-key": ApiKey(tenant="acme"),

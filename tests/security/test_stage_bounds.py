@@ -19,8 +19,6 @@ from types import SimpleNamespace
 import httpx
 import mongomock
 import pytest
-from tests.conftest import run_cli
-from serving import Server
 
 from context_engine.config import Settings
 from context_engine.query import execute
@@ -28,6 +26,8 @@ from context_engine.query.execute import run_pipeline
 from context_engine.query.validate import validate_pipeline
 from context_engine.server import ApiKey, Limits, create_app
 from context_engine.store.bounded import Bounds, Cancelled, QueryBoundExceeded, Stop, run_embedded, stop_on
+from tests.conftest import run_cli
+from tests.serving import Server
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = "2026-11-30T12:00:00Z"
@@ -177,7 +177,7 @@ def test_http_refuses_a_time_out_of_range_with_400(server, question, now):
 
 
 def test_http_answers_a_number_too_long_to_read_with_a_json_400(server):
-    body = '{"input": {"question": "open PRs", "now": "%s"}, "kwargs": {"n": %s}}' % (NOW, "9" * 5000)
+    body = '{"input": {"question": "open PRs", "now": "%s"}, "kwargs": {"n": %s}}' % (NOW, "9" * 5000)  # noqa: UP031 (JSON braces)
     response = httpx.post(f"{server.url}/context/invoke", content=body, timeout=30,
                           headers={"Authorization": "Bearer member-key", "Content-Type": "application/json"})
     assert response.status_code == 400

@@ -31,7 +31,7 @@ def _served(settings: Settings, question: str, principals: tuple[str, ...] = ())
 
     from context_engine.assistant import retriever
 
-    with mock.patch.object(retriever, "principals_for", lambda _settings: list(principals)):
+    with mock.patch.object(retriever, "principals_for", return_value=list(principals)):
         docs = retriever.make_retriever(settings, fused=False).invoke(question, k=20)
     return "\n".join(d.page_content for d in docs)
 

@@ -8,10 +8,10 @@ import shutil
 
 import httpx
 import pytest
-from serving import Server, signed_github, signed_slack, stored_record
 
 from context_engine.config import Settings
 from context_engine.server import ApiKey, create_app
+from tests.serving import Server, signed_github, signed_slack, stored_record
 
 SECRET = "widening-test-secret"
 PUBLIC_CHANNEL = "C02WEBFE5N"    # #web in the sample: stored ["*"]

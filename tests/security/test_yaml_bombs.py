@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 
-
 def _laughs(depth: int = 9, key: str = "title") -> str:
     lines = ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     lines += [f"l{i}: &l{i} [" + ",".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, depth)]

@@ -164,7 +164,7 @@ def test_unreadable_input_is_one_line(tmp_path):
     with pytest.raises(SourceError, match="no such file"):
         read_files([tmp_path / "nope.json"], OwnOptions("incidents"), LOGINS, ReadProblems())
     (tmp_path / "x.txt").write_text("[]")
-    with pytest.raises(SourceError, match="not a .json"):
+    with pytest.raises(SourceError, match=r"not a \.json"):
         read_files([tmp_path / "x.txt"], OwnOptions("incidents"), LOGINS, ReadProblems())
     (tmp_path / "empty.json").write_text("[]")
     with pytest.raises(SourceError, match="no rows"):

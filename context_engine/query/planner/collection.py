@@ -3,8 +3,10 @@ the stored values it names)."""
 
 from __future__ import annotations
 
+import itertools
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from context_engine.kinds import BUILTIN, CollectionSpec
 from context_engine.query.fields import person_field_for, person_field_words
@@ -70,7 +72,7 @@ class CollectionStep(Draft):
         """No collection word: the collection whose stored values the question names wins
         ("regressions still open in WEB" names a Jira label and project), then the usual order."""
         sequence = [w.lower() for w in re.findall(r"[\w\-/]+", self.q)]
-        words = set(sequence) | {f"{a}_{b}" for a, b in zip(sequence, sequence[1:])}  # "not planned": not_planned
+        words = set(sequence) | {f"{a}_{b}" for a, b in itertools.pairwise(sequence)}  # "not planned": not_planned
         words |= {w.replace("-", "_") for w in sequence if "-" in w}  # "not-planned"
         words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-3] + "y" for w in words if w.endswith("ies")}
         verbs = {"issues": r"\breport(?:ed|s)?\b|\bfiled?\b|\braised?\b|\bresolv\w*|\bsprints?\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b|\bbacklog\b", "messages": r"\bsaid\b|\bposted\b|\bslack\b|\bwrote\b|\brepl(?:y|ies|ied)\b",

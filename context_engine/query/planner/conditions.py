@@ -189,15 +189,15 @@ class ConditionStep(Draft):
         if s.has_path("thread_ts") and self.mark(_NOT_IN_A_THREAD):
             self.add_filter("thread_ts", None, "empty")
             self.mark(_NOT_IN_A_THREAD)  # said twice: "standalone messages that aren't in a thread"
-        for pattern, noun in ((r"\b(?:no|zero|without(?: any)?) comments?\b|\buncommented\b"
+        for pattern, noun in (((r"\b(?:no|zero|without(?: any)?) comments?\b|\buncommented\b"
                                r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?commented\b"
                                r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew|attracted) (?:a |any |a single )?comments?\b"
                                r"|\bwithout (?:a single|one|even one) comment\b|(?:\bdid(?:n't| not)|\bnever|\bdoes(?:n't| not)) (?:get|got|receive|have|had|draw) (?:a single|any|one|even one) comments?\b|\bwithout (?:anyone|anybody|someone|a soul) comment(?:ing|ed)?(?: on (?:it|them))?\b"
-                               r"|没有(?:任何)?(?:人)?评论|无评论|没(?:有)?(?:收到|得到)(?:任何|过)?评论|一条评论都没有|零评论", "comment"),
-                              (r"\b(?:no|zero|without(?: any)?) repl(?:y|ies)\b|\bunanswered\b|\bunreplied\b"
+                               r"|没有(?:任何)?(?:人)?评论|无评论|没(?:有)?(?:收到|得到)(?:任何|过)?评论|一条评论都没有|零评论"), "comment"),
+                              ((r"\b(?:no|zero|without(?: any)?) repl(?:y|ies)\b|\bunanswered\b|\bunreplied\b"
                                r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?replied\b|\b(?:not|never) (?:been |got |gotten )?replied to\b"
                                r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew) (?:a |any |a single )?(?:repl(?:y|ies)|answers?|responses?)\b"
-                               r"|没有(?:任何)?(?:人)?回复|无回复|没人回复", "repl")):
+                               r"|没有(?:任何)?(?:人)?回复|无回复|没人回复"), "repl")):
             path = self._count_field(noun)
             if path and not self.has_filter(path) and self.mark(pattern):
                 self.add_filter(path, [0, None], "in")
@@ -238,7 +238,7 @@ class ConditionStep(Draft):
                 return "resolved" if value in DONE_STATUSES else "created"
         for value in sorted(values, key=len, reverse=True):
             m = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", self.q, re.I)
-            if m and value.lower() not in ("done",) or (m and re.search(r"\bstatus\b", self.q, re.I)):
+            if (m and value.lower() not in ("done",)) or (m and re.search(r"\bstatus\b", self.q, re.I)):
                 self.use(m.span())
                 self.add_filter(status, value)
                 return "resolved" if value in DONE_STATUSES else "created"
@@ -316,8 +316,8 @@ class ConditionStep(Draft):
         n = _NUMBER
         english = [
             (rf"(>=|<=|>|<)\s*(\d+)\s*{noun}\b", lambda m: (m.group(1), m.group(2), m.group(3))),
-            (rf"\b(no more than|not more than|at most|up to|(?:did(?:n't| not)|never|does(?:n't| not)|do(?:n't| not)) (?:get|go|got|went|make it) "
-             rf"(?:past|beyond|over|above)|not (?:past|beyond|over|above))\s+{n}\s+{noun}\b",
+            ((rf"\b(no more than|not more than|at most|up to|(?:did(?:n't| not)|never|does(?:n't| not)|do(?:n't| not)) (?:get|go|got|went|make it) "
+             rf"(?:past|beyond|over|above)|not (?:past|beyond|over|above))\s+{n}\s+{noun}\b"),
              lambda m: ("<=", m.group(2), m.group(3))),
             (rf"\b(more than|over|at least|fewer than|less than|under|exactly|above|below|past|beyond|exceeding)\s+{n}\s+{noun}\b",
              lambda m: (m.group(1), m.group(2), m.group(3))),

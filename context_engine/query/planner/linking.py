@@ -184,7 +184,7 @@ class LinkStep(Draft):
                              r"chat|channels?|folks|people|users)\b)", self.q, re.I):
             word = m.group(1).lower()
             # "elm" begins elmlang; "clojure" is clojurians but for its last letter
-            named = [v for v in values if v.lower() != word and len(os.path.commonprefix([v.lower(), word])) >= max(3, len(word) - 1)]
+            named = [v for v in values if v.lower() != word and len(os.path.commonprefix([v.lower(), word])) >= max(3, len(word) - 1)]  # noqa: RUF071 (words, not paths)
             if len(named) == 1 and not self._is_used(m.span(1)) and not self._topic_phrase(m.start()) \
                     and all(v != named[0] for _, v in found):
                 found.append((m.span(1), named[0]))
@@ -215,17 +215,17 @@ class LinkStep(Draft):
                 or re.search(r"^(?:'s)?\s*(?:was|were|is|are|got|gets|get|has been|have been|had been|been)\s+(?:\w+\s+)?(?:@-?)?mentioned\b"
                              r"|^\s*被(?:人)?(?:提到|提及|@)", after)
                 # "how many times was Nana mentioned" (but "Nana mentioned Odis" is Nana writing)
-                or re.search(r"\b(?:was|were|is|are|been|get|got|gets)\s+$", before) and re.search(r"^\s*(?:@-?)?mentioned\b", after)):
+                or (re.search(r"\b(?:was|were|is|are|been|get|got|gets)\s+$", before) and re.search(r"^\s*(?:@-?)?mentioned\b", after))):
             return "mentioned"
         if person_field_for(self.schema, "replied_to") and (
                 re.search(r"\b(?:repl(?:y|ies|ied|iers?)|respond(?:s|ed|ers?)?|answer(?:s|ed|ers?)?)\s+(?:\w+\s+){0,2}?to\s+$|回复(?:了|过)?\s*$", before)
                 # "replies Kristeen wrote in threads Caprice started", "Kristeen answering Caprice's threads"
                 or (re.search(r"\brepl(?:y|ies|ied)\b|\banswer\w*|\brespon\w*|回复", self.q, re.I)
                     and any(m is not mention and m.person is not None and m.start < mention.start for m in self.ctx.mentions)
-                    and (re.search(r"\b(?:threads?|posts?)\s+(?:that\s+|which\s+)?$", before)
-                         and re.search(r"^\s*(?:started|opened|kicked off|began|begun|created|posted)\b", after)
-                         or re.search(r"\b(?:repl\w*|respon\w*|answer\w*)\s+(?:in\s+|on\s+|to\s+|under\s+)?$", before)
-                         and re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|questions?|messages?)\b", after)
+                    and ((re.search(r"\b(?:threads?|posts?)\s+(?:that\s+|which\s+)?$", before)
+                         and re.search(r"^\s*(?:started|opened|kicked off|began|begun|created|posted)\b", after))
+                         or (re.search(r"\b(?:repl\w*|respon\w*|answer\w*)\s+(?:in\s+|on\s+|to\s+|under\s+)?$", before)
+                         and re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|questions?|messages?)\b", after))
                          or re.search(r"^\s*发起的(?:讨论串|帖子|讨论)", after)))
                 # "how many replies did Wally get", "the answers Wally received": the replies to Wally
                 or (re.search(r"\b(?:repl(?:y|ies)|answers?|responses?)\s+(?:(?:did|does|do|has|have|had|that|which)\s+)?$", before)
@@ -408,7 +408,7 @@ class LinkStep(Draft):
             for pattern in (r"\b(reviewed|approved|assigned to|reported|filed|opened|created|authored|written|wrote|merged) by\b",
                             r"\bassigned to\b", r"\b(reviewed|reviews|approved)\b", r"分配给|审查|评审"):
                 m = re.search(pattern, self.q, re.I)
-                if m and role != "author" or (m and "by" in m.group(0)):
+                if (m and role != "author") or (m and "by" in m.group(0)):
                     self.use(m.span())
         return roles
 

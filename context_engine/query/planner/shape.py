@@ -169,7 +169,7 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
             verb = next((w for w in words.split()[i + 1:] + rest.split() if not _RELATIVE.fullmatch(w)), "")
             said = next((r for pattern, r in _PERSON_VERBS if re.match(pattern, verb, re.I)), None)
             after = (words.split()[i + 2:] or [""])[0]
-            if re.match(r"start", verb, re.I) and re.match(r"thread", after, re.I) or (
+            if (re.match(r"start", verb, re.I) and re.match(r"thread", after, re.I)) or (
                     re.match(r"starter", word, re.I) and i and re.match(r"thread", words.split()[i - 1], re.I)):
                 return "thread_starter"  # "people started threads", "thread starters"
             if said is None and re.match(r"@|mention|tag|ping|start|post|wr[io]te|repl", verb, re.I):

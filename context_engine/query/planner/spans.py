@@ -3,11 +3,12 @@ understood and did not."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from context_engine.query.fields import field_for, people_paths, person_field_for
-from context_engine.query.ir import MAX_WORDS, WORD, WORD_OPERATORS, Filter, Shape
 from context_engine.query.identity import CALENDAR_NAMES, COMMON_WORDS
+from context_engine.query.ir import MAX_WORDS, WORD, WORD_OPERATORS, Filter, Shape
 from context_engine.query.planner.draft import NUMBER_WORDS, STATE_FIELDS, Draft
 from context_engine.text import tokenize
 
@@ -120,7 +121,7 @@ class SpanStep(Draft):
 
     def _alternatives(self, run: list[tuple[int, int]]) -> bool:
         """Words said as alternatives ("card or cards", "json or jsonl", "lein / leiningen"): one word each."""
-        gaps = [self.q[b:a] for (_, b), (a, _) in zip(run, run[1:])]
+        gaps = [self.q[b:a] for (_, b), (a, _) in itertools.pairwise(run)]
         return bool(gaps) and all(re.fullmatch(r"\s+or\s+| +/ +|\s*或者?\s*|\s*[,、，]\s*(?:or\s+|或者?\s*)?", gap, re.I)
                                   for gap in gaps)
 
@@ -130,7 +131,7 @@ class SpanStep(Draft):
         run = sorted(run)
         if self._alternatives(run):
             return run
-        cut = next((i for i, ((_, b), (a, _)) in enumerate(zip(run, run[1:]), 1)
+        cut = next((i for i, ((_, b), (a, _)) in enumerate(itertools.pairwise(run), 1)
                     if re.search(r"\bor\b|/", self.q[b:a], re.I)), None)
         return run[:cut] if cut else run
 
@@ -165,7 +166,7 @@ class SpanStep(Draft):
         words = [self.q[a:b] for a, b in run]
         text = " ".join(w.lower() for w in words)
         values = {self.q[a:b].lower() for (a, b), how in zip(self.used, self.how) if how == "value"}
-        if len(words) > 1 and (all(w[0].isupper() for w in words) or any(w.lower() in values for w in words)) or (
+        if (len(words) > 1 and (all(w[0].isupper() for w in words) or any(w.lower() in values for w in words))) or (
                 len(words) == 1 and re.search(r"\w[.\-]\w", text)):
             return f'"{text}"'
         return text
@@ -284,7 +285,7 @@ class SpanStep(Draft):
             for i in range(a, min(b, len(chars))):
                 chars[i] = " "
         rest = "".join(chars)
-        words = []
+        words: list[str] = []
         for token in re.findall(r"[A-Za-z][A-Za-z0-9_\-]+|[\u4e00-\u9fff]+|\d{3,}", rest):
             if CJK_STOP.fullmatch(token):
                 continue
@@ -408,8 +409,8 @@ IMPLIED_NEEDS = [(re.compile(pattern), need) for pattern, need in (
     (r"clos\w*|resolv\w*", "state|closed|resolved|closer|status|state_reason"),
     (r"repl[iy]\w*|respon\w*|answer\w*|jump\w*|chim\w*", "replies|reply_user|replied_to|thread_ts|reply_users_count|thread"),
     (r"updat\w*", "updated"),
-    (r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|"
-     r"whom?|whose|谁|哪些人|哪位", "person"),
+    ((r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|"
+     r"whom?|whose|谁|哪些人|哪位"), "person"),
     (r"active|busiest|biggest|largest|most|top|often|frequent\w*|最常|最经常|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*", "rank"),
     (r"mention\w*|tagg\w*", "mentioned"),
     (r"counts?|volume|total|number|times", "measure"),
