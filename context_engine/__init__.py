@@ -15,7 +15,7 @@ from typing import Any
 
 DISTRIBUTION = "relational-context-engine"
 
-__all__ = ["graph", "build_graph", "Context", "DISTRIBUTION", "other_distributions"]
+__all__ = ["DISTRIBUTION", "Context", "build_graph", "graph", "other_distributions"]
 
 
 def other_distributions() -> list[str]:

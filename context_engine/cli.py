@@ -99,7 +99,7 @@ class _Stages:
         self.bar = None
         self.tasks: dict[str, int] = {}
 
-    def __enter__(self) -> "_Stages":
+    def __enter__(self) -> _Stages:
         if self.console.is_terminal:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -165,8 +165,14 @@ class _Progress:
             _plain(f"  {tenant}: embedded {count:,}/{total:,}")
 
     def report(self, label: str, count: int) -> None:
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                   TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         if not self.console.is_terminal:
             self._plain_report(label, count)
@@ -524,8 +530,8 @@ def cmd_people(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    from context_engine.chat_models import chat_model
     from context_engine.eval.retrieval import METRICS, BeirInputError, evaluate_retrieval
-    from context_engine.models import chat_model
     from context_engine.service import RerankerError
 
     if not args.beir or not args.split:
@@ -554,8 +560,15 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
     import tempfile
 
     from context_engine.eval.clapnq import CLAPNQ_ENV
-    from context_engine.eval.rag import (CLAPNQ_TENANT, clapnq_documents, clapnq_questions, evaluate_rag,
-                                        ingest_clapnq, load_questions, write_samples)
+    from context_engine.eval.rag import (
+        CLAPNQ_TENANT,
+        clapnq_documents,
+        clapnq_questions,
+        evaluate_rag,
+        ingest_clapnq,
+        load_questions,
+        write_samples,
+    )
     from context_engine.eval.report import summary_table, write_report
 
     if not args.dataset:
@@ -614,7 +627,7 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
         out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="eval-rag-"))
     judge = embeddings = None
     if args.judge:
-        from context_engine.models import chat_model
+        from context_engine.chat_models import chat_model
         from context_engine.retrievers.dense import make_embeddings
 
         judge = chat_model(settings.with_overrides(model=args.judge))
@@ -865,8 +878,6 @@ def _eval_structured(args: argparse.Namespace, path: Path) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     if _missing_extra("serve", "server", "fastapi", "langserve", "sse_starlette", "uvicorn"):
         return EXIT_INPUT
-    import uvicorn
-
     from context_engine.server import create_app, load_keys
 
     try:
@@ -887,7 +898,7 @@ def _warn_unreachable_models(settings: Any) -> None:
     """One warning line per configured model endpoint that does not accept a connection. A warning,
     not a refusal: the engine answers offline meanwhile (each answer saying the model failed, and each
     run trying the model again), and a model server started after the engine is not a reason to stay down."""
-    from context_engine.models import probe_endpoints
+    from context_engine.chat_models import probe_endpoints
 
     for problem in probe_endpoints(settings):
         print(f"context-engine: warning: {problem}; answers fall back to the offline rules and say so",
@@ -911,9 +922,7 @@ def _serve_until_signalled(app: Any, host: str, port: int, **config: Any) -> Non
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from context_engine import service
-
-    from context_engine import DISTRIBUTION, other_distributions
+    from context_engine import DISTRIBUTION, other_distributions, service
 
     for other in other_distributions():  # PyPI's `context-engine` is another project with the same package
         print(f"context-engine: warning: the context_engine package is also installed by {other!r}, not this "
@@ -1255,8 +1264,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # --help and usage errors exit here, before anything heavy is imported
-    from context_engine.service import (IndexDamaged, IndexMissing, StoreError, StoreFileError, TenantError,
-                                        TimeRangeError)
+    from context_engine.service import (
+        IndexDamaged,
+        IndexMissing,
+        StoreError,
+        StoreFileError,
+        TenantError,
+        TimeRangeError,
+    )
 
     try:
         return args.func(args)

@@ -127,7 +127,7 @@ class Settings:
         given = dict(self.chat_models)
         return given.get(role) or given.get("") or ""
 
-    def with_overrides(self, **values: Any) -> "Settings":
+    def with_overrides(self, **values: Any) -> Settings:
         """Return a copy with the non-None values applied (CLI flags, run context)."""
         known = {f.name for f in fields(self)}
         updates = {k: v for k, v in values.items() if v is not None and k in known}

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,7 +108,7 @@ def _with_access(store: DocumentStore, tenant: str, name: str, records: list[dic
             report.unreadable += 1
 
 
-def write_records(store: DocumentStore, tenant: str, batches: dict[str, Iterable[dict[str, Any]]],
+def write_records(store: DocumentStore, tenant: str, batches: Mapping[str, Iterable[dict[str, Any]]],
                   report: IngestReport, progress: Progress | None = None, *, prune: bool = False,
                   overrides: list[dict[str, Any]] | None = None, public: bool = False) -> None:
     kinds = store.kinds(tenant)
@@ -209,7 +209,7 @@ def _prune(store: DocumentStore, tenant: str, name: str, records: list[dict[str,
         report.removed[name] = report.removed.get(name, 0) + removed
 
 
-def ingest(settings: Settings, per_tenant: dict[str, dict[str, Iterable[dict[str, Any]]]],
+def ingest(settings: Settings, per_tenant: Mapping[str, Mapping[str, Iterable[dict[str, Any]]]],
            progress: Progress | None = None, index: bool = True, prune: bool = False,
            public: bool = False, on_wait: Callable[[str], None] | None = None,
            kinds: dict[str, list[CollectionSpec]] | None = None) -> list[IngestReport]:

@@ -690,9 +690,11 @@ def _path_context(scoped: Settings, path: str) -> str:
             [
                 f"I am about to change: {path}",
                 "",
-                f"No commit or pull request I can read changed {unknown}, so the team's "
-                "history holds no context for this path. Records about other code would mislead: do not take "
-                "their decisions as this file's. To look further, `search` for words about the change.",
+                (
+                    f"No commit or pull request I can read changed {unknown}, so the team's "
+                    "history holds no context for this path. Records about other code would mislead: do not take "
+                    "their decisions as this file's. To look further, `search` for words about the change."
+                ),
             ]
         )
     refs = [entry["ref"] for entry in itself + beside]

@@ -7,7 +7,7 @@ parse their input, call an operation and present its result: none of them builds
 or retrievers from engine parts, so what one surface does the others do too (`tests/test_layers.py`
 holds them to it).
 
-Access: every read goes through the asker's principals (`runtime.principals_for`: the one account
+Access: every read goes through the asker's principals (`resources.principals_for`: the one account
 group `settings.asker` names exactly, none for no asker) and the tenant, injected by code; nothing an
 operation is given can widen them.
 """
@@ -30,12 +30,13 @@ from context_engine.query.identity import AmbiguousPerson, Person, UnknownPerson
 from context_engine.query.plan import from_extended_json
 from context_engine.query.schema import CollectionSchema
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
+from context_engine.resources import catalog_for, chat_model_for, principals_for, store_for
 from context_engine.retrievers.index import IndexDamaged, IndexMissing
 from context_engine.retrievers.rerank import RerankerError, make_reranker
 from context_engine.sources.connectors import ReadResult, SourceRequest
 from context_engine.sources.generic import OwnOptions
 from context_engine.sources.problems import ReadProblems
-from context_engine.runtime import catalog_for, chat_model_for, principals_for, store_for
+
 # A surface stops an operation it started (a cancelled MCP call, a client gone) with a Stop the
 # operation's queries read (`stop_on`; `Cancelled` when they do).
 from context_engine.store.bounded import SHUTDOWN, Cancelled, Stop, raise_if_stopped, stop_on
@@ -152,10 +153,11 @@ def ask(settings: Settings, question: str, now: str | datetime | None = None) ->
         when = parse_now(now)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
+    from context_engine.assistant.context import Context
     from context_engine.assistant.graph import graph  # imported on use: the other operations never pay for it
 
-    context = {"tenant": settings.tenant, "user": settings.asker or "", "anonymous": settings.asker is None,
-               "data_dir": str(settings.data_dir), "use_llm": settings.use_llm}
+    context = Context(tenant=settings.tenant, user=settings.asker or "", anonymous=settings.asker is None,
+                      data_dir=str(settings.data_dir), use_llm=settings.use_llm)
     output = graph.invoke({"question": question, "now": when.isoformat()}, context=context)
     remember_ask(settings.data_dir, settings.tenant, settings.asker, question, output,
                  when.strftime("%Y-%m-%dT%H:%M:%SZ"))
@@ -397,7 +399,7 @@ def try_template(settings: Settings, name: str, now: str | datetime | None = Non
     from context_engine.query.context_sets import slots_for
     from context_engine.query.engine import resolve
     from context_engine.query.plan import to_extended_json
-    from context_engine.runtime import asker_for
+    from context_engine.resources import asker_for
 
     cs = context_set(settings).context_set
     template = cs.template(name)
@@ -536,7 +538,7 @@ def ingest(settings: Settings, reading: SourceReading, *, progress: Callable[[st
 # ------------------------------------------------------------------------------------- webhooks
 def _stored(settings: Settings):
     """The store as it is now, or None before anything was ingested (a first delivery makes it)."""
-    from context_engine.runtime import NoData
+    from context_engine.resources import NoData
 
     try:
         return store_for(settings)
@@ -575,7 +577,7 @@ def commit_records(settings: Settings, batches: dict[str, list[dict[str, Any]]])
     burst of webhook events never waits on embedding); cached state is dropped at once. The report's
     `changed` says whether the index needs a sync."""
     from context_engine.ingest import ingest as write
-    from context_engine.runtime import forget
+    from context_engine.resources import forget
 
     report = write(settings, {settings.tenant: batches}, index=False)[0]
     forget(settings)

@@ -87,7 +87,7 @@ def run_gold(settings: Settings, item: dict, max_rows: int) -> list[dict]:
     from context_engine.assistant.structured_query import jsonable
     from context_engine.query.execute import run_pipeline
     from context_engine.query.plan import from_extended_json
-    from context_engine.runtime import catalog_for, store_for
+    from context_engine.resources import catalog_for, store_for
 
     catalog = catalog_for(settings)
     return jsonable(run_pipeline(store_for(settings), item["collection"], from_extended_json(item["gold"]),

@@ -9,7 +9,6 @@ import pytest
 
 from context_engine import cli
 from context_engine.config import Settings
-
 from tests.conftest import run_cli
 
 

@@ -128,9 +128,12 @@ def test_status_says_in_one_line_that_another_distribution_shares_the_package(mo
     assert cli.main(["status", "--data-dir", str(sample_dir)]) == 0
     out = capsys.readouterr()
     assert out.err.splitlines() == [
-        "context-engine: warning: the context_engine package is also installed by 'context-engine', not this "
-        "project (relational-context-engine); they overwrite each other's files: pip uninstall context-engine, "
-        "then pip install --force-reinstall relational-context-engine"]
+        (
+            "context-engine: warning: the context_engine package is also installed by 'context-engine', not this "
+            "project (relational-context-engine); they overwrite each other's files: pip uninstall context-engine, "
+            "then pip install --force-reinstall relational-context-engine"
+        )
+    ]
     assert "acme:" in out.out  # the report itself is still given
     monkeypatch.setattr("importlib.metadata.packages_distributions",
                         lambda: {"context_engine": ["relational-context-engine"]})

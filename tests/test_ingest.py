@@ -106,7 +106,7 @@ def test_real_github_dump_ingests_exactly_and_idempotently(tmp_path):
 
 
 def test_schema_discovery_on_sample(settings):
-    from context_engine.runtime import catalog_for
+    from context_engine.resources import catalog_for
 
     schemas = catalog_for(settings).schemas
     prs = schemas["pull_requests"]

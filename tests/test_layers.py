@@ -8,12 +8,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "context_engine"
 
 # Lowest first. A module may import its own layer and the layers below it, never above.
 LAYERS = {
-    "text": 0, "config": 0, "access": 0, "models": 0, "prompts": 0, "kinds": 0,  # the floor
+    "text": 0, "config": 0, "access": 0, "chat_models": 0, "prompts": 0, "kinds": 0,  # the floor
     "store": 1,
     "sources": 2,               # connectors: source records in, normalized records out
     "query": 3, "retrievers": 3,  # the structured half and the semantic half, as plain Python
     "answering": 4,             # routing, answers, grounding, links, follow-ups
-    "runtime": 5,               # process-wide resources (stores, catalogs, indexes, models)
+    "resources": 5,             # process-wide resources (stores, catalogs, indexes, models)
     "ingest": 6,                # the one place that writes: store, people, catalogs, index
     "assistant": 7,             # the graph layer: state, context, nodes, builders
     "service": 8,               # every operation a surface offers, once (ask, query, search, ...)
@@ -72,7 +72,7 @@ SURFACE_EXCEPTIONS: dict[str, dict[str, str]] = {
         "context_engine.eval": "the `eval` commands run the evaluations, a surface of their own",
         "context_engine.server": "`serve` starts the LangServe server",
         "context_engine.mcp_server": "`mcp` starts the MCP server",
-        "context_engine.models": "`eval retrieval` and `eval rag` build the judge / LLM reranker model they score with",
+        "context_engine.chat_models": "`eval retrieval` and `eval rag` build the judge / LLM reranker model they score with",
         "context_engine.retrievers.dense": "`eval rag` hands RAGAS the embeddings of its answer-relevancy metric",
         "context_engine.sources.connectors": "the parser lists the sources in `ingest --help`, before anything "
                                              "heavy is imported (importing the service loads the engine)",
@@ -128,8 +128,8 @@ def test_no_surface_keeps_an_exception_it_does_not_use():
 def test_the_surface_rule_sees_every_form_of_import(tmp_path):
     """The rule reads `from context_engine import x`, `from context_engine.x import y` and `import context_engine.x`."""
     path = tmp_path / "surface.py"
-    path.write_text("from context_engine import runtime, service\n"
+    path.write_text("from context_engine import resources, service\n"
                     "from context_engine.store.documents import open_store\n"
                     "import context_engine.query.execute\nimport json\n", encoding="utf-8")
-    assert _imports(path) == ["context_engine.runtime", "context_engine.service", "context_engine.store.documents",
+    assert _imports(path) == ["context_engine.resources", "context_engine.service", "context_engine.store.documents",
                               "context_engine.query.execute"]

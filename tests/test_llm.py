@@ -8,7 +8,7 @@ import pytest
 from context_engine.assistant.structured_query import run_structured
 from context_engine.config import Settings
 from context_engine.query.engine import Success
-from context_engine.runtime import catalog_for, llm_planner_for
+from context_engine.resources import catalog_for, llm_planner_for
 
 pytestmark = [pytest.mark.llm, pytest.mark.skipif(not os.environ.get("OPENAI_BASE_URL"),
                                                   reason="no chat model endpoint (OPENAI_BASE_URL)")]
@@ -42,8 +42,8 @@ def test_engine_with_the_llm_answers_and_keeps_its_attempts(llm_settings):
 
 def test_ragas_judge_metrics_with_the_real_model():
     """Faithfulness, answer relevancy and LLM context recall judged by the configured model itself."""
+    from context_engine.chat_models import chat_model
     from context_engine.eval.rag import RagQuestion, RagRun, score
-    from context_engine.models import chat_model
     from context_engine.retrievers.dense import make_embeddings
 
     judge = chat_model(Settings(mongodb_uri=None, use_llm=True))

@@ -14,11 +14,11 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from tests.serving import Server
 
 from context_engine.config import Settings
 from context_engine.mcp_server import http_app, server_version
 from context_engine.server import ApiKey
+from tests.serving import Server
 
 TOOLS = {"ask", "query", "search", "get_record", "find_people", "schema", "feedback"}
 PRIVATE = [{"$match": {"channel": "security-private"}}, {"$count": "n"}]
@@ -34,10 +34,9 @@ def _stdio(sample_dir, *flags: str):
 
 
 async def _session_calls(transport, calls):
-    async with transport as streams:
-        async with ClientSession(streams[0], streams[1]) as session:
-            await session.initialize()
-            return [await call(session) for call in calls]
+    async with transport as streams, ClientSession(streams[0], streams[1]) as session:
+        await session.initialize()
+        return [await call(session) for call in calls]
 
 
 async def _server_info(session):
@@ -193,7 +192,7 @@ def test_http_scopes_each_call_by_its_key(http_server):
     assert {t.name for t in member[0].tools} == TOOLS
     assert _count(member[1]) > 0 and not member[3].is_error
     for key in ("outsider-key", "public-key"):
-        tools, private, repos, record, lookup = calls(key)
+        _tools, private, repos, record, lookup = calls(key)
         assert _count(private) == 0
         assert record.is_error and "that you can read" in record.content[0].text
         assert lookup.is_error and "$lookup from 'store_meta' is not allowed" in lookup.content[0].text

@@ -57,13 +57,15 @@ def test_readme_block_runs_as_written(checkout, index):
     command = ["bash", "-e", "-c", code] if kind == "bash" else [sys.executable, "-c", code]
     done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True, timeout=600,
                           stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, f"README block {index} ({kind}) failed:\n{code}\n--- stdout\n{done.stdout[-3000:]}" \
-                                 f"\n--- stderr\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"README block {index} ({kind}) failed:\n{code}\n--- stdout\n{done.stdout[-3000:]}"
+        f"\n--- stderr\n{done.stderr[-3000:]}"
+    )
     assert "Traceback" not in done.stderr
 
 
 def test_every_file_the_readme_names_exists():
-    """The README's links and the files its recipes name (`sources/connectors.py`, `tests/test_dense.py`)
+    """The README's links and the files its recipes name (`sources/connectors.py`, `tests/retrievers/test_dense.py`)
     are where it says: relative to the repository, or to the package for a module path."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     links = re.findall(r"\]\(([^)#:]+)\)", text)

@@ -69,7 +69,7 @@ def test_query_reads_extended_json_and_refuses_unknown_collections(settings):
     later = service.query(settings, "pull_requests", [
         {"$match": {"created_at": {"$gte": {"$date": "2099-01-01T00:00:00Z"}}}}, {"$count": "n"}])
     assert _count(rows) > 0 and _count(later) == 0
-    with pytest.raises(service.UnknownCollection, match="unknown collection 'secrets'; use one of: .*pull_requests"):
+    with pytest.raises(service.UnknownCollection, match=r"unknown collection 'secrets'; use one of: .*pull_requests"):
         service.query(settings, "secrets", [])
 
 
@@ -273,5 +273,5 @@ def test_ingest_refuses_what_it_cannot_read_in_one_sentence(tmp_path):
         service.own_options("incidents", times={"created": "bad path["})
     with pytest.raises(service.InvalidInput, match="a JSON object is expected"):
         service.mongodb_filter({"$date": "2026-01-01T00:00:00Z"})
-    with pytest.raises(service.InvalidInput, match="no such file|not found|does not exist"):
+    with pytest.raises(service.InvalidInput, match=r"no such file|not found|does not exist"):
         service.read_source(settings, service.SourceRequest("github", [tmp_path / "none.jsonl"]))

@@ -28,8 +28,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from context_engine.chat_models import structured_output
 from context_engine.kinds import BUILTIN, Registry, builtin_registry
-from context_engine.models import structured_output
 from context_engine.prompts import FOLLOWUP_SYSTEM
 from context_engine.query.identity import PeopleDirectory
 from context_engine.query.planner.draft import NUMBER_WORDS

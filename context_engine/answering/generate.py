@@ -23,7 +23,7 @@ from langchain_core.documents import Document
 
 from context_engine.answering.links import RELATIONS, Link, LinkChain, LinkedRecord
 from context_engine.answering.topic import mentions, topic_words
-from context_engine.models import guarded
+from context_engine.chat_models import guarded
 from context_engine.prompts import ANSWER_SYSTEM, ANSWER_USER, NO_ANSWER
 from context_engine.text import count_tokens, split_sentences
 
@@ -239,7 +239,7 @@ def generate_answer(llm: Any, question: str, *, structured: dict[str, Any] | Non
                                              links=link_text))]
     try:
         reply = guarded(llm).invoke(messages)  # the client retried the request; the run hears of a failure
-    except Exception:  # connection, timeout, server errors: the offline answer is still grounded
+    except Exception:  # noqa: BLE001 - connection, timeout, server errors: the offline answer is still grounded
         return compose_answer(question, structured=structured, contexts=contexts, chain=chain)
     written = str(reply.content).strip()
     if written == NO_ANSWER or (written.startswith(NO_ANSWER) and not _MARKER.search(written)):

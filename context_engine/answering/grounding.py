@@ -54,7 +54,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel
 
-from context_engine.models import structured_output
+from context_engine.chat_models import structured_output
 from context_engine.retrievers.bm25 import BM25Index
 from context_engine.retrievers.compress import content_terms, coverage, idf_weights, unit_tokens
 from context_engine.text import split_sentences

@@ -18,18 +18,19 @@ claim the model gives no usable answer on.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from langchain_core.documents import Document
 from pydantic import BaseModel
 
 from context_engine.answering.grounding import support
-from context_engine.text import HAN, split_sentences
+from context_engine.chat_models import structured_output
 from context_engine.retrievers.compress import content_terms, unit_tokens
-from context_engine.models import structured_output
+from context_engine.text import HAN, split_sentences
 
-__all__ = ["Verdict", "reflect", "question_entities", "SUPPORTED"]
+__all__ = ["SUPPORTED", "Verdict", "question_entities", "reflect"]
 
 # support() at or above this backs a claim: a sentence sharing at most half of its weighted content
 # words with its source is a paraphrase too loose to trust, or a claim of its own.
@@ -168,8 +169,5 @@ def reflect(question: str, answer_text: str, citations: Sequence[dict], contexts
         return Verdict(True, [], [], "accept", None, reasons)
     if attempts_left <= 0:
         return Verdict(False, unsupported, missing, "decline", None, reasons)
-    if missing:
-        rewritten = f"{question} {' '.join(missing)}"
-    else:
-        rewritten = _keywords(question) or question
+    rewritten = f"{question} {' '.join(missing)}" if missing else _keywords(question) or question
     return Verdict(False, unsupported, missing, "retry", rewritten, reasons)

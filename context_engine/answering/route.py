@@ -25,16 +25,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from context_engine.chat_models import structured_output
 from context_engine.config import Settings
+from context_engine.kinds import CollectionSpec
 from context_engine.prompts import ROUTE_SYSTEM
 from context_engine.query.catalog import Catalog
-from context_engine.kinds import CollectionSpec
 from context_engine.query.fields import people_paths
 from context_engine.query.identity import COMMON_WORDS
 from context_engine.query.offline import OfflinePlanner, detect_collection
 from context_engine.query.plan import Plan, PlanningContext
 from context_engine.text import ENGLISH_STOPWORDS
-from context_engine.models import structured_output
 
 Route = Literal["structured", "semantic", "hybrid"]
 
@@ -125,7 +125,7 @@ def route_question(question: str, *, settings: Settings, catalog: Catalog, resol
     if llm is not None:
         try:
             decision = _ask_model(llm, signals, offline, settings)
-        except Exception as exc:  # any model failure: the offline decision stands
+        except Exception as exc:  # noqa: BLE001 - any model failure: the offline decision stands
             offline.reasons.append(f"chat model failed ({exc.__class__.__name__}); kept the rule-based route")
     decision._draft = signals.plan
     return decision

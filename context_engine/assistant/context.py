@@ -180,7 +180,7 @@ def run_context(context: Any, config: Mapping[str, Any] | None = None) -> Contex
 
 def check_tenant_known(settings: Settings) -> None:
     """The run's tenant has data; else the tenants that do, by name."""
-    from context_engine.runtime import store_for  # the store opens on a run, not on import
+    from context_engine.resources import store_for  # the store opens on a run, not on import
 
     known = store_for(settings).tenants()
     if settings.tenant not in known:

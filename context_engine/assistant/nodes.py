@@ -18,8 +18,12 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from context_engine.answering.followup import resolve_followup
-from context_engine.answering.generate import (compose_answer, generate_answer, is_ownership_question,
-                                               ownership_statements)
+from context_engine.answering.generate import (
+    compose_answer,
+    generate_answer,
+    is_ownership_question,
+    ownership_statements,
+)
 from context_engine.answering.grounding import answerability, bm25_idf
 from context_engine.answering.links import follow_links
 from context_engine.answering.reflect import reflect as check_answer
@@ -29,16 +33,16 @@ from context_engine.assistant.context import Context, context_of
 from context_engine.assistant.retriever import make_retriever
 from context_engine.assistant.state import State, Turn, turn_reset
 from context_engine.assistant.structured_query import planning_context, resolve_once, run_result
+from context_engine.chat_models import watched
 from context_engine.config import Settings, check_question
-from context_engine.models import watched
 from context_engine.query.answer import compose, ignored
 from context_engine.query.engine import NOTHING_TO_QUERY
 from context_engine.query.fields import registry_of
+from context_engine.resources import catalog_for, chat_model_for, principals_for, semantic_index_for, store_for
 from context_engine.retrievers.compress import compress as compress_passages
 from context_engine.retrievers.fusion import fuse_hits
 from context_engine.retrievers.hits import hit_to_dict, hit_to_document, rows_to_hits
 from context_engine.retrievers.rerank import make_reranker
-from context_engine.runtime import catalog_for, chat_model_for, principals_for, semantic_index_for, store_for
 from context_engine.text import parse_now
 
 CHAIN_FROM = 3  # the top contexts whose cross-links an answer follows
@@ -346,7 +350,7 @@ def _without_passages(state: State, settings: Settings, reflection: dict[str, An
     when they answer by themselves (as `generate` decides), else the decline `generate` gives when
     nothing found answers — the structured half's exact answer, if any, and what was searched."""
     structured = structured_answer(state, settings) if state.get("route") != "semantic" else None
-    if _exact_rows(structured, state.get("plan")):
+    if structured is not None and _exact_rows(structured, state.get("plan")):
         answer = compose_answer(state["question"], structured=structured, contexts=[], chain=None)
         return {"answer": answer.text, "claims": "", "citations": answer.citations, "declined": False,
                 "outcome": structured["outcome"],

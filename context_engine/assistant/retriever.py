@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from context_engine.answering.links import thread_table
 from context_engine.config import Settings
+from context_engine.resources import principals_for, semantic_index_for, store_for
 from context_engine.retrievers.hybrid import HybridRetriever, LiveAccess
-from context_engine.runtime import principals_for, semantic_index_for, store_for
 
 
 def make_retriever(settings: Settings, *, fused: bool = True) -> HybridRetriever:

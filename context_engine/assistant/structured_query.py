@@ -19,20 +19,26 @@ from langgraph.runtime import Runtime
 
 from context_engine.assistant.context import Context, LibraryContext, context_of
 from context_engine.assistant.state import StructuredState
+from context_engine.chat_models import is_down, watched
 from context_engine.config import Settings
-from context_engine.models import is_down, watched
 from context_engine.query import engine
 from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, RunResult, Success
 from context_engine.query.execute import ExecutionError
 from context_engine.query.identity import Person
 from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.query.planner.templates import context_set_for
-from context_engine.runtime import asker_for, catalog_for, llm_planner_for, store_for, value_index_for
+from context_engine.resources import asker_for, catalog_for, llm_planner_for, store_for, value_index_for
 from context_engine.store.expressions import finite_for_json
 from context_engine.text import parse_now
 
-__all__ = ["structured_graph", "build_structured_graph", "run_structured", "run_result", "resolve_once",
-           "planning_context"]
+__all__ = [
+    "build_structured_graph",
+    "planning_context",
+    "resolve_once",
+    "run_result",
+    "run_structured",
+    "structured_graph",
+]
 
 
 def planner_of(context: Context, settings: Settings):
@@ -84,7 +90,7 @@ def generate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[st
         planner = None
     try:
         plan = engine.plan(ctx, planner, always_llm=context.always_llm, offline=draft)
-    except Exception as exc:  # an unparseable model answer is a failed attempt, fed back next time
+    except Exception as exc:  # noqa: BLE001 - an unparseable model answer is a failed attempt, fed back next time
         failed = Attempt(Plan("?", [], planner="llm"), f"planner error: {exc}")
         return {"plan": failed.plan.to_json(), "error": failed.error,
                 "attempts": [*state.get("attempts", []), failed.to_json()]}

@@ -55,16 +55,31 @@ import os
 import time
 import warnings
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, zip_longest
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from context_engine.text import split_sentences
 
-__all__ = ["RagQuestion", "RagRun", "RagReport", "CLAPNQ_TENANT", "clapnq_questions", "clapnq_documents",
-           "ingest_clapnq", "load_questions", "run_question", "score", "evaluate_rag", "to_evaluation_dataset",
-           "write_dataset", "sample_rows", "write_samples"]
+__all__ = [
+    "CLAPNQ_TENANT",
+    "RagQuestion",
+    "RagReport",
+    "RagRun",
+    "clapnq_documents",
+    "clapnq_questions",
+    "evaluate_rag",
+    "ingest_clapnq",
+    "load_questions",
+    "run_question",
+    "sample_rows",
+    "score",
+    "to_evaluation_dataset",
+    "write_dataset",
+    "write_samples",
+]
 
 CLAPNQ_TENANT = "clapnq"
 
@@ -358,6 +373,7 @@ def score(questions: Sequence[RagQuestion], runs: Sequence[RagRun], *, judge=Non
     LangChain chat model) adds the judge metrics; AnswerRelevancy also needs `embeddings` (LangChain).
     `progress()` is called once per question scored."""
     from ragas import evaluate
+    from ragas.dataset_schema import EvaluationResult
 
     dataset = to_evaluation_dataset(questions, runs)
     lead = max(range(len(dataset)), key=lambda i: len(dataset[i].get_features()), default=0)
@@ -390,6 +406,7 @@ def score(questions: Sequence[RagQuestion], runs: Sequence[RagRun], *, judge=Non
                                   _pbar=_ScoredJobs(len(metrics), progress) if progress else None)
         finally:
             executor_log.setLevel(level)
+        assert isinstance(result, EvaluationResult)  # an Executor only when asked for one (return_executor)
         per_sample = result.scores
     elif progress:
         for _ in dataset:

@@ -11,10 +11,11 @@ answer rate on answerable ones).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-__all__ = ["latency_summary", "write_report", "summary_table"]
+__all__ = ["latency_summary", "summary_table", "write_report"]
 
 
 def latency_summary(latencies: Sequence[float]) -> dict[str, float | None]:

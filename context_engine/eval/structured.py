@@ -38,7 +38,7 @@ from context_engine.config import Settings
 from context_engine.query.engine import MaxAttempts, ResolutionFailed, Success, principals_of
 from context_engine.query.execute import run_pipeline
 from context_engine.query.plan import from_extended_json
-from context_engine.runtime import catalog_for, llm_planner_for, store_for
+from context_engine.resources import catalog_for, llm_planner_for, store_for
 from context_engine.text import parse_now
 
 COMPARES = ("refs", "count", "value", "groups", "top", "declines")

@@ -386,7 +386,7 @@ def evaluate(data: Path, settings: Any, split: str = "test", planner: str = "off
              sample: int | None = None, progress: Callable[[Outcome], None] | None = None) -> TendReport:
     """Load the split's databases as tenants of `settings`' store, run every (sampled) question, score it."""
     from context_engine.query.llm_planner import LLMPlanner
-    from context_engine.runtime import chat_model_for
+    from context_engine.resources import chat_model_for
     from context_engine.store.documents import open_store
 
     if planner not in PLANNERS:

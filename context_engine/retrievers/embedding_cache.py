@@ -14,15 +14,16 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from context_engine.retrievers.dense import DenseEmbeddings
 
-__all__ = ["EmbeddingCache", "SharedEmbeddingCache", "CachedEmbeddings"]
+__all__ = ["CachedEmbeddings", "EmbeddingCache", "SharedEmbeddingCache"]
 
 
 def _key(text: str) -> bytes:

@@ -32,8 +32,8 @@ import numpy as np
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
+from context_engine.chat_models import structured_output
 from context_engine.config import Settings
-from context_engine.models import structured_output
 from context_engine.text import tokenize
 
 __all__ = [

@@ -223,7 +223,7 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
     @app.post(LOGIN_PATH, include_in_schema=False)
     async def login(request: Request):
         form = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=10)
-        key, next_path = (form.get("key") or [""])[0].strip(), safe_next((form.get("next") or [None])[0])
+        key, next_path = (form.get("key") or [""])[0].strip(), safe_next((form.get("next") or [""])[0] or None)
         if key not in keys:
             return login_page(next_path, limits.session_seconds / 3600, "Unknown API key.", status=401)
         sessions.end(request.cookies.get(SESSION_COOKIE))  # a new login never reuses an old session

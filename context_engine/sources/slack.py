@@ -48,9 +48,10 @@ from __future__ import annotations
 import re
 import zipfile
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from context_engine.access import PUBLIC, slack_members
 from context_engine.sources.input_caps import check_zip, parse_json, read_capped, read_member

@@ -2,7 +2,7 @@
 `ingest` writes (the server's webhook routes verify signatures and call these).
 
 Every function takes the tenant's store as it is now (None when nothing is stored yet) instead of
-reaching for one: this module is in the sources layer and never imports the runtime or ingest.
+reaching for one: this module is in the sources layer and never imports the resources or ingest.
 Every access list written here is partial (`ACL_PARTIAL`): a webhook narrows, never widens.
 """
 

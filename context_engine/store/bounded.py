@@ -535,7 +535,7 @@ def _path_values(doc: dict[str, Any], path: str, keep_arrays: bool) -> list[Any]
 
 def _equality_key(value: Any) -> tuple[Any, ...]:
     """Equal for the values MongoDB's equality finds equal (1 and 1.0; never 1 and "1" or true)."""
-    from context_engine.store.linear_stages import UnknownType, bson_key
+    from context_engine.store.embedded_stages import UnknownType, bson_key
 
     try:
         return bson_key(value)

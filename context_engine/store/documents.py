@@ -23,7 +23,7 @@ from typing import Any
 
 from context_engine.config import HIDDEN_FIELDS, Settings, check_tenant
 from context_engine.kinds import BUILTIN_NAMES, RESERVED, CollectionSpec, Registry, SpecError, check_name
-from context_engine.store.linear_stages import use_linear_stages
+from context_engine.store.embedded_stages import use_linear_stages
 from context_engine.store.sqlite_file import FILE_NAME, StoreError, StoreFile  # StoreError: raised here too
 
 LEGACY_SNAPSHOTS = "store"

@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from context_engine.store.linear_stages import UnknownType, bson_key
+from context_engine.store.embedded_stages import UnknownType, bson_key
 from context_engine.text import ASCII_LOWER, ASCII_UPPER
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -234,7 +234,7 @@ _COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
 
 
 def compare(op: str, first: Any, second: Any, missing: tuple[bool, bool]) -> bool:
-    """`$eq` ... `$lte` in MongoDB's order of values (`linear_stages.bson_key`: numbers by value whatever
+    """`$eq` ... `$lte` in MongoDB's order of values (`embedded_stages.bson_key`: numbers by value whatever
     their type, types in BSON order, true never 1); a missing operand (`missing`) is below null and
     equal only to another missing one."""
     try:

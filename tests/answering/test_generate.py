@@ -11,12 +11,12 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from context_engine.answering.generate import compose_answer, generate_answer
 from context_engine.answering.links import follow_links
 from context_engine.assistant.structured_query import run_structured
+from context_engine.chat_models import chat_model
 from context_engine.config import Settings
-from context_engine.models import chat_model
 from context_engine.query.answer import compose
 from context_engine.query.engine import Success
+from context_engine.resources import store_for
 from context_engine.retrievers.chunking import chunk_collection
-from context_engine.runtime import store_for
 from context_engine.sources.sample import STORIES
 
 NOW = datetime(2026, 11, 30, 12, 0)

@@ -14,8 +14,8 @@ from context_engine.answering.grounding import (
     bm25_idf,
     support,
 )
+from context_engine.chat_models import chat_model
 from context_engine.config import Settings
-from context_engine.models import chat_model
 from context_engine.retrievers.bm25 import BM25Index
 
 BRIDGE = Document(

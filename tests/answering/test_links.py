@@ -5,7 +5,7 @@ import pytest
 from context_engine.answering.links import follow_links, references
 from context_engine.query.engine import principals_of
 from context_engine.query.identity import PeopleDirectory
-from context_engine.runtime import catalog_for, store_for
+from context_engine.resources import catalog_for, store_for
 from context_engine.sources.sample import STORIES
 
 REDIS = STORIES["redis_session_cache"]

@@ -7,8 +7,8 @@ import pytest
 from langchain_core.documents import Document
 
 from context_engine.answering.reflect import question_entities, reflect
+from context_engine.chat_models import chat_model
 from context_engine.config import Settings
-from context_engine.models import chat_model
 
 CONTEXTS = [
     Document(id="DOC-14", page_content=("ADR-007: we replaced Memcached with Redis for the session cache because "

@@ -12,7 +12,7 @@ from langchain_core.runnables import RunnableLambda
 from context_engine.answering.route import RouteDecision, route_question
 from context_engine.assistant.structured_query import planning_context, resolve_once
 from context_engine.config import Settings
-from context_engine.runtime import catalog_for
+from context_engine.resources import catalog_for
 from tests.conftest import TEST_DATA_DIR
 
 NOW = datetime(2026, 11, 30, 12, 0)
@@ -153,7 +153,7 @@ def test_a_model_error_is_retried_then_the_offline_route_stands(settings):
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("OPENAI_BASE_URL"), reason="no chat model endpoint (OPENAI_BASE_URL)")
 def test_a_real_chat_model_routes_the_dev_set(settings):
-    from context_engine.models import chat_model
+    from context_engine.chat_models import chat_model
 
     model = chat_model(settings.with_overrides(use_llm=True))
     wrong, failed = [], []

@@ -133,7 +133,7 @@ def test_a_list_of_the_askers_records_is_not_narrowed_to_its_wording(sample_dir)
 @pytest.mark.parametrize("user", ["rsh-dev", ""])
 def test_advice_questions_are_not_filtered_by_the_asker(sample_dir, settings, question, user):
     from context_engine.query.engine import resolve
-    from context_engine.runtime import catalog_for
+    from context_engine.resources import catalog_for
     from tests.conftest import NOW as now
 
     catalog = catalog_for(settings)
@@ -149,7 +149,7 @@ def test_advice_questions_are_not_filtered_by_the_asker(sample_dir, settings, qu
                                       "issues I reported", "我上周合并了哪些PR？"])
 def test_first_person_filters_still_need_the_asker(settings, question):
     from context_engine.query.engine import resolve
-    from context_engine.runtime import catalog_for
+    from context_engine.resources import catalog_for
     from tests.conftest import NOW as now
 
     catalog = catalog_for(settings)

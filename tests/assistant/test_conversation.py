@@ -11,7 +11,7 @@ from context_engine import build_graph
 from context_engine.config import Settings
 from context_engine.query.engine import principals_of
 from context_engine.query.execute import run_pipeline
-from context_engine.runtime import catalog_for, store_for
+from context_engine.resources import catalog_for, store_for
 
 NOW = "2026-11-30T12:00:00Z"
 LAST_WEEK = {"$gte": datetime(2026, 11, 23), "$lt": datetime(2026, 11, 30)}

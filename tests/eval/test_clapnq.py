@@ -1,4 +1,4 @@
-"""The CLAP NQ dev set as the engine reads it (the graph runs over it in tests/test_eval_rag.py)."""
+"""The CLAP NQ dev set as the engine reads it (the graph runs over it in tests/eval/test_rag.py)."""
 
 import pytest
 

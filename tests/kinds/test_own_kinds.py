@@ -193,7 +193,7 @@ def test_a_non_member_never_sees_the_private_incident_in_schema_enumerations(own
 
 
 def test_value_search_confirms_an_own_value_readable_by_the_asker(own_dir):
-    from context_engine.runtime import principals_for, value_index_for
+    from context_engine.resources import principals_for, value_index_for
 
     data_dir, *_ = own_dir
     for asker, found in ((OUTSIDER, False), (MEMBER, True)):

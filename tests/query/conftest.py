@@ -17,7 +17,7 @@ from context_engine.query.ir import PlanIR
 from context_engine.query.plan import PlanningContext
 from context_engine.query.schema import schema_from_documents
 from context_engine.query.validate import validate_pipeline
-from context_engine.runtime import catalog_for
+from context_engine.resources import catalog_for
 from context_engine.store.documents import open_store
 from tests.conftest import NOW, TEST_DATA_DIR
 

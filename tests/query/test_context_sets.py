@@ -12,7 +12,7 @@ from context_engine.query import context_sets as cs
 from context_engine.query.engine import resolve
 from context_engine.query.plan import to_extended_json
 from context_engine.query.timeexpr import TimeRange
-from context_engine.runtime import catalog_for
+from context_engine.resources import catalog_for
 
 NOW = datetime(2026, 11, 30, 12)
 

@@ -5,7 +5,7 @@ import pytest
 from context_engine.assistant.structured_query import run_structured
 from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, Success
 from context_engine.query.plan import Plan
-from context_engine.runtime import catalog_for
+from context_engine.resources import catalog_for
 from context_engine.sources.sample import STORIES
 
 NOW = datetime(2026, 11, 30, 12, 0)

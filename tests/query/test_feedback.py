@@ -13,7 +13,7 @@ import pytest
 from context_engine.config import Settings
 from context_engine.query import context_sets as cs
 from context_engine.query.feedback import MAX_NOTE, FeedbackError, FeedbackStore, regression_items, submit
-from context_engine.runtime import catalog_for
+from context_engine.resources import catalog_for
 from context_engine.server import ApiKey, Limits, create_app
 from tests.serving import Server
 

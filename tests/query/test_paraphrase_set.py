@@ -32,7 +32,7 @@ from context_engine.eval.structured import (
 from context_engine.query.engine import NoResults, ResolutionFailed, Success
 from context_engine.query.plan import from_extended_json
 from context_engine.query.validate import validate_pipeline
-from context_engine.runtime import catalog_for
+from context_engine.resources import catalog_for
 from tests.conftest import TEST_DATA_DIR, names_of, needs_real_sources, run_cli, run_gold, tenant_settings
 from tests.query.conftest import RATCHET, lost
 

@@ -14,7 +14,7 @@ import pytest
 from context_engine.config import Settings
 from context_engine.eval.structured import evaluate
 from context_engine.query.timeexpr import find_time_ranges
-from context_engine.runtime import catalog_for
+from context_engine.resources import catalog_for
 from tests.conftest import TEST_DATA_DIR, needs_slack_exports, tenant_settings
 from tests.query.conftest import lost
 

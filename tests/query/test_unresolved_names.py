@@ -16,7 +16,7 @@ from context_engine.config import Settings
 from context_engine.ingest import ingest
 from context_engine.query import engine
 from context_engine.query.engine import ResolutionFailed
-from context_engine.runtime import asker_for, catalog_for, forget, value_index_for
+from context_engine.resources import asker_for, catalog_for, forget, value_index_for
 from context_engine.text import parse_now
 from tests.conftest import run_cli
 

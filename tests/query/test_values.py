@@ -14,7 +14,7 @@ from context_engine.access import PUBLIC
 from context_engine.config import Settings
 from context_engine.ingest import ingest
 from context_engine.query.values import ValueIndex, link_values, load_values
-from context_engine.runtime import catalog_for, forget, store_for, value_index_for
+from context_engine.resources import catalog_for, forget, store_for, value_index_for
 
 SAM = {"login": "sam", "name": "Sam Reader", "slack_id": "U0SAM0001", "source": "sample"}
 ZW = {"login": "zwei-dev", "name": "张伟", "aliases": ["Zhang Wei"], "email": "zhang.wei@acme.io", "source": "sample"}

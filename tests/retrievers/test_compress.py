@@ -5,8 +5,8 @@ import os
 import pytest
 from langchain_core.documents import Document
 
+from context_engine.chat_models import chat_model
 from context_engine.config import Settings
-from context_engine.models import chat_model
 from context_engine.retrievers.compress import compress
 from context_engine.text import count_tokens
 

@@ -9,11 +9,11 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 from context_engine.assistant.retriever import make_retriever
 from context_engine.config import Settings
 from context_engine.ingest import ingest
+from context_engine.resources import forget
 from context_engine.retrievers.dense import make_embeddings
 from context_engine.retrievers.fusion import RRF_K
 from context_engine.retrievers.hybrid import HybridRetriever
 from context_engine.retrievers.index import SemanticIndex
-from context_engine.runtime import forget
 
 DOCS = [
     {"doc_id": "CACHE", "title": "Session cache", "body": "The session cache moved from Memcached to Redis."},

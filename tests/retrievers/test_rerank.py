@@ -120,7 +120,7 @@ def test_cross_encoder_not_available_locally_is_a_clear_error(tmp_path):
 @pytest.mark.llm
 @pytest.mark.skipif(not os.environ.get("OPENAI_BASE_URL"), reason="no chat model endpoint (OPENAI_BASE_URL)")
 def test_llm_reranker_moves_the_relevant_hit_up():
-    from context_engine.models import chat_model
+    from context_engine.chat_models import chat_model
 
     settings = Settings(reranker="llm", use_llm=True)
     reranker = make_reranker(settings, llm=chat_model(settings))

@@ -20,7 +20,7 @@ from leaks import forbidden_markers, hidden_keys
 from context_engine.config import Settings
 from context_engine.query.execute import ExecutionError, run_pipeline
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
-from context_engine.runtime import catalog_for, principals_for, store_for
+from context_engine.resources import catalog_for, principals_for, store_for
 from context_engine.text import tokenize
 
 ASKER = "zwei-dev"

@@ -4,7 +4,7 @@ of records the asker may not read (other tenants', private channels')."""
 from __future__ import annotations
 
 from context_engine.config import HIDDEN_FIELDS, Settings
-from context_engine.runtime import store_for
+from context_engine.resources import store_for
 
 
 def forbidden_markers(settings: Settings, principals: list[str]) -> list[str]:

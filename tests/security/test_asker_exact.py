@@ -15,7 +15,7 @@ from context_engine.cli import main
 from context_engine.config import Settings
 from context_engine.ingest import ingest
 from context_engine.query.identity import AmbiguousAsker, UnknownAsker, UnknownPerson
-from context_engine.runtime import forget, principals_for
+from context_engine.resources import forget, principals_for
 from context_engine.sources.sample import generate
 from tests.conftest import run_cli
 

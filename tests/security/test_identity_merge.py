@@ -18,7 +18,7 @@ import pytest
 from context_engine.cli import main
 from context_engine.config import Settings
 from context_engine.ingest import ingest
-from context_engine.runtime import forget, principals_for
+from context_engine.resources import forget, principals_for
 from context_engine.sources.docs import read_docs
 from context_engine.sources.git import people_from_commits
 from context_engine.sources.github import people_from_github

@@ -124,7 +124,7 @@ def _mcp_stdio(data_dir, asker, calls):
 
 def test_a_dump_narrowing_a_record_with_no_index_leaves_no_window(data_dir, tmp_path):
     from context_engine.answering.links import follow_links
-    from context_engine.runtime import principals_for, store_for
+    from context_engine.resources import principals_for, store_for
 
     question = "how do the vexmoor cipher keys rotate?"
     # Before: the record is public, and every path finds it (so the checks below can fail).

@@ -10,7 +10,7 @@ from context_engine.access import PUBLIC, merge_acl, principals_of_accounts
 from context_engine.config import Settings, TenantError, check_tenant
 from context_engine.ingest import ingest
 from context_engine.query.execute import run_pipeline, scope_filter, strip_hidden_deep
-from context_engine.runtime import forget, principals_for
+from context_engine.resources import forget, principals_for
 from context_engine.store.documents import open_store
 
 # "sam" is Sam's GitHub login; Eve's Slack handle and Jira name are also "sam". Both are stated the way

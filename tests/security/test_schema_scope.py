@@ -14,7 +14,7 @@ import pytest
 from context_engine.config import Settings
 from context_engine.ingest import ingest
 from context_engine.query.catalog import load_catalog
-from context_engine.runtime import catalog_for, forget, principals_for
+from context_engine.resources import catalog_for, forget, principals_for
 from context_engine.store.documents import open_store
 
 SECRET_CHANNEL = "zz-merger-talks"

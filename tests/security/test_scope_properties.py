@@ -21,7 +21,7 @@ from context_engine.config import Settings
 from context_engine.ingest import ingest
 from context_engine.query.execute import ExecutionError, run_pipeline
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
-from context_engine.runtime import catalog_for, forget, principals_for, store_for
+from context_engine.resources import catalog_for, forget, principals_for, store_for
 from context_engine.sources.sample import generate
 from tests.security.leaks import forbidden_markers, hidden_keys
 
@@ -115,7 +115,7 @@ RAN: list[int] = []  # rows returned by each accepted pipeline, for the check be
 
 
 # Draws are derandomized (tests/conftest.py); no draw has failed yet (2,400 random ones explored with
-# HYPOTHESIS_PROFILE=explore). The examples pin the accepted $group paths that store/linear_stages.py
+# HYPOTHESIS_PROFILE=explore). The examples pin the accepted $group paths that store/embedded_stages.py
 # serves with keys and sets of its own: objects as keys and arrays of objects in a set; numbers, null and
 # missing values.
 @example(case=("pull_requests", [{"$group": {"_id": "$user", "out": {"$addToSet": "$labels"}}}]))

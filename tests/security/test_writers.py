@@ -18,7 +18,7 @@ import pytest
 from context_engine.config import Settings
 from context_engine.ingest import ingest
 from context_engine.query.catalog import load_catalog
-from context_engine.runtime import forget, store_for
+from context_engine.resources import forget, store_for
 from context_engine.store.documents import open_store
 
 WRITE = textwrap.dedent("""

@@ -13,7 +13,7 @@ import pytest
 from context_engine.answering.links import references
 from context_engine.config import Settings
 from context_engine.ingest import ingest
-from context_engine.runtime import store_for
+from context_engine.resources import store_for
 from tests.conftest import EVAL_DATA, REPO_ROOT, TEST_DATA_DIR, needs_slack_exports, run_cli
 from tests.sources.conftest import Repo
 

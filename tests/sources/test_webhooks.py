@@ -34,7 +34,7 @@ def test_before_anything_is_stored_an_event_says_only_what_it_states():
 
 
 def test_with_a_store_an_event_never_widens_a_channel(settings):
-    from context_engine.runtime import store_for
+    from context_engine.resources import store_for
 
     store = store_for(settings)
     private = next(d for d in store.collection("messages").find({"tenant_id": "acme"})

@@ -12,7 +12,7 @@ import pytest
 from context_engine.assistant.structured_query import run_structured
 from context_engine.config import Settings
 from context_engine.query.engine import NoResults, Success
-from context_engine.runtime import store_for
+from context_engine.resources import store_for
 
 pytestmark = pytest.mark.mongodb
 MONGODB_URI = os.environ.get("MONGODB_URI") or "mongomock://test-mongodb-path"

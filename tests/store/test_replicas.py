@@ -11,8 +11,8 @@ import pytest
 from context_engine import graph
 from context_engine.config import Settings
 from context_engine.ingest import ingest, sync_tenant_index
+from context_engine.resources import forget
 from context_engine.retrievers import embedding_cache
-from context_engine.runtime import forget
 from context_engine.store.documents import SHARED_POLL_SECONDS, open_store
 
 DOCS = [

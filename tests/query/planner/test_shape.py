@@ -9,7 +9,7 @@ import pytest
 from context_engine.eval.structured import same_answer
 from context_engine.query.engine import resolve
 from context_engine.query.offline import OfflinePlanner
-from context_engine.runtime import catalog_for
+from context_engine.resources import catalog_for
 from tests.conftest import NOW
 
 

@@ -18,7 +18,7 @@ from context_engine.query.execute import run_pipeline
 from context_engine.query.feedback import FeedbackStore, submit
 from context_engine.query.offline import OfflinePlanner
 from context_engine.query.planner.templates import context_set_for
-from context_engine.runtime import catalog_for, store_for
+from context_engine.resources import catalog_for, store_for
 
 NOW = datetime(2026, 11, 30, 12)
 # A plan no step-by-step reading of its question writes (the 3 oldest, oldest first): when a later

@@ -14,7 +14,7 @@ from context_engine.assistant.structured_query import run_structured
 from context_engine.query.engine import Success
 from context_engine.query.fulltext import index_words
 from context_engine.query.offline import OfflinePlanner
-from context_engine.runtime import catalog_for, store_for
+from context_engine.resources import catalog_for, store_for
 from tests.conftest import NOW
 from tests.query.conftest import context
 

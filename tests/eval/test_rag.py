@@ -2,6 +2,7 @@
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from langchain_core.embeddings import Embeddings
@@ -10,10 +11,17 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from context_engine.config import Settings
-from context_engine.eval.rag import (CLAPNQ_TENANT, RagQuestion, RagRun, clapnq_questions, evaluate_rag, ingest_clapnq,
-                                     load_questions, score)
+from context_engine.eval.rag import (
+    CLAPNQ_TENANT,
+    RagQuestion,
+    RagRun,
+    clapnq_questions,
+    evaluate_rag,
+    ingest_clapnq,
+    load_questions,
+    score,
+)
 from context_engine.eval.report import write_report
-
 from tests.conftest import EVAL_DATA, needs_clapnq, run_cli
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -169,7 +177,7 @@ def test_ragas_evaluate_on_the_written_dataset_reproduces_the_run(tmp_path):
     offline = json.loads(done.stdout)
     assert offline and not {"faithfulness", "answer_relevancy", "context_recall"} & set(offline)
     assert offline == {name: report.metrics[name] for name in offline}
-    assert "JUDGE" in open(files["rescore"]).read().split('"""')[1]  # the note on re-scoring the judge's metrics
+    assert "JUDGE" in Path(files["rescore"]).read_text().split('"""')[1]  # the note on re-scoring the judge's metrics
 
 
 def test_load_questions_names_the_bad_line(tmp_path):
@@ -185,11 +193,11 @@ def test_load_questions_names_the_bad_line(tmp_path):
 def test_write_report_files(tmp_path):
     files = write_report(tmp_path / "out", title="t", metrics={"a": 0.5, "b": None}, info={"questions": 2},
                          latencies=[0.1, 0.3], items=[{"id": 1}])
-    data = json.loads(open(files["json"]).read())
+    data = json.loads(Path(files["json"]).read_text())
     assert data["metrics"] == {"a": 0.5, "b": None} and data["latency"]["max"] == 0.3 and data["items"] == [{"id": 1}]
-    markdown = open(files["markdown"]).read()
+    markdown = Path(files["markdown"]).read_text()
     assert "| a | 0.5000 |" in markdown and "| b | – |" in markdown and "| questions | 2 |" in markdown
-    assert open(files["chart"], "rb").read(8) == PNG_MAGIC
+    assert Path(files["chart"]).read_bytes()[:8] == PNG_MAGIC
 
 
 @needs_clapnq

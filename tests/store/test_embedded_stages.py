@@ -1,4 +1,4 @@
-"""`store.linear_stages`: `$unwind` gives exactly what mongomock's own handler gives (the same rows in the
+"""`store.embedded_stages`: `$unwind` gives exactly what mongomock's own handler gives (the same rows in the
 same order); `$group` groups and orders keys as MongoDB's BSON comparison does, on keys that mix types
 (0, false and null; [0] and [false]; 1 and 1.0; field order), where mongomock's handler does not. On
 the sample organisation's pipelines, whose keys do not mix types, both agree with mongomock's rows."""
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from mongomock.aggregate import process_pipeline
 
 from context_engine.config import Settings
-from context_engine.store import linear_stages
+from context_engine.store import embedded_stages
 from context_engine.store.documents import open_store
 
 
@@ -28,10 +28,10 @@ def store(sample_records_dir):
 
 def _both(rows, stage):
     """(mongomock's handler's output, this module's), each over its own deep copy of `rows`."""
-    linear_stages.use_linear_stages()  # keeps mongomock's handlers (run alone, no store has installed them yet)
+    embedded_stages.use_linear_stages()  # keeps mongomock's handlers (run alone, no store has installed them yet)
     name, options = next(iter(stage.items()))
-    ours = {"$unwind": linear_stages._unwind, "$group": linear_stages._group}[name]
-    theirs = linear_stages._MONGOMOCK[name]
+    ours = {"$unwind": embedded_stages._unwind, "$group": embedded_stages._group}[name]
+    theirs = embedded_stages._MONGOMOCK[name]
     return theirs(copy.deepcopy(rows), None, options), ours(copy.deepcopy(rows), None, options)
 
 
@@ -66,7 +66,7 @@ def test_unwind_copies_are_independent_and_the_input_is_unchanged():
     doc = {"_id": 1, "meta": {"tags": ["a"]}, "items": [{"k": 1}, {"k": 2}], "alias": None}
     doc["alias"] = doc["items"]  # the same list under two names: the other name keeps the whole list
     before = copy.deepcopy(doc)
-    out = linear_stages._unwind([doc], None, "$items")
+    out = embedded_stages._unwind([doc], None, "$items")
     assert [row["items"] for row in out] == [{"k": 1}, {"k": 2}]
     assert [row["alias"] for row in out] == [[{"k": 1}, {"k": 2}]] * 2
     out[0]["meta"]["tags"].append("b")
@@ -74,7 +74,7 @@ def test_unwind_copies_are_independent_and_the_input_is_unchanged():
 
 
 def _group(rows, options):
-    return linear_stages._group(copy.deepcopy(rows), None, options)
+    return embedded_stages._group(copy.deepcopy(rows), None, options)
 
 
 def _strict(value):

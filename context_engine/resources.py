@@ -9,8 +9,8 @@ import threading
 import time
 from typing import Any
 
+from context_engine.chat_models import chat_model
 from context_engine.config import Settings
-from context_engine.models import chat_model
 from context_engine.query.catalog import Catalog, load_catalog
 from context_engine.query.identity import Person
 from context_engine.query.values import ValueData, ValueIndex, load_values

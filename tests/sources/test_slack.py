@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from context_engine.answering.links import references
-from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.normalize import normalize
+from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.sources.slack import read_slack_export, render_text, workspace_name
+from tests.conftest import EVAL_DATA, TEST_DATA_DIR
 
-FIXTURE = Path(__file__).parent / "data" / "connectors" / "slack" / "acme-slack-export"
-REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "slack"
+FIXTURE = TEST_DATA_DIR / "connectors" / "slack" / "acme-slack-export"
+REAL = EVAL_DATA / "slack"
 WORKSPACES = ("clojurians", "elmlang", "racket")
 
 PARENT_TS = "1709546400.000100"
@@ -157,7 +158,7 @@ def test_an_unreadable_source_raises_source_error(tmp_path):
     broken = tmp_path / "broken-slack-export"
     shutil.copytree(FIXTURE, broken)
     (broken / "channels.json").write_text('{"general": 1}')
-    with pytest.raises(SourceError, match="channels.json"):
+    with pytest.raises(SourceError, match=r"channels\.json"):
         read_slack_export(broken, ReadProblems())
 
 

@@ -16,9 +16,7 @@ from pydantic import BaseModel
 
 from context_engine import build_graph, graph
 from context_engine.assistant.context import LibraryContext
-from context_engine.cli import main
-from context_engine.config import Settings
-from context_engine.models import (
+from context_engine.chat_models import (
     ModelUnavailable,
     StructuredOutputError,
     guarded,
@@ -26,6 +24,8 @@ from context_engine.models import (
     structured_output,
     watching,
 )
+from context_engine.cli import main
+from context_engine.config import Settings
 from tests.chat_fakes import ScriptedChatModel, TextChatModel
 
 NOW = "2026-11-30T12:00:00Z"

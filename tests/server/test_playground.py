@@ -11,10 +11,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.serving import Server
 
 from context_engine.config import Settings
 from context_engine.server import SESSION_COOKIE, ApiKey, Limits, create_app
+from tests.serving import Server
 
 NOW = "2026-11-30T12:00:00Z"
 KEY = "acme-playground-key"

@@ -217,7 +217,7 @@ class _ModelCall(RunnableLambda):
     """A model call whose callers' `with_retry` repeats only a malformed answer, and at once: a failed
     call is the client's to retry (it did, once), and an unreachable model is not called again."""
 
-    def with_retry(self, *, stop_after_attempt: int = 3, **_caller_policy: Any):  # type: ignore[override]
+    def with_retry(self, *, stop_after_attempt: int = 3, **_caller_policy: Any):
         return super().with_retry(retry_if_exception_type=(StructuredOutputError,), wait_exponential_jitter=False,
                                   stop_after_attempt=stop_after_attempt)
 

@@ -155,8 +155,8 @@ def test_a_stream_is_about_the_size_of_its_answer(server):
 
 
 def test_a_key_sees_only_its_tenant_whatever_the_body_says(server, data_dir):
-    from context_engine.runtime import forget
     from context_engine.ingest import ingest
+    from context_engine.resources import forget
 
     settings = Settings(data_dir=data_dir, mongodb_uri=None)
     marker = "quokkafrost"
