@@ -20,8 +20,6 @@ PUBLIC = "*"
 SYSTEMS = ("github", "github-team", "slack", "jira", "linear", "email")
 
 
-
-
 def fold_account(account: str) -> str:
     """An account as caseless systems compare it: ASCII letters lower-cased, nothing else touched.
     Never `str.lower()`: Unicode case mapping turns some other letters into ASCII ones (KELVIN SIGN

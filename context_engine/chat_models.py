@@ -40,9 +40,22 @@ from pydantic import BaseModel
 
 from context_engine.config import CHAT_ROLES, Settings
 
-__all__ = ["CONNECT_TIMEOUT", "ModelUnavailable", "ModelWatch", "StructuredOutputError", "chat_model", "guarded",
-           "is_down", "model_key", "model_label", "openai_timeout",
-           "probe_endpoints", "structured_output", "watched", "watching"]
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "ModelUnavailable",
+    "ModelWatch",
+    "StructuredOutputError",
+    "chat_model",
+    "guarded",
+    "is_down",
+    "model_key",
+    "model_label",
+    "openai_timeout",
+    "probe_endpoints",
+    "structured_output",
+    "watched",
+    "watching",
+]
 
 # Opening a connection to a live endpoint takes milliseconds; a dead or unroutable one should cost a
 # run seconds, not the two minutes an answer may take once connected.
@@ -53,10 +66,26 @@ REQUEST_TIMEOUT = 120.0
 # its key is refused, it does not exist there. LangChain's provider-neutral classes (which the
 # integrations raise), and by name the same errors of provider SDKs an integration does not map yet
 # (openai, anthropic ... share the names) and of httpx itself, without importing any of them.
-_UNREACHABLE = (ModelConnectionError, ModelTimeoutError, ModelAuthenticationError, ModelPermissionDeniedError,
-                ModelNotFoundError, ConnectionError, TimeoutError)
-_UNREACHABLE_NAMES = frozenset({"APIConnectionError", "APITimeoutError", "AuthenticationError",
-                                "PermissionDeniedError", "NotFoundError", "ConnectError", "ConnectTimeout"})
+_UNREACHABLE = (
+    ModelConnectionError,
+    ModelTimeoutError,
+    ModelAuthenticationError,
+    ModelPermissionDeniedError,
+    ModelNotFoundError,
+    ConnectionError,
+    TimeoutError,
+)
+_UNREACHABLE_NAMES = frozenset(
+    {
+        "APIConnectionError",
+        "APITimeoutError",
+        "AuthenticationError",
+        "PermissionDeniedError",
+        "NotFoundError",
+        "ConnectError",
+        "ConnectTimeout",
+    }
+)
 
 
 class ModelUnavailable(RuntimeError):
@@ -77,17 +106,30 @@ def chat_model(settings: Settings, role: str = "", **kwargs: Any):
     if isinstance(spec, str) and ":" in spec:
         from langchain.chat_models import init_chat_model  # lazy: provider packages are heavy
 
-        endpoint = ({"base_url": settings.openai_base_url, "api_key": settings.openai_api_key or "not-needed",
-                     "timeout": openai_timeout(), "max_retries": 1}
-                    if spec.startswith("openai:") and settings.openai_base_url else {})
+        endpoint = (
+            {
+                "base_url": settings.openai_base_url,
+                "api_key": settings.openai_api_key or "not-needed",
+                "timeout": openai_timeout(),
+                "max_retries": 1,
+            }
+            if spec.startswith("openai:") and settings.openai_base_url
+            else {}
+        )
         return init_chat_model(spec, temperature=0, **endpoint, **kwargs)
     if not (settings.openai_base_url or settings.openai_api_key):
         return None
     from langchain_openai import ChatOpenAI  # lazy: importing it costs ~0.5 s
 
-    return ChatOpenAI(model=spec or settings.model, base_url=settings.openai_base_url,
-                      api_key=settings.openai_api_key or "not-needed", temperature=0,
-                      timeout=openai_timeout(), max_retries=1, **kwargs)
+    return ChatOpenAI(
+        model=spec or settings.model,
+        base_url=settings.openai_base_url,
+        api_key=settings.openai_api_key or "not-needed",
+        temperature=0,
+        timeout=openai_timeout(),
+        max_retries=1,
+        **kwargs,
+    )
 
 
 def openai_timeout(total: float = REQUEST_TIMEOUT) -> Any:
@@ -128,6 +170,7 @@ def _unreachable(error: BaseException) -> bool:
 @dataclass
 class ModelWatch:
     """One run's view of its models: the first failure (`error`) and the models found unreachable (`down`)."""
+
     error: str = ""
     down: list[str] = field(default_factory=list)
 
@@ -148,8 +191,10 @@ class ModelWatch:
             self._first(f"chat model {model_label(model)} failed ({type(error).__name__})")
 
     def malformed(self, model: Any, schema: type[BaseModel], error: BaseException) -> None:
-        self._first(f"chat model {model_label(model)} did not answer in the {schema.__name__} JSON asked for "
-                    f"({type(error).__name__})")
+        self._first(
+            f"chat model {model_label(model)} did not answer in the {schema.__name__} JSON asked for "
+            f"({type(error).__name__})"
+        )
 
     def _first(self, sentence: str) -> None:
         if not self.error:
@@ -187,6 +232,7 @@ def watched(node: Callable[..., dict[str, Any]] | None = None, *, fresh: bool = 
     """A graph node whose model calls are watched (`watching`), its update carrying what changed:
     `model_error` and `models_down`. `fresh`: the node that starts a run, where earlier runs' failures
     on the same thread are forgotten (a model down then may be up now)."""
+
     def wrap(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
         @functools.wraps(fn)  # the node's own signature: LangGraph passes `runtime` by it
         def run(state: dict[str, Any], *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -194,7 +240,9 @@ def watched(node: Callable[..., dict[str, Any]] | None = None, *, fresh: bool = 
             with watching(before) as watch:
                 update = fn(state, *args, **kwargs)
             return {**update, **watch.report(before)}
+
         return run
+
     return wrap(node) if node is not None else wrap
 
 
@@ -218,8 +266,11 @@ class _ModelCall(RunnableLambda):
     call is the client's to retry (it did, once), and an unreachable model is not called again."""
 
     def with_retry(self, *, stop_after_attempt: int = 3, **_caller_policy: Any):
-        return super().with_retry(retry_if_exception_type=(StructuredOutputError,), wait_exponential_jitter=False,
-                                  stop_after_attempt=stop_after_attempt)
+        return super().with_retry(
+            retry_if_exception_type=(StructuredOutputError,),
+            wait_exponential_jitter=False,
+            stop_after_attempt=stop_after_attempt,
+        )
 
 
 def guarded(model: Any, runnable: Any = None):
@@ -255,8 +306,9 @@ def _asking_for_json(messages: Any, schema: type[BaseModel]) -> list[BaseMessage
     if hasattr(messages, "to_messages"):  # a prompt value
         messages = messages.to_messages()
     listed = convert_to_messages([("human", messages)] if isinstance(messages, str) else messages)
-    ask = ("Answer with one JSON object and nothing else, valid against this JSON schema:\n"
-           + json.dumps(schema.model_json_schema(), ensure_ascii=False))
+    ask = "Answer with one JSON object and nothing else, valid against this JSON schema:\n" + json.dumps(
+        schema.model_json_schema(), ensure_ascii=False
+    )
     if listed and isinstance(listed[0], SystemMessage) and isinstance(listed[0].content, str):
         return [SystemMessage(f"{listed[0].content}\n\n{ask}"), *listed[1:]]
     return [SystemMessage(ask), *listed]

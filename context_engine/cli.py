@@ -58,8 +58,11 @@ def _import_frozen(name: str) -> Any:
 def _settings(args: argparse.Namespace):
     from context_engine.config import Settings
 
-    return Settings().with_overrides(data_dir=getattr(args, "data_dir", None), tenant=getattr(args, "tenant", None),
-                                     asker=getattr(args, "as_user", None))
+    return Settings().with_overrides(
+        data_dir=getattr(args, "data_dir", None),
+        tenant=getattr(args, "tenant", None),
+        asker=getattr(args, "as_user", None),
+    )
 
 
 # Rich tables wrap at the width of the terminal; piped, rich assumes 80 columns, and a log or a file
@@ -103,11 +106,17 @@ class _Stages:
         if self.console.is_terminal:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), console=self.console)
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+            )
             self.bar.start()
-            self.tasks = {key: self.bar.add_task(description, total=total)
-                          for key, (description, total) in self.stages.items()}
+            self.tasks = {
+                key: self.bar.add_task(description, total=total) for key, (description, total) in self.stages.items()
+            }
         return self
 
     def __exit__(self, *exc) -> None:
@@ -180,8 +189,14 @@ class _Progress:
         tenant, _, what = label.rpartition(": ")
         if what == "chunks to embed" and count:
             if self.bar is None:
-                self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                    TimeElapsedColumn(), TimeRemainingColumn(), console=self.console)
+                self.bar = Progress(
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    TimeRemainingColumn(),
+                    console=self.console,
+                )
                 self.bar.start()
             self.tasks[tenant] = self.bar.add_task(f"  {tenant}: embedding", total=count)
         elif what == "embedded" and tenant in self.tasks:
@@ -195,8 +210,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from context_engine import service
 
     settings = _settings(args)
-    request = service.SourceRequest(args.source, [Path(p) for p in args.paths] if args.source != "mongodb" else [],
-                                    repo=args.repo, since=args.since, full=args.prune)
+    request = service.SourceRequest(
+        args.source,
+        [Path(p) for p in args.paths] if args.source != "mongodb" else [],
+        repo=args.repo,
+        since=args.since,
+        full=args.prune,
+    )
     if args.source in ("json", "mongodb"):
         request.own = _own_options(args)
     else:
@@ -222,28 +242,40 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         for warning in read.warnings:
             print(f"context-engine: warning: {warning}", file=sys.stderr)
         with _Progress() as progress:
-            out = service.ingest(settings, reading, progress=progress, index=not args.no_index, prune=args.prune,
-                                 public=args.public)
+            out = service.ingest(
+                settings, reading, progress=progress, index=not args.no_index, prune=args.prune, public=args.public
+            )
     except service.InvalidInput as exc:
         raise InputError(str(exc)) from None
     if args.json:
         _print_json(out)
     else:
         for r in out:
-            counts = ", ".join(f"{n} {v['inserted']}+{v['updated']}~{v['unchanged']}=" for n, v in r["collections"].items())
+            counts = ", ".join(
+                f"{n} {v['inserted']}+{v['updated']}~{v['unchanged']}=" for n, v in r["collections"].items()
+            )
             total = sum(v["inserted"] + v["updated"] + v["unchanged"] for v in r["collections"].values())
-            print(f"tenant {r['tenant']}: {total:,} records ({counts.replace('=', '')}; new+updated~unchanged), "
-                  f"{r['skipped']} skipped, {r['seconds']:.1f}s")
+            print(
+                f"tenant {r['tenant']}: {total:,} records ({counts.replace('=', '')}; new+updated~unchanged), "
+                f"{r['skipped']} skipped, {r['seconds']:.1f}s"
+            )
             if r["index"]:
                 ix = r["index"]
-                print(f"  semantic index: {ix['chunks']:,} chunks (+{ix['added']} ~{ix['updated']} -{ix['removed']}), "
-                      f"{ix['embedded']:,} embedded, {ix['cache_hits']:,} from the embedding cache, {ix['seconds']:.1f}s")
+                print(
+                    f"  semantic index: {ix['chunks']:,} chunks (+{ix['added']} ~{ix['updated']} -{ix['removed']}), "
+                    f"{ix['embedded']:,} embedded, {ix['cache_hits']:,} from the embedding cache, {ix['seconds']:.1f}s"
+                )
             if r["removed"]:
-                print("  removed (no longer in the source): "
-                      + ", ".join(f"{n} {count:,}" for n, count in r["removed"].items()))
+                print(
+                    "  removed (no longer in the source): "
+                    + ", ".join(f"{n} {count:,}" for n, count in r["removed"].items())
+                )
             if r["readable_by_nobody"]:
-                print(f"  access: {r['readable_by_nobody']:,} new records whose source does not say who may read them "
-                      "are readable by nobody; pass --public if the whole tenant may read this source", file=sys.stderr)
+                print(
+                    f"  access: {r['readable_by_nobody']:,} new records whose source does not say who may read them "
+                    "are readable by nobody; pass --public if the whole tenant may read this source",
+                    file=sys.stderr,
+                )
             if r["people_conflicts"]:
                 print(f"  people: {r['people_conflicts']} possible matches left apart (see `context-engine people`)")
             for problem in r["problems"]:
@@ -251,8 +283,23 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-OWN_OPTIONS = ("collection", "key", "ref_prefix", "noun", "time", "person", "text", "value", "reference",
-               "access_field", "spec", "db", "source_collection", "filter", "limit")
+OWN_OPTIONS = (
+    "collection",
+    "key",
+    "ref_prefix",
+    "noun",
+    "time",
+    "person",
+    "text",
+    "value",
+    "reference",
+    "access_field",
+    "spec",
+    "db",
+    "source_collection",
+    "filter",
+    "limit",
+)
 
 
 def _pairs(values: list[str] | None, option: str, shape: str) -> list[tuple[str, str]]:
@@ -272,8 +319,11 @@ def _own_options(args: argparse.Namespace):
 
     if not args.collection:
         raise InputError(f"`ingest {args.source}` needs --collection NAME (the collection the records go to)")
-    described = [f"--{name.replace('_', '-')}" for name in ("key", "ref_prefix", "noun", "time", "person", "text",
-                                                             "value", "reference") if getattr(args, name) not in (None, [])]
+    described = [
+        f"--{name.replace('_', '-')}"
+        for name in ("key", "ref_prefix", "noun", "time", "person", "text", "value", "reference")
+        if getattr(args, name) not in (None, [])
+    ]
     try:
         if args.spec:
             if described:
@@ -284,19 +334,30 @@ def _own_options(args: argparse.Namespace):
             path, _, handle = target.partition(":")
             people[role] = (path, handle or "github")
             if people[role][1] not in service.HANDLE_KINDS:
-                raise InputError(f"--person {role}={target}: handle {handle!r} is not one of "
-                                 f"{', '.join(service.HANDLE_KINDS)}")
-        return service.own_options(args.collection, key=args.key, ref_prefix=args.ref_prefix, noun=args.noun,
-                                   times=dict(_pairs(args.time, "--time", "ROLE=FIELD")), people=people,
-                                   text=args.text or [], values=dict(_pairs(args.value, "--value", "ROLE=FIELD")),
-                                   references=dict(_pairs(args.reference, "--reference", "FIELD=COLLECTION")),
-                                   access_field=args.access_field, public=args.public)
+                raise InputError(
+                    f"--person {role}={target}: handle {handle!r} is not one of {', '.join(service.HANDLE_KINDS)}"
+                )
+        return service.own_options(
+            args.collection,
+            key=args.key,
+            ref_prefix=args.ref_prefix,
+            noun=args.noun,
+            times=dict(_pairs(args.time, "--time", "ROLE=FIELD")),
+            people=people,
+            text=args.text or [],
+            values=dict(_pairs(args.value, "--value", "ROLE=FIELD")),
+            references=dict(_pairs(args.reference, "--reference", "FIELD=COLLECTION")),
+            access_field=args.access_field,
+            public=args.public,
+        )
     except service.InvalidInput as exc:
         raise InputError(str(exc)) from None
 
 
-ASKER_HELP = ("the asker, named exactly: a GitHub login, Slack user id, Jira/Linear account, verified e-mail or "
-              "system:account (github:login, slack:U...); never a name or handle (default: public records only)")
+ASKER_HELP = (
+    "the asker, named exactly: a GitHub login, Slack user id, Jira/Linear account, verified e-mail or "
+    "system:account (github:login, slack:U...); never a name or handle (default: public records only)"
+)
 
 
 def _check_tenant_and_asker(settings) -> None:
@@ -333,11 +394,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
         if result.get("citations"):
             print("\nSources:")
             for n, cite in enumerate(result["citations"], 1):
-                print(f"[{cite.get('n', n)}] " + " · ".join(str(x) for x in (cite.get("title"), cite.get("id"),
-                                                                            cite.get("url")) if x))
+                print(
+                    f"[{cite.get('n', n)}] "
+                    + " · ".join(str(x) for x in (cite.get("title"), cite.get("id"), cite.get("url")) if x)
+                )
         for q in result.get("queries", []):
             if "pipeline" in q:
-                print(f"\nquery: {q['collection']} {json.dumps(q['pipeline'], ensure_ascii=False, default=_json_default)}")
+                print(
+                    f"\nquery: {q['collection']} {json.dumps(q['pipeline'], ensure_ascii=False, default=_json_default)}"
+                )
                 for i, attempt in enumerate(q["attempts"], 1):
                     if attempt["error"]:
                         print(f"  attempt {i} rejected: {attempt['error']}")
@@ -395,11 +460,15 @@ def cmd_context_set(args: argparse.Namespace) -> int:
         _print_json(view.to_json())
         return EXIT_OK
     cs = view.context_set
-    print(f"context set of tenant {settings.tenant} ({view.source}): {len(cs.templates)} templates, "
-          f"{len(cs.facets)} facets")
+    print(
+        f"context set of tenant {settings.tenant} ({view.source}): {len(cs.templates)} templates, "
+        f"{len(cs.facets)} facets"
+    )
     for t in cs.templates:
         params = ", ".join(f"{k}: {v}" for k, v in t.params.items()) or "no parameters"
-        print(f"  template {t.name}: {t.question!r} -> {t.collection} ({params})" + (f" [{t.source}]" if t.source else ""))
+        print(
+            f"  template {t.name}: {t.question!r} -> {t.collection} ({params})" + (f" [{t.source}]" if t.source else "")
+        )
     for f in cs.facets:
         print(f"  facet {f.name} ({f.collection}): {', '.join(f.phrases)}")
     if cs.inactive:
@@ -423,15 +492,21 @@ def _test_template(args: argparse.Namespace, settings) -> int:
         return EXIT_OK
     template, plan, matched = report["template_plan"], report["engine_plan"], report["matched_template"]
     print(f"template {report['template']}: {report['question']!r}")
-    print(f"  template plan: {template['collection']} {json.dumps(template['pipeline'], ensure_ascii=False)}"
-          f" ({report['template_rows']} rows)")
+    print(
+        f"  template plan: {template['collection']} {json.dumps(template['pipeline'], ensure_ascii=False)}"
+        f" ({report['template_rows']} rows)"
+    )
     if plan is not None:
-        print(f"  engine plan:   {plan['collection']} {json.dumps(plan['pipeline'], ensure_ascii=False)}"
-              f" ({report['engine_outcome']}, {report['engine_rows']} rows, planner {plan['planner']})")
+        print(
+            f"  engine plan:   {plan['collection']} {json.dumps(plan['pipeline'], ensure_ascii=False)}"
+            f" ({report['engine_outcome']}, {report['engine_rows']} rows, planner {plan['planner']})"
+        )
     else:
         print(f"  engine: {report['engine_outcome']}: {report['engine_message']}")
-    print(f"  same result: {'yes' if report['same_result'] else 'no'}; the question matches template "
-          + (f"{matched} (score {report['match_score']:.0f})" if matched else "none"))
+    print(
+        f"  same result: {'yes' if report['same_result'] else 'no'}; the question matches template "
+        + (f"{matched} (score {report['match_score']:.0f})" if matched else "none")
+    )
     return EXIT_OK
 
 
@@ -442,15 +517,18 @@ def cmd_feedback(args: argparse.Namespace) -> int:
     _check_tenant_and_asker(settings)
     corrected = _json_argument(args.plan, "--plan") if args.plan else None
     try:
-        out = service.feedback(settings, "up" if args.up else "down", question=args.question, note=args.note,
-                               corrected=corrected)
+        out = service.feedback(
+            settings, "up" if args.up else "down", question=args.question, note=args.note, corrected=corrected
+        )
     except (service.FeedbackError, service.ContextSetError) as exc:
         raise InputError(f"feedback: {exc}") from None
     if args.json:
         _print_json(out)
     else:
-        print(f"feedback #{out['id']} ({out['rating']}) on {out['question']!r} stored"
-              + (f"; its plan is now template {out['template']!r} of tenant {settings.tenant}" if out["template"] else ""))
+        print(
+            f"feedback #{out['id']} ({out['rating']}) on {out['question']!r} stored"
+            + (f"; its plan is now template {out['template']!r} of tenant {settings.tenant}" if out["template"] else "")
+        )
     return EXIT_OK
 
 
@@ -510,18 +588,34 @@ def cmd_people(args: argparse.Namespace) -> int:
         _print_json(directory.to_json())
         return EXIT_OK
     table = Table(title=f"people of tenant {settings.tenant}: {len(people):,}")
-    for column in ("name", "github", "slack", "email", "jira", "team", "access (one line per account group)",
-                   "merged by"):
+    for column in (
+        "name",
+        "github",
+        "slack",
+        "email",
+        "jira",
+        "team",
+        "access (one line per account group)",
+        "merged by",
+    ):
         table.add_column(column, overflow="fold")
     for p in people:
         # Evidence that joined accounts grants access; the rest (names, handles, unverified e-mails)
         # only helps find the person in questions.
-        evidence = [f"{e['rule']} {e['detail']} ({'grants access' if e.get('access') else 'finding only'})"
-                    for e in p.get("evidence") or []]
-        table.add_row(str(p.get("name") or ""), p.get("login") or "", p.get("slack_handle") or p.get("slack_id") or "",
-                      ", ".join(p.get("emails") or ([p["email"]] if p.get("email") else [])), p.get("jira") or "",
-                      p.get("team") or "", "\n".join(", ".join(g["principals"]) for g in p.get("accounts") or []),
-                      "\n".join(evidence))
+        evidence = [
+            f"{e['rule']} {e['detail']} ({'grants access' if e.get('access') else 'finding only'})"
+            for e in p.get("evidence") or []
+        ]
+        table.add_row(
+            str(p.get("name") or ""),
+            p.get("login") or "",
+            p.get("slack_handle") or p.get("slack_id") or "",
+            ", ".join(p.get("emails") or ([p["email"]] if p.get("email") else [])),
+            p.get("jira") or "",
+            p.get("team") or "",
+            "\n".join(", ".join(g["principals"]) for g in p.get("accounts") or []),
+            "\n".join(evidence),
+        )
     console = _console()
     console.print(table)
     for conflict in directory.conflicts:
@@ -535,21 +629,30 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from context_engine.service import RerankerError
 
     if not args.beir or not args.split:
-        raise InputError("`eval retrieval` needs --beir DIR (corpus.jsonl[.gz], queries.jsonl, qrels/) and --split SPLIT")
+        raise InputError(
+            "`eval retrieval` needs --beir DIR (corpus.jsonl[.gz], queries.jsonl, qrels/) and --split SPLIT"
+        )
     settings = _settings(args)
     try:
-        report = evaluate_retrieval(Path(args.beir), args.split, settings, limit=args.limit,
-                                    llm=chat_model(settings) if settings.reranker == "llm" else None,
-                                    progress=lambda message: print(message, file=sys.stderr, flush=True))
+        report = evaluate_retrieval(
+            Path(args.beir),
+            args.split,
+            settings,
+            limit=args.limit,
+            llm=chat_model(settings) if settings.reranker == "llm" else None,
+            progress=lambda message: print(message, file=sys.stderr, flush=True),
+        )
     except (BeirInputError, RerankerError) as exc:
         raise InputError(str(exc)) from None
     if args.json:
         _print_json(report)
     else:
         weights = f"bm25 {settings.bm25_weight:g}, dense {settings.dense_weight:g}"
-        print(f"{args.beir} ({args.split}): fusion {settings.fusion} ({weights}"
-              + (f", k {settings.rrf_k}" if settings.fusion == "rrf" else "")
-              + f"), reranker {settings.reranker} over {settings.rerank_k}, default retrieve_k {settings.retrieve_k}")
+        print(
+            f"{args.beir} ({args.split}): fusion {settings.fusion} ({weights}"
+            + (f", k {settings.rrf_k}" if settings.fusion == "rrf" else "")
+            + f"), reranker {settings.reranker} over {settings.rerank_k}, default retrieve_k {settings.retrieve_k}"
+        )
         print(f"{'run':<10}" + "".join(f"{m:>12}" for m in METRICS))
         for name, metrics in report.items():
             print(f"{name:<10}" + "".join(f"{metrics[m]:>12.4f}" for m in METRICS))
@@ -572,8 +675,10 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
     from context_engine.eval.report import summary_table, write_report
 
     if not args.dataset:
-        raise InputError("`eval rag` needs --dataset clapnq|FILE (FILE: a RAGAS EvaluationDataset .jsonl/.csv "
-                         "or JSON lines with `question`)")
+        raise InputError(
+            "`eval rag` needs --dataset clapnq|FILE (FILE: a RAGAS EvaluationDataset .jsonl/.csv "
+            "or JSON lines with `question`)"
+        )
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit must be at least 1, not {args.limit}")
     if args.half and args.dataset != "clapnq":
@@ -586,12 +691,16 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
     timings: dict[str, Any] = {}  # shown in the info table
     if args.dataset == "clapnq":
         if args.as_user:  # checked before minutes of embedding: ingest_clapnq writes passages, never people
-            raise InputError(f"--as: tenant {CLAPNQ_TENANT} has no people (its passages are public), so "
-                             f"{args.as_user!r} names nobody there; --as is for a --dataset FILE asked of a tenant")
+            raise InputError(
+                f"--as: tenant {CLAPNQ_TENANT} has no people (its passages are public), so "
+                f"{args.as_user!r} names nobody there; --as is for a --dataset FILE asked of a tenant"
+            )
         root = args.clapnq or os.environ.get(CLAPNQ_ENV)
         if not root:
-            raise InputError(f"--dataset clapnq needs the CLAP NQ dev folder: pass --clapnq DIR (the folder with "
-                             f"clapnq_dev_answerable.jsonl and clapnq_dev_unanswerable.jsonl) or set ${CLAPNQ_ENV}")
+            raise InputError(
+                f"--dataset clapnq needs the CLAP NQ dev folder: pass --clapnq DIR (the folder with "
+                f"clapnq_dev_answerable.jsonl and clapnq_dev_unanswerable.jsonl) or set ${CLAPNQ_ENV}"
+            )
         try:
             questions, documents = clapnq_questions(Path(root))
         except ValueError as exc:
@@ -603,7 +712,7 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
         if args.limit:
             # Only the passages of the questions asked: a slice embeds a handful, not the ~600 of the dev set.
             # (Without --limit the corpus is every passage, --half too, as the published figures were run.)
-            questions = questions[:args.limit]
+            questions = questions[: args.limit]
             documents = clapnq_documents(questions, documents)
         out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="eval-rag-"))
         # Its own data dir: the CLAP NQ passages never mix with a real tenant's data.
@@ -622,7 +731,7 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
             questions = load_questions(path)
         except ValueError as exc:
             raise InputError(f"--dataset: {exc}") from None
-        questions = questions[:args.limit]
+        questions = questions[: args.limit]
         _check_tenant_and_asker(settings)
         out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="eval-rag-"))
     judge = embeddings = None
@@ -639,6 +748,7 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
     started = time.perf_counter()
 
     with _Stages({"ask": ("asking the graph", len(questions)), "score": ("scoring (RAGAS)", len(questions))}) as stages:
+
         def advance(stage: str) -> None:
             marks[stage] = time.perf_counter()
             stages.advance(stage)
@@ -652,16 +762,26 @@ def cmd_eval_rag(args: argparse.Namespace) -> int:
         info["corpus passages"] = len(documents)
     info.update(timings)
     title = f"eval rag: {args.dataset}" + (f" ({args.half} half)" if args.half else "")
-    rates = {f"decline rate (of {report.info['unanswerable']} unanswerable)": report.info["decline_rate_unanswerable"],
-             f"answer rate (of {report.info['answerable']} answerable)": report.info["answer_rate_answerable"]}
-    files = write_report(out_dir, title=title, metrics=report.metrics, info=info, latencies=report.latencies,
-                         items=report.items, rates=rates)
+    rates = {
+        f"decline rate (of {report.info['unanswerable']} unanswerable)": report.info["decline_rate_unanswerable"],
+        f"answer rate (of {report.info['answerable']} answerable)": report.info["answer_rate_answerable"],
+    }
+    files = write_report(
+        out_dir,
+        title=title,
+        metrics=report.metrics,
+        info=info,
+        latencies=report.latencies,
+        items=report.items,
+        rates=rates,
+    )
     files.update(write_samples(out_dir, report))
     if args.json:
         from context_engine.eval.report import latency_summary
 
-        _print_json({"metrics": report.metrics, "info": info, "latency": latency_summary(report.latencies),
-                     "files": files})
+        _print_json(
+            {"metrics": report.metrics, "info": info, "latency": latency_summary(report.latencies), "files": files}
+        )
     else:
         _console().print(summary_table(title, report.metrics, info, report.latencies))
         print("wrote " + ", ".join(files.values()))
@@ -674,7 +794,10 @@ def _missing_extra(command: str, extra: str, *modules: str) -> bool:
 
     if all(importlib.util.find_spec(module) is not None for module in modules):
         return False
-    print(f"context-engine {command} needs the {extra} extra: pip install 'relational-context-engine[{extra}]'", file=sys.stderr)
+    print(
+        f"context-engine {command} needs the {extra} extra: pip install 'relational-context-engine[{extra}]'",
+        file=sys.stderr,
+    )
     return True
 
 
@@ -721,12 +844,22 @@ def cmd_eval_tend(args: argparse.Namespace) -> int:
         raise InputError("--planner llm needs a chat model: set OPENAI_BASE_URL (and OPENAI_API_KEY)")
 
     def show(o) -> None:
-        print(f"{'ok  ' if o.correct else 'FAIL'} {o.db:<22} {o.shape:<12} {o.seconds * 1000:8.1f} ms  {o.question}"
-              + (f"\n      {o.why}" if o.why and not o.correct else ""), flush=True)
+        print(
+            f"{'ok  ' if o.correct else 'FAIL'} {o.db:<22} {o.shape:<12} {o.seconds * 1000:8.1f} ms  {o.question}"
+            + (f"\n      {o.why}" if o.why and not o.correct else ""),
+            flush=True,
+        )
 
     try:
-        report = evaluate(Path(args.data), settings, split=args.split or "test", planner=args.planner,
-                          limit=args.limit, sample=parse_sample(args.sample), progress=None if args.json else show)
+        report = evaluate(
+            Path(args.data),
+            settings,
+            split=args.split or "test",
+            planner=args.planner,
+            limit=args.limit,
+            sample=parse_sample(args.sample),
+            progress=None if args.json else show,
+        )
     except TendError as exc:
         raise InputError(str(exc)) from None
     summary = report.summary()
@@ -736,9 +869,11 @@ def cmd_eval_tend(args: argparse.Namespace) -> int:
         _print_json(summary)
         return EXIT_OK
     print(f"TEND {summary['split']}, planner {summary['planner']}, questions: {summary['sample']}")
-    print(f"execution accuracy {summary['accuracy']:.1%} ({summary['correct']}/{summary['total']}), "
-          f"declined {summary['declined']}, {summary['median_seconds']} s per question (median), "
-          f"{summary['p90_seconds']} s (p90)")
+    print(
+        f"execution accuracy {summary['accuracy']:.1%} ({summary['correct']}/{summary['total']}), "
+        f"declined {summary['declined']}, {summary['median_seconds']} s per question (median), "
+        f"{summary['p90_seconds']} s (p90)"
+    )
     for title, table in (("shape", summary["by_shape"]), ("database", summary["by_database"])):
         print(f"{title:<24} {'correct':>11} {'accuracy':>8} {'declined':>8}")
         for name, row in table.items():
@@ -760,8 +895,10 @@ def _eval_from_feedback(args: argparse.Namespace) -> int:
     _check_tenant_and_asker(settings)
     items = service.feedback_questions(settings)
     if not items:
-        raise InputError(f"tenant {settings.tenant} has no feedback with a plan to replay (give some: "
-                         "`context-engine feedback --up`)")
+        raise InputError(
+            f"tenant {settings.tenant} has no feedback with a plan to replay (give some: "
+            "`context-engine feedback --up`)"
+        )
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "feedback.jsonl"
         path.write_text("".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items), encoding="utf-8")
@@ -805,8 +942,11 @@ def cmd_eval_conversations(args: argparse.Namespace) -> int:
 
     def show(r) -> None:
         mark = "ok  " if r.correct else "ERR " if r.error else "FAIL"
-        print(f"{mark} {r.conversation:>6}.{r.turn} {r.kind:<14} {r.seconds * 1000:8.1f} ms  {r.question}"
-              + (f"\n      {r.error or r.detail}" if r.error or r.detail else ""), flush=True)
+        print(
+            f"{mark} {r.conversation:>6}.{r.turn} {r.kind:<14} {r.seconds * 1000:8.1f} ms  {r.question}"
+            + (f"\n      {r.error or r.detail}" if r.error or r.detail else ""),
+            flush=True,
+        )
 
     try:
         report = evaluate_conversations(path, _settings(args), limit=args.limit, progress=None if args.json else show)
@@ -818,13 +958,17 @@ def cmd_eval_conversations(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"{'kind':<15} {'correct':>9} {'accuracy':>8} {'flagged':>8} {'silent':>7} {'errors':>7}")
     for name, row in summary["by_kind"].items():
-        print(f"{name:<15} {row['correct']:>4}/{row['total']:<4} {row['accuracy']:>8.1%} {row['flagged']:>8} "
-              f"{row['silent']:>7} {row['errors']:>7}")
-    print(f"turn accuracy: {summary['turns_correct']}/{summary['turns']} = {report.turn_accuracy:.1%}; conversation "
-          f"accuracy (every turn right): {summary['conversations_correct']}/{summary['conversations']} = "
-          f"{report.conversation_accuracy:.1%}; wrong: {summary['wrong_flagged']} flagged (declined or not "
-          f"understood), {summary['wrong_silent']} silent, {summary['errors']} errors; median "
-          f"{summary['median_seconds']:.2f} s per turn")
+        print(
+            f"{name:<15} {row['correct']:>4}/{row['total']:<4} {row['accuracy']:>8.1%} {row['flagged']:>8} "
+            f"{row['silent']:>7} {row['errors']:>7}"
+        )
+    print(
+        f"turn accuracy: {summary['turns_correct']}/{summary['turns']} = {report.turn_accuracy:.1%}; conversation "
+        f"accuracy (every turn right): {summary['conversations_correct']}/{summary['conversations']} = "
+        f"{report.conversation_accuracy:.1%}; wrong: {summary['wrong_flagged']} flagged (declined or not "
+        f"understood), {summary['wrong_silent']} silent, {summary['errors']} errors; median "
+        f"{summary['median_seconds']:.2f} s per turn"
+    )
     return EXIT_OK
 
 
@@ -837,12 +981,14 @@ def _eval_structured(args: argparse.Namespace, path: Path) -> int:
 
     def show(r) -> None:
         mark = "ok  " if r.correct else "FAIL"
-        print(f"{mark} {r.id:>5} {r.planner:>7} {r.seconds * 1000:8.1f} ms  {r.question}"
-              + (f"\n      {r.detail}" if r.detail else ""), flush=True)
+        print(
+            f"{mark} {r.id:>5} {r.planner:>7} {r.seconds * 1000:8.1f} ms  {r.question}"
+            + (f"\n      {r.detail}" if r.detail else ""),
+            flush=True,
+        )
 
     try:
-        report = evaluate(path, settings, planner=args.planner, limit=args.limit,
-                          progress=None if args.json else show)
+        report = evaluate(path, settings, planner=args.planner, limit=args.limit, progress=None if args.json else show)
     except QuestionFileError as exc:
         raise InputError(str(exc)) from None
     summary = report.to_json()
@@ -850,26 +996,40 @@ def _eval_structured(args: argparse.Namespace, path: Path) -> int:
     if args.out:
         from context_engine.eval.report import write_report
 
-        files = write_report(Path(args.out), title=f"eval structured: {path.name}",
-                             metrics={"execution_accuracy": round(report.accuracy, 4)},
-                             info={"correct": sum(r.correct for r in report.results), "total": len(report.results),
-                                   "planner": args.planner, "wrong_flagged": summary["wrong_flagged"],
-                                   "wrong_silent": summary["wrong_silent"]},
-                             latencies=[r.seconds for r in report.results],
-                             items=[r.__dict__ for r in report.results])
+        files = write_report(
+            Path(args.out),
+            title=f"eval structured: {path.name}",
+            metrics={"execution_accuracy": round(report.accuracy, 4)},
+            info={
+                "correct": sum(r.correct for r in report.results),
+                "total": len(report.results),
+                "planner": args.planner,
+                "wrong_flagged": summary["wrong_flagged"],
+                "wrong_silent": summary["wrong_silent"],
+            },
+            latencies=[r.seconds for r in report.results],
+            items=[r.__dict__ for r in report.results],
+        )
     if args.json:
         _print_json({**summary, **({"files": files} if files else {})})
     else:
         if args.by_class:
             print(f"{'class':<14} {'correct':>9} {'accuracy':>8} {'flagged':>8} {'silent':>7}")
             for name, row in summary["by_class"].items():
-                print(f"{name:<14} {row['correct']:>4}/{row['total']:<4} {row['accuracy']:>8.1%} "
-                      f"{row['flagged']:>8} {row['silent']:>7}")
-        model = (f", {summary['median_seconds_model']:.2f} s where the model planned"
-                 if summary["median_seconds_model"] is not None else "")
-        print(f"execution accuracy: {summary['correct']}/{summary['total']} = {report.accuracy:.1%}; wrong: "
-              f"{summary['wrong_flagged']} flagged (declined or not understood), {summary['wrong_silent']} silent; "
-              f"median {summary['median_seconds']:.2f} s per question{model}")
+                print(
+                    f"{name:<14} {row['correct']:>4}/{row['total']:<4} {row['accuracy']:>8.1%} "
+                    f"{row['flagged']:>8} {row['silent']:>7}"
+                )
+        model = (
+            f", {summary['median_seconds_model']:.2f} s where the model planned"
+            if summary["median_seconds_model"] is not None
+            else ""
+        )
+        print(
+            f"execution accuracy: {summary['correct']}/{summary['total']} = {report.accuracy:.1%}; wrong: "
+            f"{summary['wrong_flagged']} flagged (declined or not understood), {summary['wrong_silent']} silent; "
+            f"median {summary['median_seconds']:.2f} s per question{model}"
+        )
         if files:
             print(f"wrote {files['json']}, {files['markdown']}, {files['chart']}")
     return EXIT_OK
@@ -901,8 +1061,7 @@ def _warn_unreachable_models(settings: Any) -> None:
     from context_engine.chat_models import probe_endpoints
 
     for problem in probe_endpoints(settings):
-        print(f"context-engine: warning: {problem}; answers fall back to the offline rules and say so",
-              file=sys.stderr)
+        print(f"context-engine: warning: {problem}; answers fall back to the offline rules and say so", file=sys.stderr)
 
 
 def _serve_until_signalled(app: Any, host: str, port: int, **config: Any) -> None:
@@ -925,9 +1084,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     from context_engine import DISTRIBUTION, other_distributions, service
 
     for other in other_distributions():  # PyPI's `context-engine` is another project with the same package
-        print(f"context-engine: warning: the context_engine package is also installed by {other!r}, not this "
-              f"project ({DISTRIBUTION}); they overwrite each other's files: pip uninstall {other}, then "
-              f"pip install --force-reinstall {DISTRIBUTION}", file=sys.stderr)
+        print(
+            f"context-engine: warning: the context_engine package is also installed by {other!r}, not this "
+            f"project ({DISTRIBUTION}); they overwrite each other's files: pip uninstall {other}, then "
+            f"pip install --force-reinstall {DISTRIBUTION}",
+            file=sys.stderr,
+        )
     settings = _settings(args)
     report = service.status(settings, [settings.tenant] if args.tenant else None)
     if args.json:
@@ -936,8 +1098,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     busy = f"an ingest is writing (pid {report['writer']})" if report["writer"] else "no ingest running"
     print(f"{settings.data_dir}: store generation {report['store_generation']}; {busy}")
     if report["damaged_rows"]:
-        print("  damaged rows skipped (every other record answers as usual): "
-              + ", ".join(f"{name} {n:,}" for name, n in report["damaged_rows"].items()))
+        print(
+            "  damaged rows skipped (every other record answers as usual): "
+            + ", ".join(f"{name} {n:,}" for name, n in report["damaged_rows"].items())
+        )
     for tenant, info in report["tenants"].items():
         records = ", ".join(f"{name} {n:,}" for name, n in info["records"].items()) or "no records"
         index = info["index"]
@@ -946,11 +1110,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         elif index.get("damaged"):
             state = "semantic index damaged: re-run ingest"
         elif index["pending"]:
-            state = (f"semantic index: {index['chunks']:,} chunks, {index['pending']:,} still embedding "
-                     "(keyword search covers them meanwhile)")
+            state = (
+                f"semantic index: {index['chunks']:,} chunks, {index['pending']:,} still embedding "
+                "(keyword search covers them meanwhile)"
+            )
             if running := index.get("embedding"):
-                state += (f"; {running['done']:,}/{running['total']:,} embedded at {running['per_second']}/s, "
-                          f"about {running['eta_seconds']:,} s left")
+                state += (
+                    f"; {running['done']:,}/{running['total']:,} embedded at {running['per_second']}/s, "
+                    f"about {running['eta_seconds']:,} s left"
+                )
         else:
             state = f"semantic index: {index['chunks']:,} chunks, all embedded ({index['model']}, {index['built_at']})"
         if index is not None and not index.get("damaged"):
@@ -963,13 +1131,17 @@ def _index_freshness(index: dict[str, Any], store_generation: int) -> str:
     """Whether the index holds what the store holds now: `status` never calls a lagging index current."""
     lag = index.get("lag")
     if lag is None:  # MongoDB, or an index stamped before row numbers: the commit it was built at
-        return (f"index built at store generation {index.get('store_generation')} (store now at {store_generation}); "
-                "records written since are not counted here")
+        return (
+            f"index built at store generation {index.get('store_generation')} (store now at {store_generation}); "
+            "records written since are not counted here"
+        )
     if not lag["written_since"]:
         return "index up to date with the store"
-    return (f"index BEHIND the store: {lag['written_since']:,} records written since it was built, "
-            f"{lag['access_changed']:,} of them with changed access (search checks every hit against the "
-            "store meanwhile; the next ingest or webhook sync catches up)")
+    return (
+        f"index BEHIND the store: {lag['written_since']:,} records written since it was built, "
+        f"{lag['access_changed']:,} of them with changed access (search checks every hit against the "
+        "store meanwhile; the next ingest or webhook sync catches up)"
+    )
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -1002,8 +1174,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-EXIT_CODES = ("\nexit codes: 0 ok; 2 usage or input error (one line on stderr); 3 a pipeline rejected by validation; "
-              "4 the data dir cannot be read or written\n")
+EXIT_CODES = (
+    "\nexit codes: 0 ok; 2 usage or input error (one line on stderr); 3 a pipeline rejected by validation; "
+    "4 the data dir cannot be read or written\n"
+)
 EXAMPLES = {
     "context-engine": """examples:
   context-engine ingest sample
@@ -1082,14 +1256,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     common = _Parser(add_help=False)
     common.add_argument("--data-dir", help="data directory (default $CONTEXT_ENGINE_HOME or ./.context-engine)")
-    common.add_argument("--tenant", help=f"tenant to read or write (default $CONTEXT_ENGINE_TENANT or acme); "
-                        f"a tenant name is {TENANT_RULE}")
+    common.add_argument(
+        "--tenant",
+        help=f"tenant to read or write (default $CONTEXT_ENGINE_TENANT or acme); a tenant name is {TENANT_RULE}",
+    )
     common.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
-    parser = _Parser(prog="context-engine", formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     description=(
-        "A relational context engine: answers questions over PRs, issues, Slack and docs with validated, "
-        "tenant-scoped MongoDB queries and hybrid semantic search."), epilog=EXAMPLES["context-engine"] + EXIT_CODES)
+    parser = _Parser(
+        prog="context-engine",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "A relational context engine: answers questions over PRs, issues, Slack and docs with validated, "
+            "tenant-scoped MongoDB queries and hybrid semantic search."
+        ),
+        epilog=EXAMPLES["context-engine"] + EXIT_CODES,
+    )
     import context_engine
 
     parser.add_argument("--version", action="version", version=f"context-engine {context_engine.__version__}")
@@ -1101,46 +1282,104 @@ def build_parser() -> argparse.ArgumentParser:
 
     from context_engine.sources.connectors import SOURCES
 
-    p = add("ingest", help="load data from a source (re-ingesting upserts by source id)",
-            description="sources:\n" + "\n".join(f"  {name:8s} {what}" for name, what in SOURCES.items()))
+    p = add(
+        "ingest",
+        help="load data from a source (re-ingesting upserts by source id)",
+        description="sources:\n" + "\n".join(f"  {name:8s} {what}" for name, what in SOURCES.items()),
+    )
     p.add_argument("source", choices=list(SOURCES), help="where the records come from (see below)")
     p.add_argument("paths", nargs="*", help="files or folders of the source")
-    p.add_argument("--repo", metavar="OWNER/NAME", help="github: sync this repository live through the REST API "
-                   "(token: $GITHUB_TOKEN or `gh auth token`; incremental after the first run)")
+    p.add_argument(
+        "--repo",
+        metavar="OWNER/NAME",
+        help="github: sync this repository live through the REST API "
+        "(token: $GITHUB_TOKEN or `gh auth token`; incremental after the first run)",
+    )
     p.add_argument("--since", metavar="DATE", help="git, github --repo: only history after this date")
-    p.add_argument("--prune", action="store_true", help="remove records the source no longer has "
-                   "(github --repo: makes the sync a full one)")
-    p.add_argument("--no-index", action="store_true",
-                   help="structured store only: skip chunking and embedding for the semantic index")
-    p.add_argument("--public", action="store_true",
-                   help="declare that records whose source does not say who may read them (a git clone, a dump "
-                   "without repository visibility, Jira/Linear/docs exports) are readable by the whole tenant; "
-                   "without it they are readable by nobody (deny by default)")
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="remove records the source no longer has (github --repo: makes the sync a full one)",
+    )
+    p.add_argument(
+        "--no-index",
+        action="store_true",
+        help="structured store only: skip chunking and embedding for the semantic index",
+    )
+    p.add_argument(
+        "--public",
+        action="store_true",
+        help="declare that records whose source does not say who may read them (a git clone, a dump "
+        "without repository visibility, Jira/Linear/docs exports) are readable by the whole tenant; "
+        "without it they are readable by nobody (deny by default)",
+    )
     own = p.add_argument_group("json, mongodb: your own collection (what is not given is inferred and printed)")
-    own.add_argument("--collection", metavar="NAME", help="the collection the records go to (not a built-in one); "
-                     "letters, digits, '_'")
-    own.add_argument("--key", metavar="FIELD", help="the field whose value keys a record (default: id, key, "
-                     "<noun>_id or the first column unique in every row)")
-    own.add_argument("--ref-prefix", metavar="TEXT", help="a record's reference is TEXT + its key, e.g. INC- "
-                     "(default: <collection>/ for numeric keys, nothing otherwise)")
+    own.add_argument(
+        "--collection",
+        metavar="NAME",
+        help="the collection the records go to (not a built-in one); letters, digits, '_'",
+    )
+    own.add_argument(
+        "--key",
+        metavar="FIELD",
+        help="the field whose value keys a record (default: id, key, "
+        "<noun>_id or the first column unique in every row)",
+    )
+    own.add_argument(
+        "--ref-prefix",
+        metavar="TEXT",
+        help="a record's reference is TEXT + its key, e.g. INC- "
+        "(default: <collection>/ for numeric keys, nothing otherwise)",
+    )
     own.add_argument("--noun", help="one record, as an answer says it (default: the collection name made singular)")
-    own.add_argument("--time", action="append", metavar="ROLE=FIELD", help="a date field and its role (created, "
-                     "resolved, ...); repeatable")
-    own.add_argument("--person", action="append", metavar="ROLE=FIELD[:HANDLE]", help="a people field and its role "
-                     "(author, assignee, ...); HANDLE: github (default), slack_id, jira, email or name; repeatable")
-    own.add_argument("--text", action="append", metavar="FIELD", help="a free-text field (the first is the subject), "
-                     "indexed for search; repeatable")
-    own.add_argument("--value", action="append", metavar="ROLE=FIELD", help="a field whose values questions name "
-                     "(severity, status, ...); repeatable")
-    own.add_argument("--reference", action="append", metavar="FIELD=COLLECTION", help="a field whose values are "
-                     "references of another collection, e.g. pr=pull_requests; repeatable")
-    own.add_argument("--access-field", metavar="FIELD", help="the field naming who may read each record: a principal "
-                     "(github:login, slack:U..., email:...) or a list of them, '*' for the whole tenant; a record "
-                     "naming none is readable by nobody, or by the whole tenant with --public")
-    own.add_argument("--spec", metavar="FILE", help="a JSON collection spec (name, noun, key, ref_prefix, people, "
-                     "times, values, text, references, ... plus access_field, public) instead of the options above")
+    own.add_argument(
+        "--time",
+        action="append",
+        metavar="ROLE=FIELD",
+        help="a date field and its role (created, resolved, ...); repeatable",
+    )
+    own.add_argument(
+        "--person",
+        action="append",
+        metavar="ROLE=FIELD[:HANDLE]",
+        help="a people field and its role "
+        "(author, assignee, ...); HANDLE: github (default), slack_id, jira, email or name; repeatable",
+    )
+    own.add_argument(
+        "--text",
+        action="append",
+        metavar="FIELD",
+        help="a free-text field (the first is the subject), indexed for search; repeatable",
+    )
+    own.add_argument(
+        "--value",
+        action="append",
+        metavar="ROLE=FIELD",
+        help="a field whose values questions name (severity, status, ...); repeatable",
+    )
+    own.add_argument(
+        "--reference",
+        action="append",
+        metavar="FIELD=COLLECTION",
+        help="a field whose values are references of another collection, e.g. pr=pull_requests; repeatable",
+    )
+    own.add_argument(
+        "--access-field",
+        metavar="FIELD",
+        help="the field naming who may read each record: a principal "
+        "(github:login, slack:U..., email:...) or a list of them, '*' for the whole tenant; a record "
+        "naming none is readable by nobody, or by the whole tenant with --public",
+    )
+    own.add_argument(
+        "--spec",
+        metavar="FILE",
+        help="a JSON collection spec (name, noun, key, ref_prefix, people, "
+        "times, values, text, references, ... plus access_field, public) instead of the options above",
+    )
     own.add_argument("--db", metavar="DATABASE", help="mongodb: the database to read")
-    own.add_argument("--source-collection", metavar="NAME", help="mongodb: the collection to read (default: --collection)")
+    own.add_argument(
+        "--source-collection", metavar="NAME", help="mongodb: the collection to read (default: --collection)"
+    )
     own.add_argument("--filter", metavar="JSON", help="mongodb: only the documents matching this query")
     own.add_argument("--limit", type=int, metavar="N", help="mongodb: at most N documents")
     p.set_defaults(func=cmd_ingest)
@@ -1152,111 +1391,210 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_ask)
 
     p = add("query", help="run a hand-written pipeline through validation and scoping")
-    p.add_argument("collection", help="pull_requests, issues, messages, documents, commits, people or one of the "
-                   "tenant's own (`ingest json|mongodb`)")
-    p.add_argument("pipeline", metavar="PIPELINE_JSON", help='e.g. \'[{"$match": {"state": "open"}}]\'; dates as {"$date": "..."}')
+    p.add_argument(
+        "collection",
+        help="pull_requests, issues, messages, documents, commits, people or one of the "
+        "tenant's own (`ingest json|mongodb`)",
+    )
+    p.add_argument(
+        "pipeline", metavar="PIPELINE_JSON", help='e.g. \'[{"$match": {"state": "open"}}]\'; dates as {"$date": "..."}'
+    )
     p.add_argument("--as", dest="as_user", metavar="ACCOUNT", help=ASKER_HELP)
     p.set_defaults(func=cmd_query)
 
-    p = add("eval", help="evaluate: `eval structured --questions FILE`, "
-                       "`eval retrieval --beir DIR --split train|test`, `eval rag --dataset clapnq|FILE`")
-    p.add_argument("kind", choices=["structured", "retrieval", "rag", "compare", "conversations", "tend"], help="structured: execution "
-                   "accuracy against gold pipelines; retrieval: nDCG@10, recall@10/100, MRR@10 of bm25, dense, hybrid, "
-                   "reranked, default; rag: the graph's answers and contexts scored with RAGAS; compare: one "
-                   "structured question set under two configurations (--a, --b) side by side; conversations: "
-                   "multi-turn threads through the graph with a checkpointer, each turn scored as structured; tend: "
-                   "execution accuracy on the TEND NL-to-MongoDB benchmark (--data DIR), per database and shape")
+    p = add(
+        "eval",
+        help="evaluate: `eval structured --questions FILE`, "
+        "`eval retrieval --beir DIR --split train|test`, `eval rag --dataset clapnq|FILE`",
+    )
+    p.add_argument(
+        "kind",
+        choices=["structured", "retrieval", "rag", "compare", "conversations", "tend"],
+        help="structured: execution "
+        "accuracy against gold pipelines; retrieval: nDCG@10, recall@10/100, MRR@10 of bm25, dense, hybrid, "
+        "reranked, default; rag: the graph's answers and contexts scored with RAGAS; compare: one "
+        "structured question set under two configurations (--a, --b) side by side; conversations: "
+        "multi-turn threads through the graph with a checkpointer, each turn scored as structured; tend: "
+        "execution accuracy on the TEND NL-to-MongoDB benchmark (--data DIR), per database and shape",
+    )
     p.add_argument("--data", metavar="DIR", help="tend: the TEND folder (test.json, train.json, mongodb_data/)")
-    p.add_argument("--sample", metavar="stratified:N", help="tend: N questions dealt over (database, shape) strata, "
-                   "one phrasing per record, fixed seed")
-    p.add_argument("--from-feedback", action="store_true", help="structured: replay the tenant's feedback as the "
-                   "question set (a 👍's plan or a corrected plan is the gold)")
-    p.add_argument("--a", dest="config_a", metavar="CONFIG", help="compare: the first configuration: offline, model, "
-                   "no-context-set, optionally with retrieval settings (offline,fusion=rrf,reranker=none)")
+    p.add_argument(
+        "--sample",
+        metavar="stratified:N",
+        help="tend: N questions dealt over (database, shape) strata, one phrasing per record, fixed seed",
+    )
+    p.add_argument(
+        "--from-feedback",
+        action="store_true",
+        help="structured: replay the tenant's feedback as the "
+        "question set (a 👍's plan or a corrected plan is the gold)",
+    )
+    p.add_argument(
+        "--a",
+        dest="config_a",
+        metavar="CONFIG",
+        help="compare: the first configuration: offline, model, "
+        "no-context-set, optionally with retrieval settings (offline,fusion=rrf,reranker=none)",
+    )
     p.add_argument("--b", dest="config_b", metavar="CONFIG", help="compare: the second configuration")
-    p.add_argument("--dataset", help="rag: `clapnq` (the CLAP NQ dev set from --clapnq, ingested as tenant clapnq "
-                   "under --out) or a FILE asked of --tenant: a RAGAS EvaluationDataset as to_jsonl/to_csv write it "
-                   "(user_input, reference?, reference_contexts?, reference_context_ids?; an extra `answerable` is "
-                   "read too), or JSON lines: question, reference, reference_contexts?, reference_context_ids?, "
-                   "answerable?")
-    p.add_argument("--clapnq", metavar="DIR", help="rag, clapnq: the CLAP NQ dev folder (clapnq_dev_answerable.jsonl, "
-                   "clapnq_dev_unanswerable.jsonl); default $CONTEXT_ENGINE_CLAPNQ")
-    p.add_argument("--as", dest="as_user", metavar="ACCOUNT", help="rag: the asker, as `ask --as`: the graph "
-                   "sees what this account may read")
-    p.add_argument("--judge", metavar="MODEL", help="rag: an OpenAI-compatible chat model for the LLM metrics "
-                   "(faithfulness, answer relevancy, LLM context recall)")
-    p.add_argument("--out", metavar="DIR", help="rag, structured: write results.json, results.md and results.png "
-                   "here; rag also dataset.jsonl (the filled RAGAS EvaluationDataset), samples.csv and samples.json "
-                   "(per question scores) (rag default: a new temporary directory); tend: a FILE of JSON lines, the "
-                   "summary then every question (question, gold, predicted pipeline, correct, why)")
-    p.add_argument("--questions", help="structured: JSON lines: question, now, as, tenant, collection, gold "
-                   "(or gold_refs, gold_value), compare (refs, count, value, groups, top, declines), class?; "
-                   "conversations: JSON lines: id, tenant, now, as, turns (each a structured question and its kind)")
-    p.add_argument("--by-class", action="store_true", help="structured: a table of accuracy per question class, "
-                   "with the wrong answers split into flagged (declined, or words not understood) and silent")
+    p.add_argument(
+        "--dataset",
+        help="rag: `clapnq` (the CLAP NQ dev set from --clapnq, ingested as tenant clapnq "
+        "under --out) or a FILE asked of --tenant: a RAGAS EvaluationDataset as to_jsonl/to_csv write it "
+        "(user_input, reference?, reference_contexts?, reference_context_ids?; an extra `answerable` is "
+        "read too), or JSON lines: question, reference, reference_contexts?, reference_context_ids?, "
+        "answerable?",
+    )
+    p.add_argument(
+        "--clapnq",
+        metavar="DIR",
+        help="rag, clapnq: the CLAP NQ dev folder (clapnq_dev_answerable.jsonl, "
+        "clapnq_dev_unanswerable.jsonl); default $CONTEXT_ENGINE_CLAPNQ",
+    )
+    p.add_argument(
+        "--as",
+        dest="as_user",
+        metavar="ACCOUNT",
+        help="rag: the asker, as `ask --as`: the graph sees what this account may read",
+    )
+    p.add_argument(
+        "--judge",
+        metavar="MODEL",
+        help="rag: an OpenAI-compatible chat model for the LLM metrics "
+        "(faithfulness, answer relevancy, LLM context recall)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="rag, structured: write results.json, results.md and results.png "
+        "here; rag also dataset.jsonl (the filled RAGAS EvaluationDataset), samples.csv and samples.json "
+        "(per question scores) (rag default: a new temporary directory); tend: a FILE of JSON lines, the "
+        "summary then every question (question, gold, predicted pipeline, correct, why)",
+    )
+    p.add_argument(
+        "--questions",
+        help="structured: JSON lines: question, now, as, tenant, collection, gold "
+        "(or gold_refs, gold_value), compare (refs, count, value, groups, top, declines), class?; "
+        "conversations: JSON lines: id, tenant, now, as, turns (each a structured question and its kind)",
+    )
+    p.add_argument(
+        "--by-class",
+        action="store_true",
+        help="structured: a table of accuracy per question class, "
+        "with the wrong answers split into flagged (declined, or words not understood) and silent",
+    )
     p.add_argument("--beir", metavar="DIR", help="retrieval: a BEIR folder (corpus.jsonl[.gz], queries.jsonl, qrels/)")
-    p.add_argument("--split", help="retrieval: the qrels split to score (train, test, ...); tend: test (default) or train")
-    p.add_argument("--planner", choices=["offline", "auto", "llm"], default="offline",
-                   help="offline (default); auto: the LLM where the offline planner is unsure; llm: every question")
-    p.add_argument("--half", choices=["tune", "report"], help="rag, clapnq: only the half of the questions the "
-                   "answerability judge was tuned on, or only the half it never saw")
-    p.add_argument("--limit", type=int, help="only the first N questions (queries); rag, clapnq: the corpus is "
-                   "only their passages (ingested and embedded), not the whole dev set's")
+    p.add_argument(
+        "--split", help="retrieval: the qrels split to score (train, test, ...); tend: test (default) or train"
+    )
+    p.add_argument(
+        "--planner",
+        choices=["offline", "auto", "llm"],
+        default="offline",
+        help="offline (default); auto: the LLM where the offline planner is unsure; llm: every question",
+    )
+    p.add_argument(
+        "--half",
+        choices=["tune", "report"],
+        help="rag, clapnq: only the half of the questions the "
+        "answerability judge was tuned on, or only the half it never saw",
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        help="only the first N questions (queries); rag, clapnq: the corpus is "
+        "only their passages (ingested and embedded), not the whole dev set's",
+    )
     p.set_defaults(func=cmd_eval)
 
-    p = add("context-set", help="the tenant's context set: templates (solved questions with parameters), facets "
-            "(named filters) and value-search settings")
-    p.add_argument("action", choices=["list", "add", "remove", "test", "export"],
-                   help="list; add TEMPLATE (JSON or FILE); remove NAME; test NAME (its example question through the "
-                   "engine); export (the whole set as JSON)")
+    p = add(
+        "context-set",
+        help="the tenant's context set: templates (solved questions with parameters), facets "
+        "(named filters) and value-search settings",
+    )
+    p.add_argument(
+        "action",
+        choices=["list", "add", "remove", "test", "export"],
+        help="list; add TEMPLATE (JSON or FILE); remove NAME; test NAME (its example question through the "
+        "engine); export (the whole set as JSON)",
+    )
     p.add_argument("item", nargs="?", help="add: the template; remove, test: its name")
     p.add_argument("--replace", action="store_true", help="add: replace a template of the same name")
     p.add_argument("--now", help="test: the time the example is asked, ISO 8601 (default: the clock)")
     p.add_argument("--as", dest="as_user", metavar="ACCOUNT", help=ASKER_HELP)
     p.set_defaults(func=cmd_context_set)
 
-    p = add("feedback", help="👍/👎 on the last answer (or --question): stored per tenant; a confirmed or corrected "
-            "plan becomes a template of the context set")
+    p = add(
+        "feedback",
+        help="👍/👎 on the last answer (or --question): stored per tenant; a confirmed or corrected "
+        "plan becomes a template of the context set",
+    )
     rating = p.add_mutually_exclusive_group(required=True)
     rating.add_argument("--up", action="store_true", help="the answer was right")
     rating.add_argument("--down", action="store_true", help="the answer was wrong")
     p.add_argument("--note", help="what was wrong or right, in a sentence (at most 2,000 characters)")
-    p.add_argument("--plan", metavar="FILE|JSON", help='the right plan, {"collection": ..., "pipeline": [...]}: '
-                   "validated, then kept as a template")
+    p.add_argument(
+        "--plan",
+        metavar="FILE|JSON",
+        help='the right plan, {"collection": ..., "pipeline": [...]}: validated, then kept as a template',
+    )
     p.add_argument("--question", help="the question the feedback is about (default: the last one asked of this tenant)")
-    p.add_argument("--as", dest="as_user", metavar="ACCOUNT", help="who gives it (default: who asked the last question)")
+    p.add_argument(
+        "--as", dest="as_user", metavar="ACCOUNT", help="who gives it (default: who asked the last question)"
+    )
     p.set_defaults(func=cmd_feedback)
 
-    p = add("people", help="the identity directory: each person's accounts across "
-                       "sources, why they were merged, and the possible matches left apart")
+    p = add(
+        "people",
+        help="the identity directory: each person's accounts across "
+        "sources, why they were merged, and the possible matches left apart",
+    )
     p.set_defaults(func=cmd_people)
 
-    p = add("schema", help="print the discovered schema (as the asker may see it: private records' fields and "
-                          "values only for their readers)")
+    p = add(
+        "schema",
+        help="print the discovered schema (as the asker may see it: private records' fields and "
+        "values only for their readers)",
+    )
     p.add_argument("--as", dest="as_user", metavar="ACCOUNT", help=ASKER_HELP)
     p.set_defaults(func=cmd_schema)
 
     p = add("status", help="per tenant: records, semantic index (chunks, still embedding), a running ingest")
     p.set_defaults(func=cmd_status)
 
-    p = add("mcp", help="serve the engine to coding agents over the Model Context Protocol: stdio (identity "
-                       "from --tenant/--as) or --http with --keys (Bearer key -> tenant and person, as `serve`)")
-    p.add_argument("--as", dest="as_user", metavar="ACCOUNT", help="stdio: the account the agent acts for, exactly "
-                   "as `ask --as` "
-                   "(default $CONTEXT_ENGINE_USER; none: public records only)")
+    p = add(
+        "mcp",
+        help="serve the engine to coding agents over the Model Context Protocol: stdio (identity "
+        "from --tenant/--as) or --http with --keys (Bearer key -> tenant and person, as `serve`)",
+    )
+    p.add_argument(
+        "--as",
+        dest="as_user",
+        metavar="ACCOUNT",
+        help="stdio: the account the agent acts for, exactly "
+        "as `ask --as` "
+        "(default $CONTEXT_ENGINE_USER; none: public records only)",
+    )
     p.add_argument("--http", action="store_true", help="streamable HTTP at /mcp instead of stdio")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8001)
-    p.add_argument("--keys", metavar="FILE", help="--http: API keys, the same JSON as `serve --keys` "
-                   "(default $CONTEXT_ENGINE_API_KEYS)")
+    p.add_argument(
+        "--keys",
+        metavar="FILE",
+        help="--http: API keys, the same JSON as `serve --keys` (default $CONTEXT_ENGINE_API_KEYS)",
+    )
     p.set_defaults(func=cmd_mcp)
 
-    p = add("serve", help="serve the graph over HTTP (LangServe) behind API keys; "
-                       "--tenant is where signed webhooks ingest")
+    p = add(
+        "serve", help="serve the graph over HTTP (LangServe) behind API keys; --tenant is where signed webhooks ingest"
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--keys", metavar="FILE", help='API keys, JSON {"KEY": {"tenant": ..., "user": ...}} '
-                   "(default $CONTEXT_ENGINE_API_KEYS)")
+    p.add_argument(
+        "--keys",
+        metavar="FILE",
+        help='API keys, JSON {"KEY": {"tenant": ..., "user": ...}} (default $CONTEXT_ENGINE_API_KEYS)',
+    )
     p.set_defaults(func=cmd_serve)
     return parser
 

@@ -71,8 +71,11 @@ class Settings:
     tenant: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_TENANT", "acme"))
     asker: str | None = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_USER") or None)
     # The chat model: any OpenAI-compatible endpoint. Unset base URL and key => offline mode.
-    model: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_MODEL")
-                       or os.environ.get("LOCAL_LLM_MODEL") or "gpt-4o-mini")
+    model: str = field(
+        default_factory=lambda: (
+            os.environ.get("CONTEXT_ENGINE_MODEL") or os.environ.get("LOCAL_LLM_MODEL") or "gpt-4o-mini"
+        )
+    )
     openai_base_url: str | None = field(default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or None)
     openai_api_key: str | None = field(default_factory=lambda: os.environ.get("OPENAI_API_KEY") or None)
     use_llm: bool = field(default_factory=lambda: _env_bool("CONTEXT_ENGINE_USE_LLM", True))
@@ -94,13 +97,13 @@ class Settings:
     bm25_weight: float = 1.0
     dense_weight: float = 1.0
     structured_weight: float = 1.0
-    retrieve_k: int = 50      # hits asked of each retriever
-    rerank_k: int = 30        # fused hits the reranker scores
-    context_k: int = 6        # reranked hits passed on to compression and generation
+    retrieve_k: int = 50  # hits asked of each retriever
+    rerank_k: int = 30  # fused hits the reranker scores
+    context_k: int = 6  # reranked hits passed on to compression and generation
     # offline | none | llm | cross-encoder:<sentence-transformers model name or path>
     reranker: str = field(default_factory=lambda: os.environ.get("CONTEXT_ENGINE_RERANKER") or "offline")
     context_tokens: int = 1200  # compression budget for the answer's context
-    max_reflections: int = 2    # reflect -> retry rounds at most
+    max_reflections: int = 2  # reflect -> retry rounds at most
     # The tenant's context set (templates, facets) in the offline planner; off to measure the planner alone.
     use_context_set: bool = field(default_factory=lambda: _env_bool("CONTEXT_ENGINE_CONTEXT_SET", True))
 

@@ -75,8 +75,10 @@ class IngestReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "tenant": self.tenant,
-            "collections": {name: {"inserted": s.inserted, "updated": s.updated, "unchanged": s.unchanged}
-                            for name, s in self.written.items()},
+            "collections": {
+                name: {"inserted": s.inserted, "updated": s.updated, "unchanged": s.unchanged}
+                for name, s in self.written.items()
+            },
             "skipped": self.skipped,
             "removed": self.removed,
             "people_conflicts": self.conflicts,
@@ -90,8 +92,15 @@ class IngestReport:
 Progress = Callable[[str, int], None]
 
 
-def _with_access(store: DocumentStore, tenant: str, name: str, records: list[dict[str, Any]],
-                 partial: set[str], public: bool, report: IngestReport) -> None:
+def _with_access(
+    store: DocumentStore,
+    tenant: str,
+    name: str,
+    records: list[dict[str, Any]],
+    partial: set[str],
+    public: bool,
+    report: IngestReport,
+) -> None:
     """Give every record the access list to store (in place), by the rule in the module docstring."""
     pending = [r for r in records if r.get("acl") is None or r["ref"] in partial]
     stored = {d["ref"]: d.get("acl") for d in store.find_refs(name, {"tenant_id": tenant}, [r["ref"] for r in pending])}
@@ -108,9 +117,17 @@ def _with_access(store: DocumentStore, tenant: str, name: str, records: list[dic
             report.unreadable += 1
 
 
-def write_records(store: DocumentStore, tenant: str, batches: Mapping[str, Iterable[dict[str, Any]]],
-                  report: IngestReport, progress: Progress | None = None, *, prune: bool = False,
-                  overrides: list[dict[str, Any]] | None = None, public: bool = False) -> None:
+def write_records(
+    store: DocumentStore,
+    tenant: str,
+    batches: Mapping[str, Iterable[dict[str, Any]]],
+    report: IngestReport,
+    progress: Progress | None = None,
+    *,
+    prune: bool = False,
+    overrides: list[dict[str, Any]] | None = None,
+    public: bool = False,
+) -> None:
     kinds = store.kinds(tenant)
     for name, records in batches.items():
         kind = kinds.get(name)
@@ -143,8 +160,13 @@ def write_records(store: DocumentStore, tenant: str, batches: Mapping[str, Itera
             progress(name, len(normalized))
 
 
-def write_people(store: DocumentStore, tenant: str, fragments: list[dict[str, Any]], report: IngestReport,
-                 overrides: list[dict[str, Any]] | None) -> None:
+def write_people(
+    store: DocumentStore,
+    tenant: str,
+    fragments: list[dict[str, Any]],
+    report: IngestReport,
+    overrides: list[dict[str, Any]] | None,
+) -> None:
     """Merge the fragments into the tenant's directory; the merged directory replaces the old one."""
     if not fragments and not overrides:
         return
@@ -164,8 +186,11 @@ def _without_recovered_duplicates(store: DocumentStore, tenant: str, prs: list[d
     recovered = [pr["ref"] for pr in prs if pr.get("recovered_from")]
     if not recovered:
         return prs
-    from_github = {d["ref"] for d in store.find_refs("pull_requests", {"tenant_id": tenant}, recovered)
-                   if not d.get("recovered_from")}
+    from_github = {
+        d["ref"]
+        for d in store.find_refs("pull_requests", {"tenant_id": tenant}, recovered)
+        if not d.get("recovered_from")
+    }
     return [pr for pr in prs if not (pr.get("recovered_from") and pr["ref"] in from_github)]
 
 
@@ -173,8 +198,9 @@ def _may_replace(holder: dict[str, Any], record: dict[str, Any]) -> bool:
     """Whether `record` may replace `holder`, the record stored (or written earlier in this batch)
     under the same ref: the same source, or a holder that names none, or GitHub's pull request over
     one recovered from git history."""
-    return (holder.get("source") in (None, record["source"])
-            or (bool(holder.get("recovered_from")) and not record.get("recovered_from")))
+    return holder.get("source") in (None, record["source"]) or (
+        bool(holder.get("recovered_from")) and not record.get("recovered_from")
+    )
 
 
 def _own_refs(store: DocumentStore, tenant: str, name: str, records: list[dict[str, Any]]) -> None:
@@ -186,8 +212,11 @@ def _own_refs(store: DocumentStore, tenant: str, name: str, records: list[dict[s
     stored = store.stored_refs(name, tenant, [r["ref"] for r in sourced])
     # Only a record whose ref is free or held by another source may have been stored apart before
     # (a source that holds a ref never gets a second key for it): re-ingests look up one key each.
-    maybe_apart = [f"{r['source']}/{r['ref']}" for r in sourced
-                   if (held := stored.get(r["ref"])) is None or held.get("source", r["source"]) != r["source"]]
+    maybe_apart = [
+        f"{r['source']}/{r['ref']}"
+        for r in sourced
+        if (held := stored.get(r["ref"])) is None or held.get("source", r["source"]) != r["source"]
+    ]
     apart = set(store.stored_refs(name, tenant, maybe_apart))
     holders: dict[str, dict[str, Any]] = {}  # ref -> the record holding it: stored, or earlier in this batch
     for record in sourced:
@@ -209,10 +238,16 @@ def _prune(store: DocumentStore, tenant: str, name: str, records: list[dict[str,
         report.removed[name] = report.removed.get(name, 0) + removed
 
 
-def ingest(settings: Settings, per_tenant: Mapping[str, Mapping[str, Iterable[dict[str, Any]]]],
-           progress: Progress | None = None, index: bool = True, prune: bool = False,
-           public: bool = False, on_wait: Callable[[str], None] | None = None,
-           kinds: dict[str, list[CollectionSpec]] | None = None) -> list[IngestReport]:
+def ingest(
+    settings: Settings,
+    per_tenant: Mapping[str, Mapping[str, Iterable[dict[str, Any]]]],
+    progress: Progress | None = None,
+    index: bool = True,
+    prune: bool = False,
+    public: bool = False,
+    on_wait: Callable[[str], None] | None = None,
+    kinds: dict[str, list[CollectionSpec]] | None = None,
+) -> list[IngestReport]:
     """Write every tenant's batches, then persist once, refresh the catalogs and (unless `index` is
     False) sync each tenant's semantic index. `progress(label, count)` hears record and chunk counts.
     `prune`: remove what each source read no longer has. `public`: the operator declares that records
@@ -229,16 +264,26 @@ def ingest(settings: Settings, per_tenant: Mapping[str, Mapping[str, Iterable[di
             report = IngestReport(tenant)
             for spec in (kinds or {}).get(tenant, ()):
                 store.save_kind(tenant, spec)
-            write_records(store, tenant, batches, report, progress, prune=prune,
-                          overrides=saved_overrides(settings.data_dir, tenant), public=public)
+            write_records(
+                store,
+                tenant,
+                batches,
+                report,
+                progress,
+                prune=prune,
+                overrides=saved_overrides(settings.data_dir, tenant),
+                public=public,
+            )
             reports.append(report)
         store.commit()  # only what changed; nothing changed, nothing written (a failure: StoreFileError)
         if store.file is not None:
             try:
                 LinkIndex.synced(store)  # the records written now are linked here, not by the first question
             except sqlite3.Error as exc:  # a full disk after the commit: questions link from memory meanwhile
-                raise StoreFileError(f"the records are committed (store generation {store.generation}), but the "
-                                     f"link index beside them could not be updated: {exc}") from None
+                raise StoreFileError(
+                    f"the records are committed (store generation {store.generation}), but the "
+                    f"link index beside them could not be updated: {exc}"
+                ) from None
         for report in reports:
             if report.changed:
                 catalog = refresh_catalog(store, settings, report.tenant)
@@ -248,8 +293,10 @@ def ingest(settings: Settings, per_tenant: Mapping[str, Mapping[str, Iterable[di
             try:  # `$text` reads an index built here, not one each new process tokenizes the collection for
                 sync_fulltext(store, report.tenant, catalog.schemas)
             except OSError as exc:  # a full disk after the commit: `$text` fits its index in memory meanwhile
-                raise StoreFileError(f"the records are committed (store generation {store.generation}), but the "
-                                     f"full-text index beside them could not be updated: {exc}") from None
+                raise StoreFileError(
+                    f"the records are committed (store generation {store.generation}), but the "
+                    f"full-text index beside them could not be updated: {exc}"
+                ) from None
             if index:
                 report.index = sync_index(store, report.tenant, settings, progress)
             report.seconds = time.perf_counter() - started

@@ -46,15 +46,68 @@ from context_engine.store.sqlite_file import StoreFileError
 from context_engine.text import TimeRangeError, parse_now
 
 __all__ = [
-    "BUILTIN", "HANDLE_KINDS", "SHUTDOWN", "USER_ERRORS", "AmbiguousPerson", "Answer", "Cancelled",
-    "ContextSetError", "ContextSetView", "ExecutionError", "FeedbackError", "IndexDamaged", "IndexMissing",
-    "InvalidInput", "NoTenantData", "OwnOptions", "PeopleReport", "PipelineRejected", "RecordNotFound",
-    "RecordView", "RerankerError", "SearchHit", "SourceReading", "SourceRequest", "Stop", "StoreError",
-    "StoreFileError", "TenantError", "TimeRangeError", "UnknownCollection", "UnknownPerson", "UnknownTemplate",
-    "add_template", "ask", "check_scope", "commit_records", "context_set", "export_context_set", "feedback", "feedback_questions",
-    "find_people", "finite_for_json", "get_record", "github_event_records", "ingest", "mongodb_filter", "own_options",
-    "own_options_from_spec", "parse_now", "people", "query", "raise_if_stopped", "read_source", "remember_ask",
-    "remove_template", "schema", "search", "slack_event_records", "status", "stop_on", "sync_index", "try_template",
+    "BUILTIN",
+    "HANDLE_KINDS",
+    "SHUTDOWN",
+    "USER_ERRORS",
+    "AmbiguousPerson",
+    "Answer",
+    "Cancelled",
+    "ContextSetError",
+    "ContextSetView",
+    "ExecutionError",
+    "FeedbackError",
+    "IndexDamaged",
+    "IndexMissing",
+    "InvalidInput",
+    "NoTenantData",
+    "OwnOptions",
+    "PeopleReport",
+    "PipelineRejected",
+    "RecordNotFound",
+    "RecordView",
+    "RerankerError",
+    "SearchHit",
+    "SourceReading",
+    "SourceRequest",
+    "Stop",
+    "StoreError",
+    "StoreFileError",
+    "TenantError",
+    "TimeRangeError",
+    "UnknownCollection",
+    "UnknownPerson",
+    "UnknownTemplate",
+    "add_template",
+    "ask",
+    "check_scope",
+    "commit_records",
+    "context_set",
+    "export_context_set",
+    "feedback",
+    "feedback_questions",
+    "find_people",
+    "finite_for_json",
+    "get_record",
+    "github_event_records",
+    "ingest",
+    "mongodb_filter",
+    "own_options",
+    "own_options_from_spec",
+    "parse_now",
+    "people",
+    "query",
+    "raise_if_stopped",
+    "read_source",
+    "remember_ask",
+    "remove_template",
+    "schema",
+    "search",
+    "slack_event_records",
+    "status",
+    "stop_on",
+    "sync_index",
+    "try_template",
 ]
 
 
@@ -92,8 +145,16 @@ class RecordNotFound(LookupError):
 # disk, a damaged file) is a StoreError too; the CLI tells it apart for its exit code.
 USER_ERRORS: tuple[type[Exception], ...] = (
     ValueError,  # InvalidInput, a tenant name, feedback or a context set the rules refuse, a time out of range
-    NoTenantData, UnknownCollection, RecordNotFound, UnknownTemplate, UnknownPerson, AmbiguousPerson,
-    ExecutionError, StoreError, IndexMissing, IndexDamaged,
+    NoTenantData,
+    UnknownCollection,
+    RecordNotFound,
+    UnknownTemplate,
+    UnknownPerson,
+    AmbiguousPerson,
+    ExecutionError,
+    StoreError,
+    IndexMissing,
+    IndexDamaged,
     RerankerError,  # a reranker the configuration names that cannot run here
 )
 
@@ -104,8 +165,9 @@ def check_scope(settings: Settings) -> None:
     (a CLI command, an MCP stdio server, an API key at start), so a typo is said before any work."""
     tenants = store_for(settings).tenants()
     if settings.tenant not in tenants:
-        raise NoTenantData(f"tenant {settings.tenant!r} has no data (tenants with data: "
-                           f"{', '.join(tenants) or 'none'})")
+        raise NoTenantData(
+            f"tenant {settings.tenant!r} has no data (tenants with data: {', '.join(tenants) or 'none'})"
+        )
     principals_for(settings)
 
 
@@ -139,9 +201,11 @@ class Answer:
 
     def to_json(self) -> dict[str, Any]:
         """JSON throughout: pipelines in Extended JSON (re-runnable with `query`), documents as text + metadata."""
-        return {"question": self.question, **{key: self.output.get(key) for key in ANSWER_FIELDS},
-                "documents": [{"text": d.page_content, "metadata": d.metadata}
-                              for d in self.output.get("documents", [])]}
+        return {
+            "question": self.question,
+            **{key: self.output.get(key) for key in ANSWER_FIELDS},
+            "documents": [{"text": d.page_content, "metadata": d.metadata} for d in self.output.get("documents", [])],
+        }
 
 
 def ask(settings: Settings, question: str, now: str | datetime | None = None) -> Answer:
@@ -156,11 +220,17 @@ def ask(settings: Settings, question: str, now: str | datetime | None = None) ->
     from context_engine.assistant.context import Context
     from context_engine.assistant.graph import graph  # imported on use: the other operations never pay for it
 
-    context = Context(tenant=settings.tenant, user=settings.asker or "", anonymous=settings.asker is None,
-                      data_dir=str(settings.data_dir), use_llm=settings.use_llm)
+    context = Context(
+        tenant=settings.tenant,
+        user=settings.asker or "",
+        anonymous=settings.asker is None,
+        data_dir=str(settings.data_dir),
+        use_llm=settings.use_llm,
+    )
     output = graph.invoke({"question": question, "now": when.isoformat()}, context=context)
-    remember_ask(settings.data_dir, settings.tenant, settings.asker, question, output,
-                 when.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    remember_ask(
+        settings.data_dir, settings.tenant, settings.asker, question, output, when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
     return Answer(question, when, output)
 
 
@@ -177,9 +247,16 @@ def query(settings: Settings, collection: str, pipeline: Any) -> list[dict[str, 
     errors = validate_pipeline(pipeline, schema_, _policy(settings), schemas=catalog.schemas)
     if errors:
         raise PipelineRejected(errors)
-    return run_pipeline(store_for(settings), collection, pipeline, tenant=settings.tenant,
-                        principals=principals_for(settings), schema=schema_, max_rows=settings.max_rows,
-                        max_time_ms=settings.max_time_ms)
+    return run_pipeline(
+        store_for(settings),
+        collection,
+        pipeline,
+        tenant=settings.tenant,
+        principals=principals_for(settings),
+        schema=schema_,
+        max_rows=settings.max_rows,
+        max_time_ms=settings.max_time_ms,
+    )
 
 
 # ---------------------------------------------------------------------------------------- search
@@ -192,7 +269,7 @@ class SearchHit:
     title: str | None
     url: str | None
     date: str | None
-    score: float         # the fused score (BM25 + dense)
+    score: float  # the fused score (BM25 + dense)
     rerank_score: float  # the reranker's; hits are in this order
     text: str
 
@@ -216,11 +293,20 @@ def search(settings: Settings, text: str, k: int = 8) -> list[SearchHit]:
         raise InvalidInput(f"k must be at least 1, not {k}")
     fused = make_retriever(settings.with_overrides(retrieve_k=max(settings.rerank_k, k))).invoke(text)
     reranker = make_reranker(settings, llm=chat_model_for(settings, "judge") if settings.reranker == "llm" else None)
-    ranked = reranker.rerank(text, fused[:max(settings.rerank_k, k)], top_n=k)
-    return [SearchHit(ref=doc.metadata["doc_ref"], collection=doc.metadata["collection"],
-                      title=doc.metadata.get("title"), url=doc.metadata.get("url"), date=doc.metadata.get("date"),
-                      score=round(float(doc.metadata["score"]), 4), rerank_score=round(doc.metadata["rerank_score"], 4),
-                      text=doc.page_content) for doc in ranked]
+    ranked = reranker.rerank(text, fused[: max(settings.rerank_k, k)], top_n=k)
+    return [
+        SearchHit(
+            ref=doc.metadata["doc_ref"],
+            collection=doc.metadata["collection"],
+            title=doc.metadata.get("title"),
+            url=doc.metadata.get("url"),
+            date=doc.metadata.get("date"),
+            score=round(float(doc.metadata["score"]), 4),
+            rerank_score=round(doc.metadata["rerank_score"], 4),
+            text=doc.page_content,
+        )
+        for doc in ranked
+    ]
 
 
 # ------------------------------------------------------------------------------------ get_record
@@ -253,8 +339,12 @@ def get_record(settings: Settings, ref: str, max_links: int = 20) -> RecordView:
         found = store.find_refs(collection, scope, [ref])
         if found:
             chain = follow_links(store, settings.tenant, mine, [ref], max_hops=1, limit=12).to_json()
-            return RecordView(collection, strip_hidden(found[0]), chain["links"][:max_links],
-                              [{k: r[k] for k in LINKED_FIELDS} for r in chain["records"] if r["ref"] != ref])
+            return RecordView(
+                collection,
+                strip_hidden(found[0]),
+                chain["links"][:max_links],
+                [{k: r[k] for k in LINKED_FIELDS} for r in chain["records"] if r["ref"] != ref],
+            )
     raise RecordNotFound(f"no record {ref!r} that you can read")
 
 
@@ -312,8 +402,12 @@ def status(settings: Settings, tenants: list[str] | None = None) -> dict[str, An
     from context_engine.store.writer_lock import writer_busy
 
     store = store_for(settings)
-    report: dict[str, Any] = {"data_dir": str(settings.data_dir), "store_generation": store.generation,
-                              "writer": writer_busy(settings.data_dir), "tenants": {}}
+    report: dict[str, Any] = {
+        "data_dir": str(settings.data_dir),
+        "store_generation": store.generation,
+        "writer": writer_busy(settings.data_dir),
+        "tenants": {},
+    }
     for tenant in store.tenants() if tenants is None else tenants:
         counts = {name: n for name in store.kinds(tenant).names() if (n := store.count(name, tenant))}
         index = index_status(settings, tenant)
@@ -325,14 +419,22 @@ def status(settings: Settings, tenants: list[str] | None = None) -> dict[str, An
 
 
 # -------------------------------------------------------------------------------------- feedback
-def feedback(settings: Settings, rating: str, *, question: str | None = None, note: Any = None,
-             corrected: Any = None) -> dict[str, Any]:
+def feedback(
+    settings: Settings, rating: str, *, question: str | None = None, note: Any = None, corrected: Any = None
+) -> dict[str, Any]:
     """👍/👎 from the settings' asker on their last answer (or `question`); a confirmed or corrected
     plan (`{"collection", "pipeline"}`, validated with the settings' policy) becomes a template of the
     tenant's context set. Raises `FeedbackError` or `ContextSetError`."""
-    return submit(settings.data_dir, catalog_for(settings), asker=settings.asker, rating=rating, question=question,
-                  note=note, corrected=corrected, policy=_policy(settings))
-
+    return submit(
+        settings.data_dir,
+        catalog_for(settings),
+        asker=settings.asker,
+        rating=rating,
+        question=question,
+        note=note,
+        corrected=corrected,
+        policy=_policy(settings),
+    )
 
 
 def feedback_questions(settings: Settings) -> list[dict[str, Any]]:
@@ -361,8 +463,9 @@ def context_set(settings: Settings) -> ContextSetView:
     from context_engine.query import context_sets
 
     loaded = context_sets.load(settings.data_dir, settings.tenant, catalog_for(settings).schemas, _policy(settings))
-    return ContextSetView(str(context_sets.tenant_file(settings.data_dir, settings.tenant) or "shipped defaults"),
-                          loaded)
+    return ContextSetView(
+        str(context_sets.tenant_file(settings.data_dir, settings.tenant) or "shipped defaults"), loaded
+    )
 
 
 def export_context_set(settings: Settings) -> dict[str, Any]:
@@ -379,8 +482,9 @@ def add_template(settings: Settings, template: Any, *, replace: bool = False) ->
     from context_engine.query import context_sets
 
     parsed = context_sets.template_from_json(template)
-    context_sets.add_template(settings.data_dir, settings.tenant, parsed, catalog_for(settings).schemas,
-                              _policy(settings), replace=replace)
+    context_sets.add_template(
+        settings.data_dir, settings.tenant, parsed, catalog_for(settings).schemas, _policy(settings), replace=replace
+    )
     return parsed.name
 
 
@@ -414,23 +518,42 @@ def try_template(settings: Settings, name: str, now: str | datetime | None = Non
         raise InvalidInput(str(exc)) from None
     catalog = catalog_for(settings)
     expected = template.instantiate(template.example_bindings())
-    want = jsonable(run_pipeline(store_for(settings), template.collection, expected, tenant=settings.tenant,
-                                 principals=principals_for(settings), schema=catalog.schemas.get(template.collection),
-                                 max_rows=settings.max_rows, max_time_ms=settings.max_time_ms))
+    want = jsonable(
+        run_pipeline(
+            store_for(settings),
+            template.collection,
+            expected,
+            tenant=settings.tenant,
+            principals=principals_for(settings),
+            schema=catalog.schemas.get(template.collection),
+            max_rows=settings.max_rows,
+            max_time_ms=settings.max_time_ms,
+        )
+    )
     result = run_structured(question, settings, now=when)
     plan = result.attempts[-1].plan if getattr(result, "attempts", None) else None
     ctx, _ = resolve(question, when, catalog, asker_for(settings, catalog))
     matched = cs.match_template(question, slots_for(question, ctx.mentions, ctx.times)) if ctx else None
-    same = plan is not None and result.kind == "success" and plan.collection == template.collection \
-        and result.rows == want
-    return {"template": template.name, "question": question,
-            "template_plan": {"collection": template.collection, "pipeline": to_extended_json(expected)},
-            "engine_plan": ({"collection": plan.collection, "pipeline": to_extended_json(plan.pipeline),
-                             "planner": plan.planner} if plan else None),
-            "engine_outcome": result.kind, "engine_message": getattr(result, "message", ""),
-            "template_rows": len(want), "engine_rows": len(result.rows),
-            "same_result": same, "matched_template": matched[0].name if matched else None,
-            "match_score": round(matched[2], 1) if matched else None}
+    same = (
+        plan is not None and result.kind == "success" and plan.collection == template.collection and result.rows == want
+    )
+    return {
+        "template": template.name,
+        "question": question,
+        "template_plan": {"collection": template.collection, "pipeline": to_extended_json(expected)},
+        "engine_plan": (
+            {"collection": plan.collection, "pipeline": to_extended_json(plan.pipeline), "planner": plan.planner}
+            if plan
+            else None
+        ),
+        "engine_outcome": result.kind,
+        "engine_message": getattr(result, "message", ""),
+        "template_rows": len(want),
+        "engine_rows": len(result.rows),
+        "same_result": same,
+        "matched_template": matched[0].name if matched else None,
+        "match_score": round(matched[2], 1) if matched else None,
+    }
 
 
 # ---------------------------------------------------------------------------------------- ingest
@@ -442,11 +565,16 @@ def own_options(collection: str, **described: Any) -> OwnOptions:
 
     try:
         options = OwnOptions(collection, **described)
-        CollectionSpec(name=options.collection, noun=options.noun or options.collection, key=options.key or "id",
-                       times={r: (p,) for r, p in options.times.items()},
-                       people={r: (PersonField(p, h),) for r, (p, h) in options.people.items()},
-                       values={r: (p,) for r, p in options.values.items()}, text=tuple(options.text),
-                       references=options.references)
+        CollectionSpec(
+            name=options.collection,
+            noun=options.noun or options.collection,
+            key=options.key or "id",
+            times={r: (p,) for r, p in options.times.items()},
+            people={r: (PersonField(p, h),) for r, (p, h) in options.people.items()},
+            values={r: (p,) for r, p in options.values.items()},
+            text=tuple(options.text),
+            references=options.references,
+        )
     except SpecError as exc:
         raise InvalidInput(str(exc)) from None
     return options
@@ -468,7 +596,7 @@ def mongodb_filter(value: Any) -> dict[str, Any]:
     """A MongoDB query (parsed JSON, dates in Extended JSON) for `ingest mongodb`."""
     query_ = from_extended_json(value)
     if not isinstance(query_, dict):
-        raise InvalidInput("a JSON object is expected, e.g. '{\"team\": \"payments\"}'")
+        raise InvalidInput('a JSON object is expected, e.g. \'{"team": "payments"}\'')
     return query_
 
 
@@ -503,14 +631,22 @@ def read_source(settings: Settings, request: SourceRequest) -> SourceReading:
     if request.own is not None:
         request.logins = _tenant_logins(settings)
     try:
-        return SourceReading(read(request, settings.tenant, settings.data_dir, problems), problems,
-                             own=request.own is not None)
+        return SourceReading(
+            read(request, settings.tenant, settings.data_dir, problems), problems, own=request.own is not None
+        )
     except SourceError as exc:
         raise InvalidInput(str(exc)) from None
 
 
-def ingest(settings: Settings, reading: SourceReading, *, progress: Callable[[str, int], None] | None = None,
-           index: bool = True, prune: bool = False, public: bool = False) -> list[dict[str, Any]]:
+def ingest(
+    settings: Settings,
+    reading: SourceReading,
+    *,
+    progress: Callable[[str, int], None] | None = None,
+    index: bool = True,
+    prune: bool = False,
+    public: bool = False,
+) -> list[dict[str, Any]]:
     """Write what `read_source` read (`ingest.ingest`: records, people, catalogs, the semantic index
     unless `index` is False; `progress(label, count)` hears the counts), then run the source's own
     after-commit step (a sync cursor saved only once the data is in). Returns one report per tenant
@@ -520,8 +656,9 @@ def ingest(settings: Settings, reading: SourceReading, *, progress: Callable[[st
 
     read = reading.read
     try:
-        reports = write(settings, read.per_tenant, progress=progress, index=index, prune=prune, public=public,
-                        kinds=read.kinds)
+        reports = write(
+            settings, read.per_tenant, progress=progress, index=index, prune=prune, public=public, kinds=read.kinds
+        )
     except ValueError as exc:  # e.g. --prune of records that do not say which source they are from
         raise InvalidInput(str(exc)) from None
     if read.after_commit:

@@ -70,8 +70,9 @@ def parse_now(value: str | datetime | None) -> datetime:
         if dt.tzinfo is not None:
             dt = dt.astimezone(UTC).replace(tzinfo=None)
     except OverflowError:  # 0001-01-01T00:00+01:00 is before year 1 in UTC
-        raise TimeRangeError(f"now {str(value)[:64]!r} is out of range: times run from {EARLIEST.year} to "
-                             f"{LATEST.year - 1}") from None
+        raise TimeRangeError(
+            f"now {str(value)[:64]!r} is out of range: times run from {EARLIEST.year} to {LATEST.year - 1}"
+        ) from None
     return check_time_range(dt, f"now {dt.isoformat()}")
 
 
@@ -80,10 +81,12 @@ def parse_now(value: str | datetime | None) -> datetime:
 # --------------------------------------------------------------------------------------------
 _TOKEN = re.compile(r"[\u4e00-\u9fff]+|[a-z0-9]+(?:[._\-][a-z0-9]+)*")
 HAN = re.compile(r"[\u4e00-\u9fff]")  # Chinese ideographs: what jieba segments
-ENGLISH_STOPWORDS = frozenset("""
+ENGLISH_STOPWORDS = frozenset(
+    """
 a an and are as at be but by for from has have in is it its of on or that the this to was were
 will with we our you your they their i me my what which who why how when where did do does
-""".split())
+""".split()
+)
 
 
 @lru_cache(maxsize=1)
@@ -142,14 +145,18 @@ _CJK_END = re.compile(f"(?:[。！？；｡．]|…{{2}})+[{_CLOSERS}]*")
 _WEST_END = re.compile(f"[.!?]+[{_CLOSERS}]*(?=\\s|$|[{CJK_CLASS}])")
 
 # Never end a sentence: the next word always follows ("e.g. Redis", "Dr. Kim", "cf. the RFC").
-_ABBREV = frozenset("""
+_ABBREV = frozenset(
+    """
 mr mrs dr prof st mt vs cf approx appx ca e.g i.e eg ie viz resp dept gen col lt sgt capt hon pres gov sen
-""".split())
+""".split()
+)
 # End a sentence unless a number follows ("Fig. 2", "No. 5", "Jan. 3", "pp. 10" vs "I said no. Then").
-_ABBREV_NUM = frozenset("""
+_ABBREV_NUM = frozenset(
+    """
 no nos fig figs eq eqs ref refs vol vols pp p ch sec sect rev est ft jan feb mar apr jun jul aug sep sept
 oct nov dec
-""".split())
+""".split()
+)
 # End a sentence only when the next word is capitalised ("... and so on, etc. The next").
 _ABBREV_SOFT = frozenset("etc al inc ltd co corp jr sr a.m p.m u.s u.k".split())
 
@@ -218,7 +225,7 @@ def _is_boundary(text: str, block_start: int, dot: int, end: int, after: int) ->
     run = text[dot:end]
     if "!" in run or "?" in run:
         return True
-    next_char = text[after:after + 80].lstrip()[:1]
+    next_char = text[after : after + 80].lstrip()[:1]
     if run.startswith(".."):  # an ellipsis: "wait... what" goes on
         return not next_char.islower()
     word_start = dot
@@ -239,7 +246,7 @@ def _is_boundary(text: str, block_start: int, dot: int, end: int, after: int) ->
     if "." in word and all(len(part) == 1 and part.isalpha() for part in lowered.split(".")):
         return False  # "U.S.A.", "e.g"-like dotted abbreviations
     line_start = text.rfind("\n", block_start, dot) + 1
-    if _LIST_NUMBER.match(text[max(line_start, block_start):dot + 1]):
+    if _LIST_NUMBER.match(text[max(line_start, block_start) : dot + 1]):
         return False  # "1. First step"
     return True
 

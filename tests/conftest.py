@@ -24,12 +24,15 @@ TEST_DATA_DIR = TESTS_DIR / "data"  # question sets, conversations and connector
 # The real third-party data is never in the repository: $CONTEXT_ENGINE_EVAL_DATA (`make test` sets it).
 EVAL_DATA = eval_data()
 GITHUB_DUMP = EVAL_DATA / "github" / "huggingface-datasets-issues.jsonl.gz"
-needs_slack_exports = pytest.mark.skipif(not (EVAL_DATA / "slack").is_dir(),
-                                         reason="no Slack exports in $CONTEXT_ENGINE_EVAL_DATA")
+needs_slack_exports = pytest.mark.skipif(
+    not (EVAL_DATA / "slack").is_dir(), reason="no Slack exports in $CONTEXT_ENGINE_EVAL_DATA"
+)
 needs_clapnq = pytest.mark.skipif(not (EVAL_DATA / "clapnq").is_dir(), reason="no CLAP NQ in $CONTEXT_ENGINE_EVAL_DATA")
 needs_github_dump = pytest.mark.skipif(not GITHUB_DUMP.exists(), reason="no GitHub dump in $CONTEXT_ENGINE_EVAL_DATA")
-needs_real_sources = pytest.mark.skipif(not GITHUB_DUMP.exists() or not (EVAL_DATA / "slack").is_dir(),
-                                        reason="no GitHub dump or Slack exports in $CONTEXT_ENGINE_EVAL_DATA")
+needs_real_sources = pytest.mark.skipif(
+    not GITHUB_DUMP.exists() or not (EVAL_DATA / "slack").is_dir(),
+    reason="no GitHub dump or Slack exports in $CONTEXT_ENGINE_EVAL_DATA",
+)
 
 
 @pytest.fixture(scope="session")
@@ -67,12 +70,29 @@ def real_sources_dir(tmp_path_factory) -> Path:
     session (minutes), shared by every test that only reads it."""
     data_dir = tmp_path_factory.mktemp("real-sources")
     if GITHUB_DUMP.exists():
-        out = run_cli("ingest", "github", str(GITHUB_DUMP), "--public", "--no-index", "--data-dir", str(data_dir),
-                      "--tenant", "hf")
+        out = run_cli(
+            "ingest",
+            "github",
+            str(GITHUB_DUMP),
+            "--public",
+            "--no-index",
+            "--data-dir",
+            str(data_dir),
+            "--tenant",
+            "hf",
+        )
         assert out.returncode == 0, out.stderr
     if (EVAL_DATA / "slack").is_dir():
-        out = run_cli("ingest", "slack", *map(str, sorted((EVAL_DATA / "slack").glob("*.zip"))), "--no-index",
-                      "--data-dir", str(data_dir), "--tenant", "oss")
+        out = run_cli(
+            "ingest",
+            "slack",
+            *map(str, sorted((EVAL_DATA / "slack").glob("*.zip"))),
+            "--no-index",
+            "--data-dir",
+            str(data_dir),
+            "--tenant",
+            "oss",
+        )
         assert out.returncode == 0, out.stderr
     return data_dir
 
@@ -90,9 +110,18 @@ def run_gold(settings: Settings, item: dict, max_rows: int) -> list[dict]:
     from context_engine.resources import catalog_for, store_for
 
     catalog = catalog_for(settings)
-    return jsonable(run_pipeline(store_for(settings), item["collection"], from_extended_json(item["gold"]),
-                                 tenant=catalog.tenant, principals=["*"], schema=catalog.schemas[item["collection"]],
-                                 max_rows=max_rows, max_time_ms=60_000))
+    return jsonable(
+        run_pipeline(
+            store_for(settings),
+            item["collection"],
+            from_extended_json(item["gold"]),
+            tenant=catalog.tenant,
+            principals=["*"],
+            schema=catalog.schemas[item["collection"]],
+            max_rows=max_rows,
+            max_time_ms=60_000,
+        )
+    )
 
 
 def names_of(person: dict) -> set[str]:
@@ -104,5 +133,6 @@ def names_of(person: dict) -> set[str]:
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "OPENAI_BASE_URL": "", "OPENAI_API_KEY": "", **(env or {})}
     full_env.pop("MONGODB_URI", None)
-    return subprocess.run([sys.executable, "-m", "context_engine.cli", *args], capture_output=True, text=True,
-                          env=full_env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "context_engine.cli", *args], capture_output=True, text=True, env=full_env, timeout=120
+    )

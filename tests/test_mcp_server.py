@@ -22,15 +22,24 @@ from tests.serving import Server
 
 TOOLS = {"ask", "query", "search", "get_record", "find_people", "schema", "feedback"}
 PRIVATE = [{"$match": {"channel": "security-private"}}, {"$count": "n"}]
-KEYS = {"member-key": ApiKey(tenant="acme", user="sokafor"), "outsider-key": ApiKey(tenant="acme", user="zwei-dev"),
-        "globex-key": ApiKey(tenant="globex"), "public-key": ApiKey(tenant="acme")}
+KEYS = {
+    "member-key": ApiKey(tenant="acme", user="sokafor"),
+    "outsider-key": ApiKey(tenant="acme", user="zwei-dev"),
+    "globex-key": ApiKey(tenant="globex"),
+    "public-key": ApiKey(tenant="acme"),
+}
 
 
 def _stdio(sample_dir, *flags: str):
     env = {**os.environ, "OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""}
     env.pop("CONTEXT_ENGINE_USER", None)
-    return stdio_client(StdioServerParameters(command=sys.executable, env=env, args=[
-        "-m", "context_engine.cli", "mcp", "--data-dir", str(sample_dir), *flags]))
+    return stdio_client(
+        StdioServerParameters(
+            command=sys.executable,
+            env=env,
+            args=["-m", "context_engine.cli", "mcp", "--data-dir", str(sample_dir), *flags],
+        )
+    )
 
 
 async def _session_calls(transport, calls):
@@ -51,27 +60,42 @@ def _count(result) -> int:
 
 def test_stdio_lists_and_calls_every_tool(sample_dir):
     async def run():
-        return await _session_calls(_stdio(sample_dir, "--tenant", "acme", "--as", "rsh-dev"), [
-            lambda s: s.list_tools(),
-            lambda s: s.call_tool("ask", {"question": "how many open PRs are labelled security?",
-                                          "now": "2026-11-30T12:00:00Z"}),
-            lambda s: s.call_tool("query", {"collection": "pull_requests",
-                                            "pipeline": [{"$match": {"state": "open"}}, {"$count": "n"}]}),
-            lambda s: s.call_tool("query", {"collection": "pull_requests", "pipeline": [{"$match": {"$where": "1"}}]}),
-            lambda s: s.call_tool("search", {"query": "why did we switch the session cache to Redis?", "k": 3}),
-            lambda s: s.call_tool("get_record", {"ref": "acme/infra#812"}),
-            lambda s: s.call_tool("find_people", {"name": "Rashid Khan"}),
-            lambda s: s.call_tool("schema", {"collection": "pull_requests"}),
-            lambda s: s.list_resource_templates(),
-            lambda s: s.read_resource("schema://issues"),
-            lambda s: s.get_prompt("context_for_change", {"task": "switch the session cache to Redis"}),
-            lambda s: s.call_tool("query", {"collection": "pull_requests",
-                                            "pipeline": [{"$match": {}}, {"$project": {"title": 1}}], "offset": 50}),
-            _server_info,
-        ])
+        return await _session_calls(
+            _stdio(sample_dir, "--tenant", "acme", "--as", "rsh-dev"),
+            [
+                lambda s: s.list_tools(),
+                lambda s: s.call_tool(
+                    "ask", {"question": "how many open PRs are labelled security?", "now": "2026-11-30T12:00:00Z"}
+                ),
+                lambda s: s.call_tool(
+                    "query",
+                    {"collection": "pull_requests", "pipeline": [{"$match": {"state": "open"}}, {"$count": "n"}]},
+                ),
+                lambda s: s.call_tool(
+                    "query", {"collection": "pull_requests", "pipeline": [{"$match": {"$where": "1"}}]}
+                ),
+                lambda s: s.call_tool("search", {"query": "why did we switch the session cache to Redis?", "k": 3}),
+                lambda s: s.call_tool("get_record", {"ref": "acme/infra#812"}),
+                lambda s: s.call_tool("find_people", {"name": "Rashid Khan"}),
+                lambda s: s.call_tool("schema", {"collection": "pull_requests"}),
+                lambda s: s.list_resource_templates(),
+                lambda s: s.read_resource("schema://issues"),
+                lambda s: s.get_prompt("context_for_change", {"task": "switch the session cache to Redis"}),
+                lambda s: s.call_tool(
+                    "query",
+                    {
+                        "collection": "pull_requests",
+                        "pipeline": [{"$match": {}}, {"$project": {"title": 1}}],
+                        "offset": 50,
+                    },
+                ),
+                _server_info,
+            ],
+        )
 
-    (tools, ask, count, rejected, search, record, people, schema, templates, resource, prompt,
-     page, info) = asyncio.run(run())
+    (tools, ask, count, rejected, search, record, people, schema, templates, resource, prompt, page, info) = (
+        asyncio.run(run())
+    )
     # the spawned server names itself with the installed distribution's version, never an empty one
     assert info.name == "context-engine" and info.version == server_version() and info.version not in ("", "unknown")
     assert {t.name for t in tools.tools} == TOOLS
@@ -104,15 +128,25 @@ def test_feedback_rates_the_callers_last_ask_and_refuses_a_bad_plan(sample_dir, 
         old.unlink()
 
     async def run():
-        return await _session_calls(_stdio(data_dir, "--tenant", "acme", "--as", "rsh-dev"), [
-            lambda s: s.list_tools(),
-            lambda s: s.call_tool("feedback", {"rating": "up"}),  # nothing asked yet
-            lambda s: s.call_tool("ask", {"question": "PRs Rashid merged last week", "now": "2026-11-30T12:00:00Z"}),
-            lambda s: s.call_tool("feedback", {"rating": "down", "corrected_plan": {
-                "collection": "pull_requests", "pipeline": [{"$merge": {"into": "x"}}]}}),
-            lambda s: s.call_tool("feedback", {"rating": "up", "note": "right", "asker": "priyar"}),
-            lambda s: s.call_tool("feedback", {"rating": "up", "note": "right"}),
-        ])
+        return await _session_calls(
+            _stdio(data_dir, "--tenant", "acme", "--as", "rsh-dev"),
+            [
+                lambda s: s.list_tools(),
+                lambda s: s.call_tool("feedback", {"rating": "up"}),  # nothing asked yet
+                lambda s: s.call_tool(
+                    "ask", {"question": "PRs Rashid merged last week", "now": "2026-11-30T12:00:00Z"}
+                ),
+                lambda s: s.call_tool(
+                    "feedback",
+                    {
+                        "rating": "down",
+                        "corrected_plan": {"collection": "pull_requests", "pipeline": [{"$merge": {"into": "x"}}]},
+                    },
+                ),
+                lambda s: s.call_tool("feedback", {"rating": "up", "note": "right", "asker": "priyar"}),
+                lambda s: s.call_tool("feedback", {"rating": "up", "note": "right"}),
+            ],
+        )
 
     tools, early, ask, bad, claim, good = asyncio.run(run())
     tool = next(t for t in tools.tools if t.name == "feedback")
@@ -131,24 +165,33 @@ def test_feedback_rates_the_callers_last_ask_and_refuses_a_bad_plan(sample_dir, 
 def test_stdio_scoping_follows_the_flags(sample_dir):
     def private_count(*flags: str) -> int:
         async def run():
-            return await _session_calls(_stdio(sample_dir, *flags), [
-                lambda s: s.call_tool("query", {"collection": "messages", "pipeline": PRIVATE}),
-                lambda s: s.call_tool("schema", {"collection": "messages"}),
-            ])
+            return await _session_calls(
+                _stdio(sample_dir, *flags),
+                [
+                    lambda s: s.call_tool("query", {"collection": "messages", "pipeline": PRIVATE}),
+                    lambda s: s.call_tool("schema", {"collection": "messages"}),
+                ],
+            )
+
         result, schema = asyncio.run(run())
         assert ("security-private" in json.dumps(schema.structured_content)) == (_count(result) > 0)
         return _count(result)
 
-    assert private_count("--tenant", "acme", "--as", "sokafor") > 0      # a member of #security-private
-    assert private_count("--tenant", "acme", "--as", "zwei-dev") == 0    # not a member
-    assert private_count("--tenant", "acme") == 0                        # nobody: public records only
+    assert private_count("--tenant", "acme", "--as", "sokafor") > 0  # a member of #security-private
+    assert private_count("--tenant", "acme", "--as", "zwei-dev") == 0  # not a member
+    assert private_count("--tenant", "acme") == 0  # nobody: public records only
 
 
 def test_stdio_refuses_an_unknown_person_in_one_line(sample_dir):
     import subprocess
 
-    out = subprocess.run([sys.executable, "-m", "context_engine.cli", "mcp", "--data-dir", str(sample_dir),
-                          "--as", "ghost-user"], capture_output=True, text=True, timeout=120, input="")
+    out = subprocess.run(
+        [sys.executable, "-m", "context_engine.cli", "mcp", "--data-dir", str(sample_dir), "--as", "ghost-user"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input="",
+    )
     assert out.returncode == 2 and "ghost-user" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
@@ -165,27 +208,44 @@ def _http(server, key: str):
 
 
 def test_http_refuses_a_missing_or_unknown_key(http_server):
-    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
     for headers in ({}, {"Authorization": "Bearer not-a-key"}, {"Authorization": "Basic bWVtYmVyLWtleQ=="}):
-        response = httpx.post(f"{http_server.url}/mcp", json=hello, timeout=30,
-                              headers={**headers, "Accept": "application/json, text/event-stream"})
+        response = httpx.post(
+            f"{http_server.url}/mcp",
+            json=hello,
+            timeout=30,
+            headers={**headers, "Accept": "application/json, text/event-stream"},
+        )
         assert response.status_code == 401 and "API key" in response.json()["error"]
 
 
 def test_http_scopes_each_call_by_its_key(http_server):
     def calls(key: str):
         async def run():
-            return await _session_calls(_http(http_server, key), [
-                lambda s: s.list_tools(),
-                lambda s: s.call_tool("query", {"collection": "messages", "pipeline": PRIVATE}),
-                lambda s: s.call_tool("query", {"collection": "pull_requests",
-                                                "pipeline": [{"$group": {"_id": "$repo"}}]}),
-                lambda s: s.call_tool("get_record", {"ref": "G04SECPR9Z:" + _private_thread_ts()}),
-                lambda s: s.call_tool("query", {"collection": "pull_requests",
-                                                "pipeline": [{"$lookup": {"from": "store_meta", "pipeline": [],
-                                                                          "as": "meta"}}]}),
-            ])
+            return await _session_calls(
+                _http(http_server, key),
+                [
+                    lambda s: s.list_tools(),
+                    lambda s: s.call_tool("query", {"collection": "messages", "pipeline": PRIVATE}),
+                    lambda s: s.call_tool(
+                        "query", {"collection": "pull_requests", "pipeline": [{"$group": {"_id": "$repo"}}]}
+                    ),
+                    lambda s: s.call_tool("get_record", {"ref": "G04SECPR9Z:" + _private_thread_ts()}),
+                    lambda s: s.call_tool(
+                        "query",
+                        {
+                            "collection": "pull_requests",
+                            "pipeline": [{"$lookup": {"from": "store_meta", "pipeline": [], "as": "meta"}}],
+                        },
+                    ),
+                ],
+            )
+
         return asyncio.run(run())
 
     member = calls("member-key")

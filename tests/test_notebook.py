@@ -17,8 +17,9 @@ def executed():
         for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "MONGODB_URI"):
             env.delenv(name, raising=False)
         notebook = nbformat.read(NOTEBOOK, as_version=4)
-        NotebookClient(notebook, timeout=120, kernel_name="python3",
-                       resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+        NotebookClient(
+            notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+        ).execute()
     return [cell for cell in notebook.cells if cell.cell_type == "code"]
 
 

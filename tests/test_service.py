@@ -56,18 +56,23 @@ def test_query_is_scoped_to_the_askers_access(settings, member, outsider):
 
 
 def test_query_cannot_reach_past_its_scope_by_naming_hidden_fields(member):
-    for pipeline in ([{"$match": {"tenant_id": "globex"}}], [{"$match": {"acl": "*"}}],
-                     [{"$match": {"$where": "1"}}]):
+    for pipeline in ([{"$match": {"tenant_id": "globex"}}], [{"$match": {"acl": "*"}}], [{"$match": {"$where": "1"}}]):
         with pytest.raises(service.PipelineRejected) as refused:
             service.query(member, "messages", pipeline)
         assert refused.value.errors and str(refused.value).startswith("rejected: ")
 
 
 def test_query_reads_extended_json_and_refuses_unknown_collections(settings):
-    rows = service.query(settings, "pull_requests", [
-        {"$match": {"created_at": {"$gte": {"$date": "2026-01-01T00:00:00Z"}}}}, {"$count": "n"}])
-    later = service.query(settings, "pull_requests", [
-        {"$match": {"created_at": {"$gte": {"$date": "2099-01-01T00:00:00Z"}}}}, {"$count": "n"}])
+    rows = service.query(
+        settings,
+        "pull_requests",
+        [{"$match": {"created_at": {"$gte": {"$date": "2026-01-01T00:00:00Z"}}}}, {"$count": "n"}],
+    )
+    later = service.query(
+        settings,
+        "pull_requests",
+        [{"$match": {"created_at": {"$gte": {"$date": "2099-01-01T00:00:00Z"}}}}, {"$count": "n"}],
+    )
     assert _count(rows) > 0 and _count(later) == 0
     with pytest.raises(service.UnknownCollection, match=r"unknown collection 'secrets'; use one of: .*pull_requests"):
         service.query(settings, "secrets", [])
@@ -117,7 +122,8 @@ def test_get_record_of_a_private_thread_only_for_members(member, outsider, setti
         with pytest.raises(service.RecordNotFound) as missing:
             service.get_record(who, PRIVATE_CHANNEL + ":1.0")
         assert str(forbidden.value).replace(PRIVATE_THREAD, "REF") == str(missing.value).replace(
-            PRIVATE_CHANNEL + ":1.0", "REF")  # forbidden and absent: the same words
+            PRIVATE_CHANNEL + ":1.0", "REF"
+        )  # forbidden and absent: the same words
 
 
 def test_get_record_links_never_lead_a_non_member_into_the_private_thread(member, outsider):
@@ -201,13 +207,20 @@ def test_ask_refuses_bad_input_before_any_work(settings):
 
 
 # ------------------------------------------------------------------------------------ context set
-TEMPLATE = {"name": "drafts-by", "question": "draft PRs by {who}", "params": {"who": "person"},
-            "plan": {"collection": "pull_requests",
-                     "pipeline": [{"$match": {"draft": True, "user.login": "{{who.github}}"}}]},
-            "example": {"question": "draft PRs by Rashid", "values": {"who": "rsh-dev"}}}
-PRIVATE_TEMPLATE = {"name": "security-thread", "question": "the security-private messages", "params": {},
-                    "plan": {"collection": "messages", "pipeline": [{"$match": {"channel": "security-private"}}]},
-                    "example": {"question": "the security-private messages", "values": {}}}
+TEMPLATE = {
+    "name": "drafts-by",
+    "question": "draft PRs by {who}",
+    "params": {"who": "person"},
+    "plan": {"collection": "pull_requests", "pipeline": [{"$match": {"draft": True, "user.login": "{{who.github}}"}}]},
+    "example": {"question": "draft PRs by Rashid", "values": {"who": "rsh-dev"}},
+}
+PRIVATE_TEMPLATE = {
+    "name": "security-thread",
+    "question": "the security-private messages",
+    "params": {},
+    "plan": {"collection": "messages", "pipeline": [{"$match": {"channel": "security-private"}}]},
+    "example": {"question": "the security-private messages", "values": {}},
+}
 
 
 def test_context_set_add_try_export_remove(own_data):
@@ -248,12 +261,17 @@ def test_feedback_questions_replay_a_rated_plan(own_data):
 def test_ingest_an_own_collection_then_query_it_within_its_access(tmp_path):
     from context_engine.config import Settings
 
-    rows = [{"id": 1, "title": "disk full on db-3", "severity": "high", "readers": "github:alice"},
-            {"id": 2, "title": "cert expired", "severity": "low", "readers": "*"}]
+    rows = [
+        {"id": 1, "title": "disk full on db-3", "severity": "high", "readers": "github:alice"},
+        {"id": 2, "title": "cert expired", "severity": "low", "readers": "*"},
+    ]
     (tmp_path / "incidents.json").write_text(json.dumps(rows), encoding="utf-8")
     settings = Settings(data_dir=tmp_path / "data", mongodb_uri=None, tenant="ops", asker=None, use_llm=False)
-    request = service.SourceRequest("json", [tmp_path / "incidents.json"],
-                                    own=service.own_options("incidents", access_field="readers", ref_prefix="INC-"))
+    request = service.SourceRequest(
+        "json",
+        [tmp_path / "incidents.json"],
+        own=service.own_options("incidents", access_field="readers", ref_prefix="INC-"),
+    )
     reading = service.read_source(settings, request)
     assert reading.read.notes and reading.own
     (report,) = service.ingest(settings, reading, index=False)

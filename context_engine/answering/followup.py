@@ -36,25 +36,41 @@ from context_engine.query.planner.draft import NUMBER_WORDS
 from context_engine.query.timeexpr import MONTHS, find_time_ranges
 from context_engine.text import HAN
 
-_LEAD = re.compile(r"^\s*(?:(?:(?:and|but|also|so|ok(?:ay)?|then|now)[\s,]+)+(?:(?:what|how)\s+about\s+)?"
-                   r"|(?:what|how)\s+about\s+|(?:那么?|还有|那)\s*)", re.I)
+_LEAD = re.compile(
+    r"^\s*(?:(?:(?:and|but|also|so|ok(?:ay)?|then|now)[\s,]+)+(?:(?:what|how)\s+about\s+)?"
+    r"|(?:what|how)\s+about\s+|(?:那么?|还有|那)\s*)",
+    re.I,
+)
 # "same for 2020", "the same but for Mario", "换成张伟", "改成十月": the rest is the new person or time.
-_SAME = re.compile(r"^(?:(?:the\s+)?same\s+(?:thing\s+|question\s+|query\s+)?(?:but\s+)?(?:for|in|with|by)?\s*"
-                   r"|(?:do\s+)?(?:it|that)\s+(?:again\s+)?for\s+|(?:换成|改成|换为|改为|换)\s*)", re.I)
+_SAME = re.compile(
+    r"^(?:(?:the\s+)?same\s+(?:thing\s+|question\s+|query\s+)?(?:but\s+)?(?:for|in|with|by)?\s*"
+    r"|(?:do\s+)?(?:it|that)\s+(?:again\s+)?for\s+|(?:换成|改成|换为|改为|换)\s*)",
+    re.I,
+)
 _TAIL = re.compile(r"[\s?？.。!！,，]*(?:呢|吗|呀)?[\s?？.。!！]*$")
 # "shift that to the month before", "move it to 2021", "now do 2022": the rest says the change.
-_REDO = re.compile(r"^(?:(?:shift|move|change|switch|set)\s+(?:that|it|this|the\s+window|the\s+period)\s+(?:to|back\s+to|forward\s+to)"
-                   r"|(?:now\s+)?do|go\s+back\s+to)\s+", re.I)
+_REDO = re.compile(
+    r"^(?:(?:shift|move|change|switch|set)\s+(?:that|it|this|the\s+window|the\s+period)\s+(?:to|back\s+to|forward\s+to)"
+    r"|(?:now\s+)?do|go\s+back\s+to)\s+",
+    re.I,
+)
 _PRONOUN = re.compile(r"^(?:him|her|them|he|she|他|她|他们|她们)$", re.I)
 _SUBSET = re.compile(
     r"^(?:which|what)\s+(?:ones\s+)?(?:of|among)\s+(?:those|these|them)\s*(?:are|were|is|was|have|has|did)?\s*(?P<a>.*)$"
     r"|^(?:of|among)\s+(?:those|these|them)[\s,]*(?:which|what|only)?\s*(?:ones?)?\s*(?:are|were)?\s*(?P<b>.*)$"
     r"|^(?:only|just|keep)\s+(?:the\s+ones?|those|these)\s*(?:that\s+are|that|which\s+are|which)?\s*(?P<c>.*)$"
     r"|^(?:only|just|keep)\s+(?:the\s+)?(?P<f>.+?\s+ones?)$"
-    r"|^(?:其中|这些|那些|里面)(?:里面|里|中|当中)?(?:的)?(?:哪些|哪个)?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$", re.I)
-_RECORD = re.compile(r"\b(?:it|that one|this one|that pr|this pr|that issue|this issue|that thread|that doc)\b"
-                     r"|(?:它|那个PR|这个PR|那个问题|这个问题|那个issue|这个issue)", re.I)
-_RECORDS = re.compile(r"\b(?:them|those|these|those prs|these prs|those issues|these issues)\b|(?:它们|这些|那些)", re.I)
+    r"|^(?:其中|这些|那些|里面)(?:里面|里|中|当中)?(?:的)?(?:哪些|哪个)?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$",
+    re.I,
+)
+_RECORD = re.compile(
+    r"\b(?:it|that one|this one|that pr|this pr|that issue|this issue|that thread|that doc)\b"
+    r"|(?:它|那个PR|这个PR|那个问题|这个问题|那个issue|这个issue)",
+    re.I,
+)
+_RECORDS = re.compile(
+    r"\b(?:them|those|these|those prs|these prs|those issues|these issues)\b|(?:它们|这些|那些)", re.I
+)
 _PREPOSITION = re.compile(r"^(?:for|by|from|of|to|with|about)\s+", re.I)
 MAX_REFS = 10  # records "them" may stand for
 _STILL = re.compile(r"^\s*still\s+", re.I)
@@ -63,7 +79,7 @@ _STILL = re.compile(r"^\s*still\s+", re.I)
 @dataclass
 class FollowUp:
     standalone: str
-    how: str = ""    # "" when the question stands alone
+    how: str = ""  # "" when the question stands alone
     added: str = ""  # the words a narrowing added to the last question ("how many were bugs")
 
 
@@ -75,26 +91,55 @@ def _core(question: str) -> str:
 
 # Shifting the last time window: "the month before", "a week earlier", "the previous year", "再往前一周",
 # "往后一个月"; "earlier" / "before that" / "更早" is everything before it, "later" / "之后" everything after.
-_UNITS = {"day": "day", "week": "week", "month": "month", "quarter": "quarter", "year": "year",
-          "天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month", "季度": "quarter", "年": "year"}
-_EN_UNIT = r"(day|week|month|quarter|year)s?"   # the one group of each form: the unit
+_UNITS = {
+    "day": "day",
+    "week": "week",
+    "month": "month",
+    "quarter": "quarter",
+    "year": "year",
+    "天": "day",
+    "日": "day",
+    "周": "week",
+    "星期": "week",
+    "礼拜": "week",
+    "月": "month",
+    "季度": "quarter",
+    "年": "year",
+}
+_EN_UNIT = r"(day|week|month|quarter|year)s?"  # the one group of each form: the unit
 _CJK_UNIT = r"(?:一|1)?个?(天|日|周|星期|礼拜|月|季度|年)"
 # "the month before" / "the next week": the window of that unit next to the last one (the one
 # before or after it when the last one was such a unit); "a year earlier" / "再往前一周": the last
 # window itself, moved by that unit.
-_NEXT_BACK = re.compile(rf"^(?:the\s+)?{_EN_UNIT}\s+(?:before|prior)(?:\s+that)?$|^前{_CJK_UNIT}$"
-                        rf"|^(?:the\s+)?(?:previous|prior|preceding)\s+{_EN_UNIT}$", re.I)
-_NEXT_AHEAD = re.compile(rf"^(?:the\s+)?{_EN_UNIT}\s+after(?:\s+that)?$|^(?:the\s+)?(?:next|following)\s+{_EN_UNIT}$|^后{_CJK_UNIT}$",
-                         re.I)
-_MOVE_BACK = re.compile(rf"^(?:(?:the\s+)?(?:same\s+)?(?:quarter|month|week|period|time|window|days?)\s+)?(?:a|one|1)\s+{_EN_UNIT}\s+(?:earlier|before|ago|back|prior)$|^(?:再|再往|往)前{_CJK_UNIT}$"
-                        rf"|^(?:go\s+|step\s+|move\s+)?back\s+(?:a|one|1)\s+{_EN_UNIT}$"
-                        rf"|^(?:再)?早{_CJK_UNIT}$", re.I)
-_MOVE_AHEAD = re.compile(rf"^(?:(?:the\s+)?(?:same\s+)?(?:quarter|month|week|period|time|window|days?)\s+)?(?:a|one|1)\s+{_EN_UNIT}\s+(?:later|after|on)$|^(?:再|再往|往)后{_CJK_UNIT}$"
-                         rf"|^(?:再)?晚{_CJK_UNIT}$", re.I)
-_EARLIER = re.compile(r"^(?:any(?:thing)?\s+)?(?:earlier|before\s+(?:that|then)|prior\s+to\s+that|even\s+earlier)(?:\s+ones?)?$"
-                      r"|^(?:更早|再早|之前|在那之前|那之前|以前)(?:的)?$", re.I)
-_LATER = re.compile(r"^(?:any(?:thing)?\s+)?(?:later|after\s+(?:that|then)|since\s+then)(?:\s+ones?)?$"
-                    r"|^(?:更晚|再晚|之后|在那之后|那之后|以后)(?:的)?$", re.I)
+_NEXT_BACK = re.compile(
+    rf"^(?:the\s+)?{_EN_UNIT}\s+(?:before|prior)(?:\s+that)?$|^前{_CJK_UNIT}$"
+    rf"|^(?:the\s+)?(?:previous|prior|preceding)\s+{_EN_UNIT}$",
+    re.I,
+)
+_NEXT_AHEAD = re.compile(
+    rf"^(?:the\s+)?{_EN_UNIT}\s+after(?:\s+that)?$|^(?:the\s+)?(?:next|following)\s+{_EN_UNIT}$|^后{_CJK_UNIT}$", re.I
+)
+_MOVE_BACK = re.compile(
+    rf"^(?:(?:the\s+)?(?:same\s+)?(?:quarter|month|week|period|time|window|days?)\s+)?(?:a|one|1)\s+{_EN_UNIT}\s+(?:earlier|before|ago|back|prior)$|^(?:再|再往|往)前{_CJK_UNIT}$"
+    rf"|^(?:go\s+|step\s+|move\s+)?back\s+(?:a|one|1)\s+{_EN_UNIT}$"
+    rf"|^(?:再)?早{_CJK_UNIT}$",
+    re.I,
+)
+_MOVE_AHEAD = re.compile(
+    rf"^(?:(?:the\s+)?(?:same\s+)?(?:quarter|month|week|period|time|window|days?)\s+)?(?:a|one|1)\s+{_EN_UNIT}\s+(?:later|after|on)$|^(?:再|再往|往)后{_CJK_UNIT}$"
+    rf"|^(?:再)?晚{_CJK_UNIT}$",
+    re.I,
+)
+_EARLIER = re.compile(
+    r"^(?:any(?:thing)?\s+)?(?:earlier|before\s+(?:that|then)|prior\s+to\s+that|even\s+earlier)(?:\s+ones?)?$"
+    r"|^(?:更早|再早|之前|在那之前|那之前|以前)(?:的)?$",
+    re.I,
+)
+_LATER = re.compile(
+    r"^(?:any(?:thing)?\s+)?(?:later|after\s+(?:that|then)|since\s+then)(?:\s+ones?)?$"
+    r"|^(?:更晚|再晚|之后|在那之后|那之后|以后)(?:的)?$",
+    re.I,
+)
 
 
 _COUNTS = {word: n for word, n in NUMBER_WORDS.items() if n >= 2}  # "the next three months"
@@ -134,18 +179,26 @@ def _shifted(core: str, previous: dict[str, Any]) -> str | None:
         return f"since {end:%Y-%m-%d}"
     if start is None or end is None:
         return None
-    core = re.sub(r"^(?:in|for|during|over|from)\s+", "", core, flags=re.I)  # "and in the month after that?", "from the month before"
+    core = re.sub(
+        r"^(?:in|for|during|over|from)\s+", "", core, flags=re.I
+    )  # "and in the month after that?", "from the month before"
     core = re.sub(r"^(?:跟|和|与|同)\s*|\s*(?:比|相比|比较|对比)(?:一下)?$", "", core)  # "跟前一年比": the year before
     if len(previous.get("people", [])) == 1:
         core = re.sub(r"^(?:他|她|他们|她们)(?:的)?\s*", "", core)  # "他前一年呢": the same person, the year before
-    several = re.match(rf"^(?:the\s+)?(next|following|previous|prior|preceding)\s+({'|'.join(_COUNTS)}|\d+)\s+{_EN_UNIT}$", core, re.I)
+    several = re.match(
+        rf"^(?:the\s+)?(next|following|previous|prior|preceding)\s+({'|'.join(_COUNTS)}|\d+)\s+{_EN_UNIT}$", core, re.I
+    )
     if several:  # "the next three months": that many units right after (before) the last window
         n, unit = _COUNTS.get(several.group(2).lower()) or int(several.group(2)), _UNITS[several.group(3).lower()]
         if several.group(1).lower() in ("next", "following"):
             return _phrase(end, _step(end, unit, n))
         return _phrase(_step(start, unit, -n), start)
-    for pattern, n, moved in ((_NEXT_BACK, -1, False), (_NEXT_AHEAD, 1, False), (_MOVE_BACK, -1, True),
-                              (_MOVE_AHEAD, 1, True)):
+    for pattern, n, moved in (
+        (_NEXT_BACK, -1, False),
+        (_NEXT_AHEAD, 1, False),
+        (_MOVE_BACK, -1, True),
+        (_MOVE_AHEAD, 1, True),
+    ):
         m = pattern.match(core)
         if not m:
             continue
@@ -159,26 +212,53 @@ def _shifted(core: str, previous: dict[str, Any]) -> str | None:
 
 # Picking one of the candidates the last turn offered for a name it could not tell apart:
 # "the first one", "第二个", "2", "I meant achen42", "Alex Morgan", "我说的是陈静".
-_ORDINALS = {"first": 0, "1st": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2, "fourth": 3, "4th": 3, "fifth": 4,
-             "5th": 4, "last": -1, "一": 0, "二": 1, "两": 1, "三": 2, "四": 3, "五": 4, "最后一": -1}
-_ORDINAL = re.compile(r"^(?:the\s+)?(?P<en>first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)(?:\s+(?:one|person|candidate))?$"
-                      r"|^(?:number\s+|no\.?\s*|#)?(?P<digit>[1-9])$|^第?(?P<cjk>一|二|两|三|四|五|最后一)个(?:人)?$"
-                      r"|^第(?P<cjkdigit>[1-9])个?(?:人)?$", re.I)
+_ORDINALS = {
+    "first": 0,
+    "1st": 0,
+    "second": 1,
+    "2nd": 1,
+    "third": 2,
+    "3rd": 2,
+    "fourth": 3,
+    "4th": 3,
+    "fifth": 4,
+    "5th": 4,
+    "last": -1,
+    "一": 0,
+    "二": 1,
+    "两": 1,
+    "三": 2,
+    "四": 3,
+    "五": 4,
+    "最后一": -1,
+}
+_ORDINAL = re.compile(
+    r"^(?:the\s+)?(?P<en>first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)(?:\s+(?:one|person|candidate))?$"
+    r"|^(?:number\s+|no\.?\s*|#)?(?P<digit>[1-9])$|^第?(?P<cjk>一|二|两|三|四|五|最后一)个(?:人)?$"
+    r"|^第(?P<cjkdigit>[1-9])个?(?:人)?$",
+    re.I,
+)
 # "no,", "sorry:", "oh right," before a correction
 _INTERJECTIONS = r"(?:(?:no|sorry|oops|oh|ah|nope|right|ok(?:ay)?|yes|yeah)[\s,:;.!]+)"
-_MEANT = re.compile(rf"^{_INTERJECTIONS}*(?:i\s+meant?|meant|i\s+was\s+asking\s+about"
-                    r"|i(?:'m|\s+am|\s+was)\s+thinking\s+of|the\s+one\s+(?:called|named)|make\s+(?:it|that)"
-                    r"|(?:his|her|their|the)\s+(?:github\s+|slack\s+)?(?:login|user\s?name|handle|account|id)\s+"
-                    r"(?:here\s+|there\s+|on\s+(?:github|slack)\s+)?(?:is|was|'s))"
-                    r"\s+(?:the\s+)?(?:(?:login|user(?:name)?|handle|account|person)\s+)?@?"
-                    r"|^(?:我)?(?:说的是|指的是|是说|要的是)|^是", re.I)
+_MEANT = re.compile(
+    rf"^{_INTERJECTIONS}*(?:i\s+meant?|meant|i\s+was\s+asking\s+about"
+    r"|i(?:'m|\s+am|\s+was)\s+thinking\s+of|the\s+one\s+(?:called|named)|make\s+(?:it|that)"
+    r"|(?:his|her|their|the)\s+(?:github\s+|slack\s+)?(?:login|user\s?name|handle|account|id)\s+"
+    r"(?:here\s+|there\s+|on\s+(?:github|slack)\s+)?(?:is|was|'s))"
+    r"\s+(?:the\s+)?(?:(?:login|user(?:name)?|handle|account|person)\s+)?@?"
+    r"|^(?:我)?(?:说的是|指的是|是说|要的是)|^是",
+    re.I,
+)
 
 
 # "the racket one", "elmlang 那个", "I meant the one on clojurians": a candidate by where they were seen.
-_PLACE = re.compile(r"^(?:i\s+meant\s+)?(?:(?:the\s+)?(?:one|[\w\-]+)\s+(?:on|in|from|at|of)\s+(?:the\s+)?(?P<a>[\w\-]+)"
-                    r"(?:\s+(?:one|slack|workspace|community))?"
-                    r"|(?:the\s+)?(?P<b>[\w\-]+)\s+one|(?P<c>[\w\-]+)\s*(?:上|里|中)?的?(?:那个|那位|这位|这个)(?:人)?"
-                    r"|(?P<d>[\w\-]+)\s*(?:上|里|中)?的\s*[\w\-]+)$", re.I)
+_PLACE = re.compile(
+    r"^(?:i\s+meant\s+)?(?:(?:the\s+)?(?:one|[\w\-]+)\s+(?:on|in|from|at|of)\s+(?:the\s+)?(?P<a>[\w\-]+)"
+    r"(?:\s+(?:one|slack|workspace|community))?"
+    r"|(?:the\s+)?(?P<b>[\w\-]+)\s+one|(?P<c>[\w\-]+)\s*(?:上|里|中)?的?(?:那个|那位|这位|这个)(?:人)?"
+    r"|(?P<d>[\w\-]+)\s*(?:上|里|中)?的\s*[\w\-]+)$",
+    re.I,
+)
 
 
 def _pick(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -186,7 +266,8 @@ def _pick(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
     if place:  # "the racket one"; "the elm one" for elmlang: a place it names or begins
         where = next(g for g in place.groups() if g).lower()
         there = [c for c in candidates if where in {str(p).lower() for p in c.get("places", [])}] or [
-            c for c in candidates if any(str(p).lower().startswith(where) for p in c.get("places", []))]
+            c for c in candidates if any(str(p).lower().startswith(where) for p in c.get("places", []))
+        ]
         if len(there) == 1:
             return there[0]
     m = _ORDINAL.match(core)
@@ -198,8 +279,16 @@ def _pick(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
         return candidates[index] if -len(candidates) <= index < len(candidates) else None
     # "julien-c, the one from HF", "VictorSanh on GitHub", "mariosasko is who I had in mind": the name
     said = re.sub(rf"^{_INTERJECTIONS}+", "", core, flags=re.I)
-    who = re.sub(r"\s*[,，(].*$|\s+on\s+(?:github|slack|the\s+\w+\s+slack)$|\s+is\s+(?:who|the\s+one)\s+I\s+(?:had\s+in\s+mind|meant|mean)$",
-                 "", _MEANT.sub("", said, count=1), flags=re.I).strip().lower()
+    who = (
+        re.sub(
+            r"\s*[,，(].*$|\s+on\s+(?:github|slack|the\s+\w+\s+slack)$|\s+is\s+(?:who|the\s+one)\s+I\s+(?:had\s+in\s+mind|meant|mean)$",
+            "",
+            _MEANT.sub("", said, count=1),
+            flags=re.I,
+        )
+        .strip()
+        .lower()
+    )
     if not who:
         return None
     exact = [c for c in candidates if who in {str(v).lower() for v in c.values() if isinstance(v, str)}]
@@ -226,7 +315,7 @@ def _replace_time(previous: dict[str, Any], when: str) -> str:
     for old in previous.get("times", []):
         if old and old.lower() in text.lower():
             at = text.lower().index(old.lower())
-            before, after = text[:at], text[at + len(old):]
+            before, after = text[:at], text[at + len(old) :]
             if when.isascii():  # "between 2026-11-16 and 2026-11-22" set apart from the Chinese around it
                 before = before + " " if before and HAN.match(before[-1]) else before
                 after = " " + after if after and HAN.match(after[0]) else after
@@ -259,21 +348,29 @@ def _with_year(when: str, previous: dict[str, Any], now: datetime) -> str:
 
 
 # "separate question: ...", "different topic: ...", "on another note, ...", "换个问题": a question of its own.
-_NEW_QUESTION = re.compile(r"^\s*(?:(?:a\s+)?(?:separate|different|new|another|unrelated|other)\s+(?:question|topic|thing|one)"
-                           r"|on\s+(?:another|a\s+different|an\s+unrelated)\s+note|unrelated|changing\s+(?:the\s+)?(?:topic|subject)"
-                           r"|换个(?:问题|话题)|另一个问题|另外)\s*[:：,，.;—-]*\s*", re.I)
+_NEW_QUESTION = re.compile(
+    r"^\s*(?:(?:a\s+)?(?:separate|different|new|another|unrelated|other)\s+(?:question|topic|thing|one)"
+    r"|on\s+(?:another|a\s+different|an\s+unrelated)\s+note|unrelated|changing\s+(?:the\s+)?(?:topic|subject)"
+    r"|换个(?:问题|话题)|另一个问题|另外)\s*[:：,，.;—-]*\s*",
+    re.I,
+)
 
 
-def resolve_offline(question: str, turns: list[dict[str, Any]], directory: PeopleDirectory | None,
-                    now: datetime, kinds: Registry | None = None) -> FollowUp:
+def resolve_offline(
+    question: str,
+    turns: list[dict[str, Any]],
+    directory: PeopleDirectory | None,
+    now: datetime,
+    kinds: Registry | None = None,
+) -> FollowUp:
     """`turns`: the thread's earlier turns ({standalone, people, people_text, times, refs, answer_people}),
     oldest first; empty on a new thread. `kinds`: the tenant's kinds (default: the built-in ones)."""
     kinds = kinds or builtin_registry()
     if not turns:
         return FollowUp(question)
     new = _NEW_QUESTION.match(question)
-    if new and question[new.end():].strip():
-        return FollowUp(question[new.end():].strip(), "a new question")
+    if new and question[new.end() :].strip():
+        return FollowUp(question[new.end() :].strip(), "a new question")
     previous = turns[-1]
     core = _core(question)
     if not core:
@@ -307,7 +404,9 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
         return FollowUp(_replace_people(previous, others[0]), f"{core!r} = {others[0]}")
     times = find_time_ranges(core, now)
     if times and times[0].text.strip().lower() == _PREPOSITION.sub("", core).strip().lower() and previous.get("times"):
-        when = _with_year(times[0].text, previous, now)  # "what about April?": the month, though someone is called April
+        when = _with_year(
+            times[0].text, previous, now
+        )  # "what about April?": the month, though someone is called April
         return FollowUp(_replace_time(previous, when), f"the same question for {when!r}")
     if directory is not None:
         named = _PREPOSITION.sub("", core)
@@ -315,10 +414,19 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
         if mentions and len(mentions) == 1 and len(named) - (mentions[0].end - mentions[0].start) <= 3:
             name = mentions[0].text
             return FollowUp(_replace_people(previous, name), f"the same question about {name}")
-    if times and len(re.sub(r"\b(?:in|on|during|since|for|from|of|the|ones?|those|that|them|threads?|messages?|posts?|prs?|"
-                            r"figures?|numbers?|counts?|totals?|"
-                            r"pull\s+requests?|issues?|look\s+like|what\s+did|how\s+about|was\s+it)\b|在|的|那", "",
-                            core.lower().replace(times[0].text.lower(), "")).strip(" ?？")) <= 1:
+    if (
+        times
+        and len(
+            re.sub(
+                r"\b(?:in|on|during|since|for|from|of|the|ones?|those|that|them|threads?|messages?|posts?|prs?|"
+                r"figures?|numbers?|counts?|totals?|"
+                r"pull\s+requests?|issues?|look\s+like|what\s+did|how\s+about|was\s+it)\b|在|的|那",
+                "",
+                core.lower().replace(times[0].text.lower(), ""),
+            ).strip(" ?？")
+        )
+        <= 1
+    ):
         when = _with_year(times[0].text, previous, now)
         return FollowUp(_replace_time(previous, when), f"the same question for {when!r}")
     subset = _SUBSET.match(core)
@@ -332,7 +440,9 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
     if _AUTHOR_OF_IT.match(core) and previous.get("refs"):
         noun = _noun(kinds, previous.get("collection"))
         verb = "posted" if previous.get("collection") == "messages" else "opened"
-        return FollowUp(" ".join(w for w in ("who", verb, noun, previous["refs"][0]) if w), f"the author of {previous['refs'][0]}")
+        return FollowUp(
+            " ".join(w for w in ("who", verb, noun, previous["refs"][0]) if w), f"the author of {previous['refs'][0]}"
+        )
     elliptical = _elliptical(core, turns, directory, now, kinds, continues=bool(_LEAD.match(question)))
     if elliptical is not None:
         return elliptical
@@ -341,12 +451,14 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
         ref = previous["refs"][0]
         noun = _noun(kinds, previous.get("collection"))
         said = f"{noun} {ref}" if noun else ref
-        return FollowUp(question[:record.start()] + said + question[record.end():], f"{record.group(0)!r} = {said}")
+        return FollowUp(question[: record.start()] + said + question[record.end() :], f"{record.group(0)!r} = {said}")
     records = _RECORDS.search(question)
     if records and previous.get("refs"):
         refs = ", ".join(previous["refs"][:MAX_REFS])
-        return FollowUp(question[:records.start()] + refs + question[records.end():],
-                        f"{records.group(0)!r} = the last answer's records")
+        return FollowUp(
+            question[: records.start()] + refs + question[records.end() :],
+            f"{records.group(0)!r} = the last answer's records",
+        )
     return FollowUp(question)
 
 
@@ -354,63 +466,96 @@ def resolve_offline(question: str, turns: list[dict[str, Any]], directory: Peopl
 # answer ("how many is that", "which month had the most?", "and about parquet?", "哪些是 bug", "list them",
 # "only lhoestq's", "how many did they merge?"): the last question with the new words, its own way of
 # answering (a count, a list, a ranking) replaced when the follow-up says another.
-_OF_THOSE = re.compile(r"\s*\b(?:of|among|from|in)\s+(?:all\s+)?(?:those|these|them)\b|^(?:any|some|all)\s+of\s+(?:them|those|these)\s*"
-                       r"|^(?:anything|any|something)\s+(?:in\s+there|in\s+it|among\s+them)\s*|^(?:keep|narrow\s+(?:it|that|this|them|those)?\s*"
-                       r"(?:down\s+)?to)\s+"
-                       r"|\b(?:those|these|them)\b|其中|这些|那些|它们|里面", re.I)
-_COUNT_IT = re.compile(r"^(?:how\s+many|how\s+much|what(?:'s|\s+is)\s+the\s+(?:count|number|total))(?:\s+\w+)?"
-                       r"(?:\s+(?:is|are|was|were)\s+(?:that|those|these|them|there|it))?(?:\s+in\s+total)?$"
-                       r"|^(?:give\s+me\s+|tell\s+me\s+)?(?:the\s+|a\s+)?(?:count|number|total)(?:\s+(?:for\s+|of\s+)?(?:them|it|that|those|this))?$"
-                       r"|^what\s+does\s+(?:that|it|this)\s+(?:come|add)\s+(?:to|up\s+to)(?:[,\s]+in\s+(?:numbers?|total))?$"
-                       r"|^count\s+(?:them|it|that|those|these)$|^(?:一共|总共|共)?(?:有)?(?:多少|几)(?:个|条|次)?$"
-                       r"|^how\s+many(?:'s|\s+is)\s+(?:that|it|this)(?:\s+then)?$|^(?:那|这)?(?:是|有)?(?:多少|几)(?:个|条|次)$"
-                       r"|^count\s+(?:them|it|that|those|these)\s+up(?:\s+for\s+me)?$"
-                       r"|^how\s+many\s+(?:\w+\s+){0,2}ones\s+(?:is|are)\s+(?:that|those|there)(?:,?\s+then)?$"  # the narrowing restated
-                       r"|^(?:给我)?(?:数一下|数数|数一数)(?:有)?(?:多少|几)?(?:个|条)?$", re.I)
-_LIST_IT = re.compile(r"^(?:list|show|give\s+me|which\s+are\s+they|what\s+are\s+they)(?:\s+(?:me\s+)?(?:them|those|these|it|all))*$"
-                      r"|^(?:let\s+me\s+see|can\s+i\s+see|i'?d\s+like\s+to\s+see)\s+(?:them|those|these|it|the\s+list)$"
-                      r"|^(?:列出来|列一下|列出|都有哪些|是哪些|有哪些|哪些)$", re.I)
-_HAS_SHAPE = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|(?<!at )\bmost\b|(?<!at )\bleast\b|\bfewest\b|\bbusiest\b|\btop\b|"
-                        r"\bshow\b|\bwhat\s+(?:did\s+)?\S+\s+(?:wr[io]te|post(?:ed)?|said|say|opened|merged|filed)\b|"
-                        r"\bwhich\s+(?:month|week|day|year|one|person)\b|\bwho\b|\blist\b|多少|几个|几条|最多|最少|哪个月|哪天|谁", re.I)
+_OF_THOSE = re.compile(
+    r"\s*\b(?:of|among|from|in)\s+(?:all\s+)?(?:those|these|them)\b|^(?:any|some|all)\s+of\s+(?:them|those|these)\s*"
+    r"|^(?:anything|any|something)\s+(?:in\s+there|in\s+it|among\s+them)\s*|^(?:keep|narrow\s+(?:it|that|this|them|those)?\s*"
+    r"(?:down\s+)?to)\s+"
+    r"|\b(?:those|these|them)\b|其中|这些|那些|它们|里面",
+    re.I,
+)
+_COUNT_IT = re.compile(
+    r"^(?:how\s+many|how\s+much|what(?:'s|\s+is)\s+the\s+(?:count|number|total))(?:\s+\w+)?"
+    r"(?:\s+(?:is|are|was|were)\s+(?:that|those|these|them|there|it))?(?:\s+in\s+total)?$"
+    r"|^(?:give\s+me\s+|tell\s+me\s+)?(?:the\s+|a\s+)?(?:count|number|total)(?:\s+(?:for\s+|of\s+)?(?:them|it|that|those|this))?$"
+    r"|^what\s+does\s+(?:that|it|this)\s+(?:come|add)\s+(?:to|up\s+to)(?:[,\s]+in\s+(?:numbers?|total))?$"
+    r"|^count\s+(?:them|it|that|those|these)$|^(?:一共|总共|共)?(?:有)?(?:多少|几)(?:个|条|次)?$"
+    r"|^how\s+many(?:'s|\s+is)\s+(?:that|it|this)(?:\s+then)?$|^(?:那|这)?(?:是|有)?(?:多少|几)(?:个|条|次)$"
+    r"|^count\s+(?:them|it|that|those|these)\s+up(?:\s+for\s+me)?$"
+    r"|^how\s+many\s+(?:\w+\s+){0,2}ones\s+(?:is|are)\s+(?:that|those|there)(?:,?\s+then)?$"  # the narrowing restated
+    r"|^(?:给我)?(?:数一下|数数|数一数)(?:有)?(?:多少|几)?(?:个|条)?$",
+    re.I,
+)
+_LIST_IT = re.compile(
+    r"^(?:list|show|give\s+me|which\s+are\s+they|what\s+are\s+they)(?:\s+(?:me\s+)?(?:them|those|these|it|all))*$"
+    r"|^(?:let\s+me\s+see|can\s+i\s+see|i'?d\s+like\s+to\s+see)\s+(?:them|those|these|it|the\s+list)$"
+    r"|^(?:列出来|列一下|列出|都有哪些|是哪些|有哪些|哪些)$",
+    re.I,
+)
+_HAS_SHAPE = re.compile(
+    r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|(?<!at )\bmost\b|(?<!at )\bleast\b|\bfewest\b|\bbusiest\b|\btop\b|"
+    r"\bshow\b|\bwhat\s+(?:did\s+)?\S+\s+(?:wr[io]te|post(?:ed)?|said|say|opened|merged|filed)\b|"
+    r"\bwhich\s+(?:month|week|day|year|one|person)\b|\bwho\b|\blist\b|多少|几个|几条|最多|最少|哪个月|哪天|谁",
+    re.I,
+)
 # The words a question opens with to ask for records ("which PRs ...", "show me ...").
 _ASKING = r"which|what|show(?:\s+me)?|list|find|give\s+me"
-_PREVIOUS_SHAPE = re.compile(rf"^\s*(?:(?:{_ASKING}|who)\s+)+(?:(?:was|were|is|are)\s+)?|\bhow\s+many\b|\bnumber\s+of\b|"
-                             r"\b(?:the\s+)?(?:most|least)\s+(?:active|frequent)\b|"
-                             r"\b(?:which|what)\s+(?:day|date|week|month|year)(?:\s+of\b)?|"
-                             r"\b(?:the\s+)?(?:busiest|quietest|slowest|peak)\s+(?:day|date|week|month|year)\b|"
-                             r"\bcount(?:\s+of)?\b|\b(?:the\s+)?most\b|\bwho\b|[:,;]\s*$|(?:一共|总共)?(?:有)?多少(?:个|条)?|几(?:个|条)|"
-                             r"哪些|最多|谁", re.I)
-_RECORD_NOUN = re.compile(r"\b(?:prs?|pull\s+requests?|issues?|tickets?|messages?|msgs?|threads?|posts?|commits?|documents?)\b"
-                          r"|消息|帖子|讨论串|工单", re.I)
-_PRONOUNS_IN = re.compile(r"\b(?:that|this|the\s+same)\s+(?:person|user|guy|author|one)\b|\bthe\s+(?:winner|top\s+\w+)\b"
-                          r"|\b(?:they|he|she|him|her)\b|这个人|那个人|这位|那位|此人|(?<![其])(?:他们|她们|他|她)", re.I)
+_PREVIOUS_SHAPE = re.compile(
+    rf"^\s*(?:(?:{_ASKING}|who)\s+)+(?:(?:was|were|is|are)\s+)?|\bhow\s+many\b|\bnumber\s+of\b|"
+    r"\b(?:the\s+)?(?:most|least)\s+(?:active|frequent)\b|"
+    r"\b(?:which|what)\s+(?:day|date|week|month|year)(?:\s+of\b)?|"
+    r"\b(?:the\s+)?(?:busiest|quietest|slowest|peak)\s+(?:day|date|week|month|year)\b|"
+    r"\bcount(?:\s+of)?\b|\b(?:the\s+)?most\b|\bwho\b|[:,;]\s*$|(?:一共|总共)?(?:有)?多少(?:个|条)?|几(?:个|条)|"
+    r"哪些|最多|谁",
+    re.I,
+)
+_RECORD_NOUN = re.compile(
+    r"\b(?:prs?|pull\s+requests?|issues?|tickets?|messages?|msgs?|threads?|posts?|commits?|documents?)\b"
+    r"|消息|帖子|讨论串|工单",
+    re.I,
+)
+_PRONOUNS_IN = re.compile(
+    r"\b(?:that|this|the\s+same)\s+(?:person|user|guy|author|one)\b|\bthe\s+(?:winner|top\s+\w+)\b"
+    r"|\b(?:they|he|she|him|her)\b|这个人|那个人|这位|那位|此人|(?<![其])(?:他们|她们|他|她)",
+    re.I,
+)
 # "who's the author?", "谁提的？", "who wrote it": the author of the record the last answer named first
-_AUTHOR_OF_IT = re.compile(r"^(?:who(?:'s|\s+is|\s+was)\s+(?:the\s+)?(?:author|owner|creator|reporter|opener|poster)(?:\s+of\s+(?:it|that|this))?"
-                           r"|whose\s+(?:issue|pr|pull\s+request|message|thread|post|ticket|one)\s+(?:was|is)\s+(?:that|it|this)"
-                           r"|who\s+(?:wrote|opened|filed|created|authored|reported|started|posted|raised)(?:\s+(?:it|that|this|that\s+one))?"
-                           r"|(?:是)?谁(?:提|开|写|发|创建|报)的(?:呢)?)$", re.I)
+_AUTHOR_OF_IT = re.compile(
+    r"^(?:who(?:'s|\s+is|\s+was)\s+(?:the\s+)?(?:author|owner|creator|reporter|opener|poster)(?:\s+of\s+(?:it|that|this))?"
+    r"|whose\s+(?:issue|pr|pull\s+request|message|thread|post|ticket|one)\s+(?:was|is)\s+(?:that|it|this)"
+    r"|who\s+(?:wrote|opened|filed|created|authored|reported|started|posted|raised)(?:\s+(?:it|that|this|that\s+one))?"
+    r"|(?:是)?谁(?:提|开|写|发|创建|报)的(?:呢)?)$",
+    re.I,
+)
 # "her threads" owns them; "replied to her most" is about her
-_OWNED = re.compile(r"\s+(?:own\s+)?(?:threads?|messages?|posts?|replies|reply|prs?|pull\s+requests?|issues?|questions?|tickets?"
-                    r"|comments?|reviews?|work|ones?|channels?)\b", re.I)
+_OWNED = re.compile(
+    r"\s+(?:own\s+)?(?:threads?|messages?|posts?|replies|reply|prs?|pull\s+requests?|issues?|questions?|tickets?"
+    r"|comments?|reviews?|work|ones?|channels?)\b",
+    re.I,
+)
 _PREPOSITION_OF_TIME = re.compile(r"^\s*(?:in|during|over|from|for|on)\s+", re.I)
 _ENDS_WITH_PREPOSITION = re.compile(r"\b(?:in|during|over|from|for|on)\s*$", re.I)
-_OF_THEIRS = re.compile(r"^(?:which|what)\s+(?:ones\s+)?of\s+\S+?['’]s?\s+(?:ones\s+)?(?:are|were|is|was|have|has|did)?\s*(?P<rest>.+)$", re.I)
+_OF_THEIRS = re.compile(
+    r"^(?:which|what)\s+(?:ones\s+)?of\s+\S+?['’]s?\s+(?:ones\s+)?(?:are|were|is|was|have|has|did)?\s*(?P<rest>.+)$",
+    re.I,
+)
 # "so how many does Corey have", "how many has she got": the last question counted, about the person it named
 _COUNT_FOR = re.compile(r"^how\s+many\s+(?:does|did|has|have|do)\s+\S+(?:\s+\S+)?\s+(?:have|got|get|own)$", re.I)
-_THAT_TIME = re.compile(r"\b(?:that|the\s+same)\s+(?:year|month|week|day|quarter|period)\b|那年|那个月|那一年|同一年|当年|当月"
-                        r"|\b(?:in\s+)?(?:those|these|the\s+same)\s+(?:\w+\s+)?(?:years|months|weeks|days|quarters)\b", re.I)
+_THAT_TIME = re.compile(
+    r"\b(?:that|the\s+same)\s+(?:year|month|week|day|quarter|period)\b|那年|那个月|那一年|同一年|当年|当月"
+    r"|\b(?:in\s+)?(?:those|these|the\s+same)\s+(?:\w+\s+)?(?:years|months|weeks|days|quarters)\b",
+    re.I,
+)
 
 
 def _period_phrase(period: str) -> str:
-    """"2019-01" as a time the planner reads: "in January 2019" ("on 2019-01-15", "in 2019")."""
+    """ "2019-01" as a time the planner reads: "in January 2019" ("on 2019-01-15", "in 2019")."""
     if len(period) == 7:
         return f"in {datetime(int(period[:4]), int(period[5:]), 1):%B %Y}"
     return f"on {period}" if len(period) == 10 else f"in {period}"
 
 
 def _reshaped(words: str, previous: dict[str, Any]) -> FollowUp:
-    """"how many is that" / "list them": the last question, counted or listed."""
+    """ "how many is that" / "list them": the last question, counted or listed."""
     if _COUNT_IT.match(words):
         return _counted(previous)
     base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
@@ -440,8 +585,14 @@ def _noun(kinds: Registry, collection: str | None) -> str:
     return "PR" if kind.name == "pull_requests" else kind.noun
 
 
-def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirectory | None, now: datetime,
-                kinds: Registry, continues: bool) -> FollowUp | None:
+def _elliptical(
+    core: str,
+    turns: list[dict[str, Any]],
+    directory: PeopleDirectory | None,
+    now: datetime,
+    kinds: Registry,
+    continues: bool,
+) -> FollowUp | None:
     """`continues`: the follow-up opened with "and", "what about", "那" ... A longer question that neither
     continues nor refers to the last answer is a question of its own."""
     previous = turns[-1]
@@ -457,13 +608,26 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
     asked_who = re.search(r"\bwho\b|\bwhom\b|\bwhose\b|谁|哪些人|哪位", previous["standalone"], re.I)
     if _PRONOUNS_IN.search(words) and asked_who and previous.get("answer_people") and not previous.get("people"):
         # "how many did they merge?" after "who merged the most": the person the answer named first
-        words = re.sub(r"\s+(['’]s)\b", r"\1", _PRONOUNS_IN.sub(f" {previous['answer_people'][0]} ", words, count=1)).strip()
+        words = re.sub(
+            r"\s+(['’]s)\b", r"\1", _PRONOUNS_IN.sub(f" {previous['answer_people'][0]} ", words, count=1)
+        ).strip()
     elif _PRONOUNS_IN.search(words) and len(previous.get("people", [])) == 1:
         # "how many replies did her threads get" after a question about Ida's threads: Ida
         person = previous["people"][0]
-        words = re.sub(r"\s{2,}", " ", _PRONOUNS_IN.sub(
-            lambda m: f" {person}'s " if m.group(0).lower() in ("his", "their") or (
-                m.group(0).lower() == "her" and _OWNED.match(words, m.end())) else f" {person} ", words, count=1)).strip()
+        words = re.sub(
+            r"\s{2,}",
+            " ",
+            _PRONOUNS_IN.sub(
+                lambda m: (
+                    f" {person}'s "
+                    if m.group(0).lower() in ("his", "their")
+                    or (m.group(0).lower() == "her" and _OWNED.match(words, m.end()))
+                    else f" {person} "
+                ),
+                words,
+                count=1,
+            ),
+        ).strip()
     said_time = next((t for turn in reversed(turns) for t in turn.get("times", [])), None)
     if _THAT_TIME.search(words) and previous.get("answer_periods"):
         # "who posted the most that month?" after "the busiest month": the month the answer named first
@@ -472,17 +636,23 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
     if _THAT_TIME.search(words) and said_time:
         # "from that month" with "during May 2019": one preposition ("from May 2019")
         def said(m: re.Match) -> str:
-            return f" {_PREPOSITION_OF_TIME.sub('', said_time) if _ENDS_WITH_PREPOSITION.search(words[:m.start()]) else said_time} "
+            return f" {_PREPOSITION_OF_TIME.sub('', said_time) if _ENDS_WITH_PREPOSITION.search(words[: m.start()]) else said_time} "
 
         time_said = _THAT_TIME.sub(said, words, count=1)
-        if person_said and re.match(r"^(?:who|whom|how\s+many|which|what)\b", words, re.I) and not _OF_THOSE.search(words):
+        if (
+            person_said
+            and re.match(r"^(?:who|whom|how\s+many|which|what)\b", words, re.I)
+            and not _OF_THOSE.search(words)
+        ):
             # "who replied to her most that month?": a question of its own once its person and time are said
             return FollowUp(re.sub(r"\s{2,}", " ", time_said).strip(), "the person and the time the conversation named")
         words = re.sub(r"\s{2,}", " ", time_said).strip()
     theirs = _OF_THEIRS.match(words)
     if theirs and directory is not None:
         # "which of dorost1234's are not closed yet" after dorost1234's issues: those, narrowed
-        named_people = [m.person.name for m in directory.find_mentions(words) if m.person is not None and not m.is_asker]
+        named_people = [
+            m.person.name for m in directory.find_mentions(words) if m.person is not None and not m.is_asker
+        ]
         if named_people and all(name in previous.get("people", []) for name in named_people):
             rest = theirs.group("rest").strip(" ?？")
             return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}", rest)
@@ -501,12 +671,19 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
     if named is not None and not referring and not short_subset:
         return None  # names its own records: a question of its own
     people = [m for m in directory.find_mentions(words) if m.person is not None and not m.is_asker] if directory else []
-    if _COUNT_FOR.match(words) and people and all(m.person.name in previous.get("people", []) or m.text in previous.get("people_text", [])
-                                  for m in people):
+    if (
+        _COUNT_FOR.match(words)
+        and people
+        and all(
+            m.person.name in previous.get("people", []) or m.text in previous.get("people_text", []) for m in people
+        )
+    ):
         return _counted(previous)  # "so how many does Corey have" after Corey's threads: those, counted
     only = re.match(r"^(?:only|just)\s+(?P<who>.+?)(?:['’]s)?$", words, re.I)
     if people and only:
-        return FollowUp(_narrowed(previous, f"by {only.group('who')}"), f"of the last answer's records: by {only.group('who')}")
+        return FollowUp(
+            _narrowed(previous, f"by {only.group('who')}"), f"of the last answer's records: by {only.group('who')}"
+        )
     if people and words == core and not referring:
         return None  # a new person with more words: not ours to guess
     # "which of those has the most comments": one of them
@@ -522,16 +699,25 @@ def _elliptical(core: str, turns: list[dict[str, Any]], directory: PeopleDirecto
         rest = rest.replace(times[0].text, "").strip()
         previous = {**previous, "standalone": _replace_time(previous, _with_year(times[0].text, previous, now))}
     narrowed = previous.get("narrowed", "")
-    if continues and not times and not people and narrowed and previous["standalone"].endswith(narrowed) \
-            and len(rest.split()) <= 2 and not (_HAS_SHAPE.search(rest) or _STATE_WORD.search(rest)):
+    if (
+        continues
+        and not times
+        and not people
+        and narrowed
+        and previous["standalone"].endswith(narrowed)
+        and len(rest.split()) <= 2
+        and not (_HAS_SHAPE.search(rest) or _STATE_WORD.search(rest))
+    ):
         # "how many of those were bugs?" then "and enhancements?": the other value, not both at once
-        instead = " ".join(narrowed.split()[:-len(rest.split())] + [rest])
-        return FollowUp(previous["standalone"][:-len(narrowed)] + instead, f"the last question with {rest!r} instead", instead)
+        instead = " ".join(narrowed.split()[: -len(rest.split())] + [rest])
+        return FollowUp(
+            previous["standalone"][: -len(narrowed)] + instead, f"the last question with {rest!r} instead", instead
+        )
     return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}", rest)
 
 
 def _switched_state(before: str, words: str) -> tuple[str, str] | None:
-    """"now the closed ones", "and the merged ones?" after a question about open records: the same
+    """ "now the closed ones", "and the merged ones?" after a question about open records: the same
     question with the other state (a narrowing would ask for records both open and closed)."""
     said = _STATE_ONLY.fullmatch(words)
     if not said:
@@ -541,7 +727,9 @@ def _switched_state(before: str, words: str) -> tuple[str, str] | None:
     if len(old) != 1 or re.search(rf"\b{state}\b", before, re.I):
         return None
     m = old[0]
-    return before[:m.start(1)] + state + before[m.end(1):], f"the same question, {state} instead of {m.group(1).lower()}"
+    return before[: m.start(1)] + state + before[
+        m.end(1) :
+    ], f"the same question, {state} instead of {m.group(1).lower()}"
 
 
 # A state word alone ("the closed ones", "merged ones"), and a state word said of the records before.
@@ -553,8 +741,14 @@ class Standalone(BaseModel):
     question: str = Field(description="the follow-up rewritten as a question that stands alone")
 
 
-def resolve_followup(question: str, turns: list[dict[str, Any]], directory: PeopleDirectory | None,
-                     now: datetime, llm: Any = None, kinds: Registry | None = None) -> FollowUp:
+def resolve_followup(
+    question: str,
+    turns: list[dict[str, Any]],
+    directory: PeopleDirectory | None,
+    now: datetime,
+    llm: Any = None,
+    kinds: Registry | None = None,
+) -> FollowUp:
     """The question as it stands alone, given the thread's earlier turns (oldest first). `kinds`: the
     tenant's kinds (default: the built-in ones)."""
     offline = resolve_offline(question, turns, directory, now, kinds)
@@ -562,10 +756,22 @@ def resolve_followup(question: str, turns: list[dict[str, Any]], directory: Peop
         return offline
     conversation = "\n".join(f"Q: {t['standalone']}\nA: {t.get('answer', '')[:400]}" for t in turns[-3:])
     try:
-        out: Standalone = structured_output(llm, Standalone).with_retry(
-            stop_after_attempt=2).invoke([("system", FOLLOWUP_SYSTEM),
-                                          ("human", (f"Conversation:\n{conversation}\n\nFollow-up: {question}\n"
-                                                    f"Rule-based rewrite: {offline.standalone}"))])
+        out: Standalone = (
+            structured_output(llm, Standalone)
+            .with_retry(stop_after_attempt=2)
+            .invoke(
+                [
+                    ("system", FOLLOWUP_SYSTEM),
+                    (
+                        "human",
+                        (
+                            f"Conversation:\n{conversation}\n\nFollow-up: {question}\n"
+                            f"Rule-based rewrite: {offline.standalone}"
+                        ),
+                    ),
+                ]
+            )
+        )
     except Exception:  # noqa: BLE001 - the model's failure leaves the rule-based rewrite
         return offline
     rewritten = (out.question or "").strip()

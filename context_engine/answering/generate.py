@@ -27,20 +27,34 @@ from context_engine.chat_models import guarded
 from context_engine.prompts import ANSWER_SYSTEM, ANSWER_USER, NO_ANSWER
 from context_engine.text import count_tokens, split_sentences
 
-__all__ = ["Answer", "compose_answer", "generate_answer", "is_ownership_question", "is_why_question",
-           "ownership_statements"]
+__all__ = [
+    "Answer",
+    "compose_answer",
+    "generate_answer",
+    "is_ownership_question",
+    "is_why_question",
+    "ownership_statements",
+]
 
-SNIPPET_TOKENS = 40     # per context in a composed answer
-SOURCE_TOKENS = 300     # per source shown to the model (contexts arrive already compressed)
-CHAIN_LINKS = 6         # links told in a "why" answer or shown to the model
+SNIPPET_TOKENS = 40  # per context in a composed answer
+SOURCE_TOKENS = 300  # per source shown to the model (contexts arrive already compressed)
+CHAIN_LINKS = 6  # links told in a "why" answer or shown to the model
 
-_WHY = re.compile(r"\bwhy\b|\bhow come\b|\bwhat led\b|\breasons?\b|\bbackground\b|\bmotivation\b|为什么|为何|原因|"
-                  r"怎么回事|\bwarum\b|\bwieso\b|\bweshalb\b|\bgrund\b", re.I)
+_WHY = re.compile(
+    r"\bwhy\b|\bhow come\b|\bwhat led\b|\breasons?\b|\bbackground\b|\bmotivation\b|为什么|为何|原因|"
+    r"怎么回事|\bwarum\b|\bwieso\b|\bweshalb\b|\bgrund\b",
+    re.I,
+)
 _MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _ID_MARKER = re.compile(r"\[([^\[\]\s]+)\]")  # a source cited by its id: "[acme/infra#812]"
 _HEADING = re.compile(r"^\s*#{1,6}\s")
-_VERBS = {"fixes": "fixes", "implements": "implements", "documented in": "is documented in",
-          "discussed in": "was discussed in", "mentions": "mentions"}
+_VERBS = {
+    "fixes": "fixes",
+    "implements": "implements",
+    "documented in": "is documented in",
+    "discussed in": "was discussed in",
+    "mentions": "mentions",
+}
 
 
 @dataclass
@@ -68,8 +82,13 @@ class _Sources:
 
     def number(self, ref: str, title: str | None, url: str | None, collection: str | None) -> int:
         if ref not in self.by_ref:
-            self.by_ref[ref] = {"n": len(self.by_ref) + 1, "id": ref, "title": title or ref, "url": url,
-                                "collection": collection}
+            self.by_ref[ref] = {
+                "n": len(self.by_ref) + 1,
+                "id": ref,
+                "title": title or ref,
+                "url": url,
+                "collection": collection,
+            }
         return self.by_ref[ref]["n"]
 
     def citations(self, used: set[int] | None = None) -> list[dict[str, Any]]:
@@ -77,14 +96,17 @@ class _Sources:
 
 
 def _structured_sources(structured: dict[str, Any] | None, sources: _Sources) -> set[int]:
-    return {sources.number(str(cite["id"]), cite.get("title"), cite.get("url"), cite.get("collection"))
-            for cite in (structured or {}).get("citations", [])}
+    return {
+        sources.number(str(cite["id"]), cite.get("title"), cite.get("url"), cite.get("collection"))
+        for cite in (structured or {}).get("citations", [])
+    }
 
 
 def _context_number(doc: Document, sources: _Sources) -> int:
     meta = doc.metadata
-    return sources.number(str(meta.get("doc_ref") or doc.id), meta.get("title"), meta.get("url"),
-                          meta.get("collection"))
+    return sources.number(
+        str(meta.get("doc_ref") or doc.id), meta.get("title"), meta.get("url"), meta.get("collection")
+    )
 
 
 def _record_number(record: LinkedRecord, sources: _Sources) -> int:
@@ -115,8 +137,9 @@ def _chain_links(chain: LinkChain | None) -> list[Link]:
     if chain is None:
         return []
     hop = {r.ref: r.hop for r in chain.records}
-    ordered = sorted(chain.links, key=lambda link: (min(hop[link.source], hop[link.target]),
-                                                    RELATIONS.index(link.relation)))
+    ordered = sorted(
+        chain.links, key=lambda link: (min(hop[link.source], hop[link.target]), RELATIONS.index(link.relation))
+    )
     return ordered[:CHAIN_LINKS]
 
 
@@ -125,8 +148,9 @@ def _name(record: LinkedRecord, first: bool) -> str:
     if record.collection == "messages":
         channel = record.title.split(":", 1)[0] if record.title.startswith("#") else "Slack"
         return f"the {channel} thread of {record.date[:10]}" if first and record.date else f"the {channel} thread"
-    short = {"pull_requests": f"PR {record.ref}", "commits": f"commit {record.ref[:7]}"}.get(record.collection,
-                                                                                           record.ref)
+    short = {"pull_requests": f"PR {record.ref}", "commits": f"commit {record.ref[:7]}"}.get(
+        record.collection, record.ref
+    )
     return f"{short} “{record.title}”" if first and record.title != record.ref else short
 
 
@@ -149,16 +173,28 @@ def _declined(question: str, structured: dict[str, Any] | None, contexts: list[D
     if structured and structured.get("answer"):
         lines.append(structured["answer"])
     queried = sorted({q["collection"] for q in (structured or {}).get("queries", []) if q.get("collection")})
-    lines.append(f"Nothing in the sources answers this question. I searched the indexed pull requests, issues, "
-                 f"Slack threads, documents and commits for “{question}”"
-                 + (f" and queried the {', '.join(queried)} records" if queried else "")
-                 + ("; 1 passage came back and it does not answer it" if len(contexts) == 1 else
-                    f"; {len(contexts)} passages came back and none of them answers it") + ", so I give no answer.")
+    lines.append(
+        f"Nothing in the sources answers this question. I searched the indexed pull requests, issues, "
+        f"Slack threads, documents and commits for “{question}”"
+        + (f" and queried the {', '.join(queried)} records" if queried else "")
+        + (
+            "; 1 passage came back and it does not answer it"
+            if len(contexts) == 1
+            else f"; {len(contexts)} passages came back and none of them answers it"
+        )
+        + ", so I give no answer."
+    )
     return Answer("\n\n".join(lines), [])
 
 
-def compose_answer(question: str, *, structured: dict[str, Any] | None = None, contexts: list[Document],
-                   chain: LinkChain | None, declined: bool = False) -> Answer:
+def compose_answer(
+    question: str,
+    *,
+    structured: dict[str, Any] | None = None,
+    contexts: list[Document],
+    chain: LinkChain | None,
+    declined: bool = False,
+) -> Answer:
     """An offline answer composed from the results (see the module docstring).
 
     `structured` is the structured half's result as `nodes.generate.structured_result` gives it
@@ -185,8 +221,9 @@ def compose_answer(question: str, *, structured: dict[str, Any] | None = None, c
     return Answer("\n\n".join(parts), sources.citations(), claims="\n".join(snippets))
 
 
-def _source_blocks(contexts: list[Document], chain: LinkChain | None, links: list[Link],
-                   sources: _Sources) -> tuple[str, str]:
+def _source_blocks(
+    contexts: list[Document], chain: LinkChain | None, links: list[Link], sources: _Sources
+) -> tuple[str, str]:
     """The numbered sources and the links between them, as the model sees them."""
     blocks: dict[int, list[str]] = {}
     for doc in contexts:
@@ -199,18 +236,24 @@ def _source_blocks(contexts: list[Document], chain: LinkChain | None, links: lis
             if n not in blocks:
                 blocks[n] = [_excerpt(record.text, SOURCE_TOKENS // 3)]
     cite = {c["n"]: c for c in sources.citations()}
-    text = "\n\n".join(f"[{n}] {cite[n]['title']} ({cite[n]['collection']})\n" + "\n…\n".join(parts)
-                       for n, parts in sorted(blocks.items()))
-    link_lines = [f"[{_record_number(chain.record(link.source), sources)}] {link.relation} "
-                  f"[{_record_number(chain.record(link.target), sources)}]" for link in links]
+    text = "\n\n".join(
+        f"[{n}] {cite[n]['title']} ({cite[n]['collection']})\n" + "\n…\n".join(parts)
+        for n, parts in sorted(blocks.items())
+    )
+    link_lines = [
+        f"[{_record_number(chain.record(link.source), sources)}] {link.relation} "
+        f"[{_record_number(chain.record(link.target), sources)}]"
+        for link in links
+    ]
     return text or "(none)", "\n".join(link_lines) or "(none)"
 
 
 def _cited(text: str, sources: _Sources) -> tuple[str, set[int]]:
     """The text with sources cited by id turned into numbers and unknown numbers removed, and the
     numbers it cites."""
-    text = _ID_MARKER.sub(lambda m: f"[{sources.by_ref[m.group(1)]['n']}]" if m.group(1) in sources.by_ref
-                          else m.group(0), text)
+    text = _ID_MARKER.sub(
+        lambda m: f"[{sources.by_ref[m.group(1)]['n']}]" if m.group(1) in sources.by_ref else m.group(0), text
+    )
     known = {c["n"] for c in sources.citations()}
     used: set[int] = set()
 
@@ -222,8 +265,9 @@ def _cited(text: str, sources: _Sources) -> tuple[str, set[int]]:
     return _MARKER.sub(keep, text), used
 
 
-def generate_answer(llm: Any, question: str, *, structured: dict[str, Any] | None, contexts: list[Document],
-                    chain: LinkChain | None) -> Answer:
+def generate_answer(
+    llm: Any, question: str, *, structured: dict[str, Any] | None, contexts: list[Document], chain: LinkChain | None
+) -> Answer:
     """A grounded answer written by `llm` from the numbered sources only (see the module docstring).
 
     The model declining (it writes NO_ANSWER) gives the declined answer; a model failure or an answer
@@ -234,9 +278,13 @@ def generate_answer(llm: Any, question: str, *, structured: dict[str, Any] | Non
     links = _chain_links(chain)
     source_text, link_text = _source_blocks(contexts, chain, links, sources)
     structured_text = (structured or {}).get("answer") or "(none)"
-    messages = [("system", ANSWER_SYSTEM),
-                ("human", ANSWER_USER.format(question=question, structured=structured_text, sources=source_text,
-                                             links=link_text))]
+    messages = [
+        ("system", ANSWER_SYSTEM),
+        (
+            "human",
+            ANSWER_USER.format(question=question, structured=structured_text, sources=source_text, links=link_text),
+        ),
+    ]
     try:
         reply = guarded(llm).invoke(messages)  # the client retried the request; the run hears of a failure
     except Exception:  # noqa: BLE001 - connection, timeout, server errors: the offline answer is still grounded
@@ -258,10 +306,14 @@ def generate_answer(llm: Any, question: str, *, structured: dict[str, Any] | Non
 # (the most frequent author is not the owner).
 _OWNERSHIP_QUESTION = re.compile(
     r"\bwho\s+(?:owns|maintains|is\s+(?:the\s+)?(?:owner|maintainer)\s+of|is\s+responsible\s+for|is\s+in\s+charge\s+of)\b|"
-    r"\bwho(?:'s|\s+is)\s+(?:the\s+)?(?:owner|maintainer)\b|\bowner\s+of\b|谁负责|负责人是谁|谁是.{0,12}负责人|归谁管|谁在维护", re.I)
+    r"\bwho(?:'s|\s+is)\s+(?:the\s+)?(?:owner|maintainer)\b|\bowner\s+of\b|谁负责|负责人是谁|谁是.{0,12}负责人|归谁管|谁在维护",
+    re.I,
+)
 _OWNERSHIP_STATEMENT = re.compile(
     r"\bowners?\b\W{0,3}[:：]|\bowned\s+by\b|\bmaintainers?\b\W{0,3}[:：]|\bmaintained\s+by\b|"
-    r"\bresponsible\s+for\b|负责人\s*[:：]|由.{1,16}负责", re.I)
+    r"\bresponsible\s+for\b|负责人\s*[:：]|由.{1,16}负责",
+    re.I,
+)
 
 
 def is_ownership_question(question: str) -> bool:
@@ -280,8 +332,11 @@ def ownership_statements(question: str, hits: list[Document]) -> list[Document]:
         title = str(hit.metadata.get("title") or "")
         if ref in seen or not (subject and mentions(subject, f"{title}\n{hit.page_content}")):
             continue
-        statements = [" ".join(line.replace("*", "").split()) for line in hit.page_content.splitlines()
-                      if _OWNERSHIP_STATEMENT.search(line) and not line.rstrip().endswith(("?", "？"))]
+        statements = [
+            " ".join(line.replace("*", "").split())
+            for line in hit.page_content.splitlines()
+            if _OWNERSHIP_STATEMENT.search(line) and not line.rstrip().endswith(("?", "？"))
+        ]
         if statements:
             seen.add(ref)
             found.append(Document(page_content=" ".join(statements), id=hit.id, metadata=dict(hit.metadata)))

@@ -86,15 +86,29 @@ DENSE_SENTENCES = 2  # evidence sentences the dense feature compares with the qu
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})s?\b|\d{4}年")
-_MONTH = re.compile(r"\b(january|february|march|april|may|june|july|august|september|october|november|december)\b", re.I)
-_NUMBER_WORD = re.compile(r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
-                          r"fifty|hundred|thousand|million|billion|dozen|several|first|second|third)\b|[一二三四五六七八九十百千万亿两]", re.I)
+_MONTH = re.compile(
+    r"\b(january|february|march|april|may|june|july|august|september|october|november|december)\b", re.I
+)
+_NUMBER_WORD = re.compile(
+    r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
+    r"fifty|hundred|thousand|million|billion|dozen|several|first|second|third)\b|[一二三四五六七八九十百千万亿两]",
+    re.I,
+)
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
 # Question words -> the kind of answer they ask for.
 _ASKS = (
-    (re.compile(r"\b(when|what year|which year|what date|how long ago)\b|什么时候|哪一年|哪年|何时|几月|哪天", re.I), "date"),
-    (re.compile(r"\b(how many|how much|how old|how long|how far|how tall|how big|what percentage|number of)\b"
-                r"|多少|几个|几次|几年|多久|多长", re.I), "number"),
+    (
+        re.compile(r"\b(when|what year|which year|what date|how long ago)\b|什么时候|哪一年|哪年|何时|几月|哪天", re.I),
+        "date",
+    ),
+    (
+        re.compile(
+            r"\b(how many|how much|how old|how long|how far|how tall|how big|what percentage|number of)\b"
+            r"|多少|几个|几次|几年|多久|多长",
+            re.I,
+        ),
+        "number",
+    ),
     (re.compile(r"\b(who|whom|whose)\b|谁", re.I), "name"),
 )
 
@@ -160,16 +174,20 @@ def bm25_idf(index: BM25Index) -> Callable[[str], float]:
     return lambda term: float(index.idf[index.vocab[term]]) if term in index.vocab else highest
 
 
-def _features(question: str, docs: Sequence[Document], idf: Callable[[str], float] | None
-              ) -> tuple[dict[str, float], list[Evidence], list[str]]:
+def _features(
+    question: str, docs: Sequence[Document], idf: Callable[[str], float] | None
+) -> tuple[dict[str, float], list[Evidence], list[str]]:
     terms = content_terms(question)
     windows = _windows(docs, pairs=False)
     if not terms or not windows:
         return dict.fromkeys(WEIGHTS, 0.0), [], ["no content terms or no context"]
-    weights = ({t: idf(t) for t in terms} if idf is not None
-               else idf_weights(terms, [tokens for _, _, tokens in windows]))
-    scored = sorted(((coverage(terms, tokens, weights), i) for i, (_, _, tokens) in enumerate(windows)),
-                    key=lambda pair: (-pair[0], pair[1]))
+    weights = (
+        {t: idf(t) for t in terms} if idf is not None else idf_weights(terms, [tokens for _, _, tokens in windows])
+    )
+    scored = sorted(
+        ((coverage(terms, tokens, weights), i) for i, (_, _, tokens) in enumerate(windows)),
+        key=lambda pair: (-pair[0], pair[1]),
+    )
     evidence = [Evidence(windows[i][0], docs[windows[i][0]].id, windows[i][1], cov) for cov, i in scored[:5] if cov > 0]
     best_cov = scored[0][0]
     everything = set().union(*(tokens for _, _, tokens in windows))
@@ -210,8 +228,14 @@ def _dense(question: str, docs: Sequence[Document], evidence: list[Evidence], em
     return min(1.0, max(0.0, (cosine - low) / (high - low)))
 
 
-def answerability(question: str, docs: Sequence[Document], *, idf: Callable[[str], float] | None = None,
-                  threshold: float | None = None, embeddings: Embeddings | None = None) -> Answerability:
+def answerability(
+    question: str,
+    docs: Sequence[Document],
+    *,
+    idf: Callable[[str], float] | None = None,
+    threshold: float | None = None,
+    embeddings: Embeddings | None = None,
+) -> Answerability:
     """Whether `docs` (retrieved, usually compressed) contain an answer to `question`, offline.
     `idf`: the corpus IDF of a term (`bm25_idf(index)`); None = IDF over the context's sentences.
     `embeddings` (normalised, e5-style query/passage): adds the dense feature and its weights.
@@ -224,24 +248,29 @@ def answerability(question: str, docs: Sequence[Document], *, idf: Callable[[str
     if threshold is None:
         threshold = ANSWERABLE_THRESHOLD if embeddings is None else DENSE_THRESHOLD
     score = sum(weights[name] * value for name, value in features.items())
-    return Answerability(score=score, answerable=score >= threshold, evidence=evidence, features=features,
-                         reasons=reasons)
+    return Answerability(
+        score=score, answerable=score >= threshold, evidence=evidence, features=features, reasons=reasons
+    )
 
 
-def answerability_llm(question: str, docs: Sequence[Document], llm: Any, *,
-                      idf: Callable[[str], float] | None = None) -> Answerability:
+def answerability_llm(
+    question: str, docs: Sequence[Document], llm: Any, *, idf: Callable[[str], float] | None = None
+) -> Answerability:
     """A chat model's yes/no on whether `docs` answer `question`; the offline judgement when it fails."""
     from context_engine.prompts import ANSWERABLE_SYSTEM
 
     offline = answerability(question, docs, idf=idf)
     if not docs:
         return offline  # nothing to judge
-    context = "\n\n".join(f"[{i + 1}] {doc.metadata.get('title') or ''}\n{doc.page_content}"
-                          for i, doc in enumerate(docs))
+    context = "\n\n".join(
+        f"[{i + 1}] {doc.metadata.get('title') or ''}\n{doc.page_content}" for i, doc in enumerate(docs)
+    )
     try:
-        out: _Judgement = structured_output(llm, _Judgement).with_retry(
-            stop_after_attempt=2).invoke([("system", ANSWERABLE_SYSTEM),
-                                          ("human", f"Context:\n{context}\n\nQuestion: {question}")])
+        out: _Judgement = (
+            structured_output(llm, _Judgement)
+            .with_retry(stop_after_attempt=2)
+            .invoke([("system", ANSWERABLE_SYSTEM), ("human", f"Context:\n{context}\n\nQuestion: {question}")])
+        )
     except Exception:  # noqa: BLE001 - no usable judgement: the offline one stands
         return offline
     verdict = out.answerable.strip().lower()
@@ -253,8 +282,13 @@ def answerability_llm(question: str, docs: Sequence[Document], llm: Any, *,
         source = next((i for i, doc in enumerate(docs) if quoted in doc.page_content), None)
         if source is not None:
             evidence = [Evidence(source, docs[source].id, quoted, 1.0), *evidence]
-    return Answerability(score=1.0 if verdict == "yes" else 0.0, answerable=verdict == "yes", evidence=evidence,
-                         features=offline.features, reasons=[f"the model judged the context answerable: {verdict}"])
+    return Answerability(
+        score=1.0 if verdict == "yes" else 0.0,
+        answerable=verdict == "yes",
+        evidence=evidence,
+        features=offline.features,
+        reasons=[f"the model judged the context answerable: {verdict}"],
+    )
 
 
 def support(claim: str, context: str) -> float:

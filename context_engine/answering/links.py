@@ -65,24 +65,28 @@ _BARE_NUMBER = re.compile(r"(?<![A-Za-z0-9_/#&])#(\d+)(?![0-9])")
 _TITLE_KEY = re.compile(r"^([A-Z][A-Z0-9]{1,9}-\d+)(?![A-Za-z0-9_-])")
 
 # The words just before a reference say how the records relate ("Fixes ENG-231", "Implemented in #812").
-_CUES = (("fixes", re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\W{0,3}$", re.I)),
-         ("implemented in", re.compile(r"\bimplemented\s+(?:in|by)\W{0,3}$", re.I)),
-         ("implements", re.compile(r"\bimplements?\W{0,3}$", re.I)))
+_CUES = (
+    ("fixes", re.compile(r"\b(?:fix(?:e[sd])?|close[sd]?|resolve[sd]?)\W{0,3}$", re.I)),
+    ("implemented in", re.compile(r"\bimplemented\s+(?:in|by)\W{0,3}$", re.I)),
+    ("implements", re.compile(r"\bimplements?\W{0,3}$", re.I)),
+)
 _CUE_STRENGTH = {"fixes": 0, "implemented in": 1, "implements": 1, None: 2}
 
 
 @dataclass(frozen=True)
 class Reference:
     """One reference a record makes. `target` is canonical (see the module docstring)."""
+
     target: str
-    kind: str          # github | key | slack | commit | url
-    text: str          # as written
-    cue: str | None    # "fixes" | "implements" | "implemented in" | None, from the words before it
+    kind: str  # github | key | slack | commit | url
+    text: str  # as written
+    cue: str | None  # "fixes" | "implements" | "implemented in" | None, from the words before it
 
 
 @dataclass(frozen=True)
 class Link:
-    """"source relation target", between two records' refs."""
+    """ "source relation target", between two records' refs."""
+
     source: str
     relation: str
     target: str
@@ -94,14 +98,14 @@ class LinkedRecord:
     collection: str
     title: str
     url: str | None
-    date: str | None   # ISO 8601
-    text: str          # the record's first chunk (a thread: the thread): what an answer may quote
-    hop: int           # 0 for a record the walk started from
+    date: str | None  # ISO 8601
+    text: str  # the record's first chunk (a thread: the thread): what an answer may quote
+    hop: int  # 0 for a record the walk started from
 
 
 @dataclass
 class LinkChain:
-    start: list[str]                                  # refs of the records the walk started from
+    start: list[str]  # refs of the records the walk started from
     records: list[LinkedRecord] = field(default_factory=list)  # in the order they were reached
     links: list[Link] = field(default_factory=list)
 
@@ -112,8 +116,11 @@ class LinkChain:
         return [link for link in self.links if ref in (link.source, link.target)]
 
     def to_json(self) -> dict[str, Any]:
-        return {"start": self.start, "records": [asdict(r) for r in self.records],
-                "links": [asdict(link) for link in self.links]}
+        return {
+            "start": self.start,
+            "records": [asdict(r) for r in self.records],
+            "links": [asdict(link) for link in self.links],
+        }
 
 
 # --------------------------------------------------------------------------------------------
@@ -133,7 +140,7 @@ def _canonical_url(url: str) -> tuple[str, str]:
 
 
 def _cue(text: str, start: int) -> str | None:
-    before = text[max(0, start - 40):start]
+    before = text[max(0, start - 40) : start]
     return next((name for name, pattern in _CUES if pattern.search(before)), None)
 
 
@@ -195,8 +202,9 @@ def _declared(record: dict[str, Any], kind: CollectionSpec, kinds: Registry) -> 
             yield Reference(target, "declared", text, None)
 
 
-def references(record: dict[str, Any], kind: CollectionSpec | None = None,
-               kinds: Registry | None = None) -> list[Reference]:
+def references(
+    record: dict[str, Any], kind: CollectionSpec | None = None, kinds: Registry | None = None
+) -> list[Reference]:
     """The references a stored record's text makes (and, for a tenant's own `kind`, its declared
     reference fields: `kinds` tells its targets' kinds), one per target (the strongest cue kept), in
     order of first appearance; references to the record itself are left out."""
@@ -204,8 +212,12 @@ def references(record: dict[str, Any], kind: CollectionSpec | None = None,
     own = _own_targets(record)
     own_kind = kind is not None and not kind.builtin
     found: dict[str, Reference] = {}
-    texts = (ref for path in ((kind.link_text or ()) if own_kind else _ANY_TEXT_FIELD)
-             for text in _strings(values_at(record, path)) for ref in _text_references(text, repo))
+    texts = (
+        ref
+        for path in ((kind.link_text or ()) if own_kind else _ANY_TEXT_FIELD)
+        for text in _strings(values_at(record, path))
+        for ref in _text_references(text, repo)
+    )
     declared = _declared(record, kind, kinds or Registry()) if own_kind else ()
     for ref in (*declared, *texts):
         if ref.target in own:
@@ -229,6 +241,7 @@ def _start_target(ref: str) -> str:
 @dataclass
 class _Node:
     """A followed record; a Slack thread is one node (the parent's ref) over its visible messages."""
+
     collection: str
     ref: str
     records: list[dict[str, Any]]
@@ -251,8 +264,9 @@ class _LinkTable:
     """Who is who and who references whom in one tenant's records (no access decisions: it only
     proposes candidates, which are then fetched through the scoped store query). In memory, built
     from a scan of the store: the table of a MongoDB deployment."""
+
     by_target: dict[tuple[int, str], set[tuple[str, str]]]  # (IDENTITY or REFERRER, target) -> records
-    threads: dict[tuple[str, str], list[str]]                 # (channel_id, thread_ts) -> message refs
+    threads: dict[tuple[str, str], list[str]]  # (channel_id, thread_ts) -> message refs
 
     def lookup(self, kind: int, targets: Iterable[str]) -> set[tuple[str, str]]:
         return {entry for target in targets for entry in self.by_target.get((kind, target), ())}
@@ -340,8 +354,9 @@ class LinkIndex:
     _FORMAT = "1"
 
     def __init__(self, path: Path, store_path: Path):
-        self.conn = sqlite3.connect(path.resolve().as_uri(), uri=True, isolation_level=None, timeout=60,
-                                    check_same_thread=False)
+        self.conn = sqlite3.connect(
+            path.resolve().as_uri(), uri=True, isolation_level=None, timeout=60, check_same_thread=False
+        )
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("ATTACH DATABASE ? AS store", (store_path.resolve().as_uri() + "?mode=ro",))
@@ -396,8 +411,9 @@ class LinkIndex:
                 last = int(self._meta("seq") or 0)
                 top = last
                 registries: dict[str, Registry] = {}
-                rows = self.conn.execute("SELECT seq, coll, id, body, dates FROM store.docs WHERE seq > ? ORDER BY seq",
-                                         (last,))
+                rows = self.conn.execute(
+                    "SELECT seq, coll, id, body, dates FROM store.docs WHERE seq > ? ORDER BY seq", (last,)
+                )
                 for seq, coll, doc_id, body, dates in rows:
                     top = seq
                     self._forget(cur, coll, doc_id)
@@ -413,23 +429,36 @@ class LinkIndex:
                         registries[tenant] = kinds_of(tenant)
                     if not _links(registries[tenant].get(coll)):
                         continue
-                    cur.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)",
-                                    [(tenant, kind, target, coll, ref, doc_id)
-                                     for kind, target in dict.fromkeys(_entries(coll, record, registries[tenant]))])
+                    cur.executemany(
+                        "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)",
+                        [
+                            (tenant, kind, target, coll, ref, doc_id)
+                            for kind, target in dict.fromkeys(_entries(coll, record, registries[tenant]))
+                        ],
+                    )
                     if coll == "messages":
-                        cur.execute("INSERT INTO threads VALUES (?, ?, ?, ?, ?, ?)",
-                                    (tenant, *_thread_key(record), seq, ref, doc_id))
+                        cur.execute(
+                            "INSERT INTO threads VALUES (?, ?, ?, ?, ?, ?)",
+                            (tenant, *_thread_key(record), seq, ref, doc_id),
+                        )
                 # Every stored row is in `seen` now, so equal counts mean nothing was deleted (the
                 # pass that finds what was takes seconds on a million rows; the counts take none).
                 counts = cur.execute("SELECT (SELECT count(*) FROM seen), (SELECT count(*) FROM store.docs)").fetchone()
-                gone = [] if counts[0] == counts[1] else cur.execute(
-                    "SELECT coll, id FROM seen WHERE NOT EXISTS (SELECT 1 FROM store.docs d "
-                    "WHERE d.coll = seen.coll AND d.id = seen.id)").fetchall()
+                gone = (
+                    []
+                    if counts[0] == counts[1]
+                    else cur.execute(
+                        "SELECT coll, id FROM seen WHERE NOT EXISTS (SELECT 1 FROM store.docs d "
+                        "WHERE d.coll = seen.coll AND d.id = seen.id)"
+                    ).fetchall()
+                )
                 for coll, doc_id in gone:
                     self._forget(cur, coll, doc_id)
                     cur.execute("DELETE FROM seen WHERE coll = ? AND id = ?", (coll, doc_id))
-                cur.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                                [("seq", str(top)), ("generation", str(generation)), ("format", self._FORMAT)])
+                cur.executemany(
+                    "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                    [("seq", str(top)), ("generation", str(generation)), ("format", self._FORMAT)],
+                )
                 cur.execute("COMMIT")
             except BaseException:
                 if self.conn.in_transaction:  # SQLite has already rolled back after some errors (a full disk)
@@ -446,6 +475,7 @@ class LinkIndex:
 @dataclass
 class _TenantLinks:
     """`LinkIndex` lookups within one tenant (the same questions `_LinkTable` answers)."""
+
     index: LinkIndex
     tenant: str
 
@@ -453,16 +483,23 @@ class _TenantLinks:
         targets = sorted(set(targets))
         found: set[tuple[str, str]] = set()
         for start in range(0, len(targets), 500):
-            part = targets[start:start + 500]
-            found.update(self.index.conn.execute(
-                f"SELECT coll, ref FROM entries WHERE tenant = ? AND kind = ? AND target IN ({', '.join('?' * len(part))})",
-                (self.tenant, kind, *part)))
+            part = targets[start : start + 500]
+            found.update(
+                self.index.conn.execute(
+                    f"SELECT coll, ref FROM entries WHERE tenant = ? AND kind = ? AND target IN ({', '.join('?' * len(part))})",
+                    (self.tenant, kind, *part),
+                )
+            )
         return found
 
     def thread(self, channel_id: str, thread_ts: str) -> list[str]:
-        return [ref for (ref,) in self.index.conn.execute(
-            "SELECT ref FROM threads WHERE tenant = ? AND channel = ? AND ts = ? ORDER BY seq",
-            (self.tenant, channel_id, thread_ts))]
+        return [
+            ref
+            for (ref,) in self.index.conn.execute(
+                "SELECT ref FROM threads WHERE tenant = ? AND channel = ? AND ts = ? ORDER BY seq",
+                (self.tenant, channel_id, thread_ts),
+            )
+        ]
 
 
 class _Walk:
@@ -477,8 +514,11 @@ class _Walk:
         by_collection: dict[str, list[str]] = {}
         for collection, ref in entries:
             by_collection.setdefault(collection, []).append(ref)
-        return [(collection, record) for collection, refs in sorted(by_collection.items())
-                for record in self.store.find_refs(collection, self.scope, sorted(refs))]
+        return [
+            (collection, record)
+            for collection, refs in sorted(by_collection.items())
+            for record in self.store.find_refs(collection, self.scope, sorted(refs))
+        ]
 
     def node(self, collection: str, record: dict[str, Any]) -> _Node:
         if collection != "messages":
@@ -488,8 +528,9 @@ class _Walk:
         messages = [m for _, m in self._fetch(("messages", ref) for ref in refs)] or [record]
         messages.sort(key=lambda m: float(m["ts"]))
         parent = next((m for m in messages if m["ts"] == thread_ts), None)
-        return _Node("messages", str(parent["ref"]) if parent else f"{record['channel_id']}:{thread_ts}", messages,
-                     self.kinds)
+        return _Node(
+            "messages", str(parent["ref"]) if parent else f"{record['channel_id']}:{thread_ts}", messages, self.kinds
+        )
 
     def resolve(self, targets: set[str]) -> dict[str, _Node]:
         """The visible records that canonical targets denote (target -> node)."""
@@ -507,8 +548,11 @@ class _Walk:
         candidates = self.table.lookup(REFERRER, by_target)
         found: list[tuple[_Node, Reference, _Node]] = []
         for collection, record in self._fetch(candidates):
-            hits = [(ref, by_target[ref.target]) for ref in references(record, self.kinds.get(collection), self.kinds)
-                    if ref.target in by_target]
+            hits = [
+                (ref, by_target[ref.target])
+                for ref in references(record, self.kinds.get(collection), self.kinds)
+                if ref.target in by_target
+            ]
             if hits:
                 source = self.node(collection, record)
                 found.extend((source, ref, target) for ref, target in hits)
@@ -535,12 +579,26 @@ def _linked_record(node: _Node, hop: int) -> LinkedRecord:
     first = next((c for c in chunks if c.doc_ref == node.ref), chunks[0] if chunks else None)
     if first is None:
         return LinkedRecord(node.ref, node.collection, node.ref, None, None, "", hop)
-    return LinkedRecord(node.ref, node.collection, first.title or node.ref, first.url,
-                        first.date.isoformat() if first.date else None, first.text, hop)
+    return LinkedRecord(
+        node.ref,
+        node.collection,
+        first.title or node.ref,
+        first.url,
+        first.date.isoformat() if first.date else None,
+        first.text,
+        hop,
+    )
 
 
-def follow_links(store: Any, tenant: str, principals: list[str], refs: list[str], max_hops: int = 2,
-                 limit: int = 20, kinds: Registry | None = None) -> LinkChain:
+def follow_links(
+    store: Any,
+    tenant: str,
+    principals: list[str],
+    refs: list[str],
+    max_hops: int = 2,
+    limit: int = 20,
+    kinds: Registry | None = None,
+) -> LinkChain:
     """The records linked to `refs` (stored refs or URLs) within `max_hops`, in both directions.
 
     Tenant- and ACL-scoped: a record the principals cannot read is neither a start, a step nor an

@@ -54,8 +54,8 @@ _SOURCE_NAME = re.compile(r"^\s*[-*•]\s+[^“”\n]*?:\s*(?=“)")
 class Verdict:
     grounded: bool
     unsupported: list[str] = field(default_factory=list)  # answer sentences their sources do not back
-    missing: list[str] = field(default_factory=list)      # question entities no context covers
-    action: str = "accept"                                # accept | retry | decline
+    missing: list[str] = field(default_factory=list)  # question entities no context covers
+    action: str = "accept"  # accept | retry | decline
     rewritten_query: str | None = None
     reasons: list[str] = field(default_factory=list)
 
@@ -136,18 +136,29 @@ def _unsupported(claims: list[tuple[str, list[int]]], texts: list[str], llm: Any
         from context_engine.prompts import SUPPORT_SYSTEM
 
         judge = structured_output(llm, _Supported).with_retry(stop_after_attempt=2)
-        prompts = [[("system", SUPPORT_SYSTEM),
-                    ("human", "Source:\n" + "\n\n".join(found) + f"\n\nSentence: {claim}")]
-                   for (claim, _), found in zip(claims, sources)]
+        prompts = [
+            [("system", SUPPORT_SYSTEM), ("human", "Source:\n" + "\n\n".join(found) + f"\n\nSentence: {claim}")]
+            for (claim, _), found in zip(claims, sources)
+        ]
         for i, out in enumerate(judge.batch(prompts, return_exceptions=True)):
             answer = out.supported.strip().lower() if isinstance(out, _Supported) else ""
             verdicts[i] = {"yes": True, "no": False}.get(answer)
-    return [i for i, (claim, _) in enumerate(claims)
-            if not (verdicts[i] if verdicts[i] is not None else _offline_supported(claim, sources[i]))]
+    return [
+        i
+        for i, (claim, _) in enumerate(claims)
+        if not (verdicts[i] if verdicts[i] is not None else _offline_supported(claim, sources[i]))
+    ]
 
 
-def reflect(question: str, answer_text: str, citations: Sequence[dict], contexts: Sequence[Document | str],
-            llm: Any = None, *, attempts_left: int = 1) -> Verdict:
+def reflect(
+    question: str,
+    answer_text: str,
+    citations: Sequence[dict],
+    contexts: Sequence[Document | str],
+    llm: Any = None,
+    *,
+    attempts_left: int = 1,
+) -> Verdict:
     """Check `answer_text` against the contexts its `[n]` markers cite and the question's entities
     against all contexts; decide accept / retry (with a rewritten query) / decline."""
     texts = [_text(c) for c in contexts]

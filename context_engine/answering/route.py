@@ -63,13 +63,20 @@ CONTENT_CUES = re.compile(
     r"\bwhat happened\b|\blessons? learned\b|\bsummar(?:y|ies|ise|ize)\b|\boverview\b|"
     r"\bwhat(?:'s| is| are| was| were)\b(?=.*\babout\s*[?？]?$)|"
     r"为什么|为何|怎么|如何|怎样|原因|理由|背景|动机|决定|(?<!架构)决策(?!记录)|结论|权衡|解释|来龙去脉|总结|概述",
-    re.I)
+    re.I,
+)
 
 # Fields whose stored values are also topic words: a label, a repository, a channel.
 _SCOPE_ROLES = ("label", "repo", "channel", "space", "component", "project")
-_TOPIC_STOPWORDS = ENGLISH_STOPWORDS | COMMON_WORDS | frozenset("""
+_TOPIC_STOPWORDS = (
+    ENGLISH_STOPWORDS
+    | COMMON_WORDS
+    | frozenset(
+        """
 were been made make there any say says mention mentions mentioning related regarding concerning involving
-titled containing""".split())
+titled containing""".split()
+    )
+)
 _CJK_FILLER = re.compile(r"关于|有关|哪些|什么|的|了|吗|呢|吧|是|在|和|与|把|要|被|给|对|有")
 
 
@@ -78,22 +85,26 @@ class RouteSignals:
     """What the structured half makes of a question, beside its content cues."""
 
     question: str
-    named_collection: str | None         # the collection a word of the question names (None: guessed)
-    cues: list[str]                      # content cues: "why", "how", 为什么 ...
-    people: list[str] = field(default_factory=list)   # resolved names ("the asker" for I/me/我)
-    times: list[str] = field(default_factory=list)    # time expressions found
+    named_collection: str | None  # the collection a word of the question names (None: guessed)
+    cues: list[str]  # content cues: "why", "how", 为什么 ...
+    people: list[str] = field(default_factory=list)  # resolved names ("the asker" for I/me/我)
+    times: list[str] = field(default_factory=list)  # time expressions found
     filters: dict[str, list[str]] = field(default_factory=dict)  # people|time|condition|scope -> filters
-    aggregation: str | None = None       # count, group by <path>, counts per time bucket
-    text: str | None = None              # the offline planner's full-text words
+    aggregation: str | None = None  # count, group by <path>, counts per time bucket
+    text: str | None = None  # the offline planner's full-text words
     plan: Plan | None = None
-    unresolved: str | None = None        # why the people in the question could not be resolved
+    unresolved: str | None = None  # why the people in the question could not be resolved
     spans: list[tuple[int, int]] = field(default_factory=list)  # words the signals explain
 
     @property
     def constrained(self) -> bool:
         """Conditions only a query applies: who, when, in which state."""
-        return bool(self.people or self.times or self.unresolved
-                    or any(self.filters.get(kind) for kind in ("people", "time", "condition")))
+        return bool(
+            self.people
+            or self.times
+            or self.unresolved
+            or any(self.filters.get(kind) for kind in ("people", "time", "condition"))
+        )
 
     def describe(self) -> list[str]:
         lines = [f"collection named: {self.named_collection or 'none'}"]
@@ -116,8 +127,15 @@ class RouteSignals:
         return lines
 
 
-def route_question(question: str, *, settings: Settings, catalog: Catalog, resolved: PlanningContext | None,
-                   unresolved: str | None = None, llm: Any = None) -> RouteDecision:
+def route_question(
+    question: str,
+    *,
+    settings: Settings,
+    catalog: Catalog,
+    resolved: PlanningContext | None,
+    unresolved: str | None = None,
+    llm: Any = None,
+) -> RouteDecision:
     """Route a question whose people and times were resolved (`resolved`), or could not be (`unresolved`:
     why); with `llm` (a LangChain chat model) the model decides, given the offline signals."""
     signals = gather_signals(question, catalog, resolved, unresolved)
@@ -131,14 +149,16 @@ def route_question(question: str, *, settings: Settings, catalog: Catalog, resol
     return decision
 
 
-def gather_signals(question: str, catalog: Catalog, ctx: PlanningContext | None,
-                   unresolved: str | None = None) -> RouteSignals:
+def gather_signals(
+    question: str, catalog: Catalog, ctx: PlanningContext | None, unresolved: str | None = None
+) -> RouteSignals:
     named, collection_spans = detect_collection(question, catalog.schemas)
     # Only the words naming the chosen collection are explained: "page" in "bugs about the login page" is topic.
     naming = [(a, b) for a, b in collection_spans if detect_collection(question[a:b], catalog.schemas)[0] == named]
     cue_matches = list(CONTENT_CUES.finditer(question))
-    signals = RouteSignals(question, named, [m.group(0) for m in cue_matches],
-                           spans=naming + [m.span() for m in cue_matches])
+    signals = RouteSignals(
+        question, named, [m.group(0) for m in cue_matches], spans=naming + [m.span() for m in cue_matches]
+    )
     if ctx is None:
         signals.unresolved = unresolved or "could not resolve the question"
         return signals
@@ -164,8 +184,9 @@ def decide_offline(signals: RouteSignals) -> RouteDecision:
     reasons = signals.describe()
 
     def decided(route: Route, why: str) -> RouteDecision:
-        return RouteDecision(route=route, reasons=[*reasons, why],
-                             topic=topic_words(signals) if route == "hybrid" else None)
+        return RouteDecision(
+            route=route, reasons=[*reasons, why], topic=topic_words(signals) if route == "hybrid" else None
+        )
 
     # "how many players on a team" names no kind of record and no condition: a count of the world, not
     # of records, which a query over the whole collection would only pretend to answer.
@@ -201,8 +222,11 @@ def topic_words(signals: RouteSignals) -> str | None:
     for start, end in signals.spans:
         chars[start:end] = " " * (end - start)
     rest = _CJK_FILLER.sub(" ", "".join(chars))
-    words = [w for w in re.findall(r"[A-Za-z0-9](?:[\w\-./]*\w)?|[\u4e00-\u9fff]+", rest)
-             if len(w) >= 2 and not (w[0].isascii() and w.lower() in _TOPIC_STOPWORDS)]
+    words = [
+        w
+        for w in re.findall(r"[A-Za-z0-9](?:[\w\-./]*\w)?|[\u4e00-\u9fff]+", rest)
+        if len(w) >= 2 and not (w[0].isascii() and w.lower() in _TOPIC_STOPWORDS)
+    ]
     return " ".join(dict.fromkeys(words)) or None
 
 
@@ -216,8 +240,15 @@ def _classify_filters(match: dict[str, Any], kind: CollectionSpec | None) -> dic
     for path, condition in _flatten(match):
         if path == "$text":
             continue
-        group = ("people" if path in people else "time" if path in time_paths
-                 else "scope" if path in scope_paths else "condition")
+        group = (
+            "people"
+            if path in people
+            else "time"
+            if path in time_paths
+            else "scope"
+            if path in scope_paths
+            else "condition"
+        )
         out.setdefault(group, []).append(f"{path} {json.dumps(condition, default=str, ensure_ascii=False)}")
     return out
 
@@ -250,11 +281,16 @@ def _ask_model(llm: Any, signals: RouteSignals, offline: RouteDecision, settings
     # A malformed answer is asked for again at once: backing off helps a rate limit, not a parse error
     # (the chat model client already retries HTTP failures itself).
     runnable = structured_output(llm, RouteDecision).with_retry(
-        stop_after_attempt=settings.max_attempts, wait_exponential_jitter=False)
-    system = ROUTE_SYSTEM.format(signals="\n".join(f"- {line}" for line in signals.describe()),
-                                 offline_route=offline.route)
+        stop_after_attempt=settings.max_attempts, wait_exponential_jitter=False
+    )
+    system = ROUTE_SYSTEM.format(
+        signals="\n".join(f"- {line}" for line in signals.describe()), offline_route=offline.route
+    )
     chosen: RouteDecision = runnable.invoke([("system", system), ("human", signals.question)])
     topic = (chosen.topic or topic_words(signals)) if chosen.route == "hybrid" else None
-    return RouteDecision(route=chosen.route, topic=topic,
-                         reasons=[f"chat model: {r}" for r in chosen.reasons]
-                         + [f"the rule-based router chose {offline.route}: {offline.reasons[-1]}"])
+    return RouteDecision(
+        route=chosen.route,
+        topic=topic,
+        reasons=[f"chat model: {r}" for r in chosen.reasons]
+        + [f"the rule-based router chose {offline.route}: {offline.reasons[-1]}"],
+    )

@@ -29,18 +29,18 @@ from context_engine.answering.route import CONTENT_CUES
 from context_engine.query.schema import values_at
 from context_engine.text import HAN, tokenize
 
-EVIDENCE_HITS = 5      # semantic hits about the topic whose links count
+EVIDENCE_HITS = 5  # semantic hits about the topic whose links count
 
 __all__ = ["TopicMatch", "filter_words", "match_topic", "mentions", "names_a_subject", "order_rows", "topic_words"]
 
 
 @dataclass
 class TopicMatch:
-    topic: str                    # the router's topic words, without those the query filters on
-    words: list[str]              # the words matched (tokens: stems, jieba words)
-    of: int                       # records the query found
-    matched: list[str] = field(default_factory=list)       # refs about the topic, best first
-    why: dict[str, str] = field(default_factory=dict)      # ref -> how it was found to be about it
+    topic: str  # the router's topic words, without those the query filters on
+    words: list[str]  # the words matched (tokens: stems, jieba words)
+    of: int  # records the query found
+    matched: list[str] = field(default_factory=list)  # refs about the topic, best first
+    why: dict[str, str] = field(default_factory=dict)  # ref -> how it was found to be about it
 
     def to_json(self) -> dict[str, Any]:
         return {"topic": self.topic, "words": self.words, "of": self.of, "matched": self.matched, "why": self.why}
@@ -74,7 +74,9 @@ def filter_words(pipeline: list[dict[str, Any]]) -> set[str]:
 # am I working on?" is a list of the asker's records, not records about "working").
 SUBJECT_MARKERS = re.compile(
     r"\babout\b|\bregarding\b|\bconcerning\b|\bmention(?:s|ed|ing)?\b|\brelated\s+to\b|\bwent\s+wrong\b|"
-    r"\btitled\b|\bcontaining\b|关于|有关|涉及|提到|提及|相关", re.I)
+    r"\btitled\b|\bcontaining\b|关于|有关|涉及|提到|提及|相关",
+    re.I,
+)
 
 
 def names_a_subject(question: str, pipeline: list[dict[str, Any]]) -> bool:
@@ -115,8 +117,14 @@ def _row_text(row: dict[str, Any], text_fields: list[str]) -> str:
     return "\n".join(v for path in text_fields for v in values_at(row, path) if isinstance(v, str))
 
 
-def match_topic(topic: str, rows: list[dict[str, Any]], text_fields: list[str], pipeline: list[dict[str, Any]],
-                hits: Iterable[dict[str, Any]], linked: Callable[[list[str]], Iterable[tuple[str, str]]]) -> TopicMatch:
+def match_topic(
+    topic: str,
+    rows: list[dict[str, Any]],
+    text_fields: list[str],
+    pipeline: list[dict[str, Any]],
+    hits: Iterable[dict[str, Any]],
+    linked: Callable[[list[str]], Iterable[tuple[str, str]]],
+) -> TopicMatch:
     """Which `rows` (records with a `ref`) are about `topic`.
 
     `hits`: the semantic hits, best first (dicts with `doc_ref` and `text`); `linked(refs)`: the

@@ -37,8 +37,10 @@ __all__ = [
 # A chat model as a form takes it, a string; Python callers may pass a LangChain chat model instance.
 ChatModelSpec = Annotated[str | BaseChatModel, WithJsonSchema({"type": "string"})]
 
-_MODEL_HELP = ("an init_chat_model string ('openai:gpt-4.1-mini') or a model name served at $OPENAI_BASE_URL "
-               "(from Python, a LangChain chat model instance too)")
+_MODEL_HELP = (
+    "an init_chat_model string ('openai:gpt-4.1-mini') or a model name served at $OPENAI_BASE_URL "
+    "(from Python, a LangChain chat model instance too)"
+)
 
 
 # What a value of each context field type must be (field types as written: annotations are strings
@@ -58,29 +60,79 @@ class ContextError(ValueError):
 class Context:
     """Who asks, for which tenant, against which data, with which chat models (empty: the environment's)."""
 
-    tenant: str = field(default="", metadata={"description": (
-        "The tenant whose data is asked about. Empty: $CONTEXT_ENGINE_TENANT, else 'acme'.")})
-    user: str = field(default="", metadata={"description": (
-        "Who asks, named exactly as one account: a GitHub login, a Slack user id, a Jira or Linear account, a "
-        "verified e-mail, or system:account (github:login). Answers use only what this person may read. "
-        "Empty: $CONTEXT_ENGINE_USER, else nobody (public records only).")})
-    data_dir: str = field(default="", metadata={"description": (
-        "The directory of the ingested data. Empty: $CONTEXT_ENGINE_HOME, else ./.context-engine.")})
-    anonymous: bool = field(default=False, metadata={"description": (
-        "Ask as nobody: public records only, whatever `user` or the environment names.")})
-    use_llm: bool = field(default=True, metadata={"description": (
-        "Use the configured chat models. Off: answer offline (rules, no model calls) even when one is configured.")})
-    model: ChatModelSpec = field(default="", metadata={"description": (
-        f"The chat model of every step: {_MODEL_HELP}. Empty: the environment's ($CONTEXT_ENGINE_MODEL).")})
-    router_model: ChatModelSpec = field(default="", metadata={"description": (
-        f"The router's chat model (which half answers; follow-up rewriting): {_MODEL_HELP}. Empty: `model`.")})
-    planner_model: ChatModelSpec = field(default="", metadata={"description": (
-        f"The query planner's chat model (writes and corrects the structured query): {_MODEL_HELP}. "
-        "Empty: `model`.")})
-    generator_model: ChatModelSpec = field(default="", metadata={"description": (
-        f"The chat model that compresses the found passages and writes the answer: {_MODEL_HELP}. Empty: `model`.")})
-    judge_model: ChatModelSpec = field(default="", metadata={"description": (
-        f"The chat model that reranks passages and checks the answer is grounded: {_MODEL_HELP}. Empty: `model`.")})
+    tenant: str = field(
+        default="",
+        metadata={"description": ("The tenant whose data is asked about. Empty: $CONTEXT_ENGINE_TENANT, else 'acme'.")},
+    )
+    user: str = field(
+        default="",
+        metadata={
+            "description": (
+                "Who asks, named exactly as one account: a GitHub login, a Slack user id, a Jira or Linear account, a "
+                "verified e-mail, or system:account (github:login). Answers use only what this person may read. "
+                "Empty: $CONTEXT_ENGINE_USER, else nobody (public records only)."
+            )
+        },
+    )
+    data_dir: str = field(
+        default="",
+        metadata={
+            "description": ("The directory of the ingested data. Empty: $CONTEXT_ENGINE_HOME, else ./.context-engine.")
+        },
+    )
+    anonymous: bool = field(
+        default=False,
+        metadata={"description": ("Ask as nobody: public records only, whatever `user` or the environment names.")},
+    )
+    use_llm: bool = field(
+        default=True,
+        metadata={
+            "description": (
+                "Use the configured chat models. Off: answer offline (rules, no model calls) even when one is configured."
+            )
+        },
+    )
+    model: ChatModelSpec = field(
+        default="",
+        metadata={
+            "description": (
+                f"The chat model of every step: {_MODEL_HELP}. Empty: the environment's ($CONTEXT_ENGINE_MODEL)."
+            )
+        },
+    )
+    router_model: ChatModelSpec = field(
+        default="",
+        metadata={
+            "description": (
+                f"The router's chat model (which half answers; follow-up rewriting): {_MODEL_HELP}. Empty: `model`."
+            )
+        },
+    )
+    planner_model: ChatModelSpec = field(
+        default="",
+        metadata={
+            "description": (
+                f"The query planner's chat model (writes and corrects the structured query): {_MODEL_HELP}. "
+                "Empty: `model`."
+            )
+        },
+    )
+    generator_model: ChatModelSpec = field(
+        default="",
+        metadata={
+            "description": (
+                f"The chat model that compresses the found passages and writes the answer: {_MODEL_HELP}. Empty: `model`."
+            )
+        },
+    )
+    judge_model: ChatModelSpec = field(
+        default="",
+        metadata={
+            "description": (
+                f"The chat model that reranks passages and checks the answer is grounded: {_MODEL_HELP}. Empty: `model`."
+            )
+        },
+    )
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -88,8 +140,10 @@ class Context:
             if value is None:  # JSON null and Python None: the field's default
                 setattr(self, f.name, f.default)
             elif f.type in _ACCEPTS and not isinstance(value, _ACCEPTS[f.type][0]):
-                raise ContextError(f"context key {f.name!r} must be {_ACCEPTS[f.type][1]}, "
-                                   f"got {type(value).__name__} {str(value)[:60]!r}")
+                raise ContextError(
+                    f"context key {f.name!r} must be {_ACCEPTS[f.type][1]}, "
+                    f"got {type(value).__name__} {str(value)[:60]!r}"
+                )
         self._settings: Settings | None = None  # built on first use: once per run (run_context copies)
 
     # Library hooks, off in every Context: LibraryContext makes them fields of its own, so the schema
@@ -118,20 +172,30 @@ class Context:
             base = replace(base, asker=None)
         # A bare name ("gpt-4.1-mini") is the endpoint's model, Settings.model; anything else is a spec.
         bare = isinstance(self.model, str) and ":" not in self.model
-        models = tuple((role, spec) for role, spec in
-                       [("", None if bare else self.model), *((r, getattr(self, f"{r}_model")) for r in CHAT_ROLES)]
-                       if spec)
+        models = tuple(
+            (role, spec)
+            for role, spec in [
+                ("", None if bare else self.model),
+                *((r, getattr(self, f"{r}_model")) for r in CHAT_ROLES),
+            ]
+            if spec
+        )
         return base.with_overrides(
-            tenant=self.tenant or None, asker=None if self.anonymous else (self.user or None),
-            data_dir=self.data_dir or None, use_llm=None if self.use_llm else False,
-            model=(self.model or None) if bare else None, chat_models=models or None)
+            tenant=self.tenant or None,
+            asker=None if self.anonymous else (self.user or None),
+            data_dir=self.data_dir or None,
+            use_llm=None if self.use_llm else False,
+            model=(self.model or None) if bare else None,
+            chat_models=models or None,
+        )
 
 
 @dataclass(kw_only=True)
 class LibraryContext(Context):
     """A Context with hooks for library callers (tests, evaluation); built from Python only."""
+
     base_settings: Settings | None = None  # a whole Settings under the fields above (they override it)
-    planner: Any = None       # an object with `.plan(ctx) -> Plan` standing in for the LLM planner
+    planner: Any = None  # an object with `.plan(ctx) -> Plan` standing in for the LLM planner
     always_llm: bool = False  # every structured question to the LLM planner (to measure it alone)
 
 
@@ -148,8 +212,10 @@ def _from_dict(given: dict[str, Any]) -> Context:
 
 def _unknown_key(key: Any) -> str:
     if key in {f.name for f in fields(LibraryContext)}:
-        return (f"{key!r} is a library hook, not a context key: pass LibraryContext({key}=...) from Python "
-                f"(context keys: {', '.join(FIELDS)})")
+        return (
+            f"{key!r} is a library hook, not a context key: pass LibraryContext({key}=...) from Python "
+            f"(context keys: {', '.join(FIELDS)})"
+        )
     close = difflib.get_close_matches(str(key), FIELDS, n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return f"unknown context key {str(key)[:60]!r}{hint}; the context's keys are {', '.join(FIELDS)}"
@@ -173,8 +239,10 @@ def run_context(context: Any, config: Mapping[str, Any] | None = None) -> Contex
         raise ContextError(f"the run context must be a dict or a Context, got {type(context).__name__}")
     for key, value in legacy.items():
         if value is not None and value != getattr(run, key):
-            raise ContextError(f"{key!r} is in both `context` ({getattr(run, key)!r}) and `configurable` ({value!r}); "
-                               f"give it in `context` only: context={{{key!r}: ...}}")
+            raise ContextError(
+                f"{key!r} is in both `context` ({getattr(run, key)!r}) and `configurable` ({value!r}); "
+                f"give it in `context` only: context={{{key!r}: ...}}"
+            )
     return run
 
 

@@ -75,16 +75,16 @@ class ContextEngineGraph(CompiledStateGraph[State, Context, InputState, OutputSt
         config, run = prepare_run(config, context)
         return super().stream(as_graph_input(input), config, context=run, **kwargs)
 
-    async def astream(self, input: Any, config: RunnableConfig | None = None, *, context: Any = None,
-                      **kwargs: Any):
+    async def astream(self, input: Any, config: RunnableConfig | None = None, *, context: Any = None, **kwargs: Any):
         # The tenant check may open the store: off the event loop (Studio's server refuses blocking calls).
         config, run = await asyncio.to_thread(prepare_run, config, context)
         async for chunk in super().astream(as_graph_input(input), config, context=run, **kwargs):
             yield chunk
 
 
-def build_graph(checkpointer: Any = None, *, store: Any = None, name: str = "context_engine",
-                **compile_kwargs: Any) -> ContextEngineGraph:
+def build_graph(
+    checkpointer: Any = None, *, store: Any = None, name: str = "context_engine", **compile_kwargs: Any
+) -> ContextEngineGraph:
     """Compile the main graph; pass a checkpointer (e.g. `InMemorySaver()`) for threads and follow-ups."""
     builder = StateGraph(State, context_schema=Context, input_schema=InputState, output_schema=OutputState)
     builder.add_node("start_turn", start_turn)

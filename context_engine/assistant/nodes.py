@@ -46,7 +46,7 @@ from context_engine.retrievers.rerank import make_reranker
 from context_engine.text import parse_now
 
 CHAIN_FROM = 3  # the top contexts whose cross-links an answer follows
-KEEP_BEST = 3   # the reranker's top hits keep their best matching sentence even below the relevance floor
+KEEP_BEST = 3  # the reranker's top hits keep their best matching sentence even below the relevance floor
 TURNS_KEPT = 10  # earlier turns a thread remembers for follow-ups
 TOPIC_LINKS = 50  # records linked to the topic's evidence hits that a hybrid answer's rows are checked against
 
@@ -89,8 +89,14 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     question = asked
     if turns:
         catalog = catalog_for(settings)
-        followup = resolve_followup(asked, turns, catalog.directory, parse_now(state.get("now")),
-                                    llm=_llm(settings, "router", "start_turn"), kinds=registry_of(catalog.schemas))
+        followup = resolve_followup(
+            asked,
+            turns,
+            catalog.directory,
+            parse_now(state.get("now")),
+            llm=_llm(settings, "router", "start_turn"),
+            kinds=registry_of(catalog.schemas),
+        )
         question, update["followup"], update["narrowed"] = followup.standalone, followup.how, followup.added
     update.update(asked=asked, question=question, search_query=question)
     return update
@@ -104,22 +110,34 @@ def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     resolution = resolve_once(state["question"], parse_now(state.get("now")), settings)
     resolved = None
     if not resolution.get("error"):
-        resolved = planning_context({"question": state["question"], "now": state.get("now", ""),
-                                     "resolution": resolution}, settings)
-    decision = route_question(state["question"], settings=settings, catalog=catalog, resolved=resolved,
-                              unresolved=resolution.get("error"), llm=_llm(settings, "router", "route"))
+        resolved = planning_context(
+            {"question": state["question"], "now": state.get("now", ""), "resolution": resolution}, settings
+        )
+    decision = route_question(
+        state["question"],
+        settings=settings,
+        catalog=catalog,
+        resolved=resolved,
+        unresolved=resolution.get("error"),
+        llm=_llm(settings, "router", "route"),
+    )
     if is_ownership_question(state["question"]) and decision.route != "semantic":
         decision.route = "semantic"
         decision.reasons.append("who owns something is what the documents say, not a query's guess")
-    return {"route": decision.route, "route_reasons": decision.reasons, "resolution": resolution,
-            "topic": decision.topic or "",
-            "draft": decision.draft.to_json() if decision.draft else {}}
+    return {
+        "route": decision.route,
+        "route_reasons": decision.reasons,
+        "resolution": resolution,
+        "topic": decision.topic or "",
+        "draft": decision.draft.to_json() if decision.draft else {},
+    }
 
 
 def branches(state: State) -> list[str]:
     """Where the question goes next; "hybrid" runs both halves in parallel."""
     return {"structured": ["structured_query"], "semantic": ["retrieve"]}.get(
-        state["route"], ["structured_query", "retrieve"])
+        state["route"], ["structured_query", "retrieve"]
+    )
 
 
 def retrieve(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -147,12 +165,14 @@ def _topic_match(state: State, settings: Settings) -> TopicMatch | None:
     hits = [h for name in ("bm25", "dense") for h in semantic.get(name, [])]
 
     def linked(refs: list[str]) -> list[tuple[str, str]]:
-        chain = follow_links(store_for(settings), settings.tenant, principals_for(settings), refs, max_hops=1,
-                             limit=TOPIC_LINKS)
+        chain = follow_links(
+            store_for(settings), settings.tenant, principals_for(settings), refs, max_hops=1, limit=TOPIC_LINKS
+        )
         return [(link.source, link.target) for link in chain.links]
 
-    return match_topic(state["topic"], rows, schema.text_fields if schema else [], state["plan"]["pipeline"],
-                       hits, linked)
+    return match_topic(
+        state["topic"], rows, schema.text_fields if schema else [], state["plan"]["pipeline"], hits, linked
+    )
 
 
 def fuse(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -183,8 +203,11 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if state.get("route") == "structured":
         return {"reranked": fused}
     reranker = make_reranker(settings, llm=_llm(settings, "judge", "rerank"))
-    docs = reranker.rerank(state.get("search_query") or state["question"],
-                           [hit_to_document(h) for h in fused[:settings.rerank_k]], top_n=settings.context_k)
+    docs = reranker.rerank(
+        state.get("search_query") or state["question"],
+        [hit_to_document(h) for h in fused[: settings.rerank_k]],
+        top_n=settings.context_k,
+    )
     return {"reranked": [hit_to_dict(d) for d in docs]}
 
 
@@ -195,8 +218,13 @@ def compress(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     reranked = state.get("reranked", [])
     if state.get("route") == "structured":
         return {"contexts": reranked}
-    docs = compress_passages(state["question"], [hit_to_document(h) for h in reranked], settings.context_tokens,
-                             llm=_llm(settings, "generator", "compress"), keep_best=KEEP_BEST)
+    docs = compress_passages(
+        state["question"],
+        [hit_to_document(h) for h in reranked],
+        settings.context_tokens,
+        llm=_llm(settings, "generator", "compress"),
+        keep_best=KEEP_BEST,
+    )
     return {"contexts": [hit_to_dict(d) for d in docs]}
 
 
@@ -211,10 +239,14 @@ def structured_answer(state: State, settings: Settings) -> dict[str, Any]:
     queries = []
     if attempts:
         final = state["attempts"][-1]["plan"]
-        queries.append({"collection": final["collection"], "pipeline": final["pipeline"],
-                        "attempts": [{"pipeline": a["plan"]["pipeline"], "error": a["error"]}
-                                     for a in state["attempts"]],
-                        "row_count": len(result.rows)})
+        queries.append(
+            {
+                "collection": final["collection"],
+                "pipeline": final["pipeline"],
+                "attempts": [{"pipeline": a["plan"]["pipeline"], "error": a["error"]} for a in state["attempts"]],
+                "row_count": len(result.rows),
+            }
+        )
     records, outcome = result.rows, result.kind
     topic = state.get("topic_match")
     spans: dict[str, Any] = {}
@@ -222,20 +254,33 @@ def structured_answer(state: State, settings: Settings) -> dict[str, Any]:
         # The words the plan could not read are what the hybrid half searched the sources for and
         # narrowed the records by: read as the topic, not ignored.
         answer = answer.replace(ignored(result), "")
-        spans = {"understood": [*state.get("understood", []), *({**s, "how": "topic"} for s in state["not_understood"])],
-                 "not_understood": []}
+        spans = {
+            "understood": [*state.get("understood", []), *({**s, "how": "topic"} for s in state["not_understood"])],
+            "not_understood": [],
+        }
     if topic and outcome in ("success", "no_results"):  # no_results: a retry's, after none was about it
         noun = kind.plural if kind is not None else collection.replace("_", " ")  # "pull requests", "incidents"
         if not topic["matched"]:  # the rest is not the answer: say what the conditions found, and that none fit
-            found = (f"The {kind.noun if kind is not None else 'record'} the query found is not" if topic["of"] == 1
-                     else f"None of the {topic['of']} {noun} the query found is")
+            found = (
+                f"The {kind.noun if kind is not None else 'record'} the query found is not"
+                if topic["of"] == 1
+                else f"None of the {topic['of']} {noun} the query found is"
+            )
             answer, citations, records, outcome = f"{found} about “{topic['topic']}”.", [], [], "no_results"
         elif len(topic["matched"]) < topic["of"]:
             other = topic["of"] - len(topic["matched"])
-            answer = (f"About “{topic['topic']}”: {len(topic['matched'])} of the {topic['of']} {noun} the query "
-                      f"found (the other {other} {'does' if other == 1 else 'do'} not mention it).\n{answer}")
-    return {"answer": answer, "citations": citations, "queries": queries, "records": records, "outcome": outcome,
-            **spans}
+            answer = (
+                f"About “{topic['topic']}”: {len(topic['matched'])} of the {topic['of']} {noun} the query "
+                f"found (the other {other} {'does' if other == 1 else 'do'} not mention it).\n{answer}"
+            )
+    return {
+        "answer": answer,
+        "citations": citations,
+        "queries": queries,
+        "records": records,
+        "outcome": outcome,
+        **spans,
+    }
 
 
 def _exact_rows(structured: dict[str, Any] | None, plan: dict[str, Any] | None) -> bool:
@@ -266,8 +311,11 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     # Term weights from the tenant's whole corpus (rarer question terms missing from the context weigh
     # more) and the index's embedding model (does the best evidence sentence mean what was asked?).
     index = semantic_index_for(settings)
-    owners = ownership_statements(question, [hit_to_document(h) for h in state.get("fused", [])]) \
-        if is_ownership_question(question) else []
+    owners = (
+        ownership_statements(question, [hit_to_document(h) for h in state.get("fused", [])])
+        if is_ownership_question(question)
+        else []
+    )
     if owners:  # the documents that say who owns it are the answer, in their own words
         contexts, declined = owners, False
     else:
@@ -287,17 +335,31 @@ def generate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         answer = compose_answer(question, structured=structured, contexts=contexts, chain=None, declined=True)
     semantic = state.get("semantic", {})
     queries = (structured["queries"] if structured else []) + [
-        {"collection": "semantic index", "search": state.get("search_query") or question,
-         "retrievers": {name: len(hits) for name, hits in semantic.items()}, "fusion": settings.fusion,
-         "reranker": settings.reranker, "dense_pending": index.pending}]
+        {
+            "collection": "semantic index",
+            "search": state.get("search_query") or question,
+            "retrievers": {name: len(hits) for name, hits in semantic.items()},
+            "fusion": settings.fusion,
+            "reranker": settings.reranker,
+            "dense_pending": index.pending,
+        }
+    ]
     text = answer.text
     if index.pending:  # an ingest is still embedding: say what this answer could not see
-        text += (f"\n\n(Indexing in progress: {index.pending:,} of {len(index):,} passages are searchable by "
-                 "keywords only until their embeddings are ready.)")
-    return {"answer": text, "claims": answer.claims, "citations": answer.citations, "queries": queries,
-            "records": structured["records"] if structured else [], "declined": declined,
-            "outcome": structured["outcome"] if structured else ("no_results" if declined else "success"),
-            **{k: structured[k] for k in ("understood", "not_understood") if structured and k in structured}}
+        text += (
+            f"\n\n(Indexing in progress: {index.pending:,} of {len(index):,} passages are searchable by "
+            "keywords only until their embeddings are ready.)"
+        )
+    return {
+        "answer": text,
+        "claims": answer.claims,
+        "citations": answer.citations,
+        "queries": queries,
+        "records": structured["records"] if structured else [],
+        "declined": declined,
+        "outcome": structured["outcome"] if structured else ("no_results" if declined else "success"),
+        **{k: structured[k] for k in ("understood", "not_understood") if structured and k in structured},
+    }
 
 
 def _cited_texts(state: State) -> list[str]:
@@ -325,17 +387,41 @@ def reflect(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         nothing_to_query = (state.get("resolution") or {}).get("error") == NOTHING_TO_QUERY
         if nothing_to_query and rounds < settings.max_reflections:
             # The question named no records, people or times: it is about content, so search for it.
-            return {"reflection": {"grounded": False, "action": "retry", "retry": True,
-                                   "reasons": ["nothing structured to query: searching the content instead"]},
-                    "route": "semantic", "reflections": rounds + 1}
-        return {"reflection": {"grounded": True, "action": "accept", "retry": False,
-                               "reasons": ["structured numbers exactly as queried"]}}
+            return {
+                "reflection": {
+                    "grounded": False,
+                    "action": "retry",
+                    "retry": True,
+                    "reasons": ["nothing structured to query: searching the content instead"],
+                },
+                "route": "semantic",
+                "reflections": rounds + 1,
+            }
+        return {
+            "reflection": {
+                "grounded": True,
+                "action": "accept",
+                "retry": False,
+                "reasons": ["structured numbers exactly as queried"],
+            }
+        }
     if state.get("declined"):
-        return {"reflection": {"grounded": True, "action": "decline", "retry": False,
-                               "reasons": ["nothing retrieved answers the question"]}}
-    verdict = check_answer(_question_without_resolved_times(state), state.get("claims", ""), state.get("citations", []),
-                           _cited_texts(state), llm=_llm(settings, "judge", "reflect"),
-                           attempts_left=settings.max_reflections - rounds)
+        return {
+            "reflection": {
+                "grounded": True,
+                "action": "decline",
+                "retry": False,
+                "reasons": ["nothing retrieved answers the question"],
+            }
+        }
+    verdict = check_answer(
+        _question_without_resolved_times(state),
+        state.get("claims", ""),
+        state.get("citations", []),
+        _cited_texts(state),
+        llm=_llm(settings, "judge", "reflect"),
+        attempts_left=settings.max_reflections - rounds,
+    )
     retry = verdict.action == "retry" and rounds < settings.max_reflections
     update: dict[str, Any] = {"reflection": {**asdict(verdict), "retry": retry}}
     if retry:
@@ -352,14 +438,30 @@ def _without_passages(state: State, settings: Settings, reflection: dict[str, An
     structured = structured_answer(state, settings) if state.get("route") != "semantic" else None
     if structured is not None and _exact_rows(structured, state.get("plan")):
         answer = compose_answer(state["question"], structured=structured, contexts=[], chain=None)
-        return {"answer": answer.text, "claims": "", "citations": answer.citations, "declined": False,
-                "outcome": structured["outcome"],
-                "reflection": {**reflection, "action": "accept", "reasons": [
-                    *reflection["reasons"], "the passages are left out: the structured records answer by themselves"]}}
+        return {
+            "answer": answer.text,
+            "claims": "",
+            "citations": answer.citations,
+            "declined": False,
+            "outcome": structured["outcome"],
+            "reflection": {
+                **reflection,
+                "action": "accept",
+                "reasons": [
+                    *reflection["reasons"],
+                    "the passages are left out: the structured records answer by themselves",
+                ],
+            },
+        }
     contexts = [hit_to_document(h) for h in state.get("contexts", [])]
     answer = compose_answer(state["question"], structured=structured, contexts=contexts, chain=None, declined=True)
-    return {"answer": answer.text, "claims": "", "citations": answer.citations, "declined": True,
-            "outcome": structured["outcome"] if structured else "no_results"}
+    return {
+        "answer": answer.text,
+        "claims": "",
+        "citations": answer.citations,
+        "declined": True,
+        "outcome": structured["outcome"] if structured else "no_results",
+    }
 
 
 def after_reflect(state: State) -> str:
@@ -414,31 +516,58 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     settings = context_of(runtime).settings()
     answer = state.get("answer", "")
     if state.get("model_error"):  # the answer may be the offline fallback's: it says why
-        answer += (f"\n\n(The configured chat model failed: {state['model_error']}. "
-                   "What needed it was done by the offline rules.)")
-    message = AIMessage(answer, additional_kwargs={
-        "citations": state.get("citations", []), "queries": state.get("queries", []),
-        "route": state.get("route", ""), "declined": state.get("declined", False),
-        "model_error": state.get("model_error", "")})
-    documents = [Document(page_content=h.get("text", ""), id=h.get("id"),
-                          metadata={k: v for k, v in h.items() if k not in ("id", "text")})
-                 for h in state.get("contexts", [])]
+        answer += (
+            f"\n\n(The configured chat model failed: {state['model_error']}. "
+            "What needed it was done by the offline rules.)"
+        )
+    message = AIMessage(
+        answer,
+        additional_kwargs={
+            "citations": state.get("citations", []),
+            "queries": state.get("queries", []),
+            "route": state.get("route", ""),
+            "declined": state.get("declined", False),
+            "model_error": state.get("model_error", ""),
+        },
+    )
+    documents = [
+        Document(
+            page_content=h.get("text", ""),
+            id=h.get("id"),
+            metadata={k: v for k, v in h.items() if k not in ("id", "text")},
+        )
+        for h in state.get("contexts", [])
+    ]
     resolution = state.get("resolution") or {}
     refs = [r["ref"] for r in state.get("records", []) if r.get("ref")] or [
-        c["id"] for c in state.get("citations", []) if c.get("id")]
-    turn: Turn = {"question": state.get("asked") or state["question"], "standalone": state["question"],
-                  "people": [p["name"] for p in resolution.get("people", [])],
-                  "people_text": [p["text"] for p in resolution.get("people", [])],
-                  "times": [t["text"] for t in resolution.get("times", [])], "refs": refs[:20],
-                  "answer_people": _record_people(state.get("records", []), settings),
-                  "time_ranges": [{k: t.get(k, "") for k in ("text", "start", "end")} for t in resolution.get("times", [])],
-                  "answer_periods": [r["_id"] for r in state.get("records", [])[:5]
-                                     if isinstance(r.get("_id"), str) and PERIOD.fullmatch(r["_id"])],
-                  "unresolved": resolution.get("unresolved", "") if resolution.get("candidates") else "",
-                  "narrowed": state.get("narrowed", ""),
-                  "candidates": resolution.get("candidates", []),
-                  "answer": state.get("answer", "")[:1000], "scope": _scope(settings),
-                  "collection": next((q["collection"] for q in reversed(state.get("queries", []))
-                                      if q.get("pipeline") is not None), "")}
-    return {"answer": answer, "messages": [message], "documents": documents,
-            "turns": [*(state.get("turns") or [])[-(TURNS_KEPT - 1):], turn]}
+        c["id"] for c in state.get("citations", []) if c.get("id")
+    ]
+    turn: Turn = {
+        "question": state.get("asked") or state["question"],
+        "standalone": state["question"],
+        "people": [p["name"] for p in resolution.get("people", [])],
+        "people_text": [p["text"] for p in resolution.get("people", [])],
+        "times": [t["text"] for t in resolution.get("times", [])],
+        "refs": refs[:20],
+        "answer_people": _record_people(state.get("records", []), settings),
+        "time_ranges": [{k: t.get(k, "") for k in ("text", "start", "end")} for t in resolution.get("times", [])],
+        "answer_periods": [
+            r["_id"]
+            for r in state.get("records", [])[:5]
+            if isinstance(r.get("_id"), str) and PERIOD.fullmatch(r["_id"])
+        ],
+        "unresolved": resolution.get("unresolved", "") if resolution.get("candidates") else "",
+        "narrowed": state.get("narrowed", ""),
+        "candidates": resolution.get("candidates", []),
+        "answer": state.get("answer", "")[:1000],
+        "scope": _scope(settings),
+        "collection": next(
+            (q["collection"] for q in reversed(state.get("queries", [])) if q.get("pipeline") is not None), ""
+        ),
+    }
+    return {
+        "answer": answer,
+        "messages": [message],
+        "documents": documents,
+        "turns": [*(state.get("turns") or [])[-(TURNS_KEPT - 1) :], turn],
+    }

@@ -17,11 +17,16 @@ def make_retriever(settings: Settings, *, fused: bool = True) -> HybridRetriever
     """`fused=False`: the BM25 and dense lists as found (the graph fuses them with structured rows)."""
     principals = tuple(principals_for(settings))
     store = store_for(settings)
-    return HybridRetriever(index=semantic_index_for(settings), principals=principals,
-                           k=settings.retrieve_k, fusion=settings.fusion,
-                           weights=(settings.bm25_weight, settings.dense_weight), rrf_k=settings.rrf_k,
-                           fused=fused, live=LiveAccess(store, settings.tenant, principals,
-                                                        thread_refs=_threads(store, settings.tenant)))
+    return HybridRetriever(
+        index=semantic_index_for(settings),
+        principals=principals,
+        k=settings.retrieve_k,
+        fusion=settings.fusion,
+        weights=(settings.bm25_weight, settings.dense_weight),
+        rrf_k=settings.rrf_k,
+        fused=fused,
+        live=LiveAccess(store, settings.tenant, principals, thread_refs=_threads(store, settings.tenant)),
+    )
 
 
 def _threads(store, tenant: str):
@@ -32,4 +37,5 @@ def _threads(store, tenant: str):
         if not table:
             table.append(thread_table(store, tenant))
         return table[0].thread(channel_id, thread_ts)
+
     return refs

@@ -19,23 +19,24 @@ from typing_extensions import TypedDict, is_typeddict
 
 
 class PersonMention(TypedDict):
-    text: str      # the words of the question
+    text: str  # the words of the question
     start: int
     end: int
-    key: str       # the directory person
+    key: str  # the directory person
     name: str
-    asker: bool    # "I", "me", "我"
+    asker: bool  # "I", "me", "我"
 
 
 class TimeSpan(TypedDict):
     text: str
-    start: str     # ISO 8601, "" = open
-    end: str       # ISO 8601, exclusive, "" = open
-    verb: str      # "merged", "created" ... when the phrase names one
+    start: str  # ISO 8601, "" = open
+    end: str  # ISO 8601, exclusive, "" = open
+    verb: str  # "merged", "created" ... when the phrase names one
 
 
 class Resolution(TypedDict, total=False):
     """People and times found in the question (once per question), or why they could not be."""
+
     people: list[PersonMention]
     times: list[TimeSpan]
     error: str
@@ -44,26 +45,27 @@ class Resolution(TypedDict, total=False):
 
 class Turn(TypedDict):
     """What a finished turn leaves for follow-up questions."""
-    question: str             # as asked
-    standalone: str           # as answered, follow-up references resolved
-    people: list[str]         # names of the people the question was about
-    times: list[str]          # its time expressions
-    refs: list[str]           # the records of the answer, in order
-    people_text: list[str]    # the words naming them in the question
+
+    question: str  # as asked
+    standalone: str  # as answered, follow-up references resolved
+    people: list[str]  # names of the people the question was about
+    times: list[str]  # its time expressions
+    refs: list[str]  # the records of the answer, in order
+    people_text: list[str]  # the words naming them in the question
     answer_people: list[str]  # people the answer's records name (authors, reviewers ...), for "him"/"她"
     time_ranges: list[dict[str, str]]  # its time ranges ({text, start, end}, ISO): what "the month before" shifts
-    answer_periods: list[str] # the periods the answer's groups are ("2019-01"), in order: what "that month" is
-    unresolved: str           # the words naming people it could not tell apart ("" = none)
+    answer_periods: list[str]  # the periods the answer's groups are ("2019-01"), in order: what "that month" is
+    unresolved: str  # the words naming people it could not tell apart ("" = none)
     candidates: list[dict[str, Any]]  # the people it offered for them, in order: what "the first one" picks
-    answer: str               # the first 1,000 characters of the answer
-    scope: str                # "<tenant>/<asker>": follow-ups resolve only against the same asker's turns
-    collection: str           # the collection its structured query read ("" = none): what "those" narrows
-    narrowed: str             # the words it added to the question before it ("how many were bugs"; "" = none)
+    answer: str  # the first 1,000 characters of the answer
+    scope: str  # "<tenant>/<asker>": follow-ups resolve only against the same asker's turns
+    collection: str  # the collection its structured query read ("" = none): what "those" narrows
+    narrowed: str  # the words it added to the question before it ("how many were bugs"; "" = none)
 
 
 class InputState(TypedDict, total=False):
-    question: str                                     # or the last human message
-    now: str                                          # ISO 8601; the clock when absent
+    question: str  # or the last human message
+    now: str  # ISO 8601; the clock when absent
     messages: Annotated[list[AnyMessage], add_messages]
 
 
@@ -71,12 +73,12 @@ class StructuredState(TypedDict, total=False):
     question: str
     now: str
     resolution: Resolution
-    plan: dict[str, Any]            # the current attempt's Plan.to_json()
-    draft: dict[str, Any]           # the offline plan the router built (Plan.to_json): the first attempt reuses it
+    plan: dict[str, Any]  # the current attempt's Plan.to_json()
+    draft: dict[str, Any]  # the offline plan the router built (Plan.to_json): the first attempt reuses it
     attempts: list[dict[str, Any]]  # every Attempt.to_json() of this question, in order
-    error: str                      # the current attempt's validation or database error ("" = none)
-    rows: list[dict[str, Any]]      # JSON rows (ISO dates)
-    outcome: str                    # success | no_results | max_attempts | resolution_failed
+    error: str  # the current attempt's validation or database error ("" = none)
+    rows: list[dict[str, Any]]  # JSON rows (ISO dates)
+    outcome: str  # success | no_results | max_attempts | resolution_failed
     # The current plan's reading of the question: spans {"text", "start", "end", "how"} it understood
     # and did not, and its confidence (Plan.understood, Plan.not_understood, Plan.confidence).
     understood: list[dict[str, Any]]
@@ -89,28 +91,28 @@ class StructuredState(TypedDict, total=False):
 
 
 class State(InputState, StructuredState, total=False):
-    asked: str                                 # the question as the user wrote it this turn
-    followup: str                              # how a follow-up was resolved ("" = a standalone question)
-    narrowed: str                              # the words a narrowing follow-up added ("" = none)
-    turns: list[Turn]                          # earlier turns of the thread
-    route: str                                 # structured | semantic | hybrid
+    asked: str  # the question as the user wrote it this turn
+    followup: str  # how a follow-up was resolved ("" = a standalone question)
+    narrowed: str  # the words a narrowing follow-up added ("" = none)
+    turns: list[Turn]  # earlier turns of the thread
+    route: str  # structured | semantic | hybrid
     route_reasons: list[str]
-    topic: str                                 # hybrid: the topic words the structured rows are matched to
-    topic_match: dict[str, Any]                # answering.topic.TopicMatch.to_json() of this turn's rows
-    search_query: str                          # what the semantic half searches (rewritten on retry)
+    topic: str  # hybrid: the topic words the structured rows are matched to
+    topic_match: dict[str, Any]  # answering.topic.TopicMatch.to_json() of this turn's rows
+    search_query: str  # what the semantic half searches (rewritten on retry)
     semantic: dict[str, list[dict[str, Any]]]  # {"bm25": hits, "dense": hits} of the last retrieval
-    fused: list[dict[str, Any]]                # structured rows + BM25 + dense, fused
+    fused: list[dict[str, Any]]  # structured rows + BM25 + dense, fused
     reranked: list[dict[str, Any]]
-    contexts: list[dict[str, Any]]             # compressed, what the answer may use
+    contexts: list[dict[str, Any]]  # compressed, what the answer may use
     answer: str
-    claims: str                                # the part of the answer drawn from passages: what reflect checks
+    claims: str  # the part of the answer drawn from passages: what reflect checks
     citations: list[dict[str, Any]]
     queries: list[dict[str, Any]]
     records: list[dict[str, Any]]
-    documents: list[Document]                  # the contexts the answer was built from, with source metadata
-    declined: bool                             # nothing found answers the question
-    reflection: dict[str, Any]                 # the reflect node's last verdict
-    reflections: int                           # retries the reflect node has asked for
+    documents: list[Document]  # the contexts the answer was built from, with source metadata
+    declined: bool  # nothing found answers the question
+    reflection: dict[str, Any]  # the reflect node's last verdict
+    reflections: int  # retries the reflect node has asked for
 
 
 class OutputState(TypedDict, total=False):
@@ -129,7 +131,7 @@ class OutputState(TypedDict, total=False):
     understood: list[dict[str, Any]]
     not_understood: list[dict[str, Any]]
     confidence: float
-    model_error: str                                     # a configured chat model failed ("" = none)
+    model_error: str  # a configured chat model failed ("" = none)
 
 
 KEPT_ACROSS_TURNS: frozenset[str] = frozenset({"messages", "turns", "now"})
@@ -146,8 +148,9 @@ def _empty(hint: Any) -> Callable[[], Any]:
         return origin
     if is_typeddict(origin):
         return dict
-    raise TypeError(f"a State field of type {hint!r} has no empty value: declare it in KEPT_ACROSS_TURNS or "
-                    "give it a plain type")
+    raise TypeError(
+        f"a State field of type {hint!r} has no empty value: declare it in KEPT_ACROSS_TURNS or give it a plain type"
+    )
 
 
 def turn_resetters(schema: type = State) -> dict[str, Callable[[], Any]]:

@@ -51,16 +51,24 @@ def resolve_once(question: str, now: datetime, settings: Settings) -> dict[str, 
     catalog = catalog_for(settings)
     ctx, failed = engine.resolve(question, now, catalog, asker_for(settings, catalog), values=value_index_for(settings))
     if failed is not None:
-        return {"error": failed.message, "candidates": [p.to_json() for p in failed.candidates],
-                "unresolved": failed.unresolved}
+        return {
+            "error": failed.message,
+            "candidates": [p.to_json() for p in failed.candidates],
+            "unresolved": failed.unresolved,
+        }
     return ctx.resolution_json()
 
 
 def planning_context(state: StructuredState, settings: Settings) -> PlanningContext:
     catalog = catalog_for(settings)
-    ctx = PlanningContext.from_resolution(state.get("resolution") or {}, state["question"],
-                                          parse_now(state.get("now")), catalog.schemas, catalog.directory,
-                                          asker_for(settings, catalog))
+    ctx = PlanningContext.from_resolution(
+        state.get("resolution") or {},
+        state["question"],
+        parse_now(state.get("now")),
+        catalog.schemas,
+        catalog.directory,
+        asker_for(settings, catalog),
+    )
     ctx.context_set = context_set_for(settings, catalog.schemas)
     ctx.previous = [Attempt.from_json(a) for a in state.get("attempts", []) if a.get("error")]
     return ctx
@@ -92,17 +100,32 @@ def generate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[st
         plan = engine.plan(ctx, planner, always_llm=context.always_llm, offline=draft)
     except Exception as exc:  # noqa: BLE001 - an unparseable model answer is a failed attempt, fed back next time
         failed = Attempt(Plan("?", [], planner="llm"), f"planner error: {exc}")
-        return {"plan": failed.plan.to_json(), "error": failed.error,
-                "attempts": [*state.get("attempts", []), failed.to_json()]}
+        return {
+            "plan": failed.plan.to_json(),
+            "error": failed.error,
+            "attempts": [*state.get("attempts", []), failed.to_json()],
+        }
     if not plan.pipeline:
         return {"outcome": "resolution_failed", "resolution": {"error": engine.NOTHING_TO_QUERY}, "rows": []}
     refused = engine.unread_name(plan, ctx, value_index_for(settings)) or engine.contradiction(plan, ctx)
     if refused is not None:
-        return {"outcome": "resolution_failed", "rows": [], "plan": plan.to_json(),
-                "resolution": {"error": refused.message, "candidates": [p.to_json() for p in refused.candidates],
-                               "unresolved": refused.unresolved}}
-    return {"plan": plan.to_json(), "error": "", "understood": plan.understood,
-            "not_understood": plan.not_understood, "confidence": plan.confidence}
+        return {
+            "outcome": "resolution_failed",
+            "rows": [],
+            "plan": plan.to_json(),
+            "resolution": {
+                "error": refused.message,
+                "candidates": [p.to_json() for p in refused.candidates],
+                "unresolved": refused.unresolved,
+            },
+        }
+    return {
+        "plan": plan.to_json(),
+        "error": "",
+        "understood": plan.understood,
+        "not_understood": plan.not_understood,
+        "confidence": plan.confidence,
+    }
 
 
 def validate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -127,7 +150,8 @@ def execute_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str
     try:
         # Its own run in traces (astream_events, LangSmith): the collection and the pipeline as run.
         rows = RunnableLambda(aggregate, name="mongodb_aggregate").invoke(
-            {"collection": plan.collection, "pipeline": state["plan"]["pipeline"]})
+            {"collection": plan.collection, "pipeline": state["plan"]["pipeline"]}
+        )
     except ExecutionError as exc:
         return {"error": str(exc), "rows": [], "attempts": [*attempts, {"plan": state["plan"], "error": str(exc)}]}
     update: dict[str, Any] = {}
@@ -140,8 +164,13 @@ def execute_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str
             plan.not_understood = [*plan.not_understood, unread]
             update = {"plan": plan.to_json(), "not_understood": plan.not_understood}
     final = update.get("plan", state["plan"])
-    return {"rows": jsonable(rows), "error": "", "outcome": "success" if rows else "no_results",
-            "attempts": [*attempts, {"plan": final, "error": None}], **update}
+    return {
+        "rows": jsonable(rows),
+        "error": "",
+        "outcome": "success" if rows else "no_results",
+        "attempts": [*attempts, {"plan": final, "error": None}],
+        **update,
+    }
 
 
 def jsonable(value: Any) -> Any:
@@ -183,14 +212,19 @@ def build_structured_graph():
     builder.add_node("give_up", give_up)
     builder.add_edge(START, "resolve")
     builder.add_conditional_edges("resolve", after_check, {"continue": "generate_query", "failed": END})
-    builder.add_conditional_edges("generate_query", after_check,
-                                  {"continue": "validate_query", "retry": "generate_query", "give_up": "give_up",
-                                   "failed": END})
-    builder.add_conditional_edges("validate_query", after_check,
-                                  {"continue": "execute_query", "retry": "generate_query", "give_up": "give_up",
-                                   "failed": END})
-    builder.add_conditional_edges("execute_query", after_check,
-                                  {"continue": END, "retry": "generate_query", "give_up": "give_up", "failed": END})
+    builder.add_conditional_edges(
+        "generate_query",
+        after_check,
+        {"continue": "validate_query", "retry": "generate_query", "give_up": "give_up", "failed": END},
+    )
+    builder.add_conditional_edges(
+        "validate_query",
+        after_check,
+        {"continue": "execute_query", "retry": "generate_query", "give_up": "give_up", "failed": END},
+    )
+    builder.add_conditional_edges(
+        "execute_query", after_check, {"continue": END, "retry": "generate_query", "give_up": "give_up", "failed": END}
+    )
     builder.add_edge("give_up", END)
     compiled = builder.compile()
     compiled.name = "structured_query"
@@ -206,10 +240,16 @@ def run_result(state: StructuredState) -> RunResult:
     outcome = state.get("outcome") or "max_attempts"
     resolution = state.get("resolution") or {}
     if outcome == "resolution_failed":
-        candidates = [Person(key=c["key"], name=c["name"], handles={k: v for k, v in c.items() if k not in ("key", "name")})
-                      for c in resolution.get("candidates", [])]
-        return ResolutionFailed(resolution.get("error", "could not resolve the question"), candidates=candidates,
-                                attempts=attempts, unresolved=resolution.get("unresolved", ""))
+        candidates = [
+            Person(key=c["key"], name=c["name"], handles={k: v for k, v in c.items() if k not in ("key", "name")})
+            for c in resolution.get("candidates", [])
+        ]
+        return ResolutionFailed(
+            resolution.get("error", "could not resolve the question"),
+            candidates=candidates,
+            attempts=attempts,
+            unresolved=resolution.get("unresolved", ""),
+        )
     if outcome == "success":
         return Success(attempts[-1].plan, state.get("rows", []), attempts)
     if outcome == "no_results":
@@ -217,8 +257,14 @@ def run_result(state: StructuredState) -> RunResult:
     return MaxAttempts(attempts)
 
 
-def run_structured(question: str, settings: Settings, *, now: datetime | str | None = None,
-                   planner: Any = None, always_llm: bool = False) -> RunResult:
+def run_structured(
+    question: str,
+    settings: Settings,
+    *,
+    now: datetime | str | None = None,
+    planner: Any = None,
+    always_llm: bool = False,
+) -> RunResult:
     """Answer a structured question with the production subgraph; `settings` fix tenant, asker and data.
     `planner` (an object with `.plan(ctx)`) stands in for the LLM planner."""
     context = LibraryContext(base_settings=settings, planner=planner, always_llm=always_llm)

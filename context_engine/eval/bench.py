@@ -60,17 +60,28 @@ def bench_ingest(data_dir: Path) -> dict:
     reports = ingest(Settings(data_dir=data_dir / "sample"), corpus)
     seconds = time.perf_counter() - started
     records = sum(r.records for r in reports)
-    out["sample"] = {"records": records, "seconds": round(seconds, 2), "records_per_s": round(records / seconds),
-                     "index": [r.index.to_json() for r in reports]}
+    out["sample"] = {
+        "records": records,
+        "seconds": round(seconds, 2),
+        "records_per_s": round(records / seconds),
+        "index": [r.index.to_json() for r in reports],
+    }
     if GITHUB_DUMP.exists():
         started = time.perf_counter()
         # Structured store only: embedding the dump's 8,198 chunks takes ~20 min (see hybrid_bench for chunks/s).
         # huggingface/datasets is a public repository: readable by the whole tenant (--public).
-        (report,) = ingest(Settings(data_dir=data_dir / "github"), {"hf": read_github_dump([GITHUB_DUMP], ReadProblems())},
-                           index=False, public=True)
+        (report,) = ingest(
+            Settings(data_dir=data_dir / "github"),
+            {"hf": read_github_dump([GITHUB_DUMP], ReadProblems())},
+            index=False,
+            public=True,
+        )
         seconds = time.perf_counter() - started
-        out["github_dump"] = {"records": report.records, "seconds": round(seconds, 2),
-                              "records_per_s": round(report.records / seconds)}
+        out["github_dump"] = {
+            "records": report.records,
+            "seconds": round(seconds, 2),
+            "records_per_s": round(report.records / seconds),
+        }
     return out
 
 
@@ -108,16 +119,34 @@ def bench_warm(data_dir: Path, questions: list[str], runs: int = 7) -> dict:
             times[q].append((time.perf_counter() - started) * 1000)
     per_question = {q: round(statistics.median(t), 1) for q, t in times.items()}
     all_times = [t for ts in times.values() for t in ts]
-    return {"p50_ms": round(_pct(all_times, 0.5), 1), "p95_ms": round(_pct(all_times, 0.95), 1),
-            "median_ms_per_question": per_question}
+    return {
+        "p50_ms": round(_pct(all_times, 0.5), 1),
+        "p95_ms": round(_pct(all_times, 0.95), 1),
+        "median_ms_per_question": per_question,
+    }
 
 
 def bench_cold(data_dir: Path, tenant: str, question: str, runs: int = 3) -> dict:
     times, rss = [], []
     for _ in range(runs):
         started = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "context_engine.cli", "ask", question, "--now", NOW,
-                               "--tenant", tenant, "--data-dir", str(data_dir)], capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "context_engine.cli",
+                "ask",
+                question,
+                "--now",
+                NOW,
+                "--tenant",
+                tenant,
+                "--data-dir",
+                str(data_dir),
+            ],
+            capture_output=True,
+            text=True,
+        )
         times.append(time.perf_counter() - started)
         assert proc.returncode == 0, proc.stderr
         rss.append(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)

@@ -60,15 +60,22 @@ def agreement(ours: BM25Index, rb, query_tokens: list[list[str]]) -> dict[str, f
             same_set += 1
         if mine == theirs:
             same_order += 1
-        elif np.allclose(sorted(rb_scores[mine]), sorted(rb_scores[theirs]), rtol=1e-12, atol=1e-12) \
-                and len(mine) == len(theirs):
+        elif np.allclose(sorted(rb_scores[mine]), sorted(rb_scores[theirs]), rtol=1e-12, atol=1e-12) and len(
+            mine
+        ) == len(theirs):
             tie_only += 1  # same score at every rank: only the order among equal scores differs
     n = max(len(query_tokens), 1)
-    return {"queries": len(query_tokens), "same_top10_set_pct": 100 * same_set / n,
-            "same_top10_order_pct": 100 * same_order / n, "differ_only_by_ties": tie_only,
-            "differ_otherwise": len(query_tokens) - same_order - tie_only,
-            "bit_identical_score_vectors_pct": 100 * bit_identical / n, "max_abs_score_diff": max_abs,
-            "max_rel_score_diff": max_rel, "queries_with_<10_hits": short}
+    return {
+        "queries": len(query_tokens),
+        "same_top10_set_pct": 100 * same_set / n,
+        "same_top10_order_pct": 100 * same_order / n,
+        "differ_only_by_ties": tie_only,
+        "differ_otherwise": len(query_tokens) - same_order - tie_only,
+        "bit_identical_score_vectors_pct": 100 * bit_identical / n,
+        "max_abs_score_diff": max_abs,
+        "max_rel_score_diff": max_rel,
+        "queries_with_<10_hits": short,
+    }
 
 
 def sentence_pair_chunks(ids: list[str], texts: list[str], target: int) -> tuple[list[str], list[str]]:
@@ -77,7 +84,7 @@ def sentence_pair_chunks(ids: list[str], texts: list[str], target: int) -> tuple
         sentences = split_sentences(text)
         for i in range(0, len(sentences), 2):
             base_ids.append(f"{doc_id}:{i // 2}")
-            base_texts.append(" ".join(sentences[i:i + 2]))
+            base_texts.append(" ".join(sentences[i : i + 2]))
     out_ids, out_texts = list(base_ids[:target]), list(base_texts[:target])
     copy = 1
     while len(out_ids) < target:  # repeat with a suffix (a distinct token) until there are enough
@@ -122,8 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     ours = BM25Index().fit_tokens(ids, doc_tokens)
     rb = BM25Okapi(doc_tokens)
     agree = agreement(ours, rb, q_tokens)
-    ndcg_ours = statistics.fmean(ndcg_at([d for d, _ in ours.search_tokens(t, 10)], qrels[q])
-                                 for q, t in zip(query_ids, q_tokens))
+    ndcg_ours = statistics.fmean(
+        ndcg_at([d for d, _ in ours.search_tokens(t, 10)], qrels[q]) for q, t in zip(query_ids, q_tokens)
+    )
     ndcg_rb = statistics.fmean(ndcg_at(rb.get_top_n(t, ids, n=10), qrels[q]) for q, t in zip(query_ids, q_tokens))
 
     # (b)/(c) N sentence-pair chunks.
@@ -137,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     big_rb = BM25Okapi(c_tokens)
 
     step = max(1, len(q_tokens) // max(args.rb_sample, 1))
-    sample = q_tokens[::step][:args.rb_sample]
-    sample_text = [queries[q] for q in query_ids[::step][:args.rb_sample]]
+    sample = q_tokens[::step][: args.rb_sample]
+    sample_text = [queries[q] for q in query_ids[::step][: args.rb_sample]]
 
     def run_ours(qs):
         for t in qs:
@@ -161,45 +169,86 @@ def main(argv: list[str] | None = None) -> int:
 
     n_chunks = len(c_ids)
     result = {
-        "scifact": {"docs": len(ids), "train_queries": len(query_ids), **agree,
-                    "ndcg10_ours": ndcg_ours, "ndcg10_rank_bm25": ndcg_rb},
-        "throughput": {"chunks": n_chunks, "vocab": len(big.vocab), "avg_chunk_tokens": big.avgdl,
-                       "runs": args.runs, "sample_queries": len(sample),
-                       "qps_ours_sample": qps_ours_sample, "qps_rank_bm25_sample": qps_rb_sample,
-                       "speedup_same_sample": qps_ours_sample / qps_rb_sample,
-                       "qps_ours_all_train_queries": qps_ours_all, "all_train_queries": len(q_tokens),
-                       "qps_ours_from_query_text": qps_ours_text,
-                       "top10_same_set_pct_at_N": big_agree["same_top10_set_pct"],
-                       "top10_same_order_pct_at_N": big_agree["same_top10_order_pct"],
-                       "top10_differ_only_by_ties_at_N": big_agree["differ_only_by_ties"],
-                       "top10_differ_otherwise_at_N": big_agree["differ_otherwise"],
-                       "max_abs_score_diff_at_N": big_agree["max_abs_score_diff"]},
-        "build": {"chunks": n_chunks, "tokenize_s": t_tokenize, "tokenize_chunks_per_s": n_chunks / t_tokenize,
-                  "ours_from_tokens_s": t_build_ours, "ours_chunks_per_s": n_chunks / t_build_ours,
-                  "rank_bm25_from_tokens_s": t_build_rb, "rank_bm25_chunks_per_s": n_chunks / t_build_rb,
-                  "ours_end_to_end_chunks_per_s": n_chunks / (t_tokenize + t_build_ours)},
+        "scifact": {
+            "docs": len(ids),
+            "train_queries": len(query_ids),
+            **agree,
+            "ndcg10_ours": ndcg_ours,
+            "ndcg10_rank_bm25": ndcg_rb,
+        },
+        "throughput": {
+            "chunks": n_chunks,
+            "vocab": len(big.vocab),
+            "avg_chunk_tokens": big.avgdl,
+            "runs": args.runs,
+            "sample_queries": len(sample),
+            "qps_ours_sample": qps_ours_sample,
+            "qps_rank_bm25_sample": qps_rb_sample,
+            "speedup_same_sample": qps_ours_sample / qps_rb_sample,
+            "qps_ours_all_train_queries": qps_ours_all,
+            "all_train_queries": len(q_tokens),
+            "qps_ours_from_query_text": qps_ours_text,
+            "top10_same_set_pct_at_N": big_agree["same_top10_set_pct"],
+            "top10_same_order_pct_at_N": big_agree["same_top10_order_pct"],
+            "top10_differ_only_by_ties_at_N": big_agree["differ_only_by_ties"],
+            "top10_differ_otherwise_at_N": big_agree["differ_otherwise"],
+            "max_abs_score_diff_at_N": big_agree["max_abs_score_diff"],
+        },
+        "build": {
+            "chunks": n_chunks,
+            "tokenize_s": t_tokenize,
+            "tokenize_chunks_per_s": n_chunks / t_tokenize,
+            "ours_from_tokens_s": t_build_ours,
+            "ours_chunks_per_s": n_chunks / t_build_ours,
+            "rank_bm25_from_tokens_s": t_build_rb,
+            "rank_bm25_chunks_per_s": n_chunks / t_build_rb,
+            "ours_end_to_end_chunks_per_s": n_chunks / (t_tokenize + t_build_ours),
+        },
     }
     a, t, b = result["scifact"], result["throughput"], result["build"]
     rows = [
         ("(a) SciFact docs / train queries", f"{a['docs']} / {a['train_queries']}", ""),
-        ("    score vectors bit-identical", f"{a['bit_identical_score_vectors_pct']:.1f}% of queries",
-         f"max |diff| {a['max_abs_score_diff']:.2e}"),
+        (
+            "    score vectors bit-identical",
+            f"{a['bit_identical_score_vectors_pct']:.1f}% of queries",
+            f"max |diff| {a['max_abs_score_diff']:.2e}",
+        ),
         ("    top-10 identical set", f"{a['same_top10_set_pct']:.1f}%", ""),
-        ("    top-10 identical order", f"{a['same_top10_order_pct']:.1f}%",
-         f"ties-only diffs {a['differ_only_by_ties']}, other diffs {a['differ_otherwise']}"),
+        (
+            "    top-10 identical order",
+            f"{a['same_top10_order_pct']:.1f}%",
+            f"ties-only diffs {a['differ_only_by_ties']}, other diffs {a['differ_otherwise']}",
+        ),
         ("    nDCG@10 (train)", f"ours {a['ndcg10_ours']:.4f}", f"rank_bm25 {a['ndcg10_rank_bm25']:.4f}"),
-        (f"(b) queries/s at {n_chunks} chunks, top-10", f"ours {t['qps_ours_sample']:.0f}",
-         f"rank_bm25 {t['qps_rank_bm25_sample']:.2f}  (same {t['sample_queries']} queries, median of {args.runs})"),
+        (
+            f"(b) queries/s at {n_chunks} chunks, top-10",
+            f"ours {t['qps_ours_sample']:.0f}",
+            f"rank_bm25 {t['qps_rank_bm25_sample']:.2f}  (same {t['sample_queries']} queries, median of {args.runs})",
+        ),
         ("    speed ratio (same sample)", f"{t['speedup_same_sample']:.0f}x", ""),
-        ("    ours, all train queries", f"{t['qps_ours_all_train_queries']:.0f} q/s",
-         f"{t['all_train_queries']} queries; from query text incl. tokenizing: {t['qps_ours_from_query_text']:.0f} q/s"),
-        ("    top-10 agreement at N (sample)", f"set {t['top10_same_set_pct_at_N']:.1f}%",
-         (f"order {t['top10_same_order_pct_at_N']:.1f}% (ties-only diffs {t['top10_differ_only_by_ties_at_N']}, "
-         f"other {t['top10_differ_otherwise_at_N']}), max |diff| {t['max_abs_score_diff_at_N']:.2e}")),
-        (f"(c) build at {n_chunks} chunks", f"ours {b['ours_from_tokens_s']:.2f}s ({b['ours_chunks_per_s']:.0f}/s)",
-         f"rank_bm25 {b['rank_bm25_from_tokens_s']:.2f}s ({b['rank_bm25_chunks_per_s']:.0f}/s), from the same tokens"),
-        ("    tokenizing", f"{b['tokenize_s']:.2f}s ({b['tokenize_chunks_per_s']:.0f}/s)",
-         f"ours end to end {b['ours_end_to_end_chunks_per_s']:.0f} chunks/s"),
+        (
+            "    ours, all train queries",
+            f"{t['qps_ours_all_train_queries']:.0f} q/s",
+            f"{t['all_train_queries']} queries; from query text incl. tokenizing: {t['qps_ours_from_query_text']:.0f} q/s",
+        ),
+        (
+            "    top-10 agreement at N (sample)",
+            f"set {t['top10_same_set_pct_at_N']:.1f}%",
+            (
+                f"order {t['top10_same_order_pct_at_N']:.1f}% (ties-only diffs {t['top10_differ_only_by_ties_at_N']}, "
+                f"other {t['top10_differ_otherwise_at_N']}), max |diff| {t['max_abs_score_diff_at_N']:.2e}"
+            ),
+        ),
+        (
+            f"(c) build at {n_chunks} chunks",
+            f"ours {b['ours_from_tokens_s']:.2f}s ({b['ours_chunks_per_s']:.0f}/s)",
+            f"rank_bm25 {b['rank_bm25_from_tokens_s']:.2f}s ({b['rank_bm25_chunks_per_s']:.0f}/s), from the same tokens",
+        ),
+        (
+            "    tokenizing",
+            f"{b['tokenize_s']:.2f}s ({b['tokenize_chunks_per_s']:.0f}/s)",
+            f"ours end to end {b['ours_end_to_end_chunks_per_s']:.0f} chunks/s",
+        ),
     ]
     width = max(len(r[0]) for r in rows)
     for label, left, right in rows:

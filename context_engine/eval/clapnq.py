@@ -33,20 +33,21 @@ class ClapQuestion:
     question: str
     answerable: bool
     passage_id: str
-    answers: list[str]             # reference answers (empty when unanswerable)
+    answers: list[str]  # reference answers (empty when unanswerable)
     reference_contexts: list[str]  # the annotators' selected sentences
 
 
 def half_of(question_id: str) -> str:
-    """"tune" or "report", fixed by the SHA-1 of the id (so never by the data's order)."""
+    """ "tune" or "report", fixed by the SHA-1 of the id (so never by the data's order)."""
     return "tune" if int(hashlib.sha1(question_id.encode("utf-8")).hexdigest(), 16) % 2 == 0 else "report"
 
 
 def check_clapnq_dir(root: Path) -> None:
     """Raise ValueError (one line) unless `root` is a folder holding both files of the dev set."""
     if not root.is_dir():
-        raise ValueError(f"{root} is not a folder (expected the CLAP NQ dev set: "
-                         f"{', '.join(name for name, _ in CLAPNQ_FILES)})")
+        raise ValueError(
+            f"{root} is not a folder (expected the CLAP NQ dev set: {', '.join(name for name, _ in CLAPNQ_FILES)})"
+        )
     missing = [name for name, _ in CLAPNQ_FILES if not (root / name).is_file()]
     if missing:
         raise ValueError(f"{root} has no {' and no '.join(missing)} (is it the CLAP NQ dev set folder?)")
@@ -73,12 +74,27 @@ def load_clapnq(root: Path) -> tuple[list[ClapQuestion], dict[str, Document]]:
                     answers = [o["answer"] for o in outputs if o.get("answer")]
                     selected = list(dict.fromkeys(s for o in outputs for s in o.get("selected_sentences") or []))
                 except (json.JSONDecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
-                    raise ValueError(f"{root / name}:{number}: not a CLAP NQ record "
-                                     f"(id, input, passages[{{title, text}}], output?): {exc!r}") from None
+                    raise ValueError(
+                        f"{root / name}:{number}: not a CLAP NQ record "
+                        f"(id, input, passages[{{title, text}}], output?): {exc!r}"
+                    ) from None
                 pid = by_text.setdefault(text, f"p{len(by_text)}")
-                passages.setdefault(pid, Document(page_content=text.strip(), id=pid,
-                                                  metadata={"chunk_id": pid, "doc_ref": pid, "collection": "clapnq",
-                                                            "title": title, "url": None, "author": None,
-                                                            "date": None, "position": 0}))
+                passages.setdefault(
+                    pid,
+                    Document(
+                        page_content=text.strip(),
+                        id=pid,
+                        metadata={
+                            "chunk_id": pid,
+                            "doc_ref": pid,
+                            "collection": "clapnq",
+                            "title": title,
+                            "url": None,
+                            "author": None,
+                            "date": None,
+                            "position": 0,
+                        },
+                    ),
+                )
                 questions.append(ClapQuestion(qid, question, answerable, pid, answers, selected))
     return questions, passages

@@ -29,8 +29,17 @@ from context_engine.text import parse_now
 CONFIGS = ("offline", "model", "no-context-set")
 # Settings a configuration may set, with how a value is read: retrieval variants, nothing that names
 # a data dir, a tenant, an asker or an endpoint.
-SETTINGS = {"fusion": ("rrf", "convex"), "reranker": ("offline", "none", "llm"), "retrieve_k": int, "rerank_k": int,
-            "context_k": int, "rrf_k": int, "bm25_weight": float, "dense_weight": float, "structured_weight": float}
+SETTINGS = {
+    "fusion": ("rrf", "convex"),
+    "reranker": ("offline", "none", "llm"),
+    "retrieve_k": int,
+    "rerank_k": int,
+    "context_k": int,
+    "rrf_k": int,
+    "bm25_weight": float,
+    "dense_weight": float,
+    "structured_weight": float,
+}
 
 
 class ConfigError(ValueError):
@@ -96,14 +105,27 @@ class Comparison:
         return [sum(r.correct[i] for r in self.rows) for i in range(len(self.configs))]
 
     def medians(self) -> list[float]:
-        return [statistics.median(r.seconds[i] for r in self.rows) if self.rows else 0.0
-                for i in range(len(self.configs))]
+        return [
+            statistics.median(r.seconds[i] for r in self.rows) if self.rows else 0.0 for i in range(len(self.configs))
+        ]
 
     def to_json(self) -> dict[str, Any]:
-        return {"configs": [c.text for c in self.configs], "total": len(self.rows), "correct": self.totals(),
-                "median_seconds": [round(m, 4) for m in self.medians()],
-                "questions": [{"id": r.id, "question": r.question, "correct": r.correct,
-                               "seconds": [round(s, 4) for s in r.seconds], "how": r.how} for r in self.rows]}
+        return {
+            "configs": [c.text for c in self.configs],
+            "total": len(self.rows),
+            "correct": self.totals(),
+            "median_seconds": [round(m, 4) for m in self.medians()],
+            "questions": [
+                {
+                    "id": r.id,
+                    "question": r.question,
+                    "correct": r.correct,
+                    "seconds": [round(s, 4) for s in r.seconds],
+                    "how": r.how,
+                }
+                for r in self.rows
+            ],
+        }
 
     def table(self) -> str:
         a, b = (c.text for c in self.configs)
@@ -124,11 +146,17 @@ class Comparison:
 def _run(item: dict[str, Any], settings: Settings, config: Config) -> tuple[list[dict[str, Any]] | None, str]:
     """The rows one configuration answers with (None: no answer) and how it planned (a template's name
     when the context set's template answered)."""
-    result = run_structured(item["question"], settings, now=parse_now(item.get("now")),
-                            planner=llm_planner_for(settings) if config.planner == "llm" else None,
-                            always_llm=config.planner == "llm")
+    result = run_structured(
+        item["question"],
+        settings,
+        now=parse_now(item.get("now")),
+        planner=llm_planner_for(settings) if config.planner == "llm" else None,
+        always_llm=config.planner == "llm",
+    )
     plan = result.attempts[-1].plan if getattr(result, "attempts", None) else None
-    template = next((note.split(" (")[0] for note in plan.notes if note.startswith("template ")), None) if plan else None
+    template = (
+        next((note.split(" (")[0] for note in plan.notes if note.startswith("template ")), None) if plan else None
+    )
     return (result.rows if result.kind == "success" else None), template or (plan.planner if plan else result.kind)
 
 
@@ -138,16 +166,26 @@ def compare(path: Path, settings: Settings, configs: list[Config], limit: int | 
         base = settings.with_overrides(tenant=item.get("tenant") or settings.tenant)
         catalog = catalog_for(base)
         gold_asker = catalog.directory.asker(item["as"]) if item.get("as") else None
-        gold = jsonable(run_pipeline(store_for(base), item["collection"], from_extended_json(item["gold"]),
-                                     tenant=catalog.tenant, principals=principals_of(gold_asker),
-                                     schema=catalog.schemas.get(item["collection"])))
+        gold = jsonable(
+            run_pipeline(
+                store_for(base),
+                item["collection"],
+                from_extended_json(item["gold"]),
+                tenant=catalog.tenant,
+                principals=principals_of(gold_asker),
+                schema=catalog.schemas.get(item["collection"]),
+            )
+        )
         compare_by = item.get("compare", "refs")
         want = answer_key(gold, compare_by)
         row = Row(str(item.get("id") or n), item["question"], [], [], [])
         for config in configs:
-            run_settings = base.with_overrides(asker=item.get("as"), use_llm=config.planner == "llm",
-                                               use_context_set=config.context_set,
-                                               **dict(config.settings))
+            run_settings = base.with_overrides(
+                asker=item.get("as"),
+                use_llm=config.planner == "llm",
+                use_context_set=config.context_set,
+                **dict(config.settings),
+            )
             started = time.perf_counter()
             rows, how = _run(item, run_settings, config)
             row.seconds.append(time.perf_counter() - started)

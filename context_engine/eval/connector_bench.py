@@ -63,7 +63,15 @@ def generate_git_repo(root: Path, commits: int, seed: int = 1) -> None:
         who = rng.choice([b"Ann Lee <ann@example.com>", b"Ben Ode <ben@example.com>", b"Cy Park <cy@example.com>"])
         text = message.encode()
         head = b"commit %s\nmark :%d\nauthor %s %d +0000\ncommitter %s %d +0000\ndata %d\n%s\n" % (
-            ref, mark, who, when, who, when, len(text), text)
+            ref,
+            mark,
+            who,
+            when,
+            who,
+            when,
+            len(text),
+            text,
+        )
         head += b"".join(b"%s :%d\n" % (b"from" if i == 0 else b"merge", p) for i, p in enumerate(parents))
         head += b"".join(b"M 100644 :%d %s\n" % (m, path.encode()) for path, m in changes)
         stream.append(head + b"\n")
@@ -82,11 +90,17 @@ def generate_git_repo(root: Path, commits: int, seed: int = 1) -> None:
         if i % 10 == 0:
             side = commit(b"refs/heads/side", f"Work {i}", t0 + i * 60, changes, [head])
             i += 1
-            head = commit(b"refs/heads/main", f"Merge pull request #{i} from ann/work-{i}\n\nWork {i}", t0 + i * 60,
-                          [], [head, side])
+            head = commit(
+                b"refs/heads/main",
+                f"Merge pull request #{i} from ann/work-{i}\n\nWork {i}",
+                t0 + i * 60,
+                [],
+                [head, side],
+            )
         else:
-            head = commit(b"refs/heads/main", f"Change {i} (#{i})" if i % 3 == 0 else f"Change {i}", t0 + i * 60,
-                          changes, [head])
+            head = commit(
+                b"refs/heads/main", f"Change {i} (#{i})" if i % 3 == 0 else f"Change {i}", t0 + i * 60, changes, [head]
+            )
         i += 1
     subprocess.run(["git", "fast-import", "--quiet"], cwd=root, input=b"".join(stream), check=True)
     subprocess.run(["git", "checkout", "-q", "main"], cwd=root, check=True)
@@ -123,10 +137,28 @@ def _sources(work: Path, commits: int, copies: int) -> dict[str, Callable[[], So
         "slack": lambda: SourceRequest("slack", sorted(SHARED.joinpath("slack").glob("*-slack-export.zip"))),
         "github": lambda: SourceRequest("github", sorted(SHARED.joinpath("github").glob("*.jsonl.gz"))),
         "git": lambda: SourceRequest("git", [made("git", lambda p: (p.rmdir(), generate_git_repo(p, commits)))]),
-        "jira": lambda: SourceRequest("jira", [made("jira", lambda p: _multiply_issues(
-            FIXTURES / "jira" / "cloud-v2-issues.jsonl.gz", "key", "BENCH", p, copies)) / "issues.jsonl"]),
-        "linear": lambda: SourceRequest("linear", [made("linear", lambda p: _multiply_issues(
-            FIXTURES / "linear" / "nodes.jsonl", "identifier", "LIN", p, copies)) / "issues.jsonl"]),
+        "jira": lambda: SourceRequest(
+            "jira",
+            [
+                made(
+                    "jira",
+                    lambda p: _multiply_issues(
+                        FIXTURES / "jira" / "cloud-v2-issues.jsonl.gz", "key", "BENCH", p, copies
+                    ),
+                )
+                / "issues.jsonl"
+            ],
+        ),
+        "linear": lambda: SourceRequest(
+            "linear",
+            [
+                made(
+                    "linear",
+                    lambda p: _multiply_issues(FIXTURES / "linear" / "nodes.jsonl", "identifier", "LIN", p, copies),
+                )
+                / "issues.jsonl"
+            ],
+        ),
         "docs": lambda: SourceRequest("docs", [made("docs", lambda p: _multiply_docs(p, copies))]),
     }
 
@@ -137,8 +169,12 @@ def _ingest_once(request: SourceRequest, data_dir: Path, index: bool) -> dict[st
     read = read_source(request, "bench", data_dir, ReadProblems())
     (report,) = ingest(settings, read.per_tenant, index=index, public=True)  # bench fixtures: public sources
     seconds = time.perf_counter() - started
-    return {"records": report.records, "seconds": seconds, "changed": report.changed,
-            "embedded": report.index.embedded if report.index else None}
+    return {
+        "records": report.records,
+        "seconds": seconds,
+        "changed": report.changed,
+        "embedded": report.index.embedded if report.index else None,
+    }
 
 
 def run(runs: int, index: bool, commits: int, copies: int, only: list[str] | None) -> dict[str, Any]:
@@ -153,16 +189,25 @@ def run(runs: int, index: bool, commits: int, copies: int, only: list[str] | Non
                 data_dir = work / f"{name}-{r}"
                 firsts.append(_ingest_once(request(), data_dir, index=False))
             resync = _ingest_once(request(), work / f"{name}-0", index=False)
-            row = {"records": firsts[0]["records"],
-                   "records_per_s": round(statistics.median(f["records"] / f["seconds"] for f in firsts)),
-                   "first_s": round(statistics.median(f["seconds"] for f in firsts), 2),
-                   "resync_unchanged_s": round(resync["seconds"], 2), "resync_changed": resync["changed"]}
+            row = {
+                "records": firsts[0]["records"],
+                "records_per_s": round(statistics.median(f["records"] / f["seconds"] for f in firsts)),
+                "first_s": round(statistics.median(f["seconds"] for f in firsts), 2),
+                "resync_unchanged_s": round(resync["seconds"], 2),
+                "resync_changed": resync["changed"],
+            }
             if index:
                 indexed = _ingest_once(request(), work / f"{name}-idx", index=True)
                 again = _ingest_once(request(), work / f"{name}-idx", index=True)
-                row.update({"indexed_records_per_s": round(indexed["records"] / indexed["seconds"]),
-                            "indexed_first_s": round(indexed["seconds"], 1), "embedded": indexed["embedded"],
-                            "indexed_resync_s": round(again["seconds"], 2), "resync_embedded": again["embedded"]})
+                row.update(
+                    {
+                        "indexed_records_per_s": round(indexed["records"] / indexed["seconds"]),
+                        "indexed_first_s": round(indexed["seconds"], 1),
+                        "embedded": indexed["embedded"],
+                        "indexed_resync_s": round(again["seconds"], 2),
+                        "resync_embedded": again["embedded"],
+                    }
+                )
             results[name] = row
             for r in range(runs):
                 shutil.rmtree(work / f"{name}-{r}", ignore_errors=True)
@@ -182,7 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     header = f"{'source':8s}{'records':>9s}{'records/s':>11s}{'first s':>9s}{'re-sync s':>11s}"
     print(header)
     for name, row in results.items():
-        print(f"{name:8s}{row['records']:>9,}{row['records_per_s']:>11,}{row['first_s']:>9}{row['resync_unchanged_s']:>11}")
+        print(
+            f"{name:8s}{row['records']:>9,}{row['records_per_s']:>11,}{row['first_s']:>9}{row['resync_unchanged_s']:>11}"
+        )
     print(json.dumps(results))
     return 0
 

@@ -42,21 +42,30 @@ from context_engine.eval.structured import (
 )
 from context_engine.query.engine import MaxAttempts, ResolutionFailed
 
-KINDS = ("first", "narrow", "shift_time", "switch_person", "switch_shape", "refer", "pick_candidate", "topic",
-         "unrelated")
+KINDS = (
+    "first",
+    "narrow",
+    "shift_time",
+    "switch_person",
+    "switch_shape",
+    "refer",
+    "pick_candidate",
+    "topic",
+    "unrelated",
+)
 
 
 @dataclass
 class TurnResult:
     conversation: str
-    turn: int           # 1-based position in the conversation
+    turn: int  # 1-based position in the conversation
     kind: str
     question: str
     correct: bool
-    flagged: bool       # wrong, and the user was told: a decline, or words not understood
+    flagged: bool  # wrong, and the user was told: a decline, or words not understood
     seconds: float
-    error: str = ""     # the graph raised: the first line of what it said
-    detail: str = ""    # what the turn returned, when wrong
+    error: str = ""  # the graph raised: the first line of what it said
+    detail: str = ""  # what the turn returned, when wrong
 
 
 @dataclass
@@ -93,15 +102,20 @@ class ConversationReport:
     def to_json(self) -> dict[str, Any]:
         wrong = [r for r in self.results if not r.correct]
         threads = self.conversations()
-        return {"turn_accuracy": round(self.turn_accuracy, 4), "turns_correct": len(self.results) - len(wrong),
-                "turns": len(self.results), "conversation_accuracy": round(self.conversation_accuracy, 4),
-                "conversations_correct": sum(all(r.correct for r in t) for t in threads.values()),
-                "conversations": len(threads),
-                "wrong_flagged": sum(_wrong_as(r) == "flagged" for r in wrong),
-                "wrong_silent": sum(_wrong_as(r) == "silent" for r in wrong),
-                "errors": sum(_wrong_as(r) == "errors" for r in wrong),
-                "median_seconds": round(statistics.median(r.seconds for r in self.results), 4) if self.results else 0.0,
-                "by_kind": self.by_kind(), "failures": [r.__dict__ for r in wrong]}
+        return {
+            "turn_accuracy": round(self.turn_accuracy, 4),
+            "turns_correct": len(self.results) - len(wrong),
+            "turns": len(self.results),
+            "conversation_accuracy": round(self.conversation_accuracy, 4),
+            "conversations_correct": sum(all(r.correct for r in t) for t in threads.values()),
+            "conversations": len(threads),
+            "wrong_flagged": sum(_wrong_as(r) == "flagged" for r in wrong),
+            "wrong_silent": sum(_wrong_as(r) == "silent" for r in wrong),
+            "errors": sum(_wrong_as(r) == "errors" for r in wrong),
+            "median_seconds": round(statistics.median(r.seconds for r in self.results), 4) if self.results else 0.0,
+            "by_kind": self.by_kind(),
+            "failures": [r.__dict__ for r in wrong],
+        }
 
 
 def _wrong_as(result: TurnResult) -> str:
@@ -170,13 +184,21 @@ def score_turn(turn: dict[str, Any], output: dict[str, Any], unresolved: str, wa
 
 def _detail(output: dict[str, Any]) -> str:
     queries = [q for q in output.get("queries") or [] if "pipeline" in q]
-    said = json.dumps(queries[-1]["pipeline"], default=str, ensure_ascii=False) if queries else output.get("answer", "")[:200]
+    said = (
+        json.dumps(queries[-1]["pipeline"], default=str, ensure_ascii=False)
+        if queries
+        else output.get("answer", "")[:200]
+    )
     return f"{output.get('route', '-')}/{output.get('outcome', '-')}: {said}"
 
 
-def evaluate_conversations(path: Path, settings: Settings, limit: int | None = None,
-                           progress: Callable[[TurnResult], None] | None = None,
-                           graph: Any = None) -> ConversationReport:
+def evaluate_conversations(
+    path: Path,
+    settings: Settings,
+    limit: int | None = None,
+    progress: Callable[[TurnResult], None] | None = None,
+    graph: Any = None,
+) -> ConversationReport:
     """Run the first `limit` conversations of `path`, offline. `graph` stands in for the compiled
     graph (tests); it must keep a thread's turns by `thread_id` as a checkpointer does."""
     conversations = load_conversations(path)[:limit]
@@ -185,7 +207,9 @@ def evaluate_conversations(path: Path, settings: Settings, limit: int | None = N
     for conversation in conversations:
         asker = conversation.get("as")
         tenant_settings = settings.with_overrides(tenant=conversation["tenant"], use_llm=False)
-        context = LibraryContext(base_settings=tenant_settings, user=asker or "", anonymous=asker is None, use_llm=False)
+        context = LibraryContext(
+            base_settings=tenant_settings, user=asker or "", anonymous=asker is None, use_llm=False
+        )
         config = {"configurable": {"thread_id": f"{conversation['id']}-{uuid.uuid4().hex}"}}
         for number, turn in enumerate(conversation["turns"], 1):
             item = {**turn, "as": asker, "tenant": conversation["tenant"]}
@@ -193,17 +217,28 @@ def evaluate_conversations(path: Path, settings: Settings, limit: int | None = N
             started = time.perf_counter()
             error, output, unresolved = "", {}, ""
             try:
-                output = graph.invoke({"question": turn["question"], "now": conversation.get("now") or ""}, config,
-                                      context=context)
+                output = graph.invoke(
+                    {"question": turn["question"], "now": conversation.get("now") or ""}, config, context=context
+                )
                 turns = graph.get_state(config).values.get("turns") or []
                 unresolved = turns[-1].get("unresolved", "") if turns else ""
             except Exception as exc:  # noqa: BLE001 - a turn the graph cannot run is scored, not fatal
                 error = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"
             seconds = time.perf_counter() - started
             correct, flagged = (False, False) if error else score_turn(turn, output, unresolved, want)
-            report.results.append(TurnResult(conversation["id"], number, turn["kind"], turn["question"], correct,
-                                             flagged, round(seconds, 4), error,
-                                             "" if correct or error else _detail(output)))
+            report.results.append(
+                TurnResult(
+                    conversation["id"],
+                    number,
+                    turn["kind"],
+                    turn["question"],
+                    correct,
+                    flagged,
+                    round(seconds, 4),
+                    error,
+                    "" if correct or error else _detail(output),
+                )
+            )
             if progress:
                 progress(report.results[-1])
     return report

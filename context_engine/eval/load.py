@@ -106,12 +106,19 @@ def run(data_dir: Path, clients: int, seconds: float) -> dict:
     finally:
         server.terminate()
         server.wait(timeout=30)
-    return {"clients": clients, "seconds": round(wall, 1), "requests": len(latencies), "errors": len(errors),
-            "error_kinds": sorted(set(errors)), "throughput_rps": round(len(latencies) / wall, 1),
-            "p50_ms": round(_pct(latencies, 0.50) * 1000, 1), "p95_ms": round(_pct(latencies, 0.95) * 1000, 1),
-            "p99_ms": round(_pct(latencies, 0.99) * 1000, 1),
-            "mean_ms": round(statistics.fmean(latencies) * 1000, 1) if latencies else None,
-            "load_avg": round(os.getloadavg()[0], 2)}
+    return {
+        "clients": clients,
+        "seconds": round(wall, 1),
+        "requests": len(latencies),
+        "errors": len(errors),
+        "error_kinds": sorted(set(errors)),
+        "throughput_rps": round(len(latencies) / wall, 1),
+        "p50_ms": round(_pct(latencies, 0.50) * 1000, 1),
+        "p95_ms": round(_pct(latencies, 0.95) * 1000, 1),
+        "p99_ms": round(_pct(latencies, 0.99) * 1000, 1),
+        "mean_ms": round(statistics.fmean(latencies) * 1000, 1) if latencies else None,
+        "load_avg": round(os.getloadavg()[0], 2),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -83,13 +83,14 @@ __all__ = [
 
 CLAPNQ_TENANT = "clapnq"
 
+
 @dataclass
 class RagQuestion:
     question: str
-    reference: str | None = None                 # a reference answer
+    reference: str | None = None  # a reference answer
     reference_contexts: list[str] = field(default_factory=list)
     reference_context_ids: list[str] = field(default_factory=list)
-    answerable: bool | None = None               # None: not known
+    answerable: bool | None = None  # None: not known
     id: str = ""
     passage_ids: list[str] = field(default_factory=list)  # clapnq: the corpus passages the question was asked of
 
@@ -99,7 +100,7 @@ class RagRun:
     answer: str
     declined: bool
     route: str
-    contexts: list[dict[str, Any]]               # the compressed hits the answer was composed from
+    contexts: list[dict[str, Any]]  # the compressed hits the answer was composed from
     seconds: float
 
     @property
@@ -125,14 +126,25 @@ def clapnq_questions(root: Path) -> tuple[list[RagQuestion], list[dict[str, Any]
     from context_engine.eval.clapnq import load_clapnq
 
     questions, passages = load_clapnq(Path(root))
-    converted = [RagQuestion(q.question, q.answers[0] if q.answers else None, q.reference_contexts,
-                             [q.passage_id] if q.answerable else [], q.answerable, q.id, [q.passage_id])
-                 for q in questions]
+    converted = [
+        RagQuestion(
+            q.question,
+            q.answers[0] if q.answers else None,
+            q.reference_contexts,
+            [q.passage_id] if q.answerable else [],
+            q.answerable,
+            q.id,
+            [q.passage_id],
+        )
+        for q in questions
+    ]
     answerable = [q for q in converted if q.answerable]
     unanswerable = [q for q in converted if not q.answerable]
     alternating = [q for q in chain.from_iterable(zip_longest(answerable, unanswerable)) if q is not None]
-    documents = [{"doc_id": pid, "title": d.metadata["title"], "body": d.page_content, "acl": ["*"]}
-                 for pid, d in passages.items()]
+    documents = [
+        {"doc_id": pid, "title": d.metadata["title"], "body": d.page_content, "acl": ["*"]}
+        for pid, d in passages.items()
+    ]
     return alternating, documents
 
 
@@ -152,13 +164,23 @@ def ingest_clapnq(settings, documents: list[dict[str, Any]], progress=None) -> d
 
     # CLAP NQ is public Wikipedia text: the whole (evaluation) tenant may read it.
     documents = [{**d, "source": CLAPNQ_TENANT} for d in documents]
-    (report,) = ingest(settings.with_overrides(tenant=CLAPNQ_TENANT), {CLAPNQ_TENANT: {"documents": documents}},
-                       progress=progress, public=True, prune=True)
+    (report,) = ingest(
+        settings.with_overrides(tenant=CLAPNQ_TENANT),
+        {CLAPNQ_TENANT: {"documents": documents}},
+        progress=progress,
+        public=True,
+        prune=True,
+    )
     return report.to_json()["index"]
 
 
-_RAGAS_LISTS = ("retrieved_contexts", "reference_contexts", "retrieved_context_ids", "reference_context_ids",
-                "multi_responses")
+_RAGAS_LISTS = (
+    "retrieved_contexts",
+    "reference_contexts",
+    "retrieved_context_ids",
+    "reference_context_ids",
+    "multi_responses",
+)
 
 
 def _bool(value: Any, where: str) -> bool | None:
@@ -180,21 +202,28 @@ def _from_ragas(row: dict[str, Any], where: str, number: int) -> RagQuestion:
     from ragas.dataset_schema import SingleTurnSample
 
     if isinstance(row.get("user_input"), list):
-        raise ValueError(f"{where}: a multi-turn sample (user_input is a list of messages); only single-turn "
-                         "samples can be asked")
+        raise ValueError(
+            f"{where}: a multi-turn sample (user_input is a list of messages); only single-turn samples can be asked"
+        )
     fields = {k: v for k, v in row.items() if k in SingleTurnSample.model_fields}
     try:
         sample = SingleTurnSample(**fields)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ValueError(f"{where}: not a RAGAS SingleTurnSample: {'.'.join(map(str, first['loc']))}: "
-                         f"{first['msg']}") from None
+        raise ValueError(
+            f"{where}: not a RAGAS SingleTurnSample: {'.'.join(map(str, first['loc']))}: {first['msg']}"
+        ) from None
     question = (sample.user_input or "").strip()
     if not question:
         raise ValueError(f"{where}: `user_input` is empty")
-    return RagQuestion(question, sample.reference or None, list(sample.reference_contexts or []),
-                       [str(i) for i in sample.reference_context_ids or []], _bool(row.get("answerable"), where),
-                       str(row.get("id") or number))
+    return RagQuestion(
+        question,
+        sample.reference or None,
+        list(sample.reference_contexts or []),
+        [str(i) for i in sample.reference_context_ids or []],
+        _bool(row.get("answerable"), where),
+        str(row.get("id") or number),
+    )
 
 
 def _from_legacy(row: dict[str, Any], where: str, number: int) -> RagQuestion:
@@ -204,8 +233,14 @@ def _from_legacy(row: dict[str, Any], where: str, number: int) -> RagQuestion:
     contexts, ids = row.get("reference_contexts") or [], row.get("reference_context_ids") or []
     if not isinstance(contexts, list) or not isinstance(ids, list):
         raise ValueError(f"{where}: `reference_contexts` and `reference_context_ids` must be lists")
-    return RagQuestion(question, row.get("reference"), [str(c) for c in contexts], [str(i) for i in ids],
-                       _bool(row.get("answerable"), where), str(row.get("id", number)))
+    return RagQuestion(
+        question,
+        row.get("reference"),
+        [str(c) for c in contexts],
+        [str(i) for i in ids],
+        _bool(row.get("answerable"), where),
+        str(row.get("id", number)),
+    )
 
 
 def _from_row(row: Any, where: str, number: int) -> RagQuestion:
@@ -240,8 +275,9 @@ def _read_csv(path: Path) -> list[RagQuestion]:
     with open(path, encoding="utf-8", newline="") as fh:
         reader = csv.DictReader(fh)
         if not reader.fieldnames or ("user_input" not in reader.fieldnames and "question" not in reader.fieldnames):
-            raise ValueError(f"{path}: a CSV dataset needs a `user_input` column (as EvaluationDataset.to_csv "
-                             "writes it)")
+            raise ValueError(
+                f"{path}: a CSV dataset needs a `user_input` column (as EvaluationDataset.to_csv writes it)"
+            )
         questions = []
         for number, row in enumerate(reader, 1):
             where = f"{path}:{number + 1}"  # the header is line 1
@@ -298,21 +334,33 @@ def run_question(question: str, context: dict[str, Any]) -> RagRun:
     started = time.perf_counter()
     contexts: list[dict[str, Any]] = []
     output: dict[str, Any] = {}
-    for mode, chunk in context_graph.stream({"question": question}, context=context,
-                                            stream_mode=["updates", "values"]):
+    for mode, chunk in context_graph.stream({"question": question}, context=context, stream_mode=["updates", "values"]):
         if mode == "values":
             output = chunk
         elif "compress" in chunk:  # the last compression (after any reflect retry) is the one answered from
             contexts = chunk["compress"]["contexts"]
-    return RagRun(output.get("answer", ""), bool(output.get("declined")), output.get("route", ""), contexts,
-                  time.perf_counter() - started)
+    return RagRun(
+        output.get("answer", ""),
+        bool(output.get("declined")),
+        output.get("route", ""),
+        contexts,
+        time.perf_counter() - started,
+    )
 
 
 # The metrics of a run, by the RAGAS class that computes them, each built with its defaults: the run
 # scores with these and the re-score script written beside the dataset names the same classes.
-OFFLINE_METRICS = ("NonLLMContextPrecisionWithReference", "NonLLMContextRecall", "IDBasedContextPrecision",
-                   "IDBasedContextRecall", "NonLLMStringSimilarity", "ExactMatch", "BleuScore", "ChrfScore",
-                   "RougeScore")
+OFFLINE_METRICS = (
+    "NonLLMContextPrecisionWithReference",
+    "NonLLMContextRecall",
+    "IDBasedContextPrecision",
+    "IDBasedContextRecall",
+    "NonLLMStringSimilarity",
+    "ExactMatch",
+    "BleuScore",
+    "ChrfScore",
+    "RougeScore",
+)
 JUDGE_METRICS = ("Faithfulness", "AnswerRelevancy", "LLMContextRecall")  # need the judge (and embeddings)
 
 
@@ -361,8 +409,14 @@ class _ScoredJobs:
                 self.progress()
 
 
-def score(questions: Sequence[RagQuestion], runs: Sequence[RagRun], *, judge=None, embeddings=None,
-          progress: Callable[[], None] | None = None) -> RagReport:
+def score(
+    questions: Sequence[RagQuestion],
+    runs: Sequence[RagRun],
+    *,
+    judge=None,
+    embeddings=None,
+    progress: Callable[[], None] | None = None,
+) -> RagReport:
     """`ragas.evaluate` over the run's dataset (`to_evaluation_dataset`, what `write_samples` writes), so
     re-scoring the written dataset gives the same figures; plus rates and latencies.
 
@@ -402,8 +456,14 @@ def score(questions: Sequence[RagQuestion], runs: Sequence[RagRun], *, judge=Non
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)  # evaluate() is deprecated for @experiment
-                result = evaluate(dataset, metrics=metrics, llm=judge, embeddings=embeddings, show_progress=False,
-                                  _pbar=_ScoredJobs(len(metrics), progress) if progress else None)
+                result = evaluate(
+                    dataset,
+                    metrics=metrics,
+                    llm=judge,
+                    embeddings=embeddings,
+                    show_progress=False,
+                    _pbar=_ScoredJobs(len(metrics), progress) if progress else None,
+                )
         finally:
             executor_log.setLevel(level)
         assert isinstance(result, EvaluationResult)  # an Executor only when asked for one (return_executor)
@@ -416,9 +476,17 @@ def score(questions: Sequence[RagQuestion], runs: Sequence[RagRun], *, judge=Non
     no_verdict: Counter = Counter()
     items = []
     for q, run, sample, values in zip(questions, runs, dataset, per_sample):
-        item = {"id": q.id, "question": q.question, "answerable": q.answerable, "route": run.route,
-                "declined": run.declined, "seconds": round(run.seconds, 4), "answer": run.answer,
-                "context_ids": run.context_ids, "scores": {}}
+        item = {
+            "id": q.id,
+            "question": q.question,
+            "answerable": q.answerable,
+            "route": run.route,
+            "declined": run.declined,
+            "seconds": round(run.seconds, 4),
+            "answer": run.answer,
+            "context_ids": run.context_ids,
+            "scores": {},
+        }
         for metric, key in zip(metrics, keys):
             value = float(values[key])
             if value == value:
@@ -433,23 +501,40 @@ def score(questions: Sequence[RagQuestion], runs: Sequence[RagRun], *, judge=Non
 
     answerable = [r for q, r in zip(questions, runs) if q.answerable is True]
     unanswerable = [r for q, r in zip(questions, runs) if q.answerable is False]
-    info = {"questions": len(runs), "answerable": len(answerable), "unanswerable": len(unanswerable),
-            "decline_rate_unanswerable": mean([float(r.declined) for r in unanswerable]),
-            "answer_rate_answerable": mean([float(not r.declined) for r in answerable]),
-            # neither an answer nor a decline: a defect of the graph, never a good outcome
-            "empty answers (not declined)": sum(1 for r in runs if not r.declined and not r.answer.strip()),
-            "routes": ", ".join(f"{route} {n}" for route, n in sorted(Counter(r.route for r in runs).items())),
-            "judge": "yes" if judge is not None else "none (offline metrics only)",
-            "scored by": "ragas.evaluate on dataset.jsonl (re-score: python rescore.py)"}
+    info = {
+        "questions": len(runs),
+        "answerable": len(answerable),
+        "unanswerable": len(unanswerable),
+        "decline_rate_unanswerable": mean([float(r.declined) for r in unanswerable]),
+        "answer_rate_answerable": mean([float(not r.declined) for r in answerable]),
+        # neither an answer nor a decline: a defect of the graph, never a good outcome
+        "empty answers (not declined)": sum(1 for r in runs if not r.declined and not r.answer.strip()),
+        "routes": ", ".join(f"{route} {n}" for route, n in sorted(Counter(r.route for r in runs).items())),
+        "judge": "yes" if judge is not None else "none (offline metrics only)",
+        "scored by": "ragas.evaluate on dataset.jsonl (re-score: python rescore.py)",
+    }
     info.update({f"{key} (scored)": len(values) for key, values in scores.items()})
     info.update({f"{key} (no verdict)": n for key, n in no_verdict.items()})
     info.update({f"{name} (unavailable)": why for name, why in unavailable.items()})
-    return RagReport({key: mean(values) for key, values in scores.items()}, info, [r.seconds for r in runs], items,
-                     list(questions), list(runs), [type(metric).__name__ for metric in metrics])
+    return RagReport(
+        {key: mean(values) for key, values in scores.items()},
+        info,
+        [r.seconds for r in runs],
+        items,
+        list(questions),
+        list(runs),
+        [type(metric).__name__ for metric in metrics],
+    )
 
 
-def evaluate_rag(questions: Sequence[RagQuestion], context: dict[str, Any], *, judge=None, embeddings=None,
-                 progress: Callable[[str], None] | None = None) -> RagReport:
+def evaluate_rag(
+    questions: Sequence[RagQuestion],
+    context: dict[str, Any],
+    *,
+    judge=None,
+    embeddings=None,
+    progress: Callable[[str], None] | None = None,
+) -> RagReport:
     """Run every question through the graph with the run `context` (tenant, data_dir, ...), then score.
     `progress(stage)` is called after each question asked ("ask") and each scored ("score")."""
     runs = []
@@ -457,8 +542,9 @@ def evaluate_rag(questions: Sequence[RagQuestion], context: dict[str, Any], *, j
         runs.append(run_question(q.question, context))
         if progress:
             progress("ask")
-    return score(questions, runs, judge=judge, embeddings=embeddings,
-                 progress=(lambda: progress("score")) if progress else None)
+    return score(
+        questions, runs, judge=judge, embeddings=embeddings, progress=(lambda: progress("score")) if progress else None
+    )
 
 
 def retrieved_contexts(run: RagRun) -> list[str]:
@@ -475,12 +561,20 @@ def to_evaluation_dataset(questions: Sequence[RagQuestion], runs: Sequence[RagRu
     from ragas import EvaluationDataset
     from ragas.dataset_schema import SingleTurnSample
 
-    return EvaluationDataset(samples=[
-        SingleTurnSample(user_input=q.question, retrieved_contexts=retrieved_contexts(run),
-                         retrieved_context_ids=run.context_ids, response=run.answer, reference=q.reference,
-                         reference_contexts=q.reference_contexts or None,
-                         reference_context_ids=q.reference_context_ids or None)
-        for q, run in zip(questions, runs)])
+    return EvaluationDataset(
+        samples=[
+            SingleTurnSample(
+                user_input=q.question,
+                retrieved_contexts=retrieved_contexts(run),
+                retrieved_context_ids=run.context_ids,
+                response=run.answer,
+                reference=q.reference,
+                reference_contexts=q.reference_contexts or None,
+                reference_context_ids=q.reference_context_ids or None,
+            )
+            for q, run in zip(questions, runs)
+        ]
+    )
 
 
 def write_dataset(path: Path, dataset) -> Path:
@@ -498,12 +592,22 @@ def sample_rows(report: RagReport) -> list[dict[str, Any]]:
     does not apply to that question or the judge gave no verdict)."""
     rows = []
     for q, run, item in zip(report.questions, report.runs, report.items):
-        rows.append({"id": q.id, "user_input": q.question, "response": run.answer,
-                     "retrieved_contexts": retrieved_contexts(run),
-                     "retrieved_context_ids": run.context_ids, "reference": q.reference,
-                     "reference_contexts": q.reference_contexts, "answerable": q.answerable,
-                     "declined": run.declined, "route": run.route, "latency": round(run.seconds, 4),
-                     **{name: item["scores"].get(name) for name in report.metrics}})
+        rows.append(
+            {
+                "id": q.id,
+                "user_input": q.question,
+                "response": run.answer,
+                "retrieved_contexts": retrieved_contexts(run),
+                "retrieved_context_ids": run.context_ids,
+                "reference": q.reference,
+                "reference_contexts": q.reference_contexts,
+                "answerable": q.answerable,
+                "declined": run.declined,
+                "route": run.route,
+                "latency": round(run.seconds, 4),
+                **{name: item["scores"].get(name) for name in report.metrics},
+            }
+        )
     return rows
 
 
@@ -551,25 +655,51 @@ def rescore_script(report: RagReport) -> str:
 
     offline = [name for name in report.metric_classes if name not in JUDGE_METRICS]
     judged = [name for name in report.metric_classes if name in JUDGE_METRICS]
-    note = ("\nThe run had a judge: set JUDGE (and EMBEDDINGS) below to the same models to re-score "
-            f"{', '.join(judged)} too; a model's verdicts are only as repeatable as the model.\n") if judged else ""
-    return _RESCORE.format(version=version("ragas"), judge_note=note,
-                           offline=", ".join(f"m.{name}()" for name in offline),
-                           judged=", ".join(f"m.{name}()" for name in judged))
+    note = (
+        (
+            "\nThe run had a judge: set JUDGE (and EMBEDDINGS) below to the same models to re-score "
+            f"{', '.join(judged)} too; a model's verdicts are only as repeatable as the model.\n"
+        )
+        if judged
+        else ""
+    )
+    return _RESCORE.format(
+        version=version("ragas"),
+        judge_note=note,
+        offline=", ".join(f"m.{name}()" for name in offline),
+        judged=", ".join(f"m.{name}()" for name in judged),
+    )
 
 
 def write_samples(out_dir: Path, report: RagReport) -> dict[str, str]:
     """Write dataset.jsonl (the filled EvaluationDataset, exactly as scored), rescore.py (how to re-score
     it with RAGAS alone), samples.csv and samples.json into `out_dir`; returns their paths by kind."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"dataset": out_dir / "dataset.jsonl", "rescore": out_dir / "rescore.py",
-             "samples_csv": out_dir / "samples.csv", "samples_json": out_dir / "samples.json"}
+    paths = {
+        "dataset": out_dir / "dataset.jsonl",
+        "rescore": out_dir / "rescore.py",
+        "samples_csv": out_dir / "samples.csv",
+        "samples_json": out_dir / "samples.json",
+    }
     write_dataset(paths["dataset"], to_evaluation_dataset(report.questions, report.runs))
     paths["rescore"].write_text(rescore_script(report), encoding="utf-8")
     rows = sample_rows(report)
     paths["samples_json"].write_text(json.dumps(rows, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    columns = list(rows[0]) if rows else ["id", "user_input", "response", "retrieved_contexts", "reference",
-                                          "answerable", "declined", "latency", *report.metrics]
+    columns = (
+        list(rows[0])
+        if rows
+        else [
+            "id",
+            "user_input",
+            "response",
+            "retrieved_contexts",
+            "reference",
+            "answerable",
+            "declined",
+            "latency",
+            *report.metrics,
+        ]
+    )
 
     def cell(value: Any) -> Any:
         if isinstance(value, (list, dict)):

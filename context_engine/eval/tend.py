@@ -48,12 +48,21 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)  # TEND's questions name no relative time
 TENANT_PREFIX = "tend_"
 # A TEND collection whose name is one of the engine's own kinds is stored under another name (the
 # engine's `people` is its identity directory); the gold runs on plain mongomock under the original.
-ENGINE_NAMES = {"people": "persons", "pull_requests": "pull_request_rows", "issues": "issue_rows",
-                "messages": "message_rows", "documents": "document_rows", "commits": "commit_rows"}
+ENGINE_NAMES = {
+    "people": "persons",
+    "pull_requests": "pull_request_rows",
+    "issues": "issue_rows",
+    "messages": "message_rows",
+    "documents": "document_rows",
+    "commits": "commit_rows",
+}
 # The words that ask for an order (chosen on train.json: 2,453 of its 3,100 sorting golds' questions say
 # one of them; "arranged by their age", "from tallest to shortest", "by descennding count" among the rest).
-ORDER_WORDS = re.compile(r"\b(?:order(?:ed|ing)?|sort(?:ed|ing)?|top|most|least|first|highest|lowest|"
-                         r"ascen\w*|descen\w*|alphabetical(?:ly)?|rank(?:ed|ing)?|arrang\w*|from \w+est to)\b", re.I)
+ORDER_WORDS = re.compile(
+    r"\b(?:order(?:ed|ing)?|sort(?:ed|ing)?|top|most|least|first|highest|lowest|"
+    r"ascen\w*|descen\w*|alphabetical(?:ly)?|rank(?:ed|ing)?|arrang\w*|from \w+est to)\b",
+    re.I,
+)
 _SAMPLE = re.compile(r"stratified:([1-9]\d*)")
 MAX_EXAMPLE_CHARS = 600  # a longer example costs a small model more reading than it teaches
 # Plans the model writes per question: the first and one correction. On train.json (stratified:30) the
@@ -89,8 +98,9 @@ def load_split(data: Path, split: str) -> tuple[list[dict[str, Any]], list[str]]
         raise TendError(f"no {path}: --data is the TEND folder (test.json, train.json, mongodb_data/)") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TendError(f"cannot read {path}: {exc.__class__.__name__}") from None
-    if not isinstance(records, list) or not all(isinstance(r, dict) and {"db_id", "nl_queries", "MQL"} <= set(r)
-                                                  for r in records):
+    if not isinstance(records, list) or not all(
+        isinstance(r, dict) and {"db_id", "nl_queries", "MQL"} <= set(r) for r in records
+    ):
         raise TendError(f"{path} is not a list of TEND records (db_id, nl_queries, MQL)")
     present = {r["db_id"] for r in records if (data / "mongodb_data" / f"{r['db_id']}.json").is_file()}
     missing = sorted({r["db_id"] for r in records} - present)
@@ -108,8 +118,11 @@ def questions_of(records: Iterable[dict[str, Any]]) -> tuple[list[Question], lis
             unreadable.append((r.get("record_id", -1), str(exc)))
             continue
         shape = shape_of(gold)
-        out.extend(Question(r.get("record_id", -1), r["db_id"], i, text, gold, shape)
-                   for i, text in enumerate(r["nl_queries"]) if isinstance(text, str))
+        out.extend(
+            Question(r.get("record_id", -1), r["db_id"], i, text, gold, shape)
+            for i, text in enumerate(r["nl_queries"])
+            if isinstance(text, str)
+        )
     return out, unreadable
 
 
@@ -202,8 +215,9 @@ def asks_order(question: str, gold: GoldQuery) -> bool:
     return any("$sort" in stage for stage in gold.pipeline) and bool(ORDER_WORDS.search(question))
 
 
-def same_result(predicted: list[dict[str, Any]], gold_rows: list[dict[str, Any]], gold: GoldQuery,
-                question: str) -> bool:
+def same_result(
+    predicted: list[dict[str, Any]], gold_rows: list[dict[str, Any]], gold: GoldQuery, question: str
+) -> bool:
     """Execution accuracy of one question (see the module's docstring for the rules)."""
     want = scalar(gold_rows, gold.counted)
     if want is not None:
@@ -234,7 +248,9 @@ def _unique_key(docs: list[dict[str, Any]]) -> str | None:
         if not re.search(r"id$|_id|^id|code$", name, re.I):
             continue
         values = [d.get(name) for d in docs]
-        if all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values) and len(set(values)) == len(values):
+        if all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values) and len(set(values)) == len(
+            values
+        ):
             return name
     return None
 
@@ -248,8 +264,7 @@ def spec_for(collection: str, docs: list[dict[str, Any]]) -> Any:
     noun = said[:-1] if said.endswith("s") and not said.endswith("ss") else said
     words = tuple(dict.fromkeys(rf"\b{re.escape(w)}\b" for w in (noun, noun + "s", said, name.replace("_", " "))))
     key = _unique_key(docs)
-    return CollectionSpec(name=name, noun=noun, words=words, key=key or "ref", ref_prefix=f"{name}-",
-                          searchable=False)
+    return CollectionSpec(name=name, noun=noun, words=words, key=key or "ref", ref_prefix=f"{name}-", searchable=False)
 
 
 def load_database(store: Any, db: str, data: dict[str, list[dict[str, Any]]]) -> str:
@@ -265,8 +280,14 @@ def load_database(store: Any, db: str, data: dict[str, list[dict[str, Any]]]) ->
         spec = spec_for(collection, docs)
         store.save_kind(tenant, spec)
         key = spec.key if spec.key != "ref" else None
-        store.upsert(spec.name, tenant, ({**doc, "ref": f"{spec.ref_prefix}{doc[key] if key else row}",
-                                          "acl": [PUBLIC]} for row, doc in enumerate(docs, 1)))
+        store.upsert(
+            spec.name,
+            tenant,
+            (
+                {**doc, "ref": f"{spec.ref_prefix}{doc[key] if key else row}", "acl": [PUBLIC]}
+                for row, doc in enumerate(docs, 1)
+            ),
+        )
     return tenant
 
 
@@ -287,8 +308,11 @@ class TrainExamples:
         for q in questions_of(records)[0]:
             if any(name not in allowed for stage in q.gold.pipeline for name in stage):
                 continue
-            plan = json.dumps({"collection": q.gold.collection, "pipeline": _jsonable(q.gold.pipeline)},
-                              ensure_ascii=False, separators=(",", ":"))
+            plan = json.dumps(
+                {"collection": q.gold.collection, "pipeline": _jsonable(q.gold.pipeline)},
+                ensure_ascii=False,
+                separators=(",", ":"),
+            )
             if len(plan) > MAX_EXAMPLE_CHARS or (not allow_regex and "$regex" in plan):
                 continue
             self.texts.append(q.text)
@@ -298,8 +322,9 @@ class TrainExamples:
         from rapidfuzz import fuzz, process, utils
 
         out: list[str] = []
-        for _, _, i in process.extract(question, self.texts, scorer=fuzz.token_set_ratio, processor=utils.default_process,
-                                       limit=8 * self.limit):
+        for _, _, i in process.extract(
+            question, self.texts, scorer=fuzz.token_set_ratio, processor=utils.default_process, limit=8 * self.limit
+        ):
             db, line = self.items[i]
             if db != exclude_db and line not in out:
                 out.append(line)
@@ -324,7 +349,9 @@ class Outcome:
     planner: str = "-"
 
 
-def predict(question: str, settings: Any, planner: Any) -> tuple[str, list[dict[str, Any]] | None, dict[str, Any] | None, str, str]:
+def predict(
+    question: str, settings: Any, planner: Any
+) -> tuple[str, list[dict[str, Any]] | None, dict[str, Any] | None, str, str]:
     """(outcome kind, rows or None when declined, the executed pipeline, why, planner used); `planner`
     is the LLM planner that plans every question, or None (offline)."""
     from context_engine.assistant.structured_query import run_structured
@@ -363,8 +390,12 @@ class TendReport:
     @staticmethod
     def _rate(rows: list[Outcome]) -> dict[str, Any]:
         correct = sum(o.correct for o in rows)
-        return {"correct": correct, "total": len(rows), "accuracy": round(correct / len(rows), 4) if rows else 0.0,
-                "declined": sum(o.declined for o in rows)}
+        return {
+            "correct": correct,
+            "total": len(rows),
+            "accuracy": round(correct / len(rows), 4) if rows else 0.0,
+            "declined": sum(o.declined for o in rows),
+        }
 
     def summary(self) -> dict[str, Any]:
         times = sorted(o.seconds for o in self.outcomes)
@@ -373,17 +404,29 @@ class TendReport:
         for o in self.outcomes:
             by_db.setdefault(o.db, []).append(o)
             by_shape[o.shape].append(o)
-        return {"split": self.split, "planner": self.planner, "sample": self.sample, **self._rate(self.outcomes),
-                "median_seconds": round(statistics.median(times), 3) if times else None,
-                "p90_seconds": round(times[int(0.9 * (len(times) - 1))], 3) if times else None,
-                "by_database": {db: self._rate(rows) for db, rows in sorted(by_db.items())},
-                "by_shape": {s: self._rate(rows) for s, rows in by_shape.items() if rows},
-                "gold_failures": [{"record_id": r, "why": w} for r, w in self.gold_failures],
-                "missing_databases": self.missing_databases}
+        return {
+            "split": self.split,
+            "planner": self.planner,
+            "sample": self.sample,
+            **self._rate(self.outcomes),
+            "median_seconds": round(statistics.median(times), 3) if times else None,
+            "p90_seconds": round(times[int(0.9 * (len(times) - 1))], 3) if times else None,
+            "by_database": {db: self._rate(rows) for db, rows in sorted(by_db.items())},
+            "by_shape": {s: self._rate(rows) for s, rows in by_shape.items() if rows},
+            "gold_failures": [{"record_id": r, "why": w} for r, w in self.gold_failures],
+            "missing_databases": self.missing_databases,
+        }
 
 
-def evaluate(data: Path, settings: Any, split: str = "test", planner: str = "offline", limit: int | None = None,
-             sample: int | None = None, progress: Callable[[Outcome], None] | None = None) -> TendReport:
+def evaluate(
+    data: Path,
+    settings: Any,
+    split: str = "test",
+    planner: str = "offline",
+    limit: int | None = None,
+    sample: int | None = None,
+    progress: Callable[[Outcome], None] | None = None,
+) -> TendReport:
     """Load the split's databases as tenants of `settings`' store, run every (sampled) question, score it."""
     from context_engine.query.llm_planner import LLMPlanner
     from context_engine.resources import chat_model_for
@@ -393,8 +436,13 @@ def evaluate(data: Path, settings: Any, split: str = "test", planner: str = "off
         raise TendError(f"--planner is one of {', '.join(PLANNERS)}, not {planner!r}")
     records, missing = load_split(data, split)
     questions, unreadable = questions_of(records)
-    report = TendReport(split, planner, f"stratified:{sample} (seed {SEED}, one phrasing per record)" if sample
-                        else "all", gold_failures=list(unreadable), missing_databases=missing)
+    report = TendReport(
+        split,
+        planner,
+        f"stratified:{sample} (seed {SEED}, one phrasing per record)" if sample else "all",
+        gold_failures=list(unreadable),
+        missing_databases=missing,
+    )
     if sample:
         questions = stratified(questions, sample)
     questions = questions[:limit]
@@ -419,18 +467,36 @@ def evaluate(data: Path, settings: Any, split: str = "test", planner: str = "off
             s = s.with_overrides(max_attempts=min(s.max_attempts, LLM_ATTEMPTS))
         started = time.perf_counter()
         try:
-            kind, rows, pipeline, why, used = predict(q.text, s, model and LLMPlanner(
-                model, max_rows=s.max_rows, examples=lambda text, db=q.db: examples.similar(text, exclude_db=db)))
+            kind, rows, pipeline, why, used = predict(
+                q.text,
+                s,
+                model
+                and LLMPlanner(
+                    model, max_rows=s.max_rows, examples=lambda text, db=q.db: examples.similar(text, exclude_db=db)
+                ),
+            )
         except Exception as exc:  # noqa: BLE001 - an engine bug is a wrong answer with its reason, not the end of the run
             kind, rows, pipeline, why, used = "error", None, None, f"{exc.__class__.__name__}: {exc}"[:300], "-"
         seconds = time.perf_counter() - started
         correct = rows is not None and same_result(rows, want, q.gold, q.text)
         if rows is not None and not correct and not why:
             why = f"{kind}: {len(rows)} rows, gold {len(want)}"
-        report.outcomes.append(Outcome(q.text, q.db, q.record_id, q.phrasing, q.shape,
-                                       {"collection": q.gold.collection, "pipeline": _jsonable(q.gold.pipeline)},
-                                       pipeline, correct, kind in ("resolution_failed", "max_attempts"), why,
-                                       round(seconds, 3), used))
+        report.outcomes.append(
+            Outcome(
+                q.text,
+                q.db,
+                q.record_id,
+                q.phrasing,
+                q.shape,
+                {"collection": q.gold.collection, "pipeline": _jsonable(q.gold.pipeline)},
+                pipeline,
+                correct,
+                kind in ("resolution_failed", "max_attempts"),
+                why,
+                round(seconds, 3),
+                used,
+            )
+        )
         if progress:
             progress(report.outcomes[-1])
     return report

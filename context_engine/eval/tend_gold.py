@@ -24,13 +24,16 @@ class GoldError(ValueError):
     """A gold query this reader cannot read; the message says where and what."""
 
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<space>\s+|//[^\n]*|/\*.*?\*/)
   | (?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
   | (?P<number>-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<name>[A-Za-z_$][\w$]*)
   | (?P<punct>[{}\[\](),:;.])
-""", re.X | re.S)
+""",
+    re.X | re.S,
+)
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 _LITERALS = {"true": True, "false": False, "null": None}
@@ -47,7 +50,7 @@ def _unquote(text: str) -> str:
             continue
         nxt = body[i + 1]
         if nxt == "u":
-            out.append(chr(int(body[i + 2:i + 6], 16)))
+            out.append(chr(int(body[i + 2 : i + 6], 16)))
             i += 6
             continue
         out.append(_ESCAPES.get(nxt, nxt))
@@ -60,7 +63,7 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
-            raise GoldError(f"unexpected {text[pos:pos + 12]!r} at character {pos}")
+            raise GoldError(f"unexpected {text[pos : pos + 12]!r} at character {pos}")
         if m.lastgroup != "space":
             out.append((m.lastgroup, m.group(), pos))
         pos = m.end()
@@ -148,8 +151,9 @@ class GoldQuery:
     counted: bool = False  # `.count()` or a closing `$count`: a number, 0 when nothing matched
 
 
-def find_pipeline(filter_: dict[str, Any], projection: dict[str, Any] | None,
-                  cursor: list[tuple[str, list[Any]]]) -> tuple[list[dict[str, Any]], bool]:
+def find_pipeline(
+    filter_: dict[str, Any], projection: dict[str, Any] | None, cursor: list[tuple[str, list[Any]]]
+) -> tuple[list[dict[str, Any]], bool]:
     """The aggregation a `find` with its cursor methods runs: match, sort, skip, limit, project (a
     projection is applied last: a find sorts on fields it does not return); `.count()` counts."""
     pipeline: list[dict[str, Any]] = [{"$match": filter_}] if filter_ else []
@@ -252,9 +256,12 @@ def _aggregate(db: Any, docs: Any, pipeline: list[dict[str, Any]]) -> list[dict[
                 joined = db[lookup["from"]].find()
                 if "localField" in lookup:  # the concise form with a pipeline: both conditions hold
                     value = _value_at(doc, "$" + lookup["localField"])
-                    sub = [{"$match": {lookup["foreignField"]: {"$in": value if isinstance(value, list) else [value]}}}, *sub]
+                    sub = [
+                        {"$match": {lookup["foreignField"]: {"$in": value if isinstance(value, list) else [value]}}},
+                        *sub,
+                    ]
                 doc[lookup["as"]] = _aggregate(db, joined, sub)
-            return _aggregate(db, docs, pipeline[i + 1:])
+            return _aggregate(db, docs, pipeline[i + 1 :])
     return list(process_pipeline(docs, db, pipeline, None)) if pipeline else docs
 
 

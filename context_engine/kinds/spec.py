@@ -58,22 +58,22 @@ class CollectionSpec:
     """
 
     name: str
-    noun: str                                   # one record, as an answer says it: "pull request", "incident"
-    plural: str = ""                            # several: "pull requests", "incidents" (default: noun + "s")
-    key: str = "ref"                            # the field whose value is the record's reference
-    ref_prefix: str = ""                        # a generic record's ref is prefix + key value ("INC-" + "42")
-    words: tuple[str, ...] = ()                 # regular expressions (English, matched case-insensitively) naming it
-    words_zh: tuple[str, ...] = ()              # Chinese words naming it
-    people: dict[str, tuple[PersonField, ...]] = field(default_factory=dict)   # role -> fields
-    times: dict[str, tuple[str, ...]] = field(default_factory=dict)            # date role -> paths
-    values: dict[str, tuple[str, ...]] = field(default_factory=dict)           # other role -> paths
-    text: tuple[str, ...] = ()                  # free text, first = the subject (title); indexed for search
-    link_text: tuple[str, ...] | None = None    # text that can reference other records (None: `text`)
+    noun: str  # one record, as an answer says it: "pull request", "incident"
+    plural: str = ""  # several: "pull requests", "incidents" (default: noun + "s")
+    key: str = "ref"  # the field whose value is the record's reference
+    ref_prefix: str = ""  # a generic record's ref is prefix + key value ("INC-" + "42")
+    words: tuple[str, ...] = ()  # regular expressions (English, matched case-insensitively) naming it
+    words_zh: tuple[str, ...] = ()  # Chinese words naming it
+    people: dict[str, tuple[PersonField, ...]] = field(default_factory=dict)  # role -> fields
+    times: dict[str, tuple[str, ...]] = field(default_factory=dict)  # date role -> paths
+    values: dict[str, tuple[str, ...]] = field(default_factory=dict)  # other role -> paths
+    text: tuple[str, ...] = ()  # free text, first = the subject (title); indexed for search
+    link_text: tuple[str, ...] | None = None  # text that can reference other records (None: `text`)
     references: dict[str, str] = field(default_factory=dict)  # field -> collection its values are refs of
-    chunk_group: str | None = None              # records sharing this field's value are one unit of search
-    labels: dict[str, str] = field(default_factory=dict)      # path -> how an answer labels it
-    searchable: bool = True                     # its text goes to the semantic index
-    builtin: bool = False                       # one of the engine's own kinds (a connector writes it)
+    chunk_group: str | None = None  # records sharing this field's value are one unit of search
+    labels: dict[str, str] = field(default_factory=dict)  # path -> how an answer labels it
+    searchable: bool = True  # its text goes to the semantic index
+    builtin: bool = False  # one of the engine's own kinds (a connector writes it)
 
     def __post_init__(self) -> None:
         check_name(self.name)
@@ -88,8 +88,10 @@ class CollectionSpec:
             for person in people:
                 check_path(person.path, f"people field of role {role!r}")
                 if person.handle not in HANDLE_KINDS:
-                    raise SpecError(f"people field {person.path!r}: handle kind {person.handle!r} is not one of "
-                                    f"{', '.join(HANDLE_KINDS)}")
+                    raise SpecError(
+                        f"people field {person.path!r}: handle kind {person.handle!r} is not one of "
+                        f"{', '.join(HANDLE_KINDS)}"
+                    )
         for what, table in (("time", self.times), ("value", self.values)):
             for role, paths in table.items():
                 for path in paths:
@@ -128,14 +130,20 @@ class CollectionSpec:
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(data) - known)
         if unknown:
-            raise SpecError(f"unknown collection spec field(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+            raise SpecError(
+                f"unknown collection spec field(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
         try:
             kwargs = dict(data)
-            kwargs["people"] = {role: tuple(PersonField(**p) if isinstance(p, dict) else PersonField(p) for p in people)
-                                for role, people in (data.get("people") or {}).items()}
+            kwargs["people"] = {
+                role: tuple(PersonField(**p) if isinstance(p, dict) else PersonField(p) for p in people)
+                for role, people in (data.get("people") or {}).items()
+            }
             for name in ("times", "values"):
-                kwargs[name] = {role: tuple([paths] if isinstance(paths, str) else paths)
-                                for role, paths in (data.get(name) or {}).items()}
+                kwargs[name] = {
+                    role: tuple([paths] if isinstance(paths, str) else paths)
+                    for role, paths in (data.get(name) or {}).items()
+                }
             for name in ("words", "words_zh", "text", "link_text"):
                 if name in data:
                     kwargs[name] = tuple([data[name]] if isinstance(data[name], str) else data[name])

@@ -75,7 +75,9 @@ def ignored(result: RunResult) -> str:
     lines = read_as
     if turned:
         words = ", ".join(f"'{s['text']}'" for s in turned)
-        lines += f"\nI may have read {words} the wrong way round: the query shown asks for what the words say is not there."
+        lines += (
+            f"\nI may have read {words} the wrong way round: the query shown asks for what the words say is not there."
+        )
     if modelled:
         words = ", ".join(f"'{s['text']}'" for s in modelled)
         lines += f"\nThe rules could not read {words}; the chat model's reading of it is in the query shown."
@@ -85,8 +87,9 @@ def ignored(result: RunResult) -> str:
     return lines
 
 
-def compose(result: RunResult, collection: str | None,
-            kind: CollectionSpec | None = None) -> tuple[str, list[dict[str, Any]]]:
+def compose(
+    result: RunResult, collection: str | None, kind: CollectionSpec | None = None
+) -> tuple[str, list[dict[str, Any]]]:
     """The answer text and its citations. `kind`: the collection's spec (`schema.kind`; default: the
     built-in kind of that name)."""
     text, citations = _compose(result, collection, _kind(collection, kind))
@@ -98,14 +101,17 @@ def counted(n: int, noun: str, plural: str) -> str:
     return f"{n} {noun if n == 1 else plural}"
 
 
-def _compose(result: RunResult, collection: str | None,
-             kind: CollectionSpec | None) -> tuple[str, list[dict[str, Any]]]:
+def _compose(
+    result: RunResult, collection: str | None, kind: CollectionSpec | None
+) -> tuple[str, list[dict[str, Any]]]:
     if isinstance(result, ResolutionFailed):
         return result.message, []
     if isinstance(result, MaxAttempts):
         last = result.attempts[-1].error if result.attempts else "no plan"
-        return (f"I could not build a valid query after {counted(len(result.attempts), 'attempt', 'attempts')}. "
-                f"Last error: {last}"), []
+        return (
+            f"I could not build a valid query after {counted(len(result.attempts), 'attempt', 'attempts')}. "
+            f"Last error: {last}"
+        ), []
     one, noun = (kind.noun, kind.plural) if kind is not None else ("record", "records")
     if isinstance(result, NoResults):
         return f"No {noun} matched. Tried: {result.tried}", []
@@ -115,7 +121,7 @@ def _compose(result: RunResult, collection: str | None,
         n = rows[0]["count"]
         return f"{counted(n, one, noun)} {'matches' if n == 1 else 'match'}.", []
     if len(rows) == 1 and len(rows[0]) == 1 and set(rows[0]) <= {"total", "min", "max"}:
-        (kind, value), = rows[0].items()  # a sum or an extreme of a measure: one number
+        ((kind, value),) = rows[0].items()  # a sum or an extreme of a measure: one number
         return f"The {kind} over the {noun} matched: {value}.", []
     if rows and "_id" in rows[0] and "ref" not in rows[0]:
         metric = next((k for k in rows[0] if k not in ("_id", "name")), None)

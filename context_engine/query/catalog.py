@@ -42,15 +42,24 @@ class Catalog:
         return PeopleDirectory(self.people)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": CATALOG_FORMAT, "tenant": self.tenant, "principals": self.principals,
-                "generation": self.generation,
-                "schemas": {n: s.to_json() for n, s in self.schemas.items()}, "people": self.people}
+        return {
+            "format": CATALOG_FORMAT,
+            "tenant": self.tenant,
+            "principals": self.principals,
+            "generation": self.generation,
+            "schemas": {n: s.to_json() for n, s in self.schemas.items()},
+            "people": self.people,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Catalog:
-        return cls(tenant=data["tenant"],
-                   schemas={n: CollectionSchema.from_json(s) for n, s in data["schemas"].items()},
-                   people=data["people"], principals=data.get("principals", []), generation=data.get("generation", 0))
+        return cls(
+            tenant=data["tenant"],
+            schemas={n: CollectionSchema.from_json(s) for n, s in data["schemas"].items()},
+            people=data["people"],
+            principals=data.get("principals", []),
+            generation=data.get("generation", 0),
+        )
 
 
 def _cache_path(settings: Settings, tenant: str, principals: Sequence[str] = ()) -> Path:
@@ -78,8 +87,13 @@ def build_catalog(store: DocumentStore, tenant: str, principals: Sequence[str] =
         records = store.scoped(kind.name, scope)
         if records.count():
             schemas[kind.name] = discover(records, own_kind=None if kind.builtin else kind)
-    people = [{**{k: p[k] for k in PEOPLE_FIELDS if p.get(k) is not None}, **({"places": places} if (places := places_of(p)) else {})}
-              for p in map(strip_hidden, store.collection("people").find({"tenant_id": tenant}))]
+    people = [
+        {
+            **{k: p[k] for k in PEOPLE_FIELDS if p.get(k) is not None},
+            **({"places": places} if (places := places_of(p)) else {}),
+        }
+        for p in map(strip_hidden, store.collection("people").find({"tenant_id": tenant}))
+    ]
     return Catalog(tenant, schemas, people, sorted(set(principals)), store.generation)
 
 
@@ -107,7 +121,11 @@ def load_catalog(store: DocumentStore, settings: Settings, tenant: str, principa
     try:
         data = json.loads(read_regular_text(path))
         if (data.get("format"), data["tenant"], data["principals"], data["generation"]) == (
-                CATALOG_FORMAT, tenant, wanted, store.generation):
+            CATALOG_FORMAT,
+            tenant,
+            wanted,
+            store.generation,
+        ):
             return Catalog.from_json(data)
     except FileNotFoundError:
         pass

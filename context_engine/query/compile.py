@@ -49,7 +49,7 @@ def _loosely(path: str) -> str:
 
 
 def empty(path: str) -> dict[str, Any]:
-    """"Is empty": missing or null (both match null), an empty string, or an empty list — which
+    """ "Is empty": missing or null (both match null), an empty string, or an empty list — which
     `$in: [[]]` matches on MongoDB but not on the embedded store, while `$size: 0` matches on both.
     A field of an object that is itself null ("milestone.title" of `milestone: null`) is empty too:
     MongoDB says so of the dotted path, the embedded store only of the object, so both are asked."""
@@ -102,8 +102,9 @@ class _Conditions(dict):
             self.add(path, _condition(f))
 
 
-def compile_plan(ir: PlanIR, schema: CollectionSchema,
-                 schemas: dict[str, CollectionSchema] | None = None) -> list[dict[str, Any]]:
+def compile_plan(
+    ir: PlanIR, schema: CollectionSchema, schemas: dict[str, CollectionSchema] | None = None
+) -> list[dict[str, Any]]:
     """The pipeline of a plan. `schemas`: the tenant's other collections, which a condition on a
     referenced record (`Filter.via`) joins."""
     if ir.pipeline is not None:
@@ -131,8 +132,11 @@ def compile_plan(ir: PlanIR, schema: CollectionSchema,
     if unwound:
         # Full text is a record's, and only a pipeline's first stage may ask for it; every other
         # condition is asked of each element once the array is unwound.
-        stages = ([{"$match": searched}] if searched else []) + [{"$unwind": f"${unwound}"}] + (
-            [{"$match": element_match(conditions, schema, unwound)}] if conditions else [])
+        stages = (
+            ([{"$match": searched}] if searched else [])
+            + [{"$unwind": f"${unwound}"}]
+            + ([{"$match": element_match(conditions, schema, unwound)}] if conditions else [])
+        )
     else:
         stages = [{"$match": element_match(conditions, schema)}] if conditions else []
     stages += _joins([f for f in ir.filters if f.via is not None], schema, schemas or {})
@@ -143,7 +147,9 @@ def compile_plan(ir: PlanIR, schema: CollectionSchema,
     return stages
 
 
-def _joins(filters: list[Filter], schema: CollectionSchema, schemas: dict[str, CollectionSchema]) -> list[dict[str, Any]]:
+def _joins(
+    filters: list[Filter], schema: CollectionSchema, schemas: dict[str, CollectionSchema]
+) -> list[dict[str, Any]]:
     """Conditions on a record this one references ("incidents whose fix PR was reviewed by priya": the
     incident's `pr` is a pull request's `ref`): each reference joined once with its conditions asked
     inside the join (only matching records are copied; the executor adds the tenant and access scope),
@@ -161,9 +167,19 @@ def _joins(filters: list[Filter], schema: CollectionSchema, schemas: dict[str, C
             if f.via == via:
                 conditions.add_filter(f, joined)
         name = "joined_" + via.replace(".", "_")
-        stages += [{"$lookup": {"from": target, "localField": via, "foreignField": "ref", "as": name,
-                                "pipeline": [{"$match": element_match(conditions, joined)}, {"$project": {"ref": 1}}]}},
-                   {"$match": {name: {"$ne": []}}}, {"$project": {name: 0}}]
+        stages += [
+            {
+                "$lookup": {
+                    "from": target,
+                    "localField": via,
+                    "foreignField": "ref",
+                    "as": name,
+                    "pipeline": [{"$match": element_match(conditions, joined)}, {"$project": {"ref": 1}}],
+                }
+            },
+            {"$match": {name: {"$ne": []}}},
+            {"$project": {name: 0}},
+        ]
     return stages
 
 
@@ -177,8 +193,9 @@ def _unwound(name: str, schema: CollectionSchema) -> str:
     return top
 
 
-def _shape_stages(shape: Shape, path: str | None, conditions: dict[str, Any],
-                  schema: CollectionSchema, unwound: str | None = None) -> list[dict[str, Any]]:
+def _shape_stages(
+    shape: Shape, path: str | None, conditions: dict[str, Any], schema: CollectionSchema, unwound: str | None = None
+) -> list[dict[str, Any]]:
     kind = shape.kind
     if kind == "count":
         return [{"$count": "count"}]
@@ -194,7 +211,9 @@ def _shape_stages(shape: Shape, path: str | None, conditions: dict[str, Any],
             return [{"$group": {"_id": None, kind: {f"${kind}": f"${path}"}}}, {"$project": {"_id": 0}}]
         return [{"$sort": {path: 1 if kind == "argmin" else -1}}, {"$limit": 1}]
     stages = [] if unwound and path.startswith(unwound + ".") else _unwind(path, conditions, schema)
-    key: Any = {"$dateToString": {"format": BUCKET_FORMATS[shape.bucket], "date": f"${path}"}} if shape.bucket else f"${path}"
+    key: Any = (
+        {"$dateToString": {"format": BUCKET_FORMATS[shape.bucket], "date": f"${path}"}} if shape.bucket else f"${path}"
+    )
     stages.append({"$group": {"_id": key, "count": {"$sum": 1}}})
     if kind == "distinct_count":
         return stages + [{"$count": "count"}]
@@ -208,8 +227,11 @@ def _shape_stages(shape: Shape, path: str | None, conditions: dict[str, Any],
 
 def _sort_keys(shape: Shape, schema: CollectionSchema) -> dict[str, Any]:
     # "relevance": the full-text score (BM25 on the embedded store, textScore on MongoDB).
-    return {"score": {"$meta": "textScore"}} if any(s.field == "relevance" for s in shape.sort) else {
-        resolve_field(schema, s.field, date=True): s.direction for s in shape.sort}
+    return (
+        {"score": {"$meta": "textScore"}}
+        if any(s.field == "relevance" for s in shape.sort)
+        else {resolve_field(schema, s.field, date=True): s.direction for s in shape.sort}
+    )
 
 
 def _sort(shape: Shape, schema: CollectionSchema) -> list[dict[str, Any]]:
@@ -253,5 +275,5 @@ def element_match(match: dict[str, Any], schema: CollectionSchema, unwound: str 
     out = dict(match)
     for root, keys in roots.items():
         if len(keys) > 1:
-            out[root] = {"$elemMatch": {k[len(root) + 1:]: out.pop(k) for k in keys}}
+            out[root] = {"$elemMatch": {k[len(root) + 1 :]: out.pop(k) for k in keys}}
     return out

@@ -48,7 +48,9 @@ def _of_filter(f: Filter) -> _Condition | None:
     value = f.value
     if op == "exists":  # present and not null (`compile._condition`), or missing or null
         present = bool(value) != f.negate
-        return _Condition(f.span, excluded=frozenset({None})) if present else _Condition(f.span, values=frozenset({None}))
+        return (
+            _Condition(f.span, excluded=frozenset({None})) if present else _Condition(f.span, values=frozenset({None}))
+        )
     if op == "eq":
         return _Condition(f.span, values=frozenset({_hashable(value)}))
     if op == "in" and isinstance(value, list):
@@ -97,19 +99,35 @@ def _clash(a: _Condition, b: _Condition, array: bool) -> bool:
     for x, y in ((a, b), (b, a)):
         if x.values is not None and x.values <= y.excluded:
             return True
-        if x.empty is True and ((y.values is not None and not y.values & _EMPTY) or y.empty is False
-                                or y.lower is not None or y.upper is not None):
+        if x.empty is True and (
+            (y.values is not None and not y.values & _EMPTY)
+            or y.empty is False
+            or y.lower is not None
+            or y.upper is not None
+        ):
             return True
-        if not array and x.values is not None and all(_outside(v, y) for v in x.values) and (
-                y.lower is not None or y.upper is not None):
+        if (
+            not array
+            and x.values is not None
+            and all(_outside(v, y) for v in x.values)
+            and (y.lower is not None or y.upper is not None)
+        ):
             return True
     if not array and a.values is not None and b.values is not None and not a.values & b.values:
         return True
-    if not array and a.lower is not None and b.upper is not None and (_below(a.lower[0], b.upper) or (
-            a.lower[0] == b.upper[0] and not (a.lower[1] and b.upper[1]))):
+    if (
+        not array
+        and a.lower is not None
+        and b.upper is not None
+        and (_below(a.lower[0], b.upper) or (a.lower[0] == b.upper[0] and not (a.lower[1] and b.upper[1])))
+    ):
         return True
-    if not array and b.lower is not None and a.upper is not None and (_below(b.lower[0], a.upper) or (
-            b.lower[0] == a.upper[0] and not (b.lower[1] and a.upper[1]))):
+    if (
+        not array
+        and b.lower is not None
+        and a.upper is not None
+        and (_below(b.lower[0], a.upper) or (b.lower[0] == a.upper[0] and not (b.lower[1] and a.upper[1])))
+    ):
         return True
     return False
 
@@ -134,8 +152,11 @@ def contradictions(ir: PlanIR, schema: CollectionSchema) -> list[tuple[Span | No
         except CompileError:
             continue
         # A range's two ends are two conditions: one that ends before it starts clashes with itself.
-        on_path.setdefault(path, []).extend(_Condition(t.span, **{key: bound}) for key, bound in (
-            ("lower", (t.start, True)), ("upper", (t.end, False))) if bound[0] is not None)
+        on_path.setdefault(path, []).extend(
+            _Condition(t.span, **{key: bound})
+            for key, bound in (("lower", (t.start, True)), ("upper", (t.end, False)))
+            if bound[0] is not None
+        )
     for path, conditions in list(on_path.items()):
         # An empty object or list has no fields: "no milestone" holds of `milestone.title` too.
         for inner in [p for p in on_path if p.startswith(path + ".")]:
@@ -144,7 +165,7 @@ def contradictions(ir: PlanIR, schema: CollectionSchema) -> list[tuple[Span | No
     for path, conditions in on_path.items():
         array = schema.is_array(path)
         for i, a in enumerate(conditions):
-            for b in conditions[i + 1:]:
+            for b in conditions[i + 1 :]:
                 if _clash(a, b, array):
                     found.append((a.span, b.span))
     return list(dict.fromkeys(found))

@@ -53,7 +53,7 @@ from context_engine.store.regular_files import read_regular_text
 
 MAX_FILE_BYTES = 512_000  # a context set is hand-sized: hundreds of templates, not a data dump
 MAX_TEMPLATES = 1_000
-MAX_TEXT = 500            # characters of a question, a name or a phrase
+MAX_TEXT = 500  # characters of a question, a name or a phrase
 PARAM_TYPES = ("person", "time", "label", "repo", "channel", "value", "number", "text")
 # What a placeholder may read of each type's bound value.
 PARAM_PARTS = {"person": ("github", "jira", "slack_id", "slack_handle", "email", "name"), "time": ("start", "end")}
@@ -75,6 +75,7 @@ class ContextSetError(ValueError):
 class Slot:
     """A value found in a question: its span and what it stands for (a `Person`, a `TimeRange`, a
     number, a stored value's string)."""
+
     kind: str
     start: int
     end: int
@@ -92,8 +93,12 @@ class Template:
     source: str = ""  # where it came from: "shipped", "feedback #12", "cli"
 
     def to_json(self) -> dict[str, Any]:
-        out = {"name": self.name, "question": self.question, "params": dict(self.params),
-               "plan": {"collection": self.collection, "pipeline": self.pipeline}}
+        out = {
+            "name": self.name,
+            "question": self.question,
+            "params": dict(self.params),
+            "plan": {"collection": self.collection, "pipeline": self.pipeline},
+        }
         if self.example:
             out["example"] = self.example
         if self.source:
@@ -144,8 +149,13 @@ class ContextSet:
     inactive: list[str] = field(default_factory=list)  # shipped templates/facets that do not fit this tenant's data
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": 2, "match_threshold": self.match_threshold, "value_search": self.value_search,
-                "templates": [t.to_json() for t in self.templates], "facets": [f.to_json() for f in self.facets]}
+        return {
+            "version": 2,
+            "match_threshold": self.match_threshold,
+            "value_search": self.value_search,
+            "templates": [t.to_json() for t in self.templates],
+            "facets": [f.to_json() for f in self.facets],
+        }
 
     def template(self, name: str) -> Template | None:
         return next((t for t in self.templates if t.name == name), None)
@@ -168,8 +178,10 @@ class ContextSet:
             bindings = _bind(template, found)
             if bindings is None:
                 continue
-            score = min(float(fuzz.token_set_ratio(masked, template.masked(), processor=utils.default_process)),
-                        _coverage(template.masked(), masked))
+            score = min(
+                float(fuzz.token_set_ratio(masked, template.masked(), processor=utils.default_process)),
+                _coverage(template.masked(), masked),
+            )
             if score >= self.match_threshold:
                 scored.append((template, bindings, score))
         return sorted(scored, key=lambda m: (-m[2], -len(utils.default_process(m[0].masked()).split())))
@@ -187,8 +199,7 @@ class ContextSet:
     def matching_facets(self, question: str, collection: str | None = None) -> list[Facet]:
         """The facets one of whose phrases the question says (whole words for Latin script, the
         characters for Chinese), of one collection when given."""
-        return [f for f in self.facets if (collection is None or f.collection == collection)
-                and f.spans(question)]
+        return [f for f in self.facets if (collection is None or f.collection == collection) and f.spans(question)]
 
 
 def _coverage(template: str, question: str) -> float:
@@ -220,7 +231,7 @@ def mask(question: str, values: list[Slot]) -> str:
     for slot in sorted(values, key=lambda s: s.start):
         if slot.start < at:
             continue  # overlapping spans: the first one wins
-        out += [question[at:slot.start], f" {_slot_token(slot.kind)} "]
+        out += [question[at : slot.start], f" {_slot_token(slot.kind)} "]
         at = slot.end
     out.append(question[at:])
     return re.sub(r"\s+", " ", "".join(out)).strip()
@@ -229,7 +240,9 @@ def mask(question: str, values: list[Slot]) -> str:
 _NUMBER = re.compile(r"(?<![\w.])\d{1,6}(?![\w.])")
 
 
-def slots_for(question: str, mentions: Sequence[Any] = (), times: Sequence[Any] = (), values: Sequence[Slot] = ()) -> list[Slot]:
+def slots_for(
+    question: str, mentions: Sequence[Any] = (), times: Sequence[Any] = (), values: Sequence[Slot] = ()
+) -> list[Slot]:
     """The slots of a question from what resolution found: people (`Mention`s, with spans), times
     (`TimeRange`s, located by their text), bare numbers, and any value slots already found (e.g. from
     the value index). A number inside a time or a person's span belongs to that span."""
@@ -335,13 +348,15 @@ def _sample(kind: str) -> Any:
 
 def _binding_from_json(kind: str, value: Any) -> Any:
     if kind == "time" and isinstance(value, dict):
-        start, end = (from_extended_json({"$date": value[k]}) if isinstance(value.get(k), str) else None
-                      for k in ("start", "end"))
+        start, end = (
+            from_extended_json({"$date": value[k]}) if isinstance(value.get(k), str) else None for k in ("start", "end")
+        )
         return _SampleTime(start, end)  # type: ignore[arg-type]
     return value
 
 
 # -- reading and checking -------------------------------------------------------------------------
+
 
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT:
@@ -354,19 +369,25 @@ def _keys(item: Any, allowed: set[str], what: str) -> dict[str, Any]:
         raise ContextSetError(f"{what} must be an object")
     unknown = sorted(set(item) - allowed)
     if unknown:
-        raise ContextSetError(f"{what} has unknown key(s) {', '.join(map(repr, unknown))}; "
-                              f"known: {', '.join(sorted(allowed))}")
+        raise ContextSetError(
+            f"{what} has unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(allowed))}"
+        )
     return item
 
 
 def template_from_json(item: Any, index: int = 0) -> Template:
     """A template from its JSON form; ContextSetError (naming it) for anything malformed."""
-    label = f"template {item.get('name')!r}" if isinstance(item, dict) and isinstance(item.get("name"), str) \
+    label = (
+        f"template {item.get('name')!r}"
+        if isinstance(item, dict) and isinstance(item.get("name"), str)
         else f"template #{index + 1}"
+    )
     item = _keys(item, TEMPLATE_KEYS, label)
     name = _text(item.get("name"), f"{label}: name")
     if not _NAME.match(name):
-        raise ContextSetError(f"{label}: a name is 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit")
+        raise ContextSetError(
+            f"{label}: a name is 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
+        )
     question = _text(item.get("question"), f"{label}: question")
     params = item.get("params") or {}
     if not isinstance(params, dict) or any(not isinstance(k, str) or v not in PARAM_TYPES for k, v in params.items()):
@@ -385,28 +406,35 @@ def template_from_json(item: Any, index: int = 0) -> Template:
     used = set()
     for param, part in _placeholders(pipeline):
         if part == "malformed":
-            raise ContextSetError(f"{label}: {param[:60]!r} is not a placeholder; write {{{{name}}}} or {{{{name.part}}}} "
-                                  "as a whole string")
+            raise ContextSetError(
+                f"{label}: {param[:60]!r} is not a placeholder; write {{{{name}}}} or {{{{name.part}}}} "
+                "as a whole string"
+            )
         if param not in params:
             raise ContextSetError(f"{label}: the plan uses {{{{{param}}}}}, which is not a parameter")
         allowed = PARAM_PARTS.get(params[param], ())
         if part is not None and part not in allowed:
-            raise ContextSetError(f"{label}: {{{{{param}.{part}}}}}: a {params[param]} has "
-                                  + (f"parts {', '.join(allowed)}" if allowed else "no parts"))
+            raise ContextSetError(
+                f"{label}: {{{{{param}.{part}}}}}: a {params[param]} has "
+                + (f"parts {', '.join(allowed)}" if allowed else "no parts")
+            )
         used.add(param)
     for param in params:
         if param not in used:
             raise ContextSetError(f"{label}: parameter {param!r} is not used by the plan")
     example = item.get("example") or {}
     if not isinstance(example, dict) or set(example) - {"question", "values"}:
-        raise ContextSetError(f"{label}: example must be {{\"question\": ..., \"values\": {{...}}}}")
+        raise ContextSetError(f'{label}: example must be {{"question": ..., "values": {{...}}}}')
     source = item.get("source") or ""
     return Template(name, question, dict(params), collection, pipeline, example, str(source)[:MAX_TEXT])
 
 
 def facet_from_json(item: Any, index: int = 0) -> Facet:
-    label = f"facet {item.get('name')!r}" if isinstance(item, dict) and isinstance(item.get("name"), str) \
+    label = (
+        f"facet {item.get('name')!r}"
+        if isinstance(item, dict) and isinstance(item.get("name"), str)
         else f"facet #{index + 1}"
+    )
     item = _keys(item, FACET_KEYS, label)
     name = _text(item.get("name"), f"{label}: name")
     collection = _text(item.get("collection"), f"{label}: collection")
@@ -442,31 +470,44 @@ def context_set_from_json(data: Any) -> ContextSet:
     if not isinstance(kinds, list) or any(k not in VALUE_KINDS for k in kinds):
         raise ContextSetError(f"value_search.kinds must be a list of {', '.join(VALUE_KINDS)}")
     match_threshold = data.get("match_threshold", 85)
-    if isinstance(match_threshold, bool) or not isinstance(match_threshold, (int, float)) or not 0 < match_threshold <= 100:
+    if (
+        isinstance(match_threshold, bool)
+        or not isinstance(match_threshold, (int, float))
+        or not 0 < match_threshold <= 100
+    ):
         raise ContextSetError("match_threshold must be a number above 0 and at most 100")
     return ContextSet(templates, facets, {"fuzzy_threshold": threshold, "kinds": list(kinds)}, float(match_threshold))
 
 
-def template_errors(template: Template, schemas: dict[str, CollectionSchema],
-                    policy: ValidationPolicy = ValidationPolicy()) -> list[str]:
+def template_errors(
+    template: Template, schemas: dict[str, CollectionSchema], policy: ValidationPolicy = ValidationPolicy()
+) -> list[str]:
     """Why the template cannot run on this tenant's data (empty: it can), with sample values bound."""
     schema = schemas.get(template.collection)
     if schema is None:
-        return [f"collection {template.collection!r} has no records here (known: {', '.join(sorted(schemas)) or 'none'})"]
+        return [
+            f"collection {template.collection!r} has no records here (known: {', '.join(sorted(schemas)) or 'none'})"
+        ]
     pipeline = template.instantiate({name: _sample(kind) for name, kind in template.params.items()})
     return validate_pipeline(pipeline, schema, policy)
 
 
-def facet_errors(facet: Facet, schemas: dict[str, CollectionSchema],
-                 policy: ValidationPolicy = ValidationPolicy()) -> list[str]:
+def facet_errors(
+    facet: Facet, schemas: dict[str, CollectionSchema], policy: ValidationPolicy = ValidationPolicy()
+) -> list[str]:
     schema = schemas.get(facet.collection)
     if schema is None:
         return [f"collection {facet.collection!r} has no records here"]
     return validate_pipeline([{"$match": from_extended_json(facet.match)}], schema, policy)
 
 
-def checked(cs: ContextSet, schemas: dict[str, CollectionSchema], *, shipped: bool,
-            policy: ValidationPolicy = ValidationPolicy()) -> ContextSet:
+def checked(
+    cs: ContextSet,
+    schemas: dict[str, CollectionSchema],
+    *,
+    shipped: bool,
+    policy: ValidationPolicy = ValidationPolicy(),
+) -> ContextSet:
     """The context set with every template and facet validated against the tenant's schemas.
     The tenant's own file: the first invalid one is a ContextSetError. Shipped defaults: those that do
     not fit this tenant's data are set aside (named in `inactive`)."""
@@ -506,8 +547,9 @@ def parse_text(text: str, suffix: str) -> ContextSet:
 
 
 def shipped() -> ContextSet:
-    return context_set_from_json(json.loads(resources.files("context_engine.query").joinpath(
-        "context_sets.json").read_text(encoding="utf-8")))
+    return context_set_from_json(
+        json.loads(resources.files("context_engine.query").joinpath("context_sets.json").read_text(encoding="utf-8"))
+    )
 
 
 def tenant_file(data_dir: Path, tenant: str) -> Path | None:
@@ -524,7 +566,9 @@ def read_file(path: Path) -> ContextSet:
     """The tenant's context set file in the data dir: its own regular file, never one a link points to
     (whoever can write the data dir could otherwise make the planner read any file the engine can)."""
     if path.is_symlink():
-        raise ContextSetError(f"{path.name}: a symbolic link; a tenant's context set is a file of its own in the data dir")
+        raise ContextSetError(
+            f"{path.name}: a symbolic link; a tenant's context set is a file of its own in the data dir"
+        )
     try:
         if path.lstat().st_size > MAX_FILE_BYTES:
             raise ContextSetError(f"{path.name}: over {MAX_FILE_BYTES:,} bytes")
@@ -539,8 +583,9 @@ def read_file(path: Path) -> ContextSet:
         raise ContextSetError(f"{path.name}: {exc}") from None
 
 
-def load(data_dir: Path, tenant: str, schemas: dict[str, CollectionSchema],
-         policy: ValidationPolicy = ValidationPolicy()) -> ContextSet:
+def load(
+    data_dir: Path, tenant: str, schemas: dict[str, CollectionSchema], policy: ValidationPolicy = ValidationPolicy()
+) -> ContextSet:
     """The tenant's context set, validated against its schemas: its own file, else the shipped defaults."""
     path = tenant_file(data_dir, tenant)
     if path is None:
@@ -552,6 +597,7 @@ def load(data_dir: Path, tenant: str, schemas: dict[str, CollectionSchema],
 
 
 # -- editing ---------------------------------------------------------------------------------------
+
 
 @contextlib.contextmanager
 def _editing(data_dir: Path, tenant: str, schemas: dict[str, CollectionSchema]) -> Iterator[tuple[ContextSet, Path]]:
@@ -577,8 +623,14 @@ def _editing(data_dir: Path, tenant: str, schemas: dict[str, CollectionSchema]) 
         os.replace(tmp, target)
 
 
-def add_template(data_dir: Path, tenant: str, template: Template, schemas: dict[str, CollectionSchema],
-                 policy: ValidationPolicy = ValidationPolicy(), replace: bool = False) -> None:
+def add_template(
+    data_dir: Path,
+    tenant: str,
+    template: Template,
+    schemas: dict[str, CollectionSchema],
+    policy: ValidationPolicy = ValidationPolicy(),
+    replace: bool = False,
+) -> None:
     """Add (or with `replace`, replace) a template after validating it against the tenant's schemas."""
     errors = template_errors(template, schemas, policy)
     if errors:
@@ -609,8 +661,9 @@ def unique_name(cs: ContextSet, base: str) -> str:
     return name
 
 
-def templatize(name: str, question: str, collection: str, pipeline: list[dict[str, Any]],
-               slots: list[Slot], source: str) -> Template:
+def templatize(
+    name: str, question: str, collection: str, pipeline: list[dict[str, Any]], slots: list[Slot], source: str
+) -> Template:
     """A template from a solved question: each person, time and number of the question that the plan
     uses becomes a parameter (its span in the question `{pN}`, its value in the plan a placeholder);
     a value the plan does not use stays literal text."""
@@ -633,8 +686,11 @@ def templatize(name: str, question: str, collection: str, pipeline: list[dict[st
                 bound = getattr(slot.value, part)
                 if bound is not None:
                     found[json.dumps(to_extended_json(bound), sort_keys=True)] = f"{{{{{param}.{part}}}}}"
-            value = {p: to_extended_json(getattr(slot.value, p))["$date"] for p in ("start", "end")
-                     if getattr(slot.value, p) is not None}
+            value = {
+                p: to_extended_json(getattr(slot.value, p))["$date"]
+                for p in ("start", "end")
+                if getattr(slot.value, p) is not None
+            }
         else:
             found[slot.value] = f"{{{{{param}}}}}"
             value = slot.value
@@ -645,11 +701,18 @@ def templatize(name: str, question: str, collection: str, pipeline: list[dict[st
         spans.append((slot, param))
     text, at = [], 0
     for slot, param in spans:
-        text += [question[at:slot.start], f"{{{param}}}"]
+        text += [question[at : slot.start], f"{{{param}}}"]
         at = slot.end
     text.append(question[at:])
-    return Template(name, "".join(text), params, collection, _replace(plan, replacements),
-                    {"question": question, "values": values}, source)
+    return Template(
+        name,
+        "".join(text),
+        params,
+        collection,
+        _replace(plan, replacements),
+        {"question": question, "values": values},
+        source,
+    )
 
 
 def _key_of(node: Any) -> Any:

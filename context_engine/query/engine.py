@@ -73,8 +73,10 @@ class ResolutionFailed:
 
 RunResult = Success | NoResults | MaxAttempts | ResolutionFailed
 
-NOTHING_TO_QUERY = ("I could not find anything to query in the question: name what to look for "
-                    "(PRs, issues, messages, documents), who, when or a topic.")
+NOTHING_TO_QUERY = (
+    "I could not find anything to query in the question: name what to look for "
+    "(PRs, issues, messages, documents), who, when or a topic."
+)
 
 
 _FIRST_PERSON_FILTER = re.compile(
@@ -83,7 +85,8 @@ _FIRST_PERSON_FILTER = re.compile(
     r"\bI\s+(?:have\s+|had\s+|did\s+)?(?:merged?|opened|open|reviewed?|wrote|write|created?|filed?|reported?|approved?|"
     r"closed?|resolved?|posted?|shipped?|committed|authored|own|am assigned)\b|\bdid I\b|\bhave I\b|"
     r"我的|我(?:上周|本周|这周|今年|去年|最近)?(?:合并|提交|创建|负责|写|发|评审|审查|关闭|解决|完成)|给我|分配给我|需要我|我手上|我名下",
-    re.I)
+    re.I,
+)
 
 
 # Advice and how-to questions: "what should I do when ...", "how do I ...", "where can I find ...",
@@ -91,7 +94,9 @@ _FIRST_PERSON_FILTER = re.compile(
 _ADVICE = re.compile(
     r"\b(?:what|how|where|when|who|which)\s+(?:should|do|can|could|would|must|shall|ought)\s+I\b|"
     r"^\s*(?:should|can|could|must|do)\s+I\b|\bI\s+(?:should|need\s+to|have\s+to|ought\s+to)\b|"
-    r"我(?:该|应该|应当|需要|要|可以)(?:怎么|如何|怎样|做什么|找谁|去哪)|我(?:该|应该)", re.I)
+    r"我(?:该|应该|应当|需要|要|可以)(?:怎么|如何|怎样|做什么|找谁|去哪)|我(?:该|应该)",
+    re.I,
+)
 
 
 def principals_of(person: Person | None) -> list[str]:
@@ -107,11 +112,14 @@ MAX_CANDIDATES = 5
 
 
 def _named(people: list[Person]) -> str:
-    return ", ".join(f"{p.name} ({p.key}{', in ' + ', '.join(p.places) if p.places else ''})" for p in people[:MAX_CANDIDATES])
+    return ", ".join(
+        f"{p.name} ({p.key}{', in ' + ', '.join(p.places) if p.places else ''})" for p in people[:MAX_CANDIDATES]
+    )
 
 
-def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None,
-            values: ValueIndex | None = None) -> tuple[PlanningContext | None, ResolutionFailed | None]:
+def resolve(
+    question: str, now: datetime, catalog: Catalog, asker: Person | None, values: ValueIndex | None = None
+) -> tuple[PlanningContext | None, ResolutionFailed | None]:
     """People, time and the planning context; an unbroken tie, or a name in a person's place that
     names no one, is a resolution failure (never a query that silently drops the name).
 
@@ -119,8 +127,13 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
     closest people the asker may see; without it the directory's own names do."""
     directory = catalog.directory
     # Stored values ("bug", "payments") are not people; people's own names stored as values are.
-    stored = frozenset(v.lower() for s in catalog.schemas.values() for f in s.fields.values()
-                       for v in (f.enum or []) if isinstance(v, str))
+    stored = frozenset(
+        v.lower()
+        for s in catalog.schemas.values()
+        for f in s.fields.values()
+        for v in (f.enum or [])
+        if isinstance(v, str)
+    )
     # A tenant's own kind's field names ("by duration_minutes") are not people either.
     stored |= frozenset(path.lower() for s in catalog.schemas.values() if s.own_kind is not None for path in s.fields)
     reserved = stored - set(directory.index)
@@ -128,28 +141,42 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
     mentions = directory.find_mentions(question, asker, reserved=reserved)
     # "what should I do when a callback is retried?" asks for advice, "where do I find the ADRs"
     # for a place: "I" there is anyone, not a filter on the asker's records (with or without one).
-    if (any(m.is_asker for m in mentions) and not _FIRST_PERSON_FILTER.search(question)
-            and (asker is None or _ADVICE.search(question))):
+    if (
+        any(m.is_asker for m in mentions)
+        and not _FIRST_PERSON_FILTER.search(question)
+        and (asker is None or _ADVICE.search(question))
+    ):
         mentions = [m for m in mentions if not m.is_asker]
     if asker is None and any(m.is_asker for m in mentions):
         # "my open PRs" needs an asker.
         text = next(m.text for m in mentions if m.is_asker)
-        return None, ResolutionFailed(f"{text!r} refers to the asker, but no asker is set: name who asks "
-                                      "(the run context's `user`)",
-                                      unresolved=text)
+        return None, ResolutionFailed(
+            f"{text!r} refers to the asker, but no asker is set: name who asks (the run context's `user`)",
+            unresolved=text,
+        )
     for mention in mentions:
         if mention.ambiguous:
             # A name several people have is the asker's to settle, never a model's guess: declined with them.
-            return None, ResolutionFailed(f"{mention.text!r} is ambiguous: {_named(mention.candidates)}; "
-                                          "which one did you mean?",
-                                          candidates=mention.candidates[:MAX_CANDIDATES], unresolved=mention.text)
+            return None, ResolutionFailed(
+                f"{mention.text!r} is ambiguous: {_named(mention.candidates)}; which one did you mean?",
+                candidates=mention.candidates[:MAX_CANDIDATES],
+                unresolved=mention.text,
+            )
     guessed = next((m for m in mentions if m.person is None and len(m.candidates) == 1), None)
     if guessed is not None:  # two edits from one login: offered, never assumed
         return None, _no_one_named(guessed.text, directory, values, guessed.candidates)
-    joined = next((m for m in mentions if m.person is not None and m.score < 100 and len(m.text.split()) > 1
-                   and not any(len(alias.split()) > 1 for alias in directory.aliases(m.person))
-                   and not any(o.person is not None and o.person.key == m.person.key and o.score >= 100 for o in mentions)),
-                  None)  # "albert villanova (albertvillanova)" names the login outright
+    joined = next(
+        (
+            m
+            for m in mentions
+            if m.person is not None
+            and m.score < 100
+            and len(m.text.split()) > 1
+            and not any(len(alias.split()) > 1 for alias in directory.aliases(m.person))
+            and not any(o.person is not None and o.person.key == m.person.key and o.score >= 100 for o in mentions)
+        ),
+        None,
+    )  # "albert villanova (albertvillanova)" names the login outright
     if joined is not None:
         # "Albert Villanova" is one edit from the login albertvillanova, but no record names anyone so:
         # a full name the data does not hold is a guess, declined with the login as the candidate.
@@ -159,14 +186,22 @@ def resolve(question: str, now: datetime, catalog: Catalog, asker: Person | None
     if unknown is not None:
         near = [m.person for m in mentions if m.person is not None and m.score < 100 and m.text in unknown]
         return None, _no_one_named(unknown, directory, values, near)
-    ctx = PlanningContext(question=question, now=now, schemas=catalog.schemas, directory=directory,
-                          asker=asker, mentions=[m for m in mentions if m.person is not None], times=times,
-                          read_as=question if question != asked else "")
+    ctx = PlanningContext(
+        question=question,
+        now=now,
+        schemas=catalog.schemas,
+        directory=directory,
+        asker=asker,
+        mentions=[m for m in mentions if m.person is not None],
+        times=times,
+        read_as=question if question != asked else "",
+    )
     return ctx, None
 
 
-def _unknown_person(question: str, mentions: list[Mention], time_texts: list[str], reserved: frozenset[str],
-                    values: ValueIndex | None) -> str | None:
+def _unknown_person(
+    question: str, mentions: list[Mention], time_texts: list[str], reserved: frozenset[str], values: ValueIndex | None
+) -> str | None:
     """The first span in a person's place that no one in the directory has, and that is not a date,
     a stored value (a label, a repo, a channel ...), an acronym or plain English."""
     times = [(i, i + len(t)) for t in time_texts if t for i in _occurrences(question, t)]
@@ -181,14 +216,21 @@ def _unknown_person(question: str, mentions: list[Mention], time_texts: list[str
             # lhoestq: the full name is not one the data holds, so it is declined with the candidates.
             return text
         words = re.split(r"[\s-]+", text.lower())  # "first-time contributors": plain words
-        if all(w in COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES | NOT_NAMES or (text.islower() and _plain_english(w))
-               for w in words) or text.lower() in reserved \
-                or _begins_value(question, start, end, reserved):
+        if (
+            all(
+                w in COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES | NOT_NAMES
+                or (text.islower() and _plain_english(w))
+                for w in words
+            )
+            or text.lower() in reserved
+            or _begins_value(question, start, end, reserved)
+        ):
             continue
         if len(text) >= 2 and text.isupper():
             continue  # an acronym ("ADR", "OPS"): a topic or a key, not a person
-        if values is not None and any(_vouches(m) and m.start <= start and m.end >= end
-                                      for m in values.search(text, limit=MAX_CANDIDATES)):
+        if values is not None and any(
+            _vouches(m) and m.start <= start and m.end >= end for m in values.search(text, limit=MAX_CANDIDATES)
+        ):
             continue  # a value the asker's records hold ("by payments", "from Redis" tagged redis)
         return text
     return None
@@ -197,8 +239,10 @@ def _unknown_person(question: str, mentions: list[Mention], time_texts: list[str
 def _begins_value(question: str, start: int, end: int, reserved: frozenset[str]) -> bool:
     """Whether the slot is the start of a longer stored value ("Won't" of the status "Won't Do")."""
     low = question.lower()
-    return any(len(v) > end - start and low.startswith(v, start)
-               and not low[start + len(v):start + len(v) + 1].isalnum() for v in reserved)
+    return any(
+        len(v) > end - start and low.startswith(v, start) and not low[start + len(v) : start + len(v) + 1].isalnum()
+        for v in reserved
+    )
 
 
 def _part_unread(question: str, start: int, end: int, inside: list[Mention]) -> bool:
@@ -224,8 +268,9 @@ def _occurrences(text: str, part: str) -> list[int]:
     return [m.start() for m in re.finditer(re.escape(part), text)]
 
 
-def _no_one_named(text: str, directory: PeopleDirectory, values: ValueIndex | None,
-                  near: list[Person] = ()) -> ResolutionFailed:
+def _no_one_named(
+    text: str, directory: PeopleDirectory, values: ValueIndex | None, near: list[Person] = ()
+) -> ResolutionFailed:
     """Decline a name that names no one, offering the closest people the asker may see (first those a
     part of the name came near: "Quentin Lhoest" offers lhoestq)."""
     if values is not None:
@@ -235,11 +280,15 @@ def _no_one_named(text: str, directory: PeopleDirectory, values: ValueIndex | No
         candidates = directory.closest(text, limit=MAX_CANDIDATES)
     candidates = list(dict.fromkeys([*near, *candidates]))[:MAX_CANDIDATES]
     if candidates:
-        return ResolutionFailed(f"I could not find anyone named {text!r}; the closest people are: "
-                                f"{_named(candidates)}. Which one did you mean?", candidates=candidates,
-                                unresolved=text)
-    return ResolutionFailed(f"I could not find anyone named {text!r}: there is no one by that name or close to it.",
-                            unresolved=text)
+        return ResolutionFailed(
+            f"I could not find anyone named {text!r}; the closest people are: "
+            f"{_named(candidates)}. Which one did you mean?",
+            candidates=candidates,
+            unresolved=text,
+        )
+    return ResolutionFailed(
+        f"I could not find anyone named {text!r}: there is no one by that name or close to it.", unresolved=text
+    )
 
 
 def unread_name(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) -> ResolutionFailed | None:
@@ -253,22 +302,37 @@ def unread_name(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) ->
     for span in plan_.not_understood:
         if span.get("how") != "unknown":
             continue  # words read, perhaps the wrong way round: not a name nobody has
-        names = [m for m in _CAPITALISED_RUN.finditer(span["text"])
-                 if not (span["start"] + m.start() == 0 and " " not in m.group(0))]  # a first word is capitalised anyway
+        names = [
+            m
+            for m in _CAPITALISED_RUN.finditer(span["text"])
+            if not (span["start"] + m.start() == 0 and " " not in m.group(0))
+        ]  # a first word is capitalised anyway
         # a full name written in lower case where a person is named ("assigned to ottoline fairweather")
-        names += [m for m in (_LOWER_CASE_RUN.match(span["text"], w.start()) for w in re.finditer(r"\b[a-z]", span["text"]))
-                  if m and _PERSON_BEFORE.search(ctx.question[:span["start"] + m.start()])]
+        names += [
+            m
+            for m in (_LOWER_CASE_RUN.match(span["text"], w.start()) for w in re.finditer(r"\b[a-z]", span["text"]))
+            if m and _PERSON_BEFORE.search(ctx.question[: span["start"] + m.start()])
+        ]
         # one lower-case word right after "by"/"from" that is no English word ("PRs from mario")
-        names += [m for m in _LOWER_CASE_WORD.finditer(span["text"])
-                  if _BY_FROM.search(ctx.question[:span["start"] + m.start()]) and not _plain_english(m.group(0).lower())]
+        names += [
+            m
+            for m in _LOWER_CASE_WORD.finditer(span["text"])
+            if _BY_FROM.search(ctx.question[: span["start"] + m.start()]) and not _plain_english(m.group(0).lower())
+        ]
         for m in names:
             name = m.group(0)
             words = [w.lower() for w in re.split(r"[\s-]+", name) if w.lower() not in _NAME_PARTICLES]
-            if any(w in known for w in words) or (name.islower() and len(words) < 2 and not _BY_FROM.search(
-                    ctx.question[:span["start"] + m.start()])) or (name.islower() and all(map(_plain_english, words))):
+            if (
+                any(w in known for w in words)
+                or (
+                    name.islower() and len(words) < 2 and not _BY_FROM.search(ctx.question[: span["start"] + m.start()])
+                )
+                or (name.islower() and all(map(_plain_english, words)))
+            ):
                 continue  # plain words in lower case ("no one has picked up yet") name no one
-            if values is not None and any(_vouches(v) for v in values.search(name, limit=MAX_CANDIDATES)
-                                          if v.kind != "person"):
+            if values is not None and any(
+                _vouches(v) for v in values.search(name, limit=MAX_CANDIDATES) if v.kind != "person"
+            ):
                 continue
             return _no_one_named(name, ctx.directory, values)
     return None
@@ -298,10 +362,13 @@ def contradiction(plan_: Plan, ctx: PlanningContext) -> ResolutionFailed | None:
     pairs = contradictions(plan_.ir, schema) if plan_.ir is not None and schema is not None else []
     if not pairs:
         return None
-    said = [" and ".join(dict.fromkeys(repr(ctx.question[s[0]:s[1]]) for s in pair if s)) for pair in pairs]
+    said = [" and ".join(dict.fromkeys(repr(ctx.question[s[0] : s[1]]) for s in pair if s)) for pair in pairs]
     read = "; ".join(s for s in said if s)
-    return ResolutionFailed("I read conditions into the question that no record can meet together"
-                            + (f" ({read})" if read else "") + ", so I have misread it. Could you say it another way?")
+    return ResolutionFailed(
+        "I read conditions into the question that no record can meet together"
+        + (f" ({read})" if read else "")
+        + ", so I have misread it. Could you say it another way?"
+    )
 
 
 def plan(ctx: PlanningContext, llm_planner=None, always_llm: bool = False, offline: Plan | None = None) -> Plan:
@@ -334,21 +401,35 @@ def _read_as(plan_: Plan, ctx: PlanningContext) -> Plan:
 def validate(plan_: Plan, ctx: PlanningContext, settings: Settings) -> str | None:
     schema = ctx.schemas.get(plan_.collection)
     if schema is None:
-        return (f"Collection {plan_.collection!r} does not exist or is empty; "
-                f"use one of: {', '.join(sorted(ctx.schemas))}.")
-    errors = validate_pipeline(plan_.pipeline, schema, ValidationPolicy(
-        allow_regex=settings.allow_regex, max_limit=settings.max_rows), schemas=ctx.schemas)
+        return (
+            f"Collection {plan_.collection!r} does not exist or is empty; use one of: {', '.join(sorted(ctx.schemas))}."
+        )
+    errors = validate_pipeline(
+        plan_.pipeline,
+        schema,
+        ValidationPolicy(allow_regex=settings.allow_regex, max_limit=settings.max_rows),
+        schemas=ctx.schemas,
+    )
     return "; ".join(errors) if errors else None
 
 
 def execute(plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings, tenant: str) -> list[dict[str, Any]]:
-    rows = run_pipeline(store, plan_.collection, plan_.pipeline, tenant=tenant,
-                        principals=principals_of(ctx.asker), schema=ctx.schemas.get(plan_.collection),
-                        max_rows=settings.max_rows, max_time_ms=settings.max_time_ms)
+    rows = run_pipeline(
+        store,
+        plan_.collection,
+        plan_.pipeline,
+        tenant=tenant,
+        principals=principals_of(ctx.asker),
+        schema=ctx.schemas.get(plan_.collection),
+        max_rows=settings.max_rows,
+        max_time_ms=settings.max_time_ms,
+    )
     return with_display_names(rows, plan_, ctx.directory)
 
 
-def unmatched_topic(plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings, tenant: str) -> dict[str, Any] | None:
+def unmatched_topic(
+    plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings, tenant: str
+) -> dict[str, Any] | None:
     """The topic of a plan that found nothing, when no record the asker may read mentions it at all
     ("desmond okonkwo-raines bug issues": no one by that name, read as a topic): said as not
     understood, so "0 issues" does not pass for an answer. None when the topic is in some record."""
@@ -356,8 +437,16 @@ def unmatched_topic(plan_: Plan, ctx: PlanningContext, store: Any, settings: Set
     if ir is None or not ir.text or ir.text_span is None:
         return None
     probe = [{"$match": {"$text": {"$search": " ".join(ir.text)}}}, {"$limit": 1}]
-    if run_pipeline(store, plan_.collection, probe, tenant=tenant, principals=principals_of(ctx.asker),
-                    schema=ctx.schemas.get(plan_.collection), max_rows=1, max_time_ms=settings.max_time_ms):
+    if run_pipeline(
+        store,
+        plan_.collection,
+        probe,
+        tenant=tenant,
+        principals=principals_of(ctx.asker),
+        schema=ctx.schemas.get(plan_.collection),
+        max_rows=1,
+        max_time_ms=settings.max_time_ms,
+    ):
         return None
     words = {w.strip('"').lower() for term in ir.text for w in term.split()}
     said = [(s["start"], s["end"]) for s in plan_.understood if s["how"] == "topic" and s["text"].lower() in words]

@@ -75,8 +75,9 @@ def _as_double(value: int) -> float:
         return float("inf") if value > 0 else float("-inf")
 
 
-def scoped_pipeline(pipeline: list[dict[str, Any]], tenant: str, principals: list[str],
-                    max_rows: int) -> list[dict[str, Any]]:
+def scoped_pipeline(
+    pipeline: list[dict[str, Any]], tenant: str, principals: list[str], max_rows: int
+) -> list[dict[str, Any]]:
     """The pipeline as it runs: scope merged into the first `$match`, a final row bound."""
     scope = scope_filter(tenant, principals)
     stages = [_scoped_join(stage, scope) for stage in copy.deepcopy(pipeline)]
@@ -96,8 +97,17 @@ def _scoped_join(stage: dict[str, Any], scope: dict[str, Any]) -> dict[str, Any]
         return stage
     spec = stage["$lookup"]
     inner = [_scoped_join(s, scope) for s in spec.get("pipeline", [])]  # the validator allows none; scoped even so
-    return {"$lookup": {**spec, "pipeline": [{"$match": dict(scope)}, *inner, {"$limit": MAX_JOINED},
-                                             {"$project": dict.fromkeys(sorted(HIDDEN_FIELDS), 0)}]}}
+    return {
+        "$lookup": {
+            **spec,
+            "pipeline": [
+                {"$match": dict(scope)},
+                *inner,
+                {"$limit": MAX_JOINED},
+                {"$project": dict.fromkeys(sorted(HIDDEN_FIELDS), 0)},
+            ],
+        }
+    }
 
 
 def _joined_collections(stages: list[dict[str, Any]]) -> list[str]:
@@ -105,11 +115,19 @@ def _joined_collections(stages: list[dict[str, Any]]) -> list[str]:
 
 
 def _is_text_score_sort(stage: dict[str, Any]) -> bool:
-    return "$sort" in stage and any(isinstance(v, dict) and v.get("$meta") == "textScore" for v in stage["$sort"].values())
+    return "$sort" in stage and any(
+        isinstance(v, dict) and v.get("$meta") == "textScore" for v in stage["$sort"].values()
+    )
 
 
-def _resolve_text(stages: list[dict[str, Any]], store: Any, collection: str, schema: CollectionSchema | None,
-                  tenant: str, native_text: bool) -> list[Any] | None:
+def _resolve_text(
+    stages: list[dict[str, Any]],
+    store: Any,
+    collection: str,
+    schema: CollectionSchema | None,
+    tenant: str,
+    native_text: bool,
+) -> list[Any] | None:
     """Serve `$text` from BM25: an `_id` pre-filter; returns the ids in rank order (None if native)."""
     match = stages[0].get("$match", {})
     text = match.get("$text")
@@ -122,25 +140,38 @@ def _resolve_text(stages: list[dict[str, Any]], store: Any, collection: str, sch
     # Ranked by relevance, `$text` is a search over all the text; filtering a structured question
     # ("merged PRs about streaming"), it is the records' subject: the first text field, their title.
     by_relevance = any(_is_text_score_sort(stage) for stage in stages)
-    ranked = text_ids(store, collection, tenant, fields, search,
-                      subject=None if by_relevance or not fields else fields[0])
+    ranked = text_ids(
+        store, collection, tenant, fields, search, subject=None if by_relevance or not fields else fields[0]
+    )
     del match["$text"]
     match["_id"] = {"$in": ranked}
     return ranked
 
 
-def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]], *, tenant: str,
-                 principals: list[str], schema: CollectionSchema | None, max_rows: int = 200,
-                 max_time_ms: int = 5000, max_bytes: int = Bounds.max_bytes) -> list[dict[str, Any]]:
+def run_pipeline(
+    store: Any,
+    collection_name: str,
+    pipeline: list[dict[str, Any]],
+    *,
+    tenant: str,
+    principals: list[str],
+    schema: CollectionSchema | None,
+    max_rows: int = 200,
+    max_time_ms: int = 5000,
+    max_bytes: int = Bounds.max_bytes,
+) -> list[dict[str, Any]]:
     """Run a validated pipeline within the tenant and access scope, a deadline and a byte cap."""
     collection = store.collection(collection_name)
     stages = scoped_pipeline(pipeline, tenant, principals, max_rows)
     bounds = Bounds(max_time_ms=max_time_ms, max_bytes=max_bytes)
     deadline = bounds.deadline()
-    native_text = not store.embedded and bool(schema and any(
-        "text" in str(ix.get("keys")) or ix.get("name", "").endswith("_text") for ix in schema.indexes))
+    native_text = not store.embedded and bool(
+        schema and any("text" in str(ix.get("keys")) or ix.get("name", "").endswith("_text") for ix in schema.indexes)
+    )
     ranked = _resolve_text(stages, store, collection_name, schema, tenant, native_text)
-    cut = next((i for i, stage in enumerate(stages) if _is_text_score_sort(stage)), None) if ranked is not None else None
+    cut = (
+        next((i for i, stage in enumerate(stages) if _is_text_score_sort(stage)), None) if ranked is not None else None
+    )
     head = stages if cut is None else stages[:cut]
     try:
         for joined in _joined_collections(stages):
@@ -155,7 +186,7 @@ def run_pipeline(store: Any, collection_name: str, pipeline: list[dict[str, Any]
             # in the store, the rows are ordered by rank, the rest runs over those rows in process.
             rank = {doc_id: i for i, doc_id in enumerate(ranked)}
             rows.sort(key=lambda row: rank.get(row.get("_id"), len(rank)))
-            rows = run_in_process(rows, stages[cut + 1:], bounds, deadline, collection.database)
+            rows = run_in_process(rows, stages[cut + 1 :], bounds, deadline, collection.database)
     except Cancelled:
         raise  # the caller is gone: not a failed attempt for the planner to correct
     except QueryBoundExceeded as exc:

@@ -71,9 +71,12 @@ def _read_manifest(root: Path) -> tuple[Path, dict[str, Any]] | None:
 def _is_fresh(store: Any, tenant: str, collection: str, fields: list[str], manifest: dict[str, Any]) -> bool:
     """Built from these fields, tokenized as queries are, and no record of the tenant's collection
     written since: the range of row numbers after `seq` (O(changed))."""
-    return (manifest.get("fields") == fields and manifest.get("tokenization") == TOKENIZATION
-            and isinstance(manifest.get("seq"), int)
-            and not store.file.written_since(manifest["seq"], tenant, [collection]))
+    return (
+        manifest.get("fields") == fields
+        and manifest.get("tokenization") == TOKENIZATION
+        and isinstance(manifest.get("seq"), int)
+        and not store.file.written_since(manifest["seq"], tenant, [collection])
+    )
 
 
 def sync_fulltext(store: Any, tenant: str, schemas: dict[str, Any]) -> list[str]:
@@ -92,8 +95,19 @@ def sync_fulltext(store: Any, tenant: str, schemas: dict[str, Any]) -> list[str]
             continue
         seq = store.file.last_seq()  # under the writer lock: nothing is written between this and the read
         index = _fit(store.collection(name), tenant, fields)
-        _write_build(root, index, {"format": FORMAT, "tenant": tenant, "collection": name, "fields": fields,
-                                   "tokenization": TOKENIZATION, "seq": seq, "ids": [str(i) for i in index.ids]})
+        _write_build(
+            root,
+            index,
+            {
+                "format": FORMAT,
+                "tenant": tenant,
+                "collection": name,
+                "fields": fields,
+                "tokenization": TOKENIZATION,
+                "seq": seq,
+                "ids": [str(i) for i in index.ids],
+            },
+        )
         rebuilt.append(name)
     return rebuilt
 
@@ -133,8 +147,12 @@ def text_index(store: Any, collection: str, tenant: str, fields: list[str]) -> B
         key = (id(store.db), collection, tenant, tuple(fields))
         cached = _CACHE.get(key)
         # `revision` counts this process's own writes (a webhook's, before its commit)
-        if (cached is not None and cached[1] == tuple(fields) and cached[0][1] == store.revision
-                and not store.file.written_since(cached[0][0], tenant, [collection])):
+        if (
+            cached is not None
+            and cached[1] == tuple(fields)
+            and cached[0][1] == store.revision
+            and not store.file.written_since(cached[0][0], tenant, [collection])
+        ):
             return cached[2]
         persisted = _persisted(store, tenant, collection, fields) if store.revision == 0 else None
         if persisted is not None:
@@ -192,11 +210,25 @@ def subject_index(store: Any, collection: str, tenant: str, field: str) -> BM25I
 # Short forms engineers write for the same subject ("docs" PRs are documentation PRs): a topic word
 # matches its other forms too. Whole words each side; no stemmer guesses them.
 SHORT_FORMS = {
-    "doc": "documentation", "docs": "documentation", "config": "configuration", "configs": "configuration",
-    "repo": "repository", "repos": "repositories", "perf": "performance", "dep": "dependency",
-    "deps": "dependencies", "auth": "authentication", "env": "environment", "impl": "implementation",
-    "db": "database", "param": "parameter", "params": "parameters", "arg": "argument", "args": "arguments",
-    "async": "asynchronous", "k8s": "kubernetes",
+    "doc": "documentation",
+    "docs": "documentation",
+    "config": "configuration",
+    "configs": "configuration",
+    "repo": "repository",
+    "repos": "repositories",
+    "perf": "performance",
+    "dep": "dependency",
+    "deps": "dependencies",
+    "auth": "authentication",
+    "env": "environment",
+    "impl": "implementation",
+    "db": "database",
+    "param": "parameter",
+    "params": "parameters",
+    "arg": "argument",
+    "args": "arguments",
+    "async": "asynchronous",
+    "k8s": "kubernetes",
 }
 
 
@@ -215,8 +247,9 @@ def word_forms(token: str) -> frozenset[str]:
     return _forms_by_token().get(token, frozenset({token}))
 
 
-def text_ids(store: Any, collection: str, tenant: str, fields: list[str], search: str,
-             subject: str | None = None) -> list[Any]:
+def text_ids(
+    store: Any, collection: str, tenant: str, fields: list[str], search: str, subject: str | None = None
+) -> list[Any]:
     """The records matching `search`, best first. With `subject` (a field path: the title), the records
     whose subject holds every search word, ranked over the subject: a topic inside a structured question
     ("open issues about parquet", "typed racket messages") names what the records are about, and an issue
@@ -226,8 +259,11 @@ def text_ids(store: Any, collection: str, tenant: str, fields: list[str], search
         tokens = [form for token in index.query_tokens(search) for form in sorted(word_forms(token))]
         return [doc_id for doc_id, _ in index.search_tokens(list(dict.fromkeys(tokens)))]
     # A collection whose only text is its subject (a message) is searched with the index ingest built.
-    index = (text_index(store, collection, tenant, fields) if fields == [subject]
-             else subject_index(store, collection, tenant, subject))
+    index = (
+        text_index(store, collection, tenant, fields)
+        if fields == [subject]
+        else subject_index(store, collection, tenant, subject)
+    )
     forms = [sorted(word_forms(word)) for word in dict.fromkeys(index.query_tokens(search))]
     about = None
     for word_and_forms in forms:  # every word, in one of its forms
@@ -235,8 +271,11 @@ def text_ids(store: Any, collection: str, tenant: str, fields: list[str], search
         about = with_word if about is None else about & with_word
     phrases = [_phrase(p) for p in re.findall(r'"([^"]+)"', search) if len(p.split()) > 1]
     if about and phrases:
-        about = {d["_id"] for d in _projected(store, collection, {"tenant_id": tenant, "_id": {"$in": list(about)}}, subject)
-                 if all(p.search(_text_of(d, [subject])) for p in phrases)}
+        about = {
+            d["_id"]
+            for d in _projected(store, collection, {"tenant_id": tenant, "_id": {"$in": list(about)}}, subject)
+            if all(p.search(_text_of(d, [subject])) for p in phrases)
+        }
     ranked = list(dict.fromkeys(form for group in forms for form in group))
     return [doc_id for doc_id, _ in index.search_tokens(ranked) if doc_id in (about or ())]
 
@@ -247,8 +286,12 @@ def _projected(store: Any, collection: str, query: dict[str, Any], field: str) -
     against an id list, and copy every body."""
     if store.embedded:
         stages = [{"$match": query}, {"$project": {field: 1}}]
-        return run_embedded(store.collection(collection), stages, Bounds(max_time_ms=60_000, max_rows=10**7,
-                                                                         max_bytes=2**31), revision=store.revision)
+        return run_embedded(
+            store.collection(collection),
+            stages,
+            Bounds(max_time_ms=60_000, max_rows=10**7, max_bytes=2**31),
+            revision=store.revision,
+        )
     return list(store.collection(collection).find(query, {field: 1}))
 
 

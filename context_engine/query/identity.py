@@ -33,7 +33,8 @@ _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-\[\]]*[A-Za-z0-9\]]|[A-Za-z0-9]")
 FUZZY_CUTOFF = 87
 
 # Words a fuzzy match must never turn into a person ("merged" is not "Meredith").
-COMMON_WORDS = frozenset("""
+COMMON_WORDS = frozenset(
+    """
 a about after all an and any are as at authored be been before between bug bugs by can closed
 comment comments commit commits count created day days did do doc docs document documents done
 draft during each for from github grouped has have how in into is issue issues it its label labels
@@ -44,11 +45,13 @@ tickets to top total under was week weekly weeks were what when where which who 
 with without wrote year years yesterday today assigned assignee assignees team teams repo repos
 repository channel channels people person status state priority high low medium number times
 pri prio p0 p1 p2 p3
-""".split())
+""".split()
+)
 
 # Everyday English a question is written in. Only fuzzy matching consults this list (an exact alias
 # still wins): "did I start" must not become Star or Stuart, "replied" not Randie.
-ORDINARY_WORDS = COMMON_WORDS | frozenset("""
+ORDINARY_WORDS = COMMON_WORDS | frozenset(
+    """
 start started starts starting begin began begun create post posts posting reply replied replying
 replies respond responded answer answered mention mentioned mentioning mentions send sent write
 written writes writing said says talk talked asked ask question questions discussion discussions
@@ -59,19 +62,26 @@ everyone group general random thing things something anything nothing great good
 contributors contributor maintainers maintainer reviewers reviewer committers committer collaborators collaborator
 newcomers newcomer beginners beginner newbies bots bot admins admin outsiders outsider externals external humans
 employees engineers developers devs strangers staff
-""".split())
+""".split()
+)
 
 # Month and weekday names that are also first names ("April", "Sunday"): in a date ("in April
 # 2019", "since April", "April 3") they are time, never a person.
-CALENDAR_NAMES = frozenset("""
+CALENDAR_NAMES = frozenset(
+    """
 january february march april may june july august september october november december
 monday tuesday wednesday thursday friday saturday sunday christmas xmas easter thanksgiving halloween
 jan feb mar apr jun jul aug sep sept oct nov dec
-""".split())
-_DATE_BEFORE = re.compile(r"\b(?:in|since|before|after|during|until|till|from|through|of|by|last|this|next|early|mid|late|on)\s+$", re.I)
+""".split()
+)
+_DATE_BEFORE = re.compile(
+    r"\b(?:in|since|before|after|during|until|till|from|through|of|by|last|this|next|early|mid|late|on)\s+$", re.I
+)
 # A lower-case "i" is the pronoun after an auxiliary ("did i", "have i") or before a verb ("i wrote").
 _LOWER_I = re.compile(r"\b(?:did|do|have|had|am|was|can|could|should|will|would)\s+$", re.I)
-_LOWER_I_AFTER = re.compile(r"^\s+(?:[a-z]+ed|wrote|write|have|had|did|do|am|was|own|sent|said|made|opened|open|merge|review|post)\b")
+_LOWER_I_AFTER = re.compile(
+    r"^\s+(?:[a-z]+ed|wrote|write|have|had|did|do|am|was|own|sent|said|made|opened|open|merge|review|post)\b"
+)
 _DATE_AFTER = re.compile(r"^\s*(?:\d{1,4}\b|,\s*\d{4}|年)")
 
 
@@ -95,7 +105,12 @@ class Person:
         return self.handles.get(kind)
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "name": self.name, **self.handles, **({"places": list(self.places)} if self.places else {})}
+        return {
+            "key": self.key,
+            "name": self.name,
+            **self.handles,
+            **({"places": list(self.places)} if self.places else {}),
+        }
 
 
 @dataclass
@@ -128,26 +143,37 @@ class UnknownAsker(UnknownPerson):
     """The asker names no account exactly (a near miss, a display name, a handle)."""
 
     def __init__(self, asker: str, stale: bool = False):
-        hint = "; the people directory was merged by an older version without account groups: ingest again" \
-            if stale else ""
-        super().__init__(f"unknown asker {asker!r}: name one account exactly (a GitHub login, a Slack user id, "
-                         f"a Jira or Linear account, a verified e-mail, or system:account such as github:login){hint}")
+        hint = (
+            "; the people directory was merged by an older version without account groups: ingest again"
+            if stale
+            else ""
+        )
+        super().__init__(
+            f"unknown asker {asker!r}: name one account exactly (a GitHub login, a Slack user id, "
+            f"a Jira or Linear account, a verified e-mail, or system:account such as github:login){hint}"
+        )
 
 
 class AmbiguousAsker(AmbiguousPerson):
     """The asker names accounts that are not one group: the caller must choose."""
 
     def __init__(self, asker: str, choices: list[str]):
-        LookupError.__init__(self, f"asker {asker!r} matches accounts of different people; use one of: "
-                                   + ", ".join(choices))
+        LookupError.__init__(
+            self, f"asker {asker!r} matches accounts of different people; use one of: " + ", ".join(choices)
+        )
         self.candidates = []
         self.choices = choices
 
 
 def places_of(record: dict[str, Any]) -> list[str]:
     """The Slack workspaces a people record was seen in (its identities' sources, "slack:racket")."""
-    return list(dict.fromkeys(str(i["source"]).split(":", 1)[1] for i in record.get("identities") or ()
-                              if isinstance(i, dict) and str(i.get("source", "")).startswith("slack:")))
+    return list(
+        dict.fromkeys(
+            str(i["source"]).split(":", 1)[1]
+            for i in record.get("identities") or ()
+            if isinstance(i, dict) and str(i.get("source", "")).startswith("slack:")
+        )
+    )
 
 
 def _person_from_record(record: dict[str, Any]) -> Person:
@@ -158,12 +184,21 @@ def _person_from_record(record: dict[str, Any]) -> Person:
         if record.get(kind):
             handles[kind] = str(record[kind])
     key = record.get("login") or record.get("slack_id") or record.get("email")
-    accounts = tuple(tuple(str(p) for p in group.get("principals") or ())
-                     for group in record.get("accounts") or () if isinstance(group, dict))
+    accounts = tuple(
+        tuple(str(p) for p in group.get("principals") or ())
+        for group in record.get("accounts") or ()
+        if isinstance(group, dict)
+    )
     places = tuple(str(p) for p in record.get("places") or places_of(record))
-    return Person(key=str(key), name=str(record.get("name") or key), handles=handles,
-                  aliases=tuple(str(a) for a in record.get("aliases") or ()), team=record.get("team"),
-                  accounts=tuple(a for a in accounts if a), places=places)
+    return Person(
+        key=str(key),
+        name=str(record.get("name") or key),
+        handles=handles,
+        aliases=tuple(str(a) for a in record.get("aliases") or ()),
+        team=record.get("team"),
+        accounts=tuple(a for a in accounts if a),
+        places=places,
+    )
 
 
 # Systems whose accounts compare case-insensitively (GitHub logins, e-mail); the rest exactly.
@@ -226,8 +261,10 @@ class PeopleDirectory:
         return {a.strip() for a in aliases if a and a.strip()}
 
     def _is_handle(self, alias: str) -> bool:
-        return any(alias in (h.lower() for h in self.people[i].handles.values()) or alias == self.people[i].key.lower()
-                   for i in self.index.get(alias, ()))
+        return any(
+            alias in (h.lower() for h in self.people[i].handles.values()) or alias == self.people[i].key.lower()
+            for i in self.index.get(alias, ())
+        )
 
     def __len__(self) -> int:
         return len(self.people)
@@ -268,8 +305,9 @@ class PeopleDirectory:
             choices = []
             for (i, g), hit in sorted(matched.items()):
                 others = [p for (j, h), q in matched.items() if (j, h) != (i, g) for p in self.people[j].accounts[h]]
-                choices.append(hit if hit not in others else
-                               next((p for p in self.people[i].accounts[g] if p not in others), hit))
+                choices.append(
+                    hit if hit not in others else next((p for p in self.people[i].accounts[g] if p not in others), hit)
+                )
             raise AmbiguousAsker(asker, sorted(set(choices)))
         ((i, g),) = matched
         return replace(self.people[i], principals=self.people[i].accounts[g])
@@ -293,13 +331,15 @@ class PeopleDirectory:
         """The people whose aliases are most like `text`, for "did you mean" (the directory is the
         tenant's, readable by all its members)."""
         people: list[Person] = []
-        for alias, _, _ in process.extract(text.lower(), self._alias_keys, scorer=fuzz.ratio, score_cutoff=60,
-                                           limit=4 * limit):
+        for alias, _, _ in process.extract(
+            text.lower(), self._alias_keys, scorer=fuzz.ratio, score_cutoff=60, limit=4 * limit
+        ):
             people += [self.people[i] for i in sorted(self.index[alias]) if self.people[i] not in people]
         return people[:limit]
 
-    def find_mentions(self, question: str, asker: Person | None = None,
-                      reserved: frozenset[str] = frozenset()) -> list[Mention]:
+    def find_mentions(
+        self, question: str, asker: Person | None = None, reserved: frozenset[str] = frozenset()
+    ) -> list[Mention]:
         """People named in the question, left to right. `reserved` words are never people."""
         mentions: list[Mention] = []
         taken: list[tuple[int, int]] = []
@@ -320,21 +360,25 @@ class PeopleDirectory:
                 add(Mention("我", m.start(), m.end(), person=asker, is_asker=True))
 
         # "don't", "isn't": the word before a contraction's "'t" is no one ("Don" is someone).
-        words = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(question)
-                 if not re.match(r"['’]t\b", question[m.end():])]
+        words = [
+            (m.group(0), m.start(), m.end())
+            for m in _WORD.finditer(question)
+            if not re.match(r"['’]t\b", question[m.end() :])
+        ]
         # A writer who capitalizes some word after the first ("PRs by Rashed") capitalizes names:
         # then only capitalized words may be misspelt names, lower-case ones are plain English.
         writes_names_capitalized = any(w[0][0].isupper() and w[0] != "I" for w in words[1:])
         slots: list[tuple[str, int, int]] | None = None  # where persons are named: computed once, when needed
 
         def a_word_not_a_name(text: str, low: str, start: int, end: int) -> bool:
-            """"top elmlang poster", "mention match", "please": a lower-case common word outside a
+            """ "top elmlang poster", "mention match", "please": a lower-case common word outside a
             person's place is that word, though someone is called so."""
             nonlocal slots
             if not (text.islower() and is_english(low)):
                 return False
             slots = person_slots(question) if slots is None else slots
             return not any(a <= start and end <= b for _, a, b in slots)
+
         for n in (3, 2, 1):
             for j in range(len(words) - n + 1):
                 start, end = words[j][1], words[j + n - 1][2]
@@ -343,10 +387,20 @@ class PeopleDirectory:
                 text = question[start:end]
                 clean = re.sub(r"'s$", "", text)
                 low = clean.lower()
-                polite = low == "me" and re.search(r"\b(show|tell|give|get|find|list|let|help|remind)\s+$",
-                                                   question[:start], re.I)
-                if n == 1 and low in _FIRST_PERSON and (low != "i" or text == "I" or _LOWER_I.search(question[:start])
-                                                         or _LOWER_I_AFTER.search(question[end:])) and not polite:
+                polite = low == "me" and re.search(
+                    r"\b(show|tell|give|get|find|list|let|help|remind)\s+$", question[:start], re.I
+                )
+                if (
+                    n == 1
+                    and low in _FIRST_PERSON
+                    and (
+                        low != "i"
+                        or text == "I"
+                        or _LOWER_I.search(question[:start])
+                        or _LOWER_I_AFTER.search(question[end:])
+                    )
+                    and not polite
+                ):
                     add(Mention(text, start, end, person=asker, is_asker=True))
                     continue
                 if _ELSE.match(low) and _SOMEONE_BEFORE.search(question[:start]):
@@ -354,14 +408,21 @@ class PeopleDirectory:
                 hits = self.index.get(low)
                 if n == 1 and (hits or len(low) >= 5) and a_word_not_a_name(text, low, start, end):
                     continue  # (without a hit, a word shorter than five letters is looked up no further)
-                if n == 1 and low in CALENDAR_NAMES and (_DATE_BEFORE.search(question[:start])
-                                                         or _DATE_AFTER.search(question[end:])):
+                if (
+                    n == 1
+                    and low in CALENDAR_NAMES
+                    and (_DATE_BEFORE.search(question[:start]) or _DATE_AFTER.search(question[end:]))
+                ):
                     continue  # a date ("in April 2019"), not April the person
                 if (n == 1 and low in COMMON_WORDS) or (low in reserved and not (hits and self._is_handle(low))):
                     continue  # a stored value ("bug") is not a person, unless it is someone's exact login
                 if hits:
                     self._add_hits(add, text, start, end, hits, 100.0)
-                elif n <= 2 and len(low) >= 5 and not any(w[0].lower() in ORDINARY_WORDS | reserved for w in words[j:j + n]):
+                elif (
+                    n <= 2
+                    and len(low) >= 5
+                    and not any(w[0].lower() in ORDINARY_WORDS | reserved for w in words[j : j + n])
+                ):
                     if text[0].isupper() or not writes_names_capitalized:
                         self._fuzzy(add, low, text, start, end, self._alias_keys)
                     elif n == 1 and len(low) >= 7:
@@ -410,68 +471,96 @@ class PeopleDirectory:
 # ------------------------------------------------------------------------------------------------
 
 # A capitalised name of up to three words, with the lower-case particles of family names ("Patrick von Platen").
-_NAME = (r"(?:@[\w.\-]+|[A-Z][\w\u00C0-\u024F'\-]*(?:\s+(?:(?:von|van|der|den|de|da|di|del|della|du|le|la|bin|al)\s+)?"
-         r"[A-Z][\w\u00C0-\u024F'\-]*){0,2})")
+_NAME = (
+    r"(?:@[\w.\-]+|[A-Z][\w\u00C0-\u024F'\-]*(?:\s+(?:(?:von|van|der|den|de|da|di|del|della|du|le|la|bin|al)\s+)?"
+    r"[A-Z][\w\u00C0-\u024F'\-]*){0,2})"
+)
 _LOGIN_LIKE = r"(?:[a-z][a-z0-9]*[0-9_\-][a-z0-9_\-]*[a-z0-9])"
 # Words that lead to a person: "by X", "assigned to X", "messages from X", "did X merge", "X's".
 _PERSON_CUES = [
-    re.compile(rf"\b(?:(?:assigned|given|requested|sent|mentioned|reported|opened|merged|authored|created|written|"
-               rf"filed|reviewed|approved|closed|started|posted|raised|submitted|owned)\s+(?:to|by|for)|by|"
-               rf"(?:messages?|posts?|prs?|pull requests?|commits?|anything|something|updates?|reviews?|work|tickets?|"
-               rf"issues?|threads?)\s+from|assigned|mentioning|waiting (?:for|on)|"
-               rf"(?:repl(?:y|ies|ied)|respond(?:s|ed)?|answer(?:s|ed)?|talk(?:s|ed)?|wr[io]te)\s+(?:the\s+)?(?:most\s+|more\s+)?to)"
-               rf"\s+({_NAME}|{_LOGIN_LIKE})"),
+    re.compile(
+        rf"\b(?:(?:assigned|given|requested|sent|mentioned|reported|opened|merged|authored|created|written|"
+        rf"filed|reviewed|approved|closed|started|posted|raised|submitted|owned)\s+(?:to|by|for)|by|"
+        rf"(?:messages?|posts?|prs?|pull requests?|commits?|anything|something|updates?|reviews?|work|tickets?|"
+        rf"issues?|threads?)\s+from|assigned|mentioning|waiting (?:for|on)|"
+        rf"(?:repl(?:y|ies|ied)|respond(?:s|ed)?|answer(?:s|ed)?|talk(?:s|ed)?|wr[io]te)\s+(?:the\s+)?(?:most\s+|more\s+)?to)"
+        rf"\s+({_NAME}|{_LOGIN_LIKE})"
+    ),
     re.compile(rf"\b({_NAME})'s\b"),
     # "issues by quin": a plain lower-case word right after "<records> by" is who wrote them
-    re.compile(r"\b(?:[Pp][Rr]s?|[Pp]ull [Rr]equests?|[Ii]ssues?|[Tt]ickets?|[Bb]ugs?|[Mm]essages?|[Pp]osts?|[Tt]hreads?"
-               r"|[Cc]ommits?)\s+by\s+([a-z][a-z0-9]{2,})\b"),
+    re.compile(
+        r"\b(?:[Pp][Rr]s?|[Pp]ull [Rr]equests?|[Ii]ssues?|[Tt]ickets?|[Bb]ugs?|[Mm]essages?|[Pp]osts?|[Tt]hreads?"
+        r"|[Cc]ommits?)\s+by\s+([a-z][a-z0-9]{2,})\b"
+    ),
     # "has Ignatius Pembleton ever opened a pull request", "have Zed and ... merged"
-    re.compile(rf"\b(?:[Hh]as|[Hh]ave)\s+({_NAME})\s+(?:ever\s+|actually\s+|already\s+|been\s+)?(?:merged|opened|reviewed|"
-               rf"written|closed|created|filed|posted|committed|approved|shipped|authored|started|reported|fixed|"
-               rf"submitted|landed|worked on|assigned)\b"),
+    re.compile(
+        rf"\b(?:[Hh]as|[Hh]ave)\s+({_NAME})\s+(?:ever\s+|actually\s+|already\s+|been\s+)?(?:merged|opened|reviewed|"
+        rf"written|closed|created|filed|posted|committed|approved|shipped|authored|started|reported|fixed|"
+        rf"submitted|landed|worked on|assigned)\b"
+    ),
     # "分配给 Wilhelmina Okafor-Strand 的 issue": a name in Latin letters after "assigned to"
     re.compile(rf"(?:分配给|指派给|交给)\s*({_NAME})"),
-    re.compile(rf"\b[Dd]id\s+({_NAME}|[a-z][\w\-]*)\s+(?:ever\s+|actually\s+|already\s+)?(?:merge|open|review|write|"
-               rf"close|create|file|post|commit|approve|ship|author|start|fix|work|send|submit|report|comment|do|"
-               rf"finish|resolve|land)\b"),
-    re.compile(rf"^\W*({_NAME})\s+(?:merged|opened|reviewed|wrote|closed|created|filed|posted|committed|approved|"
-               rf"shipped|authored|started|reported|fixed|submitted|landed)\b"),
+    re.compile(
+        rf"\b[Dd]id\s+({_NAME}|[a-z][\w\-]*)\s+(?:ever\s+|actually\s+|already\s+)?(?:merge|open|review|write|"
+        rf"close|create|file|post|commit|approve|ship|author|start|fix|work|send|submit|report|comment|do|"
+        rf"finish|resolve|land)\b"
+    ),
+    re.compile(
+        rf"^\W*({_NAME})\s+(?:merged|opened|reviewed|wrote|closed|created|filed|posted|committed|approved|"
+        rf"shipped|authored|started|reported|fixed|submitted|landed)\b"
+    ),
     # "issues Patrick von Platen filed", "PRs zed-dev merged": the records, then who did what to them.
-    re.compile(rf"\b(?:[Pp][Rr]s?|[Pp]ull [Rr]equests?|[Ii]ssues?|[Tt]ickets?|[Bb]ugs?|[Mm]essages?|[Tt]hreads?|[Cc]ommits?)\s+"
-               rf"({_NAME}|{_LOGIN_LIKE})\s+(?:has\s+|have\s+|had\s+)?(?:merged|opened|reviewed|wrote|closed|created|"
-               rf"filed|posted|committed|approved|shipped|authored|started|reported|fixed|submitted|landed|raised)\b"),
+    re.compile(
+        rf"\b(?:[Pp][Rr]s?|[Pp]ull [Rr]equests?|[Ii]ssues?|[Tt]ickets?|[Bb]ugs?|[Mm]essages?|[Tt]hreads?|[Cc]ommits?)\s+"
+        rf"({_NAME}|{_LOGIN_LIKE})\s+(?:has\s+|have\s+|had\s+)?(?:merged|opened|reviewed|wrote|closed|created|"
+        rf"filed|posted|committed|approved|shipped|authored|started|reported|fixed|submitted|landed|raised)\b"
+    ),
     # "how many issues is Mario assigned to", "Mario was assigned": the assignee.
-    re.compile(rf"\b(?:is|was|are|were)\s+({_NAME})\s+assigned\b|\b({_NAME})\s+(?:is|was|are|were|has been|got|gets)\s+assigned\b"),
+    re.compile(
+        rf"\b(?:is|was|are|were)\s+({_NAME})\s+assigned\b|\b({_NAME})\s+(?:is|was|are|were|has been|got|gets)\s+assigned\b"
+    ),
     # "what is Marguerite Okonkwo-Blaise working on", "what has Zed been up to": someone's work
-    re.compile(rf"\bwhat\s+(?:is|are|was|has|have|did)\s+({_NAME})\s+(?:been\s+)?(?:working on|doing|up to|shipping|done)\b"),
+    re.compile(
+        rf"\bwhat\s+(?:is|are|was|has|have|did)\s+({_NAME})\s+(?:been\s+)?(?:working on|doing|up to|shipping|done)\b"
+    ),
     # A name in Latin letters before what a person does in Chinese ("Nobody Atall 开了哪些 PR", "Quentin 在
     # 2021 年合并了"); before 的 only a full name ("Nobody Atall 的 PR"): "Docker 的 issue" is a topic.
-    re.compile(rf"(?:^|(?<=[\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff]))({_NAME}|{_LOGIN_LIKE})\s*"
-               rf"(?=在|合并|提交|创建|负责|写了|写的|写过|发了|发的|发过|评审|审查|审核|关闭|解决|完成|打开|开了|开过|开的|提了|提的|提过|报的|"
-               rf"上周|本周|这周|上个月|这个月|本月|今年|去年|最近|一共|总共)"
-               rf"|(?:^|(?<=[\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff]))([A-Z][a-z]+\s+[A-Z][a-z]+)\s*(?=的)"),
+    re.compile(
+        rf"(?:^|(?<=[\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff]))({_NAME}|{_LOGIN_LIKE})\s*"
+        rf"(?=在|合并|提交|创建|负责|写了|写的|写过|发了|发的|发过|评审|审查|审核|关闭|解决|完成|打开|开了|开过|开的|提了|提的|提过|报的|"
+        rf"上周|本周|这周|上个月|这个月|本月|今年|去年|最近|一共|总共)"
+        rf"|(?:^|(?<=[\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff]))([A-Z][a-z]+\s+[A-Z][a-z]+)\s*(?=的)"
+    ),
 ]
 # A Chinese name (a common surname and one or two characters) before what a person does, or after
 # "assigned to".
-_SURNAMES = ("王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕"
-             "丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤")
-_CJK_BEFORE = re.compile(r"(?=的|合并|提交|创建|负责|写了|写的|发了|发的|评审|审查|审核|关闭|解决|完成|打开|开了|提了|提的|报的)")
+_SURNAMES = (
+    "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕"
+    "丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
+)
+_CJK_BEFORE = re.compile(
+    r"(?=的|合并|提交|创建|负责|写了|写的|发了|发的|评审|审查|审核|关闭|解决|完成|打开|开了|提了|提的|报的)"
+)
 _CJK_AFTER = re.compile(r"(?:分配给|指派给|交给|由|和|跟)(?!任何|别人|谁|其他)([\u4e00-\u9fff]{2,3})")
 _CJK_PARTICLES = "的了在和提合发写负创评审关解完打开吗呢"  # a third character that is not part of the name
 # Time words that run into a name in Chinese ("上周张三合并"): a name starts after them.
-_CJK_TIME = re.compile(r"(?:上|本|这|下|每)(?:个)?(?:周|星期|礼拜|月|季度)|(?:今|去|前|明)年|(?:今|昨|前|明)天|最近|近期|以来|一共|总共")
+_CJK_TIME = re.compile(
+    r"(?:上|本|这|下|每)(?:个)?(?:周|星期|礼拜|月|季度)|(?:今|去|前|明)年|(?:今|昨|前|明)天|最近|近期|以来|一共|总共"
+)
 # Common words whose last character is also a surname ("任何": any; "如何": how; "为何": why).
 _CJK_WORDS_ENDING_IN_SURNAME = frozenset({"任何", "如何", "为何", "几何", "有何", "没何"})
 # Words that open a possessive or a "did X" without being anyone.
 _ELSE = re.compile(r"else$")
 _SOMEONE_BEFORE = re.compile(r"\b(?:some|any|no|every)(?:one|body)\s+$|\bno one\s+$|\b(?:who|what|where)\s+$", re.I)
-NOT_NAMES = frozenset("""
+NOT_NAMES = frozenset(
+    """
 i we you they he she it its anyone anybody someone somebody everyone everybody nobody none no one team folks
 people what that there here who let today tonight yesterday tomorrow week month year quarter sprint else
 date dates time name names size age title author owner type kind area component project milestone channel
 space workspace activity volume default hand others other altogether all together total
 任何人 任何一个人 别人 其他人 他人 某人 有人 没人 谁
-""".split())
+""".split()
+)
 
 
 # How often a word must occur in English text (pyspellchecker's counts) to be read as that word rather
@@ -495,7 +584,7 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
             group = next(g for g in range(1, (m.lastindex or 1) + 1) if m.group(g) is not None)
             start, end = m.span(group)
             text = question[start:end].lstrip("@")
-            if re.match(r"mentioning\s+$", question[m.start():start], re.I) and text[:1].islower():
+            if re.match(r"mentioning\s+$", question[m.start() : start], re.I) and text[:1].islower():
                 continue  # "mentioning elm-test": a lower-case word there is a subject; "mentioning @kim" a person
             start = end - len(text)
             if text.lower().endswith("'s"):
@@ -509,16 +598,22 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
             while words and words[-1].lower() in ORDINARY_WORDS | CALENDAR_NAMES | NOT_NAMES:
                 words.pop()
             # "by nobody" is no one; "by Nobody Atall" is someone's full name.
-            if words and ((len(words) > 1 and words[0][0].isupper()) or words[0].lower() not in ORDINARY_WORDS | NOT_NAMES):
+            if words and (
+                (len(words) > 1 and words[0][0].isupper()) or words[0].lower() not in ORDINARY_WORDS | NOT_NAMES
+            ):
                 text = " ".join(words)
                 slots.append((text, start, start + len(text)))
     for run in re.finditer(r"[\u4e00-\u9fff]+", question):
         for cue in _CJK_BEFORE.finditer(question, run.start(), run.end()):
-            head = question[run.start():cue.start()]
-            head = head[max((t.end() for t in _CJK_TIME.finditer(head)), default=0):]
+            head = question[run.start() : cue.start()]
+            head = head[max((t.end() for t in _CJK_TIME.finditer(head)), default=0) :]
             for size in (3, 2):
                 # "任何标签" is "any label": a name does not start inside a common word.
-                if len(head) >= size and head[-size] in _SURNAMES and head[-size - 1:][:2] not in _CJK_WORDS_ENDING_IN_SURNAME:
+                if (
+                    len(head) >= size
+                    and head[-size] in _SURNAMES
+                    and head[-size - 1 :][:2] not in _CJK_WORDS_ENDING_IN_SURNAME
+                ):
                     slots.append((head[-size:], cue.start() - size, cue.start()))
                     break
     for m in _CJK_AFTER.finditer(question):

@@ -108,20 +108,36 @@ class Filter:
             raise IRError(f"{self.op} takes a list, not {self.value!r}")
         if self.op == "exists" and not isinstance(self.value, bool):
             raise IRError(f"exists takes true or false, not {self.value!r}")
-        if self.op in WORD_OPERATORS and not (isinstance(self.value, list) and 0 < len(self.value) <= MAX_WORDS
-                                       and all(isinstance(w, str) and WORD.fullmatch(w) for w in self.value)):
-            raise IRError(f"{self.op} takes a list of 1 to {MAX_WORDS} words (letters and digits, or Chinese characters), "
-                          f"not {self.value!r}")
+        if self.op in WORD_OPERATORS and not (
+            isinstance(self.value, list)
+            and 0 < len(self.value) <= MAX_WORDS
+            and all(isinstance(w, str) and WORD.fullmatch(w) for w in self.value)
+        ):
+            raise IRError(
+                f"{self.op} takes a list of 1 to {MAX_WORDS} words (letters and digits, or Chinese characters), "
+                f"not {self.value!r}"
+            )
 
     def to_json(self) -> dict[str, Any]:
-        return {"field": self.field, "op": self.op, "value": _value_json(self.value), "negate": self.negate,
-                "span": _span_json(self.span), **({"via": self.via} if self.via else {})}
+        return {
+            "field": self.field,
+            "op": self.op,
+            "value": _value_json(self.value),
+            "negate": self.negate,
+            "span": _span_json(self.span),
+            **({"via": self.via} if self.via else {}),
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Filter:
-        return cls(field=str(data["field"]), op=data.get("op", "eq"), value=_value_of(data.get("value")),
-                   negate=bool(data.get("negate", False)), span=_span_of(data.get("span")),
-                   via=str(data["via"]) if data.get("via") else None)
+        return cls(
+            field=str(data["field"]),
+            op=data.get("op", "eq"),
+            value=_value_of(data.get("value")),
+            negate=bool(data.get("negate", False)),
+            span=_span_of(data.get("span")),
+            via=str(data["via"]) if data.get("via") else None,
+        )
 
 
 @dataclass
@@ -134,15 +150,19 @@ class TimeRange:
     span: Span | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"field": self.field, "start": _value_json(self.start), "end": _value_json(self.end),
-                "span": _span_json(self.span)}
+        return {
+            "field": self.field,
+            "start": _value_json(self.start),
+            "end": _value_json(self.end),
+            "span": _span_json(self.span),
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TimeRange:
         start, end = (_value_of(data.get(k)) for k in ("start", "end"))
         for bound in (start, end):
             if bound is not None and not isinstance(bound, datetime):
-                raise IRError(f"a time range's bounds are dates ({{\"$date\": ...}}) or null, not {bound!r}")
+                raise IRError(f'a time range\'s bounds are dates ({{"$date": ...}}) or null, not {bound!r}')
         return cls(field=str(data["field"]), start=start, end=end, span=_span_of(data.get("span")))
 
 
@@ -199,24 +219,40 @@ class Shape:
             raise IRError(f"unknown time bucket {self.bucket!r}; use one of: {', '.join(BUCKETS)}")
         if self.over not in ("records", "groups"):
             raise IRError(f"a shape is over records or groups, not {self.over!r}")
-        if self.limit is not None and (not isinstance(self.limit, int) or isinstance(self.limit, bool) or self.limit < 1):
+        if self.limit is not None and (
+            not isinstance(self.limit, int) or isinstance(self.limit, bool) or self.limit < 1
+        ):
             raise IRError(f"a limit is a positive integer, not {self.limit!r}")
         needs_field = self.kind in ("distinct_count", "group", "top") or (
-            self.kind in ("min", "max", "argmin", "argmax", "sum"))
+            self.kind in ("min", "max", "argmin", "argmax", "sum")
+        )
         if needs_field and not self.field:
             raise IRError(f"the shape {self.kind} needs a field")
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "field": self.field, "bucket": self.bucket, "over": self.over, "limit": self.limit,
-                "sort": [s.to_json() for s in self.sort], "span": _span_json(self.span),
-                **({"fields": list(self.fields)} if self.fields else {})}  # said only when set: earlier plans read the same
+        return {
+            "kind": self.kind,
+            "field": self.field,
+            "bucket": self.bucket,
+            "over": self.over,
+            "limit": self.limit,
+            "sort": [s.to_json() for s in self.sort],
+            "span": _span_json(self.span),
+            **({"fields": list(self.fields)} if self.fields else {}),
+        }  # said only when set: earlier plans read the same
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Shape:
-        return cls(kind=data.get("kind", "list"), field=data.get("field"), bucket=data.get("bucket"),
-                   over=data.get("over") or "records", limit=data.get("limit"),
-                   sort=[SortKey.from_json(s) for s in data.get("sort") or []], span=_span_of(data.get("span")),
-                   fields=data.get("fields") or [])
+        return cls(
+            kind=data.get("kind", "list"),
+            field=data.get("field"),
+            bucket=data.get("bucket"),
+            over=data.get("over") or "records",
+            limit=data.get("limit"),
+            sort=[SortKey.from_json(s) for s in data.get("sort") or []],
+            span=_span_of(data.get("span")),
+            fields=data.get("fields") or [],
+        )
 
 
 @dataclass
@@ -244,36 +280,49 @@ class PlanIR:
             raise IRError(f"unknown follow-up {self.followup!r}; use one of: {', '.join(FOLLOWUPS)}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"collection": self.collection, "filters": [f.to_json() for f in self.filters],
-                "times": [t.to_json() for t in self.times], "text": list(self.text),
-                "text_span": _span_json(self.text_span), "shape": self.shape.to_json(), "followup": self.followup,
-                "pipeline": to_extended_json(self.pipeline) if self.pipeline is not None else None,
-                **({"unwind": self.unwind} if self.unwind else {})}
+        return {
+            "collection": self.collection,
+            "filters": [f.to_json() for f in self.filters],
+            "times": [t.to_json() for t in self.times],
+            "text": list(self.text),
+            "text_span": _span_json(self.text_span),
+            "shape": self.shape.to_json(),
+            "followup": self.followup,
+            "pipeline": to_extended_json(self.pipeline) if self.pipeline is not None else None,
+            **({"unwind": self.unwind} if self.unwind else {}),
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> PlanIR:
         """The IR of JSON (a model's output included); a malformed one raises `IRError`."""
         if not isinstance(data, dict) or not isinstance(data.get("collection"), str):
-            raise IRError("a plan is a JSON object with a \"collection\"")
+            raise IRError('a plan is a JSON object with a "collection"')
         try:
             text = data.get("text") or []
             if isinstance(text, str):
                 text = text.split()
             pipeline = data.get("pipeline")
             if pipeline is not None and not isinstance(pipeline, list):
-                raise IRError("\"pipeline\" is a list of stages")
-            return cls(collection=data["collection"], filters=[Filter.from_json(f) for f in data.get("filters") or []],
-                       times=[TimeRange.from_json(t) for t in data.get("times") or []],
-                       text=[str(t) for t in text], text_span=_span_of(data.get("text_span")),
-                       shape=Shape.from_json(data.get("shape") or {}), followup=data.get("followup"),
-                       pipeline=from_extended_json(pipeline) if pipeline else None, unwind=data.get("unwind") or None)
+                raise IRError('"pipeline" is a list of stages')
+            return cls(
+                collection=data["collection"],
+                filters=[Filter.from_json(f) for f in data.get("filters") or []],
+                times=[TimeRange.from_json(t) for t in data.get("times") or []],
+                text=[str(t) for t in text],
+                text_span=_span_of(data.get("text_span")),
+                shape=Shape.from_json(data.get("shape") or {}),
+                followup=data.get("followup"),
+                pipeline=from_extended_json(pipeline) if pipeline else None,
+                unwind=data.get("unwind") or None,
+            )
         except (KeyError, TypeError, AttributeError) as exc:
             raise IRError(f"malformed plan: {exc}") from None
 
 
 _SPAN_SCHEMA = {"type": ["array", "null"], "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
-_DATE_SCHEMA = {"anyOf": [{"type": "null"}, {"type": "object", "properties": {"$date": {"type": "string"}},
-                                                                 "required": ["$date"]}]}
+_DATE_SCHEMA = {
+    "anyOf": [{"type": "null"}, {"type": "object", "properties": {"$date": {"type": "string"}}, "required": ["$date"]}]
+}
 _SCALAR = [{"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]
 
 # The JSON schema of `PlanIR.to_json`, for constrained model output.
@@ -281,25 +330,55 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "collection": {"type": "string"},
-        "filters": {"type": "array", "items": {
-            "type": "object",
-            "properties": {"field": {"type": "string"}, "op": {"enum": list(OPERATORS)},
-                           "value": {"anyOf": [*_SCALAR, _DATE_SCHEMA, {"type": "array", "items": {"anyOf": _SCALAR}}]},
-                           "negate": {"type": "boolean"}, "span": _SPAN_SCHEMA, "via": {"type": ["string", "null"]}},
-            "required": ["field", "op", "value"]}},
-        "times": {"type": "array", "items": {
-            "type": "object",
-            "properties": {"field": {"type": "string"}, "start": _DATE_SCHEMA, "end": _DATE_SCHEMA, "span": _SPAN_SCHEMA},
-            "required": ["field", "start", "end"]}},
+        "filters": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "field": {"type": "string"},
+                    "op": {"enum": list(OPERATORS)},
+                    "value": {"anyOf": [*_SCALAR, _DATE_SCHEMA, {"type": "array", "items": {"anyOf": _SCALAR}}]},
+                    "negate": {"type": "boolean"},
+                    "span": _SPAN_SCHEMA,
+                    "via": {"type": ["string", "null"]},
+                },
+                "required": ["field", "op", "value"],
+            },
+        },
+        "times": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "field": {"type": "string"},
+                    "start": _DATE_SCHEMA,
+                    "end": _DATE_SCHEMA,
+                    "span": _SPAN_SCHEMA,
+                },
+                "required": ["field", "start", "end"],
+            },
+        },
         "text": {"type": "array", "items": {"type": "string"}},
-        "shape": {"type": "object", "properties": {
-            "kind": {"enum": list(SHAPES)}, "field": {"type": ["string", "null"]},
-            "bucket": {"enum": [*BUCKETS, None]}, "over": {"enum": ["records", "groups"]},
-            "limit": {"type": ["integer", "null"]},
-            "fields": {"type": "array", "items": {"type": "string"}},
-            "sort": {"type": "array", "items": {"type": "object", "properties": {
-                "field": {"type": "string"}, "direction": {"enum": [1, -1]}}, "required": ["field"]}}},
-            "required": ["kind"]},
+        "shape": {
+            "type": "object",
+            "properties": {
+                "kind": {"enum": list(SHAPES)},
+                "field": {"type": ["string", "null"]},
+                "bucket": {"enum": [*BUCKETS, None]},
+                "over": {"enum": ["records", "groups"]},
+                "limit": {"type": ["integer", "null"]},
+                "fields": {"type": "array", "items": {"type": "string"}},
+                "sort": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"field": {"type": "string"}, "direction": {"enum": [1, -1]}},
+                        "required": ["field"],
+                    },
+                },
+            },
+            "required": ["kind"],
+        },
         "followup": {"enum": [*FOLLOWUPS, None]},
         "unwind": {"type": ["string", "null"]},
         "pipeline": {"type": ["array", "null"], "items": {"type": "object"}},

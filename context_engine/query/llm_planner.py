@@ -84,8 +84,11 @@ def _relevant(ctx: PlanningContext, draft: Plan) -> list[CollectionSchema]:
     named, _ = detect_collection(ctx.question, ctx.schemas)
     if named:
         return [ctx.schemas[named]]
-    own = [sc for sc in ctx.schemas.values()
-           if sc.own_kind is not None and re.search(sc.kind.pattern(), ctx.question, re.I | re.ASCII)]
+    own = [
+        sc
+        for sc in ctx.schemas.values()
+        if sc.own_kind is not None and re.search(sc.kind.pattern(), ctx.question, re.I | re.ASCII)
+    ]
     if own:
         return own
     guessed = ctx.schemas.get(draft.collection)
@@ -100,9 +103,12 @@ def _describe_person(person: Person, schemas: list[CollectionSchema]) -> str:
         for options in schema.kind.people_roles().values():
             for path, kind in options:
                 if schema.has_path(path) and person.handle(kind):
-                    fields.setdefault(person.handle(kind), []).append(path if len(schemas) == 1 else f"{schema.name}.{path}")
-    return f"{person.name}: " + "; ".join(f"{handle!r} in {', '.join(dict.fromkeys(paths))}"
-                                          for handle, paths in fields.items())
+                    fields.setdefault(person.handle(kind), []).append(
+                        path if len(schemas) == 1 else f"{schema.name}.{path}"
+                    )
+    return f"{person.name}: " + "; ".join(
+        f"{handle!r} in {', '.join(dict.fromkeys(paths))}" for handle, paths in fields.items()
+    )
 
 
 def _describe_time(rng) -> str:
@@ -131,8 +137,10 @@ def _examples(ctx: PlanningContext, schemas: list[CollectionSchema], given: list
             continue
         pipeline = to_extended_json(template.instantiate(template.example_bindings()))
         if _valid(pipeline, schema):
-            shown.append(f"Q: {template.example['question']} -> "
-                         + json.dumps({"collection": template.collection, "pipeline": pipeline}, **_COMPACT))
+            shown.append(
+                f"Q: {template.example['question']} -> "
+                + json.dumps({"collection": template.collection, "pipeline": pipeline}, **_COMPACT)
+            )
     shown = shown[:EXAMPLES] + list(given)[:EXAMPLES]
     return "\nExamples:\n" + "\n".join(shown) if shown else ""
 
@@ -142,8 +150,12 @@ def _facets(ctx: PlanningContext, schemas: list[CollectionSchema], draft: Plan) 
     understand, valid for this tenant: what the draft understood is already in it, and a facet
     phrase said as another word ("PRs Ana opened" is not the facet "open") only misleads."""
     unread = " ".join(s["text"] for s in draft.not_understood)
-    found = [f"{f.name!r}: {json.dumps(f.match, **_COMPACT)}" for sc in schemas
-             for f in context_set_of(ctx).matching_facets(unread, sc.name) if _valid([{"$match": f.match}], sc)]
+    found = [
+        f"{f.name!r}: {json.dumps(f.match, **_COMPACT)}"
+        for sc in schemas
+        for f in context_set_of(ctx).matching_facets(unread, sc.name)
+        if _valid([{"$match": f.match}], sc)
+    ]
     return "\nNamed filters the question says (write them as filters): " + "; ".join(found) if found else ""
 
 
@@ -183,8 +195,11 @@ def schema_slice(schema: CollectionSchema, question: str, max_enum: int = 8, als
         entry = path + ("[]" if info.in_array else "") + ("" if kinds <= {"string"} else ":" + "|".join(sorted(kinds)))
         # Handles are given under People; other values are shown when few, or when the question
         # names the field or says one of them (those first).
-        values = [] if path in people or path.endswith(".login") else sorted(
-            (v for v in info.enum or [] if isinstance(v, str)), key=lambda v: v.lower() not in low)
+        values = (
+            []
+            if path in people or path.endswith(".login")
+            else sorted((v for v in info.enum or [] if isinstance(v, str)), key=lambda v: v.lower() not in low)
+        )
         shown = max_enum if (named or valued) else 4 if len(values) <= 4 else 0
         if values and shown:
             entry += "=" + "|".join(values[:shown]) + ("|..." if len(values) > shown else "")
@@ -216,8 +231,12 @@ def nested_fields(schema: CollectionSchema, question: str) -> str:
         kinds = info.types - {"null"}
         marks = sorted({"num" if k in _NUMBERS else k for k in kinds} - {"string", "object", "array"})
         said = [v for v in info.enum or [] if isinstance(v, str) and len(v) >= 2 and v.lower() in low]
-        return (name + ("[]" if info.in_array and not in_array else "") + (":" + "|".join(marks) if marks else "")
-                + ("=" + "|".join(said[:3]) if said else ""))
+        return (
+            name
+            + ("[]" if info.in_array and not in_array else "")
+            + (":" + "|".join(marks) if marks else "")
+            + ("=" + "|".join(said[:3]) if said else "")
+        )
 
     return f"{schema.name}: " + ",".join(render(path, False) for path in children.get("", []))
 
@@ -242,44 +261,64 @@ def _listing(ctx: PlanningContext, named: list[CollectionSchema]) -> str:
     return "\n".join(lines + ([f"other collections: {', '.join(others)}"] if others else []))
 
 
-def _pipeline_messages(ctx: PlanningContext, schemas: list[CollectionSchema],
-                       examples: Callable[[str], list[str]] | None) -> list[tuple[str, str]]:
+def _pipeline_messages(
+    ctx: PlanningContext, schemas: list[CollectionSchema], examples: Callable[[str], list[str]] | None
+) -> list[tuple[str, str]]:
     people = "; ".join(f"{m.text!r} -> {_describe_person(m.person, schemas)}" for m in ctx.mentions if m.person)
     times = "; ".join(_describe_time(t) for t in ctx.times)
     question = PIPELINE_QUESTION.format(
-        schemas=_listing(ctx, schemas), people=f"\nPeople: {people}" if people else "",
+        schemas=_listing(ctx, schemas),
+        people=f"\nPeople: {people}" if people else "",
         times=f"\nTimes: {times}" if times else "",
-        examples=_examples(ctx, schemas, examples(ctx.question) if examples else []), question=ctx.question)
+        examples=_examples(ctx, schemas, examples(ctx.question) if examples else []),
+        question=ctx.question,
+    )
     return [("system", PIPELINE_SYSTEM), ("human", question)]
 
 
-def build_messages(ctx: PlanningContext, max_rows: int = 200,
-                   examples: Callable[[str], list[str]] | None = None) -> list[tuple[str, str]]:
+def build_messages(
+    ctx: PlanningContext, max_rows: int = 200, examples: Callable[[str], list[str]] | None = None
+) -> list[tuple[str, str]]:
     """`examples` gives solved questions close to this one ("Q: ... -> {plan}" lines), beside the
     context set's: an evaluation's training questions, from other databases."""
     draft = ctx.draft = ctx.draft or OfflinePlanner().plan(ctx)
     schemas = _relevant(ctx, draft)
-    messages = _pipeline_messages(ctx, schemas, examples) if own_only(schemas) else _plan_messages(
-        ctx, schemas, draft, max_rows, examples)
+    messages = (
+        _pipeline_messages(ctx, schemas, examples)
+        if own_only(schemas)
+        else _plan_messages(ctx, schemas, draft, max_rows, examples)
+    )
     for attempt in ctx.previous[-2:]:
         messages.append(("ai", json.dumps(_written(attempt.plan), **_COMPACT)))
         messages.append(("human", PLANNER_RETRY.format(attempt="(above)", error=attempt.error)))
     return messages
 
 
-def _plan_messages(ctx: PlanningContext, schemas: list[CollectionSchema], draft: Plan, max_rows: int,
-                   examples: Callable[[str], list[str]] | None) -> list[tuple[str, str]]:
+def _plan_messages(
+    ctx: PlanningContext,
+    schemas: list[CollectionSchema],
+    draft: Plan,
+    max_rows: int,
+    examples: Callable[[str], list[str]] | None,
+) -> list[tuple[str, str]]:
     others = sorted(set(ctx.schemas) - {sc.name for sc in schemas})
-    asker = (f"The asker (I, me, my) is {_describe_person(ctx.asker, schemas)}" if ctx.asker else "The asker is unknown.")
+    asker = f"The asker (I, me, my) is {_describe_person(ctx.asker, schemas)}" if ctx.asker else "The asker is unknown."
     question = PLANNER_QUESTION.format(
-        now=ctx.now.strftime("%Y-%m-%dT%H:%M:%SZ"), asker=asker,
-        schemas="\n".join([*(schema_slice(sc, ctx.question, also=_paths(draft)) for sc in schemas)]
-                          + ([f"other collections: {', '.join(others)}"] if others else [])),
-        people="; ".join(f"{m.text!r} -> {_describe_person(m.person, schemas)}" for m in ctx.mentions if m.person) or "none",
+        now=ctx.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        asker=asker,
+        schemas="\n".join(
+            [*(schema_slice(sc, ctx.question, also=_paths(draft)) for sc in schemas)]
+            + ([f"other collections: {', '.join(others)}"] if others else [])
+        ),
+        people="; ".join(f"{m.text!r} -> {_describe_person(m.person, schemas)}" for m in ctx.mentions if m.person)
+        or "none",
         times="; ".join(_describe_time(t) for t in ctx.times) or "none",
-        facets=_facets(ctx, schemas, draft), examples=_examples(ctx, schemas, examples(ctx.question) if examples else []),
+        facets=_facets(ctx, schemas, draft),
+        examples=_examples(ctx, schemas, examples(ctx.question) if examples else []),
         draft=json.dumps(_written(draft), **_COMPACT),
-        not_understood=", ".join(repr(s["text"]) for s in draft.not_understood) or "none", question=ctx.question)
+        not_understood=", ".join(repr(s["text"]) for s in draft.not_understood) or "none",
+        question=ctx.question,
+    )
     return [("system", PLANNER_SYSTEM.format(max_rows=max_rows)), ("human", question)]
 
 
@@ -287,7 +326,9 @@ def _paths(plan: Plan) -> frozenset[str]:
     ir = plan.ir
     if ir is None:
         return frozenset()
-    return frozenset([f.field for f in ir.filters] + [t.field for t in ir.times] + ([ir.shape.field] if ir.shape.field else []))
+    return frozenset(
+        [f.field for f in ir.filters] + [t.field for t in ir.times] + ([ir.shape.field] if ir.shape.field else [])
+    )
 
 
 def _written(plan: Plan) -> Any:
@@ -300,8 +341,11 @@ def _written(plan: Plan) -> Any:
 
 def _said(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _said(v) for k, v in value.items()
-                if v is not None and v != [] and k != "span" and (k, v) not in (("negate", False), ("over", "records"))}
+        return {
+            k: _said(v)
+            for k, v in value.items()
+            if v is not None and v != [] and k != "span" and (k, v) not in (("negate", False), ("over", "records"))
+        }
     if isinstance(value, list):
         return [_said(v) for v in value]
     return value
@@ -336,12 +380,21 @@ def link_people(pipeline: Any, collection: str, ctx: PlanningContext) -> Any:
             return {k: fix(v, kinds[k]) if k in kinds else walk(v) for k, v in node.items()}
         return node
 
-    return [{name: walk(body) if name == "$match" else body for name, body in stage.items()}
-            if isinstance(stage, dict) else stage for stage in pipeline] if isinstance(pipeline, list) else pipeline
+    return (
+        [
+            {name: walk(body) if name == "$match" else body for name, body in stage.items()}
+            if isinstance(stage, dict)
+            else stage
+            for stage in pipeline
+        ]
+        if isinstance(pipeline, list)
+        else pipeline
+    )
 
 
-def own_spelling(collection: str, pipeline: list[dict[str, Any]] | None,
-                 schemas: dict[str, CollectionSchema]) -> tuple[str, list[dict[str, Any]] | None]:
+def own_spelling(
+    collection: str, pipeline: list[dict[str, Any]] | None, schemas: dict[str, CollectionSchema]
+) -> tuple[str, list[dict[str, Any]] | None]:
     """Code corrects the model: a collection or field it spelled otherwise than the tenant's tables do
     ("people" for the collection the words "people" name, `lname` for `Lname`) becomes the one so
     spelled, when exactly one is: in the pipeline's own collection first (`Lname` there, `LName` in a
@@ -363,9 +416,14 @@ def own_spelling(collection: str, pipeline: list[dict[str, Any]] | None,
         if isinstance(node, list):
             return [walk(n) for n in node]
         if isinstance(node, dict):
-            return {(k if k.startswith("$") else field(k)):
-                    field(v) if k in ("localField", "foreignField") and isinstance(v, str)
-                    else named(v, schemas) if k == "from" else walk(v) for k, v in node.items()}
+            return {
+                (k if k.startswith("$") else field(k)): field(v)
+                if k in ("localField", "foreignField") and isinstance(v, str)
+                else named(v, schemas)
+                if k == "from"
+                else walk(v)
+                for k, v in node.items()
+            }
         if isinstance(node, str) and node.startswith("$") and not node.startswith("$$"):
             return "$" + field(node[1:])
         return node
@@ -379,8 +437,10 @@ def named(name: Any, schemas: dict[str, CollectionSchema]) -> Any:
     if not isinstance(name, str) or name in schemas:
         return name
     options = {n for n in schemas if n.lower() == name.lower()} or {
-        n for n, sc in schemas.items()
-        if sc.kind.pattern() and re.fullmatch(sc.kind.pattern(), name.replace("_", " "), re.I | re.ASCII)}
+        n
+        for n, sc in schemas.items()
+        if sc.kind.pattern() and re.fullmatch(sc.kind.pattern(), name.replace("_", " "), re.I | re.ASCII)
+    }
     return next(iter(options)) if len(options) == 1 else name
 
 
@@ -390,7 +450,7 @@ def parse_plan(text: str) -> PlanIR:
     if start < 0 or end < start:
         raise IRError("the answer holds no JSON object")
     try:
-        data = json.loads(text[start:end + 1])
+        data = json.loads(text[start : end + 1])
     except json.JSONDecodeError as exc:
         raise IRError(f"the answer is not valid JSON: {exc.msg}") from None
     return PlanIR.from_json(data)
@@ -418,9 +478,14 @@ ANSWER_SCHEMA = _without_spans(PLAN_JSON_SCHEMA)
 
 def pipeline_schema(collections: list[str]) -> dict[str, Any]:
     """The answer to a pipeline prompt: one of the tenant's collections and a list of stages."""
-    return {"type": "object", "properties": {"collection": {"type": "string", "enum": sorted(collections)},
-                                             "pipeline": {"type": "array", "items": {"type": "object"}}},
-            "required": ["collection", "pipeline"]}
+    return {
+        "type": "object",
+        "properties": {
+            "collection": {"type": "string", "enum": sorted(collections)},
+            "pipeline": {"type": "array", "items": {"type": "object"}},
+        },
+        "required": ["collection", "pipeline"],
+    }
 
 
 def _json_mode(model: Any, schema: dict[str, Any] = ANSWER_SCHEMA, max_tokens: int = MAX_ANSWER_TOKENS) -> Any:
@@ -437,9 +502,9 @@ def _json_mode(model: Any, schema: dict[str, Any] = ANSWER_SCHEMA, max_tokens: i
         # schema or the cap (a 400) is asked again without them: the prompt asks for the same JSON,
         # and the answer is parsed the same way.
         timed = model.bind(timeout=openai_timeout(PLANNER_TIMEOUT))
-        return timed.bind(response_format={"type": "json_object", "schema": schema},
-                          extra_body={"max_tokens": max_tokens}).with_fallbacks(
-            [timed], exceptions_to_handle=(BadRequestError,))
+        return timed.bind(
+            response_format={"type": "json_object", "schema": schema}, extra_body={"max_tokens": max_tokens}
+        ).with_fallbacks([timed], exceptions_to_handle=(BadRequestError,))
     return model
 
 
@@ -455,8 +520,11 @@ class LLMPlanner:
         # An unreadable answer is asked for again at once; a readable but wrong plan is the retry edge's.
         # A failed call is not repeated: `guarded` reports it to the run and refuses a model found down.
         asked = guarded(self.model, _json_mode(self.model, schema, max_tokens))
-        return (asked | RunnableLambda(lambda m: parse_plan(m.content))).with_retry(
-            stop_after_attempt=2, retry_if_exception_type=(IRError,), wait_exponential_jitter=False).invoke(messages)
+        return (
+            (asked | RunnableLambda(lambda m: parse_plan(m.content)))
+            .with_retry(stop_after_attempt=2, retry_if_exception_type=(IRError,), wait_exponential_jitter=False)
+            .invoke(messages)
+        )
 
     def plan(self, ctx: PlanningContext) -> Plan:
         messages = build_messages(ctx, self.max_rows, self.examples)
@@ -468,8 +536,9 @@ class LLMPlanner:
             ir = self._ask(messages, ANSWER_SCHEMA, MAX_ANSWER_TOKENS)
         schema = ctx.schemas.get(ir.collection)
         if schema is None:
-            raise IRError(f"collection {ir.collection!r} does not exist or is empty; "
-                          f"use one of: {', '.join(sorted(ctx.schemas))}")
+            raise IRError(
+                f"collection {ir.collection!r} does not exist or is empty; use one of: {', '.join(sorted(ctx.schemas))}"
+            )
         if ir.pipeline is not None:
             ir.pipeline = link_people(ir.pipeline, ir.collection, ctx)
         link_filters(ir, schema, ctx)
@@ -481,5 +550,11 @@ class LLMPlanner:
             ir.text = []
         if not ir.text:  # no search: nothing to rank by relevance
             ir.shape.sort = [k for k in ir.shape.sort if k.field != "relevance"]
-        return Plan(collection=ir.collection, pipeline=compile_plan(ir, schema, ctx.schemas), confidence=0.8,
-                    planner="llm", notes=notes, ir=ir)
+        return Plan(
+            collection=ir.collection,
+            pipeline=compile_plan(ir, schema, ctx.schemas),
+            confidence=0.8,
+            planner="llm",
+            notes=notes,
+            ir=ir,
+        )

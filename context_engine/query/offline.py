@@ -88,9 +88,20 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
         self._facets()
         # The fields a list shows; a count or a grouping shows none, so their words are not read that way.
         shown = [] if (group_role or bucket or is_count or top or ranked or intent) else self._shown_fields()
-        structured = bool(self.filters or self.times or group_role or bucket or is_count or top or ranked or intent or shown
-                          or self.ctx.mentions or TITLE.search(self.q)  # "PRs with streaming in the title": a field condition
-                          or self._list_limit(peek=True) != DEFAULT_LIMIT)
+        structured = bool(
+            self.filters
+            or self.times
+            or group_role
+            or bucket
+            or is_count
+            or top
+            or ranked
+            or intent
+            or shown
+            or self.ctx.mentions
+            or TITLE.search(self.q)  # "PRs with streaming in the title": a field condition
+            or self._list_limit(peek=True) != DEFAULT_LIMIT
+        )
         text = self._leftover_text(structured)
         if text and not schema.text_index:
             # Nothing to search these records' text with: the words stay unread and the answer says so.
@@ -148,12 +159,27 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
         # The words that said the shape ("how many", "per week", "top 3") and the topic.
         shape.span = next((span for span, how in zip(self.used, self.how) if how == "shape"), None)
         topic = [(s["start"], s["end"]) for s in understood if s["how"] == "topic"]
-        ir = PlanIR(collection, filters=self.filters, times=self.times, text=text.split(), shape=shape,
-                    text_span=(topic[0][0], topic[-1][1]) if topic else None)
+        ir = PlanIR(
+            collection,
+            filters=self.filters,
+            times=self.times,
+            text=text.split(),
+            shape=shape,
+            text_span=(topic[0][0], topic[-1][1]) if topic else None,
+        )
         if contradictions(ir, schema):
             # Conditions no record meets together: some words were read the wrong way (a model may do better).
             self.confidence = min(self.confidence, 0.3)
             self.notes.append("conditions that cannot hold together")
-        return Plan(collection, compile_plan(ir, schema, ctx.schemas), confidence=round(self.confidence, 2), planner="offline",
-                    notes=self.notes, person_field=person_field, collection_named=self.collection_named, ir=ir,
-                    understood=understood, not_understood=not_understood)
+        return Plan(
+            collection,
+            compile_plan(ir, schema, ctx.schemas),
+            confidence=round(self.confidence, 2),
+            planner="offline",
+            notes=self.notes,
+            person_field=person_field,
+            collection_named=self.collection_named,
+            ir=ir,
+            understood=understood,
+            not_understood=not_understood,
+        )

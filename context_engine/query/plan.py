@@ -36,23 +36,35 @@ class Plan:
     read_as: str = ""  # the question as planned, when its spelling was corrected ("numbr" -> "number")
 
     def to_json(self) -> dict[str, Any]:
-        return {"collection": self.collection, "pipeline": to_extended_json(self.pipeline),
-                "confidence": self.confidence, "planner": self.planner, "notes": list(self.notes),
-                "collection_named": self.collection_named,
-                "person_field": list(self.person_field) if self.person_field else [],
-                "ir": self.ir.to_json() if self.ir else None,
-                "understood": [dict(s) for s in self.understood], "not_understood": [dict(s) for s in self.not_understood],
-                "read_as": self.read_as}
+        return {
+            "collection": self.collection,
+            "pipeline": to_extended_json(self.pipeline),
+            "confidence": self.confidence,
+            "planner": self.planner,
+            "notes": list(self.notes),
+            "collection_named": self.collection_named,
+            "person_field": list(self.person_field) if self.person_field else [],
+            "ir": self.ir.to_json() if self.ir else None,
+            "understood": [dict(s) for s in self.understood],
+            "not_understood": [dict(s) for s in self.not_understood],
+            "read_as": self.read_as,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Plan:
-        return cls(collection=data["collection"], pipeline=from_extended_json(data["pipeline"]),
-                   confidence=data.get("confidence", 1.0), planner=data.get("planner", "offline"),
-                   notes=list(data.get("notes", [])), collection_named=data.get("collection_named", True),
-                   person_field=tuple(data["person_field"]) if data.get("person_field") else None,
-                   ir=PlanIR.from_json(data["ir"]) if data.get("ir") else None,
-                   understood=list(data.get("understood") or []), not_understood=list(data.get("not_understood") or []),
-                   read_as=data.get("read_as") or "")
+        return cls(
+            collection=data["collection"],
+            pipeline=from_extended_json(data["pipeline"]),
+            confidence=data.get("confidence", 1.0),
+            planner=data.get("planner", "offline"),
+            notes=list(data.get("notes", [])),
+            collection_named=data.get("collection_named", True),
+            person_field=tuple(data["person_field"]) if data.get("person_field") else None,
+            ir=PlanIR.from_json(data["ir"]) if data.get("ir") else None,
+            understood=list(data.get("understood") or []),
+            not_understood=list(data.get("not_understood") or []),
+            read_as=data.get("read_as") or "",
+        )
 
 
 @dataclass
@@ -84,22 +96,65 @@ class PlanningContext:
 
     def resolution_json(self) -> dict[str, Any]:
         """The people and times resolution found, as JSON: resolved once, carried to every later step."""
-        return {"read_as": self.read_as, "people": [{"text": m.text, "start": m.start, "end": m.end, "key": m.person.key,
-                            "name": m.person.name, "asker": m.is_asker} for m in self.mentions if m.person],
-                "times": [{"text": t.text, "start": t.start.isoformat() if t.start else "",
-                           "end": t.end.isoformat() if t.end else "", "verb": t.verb or ""} for t in self.times]}
+        return {
+            "read_as": self.read_as,
+            "people": [
+                {
+                    "text": m.text,
+                    "start": m.start,
+                    "end": m.end,
+                    "key": m.person.key,
+                    "name": m.person.name,
+                    "asker": m.is_asker,
+                }
+                for m in self.mentions
+                if m.person
+            ],
+            "times": [
+                {
+                    "text": t.text,
+                    "start": t.start.isoformat() if t.start else "",
+                    "end": t.end.isoformat() if t.end else "",
+                    "verb": t.verb or "",
+                }
+                for t in self.times
+            ],
+        }
 
     @classmethod
-    def from_resolution(cls, resolution: dict[str, Any], question: str, now: datetime,
-                        schemas: dict[str, CollectionSchema], directory: PeopleDirectory,
-                        asker: Person | None) -> PlanningContext:
+    def from_resolution(
+        cls,
+        resolution: dict[str, Any],
+        question: str,
+        now: datetime,
+        schemas: dict[str, CollectionSchema],
+        directory: PeopleDirectory,
+        asker: Person | None,
+    ) -> PlanningContext:
         """The planning context of a resolution made earlier (`resolution_json`): no resolving again."""
         by_key = {p.key: p for p in directory.people}
-        mentions = [Mention(m["text"], m["start"], m["end"], person=by_key[m["key"]], is_asker=m["asker"])
-                    for m in resolution.get("people", []) if m["key"] in by_key]
-        times = [TimeRange(datetime.fromisoformat(t["start"]) if t["start"] else None,
-                           datetime.fromisoformat(t["end"]) if t["end"] else None, t["text"], t["verb"] or None)
-                 for t in resolution.get("times", [])]
+        mentions = [
+            Mention(m["text"], m["start"], m["end"], person=by_key[m["key"]], is_asker=m["asker"])
+            for m in resolution.get("people", [])
+            if m["key"] in by_key
+        ]
+        times = [
+            TimeRange(
+                datetime.fromisoformat(t["start"]) if t["start"] else None,
+                datetime.fromisoformat(t["end"]) if t["end"] else None,
+                t["text"],
+                t["verb"] or None,
+            )
+            for t in resolution.get("times", [])
+        ]
         # Positions are in the question as read (corrected): planning reads that text.
-        return cls(question=resolution.get("read_as") or question, now=now, schemas=schemas, directory=directory,
-                   asker=asker, mentions=mentions, times=times, read_as=resolution.get("read_as") or "")
+        return cls(
+            question=resolution.get("read_as") or question,
+            now=now,
+            schemas=schemas,
+            directory=directory,
+            asker=asker,
+            mentions=mentions,
+            times=times,
+            read_as=resolution.get("read_as") or "",
+        )

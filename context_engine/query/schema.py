@@ -49,8 +49,14 @@ class FieldInfo:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FieldInfo:
-        return cls(path=data["path"], types=set(data["types"]), in_array=data.get("in_array", False),
-                   count=data.get("count", 0), enum=data.get("enum"), examples=data.get("examples", []))
+        return cls(
+            path=data["path"],
+            types=set(data["types"]),
+            in_array=data.get("in_array", False),
+            count=data.get("count", 0),
+            enum=data.get("enum"),
+            examples=data.get("examples", []),
+        )
 
 
 @dataclass
@@ -92,26 +98,38 @@ class CollectionSchema:
         return [p for p, f in self.fields.items() if "date" in f.types]
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "sampled": self.sampled, "total": self.total,
-                "text_fields": self.text_fields, "indexes": self.indexes,
-                "fields": [f.to_json() for f in self.fields.values()],
-                **({"kind": self.own_kind.to_json()} if self.own_kind else {})}
+        return {
+            "name": self.name,
+            "sampled": self.sampled,
+            "total": self.total,
+            "text_fields": self.text_fields,
+            "indexes": self.indexes,
+            "fields": [f.to_json() for f in self.fields.values()],
+            **({"kind": self.own_kind.to_json()} if self.own_kind else {}),
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CollectionSchema:
         infos = [FieldInfo.from_json(f) for f in data["fields"]]
-        return cls(name=data["name"], fields={f.path: f for f in infos}, indexes=data.get("indexes", []),
-                   text_fields=data.get("text_fields", []), sampled=data.get("sampled", 0),
-                   total=data.get("total", 0),
-                   own_kind=CollectionSpec.from_json(data["kind"]) if data.get("kind") else None)
+        return cls(
+            name=data["name"],
+            fields={f.path: f for f in infos},
+            indexes=data.get("indexes", []),
+            text_fields=data.get("text_fields", []),
+            sampled=data.get("sampled", 0),
+            total=data.get("total", 0),
+            own_kind=CollectionSpec.from_json(data["kind"]) if data.get("kind") else None,
+        )
 
     def describe(self, max_enum: int = 12, for_prompt: bool = False) -> str:
         """One line per field. `for_prompt` leaves out what a model cannot query usefully: API URLs,
         node ids and bare objects whose subfields are listed anyway."""
         lines = [f"collection {self.name} ({self.total} documents)"]
         for info in self.fields.values():
-            if for_prompt and ((_PROMPT_NOISE.search(info.path) and info.path not in ("html_url", "url", "permalink"))
-                               or ("object" in info.types and len(info.types) <= 2)):
+            if for_prompt and (
+                (_PROMPT_NOISE.search(info.path) and info.path not in ("html_url", "url", "permalink"))
+                or ("object" in info.types and len(info.types) <= 2)
+            ):
                 continue
             kind = "|".join(sorted(info.types - {"null"}) if for_prompt else sorted(info.types)) or "null"
             extra = " (in array)" if info.in_array else ""
@@ -180,12 +198,17 @@ def _looks_enum(values: Counter, present: int) -> bool:
 def _names_values(values: Counter) -> bool:
     """Short strings, few enough to list: the values of a declared value field."""
     return 0 < len(values) <= MAX_ENUM_VALUES and all(
-        isinstance(v, str) and len(v) <= MAX_ENUM_VALUE_LENGTH and len(v.split()) <= 4 for v in values)
+        isinstance(v, str) and len(v) <= MAX_ENUM_VALUE_LENGTH and len(v.split()) <= 4 for v in values
+    )
 
 
-def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int | None = None,
-                          indexes: list[dict[str, Any]] | None = None,
-                          own_kind: CollectionSpec | None = None) -> CollectionSchema:
+def schema_from_documents(
+    name: str,
+    docs: Iterable[dict[str, Any]],
+    total: int | None = None,
+    indexes: list[dict[str, Any]] | None = None,
+    own_kind: CollectionSpec | None = None,
+) -> CollectionSchema:
     """Build a schema from sampled documents (pure: no database). `own_kind` is a tenant's own spec
     for the collection (None: a built-in kind, or none)."""
     infos: dict[str, FieldInfo] = {}
@@ -206,8 +229,12 @@ def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int 
                 presence[path] += 1
             if isinstance(value, str) and 0 < len(value) <= 200:
                 scalars[path][value] += 1
-            elif (isinstance(value, (int, float, datetime)) and not isinstance(value, bool)
-                  and len(info.examples) < 2 and value not in info.examples):
+            elif (
+                isinstance(value, (int, float, datetime))
+                and not isinstance(value, bool)
+                and len(info.examples) < 2
+                and value not in info.examples
+            ):
                 info.examples.append(value if not isinstance(value, datetime) else value.isoformat())
     # A tenant's own kind declares its value fields (`values`): they hold values a question names
     # ("sev1", "payments") however few records there are to repeat them.
@@ -221,21 +248,27 @@ def schema_from_documents(name: str, docs: Iterable[dict[str, Any]], total: int 
             if not info.types:
                 info.types.add("array")
         values = scalars.get(path, Counter())
-        if (_looks_enum(values, sum(values.values())) or (path in declared and _names_values(values))) \
-                and not _OPAQUE_PATH.search(path):
+        if (
+            _looks_enum(values, sum(values.values())) or (path in declared and _names_values(values))
+        ) and not _OPAQUE_PATH.search(path):
             info.enum = [v for v, _ in values.most_common()]
         elif values and not info.examples:
             info.examples = [v[:60] for v, _ in values.most_common(2)]
-    schema = CollectionSchema(name=name, fields=dict(sorted(infos.items())), indexes=indexes or [],
-                              sampled=sampled, total=sampled if total is None else total, own_kind=own_kind)
+    schema = CollectionSchema(
+        name=name,
+        fields=dict(sorted(infos.items())),
+        indexes=indexes or [],
+        sampled=sampled,
+        total=sampled if total is None else total,
+        own_kind=own_kind,
+    )
     # The kind's free text that these records have is indexed for `$text` (served by the engine's
     # BM25 index, see query.fulltext).
     schema.text_fields = [p for p in schema.kind.text if p in infos]
     return schema
 
 
-def discover(records: Any, sample_size: int = SAMPLE_SIZE,
-             own_kind: CollectionSpec | None = None) -> CollectionSchema:
+def discover(records: Any, sample_size: int = SAMPLE_SIZE, own_kind: CollectionSpec | None = None) -> CollectionSchema:
     """Describe a collection's records within a scope (`DocumentStore.scoped(name, scope)`: a tenant
     and access filter) from a sample of them. `own_kind`: the tenant's own spec of the collection."""
     total = records.count()
@@ -253,7 +286,7 @@ def discover(records: Any, sample_size: int = SAMPLE_SIZE,
         wanted = sorted(set(prefixes.values()))
         distinct = dict(zip(wanted, records.distinct_values([prefix.split(".") for prefix in wanted])))
         for path, prefix in prefixes.items():
-            rest = path[len(prefix) + 1:]
+            rest = path[len(prefix) + 1 :]
             for value in distinct[prefix]:
                 found = values_at(value, rest) if rest else (value if isinstance(value, list) else [value])
                 seen[path].update(v for v in found if isinstance(v, str) and v)

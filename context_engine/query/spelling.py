@@ -18,7 +18,8 @@ from rapidfuzz.distance import OSA
 from context_engine.query.identity import COMMON_WORDS, ORDINARY_WORDS
 
 # Words the planner's rules are written in, beyond the everyday ones identity already lists.
-_RULE_WORDS = frozenset("""
+_RULE_WORDS = frozenset(
+    """
 pull pulls request requests issue issues ticket tickets message messages thread threads comment comments
 reply replies replied merge merged merging close closed closing open opened opening create created
 review reviewed reviews reviewer reviewers assign assigned assignee assignees label labels labelled
@@ -30,14 +31,35 @@ mentioned mention mentions started posted wrote written filed reported submitted
 which where what when whose how many much show list give find draft drafts completed planned reason
 reasons repository repositories milestone milestones documentation discussion discussions answers
 commented uncommented unassigned unlabeled unlabelled unmerged replied replying contributors contributor
-""".split())
+""".split()
+)
 # Chat shorthand for rule words ("hw many msgs lst wk"): whole words only.
-SHORTHAND = {"hw": "how", "lst": "last", "msgs": "messages", "msg": "message", "yr": "year", "yrs": "years",
-             "cnt": "count", "num": "number", "thx": "thanks", "pls": "please", "plz": "please",
-             # contractions written without the apostrophe
-             "dont": "don't", "doesnt": "doesn't", "didnt": "didn't", "isnt": "isn't", "arent": "aren't",
-             "wasnt": "wasn't", "werent": "weren't", "havent": "haven't", "hasnt": "hasn't", "hadnt": "hadn't",
-             "whats": "what's", "wouldnt": "wouldn't"}
+SHORTHAND = {
+    "hw": "how",
+    "lst": "last",
+    "msgs": "messages",
+    "msg": "message",
+    "yr": "year",
+    "yrs": "years",
+    "cnt": "count",
+    "num": "number",
+    "thx": "thanks",
+    "pls": "please",
+    "plz": "please",
+    # contractions written without the apostrophe
+    "dont": "don't",
+    "doesnt": "doesn't",
+    "didnt": "didn't",
+    "isnt": "isn't",
+    "arent": "aren't",
+    "wasnt": "wasn't",
+    "werent": "weren't",
+    "havent": "haven't",
+    "hasnt": "hasn't",
+    "hadnt": "hadn't",
+    "whats": "what's",
+    "wouldnt": "wouldn't",
+}
 _SHORT = re.compile(r"(?<![\w@#/.\-])(?:" + "|".join(SHORTHAND) + r")(?![\w/.\-@])")
 KNOWN = frozenset(w for w in COMMON_WORDS | ORDINARY_WORDS | _RULE_WORDS if len(w) >= 4)
 _KNOWN_LIST = sorted(KNOWN)

@@ -14,20 +14,50 @@ from datetime import datetime, timedelta
 
 from context_engine.text import EARLIEST, LATEST, TimeRangeError, check_time_range
 
-MONTHS = {name: i for i, names in enumerate(
-    [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
-     ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
-     ("october", "oct"), ("november", "nov"), ("december", "dec")], start=1) for name in names}
+MONTHS = {
+    name: i
+    for i, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
 _MONTH = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)"
-_CN_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+_CN_DIGITS = {
+    "零": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+    "十": 10,
+}
 _UNIT_DAYS = {"day": 1, "days": 1, "week": 7, "weeks": 7, "天": 1, "日": 1, "周": 7, "星期": 7}
 
 
 @dataclass(frozen=True)
 class TimeRange:
     start: datetime | None  # inclusive
-    end: datetime | None    # exclusive
-    text: str               # the words that expressed it
+    end: datetime | None  # exclusive
+    text: str  # the words that expressed it
     verb: str | None = None  # "merged", "created", ... when the phrase names one ("merged since May")
 
 
@@ -96,15 +126,21 @@ def _season(year: int, season: str) -> tuple[datetime, datetime]:
 
 
 def _half(year: int, half: int) -> tuple[datetime, datetime]:
-    return (datetime(year, 1, 1), datetime(year, 7, 1)) if half == 1 else (datetime(year, 7, 1), datetime(year + 1, 1, 1))
+    return (
+        (datetime(year, 1, 1), datetime(year, 7, 1)) if half == 1 else (datetime(year, 7, 1), datetime(year + 1, 1, 1))
+    )
 
 
 def _week_of_month(which: str, year: int, month: int) -> tuple[datetime, datetime]:
     end = _month_start(year, month + 1)
     if which == "last":
         return end - timedelta(days=7), end
-    start = datetime(year, month, 1) + timedelta(days=7 * "first second third fourth".split().index(
-        {"1st": "first", "2nd": "second", "3rd": "third", "4th": "fourth"}.get(which, which)))
+    start = datetime(year, month, 1) + timedelta(
+        days=7
+        * "first second third fourth".split().index(
+            {"1st": "first", "2nd": "second", "3rd": "third", "4th": "fourth"}.get(which, which)
+        )
+    )
     return start, start + timedelta(days=7)
 
 
@@ -114,8 +150,22 @@ def _fortnight(which: str, year: int, month: int) -> tuple[datetime, datetime]:
 
 
 def _number(text: str) -> int:
-    words = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-             "nine": 9, "ten": 10, "twelve": 12, "fourteen": 14, "thirty": 30, "a": 1}
+    words = {
+        "one": 1,
+        "two": 2,
+        "three": 3,
+        "four": 4,
+        "five": 5,
+        "six": 6,
+        "seven": 7,
+        "eight": 8,
+        "nine": 9,
+        "ten": 10,
+        "twelve": 12,
+        "fourteen": 14,
+        "thirty": 30,
+        "a": 1,
+    }
     return int(text) if text.isdigit() else words.get(text, 0)
 
 
@@ -132,126 +182,244 @@ def _rules(now: datetime):
     month = datetime(now.year, now.month, 1)
     year = datetime(now.year, 1, 1)
     q_now = (now.month - 1) // 3 + 1
+
     def one_day(year: int, month: int, day: int) -> tuple[datetime, datetime]:
         start = datetime(year, month, day)
         return start, start + timedelta(days=1)
 
     return [
         # A run of days in one month ("between 10 and 20 May 2019", "Feb 1-14 2019"): before the single days
-        (rf"\bbetween (\d{{1,2}})(?:st|nd|rd|th)? and (\d{{1,2}})(?:st|nd|rd|th)? {_MONTH}\.?,? (20\d\d)\b",
-         lambda m: (datetime(int(m.group(4)), MONTHS[m.group(3)], int(m.group(1))),
-                    datetime(int(m.group(4)), MONTHS[m.group(3)], int(m.group(2))) + timedelta(days=1))),
-        (rf"\b{_MONTH}\.? (\d{{1,2}})(?:st|nd|rd|th)?\s*[-–]\s*(\d{{1,2}})(?:st|nd|rd|th)?,? (20\d\d)\b",
-         lambda m: (datetime(int(m.group(4)), MONTHS[m.group(1)], int(m.group(2))),
-                    datetime(int(m.group(4)), MONTHS[m.group(1)], int(m.group(3))) + timedelta(days=1))),
+        (
+            rf"\bbetween (\d{{1,2}})(?:st|nd|rd|th)? and (\d{{1,2}})(?:st|nd|rd|th)? {_MONTH}\.?,? (20\d\d)\b",
+            lambda m: (
+                datetime(int(m.group(4)), MONTHS[m.group(3)], int(m.group(1))),
+                datetime(int(m.group(4)), MONTHS[m.group(3)], int(m.group(2))) + timedelta(days=1),
+            ),
+        ),
+        (
+            rf"\b{_MONTH}\.? (\d{{1,2}})(?:st|nd|rd|th)?\s*[-–]\s*(\d{{1,2}})(?:st|nd|rd|th)?,? (20\d\d)\b",
+            lambda m: (
+                datetime(int(m.group(4)), MONTHS[m.group(1)], int(m.group(2))),
+                datetime(int(m.group(4)), MONTHS[m.group(1)], int(m.group(3))) + timedelta(days=1),
+            ),
+        ),
         # One calendar day: "14 February 2019", "May 1st, 2020", "2020-05-01", "2019 年 2 月 14 日",
         # "January 1st this year". Before the month rules: the day, not its month.
-        (rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\.?,?\s+(20\d\d)\b",
-         lambda m: one_day(int(m.group(3)), MONTHS[m.group(2)], int(m.group(1)))),
-        (rf"\b{_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(20\d\d)\b",
-         lambda m: one_day(int(m.group(3)), MONTHS[m.group(1)], int(m.group(2)))),
-        (rf"\b{_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(this|last) year\b",
-         lambda m: one_day(now.year - (m.group(3) == "last"), MONTHS[m.group(1)], int(m.group(2)))),
+        (
+            rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\.?,?\s+(20\d\d)\b",
+            lambda m: one_day(int(m.group(3)), MONTHS[m.group(2)], int(m.group(1))),
+        ),
+        (
+            rf"\b{_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(20\d\d)\b",
+            lambda m: one_day(int(m.group(3)), MONTHS[m.group(1)], int(m.group(2))),
+        ),
+        (
+            rf"\b{_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(this|last) year\b",
+            lambda m: one_day(now.year - (m.group(3) == "last"), MONTHS[m.group(1)], int(m.group(2))),
+        ),
         (r"\b(20\d\d)-(\d\d)-(\d\d)\b", lambda m: one_day(int(m.group(1)), int(m.group(2)), int(m.group(3)))),
-        (r"\b(?:christmas(?: day)?|xmas),? (20\d\d)\b|(20\d\d)\s*年\s*圣诞节?", lambda m: one_day(int(m.group(1) or m.group(2)), 12, 25)),
-        (rf"\b(?:the )?(first|second) fortnight of {_MONTH}\.?,?(?: (20\d\d))?\b",
-         lambda m: _fortnight(m.group(1), int(m.group(3)) if m.group(3) else _year_of(now, MONTHS[m.group(2)]), MONTHS[m.group(2)])),
-        (r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月?\s*(?:到|至|-|–)\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
-         lambda m: (datetime(int(m.group(1)), _cn_number(m.group(2)), 1),
-                    _month_start(int(m.group(1)), _cn_number(m.group(3)) + 1))),
+        (
+            r"\b(?:christmas(?: day)?|xmas),? (20\d\d)\b|(20\d\d)\s*年\s*圣诞节?",
+            lambda m: one_day(int(m.group(1) or m.group(2)), 12, 25),
+        ),
+        (
+            rf"\b(?:the )?(first|second) fortnight of {_MONTH}\.?,?(?: (20\d\d))?\b",
+            lambda m: _fortnight(
+                m.group(1), int(m.group(3)) if m.group(3) else _year_of(now, MONTHS[m.group(2)]), MONTHS[m.group(2)]
+            ),
+        ),
+        (
+            r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月?\s*(?:到|至|-|–)\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
+            lambda m: (
+                datetime(int(m.group(1)), _cn_number(m.group(2)), 1),
+                _month_start(int(m.group(1)), _cn_number(m.group(3)) + 1),
+            ),
+        ),
         # "the first week of April 2019": days 1-7 (the second 8-14 ...); the last week: the month's last 7 days
-        (rf"\b(?:in |during )?(?:the )?(first|second|third|fourth|last|1st|2nd|3rd|4th) week of {_MONTH}\.?,?(?: (20\d\d))?\b",
-         lambda m: _week_of_month(m.group(1), int(m.group(3)) if m.group(3) else _year_of(now, MONTHS[m.group(2)]),
-                                  MONTHS[m.group(2)])),
-        (r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(\d{1,2}|[一二三四五六七八九十]+)\s*[日号]",
-         lambda m: one_day(int(m.group(1)), _cn_number(m.group(2)), _cn_number(m.group(3)))),
+        (
+            rf"\b(?:in |during )?(?:the )?(first|second|third|fourth|last|1st|2nd|3rd|4th) week of {_MONTH}\.?,?(?: (20\d\d))?\b",
+            lambda m: _week_of_month(
+                m.group(1), int(m.group(3)) if m.group(3) else _year_of(now, MONTHS[m.group(2)]), MONTHS[m.group(2)]
+            ),
+        ),
+        (
+            r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(\d{1,2}|[一二三四五六七八九十]+)\s*[日号]",
+            lambda m: one_day(int(m.group(1)), _cn_number(m.group(2)), _cn_number(m.group(3))),
+        ),
         (r"\btoday\b|今天", lambda m: (today, today + timedelta(days=1))),
-        (rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} hours?\b",
-         lambda m: (now - timedelta(hours=_number(m.group(1))), now)),
-        ((r"\b(?:since )?(?:the )?(?:start|beginning) of (?:the |this )?(week|month|quarter|year)\b|\b(quarter|year|month)[- ]to[- ]date\b"
-         r"|\bso far this (week|month|quarter|year)\b"),
-         lambda m: (_period_start(now, m.group(1) or m.group(2) or m.group(3)), now)),
-        (r"从\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(?:到|至|-)\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
-         lambda m: (datetime(_year_of(now, _cn_number(m.group(1))), _cn_number(m.group(1)), 1),
-                    _month_start(_year_of(now, _cn_number(m.group(1))), _cn_number(m.group(2)) + 1))),
+        (
+            rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} hours?\b",
+            lambda m: (now - timedelta(hours=_number(m.group(1))), now),
+        ),
+        (
+            (
+                r"\b(?:since )?(?:the )?(?:start|beginning) of (?:the |this )?(week|month|quarter|year)\b|\b(quarter|year|month)[- ]to[- ]date\b"
+                r"|\bso far this (week|month|quarter|year)\b"
+            ),
+            lambda m: (_period_start(now, m.group(1) or m.group(2) or m.group(3)), now),
+        ),
+        (
+            r"从\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(?:到|至|-)\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
+            lambda m: (
+                datetime(_year_of(now, _cn_number(m.group(1))), _cn_number(m.group(1)), 1),
+                _month_start(_year_of(now, _cn_number(m.group(1))), _cn_number(m.group(2)) + 1),
+            ),
+        ),
         (r"\byesterday\b|\byday\b|昨天", lambda m: (today - timedelta(days=1), today)),
         (r"\bytd\b|\byear[- ]to[- ]date\b|今年以来", lambda m: (year, now)),
-        (rf"\bsince {_MONTH}\.? (\d{{1,2}})(?:st|nd|rd|th)?\b(?!,? \d{{4}})",
-         lambda m: (datetime(_year_of(now, MONTHS[m.group(1)]), MONTHS[m.group(1)], int(m.group(2))), None)),
-        (r"\b(this|the current) (?:week|wk)\b|本周|这周|这个星期|本星期", lambda m: (monday, monday + timedelta(days=7))),
+        (
+            rf"\bsince {_MONTH}\.? (\d{{1,2}})(?:st|nd|rd|th)?\b(?!,? \d{{4}})",
+            lambda m: (datetime(_year_of(now, MONTHS[m.group(1)]), MONTHS[m.group(1)], int(m.group(2))), None),
+        ),
+        (
+            r"\b(this|the current) (?:week|wk)\b|本周|这周|这个星期|本星期",
+            lambda m: (monday, monday + timedelta(days=7)),
+        ),
         (r"\b(last|previous|past) (?:week|wk)\b|上周|上个?星期|上一周", lambda m: (monday - timedelta(days=7), monday)),
         (r"\bthis month\b|本月|这个月", lambda m: (month, _month_start(now.year, now.month + 1))),
-        (r"\b(last|previous|past|prior) (?:calendar )?month\b|上个?月", lambda m: (_month_start(now.year, now.month - 1), month)),
+        (
+            r"\b(last|previous|past|prior) (?:calendar )?month\b|上个?月",
+            lambda m: (_month_start(now.year, now.month - 1), month),
+        ),
         (r"\bthis quarter\b|本季度", lambda m: _quarter(now.year, q_now)),
-        (r"\b(last|previous) quarter\b|上个?季度",
-         lambda m: _quarter(now.year - (q_now == 1), 4 if q_now == 1 else q_now - 1)),
+        (
+            r"\b(last|previous) quarter\b|上个?季度",
+            lambda m: _quarter(now.year - (q_now == 1), 4 if q_now == 1 else q_now - 1),
+        ),
         (r"\bthis year\b|今年", lambda m: (year, datetime(now.year + 1, 1, 1))),
         (r"\b(last|previous|prior) (?:calendar )?year\b|去年", lambda m: (datetime(now.year - 1, 1, 1), year)),
-        (rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} (days?|weeks?)\b",
-         lambda m: (today - timedelta(days=_number(m.group(1)) * _UNIT_DAYS[m.group(2)] - 1), now)),
-        (rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} months?\b",
-         lambda m: (_months_ago(today, _number(m.group(1))), now)),
-        (rf"{_OLDER_THAN}{_N}\s+(days?|weeks?)(?:\s+old)?\b",
-         lambda m: (None, now - timedelta(days=_number(m.group(1)) * _UNIT_DAYS[m.group(2)]))),
-        (rf"{_OLDER_THAN}(?:{_N}|an?)\s+(months?|years?)(?:\s+old)?\b",
-         lambda m: (None, _months_ago(today, _number(m.group(1) or "one") * (12 if m.group(2).startswith("y") else 1)))),
-        (rf"(?:最近|过去|近)\s*{_CNN}\s*(天|日|周|个星期|星期)",
-         lambda m: (today - timedelta(days=_cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")] - 1), now)),
-        (rf"(?:最近|过去|近)\s*{_CNN}\s*个月",
-         lambda m: (_months_ago(today, _cn_number(m.group(1))), now)),
+        (
+            rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} (days?|weeks?)\b",
+            lambda m: (today - timedelta(days=_number(m.group(1)) * _UNIT_DAYS[m.group(2)] - 1), now),
+        ),
+        (
+            rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} months?\b",
+            lambda m: (_months_ago(today, _number(m.group(1))), now),
+        ),
+        (
+            rf"{_OLDER_THAN}{_N}\s+(days?|weeks?)(?:\s+old)?\b",
+            lambda m: (None, now - timedelta(days=_number(m.group(1)) * _UNIT_DAYS[m.group(2)])),
+        ),
+        (
+            rf"{_OLDER_THAN}(?:{_N}|an?)\s+(months?|years?)(?:\s+old)?\b",
+            lambda m: (
+                None,
+                _months_ago(today, _number(m.group(1) or "one") * (12 if m.group(2).startswith("y") else 1)),
+            ),
+        ),
+        (
+            rf"(?:最近|过去|近)\s*{_CNN}\s*(天|日|周|个星期|星期)",
+            lambda m: (today - timedelta(days=_cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")] - 1), now),
+        ),
+        (rf"(?:最近|过去|近)\s*{_CNN}\s*个月", lambda m: (_months_ago(today, _cn_number(m.group(1))), now)),
         (rf"\bsince {_MONTH}\.? (20\d\d)\b", lambda m: (datetime(int(m.group(2)), MONTHS[m.group(1)], 1), None)),
-        (r"自?(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月(?:以来|起)",
-         lambda m: (datetime(int(m.group(1)), _cn_number(m.group(2)), 1), None)),
+        (
+            r"自?(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月(?:以来|起)",
+            lambda m: (datetime(int(m.group(1)), _cn_number(m.group(2)), 1), None),
+        ),
         (r"(20\d\d)\s*年(?:以来|起)", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
         (r"\bq([1-4])\s*(20\d\d)\b", lambda m: _quarter(int(m.group(2)), int(m.group(1)))),
         (r"(20\d\d)\s*年?\s*第?\s*([一二三四1-4])\s*季度", lambda m: _quarter(int(m.group(1)), _cn_number(m.group(2)))),
-        (r"\bq([1-4])\b|第([一二三四1-4])季度",
-         lambda m: _quarter(now.year, int(m.group(1)) if m.group(1) else _cn_number(m.group(2)))),
-        (r"\b(?:the\s+)?(first|second|third|fourth|1st|2nd|3rd|4th|last)\s+quarter\s+of\s+(20\d\d)\b",
-         lambda m: _quarter(int(m.group(2)), {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3,
-                                              "fourth": 4, "4th": 4, "last": 4}[m.group(1)])),
-        (r"\b(?:the )?(first|second) half(?: of (?:the|this) year)?\b(?! of)",
-         lambda m: _half(now.year, 1 if m.group(1) == "first" else 2)),
-        (r"\b(?:the )?(first|second) half of (20\d\d)\b|\bh([12]) (20\d\d)\b|(20\d\d)年?(上|下)半年",
-         lambda m: _half(int(m.group(2) or m.group(4) or m.group(5)),
-                         1 if (m.group(1) == "first" or m.group(3) == "1" or m.group(6) == "上") else 2)),
+        (
+            r"\bq([1-4])\b|第([一二三四1-4])季度",
+            lambda m: _quarter(now.year, int(m.group(1)) if m.group(1) else _cn_number(m.group(2))),
+        ),
+        (
+            r"\b(?:the\s+)?(first|second|third|fourth|1st|2nd|3rd|4th|last)\s+quarter\s+of\s+(20\d\d)\b",
+            lambda m: _quarter(
+                int(m.group(2)),
+                {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "last": 4}[
+                    m.group(1)
+                ],
+            ),
+        ),
+        (
+            r"\b(?:the )?(first|second) half(?: of (?:the|this) year)?\b(?! of)",
+            lambda m: _half(now.year, 1 if m.group(1) == "first" else 2),
+        ),
+        (
+            r"\b(?:the )?(first|second) half of (20\d\d)\b|\bh([12]) (20\d\d)\b|(20\d\d)年?(上|下)半年",
+            lambda m: _half(
+                int(m.group(2) or m.group(4) or m.group(5)),
+                1 if (m.group(1) == "first" or m.group(3) == "1" or m.group(6) == "上") else 2,
+            ),
+        ),
         # a season of a year, the meteorological one of the northern hemisphere ("summer 2018": June to
         # August); winter spans two years and is left unread rather than guessed
-        (r"\b(?:in |during |over |through )?(?:the )?(spring|summer|fall|autumn)(?: of)? (20\d\d)\b|(20\d\d)\s*年\s*(春|夏|秋)(?:天|季)",
-         lambda m: _season(int(m.group(2) or m.group(3)), m.group(1) or m.group(4))),
-        (rf"\b(?:in |during )?{_MONTH}\.?,? ['’](\d\d)\b",  # "July '21"
-         lambda m: (datetime(2000 + int(m.group(2)), MONTHS[m.group(1)], 1),
-                    _month_start(2000 + int(m.group(2)), MONTHS[m.group(1)] + 1))),
-        (rf"\b(?:in |during )?{_MONTH}\.?,? (?:of )?(20\d\d)\b",
-         lambda m: (datetime(int(m.group(2)), MONTHS[m.group(1)], 1),
-                    _month_start(int(m.group(2)), MONTHS[m.group(1)] + 1))),
-        (r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
-         lambda m: (datetime(int(m.group(1)), _cn_number(m.group(2)), 1),
-                    _month_start(int(m.group(1)), _cn_number(m.group(2)) + 1))),
+        (
+            r"\b(?:in |during |over |through )?(?:the )?(spring|summer|fall|autumn)(?: of)? (20\d\d)\b|(20\d\d)\s*年\s*(春|夏|秋)(?:天|季)",
+            lambda m: _season(int(m.group(2) or m.group(3)), m.group(1) or m.group(4)),
+        ),
+        (
+            rf"\b(?:in |during )?{_MONTH}\.?,? ['’](\d\d)\b",  # "July '21"
+            lambda m: (
+                datetime(2000 + int(m.group(2)), MONTHS[m.group(1)], 1),
+                _month_start(2000 + int(m.group(2)), MONTHS[m.group(1)] + 1),
+            ),
+        ),
+        (
+            rf"\b(?:in |during )?{_MONTH}\.?,? (?:of )?(20\d\d)\b",
+            lambda m: (
+                datetime(int(m.group(2)), MONTHS[m.group(1)], 1),
+                _month_start(int(m.group(2)), MONTHS[m.group(1)] + 1),
+            ),
+        ),
+        (
+            r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
+            lambda m: (
+                datetime(int(m.group(1)), _cn_number(m.group(2)), 1),
+                _month_start(int(m.group(1)), _cn_number(m.group(2)) + 1),
+            ),
+        ),
         (rf"\bsince {_MONTH}\b(?! \d)", lambda m: (_most_recent_month(now, MONTHS[m.group(1)]), None)),
-        (r"自(\d{1,2}|[一二三四五六七八九十]+)月(?:以来|起|份以来)?",
-         lambda m: (_most_recent_month(now, _cn_number(m.group(1))), None)),
-        (rf"\bin {_MONTH}\b(?! \d)", lambda m: (_most_recent_month(now, MONTHS[m.group(1)]),
-                                                   _month_start(_most_recent_month(now, MONTHS[m.group(1)]).year,
-                                                                MONTHS[m.group(1)] + 1))),
-        (r"(?<![\d年])(\d{1,2}|[一二三四五六七八九十]+)\s*月份?(?![\d日号])",
-         lambda m: (_most_recent_month(now, _cn_number(m.group(1))),
-                    _month_start(_most_recent_month(now, _cn_number(m.group(1))).year, _cn_number(m.group(1)) + 1))),
-        ((r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|january|february|march|april|june|july|august|september|"
-         r"october|november|december)\b(?![ .]?\d)"),
-         lambda m: (_most_recent_month(now, MONTHS[m.group(1)]),
-                    _month_start(_most_recent_month(now, MONTHS[m.group(1)]).year, MONTHS[m.group(1)] + 1))),
+        (
+            r"自(\d{1,2}|[一二三四五六七八九十]+)月(?:以来|起|份以来)?",
+            lambda m: (_most_recent_month(now, _cn_number(m.group(1))), None),
+        ),
+        (
+            rf"\bin {_MONTH}\b(?! \d)",
+            lambda m: (
+                _most_recent_month(now, MONTHS[m.group(1)]),
+                _month_start(_most_recent_month(now, MONTHS[m.group(1)]).year, MONTHS[m.group(1)] + 1),
+            ),
+        ),
+        (
+            r"(?<![\d年])(\d{1,2}|[一二三四五六七八九十]+)\s*月份?(?![\d日号])",
+            lambda m: (
+                _most_recent_month(now, _cn_number(m.group(1))),
+                _month_start(_most_recent_month(now, _cn_number(m.group(1))).year, _cn_number(m.group(1)) + 1),
+            ),
+        ),
+        (
+            (
+                r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|january|february|march|april|june|july|august|september|"
+                r"october|november|december)\b(?![ .]?\d)"
+            ),
+            lambda m: (
+                _most_recent_month(now, MONTHS[m.group(1)]),
+                _month_start(_most_recent_month(now, MONTHS[m.group(1)]).year, MONTHS[m.group(1)] + 1),
+            ),
+        ),
         (r"\bsince (20\d\d)\b(?![-/])", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
-        (r"(20\d\d)\s*年(?!\s*(?:\d|[一二三四五六七八九十]+)\s*月)|\b(?:in |during )?(20\d\d)\b(?![-/]\d)",
-         lambda m: (datetime(int(m.group(1) or m.group(2)), 1, 1), datetime(int(m.group(1) or m.group(2)) + 1, 1, 1))),
-        (r"\b(?:in |during )?['’](\d\d)(?![\w'’])", lambda m: (datetime(2000 + int(m.group(1)), 1, 1),
-                                                              datetime(2001 + int(m.group(1)), 1, 1))),  # "in '21"
+        (
+            r"(20\d\d)\s*年(?!\s*(?:\d|[一二三四五六七八九十]+)\s*月)|\b(?:in |during )?(20\d\d)\b(?![-/]\d)",
+            lambda m: (
+                datetime(int(m.group(1) or m.group(2)), 1, 1),
+                datetime(int(m.group(1) or m.group(2)) + 1, 1, 1),
+            ),
+        ),
+        (
+            r"\b(?:in |during )?['’](\d\d)(?![\w'’])",
+            lambda m: (datetime(2000 + int(m.group(1)), 1, 1), datetime(2001 + int(m.group(1)), 1, 1)),
+        ),  # "in '21"
     ]
 
 
 _EXPLICIT = re.compile(
     r"\b(since|after|before|until)\s+((?:\d{4}-\d{2}-\d{2})|(?:" + _MONTH + r"\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4})"
-    r"|(?:\d{1,2} " + _MONTH + r" \d{4}))", re.I)
+    r"|(?:\d{1,2} " + _MONTH + r" \d{4}))",
+    re.I,
+)
 
 
 def _parse_explicit(text: str) -> datetime | None:
@@ -261,8 +429,12 @@ def _parse_explicit(text: str) -> datetime | None:
     return _day(parsed) if parsed else None
 
 
-_DATEISH = r"(?:\d{4}-\d{2}-\d{2}|" + _MONTH + r"\.? \d{1,2}(?!\d)(?:st|nd|rd|th)?(?:,? \d{4})?|" + _MONTH + r"(?: \d{4})?)"
-_BETWEEN = re.compile(r"\b(?:between|from)\s+(?P<a>" + _DATEISH + r")\s+(?:and|to|through|until|till|-)\s+(?P<b>" + _DATEISH + r")", re.I)
+_DATEISH = (
+    r"(?:\d{4}-\d{2}-\d{2}|" + _MONTH + r"\.? \d{1,2}(?!\d)(?:st|nd|rd|th)?(?:,? \d{4})?|" + _MONTH + r"(?: \d{4})?)"
+)
+_BETWEEN = re.compile(
+    r"\b(?:between|from)\s+(?P<a>" + _DATEISH + r")\s+(?:and|to|through|until|till|-)\s+(?P<b>" + _DATEISH + r")", re.I
+)
 
 
 def _between(m: re.Match, now: datetime) -> tuple[datetime, datetime] | None:
@@ -286,18 +458,32 @@ def _between(m: re.Match, now: datetime) -> tuple[datetime, datetime] | None:
     return (start, end) if start and end and start < end else None
 
 
-_VERB_BEFORE = re.compile(r"\b(merged|merge|closed|close|created|create|opened|open|resolved|resolve|fixed|fix|"
-                          r"updated|submitted|posted|reviewed|filed|file|reported|report|(?:came|come|comes|coming)(?: in)?|arrived)\s*$", re.I)
-_VERB_FORMS = {"merge": "merged", "close": "closed", "create": "created", "open": "opened", "resolve": "resolved",
-               "fix": "resolved", "fixed": "resolved", "file": "created", "filed": "created", "report": "created",
-               "reported": "created", "arrived": "created",
-               **{f"{verb}{particle}": "created" for verb in ("came", "come", "comes", "coming") for particle in ("", " in")}}
+_VERB_BEFORE = re.compile(
+    r"\b(merged|merge|closed|close|created|create|opened|open|resolved|resolve|fixed|fix|"
+    r"updated|submitted|posted|reviewed|filed|file|reported|report|(?:came|come|comes|coming)(?: in)?|arrived)\s*$",
+    re.I,
+)
+_VERB_FORMS = {
+    "merge": "merged",
+    "close": "closed",
+    "create": "created",
+    "open": "opened",
+    "resolve": "resolved",
+    "fix": "resolved",
+    "fixed": "resolved",
+    "file": "created",
+    "filed": "created",
+    "report": "created",
+    "reported": "created",
+    "arrived": "created",
+    **{f"{verb}{particle}": "created" for verb in ("came", "come", "comes", "coming") for particle in ("", " in")},
+}
 
 
 def _verb_before(text: str, a: int) -> str | None:
     """The verb right before a time expression ("merged in May"), which the time then dates."""
     m = _VERB_BEFORE.search(text[:a])
-    if m is None or re.search(r"(without (?:being )?|\bnot |\bnever |n't )$", text[:m.start()]):
+    if m is None or re.search(r"(without (?:being )?|\bnot |\bnever |n't )$", text[: m.start()]):
         return None  # "closed without being merged this year" is dated by its closing
     return _VERB_FORMS.get(m.group(1).lower(), m.group(1).lower())
 
@@ -333,9 +519,18 @@ def _joined(question: str, found: list[tuple[int, int, TimeRange]]) -> list[tupl
             open_end = rng.start is None and re.match(r"(?:through|thru|until|till|to)\b", rng.text.strip(), re.I)
             bare, year = re.fullmatch(_MONTH + r"\.?", prev.text.strip(), re.I), re.search(r"20\d\d", rng.text)
             if open_end and bare and year:
-                prev = TimeRange(datetime(int(year.group(0)), MONTHS[bare.group(1).lower()], 1), prev.end, prev.text, prev.verb)
-            if ((_JOINED_BY.fullmatch(between) and (lead or not re.search(r"and", between, re.I))) or (open_end and not between.strip())) \
-                    and prev.start is not None and rng.end is not None and prev.start < rng.end:
+                prev = TimeRange(
+                    datetime(int(year.group(0)), MONTHS[bare.group(1).lower()], 1), prev.end, prev.text, prev.verb
+                )
+            if (
+                (
+                    (_JOINED_BY.fullmatch(between) and (lead or not re.search(r"and", between, re.I)))
+                    or (open_end and not between.strip())
+                )
+                and prev.start is not None
+                and rng.end is not None
+                and prev.start < rng.end
+            ):
                 a0 = lead.start() if lead else pa
                 out[-1] = (a0, b, TimeRange(prev.start, rng.end, question[a0:b], _verb_before(question.lower(), a0)))
                 continue
@@ -370,11 +565,15 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
             rng = (_resolved(m.group(0), lambda: when + timedelta(days=1)) if keyword == "after" else when, None)  # noqa: B023 (called at once)
         else:
             rng = (None, _resolved(m.group(0), lambda: when + timedelta(days=1)) if keyword == "until" else when)  # noqa: B023 (called at once)
-        found.append((m.start(), m.end(), TimeRange(rng[0], rng[1], question[m.start():m.end()], verb_before(m.start()))))
+        found.append(
+            (m.start(), m.end(), TimeRange(rng[0], rng[1], question[m.start() : m.end()], verb_before(m.start())))
+        )
     for m in _BETWEEN.finditer(text):
         rng = _resolved(m.group(0), _between, m, now)
         if rng and free(m.start(), m.end()):
-            found.append((m.start(), m.end(), TimeRange(rng[0], rng[1], question[m.start():m.end()], verb_before(m.start()))))
+            found.append(
+                (m.start(), m.end(), TimeRange(rng[0], rng[1], question[m.start() : m.end()], verb_before(m.start())))
+            )
     for pattern, resolve in _rules(now):
         for m in re.finditer(pattern, text):
             if free(m.start(), m.end()):
@@ -394,27 +593,35 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
 # Words that open a period at one end: "before 2021" is everything until 2021 began, "after March
 # 2019" everything from April on, "since April" / "2025 onwards" / "2018 年之前" likewise. A bare
 # "from" is not one of them: "messages from March 2019" are the messages of that month.
-_BEFORE = re.compile(r"(?:\b(?:before|prior to|earlier than|older than|up until|until|till|through|up to|as late as|by"
-                     r"|no later than|not later than|not after)"
-                     r"|\bpre-)\s*(?:the\s+)?(?:(?:start|beginning|end)\s+of\s+)?$")
+_BEFORE = re.compile(
+    r"(?:\b(?:before|prior to|earlier than|older than|up until|until|till|through|up to|as late as|by"
+    r"|no later than|not later than|not after)"
+    r"|\bpre-)\s*(?:the\s+)?(?:(?:start|beginning|end)\s+of\s+)?$"
+)
 _AFTER = re.compile(r"(?:\b(?:after|later than|newer than)|\bpost-)\s*(?:the\s+)?(?:end\s+of\s+)?$")
-_SINCE = re.compile(r"(?:\b(?:since|starting(?:\s+(?:from|in|with))?|beginning(?:\s+(?:from|in))?)"
-                    r"\s+(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?|(?:自从?|从)\s*)$")
-_ONWARDS = re.compile(r"^(?:\s*(?:onwards?|on\b|and (?:later|after|since|beyond)|or later)|\s*(?:年)?\s*(?:以来|以后|起|开始))")
+_SINCE = re.compile(
+    r"(?:\b(?:since|starting(?:\s+(?:from|in|with))?|beginning(?:\s+(?:from|in))?)"
+    r"\s+(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?|(?:自从?|从)\s*)$"
+)
+_ONWARDS = re.compile(
+    r"^(?:\s*(?:onwards?|on\b|and (?:later|after|since|beyond)|or later)|\s*(?:年)?\s*(?:以来|以后|起|开始))"
+)
 _EARLIER = re.compile(r"^\s*(?:年)?\s*(?:之前|以前)")
 # "2023 年 6 月之后": after June, like "after June 2023" (以后 reads "from then on": "2024 年以后" includes 2024).
 _LATER = re.compile(r"^\s*(?:年)?\s*之后")
 
 
-def _open_ended(text: str, a: int, b: int, start: datetime | None,
-                end: datetime | None) -> tuple[tuple[int, int], tuple[datetime | None, datetime | None]] | None:
+def _open_ended(
+    text: str, a: int, b: int, start: datetime | None, end: datetime | None
+) -> tuple[tuple[int, int], tuple[datetime | None, datetime | None]] | None:
     """The span and bounds of a closed period [start, end) turned open-ended by the words around it,
     or None. "until X"/"through X" include X, "before X" does not; "after X" starts when X ends."""
     if start is None or end is None:
         return None  # already open at one end ("since May", "older than 3 weeks")
     before, after = text[:a], text[b:]
-    inclusive = re.search(r"(?:until|till|through|up to|as late as|by|no later than|not later than|not after)\s*$|\bend\s+of\s*$",
-                          before)
+    inclusive = re.search(
+        r"(?:until|till|through|up to|as late as|by|no later than|not later than|not after)\s*$|\bend\s+of\s*$", before
+    )
     if m := _BEFORE.search(before):
         return (m.start(), b), (None, end if inclusive else start)
     if m := _EARLIER.match(after):

@@ -40,9 +40,13 @@ JOIN = "$lookup"  # allowed only given the tenant's schemas (`validate_pipeline(
 _LOOKUP_KEYS = ("from", "localField", "foreignField", "let", "pipeline", "as")
 # MongoDB's rule for user variable names (a lower-case first letter keeps ROOT, CURRENT, NOW out).
 _VARIABLE = re.compile(r"[a-z][A-Za-z0-9_]{0,39}")
-_STAGE_HINTS = {"$set": "use $addFields instead", "$unset": "use $project with field: 0 instead",
-                "$replaceRoot": "use $project instead", "$replaceWith": "use $project instead",
-                "$sortByCount": "use $group then $sort instead"}
+_STAGE_HINTS = {
+    "$set": "use $addFields instead",
+    "$unset": "use $project with field: 0 instead",
+    "$replaceRoot": "use $project instead",
+    "$replaceWith": "use $project instead",
+    "$sortByCount": "use $group then $sort instead",
+}
 
 COMPARISON_OPS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 QUERY_LOGICAL = ("$and", "$or", "$nor")
@@ -56,7 +60,9 @@ EXPR_ARITY: dict[str, tuple[int, int | None]] = {
     **dict.fromkeys(DATE_OPS + ("$size", "$toLower", "$toUpper", "$strLenCP", "$not"), (1, 1)),
     **dict.fromkeys(COMPARISON_OPS + ("$cmp", "$subtract", "$divide", "$in", "$arrayElemAt"), (2, 2)),
     **dict.fromkeys(("$and", "$or", "$add", "$multiply", "$concat"), (1, None)),
-    "$substrCP": (3, 3), "$cond": (3, 3), "$ifNull": (2, None),
+    "$substrCP": (3, 3),
+    "$cond": (3, 3),
+    "$ifNull": (2, None),
 }
 EXPR_OPS = tuple(EXPR_ARITY) + ("$literal", "$dateToString")
 ACCUMULATORS = ("$sum", "$avg", "$min", "$max", "$first", "$last", "$push", "$addToSet")
@@ -73,8 +79,10 @@ _STRING_BUILDERS = ("$concat", "$substrCP", "$toUpper", "$toLower", "$dateToStri
 WORD_ENDINGS = r"(?:e?s|e|ed|ings?|ers?|ors?|(?:at)?ions?|iz\w*|y|ies)?"
 _WORD_ITEM = r"\\b[a-z0-9_]{1,40}" + re.escape(WORD_ENDINGS) + r"\\b|[\u4e00-\u9fff]{1,20}"
 _EXACT_WORD_ITEM = r"\\b[a-z0-9_]{1,40}\\b|[\u4e00-\u9fff]{1,20}"
-_WORD_PATTERN = re.compile(rf"\(\?i\)\(\?:(?:{_WORD_ITEM})(?:\|(?:{_WORD_ITEM})){{0,11}}\)"
-                           rf"|\(\?i\)\(\?:(?:{_EXACT_WORD_ITEM})(?:\|(?:{_EXACT_WORD_ITEM})){{0,11}}\)")
+_WORD_PATTERN = re.compile(
+    rf"\(\?i\)\(\?:(?:{_WORD_ITEM})(?:\|(?:{_WORD_ITEM})){{0,11}}\)"
+    rf"|\(\?i\)\(\?:(?:{_EXACT_WORD_ITEM})(?:\|(?:{_EXACT_WORD_ITEM})){{0,11}}\)"
+)
 
 
 def word_pattern(words: list[str]) -> str:
@@ -98,15 +106,15 @@ class ValidationPolicy:
     max_limit: int = 200
     max_skip: int = 10_000
     max_stages: int = 12
-    max_depth: int = 10          # JSON nesting depth of the whole pipeline
-    max_size: int = 8_000        # characters of json.dumps(pipeline, default=str)
-    max_unwinds: int = 2         # each $unwind multiplies the rows: two is enough for "per label per reviewer"
-    max_lookups: int = 2         # joins per pipeline: "incidents whose fix PR was reviewed by X" needs one
-    max_array: int = 100         # elements of one literal array (an $in list of people, labels, refs)
-    max_concat: int = 8          # operands of one $concat
-    max_operands: int = 8        # operands of one $add or $multiply
+    max_depth: int = 10  # JSON nesting depth of the whole pipeline
+    max_size: int = 8_000  # characters of json.dumps(pipeline, default=str)
+    max_unwinds: int = 2  # each $unwind multiplies the rows: two is enough for "per label per reviewer"
+    max_lookups: int = 2  # joins per pipeline: "incidents whose fix PR was reviewed by X" needs one
+    max_array: int = 100  # elements of one literal array (an $in list of people, labels, refs)
+    max_concat: int = 8  # operands of one $concat
+    max_operands: int = 8  # operands of one $add or $multiply
     max_expression_nodes: int = 300  # operators, field paths and constants in all expressions: the work per row
-    max_regex: int = 256         # characters of one regular expression
+    max_regex: int = 256  # characters of one regular expression
     hidden_fields: frozenset[str] = HIDDEN_FIELDS
 
 
@@ -118,9 +126,12 @@ class ValidationError(Exception):
         self.errors = list(errors)
 
 
-def validate_pipeline(pipeline: object, schema: CollectionSchema | None,
-                      policy: ValidationPolicy = ValidationPolicy(),
-                      schemas: dict[str, CollectionSchema] | None = None) -> list[str]:
+def validate_pipeline(
+    pipeline: object,
+    schema: CollectionSchema | None,
+    policy: ValidationPolicy = ValidationPolicy(),
+    schemas: dict[str, CollectionSchema] | None = None,
+) -> list[str]:
     """Return every problem found (empty list = valid). schema None => skip field-existence checks
     against the collection (hidden-field and operator checks still apply). `schemas`: the tenant's
     collections the asker can read, by name; without them `$lookup` is refused."""
@@ -130,8 +141,12 @@ def validate_pipeline(pipeline: object, schema: CollectionSchema | None,
         return ['The pipeline is empty; it needs at least one stage such as {"$match": {...}}']
     # Caps come first and end the walk: a bomb would otherwise produce pages of noise (or recurse).
     if _depth(pipeline, policy.max_depth) > policy.max_depth:
-        return [(f"The pipeline is nested more than {policy.max_depth} levels deep; flatten it "
-                "(e.g. one $in instead of nested $or/$and)")]
+        return [
+            (
+                f"The pipeline is nested more than {policy.max_depth} levels deep; flatten it "
+                "(e.g. one $in instead of nested $or/$and)"
+            )
+        ]
     try:
         size = len(json.dumps(pipeline, default=str))
     except (TypeError, ValueError) as exc:
@@ -141,16 +156,21 @@ def validate_pipeline(pipeline: object, schema: CollectionSchema | None,
     errors = []
     stages = _stage_count(pipeline)
     if stages > policy.max_stages:
-        errors.append(f"The pipeline has {stages} stages (its $lookup pipelines included); at most "
-                      f"{policy.max_stages} are allowed")
+        errors.append(
+            f"The pipeline has {stages} stages (its $lookup pipelines included); at most "
+            f"{policy.max_stages} are allowed"
+        )
     walker = _Walker(schema, policy, schemas)
     walker.run(pipeline)
     return errors + walker.errors
 
 
-def ensure_valid(pipeline: Any, schema: CollectionSchema | None,
-                 policy: ValidationPolicy = ValidationPolicy(),
-                 schemas: dict[str, CollectionSchema] | None = None) -> list[dict]:
+def ensure_valid(
+    pipeline: Any,
+    schema: CollectionSchema | None,
+    policy: ValidationPolicy = ValidationPolicy(),
+    schemas: dict[str, CollectionSchema] | None = None,
+) -> list[dict]:
     """Raise ValidationError if invalid; return the pipeline."""
     errors = validate_pipeline(pipeline, schema, policy, schemas)
     if errors:
@@ -218,11 +238,11 @@ class _Scope:
 
     schema: CollectionSchema | None
     outputs: dict[str, _Scope | None] | None = None
-    origin: str = ""                                   # the reshaping stage, for messages
-    closed: set[str] = field(default_factory=set)      # outputs whose subfields are all listed
-    added: set[str] = field(default_factory=set)       # $addFields names
-    excluded: set[str] = field(default_factory=set)    # exclusion-$project names
-    id_legit: bool = False                             # `_id` is a $group key, not the document id
+    origin: str = ""  # the reshaping stage, for messages
+    closed: set[str] = field(default_factory=set)  # outputs whose subfields are all listed
+    added: set[str] = field(default_factory=set)  # $addFields names
+    excluded: set[str] = field(default_factory=set)  # exclusion-$project names
+    id_legit: bool = False  # `_id` is a $group key, not the document id
     joins: dict[str, _Scope] = field(default_factory=dict)  # $lookup `as` -> the joined documents' scope
 
     def has(self, path: str) -> bool:
@@ -232,7 +252,7 @@ class _Scope:
             if path == name:
                 return True
             if path.startswith(name + "."):  # `as.x`, `as.0.x`: a field of the joined documents
-                rest = ".".join(s for s in path[len(name) + 1:].split(".") if not s.isdigit())
+                rest = ".".join(s for s in path[len(name) + 1 :].split(".") if not s.isdigit())
                 return not rest or joined.has(rest)
         if any(path == p or path.startswith(p + ".") or p.startswith(path + ".") for p in self.added):
             return True
@@ -265,8 +285,12 @@ class _Scope:
 
 
 class _Walker:
-    def __init__(self, schema: CollectionSchema | None, policy: ValidationPolicy,
-                 schemas: dict[str, CollectionSchema] | None = None):
+    def __init__(
+        self,
+        schema: CollectionSchema | None,
+        policy: ValidationPolicy,
+        schemas: dict[str, CollectionSchema] | None = None,
+    ):
         self.schema, self.policy = schema, policy
         # The collections a $lookup may join: the tenant's readable ones, never an engine collection.
         self.joinable = None if schemas is None else {n: s for n, s in schemas.items() if n not in RESERVED}
@@ -296,10 +320,12 @@ class _Walker:
             self.where = f"{label} {index + 1}"
             if not isinstance(stage, dict) or len(stage) != 1:
                 got = f"keys {', '.join(map(str, stage))}" if isinstance(stage, dict) else type(stage).__name__
-                self.error(f"each stage must be an object with exactly one key (the stage name); got {got}"
-                           " - split it into separate stages")
+                self.error(
+                    f"each stage must be an object with exactly one key (the stage name); got {got}"
+                    " - split it into separate stages"
+                )
                 continue
-            (name, spec), = stage.items()
+            ((name, spec),) = stage.items()
             if name not in self.stages:
                 hint = f" ({_STAGE_HINTS[name]})" if name in _STAGE_HINTS else ""
                 self.where = outer  # the stage name says where; "Stage 2: Stage $out" would stutter
@@ -380,13 +406,16 @@ class _Walker:
                 if self.name(key, dots=True, what="$project output name"):
                     include[key] = None
         if include and exclude:
-            self.error(f"$project cannot mix inclusion and exclusion (excluded: {', '.join(exclude)}); "
-                       "only _id: 0 may be combined with included fields")
+            self.error(
+                f"$project cannot mix inclusion and exclusion (excluded: {', '.join(exclude)}); "
+                "only _id: 0 may be combined with included fields"
+            )
         if include:
             if self.scope.id_legit and not drop_id:
                 include.setdefault("_id", self.scope)
-            self.scope = _Scope(self.schema, outputs=include, origin="$project",
-                                id_legit=self.scope.id_legit and not drop_id)
+            self.scope = _Scope(
+                self.schema, outputs=include, origin="$project", id_legit=self.scope.id_legit and not drop_id
+            )
             return
         for name in exclude + (["_id"] if drop_id else []):
             self.scope.exclude(name)
@@ -406,8 +435,9 @@ class _Walker:
         if isinstance(spec, dict):
             extra = [str(k) for k in spec if k not in ("path", "preserveNullAndEmptyArrays")]
             if extra:
-                self.error(f"$unwind option(s) {', '.join(extra)} not allowed; use only path, "
-                           "preserveNullAndEmptyArrays")
+                self.error(
+                    f"$unwind option(s) {', '.join(extra)} not allowed; use only path, preserveNullAndEmptyArrays"
+                )
             if "preserveNullAndEmptyArrays" in spec and type(spec["preserveNullAndEmptyArrays"]) is not bool:
                 self.error("$unwind preserveNullAndEmptyArrays must be true or false")
             spec = spec.get("path")
@@ -425,14 +455,20 @@ class _Walker:
         if joined is not None:
             rest = path.split(".", 1)[1]
             if joined.outputs is not None or joined.schema is None or not joined.schema.is_array(rest):
-                self.error(f"$unwind of '{path}': only the joined array itself or an array field stored in the "
-                           "joined records can be unwound")
+                self.error(
+                    f"$unwind of '{path}': only the joined array itself or an array field stored in the "
+                    "joined records can be unwound"
+                )
             return
         # Only an array the records store can be unwound: a computed or literal array could be any size.
-        computed = self.scope.outputs is not None or any(path == p or path.startswith(p + ".") for p in self.scope.added)
+        computed = self.scope.outputs is not None or any(
+            path == p or path.startswith(p + ".") for p in self.scope.added
+        )
         if computed:
-            self.error(f"$unwind of '{path}': only an array field stored in the records can be unwound, "
-                       "not one computed by an earlier stage")
+            self.error(
+                f"$unwind of '{path}': only an array field stored in the records can be unwound, "
+                "not one computed by an earlier stage"
+            )
         elif self.schema is not None:
             info = self.schema.fields.get(".".join(seg for seg in path.split(".") if not seg.isdigit()))
             if info is None or not info.in_array:
@@ -440,11 +476,15 @@ class _Walker:
 
     def stage_lookup(self, spec: Any, index: int) -> None:
         if self.variables is not None:
-            return self.error("a $lookup inside a $lookup's pipeline is not allowed: one level of join is "
-                              "enough; join from the outer pipeline instead")
+            return self.error(
+                "a $lookup inside a $lookup's pipeline is not allowed: one level of join is "
+                "enough; join from the outer pipeline instead"
+            )
         if not isinstance(spec, dict):
-            return self.error('$lookup needs an object like {"from": "pull_requests", "localField": "pr", '
-                              '"foreignField": "ref", "as": "fix_pr"}')
+            return self.error(
+                '$lookup needs an object like {"from": "pull_requests", "localField": "pr", '
+                '"foreignField": "ref", "as": "fix_pr"}'
+            )
         extra = [str(k) for k in spec if k not in _LOOKUP_KEYS]
         if extra:
             self.error(f"$lookup option(s) {', '.join(extra)} not allowed; use only {', '.join(_LOOKUP_KEYS)}")
@@ -486,8 +526,10 @@ class _Walker:
         """The schema of the collection a $lookup reads, or None (with an error) when it may not."""
         allowed = sorted(self.joinable or {})
         if not isinstance(name, str) or name not in allowed:
-            self.error(f"$lookup from {name!r} is not allowed; join one of the collections you can read: "
-                       + (", ".join(allowed) or "none"))
+            self.error(
+                f"$lookup from {name!r} is not allowed; join one of the collections you can read: "
+                + (", ".join(allowed) or "none")
+            )
             return None
         return self.joinable[name]  # type: ignore[index]
 
@@ -501,8 +543,10 @@ class _Walker:
             if isinstance(name, str) and _VARIABLE.fullmatch(name):
                 names.add(name)
             else:
-                self.error(f"$lookup let variable {name!r} must begin with a lower-case letter and hold only "
-                           "letters, digits and _ (at most 40)")
+                self.error(
+                    f"$lookup let variable {name!r} must begin with a lower-case letter and hold only "
+                    "letters, digits and _ (at most 40)"
+                )
             self.expr(value)  # evaluated on the incoming document
         return names
 
@@ -522,8 +566,10 @@ class _Walker:
         elif not path or "\x00" in path or any(not s or s.startswith("$") for s in path.split(".")):
             self.error(f"invalid {what} {path!r}: use a plain dotted path without '$', NUL or empty parts")
         elif segment := self.hidden_segment(path):
-            self.error(f"Field '{path}' uses the hidden field '{segment}', which cannot be read or written; "
-                       "tenant and access filters are applied automatically")
+            self.error(
+                f"Field '{path}' uses the hidden field '{segment}', which cannot be read or written; "
+                "tenant and access filters are applied automatically"
+            )
         else:
             return True
         return False
@@ -549,12 +595,15 @@ class _Walker:
         known = self.scope.names()
         joined = self.scope.joins.get(path.split(".")[0])
         if joined is not None:
-            self.error(f"Field '{path}' is not in the documents $lookup joined as '{path.split('.')[0]}'; their "
-                       "fields: " + ", ".join(joined.names()))
+            self.error(
+                f"Field '{path}' is not in the documents $lookup joined as '{path.split('.')[0]}'; their "
+                "fields: " + ", ".join(joined.names())
+            )
             return False
         if self.scope.outputs is not None:
-            self.error(f"Field '{path}' is not available after {self.scope.origin}; available fields: "
-                       + ", ".join(known))
+            self.error(
+                f"Field '{path}' is not available after {self.scope.origin}; available fields: " + ", ".join(known)
+            )
             return False
         message = f"Field '{path}' does not exist in {self.schema.name}"  # type: ignore[union-attr]
         if matches := _suggest(path, known):
@@ -594,8 +643,10 @@ class _Walker:
 
     def text(self, value: Any, top: bool) -> None:
         if not top:
-            self.error("$text is only allowed at the top level of the first $match stage "
-                       "(not inside $or/$and/$nor, $elemMatch or a later stage)")
+            self.error(
+                "$text is only allowed at the top level of the first $match stage "
+                "(not inside $or/$and/$nor, $elemMatch or a later stage)"
+            )
         elif self.schema is not None and not self.schema.text_index:
             self.error(f"$text is not available: {self.schema.name} has no full-text index; filter on fields")
         if not isinstance(value, dict) or not isinstance(value.get("$search"), str) or not value["$search"].strip():
@@ -628,8 +679,9 @@ class _Walker:
             if not isinstance(arg, list):
                 return self.error(f"{op} on '{path}' needs an array of values")
             if len(arg) > self.policy.max_array:
-                return self.error(f"{op} on '{path}' has {len(arg)} values; at most {self.policy.max_array} "
-                                  "are allowed")
+                return self.error(
+                    f"{op} on '{path}' has {len(arg)} values; at most {self.policy.max_array} are allowed"
+                )
             for item in arg:
                 self.literal(item, f"{op} on '{path}'")
         elif op == "$exists":
@@ -673,16 +725,19 @@ class _Walker:
         if not self.policy.allow_regex and isinstance(arg, str) and is_word_pattern(arg):
             return  # any of a few literal words, the compiled form of a `words` filter: linear in the text
         if not self.policy.allow_regex:
-            return self.error(f"regular expressions are not allowed ({where}); match exact values with "
-                              "$eq/$in, or words with $text")
+            return self.error(
+                f"regular expressions are not allowed ({where}); match exact values with $eq/$in, or words with $text"
+            )
         pattern = arg.pattern if isinstance(arg, re.Pattern) else arg
         if isinstance(arg, re.Pattern) and arg.flags & ~(re.I | re.M | re.S | re.U):
             return self.error(f"the regular expression {where} may use only the flags i, m, s")
         if not isinstance(pattern, str):
             return self.error(f"$regex {where} must be a string")
         if len(pattern) > self.policy.max_regex:
-            return self.error(f"the regular expression {where} is {len(pattern)} characters; at most "
-                              f"{self.policy.max_regex} are allowed")
+            return self.error(
+                f"the regular expression {where} is {len(pattern)} characters; at most "
+                f"{self.policy.max_regex} are allowed"
+            )
         try:
             compile_re2(pattern)  # what the store will run: RE2 refuses backreferences and lookaround
         except ValueError as exc:
@@ -691,8 +746,10 @@ class _Walker:
     def literal(self, value: Any, what: str) -> None:
         """A plain value: scalars, dates, arrays and operator-free objects only."""
         if type(value) is int and not INT64_MIN <= value <= INT64_MAX:
-            return self.error(f"the number {_short(value)} in {what} does not fit a 64-bit integer, as MongoDB "
-                              "stores numbers; use a smaller one")
+            return self.error(
+                f"the number {_short(value)} in {what} does not fit a 64-bit integer, as MongoDB "
+                "stores numbers; use a smaller one"
+            )
         if type(value) is float and not math.isfinite(value):
             return self.error(f"the number {value} in {what} is not finite; use a finite number")
         if value is None or type(value) in (bool, int, float) or isinstance(value, datetime):
@@ -704,27 +761,34 @@ class _Walker:
             self.regex(value, f"in {what}")
         elif isinstance(value, list):
             if len(value) > self.policy.max_array:
-                return self.error(f"an array of {len(value)} values in {what}; at most {self.policy.max_array} "
-                                  "are allowed")
+                return self.error(
+                    f"an array of {len(value)} values in {what}; at most {self.policy.max_array} are allowed"
+                )
             for item in value:
                 self.literal(item, what)
         elif isinstance(value, dict):
             for key, item in value.items():
                 if not isinstance(key, str) or not key or key.startswith("$") or "\x00" in key:
-                    self.error(f"key {key!r} is not allowed inside a literal value ({what}); "
-                               f"operators go directly on a field, e.g. {{\"number\": {{\"$gt\": 5}}}}")
+                    self.error(
+                        f"key {key!r} is not allowed inside a literal value ({what}); "
+                        f'operators go directly on a field, e.g. {{"number": {{"$gt": 5}}}}'
+                    )
                 self.literal(item, what)
         else:
-            self.error(f"unsupported value type {type(value).__name__} in {what}; use strings, numbers, "
-                       "booleans, null, dates, arrays or objects")
+            self.error(
+                f"unsupported value type {type(value).__name__} in {what}; use strings, numbers, "
+                "booleans, null, dates, arrays or objects"
+            )
 
     # -- aggregation expressions and accumulators -----------------------------------------------
 
     def expr(self, value: Any) -> None:
         self.expression_nodes += 1
         if self.expression_nodes == self.policy.max_expression_nodes + 1:
-            self.error(f"the expressions have more than {self.policy.max_expression_nodes} parts in all; "
-                       "compute less per row (or filter first and compute fewer values)")
+            self.error(
+                f"the expressions have more than {self.policy.max_expression_nodes} parts in all; "
+                "compute less per row (or filter first and compute fewer values)"
+            )
         if type(value) is str:
             if value.startswith("$$"):
                 self.variable(value)
@@ -755,8 +819,9 @@ class _Walker:
             self.error(f"variable '{value}' is not allowed; refer to fields as '$field.path'")
         elif name not in self.variables:
             defined = ", ".join(f"$${v}" for v in sorted(self.variables)) or "none"
-            self.error(f"variable '{value}' is not defined; a $lookup pipeline may read only its let variables "
-                       f"({defined})")
+            self.error(
+                f"variable '{value}' is not defined; a $lookup pipeline may read only its let variables ({defined})"
+            )
         elif rest:
             self.path_ok(rest, f"path of '{value}'")
 
@@ -768,8 +833,10 @@ class _Walker:
         if op not in EXPR_ARITY:
             return self.error(f"Expression operator {op} is not allowed; {_allowed(EXPR_OPS)}")
         if op in _STRING_BUILDERS and self.in_collector:
-            return self.error(f"{op} cannot be used inside '{self.in_collector}' ($push/$addToSet collect "
-                              "stored values only); collect the fields and combine them afterwards")
+            return self.error(
+                f"{op} cannot be used inside '{self.in_collector}' ($push/$addToSet collect "
+                "stored values only); collect the fields and combine them afterwards"
+            )
         if op == "$concat" and isinstance(arg, list) and len(arg) > self.policy.max_concat:
             return self.error(f"$concat takes at most {self.policy.max_concat} operands; got {len(arg)}")
         if op in ("$add", "$multiply") and isinstance(arg, list) and len(arg) > self.policy.max_operands:
@@ -793,8 +860,10 @@ class _Walker:
 
     def date_to_string(self, arg: Any) -> None:
         if self.in_collector:
-            return self.error(f"$dateToString cannot be used inside '{self.in_collector}' ($push/$addToSet "
-                              "collect stored values only)")
+            return self.error(
+                f"$dateToString cannot be used inside '{self.in_collector}' ($push/$addToSet "
+                "collect stored values only)"
+            )
         if not isinstance(arg, dict) or not isinstance(arg.get("format"), str):
             return self.error('$dateToString needs {"format": "%Y-%m", "date": "$created_at"}')
         try:
@@ -821,17 +890,19 @@ class _Walker:
         missing = [k for k in required if k not in arg]
         extra = [str(k) for k in arg if k not in required + optional]
         if missing or extra:
-            self.error(f"{op} takes {', '.join(required + optional)}"
-                       + (f"; missing {', '.join(missing)}" if missing else "")
-                       + (f"; unknown {', '.join(extra)}" if extra else ""))
+            self.error(
+                f"{op} takes {', '.join(required + optional)}"
+                + (f"; missing {', '.join(missing)}" if missing else "")
+                + (f"; unknown {', '.join(extra)}" if extra else "")
+            )
         for key, item in arg.items():
             if key in required + optional:
                 self.expr(item)
 
     def accumulator(self, value: Any, name: Any) -> None:
         if not isinstance(value, dict) or len(value) != 1:
-            return self.error(f'$group output \'{name}\' must be one accumulator object like {{"$sum": 1}}')
-        (op, arg), = value.items()
+            return self.error(f"$group output '{name}' must be one accumulator object like {{\"$sum\": 1}}")
+        ((op, arg),) = value.items()
         if op not in ACCUMULATORS:
             return self.error(f"Accumulator {op} is not allowed (in '{name}'); {_allowed(ACCUMULATORS)}")
         self.in_collector = f"{op} of {name}" if op in ("$push", "$addToSet") else ""

@@ -53,22 +53,42 @@ VALUES_FORMAT = 1
 
 # The built-in kinds' value roles whose values a question names (not titles, URLs, thread ids or
 # counts); each value is of the kind its role names. Every value role of a tenant's own kind is named.
-NAMED_ROLES = frozenset({"label", "milestone", "repo", "channel", "project", "component", "status", "priority", "type",
-                         "sprint", "space", "workspace", "team", "state", "reaction"})
+NAMED_ROLES = frozenset(
+    {
+        "label",
+        "milestone",
+        "repo",
+        "channel",
+        "project",
+        "component",
+        "status",
+        "priority",
+        "type",
+        "sprint",
+        "space",
+        "workspace",
+        "team",
+        "state",
+        "reaction",
+    }
+)
 # Built-in source fields no role names that a question still says: GitHub's `state_reason` ("not
 # planned"), Jira's resolution ("Won't Fix"), a Jira project's name beside its key.
 EXTRA_FIELDS: dict[str, list[tuple[str, str]]] = {
-    "state_reason": [("issues", "state_reason"), ("pull_requests", "state_reason"),
-                     ("issues", "fields.resolution.name")],
+    "state_reason": [
+        ("issues", "state_reason"),
+        ("pull_requests", "state_reason"),
+        ("issues", "fields.resolution.name"),
+    ],
     "project": [("issues", "fields.project.name")],
 }
-MAX_VALUE_LENGTH = 80           # longer strings are text, not values
-MAX_VALUES_PER_FIELD = 20_000   # a field with more distinct strings is free text: the rest is not indexed
-MAX_GRAMS = 256                 # n-grams looked up per question
+MAX_VALUE_LENGTH = 80  # longer strings are text, not values
+MAX_VALUES_PER_FIELD = 20_000  # a field with more distinct strings is free text: the rest is not indexed
+MAX_GRAMS = 256  # n-grams looked up per question
 MAX_GRAM_WORDS = 4
 MAX_MATCHES_PER_GRAM = 8
-MAX_CANDIDATES = 64             # entries checked against the store per search
-SEARCH_MS = 1000                # the whole search, access check included (a cold store indexes on first use)
+MAX_CANDIDATES = 64  # entries checked against the store per search
+SEARCH_MS = 1000  # the whole search, access check included (a cold store indexes on first use)
 RULES = ("exact", "prefix", "token", "fuzzy")
 _RULE_SCORE = {"exact": 1.0, "prefix": 0.8, "token": 0.6, "fuzzy": 0.5}
 
@@ -84,24 +104,34 @@ def normalize(text: str) -> str:
 
 @dataclass(frozen=True)
 class ValueMatch:
-    kind: str           # "person", "label", "milestone", "repo", "channel", "status", "state_reason", ...
-    value: str          # the value as stored; for a person, the directory key
-    field: str          # where the asker may read it most often
+    kind: str  # "person", "label", "milestone", "repo", "channel", "status", "state_reason", ...
+    value: str  # the value as stored; for a person, the directory key
+    field: str  # where the asker may read it most often
     collection: str
     score: float
-    rule: str           # "exact", "prefix", "token" or "fuzzy"
-    text: str = ""      # the words of the question it was found from, and where they are
+    rule: str  # "exact", "prefix", "token" or "fuzzy"
+    text: str = ""  # the words of the question it was found from, and where they are
     start: int = 0
     end: int = 0
-    label: str = ""     # what to show: a person's display name, else the value
+    label: str = ""  # what to show: a person's display name, else the value
     # Every (collection, field) the asker may read it in. No record count: counted at ingest over
     # every record, it would tell an asker how many records they may not read carry the value.
     where: tuple[tuple[str, str], ...] = ()  # every (collection, field) the asker may read it in
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "value": self.value, "field": self.field, "collection": self.collection,
-                "score": self.score, "rule": self.rule, "text": self.text, "start": self.start, "end": self.end,
-                "label": self.label, "where": [list(w) for w in self.where]}
+        return {
+            "kind": self.kind,
+            "value": self.value,
+            "field": self.field,
+            "collection": self.collection,
+            "score": self.score,
+            "rule": self.rule,
+            "text": self.text,
+            "start": self.start,
+            "end": self.end,
+            "label": self.label,
+            "where": [list(w) for w in self.where],
+        }
 
 
 @dataclass
@@ -136,15 +166,34 @@ class ValueData:
         self.fuzzy_terms = [t for t in self.sorted_terms if len(t) >= 4]
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": VALUES_FORMAT, "tenant": self.tenant, "generation": self.generation,
-                "entries": [{"kind": e.kind, "value": e.value, "label": e.label, "terms": e.terms,
-                             "carriers": [list(c) for c in e.carriers]} for e in self.entries]}
+        return {
+            "format": VALUES_FORMAT,
+            "tenant": self.tenant,
+            "generation": self.generation,
+            "entries": [
+                {
+                    "kind": e.kind,
+                    "value": e.value,
+                    "label": e.label,
+                    "terms": e.terms,
+                    "carriers": [list(c) for c in e.carriers],
+                }
+                for e in self.entries
+            ],
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ValueData:
-        entries = [_Entry(str(e["kind"]), str(e["value"]), str(e["label"]), [str(t) for t in e["terms"]],
-                          [(str(c[0]), str(c[1]), str(c[2]), int(c[3])) for c in e["carriers"]])
-                   for e in data["entries"]]
+        entries = [
+            _Entry(
+                str(e["kind"]),
+                str(e["value"]),
+                str(e["label"]),
+                [str(t) for t in e["terms"]],
+                [(str(c[0]), str(c[1]), str(c[2]), int(c[3])) for c in e["carriers"]],
+            )
+            for e in data["entries"]
+        ]
         return cls(str(data["tenant"]), int(data["generation"]), entries)
 
 
@@ -166,8 +215,9 @@ def _values_at(doc: Any, parts: Sequence[str]) -> Iterable[Any]:
         yield from _values_at(doc[parts[0]], parts[1:])
 
 
-def _value_fields(catalog: Catalog, directory: PeopleDirectory,
-                  kinds: dict[str, CollectionSpec]) -> dict[str, dict[str, str]]:
+def _value_fields(
+    catalog: Catalog, directory: PeopleDirectory, kinds: dict[str, CollectionSpec]
+) -> dict[str, dict[str, str]]:
     """collection -> {path: kind} of the values to index: role fields, state reasons, and every other
     enumeration discovered that is not a people field (one whose values are people's handles)."""
     out: dict[str, dict[str, str]] = defaultdict(dict)
@@ -257,7 +307,10 @@ def load_values(store: Any, settings: Settings, catalog: Catalog) -> ValueData:
     try:
         data = json.loads(read_regular_text(path))
         if (data.get("format"), data.get("tenant"), data.get("generation")) == (
-                VALUES_FORMAT, catalog.tenant, store.generation):
+            VALUES_FORMAT,
+            catalog.tenant,
+            store.generation,
+        ):
             return ValueData.from_json(data)
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         pass  # missing or damaged: rebuilt below
@@ -279,7 +332,7 @@ def load_values(store: Any, settings: Settings, catalog: Catalog) -> ValueData:
 
 @dataclass(frozen=True)
 class _Gram:
-    text: str   # as written
+    text: str  # as written
     norm: str
     start: int
     end: int
@@ -304,7 +357,7 @@ def question_grams(text: str) -> list[_Gram]:
         run = m.group(0)
         for size in range(min(4, len(run)), 1, -1):
             for k in range(len(run) - size + 1):
-                piece = run[k:k + size]
+                piece = run[k : k + size]
                 grams.append(_Gram(piece, piece, m.start() + k, m.start() + k + size, size))
     return grams[:MAX_GRAMS]
 
@@ -326,15 +379,16 @@ class ValueIndex:
         if found or _ordinary(gram) or (len(norm) < 3 and not HAN.search(norm)):
             return found[:MAX_MATCHES_PER_GRAM]
         lo = bisect.bisect_right(data.sorted_terms, norm)
-        for term in data.sorted_terms[lo:lo + MAX_MATCHES_PER_GRAM]:
+        for term in data.sorted_terms[lo : lo + MAX_MATCHES_PER_GRAM]:
             if not term.startswith(norm):
                 break
             found += [(i, "prefix", len(norm) / len(term)) for i in data.exact[term]]
         found += [(i, "token", 1.0) for i in data.tokens.get(norm, ())]
         if not found and len(norm) >= 5 and not HAN.search(norm):
             edits = 1 if len(norm) <= 7 else 2
-            for term, distance, _ in process.extract(norm, data.fuzzy_terms, scorer=Levenshtein.distance,
-                                                      score_cutoff=edits, limit=MAX_MATCHES_PER_GRAM):
+            for term, distance, _ in process.extract(
+                norm, data.fuzzy_terms, scorer=Levenshtein.distance, score_cutoff=edits, limit=MAX_MATCHES_PER_GRAM
+            ):
                 found += [(i, "fuzzy", 1 - distance / max(len(term), len(norm))) for i in data.exact[term]]
         return found[:MAX_MATCHES_PER_GRAM]
 
@@ -369,8 +423,9 @@ class ValueIndex:
         norm = normalize(text)
         terms = {t for t, ids in self.data.exact.items() if any(self.data.entries[i].kind in wanted for i in ids)}
         scored: dict[int, float] = {}
-        for term, score, _ in process.extract(norm, list(terms), scorer=fuzz.ratio, score_cutoff=60,
-                                              limit=MAX_CANDIDATES):
+        for term, score, _ in process.extract(
+            norm, list(terms), scorer=fuzz.ratio, score_cutoff=60, limit=MAX_CANDIDATES
+        ):
             for i in self.data.exact[term]:
                 if self.data.entries[i].kind in wanted:
                     scored[i] = max(scored.get(i, 0.0), score / 100)
@@ -379,8 +434,9 @@ class ValueIndex:
         gram = _Gram(text, norm, 0, len(text), len(norm.split()))
         return [self._match(i, visible[i], "fuzzy", score, gram) for i, score in ranked if i in visible][:limit]
 
-    def visible(self, ids: Sequence[int], deadline: float | None = None,
-                needed: int | None = None) -> dict[int, list[tuple[str, str, str, int]]]:
+    def visible(
+        self, ids: Sequence[int], deadline: float | None = None, needed: int | None = None
+    ) -> dict[int, list[tuple[str, str, str, int]]]:
         """entry -> the carriers the asker may read now, entries in the order given until `needed` are
         found: for each (collection, field, value), one scoped query for a readable record that still
         holds it (an equality on the leading `$match`: the store's secondary indexes answer it in well
@@ -397,20 +453,40 @@ class ValueIndex:
                 collection, path, stored, _ = carrier
                 pipeline = [{"$match": {path: stored}}, {"$limit": 1}, {"$project": {"_id": 0, "ref": 1}}]
                 try:
-                    rows = run_pipeline(self.store, collection, pipeline, tenant=self.tenant,
-                                        principals=self.principals, schema=None, max_rows=1, max_time_ms=remaining)
+                    rows = run_pipeline(
+                        self.store,
+                        collection,
+                        pipeline,
+                        tenant=self.tenant,
+                        principals=self.principals,
+                        schema=None,
+                        max_rows=1,
+                        max_time_ms=remaining,
+                    )
                 except ExecutionError:
                     continue
                 if rows:
                     out.setdefault(i, []).append(carrier)
         return out
 
-    def _match(self, i: int, carriers: list[tuple[str, str, str, int]], rule: str, score: float,
-               gram: _Gram) -> ValueMatch:
+    def _match(
+        self, i: int, carriers: list[tuple[str, str, str, int]], rule: str, score: float, gram: _Gram
+    ) -> ValueMatch:
         entry = self.data.entries[i]
         top = max(carriers, key=lambda c: c[3])
-        return ValueMatch(entry.kind, entry.value, top[1], top[0], round(score, 3), rule, gram.text, gram.start,
-                          gram.end, entry.label, tuple(dict.fromkeys((c[0], c[1]) for c in carriers)))
+        return ValueMatch(
+            entry.kind,
+            entry.value,
+            top[1],
+            top[0],
+            round(score, 3),
+            rule,
+            gram.text,
+            gram.start,
+            gram.end,
+            entry.label,
+            tuple(dict.fromkeys((c[0], c[1]) for c in carriers)),
+        )
 
 
 def link_values(question: str, index: ValueIndex, schema_names: Iterable[str], limit: int = 20) -> list[ValueMatch]:

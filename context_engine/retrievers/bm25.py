@@ -38,6 +38,7 @@ def _csc_matrix(*args: Any, **kwargs: Any) -> Any:
 
 class _CscArrays(NamedTuple):
     """A loaded index's matrix: the CSC arrays that scoring reads (`_postings`), without scipy."""
+
     data: np.ndarray
     indices: np.ndarray
     indptr: np.ndarray
@@ -73,10 +74,17 @@ class BM25Index:
         # string array would pad every term to the longest one.
         vocab = "\n".join(sorted(self.vocab, key=self.vocab.__getitem__)).encode("utf-8")
         with open(path, "wb") as fh:
-            np.savez(fh, data=matrix.data, indices=matrix.indices, indptr=matrix.indptr,
-                     shape=np.array(matrix.shape, dtype=np.int64), idf=self.idf,
-                     vocab=np.frombuffer(vocab, dtype=np.uint8), params=np.array([self.k1, self.b, self.avgdl]),
-                     tokenization=np.frombuffer(self.tokenization.encode("utf-8"), dtype=np.uint8))
+            np.savez(
+                fh,
+                data=matrix.data,
+                indices=matrix.indices,
+                indptr=matrix.indptr,
+                shape=np.array(matrix.shape, dtype=np.int64),
+                idf=self.idf,
+                vocab=np.frombuffer(vocab, dtype=np.uint8),
+                params=np.array([self.k1, self.b, self.avgdl]),
+                tokenization=np.frombuffer(self.tokenization.encode("utf-8"), dtype=np.uint8),
+            )
             fh.flush()
             os.fsync(fh.fileno())
 
@@ -89,13 +97,15 @@ class BM25Index:
         with open_regular(path, "rb") as fh, np.load(fh, allow_pickle=False) as arrays:
             k1, b, avgdl = arrays["params"].tolist()
             bm25 = cls(k1=k1, b=b, idf="lucene")
-            bm25.matrix = _CscArrays(arrays["data"], arrays["indices"], arrays["indptr"],
-                                     tuple(arrays["shape"].tolist()))
+            bm25.matrix = _CscArrays(
+                arrays["data"], arrays["indices"], arrays["indptr"], tuple(arrays["shape"].tolist())
+            )
             terms = arrays["vocab"].tobytes().decode("utf-8")
             bm25.vocab = {term: i for i, term in enumerate(terms.split("\n"))} if terms else {}
             bm25.idf = arrays["idf"]
-            bm25.tokenization = (arrays["tokenization"].tobytes().decode("utf-8") if "tokenization" in arrays.files
-                                 else "light-stem")
+            bm25.tokenization = (
+                arrays["tokenization"].tobytes().decode("utf-8") if "tokenization" in arrays.files else "light-stem"
+            )
         bm25.ids, bm25.avgdl = ids, avgdl
         return bm25
 
@@ -164,8 +174,8 @@ class BM25Index:
         if len(cols) == 1:
             lo, hi = indptr[cols[0]], indptr[cols[0] + 1]
             return indices[lo:hi], data[lo:hi]
-        rows = np.concatenate([indices[indptr[c]:indptr[c + 1]] for c in cols])
-        weights = np.concatenate([data[indptr[c]:indptr[c + 1]] for c in cols])
+        rows = np.concatenate([indices[indptr[c] : indptr[c + 1]] for c in cols])
+        weights = np.concatenate([data[indptr[c] : indptr[c + 1]] for c in cols])
         return rows, weights
 
     def scores_tokens(self, tokens: Sequence[str]) -> np.ndarray:

@@ -53,6 +53,7 @@ def text_collections(kinds: Iterable[CollectionSpec] | None = None) -> tuple[str
     order (`kinds`: a tenant's; default: the built-in ones)."""
     return tuple(kind.name for kind in (BUILTIN.values() if kinds is None else kinds) if kind.searchable)
 
+
 # Words per chunk: ~450 word pieces, inside multilingual-e5's 512-token window, so a chunk is embedded
 # whole; a typical abstract, PR description or Slack thread stays one unit.
 CHUNK_TOKENS = 300
@@ -224,17 +225,30 @@ def _own_groups(kind: CollectionSpec, record: dict[str, Any]) -> tuple[dict[str,
     its first author field, its `created` time and its `url` role (else a URL field it has)."""
     texts = [text for path in kind.text if (text := _plain(list(values_at(record, path))))]
     title = texts[0].split("\n", 1)[0][:200] if texts else None
-    author = next((str(v) for field in kind.people.get("author", ()) for v in values_at(record, field.path)
-                   if v not in (None, "")), None)
-    url = next((v for path in role_paths(kind, "url") for v in values_at(record, path) if isinstance(v, str) and v),
-               None)
-    meta = {"url": url or _url(record), "title": title, "author": author,
-            "date": _date(*(v for path in kind.times.get("created", ()) for v in values_at(record, path)))}
+    author = next(
+        (
+            str(v)
+            for field in kind.people.get("author", ())
+            for v in values_at(record, field.path)
+            if v not in (None, "")
+        ),
+        None,
+    )
+    url = next(
+        (v for path in role_paths(kind, "url") for v in values_at(record, path) if isinstance(v, str) and v), None
+    )
+    meta = {
+        "url": url or _url(record),
+        "title": title,
+        "author": author,
+        "date": _date(*(v for path in kind.times.get("created", ()) for v in values_at(record, path))),
+    }
     return meta, ["\n\n".join(texts)]
 
 
-def _groups(collection: str, record: dict[str, Any],
-            kind: CollectionSpec | None = None) -> tuple[dict[str, Any], list[str]]:
+def _groups(
+    collection: str, record: dict[str, Any], kind: CollectionSpec | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """(metadata, text groups) of one normalized record; each group is chunked on its own. `kind`: the
     collection's spec, for a tenant's own kind."""
     if kind is not None and not kind.builtin:
@@ -244,17 +258,28 @@ def _groups(collection: str, record: dict[str, Any],
     if collection in ("pull_requests", "issues") and isinstance(record.get("fields"), dict):  # Jira
         fields = record["fields"]
         title = _plain(fields.get("summary"))
-        meta.update(title=title or None, author=_login(fields.get("reporter") or fields.get("creator")),
-                    date=_date(fields.get("created"), fields.get("updated")))
+        meta.update(
+            title=title or None,
+            author=_login(fields.get("reporter") or fields.get("creator")),
+            date=_date(fields.get("created"), fields.get("updated")),
+        )
         groups.append("\n\n".join(p for p in (title, _plain(fields.get("description"))) if p))
         comments = _get(fields, "comment", "comments") or []
         comments = sorted((c for c in comments if isinstance(c, dict)), key=lambda c: _time_key(c.get("created")))
-        groups.append("\n\n".join(_comment_line(_display(c.get("author")), _plain(c.get("body")))
-                                  for c in comments if _plain(c.get("body"))))
+        groups.append(
+            "\n\n".join(
+                _comment_line(_display(c.get("author")), _plain(c.get("body")))
+                for c in comments
+                if _plain(c.get("body"))
+            )
+        )
     elif collection in ("pull_requests", "issues"):  # GitHub
         title = _plain(record.get("title"))
-        meta.update(title=title or None, author=_login(record.get("user")),
-                    date=_date(record.get("created_at"), record.get("updated_at")))
+        meta.update(
+            title=title or None,
+            author=_login(record.get("user")),
+            date=_date(record.get("created_at"), record.get("updated_at")),
+        )
         groups.append("\n\n".join(p for p in (title, _plain(record.get("body"))) if p))
         discussion: list[tuple[tuple[int, str], str]] = []
         for review in record.get("reviews") or []:
@@ -265,35 +290,55 @@ def _groups(collection: str, record: dict[str, Any],
                 discussion.append((_time_key(review.get("submitted_at")), _comment_line(who, _plain(review["body"]))))
         for comment in record.get("review_comments") or []:
             if isinstance(comment, dict) and _plain(comment.get("body")):
-                discussion.append((_time_key(comment.get("created_at")),
-                                   _comment_line(_login(comment.get("user")), _plain(comment["body"]),
-                                                 comment.get("path"))))
+                discussion.append(
+                    (
+                        _time_key(comment.get("created_at")),
+                        _comment_line(_login(comment.get("user")), _plain(comment["body"]), comment.get("path")),
+                    )
+                )
         comments = record.get("comments")  # a count in /issues dumps, a list when comments are embedded
         if isinstance(comments, list):
             for comment in comments:
                 if isinstance(comment, dict) and _plain(comment.get("body")):
-                    discussion.append((_time_key(comment.get("created_at")),
-                                       _comment_line(_login(comment.get("user")), _plain(comment["body"]))))
+                    discussion.append(
+                        (
+                            _time_key(comment.get("created_at")),
+                            _comment_line(_login(comment.get("user")), _plain(comment["body"])),
+                        )
+                    )
         discussion.sort(key=lambda item: item[0])  # stable: reviews before inline comments at equal times
         groups.append("\n\n".join(text for _, text in discussion))
     elif collection == "documents":
         title = _plain(record.get("title"))
         body = _plain(record.get("body") or record.get("content") or record.get("text"))
         first_line = body.split("\n", 1)[0].lstrip("# ").strip()
-        meta.update(title=title or None, author=_login(record.get("author")),
-                    date=_date(record.get("created_at"), record.get("updated_at"), record.get("date")))
+        meta.update(
+            title=title or None,
+            author=_login(record.get("author")),
+            date=_date(record.get("created_at"), record.get("updated_at"), record.get("date")),
+        )
         groups.append(body if title and first_line == title else "\n\n".join(p for p in (title, body) if p))
     elif collection == "commits":
         message = _plain(record.get("message") or _get(record, "commit", "message"))
         author = record.get("author") if isinstance(record.get("author"), dict) else _get(record, "commit", "author")
-        meta.update(title=message.split("\n", 1)[0] or None, author=_login(author),
-                    date=_date(_get(record, "author", "date"), _get(record, "commit", "author", "date"),
-                               _get(record, "committer", "date"), record.get("date")))
+        meta.update(
+            title=message.split("\n", 1)[0] or None,
+            author=_login(author),
+            date=_date(
+                _get(record, "author", "date"),
+                _get(record, "commit", "author", "date"),
+                _get(record, "committer", "date"),
+                record.get("date"),
+            ),
+        )
         groups.append(message)
     elif collection == "messages":
         text = _slack_text(_plain(record.get("text")))
-        meta.update(title=_thread_title(record, text), author=_login(record.get("user")),
-                    date=_date(record.get("date")) or _slack_date(record.get("ts")))
+        meta.update(
+            title=_thread_title(record, text),
+            author=_login(record.get("user")),
+            date=_date(record.get("date")) or _slack_date(record.get("ts")),
+        )
         groups.append(_message_line(record, text))
     elif collection == "people":
         pass
@@ -335,15 +380,35 @@ def _tenant(record: dict[str, Any], tenant: str | None) -> str:
     return str(value)
 
 
-def _build(collection: str, ref: str, meta: dict[str, Any], groups: Iterable[str], tenant: str,
-           acl: list[str], max_tokens: int, overlap_sentences: int) -> list[Chunk]:
+def _build(
+    collection: str,
+    ref: str,
+    meta: dict[str, Any],
+    groups: Iterable[str],
+    tenant: str,
+    acl: list[str],
+    max_tokens: int,
+    overlap_sentences: int,
+) -> list[Chunk]:
     chunks: list[Chunk] = []
     for group in groups:
         for text in chunk_text(group, max_tokens, overlap_sentences) if group.strip() else []:
             position = len(chunks)
-            chunks.append(Chunk(id=f"{tenant}:{collection}:{ref}:{position}", doc_ref=ref, collection=collection,
-                                text=text, title=meta.get("title"), url=meta.get("url"), author=meta.get("author"),
-                                date=meta.get("date"), tenant_id=tenant, acl=list(acl), position=position))
+            chunks.append(
+                Chunk(
+                    id=f"{tenant}:{collection}:{ref}:{position}",
+                    doc_ref=ref,
+                    collection=collection,
+                    text=text,
+                    title=meta.get("title"),
+                    url=meta.get("url"),
+                    author=meta.get("author"),
+                    date=meta.get("date"),
+                    tenant_id=tenant,
+                    acl=list(acl),
+                    position=position,
+                )
+            )
     return chunks
 
 
@@ -365,9 +430,15 @@ def _acl(record: dict[str, Any]) -> list[str]:
     return [str(a) for a in acl] if isinstance(acl, (list, tuple, set)) else [str(acl)]
 
 
-def chunk_record(collection: str, record: dict[str, Any], *, tenant: str | None = None,
-                 max_tokens: int = CHUNK_TOKENS, overlap_sentences: int = 1,
-                 kind: CollectionSpec | None = None) -> list[Chunk]:
+def chunk_record(
+    collection: str,
+    record: dict[str, Any],
+    *,
+    tenant: str | None = None,
+    max_tokens: int = CHUNK_TOKENS,
+    overlap_sentences: int = 1,
+    kind: CollectionSpec | None = None,
+) -> list[Chunk]:
     """The text-bearing chunks of one stored record, positions 0.. in order.
 
     pull_requests / GitHub issues: title + body, then the reviews and comments as a second group;
@@ -378,8 +449,16 @@ def chunk_record(collection: str, record: dict[str, Any], *, tenant: str | None 
     """
     record = _normalized(collection, record, kind)
     meta, groups = _groups(collection, record, kind)
-    return _build(collection, str(record["ref"]), meta, groups, _tenant(record, tenant), _acl(record),
-                  max_tokens, overlap_sentences)
+    return _build(
+        collection,
+        str(record["ref"]),
+        meta,
+        groups,
+        _tenant(record, tenant),
+        _acl(record),
+        max_tokens,
+        overlap_sentences,
+    )
 
 
 def _ts(message: dict[str, Any]) -> float:
@@ -399,8 +478,13 @@ def _common_acl(acls: list[list[str]]) -> list[str]:
     return ["*"] if allowed is None else sorted(allowed)
 
 
-def chunk_threads(messages: Iterable[dict[str, Any]], *, tenant: str | None = None,
-                  max_tokens: int = CHUNK_TOKENS, overlap_sentences: int = 1) -> list[Chunk]:
+def chunk_threads(
+    messages: Iterable[dict[str, Any]],
+    *,
+    tenant: str | None = None,
+    max_tokens: int = CHUNK_TOKENS,
+    overlap_sentences: int = 1,
+) -> list[Chunk]:
     """Slack messages grouped into threads, each thread one unit of chunks.
 
     A parent (`thread_ts == ts`, or no `thread_ts`) and its replies (same `channel_id` and
@@ -433,13 +517,13 @@ def chunk_threads(messages: Iterable[dict[str, Any]], *, tenant: str | None = No
         if parent is None:
             meta["date"] = _slack_date(thread_ts) or meta.get("date")
         text = "\n\n".join(line for line in (_message_line(m, names=tenant_names) for m in group) if line)
-        chunks.extend(_build("messages", ref, meta, [text], _tenant(head, tenant), acl, max_tokens,
-                             overlap_sentences))
+        chunks.extend(_build("messages", ref, meta, [text], _tenant(head, tenant), acl, max_tokens, overlap_sentences))
     return chunks
 
 
-def _chunk_groups(kind: CollectionSpec, records: Iterable[dict[str, Any]], tenant: str | None,
-                  max_tokens: int, overlap_sentences: int) -> list[Chunk]:
+def _chunk_groups(
+    kind: CollectionSpec, records: Iterable[dict[str, Any]], tenant: str | None, max_tokens: int, overlap_sentences: int
+) -> list[Chunk]:
     """A tenant's own kind whose records sharing a `chunk_group` value are one unit (as a Slack thread
     is): their texts in `created` order, under the first record's ref, title, author and date, readable
     by the principals who may read every one of them. A record without the value is a unit of its own."""
@@ -453,14 +537,30 @@ def _chunk_groups(kind: CollectionSpec, records: Iterable[dict[str, Any]], tenan
         group.sort(key=lambda r: _time_key(*(v for path in kind.times.get("created", ()) for v in values_at(r, path))))
         meta, _ = _own_groups(kind, group[0])
         text = "\n\n".join(body for r in group for body in _own_groups(kind, r)[1] if body)
-        chunks.extend(_build(kind.name, str(group[0]["ref"]), meta, [text], _tenant(group[0], tenant),
-                             _common_acl([_acl(r) for r in group]), max_tokens, overlap_sentences))
+        chunks.extend(
+            _build(
+                kind.name,
+                str(group[0]["ref"]),
+                meta,
+                [text],
+                _tenant(group[0], tenant),
+                _common_acl([_acl(r) for r in group]),
+                max_tokens,
+                overlap_sentences,
+            )
+        )
     return chunks
 
 
-def chunk_collection(collection: str, records: Iterable[dict[str, Any]], *, tenant: str | None = None,
-                     max_tokens: int = CHUNK_TOKENS, overlap_sentences: int = 1,
-                     kind: CollectionSpec | None = None) -> list[Chunk]:
+def chunk_collection(
+    collection: str,
+    records: Iterable[dict[str, Any]],
+    *,
+    tenant: str | None = None,
+    max_tokens: int = CHUNK_TOKENS,
+    overlap_sentences: int = 1,
+    kind: CollectionSpec | None = None,
+) -> list[Chunk]:
     """All chunks of a collection's records: threads for messages, `chunk_record` otherwise. `kind`:
     the collection's spec, for a tenant's own kind (default: the built-in one of that name)."""
     if collection == "messages" and (kind is None or kind.builtin):
@@ -471,8 +571,11 @@ def chunk_collection(collection: str, records: Iterable[dict[str, Any]], *, tena
         return _chunk_groups(kind, records, tenant, max_tokens, overlap_sentences)
     chunks: list[Chunk] = []
     for record in records:
-        chunks.extend(chunk_record(collection, record, tenant=tenant, max_tokens=max_tokens,
-                                   overlap_sentences=overlap_sentences, kind=kind))
+        chunks.extend(
+            chunk_record(
+                collection, record, tenant=tenant, max_tokens=max_tokens, overlap_sentences=overlap_sentences, kind=kind
+            )
+        )
     return chunks
 
 
@@ -496,14 +599,35 @@ def sample_organisation_texts(tenants: Iterable[str] | None = None) -> list[str]
     from context_engine.sources.sample import generate  # lazy: builds the whole sample organisation
 
     corpus = generate()
-    return [embedding_text(chunk) for tenant in (tenants or corpus) for collection in text_collections()
-            for chunk in chunk_collection(collection, corpus[tenant].get(collection, []), tenant=tenant)]
+    return [
+        embedding_text(chunk)
+        for tenant in (tenants or corpus)
+        for collection in text_collections()
+        for chunk in chunk_collection(collection, corpus[tenant].get(collection, []), tenant=tenant)
+    ]
 
 
-def chunk_document(doc_id: str, title: str | None, text: str, *, tenant: str, collection: str = "documents",
-                   acl: list[str] | None = None, url: str | None = None,
-                   max_tokens: int = CHUNK_TOKENS, overlap_sentences: int = 1) -> list[Chunk]:
+def chunk_document(
+    doc_id: str,
+    title: str | None,
+    text: str,
+    *,
+    tenant: str,
+    collection: str = "documents",
+    acl: list[str] | None = None,
+    url: str | None = None,
+    max_tokens: int = CHUNK_TOKENS,
+    overlap_sentences: int = 1,
+) -> list[Chunk]:
     """Chunks of a plain titled document (a BEIR corpus entry, a page): "title text", chunked."""
     body = f"{title or ''} {text or ''}".strip()
-    return _build(collection, str(doc_id), {"title": title or None, "url": url}, [body], tenant,
-                  list(acl or []), max_tokens, overlap_sentences)
+    return _build(
+        collection,
+        str(doc_id),
+        {"title": title or None, "url": url},
+        [body],
+        tenant,
+        list(acl or []),
+        max_tokens,
+        overlap_sentences,
+    )

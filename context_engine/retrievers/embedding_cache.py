@@ -39,8 +39,10 @@ class EmbeddingCache:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, key BLOB NOT NULL, "
-                         "vec BLOB NOT NULL, PRIMARY KEY (model, key)) WITHOUT ROWID")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, key BLOB NOT NULL, "
+            "vec BLOB NOT NULL, PRIMARY KEY (model, key)) WITHOUT ROWID"
+        )
 
     def get(self, model: str, texts: Sequence[str]) -> dict[int, np.ndarray]:
         """Positions of `texts` that are cached, with their vectors."""
@@ -48,10 +50,11 @@ class EmbeddingCache:
         found: dict[bytes, np.ndarray] = {}
         with self._lock:
             for start in range(0, len(keys), 500):
-                part = keys[start:start + 500]
+                part = keys[start : start + 500]
                 rows = self._db.execute(
                     f"SELECT key, vec FROM vectors WHERE model = ? AND key IN ({','.join('?' * len(part))})",
-                    [model, *part]).fetchall()
+                    [model, *part],
+                ).fetchall()
                 found.update((bytes(k), np.frombuffer(v, dtype=np.float32)) for k, v in rows)
         return {i: found[k] for i, k in enumerate(keys) if k in found}
 
@@ -85,7 +88,7 @@ class SharedEmbeddingCache:
         ids = [self._id(model, t) for t in texts]
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(ids), 500):
-            for doc in self.collection.find({"_id": {"$in": ids[start:start + 500]}}):
+            for doc in self.collection.find({"_id": {"$in": ids[start : start + 500]}}):
                 found[doc["_id"]] = np.frombuffer(bytes(doc["vec"]), dtype=np.float32)
         hits = {i: found[k] for i, k in enumerate(ids) if k in found}
         missing = [i for i in range(len(texts)) if i not in hits]
@@ -100,9 +103,11 @@ class SharedEmbeddingCache:
     def put(self, model: str, texts: Sequence[str], vectors: np.ndarray) -> None:
         for text, vector in zip(texts, vectors):
             doc_id = self._id(model, text)
-            self.collection.replace_one({"_id": doc_id}, {"_id": doc_id, "model": model,
-                                                          "vec": np.asarray(vector, dtype=np.float32).tobytes()},
-                                        upsert=True)
+            self.collection.replace_one(
+                {"_id": doc_id},
+                {"_id": doc_id, "model": model, "vec": np.asarray(vector, dtype=np.float32).tobytes()},
+                upsert=True,
+            )
 
     def count(self, model: str) -> int:
         return self.collection.count_documents({"model": model})
@@ -152,10 +157,10 @@ class CachedEmbeddings(Embeddings):
         self.misses += len(missing)
         hits = sorted(cached)
         for start in range(0, len(hits), self.batch_size):
-            part = hits[start:start + self.batch_size]
+            part = hits[start : start + self.batch_size]
             yield part, np.stack([cached.pop(i) for i in part])
         for start in range(0, len(missing), self.batch_size):
-            part = missing[start:start + self.batch_size]
+            part = missing[start : start + self.batch_size]
             batch = [texts[i] for i in part]
             vectors = self.embeddings.encode_documents(batch)
             self.cache.put(self.key, batch, vectors)

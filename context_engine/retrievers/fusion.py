@@ -35,7 +35,9 @@ def _sorted(scores: dict[Hashable, float], order: dict[Hashable, int]) -> list[t
     return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
 
 
-def rrf(lists: Sequence[Ranked], weights: Sequence[float] | None = None, k: int = RRF_K) -> list[tuple[Hashable, float]]:
+def rrf(
+    lists: Sequence[Ranked], weights: Sequence[float] | None = None, k: int = RRF_K
+) -> list[tuple[Hashable, float]]:
     """Reciprocal rank fusion of ranked lists (an id repeated within one list counts at its best rank)."""
     scores: dict[Hashable, float] = {}
     order: dict[Hashable, int] = {}
@@ -72,8 +74,9 @@ def convex(lists: Sequence[Ranked], weights: Sequence[float] | None = None) -> l
 FUSIONS = {"rrf": rrf, "convex": convex}
 
 
-def fuse_hits(lists: dict[str, list[dict]], method: str = "rrf", weights: dict[str, float] | None = None,
-              k: int = RRF_K) -> list[dict]:
+def fuse_hits(
+    lists: dict[str, list[dict]], method: str = "rrf", weights: dict[str, float] | None = None, k: int = RRF_K
+) -> list[dict]:
     """Hit lists (`retrievers.hits` dicts, best first) fused per record (`doc_ref`).
 
     A record found by several lists appears once, carrying its best-scoring chunk's text and its
@@ -102,7 +105,6 @@ def fuse_hits(lists: dict[str, list[dict]], method: str = "rrf", weights: dict[s
     out = []
     for ref, score in fused:
         hit = dict(best[ref])
-        hit.update(score=score, ranks=ranks[ref],
-                   retriever="hybrid" if len(ranks[ref]) > 1 else next(iter(ranks[ref])))
+        hit.update(score=score, ranks=ranks[ref], retriever="hybrid" if len(ranks[ref]) > 1 else next(iter(ranks[ref])))
         out.append(hit)
     return out

@@ -42,8 +42,18 @@ def rows_to_hits(rows: list[dict[str, Any]], collection: str, tenant: str) -> li
         except (KeyError, TypeError, ValueError):
             chunks = []
         text = chunks[0].text if chunks else cite["title"] or ""
-        hits.append({"id": f"structured:{row['ref']}", "doc_ref": str(row["ref"]), "collection": collection,
-                     "title": cite["title"], "url": cite["url"], "author": chunks[0].author if chunks else None,
-                     "date": chunks[0].date.isoformat() if chunks and chunks[0].date else None,
-                     "score": 1.0 / rank, "retriever": "structured", "text": text})
+        hits.append(
+            {
+                "id": f"structured:{row['ref']}",
+                "doc_ref": str(row["ref"]),
+                "collection": collection,
+                "title": cite["title"],
+                "url": cite["url"],
+                "author": chunks[0].author if chunks else None,
+                "date": chunks[0].date.isoformat() if chunks and chunks[0].date else None,
+                "score": 1.0 / rank,
+                "retriever": "structured",
+                "text": text,
+            }
+        )
     return hits

@@ -44,8 +44,13 @@ class LiveAccess:
     deeper fetch reads only records it has not seen.
     """
 
-    def __init__(self, store: Any, tenant: str, principals: Iterable[str],
-                 thread_refs: Callable[[str, str], list[str]] | None = None):
+    def __init__(
+        self,
+        store: Any,
+        tenant: str,
+        principals: Iterable[str],
+        thread_refs: Callable[[str, str], list[str]] | None = None,
+    ):
         """`thread_refs(channel_id, thread_ts)`: the refs of a thread's stored messages, from a derived
         index kept in step with the store (the link index); without it the store is queried."""
         self.store = store
@@ -94,8 +99,10 @@ class LiveAccess:
             for key in {threads.get(str(doc.get("ref"))), (doc.get("channel_id"), doc.get("thread_ts"))}:
                 if key in wanted:
                     members.setdefault(key, []).append(doc)
-        return {ref: bool(members.get(key)) and all(filter_applies(self.scope, doc) for doc in members[key])
-                for ref, key in threads.items()}
+        return {
+            ref: bool(members.get(key)) and all(filter_applies(self.scope, doc) for doc in members[key])
+            for ref, key in threads.items()
+        }
 
     def _replies(self, thread_ts: list[str]) -> list[dict[str, Any]]:
         """The tenant's stored messages whose `thread_ts` is one of these, from the store itself
@@ -124,11 +131,17 @@ class HybridRetriever(BaseRetriever):
     fusion: Literal["rrf", "convex"] = "rrf"
     weights: tuple[float, float] = (1.0, 1.0)  # (bm25, dense)
     rrf_k: int = RRF_K
-    fused: bool = Field(default=True, description="False: return both lists as found, each document's "
-                                                  "metadata naming its retriever (the graph fuses them itself)")
-    live: LiveAccess | None = Field(default=None, description="the store's current access, checked for every "
-                                                              "hit; None only over a corpus with no store "
-                                                              "(evaluations), where the index is the truth")
+    fused: bool = Field(
+        default=True,
+        description="False: return both lists as found, each document's "
+        "metadata naming its retriever (the graph fuses them itself)",
+    )
+    live: LiveAccess | None = Field(
+        default=None,
+        description="the store's current access, checked for every "
+        "hit; None only over a corpus with no store "
+        "(evaluations), where the index is the truth",
+    )
 
     def search_lists(self, query: str, k: int | None = None) -> dict[str, list[Document]]:
         """{"bm25": [...], "dense": [...]}: what each retriever found, best first, at most k chunks each.
@@ -146,8 +159,11 @@ class HybridRetriever(BaseRetriever):
         while True:
             self.live.readable([doc for docs in found.values() for doc in docs])  # one read for all lists
             kept = {name: self.live.readable(docs) for name, docs in found.items()}  # verdicts known: no read
-            short = [name for name, docs in kept.items()
-                     if len(docs) < k and len(found[name]) == fetch[name] and fetch[name] < len(self.index)]
+            short = [
+                name
+                for name, docs in kept.items()
+                if len(docs) < k and len(found[name]) == fetch[name] and fetch[name] < len(self.index)
+            ]
             if not short:
                 break
             for name in short:
@@ -162,12 +178,17 @@ class HybridRetriever(BaseRetriever):
     def fuse(self, lists: dict[str, list[Document]]) -> list[Document]:
         """The lists fused per record by `fusion.fuse_hits` (the graph's fuse node does the same with
         structured rows as a third list): each record once, with its best chunk and its rank in each list."""
-        hits = fuse_hits({name: [hit_to_dict(doc) for doc in docs] for name, docs in lists.items()}, self.fusion,
-                         {"bm25": self.weights[0], "dense": self.weights[1]}, self.rrf_k)
+        hits = fuse_hits(
+            {name: [hit_to_dict(doc) for doc in docs] for name, docs in lists.items()},
+            self.fusion,
+            {"bm25": self.weights[0], "dense": self.weights[1]},
+            self.rrf_k,
+        )
         return [hit_to_document(hit) for hit in hits]
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-                                k: int | None = None) -> list[Document]:
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
         k = self.k if k is None else k
         lists = self.search_lists(query, k)
         if not self.fused:

@@ -48,8 +48,18 @@ from context_engine.store.builds import publish_build
 from context_engine.store.regular_files import NotRegularFile, open_regular, read_regular_text
 from context_engine.text import TOKENIZATION
 
-__all__ = ["INDEX_DIR", "IndexMissing", "SemanticIndex", "SyncReport", "fit_bm25", "index_dir", "index_lag",
-           "row_embedding_text", "sync_chunks", "sync_index"]
+__all__ = [
+    "INDEX_DIR",
+    "IndexMissing",
+    "SemanticIndex",
+    "SyncReport",
+    "fit_bm25",
+    "index_dir",
+    "index_lag",
+    "row_embedding_text",
+    "sync_chunks",
+    "sync_index",
+]
 
 INDEX_DIR = "index"
 PROGRESS_FILE = "embedding-progress.json"
@@ -77,12 +87,12 @@ def index_dir(settings: Settings, tenant: str) -> Path:
 @dataclass
 class SyncReport:
     tenant: str
-    chunks: int = 0       # chunks in the index after the sync
+    chunks: int = 0  # chunks in the index after the sync
     added: int = 0
-    updated: int = 0      # same id, different text or metadata
+    updated: int = 0  # same id, different text or metadata
     removed: int = 0
-    embedded: int = 0     # texts run through the embedding model
-    cache_hits: int = 0   # texts whose vectors came from the embedding cache
+    embedded: int = 0  # texts run through the embedding model
+    cache_hits: int = 0  # texts whose vectors came from the embedding cache
     seconds: float = 0.0
     generation: str | None = None  # the live generation after the sync
 
@@ -104,10 +114,19 @@ def _iso(value: Any) -> str | None:
 def _row(chunk: Chunk) -> dict[str, Any]:
     # The text the model embeds is not kept in the row but derived again from title and text when needed
     # (`row_embedding_text`): a second copy of every chunk's text weighed on the ingest's peak memory.
-    return {"id": chunk.id, "doc_ref": chunk.doc_ref, "collection": chunk.collection, "text": chunk.text,
-            "title": chunk.title, "url": chunk.url, "author": chunk.author, "date": _iso(chunk.date),
-            "acl": sorted(set(chunk.acl)), "position": chunk.position,
-            "embed_hash": hashlib.sha1(embedding_text(chunk).encode("utf-8")).hexdigest()}
+    return {
+        "id": chunk.id,
+        "doc_ref": chunk.doc_ref,
+        "collection": chunk.collection,
+        "text": chunk.text,
+        "title": chunk.title,
+        "url": chunk.url,
+        "author": chunk.author,
+        "date": _iso(chunk.date),
+        "acl": sorted(set(chunk.acl)),
+        "position": chunk.position,
+        "embed_hash": hashlib.sha1(embedding_text(chunk).encode("utf-8")).hexdigest(),
+    }
 
 
 def row_embedding_text(row: dict[str, Any]) -> str:
@@ -155,14 +174,20 @@ def index_status(settings: Settings, tenant: str) -> dict[str, Any] | None:
             manifest = json.load(fh)
     except (OSError, ValueError):
         return {"generation": gen.name, "damaged": True}
-    status = {k: manifest.get(k) for k in ("generation", "chunks", "pending", "model", "built_at", "store_generation",
-                                           "store_seq")}
+    status = {
+        k: manifest.get(k)
+        for k in ("generation", "chunks", "pending", "model", "built_at", "store_generation", "store_seq")
+    }
     try:
         with open_regular(index_dir(settings, tenant) / PROGRESS_FILE) as fh:
             done = json.load(fh)
         rate = done["done"] / max(done["at"] - done["started"], 1e-6)
-        status["embedding"] = {"done": done["done"], "total": done["total"], "per_second": round(rate, 1),
-                               "eta_seconds": round((done["total"] - done["done"]) / rate) if rate else None}
+        status["embedding"] = {
+            "done": done["done"],
+            "total": done["total"],
+            "per_second": round(rate, 1),
+            "eta_seconds": round((done["total"] - done["done"]) / rate) if rate else None,
+        }
     except (OSError, ValueError, KeyError, TypeError):
         pass  # no embedding running (or it has not finished a batch yet)
     return status
@@ -186,8 +211,9 @@ def _write_json(path: Path, data: Any) -> None:
         os.fsync(fh.fileno())
 
 
-def _write_generation(root: Path, rows: list[dict[str, Any]], bm25: BM25Index, dense: DenseIndex,
-                      manifest: dict[str, Any]) -> str:
+def _write_generation(
+    root: Path, rows: list[dict[str, Any]], bm25: BM25Index, dense: DenseIndex, manifest: dict[str, Any]
+) -> str:
     """Write a complete generation, then switch CURRENT to it; returns its name."""
     current = _current(root)
     number = int(current.name.split("-")[1]) + 1 if current else 1
@@ -207,8 +233,15 @@ def _write_generation(root: Path, rows: list[dict[str, Any]], bm25: BM25Index, d
 class SemanticIndex:
     """One tenant's chunks with their BM25 and dense indexes; read-only once loaded."""
 
-    def __init__(self, tenant: str, rows: list[dict[str, Any]], bm25: BM25Index, dense: DenseIndex,
-                 manifest: dict[str, Any], embeddings: DenseEmbeddings | None = None):
+    def __init__(
+        self,
+        tenant: str,
+        rows: list[dict[str, Any]],
+        bm25: BM25Index,
+        dense: DenseIndex,
+        manifest: dict[str, Any],
+        embeddings: DenseEmbeddings | None = None,
+    ):
         self.tenant = tenant
         self.rows = rows
         self.bm25 = bm25
@@ -246,8 +279,9 @@ class SemanticIndex:
         for _attempt in range(3):  # a concurrent sync may delete the generation between two reads
             gen = _current(root)
             if gen is None:
-                raise IndexMissing(f"no semantic index for tenant {tenant!r} in {settings.data_dir}: "
-                                   "run `context-engine ingest` first")
+                raise IndexMissing(
+                    f"no semantic index for tenant {tenant!r} in {settings.data_dir}: run `context-engine ingest` first"
+                )
             try:
                 return cls._load_generation(gen, tenant, embeddings)
             except FileNotFoundError:
@@ -256,9 +290,11 @@ class SemanticIndex:
                 raise
             except Exception as exc:  # noqa: BLE001 - numpy, zipfile, json and faiss each fail their own way
                 # on a truncated or altered file; whatever the way, the generation cannot be used
-                raise IndexDamaged(f"the semantic index of tenant {tenant!r} is damaged ({gen.name}: "
-                                   f"{str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}): "
-                                   "re-run `context-engine ingest` to rebuild it") from None
+                raise IndexDamaged(
+                    f"the semantic index of tenant {tenant!r} is damaged ({gen.name}: "
+                    f"{str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}): "
+                    "re-run `context-engine ingest` to rebuild it"
+                ) from None
         raise IndexMissing(f"the semantic index of tenant {tenant!r} kept changing while being read")
 
     @classmethod
@@ -268,8 +304,10 @@ class SemanticIndex:
         if manifest.get("format") != _FORMAT or manifest.get("tenant") != tenant:
             raise ValueError(f"{gen}: not a format-{_FORMAT} index of tenant {tenant!r}")
         if embeddings is not None and embeddings.name != manifest["model"]:
-            raise IndexDamaged(f"the index of tenant {tenant!r} was built with embedding model {manifest['model']!r}, "
-                             f"not {embeddings.name!r}: re-run `context-engine ingest` to rebuild it")
+            raise IndexDamaged(
+                f"the index of tenant {tenant!r} was built with embedding model {manifest['model']!r}, "
+                f"not {embeddings.name!r}: re-run `context-engine ingest` to rebuild it"
+            )
         with open_regular(gen / "chunks.json") as fh:
             rows = json.load(fh)
         bm25 = BM25Index.load(gen / "bm25.npz", [row["id"] for row in rows])
@@ -292,10 +330,23 @@ class SemanticIndex:
 
     def _document(self, row: int, score: float, retriever: str, rank: int) -> Document:
         r = self.rows[row]
-        return Document(page_content=r["text"], id=r["id"], metadata={
-            "chunk_id": r["id"], "doc_ref": r["doc_ref"], "collection": r["collection"], "title": r["title"],
-            "url": r["url"], "author": r["author"], "date": r["date"], "position": r["position"],
-            "score": float(score), "retriever": retriever, "ranks": {retriever: rank}})
+        return Document(
+            page_content=r["text"],
+            id=r["id"],
+            metadata={
+                "chunk_id": r["id"],
+                "doc_ref": r["doc_ref"],
+                "collection": r["collection"],
+                "title": r["title"],
+                "url": r["url"],
+                "author": r["author"],
+                "date": r["date"],
+                "position": r["position"],
+                "score": float(score),
+                "retriever": retriever,
+                "ranks": {retriever: rank},
+            },
+        )
 
     # -------------------------------------------------------------------------- search
     def search_bm25(self, query: str, k: int, principals: Iterable[str]) -> list[Document]:
@@ -309,8 +360,7 @@ class SemanticIndex:
             kth = np.partition(scores[hits], len(hits) - k)[len(hits) - k]
             hits = hits[scores[hits] >= kth]  # keep every chunk tied with the k-th
         order = np.lexsort((hits, -scores[hits]))[:k]
-        return [self._document(int(row), scores[row], "bm25", rank)
-                for rank, row in enumerate(hits[order], start=1)]
+        return [self._document(int(row), scores[row], "bm25", rank) for rank, row in enumerate(hits[order], start=1)]
 
     def query_embeddings(self) -> DenseEmbeddings:
         if self._embeddings is None:
@@ -325,13 +375,22 @@ class SemanticIndex:
         row_of = self._row_of
         allowed = None if mask.all() else (lambda chunk_id: bool(mask[row_of[chunk_id]]))
         hits = self.dense.search(self.query_embeddings().encode_query(query), k, allowed=allowed)
-        return [self._document(row_of[chunk_id], score, "dense", rank)
-                for rank, (chunk_id, score) in enumerate(hits, start=1)]
+        return [
+            self._document(row_of[chunk_id], score, "dense", rank)
+            for rank, (chunk_id, score) in enumerate(hits, start=1)
+        ]
 
 
 # ------------------------------------------------------------------------------ sync
-def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progress: Progress | None = None,
-                store_generation: int = 0, cache: Any = None, store_seq: int | None = None) -> SyncReport:
+def sync_chunks(
+    settings: Settings,
+    tenant: str,
+    chunks: Iterable[Chunk],
+    progress: Progress | None = None,
+    store_generation: int = 0,
+    cache: Any = None,
+    store_seq: int | None = None,
+) -> SyncReport:
     """Make the tenant's persisted index hold exactly `chunks` (all of the tenant's chunks).
 
     Chunks are matched to the live generation by id: new ones are added, vanished ones deleted, and
@@ -391,14 +450,21 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
     # BM25 is fitted at most once a sync: the interim generation and the final one hold the same rows,
     # and rows equal to the live generation's, in its order, keep its BM25 (refit at load if it was
     # written by an older tokenization).
-    same_rows = previous is not None and not report.changed and [r["id"] for r in previous.rows] == [r["id"] for r in rows]
+    same_rows = (
+        previous is not None and not report.changed and [r["id"] for r in previous.rows] == [r["id"] for r in rows]
+    )
     bm25 = previous.bm25 if same_rows else _fit_bm25(rows)
     if len(to_embed) >= INTERIM_MIN:
         # Answers before embedding ends: a generation with every chunk in BM25 and the dense part it
         # already has goes live first; the embedded one replaces it. A killed embedding loses nothing:
         # each embedded batch is in the embedding cache.
-        _write_generation(root, rows, bm25, dense, {**_manifest(tenant, model, dense, rows, report),
-                                                    "pending": len(to_embed), **stamp})
+        _write_generation(
+            root,
+            rows,
+            bm25,
+            dense,
+            {**_manifest(tenant, model, dense, rows, report), "pending": len(to_embed), **stamp},
+        )
     if to_embed:
         if progress:
             progress(f"{tenant}: chunks to embed", len(to_embed))
@@ -426,8 +492,9 @@ def sync_chunks(settings: Settings, tenant: str, chunks: Iterable[Chunk], progre
                 cache.close()
             (root / PROGRESS_FILE).unlink(missing_ok=True)
         report.embedded, report.cache_hits = embedder.misses, embedder.hits
-    report.generation = _write_generation(root, rows, bm25, dense,
-                                          {**_manifest(tenant, model, dense, rows, report), **stamp})
+    report.generation = _write_generation(
+        root, rows, bm25, dense, {**_manifest(tenant, model, dense, rows, report), **stamp}
+    )
     report.seconds = time.perf_counter() - started
     return report
 
@@ -464,8 +531,11 @@ def index_lag(settings: Settings, tenant: str, store: Any) -> dict[str, Any] | N
             indexed = {(row["collection"], row["doc_ref"]): set(row["acl"]) for row in json.load(fh)}
         for collection, record in written:
             # A Slack message is indexed with its thread, under the thread's ref.
-            ref = (f"{record.get('channel_id')}:{record.get('thread_ts') or record.get('ts')}"
-                   if collection == "messages" else str(record.get("ref")))
+            ref = (
+                f"{record.get('channel_id')}:{record.get('thread_ts') or record.get('ts')}"
+                if collection == "messages"
+                else str(record.get("ref"))
+            )
             held = indexed.get((collection, ref))
             changed += held is not None and held != set(record.get("acl") or [])
     return {"written_since": len(written), "access_changed": changed}
@@ -510,10 +580,17 @@ def _fit_bm25(rows: list[dict[str, Any]]) -> BM25Index:
 
 
 def _manifest(tenant: str, model: str, dense: DenseIndex, rows: list[dict[str, Any]], report: SyncReport) -> dict:
-    return {"format": _FORMAT, "tenant": tenant, "model": model, "dim": dense.dim, "chunks": len(rows),
-            "pending": 0, "fingerprint": _fingerprint(rows),
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "sync": {k: v for k, v in report.to_json().items() if k not in ("tenant", "generation", "seconds")}}
+    return {
+        "format": _FORMAT,
+        "tenant": tenant,
+        "model": model,
+        "dim": dense.dim,
+        "chunks": len(rows),
+        "pending": 0,
+        "fingerprint": _fingerprint(rows),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "sync": {k: v for k, v in report.to_json().items() if k not in ("tenant", "generation", "seconds")},
+    }
 
 
 def sync_index(store: Any, tenant: str, settings: Settings, progress: Progress | None = None) -> SyncReport:
@@ -526,15 +603,26 @@ def sync_index(store: Any, tenant: str, settings: Settings, progress: Progress |
     BM25/FAISS generation is a cache it rebuilds when its fingerprint falls behind (`follow_shared_index`)."""
     # A stream: each collection's chunks are let go once they are rows, before BM25 and the embedding.
     kinds = [kind for kind in store.kinds(tenant) if kind.searchable]
-    chunks = (chunk for kind in kinds
-              for chunk in chunk_collection(kind.name, store.tenant_records(kind.name, tenant), tenant=tenant,
-                                            kind=kind))
+    chunks = (
+        chunk
+        for kind in kinds
+        for chunk in chunk_collection(kind.name, store.tenant_records(kind.name, tenant), tenant=tenant, kind=kind)
+    )
     vectors = store.engine_collection("index_vectors")
-    shared = SharedEmbeddingCache(vectors, EmbeddingCache(settings.embedding_cache_path)) if vectors is not None else None
+    shared = (
+        SharedEmbeddingCache(vectors, EmbeddingCache(settings.embedding_cache_path)) if vectors is not None else None
+    )
     try:
         file = getattr(store, "file", None)
-        report = sync_chunks(settings, tenant, chunks, progress, store_generation=getattr(store, "generation", 0),
-                             cache=shared, store_seq=file.last_seq() if file is not None else None)
+        report = sync_chunks(
+            settings,
+            tenant,
+            chunks,
+            progress,
+            store_generation=getattr(store, "generation", 0),
+            cache=shared,
+            store_seq=file.last_seq() if file is not None else None,
+        )
     finally:
         if shared is not None:
             shared.close()
@@ -543,8 +631,16 @@ def sync_index(store: Any, tenant: str, settings: Settings, progress: Progress |
     if revisions is not None and fingerprint is not None:
         shared = revisions.find_one({"_id": tenant}) or {}
         if shared.get("fingerprint") != fingerprint:
-            revisions.update_one({"_id": tenant}, {"$inc": {"revision": 1},
-                                                   "$set": {"fingerprint": fingerprint, "model": settings.embedding_model,
-                                                            "store_generation": getattr(store, "generation", 0)}},
-                                 upsert=True)
+            revisions.update_one(
+                {"_id": tenant},
+                {
+                    "$inc": {"revision": 1},
+                    "$set": {
+                        "fingerprint": fingerprint,
+                        "model": settings.embedding_model,
+                        "store_generation": getattr(store, "generation", 0),
+                    },
+                },
+                upsert=True,
+            )
     return report

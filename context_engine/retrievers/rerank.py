@@ -68,8 +68,10 @@ class Reranker:
         scores = np.asarray(self.scores(query, docs), dtype=np.float64)
         # A stable sort: equal scores keep the incoming (fused) order.
         order = np.argsort(-scores, kind="stable")[: len(docs) if top_n is None else max(top_n, 0)]
-        return [docs[i].model_copy(update={"metadata": {**docs[i].metadata, "rerank_score": float(scores[i])}})
-                for i in order]
+        return [
+            docs[i].model_copy(update={"metadata": {**docs[i].metadata, "rerank_score": float(scores[i])}})
+            for i in order
+        ]
 
 
 class NoReranker(Reranker):
@@ -109,14 +111,16 @@ def offline_features(query: str, docs: Sequence[Document]) -> np.ndarray:
     for position, doc in enumerate(docs, start=1):
         tokens = tokenize(doc.page_content, drop_stopwords=True)
         ranks = doc.metadata.get("ranks") or {}
-        rows.append((
-            _discount(position),
-            _discount(ranks.get("bm25")),
-            _discount(ranks.get("dense")),
-            _coverage(terms, set(tokens)),
-            _coverage(pairs, set(itertools.pairwise(tokens))),
-            _coverage(terms, set(tokenize(doc.metadata.get("title") or "", drop_stopwords=True))),
-        ))
+        rows.append(
+            (
+                _discount(position),
+                _discount(ranks.get("bm25")),
+                _discount(ranks.get("dense")),
+                _coverage(terms, set(tokens)),
+                _coverage(pairs, set(itertools.pairwise(tokens))),
+                _coverage(terms, set(tokenize(doc.metadata.get("title") or "", drop_stopwords=True))),
+            )
+        )
     return np.asarray(rows, dtype=np.float64).reshape(len(docs), len(OFFLINE_FEATURES))
 
 
@@ -179,8 +183,12 @@ class LLMReranker(Reranker):
         self.judge = structured_output(llm, Relevance).with_retry(stop_after_attempt=2)
 
     def scores(self, query: str, docs: Sequence[Document]) -> np.ndarray:
-        prompts = [_LLM_PROMPT.format(query=query, title=doc.metadata.get("title") or "-",
-                                      text=doc.page_content[:LLM_PASSAGE_CHARS]) for doc in docs]
+        prompts = [
+            _LLM_PROMPT.format(
+                query=query, title=doc.metadata.get("title") or "-", text=doc.page_content[:LLM_PASSAGE_CHARS]
+            )
+            for doc in docs
+        ]
         verdicts = self.judge.batch(prompts, config={"max_concurrency": 4}, return_exceptions=True)
         return np.array([0.5 if isinstance(v, BaseException) else float(v.relevant) for v in verdicts])
 
@@ -196,8 +204,9 @@ def _cross_encoder(name: str) -> Any:
         return CrossEncoder(name, local_files_only=True)
     except (OSError, ValueError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise RerankerError(f"cross-encoder model {name!r} is not available locally "
-                            f"(nothing is downloaded): {reason}") from None
+        raise RerankerError(
+            f"cross-encoder model {name!r} is not available locally (nothing is downloaded): {reason}"
+        ) from None
 
 
 class CrossEncoderReranker(Reranker):

@@ -51,12 +51,12 @@ FEEDBACK_FIELDS = frozenset({"rating", "note", "question", "plan"})
 
 @dataclass(frozen=True)
 class Limits:
-    max_body_bytes: int = 1_000_000      # GitHub webhook payloads are the largest bodies we accept
-    max_run_body_bytes: int = 64_000     # a question (<= 4,000 characters) and its config, or a batch of them
-    requests_per_minute: int = 60        # per API key; each item of a /batch counts
-    timeout_seconds: float = 120.0       # until the response starts (a stream's first byte); the run stops too
-    body_seconds: float = 10.0           # to receive a whole request body: a client trickling one is cut (408)
-    session_seconds: int = 8 * 3600      # a browser login (the playground's cookie) lasts a working day
+    max_body_bytes: int = 1_000_000  # GitHub webhook payloads are the largest bodies we accept
+    max_run_body_bytes: int = 64_000  # a question (<= 4,000 characters) and its config, or a batch of them
+    requests_per_minute: int = 60  # per API key; each item of a /batch counts
+    timeout_seconds: float = 120.0  # until the response starts (a stream's first byte); the run stops too
+    body_seconds: float = 10.0  # to receive a whole request body: a client trickling one is cut (408)
+    session_seconds: int = 8 * 3600  # a browser login (the playground's cookie) lasts a working day
     login_attempts_per_minute: int = 10  # per client address, right or wrong
 
 
@@ -118,8 +118,9 @@ def _inputs(body: bytes) -> list[Any]:
     return inputs if isinstance(inputs, list) else [request.get("input")]
 
 
-def _errors_as_events(endpoint: Callable[[Request], Awaitable[EventSourceResponse]]
-                      ) -> Callable[[Request], Awaitable[EventSourceResponse]]:
+def _errors_as_events(
+    endpoint: Callable[[Request], Awaitable[EventSourceResponse]],
+) -> Callable[[Request], Awaitable[EventSourceResponse]]:
     """A LangServe streaming endpoint whose failed run ends with the same status and message an
     `invoke` answers with (`{"status_code", "message"}`, LangServe's error event), without re-raising."""
 
@@ -139,8 +140,12 @@ async def _error_event_last(events: AsyncIterable[Any]) -> AsyncIterator[Any]:
             yield event
     except Exception as exc:  # noqa: BLE001 - the client gets the error as an event; the server stays quiet
         status, message = error_for(exc)
-        yield {"event": "error", "data": json.dumps(
-            {"status_code": status, "message": message if isinstance(message, str) else json.dumps(message)})}
+        yield {
+            "event": "error",
+            "data": json.dumps(
+                {"status_code": status, "message": message if isinstance(message, str) else json.dumps(message)}
+            ),
+        }
 
 
 def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Limits()) -> FastAPI:
@@ -180,7 +185,9 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
             if by_cookie and request.method not in ("GET", "HEAD") and not same_origin(request):
                 # SameSite=Strict already keeps the cookie off other sites' requests; this also refuses
                 # a page of another port on the same host (the same "site" to a browser)
-                return json_error(403, "a request authenticated by the session cookie must come from this server's pages")
+                return json_error(
+                    403, "a request authenticated by the session cookie must come from this server's pages"
+                )
             request.state.api_key = keys[token]
             # the playground's own files are not runs: a person reloading the page is never rate limited
             static = request.method == "GET" and path.startswith(PLAYGROUND) and path != PLAYGROUND
@@ -228,10 +235,15 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
             return login_page(next_path, limits.session_seconds / 3600, "Unknown API key.", status=401)
         sessions.end(request.cookies.get(SESSION_COOKIE))  # a new login never reuses an old session
         response = RedirectResponse(next_path, status_code=303)
-        response.set_cookie(SESSION_COOKIE, sessions.start(key), max_age=limits.session_seconds, path="/",
-                            httponly=True, samesite="strict",
-                            secure=request.url.scheme == "https"
-                            or request.headers.get("x-forwarded-proto") == "https")
+        response.set_cookie(
+            SESSION_COOKIE,
+            sessions.start(key),
+            max_age=limits.session_seconds,
+            path="/",
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https",
+        )
         return response
 
     @app.post(LOGOUT_PATH, include_in_schema=False)
@@ -254,8 +266,14 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
         # The client's config is dropped whole: only the key decides who asks, for which tenant.
         key: ApiKey = request.state.api_key
         # A key without a person reads public records only: never the server environment's asker.
-        context = Context(tenant=key.tenant, user=key.user or "", anonymous=key.user is None,
-                          data_dir=str(settings.data_dir), model=settings.model, use_llm=settings.use_llm)
+        context = Context(
+            tenant=key.tenant,
+            user=key.user or "",
+            anonymous=key.user is None,
+            data_dir=str(settings.data_dir),
+            model=settings.model,
+            use_llm=settings.use_llm,
+        )
         return {"configurable": {RUN_CONTEXT_KEY: context}, "callbacks": [_Deadline(limits.timeout_seconds)]}
 
     async def checked_run_config(config: dict[str, Any], request: Request) -> dict[str, Any]:
@@ -269,12 +287,28 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
     # The streaming endpoints first, so they are the ones that answer: LangServe's own (registered by
     # `add_routes` below for their documentation) end a failed run with a bare 500 event and re-raise.
     api = APIHandler(served_runnable(), path=API, per_req_config_modifier=checked_run_config)
-    for endpoint, method in (("stream", api.stream), ("stream_log", api.stream_log),
-                             ("stream_events", api.astream_events)):
+    for endpoint, method in (
+        ("stream", api.stream),
+        ("stream_log", api.stream_log),
+        ("stream_events", api.astream_events),
+    ):
         app.add_api_route(f"{API}/{endpoint}", _errors_as_events(method), methods=["POST"], include_in_schema=False)
-    add_routes(app, served_runnable(), path=API, per_req_config_modifier=checked_run_config,
-               enabled_endpoints=("invoke", "batch", "stream", "stream_log", "stream_events", "input_schema",
-                                  "output_schema", "config_schema"))
+    add_routes(
+        app,
+        served_runnable(),
+        path=API,
+        per_req_config_modifier=checked_run_config,
+        enabled_endpoints=(
+            "invoke",
+            "batch",
+            "stream",
+            "stream_log",
+            "stream_events",
+            "input_schema",
+            "output_schema",
+            "config_schema",
+        ),
+    )
     add_playground(app, APIHandler(playground_runnable(), path=ASK, per_req_config_modifier=run_config))
 
     @app.post(FEEDBACK_PATH)
@@ -284,17 +318,26 @@ def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Lim
         try:
             body = json.loads(await request.body() or b"null")
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            return json_error(400, "the body must be JSON: {\"rating\": \"up\" or \"down\", \"note\"?, \"question\"?, \"plan\"?}")
+            return json_error(400, 'the body must be JSON: {"rating": "up" or "down", "note"?, "question"?, "plan"?}')
         if not isinstance(body, dict):
             return json_error(400, "the body must be a JSON object")
         unknown = sorted(set(body) - FEEDBACK_FIELDS)
         if unknown:
-            return json_error(400, f"unknown field(s) {', '.join(map(repr, unknown))}: the tenant and the asker come from "
-                               f"the API key; a feedback has {', '.join(sorted(FEEDBACK_FIELDS))}")
+            return json_error(
+                400,
+                f"unknown field(s) {', '.join(map(repr, unknown))}: the tenant and the asker come from "
+                f"the API key; a feedback has {', '.join(sorted(FEEDBACK_FIELDS))}",
+            )
         try:
-            out = await run_in_threadpool(lambda: service.feedback(
-                key_settings(request.state.api_key), body.get("rating"), question=body.get("question"),
-                note=body.get("note"), corrected=body.get("plan")))
+            out = await run_in_threadpool(
+                lambda: service.feedback(
+                    key_settings(request.state.api_key),
+                    body.get("rating"),
+                    question=body.get("question"),
+                    note=body.get("note"),
+                    corrected=body.get("plan"),
+                )
+            )
         except (service.FeedbackError, service.ContextSetError) as exc:
             return json_error(400, str(exc))
         return JSONResponse(out)
@@ -317,6 +360,9 @@ def readiness(settings: Settings, tenants: list[str]) -> dict[str, Any]:
         report = service.status(settings, tenants)["tenants"]
     except service.StoreError as exc:
         return {"store": "unavailable", "detail": str(exc).split(":")[0]}
-    return {"store": "ok", "tenants": len(tenants),
-            "tenants_with_records": sum(bool(report[t]["records"]) for t in tenants),
-            "tenants_indexed": sum(report[t]["index"] is not None for t in tenants)}
+    return {
+        "store": "ok",
+        "tenants": len(tenants),
+        "tenants_with_records": sum(bool(report[t]["records"]) for t in tenants),
+        "tenants_indexed": sum(report[t]["index"] is not None for t in tenants),
+    }

@@ -55,8 +55,10 @@ def load_keys(path: str | Path | None = None) -> dict[str, ApiKey]:
             raise ValueError(f"API key {key[:4]}...: needs a non-empty string `tenant`")
         user = entry.get("user")
         if user is not None and (not isinstance(user, str) or not user.strip()):
-            raise ValueError(f"API key {key[:4]}...: `user` must name one account (a GitHub login, Slack id, "
-                             "Jira/Linear account, verified e-mail or system:account)")
+            raise ValueError(
+                f"API key {key[:4]}...: `user` must name one account (a GitHub login, Slack id, "
+                "Jira/Linear account, verified e-mail or system:account)"
+            )
         keys[key] = ApiKey(tenant=check_tenant(entry["tenant"]), user=user)
     return keys
 
@@ -94,11 +96,9 @@ class RateLimiter:
             return True
 
 
-
 def bearer(request: Request) -> str | None:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-
 
 
 class Sessions:
@@ -173,7 +173,9 @@ _PAGE = """<!doctype html>
 
 
 def login_page(next_path: str, hours: float, error: str = "", status: int = 200) -> HTMLResponse:
-    body = (f'<p class="error" role="alert">{html.escape(error)}</p>' if error else "") + f"""
+    body = (
+        (f'<p class="error" role="alert">{html.escape(error)}</p>' if error else "")
+        + f"""
 <form method="post" action="{LOGIN_PATH}">
  <label for="key">API key</label>
  <input id="key" name="key" type="password" autocomplete="current-password" required autofocus>
@@ -182,6 +184,7 @@ def login_page(next_path: str, hours: float, error: str = "", status: int = 200)
 </form>
 <p class="muted">The key decides your team and who you are. The browser keeps a session cookie (never
 the key itself) for {hours:g} hours; log out on this page.</p>"""
+    )
     return _html(body, status)
 
 
@@ -195,8 +198,12 @@ def signed_in_page(key: ApiKey) -> HTMLResponse:
 
 def _html(body: str, status: int = 200) -> HTMLResponse:
     # never framed (no clickjacking of the form), never cached (it shows who is logged in)
-    return HTMLResponse(_PAGE.format(body=body), status_code=status,
-                        headers={"Content-Security-Policy": "frame-ancestors 'none'", "X-Frame-Options": "DENY",
-                                 "Cache-Control": "no-store"})
-
-
+    return HTMLResponse(
+        _PAGE.format(body=body),
+        status_code=status,
+        headers={
+            "Content-Security-Policy": "frame-ancestors 'none'",
+            "X-Frame-Options": "DENY",
+            "Cache-Control": "no-store",
+        },
+    )

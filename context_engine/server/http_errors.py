@@ -16,8 +16,18 @@ log = logging.getLogger(__name__)
 
 
 # What `error_for` tells apart (the app registers a handler for each), then everything else.
-HANDLED_ERRORS = (HTTPException, RequestValidationError, IndexMissing, IndexDamaged, UnknownPerson, AmbiguousPerson,
-                  Cancelled, TimeoutError, ValueError, Exception)
+HANDLED_ERRORS = (
+    HTTPException,
+    RequestValidationError,
+    IndexMissing,
+    IndexDamaged,
+    UnknownPerson,
+    AmbiguousPerson,
+    Cancelled,
+    TimeoutError,
+    ValueError,
+    Exception,
+)
 
 
 def json_error(status: int, message: Any) -> JSONResponse:
@@ -29,8 +39,10 @@ def error_for(exc: BaseException) -> tuple[int, Any]:
     if isinstance(exc, HTTPException):
         return exc.status_code, exc.detail
     if isinstance(exc, RequestValidationError):
-        return 422, [{"loc": list(e.get("loc", ())), "msg": e.get("msg")} if isinstance(e, dict) else str(e)
-                     for e in exc.errors()]
+        return 422, [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg")} if isinstance(e, dict) else str(e)
+            for e in exc.errors()
+        ]
     if isinstance(exc, (IndexMissing, IndexDamaged)):
         return 503, str(exc).split(" in /")[0]  # the message, without the server's paths
     if isinstance(exc, (UnknownPerson, AmbiguousPerson)):

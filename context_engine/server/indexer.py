@@ -73,4 +73,3 @@ class BackgroundIndexer:
                         self._failed[tenant] = failure
                     self._running = None
                     self._wake.notify_all()
-

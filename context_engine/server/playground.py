@@ -115,8 +115,14 @@ def _remember_ask(final: dict[str, Any], config: RunnableConfig) -> None:
     context = (config.get("configurable") or {}).get(RUN_CONTEXT_KEY)
     if context is None or not final.get("question"):
         return
-    remember_ask(Path(context.data_dir), context.tenant, "" if context.anonymous else context.user,
-                 str(final["question"]), final, str(final.get("now") or ""))
+    remember_ask(
+        Path(context.data_dir),
+        context.tenant,
+        "" if context.anonymous else context.user,
+        str(final["question"]),
+        final,
+        str(final.get("now") or ""),
+    )
 
 
 def _step_lines(update: dict[str, Any] | None, final: dict[str, Any]) -> list[str]:
@@ -138,17 +144,20 @@ def _failure_text(exc: Exception) -> str:
 
 def _answer_text(final: dict[str, Any]) -> str:
     answer = str(final.get("answer") or "(no answer)")
-    sources = [f"[{c['n']}] {c.get('title') or c.get('id') or ''} {c.get('url') or ''}".rstrip()
-               for c in final.get("citations") or [] if isinstance(c, dict) and c.get("n") is not None
-               and not (c.get("url") and c["url"] in answer)]
+    sources = [
+        f"[{c['n']}] {c.get('title') or c.get('id') or ''} {c.get('url') or ''}".rstrip()
+        for c in final.get("citations") or []
+        if isinstance(c, dict) and c.get("n") is not None and not (c.get("url") and c["url"] in answer)
+    ]
     return answer + ("\n\nSources:\n" + "\n".join(sources) if sources else "")
 
 
 def playground_runnable(graph: Runnable = context_graph) -> Runnable:
     """What the playground runs: the graph's node updates turned into readable text."""
-    return (graph_in_run_context(graph, stream_mode="updates")
-            | RunnableGenerator(_readable_steps, _areadable_steps, name="answer")).with_types(input_type=Question)
-
+    return (
+        graph_in_run_context(graph, stream_mode="updates")
+        | RunnableGenerator(_readable_steps, _areadable_steps, name="answer")
+    ).with_types(input_type=Question)
 
 
 def add_playground(app: FastAPI, playground: APIHandler) -> None:
@@ -173,7 +182,9 @@ def add_playground(app: FastAPI, playground: APIHandler) -> None:
         page = await playground.playground(file_path, request)
         if file_path in ("", "index.html") and page.media_type == "text/html":
             # The playground is LangServe's built page: the 👍/👎 under each answer are one more script.
-            body = page.body.replace(b"</body>", f'<script src="{PLAYGROUND}{FEEDBACK_SCRIPT}"></script></body>'.encode())
+            body = page.body.replace(
+                b"</body>", f'<script src="{PLAYGROUND}{FEEDBACK_SCRIPT}"></script></body>'.encode()
+            )
             return Response(body, media_type="text/html", headers={"Cache-Control": "no-store"})
         return page
 

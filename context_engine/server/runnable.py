@@ -83,5 +83,6 @@ def served_runnable(graph: Runnable = context_graph) -> Runnable:
     """The graph as LangServe serves it: `invoke` returns its output, a stream what each step changed
     in it (`OutputChange`). The working fields (hit lists, fused and reranked passages, rows) stay
     in the graph: streamed, they made a stream 4-70x the size of the answer it led to."""
-    return (graph_in_run_context(graph) | RunnableGenerator(_changes, _achanges, name="changes")
-            ).with_types(input_type=Question, output_type=Answer)
+    return (graph_in_run_context(graph) | RunnableGenerator(_changes, _achanges, name="changes")).with_types(
+        input_type=Question, output_type=Answer
+    )

@@ -29,8 +29,9 @@ SLACK_MAX_SKEW_SECONDS = 300  # Slack's own advice: reject replays older than fi
 WEBHOOK_PREFIX = "/ingest/"
 
 
-def unsigned(secret_env: str, service: str, signed: bytes, prefix: str, request: Request,
-              header: str) -> JSONResponse | None:
+def unsigned(
+    secret_env: str, service: str, signed: bytes, prefix: str, request: Request, header: str
+) -> JSONResponse | None:
     """The error response for a webhook call not signed with the service's secret (HMAC-SHA256 of
     `signed`, hex, after `prefix`, in `header`); None when the signature is right."""
     secret = os.environ.get(secret_env, "")
@@ -42,7 +43,6 @@ def unsigned(secret_env: str, service: str, signed: bytes, prefix: str, request:
     if not hmac.compare_digest(expected.encode(), given):
         return json_error(401, f"bad {header}")
     return None
-
 
 
 class DeliveryLog:
@@ -65,8 +65,9 @@ class DeliveryLog:
         now = time.time()
         with self.lock:
             self.conn.execute("DELETE FROM seen WHERE at < ?", (now - self.KEEP_SECONDS,))
-            cur = self.conn.execute("INSERT OR IGNORE INTO seen (id, at) VALUES (?, ?)",
-                                    (f"{service}:{delivery_id[:200]}", now))
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO seen (id, at) VALUES (?, ?)", (f"{service}:{delivery_id[:200]}", now)
+            )
             return cur.rowcount == 1
 
 
@@ -116,8 +117,9 @@ def add_webhook_routes(app: FastAPI, settings: Settings, indexer: BackgroundInde
     async def ingest_slack(request: Request):
         body = await request.body()
         stamp = request.headers.get("x-slack-request-timestamp", "")
-        refused = unsigned(SLACK_SECRET_ENV, "Slack", f"v0:{stamp}:".encode() + body, "v0=", request,
-                            "X-Slack-Signature")
+        refused = unsigned(
+            SLACK_SECRET_ENV, "Slack", f"v0:{stamp}:".encode() + body, "v0=", request, "X-Slack-Signature"
+        )
         if refused:
             return refused
         if not stamp.isdigit() or abs(time.time() - int(stamp)) > SLACK_MAX_SKEW_SECONDS:
@@ -140,4 +142,3 @@ def add_webhook_routes(app: FastAPI, settings: Settings, indexer: BackgroundInde
         if not batches["messages"]:  # a member left a channel none of whose messages is stored
             return {"ignored": "member_left_channel"}
         return {"ingested": await run_in_threadpool(ingest_now, batches)}
-

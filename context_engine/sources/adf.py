@@ -15,12 +15,36 @@ from datetime import UTC, datetime
 from typing import Any
 
 # Blocks end a line; everything else is inline and runs together.
-_BLOCKS = frozenset({
-    "doc", "paragraph", "heading", "bulletList", "orderedList", "listItem", "codeBlock", "blockquote",
-    "panel", "table", "tableRow", "tableCell", "tableHeader", "rule", "expand", "nestedExpand",
-    "taskList", "taskItem", "decisionList", "decisionItem", "mediaSingle", "mediaGroup", "blockCard",
-    "embedCard", "layoutSection", "layoutColumn",
-})
+_BLOCKS = frozenset(
+    {
+        "doc",
+        "paragraph",
+        "heading",
+        "bulletList",
+        "orderedList",
+        "listItem",
+        "codeBlock",
+        "blockquote",
+        "panel",
+        "table",
+        "tableRow",
+        "tableCell",
+        "tableHeader",
+        "rule",
+        "expand",
+        "nestedExpand",
+        "taskList",
+        "taskItem",
+        "decisionList",
+        "decisionItem",
+        "mediaSingle",
+        "mediaGroup",
+        "blockCard",
+        "embedCard",
+        "layoutSection",
+        "layoutColumn",
+    }
+)
 
 
 def is_adf(value: Any) -> bool:
@@ -99,8 +123,14 @@ def _inline_text(node: dict[str, Any]) -> str:
     attrs = node.get("attrs") or {}
     if kind == "text":
         text = str(node.get("text") or "")
-        href = next((m.get("attrs", {}).get("href") for m in node.get("marks") or []
-                     if isinstance(m, dict) and m.get("type") == "link"), None)
+        href = next(
+            (
+                m.get("attrs", {}).get("href")
+                for m in node.get("marks") or []
+                if isinstance(m, dict) and m.get("type") == "link"
+            ),
+            None,
+        )
         return f"{text} ({href})" if href and href != text else text
     if kind == "hardBreak":
         return "\n"

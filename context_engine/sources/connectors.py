@@ -43,16 +43,16 @@ SOURCES = {
 class SourceRequest:
     source: str
     paths: list[Path] = field(default_factory=list)
-    repo: str | None = None        # github: sync this repository live
-    since: str | None = None       # git, github --repo: only history after this date
-    full: bool = False             # github --repo: ignore the saved cursor (a full sync, as --prune needs)
+    repo: str | None = None  # github: sync this repository live
+    since: str | None = None  # git, github --repo: only history after this date
+    full: bool = False  # github --repo: ignore the saved cursor (a full sync, as --prune needs)
     own: OwnOptions | None = None  # json, mongodb: the collection and what the operator says of it
     logins: set[str] = field(default_factory=set)  # json, mongodb: the tenant's people, to find people columns
-    uri: str | None = None         # mongodb: the team's server (read only)
-    db: str | None = None          # mongodb: the database to read
+    uri: str | None = None  # mongodb: the team's server (read only)
+    db: str | None = None  # mongodb: the database to read
     source_collection: str | None = None  # mongodb: the collection to read (default: --collection)
-    query: dict[str, Any] | None = None   # mongodb: only the documents matching it
-    limit: int = 0                 # mongodb: at most this many documents (0: all)
+    query: dict[str, Any] | None = None  # mongodb: only the documents matching it
+    limit: int = 0  # mongodb: at most this many documents (0: all)
 
 
 @dataclass
@@ -169,8 +169,12 @@ def _read_source(request: SourceRequest, tenant: str, data_dir: Path, problems: 
 
 
 def _own(tenant: str, read: OwnCollection) -> ReadResult:
-    return ReadResult({tenant: {read.spec.name: read.records}}, kinds={tenant: [read.spec]}, notes=read.inferred,
-                      warnings=read.warnings)
+    return ReadResult(
+        {tenant: {read.spec.name: read.records}},
+        kinds={tenant: [read.spec]},
+        notes=read.inferred,
+        warnings=read.warnings,
+    )
 
 
 def _read_mongodb(request: SourceRequest, tenant: str, problems: ReadProblems) -> ReadResult:
@@ -185,8 +189,16 @@ def _read_mongodb(request: SourceRequest, tenant: str, problems: ReadProblems) -
         raise SourceError("`ingest mongodb` needs --db DATABASE")
     try:
         client = mongodb_client(request.uri, what="the source URI")
-        read = read_mongodb(client, request.db, request.source_collection or request.own.collection, request.own,
-                            request.logins, problems, request.query, request.limit)
+        read = read_mongodb(
+            client,
+            request.db,
+            request.source_collection or request.own.collection,
+            request.own,
+            request.logins,
+            problems,
+            request.query,
+            request.limit,
+        )
     except StoreError as exc:
         raise SourceError(str(exc)) from None
     except PyMongoError as exc:  # refused (authentication, a bad filter): one line, the server's words

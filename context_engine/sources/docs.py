@@ -92,8 +92,10 @@ def read_docs(root: Path, problems: ReadProblems, source: str | None = None) -> 
         # Front matter is whatever the writer typed: an author finds a person, never joins accounts.
         author = doc.get("author") or {}
         if author.get("name"):
-            person = people.setdefault(author.get("email") or author["name"],
-                                       {"name": author["name"], "aliases": [], "acl": ["*"], "source": source})
+            person = people.setdefault(
+                author.get("email") or author["name"],
+                {"name": author["name"], "aliases": [], "acl": ["*"], "source": source},
+            )
             if author.get("email"):
                 person["email"] = author["email"]
     return {"documents": documents, "people": list(people.values())}
@@ -109,8 +111,16 @@ def markdown_document(text: str, rel: Path) -> dict[str, Any]:
     heading = _HEADING.search(body)
     # A file name loses characters a title may have (Notion drops ":"), so the heading comes first.
     title = meta.get("title") or (heading.group(1) if heading else None) or (notion.group(1) if notion else rel.stem)
-    return _document(rel, "notion" if notion else "markdown", str(title), body.strip(), meta, properties,
-                     _links(body), notion.group(2) if notion else None)
+    return _document(
+        rel,
+        "notion" if notion else "markdown",
+        str(title),
+        body.strip(),
+        meta,
+        properties,
+        _links(body),
+        notion.group(2) if notion else None,
+    )
 
 
 def _front_matter(text: str) -> tuple[dict[str, Any], str]:
@@ -129,7 +139,7 @@ def _front_matter(text: str) -> tuple[dict[str, Any], str]:
         meta = {}
     if not isinstance(meta, dict):
         raise DocError("front matter is not a mapping of keys to values")
-    return {str(k).lower(): v for k, v in meta.items()}, text[match.end():]
+    return {str(k).lower(): v for k, v in meta.items()}, text[match.end() :]
 
 
 def _markdown_properties(body: str) -> dict[str, str]:
@@ -188,8 +198,16 @@ def _confluence_metadata(line: str | None, author: str | None) -> dict[str, Any]
 # --------------------------------------------------------------------------------------------
 # The record
 # --------------------------------------------------------------------------------------------
-def _document(rel: Path, fmt: str, title: str, body: str, meta: dict[str, Any], properties: dict[str, str],
-              links: list[str], page_id: str | None) -> dict[str, Any]:
+def _document(
+    rel: Path,
+    fmt: str,
+    title: str,
+    body: str,
+    meta: dict[str, Any],
+    properties: dict[str, str],
+    links: list[str],
+    page_id: str | None,
+) -> dict[str, Any]:
     def prop(*names: str) -> str | None:
         return next((properties[n] for n in names if properties.get(n)), None)
 
@@ -199,8 +217,12 @@ def _document(rel: Path, fmt: str, title: str, body: str, meta: dict[str, Any], 
     if author:
         doc["author"] = author
     created = _date(meta.get("created") or meta.get("date") or prop("Created", "Created time", "Date"))
-    updated = _date(meta.get("updated") or meta.get("last_modified") or meta.get("lastmod")
-                    or prop("Last edited time", "Updated", "Last edited"))
+    updated = _date(
+        meta.get("updated")
+        or meta.get("last_modified")
+        or meta.get("lastmod")
+        or prop("Last edited time", "Updated", "Last edited")
+    )
     if created:
         doc["created_at"] = created
     if updated or created:

@@ -65,11 +65,11 @@ class OwnOptions:
     key: str | None = None
     ref_prefix: str | None = None
     noun: str | None = None
-    times: dict[str, str] = field(default_factory=dict)                 # role -> field
-    people: dict[str, tuple[str, str]] = field(default_factory=dict)    # role -> (field, handle kind)
+    times: dict[str, str] = field(default_factory=dict)  # role -> field
+    people: dict[str, tuple[str, str]] = field(default_factory=dict)  # role -> (field, handle kind)
     text: list[str] = field(default_factory=list)
-    values: dict[str, str] = field(default_factory=dict)                # role -> field
-    references: dict[str, str] = field(default_factory=dict)            # field -> collection
+    values: dict[str, str] = field(default_factory=dict)  # role -> field
+    references: dict[str, str] = field(default_factory=dict)  # field -> collection
     access_field: str | None = None
     public: bool = False
     spec: CollectionSpec | None = None  # a whole spec (`--spec FILE`): nothing is inferred
@@ -77,8 +77,10 @@ class OwnOptions:
     def __post_init__(self) -> None:
         check_name(self.collection)
         if self.collection in BUILTIN_NAMES or self.collection in RESERVED:
-            raise SpecError(f"collection name {self.collection!r} is taken by the engine; choose another "
-                            f"(built-in: {', '.join(BUILTIN_NAMES)})")
+            raise SpecError(
+                f"collection name {self.collection!r} is taken by the engine; choose another "
+                f"(built-in: {', '.join(BUILTIN_NAMES)})"
+            )
         if self.access_field is not None:
             check_path(self.access_field, "--access-field")
 
@@ -160,8 +162,10 @@ def _csv_rows(text: str, where: str) -> list[tuple[str, Any]]:
     """Each row as an object: numbers and ISO dates parsed, empty cells missing."""
     with reading_csv(where):
         reader = csv.DictReader(io.StringIO(text, newline=""))
-        return [(f"{where}:row {i}", {k: _cell(v) for k, v in row.items() if k is not None and v not in (None, "")})
-                for i, row in enumerate(reader, start=2)]
+        return [
+            (f"{where}:row {i}", {k: _cell(v) for k, v in row.items() if k is not None and v not in (None, "")})
+            for i, row in enumerate(reader, start=2)
+        ]
 
 
 _INT = re.compile(r"-?(?:0|[1-9]\d{0,17})")
@@ -233,8 +237,14 @@ def _json_lines(text: str, where: str, whole: json.JSONDecodeError, problems: Re
 # ------------------------------------------------------------------------------ rows -> records
 def _storable(key: Any) -> bool:
     """A source key kept: a string, no operator (`$…`), no path separator, no NUL, not the engine's."""
-    return (isinstance(key, str) and bool(key) and not key.startswith("$") and "." not in key and "\x00" not in key
-            and key not in ENGINE_FIELDS)
+    return (
+        isinstance(key, str)
+        and bool(key)
+        and not key.startswith("$")
+        and "." not in key
+        and "\x00" not in key
+        and key not in ENGINE_FIELDS
+    )
 
 
 def _clean(value: Any, dropped: dict[str, int]) -> Any:
@@ -264,8 +274,10 @@ def _row_access(value: Any, where: str, access_field: str, public: bool) -> list
         return [PUBLIC] if public else []
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
-        raise SourceError(f"{where}: access field {access_field!r} holds {type(value).__name__}; expected a principal "
-                          "or a list of principals")
+        raise SourceError(
+            f"{where}: access field {access_field!r} holds {type(value).__name__}; expected a principal "
+            "or a list of principals"
+        )
     acl = set()
     for item in items:
         if item == PUBLIC:
@@ -273,14 +285,22 @@ def _row_access(value: Any, where: str, access_field: str, public: bool) -> list
             continue
         system, _, account = item.partition(":")
         if system not in SYSTEMS or not account.strip():
-            raise SourceError(f"{where}: access field {access_field!r} holds {item[:60]!r}, not a principal; name its "
-                              f"system: {', '.join(s + ':…' for s in SYSTEMS)} (or '*' for the whole tenant)")
+            raise SourceError(
+                f"{where}: access field {access_field!r} holds {item[:60]!r}, not a principal; name its "
+                f"system: {', '.join(s + ':…' for s in SYSTEMS)} (or '*' for the whole tenant)"
+            )
         acl.add(principal(system, account))
     return sorted(acl)
 
 
-def build_collection(rows: list[tuple[str, Any]], options: OwnOptions, logins: set[str], problems: ReadProblems,
-                     source: str, id_field: str | None = None) -> OwnCollection:
+def build_collection(
+    rows: list[tuple[str, Any]],
+    options: OwnOptions,
+    logins: set[str],
+    problems: ReadProblems,
+    source: str,
+    id_field: str | None = None,
+) -> OwnCollection:
     """(where, row) pairs -> the collection's spec (given or inferred) and records. `logins`: the GitHub
     logins of the tenant's people directory (a people column holds them). `id_field`: the field that
     holds a MongoDB document's `_id` as text, the key when none is given or found."""
@@ -292,8 +312,10 @@ def build_collection(rows: list[tuple[str, Any]], options: OwnOptions, logins: s
             continue
         objects.append((where, _clean(row, dropped)))
     inferred: list[str] = []
-    warnings = [f"dropped field {key!r} from {n:,} row(s): the engine states it, or no store can hold its name"
-                for key, n in sorted(dropped.items())]
+    warnings = [
+        f"dropped field {key!r} from {n:,} row(s): the engine states it, or no store can hold its name"
+        for key, n in sorted(dropped.items())
+    ]
     spec = options.spec or infer_spec([o for _, o in objects], options, logins, inferred, id_field)
     for paths in spec.times.values():  # dates in time fields, whatever their text
         for _, obj in objects:
@@ -313,21 +335,26 @@ def build_collection(rows: list[tuple[str, Any]], options: OwnOptions, logins: s
         seen.add(ref)
         record = {**obj, "ref": ref, "source": source}
         if options.access_field:
-            record["acl"] = _row_access(record.pop(options.access_field, None), where, options.access_field,
-                                        options.public)
+            record["acl"] = _row_access(
+                record.pop(options.access_field, None), where, options.access_field, options.public
+            )
         records.append(record)
     if options.access_field:
         nobody = sum(1 for r in records if not r["acl"])
-        inferred.append(f"access: from field {options.access_field!r}"
-                        + (", else the whole tenant (--public)" if options.public else ", else nobody"))
+        inferred.append(
+            f"access: from field {options.access_field!r}"
+            + (", else the whole tenant (--public)" if options.public else ", else nobody")
+        )
         if nobody:
             warnings.append(f"{nobody:,} record(s) name nobody in {options.access_field!r}: readable by nobody")
     elif options.public:
         inferred.append("access: the whole tenant (--public)")
     else:
         inferred.append("access: nobody (no --access-field and no --public)")
-        warnings.append("no --access-field and no --public: nobody can read these records (deny by default); "
-                        "re-run with one of them")
+        warnings.append(
+            "no --access-field and no --public: nobody can read these records (deny by default); "
+            "re-run with one of them"
+        )
     return OwnCollection(spec, records, inferred, warnings)
 
 
@@ -337,10 +364,14 @@ _AUTHOR_NAMES = re.compile(r"author|reporter|owner|_by$|^by$")  # who did it: "d
 _ASSIGNEE_NAMES = re.compile(r"assignee|commander|responder|on_?call")
 _TITLE_NAMES = ("title", "summary", "name", "subject")
 _TEXT_NAMES = ("description", "notes", "details", "message", "body", "comment", "comments")  # text whatever its values
-_REFERENCE_NAMES = {re.compile(r"(?:.*_)?(?:pr|pull_request)s?"): "pull_requests",
-                    re.compile(r"(?:.*_)?(?:issue|ticket)s?"): "issues"}
-_REF_SHAPES = {"pull_requests": re.compile(r"[\w.-]+/[\w.-]+#\d+"),
-               "issues": re.compile(r"[\w.-]+/[\w.-]+#\d+|[A-Z][A-Z0-9]+-\d+")}
+_REFERENCE_NAMES = {
+    re.compile(r"(?:.*_)?(?:pr|pull_request)s?"): "pull_requests",
+    re.compile(r"(?:.*_)?(?:issue|ticket)s?"): "issues",
+}
+_REF_SHAPES = {
+    "pull_requests": re.compile(r"[\w.-]+/[\w.-]+#\d+"),
+    "issues": re.compile(r"[\w.-]+/[\w.-]+#\d+|[A-Z][A-Z0-9]+-\d+"),
+}
 
 
 def _noun(collection: str) -> str:
@@ -362,12 +393,18 @@ def _scalars(objects: list[dict[str, Any]], column: str) -> list[Any]:
 
 def _is_key(objects: list[dict[str, Any]], column: str) -> bool:
     values = [o.get(column) for o in objects]
-    return (all(isinstance(v, (str, int)) and not isinstance(v, bool) and v != "" for v in values)
-            and len(set(map(str, values))) == len(values))
+    return all(isinstance(v, (str, int)) and not isinstance(v, bool) and v != "" for v in values) and len(
+        set(map(str, values))
+    ) == len(values)
 
 
-def infer_spec(objects: list[dict[str, Any]], options: OwnOptions, logins: set[str], inferred: list[str],
-               id_field: str | None = None) -> CollectionSpec:
+def infer_spec(
+    objects: list[dict[str, Any]],
+    options: OwnOptions,
+    logins: set[str],
+    inferred: list[str],
+    id_field: str | None = None,
+) -> CollectionSpec:
     """The spec of a collection from its rows and what the operator gave, each choice said in `inferred`."""
     name = options.collection
     columns = list(dict.fromkeys(k for o in objects for k in o))
@@ -397,8 +434,9 @@ def infer_spec(objects: list[dict[str, Any]], options: OwnOptions, logins: set[s
         given(f"time {role}", path)
     dates = [c for c in columns if c not in used and _mostly(objects, c, lambda v: as_date(v) is not None)]
     if dates:
-        ranked = sorted(dates, key=lambda c: next((i for i, w in enumerate(_CREATED_NAMES) if w in c.lower()),
-                                                  len(_CREATED_NAMES)))
+        ranked = sorted(
+            dates, key=lambda c: next((i for i, w in enumerate(_CREATED_NAMES) if w in c.lower()), len(_CREATED_NAMES))
+        )
         for column in [ranked[0], *(c for c in dates if c != ranked[0])]:
             role = "created" if "created" not in times else _role_of(column, times)
             times[role] = (column,)
@@ -413,8 +451,13 @@ def infer_spec(objects: list[dict[str, Any]], options: OwnOptions, logins: set[s
         if column in used or not _PERSON_NAME.search(column.lower()):
             continue
         if folded and _mostly(objects, column, lambda v: isinstance(v, str) and v.lower() in folded):
-            role = ("author" if _AUTHOR_NAMES.search(column.lower()) else
-                    "assignee" if _ASSIGNEE_NAMES.search(column.lower()) else column)
+            role = (
+                "author"
+                if _AUTHOR_NAMES.search(column.lower())
+                else "assignee"
+                if _ASSIGNEE_NAMES.search(column.lower())
+                else column
+            )
             role = role if role not in people else column
             people.setdefault(role, (PersonField(column, "github"),))
             guessed(f"person {role}", f"{column} (GitHub logins of the people directory)")
@@ -449,8 +492,17 @@ def infer_spec(objects: list[dict[str, Any]], options: OwnOptions, logins: set[s
         if column not in text and column not in values.values() and _short_and_few(objects, column):
             values.setdefault(column, (column,))
             guessed(f"value {column}", column)
-    return CollectionSpec(name=name, noun=noun, key=key, ref_prefix=prefix, people=people, times=times,
-                          values=values, text=tuple(text), references=references)
+    return CollectionSpec(
+        name=name,
+        noun=noun,
+        key=key,
+        ref_prefix=prefix,
+        people=people,
+        times=times,
+        values=values,
+        text=tuple(text),
+        references=references,
+    )
 
 
 def _role_of(column: str, taken: dict[str, Any]) -> str:
@@ -466,35 +518,53 @@ def _mostly(objects: list[dict[str, Any]], column: str, test: Any) -> bool:
 
 def _long(objects: list[dict[str, Any]], column: str) -> bool:
     values = [v for v in _scalars(objects, column) if isinstance(v, str)]
-    return bool(values) and (sum(map(len, values)) / len(values) > 40 or
-                             (sum(1 for v in values if " " in v.strip()) >= 0.5 * len(values)
-                             and len(set(values)) > 0.5 * len(values)))
+    return bool(values) and (
+        sum(map(len, values)) / len(values) > 40
+        or (sum(1 for v in values if " " in v.strip()) >= 0.5 * len(values) and len(set(values)) > 0.5 * len(values))
+    )
 
 
 def _short_and_few(objects: list[dict[str, Any]], column: str) -> bool:
     """A value field: short strings of few distinct values (a severity, a status, a service)."""
     values = [v for v in _scalars(objects, column) if isinstance(v, str)]
     distinct = set(values)
-    return (bool(values) and sum(map(len, values)) / len(values) <= 40 and len(distinct) <= 30
-            and len(distinct) <= max(5, len(values) // 2))
+    return (
+        bool(values)
+        and sum(map(len, values)) / len(values) <= 40
+        and len(distinct) <= 30
+        and len(distinct) <= max(5, len(values) // 2)
+    )
 
 
 # ------------------------------------------------------------------------------ MongoDB
-def read_mongodb(client: Any, db: str, source_collection: str, options: OwnOptions, logins: set[str],
-                 problems: ReadProblems, query: dict[str, Any] | None = None, limit: int = 0) -> OwnCollection:
+def read_mongodb(
+    client: Any,
+    db: str,
+    source_collection: str,
+    options: OwnOptions,
+    logins: set[str],
+    problems: ReadProblems,
+    query: dict[str, Any] | None = None,
+    limit: int = 0,
+) -> OwnCollection:
     """A read-only copy of one collection of the team's MongoDB: `find(query)` with no projection, at
     most `limit` documents (0: all, within the input caps). Nothing is ever written to the source.
     A document's `_id` (as text, in field `id`, or `mongo_id` when the documents have their own `id`)
     is the key when none is given or found."""
     cap = max_input_values()
-    cursor = client[db][source_collection].find(query or {}, limit=limit) if limit else \
-        client[db][source_collection].find(query or {})
+    cursor = (
+        client[db][source_collection].find(query or {}, limit=limit)
+        if limit
+        else client[db][source_collection].find(query or {})
+    )
     rows: list[tuple[str, Any]] = []
     id_field = None
     for n, doc in enumerate(cursor):
         if n >= cap:
-            raise SourceError(f"{db}.{source_collection} holds more than {cap:,} documents (CONTEXT_ENGINE_MAX_INPUT_VALUES); "
-                              "pass --limit or --filter")
+            raise SourceError(
+                f"{db}.{source_collection} holds more than {cap:,} documents (CONTEXT_ENGINE_MAX_INPUT_VALUES); "
+                "pass --limit or --filter"
+            )
         if not isinstance(doc, dict):
             continue
         row = dict(doc)
@@ -505,5 +575,6 @@ def read_mongodb(client: Any, db: str, source_collection: str, options: OwnOptio
         rows.append((f"{db}.{source_collection}[{n}]", row))
     if not rows:
         raise SourceError(f"{db}.{source_collection}: no documents" + (" match --filter" if query else ""))
-    return build_collection(rows, options, logins, problems, source=f"mongodb:{db}.{source_collection}",
-                            id_field=id_field)
+    return build_collection(
+        rows, options, logins, problems, source=f"mongodb:{db}.{source_collection}", id_field=id_field
+    )

@@ -46,8 +46,17 @@ from context_engine.sources.problems import ReadProblems, SourceError
 from context_engine.text import parse_datetime
 
 _RS = "\x1e"
-_FIELDS = ("sha", "parents", "author_name", "author_email", "author_date",
-           "committer_name", "committer_email", "committer_date", "message")
+_FIELDS = (
+    "sha",
+    "parents",
+    "author_name",
+    "author_email",
+    "author_date",
+    "committer_name",
+    "committer_email",
+    "committer_date",
+    "message",
+)
 _FORMAT = "%x1e%H%x00%P%x00%aN%x00%aE%x00%aI%x00%cN%x00%cE%x00%cI%x00%B"
 _SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")  # SHA-1 or SHA-256 repositories
 _CHUNK = 1 << 16
@@ -75,8 +84,21 @@ def read_git_repo(path: Path, problems: ReadProblems, since: str | None = None) 
     out: dict[str, list[dict[str, Any]]] = {"commits": [], "pull_requests": [], "people": []}
     if not _has_head(path):
         return out  # a fresh repository: no history yet is not an error
-    args = ["log", "HEAD", "--use-mailmap", "--numstat", "-z", "--diff-merges=first-parent", "--no-ext-diff", "--no-textconv", "-O", os.devnull,
-            "--encoding=UTF-8", "--no-color", f"--format={_FORMAT}"]
+    args = [
+        "log",
+        "HEAD",
+        "--use-mailmap",
+        "--numstat",
+        "-z",
+        "--diff-merges=first-parent",
+        "--no-ext-diff",
+        "--no-textconv",
+        "-O",
+        os.devnull,
+        "--encoding=UTF-8",
+        "--no-color",
+        f"--format={_FORMAT}",
+    ]
     if since:
         args.append(f"--since={since}")
     source = f"git:{repo.name}"
@@ -89,14 +111,21 @@ def read_git_repo(path: Path, problems: ReadProblems, since: str | None = None) 
 
 # -- running git ---------------------------------------------------------------------------------
 
+
 def _git_env() -> dict[str, str]:
     # C locale: messages we report stay stable; no prompt: a read must never wait for a password.
     # No transport at all: the repository's own config is the input's, not the operator's, and a
     # partial clone's missing object would make `git log` fetch it from the promisor remote, running
     # the repository's `core.sshCommand` (or any transport it names). GIT_ALLOW_PROTOCOL overrides
     # every `protocol.*.allow` a repository's config may set; GIT_NO_LAZY_FETCH (git >= 2.44) too.
-    return {**os.environ, "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat",
-            "GIT_ALLOW_PROTOCOL": "", "GIT_NO_LAZY_FETCH": "1"}
+    return {
+        **os.environ,
+        "LC_ALL": "C",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_PAGER": "cat",
+        "GIT_ALLOW_PROTOCOL": "",
+        "GIT_NO_LAZY_FETCH": "1",
+    }
 
 
 # Settings a repository's own config could use to run a command or read a file outside the input,
@@ -104,8 +133,13 @@ def _git_env() -> dict[str, str]:
 # log.showSignature would run gpg and print its output into the stream; mailmap.file names any file
 # on the host, whose names would land in the records (diff.orderFile, another, is overridden by
 # `log -O /dev/null`); fsmonitor, external diff and textconv drivers are commands.
-_SAFE_CONFIG = ("log.showSignature=false", "mailmap.file=", "core.fsmonitor=false",
-                "diff.external=", "protocol.allow=never")
+_SAFE_CONFIG = (
+    "log.showSignature=false",
+    "mailmap.file=",
+    "core.fsmonitor=false",
+    "diff.external=",
+    "protocol.allow=never",
+)
 
 
 def _git_command(path: Path, *args: str) -> list[str]:
@@ -140,8 +174,7 @@ def _stream_log(path: Path, args: list[str], problems: ReadProblems) -> Iterator
     # stderr goes to a file: a pipe we do not drain could fill up and stall git.
     with tempfile.TemporaryFile() as errors:
         try:
-            proc = subprocess.Popen(_git_command(path, *args), stdout=subprocess.PIPE, stderr=errors,
-                                    env=_git_env())
+            proc = subprocess.Popen(_git_command(path, *args), stdout=subprocess.PIPE, stderr=errors, env=_git_env())
         except FileNotFoundError:
             raise SourceError("cannot read git repositories: the `git` command is not installed") from None
         try:
@@ -163,6 +196,7 @@ def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
 
 # -- parsing the stream --------------------------------------------------------------------------
 
+
 def _tokens(chunks: Iterable[bytes]) -> Iterator[str]:
     tail = b""
     for chunk in chunks:
@@ -174,7 +208,9 @@ def _tokens(chunks: Iterable[bytes]) -> Iterator[str]:
         yield tail.decode("utf-8", "replace")
 
 
-def parse_log_stream(chunks: Iterable[bytes], problems: ReadProblems, where: str = "git log") -> Iterator[dict[str, Any]]:
+def parse_log_stream(
+    chunks: Iterable[bytes], problems: ReadProblems, where: str = "git log"
+) -> Iterator[dict[str, Any]]:
     """Raw commits (`_FIELDS` + `files`) from the bytes of `git log -z --numstat --format=_FORMAT`.
     A commit that does not parse is reported and skipped; reading resumes at the next commit."""
     tokens = _tokens(chunks)
@@ -217,8 +253,11 @@ def _numstat(token: str, tokens: Iterator[str]) -> dict[str, Any]:
     binary = added == "-" and deleted == "-"
     if not binary and not (added.isdigit() and deleted.isdigit()):
         raise ValueError(f"malformed numstat counts {added!r}/{deleted!r}")
-    entry: dict[str, Any] = {"filename": filename, "additions": 0 if binary else int(added),
-                             "deletions": 0 if binary else int(deleted)}
+    entry: dict[str, Any] = {
+        "filename": filename,
+        "additions": 0 if binary else int(added),
+        "deletions": 0 if binary else int(deleted),
+    }
     if binary:
         entry["binary"] = True
     if previous is not None:
@@ -238,6 +277,7 @@ def _invalid(raw: dict[str, Any]) -> str | None:
 
 
 # -- records -------------------------------------------------------------------------------------
+
 
 def _commit_record(raw: dict[str, Any], repo: RepoIdentity, source: str) -> dict[str, Any]:
     record = {
@@ -267,8 +307,9 @@ def recover_pull_requests(commits: list[dict[str, Any]], repo: RepoIdentity, sou
     return list(reversed(found.values()))
 
 
-def _pull_request(commit: dict[str, Any], authors: dict[str, dict[str, Any]], repo: RepoIdentity,
-                  source: str) -> dict[str, Any] | None:
+def _pull_request(
+    commit: dict[str, Any], authors: dict[str, dict[str, Any]], repo: RepoIdentity, source: str
+) -> dict[str, Any] | None:
     subject, _, rest = commit["message"].partition("\n")
     merged_at = commit["committer"]["date"]
     merge = _MERGE_PR.match(subject)
@@ -277,8 +318,10 @@ def _pull_request(commit: dict[str, Any], authors: dict[str, dict[str, Any]], re
         owner, _, branch = merge.group(2).partition("/")
         tip = commit["parents"][1] if len(commit["parents"]) > 1 else None
         author = authors.get(tip, commit["author"]) if tip else commit["author"]
-        extra: dict[str, Any] = {"head": {"ref": branch or owner, "label": f"{owner}:{branch}" if branch else owner},
-                                 "merged_by": _user(commit["author"])}
+        extra: dict[str, Any] = {
+            "head": {"ref": branch or owner, "label": f"{owner}:{branch}" if branch else owner},
+            "merged_by": _user(commit["author"]),
+        }
     else:
         squash = _SQUASH_PR.match(subject)
         if not squash:
@@ -286,9 +329,16 @@ def _pull_request(commit: dict[str, Any], authors: dict[str, dict[str, Any]], re
         number, title, body = int(squash.group(2)), squash.group(1), rest.strip() or None
         author, extra = commit["author"], {}
     pr: dict[str, Any] = {
-        "number": number, "title": title or subject, "body": body, "state": "closed", "merged": True,
-        "merged_at": merged_at, "closed_at": merged_at, "created_at": merged_at,
-        "user": _user(author), **extra,
+        "number": number,
+        "title": title or subject,
+        "body": body,
+        "state": "closed",
+        "merged": True,
+        "merged_at": merged_at,
+        "closed_at": merged_at,
+        "created_at": merged_at,
+        "user": _user(author),
+        **extra,
         "base": {"repo": {"full_name": repo.name}},
         "merge_commit_sha": commit["sha"],
         "additions": sum(f["additions"] for f in commit["files"]),
@@ -350,6 +400,7 @@ def people_from_commits(commits: list[dict[str, Any]], source: str) -> list[dict
 
 
 # -- which repository ----------------------------------------------------------------------------
+
 
 def _repo_identity(path: Path, common_dir: Path) -> RepoIdentity:
     origin = _run_git(path, "config", "--get", "remote.origin.url")  # exit code 1: no origin remote

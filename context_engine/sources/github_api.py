@@ -79,10 +79,17 @@ def github_token() -> str:
     raise SourceError("set GITHUB_TOKEN or log in with gh")
 
 
-def sync_github(repo: str, token: str, cursor: dict | None, problems: ReadProblems, *,
-                client: httpx.Client | None = None, sleep: Callable[[float], None] = time.sleep,
-                base_url: str = API_URL, clock: Callable[[], float] = time.time,
-                ) -> tuple[dict[str, list[Record]], dict]:
+def sync_github(
+    repo: str,
+    token: str,
+    cursor: dict | None,
+    problems: ReadProblems,
+    *,
+    client: httpx.Client | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    base_url: str = API_URL,
+    clock: Callable[[], float] = time.time,
+) -> tuple[dict[str, list[Record]], dict]:
     """Records changed since `cursor` (everything when None) and the cursor for the next sync."""
     if not _REPO_NAME.fullmatch(repo):
         raise SourceError(f"expected a repository as owner/name, got {repo!r}")
@@ -109,14 +116,16 @@ class _RepoSync:
 
     def changed_items(self, since: str | None) -> list[Record]:
         """`/issues` items (issues and PRs) updated since `since`, oldest first."""
-        return self._stream("issues", {"state": "all", **_OLDEST_FIRST}, since,
-                            lambda item: isinstance(item.get("number"), int))
+        return self._stream(
+            "issues", {"state": "all", **_OLDEST_FIRST}, since, lambda item: isinstance(item.get("number"), int)
+        )
 
     def changed_review_comments(self, since: str | None) -> list[Record]:
         return self._stream("pulls/comments", dict(_OLDEST_FIRST), since, lambda item: _pr_number(item) is not None)
 
-    def _stream(self, endpoint: str, params: dict[str, Any], since: str | None,
-                valid: Callable[[Record], bool]) -> list[Record]:
+    def _stream(
+        self, endpoint: str, params: dict[str, Any], since: str | None, valid: Callable[[Record], bool]
+    ) -> list[Record]:
         if since:
             params["since"] = since
         out = []
@@ -125,8 +134,10 @@ class _RepoSync:
                 if isinstance(item, dict) and valid(item) and isinstance(item.get("updated_at"), str):
                     out.append(item)
                 else:
-                    self.problems.add(f"{self.source} {endpoint} page {page_no}[{i}]",
-                                      "not a GitHub item (no number, PR link or updated_at)")
+                    self.problems.add(
+                        f"{self.source} {endpoint} page {page_no}[{i}]",
+                        "not a GitHub item (no number, PR link or updated_at)",
+                    )
         return out
 
     def records(self, items: list[Record], comments: list[Record]) -> dict[str, list[Record]]:
@@ -137,8 +148,11 @@ class _RepoSync:
         changed_prs: dict[int, Record | None] = {item["number"]: item for item in items if is_pull_request(item)}
         for number in comments_by_pr:
             changed_prs.setdefault(number, None)
-        prs = [pr for number, item in changed_prs.items()
-               if (pr := self.pull_request(number, item, comments_by_pr.get(number, []))) is not None]
+        prs = [
+            pr
+            for number, item in changed_prs.items()
+            if (pr := self.pull_request(number, item, comments_by_pr.get(number, []))) is not None
+        ]
         # Review commenters are people too; people_from_github reads `user` off any record.
         commenters = [{"user": c.get("user")} for pr in prs for c in pr.get("review_comments") or []]
         people = people_from_github(prs + issues + commenters, self.source)
@@ -166,12 +180,17 @@ class _RepoSync:
             return {**source_fields(item), "source": self.source} if item else None
         comments = sorted(comments, key=lambda c: (str(c.get("created_at")), c.get("id") or 0))
         # The API's own fields, never the engine's (`acl`, `tenant_id` ...): access is the visibility.
-        return {**source_fields({**(item or {}), **detail}), "reviews": reviews, "review_comments": comments,
-                "source": self.source}
+        return {
+            **source_fields({**(item or {}), **detail}),
+            "reviews": reviews,
+            "review_comments": comments,
+            "source": self.source,
+        }
 
     def _all(self, path: str) -> list[Record]:
-        return [item for page in self.rest.paginate(path, {"per_page": PER_PAGE})
-                for item in page if isinstance(item, dict)]
+        return [
+            item for page in self.rest.paginate(path, {"per_page": PER_PAGE}) for item in page if isinstance(item, dict)
+        ]
 
 
 def _pr_number(comment: Record) -> int | None:

@@ -34,13 +34,24 @@ class NotFound(SourceError):
 
 
 class GitHubRest:
-    def __init__(self, token: str, *, client: httpx.Client, base_url: str,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        token: str,
+        *,
+        client: httpx.Client,
+        base_url: str,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.client, self.sleep, self.clock = client, sleep, clock
         self.base_url = base_url.rstrip("/")
         self.host = httpx.URL(self.base_url).host
-        self.headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
-                        "X-GitHub-Api-Version": API_VERSION, "User-Agent": "context-engine"}
+        self.headers = {
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": API_VERSION,
+            "User-Agent": "context-engine",
+        }
 
     def get(self, url: str, params: dict[str, Any] | None = None) -> httpx.Response:
         """One GET, retried through rate limits, 5xx and transport errors."""
@@ -68,8 +79,9 @@ class GitHubRest:
             if response.status_code >= 500:
                 failures += 1
                 if failures >= MAX_TRIES:
-                    raise SourceError(f"GitHub answered {response.status_code} {failures} times for "
-                                      f"{response.url.path}")
+                    raise SourceError(
+                        f"GitHub answered {response.status_code} {failures} times for {response.url.path}"
+                    )
                 self.sleep(BACKOFF_SECONDS * 2 ** (failures - 1))
                 continue
             raise error_for(response)

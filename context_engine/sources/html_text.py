@@ -14,9 +14,38 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
 _VOID = frozenset({"br", "hr", "img", "meta", "link", "input", "col", "area", "base", "wbr", "source", "embed"})
-_BLOCK = frozenset({"p", "div", "section", "article", "header", "main", "aside", "ul", "ol", "li", "table", "tr",
-                    "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "dl", "dt", "dd", "figure", "details",
-                    "summary", "tbody", "thead"})
+_BLOCK = frozenset(
+    {
+        "p",
+        "div",
+        "section",
+        "article",
+        "header",
+        "main",
+        "aside",
+        "ul",
+        "ol",
+        "li",
+        "table",
+        "tr",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "pre",
+        "blockquote",
+        "dl",
+        "dt",
+        "dd",
+        "figure",
+        "details",
+        "summary",
+        "tbody",
+        "thead",
+    }
+)
 _SKIP_TAGS = frozenset({"head", "title", "script", "style", "noscript", "template", "svg", "button"})
 _SKIP_IDS = frozenset({"footer", "breadcrumb-section", "breadcrumbs", "navigation"})
 _SKIP_CLASSES = frozenset({"page-metadata", "properties", "footer-body"})
@@ -29,8 +58,8 @@ class HtmlPage:
     title: str | None = None
     h1: str | None = None
     links: list[str] = field(default_factory=list)
-    metadata_line: str | None = None        # Confluence: "Created by Ann Lee, last modified by Bo on Mar 02, 2024"
-    author: str | None = None               # Confluence: <span class="author">
+    metadata_line: str | None = None  # Confluence: "Created by Ann Lee, last modified by Bo on Mar 02, 2024"
+    author: str | None = None  # Confluence: <span class="author">
     properties: dict[str, str] = field(default_factory=dict)  # Notion: the page's property table
 
 
@@ -45,7 +74,7 @@ def html_page(html: str) -> HtmlPage:
 class _Open:
     tag: str
     skip: bool
-    capture: str | None = None   # which side buffer this element's text goes to
+    capture: str | None = None  # which side buffer this element's text goes to
     href: str | None = None
     text_start: int = 0
     classes: frozenset[str] = frozenset()
@@ -71,10 +100,10 @@ class _PageParser(HTMLParser):
                 self.parts.append(f" {attr['alt']} ")
             return
         classes = set(attr.get("class", "").split())
-        skip = (self._skipping() or tag in _SKIP_TAGS or attr.get("id") in _SKIP_IDS
-                or bool(classes & _SKIP_CLASSES))
-        entry = _Open(tag, skip, self._capture_for(tag, attr, classes), text_start=len(self.parts),
-                      classes=frozenset(classes))
+        skip = self._skipping() or tag in _SKIP_TAGS or attr.get("id") in _SKIP_IDS or bool(classes & _SKIP_CLASSES)
+        entry = _Open(
+            tag, skip, self._capture_for(tag, attr, classes), text_start=len(self.parts), classes=frozenset(classes)
+        )
         if tag == "a" and attr.get("href"):
             entry.href = attr["href"]
         if tag in _BLOCK and not skip:
@@ -112,7 +141,7 @@ class _PageParser(HTMLParser):
     def _close(self, entry: _Open) -> None:
         if entry.href and not entry.skip and entry.href.startswith(("http://", "https://")):
             self.links.append(entry.href)
-            shown = "".join(self.parts[entry.text_start:]).strip()
+            shown = "".join(self.parts[entry.text_start :]).strip()
             if shown != entry.href:
                 self.parts.append(f" ({entry.href})")
         if entry.tag in ("td", "th") and not entry.skip:
@@ -150,9 +179,15 @@ class _PageParser(HTMLParser):
         def captured(name: str) -> str | None:
             return _clean("".join(self.captured.get(name, []))) or None
 
-        return HtmlPage(text=text, title=captured("title"), h1=captured("h1"),
-                        links=list(dict.fromkeys(self.links)), metadata_line=captured("metadata"),
-                        author=captured("author"), properties=self.properties)
+        return HtmlPage(
+            text=text,
+            title=captured("title"),
+            h1=captured("h1"),
+            links=list(dict.fromkeys(self.links)),
+            metadata_line=captured("metadata"),
+            author=captured("author"),
+            properties=self.properties,
+        )
 
 
 def _clean(text: str) -> str:

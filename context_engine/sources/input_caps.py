@@ -96,11 +96,14 @@ def _charge(size: int = 0, values: int = 0) -> None:
     budget.bytes += size
     budget.values += values
     if budget.bytes > max_input_bytes():
-        raise SourceError(f"the input expands to more than {max_input_bytes() // _MB:,} MB in total "
-                          "(CONTEXT_ENGINE_MAX_INPUT_MB)")
+        raise SourceError(
+            f"the input expands to more than {max_input_bytes() // _MB:,} MB in total (CONTEXT_ENGINE_MAX_INPUT_MB)"
+        )
     if budget.values > max_input_values():
-        raise SourceError(f"the input holds more than {max_input_values():,} JSON objects and arrays in total "
-                          "(CONTEXT_ENGINE_MAX_INPUT_VALUES)")
+        raise SourceError(
+            f"the input holds more than {max_input_values():,} JSON objects and arrays in total "
+            "(CONTEXT_ENGINE_MAX_INPUT_VALUES)"
+        )
 
 
 _MIN_BYTES_PER_VALUE = 8  # real exports spend 20+ bytes per object or array; a bomb of `{},` spends 3
@@ -122,26 +125,32 @@ def check_zip(archive: zipfile.ZipFile, where: str) -> None:
     """Refuse the archive when its members together expand past the total cap (a SourceError)."""
     total = sum(info.file_size for info in archive.infolist())
     if total > max_archive_bytes():
-        raise SourceError(f"{where}: the archive expands to {total // _MB:,} MB, over the "
-                          f"{max_archive_bytes() // _MB:,} MB cap (CONTEXT_ENGINE_MAX_ARCHIVE_MB)")
+        raise SourceError(
+            f"{where}: the archive expands to {total // _MB:,} MB, over the "
+            f"{max_archive_bytes() // _MB:,} MB cap (CONTEXT_ENGINE_MAX_ARCHIVE_MB)"
+        )
     # Many members each under the per-member ratio floor (which `read_member` lets through at any
     # ratio) add up to a bomb as well.
     small = [info for info in archive.infolist() if info.file_size <= _RATIO_FLOOR]
     expanded, packed = sum(i.file_size for i in small), max(sum(i.compress_size for i in small), 1)
     if expanded > _RATIO_FLOOR and expanded > MAX_RATIO * packed:
-        raise SourceError(f"{where}: its small members are compressed {expanded // packed:,}:1, a zip bomb "
-                          f"(over {MAX_RATIO}:1)")
+        raise SourceError(
+            f"{where}: its small members are compressed {expanded // packed:,}:1, a zip bomb (over {MAX_RATIO}:1)"
+        )
 
 
 def read_member(archive: zipfile.ZipFile, name: str) -> bytes:
     """A member's bytes, refused (FileTooLarge) before inflating when it is too large or too compressed."""
     info = archive.getinfo(name)
     if info.file_size > max_file_bytes():
-        raise FileTooLarge(f"expands to {info.file_size // _MB:,} MB, over the {max_file_bytes() // _MB:,} MB "
-                           "cap (CONTEXT_ENGINE_MAX_FILE_MB)")
+        raise FileTooLarge(
+            f"expands to {info.file_size // _MB:,} MB, over the {max_file_bytes() // _MB:,} MB "
+            "cap (CONTEXT_ENGINE_MAX_FILE_MB)"
+        )
     if info.file_size > _RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
-        raise FileTooLarge(f"compressed {info.file_size // max(info.compress_size, 1):,}:1, a zip bomb "
-                           f"(over {MAX_RATIO}:1)")
+        raise FileTooLarge(
+            f"compressed {info.file_size // max(info.compress_size, 1):,}:1, a zip bomb (over {MAX_RATIO}:1)"
+        )
     _charge(info.file_size)
     return archive.read(name)
 
@@ -167,11 +176,14 @@ def check_json_size(text: str | bytes) -> None:
     """Refuse (JsonBomb) JSON text that would build too many objects and arrays for its size."""
     values = text.count("{" if isinstance(text, str) else b"{") + text.count("[" if isinstance(text, str) else b"[")
     if values > max_json_values():
-        raise JsonBomb(f"holds {values:,} objects and arrays, over the {max_json_values():,} cap "
-                       "(CONTEXT_ENGINE_MAX_JSON_VALUES)")
+        raise JsonBomb(
+            f"holds {values:,} objects and arrays, over the {max_json_values():,} cap (CONTEXT_ENGINE_MAX_JSON_VALUES)"
+        )
     if values > _DENSITY_FLOOR and len(text) < values * _MIN_BYTES_PER_VALUE:
-        raise JsonBomb(f"holds {values:,} objects and arrays in {len(text):,} bytes, a JSON bomb "
-                       f"(fewer than {_MIN_BYTES_PER_VALUE} bytes each)")
+        raise JsonBomb(
+            f"holds {values:,} objects and arrays in {len(text):,} bytes, a JSON bomb "
+            f"(fewer than {_MIN_BYTES_PER_VALUE} bytes each)"
+        )
     _charge(values=values)
 
 
@@ -225,14 +237,21 @@ def _weigh_yaml(root: Any, limit: int) -> None:
     stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
         node, done = stack.pop()
-        children = ([n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode)
-                    else list(node.value) if isinstance(node, yaml.SequenceNode) else [])
+        children = (
+            [n for pair in node.value for n in pair]
+            if isinstance(node, yaml.MappingNode)
+            else list(node.value)
+            if isinstance(node, yaml.SequenceNode)
+            else []
+        )
         if done:
             open_nodes.discard(id(node))
             sizes[id(node)] = size = 1 + sum(sizes[id(child)] for child in children)
             if size > limit:
-                raise yaml.YAMLError(f"the YAML expands to more than {limit} values (aliases repeat what they name); "
-                                     "it is refused, not built")
+                raise yaml.YAMLError(
+                    f"the YAML expands to more than {limit} values (aliases repeat what they name); "
+                    "it is refused, not built"
+                )
             continue
         if id(node) in sizes:
             continue
@@ -241,7 +260,6 @@ def _weigh_yaml(root: Any, limit: int) -> None:
         open_nodes.add(id(node))
         stack.append((node, True))
         stack.extend((child, False) for child in children if id(child) not in sizes)
-
 
 
 @contextmanager

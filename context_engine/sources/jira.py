@@ -141,8 +141,11 @@ def _comments(comment: dict[str, Any]) -> dict[str, Any]:
 def current_sprint(fields: dict[str, Any], sprint_fields: Collection[str] = frozenset()) -> dict[str, Any] | None:
     """The sprint the issue is in now, from whichever field holds sprints."""
     candidates = [fid for fid in (*sorted(sprint_fields), _DEFAULT_SPRINT_FIELD) if fid in fields]
-    candidates += [fid for fid, value in fields.items()
-                   if fid.startswith("customfield_") and fid not in candidates and _looks_like_sprints(value)]
+    candidates += [
+        fid
+        for fid, value in fields.items()
+        if fid.startswith("customfield_") and fid not in candidates and _looks_like_sprints(value)
+    ]
     for fid in candidates:
         sprints = [s for s in (_sprint(v) for v in fields.get(fid) or []) if s]
         if sprints:
@@ -153,8 +156,11 @@ def current_sprint(fields: dict[str, Any], sprint_fields: Collection[str] = froz
 def _looks_like_sprints(value: Any) -> bool:
     if not isinstance(value, list) or not value:
         return False
-    return all((isinstance(v, dict) and "name" in v and "state" in v and ("boardId" in v or "goal" in v))
-               or (isinstance(v, str) and _GREENHOPPER_SPRINT.match(v)) for v in value)
+    return all(
+        (isinstance(v, dict) and "name" in v and "state" in v and ("boardId" in v or "goal" in v))
+        or (isinstance(v, str) and _GREENHOPPER_SPRINT.match(v))
+        for v in value
+    )
 
 
 def _sprint(value: Any) -> dict[str, Any] | None:
@@ -201,8 +207,9 @@ def add_issue_people(people: dict[str, dict[str, Any]], issue: dict[str, Any]) -
         if not isinstance(user, dict) or not user.get("name") or user.get("accountType") == "app":
             continue  # automation/app users are not people
         # One fragment per user per source, so `ingest --prune` of one project keeps the others' people.
-        person = people.setdefault(f"{issue['source']}\0{user['name']}",
-                                   {"jira": str(user["name"]), "acl": ["*"], "source": issue["source"]})
+        person = people.setdefault(
+            f"{issue['source']}\0{user['name']}", {"jira": str(user["name"]), "acl": ["*"], "source": issue["source"]}
+        )
         if user.get("displayName") and user["displayName"] != user["name"] and "name" not in person:
             person["name"] = str(user["displayName"])
         if user.get("emailAddress") and "email" not in person:

@@ -66,8 +66,10 @@ def json_values(path: Path, problems: ReadProblems) -> Iterator[tuple[str, Any]]
         return
     for lineno, line in lines:
         if len(line) > max_record_bytes():
-            problems.add(f"{path}:{lineno}", f"a record over the {max_record_bytes() >> 20} MB cap "
-                                             "(CONTEXT_ENGINE_MAX_RECORD_MB)")
+            problems.add(
+                f"{path}:{lineno}",
+                f"a record over the {max_record_bytes() >> 20} MB cap (CONTEXT_ENGINE_MAX_RECORD_MB)",
+            )
             continue
         try:
             yield f"{path}:{lineno}", load_weighed_json(line)

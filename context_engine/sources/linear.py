@@ -53,7 +53,7 @@ def read_linear(paths: list[Path], problems: ReadProblems) -> dict[str, list[dic
     people: dict[str, dict[str, Any]] = {}
     for path in paths:
         is_csv = path.suffix.lower() == ".csv" or path.name.lower().endswith(".csv.gz")
-        for where, convert, raw in (_csv_rows(path) if is_csv else _json_nodes(path, problems)):
+        for where, convert, raw in _csv_rows(path) if is_csv else _json_nodes(path, problems):
             try:
                 issue = convert(raw)
             except RecordError as exc:
@@ -97,13 +97,20 @@ def linear_issue(node: Any) -> dict[str, Any]:
     state = _dict(node.get("state"))
     cycle = _dict(node.get("cycle"))
     priority = node.get("priorityLabel") or PRIORITY_NAMES.get(node.get("priority"))  # type: ignore[arg-type]
-    comments = [{"author": _user(_dict(c).get("user")), "body": _dict(c).get("body") or "",
-                 "created": _dict(c).get("createdAt")} for c in _nodes(node.get("comments"))]
+    comments = [
+        {
+            "author": _user(_dict(c).get("user")),
+            "body": _dict(c).get("body") or "",
+            "created": _dict(c).get("createdAt"),
+        }
+        for c in _nodes(node.get("comments"))
+    ]
     fields = {
         "summary": node.get("title") or "",
         "description": node.get("description"),
         "status": {"name": state["name"], **({"type": state["type"]} if state.get("type") else {})}
-        if state.get("name") else None,
+        if state.get("name")
+        else None,
         "priority": {"name": priority} if priority else None,
         "assignee": _user(node.get("assignee")),
         "reporter": _user(node.get("creator")),

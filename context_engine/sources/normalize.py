@@ -24,7 +24,7 @@ from typing import Any
 from context_engine.config import HIDDEN_FIELDS
 from context_engine.text import parse_datetime, to_utc_naive
 
-_INT64 = (-(2 ** 63), 2 ** 63 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
 
 ACL_PARTIAL = "acl_partial"
 """Set (True) on a record whose `acl` is a best guess, e.g. from a webhook: it may narrow, never widen."""

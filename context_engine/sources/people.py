@@ -92,8 +92,9 @@ _SLACK_ID = re.compile(r"^[UW][A-Z0-9]{6,}$")
 # Addresses many people share: never a key.
 _SHARED_EMAIL = re.compile(r"^(no-?reply|noreply\+.*|do-?not-?reply|root|admin|bot|ci)@|^noreply@github\.com$")
 # Letters NFKD does not decompose into a base letter plus an accent.
-_TRANSLIT = str.maketrans({"ı": "i", "ø": "o", "ß": "ss", "æ": "ae", "œ": "oe", "đ": "d", "ł": "l", "þ": "th",
-                           "ð": "d"})
+_TRANSLIT = str.maketrans(
+    {"ı": "i", "ø": "o", "ß": "ss", "æ": "ae", "œ": "oe", "đ": "d", "ł": "l", "þ": "th", "ð": "d"}
+)
 
 Identity = tuple[str, str, str]  # (source, kind, value)
 
@@ -102,6 +103,7 @@ Identity = tuple[str, str, str]  # (source, kind, value)
 class Conflict:
     """People that might be one person; left apart for a human (or an override) to decide.
     `name` is the name in doubt, `candidates` labels everyone involved ("name (login x)")."""
+
     name: str
     candidates: tuple[str, ...]
     reason: str
@@ -135,8 +137,11 @@ def _listed(value: Any) -> list[str]:
 def identities_of(fragment: dict[str, Any]) -> frozenset[Identity]:
     """Every (source, kind, value) a fragment states; a merged person states its `identities`."""
     if isinstance(fragment.get("identities"), list):
-        return frozenset((str(i["source"]), str(i["kind"]), str(i["value"])) for i in fragment["identities"]
-                         if isinstance(i, dict) and i.get("kind") in IDENTITY_KINDS and _text(i.get("value")))
+        return frozenset(
+            (str(i["source"]), str(i["kind"]), str(i["value"]))
+            for i in fragment["identities"]
+            if isinstance(i, dict) and i.get("kind") in IDENTITY_KINDS and _text(i.get("value"))
+        )
     source = _text(fragment.get("source")) or "unknown"
     out: set[Identity] = set()
     for kind in ("login", "github_id", "slack_id", "jira", "name", "team"):
@@ -183,8 +188,8 @@ def normalize_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class _Variant:
-    key: str          # normalize_name()
-    shown: str        # as written
+    key: str  # normalize_name()
+    shown: str  # as written
     exact_only: bool  # pinyin of a CJK name: short and too alike for fuzzy scores
     cjk: bool
 
@@ -308,8 +313,11 @@ def _nodes(fragments: Iterable[dict[str, Any]]) -> tuple[list[frozenset[Identity
         ids = identities_of(fragment)
         if not ids:
             continue
-        evidence = [{"rule": str(e["rule"]), "detail": str(e["detail"])} for e in fragment.get("evidence") or []
-                    if isinstance(e, dict) and "rule" in e and "detail" in e and not e.get("access")]
+        evidence = [
+            {"rule": str(e["rule"]), "detail": str(e["detail"])}
+            for e in fragment.get("evidence") or []
+            if isinstance(e, dict) and "rule" in e and "detail" in e and not e.get("access")
+        ]
         if "identities" not in fragment:
             node(ids, evidence)
             continue
@@ -318,8 +326,9 @@ def _nodes(fragments: Iterable[dict[str, Any]]) -> tuple[list[frozenset[Identity
             # What an override said comes from the overrides given now, never from a stored record.
             if identity[0] != "override":
                 by_source[identity[0]].add(identity)
-        members = [node(frozenset(by_source[source]), evidence if k == 0 else [])
-                   for k, source in enumerate(sorted(by_source))]
+        members = [
+            node(frozenset(by_source[source]), evidence if k == 0 else []) for k, source in enumerate(sorted(by_source))
+        ]
         if members:
             previous.append(list(dict.fromkeys(members)))
     return nodes, carried, previous
@@ -420,6 +429,7 @@ class _AccountGroups:
 
     def contradicts(self, a: int, b: int) -> bool:
         """Two different accounts of one system (other than e-mail) in one group: two people."""
+
         def by_system(root: int) -> dict[str, set[str]]:
             out: dict[str, set[str]] = defaultdict(set)
             for key in self.keys[root]:
@@ -427,6 +437,7 @@ class _AccountGroups:
                 if system != "email":
                     out[system].add(account)
             return out
+
         ea, eb = by_system(self.find(a)), by_system(self.find(b))
         return any(ea[s] != eb[s] for s in ea.keys() & eb.keys())
 
@@ -448,9 +459,10 @@ class _AccountGroups:
             roots = sorted({self.find(i) for i in members})
             if len(roots) < 2:
                 continue
-            if any(self.contradicts(a, b) for k, a in enumerate(roots) for b in roots[k + 1:]):
-                self.conflicts.append(("email", tuple(roots), (f"verified e-mail {key[6:]} is shared by "
-                                                              "different accounts")))
+            if any(self.contradicts(a, b) for k, a in enumerate(roots) for b in roots[k + 1 :]):
+                self.conflicts.append(
+                    ("email", tuple(roots), (f"verified e-mail {key[6:]} is shared by different accounts"))
+                )
                 continue
             for r in roots[1:]:
                 self.union(roots[0], r, "verified-email", key[6:])
@@ -477,11 +489,17 @@ class _AccountGroups:
                         # Nobody but GitHub can verify a noreply address (no mail reaches it), and the
                         # login and id in it are public: it ties a commit author (who holds no account)
                         # to the GitHub account, never another system's account to it.
-                        self.conflicts.append(("email", (owner, i), (f"noreply address {value.lower()} is stated "
-                                                                    "by an account of another system")))
+                        self.conflicts.append(
+                            (
+                                "email",
+                                (owner, i),
+                                (f"noreply address {value.lower()} is stated by an account of another system"),
+                            )
+                        )
                     elif self.contradicts(owner, i):
-                        self.conflicts.append(("email", (owner, i), (f"noreply address {value.lower()} is held "
-                                                                    "by different accounts")))
+                        self.conflicts.append(
+                            ("email", (owner, i), (f"noreply address {value.lower()} is held by different accounts"))
+                        )
                     else:
                         self.union(owner, i, "github-noreply-id", value.lower())
 
@@ -502,8 +520,10 @@ class _AccountGroups:
     def record(self, members: list[int]) -> dict[str, Any]:
         """One group (its node ids, from `groups`) as a person record stores it."""
         accounts = _accounts(x for i in members for x in self.nodes[i])
-        return {"principals": principals_of_accounts(accounts),
-                "evidence": [{"rule": r, "detail": d} for r, d in sorted(self.evidence[self.find(members[0])])]}
+        return {
+            "principals": principals_of_accounts(accounts),
+            "evidence": [{"rule": r, "detail": d} for r, d in sorted(self.evidence[self.find(members[0])])],
+        }
 
 
 def _join_exclusive_keys(clusters: _Clusters, nodes: list[frozenset[Identity]]) -> None:
@@ -538,7 +558,7 @@ def _join_emails(clusters: _Clusters, nodes: list[frozenset[Identity]], conflict
         roots = sorted({clusters.find(i) for i in members})
         if len(roots) < 2:
             continue
-        if any(clusters.contradicts(a, b) for k, a in enumerate(roots) for b in roots[k + 1:]):
+        if any(clusters.contradicts(a, b) for k, a in enumerate(roots) for b in roots[k + 1 :]):
             conflicts.append(("email", tuple(roots), f"e-mail {email} is shared by people with different accounts"))
             continue
         for r in roots[1:]:
@@ -563,7 +583,9 @@ def _join_handles(clusters: _Clusters, conflicts: list) -> None:
         if not holders or own in holders:
             continue
         if len(holders) > 1:
-            conflicts.append(("handle", (own, *holders), f"several Slack handles / e-mail names equal the login {login}"))
+            conflicts.append(
+                ("handle", (own, *holders), f"several Slack handles / e-mail names equal the login {login}")
+            )
         elif not clusters.contradicts(own, holders[0]):
             clusters.union(own, holders[0], "handle=login", login)
 
@@ -625,7 +647,7 @@ def _variants(clusters: _Clusters, root: int) -> list[_Variant]:
 
 
 def _initials_match(short: str, full: str) -> bool:
-    """"j smith" fits "john smith": every word equal, or an initial that starts the other word."""
+    """ "j smith" fits "john smith": every word equal, or an initial that starts the other word."""
     a, b = short.split(), full.split()
     if len(a) != len(b) or a == b or not any(len(t) == 1 for t in a):
         return False
@@ -669,7 +691,7 @@ def _name_links(clusters: _Clusters) -> tuple[dict[int, dict[int, tuple]], dict[
         roots = sorted({r for r, _ in held})
         rule = "cjk-name" if held[0][1].cjk else "pinyin" if any(v.exact_only for _, v in held) else "name"
         for k, a in enumerate(roots):
-            for b in roots[k + 1:]:
+            for b in roots[k + 1 :]:
                 link(a, b, 100.0, rule, shown[key])
 
     # Latin names compared within blocks of the same first letter (of the token-sorted form):
@@ -682,7 +704,7 @@ def _name_links(clusters: _Clusters) -> tuple[dict[int, dict[int, tuple]], dict[
         block.sort()
         fuzzy_keys = [k for k in block if not any(v.exact_only for _, v in variants[k])]
         for start in range(0, len(fuzzy_keys), 1000):  # bounded memory: 1000 x block scores at a time
-            rows = fuzzy_keys[start:start + 1000]
+            rows = fuzzy_keys[start : start + 1000]
             # Keys are token-sorted already, so plain ratio here is token_sort_ratio.
             scores = process.cdist(rows, fuzzy_keys, scorer=fuzz.ratio, score_cutoff=NAME_THRESHOLD, workers=1)
             for i, j in zip(*scores.nonzero()):
@@ -707,7 +729,7 @@ def _best(links: dict[int, tuple]) -> list[int]:
 
 
 def _compatible(clusters: _Clusters, members: list[int]) -> bool:
-    return not any(clusters.contradicts(x, y) for k, x in enumerate(members) for y in members[k + 1:])
+    return not any(clusters.contradicts(x, y) for k, x in enumerate(members) for y in members[k + 1 :])
 
 
 def _join_names(clusters: _Clusters) -> list[tuple[str, tuple[int, ...], str]]:
@@ -787,8 +809,15 @@ def _pick(ids: set[Identity], kind: str) -> str | None:
     held = _sources_by_value(ids, (kind,))
     if not held:
         return None
-    return min(held, key=lambda v: (not any(s == "override" for s in held[v]),
-                                    bool(_NOREPLY.match(v)) if kind == "email" else False, -len(held[v]), v))
+    return min(
+        held,
+        key=lambda v: (
+            not any(s == "override" for s in held[v]),
+            bool(_NOREPLY.match(v)) if kind == "email" else False,
+            -len(held[v]),
+            v,
+        ),
+    )
 
 
 def _choose_name(ids: set[Identity]) -> str | None:
@@ -802,8 +831,15 @@ def _choose_name(ids: set[Identity]) -> str | None:
     def rank(name: str) -> tuple:
         sources = held[name]
         full = bool(CJK_CHAR.search(name)) or len(name.split()) > 1
-        return ("override" not in sources, name.lower() in handles,
-                -sum(not is_git_source(s) for s in sources), -len(sources), not full, name)
+        return (
+            "override" not in sources,
+            name.lower() in handles,
+            -sum(not is_git_source(s) for s in sources),
+            -len(sources),
+            not full,
+            name,
+        )
+
     return min(held, key=rank)
 
 
@@ -861,9 +897,12 @@ def _directory(clusters: _Clusters, accounts: _AccountGroups, key_conflicts: lis
         if _has_key(clusters.identities[root]):
             people.append(_person(clusters, root, sorted(groups[root], key=lambda g: g["principals"])))
         else:
-            unmatched.append({"name": clusters.display(root),
-                              "sources": sorted({s for s, _, _ in clusters.identities[root]})})
-    people.sort(key=lambda p: (str(p["login"] or p["slack_id"] or p["email"] or p["jira"] or "").lower(), p["name"] or ""))
+            unmatched.append(
+                {"name": clusters.display(root), "sources": sorted({s for s, _, _ in clusters.identities[root]})}
+            )
+    people.sort(
+        key=lambda p: (str(p["login"] or p["slack_id"] or p["email"] or p["jira"] or "").lower(), p["name"] or "")
+    )
 
     # Doubts about overlapping sets of people are one conflict ("A matches B and C" and "B
     # matches A and C"), named after the first person who raised it.
@@ -899,7 +938,9 @@ _OVERRIDE_FIELDS = {"name", "aliases", "github", "slack", "email", "emails", "ji
 def _check_override(entry: Any, where: str) -> dict[str, Any]:
     """One override as {name, team, aliases, github, slack, emails, jira} (lists); SourceError if bad."""
     if not isinstance(entry, dict):
-        raise SourceError(f"{where}: expected a mapping of name/github/slack/email/jira/team, got {type(entry).__name__}")
+        raise SourceError(
+            f"{where}: expected a mapping of name/github/slack/email/jira/team, got {type(entry).__name__}"
+        )
     unknown = set(entry) - _OVERRIDE_FIELDS
     if unknown:
         raise SourceError(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
@@ -908,10 +949,16 @@ def _check_override(entry: Any, where: str) -> dict[str, Any]:
         if isinstance(value, str):
             return [p.strip() for p in value.split(";") if p.strip()]
         return _listed(value)
-    out = {"name": _text(entry.get("name")), "team": _text(entry.get("team")), "aliases": split(entry.get("aliases")),
-           "github": split(entry.get("github")), "slack": [s.lstrip("@") for s in split(entry.get("slack"))],
-           "emails": [fold_account(e) for e in split(entry.get("email")) + split(entry.get("emails"))],
-           "jira": split(entry.get("jira"))}
+
+    out = {
+        "name": _text(entry.get("name")),
+        "team": _text(entry.get("team")),
+        "aliases": split(entry.get("aliases")),
+        "github": split(entry.get("github")),
+        "slack": [s.lstrip("@") for s in split(entry.get("slack"))],
+        "emails": [fold_account(e) for e in split(entry.get("email")) + split(entry.get("emails"))],
+        "jira": split(entry.get("jira")),
+    }
     if not (out["github"] or out["slack"] or out["emails"] or out["jira"]):
         raise SourceError(f"{where}: an override needs at least one of github, slack, email, jira")
     return out

@@ -59,11 +59,28 @@ from context_engine.sources.input_files import NotReadable, input_root, open_inp
 from context_engine.sources.normalize import source_fields
 from context_engine.sources.problems import ReadProblems, SourceError
 
-NOISE_SUBTYPES = frozenset({
-    "channel_join", "channel_leave", "channel_topic", "channel_purpose", "channel_name", "channel_archive",
-    "channel_unarchive", "group_join", "group_leave", "group_topic", "group_purpose", "group_name",
-    "group_archive", "group_unarchive", "pinned_item", "unpinned_item", "bot_add", "bot_remove",
-})
+NOISE_SUBTYPES = frozenset(
+    {
+        "channel_join",
+        "channel_leave",
+        "channel_topic",
+        "channel_purpose",
+        "channel_name",
+        "channel_archive",
+        "channel_unarchive",
+        "group_join",
+        "group_leave",
+        "group_topic",
+        "group_purpose",
+        "group_name",
+        "group_archive",
+        "group_unarchive",
+        "pinned_item",
+        "unpinned_item",
+        "bot_add",
+        "bot_remove",
+    }
+)
 
 # (listing file, private?) in the order Slack documents them.
 _CHANNEL_LISTS = (("channels.json", False), ("groups.json", True), ("mpims.json", True), ("dms.json", True))
@@ -117,7 +134,7 @@ class _ExportFiles:
             raise SourceError(f"{path} is not a Slack export: no channels.json, groups.json, mpims.json or dms.json")
         self.root = str(PurePosixPath(listing).parent)
         prefix = "" if self.root == "." else self.root + "/"
-        self.names = sorted(n[len(prefix):] for n in names if n.startswith(prefix))
+        self.names = sorted(n[len(prefix) :] for n in names if n.startswith(prefix))
 
     def read(self, name: str) -> Any:
         """Parsed JSON of one file; raises ValueError (bad JSON or encoding, FileTooLarge, JsonBomb) or
@@ -158,8 +175,10 @@ def read_slack_export(path: Path, problems: ReadProblems, workspace: str | None 
                 day_files[folder].append(name)
         for folder in sorted(set(day_files) - {channel.name for channel in channels}):
             problems.add(f"{files.path}:{folder}/", "no channel listing names this folder: its messages are skipped")
-        raw = {channel: list(_read_channel_messages(files, day_files.get(channel.name, []), problems))
-               for channel in channels}
+        raw = {
+            channel: list(_read_channel_messages(files, day_files.get(channel.name, []), problems))
+            for channel in channels
+        }
     finally:
         files.close()
     names = _display_names(users, raw)
@@ -210,11 +229,14 @@ def _read_channels(files: _ExportFiles) -> list[Channel]:
         try:
             entries = files.read(listing)
         except NotReadable as exc:
-            raise SourceError(f"{files.path}: {listing} is a {exc.kind}, not a regular file inside the export") from None
+            raise SourceError(
+                f"{files.path}: {listing} is a {exc.kind}, not a regular file inside the export"
+            ) from None
         except (ValueError, OSError, zipfile.BadZipFile) as exc:
             raise SourceError(f"{files.path}: {listing} is unreadable ({exc})") from None
-        if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("id"), str)
-                                                    for e in entries):
+        if not isinstance(entries, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("id"), str) for e in entries
+        ):
             raise SourceError(f"{files.path}: {listing} is not a list of channels with ids")
         for entry in entries:
             name = entry.get("name") or entry["id"]  # DMs have no name; their folder is the id
@@ -233,7 +255,8 @@ def _read_channel_messages(files: _ExportFiles, day_files: list[str], problems: 
             elif not isinstance(message.get("ts"), str) or not _SLACK_TS.match(message["ts"]):
                 problems.add(where, "a message needs a Slack `ts` string like 1546215120.504800")
             elif message.get("thread_ts") is not None and not (
-                    isinstance(message["thread_ts"], str) and _SLACK_TS.match(message["thread_ts"])):
+                isinstance(message["thread_ts"], str) and _SLACK_TS.match(message["thread_ts"])
+            ):
                 problems.add(where, "`thread_ts` is not a Slack timestamp string")
             elif message.get("subtype") not in NOISE_SUBTYPES:
                 yield message
@@ -334,8 +357,16 @@ def _user_profile(message: dict[str, Any], user: dict[str, Any] | None) -> dict[
     return {"real_name": name, "display_name": name, "name": name} if name else None
 
 
-def _channel_records(channel: Channel, messages: list[dict], names: dict[str, str], channel_names: dict[str, str],
-                     users: dict[str, dict], workspace: str, source: str, url: str | None) -> list[dict]:
+def _channel_records(
+    channel: Channel,
+    messages: list[dict],
+    names: dict[str, str],
+    channel_names: dict[str, str],
+    users: dict[str, dict],
+    workspace: str,
+    source: str,
+    url: str | None,
+) -> list[dict]:
     records = []
     for message in sorted(messages, key=lambda m: float(m["ts"])):
         record = source_fields(message)  # never the engine's fields (`acl`, `source` ...): see normalize
@@ -347,8 +378,14 @@ def _channel_records(channel: Channel, messages: list[dict], names: dict[str, st
             record["user_profile"] = profile
         text = message.get("text") if isinstance(message.get("text"), str) else ""
         record["text"], record["mentions"] = render_text(text, names, channel_names)
-        record.update(type=message.get("type") or "message", channel=channel.name, channel_id=channel.id,
-                      acl=list(channel.acl), source=source, workspace=workspace)
+        record.update(
+            type=message.get("type") or "message",
+            channel=channel.name,
+            channel_id=channel.id,
+            acl=list(channel.acl),
+            source=source,
+            workspace=workspace,
+        )
         if url:
             record["permalink"] = _permalink(url, channel.id, message["ts"], message.get("thread_ts"))
         records.append(record)
@@ -381,11 +418,22 @@ def _complete_threads(records: list[dict]) -> None:
 def _person(user: dict[str, Any], workspace: str, source: str) -> dict[str, Any]:
     profile = _profile(user)
     name = user.get("real_name") or profile.get("real_name") or profile.get("display_name") or user.get("name")
-    variants = (profile.get("display_name"), user.get("real_name"), profile.get("real_name"),
-                profile.get("real_name_normalized"), profile.get("display_name_normalized"))
+    variants = (
+        profile.get("display_name"),
+        user.get("real_name"),
+        profile.get("real_name"),
+        profile.get("real_name_normalized"),
+        profile.get("display_name_normalized"),
+    )
     aliases = [v for v in dict.fromkeys(variants) if isinstance(v, str) and v and v != name]
-    person: dict[str, Any] = {"slack_id": user["id"], "name": name or user["id"], "aliases": aliases,
-                              "workspace": workspace, "acl": ["*"], "source": source}
+    person: dict[str, Any] = {
+        "slack_id": user["id"],
+        "name": name or user["id"],
+        "aliases": aliases,
+        "workspace": workspace,
+        "acl": ["*"],
+        "source": source,
+    }
     if isinstance(user.get("name"), str) and user["name"]:
         person["slack_handle"] = user["name"]
     if isinstance(profile.get("email"), str) and profile["email"]:

@@ -22,7 +22,9 @@ SLACK_PRIVATE_CHANNEL_TYPES = ("group", "im", "mpim")
 GITHUB_REMOVALS = ("deleted", "transferred")
 
 
-def newer_than_stored(store: DocumentStore | None, tenant: str, batches: dict[str, list[dict]]) -> dict[str, list[dict]]:
+def newer_than_stored(
+    store: DocumentStore | None, tenant: str, batches: dict[str, list[dict]]
+) -> dict[str, list[dict]]:
     """Only the records at least as new (`updated_at`) as what is stored: an old delivery replayed
     later cannot turn a merged PR back into an open one. One as new as what is stored (a review on an
     unchanged PR) is applied, and like every webhook record its access list may only narrow the
@@ -33,15 +35,25 @@ def newer_than_stored(store: DocumentStore | None, tenant: str, batches: dict[st
     out = {}
     for collection, records in batches.items():
         incoming = [(record, normalize(collection, record)) for record in records]
-        stored = {d["ref"]: d.get("updated_at") for d in store.find_refs(
-            collection, {"tenant_id": tenant}, [n["ref"] for _, n in incoming])}
-        out[collection] = [record for record, norm in incoming
-                           if not (isinstance(stored.get(norm["ref"]), datetime) and isinstance(norm.get("updated_at"), datetime)
-                                   and norm["updated_at"] < stored[norm["ref"]])]
+        stored = {
+            d["ref"]: d.get("updated_at")
+            for d in store.find_refs(collection, {"tenant_id": tenant}, [n["ref"] for _, n in incoming])
+        }
+        out[collection] = [
+            record
+            for record, norm in incoming
+            if not (
+                isinstance(stored.get(norm["ref"]), datetime)
+                and isinstance(norm.get("updated_at"), datetime)
+                and norm["updated_at"] < stored[norm["ref"]]
+            )
+        ]
     return out
 
 
-def github_batches(store: DocumentStore | None, tenant: str, event: str, payload: dict[str, Any]) -> dict[str, list[dict]] | None:
+def github_batches(
+    store: DocumentStore | None, tenant: str, event: str, payload: dict[str, Any]
+) -> dict[str, list[dict]] | None:
     """The records a GitHub webhook delivers: the PR (pull_request, pull_request_review) or the issue
     (issues; a PR seen as an issue goes to pull_requests). None for events we do not store.
 
@@ -61,8 +73,11 @@ def github_batches(store: DocumentStore | None, tenant: str, event: str, payload
         if payload.get("action") in GITHUB_REMOVALS:
             # Gone from this repository: its text goes and nobody reads the stored record. No
             # `updated_at`, so no stored state counts as newer than the removal.
-            kept = {k: record[k] for k in ("id", "number", "html_url", "repository_url", "url", "pull_request",
-                                           "created_at") if k in record}
+            kept = {
+                k: record[k]
+                for k in ("id", "number", "html_url", "repository_url", "url", "pull_request", "created_at")
+                if k in record
+            }
             return {collection: [{**kept, "title": "", "state": payload["action"], "acl": [], ACL_PARTIAL: True}]}
     elif event == "pull_request_review":
         collection, record = "pull_requests", with_review(store, tenant, payload["pull_request"], payload["review"])
@@ -85,7 +100,9 @@ def github_batches(store: DocumentStore | None, tenant: str, event: str, payload
     return delivered
 
 
-def closed_repository(store: DocumentStore | None, tenant: str, payload: dict[str, Any], gone: bool = False) -> dict[str, list[dict]]:
+def closed_repository(
+    store: DocumentStore | None, tenant: str, payload: dict[str, Any], gone: bool = False
+) -> dict[str, list[dict]]:
     """Privacy is the repository's: a signed event whose `repository` says `private: true` (a
     `repository` event `privatized`, or any PR / issue / review event of a private repository) closes
     every stored record of that repository that is still open to anyone, not only the one it
@@ -93,22 +110,29 @@ def closed_repository(store: DocumentStore | None, tenant: str, payload: dict[st
     Records already closed are not written again."""
 
     repository = payload.get("repository")
-    if not (isinstance(repository, dict) and (gone or repository.get("private") is True)
-            and isinstance(repository.get("full_name"), str) and repository["full_name"]):
+    if not (
+        isinstance(repository, dict)
+        and (gone or repository.get("private") is True)
+        and isinstance(repository.get("full_name"), str)
+        and repository["full_name"]
+    ):
         return {}
     if store is None:
         return {}
     name = repository["full_name"].lower()  # GitHub compares repository names without case
     out: dict[str, list[dict]] = {}
     for collection in ("pull_requests", "issues"):
-        out[collection] = [{**strip_hidden(doc), "acl": [], ACL_PARTIAL: True}
-                           for doc in store.collection(collection).find(
-                               {"tenant_id": tenant, "acl": {"$ne": []}})
-                           if isinstance(doc.get("repo"), str) and doc["repo"].lower() == name]
+        out[collection] = [
+            {**strip_hidden(doc), "acl": [], ACL_PARTIAL: True}
+            for doc in store.collection(collection).find({"tenant_id": tenant, "acl": {"$ne": []}})
+            if isinstance(doc.get("repo"), str) and doc["repo"].lower() == name
+        ]
     return out
 
 
-def with_review(store: DocumentStore | None, tenant: str, pull: dict[str, Any], review: dict[str, Any]) -> dict[str, Any]:
+def with_review(
+    store: DocumentStore | None, tenant: str, pull: dict[str, Any], review: dict[str, Any]
+) -> dict[str, Any]:
     """The PR with its stored reviews plus this one (the review payload's PR carries no reviews)."""
 
     ref = normalize("pull_requests", pull)["ref"]
@@ -167,8 +191,7 @@ def member_left(store: DocumentStore | None, tenant: str, payload: dict[str, Any
     if store is None:
         return []
     stored = store.collection("messages").find({"tenant_id": tenant, "channel_id": channel, "acl": member})
-    return [{**strip_hidden(doc), "acl": [p for p in doc["acl"] if p != member], ACL_PARTIAL: True}
-            for doc in stored]
+    return [{**strip_hidden(doc), "acl": [p for p in doc["acl"] if p != member], ACL_PARTIAL: True} for doc in stored]
 
 
 def deleted_message(store: DocumentStore | None, tenant: str, event: dict[str, Any]) -> dict[str, Any] | None:
@@ -185,8 +208,15 @@ def deleted_message(store: DocumentStore | None, tenant: str, event: dict[str, A
     stored = store.find_refs("messages", {"tenant_id": tenant}, [f"{channel}:{ts}"])
     if not stored:
         return None
-    record = {"type": "message", "channel_id": channel, "ts": ts, "text": "", "deleted": True, "acl": [],
-              ACL_PARTIAL: True}
+    record = {
+        "type": "message",
+        "channel_id": channel,
+        "ts": ts,
+        "text": "",
+        "deleted": True,
+        "acl": [],
+        ACL_PARTIAL: True,
+    }
     if isinstance(stored[0].get("thread_ts"), str):
         record["thread_ts"] = stored[0]["thread_ts"]
     return record
@@ -199,7 +229,10 @@ def channel_acl(store: DocumentStore | None, tenant: str, channel_id: Any) -> li
     if store is None or not isinstance(channel_id, str):
         return None
     # A deleted message's tombstone (readable by nobody) says nothing about the channel.
-    newest = store.collection("messages").find(
-        {"tenant_id": tenant, "channel_id": channel_id, "deleted": {"$ne": True}},
-        {"acl": 1}).sort("ts", -1).limit(1)
+    newest = (
+        store.collection("messages")
+        .find({"tenant_id": tenant, "channel_id": channel_id, "deleted": {"$ne": True}}, {"acl": 1})
+        .sort("ts", -1)
+        .limit(1)
+    )
     return next((list(d.get("acl") or []) for d in newest), None)

@@ -93,8 +93,9 @@ def _tick() -> None:
 
 
 def _late(bounds: Bounds, where: str) -> None:
-    raise QueryBoundExceeded(f"the query ran past its {bounds.max_time_ms} ms deadline ({where}); "
-                             "narrow it with a $match or a $limit")
+    raise QueryBoundExceeded(
+        f"the query ran past its {bounds.max_time_ms} ms deadline ({where}); narrow it with a $match or a $limit"
+    )
 
 
 @contextmanager
@@ -113,9 +114,9 @@ def running(bounds: Bounds, deadline: float, revision: int | None = None) -> Ite
 @dataclass(frozen=True)
 class Bounds:
     max_time_ms: int = 5000
-    max_rows: int = 100_000          # rows alive between two stages
-    max_bytes: int = 32 * 2**20      # approximate bytes alive between two stages, and of the result
-    max_joined: int = 5_000          # documents one $lookup joins to all the rows (each one a copy)
+    max_rows: int = 100_000  # rows alive between two stages
+    max_bytes: int = 32 * 2**20  # approximate bytes alive between two stages, and of the result
+    max_joined: int = 5_000  # documents one $lookup joins to all the rows (each one a copy)
 
     def deadline(self) -> float:
         return time.monotonic() + self.max_time_ms / 1000
@@ -156,15 +157,23 @@ def check(rows: list[Any], bounds: Bounds, deadline: float, where: str, *, size:
     if time.monotonic() > deadline:
         _late(bounds, where)
     if len(rows) > bounds.max_rows:
-        raise QueryBoundExceeded(f"the query produced more than {bounds.max_rows} rows ({where}); "
-                                 "narrow it with a $match, avoid multiplying rows with $unwind")
+        raise QueryBoundExceeded(
+            f"the query produced more than {bounds.max_rows} rows ({where}); "
+            "narrow it with a $match, avoid multiplying rows with $unwind"
+        )
     if (size if size is not None else approx_size(rows, bounds.max_bytes)) > bounds.max_bytes:
-        raise QueryBoundExceeded(f"the query produced more than {bounds.max_bytes // 2**20} MB ({where}); "
-                                 "return fewer or smaller fields")
+        raise QueryBoundExceeded(
+            f"the query produced more than {bounds.max_bytes // 2**20} MB ({where}); return fewer or smaller fields"
+        )
 
 
-def run_embedded(collection: Any, stages: list[dict[str, Any]], bounds: Bounds,
-                 deadline: float | None = None, revision: int | None = None) -> list[dict[str, Any]]:
+def run_embedded(
+    collection: Any,
+    stages: list[dict[str, Any]],
+    bounds: Bounds,
+    deadline: float | None = None,
+    revision: int | None = None,
+) -> list[dict[str, Any]]:
     """Run a pipeline on a mongomock collection, stage by stage, within `bounds`.
 
     A leading `$match` is served by `find()` (only matching documents are copied, as MongoDB pushes
@@ -195,13 +204,15 @@ def run_embedded(collection: Any, stages: list[dict[str, Any]], bounds: Bounds,
                     break
             check(rows, bounds, deadline, "reading the collection", size=size)
         for number, stage in enumerate(stages, start=1):
-            rows = _run_stage(rows, collection.database, stage, bounds, deadline,
-                              f"after {next(iter(stage))}, stage {number}")
+            rows = _run_stage(
+                rows, collection.database, stage, bounds, deadline, f"after {next(iter(stage))}, stage {number}"
+            )
     return rows
 
 
-def run_in_process(rows: list[dict[str, Any]], stages: list[dict[str, Any]], bounds: Bounds,
-                   deadline: float, database: Any) -> list[dict[str, Any]]:
+def run_in_process(
+    rows: list[dict[str, Any]], stages: list[dict[str, Any]], bounds: Bounds, deadline: float, database: Any
+) -> list[dict[str, Any]]:
     """The rest of a pipeline over rows already read (used after a BM25-ranked `$text` sort);
     `database` holds the collections a `$lookup` among the stages joins."""
     with running(bounds, deadline):
@@ -216,8 +227,9 @@ _PER_DOCUMENT = frozenset({"$match", "$project", "$addFields", "$set", "$unwind"
 _BLOCK = 512
 
 
-def _run_stage(rows: list[Any], database: Any, stage: dict[str, Any], bounds: Bounds, deadline: float,
-               where: str) -> list[Any]:
+def _run_stage(
+    rows: list[Any], database: Any, stage: dict[str, Any], bounds: Bounds, deadline: float, where: str
+) -> list[Any]:
     from mongomock.aggregate import process_pipeline
 
     grows = not set(stage) <= _NEVER_GROW and not _excludes_only(stage)
@@ -227,7 +239,7 @@ def _run_stage(rows: list[Any], database: Any, stage: dict[str, Any], bounds: Bo
         return out
     out, size = [], 0
     for start in range(0, len(rows), _BLOCK):
-        block = list(process_pipeline(rows[start:start + _BLOCK], database, [stage], None))
+        block = list(process_pipeline(rows[start : start + _BLOCK], database, [stage], None))
         out.extend(block)
         if grows:
             size += approx_size(block, bounds.max_bytes)
@@ -246,8 +258,9 @@ def _flag_zero(value: Any) -> bool:
     return value is False or (type(value) in (int, float) and value == 0)
 
 
-def _bounded_find(collection: Any, query: dict[str, Any], bounds: Bounds, deadline: float,
-                  fields: set[str] | None = None) -> list[dict[str, Any]]:
+def _bounded_find(
+    collection: Any, query: dict[str, Any], bounds: Bounds, deadline: float, fields: set[str] | None = None
+) -> list[dict[str, Any]]:
     """`find(query)` within the bounds (only the top-level `fields` of each document, all when None);
     each row's bytes are counted once, as it is read."""
     projection = None if fields is None else {"_id": 1, **dict.fromkeys(fields, 1)}
@@ -265,8 +278,9 @@ def _bounded_find(collection: Any, query: dict[str, Any], bounds: Bounds, deadli
 _READ_ONLY = frozenset({"$match", "$sort", "$limit", "$skip"})
 
 
-def _stored_matches(collection: Any, query: dict[str, Any], revision: int, bounds: Bounds,
-                    deadline: float) -> list[dict[str, Any]]:
+def _stored_matches(
+    collection: Any, query: dict[str, Any], revision: int, bounds: Bounds, deadline: float
+) -> list[dict[str, Any]]:
     """The stored documents (not copies: never to be modified) that `find(query)` would return, in
     the same order: the index candidates (`store.match_index`), else every document, through
     mongomock's own matcher. Rows and deadline are checked as they are read."""
@@ -301,8 +315,7 @@ def _copies(docs: Iterable[dict[str, Any]], fields: set[str] | None) -> Iterable
 
 # Stages that pass documents on (maybe fewer, maybe unwound or with fields added), and stages that
 # replace them by rows of their own making: after one of the latter, no stored field can matter.
-_PASS_ON = frozenset({"$match", "$sort", "$limit", "$skip", "$unwind", "$addFields", "$set", "$sample",
-                      "$lookup"})
+_PASS_ON = frozenset({"$match", "$sort", "$limit", "$skip", "$unwind", "$addFields", "$set", "$sample", "$lookup"})
 _RESHAPE = frozenset({"$group", "$count", "$sortByCount", "$bucket", "$bucketAuto"})
 
 
@@ -357,8 +370,9 @@ def read_cursor(cursor: Iterable[dict[str, Any]], bounds: Bounds) -> list[dict[s
     for row in cursor:
         size += approx_size(row, bounds.max_bytes)
         if size > bounds.max_bytes:
-            raise QueryBoundExceeded(f"the query result is larger than {bounds.max_bytes // 2**20} MB; "
-                                     "return fewer or smaller fields")
+            raise QueryBoundExceeded(
+                f"the query result is larger than {bounds.max_bytes // 2**20} MB; return fewer or smaller fields"
+            )
         rows.append(row)
     return rows
 
@@ -373,8 +387,8 @@ def compile_re2(pattern: str, flags: str = "") -> Any:
     import re2
 
     options = re2.Options()
-    options.log_errors = False        # a refused pattern is reported to the caller, not to stderr
-    options.max_mem = 8 << 20         # RE2's DFA memory per pattern; past it RE2 refuses, never backtracks
+    options.log_errors = False  # a refused pattern is reported to the caller, not to stderr
+    options.max_mem = 8 << 20  # RE2's DFA memory per pattern; past it RE2 refuses, never backtracks
     inline = "".join(sorted(set(flags)))
     try:
         return re2.compile(f"(?{inline}){pattern}" if inline else pattern, options=options)
@@ -418,6 +432,7 @@ def use_re2() -> None:
 
 
 # -- $lookup -----------------------------------------------------------------------------------------
+
 
 def _lookup(rows: list[dict[str, Any]], database: Any, options: dict[str, Any]) -> list[dict[str, Any]]:
     """`$lookup` with MongoDB's semantics, in both forms and their combination (mongomock has only
@@ -470,15 +485,18 @@ def _lookup(rows: list[dict[str, Any]], database: Any, options: dict[str, Any]) 
         row[options["as"]] = joined
         joined_count += len(joined)
         if joined_count > bounds.max_joined:
-            raise QueryBoundExceeded(f"the $lookup joined more than {bounds.max_joined} documents in all; narrow "
-                                     "it with a $match before it or in its pipeline")
+            raise QueryBoundExceeded(
+                f"the $lookup joined more than {bounds.max_joined} documents in all; narrow "
+                "it with a $match before it or in its pipeline"
+            )
         size += approx_size(joined, bounds.max_bytes)
         check(rows, bounds, deadline, "in a $lookup", size=size)
     return rows
 
 
-def _filtered(documents: list[dict[str, Any]], query: dict[str, Any], bounds: Bounds,
-              deadline: float) -> list[dict[str, Any]]:
+def _filtered(
+    documents: list[dict[str, Any]], query: dict[str, Any], bounds: Bounds, deadline: float
+) -> list[dict[str, Any]]:
     """The documents `query` matches, in order, read (never modified) in place."""
     from mongomock import helpers
     from mongomock.filtering import filter_applies
@@ -556,8 +574,9 @@ def _let_values(row: dict[str, Any], variables: dict[str, Any]) -> dict[str, Any
     return values
 
 
-def _joined(documents: list[dict[str, Any]], database: Any, stages: list[dict[str, Any]], bounds: Bounds,
-            deadline: float) -> list[dict[str, Any]]:
+def _joined(
+    documents: list[dict[str, Any]], database: Any, stages: list[dict[str, Any]], bounds: Bounds, deadline: float
+) -> list[dict[str, Any]]:
     """A joined pipeline over one row's matches: its read-only stages over the stored documents (a
     `$limit` there bounds what is copied), then copies (without the top-level fields a `$project` next
     removes: the hidden ones, as execution ends every joined pipeline), then the rest."""
@@ -599,6 +618,7 @@ def _bound_variable(original: Callable[[Any, Any], Any]) -> Callable[[Any, Any],
 
 
 # -- MongoDB's expression semantics, and the clock inside a stage ------------------------------------
+
 
 def _argument(parser: Any, expression: Any) -> Any:
     """An operand's value; a missing field is null, as MongoDB's operators below treat it."""
@@ -680,17 +700,25 @@ def _not(parser: Any, _op: str, arg: Any) -> bool:
 def _handlers() -> dict[str, Any]:
     from context_engine.store import expressions as ex
 
-    handlers: dict[str, Any] = {op: lambda p, o, a: ex.arithmetic(o, _arguments(p, a))
-                                for op in ("$add", "$subtract", "$multiply", "$divide")}
+    handlers: dict[str, Any] = {
+        op: lambda p, o, a: ex.arithmetic(o, _arguments(p, a)) for op in ("$add", "$subtract", "$multiply", "$divide")
+    }
     handlers.update(dict.fromkeys(ex.DATE_PARTS, _date_operator))
     handlers.update(dict.fromkeys(("$eq", "$ne", "$gt", "$gte", "$lt", "$lte"), _comparison))
-    handlers.update({"$dateToString": _date_to_string, "$cmp": _compare,
-                     "$substrCP": lambda p, o, a: ex.substr_cp(*_arguments(p, a)),
-                     "$strLenCP": lambda p, o, a: ex.str_len_cp(_arguments(p, a)[0]),
-                     "$ifNull": lambda p, o, a: ex.if_null(_arguments(p, a)),
-                     "$in": _in, "$arrayElemAt": _array_elem_at, "$not": _not,
-                     "$toLower": lambda p, o, a: ex.change_case(o, _arguments(p, a)[0]),
-                     "$toUpper": lambda p, o, a: ex.change_case(o, _arguments(p, a)[0])})
+    handlers.update(
+        {
+            "$dateToString": _date_to_string,
+            "$cmp": _compare,
+            "$substrCP": lambda p, o, a: ex.substr_cp(*_arguments(p, a)),
+            "$strLenCP": lambda p, o, a: ex.str_len_cp(_arguments(p, a)[0]),
+            "$ifNull": lambda p, o, a: ex.if_null(_arguments(p, a)),
+            "$in": _in,
+            "$arrayElemAt": _array_elem_at,
+            "$not": _not,
+            "$toLower": lambda p, o, a: ex.change_case(o, _arguments(p, a)[0]),
+            "$toUpper": lambda p, o, a: ex.change_case(o, _arguments(p, a)[0]),
+        }
+    )
     return handlers
 
 
@@ -710,7 +738,7 @@ def use_mongodb_expressions() -> None:
     def parse(self: Any, expression: Any) -> Any:
         _tick()
         if type(expression) is dict and len(expression) == 1:
-            (op, arg), = expression.items()
+            ((op, arg),) = expression.items()
             handler = handlers.get(op)
             if handler is not None:
                 try:

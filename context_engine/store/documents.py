@@ -75,8 +75,8 @@ def _patch_mongomock_cursor_slicing() -> None:
             return results
         key = (id(results), self._skip, self._limit)
         if getattr(self, "_sliced_key", None) != key:
-            sliced = results[self._skip:]
-            self._sliced = sliced[:abs(self._limit)] if self._limit else sliced
+            sliced = results[self._skip :]
+            self._sliced = sliced[: abs(self._limit)] if self._limit else sliced
             self._sliced_key = key
         return self._sliced
 
@@ -143,7 +143,9 @@ class DocumentStore:
         self._unread: set[str] = set(BUILTIN_NAMES) | stored if file is not None else set()
         self._read_lock = threading.Lock()
         self._kinds_read = file is None  # the embedded store reads `collection_kinds` on first use
-        self._own_names: set[str] = stored - set(BUILTIN_NAMES)  # every tenant's own collection names (checked again on a miss)
+        self._own_names: set[str] = stored - set(
+            BUILTIN_NAMES
+        )  # every tenant's own collection names (checked again on a miss)
 
     def stale(self) -> bool:
         """Another process committed since this store was loaded (MongoDB: another replica did, read
@@ -179,13 +181,17 @@ class DocumentStore:
         return name in self._own_names
 
     def _read_own_names(self) -> None:
-        self._own_names |= {doc["ref"] for doc in self._kinds_collection().find({}, {"ref": 1})
-                            if isinstance(doc.get("ref"), str) and doc["ref"] not in RESERVED}
+        self._own_names |= {
+            doc["ref"]
+            for doc in self._kinds_collection().find({}, {"ref": 1})
+            if isinstance(doc.get("ref"), str) and doc["ref"] not in RESERVED
+        }
 
     def _check(self, name: object) -> str:
         if not self.known(name):
-            raise StoreError(f"unknown collection {str(name)[:80]!r}; known: "
-                             f"{', '.join([*BUILTIN_NAMES, *sorted(self._own_names)])}")
+            raise StoreError(
+                f"unknown collection {str(name)[:80]!r}; known: {', '.join([*BUILTIN_NAMES, *sorted(self._own_names)])}"
+            )
         return name  # type: ignore[return-value]
 
     def collection(self, name: str) -> Any:
@@ -300,8 +306,13 @@ class DocumentStore:
             raise SpecError(f"a collection spec is a CollectionSpec, not {type(spec).__name__}")
         if spec.builtin or spec.name in BUILTIN_NAMES or spec.name in RESERVED:
             raise SpecError(f"collection name {spec.name!r} is taken by the engine; choose another")
-        doc = {"_id": record_id(tenant, spec.name), "tenant_id": tenant, "ref": spec.name, "acl": [],
-               "spec": spec.to_json()}
+        doc = {
+            "_id": record_id(tenant, spec.name),
+            "tenant_id": tenant,
+            "ref": spec.name,
+            "acl": [],
+            "spec": spec.to_json(),
+        }
         coll = self._kinds_collection()
         existing = self._by_id(coll, [doc["_id"]])
         if existing.get(doc["_id"]) == doc:
@@ -325,8 +336,12 @@ class DocumentStore:
                 if spec.builtin or spec.name != doc.get("ref"):
                     raise SpecError("the spec names another collection")
             except SpecError as exc:
-                log.warning("context-engine: warning: the stored spec of %r (tenant %s) is left out: %s",
-                            doc.get("ref"), tenant, exc)
+                log.warning(
+                    "context-engine: warning: the stored spec of %r (tenant %s) is left out: %s",
+                    doc.get("ref"),
+                    tenant,
+                    exc,
+                )
                 continue
             own.append(spec)
         try:
@@ -406,8 +421,9 @@ class DocumentStore:
     def delete_missing(self, name: str, tenant: str, keep_refs: set[str], scope: dict[str, Any]) -> int:
         """Remove the tenant's records within `scope` whose ref is not in `keep_refs` (--prune)."""
         coll = self.collection(name)
-        gone = [d["_id"] for d in coll.find({"tenant_id": tenant, **scope}, {"ref": 1})
-                if d.get("ref") not in keep_refs]
+        gone = [
+            d["_id"] for d in coll.find({"tenant_id": tenant, **scope}, {"ref": 1}) if d.get("ref") not in keep_refs
+        ]
         if gone:
             self.revision += 1
             self._pending.update(((name, i), None) for i in gone)
@@ -427,7 +443,8 @@ class DocumentStore:
             from pymongo import ReturnDocument
 
             meta = self.engine_collection("store_meta").find_one_and_update(
-                {"_id": "generation"}, {"$inc": {"value": 1}}, upsert=True, return_document=ReturnDocument.AFTER)
+                {"_id": "generation"}, {"$inc": {"value": 1}}, upsert=True, return_document=ReturnDocument.AFTER
+            )
             self.generation = meta["value"]
             self._pending.clear()
             return
@@ -438,9 +455,15 @@ class DocumentStore:
 def _plain_scope(scope: dict[str, Any]) -> bool:
     """`{"tenant_id": str, "acl": {"$in": [str, ...]}}`, the shape SQLite evaluates (`StoreFile.scoped_seqs`)."""
     acl = scope.get("acl")
-    return (set(scope) == {"tenant_id", "acl"} and isinstance(scope["tenant_id"], str) and isinstance(acl, dict)
-            and set(acl) == {"$in"} and isinstance(acl["$in"], list) and bool(acl["$in"])
-            and all(isinstance(p, str) for p in acl["$in"]))
+    return (
+        set(scope) == {"tenant_id", "acl"}
+        and isinstance(scope["tenant_id"], str)
+        and isinstance(acl, dict)
+        and set(acl) == {"$in"}
+        and isinstance(acl["$in"], list)
+        and bool(acl["$in"])
+        and all(isinstance(p, str) for p in acl["$in"])
+    )
 
 
 class ScopedDocuments:
@@ -560,8 +583,10 @@ def open_store(settings: Settings) -> DocumentStore:
     db = mongomock.MongoClient(tz_aware=False)[settings.mongodb_db]
     path = settings.data_dir / FILE_NAME
     if not path.exists() and (settings.data_dir / LEGACY_SNAPSHOTS / "CURRENT").exists():
-        raise StoreError(f"{settings.data_dir} holds pickle snapshots of an older version, which are never loaded "
-                         f"(unpickling runs code): delete {settings.data_dir / LEGACY_SNAPSHOTS} and ingest again")
+        raise StoreError(
+            f"{settings.data_dir} holds pickle snapshots of an older version, which are never loaded "
+            f"(unpickling runs code): delete {settings.data_dir / LEGACY_SNAPSHOTS} and ingest again"
+        )
     return DocumentStore(db, settings.data_dir, embedded=True, file=StoreFile(path, create=True))
 
 

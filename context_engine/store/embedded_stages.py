@@ -42,8 +42,7 @@ def _unwind(in_collection: list[dict[str, Any]], database: Any, options: Any) ->
         options = {"path": options}
     path = options["path"]
     if not isinstance(path, str) or path[0] != "$":
-        raise ValueError("$unwind failed: exception: field path references must be prefixed "
-                         f"with a '$' '{path}'")
+        raise ValueError(f"$unwind failed: exception: field path references must be prefixed with a '$' '{path}'")
     path = path[1:]
     should_preserve_null_and_empty = options.get("preserveNullAndEmptyArrays")
     include_array_index = options.get("includeArrayIndex")
@@ -128,8 +127,13 @@ def _group(in_collection: list[dict[str, Any]], database: Any, options: dict[str
             if bucket is None:
                 buckets[form] = bucket = (key, [])
             bucket[1].append(doc)
-        add_to_set = {field: expression for field, spec in options.items() if field != "_id"
-                      for operator, expression in spec.items() if operator == "$addToSet"}
+        add_to_set = {
+            field: expression
+            for field, spec in options.items()
+            if field != "_id"
+            for operator, expression in spec.items()
+            if operator == "$addToSet"
+        }
         grouped_collection = []
         for form in sorted(buckets):
             key, docs = buckets[form]

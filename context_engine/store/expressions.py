@@ -56,16 +56,20 @@ def parse_timezone(name: str) -> tzinfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise ExpressionError(f"unrecognized time zone identifier {name!r}; use an IANA name such as "
-                              "'Europe/Berlin' or an offset such as '+05:30'") from None
+        raise ExpressionError(
+            f"unrecognized time zone identifier {name!r}; use an IANA name such as "
+            "'Europe/Berlin' or an offset such as '+05:30'"
+        ) from None
 
 
 def check_date_format(fmt: str) -> None:
     """ExpressionError when `fmt` uses a specifier MongoDB's `$dateToString` does not know."""
     for match in re.finditer(r"%(.?)", fmt):
         if match.group(1) not in DATE_FORMAT_SPECIFIERS:
-            raise ExpressionError(f"$dateToString format {fmt!r} uses %{match.group(1)}, which MongoDB does not "
-                                  "know; use only %" + ", %".join(sorted(DATE_FORMAT_SPECIFIERS - {'%'})) + " and %%")
+            raise ExpressionError(
+                f"$dateToString format {fmt!r} uses %{match.group(1)}, which MongoDB does not "
+                "know; use only %" + ", %".join(sorted(DATE_FORMAT_SPECIFIERS - {"%"})) + " and %%"
+            )
 
 
 def _local(date: datetime, zone: tzinfo | None) -> datetime:
@@ -79,22 +83,36 @@ def _format(date: datetime, fmt: str) -> str:
     offset = date.utcoffset() or timedelta(0)
     minutes = int(offset.total_seconds() // 60)
     iso_year, iso_week, iso_day = date.isocalendar()
-    fields = {"d": f"{date.day:02d}", "G": f"{iso_year:04d}", "H": f"{date.hour:02d}",
-              "j": f"{date.timetuple().tm_yday:03d}", "L": f"{date.microsecond // 1000:03d}",
-              "m": f"{date.month:02d}", "M": f"{date.minute:02d}", "S": f"{date.second:02d}",
-              "u": str(iso_day), "U": date.strftime("%U"), "V": f"{iso_week:02d}",
-              "w": str(date.isoweekday() % 7 + 1), "Y": f"{date.year:04d}",
-              "z": f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}{abs(minutes) % 60:02d}",
-              "Z": f"{minutes:+d}", "%": "%"}
+    fields = {
+        "d": f"{date.day:02d}",
+        "G": f"{iso_year:04d}",
+        "H": f"{date.hour:02d}",
+        "j": f"{date.timetuple().tm_yday:03d}",
+        "L": f"{date.microsecond // 1000:03d}",
+        "m": f"{date.month:02d}",
+        "M": f"{date.minute:02d}",
+        "S": f"{date.second:02d}",
+        "u": str(iso_day),
+        "U": date.strftime("%U"),
+        "V": f"{iso_week:02d}",
+        "w": str(date.isoweekday() % 7 + 1),
+        "Y": f"{date.year:04d}",
+        "z": f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}{abs(minutes) % 60:02d}",
+        "Z": f"{minutes:+d}",
+        "%": "%",
+    }
     check_date_format(fmt)
     return re.sub(r"%(.)", lambda m: fields[m.group(1)], fmt)
 
 
 DATE_PARTS: dict[str, Callable[[datetime], int]] = {
-    "$year": lambda d: d.year, "$month": lambda d: d.month, "$dayOfMonth": lambda d: d.day,
-    "$hour": lambda d: d.hour, "$dayOfYear": lambda d: d.timetuple().tm_yday,
-    "$dayOfWeek": lambda d: d.isoweekday() % 7 + 1,   # 1 = Sunday
-    "$week": lambda d: int(d.strftime("%U")),          # 0-53, weeks begin on Sunday
+    "$year": lambda d: d.year,
+    "$month": lambda d: d.month,
+    "$dayOfMonth": lambda d: d.day,
+    "$hour": lambda d: d.hour,
+    "$dayOfYear": lambda d: d.timetuple().tm_yday,
+    "$dayOfWeek": lambda d: d.isoweekday() % 7 + 1,  # 1 = Sunday
+    "$week": lambda d: int(d.strftime("%U")),  # 0-53, weeks begin on Sunday
 }
 
 
@@ -173,7 +191,8 @@ def substr_cp(string: Any, start: Any, count: Any) -> str:
         if type(value) is bool or not isinstance(value, (int, float)) or value != int(value) or value < 0:
             raise ExpressionError(f"$substrCP: {name} must be a non-negative integral number; got {value!r}")
     return _as_string(string, f"$substrCP needs a string; got {type(string).__name__}")[
-        int(start):int(start) + int(count)]
+        int(start) : int(start) + int(count)
+    ]
 
 
 def str_len_cp(string: Any) -> int:
@@ -229,8 +248,13 @@ def equal(first: Any, second: Any) -> bool:
 
 
 _COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
-    "$eq": operator.eq, "$ne": operator.ne, "$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt,
-    "$lte": operator.le}
+    "$eq": operator.eq,
+    "$ne": operator.ne,
+    "$gt": operator.gt,
+    "$gte": operator.ge,
+    "$lt": operator.lt,
+    "$lte": operator.le,
+}
 
 
 def compare(op: str, first: Any, second: Any, missing: tuple[bool, bool]) -> bool:
@@ -247,8 +271,9 @@ def compare(op: str, first: Any, second: Any, missing: tuple[bool, bool]) -> boo
 def is_in(value: Any, array: Any, missing: bool = False) -> bool:
     """`$in`: whether `array` holds `value`; an error when the second argument is not an array."""
     if not isinstance(array, list):
-        raise ExpressionError(f"$in requires an array as a second argument, found: "
-                              f"{'missing' if array is None else type(array).__name__}")
+        raise ExpressionError(
+            f"$in requires an array as a second argument, found: {'missing' if array is None else type(array).__name__}"
+        )
     return not missing and any(equal(value, item) for item in array)
 
 
@@ -262,7 +287,9 @@ def array_elem_at(array: Any, index: Any) -> tuple[bool, Any]:
     if type(index) is bool or not isinstance(index, (int, float)):
         raise ExpressionError(f"$arrayElemAt's second argument must be a numeric value, but is {type(index).__name__}")
     if not math.isfinite(index) or index != int(index) or not -(2**31) <= index < 2**31:
-        raise ExpressionError(f"$arrayElemAt's second argument must be representable as a 32-bit integral value: {index}")
+        raise ExpressionError(
+            f"$arrayElemAt's second argument must be representable as a 32-bit integral value: {index}"
+        )
     position = int(index)
     if position >= len(array) or position < -len(array):
         return False, None

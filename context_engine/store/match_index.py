@@ -189,7 +189,9 @@ def _exact_keys(query: dict[str, Any], index: _CollectionIndex) -> set[str]:
             continue
         if isinstance(cond, dict) and len(cond) == 1:
             op, operand = next(iter(cond.items()))
-            values = [operand] if op == "$eq" else operand if op in ("$in", "$nin") and isinstance(operand, list) else None
+            values = (
+                [operand] if op == "$eq" else operand if op in ("$in", "$nin") and isinstance(operand, list) else None
+            )
         else:
             values = [cond]
         if values and all(type(v) is str for v in values) and index.fields.get(key) is not None:
@@ -197,8 +199,9 @@ def _exact_keys(query: dict[str, Any], index: _CollectionIndex) -> set[str]:
     return exact
 
 
-def candidates(collection: Any, query: dict[str, Any], revision: int
-               ) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+def candidates(
+    collection: Any, query: dict[str, Any], revision: int
+) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
     """(the stored documents that may match `query`, a superset of the matches in store order; the
     part of `query` still to check on them), or None when no part of the query narrows the
     collection (then scan it as before).

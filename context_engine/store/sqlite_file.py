@@ -55,7 +55,7 @@ class RowDamaged(ValueError):
 
 
 def _untag(value: str) -> Any:
-    return datetime.fromisoformat(value[len(_DATE):]) if value.startswith(_DATE) else value[len(_ESCAPED):]
+    return datetime.fromisoformat(value[len(_DATE) :]) if value.startswith(_DATE) else value[len(_ESCAPED) :]
 
 
 def _decode_object(obj: dict[str, Any]) -> dict[str, Any]:
@@ -156,8 +156,10 @@ _OF_TENANT = json_valid_and("json_extract(body, '$.tenant_id') = ?")
 def _scan_tenants(cursor: Any) -> list[str]:
     """The distinct `tenant_id` strings of every row (SQLite reads the JSON: no row is parsed in Python; a
     list's json_extract would be its JSON text)."""
-    rows = cursor.execute("SELECT DISTINCT json_extract(body, '$.tenant_id') FROM docs WHERE "
-                          + json_valid_and("json_type(body, '$.tenant_id') = 'text'"))
+    rows = cursor.execute(
+        "SELECT DISTINCT json_extract(body, '$.tenant_id') FROM docs WHERE "
+        + json_valid_and("json_type(body, '$.tenant_id') = 'text'")
+    )
     return sorted(t for (t,) in rows if isinstance(t, str))
 
 
@@ -194,14 +196,21 @@ class StoreFile:
             path.parent.mkdir(parents=True, exist_ok=True)
         try:
             # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE ... COMMIT)
-            self.conn = sqlite3.connect(path if create else f"file:{path}?mode=rw", uri=not create,
-                                        isolation_level=None, timeout=30, check_same_thread=False)
+            self.conn = sqlite3.connect(
+                path if create else f"file:{path}?mode=rw",
+                uri=not create,
+                isolation_level=None,
+                timeout=30,
+                check_same_thread=False,
+            )
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at each checkpoint, never corrupt
             # `seq` keeps the order records were written in (a replaced record moves to the end, as in
             # the query engine), so a store read back lists records exactly as the writer held them.
-            self.conn.execute("CREATE TABLE IF NOT EXISTS docs (seq INTEGER PRIMARY KEY, coll TEXT NOT NULL, "
-                              "id TEXT NOT NULL, body TEXT NOT NULL, dates TEXT, UNIQUE (coll, id))")
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS docs (seq INTEGER PRIMARY KEY, coll TEXT NOT NULL, "
+                "id TEXT NOT NULL, body TEXT NOT NULL, dates TEXT, UNIQUE (coll, id))"
+            )
             if "dates" not in {row[1] for row in self.conn.execute("PRAGMA table_info(docs)")}:
                 self.conn.execute("ALTER TABLE docs ADD COLUMN dates TEXT")  # a store of the tagged format
             self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -214,7 +223,9 @@ class StoreFile:
         except sqlite3.Error as exc:
             raise StoreFileError(f"cannot read the store {self.path}: {exc}") from None
 
-    def _records(self, rows: Iterable[tuple[int, str, str, str, str | None]]) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    def _records(
+        self, rows: Iterable[tuple[int, str, str, str, str | None]]
+    ) -> Iterator[tuple[int, str, dict[str, Any]]]:
         """(seq, id, record) of each sound row of `rows` (seq, collection, id, body, dates); a damaged
         one is counted in `damaged`, and one warning line per call says how many were met for the first
         time (a server that reads the same row again logs it once)."""
@@ -231,9 +242,15 @@ class StoreFile:
             raise StoreFileError(f"cannot read the store {self.path}: {exc}") from None
         if skipped:
             row_coll, why = self.damaged[skipped[0]]
-            log.warning("context-engine: warning: skipped %d damaged row(s) of %s in %s (row %d: %s); "
-                        "the other records answer as usual", len(skipped), row_coll, self.path,
-                        skipped[0], why)
+            log.warning(
+                "context-engine: warning: skipped %d damaged row(s) of %s in %s (row %d: %s); "
+                "the other records answer as usual",
+                len(skipped),
+                row_coll,
+                self.path,
+                skipped[0],
+                why,
+            )
 
     def damaged_rows(self) -> dict[str, int]:
         """How many damaged rows each collection had among those read so far."""
@@ -262,10 +279,14 @@ class StoreFile:
     def collections(self) -> list[str]:
         """The collections with a committed row. A skip scan of the (coll, id) index: one index seek
         per collection, not a pass over every row (a cold start on a million rows reads a handful)."""
-        return [name for (name,) in self._query(
-            "WITH RECURSIVE c(name) AS (SELECT min(coll) FROM docs UNION ALL "
-            "SELECT (SELECT min(coll) FROM docs WHERE coll > c.name) FROM c WHERE c.name IS NOT NULL) "
-            "SELECT name FROM c WHERE name IS NOT NULL")]
+        return [
+            name
+            for (name,) in self._query(
+                "WITH RECURSIVE c(name) AS (SELECT min(coll) FROM docs UNION ALL "
+                "SELECT (SELECT min(coll) FROM docs WHERE coll > c.name) FROM c WHERE c.name IS NOT NULL) "
+                "SELECT name FROM c WHERE name IS NOT NULL"
+            )
+        ]
 
     def read(self, coll: str) -> Iterator[dict[str, Any]]:
         try:
@@ -279,29 +300,40 @@ class StoreFile:
     # A tenant and access scope evaluated by SQLite over the JSON, so discovering what an asker may
     # read never parses, or holds in memory, every record of a large collection (600k Slack messages).
     # `acl` matches as MongoDB's `{"acl": {"$in": principals}}` over the list a row holds.
-    _SCOPE = "coll = ? AND " + json_valid_and("json_extract(body, '$.tenant_id') = ? AND json_type(body, '$.acl') = "
-                                              "'array' AND EXISTS (SELECT 1 FROM json_each(body, '$.acl') "
-                                              "WHERE json_each.value IN ({}))")
+    _SCOPE = "coll = ? AND " + json_valid_and(
+        "json_extract(body, '$.tenant_id') = ? AND json_type(body, '$.acl') = "
+        "'array' AND EXISTS (SELECT 1 FROM json_each(body, '$.acl') "
+        "WHERE json_each.value IN ({}))"
+    )
 
     def scoped_seqs(self, coll: str, tenant: str, principals: list[str]) -> list[int]:
         """The row numbers of the collection's records in scope, in write order."""
         where = self._SCOPE.format(", ".join("?" * len(principals)))
-        return [seq for (seq,) in self._query(f"SELECT seq FROM docs WHERE {where} ORDER BY seq",
-                                              (coll, tenant, *principals))]
+        return [
+            seq
+            for (seq,) in self._query(f"SELECT seq FROM docs WHERE {where} ORDER BY seq", (coll, tenant, *principals))
+        ]
 
     def last_seq(self) -> int:
         """The number of the last row written (deleted last rows included: numbers are never reused)."""
-        (top,) = self.conn.execute("SELECT max(coalesce((SELECT max(seq) FROM docs), 0), coalesce((SELECT "
-                                   "CAST(value AS INTEGER) FROM meta WHERE key = 'seq'), 0))").fetchone()
+        (top,) = self.conn.execute(
+            "SELECT max(coalesce((SELECT max(seq) FROM docs), 0), coalesce((SELECT "
+            "CAST(value AS INTEGER) FROM meta WHERE key = 'seq'), 0))"
+        ).fetchone()
         return top
 
     def written_since(self, seq: int, tenant: str, colls: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
         """(collection, record) of the tenant's records in `colls` written after row `seq`, in write
         order: a range of the row numbers, so what a derived index has not yet seen costs O(changed)."""
         colls = list(colls)
-        return [(coll, loads(body, dates)) for coll, body, dates in self.conn.execute(
-            f"SELECT coll, body, dates FROM docs WHERE seq > ? AND coll IN ({', '.join('?' * len(colls))}) "
-            "AND json_extract(body, '$.tenant_id') = ? ORDER BY seq", (seq, *colls, tenant))]
+        return [
+            (coll, loads(body, dates))
+            for coll, body, dates in self.conn.execute(
+                f"SELECT coll, body, dates FROM docs WHERE seq > ? AND coll IN ({', '.join('?' * len(colls))}) "
+                "AND json_extract(body, '$.tenant_id') = ? ORDER BY seq",
+                (seq, *colls, tenant),
+            )
+        ]
 
     def read_ids(self, coll: str, ids: list[str]) -> list[dict[str, Any]]:
         """The committed records of `ids` in one collection, in `ids` order (unknown ids skipped)."""
@@ -315,15 +347,15 @@ class StoreFile:
         """The records whose `column` ("id" or "seq") is one of `keys`, in `keys` order."""
         found: dict[Any, dict[str, Any]] = {}
         for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
-            part = keys[start:start + 500]
-            rows = self._query(f"SELECT seq, coll, id, body, dates FROM docs WHERE {where}{column} IN "
-                               f"({', '.join('?' * len(part))})", (*params, *part))
-            found.update(((seq if column == "seq" else doc_id), doc)
-                         for seq, doc_id, doc in self._records(rows))
+            part = keys[start : start + 500]
+            rows = self._query(
+                f"SELECT seq, coll, id, body, dates FROM docs WHERE {where}{column} IN ({', '.join('?' * len(part))})",
+                (*params, *part),
+            )
+            found.update(((seq if column == "seq" else doc_id), doc) for seq, doc_id, doc in self._records(rows))
         return [found[k] for k in keys if k in found]
 
-    def distinct_values(self, coll: str, tenant: str, principals: list[str],
-                        paths: list[list[str]]) -> list[list[Any]]:
+    def distinct_values(self, coll: str, tenant: str, principals: list[str], paths: list[list[str]]) -> list[list[Any]]:
         """The distinct values at each path (a list of keys, no array crossed) over the records in
         scope; datetimes stay ISO strings. SQLite extracts each value as JSON text; Python keeps the
         distinct texts and parses only those, so a pass over 600k records is a set insertion per value."""
@@ -347,34 +379,49 @@ class StoreFile:
             # one): what was derived from the rows up to some `seq` (the link index) stays valid.
             (top,) = cur.execute("SELECT coalesce(max(seq), 0) FROM docs").fetchone()
             kept_seq = _meta_number(cur, "seq")
-            if kept_seq is not None and kept_seq < 2 ** 62:  # a damaged one (any larger) would overflow a row number
+            if kept_seq is not None and kept_seq < 2**62:  # a damaged one (any larger) would overflow a row number
                 top = max(top, kept_seq)
             kept = _kept_tenants(cur)
             written: set[str] = set()
             emptied: set[str] = set()  # tenants that lost a record: they may have none left
             for coll, doc_id, doc in changes:
                 if doc is None:
-                    emptied.update(t for (t,) in cur.execute(
-                        "SELECT json_extract(body, '$.tenant_id') FROM docs WHERE coll = ? AND id = ? AND "
-                        + json_valid_and("1"), (coll, doc_id)))
+                    emptied.update(
+                        t
+                        for (t,) in cur.execute(
+                            "SELECT json_extract(body, '$.tenant_id') FROM docs WHERE coll = ? AND id = ? AND "
+                            + json_valid_and("1"),
+                            (coll, doc_id),
+                        )
+                    )
                     cur.execute("DELETE FROM docs WHERE coll = ? AND id = ?", (coll, doc_id))
                 else:
                     top += 1
-                    cur.execute("INSERT OR REPLACE INTO docs (seq, coll, id, body, dates) VALUES (?, ?, ?, ?, ?)",
-                                (top, coll, doc_id, *dumps(doc)))
+                    cur.execute(
+                        "INSERT OR REPLACE INTO docs (seq, coll, id, body, dates) VALUES (?, ?, ?, ?, ?)",
+                        (top, coll, doc_id, *dumps(doc)),
+                    )
                     written.add(doc.get("tenant_id"))
             if kept is None:  # the first write since the list was kept (or it was damaged): one scan
                 tenants = set(_scan_tenants(cur))
             else:
                 tenants = set(kept) | {t for t in written if isinstance(t, str)}
-                tenants -= {t for t in emptied - written if not cur.execute(
-                    f"SELECT EXISTS (SELECT 1 FROM docs WHERE {_OF_TENANT})", (t,)).fetchone()[0]}
+                tenants -= {
+                    t
+                    for t in emptied - written
+                    if not cur.execute(f"SELECT EXISTS (SELECT 1 FROM docs WHERE {_OF_TENANT})", (t,)).fetchone()[0]
+                }
             generation = self.generation() + 1
             if generation <= 0:  # the stored one was damaged: number on from the clock, past any count of
                 generation = int(time.time())  # commits, so nothing derived before the damage matches it
-            cur.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                            [("generation", str(generation)), ("seq", str(top)),
-                             ("tenants", json.dumps(sorted(tenants), ensure_ascii=False))])
+            cur.executemany(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                [
+                    ("generation", str(generation)),
+                    ("seq", str(top)),
+                    ("tenants", json.dumps(sorted(tenants), ensure_ascii=False)),
+                ],
+            )
             cur.execute("COMMIT")
         except BaseException as exc:
             # SQLite rolls a transaction back by itself on some errors (a full disk: SQLITE_FULL), and
@@ -383,8 +430,10 @@ class StoreFile:
                 with contextlib.suppress(sqlite3.Error):  # a failed rollback commits nothing either:
                     self.conn.rollback()  # WAL frames of a transaction never committed are never read
             if isinstance(exc, sqlite3.Error):
-                raise StoreFileError(f"cannot write the store {self.path}: {exc}; "
-                                     "nothing of this commit was written, the previous one stands") from None
+                raise StoreFileError(
+                    f"cannot write the store {self.path}: {exc}; "
+                    "nothing of this commit was written, the previous one stands"
+                ) from None
             raise
         return generation
 

@@ -44,8 +44,9 @@ def writer_lock(data_dir: Path, on_wait: Callable[[str], None] | None = None) ->
             except BlockingIOError:
                 holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
                 if time.monotonic() >= deadline:
-                    raise StoreError(f"another writer (pid {holder}) is still writing to {data_dir}; "
-                                     "try again when it has finished") from None
+                    raise StoreError(
+                        f"another writer (pid {holder}) is still writing to {data_dir}; try again when it has finished"
+                    ) from None
                 if not told and on_wait is not None:
                     on_wait(f"waiting for another writer (pid {holder}) to finish with {data_dir} ...")
                     told = True

@@ -9,53 +9,64 @@ from context_engine.answering.followup import resolve_offline
 from context_engine.query.identity import PeopleDirectory
 
 NOW = datetime(2026, 11, 30, 12)
-PEOPLE = PeopleDirectory([
-    {"login": "rsh-dev", "name": "Rashid Khan"},
-    {"login": "priyar", "name": "Priya Raman"},
-    {"login": "larsn", "name": "Lars Nielsen"},
-    {"login": "nli", "name": "李娜"},
-])
-MERGED = {"standalone": "PRs Rashid merged last week", "people": ["Rashid Khan"], "people_text": ["Rashid"],
-          "times": ["last week"], "refs": ["acme/infra#882", "acme/web#2126"], "answer_people": ["Lars Nielsen"],
-          "time_ranges": [{"text": "last week", "start": "2026-11-23T00:00:00", "end": "2026-11-30T00:00:00"}]}
+PEOPLE = PeopleDirectory(
+    [
+        {"login": "rsh-dev", "name": "Rashid Khan"},
+        {"login": "priyar", "name": "Priya Raman"},
+        {"login": "larsn", "name": "Lars Nielsen"},
+        {"login": "nli", "name": "李娜"},
+    ]
+)
+MERGED = {
+    "standalone": "PRs Rashid merged last week",
+    "people": ["Rashid Khan"],
+    "people_text": ["Rashid"],
+    "times": ["last week"],
+    "refs": ["acme/infra#882", "acme/web#2126"],
+    "answer_people": ["Lars Nielsen"],
+    "time_ranges": [{"text": "last week", "start": "2026-11-23T00:00:00", "end": "2026-11-30T00:00:00"}],
+}
 
 
-@pytest.mark.parametrize("asked,standalone", [
-    ("and in October?", "PRs Rashid merged in October 2026"),  # the year of the window before
-    ("What about last month?", "PRs Rashid merged last month"),
-    ("那上个月呢？", "PRs Rashid merged 上个月"),
-    ("what about Priya?", "PRs Priya merged last week"),
-    ("And Priya?", "PRs Priya merged last week"),
-    ("how about for Lars?", "PRs Lars merged last week"),
-    ("李娜呢？", "PRs 李娜 merged last week"),
-    ("他呢？", "PRs Lars Nielsen merged last week"),  # the person the answer named, not the one asked about
-    ("which of those are still open?", "PRs Rashid merged last week open"),
-    ("only the ones in payments", "PRs Rashid merged last week in payments"),
-    ("just the open ones", "PRs Rashid merged last week open ones"),
-    ("who reviewed it?", "who reviewed acme/infra#882?"),
-    ("who reviewed them?", "who reviewed acme/infra#882, acme/web#2126?"),
-    ("how many PRs did Lars open in 2025?", "how many PRs did Lars open in 2025?"),  # stands alone
-    # the time window shifted in other words
-    ("the week before", "PRs Rashid merged between 2026-11-16 and 2026-11-22"),
-    ("and the month before?", "PRs Rashid merged between 2026-10-23 and 2026-11-22"),  # the month before that week
-    ("what about earlier?", "PRs Rashid merged before 2026-11-23"),
-    ("anything later?", "PRs Rashid merged since 2026-11-30"),
-    ("a week later", "PRs Rashid merged between 2026-11-30 and 2026-12-06"),
-    ("the previous week", "PRs Rashid merged between 2026-11-16 and 2026-11-22"),
-    ("再往前一周", "PRs Rashid merged between 2026-11-16 and 2026-11-22"),
-    ("那再往前一个月呢？", "PRs Rashid merged between 2026-10-23 and 2026-10-29"),  # that week, a month back
-    ("更早的呢？", "PRs Rashid merged before 2026-11-23"),
-    ("same for 2020", "PRs Rashid merged 2020"),
-    ("the same but for October", "PRs Rashid merged October 2026"),
-    # another person, other phrasing
-    ("and for Priya?", "PRs Priya merged last week"),
-    ("what about larsn", "PRs larsn merged last week"),
-    ("same for Priya", "PRs Priya merged last week"),
-    ("换成李娜呢", "PRs 李娜 merged last week"),
-    # narrowing
-    ("only the open ones", "PRs Rashid merged last week open ones"),
-    ("just the merged ones", "PRs Rashid merged last week merged ones"),
-])
+@pytest.mark.parametrize(
+    "asked,standalone",
+    [
+        ("and in October?", "PRs Rashid merged in October 2026"),  # the year of the window before
+        ("What about last month?", "PRs Rashid merged last month"),
+        ("那上个月呢？", "PRs Rashid merged 上个月"),
+        ("what about Priya?", "PRs Priya merged last week"),
+        ("And Priya?", "PRs Priya merged last week"),
+        ("how about for Lars?", "PRs Lars merged last week"),
+        ("李娜呢？", "PRs 李娜 merged last week"),
+        ("他呢？", "PRs Lars Nielsen merged last week"),  # the person the answer named, not the one asked about
+        ("which of those are still open?", "PRs Rashid merged last week open"),
+        ("only the ones in payments", "PRs Rashid merged last week in payments"),
+        ("just the open ones", "PRs Rashid merged last week open ones"),
+        ("who reviewed it?", "who reviewed acme/infra#882?"),
+        ("who reviewed them?", "who reviewed acme/infra#882, acme/web#2126?"),
+        ("how many PRs did Lars open in 2025?", "how many PRs did Lars open in 2025?"),  # stands alone
+        # the time window shifted in other words
+        ("the week before", "PRs Rashid merged between 2026-11-16 and 2026-11-22"),
+        ("and the month before?", "PRs Rashid merged between 2026-10-23 and 2026-11-22"),  # the month before that week
+        ("what about earlier?", "PRs Rashid merged before 2026-11-23"),
+        ("anything later?", "PRs Rashid merged since 2026-11-30"),
+        ("a week later", "PRs Rashid merged between 2026-11-30 and 2026-12-06"),
+        ("the previous week", "PRs Rashid merged between 2026-11-16 and 2026-11-22"),
+        ("再往前一周", "PRs Rashid merged between 2026-11-16 and 2026-11-22"),
+        ("那再往前一个月呢？", "PRs Rashid merged between 2026-10-23 and 2026-10-29"),  # that week, a month back
+        ("更早的呢？", "PRs Rashid merged before 2026-11-23"),
+        ("same for 2020", "PRs Rashid merged 2020"),
+        ("the same but for October", "PRs Rashid merged October 2026"),
+        # another person, other phrasing
+        ("and for Priya?", "PRs Priya merged last week"),
+        ("what about larsn", "PRs larsn merged last week"),
+        ("same for Priya", "PRs Priya merged last week"),
+        ("换成李娜呢", "PRs 李娜 merged last week"),
+        # narrowing
+        ("only the open ones", "PRs Rashid merged last week open ones"),
+        ("just the merged ones", "PRs Rashid merged last week merged ones"),
+    ],
+)
 def test_follow_up_forms(asked, standalone):
     assert resolve_offline(asked, [MERGED], PEOPLE, NOW).standalone == standalone
 
@@ -65,19 +76,34 @@ def test_a_new_thread_has_nothing_to_resolve_against():
 
 
 def test_a_pronoun_prefers_the_person_asked_about_before():
-    earlier = {**MERGED, "standalone": "PRs Priya merged last week", "people": ["Priya Raman"], "people_text": ["Priya"]}
+    earlier = {
+        **MERGED,
+        "standalone": "PRs Priya merged last week",
+        "people": ["Priya Raman"],
+        "people_text": ["Priya"],
+    }
     first = {**MERGED, "answer_people": []}
     assert resolve_offline("他呢？", [first, earlier], PEOPLE, NOW).standalone == "PRs Rashid Khan merged last week"
 
 
 def test_a_shifted_window_of_one_calendar_month_is_the_month_before_by_name():
-    october = {**MERGED, "standalone": "PRs Rashid merged in October", "times": ["in October"],
-               "time_ranges": [{"text": "in October", "start": "2026-10-01T00:00:00", "end": "2026-11-01T00:00:00"}]}
-    assert resolve_offline("the month before", [october], PEOPLE, NOW).standalone == "PRs Rashid merged in September 2026"
+    october = {
+        **MERGED,
+        "standalone": "PRs Rashid merged in October",
+        "times": ["in October"],
+        "time_ranges": [{"text": "in October", "start": "2026-10-01T00:00:00", "end": "2026-11-01T00:00:00"}],
+    }
+    assert (
+        resolve_offline("the month before", [october], PEOPLE, NOW).standalone == "PRs Rashid merged in September 2026"
+    )
     assert resolve_offline("a year earlier", [october], PEOPLE, NOW).standalone == "PRs Rashid merged in October 2025"
-    january = {**october, "time_ranges": [{"text": "in October", "start": "2026-01-01T00:00:00",
-                                           "end": "2026-02-01T00:00:00"}]}
-    assert resolve_offline("the month before", [january], PEOPLE, NOW).standalone == "PRs Rashid merged in December 2025"
+    january = {
+        **october,
+        "time_ranges": [{"text": "in October", "start": "2026-01-01T00:00:00", "end": "2026-02-01T00:00:00"}],
+    }
+    assert (
+        resolve_offline("the month before", [january], PEOPLE, NOW).standalone == "PRs Rashid merged in December 2025"
+    )
 
 
 def test_a_shift_needs_a_window_to_shift():
@@ -87,22 +113,45 @@ def test_a_shift_needs_a_window_to_shift():
 
 def test_a_shifted_window_in_a_chinese_question_is_set_apart_by_spaces():
     zhang = {**MERGED, "standalone": "上周张伟合并了哪些PR？", "times": ["上周"], "people_text": ["张伟"]}
-    assert resolve_offline("再往前一周", [zhang], PEOPLE, NOW).standalone == \
-        "between 2026-11-16 and 2026-11-22 张伟合并了哪些PR？"
+    assert (
+        resolve_offline("再往前一周", [zhang], PEOPLE, NOW).standalone
+        == "between 2026-11-16 and 2026-11-22 张伟合并了哪些PR？"
+    )
 
 
-DECLINED = {"standalone": "PRs Alex merged last week", "people": [], "people_text": [], "times": ["last week"],
-            "refs": [], "answer_people": [], "unresolved": "Alex",
-            "candidates": [{"key": "achen42", "name": "Alex Chen", "github": "achen42"},
-                           {"key": "amorgan-dev", "name": "Alex Morgan", "github": "amorgan-dev"}]}
+DECLINED = {
+    "standalone": "PRs Alex merged last week",
+    "people": [],
+    "people_text": [],
+    "times": ["last week"],
+    "refs": [],
+    "answer_people": [],
+    "unresolved": "Alex",
+    "candidates": [
+        {"key": "achen42", "name": "Alex Chen", "github": "achen42"},
+        {"key": "amorgan-dev", "name": "Alex Morgan", "github": "amorgan-dev"},
+    ],
+}
 
 
-@pytest.mark.parametrize("asked,name", [
-    ("the first one", "Alex Chen"), ("the second", "Alex Morgan"), ("2", "Alex Morgan"), ("第二个", "Alex Morgan"),
-    ("第一个", "Alex Chen"), ("the last one", "Alex Morgan"), ("I meant amorgan-dev", "Alex Morgan"),
-    ("Alex Morgan", "Alex Morgan"), ("alex chen", "Alex Chen"), ("我说的是Alex Chen", "Alex Chen"),
-    ("no, I meant achen42", "Alex Chen"), ("Morgan", "Alex Morgan"), ("his handle here is achen42", "Alex Chen"),
-])
+@pytest.mark.parametrize(
+    "asked,name",
+    [
+        ("the first one", "Alex Chen"),
+        ("the second", "Alex Morgan"),
+        ("2", "Alex Morgan"),
+        ("第二个", "Alex Morgan"),
+        ("第一个", "Alex Chen"),
+        ("the last one", "Alex Morgan"),
+        ("I meant amorgan-dev", "Alex Morgan"),
+        ("Alex Morgan", "Alex Morgan"),
+        ("alex chen", "Alex Chen"),
+        ("我说的是Alex Chen", "Alex Chen"),
+        ("no, I meant achen42", "Alex Chen"),
+        ("Morgan", "Alex Morgan"),
+        ("his handle here is achen42", "Alex Chen"),
+    ],
+)
 def test_picking_a_candidate_re_asks_the_declined_question_with_that_person(asked, name):
     out = resolve_offline(asked, [DECLINED], PEOPLE, NOW)
     assert out.standalone == f"PRs {name} merged last week" and "of the candidates offered" in out.how
@@ -118,154 +167,269 @@ def test_the_first_one_without_candidates_picks_nothing():
 
 
 # A turn whose answer was a query's records: what the elliptical follow-ups narrow, count, list or rank.
-QUERIED = {**MERGED, "collection": "pull_requests", "standalone": "Which PRs did Rashid merge in March 2026?",
-           "times": ["in March 2026"],
-           "time_ranges": [{"text": "in March 2026", "start": "2026-03-01T00:00:00", "end": "2026-04-01T00:00:00"}]}
-RANKED = {"standalone": "Who merged the most PRs in 2025?", "collection": "pull_requests", "people": [],
-          "people_text": [], "times": ["in 2025"], "refs": [], "answer_people": ["Lars Nielsen"],
-          "time_ranges": [{"text": "in 2025", "start": "2025-01-01T00:00:00", "end": "2026-01-01T00:00:00"}]}
-DECLINED_SLACK = {"standalone": "How many messages did Rosa write in May 2026?", "collection": "", "people": [],
-            "people_text": [], "times": ["in May 2026"], "refs": [], "answer_people": [], "time_ranges": [],
-            "unresolved": "Rosa", "candidates": [{"key": "U1", "name": "Rosa", "places": ["racket"]},
-                                                 {"key": "U2", "name": "Rosa", "places": ["elmlang"]}]}
+QUERIED = {
+    **MERGED,
+    "collection": "pull_requests",
+    "standalone": "Which PRs did Rashid merge in March 2026?",
+    "times": ["in March 2026"],
+    "time_ranges": [{"text": "in March 2026", "start": "2026-03-01T00:00:00", "end": "2026-04-01T00:00:00"}],
+}
+RANKED = {
+    "standalone": "Who merged the most PRs in 2025?",
+    "collection": "pull_requests",
+    "people": [],
+    "people_text": [],
+    "times": ["in 2025"],
+    "refs": [],
+    "answer_people": ["Lars Nielsen"],
+    "time_ranges": [{"text": "in 2025", "start": "2025-01-01T00:00:00", "end": "2026-01-01T00:00:00"}],
+}
+DECLINED_SLACK = {
+    "standalone": "How many messages did Rosa write in May 2026?",
+    "collection": "",
+    "people": [],
+    "people_text": [],
+    "times": ["in May 2026"],
+    "refs": [],
+    "answer_people": [],
+    "time_ranges": [],
+    "unresolved": "Rosa",
+    "candidates": [
+        {"key": "U1", "name": "Rosa", "places": ["racket"]},
+        {"key": "U2", "name": "Rosa", "places": ["elmlang"]},
+    ],
+}
 
 
-QUARTER = {"standalone": "Which issues did Priya file between April and June 2026?", "collection": "issues",
-           "people": ["Priya Raman"], "people_text": ["Priya"], "times": ["between April and June 2026"], "refs": [],
-           "answer_people": [], "time_ranges": [{"text": "between April and June 2026", "start": "2026-04-01T00:00:00",
-                                                  "end": "2026-07-01T00:00:00"}]}
-HALF = {**QUARTER, "standalone": "Which issues did Priya file in the first half of 2025?", "times": ["in the first half of 2025"],
-        "time_ranges": [{"text": "in the first half of 2025", "start": "2025-01-01T00:00:00", "end": "2025-07-01T00:00:00"}]}
+QUARTER = {
+    "standalone": "Which issues did Priya file between April and June 2026?",
+    "collection": "issues",
+    "people": ["Priya Raman"],
+    "people_text": ["Priya"],
+    "times": ["between April and June 2026"],
+    "refs": [],
+    "answer_people": [],
+    "time_ranges": [
+        {"text": "between April and June 2026", "start": "2026-04-01T00:00:00", "end": "2026-07-01T00:00:00"}
+    ],
+}
+HALF = {
+    **QUARTER,
+    "standalone": "Which issues did Priya file in the first half of 2025?",
+    "times": ["in the first half of 2025"],
+    "time_ranges": [
+        {"text": "in the first half of 2025", "start": "2025-01-01T00:00:00", "end": "2025-07-01T00:00:00"}
+    ],
+}
 # a name it could not tell apart, as a possessive: "same question for Priya" replaces it
-DECLINED_THREADS = {**DECLINED_SLACK, "standalone": "Who replied the most in Rosa's threads during 2025?",
-                    "unresolved": "Rosa's", "times": ["during 2025"]}
+DECLINED_THREADS = {
+    **DECLINED_SLACK,
+    "standalone": "Who replied the most in Rosa's threads during 2025?",
+    "unresolved": "Rosa's",
+    "times": ["during 2025"],
+}
 # the busiest month: the answer's groups are months, and "that month" is the one it named first
-BUSIEST = {"standalone": "busiest month in racket in 2026", "collection": "messages", "people": [], "people_text": [],
-           "times": ["in 2026"], "refs": [], "answer_people": [], "answer_periods": ["2026-02"],
-           "time_ranges": [{"text": "in 2026", "start": "2026-01-01T00:00:00", "end": "2026-11-30T12:00:00"}]}
+BUSIEST = {
+    "standalone": "busiest month in racket in 2026",
+    "collection": "messages",
+    "people": [],
+    "people_text": [],
+    "times": ["in 2026"],
+    "refs": [],
+    "answer_people": [],
+    "answer_periods": ["2026-02"],
+    "time_ranges": [{"text": "in 2026", "start": "2026-01-01T00:00:00", "end": "2026-11-30T12:00:00"}],
+}
 
 
-@pytest.mark.parametrize("previous,asked,standalone", [
-    (QUERIED, "how many is that", "how many PRs did Rashid merge in March 2026"),
-    (QUERIED, "一共多少个？", "how many PRs did Rashid merge in March 2026"),
-    (QUERIED, "and about streaming?", "Which PRs did Rashid merge in March 2026 about streaming"),
-    (QUERIED, "any of them about caching?", "Which PRs did Rashid merge in March 2026 about caching"),
-    (QUERIED, "哪些是 bug", "Which PRs did Rashid merge in March 2026 哪些是 bug"),
-    (QUERIED, "which of those has the most comments?", "PRs did Rashid merge in March 2026 which one of them the most comments"),
-    (QUERIED, "and in July?", "Which PRs did Rashid merge in July 2026?"),          # the month of the year asked about
-    (QUERIED, "and the ones in 2025?", "Which PRs did Rashid merge in 2025?"),
-    (QUERIED, "shift that to the month before", "Which PRs did Rashid merge in February 2026?"),
-    (QUERIED, "who reviewed it?", "who reviewed PR acme/infra#882?"),               # the record, with its kind
-    (RANKED, "how many did they merge?", "merged PRs in 2025 how many did Lars Nielsen merge"),
-    (RANKED, "list them", "list merged PRs in 2025"),
-    (DECLINED_SLACK, "the racket one", "How many messages did U1 write in May 2026?"),     # by where they post
-    (DECLINED_SLACK, "elmlang 那个", "How many messages did U2 write in May 2026?"),
-    (DECLINED_SLACK, "I meant Priya", "How many messages did Priya write in May 2026?"),  # someone the candidates missed
-])
+@pytest.mark.parametrize(
+    "previous,asked,standalone",
+    [
+        (QUERIED, "how many is that", "how many PRs did Rashid merge in March 2026"),
+        (QUERIED, "一共多少个？", "how many PRs did Rashid merge in March 2026"),
+        (QUERIED, "and about streaming?", "Which PRs did Rashid merge in March 2026 about streaming"),
+        (QUERIED, "any of them about caching?", "Which PRs did Rashid merge in March 2026 about caching"),
+        (QUERIED, "哪些是 bug", "Which PRs did Rashid merge in March 2026 哪些是 bug"),
+        (
+            QUERIED,
+            "which of those has the most comments?",
+            "PRs did Rashid merge in March 2026 which one of them the most comments",
+        ),
+        (QUERIED, "and in July?", "Which PRs did Rashid merge in July 2026?"),  # the month of the year asked about
+        (QUERIED, "and the ones in 2025?", "Which PRs did Rashid merge in 2025?"),
+        (QUERIED, "shift that to the month before", "Which PRs did Rashid merge in February 2026?"),
+        (QUERIED, "who reviewed it?", "who reviewed PR acme/infra#882?"),  # the record, with its kind
+        (RANKED, "how many did they merge?", "merged PRs in 2025 how many did Lars Nielsen merge"),
+        (RANKED, "list them", "list merged PRs in 2025"),
+        (DECLINED_SLACK, "the racket one", "How many messages did U1 write in May 2026?"),  # by where they post
+        (DECLINED_SLACK, "elmlang 那个", "How many messages did U2 write in May 2026?"),
+        (
+            DECLINED_SLACK,
+            "I meant Priya",
+            "How many messages did Priya write in May 2026?",
+        ),  # someone the candidates missed
+    ],
+)
 def test_elliptical_follow_ups_and_picks(previous, asked, standalone):
     assert resolve_offline(asked, [previous], PEOPLE, NOW).standalone == standalone
 
 
 def test_a_question_that_names_its_own_records_stands_alone():
-    assert resolve_offline("how many issues did Lars open in 2025?", [QUERIED], PEOPLE, NOW).standalone == \
-        "how many issues did Lars open in 2025?"
+    assert (
+        resolve_offline("how many issues did Lars open in 2025?", [QUERIED], PEOPLE, NOW).standalone
+        == "how many issues did Lars open in 2025?"
+    )
 
 
-@pytest.mark.parametrize("previous,asked,standalone", [
-    (QUERIED, "same quarter a year earlier?", "Which PRs did Rashid merge in March 2025?"),
-    (QUERIED, "separate question: how many issues are open?", "how many issues are open?"),   # a new question, said so
-    (QUERIED, "what about April?", "Which PRs did Rashid merge April 2026?"),
-    (QUERIED, "how many is it?", "how many PRs did Rashid merge in March 2026"),
-    (QUERIED, "narrow it to the webdataset ones", "Which PRs did Rashid merge in March 2026 the webdataset ones"),
-    (QUERIED, "which of those are still open?", "PRs did Rashid merge in March 2026 open"),   # "which": the records
-    (RANKED, "how many PRs did that person open that year?", "how many PRs did Lars Nielsen open in 2025"),
-    (QUERIED, "who's the author?", "who opened PR acme/infra#882"),
-    (DECLINED_SLACK, "sorry, I mean the login priyar", "How many messages did priyar write in May 2026?"),
-    (DECLINED_SLACK, "the Rosa in racket", "How many messages did U1 write in May 2026?"),
-    (DECLINED_THREADS, "same question for Priya", "Who replied the most in Priya's threads during 2025?"),
-    (BUSIEST, "who posted the most that month?", "in racket in February 2026 who posted the most"),  # the month answered
-    # a pick said in other words
-    (DECLINED_SLACK, "oh right, her handle is U2", "How many messages did U2 write in May 2026?"),
-    (DECLINED_SLACK, "U1, the one who posts in racket", "How many messages did U1 write in May 2026?"),
-    (DECLINED_SLACK, "the rack one", "How many messages did U1 write in May 2026?"),   # a place it begins
-    # counted in other words
-    (QUERIED, "give me a number for that", "how many PRs did Rashid merge in March 2026"),
-    (QUERIED, "so what does that come to, in number?", "how many PRs did Rashid merge in March 2026"),
-    # the window moved in other words
-    (QUERIED, "go back one month", "Which PRs did Rashid merge in February 2026?"),
-    (QUERIED, "跟前一个月比呢？", "Which PRs did Rashid merge in February 2026?"),
-    (QUARTER, "and over the next three months?", "Which issues did Priya file between 2026-07-01 and 2026-09-30?"),
-    (HALF, "and in the second half of the year?", "Which issues did Priya file the second half of 2025?"),
-    (QUERIED, "whose PR was that?", "who opened PR acme/infra#882"),
-    (QUERIED, "数一下", "how many PRs did Rashid merge in March 2026"),
-    (QUERIED, "how many's that", "how many PRs did Rashid merge in March 2026"),
-    (DECLINED_SLACK, "U2 is who I had in mind", "How many messages did U2 write in May 2026?"),
-    (DECLINED_SLACK, "oh, sorry: U1 on slack", "How many messages did U1 write in May 2026?"),
-    (QUERIED, "他前一个月呢", "Which PRs did Rashid merge in February 2026?"),     # the same person, the month before
-    (HALF, "and in the second half?", "Which issues did Priya file the second half of 2025?"),
-])
+@pytest.mark.parametrize(
+    "previous,asked,standalone",
+    [
+        (QUERIED, "same quarter a year earlier?", "Which PRs did Rashid merge in March 2025?"),
+        (
+            QUERIED,
+            "separate question: how many issues are open?",
+            "how many issues are open?",
+        ),  # a new question, said so
+        (QUERIED, "what about April?", "Which PRs did Rashid merge April 2026?"),
+        (QUERIED, "how many is it?", "how many PRs did Rashid merge in March 2026"),
+        (QUERIED, "narrow it to the webdataset ones", "Which PRs did Rashid merge in March 2026 the webdataset ones"),
+        (QUERIED, "which of those are still open?", "PRs did Rashid merge in March 2026 open"),  # "which": the records
+        (RANKED, "how many PRs did that person open that year?", "how many PRs did Lars Nielsen open in 2025"),
+        (QUERIED, "who's the author?", "who opened PR acme/infra#882"),
+        (DECLINED_SLACK, "sorry, I mean the login priyar", "How many messages did priyar write in May 2026?"),
+        (DECLINED_SLACK, "the Rosa in racket", "How many messages did U1 write in May 2026?"),
+        (DECLINED_THREADS, "same question for Priya", "Who replied the most in Priya's threads during 2025?"),
+        (
+            BUSIEST,
+            "who posted the most that month?",
+            "in racket in February 2026 who posted the most",
+        ),  # the month answered
+        # a pick said in other words
+        (DECLINED_SLACK, "oh right, her handle is U2", "How many messages did U2 write in May 2026?"),
+        (DECLINED_SLACK, "U1, the one who posts in racket", "How many messages did U1 write in May 2026?"),
+        (DECLINED_SLACK, "the rack one", "How many messages did U1 write in May 2026?"),  # a place it begins
+        # counted in other words
+        (QUERIED, "give me a number for that", "how many PRs did Rashid merge in March 2026"),
+        (QUERIED, "so what does that come to, in number?", "how many PRs did Rashid merge in March 2026"),
+        # the window moved in other words
+        (QUERIED, "go back one month", "Which PRs did Rashid merge in February 2026?"),
+        (QUERIED, "跟前一个月比呢？", "Which PRs did Rashid merge in February 2026?"),
+        (QUARTER, "and over the next three months?", "Which issues did Priya file between 2026-07-01 and 2026-09-30?"),
+        (HALF, "and in the second half of the year?", "Which issues did Priya file the second half of 2025?"),
+        (QUERIED, "whose PR was that?", "who opened PR acme/infra#882"),
+        (QUERIED, "数一下", "how many PRs did Rashid merge in March 2026"),
+        (QUERIED, "how many's that", "how many PRs did Rashid merge in March 2026"),
+        (DECLINED_SLACK, "U2 is who I had in mind", "How many messages did U2 write in May 2026?"),
+        (DECLINED_SLACK, "oh, sorry: U1 on slack", "How many messages did U1 write in May 2026?"),
+        (QUERIED, "他前一个月呢", "Which PRs did Rashid merge in February 2026?"),  # the same person, the month before
+        (HALF, "and in the second half?", "Which issues did Priya file the second half of 2025?"),
+    ],
+)
 def test_more_follow_up_wordings(previous, asked, standalone):
     assert resolve_offline(asked, [previous], PEOPLE, NOW).standalone == standalone
 
 
 def test_those_months_are_the_window_asked_about_and_her_is_the_person():
-    ranked = {**QUARTER, "standalone": "Who filed the most issues between April and June 2026?", "people": [],
-              "people_text": [], "answer_people": ["Lars Nielsen"]}
-    assert resolve_offline("how many did that person open in those three months?", [ranked], PEOPLE, NOW).standalone == \
-        "filed issues between April and June 2026 how many did Lars Nielsen open"
-    threads = {**QUARTER, "standalone": "Who replied the most in Priya's threads in 2025?", "collection": "messages",
-               "times": ["in 2025"]}
-    assert resolve_offline("how many replies did her threads get altogether?", [threads], PEOPLE, NOW).standalone == \
-        "how many replies did Priya Raman's threads get altogether"
+    ranked = {
+        **QUARTER,
+        "standalone": "Who filed the most issues between April and June 2026?",
+        "people": [],
+        "people_text": [],
+        "answer_people": ["Lars Nielsen"],
+    }
+    assert (
+        resolve_offline("how many did that person open in those three months?", [ranked], PEOPLE, NOW).standalone
+        == "filed issues between April and June 2026 how many did Lars Nielsen open"
+    )
+    threads = {
+        **QUARTER,
+        "standalone": "Who replied the most in Priya's threads in 2025?",
+        "collection": "messages",
+        "times": ["in 2025"],
+    }
+    assert (
+        resolve_offline("how many replies did her threads get altogether?", [threads], PEOPLE, NOW).standalone
+        == "how many replies did Priya Raman's threads get altogether"
+    )
 
 
-OPEN_BUGS = {**QUERIED, "standalone": "how many open issues labelled bug", "collection": "issues", "people": [],
-             "people_text": [], "times": [], "time_ranges": []}
+OPEN_BUGS = {
+    **QUERIED,
+    "standalone": "how many open issues labelled bug",
+    "collection": "issues",
+    "people": [],
+    "people_text": [],
+    "times": [],
+    "time_ranges": [],
+}
 
 
-@pytest.mark.parametrize("asked,standalone", [
-    ("ok now the closed ones", "how many closed issues labelled bug"),   # the other state, not both at once
-    ("and the closed ones?", "how many closed issues labelled bug"),
-    ("what about open ones?", "how many open issues labelled bug"),    # the state it already has: a narrowing
-])
+@pytest.mark.parametrize(
+    "asked,standalone",
+    [
+        ("ok now the closed ones", "how many closed issues labelled bug"),  # the other state, not both at once
+        ("and the closed ones?", "how many closed issues labelled bug"),
+        ("what about open ones?", "how many open issues labelled bug"),  # the state it already has: a narrowing
+    ],
+)
 def test_a_follow_up_naming_another_state_switches_to_it(asked, standalone):
     assert resolve_offline(asked, [OPEN_BUGS], PEOPLE, NOW).standalone.startswith(standalone)
 
 
-LAST_MONTH = {**QUERIED, "standalone": "How many issues came in last month?", "collection": "issues", "people": [],
-              "people_text": [], "times": ["last month"],
-              "time_ranges": [{"text": "last month", "start": "2026-10-01T00:00:00", "end": "2026-11-01T00:00:00"}]}
+LAST_MONTH = {
+    **QUERIED,
+    "standalone": "How many issues came in last month?",
+    "collection": "issues",
+    "people": [],
+    "people_text": [],
+    "times": ["last month"],
+    "time_ranges": [{"text": "last month", "start": "2026-10-01T00:00:00", "end": "2026-11-01T00:00:00"}],
+}
 RANKED_WHOSE = {**RANKED, "standalone": "PRs merged in 2025 whose name is on most"}
 THREADS = {**QUERIED, "standalone": "Rashid's PRs with at least five comments", "times": [], "time_ranges": []}
 
 
-@pytest.mark.parametrize("previous,asked,standalone", [
-    (QUERIED, "let me see them", "list PRs did Rashid merge in March 2026"),
-    (QUERIED, "count those up for me", "how many PRs did Rashid merge in March 2026"),
-    (QUERIED, "how many flaky ones is that, then?", "how many PRs did Rashid merge in March 2026"),
-    (QUERIED, "给我数一下有几个", "how many PRs did Rashid merge in March 2026"),
-    (QUERIED, "and the July figure?", "Which PRs did Rashid merge July 2026?"),
-    (QUERIED, "and from the month before?", "Which PRs did Rashid merge in February 2026?"),
-    (LAST_MONTH, "what about December?", "How many issues came in December 2025?"),  # December not yet come in 2026
-    (RANKED_WHOSE, "how many did they get merged?", "PRs merged in 2025 whose name is on how many did Lars Nielsen get merged"),
-    (THREADS, "so how many does Rashid have", "how many Rashid's PRs with at least five comments"),
-    (QUERIED, "which of Rashid's are still open", "Which PRs did Rashid merge in March 2026 still open"),
-    # a question of its own once its person and time are said; "him" is no owner
-    (QUERIED, "who reviewed him most that month?", "who reviewed Rashid Khan most in March 2026"),
-])
+@pytest.mark.parametrize(
+    "previous,asked,standalone",
+    [
+        (QUERIED, "let me see them", "list PRs did Rashid merge in March 2026"),
+        (QUERIED, "count those up for me", "how many PRs did Rashid merge in March 2026"),
+        (QUERIED, "how many flaky ones is that, then?", "how many PRs did Rashid merge in March 2026"),
+        (QUERIED, "给我数一下有几个", "how many PRs did Rashid merge in March 2026"),
+        (QUERIED, "and the July figure?", "Which PRs did Rashid merge July 2026?"),
+        (QUERIED, "and from the month before?", "Which PRs did Rashid merge in February 2026?"),
+        (LAST_MONTH, "what about December?", "How many issues came in December 2025?"),  # December not yet come in 2026
+        (
+            RANKED_WHOSE,
+            "how many did they get merged?",
+            "PRs merged in 2025 whose name is on how many did Lars Nielsen get merged",
+        ),
+        (THREADS, "so how many does Rashid have", "how many Rashid's PRs with at least five comments"),
+        (QUERIED, "which of Rashid's are still open", "Which PRs did Rashid merge in March 2026 still open"),
+        # a question of its own once its person and time are said; "him" is no owner
+        (QUERIED, "who reviewed him most that month?", "who reviewed Rashid Khan most in March 2026"),
+    ],
+)
 def test_follow_ups_worded_freely(previous, asked, standalone):
     assert resolve_offline(asked, [previous], PEOPLE, NOW).standalone == standalone
 
 
-BUGS = {**QUERIED, "standalone": "issues Rashid closed in March 2026 how many were bugs", "collection": "issues",
-        "narrowed": "how many were bugs"}
+BUGS = {
+    **QUERIED,
+    "standalone": "issues Rashid closed in March 2026 how many were bugs",
+    "collection": "issues",
+    "narrowed": "how many were bugs",
+}
 
 
-@pytest.mark.parametrize("asked,standalone", [
-    ("and enhancements?", "issues Rashid closed in March 2026 how many were enhancements"),  # the other value
-    ("what about docs?", "issues Rashid closed in March 2026 how many were docs"),
-    ("and still open?", "issues Rashid closed in March 2026 how many were bugs still open"),  # a state: added
-])
+@pytest.mark.parametrize(
+    "asked,standalone",
+    [
+        ("and enhancements?", "issues Rashid closed in March 2026 how many were enhancements"),  # the other value
+        ("what about docs?", "issues Rashid closed in March 2026 how many were docs"),
+        ("and still open?", "issues Rashid closed in March 2026 how many were bugs still open"),  # a state: added
+    ],
+)
 def test_a_value_said_after_a_narrowing_replaces_the_one_it_added(asked, standalone):
     out = resolve_offline(asked, [BUGS], PEOPLE, NOW)
     assert out.standalone == standalone

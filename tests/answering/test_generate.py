@@ -33,10 +33,24 @@ def _contexts(settings, *refs):
         if collection == "messages":
             records = list(store.collection(collection).find({"tenant_id": "acme", "thread_ts": records[0]["ts"]}))
         chunk = chunk_collection(collection, records)[0]
-        docs.append(Document(page_content=chunk.text, id=chunk.id, metadata={
-            "chunk_id": chunk.id, "doc_ref": chunk.doc_ref, "collection": collection, "title": chunk.title,
-            "url": chunk.url, "author": chunk.author, "date": chunk.date.isoformat(), "position": chunk.position,
-            "score": 1.0, "retriever": "bm25"}))
+        docs.append(
+            Document(
+                page_content=chunk.text,
+                id=chunk.id,
+                metadata={
+                    "chunk_id": chunk.id,
+                    "doc_ref": chunk.doc_ref,
+                    "collection": collection,
+                    "title": chunk.title,
+                    "url": chunk.url,
+                    "author": chunk.author,
+                    "date": chunk.date.isoformat(),
+                    "position": chunk.position,
+                    "score": 1.0,
+                    "retriever": "bm25",
+                },
+            )
+        )
     return docs
 
 
@@ -45,8 +59,12 @@ def _structured(settings, question):
     result = run_structured(question, settings, now=NOW)
     assert isinstance(result, Success)
     text, citations = compose(result, result.plan.collection)
-    return result, {"answer": text, "citations": citations, "queries": [{"collection": result.plan.collection}],
-                    "records": result.rows}
+    return result, {
+        "answer": text,
+        "citations": citations,
+        "queries": [{"collection": result.plan.collection}],
+        "records": result.rows,
+    }
 
 
 @pytest.fixture
@@ -86,8 +104,7 @@ def test_the_chain_is_told_only_for_a_why_question(redis_story):
 def test_structured_numbers_are_kept_exactly(settings):
     result, structured = _structured(settings, "how many open PRs are labelled security?")
     count = result.rows[0]["count"]
-    answer = compose_answer("how many open PRs are labelled security?", structured=structured, contexts=[],
-                            chain=None)
+    answer = compose_answer("how many open PRs are labelled security?", structured=structured, contexts=[], chain=None)
     assert answer.text == structured["answer"] and str(count) in answer.text
 
 
@@ -95,11 +112,12 @@ def test_structured_citations_come_first_and_a_shared_record_keeps_its_number(se
     result, structured = _structured(settings, "PRs Rashid merged last week")
     alerts = next(r["ref"] for r in result.rows if r["title"].startswith("Add Redis memory alerts"))
     contexts = _contexts(settings, ("pull_requests", alerts), ("pull_requests", REDIS["pr"]))
-    answer = compose_answer("PRs Rashid merged last week about Redis", structured=structured, contexts=contexts,
-                            chain=None)
+    answer = compose_answer(
+        "PRs Rashid merged last week about Redis", structured=structured, contexts=contexts, chain=None
+    )
     assert answer.text.startswith(structured["answer"])
     ids = [c["id"] for c in answer.citations]
-    assert ids[:len(result.rows)] == [r["ref"] for r in result.rows] and ids[-1] == REDIS["pr"]
+    assert ids[: len(result.rows)] == [r["ref"] for r in result.rows] and ids[-1] == REDIS["pr"]
     n = ids.index(alerts) + 1
     assert f"[{n}]" in answer.text.split("From the sources:")[1]  # the snippet reuses the row's number
     assert all(c["url"].startswith("https://github.com/") for c in answer.citations)
@@ -110,7 +128,10 @@ def test_declining_says_so_and_invents_nothing(redis_story):
     answer = compose_answer("What is the office wifi password?", contexts=contexts, chain=chain, declined=True)
     assert answer.citations == []
     assert answer.text.startswith("Nothing in the sources answers this question.")
-    assert "What is the office wifi password?" in answer.text and "2 passages came back and none of them answers it" in answer.text
+    assert (
+        "What is the office wifi password?" in answer.text
+        and "2 passages came back and none of them answers it" in answer.text
+    )
     assert "Redis" not in answer.text and "[" not in answer.text
     one = compose_answer("What is the office wifi password?", contexts=contexts[:1], chain=chain, declined=True)
     assert "; 1 passage came back and it does not answer it, so I give no answer." in one.text
@@ -118,12 +139,20 @@ def test_declining_says_so_and_invents_nothing(redis_story):
 
 def test_model_citations_are_rederived_and_unknown_ones_dropped(redis_story):
     contexts, chain = redis_story
-    llm = FakeListChatModel(responses=[("Evictions logged users out, so the cache moved to Redis [1]. "
-                                       "The team debated it first [2][17]. It fixed [ENG-231] [ADR-9].")])
+    llm = FakeListChatModel(
+        responses=[
+            (
+                "Evictions logged users out, so the cache moved to Redis [1]. "
+                "The team debated it first [2][17]. It fixed [ENG-231] [ADR-9]."
+            )
+        ]
+    )
     answer = generate_answer(llm, WHY, structured=None, contexts=contexts, chain=chain)
     issue = next(c["n"] for c in answer.citations if c["id"] == REDIS["issue"])  # a linked record, by its id
-    assert answer.text == ("Evictions logged users out, so the cache moved to Redis [1]. "
-                           f"The team debated it first [2]. It fixed [{issue}] [ADR-9].")
+    assert answer.text == (
+        "Evictions logged users out, so the cache moved to Redis [1]. "
+        f"The team debated it first [2]. It fixed [{issue}] [ADR-9]."
+    )
     assert [(c["n"], c["id"]) for c in answer.citations] == [(1, REDIS["pr"]), (2, THREAD), (issue, REDIS["issue"])]
 
 
@@ -131,19 +160,34 @@ def test_model_answers_keep_the_structured_text_verbatim(settings):
     result, structured = _structured(settings, "PRs Rashid merged last week")
     contexts = _contexts(settings, ("pull_requests", REDIS["pr"]))
     reply = f"One of them follows up on the Redis session cache switch [{len(result.rows) + 1}]."
-    answer = generate_answer(FakeListChatModel(responses=[reply]), "PRs Rashid merged last week about Redis",
-                             structured=structured, contexts=contexts, chain=None)
+    answer = generate_answer(
+        FakeListChatModel(responses=[reply]),
+        "PRs Rashid merged last week about Redis",
+        structured=structured,
+        contexts=contexts,
+        chain=None,
+    )
     assert answer.text == structured["answer"] + "\n\n" + reply
     assert [c["id"] for c in answer.citations] == [r["ref"] for r in result.rows] + [REDIS["pr"]]
 
 
 def test_a_model_that_declines_or_cites_nothing_is_not_trusted(redis_story):
     contexts, chain = redis_story
-    declined = generate_answer(FakeListChatModel(responses=["NO_ANSWER"]), "What is the office wifi password?",
-                               structured=None, contexts=contexts, chain=chain)
+    declined = generate_answer(
+        FakeListChatModel(responses=["NO_ANSWER"]),
+        "What is the office wifi password?",
+        structured=None,
+        contexts=contexts,
+        chain=chain,
+    )
     assert declined.text.startswith("Nothing in the sources answers") and declined.citations == []
-    uncited = generate_answer(FakeListChatModel(responses=["Redis is faster than Memcached."]), WHY,
-                              structured=None, contexts=contexts, chain=chain)
+    uncited = generate_answer(
+        FakeListChatModel(responses=["Redis is faster than Memcached."]),
+        WHY,
+        structured=None,
+        contexts=contexts,
+        chain=chain,
+    )
     assert uncited.text == compose_answer(WHY, contexts=contexts, chain=chain).text
 
 

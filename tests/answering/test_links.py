@@ -24,10 +24,10 @@ def _principals(settings, login):
 
 def test_references_read_keys_urls_and_closing_words(settings):
     pr = {r.target: r for r in references(_record(settings, "pull_requests", REDIS["pr"]))}
-    assert pr[REDIS["issue"]].cue == "fixes"           # "Fixes ENG-231"
-    assert "ADR-007" in pr                             # "See ADR-007"
+    assert pr[REDIS["issue"]].cue == "fixes"  # "Fixes ENG-231"
+    assert "ADR-007" in pr  # "See ADR-007"
     thread = {r.target for r in references(_record(settings, "messages", THREAD))}
-    assert {REDIS["issue"], REDIS["pr"]} <= thread     # from the Jira and GitHub URLs of Slack links
+    assert {REDIS["issue"], REDIS["pr"]} <= thread  # from the Jira and GitHub URLs of Slack links
     doc = {r.target: r for r in references(_record(settings, "documents", REDIS["doc"]))}
     assert {REDIS["issue"], REDIS["pr"], THREAD} <= set(doc)  # the permalink is read as the message ref
     assert doc[REDIS["pr"]].cue == "implemented in"
@@ -35,8 +35,13 @@ def test_references_read_keys_urls_and_closing_words(settings):
 
 
 def test_references_in_chinese_text_and_bare_numbers():
-    refs = references({"ref": "acme/infra#900", "repo": "acme/infra",
-                       "body": "修复见OPS-142的讨论，另见 acme/web#2093和#812。Fixes PAY-88"})
+    refs = references(
+        {
+            "ref": "acme/infra#900",
+            "repo": "acme/infra",
+            "body": "修复见OPS-142的讨论，另见 acme/web#2093和#812。Fixes PAY-88",
+        }
+    )
     found = {r.target: r.cue for r in refs}
     assert found == {"OPS-142": None, "acme/web#2093": None, "acme/infra#812": None, "PAY-88": "fixes"}
     # A Slack message has no repository: a bare "#812" there is not a reference.
@@ -86,7 +91,8 @@ def test_a_private_thread_is_followed_for_members_only(settings):
     assert private_channel in channels(seen_by_member)
     private_thread = f"{private_channel}:{STRIPE['thread']['ts']}"
     assert (STRIPE["pr"], "discussed in", private_thread) in {
-        (link.source, link.relation, link.target) for link in seen_by_member.links}
+        (link.source, link.relation, link.target) for link in seen_by_member.links
+    }
     # Starting from the private thread itself gives an outsider nothing at all.
     assert follow_links(store, "acme", outsider, [STRIPE["thread"]["permalink"]]).records == []
     assert follow_links(store, "acme", member, [STRIPE["thread"]["permalink"]]).start == [private_thread]
@@ -131,14 +137,24 @@ def test_the_link_index_follows_writes_and_deletes(tmp_path):
     settings = Settings(data_dir=tmp_path, mongodb_uri=None)
 
     def message(ts, text):
-        return {"channel": "eng", "channel_id": "C1", "user": "U1", "ts": ts, "text": text, "acl": ["*"],
-                "source": "slack:test"}
+        return {
+            "channel": "eng",
+            "channel_id": "C1",
+            "user": "U1",
+            "ts": ts,
+            "text": text,
+            "acl": ["*"],
+            "source": "slack:test",
+        }
 
     ingest(settings, {"t1": {"messages": [message("1700000000.000100", "see ENG-1")]}}, index=False)
     links = LinkIndex.synced(open_store(settings)).for_tenant("t1")
     assert links.lookup(REFERRER, ["ENG-1"]) == {("messages", "C1:1700000000.000100")}
-    ingest(settings, {"t1": {"messages": [message("1700000000.000100", "see ENG-2"),
-                                          message("1700000001.000100", "and ENG-1")]}}, index=False)
+    ingest(
+        settings,
+        {"t1": {"messages": [message("1700000000.000100", "see ENG-2"), message("1700000001.000100", "and ENG-1")]}},
+        index=False,
+    )
     links = LinkIndex.synced(open_store(settings)).for_tenant("t1")
     assert links.lookup(REFERRER, ["ENG-1"]) == {("messages", "C1:1700000001.000100")}
     assert links.lookup(REFERRER, ["ENG-2"]) == {("messages", "C1:1700000000.000100")}
@@ -157,13 +173,21 @@ def test_a_record_written_after_the_last_one_was_deleted_is_linked(tmp_path):
 
     settings = Settings(data_dir=tmp_path, mongodb_uri=None)
     store = open_store(settings)
-    store.upsert("messages", "t1", [{"ref": "C1:1.1", "channel_id": "C1", "ts": "1.1", "text": "see ENG-1", "acl": ["*"]},
-                                    {"ref": "C1:2.2", "channel_id": "C1", "ts": "2.2", "text": "see ENG-2", "acl": ["*"]}])
+    store.upsert(
+        "messages",
+        "t1",
+        [
+            {"ref": "C1:1.1", "channel_id": "C1", "ts": "1.1", "text": "see ENG-1", "acl": ["*"]},
+            {"ref": "C1:2.2", "channel_id": "C1", "ts": "2.2", "text": "see ENG-2", "acl": ["*"]},
+        ],
+    )
     store.commit()
     LinkIndex.synced(store)
     store.delete_missing("messages", "t1", {"C1:1.1"}, {})
     store.commit()
-    store.upsert("messages", "t1", [{"ref": "C1:3.3", "channel_id": "C1", "ts": "3.3", "text": "see ENG-3", "acl": ["*"]}])
+    store.upsert(
+        "messages", "t1", [{"ref": "C1:3.3", "channel_id": "C1", "ts": "3.3", "text": "see ENG-3", "acl": ["*"]}]
+    )
     store.commit()
     links = LinkIndex.synced(store).for_tenant("t1")
     assert links.lookup(REFERRER, ["ENG-3"]) == {("messages", "C1:3.3")}

@@ -31,20 +31,32 @@ def _route(settings, question, tenant="acme", asker=None, llm=None) -> RouteDeci
     settings = settings.with_overrides(tenant=tenant)
     settings = settings.with_overrides(asker=asker)
     resolution = resolve_once(question, NOW, settings)
-    resolved = None if resolution.get("error") else planning_context(
-        {"question": question, "now": NOW.isoformat(), "resolution": resolution}, settings)
-    return route_question(question, settings=settings, catalog=catalog_for(settings), resolved=resolved,
-                          unresolved=resolution.get("error"), llm=llm)
+    resolved = (
+        None
+        if resolution.get("error")
+        else planning_context({"question": question, "now": NOW.isoformat(), "resolution": resolution}, settings)
+    )
+    return route_question(
+        question,
+        settings=settings,
+        catalog=catalog_for(settings),
+        resolved=resolved,
+        unresolved=resolution.get("error"),
+        llm=llm,
+    )
 
 
-@pytest.mark.parametrize("question,route", [
-    ("why did we switch the cache to Redis?", "semantic"),
-    ("PRs merged last week about auth", "hybrid"),
-    ("how many open PRs are labelled security?", "structured"),
-    ("上周张伟合并了哪些PR？", "structured"),
-    ("为什么要把 CI 迁移到自托管 runner？", "semantic"),
-    ("what did we decide about duplicate charges in payments last September?", "hybrid"),
-])
+@pytest.mark.parametrize(
+    "question,route",
+    [
+        ("why did we switch the cache to Redis?", "semantic"),
+        ("PRs merged last week about auth", "hybrid"),
+        ("how many open PRs are labelled security?", "structured"),
+        ("上周张伟合并了哪些PR？", "structured"),
+        ("为什么要把 CI 迁移到自托管 runner？", "semantic"),
+        ("what did we decide about duplicate charges in payments last September?", "hybrid"),
+    ],
+)
 def test_the_briefs_examples(settings, question, route):
     decision = _route(settings, question)
     assert decision.route == route, decision.reasons
@@ -52,13 +64,16 @@ def test_the_briefs_examples(settings, question, route):
     assert (decision.topic is not None) == (route == "hybrid")
 
 
-@pytest.mark.parametrize("question,route", [
-    ("how many PRs mention Redis?", "structured"),         # "how many" asks for a number, not an explanation
-    ("PRs about background jobs", "hybrid"),               # "background" here is a topic word
-    ("list the architecture decision records", "structured"),  # "decision records" are a kind of document
-    ("what did Rashid do last week?", "hybrid"),           # conditions, but no kind of record named
-    ("my open PRs", "structured"),                         # no asker: the structured half asks who "my" is
-])
+@pytest.mark.parametrize(
+    "question,route",
+    [
+        ("how many PRs mention Redis?", "structured"),  # "how many" asks for a number, not an explanation
+        ("PRs about background jobs", "hybrid"),  # "background" here is a topic word
+        ("list the architecture decision records", "structured"),  # "decision records" are a kind of document
+        ("what did Rashid do last week?", "hybrid"),  # conditions, but no kind of record named
+        ("my open PRs", "structured"),  # no asker: the structured half asks who "my" is
+    ],
+)
 def test_cue_words_are_read_in_context(settings, question, route):
     assert _route(settings, question).route == route
 
@@ -164,6 +179,8 @@ def test_a_real_chat_model_routes_the_dev_set(settings):
         if decision.route != row["route"]:
             wrong.append((row["id"], decision.route, row["route"]))
     accuracy = 1 - len(wrong) / len(DEV)
-    print(f"\nLLM routing accuracy {accuracy:.3f} ({len(DEV) - len(wrong)}/{len(DEV)}); "
-          f"model failures (offline route kept): {failed}; wrong: {wrong}")
+    print(
+        f"\nLLM routing accuracy {accuracy:.3f} ({len(DEV) - len(wrong)}/{len(DEV)}); "
+        f"model failures (offline route kept): {failed}; wrong: {wrong}"
+    )
     assert len(failed) <= len(DEV) // 10, failed

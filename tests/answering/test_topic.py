@@ -17,17 +17,23 @@ _graph = build_graph(checkpointer=InMemorySaver())
 
 def _ask(sample_dir, question, user="priyar"):
     config = {"configurable": {"thread_id": uuid.uuid4().hex}}
-    out = _graph.invoke({"question": question, "now": NOW}, config,
-                        context={"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False, "user": user})
+    out = _graph.invoke(
+        {"question": question, "now": NOW},
+        config,
+        context={"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False, "user": user},
+    )
     return {**_graph.get_state(config).values, **out}
 
 
-@pytest.mark.parametrize("question", [
-    "what happened with the duplicate charges in payments in September?",   # make demo's question
-    "why were customers charged twice in payments in September?",
-    "what went wrong with duplicate charges in the payments repo last September?",
-    "9月支付仓库里关于重复扣款的PR",
-])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what happened with the duplicate charges in payments in September?",  # make demo's question
+        "why were customers charged twice in payments in September?",
+        "what went wrong with duplicate charges in the payments repo last September?",
+        "9月支付仓库里关于重复扣款的PR",
+    ],
+)
 def test_hybrid_answer_leads_with_the_record_about_the_topic(sample_dir, question):
     out = _ask(sample_dir, question)
     assert out["route"] == "hybrid"
@@ -85,8 +91,10 @@ def test_one_topic_word_of_two_is_not_the_topic():
 
 
 def test_a_row_linked_to_a_hit_about_the_topic_matches_only_when_the_hit_is_about_it():
-    hits = [{"doc_ref": "DOC-9", "text": "Postmortem: unrelated outage"},
-            {"doc_ref": "DOC-31", "text": "Postmortem: duplicate charges from retried callbacks"}]
+    hits = [
+        {"doc_ref": "DOC-9", "text": "Postmortem: unrelated outage"},
+        {"doc_ref": "DOC-31", "text": "Postmortem: duplicate charges from retried callbacks"},
+    ]
     seen = []
 
     def linked(refs):
@@ -94,16 +102,25 @@ def test_a_row_linked_to_a_hit_about_the_topic_matches_only_when_the_hit_is_abou
         return [("DOC-31", "r#3"), ("DOC-9", "r#4"), ("DOC-31", "elsewhere#7")]
 
     match = match_topic("duplicate charges", ROWS, ["title"], PIPELINE, hits, linked)
-    assert seen == [["DOC-31"]]          # only hits about the topic are followed
+    assert seen == [["DOC-31"]]  # only hits about the topic are followed
     assert match.matched == ["r#1", "r#3"]  # the row's own words first, then the linked row
     assert "elsewhere#7" not in match.matched  # a link never adds a record the query did not return
 
 
 def test_words_the_query_filters_on_are_not_topic_words():
     # The full-text words are the topic, not a filter; values inside operators are.
-    assert filter_words([{"$match": {"repo": "acme/payments", "$text": {"$search": "charges"},
-                                     "labels.name": {"$in": ["bug"]}, "merged_at": {"$gte": "x"}}}]) == {
-        "acm", "payment", "bug", "repo", "label", "name", "merg", "at", "x"}
+    assert filter_words(
+        [
+            {
+                "$match": {
+                    "repo": "acme/payments",
+                    "$text": {"$search": "charges"},
+                    "labels.name": {"$in": ["bug"]},
+                    "merged_at": {"$gte": "x"},
+                }
+            }
+        ]
+    ) == {"acm", "payment", "bug", "repo", "label", "name", "merg", "at", "x"}
     match = match_topic("payments", ROWS, ["title", "repo"], PIPELINE, [], _no_links)
     assert match.matched == ["r#1", "r#2", "r#3", "r#4"]  # the topic is the filter itself: every row
 
@@ -123,13 +140,17 @@ def test_a_list_of_the_askers_records_is_not_narrowed_to_its_wording(sample_dir)
 
 # Advice questions: "I"/"we" is anyone, not a filter on the asker's records.
 
-@pytest.mark.parametrize("question", [
-    "what should I do when a payment callback is retried?",
-    "how do I roll back a deploy?",
-    "how do we deploy the api?",
-    "where can I find the ADRs?",
-    "我应该怎么处理支付回调重试？",
-])
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what should I do when a payment callback is retried?",
+        "how do I roll back a deploy?",
+        "how do we deploy the api?",
+        "where can I find the ADRs?",
+        "我应该怎么处理支付回调重试？",
+    ],
+)
 @pytest.mark.parametrize("user", ["rsh-dev", ""])
 def test_advice_questions_are_not_filtered_by_the_asker(sample_dir, settings, question, user):
     from context_engine.query.engine import resolve
@@ -145,8 +166,10 @@ def test_advice_questions_are_not_filtered_by_the_asker(sample_dir, settings, qu
         assert not any("rsh-dev" in str(q.get("pipeline")) for q in out["queries"])
 
 
-@pytest.mark.parametrize("question", ["what did I merge last week?", "my open PRs", "PRs assigned to me",
-                                      "issues I reported", "我上周合并了哪些PR？"])
+@pytest.mark.parametrize(
+    "question",
+    ["what did I merge last week?", "my open PRs", "PRs assigned to me", "issues I reported", "我上周合并了哪些PR？"],
+)
 def test_first_person_filters_still_need_the_asker(settings, question):
     from context_engine.query.engine import resolve
     from context_engine.resources import catalog_for
@@ -160,6 +183,7 @@ def test_first_person_filters_still_need_the_asker(settings, question):
 
 
 # "who owns X?": the documents that say so, never a structured guess.
+
 
 def test_who_owns_is_answered_from_the_document_that_says_so(sample_dir):
     out = _ask(sample_dir, "who owns the session cache?")
@@ -181,14 +205,28 @@ def test_ownership_statements_are_about_the_subject_and_are_not_questions():
 
     from context_engine.answering.generate import is_ownership_question, ownership_statements
 
-    hits = [Document("Who owns the session cache these days?\nI think Lars knows", id="c1",
-                     metadata={"doc_ref": "C1:1", "title": "#infra"}),
-            Document("Status: Accepted · Owner: Priya\nWe use dbt.", id="c2",
-                     metadata={"doc_ref": "DOC-6", "title": "ADR-006: Use dbt for warehouse transformations"}),
-            Document("## Open questions\nOwnership after launch.", id="c3",
-                     metadata={"doc_ref": "DOC-19", "title": "RFC: the session cache rollout"}),
-            Document("**Owner:** Rashid Khan\nThe session cache lives in Redis.", id="c4",
-                     metadata={"doc_ref": "DOC-14", "title": "ADR-007: Use Redis for the session cache"})]
+    hits = [
+        Document(
+            "Who owns the session cache these days?\nI think Lars knows",
+            id="c1",
+            metadata={"doc_ref": "C1:1", "title": "#infra"},
+        ),
+        Document(
+            "Status: Accepted · Owner: Priya\nWe use dbt.",
+            id="c2",
+            metadata={"doc_ref": "DOC-6", "title": "ADR-006: Use dbt for warehouse transformations"},
+        ),
+        Document(
+            "## Open questions\nOwnership after launch.",
+            id="c3",
+            metadata={"doc_ref": "DOC-19", "title": "RFC: the session cache rollout"},
+        ),
+        Document(
+            "**Owner:** Rashid Khan\nThe session cache lives in Redis.",
+            id="c4",
+            metadata={"doc_ref": "DOC-14", "title": "ADR-007: Use Redis for the session cache"},
+        ),
+    ]
     found = ownership_statements("who owns the session cache?", hits)
     assert [d.metadata["doc_ref"] for d in found] == ["DOC-14"] and found[0].page_content == "Owner: Rashid Khan"
     assert is_ownership_question("会话缓存谁负责？") and is_ownership_question("who's the owner of billing?")

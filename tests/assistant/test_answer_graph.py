@@ -16,15 +16,32 @@ _traced = build_graph(checkpointer=InMemorySaver())  # to read the whole state (
 def _ask(sample_dir, question, **context):
     """The output and the working state (semantic hits, fused list) of one question."""
     config = {"configurable": {"thread_id": uuid.uuid4().hex}}
-    out = _traced.invoke({"question": question, "now": NOW}, config,
-                         context={"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False, **context})
+    out = _traced.invoke(
+        {"question": question, "now": NOW},
+        config,
+        context={"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False, **context},
+    )
     return {**_traced.get_state(config).values, **out}
 
 
 def test_every_node_is_in_the_graph():
     drawn = graph.get_graph(xray=True).draw_mermaid()
-    for node in ("start_turn", "respond", "route", "structured_query", "retrieve", "fuse", "rerank", "compress", "generate", "reflect",
-                 "resolve", "generate_query", "validate_query", "execute_query"):
+    for node in (
+        "start_turn",
+        "respond",
+        "route",
+        "structured_query",
+        "retrieve",
+        "fuse",
+        "rerank",
+        "compress",
+        "generate",
+        "reflect",
+        "resolve",
+        "generate_query",
+        "validate_query",
+        "execute_query",
+    ):
         assert node in drawn, node
     edges = {(e.source, e.target) for e in graph.get_graph().edges}
     assert ("reflect", "retrieve") in edges  # the bounded retry after reflection
@@ -73,8 +90,10 @@ def test_a_tenant_never_sees_another_tenants_records(sample_dir):
     acme = _ask(sample_dir, "why did we move the session store to DynamoDB?")
     refs = {c["id"] for c in acme["citations"]} | {h["doc_ref"] for h in acme["fused"]}
     assert STORIES["globex_dynamodb_sessions"]["pr"] not in refs
-    globex = graph.invoke({"question": "why did we move the session store to DynamoDB?", "now": NOW},
-                          context={"data_dir": str(sample_dir), "tenant": "globex", "use_llm": False})
+    globex = graph.invoke(
+        {"question": "why did we move the session store to DynamoDB?", "now": NOW},
+        context={"data_dir": str(sample_dir), "tenant": "globex", "use_llm": False},
+    )
     assert STORIES["globex_dynamodb_sessions"]["pr"] in {c["id"] for c in globex["citations"]}
 
 

@@ -30,6 +30,7 @@ def _context(sample_dir, **extra):
 
 # --- the drawn schema (Studio's assistant form, LangServe's config schema) -------------------------
 
+
 def _assert_a_plain_form(properties: dict[str, Any]) -> None:
     assert set(properties) == set(FIELDS) and not HOOKS & set(properties)
     for name, prop in properties.items():
@@ -69,18 +70,22 @@ def test_a_chat_model_instance_is_still_accepted_from_python():
 
 # --- a dict context, checked ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("given, says", [
-    ({"usr": "rsh-dev"}, "unknown context key 'usr' (did you mean 'user'?)"),
-    ({"tenat": "acme"}, "(did you mean 'tenant'?)"),
-    ({"routermodel": "x"}, "(did you mean 'router_model'?)"),
-    ({"zzz": 1}, "unknown context key 'zzz'; the context's keys are tenant, user, data_dir"),
-    ({"planner": "x"}, "'planner' is a library hook, not a context key: pass LibraryContext(planner=...)"),
-    ({"base_settings": {}}, "LibraryContext(base_settings=...)"),
-    ({"use_llm": "no"}, "context key 'use_llm' must be true or false, got str 'no'"),
-    ({"anonymous": 1}, "context key 'anonymous' must be true or false"),
-    ({"user": ["rsh-dev"]}, "context key 'user' must be a string, got list"),
-    ({"model": 3}, "context key 'model' must be a string (a model spec) or a LangChain chat model"),
-])
+
+@pytest.mark.parametrize(
+    "given, says",
+    [
+        ({"usr": "rsh-dev"}, "unknown context key 'usr' (did you mean 'user'?)"),
+        ({"tenat": "acme"}, "(did you mean 'tenant'?)"),
+        ({"routermodel": "x"}, "(did you mean 'router_model'?)"),
+        ({"zzz": 1}, "unknown context key 'zzz'; the context's keys are tenant, user, data_dir"),
+        ({"planner": "x"}, "'planner' is a library hook, not a context key: pass LibraryContext(planner=...)"),
+        ({"base_settings": {}}, "LibraryContext(base_settings=...)"),
+        ({"use_llm": "no"}, "context key 'use_llm' must be true or false, got str 'no'"),
+        ({"anonymous": 1}, "context key 'anonymous' must be true or false"),
+        ({"user": ["rsh-dev"]}, "context key 'user' must be a string, got list"),
+        ({"model": 3}, "context key 'model' must be a string (a model spec) or a LangChain chat model"),
+    ],
+)
 def test_a_bad_context_key_or_value_is_refused_in_one_sentence(given, says):
     with pytest.raises(ContextError) as raised:
         run_context(given)
@@ -98,8 +103,9 @@ def test_async_runs_are_checked_off_the_event_loop(sample_dir, monkeypatch):
     in a worker thread, and a bad context fails `ainvoke` as it fails `invoke`."""
     threads = []
     real = graph_module.check_tenant_known
-    monkeypatch.setattr(graph_module, "check_tenant_known",
-                        lambda s: threads.append(threading.current_thread()) or real(s))
+    monkeypatch.setattr(
+        graph_module, "check_tenant_known", lambda s: threads.append(threading.current_thread()) or real(s)
+    )
 
     async def run():
         out = await graph.ainvoke("open PRs", context=_context(sample_dir, user="priyar"))
@@ -117,12 +123,16 @@ def test_null_is_the_default():
 
 # --- legacy configurable keys ---------------------------------------------------------------------
 
+
 def test_configurable_context_keys_are_honoured_without_a_context(sample_dir):
     """`config={"configurable": {...}}` (LangGraph before `context=`) names the asker as `context` does."""
-    legacy = graph.invoke({"question": "open issues assigned to me", "now": NOW},
-                          config={"configurable": {**_context(sample_dir), "user": "priyar", "thread_id": "t"}})
-    current = graph.invoke({"question": "open issues assigned to me", "now": NOW},
-                           context=_context(sample_dir, user="priyar"))
+    legacy = graph.invoke(
+        {"question": "open issues assigned to me", "now": NOW},
+        config={"configurable": {**_context(sample_dir), "user": "priyar", "thread_id": "t"}},
+    )
+    current = graph.invoke(
+        {"question": "open issues assigned to me", "now": NOW}, context=_context(sample_dir, user="priyar")
+    )
     assert legacy["records"] and legacy["records"] == current["records"]
     assert all(r["fields"]["assignee"]["name"] == "praman" for r in legacy["records"])
 
@@ -156,13 +166,17 @@ def test_the_graph_as_a_node_of_another_runs_in_the_parent_s_context(sample_dir)
     builder.add_edge(START, "context_engine")
     builder.add_edge("context_engine", END)
     recorder = _Recorder()
-    out = builder.compile().invoke({"question": "open issues assigned to me", "now": NOW},
-                                   config={"callbacks": [recorder]}, context=_context(sample_dir, user="priyar"))
+    out = builder.compile().invoke(
+        {"question": "open issues assigned to me", "now": NOW},
+        config={"callbacks": [recorder]},
+        context=_context(sample_dir, user="priyar"),
+    )
     assert out["records"] and all(r["fields"]["assignee"]["name"] == "praman" for r in out["records"])
     assert any(name == "start_turn" and m.get("user") == "priyar" for name, m in recorder.starts)
 
 
 # --- the tenant -----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("user", ["priyar", ""])
 def test_an_unknown_tenant_is_named_with_the_known_ones(sample_dir, user):
@@ -178,14 +192,16 @@ def test_an_invalid_tenant_name_is_refused_before_any_store_is_opened(tmp_path):
 
 # --- one Settings per run -------------------------------------------------------------------------
 
+
 def test_settings_are_built_once_per_run_and_afresh_for_the_next(sample_dir, monkeypatch):
     built = []
     real = Context._build_settings
     monkeypatch.setattr(Context, "_build_settings", lambda self: built.append(1) or real(self))
     reused = Context(**_context(sample_dir, user="priyar"))
     # Hybrid: router, both halves (the subgraph's four nodes), fuse ... respond, all on one Settings.
-    graph.invoke({"question": "what happened with the duplicate charges in payments in September?", "now": NOW},
-                 context=reused)
+    graph.invoke(
+        {"question": "what happened with the duplicate charges in payments in September?", "now": NOW}, context=reused
+    )
     assert len(built) == 1
     monkeypatch.setenv("CONTEXT_ENGINE_CONTEXT_SET", "0")  # read by the next run, not cached across runs
     seen = []
@@ -196,6 +212,7 @@ def test_settings_are_built_once_per_run_and_afresh_for_the_next(sample_dir, mon
 
 # --- trace metadata -------------------------------------------------------------------------------
 
+
 class _Recorder(BaseCallbackHandler):
     def __init__(self) -> None:
         self.starts: list[tuple[str, dict[str, Any]]] = []
@@ -204,15 +221,19 @@ class _Recorder(BaseCallbackHandler):
         self.starts.append((name or "", dict(metadata or {})))
 
 
-@pytest.mark.parametrize("given, tenant, user", [
-    ({"user": "priyar"}, "acme", "priyar"),
-    ({"user": "priyar", "anonymous": True}, "acme", ""),
-    ({"tenant": "globex"}, "globex", ""),
-])
+@pytest.mark.parametrize(
+    "given, tenant, user",
+    [
+        ({"user": "priyar"}, "acme", "priyar"),
+        ({"user": "priyar", "anonymous": True}, "acme", ""),
+        ({"tenant": "globex"}, "globex", ""),
+    ],
+)
 def test_every_run_of_the_graph_carries_the_tenant_and_the_asker(sample_dir, given, tenant, user):
     recorder = _Recorder()
-    graph.invoke({"question": "open PRs", "now": NOW}, config={"callbacks": [recorder]},
-                 context=_context(sample_dir, **given))
+    graph.invoke(
+        {"question": "open PRs", "now": NOW}, config={"callbacks": [recorder]}, context=_context(sample_dir, **given)
+    )
     names = [name for name, _ in recorder.starts]
     assert names[0] == "context_engine" and {"start_turn", "route", "respond"} <= set(names)
     assert all(m.get("tenant") == tenant and m.get("user") == user for _, m in recorder.starts), recorder.starts[:3]
@@ -220,12 +241,16 @@ def test_every_run_of_the_graph_carries_the_tenant_and_the_asker(sample_dir, giv
 
 def test_the_caller_s_metadata_is_kept_beside_the_tenant(sample_dir):
     recorder = _Recorder()
-    graph.invoke("open PRs", config={"callbacks": [recorder], "metadata": {"session": "s1"}},
-                 context=_context(sample_dir, user="priyar"))
+    graph.invoke(
+        "open PRs",
+        config={"callbacks": [recorder], "metadata": {"session": "s1"}},
+        context=_context(sample_dir, user="priyar"),
+    )
     assert recorder.starts[0][1]["session"] == "s1" and recorder.starts[0][1]["user"] == "priyar"
 
 
 # --- a turn's working state -----------------------------------------------------------------------
+
 
 def test_every_state_field_is_kept_or_reset_when_a_turn_starts():
     reset = turn_reset()
@@ -257,8 +282,9 @@ def test_a_turn_leaves_no_working_state_to_the_next(sample_dir):
     context = _context(sample_dir, user="larsn")
     first = threaded.invoke({"question": "how many open PRs are there?", "now": NOW}, config, context=context)
     assert first["route"] == "structured" and threaded.get_state(config).values["plan"]
-    second = threaded.invoke({"question": "why did we switch the session cache to Redis?", "now": NOW}, config,
-                             context=context)
+    second = threaded.invoke(
+        {"question": "why did we switch the session cache to Redis?", "now": NOW}, config, context=context
+    )
     values = threaded.get_state(config).values
     assert second["route"] == "semantic" and values["plan"] == {} and values["rows"] == []
     assert values["attempts"] == [] and not any("count" in r for r in second["records"])

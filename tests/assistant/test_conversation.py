@@ -28,17 +28,35 @@ ENGLISH = [
     ("and in October?", "PRs Rashid merged in October 2026", _merged("rsh-dev", OCTOBER)),  # the window's year
     ("what about Priya?", "PRs Priya merged in October 2026", _merged("priyar", OCTOBER)),
     ("他呢？", "PRs Rashid Khan merged in October 2026", _merged("rsh-dev", OCTOBER)),
-    ("PRs Priya opened in October", "PRs Priya opened in October",
-     ("pull_requests", [{"$match": {"user.login": "priyar", "created_at": OCTOBER}}])),
-    ("which of those are still open?", "PRs Priya opened in October open",
-     ("pull_requests", [{"$match": {"user.login": "priyar", "created_at": OCTOBER, "state": "open"}}])),
+    (
+        "PRs Priya opened in October",
+        "PRs Priya opened in October",
+        ("pull_requests", [{"$match": {"user.login": "priyar", "created_at": OCTOBER}}]),
+    ),
+    (
+        "which of those are still open?",
+        "PRs Priya opened in October open",
+        ("pull_requests", [{"$match": {"user.login": "priyar", "created_at": OCTOBER, "state": "open"}}]),
+    ),
     ("open PRs", "open PRs", ("pull_requests", [{"$match": {"state": "open"}}])),
-    ("only the ones in payments", "open PRs in payments",
-     ("pull_requests", [{"$match": {"state": "open", "repo": "acme/payments"}}])),
-    ("open issues assigned to me", "open issues assigned to me",
-     ("issues", [{"$match": {"fields.assignee.name": "rkhan", "fields.status.name": {"$nin": ["Done", "Won't Do"]}}}])),
-    ("李娜呢？", "open issues assigned to 李娜",
-     ("issues", [{"$match": {"fields.assignee.name": "nli", "fields.status.name": {"$nin": ["Done", "Won't Do"]}}}])),
+    (
+        "only the ones in payments",
+        "open PRs in payments",
+        ("pull_requests", [{"$match": {"state": "open", "repo": "acme/payments"}}]),
+    ),
+    (
+        "open issues assigned to me",
+        "open issues assigned to me",
+        (
+            "issues",
+            [{"$match": {"fields.assignee.name": "rkhan", "fields.status.name": {"$nin": ["Done", "Won't Do"]}}}],
+        ),
+    ),
+    (
+        "李娜呢？",
+        "open issues assigned to 李娜",
+        ("issues", [{"$match": {"fields.assignee.name": "nli", "fields.status.name": {"$nin": ["Done", "Won't Do"]}}}]),
+    ),
 ]
 
 CHINESE = [
@@ -56,9 +74,14 @@ def thread_graph():
 def _gold(sample_dir, collection, pipeline):
     settings = Settings(data_dir=sample_dir, tenant="acme", asker="rsh-dev", use_llm=False)
     catalog = catalog_for(settings)
-    rows = run_pipeline(store_for(settings), collection, pipeline, tenant="acme",
-                        principals=principals_of(catalog.directory.asker("rsh-dev")),
-                        schema=catalog.schemas.get(collection))
+    rows = run_pipeline(
+        store_for(settings),
+        collection,
+        pipeline,
+        tenant="acme",
+        principals=principals_of(catalog.directory.asker("rsh-dev")),
+        schema=catalog.schemas.get(collection),
+    )
     return {r["ref"] for r in rows}
 
 
@@ -67,8 +90,9 @@ def test_follow_ups_resolve_against_earlier_turns(sample_dir, thread_graph, scri
     config = {"configurable": {"thread_id": uuid.uuid4().hex}}
     context = {"data_dir": str(sample_dir), "tenant": "acme", "user": "rsh-dev", "use_llm": False}
     for asked, standalone, (collection, gold) in script:
-        out = thread_graph.invoke({"messages": [{"role": "user", "content": asked}], "now": NOW}, config,
-                                  context=context)
+        out = thread_graph.invoke(
+            {"messages": [{"role": "user", "content": asked}], "now": NOW}, config, context=context
+        )
         assert out["question"] == standalone, asked
         want = _gold(sample_dir, collection, gold)
         assert want, f"the gold query of {asked!r} finds nothing: a useless check"
@@ -91,17 +115,20 @@ def test_who_reviewed_it_names_the_reviewers_of_the_last_answer_s_first_record(s
 
 def _rows(sample_dir, ref):
     settings = Settings(data_dir=sample_dir, tenant="acme", use_llm=False)
-    (pr,) = run_pipeline(store_for(settings), "pull_requests", [{"$match": {"ref": ref}}], tenant="acme",
-                         principals=["*"], schema=None)
+    (pr,) = run_pipeline(
+        store_for(settings), "pull_requests", [{"$match": {"ref": ref}}], tenant="acme", principals=["*"], schema=None
+    )
     return pr
 
 
 def test_a_new_thread_does_not_see_another_thread_s_turns(sample_dir, thread_graph):
     context = {"data_dir": str(sample_dir), "tenant": "acme", "user": "rsh-dev", "use_llm": False}
-    thread_graph.invoke({"question": "PRs Rashid merged last week", "now": NOW},
-                        {"configurable": {"thread_id": "a"}}, context=context)
-    out = thread_graph.invoke({"question": "and in October?", "now": NOW},
-                              {"configurable": {"thread_id": "b"}}, context=context)
+    thread_graph.invoke(
+        {"question": "PRs Rashid merged last week", "now": NOW}, {"configurable": {"thread_id": "a"}}, context=context
+    )
+    out = thread_graph.invoke(
+        {"question": "and in October?", "now": NOW}, {"configurable": {"thread_id": "b"}}, context=context
+    )
     assert out["question"] == "and in October?" and not out["followup"]
 
 
@@ -148,8 +175,11 @@ def test_a_declined_name_is_picked_from_its_candidates_and_the_window_shifted_in
     script = [
         ("I meant achen42", "PRs Alex Chen merged in October", _merged("achen42", OCTOBER)),
         ("the month before", "PRs Alex Chen merged in September 2026", _merged("achen42", SEPTEMBER)),
-        ("what about earlier?", "PRs Alex Chen merged before 2026-09-01",
-         _merged("achen42", {"$lt": datetime(2026, 9, 1)})),
+        (
+            "what about earlier?",
+            "PRs Alex Chen merged before 2026-09-01",
+            _merged("achen42", {"$lt": datetime(2026, 9, 1)}),
+        ),
         ("same for Priya", "PRs Priya merged before 2026-09-01", _merged("priyar", {"$lt": datetime(2026, 9, 1)})),
     ]
     for asked, standalone, (collection, gold) in script:
@@ -177,8 +207,12 @@ def test_follow_ups_after_semantic_and_hybrid_answers_keep_the_topic_and_the_rec
     assert out["question"] == "who reviewed acme/infra#812?"
     pr = _rows(sample_dir, "acme/infra#812")
     assert {r["_id"] for r in out["records"]} == {rv["user"]["login"] for rv in pr["reviews"]}
-    out = _say(thread_graph, config, "what happened with the duplicate charges in payments in September?",
-               sample_dir=sample_dir)
+    out = _say(
+        thread_graph,
+        config,
+        "what happened with the duplicate charges in payments in September?",
+        sample_dir=sample_dir,
+    )
     assert out["route"] == "hybrid" and [r["ref"] for r in out["records"]] == ["acme/payments#1377"]
     out = _say(thread_graph, config, "and the month after?", sample_dir=sample_dir)
     assert out["question"] == "what happened with the duplicate charges in payments in October 2026?"
@@ -188,8 +222,9 @@ def test_follow_ups_after_semantic_and_hybrid_answers_keep_the_topic_and_the_rec
 def test_that_month_after_the_busiest_month_is_the_month_the_answer_named(sample_dir, thread_graph):
     config = {"configurable": {"thread_id": uuid.uuid4().hex}}
     context = {"data_dir": str(sample_dir), "tenant": "acme", "user": "rsh-dev", "use_llm": False}
-    first = thread_graph.invoke({"question": "which month of 2026 had the most PRs merged", "now": NOW}, config,
-                                context=context)
+    first = thread_graph.invoke(
+        {"question": "which month of 2026 had the most PRs merged", "now": NOW}, config, context=context
+    )
     month = first["records"][0]["_id"]  # "2026-MM"
     start = datetime(int(month[:4]), int(month[5:]), 1)
     end = datetime(start.year + start.month // 12, start.month % 12 + 1, 1)
@@ -197,9 +232,16 @@ def test_that_month_after_the_busiest_month_is_the_month_the_answer_named(sample
     assert f"{start:%B %Y}" in out["question"]
     settings = Settings(data_dir=sample_dir, tenant="acme", asker="rsh-dev", use_llm=False)
     catalog = catalog_for(settings)
-    rows = run_pipeline(store_for(settings), "pull_requests",
-                        [{"$match": {"merged": True, "merged_at": {"$gte": start, "$lt": end}}},
-                         {"$group": {"_id": "$merged_by.login", "count": {"$sum": 1}}}, {"$sort": {"count": -1}}],
-                        tenant="acme", principals=principals_of(catalog.directory.asker("rsh-dev")),
-                        schema=catalog.schemas["pull_requests"])
+    rows = run_pipeline(
+        store_for(settings),
+        "pull_requests",
+        [
+            {"$match": {"merged": True, "merged_at": {"$gte": start, "$lt": end}}},
+            {"$group": {"_id": "$merged_by.login", "count": {"$sum": 1}}},
+            {"$sort": {"count": -1}},
+        ],
+        tenant="acme",
+        principals=principals_of(catalog.directory.asker("rsh-dev")),
+        schema=catalog.schemas["pull_requests"],
+    )
     assert rows and out["records"][0]["count"] == rows[0]["count"]

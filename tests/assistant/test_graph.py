@@ -44,15 +44,21 @@ def test_a_string_a_question_dict_and_chat_messages_all_work(sample_dir):
 
 
 def test_asker_comes_from_the_run_context(sample_dir):
-    mine = graph.invoke({"question": "open issues assigned to me", "now": NOW},
-                        context=_context(sample_dir, user="priyar"))
+    mine = graph.invoke(
+        {"question": "open issues assigned to me", "now": NOW}, context=_context(sample_dir, user="priyar")
+    )
     assert mine["records"] and all(r["fields"]["assignee"]["name"] == "praman" for r in mine["records"])
 
 
 def test_stream_updates_yields_every_node_in_order(sample_dir):
-    nodes = [next(iter(chunk)) for chunk in graph.stream({"question": "why did we switch the session cache to Redis?",
-                                                          "now": NOW}, context=_context(sample_dir, user="larsn"),
-                                                         stream_mode="updates")]
+    nodes = [
+        next(iter(chunk))
+        for chunk in graph.stream(
+            {"question": "why did we switch the session cache to Redis?", "now": NOW},
+            context=_context(sample_dir, user="larsn"),
+            stream_mode="updates",
+        )
+    ]
     assert nodes[:2] == ["start_turn", "route"]
     assert {"retrieve", "fuse", "rerank", "compress", "generate", "reflect"} <= set(nodes) and nodes[-1] == "respond"
 
@@ -60,8 +66,21 @@ def test_stream_updates_yields_every_node_in_order(sample_dir):
 def test_drawing_shows_every_node_and_the_structured_subgraph():
     drawn = graph.get_graph(xray=True)
     names = {node.split(":")[-1] for node in drawn.nodes}
-    assert {"start_turn", "route", "retrieve", "fuse", "rerank", "compress", "generate", "reflect", "respond",
-            "resolve", "generate_query", "validate_query", "execute_query"} <= names
+    assert {
+        "start_turn",
+        "route",
+        "retrieve",
+        "fuse",
+        "rerank",
+        "compress",
+        "generate",
+        "reflect",
+        "respond",
+        "resolve",
+        "generate_query",
+        "validate_query",
+        "execute_query",
+    } <= names
     assert "structured_query" in graph.get_graph().nodes
     edges = {(e.source, e.target) for e in structured_graph.get_graph().edges}
     assert ("validate_query", "generate_query") in edges and ("execute_query", "generate_query") in edges
@@ -69,8 +88,10 @@ def test_drawing_shows_every_node_and_the_structured_subgraph():
 
 
 def test_output_is_small_json_with_documents_for_the_contexts(sample_dir):
-    out = graph.invoke({"question": "why did we switch the session cache to Redis?", "now": NOW},
-                       context=_context(sample_dir, user="larsn"))
+    out = graph.invoke(
+        {"question": "why did we switch the session cache to Redis?", "now": NOW},
+        context=_context(sample_dir, user="larsn"),
+    )
     assert out["documents"] and all(isinstance(d, Document) for d in out["documents"])
     assert all({"doc_ref", "collection", "url", "title"} <= set(d.metadata) for d in out["documents"])
     plain = {k: v for k, v in out.items() if k not in ("messages", "documents")}
@@ -91,8 +112,10 @@ def test_resolution_runs_once_per_question(sample_dir, monkeypatch):
     calls = []
     real = engine.resolve
     monkeypatch.setattr(engine, "resolve", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
-    graph.invoke({"question": "what happened with the duplicate charges in payments in September?", "now": NOW},
-                 context=_context(sample_dir, user="priyar"))  # hybrid: router, subgraph, retrieval, answer
+    graph.invoke(
+        {"question": "what happened with the duplicate charges in payments in September?", "now": NOW},
+        context=_context(sample_dir, user="priyar"),
+    )  # hybrid: router, subgraph, retrieval, answer
     assert len(calls) == 1
 
 
@@ -101,14 +124,26 @@ def test_the_retry_edge_runs_in_the_production_loop_with_a_failing_planner(sampl
     and the second attempt runs. Offline, no endpoint: the model is given by the run context."""
     bad = {"collection": "pull_requests", "pipeline": [{"$where": "sleep(1000)"}]}
     good = {"collection": "pull_requests", "pipeline": [{"$match": {"state": "open"}}, {"$count": "count"}]}
-    context = LibraryContext(data_dir=str(sample_dir), tenant="acme", use_llm=True, always_llm=True,
-                             planner_model=ScriptedChatModel.answering(bad, good))
-    visits = [next(iter(c)) for c in structured_graph.stream({"question": "open PRs", "now": NOW}, context=context,
-                                                             stream_mode="updates")]
+    context = LibraryContext(
+        data_dir=str(sample_dir),
+        tenant="acme",
+        use_llm=True,
+        always_llm=True,
+        planner_model=ScriptedChatModel.answering(bad, good),
+    )
+    visits = [
+        next(iter(c))
+        for c in structured_graph.stream({"question": "open PRs", "now": NOW}, context=context, stream_mode="updates")
+    ]
     assert visits.count("generate_query") == 2 and visits.index("validate_query") < visits.index("execute_query")
 
-    result = run_structured("open PRs", context_settings(sample_dir), now=NOW, always_llm=True,
-                            planner=_llm_planner(ScriptedChatModel.answering(bad, good)))
+    result = run_structured(
+        "open PRs",
+        context_settings(sample_dir),
+        now=NOW,
+        always_llm=True,
+        planner=_llm_planner(ScriptedChatModel.answering(bad, good)),
+    )
     assert isinstance(result, Success) and len(result.attempts) == 2
     assert result.attempts[0].error and "$where" in result.attempts[0].error and result.attempts[1].error is None
 
@@ -129,15 +164,21 @@ def _events(sample_dir, question, **context):
     import asyncio
 
     async def collect():
-        return [e async for e in graph.astream_events({"question": question, "now": NOW}, version="v2",
-                                                      context=_context(sample_dir, **context))]
+        return [
+            e
+            async for e in graph.astream_events(
+                {"question": question, "now": NOW}, version="v2", context=_context(sample_dir, **context)
+            )
+        ]
+
     return asyncio.run(collect())
 
 
 def test_traces_show_the_retriever_the_named_model_calls_and_each_query(sample_dir):
     router = ScriptedChatModel.answering({"route": "hybrid", "reasons": ["the router model says so"]})
-    events = _events(sample_dir, "PRs merged last week about the session cache", user="rsh-dev", use_llm=True,
-                     router_model=router)
+    events = _events(
+        sample_dir, "PRs merged last week about the session cache", user="rsh-dev", use_llm=True, router_model=router
+    )
     kinds = {(e["event"], e["name"]) for e in events}
     ends = [e for e in events if e["event"] == "on_retriever_end"]
     assert ("on_retriever_start", "HybridRetriever") in kinds and ends

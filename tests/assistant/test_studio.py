@@ -16,8 +16,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 LANGGRAPH = Path(sys.executable).with_name("langgraph")
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli is not installed (the studio extra)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli is not installed (the studio extra)"),
+]
 
 
 def _free_port() -> int:
@@ -30,12 +32,24 @@ def _free_port() -> int:
 def studio(sample_dir, tmp_path_factory):
     """Plain `langgraph dev` from the repository root, reading the sample corpus."""
     port = _free_port()
-    env = {**os.environ, "CONTEXT_ENGINE_HOME": str(sample_dir), "CONTEXT_ENGINE_USE_LLM": "0",
-           "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false"}
+    env = {
+        **os.environ,
+        "CONTEXT_ENGINE_HOME": str(sample_dir),
+        "CONTEXT_ENGINE_USE_LLM": "0",
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGGRAPH_NO_VERSION_CHECK": "true",
+        "LANGSMITH_TRACING": "false",
+    }
     log = tmp_path_factory.mktemp("studio") / "langgraph-dev.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port)],
-                                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [str(LANGGRAPH), "dev", "--no-browser", "--no-reload", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -75,17 +89,26 @@ def test_studio_serves_the_graph_on_threads_with_streamed_node_updates(studio):
         assert all(p.get("type") in {"string", "boolean"} and p.get("description") for p in form.values())
         thread = await client.threads.create()
         nodes = []
-        async for part in client.runs.stream(thread["thread_id"], assistant, stream_mode="updates",
-                                             input={"messages": [{"role": "user", "content": "PRs Rashid merged last week"}],
-                                                    "now": "2026-11-30T12:00:00Z"},
-                                             context={"user": "rsh-dev"}):
+        async for part in client.runs.stream(
+            thread["thread_id"],
+            assistant,
+            stream_mode="updates",
+            input={
+                "messages": [{"role": "user", "content": "PRs Rashid merged last week"}],
+                "now": "2026-11-30T12:00:00Z",
+            },
+            context={"user": "rsh-dev"},
+        ):
             if part.event == "updates":
                 nodes.extend(part.data)
         assert nodes[:2] == ["start_turn", "route"] and "structured_query" in nodes and nodes[-1] == "respond"
         # The chat view's follow-up, on the same thread.
-        await client.runs.wait(thread["thread_id"], assistant, context={"user": "rsh-dev"},
-                               input={"messages": [{"role": "user", "content": "and in October?"}],
-                                      "now": "2026-11-30T12:00:00Z"})
+        await client.runs.wait(
+            thread["thread_id"],
+            assistant,
+            context={"user": "rsh-dev"},
+            input={"messages": [{"role": "user", "content": "and in October?"}], "now": "2026-11-30T12:00:00Z"},
+        )
         state = await client.threads.get_state(thread["thread_id"])
         values = state["values"]
         assert values["question"] == "PRs Rashid merged in October 2026"  # the year of the window before

@@ -30,16 +30,46 @@ from tests.conftest import TEST_DATA_DIR, names_of, needs_real_sources, run_cli,
 DATA = TEST_DATA_DIR
 # The first set, tuned on, and the held-out sets, each reported once: each with the sizes its soundness checks demand.
 SETS = {
-    "first": SimpleNamespace(path=DATA / "conversations.jsonl", min_conversations=40, min_turns=110, min_checked=90,
-                             min_topics=8, min_declines=5),
-    "heldout": SimpleNamespace(path=DATA / "conversations_heldout.jsonl", min_conversations=30, min_turns=85,
-                               min_checked=70, min_topics=8, min_declines=5),
-    "heldout2": SimpleNamespace(path=DATA / "conversations_heldout2.jsonl", min_conversations=30, min_turns=85,
-                                min_checked=70, min_topics=8, min_declines=5),
-    "heldout3": SimpleNamespace(path=DATA / "conversations_heldout3.jsonl", min_conversations=30, min_turns=85,
-                                min_checked=70, min_topics=8, min_declines=5),
-    "heldout4": SimpleNamespace(path=DATA / "conversations_heldout4.jsonl", min_conversations=30, min_turns=85,
-                                min_checked=70, min_topics=8, min_declines=5),
+    "first": SimpleNamespace(
+        path=DATA / "conversations.jsonl",
+        min_conversations=40,
+        min_turns=110,
+        min_checked=90,
+        min_topics=8,
+        min_declines=5,
+    ),
+    "heldout": SimpleNamespace(
+        path=DATA / "conversations_heldout.jsonl",
+        min_conversations=30,
+        min_turns=85,
+        min_checked=70,
+        min_topics=8,
+        min_declines=5,
+    ),
+    "heldout2": SimpleNamespace(
+        path=DATA / "conversations_heldout2.jsonl",
+        min_conversations=30,
+        min_turns=85,
+        min_checked=70,
+        min_topics=8,
+        min_declines=5,
+    ),
+    "heldout3": SimpleNamespace(
+        path=DATA / "conversations_heldout3.jsonl",
+        min_conversations=30,
+        min_turns=85,
+        min_checked=70,
+        min_topics=8,
+        min_declines=5,
+    ),
+    "heldout4": SimpleNamespace(
+        path=DATA / "conversations_heldout4.jsonl",
+        min_conversations=30,
+        min_turns=85,
+        min_checked=70,
+        min_topics=8,
+        min_declines=5,
+    ),
 }
 each_set = pytest.mark.parametrize("cset", list(SETS.values()), ids=list(SETS))
 TURN_FIELDS = {"question", "kind", "collection", "compare", "note"}
@@ -75,10 +105,16 @@ def test_the_set_is_large_varied_and_every_turn_says_what_it_means(cset):
     assert all(len({t["question"] for t in c["turns"]}) == len(c["turns"]) for c in conversations)
 
 
-@pytest.mark.parametrize("held, earlier", [("heldout", ["first"]), ("heldout2", ["first", "heldout"]),
-                                           ("heldout3", ["first", "heldout", "heldout2"]),
-                                           ("heldout4", ["first", "heldout", "heldout2", "heldout3"])],
-                         ids=["heldout", "heldout2", "heldout3", "heldout4"])
+@pytest.mark.parametrize(
+    "held, earlier",
+    [
+        ("heldout", ["first"]),
+        ("heldout2", ["first", "heldout"]),
+        ("heldout3", ["first", "heldout", "heldout2"]),
+        ("heldout4", ["first", "heldout", "heldout2", "heldout3"]),
+    ],
+    ids=["heldout", "heldout2", "heldout3", "heldout4"],
+)
 def test_a_held_out_set_repeats_no_conversation_or_wording_of_the_sets_before_it(held, earlier):
     # Held out means new: a conversation id or a turn worded as in a set the follow-up rules were tuned on
     # would measure the tuning, not how freely worded follow-ups are understood.
@@ -89,18 +125,36 @@ def test_a_held_out_set_repeats_no_conversation_or_wording_of_the_sets_before_it
     assert not [(c["id"], n) for c, n, t in all_turns(new) if " ".join(t["question"].lower().split()) in said]
 
 
-@pytest.mark.parametrize("line, problem", [
-    ("{not json", "not JSON"),
-    ('["a list"]', "not a JSON object"),
-    ('{"id": "a", "tenant": "hf", "turns": []}', "no turns"),
-    ('{"tenant": "hf", "turns": [{"question": "q", "collection": "issues", "gold_value": 1, "kind": "first"}]}', "no id"),
-    ('{"id": "a", "tenant": "hf", "turns": [{"question": "q", "collection": "issues", "gold_value": 1}]}',
-     "turn 1: kind must be one of"),
-    (('{"id": "a", "tenant": "hf", "turns": [{"question": "q", "collection": "issues", "gold_value": 1, "kind": "first"},'
-     ' {"question": "r", "collection": "issues", "kind": "narrow"}]}'), "turn 2: no gold"),
-    (('{"id": "a", "tenant": "hf", "turns": [{"question": "q", "collection": "issues", "compare": "declines", '
-     '"kind": "first"}]}'), "turn 1: a declines question needs `unresolved`"),
-])
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        ("{not json", "not JSON"),
+        ('["a list"]', "not a JSON object"),
+        ('{"id": "a", "tenant": "hf", "turns": []}', "no turns"),
+        (
+            '{"tenant": "hf", "turns": [{"question": "q", "collection": "issues", "gold_value": 1, "kind": "first"}]}',
+            "no id",
+        ),
+        (
+            '{"id": "a", "tenant": "hf", "turns": [{"question": "q", "collection": "issues", "gold_value": 1}]}',
+            "turn 1: kind must be one of",
+        ),
+        (
+            (
+                '{"id": "a", "tenant": "hf", "turns": [{"question": "q", "collection": "issues", "gold_value": 1, "kind": "first"},'
+                ' {"question": "r", "collection": "issues", "kind": "narrow"}]}'
+            ),
+            "turn 2: no gold",
+        ),
+        (
+            (
+                '{"id": "a", "tenant": "hf", "turns": [{"question": "q", "collection": "issues", "compare": "declines", '
+                '"kind": "first"}]}'
+            ),
+            "turn 1: a declines question needs `unresolved`",
+        ),
+    ],
+)
 def test_a_bad_conversation_file_is_named_by_line_and_problem(tmp_path, line, problem):
     path = tmp_path / "c.jsonl"
     path.write_text("\n" + line + "\n", encoding="utf-8")
@@ -110,8 +164,13 @@ def test_a_bad_conversation_file_is_named_by_line_and_problem(tmp_path, line, pr
 
 
 def test_the_cli_reports_a_bad_file_in_one_line_never_a_traceback(tmp_path):
-    good = json.dumps({"id": "a", "tenant": "hf", "turns": [{"question": "q", "collection": "issues", "gold_value": 1,
-                                                              "kind": "first"}]})
+    good = json.dumps(
+        {
+            "id": "a",
+            "tenant": "hf",
+            "turns": [{"question": "q", "collection": "issues", "gold_value": 1, "kind": "first"}],
+        }
+    )
     cases = {"repeated.jsonl": good + "\n" + good + "\n", "empty.jsonl": "\n", "latin1.jsonl": "caf\xe9"}
     for name, text in cases.items():
         (tmp_path / name).write_bytes(text.encode("latin-1"))
@@ -123,6 +182,7 @@ def test_the_cli_reports_a_bad_file_in_one_line_never_a_traceback(tmp_path):
 
 
 # ---- the gold against the real data ----------------------------------------------------------------------
+
 
 def _topless(turn: dict) -> tuple[list[dict], str] | None:
     """A gold that keeps one row of a sort ("the most", "the newest"): the pipeline up to that sort, and
@@ -143,8 +203,10 @@ def test_every_gold_validates_runs_is_not_empty_and_has_no_tie_at_the_top(real_s
         if t["compare"] == "declines" or "topic" in t:
             continue  # checked below
         settings = tenant_settings(real_sources_dir, c["tenant"])
-        assert validate_pipeline(from_extended_json(t["gold"]), catalog_for(settings).schemas[t["collection"]]) == [], \
-            (c["id"], n)
+        assert validate_pipeline(from_extended_json(t["gold"]), catalog_for(settings).schemas[t["collection"]]) == [], (
+            c["id"],
+            n,
+        )
         want = gold_answer({**t, "as": c["as"]}, settings.with_overrides(asker=c["as"]))
         assert want not in (None, set(), 0), (c["id"], n, want)
         if t["compare"] == "refs":
@@ -175,8 +237,14 @@ def test_every_topic_answer_is_what_its_rule_gives(real_sources_dir, cset):
 def test_every_declined_name_is_one_the_data_cannot_resolve(real_sources_dir, cset):
     declines = [(c, n, t) for c, n, t in all_turns(load_conversations(cset.path)) if t["compare"] == "declines"]
     assert len(declines) >= cset.min_declines
-    people = {tenant: run_gold(tenant_settings(real_sources_dir, tenant), {"collection": "people", "gold": [{"$match": {}}]},
-                               max_rows=10_000) for tenant in ("hf", "oss")}
+    people = {
+        tenant: run_gold(
+            tenant_settings(real_sources_dir, tenant),
+            {"collection": "people", "gold": [{"$match": {}}]},
+            max_rows=10_000,
+        )
+        for tenant in ("hf", "oss")
+    }
     for c, n, t in declines:
         name = t["unresolved"]
         assert name.lower() in t["question"].lower(), (c["id"], n)
@@ -188,6 +256,7 @@ def test_every_declined_name_is_one_the_data_cannot_resolve(real_sources_dir, cs
 
 # ---- the evaluator's scoring, on a made-up graph ----------------------------------------------------------
 
+
 class ScriptedGraph:
     """Stands in for the compiled graph: each question's output is scripted (an exception is raised);
     it keeps each thread's turns as a checkpointer would, and records which thread each turn ran on."""
@@ -197,12 +266,15 @@ class ScriptedGraph:
 
     def invoke(self, state: dict, config: dict, *, context) -> dict:
         thread = config["configurable"]["thread_id"]
-        self.calls.append((thread, state["question"], state["now"], context.settings().tenant, context.settings().asker))
+        self.calls.append(
+            (thread, state["question"], state["now"], context.settings().tenant, context.settings().asker)
+        )
         output = self.outputs[state["question"]]
         if isinstance(output, Exception):
             raise output
-        self.threads.setdefault(thread, []).append({"question": state["question"],
-                                                    "unresolved": output.pop("_unresolved", "")})
+        self.threads.setdefault(thread, []).append(
+            {"question": state["question"], "unresolved": output.pop("_unresolved", "")}
+        )
         return output
 
     def get_state(self, config: dict) -> SimpleNamespace:
@@ -222,60 +294,104 @@ def count_turn(question: str, kind: str, value: int) -> dict:
 
 
 def declines_turn(question: str, name: str) -> dict:
-    return {"question": question, "kind": "first", "collection": "pull_requests", "compare": "declines",
-            "unresolved": name}
+    return {
+        "question": question,
+        "kind": "first",
+        "collection": "pull_requests",
+        "compare": "declines",
+        "unresolved": name,
+    }
 
 
 def answered(rows: list[dict], not_understood: list | None = None) -> dict:
-    return {"outcome": "success", "records": rows, "declined": False, "not_understood": not_understood or [],
-            "route": "structured", "queries": [{"collection": "pull_requests", "pipeline": []}]}
+    return {
+        "outcome": "success",
+        "records": rows,
+        "declined": False,
+        "not_understood": not_understood or [],
+        "route": "structured",
+        "queries": [{"collection": "pull_requests", "pipeline": []}],
+    }
 
 
 def declined_for(words: str) -> dict:
-    return {"outcome": "resolution_failed", "records": [], "declined": False, "answer": f"Who is {words}?",
-            "_unresolved": words}
+    return {
+        "outcome": "resolution_failed",
+        "records": [],
+        "declined": False,
+        "answer": f"Who is {words}?",
+        "_unresolved": words,
+    }
 
 
 def test_turns_are_scored_right_flagged_silent_declined_or_errors(settings, tmp_path):
     path = tmp_path / "c.jsonl"
     lines = [
         # Declined for the right name, then the picked person's records: both right, the thread right.
-        conversation("pick", declines_turn("PRs Quentin merged", "Quentin"), refs_turn("I meant achen", "pick_candidate", ["a", "b"])),
+        conversation(
+            "pick",
+            declines_turn("PRs Quentin merged", "Quentin"),
+            refs_turn("I meant achen", "pick_candidate", ["a", "b"]),
+        ),
         # A wrong count that says what it did not read (flagged), then one record short (silent).
-        conversation("wrong", count_turn("how many open PRs", "first", 3), refs_turn("only merged", "narrow", ["a", "b"])),
+        conversation(
+            "wrong", count_turn("how many open PRs", "first", 3), refs_turn("only merged", "narrow", ["a", "b"])
+        ),
         # "None found" for a name that must be declined is an answer (silent); a decline for other
         # words than the name is wrong but the user was told (flagged); a graph that raises is an error.
-        conversation("bad", declines_turn("PRs Nobody merged", "Nobody"), declines_turn("PRs Zed merged", "Zed"),
-                     refs_turn("and in May?", "shift_time", ["a"])),
+        conversation(
+            "bad",
+            declines_turn("PRs Nobody merged", "Nobody"),
+            declines_turn("PRs Zed merged", "Zed"),
+            refs_turn("and in May?", "shift_time", ["a"]),
+        ),
     ]
     path.write_text("".join(json.dumps(c) + "\n" for c in lines), encoding="utf-8")
-    graph = ScriptedGraph({
-        "PRs Quentin merged": declined_for("Quentin"),
-        "I meant achen": answered([{"ref": "b"}, {"ref": "a"}]),
-        "how many open PRs": answered([{"count": 4}], not_understood=[{"text": "open", "start": 9, "end": 13}]),
-        "only merged": answered([{"ref": "a"}]),
-        "PRs Nobody merged": {"outcome": "no_results", "records": [], "declined": False},
-        "PRs Zed merged": declined_for("PRs"),
-        "and in May?": RuntimeError("the index is gone\nsecond line"),
-    })
+    graph = ScriptedGraph(
+        {
+            "PRs Quentin merged": declined_for("Quentin"),
+            "I meant achen": answered([{"ref": "b"}, {"ref": "a"}]),
+            "how many open PRs": answered([{"count": 4}], not_understood=[{"text": "open", "start": 9, "end": 13}]),
+            "only merged": answered([{"ref": "a"}]),
+            "PRs Nobody merged": {"outcome": "no_results", "records": [], "declined": False},
+            "PRs Zed merged": declined_for("PRs"),
+            "and in May?": RuntimeError("the index is gone\nsecond line"),
+        }
+    )
     seen = []
     report = evaluate_conversations(path, settings, graph=graph, progress=seen.append)
     assert [(r.conversation, r.turn, r.correct, r.flagged, bool(r.error)) for r in report.results] == [
-        ("pick", 1, True, False, False), ("pick", 2, True, False, False),
-        ("wrong", 1, False, True, False), ("wrong", 2, False, False, False),
-        ("bad", 1, False, False, False), ("bad", 2, False, True, False), ("bad", 3, False, False, True)]
+        ("pick", 1, True, False, False),
+        ("pick", 2, True, False, False),
+        ("wrong", 1, False, True, False),
+        ("wrong", 2, False, False, False),
+        ("bad", 1, False, False, False),
+        ("bad", 2, False, True, False),
+        ("bad", 3, False, False, True),
+    ]
     assert seen == report.results
     assert report.results[-1].error == "RuntimeError: the index is gone"
     summary = report.to_json()
-    assert (summary["turns_correct"], summary["turns"], summary["conversations_correct"], summary["conversations"]) \
-        == (2, 7, 1, 3)
+    assert (summary["turns_correct"], summary["turns"], summary["conversations_correct"], summary["conversations"]) == (
+        2,
+        7,
+        1,
+        3,
+    )
     assert (summary["wrong_flagged"], summary["wrong_silent"], summary["errors"]) == (2, 2, 1)
     assert summary["turn_accuracy"] == round(2 / 7, 4) and summary["conversation_accuracy"] == round(1 / 3, 4)
     assert summary["median_seconds"] == round(statistics.median(r.seconds for r in report.results), 4)
-    assert summary["by_kind"]["first"] == {"total": 4, "correct": 1, "flagged": 2, "silent": 1, "errors": 0,
-                                           "accuracy": 0.25}
+    assert summary["by_kind"]["first"] == {
+        "total": 4,
+        "correct": 1,
+        "flagged": 2,
+        "silent": 1,
+        "errors": 0,
+        "accuracy": 0.25,
+    }
     assert summary["by_kind"]["shift_time"]["errors"] == 1 and list(summary["by_kind"]) == [
-        k for k in KINDS if k in {"first", "pick_candidate", "narrow", "shift_time"}]
+        k for k in KINDS if k in {"first", "pick_candidate", "narrow", "shift_time"}
+    ]
     # One thread per conversation, every turn of it on that thread, with the conversation's clock and tenant,
     # asked by nobody (`as` null).
     threads = [call[0] for call in graph.calls]
@@ -285,17 +401,31 @@ def test_turns_are_scored_right_flagged_silent_declined_or_errors(settings, tmp_
 
 def test_a_count_or_top_needs_one_success_row_and_a_declines_turn_needs_a_decline(settings, tmp_path):
     path = tmp_path / "c.jsonl"
-    top = {"question": "who merged most", "kind": "first", "collection": "pull_requests", "compare": "top",
-           "gold_value": "lhoestq"}
-    lines = [conversation("c", count_turn("how many", "first", 2), count_turn("and closed", "narrow", 2), top,
-                          declines_turn("PRs Ann merged", "Ann"))]
+    top = {
+        "question": "who merged most",
+        "kind": "first",
+        "collection": "pull_requests",
+        "compare": "top",
+        "gold_value": "lhoestq",
+    }
+    lines = [
+        conversation(
+            "c",
+            count_turn("how many", "first", 2),
+            count_turn("and closed", "narrow", 2),
+            top,
+            declines_turn("PRs Ann merged", "Ann"),
+        )
+    ]
     path.write_text("".join(json.dumps(c) + "\n" for c in lines), encoding="utf-8")
-    graph = ScriptedGraph({
-        "how many": {"outcome": "success", "records": [{"count": 2}, {"count": 1}]},  # two numbers: no count
-        "and closed": {"outcome": "max_attempts", "records": [], "declined": False},  # gave up: flagged
-        "who merged most": answered([{"_id": "lhoestq", "count": 9}, {"_id": "x", "count": 1}]),
-        "PRs Ann merged": {"outcome": "max_attempts", "records": []},  # a decline that does not say which words
-    })
+    graph = ScriptedGraph(
+        {
+            "how many": {"outcome": "success", "records": [{"count": 2}, {"count": 1}]},  # two numbers: no count
+            "and closed": {"outcome": "max_attempts", "records": [], "declined": False},  # gave up: flagged
+            "who merged most": answered([{"_id": "lhoestq", "count": 9}, {"_id": "x", "count": 1}]),
+            "PRs Ann merged": {"outcome": "max_attempts", "records": []},  # a decline that does not say which words
+        }
+    )
     results = evaluate_conversations(path, settings, graph=graph).results
     assert [(r.correct, r.flagged) for r in results] == [(False, False), (False, True), (True, False), (True, False)]
 
@@ -303,11 +433,29 @@ def test_a_count_or_top_needs_one_success_row_and_a_declines_turn_needs_a_declin
 def test_the_cli_runs_a_thread_through_the_real_graph_and_prints_json(sample_dir, tmp_path):
     path = tmp_path / "c.jsonl"
     gold = [{"$match": {}}, {"$count": "count"}]
-    path.write_text(json.dumps(conversation(
-        "t", {"question": "how many pull requests are there?", "kind": "first", "collection": "pull_requests",
-              "compare": "count", "gold": gold},
-        {"question": "and how many issues?", "kind": "unrelated", "collection": "issues", "compare": "count",
-         "gold": gold})) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            conversation(
+                "t",
+                {
+                    "question": "how many pull requests are there?",
+                    "kind": "first",
+                    "collection": "pull_requests",
+                    "compare": "count",
+                    "gold": gold,
+                },
+                {
+                    "question": "and how many issues?",
+                    "kind": "unrelated",
+                    "collection": "issues",
+                    "compare": "count",
+                    "gold": gold,
+                },
+            )
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     out = run_cli("eval", "conversations", "--questions", str(path), "--data-dir", str(sample_dir), "--json")
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)

@@ -14,8 +14,13 @@ def test_chunks_from_an_index_are_spread_over_it_and_titled_as_the_index_embeds_
     path = tmp_path / "chunks.json"
     path.write_text(json.dumps(rows))
 
-    assert chunk_texts(str(path), 5) == ["PR 0\nbody 0", "PR 2\nbody 2", "PR 4 already starts with its title",
-                                         "a Slack thread has no title", "PR 8\nbody 8"]
+    assert chunk_texts(str(path), 5) == [
+        "PR 0\nbody 0",
+        "PR 2\nbody 2",
+        "PR 4 already starts with its title",
+        "a Slack thread has no title",
+        "PR 8\nbody 8",
+    ]
     assert len(chunk_texts(str(path), 50)) == 10  # never more than the index holds
 
 

@@ -28,12 +28,20 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def test_score_wires_each_metric_to_its_references():
-    questions = [RagQuestion("What colour is grass?", "green", ["Grass is green."], ["p1"], True, "a"),
-                 RagQuestion("Who won the 1850 World Cup?", None, [], [], False, "u")]
-    runs = [RagRun("green", False, "semantic",
-                   [{"doc_ref": "p1", "text": "The sky is blue. Grass is green."}, {"doc_ref": "p2", "text": "Cats purr."}],
-                   0.2),
-            RagRun("No source answers this.", True, "semantic", [{"doc_ref": "p3", "text": "Football began later."}], 0.4)]
+    questions = [
+        RagQuestion("What colour is grass?", "green", ["Grass is green."], ["p1"], True, "a"),
+        RagQuestion("Who won the 1850 World Cup?", None, [], [], False, "u"),
+    ]
+    runs = [
+        RagRun(
+            "green",
+            False,
+            "semantic",
+            [{"doc_ref": "p1", "text": "The sky is blue. Grass is green."}, {"doc_ref": "p2", "text": "Cats purr."}],
+            0.2,
+        ),
+        RagRun("No source answers this.", True, "semantic", [{"doc_ref": "p3", "text": "Football began later."}], 0.4),
+    ]
     report = score(questions, runs)
     m = report.metrics
     # RAGAS's ExactMatch and ChrfScore score a sample without a reference (a miss); the rest leave it out
@@ -62,18 +70,24 @@ def test_nothing_retrieved_is_scored_as_ragas_scores_it():
 def test_the_sample_with_the_most_references_leads_for_ragas():
     """`ragas.evaluate` reads the columns from the first sample: a question without references asked
     first must not cost the run its context metrics; a metric no sample can lead for is unavailable."""
-    questions = [RagQuestion("Who won the 1850 World Cup?", None, [], [], False, "u"),
-                 RagQuestion("What colour is grass?", "green", ["Grass is green."], ["p1"], True, "a")]
-    runs = [RagRun("No source answers this.", True, "semantic", [{"doc_ref": "p3", "text": "Football."}], 0.1),
-            RagRun("green", False, "semantic", [{"doc_ref": "p1", "text": "Grass is green."}], 0.1)]
+    questions = [
+        RagQuestion("Who won the 1850 World Cup?", None, [], [], False, "u"),
+        RagQuestion("What colour is grass?", "green", ["Grass is green."], ["p1"], True, "a"),
+    ]
+    runs = [
+        RagRun("No source answers this.", True, "semantic", [{"doc_ref": "p3", "text": "Football."}], 0.1),
+        RagRun("green", False, "semantic", [{"doc_ref": "p1", "text": "Grass is green."}], 0.1),
+    ]
     report = score(questions, runs)
     assert [q.id for q in report.questions] == [item["id"] for item in report.items] == ["a", "u"]
     assert report.metrics["non_llm_context_recall"] == 1.0 and report.metrics["id_based_context_recall"] == 1.0
     assert not [key for key in report.info if key.endswith("(unavailable)")]
 
     # one question has the reference answer, the other the reference contexts: no sample has both
-    split = [RagQuestion("What colour is grass?", "green", [], [], True, "answer"),
-             RagQuestion("What colour is grass?", None, ["Grass is green."], ["p1"], True, "contexts")]
+    split = [
+        RagQuestion("What colour is grass?", "green", [], [], True, "answer"),
+        RagQuestion("What colour is grass?", None, ["Grass is green."], ["p1"], True, "contexts"),
+    ]
     report = score(split, runs[1:] * 2)
     assert report.items[0]["id"] == "contexts" and report.metrics["non_llm_context_recall"] == 1.0
     assert "reference" in report.info["ExactMatch (unavailable)"] and "exact_match" not in report.metrics
@@ -109,23 +123,42 @@ class _WordJudge(BaseChatModel):
         if "Break down each sentence" in prompt:
             answer = {"statements": [s for s in re.split(r"(?<=\.) ", given["answer"]) if s]}
         elif "judge the faithfulness" in prompt:
-            answer = {"statements": [{"statement": s, "reason": "words", "verdict": supported(s, given["context"])}
-                                     for s in given["statements"]]}
+            answer = {
+                "statements": [
+                    {"statement": s, "reason": "words", "verdict": supported(s, given["context"])}
+                    for s in given["statements"]
+                ]
+            }
         elif "Generate a question for the given answer" in prompt:
             answer = {"question": given["response"], "noncommittal": 0}
         else:  # LLMContextRecall: each sentence of the reference, attributed to the context or not
-            answer = {"classifications": [{"statement": s, "reason": "words", "attributed": supported(s, given["context"])}
-                                          for s in re.split(r"(?<=\.) ", given["answer"]) if s]}
+            answer = {
+                "classifications": [
+                    {"statement": s, "reason": "words", "attributed": supported(s, given["context"])}
+                    for s in re.split(r"(?<=\.) ", given["answer"])
+                    if s
+                ]
+            }
         return ChatResult(generations=[ChatGeneration(message=AIMessage(json.dumps(answer)))])
 
 
 def _judged_case():
-    questions = [RagQuestion("What colour is grass?", "Grass is green.", ["Grass is green."], ["p1"], True, "a"),
-                 RagQuestion("What colour is the sky?", "The sky is blue. It is grey in rain.",
-                             ["The sky is blue."], ["p2"], True, "b")]
-    runs = [RagRun("Grass is green. Grass is purple.", False, "semantic",
-                   [{"doc_ref": "p1", "text": "Grass is green. The sky is blue."}], 0.1),
-            RagRun("The sky is blue.", False, "semantic", [{"doc_ref": "p2", "text": "The sky is blue."}], 0.1)]
+    questions = [
+        RagQuestion("What colour is grass?", "Grass is green.", ["Grass is green."], ["p1"], True, "a"),
+        RagQuestion(
+            "What colour is the sky?", "The sky is blue. It is grey in rain.", ["The sky is blue."], ["p2"], True, "b"
+        ),
+    ]
+    runs = [
+        RagRun(
+            "Grass is green. Grass is purple.",
+            False,
+            "semantic",
+            [{"doc_ref": "p1", "text": "Grass is green. The sky is blue."}],
+            0.1,
+        ),
+        RagRun("The sky is blue.", False, "semantic", [{"doc_ref": "p2", "text": "The sky is blue."}], 0.1),
+    ]
     return questions, runs
 
 
@@ -155,7 +188,9 @@ def test_ragas_evaluate_on_the_written_dataset_reproduces_the_run(tmp_path):
 
     questions, runs = _judged_case()
     questions.append(RagQuestion("Who won the 1850 World Cup?", None, [], [], False, "u"))
-    runs.append(RagRun("No source answers this.", True, "semantic", [{"doc_ref": "p3", "text": "Football began later."}], 0.1))
+    runs.append(
+        RagRun("No source answers this.", True, "semantic", [{"doc_ref": "p3", "text": "Football began later."}], 0.1)
+    )
     report = score(questions, runs, judge=_WordJudge(), embeddings=_ConstantEmbeddings())
     files = write_samples(tmp_path, report)
     written = EvaluationDataset.from_jsonl(files["dataset"])
@@ -164,8 +199,9 @@ def test_ragas_evaluate_on_the_written_dataset_reproduces_the_run(tmp_path):
     metrics, _ = rag_metrics(judged=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        result = evaluate(written, metrics=metrics, llm=_WordJudge(), embeddings=_ConstantEmbeddings(),
-                          show_progress=False)
+        result = evaluate(
+            written, metrics=metrics, llm=_WordJudge(), embeddings=_ConstantEmbeddings(), show_progress=False
+        )
     rescored = {name: [row[name] for row in result.scores if not math.isnan(row[name])] for name in result.scores[0]}
     assert set(rescored) == set(report.metrics) and len(report.metrics) >= 10
     for name, values in rescored.items():
@@ -191,8 +227,14 @@ def test_load_questions_names_the_bad_line(tmp_path):
 
 
 def test_write_report_files(tmp_path):
-    files = write_report(tmp_path / "out", title="t", metrics={"a": 0.5, "b": None}, info={"questions": 2},
-                         latencies=[0.1, 0.3], items=[{"id": 1}])
+    files = write_report(
+        tmp_path / "out",
+        title="t",
+        metrics={"a": 0.5, "b": None},
+        info={"questions": 2},
+        latencies=[0.1, 0.3],
+        items=[{"id": 1}],
+    )
     data = json.loads(Path(files["json"]).read_text())
     assert data["metrics"] == {"a": 0.5, "b": None} and data["latency"]["max"] == 0.3 and data["items"] == [{"id": 1}]
     markdown = Path(files["markdown"]).read_text()
@@ -224,12 +266,31 @@ def test_clapnq_slice_through_the_graph(tmp_path):
 
 def test_cli_eval_rag_on_a_question_file(sample_dir, tmp_path):
     path = tmp_path / "q.jsonl"
-    path.write_text(json.dumps({"question": "Why did we move the session cache to Redis?",
-                                "reference": "Memcached evictions logged users out",
-                                "reference_context_ids": ["DOC-14"], "answerable": True}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "question": "Why did we move the session cache to Redis?",
+                "reference": "Memcached evictions logged users out",
+                "reference_context_ids": ["DOC-14"],
+                "answerable": True,
+            }
+        )
+        + "\n"
+    )
     out = tmp_path / "out"
-    done = run_cli("eval", "rag", "--dataset", str(path), "--data-dir", str(sample_dir), "--tenant", "acme",
-                   "--out", str(out), "--json")
+    done = run_cli(
+        "eval",
+        "rag",
+        "--dataset",
+        str(path),
+        "--data-dir",
+        str(sample_dir),
+        "--tenant",
+        "acme",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["info"]["questions"] == 1 and result["info"]["answer_rate_answerable"] in (0.0, 1.0)
@@ -242,8 +303,19 @@ def test_cli_eval_rag_on_a_question_file(sample_dir, tmp_path):
 
 def test_cli_eval_structured_writes_report(sample_dir, tmp_path):
     out = tmp_path / "out"
-    done = run_cli("eval", "structured", "--questions", "tests/data/structured_dev.jsonl", "--limit", "3",
-                   "--data-dir", str(sample_dir), "--out", str(out), "--json")
+    done = run_cli(
+        "eval",
+        "structured",
+        "--questions",
+        "tests/data/structured_dev.jsonl",
+        "--limit",
+        "3",
+        "--data-dir",
+        str(sample_dir),
+        "--out",
+        str(out),
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     written = json.loads((out / "results.json").read_text())
     assert written["metrics"]["execution_accuracy"] == json.loads(done.stdout)["accuracy"]

@@ -28,8 +28,14 @@ SAMPLE_COLUMNS = {"user_input", "response", "retrieved_contexts", "reference", "
 @pytest.fixture(autouse=True)
 def _offline_env(monkeypatch):
     """In-process runs see the environment a CI run would: no chat model, no MongoDB, no default asker."""
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "MONGODB_URI", "CONTEXT_ENGINE_USER", "CONTEXT_ENGINE_CLAPNQ",
-                 "CONTEXT_ENGINE_TENANT"):
+    for name in (
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "MONGODB_URI",
+        "CONTEXT_ENGINE_USER",
+        "CONTEXT_ENGINE_CLAPNQ",
+        "CONTEXT_ENGINE_TENANT",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -62,16 +68,18 @@ def test_clapnq_slice_writes_a_ragas_dataset_and_embeds_only_its_passages(tmp_pa
     from context_engine.resources import store_for
 
     out = tmp_path / "out"
-    code, stdout, err = _eval_rag(capsys, "--dataset", "clapnq", "--clapnq", str(CLAPNQ), "--limit", "4",
-                                  "--out", str(out), "--json")
+    code, stdout, err = _eval_rag(
+        capsys, "--dataset", "clapnq", "--clapnq", str(CLAPNQ), "--limit", "4", "--out", str(out), "--json"
+    )
     assert code == 0, err
     result = json.loads(stdout)
     asked = clapnq_questions(CLAPNQ)[0][:4]
     passages = {pid for q in asked for pid in q.passage_ids}
     # Only the passages of the 4 questions were ingested (not the ~600 of the dev set).
     assert result["info"]["corpus passages"] == len(passages) <= 4
-    assert result["info"]["empty answers (not declined)"] == sum(1 for s in json.loads(
-        (out / "samples.json").read_text()) if not s["response"].strip() and not s["declined"])
+    assert result["info"]["empty answers (not declined)"] == sum(
+        1 for s in json.loads((out / "samples.json").read_text()) if not s["response"].strip() and not s["declined"]
+    )
     assert store_for(Settings(data_dir=out / "data", tenant="clapnq")).count("documents", "clapnq") == len(passages)
 
     # dataset.jsonl: RAGAS loads it back, filled with the graph's answers and contexts.
@@ -126,16 +134,30 @@ def test_clapnq_slice_writes_a_ragas_dataset_and_embeds_only_its_passages(tmp_pa
     assert len(_csv_rows(out / "samples.csv")) == 2 and len(EvaluationDataset.from_jsonl(out / "dataset.jsonl")) == 2
 
 
-STRUCTURED = [("how many open PRs are labelled security?", "1 pull request matches."),
-              ("open issues assigned to me", None)]
+STRUCTURED = [
+    ("how many open PRs are labelled security?", "1 pull request matches."),
+    ("open issues assigned to me", None),
+]
 
 
 def test_a_ragas_jsonl_dataset_in_the_filled_dataset_out_and_again(structured_dir, tmp_path, capsys):
     path = tmp_path / "in.jsonl"
     EvaluationDataset(samples=[SingleTurnSample(user_input=q, reference=r) for q, r in STRUCTURED]).to_jsonl(path)
     out = tmp_path / "out"
-    code, stdout, err = _eval_rag(capsys, "--dataset", str(path), "--data-dir", str(structured_dir),
-                                  "--tenant", "acme", "--as", "rsh-dev", "--out", str(out), "--json")
+    code, stdout, err = _eval_rag(
+        capsys,
+        "--dataset",
+        str(path),
+        "--data-dir",
+        str(structured_dir),
+        "--tenant",
+        "acme",
+        "--as",
+        "rsh-dev",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert code == 0, err
     dataset = EvaluationDataset.from_jsonl(out / "dataset.jsonl")
     assert [s.user_input for s in dataset] == [q for q, _ in STRUCTURED]
@@ -145,8 +167,20 @@ def test_a_ragas_jsonl_dataset_in_the_filled_dataset_out_and_again(structured_di
     assert json.loads(stdout)["metrics"]["exact_match"] == 0.5
     # A run's own output is a dataset too: its responses are replaced by the new run's.
     again = tmp_path / "again"
-    code, _, err = _eval_rag(capsys, "--dataset", str(out / "dataset.jsonl"), "--data-dir", str(structured_dir),
-                             "--tenant", "acme", "--as", "rsh-dev", "--out", str(again), "--json")
+    code, _, err = _eval_rag(
+        capsys,
+        "--dataset",
+        str(out / "dataset.jsonl"),
+        "--data-dir",
+        str(structured_dir),
+        "--tenant",
+        "acme",
+        "--as",
+        "rsh-dev",
+        "--out",
+        str(again),
+        "--json",
+    )
     assert code == 0, err
     assert [s.response for s in EvaluationDataset.from_jsonl(again / "dataset.jsonl")] == [s.response for s in dataset]
 
@@ -157,39 +191,69 @@ def test_as_is_the_asker_of_the_run(structured_dir, tmp_path, capsys):
     answers = {}
     for alias, name in (("rsh-dev", "Rashid Khan"), ("sokafor", "Sam Okafor")):
         out = tmp_path / alias
-        code, stdout, err = _eval_rag(capsys, "--dataset", str(path), "--data-dir", str(structured_dir),
-                                      "--tenant", "acme", "--as", alias, "--out", str(out), "--json")
+        code, stdout, err = _eval_rag(
+            capsys,
+            "--dataset",
+            str(path),
+            "--data-dir",
+            str(structured_dir),
+            "--tenant",
+            "acme",
+            "--as",
+            alias,
+            "--out",
+            str(out),
+            "--json",
+        )
         assert code == 0, err
         assert json.loads(stdout)["info"]["asker"] == alias
         (sample,) = json.loads((out / "samples.json").read_text())
         answers[alias] = sample["response"]
         assert name in sample["response"]
     assert answers["rsh-dev"] != answers["sokafor"]
-    code, _, err = _eval_rag(capsys, "--dataset", str(path), "--data-dir", str(structured_dir), "--tenant", "acme",
-                             "--as", "nobody-at-all", "--out", str(tmp_path / "x"))
+    code, _, err = _eval_rag(
+        capsys,
+        "--dataset",
+        str(path),
+        "--data-dir",
+        str(structured_dir),
+        "--tenant",
+        "acme",
+        "--as",
+        "nobody-at-all",
+        "--out",
+        str(tmp_path / "x"),
+    )
     assert code == 2 and err.startswith("context-engine: error: --as:") and err.count("\n") == 1
 
 
 def test_csv_and_json_array_datasets_read_as_ragas_writes_them(tmp_path):
-    samples = [SingleTurnSample(user_input="Why Redis?", reference="evictions", reference_contexts=["a, 'b'", "c"],
-                                reference_context_ids=["DOC-14"]),
-               SingleTurnSample(user_input="你好吗？", reference="很好", reference_contexts=["x"],
-                                reference_context_ids=[7])]
+    samples = [
+        SingleTurnSample(
+            user_input="Why Redis?",
+            reference="evictions",
+            reference_contexts=["a, 'b'", "c"],
+            reference_context_ids=["DOC-14"],
+        ),
+        SingleTurnSample(user_input="你好吗？", reference="很好", reference_contexts=["x"], reference_context_ids=[7]),
+    ]
     dataset = EvaluationDataset(samples=samples)
     dataset.to_csv(tmp_path / "d.csv")  # lists as Python literals
     (tmp_path / "d.json").write_text(json.dumps(dataset.to_list(), ensure_ascii=False), encoding="utf-8")
     for name in ("d.csv", "d.json"):
         questions = load_questions(tmp_path / name)
-        assert [(q.question, q.reference, q.reference_contexts, q.reference_context_ids, q.answerable)
-                for q in questions] == [("Why Redis?", "evictions", ["a, 'b'", "c"], ["DOC-14"], None),
-                                        ("你好吗？", "很好", ["x"], ["7"], None)]
+        assert [
+            (q.question, q.reference, q.reference_contexts, q.reference_context_ids, q.answerable) for q in questions
+        ] == [("Why Redis?", "evictions", ["a, 'b'", "c"], ["DOC-14"], None), ("你好吗？", "很好", ["x"], ["7"], None)]
     # `answerable` rides along as an extra column/key (RAGAS itself ignores it).
     with open(tmp_path / "a.csv", "w", newline="", encoding="utf-8") as fh:
         csv.writer(fh).writerows([["user_input", "reference", "answerable"], ["q1", "r", "True"], ["q2", "", "false"]])
     assert [(q.reference, q.answerable) for q in load_questions(tmp_path / "a.csv")] == [("r", True), (None, False)]
     (tmp_path / "a.jsonl").write_text('{"user_input": "q", "answerable": false}\n{"question": "old style"}\n')
-    assert [(q.question, q.answerable) for q in load_questions(tmp_path / "a.jsonl")] == [("q", False),
-                                                                                           ("old style", None)]
+    assert [(q.question, q.answerable) for q in load_questions(tmp_path / "a.jsonl")] == [
+        ("q", False),
+        ("old style", None),
+    ]
 
 
 def test_the_chart_shows_the_rates_beside_the_metrics(tmp_path, monkeypatch):
@@ -200,8 +264,15 @@ def test_the_chart_shows_the_rates_beside_the_metrics(tmp_path, monkeypatch):
     figures = []
     monkeypatch.setattr(plt, "close", figures.append)
     rates = {"decline rate (of 5 unanswerable)": 0.6, "answer rate (of 0 answerable)": None}
-    files = write_report(tmp_path, title="t", metrics={"exact_match": 0.25, "bleu_score": None}, info={},
-                         latencies=[0.1, 0.2], items=[], rates=rates)
+    files = write_report(
+        tmp_path,
+        title="t",
+        metrics={"exact_match": 0.25, "bleu_score": None},
+        info={},
+        latencies=[0.1, 0.2],
+        items=[],
+        rates=rates,
+    )
     assert Path(files["chart"]).read_bytes()[:8] == PNG_MAGIC
     bars = figures[0].axes[0]
     assert [t.get_text() for t in bars.get_yticklabels()] == ["exact_match", *rates]
@@ -215,8 +286,12 @@ def _clapnq_folder(tmp_path: Path, bad_line: str) -> Path:
     """A two-file CLAP NQ folder whose unanswerable file has `bad_line` as its line 2."""
     folder = tmp_path / "clap"
     folder.mkdir()
-    record = {"id": "1", "input": "what is grass?", "passages": [{"title": "Grass", "text": "Grass is green."}],
-              "output": [{"answer": "a plant", "selected_sentences": ["Grass is green."]}]}
+    record = {
+        "id": "1",
+        "input": "what is grass?",
+        "passages": [{"title": "Grass", "text": "Grass is green."}],
+        "output": [{"answer": "a plant", "selected_sentences": ["Grass is green."]}],
+    }
     (folder / "clapnq_dev_answerable.jsonl").write_text(json.dumps(record) + "\n")
     (folder / "clapnq_dev_unanswerable.jsonl").write_text(json.dumps({**record, "output": []}) + "\n" + bad_line + "\n")
     return folder
@@ -233,23 +308,33 @@ def test_bad_input_is_one_line_and_exit_2(structured_dir, tmp_path, capsys):
         (["--dataset", "clapnq"], "pass --clapnq DIR"),
         (["--dataset", "clapnq", "--clapnq", str(tmp_path / "nowhere")], "is not a folder"),
         (["--dataset", "clapnq", "--clapnq", str(tmp_path)], "has no clapnq_dev_answerable.jsonl"),
-        (["--dataset", "clapnq", "--clapnq", str(_clapnq_folder(tmp_path, '{"id": 1}'))],
-         "clapnq_dev_unanswerable.jsonl:2: not a CLAP NQ record"),
+        (
+            ["--dataset", "clapnq", "--clapnq", str(_clapnq_folder(tmp_path, '{"id": 1}'))],
+            "clapnq_dev_unanswerable.jsonl:2: not a CLAP NQ record",
+        ),
         (["--dataset", "clapnq", "--clapnq", str(CLAPNQ), "--limit", "0"], "--limit must be at least 1"),
         (["--dataset", "clapnq", "--clapnq", str(CLAPNQ), "--as", "rsh-dev"], "--as: tenant clapnq has no people"),
         (["--dataset", "clapnq", "--clapnq", str(CLAPNQ), "--out", str(tmp_path / "a-file")], "is not a folder"),
         (["--dataset", dataset("q.jsonl", '{"user_input": "q"}\n'), "--clapnq", str(CLAPNQ)], "--clapnq is for"),
-        (["--dataset", dataset("m.jsonl", '{"user_input": "q"}\n{"user_input": [{"content": "hi"}]}\n'), *file_args],
-         "m.jsonl:2: a multi-turn sample"),
-        (["--dataset", dataset("t.jsonl", '{"user_input": "q", "reference_contexts": "not a list"}\n'), *file_args],
-         "t.jsonl:1: not a RAGAS SingleTurnSample: reference_contexts"),
+        (
+            ["--dataset", dataset("m.jsonl", '{"user_input": "q"}\n{"user_input": [{"content": "hi"}]}\n'), *file_args],
+            "m.jsonl:2: a multi-turn sample",
+        ),
+        (
+            ["--dataset", dataset("t.jsonl", '{"user_input": "q", "reference_contexts": "not a list"}\n'), *file_args],
+            "t.jsonl:1: not a RAGAS SingleTurnSample: reference_contexts",
+        ),
         (["--dataset", dataset("e.jsonl", '{"user_input": "  "}\n'), *file_args], "e.jsonl:1: `user_input` is empty"),
         (["--dataset", dataset("j.jsonl", '{"user_input": "q"}\n{oops\n'), *file_args], "j.jsonl:2: expected a JSON"),
-        (["--dataset", dataset("c.csv", "user_input,reference_contexts\nq,\"['a', \"\n"), *file_args],
-         "c.csv:2: `reference_contexts` is not a list"),
+        (
+            ["--dataset", dataset("c.csv", "user_input,reference_contexts\nq,\"['a', \"\n"), *file_args],
+            "c.csv:2: `reference_contexts` is not a list",
+        ),
         (["--dataset", dataset("h.csv", "prompt,answer\nq,a\n"), *file_args], "needs a `user_input` column"),
-        (["--dataset", dataset("b.jsonl", '{"user_input": "q", "answerable": "maybe"}\n'), *file_args],
-         "`answerable` must be true or false"),
+        (
+            ["--dataset", dataset("b.jsonl", '{"user_input": "q", "answerable": "maybe"}\n'), *file_args],
+            "`answerable` must be true or false",
+        ),
         (["--dataset", dataset("n.jsonl", "\n"), *file_args], "no questions in it"),
     ]
     for args, expected in cases:

@@ -36,7 +36,7 @@ def test_the_sample_is_inside_unchanged(small):
     base = generate(7)
     assert small["globex"] == base["globex"]
     for name, records in base["acme"].items():
-        assert small["acme"][name][:len(records)] == records or name == "messages"
+        assert small["acme"][name][: len(records)] == records or name == "messages"
     # messages are re-sorted by time: every sample message is still there, unchanged
     ours = {(m["channel"], m["ts"]): m for m in small["acme"]["messages"]}
     assert all(ours[(m["channel"], m["ts"])] == m for m in base["acme"]["messages"])
@@ -44,7 +44,9 @@ def test_the_sample_is_inside_unchanged(small):
 
 def test_keys_are_unique_and_threads_consistent(small):
     acme = small["acme"]
-    assert len({(p["base"]["repo"]["full_name"], p["number"]) for p in acme["pull_requests"]}) == len(acme["pull_requests"])
+    assert len({(p["base"]["repo"]["full_name"], p["number"]) for p in acme["pull_requests"]}) == len(
+        acme["pull_requests"]
+    )
     assert len({i["key"] for i in acme["issues"]}) == len(acme["issues"])
     assert len({(m["channel"], m["ts"]) for m in acme["messages"]}) == len(acme["messages"])
     replies: dict[str, int] = {}
@@ -76,13 +78,20 @@ def test_generated_corpus_ingests_and_answers(tmp_path, monkeypatch):
 
     monkeypatch.setattr(index_module, "make_embeddings", lambda name, **_: SyntheticEmbeddings())
     data = generate_scaled(2_000, messages=1_500, seed=3)
-    settings = Settings(data_dir=tmp_path, mongodb_uri=None, embedding_model=SyntheticEmbeddings.name,
-                        embedding_cache=tmp_path / "cache.sqlite", use_llm=False)
+    settings = Settings(
+        data_dir=tmp_path,
+        mongodb_uri=None,
+        embedding_model=SyntheticEmbeddings.name,
+        embedding_cache=tmp_path / "cache.sqlite",
+        use_llm=False,
+    )
     reports = ingest(settings, data)
     acme = next(r for r in reports if r.tenant == "acme")
     assert acme.records >= 2_000 and acme.index.chunks > 2_000 and acme.index.embedded == acme.index.chunks
-    out = graph.invoke({"question": "how many open PRs are labelled security?", "now": NOW},
-                       context={"data_dir": str(tmp_path), "tenant": "acme", "user": "rsh-dev", "use_llm": False})
+    out = graph.invoke(
+        {"question": "how many open PRs are labelled security?", "now": NOW},
+        context={"data_dir": str(tmp_path), "tenant": "acme", "user": "rsh-dev", "use_llm": False},
+    )
     assert out["route"] == "structured" and not out.get("declined")
     assert "pull requests match" in out["answer"]
 

@@ -47,24 +47,33 @@ def test_aggregate_with_js_literals():
 
 def test_find_becomes_the_aggregation_mongodb_runs():
     # The projection comes last: a find sorts on a field it does not return.
-    gold = parse_gold('db.club.find({ x: { $ne: true } }, { name: 1, _id: 0 }).sort({ Start_year: -1 }).limit(2);')
-    assert gold.pipeline == [{"$match": {"x": {"$ne": True}}}, {"$sort": {"Start_year": -1}}, {"$limit": 2},
-                             {"$project": {"name": 1, "_id": 0}}]
+    gold = parse_gold("db.club.find({ x: { $ne: true } }, { name: 1, _id: 0 }).sort({ Start_year: -1 }).limit(2);")
+    assert gold.pipeline == [
+        {"$match": {"x": {"$ne": True}}},
+        {"$sort": {"Start_year": -1}},
+        {"$limit": 2},
+        {"$project": {"name": 1, "_id": 0}},
+    ]
     counted = parse_gold("db.getCollection('club').find({ a: -3 }).count()")
     assert counted.collection == "club" and counted.counted
     assert counted.pipeline == [{"$match": {"a": -3}}, {"$count": "count"}]
     assert parse_gold("db.program.find({}, { Name: 1, _id: 0 }).sort({ Launch: 1 }).forEach(printjson)").pipeline == [
-        {"$sort": {"Launch": 1}}, {"$project": {"Name": 1, "_id": 0}}]
+        {"$sort": {"Launch": 1}},
+        {"$project": {"Name": 1, "_id": 0}},
+    ]
 
 
-@pytest.mark.parametrize("text, says", [
-    ("db.x.aggregate([{ $match: { a: 1 } ]);", "expected '}'"),
-    ("db.x.find({}).explain()", "unknown cursor method .explain()"),
-    ("db.x.drop()", "unknown method db.x.drop()"),
-    ("db.x.find({ a: new Date() })", "unexpected 'new'"),
-    ("db.x.aggregate([]); db.y.find()", "after the query"),
-    ("db.x.find({ a: 1 }) # ", "unexpected '# '"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("db.x.aggregate([{ $match: { a: 1 } ]);", "expected '}'"),
+        ("db.x.find({}).explain()", "unknown cursor method .explain()"),
+        ("db.x.drop()", "unknown method db.x.drop()"),
+        ("db.x.find({ a: new Date() })", "unexpected 'new'"),
+        ("db.x.aggregate([]); db.y.find()", "after the query"),
+        ("db.x.find({ a: 1 }) # ", "unexpected '# '"),
+    ],
+)
 def test_unreadable_gold_says_where(text, says):
     with pytest.raises(GoldError) as caught:
         parse_gold(text)
@@ -72,10 +81,14 @@ def test_unreadable_gold_says_where(text, says):
 
 
 def test_correlated_lookup_and_negated_regex_run():
-    db = plain_database({
-        "jobs": [{"title": "boss", "employees": [{"name": "Ann", "salary": 9}, {"name": "Max", "salary": 3}]},
-                 {"title": "clerk", "employees": [{"name": "Bo", "salary": 5}]}],
-    })
+    db = plain_database(
+        {
+            "jobs": [
+                {"title": "boss", "employees": [{"name": "Ann", "salary": 9}, {"name": "Max", "salary": 3}]},
+                {"title": "clerk", "employees": [{"name": "Bo", "salary": 5}]},
+            ],
+        }
+    )
     # Who earns more than Bo: mongomock refuses `let` + `pipeline`; the gold runner binds them itself.
     gold = parse_gold("""db.jobs.aggregate([
       { $unwind: "$employees" }, { $match: { "employees.name": "Bo" } },
@@ -85,21 +98,29 @@ def test_correlated_lookup_and_negated_regex_run():
           { $project: { _id: 0, name: "$employees.name" } } ] } },
       { $unwind: "$Docs1" }, { $project: { name: "$Docs1.name" } } ]);""")
     assert run_gold(db, gold) == [{"name": "Ann"}]
-    not_m = parse_gold('db.jobs.aggregate([{ $unwind: "$employees" }, '
-                       '{ $match: { "employees.name": { $not: { $regex: "a", $options: "i" } } } }, '
-                       '{ $project: { _id: 0, n: "$employees.name" } }])')
+    not_m = parse_gold(
+        'db.jobs.aggregate([{ $unwind: "$employees" }, '
+        '{ $match: { "employees.name": { $not: { $regex: "a", $options: "i" } } } }, '
+        '{ $project: { _id: 0, n: "$employees.name" } }])'
+    )
     assert run_gold(db, not_m) == [{"n": "Bo"}]
     with pytest.raises(GoldError, match="toDouble"):
         run_gold(db, parse_gold('db.jobs.aggregate([{ $project: { x: { $toDouble: "$title" } } }])'))
 
 
-@pytest.mark.parametrize("text, shape", [
-    ('db.a.aggregate([{ $lookup: { from: "b", localField: "x", foreignField: "y", as: "j" } }, { $group: { _id: 1 } }])', "join"),
-    ('db.a.aggregate([{ $unwind: "$kids" }, { $group: { _id: "$kids.k", n: { $sum: 1 } } }])', "nested array"),
-    ('db.a.aggregate([{ $group: { _id: "$k", n: { $sum: 1 } } }])', "aggregation"),
-    ("db.a.find({ k: 1 }).count()", "aggregation"),
-    ("db.a.find({ k: 1 }, { k: 1 }).sort({ k: 1 })", "filter"),
-])
+@pytest.mark.parametrize(
+    "text, shape",
+    [
+        (
+            'db.a.aggregate([{ $lookup: { from: "b", localField: "x", foreignField: "y", as: "j" } }, { $group: { _id: 1 } }])',
+            "join",
+        ),
+        ('db.a.aggregate([{ $unwind: "$kids" }, { $group: { _id: "$kids.k", n: { $sum: 1 } } }])', "nested array"),
+        ('db.a.aggregate([{ $group: { _id: "$k", n: { $sum: 1 } } }])', "aggregation"),
+        ("db.a.find({ k: 1 }).count()", "aggregation"),
+        ("db.a.find({ k: 1 }, { k: 1 }).sort({ k: 1 })", "filter"),
+    ],
+)
 def test_shapes(text, shape):
     assert shape_of(parse_gold(text)) == shape
 
@@ -116,10 +137,12 @@ def test_rows_are_multisets_of_values_field_names_ignored():
     assert same_result([{"age": 25.0, "name": "Bo"}, {"name": "Ann", "age": 30}], gold, LIST, "names and ages")
     assert not same_result([{"name": "Ann", "age": 30}], gold, LIST, "names and ages")  # one row short
     assert not same_result(gold + [gold[0]], gold, LIST, "names and ages")  # a duplicate is a row too
-    assert not same_result([{"name": "Ann", "age": 30, "city": "Oslo"}, {"name": "Bo", "age": 25}], gold, LIST,
-                           "names and ages")  # a field not asked for
-    assert not same_result([{"name": "Ann", "age": "30"}, {"name": "Bo", "age": 25}], gold, LIST,
-                           "names and ages")  # a string is not a number
+    assert not same_result(
+        [{"name": "Ann", "age": 30, "city": "Oslo"}, {"name": "Bo", "age": 25}], gold, LIST, "names and ages"
+    )  # a field not asked for
+    assert not same_result(
+        [{"name": "Ann", "age": "30"}, {"name": "Bo", "age": 25}], gold, LIST, "names and ages"
+    )  # a string is not a number
     assert not same_result([{"v": True}], [{"v": 1}], LIST, "flag")  # a boolean is not a number
 
 
@@ -155,8 +178,12 @@ def test_a_number_answers_a_number():
 
 def _questions(n_db: int = 3, records: int = 4) -> list[Question]:
     shapes = ("filter", "join")
-    return [Question(db * 100 + r, f"db{db}", p, f"q{db}-{r}-{p}", GoldQuery("c", []), shapes[r % 2])
-            for db in range(n_db) for r in range(records) for p in range(5)]
+    return [
+        Question(db * 100 + r, f"db{db}", p, f"q{db}-{r}-{p}", GoldQuery("c", []), shapes[r % 2])
+        for db in range(n_db)
+        for r in range(records)
+        for p in range(5)
+    ]
 
 
 def test_stratified_sample_is_fixed_one_phrasing_per_record_every_stratum_first():
@@ -180,26 +207,59 @@ def test_sample_option():
 
 
 def _tend_folder(root: Path) -> Path:
-    data = {"people": [{"People_ID": 1, "Name": "Ann", "Age": 30}, {"People_ID": 2, "Name": "Bo", "Age": 25},
-                       {"People_ID": 3, "Name": "Cy", "Age": 41}],
-            "club": [{"Club_ID": 1, "name": "Chess", "members": [{"People_ID": 1}, {"People_ID": 2}]}]}
+    data = {
+        "people": [
+            {"People_ID": 1, "Name": "Ann", "Age": 30},
+            {"People_ID": 2, "Name": "Bo", "Age": 25},
+            {"People_ID": 3, "Name": "Cy", "Age": 41},
+        ],
+        "club": [{"Club_ID": 1, "name": "Chess", "members": [{"People_ID": 1}, {"People_ID": 2}]}],
+    }
     (root / "mongodb_data").mkdir(parents=True)
     (root / "mongodb_data" / "tiny.json").write_text(json.dumps(data))
-    records = [{"record_id": 1, "db_id": "tiny", "nl_queries": ["How many people are there?"] * 5,
-                "MQL": "db.people.find({}).count();"},
-               {"record_id": 2, "db_id": "tiny", "nl_queries": ["How many clubs are there?"] * 5,
-                "MQL": "db.club.aggregate([{ $count: 'n' }])"},
-               {"record_id": 3, "db_id": "gone", "nl_queries": ["?"] * 5, "MQL": "db.x.find()"},
-               {"record_id": 4, "db_id": "tiny", "nl_queries": ["Cast ages"] * 5,
-                "MQL": "db.people.aggregate([{ $project: { a: { $toDouble: '$Age' } } }])"}]
+    records = [
+        {
+            "record_id": 1,
+            "db_id": "tiny",
+            "nl_queries": ["How many people are there?"] * 5,
+            "MQL": "db.people.find({}).count();",
+        },
+        {
+            "record_id": 2,
+            "db_id": "tiny",
+            "nl_queries": ["How many clubs are there?"] * 5,
+            "MQL": "db.club.aggregate([{ $count: 'n' }])",
+        },
+        {"record_id": 3, "db_id": "gone", "nl_queries": ["?"] * 5, "MQL": "db.x.find()"},
+        {
+            "record_id": 4,
+            "db_id": "tiny",
+            "nl_queries": ["Cast ages"] * 5,
+            "MQL": "db.people.aggregate([{ $project: { a: { $toDouble: '$Age' } } }])",
+        },
+    ]
     (root / "test.json").write_text(json.dumps(records))
     (root / "mongodb_data" / "shop.json").write_text(json.dumps({"item": [{"Item_ID": 1, "price": 3}]}))
-    train = [{"record_id": 9, "db_id": "shop", "nl_queries": ["How many items are there?", "Count the items."],
-              "MQL": "db.item.find().count()"},
-             {"record_id": 10, "db_id": "shop", "nl_queries": ["How many items cost 3?"],
-              "MQL": "db.item.aggregate([{ $match: { price: 3 } }, { $out: 'copy' }])"},  # not a stage plans use
-             {"record_id": 11, "db_id": "tiny", "nl_queries": ["How many people are there in all?"],
-              "MQL": "db.people.find().count()"}]
+    train = [
+        {
+            "record_id": 9,
+            "db_id": "shop",
+            "nl_queries": ["How many items are there?", "Count the items."],
+            "MQL": "db.item.find().count()",
+        },
+        {
+            "record_id": 10,
+            "db_id": "shop",
+            "nl_queries": ["How many items cost 3?"],
+            "MQL": "db.item.aggregate([{ $match: { price: 3 } }, { $out: 'copy' }])",
+        },  # not a stage plans use
+        {
+            "record_id": 11,
+            "db_id": "tiny",
+            "nl_queries": ["How many people are there in all?"],
+            "MQL": "db.people.find().count()",
+        },
+    ]
     (root / "train.json").write_text(json.dumps(train))
     return root
 
@@ -208,12 +268,13 @@ def test_a_run_loads_each_database_as_a_tenant_and_scores_through_the_engine(tmp
     folder = _tend_folder(tmp_path / "tend")
     # The planner writes what it is told; the run is the engine's: validation, scope, execution, scoring.
     count = {"filters": [], "times": [], "text": [], "shape": {"kind": "count"}}
-    model = ScriptedChatModel.answering(*[{"collection": "persons", **count}] * 4,
-                                        {"collection": "club", **count},  # the fifth phrasing: wrong
-                                        *[{"collection": "club", **count}] * 4,
-                                        {"collection": "nowhere", **count})  # not a collection: fails
-    settings = Settings().with_overrides(data_dir=tmp_path / "store", chat_models=(("planner", model),),
-                                         max_attempts=1)
+    model = ScriptedChatModel.answering(
+        *[{"collection": "persons", **count}] * 4,
+        {"collection": "club", **count},  # the fifth phrasing: wrong
+        *[{"collection": "club", **count}] * 4,
+        {"collection": "nowhere", **count},
+    )  # not a collection: fails
+    settings = Settings().with_overrides(data_dir=tmp_path / "store", chat_models=(("planner", model),), max_attempts=1)
     report = evaluate(folder, settings, split="test", planner="llm")
     summary = report.summary()
     assert summary["missing_databases"] == ["gone"]
@@ -265,8 +326,11 @@ def test_bad_folder_and_options_are_one_line_errors(tmp_path):
     with pytest.raises(TendError, match="--split"):
         load_split(tmp_path, "dev")
     cli = [sys.executable, "-m", "context_engine.cli", "eval", "tend"]
-    for args, says in (([], "needs --data DIR"), (["--data", str(tmp_path / "none")], "--data is the TEND folder"),
-                       (["--data", str(tmp_path), "--sample", "all"], "stratified:N")):
+    for args, says in (
+        ([], "needs --data DIR"),
+        (["--data", str(tmp_path / "none")], "--data is the TEND folder"),
+        (["--data", str(tmp_path), "--sample", "all"], "stratified:N"),
+    ):
         done = subprocess.run(cli + args, capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr, done.stderr
 
@@ -276,8 +340,9 @@ def test_the_model_gets_one_correction_per_question(tmp_path):
     try is time spent for nothing: the question is declined after the second."""
     bad = {"collection": "persons", "pipeline": [{"$project": {"nowhere": 1}}]}
     good = {"collection": "persons", "pipeline": [{"$count": "count"}]}
-    settings = Settings().with_overrides(data_dir=tmp_path / "store",
-                                         chat_models=(("planner", ScriptedChatModel.answering(bad, bad, good)),))
+    settings = Settings().with_overrides(
+        data_dir=tmp_path / "store", chat_models=(("planner", ScriptedChatModel.answering(bad, bad, good)),)
+    )
     assert settings.max_attempts > 2
     (outcome,) = evaluate(_tend_folder(tmp_path / "tend"), settings, split="test", planner="llm", limit=1).outcomes
     assert outcome.declined and not outcome.correct and "nowhere" in outcome.why

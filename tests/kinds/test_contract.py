@@ -33,21 +33,34 @@ from context_engine.query.validate import validate_pipeline
 from context_engine.retrievers.chunking import chunk_collection
 
 NOW = datetime(2025, 12, 1, 12, 0)
-PEOPLE = [{"login": "priya", "name": "Priya Raman", "slack_id": "U01PRIYA", "jira": "priya.r", "email": "priya@acme.dev"},
-          {"login": "quinn", "name": "Quinn Adler", "slack_id": "U02QUINN", "jira": "quinn.a", "email": "quinn@acme.dev"}]
+PEOPLE = [
+    {"login": "priya", "name": "Priya Raman", "slack_id": "U01PRIYA", "jira": "priya.r", "email": "priya@acme.dev"},
+    {"login": "quinn", "name": "Quinn Adler", "slack_id": "U02QUINN", "jira": "quinn.a", "email": "quinn@acme.dev"},
+]
 MEMBER, OUTSIDER = ["team-x"], ["bob"]
 
 INCIDENTS = CollectionSpec(
-    name="incidents", noun="incident", key="id", ref_prefix="INC-",
+    name="incidents",
+    noun="incident",
+    key="id",
+    ref_prefix="INC-",
     times={"created": ("started_at",), "resolved": ("resolved_at",)},
     people={"author": (PersonField("reported_by", "github"),), "assignee": (PersonField("commander", "github"),)},
     values={"severity": ("severity",), "service": ("service",), "status": ("status",)},
-    text=("title", "summary"), references={"pr": "pull_requests"})
+    text=("title", "summary"),
+    references={"pr": "pull_requests"},
+)
 
 # When each kind's six public records were created: two in 2024 (and the private one), the rest in
 # 2025; records 0, 2 and 4 are Priya's. Six: enough for discovery to call a repeated value an enumeration.
-CREATED = [datetime(2024, 3, 5, 10), datetime(2024, 9, 12, 16), datetime(2025, 2, 1, 9), datetime(2025, 6, 30, 14),
-           datetime(2025, 8, 1, 8), datetime(2025, 10, 9, 17)]
+CREATED = [
+    datetime(2024, 3, 5, 10),
+    datetime(2024, 9, 12, 16),
+    datetime(2025, 2, 1, 9),
+    datetime(2025, 6, 30, 14),
+    datetime(2025, 8, 1, 8),
+    datetime(2025, 10, 9, 17),
+]
 PRIVATE_CREATED = datetime(2024, 5, 5, 5)
 AUTHORS = ["priya", "quinn"] * 3
 PUBLIC = len(CREATED)
@@ -66,36 +79,72 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> None:
 
 def pull_requests(i: int, when: datetime, who: str, mention: str) -> dict[str, Any]:
     n = i + 1
-    return {"ref": f"acme/web#{n}", "repo": "acme/web", "number": n, "title": f"Retry payment webhooks {n}",
-            "body": f"Backs off on 5xx. See {mention}.", "state": "open", "user": {"login": who},
-            "created_at": when, "html_url": f"https://github.com/acme/web/pull/{n}", "labels": [{"name": "payments"}]}
+    return {
+        "ref": f"acme/web#{n}",
+        "repo": "acme/web",
+        "number": n,
+        "title": f"Retry payment webhooks {n}",
+        "body": f"Backs off on 5xx. See {mention}.",
+        "state": "open",
+        "user": {"login": who},
+        "created_at": when,
+        "html_url": f"https://github.com/acme/web/pull/{n}",
+        "labels": [{"name": "payments"}],
+    }
 
 
 def issues(i: int, when: datetime, who: str, mention: str) -> dict[str, Any]:
     key = f"ENG-{i + 1}"
-    return {"ref": key, "url": f"https://acme.atlassian.net/browse/{key}",
-            "fields": {"summary": f"Checkout times out {i + 1}", "description": f"Customers wait. Related: {mention}",
-                       "reporter": {"name": _person(who)["jira"]}, "created": when, "status": {"name": "Open"},
-                       "project": {"key": "ENG"}}}
+    return {
+        "ref": key,
+        "url": f"https://acme.atlassian.net/browse/{key}",
+        "fields": {
+            "summary": f"Checkout times out {i + 1}",
+            "description": f"Customers wait. Related: {mention}",
+            "reporter": {"name": _person(who)["jira"]},
+            "created": when,
+            "status": {"name": "Open"},
+            "project": {"key": "ENG"},
+        },
+    }
 
 
 def messages(i: int, when: datetime, who: str, mention: str) -> dict[str, Any]:
     ts = f"{1700000000 + i * 1000}.000100"
-    return {"ref": f"C01GEN:{ts}", "channel_id": "C01GEN", "channel": "general", "ts": ts, "thread_ts": ts,
-            "text": f"Deploy of the cache finished {i + 1}, see {mention}", "user": _person(who)["slack_id"], "date": when,
-            "permalink": f"https://acme.slack.com/archives/C01GEN/p{ts.replace('.', '')}"}
+    return {
+        "ref": f"C01GEN:{ts}",
+        "channel_id": "C01GEN",
+        "channel": "general",
+        "ts": ts,
+        "thread_ts": ts,
+        "text": f"Deploy of the cache finished {i + 1}, see {mention}",
+        "user": _person(who)["slack_id"],
+        "date": when,
+        "permalink": f"https://acme.slack.com/archives/C01GEN/p{ts.replace('.', '')}",
+    }
 
 
 def documents(i: int, when: datetime, who: str, mention: str) -> dict[str, Any]:
-    return {"ref": f"docs/adr-{i + 1}", "title": f"ADR-{i + 1:03d}: Use Redis for sessions", "body": f"We chose Redis. See {mention}.",
-            "author": {"login": who}, "created_at": when, "url": f"https://docs.acme.dev/adr-{i + 1}", "space": "eng"}
+    return {
+        "ref": f"docs/adr-{i + 1}",
+        "title": f"ADR-{i + 1:03d}: Use Redis for sessions",
+        "body": f"We chose Redis. See {mention}.",
+        "author": {"login": who},
+        "created_at": when,
+        "url": f"https://docs.acme.dev/adr-{i + 1}",
+        "space": "eng",
+    }
 
 
 def commits(i: int, when: datetime, who: str, mention: str) -> dict[str, Any]:
     sha = f"{i + 1:x}" * 40
-    return {"ref": sha[:40], "repo": "acme/web", "message": f"Fix flaky cache test {i + 1}\n\nsee {mention}",
-            "author": {"email": _person(who)["email"], "name": _person(who)["name"], "date": when},
-            "html_url": f"https://github.com/acme/web/commit/{sha[:40]}"}
+    return {
+        "ref": sha[:40],
+        "repo": "acme/web",
+        "message": f"Fix flaky cache test {i + 1}\n\nsee {mention}",
+        "author": {"email": _person(who)["email"], "name": _person(who)["name"], "date": when},
+        "html_url": f"https://github.com/acme/web/commit/{sha[:40]}",
+    }
 
 
 def people(i: int, when: datetime, who: str, mention: str) -> dict[str, Any]:
@@ -104,13 +153,18 @@ def people(i: int, when: datetime, who: str, mention: str) -> dict[str, Any]:
 
 def own_kind(spec: CollectionSpec) -> Callable[[int, datetime, str, str], dict[str, Any]]:
     """Records of a tenant's own kind, from its spec's fields alone."""
+
     def make(i: int, when: datetime, who: str, mention: str) -> dict[str, Any]:
         doc: dict[str, Any] = {"ref": f"{spec.ref_prefix}{i + 1}"}
         _set(doc, spec.key, i + 1)
         for role, paths in spec.times.items():
             _set(doc, paths[0], when if role == "created" else datetime(2025, 12, 1))
         for fields in spec.people.values():
-            _set(doc, fields[0].path, _person(who)["login"] if fields[0].handle == "github" else _person(who)[fields[0].handle])
+            _set(
+                doc,
+                fields[0].path,
+                _person(who)["login"] if fields[0].handle == "github" else _person(who)[fields[0].handle],
+            )
         for role, paths in spec.values.items():
             _set(doc, paths[0], f"{role}-{i % 2}")
         for n, path in enumerate(spec.text):
@@ -118,6 +172,7 @@ def own_kind(spec: CollectionSpec) -> Callable[[int, datetime, str, str], dict[s
         for path in spec.references:  # the private record references a public pull request (the first)
             _set(doc, path, f"acme/web#{i % PUBLIC + 1}")
         return doc
+
     return make
 
 
@@ -125,10 +180,10 @@ def own_kind(spec: CollectionSpec) -> Callable[[int, datetime, str, str], dict[s
 class Case:
     spec: CollectionSpec
     make: Callable[[int, datetime, str, str], dict[str, Any]]
-    said: str                # how a question names several records of the kind
-    list_question: str       # a list question, and the records (by factory index) it must find
+    said: str  # how a question names several records of the kind
+    list_question: str  # a list question, and the records (by factory index) it must find
     listed: tuple[int, ...]
-    linkable: bool = True    # its text can reference other records
+    linkable: bool = True  # its text can reference other records
 
 
 CASES = [
@@ -167,8 +222,10 @@ def _records(case: Case) -> list[dict[str, Any]]:
     """The public records, each referencing the next (the last the first), and one private one."""
     made = [case.make(i, when, who, "") for i, (when, who) in enumerate(zip(CREATED, AUTHORS))]
     mentions = [_mention(case.spec, made[(i + 1) % len(made)]) for i in range(len(made))]
-    docs = [{**case.make(i, when, who, mentions[i]), "tenant_id": "t", "acl": ["*"]}
-            for i, (when, who) in enumerate(zip(CREATED, AUTHORS))]
+    docs = [
+        {**case.make(i, when, who, mentions[i]), "tenant_id": "t", "acl": ["*"]}
+        for i, (when, who) in enumerate(zip(CREATED, AUTHORS))
+    ]
     private = {**case.make(PUBLIC, PRIVATE_CREATED, "priya", ""), "tenant_id": "t", "acl": list(MEMBER)}
     return [*docs, private]
 
@@ -186,9 +243,12 @@ def world():
     for case in CASES:
         stored[case.spec.name] = _records(case)
         store.db[case.spec.name].insert_many([dict(doc) for doc in stored[case.spec.name]])
-    schemas = {case.spec.name: schema_from_documents(case.spec.name, _visible(stored[case.spec.name]),
-                                                     own_kind=None if case.spec.builtin else case.spec)
-               for case in CASES}
+    schemas = {
+        case.spec.name: schema_from_documents(
+            case.spec.name, _visible(stored[case.spec.name]), own_kind=None if case.spec.builtin else case.spec
+        )
+        for case in CASES
+    }
     return store, Catalog("t", schemas, PEOPLE), stored
 
 
@@ -225,9 +285,11 @@ def test_a_count_plans_and_runs_in_scope(world, case):
     store, catalog, _ = world
     plan = _plan(catalog, f"how many {case.said} are there")
     assert (plan.collection, plan.pipeline[-1]) == (case.spec.name, {"$count": "count"})
-    assert _run(store, catalog, plan) == [{"count": PUBLIC}]       # the private record is not bob's to count
+    assert _run(store, catalog, plan) == [{"count": PUBLIC}]  # the private record is not bob's to count
     assert _run(store, catalog, plan, MEMBER) == [{"count": PUBLIC + 1}]
-    text, citations = compose(Success(plan, [{"count": PUBLIC}], []), plan.collection, catalog.schemas[plan.collection].kind)
+    text, citations = compose(
+        Success(plan, [{"count": PUBLIC}], []), plan.collection, catalog.schemas[plan.collection].kind
+    )
     assert text.startswith(f"{PUBLIC} {case.spec.plural} match") and citations == []
 
 
@@ -290,8 +352,8 @@ def test_links_follow_the_kinds_references_in_scope(world, case):
         assert chain.links == [] and chain.records == []  # a kind without link text is in no link table
         return
     if case.spec.builtin:
-        assert (docs[0]["ref"], docs[1]["ref"]) in pairs    # what it references
-        assert (docs[PUBLIC - 1]["ref"], docs[0]["ref"]) in pairs    # and what references it
+        assert (docs[0]["ref"], docs[1]["ref"]) in pairs  # what it references
+        assert (docs[PUBLIC - 1]["ref"], docs[0]["ref"]) in pairs  # and what references it
     else:  # its declared `pr` field links to the pull request, and the pull request back to it
         assert (docs[0]["ref"], "acme/web#1") in pairs
         back = follow_links(store, "t", OUTSIDER, ["acme/web#1"], max_hops=1)
@@ -306,10 +368,19 @@ def test_links_follow_the_kinds_references_in_scope(world, case):
 def test_a_spec_whose_created_time_the_records_lack_plans_no_date_and_says_so():
     """A spec naming a created time its records do not have: the question's time is reported as not
     understood (a model may try), chunks are undated, answers still cite — no stage crashes."""
-    spec = CollectionSpec(name="outages", noun="outage", key="id", ref_prefix="OUT-", times={"created": ("opened_at",)},
-                          values={"service": ("service",)}, text=("title",))
-    docs = [{"ref": f"OUT-{i}", "id": i, "title": f"Outage {i}", "service": "payments", "started_at": CREATED[i]}
-            for i in range(3)]
+    spec = CollectionSpec(
+        name="outages",
+        noun="outage",
+        key="id",
+        ref_prefix="OUT-",
+        times={"created": ("opened_at",)},
+        values={"service": ("service",)},
+        text=("title",),
+    )
+    docs = [
+        {"ref": f"OUT-{i}", "id": i, "title": f"Outage {i}", "service": "payments", "started_at": CREATED[i]}
+        for i in range(3)
+    ]
     schema = schema_from_documents("outages", docs, own_kind=spec)
     catalog = Catalog("t", {"outages": schema}, PEOPLE)
     plan = _plan(catalog, "how many outages were created in 2024")
@@ -319,7 +390,11 @@ def test_a_spec_whose_created_time_the_records_lack_plans_no_date_and_says_so():
     store.db["outages"].insert_many([{**d, "tenant_id": "t", "acl": ["*"]} for d in docs])
     assert _run(store, catalog, plan) == [{"count": 3}]
     chunks = chunk_collection("outages", docs, tenant="t", kind=spec)
-    assert [c.date for c in chunks] == [None, None, None] and [c.title for c in chunks] == ["Outage 0", "Outage 1", "Outage 2"]
+    assert [c.date for c in chunks] == [None, None, None] and [c.title for c in chunks] == [
+        "Outage 0",
+        "Outage 1",
+        "Outage 2",
+    ]
     listed = _plan(catalog, "outages on the payments service")
     rows = _run(store, catalog, listed)
     text, citations = compose(Success(listed, rows, []), "outages", spec)
@@ -338,20 +413,59 @@ def test_own_kinds_words_name_it_beside_the_builtin_ones(world):
 def test_an_own_kinds_chunk_group_is_one_unit_readable_by_those_who_read_all_of_it():
     """Records sharing a `chunk_group` value (an incident's timeline entries) are one unit, in time
     order, under the first one's ref; its access list is what every record of it allows."""
-    spec = CollectionSpec(name="timeline", noun="timeline entry", plural="timeline entries", key="id", ref_prefix="TL-",
-                          times={"created": ("at",)}, text=("note",), chunk_group="incident")
-    docs = [{"ref": "TL-2", "id": 2, "incident": "INC-1", "note": "Rolled back.", "at": datetime(2025, 1, 1, 10),
-             "tenant_id": "t", "acl": ["*"]},
-            {"ref": "TL-1", "id": 1, "incident": "INC-1", "note": "Paged the on-call.", "at": datetime(2025, 1, 1, 9),
-             "tenant_id": "t", "acl": ["*"]},
-            {"ref": "TL-3", "id": 3, "incident": "INC-2", "note": "Cert renewed.", "at": datetime(2025, 2, 1),
-             "tenant_id": "t", "acl": ["*"]},
-            {"ref": "TL-4", "id": 4, "incident": "INC-2", "note": "Customer named.", "at": datetime(2025, 2, 2),
-             "tenant_id": "t", "acl": ["team-x"]}]
+    spec = CollectionSpec(
+        name="timeline",
+        noun="timeline entry",
+        plural="timeline entries",
+        key="id",
+        ref_prefix="TL-",
+        times={"created": ("at",)},
+        text=("note",),
+        chunk_group="incident",
+    )
+    docs = [
+        {
+            "ref": "TL-2",
+            "id": 2,
+            "incident": "INC-1",
+            "note": "Rolled back.",
+            "at": datetime(2025, 1, 1, 10),
+            "tenant_id": "t",
+            "acl": ["*"],
+        },
+        {
+            "ref": "TL-1",
+            "id": 1,
+            "incident": "INC-1",
+            "note": "Paged the on-call.",
+            "at": datetime(2025, 1, 1, 9),
+            "tenant_id": "t",
+            "acl": ["*"],
+        },
+        {
+            "ref": "TL-3",
+            "id": 3,
+            "incident": "INC-2",
+            "note": "Cert renewed.",
+            "at": datetime(2025, 2, 1),
+            "tenant_id": "t",
+            "acl": ["*"],
+        },
+        {
+            "ref": "TL-4",
+            "id": 4,
+            "incident": "INC-2",
+            "note": "Customer named.",
+            "at": datetime(2025, 2, 2),
+            "tenant_id": "t",
+            "acl": ["team-x"],
+        },
+    ]
     chunks = chunk_collection("timeline", docs, kind=spec)
     assert [(c.doc_ref, c.text, c.acl) for c in chunks] == [
         ("TL-1", "Paged the on-call.\n\nRolled back.", ["*"]),
-        ("TL-3", "Cert renewed.\n\nCustomer named.", ["team-x"])]  # the private entry narrows its unit
+        ("TL-3", "Cert renewed.\n\nCustomer named.", ["team-x"]),
+    ]  # the private entry narrows its unit
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.spec.name for c in CASES])
@@ -372,5 +486,9 @@ def test_the_llm_planner_is_shown_the_kind_and_its_plan_runs_in_scope(world, cas
     plan = LLMPlanner(ScriptedChatModel.answering(answer)).plan(ctx)
     assert (plan.planner, plan.collection, plan.pipeline) == ("llm", case.spec.name, [{"$count": "count"}])
     assert validate_pipeline(plan.pipeline, schema) == []
-    assert run_pipeline(store, plan.collection, plan.pipeline, tenant="t", principals=OUTSIDER, schema=schema) == [{"count": PUBLIC}]
-    assert run_pipeline(store, plan.collection, plan.pipeline, tenant="t", principals=MEMBER, schema=schema) == [{"count": PUBLIC + 1}]
+    assert run_pipeline(store, plan.collection, plan.pipeline, tenant="t", principals=OUTSIDER, schema=schema) == [
+        {"count": PUBLIC}
+    ]
+    assert run_pipeline(store, plan.collection, plan.pipeline, tenant="t", principals=MEMBER, schema=schema) == [
+        {"count": PUBLIC + 1}
+    ]

@@ -12,8 +12,9 @@ from context_engine.query.catalog import build_catalog
 from context_engine.store.documents import StoreError, open_store
 from tests.conftest import REPO_ROOT, run_cli
 
-INCIDENTS = CollectionSpec(name="incidents", noun="incident", key="id", ref_prefix="INC-",
-                           times={"created": ("opened_at",)}, text=("title",))
+INCIDENTS = CollectionSpec(
+    name="incidents", noun="incident", key="id", ref_prefix="INC-", times={"created": ("opened_at",)}, text=("title",)
+)
 
 
 def _embedded(tmp_path):
@@ -84,16 +85,24 @@ def test_a_damaged_stored_spec_leaves_out_that_kind_only(tmp_path):
     store.save_kind("acme", INCIDENTS)
     store.save_kind("acme", CollectionSpec(name="deploys", noun="deploy", key="id"))
     store.commit()
-    store.file.conn.execute("UPDATE docs SET body = json_set(body, '$.spec.key', '$bad') "
-                            "WHERE coll = 'collection_kinds' AND body LIKE '%incidents%'")
+    store.file.conn.execute(
+        "UPDATE docs SET body = json_set(body, '$.spec.key', '$bad') "
+        "WHERE coll = 'collection_kinds' AND body LIKE '%incidents%'"
+    )
     assert [s.name for s in open_store(_embedded(tmp_path)).kinds("acme").own()] == ["deploys"]
 
 
 def test_the_catalog_discovers_own_kinds_with_their_spec(tmp_path):
     store = open_store(_embedded(tmp_path))
     store.save_kind("acme", INCIDENTS)
-    store.upsert("incidents", "acme", [{"ref": "INC-1", "id": 1, "title": "db down", "acl": ["*"]},
-                                       {"ref": "INC-2", "id": 2, "title": "secret", "acl": ["github:dana"]}])
+    store.upsert(
+        "incidents",
+        "acme",
+        [
+            {"ref": "INC-1", "id": 1, "title": "db down", "acl": ["*"]},
+            {"ref": "INC-2", "id": 2, "title": "secret", "acl": ["github:dana"]},
+        ],
+    )
     store.commit()
     fresh = open_store(_embedded(tmp_path))
     schema = build_catalog(fresh, "acme").schemas["incidents"]
@@ -119,8 +128,17 @@ def own_dir(sample_dir, tmp_path_factory):
     """The sample organisation plus its incidents (JSON, one private) and deploys (CSV)."""
     data_dir = tmp_path_factory.mktemp("own") / "data"
     shutil.copytree(sample_dir, data_dir)
-    incidents = _cli(data_dir, "ingest", "json", str(INCIDENTS_JSON), "--collection", "incidents",
-                     "--access-field", "visible_to", "--public")
+    incidents = _cli(
+        data_dir,
+        "ingest",
+        "json",
+        str(INCIDENTS_JSON),
+        "--collection",
+        "incidents",
+        "--access-field",
+        "visible_to",
+        "--public",
+    )
     deploys = _cli(data_dir, "ingest", "json", str(DEPLOYS_CSV), "--collection", "deploys", "--public")
     assert incidents.returncode == 0 and deploys.returncode == 0, incidents.stderr + deploys.stderr
     return data_dir, incidents.stdout, deploys.stdout
@@ -128,10 +146,14 @@ def own_dir(sample_dir, tmp_path_factory):
 
 def test_ingest_prints_what_it_inferred_then_the_counts(own_dir):
     _, incidents, deploys = own_dir
-    for line in ("incidents: key: id (inferred)", "incidents: ref: incidents/<id> (inferred)",
-                 "incidents: time created: opened_at (inferred)", "incidents: reference pr: pull_requests (inferred)",
-                 "incidents: access: from field 'visible_to', else the whole tenant (--public)",
-                 "tenant acme: 24 records (incidents 24+0~0"):
+    for line in (
+        "incidents: key: id (inferred)",
+        "incidents: ref: incidents/<id> (inferred)",
+        "incidents: time created: opened_at (inferred)",
+        "incidents: reference pr: pull_requests (inferred)",
+        "incidents: access: from field 'visible_to', else the whole tenant (--public)",
+        "tenant acme: 24 records (incidents 24+0~0",
+    ):
         assert line in incidents, line
     assert "deploys: key: deploy_id (inferred)" in deploys and "tenant acme: 30 records (deploys 30+0~0" in deploys
     assert "person author: deployed_by" in deploys
@@ -150,7 +172,9 @@ def test_schema_lists_own_collections_with_their_fields(own_dir):
     assert {"title", "severity", "commander", "opened_at", "pr", "summary"} <= set(incidents)
     assert "visible_to" not in incidents and "acl" not in incidents and "tenant_id" not in incidents
     assert schemas["incidents"]["kind"]["noun"] == "incident"
-    assert {"deploy_id", "deployed_at", "status", "duration_seconds"} <= {f["path"] for f in schemas["deploys"]["fields"]}
+    assert {"deploy_id", "deployed_at", "status", "duration_seconds"} <= {
+        f["path"] for f in schemas["deploys"]["fields"]
+    }
     assert "collection_kinds" not in schemas
 
 
@@ -204,17 +228,20 @@ def test_value_search_confirms_an_own_value_readable_by_the_asker(own_dir):
         assert any(m.value == "web-frontend" for m in index.search("web-frontend incidents", limit=20))
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--collection", "pull_requests", "--public"], "taken by the engine"),
-    (["--collection", "collection_kinds", "--public"], "taken by the engine"),
-    (["--collection", "bad.name", "--public"], "is not allowed"),
-    (["--public"], "needs --collection"),
-    (["--collection", "incidents", "--time", "opened_at"], "expected ROLE=FIELD"),
-    (["--collection", "incidents", "--person", "lead=commander:okta"], "handle 'okta'"),
-    (["--collection", "incidents", "--text", "$where"], "not a field path"),
-    (["--collection", "incidents", "--access-field", "acl.x"], "not a field path"),
-    (["--collection", "incidents", "--spec", "nope.json", "--key", "id"], "leave out --key"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--collection", "pull_requests", "--public"], "taken by the engine"),
+        (["--collection", "collection_kinds", "--public"], "taken by the engine"),
+        (["--collection", "bad.name", "--public"], "is not allowed"),
+        (["--public"], "needs --collection"),
+        (["--collection", "incidents", "--time", "opened_at"], "expected ROLE=FIELD"),
+        (["--collection", "incidents", "--person", "lead=commander:okta"], "handle 'okta'"),
+        (["--collection", "incidents", "--text", "$where"], "not a field path"),
+        (["--collection", "incidents", "--access-field", "acl.x"], "not a field path"),
+        (["--collection", "incidents", "--spec", "nope.json", "--key", "id"], "leave out --key"),
+    ],
+)
 def test_bad_options_are_one_line_and_exit_2(tmp_path, args, message):
     out = _cli(tmp_path, "ingest", "json", str(INCIDENTS_JSON), *args)
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr, out.stderr
@@ -231,8 +258,10 @@ def test_an_unnamespaced_principal_refuses_the_whole_ingest(tmp_path):
     rows.write_text(json.dumps([{"id": 1, "who": "github:priyar"}, {"id": 2, "who": "priyar"}]))
     out = _cli(tmp_path / "data", "ingest", "json", str(rows), "--collection", "incidents", "--access-field", "who")
     assert out.returncode == 2 and "'priyar', not a principal" in out.stderr and "Traceback" not in out.stderr
-    assert not (tmp_path / "data" / "store.sqlite").exists() or "incidents" not in _cli(
-        tmp_path / "data", "status", "--json").stdout
+    assert (
+        not (tmp_path / "data" / "store.sqlite").exists()
+        or "incidents" not in _cli(tmp_path / "data", "status", "--json").stdout
+    )
 
 
 def test_without_access_nobody_reads_and_the_operator_is_told(tmp_path):
@@ -249,8 +278,19 @@ def test_a_reingest_with_another_spec_replaces_it_and_prune_removes_gone_rows(tm
     rows.write_text("id,title,team\n1,a,x\n2,b,y\n")
     assert _cli(tmp_path, "ingest", "json", str(rows), "--collection", "jobs", "--public", "--no-index").returncode == 0
     rows.write_text("id,title,team\n1,a,x\n")
-    again = _cli(tmp_path, "ingest", "json", str(rows), "--collection", "jobs", "--public", "--no-index",
-                 "--noun", "batch job", "--prune")
+    again = _cli(
+        tmp_path,
+        "ingest",
+        "json",
+        str(rows),
+        "--collection",
+        "jobs",
+        "--public",
+        "--no-index",
+        "--noun",
+        "batch job",
+        "--prune",
+    )
     assert again.returncode == 0, again.stderr
     store = open_store(_embedded(tmp_path))
     assert store.kinds("acme").get("jobs").noun == "batch job"
@@ -265,20 +305,41 @@ def test_ingest_mongodb_copies_a_collection_of_the_teams_server(tmp_path, capsys
 
     source = mongodb_client("mongomock://team-ops")["ops"]["oncall"]
     source.delete_many({})
-    source.insert_many([{"team": "payments", "who": "priyar", "started": datetime(2026, 3, 1)},
-                        {"team": "web", "who": "mgarcia", "started": datetime(2026, 3, 8)}])
+    source.insert_many(
+        [
+            {"team": "payments", "who": "priyar", "started": datetime(2026, 3, 1)},
+            {"team": "web", "who": "mgarcia", "started": datetime(2026, 3, 8)},
+        ]
+    )
     before = list(source.find())
-    code = main(["ingest", "mongodb", "mongomock://team-ops", "--db", "ops", "--source-collection", "oncall",
-                 "--collection", "shifts", "--filter", '{"team": "payments"}', "--public", "--no-index",
-                 "--data-dir", str(tmp_path)])
+    code = main(
+        [
+            "ingest",
+            "mongodb",
+            "mongomock://team-ops",
+            "--db",
+            "ops",
+            "--source-collection",
+            "oncall",
+            "--collection",
+            "shifts",
+            "--filter",
+            '{"team": "payments"}',
+            "--public",
+            "--no-index",
+            "--data-dir",
+            str(tmp_path),
+        ]
+    )
     assert code == 0
     assert "shifts: key: id (inferred)" in capsys.readouterr().out
     assert list(source.find()) == before  # the source is only read
     store = open_store(_embedded(tmp_path))
     (shift,) = store.collection("shifts").find({"tenant_id": "acme"})
     assert shift["ref"] == str(before[0]["_id"]) and shift["started"] == datetime(2026, 3, 1)
-    assert main(["ingest", "mongodb", "mongomock://team-ops", "--collection", "shifts", "--data-dir",
-                 str(tmp_path)]) == 2
+    assert (
+        main(["ingest", "mongodb", "mongomock://team-ops", "--collection", "shifts", "--data-dir", str(tmp_path)]) == 2
+    )
     assert "needs --db" in capsys.readouterr().err
 
 
@@ -364,7 +425,10 @@ def test_top_n_time_and_grouping_over_own_collections(own_dir):
     answer = _ask(data_dir, "top 3 deploys by duration_seconds")
     assert [r["ref"] for r in answer["records"]] == [d["deploy_id"] for d in slowest]
     in_2025 = [i for i in _incidents() if i["opened_at"].startswith("2025") and _readable(i, OUTSIDER)]
-    assert f"{len(in_2025)} incidents" in _ask(data_dir, "how many incidents were opened in 2025?", "--as", OUTSIDER)["answer"]
+    assert (
+        f"{len(in_2025)} incidents"
+        in _ask(data_dir, "how many incidents were opened in 2025?", "--as", OUTSIDER)["answer"]
+    )
     per_service = Counter(i["service"] for i in _incidents() if _readable(i, OUTSIDER))
     grouped = _ask(data_dir, "which service had the most incidents?", "--as", OUTSIDER)
     top, n = per_service.most_common(1)[0]
@@ -396,7 +460,9 @@ def test_a_list_shows_the_fields_the_question_names(own_dir):
     data_dir, *_ = own_dir
     answer = _ask(data_dir, "show the title and service of sev1 incidents", "--as", OUTSIDER)
     sev1 = [i for i in _incidents() if i["severity"] == "sev1" and _readable(i, OUTSIDER)]
-    assert sorted((r["title"], r["service"]) for r in answer["records"]) == sorted((i["title"], i["service"]) for i in sev1)
+    assert sorted((r["title"], r["service"]) for r in answer["records"]) == sorted(
+        (i["title"], i["service"]) for i in sev1
+    )
     assert all(set(r) <= {"title", "service", "ref"} for r in answer["records"])
     counted = _ask(data_dir, "how many sev1 incidents have a title", "--as", OUTSIDER)  # a count shows no fields:
     assert "$project" not in json.dumps(counted["queries"])  # the word is not read as one

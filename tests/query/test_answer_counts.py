@@ -13,23 +13,29 @@ from context_engine.query.plan import Attempt, Plan
 ANALYSIS = CollectionSpec(name="analyses", noun="analysis", plural="analyses", text=("title",))
 
 
-@pytest.mark.parametrize(("count", "sentence"), [(0, "0 pull requests match."), (1, "1 pull request matches."),
-                                                 (2, "2 pull requests match.")])
+@pytest.mark.parametrize(
+    ("count", "sentence"),
+    [(0, "0 pull requests match."), (1, "1 pull request matches."), (2, "2 pull requests match.")],
+)
 def test_a_count_says_its_noun_by_number(count, sentence):
     assert compose(Success(Plan("pull_requests", []), [{"count": count}], []), "pull_requests")[0] == sentence
 
 
-@pytest.mark.parametrize(("count", "sentence"), [(0, "0 analyses match."), (1, "1 analysis matches."),
-                                                 (2, "2 analyses match.")])
+@pytest.mark.parametrize(
+    ("count", "sentence"), [(0, "0 analyses match."), (1, "1 analysis matches."), (2, "2 analyses match.")]
+)
 def test_a_tenant_kind_with_an_irregular_plural(count, sentence):
     assert compose(Success(Plan("analyses", []), [{"count": count}], []), "analyses", ANALYSIS)[0] == sentence
 
 
 def test_found_records_and_groups_by_number():
     one = [{"ref": "PR-1", "title": "Fix"}]
-    assert compose(Success(Plan("pull_requests", []), one, []), "pull_requests")[0].startswith("Found 1 pull request:\n")
+    assert compose(Success(Plan("pull_requests", []), one, []), "pull_requests")[0].startswith(
+        "Found 1 pull request:\n"
+    )
     assert compose(Success(Plan("pull_requests", []), one * 2, []), "pull_requests")[0].startswith(
-        "Found 2 pull requests:\n")
+        "Found 2 pull requests:\n"
+    )
     group = [{"_id": "ana", "count": 3}]
     assert compose(Success(Plan("issues", []), group, []), "issues")[0].startswith("1 group of issues (count):")
     assert compose(Success(Plan("issues", []), group * 2, []), "issues")[0].startswith("2 groups of issues (count):")

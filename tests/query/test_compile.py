@@ -13,39 +13,42 @@ from context_engine.query.schema import schema_from_documents
 from tests.query.conftest import ISSUES, refs, run
 
 
-@pytest.mark.parametrize("f,expected", [
-    (Filter("state", "eq", "open"), ["a#1", "a#3"]),
-    (Filter("state", "ne", "open"), ["a#2", "a#4"]),
-    (Filter("comments", "in", [0, 7]), ["a#2", "a#3"]),
-    (Filter("comments", "nin", [0, 7]), ["a#1", "a#4"]),
-    (Filter("comments", "gt", 1), ["a#1", "a#3"]),
-    (Filter("comments", "gte", 1), ["a#1", "a#3", "a#4"]),
-    (Filter("comments", "lt", 1), ["a#2"]),
-    (Filter("comments", "lte", 1), ["a#2", "a#4"]),
-    # "is empty": missing (a#3), null (a#2); an empty list, an empty string
-    (Filter("milestone", "empty"), ["a#2", "a#3"]),
-    (Filter("milestone", "not_empty"), ["a#1", "a#4"]),
-    (Filter("labels", "empty"), ["a#2"]),
-    (Filter("reviews", "empty"), ["a#3"]),
-    (Filter("title", "empty"), ["a#2"]),
-    (Filter("title", "not_empty"), ["a#1", "a#3", "a#4"]),
-    (Filter("assignee", "exists", True), ["a#1", "a#4"]),
-    (Filter("assignee", "exists", False), ["a#2", "a#3"]),
-    # negation: the complement, missing values included
-    (Filter("state", "eq", "open", negate=True), ["a#2", "a#4"]),
-    (Filter("labels.name", "in", ["bug"], negate=True), ["a#2", "a#4"]),
-    (Filter("labels", "empty", negate=True), ["a#1", "a#3", "a#4"]),
-    (Filter("comments", "gt", 1, negate=True), ["a#2", "a#4"]),
-    (Filter("assignee", "exists", True, negate=True), ["a#2", "a#3"]),
-    # a role, not a path: "label" is labels.name here, "assignee" assignee.login
-    (Filter("label", "eq", "docs"), ["a#3", "a#4"]),
-    # any of the words, whole or with an ending, in any case: "three" and "four"; not inside another word
-    (Filter("title", "words", ["three", "four"]), ["a#3", "a#4"]),
-    (Filter("title", "words", ["hree"]), []),
-    (Filter("title", "exact_words", ["three", "fou"]), ["a#3"]),                 # exactly: "fou" is not "four"
-    (Filter("title", "exact_words", ["three"], negate=True), ["a#1", "a#2", "a#4"]),
-    (Filter("title", "words", ["three"], negate=True), ["a#1", "a#2", "a#4"]),
-])
+@pytest.mark.parametrize(
+    "f,expected",
+    [
+        (Filter("state", "eq", "open"), ["a#1", "a#3"]),
+        (Filter("state", "ne", "open"), ["a#2", "a#4"]),
+        (Filter("comments", "in", [0, 7]), ["a#2", "a#3"]),
+        (Filter("comments", "nin", [0, 7]), ["a#1", "a#4"]),
+        (Filter("comments", "gt", 1), ["a#1", "a#3"]),
+        (Filter("comments", "gte", 1), ["a#1", "a#3", "a#4"]),
+        (Filter("comments", "lt", 1), ["a#2"]),
+        (Filter("comments", "lte", 1), ["a#2", "a#4"]),
+        # "is empty": missing (a#3), null (a#2); an empty list, an empty string
+        (Filter("milestone", "empty"), ["a#2", "a#3"]),
+        (Filter("milestone", "not_empty"), ["a#1", "a#4"]),
+        (Filter("labels", "empty"), ["a#2"]),
+        (Filter("reviews", "empty"), ["a#3"]),
+        (Filter("title", "empty"), ["a#2"]),
+        (Filter("title", "not_empty"), ["a#1", "a#3", "a#4"]),
+        (Filter("assignee", "exists", True), ["a#1", "a#4"]),
+        (Filter("assignee", "exists", False), ["a#2", "a#3"]),
+        # negation: the complement, missing values included
+        (Filter("state", "eq", "open", negate=True), ["a#2", "a#4"]),
+        (Filter("labels.name", "in", ["bug"], negate=True), ["a#2", "a#4"]),
+        (Filter("labels", "empty", negate=True), ["a#1", "a#3", "a#4"]),
+        (Filter("comments", "gt", 1, negate=True), ["a#2", "a#4"]),
+        (Filter("assignee", "exists", True, negate=True), ["a#2", "a#3"]),
+        # a role, not a path: "label" is labels.name here, "assignee" assignee.login
+        (Filter("label", "eq", "docs"), ["a#3", "a#4"]),
+        # any of the words, whole or with an ending, in any case: "three" and "four"; not inside another word
+        (Filter("title", "words", ["three", "four"]), ["a#3", "a#4"]),
+        (Filter("title", "words", ["hree"]), []),
+        (Filter("title", "exact_words", ["three", "fou"]), ["a#3"]),  # exactly: "fou" is not "four"
+        (Filter("title", "exact_words", ["three"], negate=True), ["a#1", "a#2", "a#4"]),
+        (Filter("title", "words", ["three"], negate=True), ["a#1", "a#2", "a#4"]),
+    ],
+)
 def test_each_operator_means_what_it_says_on_the_store(store, schema, f, expected):
     assert refs(PlanIR("issues", filters=[f]), store, schema) == expected
 
@@ -67,14 +70,19 @@ def test_two_conditions_on_one_path_both_hold(store, schema):
 
 def test_conditions_on_one_array_of_objects_hold_for_the_same_element(store, schema):
     # a#2 has a review by ann and a review in January, but not ann's review in January
-    ir = PlanIR("issues", filters=[Filter("reviews.user.login", "eq", "ann")],
-                times=[TimeRange("reviews.submitted_at", datetime(2026, 1, 1), datetime(2026, 2, 1))])
+    ir = PlanIR(
+        "issues",
+        filters=[Filter("reviews.user.login", "eq", "ann")],
+        times=[TimeRange("reviews.submitted_at", datetime(2026, 1, 1), datetime(2026, 2, 1))],
+    )
     assert compile_plan(ir, schema)[0]["$match"]["reviews"]["$elemMatch"]
     assert refs(ir, store, schema) == ["a#1"]
 
 
 def test_count_and_distinct_count(store, schema):
-    assert run(PlanIR("issues", filters=[Filter("state", "eq", "open")], shape=Shape("count")), store, schema) == [{"count": 2}]
+    assert run(PlanIR("issues", filters=[Filter("state", "eq", "open")], shape=Shape("count")), store, schema) == [
+        {"count": 2}
+    ]
     # distinct assignees: ann and bob; the unassigned form no value
     assert run(PlanIR("issues", shape=Shape("distinct_count", field="assignee")), store, schema) == [{"count": 2}]
     # distinct labels of an array field: bug and docs
@@ -108,7 +116,9 @@ def test_extremes_over_records(store, schema):
     assert [r["ref"] for r in run(PlanIR("issues", shape=Shape("argmin", field="comments")), store, schema)] == ["a#2"]
     assert run(PlanIR("issues", shape=Shape("max", field="comments")), store, schema) == [{"max": 7}]
     # a missing value is no minimum: closed_at is null on two issues
-    assert run(PlanIR("issues", shape=Shape("min", field="closed_at")), store, schema) == [{"min": datetime(2026, 2, 1)}]
+    assert run(PlanIR("issues", shape=Shape("min", field="closed_at")), store, schema) == [
+        {"min": datetime(2026, 2, 1)}
+    ]
 
 
 def test_sum_of_a_measure_over_the_records(store, schema):
@@ -136,38 +146,53 @@ def test_an_unknown_field_is_a_compile_error_naming_it(schema):
         compile_plan(PlanIR("issues", filters=[Filter("sprint", "eq", "S1")]), schema)
 
 
-@pytest.mark.parametrize("data,message", [
-    ({"collection": "issues", "filters": [{"field": "x", "op": "regex", "value": ".*"}]}, "unknown operator"),
-    ({"collection": "issues", "filters": [{"field": "x", "op": "in", "value": "a"}]}, "takes a list"),
-    ({"collection": "issues", "filters": [{"field": "x", "value": {"$where": "1"}}]}, "filter value"),
-    ({"collection": "issues", "shape": {"kind": "delete"}}, "unknown shape"),
-    ({"collection": "issues", "shape": {"kind": "list", "limit": -1}}, "positive integer"),
-    ({"collection": "issues", "shape": {"kind": "group"}}, "needs a field"),
-    ({"collection": "issues", "shape": {"kind": "group", "field": "x", "bucket": "hour"}}, "time bucket"),
-    ({"collection": "issues", "times": [{"field": "created", "start": "yesterday"}]}, "bounds are dates"),
-    ({"filters": []}, "collection"),
-    ({"collection": "issues", "filters": [{"field": "title", "op": "words", "value": ["a.*"]}]}, "words takes"),
-    ({"collection": "issues", "filters": [{"field": "title", "op": "words", "value": "fix"}]}, "words takes"),
-])
+@pytest.mark.parametrize(
+    "data,message",
+    [
+        ({"collection": "issues", "filters": [{"field": "x", "op": "regex", "value": ".*"}]}, "unknown operator"),
+        ({"collection": "issues", "filters": [{"field": "x", "op": "in", "value": "a"}]}, "takes a list"),
+        ({"collection": "issues", "filters": [{"field": "x", "value": {"$where": "1"}}]}, "filter value"),
+        ({"collection": "issues", "shape": {"kind": "delete"}}, "unknown shape"),
+        ({"collection": "issues", "shape": {"kind": "list", "limit": -1}}, "positive integer"),
+        ({"collection": "issues", "shape": {"kind": "group"}}, "needs a field"),
+        ({"collection": "issues", "shape": {"kind": "group", "field": "x", "bucket": "hour"}}, "time bucket"),
+        ({"collection": "issues", "times": [{"field": "created", "start": "yesterday"}]}, "bounds are dates"),
+        ({"filters": []}, "collection"),
+        ({"collection": "issues", "filters": [{"field": "title", "op": "words", "value": ["a.*"]}]}, "words takes"),
+        ({"collection": "issues", "filters": [{"field": "title", "op": "words", "value": "fix"}]}, "words takes"),
+    ],
+)
 def test_malformed_ir_is_refused_with_a_sentence(data, message):
     with pytest.raises(IRError, match=message):
         PlanIR.from_json(data)
 
 
 def test_ir_round_trips_through_json():
-    ir = PlanIR("issues", filters=[Filter("state", "eq", "open", span=(0, 4)), Filter("labels", "empty", negate=True)],
-                times=[TimeRange("created", start=datetime(2026, 1, 1), span=(10, 20))], text=["redis"],
-                shape=Shape("argmax", field="created", bucket="week", over="groups", span=(5, 12)), followup="restrict")
+    ir = PlanIR(
+        "issues",
+        filters=[Filter("state", "eq", "open", span=(0, 4)), Filter("labels", "empty", negate=True)],
+        times=[TimeRange("created", start=datetime(2026, 1, 1), span=(10, 20))],
+        text=["redis"],
+        shape=Shape("argmax", field="created", bucket="week", over="groups", span=(5, 12)),
+        followup="restrict",
+    )
     assert PlanIR.from_json(ir.to_json()) == ir
 
 
 def test_fields_show_only_what_the_question_asks_for(store, schema):
     # "the title and comment count of open issues": those fields (and the ref an answer cites), no others
-    ir = PlanIR("issues", filters=[Filter("state", "eq", "open")],
-                shape=Shape("list", sort=[SortKey("comments", -1)], fields=["title", "comments"]))
-    assert run(ir, store, schema) == [{"ref": "a#3", "title": "three", "comments": 7},
-                                      {"ref": "a#1", "title": "one", "comments": 3}]
-    top = run(PlanIR("issues", shape=Shape("top", field="comments", limit=1, fields=["milestone.title"])), store, schema)
+    ir = PlanIR(
+        "issues",
+        filters=[Filter("state", "eq", "open")],
+        shape=Shape("list", sort=[SortKey("comments", -1)], fields=["title", "comments"]),
+    )
+    assert run(ir, store, schema) == [
+        {"ref": "a#3", "title": "three", "comments": 7},
+        {"ref": "a#1", "title": "one", "comments": 3},
+    ]
+    top = run(
+        PlanIR("issues", shape=Shape("top", field="comments", limit=1, fields=["milestone.title"])), store, schema
+    )
     assert top == [{"ref": "a#3"}]  # a#3 has no milestone: nothing else to show
     with pytest.raises(CompileError, match="no field or role 'nonsense'"):
         compile_plan(PlanIR("issues", shape=Shape("list", fields=["nonsense"])), schema)
@@ -179,16 +204,21 @@ def test_fields_show_only_what_the_question_asks_for(store, schema):
 
 def test_unwind_reads_each_element_of_an_embedded_array(store, schema):
     # "reviews by ann": one row per review, so a#2's review by bob is not counted with ann's
-    ir = PlanIR("issues", filters=[Filter("reviews.user.login", "eq", "ann")], unwind="reviews",
-                shape=Shape("count"))
+    ir = PlanIR("issues", filters=[Filter("reviews.user.login", "eq", "ann")], unwind="reviews", shape=Shape("count"))
     assert compile_plan(ir, schema)[:2] == [{"$unwind": "$reviews"}, {"$match": {"reviews.user.login": "ann"}}]
     assert run(ir, store, schema) == [{"count": 2}]
     # Two conditions on the unwound element: both of the same review (not $elemMatch on a non-array).
-    both = PlanIR("issues", filters=[Filter("reviews.user.login", "eq", "ann")], unwind="reviews.user.login",
-                  times=[TimeRange("reviews.submitted_at", datetime(2026, 1, 1), datetime(2026, 2, 1))],
-                  shape=Shape("list", fields=["reviews.submitted_at"]))
+    both = PlanIR(
+        "issues",
+        filters=[Filter("reviews.user.login", "eq", "ann")],
+        unwind="reviews.user.login",
+        times=[TimeRange("reviews.submitted_at", datetime(2026, 1, 1), datetime(2026, 2, 1))],
+        shape=Shape("list", fields=["reviews.submitted_at"]),
+    )
     assert run(both, store, schema) == [{"ref": "a#1", "reviews": {"submitted_at": datetime(2026, 1, 6)}}]
-    per_reviewer = run(PlanIR("issues", unwind="reviews", shape=Shape("group", field="reviews.user.login")), store, schema)
+    per_reviewer = run(
+        PlanIR("issues", unwind="reviews", shape=Shape("group", field="reviews.user.login")), store, schema
+    )
     assert per_reviewer == [{"_id": "ann", "count": 2}, {"_id": "bob", "count": 2}]  # unwound once, not twice
     with pytest.raises(CompileError, match="no array of objects 'title'"):
         compile_plan(PlanIR("issues", unwind="title"), schema)
@@ -201,7 +231,8 @@ def test_a_field_named_in_another_case_or_number_is_the_one_field_meant(store, s
     ir = PlanIR("issues", filters=[Filter("State", "eq", "open")], shape=Shape("list", fields=["Title"]))
     assert compile_plan(ir, schema) == [{"$match": {"state": "open"}}, {"$project": {"title": 1, "ref": 1}}]
     assert compile_plan(PlanIR("issues", filters=[Filter("Review.User.Login", "eq", "ann")]), schema) == [
-        {"$match": {"reviews.user.login": "ann"}}]
+        {"$match": {"reviews.user.login": "ann"}}
+    ]
     with pytest.raises(CompileError, match="no field or role 'stat'"):
         compile_plan(PlanIR("issues", filters=[Filter("stat", "eq", "open")]), schema)  # no guessing past that
 
@@ -211,17 +242,37 @@ def test_a_condition_on_a_referenced_record_is_asked_inside_one_join():
 
     kind = CollectionSpec(name="incidents", noun="incident", key="id", references={"pr": "pull_requests"})
     incidents = schema_from_documents("incidents", [{"id": 1, "pr": "a#1", "ref": "incidents/1"}], own_kind=kind)
-    prs = schema_from_documents("pull_requests", [{"ref": "a#1", "reviews": [{"user": {"login": "kim"}}],
-                                                   "merged_by": {"login": "lee"}}])
-    ir = PlanIR("incidents", filters=[Filter("reviewer", "eq", "kim", via="pr"), Filter("merger", "ne", "kim", via="pr")],
-                shape=Shape("count"))
+    prs = schema_from_documents(
+        "pull_requests", [{"ref": "a#1", "reviews": [{"user": {"login": "kim"}}], "merged_by": {"login": "lee"}}]
+    )
+    ir = PlanIR(
+        "incidents",
+        filters=[Filter("reviewer", "eq", "kim", via="pr"), Filter("merger", "ne", "kim", via="pr")],
+        shape=Shape("count"),
+    )
     assert compile_plan(ir, incidents, {"pull_requests": prs}) == [
-        {"$lookup": {"from": "pull_requests", "localField": "pr", "foreignField": "ref", "as": "joined_pr",
-                     "pipeline": [{"$match": {"reviews.user.login": "kim", "merged_by.login": {"$ne": "kim"}}},
-                                  {"$project": {"ref": 1}}]}},
-        {"$match": {"joined_pr": {"$ne": []}}}, {"$project": {"joined_pr": 0}}, {"$count": "count"}]
+        {
+            "$lookup": {
+                "from": "pull_requests",
+                "localField": "pr",
+                "foreignField": "ref",
+                "as": "joined_pr",
+                "pipeline": [
+                    {"$match": {"reviews.user.login": "kim", "merged_by.login": {"$ne": "kim"}}},
+                    {"$project": {"ref": 1}},
+                ],
+            }
+        },
+        {"$match": {"joined_pr": {"$ne": []}}},
+        {"$project": {"joined_pr": 0}},
+        {"$count": "count"},
+    ]
     assert PlanIR.from_json(ir.to_json()) == ir  # `via` survives the plan's JSON
     with pytest.raises(CompileError, match="has no records to read"):
         compile_plan(ir, incidents, {})
     with pytest.raises(CompileError, match="no reference 'repo'"):
-        compile_plan(PlanIR("incidents", filters=[Filter("reviewer", "eq", "kim", via="repo")]), incidents, {"pull_requests": prs})
+        compile_plan(
+            PlanIR("incidents", filters=[Filter("reviewer", "eq", "kim", via="repo")]),
+            incidents,
+            {"pull_requests": prs},
+        )

@@ -13,18 +13,35 @@ from context_engine.query.ir import Filter, PlanIR, TimeRange
 from tests.query.conftest import refs
 
 POOL = [
-    Filter("state", "eq", "open"), Filter("state", "eq", "closed"), Filter("state", "ne", "open"),
-    Filter("state", "in", ["open", "closed"]), Filter("state", "nin", ["open"]),
+    Filter("state", "eq", "open"),
+    Filter("state", "eq", "closed"),
+    Filter("state", "ne", "open"),
+    Filter("state", "in", ["open", "closed"]),
+    Filter("state", "nin", ["open"]),
     Filter("state", "eq", "open", negate=True),
-    Filter("comments", "gte", 1), Filter("comments", "lt", 1), Filter("comments", "gt", 3), Filter("comments", "lte", 3),
-    Filter("comments", "in", [0, None]), Filter("comments", "eq", 7), Filter("comments", "gt", 1, negate=True),
-    Filter("milestone", "empty"), Filter("milestone", "not_empty"), Filter("milestone.title", "eq", "v1"),
-    Filter("assignee", "exists", True), Filter("assignee", "exists", False), Filter("assignee", "eq", "ann"),
+    Filter("comments", "gte", 1),
+    Filter("comments", "lt", 1),
+    Filter("comments", "gt", 3),
+    Filter("comments", "lte", 3),
+    Filter("comments", "in", [0, None]),
+    Filter("comments", "eq", 7),
+    Filter("comments", "gt", 1, negate=True),
+    Filter("milestone", "empty"),
+    Filter("milestone", "not_empty"),
+    Filter("milestone.title", "eq", "v1"),
+    Filter("assignee", "exists", True),
+    Filter("assignee", "exists", False),
+    Filter("assignee", "eq", "ann"),
     Filter("assignee", "ne", "ann"),
     # an array: two labels can both be there, a label and no labels cannot
-    Filter("label", "eq", "bug"), Filter("label", "eq", "docs"), Filter("label", "ne", "bug"),
-    Filter("label", "nin", ["bug", "docs"]), Filter("labels", "empty"), Filter("label", "in", ["bug"]),
-    Filter("title", "words", ["three"]), Filter("title", "empty"),
+    Filter("label", "eq", "bug"),
+    Filter("label", "eq", "docs"),
+    Filter("label", "ne", "bug"),
+    Filter("label", "nin", ["bug", "docs"]),
+    Filter("labels", "empty"),
+    Filter("label", "in", ["bug"]),
+    Filter("title", "words", ["three"]),
+    Filter("title", "empty"),
 ]
 TIMES = [
     TimeRange("created", datetime(2026, 1, 1), datetime(2026, 2, 1)),
@@ -41,39 +58,48 @@ def test_a_pair_reported_as_contradicting_matches_no_record(store, schema, a, b)
         assert refs(ir, store, schema) == []
 
 
-@pytest.mark.parametrize("a,b", [
-    (Filter("state", "eq", "open"), Filter("state", "eq", "closed")),
-    (Filter("state", "eq", "open"), Filter("state", "eq", "open", negate=True)),
-    (Filter("comments", "gte", 1), Filter("comments", "in", [0, None])),  # "had comments" and "no comments"
-    (Filter("comments", "gt", 3), Filter("comments", "lte", 3)),
-    (Filter("assignee", "exists", True), Filter("assignee", "exists", False)),
-    (Filter("assignee", "ne", "ann"), Filter("assignee", "eq", "ann")),  # "Ann's" and "not Ann's"
-    (Filter("label", "eq", "bug"), Filter("label", "nin", ["bug", "docs"])),
-    (Filter("labels", "empty"), Filter("label", "eq", "bug")),  # "no labels" and "labelled bug"
-    (Filter("milestone", "empty"), Filter("milestone.title", "eq", "v1")),
-])
+@pytest.mark.parametrize(
+    "a,b",
+    [
+        (Filter("state", "eq", "open"), Filter("state", "eq", "closed")),
+        (Filter("state", "eq", "open"), Filter("state", "eq", "open", negate=True)),
+        (Filter("comments", "gte", 1), Filter("comments", "in", [0, None])),  # "had comments" and "no comments"
+        (Filter("comments", "gt", 3), Filter("comments", "lte", 3)),
+        (Filter("assignee", "exists", True), Filter("assignee", "exists", False)),
+        (Filter("assignee", "ne", "ann"), Filter("assignee", "eq", "ann")),  # "Ann's" and "not Ann's"
+        (Filter("label", "eq", "bug"), Filter("label", "nin", ["bug", "docs"])),
+        (Filter("labels", "empty"), Filter("label", "eq", "bug")),  # "no labels" and "labelled bug"
+        (Filter("milestone", "empty"), Filter("milestone.title", "eq", "v1")),
+    ],
+)
 def test_the_misreadings_it_is_for_are_found(schema, a, b):
     assert contradictions(PlanIR("issues", filters=[a, b]), schema)
 
 
-@pytest.mark.parametrize("a,b", [
-    (Filter("label", "eq", "bug"), Filter("label", "eq", "docs")),  # an array holds both
-    (Filter("label", "eq", "docs"), Filter("label", "ne", "bug")),
-    (Filter("state", "ne", "open"), Filter("state", "in", ["open", "closed"])),
-    (Filter("assignee", "exists", False), Filter("assignee", "ne", "ann")),
-    (Filter("comments", "gte", 1), Filter("comments", "lte", 1)),
-])
+@pytest.mark.parametrize(
+    "a,b",
+    [
+        (Filter("label", "eq", "bug"), Filter("label", "eq", "docs")),  # an array holds both
+        (Filter("label", "eq", "docs"), Filter("label", "ne", "bug")),
+        (Filter("state", "ne", "open"), Filter("state", "in", ["open", "closed"])),
+        (Filter("assignee", "exists", False), Filter("assignee", "ne", "ann")),
+        (Filter("comments", "gte", 1), Filter("comments", "lte", 1)),
+    ],
+)
 def test_conditions_that_can_hold_together_are_not_reported(schema, a, b):
     assert contradictions(PlanIR("issues", filters=[a, b]), schema) == []
 
 
-@pytest.mark.parametrize("a,b,clash", [
-    (TIMES[0], TIMES[1], True),   # January and February
-    (TIMES[0], TIMES[2], False),  # January and since the 15th
-    (TIMES[1], TIMES[3], True),   # February and before the 10th of January
-    (TIMES[2], TIMES[3], True),
-    (TIMES[0], TIMES[3], False),
-])
+@pytest.mark.parametrize(
+    "a,b,clash",
+    [
+        (TIMES[0], TIMES[1], True),  # January and February
+        (TIMES[0], TIMES[2], False),  # January and since the 15th
+        (TIMES[1], TIMES[3], True),  # February and before the 10th of January
+        (TIMES[2], TIMES[3], True),
+        (TIMES[0], TIMES[3], False),
+    ],
+)
 def test_time_ranges_that_do_not_meet(store, schema, a, b, clash):
     ir = PlanIR("issues", times=[a, b])
     assert bool(contradictions(ir, schema)) is clash
@@ -87,12 +113,22 @@ def test_a_range_that_ends_before_it_starts(schema):
 
 
 def test_the_spans_of_both_conditions_are_reported(schema):
-    ir = PlanIR("issues", filters=[Filter("state", "eq", "open", span=(0, 4)), Filter("state", "eq", "closed", span=(9, 15))])
+    ir = PlanIR(
+        "issues", filters=[Filter("state", "eq", "open", span=(0, 4)), Filter("state", "eq", "closed", span=(9, 15))]
+    )
     assert contradictions(ir, schema) == [((0, 4), (9, 15))]
 
 
 def test_conditions_on_different_fields_and_raw_pipelines_are_not_judged(schema):
-    assert contradictions(PlanIR("issues", filters=[Filter("state", "eq", "open"), Filter("closed", "exists", True)]),
-                          schema) == []
-    assert contradictions(PlanIR("issues", pipeline=[{"$match": {"state": "open"}}, {"$match": {"state": "closed"}}]),
-                          schema) == []
+    assert (
+        contradictions(
+            PlanIR("issues", filters=[Filter("state", "eq", "open"), Filter("closed", "exists", True)]), schema
+        )
+        == []
+    )
+    assert (
+        contradictions(
+            PlanIR("issues", pipeline=[{"$match": {"state": "open"}}, {"$match": {"state": "closed"}}]), schema
+        )
+        == []
+    )

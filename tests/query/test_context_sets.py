@@ -23,9 +23,15 @@ def catalog(settings):
 
 
 def _template(**changes):
-    item = {"name": "prs-by", "question": "open PRs by {who}", "params": {"who": "person"},
-            "plan": {"collection": "pull_requests",
-                     "pipeline": [{"$match": {"state": "open", "user.login": "{{who.github}}"}}]}}
+    item = {
+        "name": "prs-by",
+        "question": "open PRs by {who}",
+        "params": {"who": "person"},
+        "plan": {
+            "collection": "pull_requests",
+            "pipeline": [{"$match": {"state": "open", "user.login": "{{who.github}}"}}],
+        },
+    }
     item.update(changes)
     return item
 
@@ -38,6 +44,7 @@ def _slots(question, catalog):
 
 # -- the shipped defaults -------------------------------------------------------------------------
 
+
 def test_shipped_templates_have_real_parameters_and_fit_the_sample_tenant(catalog):
     shipped = cs.shipped()
     assert len(shipped.templates) >= 10 and all(t.params for t in shipped.templates if "{" in t.question)
@@ -45,16 +52,23 @@ def test_shipped_templates_have_real_parameters_and_fit_the_sample_tenant(catalo
     # The Jira-shaped sample issues take the Jira templates; the GitHub-issue ones are set aside, not errors.
     assert "template closed-issues-about-topic" in loaded.inactive
     assert {"prs-merged-by-person", "high-priority-bugs-assigned", "busy-threads-in-channel"} <= {
-        t.name for t in loaded.templates}
+        t.name for t in loaded.templates
+    }
 
 
 def test_every_shipped_example_reproduces_the_old_example_pipelines():
     """Each shipped template bound to its example's values gives the pipeline the old example file had."""
-    examples = {t.example["question"]: {"pipeline": to_extended_json(t.instantiate(t.example_bindings()))}
-                for t in cs.shipped().templates if t.example.get("question")}
+    examples = {
+        t.example["question"]: {"pipeline": to_extended_json(t.instantiate(t.example_bindings()))}
+        for t in cs.shipped().templates
+        if t.example.get("question")
+    }
     old = examples["PRs Rashid merged between Nov 16 and Nov 22, 2026"]["pipeline"][0]["$match"]
-    assert old == {"user.login": "rsh-dev", "merged": True, "merged_at": {
-        "$gte": {"$date": "2026-11-16T00:00:00Z"}, "$lt": {"$date": "2026-11-23T00:00:00Z"}}}
+    assert old == {
+        "user.login": "rsh-dev",
+        "merged": True,
+        "merged_at": {"$gte": {"$date": "2026-11-16T00:00:00Z"}, "$lt": {"$date": "2026-11-23T00:00:00Z"}},
+    }
     since = examples["weekly count of merged PRs since March"]["pipeline"][0]["$match"]
     assert since["merged_at"] == {"$gte": {"$date": "2026-03-01T00:00:00Z"}}  # open end: no $lt at all
 
@@ -66,6 +80,7 @@ def test_llm_planner_reads_the_shipped_context_set():
 
 
 # -- matching -------------------------------------------------------------------------------------
+
 
 def test_a_question_with_other_values_binds_the_template(catalog):
     shipped = cs.checked(cs.shipped(), catalog.schemas, shipped=True)
@@ -98,8 +113,11 @@ def test_open_ended_time_drops_the_missing_bound():
 def test_channel_and_number_slots_bind_in_order():
     shipped = cs.shipped()
     question = "threads in #infra with more than 3 replies this month"
-    slots = [cs.Slot("channel", 12, 17, "infra"), cs.Slot("number", 33, 34, 3),
-             cs.Slot("time", 43, 53, TimeRange(datetime(2026, 11, 1), datetime(2026, 12, 1), "this month"))]
+    slots = [
+        cs.Slot("channel", 12, 17, "infra"),
+        cs.Slot("number", 33, 34, 3),
+        cs.Slot("time", 43, 53, TimeRange(datetime(2026, 11, 1), datetime(2026, 12, 1), "this month")),
+    ]
     template, bindings, _ = shipped.match_template(question, slots)
     match = template.instantiate(bindings)[0]["$match"]
     assert match["channel"] == "infra" and match["reply_count"] == {"$gt": 3}
@@ -107,8 +125,10 @@ def test_channel_and_number_slots_bind_in_order():
 
 def test_similar_templates_and_facets_in_english_and_chinese():
     shipped = cs.shipped()
-    assert shipped.similar_templates("who reviewed the most pull requests in the api repo", 1)[0][0].name == \
-        "top-reviewers-in-repo"
+    assert (
+        shipped.similar_templates("who reviewed the most pull requests in the api repo", 1)[0][0].name
+        == "top-reviewers-in-repo"
+    )
     assert {f.name for f in shipped.matching_facets("good first issues nobody has picked up")} == {"good first issues"}
     assert {f.name for f in shipped.matching_facets("有哪些适合新手的问题")} == {"good first issues"}
     assert {f.name for f in shipped.matching_facets("issues closed as not planned", "issues")} == {"not planned"}
@@ -117,35 +137,54 @@ def test_similar_templates_and_facets_in_english_and_chinese():
 
 # -- the file: shape, size, YAML bombs, one-line errors --------------------------------------------
 
-@pytest.mark.parametrize("change, words", [
-    ({"plan": {"collection": "pull_requests", "pipeline": [{"$match": {"user.login": "{{whom.github}}"}}]}},
-     "{{whom}}, which is not a parameter"),
-    ({"plan": {"collection": "pull_requests", "pipeline": [{"$match": {"user.login": "{{who.street}}"}}]}},
-     "parts github"),
-    ({"params": {"who": "person", "x": "label"}}, "'x' is not in the question"),
-    ({"params": {"who": "planet"}}, "params must map"),
-    ({"question": "open PRs"}, "'who' is not in the question"),
-    ({"plan": {"collection": "pull_requests", "pipeline": [{"$match": {"user.login": "x{{who}}"}}]}},
-     "not a placeholder"),
-    ({"evil": 1}, "unknown key(s) 'evil'"),
-    ({"name": "../../etc"}, "a name is"),
-])
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (
+            {"plan": {"collection": "pull_requests", "pipeline": [{"$match": {"user.login": "{{whom.github}}"}}]}},
+            "{{whom}}, which is not a parameter",
+        ),
+        (
+            {"plan": {"collection": "pull_requests", "pipeline": [{"$match": {"user.login": "{{who.street}}"}}]}},
+            "parts github",
+        ),
+        ({"params": {"who": "person", "x": "label"}}, "'x' is not in the question"),
+        ({"params": {"who": "planet"}}, "params must map"),
+        ({"question": "open PRs"}, "'who' is not in the question"),
+        (
+            {"plan": {"collection": "pull_requests", "pipeline": [{"$match": {"user.login": "x{{who}}"}}]}},
+            "not a placeholder",
+        ),
+        ({"evil": 1}, "unknown key(s) 'evil'"),
+        ({"name": "../../etc"}, "a name is"),
+    ],
+)
 def test_a_malformed_template_is_one_line_naming_it(change, words):
     with pytest.raises(cs.ContextSetError) as err:
         cs.template_from_json(_template(**change))
     assert words in str(err.value) and "\n" not in str(err.value)
 
 
-def test_a_tenant_file_with_a_forbidden_stage_or_unknown_field_is_refused_naming_the_template(settings, catalog, tmp_path):
+def test_a_tenant_file_with_a_forbidden_stage_or_unknown_field_is_refused_naming_the_template(
+    settings, catalog, tmp_path
+):
     folder = tmp_path / "context_sets"
     folder.mkdir()
-    bad = _template(name="leak", plan={"collection": "pull_requests", "pipeline": [
-        {"$match": {"user.login": "{{who.github}}"}}, {"$lookup": {"from": "people"}}]})
+    bad = _template(
+        name="leak",
+        plan={
+            "collection": "pull_requests",
+            "pipeline": [{"$match": {"user.login": "{{who.github}}"}}, {"$lookup": {"from": "people"}}],
+        },
+    )
     (folder / "acme.json").write_text(json.dumps({"templates": [bad]}))
     with pytest.raises(cs.ContextSetError, match=r"^acme.json: template 'leak': .*\$lookup is not allowed"):
         cs.load(tmp_path, "acme", catalog.schemas)
-    hidden = _template(name="scope", plan={"collection": "pull_requests", "pipeline": [
-        {"$match": {"user.login": "{{who.github}}", "acl": "*"}}]})
+    hidden = _template(
+        name="scope",
+        plan={"collection": "pull_requests", "pipeline": [{"$match": {"user.login": "{{who.github}}", "acl": "*"}}]},
+    )
     (folder / "acme.json").write_text(json.dumps({"templates": [hidden]}))
     with pytest.raises(cs.ContextSetError, match="template 'scope'"):
         cs.load(tmp_path, "acme", catalog.schemas)
@@ -157,7 +196,8 @@ def test_yaml_bomb_huge_file_and_fifo_are_refused(catalog, tmp_path):
     folder = tmp_path / "context_sets"
     folder.mkdir()
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi")
+    )
     (folder / "acme.yaml").write_text(bomb + "templates: []\n")
     with pytest.raises(cs.ContextSetError, match="not valid YAML: the YAML expands"):
         cs.load(tmp_path, "acme", catalog.schemas)
@@ -185,19 +225,40 @@ def test_a_yaml_tenant_file_is_read(catalog, tmp_path):
 
     folder = tmp_path / "context_sets"
     folder.mkdir()
-    (folder / "acme.yaml").write_text(yaml.safe_dump({"templates": [_template()], "facets": [
-        {"name": "drafts", "collection": "pull_requests", "match": {"draft": True}, "phrases": ["draft", "草稿"]}]}))
+    (folder / "acme.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "templates": [_template()],
+                "facets": [
+                    {
+                        "name": "drafts",
+                        "collection": "pull_requests",
+                        "match": {"draft": True},
+                        "phrases": ["draft", "草稿"],
+                    }
+                ],
+            }
+        )
+    )
     loaded = cs.load(tmp_path, "acme", catalog.schemas)
     assert [t.name for t in loaded.templates] == ["prs-by"] and loaded.matching_facets("草稿 PR")[0].name == "drafts"
 
 
 # -- editing ----------------------------------------------------------------------------------------
 
+
 def test_add_validates_and_concurrent_adds_keep_every_template(catalog, tmp_path):
     with pytest.raises(cs.ContextSetError, match="does not exist"):
-        cs.add_template(tmp_path, "acme", cs.template_from_json(_template(plan={
-            "collection": "pull_requests", "pipeline": [{"$match": {"nope.field": "{{who.github}}"}}]})),
-            catalog.schemas)
+        cs.add_template(
+            tmp_path,
+            "acme",
+            cs.template_from_json(
+                _template(
+                    plan={"collection": "pull_requests", "pipeline": [{"$match": {"nope.field": "{{who.github}}"}}]}
+                )
+            ),
+            catalog.schemas,
+        )
     errors = []
 
     def add(n):

@@ -41,8 +41,9 @@ def test_offline_answer_to_a_structured_question(settings):
 
 def test_model_naming_the_other_tenant_still_sees_only_its_own(settings):
     planner = ScriptedPlanner(
-        ("pull_requests", [{"$match": {"tenant_id": "globex"}}]),                    # rejected by validation
-        ("pull_requests", [{"$match": {"repo": "globex/api", "title": {"$exists": True}}}]))  # valid, but scoped
+        ("pull_requests", [{"$match": {"tenant_id": "globex"}}]),  # rejected by validation
+        ("pull_requests", [{"$match": {"repo": "globex/api", "title": {"$exists": True}}}]),
+    )  # valid, but scoped
     result = _run(settings, "zzzz qqqq", planner=planner)  # unplannable offline -> the model is asked
     assert [a.error is not None for a in result.attempts] == [True, False]
     assert "tenant_id" in result.attempts[0].error
@@ -53,7 +54,9 @@ def test_model_naming_the_other_tenant_still_sees_only_its_own(settings):
 def test_globex_sees_its_own_story_and_acme_does_not(settings):
     story = STORIES["globex_dynamodb_sessions"]
     pipeline = [{"$match": {"title": story["pr_title"]}}]
-    assert isinstance(_run(settings, "x", planner=ScriptedPlanner(("pull_requests", pipeline)), tenant="acme"), NoResults)
+    assert isinstance(
+        _run(settings, "x", planner=ScriptedPlanner(("pull_requests", pipeline)), tenant="acme"), NoResults
+    )
     result = _run(settings, "x", planner=ScriptedPlanner(("pull_requests", pipeline)), tenant="globex")
     assert isinstance(result, Success) and result.rows[0]["ref"] == story["pr"]
 
@@ -81,11 +84,15 @@ def test_ambiguous_person_is_reported_not_guessed(settings):
 
 
 def test_text_search_is_served_by_bm25_in_english_and_chinese(settings):
-    english = _run(settings, "x", planner=ScriptedPlanner(
-        ("pull_requests", [{"$match": {"$text": {"$search": "memcached redis"}}}])))
+    english = _run(
+        settings,
+        "x",
+        planner=ScriptedPlanner(("pull_requests", [{"$match": {"$text": {"$search": "memcached redis"}}}])),
+    )
     assert STORIES["redis_session_cache"]["pr"] in {r["ref"] for r in english.rows}
-    chinese = _run(settings, "x", planner=ScriptedPlanner(
-        ("pull_requests", [{"$match": {"$text": {"$search": "重复扣款"}}}])))
+    chinese = _run(
+        settings, "x", planner=ScriptedPlanner(("pull_requests", [{"$match": {"$text": {"$search": "重复扣款"}}}]))
+    )
     assert STORIES["payments_double_charge"]["pr"] in {r["ref"] for r in chinese.rows}
 
 
@@ -97,12 +104,20 @@ def test_aggregate_over_people_carries_display_names(settings):
     assert counts == sorted(counts, reverse=True)
 
 
-@pytest.mark.parametrize("question,expected", [
-    ("how many open PRs are there?", [{"$match": {"state": "open"}}, {"$count": "count"}]),
-    ("open PRs grouped by repo", [{"$match": {"state": "open", "repo": {"$exists": True, "$ne": None}}},
-                                  {"$group": {"_id": "$repo", "count": {"$sum": 1}}},
-                                  {"$sort": {"count": -1, "_id": 1}}]),
-])
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        ("how many open PRs are there?", [{"$match": {"state": "open"}}, {"$count": "count"}]),
+        (
+            "open PRs grouped by repo",
+            [
+                {"$match": {"state": "open", "repo": {"$exists": True, "$ne": None}}},
+                {"$group": {"_id": "$repo", "count": {"$sum": 1}}},
+                {"$sort": {"count": -1, "_id": 1}},
+            ],
+        ),
+    ],
+)
 def test_offline_pipelines_for_counts_and_groups(settings, question, expected):
     """The pipelines the planner composes; with the context set on, a shipped template that says the
     same question answers it with the same groups."""
@@ -117,13 +132,27 @@ def test_model_written_names_are_linked_to_handles_by_code(settings):
     from context_engine.query.llm_planner import link_people
 
     ctx, _ = resolve("x", NOW, catalog_for(settings), None)
-    pipeline = [{"$match": {"user.login": "Alex Chen", "$or": [{"reviews.user.login": {"$in": ["Priya", "rsh-dev"]}}],
-                            "title": "Alex Chen"}}]
+    pipeline = [
+        {
+            "$match": {
+                "user.login": "Alex Chen",
+                "$or": [{"reviews.user.login": {"$in": ["Priya", "rsh-dev"]}}],
+                "title": "Alex Chen",
+            }
+        }
+    ]
     assert link_people(pipeline, "pull_requests", ctx) == [
-        {"$match": {"user.login": "achen42", "$or": [{"reviews.user.login": {"$in": ["priyar", "rsh-dev"]}}],
-                    "title": "Alex Chen"}}]  # only people fields change
+        {
+            "$match": {
+                "user.login": "achen42",
+                "$or": [{"reviews.user.login": {"$in": ["priyar", "rsh-dev"]}}],
+                "title": "Alex Chen",
+            }
+        }
+    ]  # only people fields change
     assert link_people([{"$match": {"fields.assignee.name": "Rashid Khan"}}], "issues", ctx) == [
-        {"$match": {"fields.assignee.name": "rkhan"}}]
+        {"$match": {"fields.assignee.name": "rkhan"}}
+    ]
 
 
 def test_a_topic_question_is_a_ranked_keyword_search(settings):
@@ -168,18 +197,24 @@ def test_a_plan_whose_conditions_cannot_hold_together_is_declined_not_answered_z
 
     class Contradicting:
         def plan(self, ctx):
-            ir = PlanIR("pull_requests", filters=[Filter("state", "eq", "open", span=(0, 4)),
-                                                  Filter("state", "ne", "open", span=(18, 26))], shape=Shape("count"))
-            return Plan("pull_requests", compile_plan(ir, ctx.schemas["pull_requests"]), confidence=0.9, planner="llm", ir=ir)
+            ir = PlanIR(
+                "pull_requests",
+                filters=[Filter("state", "eq", "open", span=(0, 4)), Filter("state", "ne", "open", span=(18, 26))],
+                shape=Shape("count"),
+            )
+            return Plan(
+                "pull_requests", compile_plan(ir, ctx.schemas["pull_requests"]), confidence=0.9, planner="llm", ir=ir
+            )
 
-    result = run_structured(question, settings.with_overrides(tenant="acme"), now=NOW, planner=Contradicting(),
-                            always_llm=True)
+    result = run_structured(
+        question, settings.with_overrides(tenant="acme"), now=NOW, planner=Contradicting(), always_llm=True
+    )
     assert isinstance(result, ResolutionFailed) and not result.rows
     assert "'open' and 'not open'" in result.message and "misread" in result.message
 
 
 def test_a_topic_no_record_mentions_is_said_when_nothing_matched(settings):
-    """"0 pull requests" for a topic no record holds (an unknown name read as a topic) is not an answer."""
+    """ "0 pull requests" for a topic no record holds (an unknown name read as a topic) is not an answer."""
     result = _run(settings, "how many merged PRs about zanzibarian quokkas")
     assert isinstance(result, Success) and result.rows == [{"count": 0}]
     assert [s["text"] for s in result.plan.not_understood] == ["zanzibarian quokkas"]
@@ -190,7 +225,8 @@ def test_a_topic_no_record_mentions_is_said_when_nothing_matched(settings):
 def test_a_name_several_people_have_is_declined_even_with_a_model_configured(settings):
     """No model guesses between people: the asker gets the candidates (issue 27)."""
     planner = ScriptedPlanner(("pull_requests", [{"$match": {"state": "open"}}]))
-    result = run_structured("open PRs by Alex", settings.with_overrides(tenant="acme"), now=NOW, planner=planner,
-                            always_llm=True)
+    result = run_structured(
+        "open PRs by Alex", settings.with_overrides(tenant="acme"), now=NOW, planner=planner, always_llm=True
+    )
     assert isinstance(result, ResolutionFailed) and result.unresolved == "Alex"
     assert {p.key for p in result.candidates} == {"achen42", "amorgan-dev"} and planner.plans  # the model was not asked

@@ -18,9 +18,18 @@ from context_engine.server import ApiKey, Limits, create_app
 from tests.serving import Server
 
 NOW = "2026-11-30T12:00:00Z"
-PLAN = {"collection": "pull_requests", "pipeline": [
-    {"$match": {"user.login": "rsh-dev", "merged": True, "merged_at": {
-        "$gte": {"$date": "2026-11-23T00:00:00Z"}, "$lt": {"$date": "2026-11-30T00:00:00Z"}}}}]}
+PLAN = {
+    "collection": "pull_requests",
+    "pipeline": [
+        {
+            "$match": {
+                "user.login": "rsh-dev",
+                "merged": True,
+                "merged_at": {"$gte": {"$date": "2026-11-23T00:00:00Z"}, "$lt": {"$date": "2026-11-30T00:00:00Z"}},
+            }
+        }
+    ],
+}
 
 
 @pytest.fixture
@@ -65,17 +74,30 @@ def test_bad_feedback_is_refused_in_one_line(data):
     store = FeedbackStore(data.data_dir)
     store.record_ask("acme", "", "open PRs", None, "", NOW)
     catalog = catalog_for(data)
-    cases = [({"rating": "sideways"}, "rating must be one of"),
-             ({"rating": "up", "note": "x" * (MAX_NOTE + 1)}, "at most 2,000"),
-             ({"rating": "down", "corrected": {"collection": "pull_requests", "pipeline": [{"$out": "x"}]}},
-              r"\$out is not allowed"),
-             ({"rating": "down", "corrected": {"collection": "pull_requests",
-                                               "pipeline": [{"$match": {"tenant_id": "globex"}}]}}, "refused"),
-             ({"rating": "down", "corrected": {"collection": "people_secrets", "pipeline": [{"$match": {}}]}},
-              "has no records here"),
-             ({"rating": "down", "corrected": "[" * 5000}, "not valid JSON|cannot be read"),
-             ({"rating": "down", "corrected": {"collection": "pull_requests", "pipeline": [], "tenant": "globex"}},
-              "a plan is")]
+    cases = [
+        ({"rating": "sideways"}, "rating must be one of"),
+        ({"rating": "up", "note": "x" * (MAX_NOTE + 1)}, "at most 2,000"),
+        (
+            {"rating": "down", "corrected": {"collection": "pull_requests", "pipeline": [{"$out": "x"}]}},
+            r"\$out is not allowed",
+        ),
+        (
+            {
+                "rating": "down",
+                "corrected": {"collection": "pull_requests", "pipeline": [{"$match": {"tenant_id": "globex"}}]},
+            },
+            "refused",
+        ),
+        (
+            {"rating": "down", "corrected": {"collection": "people_secrets", "pipeline": [{"$match": {}}]}},
+            "has no records here",
+        ),
+        ({"rating": "down", "corrected": "[" * 5000}, "not valid JSON|cannot be read"),
+        (
+            {"rating": "down", "corrected": {"collection": "pull_requests", "pipeline": [], "tenant": "globex"}},
+            "a plan is",
+        ),
+    ]
     for kwargs, words in cases:
         with pytest.raises(FeedbackError, match=words) as err:
             submit(data.data_dir, catalog, asker="", **kwargs)
@@ -126,8 +148,12 @@ def server(data):
 
 
 def _post(server, key, body):
-    return httpx.post(f"{server.url}/feedback", headers={"Authorization": f"Bearer {key}"}, timeout=60,
-                      content=body if isinstance(body, (bytes, str)) else json.dumps(body))
+    return httpx.post(
+        f"{server.url}/feedback",
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+        content=body if isinstance(body, (bytes, str)) else json.dumps(body),
+    )
 
 
 def test_server_feedback_takes_the_asker_and_tenant_from_the_key(server, data):
@@ -149,6 +175,9 @@ def test_server_feedback_takes_the_asker_and_tenant_from_the_key(server, data):
     long = _post(server, "rashid-key", {"rating": "down", "note": "x" * 5_000})
     assert long.status_code == 400 and "at most 2,000" in long.json()["error"]
     assert _post(server, "rashid-key", b"not json").status_code == 400
-    bad_plan = _post(server, "rashid-key", {"rating": "down", "plan": {"collection": "pull_requests",
-                                                                       "pipeline": [{"$lookup": {"from": "people"}}]}})
+    bad_plan = _post(
+        server,
+        "rashid-key",
+        {"rating": "down", "plan": {"collection": "pull_requests", "pipeline": [{"$lookup": {"from": "people"}}]}},
+    )
     assert bad_plan.status_code == 400 and "$lookup is not allowed" in bad_plan.json()["error"]

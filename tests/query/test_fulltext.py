@@ -39,9 +39,14 @@ def _text_refs(data_dir, search, principals=(), collection="pull_requests"):
     store = open_store(settings)
     # Ranked by relevance: the search over all the text that ingest indexes (a topic inside a structured
     # question reads the records' titles instead: tests/query/planner/test_topic.py).
-    rows = run_pipeline(store, collection, [{"$match": {"$text": {"$search": search}}},
-                                            {"$sort": {"score": {"$meta": "textScore"}}}], tenant="acme",
-                        principals=list(principals), schema=catalog_for(settings).schemas[collection])
+    rows = run_pipeline(
+        store,
+        collection,
+        [{"$match": {"$text": {"$search": search}}}, {"$sort": {"score": {"$meta": "textScore"}}}],
+        tenant="acme",
+        principals=list(principals),
+        schema=catalog_for(settings).schemas[collection],
+    )
     return [r["ref"] for r in rows], store
 
 
@@ -79,12 +84,20 @@ def test_a_record_written_after_the_index_is_found_the_store_wins(data_dir, no_f
 def test_the_index_never_widens_access(data_dir, no_fitting):
     # The leaked-key thread is readable by its channel's members only; its words are in the index all the same.
     settings = Settings(data_dir=data_dir, mongodb_uri=None, tenant="acme", use_llm=False)
-    (thread,) = open_store(settings).collection("messages").find(
-        {"tenant_id": "acme", "ts": STORIES["leaked_stripe_key"]["thread"]["ts"]})
+    (thread,) = (
+        open_store(settings)
+        .collection("messages")
+        .find({"tenant_id": "acme", "ts": STORIES["leaked_stripe_key"]["thread"]["ts"]})
+    )
     member = thread["acl"][0]
     assert "*" not in thread["acl"]
-    ids = fulltext.text_ids(open_store(settings), "messages", "acme",
-                            catalog_for(settings).schemas["messages"].text_fields, "Stripe secret key gist")
+    ids = fulltext.text_ids(
+        open_store(settings),
+        "messages",
+        "acme",
+        catalog_for(settings).schemas["messages"].text_fields,
+        "Stripe secret key gist",
+    )
     assert thread["_id"] in ids  # proposed by the index ...
     readers, _ = _text_refs(data_dir, "Stripe secret key gist", principals=[member], collection="messages")
     outsiders, _ = _text_refs(data_dir, "Stripe secret key gist", principals=["slack:U0NOBODY"], collection="messages")

@@ -10,21 +10,26 @@ def directory() -> PeopleDirectory:
 
 
 def _resolved(directory, question, asker=None):
-    return [(m.text, m.person.key if m.person else None, [p.key for p in m.candidates])
-            for m in directory.find_mentions(question, asker)]
+    return [
+        (m.text, m.person.key if m.person else None, [p.key for p in m.candidates])
+        for m in directory.find_mentions(question, asker)
+    ]
 
 
-@pytest.mark.parametrize("question,key", [
-    ("PRs Rashid merged last week", "rsh-dev"),
-    ("open PRs by Rashid Khan", "rsh-dev"),
-    ("what did rashid.k review", "rsh-dev"),       # Slack handle
-    ("issues assigned to rkhan", "rsh-dev"),       # Jira user
-    ("PRs by Rash", "rsh-dev"),                    # nickname
-    ("PRs by Rashed Khan", "rsh-dev"),             # a typo, fuzzy
-    ("Priya's open PRs", "priyar"),                # possessive
-    ("上周张伟合并了哪些PR？", "zwei-dev"),          # Chinese display name inside unsegmented text
-    ("what did Zhang Wei merge", "zwei-dev"),      # pinyin alias
-])
+@pytest.mark.parametrize(
+    "question,key",
+    [
+        ("PRs Rashid merged last week", "rsh-dev"),
+        ("open PRs by Rashid Khan", "rsh-dev"),
+        ("what did rashid.k review", "rsh-dev"),  # Slack handle
+        ("issues assigned to rkhan", "rsh-dev"),  # Jira user
+        ("PRs by Rash", "rsh-dev"),  # nickname
+        ("PRs by Rashed Khan", "rsh-dev"),  # a typo, fuzzy
+        ("Priya's open PRs", "priyar"),  # possessive
+        ("上周张伟合并了哪些PR？", "zwei-dev"),  # Chinese display name inside unsegmented text
+        ("what did Zhang Wei merge", "zwei-dev"),  # pinyin alias
+    ],
+)
 def test_names_resolve_to_logins(directory, question, key):
     found = _resolved(directory, question)
     assert [k for _, k, _ in found] == [key], found
@@ -60,11 +65,14 @@ def test_lookup_by_any_alias(directory):
         directory.lookup("Alex")
 
 
-@pytest.mark.parametrize("question,key", [
-    ("PRs by Rahsid", "rsh-dev"),                          # two letters swapped: one edit, not two
-    ("How many PRs did amorgandev open in May", "amorgan-dev"),  # a lower-case login typo among capitalised words
-    ("what has ingridh merged", "ingrid-h"),
-])
+@pytest.mark.parametrize(
+    "question,key",
+    [
+        ("PRs by Rahsid", "rsh-dev"),  # two letters swapped: one edit, not two
+        ("How many PRs did amorgandev open in May", "amorgan-dev"),  # a lower-case login typo among capitalised words
+        ("what has ingridh merged", "ingrid-h"),
+    ],
+)
 def test_typos_of_logins_resolve(directory, question, key):
     assert [k for _, k, _ in _resolved(directory, question)] == [key]
 
@@ -84,8 +92,9 @@ def test_a_lower_case_typo_is_read_as_a_login_never_as_a_display_name(directory)
 @pytest.mark.parametrize("question", ["how many PRs did i merge", "i merged what last week?", "what have i reviewed"])
 def test_a_lower_case_i_is_the_asker_where_it_is_the_pronoun(directory, question):
     asker = directory.by_key["larsn"]
-    assert [(k, a) for k, a in ((m.person.key, m.is_asker) for m in directory.find_mentions(question, asker))] \
-        == [("larsn", True)]
+    assert [(k, a) for k, a in ((m.person.key, m.is_asker) for m in directory.find_mentions(question, asker))] == [
+        ("larsn", True)
+    ]
 
 
 def test_a_lower_case_i_that_is_no_pronoun_is_no_one(directory):
@@ -95,9 +104,15 @@ def test_a_lower_case_i_that_is_no_pronoun_is_no_one(directory):
 def test_people_carry_the_slack_workspaces_they_were_seen_in():
     from context_engine.query.identity import places_of
 
-    record = {"slack_id": "U1", "name": "Rosa", "identities": [
-        {"source": "slack:racket", "kind": "slack_id", "value": "U1"}, {"source": "slack:racket", "kind": "name", "value": "Rosa"},
-        {"source": "github:acme", "kind": "login", "value": "rosa"}]}
+    record = {
+        "slack_id": "U1",
+        "name": "Rosa",
+        "identities": [
+            {"source": "slack:racket", "kind": "slack_id", "value": "U1"},
+            {"source": "slack:racket", "kind": "name", "value": "Rosa"},
+            {"source": "github:acme", "kind": "login", "value": "rosa"},
+        ],
+    }
     assert places_of(record) == ["racket"]
     directory = PeopleDirectory([record, {"slack_id": "U2", "name": "Rosa", "places": ["elmlang"]}])
     assert [p.to_json().get("places") for p in directory.people] == [["racket"], ["elmlang"]]

@@ -15,19 +15,30 @@ from tests.query.conftest import context
 
 
 def test_the_model_writes_ir_and_the_compiler_writes_the_pipeline(catalog):
-    answer = {"collection": "pull_requests",
-              "filters": [{"field": "user.login", "op": "eq", "value": "Rashid Khan"},  # a name, not the login
-                          {"field": "milestone.title", "op": "empty"}],
-              "times": [{"field": "merged", "start": {"$date": "2026-11-01T00:00:00Z"}, "end": None}],
-              "shape": {"kind": "count"}}
+    answer = {
+        "collection": "pull_requests",
+        "filters": [
+            {"field": "user.login", "op": "eq", "value": "Rashid Khan"},  # a name, not the login
+            {"field": "milestone.title", "op": "empty"},
+        ],
+        "times": [{"field": "merged", "start": {"$date": "2026-11-01T00:00:00Z"}, "end": None}],
+        "shape": {"kind": "count"},
+    }
     fenced = GenericFakeChatModel(messages=iter([AIMessage("Here it is:\n```json\n" + json.dumps(answer) + "\n```")]))
-    plan = LLMPlanner(fenced).plan(context(catalog, "how many PRs did Rashid merge without a milestone since November?"))
+    plan = LLMPlanner(fenced).plan(
+        context(catalog, "how many PRs did Rashid merge without a milestone since November?")
+    )
     assert plan.planner == "llm" and plan.ir.shape.kind == "count"
     match = plan.pipeline[0]["$match"]
     assert match["user.login"] == "rsh-dev"  # code corrected the model's name into the handle
     assert match["merged_at"] == {"$gte": __import__("datetime").datetime(2026, 11, 1)}  # open-ended, the role's date
-    assert {"$or": [{"milestone.title": {"$in": [None, ""]}}, {"milestone.title": {"$size": 0}},
-                    {"milestone": {"$in": [None]}}]} in match["$and"]
+    assert {
+        "$or": [
+            {"milestone.title": {"$in": [None, ""]}},
+            {"milestone.title": {"$size": 0}},
+            {"milestone": {"$in": [None]}},
+        ]
+    } in match["$and"]
     assert plan.pipeline[-1] == {"$count": "count"}
 
 
@@ -37,24 +48,38 @@ def test_a_free_form_pipeline_stays_possible(catalog):
     assert plan.pipeline == raw["pipeline"]
 
 
-@pytest.mark.parametrize("answer,message", [
-    ({"collection": "tweets", "shape": {"kind": "list"}}, "collection 'tweets' does not exist"),
-    ({"collection": "pull_requests", "filters": [{"field": "karma", "op": "gt", "value": 3}]}, "no field or role 'karma'"),
-])
+@pytest.mark.parametrize(
+    "answer,message",
+    [
+        ({"collection": "tweets", "shape": {"kind": "list"}}, "collection 'tweets' does not exist"),
+        (
+            {"collection": "pull_requests", "filters": [{"field": "karma", "op": "gt", "value": 3}]},
+            "no field or role 'karma'",
+        ),
+    ],
+)
 def test_a_plan_naming_what_the_tenant_lacks_is_an_error_the_retry_edge_feeds_back(catalog, answer, message):
     with pytest.raises(ValueError, match=message):
         LLMPlanner(ScriptedChatModel.answering(answer)).plan(context(catalog, "open PRs"))
 
 
 def test_an_unreadable_answer_is_asked_for_once_more(catalog):
-    model = GenericFakeChatModel(messages=iter([AIMessage("I think you want open PRs."),
-                                                AIMessage(json.dumps({"collection": "pull_requests",
-                                                                      "filters": [{"field": "state", "value": "open"}]}))]))
+    model = GenericFakeChatModel(
+        messages=iter(
+            [
+                AIMessage("I think you want open PRs."),
+                AIMessage(
+                    json.dumps({"collection": "pull_requests", "filters": [{"field": "state", "value": "open"}]})
+                ),
+            ]
+        )
+    )
     plan = LLMPlanner(model).plan(context(catalog, "open PRs"))
     assert plan.pipeline[0] == {"$match": {"state": "open"}}
     with pytest.raises(IRError, match="no JSON object"):
         LLMPlanner(GenericFakeChatModel(messages=iter([AIMessage("no"), AIMessage("still no")]))).plan(
-            context(catalog, "open PRs"))
+            context(catalog, "open PRs")
+        )
 
 
 def asked(catalog, question):
@@ -71,7 +96,11 @@ def test_the_prompt_is_sized_to_the_question(catalog):
     assert "fields.status.name" not in prompt and "body" not in fields  # fields no role or word touches
     assert "'rsh-dev' in user.login" in prompt and '"start":{"$date":"2026-11-23T00:00:00Z"}' in prompt
     draft = prompt.split("Draft: ")[1].splitlines()[0]
-    assert json.loads(draft)["filters"][0] == {"field": "merged", "op": "eq", "value": True}  # no span, no negate: false
+    assert json.loads(draft)["filters"][0] == {
+        "field": "merged",
+        "op": "eq",
+        "value": True,
+    }  # no span, no negate: false
     assert len(prompt) < 1500  # ~400 tokens: with the cached system part, a few seconds of prompt on 2 cores
 
 
@@ -85,14 +114,21 @@ def test_the_system_prompt_is_one_fixed_prefix_for_every_question(catalog):
 
 
 def test_a_field_is_listed_when_its_own_name_is_said_not_an_ancestors():
-    """"closed" names closed_at, and closed_by.login through its label leaf; not closed_by.events_url."""
+    """ "closed" names closed_at, and closed_by.login through its label leaf; not closed_by.events_url."""
     from context_engine.query.llm_planner import schema_slice
     from context_engine.query.schema import CollectionSchema, FieldInfo
 
-    fields = {path: FieldInfo(path=path, types=types, enum=enum) for path, types, enum in [
-        ("closed_at", {"date"}, None), ("closed_by.login", {"string"}, ["ana", "bo"]),
-        ("closed_by.events_url", {"string"}, None), ("closed_by.site_admin", {"bool"}, None),
-        ("priority", {"string"}, ["p0", "p1", "p2", "p3", "p4", "p5"]), ("color", {"string"}, ["red", "blue"])]}
+    fields = {
+        path: FieldInfo(path=path, types=types, enum=enum)
+        for path, types, enum in [
+            ("closed_at", {"date"}, None),
+            ("closed_by.login", {"string"}, ["ana", "bo"]),
+            ("closed_by.events_url", {"string"}, None),
+            ("closed_by.site_admin", {"bool"}, None),
+            ("priority", {"string"}, ["p0", "p1", "p2", "p3", "p4", "p5"]),
+            ("color", {"string"}, ["red", "blue"]),
+        ]
+    }
     listed = schema_slice(CollectionSchema(name="tickets", fields=fields), "tickets closed by ana with priority p4")
     assert "closed_at" in listed.split("dates: ")[1] and "closed_by.login" in listed
     assert "events_url" not in listed and "site_admin" not in listed and "color" not in listed
@@ -106,15 +142,18 @@ def test_examples_are_only_the_close_context_set_templates(catalog):
     example = json.loads(close.split("Q: how many open PRs are labelled security -> ")[1].splitlines()[0])
     assert example["pipeline"][0]["$match"] == {"state": "open", "labels.name": "security"}  # bound, no {{label}}
     assert "Examples" not in asked(catalog, "which PRs touched the billing service and were reverted")
-    assert all(asked(catalog, q).count("\nQ: ") <= EXAMPLES for q in ("PRs Rashid merged last week", "open PRs by repo"))
+    assert all(
+        asked(catalog, q).count("\nQ: ") <= EXAMPLES for q in ("PRs Rashid merged last week", "open PRs by repo")
+    )
 
 
 def test_a_named_filter_is_offered_for_words_the_draft_did_not_understand(catalog):
     from context_engine.query.plan import Plan
 
     ctx = context(catalog, "issues nobody assigned that are not done")
-    ctx.draft = Plan(collection="issues", pipeline=[], not_understood=[
-        {"text": "nobody assigned", "start": 7, "end": 22, "how": ""}])
+    ctx.draft = Plan(
+        collection="issues", pipeline=[], not_understood=[{"text": "nobody assigned", "start": 7, "end": 22, "how": ""}]
+    )
     offered = build_messages(ctx)[1][1].split("Named filters")[1].splitlines()[0]
     assert """'unassigned (Jira)': {"fields.assignee":null}""" in offered
     assert "not done" not in offered  # understood by the draft: already in it
@@ -129,8 +168,13 @@ def test_the_prompt_tells_the_model_what_the_draft_did_not_understand(catalog):
 def test_a_plan_that_does_not_explain_the_whole_question_goes_to_the_model(catalog):
     from context_engine.query.engine import plan
 
-    answer = {"collection": "pull_requests", "filters": [{"field": "state", "op": "eq", "value": "open"}],
-              "times": [], "text": [], "shape": {"kind": "count"}}
+    answer = {
+        "collection": "pull_requests",
+        "filters": [{"field": "state", "op": "eq", "value": "open"}],
+        "times": [],
+        "text": [],
+        "shape": {"kind": "count"},
+    }
     ctx = context(catalog, "how many open PRs with a purple hat")
     written = plan(ctx, LLMPlanner(ScriptedChatModel.answering(answer)))
     assert written.planner == "llm" and ctx.draft.not_understood  # the draft was built once, and handed over
@@ -152,12 +196,33 @@ def test_an_endpoint_refusing_the_schema_is_asked_again_without_it():
         body = json.loads(request.content)
         asked_with_schema.append("schema" in body.get("response_format", {}))
         if asked_with_schema[-1]:
-            return httpx.Response(400, json={"error": {"message": "unsupported response_format", "type": "invalid_request_error"}})
-        return httpx.Response(200, json={"id": "1", "object": "chat.completion", "created": 0, "model": "m", "choices": [
-            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": '{"collection": "issues"}'}}]})
+            return httpx.Response(
+                400, json={"error": {"message": "unsupported response_format", "type": "invalid_request_error"}}
+            )
+        return httpx.Response(
+            200,
+            json={
+                "id": "1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": '{"collection": "issues"}'},
+                    }
+                ],
+            },
+        )
 
-    model = ChatOpenAI(model="m", api_key="k", base_url="http://endpoint.invalid/v1", max_retries=0,
-                       http_client=httpx.Client(transport=httpx.MockTransport(endpoint)))
+    model = ChatOpenAI(
+        model="m",
+        api_key="k",
+        base_url="http://endpoint.invalid/v1",
+        max_retries=0,
+        http_client=httpx.Client(transport=httpx.MockTransport(endpoint)),
+    )
     assert parse_plan(_json_mode(model).invoke("open issues").content).collection == "issues"
     assert asked_with_schema == [True, False]
 
@@ -174,17 +239,35 @@ def test_the_model_is_asked_for_a_short_answer_without_spans():
 
     def endpoint(request):
         bodies.append(json.loads(request.content))
-        return httpx.Response(200, json={"id": "1", "object": "chat.completion", "created": 0, "model": "m", "choices": [
-            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": '{"collection": "issues"}'}}]})
+        return httpx.Response(
+            200,
+            json={
+                "id": "1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": '{"collection": "issues"}'},
+                    }
+                ],
+            },
+        )
 
-    model = ChatOpenAI(model="m", api_key="k", base_url="http://endpoint.invalid/v1", max_retries=0,
-                       http_client=httpx.Client(transport=httpx.MockTransport(endpoint)))
+    model = ChatOpenAI(
+        model="m",
+        api_key="k",
+        base_url="http://endpoint.invalid/v1",
+        max_retries=0,
+        http_client=httpx.Client(transport=httpx.MockTransport(endpoint)),
+    )
     _json_mode(model).invoke("open issues")
     (body,) = bodies
     assert body["max_tokens"] == MAX_ANSWER_TOKENS <= 300
     schema = json.dumps(body["response_format"]["schema"])
     assert '"filters"' in schema and '"span"' not in schema
-
 
 
 def test_a_model_that_times_out_is_reported_beside_the_offline_plan(catalog):
@@ -202,13 +285,21 @@ def test_a_model_that_times_out_is_reported_beside_the_offline_plan(catalog):
         waited.append(request.extensions["timeout"]["read"])
         raise httpx.ReadTimeout("no answer", request=request)
 
-    model = ChatOpenAI(model="m", api_key="k", base_url="http://endpoint.invalid/v1", max_retries=0, timeout=600,
-                       http_client=httpx.Client(transport=httpx.MockTransport(endpoint)))
+    model = ChatOpenAI(
+        model="m",
+        api_key="k",
+        base_url="http://endpoint.invalid/v1",
+        max_retries=0,
+        timeout=600,
+        http_client=httpx.Client(transport=httpx.MockTransport(endpoint)),
+    )
     kept = plan(context(catalog, "how many open PRs with a purple hat"), LLMPlanner(model))
     assert waited == [PLANNER_TIMEOUT] and PLANNER_TIMEOUT <= 60
     assert kept.planner == "offline" and kept.pipeline[-1] == {"$count": "count"}
-    assert any(n.startswith("LLM planner failed (") and "Timeout" in n and n.endswith("kept the offline plan")
-               for n in kept.notes)
+    assert any(
+        n.startswith("LLM planner failed (") and "Timeout" in n and n.endswith("kept the offline plan")
+        for n in kept.notes
+    )
 
 
 def _own_catalog():
@@ -216,9 +307,17 @@ def _own_catalog():
     from context_engine.query.catalog import Catalog
     from context_engine.query.schema import schema_from_documents
 
-    students = [{"StuID": 1, "Fname": "Ann", "Lname": "Lee", "Major": "Physics", "Tags": ["a"],
-                 "Sports": [{"SportName": "Chess", "Hours": 2}]},
-                {"StuID": 2, "Fname": "Bo", "Lname": "Kim", "Major": "History", "Tags": [], "Sports": []}]
+    students = [
+        {
+            "StuID": 1,
+            "Fname": "Ann",
+            "Lname": "Lee",
+            "Major": "Physics",
+            "Tags": ["a"],
+            "Sports": [{"SportName": "Chess", "Hours": 2}],
+        },
+        {"StuID": 2, "Fname": "Bo", "Lname": "Kim", "Major": "History", "Tags": [], "Sports": []},
+    ]
     clubs = [{"ClubID": 1, "ClubName": "Sailing", "LName": "x", "Members": [{"StuID": 1}]}]
     schemas = {"Student": schema_from_documents("Student", students), "Club": schema_from_documents("Club", clubs)}
     schemas["Student"].fields["Major"].enum = ["History", "Physics"]  # as discovery finds it in a larger table
@@ -236,8 +335,10 @@ def test_a_teams_own_collections_are_asked_for_a_pipeline_in_a_short_prompt():
 
     catalog = _own_catalog()
     catalog.schemas["Student"].fields["ref"] = catalog.schemas["Student"].fields["StuID"].__class__("ref", {"string"})
-    messages = build_messages(context(catalog, "first names of the clubs' members who major in physics"),
-                              examples=lambda q: [f"Q: names of pupils -> {{}} ({q})"])
+    messages = build_messages(
+        context(catalog, "first names of the clubs' members who major in physics"),
+        examples=lambda q: [f"Q: names of pupils -> {{}} ({q})"],
+    )
     assert messages[0] == ("system", PIPELINE_SYSTEM)
     prompt = messages[1][1]
     lines = prompt.splitlines()
@@ -263,15 +364,37 @@ def test_the_pipeline_answer_is_held_to_the_tenants_collections_and_a_short_cap(
     from context_engine.query.llm_planner import MAX_PIPELINE_TOKENS
 
     bodies = []
-    answer = {"collection": "Student", "pipeline": [{"$match": {"major": "Physics"}}, {"$project": {"fname": 1, "_id": 0}}]}
+    answer = {
+        "collection": "Student",
+        "pipeline": [{"$match": {"major": "Physics"}}, {"$project": {"fname": 1, "_id": 0}}],
+    }
 
     def endpoint(request):
         bodies.append(json.loads(request.content))
-        return httpx.Response(200, json={"id": "1", "object": "chat.completion", "created": 0, "model": "m", "choices": [
-            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(answer)}}]})
+        return httpx.Response(
+            200,
+            json={
+                "id": "1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": json.dumps(answer)},
+                    }
+                ],
+            },
+        )
 
-    model = ChatOpenAI(model="m", api_key="k", base_url="http://endpoint.invalid/v1", max_retries=0,
-                       http_client=httpx.Client(transport=httpx.MockTransport(endpoint)))
+    model = ChatOpenAI(
+        model="m",
+        api_key="k",
+        base_url="http://endpoint.invalid/v1",
+        max_retries=0,
+        http_client=httpx.Client(transport=httpx.MockTransport(endpoint)),
+    )
     plan = LLMPlanner(model).plan(context(_own_catalog(), "first names of physics students"))
     (body,) = bodies
     assert body["max_tokens"] == MAX_PIPELINE_TOKENS <= 300
@@ -279,23 +402,30 @@ def test_the_pipeline_answer_is_held_to_the_tenants_collections_and_a_short_cap(
     assert schema["required"] == ["collection", "pipeline"]
     assert schema["properties"]["collection"]["enum"] == ["Club", "Student"]
     # Written in another case, the fields are the tenant's own.
-    assert plan.collection == "Student" and plan.pipeline == [{"$match": {"Major": "Physics"}},
-                                                              {"$project": {"Fname": 1, "_id": 0}}]
+    assert plan.collection == "Student" and plan.pipeline == [
+        {"$match": {"Major": "Physics"}},
+        {"$project": {"Fname": 1, "_id": 0}},
+    ]
 
 
 def test_names_are_matched_to_the_tenants_spelling_only_when_one_is_meant():
     from context_engine.query.llm_planner import own_spelling
 
     schemas = _own_catalog().schemas
-    pipeline = [{"$lookup": {"from": "clubs", "localField": "stuid", "foreignField": "members.stuid", "as": "Docs1"}},
-                {"$unwind": "$docs1"}, {"$match": {"$expr": {"$eq": ["$lname", "$$x"]}}},
-                {"$project": {"lname": 1, "nickname": "$nickname", "_id": 0}}]
+    pipeline = [
+        {"$lookup": {"from": "clubs", "localField": "stuid", "foreignField": "members.stuid", "as": "Docs1"}},
+        {"$unwind": "$docs1"},
+        {"$match": {"$expr": {"$eq": ["$lname", "$$x"]}}},
+        {"$project": {"lname": 1, "nickname": "$nickname", "_id": 0}},
+    ]
     collection, fixed = own_spelling("pupils", pipeline, schemas)
     assert collection == "Student"  # the collection the words "pupils" name
-    assert fixed == [{"$lookup": {"from": "Club", "localField": "StuID", "foreignField": "Members.StuID", "as": "Docs1"}},
-                     {"$unwind": "$docs1"},  # a name the pipeline made is not the tenant's: left as written
-                     {"$match": {"$expr": {"$eq": ["$Lname", "$$x"]}}},  # Student's Lname, not Club's LName
-                     {"$project": {"Lname": 1, "nickname": "$nickname", "_id": 0}}]
+    assert fixed == [
+        {"$lookup": {"from": "Club", "localField": "StuID", "foreignField": "Members.StuID", "as": "Docs1"}},
+        {"$unwind": "$docs1"},  # a name the pipeline made is not the tenant's: left as written
+        {"$match": {"$expr": {"$eq": ["$Lname", "$$x"]}}},  # Student's Lname, not Club's LName
+        {"$project": {"Lname": 1, "nickname": "$nickname", "_id": 0}},
+    ]
     # In a collection without it, `lname` is Lname or LName: not guessed; an unknown collection stays unknown.
     assert own_spelling("Club", [{"$project": {"lname": 1}}], schemas)[1] == [{"$project": {"LName": 1}}]
     assert own_spelling("tweets", [{"$project": {"lname": 1}}], schemas) == ("tweets", [{"$project": {"lname": 1}}])
@@ -308,8 +438,10 @@ def test_a_pipeline_joining_what_the_tenant_may_not_read_is_an_error_the_model_i
     from context_engine.query.plan import Attempt
 
     catalog = _own_catalog()
-    bad = {"collection": "Student", "pipeline": [{"$lookup": {"from": "people", "localField": "StuID",
-                                                                "foreignField": "id", "as": "p"}}]}
+    bad = {
+        "collection": "Student",
+        "pipeline": [{"$lookup": {"from": "people", "localField": "StuID", "foreignField": "id", "as": "p"}}],
+    }
     ctx = context(catalog, "students and their people")
     plan = LLMPlanner(ScriptedChatModel.answering(bad)).plan(ctx)
     error = validate(plan, ctx, __import__("context_engine.config", fromlist=["Settings"]).Settings())
@@ -323,11 +455,18 @@ def test_a_pipeline_joining_what_the_tenant_may_not_read_is_an_error_the_model_i
 def test_an_ir_answer_about_own_collections_still_compiles():
     """A model without a JSON schema may answer in the IR: it compiles as before, its topic words dropped."""
     catalog = _own_catalog()
-    answer = {"collection": "Student", "unwind": "Sports", "filters": [{"field": "Sports.SportName[]", "op": "eq",
-                                                                          "value": "Chess"}],
-              "shape": {"kind": "list", "fields": ["Fname"], "sort": [{"field": "relevance", "direction": -1}]}}
+    answer = {
+        "collection": "Student",
+        "unwind": "Sports",
+        "filters": [{"field": "Sports.SportName[]", "op": "eq", "value": "Chess"}],
+        "shape": {"kind": "list", "fields": ["Fname"], "sort": [{"field": "relevance", "direction": -1}]},
+    }
     plan = LLMPlanner(ScriptedChatModel.answering({**answer, "text": ["chess", "players"]})).plan(
-        context(catalog, "first names of chess players"))
-    assert plan.pipeline == [{"$unwind": "$Sports"}, {"$match": {"Sports.SportName": "Chess"}},
-                             {"$project": {"Fname": 1, "ref": 1}}]
+        context(catalog, "first names of chess players")
+    )
+    assert plan.pipeline == [
+        {"$unwind": "$Sports"},
+        {"$match": {"Sports.SportName": "Chess"}},
+        {"$project": {"Fname": 1, "ref": 1}},
+    ]
     assert "topic words 'chess players' dropped: Student has no full-text index" in plan.notes

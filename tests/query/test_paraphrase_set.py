@@ -40,26 +40,71 @@ DATA = TEST_DATA_DIR
 # Per set: its files by tenant, how many lines it must hold at least, how many ways each intent is asked
 # at least, and how many of its questions must be declined (every phrasing names the person itself).
 SETS = {
-    "paraphrase": SimpleNamespace(files={"hf": DATA / "paraphrase_github.jsonl", "oss": DATA / "paraphrase_slack.jsonl"},
-                                  min_lines=400, min_phrasings=3, min_declines=15, min_topics=12),
-    "fresh": SimpleNamespace(files={"hf": DATA / "fresh_github.jsonl", "oss": DATA / "fresh_slack.jsonl"},
-                             min_lines=150, min_phrasings=2, min_declines=8, min_topics=8),
-    "unseen": SimpleNamespace(files={"hf": DATA / "unseen_github.jsonl", "oss": DATA / "unseen_slack.jsonl"},
-                              min_lines=150, min_phrasings=2, min_declines=8, min_topics=8),
-    "blind": SimpleNamespace(files={"hf": DATA / "blind_github.jsonl", "oss": DATA / "blind_slack.jsonl"},
-                             min_lines=150, min_phrasings=2, min_declines=8, min_topics=8),
-    "blind2": SimpleNamespace(files={"hf": DATA / "blind2_github.jsonl", "oss": DATA / "blind2_slack.jsonl"},
-                              min_lines=150, min_phrasings=2, min_declines=8, min_topics=8),
-    "blind3": SimpleNamespace(files={"hf": DATA / "blind3_github.jsonl", "oss": DATA / "blind3_slack.jsonl"},
-                              min_lines=150, min_phrasings=2, min_declines=8, min_topics=8),
-    "blind4": SimpleNamespace(files={"hf": DATA / "blind4_github.jsonl", "oss": DATA / "blind4_slack.jsonl"},
-                              min_lines=150, min_phrasings=2, min_declines=8, min_topics=8),
+    "paraphrase": SimpleNamespace(
+        files={"hf": DATA / "paraphrase_github.jsonl", "oss": DATA / "paraphrase_slack.jsonl"},
+        min_lines=400,
+        min_phrasings=3,
+        min_declines=15,
+        min_topics=12,
+    ),
+    "fresh": SimpleNamespace(
+        files={"hf": DATA / "fresh_github.jsonl", "oss": DATA / "fresh_slack.jsonl"},
+        min_lines=150,
+        min_phrasings=2,
+        min_declines=8,
+        min_topics=8,
+    ),
+    "unseen": SimpleNamespace(
+        files={"hf": DATA / "unseen_github.jsonl", "oss": DATA / "unseen_slack.jsonl"},
+        min_lines=150,
+        min_phrasings=2,
+        min_declines=8,
+        min_topics=8,
+    ),
+    "blind": SimpleNamespace(
+        files={"hf": DATA / "blind_github.jsonl", "oss": DATA / "blind_slack.jsonl"},
+        min_lines=150,
+        min_phrasings=2,
+        min_declines=8,
+        min_topics=8,
+    ),
+    "blind2": SimpleNamespace(
+        files={"hf": DATA / "blind2_github.jsonl", "oss": DATA / "blind2_slack.jsonl"},
+        min_lines=150,
+        min_phrasings=2,
+        min_declines=8,
+        min_topics=8,
+    ),
+    "blind3": SimpleNamespace(
+        files={"hf": DATA / "blind3_github.jsonl", "oss": DATA / "blind3_slack.jsonl"},
+        min_lines=150,
+        min_phrasings=2,
+        min_declines=8,
+        min_topics=8,
+    ),
+    "blind4": SimpleNamespace(
+        files={"hf": DATA / "blind4_github.jsonl", "oss": DATA / "blind4_slack.jsonl"},
+        min_lines=150,
+        min_phrasings=2,
+        min_declines=8,
+        min_topics=8,
+    ),
 }
 each_set = pytest.mark.parametrize("qset", list(SETS.values()), ids=list(SETS))
-CLASSES = {"names", "negation", "open_time", "state_reason", "extremes", "distinct", "threads", "topic", "plain",
-           "chinese", "unknown_name"}
+CLASSES = {
+    "names",
+    "negation",
+    "open_time",
+    "state_reason",
+    "extremes",
+    "distinct",
+    "threads",
+    "topic",
+    "plain",
+    "chinese",
+    "unknown_name",
+}
 FIELDS = {"id", "intent", "class", "question", "now", "as", "tenant", "collection", "compare", "note"}
-
 
 
 def all_questions(qset: SimpleNamespace) -> list[dict]:
@@ -90,14 +135,22 @@ def test_the_set_is_large_and_each_intent_is_asked_several_ways(qset):
         assert all(s == shared[0] for s in shared), intent
     chinese = sum(item["class"] == "chinese" for item in items)
     assert 0.12 <= chinese / len(items) <= 0.25
-    assert all(any("\u4e00" <= ch <= "\u9fff" for ch in item["question"]) for item in items if item["class"] == "chinese")
+    assert all(
+        any("\u4e00" <= ch <= "\u9fff" for ch in item["question"]) for item in items if item["class"] == "chinese"
+    )
 
 
-@pytest.mark.parametrize("held_out,earlier", [("fresh", ["paraphrase"]), ("unseen", ["paraphrase", "fresh"]),
-                                              ("blind", ["paraphrase", "fresh", "unseen"]),
-                                              ("blind2", ["paraphrase", "fresh", "unseen", "blind"]),
-                                              ("blind3", ["paraphrase", "fresh", "unseen", "blind", "blind2"]),
-                                              ("blind4", ["paraphrase", "fresh", "unseen", "blind", "blind2", "blind3"])])
+@pytest.mark.parametrize(
+    "held_out,earlier",
+    [
+        ("fresh", ["paraphrase"]),
+        ("unseen", ["paraphrase", "fresh"]),
+        ("blind", ["paraphrase", "fresh", "unseen"]),
+        ("blind2", ["paraphrase", "fresh", "unseen", "blind"]),
+        ("blind3", ["paraphrase", "fresh", "unseen", "blind", "blind2"]),
+        ("blind4", ["paraphrase", "fresh", "unseen", "blind", "blind2", "blind3"]),
+    ],
+)
 def test_a_held_out_set_repeats_no_intent_or_question_of_the_sets_written_before_it(held_out, earlier):
     # Held out means new: an intent id or a wording shared with a set tuned on would measure the tuning.
     tuned = [item for name in earlier for item in all_questions(SETS[name])]
@@ -146,8 +199,12 @@ def test_every_topic_answer_is_what_its_rule_gives(real_sources_dir, qset):
 
 
 def test_a_topic_is_whole_words_not_substrings():
-    rows = [{"ref": "a", "text": "I respect clojure.spec"}, {"ref": "b", "text": "with respect to docker"},
-            {"ref": "c", "title": "Spec"}, {"ref": "d", "text": "specs and SPEC-ish"}]
+    rows = [
+        {"ref": "a", "text": "I respect clojure.spec"},
+        {"ref": "b", "text": "with respect to docker"},
+        {"ref": "c", "title": "Spec"},
+        {"ref": "d", "text": "specs and SPEC-ish"},
+    ]
     assert topic_refs(rows, {"fields": ["text", "title"], "any_of": ["spec"]}) == ["a", "c", "d"]
     assert topic_refs(rows, {"fields": ["text"], "any_of": ["doc", "docs"]}) == []
     assert topic_refs(rows, {"fields": ["text"], "any_of": ["to docker"]}) == ["b"]
@@ -173,6 +230,7 @@ def test_every_declined_question_names_someone_the_data_cannot_resolve(real_sour
 
 
 # ---- the evaluator's rules, on made-up runs -------------------------------------------------------------
+
 
 def test_top_and_groups_compare_date_buckets_in_any_shape():
     assert answer_key([{"_id": {"month": 10, "year": 2021}, "n": 4}], "top") == answer_key([{"_id": "2021-10"}], "top")
@@ -203,58 +261,81 @@ def plan(not_understood: list | None = None) -> SimpleNamespace:
 
 
 def test_a_declines_question_is_right_only_when_the_run_gave_no_answer(settings, tmp_path, monkeypatch):
-    path = write(tmp_path, *({**BASE, "id": q, "question": q, "compare": "declines", "class": "names",
-                              "unresolved": "Quentin"} for q in ("declined", "answered", "nothing found")))
+    path = write(
+        tmp_path,
+        *(
+            {**BASE, "id": q, "question": q, "compare": "declines", "class": "names", "unresolved": "Quentin"}
+            for q in ("declined", "answered", "nothing found")
+        ),
+    )
     attempt = SimpleNamespace(plan=plan())
-    fake_runs(monkeypatch, {
-        "declined": ResolutionFailed("Who is Quentin?", candidates=[]),
-        "answered": Success(plan=plan(), rows=[{"ref": "acme/x#1"}], attempts=[attempt]),
-        "nothing found": NoResults(plan=plan(), attempts=[attempt], tried=""),
-    })
+    fake_runs(
+        monkeypatch,
+        {
+            "declined": ResolutionFailed("Who is Quentin?", candidates=[]),
+            "answered": Success(plan=plan(), rows=[{"ref": "acme/x#1"}], attempts=[attempt]),
+            "nothing found": NoResults(plan=plan(), attempts=[attempt], tried=""),
+        },
+    )
     report = evaluate(path, settings)
-    assert [(r.id, r.correct) for r in report.results] == [("declined", True), ("answered", False),
-                                                           ("nothing found", False)]
+    assert [(r.id, r.correct) for r in report.results] == [
+        ("declined", True),
+        ("answered", False),
+        ("nothing found", False),
+    ]
     # A decline that names what it could not resolve must name the person, not other words.
     for said, right in (("Quentin", True), ("quentin  ", True), ("Quentin merged", True), ("PRs", False)):
         failed = ResolutionFailed(f"Who is {said}?")
         failed.unresolved = said
         fake_runs(monkeypatch, {"declined": failed})
-        assert evaluate(write(tmp_path, json.loads(path.read_text().splitlines()[0])), settings).results[0].correct is right
+        assert (
+            evaluate(write(tmp_path, json.loads(path.read_text().splitlines()[0])), settings).results[0].correct
+            is right
+        )
     # "No PRs by Quentin" and "Found 1 PR" both look like answers: silent.
     assert report.to_json()["wrong_silent"] == 2 and report.to_json()["wrong_flagged"] == 0
 
 
 def test_wrong_answers_are_flagged_when_the_plan_says_what_it_did_not_understand(settings, tmp_path, monkeypatch):
     gold = [{"$match": {"state": "open"}}, {"$count": "count"}]
-    path = write(tmp_path,
-                 {**BASE, "id": "a", "question": "silent", "class": "negation", "gold": gold, "compare": "count"},
-                 {**BASE, "id": "b", "question": "flagged", "class": "negation", "gold": gold, "compare": "count"},
-                 {**BASE, "id": "c", "question": "right", "class": "plain", "gold": gold, "compare": "count"},
-                 {**BASE, "id": "d", "question": "gave up", "class": "plain", "gold_value": 3, "compare": "count"})
+    path = write(
+        tmp_path,
+        {**BASE, "id": "a", "question": "silent", "class": "negation", "gold": gold, "compare": "count"},
+        {**BASE, "id": "b", "question": "flagged", "class": "negation", "gold": gold, "compare": "count"},
+        {**BASE, "id": "c", "question": "right", "class": "plain", "gold": gold, "compare": "count"},
+        {**BASE, "id": "d", "question": "gave up", "class": "plain", "gold_value": 3, "compare": "count"},
+    )
     want = gold_answer(load_questions(path)[0], settings)
     assert isinstance(want, int) and want > 1
     span = {"text": "not", "start": 0, "end": 3, "how": "negation"}
-    fake_runs(monkeypatch, {
-        "silent": Success(plan=plan(), rows=[{"count": want + 1}], attempts=[]),
-        "flagged": Success(plan=plan([span]), rows=[{"count": want + 1}], attempts=[]),
-        "right": Success(plan=plan([span]), rows=[{"count": want}], attempts=[]),
-        "gave up": ResolutionFailed("I could not find anything to query"),
-    })
+    fake_runs(
+        monkeypatch,
+        {
+            "silent": Success(plan=plan(), rows=[{"count": want + 1}], attempts=[]),
+            "flagged": Success(plan=plan([span]), rows=[{"count": want + 1}], attempts=[]),
+            "right": Success(plan=plan([span]), rows=[{"count": want}], attempts=[]),
+            "gave up": ResolutionFailed("I could not find anything to query"),
+        },
+    )
     summary = evaluate(path, settings).to_json()
     assert (summary["correct"], summary["wrong_flagged"], summary["wrong_silent"]) == (1, 2, 1)
     assert summary["by_class"] == {
         "negation": {"total": 2, "correct": 0, "flagged": 1, "silent": 1, "accuracy": 0.0},
-        "plain": {"total": 2, "correct": 1, "flagged": 1, "silent": 0, "accuracy": 0.5}}
+        "plain": {"total": 2, "correct": 1, "flagged": 1, "silent": 0, "accuracy": 0.5},
+    }
 
 
-@pytest.mark.parametrize("line,problem", [
-    ("{not json", "not JSON"),
-    ('{"collection": "issues", "gold": []}', "no question"),
-    ('{"question": "q", "collection": "issues", "gold": [], "compare": "biggest"}', "compare must be one of"),
-    ('{"question": "q", "collection": "issues", "compare": "count"}', "no gold, gold_refs or gold_value"),
-    ('["question"]', "not a JSON object"),
-    ('{"question": "q", "collection": "issues", "compare": "declines"}', "a declines question needs `unresolved`"),
-])
+@pytest.mark.parametrize(
+    "line,problem",
+    [
+        ("{not json", "not JSON"),
+        ('{"collection": "issues", "gold": []}', "no question"),
+        ('{"question": "q", "collection": "issues", "gold": [], "compare": "biggest"}', "compare must be one of"),
+        ('{"question": "q", "collection": "issues", "compare": "count"}', "no gold, gold_refs or gold_value"),
+        ('["question"]', "not a JSON object"),
+        ('{"question": "q", "collection": "issues", "compare": "declines"}', "a declines question needs `unresolved`"),
+    ],
+)
 def test_a_bad_question_file_is_refused_with_its_line(tmp_path, line, problem):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"question": "q", "collection": "issues", "gold": []}\n\n' + line + "\n", encoding="utf-8")
@@ -263,11 +344,25 @@ def test_a_bad_question_file_is_refused_with_its_line(tmp_path, line, problem):
 
 
 def test_cli_reports_per_class_and_flagged_silent(sample_dir, tmp_path):
-    path = write(tmp_path,
-                 {**BASE, "id": "p1", "class": "plain", "question": "how many open PRs are there?",
-                  "gold": [{"$match": {"state": "open"}}, {"$count": "count"}], "compare": "count"},
-                 {**BASE, "id": "u1", "class": "unknown_name", "question": "open PRs by Nobody Atall",
-                  "compare": "declines", "unresolved": "Nobody Atall"})
+    path = write(
+        tmp_path,
+        {
+            **BASE,
+            "id": "p1",
+            "class": "plain",
+            "question": "how many open PRs are there?",
+            "gold": [{"$match": {"state": "open"}}, {"$count": "count"}],
+            "compare": "count",
+        },
+        {
+            **BASE,
+            "id": "u1",
+            "class": "unknown_name",
+            "question": "open PRs by Nobody Atall",
+            "compare": "declines",
+            "unresolved": "Nobody Atall",
+        },
+    )
     out = run_cli("eval", "structured", "--questions", str(path), "--data-dir", str(sample_dir), "--by-class")
     assert out.returncode == 0, out.stderr
     table = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines()[-3:-1]}

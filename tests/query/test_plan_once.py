@@ -12,8 +12,10 @@ def test_the_graph_plans_a_question_once_and_outputs_what_it_understood(sample_d
     calls = []
     planned = OfflinePlanner.plan
     monkeypatch.setattr(OfflinePlanner, "plan", lambda self, ctx: calls.append(ctx.question) or planned(self, ctx))
-    out = graph.invoke({"question": "how many open PRs with a purple hat", "now": NOW.isoformat()},
-                       context={"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False})
+    out = graph.invoke(
+        {"question": "how many open PRs with a purple hat", "now": NOW.isoformat()},
+        context={"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False},
+    )
     assert calls == ["how many open PRs with a purple hat"]
     assert [s["text"] for s in out["not_understood"]] == ["purple hat"]
     assert {s["how"] for s in out["understood"]} >= {"collection", "shape", "value"}
@@ -22,7 +24,9 @@ def test_the_graph_plans_a_question_once_and_outputs_what_it_understood(sample_d
 
 
 def test_a_plain_structured_question_is_understood_whole(sample_dir):
-    out = graph.invoke({"question": "how many open PRs are there?", "now": NOW.isoformat()},
-                       context={"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False})
+    out = graph.invoke(
+        {"question": "how many open PRs are there?", "now": NOW.isoformat()},
+        context={"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False},
+    )
     assert out["not_understood"] == [] and out["confidence"] == 1.0
     assert "did not understand" not in out["answer"]

@@ -22,7 +22,6 @@ pytestmark = needs_slack_exports
 DATA = TEST_DATA_DIR
 
 
-
 @pytest.fixture
 def settings(real_sources_dir) -> Settings:
     """The Slack exports' tenant: this module's questions are all about it."""

@@ -7,28 +7,37 @@ import pytest
 from context_engine.query.spelling import correct
 
 
-@pytest.mark.parametrize("asked,read", [
-    ("numbr of unique isue authors in 2021", "number of unique issue authors in 2021"),
-    ("hw many issues were opend in 2020", "how many issues were opened in 2020"),  # a tie goes to the word ending alike
-    ("closed isues with no asignee", "closed issues with no assignee"),
-    ("repiles to my threads", "replies to my threads"),
-    ("prs mergd lst week", "prs merged last week"),
-    ("# of msgs in 2018", "# of messages in 2018"),
-    ("issues that dont have labels", "issues that don't have labels"),  # a contraction without its apostrophe
-])
+@pytest.mark.parametrize(
+    "asked,read",
+    [
+        ("numbr of unique isue authors in 2021", "number of unique issue authors in 2021"),
+        (
+            "hw many issues were opend in 2020",
+            "how many issues were opened in 2020",
+        ),  # a tie goes to the word ending alike
+        ("closed isues with no asignee", "closed issues with no assignee"),
+        ("repiles to my threads", "replies to my threads"),
+        ("prs mergd lst week", "prs merged last week"),
+        ("# of msgs in 2018", "# of messages in 2018"),
+        ("issues that dont have labels", "issues that don't have labels"),  # a contraction without its apostrophe
+    ],
+)
 def test_misspelt_rule_words_are_read_as_meant(asked, read):
     assert correct(asked, set()) == read
 
 
-@pytest.mark.parametrize("asked", [
-    "stale PRs",                      # an English word one edit from "state" stays
-    "typo fixes merged in 2021",      # "fixes" is not "fixed"
-    "issues prior to 2020",
-    "Mergd issues",                   # a capitalised word may be a name
-    "issues in parquet format",
-    "how many weren't assigned to anybody",  # a contraction's first half is no misspelt word
-    "PRs that haven't been merged",
-])
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "stale PRs",  # an English word one edit from "state" stays
+        "typo fixes merged in 2021",  # "fixes" is not "fixed"
+        "issues prior to 2020",
+        "Mergd issues",  # a capitalised word may be a name
+        "issues in parquet format",
+        "how many weren't assigned to anybody",  # a contraction's first half is no misspelt word
+        "PRs that haven't been merged",
+    ],
+)
 def test_real_words_and_names_are_kept(asked):
     assert correct(asked, set()) == asked
 

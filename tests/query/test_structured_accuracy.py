@@ -16,8 +16,9 @@ from tests.query.conftest import lost
 DATA = TEST_DATA_DIR
 
 
-@pytest.mark.parametrize("name", ["structured_dev", "structured_dev2", "structured_dev3", "structured_dev4",
-                                  "structured_heldout"])
+@pytest.mark.parametrize(
+    "name", ["structured_dev", "structured_dev2", "structured_dev3", "structured_dev4", "structured_heldout"]
+)
 def test_offline_planner_keeps_every_question_it_answered(settings, name):
     report = evaluate(DATA / f"{name}.jsonl", settings, planner="offline")
     assert len(report.results) >= 60

@@ -8,51 +8,54 @@ NOW = datetime(2026, 11, 30, 12, 0)  # a Monday
 D = datetime
 
 
-@pytest.mark.parametrize("text,start,end", [
-    ("PRs merged last week", D(2026, 11, 23), D(2026, 11, 30)),
-    ("this week", D(2026, 11, 30), NOW),  # periods in progress end at now
-    ("yesterday", D(2026, 11, 29), D(2026, 11, 30)),
-    ("in the last 7 days", D(2026, 11, 24), NOW),
-    ("past 2 weeks", D(2026, 11, 17), NOW),
-    ("since March", D(2026, 3, 1), None),
-    ("in March 2023", D(2023, 3, 1), D(2023, 4, 1)),
-    ("Q1 2023", D(2023, 1, 1), D(2023, 4, 1)),
-    ("in 2021", D(2021, 1, 1), D(2022, 1, 1)),
-    ("last month", D(2026, 10, 1), D(2026, 11, 1)),
-    ("上周", D(2026, 11, 23), D(2026, 11, 30)),
-    ("本月", D(2026, 11, 1), NOW),
-    ("between Oct 5 and Oct 9", D(2026, 10, 5), D(2026, 10, 10)),
-    ("from March through May 2026", D(2026, 3, 1), D(2026, 6, 1)),
-    ("in the first half of 2026", D(2026, 1, 1), D(2026, 7, 1)),
-    ("Jan through May 2019", D(2019, 1, 1), D(2019, 6, 1)),      # one period, not January and "until May"
-    ("2023 年第三季度", D(2023, 7, 1), D(2023, 10, 1)),
-    ("during the previous calendar year", D(2025, 1, 1), D(2026, 1, 1)),
-    ("over the summer of 2018", D(2018, 6, 1), D(2018, 9, 1)),   # seasons of the northern hemisphere
-    ("in autumn 2019", D(2019, 9, 1), D(2019, 12, 1)),
-    ("2018年春天", D(2018, 3, 1), D(2018, 6, 1)),
-    ("第三季度", D(2026, 7, 1), D(2026, 10, 1)),
-    ("去年", D(2025, 1, 1), D(2026, 1, 1)),
-    ("最近7天", D(2026, 11, 24), NOW),
-    ("最近三十天", D(2026, 11, 1), NOW),
-    ("2021年", D(2021, 1, 1), D(2022, 1, 1)),
-    ("2023年3月", D(2023, 3, 1), D(2023, 4, 1)),
-    ("since March 3, 2024", D(2024, 3, 3), None),
-    ("before 2025-06-01", None, D(2025, 6, 1)),
-    ("landed during July '21", D(2021, 7, 1), D(2021, 8, 1)),  # a year written with an apostrophe
-    ("PRs merged in '21", D(2021, 1, 1), D(2022, 1, 1)),
-    ("in the first week of April 2019", D(2019, 4, 1), D(2019, 4, 8)),
-    ("the 2nd week of May 2021", D(2021, 5, 8), D(2021, 5, 15)),
-    ("the last week of February 2024", D(2024, 2, 23), D(2024, 3, 1)),  # the month's last seven days
-    ("in the second half of the year", D(2026, 7, 1), NOW),
-    ("between 10 and 20 May 2019", D(2019, 5, 10), D(2019, 5, 21)),       # both days included
-    ("posters, Feb 1-14 2019", D(2019, 2, 1), D(2019, 2, 15)),
-    ("the first fortnight of February 2019", D(2019, 2, 1), D(2019, 2, 15)),
-    ("2019 年 1 到 5 月", D(2019, 1, 1), D(2019, 6, 1)),
-    ("issues closed during the previous calendar month", D(2026, 10, 1), D(2026, 11, 1)),
-    ("bug reports filed no later than the end of 2020", None, D(2021, 1, 1)),  # not "later than": before
-    ("messages before Christmas 2017", None, D(2017, 12, 25)),
-    ("2017 年圣诞节之前", None, D(2017, 12, 25)),
-])
+@pytest.mark.parametrize(
+    "text,start,end",
+    [
+        ("PRs merged last week", D(2026, 11, 23), D(2026, 11, 30)),
+        ("this week", D(2026, 11, 30), NOW),  # periods in progress end at now
+        ("yesterday", D(2026, 11, 29), D(2026, 11, 30)),
+        ("in the last 7 days", D(2026, 11, 24), NOW),
+        ("past 2 weeks", D(2026, 11, 17), NOW),
+        ("since March", D(2026, 3, 1), None),
+        ("in March 2023", D(2023, 3, 1), D(2023, 4, 1)),
+        ("Q1 2023", D(2023, 1, 1), D(2023, 4, 1)),
+        ("in 2021", D(2021, 1, 1), D(2022, 1, 1)),
+        ("last month", D(2026, 10, 1), D(2026, 11, 1)),
+        ("上周", D(2026, 11, 23), D(2026, 11, 30)),
+        ("本月", D(2026, 11, 1), NOW),
+        ("between Oct 5 and Oct 9", D(2026, 10, 5), D(2026, 10, 10)),
+        ("from March through May 2026", D(2026, 3, 1), D(2026, 6, 1)),
+        ("in the first half of 2026", D(2026, 1, 1), D(2026, 7, 1)),
+        ("Jan through May 2019", D(2019, 1, 1), D(2019, 6, 1)),  # one period, not January and "until May"
+        ("2023 年第三季度", D(2023, 7, 1), D(2023, 10, 1)),
+        ("during the previous calendar year", D(2025, 1, 1), D(2026, 1, 1)),
+        ("over the summer of 2018", D(2018, 6, 1), D(2018, 9, 1)),  # seasons of the northern hemisphere
+        ("in autumn 2019", D(2019, 9, 1), D(2019, 12, 1)),
+        ("2018年春天", D(2018, 3, 1), D(2018, 6, 1)),
+        ("第三季度", D(2026, 7, 1), D(2026, 10, 1)),
+        ("去年", D(2025, 1, 1), D(2026, 1, 1)),
+        ("最近7天", D(2026, 11, 24), NOW),
+        ("最近三十天", D(2026, 11, 1), NOW),
+        ("2021年", D(2021, 1, 1), D(2022, 1, 1)),
+        ("2023年3月", D(2023, 3, 1), D(2023, 4, 1)),
+        ("since March 3, 2024", D(2024, 3, 3), None),
+        ("before 2025-06-01", None, D(2025, 6, 1)),
+        ("landed during July '21", D(2021, 7, 1), D(2021, 8, 1)),  # a year written with an apostrophe
+        ("PRs merged in '21", D(2021, 1, 1), D(2022, 1, 1)),
+        ("in the first week of April 2019", D(2019, 4, 1), D(2019, 4, 8)),
+        ("the 2nd week of May 2021", D(2021, 5, 8), D(2021, 5, 15)),
+        ("the last week of February 2024", D(2024, 2, 23), D(2024, 3, 1)),  # the month's last seven days
+        ("in the second half of the year", D(2026, 7, 1), NOW),
+        ("between 10 and 20 May 2019", D(2019, 5, 10), D(2019, 5, 21)),  # both days included
+        ("posters, Feb 1-14 2019", D(2019, 2, 1), D(2019, 2, 15)),
+        ("the first fortnight of February 2019", D(2019, 2, 1), D(2019, 2, 15)),
+        ("2019 年 1 到 5 月", D(2019, 1, 1), D(2019, 6, 1)),
+        ("issues closed during the previous calendar month", D(2026, 10, 1), D(2026, 11, 1)),
+        ("bug reports filed no later than the end of 2020", None, D(2021, 1, 1)),  # not "later than": before
+        ("messages before Christmas 2017", None, D(2017, 12, 25)),
+        ("2017 年圣诞节之前", None, D(2017, 12, 25)),
+    ],
+)
 def test_time_expressions(text, start, end):
     ranges = find_time_ranges(text, NOW)
     assert len(ranges) == 1, ranges
@@ -77,53 +80,62 @@ def test_no_time_in_plain_question():
     assert find_time_ranges("open PRs by Rashid", NOW) == []
 
 
-@pytest.mark.parametrize("text,start,end", [
-    # a period opened at one end by the words around it; NOW is 2026-11-30
-    ("before 2024", None, D(2024, 1, 1)),
-    ("prior to March 2025", None, D(2025, 3, 1)),
-    ("earlier than 2022", None, D(2022, 1, 1)),
-    ("through 2023", None, D(2024, 1, 1)),                 # until/through include the period named
-    ("until last week", None, D(2026, 11, 30)),
-    ("after 2024", D(2025, 1, 1), None),                   # after a period: from its end
-    ("after March 2019", D(2019, 4, 1), None),
-    ("2022 onwards", D(2022, 1, 1), None),
-    ("from June 2025 on", D(2025, 6, 1), None),
-    ("since the beginning of April", D(2026, 4, 1), None),
-    ("pre-2020", None, D(2020, 1, 1)),
-    ("post-2020", D(2021, 1, 1), None),
-    ("2019 年之前", None, D(2019, 1, 1)),
-    ("2020 年以前", None, D(2020, 1, 1)),
-    ("2021 年以后", D(2021, 1, 1), None),                  # 以后: from then on, the year included
-    ("2021 年 6 月之后", D(2021, 7, 1), None),              # 之后: after June, like "after June 2021"
-    ("从五月以来", D(2026, 5, 1), None),
-    ("prior to 1 May 2020", None, D(2020, 5, 1)),           # a day, opened at one end
-    ("up to the end of January 2019", None, D(2019, 2, 1)),
-    ("by March 2024", None, D(2024, 4, 1)),
-    ("since January 1st this year", D(2026, 1, 1), None),
-])
+@pytest.mark.parametrize(
+    "text,start,end",
+    [
+        # a period opened at one end by the words around it; NOW is 2026-11-30
+        ("before 2024", None, D(2024, 1, 1)),
+        ("prior to March 2025", None, D(2025, 3, 1)),
+        ("earlier than 2022", None, D(2022, 1, 1)),
+        ("through 2023", None, D(2024, 1, 1)),  # until/through include the period named
+        ("until last week", None, D(2026, 11, 30)),
+        ("after 2024", D(2025, 1, 1), None),  # after a period: from its end
+        ("after March 2019", D(2019, 4, 1), None),
+        ("2022 onwards", D(2022, 1, 1), None),
+        ("from June 2025 on", D(2025, 6, 1), None),
+        ("since the beginning of April", D(2026, 4, 1), None),
+        ("pre-2020", None, D(2020, 1, 1)),
+        ("post-2020", D(2021, 1, 1), None),
+        ("2019 年之前", None, D(2019, 1, 1)),
+        ("2020 年以前", None, D(2020, 1, 1)),
+        ("2021 年以后", D(2021, 1, 1), None),  # 以后: from then on, the year included
+        ("2021 年 6 月之后", D(2021, 7, 1), None),  # 之后: after June, like "after June 2021"
+        ("从五月以来", D(2026, 5, 1), None),
+        ("prior to 1 May 2020", None, D(2020, 5, 1)),  # a day, opened at one end
+        ("up to the end of January 2019", None, D(2019, 2, 1)),
+        ("by March 2024", None, D(2024, 4, 1)),
+        ("since January 1st this year", D(2026, 1, 1), None),
+    ],
+)
 def test_open_ended_periods(text, start, end):
     (rng,) = find_time_ranges(text, NOW)
     assert (rng.start, rng.end) == (start, end)
     assert rng.text == text  # the words that opened it are the expression's own
 
 
-@pytest.mark.parametrize("text,day", [
-    ("messages from 14 February 2019", D(2019, 2, 14)),        # "from" a day names the day itself
-    ("PRs merged on May 1st, 2020", D(2020, 5, 1)),
-    ("issues opened 2024-03-05", D(2024, 3, 5)),
-    ("Huong 在 2019 年 2 月 14 日发了哪些消息", D(2019, 2, 14)),
-    ("what did I post on the 3rd of March 2025", D(2025, 3, 3)),
-])
+@pytest.mark.parametrize(
+    "text,day",
+    [
+        ("messages from 14 February 2019", D(2019, 2, 14)),  # "from" a day names the day itself
+        ("PRs merged on May 1st, 2020", D(2020, 5, 1)),
+        ("issues opened 2024-03-05", D(2024, 3, 5)),
+        ("Huong 在 2019 年 2 月 14 日发了哪些消息", D(2019, 2, 14)),
+        ("what did I post on the 3rd of March 2025", D(2025, 3, 3)),
+    ],
+)
 def test_one_calendar_day(text, day):
     (rng,) = find_time_ranges(text, NOW)
     assert (rng.start, rng.end) == (day, day.replace(day=day.day + 1))
 
 
-@pytest.mark.parametrize("text,start,end", [
-    ("messages from March 2025", D(2025, 3, 1), D(2025, 4, 1)),  # a bare "from" names the month itself
-    ("what did I post this month", D(2026, 11, 1), NOW),          # "post" the verb opens nothing
-    ("the 2.0 release was in 2021", D(2021, 1, 1), D(2022, 1, 1)),
-])
+@pytest.mark.parametrize(
+    "text,start,end",
+    [
+        ("messages from March 2025", D(2025, 3, 1), D(2025, 4, 1)),  # a bare "from" names the month itself
+        ("what did I post this month", D(2026, 11, 1), NOW),  # "post" the verb opens nothing
+        ("the 2.0 release was in 2021", D(2021, 1, 1), D(2022, 1, 1)),
+    ],
+)
 def test_words_that_do_not_open_a_period(text, start, end):
     (rng,) = find_time_ranges(text, NOW)
     assert (rng.start, rng.end) == (start, end)

@@ -25,27 +25,35 @@ NOW = "2026-11-30T12:00:00Z"
 
 def _resolve(settings: Settings, question: str, *, values: bool = True):
     catalog = catalog_for(settings)
-    return engine.resolve(question, parse_now(NOW), catalog, asker_for(settings, catalog),
-                          values=value_index_for(settings) if values else None)
+    return engine.resolve(
+        question,
+        parse_now(NOW),
+        catalog,
+        asker_for(settings, catalog),
+        values=value_index_for(settings) if values else None,
+    )
 
 
-@pytest.mark.parametrize("question, unresolved", [
-    ("open PRs by Nobody Atall", "Nobody Atall"),
-    ("what did Zed merge", "Zed"),
-    ("what did zed merge last week", "zed"),
-    ("Quentin's PRs", "Quentin"),
-    ("issues assigned to Bob", "Bob"),
-    ("张三的PR", "张三"),
-    ("上周张三合并了哪些PR？", "张三"),
-    ("分配给李四的任务", "李四"),
-    ("what did Karl von Strauss merge", "Karl von Strauss"),   # a family name's particle is part of it
-    ("issues Karl von Strauss filed", "Karl von Strauss"),
-    ("how many tickets is Bob assigned to?", "Bob"),
-    ("Zed 上周合并了哪些 PR？", "Zed"),                         # a Latin name before Chinese
-    ("Nobody Atall 发了多少条消息？", "Nobody Atall"),
-    ("Quentin 在 2021 年合并了哪些 PR？", "Quentin"),
-    ("Nobody Atall 的 PR", "Nobody Atall"),
-])
+@pytest.mark.parametrize(
+    "question, unresolved",
+    [
+        ("open PRs by Nobody Atall", "Nobody Atall"),
+        ("what did Zed merge", "Zed"),
+        ("what did zed merge last week", "zed"),
+        ("Quentin's PRs", "Quentin"),
+        ("issues assigned to Bob", "Bob"),
+        ("张三的PR", "张三"),
+        ("上周张三合并了哪些PR？", "张三"),
+        ("分配给李四的任务", "李四"),
+        ("what did Karl von Strauss merge", "Karl von Strauss"),  # a family name's particle is part of it
+        ("issues Karl von Strauss filed", "Karl von Strauss"),
+        ("how many tickets is Bob assigned to?", "Bob"),
+        ("Zed 上周合并了哪些 PR？", "Zed"),  # a Latin name before Chinese
+        ("Nobody Atall 发了多少条消息？", "Nobody Atall"),
+        ("Quentin 在 2021 年合并了哪些 PR？", "Quentin"),
+        ("Nobody Atall 的 PR", "Nobody Atall"),
+    ],
+)
 def test_a_name_that_names_no_one_is_declined_never_dropped(settings, question, unresolved):
     ctx, failed = _resolve(settings, question)
     assert ctx is None and failed.unresolved == unresolved
@@ -85,29 +93,59 @@ def test_a_name_that_fits_several_people_is_declined_with_them(settings):
     assert "Alex Chen (achen42)" in failed.message and "Alex Morgan (amorgan-dev)" in failed.message
 
 
-@pytest.mark.parametrize("question", [
-    "Which PRs did Rashid merge last week?", "上周张伟合并了哪些PR？", "张伟上周一共合并了多少个 PR？", "本周合并了哪些PR",
-    "how many open PRs are labelled security?", "open prs in the payments repo", "PRs grouped by repo",
-    "sorted by Date", "PRs by label", "why did we switch the session cache to Redis?", "PRs by Redis",
-    "what does the ADR say about caching", "What's In Review in the OPS project?", "messages in #payments",
-    "What did the team merge in April", "Show Monday's messages", "Today's PRs", "PRs labelled ui by anyone",
-    "what did we ship", "did anyone merge anything", "Has Grace Park got anything open right now?",
-    "who reviews payments changes the most", "PRs by nobody", "messages from Kubernetes folks",
-    "issues from OPS in Sprint 48", "threads in #incidents since March", "what did Lars merge",
-    "Rashid 上周合并了哪些 PR？", "本周被标记为 In Review 的工单有哪些？", "what did Rashid Khan merge",
-    "Docker 的 issue 有哪些", "Kubernetes 相关的 PR",  # a single word before 的 is a topic as often as a name
-    "how many PRs were opened by first-time contributors?",  # plain words joined by a hyphen
-    "没有被分配给任何人的 open issue 有多少",                    # 任何人: anyone
-])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which PRs did Rashid merge last week?",
+        "上周张伟合并了哪些PR？",
+        "张伟上周一共合并了多少个 PR？",
+        "本周合并了哪些PR",
+        "how many open PRs are labelled security?",
+        "open prs in the payments repo",
+        "PRs grouped by repo",
+        "sorted by Date",
+        "PRs by label",
+        "why did we switch the session cache to Redis?",
+        "PRs by Redis",
+        "what does the ADR say about caching",
+        "What's In Review in the OPS project?",
+        "messages in #payments",
+        "What did the team merge in April",
+        "Show Monday's messages",
+        "Today's PRs",
+        "PRs labelled ui by anyone",
+        "what did we ship",
+        "did anyone merge anything",
+        "Has Grace Park got anything open right now?",
+        "who reviews payments changes the most",
+        "PRs by nobody",
+        "messages from Kubernetes folks",
+        "issues from OPS in Sprint 48",
+        "threads in #incidents since March",
+        "what did Lars merge",
+        "Rashid 上周合并了哪些 PR？",
+        "本周被标记为 In Review 的工单有哪些？",
+        "what did Rashid Khan merge",
+        "Docker 的 issue 有哪些",
+        "Kubernetes 相关的 PR",  # a single word before 的 is a topic as often as a name
+        "how many PRs were opened by first-time contributors?",  # plain words joined by a hyphen
+        "没有被分配给任何人的 open issue 有多少",  # 任何人: anyone
+    ],
+)
 def test_dates_values_topics_and_plain_english_are_not_unknown_people(settings, question):
     _, failed = _resolve(settings, question)
     assert failed is None or "anyone named" not in failed.message, failed and failed.message
 
 
-@pytest.mark.parametrize("question,declined", [
-    ("merged PRs from zoltan", True), ("merged PRs by tomasz last week", True),
-    ("merged PRs from contributors", False), ("merged PRs by engineers last week", False),  # English, plural too
-])
+@pytest.mark.parametrize(
+    "question,declined",
+    [
+        ("merged PRs from zoltan", True),
+        ("merged PRs by tomasz last week", True),
+        ("merged PRs from contributors", False),
+        ("merged PRs by engineers last week", False),  # English, plural too
+    ],
+)
 def test_one_lower_case_word_after_by_or_from_is_a_name_unless_it_is_english(settings, question, declined):
     result = run_structured(question, settings, now=NOW)
     assert isinstance(result, ResolutionFailed) is declined, getattr(result, "message", "")
@@ -120,8 +158,10 @@ def test_declined_through_the_structured_subgraph_with_candidates(settings):
 
 
 def test_declined_through_the_graph(sample_dir):
-    out = graph.invoke({"question": "what did Zed merge last week", "now": NOW},
-                       context={"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False})
+    out = graph.invoke(
+        {"question": "what did Zed merge last week", "now": NOW},
+        context={"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False},
+    )
     assert "'Zed'" in out["answer"] and "no one by that name" in out["answer"]
     assert out["records"] == [] and out["queries"] == []
 
@@ -140,11 +180,22 @@ def test_only_people_the_asker_may_see_are_offered(tmp_path):
     """Mallory acts only in a record Sam may read: an outsider asking for a near miss of her name is
     told there is no one by that name, never offered her."""
     settings = Settings(data_dir=tmp_path, mongodb_uri=None, tenant="t3", use_llm=False)
-    people = [{"login": "sam", "name": "Sam Reader", "source": "sample"},
-              {"login": "mallory", "name": "Mallory Hidden", "source": "sample"}]
-    prs = [{"number": n, "repo": "acme/vault", "title": "x", "state": "open", "user": {"login": who},
-            "html_url": f"https://github.com/acme/vault/pull/{n}", "acl": acl}
-           for n, who, acl in ((1, "sam", [PUBLIC]), (2, "mallory", ["github:sam"]))]
+    people = [
+        {"login": "sam", "name": "Sam Reader", "source": "sample"},
+        {"login": "mallory", "name": "Mallory Hidden", "source": "sample"},
+    ]
+    prs = [
+        {
+            "number": n,
+            "repo": "acme/vault",
+            "title": "x",
+            "state": "open",
+            "user": {"login": who},
+            "html_url": f"https://github.com/acme/vault/pull/{n}",
+            "acl": acl,
+        }
+        for n, who, acl in ((1, "sam", [PUBLIC]), (2, "mallory", ["github:sam"]))
+    ]
     ingest(settings, {"t3": {"pull_requests": prs, "people": people}}, index=False)
     forget(settings)
     _, failed = _resolve(settings.with_overrides(asker="sam"), "PRs by Mallo Hid")

@@ -23,19 +23,29 @@ PRIVATE = ["github:sam"]
 
 
 def _pr(number, *, user, labels=(), acl=(PUBLIC,), milestone=None, repo="acme/payments"):
-    return {"number": number, "repo": repo, "title": f"PR {number}", "state": "open",
-            "html_url": f"https://github.com/{repo}/pull/{number}", "user": {"login": user},
-            "labels": [{"name": n} for n in labels], "acl": list(acl),
-            **({"milestone": {"title": milestone}} if milestone else {})}
+    return {
+        "number": number,
+        "repo": repo,
+        "title": f"PR {number}",
+        "state": "open",
+        "html_url": f"https://github.com/{repo}/pull/{number}",
+        "user": {"login": user},
+        "labels": [{"name": n} for n in labels],
+        "acl": list(acl),
+        **({"milestone": {"title": milestone}} if milestone else {}),
+    }
 
 
-RECORDS = {"pull_requests": [
-    _pr(1, user="sam", labels=["payments", "flaky-tests"], milestone="v2.6"),
-    _pr(2, user="sam", labels=["payments"]),
-    _pr(3, user="zwei-dev", labels=["bug"]),
-    # Only sam may read these: the label, the milestone and Mallory's work are his to see.
-    _pr(4, user="mallory", labels=["project-falcon"], milestone="v9-secret", acl=PRIVATE, repo="acme/vault"),
-], "people": [SAM, ZW, MAL]}
+RECORDS = {
+    "pull_requests": [
+        _pr(1, user="sam", labels=["payments", "flaky-tests"], milestone="v2.6"),
+        _pr(2, user="sam", labels=["payments"]),
+        _pr(3, user="zwei-dev", labels=["bug"]),
+        # Only sam may read these: the label, the milestone and Mallory's work are his to see.
+        _pr(4, user="mallory", labels=["project-falcon"], milestone="v9-secret", acl=PRIVATE, repo="acme/vault"),
+    ],
+    "people": [SAM, ZW, MAL],
+}
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +70,13 @@ def test_exact_match_with_its_span_field_and_collection(settings):
     question = "open PRs labelled flaky-tests"
     (match,) = value_index_for(settings).search(question, kinds=["label"])
     assert (match.kind, match.value, match.rule, match.field, match.collection) == (
-        "label", "flaky-tests", "exact", "labels.name", "pull_requests")
-    assert question[match.start:match.end] == "flaky-tests" and match.score == 1.0
+        "label",
+        "flaky-tests",
+        "exact",
+        "labels.name",
+        "pull_requests",
+    )
+    assert question[match.start : match.end] == "flaky-tests" and match.score == 1.0
 
 
 def test_prefix_token_and_fuzzy_rules(settings):
@@ -91,14 +106,18 @@ def test_people_by_login_name_first_name_email_local_part_chinese_name_and_pinyi
     for text in ("张伟的PR", "上周张伟合并了哪些PR", "PRs by Zhang Wei", "zhang.wei", "zwei-dev"):
         assert _found(index, text, kinds=["person"])[:1] == [("person", "zwei-dev", "exact")], text
     (match,) = index.search("张伟的PR", kinds=["person"])
-    assert match.label == "张伟" and "张伟的PR"[match.start:match.end] == "张伟"
+    assert match.label == "张伟" and "张伟的PR"[match.start : match.end] == "张伟"
 
 
 def test_a_value_only_on_a_private_record_is_invisible_to_others(settings):
     outsider = value_index_for(settings)  # no asker: public records only
     insider = value_index_for(settings.with_overrides(asker="sam"))
-    for text, kind, value in (("project-falcon", "label", "project-falcon"), ("v9-secret", "milestone", "v9-secret"),
-                              ("acme/vault", "repo", "acme/vault"), ("Mallory Hidden", "person", "mallory")):
+    for text, kind, value in (
+        ("project-falcon", "label", "project-falcon"),
+        ("v9-secret", "milestone", "v9-secret"),
+        ("acme/vault", "repo", "acme/vault"),
+        ("Mallory Hidden", "person", "mallory"),
+    ):
         assert (kind, value) in [(m.kind, m.value) for m in insider.search(text)], text
         # by every rule: exact, prefix, a token, a typo, or asking for the nearest
         for probe in (text, text[:5], text.split("-")[-1].split()[-1], text[:-1] + "x"):
@@ -117,15 +136,21 @@ def test_a_public_record_narrowed_after_the_index_was_built_is_checked_against_t
     forget(settings)
     # The index of before the narrowing, asked against the store of now: nothing for the public.
     assert ValueIndex(old, store_for(settings), "t2", []).search("glacier") == []
-    assert [m.value for m in ValueIndex(old, store_for(settings), "t2", ["github:sam"]).search("glacier")] == ["glacier"]
+    assert [m.value for m in ValueIndex(old, store_for(settings), "t2", ["github:sam"]).search("glacier")] == [
+        "glacier"
+    ]
 
 
 def test_a_damaged_or_stale_or_foreign_file_is_rebuilt(settings, tmp_path):
     store, catalog = store_for(settings), catalog_for(settings)
     path = settings.data_dir / "values" / "t1.json"
     good = path.read_text()
-    for damage in ("{not json", json.dumps({**json.loads(good), "generation": -5}),
-                   json.dumps({**json.loads(good), "tenant": "other"}), json.dumps({"format": 1})):
+    for damage in (
+        "{not json",
+        json.dumps({**json.loads(good), "generation": -5}),
+        json.dumps({**json.loads(good), "tenant": "other"}),
+        json.dumps({"format": 1}),
+    ):
         path.write_text(damage)
         assert load_values(store, settings, catalog).generation == store.generation
         assert json.loads(path.read_text())["tenant"] == "t1"
@@ -146,6 +171,10 @@ def test_link_values_gives_non_overlapping_spans_in_the_asked_collections(settin
     index = value_index_for(settings)
     question = "open PRs in acme/payments labelled flaky-tests for v2.6"
     links = link_values(question, index, ["pull_requests"])
-    assert [(question[m.start:m.end], m.value) for m in links] == [
-        ("open", "open"), ("acme/payments", "acme/payments"), ("flaky-tests", "flaky-tests"), ("v2.6", "v2.6")]
+    assert [(question[m.start : m.end], m.value) for m in links] == [
+        ("open", "open"),
+        ("acme/payments", "acme/payments"),
+        ("flaky-tests", "flaky-tests"),
+        ("v2.6", "v2.6"),
+    ]
     assert link_values(question, index, ["messages"]) == []

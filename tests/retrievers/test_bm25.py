@@ -19,8 +19,17 @@ DOCS = {
     "zh3": "将 CI 迁移到自托管 GitHub Actions runner，降低成本。",
     "zh4": "仪表盘在深色模式下加载时闪烁。",
 }
-QUERIES = ["redis session cache", "payment retries doubled charges", "dashboard dark mode", "cache cache redis",
-           "重复扣款", "会话缓存 Redis", "自托管 runner", "nothing matches xyzzy", "the"]
+QUERIES = [
+    "redis session cache",
+    "payment retries doubled charges",
+    "dashboard dark mode",
+    "cache cache redis",
+    "重复扣款",
+    "会话缓存 Redis",
+    "自托管 runner",
+    "nothing matches xyzzy",
+    "the",
+]
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +49,11 @@ def test_scores_match_rank_bm25_okapi_on_the_same_tokens(index):
     q = ["cache", "cache", "redi"]
     np.testing.assert_allclose(index.scores_tokens(q), reference.get_scores(q), rtol=1e-12, atol=1e-12)
     common = [["a", "b"], ["a", "c"], ["a", "d"], ["b", "e"]]
-    np.testing.assert_allclose(BM25Index().fit_tokens(list("wxyz"), common).scores_tokens(["a", "b"]),
-                               rank_bm25.BM25Okapi(common).get_scores(["a", "b"]), rtol=1e-12)
+    np.testing.assert_allclose(
+        BM25Index().fit_tokens(list("wxyz"), common).scores_tokens(["a", "b"]),
+        rank_bm25.BM25Okapi(common).get_scores(["a", "b"]),
+        rtol=1e-12,
+    )
 
 
 def test_top_k_matches_rank_bm25_up_to_ties(index):
@@ -84,16 +96,20 @@ def test_lucene_idf_is_never_negative():
     okapi = BM25Index().fit_tokens(list("wxyz"), tokens)
     lucene = BM25Index(idf="lucene").fit_tokens(list("wxyz"), tokens)
     assert np.all(lucene.idf > 0)
-    assert okapi.idf[okapi.vocab["a"]] == pytest.approx(0.25 * np.mean(
-        [np.log(4 - n + 0.5) - np.log(n + 0.5) for n in (3, 1, 1, 1)]))
+    assert okapi.idf[okapi.vocab["a"]] == pytest.approx(
+        0.25 * np.mean([np.log(4 - n + 0.5) - np.log(n + 0.5) for n in (3, 1, 1, 1)])
+    )
     with pytest.raises(ValueError):
         BM25Index(idf="tfidf")
 
 
 def test_bm25_over_sample_chunks_finds_the_story_in_both_languages():
     data = generate()["acme"]
-    chunks = [c for coll in ("pull_requests", "messages", "documents")
-              for c in chunk_collection(coll, [normalize(coll, r) for r in data[coll]], tenant="acme")]
+    chunks = [
+        c
+        for coll in ("pull_requests", "messages", "documents")
+        for c in chunk_collection(coll, [normalize(coll, r) for r in data[coll]], tenant="acme")
+    ]
     index = BM25Index().fit([c.id for c in chunks], (c.text for c in chunks))
     by_id = {c.id: c for c in chunks}
     top = [by_id[i].doc_ref for i, _ in index.search("重复扣款 支付回调", k=5)]

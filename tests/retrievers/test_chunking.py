@@ -24,48 +24,87 @@ def corpus():
 
 
 # ------------------------------------------------------------------------------------ sentences
-@pytest.mark.parametrize("text,expected", [
-    ("Use a cache, e.g. Redis or Memcached. It is fast! Is it? Yes.",
-     ["Use a cache, e.g. Redis or Memcached.", "It is fast!", "Is it?", "Yes."]),
-    ("Mr. Smith upgraded to v2.3 today. Latency fell by 3.5 ms. See https://example.com/a.html for details.",
-     ["Mr. Smith upgraded to v2.3 today.", "Latency fell by 3.5 ms.", "See https://example.com/a.html for details."]),
-    ("Dr. Kim, i.e. the on-call, paged J. Smith et al. about it. The U.S. team agreed.",
-     ["Dr. Kim, i.e. the on-call, paged J. Smith et al. about it.", "The U.S. team agreed."]),
-    ("See Fig. 2 and No. 5 in the appendix. I said no. Then we left.",
-     ["See Fig. 2 and No. 5 in the appendix.", "I said no.", "Then we left."]),
-    ("Wait... what happened? Apples, pears, etc. were fine. Done.",
-     ["Wait... what happened?", "Apples, pears, etc. were fine.", "Done."]),
-    ('He said "Stop." Then he left (quietly.) Bye.', ['He said "Stop."', "Then he left (quietly.)", "Bye."]),
-    ("Bump to 1.2.3.4 (see api.acme.io/v2.3/docs). Done", ["Bump to 1.2.3.4 (see api.acme.io/v2.3/docs).", "Done"]),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (
+            "Use a cache, e.g. Redis or Memcached. It is fast! Is it? Yes.",
+            ["Use a cache, e.g. Redis or Memcached.", "It is fast!", "Is it?", "Yes."],
+        ),
+        (
+            "Mr. Smith upgraded to v2.3 today. Latency fell by 3.5 ms. See https://example.com/a.html for details.",
+            [
+                "Mr. Smith upgraded to v2.3 today.",
+                "Latency fell by 3.5 ms.",
+                "See https://example.com/a.html for details.",
+            ],
+        ),
+        (
+            "Dr. Kim, i.e. the on-call, paged J. Smith et al. about it. The U.S. team agreed.",
+            ["Dr. Kim, i.e. the on-call, paged J. Smith et al. about it.", "The U.S. team agreed."],
+        ),
+        (
+            "See Fig. 2 and No. 5 in the appendix. I said no. Then we left.",
+            ["See Fig. 2 and No. 5 in the appendix.", "I said no.", "Then we left."],
+        ),
+        (
+            "Wait... what happened? Apples, pears, etc. were fine. Done.",
+            ["Wait... what happened?", "Apples, pears, etc. were fine.", "Done."],
+        ),
+        ('He said "Stop." Then he left (quietly.) Bye.', ['He said "Stop."', "Then he left (quietly.)", "Bye."]),
+        ("Bump to 1.2.3.4 (see api.acme.io/v2.3/docs). Done", ["Bump to 1.2.3.4 (see api.acme.io/v2.3/docs).", "Done"]),
+    ],
+)
 def test_western_sentences_and_tricky_periods(text, expected):
     assert split_sentences(text) == expected
 
 
 def test_chinese_sentences_need_no_spaces():
     assert split_sentences("我们升级了缓存。效果很好！真的吗？是的；继续观察……明天再说。") == [
-        "我们升级了缓存。", "效果很好！", "真的吗？", "是的；", "继续观察……", "明天再说。"]
+        "我们升级了缓存。",
+        "效果很好！",
+        "真的吗？",
+        "是的；",
+        "继续观察……",
+        "明天再说。",
+    ]
     assert split_sentences("他说：“好的。”然后走了。") == ["他说：“好的。”", "然后走了。"]
 
 
 def test_mixed_chinese_and_english():
-    assert split_sentences("我们升级到 v2.3 了。Next we deploy, e.g. tonight. 然后观察 3.5 小时的指标。deploy.然后") == [
-        "我们升级到 v2.3 了。", "Next we deploy, e.g. tonight.", "然后观察 3.5 小时的指标。", "deploy.", "然后"]
+    assert split_sentences(
+        "我们升级到 v2.3 了。Next we deploy, e.g. tonight. 然后观察 3.5 小时的指标。deploy.然后"
+    ) == ["我们升级到 v2.3 了。", "Next we deploy, e.g. tonight.", "然后观察 3.5 小时的指标。", "deploy.", "然后"]
 
 
 def test_markdown_blocks_and_code_fences_are_units():
-    text = ("## Summary\nThis caches the thing. It is fast\n\n- Existing tests pass\n- Added tests\n"
-            "1. First step.\n2. Second step.\n```\nrun x.py. Then y\n```\nAfter. Yes.")
-    assert split_sentences(text) == ["## Summary", "This caches the thing.", "It is fast", "- Existing tests pass",
-                                     "- Added tests", "1. First step.", "2. Second step.",
-                                     "```\nrun x.py. Then y\n```", "After.", "Yes."]
+    text = (
+        "## Summary\nThis caches the thing. It is fast\n\n- Existing tests pass\n- Added tests\n"
+        "1. First step.\n2. Second step.\n```\nrun x.py. Then y\n```\nAfter. Yes."
+    )
+    assert split_sentences(text) == [
+        "## Summary",
+        "This caches the thing.",
+        "It is fast",
+        "- Existing tests pass",
+        "- Added tests",
+        "1. First step.",
+        "2. Second step.",
+        "```\nrun x.py. Then y\n```",
+        "After.",
+        "Yes.",
+    ]
 
 
 def test_no_empty_sentences():
     assert split_sentences("") == [] and split_sentences("  \n\n ") == []
     assert split_sentences("... !!! 。。") == ["...", "!!!", "。。"]
     assert split_sentences("Hello.\r\nWorld. The file is config.yaml. Next.") == [
-        "Hello.", "World.", "The file is config.yaml.", "Next."]
+        "Hello.",
+        "World.",
+        "The file is config.yaml.",
+        "Next.",
+    ]
 
 
 # ------------------------------------------------------------------------------------ chunks
@@ -162,11 +201,20 @@ def test_jira_issue_chunks_summary_description_and_comments(corpus):
 
 
 def test_github_issue_uses_title_body_and_html_url():
-    record = normalize("issues", {
-        "number": 7, "title": "Loader crashes on empty files", "body": "Steps: load an empty file. It crashes.",
-        "html_url": "https://github.com/o/r/issues/7", "url": "https://api.github.com/repos/o/r/issues/7",
-        "repository_url": "https://api.github.com/repos/o/r", "user": {"login": "octo"}, "comments": 2,
-        "created_at": "2024-01-02T03:04:05Z"})
+    record = normalize(
+        "issues",
+        {
+            "number": 7,
+            "title": "Loader crashes on empty files",
+            "body": "Steps: load an empty file. It crashes.",
+            "html_url": "https://github.com/o/r/issues/7",
+            "url": "https://api.github.com/repos/o/r/issues/7",
+            "repository_url": "https://api.github.com/repos/o/r",
+            "user": {"login": "octo"},
+            "comments": 2,
+            "created_at": "2024-01-02T03:04:05Z",
+        },
+    )
     [chunk] = chunk_record("issues", record, tenant="hf")
     assert chunk.id == "hf:issues:o/r#7:0" and chunk.url == "https://github.com/o/r/issues/7"
     assert chunk.author == "octo" and chunk.date == datetime(2024, 1, 2, 3, 4, 5)
@@ -192,8 +240,11 @@ def test_chunk_ids_are_stable_and_unique(corpus):
     first = chunk_collection("pull_requests", corpus["pull_requests"])
     again = chunk_collection("pull_requests", corpus["pull_requests"])
     assert [c.id for c in first] == [c.id for c in again]
-    everything = [c.id for coll in ("pull_requests", "issues", "messages", "documents", "commits")
-                  for c in chunk_collection(coll, corpus[coll])]
+    everything = [
+        c.id
+        for coll in ("pull_requests", "issues", "messages", "documents", "commits")
+        for c in chunk_collection(coll, corpus[coll])
+    ]
     assert len(everything) == len(set(everything))
 
 
@@ -230,18 +281,49 @@ def test_thread_acl_is_the_parents_and_threads_do_not_mix(corpus):
         assert chunk.acl == STORIES["leaked_stripe_key"]["members"] or chunk.acl == private[0]["acl"]
     base = {"tenant_id": "t", "channel_id": "C1", "channel": "ops"}
     messages = [
-        {**base, "ts": "100.000001", "thread_ts": "100.000001", "text": "Parent asks. Who knows?", "user": "U1",
-         "acl": ["alice", "bob"]},
+        {
+            **base,
+            "ts": "100.000001",
+            "thread_ts": "100.000001",
+            "text": "Parent asks. Who knows?",
+            "user": "U1",
+            "acl": ["alice", "bob"],
+        },
         {**base, "ts": "100.000003", "thread_ts": "100.000001", "text": "Second reply.", "user": "U3", "acl": ["*"]},
-        {**base, "ts": "100.000002", "thread_ts": "100.000001", "text": "First reply <@U1>.", "user": "U2",
-         "acl": ["*"]},
+        {
+            **base,
+            "ts": "100.000002",
+            "thread_ts": "100.000001",
+            "text": "First reply <@U1>.",
+            "user": "U2",
+            "acl": ["*"],
+        },
         {**base, "ts": "200.000000", "text": "A message without a thread.", "user": "U1", "acl": ["*"]},
-        {**base, "channel_id": "C2", "ts": "100.000004", "thread_ts": "100.000001", "text": "Other channel.",
-         "user": "U4", "acl": ["*"]},
-        {**base, "ts": "300.000002", "thread_ts": "300.000001", "text": "Orphan reply A.", "user": "U2",
-         "acl": ["alice", "carol"]},
-        {**base, "ts": "300.000003", "thread_ts": "300.000001", "text": "Orphan reply B.", "user": "U3",
-         "acl": ["alice", "bob"]},
+        {
+            **base,
+            "channel_id": "C2",
+            "ts": "100.000004",
+            "thread_ts": "100.000001",
+            "text": "Other channel.",
+            "user": "U4",
+            "acl": ["*"],
+        },
+        {
+            **base,
+            "ts": "300.000002",
+            "thread_ts": "300.000001",
+            "text": "Orphan reply A.",
+            "user": "U2",
+            "acl": ["alice", "carol"],
+        },
+        {
+            **base,
+            "ts": "300.000003",
+            "thread_ts": "300.000001",
+            "text": "Orphan reply B.",
+            "user": "U3",
+            "acl": ["alice", "bob"],
+        },
     ]
     chunks = {c.doc_ref: c for c in chunk_threads(messages)}
     assert set(chunks) == {"C1:100.000001", "C1:200.000000", "C2:100.000001", "C1:300.000001"}
@@ -255,8 +337,15 @@ def test_thread_acl_is_the_parents_and_threads_do_not_mix(corpus):
 
 def test_a_long_thread_is_chunked_with_the_same_metadata():
     base = {"tenant_id": "t", "channel_id": "C1", "thread_ts": "1.000000", "acl": ["*"]}
-    messages = [{**base, "ts": f"{1 + i}.000000", "user": f"U{i}",
-                 "text": f"Reply {i} says the rollout of the cache is going well so far."} for i in range(60)]
+    messages = [
+        {
+            **base,
+            "ts": f"{1 + i}.000000",
+            "user": f"U{i}",
+            "text": f"Reply {i} says the rollout of the cache is going well so far.",
+        }
+        for i in range(60)
+    ]
     chunks = chunk_threads(messages, max_tokens=60)
     assert len(chunks) > 5 and all(count_tokens(c.text) <= 60 for c in chunks)
     assert {c.doc_ref for c in chunks} == {"C1:1.000000"} and [c.position for c in chunks] == list(range(len(chunks)))

@@ -12,20 +12,25 @@ from context_engine.text import count_tokens
 
 ADR = Document(
     id="acme:documents:DOC-14:0",
-    page_content=("ADR-007 records the decisions of the platform team for the second quarter. "
-                  "The session cache moved from Memcached to Redis because Memcached evictions logged users out. "
-                  "Redis Sentinel gives us failover without a second vendor. "
-                  "The office coffee machine was replaced in May. "
-                  "Quarterly planning starts on the first Monday of the month."),
-    metadata={"doc_ref": "DOC-14", "title": "ADR-007: session cache", "collection": "documents", "score": 0.9})
+    page_content=(
+        "ADR-007 records the decisions of the platform team for the second quarter. "
+        "The session cache moved from Memcached to Redis because Memcached evictions logged users out. "
+        "Redis Sentinel gives us failover without a second vendor. "
+        "The office coffee machine was replaced in May. "
+        "Quarterly planning starts on the first Monday of the month."
+    ),
+    metadata={"doc_ref": "DOC-14", "title": "ADR-007: session cache", "collection": "documents", "score": 0.9},
+)
 PAYMENTS = Document(
     id="acme:issues:ENG-300:0",
     page_content="Duplicate charges appeared when the payment provider retried webhooks. Idempotency keys fixed it.",
-    metadata={"doc_ref": "ENG-300", "title": "Duplicate charges", "collection": "issues"})
+    metadata={"doc_ref": "ENG-300", "title": "Duplicate charges", "collection": "issues"},
+)
 ZH = Document(
     id="acme:messages:C1:0",
     page_content="我们讨论了很多方案。会话缓存从 Memcached 迁移到 Redis，因为内存驱逐导致用户被登出。下周五公司团建。",
-    metadata={"doc_ref": "C1", "title": "#infra", "collection": "messages"})
+    metadata={"doc_ref": "C1", "title": "#infra", "collection": "messages"},
+)
 
 
 def test_keeps_the_answer_sentence_drops_the_rest_and_the_irrelevant_document():
@@ -44,7 +49,8 @@ def test_budget_is_respected_and_sentence_order_kept():
     assert sum(count_tokens(d.page_content) for d in out) <= 15
     # The best sentence (session, cache, Redis) takes the whole budget; the Sentinel one no longer fits.
     assert [d.page_content for d in out] == [
-        "The session cache moved from Memcached to Redis because Memcached evictions logged users out."]
+        "The session cache moved from Memcached to Redis because Memcached evictions logged users out."
+    ]
     wide = compress("Redis session cache failover", [ADR], budget_tokens=200)[0].page_content
     assert wide.index("Memcached evictions") < wide.index("Sentinel")  # document order, not score order
 

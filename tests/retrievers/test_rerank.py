@@ -22,16 +22,34 @@ QUERY = "redis session cache eviction"
 
 
 def hit(chunk_id: str, text: str, title: str | None = None, ranks: dict | None = None) -> Document:
-    return Document(page_content=text, id=chunk_id, metadata={
-        "chunk_id": chunk_id, "doc_ref": chunk_id, "collection": "documents", "title": title, "url": None,
-        "author": None, "date": None, "position": 0, "score": 0.0, "retriever": "hybrid", "ranks": ranks or {}})
+    return Document(
+        page_content=text,
+        id=chunk_id,
+        metadata={
+            "chunk_id": chunk_id,
+            "doc_ref": chunk_id,
+            "collection": "documents",
+            "title": title,
+            "url": None,
+            "author": None,
+            "date": None,
+            "position": 0,
+            "score": 0.0,
+            "retriever": "hybrid",
+            "ranks": ranks or {},
+        },
+    )
 
 
 HITS = [
     hit("kafka", "The Kafka consumers lagged behind on twelve partitions.", "Kafka lag", {"bm25": 1}),
     hit("ci", "CI runners ran out of disk space because of Docker layer caches.", "CI disk", {"dense": 1}),
-    hit("redis", "The Redis session cache evicts keys with an LRU eviction policy.", "Redis session cache",
-        {"bm25": 2, "dense": 2}),
+    hit(
+        "redis",
+        "The Redis session cache evicts keys with an LRU eviction policy.",
+        "Redis session cache",
+        {"bm25": 2, "dense": 2},
+    ),
     hit("structured", "PR acme/infra#812 merged by rsh-dev", None),  # a structured row: no ranks, no title
 ]
 
@@ -54,7 +72,9 @@ def test_none_keeps_the_fused_order():
     assert "rerank_score" not in HITS[0].metadata  # the input hits are not modified
 
 
-@pytest.mark.parametrize("weights", [OfflineWeights(), only(words=1.0), only(fused=0.2, bm25=1.0, dense=1.0, title=2.0)])
+@pytest.mark.parametrize(
+    "weights", [OfflineWeights(), only(words=1.0), only(fused=0.2, bm25=1.0, dense=1.0, title=2.0)]
+)
 def test_offline_never_drops_or_repeats(weights):
     reranker = OfflineReranker(weights)
     out = reranker.rerank(QUERY, HITS)
@@ -94,10 +114,12 @@ def test_unknown_reranker_and_llm_without_a_model():
 
 
 def test_offline_reranker_does_not_import_sentence_transformers():
-    code = ("import sys; from context_engine.config import Settings; "
-            "from context_engine.retrievers.rerank import make_reranker; "
-            "make_reranker(Settings(reranker='offline')).rerank('q', []); "
-            "print('sentence_transformers' in sys.modules, 'torch' in sys.modules)")
+    code = (
+        "import sys; from context_engine.config import Settings; "
+        "from context_engine.retrievers.rerank import make_reranker; "
+        "make_reranker(Settings(reranker='offline')).rerank('q', []); "
+        "print('sentence_transformers' in sys.modules, 'torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["False", "False"], out.stderr
 
@@ -109,8 +131,9 @@ def test_cross_encoder_not_available_locally_is_a_clear_error(tmp_path):
     import importlib.util
 
     # Without the optional sentence-transformers (the `[minilm]` extra) the error says what to install.
-    expected = "not available locally" if importlib.util.find_spec("sentence_transformers") else \
-        "needs sentence-transformers"
+    expected = (
+        "not available locally" if importlib.util.find_spec("sentence_transformers") else "needs sentence-transformers"
+    )
     for name in (str(tmp_path / "no-model"), "cross-encoder/ms-marco-MiniLM-L6-v2"):
         with pytest.raises(RerankerError, match=expected) as info:
             make_reranker(Settings(reranker=f"cross-encoder:{name}"))

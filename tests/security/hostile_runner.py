@@ -44,9 +44,16 @@ def main(data_dir: str) -> None:
             if errors:
                 outcome, detail = "rejected", errors[0]
             else:
-                rows = run_pipeline(store, collection, pipeline, tenant=settings.tenant, principals=principals,
-                                    schema=catalog.schemas.get(collection), max_rows=settings.max_rows,
-                                    max_time_ms=settings.max_time_ms)
+                rows = run_pipeline(
+                    store,
+                    collection,
+                    pipeline,
+                    tenant=settings.tenant,
+                    principals=principals,
+                    schema=catalog.schemas.get(collection),
+                    max_rows=settings.max_rows,
+                    max_time_ms=settings.max_time_ms,
+                )
                 outcome, detail = "rows", str(len(rows))
                 grouped = any(isinstance(s, dict) and "$group" in s for s in pipeline)
                 text = json.dumps(rows, default=str, ensure_ascii=False)
@@ -59,11 +66,31 @@ def main(data_dir: str) -> None:
             outcome, detail = "crash", f"{type(exc).__name__}: {exc}"
         seconds = time.perf_counter() - started
         worst = max(worst, seconds)
-        print(json.dumps({"id": case_id, "expect": expect, "outcome": outcome, "seconds": round(seconds, 3),
-                          "leak": leak, "detail": detail[:200]}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "id": case_id,
+                    "expect": expect,
+                    "outcome": outcome,
+                    "seconds": round(seconds, 3),
+                    "leak": leak,
+                    "detail": detail[:200],
+                }
+            ),
+            flush=True,
+        )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-    print(json.dumps({"summary": True, "cases": len(all_cases()), "worst_seconds": round(worst, 3),
-                      "extra_rss_mb": peak - baseline, "forbidden_markers": len(markers)}))
+    print(
+        json.dumps(
+            {
+                "summary": True,
+                "cases": len(all_cases()),
+                "worst_seconds": round(worst, 3),
+                "extra_rss_mb": peak - baseline,
+                "forbidden_markers": len(markers),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

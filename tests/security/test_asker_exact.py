@@ -30,13 +30,28 @@ def sam() -> dict:
 
 
 def near_misses(sam: dict) -> list[str]:
-    return ["sokafor1", sam["name"], sam["name"].split()[0], sam["slack_handle"], sam["slack_id"].lower(),
-            "@" + sam["login"], "github:sokafor1", "slack:" + sam["slack_id"].lower()]
+    return [
+        "sokafor1",
+        sam["name"],
+        sam["name"].split()[0],
+        sam["slack_handle"],
+        sam["slack_id"].lower(),
+        "@" + sam["login"],
+        "github:sokafor1",
+        "slack:" + sam["slack_id"].lower(),
+    ]
 
 
 def exact_names(sam: dict) -> list[str]:
-    return [sam["login"], sam["login"].upper(), sam["slack_id"], sam["email"].upper(), f"github:{sam['login']}",
-            f"slack:{sam['slack_id']}", f"email:{sam['email']}"]
+    return [
+        sam["login"],
+        sam["login"].upper(),
+        sam["slack_id"],
+        sam["email"].upper(),
+        f"github:{sam['login']}",
+        f"slack:{sam['slack_id']}",
+        f"email:{sam['email']}",
+    ]
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -80,18 +95,25 @@ def test_library_callers_get_a_precise_exception(sample_dir, sam):
     from context_engine.assistant.graph import graph
 
     with pytest.raises(UnknownAsker):
-        graph.invoke({"question": "my open PRs", "now": NOW},
-                     context={"user": "sokafor1", "data_dir": str(sample_dir), "tenant": "acme", "use_llm": False})
+        graph.invoke(
+            {"question": "my open PRs", "now": NOW},
+            context={"user": "sokafor1", "data_dir": str(sample_dir), "tenant": "acme", "use_llm": False},
+        )
 
 
 @pytest.fixture(scope="module")
 def two_sams(tmp_path_factory):
     """`sam` is a GitHub login and, in another system, someone else's Jira account: two groups."""
     settings = Settings(data_dir=tmp_path_factory.mktemp("two-sams"), mongodb_uri=None, tenant="t1", use_llm=False)
-    people = [{"login": "sam", "github_id": 7, "name": "Sam Reader", "source": "github:t/app"},
-              {"jira": "sam", "name": "Samira Other", "email": "samira@corp.io", "source": "jira:ENG"}]
-    ingest(settings, {"t1": {"people": people,
-                             "documents": [{"doc_id": "D1", "title": "x", "body": "y", "acl": ["*"]}]}}, index=False)
+    people = [
+        {"login": "sam", "github_id": 7, "name": "Sam Reader", "source": "github:t/app"},
+        {"jira": "sam", "name": "Samira Other", "email": "samira@corp.io", "source": "jira:ENG"},
+    ]
+    ingest(
+        settings,
+        {"t1": {"people": people, "documents": [{"doc_id": "D1", "title": "x", "body": "y", "acl": ["*"]}]}},
+        index=False,
+    )
     forget(settings)
     return settings
 
@@ -134,8 +156,13 @@ def test_mcp_refuses_a_fuzzy_identity(sample_dir, sam, tmp_path):
     settings = Settings(data_dir=sample_dir, mongodb_uri=None, use_llm=False)
     with pytest.raises(ValueError, match="unknown asker"):
         http_app(settings, {"k-fuzzy-1": ApiKey(tenant="acme", user=sam["name"])})
-    out = subprocess.run([sys.executable, "-m", "context_engine.cli", "mcp", "--data-dir", str(sample_dir),
-                          "--as", "sokafor1"], capture_output=True, text=True, timeout=120, input="")
+    out = subprocess.run(
+        [sys.executable, "-m", "context_engine.cli", "mcp", "--data-dir", str(sample_dir), "--as", "sokafor1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input="",
+    )
     assert out.returncode == 2 and "unknown asker 'sokafor1'" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
 
@@ -151,8 +178,16 @@ def test_a_directory_merged_before_account_groups_names_no_asker():
     old = PeopleDirectory([{"login": "sokafor", "name": "Sam Okafor", "slack_id": "U0DCC75DEF"}])
     with pytest.raises(UnknownAsker, match="ingest again"):
         old.asker("sokafor")
-    merged = PeopleDirectory([{"login": "sokafor", "name": "Sam Okafor", "slack_id": "U0DCC75DEF",
-                               "accounts": [{"principals": ["github:sokafor", "slack:U0DCC75DEF"]}]}])
+    merged = PeopleDirectory(
+        [
+            {
+                "login": "sokafor",
+                "name": "Sam Okafor",
+                "slack_id": "U0DCC75DEF",
+                "accounts": [{"principals": ["github:sokafor", "slack:U0DCC75DEF"]}],
+            }
+        ]
+    )
     assert merged.asker("SoKafor").principals == ("github:sokafor", "slack:U0DCC75DEF")
     assert merged.lookup("Sam").key == "sokafor"  # finding by a first name still works, it just grants nothing
     assert merged.lookup("Sam").principals == ()
@@ -161,12 +196,19 @@ def test_a_directory_merged_before_account_groups_names_no_asker():
 def test_a_directory_key_names_only_a_person_without_accounts():
     from context_engine.query.identity import PeopleDirectory
 
-    directory = PeopleDirectory([
-        {"email": "dev@example.org", "name": "Git Author", "accounts": []},  # a git author: no verified account
-        # A display person whose login came from an attacker's git noreply address (unverified) and
-        # whose only account group is the exec's Slack account: the login is its key, not a way in.
-        {"login": "bob", "name": "Vera Boss", "slack_id": "U0EXEC001", "accounts": [{"principals": ["slack:U0EXEC001"]}]},
-    ])
+    directory = PeopleDirectory(
+        [
+            {"email": "dev@example.org", "name": "Git Author", "accounts": []},  # a git author: no verified account
+            # A display person whose login came from an attacker's git noreply address (unverified) and
+            # whose only account group is the exec's Slack account: the login is its key, not a way in.
+            {
+                "login": "bob",
+                "name": "Vera Boss",
+                "slack_id": "U0EXEC001",
+                "accounts": [{"principals": ["slack:U0EXEC001"]}],
+            },
+        ]
+    )
     assert directory.asker("dev@example.org").principals == ()
     with pytest.raises(UnknownAsker):
         directory.asker("bob")

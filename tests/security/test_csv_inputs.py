@@ -10,13 +10,18 @@ from pathlib import Path
 
 
 def _ingest(kind: str, path: Path, data: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "context_engine.cli", "ingest", kind, str(path), "--data-dir",
-                           str(data), "--no-index"], capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "context_engine.cli", "ingest", kind, str(path), "--data-dir", str(data), "--no-index"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 def test_a_long_description_in_a_linear_csv_is_a_record(tmp_path):
     export = tmp_path / "linear.csv"
-    export.write_text("ID,Title,Description\nENG-1,Long,\"" + "word " * 60_000 + "\"\nENG-2,Short,fine\n")
+    export.write_text('ID,Title,Description\nENG-1,Long,"' + "word " * 60_000 + '"\nENG-2,Short,fine\n')
     out = _ingest("linear", export, tmp_path / "data")
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-1500:]
     assert "issues 2+0~0" in out.stdout, out.stdout

@@ -31,16 +31,29 @@ def sample(tmp_path_factory) -> dict:
     data = tmp_path_factory.mktemp("damaged") / "data"
     ingest(Settings(data_dir=data, mongodb_uri=None), generate(), index=False)
     con = sqlite3.connect(data / FILE_NAME)
-    pick = ("SELECT seq, id, body, dates FROM docs WHERE coll = 'pull_requests' "
-            "AND json_extract(body, '$.tenant_id') = ? ORDER BY seq LIMIT 1")
+    pick = (
+        "SELECT seq, id, body, dates FROM docs WHERE coll = 'pull_requests' "
+        "AND json_extract(body, '$.tenant_id') = ? ORDER BY seq LIMIT 1"
+    )
     victim = con.execute(pick, ("globex",)).fetchone()
     acme = con.execute(pick, ("acme",)).fetchone()
-    counts = {tenant: dict(con.execute("SELECT coll, count(*) FROM docs WHERE json_extract(body, '$.tenant_id') = ? "
-                                       "GROUP BY coll", (tenant,)).fetchall()) for tenant in ("acme", "globex")}
+    counts = {
+        tenant: dict(
+            con.execute(
+                "SELECT coll, count(*) FROM docs WHERE json_extract(body, '$.tenant_id') = ? GROUP BY coll", (tenant,)
+            ).fetchall()
+        )
+        for tenant in ("acme", "globex")
+    }
     # the pull requests every member may read, the victim left out: what a scoped read must find
-    public = {tenant: con.execute("SELECT count(*) FROM docs, json_each(body, '$.acl') WHERE coll = 'pull_requests' "
-                                  "AND json_extract(body, '$.tenant_id') = ? AND json_each.value = '*' AND seq != ?",
-                                  (tenant, victim[0])).fetchone()[0] for tenant in ("acme", "globex")}
+    public = {
+        tenant: con.execute(
+            "SELECT count(*) FROM docs, json_each(body, '$.acl') WHERE coll = 'pull_requests' "
+            "AND json_extract(body, '$.tenant_id') = ? AND json_each.value = '*' AND seq != ?",
+            (tenant, victim[0]),
+        ).fetchone()[0]
+        for tenant in ("acme", "globex")
+    }
     con.close()
     return {"data": data, "victim": victim, "acme": acme, "counts": counts, "public": public}
 
@@ -67,7 +80,7 @@ DAMAGE = {
     "dates not JSON": lambda body, dates, acme_id: (body, "[[not"),
     "dates at a path the body lacks": lambda body, dates, acme_id: (body, '[[["nowhere", 3], "2026-01-01T00:00:00"]]'),
     "a date that is not one": lambda body, dates, acme_id: (body, '[[["created_at"], "yesterday"]]'),
-    "dates not pairs": lambda body, dates, acme_id: (body, '[1, 2]'),
+    "dates not pairs": lambda body, dates, acme_id: (body, "[1, 2]"),
     "dates a number": lambda body, dates, acme_id: (body, 5),
     "tagged date that is not one": lambda body, dates, acme_id: (_body(body, created_at="\u0000d:yesterday"), None),
 }
@@ -76,9 +89,18 @@ DAMAGE = {
 # Damage an SQL scan does not look for (it checks that the JSON is readable and that `tenant_id` and
 # `acl` cannot widen the scope, and nothing else, to stay as fast as before): schema discovery's count
 # still counts such a row, within its own tenant and access list only, while every read skips it.
-FOUND_WHEN_PARSED = {"_id of another tenant's record", "_id not a string", "acl with a non-string", "ref a number",
-                     "dates not JSON", "dates at a path the body lacks", "a date that is not one", "dates not pairs",
-                     "dates a number", "tagged date that is not one"}
+FOUND_WHEN_PARSED = {
+    "_id of another tenant's record",
+    "_id not a string",
+    "acl with a non-string",
+    "ref a number",
+    "dates not JSON",
+    "dates at a path the body lacks",
+    "a date that is not one",
+    "dates not pairs",
+    "dates a number",
+    "tagged date that is not one",
+}
 
 
 def _damaged_copy(sample: dict, tmp_path: Path, kind: str) -> Path:
@@ -86,7 +108,9 @@ def _damaged_copy(sample: dict, tmp_path: Path, kind: str) -> Path:
     shutil.copytree(sample["data"], data)
     seq, _id, body, dates = sample["victim"]
     con = sqlite3.connect(data / FILE_NAME)
-    con.execute("UPDATE docs SET body = ?, dates = ? WHERE seq = ?", (*DAMAGE[kind](body, dates, sample["acme"][1]), seq))
+    con.execute(
+        "UPDATE docs SET body = ?, dates = ? WHERE seq = ?", (*DAMAGE[kind](body, dates, sample["acme"][1]), seq)
+    )
     # the store then scans the rows for its tenants, and the link index reads every row again
     con.execute("DELETE FROM meta WHERE key = 'tenants'")
     con.commit()
@@ -166,7 +190,10 @@ def test_the_public_count_is_the_same_with_the_row_damaged_or_removed(sample, tm
     con.commit()
     con.close()
     pipeline = '[{"$group": {"_id": "$state", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}]'
-    outs = [run_cli("query", "pull_requests", pipeline, "--data-dir", str(d), "--tenant", "globex") for d in (damaged, removed)]
+    outs = [
+        run_cli("query", "pull_requests", pipeline, "--data-dir", str(d), "--tenant", "globex")
+        for d in (damaged, removed)
+    ]
     assert outs[0].returncode == outs[1].returncode == 0 and outs[0].stdout == outs[1].stdout, outs[0].stderr
 
 
@@ -186,7 +213,10 @@ def test_a_non_numeric_generation_rebuilds_what_was_derived_and_the_next_commit_
     store.upsert("issues", "acme", [{"ref": "acme/x#1", "title": "after the damage", "acl": ["*"]}])
     store.commit()
     # numbered past any count of commits: a catalog stamped before the damage can never match it
-    assert store.generation > 1_000_000 and open_store(Settings(data_dir=data, mongodb_uri=None)).generation == store.generation
+    assert (
+        store.generation > 1_000_000
+        and open_store(Settings(data_dir=data, mongodb_uri=None)).generation == store.generation
+    )
 
 
 def _not_a_database(path: Path) -> None:

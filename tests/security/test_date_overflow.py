@@ -17,8 +17,9 @@ OUT_OF_RANGE = ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"]
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "context_engine.cli", *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "context_engine.cli", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def _ok(out: subprocess.CompletedProcess) -> None:
@@ -27,8 +28,10 @@ def _ok(out: subprocess.CompletedProcess) -> None:
 
 @pytest.mark.parametrize("when", OUT_OF_RANGE)
 def test_a_field_out_of_the_calendar_keeps_its_record(tmp_path, when):
-    issue = {"key": "ENG-1", "fields": {"summary": "odd", "due": when, "project": {"key": "ENG"},
-                                        "created": "2026-01-01T00:00:00.000+0000"}}
+    issue = {
+        "key": "ENG-1",
+        "fields": {"summary": "odd", "due": when, "project": {"key": "ENG"}, "created": "2026-01-01T00:00:00.000+0000"},
+    }
     (tmp_path / "jira.json").write_text(json.dumps({"issues": [issue, {**issue, "key": "ENG-2"}]}))
     out = _cli("ingest", "jira", str(tmp_path / "jira.json"), "--data-dir", str(tmp_path / "data"), "--no-index")
     _ok(out)
@@ -41,8 +44,11 @@ def test_a_slack_message_and_a_docs_page_with_such_a_date_are_read(tmp_path, whe
     (export / "general").mkdir(parents=True)
     (export / "channels.json").write_text('[{"id": "C1", "name": "general", "members": ["U1"]}]')
     (export / "users.json").write_text('[{"id": "U1", "name": "ana"}]')
-    (export / "general" / "2023-11-14.json").write_text(json.dumps(
-        [{"type": "message", "user": "U1", "text": "edited", "ts": "1700000000.000100", "edited": {"at": when}}]))
+    (export / "general" / "2023-11-14.json").write_text(
+        json.dumps(
+            [{"type": "message", "user": "U1", "text": "edited", "ts": "1700000000.000100", "edited": {"at": when}}]
+        )
+    )
     out = _cli("ingest", "slack", str(export), "--data-dir", str(tmp_path / "data"), "--no-index")
     _ok(out)
     assert "messages 1+0~0" in out.stdout, out.stdout
@@ -58,7 +64,12 @@ def test_a_slack_message_and_a_docs_page_with_such_a_date_are_read(tmp_path, whe
 def test_a_pipeline_date_out_of_the_calendar_is_one_line(tmp_path, when):
     data = tmp_path / "data"
     _ok(_cli("ingest", "sample", "--data-dir", str(data), "--no-index"))
-    out = _cli("query", "pull_requests", json.dumps([{"$match": {"created_at": {"$gte": {"$date": when}}}}]),
-               "--data-dir", str(data))
+    out = _cli(
+        "query",
+        "pull_requests",
+        json.dumps([{"$match": {"created_at": {"$gte": {"$date": when}}}}]),
+        "--data-dir",
+        str(data),
+    )
     lines = [line for line in out.stderr.splitlines() if line.strip()]
     assert out.returncode in (2, 3) and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-1500:]

@@ -20,16 +20,28 @@ QUESTION = "why did we switch the session cache to Redis?"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "context_engine.cli", *args], capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "context_engine.cli", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def _generation(data: Path) -> str:
     return "index/acme/" + (data / "index/acme/CURRENT").read_text().strip()
 
 
-@pytest.mark.parametrize("name", ["catalog/acme.json", "index/acme/CURRENT", "GEN/manifest.json", "GEN/chunks.json",
-                                  "GEN/bm25.npz", "GEN/dense/meta.json", "GEN/dense/index.faiss", "writer.lock"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "catalog/acme.json",
+        "index/acme/CURRENT",
+        "GEN/manifest.json",
+        "GEN/chunks.json",
+        "GEN/bm25.npz",
+        "GEN/dense/meta.json",
+        "GEN/dense/index.faiss",
+        "writer.lock",
+    ],
+)
 def test_a_fifo_in_the_data_dir_is_a_damaged_file_not_a_hang(sample_dir, tmp_path, name):
     data = tmp_path / "data"
     shutil.copytree(sample_dir, data)

@@ -45,10 +45,14 @@ def small_fs(tmp_path):
     """A 64 MB tmpfs at tmp_path/mnt, unmounted afterwards (room for the data dir, its derived indexes and a probe copy)."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)], capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here ({mounted.stderr.strip()}); "
-                    "test_a_file_size_limit_is_a_full_disk_too covers the same path")
+        pytest.skip(
+            f"cannot mount a small tmpfs here ({mounted.stderr.strip()}); "
+            "test_a_file_size_limit_is_a_full_disk_too covers the same path"
+        )
     yield mnt
     subprocess.run(["umount", "-l", str(mnt)], check=True)
 
@@ -65,8 +69,11 @@ def _fill(mnt: Path, leave_kib: int) -> Path:
 
 def _stored(data: Path) -> int:
     """acme's documents that the whole tenant reads, as the store holds them (read in this process)."""
-    return open_store(Settings(data_dir=data, mongodb_uri=None)).collection("documents").count_documents(
-        {"tenant_id": "acme", "acl": "*"})
+    return (
+        open_store(Settings(data_dir=data, mongodb_uri=None))
+        .collection("documents")
+        .count_documents({"tenant_id": "acme", "acl": "*"})
+    )
 
 
 def _answered(data: Path) -> int:
@@ -85,9 +92,27 @@ def _one_line_exit_4(out: subprocess.CompletedProcess, *says: str) -> None:
 
 def _ingest_docs(data: Path, docs: Path, **popen) -> subprocess.CompletedProcess:
     """The documents as the whole tenant's (`--public`), so that the count the store answers shows them."""
-    return subprocess.run([sys.executable, "-m", "context_engine.cli", "ingest", "docs", str(docs), "--data-dir", str(data),
-                           "--tenant", "acme", "--public", "--no-index"], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""}, **popen)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "context_engine.cli",
+            "ingest",
+            "docs",
+            str(docs),
+            "--data-dir",
+            str(data),
+            "--tenant",
+            "acme",
+            "--public",
+            "--no-index",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""},
+        **popen,
+    )
 
 
 def _growth(small_fs: Path, prepared: dict[str, Path]) -> tuple[int, int]:
@@ -128,11 +153,11 @@ def test_a_full_disk_during_an_ingest_is_one_line_exit_4_and_the_data_stays_whol
     assert _stored(data) == before + DOCS
 
 
-
 def _file_size_limit(limit: int):
     def apply() -> None:  # in the child: writes past `limit` bytes fail (EFBIG) instead of killing it
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
     return apply
 
 

@@ -14,8 +14,9 @@ QUESTION = "why did we switch the session cache to Redis?"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "context_engine.cli", *args], capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "context_engine.cli", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def _one_line_error(out: subprocess.CompletedProcess, *words: str) -> None:

@@ -35,20 +35,42 @@ def _repo(tmp_path: Path) -> Path:
 
 
 def _ingest(repo: Path, data: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "context_engine.cli", "ingest", "git", str(repo), "--data-dir",
-                           str(data), "--no-index", "--public"], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "context_engine.cli",
+            "ingest",
+            "git",
+            str(repo),
+            "--data-dir",
+            str(data),
+            "--no-index",
+            "--public",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_a_partial_clone_cannot_make_ingest_run_a_command(tmp_path):
     repo, marker = _repo(tmp_path), tmp_path / "pwned"
     blob = _git(repo, "rev-parse", "HEAD~1:a.txt")
-    (repo / ".git/objects" / blob[:2] / blob[2:]).unlink()   # the promisor remote "has" it
+    (repo / ".git/objects" / blob[:2] / blob[2:]).unlink()  # the promisor remote "has" it
     command = f"sh -c 'touch {marker}; exit 1' --"
-    for key, value in (("core.repositoryformatversion", "1"), ("extensions.partialClone", "origin"),
-                       ("remote.origin.url", "ssh://git.example.invalid/x"), ("remote.origin.promisor", "true"),
-                       ("core.sshCommand", command), ("protocol.ssh.allow", "always"), ("protocol.allow", "always"),
-                       ("core.fsmonitor", command), ("diff.external", command),
-                       ("diff.evil.textconv", command)):
+    for key, value in (
+        ("core.repositoryformatversion", "1"),
+        ("extensions.partialClone", "origin"),
+        ("remote.origin.url", "ssh://git.example.invalid/x"),
+        ("remote.origin.promisor", "true"),
+        ("core.sshCommand", command),
+        ("protocol.ssh.allow", "always"),
+        ("protocol.allow", "always"),
+        ("core.fsmonitor", command),
+        ("diff.external", command),
+        ("diff.evil.textconv", command),
+    ):
         _git(repo, "config", key, value)
     out = _ingest(repo, tmp_path / "data")
     assert not marker.exists(), "ingest git ran a command named by the repository's config"
@@ -62,7 +84,7 @@ def test_the_repository_config_cannot_make_git_open_a_file_outside(tmp_path):
     outside.mkdir()
     (outside / "names").write_text("Host Secret <ana@example.com>\n")
     fifo = outside / "fifo"
-    os.mkfifo(fifo)   # git opening it would block: the ingest would time out
+    os.mkfifo(fifo)  # git opening it would block: the ingest would time out
     _git(repo, "config", "mailmap.file", str(outside / "names"))
     _git(repo, "config", "diff.orderFile", str(fifo))
     data = tmp_path / "data"
@@ -71,7 +93,19 @@ def test_the_repository_config_cannot_make_git_open_a_file_outside(tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail("git opened a FIFO named by the repository's diff.orderFile")
     assert out.returncode == 0, out.stderr
-    shown = subprocess.run([sys.executable, "-m", "context_engine.cli", "query", "commits",
-                            '[{"$project": {"_id": 0, "author": 1}}]', "--data-dir", str(data)],
-                           capture_output=True, text=True, timeout=60)
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "context_engine.cli",
+            "query",
+            "commits",
+            '[{"$project": {"_id": 0, "author": 1}}]',
+            "--data-dir",
+            str(data),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "Ana" in shown.stdout and "Host Secret" not in shown.stdout, shown.stdout

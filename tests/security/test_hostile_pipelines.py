@@ -20,11 +20,16 @@ HERE = Path(__file__).parent
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> tuple[list[dict], dict]:
     data = tmp_path_factory.mktemp("hostile") / "data"
-    ingest = subprocess.run([sys.executable, "-m", "context_engine.cli", "ingest", "sample", "--data-dir", str(data),
-                             "--no-index"], capture_output=True, text=True, timeout=300)
+    ingest = subprocess.run(
+        [sys.executable, "-m", "context_engine.cli", "ingest", "sample", "--data-dir", str(data), "--no-index"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert ingest.returncode == 0, ingest.stderr
-    run = subprocess.run([sys.executable, str(HERE / "hostile_runner.py"), str(data)], capture_output=True, text=True,
-                         timeout=600)
+    run = subprocess.run(
+        [sys.executable, str(HERE / "hostile_runner.py"), str(data)], capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     rows = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
     return rows[:-1], rows[-1]

@@ -28,8 +28,12 @@ from context_engine.sources.slack import read_slack_export
 
 SECRET = "initech acquisition term sheet"
 EXEC_SLACK = "U0EXEC001"
-EXEC = {"id": EXEC_SLACK, "name": "vera", "real_name": "Vera Boss",
-        "profile": {"email": "vera@corp.io", "real_name": "Vera Boss", "display_name": "Vera"}}
+EXEC = {
+    "id": EXEC_SLACK,
+    "name": "vera",
+    "real_name": "Vera Boss",
+    "profile": {"email": "vera@corp.io", "real_name": "Vera Boss", "display_name": "Vera"},
+}
 # The exec's GitHub account, in the cases where she has one: GitHub's API states her e-mail, which
 # her Slack profile verifies too, so the two are one account group.
 EXEC_GITHUB = {"login": "vboss", "id": 42, "name": "Vera Boss", "email": "vera@corp.io"}
@@ -46,8 +50,9 @@ def _slack_export(root: Path, users: list[dict]) -> Path:
     (export / "groups.json").write_text(json.dumps([{"id": "G0EXEC", "name": "exec-private", "members": [EXEC_SLACK]}]))
     for channel, text in (("general", "lunch at noon"), ("exec-private", SECRET)):
         (export / channel).mkdir()
-        (export / channel / "2026-11-02.json").write_text(json.dumps(
-            [{"type": "message", "user": EXEC_SLACK, "text": text, "ts": "1762070400.000100"}]))
+        (export / channel / "2026-11-02.json").write_text(
+            json.dumps([{"type": "message", "user": EXEC_SLACK, "text": text, "ts": "1762070400.000100"}])
+        )
     return export
 
 
@@ -57,8 +62,18 @@ def _github_people(*users: dict) -> list[dict]:
 
 def _jira_people(root: Path, user: dict) -> list[dict]:
     path = root / "jira.json"
-    path.write_text(json.dumps({"issues": [{"key": "ENG-1", "fields": {
-        "summary": "rotate the deploy keys", "project": {"key": "ENG"}, "assignee": user}}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "issues": [
+                    {
+                        "key": "ENG-1",
+                        "fields": {"summary": "rotate the deploy keys", "project": {"key": "ENG"}, "assignee": user},
+                    }
+                ]
+            }
+        )
+    )
     return read_jira([path], ReadProblems())["people"]
 
 
@@ -74,14 +89,17 @@ def _attack(name: str, root: Path) -> tuple[list[dict], list[dict]]:
     if name == "git-author-name":
         # A commit by "Vera Boss" from the attacker's own GitHub noreply address.
         return [], _github_people(MALLORY) + people_from_commits(
-            [{"author": {"name": "Vera Boss", "email": MALLORY_NOREPLY}}], "git:corp/app")
+            [{"author": {"name": "Vera Boss", "email": MALLORY_NOREPLY}}], "git:corp/app"
+        )
     if name == "git-author-email":
         # A commit under the attacker's GitHub profile name, from the exec's Slack e-mail address.
         return [], _github_people(MALLORY) + people_from_commits(
-            [{"author": {"name": "Mallory Gh", "email": "vera@corp.io"}}], "git:corp/app")
+            [{"author": {"name": "Mallory Gh", "email": "vera@corp.io"}}], "git:corp/app"
+        )
     if name == "jira-display-name":
-        return [], _jira_people(root, {"name": "mallory-j", "displayName": "Vera Boss",
-                                       "emailAddress": "mallory@evil.example"})
+        return [], _jira_people(
+            root, {"name": "mallory-j", "displayName": "Vera Boss", "emailAddress": "mallory@evil.example"}
+        )
     if name == "doc-front-matter-author":
         return [], _github_people(MALLORY) + _doc_people(root, f"Vera Boss <{MALLORY_NOREPLY}>")
     if name == "slack-handle-equals-login":
@@ -91,8 +109,13 @@ def _attack(name: str, root: Path) -> tuple[list[dict], list[dict]]:
     if name == "github-profile-name":
         # A GitHub user whose profile name is the exec's (GitHub does not check names), plus fields
         # a record cannot make count: a Slack id, an operator's source, identities of its own.
-        forged = {**MALLORY, "name": "Vera Boss", "slack_id": EXEC_SLACK, "source": "sample",
-                  "identities": [{"source": "override", "kind": "slack_id", "value": EXEC_SLACK}]}
+        forged = {
+            **MALLORY,
+            "name": "Vera Boss",
+            "slack_id": EXEC_SLACK,
+            "source": "sample",
+            "identities": [{"source": "override", "kind": "slack_id", "value": EXEC_SLACK}],
+        }
         return [], _github_people(forged)
     raise AssertionError(name)
 
@@ -100,12 +123,14 @@ def _attack(name: str, root: Path) -> tuple[list[dict], list[dict]]:
 # The exec's GitHub-only notes, in every tenant: readable by github:vboss alone.
 NOTES = {"doc_id": "VBOSS-NOTES", "title": "board notes", "body": f"notes: {SECRET}", "acl": ["github:vboss"]}
 # attack -> (the attacker's --as, the principals they hold: their own accounts, nothing else)
-ATTACKS = {"git-author-name": ("mallory-gh", ["github:mallory-gh"]),
-           "git-author-email": ("mallory-gh", ["github:mallory-gh"]),
-           "jira-display-name": ("mallory-j", ["email:mallory@evil.example", "jira:mallory-j"]),
-           "doc-front-matter-author": ("mallory-gh", ["github:mallory-gh"]),
-           "slack-handle-equals-login": ("U0MAL0001", ["email:mal@evil.example", "slack:U0MAL0001"]),
-           "github-profile-name": ("mallory-gh", ["github:mallory-gh"])}
+ATTACKS = {
+    "git-author-name": ("mallory-gh", ["github:mallory-gh"]),
+    "git-author-email": ("mallory-gh", ["github:mallory-gh"]),
+    "jira-display-name": ("mallory-j", ["email:mallory@evil.example", "jira:mallory-j"]),
+    "doc-front-matter-author": ("mallory-gh", ["github:mallory-gh"]),
+    "slack-handle-equals-login": ("U0MAL0001", ["email:mal@evil.example", "slack:U0MAL0001"]),
+    "github-profile-name": ("mallory-gh", ["github:mallory-gh"]),
+}
 
 
 @pytest.fixture(scope="module")
@@ -118,23 +143,30 @@ def data_dir(tmp_path_factory) -> Path:
         here.mkdir()
         users, people = _attack(name, here)
         slack = read_slack_export(_slack_export(here, [EXEC, *users]), ReadProblems())
-        batches[name.replace("-", "_")] = {"messages": slack["messages"], "documents": [NOTES],
-                                           "people": slack["people"] + people}
+        batches[name.replace("-", "_")] = {
+            "messages": slack["messages"],
+            "documents": [NOTES],
+            "people": slack["people"] + people,
+        }
     here = root / "verified"
     here.mkdir()
     slack = read_slack_export(_slack_export(here, [EXEC]), ReadProblems())
-    commits = [{"author": {"name": "V. Boss", "email": "42+vboss@users.noreply.github.com"}},
-               {"author": {"name": "V. Boss", "email": "43+vboss@users.noreply.github.com"}}]
-    batches["verified"] = {"messages": slack["messages"],
-                           "people": slack["people"] + _github_people(EXEC_GITHUB)
-                           + people_from_commits(commits, "git:corp/app")}
+    commits = [
+        {"author": {"name": "V. Boss", "email": "42+vboss@users.noreply.github.com"}},
+        {"author": {"name": "V. Boss", "email": "43+vboss@users.noreply.github.com"}},
+    ]
+    batches["verified"] = {
+        "messages": slack["messages"],
+        "people": slack["people"] + _github_people(EXEC_GITHUB) + people_from_commits(commits, "git:corp/app"),
+    }
     ingest(Settings(data_dir=root / "data", mongodb_uri=None), batches)  # indexed: `ask` searches too
     return root / "data"
 
 
 def _query(capsys, data_dir: Path, tenant: str, asker: str, collection: str = "messages") -> list[dict]:
-    code = main(["query", collection, '[{"$match": {}}]', "--as", asker, "--tenant", tenant,
-                 "--data-dir", str(data_dir)])
+    code = main(
+        ["query", collection, '[{"$match": {}}]', "--as", asker, "--tenant", tenant, "--data-dir", str(data_dir)]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     return json.loads(out)["records"]
@@ -167,19 +199,36 @@ def test_the_name_still_finds_the_exec_but_her_accounts_stay_hers(data_dir, caps
     people = json.loads(capsys.readouterr().out)["people"]
     vera = next(p for p in people if p["slack_id"] == EXEC_SLACK)
     assert "Vera Boss" in vera["git_names"] or any(i["source"] == "git:corp/app" for i in vera["identities"])
-    assert all(EXEC_SLACK not in " ".join(g["principals"]) or "github:mallory-gh" not in g["principals"]
-               for p in people for g in p["accounts"])
+    assert all(
+        EXEC_SLACK not in " ".join(g["principals"]) or "github:mallory-gh" not in g["principals"]
+        for p in people
+        for g in p["accounts"]
+    )
     assert not any(e["access"] for e in vera["evidence"] if e["rule"] in ("name", "fuzzy-name", "email"))
 
 
 @pytest.mark.parametrize("attack", ["git-author-name", "slack-handle-equals-login"])
 def test_ask_as_the_attacker_never_answers_from_the_private_channel(data_dir, capsys, attack):
     def ask(asker: str) -> str:
-        code = main(["ask", "what about initech?", "--json", "--as", asker,
-                     "--tenant", attack.replace("-", "_"), "--now", "2026-11-30T12:00:00Z", "--data-dir", str(data_dir)])
+        code = main(
+            [
+                "ask",
+                "what about initech?",
+                "--json",
+                "--as",
+                asker,
+                "--tenant",
+                attack.replace("-", "_"),
+                "--now",
+                "2026-11-30T12:00:00Z",
+                "--data-dir",
+                str(data_dir),
+            ]
+        )
         out, err = capsys.readouterr()
         assert code == 0, err
         return out
+
     assert SECRET not in ask(ATTACKS[attack][0])
     assert SECRET in ask(EXEC_SLACK)  # the question does reach the channel for its member
 
@@ -204,12 +253,17 @@ def test_noreply_address_joins_only_with_the_accounts_numeric_id(data_dir, capsy
 def test_an_operator_override_joins_what_no_source_vouches_for(tmp_path, capsys):
     ola = {"id": "U0OLA0001", "name": "ola", "real_name": "Ola Ops", "profile": {"email": "ola@corp.io"}}
     export = _slack_export(tmp_path, [EXEC, ola])
-    (export / "groups.json").write_text(json.dumps([{"id": "G0EXEC", "name": "exec-private", "members": ["U0OLA0001"]}]))
+    (export / "groups.json").write_text(
+        json.dumps([{"id": "G0EXEC", "name": "exec-private", "members": ["U0OLA0001"]}])
+    )
     slack = read_slack_export(export, ReadProblems())
     people = slack["people"] + _github_people({"login": "ola-gh", "id": 5, "name": "Ola Ops"})
     data = tmp_path / "data"
-    ingest(Settings(data_dir=data, mongodb_uri=None), {"t1": {"messages": slack["messages"], "people": people}},
-           index=False)
+    ingest(
+        Settings(data_dir=data, mongodb_uri=None),
+        {"t1": {"messages": slack["messages"], "people": people}},
+        index=False,
+    )
     assert SECRET not in json.dumps(_query(capsys, data, "t1", "ola-gh"))  # the same name joins nothing
     overrides = tmp_path / "people.yaml"
     overrides.write_text("- name: Ola Ops\n  github: ola-gh\n  slack: U0OLA0001\n")

@@ -32,20 +32,41 @@ KEYS_SPEC = {"member-key": ("acme", "sokafor"), "anon-key": ("acme", None)}
 
 
 def _pull(number: int, title: str, body: str, private: bool, updated_at: str = "2026-11-29T09:00:00Z") -> dict:
-    return {"id": 880000 + number, "number": number, "title": title, "body": body, "state": "open",
-            "user": {"login": "rsh-dev"}, "created_at": "2026-11-28T09:00:00Z", "updated_at": updated_at,
-            "html_url": f"https://github.com/acme/infra/pull/{number}",
-            "base": {"ref": "main", "repo": {"full_name": "acme/infra", "private": private}}}
+    return {
+        "id": 880000 + number,
+        "number": number,
+        "title": title,
+        "body": body,
+        "state": "open",
+        "user": {"login": "rsh-dev"},
+        "created_at": "2026-11-28T09:00:00Z",
+        "updated_at": updated_at,
+        "html_url": f"https://github.com/acme/infra/pull/{number}",
+        "base": {"ref": "main", "repo": {"full_name": "acme/infra", "private": private}},
+    }
 
 
 # The record narrowed by a dump (CLI), the record narrowed by a webhook, and a public record that
 # links to the first (cross-links must not follow into it once it is closed).
-DUMPED = _pull(9501, "Rotate the vexmoor cipher keys", "The vexmoor cipher keys rotate every Tuesday at 04:00 "
-               "from the vexmoor vault; the runbook is in the vexmoor folder.", private=False)
-HOOKED = _pull(9601, "Retire the quillfeather relay", "The quillfeather relay is retired; quillfeather traffic "
-               "moves to the new broker on Friday.", private=False)
-LINKER = _pull(9502, "Follow-up to the cipher rotation", "Follow-up to https://github.com/acme/infra/pull/9501: "
-               "alerts when a rotation is late.", private=False)
+DUMPED = _pull(
+    9501,
+    "Rotate the vexmoor cipher keys",
+    "The vexmoor cipher keys rotate every Tuesday at 04:00 "
+    "from the vexmoor vault; the runbook is in the vexmoor folder.",
+    private=False,
+)
+HOOKED = _pull(
+    9601,
+    "Retire the quillfeather relay",
+    "The quillfeather relay is retired; quillfeather traffic moves to the new broker on Friday.",
+    private=False,
+)
+LINKER = _pull(
+    9502,
+    "Follow-up to the cipher rotation",
+    "Follow-up to https://github.com/acme/infra/pull/9501: alerts when a rotation is late.",
+    private=False,
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +76,9 @@ def data_dir(sample_dir, tmp_path_factory):
     copy = tmp_path_factory.mktemp("freshness") / "data"
     shutil.copytree(sample_dir, copy)
     # Public and indexed: the index holds these chunks with ["*"].
-    ingest(Settings(data_dir=copy, mongodb_uri=None), {"acme": {"pull_requests": [DUMPED, HOOKED, LINKER]}}, public=True)
+    ingest(
+        Settings(data_dir=copy, mongodb_uri=None), {"acme": {"pull_requests": [DUMPED, HOOKED, LINKER]}}, public=True
+    )
     return copy
 
 
@@ -84,8 +107,9 @@ def _graph_state(data_dir, question: str, asker) -> dict:
 
 def _seen(state: dict) -> str:
     """Everything of a graph run an asker or a prompt could see, as one text."""
-    parts = {key: state.get(key) for key in ("semantic", "fused", "reranked", "contexts", "answer", "citations",
-                                            "records")}
+    parts = {
+        key: state.get(key) for key in ("semantic", "fused", "reranked", "contexts", "answer", "citations", "records")
+    }
     parts["documents"] = [(d.page_content, d.metadata) for d in state.get("documents", [])]
     return json.dumps(parts, default=str, ensure_ascii=False)
 
@@ -111,8 +135,13 @@ def _mcp_stdio(data_dir, asker, calls):
     env = {**os.environ, "OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""}
     env.pop("CONTEXT_ENGINE_USER", None)
     flags = ["--tenant", "acme", *(["--as", asker] if asker else [])]
-    transport = stdio_client(StdioServerParameters(command=sys.executable, env=env, args=[
-        "-m", "context_engine.cli", "mcp", "--data-dir", str(data_dir), *flags]))
+    transport = stdio_client(
+        StdioServerParameters(
+            command=sys.executable,
+            env=env,
+            args=["-m", "context_engine.cli", "mcp", "--data-dir", str(data_dir), *flags],
+        )
+    )
 
     async def run():
         async with transport as streams, ClientSession(streams[0], streams[1]) as session:
@@ -133,9 +162,19 @@ def test_a_dump_narrowing_a_record_with_no_index_leaves_no_window(data_dir, tmp_
 
     # An authoritative dump says the repository is private now; the index is not touched.
     dump = tmp_path / "pulls.jsonl"
-    dump.write_text(json.dumps({**DUMPED, "head": {"ref": "rotate-vexmoor"},  # `head`: a /pulls record
-                                "base": {"ref": "main", "repo": {"full_name": "acme/infra", "private": True}}}) + "\n")
-    out = run_cli("ingest", "github", str(dump), "--no-index", "--json", "--tenant", "acme", "--data-dir", str(data_dir))
+    dump.write_text(
+        json.dumps(
+            {
+                **DUMPED,
+                "head": {"ref": "rotate-vexmoor"},  # `head`: a /pulls record
+                "base": {"ref": "main", "repo": {"full_name": "acme/infra", "private": True}},
+            }
+        )
+        + "\n"
+    )
+    out = run_cli(
+        "ingest", "github", str(dump), "--no-index", "--json", "--tenant", "acme", "--data-dir", str(data_dir)
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)[0]["collections"]["pull_requests"]["updated"] == 1
     assert _index_holds_public(data_dir, "vexmoor", "acme/infra#9501")
@@ -152,25 +191,34 @@ def test_a_dump_narrowing_a_record_with_no_index_leaves_no_window(data_dir, tmp_
     for flags in ([], ["--as", "sokafor"]):
         cli = run_cli("ask", question, "--json", "--now", NOW, "--tenant", "acme", "--data-dir", str(data_dir), *flags)
         assert cli.returncode == 0, cli.stderr
-        shown = {k: v for k, v in json.loads(cli.stdout).items() if k not in ("question", "queries")}  # the asker's words
+        shown = {
+            k: v for k, v in json.loads(cli.stdout).items() if k not in ("question", "queries")
+        }  # the asker's words
         assert "vexmoor" not in json.dumps(shown).lower()
         assert "acme/infra#9501" not in {d["metadata"]["doc_ref"] for d in shown["documents"]} | {
-            c.get("id") for c in shown["citations"]}
+            c.get("id") for c in shown["citations"]
+        }
 
     # MCP: search snippets, the record itself, the linking record's links, and the change prompt
     for asker in ASKERS:
-        search, record, linker, prompt = _mcp_stdio(data_dir, asker, [
-            lambda s: s.call_tool("search", {"query": question, "k": 10}),
-            lambda s: s.call_tool("get_record", {"ref": "acme/infra#9501"}),
-            lambda s: s.call_tool("get_record", {"ref": "acme/infra#9502"}),
-            lambda s: s.get_prompt("context_for_change", {"task": "rotate the cipher keys"}),
-        ])
+        search, record, linker, prompt = _mcp_stdio(
+            data_dir,
+            asker,
+            [
+                lambda s: s.call_tool("search", {"query": question, "k": 10}),
+                lambda s: s.call_tool("get_record", {"ref": "acme/infra#9501"}),
+                lambda s: s.call_tool("get_record", {"ref": "acme/infra#9502"}),
+                lambda s: s.get_prompt("context_for_change", {"task": "rotate the cipher keys"}),
+            ],
+        )
         assert not search.is_error and search.structured_content["results"]
         assert "vexmoor" not in json.dumps(search.structured_content).lower()
         assert record.is_error and "no record" in record.content[0].text
         assert not linker.is_error and "9501" not in json.dumps(linker.structured_content["linked"])
         assert "acme/infra#9502" in prompt.messages[0].content.text  # the prompt does list cipher records
-        assert "vexmoor" not in prompt.messages[0].content.text.lower() and "#9501" not in prompt.messages[0].content.text
+        assert (
+            "vexmoor" not in prompt.messages[0].content.text.lower() and "#9501" not in prompt.messages[0].content.text
+        )
 
     # status says the index is behind, and by how much, instead of "all embedded" and nothing else
     status = run_cli("status", "--tenant", "acme", "--json", "--data-dir", str(data_dir))
@@ -183,9 +231,17 @@ def test_a_dump_narrowing_a_record_with_no_index_leaves_no_window(data_dir, tmp_
 def _signed_github(url: str, event: str, payload: dict, delivery: str) -> httpx.Response:
     body = json.dumps(payload).encode()
     signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    return httpx.post(f"{url}/ingest/github", content=body, timeout=60,
-                      headers={"X-GitHub-Event": event, "X-Hub-Signature-256": signature,
-                               "X-GitHub-Delivery": delivery, "Content-Type": "application/json"})
+    return httpx.post(
+        f"{url}/ingest/github",
+        content=body,
+        timeout=60,
+        headers={
+            "X-GitHub-Event": event,
+            "X-Hub-Signature-256": signature,
+            "X-GitHub-Delivery": delivery,
+            "Content-Type": "application/json",
+        },
+    )
 
 
 def _served(out: dict) -> str:
@@ -217,11 +273,17 @@ def test_a_webhook_narrowing_a_record_while_the_background_sync_is_held_leaves_n
             for key in keys:
                 before = server.client(key).invoke({"question": question, "now": NOW})
                 assert "retire the quillfeather relay" in _served(before)  # the record's title, cited
-            newer = {**HOOKED, "updated_at": "2026-11-30T08:00:00Z",
-                     "base": {"ref": "main", "repo": {"full_name": "acme/infra", "private": True}}}
-            hooked = _signed_github(server.url, "pull_request", {"action": "edited", "pull_request": newer,
-                                                                  "repository": {"full_name": "acme/infra",
-                                                                                 "private": True}}, "d-narrow-1")
+            newer = {
+                **HOOKED,
+                "updated_at": "2026-11-30T08:00:00Z",
+                "base": {"ref": "main", "repo": {"full_name": "acme/infra", "private": True}},
+            }
+            hooked = _signed_github(
+                server.url,
+                "pull_request",
+                {"action": "edited", "pull_request": newer, "repository": {"full_name": "acme/infra", "private": True}},
+                "d-narrow-1",
+            )
             assert hooked.status_code == 200 and hooked.json()["ingested"]["index"] == "queued", hooked.text
             assert held.wait(30) and app.state.indexer.state()["running"]
             assert _index_holds_public(data_dir, "quillfeather", "acme/infra#9601")
@@ -232,11 +294,15 @@ def test_a_webhook_narrowing_a_record_while_the_background_sync_is_held_leaves_n
 
                 async def mcp_calls():
                     client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=120)  # noqa: B023 (run below, in this iteration)
-                    async with (streamable_http_client(f"{mcp.url}/mcp", http_client=client) as streams,
-                                ClientSession(streams[0], streams[1]) as session):
+                    async with (
+                        streamable_http_client(f"{mcp.url}/mcp", http_client=client) as streams,
+                        ClientSession(streams[0], streams[1]) as session,
+                    ):
                         await session.initialize()
-                        return (await session.call_tool("search", {"query": question, "k": 10}),
-                                await session.call_tool("get_record", {"ref": "acme/infra#9601"}))
+                        return (
+                            await session.call_tool("search", {"query": question, "k": 10}),
+                            await session.call_tool("get_record", {"ref": "acme/infra#9601"}),
+                        )
 
                 search, record = asyncio.run(mcp_calls())
                 assert not search.is_error and "quillfeather" not in json.dumps(search.structured_content).lower()
@@ -273,10 +339,21 @@ def test_a_slack_thread_whose_parent_is_not_stored_is_served_while_every_reply_i
     from context_engine.ingest import ingest
 
     settings = _settings(tmp_path)
-    replies = [{"type": "message", "channel_id": "C0ORPHAN01", "user": "U0DCC75DEF", "ts": ts,
-                "thread_ts": "1796600000.000100", "text": text, "acl": ["*"]}
-               for ts, text in (("1796600001.000100", "the larkspur migration starts Monday"),
-                                ("1796600002.000100", "larkspur rollback plan is in the doc"))]
+    replies = [
+        {
+            "type": "message",
+            "channel_id": "C0ORPHAN01",
+            "user": "U0DCC75DEF",
+            "ts": ts,
+            "thread_ts": "1796600000.000100",
+            "text": text,
+            "acl": ["*"],
+        }
+        for ts, text in (
+            ("1796600001.000100", "the larkspur migration starts Monday"),
+            ("1796600002.000100", "larkspur rollback plan is in the doc"),
+        )
+    ]
     ingest(settings, {"acme": {"messages": replies}})
     # Indexed as one unit under the thread's ref, which no stored record has.
     assert _retrieved_refs(tmp_path, "larkspur migration", None) == {"C0ORPHAN01:1796600000.000100"}

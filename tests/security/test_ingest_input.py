@@ -73,8 +73,9 @@ def hostile_docs(tmp_path) -> Path:
 
 def test_docs_folder_reads_no_symlink_fifo_or_linked_folder_through_the_cli(hostile_docs, tmp_path):
     data = tmp_path / "data"
-    out = run_cli("ingest", "docs", str(hostile_docs), "--data-dir", str(data), "--no-index",
-                  env={"CE_TEST_SECRET": SECRET})  # would be in /proc/self/environ if it were read
+    out = run_cli(
+        "ingest", "docs", str(hostile_docs), "--data-dir", str(data), "--no-index", env={"CE_TEST_SECRET": SECRET}
+    )  # would be in /proc/self/environ if it were read
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
     refusals = [line for line in out.stderr.splitlines() if "not regular files inside the input" in line]
@@ -100,8 +101,9 @@ def test_a_fifo_or_folder_given_as_a_dump_file_is_one_line_and_never_hangs(tmp_p
     for path, kind in ((tmp_path / "dump.jsonl", "fifo"), (tmp_path, "folder")):
         out = run_cli("ingest", "github", str(path), "--data-dir", str(tmp_path / "data"), "--no-index")
         assert out.returncode != 0 and "Traceback" not in out.stderr
-        assert out.stderr.strip().splitlines() == [(f"context-engine: error: cannot read {path}: a {kind}, "
-                                                   "not a regular file")]
+        assert out.stderr.strip().splitlines() == [
+            (f"context-engine: error: cannot read {path}: a {kind}, not a regular file")
+        ]
 
 
 def test_a_symlink_named_by_the_operator_is_followed_once(tmp_path):
@@ -115,18 +117,21 @@ def test_a_symlink_named_by_the_operator_is_followed_once(tmp_path):
 def _slack_folder(root: Path) -> Path:
     (root / "general").mkdir(parents=True)
     (root / "channels.json").write_text(json.dumps([{"id": "C1", "name": "general", "members": ["U1"]}]))
-    (root / "general" / "2024-01-01.json").write_text(json.dumps(
-        [{"type": "message", "user": "U1", "text": "hello <@U1>", "ts": "1704100000.000100"}]))
+    (root / "general" / "2024-01-01.json").write_text(
+        json.dumps([{"type": "message", "user": "U1", "text": "hello <@U1>", "ts": "1704100000.000100"}])
+    )
     return root
 
 
 def test_unpacked_slack_export_refuses_a_symlinked_users_json_and_day_file(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
-    (outside / "users.json").write_text(json.dumps([{"id": "U1", "name": "eve", "real_name": SECRET,
-                                                     "profile": {"email": "eve@outside.example"}}]))
-    (outside / "day.json").write_text(json.dumps([{"type": "message", "user": "U1", "text": SECRET,
-                                                   "ts": "1704200000.000100"}]))
+    (outside / "users.json").write_text(
+        json.dumps([{"id": "U1", "name": "eve", "real_name": SECRET, "profile": {"email": "eve@outside.example"}}])
+    )
+    (outside / "day.json").write_text(
+        json.dumps([{"type": "message", "user": "U1", "text": SECRET, "ts": "1704200000.000100"}])
+    )
     root = _slack_folder(tmp_path / "acme-slack-export")
     (root / "users.json").symlink_to(outside / "users.json")
     (root / "general" / "2024-01-02.json").symlink_to(outside / "day.json")
@@ -134,7 +139,9 @@ def test_unpacked_slack_export_refuses_a_symlinked_users_json_and_day_file(tmp_p
     out = read_slack_export(root, problems)
     assert [m["text"] for m in out["messages"]] == ["hello @U1"]  # no name from the outside users.json
     assert out["people"] == []
-    assert "users.json (symlink)" in problems.examples[0] and "general/2024-01-02.json (symlink)" in problems.examples[0]
+    assert (
+        "users.json (symlink)" in problems.examples[0] and "general/2024-01-02.json (symlink)" in problems.examples[0]
+    )
 
 
 def test_unpacked_slack_export_whose_channel_listing_is_a_symlink_is_refused(tmp_path):
@@ -166,9 +173,12 @@ def test_zip_members_that_are_symlinks_devices_or_escape_are_refused(tmp_path):
     out = run_cli("ingest", "slack", str(export), "--data-dir", str(data), "--no-index")
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     line = next(line for line in out.stderr.splitlines() if "not regular files inside the input" in line)
-    for name in ("users.json (symlink)", "general/2024-01-02.json (device)",
-                 "../general/2024-01-03.json (path outside the archive)",
-                 "/general/2024-01-04.json (path outside the archive)"):
+    for name in (
+        "users.json (symlink)",
+        "general/2024-01-02.json (device)",
+        "../general/2024-01-03.json (path outside the archive)",
+        "/general/2024-01-04.json (path outside the archive)",
+    ):
         assert name in line
     assert [m["text"] for m in _stored(data, "messages")] == ["ok"]
 
@@ -177,14 +187,24 @@ def test_zip_members_that_are_symlinks_devices_or_escape_are_refused(tmp_path):
 # Hidden fields in source records
 # --------------------------------------------------------------------------------------------
 def _jira(extra: dict) -> dict:
-    return {"key": "ENG-7", "self": "https://acme.atlassian.net/rest/api/2/issue/1", **extra,
-            "fields": {"summary": "Rotate keys", "project": {"key": "ENG"}, "acl": ["*"]}}
+    return {
+        "key": "ENG-7",
+        "self": "https://acme.atlassian.net/rest/api/2/issue/1",
+        **extra,
+        "fields": {"summary": "Rotate keys", "project": {"key": "ENG"}, "acl": ["*"]},
+    }
 
 
 def _github_issue(extra: dict, private: bool | None) -> dict:
-    record = {"number": 5, "title": "Leak", "html_url": "https://github.com/acme/infra/issues/5",
-              "repository_url": "https://api.github.com/repos/acme/infra", "updated_at": "2024-01-01T00:00:00Z",
-              "user": {"login": "ann"}, **extra}
+    record = {
+        "number": 5,
+        "title": "Leak",
+        "html_url": "https://github.com/acme/infra/issues/5",
+        "repository_url": "https://api.github.com/repos/acme/infra",
+        "updated_at": "2024-01-01T00:00:00Z",
+        "user": {"login": "ann"},
+        **extra,
+    }
     if private is not None:
         record["repository"] = {"full_name": "acme/infra", "private": private}
     return record
@@ -231,16 +251,36 @@ def test_github_dump_record_of_a_private_repository_stays_unreadable(tmp_path):
 
 
 def test_github_api_records_drop_hidden_fields(tmp_path):
-    pr_item = {"number": 2, "title": "PR", "pull_request": {"url": "x"}, "updated_at": "2024-01-02T00:00:00Z",
-               "html_url": "https://github.com/acme/infra/pull/2", **HOSTILE}
+    pr_item = {
+        "number": 2,
+        "title": "PR",
+        "pull_request": {"url": "x"},
+        "updated_at": "2024-01-02T00:00:00Z",
+        "html_url": "https://github.com/acme/infra/pull/2",
+        **HOSTILE,
+    }
     issue = {**_github_issue(HOSTILE, private=None), "number": 3, "html_url": "https://github.com/acme/infra/issues/3"}
-    detail = {"number": 2, "title": "PR", "html_url": "https://github.com/acme/infra/pull/2", "merged_at": None,
-              "review_comments": 0, "base": {"repo": {"full_name": "acme/infra"}}, **HOSTILE}  # visibility unstated
-    routes = {"/repos/acme/infra/issues": [pr_item, issue], "/repos/acme/infra/pulls/comments": [],
-              "/repos/acme/infra/pulls/2": detail, "/repos/acme/infra/pulls/2/reviews": []}
-    client = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200, json=routes[request.url.path])))
-    records, _ = sync_github("acme/infra", "token", None, ReadProblems(), client=client, sleep=lambda s: None,
-                             clock=lambda: 0.0)
+    detail = {
+        "number": 2,
+        "title": "PR",
+        "html_url": "https://github.com/acme/infra/pull/2",
+        "merged_at": None,
+        "review_comments": 0,
+        "base": {"repo": {"full_name": "acme/infra"}},
+        **HOSTILE,
+    }  # visibility unstated
+    routes = {
+        "/repos/acme/infra/issues": [pr_item, issue],
+        "/repos/acme/infra/pulls/comments": [],
+        "/repos/acme/infra/pulls/2": detail,
+        "/repos/acme/infra/pulls/2/reviews": [],
+    }
+    client = httpx.Client(
+        transport=httpx.MockTransport(lambda request: httpx.Response(200, json=routes[request.url.path]))
+    )
+    records, _ = sync_github(
+        "acme/infra", "token", None, ReadProblems(), client=client, sleep=lambda s: None, clock=lambda: 0.0
+    )
     ingest(_settings(tmp_path), {"acme": records}, index=False)
     for collection in ("pull_requests", "issues"):
         [record] = _stored(tmp_path, collection)
@@ -259,9 +299,20 @@ def test_slack_message_hidden_fields_grant_nothing(tmp_path):
     (root / "secret").mkdir(parents=True)
     (root / "channels.json").write_text("[]")
     (root / "groups.json").write_text(json.dumps([{"id": "G1", "name": "secret", "members": ["U1"]}]))
-    (root / "secret" / "2024-01-01.json").write_text(json.dumps(
-        [{"type": "message", "user": "U1", "text": "psst", "ts": "1704100000.000100", **HOSTILE,
-          "acl_partial": True}]))
+    (root / "secret" / "2024-01-01.json").write_text(
+        json.dumps(
+            [
+                {
+                    "type": "message",
+                    "user": "U1",
+                    "text": "psst",
+                    "ts": "1704100000.000100",
+                    **HOSTILE,
+                    "acl_partial": True,
+                }
+            ]
+        )
+    )
     _ingest(tmp_path / "data", "slack", root)
     [record] = _stored(tmp_path / "data", "messages")
     assert record["acl"] == ["slack:U1"] and record["tenant_id"] == "acme" and "acl_partial" not in record
@@ -325,8 +376,11 @@ def test_two_folders_in_one_ingest_keep_their_own_same_named_pages(tmp_path, mon
 def test_linear_and_jira_issues_with_the_same_key_do_not_overwrite_each_other(tmp_path):
     (tmp_path / "jira.jsonl").write_text(json.dumps({"key": "ENG-1", "fields": {"summary": "Jira's"}}))
     (tmp_path / "linear.json").write_text(json.dumps([{"id": "x", "identifier": "ENG-1", "title": "Linear's"}]))
-    (tmp_path / "spoof.jsonl").write_text(json.dumps(  # a Jira record shaped like a GitHub issue
-        {"key": "OPS-1", "number": 5, "html_url": "https://github.com/acme/infra/issues/5", "fields": {}}))
+    (tmp_path / "spoof.jsonl").write_text(
+        json.dumps(  # a Jira record shaped like a GitHub issue
+            {"key": "OPS-1", "number": 5, "html_url": "https://github.com/acme/infra/issues/5", "fields": {}}
+        )
+    )
     (tmp_path / "dump.jsonl").write_text(json.dumps(_github_issue({}, private=False)))
     data = tmp_path / "data"
     _ingest(data, "jira", tmp_path / "spoof.jsonl")  # first: it would hold GitHub's ref if it could take one

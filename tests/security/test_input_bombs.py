@@ -36,12 +36,30 @@ def _export_zip(path: Path, bomb_name: str | None = None, bomb_mb: int = 0, inco
 
 def _ingest(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, int]:
     """Run the CLI in a child and report its peak RSS in MB (ru_maxrss of the waited child)."""
-    code = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
-            "sys.stdout.write(p.stdout); sys.stderr.write(p.stderr); "
-            "print('MAXRSS', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024); sys.exit(p.returncode)")
-    out = subprocess.run([sys.executable, "-c", code, sys.executable, "-m", "context_engine.cli", "ingest", *args,
-                          "--data-dir", str(tmp_path / "data"), "--no-index"],
-                         capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})})
+    code = (
+        "import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+        "sys.stdout.write(p.stdout); sys.stderr.write(p.stderr); "
+        "print('MAXRSS', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024); sys.exit(p.returncode)"
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            sys.executable,
+            "-m",
+            "context_engine.cli",
+            "ingest",
+            *args,
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--no-index",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
     rss = int(out.stdout.rsplit("MAXRSS", 1)[1])
     return out, rss
 
@@ -174,8 +192,9 @@ def test_json_values_are_counted_across_the_files_of_one_ingest(tmp_path):
     files = []
     for i in range(3):
         files.append(tmp_path / f"dump{i}.jsonl")
-        files[-1].write_text("\n".join(json.dumps({"key": f"ENG-{i}{n}", "fields": {"summary": "x" * 40}})
-                                       for n in range(100)))
+        files[-1].write_text(
+            "\n".join(json.dumps({"key": f"ENG-{i}{n}", "fields": {"summary": "x" * 40}}) for n in range(100))
+        )
     env = {"CONTEXT_ENGINE_MAX_INPUT_VALUES": "500"}  # each file holds 200, under its own cap
     out, _ = _ingest(tmp_path, "jira", *map(str, files[:2]), env=env)
     assert out.returncode == 0, out.stderr

@@ -14,14 +14,25 @@ import pytest
 from context_engine import cli
 
 OVERFLOW = {"$multiply": [1e308, 10]}
-PIPELINE = [{"$limit": 1}, {"$project": {"_id": 0, "inf": OVERFLOW, "neg": {"$subtract": [0, OVERFLOW]},
-                                         "nan": {"$subtract": [OVERFLOW, OVERFLOW]}, "zero": {"$multiply": [-0.0, 1]},
-                                         "big": {"$add": [9223372036854775807, 1]}}}]
+PIPELINE = [
+    {"$limit": 1},
+    {
+        "$project": {
+            "_id": 0,
+            "inf": OVERFLOW,
+            "neg": {"$subtract": [0, OVERFLOW]},
+            "nan": {"$subtract": [OVERFLOW, OVERFLOW]},
+            "zero": {"$multiply": [-0.0, 1]},
+            "big": {"$add": [9223372036854775807, 1]},
+        }
+    },
+]
 
 
 def _strict(text: str):
     def refuse(token: str):
         raise ValueError(f"not JSON: {token}")
+
     return json.loads(text, parse_constant=refuse)
 
 
@@ -38,7 +49,7 @@ def test_query_output_is_strict_json_whatever_the_numbers(data_dir, capsys, flag
     code = cli.main(["query", "pull_requests", json.dumps(PIPELINE), "--data-dir", str(data_dir), *flag])
     out = capsys.readouterr().out
     assert code == 0
-    row, = _strict(out)["records"]
+    (row,) = _strict(out)["records"]
     assert row == {"inf": "Infinity", "neg": "-Infinity", "nan": "NaN", "zero": -0.0, "big": 9.223372036854776e18}
 
 

@@ -16,11 +16,15 @@ VICTIM = {"login": "victim", "github_id": 4242, "name": "Victor Tim", "source": 
 NOREPLY = "4242+victim@users.noreply.github.com"
 
 
-@pytest.mark.parametrize("claim, asker", [
-    ({"jira": "mallory", "name": "Mallory", "email": NOREPLY, "source": "jira:ENG"}, "jira:mallory"),
-    ({"slack_id": "U0MALLORY9", "name": "Mallory", "email": NOREPLY.upper(), "source": "slack:acme"}, "U0MALLORY9"),
-    ({"jira": "mallory@evil.io", "email": NOREPLY, "source": "linear:ENG"}, "linear:mallory@evil.io"),
-], ids=["jira", "slack", "linear"])
+@pytest.mark.parametrize(
+    "claim, asker",
+    [
+        ({"jira": "mallory", "name": "Mallory", "email": NOREPLY, "source": "jira:ENG"}, "jira:mallory"),
+        ({"slack_id": "U0MALLORY9", "name": "Mallory", "email": NOREPLY.upper(), "source": "slack:acme"}, "U0MALLORY9"),
+        ({"jira": "mallory@evil.io", "email": NOREPLY, "source": "linear:ENG"}, "linear:mallory@evil.io"),
+    ],
+    ids=["jira", "slack", "linear"],
+)
 def test_an_account_stating_someones_noreply_address_gets_nothing_of_theirs(claim, asker):
     for fragments in ([VICTIM, claim], [claim, VICTIM]):
         directory = merge_people(fragments)

@@ -20,12 +20,51 @@ import pytest
 from context_engine.query.execute import ExecutionError, run_pipeline
 from context_engine.query.validate import EXPR_OPS, validate_pipeline
 
-RECORD = {"_id": "r1", "tenant_id": "acme", "acl": ["*"], "title": "Hello", "n": 7, "m": 3, "f": 2.5,
-          "labels": ["a", "b"], "d": datetime(2026, 1, 3), "flag": False, "none": None, "obj": {"x": 1}}
-SHAPES = ["$n", "$none", "$missing", "$obj", None, 0, 1.5, "x", True, [], {}, [None], {"x": 1},
-          ["$n"], ["$n", "$m"], ["$labels", "$n"], ["$title", None], [None, None], ["$labels", 1.5],
-          ["$labels", "x"], ["$labels", 0.0], ["$obj", "$obj"], [True, "$n"], ["$n", 1e308],
-          ["$labels", 2**62], ["$d", "$d"], {"date": "$none"}, ["$title", 0, 2], ["$none", "$none", "$none"]]
+RECORD = {
+    "_id": "r1",
+    "tenant_id": "acme",
+    "acl": ["*"],
+    "title": "Hello",
+    "n": 7,
+    "m": 3,
+    "f": 2.5,
+    "labels": ["a", "b"],
+    "d": datetime(2026, 1, 3),
+    "flag": False,
+    "none": None,
+    "obj": {"x": 1},
+}
+SHAPES = [
+    "$n",
+    "$none",
+    "$missing",
+    "$obj",
+    None,
+    0,
+    1.5,
+    "x",
+    True,
+    [],
+    {},
+    [None],
+    {"x": 1},
+    ["$n"],
+    ["$n", "$m"],
+    ["$labels", "$n"],
+    ["$title", None],
+    [None, None],
+    ["$labels", 1.5],
+    ["$labels", "x"],
+    ["$labels", 0.0],
+    ["$obj", "$obj"],
+    [True, "$n"],
+    ["$n", 1e308],
+    ["$labels", 2**62],
+    ["$d", "$d"],
+    {"date": "$none"},
+    ["$title", 0, 2],
+    ["$none", "$none", "$none"],
+]
 CRASHES = ("TypeError", "NotImplemented", "AttributeError", "KeyError", "IndexError", "ValueError", "\n")
 
 
@@ -54,29 +93,42 @@ def test_every_operator_with_every_argument_shape_answers_or_refuses_in_one_line
 
 
 @pytest.mark.parametrize("embedded", [True, False])
-@pytest.mark.parametrize("expression, value", [
-    (["$title", "$n", "$missing"], ["Hello", 7, None]),        # an array expression is evaluated
-    ({"$in": ["Hello", ["$title", "y"]]}, True),
-    ({"$in": [1, [True]]}, False), ({"$in": [True, [1]]}, False), ({"$in": [1, [1.0]]}, True),
-    ({"$in": [{"x": 1}, ["$obj"]]}, True), ({"$in": ["$missing", [None]]}, False),
-    ({"$arrayElemAt": ["$labels", 0.0]}, "a"), ({"$arrayElemAt": ["$labels", -1]}, "b"),
-    ({"$arrayElemAt": ["$missing", 0]}, None), ({"$arrayElemAt": [["$title", "$n"], 1]}, 7),
-    ({"$eq": [["$n"], [7]]}, True), ({"$not": ["$flag"]}, True), ({"$not": [["$flag"]]}, False),
-    ({"$not": "$missing"}, True), ({"$size": [["$n", "$m", "$f"]]}, 3),
-])
+@pytest.mark.parametrize(
+    "expression, value",
+    [
+        (["$title", "$n", "$missing"], ["Hello", 7, None]),  # an array expression is evaluated
+        ({"$in": ["Hello", ["$title", "y"]]}, True),
+        ({"$in": [1, [True]]}, False),
+        ({"$in": [True, [1]]}, False),
+        ({"$in": [1, [1.0]]}, True),
+        ({"$in": [{"x": 1}, ["$obj"]]}, True),
+        ({"$in": ["$missing", [None]]}, False),
+        ({"$arrayElemAt": ["$labels", 0.0]}, "a"),
+        ({"$arrayElemAt": ["$labels", -1]}, "b"),
+        ({"$arrayElemAt": ["$missing", 0]}, None),
+        ({"$arrayElemAt": [["$title", "$n"], 1]}, 7),
+        ({"$eq": [["$n"], [7]]}, True),
+        ({"$not": ["$flag"]}, True),
+        ({"$not": [["$flag"]]}, False),
+        ({"$not": "$missing"}, True),
+        ({"$size": [["$n", "$m", "$f"]]}, 3),
+    ],
+)
 def test_unusual_shapes_get_mongodbs_result(embedded, expression, value):
-    row, = _run(embedded, [{"$project": {"_id": 0, "x": expression}}])
+    (row,) = _run(embedded, [{"$project": {"_id": 0, "x": expression}}])
     assert row == {"x": value}
 
 
 @pytest.mark.parametrize("embedded", [True, False])
 def test_out_of_range_element_is_missing_and_bad_arguments_are_refusals(embedded):
     assert _run(embedded, [{"$project": {"_id": 0, "x": {"$arrayElemAt": ["$labels", 5]}}}]) == [{}]
-    for expression, words in (({"$in": ["a", "$none"]}, "$in requires an array"),
-                               ({"$in": ["a", "$n"]}, "$in requires an array"),
-                               ({"$arrayElemAt": ["$n", 0]}, "must be an array"),
-                               ({"$arrayElemAt": ["$labels", 1.5]}, "32-bit integral"),
-                               ({"$arrayElemAt": ["$labels", "x"]}, "numeric value")):
+    for expression, words in (
+        ({"$in": ["a", "$none"]}, "$in requires an array"),
+        ({"$in": ["a", "$n"]}, "$in requires an array"),
+        ({"$arrayElemAt": ["$n", 0]}, "must be an array"),
+        ({"$arrayElemAt": ["$labels", 1.5]}, "32-bit integral"),
+        ({"$arrayElemAt": ["$labels", "x"]}, "numeric value"),
+    ):
         with pytest.raises(ExecutionError, match=None) as raised:
             _run(embedded, [{"$project": {"_id": 0, "x": expression}}])
         assert words in str(raised.value) and "\n" not in str(raised.value)

@@ -16,22 +16,32 @@ from context_engine.store.documents import open_store
 # "sam" is Sam's GitHub login; Eve's Slack handle and Jira name are also "sam". Both are stated the way
 # the sample corpus states people (one operator record with all of a person's accounts).
 SAM = {"login": "sam", "name": "Sam Reader", "slack_id": "U0SAM0001", "source": "sample"}
-EVE = {"login": "eve-x", "name": "Eve Other", "slack_id": "U0EVE0001", "slack_handle": "sam", "jira": "sam",
-       "source": "sample"}
+EVE = {
+    "login": "eve-x",
+    "name": "Eve Other",
+    "slack_id": "U0EVE0001",
+    "slack_handle": "sam",
+    "jira": "sam",
+    "source": "sample",
+}
 
 
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory) -> Settings:
     settings = Settings(data_dir=tmp_path_factory.mktemp("principals"), mongodb_uri=None, tenant="t1", use_llm=False)
-    docs = [{"doc_id": "SAMS", "title": "Sam's review notes", "body": "private", "acl": ["github:sam"]},
-            {"doc_id": "OPEN", "title": "Handbook", "body": "public", "acl": [PUBLIC]}]
+    docs = [
+        {"doc_id": "SAMS", "title": "Sam's review notes", "body": "private", "acl": ["github:sam"]},
+        {"doc_id": "OPEN", "title": "Handbook", "body": "public", "acl": [PUBLIC]},
+    ]
     ingest(settings, {"t1": {"documents": docs, "people": [SAM, EVE]}}, index=False)
     forget(settings)
     return settings
 
 
 def _titles(settings, principals):
-    rows = run_pipeline(open_store(settings), "documents", [{"$match": {}}], tenant="t1", principals=principals, schema=None)
+    rows = run_pipeline(
+        open_store(settings), "documents", [{"$match": {}}], tenant="t1", principals=principals, schema=None
+    )
     return sorted(r["title"] for r in rows)
 
 
@@ -39,7 +49,10 @@ def test_a_handle_equal_to_someone_elses_login_grants_nothing(settings):
     eve = principals_for(settings.with_overrides(asker="eve-x"))
     assert "github:sam" not in eve and all(":" in p for p in eve)
     assert _titles(settings, eve) == ["Handbook"]
-    assert _titles(settings, principals_for(settings.with_overrides(asker="U0SAM0001"))) == ["Handbook", "Sam's review notes"]
+    assert _titles(settings, principals_for(settings.with_overrides(asker="U0SAM0001"))) == [
+        "Handbook",
+        "Sam's review notes",
+    ]
     # bare, un-namespaced strings are no principal of any system
     assert _titles(settings, ["sam"]) == ["Handbook"]
 
@@ -52,8 +65,9 @@ def test_directory_handles_and_names_never_become_principals():
             principals_of_accounts([(kind, "sam")])
 
 
-@pytest.mark.parametrize("tenant", [{"$ne": None}, ["t1"], None, b"t1", 1, "", "../t1", "a/b", "t1\x00", "t" * 65,
-                                    "t1 ", "ａｃｍｅ"])
+@pytest.mark.parametrize(
+    "tenant", [{"$ne": None}, ["t1"], None, b"t1", 1, "", "../t1", "a/b", "t1\x00", "t" * 65, "t1 ", "ａｃｍｅ"]
+)
 def test_tenant_must_be_a_plain_identifier(tenant):
     with pytest.raises((TenantError, TypeError)):
         scope_filter(tenant, [])

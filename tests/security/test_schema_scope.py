@@ -27,18 +27,37 @@ OUTSIDER = {"login": "oscar-o", "name": "Oscar Outsider", "slack_id": "U0OUTSID1
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory) -> Settings:
     settings = Settings(data_dir=tmp_path_factory.mktemp("schema-scope"), mongodb_uri=None, tenant="t1", use_llm=False)
-    public = [{"channel": "general", "channel_id": "C1", "user": "U0OUTSID1", "ts": f"1700000{i:03d}.000100",
-               "text": f"standup notes {i}", "acl": ["*"]} for i in range(5)]
-    private = [{"channel": SECRET_CHANNEL, "channel_id": "G9", "user": "U0MEMBER1", "ts": f"1700001{i:03d}.000100",
-                "text": f"{SECRET_WORD} due diligence {i}", "deal_code": f"{SECRET_WORD}-{i}",
-                "acl": ["slack:U0MEMBER1"]} for i in range(5)]
+    public = [
+        {
+            "channel": "general",
+            "channel_id": "C1",
+            "user": "U0OUTSID1",
+            "ts": f"1700000{i:03d}.000100",
+            "text": f"standup notes {i}",
+            "acl": ["*"],
+        }
+        for i in range(5)
+    ]
+    private = [
+        {
+            "channel": SECRET_CHANNEL,
+            "channel_id": "G9",
+            "user": "U0MEMBER1",
+            "ts": f"1700001{i:03d}.000100",
+            "text": f"{SECRET_WORD} due diligence {i}",
+            "deal_code": f"{SECRET_WORD}-{i}",
+            "acl": ["slack:U0MEMBER1"],
+        }
+        for i in range(5)
+    ]
     ingest(settings, {"t1": {"messages": public + private, "people": [MEMBER, OUTSIDER]}}, index=False)
     return settings
 
 
 def _text(catalog) -> str:
     return json.dumps({n: s.to_json() for n, s in catalog.schemas.items()}) + "".join(
-        s.describe() for s in catalog.schemas.values())
+        s.describe() for s in catalog.schemas.values()
+    )
 
 
 @pytest.mark.parametrize("asker", [None, "oscar-o", "U0OUTSID1"])  # a display name is no asker (test_asker_exact)
@@ -79,8 +98,22 @@ def test_a_tampered_cache_for_another_tenant_is_rebuilt(settings):
 
 def test_schema_command_is_access_filtered(settings):
     def schema(*extra: str) -> str:
-        out = subprocess.run([sys.executable, "-m", "context_engine.cli", "schema", "--data-dir", str(settings.data_dir),
-                              "--tenant", "t1", *extra], capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "context_engine.cli",
+                "schema",
+                "--data-dir",
+                str(settings.data_dir),
+                "--tenant",
+                "t1",
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert out.returncode == 0, out.stderr
         return out.stdout
 

@@ -26,20 +26,48 @@ from context_engine.sources.sample import generate
 from tests.security.leaks import forbidden_markers, hidden_keys
 
 FIELDS = {
-    "pull_requests": ["state", "user.login", "repo", "labels.name", "number", "title", "merged", "created_at",
-                      "additions", "reviews.user.login"],
+    "pull_requests": [
+        "state",
+        "user.login",
+        "repo",
+        "labels.name",
+        "number",
+        "title",
+        "merged",
+        "created_at",
+        "additions",
+        "reviews.user.login",
+    ],
     "messages": ["channel", "channel_id", "user", "text", "ts", "reply_count", "thread_ts"],
 }
 HIDDEN = ["tenant_id", "acl", "_id", "user.tenant_id", "labels.acl"]
-HOSTILE_VALUES = ["globex", "acme", "*", "security-private", "G04SECPR9Z", "globex/core", "slack:U0DCC75DEF",
-                  "github:sokafor", {"$ne": None}, {"$exists": True}, ["*"], None, 0, 1, True, "$tenant_id", "$acl",
-                  "$$ROOT"]
+HOSTILE_VALUES = [
+    "globex",
+    "acme",
+    "*",
+    "security-private",
+    "G04SECPR9Z",
+    "globex/core",
+    "slack:U0DCC75DEF",
+    "github:sokafor",
+    {"$ne": None},
+    {"$exists": True},
+    ["*"],
+    None,
+    0,
+    1,
+    True,
+    "$tenant_id",
+    "$acl",
+    "$$ROOT",
+]
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    settings = Settings(data_dir=tmp_path_factory.mktemp("properties"), mongodb_uri=None, tenant="acme",
-                        asker="zwei-dev", use_llm=False)
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("properties"), mongodb_uri=None, tenant="acme", asker="zwei-dev", use_llm=False
+    )
     ingest(settings, generate(), index=False)
     forget(settings)
     principals = principals_for(settings)
@@ -58,7 +86,8 @@ def _condition():
     scalar = _value()
     return st.one_of(
         scalar,
-        st.fixed_dictionaries({"$eq": scalar}), st.fixed_dictionaries({"$ne": scalar}),
+        st.fixed_dictionaries({"$eq": scalar}),
+        st.fixed_dictionaries({"$ne": scalar}),
         st.fixed_dictionaries({"$in": st.lists(scalar, max_size=4)}),
         st.fixed_dictionaries({"$nin": st.lists(scalar, max_size=4)}),
         st.fixed_dictionaries({"$exists": st.booleans()}),
@@ -68,34 +97,50 @@ def _condition():
 
 def _match(collection: str):
     clause = st.dictionaries(_field(collection), _condition(), min_size=0, max_size=3)
-    logical = st.builds(lambda op, items: {op: items}, st.sampled_from(["$or", "$and", "$nor"]),
-                        st.lists(st.dictionaries(_field(collection), _condition(), min_size=1, max_size=2),
-                                 min_size=1, max_size=3))
-    expr = st.builds(lambda op, f, v: {"$expr": {op: [f"${f}", v]}}, st.sampled_from(["$eq", "$ne", "$gt"]),
-                     _field(collection), _value())
+    logical = st.builds(
+        lambda op, items: {op: items},
+        st.sampled_from(["$or", "$and", "$nor"]),
+        st.lists(st.dictionaries(_field(collection), _condition(), min_size=1, max_size=2), min_size=1, max_size=3),
+    )
+    expr = st.builds(
+        lambda op, f, v: {"$expr": {op: [f"${f}", v]}},
+        st.sampled_from(["$eq", "$ne", "$gt"]),
+        _field(collection),
+        _value(),
+    )
     return st.one_of(clause, logical, expr).map(lambda m: {"$match": m})
 
 
 def _expression(collection: str):
     ref = _field(collection).map(lambda f: f"${f}")
-    return st.one_of(ref, st.sampled_from(["$$ROOT", "$$CURRENT"]),
-                     st.builds(lambda a, b: {"$concat": [a, b]}, ref, ref),
-                     st.builds(lambda a: {"$ifNull": [a, "none"]}, ref),
-                     st.builds(lambda a: {"x": a}, ref))
+    return st.one_of(
+        ref,
+        st.sampled_from(["$$ROOT", "$$CURRENT"]),
+        st.builds(lambda a, b: {"$concat": [a, b]}, ref, ref),
+        st.builds(lambda a: {"$ifNull": [a, "none"]}, ref),
+        st.builds(lambda a: {"x": a}, ref),
+    )
 
 
 def _stage(collection: str):
-    project = st.dictionaries(_field(collection).filter(lambda f: "." not in f) | st.sampled_from(["copy", "k"]),
-                              st.one_of(st.just(1), _expression(collection)), min_size=1, max_size=3)
-    group = st.builds(lambda key, acc, arg: {"$group": {"_id": key, "out": {acc: arg}}},
-                      st.one_of(st.none(), _field(collection).map(lambda f: f"${f}")),
-                      st.sampled_from(["$sum", "$push", "$addToSet", "$first", "$max"]),
-                      st.one_of(st.just(1), _field(collection).map(lambda f: f"${f}"), st.just("$$ROOT")))
+    project = st.dictionaries(
+        _field(collection).filter(lambda f: "." not in f) | st.sampled_from(["copy", "k"]),
+        st.one_of(st.just(1), _expression(collection)),
+        min_size=1,
+        max_size=3,
+    )
+    group = st.builds(
+        lambda key, acc, arg: {"$group": {"_id": key, "out": {acc: arg}}},
+        st.one_of(st.none(), _field(collection).map(lambda f: f"${f}")),
+        st.sampled_from(["$sum", "$push", "$addToSet", "$first", "$max"]),
+        st.one_of(st.just(1), _field(collection).map(lambda f: f"${f}"), st.just("$$ROOT")),
+    )
     return st.one_of(
         _match(collection),
         project.map(lambda p: {"$project": p}),
-        st.builds(lambda f, e: {"$addFields": {f: e}}, st.sampled_from(["extra", "tenant_id", "acl"]),
-                  _expression(collection)),
+        st.builds(
+            lambda f, e: {"$addFields": {f: e}}, st.sampled_from(["extra", "tenant_id", "acl"]), _expression(collection)
+        ),
         group,
         st.builds(lambda f: {"$sort": {f: -1}}, _field(collection)),
         st.integers(1, 50).map(lambda n: {"$limit": n}),
@@ -120,8 +165,9 @@ RAN: list[int] = []  # rows returned by each accepted pipeline, for the check be
 # missing values.
 @example(case=("pull_requests", [{"$group": {"_id": "$user", "out": {"$addToSet": "$labels"}}}]))
 @example(case=("messages", [{"$group": {"_id": "$reply_count", "out": {"$addToSet": "$thread_ts"}}}]))
-@hsettings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                    HealthCheck.too_slow])
+@hsettings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(case=pipelines())
 def test_accepted_pipelines_return_only_what_the_asker_may_read(world, case):
     settings, principals, catalog, store, markers = world
@@ -132,8 +178,16 @@ def test_accepted_pipelines_return_only_what_the_asker_may_read(world, case):
     event("accepted")
     started = time.perf_counter()
     try:
-        rows = run_pipeline(store, collection, pipeline, tenant="acme", principals=principals, schema=schema,
-                            max_rows=settings.max_rows, max_time_ms=2000)
+        rows = run_pipeline(
+            store,
+            collection,
+            pipeline,
+            tenant="acme",
+            principals=principals,
+            schema=schema,
+            max_rows=settings.max_rows,
+            max_time_ms=2000,
+        )
     except ExecutionError:
         rows = []  # a bounded refusal is a harmless outcome
     assert time.perf_counter() - started <= 2.5

@@ -51,6 +51,7 @@ def _store(collection) -> SimpleNamespace:
 
 # -- inside one stage ----------------------------------------------------------------------------
 
+
 def test_the_slow_stage_is_one_the_validator_accepts():
     assert validate_pipeline([SLOW_STAGE], None) == []
 
@@ -86,15 +87,18 @@ def test_a_stop_set_from_another_thread_ends_a_running_stage():
 
 # -- numbers ---------------------------------------------------------------------------------------
 
+
 def test_chained_arithmetic_is_64_bit_fast_and_prints():
     """Each stage multiplies the previous product by itself eight times: on unbounded integers the
     third stage alone would hold 10^1200 digits. MongoDB's long overflows to a double instead."""
     collection = _rows(200)
     big = [INT64_MAX] * 8
-    pipeline = [{"$addFields": {"a": {"$multiply": big}}},
-                {"$addFields": {"b": {"$multiply": ["$a"] * 8}}},
-                {"$addFields": {"c": {"$multiply": ["$b"] * 8}}},
-                {"$project": {"a": 1, "b": 1, "c": 1, "fits": {"$add": [INT64_MAX - 1, 1]}}}]
+    pipeline = [
+        {"$addFields": {"a": {"$multiply": big}}},
+        {"$addFields": {"b": {"$multiply": ["$a"] * 8}}},
+        {"$addFields": {"c": {"$multiply": ["$b"] * 8}}},
+        {"$project": {"a": 1, "b": 1, "c": 1, "fits": {"$add": [INT64_MAX - 1, 1]}}},
+    ]
     assert validate_pipeline(pipeline, None) == []
     started = time.monotonic()
     rows = run_pipeline(_store(collection), "rows", pipeline, tenant="acme", principals=[], schema=None)
@@ -104,13 +108,16 @@ def test_chained_arithmetic_is_64_bit_fast_and_prints():
     json.dumps(rows)  # every value prints
 
 
-@pytest.mark.parametrize("pipeline, refusal", [
-    ([{"$project": {"x": {"$multiply": ["$n"] * 9}}}], "$multiply takes at most 8 operands"),
-    ([{"$project": {"x": {"$add": ["$n", 2**64]}}}], "does not fit a 64-bit integer"),
-    ([{"$match": {"n": {"$gt": -(2**63) - 1}}}], "does not fit a 64-bit integer"),
-    ([{"$match": {"n": float("inf")}}], "is not finite"),
-    ([{"$addFields": {f"x{i}": {"$add": ["$n"] * 8} for i in range(40)}}], "more than 300 parts"),
-])
+@pytest.mark.parametrize(
+    "pipeline, refusal",
+    [
+        ([{"$project": {"x": {"$multiply": ["$n"] * 9}}}], "$multiply takes at most 8 operands"),
+        ([{"$project": {"x": {"$add": ["$n", 2**64]}}}], "does not fit a 64-bit integer"),
+        ([{"$match": {"n": {"$gt": -(2**63) - 1}}}], "does not fit a 64-bit integer"),
+        ([{"$match": {"n": float("inf")}}], "is not finite"),
+        ([{"$addFields": {f"x{i}": {"$add": ["$n"] * 8} for i in range(40)}}], "more than 300 parts"),
+    ],
+)
 def test_numbers_and_expressions_that_could_explode_are_refused(pipeline, refusal):
     errors = validate_pipeline(pipeline, None)
     assert len(errors) == 1 and refusal in errors[0], errors
@@ -121,8 +128,14 @@ def test_a_sum_beyond_64_bits_is_a_double_as_in_mongodb():
     MongoDB answers with a double: so does the embedded store."""
     collection = mongomock.MongoClient().db.rows
     collection.insert_many([{"_id": i, "tenant_id": "acme", "acl": ["*"], "n": INT64_MAX} for i in range(3)])
-    row, = run_pipeline(_store(collection), "rows", [{"$group": {"_id": None, "total": {"$sum": "$n"}}}],
-                        tenant="acme", principals=[], schema=None)
+    (row,) = run_pipeline(
+        _store(collection),
+        "rows",
+        [{"$group": {"_id": None, "total": {"$sum": "$n"}}}],
+        tenant="acme",
+        principals=[],
+        schema=None,
+    )
     assert row["total"] == float(3 * INT64_MAX) and type(row["total"]) is float
 
 
@@ -132,15 +145,21 @@ def test_cli_prints_a_huge_product_and_refuses_a_huge_literal_in_one_line(sample
     assert out.returncode == 0, out.stderr
     assert isinstance(json.loads(out.stdout)["records"][0]["x"], float)
     for number, code in (("9" * 5000, 2), ("9" * 30, 3)):
-        out = run_cli("query", "pull_requests", f'[{{"$match": {{"number": {number}}}}}]', "--data-dir", str(sample_dir))
+        out = run_cli(
+            "query", "pull_requests", f'[{{"$match": {{"number": {number}}}}}]', "--data-dir", str(sample_dir)
+        )
         assert out.returncode == code and len(out.stderr.strip().splitlines()) == 1, out.stderr
         assert "Traceback" not in out.stderr and "64" in out.stderr
 
 
 # -- times -----------------------------------------------------------------------------------------
 
-OUT_OF_RANGE_QUESTIONS = ["PRs merged in the last 99999999999 days", "PRs merged since 0001-01-01",
-                          "PRs merged after 9999-12-31", "PRs merged in the past 200000 weeks"]
+OUT_OF_RANGE_QUESTIONS = [
+    "PRs merged in the last 99999999999 days",
+    "PRs merged since 0001-01-01",
+    "PRs merged after 9999-12-31",
+    "PRs merged in the past 200000 weeks",
+]
 
 
 @pytest.mark.parametrize("question", OUT_OF_RANGE_QUESTIONS)
@@ -153,7 +172,9 @@ def test_cli_refuses_a_time_out_of_range_in_one_line(sample_dir, question):
 @pytest.mark.parametrize("now", ["0001-01-01", "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59", "1899-12-31"])
 def test_cli_refuses_a_now_out_of_range_in_one_line(sample_dir, now):
     out = run_cli("ask", "PRs merged last week", "--now", now, "--data-dir", str(sample_dir))
-    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "out of range" in out.stderr, out.stderr
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "out of range" in out.stderr, (
+        out.stderr
+    )
 
 
 @pytest.fixture(scope="module")
@@ -164,12 +185,19 @@ def server(sample_dir):
 
 
 def _invoke(server, question: str, now: str = NOW, timeout: float = 60) -> httpx.Response:
-    return httpx.post(f"{server.url}/context/invoke", headers={"Authorization": "Bearer member-key"},
-                      json={"input": {"question": question, "now": now}}, timeout=timeout)
+    return httpx.post(
+        f"{server.url}/context/invoke",
+        headers={"Authorization": "Bearer member-key"},
+        json={"input": {"question": question, "now": now}},
+        timeout=timeout,
+    )
 
 
-@pytest.mark.parametrize("question, now", [(q, NOW) for q in OUT_OF_RANGE_QUESTIONS]
-                         + [("PRs merged last week", "0001-01-01T00:00:00Z"), ("PRs merged last week", "9999-12-31")])
+@pytest.mark.parametrize(
+    "question, now",
+    [(q, NOW) for q in OUT_OF_RANGE_QUESTIONS]
+    + [("PRs merged last week", "0001-01-01T00:00:00Z"), ("PRs merged last week", "9999-12-31")],
+)
 def test_http_refuses_a_time_out_of_range_with_400(server, question, now):
     response = _invoke(server, question, now)
     assert response.status_code == 400, response.text
@@ -178,13 +206,18 @@ def test_http_refuses_a_time_out_of_range_with_400(server, question, now):
 
 def test_http_answers_a_number_too_long_to_read_with_a_json_400(server):
     body = '{"input": {"question": "open PRs", "now": "%s"}, "kwargs": {"n": %s}}' % (NOW, "9" * 5000)  # noqa: UP031 (JSON braces)
-    response = httpx.post(f"{server.url}/context/invoke", content=body, timeout=30,
-                          headers={"Authorization": "Bearer member-key", "Content-Type": "application/json"})
+    response = httpx.post(
+        f"{server.url}/context/invoke",
+        content=body,
+        timeout=30,
+        headers={"Authorization": "Bearer member-key", "Content-Type": "application/json"},
+    )
     assert response.status_code == 400
     assert response.json()["error"] == "a number in the request has too many digits to read; numbers fit 64 bits"
 
 
 # -- slow request bodies ---------------------------------------------------------------------------
+
 
 def test_slow_bodies_are_cut_with_408_and_others_are_served_meanwhile(server):
     """Twenty clients each declare a body and trickle a few bytes of it: each gets 408 after the
@@ -193,8 +226,10 @@ def test_slow_bodies_are_cut_with_408_and_others_are_served_meanwhile(server):
     slow = []
     for _ in range(20):
         conn = socket.create_connection((host, port), timeout=10)
-        conn.sendall(b"POST /context/invoke HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer member-key\r\n"
-                     b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"input\":")
+        conn.sendall(
+            b"POST /context/invoke HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer member-key\r\n"
+            b'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"input":'
+        )
         slow.append(conn)
     started = time.monotonic()
     assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
@@ -207,6 +242,7 @@ def test_slow_bodies_are_cut_with_408_and_others_are_served_meanwhile(server):
 
 
 # -- cancelled requests stop their work ------------------------------------------------------------
+
 
 @pytest.fixture
 def slow_queries(monkeypatch):
@@ -305,8 +341,14 @@ def _start(tmp_path, *args: str, stdin=None) -> tuple[subprocess.Popen, Path]:
     marker = tmp_path / "query-started"
     env = {**os.environ, "MARKER": str(marker), "OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""}
     env.pop("MONGODB_URI", None)
-    process = subprocess.Popen([sys.executable, "-c", DRIVER, *args], cwd=REPO, env=env, stdin=stdin,
-                               stdout=subprocess.PIPE if stdin else subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, *args],
+        cwd=REPO,
+        env=env,
+        stdin=stdin,
+        stdout=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     return process, marker
 
 
@@ -340,31 +382,51 @@ def _listening(port: int):
     def check() -> bool:
         with socket.socket() as probe:
             return probe.connect_ex(("127.0.0.1", port)) == 0
+
     return check
 
 
 def test_sigterm_stops_serve_while_a_query_runs(sample_dir, tmp_path):
     port = _free_port()
-    process, marker = _start(tmp_path, "serve", "--data-dir", str(sample_dir), "--keys", str(_keys_file(tmp_path)),
-                             "--port", str(port))
+    process, marker = _start(
+        tmp_path, "serve", "--data-dir", str(sample_dir), "--keys", str(_keys_file(tmp_path)), "--port", str(port)
+    )
     _wait_for(_listening(port), 60, "serve did not start")
-    asker = threading.Thread(target=lambda: httpx.post(
-        f"http://127.0.0.1:{port}/context/invoke", headers={"Authorization": "Bearer member-key"},
-        json={"input": {"question": "how many open PRs are there?", "now": NOW}}, timeout=60), daemon=True)
+    asker = threading.Thread(
+        target=lambda: httpx.post(
+            f"http://127.0.0.1:{port}/context/invoke",
+            headers={"Authorization": "Bearer member-key"},
+            json={"input": {"question": "how many open PRs are there?", "now": NOW}},
+            timeout=60,
+        ),
+        daemon=True,
+    )
     asker.start()
     _terminate_within(process, marker, 5)
 
 
-MCP_HELLO = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+MCP_HELLO = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 MCP_READY = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-MCP_QUERY = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-    "name": "query", "arguments": {"collection": "pull_requests", "pipeline": [{"$match": {"state": "open"}}]}}}
+MCP_QUERY = {
+    "jsonrpc": "2.0",
+    "id": 2,
+    "method": "tools/call",
+    "params": {
+        "name": "query",
+        "arguments": {"collection": "pull_requests", "pipeline": [{"$match": {"state": "open"}}]},
+    },
+}
 
 
 def test_sigterm_stops_mcp_stdio_while_a_query_runs(sample_dir, tmp_path):
-    process, marker = _start(tmp_path, "mcp", "--data-dir", str(sample_dir), "--tenant", "acme", "--as", "sokafor",
-                             stdin=subprocess.PIPE)
+    process, marker = _start(
+        tmp_path, "mcp", "--data-dir", str(sample_dir), "--tenant", "acme", "--as", "sokafor", stdin=subprocess.PIPE
+    )
     process.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in (MCP_HELLO, MCP_READY, MCP_QUERY)))
     process.stdin.flush()
     _terminate_within(process, marker, 5)
@@ -372,8 +434,17 @@ def test_sigterm_stops_mcp_stdio_while_a_query_runs(sample_dir, tmp_path):
 
 def test_sigterm_stops_mcp_http_while_a_query_runs(sample_dir, tmp_path):
     port = _free_port()
-    process, marker = _start(tmp_path, "mcp", "--http", "--data-dir", str(sample_dir),
-                             "--keys", str(_keys_file(tmp_path)), "--port", str(port))
+    process, marker = _start(
+        tmp_path,
+        "mcp",
+        "--http",
+        "--data-dir",
+        str(sample_dir),
+        "--keys",
+        str(_keys_file(tmp_path)),
+        "--port",
+        str(port),
+    )
     _wait_for(_listening(port), 60, "mcp --http did not start")
     headers = {"Authorization": "Bearer member-key", "Accept": "application/json, text/event-stream"}
     url = f"http://127.0.0.1:{port}/mcp"
@@ -388,8 +459,9 @@ def test_sigterm_stops_mcp_http_while_a_query_runs(sample_dir, tmp_path):
 def test_a_cancelled_mcp_call_stops_its_query(sample_dir, tmp_path):
     """The client sends notifications/cancelled for a running `query`: the query ends at once
     instead of running on in the server's worker thread."""
-    process, marker = _start(tmp_path, "mcp", "--data-dir", str(sample_dir), "--tenant", "acme", "--as", "sokafor",
-                             stdin=subprocess.PIPE)
+    process, marker = _start(
+        tmp_path, "mcp", "--data-dir", str(sample_dir), "--tenant", "acme", "--as", "sokafor", stdin=subprocess.PIPE
+    )
     try:
         process.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in (MCP_HELLO, MCP_READY, MCP_QUERY)))
         process.stdin.flush()

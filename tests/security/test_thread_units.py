@@ -11,12 +11,31 @@ import pytest
 from context_engine.config import Settings
 
 CHANNEL = "C0PUBLIC77"
-PARENT = {"type": "message", "channel_id": CHANNEL, "user": "U0DCC75DEF", "ts": "1796600000.000100",
-          "thread_ts": "1796600000.000100", "text": "who owns the larkspur migration", "acl": ["*"]}
-REPLY = {"type": "message", "channel_id": CHANNEL, "user": "U0DCC75DEF", "ts": "1796600001.000100",
-         "thread_ts": "1796600000.000100", "text": "the zanzibarite vault password is in the basement safe"}
-OTHER = {"type": "message", "channel_id": CHANNEL, "user": "U0DCC75DEF", "ts": "1796600100.000100",
-         "text": "zanzibarite dashboards are green again", "acl": ["*"]}
+PARENT = {
+    "type": "message",
+    "channel_id": CHANNEL,
+    "user": "U0DCC75DEF",
+    "ts": "1796600000.000100",
+    "thread_ts": "1796600000.000100",
+    "text": "who owns the larkspur migration",
+    "acl": ["*"],
+}
+REPLY = {
+    "type": "message",
+    "channel_id": CHANNEL,
+    "user": "U0DCC75DEF",
+    "ts": "1796600001.000100",
+    "thread_ts": "1796600000.000100",
+    "text": "the zanzibarite vault password is in the basement safe",
+}
+OTHER = {
+    "type": "message",
+    "channel_id": CHANNEL,
+    "user": "U0DCC75DEF",
+    "ts": "1796600100.000100",
+    "text": "zanzibarite dashboards are green again",
+    "acl": ["*"],
+}
 
 
 @pytest.fixture(autouse=True)

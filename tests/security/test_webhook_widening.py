@@ -14,8 +14,8 @@ from context_engine.server import ApiKey, create_app
 from tests.serving import Server, signed_github, signed_slack, stored_record
 
 SECRET = "widening-test-secret"
-PUBLIC_CHANNEL = "C02WEBFE5N"    # #web in the sample: stored ["*"]
-PRIVATE_CHANNEL = "G04SECPR9Z"   # #security-private: stored as its members
+PUBLIC_CHANNEL = "C02WEBFE5N"  # #web in the sample: stored ["*"]
+PRIVATE_CHANNEL = "G04SECPR9Z"  # #security-private: stored as its members
 MEMBERS = ["slack:U02BA4E0B7", "slack:U02DBE6A14", "slack:U046FF71DB", "slack:U0845B55B7", "slack:U0DCC75DEF"]
 
 
@@ -67,24 +67,43 @@ def _github(server, body: bytes, delivery: str, event: str = "pull_request") -> 
 
 
 def _pull(number: int, private: bool, updated_at: str, **extra) -> dict:
-    return {"id": 770000 + number, "number": number, "title": f"Change {number}", "body": "details", "state": "open",
-            "user": {"login": "rsh-dev"}, "created_at": "2026-11-28T09:00:00Z", "updated_at": updated_at,
-            "html_url": f"https://github.com/acme/infra/pull/{number}", "head": {"ref": f"change-{number}"},
-            "base": {"ref": "main", "repo": {"full_name": "acme/infra", "private": private}}, **extra}
+    return {
+        "id": 770000 + number,
+        "number": number,
+        "title": f"Change {number}",
+        "body": "details",
+        "state": "open",
+        "user": {"login": "rsh-dev"},
+        "created_at": "2026-11-28T09:00:00Z",
+        "updated_at": updated_at,
+        "html_url": f"https://github.com/acme/infra/pull/{number}",
+        "head": {"ref": f"change-{number}"},
+        "base": {"ref": "main", "repo": {"full_name": "acme/infra", "private": private}},
+        **extra,
+    }
 
 
 def _event(pull: dict, action: str = "opened") -> dict:
-    return {"action": action, "pull_request": pull,
-            "repository": {"full_name": "acme/infra", "private": pull["base"]["repo"]["private"]}}
+    return {
+        "action": action,
+        "pull_request": pull,
+        "repository": {"full_name": "acme/infra", "private": pull["base"]["repo"]["private"]},
+    }
 
 
 # -- Slack: the event's own statement of privacy wins over a stored public list ----------------------
 
-@pytest.mark.parametrize("ts, says", [("1796400001.000100", {"channel_type": "group"}),
-                                      ("1796400002.000100", {"channel_type": "im"}),
-                                      ("1796400003.000100", {"channel_type": "mpim"}),
-                                      ("1796400004.000100", {"channel_type": "channel", "is_private": True})],
-                         ids=["group", "im", "mpim", "is_private"])
+
+@pytest.mark.parametrize(
+    "ts, says",
+    [
+        ("1796400001.000100", {"channel_type": "group"}),
+        ("1796400002.000100", {"channel_type": "im"}),
+        ("1796400003.000100", {"channel_type": "mpim"}),
+        ("1796400004.000100", {"channel_type": "channel", "is_private": True}),
+    ],
+    ids=["group", "im", "mpim", "is_private"],
+)
 def test_a_slack_event_saying_private_never_takes_the_channels_stored_public_list(server, data_dir, ts, says):
     _slack(server, _message(PUBLIC_CHANNEL, ts, **says))
     assert _acl(data_dir, "messages", f"{PUBLIC_CHANNEL}:{ts}") == []  # nobody: an event never lists members
@@ -100,8 +119,11 @@ def test_a_slack_event_saying_public_never_widens_a_stored_private_channel(serve
     assert _acl(data_dir, "messages", f"{PRIVATE_CHANNEL}:1796500001.000100") == MEMBERS
 
 
-@pytest.mark.parametrize("channel, ts", [("C02MOBIL6R", "1796500002.000100"), ("C0NEVERSEEN", "1796500003.000100")],
-                         ids=["stored-public", "never-seen"])
+@pytest.mark.parametrize(
+    "channel, ts",
+    [("C02MOBIL6R", "1796500002.000100"), ("C0NEVERSEEN", "1796500003.000100")],
+    ids=["stored-public", "never-seen"],
+)
 def test_a_slack_event_in_a_public_channel_is_public(server, data_dir, channel, ts):
     # the allowed case, so the narrowing above is not just "everything is nobody" (#web is not used
     # here: the private statements above made its newest message, and so its stored list, nobody's)
@@ -118,6 +140,7 @@ def test_a_slack_body_already_applied_is_inert_whatever_its_delivery(server, dat
 
 # -- GitHub: replays are inert, equal timestamps never widen, a webhook never reopens ---------------
 
+
 def test_an_old_delivery_replayed_under_a_new_id_does_not_undo_an_authoritative_narrowing(server, data_dir):
     from context_engine.ingest import ingest
     from context_engine.sources.github import with_visibility
@@ -127,8 +150,11 @@ def test_an_old_delivery_replayed_under_a_new_id_does_not_undo_an_authoritative_
     _github(server, opened, "d-8101-open")
     assert _acl(data_dir, "pull_requests", "acme/infra#8101") == ["*"]
     # An authoritative dump, at the same `updated_at`, says the repository is private.
-    ingest(Settings(data_dir=data_dir, mongodb_uri=None),
-           {"acme": {"pull_requests": [with_visibility(_pull(8101, private=True, updated_at=stamp))]}}, index=False)
+    ingest(
+        Settings(data_dir=data_dir, mongodb_uri=None),
+        {"acme": {"pull_requests": [with_visibility(_pull(8101, private=True, updated_at=stamp))]}},
+        index=False,
+    )
     assert _acl(data_dir, "pull_requests", "acme/infra#8101") == []
     # The old signed body again, under a delivery id never seen (the id is not signed).
     assert _github(server, opened, "d-8101-replayed").json() == {"ignored": "duplicate content"}
@@ -140,11 +166,15 @@ def test_a_delivery_with_an_equal_timestamp_never_widens(server, data_dir):
     from context_engine.sources.github import with_visibility
 
     stamp = "2026-11-29T11:00:00Z"
-    ingest(Settings(data_dir=data_dir, mongodb_uri=None),
-           {"acme": {"pull_requests": [with_visibility(_pull(8102, private=True, updated_at=stamp))]}}, index=False)
+    ingest(
+        Settings(data_dir=data_dir, mongodb_uri=None),
+        {"acme": {"pull_requests": [with_visibility(_pull(8102, private=True, updated_at=stamp))]}},
+        index=False,
+    )
     # Another genuine delivery of the same version of the PR (a different body) that says public.
-    relabeled = _github_body(_event(_pull(8102, private=False, updated_at=stamp, labels=[{"name": "infra"}]),
-                                    action="labeled"))
+    relabeled = _github_body(
+        _event(_pull(8102, private=False, updated_at=stamp, labels=[{"name": "infra"}]), action="labeled")
+    )
     applied = _github(server, relabeled, "d-8102-labeled").json()
     assert applied["ingested"]["collections"]["pull_requests"]["updated"] == 1  # its content does apply
     assert _acl(data_dir, "pull_requests", "acme/infra#8102") == []
@@ -154,8 +184,11 @@ def test_a_newer_delivery_never_reopens_what_an_authoritative_source_closed(serv
     from context_engine.ingest import ingest
     from context_engine.sources.github import with_visibility
 
-    ingest(Settings(data_dir=data_dir, mongodb_uri=None), {"acme": {"pull_requests": [
-        with_visibility(_pull(8103, private=True, updated_at="2026-11-29T12:00:00Z"))]}}, index=False)
+    ingest(
+        Settings(data_dir=data_dir, mongodb_uri=None),
+        {"acme": {"pull_requests": [with_visibility(_pull(8103, private=True, updated_at="2026-11-29T12:00:00Z"))]}},
+        index=False,
+    )
     later = _github_body(_event(_pull(8103, private=False, updated_at="2026-11-30T12:00:00Z"), action="edited"))
     _github(server, later, "d-8103-later")
     assert _acl(data_dir, "pull_requests", "acme/infra#8103") == []

@@ -41,9 +41,13 @@ WRITE = textwrap.dedent("""
 
 
 def _writer(data_dir: Path, number: int, hold: float = 0.0, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", WRITE, str(data_dir), str(number), str(hold)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITE, str(data_dir), str(number), str(hold)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _refs(data_dir: Path) -> list[str]:
@@ -64,9 +68,13 @@ def test_two_concurrent_ingests_both_land_and_the_second_waits(tmp_path):
 def test_a_writer_that_cannot_get_the_lock_fails_in_one_line(tmp_path):
     first = _writer(tmp_path, 1, hold=4.0)
     time.sleep(0.8)
-    cli = subprocess.run([sys.executable, "-m", "context_engine.cli", "ingest", "sample", "--data-dir", str(tmp_path),
-                          "--no-index"], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "CONTEXT_ENGINE_LOCK_WAIT": "0.5"})
+    cli = subprocess.run(
+        [sys.executable, "-m", "context_engine.cli", "ingest", "sample", "--data-dir", str(tmp_path), "--no-index"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CONTEXT_ENGINE_LOCK_WAIT": "0.5"},
+    )
     first.communicate(timeout=120)
     lines = [line for line in cli.stderr.splitlines() if line.strip() and not line.startswith("waiting")]
     assert cli.returncode == 2 and len(lines) == 1 and "another writer" in lines[0], cli.stderr
@@ -77,15 +85,45 @@ def test_a_writer_that_cannot_get_the_lock_fails_in_one_line(tmp_path):
 @pytest.mark.parametrize("kill_after", [0.05, 0.3, 0.6, 1.0, 1.5, 2.5])
 def test_a_killed_ingest_leaves_data_and_catalog_agreeing(tmp_path, kill_after):
     data = tmp_path / "data"
-    base = subprocess.run([sys.executable, "-m", "context_engine.cli", "ingest", "sample", "--data-dir", str(data),
-                           "--no-index"], capture_output=True, text=True, timeout=300)
+    base = subprocess.run(
+        [sys.executable, "-m", "context_engine.cli", "ingest", "sample", "--data-dir", str(data), "--no-index"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert base.returncode == 0, base.stderr
     extra = tmp_path / "extra.json"
-    extra.write_text(json.dumps([{"number": 90000 + i, "title": f"killed {i}", "state": "open", "labels": [{"name": "zzkill"}],
-                                  "html_url": f"https://github.com/acme/web/pull/{90000 + i}",
-                                  "repository": {"full_name": "acme/web", "private": False}} for i in range(300)]))
-    child = subprocess.Popen([sys.executable, "-m", "context_engine.cli", "ingest", "github", str(extra), "--data-dir",
-                              str(data), "--tenant", "acme"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    extra.write_text(
+        json.dumps(
+            [
+                {
+                    "number": 90000 + i,
+                    "title": f"killed {i}",
+                    "state": "open",
+                    "labels": [{"name": "zzkill"}],
+                    "html_url": f"https://github.com/acme/web/pull/{90000 + i}",
+                    "repository": {"full_name": "acme/web", "private": False},
+                }
+                for i in range(300)
+            ]
+        )
+    )
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "context_engine.cli",
+            "ingest",
+            "github",
+            str(extra),
+            "--data-dir",
+            str(data),
+            "--tenant",
+            "acme",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     time.sleep(kill_after)
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=60)
@@ -102,8 +140,17 @@ def test_a_killed_ingest_leaves_data_and_catalog_agreeing(tmp_path, kill_after):
 
 def test_another_process_sees_a_commit_without_restarting(tmp_path):
     settings = Settings(data_dir=tmp_path, mongodb_uri=None, tenant="t1")
-    ingest(settings, {"t1": {"pull_requests": [{"number": 1, "title": "one", "acl": ["*"],
-                                                "html_url": "https://github.com/o/r/pull/1"}]}}, index=False)
+    ingest(
+        settings,
+        {
+            "t1": {
+                "pull_requests": [
+                    {"number": 1, "title": "one", "acl": ["*"], "html_url": "https://github.com/o/r/pull/1"}
+                ]
+            }
+        },
+        index=False,
+    )
     forget(settings)
     held = store_for(settings)
     assert held.count("pull_requests", "t1") == 1
@@ -115,14 +162,36 @@ def test_another_process_sees_a_commit_without_restarting(tmp_path):
 
 def test_data_dirs_hold_no_pickle_and_legacy_pickles_are_never_loaded(tmp_path):
     settings = Settings(data_dir=tmp_path, mongodb_uri=None)
-    ingest(settings, {"t1": {"pull_requests": [{"number": 1, "title": "one", "acl": ["*"],
-                                                "html_url": "https://github.com/o/r/pull/1"}]}}, index=False)
+    ingest(
+        settings,
+        {
+            "t1": {
+                "pull_requests": [
+                    {"number": 1, "title": "one", "acl": ["*"], "html_url": "https://github.com/o/r/pull/1"}
+                ]
+            }
+        },
+        index=False,
+    )
     assert not [p for p in tmp_path.rglob("*") if p.is_file() and p.read_bytes()[:2] in (b"\x80\x04", b"\x80\x05")]
     legacy = tmp_path / "legacy"
     (legacy / "store" / "gen-000001").mkdir(parents=True)
     (legacy / "store" / "CURRENT").write_text("gen-000001")
-    out = subprocess.run([sys.executable, "-m", "context_engine.cli", "query", "pull_requests", '[{"$count": "n"}]',
-                          "--data-dir", str(legacy)], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "context_engine.cli",
+            "query",
+            "pull_requests",
+            '[{"$count": "n"}]',
+            "--data-dir",
+            str(legacy),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2 and "pickle" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
@@ -130,8 +199,13 @@ def test_a_crash_right_after_the_store_commit_is_repaired_on_next_use(tmp_path, 
     import context_engine.ingest as ingest_module
 
     settings = Settings(data_dir=tmp_path, mongodb_uri=None, tenant="t1")
-    pr = {"number": 1, "title": "one", "acl": ["*"], "html_url": "https://github.com/o/r/pull/1",
-          "labels": [{"name": "old"}]}
+    pr = {
+        "number": 1,
+        "title": "one",
+        "acl": ["*"],
+        "html_url": "https://github.com/o/r/pull/1",
+        "labels": [{"name": "old"}],
+    }
     ingest(settings, {"t1": {"pull_requests": [pr]}}, index=False)
 
     def crash(*_args, **_kwargs):

@@ -25,13 +25,25 @@ def _limited_memory() -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "context_engine.cli", *args], capture_output=True, text=True,
-                          timeout=120, preexec_fn=_limited_memory)
+    return subprocess.run(
+        [sys.executable, "-m", "context_engine.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_limited_memory,
+    )
 
 
-@pytest.mark.parametrize("front_matter", [_laughs(), _laughs(key="doc_id"), _laughs(key="tags"),
-                                          "title: " + "[" * 50_000 + "]" * 50_000 + "\n",
-                                          "title: &a [*a]\n"])
+@pytest.mark.parametrize(
+    "front_matter",
+    [
+        _laughs(),
+        _laughs(key="doc_id"),
+        _laughs(key="tags"),
+        "title: " + "[" * 50_000 + "]" * 50_000 + "\n",
+        "title: &a [*a]\n",
+    ],
+)
 def test_a_front_matter_bomb_is_one_skipped_page(tmp_path, front_matter):
     docs = tmp_path / "docs"
     docs.mkdir()

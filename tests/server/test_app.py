@@ -23,10 +23,18 @@ KEYS = {"acme-key": ApiKey(tenant="acme", user="priyar"), "globex-key": ApiKey(t
 
 
 def _pull(number: int, title: str, body: str) -> dict:
-    return {"id": 990000 + number, "number": number, "title": title, "body": body, "state": "open",
-            "user": {"login": "rsh-dev"}, "created_at": "2026-11-29T09:00:00Z", "updated_at": "2026-11-29T09:00:00Z",
-            "html_url": f"https://github.com/acme/infra/pull/{number}",
-            "base": {"ref": "main", "repo": {"full_name": "acme/infra", "private": False}}}
+    return {
+        "id": 990000 + number,
+        "number": number,
+        "title": title,
+        "body": body,
+        "state": "open",
+        "user": {"login": "rsh-dev"},
+        "created_at": "2026-11-29T09:00:00Z",
+        "updated_at": "2026-11-29T09:00:00Z",
+        "html_url": f"https://github.com/acme/infra/pull/{number}",
+        "base": {"ref": "main", "repo": {"full_name": "acme/infra", "private": False}},
+    }
 
 
 def _stored_pull(data_dir, number: int) -> dict | None:
@@ -62,9 +70,12 @@ def offline_env(monkeypatch):
 def _github(server, event: str, payload: dict, secret: str = SECRET) -> httpx.Response:
     body = json.dumps(payload).encode()
     signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    return httpx.post(f"{server.url}/ingest/github", content=body, timeout=60,
-                      headers={"X-GitHub-Event": event, "X-Hub-Signature-256": signature,
-                               "Content-Type": "application/json"})
+    return httpx.post(
+        f"{server.url}/ingest/github",
+        content=body,
+        timeout=60,
+        headers={"X-GitHub-Event": event, "X-Hub-Signature-256": signature, "Content-Type": "application/json"},
+    )
 
 
 def test_no_or_unknown_key_is_refused_before_any_work(server):
@@ -132,8 +143,13 @@ def test_every_remote_runnable_method_returns_what_the_output_schema_says(server
         async for patch in client.astream_log(HYBRID):
             log = patch if log is None else log + patch
         events = [e async for e in client.astream_events(HYBRID, version="v2")]
-        return (await client.ainvoke(HYBRID), [c async for c in client.astream(HYBRID)],
-                (await client.abatch([HYBRID]))[0], log, events)
+        return (
+            await client.ainvoke(HYBRID),
+            [c async for c in client.astream(HYBRID)],
+            (await client.abatch([HYBRID]))[0],
+            log,
+            events,
+        )
 
     ainvoked, achunks, abatched, log, events = asyncio.run(asynchronous())
     assert ainvoked["answer"] == abatched["answer"] == _merged(achunks)["answer"] == out["answer"]
@@ -160,9 +176,18 @@ def test_a_key_sees_only_its_tenant_whatever_the_body_says(server, data_dir):
 
     settings = Settings(data_dir=data_dir, mongodb_uri=None)
     marker = "quokkafrost"
-    ingest(settings, {tenant: {"pull_requests": [_pull(9101, f"Roll out {marker} caching for {tenant}",
-                                                        f"The {marker} rollout plan of {tenant}.")]}
-                      for tenant in ("acme", "globex")}, public=True)
+    ingest(
+        settings,
+        {
+            tenant: {
+                "pull_requests": [
+                    _pull(9101, f"Roll out {marker} caching for {tenant}", f"The {marker} rollout plan of {tenant}.")
+                ]
+            }
+            for tenant in ("acme", "globex")
+        },
+        public=True,
+    )
     forget(settings)
     question = {"question": f"what is the {marker} rollout plan?", "now": NOW}
     for key, tenant, other in (("acme-key", "acme", "globex"), ("globex-key", "globex", "acme")):
@@ -188,8 +213,13 @@ def test_signed_webhook_pr_is_answerable_right_after(server, data_dir):
     assert _stored_pull(data_dir, 9301)["title"] == pull["title"]
     out = server.client("acme-key").invoke({"question": "what did the plinkerton ledger PR change?", "now": NOW})
     assert any(c.get("url") == pull["html_url"] for c in out["citations"]), out["citations"]
-    review = {"id": 77, "user": {"login": "liuyang-ops"}, "state": "APPROVED", "body": "ship it",
-              "submitted_at": "2026-11-29T10:00:00Z"}
+    review = {
+        "id": 77,
+        "user": {"login": "liuyang-ops"},
+        "state": "APPROVED",
+        "body": "ship it",
+        "submitted_at": "2026-11-29T10:00:00Z",
+    }
     reviewed = _github(server, "pull_request_review", {"action": "submitted", "pull_request": pull, "review": review})
     assert reviewed.json()["ingested"]["collections"]["pull_requests"]["updated"] == 1
     assert signed.json()["ingested"]["index"] == "queued"  # committed now, indexed in the background
@@ -209,7 +239,9 @@ def test_signed_webhook_pr_is_answerable_right_after(server, data_dir):
 def test_a_signed_pr_no_store_can_hold_is_refused_in_one_line_not_a_server_error(server, data_dir):
     pull = {**_pull(9401, "Harden the quorvex parser", "Rejects operator keys."), "$where": "sleep(100)"}
     signed = _github(server, "pull_request", {"action": "opened", "pull_request": pull})
-    assert signed.status_code == 400 and signed.json() == {"error": "unusable pull_request payload: field name '$where' cannot be stored"}
+    assert signed.status_code == 400 and signed.json() == {
+        "error": "unusable pull_request payload: field name '$where' cannot be stored"
+    }
     assert _stored_pull(data_dir, 9401) is None
 
 
@@ -217,12 +249,21 @@ def test_slack_url_verification_and_signed_message(server):
     def post(payload: dict, secret: str = SECRET) -> httpx.Response:
         body, stamp = json.dumps(payload).encode(), str(int(time.time()))
         signature = "v0=" + hmac.new(secret.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256).hexdigest()
-        return httpx.post(f"{server.url}/ingest/slack", content=body, timeout=60,
-                          headers={"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": signature})
+        return httpx.post(
+            f"{server.url}/ingest/slack",
+            content=body,
+            timeout=60,
+            headers={"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": signature},
+        )
 
     assert post({"type": "url_verification", "challenge": "c-123"}).json() == {"challenge": "c-123"}
-    event = {"type": "message", "channel": "C03INCDT2X", "user": "U0FAD6C5AF",
-             "text": "the grumblewick deploy is paused", "ts": "1764500000.000100"}
+    event = {
+        "type": "message",
+        "channel": "C03INCDT2X",
+        "user": "U0FAD6C5AF",
+        "text": "the grumblewick deploy is paused",
+        "ts": "1764500000.000100",
+    }
     message = {"type": "event_callback", "event": event}
     assert post(message, secret="guessed").status_code == 401
     # inserted (not unchanged) also shows the forged delivery stored nothing
@@ -234,7 +275,11 @@ def test_healthz_needs_no_key_and_reports_readiness(server):
     assert response.status_code == 200
     health = response.json()
     assert {k: health[k] for k in ("store", "tenants", "tenants_with_records", "tenants_indexed")} == {
-        "store": "ok", "tenants": 2, "tenants_with_records": 2, "tenants_indexed": 2}
+        "store": "ok",
+        "tenants": 2,
+        "tenants_with_records": 2,
+        "tenants_indexed": 2,
+    }
     assert set(health["indexing"]) == {"queued", "running", "failed"}  # the index, apart from the store
     assert "acme" not in response.text and "globex" not in response.text  # health is public: no tenant names
 
@@ -244,11 +289,13 @@ def test_limits_answer_json_errors(data_dir):
     limits = Limits(max_body_bytes=2_000, max_run_body_bytes=2_000, requests_per_minute=2, timeout_seconds=0.001)
     with Server(create_app(settings, KEYS, limits)) as tight:
         headers = {"Authorization": "Bearer globex-key"}
-        big = httpx.post(f"{tight.url}/context/invoke", headers=headers,
-                         json={"input": {"question": "x" * 5_000}})
+        big = httpx.post(f"{tight.url}/context/invoke", headers=headers, json={"input": {"question": "x" * 5_000}})
         assert big.status_code == 413 and "error" in big.json()
-        slow = httpx.post(f"{tight.url}/context/invoke", headers=headers,
-                          json={"input": {"question": "how many open PRs are there?", "now": NOW}})
+        slow = httpx.post(
+            f"{tight.url}/context/invoke",
+            headers=headers,
+            json={"input": {"question": "how many open PRs are there?", "now": NOW}},
+        )
         assert slow.status_code == 504 and "error" in slow.json()
         limited = httpx.get(f"{tight.url}/context/input_schema", headers=headers)
         assert limited.status_code == 429 and "error" in limited.json()
@@ -256,14 +303,21 @@ def test_limits_answer_json_errors(data_dir):
 
 def test_bad_input_is_a_json_error_not_a_stack_trace(server):
     headers = {"Authorization": "Bearer acme-key"}
-    cases = [({"json": {"input": {"question": 5}}}, 422), ({"content": b"{not json"}, 422),
-             ({"json": {"input": {"question": "open PRs", "now": "last blue moon"}}}, 400)]
+    cases = [
+        ({"json": {"input": {"question": 5}}}, 422),
+        ({"content": b"{not json"}, 422),
+        ({"json": {"input": {"question": "open PRs", "now": "last blue moon"}}}, 400),
+    ]
     for route in ("invoke", "stream", "stream_log", "stream_events"):
         for request, status in cases:
             response = httpx.post(f"{server.url}/context/{route}", headers=headers, timeout=60, **request)
             assert response.status_code == status and "error" in response.json(), (route, response.text)
-    batch = httpx.post(f"{server.url}/context/batch", headers=headers, timeout=60,
-                       json={"inputs": ["open PRs", {"question": "open PRs", "now": "last blue moon"}]})
+    batch = httpx.post(
+        f"{server.url}/context/batch",
+        headers=headers,
+        timeout=60,
+        json={"inputs": ["open PRs", {"question": "open PRs", "now": "last blue moon"}]},
+    )
     assert batch.status_code == 400 and "malformed time 'last blue moon'" in batch.json()["error"]
 
 
@@ -281,10 +335,13 @@ def test_a_failed_run_is_the_same_error_on_every_method(server, caplog, request)
     request.addfinalizer(lambda: asgi.removeHandler(caplog.handler))
 
     async def failures(question):
-        calls = {"ainvoke": lambda: client.ainvoke(question), "abatch": lambda: client.abatch([question]),
-                 "astream": lambda: _drain(client.astream(question)),
-                 "astream_log": lambda: _drain(client.astream_log(question)),
-                 "astream_events": lambda: _drain(client.astream_events(question, version="v2"))}
+        calls = {
+            "ainvoke": lambda: client.ainvoke(question),
+            "abatch": lambda: client.abatch([question]),
+            "astream": lambda: _drain(client.astream(question)),
+            "astream_log": lambda: _drain(client.astream_log(question)),
+            "astream_events": lambda: _drain(client.astream_events(question, version="v2")),
+        }
         out = {}
         for name, call in calls.items():
             with pytest.raises(httpx.HTTPStatusError) as failed:
@@ -292,11 +349,16 @@ def test_a_failed_run_is_the_same_error_on_every_method(server, caplog, request)
             out[name] = _status_and_text(failed.value)
         return out
 
-    for question, message in ((BAD_NOW, "malformed time 'last blue moon'"),
-                              (BAD_TIME, "the time 'since 0001-01-01' (0001-01-01) is out of range")):
+    for question, message in (
+        (BAD_NOW, "malformed time 'last blue moon'"),
+        (BAD_TIME, "the time 'since 0001-01-01' (0001-01-01) is out of range"),
+    ):
         syncs = {}
-        for name, call in {"invoke": lambda q=question: client.invoke(q), "batch": lambda q=question: client.batch([q]),
-                           "stream": lambda q=question: list(client.stream(q))}.items():
+        for name, call in {
+            "invoke": lambda q=question: client.invoke(q),
+            "batch": lambda q=question: client.batch([q]),
+            "stream": lambda q=question: list(client.stream(q)),
+        }.items():
             with pytest.raises(httpx.HTTPStatusError) as failed:
                 call()
             syncs[name] = _status_and_text(failed.value)
@@ -305,8 +367,9 @@ def test_a_failed_run_is_the_same_error_on_every_method(server, caplog, request)
         # (RemoteRunnable does not read the body of a stream refused before it starts: the message of a
         # bad `now` reaches a stream's client as the JSON body test_bad_input_is_a_json_error reads.)
         told = {name for name, (_, text) in seen.items() if message in text}
-        assert told == set(seen) - ({"stream", "astream", "astream_log", "astream_events"} if question is BAD_NOW
-                                    else set()), seen
+        assert told == set(seen) - (
+            {"stream", "astream", "astream_log", "astream_events"} if question is BAD_NOW else set()
+        ), seen
     assert not [r for r in caplog.records if r.exc_info or "Exception in ASGI application" in r.getMessage()]
 
 
@@ -324,8 +387,13 @@ async def _drain(stream):
 def test_docs_and_openapi_are_public_schemas_without_data(server):
     spec = httpx.get(f"{server.url}/openapi.json")
     assert spec.status_code == 200
-    assert {"/context/invoke", "/context/batch", "/context/stream", "/context/stream_log",
-            "/context/stream_events"} <= set(spec.json()["paths"])
+    assert {
+        "/context/invoke",
+        "/context/batch",
+        "/context/stream",
+        "/context/stream_log",
+        "/context/stream_events",
+    } <= set(spec.json()["paths"])
     assert "acme" not in spec.text and "globex" not in spec.text and "priyar" not in spec.text
     docs = httpx.get(f"{server.url}/docs")
     assert docs.status_code == 200 and "/openapi.json" in docs.text
@@ -341,11 +409,19 @@ def test_serve_subcommand_takes_keys_from_the_environment(data_dir):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {**os.environ, "OPENAI_BASE_URL": "", "OPENAI_API_KEY": "",
-           "CONTEXT_ENGINE_API_KEYS": json.dumps({"env-key": {"tenant": "acme"}})}
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": "",
+        "OPENAI_API_KEY": "",
+        "CONTEXT_ENGINE_API_KEYS": json.dumps({"env-key": {"tenant": "acme"}}),
+    }
     env.pop("MONGODB_URI", None)
-    process = subprocess.Popen([sys.executable, "-m", "context_engine.cli", "serve", "--data-dir", str(data_dir),
-                                "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "context_engine.cli", "serve", "--data-dir", str(data_dir), "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60

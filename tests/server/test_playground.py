@@ -56,6 +56,7 @@ def _schema_nodes(schema):
 
 # -- RemoteRunnable ---------------------------------------------------------------------------
 
+
 def test_remote_runnable_takes_a_plain_string_or_a_question(server):
     client = server.client(KEY)
     out = client.invoke(QUESTION)
@@ -74,8 +75,12 @@ def test_remote_runnable_takes_a_plain_string_or_a_question(server):
 
     seen = asyncio.run(events())
     assert {"on_chain_start", "on_chain_stream", "on_chain_end"} <= {e["event"] for e in seen}
-    assert any(e["event"] == "on_chain_end" and isinstance(e["data"].get("output"), dict)
-               and e["data"]["output"].get("answer") == out["answer"] for e in seen)
+    assert any(
+        e["event"] == "on_chain_end"
+        and isinstance(e["data"].get("output"), dict)
+        and e["data"]["output"].get("answer") == out["answer"]
+        for e in seen
+    )
 
 
 def test_bad_input_is_still_refused(server):
@@ -87,6 +92,7 @@ def test_bad_input_is_still_refused(server):
 
 # -- schemas -----------------------------------------------------------------------------------
 
+
 def test_schemas_have_no_null_type_and_no_client_configurable(server):
     headers = {"Authorization": f"Bearer {KEY}"}
     config = httpx.get(f"{server.url}/context/config_schema", headers=headers).json()
@@ -95,8 +101,10 @@ def test_schemas_have_no_null_type_and_no_client_configurable(server):
     # API's output holds LangChain messages, a union, and is for clients, not forms).
     schemas = [config, httpx.get(f"{server.url}/context/input_schema", headers=headers).json()]
     page = httpx.get(f"{server.url}/ask/playground/", headers=headers).text
-    embedded = [json.loads(page.split(f"window.{name} = ", 1)[1].split(";\n", 1)[0])
-                for name in ("CONFIG_SCHEMA", "INPUT_SCHEMA", "OUTPUT_SCHEMA")]
+    embedded = [
+        json.loads(page.split(f"window.{name} = ", 1)[1].split(";\n", 1)[0])
+        for name in ("CONFIG_SCHEMA", "INPUT_SCHEMA", "OUTPUT_SCHEMA")
+    ]
     for schema in schemas + embedded:
         for node in _schema_nodes(schema):
             assert node.get("type") != "null" and "null" not in (node.get("type") or []), schema
@@ -104,11 +112,13 @@ def test_schemas_have_no_null_type_and_no_client_configurable(server):
     assert set(schemas[1]["$defs"]["QuestionInput"]["properties"]) == {"question", "now"}
     # a client's configurable keys are not accepted: the run stays the key's tenant
     out = server.client("globex-playground-key").invoke(
-        QUESTION, config={"configurable": {"tenant": "acme", "user": "rsh-dev", "data_dir": "/"}})
+        QUESTION, config={"configurable": {"tenant": "acme", "user": "rsh-dev", "data_dir": "/"}}
+    )
     assert not any("acme/" in (c.get("id") or "") for c in out["citations"])
 
 
 # -- the browser login -------------------------------------------------------------------------
+
 
 def test_login_sets_an_httponly_strict_session_cookie_and_logout_ends_it(server):
     with httpx.Client(timeout=60) as browser:
@@ -160,15 +170,20 @@ def test_the_key_is_never_read_from_a_query_string_or_a_made_up_cookie(server):
     for query in (f"api_key={KEY}", f"key={KEY}", f"token={KEY}", f"{SESSION_COOKIE}={KEY}"):
         assert httpx.get(f"{server.url}/context/input_schema?{query}").status_code == 401, query
         assert httpx.post(f"{server.url}/context/invoke?{query}", json={"input": QUESTION}).status_code == 401
-    assert httpx.get(f"{server.url}/context/input_schema", headers={"Cookie": f"{SESSION_COOKIE}={KEY}"}).status_code == 401
+    assert (
+        httpx.get(f"{server.url}/context/input_schema", headers={"Cookie": f"{SESSION_COOKIE}={KEY}"}).status_code
+        == 401
+    )
     # a login by GET with the key in the URL logs nobody in
     got = httpx.get(f"{server.url}/login?key={KEY}")
     assert got.status_code == 200 and "set-cookie" not in got.headers
     # a wrong Bearer header is not rescued by a valid cookie
     with httpx.Client(timeout=60) as browser:
         assert _login(server, browser).status_code == 303
-        assert browser.get(f"{server.url}/context/input_schema",
-                           headers={"Authorization": "Bearer guessed"}).status_code == 401
+        assert (
+            browser.get(f"{server.url}/context/input_schema", headers={"Authorization": "Bearer guessed"}).status_code
+            == 401
+        )
 
 
 def test_login_attempts_are_rate_limited(sample_dir):
@@ -180,6 +195,7 @@ def test_login_attempts_are_rate_limited(sample_dir):
 
 
 # -- a real browser ----------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is not installed")
@@ -194,8 +210,10 @@ def test_a_person_logs_in_and_asks_in_the_playground(server, tmp_path):
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             failed = []
             page.on("requestfailed", lambda request: failed.append(f"{request.failure} {request.url}"))
-            page.on("response", lambda response: response.status >= 400 and failed.append(
-                f"{response.status} {response.url}"))
+            page.on(
+                "response",
+                lambda response: response.status >= 400 and failed.append(f"{response.status} {response.url}"),
+            )
             page.goto(f"{server.url}/ask/playground/")
             assert page.url.endswith("/login?next=/ask/playground/")  # sent to log in first
             page.fill("#key", KEY)
@@ -211,8 +229,9 @@ def test_a_person_logs_in_and_asks_in_the_playground(server, tmp_path):
             assert question.input_value() == QUESTION
             # The answer shows while the run's event stream is still open; wait for the stream to end
             # so closing the browser does not abort it (an abort would count as a failed request).
-            with page.expect_event("requestfinished", timeout=120_000,
-                                   predicate=lambda request: request.url.endswith("/stream_log")):
+            with page.expect_event(
+                "requestfinished", timeout=120_000, predicate=lambda request: request.url.endswith("/stream_log")
+            ):
                 page.get_by_role("button", name="Start").click()
                 page.get_by_text("Found 8 pull requests").wait_for(timeout=90_000)
             page.get_by_text("https://github.com/acme/infra/pull/749").wait_for(timeout=30_000)  # the last of them
@@ -269,12 +288,15 @@ def test_the_playground_page_carries_the_feedback_buttons_and_the_endpoint_wants
         script = client.get(f"{server.url}/ask/playground/feedback.js")
         assert script.status_code == 200 and "/feedback" in script.text and "data-rating" in script.text
         # The session cookie alone, from another site: refused before the body is read.
-        forged = client.post(f"{server.url}/feedback", json={"rating": "up"}, headers={"Origin": "https://evil.example"})
+        forged = client.post(
+            f"{server.url}/feedback", json={"rating": "up"}, headers={"Origin": "https://evil.example"}
+        )
         assert forged.status_code == 403
     assert httpx.get(f"{server.url}/ask/playground/feedback.js", timeout=30).status_code == 401  # no session
 
 
 # -- the playground's page and feed, apart from the API ----------------------------------------
+
 
 def _feed_output(response: httpx.Response) -> str:
     """The text a stream_log feed streamed (its `streamed_output` additions), as the page shows it."""
@@ -299,8 +321,10 @@ def test_the_playground_feed_is_its_own_and_shows_a_failed_run(server):
     assert "\u2713 route: structured" in shown and "Found 8 pull requests" in shown
     assert len(feed.content) < 20_000 and '"logs":{}' in feed.text.replace(" ", "")
     # a run that fails shows why, with the status an API client would get
-    for question, message in (({"question": QUESTION, "now": "last blue moon"}, "malformed time 'last blue moon'"),
-                              ({"question": "PRs merged since 0001-01-01"}, "'since 0001-01-01' (0001-01-01) is out of range")):
+    for question, message in (
+        ({"question": QUESTION, "now": "last blue moon"}, "malformed time 'last blue moon'"),
+        ({"question": "PRs merged since 0001-01-01"}, "'since 0001-01-01' (0001-01-01) is out of range"),
+    ):
         failed = httpx.post(f"{server.url}/ask/stream_log", json={"input": question}, headers=headers, timeout=60)
         assert failed.status_code == 200 and "\u2717 the run failed (400): " in _feed_output(failed)
         assert message in _feed_output(failed), _feed_output(failed)

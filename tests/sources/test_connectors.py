@@ -47,8 +47,17 @@ def _ask_json(data_dir: Path, *args: str) -> dict:
 @pytest.fixture(scope="module")
 def slack_dir(tmp_path_factory) -> Path:
     data_dir = tmp_path_factory.mktemp("slack-data")
-    out = run_cli("ingest", "slack", *map(str, sorted(SLACK.glob("*.zip"))), "--no-index", "--json",
-                  "--data-dir", str(data_dir), "--tenant", "oss")
+    out = run_cli(
+        "ingest",
+        "slack",
+        *map(str, sorted(SLACK.glob("*.zip"))),
+        "--no-index",
+        "--json",
+        "--data-dir",
+        str(data_dir),
+        "--tenant",
+        "oss",
+    )
     assert out.returncode == 0, out.stderr
     return data_dir
 
@@ -60,7 +69,9 @@ def test_the_three_real_slack_exports_ingest_with_exact_counts(slack_dir):
     store = store_for(Settings().with_overrides(data_dir=str(slack_dir), tenant="oss"))
     coll = store.collection("messages")
     assert store.count("messages", "oss") == messages
-    stored_conversations = coll.count_documents({"tenant_id": "oss", "$expr": {"$eq": [{"$ifNull": ["$thread_ts", "$ts"]}, "$ts"]}})
+    stored_conversations = coll.count_documents(
+        {"tenant_id": "oss", "$expr": {"$eq": [{"$ifNull": ["$thread_ts", "$ts"]}, "$ts"]}}
+    )
     assert stored_conversations == conversations
     assert store.count("people", "oss") == users
 
@@ -68,15 +79,26 @@ def test_the_three_real_slack_exports_ingest_with_exact_counts(slack_dir):
 @needs_slack_exports
 def test_a_slack_message_links_to_a_github_pr(slack_dir):
     store = store_for(Settings().with_overrides(data_dir=str(slack_dir), tenant="oss"))
-    linking = store.collection("messages").find({"tenant_id": "oss", "text": {"$regex": "github.com/racket/scribble/pull/111"}})
+    linking = store.collection("messages").find(
+        {"tenant_id": "oss", "text": {"$regex": "github.com/racket/scribble/pull/111"}}
+    )
     targets = {ref.target for message in linking for ref in references(message)}
     assert "racket/scribble#111" in targets
 
 
 @needs_slack_exports
 def test_reingesting_an_unchanged_source_changes_nothing(slack_dir):
-    out = run_cli("ingest", "slack", str(SLACK / "elmlang-slack-export.zip"), "--no-index", "--json",
-                  "--data-dir", str(slack_dir), "--tenant", "oss")
+    out = run_cli(
+        "ingest",
+        "slack",
+        str(SLACK / "elmlang-slack-export.zip"),
+        "--no-index",
+        "--json",
+        "--data-dir",
+        str(slack_dir),
+        "--tenant",
+        "oss",
+    )
     assert out.returncode == 0, out.stderr
     (report,) = json.loads(out.stdout)
     assert report["collections"]["messages"] == {"inserted": 0, "updated": 0, "unchanged": 14_510}
@@ -85,19 +107,24 @@ def test_reingesting_an_unchanged_source_changes_nothing(slack_dir):
 
 @needs_slack_exports
 def test_structured_questions_over_the_slack_export(slack_dir):
-    data = _ask_json(slack_dir, "ask", "how many messages were posted in #clojure in March 2019?",
-                     "--now", "2019-06-30T00:00:00")
+    data = _ask_json(
+        slack_dir, "ask", "how many messages were posted in #clojure in March 2019?", "--now", "2019-06-30T00:00:00"
+    )
     store = store_for(Settings().with_overrides(data_dir=str(slack_dir), tenant="oss"))
     from datetime import datetime
 
     expected = store.collection("messages").count_documents(
-        {"tenant_id": "oss", "channel": "clojure", "date": {"$gte": datetime(2019, 3, 1), "$lt": datetime(2019, 4, 1)}})
+        {"tenant_id": "oss", "channel": "clojure", "date": {"$gte": datetime(2019, 3, 1), "$lt": datetime(2019, 4, 1)}}
+    )
     assert expected > 0 and data["records"] == [{"count": expected}]
 
 
 def test_this_projects_own_git_history_ingests(tmp_path):
-    commits = int(subprocess.run(["git", "rev-list", "--count", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                                 check=True).stdout)
+    commits = int(
+        subprocess.run(
+            ["git", "rev-list", "--count", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
+    )
     out = run_cli("ingest", "git", str(ROOT), "--no-index", "--json", "--data-dir", str(tmp_path))
     assert out.returncode == 0, out.stderr
     (report,) = json.loads(out.stdout)
@@ -112,8 +139,15 @@ def test_prs_recovered_from_git_never_replace_github_data(tmp_path):
     repo.write("b.txt", "b\n")
     repo.git("commit", "-q", "-m", "Add b (#14)")
     settings = Settings().with_overrides(data_dir=str(tmp_path / "data"), tenant="acme")
-    from_github = {"number": 13, "title": "Add a cache layer", "state": "closed", "merged_at": "2026-01-01T00:00:00Z",
-                   "html_url": "https://github.com/acme/widgets/pull/13", "user": {"login": "carol"}, "acl": ["*"]}
+    from_github = {
+        "number": 13,
+        "title": "Add a cache layer",
+        "state": "closed",
+        "merged_at": "2026-01-01T00:00:00Z",
+        "html_url": "https://github.com/acme/widgets/pull/13",
+        "user": {"login": "carol"},
+        "acl": ["*"],
+    }
     ingest(settings, {"acme": {"pull_requests": [from_github]}}, index=False)
     from context_engine.sources.git import read_git_repo
     from context_engine.sources.problems import ReadProblems
@@ -127,8 +161,7 @@ def test_prs_recovered_from_git_never_replace_github_data(tmp_path):
 def test_prune_removes_only_what_the_source_no_longer_has(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
-    for page in ("adr/ADR-007-webhook-idempotency.md", "handbook/onboarding.md",
-                 "notes/planning-scratch.markdown"):
+    for page in ("adr/ADR-007-webhook-idempotency.md", "handbook/onboarding.md", "notes/planning-scratch.markdown"):
         shutil.copy(CONNECTORS / "docs" / page, docs / Path(page).name)
     data = tmp_path / "data"
     first = json.loads(run_cli("ingest", "docs", str(docs), "--no-index", "--json", "--data-dir", str(data)).stdout)[0]
@@ -137,20 +170,42 @@ def test_prune_removes_only_what_the_source_no_longer_has(tmp_path):
     (docs / "onboarding.md").unlink()
     again = json.loads(run_cli("ingest", "docs", str(docs), "--no-index", "--json", "--data-dir", str(data)).stdout)[0]
     assert not again["removed"]  # without --prune nothing is removed
-    pruned = json.loads(run_cli("ingest", "docs", str(docs), "--prune", "--no-index", "--json",
-                                "--data-dir", str(data)).stdout)[0]
+    pruned = json.loads(
+        run_cli("ingest", "docs", str(docs), "--prune", "--no-index", "--json", "--data-dir", str(data)).stdout
+    )[0]
     assert pruned["removed"] == {"documents": 1}
     assert store_for(Settings().with_overrides(data_dir=str(data))).count("documents", "acme") == kept - 1
 
 
 def test_people_from_different_sources_merge_into_one_person(tmp_path):
     settings = Settings().with_overrides(data_dir=str(tmp_path), tenant="acme")
-    ingest(settings, {"acme": {"people": [{"login": "achen42", "name": "Alex Chen", "source": "github:acme/api"}]}},
-           index=False)
-    ingest(settings, {"acme": {"people": [{"slack_id": "U0ALEX", "slack_handle": "alex", "name": "Alex Chen",
-                                           "email": "alex@acme.io", "source": "slack:acme"}]}}, index=False)
-    ingest(settings, {"acme": {"people": [{"name": "Alex Chen", "email": "alex@acme.io", "source": "git:local/api"}]}},
-           index=False)
+    ingest(
+        settings,
+        {"acme": {"people": [{"login": "achen42", "name": "Alex Chen", "source": "github:acme/api"}]}},
+        index=False,
+    )
+    ingest(
+        settings,
+        {
+            "acme": {
+                "people": [
+                    {
+                        "slack_id": "U0ALEX",
+                        "slack_handle": "alex",
+                        "name": "Alex Chen",
+                        "email": "alex@acme.io",
+                        "source": "slack:acme",
+                    }
+                ]
+            }
+        },
+        index=False,
+    )
+    ingest(
+        settings,
+        {"acme": {"people": [{"name": "Alex Chen", "email": "alex@acme.io", "source": "git:local/api"}]}},
+        index=False,
+    )
     out = run_cli("people", "--json", "--data-dir", str(tmp_path), "--tenant", "acme")
     assert out.returncode == 0, out.stderr
     (person,) = json.loads(out.stdout)["people"]
@@ -160,34 +215,57 @@ def test_people_from_different_sources_merge_into_one_person(tmp_path):
 
 def test_people_overrides_file_joins_what_names_cannot(tmp_path):
     settings = Settings().with_overrides(data_dir=str(tmp_path), tenant="acme")
-    ingest(settings, {"acme": {"people": [{"login": "rsh-dev", "name": "rsh-dev", "source": "github:acme/api"},
-                                          {"slack_id": "U0RK", "slack_handle": "rashid", "name": "Rashid Khan",
-                                           "source": "slack:acme"}]}}, index=False)
+    ingest(
+        settings,
+        {
+            "acme": {
+                "people": [
+                    {"login": "rsh-dev", "name": "rsh-dev", "source": "github:acme/api"},
+                    {"slack_id": "U0RK", "slack_handle": "rashid", "name": "Rashid Khan", "source": "slack:acme"},
+                ]
+            }
+        },
+        index=False,
+    )
     overrides = tmp_path / "people.yaml"
     overrides.write_text("- name: Rashid Khan\n  github: rsh-dev\n  slack: U0RK\n  team: payments\n")
     out = run_cli("ingest", "people", str(overrides), "--no-index", "--data-dir", str(tmp_path), "--tenant", "acme")
     assert out.returncode == 0, out.stderr
     (person,) = store_for(settings).collection("people").find({"tenant_id": "acme"})
-    assert (person["name"], person["login"], person["slack_id"], person["team"]) == ("Rashid Khan", "rsh-dev", "U0RK",
-                                                                                     "payments")
+    assert (person["name"], person["login"], person["slack_id"], person["team"]) == (
+        "Rashid Khan",
+        "rsh-dev",
+        "U0RK",
+        "payments",
+    )
 
 
 def test_a_malformed_file_is_skipped_and_counted_the_rest_goes_in(tmp_path):
-    out = run_cli("ingest", "jira", *map(str, sorted((CONNECTORS / "jira").iterdir())), "--no-index", "--json",
-                  "--data-dir", str(tmp_path))
+    out = run_cli(
+        "ingest",
+        "jira",
+        *map(str, sorted((CONNECTORS / "jira").iterdir())),
+        "--no-index",
+        "--json",
+        "--data-dir",
+        str(tmp_path),
+    )
     assert out.returncode == 0, out.stderr
     (report,) = json.loads(out.stdout)
     assert report["skipped"] >= 1 and report["collections"]["issues"]["inserted"] > 0
     assert any("broken-page.json" in p for p in report["problems"])
 
 
-@pytest.mark.parametrize("args,message", [
-    (["ingest", "slack", "/no/such/export.zip"], "no such"),
-    (["ingest", "git", "/"], "not a git repository"),
-    (["ingest", "git"], "needs one path"),
-    (["ingest", "docs", "--repo", "a/b"], "--repo is for"),
-    (["ingest", "github", "--repo", "acme/api"], "GITHUB_TOKEN"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["ingest", "slack", "/no/such/export.zip"], "no such"),
+        (["ingest", "git", "/"], "not a git repository"),
+        (["ingest", "git"], "needs one path"),
+        (["ingest", "docs", "--repo", "a/b"], "--repo is for"),
+        (["ingest", "github", "--repo", "acme/api"], "GITHUB_TOKEN"),
+    ],
+)
 def test_bad_sources_are_one_line_and_exit_2(tmp_path, args, message):
     out = run_cli(*args, "--data-dir", str(tmp_path), env={"GITHUB_TOKEN": "", "PATH": "/usr/bin:/bin"})
     assert out.returncode == 2
@@ -199,13 +277,23 @@ def test_a_commit_writes_only_the_records_an_ingest_changed(tmp_path, monkeypatc
 
     settings = Settings().with_overrides(data_dir=str(tmp_path), tenant="acme")
     pull = {"number": 1, "title": "Add cache", "html_url": "https://github.com/acme/api/pull/1", "acl": ["*"]}
-    message = {"ts": "1700000000.000100", "channel_id": "C1", "channel": "dev", "user": "U1", "text": "hi", "acl": ["*"]}
+    message = {
+        "ts": "1700000000.000100",
+        "channel_id": "C1",
+        "channel": "dev",
+        "user": "U1",
+        "text": "hi",
+        "acl": ["*"],
+    }
     ingest(settings, {"acme": {"pull_requests": [pull], "messages": [message]}}, index=False)
     written = []
     original = StoreFile.write
     monkeypatch.setattr(StoreFile, "write", lambda self, changes: original(self, written.extend(changes) or written))
-    ingest(settings, {"acme": {"pull_requests": [pull], "messages": [message, {**message, "ts": "1700000001.000100"}]}},
-           index=False)
+    ingest(
+        settings,
+        {"acme": {"pull_requests": [pull], "messages": [message, {**message, "ts": "1700000001.000100"}]}},
+        index=False,
+    )
     assert [(name, doc["ref"]) for name, _, doc in written] == [("messages", "C1:1700000001.000100")]
     written.clear()
     ingest(settings, {"acme": {"pull_requests": [pull]}}, index=False)  # nothing changed: nothing written

@@ -34,7 +34,10 @@ def test_markdown_with_front_matter(docs):
     assert doc["tags"] == ["payments", "on-call"] and doc["space"] == "Payments"
     assert doc["url"] == "https://wiki.acme.io/payments/on-call-onboarding"
     assert doc["doc_id"] == "handbook/onboarding.md" and "acl" not in doc and doc["source"] == "docs:docs"
-    assert doc["links"] == ["https://wiki.acme.io/payments/runbooks/refunds", "https://github.com/acme/payments/pull/1342"]
+    assert doc["links"] == [
+        "https://wiki.acme.io/payments/runbooks/refunds",
+        "https://github.com/acme/payments/pull/1342",
+    ]
     assert not doc["body"].startswith("---")
 
 
@@ -49,7 +52,10 @@ def test_pr_url_and_issue_key_in_markdown_are_references(docs):
     doc = normalize("documents", by_path(docs[0])["handbook/onboarding.md"])
     refs = {ref.target: ref for ref in references(doc)}
     assert {"acme/payments#1342", "ENG-231", "https://wiki.acme.io/payments/runbooks/refunds"} <= set(refs)
-    adr = {ref.target: ref for ref in references(normalize("documents", by_path(docs[0])["adr/ADR-007-webhook-idempotency.md"]))}
+    adr = {
+        ref.target: ref
+        for ref in references(normalize("documents", by_path(docs[0])["adr/ADR-007-webhook-idempotency.md"]))
+    }
     assert adr["acme/payments#1342"].cue == "implemented in"
 
 
@@ -60,8 +66,9 @@ def test_notion_markdown_pages_and_nesting(docs):
     assert wiki["title"] == "Engineering Wiki" and wiki["author"] == {"name": "Lars Nielsen"}
     assert wiki["created_at"] == "2025-05-02T10:15:00Z" and wiki["updated_at"] == "2026-11-18T16:02:00Z"
     assert wiki["tags"] == ["infra", "handbook"]
-    child = pages["notion/Engineering Wiki 0a1b2c3d4e5f67890a1b2c3d4e5f6789/"
-                  "Deploy Checklist f0e1d2c3b4a5968778695a4b3c2d1e0f.md"]
+    child = pages[
+        "notion/Engineering Wiki 0a1b2c3d4e5f67890a1b2c3d4e5f6789/Deploy Checklist f0e1d2c3b4a5968778695a4b3c2d1e0f.md"
+    ]
     assert child["doc_id"] == "f0e1d2c3b4a5968778695a4b3c2d1e0f" and child["title"] == "Deploy Checklist"
     assert child["parent_id"] == wiki["doc_id"]
 
@@ -95,7 +102,10 @@ def test_malformed_files_skipped_and_counted_others_ignored(docs):
     out, problems = docs
     assert problems.count == 3
     assert sorted(e.split(":")[0] for e in problems.examples) == [
-        "broken/bad-front-matter.md", "broken/latin1.md", "broken/list-front-matter.md"]
+        "broken/bad-front-matter.md",
+        "broken/latin1.md",
+        "broken/list-front-matter.md",
+    ]
     paths = set(by_path(out))
     assert len(paths) == 7 and not any(p.startswith((".trash", "assets", "broken")) for p in paths)
     with pytest.raises(SourceError):
@@ -114,8 +124,10 @@ def test_every_document_normalizes_and_authors_become_people(docs):
 
 
 def test_html_text_survives_sloppy_markup():
-    page = html_page("<title>T</title><p>one<p>two <a href='https://x.io/a'>https://x.io/a</a><ul><li>a<li>b</ul>"
-                     "<script>var x = 1;</script>tail")
+    page = html_page(
+        "<title>T</title><p>one<p>two <a href='https://x.io/a'>https://x.io/a</a><ul><li>a<li>b</ul>"
+        "<script>var x = 1;</script>tail"
+    )
     assert page.title == "T"
     assert page.text == "one\ntwo https://x.io/a\n- a\n- b\n\ntail"  # an unclosed <p> nests the next
     assert page.links == ["https://x.io/a"]

@@ -13,12 +13,35 @@ from context_engine.sources.generic import OwnOptions, read_files, read_mongodb,
 from context_engine.sources.problems import ReadProblems, SourceError
 
 LOGINS = {"priyar", "larsn", "mgarcia"}
-ROWS = [{"id": 1, "title": "Checkout down", "severity": "sev1", "commander": "priyar", "opened_at": "2026-03-01T10:00:00Z",
-         "summary": "Card payments failed for twenty minutes after a config push", "pr": "acme/web#12"},
-        {"id": 2, "title": "Slow search", "severity": "sev3", "commander": "larsn", "opened_at": "2026-03-04T08:30:00Z",
-         "summary": "Search latency doubled while an index was rebuilt in the background", "pr": "acme/web#13"},
-        {"id": 3, "title": "Login loop", "severity": "sev2", "commander": "priyar", "opened_at": "2026-03-09",
-         "summary": "Some users were sent back to the login page after signing in", "pr": "acme/web#14"}]
+ROWS = [
+    {
+        "id": 1,
+        "title": "Checkout down",
+        "severity": "sev1",
+        "commander": "priyar",
+        "opened_at": "2026-03-01T10:00:00Z",
+        "summary": "Card payments failed for twenty minutes after a config push",
+        "pr": "acme/web#12",
+    },
+    {
+        "id": 2,
+        "title": "Slow search",
+        "severity": "sev3",
+        "commander": "larsn",
+        "opened_at": "2026-03-04T08:30:00Z",
+        "summary": "Search latency doubled while an index was rebuilt in the background",
+        "pr": "acme/web#13",
+    },
+    {
+        "id": 3,
+        "title": "Login loop",
+        "severity": "sev2",
+        "commander": "priyar",
+        "opened_at": "2026-03-09",
+        "summary": "Some users were sent back to the login page after signing in",
+        "pr": "acme/web#14",
+    },
+]
 
 
 def _read(tmp_path, name, text, **options):
@@ -34,12 +57,15 @@ def _csv(rows):
     return "\n".join([",".join(columns), *(",".join(str(r.get(c, "")) for c in columns) for r in rows)]) + "\n"
 
 
-@pytest.mark.parametrize("name, text", [
-    ("incidents.json", json.dumps(ROWS)),
-    ("incidents.json", json.dumps({"meta": {"page": 1}, "incidents": ROWS})),
-    ("incidents.jsonl", "\n".join(json.dumps(r) for r in ROWS)),
-    ("incidents.csv", _csv(ROWS)),
-])
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("incidents.json", json.dumps(ROWS)),
+        ("incidents.json", json.dumps({"meta": {"page": 1}, "incidents": ROWS})),
+        ("incidents.jsonl", "\n".join(json.dumps(r) for r in ROWS)),
+        ("incidents.csv", _csv(ROWS)),
+    ],
+)
 def test_every_format_gives_the_same_records(tmp_path, name, text):
     read, problems = _read(tmp_path, name, text)
     assert problems.count == 0
@@ -70,8 +96,16 @@ def test_the_spec_is_inferred_and_each_choice_said(tmp_path):
 
 
 def test_given_options_win_over_inference(tmp_path):
-    read, _ = _read(tmp_path, "incidents.json", json.dumps(ROWS), key="title", ref_prefix="INC-", noun="outage",
-                    times={"reported": "opened_at"}, people={"lead": ("commander", "github")})
+    read, _ = _read(
+        tmp_path,
+        "incidents.json",
+        json.dumps(ROWS),
+        key="title",
+        ref_prefix="INC-",
+        noun="outage",
+        times={"reported": "opened_at"},
+        people={"lead": ("commander", "github")},
+    )
     spec = read.spec
     assert (spec.key, spec.noun, read.records[0]["ref"]) == ("title", "outage", "INC-Checkout down")
     assert spec.times == {"reported": ("opened_at",)} and set(spec.people) == {"lead"}
@@ -99,8 +133,20 @@ def test_no_key_to_infer_is_one_line(tmp_path):
 
 
 def test_the_engines_fields_and_unstorable_keys_are_dropped_and_said(tmp_path):
-    rows = [{"id": 1, "_id": "x", "tenant_id": "globex", "acl": ["*"], "source": "github", "acl_partial": True,
-             "$where": "1", "a.b": 2, "nested": {"acl": ["*"], "$gt": 1, "ok": 3}, "title": "t"}]
+    rows = [
+        {
+            "id": 1,
+            "_id": "x",
+            "tenant_id": "globex",
+            "acl": ["*"],
+            "source": "github",
+            "acl_partial": True,
+            "$where": "1",
+            "a.b": 2,
+            "nested": {"acl": ["*"], "$gt": 1, "ok": 3},
+            "title": "t",
+        }
+    ]
     read, _ = _read(tmp_path, "x.json", json.dumps(rows), key="id")
     (record,) = read.records
     assert record == {"id": 1, "nested": {"ok": 3}, "title": "t", "ref": "incidents/1", "source": "files"}
@@ -121,7 +167,9 @@ def test_access_comes_from_the_access_field_as_principals(tmp_path):
     assert public.records[2]["acl"] == ["*"]  # naming nobody, with --public: the whole tenant
 
 
-@pytest.mark.parametrize("value", ["priyar", "GitHub:priyar", "github:", "okta:dana", ["github:a", "dana"], {"$ne": 1}, 7])
+@pytest.mark.parametrize(
+    "value", ["priyar", "GitHub:priyar", "github:", "okta:dana", ["github:a", "dana"], {"$ne": 1}, 7]
+)
 def test_an_access_value_without_its_system_is_refused(tmp_path, value):
     path = tmp_path / "x.json"
     path.write_text(json.dumps([{"id": 1, "who": value}]))
@@ -183,9 +231,18 @@ def test_a_broken_file_is_a_problem_of_that_file(tmp_path):
 
 def test_a_spec_file_is_the_whole_spec(tmp_path):
     path = tmp_path / "spec.json"
-    path.write_text(json.dumps({"noun": "incident", "key": "id", "ref_prefix": "INC-", "text": ["title"],
-                                "people": {"commander": [{"path": "commander", "handle": "github"}]},
-                                "access_field": "who"}))
+    path.write_text(
+        json.dumps(
+            {
+                "noun": "incident",
+                "key": "id",
+                "ref_prefix": "INC-",
+                "text": ["title"],
+                "people": {"commander": [{"path": "commander", "handle": "github"}]},
+                "access_field": "who",
+            }
+        )
+    )
     options = spec_file_options(path, "incidents", None, False)
     assert options.access_field == "who" and options.spec.people["commander"][0].path == "commander"
     rows = tmp_path / "rows.json"
@@ -216,17 +273,30 @@ class _ReadOnly:
 def test_mongodb_is_copied_read_only_with_its_id_as_the_key():
     client = mongomock.MongoClient(tz_aware=False)
     source = client["ops"]["oncall"]
-    source.insert_many([{"team": "payments", "who": "priyar", "started": datetime(2026, 3, 1)},
-                        {"team": "web", "who": "mgarcia", "started": datetime(2026, 3, 8)},
-                        {"team": "payments", "who": "larsn", "started": datetime(2026, 3, 15)}])
+    source.insert_many(
+        [
+            {"team": "payments", "who": "priyar", "started": datetime(2026, 3, 1)},
+            {"team": "web", "who": "mgarcia", "started": datetime(2026, 3, 8)},
+            {"team": "payments", "who": "larsn", "started": datetime(2026, 3, 15)},
+        ]
+    )
     before = list(source.find())
     read_only = {"ops": {"oncall": _ReadOnly(source)}}
     problems = ReadProblems()
-    read = read_mongodb(read_only, "ops", "oncall", OwnOptions("shifts", public=True), LOGINS, problems,
-                        query={"team": "payments"}, limit=5)
+    read = read_mongodb(
+        read_only,
+        "ops",
+        "oncall",
+        OwnOptions("shifts", public=True),
+        LOGINS,
+        problems,
+        query={"team": "payments"},
+        limit=5,
+    )
     assert list(source.find()) == before
-    assert read.spec.key == "id" and {r["ref"] for r in read.records} == {str(d["_id"]) for d in before
-                                                                           if d["team"] == "payments"}
+    assert read.spec.key == "id" and {r["ref"] for r in read.records} == {
+        str(d["_id"]) for d in before if d["team"] == "payments"
+    }
     assert all("_id" not in r and r["source"] == "mongodb:ops.oncall" for r in read.records)
     assert read.spec.times == {"created": ("started",)}
     limited = read_mongodb(read_only, "ops", "oncall", OwnOptions("shifts", public=True), LOGINS, problems, limit=1)

@@ -36,30 +36,56 @@ def widgets(tmp_path) -> Repo:
     repo.write("README.md", "# Widgets\nSmall widgets.\n")
     repo.write("logo.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00binary")
     repo.write("notes.txt", NOTES)
-    repo.git("commit", "-q", "-m", "Initial import", who="alice-old <alice@old.example>",
-             date="2026-01-05T10:00:00+01:00")
+    repo.git(
+        "commit", "-q", "-m", "Initial import", who="alice-old <alice@old.example>", date="2026-01-05T10:00:00+01:00"
+    )
     repo.git("checkout", "-q", "-b", "feature-x")
     repo.write("feature.py", "def x():\n    return 1\n\n")
-    repo.git("commit", "-q", "-m", "Feature x", who="Alice Liddell <alice@example.com>", date="2026-01-06T09:00:00+00:00")
+    repo.git(
+        "commit", "-q", "-m", "Feature x", who="Alice Liddell <alice@example.com>", date="2026-01-06T09:00:00+00:00"
+    )
     repo.git("checkout", "-q", "main")
-    repo.git("merge", "-q", "--no-ff", "feature-x", "-m",
-             "Merge pull request #12 from alice/feature-x\n\nAdd feature X\n\nIt adds x().",
-             who="Bob Merger <bob@example.com>", date="2026-01-07T12:00:00+00:00")
+    repo.git(
+        "merge",
+        "-q",
+        "--no-ff",
+        "feature-x",
+        "-m",
+        "Merge pull request #12 from alice/feature-x\n\nAdd feature X\n\nIt adds x().",
+        who="Bob Merger <bob@example.com>",
+        date="2026-01-07T12:00:00+00:00",
+    )
     repo.write("cache.py", "CACHE = {}\n")
-    repo.git("commit", "-q", "-m", "Add cache (#13)\n\n* first try\n* second try",
-             who="Carol <12345+carol-gh@users.noreply.github.com>", date="2026-01-08T08:30:00-05:00")
+    repo.git(
+        "commit",
+        "-q",
+        "-m",
+        "Add cache (#13)\n\n* first try\n* second try",
+        who="Carol <12345+carol-gh@users.noreply.github.com>",
+        date="2026-01-08T08:30:00-05:00",
+    )
     repo.git("mv", "notes.txt", "docs-notes.txt")
     repo.git("commit", "-q", "-m", WEIRD_MESSAGE, who="Bob Builder <bob@example.com>", date="2026-01-09T10:00:00+00:00")
-    repo.git("commit", "-q", "--allow-empty", "-m", "Empty commit", who="Bob Builder <bob@example.com>",
-             date="2026-01-10T10:00:00+00:00")
+    repo.git(
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "Empty commit",
+        who="Bob Builder <bob@example.com>",
+        date="2026-01-10T10:00:00+00:00",
+    )
     return repo
 
 
 def test_reads_this_projects_own_history():
     if subprocess.run(["git", "-C", str(PROJECT), "rev-parse", "--git-dir"], capture_output=True).returncode != 0:
         pytest.skip("the project is not a git checkout here")
-    expected = int(subprocess.run(["git", "-C", str(PROJECT), "rev-list", "--count", "HEAD"],
-                                  capture_output=True, text=True, check=True).stdout)
+    expected = int(
+        subprocess.run(
+            ["git", "-C", str(PROJECT), "rev-list", "--count", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout
+    )
     problems = ReadProblems()
     out = read_git_repo(PROJECT, problems)
     assert problems.count == 0
@@ -107,8 +133,9 @@ def test_commit_records_numstat_binary_rename_and_message(widgets):
 
     moved = commits["Move notes"]
     assert moved["message"] == WEIRD_MESSAGE  # a record separator, tabs and a stat-like line survive
-    assert moved["files"] == [{"filename": "docs-notes.txt", "additions": 0, "deletions": 0,
-                               "previous_filename": "notes.txt"}]
+    assert moved["files"] == [
+        {"filename": "docs-notes.txt", "additions": 0, "deletions": 0, "previous_filename": "notes.txt"}
+    ]
     assert commits["Empty commit"]["files"] == []
     assert commits["Add cache (#13)"]["author"]["date"] == "2026-01-08T08:30:00-05:00"
 
@@ -147,18 +174,21 @@ def test_repository_without_remote_or_commits(tmp_path):
     _all_normalize(out)
 
 
-@pytest.mark.parametrize("url, expected", [
-    ("https://github.com/acme/widgets.git", ("acme/widgets", True)),
-    ("https://user:secret@github.com/acme/widgets", ("acme/widgets", True)),
-    ("git@github.com:acme/widgets.git", ("acme/widgets", True)),
-    ("ssh://git@github.com/acme/widgets.git", ("acme/widgets", True)),
-    ("git@gitlab.com:group/sub/project.git", ("group/sub/project", False)),
-    ("https://gitlab.example.com/team/app", ("team/app", False)),
-    ("/srv/git/widgets.git", None),
-    ("file:///srv/git/widgets.git", None),
-    ("../widgets", None),
-    ("https://github.com/acme", None),
-])
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        ("https://github.com/acme/widgets.git", ("acme/widgets", True)),
+        ("https://user:secret@github.com/acme/widgets", ("acme/widgets", True)),
+        ("git@github.com:acme/widgets.git", ("acme/widgets", True)),
+        ("ssh://git@github.com/acme/widgets.git", ("acme/widgets", True)),
+        ("git@gitlab.com:group/sub/project.git", ("group/sub/project", False)),
+        ("https://gitlab.example.com/team/app", ("team/app", False)),
+        ("/srv/git/widgets.git", None),
+        ("file:///srv/git/widgets.git", None),
+        ("../widgets", None),
+        ("https://github.com/acme", None),
+    ],
+)
 def test_repo_name_from_remote_url(url, expected):
     repo = repo_from_remote(url)
     assert (repo and (repo.name, repo.github)) == expected
@@ -188,11 +218,13 @@ def _fake_commit(sha: str, date: str, stats: bytes = b"") -> bytes:
 
 def test_a_commit_that_does_not_parse_is_reported_and_skipped():
     good = "a" * 40
-    stream = (_fake_commit(good, "2026-01-01T00:00:00+00:00", b"\n1\t2\tx.py\0")
-              + _fake_commit("b" * 40, "yesterday-ish")
-              + _fake_commit("c" * 40, "2026-01-02T00:00:00+00:00", b"\nx\t2\tbad.py\0")
-              + _fake_commit("d" * 40, "2026-01-03T00:00:00+00:00", b"\n0\t0\t\0old.py\0new.py\0"))
-    chunks = [stream[i:i + 7] for i in range(0, len(stream), 7)]  # tokens split across reads
+    stream = (
+        _fake_commit(good, "2026-01-01T00:00:00+00:00", b"\n1\t2\tx.py\0")
+        + _fake_commit("b" * 40, "yesterday-ish")
+        + _fake_commit("c" * 40, "2026-01-02T00:00:00+00:00", b"\nx\t2\tbad.py\0")
+        + _fake_commit("d" * 40, "2026-01-03T00:00:00+00:00", b"\n0\t0\t\0old.py\0new.py\0")
+    )
+    chunks = [stream[i : i + 7] for i in range(0, len(stream), 7)]  # tokens split across reads
     problems = ReadProblems()
     commits = list(parse_log_stream(chunks, problems))
     assert [c["sha"] for c in commits] == [good, "d" * 40]

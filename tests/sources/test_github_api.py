@@ -33,13 +33,17 @@ def key(path: str, query: dict[str, str]) -> Key:
 
 
 def pull_routes(sync: str, number: int) -> dict[Key, Any]:
-    return {key(f"{R}/pulls/{number}", {}): f"{sync}/pulls/{number}.json",
-            key(f"{R}/pulls/{number}/reviews", PAGE_Q): f"{sync}/pulls/{number}_reviews.json"}
+    return {
+        key(f"{R}/pulls/{number}", {}): f"{sync}/pulls/{number}.json",
+        key(f"{R}/pulls/{number}/reviews", PAGE_Q): f"{sync}/pulls/{number}_reviews.json",
+    }
 
 
 SYNC1: dict[Key, Any] = {
-    key(f"{R}/issues", ISSUES_Q): ("sync1/issues_page1.json",
-                                   {"Link": f'<{PAGE2}>; rel="next", <{PAGE2}>; rel="last"'}),
+    key(f"{R}/issues", ISSUES_Q): (
+        "sync1/issues_page1.json",
+        {"Link": f'<{PAGE2}>; rel="next", <{PAGE2}>; rel="last"'},
+    ),
     key("/repositories/250213286/issues", {**ISSUES_Q, "page": "2"}): "sync1/issues_page2.json",
     key(f"{R}/pulls/comments", COMMENTS_Q): "sync1/pulls_comments.json",
     **{k: v for n in (7408, 7411, 7414, 7397) for k, v in pull_routes("sync1", n).items()},
@@ -47,7 +51,9 @@ SYNC1: dict[Key, Any] = {
 SYNC2: dict[Key, Any] = {
     key(f"{R}/issues", {**ISSUES_Q, "since": SINCE1}): "sync2/issues_since.json",
     key(f"{R}/pulls/comments", {**COMMENTS_Q, "since": COMMENTS_SINCE1}): "sync2/pulls_comments_since.json",
-    **pull_routes("sync2", 7402), **pull_routes("sync2", 7411), **pull_routes("sync1", 7408),
+    **pull_routes("sync2", 7402),
+    **pull_routes("sync2", 7411),
+    **pull_routes("sync1", 7408),
     key(f"{R}/pulls/7411/comments", PAGE_Q): "sync2/pulls/7411_comments.json",
 }
 
@@ -83,8 +89,9 @@ class GitHubStub:
 def run(stub: GitHubStub, cursor: dict | None = None, problems: ReadProblems | None = None, sleeps=None):
     sleeps = [] if sleeps is None else sleeps
     client = httpx.Client(transport=httpx.MockTransport(stub))
-    return sync_github(REPO, TOKEN, cursor, problems or ReadProblems(), client=client, sleep=sleeps.append,
-                       clock=lambda: NOW)
+    return sync_github(
+        REPO, TOKEN, cursor, problems or ReadProblems(), client=client, sleep=sleeps.append, clock=lambda: NOW
+    )
 
 
 def by_number(records: list[dict]) -> dict[int, dict]:
@@ -115,11 +122,18 @@ def test_full_sync_pages_through_issues_and_splits_prs_from_issues(first_sync):
 def test_records_have_the_dump_shape_and_normalize(first_sync, tmp_path):
     _, _, _, records, _ = first_sync
     dump = tmp_path / "issues.jsonl"
-    dump.write_text("".join(json.dumps(item) + "\n" for name in ("sync1/issues_page1.json", "sync1/issues_page2.json")
-                            for item in load(name)))
+    dump.write_text(
+        "".join(
+            json.dumps(item) + "\n"
+            for name in ("sync1/issues_page1.json", "sync1/issues_page2.json")
+            for item in load(name)
+        )
+    )
     from_dump = read_github_dump([dump], ReadProblems())
-    assert by_number(records["issues"]) == {n: {**r, "acl": ["*"], "source": "github:huggingface/datasets"}
-                                           for n, r in by_number(from_dump["issues"]).items()}
+    assert by_number(records["issues"]) == {
+        n: {**r, "acl": ["*"], "source": "github:huggingface/datasets"}
+        for n, r in by_number(from_dump["issues"]).items()
+    }
     assert sorted(by_number(from_dump["pull_requests"])) == sorted(by_number(records["pull_requests"]))
 
     prs = {r["number"]: normalize("pull_requests", r) for r in records["pull_requests"]}
@@ -136,8 +150,10 @@ def test_records_have_the_dump_shape_and_normalize(first_sync, tmp_path):
 def test_prs_embed_reviews_and_review_comments(first_sync):
     _, _, _, records, _ = first_sync
     prs = by_number(records["pull_requests"])
-    assert [(r["user"]["login"], r["state"]) for r in prs[7411]["reviews"]] == [("lhoestq", "COMMENTED"),
-                                                                                 ("lhoestq", "APPROVED")]
+    assert [(r["user"]["login"], r["state"]) for r in prs[7411]["reviews"]] == [
+        ("lhoestq", "COMMENTED"),
+        ("lhoestq", "APPROVED"),
+    ]
     assert [c["path"] for c in prs[7411]["review_comments"]] == ["src/datasets/arrow_dataset.py"]
     assert prs[7397]["review_comments"][0]["user"]["login"] == "albertvillanova"
     assert prs[7414]["reviews"] == [] and prs[7414]["review_comments"] == []
@@ -149,14 +165,20 @@ def test_prs_embed_reviews_and_review_comments(first_sync):
 
 def test_incremental_sync_fetches_only_what_changed(first_sync):
     _, _, _, _, cursor = first_sync
-    assert cursor == {"updated_since": SINCE1, "updated_seen": [7397],
-                      "comments_since": COMMENTS_SINCE1, "comments_seen": [1960000033]}
+    assert cursor == {
+        "updated_since": SINCE1,
+        "updated_seen": [7397],
+        "comments_since": COMMENTS_SINCE1,
+        "comments_seen": [1960000033],
+    }
     stub = GitHubStub(SYNC2)
     records, cursor2 = run(stub, cursor=cursor)
     pulled = sorted(path for path, _ in stub.requests if "/pulls/" in path and not path.endswith("/pulls/comments"))
     # #7397 comes back (since is inclusive) but was already seen at that second: not fetched again.
-    assert pulled == [f"{R}/pulls/{n}" for n in ("7402", "7402/reviews", "7408", "7408/reviews", "7411",
-                                                  "7411/comments", "7411/reviews")]
+    assert pulled == [
+        f"{R}/pulls/{n}"
+        for n in ("7402", "7402/reviews", "7408", "7408/reviews", "7411", "7411/comments", "7411/reviews")
+    ]
     assert [r["number"] for r in records["issues"]] == [7419]
     prs = by_number(records["pull_requests"])
     assert sorted(prs) == [7402, 7408, 7411]
@@ -165,33 +187,48 @@ def test_incremental_sync_fetches_only_what_changed(first_sync):
     assert len(prs[7411]["reviews"]) == 3 and prs[7411]["updated_at"] == "2025-02-21T10:15:42Z"
     assert "edited" in prs[7408]["review_comments"][0]["body"]  # joined the change set through its comment
     assert [r["state"] for r in prs[7402]["reviews"]] == ["APPROVED"]  # the PENDING draft is dropped
-    assert cursor2 == {"updated_since": "2025-02-24T17:03:43Z", "updated_seen": [7419],
-                       "comments_since": "2025-02-22T08:00:00Z", "comments_seen": [1960000011]}
+    assert cursor2 == {
+        "updated_since": "2025-02-24T17:03:43Z",
+        "updated_seen": [7419],
+        "comments_since": "2025-02-22T08:00:00Z",
+        "comments_seen": [1960000011],
+    }
 
 
 def test_quiet_repo_sync_fetches_nothing_more_and_keeps_the_cursor():
-    cursor = {"updated_since": "2025-02-24T17:03:43Z", "updated_seen": [7419],
-              "comments_since": "2025-02-22T08:00:00Z", "comments_seen": [1960000011]}
-    stub = GitHubStub({
-        key(f"{R}/issues", {**ISSUES_Q, "since": cursor["updated_since"]}): load("sync2/issues_since.json")[-1:],
-        key(f"{R}/pulls/comments", {**COMMENTS_Q, "since": cursor["comments_since"]}):
-            load("sync2/pulls_comments_since.json")[-1:],
-    })
+    cursor = {
+        "updated_since": "2025-02-24T17:03:43Z",
+        "updated_seen": [7419],
+        "comments_since": "2025-02-22T08:00:00Z",
+        "comments_seen": [1960000011],
+    }
+    stub = GitHubStub(
+        {
+            key(f"{R}/issues", {**ISSUES_Q, "since": cursor["updated_since"]}): load("sync2/issues_since.json")[-1:],
+            key(f"{R}/pulls/comments", {**COMMENTS_Q, "since": cursor["comments_since"]}): load(
+                "sync2/pulls_comments_since.json"
+            )[-1:],
+        }
+    )
     records, new_cursor = run(stub, cursor=cursor)
     assert len(stub.requests) == 2 and new_cursor == cursor
     assert records == {"pull_requests": [], "issues": [], "people": []}
 
 
-def rate_limited(status: int, headers: dict[str, str], message: str = "API rate limit exceeded for user ID 1.") \
-        -> httpx.Response:
+def rate_limited(
+    status: int, headers: dict[str, str], message: str = "API rate limit exceeded for user ID 1."
+) -> httpx.Response:
     return httpx.Response(status, json={"message": message}, headers=headers)
 
 
-@pytest.mark.parametrize("response, wait", [
-    (rate_limited(403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(NOW) + 42)}), 43.0),
-    (rate_limited(429, {"Retry-After": "7"}), 7.0),
-    (rate_limited(403, {"X-RateLimit-Remaining": "12"}, "You have exceeded a secondary rate limit."), 60.0),
-])
+@pytest.mark.parametrize(
+    "response, wait",
+    [
+        (rate_limited(403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(NOW) + 42)}), 43.0),
+        (rate_limited(429, {"Retry-After": "7"}), 7.0),
+        (rate_limited(403, {"X-RateLimit-Remaining": "12"}, "You have exceeded a secondary rate limit."), 60.0),
+    ],
+)
 def test_rate_limit_waits_then_succeeds(first_sync, response, wait):
     first = key(f"{R}/issues", ISSUES_Q)
     sleeps: list[float] = []
@@ -202,8 +239,10 @@ def test_rate_limit_waits_then_succeeds(first_sync, response, wait):
 
 def test_absurd_rate_limit_reset_is_an_error_not_a_two_day_sleep():
     reset = str(int(NOW) + 2 * 86400)
-    stub = GitHubStub(SYNC1, {key(f"{R}/issues", ISSUES_Q): [
-        rate_limited(403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset})]})
+    stub = GitHubStub(
+        SYNC1,
+        {key(f"{R}/issues", ISSUES_Q): [rate_limited(403, {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset})]},
+    )
     sleeps: list[float] = []
     with pytest.raises(SourceError, match="rate limit"):
         run(stub, sleeps=sleeps)
@@ -212,8 +251,16 @@ def test_absurd_rate_limit_reset_is_an_error_not_a_two_day_sleep():
 
 def test_server_and_transport_errors_back_off_then_succeed():
     detail = key(f"{R}/pulls/7411", {})
-    stub = GitHubStub(SYNC1, {detail: [httpx.Response(502, text="Bad Gateway"), httpx.Response(503),
-                                       httpx.ConnectError("connection reset")]})
+    stub = GitHubStub(
+        SYNC1,
+        {
+            detail: [
+                httpx.Response(502, text="Bad Gateway"),
+                httpx.Response(503),
+                httpx.ConnectError("connection reset"),
+            ]
+        },
+    )
     sleeps: list[float] = []
     records, _ = run(stub, sleeps=sleeps)
     assert sleeps == [1.0, 2.0, 4.0]
@@ -229,11 +276,18 @@ def test_server_errors_that_persist_end_in_a_source_error():
     assert sleeps == [1.0, 2.0, 4.0, 8.0]
 
 
-@pytest.mark.parametrize("status, message", [(401, "bad token"), (404, "no such repo or no access"),
-                                             (403, "denied access")])
+@pytest.mark.parametrize(
+    "status, message", [(401, "bad token"), (404, "no such repo or no access"), (403, "denied access")]
+)
 def test_auth_and_missing_repo_errors(status, message):
-    stub = GitHubStub(SYNC1, {key(f"{R}/issues", ISSUES_Q): [
-        httpx.Response(status, json={"message": "Bad credentials" if status == 401 else "Not Found"})]})
+    stub = GitHubStub(
+        SYNC1,
+        {
+            key(f"{R}/issues", ISSUES_Q): [
+                httpx.Response(status, json={"message": "Bad credentials" if status == 401 else "Not Found"})
+            ]
+        },
+    )
     with pytest.raises(SourceError, match=message) as caught:
         run(stub)
     assert TOKEN not in str(caught.value) and "\n" not in str(caught.value)
@@ -250,8 +304,11 @@ def test_missing_pr_details_keep_the_issue_item_and_report_it():
 
 def test_malformed_items_are_reported_and_skipped():
     routes = dict(SYNC1)
-    routes[key("/repositories/250213286/issues", {**ISSUES_Q, "page": "2"})] = \
-        ["not an issue", {"title": "no number"}, *load("sync1/issues_page2.json")]
+    routes[key("/repositories/250213286/issues", {**ISSUES_Q, "page": "2"})] = [
+        "not an issue",
+        {"title": "no number"},
+        *load("sync1/issues_page2.json"),
+    ]
     problems = ReadProblems()
     records, _ = run(GitHubStub(routes), problems=problems)
     assert problems.count == 2 and "page 2[0]" in problems.examples[0]
@@ -260,18 +317,27 @@ def test_malformed_items_are_reported_and_skipped():
 
 def test_pagination_link_off_the_api_host_is_refused():
     routes = dict(SYNC1)
-    routes[key(f"{R}/issues", ISSUES_Q)] = ("sync1/issues_page1.json",
-                                            {"Link": '<https://evil.example/issues?page=2>; rel="next"'})
+    routes[key(f"{R}/issues", ISSUES_Q)] = (
+        "sync1/issues_page1.json",
+        {"Link": '<https://evil.example/issues?page=2>; rel="next"'},
+    )
     with pytest.raises(SourceError, match=r"off api\.github\.com"):
         run(GitHubStub(routes))
 
 
-@pytest.mark.parametrize("repo, cursor", [("huggingface", None), (REPO, {"updated_since": "last tuesday"}),
-                                          (REPO, {"updated_since": SINCE1, "updated_seen": 7397})])
+@pytest.mark.parametrize(
+    "repo, cursor",
+    [
+        ("huggingface", None),
+        (REPO, {"updated_since": "last tuesday"}),
+        (REPO, {"updated_since": SINCE1, "updated_seen": 7397}),
+    ],
+)
 def test_bad_repo_name_or_cursor(repo, cursor):
     with pytest.raises(SourceError):
-        sync_github(repo, TOKEN, cursor, ReadProblems(), client=httpx.Client(transport=httpx.MockTransport(
-            GitHubStub({}))))
+        sync_github(
+            repo, TOKEN, cursor, ReadProblems(), client=httpx.Client(transport=httpx.MockTransport(GitHubStub({})))
+        )
 
 
 def test_github_token_from_env_then_gh_cli(monkeypatch, tmp_path):

@@ -50,10 +50,15 @@ def test_jira_server_v2_page_keeps_rest_shape(jira):
     assert issue["source"] == "jira:OPS" and "acl" not in issue
     assert fields["summary"] == "Nightly Postgres backup job exceeds its window"
     assert fields["description"].startswith("The backup job started on *Mar 3*")  # wiki text stays as is
-    assert (fields["issuetype"]["name"], fields["status"]["name"], fields["priority"]["name"]) == ("Bug", "In Progress", "High")
+    assert (fields["issuetype"]["name"], fields["status"]["name"], fields["priority"]["name"]) == (
+        "Bug",
+        "In Progress",
+        "High",
+    )
     assert fields["assignee"]["name"] == "lnielsen" and fields["reporter"]["name"] == "rkhan"
-    assert fields["components"] == [{"self": "https://jira.example.org/rest/api/2/component/10300", "id": "10300",
-                                     "name": "databases"}]
+    assert fields["components"] == [
+        {"self": "https://jira.example.org/rest/api/2/component/10300", "id": "10300", "name": "databases"}
+    ]
     assert "customfield_10105" not in fields and "customfield_10104" in fields  # null custom fields dropped
     # Server sprints are greenhopper strings in a field the `names` map calls "Sprint": the active one wins
     assert fields["sprint"]["name"] == "OPS Sprint 10" and fields["sprint"]["state"] == "active"
@@ -73,8 +78,9 @@ def test_jira_cloud_v3_adf_becomes_text_with_links(jira):
     assert "Thread: https://acme.slack.com/archives/C02PAYMT8D/p1731409200000300" in description
     assert "DuplicateDelivery: event evt_1Q2 delivered 2x" in description
     comment = fields["comment"]["comments"][0]
-    assert comment["body"] == ("Fix is up: acme/payments#1342 (https://github.com/acme/payments/pull/1342)\n"
-                               "Dedup by idempotency key ✅")
+    assert comment["body"] == (
+        "Fix is up: acme/payments#1342 (https://github.com/acme/payments/pull/1342)\nDedup by idempotency key ✅"
+    )
     # Cloud users have only an accountId: it becomes `name`, the handle the role fields read
     assert fields["assignee"]["name"] == "5b10a2844c20165700ede21g"
     assert fields["reporter"]["name"] == "712020:0e3a6c1d-77b4-4c0e-9e55-12ab34cd56ef"
@@ -115,61 +121,168 @@ def test_jira_records_normalize_with_dates_and_role_fields(jira):
 def test_jira_people_fragments(jira):
     people = {(p["source"], p["jira"]): p for p in jira[0]["people"]}
     assert people[("jira:ENG", "5b10a2844c20165700ede21g")] == {
-        "jira": "5b10a2844c20165700ede21g", "name": "Priya Raman", "email": "priya.raman@acme.io",
-        "acl": ["*"], "source": "jira:ENG"}
+        "jira": "5b10a2844c20165700ede21g",
+        "name": "Priya Raman",
+        "email": "priya.raman@acme.io",
+        "acl": ["*"],
+        "source": "jira:ENG",
+    }
     assert people[("jira:OPS", "lnielsen")]["email"] == "lars.nielsen@example.org"
     assert "email" not in people[("jira:ENG", "712020:0e3a6c1d-77b4-4c0e-9e55-12ab34cd56ef")]  # hidden by Cloud
     assert not any(p.get("name") == "Automation for Jira" for p in people.values())  # an app, not a person
 
 
 def test_adf_lists_tables_and_cards():
-    doc = {"type": "doc", "version": 1, "content": [
-        {"type": "orderedList", "attrs": {"order": 3}, "content": [
-            {"type": "listItem", "content": [{"type": "paragraph", "content": [{"type": "text", "text": "first"}]},
-                                             {"type": "bulletList", "content": [{"type": "listItem", "content": [
-                                                 {"type": "paragraph", "content": [{"type": "text", "text": "nested"}]}]}]}]},
-            {"type": "listItem", "content": [{"type": "paragraph", "content": [{"type": "text", "text": "second"}]}]}]},
-        {"type": "table", "content": [
-            {"type": "tableRow", "content": [
-                {"type": "tableHeader", "content": [{"type": "paragraph", "content": [{"type": "text", "text": "PR"}]}]},
-                {"type": "tableHeader", "content": [{"type": "paragraph", "content": [{"type": "text", "text": "State"}]}]}]},
-            {"type": "tableRow", "content": [
-                {"type": "tableCell", "content": [{"type": "paragraph", "content": [
-                    {"type": "inlineCard", "attrs": {"url": "https://github.com/acme/web/pull/7"}}]}]},
-                {"type": "tableCell", "content": [{"type": "paragraph", "content": [{"type": "text", "text": "merged"}]}]}]}]},
-        {"type": "blockCard", "attrs": {"url": "https://acme.atlassian.net/wiki/x/AbC"}},
-        {"type": "taskList", "content": [{"type": "taskItem", "attrs": {"state": "DONE"},
-                                           "content": [{"type": "text", "text": "ship it"}]}]},
-    ]}
-    assert adf_to_text(doc) == ("3. first\n  - nested\n4. second\nPR | State\n"
-                                "https://github.com/acme/web/pull/7 | merged\n"
-                                "https://acme.atlassian.net/wiki/x/AbC\n[x] ship it")
+    doc = {
+        "type": "doc",
+        "version": 1,
+        "content": [
+            {
+                "type": "orderedList",
+                "attrs": {"order": 3},
+                "content": [
+                    {
+                        "type": "listItem",
+                        "content": [
+                            {"type": "paragraph", "content": [{"type": "text", "text": "first"}]},
+                            {
+                                "type": "bulletList",
+                                "content": [
+                                    {
+                                        "type": "listItem",
+                                        "content": [
+                                            {"type": "paragraph", "content": [{"type": "text", "text": "nested"}]}
+                                        ],
+                                    }
+                                ],
+                            },
+                        ],
+                    },
+                    {
+                        "type": "listItem",
+                        "content": [{"type": "paragraph", "content": [{"type": "text", "text": "second"}]}],
+                    },
+                ],
+            },
+            {
+                "type": "table",
+                "content": [
+                    {
+                        "type": "tableRow",
+                        "content": [
+                            {
+                                "type": "tableHeader",
+                                "content": [{"type": "paragraph", "content": [{"type": "text", "text": "PR"}]}],
+                            },
+                            {
+                                "type": "tableHeader",
+                                "content": [{"type": "paragraph", "content": [{"type": "text", "text": "State"}]}],
+                            },
+                        ],
+                    },
+                    {
+                        "type": "tableRow",
+                        "content": [
+                            {
+                                "type": "tableCell",
+                                "content": [
+                                    {
+                                        "type": "paragraph",
+                                        "content": [
+                                            {
+                                                "type": "inlineCard",
+                                                "attrs": {"url": "https://github.com/acme/web/pull/7"},
+                                            }
+                                        ],
+                                    }
+                                ],
+                            },
+                            {
+                                "type": "tableCell",
+                                "content": [{"type": "paragraph", "content": [{"type": "text", "text": "merged"}]}],
+                            },
+                        ],
+                    },
+                ],
+            },
+            {"type": "blockCard", "attrs": {"url": "https://acme.atlassian.net/wiki/x/AbC"}},
+            {
+                "type": "taskList",
+                "content": [
+                    {"type": "taskItem", "attrs": {"state": "DONE"}, "content": [{"type": "text", "text": "ship it"}]}
+                ],
+            },
+        ],
+    }
+    assert adf_to_text(doc) == (
+        "3. first\n  - nested\n4. second\nPR | State\n"
+        "https://github.com/acme/web/pull/7 | merged\n"
+        "https://acme.atlassian.net/wiki/x/AbC\n[x] ship it"
+    )
 
 
 def _generated_issue(n: int) -> dict:
     user = {"accountId": f"acc{n % 40:04d}", "displayName": f"User {n % 40}", "accountType": "atlassian"}
     return {
-        "id": str(10000 + n), "self": f"https://acme.atlassian.net/rest/api/3/issue/{10000 + n}", "key": f"ENG-{n}",
+        "id": str(10000 + n),
+        "self": f"https://acme.atlassian.net/rest/api/3/issue/{10000 + n}",
+        "key": f"ENG-{n}",
         "fields": {
-            "summary": f"Issue {n}", "issuetype": {"name": "Bug"}, "status": {"name": "Done"},
-            "priority": {"name": "High"}, "assignee": user, "reporter": user, "labels": ["payments"],
-            "components": [{"name": "checkout"}], "project": {"key": "ENG", "name": "Engineering"},
-            "created": "2026-11-12T10:04:51.237+0000", "updated": "2026-11-20T08:15:02.114+0000",
+            "summary": f"Issue {n}",
+            "issuetype": {"name": "Bug"},
+            "status": {"name": "Done"},
+            "priority": {"name": "High"},
+            "assignee": user,
+            "reporter": user,
+            "labels": ["payments"],
+            "components": [{"name": "checkout"}],
+            "project": {"key": "ENG", "name": "Engineering"},
+            "created": "2026-11-12T10:04:51.237+0000",
+            "updated": "2026-11-20T08:15:02.114+0000",
             "resolutiondate": "2026-11-20T08:15:02.114+0000",
-            "description": {"type": "doc", "version": 1, "content": [{"type": "paragraph", "content": [
-                {"type": "text", "text": f"Blocked by ENG-{n + 1}, see "},
-                {"type": "text", "text": "the PR", "marks": [{"type": "link", "attrs": {"href": f"https://github.com/acme/web/pull/{n}"}}]}]}]},
+            "description": {
+                "type": "doc",
+                "version": 1,
+                "content": [
+                    {
+                        "type": "paragraph",
+                        "content": [
+                            {"type": "text", "text": f"Blocked by ENG-{n + 1}, see "},
+                            {
+                                "type": "text",
+                                "text": "the PR",
+                                "marks": [{"type": "link", "attrs": {"href": f"https://github.com/acme/web/pull/{n}"}}],
+                            },
+                        ],
+                    }
+                ],
+            },
             "customfield_10020": [{"id": 48, "name": "Sprint 48", "state": "active", "boardId": 3}],
             "customfield_10014": None,
-            "comment": {"comments": [{"author": user, "created": "2026-11-19T15:30:00.000+0000", "body": {
-                "type": "doc", "version": 1, "content": [{"type": "paragraph", "content": [{"type": "text", "text": "done"}]}]}}]},
-        }}
+            "comment": {
+                "comments": [
+                    {
+                        "author": user,
+                        "created": "2026-11-19T15:30:00.000+0000",
+                        "body": {
+                            "type": "doc",
+                            "version": 1,
+                            "content": [{"type": "paragraph", "content": [{"type": "text", "text": "done"}]}],
+                        },
+                    }
+                ]
+            },
+        },
+    }
 
 
 def test_jira_throughput_on_5000_generated_issues(tmp_path):
     page = tmp_path / "page.json"
-    page.write_text(json.dumps({"startAt": 0, "maxResults": 5000, "total": 5000,
-                                "issues": [_generated_issue(n) for n in range(1, 5001)]}))
+    page.write_text(
+        json.dumps(
+            {"startAt": 0, "maxResults": 5000, "total": 5000, "issues": [_generated_issue(n) for n in range(1, 5001)]}
+        )
+    )
     started = time.perf_counter()
     out = read_jira([page], ReadProblems())
     read_seconds = time.perf_counter() - started
@@ -177,8 +290,10 @@ def test_jira_throughput_on_5000_generated_issues(tmp_path):
     total_seconds = time.perf_counter() - started
     assert len(docs) == 5000 and len(out["people"]) == 40
     assert docs[-1]["fields"]["sprint"]["name"] == "Sprint 48"
-    print(f"\nJira: 5,000 issues read in {read_seconds:.2f}s ({5000 / read_seconds:,.0f} records/s); "
-          f"with normalize() {total_seconds:.2f}s ({5000 / total_seconds:,.0f} records/s)")
+    print(
+        f"\nJira: 5,000 issues read in {read_seconds:.2f}s ({5000 / read_seconds:,.0f} records/s); "
+        f"with normalize() {total_seconds:.2f}s ({5000 / total_seconds:,.0f} records/s)"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -193,8 +308,11 @@ def test_linear_graphql_response_maps_to_jira_shape(linear):
     assert fields["summary"] == "Rate limiter drops requests during token refresh"
     assert fields["status"] == {"name": "In Progress", "type": "started"}
     assert fields["priority"] == {"name": "Urgent"}
-    assert fields["assignee"] == {"name": "nina.petrova@globex.com", "displayName": "Nina Petrova",
-                                  "emailAddress": "nina.petrova@globex.com"}
+    assert fields["assignee"] == {
+        "name": "nina.petrova@globex.com",
+        "displayName": "Nina Petrova",
+        "emailAddress": "nina.petrova@globex.com",
+    }
     assert fields["reporter"]["displayName"] == "Omar Haddad"
     assert fields["labels"] == ["Bug", "api"]
     assert fields["sprint"] == {"name": "Cycle 14", "number": 14}  # an unnamed cycle
@@ -252,8 +370,13 @@ def test_linear_references_and_people(linear):
     refs = {r.target for r in references(normalize("issues", by_key(linear[0])["PLAT-142"]))}
     assert {"PLAT-120", "globex/api#188", "C05GXAPI3C:1732000000.000100"} <= refs
     people = {p["jira"]: p for p in linear[0]["people"]}
-    assert people["huang.lei@globex.com"] == {"jira": "huang.lei@globex.com", "name": "黄磊",
-                                              "email": "huang.lei@globex.com", "acl": ["*"], "source": "linear:PLAT"}
+    assert people["huang.lei@globex.com"] == {
+        "jira": "huang.lei@globex.com",
+        "name": "黄磊",
+        "email": "huang.lei@globex.com",
+        "acl": ["*"],
+        "source": "linear:PLAT",
+    }
     for person in linear[0]["people"]:
         assert normalize("people", person)["ref"] == person["email"]
 

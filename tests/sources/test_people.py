@@ -38,18 +38,28 @@ def rules(p: dict) -> set[str]:
 
 def test_accounts_of_one_person_merge_with_evidence(fragments):
     rashid = person(merge_people(fragments), login="rsh-dev")
-    assert (rashid["name"], rashid["slack_id"], rashid["slack_handle"], rashid["jira"]) == \
-        ("Rashid Khan", "U0RK12345", "rashid.k", "rkhan")
+    assert (rashid["name"], rashid["slack_id"], rashid["slack_handle"], rashid["jira"]) == (
+        "Rashid Khan",
+        "U0RK12345",
+        "rashid.k",
+        "rkhan",
+    )
     assert rashid["email"] == "rashid.khan@acme.io"  # three sources say so; the noreply address is secondary
     assert rashid["emails"] == ["4411823+rsh-dev@users.noreply.github.com", "rashid.khan@acme.io"]
     assert set(rashid["git_names"]) >= {"Rashid Khan", "Rashid K"}  # two git author spellings
     assert {"email", "noreply=login", "name"} <= rules(rashid)
-    assert {i["source"] for i in rashid["identities"]} == {"github:acme/payments", "slack:acme", "jira:ENG",
-                                                           "git:payments"}
+    assert {i["source"] for i in rashid["identities"]} == {
+        "github:acme/payments",
+        "slack:acme",
+        "jira:ENG",
+        "git:payments",
+    }
     # Access: Slack and Jira verify the same address, so their accounts are one group; the GitHub
     # account joined the person by name and by a noreply address without a stated numeric id: its own group.
     assert [g["principals"] for g in rashid["accounts"]] == [
-        ["email:rashid.khan@acme.io", "jira:rkhan", "slack:U0RK12345"], ["github:rsh-dev"]]
+        ["email:rashid.khan@acme.io", "jira:rkhan", "slack:U0RK12345"],
+        ["github:rsh-dev"],
+    ]
     granting = {e["rule"] for e in rashid["evidence"] if e["access"]}
     assert granting == {"verified-email"}
 
@@ -91,23 +101,32 @@ def test_initials_and_spelling_variants_are_a_conflict_not_a_merge(fragments):
     assert person(directory, login="jonsmith")["jira"] is None
     assert person(directory, login="jsmith")["jira"] == "jsmith"  # the exact name beats "Jon Smith"
     conflict = next(c for c in directory.conflicts if c.name == "J. Smith")
-    assert conflict.candidates == ("J. Smith (slack_id U0JS40021)", "John Smith (login jsmith)",
-                                   "Jon Smith (login jonsmith)")
+    assert conflict.candidates == (
+        "J. Smith (slack_id U0JS40021)",
+        "John Smith (login jsmith)",
+        "Jon Smith (login jonsmith)",
+    )
     assert "initials" in conflict.reason
 
 
 def test_two_logins_sharing_an_email_stay_apart():
-    shared = [{"login": "alice", "name": "Alice Wong", "email": "team@acme.io", "source": "git:a"},
-              {"login": "bob", "name": "Bob Stone", "email": "team@acme.io", "source": "git:a"}]
+    shared = [
+        {"login": "alice", "name": "Alice Wong", "email": "team@acme.io", "source": "git:a"},
+        {"login": "bob", "name": "Bob Stone", "email": "team@acme.io", "source": "git:a"},
+    ]
     directory = merge_people(shared)
     assert len(directory.people) == 2
-    assert [c.reason for c in directory.conflicts] == ["e-mail team@acme.io is shared by people with different accounts"]
+    assert [c.reason for c in directory.conflicts] == [
+        "e-mail team@acme.io is shared by people with different accounts"
+    ]
 
 
 def test_ambiguous_handle_is_a_conflict():
-    frags = [{"login": "sam", "name": "sam", "source": "github:x"},
-             {"slack_id": "U01", "slack_handle": "sam", "name": "Sam Ode", "source": "slack:a"},
-             {"slack_id": "U02", "slack_handle": "sam", "name": "Sam Ray", "source": "slack:b"}]
+    frags = [
+        {"login": "sam", "name": "sam", "source": "github:x"},
+        {"slack_id": "U01", "slack_handle": "sam", "name": "Sam Ode", "source": "slack:a"},
+        {"slack_id": "U02", "slack_handle": "sam", "name": "Sam Ray", "source": "slack:b"},
+    ]
     directory = merge_people(frags)
     assert len(directory.people) == 3
     assert len(directory.conflicts) == 1 and "login sam" in directory.conflicts[0].reason
@@ -140,9 +159,16 @@ def test_override_forces_even_contradicting_accounts(fragments):
     assert sum(p["name"] == "Smith" for p in forced.people) == 1
 
 
-@pytest.mark.parametrize("content, suffix", [("- name: x\n  githb: jsmith\n", ".yaml"), ("- [unclosed\n", ".yaml"),
-                                             ("name: only a mapping\n", ".yaml"), ("- name: No Keys\n", ".yaml"),
-                                             ("name,github\n", ".txt")])
+@pytest.mark.parametrize(
+    "content, suffix",
+    [
+        ("- name: x\n  githb: jsmith\n", ".yaml"),
+        ("- [unclosed\n", ".yaml"),
+        ("name: only a mapping\n", ".yaml"),
+        ("- name: No Keys\n", ".yaml"),
+        ("name,github\n", ".txt"),
+    ],
+)
 def test_bad_override_file_is_a_source_error(tmp_path, content, suffix):
     path = tmp_path / f"people{suffix}"
     path.write_text(content, encoding="utf-8")
@@ -204,8 +230,15 @@ def slack_users() -> list[dict]:
         workspace = path.name.removesuffix("-slack-export.zip")
         with zipfile.ZipFile(path) as archive:
             for user in json.loads(archive.read("users.json")):
-                fragments.append({"slack_id": user["id"], "slack_handle": user["name"], "name": user.get("real_name"),
-                                  "acl": ["*"], "source": f"slack:{workspace}"})
+                fragments.append(
+                    {
+                        "slack_id": user["id"],
+                        "slack_handle": user["name"],
+                        "name": user.get("real_name"),
+                        "acl": ["*"],
+                        "source": f"slack:{workspace}",
+                    }
+                )
     return fragments
 
 
@@ -221,12 +254,66 @@ def test_real_slack_users_are_not_collapsed():
     assert elapsed < 5, elapsed
 
 
-FIRST = ["Anna", "Ben", "Carla", "David", "Elif", "Farid", "Greta", "Hiro", "Ines", "Jakob", "Kemal", "Lena",
-         "Marta", "Nikolai", "Olga", "Pablo", "Quinn", "Rosa", "Stefan", "Tariq", "Ursula", "Viktor", "Wen", "Ximena",
-         "Yusuf", "Zoë", "José", "Søren", "Łukasz", "Ayşe"]
-LAST = ["Almeida", "Brandt", "Castillo", "Dubois", "Eriksen", "Fischer", "García", "Horvath", "Ivanova", "Jensen",
-        "Kowalski", "Lindgren", "Moreau", "Nakamura", "Okonkwo", "Petrov", "Quintero", "Rossi", "Schäfer",
-        "Takahashi", "Urbanek", "Vasquez", "Weiß", "Xu", "Yamada", "Zielinski"]
+FIRST = [
+    "Anna",
+    "Ben",
+    "Carla",
+    "David",
+    "Elif",
+    "Farid",
+    "Greta",
+    "Hiro",
+    "Ines",
+    "Jakob",
+    "Kemal",
+    "Lena",
+    "Marta",
+    "Nikolai",
+    "Olga",
+    "Pablo",
+    "Quinn",
+    "Rosa",
+    "Stefan",
+    "Tariq",
+    "Ursula",
+    "Viktor",
+    "Wen",
+    "Ximena",
+    "Yusuf",
+    "Zoë",
+    "José",
+    "Søren",
+    "Łukasz",
+    "Ayşe",
+]
+LAST = [
+    "Almeida",
+    "Brandt",
+    "Castillo",
+    "Dubois",
+    "Eriksen",
+    "Fischer",
+    "García",
+    "Horvath",
+    "Ivanova",
+    "Jensen",
+    "Kowalski",
+    "Lindgren",
+    "Moreau",
+    "Nakamura",
+    "Okonkwo",
+    "Petrov",
+    "Quintero",
+    "Rossi",
+    "Schäfer",
+    "Takahashi",
+    "Urbanek",
+    "Vasquez",
+    "Weiß",
+    "Xu",
+    "Yamada",
+    "Zielinski",
+]
 
 
 def synthetic(n_people: int, seed: int = 3) -> tuple[list[dict], dict[str, str]]:

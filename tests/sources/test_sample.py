@@ -200,8 +200,15 @@ def test_threads(corpus):
             assert parent["reply_users_count"] == len(parent["reply_users"])
             assert parent["latest_reply"] == max(mine, key=lambda m: float(m["ts"]))["ts"]
     acme = corpus["acme"]["messages"]
-    assert {m["channel"] for m in acme} == {"general", "infra", "payments", "web", "mobile", "incidents",
-                                            "security-private"}
+    assert {m["channel"] for m in acme} == {
+        "general",
+        "infra",
+        "payments",
+        "web",
+        "mobile",
+        "incidents",
+        "security-private",
+    }
     linked = re.compile(r"github\.com/acme/|\b(ENG|PAY|WEB|OPS)-\d+")
     threads = defaultdict(list)
     for m in acme:
@@ -286,8 +293,11 @@ def test_redis_story_is_cross_linked(corpus):
     assert len(replies) >= 6 and story["pr_url"] in parent["text"]
     doc = next(d for d in acme["documents"] if d["doc_id"] == story["doc"])
     assert story["pr_url"] in doc["links"] and "https://acme.atlassian.net/browse/ENG-231" in doc["links"]
-    assert any(c["message"].endswith("(#812)") or "#812 from" in c["message"]
-               for c in acme["commits"] if c["repo"] == "acme/infra")
+    assert any(
+        c["message"].endswith("(#812)") or "#812 from" in c["message"]
+        for c in acme["commits"]
+        if c["repo"] == "acme/infra"
+    )
 
 
 def test_other_stories_details(corpus):
@@ -301,8 +311,10 @@ def test_other_stories_details(corpus):
     assert parent["acl"] != ["*"]
     parent, _ = _thread(corpus, "acme", "ci_self_hosted_runners")
     assert CJK.search(parent["text"]) and "OPS-142" in parent["text"]
-    assert next(i for i in acme["issues"] if i["key"] == "OPS-142")["fields"]["summary"] == \
-        STORIES["ci_self_hosted_runners"]["issue_summary"]
+    assert (
+        next(i for i in acme["issues"] if i["key"] == "OPS-142")["fields"]["summary"]
+        == STORIES["ci_self_hosted_runners"]["issue_summary"]
+    )
 
 
 def test_tenants_are_isolated(corpus):
@@ -310,5 +322,8 @@ def test_tenants_are_isolated(corpus):
         assert not any("DynamoDB" in s for s in strings(corpus["acme"][name])), name
         assert not any("github.com/acme/" in s or "acme.atlassian" in s for s in strings(corpus["globex"][name])), name
     assert any("DynamoDB" in s for s in strings(corpus["globex"]["documents"]))
-    assert {p["base"]["repo"]["full_name"] for p in corpus["globex"]["pull_requests"]} == {"globex/api", "globex/portal"}
+    assert {p["base"]["repo"]["full_name"] for p in corpus["globex"]["pull_requests"]} == {
+        "globex/api",
+        "globex/portal",
+    }
     assert {i["fields"]["project"]["key"] for i in corpus["globex"]["issues"]} == {"GLX"}

@@ -38,11 +38,18 @@ def by_ts(out: dict[str, list[dict]]) -> dict[str, dict]:
 def test_reads_every_message_skips_noise_and_reports_broken_input(acme):
     out, problems = acme
     # general: parent, two replies (on two days), a bot post, one plain message; the join is noise.
-    assert sorted((m["channel"], m["ts"]) for m in out["messages"]) == sorted([
-        ("general", PARENT_TS), ("general", "1709546700.000200"), ("general", "1709632800.000500"),
-        ("general", "1709550000.000300"), ("general", "1709553600.000400"),
-        ("security", "1709546500.000600"), ("mpdm-alice--bob--carol-1", "1709546600.000700"),
-        ("D01AB", "1709546800.000800")])
+    assert sorted((m["channel"], m["ts"]) for m in out["messages"]) == sorted(
+        [
+            ("general", PARENT_TS),
+            ("general", "1709546700.000200"),
+            ("general", "1709632800.000500"),
+            ("general", "1709550000.000300"),
+            ("general", "1709553600.000400"),
+            ("security", "1709546500.000600"),
+            ("mpdm-alice--bob--carol-1", "1709546600.000700"),
+            ("D01AB", "1709546800.000800"),
+        ]
+    )
     # users.json entry without id, a message without ts, a non-object, a truncated day file, an unlisted folder.
     assert problems.count == 5
     assert any("orphan/" in e and "no channel listing" in e for e in problems.examples)
@@ -76,23 +83,30 @@ def test_thread_parent_gets_reply_fields_from_the_replies_present(acme):
 def test_text_is_rendered_readable_and_mentions_are_resolved(acme):
     out, _ = acme
     messages = by_ts(out)
-    assert messages[PARENT_TS]["text"] == \
-        "Deploy failing again, see the fix PR (https://github.com/acme/web/pull/42) & #random"
+    assert (
+        messages[PARENT_TS]["text"]
+        == "Deploy failing again, see the fix PR (https://github.com/acme/web/pull/42) & #random"
+    )
     assert messages["1709546700.000200"]["text"] == "@alice.d looks good <3, merging"
     assert messages["1709546700.000200"]["mentions"] == ["U01ALICE"]
     # A deleted user with an empty display name is shown by real name; mentioned twice, listed once.
     assert messages["1709632800.000500"]["text"] == "Fixed by @Bob Stone, thanks @Bob Stone"
     assert messages["1709632800.000500"]["mentions"] == ["U02BOB"]
     # Unknown user -> the label; auto-linked text -> the URL alone; a channel id -> its name.
-    assert messages["1709553600.000400"]["text"] == \
-        "@here ask @ghost or ops@acme.io, docs at http://wiki.acme.io and #general"
+    assert (
+        messages["1709553600.000400"]["text"]
+        == "@here ask @ghost or ops@acme.io, docs at http://wiki.acme.io and #general"
+    )
     assert messages["1709553600.000400"]["mentions"] == ["U09GHOST"]
     assert messages[PARENT_TS]["reactions"] == [{"name": "eyes", "users": ["U02BOB"], "count": 1}]
 
 
 def test_render_text_keeps_escaped_entities_literal():
     assert render_text("a &amp;lt; b &gt; c", {}, {}) == ("a &lt; b > c", [])
-    assert render_text("<@U1> <https://x.io/a?b=1&amp;c=2>", {"U1": "Ann"}, {}) == ("@Ann https://x.io/a?b=1&c=2", ["U1"])
+    assert render_text("<@U1> <https://x.io/a?b=1&amp;c=2>", {"U1": "Ann"}, {}) == (
+        "@Ann https://x.io/a?b=1&c=2",
+        ["U1"],
+    )
 
 
 def test_a_message_linking_a_pull_request_references_it(acme):
@@ -107,9 +121,12 @@ def test_a_message_linking_a_pull_request_references_it(acme):
 def test_private_channels_are_readable_by_their_members_only(acme):
     out, _ = acme
     acl = {m["channel"]: m["acl"] for m in out["messages"]}
-    assert acl == {"general": ["*"], "security": ["slack:U01ALICE", "slack:U03CAROL"],
-                   "mpdm-alice--bob--carol-1": ["slack:U01ALICE", "slack:U02BOB", "slack:U03CAROL"],
-                   "D01AB": ["slack:U01ALICE", "slack:U02BOB"]}
+    assert acl == {
+        "general": ["*"],
+        "security": ["slack:U01ALICE", "slack:U03CAROL"],
+        "mpdm-alice--bob--carol-1": ["slack:U01ALICE", "slack:U02BOB", "slack:U03CAROL"],
+        "D01AB": ["slack:U01ALICE", "slack:U02BOB"],
+    }
     assert {m["channel_id"] for m in out["messages"] if m["channel"] == "security"} == {"G01SEC"}
 
 
@@ -124,9 +141,16 @@ def test_people_fragments_from_users_json(acme):
     out, _ = acme
     people = {p["slack_id"]: p for p in out["people"]}
     assert set(people) == {"U01ALICE", "U02BOB", "U03CAROL", "U04DEPLOY"}
-    assert people["U01ALICE"] == {"slack_id": "U01ALICE", "slack_handle": "alice", "name": "Alice Doe",
-                                  "email": "alice@acme.io", "aliases": ["alice.d"], "workspace": "acme",
-                                  "acl": ["*"], "source": "slack:acme"}
+    assert people["U01ALICE"] == {
+        "slack_id": "U01ALICE",
+        "slack_handle": "alice",
+        "name": "Alice Doe",
+        "email": "alice@acme.io",
+        "aliases": ["alice.d"],
+        "workspace": "acme",
+        "acl": ["*"],
+        "source": "slack:acme",
+    }
     assert people["U02BOB"]["name"] == "Bob Stone" and people["U02BOB"]["deleted"] is True
     assert people["U03CAROL"]["name"] == "Caro" and "deleted" not in people["U03CAROL"]
     assert people["U04DEPLOY"]["bot"] is True
@@ -177,33 +201,44 @@ def _with_shared_files(tmp_path: Path, *permalinks: str) -> Path:
     shutil.copytree(FIXTURE, root)
     day = root / "general" / "2024-03-04.json"
     messages = json.loads(day.read_text())
-    messages.append({"type": "message", "subtype": "file_share", "user": "U01ALICE", "text": "the trace",
-                     "ts": "1709560000.000900",
-                     "files": [{"id": f"F0{i}", "name": "trace.txt", "permalink": link}
-                               for i, link in enumerate(permalinks)]})
+    messages.append(
+        {
+            "type": "message",
+            "subtype": "file_share",
+            "user": "U01ALICE",
+            "text": "the trace",
+            "ts": "1709560000.000900",
+            "files": [{"id": f"F0{i}", "name": "trace.txt", "permalink": link} for i, link in enumerate(permalinks)],
+        }
+    )
     day.write_text(json.dumps(messages))
     return root
 
 
 def test_the_workspace_url_comes_from_the_files_shared_in_it(tmp_path):
-    out = read_slack_export(_with_shared_files(tmp_path, "https://acme-corp.slack.com/files/U01ALICE/F01/trace.txt"),
-                            ReadProblems())
+    out = read_slack_export(
+        _with_shared_files(tmp_path, "https://acme-corp.slack.com/files/U01ALICE/F01/trace.txt"), ReadProblems()
+    )
     messages = by_ts(out)
     assert messages[PARENT_TS]["permalink"] == "https://acme-corp.slack.com/archives/C01GEN/p1709546400000100"
     for ts in ("1709546700.000200", "1709632800.000500"):
-        assert messages[ts]["permalink"] == (f"https://acme-corp.slack.com/archives/C01GEN/p{ts.replace('.', '')}"
-                                             f"?thread_ts={PARENT_TS}&cid=C01GEN")
+        assert messages[ts]["permalink"] == (
+            f"https://acme-corp.slack.com/archives/C01GEN/p{ts.replace('.', '')}?thread_ts={PARENT_TS}&cid=C01GEN"
+        )
     assert all(m["permalink"].startswith("https://acme-corp.slack.com/archives/") for m in out["messages"])
     assert out["messages"][0]["workspace"] == "export-(3)"  # the label still comes from the file name
 
 
-@pytest.mark.parametrize("links", [
-    ("https://acme.slack.com/files/U1/F1/a.txt", "https://other.slack.com/files/U1/F2/b.txt"),  # which one?
-    ("https://files.example.com/files/a.txt",),  # not Slack
-    ("https://acme.slack.com.evil.io/files/a.txt",),  # Slack's name inside another host
-    ("http://acme.slack.com/files/U1/F1/a.txt",),  # Slack serves https only
-    ("https://acme.slack.com/archives/C01GEN/p1",),  # a message link may point at any workspace
-])
+@pytest.mark.parametrize(
+    "links",
+    [
+        ("https://acme.slack.com/files/U1/F1/a.txt", "https://other.slack.com/files/U1/F2/b.txt"),  # which one?
+        ("https://files.example.com/files/a.txt",),  # not Slack
+        ("https://acme.slack.com.evil.io/files/a.txt",),  # Slack's name inside another host
+        ("http://acme.slack.com/files/U1/F1/a.txt",),  # Slack serves https only
+        ("https://acme.slack.com/archives/C01GEN/p1",),  # a message link may point at any workspace
+    ],
+)
 def test_files_that_do_not_name_one_workspace_give_no_permalink(tmp_path, links):
     out = read_slack_export(_with_shared_files(tmp_path, *links), ReadProblems())
     assert not [m for m in out["messages"] if "permalink" in m]
@@ -223,8 +258,12 @@ def raw_counts(archive: Path) -> tuple[int, int, int]:
     """(messages, threads, users) counted straight from the zip. A thread is a conversation: a
     parent with its replies, or a message nobody answered (what the dataset's 5,899 counts)."""
     with zipfile.ZipFile(archive) as zf:
-        messages = [m for name in zf.namelist() if name.count("/") == 1 and name.endswith(".json")
-                    for m in json.loads(zf.read(name))]
+        messages = [
+            m
+            for name in zf.namelist()
+            if name.count("/") == 1 and name.endswith(".json")
+            for m in json.loads(zf.read(name))
+        ]
         users = len(json.loads(zf.read("users.json")))
     threads = {m.get("thread_ts") or m["ts"] for m in messages}
     return len(messages), len(threads), users

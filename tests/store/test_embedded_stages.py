@@ -23,7 +23,9 @@ from context_engine.store.documents import open_store
 
 @pytest.fixture(scope="module")
 def store(sample_records_dir):
-    return open_store(Settings(data_dir=sample_records_dir, mongodb_uri=None, use_llm=False))  # installs the linear stages
+    return open_store(
+        Settings(data_dir=sample_records_dir, mongodb_uri=None, use_llm=False)
+    )  # installs the linear stages
 
 
 def _both(rows, stage):
@@ -37,12 +39,21 @@ def _both(rows, stage):
 
 PIPELINES = [  # what the planner writes for the sample organisation's questions, and some it could
     [{"$unwind": "$reviews"}, {"$group": {"_id": "$reviews.user.login", "count": {"$sum": 1}}}],
-    [{"$unwind": {"path": "$reviews", "preserveNullAndEmptyArrays": True, "includeArrayIndex": "i"}},
-     {"$group": {"_id": {"who": "$reviews.user.login", "state": "$reviews.state"}, "n": {"$sum": 1},
-                 "prs": {"$addToSet": "$number"}}}],
+    [
+        {"$unwind": {"path": "$reviews", "preserveNullAndEmptyArrays": True, "includeArrayIndex": "i"}},
+        {
+            "$group": {
+                "_id": {"who": "$reviews.user.login", "state": "$reviews.state"},
+                "n": {"$sum": 1},
+                "prs": {"$addToSet": "$number"},
+            }
+        },
+    ],
     [{"$unwind": "$labels"}, {"$group": {"_id": "$labels.name", "first": {"$min": "$created_at"}}}],
-    [{"$match": {"merged": True}},
-     {"$group": {"_id": {"$dateToString": {"format": "%G-W%V", "date": "$merged_at"}}, "count": {"$sum": 1}}}],
+    [
+        {"$match": {"merged": True}},
+        {"$group": {"_id": {"$dateToString": {"format": "%G-W%V", "date": "$merged_at"}}, "count": {"$sum": 1}}},
+    ],
     [{"$group": {"_id": "$merged", "count": {"$sum": 1}}}],
     [{"$group": {"_id": "$repo", "avg": {"$avg": "$additions"}, "last": {"$max": "$updated_at"}}}],
     [{"$group": {"_id": None, "count": {"$sum": 1}}}],
@@ -86,26 +97,36 @@ NAN = float("nan")
 # (the keys of rows 0, 1, 2 ..., the groups MongoDB makes: (its _id, the rows in it)), in BSON order of
 # the keys. Written by hand from MongoDB's BSON comparison rules, not from any implementation.
 MONGODB_GROUPS = {
-    "[0, None] and [False] are two keys (the red team's case)":
-        ([[0, None], [False], [0, None]], [([0, None], [0, 2]), ([False], [1])]),
-    "0, false, null and '' are four keys; 0, 0.0 and Int64(0) one":
-        ([0, False, None, 0.0, "", Int64(0), False], [(None, [2]), (0, [0, 3, 5]), ("", [4]), (False, [1, 6])]),
-    "1 and true are two keys; 1.0 joins 1, whose _id is the first met":
-        ([1.0, True, 1, 2], [(1.0, [0, 2]), (2, [3]), (True, [1])]),
-    "[0] and [false] are two keys, [0.0] joins [0]":
-        ([[0], [False], [0.0]], [([0], [0, 2]), ([False], [1])]),
-    "objects compare field by field, in order":
-        ([{"x": 1, "y": 2}, {"y": 2, "x": 1}, {"x": 1.0, "y": 2}, {"x": 1}],
-         [({"x": 1}, [3]), ({"x": 1, "y": 2}, [0, 2]), ({"y": 2, "x": 1}, [1])]),
-    "an object's field types order before its field names":
-        ([{"b": 1}, {"a": "s"}], [({"b": 1}, [0]), ({"a": "s"}, [1])]),
-    "arrays compare element by element, a prefix first":
-        ([[1, 2], [1], ["a"], [1.0, 2], []], [([], [4]), ([1], [1]), ([1, 2], [0, 3]), (["a"], [2])]),
-    "NaN is one key, below every number":
-        ([1, NAN, -5, float("nan")], [(NAN, [1, 3]), (-5, [2]), (1, [0])]),
-    "a date is not its ISO string, and sorts after booleans":
-        ([datetime(2026, 11, 30), "2026-11-30T00:00:00", True], [("2026-11-30T00:00:00", [1]), (True, [2]),
-                                                                 (datetime(2026, 11, 30), [0])]),
+    "[0, None] and [False] are two keys (the red team's case)": (
+        [[0, None], [False], [0, None]],
+        [([0, None], [0, 2]), ([False], [1])],
+    ),
+    "0, false, null and '' are four keys; 0, 0.0 and Int64(0) one": (
+        [0, False, None, 0.0, "", Int64(0), False],
+        [(None, [2]), (0, [0, 3, 5]), ("", [4]), (False, [1, 6])],
+    ),
+    "1 and true are two keys; 1.0 joins 1, whose _id is the first met": (
+        [1.0, True, 1, 2],
+        [(1.0, [0, 2]), (2, [3]), (True, [1])],
+    ),
+    "[0] and [false] are two keys, [0.0] joins [0]": ([[0], [False], [0.0]], [([0], [0, 2]), ([False], [1])]),
+    "objects compare field by field, in order": (
+        [{"x": 1, "y": 2}, {"y": 2, "x": 1}, {"x": 1.0, "y": 2}, {"x": 1}],
+        [({"x": 1}, [3]), ({"x": 1, "y": 2}, [0, 2]), ({"y": 2, "x": 1}, [1])],
+    ),
+    "an object's field types order before its field names": (
+        [{"b": 1}, {"a": "s"}],
+        [({"b": 1}, [0]), ({"a": "s"}, [1])],
+    ),
+    "arrays compare element by element, a prefix first": (
+        [[1, 2], [1], ["a"], [1.0, 2], []],
+        [([], [4]), ([1], [1]), ([1, 2], [0, 3]), (["a"], [2])],
+    ),
+    "NaN is one key, below every number": ([1, NAN, -5, float("nan")], [(NAN, [1, 3]), (-5, [2]), (1, [0])]),
+    "a date is not its ISO string, and sorts after booleans": (
+        [datetime(2026, 11, 30), "2026-11-30T00:00:00", True],
+        [("2026-11-30T00:00:00", [1]), (True, [2]), (datetime(2026, 11, 30), [0])],
+    ),
 }
 
 
@@ -138,8 +159,10 @@ def test_add_to_set_keeps_one_of_each_value_by_bson_equality():
 # reference written from MongoDB's rules as a pairwise comparison, quadratic and plain, independent of
 # `bson_key` — mongomock's handler is no oracle for mixed types (it groups by Python's ==).
 
+
 def _mongodb_compare(a, b) -> int:
     """MongoDB's BSON comparison of two values (-1, 0, 1), for the types generated here."""
+
     def rank(v):
         if v is None:
             return 5
@@ -183,14 +206,29 @@ def _mongodb_group(rows, key_of):
     return sorted(groups, key=functools.cmp_to_key(lambda x, y: _mongodb_compare(x[0], y[0])))
 
 
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from([0.0, -0.0, 1.0, 1.5, NAN]),
-                    st.sampled_from([Int64(0), Int64(1)]),
-                    st.sampled_from(["a", "b", ""]), st.just(datetime(2026, 11, 30)))
-KEYS = st.recursive(SCALARS, lambda inner: st.one_of(
-    st.lists(inner, max_size=2), st.dictionaries(st.sampled_from(["x", "y"]), inner, max_size=2)), max_leaves=4)
-ROWS = st.lists(st.fixed_dictionaries({"k": KEYS, "v": st.integers(0, 9),
-                                       "arr": st.one_of(st.none(), st.integers(), st.lists(KEYS, max_size=3))},
-                                      optional={"m": st.integers()}), max_size=12)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 2),
+    st.sampled_from([0.0, -0.0, 1.0, 1.5, NAN]),
+    st.sampled_from([Int64(0), Int64(1)]),
+    st.sampled_from(["a", "b", ""]),
+    st.just(datetime(2026, 11, 30)),
+)
+KEYS = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=2), st.dictionaries(st.sampled_from(["x", "y"]), inner, max_size=2)
+    ),
+    max_leaves=4,
+)
+ROWS = st.lists(
+    st.fixed_dictionaries(
+        {"k": KEYS, "v": st.integers(0, 9), "arr": st.one_of(st.none(), st.integers(), st.lists(KEYS, max_size=3))},
+        optional={"m": st.integers()},
+    ),
+    max_size=12,
+)
 
 
 def _rows(*keys, m=None):
@@ -217,7 +255,9 @@ def test_generated_rows_group_as_mongodb_and_unwind_as_mongomock(rows):
     assert [_strict(r["_id"]) for r in compound] == [_strict(key) for key, _vs in expected]
     assert [r["vs"] for r in compound] == [vs for _key, vs in expected]
 
-    for stage in ({"$unwind": "$arr"},
-                  {"$unwind": {"path": "$arr", "preserveNullAndEmptyArrays": True, "includeArrayIndex": "idx"}}):
+    for stage in (
+        {"$unwind": "$arr"},
+        {"$unwind": {"path": "$arr", "preserveNullAndEmptyArrays": True, "includeArrayIndex": "idx"}},
+    ):
         theirs, ours = _both(rows, stage)
         assert _strict(ours) == _strict(theirs)

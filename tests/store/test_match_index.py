@@ -71,17 +71,43 @@ def test_same_rows_same_order_as_a_scan(store, name, query):
 
 
 PIPELINES = [
-    ("pull_requests", [{"$match": {"merged": True, "merged_at": {"$gte": OCT}}},
-                       {"$group": {"_id": {"$dateToString": {"format": "%G-W%V", "date": "$merged_at"}},
-                                   "count": {"$sum": 1}}}, {"$sort": {"_id": 1}}]),
-    ("pull_requests", [{"$match": {"repo": "acme/payments"}}, {"$unwind": "$reviews"},
-                       {"$match": {"reviews.user.login": {"$exists": True, "$ne": None}}},
-                       {"$group": {"_id": "$reviews.user.login", "count": {"$sum": 1}}},
-                       {"$sort": {"count": -1, "_id": 1}}, {"$limit": 5}]),
-    ("pull_requests", [{"$match": {"state": "open"}}, {"$sort": {"created_at": -1}}, {"$skip": 2}, {"$limit": 7},
-                       {"$project": {"title": 1, "n": {"$size": "$labels"}}}]),
-    ("pull_requests", [{"$match": {"tenant_id": "acme"}}, {"$group": {"_id": "$repo", "first": {"$first": "$$ROOT"}}},
-                       {"$sort": {"_id": 1}}]),
+    (
+        "pull_requests",
+        [
+            {"$match": {"merged": True, "merged_at": {"$gte": OCT}}},
+            {"$group": {"_id": {"$dateToString": {"format": "%G-W%V", "date": "$merged_at"}}, "count": {"$sum": 1}}},
+            {"$sort": {"_id": 1}},
+        ],
+    ),
+    (
+        "pull_requests",
+        [
+            {"$match": {"repo": "acme/payments"}},
+            {"$unwind": "$reviews"},
+            {"$match": {"reviews.user.login": {"$exists": True, "$ne": None}}},
+            {"$group": {"_id": "$reviews.user.login", "count": {"$sum": 1}}},
+            {"$sort": {"count": -1, "_id": 1}},
+            {"$limit": 5},
+        ],
+    ),
+    (
+        "pull_requests",
+        [
+            {"$match": {"state": "open"}},
+            {"$sort": {"created_at": -1}},
+            {"$skip": 2},
+            {"$limit": 7},
+            {"$project": {"title": 1, "n": {"$size": "$labels"}}},
+        ],
+    ),
+    (
+        "pull_requests",
+        [
+            {"$match": {"tenant_id": "acme"}},
+            {"$group": {"_id": "$repo", "first": {"$first": "$$ROOT"}}},
+            {"$sort": {"_id": 1}},
+        ],
+    ),
     ("issues", [{"$match": {"fields.assignee.name": "rkhan"}}, {"$sort": {"fields.updated": -1}}, {"$limit": 200}]),
     ("messages", [{"$sort": {"date": 1}}, {"$limit": 3}]),
     ("messages", [{"$match": {"channel": "incidents"}}, {"$count": "n"}]),
@@ -98,8 +124,11 @@ def test_pipelines_same_as_without_indexes(store, name, pipeline):
 
 def test_narrows_and_follows_writes(store):
     collection = store.collection("pull_requests")
-    found, rest = candidates(collection, {"tenant_id": "acme", "user.login": "rsh-dev", "state": {"$nin": ["x"]},
-                                          "number": 812}, store.revision)
+    found, rest = candidates(
+        collection,
+        {"tenant_id": "acme", "user.login": "rsh-dev", "state": {"$nin": ["x"]}, "number": 812},
+        store.revision,
+    )
     assert 0 < len(found) < collection.count_documents({}) / 5
     # string equality and exclusion are answered by the index; anything else is checked by the matcher
     assert rest == {"number": 812}
@@ -117,8 +146,10 @@ def test_narrows_and_follows_writes(store):
 def test_every_pair_of_sample_values(store):
     """Equality on every (field, value) pair of a few fields, alone and combined, against a scan."""
     collection = store.collection("pull_requests")
-    values = {field: sorted({str(v) for v in collection.distinct(field) if isinstance(v, str)})[:6]
-              for field in ("repo", "state", "user.login", "labels.name")}
+    values = {
+        field: sorted({str(v) for v in collection.distinct(field) if isinstance(v, str)})[:6]
+        for field in ("repo", "state", "user.login", "labels.name")
+    }
     for (f1, v1s), (f2, v2s) in itertools.combinations(values.items(), 2):
         for v1, v2 in itertools.product(v1s[:3], v2s[:3]):
             query = {f1: v1, f2: v2}

@@ -23,16 +23,22 @@ def mongo_settings(tmp_path_factory):
     from context_engine.ingest import ingest
     from context_engine.sources.sample import generate
 
-    settings = Settings(data_dir=tmp_path_factory.mktemp("mongo"), mongodb_uri=MONGODB_URI,
-                        mongodb_db=f"context_engine_test_{uuid.uuid4().hex[:8]}", tenant="acme", use_llm=False)
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("mongo"),
+        mongodb_uri=MONGODB_URI,
+        mongodb_db=f"context_engine_test_{uuid.uuid4().hex[:8]}",
+        tenant="acme",
+        use_llm=False,
+    )
     ingest(settings, generate())
     yield settings
     store_for(settings).db.client.drop_database(settings.mongodb_db)
 
 
 def test_same_answers_through_pymongo(mongo_settings):
-    result = run_structured("PRs Rashid merged last week", mongo_settings.with_overrides(asker="rsh-dev"),
-                            now=datetime(2026, 11, 30, 12))
+    result = run_structured(
+        "PRs Rashid merged last week", mongo_settings.with_overrides(asker="rsh-dev"), now=datetime(2026, 11, 30, 12)
+    )
     assert isinstance(result, Success) and all(r["user"]["login"] == "rsh-dev" for r in result.rows)
     assert not any(k in r for r in result.rows for k in ("tenant_id", "acl", "_id"))
 

@@ -26,7 +26,9 @@ NEW = {"doc_id": "R3", "title": "Quarkwell migration", "body": "The quarkwell br
 def replicas(tmp_path, monkeypatch):
     monkeypatch.setenv("MONGODB_URI", f"mongomock://replicas-{uuid.uuid4().hex}")
     monkeypatch.setenv("CONTEXT_ENGINE_USE_LLM", "0")
-    monkeypatch.setenv("CONTEXT_ENGINE_EMBED_CACHE", str(tmp_path / "embeddings.sqlite"))  # a cold cache: counts are exact
+    monkeypatch.setenv(
+        "CONTEXT_ENGINE_EMBED_CACHE", str(tmp_path / "embeddings.sqlite")
+    )  # a cold cache: counts are exact
     a, b = (Settings(data_dir=tmp_path / name, tenant="t1") for name in ("replica-a", "replica-b"))
     yield a, b
     forget(a), forget(b)

@@ -25,8 +25,9 @@ def kinds_of(schemas: dict[str, Any]) -> list[CollectionSpec]:
     return [*BUILTIN.values(), *sorted(own, key=lambda k: k.name)]
 
 
-def detect_collection(question: str, schemas: dict[str, Any],
-                      kinds: Iterable[CollectionSpec] | None = None) -> tuple[str | None, list[tuple[int, int]]]:
+def detect_collection(
+    question: str, schemas: dict[str, Any], kinds: Iterable[CollectionSpec] | None = None
+) -> tuple[str | None, list[tuple[int, int]]]:
     """The collection the question is about, and the spans of the words that said so. `kinds`: the
     kinds whose words count (default: `kinds_of(schemas)`)."""
     found: list[tuple[int, bool, str, str]] = []
@@ -44,8 +45,11 @@ def detect_collection(question: str, schemas: dict[str, Any],
     if not candidates:
         return None, spans
     name = min(candidates)[2]
-    if name in ("issues", "commits") and re.search(BUILTIN["pull_requests"].pattern(), question, re.I | re.ASCII) \
-            and not re.search(r"\bissues?\b|\btickets?\b|\bcommits?\b", question, re.I | re.ASCII):
+    if (
+        name in ("issues", "commits")
+        and re.search(BUILTIN["pull_requests"].pattern(), question, re.I | re.ASCII)
+        and not re.search(r"\bissues?\b|\btickets?\b|\bcommits?\b", question, re.I | re.ASCII)
+    ):
         name = "pull_requests"  # "bug PRs", "提交了多少个PR": the other word describes the PRs
     if name not in schemas:
         return None, spans
@@ -58,8 +62,13 @@ class CollectionStep(Draft):
     def _refs(self) -> list[str]:
         """Record keys the question names, when they can be this tenant's: the repository or the
         project key is a stored value (so "UTF-8" or "COVID-19" are not taken for issue keys)."""
-        known = {str(v) for schema in self.ctx.schemas.values() for path in ("repo", "fields.project.key")
-                 if path in schema.fields for v in (schema.fields[path].enum or [])}
+        known = {
+            str(v)
+            for schema in self.ctx.schemas.values()
+            for path in ("repo", "fields.project.key")
+            if path in schema.fields
+            for v in (schema.fields[path].enum or [])
+        }
         refs = []
         for m in _REF.finditer(self.q):
             owner_repo, number, key, key_number = m.groups()
@@ -75,8 +84,11 @@ class CollectionStep(Draft):
         words = set(sequence) | {f"{a}_{b}" for a, b in itertools.pairwise(sequence)}  # "not planned": not_planned
         words |= {w.replace("-", "_") for w in sequence if "-" in w}  # "not-planned"
         words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-3] + "y" for w in words if w.endswith("ies")}
-        verbs = {"issues": r"\breport(?:ed|s)?\b|\bfiled?\b|\braised?\b|\bresolv\w*|\bsprints?\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b|\bbacklog\b", "messages": r"\bsaid\b|\bposted\b|\bslack\b|\bwrote\b|\brepl(?:y|ies|ied)\b",
-                 "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*|\bchanges[- ]requested\b|\brequested changes\b|\bship(?:ped|s)?\b"}
+        verbs = {
+            "issues": r"\breport(?:ed|s)?\b|\bfiled?\b|\braised?\b|\bresolv\w*|\bsprints?\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b|\bbacklog\b",
+            "messages": r"\bsaid\b|\bposted\b|\bslack\b|\bwrote\b|\brepl(?:y|ies|ied)\b",
+            "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*|\bchanges[- ]requested\b|\brequested changes\b|\bship(?:ped|s)?\b",
+        }
         people = [m.person for m in self.ctx.mentions if m.person is not None and not m.is_asker]
 
         def theirs(schema: CollectionSchema | None) -> bool:
@@ -90,11 +102,18 @@ class CollectionStep(Draft):
             name, schema = kind.name, self.ctx.schemas.get(kind.name)
             if schema is None or not kind.searchable or not theirs(schema):
                 continue
-            values = {str(v).lower() for f in schema.fields.values() for v in (f.enum or [])
-                      if isinstance(v, str) and len(v) >= 3 and v.lower() not in STOP}
-            score = len(words & values) + (2 if name in verbs and re.search(verbs[name], self.q, re.I) else 0) \
-                + (2 if name == "issues" and re.search(r"\bsprints?\b", self.q, re.I) else 0) \
-                + (3 if any(re.search(word, self.q, re.I) for _, word in person_field_words(schema)) else 0)  # "who deployed"
+            values = {
+                str(v).lower()
+                for f in schema.fields.values()
+                for v in (f.enum or [])
+                if isinstance(v, str) and len(v) >= 3 and v.lower() not in STOP
+            }
+            score = (
+                len(words & values)
+                + (2 if name in verbs and re.search(verbs[name], self.q, re.I) else 0)
+                + (2 if name == "issues" and re.search(r"\bsprints?\b", self.q, re.I) else 0)
+                + (3 if any(re.search(word, self.q, re.I) for _, word in person_field_words(schema)) else 0)
+            )  # "who deployed"
             if score > best_score:
                 best, best_score = name, score
         if best:

@@ -17,13 +17,23 @@ class ConditionStep(Draft):
     def _mark_state(self, pattern: str) -> re.Match | None:
         """Like `mark`, but "open" used as a verb ("did X open", "to open") is not a state."""
         for m in re.finditer(pattern, self.q, re.I):
-            before = self.q[:m.start()]
-            if m.group(0).lower() == "open" and re.search(r"\b(did|do|does|will|would|to|I|we|you|they)\s+(?:\S+\s+){0,3}$",
-                                                          before, re.I) \
-                    and not re.search(r"\b(still|currently|are|is|remains?|being|be|as|and|stay|stays|the|all|any|our|my|their)\s+$"
-                                      r"|\b(?:still|currently)\s+(?:have|has|had|got|keeps?)\s+$", before, re.I) \
-                    and not (re.search(r"\b(?:do|does|did)\s+(?:(?:the|all|our|their|any)\s+)?$", before, re.I)  # "which label do open issues carry"
-                             and re.match(r"\s+(?:issues|prs|pull requests|tickets|bugs)\b", self.q[m.end():], re.I)):
+            before = self.q[: m.start()]
+            if (
+                m.group(0).lower() == "open"
+                and re.search(r"\b(did|do|does|will|would|to|I|we|you|they)\s+(?:\S+\s+){0,3}$", before, re.I)
+                and not re.search(
+                    r"\b(still|currently|are|is|remains?|being|be|as|and|stay|stays|the|all|any|our|my|their)\s+$"
+                    r"|\b(?:still|currently)\s+(?:have|has|had|got|keeps?)\s+$",
+                    before,
+                    re.I,
+                )
+                and not (
+                    re.search(
+                        r"\b(?:do|does|did)\s+(?:(?:the|all|our|their|any)\s+)?$", before, re.I
+                    )  # "which label do open issues carry"
+                    and re.match(r"\s+(?:issues|prs|pull requests|tickets|bugs)\b", self.q[m.end() :], re.I)
+                )
+            ):
                 continue
             self.use(m.span())
             return m
@@ -42,25 +52,35 @@ class ConditionStep(Draft):
             self.add_filter("state", "closed")
             return "created"
         if name == "pull_requests":
-            if self.mark(r"\bnon-?drafts?\b|(?:\bnot|n't)(?: marked as| marked| a| in)? drafts?\b|\bready for review\b(?:\s*\(\s*not\s+(?:a\s+)?drafts?\s*\))?|非草稿|不是草稿"
-                         r"|\b(?:excluding|except(?: for)?|without|not counting|leaving out|other than|minus|apart from|aside from)"
-                         r" (?:the |any )?drafts?\b|(?:不含|不包括|排除|除了?)草稿"):
+            if self.mark(
+                r"\bnon-?drafts?\b|(?:\bnot|n't)(?: marked as| marked| a| in)? drafts?\b|\bready for review\b(?:\s*\(\s*not\s+(?:a\s+)?drafts?\s*\))?|非草稿|不是草稿"
+                r"|\b(?:excluding|except(?: for)?|without|not counting|leaving out|other than|minus|apart from|aside from)"
+                r" (?:the |any )?drafts?\b|(?:不含|不包括|排除|除了?)草稿"
+            ):
                 self.add_filter("draft", False)
-                self.mark(r"(?:\bnot|n't)(?: marked as| marked| a| in)? drafts?\b|\bnon-?drafts?\b")  # said twice: "ready for review, i.e. not a draft"
-            if self.mark(r"关闭了?但?(?:是)?(?:没有?|未)(?:被)?(?:merge|合并|合入)|(?:没有?|未)(?:merge|合并|合入)就(?:被)?关闭"):
+                self.mark(
+                    r"(?:\bnot|n't)(?: marked as| marked| a| in)? drafts?\b|\bnon-?drafts?\b"
+                )  # said twice: "ready for review, i.e. not a draft"
+            if self.mark(
+                r"关闭了?但?(?:是)?(?:没有?|未)(?:被)?(?:merge|合并|合入)|(?:没有?|未)(?:merge|合并|合入)就(?:被)?关闭"
+            ):
                 self.add_filter("merged", False)
                 self.add_filter("state", "closed")
                 return "closed"
             # 还没/尚未 (not yet): still waiting, open; a bare 没被合并 (was not merged) is merged: false, below
-            if self.mark(r"(?<!从)(?:还(?:没有?|未)|(?:没有?|未)(?!被))\s*(?:merge|合并|合入)|尚未合并|待合并|\bnot yet merged\b|\byet to be merged\b"
-                         r"|\bstill (?:un|not )merged\b|\bunmerged and open\b|\bawaiting merge\b"):
+            if self.mark(
+                r"(?<!从)(?:还(?:没有?|未)|(?:没有?|未)(?!被))\s*(?:merge|合并|合入)|尚未合并|待合并|\bnot yet merged\b|\byet to be merged\b"
+                r"|\bstill (?:un|not )merged\b|\bunmerged and open\b|\bawaiting merge\b"
+            ):
                 # "还没 merge 的 PR", "not yet merged": still waiting, i.e. open (Chinese 没 says "not yet").
                 self.add_filter("state", "open")
                 return "created"
-            unmerged = self.mark(r"\bnever (?:been |got |gets |get |was |were )?(?:merged|landed|shipped)\b"
-                                 r"|\bnot (?:been |being |getting |got )?(?:merged|landed|shipped)\b"
-                                 r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
-                                 r"|从未(?:被)?(?:merge|合并|合入)|从来没有?(?:被)?(?:merge|合并|合入)|(?:没有?|未)被(?:merge|合并|合入)")
+            unmerged = self.mark(
+                r"\bnever (?:been |got |gets |get |was |were )?(?:merged|landed|shipped)\b"
+                r"|\bnot (?:been |being |getting |got )?(?:merged|landed|shipped)\b"
+                r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
+                r"|从未(?:被)?(?:merge|合并|合入)|从来没有?(?:被)?(?:merge|合并|合入)|(?:没有?|未)被(?:merge|合并|合入)"
+            )
             if unmerged:
                 # Not merged is all it says: an open PR is not merged either, unless closing is said too.
                 self.add_filter("merged", False)
@@ -68,17 +88,23 @@ class ConditionStep(Draft):
                     self.add_filter("state", "closed")
                     return "closed"
                 return "created"
-            if self.mark(r"\bmerged\b|\bmerges?\b|\bmerg(?:d|eed|ged)\b|\bmreged\b|\bship(?:ped|s)?\b|\bland(?:ed|s)?\b"
-                         r"|\b(?:went|got|go|goes|gone) in\b(?!\s+(?:\d|the\b|a\b|an\b))|合并了|已合并|合入|合并|上线|发布"):
+            if self.mark(
+                r"\bmerged\b|\bmerges?\b|\bmerg(?:d|eed|ged)\b|\bmreged\b|\bship(?:ped|s)?\b|\bland(?:ed|s)?\b"
+                r"|\b(?:went|got|go|goes|gone) in\b(?!\s+(?:\d|the\b|a\b|an\b))|合并了|已合并|合入|合并|上线|发布"
+            ):
                 self.add_filter("merged", True)
                 return "merged"
             if self.mark(r"\bdrafts?\b|草稿"):
                 self.add_filter("draft", True)
                 if not re.search(r"\bclosed\b|关闭", self.q, re.I):
-                    self._mark_state(rf"{_NOT_CLOSED}|\bopen\b|\bstill open\b|开放|打开的|开着")  # said or not: a draft is open
+                    self._mark_state(
+                        rf"{_NOT_CLOSED}|\bopen\b|\bstill open\b|开放|打开的|开着"
+                    )  # said or not: a draft is open
                     self.add_filter("state", "open")
                 return "created"
-            if self._mark_state(rf"{_NOT_CLOSED}|\bopen\b|\bopened\b(?= (?:and|but) (?:still|not))|\bpending\b|\bunreviewed\b|\bwaiting\b|\bawaiting\b|\bstill open\b|未关闭|打开的|开放|待审|还开着|开着"):
+            if self._mark_state(
+                rf"{_NOT_CLOSED}|\bopen\b|\bopened\b(?= (?:and|but) (?:still|not))|\bpending\b|\bunreviewed\b|\bwaiting\b|\bawaiting\b|\bstill open\b|未关闭|打开的|开放|待审|还开着|开着"
+            ):
                 self.add_filter("state", "open")
                 return "created"
             if self.mark(r"\bclosed\b|已关闭|关闭"):
@@ -90,10 +116,14 @@ class ConditionStep(Draft):
             if status:
                 return self._jira_status(status)
             if s.has_path("state"):
-                if self._mark_state(rf"{_NOT_CLOSED}|\bopen\b|\b(unresolved|outstanding|(?<!most )(?<!least )(?<!more )(?<!less )active)\b|还没(?:有)?关闭|没有关闭|未解决|未关闭|打开的|开放|还开着"):
+                if self._mark_state(
+                    rf"{_NOT_CLOSED}|\bopen\b|\b(unresolved|outstanding|(?<!most )(?<!least )(?<!more )(?<!less )active)\b|还没(?:有)?关闭|没有关闭|未解决|未关闭|打开的|开放|还开着"
+                ):
                     self.add_filter("state", "open")
                     return "created"
-                if self.mark(r"\b(closed|resolved|fixed|done|closures?|shut(?: down)?)\b|已关闭|已解决|关闭了?|解决了?"):
+                if self.mark(
+                    r"\b(closed|resolved|fixed|done|closures?|shut(?: down)?)\b|已关闭|已解决|关闭了?|解决了?"
+                ):
                     self.add_filter("state", "closed")
                     return "closed"
             return None
@@ -105,22 +135,31 @@ class ConditionStep(Draft):
         reasons = set(self.schema.fields["state_reason"].enum or []) if self.schema.has_path("state_reason") else set()
         if "completed" not in reasons:
             return False  # a collection whose records carry no reason (PRs: always null) is not asked one
-        if self.mark(r"\bnot (?:closed )?as (?:completed|done)\b|\b(?:isn't|is not|wasn't|was not|not|other than|besides|except)"
-                     r" (?:completed|done)\b|\bfor (?:a|any) reason other than (?:completed|done)\b|不是以?完成|非完成"):
+        if self.mark(
+            r"\bnot (?:closed )?as (?:completed|done)\b|\b(?:isn't|is not|wasn't|was not|not|other than|besides|except)"
+            r" (?:completed|done)\b|\bfor (?:a|any) reason other than (?:completed|done)\b|不是以?完成|非完成"
+        ):
             self.add_filter("state_reason", "completed", "ne")
             self.mark(r"\bclosed\b|已关闭|关闭")
             self.add_filter("state", "closed")  # a reason other than completed is given to closed issues only
-        elif "not_planned" in reasons and self.mark(r"\bnot[ _-]planned\b|\bwon'?t[ -](?:do|fix)\b"
-                                                    + ("" if self._a_label("wontfix") else r"|\bwontfix\b") + "|不计划|不打算|不做|不修复"):
+        elif "not_planned" in reasons and self.mark(
+            r"\bnot[ _-]planned\b|\bwon'?t[ -](?:do|fix)\b"
+            + ("" if self._a_label("wontfix") else r"|\bwontfix\b")
+            + "|不计划|不打算|不做|不修复"
+        ):
             self.add_filter("state_reason", "not_planned")
-            self.mark(r"\bnot[ _-]planned\b|\bwon'?t[ -](?:do|fix)\b|\bwontfix\b")  # said twice: "won't-fix / not planned"
+            self.mark(
+                r"\bnot[ _-]planned\b|\bwon'?t[ -](?:do|fix)\b|\bwontfix\b"
+            )  # said twice: "won't-fix / not planned"
         elif self.mark(r"\b(?:closed )?as (?:completed|done)\b|\bcompleted\b|(?:以)?完成(?:为理由)?"):
             self.add_filter("state_reason", "completed")
         elif "reopened" in reasons and self.mark(r"\bre-?opened\b|重新打开|重开"):
             self.add_filter("state_reason", "reopened")
             # "reopened after being closed": the closing is the story, not the state now
-            self.mark(r"\b(?:after|since|once)\s+(?:being|having been|it was|they were|it had been|they had been|getting)\s+closed\b"
-                      r"|(?:关闭|关掉)(?:之)?后")
+            self.mark(
+                r"\b(?:after|since|once)\s+(?:being|having been|it was|they were|it had been|they had been|getting)\s+closed\b"
+                r"|(?:关闭|关掉)(?:之)?后"
+            )
         else:
             return False
         self.mark(r"\b(?:close[ds]?|closing|state) reason\b|\breason\b|\bwith reason\b|为?理由|原因")
@@ -131,15 +170,23 @@ class ConditionStep(Draft):
         """Whether the question says "label" and `word` is one of the labels ("the wontfix label" is a
         label, not a close reason)."""
         label = field_for(self.schema, "label")
-        return bool(label and re.search(r"\blabel|\btagged\b|标签", self.q, re.I)
-                    and word in {str(v).lower() for v in self.schema.fields[label].enum or []})
+        return bool(
+            label
+            and re.search(r"\blabel|\btagged\b|标签", self.q, re.I)
+            and word in {str(v).lower() for v in self.schema.fields[label].enum or []}
+        )
 
     def _neither_label_nor_assignee(self) -> None:
-        """"neither a label nor an assignee", "without ever being labelled or assigned": both absent."""
+        """ "neither a label nor an assignee", "without ever being labelled or assigned": both absent."""
         label, assignee = field_for(self.schema, "label"), person_field_for(self.schema, "assignee")
-        if label and assignee and self.mark(
+        if (
+            label
+            and assignee
+            and self.mark(
                 r"\bneither (?:a |any )?labels? nor (?:an? |any )?assignees?\b|\bwithout (?:ever )?being (?:labell?ed|tagged) or assigned\b"
-                r"|\b(?:no|without) (?:a |any )?labels? (?:and|or|nor) (?:no |without )?(?:an? |any )?assignees?\b"):
+                r"|\b(?:no|without) (?:a |any )?labels? (?:and|or|nor) (?:no |without )?(?:an? |any )?assignees?\b"
+            )
+        ):
             self.add_filter(label, None, "empty")
             self.add_filter(assignee[0], None, "empty")
 
@@ -150,54 +197,81 @@ class ConditionStep(Draft):
         s = self.schema
         self._neither_label_nor_assignee()
         label = field_for(s, "label")
-        if label and self.mark(rf"\bunlabell?ed\b|\b(?:no|zero|without(?: any)?|lacking(?: any)?|missing) labels?\b|{_LACKS}labels?\b"
-                               r"|\bnot labell?ed(?: at all)?(?=\s*(?:$|[?,.:;)!-]|and\b|or\b|in\b|from\b|since\b|before\b|after\b))"
-                               r"|没有(?:任何)?标签|无标签|未打?标签|不带(?:任何)?标签"):
+        if label and self.mark(
+            rf"\bunlabell?ed\b|\b(?:no|zero|without(?: any)?|lacking(?: any)?|missing) labels?\b|{_LACKS}labels?\b"
+            r"|\bnot labell?ed(?: at all)?(?=\s*(?:$|[?,.:;)!-]|and\b|or\b|in\b|from\b|since\b|before\b|after\b))"
+            r"|没有(?:任何)?标签|无标签|未打?标签|不带(?:任何)?标签"
+        ):
             self.add_filter(label, None, "empty")
         assignee = person_field_for(s, "assignee")
-        if assignee and self.mark(r"\b(?:nobody|no one|no-one)(?:'s been|'s| is| was| has been| got)? (?:been )?assigned\b|\bassigned to (?:nobody|no one|no-one)\b"
-                                  r"|(?:\bnot|\bnever|n't|n't been|\bnever been) assigned to (?:anyone|anybody|someone|a person)\b"
-                                  r"|\bnever (?:been |got |gotten |was |were )?(?:assigned|given to (?:anyone|anybody|someone))\b|\bwithout (?:an? |any )?assignees?\b"
-                                  rf"|{_LACKS}assignees?\b"
-                                  r"|没有?(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)(?:给)?(?:任何人|任何一个人|别人|谁)?|无人(?:负责|认领)|未(?:被)?(?:指派|分配)(?:给)?(?:任何人)?"):
+        if assignee and self.mark(
+            r"\b(?:nobody|no one|no-one)(?:'s been|'s| is| was| has been| got)? (?:been )?assigned\b|\bassigned to (?:nobody|no one|no-one)\b"
+            r"|(?:\bnot|\bnever|n't|n't been|\bnever been) assigned to (?:anyone|anybody|someone|a person)\b"
+            r"|\bnever (?:been |got |gotten |was |were )?(?:assigned|given to (?:anyone|anybody|someone))\b|\bwithout (?:an? |any )?assignees?\b"
+            rf"|{_LACKS}assignees?\b"
+            r"|没有?(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)(?:给)?(?:任何人|任何一个人|别人|谁)?|无人(?:负责|认领)|未(?:被)?(?:指派|分配)(?:给)?(?:任何人)?"
+        ):
             self.add_filter(assignee[0], None, "empty")  # "unassigned", "no assignee": the linking step's own words
         milestone = field_for(s, "milestone")
-        if milestone and self.mark(rf"\b(?:no|without(?: an?| any)?|lacking(?: an?| any)?|missing(?: an?)?) milestones?\b|\bunmilestoned\b|{_LACKS}milestones?\b"
-                                   r"|\bnot (?:in|on|part of) (?:any|a) milestone\b|没有(?:任何)?里程碑|无里程碑"):
+        if milestone and self.mark(
+            rf"\b(?:no|without(?: an?| any)?|lacking(?: an?| any)?|missing(?: an?)?) milestones?\b|\bunmilestoned\b|{_LACKS}milestones?\b"
+            r"|\bnot (?:in|on|part of) (?:any|a) milestone\b|没有(?:任何)?里程碑|无里程碑"
+        ):
             self.add_filter(milestone, None, "empty")
         reaction = field_for(s, "reaction")
-        if reaction and self.mark(r"\b(?:no|zero|without(?: any)?) (?:emoji )?reactions?\b|没有(?:任何)?(?:表情)?(?:反应|回应)"):
+        if reaction and self.mark(
+            r"\b(?:no|zero|without(?: any)?) (?:emoji )?reactions?\b|没有(?:任何)?(?:表情)?(?:反应|回应)"
+        ):
             self.add_filter(reaction, None, "empty")
         if s.has_path("requested_reviewers") and self.mark(
-                r"\b(?:no|without(?: any)?) (?:requested )?reviewers?\b|\bno one (?:was |has been )?(?:asked|requested) to review\b"
-                r"|没有(?:任何)?(?:评审人|审查人|reviewer)"):
+            r"\b(?:no|without(?: any)?) (?:requested )?reviewers?\b|\bno one (?:was |has been )?(?:asked|requested) to review\b"
+            r"|没有(?:任何)?(?:评审人|审查人|reviewer)"
+        ):
             self.add_filter("requested_reviewers", None, "empty")
         mentioned = person_field_for(s, "mentioned")
-        if mentioned and self.mark(r"\b(?:mention(?:s|ing)?|tag(?:s|ging)?|ping(?:s|ing)?) (?:nobody|no one|noone|no-one)\b"
-                                   r"|\b(?:don't|doesn't|do not|does not|didn't|did not|without|never) (?:@-?)?mention(?:ing)? (?:anyone|anybody|someone|people)\b"
-                                   r"|\b(?:no|zero|without(?: any)?) (?:@-?)?mentions?\b|没有(?:任何)?(?:@|提及|提到)(?:任何人|别人|人)?"
-                                   r"|\b(?:without|never|not|no) (?:tagging|pinging|@-?ing|@-?mentioning|mentioning) (?:anyone|anybody|someone|people|others)\b"
-                                   r"|\bnor (?:@-?)?mention(?:s|ed|ing)? (?:anyone|anybody|someone|people|others)\b"):
+        if mentioned and self.mark(
+            r"\b(?:mention(?:s|ing)?|tag(?:s|ging)?|ping(?:s|ing)?) (?:nobody|no one|noone|no-one)\b"
+            r"|\b(?:don't|doesn't|do not|does not|didn't|did not|without|never) (?:@-?)?mention(?:ing)? (?:anyone|anybody|someone|people)\b"
+            r"|\b(?:no|zero|without(?: any)?) (?:@-?)?mentions?\b|没有(?:任何)?(?:@|提及|提到)(?:任何人|别人|人)?"
+            r"|\b(?:without|never|not|no) (?:tagging|pinging|@-?ing|@-?mentioning|mentioning) (?:anyone|anybody|someone|people|others)\b"
+            r"|\bnor (?:@-?)?mention(?:s|ed|ing)? (?:anyone|anybody|someone|people|others)\b"
+        ):
             self.add_filter(mentioned[0], None, "empty")
-        elif mentioned and self.mark(r"\b(?:@-?)?mention(?:s|ed|ing)? (?:someone|somebody|anyone|anybody|people|others|other people)\b"
-                                     r"|(?:有)?(?:提到|提及|@)了?(?:别人|其他人|他人|某人)"):
+        elif mentioned and self.mark(
+            r"\b(?:@-?)?mention(?:s|ed|ing)? (?:someone|somebody|anyone|anybody|people|others|other people)\b"
+            r"|(?:有)?(?:提到|提及|@)了?(?:别人|其他人|他人|某人)"
+        ):
             self.add_filter(mentioned[0], None, "not_empty")  # "messages that @mention someone"
         replying = person_field_for(s, "replied_to")
         if replying and self.mark(_NOT_A_REPLY):
             self.add_filter(replying[0], None, "empty")  # a thread's start or a message on its own: no parent
-            self.mark(rf"(?:{_NOT_A_REPLY})(?:\s+(?:inside|in|within)\s+(?:a|any)\s+threads?)?")  # said twice: "top-level, i.e. not replies"
+            self.mark(
+                rf"(?:{_NOT_A_REPLY})(?:\s+(?:inside|in|within)\s+(?:a|any)\s+threads?)?"
+            )  # said twice: "top-level, i.e. not replies"
         if s.has_path("thread_ts") and self.mark(_NOT_IN_A_THREAD):
             self.add_filter("thread_ts", None, "empty")
             self.mark(_NOT_IN_A_THREAD)  # said twice: "standalone messages that aren't in a thread"
-        for pattern, noun in (((r"\b(?:no|zero|without(?: any)?) comments?\b|\buncommented\b"
-                               r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?commented\b"
-                               r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew|attracted) (?:a |any |a single )?comments?\b"
-                               r"|\bwithout (?:a single|one|even one) comment\b|(?:\bdid(?:n't| not)|\bnever|\bdoes(?:n't| not)) (?:get|got|receive|have|had|draw) (?:a single|any|one|even one) comments?\b|\bwithout (?:anyone|anybody|someone|a soul) comment(?:ing|ed)?(?: on (?:it|them))?\b"
-                               r"|没有(?:任何)?(?:人)?评论|无评论|没(?:有)?(?:收到|得到)(?:任何|过)?评论|一条评论都没有|零评论"), "comment"),
-                              ((r"\b(?:no|zero|without(?: any)?) repl(?:y|ies)\b|\bunanswered\b|\bunreplied\b"
-                               r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?replied\b|\b(?:not|never) (?:been |got |gotten )?replied to\b"
-                               r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew) (?:a |any |a single )?(?:repl(?:y|ies)|answers?|responses?)\b"
-                               r"|没有(?:任何)?(?:人)?回复|无回复|没人回复"), "repl")):
+        for pattern, noun in (
+            (
+                (
+                    r"\b(?:no|zero|without(?: any)?) comments?\b|\buncommented\b"
+                    r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?commented\b"
+                    r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew|attracted) (?:a |any |a single )?comments?\b"
+                    r"|\bwithout (?:a single|one|even one) comment\b|(?:\bdid(?:n't| not)|\bnever|\bdoes(?:n't| not)) (?:get|got|receive|have|had|draw) (?:a single|any|one|even one) comments?\b|\bwithout (?:anyone|anybody|someone|a soul) comment(?:ing|ed)?(?: on (?:it|them))?\b"
+                    r"|没有(?:任何)?(?:人)?评论|无评论|没(?:有)?(?:收到|得到)(?:任何|过)?评论|一条评论都没有|零评论"
+                ),
+                "comment",
+            ),
+            (
+                (
+                    r"\b(?:no|zero|without(?: any)?) repl(?:y|ies)\b|\bunanswered\b|\bunreplied\b"
+                    r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?replied\b|\b(?:not|never) (?:been |got |gotten )?replied to\b"
+                    r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew) (?:a |any |a single )?(?:repl(?:y|ies)|answers?|responses?)\b"
+                    r"|没有(?:任何)?(?:人)?回复|无回复|没人回复"
+                ),
+                "repl",
+            ),
+        ):
             path = self._count_field(noun)
             if path and not self.has_filter(path) and self.mark(pattern):
                 self.add_filter(path, [0, None], "in")
@@ -210,29 +284,48 @@ class ConditionStep(Draft):
         for f in sorted(self.filters, key=lambda f: f.span or (len(self.q), 0)):  # in the order they were said
             if f.op not in ("eq", "in") or f.negate or f.span is None or f.field in STATE_FIELDS:
                 continue
-            m = _NEGATION_BEFORE.search(self.q[:f.span[0]])
-            listed = negated is not None and negated.field == f.field and negated.span is not None and re.fullmatch(
-                r"\s*(?:,|or|and|nor|/|、|或|和)\s*", self.q[negated.span[1]:f.span[0]], re.I)
+            m = _NEGATION_BEFORE.search(self.q[: f.span[0]])
+            listed = (
+                negated is not None
+                and negated.field == f.field
+                and negated.span is not None
+                and re.fullmatch(r"\s*(?:,|or|and|nor|/|、|或|和)\s*", self.q[negated.span[1] : f.span[0]], re.I)
+            )
             if m or listed:  # "not as bug or enhancement": the values listed after a negation are excluded too
                 f.negate = True
                 self.use((m.start(), f.span[0]) if m else (negated.span[1], f.span[0]))
-                self.notes.append(f"{self.q[(m.start() if m else f.span[0]):f.span[1]]!r}: excluded")
+                self.notes.append(f"{self.q[(m.start() if m else f.span[0]) : f.span[1]]!r}: excluded")
                 if f.op == "in":  # the second half of "neither X nor Y", "既不在 X 也不在 Y"
                     self.mark(r"\bnor\b|也不(?:在|是|带)")
                 negated = f
         label = field_for(self.schema, "label")
-        if label and any(f.field == label and f.negate for f in self.filters) and self.mark(
-                r"\b(?:are|is|were|was)\s+labell?ed\b(?=,?\s*(?:just|but|only)?\s*not\b)|\b(?:some|a|any) labels?(?= other than\b)"):
+        if (
+            label
+            and any(f.field == label and f.negate for f in self.filters)
+            and self.mark(
+                r"\b(?:are|is|were|was)\s+labell?ed\b(?=,?\s*(?:just|but|only)?\s*not\b)|\b(?:some|a|any) labels?(?= other than\b)"
+            )
+        ):
             self.add_filter(label, None, "not_empty")  # "labelled, just not as bug": some label, not that one
 
     def _jira_status(self, status: str) -> str | None:
         values = self.schema.fields[status].enum or []
-        if self.mark(r"(?:\bnot|n't|\bnever|\byet to be) (?:yet )?(?:done|finished|completed|resolved)\b|\bon (?:my|his|her|their|our) plate\b|还没(?:有)?(?:关闭?|完成|解决|做完)|没做完|未完成|没关闭?|还开着"):
+        if self.mark(
+            r"(?:\bnot|n't|\bnever|\byet to be) (?:yet )?(?:done|finished|completed|resolved)\b|\bon (?:my|his|her|their|our) plate\b|还没(?:有)?(?:关闭?|完成|解决|做完)|没做完|未完成|没关闭?|还开着"
+        ):
             self.add_filter(status, [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES), "nin")
             return "created"
-        for word, value in (("completed", "Done"), ("已完成", "Done"), ("完成", "Done"), ("进行中", "In Progress"), ("待办", "To Do"),
-                            ("审核中", "In Review"), ("评审中", "In Review"), (r"在\s*review\s*中|review\s*中", "In Review"),
-                            ("不做", "Won't Do")):
+        for word, value in (
+            ("completed", "Done"),
+            ("已完成", "Done"),
+            ("完成", "Done"),
+            ("进行中", "In Progress"),
+            ("待办", "To Do"),
+            ("审核中", "In Review"),
+            ("评审中", "In Review"),
+            (r"在\s*review\s*中|review\s*中", "In Review"),
+            ("不做", "Won't Do"),
+        ):
             if value in values and self.mark(word):
                 self.add_filter(status, value)
                 return "resolved" if value in DONE_STATUSES else "created"
@@ -242,7 +335,9 @@ class ConditionStep(Draft):
                 self.use(m.span())
                 self.add_filter(status, value)
                 return "resolved" if value in DONE_STATUSES else "created"
-        if self.mark(r"\b(open|unresolved|outstanding|(?<!most )(?<!least )(?<!more )(?<!less )active|not done|unfinished)\b|未解决|未完成|打开的|进行中的"):
+        if self.mark(
+            r"\b(open|unresolved|outstanding|(?<!most )(?<!least )(?<!more )(?<!less )active|not done|unfinished)\b|未解决|未完成|打开的|进行中的"
+        ):
             self.add_filter(status, [v for v in values if v in DONE_STATUSES] or list(DONE_STATUSES), "nin")
             return "created"
         if self.mark(r"\b(closed|resolved|fixed|done|finished|completed)\b|已解决|已完成|已关闭|完成|关闭|解决"):
@@ -254,9 +349,14 @@ class ConditionStep(Draft):
         """Review outcomes: "approved by", "changes requested", "just comments" (GitHub review states)."""
         if not self.schema.has_path("reviews.state"):
             return
-        for pattern, state in ((r"\b(?:just|only) comment(?:s|ed)?\b|\bno approval\b|\bcommented\b|\bwithout approv\w*", "COMMENTED"),
-                               (r"\bchanges[- ]requested\b|\brequested changes\b|\brequest(?:ed|s)? changes\b|要求修改", "CHANGES_REQUESTED"),
-                               (r"\bapprov(?:e|ed|es|al|als|er|ers|ing)\b|批准|通过了", "APPROVED")):
+        for pattern, state in (
+            (r"\b(?:just|only) comment(?:s|ed)?\b|\bno approval\b|\bcommented\b|\bwithout approv\w*", "COMMENTED"),
+            (
+                r"\bchanges[- ]requested\b|\brequested changes\b|\brequest(?:ed|s)? changes\b|要求修改",
+                "CHANGES_REQUESTED",
+            ),
+            (r"\bapprov(?:e|ed|es|al|als|er|ers|ing)\b|批准|通过了", "APPROVED"),
+        ):
             m = re.search(pattern, self.q, re.I)
             if m:
                 self.use(m.span())
@@ -268,9 +368,17 @@ class ConditionStep(Draft):
         chosen = None
         for rng in self.ctx.times:
             verb = rng.verb or state_verb
-            role = {"merged": "merged", "closed": "closed", "resolved": "resolved", "updated": "updated",
-                    "reviewed": "reviewed", "created": "created", "opened": "created", "submitted": "created",
-                    "posted": "created"}.get(verb or "", "created")
+            role = {
+                "merged": "merged",
+                "closed": "closed",
+                "resolved": "resolved",
+                "updated": "updated",
+                "reviewed": "reviewed",
+                "created": "created",
+                "opened": "created",
+                "submitted": "created",
+                "posted": "created",
+            }.get(verb or "", "created")
             if self.collection == "pull_requests" and state_verb == "merged" and rng.verb is None:
                 role = "merged"
             idx = self.low.find(rng.text.lower())
@@ -294,16 +402,18 @@ class ConditionStep(Draft):
         """A time said of the records themselves ("2023 issues", "2022's PRs", "bugs from 2024", "2022
         年创建的") dates their creation, whatever state the sentence adds ("closed 2023 issues": the
         year before the noun wins over the verb before the year)."""
-        after, before = self.q[span[1]:], self.q[:span[0]]
+        after, before = self.q[span[1] :], self.q[: span[0]]
         if self.collection == "pull_requests" and re.search(r"\b(?:merged|landed|shipped)\s+$", before, re.I):
             return False  # "merged 2021 PRs": the year of their merging
         for start, end in self.collection_spans:
-            between = start >= span[1] and re.fullmatch(r"(?:'s|\s*年?的?)?\s*(?:([A-Za-z]+)\s+)?", self.q[span[1]:start])
+            between = start >= span[1] and re.fullmatch(
+                r"(?:'s|\s*年?的?)?\s*(?:([A-Za-z]+)\s+)?", self.q[span[1] : start]
+            )
             # "2024 bug issues" dates the issues; "last month's merged PRs" dates the merging; "in
             # October had PRs merged" dates nothing about the PRs themselves.
             if between and not re.fullmatch(_DATED_VERBS + "|had|has|have|saw|were|was", between.group(1) or "", re.I):
                 return True
-            if not has_verb and end <= span[0] and re.fullmatch(r"\s+(?:from|of)\s+", self.q[end:span[0]], re.I):
+            if not has_verb and end <= span[0] and re.fullmatch(r"\s+(?:from|of)\s+", self.q[end : span[0]], re.I):
                 return True
         if has_verb:
             return False
@@ -311,34 +421,78 @@ class ConditionStep(Draft):
 
     def _thresholds(self) -> None:
         """Numeric conditions ("more than 5 replies", ">500 additions", "touching 6 files"), threads."""
-        noun = (r"(additions|lines added|added lines|deletions|lines (?:deleted|removed)|(?:changed )?files|comments?|repl(?:y|ies)"
-                r"|answers?|responses?)")
+        noun = (
+            r"(additions|lines added|added lines|deletions|lines (?:deleted|removed)|(?:changed )?files|comments?|repl(?:y|ies)"
+            r"|answers?|responses?)"
+        )
         n = _NUMBER
         english = [
             (rf"(>=|<=|>|<)\s*(\d+)\s*{noun}\b", lambda m: (m.group(1), m.group(2), m.group(3))),
-            ((rf"\b(no more than|not more than|at most|up to|(?:did(?:n't| not)|never|does(?:n't| not)|do(?:n't| not)) (?:get|go|got|went|make it) "
-             rf"(?:past|beyond|over|above)|not (?:past|beyond|over|above))\s+{n}\s+{noun}\b"),
-             lambda m: ("<=", m.group(2), m.group(3))),
-            (rf"\b(more than|over|at least|fewer than|less than|under|exactly|above|below|past|beyond|exceeding)\s+{n}\s+{noun}\b",
-             lambda m: (m.group(1), m.group(2), m.group(3))),
+            (
+                (
+                    rf"\b(no more than|not more than|at most|up to|(?:did(?:n't| not)|never|does(?:n't| not)|do(?:n't| not)) (?:get|go|got|went|make it) "
+                    rf"(?:past|beyond|over|above)|not (?:past|beyond|over|above))\s+{n}\s+{noun}\b"
+                ),
+                lambda m: ("<=", m.group(2), m.group(3)),
+            ),
+            (
+                rf"\b(more than|over|at least|fewer than|less than|under|exactly|above|below|past|beyond|exceeding)\s+{n}\s+{noun}\b",
+                lambda m: (m.group(1), m.group(2), m.group(3)),
+            ),
             # "only one or two replies", "2 to 5 comments", "between 3 and 10 replies": both ends
-            (rf"\b(?:only\s+|just\s+|between\s+)?{n}\s+(?:or|to|and|-)\s+{n}\s+{noun}\b",
-             lambda m: ("range", (m.group(1), m.group(2)), m.group(3))),
-            (rf"\b{n}\s*(\+|or more|or fewer|or less)\s+{noun}\b",
-             lambda m: ({"+": ">=", "or more": ">=", "or fewer": "<=", "or less": "<="}[m.group(2)], m.group(1), m.group(3))),
+            (
+                rf"\b(?:only\s+|just\s+|between\s+)?{n}\s+(?:or|to|and|-)\s+{n}\s+{noun}\b",
+                lambda m: ("range", (m.group(1), m.group(2)), m.group(3)),
+            ),
+            (
+                rf"\b{n}\s*(\+|or more|or fewer|or less)\s+{noun}\b",
+                lambda m: (
+                    {"+": ">=", "or more": ">=", "or fewer": "<=", "or less": "<="}[m.group(2)],
+                    m.group(1),
+                    m.group(3),
+                ),
+            ),
             (rf"\b{noun}\s*(>=|<=|>|<|=)\s*(\d+)", lambda m: (m.group(2), m.group(3), m.group(1))),
-            (rf"\b(?:with|touching|having|that have|that got|got)\s+(?:exactly\s+|only\s+|just\s+)?{n}\s+{noun}\b",
-             lambda m: ("exactly", m.group(1), m.group(2))),
+            (
+                rf"\b(?:with|touching|having|that have|that got|got)\s+(?:exactly\s+|only\s+|just\s+)?{n}\s+{noun}\b",
+                lambda m: ("exactly", m.group(1), m.group(2)),
+            ),
         ]
         chinese = [
-            (r"(超过|至少|多于|少于|大于|小于)\s*(\d+)\s*(?:条|个|行)?(回复|评论|新增|删除|文件)",
-             lambda m: (m.group(1), m.group(2), m.group(3))),
-            (r"(回复|评论|新增|删除|文件)数?\s*(超过|大于|多于|至少|少于|小于)\s*(\d+)",
-             lambda m: (m.group(2), m.group(3), m.group(1))),
+            (
+                r"(超过|至少|多于|少于|大于|小于)\s*(\d+)\s*(?:条|个|行)?(回复|评论|新增|删除|文件)",
+                lambda m: (m.group(1), m.group(2), m.group(3)),
+            ),
+            (
+                r"(回复|评论|新增|删除|文件)数?\s*(超过|大于|多于|至少|少于|小于)\s*(\d+)",
+                lambda m: (m.group(2), m.group(3), m.group(1)),
+            ),
         ]
-        ops = {"more than": "$gt", "over": "$gt", "above": "$gt", "past": "$gt", "beyond": "$gt", "exceeding": "$gt", ">": "$gt", "超过": "$gt", "多于": "$gt", "大于": "$gt",
-               "at least": "$gte", ">=": "$gte", "至少": "$gte", "fewer than": "$lt", "less than": "$lt", "under": "$lt",
-               "below": "$lt", "<": "$lt", "少于": "$lt", "小于": "$lt", "<=": "$lte", "exactly": "$eq", "=": "$eq"}
+        ops = {
+            "more than": "$gt",
+            "over": "$gt",
+            "above": "$gt",
+            "past": "$gt",
+            "beyond": "$gt",
+            "exceeding": "$gt",
+            ">": "$gt",
+            "超过": "$gt",
+            "多于": "$gt",
+            "大于": "$gt",
+            "at least": "$gte",
+            ">=": "$gte",
+            "至少": "$gte",
+            "fewer than": "$lt",
+            "less than": "$lt",
+            "under": "$lt",
+            "below": "$lt",
+            "<": "$lt",
+            "少于": "$lt",
+            "小于": "$lt",
+            "<=": "$lte",
+            "exactly": "$eq",
+            "=": "$eq",
+        }
         for pattern, read in english + chinese:
             for m in re.finditer(pattern, self.q, re.I):
                 if self._is_used(m.span()):
@@ -358,10 +512,11 @@ class ConditionStep(Draft):
         self._repliers_thresholds()
         if self.collection == "pull_requests" and self.schema.has_path("requested_reviewers.login"):
             for mention in self.ctx.mentions:
-                if mention.person and re.match(r"(?:'s)?\s+review queue\b", self.q[mention.end:], re.I):
+                if mention.person and re.match(r"(?:'s)?\s+review queue\b", self.q[mention.end :], re.I):
                     self.use((mention.end, mention.end + 15))
         if self.schema.has_path("reviews.state") and self.mark(
-                r"\bwithout (?:any |a )?reviews?\b|\bno reviews?\b|\bunreviewed\b|\bha(?:ve|s)n't had (?:a single|any) reviews?\b|没有(?:任何)?评审|没人评审"):
+            r"\bwithout (?:any |a )?reviews?\b|\bno reviews?\b|\bunreviewed\b|\bha(?:ve|s)n't had (?:a single|any) reviews?\b|没有(?:任何)?评审|没人评审"
+        ):
             self.add_filter("reviews", None, "empty")
         self._replies_in_others_threads()
         self._threads_without_someone()
@@ -372,11 +527,22 @@ class ConditionStep(Draft):
         # Replies to someone's threads are counted themselves: the word "threads" there selects no parents.
         replying = person_field_for(self.schema, "replied_to")
         # "whose threads does Meagan reply to": her replies, grouped by the threads' starters
-        whose = re.search(r"\b(?:whose|which (?:person|user|member|one)['’]s) (?:threads?|posts?|discussions?)\b"
-                          r"|回复[^，。？?]{0,6}谁发起的", self.q, re.I)
-        if replies and not self.has_filter(replies) and not (replying and self.has_filter(replying[0])) and not whose \
-                and self.mark(r"\bthreads?\b|\bgot (?:any |some )?replies\b|\b(?:with|has|have|had) (?:any |some )?replies\b|帖子|讨论串|有人回复|有回复|带(?:有)?回复|得到(?:了)?回复|收到(?:了)?回复"
-                              r"|\b(?:some(?:one|body)|any(?:one|body)|people|others)\s+(?:has\s+|have\s+)?(?:answered|replied(?:\s+to)?)\b"):
+        whose = re.search(
+            r"\b(?:whose|which (?:person|user|member|one)['’]s) (?:threads?|posts?|discussions?)\b"
+            r"|回复[^，。？?]{0,6}谁发起的",
+            self.q,
+            re.I,
+        )
+        if (
+            replies
+            and not self.has_filter(replies)
+            and not (replying and self.has_filter(replying[0]))
+            and not whose
+            and self.mark(
+                r"\bthreads?\b|\bgot (?:any |some )?replies\b|\b(?:with|has|have|had) (?:any |some )?replies\b|帖子|讨论串|有人回复|有回复|带(?:有)?回复|得到(?:了)?回复|收到(?:了)?回复"
+                r"|\b(?:some(?:one|body)|any(?:one|body)|people|others)\s+(?:has\s+|have\s+)?(?:answered|replied(?:\s+to)?)\b"
+            )
+        ):
             self.add_filter(replies, 1, "gte")  # a thread is a message that has replies
 
     def _repliers_thresholds(self) -> None:
@@ -384,13 +550,35 @@ class ConditionStep(Draft):
         single person replied", "at least 3 repliers"): the thread's count of distinct repliers."""
         if not self.schema.has_path("reply_users_count"):
             return
-        people = r"(?:different |distinct )?(?:people|persons?|users?|members?|folks|repliers?|participants?|responders?)"
-        replying = r"(?:\s+(?:replying|replied|responding|responded|answering|answered|who (?:replied|answered|responded)))?"
-        bound = re.search(rf"\b(no more than|not more than|at most|up to|more than|over|at least|fewer than|less than|exactly)\s+"
-                          rf"{_NUMBER}\s+{people}{replying}\b", self.q, re.I)
-        single = re.search(rf"\b(?:only|just)\s+(?:a\s+single|one|1)\s+{people}{replying}\b|\b(?:a\s+)?single\s+replier\b", self.q, re.I)
-        ops = {"no more than": "lte", "not more than": "lte", "at most": "lte", "up to": "lte", "more than": "gt",
-               "over": "gt", "at least": "gte", "fewer than": "lt", "less than": "lt", "exactly": "eq"}
+        people = (
+            r"(?:different |distinct )?(?:people|persons?|users?|members?|folks|repliers?|participants?|responders?)"
+        )
+        replying = (
+            r"(?:\s+(?:replying|replied|responding|responded|answering|answered|who (?:replied|answered|responded)))?"
+        )
+        bound = re.search(
+            rf"\b(no more than|not more than|at most|up to|more than|over|at least|fewer than|less than|exactly)\s+"
+            rf"{_NUMBER}\s+{people}{replying}\b",
+            self.q,
+            re.I,
+        )
+        single = re.search(
+            rf"\b(?:only|just)\s+(?:a\s+single|one|1)\s+{people}{replying}\b|\b(?:a\s+)?single\s+replier\b",
+            self.q,
+            re.I,
+        )
+        ops = {
+            "no more than": "lte",
+            "not more than": "lte",
+            "at most": "lte",
+            "up to": "lte",
+            "more than": "gt",
+            "over": "gt",
+            "at least": "gte",
+            "fewer than": "lt",
+            "less than": "lt",
+            "exactly": "eq",
+        }
         if bound and not self._is_used(bound.span()):
             self.use(bound.span())
             self.add_filter("reply_users_count", _number_of(bound.group(2)), ops[bound.group(1).lower()])
@@ -399,29 +587,39 @@ class ConditionStep(Draft):
             self.add_filter("reply_users_count", 1)
 
     def _threads_the_starter_left(self) -> None:
-        """"threads Ida started but didn't follow up in", "her threads she never replied in herself",
+        """ "threads Ida started but didn't follow up in", "her threads she never replied in herself",
         "她自己一次都没回复的": threads whose repliers do not include the person who started them."""
         author, joined = person_field_for(self.schema, "author"), person_field_for(self.schema, "reply_user")
-        starter = next((f for f in self.filters if author and f.field == author[0] and f.op == "eq" and not f.negate), None)
+        starter = next(
+            (f for f in self.filters if author and f.field == author[0] and f.op == "eq" and not f.negate), None
+        )
         if starter is None or joined is None or not _THREAD_WORD.search(self.q):
             return
-        if self.mark(r"\b(?:did(?:n't| not)|never|does(?:n't| not))\s+(?:\w+\s+)?(?:follow(?:ed)? up|repl(?:y|ied)|answer(?:ed)?|respond(?:ed)?|"
-                     r"write|wrote)(?:\s+(?:a\s+)?repl(?:y|ies))?(?:\s+(?:in|to)\s+(?:it|them|there))?(?:\s+(?:herself|himself|themselves))?\b"
-                     r"|(?:她|他)?自己(?:一次)?(?:都|也)?(?:没有?|从没|从未)(?:回复|回)过?"):
+        if self.mark(
+            r"\b(?:did(?:n't| not)|never|does(?:n't| not))\s+(?:\w+\s+)?(?:follow(?:ed)? up|repl(?:y|ied)|answer(?:ed)?|respond(?:ed)?|"
+            r"write|wrote)(?:\s+(?:a\s+)?repl(?:y|ies))?(?:\s+(?:in|to)\s+(?:it|them|there))?(?:\s+(?:herself|himself|themselves))?\b"
+            r"|(?:她|他)?自己(?:一次)?(?:都|也)?(?:没有?|从没|从未)(?:回复|回)过?"
+        ):
             self.add_filter(joined[0], starter.value, "ne")
 
     def _threads_without_someone(self) -> None:
-        """"threads Carman took no part in (didn't start, didn't reply)", "threads without Carman in them
+        """ "threads Carman took no part in (didn't start, didn't reply)", "threads without Carman in them
         at all": threads neither started by someone nor replied to by them — the starter is not them and
         they are not among the thread's repliers."""
         author, joined = person_field_for(self.schema, "author"), person_field_for(self.schema, "reply_user")
         replies = field_for(self.schema, "replies")
         if not (author and joined and replies) or not _THREAD_WORD.search(self.q):
             return
-        person = next((f for f in self.filters if f.field == author[0] and f.op == "eq" and isinstance(f.value, str)), None)
-        phrase = re.search(r"(?:\b(?:take|took|taken|takes|taking|had|has|have|having|play(?:ed|s)?) no part(?: in)?"
-                           r"|\b(?:did(?:n't| not)|never|does(?:n't| not)) (?:take part|participate|join|get involved)(?: in)?"
-                           r"|\bin (?:them|it) at all|\bin (?:them|it)(?= *(?:$|[?,.;:—-])))\b(?:\s*\([^)]*\))?", self.q, re.I)
+        person = next(
+            (f for f in self.filters if f.field == author[0] and f.op == "eq" and isinstance(f.value, str)), None
+        )
+        phrase = re.search(
+            r"(?:\b(?:take|took|taken|takes|taking|had|has|have|having|play(?:ed|s)?) no part(?: in)?"
+            r"|\b(?:did(?:n't| not)|never|does(?:n't| not)) (?:take part|participate|join|get involved)(?: in)?"
+            r"|\bin (?:them|it) at all|\bin (?:them|it)(?= *(?:$|[?,.;:—-])))\b(?:\s*\([^)]*\))?",
+            self.q,
+            re.I,
+        )
         if person is None or phrase is None:
             return
         inside = lambda f: f.span is not None and phrase.start() <= f.span[0] and f.span[1] <= phrase.end()  # noqa: E731
@@ -433,35 +631,43 @@ class ConditionStep(Draft):
             self.add_filter(replies, 1, "gte")
 
     def _replies_in_others_threads(self) -> None:
-        """"Chantelle's replies in other people's threads", "threads she didn't start", "别人发起的讨论串":
+        """ "Chantelle's replies in other people's threads", "threads she didn't start", "别人发起的讨论串":
         replies (a thread starter is recorded) whose thread someone other than the author started."""
         author, replying = person_field_for(self.schema, "author"), person_field_for(self.schema, "replied_to")
-        mine = next((f for f in self.filters if author and f.field == author[0] and f.op == "eq" and not f.negate), None)
-        if not (mine and replying) or any(f.field == replying[0] and f.op == "eq" and not f.negate for f in self.filters):
+        mine = next(
+            (f for f in self.filters if author and f.field == author[0] and f.op == "eq" and not f.negate), None
+        )
+        if not (mine and replying) or any(
+            f.field == replying[0] and f.op == "eq" and not f.negate for f in self.filters
+        ):
             return  # (a thread starter excluded, "not started by Chantelle", still leaves other people's threads)
-        if self.mark(r"\b(?:other people|others|someone else|somebody else|other users|other members|other folks)['’]?s?\s+(?:threads?|posts?|discussions?)\b"
-                     r"|\bthreads?\s+(?:that\s+)?\w+\s+(?:did(?:n't| not)|never|has(?:n't| not)|had(?:n't| not))\s+(?:start|started|open|opened|begin|begun|kick(?:ed)? off)\b"
-                     r"|\bthreads?\s+(?:not|never)\s+(?:started|opened|begun|kicked off)\s+by\s+(?:her|him|them|themselves|\w+)\b"
-                     r"|\bthreads?\s+(?:that\s+|which\s+)?(?:other people|others|someone else|somebody else|another person|other users)"
-                     r"\s+(?:started|opened|began|begun|kicked off|created)\b"
-                     r"|\bthreads?\s+(?:started|opened|begun|kicked off|created)\s+by\s+(?:other people|others|someone else|somebody else"
-                     r"|another person|other users)\b"
-                     r"|\b(?:not counting|excluding|except(?: for)?|other than|leaving out|minus|apart from|aside from|but not|outside(?: of)?|not in)"
-                     r"\s+(?:the ones\s+|those\s+|any\s+)?(?:(?:in|on|under)\s+)?(?:her|his|their|my|your) own threads?\b"
-                     r"|(?<=threads)\b.{0,40}?\bnot (?:in )?(?:her|his|their|my|your) own\b"
-                     r"|(?:别人|他人|其他人)(?:发起|开启|创建|开)?的(?:讨论串|帖子|讨论|话题)"):
+        if self.mark(
+            r"\b(?:other people|others|someone else|somebody else|other users|other members|other folks)['’]?s?\s+(?:threads?|posts?|discussions?)\b"
+            r"|\bthreads?\s+(?:that\s+)?\w+\s+(?:did(?:n't| not)|never|has(?:n't| not)|had(?:n't| not))\s+(?:start|started|open|opened|begin|begun|kick(?:ed)? off)\b"
+            r"|\bthreads?\s+(?:not|never)\s+(?:started|opened|begun|kicked off)\s+by\s+(?:her|him|them|themselves|\w+)\b"
+            r"|\bthreads?\s+(?:that\s+|which\s+)?(?:other people|others|someone else|somebody else|another person|other users)"
+            r"\s+(?:started|opened|began|begun|kicked off|created)\b"
+            r"|\bthreads?\s+(?:started|opened|begun|kicked off|created)\s+by\s+(?:other people|others|someone else|somebody else"
+            r"|another person|other users)\b"
+            r"|\b(?:not counting|excluding|except(?: for)?|other than|leaving out|minus|apart from|aside from|but not|outside(?: of)?|not in)"
+            r"\s+(?:the ones\s+|those\s+|any\s+)?(?:(?:in|on|under)\s+)?(?:her|his|their|my|your) own threads?\b"
+            r"|(?<=threads)\b.{0,40}?\bnot (?:in )?(?:her|his|their|my|your) own\b"
+            r"|(?:别人|他人|其他人)(?:发起|开启|创建|开)?的(?:讨论串|帖子|讨论|话题)"
+        ):
             self.add_filter(replying[0], True, "exists")
             self.add_filter(replying[0], mine.value, "ne")
 
     def _replies_as_the_records(self) -> None:
-        """"Marnie's replies", "her thread replies", "replies by Nana": the records are replies (a
+        """ "Marnie's replies", "her thread replies", "replies by Nana": the records are replies (a
         thread starter is recorded), not every message of hers. Not "with replies", "got 3 replies"
         or "replies to X" (the other rules read those)."""
         replying = person_field_for(self.schema, "replied_to")
         if replying is None or self.has_filter(replying[0]):
             return
-        if self.mark(r"(?<=['’]s )(?:thread\s+)?replies\b|\b(?:her|his|their|my|your)\s+(?:thread\s+)?replies\b"
-                     r"|\breplies\s+(?=(?:written\s+|posted\s+|sent\s+)?by\b)"):
+        if self.mark(
+            r"(?<=['’]s )(?:thread\s+)?replies\b|\b(?:her|his|their|my|your)\s+(?:thread\s+)?replies\b"
+            r"|\breplies\s+(?=(?:written\s+|posted\s+|sent\s+)?by\b)"
+        ):
             self.add_filter(replying[0], True, "exists")
 
     def _has_or_lacks(self) -> None:
@@ -478,7 +684,7 @@ class ConditionStep(Draft):
             path, empty = self._thing_path(word), None
             if path is None or any(f.span and 0 <= f.span[0] - noun.end() <= 4 for f in self.filters):
                 continue
-            before = self.q[:noun.start()]
+            before = self.q[: noun.start()]
             lack = _LACK_BEFORE_PARTICIPLE if _PARTICIPLE.match(noun.group(0)) else _LACK_BEFORE_NOUN
             cue = lack.search(before) or _LACK_CUE_ZH.search(before)
             if cue and not self._is_used(cue.span()):
@@ -514,11 +720,25 @@ class ConditionStep(Draft):
 
     def _count_field(self, word: str) -> str | None:
         """The numeric field a counted noun refers to, if this collection has it."""
-        candidates = {"addition": ["additions"], "lines added": ["additions"], "added lines": ["additions"], "新增": ["additions"],
-                      "deletion": ["deletions"], "lines deleted": ["deletions"], "lines removed": ["deletions"],
-                      "删除": ["deletions"], "file": ["changed_files"], "changed files": ["changed_files"],
-                      "文件": ["changed_files"], "comment": ["comments", "fields.comment.total"], "评论": ["comments"],
-                      "repl": ["reply_count"], "回复": ["reply_count"], "answer": ["reply_count"], "respons": ["reply_count"]}
+        candidates = {
+            "addition": ["additions"],
+            "lines added": ["additions"],
+            "added lines": ["additions"],
+            "新增": ["additions"],
+            "deletion": ["deletions"],
+            "lines deleted": ["deletions"],
+            "lines removed": ["deletions"],
+            "删除": ["deletions"],
+            "file": ["changed_files"],
+            "changed files": ["changed_files"],
+            "文件": ["changed_files"],
+            "comment": ["comments", "fields.comment.total"],
+            "评论": ["comments"],
+            "repl": ["reply_count"],
+            "回复": ["reply_count"],
+            "answer": ["reply_count"],
+            "respons": ["reply_count"],
+        }
         for key, paths in candidates.items():
             if word.startswith(key):
                 return next((p for p in paths if self.schema.has_path(p)), None)
@@ -532,38 +752,55 @@ _THING = re.compile(
     r"|picked up|claimed|taken on)"
     r"|(?P<milestone>milestones?)|(?P<comment>comments?|comment(?:ed|ing)(?: on)?)|(?P<repl>repl(?:y|ies)|replied(?: to)?|answers?|answered|responses?)"
     r"|(?P<mentioned>(?:@-?)?mention(?:s|ed|ing)?(?: (?:anyone|anybody|someone|somebody|people|others))?)|(?P<reaction>reactions?)"
-    r"|(?P<body>descriptions?|bod(?:y|ies)))\b", re.I)
+    r"|(?P<body>descriptions?|bod(?:y|ies)))\b",
+    re.I,
+)
 # A negation before the thing. Before a noun ("a label", "comments") it says the record lacks it only
 # directly ("no label", "without a milestone") or through a verb of having ("never got a label", "has
 # not been given an assignee", "didn't receive any comments"): "were not replies" says what a message
 # is, not what it lacks. Before a participle ("never labelled", "nobody has commented", "without anyone
 # ever commenting") the negation itself says it.
-_FILLING = (r"(?:(?:a|an|any|a single|single|one|even|ever|yet|so much as|once|at all|been|be|being|was|were|is|are|it|them"
-            r"|they|do|does|did|has|have|had|to|anyone|anybody|someone|somebody|people)\s+)*")
-_HAVING = (r"(?:get|gets|got|gotten|getting|receive|receives|received|have|has|had|having|given|assigned|attached|added"
-           r"|drew|draw|attracted|attract)\s+")
+_FILLING = (
+    r"(?:(?:a|an|any|a single|single|one|even|ever|yet|so much as|once|at all|been|be|being|was|were|is|are|it|them"
+    r"|they|do|does|did|has|have|had|to|anyone|anybody|someone|somebody|people)\s+)*"
+)
+_HAVING = (
+    r"(?:get|gets|got|gotten|getting|receive|receives|received|have|has|had|having|given|assigned|attached|added"
+    r"|drew|draw|attracted|attract)\s+"
+)
 _NEGATION = r"(?:\b(?:not|never|nobody|no one|no-one)\b|n['’]?t\b)"
-_LACK_BEFORE_NOUN = re.compile(rf"(?:\b(?:no|zero|without|lacking|missing|none)\s+{_FILLING}|{_NEGATION}\s+{_FILLING}{_HAVING}{_FILLING})$",
-                               re.I)
+_LACK_BEFORE_NOUN = re.compile(
+    rf"(?:\b(?:no|zero|without|lacking|missing|none)\s+{_FILLING}|{_NEGATION}\s+{_FILLING}{_HAVING}{_FILLING})$", re.I
+)
 _LACK_BEFORE_PARTICIPLE = re.compile(rf"(?:{_NEGATION}|\bwithout\b)\s+{_FILLING}$", re.I)
-_PARTICIPLE = re.compile(r"(?:labell?ed|tagged|assigned|picked up|claimed|taken on|commented|commenting|replied|answered|mentioned"
-                         r"|mentioning)\b", re.I)
+_PARTICIPLE = re.compile(
+    r"(?:labell?ed|tagged|assigned|picked up|claimed|taken on|commented|commenting|replied|answered|mentioned"
+    r"|mentioning)\b",
+    re.I,
+)
 _LACK_CUE_ZH = re.compile(r"(?:没有?|无|未|从未|从没)[被打过任何人收到得到一个条了给有]{0,6}$")
 _SOMEONE = re.compile(r"\b(?:anyone|anybody|someone|somebody|a person|people|others)$", re.I)
 # Having it, said just before the thing: "with a", "that have any", "got some".
-_HAVE_CUE = re.compile(r"\b(?:with|has|have|having|had|got|get|gets|received|carrying|bearing)\s+(?:(?:a|an|any|some|at least one|one or more)\s+)?$"
-                       r"|(?:有|带)(?:任何)?$", re.I)
+_HAVE_CUE = re.compile(
+    r"\b(?:with|has|have|having|had|got|get|gets|received|carrying|bearing)\s+(?:(?:a|an|any|some|at least one|one or more)\s+)?$"
+    r"|(?:有|带)(?:任何)?$",
+    re.I,
+)
 # "don't have an assignee", "doesn't have any labels", "haven't got a milestone": what follows is absent.
-_LACKS = (r"(?:\b(?:do|does|did)(?:n't| not)|\bha(?:ve|s)(?:n't| not)(?: got)?) (?:have |got )?(?:an? |any |a single )?")
+_LACKS = r"(?:\b(?:do|does|did)(?:n't| not)|\bha(?:ve|s)(?:n't| not)(?: got)?) (?:have |got )?(?:an? |any |a single )?"
 # A message that answers no one: "not replies to somebody", "aren't thread replies", 不是回复.
-_NOT_A_REPLY = (r"\bnon-?repl(?:y|ies)\b|\b(?:rather than|instead of) (?:as )?(?:a )?(?:thread )?repl(?:y|ies)\b|\bneither (?:a )?(?:thread )?repl(?:y|ies)\b|\btop[- ]level\b|顶层|(?:\bnot|n't|\bnever)\s+(?:a\s+)?(?:thread\s+)?repl(?:y|ies)(?:\s+to\s+(?:somebody|someone|anyone|anybody|others?))?\b"
-                r"|不是回复")
+_NOT_A_REPLY = (
+    r"\bnon-?repl(?:y|ies)\b|\b(?:rather than|instead of) (?:as )?(?:a )?(?:thread )?repl(?:y|ies)\b|\bneither (?:a )?(?:thread )?repl(?:y|ies)\b|\btop[- ]level\b|顶层|(?:\bnot|n't|\bnever)\s+(?:a\s+)?(?:thread\s+)?repl(?:y|ies)(?:\s+to\s+(?:somebody|someone|anyone|anybody|others?))?\b"
+    r"|不是回复"
+)
 # A message outside any thread: neither a reply nor (with "standalone") a thread start.
-_NOT_IN_A_THREAD = (r"(?:\bnot|n't) (?:in|part of|inside) (?:any |a )?threads?\b|\bstand-?alone\b|\bnon-?threaded\b|\bunthreaded\b"
-                    r"|\bneither in a thread\b"
-                    r"|不属于(?:任何)?(?:一个)?(?:讨论串|帖子|线程)"
-                    r"|\boutside (?:of )?(?:any |a )?threads?\b|\b(?:no|without(?: a| any)?) threads?\b"
-                    r"|\bstand(?:s|ing)? alone\b|不在(?:任何)?(?:帖子|讨论串|线程)")
+_NOT_IN_A_THREAD = (
+    r"(?:\bnot|n't) (?:in|part of|inside) (?:any |a )?threads?\b|\bstand-?alone\b|\bnon-?threaded\b|\bunthreaded\b"
+    r"|\bneither in a thread\b"
+    r"|不属于(?:任何)?(?:一个)?(?:讨论串|帖子|线程)"
+    r"|\boutside (?:of )?(?:any |a )?threads?\b|\b(?:no|without(?: a| any)?) threads?\b"
+    r"|\bstand(?:s|ing)? alone\b|不在(?:任何)?(?:帖子|讨论串|线程)"
+)
 # A count written as digits or as a word ("more than ten answers", "one or two replies").
 _NUMBER = r"(\d+|" + "|".join(NUMBER_WORDS) + r")"
 
@@ -573,21 +810,29 @@ def _number_of(text: str) -> int:
 
 
 # "no longer open", "not open anymore", "不再开放": closed.
-_NO_LONGER_OPEN = (r"\bno longer (?:open|active|pending)\b|\bnot (?:open|active|pending) any ?more\b|\bnot (?:still )?open\b"
-                   r"|\b(?:isn't|aren't|wasn't|weren't) (?:open|pending)\b|不再(?:开放|打开|开着)|已经不再开放")
+_NO_LONGER_OPEN = (
+    r"\bno longer (?:open|active|pending)\b|\bnot (?:open|active|pending) any ?more\b|\bnot (?:still )?open\b"
+    r"|\b(?:isn't|aren't|wasn't|weren't) (?:open|pending)\b|不再(?:开放|打开|开着)|已经不再开放"
+)
 # "not closed (yet)", "nobody closed yet", "至今仍开放": open.
-_NOT_CLOSED = (r"\bnot (?:yet )?closed(?: yet)?\b(?! as)|(?:n't|\bnot) (?:yet )?been (?:closed|resolved)(?: yet)?\b|\b(?:nobody|no one|no-one) (?:has |have )?(?:ever )?closed\b|\bunclosed\b"
-               r"|\bstill (?:open|pending)\b|至今仍(?:然)?(?:开放|打开|开着)|仍(?:然)?(?:开放|打开|开着)|仍未关闭|尚未关闭"
-               r"|(?:还)?没有?(?:被)?关闭(?!.{0,3}(?:merge|合并|合入))|未(?:被)?关闭|(?:还)?没关(?!闭)(?:的|掉)?")
+_NOT_CLOSED = (
+    r"\bnot (?:yet )?closed(?: yet)?\b(?! as)|(?:n't|\bnot) (?:yet )?been (?:closed|resolved)(?: yet)?\b|\b(?:nobody|no one|no-one) (?:has |have )?(?:ever )?closed\b|\bunclosed\b"
+    r"|\bstill (?:open|pending)\b|至今仍(?:然)?(?:开放|打开|开着)|仍(?:然)?(?:开放|打开|开着)|仍未关闭|尚未关闭"
+    r"|(?:还)?没有?(?:被)?关闭(?!.{0,3}(?:merge|合并|合入))|未(?:被)?关闭|(?:还)?没关(?!闭)(?:的|掉)?"
+)
 # Past participles that carry a date of their own ("merged", "closed"): a time before them dates them.
-_DATED_VERBS = r"merged|closed|opened|created|resolved|fixed|updated|filed|reported|submitted|posted|reviewed|shipped|landed"
+_DATED_VERBS = (
+    r"merged|closed|opened|created|resolved|fixed|updated|filed|reported|submitted|posted|reviewed|shipped|landed"
+)
 _NEGATION_BEFORE = re.compile(
     r"(?:\bnot|n't|\bnever|\bwithout|\bnon-?|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
     r"|\boutside(?: of)?|\bnot counting|\bleaving out|\bleave out|\bminus|\bapart from|\baside from|\bignoring"
     r"|没有|不是|不带|除了|除|非|(?:既|也)?不在|不含|不包括|排除)\s*"
     r"(?:(?:labell?ed|tagged|marked|with|the|a|an|any|by|from|in|authored|written|opened|created|filed|reported|assigned|to|started"
     r"|label|labels|tag|a label|as|one of|either|the ones|ones|anything|everything|those|that are|which are|any issues|any prs"
-    r")\s+)*['\"‘“]?$", re.I)
+    r")\s+)*['\"‘“]?$",
+    re.I,
+)
 
 
 def _fmt(value: datetime | None) -> str:

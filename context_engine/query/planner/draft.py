@@ -12,7 +12,9 @@ from context_engine.query.plan import PlanningContext
 from context_engine.query.schema import CollectionSchema
 
 # A count written as a word ("more than ten answers", "top three"): the conditions and spans steps read it.
-NUMBER_WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())}
+NUMBER_WORDS = {
+    w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
+}
 # Fields a state word sets, whose values a negation picks between ("not closed" is open, "not merged"
 # is merged: false, "not done" a status): the state rules say the negation themselves.
 STATE_FIELDS = frozenset({"state", "merged", "draft", "state_reason", "status"})

@@ -26,24 +26,48 @@ class LinkStep(Draft):
         s = self.schema
         assignee = person_field_for(s, "assignee")
         # "not assigned", but not "not assigned to albertvillanova" (the negation step excludes that person)
-        if assignee and self.mark(r"\bunassigned\b|\bnot assigned\b(?!\s+to\s+(?!(?:anyone|anybody|someone|somebody|any ?one|a person)\b))"
-                                  r"|\bno assignee\b|未分配|没有负责人"):
-            self.add_filter(assignee[0].rsplit(".", 1)[0] if assignee[0].endswith(".name") else assignee[0], None, "empty")
+        if assignee and self.mark(
+            r"\bunassigned\b|\bnot assigned\b(?!\s+to\s+(?!(?:anyone|anybody|someone|somebody|any ?one|a person)\b))"
+            r"|\bno assignee\b|未分配|没有负责人"
+        ):
+            self.add_filter(
+                assignee[0].rsplit(".", 1)[0] if assignee[0].endswith(".name") else assignee[0], None, "empty"
+            )
         priority = field_for(s, "priority")
         if priority:
             levels = s.fields[priority].enum or []
-            for pattern, wanted in ((r"\bhighest[- ]prio(?:rity)?\b|\bcritical\b|\bblockers?\b|\bp[01]\b|最高优先级|紧急", ["Highest"]),
-                                    (r"\bhigh[- ]pri(?:o|ority)?\b|\bhi[- ]?pri(?:o|ority)?\b|\bp2\b|高优先级", ["High", "Highest"]),
-                                    (r"\blow[- ]pri(?:o|ority)?\b|低优先级", ["Low", "Lowest"])):
+            for pattern, wanted in (
+                (r"\bhighest[- ]prio(?:rity)?\b|\bcritical\b|\bblockers?\b|\bp[01]\b|最高优先级|紧急", ["Highest"]),
+                (r"\bhigh[- ]pri(?:o|ority)?\b|\bhi[- ]?pri(?:o|ority)?\b|\bp2\b|高优先级", ["High", "Highest"]),
+                (r"\blow[- ]pri(?:o|ority)?\b|低优先级", ["Low", "Lowest"]),
+            ):
                 if self.mark(pattern):
                     values = [v for v in wanted if v in levels] or wanted
-                    self.add_filter(priority, values[0]) if len(values) == 1 else self.add_filter(priority, values, "in")
+                    self.add_filter(priority, values[0]) if len(values) == 1 else self.add_filter(
+                        priority, values, "in"
+                    )
                     break
-        explicit_label = re.search(r"(?:\b(?:label(?:l?ed)?|tagged|with (?:the )?label)\s+|(?:标记为|标为|打上了?|打了|带有?)\s*)"
-                                   r"['\"]?([\w.\-: /]+?)['\"]?(?:\s|$|\?|,|的)", self.q, re.I)
+        explicit_label = re.search(
+            r"(?:\b(?:label(?:l?ed)?|tagged|with (?:the )?label)\s+|(?:标记为|标为|打上了?|打了|带有?)\s*)"
+            r"['\"]?([\w.\-: /]+?)['\"]?(?:\s|$|\?|,|的)",
+            self.q,
+            re.I,
+        )
         self._team()  # before labels: "infra team" names people, not the infra label
-        order = ["repo", "channel", "workspace", "priority", "type", "project", "label", "milestone", "sprint", "component", "space",
-                 "team"]
+        order = [
+            "repo",
+            "channel",
+            "workspace",
+            "priority",
+            "type",
+            "project",
+            "label",
+            "milestone",
+            "sprint",
+            "component",
+            "space",
+            "team",
+        ]
         if not s.kind.builtin:  # a tenant's own kind: each of its value roles names stored values ("sev1", "payments")
             order += [role for role in s.kind.values if role not in order and role not in ("title", "url")]
         for role in order:
@@ -76,14 +100,21 @@ class LinkStep(Draft):
                     pattern = rf"(?<![A-Za-z0-9_]){re.escape(value)}(?:[- ]priority)?(?![A-Za-z0-9_])"
                 if role == "project":
                     # Keys are upper-case: "WEB" is the project, "web" the label when a label has that name.
-                    labels = {str(v).lower() for v in (s.fields[field_for(s, "label")].enum or [])} if field_for(s, "label") else set()
+                    labels = (
+                        {str(v).lower() for v in (s.fields[field_for(s, "label")].enum or [])}
+                        if field_for(s, "label")
+                        else set()
+                    )
                     pattern = rf"(?<![A-Za-z0-9_]){re.escape(value)}(?![A-Za-z0-9_])"
                     flags = 0 if value.lower() in labels else re.I
                 for m in re.finditer(pattern, self.q, flags):
                     if self._is_used(m.span()):
                         continue
-                    if role == "label" and self._topic_phrase(m.start()) and not (
-                            explicit_label and explicit_label.group(1).lower() == value.lower()):
+                    if (
+                        role == "label"
+                        and self._topic_phrase(m.start())
+                        and not (explicit_label and explicit_label.group(1).lower() == value.lower())
+                    ):
                         continue  # "about auth" is a topic, not necessarily the label
                     self.use(m.span())
                     self.add_filter(path, value)
@@ -91,11 +122,17 @@ class LinkStep(Draft):
                     if not s.kind.builtin:  # "the payments service": the role's own name says the field
                         self.mark(rf"\b{re.escape(role.replace('_', ' '))}\b", "field")
                     break
-        if explicit_label and any(f.field == field_for(s, "label") and f.span and f.span[0] - explicit_label.start(1) in (0, 1)
-                                  for f in self.filters):
+        if explicit_label and any(
+            f.field == field_for(s, "label") and f.span and f.span[0] - explicit_label.start(1) in (0, 1)
+            for f in self.filters
+        ):
             self.use((explicit_label.start(), explicit_label.start(1)), "field")  # the cue: its value is used above
         tags = field_for(s, "label")
-        if tags and "adr" in (s.fields[tags].enum or []) and self.mark(r"\barchitecture decision records?\b|\bdecision records?\b|架构决策"):
+        if (
+            tags
+            and "adr" in (s.fields[tags].enum or [])
+            and self.mark(r"\barchitecture decision records?\b|\bdecision records?\b|架构决策")
+        ):
             self.add_filter(tags, "adr")
         sprint = field_for(s, "sprint")
         if sprint and self.mark(r"\b(?:the )?(?:current|this|active) sprint\b|本迭代|当前迭代|这个迭代"):
@@ -103,7 +140,9 @@ class LinkStep(Draft):
             if numbered:
                 self.add_filter(sprint, max(numbered, key=lambda v: int(re.search(r"(\d+)$", v).group(1))))
         reaction = field_for(s, "reaction")
-        m = re.search(r"\b([a-z_+\-]+)\s+(?:reactions?|emoji)\b|:([a-z_+\-]+):|带\s*([a-z_+\-]+)\s*(?:表情|反应)", self.q, re.I)
+        m = re.search(
+            r"\b([a-z_+\-]+)\s+(?:reactions?|emoji)\b|:([a-z_+\-]+):|带\s*([a-z_+\-]+)\s*(?:表情|反应)", self.q, re.I
+        )
         if reaction and m:
             name = (m.group(1) or m.group(2) or m.group(3)).lower()
             if name in (s.fields[reaction].enum or [name]):
@@ -111,7 +150,7 @@ class LinkStep(Draft):
                 self.add_filter(reaction, name)
 
     def _team(self) -> None:
-        """"the web team": its members, from the people directory, in the author field."""
+        """ "the web team": its members, from the people directory, in the author field."""
         teams = {p.team.lower(): p.team for p in self.ctx.directory.people if p.team}
         m = re.search(r"\b(?:the\s+)?([a-z]+)\s+team\b|([a-z]+)\s*团队", self.q, re.I)
         if not m or (m.group(1) or m.group(2)).lower() not in teams or self.collection == "people":
@@ -128,17 +167,23 @@ class LinkStep(Draft):
             self.notes.append(f"the {team} team -> {len(handles)} people")
 
     def _topic_phrase(self, start: int) -> bool:
-        return bool(re.search(r"\b(about|regarding|mentioning|on the topic of|related to|concerning)\s+$", self.q[:start], re.I))
+        return bool(
+            re.search(r"\b(about|regarding|mentioning|on the topic of|related to|concerning)\s+$", self.q[:start], re.I)
+        )
 
     def _repo(self, path: str) -> None:
         values = self.schema.fields[path].enum or []
         for value in sorted(values, key=len, reverse=True):
             short = value.split("/")[-1]
-            for pattern in (rf"(?<![\w/]){re.escape(value)}(?![\w/])",
-                            rf"\b(?:in|into|to|from|for|on) (?:the )?{re.escape(short)} (?:repo|repository)\b",
-                            rf"\b(?:in|into) (?:the )?{re.escape(short)}\b(?! (?:label|tag|channel))",
-                            rf"\b{re.escape(short)} (?:repo|repository)\b", rf"{re.escape(short)}\s*仓库",
-                            rf"\b{re.escape(short)}\s+(?:prs?|pull requests?|commits?)\b", rf"\b(?:prs?|pull requests?|commits?)\s+{re.escape(short)}\b"):
+            for pattern in (
+                rf"(?<![\w/]){re.escape(value)}(?![\w/])",
+                rf"\b(?:in|into|to|from|for|on) (?:the )?{re.escape(short)} (?:repo|repository)\b",
+                rf"\b(?:in|into) (?:the )?{re.escape(short)}\b(?! (?:label|tag|channel))",
+                rf"\b{re.escape(short)} (?:repo|repository)\b",
+                rf"{re.escape(short)}\s*仓库",
+                rf"\b{re.escape(short)}\s+(?:prs?|pull requests?|commits?)\b",
+                rf"\b(?:prs?|pull requests?|commits?)\s+{re.escape(short)}\b",
+            ):
                 m = re.search(pattern, self.q, re.I)
                 if m and not self._is_used(m.span()):
                     self.use(m.span())
@@ -148,7 +193,9 @@ class LinkStep(Draft):
 
     def _channel(self, path: str) -> None:
         known = self.schema.fields[path].enum
-        m = re.search(r"#([\w\-]+)|\b(?:in|on) (?:the )?([\w\-]+) channel\b|([\w\-]+)\s*频道|\b([\w\-]+) channel\b", self.q, re.I)
+        m = re.search(
+            r"#([\w\-]+)|\b(?:in|on) (?:the )?([\w\-]+) channel\b|([\w\-]+)\s*频道|\b([\w\-]+) channel\b", self.q, re.I
+        )
         if not m and known:
             m = re.search(rf"\b(?:in|on)\s+({'|'.join(map(re.escape, known))})\b", self.q, re.I)
         if m:
@@ -172,24 +219,40 @@ class LinkStep(Draft):
         values = sorted(self.schema.fields[path].enum or [], key=len, reverse=True)
         found: list[tuple[tuple[int, int], str]] = []
         for value in values:
-            for m in re.finditer(rf"(?<![A-Za-z0-9_\-]){'#?' + re.escape(value)}(?:'s)?(?:\s+(?:workspace|slack|community))?(?![A-Za-z0-9_\-])",
-                                 self.q, re.I):
+            for m in re.finditer(
+                rf"(?<![A-Za-z0-9_\-]){'#?' + re.escape(value)}(?:'s)?(?:\s+(?:workspace|slack|community))?(?![A-Za-z0-9_\-])",
+                self.q,
+                re.I,
+            ):
                 if not self._is_used(m.span()) and not any(a < m.end() and m.start() < b for (a, b), _ in found):
                     found.append((m.span(), value))
                     break
         # What people call a community: "the elm slack", "most elm messages", "clojure threads" — a word
         # that begins one workspace's name and only one, before a word for Slack or its messages (not
         # after a topic cue: "messages about elm ui" are about Elm UI).
-        for m in re.finditer(r"(?<![A-Za-z0-9_\-#])([a-z]{3,})(?:'s)?\s+(?=(?:slack|workspace|community|messages?|threads?|posts?|"
-                             r"chat|channels?|folks|people|users)\b)", self.q, re.I):
+        for m in re.finditer(
+            r"(?<![A-Za-z0-9_\-#])([a-z]{3,})(?:'s)?\s+(?=(?:slack|workspace|community|messages?|threads?|posts?|"
+            r"chat|channels?|folks|people|users)\b)",
+            self.q,
+            re.I,
+        ):
             word = m.group(1).lower()
             # "elm" begins elmlang; "clojure" is clojurians but for its last letter
-            named = [v for v in values if v.lower() != word and len(os.path.commonprefix([v.lower(), word])) >= max(3, len(word) - 1)]  # noqa: RUF071 (words, not paths)
-            if len(named) == 1 and not self._is_used(m.span(1)) and not self._topic_phrase(m.start()) \
-                    and all(v != named[0] for _, v in found):
+            named = [
+                v
+                for v in values
+                # words, not paths: a common prefix of characters is what is meant
+                if v.lower() != word and len(os.path.commonprefix([v.lower(), word])) >= max(3, len(word) - 1)  # noqa: RUF071
+            ]
+            if (
+                len(named) == 1
+                and not self._is_used(m.span(1))
+                and not self._topic_phrase(m.start())
+                and all(v != named[0] for _, v in found)
+            ):
                 found.append((m.span(1), named[0]))
-                if re.match(r"\s*(?:slack|workspace|community)\b", self.q[m.end(1):], re.I):
-                    self.use((m.end(1), m.end(1) + re.match(r"\s*\w+", self.q[m.end(1):]).end()))
+                if re.match(r"\s*(?:slack|workspace|community)\b", self.q[m.end(1) :], re.I):
+                    self.use((m.end(1), m.end(1) + re.match(r"\s*\w+", self.q[m.end(1) :]).end()))
         found.sort()
         for span, value in found:
             self.use(span)
@@ -202,91 +265,174 @@ class LinkStep(Draft):
             self.filters[-1].span = found[0][0]
 
     def _role_of(self, mention: Mention) -> str:
-        before = self.q[:mention.start].lower()[-40:]
-        after = self.q[mention.end:].lower()[:30]
+        before = self.q[: mention.start].lower()[-40:]
+        after = self.q[mention.end :].lower()[:30]
         if mention.text.lower().endswith(("'s", "’s")):
             after = "'s" + after  # the possessive was read as part of the name
         own = self._own_role(mention)
         if own:
             return own
         # Slack roles beyond authorship, only where the collection stores them (`mentions`, `parent_user_id`).
-        if person_field_for(self.schema, "mentioned") and not re.search(r"\b(?:from|by)\s+@?$", before) and (
-                re.search(r"(?:\bmention(?:s|ed|ing)?|\bmentions of|@-?mention\w*|\bpinged|\bpinging|提到(?:了)?|提及(?:了)?|@了?)\s*@?$", before)
-                or re.search(r"^(?:'s)?\s*(?:was|were|is|are|got|gets|get|has been|have been|had been|been)\s+(?:\w+\s+)?(?:@-?)?mentioned\b"
-                             r"|^\s*被(?:人)?(?:提到|提及|@)", after)
+        if (
+            person_field_for(self.schema, "mentioned")
+            and not re.search(r"\b(?:from|by)\s+@?$", before)
+            and (
+                re.search(
+                    r"(?:\bmention(?:s|ed|ing)?|\bmentions of|@-?mention\w*|\bpinged|\bpinging|提到(?:了)?|提及(?:了)?|@了?)\s*@?$",
+                    before,
+                )
+                or re.search(
+                    r"^(?:'s)?\s*(?:was|were|is|are|got|gets|get|has been|have been|had been|been)\s+(?:\w+\s+)?(?:@-?)?mentioned\b"
+                    r"|^\s*被(?:人)?(?:提到|提及|@)",
+                    after,
+                )
                 # "how many times was Nana mentioned" (but "Nana mentioned Odis" is Nana writing)
-                or (re.search(r"\b(?:was|were|is|are|been|get|got|gets)\s+$", before) and re.search(r"^\s*(?:@-?)?mentioned\b", after))):
+                or (
+                    re.search(r"\b(?:was|were|is|are|been|get|got|gets)\s+$", before)
+                    and re.search(r"^\s*(?:@-?)?mentioned\b", after)
+                )
+            )
+        ):
             return "mentioned"
         if person_field_for(self.schema, "replied_to") and (
-                re.search(r"\b(?:repl(?:y|ies|ied|iers?)|respond(?:s|ed|ers?)?|answer(?:s|ed|ers?)?)\s+(?:\w+\s+){0,2}?to\s+$|回复(?:了|过)?\s*$", before)
-                # "replies Kristeen wrote in threads Caprice started", "Kristeen answering Caprice's threads"
-                or (re.search(r"\brepl(?:y|ies|ied)\b|\banswer\w*|\brespon\w*|回复", self.q, re.I)
-                    and any(m is not mention and m.person is not None and m.start < mention.start for m in self.ctx.mentions)
-                    and ((re.search(r"\b(?:threads?|posts?)\s+(?:that\s+|which\s+)?$", before)
-                         and re.search(r"^\s*(?:started|opened|kicked off|began|begun|created|posted)\b", after))
-                         or (re.search(r"\b(?:repl\w*|respon\w*|answer\w*)\s+(?:in\s+|on\s+|to\s+|under\s+)?$", before)
-                         and re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|questions?|messages?)\b", after))
-                         or re.search(r"^\s*发起的(?:讨论串|帖子|讨论)", after)))
-                # "how many replies did Wally get", "the answers Wally received": the replies to Wally
-                or (re.search(r"\b(?:repl(?:y|ies)|answers?|responses?)\s+(?:(?:did|does|do|has|have|had|that|which)\s+)?$", before)
-                    and _GOT.match(after))
-                # "replies in threads that weren't started by Chantelle": whose thread (negated below)
-                or re.search(r"\bthreads?\s+(?:that\s+|which\s+)?(?:weren't|were not|wasn't|was not|not|never)\s+(?:been\s+)?"
-                             r"(?:started|opened|begun|kicked off)\s+by\s+$", before)
-                # the people replying to someone ("who answered Dann's threads", "how many different people
-                # answered Dann", "repliers in threads started by Dann"): the replies whose thread is theirs
-                # "Latarsha's most frequent replier", "Latarsha 的帖子谁回复最多": the people replying to her
-                or re.search(r"^(?:'s|s'|’s)\s+(?:\w+\s+){0,2}(?:repliers?|responders?|answerers?)\b", after)
-                # "top responder in Vincenzo's threads", "did Lynna reply in Odis's threads"
-                or (re.search(r"\b(?:repl\w*|respon\w*|answer\w*)\s+(?:in|on|to|under)\s+$", before)
-                    and re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|questions?|messages?)\b", after))
-                or (re.search(r"\bwho\b|\bwhom\b|谁|\bpeople\b|\bpersons?\b|\busers?\b|\brepliers\b|\bresponders\b|(?<![有别他])人", self.q, re.I)
-                    # "threads that got replies from at least three different people": how many replied, not who
-                    and not re.search(r"\b(?:from|by)\s+(?:at least|more than|over|no more than|at most|exactly|only)\s+\w+\s+"
-                                      r"(?:different |distinct )?(?:people|persons|users|repliers)\b", self.q, re.I)
-                    and re.search(r"\brepl(?:y|ies|ied|iers)\b|\brespon\w*|\banswer\w*|回复", self.q, re.I)
-                    and (re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|messages?|questions?)\b|^\s*的(?:帖子|消息|讨论)", after)
-                         or re.search(r"\b(?:threads?|posts?|questions?)\s+(?:\w+\s+)?(?:started|opened|kicked off|begun|created|posted)\s+by\s+$"
-                                      r"|\b(?:answered|answering)\s+$", before)
-                         # "in threads Agustin started, who answered him", "in the threads I started"
-                         or (re.search(r"\b(?:threads?|posts?|questions?)\s+(?:that\s+|which\s+)?$", before)
-                             and re.search(r"^\s*(?:started|opened|kicked off|began|begun|created|posted)\b", after))))):
+            re.search(
+                r"\b(?:repl(?:y|ies|ied|iers?)|respond(?:s|ed|ers?)?|answer(?:s|ed|ers?)?)\s+(?:\w+\s+){0,2}?to\s+$|回复(?:了|过)?\s*$",
+                before,
+            )
+            # "replies Kristeen wrote in threads Caprice started", "Kristeen answering Caprice's threads"
+            or (
+                re.search(r"\brepl(?:y|ies|ied)\b|\banswer\w*|\brespon\w*|回复", self.q, re.I)
+                and any(
+                    m is not mention and m.person is not None and m.start < mention.start for m in self.ctx.mentions
+                )
+                and (
+                    (
+                        re.search(r"\b(?:threads?|posts?)\s+(?:that\s+|which\s+)?$", before)
+                        and re.search(r"^\s*(?:started|opened|kicked off|began|begun|created|posted)\b", after)
+                    )
+                    or (
+                        re.search(r"\b(?:repl\w*|respon\w*|answer\w*)\s+(?:in\s+|on\s+|to\s+|under\s+)?$", before)
+                        and re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|questions?|messages?)\b", after)
+                    )
+                    or re.search(r"^\s*发起的(?:讨论串|帖子|讨论)", after)
+                )
+            )
+            # "how many replies did Wally get", "the answers Wally received": the replies to Wally
+            or (
+                re.search(
+                    r"\b(?:repl(?:y|ies)|answers?|responses?)\s+(?:(?:did|does|do|has|have|had|that|which)\s+)?$",
+                    before,
+                )
+                and _GOT.match(after)
+            )
+            # "replies in threads that weren't started by Chantelle": whose thread (negated below)
+            or re.search(
+                r"\bthreads?\s+(?:that\s+|which\s+)?(?:weren't|were not|wasn't|was not|not|never)\s+(?:been\s+)?"
+                r"(?:started|opened|begun|kicked off)\s+by\s+$",
+                before,
+            )
+            # the people replying to someone ("who answered Dann's threads", "how many different people
+            # answered Dann", "repliers in threads started by Dann"): the replies whose thread is theirs
+            # "Latarsha's most frequent replier", "Latarsha 的帖子谁回复最多": the people replying to her
+            or re.search(r"^(?:'s|s'|’s)\s+(?:\w+\s+){0,2}(?:repliers?|responders?|answerers?)\b", after)
+            # "top responder in Vincenzo's threads", "did Lynna reply in Odis's threads"
+            or (
+                re.search(r"\b(?:repl\w*|respon\w*|answer\w*)\s+(?:in|on|to|under)\s+$", before)
+                and re.search(r"^(?:'s|s'|’s)\s+(?:threads?|posts?|questions?|messages?)\b", after)
+            )
+            or (
+                re.search(
+                    r"\bwho\b|\bwhom\b|谁|\bpeople\b|\bpersons?\b|\busers?\b|\brepliers\b|\bresponders\b|(?<![有别他])人",
+                    self.q,
+                    re.I,
+                )
+                # "threads that got replies from at least three different people": how many replied, not who
+                and not re.search(
+                    r"\b(?:from|by)\s+(?:at least|more than|over|no more than|at most|exactly|only)\s+\w+\s+"
+                    r"(?:different |distinct )?(?:people|persons|users|repliers)\b",
+                    self.q,
+                    re.I,
+                )
+                and re.search(r"\brepl(?:y|ies|ied|iers)\b|\brespon\w*|\banswer\w*|回复", self.q, re.I)
+                and (
+                    re.search(
+                        r"^(?:'s|s'|’s)\s+(?:threads?|posts?|messages?|questions?)\b|^\s*的(?:帖子|消息|讨论)", after
+                    )
+                    or re.search(
+                        r"\b(?:threads?|posts?|questions?)\s+(?:\w+\s+)?(?:started|opened|kicked off|begun|created|posted)\s+by\s+$"
+                        r"|\b(?:answered|answering)\s+$",
+                        before,
+                    )
+                    # "in threads Agustin started, who answered him", "in the threads I started"
+                    or (
+                        re.search(r"\b(?:threads?|posts?|questions?)\s+(?:that\s+|which\s+)?$", before)
+                        and re.search(r"^\s*(?:started|opened|kicked off|began|begun|created|posted)\b", after)
+                    )
+                )
+            )
+        ):
             return "replied_to"
         if re.search(r"^(?:'s)?\s+review queue\b", after):
             return "requested_reviewer"
-        if re.search(r"\b(?:opened|created|filed|reported|raised|written|authored|submitted|started|posted) by\s+$", before):
+        if re.search(
+            r"\b(?:opened|created|filed|reported|raised|written|authored|submitted|started|posted) by\s+$", before
+        ):
             return "author"  # said outright: what follows ("... have no assignee") is about the records
         if re.search(r"\b(?:closed|resolved) by\s+$", before) and person_field_for(self.schema, "closer"):
             return "closer"
-        if re.search(r"(review(?:s)? requested (?:from|of)|waiting (?:on|for)|awaiting|pending|requested|needs?)\s+$|需要\s*$|等\s*$", before) \
-                or re.search(r"^(?:'s|s'|’s) review\b(?! of)", after) \
-                or (mention.text.lower() == "my" and re.search(r"^\s*review\b", after)) or re.search(r"^\s*to review\b", after) or re.search(r"请\s*$", before):
+        if (
+            re.search(
+                r"(review(?:s)? requested (?:from|of)|waiting (?:on|for)|awaiting|pending|requested|needs?)\s+$|需要\s*$|等\s*$",
+                before,
+            )
+            or re.search(r"^(?:'s|s'|’s) review\b(?! of)", after)
+            or (mention.text.lower() == "my" and re.search(r"^\s*review\b", after))
+            or re.search(r"^\s*to review\b", after)
+            or re.search(r"请\s*$", before)
+        ):
             return "requested_reviewer"
-        if re.search(r"(reviewed|approved|reviews?|changes requested|commented on)\s+(by|from)\s+$", before) or re.search(
-                r"^\s*(has |have |did )?(reviewed|approved|approve|approves|reviews|review|requested changes|request changes)\b(?! of)", after) \
-                or re.search(r"^'s reviews", after) or re.search(r"^\s*(审查|评审|审核|review)", after):
+        if (
+            re.search(r"(reviewed|approved|reviews?|changes requested|commented on)\s+(by|from)\s+$", before)
+            or re.search(
+                r"^\s*(has |have |did )?(reviewed|approved|approve|approves|reviews|review|requested changes|request changes)\b(?! of)",
+                after,
+            )
+            or re.search(r"^'s reviews", after)
+            or re.search(r"^\s*(审查|评审|审核|review)", after)
+        ):
             return "reviewer"
         if self.collection == "issues" and re.search(
-                r"^\s*(?:(?:has|have)(?!\s+(?:\w+\s+)?(?:filed|opened|created|reported|raised|written|submitted|authored|posted"
-                r"|started|closed|resolved|fixed|commented|merged)\b)|owns?|is working on|名下|手上|手里)", after):
+            r"^\s*(?:(?:has|have)(?!\s+(?:\w+\s+)?(?:filed|opened|created|reported|raised|written|submitted|authored|posted"
+            r"|started|closed|resolved|fixed|commented|merged)\b)|owns?|is working on|名下|手上|手里)",
+            after,
+        ):
             return "assignee"  # "X has 3 open issues"; "X has filed" is the author
         if self.collection == "issues" and re.search(r"^(?:'s|s'|’s)\s+plate\b", after):
             return "assignee"  # "the open issues sitting on lhoestq's plate"
         if self.collection == "issues" and re.search(
-                r"^\s*(?:did |has |have )?(?:resolve|resolved|close|closed|complete|completed|finish|finished|fix|fixed|shut(?: down)?)\b"
-                r"|^\s*(?:以[^，。？?]{0,12})?关闭", after):
+            r"^\s*(?:did |has |have )?(?:resolve|resolved|close|closed|complete|completed|finish|finished|fix|fixed|shut(?: down)?)\b"
+            r"|^\s*(?:以[^，。？?]{0,12})?关闭",
+            after,
+        ):
             # GitHub records who closed an issue; Jira does not, and there the assignee did the work.
             return "closer" if person_field_for(self.schema, "closer") else "assignee"
-        if re.search(r"^[^，。？,.?]{0,12}?(?<![a-z])(review|reviewed|审查|评审|审核)", after) and not re.search(r"请|等", before[-4:]):
+        if re.search(r"^[^，。？,.?]{0,12}?(?<![a-z])(review|reviewed|审查|评审|审核)", after) and not re.search(
+            r"请|等", before[-4:]
+        ):
             return "reviewer"
-        if re.search(r"(assigned to|assignee is|owned by|owner is)\s+$", before) or re.search(r"^\s*(?:is|are|was|were|been|has been|have been)\s+assigned", after) \
-                or re.search(r"^(?:'s|s'|’s)\s+(?:\w+\s+)?assigned\b", after) \
-                or re.search(r"分配给\s*$|指派给\s*$", before) or re.search(r"^\s*负责", after):
+        if (
+            re.search(r"(assigned to|assignee is|owned by|owner is)\s+$", before)
+            or re.search(r"^\s*(?:is|are|was|were|been|has been|have been)\s+assigned", after)
+            or re.search(r"^(?:'s|s'|’s)\s+(?:\w+\s+)?assigned\b", after)
+            or re.search(r"分配给\s*$|指派给\s*$", before)
+            or re.search(r"^\s*负责", after)
+        ):
             return "assignee"
         if re.search(r"merged by\s+$", before):
             return "merger"
         if re.search(r"(?:(reported|filed|opened|created|raised|written|authored) )?by\s+$", before) or re.search(
-                r"^\s*(?:has |have |did )?(report|reported|file|filed|raise|raised|open|opened|create|created)\b", after):
+            r"^\s*(?:has |have |did )?(report|reported|file|filed|raise|raised|open|opened|create|created)\b", after
+        ):
             return "author"
         author = person_field_for(self.schema, "author")
         if self.collection == "issues" and not (author and author[1] == "github"):
@@ -301,8 +447,9 @@ class LinkStep(Draft):
         the word is read)."""
         start = max(0, mention.start - 40)
         for role, word in person_field_words(self.schema):
-            m = re.compile(rf"{word}\s+(?:by\s+)?$", re.I).search(self.q, start, mention.start) \
-                or re.compile(rf"(?:'s)?\s+(?:(?:has|have|did|was|were)\s+)?{word}", re.I).match(self.q, mention.end)
+            m = re.compile(rf"{word}\s+(?:by\s+)?$", re.I).search(self.q, start, mention.start) or re.compile(
+                rf"(?:'s)?\s+(?:(?:has|have|did|was|were)\s+)?{word}", re.I
+            ).match(self.q, mention.end)
             if m:
                 self.use(m.span(1), "person")
                 return role
@@ -331,7 +478,9 @@ class LinkStep(Draft):
             named = next((m for m in said if before is None or before - m.end() <= 25), None)
             if named:
                 self.use(named.span(), "collection")
-                for m in _RELATION_CUE.finditer(self.q):  # "the fix PR", "the PR that caused it": what the reference says
+                for m in _RELATION_CUE.finditer(
+                    self.q
+                ):  # "the fix PR", "the PR that caused it": what the reference says
                     if abs(m.start() - named.end()) <= 20 or abs(named.start() - m.end()) <= 20:
                         self.use(m.span(), "collection")
                 return via, found
@@ -343,8 +492,10 @@ class LinkStep(Draft):
         last = self.filters[-1] if self.filters else None
         if last is None or last.field != path or last.op not in ("eq", "in") or last.span is None:
             return None
-        between = self.q[last.span[1]:mention.start]
-        if not re.fullmatch(r"(?:['’]s)?\s*(?:,|and|or|&|nor|/|、|和|或|及|vs\.?|versus)?\s*(?:and|or)?\s*", between, re.I):
+        between = self.q[last.span[1] : mention.start]
+        if not re.fullmatch(
+            r"(?:['’]s)?\s*(?:,|and|or|&|nor|/|、|和|或|及|vs\.?|versus)?\s*(?:and|or)?\s*", between, re.I
+        ):
             return None
         return last
 
@@ -358,8 +509,12 @@ class LinkStep(Draft):
             role = self._role_of(mention)
             # "incidents caused by PRs authored by X": the role of the record named just before the person
             joined = self._referenced_with(role, before=mention.start)
-            found = None if joined else person_field_for(self.schema, role) or (
-                person_field_for(self.schema, "author") if role in _READ_AS_AUTHOR else None)
+            found = (
+                None
+                if joined
+                else person_field_for(self.schema, role)
+                or (person_field_for(self.schema, "author") if role in _READ_AS_AUTHOR else None)
+            )
             via = None
             if found is None and (joined := joined or self._referenced_with(role)):
                 via, found = joined
@@ -394,10 +549,12 @@ class LinkStep(Draft):
                 got = _GOT.match(self.q, mention.end)  # "how many replies did Wally get": said by the role
                 if got:
                     self.use(got.span(1))
-                self.mark(r"\b(?:not counting|excluding|except(?: for)?|other than|besides|apart from|minus|but not)\s+"
-                          r"(?:him|her|them|my|your|it)sel(?:f|ves)\b"  # said outright: "(not counting himself)"
-                          r"|\bother (?:people|users|folks|members|persons)\b(?!['’]s?\s+(?:threads?|posts?|discussions?))"
-                          r"|\b(?:someone|somebody|everyone|everybody) else\b(?!['’]s)")
+                self.mark(
+                    r"\b(?:not counting|excluding|except(?: for)?|other than|besides|apart from|minus|but not)\s+"
+                    r"(?:him|her|them|my|your|it)sel(?:f|ves)\b"  # said outright: "(not counting himself)"
+                    r"|\bother (?:people|users|folks|members|persons)\b(?!['’]s?\s+(?:threads?|posts?|discussions?))"
+                    r"|\b(?:someone|somebody|everyone|everybody) else\b(?!['’]s)"
+                )
             roles.add(role)
             if role == "assignee":
                 self.mark(r"\bsitting on\b|\bon\b(?=\s+\S+['’]s\s+plate\b)")  # "sitting on lhoestq's plate"
@@ -405,8 +562,12 @@ class LinkStep(Draft):
             typo = f" (the closest name to {mention.text!r}, read as a typo)" if mention.score < 100 else ""
             self.notes.append(f"{mention.text!r} -> {person.name} ({handle}) as {role}{typo}")
             # Phrases that only told us the role are consumed too.
-            for pattern in (r"\b(reviewed|approved|assigned to|reported|filed|opened|created|authored|written|wrote|merged) by\b",
-                            r"\bassigned to\b", r"\b(reviewed|reviews|approved)\b", r"分配给|审查|评审"):
+            for pattern in (
+                r"\b(reviewed|approved|assigned to|reported|filed|opened|created|authored|written|wrote|merged) by\b",
+                r"\bassigned to\b",
+                r"\b(reviewed|reviews|approved)\b",
+                r"分配给|审查|评审",
+            ):
                 m = re.search(pattern, self.q, re.I)
                 if (m and role != "author") or (m and "by" in m.group(0)):
                     self.use(m.span())
@@ -417,6 +578,9 @@ class LinkStep(Draft):
 # no merger is X's merged PRs (the reading the question sets commit to); the author as themselves.
 _READ_AS_AUTHOR = frozenset({"author", "merger"})
 # How records are related, said beside the referenced records' noun ("the fix PR", "PRs that caused it").
-_RELATION_CUE = re.compile(r"\b(?:fix(?:es|ed|ing)?|caus\w*|culprit|offending|related|linked|associated|triggering|shipp\w*"
-                           r"|ships?|contain\w*|includ\w*|deliver\w*)\b", re.I)
+_RELATION_CUE = re.compile(
+    r"\b(?:fix(?:es|ed|ing)?|caus\w*|culprit|offending|related|linked|associated|triggering|shipp\w*"
+    r"|ships?|contain\w*|includ\w*|deliver\w*)\b",
+    re.I,
+)
 _GOT = re.compile(r"\s*(get|got|gotten|gets|receive[sd]?|draw|drew|attract(?:s|ed)?)\b", re.I)

@@ -13,16 +13,30 @@ from context_engine.query.planner.draft import Draft
 DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
 
-COUNT = re.compile(r"\bhow many\b|[,:(—–-]\s*(?:the\s+)?(?:number|count|total)\s*\??\)?\s*[?.]?$|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数", re.I)
+COUNT = re.compile(
+    r"\bhow many\b|[,:(—–-]\s*(?:the\s+)?(?:number|count|total)\s*\??\)?\s*[?.]?$|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数",
+    re.I,
+)
 
-TOP = re.compile(r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|最常|最经常|前(\d+)名?", re.I)
+TOP = re.compile(
+    r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|最常|最经常|前(\d+)名?",
+    re.I,
+)
 
-_LIMIT = re.compile(r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:hours?|days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个")
+_LIMIT = re.compile(
+    r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:hours?|days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个"
+)
 
 _BUCKETS = [
     ("day", r"\bdaily\b|\bper[- ]day\b|\bday[- ]by[- ]day\b|\bby (?:the )?day\b|\beach day\b|每天|每日|按天"),
-    ("week", r"\bweekly\b|\bper[- ]week\b|\bweek[- ]by[- ]week\b|\bby (?:the )?week\b|\beach week\b|\bweek (?:by|over|on) week\b|每周|按周"),
-    ("month", r"\bmonthly\b|\bper[- ]month\b|\bmonth[- ]by[- ]month\b|\bby (?:the )?month\b|\beach month\b|\bmonth (?:by|over|on) month\b|每月|每个月|按月"),
+    (
+        "week",
+        r"\bweekly\b|\bper[- ]week\b|\bweek[- ]by[- ]week\b|\bby (?:the )?week\b|\beach week\b|\bweek (?:by|over|on) week\b|每周|按周",
+    ),
+    (
+        "month",
+        r"\bmonthly\b|\bper[- ]month\b|\bmonth[- ]by[- ]month\b|\bby (?:the )?month\b|\beach month\b|\bmonth (?:by|over|on) month\b|每月|每个月|按月",
+    ),
     ("year", r"\byearly\b|\bper[- ]year\b|\byear[- ]by[- ]year\b|\bby (?:the )?year\b|\beach year\b|每年|按年"),
 ]
 
@@ -32,35 +46,101 @@ _GROUP = re.compile(
     r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?|workspaces?"
     r"|(?:close|closing|state|resolution) reasons?|why (?:they|it) (?:was|were) closed|who closed (?:them|it|those))\b"
     r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目|工作区)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态|工作区)"
-    r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)", re.I)
+    r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)",
+    re.I,
+)
 
 _GROUP_ROLES = {
-    "label": "label", "tag": "label", "repo": "repo", "repositor": "repo", "author": "author", "person": "author",
-    "people": "author", "user": "author", "state": "state", "status": "status", "priorit": "priority",
-    "milestone": "milestone", "channel": "channel", "assignee": "assignee", "reviewer": "reviewer",
-    "type": "type", "project": "project", "space": "space", "component": "component", "sprint": "sprint",
-    "team": "team", "团队": "team", "组": "team",
-    "标签": "label", "仓库": "repo", "作者": "author", "人": "author", "状态": "status", "优先级": "priority",
-    "频道": "channel", "负责人": "assignee", "类型": "type", "项目": "project",
-    "workspace": "workspace", "工作区": "workspace",
-    "close": "state_reason", "closing": "state_reason", "state reason": "state_reason", "resolution": "state_reason",
-    "why": "state_reason", "who closed": "closer",
+    "label": "label",
+    "tag": "label",
+    "repo": "repo",
+    "repositor": "repo",
+    "author": "author",
+    "person": "author",
+    "people": "author",
+    "user": "author",
+    "state": "state",
+    "status": "status",
+    "priorit": "priority",
+    "milestone": "milestone",
+    "channel": "channel",
+    "assignee": "assignee",
+    "reviewer": "reviewer",
+    "type": "type",
+    "project": "project",
+    "space": "space",
+    "component": "component",
+    "sprint": "sprint",
+    "team": "team",
+    "团队": "team",
+    "组": "team",
+    "标签": "label",
+    "仓库": "repo",
+    "作者": "author",
+    "人": "author",
+    "状态": "status",
+    "优先级": "priority",
+    "频道": "channel",
+    "负责人": "assignee",
+    "类型": "type",
+    "项目": "project",
+    "workspace": "workspace",
+    "工作区": "workspace",
+    "close": "state_reason",
+    "closing": "state_reason",
+    "state reason": "state_reason",
+    "resolution": "state_reason",
+    "why": "state_reason",
+    "who closed": "closer",
 }
 
-_ASKS_FOR_PEOPLE = re.compile(r"\bwho\b|\bwhom\b|\bpeople\b|\bpersons?\b|\busers?\b|\bengineers?\b|\bdevelopers?\b|"
-                              r"\breviewers?\b|\bauthors?\b|\bposters?\b|\bcontributors?\b|\bcommitters?\b|\bapprovers?\b|"
-                              r"谁|哪些人|哪位", re.I)
+_ASKS_FOR_PEOPLE = re.compile(
+    r"\bwho\b|\bwhom\b|\bpeople\b|\bpersons?\b|\busers?\b|\bengineers?\b|\bdevelopers?\b|"
+    r"\breviewers?\b|\bauthors?\b|\bposters?\b|\bcontributors?\b|\bcommitters?\b|\bapprovers?\b|"
+    r"谁|哪些人|哪位",
+    re.I,
+)
 
 # "who reviewed acme/infra#812?": the people of one role on the named records.
-WHO_ROLE = [(r"\breview\w*|\bapprov\w*|评审|审查|审核", "reviewer"), (r"\bmerg\w*|合并", "merger"),
-             (r"\bassign\w*|负责|分配", "assignee"), (r"\bwr[io]te\b|\bopen\w*|\bauthor\w*|\bcreat\w*|\bfiled\b|提交|创建", "author")]
+WHO_ROLE = [
+    (r"\breview\w*|\bapprov\w*|评审|审查|审核", "reviewer"),
+    (r"\bmerg\w*|合并", "merger"),
+    (r"\bassign\w*|负责|分配", "assignee"),
+    (r"\bwr[io]te\b|\bopen\w*|\bauthor\w*|\bcreat\w*|\bfiled\b|提交|创建", "author"),
+]
 
-_WORD_NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
-                 "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "十": 10}
+_WORD_NUMBERS = {
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "两": 2,
+    "二": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "十": 10,
+}
 
 
-_UNITS = {"day": "day", "date": "day", "week": "week", "month": "month", "year": "year",
-          "天": "day", "日": "day", "周": "week", "星期": "week", "月": "month", "年": "year"}
+_UNITS = {
+    "day": "day",
+    "date": "day",
+    "week": "week",
+    "month": "month",
+    "year": "year",
+    "天": "day",
+    "日": "day",
+    "周": "week",
+    "星期": "week",
+    "月": "month",
+    "年": "year",
+}
 _UNIT = r"(day|date|week|month|year)"
 _FEWEST = r"\bfewest\b|\bleast\b|\bquietest\b|\bslowest\b|\blowest\b|\bcalmest\b|最少|最低|最冷清|最安静"
 # The period a question ranks ("which month had the most PRs", "the busiest day", "哪个月...最多"):
@@ -72,24 +152,32 @@ _ASKED_UNIT = re.compile(
     rf"|most (?:prolific|productive)|least (?:prolific|productive))\s+(?:\w+\s+){{0,2}}?{_UNIT}\b"
     rf"|\b{_UNIT}\s+in\s+which\b"
     rf"|\bthe\s+{_UNIT}\s+(?:with|that|when|in which|where)\b"
-    rf"|哪(?:一|个)?\s*(天|日|周|个?星期|个?月|年)", re.I)
-_EXTREME_WORD = re.compile(rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord\b|\bbiggest\b|{_FEWEST}|最多|最高|最忙|最活跃|最热闹", re.I)
+    rf"|哪(?:一|个)?\s*(天|日|周|个?星期|个?月|年)",
+    re.I,
+)
+_EXTREME_WORD = re.compile(
+    rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord\b|\bbiggest\b|{_FEWEST}|最多|最高|最忙|最活跃|最热闹", re.I
+)
 
 # The newest / first record: a superlative of time before a record noun, singular ("lhoestq's newest PR",
 # "the earliest message Andreas posted", "最新的 PR", "第一条消息"); "the last 5 PRs" is a list limit instead.
-_RECORD = (r"(?:pull request|pr|issue|ticket|message|post|commit|thread|comment|reply|release|discussion|thing|one|request|bug|report)(?!s)\b")
+_RECORD = r"(?:pull request|pr|issue|ticket|message|post|commit|thread|comment|reply|release|discussion|thing|one|request|bug|report)(?!s)\b"
 # Between the superlative and the noun: up to two words ("earliest-created", "newest merged open"), or
 # in Chinese a qualifying clause ending in 的 ("最早创建且仍开放的 issue").
-_NEWEST = re.compile(rf"\b(?:newest|latest|most recent|last|final|youngest|most recently \w+)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
-                     # not 最近 of a period ("最近三个月新开的 issue": the last three months)
-                     rf"|(?:最新|最近(?!\s*[0-9一二两三四五六七八九十几]+\s*个?\s*(?:天|日|周|星期|月|年))|最后)"
-                     rf"(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一\s*[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
-                     re.I)
-_OLDEST = re.compile(rf"\b(?:first|earliest|oldest|very first|first ever)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
-                     rf"|\b(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest\b"
-                     rf"|\blongest[\s-](?:waiting|open|standing|running|pending|lived)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
-                     rf"|(?:最早|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
-                     re.I)
+_NEWEST = re.compile(
+    rf"\b(?:newest|latest|most recent|last|final|youngest|most recently \w+)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
+    # not 最近 of a period ("最近三个月新开的 issue": the last three months)
+    rf"|(?:最新|最近(?!\s*[0-9一二两三四五六七八九十几]+\s*个?\s*(?:天|日|周|星期|月|年))|最后)"
+    rf"(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一\s*[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
+    re.I,
+)
+_OLDEST = re.compile(
+    rf"\b(?:first|earliest|oldest|very first|first ever)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
+    rf"|\b(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest\b"
+    rf"|\blongest[\s-](?:waiting|open|standing|running|pending|lived)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
+    rf"|(?:最早|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
+    re.I,
+)
 
 # "how many different people", "number of distinct PR authors", "count the unique labels", "多少个不同的人":
 # things counted once each, not records.
@@ -98,7 +186,9 @@ _DISTINCT = re.compile(
     r"|\bhow many\s+((?:people|persons|users|authors|contributors|posters|repliers|reviewers|committers|members|folks|devs|developers|engineers|assignees"
     r"|labels|repos|repositories|channels|projects|components|milestones))\b"
     r"|(?:多少|几)[个种类位名条]?(?:不同的?|独立的?)\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人|[A-Za-z]+)"
-    r"|(?:多少|几)\s*(?:个)?(?:人|位|名)(?![员字])", re.I)
+    r"|(?:多少|几)\s*(?:个)?(?:人|位|名)(?![员字])",
+    re.I,
+)
 # "the total number of replies across Odis's threads", "how many replies did his threads get": a measure
 # summed over the records, not the records counted.
 _MEASURE = r"(repl(?:y|ies)|comments?|additions|deletions|(?:changed )?files)"
@@ -108,7 +198,9 @@ _SUM = re.compile(
     rf"|\bhow many {_MEASURE} (?:did|do|have|had)\b[^?？]*?\b(?:threads?|posts?|messages?|prs?|pull requests?|issues?|tickets?|those|them|these)\s+"
     rf"(?:\w+\s+)?(?:get|got|gotten|receive|received|draw|drew|attract|attracted)\b"
     rf"|\bhow many {_MEASURE}\b[^?？]*\b(?:altogether|all together|in total|combined)\b"
-    r"|(?:总共|一共|总计)(?:收到|得到|获得)了?多少(?:条|个)?(回复|评论)|(回复|评论)(?:总数|之和|总和)", re.I)
+    r"|(?:总共|一共|总计)(?:收到|得到|获得)了?多少(?:条|个)?(回复|评论)|(回复|评论)(?:总数|之和|总和)",
+    re.I,
+)
 
 # "max replies on any thread Jasmine started", "what is the largest reply count among her threads", "how
 # many replies did her most replied thread get": one number, the extreme of a measure over the records —
@@ -119,19 +211,40 @@ _MEASURE_EXTREME = re.compile(
     rf"|\b(max(?:imum)?|most|largest|highest|biggest|greatest|fewest|least|min(?:imum)?|lowest|smallest)[\s-]+"
     rf"(repl)(?:ied|ied-to)\b|\b(max(?:imum)?|largest|highest|biggest|greatest|min(?:imum)?|lowest|smallest)\s+"
     rf"(repl(?:y|ies)|comments?)\s+counts?\b"
-    r"|(回复|评论)数?(?:最多|最高|最大)|(回复|评论)数?(?:最少|最低|最小)", re.I)
-_ASKS_A_VALUE = re.compile(r"^\W*(?:how many|what(?:'s| is| was| are)|max(?:imum)?\b|min(?:imum)?\b)|多少|几条|几个"
-                           r"|\b(?:just|only) the (?:number|count|figure|value)\b|\bthe (?:number|count) only\b", re.I)
+    r"|(回复|评论)数?(?:最多|最高|最大)|(回复|评论)数?(?:最少|最低|最小)",
+    re.I,
+)
+_ASKS_A_VALUE = re.compile(
+    r"^\W*(?:how many|what(?:'s| is| was| are)|max(?:imum)?\b|min(?:imum)?\b)|多少|几条|几个"
+    r"|\b(?:just|only) the (?:number|count|figure|value)\b|\bthe (?:number|count) only\b",
+    re.I,
+)
 _SMALLEST = re.compile(r"fewest|least|min|lowest|smallest", re.I)
 
-_PERSON_NOUN = (r"people|person|user|author|contributor|poster|replier|responder|committer|member|folk|dev|engineer|reporter|filer"
-                r"|opener|creator|submitter|starter|人|用户|作者|位|名")
+_PERSON_NOUN = (
+    r"people|person|user|author|contributor|poster|replier|responder|committer|member|folk|dev|engineer|reporter|filer"
+    r"|opener|creator|submitter|starter|人|用户|作者|位|名"
+)
 # A person noun says its role itself ("reviewers") or by the verb after it ("people reviewed", "people merged").
-_PERSON_VERBS = [(r"review|approv", "reviewer"), (r"merged\b", "merger"), (r"closed\b|shut\b", "closer"), (r"assigned\b", "assignee")]
+_PERSON_VERBS = [
+    (r"review|approv", "reviewer"),
+    (r"merged\b", "merger"),
+    (r"closed\b|shut\b", "closer"),
+    (r"assigned\b", "assignee"),
+]
 _DISTINCT_ROLES = [
-    (r"review|approv|评审", "reviewer"), (r"assign|负责", "assignee"), (r"merger", "merger"), (r"closer", "closer"),
-    (_PERSON_NOUN, "author"), (r"label|tag|标签", "label"), (r"repo|仓库", "repo"), (r"channel|频道", "channel"), (r"project|项目", "project"),
-    (r"component", "component"), (r"milestone", "milestone"), (r"priorit", "priority"),
+    (r"review|approv|评审", "reviewer"),
+    (r"assign|负责", "assignee"),
+    (r"merger", "merger"),
+    (r"closer", "closer"),
+    (_PERSON_NOUN, "author"),
+    (r"label|tag|标签", "label"),
+    (r"repo|仓库", "repo"),
+    (r"channel|频道", "channel"),
+    (r"project|项目", "project"),
+    (r"component", "component"),
+    (r"milestone", "milestone"),
+    (r"priorit", "priority"),
 ]
 
 
@@ -140,19 +253,28 @@ _DISTINCT_ROLES = [
 _THREADS_REPLIED_IN = re.compile(
     r"((?:\bin\s+)?\bhow many\s+(?:of\s+)?|\b(?:number|count) of\s+)((?:different|distinct|separate|unique)\s+)?"
     r"(?:(?:other\s+)?(?:people|someone else|somebody else|others)['’]s?\s+)?threads\b"
-    r"(?=.{0,80}?\b(?:replied|answered|responded|jumped|chimed|participated|took part|joined|posted in)\b)", re.I)
+    r"(?=.{0,80}?\b(?:replied|answered|responded|jumped|chimed|participated|took part|joined|posted in)\b)",
+    re.I,
+)
 _RELATIVE = re.compile(r"who|that|which|have|has|had|ever|actually|really", re.I)
 # The words that say a distinct count's role away from its noun.
-_ROLE_WORDS = {"assignee": r"被?(?:指派|分配)过?给?|\bassigned\b", "mentioned": r"@\s*过|提到过|提及过|@-?mentioned|\bmentioned\b|\btagged\b",
-               "thread_starter": r"发起过?|\bstart(?:ed)?\b", "replied_to": r"回复过?|\brepl(?:ied|y|ies)\s+to\b"}
+_ROLE_WORDS = {
+    "assignee": r"被?(?:指派|分配)过?给?|\bassigned\b",
+    "mentioned": r"@\s*过|提到过|提及过|@-?mentioned|\bmentioned\b|\btagged\b",
+    "thread_starter": r"发起过?|\bstart(?:ed)?\b",
+    "replied_to": r"回复过?|\brepl(?:ied|y|ies)\s+to\b",
+}
 
 
 def _first_word(m: re.Match) -> tuple[int, int]:
     """The superlative of a newest/oldest match ("earliest" of "earliest-created issue", 最早 of 最早创建的 issue):
     the words between may be conditions other steps read."""
-    word = re.match(r"most recently|most recent|very first|first ever"
-                    r"|(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest|[A-Za-z]+|[\u4e00-\u9fff]{2}",
-                    m.group(0), re.I)
+    word = re.match(
+        r"most recently|most recent|very first|first ever"
+        r"|(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest|[A-Za-z]+|[\u4e00-\u9fff]{2}",
+        m.group(0),
+        re.I,
+    )
     return (m.start(), m.start() + (word.end() if word else len(m.group(0))))
 
 
@@ -166,30 +288,45 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
         role = next((r for pattern, r in _DISTINCT_ROLES if re.match(pattern, word, re.I)), None)
         if role == "author":
             # the verb said of them, after a relative pronoun too ("people who closed issues")
-            verb = next((w for w in words.split()[i + 1:] + rest.split() if not _RELATIVE.fullmatch(w)), "")
+            verb = next((w for w in words.split()[i + 1 :] + rest.split() if not _RELATIVE.fullmatch(w)), "")
             said = next((r for pattern, r in _PERSON_VERBS if re.match(pattern, verb, re.I)), None)
-            after = (words.split()[i + 2:] or [""])[0]
+            after = (words.split()[i + 2 :] or [""])[0]
             if (re.match(r"start", verb, re.I) and re.match(r"thread", after, re.I)) or (
-                    re.match(r"starter", word, re.I) and i and re.match(r"thread", words.split()[i - 1], re.I)):
+                re.match(r"starter", word, re.I) and i and re.match(r"thread", words.split()[i - 1], re.I)
+            ):
                 return "thread_starter"  # "people started threads", "thread starters"
             if said is None and re.match(r"@|mention|tag|ping|start|post|wr[io]te|repl", verb, re.I):
                 said = "author"
-            rest = " ".join(words.split()[i + 1:] + rest.split())
+            rest = " ".join(words.split()[i + 1 :] + rest.split())
             if said is None and re.search(r"@\s*过|提到过|提及过", before):
                 return "mentioned"
-            chinese_verb = next((r for pattern, r in (("关闭|关掉", "closer"), ("合并", "merger"), ("评审|审查|审核", "reviewer"))
-                                 if re.match(rf"\s*(?:{pattern})", rest)), None)
+            chinese_verb = next(
+                (
+                    r
+                    for pattern, r in (("关闭|关掉", "closer"), ("合并", "merger"), ("评审|审查|审核", "reviewer"))
+                    if re.match(rf"\s*(?:{pattern})", rest)
+                ),
+                None,
+            )
             if said is None and chinese_verb:
                 return chinese_verb  # "几个不同的人关闭过 issue": the people who closed them
-            if said is None and re.search(r"\bassigned to (?:them|him|her|someone|people)\b|\b(?:been|was|were|are|is|get|got|gets)"
-                                          r"\s+assigned\b|分配给|指派给|被(?:指派|分配)", rest, re.I):
+            if said is None and re.search(
+                r"\bassigned to (?:them|him|her|someone|people)\b|\b(?:been|was|were|are|is|get|got|gets)"
+                r"\s+assigned\b|分配给|指派给|被(?:指派|分配)",
+                rest,
+                re.I,
+            ):
                 return "assignee"
-            if said is None and re.search(r"\b(?:@-?|at-)?mention(?:ed|s)?\b|\btagged\b|\bpinged\b|@\s*过|提到过|提及过", rest, re.I):
+            if said is None and re.search(
+                r"\b(?:@-?|at-)?mention(?:ed|s)?\b|\btagged\b|\bpinged\b|@\s*过|提到过|提及过", rest, re.I
+            ):
                 return "mentioned"
             if said is None and re.search(r"\bstart(?:ed)?\s+(?:a\s+|any\s+)?threads?\b|发起", rest, re.I):
                 return "thread_starter"
-            if said is None and (re.search(r"\b(?:repl(?:y|ies|ied)|respond(?:ed|s)?|answer(?:ed|s)?)\s+to\b", rest, re.I)
-                                 or re.search(r"回复过?\s*$", before)):
+            if said is None and (
+                re.search(r"\b(?:repl(?:y|ies|ied)|respond(?:ed|s)?|answer(?:ed|s)?)\s+to\b", rest, re.I)
+                or re.search(r"回复过?\s*$", before)
+            ):
                 return "replied_to"  # "how many different people has Kristeen replied to"
             return said or "author"
         if role:
@@ -215,9 +352,14 @@ class ShapeStep(Draft):
     """Grouping, ranking and limits."""
 
     def _grouping(self) -> tuple[str | None, str | None]:
-        listed = next((f for f in self.filters if f.op == "in" and not f.negate and f.field in self._person_paths()), None)
-        each = re.search(r"\beach\b|\brespectively\b|\bvs\.?(?=\s)|\bversus\b|\bindividually\b|\bseparately\b|各自|分别",
-                         self.q, re.I)
+        listed = next(
+            (f for f in self.filters if f.op == "in" and not f.negate and f.field in self._person_paths()), None
+        )
+        each = re.search(
+            r"\beach\b|\brespectively\b|\bvs\.?(?=\s)|\bversus\b|\bindividually\b|\bseparately\b|各自|分别",
+            self.q,
+            re.I,
+        )
         if listed and each:  # "how many PRs did A, B and C each get merged": one count per person
             self.use(each.span(), "shape")
             self._named_group = listed.field
@@ -227,7 +369,9 @@ class ShapeStep(Draft):
             if m:
                 self.use(m.span(), "shape")
                 return None, fmt
-        versus = re.search(r"\bopen (?:vs\.?|versus|or|and) closed\b|\bclosed (?:vs\.?|versus|or|and) open\b", self.q, re.I)
+        versus = re.search(
+            r"\bopen (?:vs\.?|versus|or|and) closed\b|\bclosed (?:vs\.?|versus|or|and) open\b", self.q, re.I
+        )
         if versus and field_for(self.schema, "state"):
             self.use(versus.span(), "shape")
             self.filters = [f for f in self.filters if f.field != "state"]  # both states are wanted, one group each
@@ -236,13 +380,21 @@ class ShapeStep(Draft):
         if own:
             self._named_group = own
             return "named", None
-        named = re.search(r"\b(?:per|by|grouped by|broken down by|for each|each)\s+([a-z]+(?:[ _][a-z]+){0,2})", self.q, re.I)
+        named = re.search(
+            r"\b(?:per|by|grouped by|broken down by|for each|each)\s+([a-z]+(?:[ _][a-z]+){0,2})", self.q, re.I
+        )
         if named:
             words = named.group(1).lower().split()
             for n in range(len(words), 0, -1):
                 wanted = "_".join(words[:n])
-                path = next((p for p, f in self.schema.fields.items() if f.enum and p.split(".")[-1].lower() == wanted
-                             and "_" in wanted), None)
+                path = next(
+                    (
+                        p
+                        for p, f in self.schema.fields.items()
+                        if f.enum and p.split(".")[-1].lower() == wanted and "_" in wanted
+                    ),
+                    None,
+                )
                 if path:
                     self.use(named.span(), "shape")
                     self._named_group = path
@@ -287,19 +439,27 @@ class ShapeStep(Draft):
             path = next((p for p in paths if self.schema.has_path(p)), None)
             if path is None:
                 continue
-            names = "|".join(re.escape(w) for w in dict.fromkeys((role, role.replace("_", " "), path.rsplit(".", 1)[-1])))
-            m = re.search(rf"\b(?:which|what|per|by|each|every|across|grouped by|broken down by|breakdown by)\s+(?:the\s+)?"
-                          rf"(?:{names})(?:e?s)?\b", self.q, re.I)
+            names = "|".join(
+                re.escape(w) for w in dict.fromkeys((role, role.replace("_", " "), path.rsplit(".", 1)[-1]))
+            )
+            m = re.search(
+                rf"\b(?:which|what|per|by|each|every|across|grouped by|broken down by|breakdown by)\s+(?:the\s+)?"
+                rf"(?:{names})(?:e?s)?\b",
+                self.q,
+                re.I,
+            )
             if m:
                 self.use(m.span(), "shape")
                 return path
         return None
 
     def _others_threads_only(self, role: str) -> None:
-        """"Whose threads does Meagan reply to most": the threads of others — her replies in her own
+        """ "Whose threads does Meagan reply to most": the threads of others — her replies in her own
         threads would name herself."""
         replying, author = person_field_for(self.schema, "replied_to"), person_field_for(self.schema, "author")
-        mine = next((f for f in self.filters if author and f.field == author[0] and f.op == "eq" and not f.negate), None)
+        mine = next(
+            (f for f in self.filters if author and f.field == author[0] and f.op == "eq" and not f.negate), None
+        )
         if role == "replied_to" and replying and mine and not self.has_filter(replying[0]):
             self.filters.append(Filter(replying[0], "ne", mine.value))
 
@@ -319,8 +479,11 @@ class ShapeStep(Draft):
         its numeric fields, highest first. None when it asks who, or names no such field."""
         if _ASKS_FOR_PEOPLE.search(self.q):
             return None
-        numeric = [p for p, info in self.schema.fields.items() if info.types & {"int", "double"} and not info.in_array
-                   and info.types <= {"int", "double", "null"}]
+        numeric = [
+            p
+            for p, info in self.schema.fields.items()
+            if info.types & {"int", "double"} and not info.in_array and info.types <= {"int", "double", "null"}
+        ]
         cue = re.search(r"\b(?:top|highest|largest|biggest|greatest|most|longest|by)\b", self.q, re.I)
         named = None
         for path in sorted(numeric, key=len, reverse=True):
@@ -335,8 +498,9 @@ class ShapeStep(Draft):
             self.use(named.span(), "shape")
         else:
             cue = re.search(r"\b(?:longest|slowest|longest[- ]running|lengthiest)\b", self.q, re.I)
-            path = next((p for p in numeric if re.search(r"duration|minutes|hours|seconds|days|length|elapsed",
-                                                          p, re.I)), None)
+            path = next(
+                (p for p in numeric if re.search(r"duration|minutes|hours|seconds|days|length|elapsed", p, re.I)), None
+            )
             if cue is None or path is None:
                 return None
         self.use(cue.span(), "shape")
@@ -351,46 +515,68 @@ class ShapeStep(Draft):
         return path, 5 if many else 1
 
     def _ranked_by_count(self) -> tuple[str, int] | None:
-        """"the thread with the most replies", "回复最多的帖子", "longest threads": records sorted by a
+        """ "the thread with the most replies", "回复最多的帖子", "longest threads": records sorted by a
         counted field — not people grouped by how many records they have. None when it asks who."""
         if not self.schema.kind.builtin:
             return self._ranked_by_own_field()
-        m = re.search(r"\bmost\s+(repl(?:y|ies)|comments?|additions|deletions|(?:changed )?files)\b"
-                      r"|\bmost[- ](repl)ied\b|\bmost[- ](comment)ed\b|\bmost[- ]discussed\b"
-                      r"|\b(?:highest|largest|biggest|greatest|top)\s+(comment|repl)(?:y|ies|s)?\s+counts?\b"
-                      r"|\blongest\s+(comment)\s+(?:threads?|sections?|chains?)\b"
-                      r"|\b(?:biggest|largest)\s+(?:\w+\s+)?(pr|pull request|change|diff)s?\b|\b(?:longest|biggest|largest|busiest|hottest|most active)\s+(?:[a-z]+\s+)?(?:slack\s+)?"
-                      r"(?:threads?|discussions?|conversations?)\b|(回复|评论)数?最多|最多(回复|评论)|(?:最长|最热|最火)的?(?:帖子|讨论)",
-                      self.q, re.I)
+        m = re.search(
+            r"\bmost\s+(repl(?:y|ies)|comments?|additions|deletions|(?:changed )?files)\b"
+            r"|\bmost[- ](repl)ied\b|\bmost[- ](comment)ed\b|\bmost[- ]discussed\b"
+            r"|\b(?:highest|largest|biggest|greatest|top)\s+(comment|repl)(?:y|ies|s)?\s+counts?\b"
+            r"|\blongest\s+(comment)\s+(?:threads?|sections?|chains?)\b"
+            r"|\b(?:biggest|largest)\s+(?:\w+\s+)?(pr|pull request|change|diff)s?\b|\b(?:longest|biggest|largest|busiest|hottest|most active)\s+(?:[a-z]+\s+)?(?:slack\s+)?"
+            r"(?:threads?|discussions?|conversations?)\b|(回复|评论)数?最多|最多(回复|评论)|(?:最长|最热|最火)的?(?:帖子|讨论)",
+            self.q,
+            re.I,
+        )
         # "the thread with the most different people replying": threads ranked by how many people replied
-        repliers = re.search(r"\b(?:most|(?:largest|highest|greatest|biggest) number of)\s+(?:different|distinct|unique)\s+"
-                             r"(?:people|persons|participants|repliers|users|responders|posters)\b(?:\s+replying)?", self.q, re.I)
-        if repliers and self.schema.has_path("reply_users_count") and re.search(r"\bthreads?\b|帖子|讨论", self.q, re.I):
+        repliers = re.search(
+            r"\b(?:most|(?:largest|highest|greatest|biggest) number of)\s+(?:different|distinct|unique)\s+"
+            r"(?:people|persons|participants|repliers|users|responders|posters)\b(?:\s+replying)?",
+            self.q,
+            re.I,
+        )
+        if (
+            repliers
+            and self.schema.has_path("reply_users_count")
+            and re.search(r"\bthreads?\b|帖子|讨论", self.q, re.I)
+        ):
             m, path = repliers, "reply_users_count"
         elif not m or _ASKS_FOR_PEOPLE.search(self.q):
             return None
         else:
             # "the thread words rank by replies; "most discussed" by comments where records have them
-            word = next((g for g in m.groups() if g), None) or ("comment" if self.schema.has_path("comments") else "repl")
+            word = next((g for g in m.groups() if g), None) or (
+                "comment" if self.schema.has_path("comments") else "repl"
+            )
             if re.fullmatch(r"pr|pull request|change|diff", word, re.I):
                 word = "addition"  # "the biggest PR": the most lines added
             path = self._count_field(word.lower())
         if path is None:
             return None
         self.use(m.span(), "shape")
-        number = re.search(r"\btop\s*(\d+)\b|\b(\d+)\s+(?:\w+\s+)?(?:threads|posts|messages|discussions|prs|pull requests|issues|tickets)\b"
-                           r"|前\s*(\d+)|(\d+)\s*(?:个|条)", self.q, re.I)
+        number = re.search(
+            r"\btop\s*(\d+)\b|\b(\d+)\s+(?:\w+\s+)?(?:threads|posts|messages|discussions|prs|pull requests|issues|tickets)\b"
+            r"|前\s*(\d+)|(\d+)\s*(?:个|条)",
+            self.q,
+            re.I,
+        )
         if number:
             return path, min(int(next(g for g in number.groups() if g)), 200)
-        words = re.search(r"\b(?:top|the)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)", self.q, re.I)
+        words = re.search(
+            r"\b(?:top|the)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)", self.q, re.I
+        )
         if words:
             return path, _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
         # "which threads had the most replies": a few; "the thread with the most replies", "which of
         # her threads ...": one.
         if re.search(r"\bwhich (?:one )?of\b|\bwhich one\b", self.q, re.I):
             return path, 1
-        plural = re.search(r"\b(?:threads|posts|messages|discussions|conversations|prs|pull requests|issues|tickets)\b|哪些",
-                           self.q, re.I)
+        plural = re.search(
+            r"\b(?:threads|posts|messages|discussions|conversations|prs|pull requests|issues|tickets)\b|哪些",
+            self.q,
+            re.I,
+        )
         return path, 5 if plural else 1
 
     def _top_role(self, person_roles: set[str]) -> str:
@@ -400,25 +586,39 @@ class ShapeStep(Draft):
                 self.use(m.span(1), "shape")
                 return role
         asks_for_people = _ASKS_FOR_PEOPLE.search(self.q)
-        verb = re.search(r"\bwho\s+(?:has\s+|have\s+|had\s+)?(open\w*|creat\w*|fil\w*|report\w*|wr[io]te|author\w*|post\w*|start\w*|"
-                         r"asked\s+for|request\w*|rais\w*|submit\w*)", self.q, re.I)
+        verb = re.search(
+            r"\bwho\s+(?:has\s+|have\s+|had\s+)?(open\w*|creat\w*|fil\w*|report\w*|wr[io]te|author\w*|post\w*|start\w*|"
+            r"asked\s+for|request\w*|rais\w*|submit\w*)",
+            self.q,
+            re.I,
+        )
         if verb:
             return "author"  # "who opened the most of those": the verb right after "who" says the role
         if not asks_for_people:
-            for role, pattern in (("label", r"\blabels?\b|标签"), ("repo", r"\brepos?\b|\brepositor\w+|仓库"),
-                                  ("component", r"\bcomponents?\b|组件"), ("team", r"\bteams?\b|团队"),
-                                  ("channel", r"\bchannels?\b|频道"), ("priority", r"\bpriorit\w+|优先级"),
-                                  ("workspace", r"\bworkspaces?\b|\bslacks\b|\bcommunit(?:y|ies)\b|工作区")):
+            for role, pattern in (
+                ("label", r"\blabels?\b|标签"),
+                ("repo", r"\brepos?\b|\brepositor\w+|仓库"),
+                ("component", r"\bcomponents?\b|组件"),
+                ("team", r"\bteams?\b|团队"),
+                ("channel", r"\bchannels?\b|频道"),
+                ("priority", r"\bpriorit\w+|优先级"),
+                ("workspace", r"\bworkspaces?\b|\bslacks\b|\bcommunit(?:y|ies)\b|工作区"),
+            ):
                 if re.search(pattern, self.q, re.I):
                     return role
         if re.search(r"\breview\w*|\bapprov\w*|审查|评审", self.q, re.I):
             return "reviewer"
         if person_field_for(self.schema, "replied_to") and re.search(
-                r"\b(?:whose|which (?:person|user|member|one)['’]s) (?:threads?|posts?|messages?|questions?)\b|回复[^，。？?]{0,6}谁发起的"
-                r"|谁的(?:帖子|讨论串|消息)", self.q, re.I):
+            r"\b(?:whose|which (?:person|user|member|one)['’]s) (?:threads?|posts?|messages?|questions?)\b|回复[^，。？?]{0,6}谁发起的"
+            r"|谁的(?:帖子|讨论串|消息)",
+            self.q,
+            re.I,
+        ):
             self.mark(r"谁发起的(?:讨论串|帖子|讨论)?", "shape")
             return "replied_to"  # "whose threads does Meagan reply to most": the starters of the threads she replied in
-        if self.collection == "issues" and re.search(r"\bclos\w*|\bshut\b|\bresolv\w*|\bcomplet\w*|\bfix\w*|\bfinish\w*|关闭|解决|完成", self.q, re.I):
+        if self.collection == "issues" and re.search(
+            r"\bclos\w*|\bshut\b|\bresolv\w*|\bcomplet\w*|\bfix\w*|\bfinish\w*|关闭|解决|完成", self.q, re.I
+        ):
             return "closer" if person_field_for(self.schema, "closer") else "assignee"
         if re.search(r"\bassign\w*|负责", self.q, re.I):
             return "assignee"
@@ -429,21 +629,35 @@ class ShapeStep(Draft):
         number = next((g for g in top.groups() if g), None) or (explicit and (explicit.group(1) or explicit.group(2)))
         if number:
             return min(int(number), 200)
-        if re.search(r"\b(?:the|just the|only the)?\s*(?:busiest|most active|top|biggest|largest|single)\s+(?:\w+\s+)?"
-                     r"(?:channel|person|reviewer|author|repo|repository|label|team|user|contributor|committer|engineer"
-                     r"|closer|merger|assignee|replier|poster|commenter|responder)\b(?!s)",
-                     self.q, re.I):
+        if re.search(
+            r"\b(?:the|just the|only the)?\s*(?:busiest|most active|top|biggest|largest|single)\s+(?:\w+\s+)?"
+            r"(?:channel|person|reviewer|author|repo|repository|label|team|user|contributor|committer|engineer"
+            r"|closer|merger|assignee|replier|poster|commenter|responder)\b(?!s)",
+            self.q,
+            re.I,
+        ):
             return 1  # "the busiest channel": one answer
-        if re.search(r"\b(?:which|what)\s+(?:single\s+)?(?:channel|person|reviewer|author|repo|repository|label|tag|team|user|"
-                     r"contributor|committer|engineer|component|milestone|project|workspace|slack|community|maintainer|member"
-                     r"|developer|dev|poster|replier|closer|merger|assignee|reporter)\b(?!s)", self.q, re.I):
+        if re.search(
+            r"\b(?:which|what)\s+(?:single\s+)?(?:channel|person|reviewer|author|repo|repository|label|tag|team|user|"
+            r"contributor|committer|engineer|component|milestone|project|workspace|slack|community|maintainer|member"
+            r"|developer|dev|poster|replier|closer|merger|assignee|reporter)\b(?!s)",
+            self.q,
+            re.I,
+        ):
             return 1  # "which label do open issues carry most often": the one winner
-        counted = re.search(r"\b(\d+)\s+(?:most active |busiest |top )?(?:people|persons|users|reviewers|authors|engineers|"
-                            r"developers|devs|folks|members|contributors|labels|repos|channels|posters)\b", self.q, re.I)
+        counted = re.search(
+            r"\b(\d+)\s+(?:most active |busiest |top )?(?:people|persons|users|reviewers|authors|engineers|"
+            r"developers|devs|folks|members|contributors|labels|repos|channels|posters)\b",
+            self.q,
+            re.I,
+        )
         if counted:
             return min(int(counted.group(1)), 200)
-        words = re.search(r"\b(?:top|the|our|which|what)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)",
-                          self.q, re.I)
+        words = re.search(
+            r"\b(?:top|the|our|which|what)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)",
+            self.q,
+            re.I,
+        )
         if words:
             return _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
         # Chinese counts people with a measure word: "最多的3个人", "最活跃的五位".
@@ -479,8 +693,11 @@ class ShapeStep(Draft):
         if extreme:
             said = [g for g in extreme.groups() if g]
             # Chinese says the measure alone, its group telling most (first pair) from least (second)
-            word, measure = said[:2] if len(said) > 1 else (
-                "least" if extreme.lastindex == len(extreme.groups()) else "most", said[0])
+            word, measure = (
+                said[:2]
+                if len(said) > 1
+                else ("least" if extreme.lastindex == len(extreme.groups()) else "most", said[0])
+            )
             path = self._count_field(measure.lower())
             if path:
                 self.use(extreme.span(), "shape")
@@ -497,8 +714,9 @@ class ShapeStep(Draft):
         # "how many people are on each team": counts per group, which the grouping step reads
         per_group = _GROUP.search(self.q) or any(re.search(pattern, self.q, re.I) for _, pattern in _BUCKETS)
         if distinct and not per_group:
-            role = _distinct_role(next((g for g in distinct.groups() if g), "人"), self.q[distinct.end():],
-                                  self.q[:distinct.start()])
+            role = _distinct_role(
+                next((g for g in distinct.groups() if g), "人"), self.q[distinct.end() :], self.q[: distinct.start()]
+            )
             said = _ROLE_WORDS.get(role)
             if said:  # the words that said the role ("被指派过", "@-mentioned"): read, not a topic
                 self.mark(said, "shape")
@@ -509,7 +727,9 @@ class ShapeStep(Draft):
                 role = "author"
             if role == "merger" and self._group_path(role)[0] is None:
                 role = "author"  # "how many people merged PRs" where no merger is stored: whose PRs were merged
-            if role and self._group_path(role)[0] is not None:  # else unread: "different people reviewed" with no reviews
+            if (
+                role and self._group_path(role)[0] is not None
+            ):  # else unread: "different people reviewed" with no reviews
                 self.use(distinct.span(), "shape")
                 return ShapeIntent("distinct", role=role)
         for pattern, direction in ((_NEWEST, -1), (_OLDEST, 1)):
@@ -524,7 +744,9 @@ class ShapeStep(Draft):
     def _intent_shape(self, intent: ShapeIntent, time_field: str | None, state_verb: str | None) -> Shape | None:
         """The shape of an intent, on this collection's fields; None when it has no such field."""
         if intent.kind == "bucket_extreme":
-            date_field = time_field or field_for(self.schema, state_verb or "created") or field_for(self.schema, "created")
+            date_field = (
+                time_field or field_for(self.schema, state_verb or "created") or field_for(self.schema, "created")
+            )
             return Shape(intent.extreme, field=date_field, bucket=intent.bucket, over="groups") if date_field else None
         if intent.kind == "record_extreme":
             # "the last bug we closed", "the most recently merged PR": the date of what was done to it
@@ -538,7 +760,7 @@ class ShapeStep(Draft):
         return Shape("distinct_count", field=path) if path else None
 
     def _replies_summed_over_the_starters_threads(self, measure: str) -> None:
-        """"the sum of replies to Odis's threads": the reply counts of the threads Odis started, not the
+        """ "the sum of replies to Odis's threads": the reply counts of the threads Odis started, not the
         replies themselves (a reply has no reply count of its own)."""
         replying, author = person_field_for(self.schema, "replied_to"), person_field_for(self.schema, "author")
         if not (replying and author) or measure != field_for(self.schema, "replies"):

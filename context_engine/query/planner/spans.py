@@ -13,7 +13,8 @@ from context_engine.query.planner.draft import NUMBER_WORDS, STATE_FIELDS, Draft
 from context_engine.text import tokenize
 
 # Words that carry no topic: never sent to full-text search.
-STOP = COMMON_WORDS | frozenset("""
+STOP = COMMON_WORDS | frozenset(
+    """
 all any are ask asked been being both but could does doing find from get give got had has having
 her him his how its just know let like list lot made make many more much need not now only other
 our out over own same she should show some such tell than them then there they thing things those
@@ -21,24 +22,37 @@ through too very want was way we were what when where which while who why will w
 did do does please recently recent new newest latest oldest first most top week month year
 recent currently still yet also ones one two three four five six seven eight nine ten quarter
 days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among amongst ever
-""".split())
+""".split()
+)
 # What introduces a topic: "about X", "mentioning X", "PRs on X", 关于 X.
-_CUE_WORDS = (r"about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
-              r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|touch(?:es|ing)?|"
-              r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|talk about)")
+_CUE_WORDS = (
+    r"about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
+    r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|touch(?:es|ing)?|"
+    r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|talk about)"
+)
 # The forms of a topic word spelled out after it: "ports (port or ports)", "缓存（cache、cached 或 caching）".
-_FORMS = re.compile(r"\s*[(（]\s*(?P<alts>[\w.\-]+(?:\s*(?:,|、|，|/|\bor\b|或者?)\s*(?:or\s+)?[\w.\-]+)+)\s*[)）]", re.I)
+_FORMS = re.compile(
+    r"\s*[(（]\s*(?P<alts>[\w.\-]+(?:\s*(?:,|、|，|/|\bor\b|或者?)\s*(?:or\s+)?[\w.\-]+)+)\s*[)）]", re.I
+)
 # A negation right before a topic cue: "not about", "don't mention", "never talks about", "nothing".
-_TOPIC_NEGATION = re.compile(r"(?:\bnot|n['’]?t|\bnever|\bwithout|\bnothing)\s+(?:(?:even|ever|once|really|say|talk|talking|anything)\s+)*$",
-                             re.I)
+_TOPIC_NEGATION = re.compile(
+    r"(?:\bnot|n['’]?t|\bnever|\bwithout|\bnothing)\s+(?:(?:even|ever|once|really|say|talk|talking|anything)\s+)*$",
+    re.I,
+)
 # ... and "with" before a quoted word or before "X in the title".
-CUE = re.compile(rf"\b(?:{_CUE_WORDS}|with)\s+(?=['\"‘“])|\btitles?\s+(?:says?|reads?|includes?|contains?)\s+"
-                 r"|\bwith\s+(?=[\w.\-]+(?:\s+[\w.\-]+)?\s+in\s+(?:the\s+|its\s+|their\s+)?(?:\w+\s+)?titles?\b)"
-                 rf"|\b(?:{_CUE_WORDS})\s+|关于|有关|提到|涉及|讨论(?![串区组])|谈到|说到|聊到?|讲到?|谈论"
-                 r"|(?<=标题)(?:里|中|上)?(?:有|含有?|包含|带有?|出现)", re.I)
+CUE = re.compile(
+    rf"\b(?:{_CUE_WORDS}|with)\s+(?=['\"‘“])|\btitles?\s+(?:says?|reads?|includes?|contains?)\s+"
+    r"|\bwith\s+(?=[\w.\-]+(?:\s+[\w.\-]+)?\s+in\s+(?:the\s+|its\s+|their\s+)?(?:\w+\s+)?titles?\b)"
+    rf"|\b(?:{_CUE_WORDS})\s+|关于|有关|提到|涉及|讨论(?![串区组])|谈到|说到|聊到?|讲到?|谈论"
+    r"|(?<=标题)(?:里|中|上)?(?:有|含有?|包含|带有?|出现)",
+    re.I,
+)
 # What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关".
-RELATED = re.compile(r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk|mentions)\b|\s*相关|\s*有关(?=的)"
-                     r"|\s+(?:come|came|comes|coming) up\b|\s+(?:in|on) (?:the|their|its) titles?\b|\s+\(?by title\)?", re.I)
+RELATED = re.compile(
+    r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk|mentions)\b|\s*相关|\s*有关(?=的)"
+    r"|\s+(?:come|came|comes|coming) up\b|\s+(?:in|on) (?:the|their|its) titles?\b|\s+\(?by title\)?",
+    re.I,
+)
 DETERMINERS = frozenset("the a an this that these those our my your their its".split())
 TITLE = re.compile(r"(?:\(|\b(?:in|on) (?:the|their|its) |\bwhose )?titles?\)?|标题", re.I)
 _CJK_FUNCTION = "的了吗呢吧啊哪些哪个什么谁有是在和与及并把被给对从到关于里中上下个条次位请帮我们你他她它列出显示找查看所有一下多少几共涉跟而且"
@@ -69,9 +83,12 @@ class SpanStep(Draft):
             forms = _FORMS.match(self.q, run[-1][1]) if run else None
             if forms:  # "mention contracts (contract or contracts)": the forms wanted, spelled out
                 self.use((run[0][0], forms.end()), "topic")
-                run = [m.span() for m in re.finditer(r"[\w.\-]+", self.q[:forms.end("alts")]) if m.start() >= forms.start("alts")
-                       and m.group(0).lower() not in ("or", "或", "或者")]
-            negation = _TOPIC_NEGATION.search(self.q[:cue.start()])
+                run = [
+                    m.span()
+                    for m in re.finditer(r"[\w.\-]+", self.q[: forms.end("alts")])
+                    if m.start() >= forms.start("alts") and m.group(0).lower() not in ("or", "或", "或者")
+                ]
+            negation = _TOPIC_NEGATION.search(self.q[: cue.start()])
             if run and negation and self._not_about(run, negation.start()):
                 continue
             if run:
@@ -80,8 +97,10 @@ class SpanStep(Draft):
         for related in RELATED.finditer(self.q):
             run = self._topic_run(related.start(), forward=False, bridge=True)
             if run:
-                self.use((related.start() + len(related.group(0)) - len(related.group(0).lstrip(" -")),
-                          related.end()), "topic")
+                self.use(
+                    (related.start() + len(related.group(0)) - len(related.group(0).lstrip(" -")), related.end()),
+                    "topic",
+                )
                 runs.append(sorted(run))
         for a, _ in self._own_collection_spans():
             runs.append(sorted(self._topic_run(a, forward=False, bridge=False)))
@@ -89,14 +108,19 @@ class SpanStep(Draft):
         runs = [self._first_alternative(run) for run in runs]
         self.filters = [f for f in self.filters if f.span not in self.values_as_topic]
         words = [span for run in runs for span in run]
-        title = TITLE.search(self.q) if words else None  # "mentioning audio in the title": where the topic is looked for
+        title = (
+            TITLE.search(self.q) if words else None
+        )  # "mentioning audio in the title": where the topic is looked for
         if title and not self._is_used(title.span()):
             self.use(title.span(), "topic")
         for span in sorted(set(words)):
             self.use(span, "topic")
         field = "title" if title else self.schema.text_fields[0] if self.schema.text_fields else None
-        groups = self._word_groups(runs) if field and self.schema.has_path(field) and (
-            title or any(self._alternatives(run) for run in runs)) else None
+        groups = (
+            self._word_groups(runs)
+            if field and self.schema.has_path(field) and (title or any(self._alternatives(run) for run in runs))
+            else None
+        )
         if groups:
             for group, span, op in groups:
                 self.filters.append(Filter(field, op, group, span=span))
@@ -122,8 +146,9 @@ class SpanStep(Draft):
     def _alternatives(self, run: list[tuple[int, int]]) -> bool:
         """Words said as alternatives ("card or cards", "json or jsonl", "lein / leiningen"): one word each."""
         gaps = [self.q[b:a] for (_, b), (a, _) in itertools.pairwise(run)]
-        return bool(gaps) and all(re.fullmatch(r"\s+or\s+| +/ +|\s*或者?\s*|\s*[,、，]\s*(?:or\s+|或者?\s*)?", gap, re.I)
-                                  for gap in gaps)
+        return bool(gaps) and all(
+            re.fullmatch(r"\s+or\s+| +/ +|\s*或者?\s*|\s*[,、，]\s*(?:or\s+|或者?\s*)?", gap, re.I) for gap in gaps
+        )
 
     def _first_alternative(self, run: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """A run with "or" between phrases ("lazy evaluation or lazy seqs") is no one search: its first
@@ -131,8 +156,14 @@ class SpanStep(Draft):
         run = sorted(run)
         if self._alternatives(run):
             return run
-        cut = next((i for i, ((_, b), (a, _)) in enumerate(itertools.pairwise(run), 1)
-                    if re.search(r"\bor\b|/", self.q[b:a], re.I)), None)
+        cut = next(
+            (
+                i
+                for i, ((_, b), (a, _)) in enumerate(itertools.pairwise(run), 1)
+                if re.search(r"\bor\b|/", self.q[b:a], re.I)
+            ),
+            None,
+        )
         return run[:cut] if cut else run
 
     def _word_groups(self, runs: list[list[tuple[int, int]]]) -> list[tuple[list[str], tuple[int, int], str]] | None:
@@ -145,15 +176,19 @@ class SpanStep(Draft):
             if any(len(t) != 1 for t in tokens):
                 return None  # a word the index splits ("audio-folder"): no one word
             # a word's stem and the word as written ("registri" and "registry"): the endings go on both
-            forms = [list(dict.fromkeys(t + ([w] if (w := self.q[a:b].lower()).isascii() else [])))
-                     for t, (a, b) in zip(tokens, run)]
+            forms = [
+                list(dict.fromkeys(t + ([w] if (w := self.q[a:b].lower()).isascii() else [])))
+                for t, (a, b) in zip(tokens, run)
+            ]
             if self._alternatives(run):
                 words = list(dict.fromkeys(f[-1] for f in forms))  # as written (a Chinese word: its one token)
                 groups.setdefault(tuple(words), (words, (run[0][0], run[-1][1]), "exact_words"))
             else:
                 for span, word_forms in zip(run, forms):
                     groups.setdefault(tuple(word_forms), (word_forms, span, "words"))
-        if not groups or any(len(g) > MAX_WORDS or not all(WORD.fullmatch(w) for w in g) for g, _, _ in groups.values()):
+        if not groups or any(
+            len(g) > MAX_WORDS or not all(WORD.fullmatch(w) for w in g) for g, _, _ in groups.values()
+        ):
             return None
         return list(groups.values())
 
@@ -167,7 +202,8 @@ class SpanStep(Draft):
         text = " ".join(w.lower() for w in words)
         values = {self.q[a:b].lower() for (a, b), how in zip(self.used, self.how) if how == "value"}
         if (len(words) > 1 and (all(w[0].isupper() for w in words) or any(w.lower() in values for w in words))) or (
-                len(words) == 1 and re.search(r"\w[.\-]\w", text)):
+            len(words) == 1 and re.search(r"\w[.\-]\w", text)
+        ):
             return f'"{text}"'
         return text
 
@@ -195,7 +231,13 @@ class SpanStep(Draft):
             edge = b if forward else a
             word = m.group(0).lower()
             if self._is_used((a, b)):
-                if bridge and alternative and not pending and self._used_as((a, b)) == "value" and not IMPLIED.fullmatch(word):
+                if (
+                    bridge
+                    and alternative
+                    and not pending
+                    and self._used_as((a, b)) == "value"
+                    and not IMPLIED.fullmatch(word)
+                ):
                     # "arrow or pyarrow in the title": a stored label said as one form of the topic is the topic
                     self.values_as_topic.append((a, b))
                     run.append((a, b))
@@ -211,8 +253,13 @@ class SpanStep(Draft):
                 alternative = True
                 continue  # "card or cards in the title": `$text` matches any of its words
             if not self._topic_word(word, (a, b), other_collections=bridge) and not (
-                    forward and bridge and not run and IMPLIED.fullmatch(word) and word not in FILLER
-                    and not any(p.fullmatch(word) for p, _ in FIELD_WORDS)):  # "mention split in the title"
+                forward
+                and bridge
+                and not run
+                and IMPLIED.fullmatch(word)
+                and word not in FILLER
+                and not any(p.fullmatch(word) for p, _ in FIELD_WORDS)
+            ):  # "mention split in the title"
                 break
             run += pending + [(a, b)]
             pending = []
@@ -226,7 +273,7 @@ class SpanStep(Draft):
         cue, another collection's noun is a topic ("PRs about docs")."""
         if any(a <= span[0] and span[1] <= b for a, b in self.collection_spans):
             return other_collections and self._names_other_collection(word)
-        if "/" in self.q[max(span[0] - 1, 0):span[0]] + self.q[span[1]:span[1] + 1]:
+        if "/" in self.q[max(span[0] - 1, 0) : span[0]] + self.q[span[1] : span[1] + 1]:
             return False  # one of alternatives or a path ("onboarding/process guides")
         if not other_collections and word in self._stored_words():
             return False  # part of a stored value: the organisation ("globex issues"), a repository's owner
@@ -238,10 +285,12 @@ class SpanStep(Draft):
             return False  # "the bug label"; a field word these records do not have is a subject ("type aliases")
         if re.match(r"[\u4e00-\u9fff]", word):
             # a verb that says someone's part ("发起过讨论串的人"), not what the records are about
-            return not CJK_STOP.fullmatch(word) and not re.fullmatch(r"(?:发起|开启|回复|提到|提及|合并|关闭|评审|创建)[过了]*", word)
+            return not CJK_STOP.fullmatch(word) and not re.fullmatch(
+                r"(?:发起|开启|回复|提到|提及|合并|关闭|评审|创建)[过了]*", word
+            )
         if word.isdigit() or TITLE.fullmatch(word):
             return False
-        if len(word) < 3 and not re.fullmatch(r"[A-Z]{2}", self.q[span[0]:span[1]]):
+        if len(word) < 3 and not re.fullmatch(r"[A-Z]{2}", self.q[span[0] : span[1]]):
             return False  # a two-letter word is a topic only as an acronym ("CI PRs", "UI issues")
         return word not in STOP or (other_collections and self._names_other_collection(word))
 
@@ -251,9 +300,15 @@ class SpanStep(Draft):
         subject. (A label of another collection, "streaming" on issues, stays a subject of PRs.)"""
         if not hasattr(self, "_stored_word_set"):
             own = {str(v).lower() for info in self.schema.fields.values() for v in info.enum or []}
-            parts = {part for schema in self.ctx.schemas.values() for info in schema.fields.values()
-                     for v in info.enum or [] if isinstance(v, str)
-                     for part in re.split(r"[\s/@.:#]+", v.lower()) if part != v.lower()}
+            parts = {
+                part
+                for schema in self.ctx.schemas.values()
+                for info in schema.fields.values()
+                for v in info.enum or []
+                if isinstance(v, str)
+                for part in re.split(r"[\s/@.:#]+", v.lower())
+                if part != v.lower()
+            }
             self._stored_word_set = frozenset(own | parts)
         return self._stored_word_set
 
@@ -268,19 +323,23 @@ class SpanStep(Draft):
         from context_engine.query.planner.collection import detect_collection, kinds_of
 
         kinds = kinds_of(self.ctx.schemas)
-        return [(a, b) for a, b in self.collection_spans
-                if detect_collection(self.q[a:b], {self.collection: None}, kinds)[0] == self.collection]
+        return [
+            (a, b)
+            for a, b in self.collection_spans
+            if detect_collection(self.q[a:b], {self.collection: None}, kinds)[0] == self.collection
+        ]
 
     def _used_as(self, span: tuple[int, int]) -> str | None:
-        return next((how for used, how in zip(self.used, self.how) if not (span[1] <= used[0] or span[0] >= used[1])),
-                    None)
+        return next(
+            (how for used, how in zip(self.used, self.how) if not (span[1] <= used[0] or span[0] >= used[1])), None
+        )
 
     def _all_content_words(self) -> str:
         chars = list(self.q)
         cue = CUE.search(self.q)
         if cue:  # "PRs mentioning schema registry": what follows the cue
             self.use((cue.start(), cue.start() + len(cue.group(0).rstrip())), "topic")
-            chars[:cue.start()] = " " * cue.start()
+            chars[: cue.start()] = " " * cue.start()
         for a, b in self.used + self.collection_spans:
             for i in range(a, min(b, len(chars))):
                 chars[i] = " "
@@ -308,25 +367,36 @@ class SpanStep(Draft):
             need = "state|status"  # "open incidents": a state only a condition can say (the built-in kinds' rules do)
         if need is None:
             return True  # the creation verbs ("filed", "posted", "opened"): every record was
-        paths = ({f.field for f in self.filters} | {t.field for t in self.times} | {shape.field}
-                 | {key.field for key in shape.sort})
+        paths = (
+            {f.field for f in self.filters}
+            | {t.field for t in self.times}
+            | {shape.field}
+            | {key.field for key in shape.sort}
+        )
         if need == "rank":
-            return shape.kind in RANKED_SHAPES or (shape.kind == "group" and shape.limit is not None) or (
-                shape.kind == "list" and shape.limit is not None and shape.limit <= 10)
+            return (
+                shape.kind in RANKED_SHAPES
+                or (shape.kind == "group" and shape.limit is not None)
+                or (shape.kind == "list" and shape.limit is not None and shape.limit <= 10)
+            )
         if need == "measure":
             return shape.kind != "list"
         if need == "group":
             return shape.kind == "group"
         if need == "number":
             return any(str(getattr(x, "value", None)) == str(NUMBER_WORDS[word]) for x in self.filters) or (
-                shape.limit == NUMBER_WORDS[word])
+                shape.limit == NUMBER_WORDS[word]
+            )
         if need == "person":
             return bool(paths & self._person_paths()) or any(how == "person" for how in self.how)
         roles = need.split("|")
-        return any(any(path is not None and (path in paths or any(p.startswith(path + ".") for p in paths if p))
-                       for path in (field_for(self.schema, role), (person_field_for(self.schema, role) or (None,))[0],
-                                    role))  # a role that is a stored field itself: merged, state_reason
-                   for role in roles)
+        return any(
+            any(
+                path is not None and (path in paths or any(p.startswith(path + ".") for p in paths if p))
+                for path in (field_for(self.schema, role), (person_field_for(self.schema, role) or (None,))[0], role)
+            )  # a role that is a stored field itself: merged, state_reason
+            for role in roles
+        )
 
     def _person_paths(self) -> set[str]:
         return people_paths(self.schema.kind)
@@ -344,7 +414,9 @@ class SpanStep(Draft):
                 if self._is_used((start, end)) or any(a <= start and end <= b for a, b in self.collection_spans):
                     continue
                 word = self.q[start:end].lower()
-                if word in topic or (topic and TITLE.fullmatch(word)):  # "... in the title": where the topic is looked for
+                if word in topic or (
+                    topic and TITLE.fullmatch(word)
+                ):  # "... in the title": where the topic is looked for
                     understood[(start, end)] = "topic"
                 elif structured and IMPLIED.fullmatch(word) and self._implied_by_plan(word, shape):
                     understood[(start, end)] = "implied"
@@ -355,9 +427,17 @@ class SpanStep(Draft):
         undated = [span for span in self.undated if not self._is_used(span)]
         missed = sorted([m for m in missed if not any(a <= m[0] and m[1] <= b for a, b in undated)] + undated)
         unread = [{"text": self.q[a:b], "start": a, "end": b, "how": "unknown"} for a, b in _joined(self.q, missed)]
-        unread += [{"text": self.q[a:b], "start": a, "end": b, "how": "negation"} for a, b in self._negation_read_as_positive()]
-        return ([{"text": self.q[a:b], "start": a, "end": b, "how": how} for (a, b), how in sorted(understood.items())
-                 if not any(a < s["end"] and s["start"] < b for s in unread)], unread)
+        unread += [
+            {"text": self.q[a:b], "start": a, "end": b, "how": "negation"} for a, b in self._negation_read_as_positive()
+        ]
+        return (
+            [
+                {"text": self.q[a:b], "start": a, "end": b, "how": how}
+                for (a, b), how in sorted(understood.items())
+                if not any(a < s["end"] and s["start"] < b for s in unread)
+            ],
+            unread,
+        )
 
     def _negation_read_as_positive(self) -> list[tuple[int, int]]:
         """The spans of conditions that hold a negation ("dont @-mention anybody", "not as bug") but
@@ -377,7 +457,8 @@ class SpanStep(Draft):
 
 # Function words: neither understood nor not. Deliberately small: "without", "never", "milestone"
 # carry meaning, and a plan that ignores them must say so.
-FILLER = frozenset("""
+FILLER = frozenset(
+    """
 a an the of in on at to for from by with and or is are was were be been being do does did done have has had
 i me my mine we our us you your it its this that these those there here what which when where how
 show list give find tell get see let know please can could would will should shall may might must just also
@@ -385,7 +466,8 @@ than then as into over any all some each every one ones thing things kind sort l
 want need like ok okay hi hello hey thanks thank much many both but actually really carry carries carrying
 still yet currently right now got get gets getting anything everything he she him her his they them their ever
 during throughout within roughly approximately approx exactly precisely overall whole entire since single
-""".split())
+""".split()
+)
 
 # Words a structured plan has read without consuming them: the verbs whose dates or people the
 # conditions use ("opened", "merged by"), the nouns naming the field of a stored value ("the bug
@@ -398,37 +480,68 @@ IMPLIED = re.compile(
     r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|whom?|whose|"
     r"active|busiest|biggest|largest|most|top|counts?|volume|break|down|breakdown|split|across|vs|total|number|"
     r"two|three|four|five|six|seven|eight|nine|ten|"
-    r"谁|哪些人|哪位|发过?|发了|提交|创建|合并|评审|审查")
+    r"谁|哪些人|哪位|发过?|发了|提交|创建|合并|评审|审查"
+)
 # What an implied word needs in the plan to count as read (a role: a condition, time or grouping on
 # its field). Words not listed (the creation verbs: "filed", "posted", "wrote") describe every record.
 RANKED_SHAPES = frozenset({"top", "min", "max", "argmin", "argmax"})
-IMPLIED_NEEDS = [(re.compile(pattern), need) for pattern, need in (
-    (r"review\w*|approv\w*|评审|审查", "reviewer|reviewed|requested_reviewer"),
-    (r"assign\w*", "assignee"),
-    (r"merg\w*|land\w*|ship\w*|合并", "merged|merger|state"),
-    (r"clos\w*|resolv\w*", "state|closed|resolved|closer|status|state_reason"),
-    (r"repl[iy]\w*|respon\w*|answer\w*|jump\w*|chim\w*", "replies|reply_user|replied_to|thread_ts|reply_users_count|thread"),
-    (r"updat\w*", "updated"),
-    ((r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|"
-     r"whom?|whose|谁|哪些人|哪位"), "person"),
-    (r"active|busiest|biggest|largest|most|top|often|frequent\w*|最常|最经常|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*", "rank"),
-    (r"mention\w*|tagg\w*", "mentioned"),
-    (r"counts?|volume|total|number|times", "measure"),
-    (r"break|down|breakdown|split|across|vs", "group"),
-    (r"two|three|four|five|six|seven|eight|nine|ten", "number"))]
+IMPLIED_NEEDS = [
+    (re.compile(pattern), need)
+    for pattern, need in (
+        (r"review\w*|approv\w*|评审|审查", "reviewer|reviewed|requested_reviewer"),
+        (r"assign\w*", "assignee"),
+        (r"merg\w*|land\w*|ship\w*|合并", "merged|merger|state"),
+        (r"clos\w*|resolv\w*", "state|closed|resolved|closer|status|state_reason"),
+        (
+            r"repl[iy]\w*|respon\w*|answer\w*|jump\w*|chim\w*",
+            "replies|reply_user|replied_to|thread_ts|reply_users_count|thread",
+        ),
+        (r"updat\w*", "updated"),
+        (
+            (
+                r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|"
+                r"whom?|whose|谁|哪些人|哪位"
+            ),
+            "person",
+        ),
+        (
+            r"active|busiest|biggest|largest|most|top|often|frequent\w*|最常|最经常|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*",
+            "rank",
+        ),
+        (r"mention\w*|tagg\w*", "mentioned"),
+        (r"counts?|volume|total|number|times", "measure"),
+        (r"break|down|breakdown|split|across|vs", "group"),
+        (r"two|three|four|five|six|seven|eight|nine|ten", "number"),
+    )
+]
 # Nouns naming a field: understood only when the plan conditions or groups on that field ("the bug
 # label"); "without a milestone" in a plan with no milestone condition is not.
-FIELD_WORDS = [(re.compile(pattern), role) for pattern, role in (
-    (r"labels?|labell?ed|tags?|tagged|标签", "label"), (r"milestones?", "milestone"), (r"projects?|项目", "project"),
-    (r"spaces?|空间", "space"), (r"repos?|repositor(?:y|ies)|仓库", "repo"), (r"channels?|频道", "channel"),
-    (r"priorit(?:y|ies)|优先级", "priority"), (r"status(?:es)?|状态", "status"), (r"sprints?", "sprint"),
-    (r"components?", "component"), (r"teams?", "team"), (r"types?", "type"),
-    (r"workspaces?|slacks?|communit(?:y|ies)|工作区", "workspace"))]
+FIELD_WORDS = [
+    (re.compile(pattern), role)
+    for pattern, role in (
+        (r"labels?|labell?ed|tags?|tagged|标签", "label"),
+        (r"milestones?", "milestone"),
+        (r"projects?|项目", "project"),
+        (r"spaces?|空间", "space"),
+        (r"repos?|repositor(?:y|ies)|仓库", "repo"),
+        (r"channels?|频道", "channel"),
+        (r"priorit(?:y|ies)|优先级", "priority"),
+        (r"status(?:es)?|状态", "status"),
+        (r"sprints?", "sprint"),
+        (r"components?", "component"),
+        (r"teams?", "team"),
+        (r"types?", "type"),
+        (r"workspaces?|slacks?|communit(?:y|ies)|工作区", "workspace"),
+    )
+]
 
 
 # The words that negate what follows them, in English (contractions with or without the apostrophe) and Chinese.
-NEGATION_CUE = re.compile(r"\b(?:not|no|never|without|neither|nor|none|nobody|nothing|dont|didnt|doesnt|isnt|wasnt|werent|"
-                          r"arent|havent|hasnt|hadnt|wont|cannot|excluding|except|besides)\b|n['’]t\b|[不没未无非除]", re.I)
+NEGATION_CUE = re.compile(
+    r"\b(?:not|no|never|without|neither|nor|none|nobody|nothing|dont|didnt|doesnt|isnt|wasnt|werent|"
+    r"arent|havent|hasnt|hadnt|wont|cannot|excluding|except|besides)\b|n['’]t\b|[不没未无非除]",
+    re.I,
+)
 
 
 def _reads_a_negation(f: Filter, cue: str) -> bool:
@@ -440,8 +553,11 @@ def _reads_a_negation(f: Filter, cue: str) -> bool:
     if f.op in ("exists", "not_empty"):
         return f.value is False  # "exists: false" is an absence; "not empty", "exists" are presences
     values = f.value if isinstance(f.value, list) else [f.value]
-    return (f.field.split(".")[0] in STATE_FIELDS or any(v is None or v is False or v == 0 or v == "" for v in values)
-            or any(cue.lower().strip("'’") in str(v).lower() for v in values))
+    return (
+        f.field.split(".")[0] in STATE_FIELDS
+        or any(v is None or v is False or v == 0 or v == "" for v in values)
+        or any(cue.lower().strip("'’") in str(v).lower() for v in values)
+    )
 
 
 def _content_pieces(m: re.Match) -> list[tuple[int, int]]:
@@ -449,8 +565,7 @@ def _content_pieces(m: re.Match) -> list[tuple[int, int]]:
     a CJK run split at its function characters (pieces of two characters or more)."""
     token = m.group(0)
     if re.match(r"[\u4e00-\u9fff]", token):
-        return [(m.start() + p.start(), m.start() + p.end())
-                for p in re.finditer(rf"[^{_CJK_FUNCTION}]{{2,}}", token)]
+        return [(m.start() + p.start(), m.start() + p.end()) for p in re.finditer(rf"[^{_CJK_FUNCTION}]{{2,}}", token)]
     word = token.lower().rstrip("'’").removesuffix("'s").removesuffix("’s")
     if word.isdigit() or len(word) < 2 or word in FILLER:
         return []
@@ -461,7 +576,7 @@ def _joined(question: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]
     """Spans separated only by spaces and function words as one: "Nobody Atall", "without a milestone"."""
     out: list[tuple[int, int]] = []
     for start, end in spans:
-        if out and all(w.lower() in FILLER for w in question[out[-1][1]:start].split()):
+        if out and all(w.lower() in FILLER for w in question[out[-1][1] : start].split()):
             out[-1] = (out[-1][0], end)
         else:
             out.append((start, end))

@@ -39,13 +39,18 @@ log = logging.getLogger(__name__)
 # A facet's `$match` operators the IR says as filters; a facet using any other is not applied.
 _FACET_OPS = {"$ne": "ne", "$in": "in", "$nin": "nin", "$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
 # Words just before a facet's phrase that deny it ("not stale", "isn't a good first issue", "非客户反馈").
-NEGATED = re.compile(r"(?:\b(?:not|no|never|without|non)\b|n't\b|n’t\b)(?:\s+(?:a|an|the|been|being|as|labell?ed|marked))*\s*$|(?:不是|非|没有)\s*$", re.I)
+NEGATED = re.compile(
+    r"(?:\b(?:not|no|never|without|non)\b|n't\b|n’t\b)(?:\s+(?:a|an|the|been|being|as|labell?ed|marked))*\s*$|(?:不是|非|没有)\s*$",
+    re.I,
+)
 # Words a question may say that a template need not: articles, auxiliaries, pronouns, "show me".
 # Deliberately not the planner's whole FILLER list: "how many", "any", "each", "than" change the answer.
-EMPTY_WORDS = frozenset("""
+EMPTY_WORDS = frozenset(
+    """
 a an the of to is are was were be been do does did have has had i me my we our us you your it its
 this that these those there here which what who show list give find tell get see let please can could would
-""".split())
+""".split()
+)
 # Stored values the linking step finds that a template parameter of the same type may bind.
 VALUE_ROLES = ("label", "repo", "channel", "milestone", "project", "component")
 
@@ -68,8 +73,11 @@ def context_set_for(settings: Settings, schemas: dict[str, CollectionSchema]) ->
         return held[2]
     try:
         loaded: ContextSet | None = context_sets.load(
-            settings.data_dir, settings.tenant, schemas,
-            ValidationPolicy(allow_regex=settings.allow_regex, max_limit=settings.max_rows))
+            settings.data_dir,
+            settings.tenant,
+            schemas,
+            ValidationPolicy(allow_regex=settings.allow_regex, max_limit=settings.max_rows),
+        )
     except ContextSetError as exc:
         log.warning("context set not used: %s", exc)
         loaded = None
@@ -122,12 +130,14 @@ class FacetStep(Draft):
                 continue
             # A verb whose date or state the conditions read ("open" in "did Jonas open", "merged") is
             # theirs to read or to leave: a facet naming the same word would undo their decision.
-            span = next((s for s in facet.spans(self.q) if not self._is_used(s) and not IMPLIED.fullmatch(self.q[s[0]:s[1]])),
-                        None)
+            span = next(
+                (s for s in facet.spans(self.q) if not self._is_used(s) and not IMPLIED.fullmatch(self.q[s[0] : s[1]])),
+                None,
+            )
             filters = facet_filters(facet, span) if span else None
             if not filters:
                 continue
-            negated = NEGATED.search(self.q[:span[0]])
+            negated = NEGATED.search(self.q[: span[0]])
             if negated:
                 if len(filters) > 1:
                     continue  # "not (closed and not planned)" is no list of filters: left not understood
@@ -136,7 +146,9 @@ class FacetStep(Draft):
             new = []
             for f in filters:
                 held = [g for g in self.filters if g.field == f.field]
-                if any(g.op != f.op or g.value != f.value or g.negate for g in held) or any(t.field == f.field for t in self.times):
+                if any(g.op != f.op or g.value != f.value or g.negate for g in held) or any(
+                    t.field == f.field for t in self.times
+                ):
                     break  # the question already says otherwise of this field: the facet does not apply
                 if not held:
                     new.append(f)
@@ -158,15 +170,23 @@ def templated(ctx: PlanningContext, built: Plan) -> Plan | None:
     values = []
     if built.ir is not None and schema is not None:
         kinds = {field_for(schema, role): role for role in VALUE_ROLES if field_for(schema, role)}
-        values = [Slot(kinds[f.field], f.span[0], f.span[1], f.value) for f in built.ir.filters
-                  if f.field in kinds and f.op == "eq" and not f.negate and isinstance(f.value, str) and f.span]
+        values = [
+            Slot(kinds[f.field], f.span[0], f.span[1], f.value)
+            for f in built.ir.filters
+            if f.field in kinds and f.op == "eq" and not f.negate and isinstance(f.value, str) and f.span
+        ]
     slots = context_sets.slots_for(ctx.question, ctx.mentions, ctx.times, values)
     for template, bindings, score in cs.matching_templates(ctx.question, slots):
         spans = _template_spans(ctx.question, template, slots)
         if spans is not None:
-            return Plan(template.collection, template.instantiate(bindings),
-                        confidence=round(min(score, 100.0) / 100, 2),
-                        planner="offline", notes=[f"template {template.name} (score {score:.0f})"], understood=spans)
+            return Plan(
+                template.collection,
+                template.instantiate(bindings),
+                confidence=round(min(score, 100.0) / 100, 2),
+                planner="offline",
+                notes=[f"template {template.name} (score {score:.0f})"],
+                understood=spans,
+            )
     return None
 
 
@@ -177,7 +197,7 @@ def _template_spans(question: str, template: context_sets.Template, slots: list[
     #{channel} with more than {replies} replies", so that template does not answer it."""
     wanted = utils.default_process(template.masked()).split()
     taken = [(s.start, s.end) for s in slots]
-    spans = [{"text": question[s.start:s.end], "start": s.start, "end": s.end, "how": s.kind} for s in slots]
+    spans = [{"text": question[s.start : s.end], "start": s.start, "end": s.end, "how": s.kind} for s in slots]
     for m in re.finditer(r"[A-Za-z][A-Za-z0-9_'’\-]*|\d+|[\u4e00-\u9fff]+", question):
         start, end = m.span()
         if any(a <= start and end <= b for a, b in taken):

@@ -19,30 +19,72 @@ PEOPLE = [{"login": login, "name": login, "accounts": []} for login in ("kwasi-a
 
 
 def _issue(n: int, author: str, assignee: str, state: str) -> dict:
-    return {"id": n, "number": n, "repo": "octo/tools", "title": f"issue {n}", "state": state,
-            "created_at": datetime(2024, 1 + n % 12, 3), "user": {"login": author},
-            "assignees": [{"login": assignee}], "assignee": {"login": assignee}, "closed_by": {"login": assignee},
-            "labels": [{"name": "needs triage" if n % 2 else "feature"}]}
+    return {
+        "id": n,
+        "number": n,
+        "repo": "octo/tools",
+        "title": f"issue {n}",
+        "state": state,
+        "created_at": datetime(2024, 1 + n % 12, 3),
+        "user": {"login": author},
+        "assignees": [{"login": assignee}],
+        "assignee": {"login": assignee},
+        "closed_by": {"login": assignee},
+        "labels": [{"name": "needs triage" if n % 2 else "feature"}],
+    }
 
 
 @pytest.fixture(scope="module")
 def github():
-    issues = [_issue(n, PEOPLE[n % 4]["login"], PEOPLE[(n + 1) % 4]["login"], "open" if n % 3 else "closed")
-              for n in range(40)]
-    pulls = [{"id": n, "number": n, "repo": "octo/tools", "title": f"pr {n}", "state": "closed" if n % 2 else "open",
-              "merged": n % 4 == 1, "created_at": datetime(2024, 1 + n % 12, 3), "merged_at": datetime(2024, 1 + n % 12, 5),
-              "user": {"login": PEOPLE[n % 4]["login"]}} for n in range(40)]
-    messages = [{"id": str(n), "text": f"hello {n}", "user": f"U{n % 3}", "channel": "general",
-                 "workspace": ("octo", "forge")[n % 2], "date": datetime(2024, 1 + n % 12, 7)} for n in range(40)]
-    return ({"issues": schema_from_documents("issues", issues), "pull_requests": schema_from_documents("pull_requests", pulls),
-             "messages": schema_from_documents("messages", messages)}, PeopleDirectory(PEOPLE))
+    issues = [
+        _issue(n, PEOPLE[n % 4]["login"], PEOPLE[(n + 1) % 4]["login"], "open" if n % 3 else "closed")
+        for n in range(40)
+    ]
+    pulls = [
+        {
+            "id": n,
+            "number": n,
+            "repo": "octo/tools",
+            "title": f"pr {n}",
+            "state": "closed" if n % 2 else "open",
+            "merged": n % 4 == 1,
+            "created_at": datetime(2024, 1 + n % 12, 3),
+            "merged_at": datetime(2024, 1 + n % 12, 5),
+            "user": {"login": PEOPLE[n % 4]["login"]},
+        }
+        for n in range(40)
+    ]
+    messages = [
+        {
+            "id": str(n),
+            "text": f"hello {n}",
+            "user": f"U{n % 3}",
+            "channel": "general",
+            "workspace": ("octo", "forge")[n % 2],
+            "date": datetime(2024, 1 + n % 12, 7),
+        }
+        for n in range(40)
+    ]
+    return (
+        {
+            "issues": schema_from_documents("issues", issues),
+            "pull_requests": schema_from_documents("pull_requests", pulls),
+            "messages": schema_from_documents("messages", messages),
+        },
+        PeopleDirectory(PEOPLE),
+    )
 
 
 def _plan(github, question):
     schemas, directory = github
-    ctx = PlanningContext(question=question, now=NOW, schemas=schemas, directory=directory,
-                          mentions=[m for m in directory.find_mentions(question) if m.person],
-                          times=find_time_ranges(question, NOW))
+    ctx = PlanningContext(
+        question=question,
+        now=NOW,
+        schemas=schemas,
+        directory=directory,
+        mentions=[m for m in directory.find_mentions(question) if m.person],
+        times=find_time_ranges(question, NOW),
+    )
     return OfflinePlanner().plan(ctx)
 
 
@@ -50,16 +92,22 @@ def _match(plan) -> dict:
     return next(stage["$match"] for stage in plan.pipeline if "$match" in stage)
 
 
-@pytest.mark.parametrize("question", ["issues by thandeka", "thandeka issues", "thandeka's tickets",
-                                      "tickets from thandeka last year"])
+@pytest.mark.parametrize(
+    "question", ["issues by thandeka", "thandeka issues", "thandeka's tickets", "tickets from thandeka last year"]
+)
 def test_a_github_issue_belongs_to_its_opener(github, question):
     assert _match(_plan(github, question)).get("user.login") == "thandeka"
 
 
-@pytest.mark.parametrize("question, field", [("issues assigned to thandeka", "assignees.login"),
-                                             ("thandeka's assigned issues", "assignees.login"),
-                                             ("how many of thandeka's open assigned tickets", "assignees.login"),
-                                             ("issues thandeka closed", "closed_by.login")])
+@pytest.mark.parametrize(
+    "question, field",
+    [
+        ("issues assigned to thandeka", "assignees.login"),
+        ("thandeka's assigned issues", "assignees.login"),
+        ("how many of thandeka's open assigned tickets", "assignees.login"),
+        ("issues thandeka closed", "closed_by.login"),
+    ],
+)
 def test_other_roles_still_win_over_the_opener(github, question, field):
     match = _match(_plan(github, question))
     assert match.get(field) == "thandeka" and "user.login" not in match
@@ -78,8 +126,10 @@ def test_a_typo_read_as_a_login_says_so(github):
     assert not any("typo" in note for note in exact.notes)
 
 
-@pytest.mark.parametrize("question", ["what did kwasi-a land in 2024", "kwasi-a's mergd PRs", "prs kwasi-a got mreged",
-                                      "stuff kwasi-a shipped in 2024"])
+@pytest.mark.parametrize(
+    "question",
+    ["what did kwasi-a land in 2024", "kwasi-a's mergd PRs", "prs kwasi-a got mreged", "stuff kwasi-a shipped in 2024"],
+)
 def test_casual_and_misspelt_merge_verbs_mean_merged(github, question):
     plan = _plan(github, question)
     assert plan.collection == "pull_requests" and _match(plan) | {"user.login": "kwasi-a"} == _match(plan)
@@ -90,8 +140,10 @@ def test_landing_is_not_a_merge(github):
     assert "merged" not in str(_plan(github, "open PRs about the landing page").pipeline)
 
 
-@pytest.mark.parametrize("question", ["messages per workspace in 2024", "break 2024 messages down by workspace",
-                                      "2024 年每个工作区各有多少条消息？"])
+@pytest.mark.parametrize(
+    "question",
+    ["messages per workspace in 2024", "break 2024 messages down by workspace", "2024 年每个工作区各有多少条消息？"],
+)
 def test_messages_grouped_by_workspace(github, question):
     group = next(stage["$group"] for stage in _plan(github, question).pipeline if "$group" in stage)
     assert group["_id"] == "$workspace"
@@ -111,29 +163,45 @@ def test_a_label_written_with_hyphens_or_underscores_is_the_label(github, questi
     assert _match(_plan(github, question))["labels.name"] == "needs triage"
 
 
-@pytest.mark.parametrize("question, collection", [("开放的 feature issue 有哪些？", "issues"), ("thandeka 的开放 PR", "pull_requests")])
+@pytest.mark.parametrize(
+    "question, collection", [("开放的 feature issue 有哪些？", "issues"), ("thandeka 的开放 PR", "pull_requests")]
+)
 def test_kaifang_means_open(github, question, collection):
     plan = _plan(github, question)
     assert plan.collection == collection and _match(plan)["state"] == "open"
 
 
-@pytest.mark.parametrize("question, collection", [("how many patches did kwasi-a send in 2024", "pull_requests"),
-                                                  ("what did thandeka report in 2024", "issues"),
-                                                  ("what has thandeka filed", "issues"),
-                                                  ("what did thandeka merge", "pull_requests")])
+@pytest.mark.parametrize(
+    "question, collection",
+    [
+        ("how many patches did kwasi-a send in 2024", "pull_requests"),
+        ("what did thandeka report in 2024", "issues"),
+        ("what has thandeka filed", "issues"),
+        ("what did thandeka merge", "pull_requests"),
+    ],
+)
 def test_casual_words_choose_the_collection(github, question, collection):
     assert _plan(github, question).collection == collection
 
 
 def test_a_role_no_record_stores_is_not_read_as_the_author(tmp_path):
-    """"PRs reviewed by quinn" over records that say nothing of reviews are not quinn's own PRs: the name
+    """ "PRs reviewed by quinn" over records that say nothing of reviews are not quinn's own PRs: the name
     stays unread and the answer says so; "merged by" is the author's merged PRs (the sets' reading)."""
     from context_engine.query.engine import resolve
     from tests.query.conftest import hand_made_world
 
     day = datetime(2025, 1, 2)
-    prs = [{"ref": "p1", "title": "t", "state": "closed", "merged": True, "created_at": day, "merged_at": day,
-            "user": {"login": "quinn"}}]
+    prs = [
+        {
+            "ref": "p1",
+            "title": "t",
+            "state": "closed",
+            "merged": True,
+            "created_at": day,
+            "merged_at": day,
+            "user": {"login": "quinn"},
+        }
+    ]
     _, catalog = hand_made_world(tmp_path, {"pull_requests": prs}, [{"login": "quinn", "name": "Quinn Adler"}])
     ctx, _ = resolve("PRs reviewed by quinn", datetime(2025, 6, 1), catalog, None)
     p = OfflinePlanner().plan(ctx)

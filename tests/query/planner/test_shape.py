@@ -30,23 +30,26 @@ def conditions(p) -> set[tuple[str, str, object]]:
     return {(f.field, f.op, f.value) for f in p.ir.filters}
 
 
-@pytest.mark.parametrize("question,kind,bucket", [
-    ("which week of 2026 saw the most pull requests merged", "argmax", "week"),
-    ("the slowest month for new tickets this year", "argmin", "month"),
-    ("peak day for slack messages in 2026", "argmax", "day"),
-    ("what year had the fewest commits", "argmin", "year"),
-    ("今年哪个月合并的 PR 最多？", "argmax", "month"),
-    ("2026 年哪一天的消息最少", "argmin", "day"),
-    ("2026 年 1 到 5 月，哪个月的消息最热闹？", "argmax", "month"),
-    ("what was Alex Chen's most prolific year for opening PRs?", "argmax", "year"),
-])
+@pytest.mark.parametrize(
+    "question,kind,bucket",
+    [
+        ("which week of 2026 saw the most pull requests merged", "argmax", "week"),
+        ("the slowest month for new tickets this year", "argmin", "month"),
+        ("peak day for slack messages in 2026", "argmax", "day"),
+        ("what year had the fewest commits", "argmin", "year"),
+        ("今年哪个月合并的 PR 最多？", "argmax", "month"),
+        ("2026 年哪一天的消息最少", "argmin", "day"),
+        ("2026 年 1 到 5 月，哪个月的消息最热闹？", "argmax", "month"),
+        ("what was Alex Chen's most prolific year for opening PRs?", "argmax", "year"),
+    ],
+)
 def test_the_busiest_or_quietest_period_is_a_time_bucket_extreme(catalog, question, kind, bucket):
     shape = plan(catalog, question).ir.shape
     assert (shape.kind, shape.bucket, shape.over) == (kind, bucket, "groups")
 
 
 def test_a_period_that_dates_the_question_is_not_the_one_ranked(catalog):
-    """"last month" says when, "who ... most" asks for people: grouped by author, not a month extreme."""
+    """ "last month" says when, "who ... most" asks for people: grouped by author, not a month extreme."""
     shape = plan(catalog, "who merged the most PRs last month").ir.shape
     assert shape.kind == "group" and shape.bucket is None
 
@@ -57,13 +60,16 @@ def test_a_bucket_extreme_is_dated_by_its_verb(catalog):
     assert p.pipeline[-2:] == [{"$sort": {"count": -1, "_id": 1}}, {"$limit": 1}]
 
 
-@pytest.mark.parametrize("question,direction", [
-    ("Alex Chen's latest pull request", -1),
-    ("the most recent ticket Priya Raman filed", -1),
-    ("what was the very first commit by Alex Chen", 1),
-    ("the oldest issue Priya Raman opened", 1),
-    ("Priya Raman 最早的 PR 是哪个", 1),
-])
+@pytest.mark.parametrize(
+    "question,direction",
+    [
+        ("Alex Chen's latest pull request", -1),
+        ("the most recent ticket Priya Raman filed", -1),
+        ("what was the very first commit by Alex Chen", 1),
+        ("the oldest issue Priya Raman opened", 1),
+        ("Priya Raman 最早的 PR 是哪个", 1),
+    ],
+)
 def test_the_newest_or_oldest_record_is_one_record_sorted_by_date(catalog, question, direction):
     shape = plan(catalog, question).ir.shape
     assert shape.kind == "list" and shape.limit == 1 and [s.direction for s in shape.sort] == [direction]
@@ -79,13 +85,16 @@ def test_the_last_n_records_stay_a_list_of_n(catalog):
     assert shape.kind == "list" and shape.limit == 4
 
 
-@pytest.mark.parametrize("question,field", [
-    ("how many separate people reviewed PRs in 2026", "reviews.user.login"),
-    ("count of unique authors of open pull requests", "user.login"),
-    ("number of distinct labels on merged PRs", "labels.name"),
-    ("how many contributors opened issues this year", None),  # the author path of the issue collection
-    ("有多少个不同的人提交过 PR", "user.login"),
-])
+@pytest.mark.parametrize(
+    "question,field",
+    [
+        ("how many separate people reviewed PRs in 2026", "reviews.user.login"),
+        ("count of unique authors of open pull requests", "user.login"),
+        ("number of distinct labels on merged PRs", "labels.name"),
+        ("how many contributors opened issues this year", None),  # the author path of the issue collection
+        ("有多少个不同的人提交过 PR", "user.login"),
+    ],
+)
 def test_how_many_different_things_is_a_distinct_count(catalog, question, field):
     shape = plan(catalog, question).ir.shape
     assert shape.kind == "distinct_count"
@@ -93,10 +102,13 @@ def test_how_many_different_things_is_a_distinct_count(catalog, question, field)
         assert shape.field == field
 
 
-@pytest.mark.parametrize("question,field", [
-    ("count of distinct people who reviewed PRs in 2026", "reviews.user.login"),  # the verb after "who"
-    ("how many different people that have merged PRs", "merged_by.login"),
-])
+@pytest.mark.parametrize(
+    "question,field",
+    [
+        ("count of distinct people who reviewed PRs in 2026", "reviews.user.login"),  # the verb after "who"
+        ("how many different people that have merged PRs", "merged_by.login"),
+    ],
+)
 def test_the_verb_said_of_the_people_counted_gives_their_role(catalog, question, field):
     assert (plan(catalog, question).ir.shape.kind, plan(catalog, question).ir.shape.field) == ("distinct_count", field)
 
@@ -107,8 +119,18 @@ def test_a_distinct_count_of_a_role_no_record_stores_is_said_not_turned_into_a_r
     from tests.query.conftest import hand_made_world
 
     day = datetime(2025, 1, 2)
-    prs = [{"ref": f"p{i}", "title": "t", "state": "closed", "merged": True, "created_at": day, "merged_at": day,
-            "user": {"login": login}} for i, login in enumerate(["quinn", "rory", "quinn"])]
+    prs = [
+        {
+            "ref": f"p{i}",
+            "title": "t",
+            "state": "closed",
+            "merged": True,
+            "created_at": day,
+            "merged_at": day,
+            "user": {"login": login},
+        }
+        for i, login in enumerate(["quinn", "rory", "quinn"])
+    ]
     _, catalog = hand_made_world(tmp_path, {"pull_requests": prs}, [{"login": "quinn", "name": "Quinn Adler"}])
     p = plan(catalog, "how many different people reviewed PRs")  # no record says who reviewed
     assert "different people reviewed" in " ".join(s["text"] for s in p.not_understood)
@@ -116,11 +138,14 @@ def test_a_distinct_count_of_a_role_no_record_stores_is_said_not_turned_into_a_r
     assert (plan(catalog, "how many distinct users merged PRs").ir.shape.field) == "user.login"
 
 
-@pytest.mark.parametrize("question,field", [
-    ("how many people posted in slack this month", "user"),
-    ("how many repos had PRs merged in 2026", "repo"),
-    ("今年有多少人提交过 PR", "user.login"),
-])
+@pytest.mark.parametrize(
+    "question,field",
+    [
+        ("how many people posted in slack this month", "user"),
+        ("how many repos had PRs merged in 2026", "repo"),
+        ("今年有多少人提交过 PR", "user.login"),
+    ],
+)
 def test_how_many_people_or_repos_counts_each_once(catalog, question, field):
     shape = plan(catalog, question).ir.shape
     assert (shape.kind, shape.field) == ("distinct_count", field)
@@ -130,12 +155,15 @@ def test_how_many_people_per_group_stays_a_group(catalog):
     assert plan(catalog, "how many people opened PRs per repo").ir.shape.kind == "group"
 
 
-@pytest.mark.parametrize("question,measure", [
-    ("the most commented pull request of 2026", "comments"),
-    ("Alex Chen's most discussed PR", "comments"),
-    ("the thread with the highest reply count", "reply_count"),
-    ("the biggest pull request merged this year", "additions"),
-])
+@pytest.mark.parametrize(
+    "question,measure",
+    [
+        ("the most commented pull request of 2026", "comments"),
+        ("Alex Chen's most discussed PR", "comments"),
+        ("the thread with the highest reply count", "reply_count"),
+        ("the biggest pull request merged this year", "additions"),
+    ],
+)
 def test_the_record_with_the_most_of_a_measure_is_ranked_by_it_not_by_author(catalog, question, measure):
     shape = plan(catalog, question).ir.shape
     assert shape.kind == "top" and shape.limit == 1
@@ -161,11 +189,14 @@ def test_people_replying_to_someones_threads_are_the_repliers(catalog):
     assert not any(f.field == "reply_count" for f in p.ir.filters)  # replies are counted, not thread starts
 
 
-@pytest.mark.parametrize("question", [
-    "how many replies did Alex Chen post in other people's threads",
-    "count Alex Chen's replies in threads he didn't start",
-    "Alex Chen 在别人发起的讨论串里回复了几条",
-])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "how many replies did Alex Chen post in other people's threads",
+        "count Alex Chen's replies in threads he didn't start",
+        "Alex Chen 在别人发起的讨论串里回复了几条",
+    ],
+)
 def test_replies_in_others_threads_exclude_the_persons_own(catalog, question):
     p = plan(catalog, question)
     me = next(f.value for f in p.ir.filters if f.field == "user" and f.op == "eq")

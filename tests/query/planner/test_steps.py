@@ -28,14 +28,17 @@ def conditions(b) -> list[tuple[str, str, object]]:
     return [(f.field, f.op, f.value) for f in b.filters]
 
 
-@pytest.mark.parametrize("question,collection", [
-    ("bug PRs merged last week", "pull_requests"),       # "bug" describes the PRs
-    ("PRs that fix bugs", "pull_requests"),              # the first collection word wins
-    ("threads in #general with replies", "messages"),
-    ("上周合并了哪些PR？", "pull_requests"),
-    ("what is the meaning of life", None),
-    ("张伟在 2021 年提交了哪些 issue？", "issues"),         # 提交 (submitted) before the record noun is the verb
-])
+@pytest.mark.parametrize(
+    "question,collection",
+    [
+        ("bug PRs merged last week", "pull_requests"),  # "bug" describes the PRs
+        ("PRs that fix bugs", "pull_requests"),  # the first collection word wins
+        ("threads in #general with replies", "messages"),
+        ("上周合并了哪些PR？", "pull_requests"),
+        ("what is the meaning of life", None),
+        ("张伟在 2021 年提交了哪些 issue？", "issues"),  # 提交 (submitted) before the record noun is the verb
+    ],
+)
 def test_collection_step(catalog, question, collection):
     assert detect_collection(question, catalog.schemas)[0] == collection
 
@@ -49,16 +52,19 @@ def test_linking_step_links_stored_values_and_people_in_their_roles(catalog):
     assert [f for f in b.filters if f.field == "reviews.user.login"]  # the reviewer role, not the author
     assert not [f for f in b.filters if f.field == "user.login"]
     person = next(f for f in b.filters if f.field == "reviews.user.login")
-    assert b.q[person.span[0]:person.span[1]] == "Alex Chen"  # each element records its words
+    assert b.q[person.span[0] : person.span[1]] == "Alex Chen"  # each element records its words
 
 
-@pytest.mark.parametrize("question,collection,expected", [
-    ("merged PRs", "pull_requests", [("merged", "eq", True)]),
-    ("non-draft PRs", "pull_requests", [("draft", "eq", False)]),
-    ("PRs without reviews", "pull_requests", [("reviews", "empty", None)]),
-    ("threads with more than 5 replies", "messages", [("reply_count", "gt", 5)]),
-    ("tickets not done yet", "issues", [("fields.status.name", "nin", ["Done", "Won't Do"])]),
-])
+@pytest.mark.parametrize(
+    "question,collection,expected",
+    [
+        ("merged PRs", "pull_requests", [("merged", "eq", True)]),
+        ("non-draft PRs", "pull_requests", [("draft", "eq", False)]),
+        ("PRs without reviews", "pull_requests", [("reviews", "empty", None)]),
+        ("threads with more than 5 replies", "messages", [("reply_count", "gt", 5)]),
+        ("tickets not done yet", "issues", [("fields.status.name", "nin", ["Done", "Won't Do"])]),
+    ],
+)
 def test_conditions_step(catalog, question, collection, expected):
     b = draft(catalog, question, collection)
     b._states()
@@ -71,15 +77,18 @@ def test_conditions_step_dates_a_time_range_by_its_verb(catalog):
     b._times(b._states())
     (rng,) = b.times
     assert rng.field == "merged_at" and rng.end is None  # open-ended: since October, no end
-    assert b.q[rng.span[0]:rng.span[1]].lower().startswith("since")
+    assert b.q[rng.span[0] : rng.span[1]].lower().startswith("since")
 
 
-@pytest.mark.parametrize("question,expected", [
-    ("PRs merged per week", (None, "week")),
-    ("open PRs grouped by repo", ("repo", None)),
-    ("PRs by label", ("label", None)),
-    ("PRs merged last week", (None, None)),
-])
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        ("PRs merged per week", (None, "week")),
+        ("open PRs grouped by repo", ("repo", None)),
+        ("PRs by label", ("label", None)),
+        ("PRs merged last week", (None, None)),
+    ],
+)
 def test_shape_step_groups_and_buckets(catalog, question, expected):
     assert draft(catalog, question, "pull_requests")._grouping() == expected
 
@@ -92,8 +101,11 @@ def test_shape_step_limits(catalog):
 
 def test_the_plan_carries_its_ir_and_the_pipeline_compiled_from_it(catalog):
     plan = OfflinePlanner().plan(context(catalog, "how many open PRs are there?"))
-    assert plan.ir == PlanIR("pull_requests", filters=[Filter("state", "eq", "open", span=plan.ir.filters[0].span)],
-                             shape=Shape("count", span=(0, 8)))  # "how many"
+    assert plan.ir == PlanIR(
+        "pull_requests",
+        filters=[Filter("state", "eq", "open", span=plan.ir.filters[0].span)],
+        shape=Shape("count", span=(0, 8)),
+    )  # "how many"
     assert plan.pipeline == [{"$match": {"state": "open"}}, {"$count": "count"}]
 
 
@@ -128,9 +140,14 @@ def test_chinese_content_not_understood_is_reported(catalog):
 
 
 def test_the_answer_names_what_it_ignored(catalog):
-    plan = Plan("pull_requests", [], not_understood=[{"text": "Nobody Atall", "start": 12, "end": 24, "how": "unknown"}])
+    plan = Plan(
+        "pull_requests", [], not_understood=[{"text": "Nobody Atall", "start": 12, "end": 24, "how": "unknown"}]
+    )
     text, _ = compose(Success(plan, [{"count": 92}], []), "pull_requests")
-    assert text.splitlines() == ["92 pull requests match.", "I did not understand: 'Nobody Atall' — the answer ignores it."]
+    assert text.splitlines() == [
+        "92 pull requests match.",
+        "I did not understand: 'Nobody Atall' — the answer ignores it.",
+    ]
     plan.not_understood = []
     assert compose(Success(plan, [{"count": 92}], []), "pull_requests")[0] == "92 pull requests match."
 
@@ -142,33 +159,41 @@ def test_a_sum_or_an_extreme_of_a_measure_is_answered_as_one_number():
 
 
 def test_plan_json_round_trip_keeps_ir_and_spans_and_old_json_reads_as_empty():
-    plan = Plan("issues", [{"$match": {"state": "open"}}], ir=PlanIR("issues", filters=[Filter("state", "eq", "open")]),
-                understood=[{"text": "open", "start": 0, "end": 4, "how": "value"}],
-                not_understood=[{"text": "xyz", "start": 5, "end": 8, "how": "unknown"}])
+    plan = Plan(
+        "issues",
+        [{"$match": {"state": "open"}}],
+        ir=PlanIR("issues", filters=[Filter("state", "eq", "open")]),
+        understood=[{"text": "open", "start": 0, "end": 4, "how": "value"}],
+        not_understood=[{"text": "xyz", "start": 5, "end": 8, "how": "unknown"}],
+    )
     assert Plan.from_json(plan.to_json()) == plan
     old = Plan.from_json({"collection": "issues", "pipeline": []})
     assert (old.ir, old.understood, old.not_understood) == (None, [], [])
 
 
 def test_a_field_word_is_understood_only_when_the_plan_uses_that_field(catalog):
-    """"milestone v2.3" names the field of a condition; "without a milestone" is its absence, read
+    """ "milestone v2.3" names the field of a condition; "without a milestone" is its absence, read
     as a condition too (query/planner/conditions.py), so nothing is left unread."""
     assert OfflinePlanner().plan(context(catalog, "open PRs in milestone v2.3")).not_understood == []
     plan = OfflinePlanner().plan(context(catalog, "open PRs without a milestone"))
     assert plan.not_understood == [] and [(f.field, f.op) for f in plan.ir.filters if f.field == "milestone.title"] == [
-        ("milestone.title", "empty")]
+        ("milestone.title", "empty")
+    ]
 
 
-@pytest.mark.parametrize("condition,turned", [
-    (Filter("labels.name", "eq", "bug"), True),                # the "not" dropped: the opposite question
-    (Filter("labels", "not_empty"), True),
-    (Filter("labels.name", "eq", "bug", negate=True), False),  # excluded: what the words say
-    (Filter("labels", "empty"), False),
-    (Filter("comments", "in", [0, None]), False),              # a zero count
-    (Filter("merged", "eq", False), False),                    # a state picked by the negation
-    (Filter("state", "eq", "open"), False),
-    (Filter("labels.name", "eq", "doesn't matter"), False),    # the value says the negation itself
-])
+@pytest.mark.parametrize(
+    "condition,turned",
+    [
+        (Filter("labels.name", "eq", "bug"), True),  # the "not" dropped: the opposite question
+        (Filter("labels", "not_empty"), True),
+        (Filter("labels.name", "eq", "bug", negate=True), False),  # excluded: what the words say
+        (Filter("labels", "empty"), False),
+        (Filter("comments", "in", [0, None]), False),  # a zero count
+        (Filter("merged", "eq", False), False),  # a state picked by the negation
+        (Filter("state", "eq", "open"), False),
+        (Filter("labels.name", "eq", "doesn't matter"), False),  # the value says the negation itself
+    ],
+)
 def test_a_condition_that_drops_a_negation_it_consumed_is_said(catalog, condition, turned):
     question = "PRs that don't have the bug label"
     b = draft(catalog, question, "pull_requests")
@@ -178,8 +203,13 @@ def test_a_condition_that_drops_a_negation_it_consumed_is_said(catalog, conditio
 
 
 def test_the_answer_says_a_negation_may_have_been_read_the_wrong_way_round():
-    plan = Plan("pull_requests", [], not_understood=[{"text": "don't have the bug label", "start": 9, "end": 33,
-                                                      "how": "negation"}])
+    plan = Plan(
+        "pull_requests",
+        [],
+        not_understood=[{"text": "don't have the bug label", "start": 9, "end": 33, "how": "negation"}],
+    )
     text, _ = compose(Success(plan, [{"count": 12}], []), "pull_requests")
-    assert text.splitlines()[1] == ("I may have read 'don't have the bug label' the wrong way round: the query shown "
-                                    "asks for what the words say is not there.")
+    assert text.splitlines()[1] == (
+        "I may have read 'don't have the bug label' the wrong way round: the query shown "
+        "asks for what the words say is not there."
+    )

@@ -20,9 +20,18 @@ D = datetime
 def _msg(ref, user, day, *, parent=None, replies=None, repliers=(), mentions=(), text="hi"):
     """A Slack message: a thread's start carries reply_count, reply_users and thread_ts; a reply carries
     thread_ts and its starter's id (parent_user_id); a message on its own carries neither."""
-    doc = {"ref": ref, "user": user, "date": D(2019, 3, day), "text": text, "mentions": list(mentions), "workspace": "w"}
+    doc = {
+        "ref": ref,
+        "user": user,
+        "date": D(2019, 3, day),
+        "text": text,
+        "mentions": list(mentions),
+        "workspace": "w",
+    }
     if replies:
-        doc.update(reply_count=replies, reply_users=list(repliers), reply_users_count=len(repliers), thread_ts=f"{ref}.0")
+        doc.update(
+            reply_count=replies, reply_users=list(repliers), reply_users_count=len(repliers), thread_ts=f"{ref}.0"
+        )
     if parent:
         doc.update(parent_user_id=parent, thread_ts="t.0")
     return doc
@@ -33,18 +42,21 @@ MESSAGES = [
     _msg("b1", "UB", 2, parent="UA"),
     _msg("c1", "UC", 3, parent="UA"),
     _msg("b2", "UB", 4, parent="UA"),
-    _msg("a2", "UA", 5, replies=1, repliers=["UA"], text="the REPL hangs"),           # Ana answers herself
+    _msg("a2", "UA", 5, replies=1, repliers=["UA"], text="the REPL hangs"),  # Ana answers herself
     _msg("a3", "UA", 6, parent="UA"),
-    _msg("b3", "UB", 7, replies=2, repliers=["UA", "UC"], text="decoders"),          # Ben's thread: Ana, Cy
+    _msg("b3", "UB", 7, replies=2, repliers=["UA", "UC"], text="decoders"),  # Ben's thread: Ana, Cy
     _msg("a4", "UA", 8, parent="UB"),
     _msg("c2", "UC", 9, parent="UB"),
-    _msg("c3", "UC", 10, replies=5, repliers=["UB"], text="ports"),                 # Cy's thread: Ben only
+    _msg("c3", "UC", 10, replies=5, repliers=["UB"], text="ports"),  # Cy's thread: Ben only
     _msg("b4", "UB", 11, parent="UC"),
-    _msg("a5", "UA", 12, mentions=["UB"], text="websockets again"),                 # on its own
-    _msg("c4", "UC", 13, text="the repl"),                                           # on its own
+    _msg("a5", "UA", 12, mentions=["UB"], text="websockets again"),  # on its own
+    _msg("c4", "UC", 13, text="the repl"),  # on its own
 ]
-PEOPLE = [{"slack_id": "UA", "name": "Ana Ortiz"}, {"slack_id": "UB", "name": "Ben Kowal"},
-          {"slack_id": "UC", "name": "Cy Delgado"}]
+PEOPLE = [
+    {"slack_id": "UA", "name": "Ana Ortiz"},
+    {"slack_id": "UB", "name": "Ben Kowal"},
+    {"slack_id": "UC", "name": "Cy Delgado"},
+]
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +70,9 @@ def answer(world, question: str, asker: str | None = None):
     ctx, failed = resolve(question, NOW, catalog, person)
     assert failed is None, failed
     plan = OfflinePlanner().plan(ctx)
-    rows = run_pipeline(store, plan.collection, plan.pipeline, tenant="t", principals=["*"],
-                        schema=catalog.schemas[plan.collection])
+    rows = run_pipeline(
+        store, plan.collection, plan.pipeline, tenant="t", principals=["*"], schema=catalog.schemas[plan.collection]
+    )
     return rows, plan
 
 
@@ -67,39 +80,42 @@ def refs(rows):
     return sorted(r["ref"] for r in rows)
 
 
-@pytest.mark.parametrize("question,expected", [
-    # an upper bound on replies said with a negation: at most, not "more than"
-    ("How many of Cy's threads got no more than two replies?", 0),
-    ("Ana's threads that didn't get past 2 replies — how many?", 1),
-    ("how many threads by Ben with at most 2 replies", 1),
-    # a message that answers no one, in other words
-    ("how many top-level posts never got a single reply?", 2),
-    ("how many non-reply messages without any mentions are there?", 5),
-    ("有多少条顶层消息没有任何人回复？", 2),
-    # "how often did X come up": a count of the messages about it
-    ("How often did websockets come up (messages)?", 2),
-    # absence and presence said in other words
-    ("How many of Ana's messages were neither replies nor mentioned anyone?", 2),   # a1, a2
-    ("Ana 有多少条消息不属于任何讨论串？", 1),                                        # a5
-    ("count of non-threaded messages", 2),                                           # a5, c4
-    ("messages that @mention someone but are not replies, how many?", 1),            # a5
-    ("有提到别人但本身不是回复的消息有多少条？", 1),
-    # how many different people replied to a thread
-    ("how many threads had no more than one person replying?", 2),                   # a2, c3
-    ("threads where only a single person replied — how many?", 2),                  # a2, c3
-    ("how many of Ana's messages got any replies?", 2),                             # a1, a2
-    # the replies someone got: replies in their threads, by others
-    ("how many replies did Ana get?", 3),                                            # b1, c1, b2
-    ("how many answers has Ben received?", 2),                                       # a4, c2
-    # mentions and replies said in other words
-    ("how many messages tag nobody?", 12),                                           # all but a5
-    ("how many of Ana's messages were posted rather than as a thread reply?", 3),    # a1, a2, a5
-    ("Ana: replies in someone else's thread, count", 1),                             # a4, in Ben's thread
-    ("how many replies has Ana written in threads other people started?", 1),
-    # someone's replies are the records: not every message of theirs
-    ("how many of Ana's replies mention nobody?", 2),                                # a3, a4
-    ("count the replies by Ben", 3),                                                 # b1, b2, b4
-])
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        # an upper bound on replies said with a negation: at most, not "more than"
+        ("How many of Cy's threads got no more than two replies?", 0),
+        ("Ana's threads that didn't get past 2 replies — how many?", 1),
+        ("how many threads by Ben with at most 2 replies", 1),
+        # a message that answers no one, in other words
+        ("how many top-level posts never got a single reply?", 2),
+        ("how many non-reply messages without any mentions are there?", 5),
+        ("有多少条顶层消息没有任何人回复？", 2),
+        # "how often did X come up": a count of the messages about it
+        ("How often did websockets come up (messages)?", 2),
+        # absence and presence said in other words
+        ("How many of Ana's messages were neither replies nor mentioned anyone?", 2),  # a1, a2
+        ("Ana 有多少条消息不属于任何讨论串？", 1),  # a5
+        ("count of non-threaded messages", 2),  # a5, c4
+        ("messages that @mention someone but are not replies, how many?", 1),  # a5
+        ("有提到别人但本身不是回复的消息有多少条？", 1),
+        # how many different people replied to a thread
+        ("how many threads had no more than one person replying?", 2),  # a2, c3
+        ("threads where only a single person replied — how many?", 2),  # a2, c3
+        ("how many of Ana's messages got any replies?", 2),  # a1, a2
+        # the replies someone got: replies in their threads, by others
+        ("how many replies did Ana get?", 3),  # b1, c1, b2
+        ("how many answers has Ben received?", 2),  # a4, c2
+        # mentions and replies said in other words
+        ("how many messages tag nobody?", 12),  # all but a5
+        ("how many of Ana's messages were posted rather than as a thread reply?", 3),  # a1, a2, a5
+        ("Ana: replies in someone else's thread, count", 1),  # a4, in Ben's thread
+        ("how many replies has Ana written in threads other people started?", 1),
+        # someone's replies are the records: not every message of theirs
+        ("how many of Ana's replies mention nobody?", 2),  # a3, a4
+        ("count the replies by Ben", 3),  # b1, b2, b4
+    ],
+)
 def test_counts_said_in_other_words(world, question, expected):
     rows, plan = answer(world, question)
     assert rows == [{"count": expected}], plan.pipeline
@@ -108,8 +124,10 @@ def test_counts_said_in_other_words(world, question, expected):
 
 def test_who_answered_in_the_threads_someone_started(world):
     # replies whose thread Ana started, by others than Ana: Ben twice, Cy once
-    for question in ("in threads Ana started, who answered her most often?",
-                     "Which person answered most often in the threads I started?"):
+    for question in (
+        "in threads Ana started, who answered her most often?",
+        "Which person answered most often in the threads I started?",
+    ):
         rows, plan = answer(world, question, asker="UA")
         assert rows[0] == {"_id": "UB", "count": 2}, plan.pipeline
         assert plan.not_understood == []
@@ -126,10 +144,13 @@ def test_replies_outside_ones_own_threads(world):
     assert refs(rows) == ["a4"], plan.pipeline
 
 
-@pytest.mark.parametrize("question", [
-    "How many threads did Ben take no part in (didn't start, didn't reply)?",
-    "threads without Ben in them at all — count",
-])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many threads did Ben take no part in (didn't start, didn't reply)?",
+        "threads without Ben in them at all — count",
+    ],
+)
 def test_threads_someone_took_no_part_in(world, question):
     # the threads: a1 (Ana; Ben replied), a2 (Ana alone), b3 (Ben's), c3 (Cy's; Ben replied): only a2
     rows, plan = answer(world, question)
@@ -155,16 +176,19 @@ def test_an_acronym_topic_is_searched(world):
     assert rows == [{"count": 1}], plan.pipeline
 
 
-@pytest.mark.parametrize("question,expected", [
-    # threads the starter never replied in: a1 (Ben and Cy replied); not a2, where Ana answered herself
-    ("in how many of Ana's threads did she never write a reply herself?", 1),
-    ("threads Ana started but didn't follow up in - count", 1),
-    ("Ana 发起的讨论串里，她自己一次都没回复的有几个？", 1),
-    # one person's replies in the threads another started: b1, b2
-    ("how many replies has Ben written in threads Ana started?", 2),
-    ("Ben answering Ana's threads - how often?", 2),
-    ("Ben 在 Ana 发起的讨论串里回复过多少次？", 2),
-])
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        # threads the starter never replied in: a1 (Ben and Cy replied); not a2, where Ana answered herself
+        ("in how many of Ana's threads did she never write a reply herself?", 1),
+        ("threads Ana started but didn't follow up in - count", 1),
+        ("Ana 发起的讨论串里，她自己一次都没回复的有几个？", 1),
+        # one person's replies in the threads another started: b1, b2
+        ("how many replies has Ben written in threads Ana started?", 2),
+        ("Ben answering Ana's threads - how often?", 2),
+        ("Ben 在 Ana 发起的讨论串里回复过多少次？", 2),
+    ],
+)
 def test_who_replied_in_whose_threads(world, question, expected):
     rows, plan = answer(world, question)
     assert rows == [{"count": expected}], plan.pipeline
@@ -182,9 +206,14 @@ def test_replies_in_other_peoples_threads_not_started_by_someone(world):
     assert plan.not_understood == []
 
 
-@pytest.mark.parametrize("question", ["in how many other people's threads has Ana replied?",
-                                      "number of threads started by somebody else that Ana jumped into",
-                                      "Ana: count of distinct threads she answered in, not her own"])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "in how many other people's threads has Ana replied?",
+        "number of threads started by somebody else that Ana jumped into",
+        "Ana: count of distinct threads she answered in, not her own",
+    ],
+)
 def test_threads_counted_by_someones_replies_in_them_are_each_counted_once(world, question):
     _, plan = answer(world, question)
     assert (plan.ir.shape.kind, plan.ir.shape.field) == ("distinct_count", "thread_ts"), plan.pipeline

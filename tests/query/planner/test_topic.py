@@ -27,20 +27,26 @@ def topic(p) -> set[str]:
     return {s["text"] for s in p.understood if s["how"] == "topic"}
 
 
-@pytest.mark.parametrize("question,text,words", [
-    # a word qualifying the collection noun, that no other step read
-    ("flaky PRs that were merged", ["flaky"], {"flaky"}),
-    ("how many merged flaky pull requests", ["flaky"], {"flaky"}),
-    # before "-related" / "related" / 相关
-    ("churn-related PRs still open", ["churn"], {"churn", "related"}),
-    ("which open PRs are churn related", ["churn"], {"churn", "related"}),
-    # after a cue, up to the next word another step reads ("merged", "in June") or a function word
-    ("PRs about dunning emails that were merged in June", ["dunning", "emails"], {"about", "dunning", "emails"}),
-    ("merged PRs on the refund flow", ["refund", "flow"], {"on", "refund", "flow"}),
-    ("open PRs that mention payout reconciliation", ["payout", "reconciliation"],
-     {"mention", "payout", "reconciliation"}),
-    ("已合并的关于退款流程的PR", ["退款流程"], {"关于", "退款流程"}),
-])
+@pytest.mark.parametrize(
+    "question,text,words",
+    [
+        # a word qualifying the collection noun, that no other step read
+        ("flaky PRs that were merged", ["flaky"], {"flaky"}),
+        ("how many merged flaky pull requests", ["flaky"], {"flaky"}),
+        # before "-related" / "related" / 相关
+        ("churn-related PRs still open", ["churn"], {"churn", "related"}),
+        ("which open PRs are churn related", ["churn"], {"churn", "related"}),
+        # after a cue, up to the next word another step reads ("merged", "in June") or a function word
+        ("PRs about dunning emails that were merged in June", ["dunning", "emails"], {"about", "dunning", "emails"}),
+        ("merged PRs on the refund flow", ["refund", "flow"], {"on", "refund", "flow"}),
+        (
+            "open PRs that mention payout reconciliation",
+            ["payout", "reconciliation"],
+            {"mention", "payout", "reconciliation"},
+        ),
+        ("已合并的关于退款流程的PR", ["退款流程"], {"关于", "退款流程"}),
+    ],
+)
 def test_the_subject_of_a_structured_question_is_its_full_text(catalog, question, text, words):
     p = plan(catalog, question)
     assert p.ir.text == text
@@ -49,12 +55,15 @@ def test_the_subject_of_a_structured_question_is_its_full_text(catalog, question
     assert "$text" in p.pipeline[0]["$match"] and len(p.pipeline[0]["$match"]) > 1  # a filter besides the topic
 
 
-@pytest.mark.parametrize("question", [
-    "bug PRs merged in June",            # "bug" is a stored label: a condition, not a topic
-    "merged PRs in acme/payments",       # a repository
-    "how many open PRs",                 # nothing but structure
-    "PRs merged on Monday",              # "on" followed by a time is no topic cue
-])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "bug PRs merged in June",  # "bug" is a stored label: a condition, not a topic
+        "merged PRs in acme/payments",  # a repository
+        "how many open PRs",  # nothing but structure
+        "PRs merged on Monday",  # "on" followed by a time is no topic cue
+    ],
+)
 def test_words_another_step_reads_are_no_topic(catalog, question):
     p = plan(catalog, question)
     assert p.ir.text == [] and not topic(p)
@@ -62,13 +71,15 @@ def test_words_another_step_reads_are_no_topic(catalog, question):
 
 def test_a_name_is_one_phrase_other_words_match_in_any_order(catalog):
     # Capitalised words are a name: together and in order. Lower-case ones each, in any form.
-    assert plan(catalog, "merged PRs about Service Mesh Retries").ir.text == ['"service', 'mesh', 'retries"']
+    assert plan(catalog, "merged PRs about Service Mesh Retries").ir.text == ['"service', "mesh", 'retries"']
     assert plan(catalog, "merged PRs about service mesh retries").ir.text == ["service", "mesh", "retries"]
 
 
 def _titles(settings, **match):
     store = store_for(settings)
-    return list(store.collection("pull_requests").find({"tenant_id": "acme", **match}, {"title": 1, "body": 1, "ref": 1}))
+    return list(
+        store.collection("pull_requests").find({"tenant_id": "acme", **match}, {"title": 1, "body": 1, "ref": 1})
+    )
 
 
 def _has(text, *words):
@@ -122,17 +133,22 @@ def test_a_quoted_phrase_matches_its_words_together_and_in_order(settings):
 
     store, fields = store_for(settings), catalog_for(settings).schemas["pull_requests"].text_fields
     by_ref = {r["_id"]: r["ref"] for r in _titles(settings)}
-    in_order = {by_ref[i] for i in text_ids(store, "pull_requests", "acme", fields, '"schema registry"', subject="title")}
+    in_order = {
+        by_ref[i] for i in text_ids(store, "pull_requests", "acme", fields, '"schema registry"', subject="title")
+    }
     assert in_order == {r["ref"] for r in _titles(settings) if re.search(r"(?i)\bschema\s+registry\b", r["title"])}
     # the same words, each anywhere in the title: the unquoted search; reversed as a phrase: nothing
-    assert {by_ref[i] for i in text_ids(store, "pull_requests", "acme", fields, "registry schema", subject="title")} \
-        >= in_order
+    assert {
+        by_ref[i] for i in text_ids(store, "pull_requests", "acme", fields, "registry schema", subject="title")
+    } >= in_order
     assert text_ids(store, "pull_requests", "acme", fields, '"registry schema"', subject="title") == []
 
 
 def test_words_said_to_be_in_the_title_are_a_words_filter_on_it(catalog):
     p = plan(catalog, "merged PRs mentioning rounding in their title")
-    assert p.ir.text == [] and [(f.field, f.value) for f in p.ir.filters if f.op == "words"] == [("title", ["round", "rounding"])]
+    assert p.ir.text == [] and [(f.field, f.value) for f in p.ir.filters if f.op == "words"] == [
+        ("title", ["round", "rounding"])
+    ]
     assert topic(p) == {"mentioning", "rounding", "in their title"} and p.not_understood == []
 
 
@@ -140,7 +156,9 @@ def test_words_given_as_alternatives_match_any_of_them_exactly(settings):
     """The forms the asker listed, no other: "events or schemas" is not "event"."""
     merged = _titles(settings, merged=True)
     want = sorted(r["ref"] for r in merged if _has(r["title"], "events") or _has(r["title"], "schemas"))
-    assert want and [r for r in merged if _has(r["title"], "events")] != [r for r in merged if _has(r["title"], "schemas")]
+    assert want and [r for r in merged if _has(r["title"], "events")] != [
+        r for r in merged if _has(r["title"], "schemas")
+    ]
     assert want != sorted(r["ref"] for r in merged if _has(r["title"], "events?") or _has(r["title"], "schemas?"))
     result = run_structured("merged PRs about events or schemas", settings, now=NOW)
     assert isinstance(result, Success)
@@ -157,7 +175,9 @@ def test_a_label_said_as_one_of_the_words_in_the_title_is_a_word_not_a_label():
     from context_engine.query.engine import resolve
     from context_engine.query.schema import schema_from_documents
 
-    issues = [{"ref": "i1", "title": "pyarrow fails", "state": "open", "labels": [{"name": "arrow"}], "user": {"login": "q"}}]
+    issues = [
+        {"ref": "i1", "title": "pyarrow fails", "state": "open", "labels": [{"name": "arrow"}], "user": {"login": "q"}}
+    ]
     catalog = Catalog("t", {"issues": schema_from_documents("issues", issues)}, [{"login": "q"}])
     ctx, _ = resolve("open issues with arrow or pyarrow in the title", NOW, catalog, None)
     p = OfflinePlanner().plan(ctx)
@@ -172,28 +192,46 @@ def test_phrases_given_as_alternatives_keep_the_first_and_say_the_rest_was_not_r
     assert [s["text"] for s in p.not_understood] == ["payout reconciliation"]
 
 
-@pytest.mark.parametrize("question,words", [
-    ("how many CI PRs were merged", {"CI"}),                        # an acronym of two letters
-    ("merged PRs that touch caching", {"touch", "caching"}),
-    ("how often did flaky tests come up in merged PRs", {"flaky", "tests", "come up"}),
-    ("merged PRs that mention split in the title", {"mention", "split", "in the title"}),  # a shape word after a cue
-])
+@pytest.mark.parametrize(
+    "question,words",
+    [
+        ("how many CI PRs were merged", {"CI"}),  # an acronym of two letters
+        ("merged PRs that touch caching", {"touch", "caching"}),
+        ("how often did flaky tests come up in merged PRs", {"flaky", "tests", "come up"}),
+        (
+            "merged PRs that mention split in the title",
+            {"mention", "split", "in the title"},
+        ),  # a shape word after a cue
+    ],
+)
 def test_more_ways_of_naming_a_topic(catalog, question, words):
     p = plan(catalog, question)
     assert topic(p) == words and p.not_understood == []
 
 
-@pytest.mark.parametrize("question,words", [
-    ("标题里提到 caching 或 redis 的已合并 PR", ("exact_words", ["caching", "redis"])),   # 或: alternatives, as written
-    ("merged pull requests whose titles say caching", ("words", ["cach", "caching"])),
-])
+@pytest.mark.parametrize(
+    "question,words",
+    [
+        (
+            "标题里提到 caching 或 redis 的已合并 PR",
+            ("exact_words", ["caching", "redis"]),
+        ),  # 或: alternatives, as written
+        ("merged pull requests whose titles say caching", ("words", ["cach", "caching"])),
+    ],
+)
 def test_more_ways_of_naming_words_in_the_title(catalog, question, words):
     p = plan(catalog, question)
     assert [(f.field, (f.op, f.value)) for f in p.ir.filters if "words" in f.op] == [("title", words)]
 
 
-@pytest.mark.parametrize("question", ["how many merged PRs don't mention events", "count merged PRs not about events",
-                                      "how many merged PRs have nothing to do with events or event"])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "how many merged PRs don't mention events",
+        "count merged PRs not about events",
+        "how many merged PRs have nothing to do with events or event",
+    ],
+)
 def test_a_negated_topic_keeps_the_records_whose_title_holds_none_of_its_words(settings, question):
     """Where a topic is looked for (the title, as for "PRs about events"), none of its words."""
     merged = _titles(settings, merged=True)
@@ -209,18 +247,22 @@ def test_a_negated_topic_of_several_words_has_no_one_reading_and_says_so(catalog
     assert "not" in " ".join(s["text"] for s in p.not_understood)
 
 
-@pytest.mark.parametrize("question", ["PRs with rounding in the title", "PRs whose title mentions rounding",
-                                      "标题里有 rounding 的 PR"])
+@pytest.mark.parametrize(
+    "question", ["PRs with rounding in the title", "PRs whose title mentions rounding", "标题里有 rounding 的 PR"]
+)
 def test_words_in_the_title_are_a_condition_on_it_with_nothing_else_said(catalog, question):
     p = plan(catalog, question)
     assert [(f.field, f.value) for f in p.ir.filters] == [("title", ["round", "rounding"])] and p.ir.text == []
     assert p.not_understood == []
 
 
-@pytest.mark.parametrize("question,words", [
-    ("merged PRs that mention events (event or events)", ["event", "events"]),
-    ("标题里提到事件（event、events 或 eventing）的已合并 PR", ["event", "events", "eventing"]),
-])
+@pytest.mark.parametrize(
+    "question,words",
+    [
+        ("merged PRs that mention events (event or events)", ["event", "events"]),
+        ("标题里提到事件（event、events 或 eventing）的已合并 PR", ["event", "events", "eventing"]),
+    ],
+)
 def test_the_forms_of_a_topic_spelled_out_after_it_are_the_ones_matched(catalog, question, words):
     p = plan(catalog, question)
     assert [(f.field, f.op, f.value) for f in p.ir.filters if "words" in f.op] == [("title", "exact_words", words)]
