@@ -8,10 +8,10 @@ import shutil
 from dataclasses import replace
 
 import pytest
-from conftest import NOW
 
 from context_engine import service
 from context_engine.sources.sample import STORIES
+from tests.conftest import NOW
 
 PRIVATE_CHANNEL = "G04SECPR9Z"  # #security-private: members sokafor, rsh-dev, priyar, achen42, ingrid-h
 PRIVATE_THREAD = f"{PRIVATE_CHANNEL}:{STORIES['leaked_stripe_key']['thread']['ts']}"
