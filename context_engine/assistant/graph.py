@@ -36,9 +36,9 @@ from context_engine.assistant.nodes import (
     start_turn,
 )
 from context_engine.assistant.state import InputState, OutputState, State
-from context_engine.assistant.structured_query import structured_graph
+from context_engine.assistant.structured_query import build_structured_graph, structured_graph
 
-__all__ = ["ContextEngineGraph", "build_graph", "graph"]
+__all__ = ["ContextEngineGraph", "build_graph", "graph", "structured_query_graph"]
 
 
 def as_graph_input(value: Any) -> Any:
@@ -114,3 +114,15 @@ def build_graph(
 
 
 graph = build_graph()
+
+
+def build_structured_query_graph() -> ContextEngineGraph:
+    """The structured subgraph as a graph of its own (`langgraph.json`'s second graph), its runs'
+    context prepared like the main graph's: keys checked, the tenant known, tenant and asker in the
+    run's metadata. A compilation of its own: the copy inside the main graph runs in the parent's."""
+    compiled = build_structured_graph()
+    compiled.__class__ = ContextEngineGraph
+    return cast(ContextEngineGraph, compiled)
+
+
+structured_query_graph = build_structured_query_graph()

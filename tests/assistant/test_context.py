@@ -249,6 +249,25 @@ def test_the_caller_s_metadata_is_kept_beside_the_tenant(sample_dir):
     assert recorder.starts[0][1]["session"] == "s1" and recorder.starts[0][1]["user"] == "priyar"
 
 
+def test_the_structured_graph_of_its_own_prepares_its_runs_like_the_main_graph(sample_dir):
+    """`langgraph.json`'s second graph: a misspelt key is refused with a sentence, an unknown tenant
+    named, and its runs carry the tenant and the asker (the copy inside the main graph runs in the
+    parent's context, which the tests above exercise)."""
+    standalone = graph_module.structured_query_graph
+    with pytest.raises(ContextError, match="did you mean 'user'"):
+        standalone.invoke("open PRs", context=_context(sample_dir, usr="priyar"))
+    with pytest.raises(ValueError, match="unknown tenant 'acmee'"):
+        standalone.invoke("open PRs", context=_context(sample_dir, tenant="acmee"))
+    recorder = _Recorder()
+    out = standalone.invoke(
+        {"question": "open PRs", "now": NOW},
+        config={"callbacks": [recorder]},
+        context=_context(sample_dir, user="priyar"),
+    )
+    assert out["rows"] and recorder.starts[0][0] == "structured_query"
+    assert all(m.get("tenant") == "acme" and m.get("user") == "priyar" for _, m in recorder.starts)
+
+
 # --- a turn's working state -----------------------------------------------------------------------
 
 
