@@ -838,25 +838,12 @@ async def _in_worker(work):
         raise
 
 
-def _check_key_people(settings: Settings, keys: dict[str, Any]) -> None:
-    """Every key's person names one account of its tenant's directory exactly, as `--as` does, checked
-    before serving so that a key never fails or falls back to anyone at call time. ValueError names
-    the key (its first characters only)."""
-    for key, entry in keys.items():
-        if entry.user is None:
-            continue
-        try:
-            service.check_scope(settings.with_overrides(tenant=entry.tenant, asker=entry.user))
-        except service.USER_ERRORS as exc:
-            raise ValueError(f"API key {key[:4]}...: {exc.args[0] if exc.args else exc}") from None
-
-
 def http_app(settings: Settings, keys: dict[str, Any]):
     """The streamable HTTP app at /mcp behind Bearer keys (the same keys file as `serve`): an unknown
     or missing key is a 401 before the MCP session is touched."""
     from starlette.responses import JSONResponse
 
-    _check_key_people(settings, keys)
+    service.check_key_people(settings, keys)
     inner = build_server(settings, keys).streamable_http_app()
 
     async def app(scope, receive, send):

@@ -14,7 +14,7 @@ operation is given can widen them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -169,6 +169,20 @@ def check_scope(settings: Settings) -> None:
             f"tenant {settings.tenant!r} has no data (tenants with data: {', '.join(tenants) or 'none'})"
         )
     principals_for(settings)
+
+
+def check_key_people(settings: Settings, keys: Mapping[str, Any]) -> None:
+    """Every API key's person (`entry.user`, in `entry.tenant`) names one account of its tenant's
+    directory exactly, as `--as` does, checked before serving (LangServe and MCP over HTTP read the same
+    keys file), so that a key never fails, is guessed or falls back to anyone at request time.
+    ValueError names the key by its first characters only."""
+    for key, entry in keys.items():
+        if entry.user is None:
+            continue
+        try:
+            check_scope(settings.with_overrides(tenant=entry.tenant, asker=entry.user))
+        except USER_ERRORS as exc:
+            raise ValueError(f"API key {key[:4]}...: {exc.args[0] if exc.args else exc}") from None
 
 
 def _policy(settings: Settings) -> ValidationPolicy:

@@ -28,6 +28,7 @@ background index sync), `http_errors` (one error shape for every route).
 """
 
 from context_engine.server.app import Limits, create_app
-from context_engine.server.auth import SESSION_COOKIE, ApiKey, check_key_people, load_keys
+from context_engine.server.auth import SESSION_COOKIE, ApiKey, load_keys
+from context_engine.service import check_key_people
 
 __all__ = ["SESSION_COOKIE", "ApiKey", "Limits", "check_key_people", "create_app", "load_keys"]

@@ -29,7 +29,6 @@ from context_engine.server.auth import (
     RateLimiter,
     Sessions,
     bearer,
-    check_key_people,
     login_page,
     safe_next,
     same_origin,
@@ -151,7 +150,7 @@ async def _error_event_last(events: AsyncIterable[Any]) -> AsyncIterator[Any]:
 def create_app(settings: Settings, keys: dict[str, ApiKey], limits: Limits = Limits()) -> FastAPI:
     """The server for one data directory; `keys` map API keys to the tenant and asker they fix."""
     app = FastAPI(title="context-engine", description="Answers questions over a team's engineering records.")
-    check_key_people(settings, keys)
+    service.check_key_people(settings, keys)
     limiter = RateLimiter(limits.requests_per_minute)
 
     watchers: set[asyncio.Task] = set()  # each request's disconnect watcher, held until it ends

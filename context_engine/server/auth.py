@@ -23,8 +23,7 @@ from urllib.parse import urlsplit
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 
-from context_engine import service
-from context_engine.config import Settings, check_tenant
+from context_engine.config import check_tenant
 from context_engine.server.playground import PLAYGROUND
 
 KEYS_ENV = "CONTEXT_ENGINE_API_KEYS"
@@ -61,19 +60,6 @@ def load_keys(path: str | Path | None = None) -> dict[str, ApiKey]:
             )
         keys[key] = ApiKey(tenant=check_tenant(entry["tenant"]), user=user)
     return keys
-
-
-def check_key_people(settings: Settings, keys: dict[str, ApiKey]) -> None:
-    """Every key's person must name one account group of its tenant's directory exactly, as `--as`
-    does (checked before serving, so a key can never fail, be guessed, or fall back to anyone else at
-    request time). ValueError names the key."""
-    for key, entry in keys.items():
-        if entry.user is None:
-            continue
-        try:
-            service.check_scope(settings.with_overrides(tenant=entry.tenant, asker=entry.user))
-        except service.USER_ERRORS as exc:
-            raise ValueError(f"API key {key[:4]}...: {exc.args[0] if exc.args else exc}") from None
 
 
 class RateLimiter:
