@@ -203,11 +203,12 @@ def _topless(turn: dict) -> tuple[list[dict], str] | None:
     return stages[:at], next(iter(stages[at - 1]["$sort"]))
 
 
-def _at(row: dict, path: str):
+def _at(row: dict, path: str) -> object:
     """The value at a dotted path ("reactions.total_count"): a sort may be on a nested field."""
+    value: object = row
     for key in path.split("."):
-        row = row.get(key) if isinstance(row, dict) else None
-    return row
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
 
 
 @needs_real_sources
