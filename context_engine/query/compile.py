@@ -127,7 +127,7 @@ def compile_plan(
     if shape.kind in ("group", "distinct_count") and shape.bucket is None:
         # Records without the grouped field form no group ("PRs per milestone" skips unplanned PRs).
         add(grouped, _condition(Filter(grouped, "exists", True)))
-    elif shape.kind in ("argmin", "argmax", "min", "max", "sum") and shape.over == "records":
+    elif shape.kind in ("argmin", "argmax", "min", "max", "sum", "avg", "distinct") and shape.over == "records":
         add(grouped, _condition(Filter(grouped, "exists", True)))  # a missing measure is no extreme
     if unwound:
         # Full text is a record's, and only a pipeline's first stage may ask for it; every other
@@ -199,8 +199,12 @@ def _shape_stages(
     kind = shape.kind
     if kind == "count":
         return [{"$count": "count"}]
-    if kind == "sum":
-        return [{"$group": {"_id": None, "total": {"$sum": f"${path}"}}}, {"$project": {"_id": 0}}]
+    if kind in ("sum", "avg"):
+        name = "total" if kind == "sum" else "average"
+        return [{"$group": {"_id": None, name: {f"${kind}": f"${path}"}}}, {"$project": {"_id": 0}}]
+    if kind == "distinct":
+        stages = [] if unwound and path.startswith(unwound + ".") else _unwind(path, conditions, schema)
+        return stages + [{"$group": {"_id": f"${path}"}}, {"$sort": {"_id": 1}}]
     if kind == "list":
         return _sort(shape, schema) + ([{"$limit": shape.limit}] if shape.limit else [])
     if kind == "top":
