@@ -101,6 +101,11 @@ class OwnFieldStep(Draft):
             taken.append(f)
         return sorted(taken, key=lambda f: f.start)
 
+    def known(self, path: str) -> bool:
+        """Whether the question says the field's value ("the high schooler named Kyle"): an answer
+        shows what it does not know."""
+        return any(f.field == path and f.op in ("eq", "in") and not f.negate for f in self.filters)
+
     def _numeric(self, path: str) -> bool:
         info = self.schema.fields.get(path)
         return info is not None and bool(info.types & NUMERIC)
@@ -151,7 +156,7 @@ class OwnFieldStep(Draft):
         """What is asked of a named field, when it is more than a list: an average, a maximum or
         minimum, the distinct values, the record with the highest or lowest value, an order."""
         q = self.q
-        shown = [f for f in mentions if not self._is_used((f.start, f.end))]
+        shown = [f for f in mentions if not self._is_used((f.start, f.end)) and not self.known(f.path)]
 
         def after(pattern: str) -> tuple[re.Match, FieldMention] | None:
             """A cue, then a field it is about within a few words ("average salary", "the highest
@@ -176,7 +181,10 @@ class OwnFieldStep(Draft):
             self._read(distinct)
             self.mark(r"\bhow many\b|\bnumber of\b|\bcount of\b|\bcount\b", "shape")
             return Shape("distinct_count", field=distinct[1].path)
-        order = after(r"\b(?:sort(?:ed|s)?|order(?:ed|s)?|arrang(?:ed|e)|rank(?:ed)?|list(?:ed)?)\s+(?:them\s+)?(?:\w+\s+){0,2}?(?:by|on|of|according to)\b(?:\s+(?:the|their|its|each))*")
+        order = after(
+            r"\b(?:sort(?:ed|s)?|order(?:ed|s)?|arrang(?:ed|e)|rank(?:ed)?)\s+(?:them\s+)?(?:\w+\s+){0,2}?(?:by|on|according to)\b"
+            r"(?:\s+(?:the|their|its|each))*|\border of\b(?:\s+(?:the|their|its))*"
+        )
         order = order or after(r"\bbased on\b(?:\s+(?:the|their|its))*")
         if order and self._numeric_or_any(order[1]):
             self._read(order)

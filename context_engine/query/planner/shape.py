@@ -418,7 +418,8 @@ class ShapeStep(OwnFieldStep):
         shown = []
         for mention in self.own_field_mentions():
             self.use((mention.start, mention.end), "field")
-            shown.append(mention.path)
+            if not self.known(mention.path):
+                shown.append(mention.path)
         return list(dict.fromkeys(shown))
 
     def _own_group(self) -> str | None:
