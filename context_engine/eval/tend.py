@@ -267,7 +267,7 @@ def spec_for(collection: str, docs: list[dict[str, Any]]) -> Any:
     key = _unique_key(docs)
     # Every field holding names is a value field (the same rule `ingest json` infers by): a value the
     # question says links to the field that stores it, not to an unknown person.
-    values = {path: (path,) for path in name_paths(docs) if path != key}
+    values: dict[str, tuple[str, ...]] = {path: (path,) for path in name_paths(docs) if path != key}
     return CollectionSpec(
         name=name, noun=noun, words=words, key=key or "ref", ref_prefix=f"{name}-", values=values, searchable=False
     )

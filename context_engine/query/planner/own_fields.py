@@ -91,7 +91,11 @@ class OwnFieldStep(Draft):
                 if said:
                     start, end, count = tokens[i][1], tokens[i + said - 1][2], len(words)
                     found.append(FieldMention(path, start, end, count))
-                elif len(words) > 1 and names(tokens[i][0], words[-1]) and _names_collection(words[:-1], self.schema.name):
+                elif (
+                    len(words) > 1
+                    and names(tokens[i][0], words[-1])
+                    and _names_collection(words[:-1], self.schema.name)
+                ):
                     found.append(FieldMention(path, tokens[i][1], tokens[i][2], 1))
         found.sort(key=lambda f: (-(f.end - f.start), -f.words, f.path.count("."), f.start))
         taken: list[FieldMention] = []

@@ -1,0 +1,105 @@
+"""A tenant's own kinds (issue 28): question words linked to fields by the words of their names, and
+what a question asks of those fields — comparisons, an order, the record with the highest value, an
+average, the distinct values — planned offline and run through the engine on a tenant loaded the way
+`eval tend` loads one (every field holding names a value field)."""
+
+from __future__ import annotations
+
+import pytest
+
+from context_engine.assistant.structured_query import run_structured
+from context_engine.config import Settings
+from context_engine.eval.tend import NOW, load_database, tenant_of
+from context_engine.query.planner.own_fields import field_words, names
+from context_engine.store.documents import open_store
+
+EMPLOYEES = [
+    {"Employee_ID": 1, "Name": "Ann Lee", "City": "Oslo", "Salary": 25000, "Age": 30},
+    {"Employee_ID": 2, "Name": "Bo Dahl", "City": "Bergen", "Salary": 43000, "Age": 45},
+    {"Employee_ID": 3, "Name": "Cy Moss", "City": "Oslo", "Salary": 55000, "Age": 28},
+    {"Employee_ID": 4, "Name": "Di Holt", "City": "Tromso", "Salary": 38000, "Age": 51},
+]
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory):
+    s = Settings().with_overrides(data_dir=tmp_path_factory.mktemp("own"))
+    store = open_store(s)
+    load_database(store, "firm", {"employee": EMPLOYEES})
+    store.commit()
+    return s.with_overrides(tenant=tenant_of("firm"), use_llm=False)
+
+
+def ask(settings, question):
+    result = run_structured(question, settings, now=NOW)
+    assert result.kind in ("success", "no_results"), getattr(result, "message", result.kind)
+    return [{k: v for k, v in row.items() if k != "ref"} for row in result.rows]
+
+
+def test_field_words_split_camel_and_snake_case():
+    assert field_words("Total_Passengers") == ["total", "passengers"]
+    assert field_words("openYear") == ["open", "year"]
+    assert field_words("orchestra.performance.Share") == ["share"]
+
+
+@pytest.mark.parametrize(
+    "word,field,expected",
+    [
+        ("names", "name", True),
+        ("cities", "city", True),
+        ("classes", "class", True),
+        ("weigh", "weight", True),  # a shared start of 4 letters or more
+        ("cat", "category", False),  # three letters name nothing by their start
+        ("age", "agent", False),
+        ("salary", "sales", False),
+    ],
+)
+def test_a_question_word_names_a_field_word(word, field, expected):
+    assert names(word, field) is expected
+
+
+def test_a_list_shows_exactly_the_fields_named(settings):
+    rows = ask(settings, "List the names and cities of all employees.")
+    assert sorted(rows, key=lambda r: r["Name"]) == [{"Name": e["Name"], "City": e["City"]} for e in EMPLOYEES]
+
+
+@pytest.mark.parametrize(
+    "question,names_",
+    [
+        ("List the names of employees whose salary is more than 38,000.", {"Bo Dahl", "Cy Moss"}),
+        ("List the names of employees with a salary of at least 38,000.", {"Bo Dahl", "Cy Moss", "Di Holt"}),
+        ("Names of employees with salary between 30,000 and 50,000", {"Bo Dahl", "Di Holt"}),
+        ("Which employees have an age under 30? Give their names.", {"Cy Moss"}),
+    ],
+)
+def test_comparisons_on_a_named_number(settings, question, names_):
+    assert {r["Name"] for r in ask(settings, question)} == names_
+
+
+def test_an_order_by_a_named_field(settings):
+    rows = ask(settings, "Show the names of employees sorted by salary in descending order.")
+    assert [r["Name"] for r in rows] == ["Cy Moss", "Bo Dahl", "Di Holt", "Ann Lee"]
+    rows = ask(settings, "Show the names of employees ordered by age.")
+    assert [r["Name"] for r in rows] == ["Cy Moss", "Ann Lee", "Bo Dahl", "Di Holt"]
+
+
+def test_the_record_with_the_highest_value_shows_the_fields_asked(settings):
+    assert ask(settings, "What is the name of the employee with the highest salary?") == [{"Name": "Cy Moss"}]
+    assert ask(settings, "What is the city of the employee with the lowest age?") == [{"City": "Oslo"}]
+
+
+def test_average_maximum_and_distinct_values(settings):
+    assert ask(settings, "What is the average salary of employees?") == [{"average": 40250}]
+    assert ask(settings, "What is the maximum age of the employees?") == [{"max": 51}]
+    assert [r["_id"] for r in ask(settings, "List the different cities of employees.")] == ["Bergen", "Oslo", "Tromso"]
+    assert ask(settings, "How many distinct cities are there among employees?") == [{"count": 3}]
+
+
+def test_a_stored_name_is_a_value_not_an_unknown_person(settings):
+    assert ask(settings, "What is the salary of the employee named Ann Lee?") == [{"Salary": 25000}]
+    assert ask(settings, "How many employees live in the city Oslo?") == [{"count": 2}]
+
+
+def test_a_name_the_data_does_not_hold_is_still_declined(settings):
+    result = run_structured("What is the salary of the employee named Zed Quux?", settings, now=NOW)
+    assert result.kind == "resolution_failed" and "Zed Quux" in result.message
