@@ -141,7 +141,9 @@ def compile_plan(
         stages = [{"$match": element_match(conditions, schema)}] if conditions else []
     stages += _joins([f for f in ir.filters if f.via is not None], schema, schemas or {})
     stages += _shape_stages(shape, grouped, conditions, schema, unwound)
-    if shape.fields:
+    if shape.fields and shape.over == "groups":
+        stages.append({"$project": {"_id": 1}})  # the group's value ("the most common city"), not its count
+    elif shape.fields:
         # The fields the answer shows, and `ref`: a record the answer cites by it.
         stages.append({"$project": {**{resolve_field(schema, f): 1 for f in shape.fields}, "ref": 1}})
     return stages

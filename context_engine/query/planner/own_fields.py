@@ -173,6 +173,20 @@ class OwnFieldStep(Draft):
                     return m, nxt[0]
             return None
 
+        common = re.search(
+            r"\b(?:(?P<most>most|least)\s+(?:common(?:ly)?|frequent(?:ly)?|prevalent|popular|often)(?:\s+occurring)?"
+            r"|(?P<high>highest|greatest|largest|biggest|lowest|smallest|fewest)\s+(?:number|count|amount)\s+of)\b",
+            q,
+            re.I,
+        )
+        if common and not self._is_used(common.span()):
+            field = self._grouped_near(common, shown)
+            if field is not None:
+                least = re.match(r"least|lowest|smallest|fewest", common.group("most") or common.group("high"), re.I)
+                self.use(common.span(), "shape")
+                self.use((field.start, field.end), "field")
+                self.mark(self.schema.kind.pattern(), "collection")
+                return Shape("argmin" if least else "argmax", field=field.path, over="groups", fields=[field.path])
         avg = after(r"\b(?:average|mean|avg)\b(?:\s+(?:of|the|number of))*")
         if avg and self._numeric(avg[1].path):
             self._read(avg)
@@ -204,10 +218,22 @@ class OwnFieldStep(Draft):
             others = [f.path for f in shown if f is not field and f.end <= cue.start()]
             self._read(extreme)
             if others:  # "the name of the wrestler with the highest score": that record, those fields
-                return Shape("list", sort=[SortKey(field.path, -1 if high else 1)], limit=1, fields=others)
+                limit = _count_before(q[: cue.start()])
+                return Shape("list", sort=[SortKey(field.path, -1 if high else 1)], limit=limit, fields=others)
             if re.fullmatch(r"maximum|max|minimum|min|highest|lowest|largest|smallest", cue.group(0), re.I):
                 return Shape("max" if high else "min", field=field.path)
         return None
+
+    def _grouped_near(self, cue: re.Match, shown: list[FieldMention]) -> FieldMention | None:
+        """The field whose values a "most common" cue counts: a field of names, said before the cue ("the
+        nationality with the highest number of journalists") or right after it ("the most common city")."""
+        candidates = [f for f in shown if not self._numeric(f.path) and not self._is_key(f.path)]
+        after = [f for f in candidates if f.start >= cue.end() and f.start - cue.end() <= 12]
+        before = [f for f in candidates if f.end <= cue.start()]
+        return after[0] if after else before[-1] if before else None
+
+    def _is_key(self, path: str) -> bool:
+        return path == self.schema.kind.key
 
     def _numeric_or_any(self, mention: FieldMention) -> bool:
         info = self.schema.fields.get(mention.path)
@@ -219,6 +245,19 @@ class OwnFieldStep(Draft):
         self.use((field.start, field.end), "field")
 
 
+_COUNTS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten".split())}
+
+
+def _count_before(text: str) -> int:
+    """How many records a superlative asks for: "the three stations with the highest ...", "top 5 ..."
+    (1 when no number is said)."""
+    m = re.search(r"\b(?:the|top|first)\s+(\d+|" + "|".join(_COUNTS) + r")\b", text, re.I)
+    if m is None:
+        return 1
+    said = m.group(1).lower()
+    return max(1, min(int(said) if said.isdigit() else _COUNTS[said], 200))
+
+
 def _said(words: list[str], tokens: list[tuple[str, int, int]], i: int) -> int:
     """How many question tokens from `i` say all of a field's words in order (fillers allowed), 0 if not."""
     j = i
@@ -226,7 +265,7 @@ def _said(words: list[str], tokens: list[tuple[str, int, int]], i: int) -> int:
         while k and j < len(tokens) and tokens[j][0].lower() in ("the", "of", "a"):
             j += 1
         if j >= len(tokens) or not names(tokens[j][0], word):
-            return 0
+            return j - i if k >= 2 and len(words) >= 3 else 0  # "working years": Working_year_starts
         j += 1
     return j - i
 

@@ -103,3 +103,15 @@ def test_a_stored_name_is_a_value_not_an_unknown_person(settings):
 def test_a_name_the_data_does_not_hold_is_still_declined(settings):
     result = run_structured("What is the salary of the employee named Zed Quux?", settings, now=NOW)
     assert result.kind == "resolution_failed" and "Zed Quux" in result.message
+
+
+def test_the_most_common_value_is_the_value_alone(settings):
+    assert ask(settings, "Which city is the most common among employees?") == [{"_id": "Oslo"}]
+    assert ask(settings, "Find the city with the highest number of employees.") == [{"_id": "Oslo"}]
+    # a tie is broken by the value, so the answer is the same every time
+    assert ask(settings, "What is the least common city of employees?") == [{"_id": "Bergen"}]
+
+
+def test_a_superlative_says_how_many_records(settings):
+    rows = ask(settings, "List the names of the two employees with the highest salary.")
+    assert [r["Name"] for r in rows] == ["Cy Moss", "Bo Dahl"]
