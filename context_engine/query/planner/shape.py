@@ -443,6 +443,21 @@ class ShapeStep(OwnFieldStep):
             if m:
                 self.use(m.span(), "shape")
                 return path
+        # Any field of names, said after a word that groups ("the number of competitions of each type":
+        # `Competition_type`), its name's words matched as `OwnFieldStep` matches them.
+        for mention in self.own_field_mentions():
+            info = self.schema.fields.get(mention.path)
+            if info is None or info.types & {"int", "double"} or mention.path == self.schema.kind.key:
+                continue
+            cue = re.search(
+                r"\b(?:per|by|each|every|across|grouped by|broken down by|for each|of each|in each|for every)"
+                r"(?:\s+(?:the|their|its|different|distinct))*\s+$",
+                self.q[: mention.start],
+                re.I,
+            )
+            if cue:
+                self.use((cue.start(), mention.end), "shape")
+                return mention.path
         return None
 
     def _others_threads_only(self, role: str) -> None:

@@ -115,3 +115,10 @@ def test_the_most_common_value_is_the_value_alone(settings):
 def test_a_superlative_says_how_many_records(settings):
     rows = ask(settings, "List the names of the two employees with the highest salary.")
     assert [r["Name"] for r in rows] == ["Cy Moss", "Bo Dahl"]
+
+
+def test_counts_per_value_of_a_field_named_after_a_grouping_word(settings):
+    rows = ask(settings, "Show the number of employees in each city.")
+    assert rows == [{"_id": "Oslo", "count": 2}, {"_id": "Bergen", "count": 1}, {"_id": "Tromso", "count": 1}]
+    # a number is no group: "by salary" orders or compares, it does not count per salary
+    assert all("count" not in r for r in ask(settings, "List the names of employees sorted by salary."))
