@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from context_engine.query.compile import array_prefix
 from context_engine.query.ir import Shape, SortKey
 from context_engine.query.planner.draft import Draft
 
@@ -109,6 +110,23 @@ class OwnFieldStep(Draft):
         """Whether the question says the field's value ("the high schooler named Kyle"): an answer
         shows what it does not know."""
         return any(f.field == path and f.op in ("eq", "in") and not f.negate for f in self.filters)
+
+    def own_unwind(self, shape: Shape) -> str | None:
+        """A tenant's own kind: the embedded array of objects whose elements the question is about — the
+        one array every field it shows, orders or measures inside an array belongs to ("the prices of
+        products ...": one row per product, not per manufacturer). A condition alone does not: "which
+        stadium had an injury of X" is about stadiums."""
+        if self.schema.kind.builtin:
+            return None
+        paths = [*shape.fields, *(s.field for s in shape.sort), *([shape.field] if shape.field else [])]
+        arrays = set()
+        for path in paths:
+            info = self.schema.fields.get(path)
+            if info is not None and info.in_array and "." in path:
+                top = array_prefix(path, self.schema)
+                if top != path:  # a field of an array's objects, not an array of plain values
+                    arrays.add(top)
+        return arrays.pop() if len(arrays) == 1 else None
 
     def _numeric(self, path: str) -> bool:
         info = self.schema.fields.get(path)

@@ -20,12 +20,21 @@ EMPLOYEES = [
     {"Employee_ID": 4, "Name": "Di Holt", "City": "Tromso", "Salary": 38000, "Age": 51},
 ]
 
+SHOPS = [  # products embedded in their shop, as TEND embeds child tables
+    {
+        "Shop_ID": 1,
+        "Shop_name": "North",
+        "Products": [{"Title": "Kettle", "Price": 30}, {"Title": "Lamp", "Price": 250}],
+    },
+    {"Shop_ID": 2, "Shop_name": "South", "Products": [{"Title": "Rug", "Price": 120}]},
+]
+
 
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory):
     s = Settings().with_overrides(data_dir=tmp_path_factory.mktemp("own"))
     store = open_store(s)
-    load_database(store, "firm", {"employee": EMPLOYEES})
+    load_database(store, "firm", {"employee": EMPLOYEES, "shop": SHOPS})
     store.commit()
     return s.with_overrides(tenant=tenant_of("firm"), use_llm=False)
 
@@ -122,3 +131,10 @@ def test_counts_per_value_of_a_field_named_after_a_grouping_word(settings):
     assert rows == [{"_id": "Oslo", "count": 2}, {"_id": "Bergen", "count": 1}, {"_id": "Tromso", "count": 1}]
     # a number is no group: "by salary" orders or compares, it does not count per salary
     assert all("count" not in r for r in ask(settings, "List the names of employees sorted by salary."))
+
+
+def test_fields_of_embedded_records_answer_one_row_per_element(settings):
+    rows = ask(settings, "What are the titles of products with a price at most 200?")
+    assert sorted(r["Products"]["Title"] for r in rows) == ["Kettle", "Rug"]
+    # a condition on embedded records alone keeps the answer about the records that hold them
+    assert ask(settings, "List the shop names of shops with a price above 200.") == [{"Shop_name": "North"}]
