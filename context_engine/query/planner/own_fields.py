@@ -100,9 +100,12 @@ class OwnFieldStep(Draft):
                     found.append(FieldMention(path, tokens[i][1], tokens[i][2], 1))
         found.sort(key=lambda f: (-(f.end - f.start), -f.words, f.path.count("."), f.start))
         taken: list[FieldMention] = []
+        collection_words = getattr(self, "collection_spans", [])
         for f in found:
             if self._is_used((f.start, f.end)) or any(f.start < t.end and f.end > t.start for t in taken):
                 continue
+            if any(a <= f.start and f.end <= b for a, b in collection_words):
+                continue  # "the room called X" names the rooms, not their reservations' `Room`
             taken.append(f)
         return sorted(taken, key=lambda f: f.start)
 
@@ -229,6 +232,20 @@ class OwnFieldStep(Draft):
             self.mark(r"\bin\s+(?:\w+\s+)?order\b", "shape")
             fields = [f.path for f in shown if f is not order[1]] or [order[1].path]
             return Shape("list", sort=[SortKey(order[1].path, direction)], fields=list(dict.fromkeys(fields)))
+        alphabetical = re.search(
+            r"\b(?:(?:in\s+)?(?:(?P<reverse>reverse|descending)\s+)?alphabetical(?:ly)?(?:\s+order)?|alphabetically)\b",
+            q,
+            re.I,
+        )
+        if alphabetical and not self._is_used(alphabetical.span()):
+            named = [f for f in shown if not self._numeric(f.path)]
+            if named:  # "the club names in reverse alphabetical order": ordered by the (first) name shown
+                self.use(alphabetical.span(), "shape")
+                for f in shown:
+                    self.use((f.start, f.end), "field")
+                direction = -1 if alphabetical.group("reverse") or _DESCENDING.search(q) else 1
+                fields = list(dict.fromkeys(f.path for f in shown))
+                return Shape("list", sort=[SortKey(named[0].path, direction)], fields=fields)
         extreme = after(rf"\b(?:{_HIGH}|{_LOW})\b")
         if extreme and self._numeric_or_any(extreme[1]):
             cue, field = extreme

@@ -138,3 +138,10 @@ def test_fields_of_embedded_records_answer_one_row_per_element(settings):
     assert sorted(r["Products"]["Title"] for r in rows) == ["Kettle", "Rug"]
     # a condition on embedded records alone keeps the answer about the records that hold them
     assert ask(settings, "List the shop names of shops with a price above 200.") == [{"Shop_name": "North"}]
+
+
+def test_alphabetical_order_of_the_names_shown(settings):
+    rows = ask(settings, "List the names of all employees in alphabetical order.")
+    assert [r["Name"] for r in rows] == ["Ann Lee", "Bo Dahl", "Cy Moss", "Di Holt"]
+    rows = ask(settings, "Show all employee cities and names sorted in reverse alphabetical order.")
+    assert [r["City"] for r in rows] == ["Tromso", "Oslo", "Oslo", "Bergen"]
