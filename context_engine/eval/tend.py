@@ -256,15 +256,21 @@ def _unique_key(docs: list[dict[str, Any]]) -> str | None:
 
 
 def spec_for(collection: str, docs: list[dict[str, Any]]) -> Any:
-    """The generic kind of one TEND collection: its name, the words that name it, its key."""
+    """The generic kind of one TEND collection: its name, the words that name it, its key, its value fields."""
     from context_engine.kinds import CollectionSpec
+    from context_engine.sources.generic import name_paths
 
     name = engine_name(collection)
     said = collection.lower().replace("_", " ")
     noun = said[:-1] if said.endswith("s") and not said.endswith("ss") else said
     words = tuple(dict.fromkeys(rf"\b{re.escape(w)}\b" for w in (noun, noun + "s", said, name.replace("_", " "))))
     key = _unique_key(docs)
-    return CollectionSpec(name=name, noun=noun, words=words, key=key or "ref", ref_prefix=f"{name}-", searchable=False)
+    # Every field holding names is a value field (the same rule `ingest json` infers by): a value the
+    # question says links to the field that stores it, not to an unknown person.
+    values: dict[str, tuple[str, ...]] = {path: (path,) for path in name_paths(docs) if path != key}
+    return CollectionSpec(
+        name=name, noun=noun, words=words, key=key or "ref", ref_prefix=f"{name}-", values=values, searchable=False
+    )
 
 
 def load_database(store: Any, db: str, data: dict[str, list[dict[str, Any]]]) -> str:

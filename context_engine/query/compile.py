@@ -127,7 +127,7 @@ def compile_plan(
     if shape.kind in ("group", "distinct_count") and shape.bucket is None:
         # Records without the grouped field form no group ("PRs per milestone" skips unplanned PRs).
         add(grouped, _condition(Filter(grouped, "exists", True)))
-    elif shape.kind in ("argmin", "argmax", "min", "max", "sum") and shape.over == "records":
+    elif shape.kind in ("argmin", "argmax", "min", "max", "sum", "avg", "distinct") and shape.over == "records":
         add(grouped, _condition(Filter(grouped, "exists", True)))  # a missing measure is no extreme
     if unwound:
         # Full text is a record's, and only a pipeline's first stage may ask for it; every other
@@ -141,7 +141,9 @@ def compile_plan(
         stages = [{"$match": element_match(conditions, schema)}] if conditions else []
     stages += _joins([f for f in ir.filters if f.via is not None], schema, schemas or {})
     stages += _shape_stages(shape, grouped, conditions, schema, unwound)
-    if shape.fields:
+    if shape.fields and shape.over == "groups":
+        stages.append({"$project": {"_id": 1}})  # the group's value ("the most common city"), not its count
+    elif shape.fields:
         # The fields the answer shows, and `ref`: a record the answer cites by it.
         stages.append({"$project": {**{resolve_field(schema, f): 1 for f in shape.fields}, "ref": 1}})
     return stages
@@ -199,8 +201,12 @@ def _shape_stages(
     kind = shape.kind
     if kind == "count":
         return [{"$count": "count"}]
-    if kind == "sum":
-        return [{"$group": {"_id": None, "total": {"$sum": f"${path}"}}}, {"$project": {"_id": 0}}]
+    if kind in ("sum", "avg"):
+        name = "total" if kind == "sum" else "average"
+        return [{"$group": {"_id": None, name: {f"${kind}": f"${path}"}}}, {"$project": {"_id": 0}}]
+    if kind == "distinct":
+        stages = [] if unwound and path.startswith(unwound + ".") else _unwind(path, conditions, schema)
+        return stages + [{"$group": {"_id": f"${path}"}}, {"$sort": {"_id": 1}}]
     if kind == "list":
         return _sort(shape, schema) + ([{"$limit": shape.limit}] if shape.limit else [])
     if kind == "top":

@@ -29,7 +29,7 @@ WORD_OPERATORS = ("words", "exact_words")
 # built from them is a fixed shape the validator recognises (`validate.is_word_pattern`).
 WORD = re.compile(r"[a-z0-9_]{1,40}|[\u4e00-\u9fff]{1,20}")
 MAX_WORDS = 12
-SHAPES = ("list", "count", "distinct_count", "group", "top", "min", "max", "argmin", "argmax", "sum")
+SHAPES = ("list", "count", "distinct_count", "group", "top", "min", "max", "argmin", "argmax", "sum", "avg", "distinct")
 RECORD_SHAPES = ("list", "top", "argmin", "argmax")  # shapes whose answer is records, not numbers
 BUCKETS = ("day", "week", "month", "year")
 FOLLOWUPS = ("restrict", "recount")
@@ -194,7 +194,8 @@ class Shape:
     - top: the `limit` records with the highest `field` (a measure: replies, additions);
     - min/max: the smallest/largest `field` over the records, or the smallest/largest group count
       (`over` = "groups"); argmin/argmax: the record with it, or the group (busiest month, quietest day);
-    - sum: the total of `field` over the records (the replies all of someone's threads got).
+    - sum: the total of `field` over the records (the replies all of someone's threads got); avg: its mean;
+    - distinct: the distinct values of `field` ("the different locations"), in value order.
     `fields` (list, top, argmin, argmax: record shapes) are the fields the answer shows ("the name and
     age of ..."); none: the whole records.
     """
@@ -224,7 +225,7 @@ class Shape:
         ):
             raise IRError(f"a limit is a positive integer, not {self.limit!r}")
         needs_field = self.kind in ("distinct_count", "group", "top") or (
-            self.kind in ("min", "max", "argmin", "argmax", "sum")
+            self.kind in ("min", "max", "argmin", "argmax", "sum", "avg", "distinct")
         )
         if needs_field and not self.field:
             raise IRError(f"the shape {self.kind} needs a field")

@@ -166,6 +166,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
             text=text.split(),
             shape=shape,
             text_span=(topic[0][0], topic[-1][1]) if topic else None,
+            unwind=self.own_unwind(shape),
         )
         if contradictions(ir, schema):
             # Conditions no record meets together: some words were read the wrong way (a model may do better).

@@ -362,6 +362,8 @@ _CREATED_NAMES = ("created", "opened", "started", "timestamp", "date", "time", "
 _PERSON_NAME = re.compile(r"author|owner|assignee|reporter|commander|responder|on_?call|user|reviewer|_by$|^by$")
 _AUTHOR_NAMES = re.compile(r"author|reporter|owner|_by$|^by$")  # who did it: "deployed_by", "created_by"
 _ASSIGNEE_NAMES = re.compile(r"assignee|commander|responder|on_?call")
+MAX_NAME_LENGTH = 40  # a value a question names is short: a status, a city, a full name
+MAX_NAME_WORDS = 4
 _TITLE_NAMES = ("title", "summary", "name", "subject")
 _TEXT_NAMES = ("description", "notes", "details", "message", "body", "comment", "comments")  # text whatever its values
 _REFERENCE_NAMES = {
@@ -380,6 +382,43 @@ def _noun(collection: str) -> str:
         if words.endswith(plural) and not words.endswith("ss"):
             return words[: -len(plural)] + singular
     return words
+
+
+def name_paths(objects: list[dict[str, Any]]) -> list[str]:
+    """The field paths, through embedded objects and arrays of them, whose values are mostly names: short
+    strings ("German", "Suite 634", "Jerry Prince") a question may say, so a value search finds the
+    field that holds them (however many distinct values it has: a person's name is unique per row)."""
+    strings: dict[str, list[str]] = {}
+    others: dict[str, int] = {}
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{path}.{key}" if path else str(key))
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, path)
+        elif isinstance(value, str):
+            strings.setdefault(path, []).append(value)
+        elif value is not None and path:
+            others[path] = others.get(path, 0) + 1
+
+    for obj in objects:
+        walk(obj, "")
+    out = []
+    for path, values in strings.items():
+        short = [v for v in values if 0 < len(v.strip()) <= MAX_NAME_LENGTH and len(v.split()) <= MAX_NAME_WORDS]
+        if len(short) >= 0.8 * (len(values) + others.get(path, 0)) and _path_ok(path):
+            out.append(path)
+    return out
+
+
+def _path_ok(path: str) -> bool:
+    try:
+        check_path(path, "field")
+    except SpecError:
+        return False
+    return True
 
 
 def _scalars(objects: list[dict[str, Any]], column: str) -> list[Any]:

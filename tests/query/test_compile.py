@@ -276,3 +276,20 @@ def test_a_condition_on_a_referenced_record_is_asked_inside_one_join():
             incidents,
             {"pull_requests": prs},
         )
+
+
+def test_average_of_a_measure_and_distinct_values(store, schema):
+    assert run(PlanIR("issues", shape=Shape("avg", field="comments")), store, schema) == [{"average": 11 / 4}]
+    opened = PlanIR("issues", filters=[Filter("state", "eq", "open")], shape=Shape("avg", field="comments"))
+    open_comments = [i["comments"] for i in ISSUES if i["state"] == "open"]
+    assert run(opened, store, schema) == [{"average": sum(open_comments) / len(open_comments)}]
+    # the distinct values in value order; an array's elements each once, a missing value none
+    assert run(PlanIR("issues", shape=Shape("distinct", field="state")), store, schema) == [
+        {"_id": "closed"},
+        {"_id": "open"},
+    ]
+    labels = run(PlanIR("issues", shape=Shape("distinct", field="labels.name")), store, schema)
+    assert [r["_id"] for r in labels] == sorted({lab["name"] for i in ISSUES for lab in i.get("labels", [])})
+    for kind in ("avg", "distinct"):
+        with pytest.raises(IRError, match="needs a field"):
+            Shape(kind)

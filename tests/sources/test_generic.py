@@ -309,3 +309,23 @@ def test_a_file_with_no_rows_says_why(tmp_path):
     (tmp_path / "broken.json").write_text('[{"id": 1,')
     with pytest.raises(SourceError, match=r"no rows found in .*broken\.json \(.*broken\.json: malformed JSON"):
         read_files([tmp_path / "broken.json"], OwnOptions("incidents", public=True), LOGINS, ReadProblems())
+
+
+def test_name_paths_are_fields_of_short_strings_nested_ones_too():
+    from context_engine.sources.generic import name_paths
+
+    rows = [
+        {
+            "id": 1,
+            "city": "Oslo",
+            "manager": {"full_name": "Jerry Prince"},
+            "notes": "a long free text that says a great deal more than any name would say",
+            "score": 3,
+            "mixed": 7,
+            "orders": [{"status": "Shipped", "qty": 2}, {"status": "On Road", "qty": 1}],
+        },
+        {"id": 2, "city": "Suite 634", "manager": {"full_name": "Ann Lee"}, "notes": "short", "mixed": "x"},
+    ]
+    # names (however many distinct) and statuses of embedded rows; not numbers, long text, or a field
+    # whose values are mostly not strings
+    assert sorted(name_paths(rows)) == ["city", "manager.full_name", "orders.status"]

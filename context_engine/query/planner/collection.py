@@ -11,6 +11,7 @@ from typing import Any
 from context_engine.kinds import BUILTIN, CollectionSpec
 from context_engine.query.fields import person_field_for, person_field_words
 from context_engine.query.planner.draft import Draft
+from context_engine.query.planner.own_fields import field_words, names
 from context_engine.query.planner.spans import STOP
 from context_engine.query.schema import CollectionSchema
 
@@ -80,6 +81,9 @@ class CollectionStep(Draft):
     def _guess_collection(self) -> str:
         """No collection word: the collection whose stored values the question names wins
         ("regressions still open in WEB" names a Jira label and project), then the usual order."""
+        own = self._guess_own_collection()
+        if own:
+            return own
         sequence = [w.lower() for w in re.findall(r"[\w\-/]+", self.q)]
         words = set(sequence) | {f"{a}_{b}" for a, b in itertools.pairwise(sequence)}  # "not planned": not_planned
         words |= {w.replace("-", "_") for w in sequence if "-" in w}  # "not-planned"
@@ -122,5 +126,21 @@ class CollectionStep(Draft):
             if name in self.ctx.schemas and theirs(self.ctx.schemas[name]):
                 return name
         return next(iter(self.ctx.schemas))
+
+    def _guess_own_collection(self) -> str | None:
+        """A tenant's own kinds, none named: the one whose field names (embedded arrays' included) the
+        question says the most words of ("titles of products with a price ...": the shops embedding
+        products with a title and a price); None on a tie."""
+        words = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", self.q)} - STOP
+        scores: dict[str, int] = {}
+        for name, schema in self.ctx.schemas.items():
+            if not isinstance(schema, CollectionSchema) or schema.own_kind is None:
+                continue
+            field_names = {w for path in schema.fields for part in path.split(".") for w in field_words(part)}
+            scores[name] = sum(1 for w in words if any(names(w, f) for f in field_names))
+        ranked = sorted(scores.items(), key=lambda kv: -kv[1])
+        if not ranked or ranked[0][1] == 0 or (len(ranked) > 1 and ranked[1][1] == ranked[0][1]):
+            return None
+        return ranked[0][0]
 
     # -- filters -----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from context_engine.query.fields import field_for, person_field_for, person_field_words
 from context_engine.query.ir import Filter, Shape, SortKey
-from context_engine.query.planner.draft import Draft
+from context_engine.query.planner.own_fields import OwnFieldStep
 
 DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
@@ -339,16 +339,18 @@ class ShapeIntent:
     """What `ShapeStep._shape_intent` read: `kind` "bucket_extreme" (the busiest/quietest `bucket`:
     `extreme` argmax/argmin), "record_extreme" (the newest (`direction` -1) or oldest (1) record) or
     "distinct" (how many different values of `role`) or "sum" (the total of the measure `role`) or
-    "measure_extreme" (the largest or smallest value of the measure `role`: `extreme` max/min)."""
+    "measure_extreme" (the largest or smallest value of the measure `role`: `extreme` max/min) or "own"
+    (a tenant's own kind: the `shape` asked of its named fields, `OwnFieldStep.own_shape`)."""
 
     kind: str
     extreme: str | None = None
     bucket: str | None = None
     direction: int = -1
     role: str | None = None
+    shape: Shape | None = None
 
 
-class ShapeStep(Draft):
+class ShapeStep(OwnFieldStep):
     """Grouping, ranking and limits."""
 
     def _grouping(self) -> tuple[str | None, str | None]:
@@ -413,21 +415,11 @@ class ShapeStep(Draft):
         of each cinema", "calendar dates and day numbers"), each read, for the answer to show them."""
         if self.schema.kind.builtin:
             return []
-        names: dict[str, str] = {}
-        for path, info in self.schema.fields.items():
-            if "object" in info.types or path in ("ref", "source"):
-                continue
-            leaf = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", path.rsplit(".", 1)[-1]).replace("_", " ").lower().strip()
-            if len(leaf) >= 2:
-                names.setdefault(leaf, path)
-        shown: list[str] = []
-        for leaf in sorted(names, key=len, reverse=True):
-            pattern = rf"\b{'[ _-]'.join(map(re.escape, leaf.split()))}(?:e?s)?\b"  # "opening year", opening_year
-            for m in re.finditer(pattern, self.q, re.I):
-                if not self._is_used(m.span()):
-                    self.use(m.span(), "field")
-                    shown.append(names[leaf])
-                    break
+        shown = []
+        for mention in self.own_field_mentions():
+            self.use((mention.start, mention.end), "field")
+            if not self.known(mention.path):
+                shown.append(mention.path)
         return list(dict.fromkeys(shown))
 
     def _own_group(self) -> str | None:
@@ -451,6 +443,21 @@ class ShapeStep(Draft):
             if m:
                 self.use(m.span(), "shape")
                 return path
+        # Any field of names, said after a word that groups ("the number of competitions of each type":
+        # `Competition_type`), its name's words matched as `OwnFieldStep` matches them.
+        for mention in self.own_field_mentions():
+            info = self.schema.fields.get(mention.path)
+            if info is None or info.types & {"int", "double"} or mention.path == self.schema.kind.key:
+                continue
+            cue = re.search(
+                r"\b(?:per|by|each|every|across|grouped by|broken down by|for each|of each|in each|for every)"
+                r"(?:\s+(?:the|their|its|different|distinct))*\s+$",
+                self.q[: mention.start],
+                re.I,
+            )
+            if cue:
+                self.use((cue.start(), mention.end), "shape")
+                return mention.path
         return None
 
     def _others_threads_only(self, role: str) -> None:
@@ -676,6 +683,12 @@ class ShapeStep(Draft):
 
     def _shape_intent(self) -> ShapeIntent | None:
         """The extremes and distinct counts the list/count/top/group shapes would mis-answer."""
+        if not self.schema.kind.builtin:
+            mentions = self.own_field_mentions()
+            self.own_comparisons(mentions)
+            own = self.own_shape(mentions)
+            if own is not None:
+                return ShapeIntent("own", shape=own)
         unit = _ASKED_UNIT.search(self.q)
         if unit and _EXTREME_WORD.search(self.q):
             word = next(g for g in unit.groups() if g)
@@ -743,6 +756,8 @@ class ShapeStep(Draft):
 
     def _intent_shape(self, intent: ShapeIntent, time_field: str | None, state_verb: str | None) -> Shape | None:
         """The shape of an intent, on this collection's fields; None when it has no such field."""
+        if intent.kind == "own":
+            return intent.shape
         if intent.kind == "bucket_extreme":
             date_field = (
                 time_field or field_for(self.schema, state_verb or "created") or field_for(self.schema, "created")
