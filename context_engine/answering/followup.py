@@ -243,6 +243,7 @@ _INTERJECTIONS = r"(?:(?:no|sorry|oops|oh|ah|nope|right|ok(?:ay)?|yes|yeah)[\s,:
 _MEANT = re.compile(
     rf"^{_INTERJECTIONS}*(?:i\s+meant?|meant|i\s+was\s+asking\s+about"
     r"|i(?:'m|\s+am|\s+was)\s+thinking\s+of|the\s+one\s+(?:called|named)|make\s+(?:it|that)"
+    r"|(?:he|she|they)\s+(?:goes|go)\s+by"  # "oh, he goes by sgugger"
     r"|(?:his|her|their|the)\s+(?:github\s+|slack\s+)?(?:login|user\s?name|handle|account|id)\s+"
     r"(?:here\s+|there\s+|on\s+(?:github|slack)\s+)?(?:is|was|'s))"
     r"\s+(?:the\s+)?(?:(?:login|user(?:name)?|handle|account|person)\s+)?@?"
@@ -296,7 +297,47 @@ def _pick(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
         return exact[0]
     words = set(who.split())
     partial = [c for c in candidates if words <= set(str(c.get("name", "")).lower().split())]
-    return partial[0] if len(partial) == 1 else None
+    return partial[0] if len(partial) == 1 else _by_what_was_shown(core, candidates)
+
+
+# The words a pick may say besides what the candidate list showed ("I mean Evonne from clojurians",
+# "oh, he goes by sgugger", "是 racket 那边的 Derick"): an allow-list, so a pick with any other word
+# ("Danna's threads in 2018") is a question of its own, not a pick.
+_PICK_WORDS = frozenset(
+    "i i'm im mean meant meaning the one that this who is was it's its he she they he's she's goes go by called "
+    "named person guy user account login handle username id on in from at of over there here workspace slack "
+    "community oh ah no nope sorry yes yeah ok okay right actually well um uh just thinking asking about "
+    "his her their".split()
+)
+_PICK_CJK = re.compile(
+    r"(?:我|说|的|是|指|要|找|问|那个|那位|这个|这位|那边|这边|那里|这里|上|里|中|人|嗯|哦|不|对|啊)*"
+)
+_PICK_TOKEN = re.compile(r"[A-Za-z0-9][\w\-.']*[\w]|[A-Za-z0-9]")
+
+
+def _by_what_was_shown(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The one candidate every shown attribute the pick says belongs to (its name, key, handles,
+    workspaces, or the start of a workspace): "the clojurians Danna", "elmlang 那个 Velia", "Epifania
+    over on clojurians", "he goes by sgugger". None unless the pick says only such attributes and the
+    allowed words, and they leave exactly one candidate."""
+    if _PICK_CJK.fullmatch(re.sub(r"[\s,，.。!！?？:：;；'’\"()（）@]+", "", _PICK_TOKEN.sub("", core))) is None:
+        return None
+    left = list(candidates)
+    said = False
+    for token in (t.lower() for t in _PICK_TOKEN.findall(core)):
+        fitting = [c for c in left if _shows(c, token)]
+        if fitting:
+            left, said = fitting, True
+        elif token not in _PICK_WORDS:
+            return None
+    return left[0] if said and len(left) == 1 else None
+
+
+def _shows(candidate: dict[str, Any], token: str) -> bool:
+    shown = {str(v).lower() for v in candidate.values() if isinstance(v, str)}
+    shown |= {w for v in list(shown) for w in v.split()}
+    places = [str(p).lower() for p in candidate.get("places", [])]
+    return token in shown or any(p == token or (len(token) >= 3 and p.startswith(token)) for p in places)
 
 
 def _replace_people(previous: dict[str, Any], name: str) -> str:

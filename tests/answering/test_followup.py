@@ -434,3 +434,51 @@ def test_a_value_said_after_a_narrowing_replaces_the_one_it_added(asked, standal
     out = resolve_offline(asked, [BUGS], PEOPLE, NOW)
     assert out.standalone == standalone
     assert resolve_offline("which of those are bugs?", [QUERIED], PEOPLE, NOW).added == "bugs"
+
+
+# A pick said by what the candidate list showed (name, key, workspace), in any order, with a few
+# words around it; the declined question is asked again about that candidate.
+@pytest.mark.parametrize(
+    "asked,key",
+    [
+        ("the racket Rosa", "U1"),
+        ("Rosa over in elmlang", "U2"),
+        ("racket 那边那个 Rosa", "U1"),
+        ("我找的是 elmlang 上的 Rosa", "U2"),
+        ("no, Rosa from the elm workspace", "U2"),  # the start of a workspace
+        ("oh, she goes by U2", "U2"),
+    ],
+)
+def test_a_candidate_is_picked_by_the_attributes_the_list_showed(asked, key):
+    out = resolve_offline(asked, [DECLINED_SLACK], PEOPLE, NOW)
+    assert (
+        out.standalone == f"How many messages did {key} write in May 2026?" and "of the candidates offered" in out.how
+    )
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "Rosa",  # both are
+        "the clojurians Rosa",  # neither is
+        "Rosa from racket and elmlang",  # both places: still both
+        "Rosa's threads in racket last year",  # more than a pick: a question of its own
+        "U1 U2",
+    ],
+)
+def test_a_pick_by_shown_attributes_that_leaves_not_exactly_one_picks_none(asked):
+    assert "of the candidates offered" not in resolve_offline(asked, [DECLINED_SLACK], PEOPLE, NOW).how
+
+
+# A name declined with nobody close enough to offer: the next turn naming someone re-asks it.
+DECLINED_NOBODY = {
+    **DECLINED_SLACK,
+    "standalone": "Which issues did Lisa Wong file?",
+    "unresolved": "Lisa Wong",
+    "candidates": [],
+}
+
+
+@pytest.mark.parametrize("asked", ["我说的是 priyar", "oh, she goes by priyar", "I meant priyar"])
+def test_a_name_said_after_a_decline_without_candidates_re_asks_the_question(asked):
+    assert resolve_offline(asked, [DECLINED_NOBODY], PEOPLE, NOW).standalone == "Which issues did priyar file?"
