@@ -47,7 +47,8 @@ _SAME = re.compile(
     r"|(?:do\s+)?(?:it|that)\s+(?:again\s+)?for\s+|(?:换成|改成|换为|改为|换)\s*)",
     re.I,
 )
-_TAIL = re.compile(r"[\s?？.。!！,，]*(?:呢|吗|呀)?[\s?？.。!！]*$")
+# "换成 2022 年看看", "十月呢？": the words that only end a follow-up
+_TAIL = re.compile(r"[\s?？.。!！,，]*(?:看看|看一下|试试|呢|吗|呀)?[\s?？.。!！]*$")
 # "shift that to the month before", "move it to 2021", "now do 2022": the rest says the change.
 _REDO = re.compile(
     r"^(?:(?:shift|move|change|switch|set)\s+(?:that|it|this|the\s+window|the\s+period)\s+(?:to|back\s+to|forward\s+to)"
@@ -112,12 +113,13 @@ _CJK_UNIT = r"(?:一|1)?个?(天|日|周|星期|礼拜|月|季度|年)"
 # before or after it when the last one was such a unit); "a year earlier" / "再往前一周": the last
 # window itself, moved by that unit.
 _NEXT_BACK = re.compile(
-    rf"^(?:the\s+)?{_EN_UNIT}\s+(?:before|prior)(?:\s+that)?$|^前{_CJK_UNIT}$"
+    rf"^(?:the\s+)?{_EN_UNIT}\s+(?:before|prior(?:\s+to)?)(?:\s+(?:that|this|it)(?:\s+one)?)?$|^前{_CJK_UNIT}$"
     rf"|^(?:the\s+)?(?:previous|prior|preceding)\s+{_EN_UNIT}$",
     re.I,
 )
 _NEXT_AHEAD = re.compile(
-    rf"^(?:the\s+)?{_EN_UNIT}\s+after(?:\s+that)?$|^(?:the\s+)?(?:next|following)\s+{_EN_UNIT}$|^后{_CJK_UNIT}$", re.I
+    rf"^(?:the\s+)?{_EN_UNIT}\s+after(?:\s+(?:that|this|it)(?:\s+one)?)?$|^(?:the\s+)?(?:next|following)\s+{_EN_UNIT}$|^后{_CJK_UNIT}$",
+    re.I,
 )
 _MOVE_BACK = re.compile(
     rf"^(?:(?:the\s+)?(?:same\s+)?(?:quarter|month|week|period|time|window|days?)\s+)?(?:a|one|1)\s+{_EN_UNIT}\s+(?:earlier|before|ago|back|prior)$|^(?:再|再往|往)前{_CJK_UNIT}$"
@@ -373,9 +375,11 @@ def _with_year(when: str, previous: dict[str, Any], now: datetime) -> str:
     after "August 2017" is July 2017, not the last July before now), unless that month has not come
     yet ("what about December?" after last month, January 2025: December 2024)."""
     ranges = [r for r in previous.get("time_ranges", []) if r.get("start")]
-    if not ranges or re.search(r"\b(?:19|20)\d\d\b|年", when.replace("月", "")):
+    if not ranges or re.search(r"\b(?:19|20)\d\d\b|年", when.replace("月", "").replace("半年", "")):
         return when
     year = datetime.fromisoformat(ranges[0]["start"]).year
+    if re.fullmatch(r"(?:上|下)半年", when.strip()):  # "下半年呢？" after "2024 年上半年": of 2024
+        return f"{year} 年{when.strip()}"
     if re.search(r"\bof (?:the|that) year\b", when, re.I):  # "the second half of the year": of the year asked about
         return re.sub(r"\bof (?:the|that) year\b", f"of {year}", when, flags=re.I)
     if re.search(r"\b(?:first|second) half$", when, re.I):  # "and in the first half?"
@@ -595,9 +599,29 @@ def _period_phrase(period: str) -> str:
     return f"on {period}" if len(period) == 10 else f"in {period}"
 
 
+# "tally those up for me", "count 'em", "give me just the number", "what does that come to, number-wise":
+# a count asked of the last answer in words of this allow-list only, one of them a counting word
+_COUNTING = frozenset("count tally number numbers total number-wise numberwise".split())
+_COUNT_FILLER = frozenset(
+    "give me us just only the a an so then now ok okay please pls can you could i want need get tell what's what "
+    "is are was does do that those these them 'em em it this all of for up to come comes add adds in as wise "
+    "how much".split()
+)
+
+
+def _asks_count(words: str) -> bool:
+    said = re.findall(r"[a-z][a-z'\-]*|'em", words.lower())
+    return (
+        0 < len(said) <= 8
+        and any(w in _COUNTING for w in said)
+        and all(w in _COUNTING or w in _COUNT_FILLER for w in said)
+        and not re.search(r"[^\x00-\x7f]", words)
+    )
+
+
 def _reshaped(words: str, previous: dict[str, Any]) -> FollowUp:
     """ "how many is that" / "list them": the last question, counted or listed."""
-    if _COUNT_IT.match(words):
+    if _COUNT_IT.match(words) or _asks_count(words):
         return _counted(previous)
     base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
     return FollowUp(f"list {base}", "the last question's records, listed")
@@ -642,7 +666,7 @@ def _elliptical(
     from context_engine.query.planner.collection import detect_collection
 
     words = core
-    if _COUNT_IT.match(words) or _LIST_IT.match(words):
+    if _COUNT_IT.match(words) or _asks_count(words) or _LIST_IT.match(words):
         return _reshaped(words, previous)
     if _RECORD.search(re.sub(r"^narrow\s+(?:it|that|this)\b", "", words, flags=re.I)):
         return None  # "who opened it?": one record of the answer, not all of them

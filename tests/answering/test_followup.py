@@ -482,3 +482,25 @@ DECLINED_NOBODY = {
 @pytest.mark.parametrize("asked", ["我说的是 priyar", "oh, she goes by priyar", "I meant priyar"])
 def test_a_name_said_after_a_decline_without_candidates_re_asks_the_question(asked):
     assert resolve_offline(asked, [DECLINED_NOBODY], PEOPLE, NOW).standalone == "Which issues did priyar file?"
+
+
+HALF_CN = {
+    **QUARTER,
+    "standalone": "2025 年上半年 Priya 提了几个 issue？",
+    "times": ["2025 年上半年"],
+    "time_ranges": [{"text": "2025 年上半年", "start": "2025-01-01T00:00:00", "end": "2025-07-01T00:00:00"}],
+}
+YEAR_CN = {**HALF_CN, "standalone": "Priya 2025 年提的 issue", "times": ["2025 年"]}
+
+
+@pytest.mark.parametrize(
+    "previous,asked,standalone",
+    [
+        (MERGED, "the week prior to this one", "PRs Rashid merged between 2026-11-16 and 2026-11-22"),
+        (MERGED, "and the week after it?", "PRs Rashid merged between 2026-11-30 and 2026-12-06"),
+        (HALF_CN, "那下半年呢", "2025 年下半年 Priya 提了几个 issue？"),  # the other half of the year asked about
+        (YEAR_CN, "换成 2024 年试试", "Priya 2024 年提的 issue"),  # the year replaced, the trailing 试试 dropped
+    ],
+)
+def test_a_week_or_half_shifted_and_a_year_replaced_in_other_words(previous, asked, standalone):
+    assert resolve_offline(asked, [previous], PEOPLE, NOW).standalone == standalone
