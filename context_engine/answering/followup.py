@@ -392,11 +392,29 @@ def _with_year(when: str, previous: dict[str, Any], now: datetime) -> str:
     return _CJK_MONTH.sub(lambda m: f"{year} 年 {m.group(1)}", when, count=1)
 
 
+# What a follow-up may say around a new person to ask the same question about them, time included
+# ("what about zaidalyafeai in that same year", "does richarddwang have any like that?", "Onita 也有类似的吗"):
+# an allow-list, so any other word ("how many PRs did Lars open") makes a question of its own.
+_SAME_QUESTION_WORDS = frozenset(
+    "does do did has have had got any anything ones one like that those them this same similar too also as well "
+    "for by from with about of in during over the 's year month week quarter period time frame".split()
+)
+_SAME_QUESTION_CJK = re.compile(
+    r"(?:也|有|没有|类似|一样|同样|这样|那样|的|吗|呢|在|那年|同一年|同年|当年|那个月|当月|同一个月)*"
+)
+
+
+def _only_the_same_question(rest: str) -> bool:
+    said = re.findall(r"[a-z][a-z']*", rest.lower())
+    others = re.sub(r"[A-Za-z']+|[\s?？,，.。!！]+", "", rest)
+    return all(w in _SAME_QUESTION_WORDS for w in said) and _SAME_QUESTION_CJK.fullmatch(others) is not None
+
+
 # "separate question: ...", "different topic: ...", "on another note, ...", "换个问题": a question of its own.
 _NEW_QUESTION = re.compile(
     r"^\s*(?:(?:a\s+)?(?:separate|different|new|another|unrelated|other)\s+(?:question|topic|thing|one)"
     r"|on\s+(?:another|a\s+different|an\s+unrelated)\s+note|unrelated|changing\s+(?:the\s+)?(?:topic|subject)"
-    r"|换个(?:问题|话题)|另一个问题|另外)\s*[:：,，.;—-]*\s*",
+    r"|换个(?:问题|话题)|另一个问题|另外|顺便(?:问(?:一)?下)?|by\s+the\s+way|btw)\s*[:：,，.;—-]*\s*",
     re.I,
 )
 
@@ -456,7 +474,10 @@ def resolve_offline(
     if directory is not None:
         named = _PREPOSITION.sub("", core)
         mentions = [m for m in directory.find_mentions(named) if m.person is not None and not m.is_asker]
-        if mentions and len(mentions) == 1 and len(named) - (mentions[0].end - mentions[0].start) <= 3:
+        if len(mentions) == 1 and (
+            len(named) - (mentions[0].end - mentions[0].start) <= 3
+            or _only_the_same_question(named[: mentions[0].start] + " " + named[mentions[0].end :])
+        ):
             name = mentions[0].text
             return FollowUp(_replace_people(previous, name), f"the same question about {name}")
     if (
@@ -560,7 +581,9 @@ _RECORD_NOUN = re.compile(
 )
 _PRONOUNS_IN = re.compile(
     r"\b(?:that|this|the\s+same)\s+(?:person|user|guy|author|one)\b|\bthe\s+(?:winner|top\s+\w+)\b"
-    r"|\b(?:they|he|she|him|her)\b|这个人|那个人|这位|那位|此人|(?<![其])(?:他们|她们|他|她)",
+    r"|\b(?:they|he|she|him|her)\b|这个人|那个人|这位|那位|此人|(?<![其])(?:他们|她们|他|她)"
+    # "their PRs", "his issues": a person's records (not "their titles", said of the records themselves)
+    r"|\b(?:his|their)\b(?=\s+(?:own\s+)?(?:prs?|pull\s+requests?|issues?|messages?|threads?|posts?|commits?)\b)",
     re.I,
 )
 # "who's the author?", "谁提的？", "who wrote it": the author of the record the last answer named first
@@ -673,8 +696,13 @@ def _elliptical(
     asked_who = re.search(r"\bwho\b|\bwhom\b|\bwhose\b|谁|哪些人|哪位", previous["standalone"], re.I)
     if _PRONOUNS_IN.search(words) and asked_who and previous.get("answer_people") and not previous.get("people"):
         # "how many did they merge?" after "who merged the most": the person the answer named first
+        person = previous["answer_people"][0]
         words = re.sub(
-            r"\s+(['’]s)\b", r"\1", _PRONOUNS_IN.sub(f" {previous['answer_people'][0]} ", words, count=1)
+            r"\s+(['’]s)\b|(?<=\s)\s+",
+            r"\1",
+            _PRONOUNS_IN.sub(
+                lambda m: f" {person}'s " if m.group(0).lower() in ("his", "their") else f" {person} ", words, count=1
+            ),
         ).strip()
     elif _PRONOUNS_IN.search(words) and len(previous.get("people", [])) == 1:
         # "how many replies did her threads get" after a question about Ida's threads: Ida
@@ -720,6 +748,8 @@ def _elliptical(
         ]
         if named_people and all(name in previous.get("people", []) for name in named_people):
             rest = theirs.group("rest").strip(" ?？")
+            if _HAS_SHAPE.search(rest):  # "which of Onita's pulled in the most replies": one record of them
+                rest = f"which one {rest}"
             return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}", rest)
     named, _ = detect_collection(words, {kind.name: None for kind in kinds if kind.searchable}, kinds)
     if named in BUILTIN and not _RECORD_NOUN.search(words):

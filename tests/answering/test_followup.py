@@ -504,3 +504,66 @@ YEAR_CN = {**HALF_CN, "standalone": "Priya 2025 年提的 issue", "times": ["202
 )
 def test_a_week_or_half_shifted_and_a_year_replaced_in_other_words(previous, asked, standalone):
     assert resolve_offline(asked, [previous], PEOPLE, NOW).standalone == standalone
+
+
+@pytest.mark.parametrize(
+    "asked",
+    ["add those up for me, just the count", "tally them", "what's the number, then", "count 'em up please"],
+)
+def test_a_count_asked_in_other_words_counts_the_last_question(asked):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == "how many PRs did Rashid merge in March 2026"
+
+
+@pytest.mark.parametrize("asked", ["count the open ones", "number of comments on them", "the total of their comments"])
+def test_a_count_with_words_of_its_own_is_not_a_bare_count(asked):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).how != "the last question, counted"
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "and Priya, for that same month?",
+        "does Priya have any like that?",
+        "Priya 也有类似的吗",
+        "same for Priya, that month too",
+    ],
+)
+def test_another_person_with_only_words_of_the_same_question_asks_it_about_them(asked):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == "Which PRs did Priya merge in March 2026?"
+
+
+def test_another_person_with_a_question_of_their_own_is_not_the_same_question():
+    out = resolve_offline("did Priya review anything that month", [QUERIED], PEOPLE, NOW)
+    assert out.standalone != "Which PRs did Priya merge in March 2026?"
+
+
+# the author the last answer named ("who opened PR x"), then a question about "their" records
+AUTHOR = {
+    **RANKED,
+    "standalone": "who opened PR acme/web#7",
+    "times": [],
+    "time_ranges": [],
+    "answer_people": ["priyar"],
+}
+
+
+def test_their_records_after_a_who_answer_are_that_persons():
+    out = resolve_offline("how many of their issues are closed", [RANKED, AUTHOR], PEOPLE, NOW)
+    assert out.standalone == "how many of priyar's issues are closed"
+
+
+def test_their_said_of_the_records_themselves_is_not_a_person():
+    out = resolve_offline("which of those had their titles changed", [RANKED, AUTHOR], PEOPLE, NOW)
+    assert "priyar" not in out.standalone
+
+
+def test_which_of_someones_records_ranked_is_one_record():
+    rosa = {**QUERIED, "standalone": "Rashid's threads in March 2026 with replies", "collection": "messages"}
+    out = resolve_offline("which of Rashid's got the most replies", [rosa], PEOPLE, NOW)
+    assert out.standalone == "Rashid's threads in March 2026 with replies which one got the most replies"
+
+
+@pytest.mark.parametrize("asked", ["顺便问下，有多少个 open issue？", "btw, how many open issues are there?"])
+def test_a_by_the_way_question_stands_alone_without_its_lead(asked):
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    assert out.how == "a new question" and out.standalone == asked.split("，", 1)[-1].split(", ", 1)[-1]

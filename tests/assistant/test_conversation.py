@@ -256,3 +256,13 @@ def test_a_name_declined_without_candidates_is_named_again_in_the_next_turn(samp
     out = _say(thread_graph, config, "sorry, I meant priyar", sample_dir=sample_dir)
     assert out["question"] == "PRs priyar merged in October"
     assert {r["ref"] for r in out["records"]} == _gold(sample_dir, *_merged("priyar", OCTOBER))
+
+
+def test_nobody_claimed_narrows_the_last_answer_to_unassigned_issues(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    _say(thread_graph, config, "open issues", sample_dir=sample_dir)
+    out = _say(thread_graph, config, "其中没人认领的呢", sample_dir=sample_dir)
+    gold = [{"$match": {"fields.status.name": {"$nin": ["Done", "Won't Do"]}, "fields.assignee": None}}]
+    want = _gold(sample_dir, "issues", gold)
+    assert want and {r["ref"] for r in out["records"]} == want
+    assert want < _gold(sample_dir, "issues", [{"$match": {"fields.status.name": {"$nin": ["Done", "Won't Do"]}}}])
