@@ -47,7 +47,8 @@ _SAME = re.compile(
     r"|(?:do\s+)?(?:it|that)\s+(?:again\s+)?for\s+|(?:换成|改成|换为|改为|换)\s*)",
     re.I,
 )
-_TAIL = re.compile(r"[\s?？.。!！,，]*(?:呢|吗|呀)?[\s?？.。!！]*$")
+# "换成 2022 年看看", "十月呢？": the words that only end a follow-up
+_TAIL = re.compile(r"[\s?？.。!！,，]*(?:看看|看一下|试试|呢|吗|呀)?[\s?？.。!！]*$")
 # "shift that to the month before", "move it to 2021", "now do 2022": the rest says the change.
 _REDO = re.compile(
     r"^(?:(?:shift|move|change|switch|set)\s+(?:that|it|this|the\s+window|the\s+period)\s+(?:to|back\s+to|forward\s+to)"
@@ -112,12 +113,13 @@ _CJK_UNIT = r"(?:一|1)?个?(天|日|周|星期|礼拜|月|季度|年)"
 # before or after it when the last one was such a unit); "a year earlier" / "再往前一周": the last
 # window itself, moved by that unit.
 _NEXT_BACK = re.compile(
-    rf"^(?:the\s+)?{_EN_UNIT}\s+(?:before|prior)(?:\s+that)?$|^前{_CJK_UNIT}$"
+    rf"^(?:the\s+)?{_EN_UNIT}\s+(?:before|prior(?:\s+to)?)(?:\s+(?:that|this|it)(?:\s+one)?)?$|^前{_CJK_UNIT}$"
     rf"|^(?:the\s+)?(?:previous|prior|preceding)\s+{_EN_UNIT}$",
     re.I,
 )
 _NEXT_AHEAD = re.compile(
-    rf"^(?:the\s+)?{_EN_UNIT}\s+after(?:\s+that)?$|^(?:the\s+)?(?:next|following)\s+{_EN_UNIT}$|^后{_CJK_UNIT}$", re.I
+    rf"^(?:the\s+)?{_EN_UNIT}\s+after(?:\s+(?:that|this|it)(?:\s+one)?)?$|^(?:the\s+)?(?:next|following)\s+{_EN_UNIT}$|^后{_CJK_UNIT}$",
+    re.I,
 )
 _MOVE_BACK = re.compile(
     rf"^(?:(?:the\s+)?(?:same\s+)?(?:quarter|month|week|period|time|window|days?)\s+)?(?:a|one|1)\s+{_EN_UNIT}\s+(?:earlier|before|ago|back|prior)$|^(?:再|再往|往)前{_CJK_UNIT}$"
@@ -243,6 +245,7 @@ _INTERJECTIONS = r"(?:(?:no|sorry|oops|oh|ah|nope|right|ok(?:ay)?|yes|yeah)[\s,:
 _MEANT = re.compile(
     rf"^{_INTERJECTIONS}*(?:i\s+meant?|meant|i\s+was\s+asking\s+about"
     r"|i(?:'m|\s+am|\s+was)\s+thinking\s+of|the\s+one\s+(?:called|named)|make\s+(?:it|that)"
+    r"|(?:he|she|they)\s+(?:goes|go)\s+by"  # "oh, he goes by sgugger"
     r"|(?:his|her|their|the)\s+(?:github\s+|slack\s+)?(?:login|user\s?name|handle|account|id)\s+"
     r"(?:here\s+|there\s+|on\s+(?:github|slack)\s+)?(?:is|was|'s))"
     r"\s+(?:the\s+)?(?:(?:login|user(?:name)?|handle|account|person)\s+)?@?"
@@ -296,7 +299,47 @@ def _pick(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
         return exact[0]
     words = set(who.split())
     partial = [c for c in candidates if words <= set(str(c.get("name", "")).lower().split())]
-    return partial[0] if len(partial) == 1 else None
+    return partial[0] if len(partial) == 1 else _by_what_was_shown(core, candidates)
+
+
+# The words a pick may say besides what the candidate list showed ("I mean Evonne from clojurians",
+# "oh, he goes by sgugger", "是 racket 那边的 Derick"): an allow-list, so a pick with any other word
+# ("Danna's threads in 2018") is a question of its own, not a pick.
+_PICK_WORDS = frozenset(
+    "i i'm im mean meant meaning the one that this who is was it's its he she they he's she's goes go by called "
+    "named person guy user account login handle username id on in from at of over there here workspace slack "
+    "community oh ah no nope sorry yes yeah ok okay right actually well um uh just thinking asking about "
+    "his her their".split()
+)
+_PICK_CJK = re.compile(
+    r"(?:我|说|的|是|指|要|找|问|那个|那位|这个|这位|那边|这边|那里|这里|上|里|中|人|嗯|哦|不|对|啊)*"
+)
+_PICK_TOKEN = re.compile(r"[A-Za-z0-9][\w\-.']*[\w]|[A-Za-z0-9]")
+
+
+def _by_what_was_shown(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The one candidate every shown attribute the pick says belongs to (its name, key, handles,
+    workspaces, or the start of a workspace): "the clojurians Danna", "elmlang 那个 Velia", "Epifania
+    over on clojurians", "he goes by sgugger". None unless the pick says only such attributes and the
+    allowed words, and they leave exactly one candidate."""
+    if _PICK_CJK.fullmatch(re.sub(r"[\s,，.。!！?？:：;；'’\"()（）@]+", "", _PICK_TOKEN.sub("", core))) is None:
+        return None
+    left = list(candidates)
+    said = False
+    for token in (t.lower() for t in _PICK_TOKEN.findall(core)):
+        fitting = [c for c in left if _shows(c, token)]
+        if fitting:
+            left, said = fitting, True
+        elif token not in _PICK_WORDS:
+            return None
+    return left[0] if said and len(left) == 1 else None
+
+
+def _shows(candidate: dict[str, Any], token: str) -> bool:
+    shown = {str(v).lower() for v in candidate.values() if isinstance(v, str)}
+    shown |= {w for v in list(shown) for w in v.split()}
+    places = [str(p).lower() for p in candidate.get("places", [])]
+    return token in shown or any(p == token or (len(token) >= 3 and p.startswith(token)) for p in places)
 
 
 def _replace_people(previous: dict[str, Any], name: str) -> str:
@@ -332,9 +375,11 @@ def _with_year(when: str, previous: dict[str, Any], now: datetime) -> str:
     after "August 2017" is July 2017, not the last July before now), unless that month has not come
     yet ("what about December?" after last month, January 2025: December 2024)."""
     ranges = [r for r in previous.get("time_ranges", []) if r.get("start")]
-    if not ranges or re.search(r"\b(?:19|20)\d\d\b|年", when.replace("月", "")):
+    if not ranges or re.search(r"\b(?:19|20)\d\d\b|年", when.replace("月", "").replace("半年", "")):
         return when
     year = datetime.fromisoformat(ranges[0]["start"]).year
+    if re.fullmatch(r"(?:上|下)半年", when.strip()):  # "下半年呢？" after "2024 年上半年": of 2024
+        return f"{year} 年{when.strip()}"
     if re.search(r"\bof (?:the|that) year\b", when, re.I):  # "the second half of the year": of the year asked about
         return re.sub(r"\bof (?:the|that) year\b", f"of {year}", when, flags=re.I)
     if re.search(r"\b(?:first|second) half$", when, re.I):  # "and in the first half?"
@@ -347,11 +392,29 @@ def _with_year(when: str, previous: dict[str, Any], now: datetime) -> str:
     return _CJK_MONTH.sub(lambda m: f"{year} 年 {m.group(1)}", when, count=1)
 
 
+# What a follow-up may say around a new person to ask the same question about them, time included
+# ("what about zaidalyafeai in that same year", "does richarddwang have any like that?", "Onita 也有类似的吗"):
+# an allow-list, so any other word ("how many PRs did Lars open") makes a question of its own.
+_SAME_QUESTION_WORDS = frozenset(
+    "does do did has have had got any anything ones one like that those them this same similar too also as well "
+    "for by from with about of in during over the 's year month week quarter period time frame".split()
+)
+_SAME_QUESTION_CJK = re.compile(
+    r"(?:也|有|没有|类似|一样|同样|这样|那样|的|吗|呢|在|那年|同一年|同年|当年|那个月|当月|同一个月)*"
+)
+
+
+def _only_the_same_question(rest: str) -> bool:
+    said = re.findall(r"[a-z][a-z']*", rest.lower())
+    others = re.sub(r"[A-Za-z']+|[\s?？,，.。!！]+", "", rest)
+    return all(w in _SAME_QUESTION_WORDS for w in said) and _SAME_QUESTION_CJK.fullmatch(others) is not None
+
+
 # "separate question: ...", "different topic: ...", "on another note, ...", "换个问题": a question of its own.
 _NEW_QUESTION = re.compile(
     r"^\s*(?:(?:a\s+)?(?:separate|different|new|another|unrelated|other)\s+(?:question|topic|thing|one)"
     r"|on\s+(?:another|a\s+different|an\s+unrelated)\s+note|unrelated|changing\s+(?:the\s+)?(?:topic|subject)"
-    r"|换个(?:问题|话题)|另一个问题|另外)\s*[:：,，.;—-]*\s*",
+    r"|换个(?:问题|话题)|另一个问题|另外|顺便(?:问(?:一)?下)?|by\s+the\s+way|btw)\s*[:：,，.;—-]*\s*",
     re.I,
 )
 
@@ -411,7 +474,10 @@ def resolve_offline(
     if directory is not None:
         named = _PREPOSITION.sub("", core)
         mentions = [m for m in directory.find_mentions(named) if m.person is not None and not m.is_asker]
-        if mentions and len(mentions) == 1 and len(named) - (mentions[0].end - mentions[0].start) <= 3:
+        if len(mentions) == 1 and (
+            len(named) - (mentions[0].end - mentions[0].start) <= 3
+            or _only_the_same_question(named[: mentions[0].start] + " " + named[mentions[0].end :])
+        ):
             name = mentions[0].text
             return FollowUp(_replace_people(previous, name), f"the same question about {name}")
     if (
@@ -515,7 +581,9 @@ _RECORD_NOUN = re.compile(
 )
 _PRONOUNS_IN = re.compile(
     r"\b(?:that|this|the\s+same)\s+(?:person|user|guy|author|one)\b|\bthe\s+(?:winner|top\s+\w+)\b"
-    r"|\b(?:they|he|she|him|her)\b|这个人|那个人|这位|那位|此人|(?<![其])(?:他们|她们|他|她)",
+    r"|\b(?:they|he|she|him|her)\b|这个人|那个人|这位|那位|此人|(?<![其])(?:他们|她们|他|她)"
+    # "their PRs", "his issues": a person's records (not "their titles", said of the records themselves)
+    r"|\b(?:his|their)\b(?=\s+(?:own\s+)?(?:prs?|pull\s+requests?|issues?|messages?|threads?|posts?|commits?)\b)",
     re.I,
 )
 # "who's the author?", "谁提的？", "who wrote it": the author of the record the last answer named first
@@ -554,9 +622,29 @@ def _period_phrase(period: str) -> str:
     return f"on {period}" if len(period) == 10 else f"in {period}"
 
 
+# "tally those up for me", "count 'em", "give me just the number", "what does that come to, number-wise":
+# a count asked of the last answer in words of this allow-list only, one of them a counting word
+_COUNTING = frozenset("count tally number numbers total number-wise numberwise".split())
+_COUNT_FILLER = frozenset(
+    "give me us just only the a an so then now ok okay please pls can you could i want need get tell what's what "
+    "is are was does do that those these them 'em em it this all of for up to come comes add adds in as wise "
+    "how much".split()
+)
+
+
+def _asks_count(words: str) -> bool:
+    said = re.findall(r"[a-z][a-z'\-]*|'em", words.lower())
+    return (
+        0 < len(said) <= 8
+        and any(w in _COUNTING for w in said)
+        and all(w in _COUNTING or w in _COUNT_FILLER for w in said)
+        and not re.search(r"[^\x00-\x7f]", words)
+    )
+
+
 def _reshaped(words: str, previous: dict[str, Any]) -> FollowUp:
     """ "how many is that" / "list them": the last question, counted or listed."""
-    if _COUNT_IT.match(words):
+    if _COUNT_IT.match(words) or _asks_count(words):
         return _counted(previous)
     base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
     return FollowUp(f"list {base}", "the last question's records, listed")
@@ -601,15 +689,20 @@ def _elliptical(
     from context_engine.query.planner.collection import detect_collection
 
     words = core
-    if _COUNT_IT.match(words) or _LIST_IT.match(words):
+    if _COUNT_IT.match(words) or _asks_count(words) or _LIST_IT.match(words):
         return _reshaped(words, previous)
     if _RECORD.search(re.sub(r"^narrow\s+(?:it|that|this)\b", "", words, flags=re.I)):
         return None  # "who opened it?": one record of the answer, not all of them
     asked_who = re.search(r"\bwho\b|\bwhom\b|\bwhose\b|谁|哪些人|哪位", previous["standalone"], re.I)
     if _PRONOUNS_IN.search(words) and asked_who and previous.get("answer_people") and not previous.get("people"):
         # "how many did they merge?" after "who merged the most": the person the answer named first
+        person = previous["answer_people"][0]
         words = re.sub(
-            r"\s+(['’]s)\b", r"\1", _PRONOUNS_IN.sub(f" {previous['answer_people'][0]} ", words, count=1)
+            r"\s+(['’]s)\b|(?<=\s)\s+",
+            r"\1",
+            _PRONOUNS_IN.sub(
+                lambda m: f" {person}'s " if m.group(0).lower() in ("his", "their") else f" {person} ", words, count=1
+            ),
         ).strip()
     elif _PRONOUNS_IN.search(words) and len(previous.get("people", [])) == 1:
         # "how many replies did her threads get" after a question about Ida's threads: Ida
@@ -655,6 +748,8 @@ def _elliptical(
         ]
         if named_people and all(name in previous.get("people", []) for name in named_people):
             rest = theirs.group("rest").strip(" ?？")
+            if _HAS_SHAPE.search(rest):  # "which of Onita's pulled in the most replies": one record of them
+                rest = f"which one {rest}"
             return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}", rest)
     named, _ = detect_collection(words, {kind.name: None for kind in kinds if kind.searchable}, kinds)
     if named in BUILTIN and not _RECORD_NOUN.search(words):

@@ -556,7 +556,9 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             for r in state.get("records", [])[:5]
             if isinstance(r.get("_id"), str) and PERIOD.fullmatch(r["_id"])
         ],
-        "unresolved": resolution.get("unresolved", "") if resolution.get("candidates") else "",
+        # a decline keeps the words it could not resolve, with or without candidates: "I meant stas00"
+        # after "Stas Bekman" (no one close enough to offer) re-asks the declined question
+        "unresolved": resolution.get("unresolved", "") if resolution.get("error") else "",
         "narrowed": state.get("narrowed", ""),
         "candidates": resolution.get("candidates", []),
         "answer": state.get("answer", "")[:1000],

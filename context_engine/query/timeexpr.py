@@ -187,7 +187,33 @@ def _rules(now: datetime):
         start = datetime(year, month, day)
         return start, start + timedelta(days=1)
 
+    def week_of(year: int, month: int, day: int) -> tuple[datetime, datetime]:
+        start = datetime(year, month, day)
+        start -= timedelta(days=start.weekday())
+        return start, start + timedelta(days=7)
+
     return [
+        # "the week of April 8, 2019", "2019 年 4 月 8 日那一周": the week (Monday to Monday, as "last
+        # week" is) holding that day; before the single days, which would read the day alone
+        (
+            rf"\b(?:the )?week (?:of|starting|beginning|commencing)(?: on)? {_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(20\d\d)\b",
+            lambda m: week_of(int(m.group(3)), MONTHS[m.group(1)], int(m.group(2))),
+        ),
+        (
+            rf"\b(?:the )?week (?:of|starting|beginning|commencing)(?: on)? (?:the )?(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\.?,?\s+(20\d\d)\b",
+            lambda m: week_of(int(m.group(3)), MONTHS[m.group(2)], int(m.group(1))),
+        ),
+        (
+            r"\b(?:the )?week (?:of|starting|beginning|commencing)(?: on)? (20\d\d)-(\d\d)-(\d\d)\b",
+            lambda m: week_of(int(m.group(1)), int(m.group(2)), int(m.group(3))),
+        ),
+        (
+            (
+                r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(\d{1,2}|[一二三四五六七八九十]+)\s*[日号]\s*"
+                r"(?:那|这|所在的?)(?:一)?(?:周|星期|个星期|礼拜|个礼拜)"
+            ),
+            lambda m: week_of(int(m.group(1)), _cn_number(m.group(2)), _cn_number(m.group(3))),
+        ),
         # A run of days in one month ("between 10 and 20 May 2019", "Feb 1-14 2019"): before the single days
         (
             rf"\bbetween (\d{{1,2}})(?:st|nd|rd|th)? and (\d{{1,2}})(?:st|nd|rd|th)? {_MONTH}\.?,? (20\d\d)\b",
@@ -338,12 +364,14 @@ def _rules(now: datetime):
             lambda m: _half(now.year, 1 if m.group(1) == "first" else 2),
         ),
         (
-            r"\b(?:the )?(first|second) half of (20\d\d)\b|\bh([12]) (20\d\d)\b|(20\d\d)年?(上|下)半年",
+            r"\b(?:the )?(first|second) half of (20\d\d)\b|\bh([12]) (20\d\d)\b|(20\d\d)\s*年?\s*(上|下)半年",
             lambda m: _half(
                 int(m.group(2) or m.group(4) or m.group(5)),
                 1 if (m.group(1) == "first" or m.group(3) == "1" or m.group(6) == "上") else 2,
             ),
         ),
+        # "上半年" said alone is this year's, as "the first half" is; "去年上半年" is not read as this year's
+        (r"(?<!年)(?<!年 )(上|下)半年", lambda m: _half(now.year, 1 if m.group(1) == "上" else 2)),
         # a season of a year, the meteorological one of the northern hemisphere ("summer 2018": June to
         # August); winter spans two years and is left unread rather than guessed
         (

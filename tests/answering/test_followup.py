@@ -434,3 +434,136 @@ def test_a_value_said_after_a_narrowing_replaces_the_one_it_added(asked, standal
     out = resolve_offline(asked, [BUGS], PEOPLE, NOW)
     assert out.standalone == standalone
     assert resolve_offline("which of those are bugs?", [QUERIED], PEOPLE, NOW).added == "bugs"
+
+
+# A pick said by what the candidate list showed (name, key, workspace), in any order, with a few
+# words around it; the declined question is asked again about that candidate.
+@pytest.mark.parametrize(
+    "asked,key",
+    [
+        ("the racket Rosa", "U1"),
+        ("Rosa over in elmlang", "U2"),
+        ("racket 那边那个 Rosa", "U1"),
+        ("我找的是 elmlang 上的 Rosa", "U2"),
+        ("no, Rosa from the elm workspace", "U2"),  # the start of a workspace
+        ("oh, she goes by U2", "U2"),
+    ],
+)
+def test_a_candidate_is_picked_by_the_attributes_the_list_showed(asked, key):
+    out = resolve_offline(asked, [DECLINED_SLACK], PEOPLE, NOW)
+    assert (
+        out.standalone == f"How many messages did {key} write in May 2026?" and "of the candidates offered" in out.how
+    )
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "Rosa",  # both are
+        "the clojurians Rosa",  # neither is
+        "Rosa from racket and elmlang",  # both places: still both
+        "Rosa's threads in racket last year",  # more than a pick: a question of its own
+        "U1 U2",
+    ],
+)
+def test_a_pick_by_shown_attributes_that_leaves_not_exactly_one_picks_none(asked):
+    assert "of the candidates offered" not in resolve_offline(asked, [DECLINED_SLACK], PEOPLE, NOW).how
+
+
+# A name declined with nobody close enough to offer: the next turn naming someone re-asks it.
+DECLINED_NOBODY = {
+    **DECLINED_SLACK,
+    "standalone": "Which issues did Lisa Wong file?",
+    "unresolved": "Lisa Wong",
+    "candidates": [],
+}
+
+
+@pytest.mark.parametrize("asked", ["我说的是 priyar", "oh, she goes by priyar", "I meant priyar"])
+def test_a_name_said_after_a_decline_without_candidates_re_asks_the_question(asked):
+    assert resolve_offline(asked, [DECLINED_NOBODY], PEOPLE, NOW).standalone == "Which issues did priyar file?"
+
+
+HALF_CN = {
+    **QUARTER,
+    "standalone": "2025 年上半年 Priya 提了几个 issue？",
+    "times": ["2025 年上半年"],
+    "time_ranges": [{"text": "2025 年上半年", "start": "2025-01-01T00:00:00", "end": "2025-07-01T00:00:00"}],
+}
+YEAR_CN = {**HALF_CN, "standalone": "Priya 2025 年提的 issue", "times": ["2025 年"]}
+
+
+@pytest.mark.parametrize(
+    "previous,asked,standalone",
+    [
+        (MERGED, "the week prior to this one", "PRs Rashid merged between 2026-11-16 and 2026-11-22"),
+        (MERGED, "and the week after it?", "PRs Rashid merged between 2026-11-30 and 2026-12-06"),
+        (HALF_CN, "那下半年呢", "2025 年下半年 Priya 提了几个 issue？"),  # the other half of the year asked about
+        (YEAR_CN, "换成 2024 年试试", "Priya 2024 年提的 issue"),  # the year replaced, the trailing 试试 dropped
+    ],
+)
+def test_a_week_or_half_shifted_and_a_year_replaced_in_other_words(previous, asked, standalone):
+    assert resolve_offline(asked, [previous], PEOPLE, NOW).standalone == standalone
+
+
+@pytest.mark.parametrize(
+    "asked",
+    ["add those up for me, just the count", "tally them", "what's the number, then", "count 'em up please"],
+)
+def test_a_count_asked_in_other_words_counts_the_last_question(asked):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == "how many PRs did Rashid merge in March 2026"
+
+
+@pytest.mark.parametrize("asked", ["count the open ones", "number of comments on them", "the total of their comments"])
+def test_a_count_with_words_of_its_own_is_not_a_bare_count(asked):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).how != "the last question, counted"
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "and Priya, for that same month?",
+        "does Priya have any like that?",
+        "Priya 也有类似的吗",
+        "same for Priya, that month too",
+    ],
+)
+def test_another_person_with_only_words_of_the_same_question_asks_it_about_them(asked):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == "Which PRs did Priya merge in March 2026?"
+
+
+def test_another_person_with_a_question_of_their_own_is_not_the_same_question():
+    out = resolve_offline("did Priya review anything that month", [QUERIED], PEOPLE, NOW)
+    assert out.standalone != "Which PRs did Priya merge in March 2026?"
+
+
+# the author the last answer named ("who opened PR x"), then a question about "their" records
+AUTHOR = {
+    **RANKED,
+    "standalone": "who opened PR acme/web#7",
+    "times": [],
+    "time_ranges": [],
+    "answer_people": ["priyar"],
+}
+
+
+def test_their_records_after_a_who_answer_are_that_persons():
+    out = resolve_offline("how many of their issues are closed", [RANKED, AUTHOR], PEOPLE, NOW)
+    assert out.standalone == "how many of priyar's issues are closed"
+
+
+def test_their_said_of_the_records_themselves_is_not_a_person():
+    out = resolve_offline("which of those had their titles changed", [RANKED, AUTHOR], PEOPLE, NOW)
+    assert "priyar" not in out.standalone
+
+
+def test_which_of_someones_records_ranked_is_one_record():
+    rosa = {**QUERIED, "standalone": "Rashid's threads in March 2026 with replies", "collection": "messages"}
+    out = resolve_offline("which of Rashid's got the most replies", [rosa], PEOPLE, NOW)
+    assert out.standalone == "Rashid's threads in March 2026 with replies which one got the most replies"
+
+
+@pytest.mark.parametrize("asked", ["顺便问下，有多少个 open issue？", "btw, how many open issues are there?"])
+def test_a_by_the_way_question_stands_alone_without_its_lead(asked):
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    assert out.how == "a new question" and out.standalone == asked.split("，", 1)[-1].split(", ", 1)[-1]

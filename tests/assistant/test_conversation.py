@@ -245,3 +245,24 @@ def test_that_month_after_the_busiest_month_is_the_month_the_answer_named(sample
         schema=catalog.schemas["pull_requests"],
     )
     assert rows and out["records"][0]["count"] == rows[0]["count"]
+
+
+def test_a_name_declined_without_candidates_is_named_again_in_the_next_turn(sample_dir, thread_graph):
+    # nobody is close enough to "Zbigniew Quackenbush" to be offered: the thread still keeps the
+    # declined words, so the next turn naming someone asks the declined question about them
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    first = _say(thread_graph, config, "PRs Zbigniew Quackenbush merged in October", sample_dir=sample_dir)
+    assert first["outcome"] == "resolution_failed" and first["records"] == []
+    out = _say(thread_graph, config, "sorry, I meant priyar", sample_dir=sample_dir)
+    assert out["question"] == "PRs priyar merged in October"
+    assert {r["ref"] for r in out["records"]} == _gold(sample_dir, *_merged("priyar", OCTOBER))
+
+
+def test_nobody_claimed_narrows_the_last_answer_to_unassigned_issues(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    _say(thread_graph, config, "open issues", sample_dir=sample_dir)
+    out = _say(thread_graph, config, "其中没人认领的呢", sample_dir=sample_dir)
+    gold = [{"$match": {"fields.status.name": {"$nin": ["Done", "Won't Do"]}, "fields.assignee": None}}]
+    want = _gold(sample_dir, "issues", gold)
+    assert want and {r["ref"] for r in out["records"]} == want
+    assert want < _gold(sample_dir, "issues", [{"$match": {"fields.status.name": {"$nin": ["Done", "Won't Do"]}}}])

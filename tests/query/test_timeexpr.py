@@ -144,3 +144,39 @@ def test_words_that_do_not_open_a_period(text, start, end):
 def test_an_open_period_keeps_the_verb_before_it():
     (rng,) = find_time_ranges("PRs merged before 2021", NOW)
     assert rng.verb == "merged" and rng.text == "before 2021"
+
+
+@pytest.mark.parametrize(
+    "text,start",
+    [
+        ("posts in the week of March 14, 2018", datetime(2018, 3, 12)),  # a Wednesday: its Monday
+        ("the week of 12 March 2018", datetime(2018, 3, 12)),  # a Monday: itself
+        ("during the week starting 2018-03-18", datetime(2018, 3, 12)),  # a Sunday: the Monday before
+        ("2018 年 3 月 14 日那一周的消息", datetime(2018, 3, 12)),
+    ],
+)
+def test_the_week_of_a_day_is_its_monday_to_monday_week(text, start):
+    (found,) = find_time_ranges(text, NOW)
+    assert (found.start, found.end) == (start, start + (datetime(2018, 1, 8) - datetime(2018, 1, 1)))
+
+
+def test_a_day_without_the_week_of_is_still_one_day():
+    (found,) = find_time_ranges("posts on March 14, 2018", NOW)
+    assert (found.start, found.end) == (datetime(2018, 3, 14), datetime(2018, 3, 15))
+
+
+@pytest.mark.parametrize(
+    "text,start,end",
+    [
+        ("2023 年下半年的 issue", datetime(2023, 7, 1), datetime(2024, 1, 1)),  # spaced or not
+        ("2023年 上半年", datetime(2023, 1, 1), datetime(2023, 7, 1)),
+        ("上半年合并了几个", datetime(2026, 1, 1), datetime(2026, 7, 1)),  # alone: this year's
+    ],
+)
+def test_chinese_halves_of_a_year(text, start, end):
+    (found,) = find_time_ranges(text, NOW)
+    assert (found.start, found.end) == (start, end)
+
+
+def test_last_years_half_is_not_read_as_this_years():
+    assert all(r.start is None or r.start.year != 2026 for r in find_time_ranges("去年上半年", NOW))

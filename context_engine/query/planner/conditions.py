@@ -733,6 +733,7 @@ class ConditionStep(Draft):
             "changed files": ["changed_files"],
             "文件": ["changed_files"],
             "comment": ["comments", "fields.comment.total"],
+            "reaction": ["reactions.total_count"],  # "drew the most reactions": every emoji counted
             "评论": ["comments"],
             "repl": ["reply_count"],
             "回复": ["reply_count"],

@@ -527,7 +527,7 @@ class ShapeStep(OwnFieldStep):
         if not self.schema.kind.builtin:
             return self._ranked_by_own_field()
         m = re.search(
-            r"\bmost\s+(repl(?:y|ies)|comments?|additions|deletions|(?:changed )?files)\b"
+            r"\bmost\s+(repl(?:y|ies)|comments?|reactions?|additions|deletions|(?:changed )?files)\b"
             r"|\bmost[- ](repl)ied\b|\bmost[- ](comment)ed\b|\bmost[- ]discussed\b"
             r"|\b(?:highest|largest|biggest|greatest|top)\s+(comment|repl)(?:y|ies|s)?\s+counts?\b"
             r"|\blongest\s+(comment)\s+(?:threads?|sections?|chains?)\b"

@@ -208,3 +208,26 @@ def test_a_month_named_alone_matches_the_same_month_dated():
     assert same_answer((2021, 3), 3, "top")
     assert not same_answer((2021, 4), 3, "top")
     assert not same_answer((2021, 3), 3, "count")  # only a winning period compares this way
+
+
+@pytest.fixture(scope="module")
+def reacted_catalog(tmp_path_factory):
+    """The sample organisation with a reaction count on every pull request, as GitHub's dump has."""
+    from context_engine.config import Settings
+    from context_engine.ingest import ingest
+    from context_engine.sources.sample import generate
+
+    data = generate()
+    for n, pr in enumerate(data["acme"]["pull_requests"]):
+        pr["reactions"] = {"total_count": n % 7, "+1": n % 3}
+    data_dir = tmp_path_factory.mktemp("reacted")
+    ingest(Settings(data_dir=data_dir, mongodb_uri=None), data, index=False)
+    return catalog_for(Settings(data_dir=data_dir, mongodb_uri=None, tenant="acme", asker=None, use_llm=False))
+
+
+@pytest.mark.parametrize(
+    "question", ["Which PR opened in 2026 drew the most reactions?", "the pull request with the most reactions"]
+)
+def test_the_record_with_the_most_reactions_is_ranked_by_their_total(reacted_catalog, question):
+    shape = plan(reacted_catalog, question).ir.shape
+    assert shape.kind == "top" and shape.limit == 1 and shape.field == "reactions.total_count"
