@@ -3,6 +3,7 @@ date the sentence means, numeric thresholds ("more than 5 replies"), absence ("n
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime
 
@@ -284,7 +285,7 @@ class ConditionStep(Draft):
         for f in sorted(self.filters, key=lambda f: f.span or (len(self.q), 0)):  # in the order they were said
             if f.op not in ("eq", "in") or f.negate or f.span is None or f.field in STATE_FIELDS:
                 continue
-            m = _NEGATION_BEFORE.search(self.q[: f.span[0]])
+            m = _negation_before(self._names_of(f.field)).search(self.q[: f.span[0]])
             listed = (
                 negated is not None
                 and negated.field == f.field
@@ -307,6 +308,15 @@ class ConditionStep(Draft):
             )
         ):
             self.add_filter(label, None, "not_empty")  # "labelled, just not as bug": some label, not that one
+
+    def _names_of(self, path: str) -> tuple[str, ...]:
+        """The words that name a field in this kind (its spec's role names, its label, its own name):
+        "not on the payments-api service" and "not in service payments-api" name the value's field
+        between the negation and the value."""
+        kind = self.schema.kind
+        names = [role for role, paths in kind.roles().items() if path in paths]
+        names += [path.rsplit(".", 1)[-1], kind.labels.get(path, "")]
+        return tuple(sorted({n.replace("_", " ").lower() for n in names if n}))
 
     def _jira_status(self, status: str) -> str | None:
         values = self.schema.fields[status].enum or []
@@ -824,15 +834,25 @@ _NOT_CLOSED = (
 _DATED_VERBS = (
     r"merged|closed|opened|created|resolved|fixed|updated|filed|reported|submitted|posted|reviewed|shipped|landed"
 )
-_NEGATION_BEFORE = re.compile(
+# What may stand between a negation and the value it excludes: the words below, a preposition ("not
+# on payments-api", "not for the docs team") and the words naming the value's field (`_names_of`).
+_NEGATION_WORDS = (
     r"(?:\bnot|n't|\bnever|\bwithout|\bnon-?|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
     r"|\boutside(?: of)?|\bnot counting|\bleaving out|\bleave out|\bminus|\bapart from|\baside from|\bignoring"
     r"|没有|不是|不带|除了|除|非|(?:既|也)?不在|不含|不包括|排除)\s*"
-    r"(?:(?:labell?ed|tagged|marked|with|the|a|an|any|by|from|in|authored|written|opened|created|filed|reported|assigned|to|started"
-    r"|label|labels|tag|a label|as|one of|either|the ones|ones|anything|everything|those|that are|which are|any issues|any prs"
-    r")\s+)*['\"‘“]?$",
-    re.I,
 )
+_BETWEEN = (
+    r"labell?ed|tagged|marked|with|the|a|an|any|by|from|in|on|for|of|at|under|authored|written|opened|created|filed|reported"
+    r"|assigned|to|started|label|labels|tag|a label|as|one of|either|the ones|ones|anything|everything|those|that are"
+    r"|which are|any issues|any prs"
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _negation_before(field_names: tuple[str, ...]) -> re.Pattern[str]:
+    """A negation at the end of the text, then only listed words (and the field's names) before the value."""
+    names = "".join(f"|{re.escape(n)}s?" for n in field_names)
+    return re.compile(rf"{_NEGATION_WORDS}(?:(?:{_BETWEEN}{names})\s+)*['\"‘“]?$", re.I)
 
 
 def _fmt(value: datetime | None) -> str:
