@@ -151,6 +151,35 @@ def test_one_lower_case_word_after_by_or_from_is_a_name_unless_it_is_english(set
     assert isinstance(result, ResolutionFailed) is declined, getattr(result, "message", "")
 
 
+@pytest.mark.parametrize(
+    "question,unresolved",
+    [
+        ("which of ottoline's pull requests never got merged", "ottoline"),  # a possessive, nothing else asked
+        ("tickets zebulon reported that nobody labelled", "zebulon"),  # the records, then who filed them
+        ("show me bartholomew’s open prs", "bartholomew"),  # a typographic apostrophe
+    ],
+)
+def test_a_lower_case_first_name_in_a_persons_place_is_declined(settings, question, unresolved):
+    result = run_structured(question, settings, now=NOW)
+    assert isinstance(result, ResolutionFailed) and result.unresolved == unresolved, getattr(result, "message", "")
+    assert not result.rows
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what's today's newest issue",
+        "everyone's open PRs",
+        "issues people filed last week",
+        "PRs the team merged in April",
+        "priyar's open pull requests",  # a login in lower case is someone
+    ],
+)
+def test_lower_case_english_or_a_login_in_a_persons_place_is_no_unknown_person(settings, question):
+    _, failed = _resolve(settings, question)
+    assert failed is None, failed.message
+
+
 def test_declined_through_the_structured_subgraph_with_candidates(settings):
     result = run_structured("PRs by Tomas Beckett", settings, now=NOW)
     assert isinstance(result, ResolutionFailed) and result.rows == [] and result.attempts == []
