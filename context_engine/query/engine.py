@@ -99,6 +99,14 @@ _ADVICE = re.compile(
 )
 
 
+# A topic cue right before a word: a lower-case word there that is only near someone's name is the
+# topic the question is about (an exact login or alias stays a person: "mentioning lhoestq").
+_TOPIC_CUE_BEFORE = re.compile(
+    r"(?:\b(?:mention(?:s|ed|ing)?|about|regarding|concerning|discuss(?:es|ed|ing)?)|提到|关于|有关|涉及|讨论|谈到|说到)\s*$",
+    re.I,
+)
+
+
 def principals_of(person: Person | None) -> list[str]:
     """Access-list entries that grant this asker: the principals of the one account group the asker
     was matched to (`PeopleDirectory.asker`), never the union of a display person's accounts (which
@@ -138,7 +146,11 @@ def resolve(
     stored |= frozenset(path.lower() for s in catalog.schemas.values() if s.own_kind is not None for path in s.fields)
     reserved = stored - set(directory.index)
     asked, question = question, correct(question, stored | set(directory.index))
-    mentions = directory.find_mentions(question, asker, reserved=reserved)
+    mentions = [
+        m
+        for m in directory.find_mentions(question, asker, reserved=reserved)
+        if not (m.score < 100 and m.text.islower() and _TOPIC_CUE_BEFORE.search(question[: m.start]))
+    ]  # "messages mentioning macro", "提到 macro": a subject, not a typo for Mauro
     # "what should I do when a callback is retried?" asks for advice, "where do I find the ADRs"
     # for a place: "I" there is anyone, not a filter on the asker's records (with or without one).
     if (

@@ -231,3 +231,16 @@ def test_only_people_the_asker_may_see_are_offered(tmp_path):
     assert failed.unresolved == "Mallo Hid" and [p.key for p in failed.candidates] == ["mallory"]
     _, failed = _resolve(settings, "PRs by Mallo Hid")
     assert failed.unresolved == "Mallo Hid" and failed.candidates == [] and "mallory" not in failed.message.lower()
+
+
+@pytest.mark.parametrize("question", ["messages mentioning rashed", "讨论 rashed 的消息", "PRs about rashed"])
+def test_a_lower_case_word_after_a_topic_cue_is_no_typo_for_a_name(settings, question):
+    # "rashed" is one edit from Rashid: after "mentioning"/"about"/讨论 it is the subject, never Rashid guessed
+    ctx, failed = _resolve(settings, question)
+    assert failed is None and ctx.mentions == [], [m.text for m in ctx.mentions]
+
+
+@pytest.mark.parametrize("question", ["messages mentioning Rashed", "PRs by rashed"])
+def test_a_typo_for_a_name_is_still_read_where_a_person_is_named(settings, question):
+    ctx, failed = _resolve(settings, question)
+    assert failed is None and [m.person.name for m in ctx.mentions] == ["Rashid Khan"]
