@@ -774,6 +774,7 @@ class ShapeStep(Draft):
             self._replies_summed_over_the_starters_threads(intent.role)
             return Shape("sum" if intent.kind == "sum" else intent.extreme, field=intent.role)
         path, _ = self._group_path(intent.role)
+        self._others_threads_only(intent.role)  # "how many different people has Kristeen replied to": not herself
         return Shape("distinct_count", field=path) if path else None
 
     def _replies_summed_over_the_starters_threads(self, measure: str) -> None:

@@ -114,6 +114,10 @@ def refs(rows):
         # someone's replies are the records: not every message of theirs
         ("how many of Ana's replies mention nobody?", 2),  # a3, a4
         ("count the replies by Ben", 3),  # b1, b2, b4
+        # the people someone replied to are others: Ana answering her own thread (a3) is no one else
+        ("to how many distinct people has Ana written replies?", 1),  # Ben (a4)
+        ("Ana 回复过几个不同的人？", 1),
+        ("how many different people replied to Ana", 2),  # Ben, Cy; never herself
     ],
 )
 def test_counts_said_in_other_words(world, question, expected):
