@@ -529,6 +529,7 @@ class ConditionStep(Draft):
         ):
             self.add_filter("reviews", None, "empty")
         self._replies_in_others_threads()
+        self._closed_by_someone_else()
         self._threads_without_someone()
         self._threads_the_starter_left()
         self._replies_as_the_records()
@@ -606,11 +607,49 @@ class ConditionStep(Draft):
         if starter is None or joined is None or not _THREAD_WORD.search(self.q):
             return
         if self.mark(
-            r"\b(?:did(?:n't| not)|never|does(?:n't| not))\s+(?:\w+\s+)?(?:follow(?:ed)? up|repl(?:y|ied)|answer(?:ed)?|respond(?:ed)?|"
-            r"write|wrote)(?:\s+(?:a\s+)?repl(?:y|ies))?(?:\s+(?:in|to)\s+(?:it|them|there))?(?:\s+(?:herself|himself|themselves))?\b"
+            r"\b(?:did(?:n't| not)|never|does(?:n't| not)|has(?:n't| not)|had(?:n't| not))\s+(?:\w+\s+)?"
+            r"(?:follow(?:ed|ing)? up|repl(?:y|ied|ying)|answer(?:ed|ing)?|respond(?:ed|ing)?|write|wrote|writing|"
+            r"post(?:ed|ing)?|(?:chim|jump|weigh|pitch)(?:e|ed|es|ing)? in)"
+            r"(?:\s+(?:a\s+)?(?:single\s+)?(?:repl(?:y|ies)|answer|response|word))?"
+            r"(?:\s+(?:in|to)\s+(?:it|them|there))?(?:\s+(?:herself|himself|themselves))?\b"
             r"|(?:她|他)?自己(?:一次)?(?:都|也)?(?:没有?|从没|从未)(?:回复|回)过?"
         ):
             self.add_filter(joined[0], starter.value, "ne")
+
+    def _closed_by_someone_else(self) -> None:
+        """ "albertvillanova's issues closed by somebody other than himself", "where he wasn't the one who
+        closed them": a named author's records whose recorded closer is someone else (a closer is
+        recorded). Without a named author ("other than the person who opened it") it compares two
+        fields, which no rule plans: left unread."""
+        author, closer = person_field_for(self.schema, "author"), person_field_for(self.schema, "closer")
+        mine = next(
+            (
+                f
+                for f in self.filters
+                if author and f.field == author[0] and f.op == "eq" and not f.negate and isinstance(f.value, str)
+            ),
+            None,
+        )
+        if not (mine and closer) or self.has_filter(closer[0]):
+            return
+        said = re.search(
+            r"\b(?:(?:closed|shut|resolved)\s+)?by (?:somebody|someone|anybody|anyone|people|a person|others?|another person)"
+            r"(?: else)?\s+(?:other than|besides|but|except|apart from)\s+(?:himself|herself|themselves|themself|him|her|them)\b"
+            r"|\b(?:(?:closed|shut|resolved)\s+)?by (?:somebody|someone|another person|others) else\b"
+            r"|\b(?:he|she|they)\s+(?:wasn't|was not|weren't|were not|isn't|is not)\s+the (?:one|person) (?:who|that) "
+            r"(?:closed|shut|resolved) (?:it|them)\b"
+            r"|\b(?:he|she|they)\s+(?:didn't|did not|never)\s+(?:close|shut|resolve) (?:it|them)\s+(?:himself|herself|themselves)\b",
+            self.q,
+            re.I,
+        )
+        if said is None:
+            return
+        for word in re.finditer(r"\S+", said.group(0)):  # "closed" may be the state's word already
+            span = (said.start() + word.start(), said.start() + word.end())
+            if not self._is_used(span):
+                self.use(span)
+        self.filters.append(Filter(closer[0], "exists", True, span=said.span()))
+        self.filters.append(Filter(closer[0], "ne", mine.value, span=said.span()))
 
     def _threads_without_someone(self) -> None:
         """ "threads Carman took no part in (didn't start, didn't reply)", "threads without Carman in them

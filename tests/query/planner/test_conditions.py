@@ -404,3 +404,24 @@ def test_a_negation_before_other_words_still_negates_no_value_of_an_own_kind(out
     # the negation reaches "sev2" only: billing stays required
     got, plan = answer(outages, "outages on billing which were not sev2")
     assert got == ["outages/1"], plan.pipeline
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "of quinn's closed issues, how many were shut by someone besides herself?",
+        "quinn's issues where she was not the one who closed them: count",
+    ],
+)
+def test_closed_by_someone_other_than_the_named_author(world, question):
+    # quinn wrote every issue; rory closed i4, quinn closed i3 and i5, nobody is recorded for i6 (and i8's closer)
+    got, plan = answer(world, question)
+    want = sum(1 for i in ISSUES if i["state"] == "closed" and i["closed_by"] and i["closed_by"]["login"] != "quinn")
+    assert got == want == 1, plan.pipeline
+    assert not plan.not_understood, plan.not_understood
+
+
+def test_closed_by_someone_other_than_whoever_opened_it_is_said_not_answered(world):
+    # comparing two fields of one record is no rule's reading: reported, never answered as all closed issues
+    _, plan = answer(world, "closed issues where the closer is someone other than the person who opened it")
+    assert any("other than" in s["text"] for s in plan.not_understood), plan.not_understood

@@ -187,6 +187,8 @@ def test_an_acronym_topic_is_searched(world):
         ("in how many of Ana's threads did she never write a reply herself?", 1),
         ("threads Ana started but didn't follow up in - count", 1),
         ("Ana 发起的讨论串里，她自己一次都没回复的有几个？", 1),
+        ("Ana's threads where she hasn't posted a single answer: how many?", 1),
+        ("count the threads Ana opened but never jumped in on", 1),
         # one person's replies in the threads another started: b1, b2
         ("how many replies has Ben written in threads Ana started?", 2),
         ("Ben answering Ana's threads - how often?", 2),
