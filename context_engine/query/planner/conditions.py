@@ -532,6 +532,7 @@ class ConditionStep(Draft):
         self._closed_by_someone_else()
         self._threads_without_someone()
         self._threads_the_starter_left()
+        self._threads_only_the_starter_replied()
         self._replies_as_the_records()
         self._has_or_lacks()
         replies = field_for(self.schema, "replies")
@@ -650,6 +651,43 @@ class ConditionStep(Draft):
                 self.use(span)
         self.filters.append(Filter(closer[0], "exists", True, span=said.span()))
         self.filters.append(Filter(closer[0], "ne", mine.value, span=said.span()))
+
+    def _threads_only_the_starter_replied(self) -> None:
+        """ "Monserrate's threads that got no reply from anyone else", "where nobody but Monserrate
+        replied", "threads with only self-replies": threads with replies, all of them the starter's —
+        one replier, the starter. Not threads without replies (that reading of "no reply" is undone)."""
+        author, joined = person_field_for(self.schema, "author"), person_field_for(self.schema, "reply_user")
+        replies = field_for(self.schema, "replies")
+        starter = next(
+            (
+                f
+                for f in self.filters
+                if author and f.field == author[0] and f.op == "eq" and not f.negate and isinstance(f.value, str)
+            ),
+            None,
+        )
+        if not (starter and joined and replies and self.schema.has_path("reply_users_count")):
+            return
+        said = re.search(
+            r"\bno (?:repl(?:y|ies)|answers?|responses?) (?:from|by) (?:anyone|anybody|someone|somebody|people|others?) else\b"
+            r"|\b(?:nobody|no one|no-one|none) (?:but|except|other than|besides|apart from) [\w\u00C0-\u024F'’-]+"
+            r"(?: (?:herself|himself|themselves))? (?:repl(?:ied|ies|y)|answered|responded)\b"
+            r"|\bonly (?:self-?repl(?:ies|y)|(?:her|his|their) own repl(?:ies|y))\b",
+            self.q,
+            re.I,
+        )
+        if said is None or not _THREAD_WORD.search(self.q):
+            return
+        overlaps = lambda f: f.span is not None and f.span[0] < said.end() and said.start() < f.span[1]  # noqa: E731
+        self.filters = [f for f in self.filters if not (f.field == replies and overlaps(f))]  # "no reply" was not all
+        for word in re.finditer(r"\S+", said.group(0)):  # the starter's name is the person step's already
+            span = (said.start() + word.start(), said.start() + word.end())
+            if not self._is_used(span):
+                self.use(span)
+        if not self.has_filter(replies):
+            self.filters.append(Filter(replies, "gte", 1, span=said.span()))
+        self.filters.append(Filter("reply_users_count", "eq", 1, span=said.span()))
+        self.filters.append(Filter(joined[0], "eq", starter.value, span=said.span()))
 
     def _threads_without_someone(self) -> None:
         """ "threads Carman took no part in (didn't start, didn't reply)", "threads without Carman in them

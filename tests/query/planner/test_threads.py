@@ -189,6 +189,11 @@ def test_an_acronym_topic_is_searched(world):
         ("Ana 发起的讨论串里，她自己一次都没回复的有几个？", 1),
         ("Ana's threads where she hasn't posted a single answer: how many?", 1),
         ("count the threads Ana opened but never jumped in on", 1),
+        # threads only their starter replied in: a2 (Ana answered herself); not a1, nor a message without replies
+        ("of Ana's threads, how many drew no answers from anybody else?", 1),
+        ("threads by Ana in which no one except Ana replied - count them", 1),
+        ("Ana: how many threads with only her own replies", 1),
+        ("how many of Ben's threads had nobody but Ben responded", 0),  # Ana and Cy answered b3
         # one person's replies in the threads another started: b1, b2
         ("how many replies has Ben written in threads Ana started?", 2),
         ("Ben answering Ana's threads - how often?", 2),
