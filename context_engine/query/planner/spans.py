@@ -410,8 +410,18 @@ class SpanStep(Draft):
         topic = set(text.split())
         missed: list[tuple[int, int]] = []
         idioms = [m.span() for m in IDIOMS.finditer(self.q)] if structured else []
+        label = field_for(self.schema, "label")
+        # "feature requests" names issues of a kind: the kind word is read only by a label condition
+        qualifiers = (
+            {m.span(1) for m in KIND_QUALIFIER.finditer(self.q)}
+            if structured and not any(f.field == label for f in self.filters)
+            else set()
+        )
         for m in re.finditer(r"[A-Za-z][A-Za-z0-9_'’\-]*|\d+|[\u4e00-\u9fff]+", self.q):
             for start, end in _content_pieces(m):
+                if (start, end) in qualifiers and not self._is_used((start, end)):
+                    missed.append((start, end))
+                    continue
                 if self._is_used((start, end)) or any(a <= start and end <= b for a, b in self.collection_spans):
                     continue
                 if any(a <= start and end <= b for a, b in idioms):
@@ -484,6 +494,10 @@ IDIOMS = re.compile(
     r"|到?目前为止|截至目前|已经",
     re.I,
 )
+
+# A collection's name that also says which of its records ("feature requests", "bug reports"): the
+# first word is a condition (a label) the plan must hold, not part of the collection's name.
+KIND_QUALIFIER = re.compile(r"\b(feature|enhancement|bug)\s+(?:requests?|reports?)\b", re.I)
 
 # Words a structured plan has read without consuming them: the verbs whose dates or people the
 # conditions use ("opened", "merged by"), the nouns naming the field of a stored value ("the bug

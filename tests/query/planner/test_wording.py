@@ -195,6 +195,7 @@ def test_an_implied_word_is_read_only_when_the_plan_holds_what_it_names(world, q
         ("how many elmlang threads were begun by Kim", 1),
         ("Jo 发起的讨论串有几个", 4),
         ("到目前为止 quinn 提过几个 issue", 3),
+        ("bug reports rory opened", ["i2"]),  # the kind of report is a label here
     ],
 )
 def test_words_that_add_nothing_where_they_stand_are_not_reported(world, question, expected):
@@ -211,6 +212,7 @@ def test_words_that_add_nothing_where_they_stand_are_not_reported(world, questio
         ("open issues by quinn that nobody saw", "saw"),
         ("whose issues are open", "whose"),
         ("quinn 回复过的 open issue", "回复"),  # issues here record no replies
+        ("which feature requests has sam opened", "feature"),  # no label says which issues are feature requests
         ("Kim 分配 的 issue", "分配"),  # no assignee condition: Kim is read as the author
     ],
 )
