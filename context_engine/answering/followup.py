@@ -300,6 +300,16 @@ def _pick(core: str, candidates: list[dict[str, Any]]) -> dict[str, Any] | None:
     return partial[0] if len(partial) == 1 else None
 
 
+def _without_people(words: str, previous: dict[str, Any]) -> str:
+    """The words without the names of the people the last question was about: "Nelson 2018 年呢" after
+    a question about Nelson moves only its time."""
+    names = [*previous.get("people_text", []), *previous.get("people", [])]
+    for name in sorted(names, key=len, reverse=True):  # "Rashid Khan" before the "Rashid" inside it
+        if name:
+            words = re.sub(rf"(?<!\w){re.escape(name.lower())}(?:['’]s)?(?!\w)", " ", words)
+    return words
+
+
 def _replace_people(previous: dict[str, Any], name: str) -> str:
     """The last question about someone else: the words that named its person (or the name it could not
     tell apart: "same question for Ruthe" after "Bertha's" was ambiguous) replaced, a possessive kept."""
@@ -423,7 +433,7 @@ def resolve_offline(
                 r"figures?|numbers?|counts?|totals?|"
                 r"pull\s+requests?|issues?|look\s+like|what\s+did|how\s+about|was\s+it)\b|在|的|那",
                 "",
-                core.lower().replace(times[0].text.lower(), ""),
+                _without_people(core.lower().replace(times[0].text.lower(), ""), previous),
             ).strip(" ?？")
         )
         <= 1

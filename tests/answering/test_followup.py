@@ -38,6 +38,8 @@ MERGED = {
         ("And Priya?", "PRs Priya merged last week"),
         ("how about for Lars?", "PRs Lars merged last week"),
         ("李娜呢？", "PRs 李娜 merged last week"),
+        ("Rashid 2025 年呢", "PRs Rashid merged 2025 年"),  # the same person named again: only the time moves
+        ("and Rashid Khan in May?", "PRs Rashid merged in May 2026"),
         ("他呢？", "PRs Lars Nielsen merged last week"),  # the person the answer named, not the one asked about
         ("which of those are still open?", "PRs Rashid merged last week open"),
         ("only the ones in payments", "PRs Rashid merged last week in payments"),
