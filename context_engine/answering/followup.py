@@ -61,6 +61,7 @@ _SUBSET = re.compile(
     r"|^(?:of|among)\s+(?:those|these|them)[\s,]*(?:which|what|only)?\s*(?:ones?)?\s*(?:are|were)?\s*(?P<b>.*)$"
     r"|^(?:only|just|keep)\s+(?:the\s+ones?|those|these)\s*(?:that\s+are|that|which\s+are|which)?\s*(?P<c>.*)$"
     r"|^(?:only|just|keep)\s+(?:the\s+)?(?P<f>.+?\s+ones?)$"
+    r"|^(?:which|what)\s+ones\s+(?:(?:are|were|is|was)\s+)?(?P<g>(?!of\b|among\b)\S.*)$"
     r"|^(?:其中|这些|那些|里面)(?:里面|里|中|当中)?(?:的)?(?:哪些|哪个)?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$",
     re.I,
 )
@@ -342,6 +343,16 @@ def _shows(candidate: dict[str, Any], token: str) -> bool:
     return token in shown or any(p == token or (len(token) >= 3 and p.startswith(token)) for p in places)
 
 
+def _without_people(words: str, previous: dict[str, Any]) -> str:
+    """The words without the names of the people the last question was about: "Nelson 2018 年呢" after
+    a question about Nelson moves only its time."""
+    names = [*previous.get("people_text", []), *previous.get("people", [])]
+    for name in sorted(names, key=len, reverse=True):  # "Rashid Khan" before the "Rashid" inside it
+        if name:
+            words = re.sub(rf"(?<!\w){re.escape(name.lower())}(?:['’]s)?(?!\w)", " ", words)
+    return words
+
+
 def _replace_people(previous: dict[str, Any], name: str) -> str:
     """The last question about someone else: the words that named its person (or the name it could not
     tell apart: "same question for Ruthe" after "Bertha's" was ambiguous) replaced, a possessive kept."""
@@ -488,7 +499,7 @@ def resolve_offline(
                 r"figures?|numbers?|counts?|totals?|"
                 r"pull\s+requests?|issues?|look\s+like|what\s+did|how\s+about|was\s+it)\b|在|的|那",
                 "",
-                core.lower().replace(times[0].text.lower(), ""),
+                _without_people(core.lower().replace(times[0].text.lower(), ""), previous),
             ).strip(" ?？")
         )
         <= 1

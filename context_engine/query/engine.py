@@ -99,6 +99,14 @@ _ADVICE = re.compile(
 )
 
 
+# A topic cue right before a word: a lower-case word there that is only near someone's name is the
+# topic the question is about (an exact login or alias stays a person: "mentioning lhoestq").
+_TOPIC_CUE_BEFORE = re.compile(
+    r"(?:\b(?:mention(?:s|ed|ing)?|about|regarding|concerning|discuss(?:es|ed|ing)?)|提到|关于|有关|涉及|讨论|谈到|说到)\s*$",
+    re.I,
+)
+
+
 def principals_of(person: Person | None) -> list[str]:
     """Access-list entries that grant this asker: the principals of the one account group the asker
     was matched to (`PeopleDirectory.asker`), never the union of a display person's accounts (which
@@ -138,7 +146,11 @@ def resolve(
     stored |= frozenset(path.lower() for s in catalog.schemas.values() if s.own_kind is not None for path in s.fields)
     reserved = stored - set(directory.index)
     asked, question = question, correct(question, stored | set(directory.index))
-    mentions = directory.find_mentions(question, asker, reserved=reserved)
+    mentions = [
+        m
+        for m in directory.find_mentions(question, asker, reserved=reserved)
+        if not (m.score < 100 and m.text.islower() and _TOPIC_CUE_BEFORE.search(question[: m.start]))
+    ]  # "messages mentioning macro", "提到 macro": a subject, not a typo for Mauro
     # "what should I do when a callback is retried?" asks for advice, "where do I find the ADRs"
     # for a place: "I" there is anyone, not a filter on the asker's records (with or without one).
     if (
@@ -205,7 +217,7 @@ def _unknown_person(
     """The first span in a person's place that no one in the directory has, and that is not a date,
     a stored value (a label, a repo, a channel ...), an acronym or plain English."""
     times = [(i, i + len(t)) for t in time_texts if t for i in _occurrences(question, t)]
-    for text, start, end in person_slots(question):
+    for text, start, end in _with_lower_case_slots(person_slots(question), question):
         if any(start < e and end > s for s, e in times):
             continue
         inside = [m for m in mentions if start < m.end and end > m.start]
@@ -234,6 +246,29 @@ def _unknown_person(
             continue  # a value the asker's records hold ("by payments", "from Redis" tagged redis)
         return text
     return None
+
+
+# A lower-case word in a person's place: a possessive ("which of quentin's prs") or who did something to
+# the records named just before ("issues polina filed"). Plain English ("today's", "issues people
+# filed") is told apart by `_unknown_person`, like any other slot.
+_LOWER_CASE_SLOTS = re.compile(
+    r"(?<![\w'’@-])([a-z][a-z\u00C0-\u024F]{2,})['’]s\b"
+    r"|\b(?:prs?|pull requests?|issues?|tickets?|bugs?|messages?|posts?|threads?|commits?)\s+([a-z][a-z\u00C0-\u024F]{2,})\s+"
+    r"(?:has\s+|have\s+|had\s+)?(?:merged|opened|reviewed|wrote|closed|created|filed|posted|committed|approved|"
+    r"authored|started|reported|submitted|raised|sent)\b",
+    re.I,
+)
+
+
+def _with_lower_case_slots(slots: list[tuple[str, int, int]], question: str) -> list[tuple[str, int, int]]:
+    """The person slots, and the lower-case words in a person's place that no slot covers."""
+    extra = []
+    for m in _LOWER_CASE_SLOTS.finditer(question):
+        group = 1 if m.group(1) is not None else 2
+        start, end = m.span(group)
+        if question[start:end].islower() and all(end <= s or start >= e for _, s, e in slots):
+            extra.append((question[start:end], start, end))
+    return sorted([*slots, *extra], key=lambda slot: slot[1])
 
 
 def _begins_value(question: str, start: int, end: int, reserved: frozenset[str]) -> bool:

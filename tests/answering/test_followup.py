@@ -38,6 +38,8 @@ MERGED = {
         ("And Priya?", "PRs Priya merged last week"),
         ("how about for Lars?", "PRs Lars merged last week"),
         ("李娜呢？", "PRs 李娜 merged last week"),
+        ("Rashid 2025 年呢", "PRs Rashid merged 2025 年"),  # the same person named again: only the time moves
+        ("and Rashid Khan in May?", "PRs Rashid merged in May 2026"),
         ("他呢？", "PRs Lars Nielsen merged last week"),  # the person the answer named, not the one asked about
         ("which of those are still open?", "PRs Rashid merged last week open"),
         ("only the ones in payments", "PRs Rashid merged last week in payments"),
@@ -294,6 +296,13 @@ def test_a_question_that_names_its_own_records_stands_alone():
         (QUERIED, "how many is it?", "how many PRs did Rashid merge in March 2026"),
         (QUERIED, "narrow it to the webdataset ones", "Which PRs did Rashid merge in March 2026 the webdataset ones"),
         (QUERIED, "which of those are still open?", "PRs did Rashid merge in March 2026 open"),  # "which": the records
+        # "which ones" without "of those" narrows the last answer too; a negated verb is kept whole
+        (
+            QUERIED,
+            "which ones haven't been labelled yet?",
+            "PRs did Rashid merge in March 2026 haven't been labelled yet",
+        ),
+        (QUERIED, "what ones were reverted", "PRs did Rashid merge in March 2026 reverted"),
         (RANKED, "how many PRs did that person open that year?", "how many PRs did Lars Nielsen open in 2025"),
         (QUERIED, "who's the author?", "who opened PR acme/infra#882"),
         (DECLINED_SLACK, "sorry, I mean the login priyar", "How many messages did priyar write in May 2026?"),

@@ -151,6 +151,35 @@ def test_one_lower_case_word_after_by_or_from_is_a_name_unless_it_is_english(set
     assert isinstance(result, ResolutionFailed) is declined, getattr(result, "message", "")
 
 
+@pytest.mark.parametrize(
+    "question,unresolved",
+    [
+        ("which of ottoline's pull requests never got merged", "ottoline"),  # a possessive, nothing else asked
+        ("tickets zebulon reported that nobody labelled", "zebulon"),  # the records, then who filed them
+        ("show me bartholomew’s open prs", "bartholomew"),  # a typographic apostrophe
+    ],
+)
+def test_a_lower_case_first_name_in_a_persons_place_is_declined(settings, question, unresolved):
+    result = run_structured(question, settings, now=NOW)
+    assert isinstance(result, ResolutionFailed) and result.unresolved == unresolved, getattr(result, "message", "")
+    assert not result.rows
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "what's today's newest issue",
+        "everyone's open PRs",
+        "issues people filed last week",
+        "PRs the team merged in April",
+        "priyar's open pull requests",  # a login in lower case is someone
+    ],
+)
+def test_lower_case_english_or_a_login_in_a_persons_place_is_no_unknown_person(settings, question):
+    _, failed = _resolve(settings, question)
+    assert failed is None, failed.message
+
+
 def test_declined_through_the_structured_subgraph_with_candidates(settings):
     result = run_structured("PRs by Tomas Beckett", settings, now=NOW)
     assert isinstance(result, ResolutionFailed) and result.rows == [] and result.attempts == []
@@ -202,3 +231,16 @@ def test_only_people_the_asker_may_see_are_offered(tmp_path):
     assert failed.unresolved == "Mallo Hid" and [p.key for p in failed.candidates] == ["mallory"]
     _, failed = _resolve(settings, "PRs by Mallo Hid")
     assert failed.unresolved == "Mallo Hid" and failed.candidates == [] and "mallory" not in failed.message.lower()
+
+
+@pytest.mark.parametrize("question", ["messages mentioning rashed", "讨论 rashed 的消息", "PRs about rashed"])
+def test_a_lower_case_word_after_a_topic_cue_is_no_typo_for_a_name(settings, question):
+    # "rashed" is one edit from Rashid: after "mentioning"/"about"/讨论 it is the subject, never Rashid guessed
+    ctx, failed = _resolve(settings, question)
+    assert failed is None and ctx.mentions == [], [m.text for m in ctx.mentions]
+
+
+@pytest.mark.parametrize("question", ["messages mentioning Rashed", "PRs by rashed"])
+def test_a_typo_for_a_name_is_still_read_where_a_person_is_named(settings, question):
+    ctx, failed = _resolve(settings, question)
+    assert failed is None and [m.person.name for m in ctx.mentions] == ["Rashid Khan"]

@@ -3,6 +3,7 @@ date the sentence means, numeric thresholds ("more than 5 replies"), absence ("n
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime
 
@@ -284,7 +285,7 @@ class ConditionStep(Draft):
         for f in sorted(self.filters, key=lambda f: f.span or (len(self.q), 0)):  # in the order they were said
             if f.op not in ("eq", "in") or f.negate or f.span is None or f.field in STATE_FIELDS:
                 continue
-            m = _NEGATION_BEFORE.search(self.q[: f.span[0]])
+            m = _negation_before(self._names_of(f.field)).search(self.q[: f.span[0]])
             listed = (
                 negated is not None
                 and negated.field == f.field
@@ -307,6 +308,15 @@ class ConditionStep(Draft):
             )
         ):
             self.add_filter(label, None, "not_empty")  # "labelled, just not as bug": some label, not that one
+
+    def _names_of(self, path: str) -> tuple[str, ...]:
+        """The words that name a field in this kind (its spec's role names, its label, its own name):
+        "not on the payments-api service" and "not in service payments-api" name the value's field
+        between the negation and the value."""
+        kind = self.schema.kind
+        names = [role for role, paths in kind.roles().items() if path in paths]
+        names += [path.rsplit(".", 1)[-1], kind.labels.get(path, "")]
+        return tuple(sorted({n.replace("_", " ").lower() for n in names if n}))
 
     def _jira_status(self, status: str) -> str | None:
         values = self.schema.fields[status].enum or []
@@ -519,8 +529,10 @@ class ConditionStep(Draft):
         ):
             self.add_filter("reviews", None, "empty")
         self._replies_in_others_threads()
+        self._closed_by_someone_else()
         self._threads_without_someone()
         self._threads_the_starter_left()
+        self._threads_only_the_starter_replied()
         self._replies_as_the_records()
         self._has_or_lacks()
         replies = field_for(self.schema, "replies")
@@ -596,11 +608,86 @@ class ConditionStep(Draft):
         if starter is None or joined is None or not _THREAD_WORD.search(self.q):
             return
         if self.mark(
-            r"\b(?:did(?:n't| not)|never|does(?:n't| not))\s+(?:\w+\s+)?(?:follow(?:ed)? up|repl(?:y|ied)|answer(?:ed)?|respond(?:ed)?|"
-            r"write|wrote)(?:\s+(?:a\s+)?repl(?:y|ies))?(?:\s+(?:in|to)\s+(?:it|them|there))?(?:\s+(?:herself|himself|themselves))?\b"
+            r"\b(?:did(?:n't| not)|never|does(?:n't| not)|has(?:n't| not)|had(?:n't| not))\s+(?:\w+\s+)?"
+            r"(?:follow(?:ed|ing)? up|repl(?:y|ied|ying)|answer(?:ed|ing)?|respond(?:ed|ing)?|write|wrote|writing|"
+            r"post(?:ed|ing)?|(?:chim|jump|weigh|pitch)(?:e|ed|es|ing)? in)"
+            r"(?:\s+(?:a\s+)?(?:single\s+)?(?:repl(?:y|ies)|answer|response|word))?"
+            r"(?:\s+(?:in|to)\s+(?:it|them|there))?(?:\s+(?:herself|himself|themselves))?\b"
             r"|(?:她|他)?自己(?:一次)?(?:都|也)?(?:没有?|从没|从未)(?:回复|回)过?"
         ):
             self.add_filter(joined[0], starter.value, "ne")
+
+    def _closed_by_someone_else(self) -> None:
+        """ "albertvillanova's issues closed by somebody other than himself", "where he wasn't the one who
+        closed them": a named author's records whose recorded closer is someone else (a closer is
+        recorded). Without a named author ("other than the person who opened it") it compares two
+        fields, which no rule plans: left unread."""
+        author, closer = person_field_for(self.schema, "author"), person_field_for(self.schema, "closer")
+        mine = next(
+            (
+                f
+                for f in self.filters
+                if author and f.field == author[0] and f.op == "eq" and not f.negate and isinstance(f.value, str)
+            ),
+            None,
+        )
+        if not (mine and closer) or self.has_filter(closer[0]):
+            return
+        said = re.search(
+            r"\b(?:(?:closed|shut|resolved)\s+)?by (?:somebody|someone|anybody|anyone|people|a person|others?|another person)"
+            r"(?: else)?\s+(?:other than|besides|but|except|apart from)\s+(?:himself|herself|themselves|themself|him|her|them)\b"
+            r"|\b(?:(?:closed|shut|resolved)\s+)?by (?:somebody|someone|another person|others) else\b"
+            r"|\b(?:he|she|they)\s+(?:wasn't|was not|weren't|were not|isn't|is not)\s+the (?:one|person) (?:who|that) "
+            r"(?:closed|shut|resolved) (?:it|them)\b"
+            r"|\b(?:he|she|they)\s+(?:didn't|did not|never)\s+(?:close|shut|resolve) (?:it|them)\s+(?:himself|herself|themselves)\b",
+            self.q,
+            re.I,
+        )
+        if said is None:
+            return
+        for word in re.finditer(r"\S+", said.group(0)):  # "closed" may be the state's word already
+            span = (said.start() + word.start(), said.start() + word.end())
+            if not self._is_used(span):
+                self.use(span)
+        self.filters.append(Filter(closer[0], "exists", True, span=said.span()))
+        self.filters.append(Filter(closer[0], "ne", mine.value, span=said.span()))
+
+    def _threads_only_the_starter_replied(self) -> None:
+        """ "Monserrate's threads that got no reply from anyone else", "where nobody but Monserrate
+        replied", "threads with only self-replies": threads with replies, all of them the starter's —
+        one replier, the starter. Not threads without replies (that reading of "no reply" is undone)."""
+        author, joined = person_field_for(self.schema, "author"), person_field_for(self.schema, "reply_user")
+        replies = field_for(self.schema, "replies")
+        starter = next(
+            (
+                f
+                for f in self.filters
+                if author and f.field == author[0] and f.op == "eq" and not f.negate and isinstance(f.value, str)
+            ),
+            None,
+        )
+        if not (starter and joined and replies and self.schema.has_path("reply_users_count")):
+            return
+        said = re.search(
+            r"\bno (?:repl(?:y|ies)|answers?|responses?) (?:from|by) (?:anyone|anybody|someone|somebody|people|others?) else\b"
+            r"|\b(?:nobody|no one|no-one|none) (?:but|except|other than|besides|apart from) [\w\u00C0-\u024F'’-]+"
+            r"(?: (?:herself|himself|themselves))? (?:repl(?:ied|ies|y)|answered|responded)\b"
+            r"|\bonly (?:self-?repl(?:ies|y)|(?:her|his|their) own repl(?:ies|y))\b",
+            self.q,
+            re.I,
+        )
+        if said is None or not _THREAD_WORD.search(self.q):
+            return
+        overlaps = lambda f: f.span is not None and f.span[0] < said.end() and said.start() < f.span[1]  # noqa: E731
+        self.filters = [f for f in self.filters if not (f.field == replies and overlaps(f))]  # "no reply" was not all
+        for word in re.finditer(r"\S+", said.group(0)):  # the starter's name is the person step's already
+            span = (said.start() + word.start(), said.start() + word.end())
+            if not self._is_used(span):
+                self.use(span)
+        if not self.has_filter(replies):
+            self.filters.append(Filter(replies, "gte", 1, span=said.span()))
+        self.filters.append(Filter("reply_users_count", "eq", 1, span=said.span()))
+        self.filters.append(Filter(joined[0], "eq", starter.value, span=said.span()))
 
     def _threads_without_someone(self) -> None:
         """ "threads Carman took no part in (didn't start, didn't reply)", "threads without Carman in them
@@ -825,15 +912,25 @@ _NOT_CLOSED = (
 _DATED_VERBS = (
     r"merged|closed|opened|created|resolved|fixed|updated|filed|reported|submitted|posted|reviewed|shipped|landed"
 )
-_NEGATION_BEFORE = re.compile(
+# What may stand between a negation and the value it excludes: the words below, a preposition ("not
+# on payments-api", "not for the docs team") and the words naming the value's field (`_names_of`).
+_NEGATION_WORDS = (
     r"(?:\bnot|n't|\bnever|\bwithout|\bnon-?|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
     r"|\boutside(?: of)?|\bnot counting|\bleaving out|\bleave out|\bminus|\bapart from|\baside from|\bignoring"
     r"|没有|不是|不带|除了|除|非|(?:既|也)?不在|不含|不包括|排除)\s*"
-    r"(?:(?:labell?ed|tagged|marked|with|the|a|an|any|by|from|in|authored|written|opened|created|filed|reported|assigned|to|started"
-    r"|label|labels|tag|a label|as|one of|either|the ones|ones|anything|everything|those|that are|which are|any issues|any prs"
-    r")\s+)*['\"‘“]?$",
-    re.I,
 )
+_BETWEEN = (
+    r"labell?ed|tagged|marked|with|the|a|an|any|by|from|in|on|for|of|at|under|authored|written|opened|created|filed|reported"
+    r"|assigned|to|started|label|labels|tag|a label|as|one of|either|the ones|ones|anything|everything|those|that are"
+    r"|which are|any issues|any prs"
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _negation_before(field_names: tuple[str, ...]) -> re.Pattern[str]:
+    """A negation at the end of the text, then only listed words (and the field's names) before the value."""
+    names = "".join(f"|{re.escape(n)}s?" for n in field_names)
+    return re.compile(rf"{_NEGATION_WORDS}(?:(?:{_BETWEEN}{names})\s+)*['\"‘“]?$", re.I)
 
 
 def _fmt(value: datetime | None) -> str:

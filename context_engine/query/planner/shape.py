@@ -232,6 +232,13 @@ _PERSON_VERBS = [
     (r"closed\b|shut\b", "closer"),
     (r"assigned\b", "assignee"),
 ]
+# ... in any tense, when the verb follows the person noun ("did each person close", "each user merges").
+_PERSON_VERBS_NOW = [
+    (r"review|approv", "reviewer"),
+    (r"merg", "merger"),
+    (r"clos|shut", "closer"),
+    (r"assign", "assignee"),
+]
 _DISTINCT_ROLES = [
     (r"review|approv|评审", "reviewer"),
     (r"assign|负责", "assignee"),
@@ -407,8 +414,18 @@ class ShapeStep(OwnFieldStep):
             word = next(g for g in m.groups() if g)
             for prefix, role in _GROUP_ROLES.items():
                 if word.lower().startswith(prefix):
-                    return role, None
+                    return self._role_done_by(m.end(), role), None
         return None, None
+
+    def _role_done_by(self, at: int, role: str) -> str:
+        """A generic person noun ("each person", "per user") takes the role of the verb said of it
+        right after: "how many did each person close" counts closers, not authors."""
+        verb = re.match(r"\s+(?:(?:who|that|have|has|had|did|do|does|ever|actually)\s+)*(\w+)", self.q[at:], re.I)
+        said = verb and next((r for pattern, r in _PERSON_VERBS_NOW if re.match(pattern, verb.group(1), re.I)), None)
+        if role != "author" or not said or self._group_path(said)[0] is None:
+            return role
+        self.use((at + verb.start(1), at + verb.end(1)), "shape")
+        return said
 
     def _shown_fields(self) -> list[str]:
         """A tenant's own kind: the fields a list question names ("show the name, opening year and capacity
@@ -772,6 +789,7 @@ class ShapeStep(OwnFieldStep):
             self._replies_summed_over_the_starters_threads(intent.role)
             return Shape("sum" if intent.kind == "sum" else intent.extreme, field=intent.role)
         path, _ = self._group_path(intent.role)
+        self._others_threads_only(intent.role)  # "how many different people has Kristeen replied to": not herself
         return Shape("distinct_count", field=path) if path else None
 
     def _replies_summed_over_the_starters_threads(self, measure: str) -> None:

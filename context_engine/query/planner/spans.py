@@ -28,7 +28,7 @@ days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among a
 _CUE_WORDS = (
     r"about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
     r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|touch(?:es|ing)?|"
-    r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|talk about)"
+    r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|(?:talk|say)(?:s|ed|ing)? about|said about)"
 )
 # The forms of a topic word spelled out after it: "ports (port or ports)", "缓存（cache、cached 或 caching）".
 _FORMS = re.compile(
@@ -409,9 +409,25 @@ class SpanStep(Draft):
             understood.setdefault(span, how)
         topic = set(text.split())
         missed: list[tuple[int, int]] = []
+        idioms = [m.span() for m in IDIOMS.finditer(self.q)] if structured else []
+        label = field_for(self.schema, "label")
+        # "feature requests" names issues of a kind: the kind word is read only by a condition on a label
+        # or on a value that says it (a Jira type "Bug")
+        qualifiers = {
+            m.span(1)
+            for m in KIND_QUALIFIER.finditer(self.q)
+            if structured
+            and not any(f.field == label or m.group(1).lower() in str(f.value).lower() for f in self.filters)
+        }
         for m in re.finditer(r"[A-Za-z][A-Za-z0-9_'’\-]*|\d+|[\u4e00-\u9fff]+", self.q):
             for start, end in _content_pieces(m):
+                if (start, end) in qualifiers and not self._is_used((start, end)):
+                    missed.append((start, end))
+                    continue
                 if self._is_used((start, end)) or any(a <= start and end <= b for a, b in self.collection_spans):
+                    continue
+                if any(a <= start and end <= b for a, b in idioms):
+                    understood[(start, end)] = "implied"
                     continue
                 word = self.q[start:end].lower()
                 if word in topic or (
@@ -466,8 +482,27 @@ than then as into over any all some each every one ones thing things kind sort l
 want need like ok okay hi hello hey thanks thank much many both but actually really carry carries carrying
 still yet currently right now got get gets getting anything everything he she him her his they them their ever
 during throughout within roughly approximately approx exactly precisely overall whole entire since single
+off
 """.split()
 )
+
+# Phrases that add nothing to a structured plan, said where they are: "of all time", "so far", "until
+# now", "aren't open anymore", "which month saw the most", "labels in use", "issues whose close reason
+# is ...", "到目前为止", "已经". Only in these places: "saw" or "whose" elsewhere still need reading.
+IDIOMS = re.compile(
+    r"\b(?:of\s+)?all[- ]time\b|\bso far\b|\b(?:until|up to|till|through) now\b|\bany ?more\b|\bto date\b"
+    r"|(?:(?<=month )|(?<=year )|(?<=week )|(?<=day )|(?<=quarter ))saw\b|\bin use\b|\b(?:most|been|being|are|is|were)\s+used\b"
+    r"|\bwhose\b(?=\s+(?:close|closing|state|titles?|labels?|status|milestone|repl(?:y|ies)|comments?|body|text|priority"
+    r"|opening|first)\b)"
+    r"|\b(?:someone|somebody|anyone|anybody)(?=\s+(?:other than|except|but|besides|apart from)\b)"
+    r"|\bacross all\b|\bended up\b|\bwhatsoever\b|\btotally\b|\bcalendar(?= year\b)"
+    r"|到?目前为止|截至目前|已经",
+    re.I,
+)
+
+# A collection's name that also says which of its records ("feature requests", "bug reports"): the
+# first word is a condition (a label) the plan must hold, not part of the collection's name.
+KIND_QUALIFIER = re.compile(r"\b(feature|enhancement|bug)\s+(?:requests?|reports?)\b", re.I)
 
 # Words a structured plan has read without consuming them: the verbs whose dates or people the
 # conditions use ("opened", "merged by"), the nouns naming the field of a stored value ("the bug
@@ -475,12 +510,13 @@ during throughout within roughly approximately approx exactly precisely overall 
 IMPLIED = re.compile(
     r"review\w*|approv\w*|assign\w*|merg\w*|clos\w*|resolv\w*|open\w*|creat\w*|fil(?:e|ed|es)|wr[io]te|written|"
     r"author\w*|report\w*|post\w*|repl[iy]\w*|jump\w*|chim\w*|start\w*|commit\w*|submit\w*|land\w*|went|ship\w*|updat\w*|sen[dt]s?|"
+    r"new|newly|kick(?:s|ed|ing)?|began|begun|begin\w*|rais\w*|"
     r"mention\w*|tagg\w*|often|frequent\w*|respon\w*|answer\w*|times|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*|"
     r"waiting|pending|awaiting|asked|requested|came|come|comes|coming|arriv\w*|"
     r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|whom?|whose|"
-    r"active|busiest|biggest|largest|most|top|counts?|volume|break|down|breakdown|split|across|vs|total|number|"
+    r"active|busiest|biggest|largest|most|top|common|counts?|volume|traffic|chatter|activity|busy|break|broken|down|breakdown|split|across|vs|total|number|"
     r"two|three|four|five|six|seven|eight|nine|ten|"
-    r"谁|哪些人|哪位|发过?|发了|提交|创建|合并|评审|审查"
+    r"谁|哪些人|哪位|发过?|发了|发过?言|发起|新开|提过?|提交|创建|合并|评审|审查|回复|讨论串|指派|分配"
 )
 # What an implied word needs in the plan to count as read (a role: a condition, time or grouping on
 # its field). Words not listed (the creation verbs: "filed", "posted", "wrote") describe every record.
@@ -489,11 +525,11 @@ IMPLIED_NEEDS = [
     (re.compile(pattern), need)
     for pattern, need in (
         (r"review\w*|approv\w*|评审|审查", "reviewer|reviewed|requested_reviewer"),
-        (r"assign\w*", "assignee"),
+        (r"assign\w*|指派|分配", "assignee"),
         (r"merg\w*|land\w*|ship\w*|合并", "merged|merger|state"),
         (r"clos\w*|resolv\w*", "state|closed|resolved|closer|status|state_reason"),
         (
-            r"repl[iy]\w*|respon\w*|answer\w*|jump\w*|chim\w*",
+            r"repl[iy]\w*|respon\w*|answer\w*|jump\w*|chim\w*|回复|讨论串",
             "replies|reply_user|replied_to|thread_ts|reply_users_count|thread",
         ),
         (r"updat\w*", "updated"),
@@ -505,12 +541,12 @@ IMPLIED_NEEDS = [
             "person",
         ),
         (
-            r"active|busiest|biggest|largest|most|top|often|frequent\w*|最常|最经常|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*",
+            r"active|busiest|biggest|largest|most|top|often|frequent\w*|common|最常|最经常|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*",
             "rank",
         ),
         (r"mention\w*|tagg\w*", "mentioned"),
-        (r"counts?|volume|total|number|times", "measure"),
-        (r"break|down|breakdown|split|across|vs", "group"),
+        (r"counts?|volume|total|number|times|traffic|chatter|activity|busy", "measure"),
+        (r"break|broken|down|breakdown|split|across|vs", "group"),
         (r"two|three|four|five|six|seven|eight|nine|ten", "number"),
     )
 ]

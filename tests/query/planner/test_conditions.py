@@ -8,10 +8,14 @@ from datetime import datetime
 
 import pytest
 
+from context_engine.config import Settings
+from context_engine.kinds import CollectionSpec
 from context_engine.query.catalog import Catalog
 from context_engine.query.engine import resolve
 from context_engine.query.execute import run_pipeline
 from context_engine.query.offline import OfflinePlanner
+from context_engine.query.schema import schema_from_documents
+from context_engine.store.documents import open_store
 from tests.query.conftest import hand_made_world
 
 NOW = datetime(2025, 6, 15, 12, 0)
@@ -348,3 +352,76 @@ def test_a_year_right_after_merged_dates_the_merging(world):
     assert [t.field for t in plan.ir.times] == ["merged_at"]
     _, plan = answer(world, "closed 2023 issues")  # other verbs: the year dates the records (above)
     assert [t.field for t in plan.ir.times] == ["created_at"]
+
+
+# A tenant's own kind: its value roles come from its spec, so a negation reaches them in the same words.
+OUTAGES = CollectionSpec(
+    name="outages",
+    noun="outage",
+    key="id",
+    values={"service": ("service",), "severity": ("severity",), "region": ("dc",)},
+    text=("title",),
+)
+OUTAGE_DOCS = [
+    {"id": n, "ref": f"outages/{n}", "title": f"outage {n}", "service": service, "severity": sev, "dc": dc}
+    for n, service, sev, dc in [
+        (1, "billing", "sev1", "eu-west"),
+        (2, "billing", "sev2", "us-east"),
+        (3, "search", "sev1", "us-east"),
+        (4, "auth", "sev1", "eu-west"),
+    ]
+]
+
+
+@pytest.fixture(scope="module")
+def outages(tmp_path_factory):
+    store = open_store(Settings(data_dir=tmp_path_factory.mktemp("outages"), mongodb_uri=None))
+    store.save_kind("t", OUTAGES)
+    store.upsert("outages", "t", [{**doc, "acl": ["*"]} for doc in OUTAGE_DOCS])
+    store.commit()
+    schema = schema_from_documents("outages", OUTAGE_DOCS, own_kind=OUTAGES)
+    return store, Catalog("t", {"outages": schema}, PEOPLE)
+
+
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        ("outages not on billing", ["outages/3", "outages/4"]),
+        ("sev1 outages that were not on billing", ["outages/3", "outages/4"]),
+        ("outages not in the billing service", ["outages/3", "outages/4"]),
+        ("outages not for service billing", ["outages/3", "outages/4"]),
+        ("outages not in region eu-west", ["outages/2", "outages/3"]),  # the role's name, not the field's
+        ("outages on billing", ["outages/1", "outages/2"]),  # the same words without the negation
+    ],
+)
+def test_a_negation_excludes_an_own_kinds_value_named_by_its_role(outages, question, expected):
+    got, plan = answer(outages, question)
+    assert got == expected, plan.pipeline
+    assert not plan.not_understood, plan.not_understood
+
+
+def test_a_negation_before_other_words_still_negates_no_value_of_an_own_kind(outages):
+    # the negation reaches "sev2" only: billing stays required
+    got, plan = answer(outages, "outages on billing which were not sev2")
+    assert got == ["outages/1"], plan.pipeline
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "of quinn's closed issues, how many were shut by someone besides herself?",
+        "quinn's issues where she was not the one who closed them: count",
+    ],
+)
+def test_closed_by_someone_other_than_the_named_author(world, question):
+    # quinn wrote every issue; rory closed i4, quinn closed i3 and i5, nobody is recorded for i6 (and i8's closer)
+    got, plan = answer(world, question)
+    want = sum(1 for i in ISSUES if i["state"] == "closed" and i["closed_by"] and i["closed_by"]["login"] != "quinn")
+    assert got == want == 1, plan.pipeline
+    assert not plan.not_understood, plan.not_understood
+
+
+def test_closed_by_someone_other_than_whoever_opened_it_is_said_not_answered(world):
+    # comparing two fields of one record is no rule's reading: reported, never answered as all closed issues
+    _, plan = answer(world, "closed issues where the closer is someone other than the person who opened it")
+    assert any("other than" in s["text"] for s in plan.not_understood), plan.not_understood

@@ -231,3 +231,31 @@ def reacted_catalog(tmp_path_factory):
 def test_the_record_with_the_most_reactions_is_ranked_by_their_total(reacted_catalog, question):
     shape = plan(reacted_catalog, question).ir.shape
     assert shape.kind == "top" and shape.limit == 1 and shape.field == "reactions.total_count"
+
+
+def test_a_generic_person_grouping_takes_the_role_of_the_verb_said_of_it(tmp_path):
+    from datetime import datetime
+
+    from tests.query.conftest import hand_made_world, run
+
+    day = datetime(2025, 1, 2)
+    issues = [
+        {
+            "ref": f"i{i}",
+            "title": "t",
+            "state": "closed",
+            "created_at": day,
+            "closed_at": day,
+            "user": {"login": author},
+            "closed_by": {"login": closer},
+        }
+        for i, (author, closer) in enumerate([("quinn", "rory"), ("quinn", "rory"), ("rory", "quinn")])
+    ]
+    store, catalog = hand_made_world(tmp_path, {"issues": issues}, [{"login": "quinn", "name": "Quinn Adler"}])
+    p = plan(catalog, "how many issues has each user shut")
+    assert p.ir.shape.kind == "group" and p.ir.shape.field == "closed_by.login", p.pipeline
+    assert {(r["_id"], r["count"]) for r in run(p.ir, store, catalog.schemas["issues"])} == {("rory", 2), ("quinn", 1)}
+    assert not p.not_understood
+    # a person noun with no verb after it, or a verb said of the records before it, stays the author
+    assert plan(catalog, "count of issues per person").ir.shape.field == "user.login"
+    assert plan(catalog, "issues closed per person").ir.shape.field == "user.login"

@@ -114,6 +114,10 @@ def refs(rows):
         # someone's replies are the records: not every message of theirs
         ("how many of Ana's replies mention nobody?", 2),  # a3, a4
         ("count the replies by Ben", 3),  # b1, b2, b4
+        # the people someone replied to are others: Ana answering her own thread (a3) is no one else
+        ("to how many distinct people has Ana written replies?", 1),  # Ben (a4)
+        ("Ana 回复过几个不同的人？", 1),
+        ("how many different people replied to Ana", 2),  # Ben, Cy; never herself
     ],
 )
 def test_counts_said_in_other_words(world, question, expected):
@@ -183,6 +187,13 @@ def test_an_acronym_topic_is_searched(world):
         ("in how many of Ana's threads did she never write a reply herself?", 1),
         ("threads Ana started but didn't follow up in - count", 1),
         ("Ana 发起的讨论串里，她自己一次都没回复的有几个？", 1),
+        ("Ana's threads where she hasn't posted a single answer: how many?", 1),
+        ("count the threads Ana opened but never jumped in on", 1),
+        # threads only their starter replied in: a2 (Ana answered herself); not a1, nor a message without replies
+        ("of Ana's threads, how many drew no answers from anybody else?", 1),
+        ("threads by Ana in which no one except Ana replied - count them", 1),
+        ("Ana: how many threads with only her own replies", 1),
+        ("how many of Ben's threads had nobody but Ben responded", 0),  # Ana and Cy answered b3
         # one person's replies in the threads another started: b1, b2
         ("how many replies has Ben written in threads Ana started?", 2),
         ("Ben answering Ana's threads - how often?", 2),
