@@ -22,8 +22,13 @@ put rows of different BSON types in one group, or not, depending on how the sort
   Keys of a type this module does not know (ObjectId, bytes, regexes: never in the store's JSON
   records) go to mongomock's own handler.
 
-`tests/store/test_linear_stages.py` checks `$unwind` against mongomock's handler and `$group` against
-MongoDB's semantics, on generated rows and on the mixed-type keys found so far.
+A query path through null or a scalar (`closed_by.login` where `closed_by` is null) is missing, as
+in MongoDB, so `{"closed_by.login": null}` matches such a record and `{"closed_by.login": {"$ne": null}}`
+does not; mongomock found no value there at all and answered both the other way round.
+
+`tests/store/test_embedded_stages.py` checks `$unwind` against mongomock's handler and `$group` against
+MongoDB's semantics, on generated rows and on the mixed-type keys found so far, and the paths through
+null against MongoDB's answers.
 """
 
 from __future__ import annotations
@@ -162,13 +167,27 @@ def _distinct_values(aggregate: Any, expression: Any, docs: list[dict[str, Any]]
 _MONGOMOCK: dict[str, Any] = {}  # the handlers replaced, for the cases they keep
 
 
+def _key_candidates(key: str, doc: Any) -> Any:
+    """mongomock's values at `key` in `doc`, except that a path going on through null or a scalar
+    ends in a missing value (MongoDB's reading) instead of in no value at all."""
+    from mongomock.filtering import NOTHING
+
+    if key and not isinstance(doc, dict | list):
+        return [NOTHING]
+    return _MONGOMOCK["iter_key_candidates"](key, doc)
+
+
 def use_linear_stages() -> None:
-    """Make mongomock run `$unwind` and `$group` with the handlers above (idempotent); mongomock's own
-    are kept for the keys `bson_key` does not know."""
-    from mongomock import aggregate
+    """Make mongomock run `$unwind` and `$group` with the handlers above, and read paths through
+    null as MongoDB does (idempotent); mongomock's own handlers are kept for the keys `bson_key` does
+    not know."""
+    from mongomock import aggregate, filtering
 
     if _MONGOMOCK:
         return
     _MONGOMOCK.update({name: aggregate._PIPELINE_HANDLERS[name] for name in ("$unwind", "$group")})
+    _MONGOMOCK["iter_key_candidates"] = filtering.iter_key_candidates
     aggregate._PIPELINE_HANDLERS["$unwind"] = _unwind
     aggregate._PIPELINE_HANDLERS["$group"] = _group
+    # mongomock's filter and its list walk look the function up by this global name
+    filtering.iter_key_candidates = _key_candidates

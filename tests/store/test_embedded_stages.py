@@ -261,3 +261,30 @@ def test_generated_rows_group_as_mongodb_and_unwind_as_mongomock(rows):
     ):
         theirs, ours = _both(rows, stage)
         assert _strict(ours) == _strict(theirs)
+
+
+NULL_PATH_ROWS = [
+    {"i": 1, "closed_by": None},
+    {"i": 2, "closed_by": {"login": "x"}},
+    {"i": 3},
+    {"i": 4, "closed_by": 5},
+    {"i": 5, "closed_by": {"login": None}},
+]
+
+
+@pytest.mark.parametrize(
+    ("match", "expected"),
+    [  # MongoDB's answers: a path through null or a scalar is missing, and missing equals null
+        ({"closed_by.login": None}, [1, 3, 4, 5]),
+        ({"closed_by.login": {"$ne": None}}, [2]),
+        ({"closed_by.login": {"$exists": True}}, [2, 5]),
+        ({"closed_by.login": {"$exists": False}}, [1, 3, 4]),
+        ({"closed_by.login": {"$in": [None, "x"]}}, [1, 2, 3, 4, 5]),
+        ({"closed_by.login": {"$nin": ["x"]}}, [1, 3, 4, 5]),
+        ({"closed_by.login": "x"}, [2]),
+        ({"closed_by": None}, [1, 3]),
+    ],
+)
+def test_a_path_through_null_or_a_scalar_is_missing_as_in_mongodb(store, match, expected):
+    rows = process_pipeline(copy.deepcopy(NULL_PATH_ROWS), None, [{"$match": match}], None)
+    assert [row["i"] for row in rows] == expected
