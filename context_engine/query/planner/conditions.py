@@ -533,6 +533,7 @@ class ConditionStep(Draft):
         self._threads_without_someone()
         self._threads_the_starter_left()
         self._threads_only_the_starter_replied()
+        self._a_replier_in_the_threads()
         self._replies_as_the_records()
         self._has_or_lacks()
         replies = field_for(self.schema, "replies")
@@ -607,6 +608,8 @@ class ConditionStep(Draft):
         )
         if starter is None or joined is None or not _THREAD_WORD.search(self.q):
             return
+        if self.has_filter(joined[0]):
+            return  # someone else is named as the replier ("Ana's threads Ben never replied in")
         if self.mark(
             r"\b(?:did(?:n't| not)|never|does(?:n't| not)|has(?:n't| not)|had(?:n't| not))\s+(?:\w+\s+)?"
             r"(?:follow(?:ed|ing)? up|repl(?:y|ied|ying)|answer(?:ed|ing)?|respond(?:ed|ing)?|write|wrote|writing|"
@@ -688,6 +691,49 @@ class ConditionStep(Draft):
             self.filters.append(Filter(replies, "gte", 1, span=said.span()))
         self.filters.append(Filter("reply_users_count", "eq", 1, span=said.span()))
         self.filters.append(Filter(joined[0], "eq", starter.value, span=said.span()))
+
+    def _a_replier_in_the_threads(self) -> None:
+        """A person read as one of a thread's repliers (the linking step: "Clarine's threads Dann replied
+        in") with the words that say it: the reply verb is read, and a negation ("never heard from Dann",
+        "no reply from Dann", "Dann 一次都没回复过") keeps the threads whose repliers do not include them —
+        threads with replies, not threads without any (that reading of "no reply" is undone)."""
+        joined, replies = person_field_for(self.schema, "reply_user"), field_for(self.schema, "replies")
+        replier = next(
+            (f for f in self.filters if joined and f.field == joined[0] and f.op == "eq" and f.span is not None), None
+        )
+        if replier is None or replies is None:
+            return
+        a, b = replier.span
+        negated = re.search(
+            r"(?:\b(?:never|not|n't|didn't|hasn't|haven't)\s+(?:\w+\s+)?(?:heard|hear)\s+(?:anything\s+)?from"
+            r"|\b(?:no|without(?:\s+(?:any|a))?)\s+(?:single\s+)?(?:repl(?:y|ies)|answers?|responses?|word)\s+(?:\w+\s+)?(?:from|by))\s+@?$",
+            self.q[:a],
+            re.I,
+        )
+        negated_after = re.match(
+            r"\s*(?:一次)?(?:都|也)?(?:没有?|从没|从未)(?:回复|回)过?"
+            r"|\s+(?:has\s+|have\s+|had\s+|did\s+)?(?:never|not|n't)\s+(?:once\s+)?(?:repl(?:y|ied)|answered|responded)(?:\s+(?:in|to))?\b",
+            self.q[b:],
+            re.I,
+        )
+        said = (negated.start(), negated.end()) if negated else (b, b + negated_after.end()) if negated_after else None
+        if said is None:
+            verb = re.match(
+                r"(?:['’]s)?\s*(?:(?:did|does|has|have|had|ever|also|once)\s+)*"
+                r"(?:repl(?:y|ies|ied|ying)|respond(?:s|ed|ing)?|answer(?:s|ed|ing)?)(?:\s+(?:in|to))?\b"
+                r"|\s*(?:有)?(?:回复|回)过?",
+                self.q[b:],
+                re.I,
+            )
+            if verb and verb.group(0).strip():
+                self.use((b, b + verb.end()))
+            return
+        self.use(said)
+        overlaps = lambda f: f.span is not None and f.span[0] < said[1] and said[0] < f.span[1]  # noqa: E731
+        self.filters = [f for f in self.filters if not (f.field == replies and overlaps(f))]
+        replier.op = "ne"
+        if not self.has_filter(replies):
+            self.filters.append(Filter(replies, "gte", 1, span=said))
 
     def _threads_without_someone(self) -> None:
         """ "threads Carman took no part in (didn't start, didn't reply)", "threads without Carman in them
