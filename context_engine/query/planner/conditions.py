@@ -79,7 +79,7 @@ class ConditionStep(Draft):
             unmerged = self.mark(
                 r"\bnever (?:been |got |gets |get |was |were )?(?:merged|landed|shipped)\b"
                 r"|\bnot (?:been |being |getting |got )?(?:merged|landed|shipped)\b"
-                r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
+                r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:ever )?(?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
                 r"|从未(?:被)?(?:merge|合并|合入)|从来没有?(?:被)?(?:merge|合并|合入)|(?:没有?|未)被(?:merge|合并|合入)"
             )
             if unmerged:
@@ -91,7 +91,7 @@ class ConditionStep(Draft):
                 return "created"
             if self.mark(
                 r"\bmerged\b|\bmerges?\b|\bmerg(?:d|eed|ged)\b|\bmreged\b|\bship(?:ped|s)?\b|\bland(?:ed|s)?\b"
-                r"|\b(?:went|got|go|goes|gone) in\b(?!\s+(?:\d|the\b|a\b|an\b))|合并了|已合并|合入|合并|上线|发布"
+                r"|\b(?:went|got|go|goes|gone) in\b(?!\s+(?:\d|the\b|a\b|an\b))|合并了|已合并|合入|合并|合进(?:去|来)?了?|上线|发布"
             ):
                 self.add_filter("merged", True)
                 return "merged"
@@ -199,7 +199,8 @@ class ConditionStep(Draft):
         self._neither_label_nor_assignee()
         label = field_for(s, "label")
         if label and self.mark(
-            rf"\bunlabell?ed\b|\b(?:no|zero|without(?: any)?|lacking(?: any)?|missing) labels?\b|{_LACKS}labels?\b"
+            rf"\bun(?:labell?|tagg)ed\b|\b(?:no|zero|without(?: any)?|lacking(?: any)?|missing) (?:labels?|tags)\b|{_LACKS}labels?\b"
+            rf"|{_EMPTY_LIST.format('label')}"
             r"|\bnot labell?ed(?: at all)?(?=\s*(?:$|[?,.:;)!-]|and\b|or\b|in\b|from\b|since\b|before\b|after\b))"
             r"|没有(?:任何)?标签|无标签|未打?标签|不带(?:任何)?标签"
         ):
@@ -209,7 +210,7 @@ class ConditionStep(Draft):
             r"\b(?:nobody|no one|no-one)(?:'s been|'s| is| was| has been| got)? (?:been )?assigned\b|\bassigned to (?:nobody|no one|no-one)\b"
             r"|(?:\bnot|\bnever|n't|n't been|\bnever been) assigned to (?:anyone|anybody|someone|a person)\b"
             r"|\bnever (?:been |got |gotten |was |were )?(?:assigned|given to (?:anyone|anybody|someone))\b|\bwithout (?:an? |any )?assignees?\b"
-            rf"|{_LACKS}assignees?\b"
+            rf"|{_LACKS}assignees?\b|{_EMPTY_LIST.format('assignee')}"
             r"|没有?(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)(?:给)?(?:任何人|任何一个人|别人|谁)?|无人(?:负责|认领)|未(?:被)?(?:指派|分配)(?:给)?(?:任何人)?"
         ):
             self.add_filter(assignee[0], None, "empty")  # "unassigned", "no assignee": the linking step's own words
@@ -867,10 +868,11 @@ class ConditionStep(Draft):
             "文件": ["changed_files"],
             "comment": ["comments", "fields.comment.total"],
             "评论": ["comments"],
-            "repl": ["reply_count"],
-            "回复": ["reply_count"],
-            "answer": ["reply_count"],
-            "respons": ["reply_count"],
+            # a reply to an issue is a comment on it
+            "repl": ["reply_count", "comments"],
+            "回复": ["reply_count", "comments"],
+            "answer": ["reply_count", "comments"],
+            "respons": ["reply_count", "comments"],
         }
         for key, paths in candidates.items():
             if word.startswith(key):
@@ -920,6 +922,8 @@ _HAVE_CUE = re.compile(
     re.I,
 )
 # "don't have an assignee", "doesn't have any labels", "haven't got a milestone": what follows is absent.
+# "an empty assignee list", "whose labels are empty": the list itself said to be empty
+_EMPTY_LIST = r"\b(?:an? |the )?empty {0}s?(?: list| field| array)?\b|\b{0}s? (?:list |field )?(?:is |are |was |were )?empty\b"
 _LACKS = r"(?:\b(?:do|does|did)(?:n't| not)|\bha(?:ve|s)(?:n't| not)(?: got)?) (?:have |got )?(?:an? |any |a single )?"
 # A message that answers no one: "not replies to somebody", "aren't thread replies", 不是回复.
 _NOT_A_REPLY = (
@@ -949,7 +953,7 @@ _NO_LONGER_OPEN = (
 )
 # "not closed (yet)", "nobody closed yet", "至今仍开放": open.
 _NOT_CLOSED = (
-    r"\bnot (?:yet )?closed(?: yet)?\b(?! as)|(?:n't|\bnot) (?:yet )?been (?:closed|resolved)(?: yet)?\b|\b(?:nobody|no one|no-one) (?:has |have )?(?:ever )?closed\b|\bunclosed\b"
+    r"\bnot (?:yet )?closed(?: yet)?\b(?! as)|\b(?:is |are |still |has |have )?yet to (?:be |get )?(?:closed|resolved|shut)\b|(?:n't|\bnot) (?:yet )?been (?:closed|resolved)(?: yet)?\b|\b(?:nobody|no one|no-one) (?:has |have )?(?:ever )?closed\b|\bunclosed\b"
     r"|\bstill (?:open|pending)\b|至今仍(?:然)?(?:开放|打开|开着)|仍(?:然)?(?:开放|打开|开着)|仍未关闭|尚未关闭"
     r"|(?:还)?没有?(?:被)?关闭(?!.{0,3}(?:merge|合并|合入))|未(?:被)?关闭|(?:还)?没关(?!闭)(?:的|掉)?"
 )

@@ -413,6 +413,9 @@ class LinkStep(Draft):
             return "assignee"  # "the open issues sitting on lhoestq's plate"
         if self.collection == "issues" and re.search(
             r"^\s*(?:did |has |have )?(?:resolve|resolved|close|closed|complete|completed|finish|finished|fix|fixed|shut(?: down)?)\b"
+            # "issues severo marked done", "albertvillanova's not-planned closures": the closing was theirs
+            r"|^\s*(?:did |has |have )?marked (?:as )?(?:done|completed?|closed|resolved|fixed)\b"
+            r"|^(?:'s|s'|’s)\s+(?:[\w-]+\s+)?(?:closures|closings)\b"
             r"|^\s*(?:以[^，。？?]{0,12})?关闭",
             after,
         ):
@@ -425,6 +428,7 @@ class LinkStep(Draft):
         if (
             re.search(r"(assigned to|assignee is|owned by|owner is)\s+$", before)
             or re.search(r"^\s*(?:is|are|was|were|been|has been|have been)\s+assigned", after)
+            or re.search(r"^\s*(?:is|are|was|were)\s+(?:one of|among)\s+(?:the\s+)?assignees\b", after)
             or re.search(r"^(?:'s|s'|’s)\s+(?:\w+\s+)?assigned\b", after)
             or re.search(r"分配给\s*$|指派给\s*$", before)
             or re.search(r"^\s*负责", after)
