@@ -923,7 +923,9 @@ _HAVE_CUE = re.compile(
 )
 # "don't have an assignee", "doesn't have any labels", "haven't got a milestone": what follows is absent.
 # "an empty assignee list", "whose labels are empty": the list itself said to be empty
-_EMPTY_LIST = r"\b(?:an? |the )?empty {0}s?(?: list| field| array)?\b|\b{0}s? (?:list |field )?(?:is |are |was |were )?empty\b"
+_EMPTY_LIST = (
+    r"\b(?:an? |the )?empty {0}s?(?: list| field| array)?\b|\b{0}s? (?:list |field )?(?:is |are |was |were )?empty\b"
+)
 _LACKS = r"(?:\b(?:do|does|did)(?:n't| not)|\bha(?:ve|s)(?:n't| not)(?: got)?) (?:have |got )?(?:an? |any |a single )?"
 # A message that answers no one: "not replies to somebody", "aren't thread replies", 不是回复.
 _NOT_A_REPLY = (
