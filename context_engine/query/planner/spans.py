@@ -441,12 +441,14 @@ class SpanStep(Draft):
         missed: list[tuple[int, int]] = []
         idioms = [m.span() for m in IDIOMS.finditer(self.q)] if structured else []
         label = field_for(self.schema, "label")
-        # "feature requests" names issues of a kind: the kind word is read only by a label condition
-        qualifiers = (
-            {m.span(1) for m in KIND_QUALIFIER.finditer(self.q)}
-            if structured and not any(f.field == label for f in self.filters)
-            else set()
-        )
+        # "feature requests" names issues of a kind: the kind word is read only by a condition on a label
+        # or on a value that says it (a Jira type "Bug")
+        qualifiers = {
+            m.span(1)
+            for m in KIND_QUALIFIER.finditer(self.q)
+            if structured
+            and not any(f.field == label or m.group(1).lower() in str(f.value).lower() for f in self.filters)
+        }
         for m in re.finditer(r"[A-Za-z][A-Za-z0-9_'’\-]*|\d+|[\u4e00-\u9fff]+", self.q):
             for start, end in _content_pieces(m):
                 if (start, end) in qualifiers and not self._is_used((start, end)):
