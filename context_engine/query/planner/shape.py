@@ -363,10 +363,12 @@ class ShapeStep(Draft):
             (f for f in self.filters if f.op == "in" and not f.negate and f.field in self._person_paths()), None
         )
         each = re.search(
-            r"\beach\b|\brespectively\b|\bvs\.?(?=\s)|\bversus\b|\bindividually\b|\bseparately\b|各自|分别",
+            r"\beach\b|\brespectively\b|\bvs\.?(?=\s)|\bversus\b|\bindividually\b|\bseparately\b|各自|分别"
+            r"|\band how many\b",
             self.q,
             re.I,
         )
+        listed = listed or (self._values_side_by_side() if each else None)
         if listed and each:  # "how many PRs did A, B and C each get merged": one count per person
             self.use(each.span(), "shape")
             self._named_group = listed.field
@@ -414,6 +416,22 @@ class ShapeStep(Draft):
                 if word.lower().startswith(prefix):
                     return self._role_done_by(m.end(), role), None
         return None, None
+
+    def _values_side_by_side(self) -> Filter | None:
+        """ "bug vs enhancement, how many of each", "how many were labelled bug, and how many
+        enhancement": two values of one list field read as both required are one count each — a
+        condition on either, grouped by the field (its elements, where it is a list)."""
+        by_field: dict[str, list[Filter]] = {}
+        for f in self.filters:
+            if f.op == "eq" and not f.negate and isinstance(f.value, str) and self.schema.is_array(f.field):
+                by_field.setdefault(f.field, []).append(f)
+        field, both = next(((k, v) for k, v in by_field.items() if len(v) >= 2), (None, []))
+        if field is None:
+            return None
+        self.filters = [f for f in self.filters if f not in both]
+        either = Filter(field, "in", [f.value for f in both], span=both[0].span)
+        self.filters.append(either)
+        return either
 
     def _role_done_by(self, at: int, role: str) -> str:
         """A generic person noun ("each person", "per user") takes the role of the verb said of it

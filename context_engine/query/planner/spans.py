@@ -21,7 +21,7 @@ our out over own same she should show some such tell than them then there they t
 through too very want was way we were what when where which while who why will would you your yet
 did do does please recently recent new newest latest oldest first most top week month year
 recent currently still yet also ones one two three four five six seven eight nine ten quarter
-days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among amongst ever
+days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among amongst ever inside within
 """.split()
 )
 # What introduces a topic: "about X", "mentioning X", "PRs on X", 关于 X.

@@ -249,3 +249,10 @@ def test_threads_another_person_replied_in_or_not(world, question, expected):
     rows, plan = answer(world, question)
     assert rows == [{"count": expected}], plan.pipeline
     assert plan.not_understood == [], plan.not_understood
+
+
+def test_inside_a_thread_is_no_topic(world):
+    # "inside" says where the replies are, not what they are about: no full-text word
+    rows, plan = answer(world, "count Ben's replies inside threads he didn't start")
+    assert rows == [{"count": 3}], plan.pipeline  # b1, b2 (Ana's), b4 (Cy's)
+    assert plan.ir.text == []

@@ -377,3 +377,21 @@ def test_unknown_names_in_more_places_are_declined(world):
     ):
         _, failed = resolve(question, NOW, world[1], None)
         assert failed is not None and failed.unresolved in question, question
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["issues tagged bug versus docs: the count for each", "how many issues have the bug label, and how many docs?"],
+)
+def test_two_values_of_a_list_field_side_by_side_are_one_count_each(world, question):
+    # i5 carries both labels: it counts once under each, as the elements of its list
+    store, catalog = world
+    plan = planned(world, question)
+    rows = run_pipeline(store, "issues", plan.pipeline, tenant="t", principals=["*"], schema=catalog.schemas["issues"])
+    assert {r["_id"]: r["count"] for r in rows} == {"bug": 3, "docs": 2}, plan.pipeline
+    assert not plan.not_understood, plan.not_understood
+
+
+def test_two_labels_both_required_stay_both_required(world):
+    got, plan = answer(world, "issues labelled both bug and docs")
+    assert got == ["i5"], plan.pipeline
