@@ -216,7 +216,22 @@ _MEASURE_EXTREME = re.compile(
 )
 _ASKS_A_VALUE = re.compile(
     r"^\W*(?:how many|what(?:'s| is| was| are)|max(?:imum)?\b|min(?:imum)?\b)|多少|几条|几个"
+    # "highest comment count on any issue": the question is the measure's extreme itself
+    r"|^\W*(?:the\s+)?(?:largest|highest|biggest|greatest|lowest|smallest)\s+(?:\w+\s+)?counts?\b"
     r"|\b(?:just|only) the (?:number|count|figure|value)\b|\bthe (?:number|count) only\b",
+    re.I,
+)
+# "how many comments does the most-discussed issue have": the measure asked, its extreme said of the record
+_MEASURE_OF_THE_MOST = re.compile(
+    r"^\W*how many ((?:comment|repl)\w*)\b.*?\b(most|least)[- ](?:discussed|commented(?:[- ]on)?|replied(?:[- ]to)?)\b",
+    re.I,
+)
+# "the largest number of different people who replied in a single thread", "max distinct repliers on one
+# thread": the largest count of a thread's repliers
+_MOST_REPLIERS = re.compile(
+    r"\b(max(?:imum)?|most|largest|highest|biggest|greatest|min(?:imum)?|fewest|lowest|smallest)(?:\s+number\s+of)?\s+"
+    r"(?:different|distinct|unique)\s+(?:people|persons|repliers|responders|users|participants)\b"
+    r"(?:\s+(?:who\s+)?(?:replied|replying|responded|answered))?",
     re.I,
 )
 _SMALLEST = re.compile(r"fewest|least|min|lowest|smallest", re.I)
@@ -724,6 +739,24 @@ class ShapeStep(Draft):
             # "in how many threads has Rosaline replied": the threads of her replies, each once
             self.use((threads.start(), threads.end(2) if threads.group(2) else threads.end(1)), "shape")
             return ShapeIntent("distinct", role="thread")
+        repliers = _MOST_REPLIERS.search(self.q) if _ASKS_A_VALUE.search(self.q) else None
+        if (
+            repliers
+            and self.schema.has_path("reply_users_count")
+            and re.search(r"\b(?:a|one|any|single|each)\s+(?:single\s+)?(?:\w+\s+)?thread\b", self.q, re.I)
+        ):
+            self.use(repliers.span(), "shape")
+            word = repliers.group(1)
+            return ShapeIntent(
+                "measure_extreme", extreme="min" if _SMALLEST.match(word) else "max", role="reply_users_count"
+            )
+        of_the_most = _MEASURE_OF_THE_MOST.search(self.q)
+        if of_the_most and (path := self._count_field(of_the_most.group(1).lower())):
+            self.use(of_the_most.span(1), "shape")
+            self.use((of_the_most.start(2), of_the_most.end()), "shape")
+            return ShapeIntent(
+                "measure_extreme", extreme="min" if _SMALLEST.match(of_the_most.group(2)) else "max", role=path
+            )
         extreme = _MEASURE_EXTREME.search(self.q) if _ASKS_A_VALUE.search(self.q) else None
         if extreme:
             said = [g for g in extreme.groups() if g]

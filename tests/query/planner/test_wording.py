@@ -395,3 +395,19 @@ def test_two_values_of_a_list_field_side_by_side_are_one_count_each(world, quest
 def test_two_labels_both_required_stay_both_required(world):
     got, plan = answer(world, "issues labelled both bug and docs")
     assert got == ["i5"], plan.pipeline
+
+
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        # the extreme of a measure asked as a number, in other words
+        ("what is the greatest number of distinct users who replied in any one thread?", 3),  # a3
+        ("min distinct repliers on a single elmlang thread", 1),
+        ("highest comment count among bug issues", 2),  # i2
+        ("how many comments did the most commented-on issue get?", 2),
+    ],
+)
+def test_the_extreme_of_a_measure_in_other_words(world, question, expected):
+    got, plan = answer(world, question)
+    assert got == expected, plan.pipeline
+    assert not plan.not_understood, plan.not_understood
