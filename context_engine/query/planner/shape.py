@@ -142,13 +142,13 @@ _UNITS = {
     "年": "year",
 }
 _UNIT = r"(day|date|week|month|year)"
-_FEWEST = r"\bfewest\b|\bleast\b|\bquietest\b|\bslowest\b|\blowest\b|\bcalmest\b|最少|最低|最冷清|最安静"
+_FEWEST = r"\bfewest\b|\bleast\b|\bworst\b|\bquietest\b|\bslowest\b|\blowest\b|\bcalmest\b|最少|最低|最冷清|最安静"
 # The period a question ranks ("which month had the most PRs", "the busiest day", "哪个月...最多"):
 # a unit asked for ("which/what month", "the month with", a superlative before it), not one that
 # dates the question ("last month", "per day"), which the time and bucket steps read.
 _ASKED_UNIT = re.compile(
-    rf"\b(?:which|what)\s+(?:\w+\s+)?{_UNIT}\b(?!\s+ago\b)"
-    rf"|\b(?:busiest|quietest|slowest|calmest|peak|record|most active|least active|biggest|best|worst"
+    rf"\b(?:which|what)\s+(?:\w+\s+){{0,2}}?{_UNIT}\b(?!\s+ago\b)"  # "which April 2019 day"
+    rf"|\b(?:busiest|quietest|slowest|calmest|peak|record|most active|least active|most busy|least busy|biggest|best|worst"
     rf"|most (?:prolific|productive)|least (?:prolific|productive))\s+(?:\w+\s+){{0,2}}?{_UNIT}\b"
     rf"|\b{_UNIT}\s+in\s+which\b"
     rf"|\bthe\s+{_UNIT}\s+(?:with|that|when|in which|where)\b"
@@ -156,7 +156,8 @@ _ASKED_UNIT = re.compile(
     re.I,
 )
 _EXTREME_WORD = re.compile(
-    rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord\b|\bbiggest\b|{_FEWEST}|最多|最高|最忙|最活跃|最热闹", re.I
+    rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord\b|\bbiggest\b|\bbest\b|{_FEWEST}|最多|最高|最忙|最活跃|最热闹",
+    re.I,
 )
 
 # The newest / first record: a superlative of time before a record noun, singular ("lhoestq's newest PR",

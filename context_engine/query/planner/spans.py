@@ -520,7 +520,7 @@ off
 # now", "aren't open anymore", "which month saw the most", "labels in use", "issues whose close reason
 # is ...", "到目前为止", "已经". Only in these places: "saw" or "whose" elsewhere still need reading.
 IDIOMS = re.compile(
-    r"\b(?:of\s+)?all[- ]time\b|\bso far\b|\b(?:until|up to|till|through) now\b|\bany ?more\b|\bto date\b"
+    r"\b(?:of\s+)?all[- ]time\b|\bso far\b|\bin terms of\b|\b(?:until|up to|till|through) now\b|\bany ?more\b|\bto date\b"
     r"|(?:(?<=month )|(?<=year )|(?<=week )|(?<=day )|(?<=quarter ))saw\b|\bin use\b|\b(?:most|been|being|are|is|were)\s+used\b"
     r"|\bwhose\b(?=\s+(?:close|closing|state|title|labels?|status|milestone|repl(?:y|ies)|comments?|body|text|priority)\b)"
     r"|到?目前为止|截至目前|已经",
