@@ -966,7 +966,7 @@ _DATED_VERBS = (
 # What may stand between a negation and the value it excludes: the words below, a preposition ("not
 # on payments-api", "not for the docs team") and the words naming the value's field (`_names_of`).
 _NEGATION_WORDS = (
-    r"(?:\bnot|n't|\bnever|\bwithout|\bnon-?|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
+    r"(?:\b(?:if\s+(?:you|we)\s+)?(?:don't|do not)\s+count|\bnot|n't|\bnever|\bwithout|\bnon-?|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
     r"|\boutside(?: of)?|\bnot counting|\bleaving out|\bleave out|\bminus|\bapart from|\baside from|\bignoring"
     r"|没有|不是|不带|除了|除|非|(?:既|也)?不在|不含|不包括|排除)\s*"
 )

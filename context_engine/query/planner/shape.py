@@ -14,12 +14,15 @@ DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
 
 COUNT = re.compile(
-    r"\bhow many\b|[,:(—–-]\s*(?:the\s+)?(?:number|count|total)\s*\??\)?\s*[?.]?$|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数",
+    r"\bhow many\b|[,:(—–-]\s*(?:the\s+)?(?:number|count|total)(?:,?\s+please)?\s*\??\)?\s*[?.]?$|\b(?:msg|message|post)s?\s+volume\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|(?<!n't )(?<!n’t )(?<!not )\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数",
     re.I,
 )
 
 TOP = re.compile(
-    r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|最常|最经常|前(\d+)名?",
+    r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|\bmost (?:prolific|productive)\b"
+    # "2024's biggest PR author": the person with the most records
+    r"|\b(?:biggest|largest)(?=\s+(?:\w+\s+)?(?:author|contributor|poster|committer|reviewer|merger|closer|reporter|replier|responder|commenter)s?\b)"
+    r"|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|最常|最经常|前(\d+)名?",
     re.I,
 )
 

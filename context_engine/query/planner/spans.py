@@ -203,8 +203,15 @@ class SpanStep(Draft):
             ]
             if self._alternatives(run):
                 words = list(dict.fromkeys(f[-1] for f in forms))  # as written (a Chinese word: its one token)
-                if len({t[0] for t in tokens}) > 1:
-                    # different words ("pdf or video"), not forms of one: each is a subject, in either number
+                stems = list(dict.fromkeys(t[0] for t in tokens))
+                shortest = min(words, key=len)
+                if len(stems) == 1 and not all(w.startswith(shortest) for w in words):
+                    # two derivations of one stem ("deprecating or deprecation"): the family, every ending
+                    groups.setdefault(tuple(stems), (stems, (run[0][0], run[-1][1]), "words"))
+                    continue
+                if not all(s.startswith(min(stems, key=len)) for s in stems):
+                    # different words ("pdf or video"), not forms of one ("slow or slower", "fix, fixes or
+                    # fixed": those forms exactly): each is a subject, in the singular and the plural
                     words = list(dict.fromkeys(form for w in words for form in _in_either_number(w)))
                 groups.setdefault(tuple(words), (words, (run[0][0], run[-1][1]), "exact_words"))
             else:

@@ -175,6 +175,8 @@ def test_different_words_given_as_alternatives_match_either_in_either_number(set
         ("merged PRs about crash or redis", ["crash", "crashes", "redis"]),
         # a plural ending in parentheses: the word in either number
         ("merged PRs with crash(es) in the title", ["crash", "crashes"]),
+        # a word and a longer form of it: those forms exactly, not "fasts"
+        ("merged PRs with fast or faster in the title", ["fast", "faster"]),
     ],
 )
 def test_the_forms_alternatives_match(catalog, question, words):
@@ -284,4 +286,11 @@ def test_words_in_the_title_are_a_condition_on_it_with_nothing_else_said(catalog
 def test_the_forms_of_a_topic_spelled_out_after_it_are_the_ones_matched(catalog, question, words):
     p = plan(catalog, question)
     assert [(f.field, f.op, f.value) for f in p.ir.filters if "words" in f.op] == [("title", "exact_words", words)]
+    assert p.not_understood == []
+
+
+def test_two_derivations_of_one_stem_name_its_family(catalog):
+    # "validating or validation": neither is a form of the other; the stem with every ending (validate, validated)
+    p = plan(catalog, "merged PRs with validating or validation in the title")
+    assert [(f.field, f.op, f.value) for f in p.ir.filters if "words" in f.op] == [("title", "words", ["valid"])]
     assert p.not_understood == []

@@ -411,3 +411,17 @@ def test_the_extreme_of_a_measure_in_other_words(world, question, expected):
     got, plan = answer(world, question)
     assert got == expected, plan.pipeline
     assert not plan.not_understood, plan.not_understood
+
+
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        ("the biggest issue reporter if you don't count rory", "quinn"),  # an exclusion, not a count
+        ("open issues, number please", 3),
+        ("elmlang msg volume", 6),
+    ],
+)
+def test_rankings_and_counts_in_other_words(world, question, expected):
+    got, plan = answer(world, question)
+    assert got == expected, plan.pipeline
+    assert not plan.not_understood, plan.not_understood
