@@ -190,7 +190,9 @@ _DISTINCT = re.compile(
     r"|\bhow many\s+((?:people|persons|users|authors|contributors|posters|repliers|reviewers|committers|members|folks|devs|developers|engineers|assignees"
     r"|labels|repos|repositories|channels|projects|components|milestones))\b"
     r"|(?:多少|几)[个种类位名条]?(?:不同的?|独立的?)\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人|[A-Za-z]+)"
-    r"|(?:多少|几)\s*(?:个)?(?:人|位|名)(?![员字])",
+    r"|(?:多少|几)\s*(?:个)?(?:人|位|名)(?![员字])"
+    # "发过言的不同用户有多少个": the distinct ones named first, their number asked after
+    r"|不同的?\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人)(?:一共|总共|共)?有?(?=\s*(?:多少|几))",
     re.I,
 )
 # "the total number of replies across Odis's threads", "how many replies did his threads get": a measure
@@ -577,6 +579,7 @@ class ShapeStep(Draft):
             r"\bmost\s+(repl(?:y|ies)|comments?|additions|deletions|(?:changed )?files)\b"
             r"|\bmost[- ](repl)ied\b|\bmost[- ](comment)ed\b|\bmost[- ]discussed\b"
             r"|\b(?:highest|largest|biggest|greatest|top)\s+(comment|repl)(?:y|ies|s)?\s+counts?\b"
+            r"|\b(?:biggest|largest|greatest|strongest)\s+(respons)es?\b"  # "the thread that got the biggest response"
             r"|\blongest\s+(comment)\s+(?:threads?|sections?|chains?)\b"
             r"|\b(?:biggest|largest)\s+(?:\w+\s+)?(pr|pull request|change|diff)s?\b|\b(?:longest|biggest|largest|busiest|hottest|most active)\s+(?:[a-z]+\s+)?(?:slack\s+)?"
             r"(?:threads?|discussions?|conversations?)\b|(回复|评论)数?最多|最多(回复|评论)|(?:最长|最热|最火)的?(?:帖子|讨论)",

@@ -419,6 +419,8 @@ def test_the_extreme_of_a_measure_in_other_words(world, question, expected):
         ("the biggest issue reporter if you don't count rory", "quinn"),  # an exclusion, not a count
         ("open issues, number please", 3),
         ("elmlang msg volume", 6),
+        ("which of Jo's threads got the biggest response?", ["c2"]),  # the most replies, one thread
+        ("elmlang 里不同用户一共有几个？", 2),  # the distinct ones said before their number
     ],
 )
 def test_rankings_and_counts_in_other_words(world, question, expected):
