@@ -529,7 +529,10 @@ off
 IDIOMS = re.compile(
     r"\b(?:of\s+)?all[- ]time\b|\bso far\b|\bin terms of\b|\b(?:until|up to|till|through) now\b|\bany ?more\b|\bto date\b"
     r"|(?:(?<=month )|(?<=year )|(?<=week )|(?<=day )|(?<=quarter ))saw\b|\bin use\b|\b(?:most|been|being|are|is|were)\s+used\b"
-    r"|\bwhose\b(?=\s+(?:close|closing|state|title|labels?|status|milestone|repl(?:y|ies)|comments?|body|text|priority)\b)"
+    r"|\bwhose\b(?=\s+(?:close|closing|state|titles?|labels?|status|milestone|repl(?:y|ies)|comments?|body|text|priority"
+    r"|opening|first)\b)"
+    r"|\b(?:someone|somebody|anyone|anybody)(?=\s+(?:other than|except|but|besides|apart from)\b)"
+    r"|\bacross all\b|\bended up\b|\bwhatsoever\b|\btotally\b|\bcalendar(?= year\b)"
     r"|到?目前为止|截至目前|已经",
     re.I,
 )
@@ -548,7 +551,7 @@ IMPLIED = re.compile(
     r"mention\w*|tagg\w*|often|frequent\w*|respon\w*|answer\w*|times|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*|"
     r"waiting|pending|awaiting|asked|requested|came|come|comes|coming|arriv\w*|"
     r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|whom?|whose|"
-    r"active|busiest|biggest|largest|most|top|common|counts?|volume|break|broken|down|breakdown|split|across|vs|total|number|"
+    r"active|busiest|biggest|largest|most|top|common|counts?|volume|traffic|chatter|activity|busy|break|broken|down|breakdown|split|across|vs|total|number|"
     r"two|three|four|five|six|seven|eight|nine|ten|"
     r"谁|哪些人|哪位|发过?|发了|发过?言|发起|新开|提过?|提交|创建|合并|评审|审查|回复|讨论串|指派|分配"
 )
@@ -579,7 +582,7 @@ IMPLIED_NEEDS = [
             "rank",
         ),
         (r"mention\w*|tagg\w*", "mentioned"),
-        (r"counts?|volume|total|number|times", "measure"),
+        (r"counts?|volume|total|number|times|traffic|chatter|activity|busy", "measure"),
         (r"break|broken|down|breakdown|split|across|vs", "group"),
         (r"two|three|four|five|six|seven|eight|nine|ten", "number"),
     )

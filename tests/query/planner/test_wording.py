@@ -196,6 +196,9 @@ def test_an_implied_word_is_read_only_when_the_plan_holds_what_it_names(world, q
         ("Jo 发起的讨论串有几个", 4),
         ("到目前为止 quinn 提过几个 issue", 3),
         ("bug reports rory opened", ["i2"]),  # the kind of report is a label here
+        ("issues opened by someone other than quinn", ["i2", "i5"]),
+        ("elmlang traffic in January: message count", 6),
+        ("open issues with no labels whatsoever", []),
     ],
 )
 def test_words_that_add_nothing_where_they_stand_are_not_reported(world, question, expected):
@@ -213,6 +216,8 @@ def test_words_that_add_nothing_where_they_stand_are_not_reported(world, questio
         ("whose issues are open", "whose"),
         ("quinn 回复过的 open issue", "回复"),  # issues here record no replies
         ("which feature requests has sam opened", "feature"),  # no label says which issues are feature requests
+        ("open issues someone opened in 2023", "someone"),  # no "other than" after it: not read
+        ("quinn's open issues: the traffic", "traffic"),  # a list, no count of it
         ("Kim 分配 的 issue", "分配"),  # no assignee condition: Kim is read as the author
     ],
 )
