@@ -702,7 +702,7 @@ class ConditionStep(Draft):
         replier = next(
             (f for f in self.filters if joined and f.field == joined[0] and f.op == "eq" and f.span is not None), None
         )
-        if replier is None or replies is None:
+        if replier is None or replier.span is None or replies is None:
             return
         a, b = replier.span
         negated = re.search(
