@@ -124,8 +124,9 @@ def compile_plan(
         conditions.update(searched)
     shape = ir.shape
     grouped = resolve_field(schema, shape.field, date=shape.bucket is not None) if shape.field else None
-    if shape.kind in ("group", "distinct_count") and shape.bucket is None:
+    if shape.kind in ("group", "distinct_count") and shape.bucket is None and not _some_value(conditions.get(grouped)):
         # Records without the grouped field form no group ("PRs per milestone" skips unplanned PRs).
+        # A condition naming the values already says so (and is asked again of each unwound element).
         add(grouped, _condition(Filter(grouped, "exists", True)))
     elif shape.kind in ("argmin", "argmax", "min", "max", "sum", "avg", "distinct") and shape.over == "records":
         add(grouped, _condition(Filter(grouped, "exists", True)))  # a missing measure is no extreme
@@ -147,6 +148,13 @@ def compile_plan(
         # The fields the answer shows, and `ref`: a record the answer cites by it.
         stages.append({"$project": {**{resolve_field(schema, f): 1 for f in shape.fields}, "ref": 1}})
     return stages
+
+
+def _some_value(condition: Any) -> bool:
+    """A condition met only by a value: "bug", or one of ["bug", "enhancement"]."""
+    return isinstance(condition, str) or (
+        isinstance(condition, dict) and list(condition) == ["$in"] and None not in condition["$in"]
+    )
 
 
 def _joins(

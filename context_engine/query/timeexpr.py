@@ -530,8 +530,12 @@ def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
     return [r for _, _, r in _joined(question, sorted(found, key=lambda x: x[0]))]
 
 
-# "between 2019 and 2021", "from 2019 to 2021", "2019 到 2021 年": two periods that bound one.
-_JOINED_BY = re.compile(r"\s*(?:and|to|through|thru|until|till|-|–|到|至)\s*$", re.I)
+# "between 2019 and 2021", "from 2019 to 2021", "2019 到 2021 年", "between the start of April and the end
+# of June 2022": two periods that bound one.
+_JOINED_BY = re.compile(r"\s*(?:and|to|through|thru|until|till|up to|-|–|到|至)\s*(?:the\s+)?(?:end\s+of\s+)?$", re.I)
+_JOIN_LEAD = re.compile(
+    r"(?:\bbetween|\bfrom|从)\s*(?:the\s+)?(?:(?:start|beginning|1st|first(?:\s+day)?)\s+of\s+)?$", re.I
+)
 
 
 def _joined(question: str, found: list[tuple[int, int, TimeRange]]) -> list[tuple[int, int, TimeRange]]:
@@ -540,13 +544,13 @@ def _joined(question: str, found: list[tuple[int, int, TimeRange]]) -> list[tupl
         if out:
             pa, pb, prev = out[-1]
             between = question[pb:a]
-            lead = re.search(r"(?:\bbetween|\bfrom|从)\s*$", question[:pa], re.I)
+            lead = _JOIN_LEAD.search(question[:pa])
             # "and" joins two periods only after "between"/"from": "in 2019 and 2021" are two years.
             # "Jan through May 2019": the second period, read as "until May 2019", ends the first (a
             # month said bare is of the second one's year)
-            open_end = rng.start is None and re.match(r"(?:through|thru|until|till|to)\b", rng.text.strip(), re.I)
+            open_end = rng.start is None and re.match(r"(?:through|thru|until|till|up to|to)\b", rng.text.strip(), re.I)
             bare, year = re.fullmatch(_MONTH + r"\.?", prev.text.strip(), re.I), re.search(r"20\d\d", rng.text)
-            if open_end and bare and year:
+            if (open_end or _JOINED_BY.fullmatch(between)) and bare and year:  # "apr-jun 2022": both of 2022
                 prev = TimeRange(
                     datetime(int(year.group(0)), MONTHS[bare.group(1).lower()], 1), prev.end, prev.text, prev.verb
                 )
@@ -610,6 +614,8 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
                 opened = _open_ended(text, a, b, start, end)
                 if opened:
                     (a, b), (start, end) = opened
+                    if end is None and start is not None and start < now and _RELATIVE.fullmatch(m.group(0).strip()):
+                        end = now
                 if end is not None and end > now and (start is None or start < now):
                     # "this week" means up to now, not up to Sunday; a period named outright that
                     # lies wholly after `now` ("in April 2019" asked on March 20) keeps its bounds.
@@ -634,9 +640,15 @@ _SINCE = re.compile(
 _ONWARDS = re.compile(
     r"^(?:\s*(?:onwards?|on\b|and (?:later|after|since|beyond)|or later)|\s*(?:年)?\s*(?:以来|以后|起|开始))"
 )
+# A period named from now ("last month", 上个月): "since the start of last month" runs up to now
+_RELATIVE = re.compile(
+    r"(?:the\s+)?(?:last|this|previous|past|prior|current)\s+(?:calendar\s+)?(?:week|wk|month|quarter|year)"
+    r"|上个?(?:月|星期|季度)|上周|本(?:月|周|季度)|今年|去年"
+)
 _EARLIER = re.compile(r"^\s*(?:年)?\s*(?:之前|以前)")
-# "2023 年 6 月之后": after June, like "after June 2023" (以后 reads "from then on": "2024 年以后" includes 2024).
-_LATER = re.compile(r"^\s*(?:年)?\s*之后")
+# "2023 年 6 月之后": after June, like "after June 2023" (以后 reads "from then on": "2024 年以后" includes 2024);
+# "9 月底之后", after the end of September, likewise.
+_LATER = re.compile(r"^\s*(?:年)?\s*底?\s*之后")
 
 
 def _open_ended(

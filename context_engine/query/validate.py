@@ -74,9 +74,10 @@ _STRING_BUILDERS = ("$concat", "$substrCP", "$toUpper", "$toLower", "$dateToStri
 
 # "Any of these words" as a regular expression, in any case (what a `words` filter compiles to): each word a stem
 # (Snowball's, as the full-text index keeps them) whole or with an ending ("token": tokens, tokenizer,
-# tokenization; "imag": image, images, not imagefolder), Chinese characters anywhere. Allowed without
-# `allow_regex`: nothing in it but literal words, one fixed group of endings and word boundaries.
-WORD_ENDINGS = r"(?:e?s|e|ed|ings?|ers?|ors?|(?:at)?ions?|iz\w*|y|ies)?"
+# tokenization; "imag": image, images, not imagefolder; "deprec": deprecate, deprecated, deprecation),
+# Chinese characters anywhere. Allowed without `allow_regex`: nothing in it but literal words, one fixed
+# group of endings and word boundaries.
+WORD_ENDINGS = r"(?:e?s|e|ed|ings?|ers?|ors?|(?:at)?ions?|at(?:e[sd]?|ing)|iz\w*|y|ies)?"
 _WORD_ITEM = r"\\b[a-z0-9_]{1,40}" + re.escape(WORD_ENDINGS) + r"\\b|[\u4e00-\u9fff]{1,20}"
 _EXACT_WORD_ITEM = r"\\b[a-z0-9_]{1,40}\\b|[\u4e00-\u9fff]{1,20}"
 _WORD_PATTERN = re.compile(

@@ -54,6 +54,12 @@ D = datetime
         ("bug reports filed no later than the end of 2020", None, D(2021, 1, 1)),  # not "later than": before
         ("messages before Christmas 2017", None, D(2017, 12, 25)),
         ("2017 年圣诞节之前", None, D(2017, 12, 25)),
+        ("2021 年 下半年", D(2021, 7, 1), D(2022, 1, 1)),  # spaced like the other Chinese periods
+        # two bare months bounding a period, the year said once at the end: both months are of that year
+        ("feb–apr 2025", D(2025, 2, 1), D(2025, 5, 1)),
+        ("March to May 2021", D(2021, 3, 1), D(2021, 6, 1)),
+        ("between the beginning of March and the end of May 2021", D(2021, 3, 1), D(2021, 6, 1)),
+        ("from the first of last month up to today", D(2026, 10, 1), NOW),
     ],
 )
 def test_time_expressions(text, start, end):
@@ -105,6 +111,8 @@ def test_no_time_in_plain_question():
         ("up to the end of January 2019", None, D(2019, 2, 1)),
         ("by March 2024", None, D(2024, 4, 1)),
         ("since January 1st this year", D(2026, 1, 1), None),
+        ("2022 年 3 月底之后", D(2022, 4, 1), None),  # after the end of March
+        ("since the start of last week", D(2026, 11, 23), NOW),  # a period counted from now reaches now
     ],
 )
 def test_open_ended_periods(text, start, end):

@@ -79,7 +79,7 @@ class ConditionStep(Draft):
             unmerged = self.mark(
                 r"\bnever (?:been |got |gets |get |was |were )?(?:merged|landed|shipped)\b"
                 r"|\bnot (?:been |being |getting |got )?(?:merged|landed|shipped)\b"
-                r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
+                r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:ever )?(?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
                 r"|从未(?:被)?(?:merge|合并|合入)|从来没有?(?:被)?(?:merge|合并|合入)|(?:没有?|未)被(?:merge|合并|合入)"
             )
             if unmerged:
@@ -91,7 +91,7 @@ class ConditionStep(Draft):
                 return "created"
             if self.mark(
                 r"\bmerged\b|\bmerges?\b|\bmerg(?:d|eed|ged)\b|\bmreged\b|\bship(?:ped|s)?\b|\bland(?:ed|s)?\b"
-                r"|\b(?:went|got|go|goes|gone) in\b(?!\s+(?:\d|the\b|a\b|an\b))|合并了|已合并|合入|合并|上线|发布"
+                r"|\b(?:went|got|go|goes|gone) in\b(?!\s+(?:\d|the\b|a\b|an\b))|合并了|已合并|合入|合并|合进(?:去|来)?了?|上线|发布"
             ):
                 self.add_filter("merged", True)
                 return "merged"
@@ -199,7 +199,8 @@ class ConditionStep(Draft):
         self._neither_label_nor_assignee()
         label = field_for(s, "label")
         if label and self.mark(
-            rf"\bunlabell?ed\b|\b(?:no|zero|without(?: any)?|lacking(?: any)?|missing) labels?\b|{_LACKS}labels?\b"
+            rf"\bun(?:labell?|tagg)ed\b|\b(?:no|zero|without(?: any)?|lacking(?: any)?|missing) (?:labels?|tags)\b|{_LACKS}labels?\b"
+            rf"|{_EMPTY_LIST.format('label')}"
             r"|\bnot labell?ed(?: at all)?(?=\s*(?:$|[?,.:;)!-]|and\b|or\b|in\b|from\b|since\b|before\b|after\b))"
             r"|没有(?:任何)?标签|无标签|未打?标签|不带(?:任何)?标签"
         ):
@@ -209,7 +210,7 @@ class ConditionStep(Draft):
             r"\b(?:nobody|no one|no-one)(?:'s been|'s| is| was| has been| got)? (?:been )?assigned\b|\bassigned to (?:nobody|no one|no-one)\b"
             r"|(?:\bnot|\bnever|n't|n't been|\bnever been) assigned to (?:anyone|anybody|someone|a person)\b"
             r"|\bnever (?:been |got |gotten |was |were )?(?:assigned|given to (?:anyone|anybody|someone))\b|\bwithout (?:an? |any )?assignees?\b"
-            rf"|{_LACKS}assignees?\b"
+            rf"|{_LACKS}assignees?\b|{_EMPTY_LIST.format('assignee')}"
             r"|没有?(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)(?:给)?(?:任何人|任何一个人|别人|谁)?|无人(?:负责|认领)|未(?:被)?(?:指派|分配)(?:给)?(?:任何人)?"
         ):
             self.add_filter(assignee[0], None, "empty")  # "unassigned", "no assignee": the linking step's own words
@@ -533,6 +534,7 @@ class ConditionStep(Draft):
         self._threads_without_someone()
         self._threads_the_starter_left()
         self._threads_only_the_starter_replied()
+        self._a_replier_in_the_threads()
         self._replies_as_the_records()
         self._has_or_lacks()
         replies = field_for(self.schema, "replies")
@@ -607,6 +609,8 @@ class ConditionStep(Draft):
         )
         if starter is None or joined is None or not _THREAD_WORD.search(self.q):
             return
+        if self.has_filter(joined[0]):
+            return  # someone else is named as the replier ("Ana's threads Ben never replied in")
         if self.mark(
             r"\b(?:did(?:n't| not)|never|does(?:n't| not)|has(?:n't| not)|had(?:n't| not))\s+(?:\w+\s+)?"
             r"(?:follow(?:ed|ing)? up|repl(?:y|ied|ying)|answer(?:ed|ing)?|respond(?:ed|ing)?|write|wrote|writing|"
@@ -688,6 +692,49 @@ class ConditionStep(Draft):
             self.filters.append(Filter(replies, "gte", 1, span=said.span()))
         self.filters.append(Filter("reply_users_count", "eq", 1, span=said.span()))
         self.filters.append(Filter(joined[0], "eq", starter.value, span=said.span()))
+
+    def _a_replier_in_the_threads(self) -> None:
+        """A person read as one of a thread's repliers (the linking step: "Clarine's threads Dann replied
+        in") with the words that say it: the reply verb is read, and a negation ("never heard from Dann",
+        "no reply from Dann", "Dann 一次都没回复过") keeps the threads whose repliers do not include them —
+        threads with replies, not threads without any (that reading of "no reply" is undone)."""
+        joined, replies = person_field_for(self.schema, "reply_user"), field_for(self.schema, "replies")
+        replier = next(
+            (f for f in self.filters if joined and f.field == joined[0] and f.op == "eq" and f.span is not None), None
+        )
+        if replier is None or replier.span is None or replies is None:
+            return
+        a, b = replier.span
+        negated = re.search(
+            r"(?:\b(?:never|not|n't|didn't|hasn't|haven't)\s+(?:\w+\s+)?(?:heard|hear)\s+(?:anything\s+)?from"
+            r"|\b(?:no|without(?:\s+(?:any|a))?)\s+(?:single\s+)?(?:repl(?:y|ies)|answers?|responses?|word)\s+(?:\w+\s+)?(?:from|by))\s+@?$",
+            self.q[:a],
+            re.I,
+        )
+        negated_after = re.match(
+            r"\s*(?:一次)?(?:都|也)?(?:没有?|从没|从未)(?:回复|回)过?"
+            r"|\s+(?:has\s+|have\s+|had\s+|did\s+)?(?:never|not|n't)\s+(?:once\s+)?(?:repl(?:y|ied)|answered|responded)(?:\s+(?:in|to))?\b",
+            self.q[b:],
+            re.I,
+        )
+        said = (negated.start(), negated.end()) if negated else (b, b + negated_after.end()) if negated_after else None
+        if said is None:
+            verb = re.match(
+                r"(?:['’]s)?\s*(?:(?:did|does|has|have|had|ever|also|once)\s+)*"
+                r"(?:repl(?:y|ies|ied|ying)|respond(?:s|ed|ing)?|answer(?:s|ed|ing)?)(?:\s+(?:in|to))?\b"
+                r"|\s*(?:有)?(?:回复|回)过?",
+                self.q[b:],
+                re.I,
+            )
+            if verb and verb.group(0).strip():
+                self.use((b, b + verb.end()))
+            return
+        self.use(said)
+        overlaps = lambda f: f.span is not None and f.span[0] < said[1] and said[0] < f.span[1]  # noqa: E731
+        self.filters = [f for f in self.filters if not (f.field == replies and overlaps(f))]
+        replier.op = "ne"
+        if not self.has_filter(replies):
+            self.filters.append(Filter(replies, "gte", 1, span=said))
 
     def _threads_without_someone(self) -> None:
         """ "threads Carman took no part in (didn't start, didn't reply)", "threads without Carman in them
@@ -822,10 +869,11 @@ class ConditionStep(Draft):
             "comment": ["comments", "fields.comment.total"],
             "reaction": ["reactions.total_count"],  # "drew the most reactions": every emoji counted
             "评论": ["comments"],
-            "repl": ["reply_count"],
-            "回复": ["reply_count"],
-            "answer": ["reply_count"],
-            "respons": ["reply_count"],
+            # a reply to an issue is a comment on it
+            "repl": ["reply_count", "comments"],
+            "回复": ["reply_count", "comments"],
+            "answer": ["reply_count", "comments"],
+            "respons": ["reply_count", "comments"],
         }
         for key, paths in candidates.items():
             if word.startswith(key):
@@ -875,6 +923,10 @@ _HAVE_CUE = re.compile(
     re.I,
 )
 # "don't have an assignee", "doesn't have any labels", "haven't got a milestone": what follows is absent.
+# "an empty assignee list", "whose labels are empty": the list itself said to be empty
+_EMPTY_LIST = (
+    r"\b(?:an? |the )?empty {0}s?(?: list| field| array)?\b|\b{0}s? (?:list |field )?(?:is |are |was |were )?empty\b"
+)
 _LACKS = r"(?:\b(?:do|does|did)(?:n't| not)|\bha(?:ve|s)(?:n't| not)(?: got)?) (?:have |got )?(?:an? |any |a single )?"
 # A message that answers no one: "not replies to somebody", "aren't thread replies", 不是回复.
 _NOT_A_REPLY = (
@@ -904,7 +956,7 @@ _NO_LONGER_OPEN = (
 )
 # "not closed (yet)", "nobody closed yet", "至今仍开放": open.
 _NOT_CLOSED = (
-    r"\bnot (?:yet )?closed(?: yet)?\b(?! as)|(?:n't|\bnot) (?:yet )?been (?:closed|resolved)(?: yet)?\b|\b(?:nobody|no one|no-one) (?:has |have )?(?:ever )?closed\b|\bunclosed\b"
+    r"\bnot (?:yet )?closed(?: yet)?\b(?! as)|\b(?:is |are |still |has |have )?yet to (?:be |get )?(?:closed|resolved|shut)\b|(?:n't|\bnot) (?:yet )?been (?:closed|resolved)(?: yet)?\b|\b(?:nobody|no one|no-one) (?:has |have )?(?:ever )?closed\b|\bunclosed\b"
     r"|\bstill (?:open|pending)\b|至今仍(?:然)?(?:开放|打开|开着)|仍(?:然)?(?:开放|打开|开着)|仍未关闭|尚未关闭"
     r"|(?:还)?没有?(?:被)?关闭(?!.{0,3}(?:merge|合并|合入))|未(?:被)?关闭|(?:还)?没关(?!闭)(?:的|掉)?"
 )
@@ -915,7 +967,7 @@ _DATED_VERBS = (
 # What may stand between a negation and the value it excludes: the words below, a preposition ("not
 # on payments-api", "not for the docs team") and the words naming the value's field (`_names_of`).
 _NEGATION_WORDS = (
-    r"(?:\bnot|n't|\bnever|\bwithout|\bnon-?|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
+    r"(?:\b(?:if\s+(?:you|we)\s+)?(?:don't|do not)\s+count|\bnot|n't|\bnever|\bwithout|\bnon-?|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
     r"|\boutside(?: of)?|\bnot counting|\bleaving out|\bleave out|\bminus|\bapart from|\baside from|\bignoring"
     r"|没有|不是|不带|除了|除|非|(?:既|也)?不在|不含|不包括|排除)\s*"
 )

@@ -372,6 +372,8 @@ class LinkStep(Draft):
             )
         ):
             return "replied_to"
+        if self._replier_in_anothers_threads(mention, before, after):
+            return "reply_user"
         if re.search(r"^(?:'s)?\s+review queue\b", after):
             return "requested_reviewer"
         if re.search(
@@ -411,6 +413,9 @@ class LinkStep(Draft):
             return "assignee"  # "the open issues sitting on lhoestq's plate"
         if self.collection == "issues" and re.search(
             r"^\s*(?:did |has |have )?(?:resolve|resolved|close|closed|complete|completed|finish|finished|fix|fixed|shut(?: down)?)\b"
+            # "issues severo marked done", "albertvillanova's not-planned closures": the closing was theirs
+            r"|^\s*(?:did |has |have )?marked (?:as )?(?:done|completed?|closed|resolved|fixed)\b"
+            r"|^(?:'s|s'|’s)\s+(?:[\w-]+\s+)?(?:closures|closings)\b"
             r"|^\s*(?:以[^，。？?]{0,12})?关闭",
             after,
         ):
@@ -423,6 +428,7 @@ class LinkStep(Draft):
         if (
             re.search(r"(assigned to|assignee is|owned by|owner is)\s+$", before)
             or re.search(r"^\s*(?:is|are|was|were|been|has been|have been)\s+assigned", after)
+            or re.search(r"^\s*(?:is|are|was|were)\s+(?:one of|among)\s+(?:the\s+)?assignees\b", after)
             or re.search(r"^(?:'s|s'|’s)\s+(?:\w+\s+)?assigned\b", after)
             or re.search(r"分配给\s*$|指派给\s*$", before)
             or re.search(r"^\s*负责", after)
@@ -440,6 +446,33 @@ class LinkStep(Draft):
             # A GitHub issue is its opener's ("severo issues"): assignees are few and optional there.
             return "assignee" if person_field_for(self.schema, "assignee") else "author"
         return "author"
+
+    def _replier_in_anothers_threads(self, mention: Mention, before: str, after: str) -> bool:
+        """A second person said as replying in the threads of the one named first ("Clarine's threads
+        Dann replied in", "threads by Odis that never heard from Monserrate", "Odis 发起的讨论串里
+        Monserrate 没回复过"): one of the thread's repliers, not its author (the records are the threads)."""
+        if not (
+            person_field_for(self.schema, "reply_user")
+            and re.search(r"\bthreads?\b|讨论串|帖子", self.q, re.I)
+            and any(
+                m.person is not None and m.person != mention.person and m.start < mention.start
+                for m in self.ctx.mentions
+            )
+        ):
+            return False  # "no one except Ana replied" in Ana's threads is the starter's rule's
+        return bool(
+            re.search(
+                r"\b(?:repl(?:y|ies)|answers?|responses?|word)\s+(?:\w+\s+){0,2}?(?:from|by)\s+@?$"
+                r"|\b(?:heard|hear|hearing)\s+(?:\w+\s+)?from\s+@?$",
+                before,
+            )
+            or re.search(
+                r"^(?:'s)?\s*(?:(?:did|does|has|have|had|ever|never|not|n't|also|once)\s+)*"
+                r"(?:repl(?:y|ies|ied|ying)|respond(?:s|ed|ing)?|answer(?:s|ed|ing)?|(?:chim|jump|weigh)(?:e|ed|es|ing)? in)\b"
+                r"|^\s*(?:一次)?(?:都|也)?(?:没有?|从没|从未|有)?(?:回复|回)过?",
+                after,
+            )
+        )
 
     def _own_role(self, mention: Mention) -> str | None:
         """A tenant's own kind: the people field whose name the question says around the person

@@ -14,12 +14,15 @@ DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
 
 COUNT = re.compile(
-    r"\bhow many\b|[,:(—–-]\s*(?:the\s+)?(?:number|count|total)\s*\??\)?\s*[?.]?$|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数",
+    r"\bhow many\b|[,:(—–-]\s*(?:the\s+)?(?:number|count|total)(?:,?\s+please)?\s*\??\)?\s*[?.]?$|\b(?:msg|message|post)s?\s+volume\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|(?<!n't )(?<!n’t )(?<!not )\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数",
     re.I,
 )
 
 TOP = re.compile(
-    r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|最常|最经常|前(\d+)名?",
+    r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|\bmost (?:prolific|productive)\b"
+    # "2024's biggest PR author": the person with the most records
+    r"|\b(?:biggest|largest)(?=\s+(?:\w+\s+)?(?:author|contributor|poster|committer|reviewer|merger|closer|reporter|replier|responder|commenter)s?\b)"
+    r"|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|最常|最经常|前(\d+)名?",
     re.I,
 )
 
@@ -142,13 +145,13 @@ _UNITS = {
     "年": "year",
 }
 _UNIT = r"(day|date|week|month|year)"
-_FEWEST = r"\bfewest\b|\bleast\b|\bquietest\b|\bslowest\b|\blowest\b|\bcalmest\b|最少|最低|最冷清|最安静"
+_FEWEST = r"\bfewest\b|\bleast\b|\bworst\b|\bquietest\b|\bslowest\b|\blowest\b|\bcalmest\b|最少|最低|最冷清|最安静"
 # The period a question ranks ("which month had the most PRs", "the busiest day", "哪个月...最多"):
 # a unit asked for ("which/what month", "the month with", a superlative before it), not one that
 # dates the question ("last month", "per day"), which the time and bucket steps read.
 _ASKED_UNIT = re.compile(
-    rf"\b(?:which|what)\s+(?:\w+\s+)?{_UNIT}\b(?!\s+ago\b)"
-    rf"|\b(?:busiest|quietest|slowest|calmest|peak|record|most active|least active|biggest|best|worst"
+    rf"\b(?:which|what)\s+(?:\w+\s+){{0,2}}?{_UNIT}\b(?!\s+ago\b)"  # "which April 2019 day"
+    rf"|\b(?:busiest|quietest|slowest|calmest|peak|record|most active|least active|most busy|least busy|biggest|best|worst"
     rf"|most (?:prolific|productive)|least (?:prolific|productive))\s+(?:\w+\s+){{0,2}}?{_UNIT}\b"
     rf"|\b{_UNIT}\s+in\s+which\b"
     rf"|\bthe\s+{_UNIT}\s+(?:with|that|when|in which|where)\b"
@@ -156,7 +159,8 @@ _ASKED_UNIT = re.compile(
     re.I,
 )
 _EXTREME_WORD = re.compile(
-    rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord\b|\bbiggest\b|{_FEWEST}|最多|最高|最忙|最活跃|最热闹", re.I
+    rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord\b|\bbiggest\b|\bbest\b|{_FEWEST}|最多|最高|最忙|最活跃|最热闹",
+    re.I,
 )
 
 # The newest / first record: a superlative of time before a record noun, singular ("lhoestq's newest PR",
@@ -186,7 +190,9 @@ _DISTINCT = re.compile(
     r"|\bhow many\s+((?:people|persons|users|authors|contributors|posters|repliers|reviewers|committers|members|folks|devs|developers|engineers|assignees"
     r"|labels|repos|repositories|channels|projects|components|milestones))\b"
     r"|(?:多少|几)[个种类位名条]?(?:不同的?|独立的?)\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人|[A-Za-z]+)"
-    r"|(?:多少|几)\s*(?:个)?(?:人|位|名)(?![员字])",
+    r"|(?:多少|几)\s*(?:个)?(?:人|位|名)(?![员字])"
+    # "发过言的不同用户有多少个": the distinct ones named first, their number asked after
+    r"|不同的?\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人)(?:一共|总共|共)?有?(?=\s*(?:多少|几))",
     re.I,
 )
 # "the total number of replies across Odis's threads", "how many replies did his threads get": a measure
@@ -216,7 +222,22 @@ _MEASURE_EXTREME = re.compile(
 )
 _ASKS_A_VALUE = re.compile(
     r"^\W*(?:how many|what(?:'s| is| was| are)|max(?:imum)?\b|min(?:imum)?\b)|多少|几条|几个"
+    # "highest comment count on any issue": the question is the measure's extreme itself
+    r"|^\W*(?:the\s+)?(?:largest|highest|biggest|greatest|lowest|smallest)\s+(?:\w+\s+)?counts?\b"
     r"|\b(?:just|only) the (?:number|count|figure|value)\b|\bthe (?:number|count) only\b",
+    re.I,
+)
+# "how many comments does the most-discussed issue have": the measure asked, its extreme said of the record
+_MEASURE_OF_THE_MOST = re.compile(
+    r"^\W*how many ((?:comment|repl)\w*)\b.*?\b(most|least)[- ](?:discussed|commented(?:[- ]on)?|replied(?:[- ]to)?)\b",
+    re.I,
+)
+# "the largest number of different people who replied in a single thread", "max distinct repliers on one
+# thread": the largest count of a thread's repliers
+_MOST_REPLIERS = re.compile(
+    r"\b(max(?:imum)?|most|largest|highest|biggest|greatest|min(?:imum)?|fewest|lowest|smallest)(?:\s+number\s+of)?\s+"
+    r"(?:different|distinct|unique)\s+(?:people|persons|repliers|responders|users|participants)\b"
+    r"(?:\s+(?:who\s+)?(?:replied|replying|responded|answered))?",
     re.I,
 )
 _SMALLEST = re.compile(r"fewest|least|min|lowest|smallest", re.I)
@@ -365,10 +386,12 @@ class ShapeStep(OwnFieldStep):
             (f for f in self.filters if f.op == "in" and not f.negate and f.field in self._person_paths()), None
         )
         each = re.search(
-            r"\beach\b|\brespectively\b|\bvs\.?(?=\s)|\bversus\b|\bindividually\b|\bseparately\b|各自|分别",
+            r"\beach\b|\brespectively\b|\bvs\.?(?=\s)|\bversus\b|\bindividually\b|\bseparately\b|各自|分别"
+            r"|\band how many\b",
             self.q,
             re.I,
         )
+        listed = listed or (self._values_side_by_side() if each else None)
         if listed and each:  # "how many PRs did A, B and C each get merged": one count per person
             self.use(each.span(), "shape")
             self._named_group = listed.field
@@ -416,6 +439,22 @@ class ShapeStep(OwnFieldStep):
                 if word.lower().startswith(prefix):
                     return self._role_done_by(m.end(), role), None
         return None, None
+
+    def _values_side_by_side(self) -> Filter | None:
+        """ "bug vs enhancement, how many of each", "how many were labelled bug, and how many
+        enhancement": two values of one list field read as both required are one count each — a
+        condition on either, grouped by the field (its elements, where it is a list)."""
+        by_field: dict[str, list[Filter]] = {}
+        for f in self.filters:
+            if f.op == "eq" and not f.negate and isinstance(f.value, str) and self.schema.is_array(f.field):
+                by_field.setdefault(f.field, []).append(f)
+        field, both = next(((k, v) for k, v in by_field.items() if len(v) >= 2), (None, []))
+        if field is None:
+            return None
+        self.filters = [f for f in self.filters if f not in both]
+        either = Filter(field, "in", [f.value for f in both], span=both[0].span)
+        self.filters.append(either)
+        return either
 
     def _role_done_by(self, at: int, role: str) -> str:
         """A generic person noun ("each person", "per user") takes the role of the verb said of it
@@ -547,6 +586,7 @@ class ShapeStep(OwnFieldStep):
             r"\bmost\s+(repl(?:y|ies)|comments?|reactions?|additions|deletions|(?:changed )?files)\b"
             r"|\bmost[- ](repl)ied\b|\bmost[- ](comment)ed\b|\bmost[- ]discussed\b"
             r"|\b(?:highest|largest|biggest|greatest|top)\s+(comment|repl)(?:y|ies|s)?\s+counts?\b"
+            r"|\b(?:biggest|largest|greatest|strongest)\s+(respons)es?\b"  # "the thread that got the biggest response"
             r"|\blongest\s+(comment)\s+(?:threads?|sections?|chains?)\b"
             r"|\b(?:biggest|largest)\s+(?:\w+\s+)?(pr|pull request|change|diff)s?\b|\b(?:longest|biggest|largest|busiest|hottest|most active)\s+(?:[a-z]+\s+)?(?:slack\s+)?"
             r"(?:threads?|discussions?|conversations?)\b|(回复|评论)数?最多|最多(回复|评论)|(?:最长|最热|最火)的?(?:帖子|讨论)",
@@ -719,6 +759,24 @@ class ShapeStep(OwnFieldStep):
             # "in how many threads has Rosaline replied": the threads of her replies, each once
             self.use((threads.start(), threads.end(2) if threads.group(2) else threads.end(1)), "shape")
             return ShapeIntent("distinct", role="thread")
+        repliers = _MOST_REPLIERS.search(self.q) if _ASKS_A_VALUE.search(self.q) else None
+        if (
+            repliers
+            and self.schema.has_path("reply_users_count")
+            and re.search(r"\b(?:a|one|any|single|each)\s+(?:single\s+)?(?:\w+\s+)?thread\b", self.q, re.I)
+        ):
+            self.use(repliers.span(), "shape")
+            word = repliers.group(1)
+            return ShapeIntent(
+                "measure_extreme", extreme="min" if _SMALLEST.match(word) else "max", role="reply_users_count"
+            )
+        of_the_most = _MEASURE_OF_THE_MOST.search(self.q)
+        if of_the_most and (path := self._count_field(of_the_most.group(1).lower())):
+            self.use(of_the_most.span(1), "shape")
+            self.use((of_the_most.start(2), of_the_most.end()), "shape")
+            return ShapeIntent(
+                "measure_extreme", extreme="min" if _SMALLEST.match(of_the_most.group(2)) else "max", role=path
+            )
         extreme = _MEASURE_EXTREME.search(self.q) if _ASKS_A_VALUE.search(self.q) else None
         if extreme:
             said = [g for g in extreme.groups() if g]

@@ -21,7 +21,7 @@ our out over own same she should show some such tell than them then there they t
 through too very want was way we were what when where which while who why will would you your yet
 did do does please recently recent new newest latest oldest first most top week month year
 recent currently still yet also ones one two three four five six seven eight nine ten quarter
-days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among amongst ever
+days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among amongst ever inside within
 """.split()
 )
 # What introduces a topic: "about X", "mentioning X", "PRs on X", 关于 X.
@@ -47,6 +47,10 @@ CUE = re.compile(
     r"|(?<=标题)(?:里|中|上)?(?:有|含有?|包含|带有?|出现)",
     re.I,
 )
+# A word with its plural ending in parentheses: "split(s)", "crash(es)".
+_PLURAL_IN_PARENS = re.compile(r"\b([A-Za-z][A-Za-z0-9_]+)\((e?s)\)", re.I)
+# Words listed as alternatives: "fix, fixes or fixed", "fix、fixes 或 fixed".
+_WORD_LIST = re.compile(r"[\w.\-]+(?:\s*[,、，]\s*[\w.\-]+)+\s*[,、，]?\s*(?:\bor\b|或者?)\s*[\w.\-]+", re.I)
 # What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关".
 RELATED = re.compile(
     r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk|mentions)\b|\s*相关|\s*有关(?=的)"
@@ -76,9 +80,10 @@ class SpanStep(Draft):
             return self._all_content_words()
         runs: list[list[tuple[int, int]]] = []
         self.values_as_topic: list[tuple[int, int]] = []
+        self._words_with_their_plural()
         for cue in CUE.finditer(self.q):
-            if self._is_used(cue.span()):
-                continue
+            if self._is_used(cue.span()) or any(run[0][0] <= cue.start() < run[-1][1] for run in runs):
+                continue  # read already, or a word of the topic before it ("fix, fixes or fixed")
             run = self._topic_run(cue.end(), forward=True, bridge=True)
             forms = _FORMS.match(self.q, run[-1][1]) if run else None
             if forms:  # "mention contracts (contract or contracts)": the forms wanted, spelled out
@@ -126,6 +131,22 @@ class SpanStep(Draft):
                 self.filters.append(Filter(field, op, group, span=span))
             return ""
         return " ".join(dict.fromkeys(self._search_terms(run) for run in runs))
+
+    def _words_with_their_plural(self) -> None:
+        """ "split(s) in the title", "issues mentioning crash(es)": the word in either number, a condition
+        on the title where it is named (else on the text), like the forms listed after a word."""
+        field = "title" if TITLE.search(self.q) else self.schema.text_fields[0] if self.schema.text_fields else None
+        if field is None or not self.schema.has_path(field):
+            return
+        for m in _PLURAL_IN_PARENS.finditer(self.q):
+            word = m.group(1).lower()
+            if self._is_used(m.span()) or word in STOP or word in FILLER:
+                continue  # a word written with its plural ending is named as a word, whatever else it can be
+            self.use(m.span(), "topic")
+            title = TITLE.search(self.q)
+            if field == "title" and title and not self._is_used(title.span()):
+                self.use(title.span(), "topic")
+            self.filters.append(Filter(field, "exact_words", [word, word + m.group(2).lower()], span=m.span()))
 
     def _not_about(self, run: list[tuple[int, int]], start: int) -> bool:
         """A topic said with a negation ("not about parquet", "that don't mention windows", "nothing to
@@ -182,6 +203,16 @@ class SpanStep(Draft):
             ]
             if self._alternatives(run):
                 words = list(dict.fromkeys(f[-1] for f in forms))  # as written (a Chinese word: its one token)
+                stems = list(dict.fromkeys(t[0] for t in tokens))
+                shortest = min(words, key=len)
+                if len(stems) == 1 and not all(w.startswith(shortest) for w in words):
+                    # two derivations of one stem ("deprecating or deprecation"): the family, every ending
+                    groups.setdefault(tuple(stems), (stems, (run[0][0], run[-1][1]), "words"))
+                    continue
+                if not all(s.startswith(min(stems, key=len)) for s in stems):
+                    # different words ("pdf or video"), not forms of one ("slow or slower", "fix, fixes or
+                    # fixed": those forms exactly): each is a subject, in the singular and the plural
+                    words = list(dict.fromkeys(form for w in words for form in _in_either_number(w)))
                 groups.setdefault(tuple(words), (words, (run[0][0], run[-1][1]), "exact_words"))
             else:
                 for span, word_forms in zip(run, forms):
@@ -225,6 +256,12 @@ class SpanStep(Draft):
             a, b = (at + m.start(), at + m.end()) if forward else m.span()
             gap = self.q[edge:a] if forward else self.q[b:edge]
             slash = bool(run and re.fullmatch(r" +/ +", gap))  # " / " gives an alternative
+            # "fix, fixes or fixed": a comma inside a list of alternatives gives one too
+            slash = slash or bool(
+                run
+                and re.fullmatch(r"\s*[,、，]\s*", gap)
+                and any(w.start() <= min(a, edge) and max(b, edge) <= w.end() for w in _WORD_LIST.finditer(self.q))
+            )
             if gap.strip(" -'\"‘’“”") and not slash:
                 break  # punctuation or a line break ends the topic (quotes enclose it)
             alternative = alternative or slash
@@ -490,7 +527,7 @@ off
 # now", "aren't open anymore", "which month saw the most", "labels in use", "issues whose close reason
 # is ...", "到目前为止", "已经". Only in these places: "saw" or "whose" elsewhere still need reading.
 IDIOMS = re.compile(
-    r"\b(?:of\s+)?all[- ]time\b|\bso far\b|\b(?:until|up to|till|through) now\b|\bany ?more\b|\bto date\b"
+    r"\b(?:of\s+)?all[- ]time\b|\bso far\b|\bin terms of\b|\b(?:until|up to|till|through) now\b|\bany ?more\b|\bto date\b"
     r"|(?:(?<=month )|(?<=year )|(?<=week )|(?<=day )|(?<=quarter ))saw\b|\bin use\b|\b(?:most|been|being|are|is|were)\s+used\b"
     r"|\bwhose\b(?=\s+(?:close|closing|state|titles?|labels?|status|milestone|repl(?:y|ies)|comments?|body|text|priority"
     r"|opening|first)\b)"
@@ -606,6 +643,26 @@ def _content_pieces(m: re.Match) -> list[tuple[int, int]]:
     if word.isdigit() or len(word) < 2 or word in FILLER:
         return []
     return [(m.start(), m.start() + len(word))]
+
+
+def _in_either_number(word: str) -> list[str]:
+    """A noun as written and in its other number ("pdf": pdfs; "decoders": decoder); a word that is no
+    plain noun (a verb form, a Chinese word, "redis", "status") as written only."""
+    if not word.isascii() or word.endswith(("ing", "ed")) or len(word) < 3:
+        return [word]
+    if re.search(r"(?:ch|sh|[sxz])es$", word):
+        return [word[:-2], word]
+    if re.search(r"[^aeiou]ies$", word):
+        return [word[:-3] + "y", word]
+    if re.search(r"[^siu]s$", word):
+        return [word[:-1], word]
+    if word.endswith("s"):
+        return [word]
+    if re.search(r"(?:ch|sh|[xz])$", word):
+        return [word, word + "es"]
+    if re.search(r"[^aeiou]y$", word):
+        return [word, word[:-1] + "ies"]
+    return [word, word + "s"]
 
 
 def _joined(question: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -179,6 +179,17 @@ def answer(world, question: str):
         ("以不计划为理由关闭的 issue", ["i4", "i6"]),
         ("issues that were reopened", ["i2"]),
         ("which bug issues got reopened after being closed?", ["i2"]),  # the closing is the story, not the state now
+        # negation and absence said in other words
+        ("issues still yet to be resolved", ["i1", "i2", "i7"]),  # open
+        ("quinn's PRs closed without ever getting merged", ["p7"]),
+        ("untagged issues", ["i6"]),
+        ("closed issues whose assignee list is empty", ["i3", "i4", "i5", "i6", "i8"]),
+        ("open issues nobody has replied to", ["i1"]),  # a reply to an issue is a comment
+        # the person's part said in other words
+        ("issues where quinn is among the assignees", ["i2"]),
+        ("issues quinn marked as completed", ["i3", "i5", "i8"]),  # the closer, not the author (quinn wrote all)
+        ("rory's issue closures", ["i4"]),
+        ("2021 年 quinn 合进去了哪些 PR", ["p4"]),  # 合进去: merged, dated by the merge
     ],
 )
 def test_negation_absence_and_close_reasons(world, question, expected):

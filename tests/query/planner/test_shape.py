@@ -41,6 +41,11 @@ def conditions(p) -> set[tuple[str, str, object]]:
         ("2026 年哪一天的消息最少", "argmin", "day"),
         ("2026 年 1 到 5 月，哪个月的消息最热闹？", "argmax", "month"),
         ("what was Alex Chen's most prolific year for opening PRs?", "argmax", "year"),
+        ("Alex Chen's worst month for merged PRs in 2026", "argmin", "month"),
+        ("the best week of 2026 for new tickets", "argmax", "week"),
+        ("least busy day of March 2026 as far as commits go", "argmin", "day"),
+        ("which March 2026 week had the most slack messages", "argmax", "week"),
+        ("the quietest month of 2026 in terms of tickets opened", "argmin", "month"),
     ],
 )
 def test_the_busiest_or_quietest_period_is_a_time_bucket_extreme(catalog, question, kind, bucket):

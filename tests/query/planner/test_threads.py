@@ -229,3 +229,30 @@ def test_threads_counted_by_someones_replies_in_them_are_each_counted_once(world
     _, plan = answer(world, question)
     assert (plan.ir.shape.kind, plan.ir.shape.field) == ("distinct_count", "thread_ts"), plan.pipeline
     assert plan.not_understood == [], plan.not_understood
+
+
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        # a second person replying in the first one's threads: among the thread's repliers
+        ("In how many threads opened by Ana did Cy answer?", 1),  # a1
+        ("number of Ben's threads with a reply from Ana", 1),  # b3
+        ("Ben 的讨论串里 Cy 回复过的有多少个？", 1),  # b3
+        # ... and never among them: threads with replies, none of them that person's
+        ("Ana's threads Ben never replied in, count", 1),  # a2 (a1 has Ben)
+        ("Cy's threads that never heard from Ana: how many", 1),  # c3
+        ("threads by Ana without any reply from Cy — count", 1),  # a2
+        ("Ana 的讨论串里 Ben 一次都没回复过的有多少个？", 1),  # a2
+    ],
+)
+def test_threads_another_person_replied_in_or_not(world, question, expected):
+    rows, plan = answer(world, question)
+    assert rows == [{"count": expected}], plan.pipeline
+    assert plan.not_understood == [], plan.not_understood
+
+
+def test_inside_a_thread_is_no_topic(world):
+    # "inside" says where the replies are, not what they are about: no full-text word
+    rows, plan = answer(world, "count Ben's replies inside threads he didn't start")
+    assert rows == [{"count": 3}], plan.pipeline  # b1, b2 (Ana's), b4 (Cy's)
+    assert plan.ir.text == []

@@ -152,17 +152,37 @@ def test_words_said_to_be_in_the_title_are_a_words_filter_on_it(catalog):
     assert topic(p) == {"mentioning", "rounding", "in their title"} and p.not_understood == []
 
 
-def test_words_given_as_alternatives_match_any_of_them_exactly(settings):
-    """The forms the asker listed, no other: "events or schemas" is not "event"."""
+def test_different_words_given_as_alternatives_match_either_in_either_number(settings):
+    """ "events or schemas" names two subjects, each in the singular or the plural: "event" too."""
     merged = _titles(settings, merged=True)
-    want = sorted(r["ref"] for r in merged if _has(r["title"], "events") or _has(r["title"], "schemas"))
-    assert want and [r for r in merged if _has(r["title"], "events")] != [
-        r for r in merged if _has(r["title"], "schemas")
-    ]
-    assert want != sorted(r["ref"] for r in merged if _has(r["title"], "events?") or _has(r["title"], "schemas?"))
+    want = sorted(r["ref"] for r in merged if _has(r["title"], "events?") or _has(r["title"], "schemas?"))
+    assert want != sorted(r["ref"] for r in merged if _has(r["title"], "events") or _has(r["title"], "schemas"))
     result = run_structured("merged PRs about events or schemas", settings, now=NOW)
     assert isinstance(result, Success)
     assert sorted(r["ref"] for r in result.rows) == want
+
+
+@pytest.mark.parametrize(
+    "question,words",
+    [
+        # forms of one word: those forms, no other ("event or events" is not "eventing")
+        ("merged PRs about event or events", ["event", "events"]),
+        ("merged PRs with leak, leaks or leaked in the title", ["leak", "leaks", "leaked"]),
+        ("标题里有 leak、leaks 或 leaked 的已合并 PR", ["leak", "leaks", "leaked"]),
+        # different words: each in the singular and the plural; a verb form or a name as written
+        ("merged PRs about wheels or tarballs", ["wheel", "wheels", "tarball", "tarballs"]),
+        ("merged PRs about library or caching", ["library", "libraries", "caching"]),
+        ("merged PRs about crash or redis", ["crash", "crashes", "redis"]),
+        # a plural ending in parentheses: the word in either number
+        ("merged PRs with crash(es) in the title", ["crash", "crashes"]),
+        # a word and a longer form of it: those forms exactly, not "fasts"
+        ("merged PRs with fast or faster in the title", ["fast", "faster"]),
+    ],
+)
+def test_the_forms_alternatives_match(catalog, question, words):
+    p = plan(catalog, question)
+    assert [(f.field, f.op, f.value) for f in p.ir.filters if "words" in f.op] == [("title", "exact_words", words)]
+    assert p.not_understood == []
 
 
 def test_words_given_with_a_slash_are_alternatives_too(catalog):
@@ -182,7 +202,7 @@ def test_a_label_said_as_one_of_the_words_in_the_title_is_a_word_not_a_label():
     ctx, _ = resolve("open issues with arrow or pyarrow in the title", NOW, catalog, None)
     p = OfflinePlanner().plan(ctx)
     assert [(f.field, f.op) for f in p.ir.filters if f.field != "state"] == [("title", "exact_words")]
-    assert p.ir.filters[-1].value == ["arrow", "pyarrow"]
+    assert p.ir.filters[-1].value == ["arrow", "arrows", "pyarrow", "pyarrows"]
 
 
 def test_phrases_given_as_alternatives_keep_the_first_and_say_the_rest_was_not_read(catalog):
@@ -266,4 +286,11 @@ def test_words_in_the_title_are_a_condition_on_it_with_nothing_else_said(catalog
 def test_the_forms_of_a_topic_spelled_out_after_it_are_the_ones_matched(catalog, question, words):
     p = plan(catalog, question)
     assert [(f.field, f.op, f.value) for f in p.ir.filters if "words" in f.op] == [("title", "exact_words", words)]
+    assert p.not_understood == []
+
+
+def test_two_derivations_of_one_stem_name_its_family(catalog):
+    # "validating or validation": neither is a form of the other; the stem with every ending (validate, validated)
+    p = plan(catalog, "merged PRs with validating or validation in the title")
+    assert [(f.field, f.op, f.value) for f in p.ir.filters if "words" in f.op] == [("title", "words", ["valid"])]
     assert p.not_understood == []

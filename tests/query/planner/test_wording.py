@@ -382,3 +382,53 @@ def test_unknown_names_in_more_places_are_declined(world):
     ):
         _, failed = resolve(question, NOW, world[1], None)
         assert failed is not None and failed.unresolved in question, question
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["issues tagged bug versus docs: the count for each", "how many issues have the bug label, and how many docs?"],
+)
+def test_two_values_of_a_list_field_side_by_side_are_one_count_each(world, question):
+    # i5 carries both labels: it counts once under each, as the elements of its list
+    store, catalog = world
+    plan = planned(world, question)
+    rows = run_pipeline(store, "issues", plan.pipeline, tenant="t", principals=["*"], schema=catalog.schemas["issues"])
+    assert {r["_id"]: r["count"] for r in rows} == {"bug": 3, "docs": 2}, plan.pipeline
+    assert not plan.not_understood, plan.not_understood
+
+
+def test_two_labels_both_required_stay_both_required(world):
+    got, plan = answer(world, "issues labelled both bug and docs")
+    assert got == ["i5"], plan.pipeline
+
+
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        # the extreme of a measure asked as a number, in other words
+        ("what is the greatest number of distinct users who replied in any one thread?", 3),  # a3
+        ("min distinct repliers on a single elmlang thread", 1),
+        ("highest comment count among bug issues", 2),  # i2
+        ("how many comments did the most commented-on issue get?", 2),
+    ],
+)
+def test_the_extreme_of_a_measure_in_other_words(world, question, expected):
+    got, plan = answer(world, question)
+    assert got == expected, plan.pipeline
+    assert not plan.not_understood, plan.not_understood
+
+
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        ("the biggest issue reporter if you don't count rory", "quinn"),  # an exclusion, not a count
+        ("open issues, number please", 3),
+        ("elmlang msg volume", 6),
+        ("which of Jo's threads got the biggest response?", ["c2"]),  # the most replies, one thread
+        ("elmlang 里不同用户一共有几个？", 2),  # the distinct ones said before their number
+    ],
+)
+def test_rankings_and_counts_in_other_words(world, question, expected):
+    got, plan = answer(world, question)
+    assert got == expected, plan.pipeline
+    assert not plan.not_understood, plan.not_understood
