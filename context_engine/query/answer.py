@@ -120,9 +120,14 @@ def _compose(
     if len(rows) == 1 and set(rows[0]) == {"count"}:
         n = rows[0]["count"]
         return f"{counted(n, one, noun)} {'matches' if n == 1 else 'match'}.", []
-    if len(rows) == 1 and len(rows[0]) == 1 and set(rows[0]) <= {"total", "min", "max"}:
-        ((kind, value),) = rows[0].items()  # a sum or an extreme of a measure: one number
-        return f"The {kind} over the {noun} matched: {value}.", []
+    if len(rows) == 1 and len(rows[0]) == 1 and set(rows[0]) <= {"total", "average", "min", "max"}:
+        ((kind, value),) = rows[0].items()  # a sum, a mean or an extreme of a measure: one number
+        said = round(value, 2) if isinstance(value, float) else value  # a mean's 448.96666666666664
+        return f"The {kind} over the {noun} matched: {said}.", []
+    if rows and set().union(*rows) == {"_id"}:  # the distinct values of a field, in value order
+        values = ", ".join(_label(r) for r in rows[:LISTED])
+        more = f" … and {len(rows) - LISTED} more" if len(rows) > LISTED else ""
+        return f"{counted(len(rows), 'distinct value', 'distinct values')} over the {noun} matched: {values}{more}.", []
     if rows and "_id" in rows[0] and "ref" not in rows[0]:
         metric = next((k for k in rows[0] if k not in ("_id", "name")), None)
         lines = [f"{i}. {_label(r)}: {r.get(metric)}" for i, r in enumerate(rows[:25], 1)]

@@ -45,3 +45,17 @@ def test_attempts_by_number():
     plan = Plan("issues", [])
     assert "after 1 attempt." in compose(MaxAttempts([Attempt(plan, "bad")]), "issues")[0]
     assert "after 2 attempts." in compose(MaxAttempts([Attempt(plan, "bad")] * 2), "issues")[0]
+
+
+def test_a_mean_and_distinct_values_are_said_as_such():
+    plan = Plan("deploys", [])
+    assert (
+        compose(Success(plan, [{"average": 812.5}], []), "deploys")[0] == "The average over the records matched: 812.5."
+    )
+    assert compose(Success(plan, [{"average": 448.96666666666664}], []), "deploys")[0].endswith(": 448.97.")
+    distinct = [{"_id": "mobile-app"}, {"_id": "payments-api"}]
+    assert (
+        compose(Success(plan, distinct, []), "incidents")[0]
+        == "2 distinct values over the records matched: mobile-app, payments-api."
+    )
+    assert compose(Success(plan, distinct[:1], []), "incidents")[0].startswith("1 distinct value over")

@@ -12,6 +12,7 @@ or when one begins the other and the shared start is 4 letters or more ("weigh" 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from context_engine.query.compile import array_prefix
@@ -63,6 +64,12 @@ def names(question_word: str, field_word: str) -> bool:
     return len(short) >= 4 and long_.startswith(short)
 
 
+# A field's last word that only says its unit: "duration" names `duration_seconds`, "size" `size_mb`.
+_UNITS = frozenset(
+    "seconds secs sec minutes mins min hours hrs days ms millis usd eur pct percent bytes kb mb gb".split()
+)
+
+
 @dataclass
 class FieldMention:
     path: str
@@ -88,7 +95,7 @@ class OwnFieldStep(Draft):
             for i in range(len(tokens)):
                 # The field's words in order, allowing "the"/"of" between ("number of products"), or the
                 # last word alone when the field has one word or its first word is the collection's.
-                said = _said(words, tokens, i)
+                said = _said(words, tokens, i) or (words[-1] in _UNITS and _said(words[:-1], tokens, i))
                 if said:
                     start, end, count = tokens[i][1], tokens[i + said - 1][2], len(words)
                     found.append(FieldMention(path, start, end, count))
@@ -183,13 +190,16 @@ class OwnFieldStep(Draft):
         q = self.q
         shown = [f for f in mentions if not self._is_used((f.start, f.end)) and not self.known(f.path)]
 
-        def after(pattern: str) -> tuple[re.Match, FieldMention] | None:
+        def after(
+            pattern: str, fits: Callable[[str], bool] = lambda path: True
+        ) -> tuple[re.Match, FieldMention] | None:
             """A cue, then a field it is about within a few words ("average salary", "the highest
-            total score")."""
+            total score"); `fits`: what that field must be (a measure for an average: "average deploy
+            duration" is about the duration, not the deploy id)."""
             for m in re.finditer(pattern, q, re.I):
                 if self._is_used(m.span()):
                     continue
-                nxt = [f for f in shown if f.start >= m.end() and f.start - m.end() <= 25]
+                nxt = [f for f in shown if f.start >= m.end() and f.start - m.end() <= 25 and fits(f.path)]
                 if nxt:
                     return m, nxt[0]
             return None
@@ -208,8 +218,8 @@ class OwnFieldStep(Draft):
                 self.use((field.start, field.end), "field")
                 self.mark(self.schema.kind.pattern(), "collection")
                 return Shape("argmin" if least else "argmax", field=field.path, over="groups", fields=[field.path])
-        avg = after(r"\b(?:average|mean|avg)\b(?:\s+(?:of|the|number of))*")
-        if avg and self._numeric(avg[1].path):
+        avg = after(r"\b(?:average|mean|avg)\b(?:\s+(?:of|the|number of))*", self._numeric)
+        if avg:
             self._read(avg)
             return Shape("avg", field=avg[1].path)
         distinct = after(r"\b(?:distinct|different|unique)\b")

@@ -145,3 +145,26 @@ def test_alphabetical_order_of_the_names_shown(settings):
     assert [r["Name"] for r in rows] == ["Ann Lee", "Bo Dahl", "Cy Moss", "Di Holt"]
     rows = ask(settings, "Show all employee cities and names sorted in reverse alphabetical order.")
     assert [r["City"] for r in rows] == ["Tromso", "Oslo", "Oslo", "Bergen"]
+
+
+DEPLOYS = [
+    {"deploy_id": "D-1", "deployed_by": "ann", "duration_seconds": 100, "size_mb": 12, "env": "prod"},
+    {"deploy_id": "D-2", "deployed_by": "bo", "duration_seconds": 300, "size_mb": 30, "env": "prod"},
+    {"deploy_id": "D-3", "deployed_by": "ann", "duration_seconds": 50, "size_mb": 8, "env": "staging"},
+]
+
+
+@pytest.fixture(scope="module")
+def deploy_settings(tmp_path_factory):
+    s = Settings().with_overrides(data_dir=tmp_path_factory.mktemp("deploys"))
+    store = open_store(s)
+    load_database(store, "ops", {"deploy": DEPLOYS})
+    store.commit()
+    return s.with_overrides(tenant=tenant_of("ops"), use_llm=False)
+
+
+def test_a_field_is_named_without_its_unit_and_an_average_is_of_a_measure(deploy_settings):
+    # "deploy" also begins `deploy_id`, `deployed_by`: an average is about the measure after it
+    assert ask(deploy_settings, "average deploy duration") == [{"average": 150}]
+    assert ask(deploy_settings, "what is the mean size of prod deploys?") == [{"average": 21}]
+    assert ask(deploy_settings, "maximum duration of the deploys") == [{"max": 300}]
