@@ -417,6 +417,14 @@ def test_own_people_fields_are_read_by_the_words_that_name_them(own_dir):
     assert _refs(_ask(data_dir, "deploys by larsn")) == deployed
 
 
+def test_a_people_field_said_as_its_verb_is_negated(own_dir):
+    data_dir, *_ = own_dir
+    readable = [i for i in _incidents() if _readable(i, OUTSIDER)]
+    others = {f"incidents/{i['id']}" for i in readable if i["commander"] != "priyar"}
+    assert 0 < len(others) < len(readable)
+    assert _refs(_ask(data_dir, "incidents not commanded by priyar", "--as", OUTSIDER)) == others
+
+
 def test_top_n_time_and_grouping_over_own_collections(own_dir):
     from collections import Counter
 

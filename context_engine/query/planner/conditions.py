@@ -317,6 +317,8 @@ class ConditionStep(Draft):
         kind = self.schema.kind
         names = [role for role, paths in kind.roles().items() if path in paths]
         names += [path.rsplit(".", 1)[-1], kind.labels.get(path, "")]
+        # a person role said as its verb: "not commanded by X" for the commander, "not owned by" the owner
+        names += [n[:-2] + "ed" for n in names if n.endswith("er")]
         return tuple(sorted({n.replace("_", " ").lower() for n in names if n}))
 
     def _jira_status(self, status: str) -> str | None:

@@ -222,6 +222,11 @@ class OwnFieldStep(Draft):
         if avg:
             self._read(avg)
             return Shape("avg", field=avg[1].path)
+        # "total deploy duration", "the sum of the prices": not "the total number of …", which counts
+        total = after(r"\b(?:total|sum|combined)\b(?!\s+(?:number|count)\b)(?:\s+(?:of|the))*", self._numeric)
+        if total:
+            self._read(total)
+            return Shape("sum", field=total[1].path)
         distinct = after(r"\b(?:distinct|different|unique)\b")
         if distinct and not re.search(r"\bhow many\b|\bnumber of\b|\bcount\b", q, re.I):
             self._read(distinct)

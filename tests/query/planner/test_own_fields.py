@@ -168,3 +168,9 @@ def test_a_field_is_named_without_its_unit_and_an_average_is_of_a_measure(deploy
     assert ask(deploy_settings, "average deploy duration") == [{"average": 150}]
     assert ask(deploy_settings, "what is the mean size of prod deploys?") == [{"average": 21}]
     assert ask(deploy_settings, "maximum duration of the deploys") == [{"max": 300}]
+
+
+def test_a_total_of_a_measure_is_its_sum_but_a_total_number_counts(deploy_settings):
+    assert ask(deploy_settings, "total deploy duration in prod") == [{"total": 400}]
+    assert ask(deploy_settings, "what is the sum of the size of all deploys?") == [{"total": 50}]
+    assert ask(deploy_settings, "what is the total number of deploys?") == [{"count": 3}]
