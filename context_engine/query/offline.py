@@ -126,7 +126,9 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
                 self.notes.append(f"{collection} has no field for {group_role}")
                 return Plan(self.collection, [], confidence=0.0, planner="offline", notes=self.notes)
 
-        sort_field = time_field or field_for(schema, "created") or "ref"
+        # newest first, else by key; a collection without either (a hand-made schema) keeps its order
+        sort_field = time_field or field_for(schema, "created") or ("ref" if schema.has_path("ref") else None)
+        by_sort_field = [SortKey(sort_field, -1)] if sort_field else []
         intent_shape = self._intent_shape(intent, time_field, state_verb) if intent else None
         if intent_shape:
             shape = intent_shape
@@ -140,7 +142,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
             self.notes.append(f"grouped by {group_path}")
         elif ranked:
             path, limit = ranked
-            shape = Shape("top", field=path, limit=limit, sort=[SortKey(sort_field, -1)])
+            shape = Shape("top", field=path, limit=limit, sort=by_sort_field)
             self.notes.append(f"the {limit} with the highest {path}")
         elif is_count:
             shape = Shape("count")
@@ -148,7 +150,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
             # Relevance order for a topic search: BM25 (or MongoDB's textScore) ranks the matches.
             shape = Shape("list", sort=[SortKey("relevance", -1)], limit=min(self._list_limit(), TEXT_LIMIT))
         else:
-            shape = Shape("list", sort=[SortKey(sort_field, -1)], limit=self._list_limit(), fields=shown)
+            shape = Shape("list", sort=by_sort_field, limit=self._list_limit(), fields=shown)
         if not (self.filters or self.times or text) and not (bucket or group_role or is_count or intent_shape):
             self.confidence = min(self.confidence, 0.5)
         understood, not_understood = self._spans(text, structured=structured, shape=shape)
