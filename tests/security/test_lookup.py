@@ -325,16 +325,18 @@ def test_the_deadline_and_the_stop_flag_stop_a_slow_join(tmp_path):
             }
         }
     ]  # 600k expressions: minutes in mongomock
+    # Stopped means seconds, not minutes: ~0.2 s alone; a full suite's garbage collection once took 1.9 s.
+    stopped_within = 10.0
     started = time.perf_counter()
     with pytest.raises(ExecutionError, match=r"^the query ran past its 200 ms deadline"):
         _run(store, "issues", slow, MEMBER, schemas, max_time_ms=200)
-    assert time.perf_counter() - started < 1.5
+    assert time.perf_counter() - started < stopped_within
     stop = Stop()
     threading.Timer(0.2, stop.cancel, args=("the client went away",)).start()
     started = time.perf_counter()
     with stop_on(stop), pytest.raises(Cancelled, match="the client went away"):
         _run(store, "issues", slow, MEMBER, schemas, max_time_ms=60_000)
-    assert time.perf_counter() - started < 1.5
+    assert time.perf_counter() - started < stopped_within
 
 
 # MongoDB's documented semantics on a small example: a localField array matches any of its elements,
