@@ -170,10 +170,8 @@ _MONGOMOCK: dict[str, Any] = {}  # the handlers replaced, for the cases they kee
 def _key_candidates(key: str, doc: Any) -> Any:
     """mongomock's values at `key` in `doc`, except that a path going on through null or a scalar
     ends in a missing value (MongoDB's reading) instead of in no value at all."""
-    from mongomock.filtering import NOTHING
-
     if key and not isinstance(doc, dict | list):
-        return [NOTHING]
+        return [_MONGOMOCK["NOTHING"]]
     return _MONGOMOCK["iter_key_candidates"](key, doc)
 
 
@@ -187,6 +185,7 @@ def use_linear_stages() -> None:
         return
     _MONGOMOCK.update({name: aggregate._PIPELINE_HANDLERS[name] for name in ("$unwind", "$group")})
     _MONGOMOCK["iter_key_candidates"] = filtering.iter_key_candidates
+    _MONGOMOCK["NOTHING"] = filtering.NOTHING  # read per path looked up: fetched once, here
     aggregate._PIPELINE_HANDLERS["$unwind"] = _unwind
     aggregate._PIPELINE_HANDLERS["$group"] = _group
     # mongomock's filter and its list walk look the function up by this global name
