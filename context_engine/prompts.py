@@ -43,7 +43,7 @@ Fields are listed per collection; A[{x,y}] is an array of objects: {"$unwind":"$
 Join another collection with {"$lookup":{"from":C2,"localField":F,"foreignField":F2,"as":"Docs1"}}.
 Return only what is asked: $project those fields with "_id":0; a count is {"$count":"count"}."""
 
-PIPELINE_QUESTION = """{schemas}{people}{times}{examples}
+PIPELINE_QUESTION = """{schemas}{people}{times}{examples}{draft}
 Question: {question}"""
 
 PLANNER_RETRY = """Your previous plan was rejected:

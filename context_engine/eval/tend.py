@@ -65,6 +65,8 @@ ORDER_WORDS = re.compile(
 )
 _SAMPLE = re.compile(r"stratified:([1-9]\d*)")
 MAX_EXAMPLE_CHARS = 600  # a longer example costs a small model more reading than it teaches
+EXAMPLES = 3  # solved train questions a prompt shows, within EXAMPLE_BUDGET characters (~300 tokens)
+EXAMPLE_BUDGET = 1200
 # Plans the model writes per question: the first and one correction. On train.json (stratified:30) the
 # 1.5B model wrote the same rejected pipeline again on its second and third try; a third costs ~25 s.
 LLM_ATTEMPTS = 2
@@ -300,17 +302,19 @@ def load_database(store: Any, db: str, data: dict[str, list[dict[str, Any]]]) ->
 class TrainExamples:
     """Solved training questions close to a question, as examples for the model's prompt: each
     phrasing of each train.json record whose gold reads and uses only stages the validator allows,
-    matched by rapidfuzz's token-set score; never from the database asked about (train.json's
+    matched by rapidfuzz's token-set score on the question with its values masked (`masked`: "older
+    than 30" is close to "older than 45"); one phrasing a record (its other phrasings teach nothing
+    more), within `EXAMPLE_BUDGET` characters; never from the database asked about (train.json's
     databases are disjoint from test.json's; on train itself the question's own database is left out)."""
 
-    def __init__(self, data: Path, allow_regex: bool = False, limit: int = 2):
+    def __init__(self, data: Path, allow_regex: bool = False, limit: int = EXAMPLES):
         from context_engine.query.validate import JOIN, STAGES
 
         allowed = (*STAGES, JOIN)  # a join is validated with the tenant's schemas, scope injected
         records, _ = load_split(data, "train")
         self.limit = limit
         self.texts: list[str] = []
-        self.items: list[tuple[str, str]] = []  # (db, the example line)
+        self.items: list[tuple[str, int, str]] = []  # (db, record id, the example line)
         for q in questions_of(records)[0]:
             if any(name not in allowed for stage in q.gold.pipeline for name in stage):
                 continue
@@ -321,22 +325,44 @@ class TrainExamples:
             )
             if len(plan) > MAX_EXAMPLE_CHARS or (not allow_regex and "$regex" in plan):
                 continue
-            self.texts.append(q.text)
-            self.items.append((q.db, f"Q: {q.text} -> {plan}"))
+            self.texts.append(masked(q.text))
+            self.items.append((q.db, q.record_id, f"Q: {q.text} -> {plan}"))
 
     def similar(self, question: str, exclude_db: str = "") -> list[str]:
         from rapidfuzz import fuzz, process, utils
 
         out: list[str] = []
+        records: set[tuple[str, int]] = set()
+        used = 0
         for _, _, i in process.extract(
-            question, self.texts, scorer=fuzz.token_set_ratio, processor=utils.default_process, limit=8 * self.limit
+            masked(question),
+            self.texts,
+            scorer=fuzz.token_set_ratio,
+            processor=utils.default_process,
+            limit=8 * self.limit,
         ):
-            db, line = self.items[i]
-            if db != exclude_db and line not in out:
-                out.append(line)
+            db, record, line = self.items[i]
+            if db == exclude_db or (db, record) in records or used + len(line) > EXAMPLE_BUDGET:
+                continue
+            out.append(line)
+            records.add((db, record))
+            used += len(line)
             if len(out) == self.limit:
                 break
         return out
+
+
+def masked(question: str) -> str:
+    """A question as examples are matched: lower case, its quoted values, numbers and capitalised
+    names inside it replaced by one mark each, so the wording of what is asked decides."""
+    text = _QUOTED.sub(" val ", question)
+    text = _NAME_INSIDE.sub(" val ", text)
+    return _NUMBER.sub(" num ", text).lower()
+
+
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
+_NAME_INSIDE = re.compile(r"(?<=\w )[A-Z][\w.-]*(?: [A-Z][\w.-]*)*")
+_NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
 
 
 @dataclass
@@ -359,11 +385,12 @@ def predict(
     question: str, settings: Any, planner: Any
 ) -> tuple[str, list[dict[str, Any]] | None, dict[str, Any] | None, str, str]:
     """(outcome kind, rows or None when declined, the executed pipeline, why, planner used); `planner`
-    is the LLM planner that plans every question, or None (offline)."""
+    is the LLM planner, or None (offline). The question takes the product's path: the offline plan
+    when it is confident, the model for the rest and for every correction (`engine.plan`)."""
     from context_engine.assistant.structured_query import run_structured
     from context_engine.query.engine import MaxAttempts, ResolutionFailed
 
-    result = run_structured(question, settings, now=NOW, planner=planner, always_llm=planner is not None)
+    result = run_structured(question, settings, now=NOW, planner=planner)
     plan = getattr(result, "plan", None)
     attempts = getattr(result, "attempts", None) or []
     planner_used = attempts[-1].plan.planner if attempts else "-"

@@ -34,6 +34,7 @@ from context_engine.query.context_sets import ContextSet, shipped
 from context_engine.query.fields import people_paths
 from context_engine.query.identity import Person
 from context_engine.query.ir import PLAN_JSON_SCHEMA, IRError, PlanIR
+from context_engine.query.model_repairs import own_spelling, typed_literals
 from context_engine.query.offline import OfflinePlanner, detect_collection
 from context_engine.query.plan import Plan, PlanningContext, from_extended_json, to_extended_json
 from context_engine.query.schema import CollectionSchema
@@ -128,7 +129,8 @@ def _valid(pipeline: Any, schema: CollectionSchema) -> bool:
 def _examples(ctx: PlanningContext, schemas: list[CollectionSchema], given: list[str] = ()) -> str:
     """At most `EXAMPLES` context-set templates close to the question (`ContextSet.similar_templates`),
     valid for this tenant's schema (a Jira-shaped example misleads on GitHub issues), each as its
-    example question and the plan bound to that example's values; then the `given` ones."""
+    example question and the plan bound to that example's values; then the `given` ones (as many as
+    the caller chose)."""
     by_name = {sc.name: sc for sc in schemas}
     shown = []
     for template, score in context_set_of(ctx).similar_templates(ctx.question, k=2 * EXAMPLES):
@@ -141,7 +143,7 @@ def _examples(ctx: PlanningContext, schemas: list[CollectionSchema], given: list
                 f"Q: {template.example['question']} -> "
                 + json.dumps({"collection": template.collection, "pipeline": pipeline}, **_COMPACT)
             )
-    shown = shown[:EXAMPLES] + list(given)[:EXAMPLES]
+    shown = shown[:EXAMPLES] + list(given)
     return "\nExamples:\n" + "\n".join(shown) if shown else ""
 
 
@@ -262,7 +264,10 @@ def _listing(ctx: PlanningContext, named: list[CollectionSchema]) -> str:
 
 
 def _pipeline_messages(
-    ctx: PlanningContext, schemas: list[CollectionSchema], examples: Callable[[str], list[str]] | None
+    ctx: PlanningContext,
+    schemas: list[CollectionSchema],
+    draft: Plan,
+    examples: Callable[[str], list[str]] | None,
 ) -> list[tuple[str, str]]:
     people = "; ".join(f"{m.text!r} -> {_describe_person(m.person, schemas)}" for m in ctx.mentions if m.person)
     times = "; ".join(_describe_time(t) for t in ctx.times)
@@ -271,9 +276,32 @@ def _pipeline_messages(
         people=f"\nPeople: {people}" if people else "",
         times=f"\nTimes: {times}" if times else "",
         examples=_examples(ctx, schemas, examples(ctx.question) if examples else []),
+        draft=_pipeline_draft(draft),
         question=ctx.question,
     )
     return [("system", PIPELINE_SYSTEM), ("human", question)]
+
+
+def _pipeline_draft(draft: Plan) -> str:
+    """The offline plan as a hint, with the words it did not read: on a team's own tables its fields
+    and values are linked by code (right where the model guesses), its shape often not; none when it
+    planned nothing."""
+    if not draft.pipeline:
+        return ""
+    unread = ", ".join(repr(s["text"]) for s in draft.not_understood)
+    # The engine's `ref` (a default order, a row's link) is no column of the team's table: a model
+    # copying it would show a column nobody asked for.
+    stages = [
+        {name: {k: v for k, v in body.items() if k != "ref"} if name in ("$sort", "$project") else body}
+        for stage in to_extended_json(draft.pipeline)
+        for name, body in stage.items()
+    ]
+    pipeline = [stage for stage in stages if next(iter(stage.values())) != {}]
+    return (
+        "\nRule-based draft (fix what the question says differently): "
+        + json.dumps({"collection": draft.collection, "pipeline": pipeline}, **_COMPACT)
+        + (f"; it did not read {unread}" if unread else "")
+    )
 
 
 def build_messages(
@@ -284,7 +312,7 @@ def build_messages(
     draft = ctx.draft = ctx.draft or OfflinePlanner().plan(ctx)
     schemas = _relevant(ctx, draft)
     messages = (
-        _pipeline_messages(ctx, schemas, examples)
+        _pipeline_messages(ctx, schemas, draft, examples)
         if own_only(schemas)
         else _plan_messages(ctx, schemas, draft, max_rows, examples)
     )
@@ -392,58 +420,6 @@ def link_people(pipeline: Any, collection: str, ctx: PlanningContext) -> Any:
     )
 
 
-def own_spelling(
-    collection: str, pipeline: list[dict[str, Any]] | None, schemas: dict[str, CollectionSchema]
-) -> tuple[str, list[dict[str, Any]] | None]:
-    """Code corrects the model: a collection or field it spelled otherwise than the tenant's tables do
-    ("people" for the collection the words "people" name, `lname` for `Lname`) becomes the one so
-    spelled, when exactly one is: in the pipeline's own collection first (`Lname` there, `LName` in a
-    joinable one), else in all; anything else is left for the validator to report."""
-    collection = named(collection, schemas)
-    known = {path for sc in schemas.values() for path in sc.fields}
-    home = schemas[collection].fields if collection in schemas else {}
-
-    def field(path: str) -> str:
-        if path in known:
-            return path
-        for fields in (home, known):
-            options = {p for p in fields if p.lower() == path.lower()}
-            if options:
-                return next(iter(options)) if len(options) == 1 else path
-        return path
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, list):
-            return [walk(n) for n in node]
-        if isinstance(node, dict):
-            return {
-                (k if k.startswith("$") else field(k)): field(v)
-                if k in ("localField", "foreignField") and isinstance(v, str)
-                else named(v, schemas)
-                if k == "from"
-                else walk(v)
-                for k, v in node.items()
-            }
-        if isinstance(node, str) and node.startswith("$") and not node.startswith("$$"):
-            return "$" + field(node[1:])
-        return node
-
-    return collection, walk(pipeline) if pipeline is not None else None
-
-
-def named(name: Any, schemas: dict[str, CollectionSchema]) -> Any:
-    """The tenant's collection a model's name means: itself, the one so named in another case, or the
-    one whose words it is; the name as written when none or several are."""
-    if not isinstance(name, str) or name in schemas:
-        return name
-    options = {n for n in schemas if n.lower() == name.lower()} or {
-        n
-        for n, sc in schemas.items()
-        if sc.kind.pattern() and re.fullmatch(sc.kind.pattern(), name.replace("_", " "), re.I | re.ASCII)
-    }
-    return next(iter(options)) if len(options) == 1 else name
-
-
 def parse_plan(text: str) -> PlanIR:
     """The IR in a model's answer: the JSON object in it (models wrap it in prose or code fences)."""
     start, end = text.find("{"), text.rfind("}")
@@ -532,6 +508,8 @@ class LLMPlanner:
             own = [sc.name for sc in ctx.schemas.values() if sc.own_kind is not None]
             ir = self._ask(messages, pipeline_schema(own), MAX_PIPELINE_TOKENS)
             ir.collection, ir.pipeline = own_spelling(ir.collection, ir.pipeline, ctx.schemas)
+            if ir.collection in ctx.schemas:
+                ir.pipeline = typed_literals(ir.pipeline, ctx.schemas[ir.collection])
         else:
             ir = self._ask(messages, ANSWER_SCHEMA, MAX_ANSWER_TOKENS)
         schema = ctx.schemas.get(ir.collection)

@@ -330,7 +330,8 @@ def test_a_teams_own_collections_are_asked_for_a_pipeline_in_a_short_prompt():
     """Own collections: the fixed pipeline system prompt; every own collection listed (a question may
     join them), the named one first, nested as stored (`Sports[{...}]` an array of objects, `Tags[]`
     of values), a value the question says shown as stored, the engine's `ref` not; the caller's
-    examples; no draft, no IR rules."""
+    examples; the offline draft as a hint without the engine's `ref`, with the words it did not read;
+    no IR rules."""
     from context_engine.prompts import PIPELINE_SYSTEM
 
     catalog = _own_catalog()
@@ -346,7 +347,9 @@ def test_a_teams_own_collections_are_asked_for_a_pipeline_in_a_short_prompt():
     assert lines[1] == "Student: Fname,Lname,Major=Physics,Sports[{Hours:num,SportName}],StuID:num,Tags[]"
     assert "Q: names of pupils -> {} (first names of the clubs' members who major in physics)" in prompt
     assert prompt.endswith("Question: first names of the clubs' members who major in physics")
-    assert "Draft" not in prompt and "ref" not in prompt and len(prompt) < 400
+    draft = next(line for line in lines if line.startswith("Rule-based draft"))
+    assert '"collection":"Club"' in draft and draft.endswith("it did not read 'first', 'members who major in physics'")
+    assert "ref" not in prompt and "Now:" not in prompt and len(prompt) < 500
 
 
 def test_a_long_listing_names_the_collections_past_its_budget(monkeypatch):
@@ -406,29 +409,6 @@ def test_the_pipeline_answer_is_held_to_the_tenants_collections_and_a_short_cap(
         {"$match": {"Major": "Physics"}},
         {"$project": {"Fname": 1, "_id": 0}},
     ]
-
-
-def test_names_are_matched_to_the_tenants_spelling_only_when_one_is_meant():
-    from context_engine.query.llm_planner import own_spelling
-
-    schemas = _own_catalog().schemas
-    pipeline = [
-        {"$lookup": {"from": "clubs", "localField": "stuid", "foreignField": "members.stuid", "as": "Docs1"}},
-        {"$unwind": "$docs1"},
-        {"$match": {"$expr": {"$eq": ["$lname", "$$x"]}}},
-        {"$project": {"lname": 1, "nickname": "$nickname", "_id": 0}},
-    ]
-    collection, fixed = own_spelling("pupils", pipeline, schemas)
-    assert collection == "Student"  # the collection the words "pupils" name
-    assert fixed == [
-        {"$lookup": {"from": "Club", "localField": "StuID", "foreignField": "Members.StuID", "as": "Docs1"}},
-        {"$unwind": "$docs1"},  # a name the pipeline made is not the tenant's: left as written
-        {"$match": {"$expr": {"$eq": ["$Lname", "$$x"]}}},  # Student's Lname, not Club's LName
-        {"$project": {"Lname": 1, "nickname": "$nickname", "_id": 0}},
-    ]
-    # In a collection without it, `lname` is Lname or LName: not guessed; an unknown collection stays unknown.
-    assert own_spelling("Club", [{"$project": {"lname": 1}}], schemas)[1] == [{"$project": {"LName": 1}}]
-    assert own_spelling("tweets", [{"$project": {"lname": 1}}], schemas) == ("tweets", [{"$project": {"lname": 1}}])
 
 
 def test_a_pipeline_joining_what_the_tenant_may_not_read_is_an_error_the_model_is_shown():
