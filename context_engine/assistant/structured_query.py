@@ -1,5 +1,6 @@
 """The structured half as a subgraph: resolve -> generate_query -> validate_query -> execute_query,
-with the retry edge back to generate_query. This is the one structured loop: the main graph runs it as
+with the retry edge back to generate_query, and when the model's plans all failed, `fall_back` to the
+offline plan it was given. This is the one structured loop: the main graph runs it as
 a node, and `run_structured` (library, tests, evaluation) invokes the same compiled subgraph.
 
 Resolution runs once: the main graph's router resolves people and times and hands them over in
@@ -107,6 +108,15 @@ def generate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[st
         }
     if not plan.pipeline:
         return {"outcome": "resolution_failed", "resolution": {"error": engine.NOTHING_TO_QUERY}, "rows": []}
+    update = _planned(plan, ctx, settings)
+    if plan.planner == "llm" and ctx.draft is not None and ctx.draft.pipeline and not ctx.previous:
+        update["draft"] = ctx.draft.to_json()  # kept for `fall_back`, should the model's plans all fail
+    return update
+
+
+def _planned(plan: Plan, ctx: PlanningContext, settings: Settings) -> dict[str, Any]:
+    """The state update of a plan to validate, or of its refusal: a name no one has, conditions that
+    cannot hold together."""
     refused = engine.unread_name(plan, ctx, value_index_for(settings)) or engine.contradiction(plan, ctx)
     if refused is not None:
         return {
@@ -126,6 +136,16 @@ def generate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[st
         "not_understood": plan.not_understood,
         "confidence": plan.confidence,
     }
+
+
+def fall_back(state: StructuredState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Every plan the model wrote failed: the offline plan it was asked to improve is the answer's plan,
+    checked like any other, saying the words it did not read (a model failure must not lose the
+    offline answer, as when the model cannot be reached)."""
+    settings = context_of(runtime).settings()
+    plan = Plan.from_json(state["draft"])
+    plan.notes.append("the model's plans failed; kept the offline plan")
+    return _planned(plan, planning_context(state, settings), settings)
 
 
 def validate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -194,8 +214,11 @@ def after_check(state: StructuredState, runtime: Runtime[Context]) -> str:
         return "continue"
     context = context_of(runtime)
     settings = context.settings()
-    if len(state.get("attempts", [])) < settings.max_attempts and planner_of(context, settings):
+    attempts = state.get("attempts", [])
+    if len(attempts) < settings.max_attempts and planner_of(context, settings):
         return "retry"
+    if (state.get("draft") or {}).get("pipeline") and all(a["plan"].get("planner") == "llm" for a in attempts):
+        return "fall_back"
     return "give_up"
 
 
@@ -209,22 +232,15 @@ def build_structured_graph():
     builder.add_node("generate_query", generate_query)
     builder.add_node("validate_query", validate_query)
     builder.add_node("execute_query", execute_query)
+    builder.add_node("fall_back", fall_back)
     builder.add_node("give_up", give_up)
     builder.add_edge(START, "resolve")
     builder.add_conditional_edges("resolve", after_check, {"continue": "generate_query", "failed": END})
-    builder.add_conditional_edges(
-        "generate_query",
-        after_check,
-        {"continue": "validate_query", "retry": "generate_query", "give_up": "give_up", "failed": END},
-    )
-    builder.add_conditional_edges(
-        "validate_query",
-        after_check,
-        {"continue": "execute_query", "retry": "generate_query", "give_up": "give_up", "failed": END},
-    )
-    builder.add_conditional_edges(
-        "execute_query", after_check, {"continue": END, "retry": "generate_query", "give_up": "give_up", "failed": END}
-    )
+    ends = {"retry": "generate_query", "fall_back": "fall_back", "give_up": "give_up", "failed": END}
+    builder.add_conditional_edges("generate_query", after_check, {"continue": "validate_query", **ends})
+    builder.add_conditional_edges("fall_back", after_check, {"continue": "validate_query", **ends})
+    builder.add_conditional_edges("validate_query", after_check, {"continue": "execute_query", **ends})
+    builder.add_conditional_edges("execute_query", after_check, {"continue": END, **ends})
     builder.add_edge("give_up", END)
     compiled = builder.compile()
     compiled.name = "structured_query"

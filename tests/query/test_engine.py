@@ -72,7 +72,8 @@ def test_private_channel_needs_membership(settings):
 
 def test_attempts_stop_at_the_limit(settings):
     bad = ("pull_requests", [{"$where": "sleep(1000)"}])
-    result = _run(settings, "zzzz qqqq", planner=ScriptedPlanner(bad, bad, bad, bad))
+    # Words the offline planner cannot plan at all ("zzzz qqqq" would be its full-text search to fall back to).
+    result = _run(settings, "what is it", planner=ScriptedPlanner(bad, bad, bad, bad))
     assert isinstance(result, MaxAttempts) and len(result.attempts) == settings.max_attempts
     assert all("$where" in a.error for a in result.attempts)
 
@@ -230,3 +231,18 @@ def test_a_name_several_people_have_is_declined_even_with_a_model_configured(set
     )
     assert isinstance(result, ResolutionFailed) and result.unresolved == "Alex"
     assert {p.key for p in result.candidates} == {"achen42", "amorgan-dev"} and planner.plans  # the model was not asked
+
+
+def test_when_the_models_plans_all_fail_the_offline_plan_answers_saying_what_it_did_not_read(settings):
+    """The offline plan read part of the question (not confident: the model is asked); the model's two
+    plans are rejected; the offline plan is the answer's plan, its unread words said, not a refusal."""
+    bad = ("pull_requests", [{"$where": "sleep(1000)"}])
+    question = "open PRs in the payments repo with a wobbly frobnication"
+    result = _run(settings.with_overrides(max_attempts=2), question, planner=ScriptedPlanner(bad, bad))
+    assert isinstance(result, (Success, NoResults))
+    assert [a.plan.planner for a in result.attempts] == ["llm", "llm", "offline"]
+    offline = result.attempts[-1].plan
+    assert offline.not_understood and "kept the offline plan" in offline.notes[-1]
+    assert offline.pipeline[0]["$match"]["state"] == "open"
+    # A plan the offline planner could not make at all: nothing to fall back to, the question is declined.
+    assert isinstance(_run(settings, "what is it", planner=ScriptedPlanner(bad, bad, bad, bad)), MaxAttempts)

@@ -450,3 +450,9 @@ def test_an_ir_answer_about_own_collections_still_compiles():
         {"$project": {"Fname": 1, "ref": 1}},
     ]
     assert "topic words 'chess players' dropped: Student has no full-text index" in plan.notes
+
+
+def test_a_draft_that_planned_nothing_is_not_shown():
+    """The offline planner read nothing of the question: no draft line to mislead the model."""
+    prompt = build_messages(context(_own_catalog(), "tally them up"))[1][1]
+    assert "Rule-based draft" not in prompt and prompt.endswith("Question: tally them up")
