@@ -360,7 +360,9 @@ def test_a_long_listing_names_the_collections_past_its_budget(monkeypatch):
     assert prompt.startswith("Student: Fname,") and "\nother collections: Club\n" in prompt and "ClubName" not in prompt
 
 
-def test_the_pipeline_answer_is_held_to_the_tenants_collections_and_a_short_cap():
+def test_the_pipeline_answer_is_asked_without_a_schema_with_a_short_cap_and_spelled_by_the_tenant():
+    """No grammar to decode under (slow on a small machine): the cap only; the answer in a code fence
+    is read, and its names are the tenant's."""
     import httpx
     from langchain_openai import ChatOpenAI
 
@@ -385,7 +387,7 @@ def test_the_pipeline_answer_is_held_to_the_tenants_collections_and_a_short_cap(
                     {
                         "index": 0,
                         "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": json.dumps(answer)},
+                        "message": {"role": "assistant", "content": f"```json\n{json.dumps(answer)}\n```"},
                     }
                 ],
             },
@@ -401,9 +403,7 @@ def test_the_pipeline_answer_is_held_to_the_tenants_collections_and_a_short_cap(
     plan = LLMPlanner(model).plan(context(_own_catalog(), "first names of physics students"))
     (body,) = bodies
     assert body["max_tokens"] == MAX_PIPELINE_TOKENS <= 300
-    schema = body["response_format"]["schema"]
-    assert schema["required"] == ["collection", "pipeline"]
-    assert schema["properties"]["collection"]["enum"] == ["Club", "Student"]
+    assert "response_format" not in body
     # Written in another case, the fields are the tenant's own.
     assert plan.collection == "Student" and plan.pipeline == [
         {"$match": {"Major": "Physics"}},
