@@ -498,7 +498,7 @@ class LLMPlanner:
         if messages[0][1] == PIPELINE_SYSTEM:
             # Asked without a schema: a schema of {collection, pipeline: [objects]} holds little that
             # `own_spelling` and the validator do not check, and llama.cpp decodes under a grammar
-            # ~10 times slower a token (measured 2.9 s against 0.25-0.3 s on 2 loaded cores).
+            # ~10 times slower a token (1.3-5 s against 0.17 s unconstrained, measured on 2 cores).
             ir = self._ask(messages, None, MAX_PIPELINE_TOKENS)
             ir.collection, ir.pipeline = own_spelling(ir.collection, ir.pipeline, ctx.schemas)
             if ir.collection in ctx.schemas:

@@ -17,7 +17,7 @@ from typing import Any
 from context_engine.query.schema import CollectionSchema, FieldInfo
 
 _NUMBERS = frozenset({"int", "long", "double", "decimal"})
-# Stages whose plain keys are the names they make, not fields they read.
+# Stages whose plain keys are the names they make.
 _MAKERS = ("$group", "$addFields", "$set")
 # Comparison operators whose operand is a value of the field compared.
 _VALUE_OPS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin"})
@@ -30,7 +30,7 @@ def own_spelling(
     a field read by the pipeline spelled in another case, without its underscores, in the plural, or
     without the parent array it lies in (`spelled`) - in the pipeline's own collection first (`Lname`
     there, `LName` in a joinable one), else in all; a field of what a `$lookup` joined, in the joined
-    collection. Names the stages make are spelled only by case (their later uses follow them)."""
+    collection; a name an earlier stage made, in another case. The names a stage makes are its own."""
     collection = named(collection, schemas)
     if pipeline is None:
         return collection, None
@@ -39,15 +39,17 @@ def own_spelling(
     made: set[str] = set()
     joins: dict[str, dict[str, FieldInfo]] = {}
 
-    def field(path: str, reads: bool) -> str:
+    def field(path: str) -> str:
         head, _, rest = path.partition(".")
         if path in known or head in made:
             return path
+        if (own := _one(m for m in made if m.lower() == head.lower())) is not None:
+            return own + path[len(head) :]  # a name an earlier stage made, in another case
         alias = _one(a for a in joins if a.lower() == head.lower())
         if alias is not None:
-            return alias + ("." + (spelled(rest, joins[alias], reads) or rest) if rest else "")
+            return alias + ("." + (spelled(rest, joins[alias]) or rest) if rest else "")
         # A bare leaf is read in the pipeline's own collection only: in all, it names too much.
-        return spelled(path, home, reads) or spelled(path, known, False) or path
+        return spelled(path, home) or spelled(path, known, leaf=False) or path
 
     fixed = []
     for stage in pipeline:
@@ -57,45 +59,49 @@ def own_spelling(
         ((name, body),) = stage.items()
         fixed.append({name: _walk(body, name, field, schemas)})
         made |= _made(name, fixed[-1][name])
-        if name == "$lookup" and isinstance(fixed[-1][name], dict):
-            joined = schemas.get(fixed[-1][name].get("from", ""))
-            if isinstance(fixed[-1][name].get("as"), str) and joined is not None:
-                joins[fixed[-1][name]["as"]] = joined.fields
+        join = fixed[-1][name]
+        if name == "$lookup" and isinstance(join, dict) and isinstance(join.get("as"), str):
+            joined = schemas.get(join.get("from", ""))
+            if joined is None or "pipeline" in join:
+                made.add(join["as"])  # documents its own pipeline shaped: their fields are its names
+            else:
+                joins[join["as"]] = joined.fields
     return collection, fixed
 
 
-def _walk(body: Any, stage: str, field: Callable[[str, bool], str], schemas: dict[str, CollectionSchema]) -> Any:
-    """One stage with its field names spelled: a key is a field read unless the stage makes it (a
-    `$group` output, a `$project` alias computed from an expression)."""
+def _walk(body: Any, stage: str, field: Callable[[str], str], schemas: dict[str, CollectionSchema]) -> Any:
+    """One stage with its field names spelled. A key is spelled only where it names a field the stage
+    reads: a top-level key of `$match` (and of its `$and`/`$or`/`$nor` branches), of `$sort`, a
+    `$project` inclusion. Any other key is a name the stage makes (a `$group` output, a `$project`
+    alias, a `let` variable) or is relative to its parent (in `$elemMatch`), and stays as written;
+    every `"$field"` value is a field read."""
 
-    def key(k: str, value: Any, top: bool) -> str:
-        if k.startswith("$") or k == "_id":
-            return k
-        makes = top and (stage in _MAKERS or (stage == "$project" and not _flag(value)))
-        return field(k, not makes)
-
-    def walk(node: Any, top: bool) -> Any:
+    def walk(node: Any, reads: bool) -> Any:
         if isinstance(node, list):
             return [walk(n, False) for n in node]
         if isinstance(node, dict):
             out = {}
             for k, v in node.items():
-                if k in ("localField", "foreignField") and isinstance(v, str):
-                    out[k] = field(v, True)
-                elif k == "from" or (k == "as" and stage == "$lookup"):
+                if stage == "$lookup" and k in ("localField", "foreignField") and isinstance(v, str):
+                    out[k] = field(v)
+                elif stage == "$lookup" and k in ("from", "as"):
                     out[k] = named(v, schemas) if k == "from" else v
+                elif reads and k in ("$and", "$or", "$nor") and isinstance(v, list):
+                    out[k] = [walk(n, True) for n in v]
+                elif reads and not k.startswith("$") and k != "_id" and (stage != "$project" or _flag(v)):
+                    out[field(k)] = walk(v, False)
                 else:
-                    out[key(k, v, top)] = walk(v, False)
+                    out[k] = walk(v, False)
             return out
         if isinstance(node, str) and node.startswith("$") and not node.startswith("$$"):
-            return "$" + field(node[1:], True)
+            return "$" + field(node[1:])
         return node
 
     if stage == "$count":
         return body
     if stage == "$unwind" and isinstance(body, dict):
         return {k: walk(v, False) if k == "path" else v for k, v in body.items()}
-    return walk(body, True)
+    return walk(body, stage in ("$match", "$sort", "$project"))
 
 
 def _made(stage: str, body: Any) -> set[str]:
@@ -125,18 +131,17 @@ def _one(options: Any) -> Any:
     return next(iter(found)) if len(found) == 1 else None
 
 
-def spelled(path: str, fields: dict[str, Any], reads: bool = True) -> str | None:
+def spelled(path: str, fields: dict[str, Any], leaf: bool = True) -> str | None:
     """The one field of `fields` that `path` means, or None: the same name in another case, else the
-    same letters and digits (`FirstName`, `first_name`), else the same in the singular or plural; a
-    single name the pipeline reads (`reads`) may also be the leaf of one nested field (`price` for
-    `Items.price`), never a name it makes (a `$group` total named like a nested field)."""
+    same letters and digits (`FirstName`, `first_name`), else the same in the singular or plural; with
+    `leaf`, a single name may also be the leaf of one nested field (`price` for `Items.price`)."""
     if path in fields:
         return path
     rules: list[Callable[[str], str]] = [str.lower, _squeezed, lambda p: _squeezed(p).removesuffix("s")]
     for rule in rules:
         if found := _one(p for p in fields if rule(p) == rule(path)):
             return found
-    if reads and "." not in path:
+    if leaf and "." not in path:
         for rule in rules[1:]:
             if found := _one(p for p in fields if rule(p.rpartition(".")[2]) == rule(path)):
                 return found

@@ -34,29 +34,39 @@ def test_a_field_is_found_without_its_underscores_in_the_plural_or_without_its_p
     assert spelled("room_counts", fields) == "Room_Count"
     assert spelled("Tag", fields) == "Tags"
     assert spelled("unitPrice", fields) == "Items.unit_price"  # the one nested field of that name
-    assert spelled("unitPrice", fields, reads=False) is None  # a name a stage makes is not a nested field
+    assert spelled("unitPrice", fields, leaf=False) is None
     assert spelled("price", fields) is None and spelled("last_name", fields) is None  # no such field
     assert spelled("Qty", {**fields, "Other.qty": None}) is None  # two nested fields so named: not guessed
 
 
-def test_names_a_stage_makes_are_the_pipelines_own_after_it():
-    """A `$group` total named like a nested field stays a name of the group; a `$project` alias made
-    from an expression is read later as made, and a field read in that same stage is still spelled."""
+def test_names_a_stage_makes_are_the_pipelines_own():
+    """A `$group` total named like a field stays the group's, and is read so later (in any case); a
+    `$project` alias, a compound group key, a `let` variable, a key relative to `$elemMatch` and the
+    fields of documents a join's own pipeline shaped are left as written; the fields read are spelled."""
     schemas = _own_catalog().schemas
     pipeline = [
+        {"$match": {"sports": {"$elemMatch": {"hours": {"$gt": 1}}}, "$or": [{"major": "x"}, {"tag": "y"}]}},
         {"$unwind": "$sports"},
-        {"$group": {"_id": "$sportname", "hours": {"$sum": "$hours"}}},
-        {"$sort": {"hours": -1}},
-        {"$project": {"major": "$major", "_id": 0}},
-        {"$match": {"major": "x"}},
+        {"$group": {"_id": {"sport": "$sportname"}, "hours": {"$sum": "$hours"}, "majors": {"$push": "$major"}}},
+        {"$sort": {"Hours": -1}},
+        {"$lookup": {"from": "club", "let": {"stuid": "$_id"}, "pipeline": [], "as": "c"}},
+        {"$project": {"Major": "$majors", "club": "$c.clubname", "_id": 0}},
     ]
     _, fixed = own_spelling("Student", pipeline, schemas)
     assert fixed == [
+        {"$match": {"Sports": {"$elemMatch": {"hours": {"$gt": 1}}}, "$or": [{"Major": "x"}, {"Tags": "y"}]}},
         {"$unwind": "$Sports"},
-        {"$group": {"_id": "$Sports.SportName", "hours": {"$sum": "$Sports.Hours"}}},
+        {
+            "$group": {
+                "_id": {"sport": "$Sports.SportName"},
+                "hours": {"$sum": "$Sports.Hours"},
+                "majors": {"$push": "$Major"},
+            }
+        },
         {"$sort": {"hours": -1}},  # the group's total, not Sports.Hours
-        {"$project": {"Major": "$Major", "_id": 0}},
-        {"$match": {"Major": "x"}},
+        {"$lookup": {"from": "Club", "let": {"stuid": "$_id"}, "pipeline": [], "as": "c"}},
+        # what a join's own pipeline shaped is its own: not the joined collection's ClubName
+        {"$project": {"Major": "$majors", "club": "$c.clubname", "_id": 0}},
     ]
 
 
