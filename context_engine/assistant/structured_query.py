@@ -11,6 +11,7 @@ context from that JSON (`PlanningContext.from_resolution`), never by resolving a
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from datetime import datetime
 from typing import Any
 
@@ -236,7 +237,12 @@ def build_structured_graph():
     builder.add_node("give_up", give_up)
     builder.add_edge(START, "resolve")
     builder.add_conditional_edges("resolve", after_check, {"continue": "generate_query", "failed": END})
-    ends = {"retry": "generate_query", "fall_back": "fall_back", "give_up": "give_up", "failed": END}
+    ends: dict[Hashable, str] = {
+        "retry": "generate_query",
+        "fall_back": "fall_back",
+        "give_up": "give_up",
+        "failed": END,
+    }
     builder.add_conditional_edges("generate_query", after_check, {"continue": "validate_query", **ends})
     builder.add_conditional_edges("fall_back", after_check, {"continue": "validate_query", **ends})
     builder.add_conditional_edges("validate_query", after_check, {"continue": "execute_query", **ends})

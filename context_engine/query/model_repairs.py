@@ -80,7 +80,7 @@ def _walk(body: Any, stage: str, field: Callable[[str], str], schemas: dict[str,
         if isinstance(node, list):
             return [walk(n, False) for n in node]
         if isinstance(node, dict):
-            out = {}
+            out: dict[str, Any] = {}
             for k, v in node.items():
                 if stage == "$lookup" and k in ("localField", "foreignField") and isinstance(v, str):
                     out[k] = field(v)
