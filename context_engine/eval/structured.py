@@ -54,6 +54,9 @@ class QuestionResult:
     detail: str = ""
     question_class: str = ""
     flagged: bool = False  # the run declined or reported words it did not understand
+    # A count the gold asks for, answered by the list of exactly that many records, all of them: the answer
+    # says the number ("Found 37 messages: ..."), but the strict score wants the number alone.
+    listed_the_count: bool = False
 
 
 @dataclass
@@ -85,6 +88,7 @@ class StructuredReport:
             "total": len(self.results),
             "wrong_flagged": sum(r.flagged for r in wrong),
             "wrong_silent": sum(not r.flagged for r in wrong),
+            "wrong_but_listed_the_count": sum(r.listed_the_count for r in wrong),
             "by_class": self.by_class(),
             "median_seconds": self.median_seconds(),
             "median_seconds_model": self.median_seconds("llm"),
@@ -188,6 +192,11 @@ def answer_key(rows: list[dict[str, Any]], compare: str) -> Any:
     if compare == "top":
         return _normal_key(rows[0].get("_id")) if rows else None
     return {r.get("ref") for r in rows}
+
+
+def listed_the_count(rows: list[dict[str, Any]], want: Any, compare: str, max_rows: int) -> bool:
+    """A count question answered by a whole list (under the row cap) of records that many."""
+    return compare == "count" and 0 < len(rows) == want < max_rows and all("ref" in row for row in rows)
 
 
 def same_answer(got: Any, want: Any, compare: str) -> bool:
@@ -316,6 +325,9 @@ def evaluate(
                 detail,
                 item.get("class", ""),
                 not correct and flagged(result),
+                not correct
+                and isinstance(result, Success)
+                and listed_the_count(result.rows, want, compare, s.max_rows),
             )
         )
         if progress:

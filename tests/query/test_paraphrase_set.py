@@ -278,6 +278,16 @@ def plan(not_understood: list | None = None) -> SimpleNamespace:
     return SimpleNamespace(pipeline=[], planner="offline", not_understood=not_understood or [])
 
 
+def test_a_whole_list_of_as_many_records_as_a_count_asks_is_told_apart_but_not_scored_right():
+    records = [{"ref": f"o/r#{i}", "comments": 3} for i in range(3)]
+    assert structured.listed_the_count(records, 3, "count", max_rows=200)
+    assert answer_key(records, "count") is None  # the strict score wants the number alone
+    assert not structured.listed_the_count(records[:2], 3, "count", max_rows=200)  # not that many
+    assert not structured.listed_the_count(records, 3, "count", max_rows=3)  # the cap may have cut the list
+    assert not structured.listed_the_count([{"_id": None, "count": 3}], 3, "count", max_rows=200)  # not records
+    assert not structured.listed_the_count(records, 3, "refs", max_rows=200)
+
+
 def test_a_declines_question_is_right_only_when_the_run_gave_no_answer(settings, tmp_path, monkeypatch):
     path = write(
         tmp_path,
