@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from context_engine.query.fields import field_for, person_field_for
-from context_engine.query.ir import WORD_OPERATORS, Filter, PlanIR, Shape
+from context_engine.query.ir import WORD_OPERATORS, Filter, Having, Measure, PlanIR, Shape
 from context_engine.query.schema import CollectionSchema
 from context_engine.query.validate import exact_word_pattern, word_pattern
 
@@ -124,7 +124,12 @@ def compile_plan(
         conditions.update(searched)
     shape = ir.shape
     grouped = resolve_field(schema, shape.field, date=shape.bucket is not None) if shape.field else None
-    if shape.kind in ("group", "distinct_count") and shape.bucket is None and not _some_value(conditions.get(grouped)):
+    if (
+        shape.kind in ("group", "distinct_count", "measures")
+        and grouped
+        and shape.bucket is None
+        and not _some_value(conditions.get(grouped))
+    ):
         # Records without the grouped field form no group ("PRs per milestone" skips unplanned PRs).
         # A condition naming the values already says so (and is asked again of each unwound element).
         add(grouped, _condition(Filter(grouped, "exists", True)))
@@ -212,8 +217,14 @@ def _shape_stages(
     if kind in ("sum", "avg"):
         name = "total" if kind == "sum" else "average"
         return [{"$group": {"_id": None, name: {f"${kind}": f"${path}"}}}, {"$project": {"_id": 0}}]
+    if kind == "measures":
+        return _measure_stages(shape, path, conditions, schema, unwound)
     if kind == "distinct":
         stages = [] if unwound and path.startswith(unwound + ".") else _unwind(path, conditions, schema)
+        if shape.having:  # the values whose groups meet the condition, and only the values
+            accumulators = _accumulators([h.measure for h in shape.having], schema)
+            stages += [{"$group": {"_id": f"${path}", **accumulators}}, _having(shape.having), {"$project": {"_id": 1}}]
+            return stages + [{"$sort": {"_id": 1}}]
         return stages + [{"$group": {"_id": f"${path}"}}, {"$sort": {"_id": 1}}]
     if kind == "list":
         return _sort(shape, schema) + ([{"$limit": shape.limit}] if shape.limit else [])
@@ -228,15 +239,50 @@ def _shape_stages(
     key: Any = (
         {"$dateToString": {"format": BUCKET_FORMATS[shape.bucket], "date": f"${path}"}} if shape.bucket else f"${path}"
     )
-    stages.append({"$group": {"_id": key, "count": {"$sum": 1}}})
+    stages.append(
+        {"$group": {"_id": key, **_accumulators([Measure("count"), *(h.measure for h in shape.having)], schema)}}
+    )
     if kind == "distinct_count":
         return stages + [{"$count": "count"}]
     if kind == "group":
+        stages += [_having(shape.having)] if shape.having else []
         stages.append({"$sort": {"_id": 1} if shape.bucket else {"count": -1, "_id": 1}})
         return stages + ([{"$limit": shape.limit}] if shape.limit else [])
     # Extremes over groups: the busiest month (argmax), the count of the quietest day (min).
     stages += [{"$sort": {"count": 1 if kind in ("argmin", "min") else -1, "_id": 1}}, {"$limit": 1}]
     return stages + ([{"$project": {"_id": 0, "count": 1}}] if kind in ("min", "max") else [])
+
+
+def _measure_stages(
+    shape: Shape, path: str | None, conditions: dict[str, Any], schema: CollectionSchema, unwound: str | None
+) -> list[dict[str, Any]]:
+    """Several aggregates in one row ("the minimum and maximum salary"), or one row per value of the
+    grouped field ("the average price of each category"), narrowed by the conditions on a group; the
+    measures a condition needs but the question does not ask for are not shown."""
+    stages = [] if path is None or (unwound and path.startswith(unwound + ".")) else _unwind(path, conditions, schema)
+    shown = _accumulators(shape.measures, schema)
+    needed = {k: v for k, v in _accumulators([h.measure for h in shape.having], schema).items() if k not in shown}
+    stages.append({"$group": {"_id": f"${path}" if path else None, **shown, **needed}})
+    if shape.having:
+        stages.append(_having(shape.having))
+    if path is None:
+        return stages + [{"$project": {"_id": 0, **dict.fromkeys(needed, 0)}}]
+    return stages + ([{"$project": dict.fromkeys(needed, 0)}] if needed else []) + [{"$sort": {"_id": 1}}]
+
+
+def _accumulators(measures: list[Measure], schema: CollectionSchema) -> dict[str, Any]:
+    """Each measure as a `$group` accumulator, named by the measure (one of each)."""
+    return {
+        m.name: {"$sum": 1} if m.field is None else {f"${m.op}": f"${resolve_field(schema, m.field)}"} for m in measures
+    }
+
+
+def _having(having: list[Having]) -> dict[str, Any]:
+    """The conditions on a group's measures, asked after the `$group` that computed them."""
+    conditions = _Conditions()
+    for h in having:
+        conditions.add(h.measure.name, h.value if h.op == "eq" else {_COMPARISONS[h.op]: h.value})
+    return {"$match": dict(conditions)}
 
 
 def _sort_keys(shape: Shape, schema: CollectionSchema) -> dict[str, Any]:

@@ -132,7 +132,8 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
         intent_shape = self._intent_shape(intent, time_field, state_verb) if intent else None
         if intent_shape:
             shape = intent_shape
-            self.notes.append(f"{intent.kind}: {shape.kind} of {shape.field or shape.sort[0].field}")
+            measured = shape.field or (shape.sort[0].field if shape.sort else ", ".join(m.name for m in shape.measures))
+            self.notes.append(f"{intent.kind}: {shape.kind} of {measured}")
         elif bucket:
             date_field = time_field or field_for(schema, state_verb or "created") or field_for(schema, "created")
             shape = Shape("group", field=date_field, bucket=bucket)

@@ -66,7 +66,7 @@ def names(question_word: str, field_word: str) -> bool:
 
 # A field's last word that only says its unit: "duration" names `duration_seconds`, "size" `size_mb`.
 _UNITS = frozenset(
-    "seconds secs sec minutes mins min hours hrs days ms millis usd eur pct percent bytes kb mb gb".split()
+    "seconds secs sec minutes mins min hours hrs days ms millis usd eur pct percent bytes kb mb gb kib mib gib".split()
 )
 
 
@@ -128,7 +128,12 @@ class OwnFieldStep(Draft):
         stadium had an injury of X" is about stadiums."""
         if self.schema.kind.builtin:
             return None
-        paths = [*shape.fields, *(s.field for s in shape.sort), *([shape.field] if shape.field else [])]
+        paths = [
+            *shape.fields,
+            *(s.field for s in shape.sort),
+            *([shape.field] if shape.field else []),
+            *(m.field for m in shape.measures if m.field),
+        ]
         arrays = set()
         for path in paths:
             info = self.schema.fields.get(path)
