@@ -36,6 +36,12 @@ _DESCENDING = re.compile(
     re.I,
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z]*|\d+")
+# A negation of having something: "no", "without (any)", "never had any", "did not write any", "zero".
+_ABSENT = re.compile(
+    r"\b(?:without(?:\s+any)?|with\s+no|no|zero|never\s+(?:\w+\s+){0,2}?(?:any|a|an)"
+    r"|(?:do|does|did|have|has|had)\s*(?:not|n't)\s+(?:\w+\s+)?(?:any|a|an))\s+(?P<noun>(?:[a-z]+\s+){0,2}[a-z]+)",
+    re.I,
+)
 
 
 def field_words(path: str) -> list[str]:
@@ -142,6 +148,26 @@ class OwnFieldStep(Draft):
                 if top != path:  # a field of an array's objects, not an array of plain values
                     arrays.add(top)
         return arrays.pop() if len(arrays) == 1 else None
+
+    def own_absences(self) -> None:
+        """ "customers without any orders", "users who never wrote a review", "shops with no staff": an
+        embedded array the negation names (by the words of its name) is empty or missing."""
+        if self.schema.kind.builtin:
+            return
+        arrays = {
+            path: field_words(path)[-1]
+            for path, info in self.schema.fields.items()
+            if "." not in path and info.in_array and field_words(path)
+        }
+        for m in _ABSENT.finditer(self.q):
+            if self._is_used(m.span()):
+                continue
+            for word in re.finditer(r"[A-Za-z]+", m.group("noun")):
+                path = next((p for p, last in arrays.items() if names(word.group(0), last)), None)
+                if path is not None and not self.has_filter(path):
+                    self.use((m.start(), m.start("noun") + word.end()), "value")
+                    self.add_filter(path, None, "empty")
+                    break
 
     def _numeric(self, path: str) -> bool:
         info = self.schema.fields.get(path)

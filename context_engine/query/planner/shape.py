@@ -741,6 +741,7 @@ class ShapeStep(OwnAggregateStep):
     def _shape_intent(self) -> ShapeIntent | None:
         """The extremes and distinct counts the list/count/top/group shapes would mis-answer."""
         if not self.schema.kind.builtin:
+            self.own_absences()
             mentions = self.own_field_mentions()
             self.own_comparisons(mentions)
             own = self.own_aggregate(mentions) or self.own_shape(mentions)
