@@ -337,12 +337,34 @@ class Shape:
 
 
 @dataclass
+class Join:
+    """The records of another of the tenant's collections that each record refers to: `local` (a path
+    here, possibly inside an embedded array) holds the values of `foreign` there ("the teacher's
+    `course_arrange.Course_ID` is a course's `Course_ID`"). Each pair of a record and a joined record is
+    one row; conditions and shown fields on the joined side are written `<collection>.<path>`."""
+
+    collection: str
+    local: str
+    foreign: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"collection": self.collection, "local": self.local, "foreign": self.foreign}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Join:
+        if not all(isinstance(data.get(k), str) and data[k] for k in ("collection", "local", "foreign")):
+            raise IRError("a join names a collection, a local path and a foreign path")
+        return cls(data["collection"], data["local"], data["foreign"])
+
+
+@dataclass
 class PlanIR:
     """One question's plan: a collection, conditions, full-text terms, a shape; or a raw `pipeline`
     for what the IR cannot say (validated like any other). `followup` says how it relates to the
     previous answer ("restrict": its records, narrowed; "recount": the same records, counted).
     `unwind` names an array of objects embedded in the records whose elements are what the question
-    is about ("the students' sports": one row per sport); conditions and shape then read each element."""
+    is about ("the students' sports": one row per sport); conditions and shape then read each element.
+    `join` pairs each record with the records of another collection it refers to (`Join`)."""
 
     collection: str
     filters: list[Filter] = default(default_factory=list)
@@ -353,6 +375,7 @@ class PlanIR:
     followup: str | None = None
     pipeline: list[dict[str, Any]] | None = None
     unwind: str | None = None
+    join: Join | None = None
 
     def __post_init__(self):
         if self.unwind is not None and not (isinstance(self.unwind, str) and self.unwind):
@@ -371,6 +394,7 @@ class PlanIR:
             "followup": self.followup,
             "pipeline": to_extended_json(self.pipeline) if self.pipeline is not None else None,
             **({"unwind": self.unwind} if self.unwind else {}),
+            **({"join": self.join.to_json()} if self.join else {}),
         }
 
     @classmethod
@@ -395,6 +419,7 @@ class PlanIR:
                 followup=data.get("followup"),
                 pipeline=from_extended_json(pipeline) if pipeline else None,
                 unwind=data.get("unwind") or None,
+                join=Join.from_json(data["join"]) if data.get("join") else None,
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise IRError(f"malformed plan: {exc}") from None
@@ -480,6 +505,15 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
         },
         "followup": {"enum": [*FOLLOWUPS, None]},
         "unwind": {"type": ["string", "null"]},
+        "join": {
+            "type": ["object", "null"],
+            "properties": {
+                "collection": {"type": "string"},
+                "local": {"type": "string"},
+                "foreign": {"type": "string"},
+            },
+            "required": ["collection", "local", "foreign"],
+        },
         "pipeline": {"type": ["array", "null"], "items": {"type": "object"}},
     },
     # Conditions required (an empty list says "none"): a small model writing under this schema as a

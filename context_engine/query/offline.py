@@ -21,6 +21,7 @@ from context_engine.query.plan import Plan, PlanningContext
 from context_engine.query.planner.collection import CollectionStep, detect_collection
 from context_engine.query.planner.conditions import ConditionStep
 from context_engine.query.planner.linking import LinkStep
+from context_engine.query.planner.own_joins import OwnJoinStep
 from context_engine.query.planner.shape import COUNT, DEFAULT_LIMIT, TEXT_LIMIT, TOP, WHO_ROLE, ShapeStep
 from context_engine.query.planner.spans import TITLE, SpanStep
 from context_engine.query.planner.templates import FacetStep, templated
@@ -36,7 +37,7 @@ class OfflinePlanner:
         return templated(ctx, built) or built
 
 
-class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, SpanStep):
+class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, OwnJoinStep, SpanStep):
     def build(self) -> Plan:
         ctx = self.ctx
         collection, spans = detect_collection(self.q, ctx.schemas)
@@ -154,6 +155,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
             shape = Shape("list", sort=by_sort_field, limit=self._list_limit(), fields=shown)
         if not (self.filters or self.times or text) and not (bucket or group_role or is_count or intent_shape):
             self.confidence = min(self.confidence, 0.5)
+        join = self.own_join(shape)
         understood, not_understood = self._spans(text, structured=structured, shape=shape)
         if not_understood:
             # The plan answers a narrower question than the one asked: let a model try, and say so.
@@ -170,6 +172,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
             shape=shape,
             text_span=(topic[0][0], topic[-1][1]) if topic else None,
             unwind=self.own_unwind(shape),
+            join=join,
         )
         if contradictions(ir, schema):
             # Conditions no record meets together: some words were read the wrong way (a model may do better).

@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from context_engine.query.compile import CompileError, compile_plan
-from context_engine.query.ir import Filter, Having, IRError, Measure, PlanIR, Shape, SortKey, TimeRange
+from context_engine.query.ir import Filter, Having, IRError, Join, Measure, PlanIR, Shape, SortKey, TimeRange
 from context_engine.query.schema import schema_from_documents
 from tests.query.conftest import ISSUES, refs, run
 
@@ -374,3 +374,40 @@ def test_measures_and_group_conditions_round_trip_through_json():
     )
     ir = PlanIR("issues", shape=shape)
     assert PlanIR.from_json(ir.to_json()) == ir
+
+
+def test_a_join_pairs_each_record_with_the_records_it_refers_to():
+    from context_engine.query.validate import validate_pipeline
+
+    crews = schema_from_documents(
+        "crew", [{"ref": "c1", "Crew_ID": 1, "Ship": "Vega", "postings": [{"Port_code": "HL"}]}]
+    )
+    ports = schema_from_documents("port", [{"Port_code": "HL", "Town": "Hull", "Depth": 9}])
+    ir = PlanIR(
+        "crew",
+        filters=[
+            Filter("Ship", "eq", "Vega"),
+            Filter("port.Depth", "gt", 5),
+            Filter("port.Town", "empty", negate=True),
+        ],
+        shape=Shape("list", fields=["Ship", "port.Town"]),
+        join=Join("port", "postings.Port_code", "Port_code"),
+    )
+    pipeline = compile_plan(ir, crews, {"port": ports})
+    assert pipeline == [
+        {"$match": {"Ship": "Vega"}},
+        {"$lookup": {"from": "port", "localField": "postings.Port_code", "foreignField": "Port_code", "as": "port"}},
+        {"$unwind": "$port"},
+        {"$match": {"port.Depth": {"$gt": 5}, "port.Town": {"$nin": [None, ""], "$not": {"$size": 0}}}},
+        {"$project": {"Ship": 1, "port.Town": 1, "ref": 1}},
+    ]
+    assert validate_pipeline(pipeline, crews, schemas={"port": ports}) == []
+    assert PlanIR.from_json(ir.to_json()) == ir
+    # counted per a field of the joined records: no condition before the join asks for it
+    per_town = PlanIR("crew", shape=Shape("group", field="port.Town"), join=ir.join)
+    assert compile_plan(per_town, crews, {"port": ports})[2:] == [
+        {"$group": {"_id": "$port.Town", "count": {"$sum": 1}}},
+        {"$sort": {"count": -1, "_id": 1}},
+    ]
+    with pytest.raises(CompileError, match="has no records to read"):
+        compile_plan(ir, crews, {})

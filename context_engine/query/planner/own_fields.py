@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from context_engine.query.compile import array_prefix
 from context_engine.query.ir import Shape, SortKey
 from context_engine.query.planner.draft import Draft
+from context_engine.query.schema import CollectionSchema
 
 NUMERIC = {"int", "double"}
 # "30,000", "2 million", "1.5": the number a comparison says.
@@ -87,12 +88,14 @@ class FieldMention:
 class OwnFieldStep(Draft):
     """Fields of a tenant's own kind named in the question, and what is asked of them."""
 
-    def own_field_mentions(self) -> list[FieldMention]:
-        """Each field the question names, where: the mention saying the most of a field's name wins a
-        place (`Player_name` over `name` for "player names"); words already read are skipped."""
+    def own_field_mentions(self, schema: CollectionSchema | None = None) -> list[FieldMention]:
+        """Each field the question names (of `schema`, else the collection's), where: the mention saying
+        the most of a field's name wins a place (`Player_name` over `name` for "player names"); words
+        already read are skipped."""
+        schema = schema or self.schema
         tokens = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(self.q)]
         found: list[FieldMention] = []
-        for path, info in self.schema.fields.items():
+        for path, info in schema.fields.items():
             if path in ("ref", "source") or "object" in info.types or path.startswith("_"):
                 continue
             words = field_words(path)
@@ -105,11 +108,7 @@ class OwnFieldStep(Draft):
                 if said:
                     start, end, count = tokens[i][1], tokens[i + said - 1][2], len(words)
                     found.append(FieldMention(path, start, end, count))
-                elif (
-                    len(words) > 1
-                    and names(tokens[i][0], words[-1])
-                    and _names_collection(words[:-1], self.schema.name)
-                ):
+                elif len(words) > 1 and names(tokens[i][0], words[-1]) and _names_collection(words[:-1], schema.name):
                     found.append(FieldMention(path, tokens[i][1], tokens[i][2], 1))
         found.sort(key=lambda f: (-(f.end - f.start), -f.words, f.path.count("."), f.start))
         taken: list[FieldMention] = []
