@@ -19,7 +19,8 @@ Group keys are compared after `_normal_key`, so that a month is the same whether
 
 A wrong answer is **flagged** when the run told the user something was off (it declined, or its plan
 lists words of the question it did not understand in `not_understood`) and **silent** otherwise:
-a silent wrong answer looks like a right one, which is the failure that matters.
+a silent wrong answer looks like a right one, which is the failure that matters. A right answer that
+carries a flag is listed too (`right_flagged`): a warning the user did not need.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class QuestionResult:
     seconds: float
     detail: str = ""
     question_class: str = ""
-    flagged: bool = False  # the run declined or reported words it did not understand
+    flagged: bool = False  # the run declined or reported words it did not understand (right or wrong)
 
 
 @dataclass
@@ -85,6 +86,8 @@ class StructuredReport:
             "total": len(self.results),
             "wrong_flagged": sum(r.flagged for r in wrong),
             "wrong_silent": sum(not r.flagged for r in wrong),
+            # a flag on a right answer is noise for the user: counted so that flags are not bought with it
+            "right_flagged": [r.id or r.question for r in self.results if r.correct and r.flagged],
             "by_class": self.by_class(),
             "median_seconds": self.median_seconds(),
             "median_seconds_model": self.median_seconds("llm"),
@@ -315,7 +318,7 @@ def evaluate(
                 round(seconds, 4),
                 detail,
                 item.get("class", ""),
-                not correct and flagged(result),
+                flagged(result),
             )
         )
         if progress:

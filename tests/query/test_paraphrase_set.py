@@ -329,6 +329,8 @@ def test_wrong_answers_are_flagged_when_the_plan_says_what_it_did_not_understand
     )
     summary = evaluate(path, settings).to_json()
     assert (summary["correct"], summary["wrong_flagged"], summary["wrong_silent"]) == (1, 2, 1)
+    # the right answer that carries a flag is listed: noise for its user, however right
+    assert summary["right_flagged"] == ["c"]
     assert summary["by_class"] == {
         "negation": {"total": 2, "correct": 0, "flagged": 1, "silent": 1, "accuracy": 0.0},
         "plain": {"total": 2, "correct": 1, "flagged": 1, "silent": 0, "accuracy": 0.5},
