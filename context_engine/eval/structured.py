@@ -318,7 +318,7 @@ def evaluate(
                 round(seconds, 4),
                 detail,
                 item.get("class", ""),
-                flagged(result),
+                flagged(result) and not (correct and declined(result)),  # a right decline is the answer, no flag
             )
         )
         if progress:
