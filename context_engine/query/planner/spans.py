@@ -48,6 +48,8 @@ CUE = re.compile(
     r"|(?<=标题)(?:里|中|上)?(?:有|含有?|包含|带有?|出现)",
     re.I,
 )
+# Parts of the week and of the day: times, never a topic ("issues opened on weekends").
+TIMES_OF_WEEK_AND_DAY = frozenset({"weekend", "weekday", "morning", "afternoon", "evening", "night", "midnight"})
 # Nouns of an action or a quality ("tokenization", "laziness", "deprecation"): a concept said in any
 # word of its family ("tokenize", "lazy"), unlike a thing ("decoders").
 _CONCEPT_NOUN = re.compile(r"(?:tion|sion|ment|ness|ity|ance|ence|ism)s?$")
@@ -356,8 +358,8 @@ class SpanStep(Draft):
             return False  # one of alternatives or a path ("onboarding/process guides")
         if not other_collections and word in self._stored_words():
             return False  # part of a stored value: the organisation ("globex issues"), a repository's owner
-        if word in CALENDAR_NAMES:
-            return False
+        if word in CALENDAR_NAMES or word.removesuffix("s") in CALENDAR_NAMES | TIMES_OF_WEEK_AND_DAY:
+            return False  # "on Mondays", "on weekends": when, not what about (a condition no plan here can say)
         if word in FILLER or IMPLIED.fullmatch(word):
             return False
         if any(p.fullmatch(word) and field_for(self.schema, role) for p, role in FIELD_WORDS):
@@ -436,7 +438,7 @@ class SpanStep(Draft):
             words.append(token.lower())
         return " ".join(dict.fromkeys(words))
 
-    def _implied_by_plan(self, word: str, shape: Shape) -> bool:
+    def _implied_by_plan(self, word: str, shape: Shape, span: tuple[int, int]) -> bool:
         """An implied word is read only when the plan holds what it names: "assigned" a condition or
         grouping on the assignees, "most" a ranking, "people" a person field. "How many different people
         have open issues assigned to them" answered by counting authors must not count "assigned" or
@@ -445,7 +447,9 @@ class SpanStep(Draft):
         if word == "open" and not self.schema.kind.builtin:
             need = "state|status"  # "open incidents": a state only a condition can say (the built-in kinds' rules do)
         if need is None:
-            return True  # the creation verbs ("filed", "posted", "opened"): every record was
+            # the creation verbs ("filed", "posted", "opened"): every record was; not their nouns naming
+            # part of a time ("at the beginning of 2022"), which the plan would read as the whole year
+            return not _noun_before_of(self.q, span)
         paths = (
             {f.field for f in self.filters}
             | {t.field for t in self.times}
@@ -513,7 +517,7 @@ class SpanStep(Draft):
                     topic and TITLE.fullmatch(word)
                 ):  # "... in the title": where the topic is looked for
                     understood[(start, end)] = "topic"
-                elif structured and IMPLIED.fullmatch(word) and self._implied_by_plan(word, shape):
+                elif structured and IMPLIED.fullmatch(word) and self._implied_by_plan(word, shape, (start, end)):
                     understood[(start, end)] = "implied"
                 elif self._field_used(word, shape.field):
                     understood[(start, end)] = "field"
@@ -707,6 +711,15 @@ def _in_either_number(word: str) -> list[str]:
     if re.search(r"[^aeiou]y$", word):
         return [word, word[:-1] + "ies"]
     return [word, word + "s"]
+
+
+def _noun_before_of(question: str, span: tuple[int, int]) -> bool:
+    """A word after a determiner and before "of" is a noun naming part of what follows ("the start of
+    the year", "a beginning of sorts"), not a verb said of the records."""
+    return bool(
+        re.search(r"\b(?:the|a|an|its|their)\s+$", question[: span[0]], re.I)
+        and re.match(r"\s+of\b", question[span[1] :], re.I)
+    )
 
 
 def _verb_forms(word: str) -> list[str]:
