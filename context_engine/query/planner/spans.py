@@ -48,6 +48,16 @@ CUE = re.compile(
     r"|(?<=标题)(?:里|中|上)?(?:有|含有?|包含|带有?|出现)",
     re.I,
 )
+# Words of a measure over the records ("on average", "what share of"): a shape, never a topic.
+MEASURE_WORDS = frozenset(
+    {"average", "averages", "mean", "median", "percentage", "percent", "share", "ratio", "proportion"}
+)
+# A count asked with its records too ("how many ..., and which are they"): the count alone answers half.
+_ALSO_THE_RECORDS = re.compile(
+    r"\b(?:and|&)\s+(?:which|what)\s+(?:ones\s+)?(?:are|were)\s+(?:they|those|these|them)\b"
+    r"|\b(?:and|then)\s+(?:list|show|name)\s+(?:me\s+)?(?:them|those|these|which)\b",
+    re.I,
+)
 # Parts of the week and of the day: times, never a topic ("issues opened on weekends").
 TIMES_OF_WEEK_AND_DAY = frozenset({"weekend", "weekday", "morning", "afternoon", "evening", "night", "midnight"})
 # Nouns of an action or a quality ("tokenization", "laziness", "deprecation"): a concept said in any
@@ -358,6 +368,8 @@ class SpanStep(Draft):
             return False  # one of alternatives or a path ("onboarding/process guides")
         if not other_collections and word in self._stored_words():
             return False  # part of a stored value: the organisation ("globex issues"), a repository's owner
+        if word in MEASURE_WORDS:
+            return False  # "on average", "what share of": a measure no plan here holds, never a subject
         if word in CALENDAR_NAMES or word.removesuffix("s") in CALENDAR_NAMES | TIMES_OF_WEEK_AND_DAY:
             return False  # "on Mondays", "on weekends": when, not what about (a condition no plan here can say)
         if word in FILLER or IMPLIED.fullmatch(word):
@@ -523,6 +535,8 @@ class SpanStep(Draft):
                     understood[(start, end)] = "field"
                 else:
                     missed.append((start, end))
+        if structured and shape.kind in ("count", "distinct_count"):
+            missed += [m.span() for m in _ALSO_THE_RECORDS.finditer(self.q) if not self._is_used(m.span())]
         undated = [span for span in self.undated if not self._is_used(span)]
         missed = sorted([m for m in missed if not any(a <= m[0] and m[1] <= b for a, b in undated)] + undated)
         unread = [{"text": self.q[a:b], "start": a, "end": b, "how": "unknown"} for a, b in _joined(self.q, missed)]

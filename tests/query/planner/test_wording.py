@@ -226,6 +226,10 @@ def test_words_that_add_nothing_where_they_stand_are_not_reported(world, questio
         # parts of the week or the day are times, no topic of the titles
         ("issues quinn opened on weekends", "weekends"),
         ("open issues filed on Sundays", "Sundays"),
+        # a measure no plan here holds is no topic either
+        ("how many issues on average did quinn open per month", "average"),
+        # a count asked with its records too: the count alone answers half of it
+        ("how many open issues, and which are they", "and which are they"),
     ],
 )
 def test_the_same_words_elsewhere_are_still_reported(world, question, unread):
