@@ -273,6 +273,8 @@ class SpanStep(Draft):
         if word.endswith(("ing", "ed")) or _CONCEPT_NOUN.search(word) or word in SHORT_FORMS:
             return None
         numbers = _in_either_number(word)
+        if self.q[span[0] : span[1]].isupper():
+            return numbers  # an acronym ("REPL", "CSV") names a thing
         if (numbers[-1] == word and word.endswith("s") and len(numbers) == 2) or _AGENT_NOUN.search(word):
             return numbers
         return numbers + _verb_forms(word)
