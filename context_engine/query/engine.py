@@ -502,13 +502,14 @@ def unmatched_topic(
         max_time_ms=settings.max_time_ms,
     ):
         return None
-    if not ir.text:
-        start, end = min(f.span[0] for f in word_filters if f.span), max(f.span[1] for f in word_filters if f.span)
-        return {"text": ctx.question[start:end], "start": start, "end": end, "how": "unknown"}
     words = {w.strip('"').lower() for term in ir.text for w in term.split()}
-    said = [(s["start"], s["end"]) for s in plan_.understood if s["how"] == "topic" and s["text"].lower() in words]
-    start, end = (min(a for a, _ in said), max(b for _, b in said)) if said else ir.text_span  # the words, not the cue
-    return {"text": ctx.question[start:end], "start": start, "end": end, "how": "unknown"}
+    said = (
+        [(s["start"], s["end"]) for s in plan_.understood if s["how"] == "topic" and s["text"].lower() in words]
+        if ir.text
+        else [f.span for f in word_filters if f.span]
+    )
+    start, end = (min(a for a, _ in said), max(b for _, b in said)) if said else (ir.text_span or (0, 0))
+    return {"text": ctx.question[start:end], "start": start, "end": end, "how": "unknown"}  # the words, not the cue
 
 
 def with_display_names(rows: list[dict[str, Any]], plan_: Plan, directory: PeopleDirectory) -> list[dict[str, Any]]:
