@@ -19,7 +19,8 @@ Group keys are compared after `_normal_key`, so that a month is the same whether
 
 A wrong answer is **flagged** when the run told the user something was off (it declined, or its plan
 lists words of the question it did not understand in `not_understood`) and **silent** otherwise:
-a silent wrong answer looks like a right one, which is the failure that matters.
+a silent wrong answer looks like a right one, which is the failure that matters. A right answer that
+carries a flag is listed too (`right_flagged`): a warning the user did not need.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class QuestionResult:
     seconds: float
     detail: str = ""
     question_class: str = ""
-    flagged: bool = False  # the run declined or reported words it did not understand
+    flagged: bool = False  # the run declined or reported words it did not understand (right or wrong)
     # A count the gold asks for, answered by the list of exactly that many records, all of them: the answer
     # says the number ("Found 37 messages: ..."), but the strict score wants the number alone.
     listed_the_count: bool = False
@@ -89,6 +90,8 @@ class StructuredReport:
             "wrong_flagged": sum(r.flagged for r in wrong),
             "wrong_silent": sum(not r.flagged for r in wrong),
             "wrong_but_listed_the_count": sum(r.listed_the_count for r in wrong),
+            # a flag on a right answer is noise for the user: counted so that flags are not bought with it
+            "right_flagged": [r.id or r.question for r in self.results if r.correct and r.flagged],
             "by_class": self.by_class(),
             "median_seconds": self.median_seconds(),
             "median_seconds_model": self.median_seconds("llm"),
@@ -330,7 +333,7 @@ def evaluate(
                 round(seconds, 4),
                 detail,
                 item.get("class", ""),
-                not correct and flagged(result),
+                flagged(result) and not (correct and declined(result)),  # a right decline is the answer, no flag
                 not correct
                 and isinstance(result, Success)
                 and listed_the_count(result.rows, want, compare, s.max_rows),

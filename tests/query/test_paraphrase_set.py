@@ -332,6 +332,7 @@ def test_wrong_answers_are_flagged_when_the_plan_says_what_it_did_not_understand
         {**BASE, "id": "b", "question": "flagged", "class": "negation", "gold": gold, "compare": "count"},
         {**BASE, "id": "c", "question": "right", "class": "plain", "gold": gold, "compare": "count"},
         {**BASE, "id": "d", "question": "gave up", "class": "plain", "gold_value": 3, "compare": "count"},
+        {**BASE, "id": "e", "question": "who?", "class": "names", "compare": "declines", "unresolved": "Zed"},
     )
     want = gold_answer(load_questions(path)[0], settings)
     assert isinstance(want, int) and want > 1
@@ -343,11 +344,16 @@ def test_wrong_answers_are_flagged_when_the_plan_says_what_it_did_not_understand
             "flagged": Success(plan=plan([span]), rows=[{"count": want + 1}], attempts=[]),
             "right": Success(plan=plan([span]), rows=[{"count": want}], attempts=[]),
             "gave up": ResolutionFailed("I could not find anything to query"),
+            "who?": ResolutionFailed("Who is Zed?"),
         },
     )
     summary = evaluate(path, settings).to_json()
-    assert (summary["correct"], summary["wrong_flagged"], summary["wrong_silent"]) == (1, 2, 1)
+    assert (summary["correct"], summary["wrong_flagged"], summary["wrong_silent"]) == (2, 2, 1)
+    # the right answer that carries a flag is listed: noise for its user, however right; a right
+    # decline is the answer itself, no flag
+    assert summary["right_flagged"] == ["c"]
     assert summary["by_class"] == {
+        "names": {"total": 1, "correct": 1, "flagged": 0, "silent": 0, "accuracy": 1.0},
         "negation": {"total": 2, "correct": 0, "flagged": 1, "silent": 1, "accuracy": 0.0},
         "plain": {"total": 2, "correct": 1, "flagged": 1, "silent": 0, "accuracy": 0.5},
     }
