@@ -1027,8 +1027,13 @@ def _eval_structured(args: argparse.Namespace, path: Path) -> int:
         )
         print(
             f"execution accuracy: {summary['correct']}/{summary['total']} = {report.accuracy:.1%}; wrong: "
-            f"{summary['wrong_flagged']} flagged (declined or not understood), {summary['wrong_silent']} silent; "
-            f"median {summary['median_seconds']:.2f} s per question{model}"
+            f"{summary['wrong_flagged']} flagged (declined or not understood), {summary['wrong_silent']} silent"
+            + (
+                f" ({listed} of the wrong listed exactly the records a count asked for)"
+                if (listed := summary["wrong_but_listed_the_count"])
+                else ""
+            )
+            + f"; median {summary['median_seconds']:.2f} s per question{model}"
         )
         if files:
             print(f"wrote {files['json']}, {files['markdown']}, {files['chart']}")

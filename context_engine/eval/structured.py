@@ -19,7 +19,8 @@ Group keys are compared after `_normal_key`, so that a month is the same whether
 
 A wrong answer is **flagged** when the run told the user something was off (it declined, or its plan
 lists words of the question it did not understand in `not_understood`) and **silent** otherwise:
-a silent wrong answer looks like a right one, which is the failure that matters.
+a silent wrong answer looks like a right one, which is the failure that matters. A right answer that
+carries a flag is listed too (`right_flagged`): a warning the user did not need.
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ class QuestionResult:
     seconds: float
     detail: str = ""
     question_class: str = ""
-    flagged: bool = False  # the run declined or reported words it did not understand
+    flagged: bool = False  # the run declined or reported words it did not understand (right or wrong)
+    # A count the gold asks for, answered by the list of exactly that many records, all of them: the answer
+    # says the number ("Found 37 messages: ..."), but the strict score wants the number alone.
+    listed_the_count: bool = False
 
 
 @dataclass
@@ -85,6 +89,9 @@ class StructuredReport:
             "total": len(self.results),
             "wrong_flagged": sum(r.flagged for r in wrong),
             "wrong_silent": sum(not r.flagged for r in wrong),
+            "wrong_but_listed_the_count": sum(r.listed_the_count for r in wrong),
+            # a flag on a right answer is noise for the user: counted so that flags are not bought with it
+            "right_flagged": [r.id or r.question for r in self.results if r.correct and r.flagged],
             "by_class": self.by_class(),
             "median_seconds": self.median_seconds(),
             "median_seconds_model": self.median_seconds("llm"),
@@ -190,12 +197,22 @@ def answer_key(rows: list[dict[str, Any]], compare: str) -> Any:
     return {r.get("ref") for r in rows}
 
 
+def listed_the_count(rows: list[dict[str, Any]], want: Any, compare: str, max_rows: int) -> bool:
+    """A count question answered by a whole list (under the row cap) of records that many."""
+    return compare == "count" and 0 < len(rows) == want < max_rows and all("ref" in row for row in rows)
+
+
 def same_answer(got: Any, want: Any, compare: str) -> bool:
     """A winning month stated alone (a gold `$month`: 3) is the answer's month dated with its year
     ((2021, 3)): the question fixed the year, and either form names the same month."""
     if compare == "top" and isinstance(want, int) and isinstance(got, tuple) and len(got) == 2:
         return got[1] == want
     return got == want
+
+
+# The gold is the measuring stick, not a question a user waits for: on a loaded machine a hand-written scan
+# of every Slack message can take longer than a question's deadline, and must not end the run.
+GOLD_DEADLINE_MS = 120_000
 
 
 def gold_answer(item: dict[str, Any], settings: Settings) -> Any:
@@ -217,6 +234,7 @@ def gold_answer(item: dict[str, Any], settings: Settings) -> Any:
             tenant=catalog.tenant,
             principals=principals_of(asker),
             schema=catalog.schemas.get(item["collection"]),
+            max_time_ms=GOLD_DEADLINE_MS,
         )
     )
     return answer_key(rows, compare)
@@ -315,7 +333,10 @@ def evaluate(
                 round(seconds, 4),
                 detail,
                 item.get("class", ""),
-                not correct and flagged(result),
+                flagged(result) and not (correct and declined(result)),  # a right decline is the answer, no flag
+                not correct
+                and isinstance(result, Success)
+                and listed_the_count(result.rows, want, compare, s.max_rows),
             )
         )
         if progress:

@@ -267,7 +267,7 @@ def spec_for(collection: str, docs: list[dict[str, Any]]) -> Any:
     noun = said[:-1] if said.endswith("s") and not said.endswith("ss") else said
     words = tuple(dict.fromkeys(rf"\b{re.escape(w)}\b" for w in (noun, noun + "s", said, name.replace("_", " "))))
     key = _unique_key(docs)
-    # Every field holding names is a value field (the same rule `ingest json` infers by): a value the
+    # Every field holding names is a value field (the rule `ingest json` infers by too): a value the
     # question says links to the field that stores it, not to an unknown person.
     values: dict[str, tuple[str, ...]] = {path: (path,) for path in name_paths(docs) if path != key}
     return CollectionSpec(

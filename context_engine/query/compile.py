@@ -8,10 +8,11 @@ nothing it was given more than the validator does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from context_engine.query.fields import field_for, person_field_for
-from context_engine.query.ir import WORD_OPERATORS, Filter, PlanIR, Shape
+from context_engine.query.ir import WORD_OPERATORS, Filter, Having, Join, Measure, PlanIR, Shape
 from context_engine.query.schema import CollectionSchema
 from context_engine.query.validate import exact_word_pattern, word_pattern
 
@@ -109,10 +110,13 @@ def compile_plan(
     referenced record (`Filter.via`) joins."""
     if ir.pipeline is not None:
         return ir.pipeline
+    joined = _Joined(ir.join, schema, schemas or {}) if ir.join else None
     conditions = _Conditions()
     add = conditions.add
     for f in ir.filters:
-        if f.via is None:
+        if joined and joined.names(f.field):
+            joined.conditions.add_filter(Filter(**{**vars(f), "field": joined.rest(f.field)}), joined.schema)
+        elif f.via is None:
             conditions.add_filter(f, schema)
     for t in ir.times:
         bounds = {k: v for k, v in (("$gte", t.start), ("$lt", t.end)) if v is not None}
@@ -123,12 +127,30 @@ def compile_plan(
     if searched and not unwound:
         conditions.update(searched)
     shape = ir.shape
-    grouped = resolve_field(schema, shape.field, date=shape.bucket is not None) if shape.field else None
-    if shape.kind in ("group", "distinct_count") and shape.bucket is None and not _some_value(conditions.get(grouped)):
+    resolve = joined.resolver() if joined else lambda name: resolve_field(schema, name)
+    grouped = (
+        resolve(shape.field)
+        if joined and shape.field and joined.names(shape.field)
+        else resolve_field(schema, shape.field, date=shape.bucket is not None)
+        if shape.field
+        else None
+    )
+    # A grouped field of the joined records is there once joined: no condition before the join asks for it.
+    local_grouped = grouped is not None and not (joined and joined.names(grouped))
+    if (
+        shape.kind in ("group", "distinct_count", "measures")
+        and local_grouped
+        and shape.bucket is None
+        and not _some_value(conditions.get(grouped))
+    ):
         # Records without the grouped field form no group ("PRs per milestone" skips unplanned PRs).
         # A condition naming the values already says so (and is asked again of each unwound element).
         add(grouped, _condition(Filter(grouped, "exists", True)))
-    elif shape.kind in ("argmin", "argmax", "min", "max", "sum", "avg", "distinct") and shape.over == "records":
+    elif (
+        shape.kind in ("argmin", "argmax", "min", "max", "sum", "avg", "distinct")
+        and shape.over == "records"
+        and local_grouped
+    ):
         add(grouped, _condition(Filter(grouped, "exists", True)))  # a missing measure is no extreme
     if unwound:
         # Full text is a record's, and only a pipeline's first stage may ask for it; every other
@@ -141,13 +163,71 @@ def compile_plan(
     else:
         stages = [{"$match": element_match(conditions, schema)}] if conditions else []
     stages += _joins([f for f in ir.filters if f.via is not None], schema, schemas or {})
+    if joined:
+        stages += joined.stages()
     stages += _shape_stages(shape, grouped, conditions, schema, unwound)
     if shape.fields and shape.over == "groups":
         stages.append({"$project": {"_id": 1}})  # the group's value ("the most common city"), not its count
     elif shape.fields:
         # The fields the answer shows, and `ref`: a record the answer cites by it.
-        stages.append({"$project": {**{resolve_field(schema, f): 1 for f in shape.fields}, "ref": 1}})
+        stages.append({"$project": {**{resolve(f): 1 for f in shape.fields}, "ref": 1}})
     return stages
+
+
+class _Joined:
+    """A plan's `Join`: the joined collection's schema, the conditions on its records and the stages that
+    pair each record with them (one row per pair; the executor scopes the joined side)."""
+
+    def __init__(self, join: Join, schema: CollectionSchema, schemas: dict[str, CollectionSchema]):
+        self.join = join
+        target = schemas.get(join.collection)
+        if target is None:
+            raise CompileError(f"{join.collection} (which {schema.name} is joined with) has no records to read")
+        if schema.has_path(join.collection):
+            raise CompileError(f"{schema.name} has a field named {join.collection}: the join cannot be named so")
+        self.schema, self.local_schema = target, schema
+        self.local = resolve_field(schema, join.local)
+        self.foreign = resolve_field(target, join.foreign)
+        self.conditions = _Conditions()
+
+    def names(self, name: str) -> bool:
+        """Whether a field name is the joined record's (`<collection>.<path>`)."""
+        return name.startswith(self.join.collection + ".")
+
+    def rest(self, name: str) -> str:
+        return name[len(self.join.collection) + 1 :]
+
+    def resolver(self) -> Callable[[str], str]:
+        """The path a field name is, on either side."""
+
+        def resolve(name: str) -> str:
+            if self.names(name):
+                return f"{self.join.collection}.{resolve_field(self.schema, self.rest(name))}"
+            return resolve_field(self.local_schema, name)
+
+        return resolve
+
+    def stages(self) -> list[dict[str, Any]]:
+        name = self.join.collection
+        stages: list[dict[str, Any]] = [
+            {"$lookup": {"from": name, "localField": self.local, "foreignField": self.foreign, "as": name}},
+            {"$unwind": f"${name}"},
+        ]
+        if self.conditions:
+            stages.append({"$match": _prefixed(dict(self.conditions), name)})
+        return stages
+
+
+def _prefixed(match: Any, name: str) -> Any:
+    """A `$match` on the joined records' fields as fields of `name`, the array they were joined into."""
+    if isinstance(match, list):
+        return [_prefixed(m, name) for m in match]
+    if not isinstance(match, dict):
+        return match
+    return {
+        k if k.startswith("$") else f"{name}.{k}": _prefixed(v, name) if k in ("$and", "$or") else v
+        for k, v in match.items()
+    }
 
 
 def _some_value(condition: Any) -> bool:
@@ -212,8 +292,14 @@ def _shape_stages(
     if kind in ("sum", "avg"):
         name = "total" if kind == "sum" else "average"
         return [{"$group": {"_id": None, name: {f"${kind}": f"${path}"}}}, {"$project": {"_id": 0}}]
+    if kind == "measures":
+        return _measure_stages(shape, path, conditions, schema, unwound)
     if kind == "distinct":
         stages = [] if unwound and path.startswith(unwound + ".") else _unwind(path, conditions, schema)
+        if shape.having:  # the values whose groups meet the condition, and only the values
+            accumulators = _accumulators([h.measure for h in shape.having], schema)
+            stages += [{"$group": {"_id": f"${path}", **accumulators}}, _having(shape.having), {"$project": {"_id": 1}}]
+            return stages + [{"$sort": {"_id": 1}}]
         return stages + [{"$group": {"_id": f"${path}"}}, {"$sort": {"_id": 1}}]
     if kind == "list":
         return _sort(shape, schema) + ([{"$limit": shape.limit}] if shape.limit else [])
@@ -228,15 +314,50 @@ def _shape_stages(
     key: Any = (
         {"$dateToString": {"format": BUCKET_FORMATS[shape.bucket], "date": f"${path}"}} if shape.bucket else f"${path}"
     )
-    stages.append({"$group": {"_id": key, "count": {"$sum": 1}}})
+    stages.append(
+        {"$group": {"_id": key, **_accumulators([Measure("count"), *(h.measure for h in shape.having)], schema)}}
+    )
     if kind == "distinct_count":
         return stages + [{"$count": "count"}]
     if kind == "group":
+        stages += [_having(shape.having)] if shape.having else []
         stages.append({"$sort": {"_id": 1} if shape.bucket else {"count": -1, "_id": 1}})
         return stages + ([{"$limit": shape.limit}] if shape.limit else [])
     # Extremes over groups: the busiest month (argmax), the count of the quietest day (min).
     stages += [{"$sort": {"count": 1 if kind in ("argmin", "min") else -1, "_id": 1}}, {"$limit": 1}]
     return stages + ([{"$project": {"_id": 0, "count": 1}}] if kind in ("min", "max") else [])
+
+
+def _measure_stages(
+    shape: Shape, path: str | None, conditions: dict[str, Any], schema: CollectionSchema, unwound: str | None
+) -> list[dict[str, Any]]:
+    """Several aggregates in one row ("the minimum and maximum salary"), or one row per value of the
+    grouped field ("the average price of each category"), narrowed by the conditions on a group; the
+    measures a condition needs but the question does not ask for are not shown."""
+    stages = [] if path is None or (unwound and path.startswith(unwound + ".")) else _unwind(path, conditions, schema)
+    shown = _accumulators(shape.measures, schema)
+    needed = {k: v for k, v in _accumulators([h.measure for h in shape.having], schema).items() if k not in shown}
+    stages.append({"$group": {"_id": f"${path}" if path else None, **shown, **needed}})
+    if shape.having:
+        stages.append(_having(shape.having))
+    if path is None:
+        return stages + [{"$project": {"_id": 0, **dict.fromkeys(needed, 0)}}]
+    return stages + ([{"$project": dict.fromkeys(needed, 0)}] if needed else []) + [{"$sort": {"_id": 1}}]
+
+
+def _accumulators(measures: list[Measure], schema: CollectionSchema) -> dict[str, Any]:
+    """Each measure as a `$group` accumulator, named by the measure (one of each)."""
+    return {
+        m.name: {"$sum": 1} if m.field is None else {f"${m.op}": f"${resolve_field(schema, m.field)}"} for m in measures
+    }
+
+
+def _having(having: list[Having]) -> dict[str, Any]:
+    """The conditions on a group's measures, asked after the `$group` that computed them."""
+    conditions = _Conditions()
+    for h in having:
+        conditions.add(h.measure.name, h.value if h.op == "eq" else {_COMPARISONS[h.op]: h.value})
+    return {"$match": dict(conditions)}
 
 
 def _sort_keys(shape: Shape, schema: CollectionSchema) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from context_engine.config import Settings
 from context_engine.query.catalog import Catalog
+from context_engine.query.compile import compile_plan
 from context_engine.query.consistency import contradictions
 from context_engine.query.execute import run_pipeline
 from context_engine.query.identity import (
@@ -29,6 +30,7 @@ from context_engine.query.identity import (
     is_english,
     person_slots,
 )
+from context_engine.query.ir import WORD_OPERATORS, PlanIR, Shape
 from context_engine.query.offline import CONFIDENT, OfflinePlanner
 from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.query.spelling import correct
@@ -467,26 +469,47 @@ def unmatched_topic(
 ) -> dict[str, Any] | None:
     """The topic of a plan that found nothing, when no record the asker may read mentions it at all
     ("desmond okonkwo-raines bug issues": no one by that name, read as a topic): said as not
-    understood, so "0 issues" does not pass for an answer. None when the topic is in some record."""
+    understood, so "0 issues" does not pass for an answer. None when the topic is in some record.
+    The topic is the full-text words, or the word conditions on the subject that topic words became
+    ("about quokkas": the word in either number)."""
     ir = plan_.ir
-    if ir is None or not ir.text or ir.text_span is None:
+    if ir is None:
         return None
-    probe = [{"$match": {"$text": {"$search": " ".join(ir.text)}}}, {"$limit": 1}]
+    topic = [(s["start"], s["end"]) for s in plan_.understood if s["how"] == "topic"]
+    word_filters = [
+        f
+        for f in ir.filters
+        if f.op in WORD_OPERATORS
+        and not f.negate
+        and f.span
+        and any(a <= f.span[0] and f.span[1] <= b for a, b in topic)
+    ]
+    schema = ctx.schemas.get(plan_.collection)
+    if ir.text and ir.text_span is not None:
+        probe = [{"$match": {"$text": {"$search": " ".join(ir.text)}}}, {"$limit": 1}]
+    elif word_filters and schema is not None:
+        probe = compile_plan(PlanIR(plan_.collection, filters=word_filters, shape=Shape("list", limit=1)), schema)
+    else:
+        return None
     if run_pipeline(
         store,
         plan_.collection,
         probe,
         tenant=tenant,
         principals=principals_of(ctx.asker),
-        schema=ctx.schemas.get(plan_.collection),
+        schema=schema,
         max_rows=1,
         max_time_ms=settings.max_time_ms,
     ):
         return None
     words = {w.strip('"').lower() for term in ir.text for w in term.split()}
-    said = [(s["start"], s["end"]) for s in plan_.understood if s["how"] == "topic" and s["text"].lower() in words]
-    start, end = (min(a for a, _ in said), max(b for _, b in said)) if said else ir.text_span  # the words, not the cue
-    return {"text": ctx.question[start:end], "start": start, "end": end, "how": "unknown"}
+    said = (
+        [(s["start"], s["end"]) for s in plan_.understood if s["how"] == "topic" and s["text"].lower() in words]
+        if ir.text
+        else [f.span for f in word_filters if f.span]
+    )
+    start, end = (min(a for a, _ in said), max(b for _, b in said)) if said else (ir.text_span or (0, 0))
+    return {"text": ctx.question[start:end], "start": start, "end": end, "how": "unknown"}  # the words, not the cue
 
 
 def with_display_names(rows: list[dict[str, Any]], plan_: Plan, directory: PeopleDirectory) -> list[dict[str, Any]]:

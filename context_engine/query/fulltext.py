@@ -264,12 +264,21 @@ def text_ids(
         if fields == [subject]
         else subject_index(store, collection, tenant, subject)
     )
-    forms = [sorted(word_forms(word)) for word in dict.fromkeys(index.query_tokens(search))]
+    # A compound ("core.async", "syntax-parse") is also inside longer ones ("clojure.core.async",
+    # "syntax-parse-example"), which the index holds as their parts: it is looked for by its parts,
+    # then as written (a phrase below), so its parts elsewhere in a text do not count.
+    words = [
+        part
+        for token in index.query_tokens(search)
+        for part in (tokenize(" ".join(_WORD_PARTS.split(token))) if _WORD_PARTS.search(token) else [token])
+    ]
+    forms = [sorted(word_forms(word)) for word in dict.fromkeys(words)]
     about = None
     for word_and_forms in forms:  # every word, in one of its forms
         with_word = {doc_id for doc_id, _ in index.search_tokens(word_and_forms)}
         about = with_word if about is None else about & with_word
     phrases = [_phrase(p) for p in re.findall(r'"([^"]+)"', search) if len(p.split()) > 1]
+    phrases += [_phrase(w) for w in re.findall(r"\w+(?:[.\-]\w+)+", search)]
     if about and phrases:
         about = {
             d["_id"]

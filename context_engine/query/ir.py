@@ -29,10 +29,27 @@ WORD_OPERATORS = ("words", "exact_words")
 # built from them is a fixed shape the validator recognises (`validate.is_word_pattern`).
 WORD = re.compile(r"[a-z0-9_]{1,40}|[\u4e00-\u9fff]{1,20}")
 MAX_WORDS = 12
-SHAPES = ("list", "count", "distinct_count", "group", "top", "min", "max", "argmin", "argmax", "sum", "avg", "distinct")
+SHAPES = (
+    "list",
+    "count",
+    "distinct_count",
+    "group",
+    "top",
+    "min",
+    "max",
+    "argmin",
+    "argmax",
+    "sum",
+    "avg",
+    "distinct",
+    "measures",
+)
 RECORD_SHAPES = ("list", "top", "argmin", "argmax")  # shapes whose answer is records, not numbers
 BUCKETS = ("day", "week", "month", "year")
 FOLLOWUPS = ("restrict", "recount")
+MEASURES = ("count", "sum", "avg", "min", "max")
+COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte")
+HAVING_SHAPES = ("group", "distinct", "measures")  # shapes of groups, which a condition on a group can narrow
 
 
 class IRError(ValueError):
@@ -184,6 +201,55 @@ class SortKey:
 
 
 @dataclass
+class Measure:
+    """One aggregate over the records (of a group): `op` (count, sum, avg, min, max) of `field`; a count
+    takes no field. Its `name` is the answer's column: "count", "avg_price"."""
+
+    op: str
+    field: str | None = None
+
+    def __post_init__(self):
+        if self.op not in MEASURES:
+            raise IRError(f"unknown measure {self.op!r}; use one of: {', '.join(MEASURES)}")
+        if (self.op == "count") != (self.field is None):
+            raise IRError("a count takes no field" if self.field else f"the measure {self.op} needs a field")
+
+    @property
+    def name(self) -> str:
+        return "count" if self.field is None else f"{self.op}_{self.field.replace('.', '_')}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "field": self.field}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Measure:
+        return cls(str(data["op"]), data.get("field"))
+
+
+@dataclass
+class Having:
+    """A condition on a group's measure: "cities with two or more branches" keeps the groups whose count
+    is at least 2; "types whose average price is under 100" those whose avg of price is below 100."""
+
+    measure: Measure
+    op: str
+    value: int | float
+
+    def __post_init__(self):
+        if self.op not in COMPARISONS:
+            raise IRError(f"a group condition compares with one of {', '.join(COMPARISONS)}, not {self.op!r}")
+        if not isinstance(self.value, (int, float)) or isinstance(self.value, bool):
+            raise IRError(f"a group condition compares with a number, not {self.value!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"measure": self.measure.to_json(), "op": self.op, "value": self.value}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Having:
+        return cls(Measure.from_json(data["measure"]), data.get("op", "eq"), data["value"])
+
+
+@dataclass
 class Shape:
     """What the answer is.
 
@@ -195,7 +261,11 @@ class Shape:
     - min/max: the smallest/largest `field` over the records, or the smallest/largest group count
       (`over` = "groups"); argmin/argmax: the record with it, or the group (busiest month, quietest day);
     - sum: the total of `field` over the records (the replies all of someone's threads got); avg: its mean;
-    - distinct: the distinct values of `field` ("the different locations"), in value order.
+    - distinct: the distinct values of `field` ("the different locations"), in value order;
+    - measures: several aggregates at once ("the minimum and maximum salary") over the records, or any
+      aggregates per value of `field` ("the average price of each category"), in value order.
+    `having` (group, distinct, measures with a field) keeps only the groups whose measures meet it
+    ("the cities with two or more branches": the distinct cities having a count of at least 2).
     `fields` (list, top, argmin, argmax: record shapes) are the fields the answer shows ("the name and
     age of ..."); none: the whole records.
     """
@@ -208,6 +278,8 @@ class Shape:
     sort: list[SortKey] = default(default_factory=list)
     span: Span | None = None
     fields: list[str] = default(default_factory=list)
+    measures: list[Measure] = default(default_factory=list)
+    having: list[Having] = default(default_factory=list)
 
     def __post_init__(self):
         if not (isinstance(self.fields, list) and all(isinstance(f, str) and f for f in self.fields)):
@@ -229,6 +301,10 @@ class Shape:
         )
         if needs_field and not self.field:
             raise IRError(f"the shape {self.kind} needs a field")
+        if (self.kind == "measures") != bool(self.measures):
+            raise IRError("only the shape measures takes measures, and it needs at least one")
+        if self.having and (self.kind not in HAVING_SHAPES or not self.field or self.bucket):
+            raise IRError(f"only groups of a field's values ({', '.join(HAVING_SHAPES)}) take a condition on a group")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -240,6 +316,8 @@ class Shape:
             "sort": [s.to_json() for s in self.sort],
             "span": _span_json(self.span),
             **({"fields": list(self.fields)} if self.fields else {}),
+            **({"measures": [m.to_json() for m in self.measures]} if self.measures else {}),
+            **({"having": [h.to_json() for h in self.having]} if self.having else {}),
         }  # said only when set: earlier plans read the same
 
     @classmethod
@@ -253,7 +331,30 @@ class Shape:
             sort=[SortKey.from_json(s) for s in data.get("sort") or []],
             span=_span_of(data.get("span")),
             fields=data.get("fields") or [],
+            measures=[Measure.from_json(m) for m in data.get("measures") or []],
+            having=[Having.from_json(h) for h in data.get("having") or []],
         )
+
+
+@dataclass
+class Join:
+    """The records of another of the tenant's collections that each record refers to: `local` (a path
+    here, possibly inside an embedded array) holds the values of `foreign` there ("the teacher's
+    `course_arrange.Course_ID` is a course's `Course_ID`"). Each pair of a record and a joined record is
+    one row; conditions and shown fields on the joined side are written `<collection>.<path>`."""
+
+    collection: str
+    local: str
+    foreign: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"collection": self.collection, "local": self.local, "foreign": self.foreign}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Join:
+        if not all(isinstance(data.get(k), str) and data[k] for k in ("collection", "local", "foreign")):
+            raise IRError("a join names a collection, a local path and a foreign path")
+        return cls(data["collection"], data["local"], data["foreign"])
 
 
 @dataclass
@@ -262,7 +363,8 @@ class PlanIR:
     for what the IR cannot say (validated like any other). `followup` says how it relates to the
     previous answer ("restrict": its records, narrowed; "recount": the same records, counted).
     `unwind` names an array of objects embedded in the records whose elements are what the question
-    is about ("the students' sports": one row per sport); conditions and shape then read each element."""
+    is about ("the students' sports": one row per sport); conditions and shape then read each element.
+    `join` pairs each record with the records of another collection it refers to (`Join`)."""
 
     collection: str
     filters: list[Filter] = default(default_factory=list)
@@ -273,6 +375,7 @@ class PlanIR:
     followup: str | None = None
     pipeline: list[dict[str, Any]] | None = None
     unwind: str | None = None
+    join: Join | None = None
 
     def __post_init__(self):
         if self.unwind is not None and not (isinstance(self.unwind, str) and self.unwind):
@@ -291,6 +394,7 @@ class PlanIR:
             "followup": self.followup,
             "pipeline": to_extended_json(self.pipeline) if self.pipeline is not None else None,
             **({"unwind": self.unwind} if self.unwind else {}),
+            **({"join": self.join.to_json()} if self.join else {}),
         }
 
     @classmethod
@@ -315,6 +419,7 @@ class PlanIR:
                 followup=data.get("followup"),
                 pipeline=from_extended_json(pipeline) if pipeline else None,
                 unwind=data.get("unwind") or None,
+                join=Join.from_json(data["join"]) if data.get("join") else None,
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise IRError(f"malformed plan: {exc}") from None
@@ -323,6 +428,11 @@ class PlanIR:
 _SPAN_SCHEMA = {"type": ["array", "null"], "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
 _DATE_SCHEMA = {
     "anyOf": [{"type": "null"}, {"type": "object", "properties": {"$date": {"type": "string"}}, "required": ["$date"]}]
+}
+_MEASURE_SCHEMA = {
+    "type": "object",
+    "properties": {"op": {"enum": list(MEASURES)}, "field": {"type": ["string", "null"]}},
+    "required": ["op"],
 }
 _SCALAR = [{"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]
 
@@ -369,6 +479,19 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
                 "over": {"enum": ["records", "groups"]},
                 "limit": {"type": ["integer", "null"]},
                 "fields": {"type": "array", "items": {"type": "string"}},
+                "measures": {"type": "array", "items": _MEASURE_SCHEMA},
+                "having": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "measure": _MEASURE_SCHEMA,
+                            "op": {"enum": list(COMPARISONS)},
+                            "value": {"type": "number"},
+                        },
+                        "required": ["measure", "op", "value"],
+                    },
+                },
                 "sort": {
                     "type": "array",
                     "items": {
@@ -382,6 +505,15 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
         },
         "followup": {"enum": [*FOLLOWUPS, None]},
         "unwind": {"type": ["string", "null"]},
+        "join": {
+            "type": ["object", "null"],
+            "properties": {
+                "collection": {"type": "string"},
+                "local": {"type": "string"},
+                "foreign": {"type": "string"},
+            },
+            "required": ["collection", "local", "foreign"],
+        },
         "pipeline": {"type": ["array", "null"], "items": {"type": "object"}},
     },
     # Conditions required (an empty list says "none"): a small model writing under this schema as a

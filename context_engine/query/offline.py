@@ -21,6 +21,7 @@ from context_engine.query.plan import Plan, PlanningContext
 from context_engine.query.planner.collection import CollectionStep, detect_collection
 from context_engine.query.planner.conditions import ConditionStep
 from context_engine.query.planner.linking import LinkStep
+from context_engine.query.planner.own_joins import OwnJoinStep
 from context_engine.query.planner.shape import COUNT, DEFAULT_LIMIT, TEXT_LIMIT, TOP, WHO_ROLE, ShapeStep
 from context_engine.query.planner.spans import TITLE, SpanStep
 from context_engine.query.planner.templates import FacetStep, templated
@@ -36,7 +37,7 @@ class OfflinePlanner:
         return templated(ctx, built) or built
 
 
-class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, SpanStep):
+class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, OwnJoinStep, SpanStep):
     def build(self) -> Plan:
         ctx = self.ctx
         collection, spans = detect_collection(self.q, ctx.schemas)
@@ -132,7 +133,8 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
         intent_shape = self._intent_shape(intent, time_field, state_verb) if intent else None
         if intent_shape:
             shape = intent_shape
-            self.notes.append(f"{intent.kind}: {shape.kind} of {shape.field or shape.sort[0].field}")
+            measured = shape.field or (shape.sort[0].field if shape.sort else ", ".join(m.name for m in shape.measures))
+            self.notes.append(f"{intent.kind}: {shape.kind} of {measured}")
         elif bucket:
             date_field = time_field or field_for(schema, state_verb or "created") or field_for(schema, "created")
             shape = Shape("group", field=date_field, bucket=bucket)
@@ -153,6 +155,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
             shape = Shape("list", sort=by_sort_field, limit=self._list_limit(), fields=shown)
         if not (self.filters or self.times or text) and not (bucket or group_role or is_count or intent_shape):
             self.confidence = min(self.confidence, 0.5)
+        join = self.own_join(shape)
         understood, not_understood = self._spans(text, structured=structured, shape=shape)
         if not_understood:
             # The plan answers a narrower question than the one asked: let a model try, and say so.
@@ -169,6 +172,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Sp
             shape=shape,
             text_span=(topic[0][0], topic[-1][1]) if topic else None,
             unwind=self.own_unwind(shape),
+            join=join,
         )
         if contradictions(ir, schema):
             # Conditions no record meets together: some words were read the wrong way (a model may do better).

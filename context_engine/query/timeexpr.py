@@ -281,8 +281,10 @@ def _rules(now: datetime):
             (
                 r"\b(?:since )?(?:the )?(?:start|beginning) of (?:the |this )?(week|month|quarter|year)\b|\b(quarter|year|month)[- ]to[- ]date\b"
                 r"|\bso far this (week|month|quarter|year)\b"
+                # "since the 1st of this month": its first day is its start ("the 1st of this month" alone is a day)
+                r"|\bsince (?:the )?(?:1st|first)(?: day)? of (?:the |this )?(week|month|quarter|year)\b"
             ),
-            lambda m: (_period_start(now, m.group(1) or m.group(2) or m.group(3)), now),
+            lambda m: (_period_start(now, m.group(1) or m.group(2) or m.group(3) or m.group(4)), now),
         ),
         (
             r"从\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(?:到|至|-)\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",

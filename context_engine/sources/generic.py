@@ -365,6 +365,7 @@ _ASSIGNEE_NAMES = re.compile(r"assignee|commander|responder|on_?call")
 MAX_NAME_LENGTH = 40  # a value a question names is short: a status, a city, a full name
 MAX_NAME_WORDS = 4
 _TITLE_NAMES = ("title", "summary", "name", "subject")
+_SUBJECT_NAMES = ("title", "summary", "subject")  # a title field that is not someone's or something's name
 _TEXT_NAMES = ("description", "notes", "details", "message", "body", "comment", "comments")  # text whatever its values
 _REFERENCE_NAMES = {
     re.compile(r"(?:.*_)?(?:pr|pull_request)s?"): "pull_requests",
@@ -527,10 +528,15 @@ def infer_spec(
         text = titles + long
         for path in text:
             guessed("text", path + (" (the subject)" if path == text[0] else ""))
-    for column in strings:
-        if column not in text and column not in values.values() and _short_and_few(objects, column):
-            values.setdefault(column, (column,))
-            guessed(f"value {column}", column)
+    # The rule TEND's specs use too: every field of short strings, nested ones too, is a value field, a
+    # text field of names ("Jerry Prince") as well, so that a value a question says finds its field; but
+    # not a subject ("Slow search"): its words are a topic, matched by full text, not one exact value.
+    given_values = {path for paths in values.values() for path in paths}
+    subject = {text[0]} if text and text[0].lower() in _SUBJECT_NAMES else set()
+    for path in name_paths(objects):
+        if path.split(".")[0] not in used | subject and path not in given_values:
+            values.setdefault(path, (path,))
+            guessed(f"value {path}", path)
     return CollectionSpec(
         name=name,
         noun=noun,
@@ -560,18 +566,6 @@ def _long(objects: list[dict[str, Any]], column: str) -> bool:
     return bool(values) and (
         sum(map(len, values)) / len(values) > 40
         or (sum(1 for v in values if " " in v.strip()) >= 0.5 * len(values) and len(set(values)) > 0.5 * len(values))
-    )
-
-
-def _short_and_few(objects: list[dict[str, Any]], column: str) -> bool:
-    """A value field: short strings of few distinct values (a severity, a status, a service)."""
-    values = [v for v in _scalars(objects, column) if isinstance(v, str)]
-    distinct = set(values)
-    return (
-        bool(values)
-        and sum(map(len, values)) / len(values) <= 40
-        and len(distinct) <= 30
-        and len(distinct) <= max(5, len(values) // 2)
     )
 
 

@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from context_engine.query.compile import CompileError, compile_plan
-from context_engine.query.ir import Filter, IRError, PlanIR, Shape, SortKey, TimeRange
+from context_engine.query.ir import Filter, Having, IRError, Join, Measure, PlanIR, Shape, SortKey, TimeRange
 from context_engine.query.schema import schema_from_documents
 from tests.query.conftest import ISSUES, refs, run
 
@@ -160,6 +160,38 @@ def test_an_unknown_field_is_a_compile_error_naming_it(schema):
         ({"filters": []}, "collection"),
         ({"collection": "issues", "filters": [{"field": "title", "op": "words", "value": ["a.*"]}]}, "words takes"),
         ({"collection": "issues", "filters": [{"field": "title", "op": "words", "value": "fix"}]}, "words takes"),
+        ({"collection": "issues", "shape": {"kind": "measures"}}, "needs at least one"),
+        (
+            {"collection": "issues", "shape": {"kind": "avg", "field": "x", "measures": [{"op": "max", "field": "x"}]}},
+            "only the shape measures",
+        ),
+        (
+            {"collection": "issues", "shape": {"kind": "measures", "measures": [{"op": "median", "field": "x"}]}},
+            "unknown measure",
+        ),
+        ({"collection": "issues", "shape": {"kind": "measures", "measures": [{"op": "sum"}]}}, "needs a field"),
+        (
+            {"collection": "issues", "shape": {"kind": "measures", "measures": [{"op": "count", "field": "x"}]}},
+            "takes no field",
+        ),
+        (
+            {
+                "collection": "issues",
+                "shape": {"kind": "count", "having": [{"measure": {"op": "count"}, "op": "gt", "value": 1}]},
+            },
+            "condition on a group",
+        ),
+        (
+            {
+                "collection": "issues",
+                "shape": {
+                    "kind": "distinct",
+                    "field": "state",
+                    "having": [{"measure": {"op": "count"}, "op": "gt", "value": "1"}],
+                },
+            },
+            "compares with a number",
+        ),
     ],
 )
 def test_malformed_ir_is_refused_with_a_sentence(data, message):
@@ -293,3 +325,89 @@ def test_average_of_a_measure_and_distinct_values(store, schema):
     for kind in ("avg", "distinct"):
         with pytest.raises(IRError, match="needs a field"):
             Shape(kind)
+
+
+def test_several_measures_at_once_over_the_records(store, schema):
+    both = Shape("measures", measures=[Measure("min", "comments"), Measure("max", "comments"), Measure("count")])
+    assert run(PlanIR("issues", shape=both), store, schema) == [{"min_comments": 0, "max_comments": 7, "count": 4}]
+    opened = PlanIR("issues", filters=[Filter("state", "eq", "open")], shape=both)
+    assert run(opened, store, schema) == [{"min_comments": 3, "max_comments": 7, "count": 2}]
+
+
+def test_measures_per_value_of_a_field_in_value_order(store, schema):
+    per_state = Shape("measures", field="state", measures=[Measure("avg", "comments"), Measure("sum", "comments")])
+    assert run(PlanIR("issues", shape=per_state), store, schema) == [
+        {"_id": "closed", "avg_comments": 0.5, "sum_comments": 1},
+        {"_id": "open", "avg_comments": 5.0, "sum_comments": 10},
+    ]
+    # a condition on a measure not shown: it is computed, asked and left out of the answer
+    busy = Having(Measure("sum", "comments"), "gte", 5)
+    narrowed = Shape("measures", field="state", measures=[Measure("count")], having=[busy])
+    assert run(PlanIR("issues", shape=narrowed), store, schema) == [{"_id": "open", "count": 2}]
+
+
+def test_a_condition_on_a_group_keeps_the_values_that_meet_it(store, schema):
+    # milestones: v1 twice (a#1, a#4); the records without one form no group
+    twice = [Having(Measure("count"), "gte", 2)]
+    assert run(PlanIR("issues", shape=Shape("distinct", field="milestone.title", having=twice)), store, schema) == [
+        {"_id": "v1"}
+    ]
+    once = [Having(Measure("count"), "eq", 1)]
+    assert run(PlanIR("issues", shape=Shape("distinct", field="assignee.login", having=once)), store, schema) == [
+        {"_id": "ann"},
+        {"_id": "bob"},
+    ]
+    # the groups themselves, narrowed: labels with more than one issue each, with their counts
+    # (bug: a#1 and a#3, fewest comments 3; docs: a#3 and a#4, fewest 1)
+    many = [Having(Measure("count"), "gt", 1), Having(Measure("min", "comments"), "lt", 2)]
+    assert run(PlanIR("issues", shape=Shape("group", field="label", having=many)), store, schema) == [
+        {"_id": "docs", "count": 2, "min_comments": 1}
+    ]
+
+
+def test_measures_and_group_conditions_round_trip_through_json():
+    shape = Shape(
+        "measures",
+        field="state",
+        measures=[Measure("count"), Measure("avg", "comments")],
+        having=[Having(Measure("max", "comments"), "lt", 5)],
+    )
+    ir = PlanIR("issues", shape=shape)
+    assert PlanIR.from_json(ir.to_json()) == ir
+
+
+def test_a_join_pairs_each_record_with_the_records_it_refers_to():
+    from context_engine.query.validate import validate_pipeline
+
+    crews = schema_from_documents(
+        "crew", [{"ref": "c1", "Crew_ID": 1, "Ship": "Vega", "postings": [{"Port_code": "HL"}]}]
+    )
+    ports = schema_from_documents("port", [{"Port_code": "HL", "Town": "Hull", "Depth": 9}])
+    ir = PlanIR(
+        "crew",
+        filters=[
+            Filter("Ship", "eq", "Vega"),
+            Filter("port.Depth", "gt", 5),
+            Filter("port.Town", "empty", negate=True),
+        ],
+        shape=Shape("list", fields=["Ship", "port.Town"]),
+        join=Join("port", "postings.Port_code", "Port_code"),
+    )
+    pipeline = compile_plan(ir, crews, {"port": ports})
+    assert pipeline == [
+        {"$match": {"Ship": "Vega"}},
+        {"$lookup": {"from": "port", "localField": "postings.Port_code", "foreignField": "Port_code", "as": "port"}},
+        {"$unwind": "$port"},
+        {"$match": {"port.Depth": {"$gt": 5}, "port.Town": {"$nin": [None, ""], "$not": {"$size": 0}}}},
+        {"$project": {"Ship": 1, "port.Town": 1, "ref": 1}},
+    ]
+    assert validate_pipeline(pipeline, crews, schemas={"port": ports}) == []
+    assert PlanIR.from_json(ir.to_json()) == ir
+    # counted per a field of the joined records: no condition before the join asks for it
+    per_town = PlanIR("crew", shape=Shape("group", field="port.Town"), join=ir.join)
+    assert compile_plan(per_town, crews, {"port": ports})[2:] == [
+        {"$group": {"_id": "$port.Town", "count": {"$sum": 1}}},
+        {"$sort": {"count": -1, "_id": 1}},
+    ]
+    with pytest.raises(CompileError, match="has no records to read"):
+        compile_plan(ir, crews, {})

@@ -219,6 +219,10 @@ def test_a_topic_no_record_mentions_is_said_when_nothing_matched(settings):
     result = _run(settings, "how many merged PRs about zanzibarian quokkas")
     assert isinstance(result, Success) and result.rows == [{"count": 0}]
     assert [s["text"] for s in result.plan.not_understood] == ["zanzibarian quokkas"]
+    # a topic said as words of the title is the same: a condition no record meets at all
+    result = _run(settings, "how many merged PRs have wombats in the title")
+    assert isinstance(result, Success) and result.rows == [{"count": 0}]
+    assert [s["text"] for s in result.plan.not_understood] == ["wombats"]
     result = _run(settings, "how many merged PRs about refunds")  # a topic the records hold: nothing to say
     assert isinstance(result, Success) and result.plan.not_understood == []
 

@@ -120,3 +120,23 @@ def test_a_tenant_reads_only_its_own_index(data_dir, no_fitting):
     assert acme_ids and globex_ids and not acme_ids & globex_ids
     with pytest.raises(ValueError):
         fulltext._root(store, "../acme", "pull_requests")
+
+
+def test_a_compound_is_found_inside_longer_ones_and_only_as_written(tmp_path):
+    from tests.query.conftest import hand_made_world
+
+    texts = [
+        "try sqlx.pool.timeout here",  # inside a longer dotted name
+        "the pool.timeout-ish setting",  # before a hyphen
+        "pool.timeout",
+        "the pool has a timeout",  # its parts, apart: not the compound
+        "_pool.timeout_ in italics",  # inside an identifier
+    ]
+    messages = [{"ref": f"m{i}", "text": t, "user": "U1"} for i, t in enumerate(texts)]
+    store, _ = hand_made_world(tmp_path, {"messages": messages}, [])
+    ids = fulltext.text_ids(store, "messages", "t", ["text"], '"pool.timeout"', subject="text")
+    found = {d["ref"] for d in store.collection("messages").find({"_id": {"$in": ids}}, {"ref": 1})}
+    assert found == {"m0", "m1", "m2"}
+    # unquoted, the same way
+    ids = fulltext.text_ids(store, "messages", "t", ["text"], "sqlx.pool", subject="text")
+    assert {d["ref"] for d in store.collection("messages").find({"_id": {"$in": ids}}, {"ref": 1})} == {"m0"}

@@ -1,12 +1,12 @@
 """The paraphrase set (`tests/data/paraphrase_*.jsonl`), the fresh set (`tests/data/fresh_*.jsonl`), the unseen
 set (`tests/data/unseen_*.jsonl`), the blind sets (`tests/data/blind_*.jsonl`, `tests/data/blind2_*.jsonl`,
-`tests/data/blind3_*.jsonl`, `tests/data/blind4_*.jsonl`, `tests/data/blind5_*.jsonl`) and the evaluator's scoring
-of them.
+`tests/data/blind3_*.jsonl`, `tests/data/blind4_*.jsonl`, `tests/data/blind5_*.jsonl`, `tests/data/blind6_*.jsonl`) and
+the evaluator's scoring of them.
 
 Every set's gold was written by people who never read the planner (see `tests/data/paraphrase_README.md`,
 `tests/data/fresh_README.md`, `tests/data/unseen_README.md`, `tests/data/blind_README.md`,
 `tests/data/blind2_README.md`, `tests/data/blind3_README.md`, `tests/data/blind4_README.md`,
-`tests/data/blind5_README.md`); the unseen and blind sets are held out (never tuned on). These tests check that the gold of each set is sound against the real data: every pipeline passes the
+`tests/data/blind5_README.md`, `tests/data/blind6_README.md`); the unseen and blind sets are held out (never tuned on). These tests check that the gold of each set is sound against the real data: every pipeline passes the
 engine's own validator and returns something, every topic answer is what its stated rule gives,
 every question that must be declined names someone the data cannot resolve. The evaluator's own
 rules (declines, top keys, flagged/silent, per class) are checked on made-up runs.
@@ -98,6 +98,13 @@ SETS = {
         min_declines=8,
         min_topics=8,
     ),
+    "blind6": SimpleNamespace(
+        files={"hf": DATA / "blind6_github.jsonl", "oss": DATA / "blind6_slack.jsonl"},
+        min_lines=150,
+        min_phrasings=2,
+        min_declines=8,
+        min_topics=8,
+    ),
 }
 each_set = pytest.mark.parametrize("qset", list(SETS.values()), ids=list(SETS))
 CLASSES = {
@@ -159,6 +166,7 @@ def test_the_set_is_large_and_each_intent_is_asked_several_ways(qset):
         ("blind3", ["paraphrase", "fresh", "unseen", "blind", "blind2"]),
         ("blind4", ["paraphrase", "fresh", "unseen", "blind", "blind2", "blind3"]),
         ("blind5", ["paraphrase", "fresh", "unseen", "blind", "blind2", "blind3", "blind4"]),
+        ("blind6", ["paraphrase", "fresh", "unseen", "blind", "blind2", "blind3", "blind4", "blind5"]),
     ],
 )
 def test_a_held_out_set_repeats_no_intent_or_question_of_the_sets_written_before_it(held_out, earlier):
@@ -270,6 +278,16 @@ def plan(not_understood: list | None = None) -> SimpleNamespace:
     return SimpleNamespace(pipeline=[], planner="offline", not_understood=not_understood or [])
 
 
+def test_a_whole_list_of_as_many_records_as_a_count_asks_is_told_apart_but_not_scored_right():
+    records = [{"ref": f"o/r#{i}", "comments": 3} for i in range(3)]
+    assert structured.listed_the_count(records, 3, "count", max_rows=200)
+    assert answer_key(records, "count") is None  # the strict score wants the number alone
+    assert not structured.listed_the_count(records[:2], 3, "count", max_rows=200)  # not that many
+    assert not structured.listed_the_count(records, 3, "count", max_rows=3)  # the cap may have cut the list
+    assert not structured.listed_the_count([{"_id": None, "count": 3}], 3, "count", max_rows=200)  # not records
+    assert not structured.listed_the_count(records, 3, "refs", max_rows=200)
+
+
 def test_a_declines_question_is_right_only_when_the_run_gave_no_answer(settings, tmp_path, monkeypatch):
     path = write(
         tmp_path,
@@ -314,6 +332,7 @@ def test_wrong_answers_are_flagged_when_the_plan_says_what_it_did_not_understand
         {**BASE, "id": "b", "question": "flagged", "class": "negation", "gold": gold, "compare": "count"},
         {**BASE, "id": "c", "question": "right", "class": "plain", "gold": gold, "compare": "count"},
         {**BASE, "id": "d", "question": "gave up", "class": "plain", "gold_value": 3, "compare": "count"},
+        {**BASE, "id": "e", "question": "who?", "class": "names", "compare": "declines", "unresolved": "Zed"},
     )
     want = gold_answer(load_questions(path)[0], settings)
     assert isinstance(want, int) and want > 1
@@ -325,11 +344,16 @@ def test_wrong_answers_are_flagged_when_the_plan_says_what_it_did_not_understand
             "flagged": Success(plan=plan([span]), rows=[{"count": want + 1}], attempts=[]),
             "right": Success(plan=plan([span]), rows=[{"count": want}], attempts=[]),
             "gave up": ResolutionFailed("I could not find anything to query"),
+            "who?": ResolutionFailed("Who is Zed?"),
         },
     )
     summary = evaluate(path, settings).to_json()
-    assert (summary["correct"], summary["wrong_flagged"], summary["wrong_silent"]) == (1, 2, 1)
+    assert (summary["correct"], summary["wrong_flagged"], summary["wrong_silent"]) == (2, 2, 1)
+    # the right answer that carries a flag is listed: noise for its user, however right; a right
+    # decline is the answer itself, no flag
+    assert summary["right_flagged"] == ["c"]
     assert summary["by_class"] == {
+        "names": {"total": 1, "correct": 1, "flagged": 0, "silent": 0, "accuracy": 1.0},
         "negation": {"total": 2, "correct": 0, "flagged": 1, "silent": 1, "accuracy": 0.0},
         "plain": {"total": 2, "correct": 1, "flagged": 1, "silent": 0, "accuracy": 0.5},
     }

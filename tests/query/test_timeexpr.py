@@ -113,6 +113,8 @@ def test_no_time_in_plain_question():
         ("since January 1st this year", D(2026, 1, 1), None),
         ("2022 年 3 月底之后", D(2022, 4, 1), None),  # after the end of March
         ("since the start of last week", D(2026, 11, 23), NOW),  # a period counted from now reaches now
+        ("since the first day of this quarter", D(2026, 10, 1), NOW),  # its first day is its start
+        ("since the 1st of this month", D(2026, 11, 1), NOW),
     ],
 )
 def test_open_ended_periods(text, start, end):

@@ -329,3 +329,25 @@ def test_name_paths_are_fields_of_short_strings_nested_ones_too():
     # names (however many distinct) and statuses of embedded rows; not numbers, long text, or a field
     # whose values are mostly not strings
     assert sorted(name_paths(rows)) == ["city", "manager.full_name", "orders.status"]
+
+
+def test_every_field_of_short_names_is_a_value_field_nested_ones_too_but_not_the_subject(tmp_path):
+    rows = [
+        {"id": i, "title": title, "customer": {"name": who, "city": city}, "plan": plan}
+        for i, (title, who, city, plan) in enumerate(
+            [
+                ("Refund", "Jerry Prince", "Oslo", "gold"),
+                ("Login", "Ana Ruiz", "Lima", "free"),
+                ("Export", "Wen Li", "Oslo", "gold"),
+            ]
+        )
+    ]
+    read, _ = _read(tmp_path, "tickets.json", json.dumps(rows))
+    # A person's name is unique per row and still a value a question may say ("Jerry Prince's tickets").
+    assert read.spec.values == {
+        "customer.name": ("customer.name",),
+        "customer.city": ("customer.city",),
+        "plan": ("plan",),
+    }
+    assert "value customer.name: customer.name (inferred)" in read.inferred
+    assert "title" not in read.spec.values  # the subject's words are a topic, not one exact value

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from context_engine.query.compile import array_prefix
 from context_engine.query.ir import Shape, SortKey
 from context_engine.query.planner.draft import Draft
+from context_engine.query.schema import CollectionSchema
 
 NUMERIC = {"int", "double"}
 # "30,000", "2 million", "1.5": the number a comparison says.
@@ -36,6 +37,12 @@ _DESCENDING = re.compile(
     re.I,
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z]*|\d+")
+# A negation of having something: "no", "without (any)", "never had any", "did not write any", "zero".
+_ABSENT = re.compile(
+    r"\b(?:without(?:\s+any)?|with\s+no|no|zero|never\s+(?:\w+\s+){0,2}?(?:any|a|an)"
+    r"|(?:do|does|did|have|has|had)\s*(?:not|n't)\s+(?:\w+\s+)?(?:any|a|an))\s+(?P<noun>(?:[a-z]+\s+){0,2}[a-z]+)",
+    re.I,
+)
 
 
 def field_words(path: str) -> list[str]:
@@ -66,7 +73,7 @@ def names(question_word: str, field_word: str) -> bool:
 
 # A field's last word that only says its unit: "duration" names `duration_seconds`, "size" `size_mb`.
 _UNITS = frozenset(
-    "seconds secs sec minutes mins min hours hrs days ms millis usd eur pct percent bytes kb mb gb".split()
+    "seconds secs sec minutes mins min hours hrs days ms millis usd eur pct percent bytes kb mb gb kib mib gib".split()
 )
 
 
@@ -81,12 +88,14 @@ class FieldMention:
 class OwnFieldStep(Draft):
     """Fields of a tenant's own kind named in the question, and what is asked of them."""
 
-    def own_field_mentions(self) -> list[FieldMention]:
-        """Each field the question names, where: the mention saying the most of a field's name wins a
-        place (`Player_name` over `name` for "player names"); words already read are skipped."""
+    def own_field_mentions(self, schema: CollectionSchema | None = None) -> list[FieldMention]:
+        """Each field the question names (of `schema`, else the collection's), where: the mention saying
+        the most of a field's name wins a place (`Player_name` over `name` for "player names"); words
+        already read are skipped."""
+        schema = schema or self.schema
         tokens = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(self.q)]
         found: list[FieldMention] = []
-        for path, info in self.schema.fields.items():
+        for path, info in schema.fields.items():
             if path in ("ref", "source") or "object" in info.types or path.startswith("_"):
                 continue
             words = field_words(path)
@@ -99,11 +108,7 @@ class OwnFieldStep(Draft):
                 if said:
                     start, end, count = tokens[i][1], tokens[i + said - 1][2], len(words)
                     found.append(FieldMention(path, start, end, count))
-                elif (
-                    len(words) > 1
-                    and names(tokens[i][0], words[-1])
-                    and _names_collection(words[:-1], self.schema.name)
-                ):
+                elif len(words) > 1 and names(tokens[i][0], words[-1]) and _names_collection(words[:-1], schema.name):
                     found.append(FieldMention(path, tokens[i][1], tokens[i][2], 1))
         found.sort(key=lambda f: (-(f.end - f.start), -f.words, f.path.count("."), f.start))
         taken: list[FieldMention] = []
@@ -128,7 +133,12 @@ class OwnFieldStep(Draft):
         stadium had an injury of X" is about stadiums."""
         if self.schema.kind.builtin:
             return None
-        paths = [*shape.fields, *(s.field for s in shape.sort), *([shape.field] if shape.field else [])]
+        paths = [
+            *shape.fields,
+            *(s.field for s in shape.sort),
+            *([shape.field] if shape.field else []),
+            *(m.field for m in shape.measures if m.field),
+        ]
         arrays = set()
         for path in paths:
             info = self.schema.fields.get(path)
@@ -137,6 +147,26 @@ class OwnFieldStep(Draft):
                 if top != path:  # a field of an array's objects, not an array of plain values
                     arrays.add(top)
         return arrays.pop() if len(arrays) == 1 else None
+
+    def own_absences(self) -> None:
+        """ "customers without any orders", "users who never wrote a review", "shops with no staff": an
+        embedded array the negation names (by the words of its name) is empty or missing."""
+        if self.schema.kind.builtin:
+            return
+        arrays = {
+            path: field_words(path)[-1]
+            for path, info in self.schema.fields.items()
+            if "." not in path and info.in_array and field_words(path)
+        }
+        for m in _ABSENT.finditer(self.q):
+            if self._is_used(m.span()):
+                continue
+            for word in re.finditer(r"[A-Za-z]+", m.group("noun")):
+                path = next((p for p, last in arrays.items() if names(word.group(0), last)), None)
+                if path is not None and not self.has_filter(path):
+                    self.use((m.start(), m.start("noun") + word.end()), "value")
+                    self.add_filter(path, None, "empty")
+                    break
 
     def _numeric(self, path: str) -> bool:
         info = self.schema.fields.get(path)

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 
 from context_engine.query.fields import field_for, person_field_for, person_field_words
 from context_engine.query.ir import Filter, Shape, SortKey
-from context_engine.query.planner.own_fields import OwnFieldStep
+from context_engine.query.planner.own_aggregates import OwnAggregateStep
 
 DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
 
 COUNT = re.compile(
-    r"\bhow many\b|[,:(—–-]\s*(?:the\s+)?(?:number|count|total)(?:,?\s+please)?\s*\??\)?\s*[?.]?$|\b(?:msg|message|post)s?\s+volume\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|(?<!n't )(?<!n’t )(?<!not )\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数",
+    r"\bhow many\b|[,:(—–-]\s*(?:(?:just|only)\s+)?(?:the\s+)?(?:number|count|total)(?:,?\s+please)?\s*\??\)?\s*[?.]?$|\b(?:msg|message|post)s?\s+volume\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|(?<!n't )(?<!n’t )(?<!not )\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数",
     re.I,
 )
 
@@ -378,7 +378,7 @@ class ShapeIntent:
     shape: Shape | None = None
 
 
-class ShapeStep(OwnFieldStep):
+class ShapeStep(OwnAggregateStep):
     """Grouping, ranking and limits."""
 
     def _grouping(self) -> tuple[str | None, str | None]:
@@ -741,9 +741,10 @@ class ShapeStep(OwnFieldStep):
     def _shape_intent(self) -> ShapeIntent | None:
         """The extremes and distinct counts the list/count/top/group shapes would mis-answer."""
         if not self.schema.kind.builtin:
+            self.own_absences()
             mentions = self.own_field_mentions()
             self.own_comparisons(mentions)
-            own = self.own_shape(mentions)
+            own = self.own_aggregate(mentions) or self.own_shape(mentions)
             if own is not None:
                 return ShapeIntent("own", shape=own)
         unit = _ASKED_UNIT.search(self.q)

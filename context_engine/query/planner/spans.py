@@ -7,6 +7,7 @@ import itertools
 import re
 
 from context_engine.query.fields import field_for, people_paths, person_field_for
+from context_engine.query.fulltext import SHORT_FORMS
 from context_engine.query.identity import CALENDAR_NAMES, COMMON_WORDS
 from context_engine.query.ir import MAX_WORDS, WORD, WORD_OPERATORS, Filter, Shape
 from context_engine.query.planner.draft import NUMBER_WORDS, STATE_FIELDS, Draft
@@ -47,6 +48,23 @@ CUE = re.compile(
     r"|(?<=标题)(?:里|中|上)?(?:有|含有?|包含|带有?|出现)",
     re.I,
 )
+# Words of a measure over the records ("on average", "what share of"): a shape, never a topic.
+MEASURE_WORDS = frozenset(
+    {"average", "averages", "mean", "median", "percentage", "percent", "share", "ratio", "proportion"}
+)
+# A count asked with its records too ("how many ..., and which are they"): the count alone answers half.
+_ALSO_THE_RECORDS = re.compile(
+    r"\b(?:and|&)\s+(?:which|what)\s+(?:ones\s+)?(?:are|were)\s+(?:they|those|these|them)\b"
+    r"|\b(?:and|then)\s+(?:list|show|name)\s+(?:me\s+)?(?:them|those|these|which)\b",
+    re.I,
+)
+# Parts of the week and of the day: times, never a topic ("issues opened on weekends").
+TIMES_OF_WEEK_AND_DAY = frozenset({"weekend", "weekday", "morning", "afternoon", "evening", "night", "midnight"})
+# Nouns of an action or a quality ("tokenization", "laziness", "deprecation"): a concept said in any
+# word of its family ("tokenize", "lazy"), unlike a thing ("decoders").
+_CONCEPT_NOUN = re.compile(r"(?:tion|sion|ment|ness|ity|ance|ence|ism)s?$")
+# A noun of the one who or the thing that does something ("decoder", "transducer", "tokenizer").
+_AGENT_NOUN = re.compile(r"[^aeiou](?:er|or)$")
 # A word with its plural ending in parentheses: "split(s)", "crash(es)".
 _PLURAL_IN_PARENS = re.compile(r"\b([A-Za-z][A-Za-z0-9_]+)\((e?s)\)", re.I)
 # Words listed as alternatives: "fix, fixes or fixed", "fix、fixes 或 fixed".
@@ -79,6 +97,7 @@ class SpanStep(Draft):
         if not structured:
             return self._all_content_words()
         runs: list[list[tuple[int, int]]] = []
+        cue_starts: set[int] = set()  # where the topics said after a cue begin ("about decoders")
         self.values_as_topic: list[tuple[int, int]] = []
         self._words_with_their_plural()
         for cue in CUE.finditer(self.q):
@@ -99,6 +118,7 @@ class SpanStep(Draft):
             if run:
                 self.use((cue.start(), cue.start() + len(cue.group(0).rstrip())), "topic")
                 runs.append(run)
+                cue_starts.add(run[0][0])
         for related in RELATED.finditer(self.q):
             run = self._topic_run(related.start(), forward=False, bridge=True)
             if run:
@@ -107,6 +127,8 @@ class SpanStep(Draft):
                     "topic",
                 )
                 runs.append(sorted(run))
+                if not re.search(r"related|相关|有关", related.group(0)):
+                    cue_starts.add(runs[-1][0][0])  # "decoders discussion" names them as "about" does
         for a, _ in self._own_collection_spans():
             runs.append(sorted(self._topic_run(a, forward=False, bridge=False)))
         runs = [run for run in runs if run]
@@ -121,9 +143,19 @@ class SpanStep(Draft):
         for span in sorted(set(words)):
             self.use(span, "topic")
         field = "title" if title else self.schema.text_fields[0] if self.schema.text_fields else None
+        # Things named after a cue ("about decoders", 提到 transducer) are those words, not their stem's
+        # family ("decoding", "transduce"): a condition on the subject, like a topic in the title.
+        things = bool(runs) and all(
+            run[0][0] in cue_starts
+            and all(self._thing_forms(span) for span in run)
+            and not self._search_terms(run).startswith('"')  # a name ("Service Mesh"): a phrase
+            for run in runs
+        )
         groups = (
             self._word_groups(runs)
-            if field and self.schema.has_path(field) and (title or any(self._alternatives(run) for run in runs))
+            if field
+            and self.schema.has_path(field)
+            and (title or things or any(self._alternatives(run) for run in runs))
             else None
         )
         if groups:
@@ -216,12 +248,36 @@ class SpanStep(Draft):
                 groups.setdefault(tuple(words), (words, (run[0][0], run[-1][1]), "exact_words"))
             else:
                 for span, word_forms in zip(run, forms):
-                    groups.setdefault(tuple(word_forms), (word_forms, span, "words"))
+                    thing = self._thing_forms(span)
+                    groups.setdefault(
+                        tuple(thing or word_forms), (thing or word_forms, span, "exact_words" if thing else "words")
+                    )
         if not groups or any(
             len(g) > MAX_WORDS or not all(WORD.fullmatch(w) for w in g) for g, _, _ in groups.values()
         ):
             return None
         return list(groups.values())
+
+    def _thing_forms(self, span: tuple[int, int]) -> list[str] | None:
+        """The forms a topic word that names a thing is matched in, whole words: an identifier as
+        written ("load_dataset", not "load_datasets"); a noun said in the plural or an agent noun in
+        either number ("decoders", "transducer": not "decode", "transducing", which share its stem);
+        another word with its inflections ("download": downloads, downloaded, downloading; not
+        "downloader"). None for a word whose whole family is meant: a verb form ("caching"), a noun of
+        an action or a quality ("tokenization", "laziness"), a short form with its long one ("docs")."""
+        word = self.q[span[0] : span[1]].lower()
+        if not WORD.fullmatch(word) or len(word) < 3 or word.isdigit():
+            return None
+        if not word.isalpha():
+            return [word]  # an identifier ("push_to_hub", "s3"): no number
+        if word.endswith(("ing", "ed")) or _CONCEPT_NOUN.search(word) or word in SHORT_FORMS:
+            return None
+        numbers = _in_either_number(word)
+        if self.q[span[0] : span[1]].isupper():
+            return numbers  # an acronym ("REPL", "CSV") names a thing
+        if (numbers[-1] == word and word.endswith("s") and len(numbers) == 2) or _AGENT_NOUN.search(word):
+            return numbers
+        return numbers + _verb_forms(word)
 
     def _search_terms(self, run: list[tuple[int, int]]) -> str:
         """A run's words; quoted as one phrase (MongoDB's `$text` syntax) when it is a name: every word
@@ -314,8 +370,10 @@ class SpanStep(Draft):
             return False  # one of alternatives or a path ("onboarding/process guides")
         if not other_collections and word in self._stored_words():
             return False  # part of a stored value: the organisation ("globex issues"), a repository's owner
-        if word in CALENDAR_NAMES:
-            return False
+        if word in MEASURE_WORDS:
+            return False  # "on average", "what share of": a measure no plan here holds, never a subject
+        if word in CALENDAR_NAMES or word.removesuffix("s") in CALENDAR_NAMES | TIMES_OF_WEEK_AND_DAY:
+            return False  # "on Mondays", "on weekends": when, not what about (a condition no plan here can say)
         if word in FILLER or IMPLIED.fullmatch(word):
             return False
         if any(p.fullmatch(word) and field_for(self.schema, role) for p, role in FIELD_WORDS):
@@ -394,7 +452,7 @@ class SpanStep(Draft):
             words.append(token.lower())
         return " ".join(dict.fromkeys(words))
 
-    def _implied_by_plan(self, word: str, shape: Shape) -> bool:
+    def _implied_by_plan(self, word: str, shape: Shape, span: tuple[int, int]) -> bool:
         """An implied word is read only when the plan holds what it names: "assigned" a condition or
         grouping on the assignees, "most" a ranking, "people" a person field. "How many different people
         have open issues assigned to them" answered by counting authors must not count "assigned" or
@@ -403,7 +461,9 @@ class SpanStep(Draft):
         if word == "open" and not self.schema.kind.builtin:
             need = "state|status"  # "open incidents": a state only a condition can say (the built-in kinds' rules do)
         if need is None:
-            return True  # the creation verbs ("filed", "posted", "opened"): every record was
+            # the creation verbs ("filed", "posted", "opened"): every record was; not their nouns naming
+            # part of a time ("at the beginning of 2022"), which the plan would read as the whole year
+            return not _noun_before_of(self.q, span)
         paths = (
             {f.field for f in self.filters}
             | {t.field for t in self.times}
@@ -471,12 +531,14 @@ class SpanStep(Draft):
                     topic and TITLE.fullmatch(word)
                 ):  # "... in the title": where the topic is looked for
                     understood[(start, end)] = "topic"
-                elif structured and IMPLIED.fullmatch(word) and self._implied_by_plan(word, shape):
+                elif structured and IMPLIED.fullmatch(word) and self._implied_by_plan(word, shape, (start, end)):
                     understood[(start, end)] = "implied"
                 elif self._field_used(word, shape.field):
                     understood[(start, end)] = "field"
                 else:
                     missed.append((start, end))
+        if structured and shape.kind in ("count", "distinct_count"):
+            missed += [m.span() for m in _ALSO_THE_RECORDS.finditer(self.q) if not self._is_used(m.span())]
         undated = [span for span in self.undated if not self._is_used(span)]
         missed = sorted([m for m in missed if not any(a <= m[0] and m[1] <= b for a, b in undated)] + undated)
         unread = [{"text": self.q[a:b], "start": a, "end": b, "how": "unknown"} for a, b in _joined(self.q, missed)]
@@ -654,6 +716,8 @@ def _in_either_number(word: str) -> list[str]:
         return [word[:-2], word]
     if re.search(r"[^aeiou]ies$", word):
         return [word[:-3] + "y", word]
+    if word.endswith("as"):
+        return [word[:-1], word, word + "es"]  # "alias" may be one ("aliases") or many ("pandas")
     if re.search(r"[^siu]s$", word):
         return [word[:-1], word]
     if word.endswith("s"):
@@ -663,6 +727,25 @@ def _in_either_number(word: str) -> list[str]:
     if re.search(r"[^aeiou]y$", word):
         return [word, word[:-1] + "ies"]
     return [word, word + "s"]
+
+
+def _noun_before_of(question: str, span: tuple[int, int]) -> bool:
+    """A word after a determiner and before "of" is a noun naming part of what follows ("the start of
+    the year", "a beginning of sorts"), not a verb said of the records."""
+    return bool(
+        re.search(r"\b(?:the|a|an|its|their)\s+$", question[: span[0]], re.I)
+        and re.match(r"\s+of\b", question[span[1] :], re.I)
+    )
+
+
+def _verb_forms(word: str) -> list[str]:
+    """The past and -ing forms of a word read as a verb ("cache": cached, caching; "copy": copied,
+    copying; "download": downloaded, downloading)."""
+    if word.endswith("e") and not word.endswith("ee"):
+        return [word + "d", word[:-1] + "ing"]
+    if re.search(r"[^aeiou]y$", word):
+        return [word[:-1] + "ied", word + "ing"]
+    return [word + "ed", word + "ing"]
 
 
 def _joined(question: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -174,3 +174,22 @@ def test_a_total_of_a_measure_is_its_sum_but_a_total_number_counts(deploy_settin
     assert ask(deploy_settings, "total deploy duration in prod") == [{"total": 400}]
     assert ask(deploy_settings, "what is the sum of the size of all deploys?") == [{"total": 50}]
     assert ask(deploy_settings, "what is the total number of deploys?") == [{"count": 3}]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which shops have no products?",
+        "Shop names without any products",
+        "List the shops that do not stock any products.",
+        "Shops that never had a product",
+    ],
+)
+def test_a_negated_embedded_array_is_empty_or_missing(tmp_path, question):
+    s = Settings().with_overrides(data_dir=tmp_path)
+    store = open_store(s)
+    empty_shops = [{"Shop_ID": 3, "Shop_name": "East", "Products": []}, {"Shop_ID": 4, "Shop_name": "West"}]
+    load_database(store, "stock", {"shop": SHOPS + empty_shops})
+    store.commit()
+    rows = ask(s.with_overrides(tenant=tenant_of("stock"), use_llm=False), question)
+    assert sorted(r["Shop_name"] for r in rows) == ["East", "West"]

@@ -264,3 +264,9 @@ def test_a_generic_person_grouping_takes_the_role_of_the_verb_said_of_it(tmp_pat
     # a person noun with no verb after it, or a verb said of the records before it, stays the author
     assert plan(catalog, "count of issues per person").ir.shape.field == "user.login"
     assert plan(catalog, "issues closed per person").ir.shape.field == "user.login"
+
+
+@pytest.mark.parametrize("question", ["merged PRs, just the number", "open PRs in acme/payments - only the count"])
+def test_a_count_asked_for_alone_after_the_records_is_a_count(catalog, question):
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "count" and p.not_understood == []
