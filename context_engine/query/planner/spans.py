@@ -29,6 +29,7 @@ days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among a
 _CUE_WORDS = (
     r"about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
     r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|touch(?:es|ing)?|"
+    r"(?:bring|brings|bringing|brought) up|"
     r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|(?:talk|say)(?:s|ed|ing)? about|said about)"
 )
 # The forms of a topic word spelled out after it: "ports (port or ports)", "缓存（cache、cached 或 caching）".
