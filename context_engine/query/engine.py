@@ -385,13 +385,12 @@ _LOWER_CASE_RUN = re.compile(r"[a-z][a-z\u00C0-\u024F'’\-]+(?:\s+[a-z][a-z\u00
 _PERSON_BEFORE = re.compile(r"(?:\b(?:assigned to|by|from|has|have|had|did|does|for)|分配给|指派给)\s+$", re.I)
 
 
+# What a person does or owns, said right after a Chinese name ("欧阳振华提交的", "司马若兰在 racket 里").
+_HAN_PERSON_DOES = "提交|创建|打开|开了|开过|合并|关闭|评论|回复|发过|发了|发的|发布|写|的|在"
 # Two to four Han characters, the length of a Chinese full name (surname and given name), read lazily so
 # a verb written against it ("欧阳振华提交") is not taken into the name.
-_HAN_NAME = re.compile(r"(?<![\u4e00-\u9fff])[\u4e00-\u9fff]{2,4}?(?=[^\u4e00-\u9fff]|$|%s)" % "|".join(
-    ["提交", "创建", "打开", "开了", "开过", "合并", "关闭", "评论", "回复", "发过", "发了", "发的", "发布", "写", "的", "在"]
-))
-# A person's place around a Chinese name: after "by"/"from"/"分配给", or before what a person does or owns.
-_HAN_PERSON_AFTER = re.compile(r"\s*(?:提交|创建|打开|开了|开过|合并|关闭|评论|回复|发过|发了|发的|发布|写|的|在)")
+_HAN_NAME = re.compile(rf"(?<![\u4e00-\u9fff])[\u4e00-\u9fff]{{2,4}}?(?=[^\u4e00-\u9fff]|$|{_HAN_PERSON_DOES})")
+_HAN_PERSON_AFTER = re.compile(rf"\s*(?:{_HAN_PERSON_DOES})")
 
 
 def _han_name_in_persons_place(question: str, span: dict, m: re.Match) -> bool:

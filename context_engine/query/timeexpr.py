@@ -183,6 +183,8 @@ def _latest_weekday(today: datetime, day: str) -> tuple[datetime, datetime]:
     """The day of that name in the week up to today (today itself when it is that day)."""
     start = today - timedelta(days=(today.weekday() - _WEEKDAY_NUMBER[day]) % 7)
     return start, start + timedelta(days=1)
+
+
 # "open for more than", "older than": what comes next is an age, the end of an open range
 _OLDER_THAN = r"\b(?:(?:open|sitting|waiting|pending|idle|stale)\s+(?:for\s+)?(?:more than|over|longer than)|older than|more than)\s+"
 
