@@ -387,9 +387,19 @@ _PERSON_BEFORE = re.compile(r"(?:\b(?:assigned to|by|from|has|have|had|did|does|
 
 # What a person does or owns, said right after a Chinese name ("欧阳振华提交的", "司马若兰在 racket 里").
 _HAN_PERSON_DOES = "提交|创建|打开|开了|开过|合并|关闭|评论|回复|发过|发了|发的|发布|写|的|在"
-# Two to four Han characters, the length of a Chinese full name (surname and given name), read lazily so
-# a verb written against it ("欧阳振华提交") is not taken into the name.
-_HAN_NAME = re.compile(rf"(?<![\u4e00-\u9fff])[\u4e00-\u9fff]{{2,4}}?(?=[^\u4e00-\u9fff]|$|{_HAN_PERSON_DOES})")
+# Common Chinese surnames, compound ones first; left out are those that begin everyday words of these
+# questions (周一, 严重, 何时, 许多, 范围, 季度, 项目, 程序, 任何, 文档, 马上 ...), so "严重的 bug" is no name.
+_HAN_SURNAMES = (
+    "欧阳|司马|诸葛|上官|东方|皇甫|令狐|慕容|司徒|夏侯|端木|公孙|尉迟|长孙|宇文|西门|独孤|南宫|"
+    "[王李张刘陈杨黄赵吴徐孙朱胡郭林罗郑梁谢宋唐韩冯邓曹彭肖董袁潘蒋蔡杜叶苏魏吕丁沈姚卢姜崔钟谭汪廖贾韦邹孟熊秦"
+    "邱江尹薛闫雷侯陶黎贺郝龚邵钱覃武戴莫孔汤施牛樊葛倪庄聂鲁岳翟殷詹欧耿俞柳祝阮霍涂翁骆辛鲍喻祁滕饶穆褚窦戚岑"
+    "晏瞿佟闵邬卞栾隋巫寇甄敖巩佘邝田]"
+)
+# A surname and one to three more Han characters, the length of a Chinese full name, read lazily so a
+# verb written against it ("欧阳振华提交") is not taken into the name.
+_HAN_NAME = re.compile(
+    rf"(?<![\u4e00-\u9fff])(?:{_HAN_SURNAMES})[\u4e00-\u9fff]{{1,3}}?(?=[^\u4e00-\u9fff]|$|{_HAN_PERSON_DOES})"
+)
 _HAN_PERSON_AFTER = re.compile(rf"\s*(?:{_HAN_PERSON_DOES})")
 
 

@@ -608,7 +608,7 @@ KIND_QUALIFIER = re.compile(r"\b(feature|enhancement|bug)\s+(?:requests?|reports
 # conditions use ("opened", "merged by"), the nouns naming the field of a stored value ("the bug
 # label", "milestone v2.3"), who is asked for, and words of the shape ("busiest", "break down").
 IMPLIED = re.compile(
-    r"review\w*|approv\w*|assign\w*|merg\w*|clos\w*|resolv\w*|open\w*|creat\w*|fil(?:e|ed|es)|wr[io]te|written|"
+    r"review\w*|approv\w*|assign\w*|put|merg\w*|clos\w*|resolv\w*|open\w*|creat\w*|fil(?:e|ed|es)|wr[io]te|written|"
     r"author\w*|report\w*|post\w*|repl[iy]\w*|jump\w*|chim\w*|start\w*|commit\w*|submit\w*|land\w*|went|ship\w*|updat\w*|sen[dt]s?|"
     r"new|newly|kick(?:s|ed|ing)?|began|begun|begin\w*|rais\w*|"
     r"mention\w*|tagg\w*|often|frequent\w*|respon\w*|answer\w*|times|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*|"
@@ -625,7 +625,7 @@ IMPLIED_NEEDS = [
     (re.compile(pattern), need)
     for pattern, need in (
         (r"review\w*|approv\w*|评审|审查", "reviewer|reviewed|requested_reviewer"),
-        (r"assign\w*|指派|分配", "assignee"),
+        (r"assign\w*|put|指派|分配", "assignee"),  # "put": the issues someone "was put on"
         (r"merg\w*|land\w*|ship\w*|合并", "merged|merger|state"),
         (r"clos\w*|resolv\w*", "state|closed|resolved|closer|status|state_reason"),
         (

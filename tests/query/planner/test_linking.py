@@ -106,11 +106,19 @@ def test_a_github_issue_belongs_to_its_opener(github, question):
         ("thandeka's assigned issues", "assignees.login"),
         ("how many of thandeka's open assigned tickets", "assignees.login"),
         ("issues thandeka closed", "closed_by.login"),
+        ("tickets thandeka got put on", "assignees.login"),
+        ("issues closed during 2024 by thandeka", "closed_by.login"),  # the closing dated between
     ],
 )
 def test_other_roles_still_win_over_the_opener(github, question, field):
     match = _match(_plan(github, question))
     assert match.get(field) == "thandeka" and "user.login" not in match
+
+
+def test_closed_by_anyone_but_a_few_people_excludes_them_as_closers(github):
+    match = _match(_plan(github, "issues closed in 2024 by anyone except rmoreau, bystrom or kwasi-a"))
+    assert match.get("closed_by.login") == {"$nin": ["rmoreau", "bystrom", "kwasi-a"]}, match
+    assert "user.login" not in match
 
 
 def test_a_person_named_twice_is_one_filter(github):
@@ -178,6 +186,7 @@ def test_kaifang_means_open(github, question, collection):
         ("what did thandeka report in 2024", "issues"),
         ("what has thandeka filed", "issues"),
         ("what did thandeka merge", "pull_requests"),
+        ("thandeka's wontfix closures", "issues"),  # a close reason only issues record
     ],
 )
 def test_casual_words_choose_the_collection(github, question, collection):

@@ -289,7 +289,7 @@ def test_a_full_name_in_a_persons_place_the_plan_could_not_read_is_declined(worl
 
 def test_chinese_words_that_are_no_name_are_not_declined(world):
     # two to four Han characters before 的 or a verb are a name only where the plan read nothing else there
-    for question in ("最近打开的 issue", "本月关闭的 issue 有几个", "还没关闭的 issue"):
+    for question in ("最近打开的 issue", "本月关闭的 issue 有几个", "还没关闭的 issue", "写过的 issue"):
         ctx, failed = resolve(question, NOW, world[1], None)
         assert failed is None, question
         assert unread_name(OfflinePlanner().plan(ctx), ctx, None) is None, question
