@@ -289,7 +289,7 @@ def _rules(now: datetime):
         (r"\btoday\b|今天", lambda m: (today, today + timedelta(days=1))),
         # "Monday", "this Monday", 周一: the latest such day up to today ("since Monday" runs from it to now)
         (
-            rf"\b(?:(?:this|last|past)\s+)?{_WEEKDAY}\b|(?:周|星期|礼拜)([一二三四五六日天])",
+            rf"\b(?:(?:this|last|past)\s+)?{_WEEKDAY}\b|(?<![上本这下每])(?:周|星期|礼拜)([一二三四五六日天])(?![共些样直定起般致切])",
             lambda m: _latest_weekday(today, m.group(1) or m.group(2)),
         ),
         (

@@ -66,6 +66,7 @@ TIMES_OF_WEEK_AND_DAY = frozenset({"weekend", "weekday", "morning", "afternoon",
 _CONCEPT_NOUN = re.compile(r"(?:tion|sion|ment|ness|ity|ance|ence|ism)s?$")
 # A noun of the one who or the thing that does something ("decoder", "transducer", "tokenizer").
 _AGENT_NOUN = re.compile(r"[^aeiou](?:er|or)$")
+_HYPHENATED = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
 # A word with its plural ending in parentheses: "split(s)", "crash(es)".
 _PLURAL_IN_PARENS = re.compile(r"\b([A-Za-z][A-Za-z0-9_]+)\((e?s)\)", re.I)
 # Words listed as alternatives: "fix, fixes or fixed", "fix、fixes 或 fixed".
@@ -226,7 +227,8 @@ class SpanStep(Draft):
         forms wanted, exactly ("decoder or decoders": not "decode"); None when a word is not one plain word."""
         groups: dict[tuple[str, ...], tuple[list[str], tuple[int, int], str]] = {}
         for run in runs:
-            tokens = [tokenize(self.q[a:b]) for a, b in run]
+            # a hyphenated name ("re-frame") is one word as written, though the index splits it
+            tokens = [[w] if _HYPHENATED.fullmatch(w := self.q[a:b].lower()) else tokenize(w) for a, b in run]
             if any(len(t) != 1 for t in tokens):
                 return None  # a word the index splits ("audio-folder"): no one word
             # a word's stem and the word as written ("registri" and "registry"): the endings go on both
