@@ -46,12 +46,16 @@ _BUCKETS = [
 ]
 
 _GROUP = re.compile(
-    r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+(?:(?:slack|jira|github|git|code)\s+)?"
+    # "broken down by the person who closed them": the person named by what they did
+    r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+"
+    r"(?:(?:slack|jira|github|git|code|the (?:person|people|users?|ones?)(?= who\b))\s+)?"
     r"(labels?|repos?|repositor(?:y|ies)|authors?|persons?|people|users?|states?|status(?:es)?|priorit(?:y|ies)|"
     r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?|workspaces?"
     r"|(?:close|closing|state|resolution) reasons?|why (?:they|it) (?:was|were) closed|who closed (?:them|it|those))\b"
     r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目|工作区)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态|工作区)"
-    r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)",
+    r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)"
+    # "who closed issues in May, and how many each": one count per closer
+    r"|^\s*(who closed)\b(?=[^?？]*\b(?:and how many|how many each|how many apiece)\b)",
     re.I,
 )
 

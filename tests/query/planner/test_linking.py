@@ -30,6 +30,7 @@ def _issue(n: int, author: str, assignee: str, state: str) -> dict:
         "assignees": [{"login": assignee}],
         "assignee": {"login": assignee},
         "closed_by": {"login": assignee},
+        **({"closed_at": datetime(2024, 1 + n % 12, 9)} if state == "closed" else {}),
         "labels": [{"name": "needs triage" if n % 2 else "feature"}],
     }
 
@@ -217,3 +218,17 @@ def test_a_role_no_record_stores_is_not_read_as_the_author(tmp_path):
     assert not p.ir.filters and "reviewed by quinn" in " ".join(s["text"] for s in p.not_understood)
     ctx, _ = resolve("PRs merged by quinn", datetime(2025, 6, 1), catalog, None)
     assert ("user.login", "quinn") in [(f.field, f.value) for f in OfflinePlanner().plan(ctx).ir.filters]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "who closed tickets in March 2024, and how many each?",
+        "March 2024 ticket closures, grouped by the people who closed them",
+    ],
+)
+def test_closures_counted_per_closer_are_dated_by_the_closing(github, question):
+    plan = _plan(github, question)
+    group = next(stage["$group"] for stage in plan.pipeline if "$group" in stage)
+    assert group["_id"] == "$closed_by.login" and plan.not_understood == [], plan.pipeline
+    assert [t.field for t in plan.ir.times] == [plan.ir.times[0].field] and "clos" in plan.ir.times[0].field
