@@ -223,13 +223,17 @@ _MEASURE_EXTREME = re.compile(
     rf"|\b(max(?:imum)?|most|largest|highest|biggest|greatest|fewest|least|min(?:imum)?|lowest|smallest)[\s-]+"
     rf"(repl)(?:ied|ied-to)\b|\b(max(?:imum)?|largest|highest|biggest|greatest|min(?:imum)?|lowest|smallest)\s+"
     rf"(repl(?:y|ies)|comments?)\s+counts?\b"
-    r"|(回复|评论)数?(?:最多|最高|最大)|(回复|评论)数?(?:最少|最低|最小)",
+    r"|(回复|评论)数?(?:最多|最高|最大)|(?:最多|最高|最大)(?:有|是)?多少(?:条|个)?(回复|评论)"
+    r"|(回复|评论)数?(?:最少|最低|最小)",
     re.I,
 )
 _ASKS_A_VALUE = re.compile(
     r"^\W*(?:how many|what(?:'s| is| was| are)|max(?:imum)?\b|min(?:imum)?\b)|多少|几条|几个"
     # "highest comment count on any issue": the question is the measure's extreme itself
     r"|^\W*(?:the\s+)?(?:largest|highest|biggest|greatest|lowest|smallest)\s+(?:\w+\s+)?counts?\b"
+    # "the largest number of comments any issue got": the extreme over every record, a value
+    r"|^\W*(?:the\s+)?(?:largest|highest|biggest|greatest|lowest|smallest|max(?:imum)?|min(?:imum)?)\s+number\s+of\s+"
+    r"\w+\s+(?:that\s+)?(?:any|a single|one|a)\b"
     r"|\b(?:just|only) the (?:number|count|figure|value)\b|\bthe (?:number|count) only\b",
     re.I,
 )

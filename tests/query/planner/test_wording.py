@@ -472,3 +472,17 @@ def test_bringing_a_word_up_makes_it_the_topic_not_a_person(world):
         plan = OfflinePlanner().plan(ctx)
         assert failed is None and unread_name(plan, ctx, None) is None, question
         assert plan.ir is not None and plan.ir.text and not plan.not_understood, (question, plan.not_understood)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "the highest number of replies a single elmlang thread received",
+        "elmlang 里单个讨论最多有多少条回复？",
+    ],
+)
+def test_the_largest_number_a_single_record_got_is_the_measures_maximum(world, question):
+    got, plan = answer(world, question)
+    assert got == 7 and plan.ir.shape.kind == "max", plan.pipeline  # a2's seven replies, not a ranking of people
+    # ... and the largest number of records someone has is still a ranking of people
+    assert answer(world, "which person filed the largest number of issues")[0] == "quinn"
