@@ -638,7 +638,12 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
                 opened = _open_ended(text, a, b, start, end)
                 if opened:
                     (a, b), (start, end) = opened
-                    if end is None and start is not None and start < now and _RELATIVE.fullmatch(m.group(0).strip()):
+                    if (
+                        end is None
+                        and start is not None
+                        and start < now
+                        and (_RELATIVE.fullmatch(m.group(0).strip()) or _UP_TO_NOW.search(text[a:b]))
+                    ):
                         end = now
                 if end is not None and end > now and (start is None or start < now):
                     # "this week" means up to now, not up to Sunday; a period named outright that
@@ -671,6 +676,8 @@ _RELATIVE = re.compile(
     r"|上个?(?:月|星期|季度)|上周|本(?:月|周|季度)|今年|去年"
     rf"|(?:(?:this|last|past)\s+)?{_WEEKDAY}|(?:周|星期|礼拜)[一二三四五六日天]"
 )
+# "这个月到现在", "从周一至今": the period runs to now, not on past it
+_UP_TO_NOW = re.compile(r"(?:(?:到|至)(?:现在|今天|目前为止|目前)|至今)$")
 _EARLIER = re.compile(r"^\s*(?:年)?\s*(?:之前|以前)")
 # "2023 年 6 月之后": after June, like "after June 2023" (以后 reads "from then on": "2024 年以后" includes 2024);
 # "9 月底之后", after the end of September, likewise.

@@ -202,7 +202,12 @@ def test_last_years_half_is_not_read_as_this_years():
         ("what was said on Saturday", D(2026, 11, 28), D(2026, 11, 29)),
         ("自星期四以来", D(2026, 11, 26), NOW),
         ("从周日到现在", D(2026, 11, 29), NOW),
-        ("上周一共合并了几个", D(2026, 11, 23), D(2026, 11, 30)),  # last week and 一共 ("in all"), no Monday
+        ("上周一共合并了几个", D(2026, 11, 23), D(2026, 11, 30)),
+        (
+            "这个月到现在的消息",
+            D(2026, 11, 1),
+            NOW,
+        ),  # a named period "up to now" still ends now  # last week and 一共 ("in all"), no Monday
     ],
 )
 def test_short_years_and_weekdays(text, start, end):
