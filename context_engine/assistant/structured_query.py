@@ -181,6 +181,18 @@ def execute_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str
             unread = engine.unmatched_topic(plan, ctx, store_for(settings), settings, settings.tenant)
         except ExecutionError:  # the check ran out of time: it claims nothing, the answer stands
             unread = None
+        refused = engine.unmatched_name(unread, ctx, value_index_for(settings)) if unread else None
+        if refused is not None:
+            return {
+                "outcome": "resolution_failed",
+                "rows": [],
+                "attempts": [*attempts, {"plan": state["plan"], "error": None}],
+                "resolution": {
+                    "error": refused.message,
+                    "candidates": [p.to_json() for p in refused.candidates],
+                    "unresolved": refused.unresolved,
+                },
+            }
         if unread and unread not in plan.not_understood:
             plan.not_understood = [*plan.not_understood, unread]
             update = {"plan": plan.to_json(), "not_understood": plan.not_understood}

@@ -104,7 +104,7 @@ _ADVICE = re.compile(
 # A topic cue right before a word: a lower-case word there that is only near someone's name is the
 # topic the question is about (an exact login or alias stays a person: "mentioning lhoestq").
 _TOPIC_CUE_BEFORE = re.compile(
-    r"(?:\b(?:mention(?:s|ed|ing)?|about|regarding|concerning|discuss(?:es|ed|ing)?)|提到|关于|有关|涉及|讨论|谈到|说到)\s*$",
+    r"(?:\b(?:mention(?:s|ed|ing)?|about|regarding|concerning|discuss(?:es|ed|ing)?|(?:bring|brings|bringing|brought) up)|提到|关于|有关|涉及|讨论|谈到|说到)\s*$",
     re.I,
 )
 
@@ -356,6 +356,8 @@ def unread_name(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) ->
             for m in _LOWER_CASE_WORD.finditer(span["text"])
             if _BY_FROM.search(ctx.question[: span["start"] + m.start()]) and not _plain_english(m.group(0).lower())
         ]
+        # a Chinese full name where a person is named ("欧阳振华提交的", "by 司马若兰", "司马若兰在 …")
+        names += [m for m in _HAN_NAME.finditer(span["text"]) if _han_name_in_persons_place(ctx.question, span, m)]
         for m in names:
             name = m.group(0)
             words = [w.lower() for w in re.split(r"[\s-]+", name) if w.lower() not in _NAME_PARTICLES]
@@ -375,10 +377,35 @@ def unread_name(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) ->
     return None
 
 
-_CAPITALISED_RUN = re.compile(r"(?<![\w'’-])[A-Z][a-z\u00C0-\u024F'’\-]+(?:\s+[A-Z][a-z\u00C0-\u024F'’\-]+)*(?![\w-])")
+# a capitalised word, hyphenated parts capitalised or not ("Okonkwo-Bell", "Jean-paul"), and the ones after it
+_CAPITALISED_WORD = r"[A-Z][a-z\u00C0-\u024F'’]+(?:-[A-Za-z][a-z\u00C0-\u024F'’]*)*"
+_CAPITALISED_RUN = re.compile(rf"(?<![\w'’-]){_CAPITALISED_WORD}(?:\s+{_CAPITALISED_WORD})*(?![\w-])")
 _LOWER_CASE_RUN = re.compile(r"[a-z][a-z\u00C0-\u024F'’\-]+(?:\s+[a-z][a-z\u00C0-\u024F'’\-]+){1,3}(?![\w-])")
 # Where a person is named: after "assigned to", "by", "has" ("has daniel van strien had merged") ...
 _PERSON_BEFORE = re.compile(r"(?:\b(?:assigned to|by|from|has|have|had|did|does|for)|分配给|指派给)\s+$", re.I)
+
+
+# What a person does or owns, said right after a Chinese name ("欧阳振华提交的", "司马若兰在 racket 里").
+_HAN_PERSON_DOES = "提交|创建|打开|开了|开过|合并|关闭|评论|回复|发过|发了|发的|发布|写|的|在"
+# Common Chinese surnames, compound ones first; left out are those that begin everyday words of these
+# questions (周一, 严重, 何时, 许多, 范围, 季度, 项目, 程序, 任何, 文档, 马上 ...), so "严重的 bug" is no name.
+_HAN_SURNAMES = (
+    "欧阳|司马|诸葛|上官|东方|皇甫|令狐|慕容|司徒|夏侯|端木|公孙|尉迟|长孙|宇文|西门|独孤|南宫|"
+    "[王李张刘陈杨黄赵吴徐孙朱胡郭林罗郑梁谢宋唐韩冯邓曹彭肖董袁潘蒋蔡杜叶苏魏吕丁沈姚卢姜崔钟谭汪廖贾韦邹孟熊秦"
+    "邱江尹薛闫雷侯陶黎贺郝龚邵钱覃武戴莫孔汤施牛樊葛倪庄聂鲁岳翟殷詹欧耿俞柳祝阮霍涂翁骆辛鲍喻祁滕饶穆褚窦戚岑"
+    "晏瞿佟闵邬卞栾隋巫寇甄敖巩佘邝田]"
+)
+# A surname and one to three more Han characters, the length of a Chinese full name, read lazily so a
+# verb written against it ("欧阳振华提交") is not taken into the name.
+_HAN_NAME = re.compile(
+    rf"(?<![\u4e00-\u9fff])(?:{_HAN_SURNAMES})[\u4e00-\u9fff]{{1,3}}?(?=[^\u4e00-\u9fff]|$|{_HAN_PERSON_DOES})"
+)
+_HAN_PERSON_AFTER = re.compile(rf"\s*(?:{_HAN_PERSON_DOES})")
+
+
+def _han_name_in_persons_place(question: str, span: dict, m: re.Match) -> bool:
+    start, end = span["start"] + m.start(), span["start"] + m.end()
+    return bool(_PERSON_BEFORE.search(question[:start]) or _HAN_PERSON_AFTER.match(question, end))
 
 
 def _plain_english(word: str) -> bool:
@@ -510,6 +537,23 @@ def unmatched_topic(
     )
     start, end = (min(a for a, _ in said), max(b for _, b in said)) if said else (ir.text_span or (0, 0))
     return {"text": ctx.question[start:end], "start": start, "end": end, "how": "unknown"}  # the words, not the cue
+
+
+def unmatched_name(unread: dict[str, Any], ctx: PlanningContext, values: ValueIndex | None) -> ResolutionFailed | None:
+    """A topic no record mentions (`unmatched_topic`) written as a full name ("Casimir Okonkwo-Bell
+    thread count"): someone the data does not hold, declined with the closest people like any name
+    nobody has, not answered "0"."""
+    name = unread["text"].strip()
+    words = [w.lower() for w in re.split(r"[\s-]+", name) if w.lower() not in _NAME_PARTICLES]
+    known = COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES | NOT_NAMES
+    if (
+        not _CAPITALISED_RUN.fullmatch(name)
+        or " " not in name
+        or any(w in known for w in words)
+        or all(map(_plain_english, words))
+    ):
+        return None
+    return _no_one_named(name, ctx.directory, values)
 
 
 def with_display_names(rows: list[dict[str, Any]], plan_: Plan, directory: PeopleDirectory) -> list[dict[str, Any]]:

@@ -25,9 +25,10 @@ Span = tuple[int, int]
 # same, each word exactly as written ("decoder or decoders": not "decode"; `validate.exact_word_pattern`).
 OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "exists", "empty", "not_empty", "words", "exact_words")
 WORD_OPERATORS = ("words", "exact_words")
-# The words of a `words` filter: one ASCII word or one run of Chinese characters each, so the pattern
-# built from them is a fixed shape the validator recognises (`validate.is_word_pattern`).
-WORD = re.compile(r"[a-z0-9_]{1,40}|[\u4e00-\u9fff]{1,20}")
+# The words of a `words` filter: one ASCII word (hyphenated ones too: "re-frame") or one run of Chinese
+# characters each, so the pattern built from them is a fixed shape the validator recognises
+# (`validate.is_word_pattern`).
+WORD = re.compile(r"[a-z0-9_]{1,40}(?:-[a-z0-9_]{1,40}){0,3}|[\u4e00-\u9fff]{1,20}")
 MAX_WORDS = 12
 SHAPES = (
     "list",

@@ -22,7 +22,7 @@ from context_engine.query.planner.collection import CollectionStep, detect_colle
 from context_engine.query.planner.conditions import ConditionStep
 from context_engine.query.planner.linking import LinkStep
 from context_engine.query.planner.own_joins import OwnJoinStep
-from context_engine.query.planner.shape import COUNT, DEFAULT_LIMIT, TEXT_LIMIT, TOP, WHO_ROLE, ShapeStep
+from context_engine.query.planner.shape import COUNT, DEFAULT_LIMIT, TEXT_LIMIT, TOP, WHO_ROLE, ShapeIntent, ShapeStep
 from context_engine.query.planner.spans import TITLE, SpanStep
 from context_engine.query.planner.templates import FacetStep, templated
 
@@ -85,6 +85,11 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Ow
         counted = intent.role if intent and intent.kind == "distinct" else None  # "distinct closers in 2022"
         verb = "reviewed" if review_time else {"closer": "closed", "merger": "merged"}.get(group_role or counted or "")
         time_field = self._times(verb if state_verb is None else state_verb)
+        compared = self._compared_periods()
+        if compared:  # "2021 or 2022, which had more": counted per year, not both years at once
+            bucket, extreme = compared
+            intent = ShapeIntent("bucket_extreme", extreme=extreme, bucket=bucket) if extreme else None
+            group_role, top, ranked, is_count = None, None, None, False
         self._thresholds()
         self._facets()
         # The fields a list shows; a count or a grouping shows none, so their words are not read that way.

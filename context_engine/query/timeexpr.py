@@ -171,6 +171,20 @@ def _number(text: str) -> int:
 
 _N = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fourteen|thirty)"
 _CNN = r"(\d+|[一二两三四五六七八九十]+)"
+_WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_WEEKDAY_NUMBER = {
+    **{d: i for i, d in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())},
+    **{d: i for i, d in enumerate("一二三四五六日")},
+    "天": 6,
+}
+
+
+def _latest_weekday(today: datetime, day: str) -> tuple[datetime, datetime]:
+    """The day of that name in the week up to today (today itself when it is that day)."""
+    start = today - timedelta(days=(today.weekday() - _WEEKDAY_NUMBER[day]) % 7)
+    return start, start + timedelta(days=1)
+
+
 # "open for more than", "older than": what comes next is an age, the end of an open range
 _OLDER_THAN = r"\b(?:(?:open|sitting|waiting|pending|idle|stale)\s+(?:for\s+)?(?:more than|over|longer than)|older than|more than)\s+"
 
@@ -273,6 +287,11 @@ def _rules(now: datetime):
             lambda m: one_day(int(m.group(1)), _cn_number(m.group(2)), _cn_number(m.group(3))),
         ),
         (r"\btoday\b|今天", lambda m: (today, today + timedelta(days=1))),
+        # "Monday", "this Monday", 周一: the latest such day up to today ("since Monday" runs from it to now)
+        (
+            rf"\b(?:(?:this|last|past)\s+)?{_WEEKDAY}\b|(?<![上本这下每])(?:周|星期|礼拜)([一二三四五六日天])(?![共些样直定起般致切])",
+            lambda m: _latest_weekday(today, m.group(1) or m.group(2)),
+        ),
         (
             rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} hours?\b",
             lambda m: (now - timedelta(hours=_number(m.group(1))), now),
@@ -347,6 +366,8 @@ def _rules(now: datetime):
         ),
         (r"(20\d\d)\s*年(?:以来|起)", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
         (r"\bq([1-4])\s*(20\d\d)\b", lambda m: _quarter(int(m.group(2)), int(m.group(1)))),
+        # "Q4 '23", "Q1 ’19": a year written with its last two digits after an apostrophe
+        (r"\bq([1-4])\s*['’‘](\d\d)\b", lambda m: _quarter(2000 + int(m.group(2)), int(m.group(1)))),
         (r"(20\d\d)\s*年?\s*第?\s*([一二三四1-4])\s*季度", lambda m: _quarter(int(m.group(1)), _cn_number(m.group(2)))),
         (
             r"\bq([1-4])\b|第([一二三四1-4])季度",
@@ -490,7 +511,8 @@ def _between(m: re.Match, now: datetime) -> tuple[datetime, datetime] | None:
 
 _VERB_BEFORE = re.compile(
     r"\b(merged|merge|closed|close|created|create|opened|open|resolved|resolve|fixed|fix|"
-    r"updated|submitted|posted|reviewed|filed|file|reported|report|(?:came|come|comes|coming)(?: in)?|arrived)\s*$",
+    r"updated|submitted|posted|reviewed|filed|file|reported|report|(?:came|come|comes|coming)(?: in)?|arrived)"
+    r"(?:\s+(?:in|during|over|within|throughout)(?:\s+the)?)?\s*$",  # "close in the previous quarter"
     re.I,
 )
 _VERB_FORMS = {
@@ -616,7 +638,12 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
                 opened = _open_ended(text, a, b, start, end)
                 if opened:
                     (a, b), (start, end) = opened
-                    if end is None and start is not None and start < now and _RELATIVE.fullmatch(m.group(0).strip()):
+                    if (
+                        end is None
+                        and start is not None
+                        and start < now
+                        and (_RELATIVE.fullmatch(m.group(0).strip()) or _UP_TO_NOW.search(text[a:b]))
+                    ):
                         end = now
                 if end is not None and end > now and (start is None or start < now):
                     # "this week" means up to now, not up to Sunday; a period named outright that
@@ -640,13 +667,17 @@ _SINCE = re.compile(
     r"\s+(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?|(?:自从?|从)\s*)$"
 )
 _ONWARDS = re.compile(
-    r"^(?:\s*(?:onwards?|on\b|and (?:later|after|since|beyond)|or later)|\s*(?:年)?\s*(?:以来|以后|起|开始))"
+    r"^(?:\s*(?:onwards?|on\b|and (?:later|after|since|beyond)|or later)|\s*(?:年)?\s*(?:以来|以后|起|开始)"
+    r"|\s*(?:(?:到|至)(?:现在|今天|目前为止|目前)|至今))"
 )
 # A period named from now ("last month", 上个月): "since the start of last month" runs up to now
 _RELATIVE = re.compile(
     r"(?:the\s+)?(?:last|this|previous|past|prior|current)\s+(?:calendar\s+)?(?:week|wk|month|quarter|year)"
     r"|上个?(?:月|星期|季度)|上周|本(?:月|周|季度)|今年|去年"
+    rf"|(?:(?:this|last|past)\s+)?{_WEEKDAY}|(?:周|星期|礼拜)[一二三四五六日天]"
 )
+# "这个月到现在", "从周一至今": the period runs to now, not on past it
+_UP_TO_NOW = re.compile(r"(?:(?:到|至)(?:现在|今天|目前为止|目前)|至今)$")
 _EARLIER = re.compile(r"^\s*(?:年)?\s*(?:之前|以前)")
 # "2023 年 6 月之后": after June, like "after June 2023" (以后 reads "from then on": "2024 年以后" includes 2024);
 # "9 月底之后", after the end of September, likewise.

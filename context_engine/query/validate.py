@@ -78,8 +78,9 @@ _STRING_BUILDERS = ("$concat", "$substrCP", "$toUpper", "$toLower", "$dateToStri
 # Chinese characters anywhere. Allowed without `allow_regex`: nothing in it but literal words, one fixed
 # group of endings and word boundaries.
 WORD_ENDINGS = r"(?:e?s|e|ed|ings?|ers?|ors?|(?:at)?ions?|at(?:e[sd]?|ing)|iz\w*|y|ies)?"
-_WORD_ITEM = r"\\b[a-z0-9_]{1,40}" + re.escape(WORD_ENDINGS) + r"\\b|[\u4e00-\u9fff]{1,20}"
-_EXACT_WORD_ITEM = r"\\b[a-z0-9_]{1,40}\\b|[\u4e00-\u9fff]{1,20}"
+_ASCII_WORD = r"[a-z0-9_]{1,40}(?:-[a-z0-9_]{1,40}){0,3}"  # a hyphen only inside a word: "re-frame"
+_WORD_ITEM = r"\\b" + _ASCII_WORD + re.escape(WORD_ENDINGS) + r"\\b|[\u4e00-\u9fff]{1,20}"
+_EXACT_WORD_ITEM = r"\\b" + _ASCII_WORD + r"\\b|[\u4e00-\u9fff]{1,20}"
 _WORD_PATTERN = re.compile(
     rf"\(\?i\)\(\?:(?:{_WORD_ITEM})(?:\|(?:{_WORD_ITEM})){{0,11}}\)"
     rf"|\(\?i\)\(\?:(?:{_EXACT_WORD_ITEM})(?:\|(?:{_EXACT_WORD_ITEM})){{0,11}}\)"

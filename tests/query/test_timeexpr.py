@@ -190,3 +190,33 @@ def test_chinese_halves_of_a_year(text, start, end):
 
 def test_last_years_half_is_not_read_as_this_years():
     assert all(r.start is None or r.start.year != 2026 for r in find_time_ranges("去年上半年", NOW))
+
+
+@pytest.mark.parametrize(
+    "text,start,end",
+    [
+        ("tickets from Q3 '22", D(2022, 7, 1), D(2022, 10, 1)),  # a two-digit year after an apostrophe
+        ("Q1 ’24 releases", D(2024, 1, 1), D(2024, 4, 1)),
+        ("posts since Friday", D(2026, 11, 27), NOW),  # NOW is a Monday: the Friday before it, up to now
+        ("since this Monday", D(2026, 11, 30), NOW),  # today is that day
+        ("what was said on Saturday", D(2026, 11, 28), D(2026, 11, 29)),
+        ("自星期四以来", D(2026, 11, 26), NOW),
+        ("从周日到现在", D(2026, 11, 29), NOW),
+        ("上周一共合并了几个", D(2026, 11, 23), D(2026, 11, 30)),
+        (
+            "这个月到现在的消息",
+            D(2026, 11, 1),
+            NOW,
+        ),  # a named period "up to now" still ends now  # last week and 一共 ("in all"), no Monday
+    ],
+)
+def test_short_years_and_weekdays(text, start, end):
+    (rng,) = find_time_ranges(text, NOW)
+    assert (rng.start, rng.end) == (start, end)
+
+
+def test_a_verb_dates_a_period_across_in_the():
+    (rng,) = find_time_ranges("PRs we merge during the last quarter", NOW)
+    assert rng.verb == "merged"
+    (rng,) = find_time_ranges("bugs we resolve in the previous month", NOW)
+    assert rng.verb == "resolved"

@@ -551,6 +551,16 @@ def test_a_pattern_of_exact_words_is_allowed_too_and_no_mixture_of_the_two_forms
         assert validate_pipeline([{"$match": {"title": {"$regex": other}}}], SCHEMA), other
 
 
+def test_a_hyphenated_word_is_a_word_of_either_form():
+    from context_engine.query.validate import exact_word_pattern, word_pattern
+
+    for pattern in (word_pattern(["pre-commit", "lint"]), exact_word_pattern(["pre-commit", "lint"])):
+        assert validate_pipeline([{"$match": {"title": {"$regex": pattern}}}], SCHEMA) == [], pattern
+    # a hyphen is allowed between letters only: not a range, not at an end
+    for other in ("(?i)(?:\\bpre-\\b)", "(?i)(?:\\b-commit\\b)", "(?i)(?:\\bpre--commit\\b)"):
+        assert validate_pipeline([{"$match": {"title": {"$regex": other}}}], SCHEMA), other
+
+
 def test_policy_caps():
     policy = ValidationPolicy(
         max_limit=1000, max_stages=2, hidden_fields=frozenset({"tenant_id", "acl", "_id", "body"})

@@ -89,7 +89,8 @@ class CollectionStep(Draft):
         words |= {w.replace("-", "_") for w in sequence if "-" in w}  # "not-planned"
         words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-3] + "y" for w in words if w.endswith("ies")}
         verbs = {
-            "issues": r"\breport(?:ed|s)?\b|\bfiled?\b|\braised?\b|\bresolv\w*|\bsprints?\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b|\bbacklog\b",
+            "issues": r"\breport(?:ed|s)?\b|\bfiled?\b|\braised?\b|\bresolv\w*|\bsprints?\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b|\bbacklog\b"
+            r"|\bwon'?t[ -](?:do|fix)\b|\bwontfix\b",  # a close reason ("not planned") only issues record
             "messages": r"\bsaid\b|\bposted\b|\bslack\b|\bwrote\b|\brepl(?:y|ies|ied)\b",
             "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*|\bchanges[- ]requested\b|\brequested changes\b|\bship(?:ped|s)?\b",
         }

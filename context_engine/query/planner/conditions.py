@@ -419,6 +419,8 @@ class ConditionStep(Draft):
         if self.collection == "pull_requests" and re.search(r"\b(?:merged|landed|shipped)\s+$", before, re.I):
             return False  # "merged 2021 PRs": the year of their merging
         for start, end in self.collection_spans:
+            if start >= span[1] and re.match(r"\s*(?:closures|closings|merges)\b", self.q[end:], re.I):
+                return False  # "Jan 2024 issue closures": the month of the closing
             between = start >= span[1] and re.fullmatch(
                 r"(?:'s|\s*年?的?)?\s*(?:([A-Za-z]+)\s+)?", self.q[span[1] : start]
             )

@@ -18,6 +18,13 @@ def _loose(value: str) -> str:
     return r"[\s\-_]".join(re.escape(part) for part in re.split(r"[\s\-_]", value))
 
 
+# "closed by X", "closed in 2023 by X", "closed by somebody other than X, Y or Z": the closer is named
+_CLOSED_BY = re.compile(
+    r"\b(?:closed|resolved)\s+(?:[\w'-]+\s+){0,3}?by\s+(?:(?:somebody|someone|anyone|anybody|people|others?)\s+)?"
+    r"(?:(?:other than|except(?: for)?|besides|apart from|but)\s+)?(?:[\w.-]+(?:\s*,\s*|\s+(?:or|and|nor)\s+))*$"
+)
+
+
 class LinkStep(Draft):
     """Stored values and people, as filters."""
 
@@ -380,7 +387,7 @@ class LinkStep(Draft):
             r"\b(?:opened|created|filed|reported|raised|written|authored|submitted|started|posted) by\s+$", before
         ):
             return "author"  # said outright: what follows ("... have no assignee") is about the records
-        if re.search(r"\b(?:closed|resolved) by\s+$", before) and person_field_for(self.schema, "closer"):
+        if re.search(_CLOSED_BY, self.q[: mention.start].lower()) and person_field_for(self.schema, "closer"):
             return "closer"
         if (
             re.search(
@@ -415,8 +422,8 @@ class LinkStep(Draft):
             r"^\s*(?:did |has |have )?(?:resolve|resolved|close|closed|complete|completed|finish|finished|fix|fixed|shut(?: down)?)\b"
             # "issues severo marked done", "albertvillanova's not-planned closures": the closing was theirs
             r"|^\s*(?:did |has |have )?marked (?:as )?(?:done|completed?|closed|resolved|fixed)\b"
-            r"|^(?:'s|s'|’s)\s+(?:[\w-]+\s+)?(?:closures|closings)\b"
-            r"|^\s*(?:以[^，。？?]{0,12})?关闭",
+            r"|^(?:'s|s'|’s)\s+(?:[\w'’-]+\s+)?(?:closures|closings)\b"
+            r"|^\s*(?:以[^，。？?]{0,20})?关闭",
             after,
         ):
             # GitHub records who closed an issue; Jira does not, and there the assignee did the work.
@@ -429,6 +436,10 @@ class LinkStep(Draft):
             re.search(r"(assigned to|assignee is|owned by|owner is)\s+$", before)
             or re.search(r"^\s*(?:is|are|was|were|been|has been|have been)\s+assigned", after)
             or re.search(r"^\s*(?:is|are|was|were)\s+(?:one of|among)\s+(?:the\s+)?assignees\b", after)
+            or (
+                self.collection == "issues"
+                and re.search(r"^\s*(?:is|are|was|were|got|has been|have been)\s+put on\b", after)
+            )
             or re.search(r"^(?:'s|s'|’s)\s+(?:\w+\s+)?assigned\b", after)
             or re.search(r"分配给\s*$|指派给\s*$", before)
             or re.search(r"^\s*负责", after)

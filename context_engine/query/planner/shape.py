@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
+from itertools import pairwise
 
 from context_engine.query.fields import field_for, person_field_for, person_field_words
-from context_engine.query.ir import Filter, Shape, SortKey
+from context_engine.query.ir import Filter, Shape, SortKey, TimeRange
 from context_engine.query.planner.own_aggregates import OwnAggregateStep
 
 DEFAULT_LIMIT = 200
@@ -22,7 +24,7 @@ TOP = re.compile(
     r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|\bmost (?:prolific|productive)\b"
     # "2024's biggest PR author": the person with the most records
     r"|\b(?:biggest|largest)(?=\s+(?:\w+\s+)?(?:author|contributor|poster|committer|reviewer|merger|closer|reporter|replier|responder|commenter)s?\b)"
-    r"|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho (?:\w+ ){0,4}(?:more|most)\b|最多|最活跃|最常|最经常|前(\d+)名?",
+    r"|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho(?:['’]s)? (?:\w+ ){0,4}(?:more|most)(?: active\b)?\b|最多|最活跃|最常|最经常|前(\d+)名?",
     re.I,
 )
 
@@ -44,12 +46,16 @@ _BUCKETS = [
 ]
 
 _GROUP = re.compile(
-    r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+(?:(?:slack|jira|github|git|code)\s+)?"
+    # "broken down by the person who closed them": the person named by what they did
+    r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+"
+    r"(?:(?:slack|jira|github|git|code|the (?:person|people|users?|ones?)(?= who\b))\s+)?"
     r"(labels?|repos?|repositor(?:y|ies)|authors?|persons?|people|users?|states?|status(?:es)?|priorit(?:y|ies)|"
     r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?|workspaces?"
     r"|(?:close|closing|state|resolution) reasons?|why (?:they|it) (?:was|were) closed|who closed (?:them|it|those))\b"
     r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目|工作区)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态|工作区)"
-    r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)",
+    r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)"
+    # "who closed issues in May, and how many each": one count per closer
+    r"|^\s*(who closed)\b(?=[^?？]*\b(?:and how many|how many each|how many apiece)\b)",
     re.I,
 )
 
@@ -217,13 +223,17 @@ _MEASURE_EXTREME = re.compile(
     rf"|\b(max(?:imum)?|most|largest|highest|biggest|greatest|fewest|least|min(?:imum)?|lowest|smallest)[\s-]+"
     rf"(repl)(?:ied|ied-to)\b|\b(max(?:imum)?|largest|highest|biggest|greatest|min(?:imum)?|lowest|smallest)\s+"
     rf"(repl(?:y|ies)|comments?)\s+counts?\b"
-    r"|(回复|评论)数?(?:最多|最高|最大)|(回复|评论)数?(?:最少|最低|最小)",
+    r"|(回复|评论)数?(?:最多|最高|最大)|(?:最多|最高|最大)(?:有|是)?多少(?:条|个)?(回复|评论)"
+    r"|(回复|评论)数?(?:最少|最低|最小)",
     re.I,
 )
 _ASKS_A_VALUE = re.compile(
     r"^\W*(?:how many|what(?:'s| is| was| are)|max(?:imum)?\b|min(?:imum)?\b)|多少|几条|几个"
     # "highest comment count on any issue": the question is the measure's extreme itself
     r"|^\W*(?:the\s+)?(?:largest|highest|biggest|greatest|lowest|smallest)\s+(?:\w+\s+)?counts?\b"
+    # "the largest number of comments any issue got": the extreme over every record, a value
+    r"|^\W*(?:the\s+)?(?:largest|highest|biggest|greatest|lowest|smallest|max(?:imum)?|min(?:imum)?)\s+number\s+of\s+"
+    r"\w+\s+(?:that\s+)?(?:any|a single|one|a)\b"
     r"|\b(?:just|only) the (?:number|count|figure|value)\b|\bthe (?:number|count) only\b",
     re.I,
 )
@@ -362,6 +372,42 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
     return None
 
 
+# Two periods set side by side: what stands between them ("2021 or 2022", "Jan vs Feb", "2022 compared
+# with 2023", "2021 年和 2022 年").
+_BETWEEN_COMPARED = re.compile(
+    r"\s*(?:,|\bor\b|\band\b|\bvs\.?|\bversus\b|\bcompared (?:with|to)\b|\bagainst\b|和|与|跟|还是|或)\s*(?:in\s+)?$",
+    re.I,
+)
+# Which of them had more (a winner asked: one bucket), or the number for each (one count per bucket).
+_MORE_OF_TWO = re.compile(
+    r"\b(?:more|busier|bigger|higher|larger|greater)\b|更多|更忙|更高|更活跃|多一些"
+    r"|(?P<fewer>\b(?:fewer|less|quieter|smaller|lower)\b|更少|更低|更冷清)",
+    re.I,
+)
+_EACH_OF_TWO = re.compile(
+    r"\b(?:the\s+)?numbers?\s+(?:for|of)(?=\s+each\b)|\beach(?:\s+(?:year|month|one|period))?\b|\brespectively\b|\bcompared (?:with|to)\b|\bvs\.?(?=\s)|\bversus\b|各|分别|相比|对比",
+    re.I,
+)
+# The question words around such a comparison: "which saw more", "哪一年", "哪个月".
+_WHICH_OF_TWO = re.compile(
+    r"\b(?:which|what)\b(?:\s+(?:year|month|one|period))?(?:\s+(?:saw|had|got|has|did|was|were))?"
+    r"|\b(?:was|were)\b|哪(?:一|个)?\s*(?:年|个?月)?",
+    re.I,
+)
+
+
+def _is_calendar(unit: str, start: datetime | None, end: datetime | None, now: datetime) -> bool:
+    """[start, end) is one calendar year or month (`unit`); the one in progress ends now."""
+    if start is None or end is None or start != datetime(start.year, start.month if unit == "month" else 1, 1):
+        return False
+    following = (
+        datetime(start.year + 1, 1, 1)
+        if unit == "year"
+        else datetime(start.year + start.month // 12, start.month % 12 + 1, 1)
+    )
+    return end == following or (end == now and start < now < following)
+
+
 @dataclass
 class ShapeIntent:
     """What `ShapeStep._shape_intent` read: `kind` "bucket_extreme" (the busiest/quietest `bucket`:
@@ -439,6 +485,38 @@ class ShapeStep(OwnAggregateStep):
                 if word.lower().startswith(prefix):
                     return self._role_done_by(m.end(), role), None
         return None, None
+
+    def _compared_periods(self) -> tuple[str, str | None] | None:
+        """ "were more issues opened in 2021 or in 2022?", "Jan vs Feb 2019: which month was busier",
+        "2022 年和 2023 年各合并了多少": whole calendar years (or months) side by side, each a time
+        condition no record meets together with the other. Read as one condition over them all, counted
+        per year (month): the (bucket, argmax/argmin) of a winner asked for, or (bucket, None) for the
+        number of each. None unless the periods meet end to end (a gap between them would be counted)."""
+        if len(self.times) < 2 or len({t.field for t in self.times}) != 1:
+            return None
+        ranges = sorted(self.times, key=lambda t: t.start or datetime.min)
+        unit = next(
+            (u for u in ("year", "month") if all(_is_calendar(u, t.start, t.end, self.ctx.now) for t in ranges)), None
+        )
+        if unit is None or any(a.end != b.start for a, b in pairwise(ranges)):
+            return None
+        said = sorted((t.span for t in self.times if t.span), key=lambda s: s[0])
+        if len(said) != len(self.times) or not all(
+            _BETWEEN_COMPARED.fullmatch(self.q[a[1] : b[0]]) for a, b in pairwise(said)
+        ):
+            return None
+        more, each = _MORE_OF_TWO.search(self.q), _EACH_OF_TWO.search(self.q)
+        if not (more or each):
+            return None  # "issues from 2021 and 2022": both periods, no comparison asked
+        for pattern in (_MORE_OF_TWO, _EACH_OF_TWO, _WHICH_OF_TWO):
+            for cue in pattern.finditer(self.q):
+                if not self._is_used(cue.span()):
+                    self.use(cue.span(), "shape")
+        self.use((said[0][0], said[-1][1]), "time")  # the periods and the "or"/"vs"/和 between them
+        self.times = [TimeRange(ranges[0].field, ranges[0].start, ranges[-1].end, span=(said[0][0], said[-1][1]))]
+        if more:
+            return unit, "argmin" if more.group("fewer") else "argmax"
+        return unit, None
 
     def _values_side_by_side(self) -> Filter | None:
         """ "bug vs enhancement, how many of each", "how many were labelled bug, and how many

@@ -29,6 +29,7 @@ days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among a
 _CUE_WORDS = (
     r"about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
     r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|touch(?:es|ing)?|"
+    r"(?:bring|brings|bringing|brought) up|"
     r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|(?:talk|say)(?:s|ed|ing)? about|said about)"
 )
 # The forms of a topic word spelled out after it: "ports (port or ports)", "缓存（cache、cached 或 caching）".
@@ -65,6 +66,7 @@ TIMES_OF_WEEK_AND_DAY = frozenset({"weekend", "weekday", "morning", "afternoon",
 _CONCEPT_NOUN = re.compile(r"(?:tion|sion|ment|ness|ity|ance|ence|ism)s?$")
 # A noun of the one who or the thing that does something ("decoder", "transducer", "tokenizer").
 _AGENT_NOUN = re.compile(r"[^aeiou](?:er|or)$")
+_HYPHENATED = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
 # A word with its plural ending in parentheses: "split(s)", "crash(es)".
 _PLURAL_IN_PARENS = re.compile(r"\b([A-Za-z][A-Za-z0-9_]+)\((e?s)\)", re.I)
 # Words listed as alternatives: "fix, fixes or fixed", "fix、fixes 或 fixed".
@@ -225,7 +227,8 @@ class SpanStep(Draft):
         forms wanted, exactly ("decoder or decoders": not "decode"); None when a word is not one plain word."""
         groups: dict[tuple[str, ...], tuple[list[str], tuple[int, int], str]] = {}
         for run in runs:
-            tokens = [tokenize(self.q[a:b]) for a, b in run]
+            # a hyphenated name ("re-frame") is one word as written, though the index splits it
+            tokens = [[w] if _HYPHENATED.fullmatch(w := self.q[a:b].lower()) else tokenize(w) for a, b in run]
             if any(len(t) != 1 for t in tokens):
                 return None  # a word the index splits ("audio-folder"): no one word
             # a word's stem and the word as written ("registri" and "registry"): the endings go on both
@@ -607,7 +610,7 @@ KIND_QUALIFIER = re.compile(r"\b(feature|enhancement|bug)\s+(?:requests?|reports
 # conditions use ("opened", "merged by"), the nouns naming the field of a stored value ("the bug
 # label", "milestone v2.3"), who is asked for, and words of the shape ("busiest", "break down").
 IMPLIED = re.compile(
-    r"review\w*|approv\w*|assign\w*|merg\w*|clos\w*|resolv\w*|open\w*|creat\w*|fil(?:e|ed|es)|wr[io]te|written|"
+    r"review\w*|approv\w*|assign\w*|put|merg\w*|clos\w*|resolv\w*|open\w*|creat\w*|fil(?:e|ed|es)|wr[io]te|written|"
     r"author\w*|report\w*|post\w*|repl[iy]\w*|jump\w*|chim\w*|start\w*|commit\w*|submit\w*|land\w*|went|ship\w*|updat\w*|sen[dt]s?|"
     r"new|newly|kick(?:s|ed|ing)?|began|begun|begin\w*|rais\w*|"
     r"mention\w*|tagg\w*|often|frequent\w*|respon\w*|answer\w*|times|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*|"
@@ -624,7 +627,7 @@ IMPLIED_NEEDS = [
     (re.compile(pattern), need)
     for pattern, need in (
         (r"review\w*|approv\w*|评审|审查", "reviewer|reviewed|requested_reviewer"),
-        (r"assign\w*|指派|分配", "assignee"),
+        (r"assign\w*|put|指派|分配", "assignee"),  # "put": the issues someone "was put on"
         (r"merg\w*|land\w*|ship\w*|合并", "merged|merger|state"),
         (r"clos\w*|resolv\w*", "state|closed|resolved|closer|status|state_reason"),
         (

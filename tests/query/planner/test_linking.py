@@ -30,6 +30,7 @@ def _issue(n: int, author: str, assignee: str, state: str) -> dict:
         "assignees": [{"login": assignee}],
         "assignee": {"login": assignee},
         "closed_by": {"login": assignee},
+        **({"closed_at": datetime(2024, 1 + n % 12, 9)} if state == "closed" else {}),
         "labels": [{"name": "needs triage" if n % 2 else "feature"}],
     }
 
@@ -106,11 +107,19 @@ def test_a_github_issue_belongs_to_its_opener(github, question):
         ("thandeka's assigned issues", "assignees.login"),
         ("how many of thandeka's open assigned tickets", "assignees.login"),
         ("issues thandeka closed", "closed_by.login"),
+        ("tickets thandeka got put on", "assignees.login"),
+        ("issues closed during 2024 by thandeka", "closed_by.login"),  # the closing dated between
     ],
 )
 def test_other_roles_still_win_over_the_opener(github, question, field):
     match = _match(_plan(github, question))
     assert match.get(field) == "thandeka" and "user.login" not in match
+
+
+def test_closed_by_anyone_but_a_few_people_excludes_them_as_closers(github):
+    match = _match(_plan(github, "issues closed in 2024 by anyone except rmoreau, bystrom or kwasi-a"))
+    assert match.get("closed_by.login") == {"$nin": ["rmoreau", "bystrom", "kwasi-a"]}, match
+    assert "user.login" not in match
 
 
 def test_a_person_named_twice_is_one_filter(github):
@@ -178,6 +187,7 @@ def test_kaifang_means_open(github, question, collection):
         ("what did thandeka report in 2024", "issues"),
         ("what has thandeka filed", "issues"),
         ("what did thandeka merge", "pull_requests"),
+        ("thandeka's wontfix closures", "issues"),  # a close reason only issues record
     ],
 )
 def test_casual_words_choose_the_collection(github, question, collection):
@@ -208,3 +218,17 @@ def test_a_role_no_record_stores_is_not_read_as_the_author(tmp_path):
     assert not p.ir.filters and "reviewed by quinn" in " ".join(s["text"] for s in p.not_understood)
     ctx, _ = resolve("PRs merged by quinn", datetime(2025, 6, 1), catalog, None)
     assert ("user.login", "quinn") in [(f.field, f.value) for f in OfflinePlanner().plan(ctx).ir.filters]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "who closed tickets in March 2024, and how many each?",
+        "March 2024 ticket closures, grouped by the people who closed them",
+    ],
+)
+def test_closures_counted_per_closer_are_dated_by_the_closing(github, question):
+    plan = _plan(github, question)
+    group = next(stage["$group"] for stage in plan.pipeline if "$group" in stage)
+    assert group["_id"] == "$closed_by.login" and plan.not_understood == [], plan.pipeline
+    assert [t.field for t in plan.ir.times] == [plan.ir.times[0].field] and "clos" in plan.ir.times[0].field

@@ -270,3 +270,33 @@ def test_a_generic_person_grouping_takes_the_role_of_the_verb_said_of_it(tmp_pat
 def test_a_count_asked_for_alone_after_the_records_is_a_count(catalog, question):
     p = plan(catalog, question)
     assert p.ir.shape.kind == "count" and p.not_understood == []
+
+
+@pytest.mark.parametrize(
+    "question,kind,bucket,start,end",
+    [
+        ("did 2024 or 2025 get more PRs merged?", "argmax", "year", 2024, 2026),
+        ("tickets: 2025 against 2024, which had fewer?", "argmin", "year", 2024, 2026),
+        ("slack messages in March vs April 2026, the number for each", "group", "month", (2026, 3), (2026, 5)),
+        ("2024 年与 2025 年各创建了多少 PR", "group", "year", 2024, 2026),
+        ("今年和去年哪一年合并的 PR 更多", "argmax", "year", 2025, (2026, 11, 30, 12)),  # this year: up to now
+    ],
+)
+def test_two_periods_side_by_side_are_counted_per_period(catalog, question, kind, bucket, start, end):
+    from datetime import datetime
+
+    p = plan(catalog, question)
+    (period,) = p.ir.times  # one condition over both, not two that no record meets together
+
+    def as_date(v):
+        return datetime(v, 1, 1) if isinstance(v, int) else datetime(*v, 1) if len(v) == 2 else datetime(*v)
+
+    assert (period.start, period.end) == (as_date(start), as_date(end))
+    assert (p.ir.shape.kind, p.ir.shape.bucket) == (kind, bucket), p.pipeline
+    assert not p.not_understood, p.not_understood
+
+
+def test_periods_apart_or_not_compared_are_not_counted_per_period(catalog):
+    # a year between them would be counted too; "from 2024 and 2025" asks no comparison
+    for question in ("did 2023 or 2025 get more PRs merged?", "PRs merged in 2024 and 2025"):
+        assert plan(catalog, question).ir.shape.bucket is None, question

@@ -183,6 +183,8 @@ def test_different_words_given_as_alternatives_match_either_in_either_number(set
         ("merged PRs with crash(es) in the title", ["crash", "crashes"]),
         # a word and a longer form of it: those forms exactly, not "fasts"
         ("merged PRs with fast or faster in the title", ["fast", "faster"]),
+        # a hyphenated name is one word, as written ("pre-commit", not "pre" and "commit")
+        ("merged PRs about pre-commit or linting", ["pre-commit", "pre-commits", "linting"]),
     ],
 )
 def test_the_forms_alternatives_match(catalog, question, words):

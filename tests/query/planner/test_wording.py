@@ -12,7 +12,7 @@ from datetime import datetime
 import pytest
 
 from context_engine.query.catalog import Catalog
-from context_engine.query.engine import resolve, unread_name
+from context_engine.query.engine import resolve, unmatched_name, unread_name
 from context_engine.query.execute import run_pipeline
 from context_engine.query.offline import OfflinePlanner
 from tests.query.conftest import hand_made_world
@@ -270,6 +270,10 @@ def test_a_capitalised_name_the_plan_could_not_read_is_declined_not_answered(wor
         ("anything assigned to ottoline fairweather that's still open?", "ottoline fairweather"),  # in lower case
         ("how many issues has marguerite van okonkwo had closed?", "marguerite van okonkwo"),
         ("Casimir Blackwood 2022 年合并了几个 PR？", "Casimir Blackwood"),  # a full name opening the question
+        ("open issues from Ingrid Falk-Moreau", "Ingrid Falk-Moreau"),  # a hyphenated surname
+        ("诸葛明远创建的 issue 有几个", "诸葛明远"),  # a Chinese name before what a person does
+        ("黄立新的 open issue", "黄立新"),  # ... or owns
+        ("open issues by 黄立新", "黄立新"),  # after "by"
     ],
 )
 def test_a_full_name_in_a_persons_place_the_plan_could_not_read_is_declined(world, question, unresolved):
@@ -281,6 +285,23 @@ def test_a_full_name_in_a_persons_place_the_plan_could_not_read_is_declined(worl
     for question in ("open issues assigned to others altogether", "open issues about lazy evaluation"):
         ctx, _ = resolve(question, NOW, world[1], None)
         assert unread_name(OfflinePlanner().plan(ctx), ctx, None) is None, question
+
+
+def test_chinese_words_that_are_no_name_are_not_declined(world):
+    # two to four Han characters before 的 or a verb are a name only where the plan read nothing else there
+    for question in ("最近打开的 issue", "本月关闭的 issue 有几个", "还没关闭的 issue", "写过的 issue"):
+        ctx, failed = resolve(question, NOW, world[1], None)
+        assert failed is None, question
+        assert unread_name(OfflinePlanner().plan(ctx), ctx, None) is None, question
+
+
+def test_an_unmatched_topic_written_as_a_full_name_is_declined_as_a_name(world):
+    ctx, _ = resolve("Ottilie Brandvold-Haines issue count", NOW, world[1], None)
+    failed = unmatched_name({"text": "Ottilie Brandvold-Haines", "start": 0, "end": 24, "how": "unknown"}, ctx, None)
+    assert failed is not None and failed.unresolved == "Ottilie Brandvold-Haines"
+    # a topic of plain words, or of one word, is no name: said as not understood instead
+    for topic in ("Memory Leaks", "Docker"):
+        assert unmatched_name({"text": topic, "start": 0, "end": len(topic), "how": "unknown"}, ctx, None) is None
 
 
 def test_a_word_that_is_one_part_of_a_login_is_offered_with_the_typo_it_is_near(world):
@@ -443,3 +464,26 @@ def test_rankings_and_counts_in_other_words(world, question, expected):
     got, plan = answer(world, question)
     assert got == expected, plan.pipeline
     assert not plan.not_understood, plan.not_understood
+
+
+def test_bringing_a_word_up_makes_it_the_topic_not_a_person(world):
+    for question in ("elmlang messages that bring up Kubernetes", "how many posts brought up Haskell?"):
+        ctx, failed = resolve(question, NOW, world[1], None)
+        plan = OfflinePlanner().plan(ctx)
+        assert failed is None and unread_name(plan, ctx, None) is None, question
+        topic = [s["text"] for s in plan.understood if s["how"] == "topic"]
+        assert topic[-1] in ("Kubernetes", "Haskell") and not plan.not_understood, (question, plan.not_understood)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "the highest number of replies a single elmlang thread received",
+        "elmlang 里单个讨论最多有多少条回复？",
+    ],
+)
+def test_the_largest_number_a_single_record_got_is_the_measures_maximum(world, question):
+    got, plan = answer(world, question)
+    assert got == 7 and plan.ir.shape.kind == "max", plan.pipeline  # a2's seven replies, not a ranking of people
+    # ... and the largest number of records someone has is still a ranking of people
+    assert answer(world, "which person filed the largest number of issues")[0] == "quinn"
