@@ -386,7 +386,7 @@ _PERSON_BEFORE = re.compile(r"(?:\b(?:assigned to|by|from|has|have|had|did|does|
 
 
 # What a person does or owns, said right after a Chinese name ("欧阳振华提交的", "司马若兰在 racket 里").
-_HAN_PERSON_DOES = "提交|创建|打开|开了|开过|合并|关闭|评论|回复|发过|发了|发的|发布|写|的|在"
+_HAN_PERSON_DOES = "提交|创建|打开|开了|开过|合并|关闭|关掉|关了|修复|修了|提了|提过|提的|解决|评论|回复|发过|发了|发的|发布|写|的|在"
 # Common Chinese surnames, compound ones first; left out are those that begin everyday words of these
 # questions (周一, 严重, 何时, 许多, 范围, 季度, 项目, 程序, 任何, 文档, 马上 ...), so "严重的 bug" is no name.
 _HAN_SURNAMES = (
@@ -400,7 +400,9 @@ _HAN_SURNAMES = (
 _HAN_NAME = re.compile(
     rf"(?<![\u4e00-\u9fff])(?:{_HAN_SURNAMES})[\u4e00-\u9fff]{{1,3}}?(?=[^\u4e00-\u9fff]|$|{_HAN_PERSON_DOES})"
 )
-_HAN_PERSON_AFTER = re.compile(rf"\s*(?:{_HAN_PERSON_DOES})")
+# ... with when it was done said in between ("诸葛明轩 去年关掉的", "X 2023 年 5 月提交的")
+_HAN_WHEN = r"(?:去年|今年|前年|最近|上个?月|本月|这个?月|上周|本周|这周|\d{4}\s*年(?:\s*\d{1,2}\s*月)?)"
+_HAN_PERSON_AFTER = re.compile(rf"\s*(?:{_HAN_WHEN}\s*)?(?:{_HAN_PERSON_DOES})")
 
 
 def _han_name_in_persons_place(question: str, span: dict, m: re.Match) -> bool:
@@ -409,8 +411,13 @@ def _han_name_in_persons_place(question: str, span: dict, m: re.Match) -> bool:
 
 
 def _plain_english(word: str) -> bool:
-    """An English word, or the plural of one ("bots")."""
-    return is_english(word) or (word.endswith("s") and is_english(word[:-1]))
+    """An English word, the plural of one ("bots"), or the comparative or superlative of an adjective
+    in -y ("chattier", "busiest": said when comparing people, never a name)."""
+    return (
+        is_english(word)
+        or (word.endswith("s") and is_english(word[:-1]))
+        or any(word.endswith(end) and is_english(word[: -len(end)] + "y") for end in ("ier", "iest"))
+    )
 
 
 _LOWER_CASE_WORD = re.compile(r"(?<![\w'’-])[a-z][a-z\u00C0-\u024F]+(?![\w'’-])")

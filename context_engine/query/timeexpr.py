@@ -50,7 +50,10 @@ _CN_DIGITS = {
     "九": 9,
     "十": 10,
 }
-_UNIT_DAYS = {"day": 1, "days": 1, "week": 7, "weeks": 7, "天": 1, "日": 1, "周": 7, "星期": 7}
+_UNIT_DAYS = {
+    **{"day": 1, "days": 1, "week": 7, "weeks": 7, "fortnight": 14, "fortnights": 14},
+    **{"天": 1, "日": 1, "周": 7, "星期": 7},
+}
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,32 @@ def _fortnight(which: str, year: int, month: int) -> tuple[datetime, datetime]:
     return (start, start + timedelta(days=14)) if which == "first" else (start, _month_start(year, month + 1))
 
 
+def _days_back(now: datetime, days: int) -> datetime:
+    """The start of "the last N days": the N calendar days that end with the day in progress. At
+    midnight no time of the new day has passed, so they are the N whole days before `now`."""
+    day = _day(now)
+    return (day if day == now else day + timedelta(days=1)) - timedelta(days=days)
+
+
+def _half_of_month(which: str, year: int, month: int) -> tuple[datetime, datetime]:
+    """"the first half of November": days 1-15; the second: the 16th to the month's end."""
+    middle = datetime(year, month, 16)
+    return (datetime(year, month, 1), middle) if which == "first" else (middle, _month_start(year, month + 1))
+
+
+_HOLIDAYS = {"christmas eve": (12, 24), "new year's eve": (12, 31), "new years eve": (12, 31), "new year's day": (1, 1)}
+_HOLIDAY = r"(christmas eve|new year'?s eve|new year'?s day)"
+
+
+def _holiday(now: datetime, name: str, year: str | None) -> tuple[datetime, datetime]:
+    """A named day of a year; said without one, the latest before now (as a bare month is)."""
+    month, day = _HOLIDAYS[name.replace("’", "'")]
+    start = datetime(int(year), month, day) if year else datetime(now.year, month, day)
+    if not year and start > now:
+        start = datetime(now.year - 1, month, day)
+    return start, start + timedelta(days=1)
+
+
 def _number(text: str) -> int:
     words = {
         "one": 1,
@@ -243,6 +272,14 @@ def _rules(now: datetime):
                 datetime(int(m.group(4)), MONTHS[m.group(1)], int(m.group(3))) + timedelta(days=1),
             ),
         ),
+        (
+            rf"\b(?:the )?(first|second) half of {_MONTH}\.?,?(?: (20\d\d))?\b",
+            lambda m: _half_of_month(
+                m.group(1), int(m.group(3)) if m.group(3) else _year_of(now, MONTHS[m.group(2)]), MONTHS[m.group(2)]
+            ),
+        ),
+        (rf"\b{_HOLIDAY}(?:,? (20\d\d))?\b", lambda m: _holiday(now, m.group(1), m.group(2))),
+        (r"\bsince (?:the )?new year\b", lambda m: (year, now)),
         # One calendar day: "14 February 2019", "May 1st, 2020", "2020-05-01", "2019 年 2 月 14 日",
         # "January 1st this year". Before the month rules: the day, not its month.
         (
@@ -336,8 +373,12 @@ def _rules(now: datetime):
         (r"\bthis year\b|今年", lambda m: (year, datetime(now.year + 1, 1, 1))),
         (r"\b(last|previous|prior) (?:calendar )?year\b|去年", lambda m: (datetime(now.year - 1, 1, 1), year)),
         (
-            rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} (days?|weeks?)\b",
-            lambda m: (today - timedelta(days=_number(m.group(1)) * _UNIT_DAYS[m.group(2)] - 1), now),
+            rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} (days?|weeks?|fortnights?)\b",
+            lambda m: (_days_back(now, _number(m.group(1)) * _UNIT_DAYS[m.group(2)]), now),
+        ),
+        (
+            r"\b(?:in |over |during )?(?:the )?(?:last|past|previous) fortnight\b",
+            lambda m: (_days_back(now, 14), now),
         ),
         (
             rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} months?\b",
@@ -356,7 +397,7 @@ def _rules(now: datetime):
         ),
         (
             rf"(?:最近|过去|近)\s*{_CNN}\s*(天|日|周|个星期|星期)",
-            lambda m: (today - timedelta(days=_cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")] - 1), now),
+            lambda m: (_days_back(now, _cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")]), now),
         ),
         (rf"(?:最近|过去|近)\s*{_CNN}\s*个月", lambda m: (_months_ago(today, _cn_number(m.group(1))), now)),
         (rf"\bsince {_MONTH}\.? (20\d\d)\b", lambda m: (datetime(int(m.group(2)), MONTHS[m.group(1)], 1), None)),
@@ -481,7 +522,8 @@ def _parse_explicit(text: str) -> datetime | None:
 
 
 _DATEISH = (
-    r"(?:\d{4}-\d{2}-\d{2}|" + _MONTH + r"\.? \d{1,2}(?!\d)(?:st|nd|rd|th)?(?:,? \d{4})?|" + _MONTH + r"(?: \d{4})?)"
+    r"(?:\d{4}-\d{2}-\d{2}|" + _MONTH + r"\.? \d{1,2}(?!\d)(?:st|nd|rd|th)?(?:,? \d{4})?"
+    r"|(?:the )?\d{1,2}(?:st|nd|rd|th)? (?:of )?" + _MONTH + r"\.?(?:,? \d{4})?|" + _MONTH + r"(?: \d{4})?)"
 )
 _BETWEEN = re.compile(
     r"\b(?:between|from)\s+(?P<a>" + _DATEISH + r")\s+(?:and|to|through|until|till|-)\s+(?P<b>" + _DATEISH + r")", re.I
@@ -500,6 +542,7 @@ def _between(m: re.Match, now: datetime) -> tuple[datetime, datetime] | None:
             month = MONTHS[month_only.group(1).lower()]
             start = datetime(int(year_text), month, 1)
             return _month_start(start.year, month + 1) if end else start
+        text = re.sub(r"^the\s+", "", text.strip())
         if not re.search(r"20\d\d", text):
             text = f"{text} {year_text}"
         day = _parse_explicit(text)
@@ -551,7 +594,7 @@ def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
             if bound is not None:
                 check_time_range(bound, f"the time {rng.text!r} ({bound.date().isoformat()})")
         found.append((start, end, rng))
-    return [r for _, _, r in _joined(question, sorted(found, key=lambda x: x[0]))]
+    return [r for _, _, r in _without_restatements(question, _joined(question, sorted(found, key=lambda x: x[0])), now)]
 
 
 # "between 2019 and 2021", "from 2019 to 2021", "2019 到 2021 年", "between the start of April and the end
@@ -592,6 +635,30 @@ def _joined(question: str, found: list[tuple[int, int, TimeRange]]) -> list[tupl
                 continue
         out.append((a, b, rng))
     return out
+
+
+def _without_restatements(
+    question: str, found: list[tuple[int, int, TimeRange]], now: datetime
+) -> list[tuple[int, int, TimeRange]]:
+    """A period in brackets that only spells out the one before it ("summer 2023 (Jun–Aug)") is not
+    a second period: its words join the first's."""
+    out: list[tuple[int, int, TimeRange]] = []
+    for a, b, rng in found:
+        if out and re.fullmatch(r"\s*[(（]\s*", question[out[-1][1] : a]) and _restates(out[-1][2], rng, now):
+            pa, _, prev = out[-1]
+            out[-1] = (pa, b, TimeRange(prev.start, prev.end, question[pa:b], prev.verb))
+            continue
+        out.append((a, b, rng))
+    return out
+
+
+def _restates(prev: TimeRange, rng: TimeRange, now: datetime) -> bool:
+    """Whether a period said without a year, in brackets after one with a year, only spells it out:
+    the same period once given that year ("summer 2023 (Jun–Aug)"), not a second one."""
+    if prev.start is None or re.search(r"\d{4}", rng.text):
+        return False
+    again = find_time_ranges(f"{rng.text} {prev.start.year}", now)
+    return len(again) == 1 and (again[0].start, again[0].end) == (prev.start, prev.end)
 
 
 def _resolved(text: str, resolve, *args):
@@ -657,11 +724,13 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
 # 2019" everything from April on, "since April" / "2025 onwards" / "2018 年之前" likewise. A bare
 # "from" is not one of them: "messages from March 2019" are the messages of that month.
 _BEFORE = re.compile(
-    r"(?:\b(?:before|prior to|earlier than|older than|up until|until|till|through|up to|as late as|by"
+    r"(?:\b(?:before|prior to|earlier than|older than|up until|until|till|through|up to|as late as|by|pre-?dat(?:e|es|ed|ing)"
     r"|no later than|not later than|not after)"
     r"|\bpre-)\s*(?:the\s+)?(?:(?:start|beginning|end)\s+of\s+)?$"
 )
-_AFTER = re.compile(r"(?:\b(?:after|later than|newer than)|\bpost-)\s*(?:the\s+)?(?:end\s+of\s+)?$")
+_AFTER = re.compile(
+    r"(?:\b(?:after|later than|newer than|post-?dat(?:e|es|ed|ing))|\bpost-)\s*(?:the\s+)?(?:end\s+of\s+)?$"
+)
 _SINCE = re.compile(
     r"(?:\b(?:since|starting(?:\s+(?:from|in|with))?|beginning(?:\s+(?:from|in))?)"
     r"\s+(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?|(?:自从?|从)\s*)$"

@@ -60,12 +60,32 @@ D = datetime
         ("March to May 2021", D(2021, 3, 1), D(2021, 6, 1)),
         ("between the beginning of March and the end of May 2021", D(2021, 3, 1), D(2021, 6, 1)),
         ("from the first of last month up to today", D(2026, 10, 1), NOW),
+        # days written before their month, at both ends of a run of days
+        ("tickets filed between 3 October and 9 November 2026", D(2026, 10, 3), D(2026, 11, 10)),
+        ("from the 2nd of March to the 20th of April 2025", D(2025, 3, 2), D(2025, 4, 21)),
+        ("over the past fortnight", D(2026, 11, 17), NOW),  # two weeks ending today, as "past 2 weeks"
+        ("the second half of October 2025", D(2025, 10, 16), D(2025, 11, 1)),
+        ("on new year's eve 2024", D(2024, 12, 31), D(2025, 1, 1)),
+        ("from Christmas Eve to New Year's Day", D(2025, 12, 24), D(2026, 1, 2)),  # the latest ones before now
+        ("since the new year", D(2026, 1, 1), NOW),
+        ("shipped in autumn 2025 (Sep–Nov)", D(2025, 9, 1), D(2025, 12, 1)),  # the brackets only spell it out
     ],
 )
 def test_time_expressions(text, start, end):
     ranges = find_time_ranges(text, NOW)
     assert len(ranges) == 1, ranges
     assert (ranges[0].start, ranges[0].end) == (start, end)
+
+
+def test_the_last_days_asked_at_midnight_are_the_whole_days_before():
+    # at 00:00 nothing of the new day has passed: "the last 10 days" are the ten days before now
+    midnight = datetime(2026, 11, 30)
+    (rng,) = find_time_ranges("in the last 10 days", midnight)
+    assert (rng.start, rng.end) == (D(2026, 11, 20), midnight)
+
+
+def test_a_bracketed_period_that_is_not_the_same_stays_a_second_period():
+    assert len(find_time_ranges("closed in 2025 (March)", NOW)) == 2
 
 
 def test_last_week_on_a_sunday_is_still_the_previous_iso_week():
@@ -115,6 +135,8 @@ def test_no_time_in_plain_question():
         ("since the start of last week", D(2026, 11, 23), NOW),  # a period counted from now reaches now
         ("since the first day of this quarter", D(2026, 10, 1), NOW),  # its first day is its start
         ("since the 1st of this month", D(2026, 11, 1), NOW),
+        ("predating 2020", None, D(2020, 1, 1)),
+        ("postdating June 2024", D(2024, 7, 1), None),
     ],
 )
 def test_open_ended_periods(text, start, end):

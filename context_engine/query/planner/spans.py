@@ -20,7 +20,7 @@ all any are ask asked been being both but could does doing find from get give go
 her him his how its just know let like list lot made make many more much need not now only other
 our out over own same she should show some such tell than them then there they thing things those
 through too very want was way we were what when where which while who why will would you your yet
-did do does please recently recent new newest latest oldest first most top week month year
+did do does please recently lately recent new newest latest oldest first most top week month year
 recent currently still yet also ones one two three four five six seven eight nine ten quarter
 days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among amongst ever inside within
 """.split()

@@ -274,6 +274,8 @@ def test_a_capitalised_name_the_plan_could_not_read_is_declined_not_answered(wor
         ("诸葛明远创建的 issue 有几个", "诸葛明远"),  # a Chinese name before what a person does
         ("黄立新的 open issue", "黄立新"),  # ... or owns
         ("open issues by 黄立新", "黄立新"),  # after "by"
+        ("司徒若溪 今年修复了哪些 issue", "司徒若溪"),  # when it was done said between the name and the verb
+        ("胡晓东 2023 年 5 月关掉的 issue", "胡晓东"),
     ],
 )
 def test_a_full_name_in_a_persons_place_the_plan_could_not_read_is_declined(world, question, unresolved):
