@@ -386,7 +386,9 @@ _PERSON_BEFORE = re.compile(r"(?:\b(?:assigned to|by|from|has|have|had|did|does|
 
 
 # What a person does or owns, said right after a Chinese name ("欧阳振华提交的", "司马若兰在 racket 里").
-_HAN_PERSON_DOES = "提交|创建|打开|开了|开过|合并|关闭|关掉|关了|修复|修了|提了|提过|提的|解决|评论|回复|发过|发了|发的|发布|写|的|在"
+_HAN_PERSON_DOES = (
+    "提交|创建|打开|开了|开过|合并|关闭|关掉|关了|修复|修了|提了|提过|提的|解决|评论|回复|发过|发了|发的|发布|写|的|在"
+)
 # Common Chinese surnames, compound ones first; left out are those that begin everyday words of these
 # questions (周一, 严重, 何时, 许多, 范围, 季度, 项目, 程序, 任何, 文档, 马上 ...), so "严重的 bug" is no name.
 _HAN_SURNAMES = (

@@ -232,10 +232,35 @@ SHORT_FORMS = {
 }
 
 
+# One word in British and American spelling: a topic said in one is about records written in either.
+# A word is spelled the other way where it begins with one of these ("colours": "colors").
+SPELLINGS = (
+    *(("colour", "color"), ("behaviour", "behavior"), ("favour", "favor"), ("flavour", "flavor")),
+    *(("honour", "honor"), ("labour", "labor"), ("neighbour", "neighbor"), ("humour", "humor")),
+    *(("licence", "license"), ("catalogue", "catalog"), ("dialogue", "dialog"), ("analyse", "analyze")),
+    *(("grey", "gray"), ("defence", "defense"), ("cancelled", "canceled"), ("cancelling", "canceling")),
+    *(("modelling", "modeling"), ("labelled", "labeled"), ("labelling", "labeling"), ("travelled", "traveled")),
+    *(("signalling", "signaling"), ("serialis", "serializ"), ("tokenis", "tokeniz"), ("normalis", "normaliz")),
+    *(("initialis", "initializ"), ("optimis", "optimiz"), ("organis", "organiz"), ("customis", "customiz")),
+    *(("recognis", "recogniz"), ("parallelis", "paralleliz"), ("synchronis", "synchroniz"), ("visualis", "visualiz")),
+    *(("authoris", "authoriz"), ("prioritis", "prioritiz"), ("summaris", "summariz"), ("standardis", "standardiz")),
+)
+
+
+def spelling_variants(word: str) -> list[str]:
+    """The word in the other spelling (British or American), if it has one: "licences" -> "licenses"."""
+    for british, american in SPELLINGS:
+        for said, other in ((british, american), (american, british)):
+            if word.startswith(said):
+                return [other + word[len(said) :]]
+    return []
+
+
 @lru_cache(maxsize=1)
 def _forms_by_token() -> dict[str, frozenset[str]]:
     forms: dict[str, set[str]] = {}
-    for short, full in SHORT_FORMS.items():
+    pairs = [*SHORT_FORMS.items(), *((b + e, a + e) for b, a in SPELLINGS for e in ("", "s", "ed", "ing", "ation"))]
+    for short, full in pairs:
         a, b = tokenize(short)[0], tokenize(full)[0]
         forms.setdefault(a, {a}).add(b)
         forms.setdefault(b, {b}).add(a)
@@ -243,7 +268,8 @@ def _forms_by_token() -> dict[str, frozenset[str]]:
 
 
 def word_forms(token: str) -> frozenset[str]:
-    """A search token and the tokens of its short or long form ("doc": "document")."""
+    """A search token and the tokens of its short or long form ("doc": "document") or of its other
+    spelling ("colour": "color")."""
     return _forms_by_token().get(token, frozenset({token}))
 
 

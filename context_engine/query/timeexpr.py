@@ -51,8 +51,16 @@ _CN_DIGITS = {
     "十": 10,
 }
 _UNIT_DAYS = {
-    **{"day": 1, "days": 1, "week": 7, "weeks": 7, "fortnight": 14, "fortnights": 14},
-    **{"天": 1, "日": 1, "周": 7, "星期": 7},
+    "day": 1,
+    "days": 1,
+    "week": 7,
+    "weeks": 7,
+    "fortnight": 14,
+    "fortnights": 14,
+    "天": 1,
+    "日": 1,
+    "周": 7,
+    "星期": 7,
 }
 
 
@@ -160,7 +168,7 @@ def _days_back(now: datetime, days: int) -> datetime:
 
 
 def _half_of_month(which: str, year: int, month: int) -> tuple[datetime, datetime]:
-    """"the first half of November": days 1-15; the second: the 16th to the month's end."""
+    """ "the first half of November": days 1-15; the second: the 16th to the month's end."""
     middle = datetime(year, month, 16)
     return (datetime(year, month, 1), middle) if which == "first" else (middle, _month_start(year, month + 1))
 

@@ -9,9 +9,11 @@ import pytest
 from context_engine.config import Settings
 from context_engine.query import fulltext
 from context_engine.query.execute import run_pipeline
+from context_engine.query.fulltext import spelling_variants, word_forms
 from context_engine.resources import catalog_for
 from context_engine.sources.sample import STORIES
 from context_engine.store.documents import open_store
+from context_engine.text import tokenize
 
 DOUBLE_CHARGE_PR = STORIES["payments_double_charge"]["pr"]
 
@@ -140,3 +142,14 @@ def test_a_compound_is_found_inside_longer_ones_and_only_as_written(tmp_path):
     # unquoted, the same way
     ids = fulltext.text_ids(store, "messages", "t", ["text"], "sqlx.pool", subject="text")
     assert {d["ref"] for d in store.collection("messages").find({"_id": {"$in": ids}}, {"ref": 1})} == {"m0"}
+
+
+@pytest.mark.parametrize(
+    "word,other", [("licences", "licenses"), ("color", "colour"), ("normalisation", "normalization"), ("commit", None)]
+)
+def test_a_word_has_its_other_spelling_and_both_are_one_search_token(word, other):
+    assert spelling_variants(word) == ([other] if other else [])
+    if other:
+        (token,) = tokenize(word)
+        (other_token,) = tokenize(other)
+        assert other_token in word_forms(token)

@@ -7,7 +7,7 @@ import itertools
 import re
 
 from context_engine.query.fields import field_for, people_paths, person_field_for
-from context_engine.query.fulltext import SHORT_FORMS
+from context_engine.query.fulltext import SHORT_FORMS, spelling_variants
 from context_engine.query.identity import CALENDAR_NAMES, COMMON_WORDS
 from context_engine.query.ir import MAX_WORDS, WORD, WORD_OPERATORS, Filter, Shape
 from context_engine.query.planner.draft import NUMBER_WORDS, STATE_FIELDS, Draft
@@ -28,7 +28,7 @@ days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among a
 # What introduces a topic: "about X", "mentioning X", "PRs on X", 关于 X.
 _CUE_WORDS = (
     r"about|regarding|mention(?:s|ed|ing)?|related to|concerning|involving|on the topic of|titled|"
-    r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|dealing with|touch(?:es|ing)?|"
+    r"containing|on|(?:having |that have |that has |which have |has |have )?to do with|deal(?:s|t|ing)? with|touch(?:es|ing)?|"
     r"(?:bring|brings|bringing|brought) up|"
     r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|(?:talk|say)(?:s|ed|ing)? about|said about)"
 )
@@ -233,7 +233,7 @@ class SpanStep(Draft):
                 return None  # a word the index splits ("audio-folder"): no one word
             # a word's stem and the word as written ("registri" and "registry"): the endings go on both
             forms = [
-                list(dict.fromkeys(t + ([w] if (w := self.q[a:b].lower()).isascii() else [])))
+                list(dict.fromkeys(t + ([w, *spelling_variants(w)] if (w := self.q[a:b].lower()).isascii() else [])))
                 for t, (a, b) in zip(tokens, run)
             ]
             if self._alternatives(run):
@@ -252,6 +252,7 @@ class SpanStep(Draft):
             else:
                 for span, word_forms in zip(run, forms):
                     thing = self._thing_forms(span)
+                    thing = thing and list(dict.fromkeys(v for f in thing for v in (f, *spelling_variants(f))))
                     groups.setdefault(
                         tuple(thing or word_forms), (thing or word_forms, span, "exact_words" if thing else "words")
                     )

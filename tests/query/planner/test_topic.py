@@ -314,7 +314,7 @@ def _title_words(p) -> list[tuple[str, str, list[str]]]:
         # a noun said in the plural, or one naming who or what does something: the thing, in either number
         ("merged PRs about webhooks", ["webhook", "webhooks"]),
         ("open PRs that talk about the scheduler", ["scheduler", "schedulers"]),
-        ("关于 serializer 的已合并 PR", ["serializer", "serializers"]),
+        ("关于 serializer 的已合并 PR", ["serializer", "serialiser", "serializers", "serialisers"]),
         ("webhooks discussion in merged PRs", ["webhook", "webhooks"]),  # a topic said before "discussion"
         # "alias" may be one thing, whose plural is "aliases", and a verb
         ("merged PRs about alias", ["alia", "alias", "aliases", "aliased", "aliasing"]),
@@ -322,6 +322,8 @@ def _title_words(p) -> list[tuple[str, str, list[str]]]:
         ("merged PRs about throttle", ["throttle", "throttles", "throttled", "throttling"]),
         # an identifier: as written, no number
         ("merged PRs mentioning retry_budget", ["retry_budget"]),
+        # a word spelled the British or the American way: both spellings
+        ("merged PRs dealt with catalogues", ["catalogue", "catalog", "catalogues", "catalogs"]),
     ],
 )
 def test_a_thing_named_after_a_cue_is_that_word_not_its_stems_family(catalog, question, forms):
@@ -362,3 +364,13 @@ def test_the_thing_is_found_without_the_verb_that_shares_its_stem(tmp_path):
         "i2",
         "i3",
     ]
+
+
+def test_a_topic_is_found_in_either_spelling(tmp_path):
+    from tests.query.conftest import hand_made_world, refs
+
+    titles = ["Neighbour sampling is slow", "neighbors list empty", "Tokenizer crash", "Add a neighborhood index"]
+    issues = [{"ref": f"i{i}", "title": t, "state": "open", "user": {"login": "quinn"}} for i, t in enumerate(titles)]
+    store, catalog = hand_made_world(tmp_path, {"issues": issues}, [{"login": "quinn", "name": "Quinn Adler"}])
+    for question in ("open issues about neighbours", "open issues about neighbor"):
+        assert refs(plan(catalog, question).ir, store, catalog.schemas["issues"]) == ["i0", "i1"], question
