@@ -257,10 +257,10 @@ class ConditionStep(Draft):
             (
                 (
                     r"\b(?:no|zero|without(?: any)?) comments?\b|\buncommented\b"
-                    r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?commented\b"
+                    r"|\b(?:nobody|no one|no-one) (?:has |have |had |having )?(?:yet |ever )?commented\b"
                     r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew|attracted) (?:a |any |a single )?comments?\b"
                     r"|\bwithout (?:a single|one|even one) comment\b|(?:\bdid(?:n't| not)|\bnever|\bdoes(?:n't| not)) (?:get|got|receive|have|had|draw) (?:a single|any|one|even one) comments?\b|\bwithout (?:anyone|anybody|someone|a soul) comment(?:ing|ed)?(?: on (?:it|them))?\b"
-                    r"|没有(?:任何)?(?:人)?评论|无评论|没(?:有)?(?:收到|得到)(?:任何|过)?评论|一条评论都没有|零评论"
+                    r"|没有(?:任何)?(?:人)?评论|没人评论|无评论|没(?:有)?(?:收到|得到)(?:任何|过)?评论|一条评论都没有|零评论"
                 ),
                 "comment",
             ),
@@ -960,7 +960,7 @@ _NO_LONGER_OPEN = (
 )
 # "not closed (yet)", "nobody closed yet", "至今仍开放": open.
 _NOT_CLOSED = (
-    r"\bnot (?:yet )?closed(?: yet)?\b(?! as)|\b(?:is |are |still |has |have )?yet to (?:be |get )?(?:closed|resolved|shut)\b|(?:n't|\bnot) (?:yet )?been (?:closed|resolved)(?: yet)?\b|\b(?:nobody|no one|no-one) (?:has |have )?(?:ever )?closed\b|\bunclosed\b"
+    r"(?:\bnot|n['’]t) (?:yet )?closed(?: yet)?\b(?! as)|\b(?:is |are |still |has |have )?yet to (?:be |get )?(?:closed|resolved|shut)\b|(?:n't|\bnot) (?:yet )?been (?:closed|resolved)(?: yet)?\b|\b(?:nobody|no one|no-one) (?:has |have )?(?:ever )?closed\b|\bunclosed\b"
     r"|\bstill (?:open|pending)\b|至今仍(?:然)?(?:开放|打开|开着)|仍(?:然)?(?:开放|打开|开着)|仍未关闭|尚未关闭"
     r"|(?:还)?没有?(?:被)?关闭(?!.{0,3}(?:merge|合并|合入))|未(?:被)?关闭|(?:还)?没关(?!闭)(?:的|掉)?"
 )

@@ -166,6 +166,7 @@ def answer(world, question: str):
         ("bugs that are not open any more", ["i4", "i5"]),
         ("issues no longer open", ["i3", "i4", "i5", "i6", "i8"]),
         ("PRs not closed yet", ["p3", "p5", "p6"]),
+        ("rory's PRs that aren't closed", ["p3", "p6"]),  # a contraction
         ("PRs that were never merged", ["p2", "p3", "p5", "p6", "p7"]),  # open ones are not merged either
         ("closed PRs that never got merged", ["p2", "p7"]),
         ("rory's PRs that were rejected", ["p2"]),
@@ -315,6 +316,8 @@ def test_a_close_reason_is_asked_only_where_records_carry_one(world):
         ("issues that dont have any labels", ["i6"]),  # written without the apostrophe
         ("how many open PRs are ready for review (not drafts) but nobody has commented on yet?", 2),  # p3, p5
         ("有多少个开着的、不是草稿、而且一条评论都没有的 PR？", 2),
+        ("open non-draft PRs with no one having commented yet: how many", 2),
+        ("开着、不是草稿、没人评论的 PR 有几个", 2),
         ("2023 issues that are still open and were never given to anyone", ["i1"]),
         ("how many issues were closed in 2023 with neither a label nor an assignee?", 1),  # i6
         ("how many issues got closed in 2023 without ever being labelled or assigned?", 1),
