@@ -38,7 +38,7 @@ from context_engine.text import HAN
 
 _LEAD = re.compile(
     r"^\s*(?:(?:(?:and|but|also|so|ok(?:ay)?|then|now)[\s,]+)+(?:(?:what|how)\s+about\s+)?"
-    r"|(?:what|how)\s+about\s+|(?:那么?|还有|那)\s*)",
+    r"|(?:what|how)\s+about\s+|(?:那么|还有|那(?![个位些年天次条时月周里边]))\s*)",  # not 那个人, 那年
     re.I,
 )
 # "same for 2020", "the same but for Mario", "换成张伟", "改成十月": the rest is the new person or time.
@@ -57,12 +57,12 @@ _REDO = re.compile(
 )
 _PRONOUN = re.compile(r"^(?:him|her|them|he|she|他|她|他们|她们)$", re.I)
 _SUBSET = re.compile(
-    r"^(?:which|what)\s+(?:ones\s+)?(?:of|among)\s+(?:those|these|them)\s*(?:are|were|is|was|have|has|did)?\s*(?P<a>.*)$"
+    r"^(?:which|what)\s+(?:ones\s+)?(?:of|among)\s+(?:those|these|them)\s*(?:(?:are|were|is|was|have|has|did)(?![n'’]))?\s*(?P<a>.*)$"
     r"|^(?:of|among)\s+(?:those|these|them)[\s,]*(?:which|what|only)?\s*(?:ones?)?\s*(?:are|were)?\s*(?P<b>.*)$"
     r"|^(?:only|just|keep)\s+(?:the\s+ones?|those|these)\s*(?:that\s+are|that|which\s+are|which)?\s*(?P<c>.*)$"
     r"|^(?:only|just|keep)\s+(?:the\s+)?(?P<f>.+?\s+ones?)$"
     r"|^(?:which|what)\s+ones\s+(?:(?:are|were|is|was)\s+)?(?P<g>(?!of\b|among\b)\S.*)$"
-    r"|^(?:其中|这些|那些|里面)(?:里面|里|中|当中)?(?:的)?(?:哪些|哪个)?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$",
+    r"|^(?:其中|这些|那些|里面)(?:里面|里|中|当中)?(?:的)?(?:哪些|哪一?(?:个|条|篇|项)(?!月|星期|周|年|天))?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$",
     re.I,
 )
 _RECORD = re.compile(
@@ -76,6 +76,20 @@ _RECORDS = re.compile(
 _PREPOSITION = re.compile(r"^(?:for|by|from|of|to|with|about)\s+", re.I)
 MAX_REFS = 10  # records "them" may stand for
 _STILL = re.compile(r"^\s*still\s+", re.I)
+# "哪个", "哪一条": one record, not a ranking of several ("哪些")
+_WHICH_ONE_CJK = re.compile(r"^(?:其中|这些|那些|里面)?(?:里面|里|中|当中)?(?:的)?哪一?(?:个|条|篇|项)(?!月|星期|周|年|天)")
+# "any about parquet?", "anything on casting", "有没有关于 segmentation 的": the last records, on a topic
+_ANY_ABOUT = re.compile(
+    r"^(?:any(?:thing)?|some|ones?)\s+(?:about|on|regarding|mentioning|related\s+to|to\s+do\s+with)\s+(?P<en>\S.*)$"
+    r"|^(?:有没有|有无|是否有|有)(?:关于|涉及|提到|讲|和|跟|与)\s*(?P<cjk>[^\s的].*?)\s*(?:有关|相关)?的?(?:吗)?$",
+    re.I,
+)
+# "didn't get merged", "haven't been closed yet", "weren't ever reviewed": a negated condition, said as
+# the planner reads a negation ("not merged", "not closed yet")
+_NEGATED = re.compile(
+    r"\b(?:did|do|does|have|has|had|are|were|is|was)(?:n['’]t|\s+not)\s+(?:ever\s+|yet\s+)?(?:(?:get|got|gotten|been|be)\s+)?",
+    re.I,
+)
 
 
 @dataclass
@@ -122,15 +136,31 @@ _NEXT_AHEAD = re.compile(
     rf"^(?:the\s+)?{_EN_UNIT}\s+after(?:\s+(?:that|this|it)(?:\s+one)?)?$|^(?:the\s+)?(?:next|following)\s+{_EN_UNIT}$|^后{_CJK_UNIT}$",
     re.I,
 )
+# "the same stretch", "that period", "those months": the last window itself, which a shift moves whole
+_SAME_WINDOW = (
+    r"(?:(?:(?:the|that|those|this|these)\s+)?(?:same\s+)?(?:quarter|months?|weeks?|period|time(?:\s+frame)?|timeframe"
+    r"|window|days?|dates|stretch|span|range)[\s,]+)"
+)
+# "一年后", "一个月之前": that window, one unit on (back); "往后推一个月", "往前挪一周"
+_CJK_ONE_UNIT = r"(?:一|1)个?(天|日|周|星期|礼拜|月|季度|年)"
 _MOVE_BACK = re.compile(
-    rf"^(?:(?:the\s+)?(?:same\s+)?(?:quarter|month|week|period|time|window|days?)\s+)?(?:a|one|1)\s+{_EN_UNIT}\s+(?:earlier|before|ago|back|prior)$|^(?:再|再往|往)前{_CJK_UNIT}$"
+    rf"^{_SAME_WINDOW}?(?:a|one|1)\s+{_EN_UNIT}\s+(?:earlier|before|ago|back|prior)$"
+    rf"|^(?:再)?(?:往|向)?前(?:推|挪|移|倒)?{_CJK_UNIT}$"
     rf"|^(?:go\s+|step\s+|move\s+)?back\s+(?:a|one|1)\s+{_EN_UNIT}$"
-    rf"|^(?:再)?早{_CJK_UNIT}$",
+    rf"|^(?:再)?早{_CJK_UNIT}$|^{_CJK_ONE_UNIT}(?:之|以)?前(?:的)?$"
+    # "same stretch last year", "the same period the year before", "those months of the previous year"
+    r"|^" + _SAME_WINDOW + r"(?:(?:of\s+|in\s+)?(?:last|the\s+previous|the\s+prior|the\s+preceding)\s+|the\s+)"
+    r"(day|week|month|quarter|year)(?:\s+before|\s+earlier)?$"
+    r"|^(?:去|上一?|前一)(年)(?:的)?同期(?:的)?$",  # 去年同期: the same window a year back
     re.I,
 )
 _MOVE_AHEAD = re.compile(
-    rf"^(?:(?:the\s+)?(?:same\s+)?(?:quarter|month|week|period|time|window|days?)\s+)?(?:a|one|1)\s+{_EN_UNIT}\s+(?:later|after|on)$|^(?:再|再往|往)后{_CJK_UNIT}$"
-    rf"|^(?:再)?晚{_CJK_UNIT}$",
+    rf"^{_SAME_WINDOW}?(?:a|one|1)\s+{_EN_UNIT}\s+(?:later|after|on)$"
+    rf"|^(?:再)?(?:往|向)?后(?:推|挪|移|延)?{_CJK_UNIT}$"
+    rf"|^(?:再)?晚{_CJK_UNIT}$|^(?:推迟|延后|顺延){_CJK_UNIT}$|^{_CJK_ONE_UNIT}(?:之|以)?后(?:的)?$"
+    r"|^" + _SAME_WINDOW + r"(?:(?:of\s+|in\s+)?(?:next|the\s+next|the\s+following)\s+|the\s+)"
+    r"(day|week|month|quarter|year)(?:\s+after|\s+later)?$"
+    r"|^(?:明|下一?|后一)(年)(?:的)?同期(?:的)?$",
     re.I,
 )
 _EARLIER = re.compile(
@@ -254,6 +284,14 @@ _MEANT = re.compile(
     re.I,
 )
 
+# "no wait, I meant ...", "actually, make that ...", "不对，我说的是 ...": a correction of the last question
+# (after a turn that declined a name, the same words pick a candidate instead)
+_CORRECTION = re.compile(
+    rf"^{_INTERJECTIONS}*(?:(?:wait|hold\s+on|actually|scratch\s+that|my\s+bad)[\s,:;.!]+)*"
+    r"(?:i\s+meant?|what\s+i\s+meant\s+(?:was|is)|i\s+was\s+asking\s+about|make\s+(?:it|that))[\s,:]+"
+    r"|^(?:不是|不对|不)[，,\s]*(?:我)?(?:说的是|指的是|是说|要的是|要|是)\s*",
+    re.I,
+)
 
 # "the racket one", "elmlang 那个", "I meant the one on clojurians": a candidate by where they were seen.
 _PLACE = re.compile(
@@ -313,7 +351,8 @@ _PICK_WORDS = frozenset(
     "his her their".split()
 )
 _PICK_CJK = re.compile(
-    r"(?:我|说|的|是|指|要|找|问|那个|那位|这个|这位|那边|这边|那里|这里|上|里|中|人|嗯|哦|不|对|啊)*"
+    r"(?:我|说|的|是|指|要|找|问|那个|那位|这个|这位|那边|这边|那里|这里|上|里|中|在|人|嗯|哦|不|对|啊"
+    r"|工作区|工作空间|空间|社区|频道|群)*"
 )
 _PICK_TOKEN = re.compile(r"[A-Za-z0-9][\w\-.']*[\w]|[A-Za-z0-9]")
 
@@ -415,10 +454,13 @@ _SAME_QUESTION_CJK = re.compile(
 )
 
 
-def _only_the_same_question(rest: str) -> bool:
+def _only_the_same_question(rest: str, before: str = "") -> bool:
+    """`rest` says nothing but the allowed words and words of the last question `before` ("and the ones
+    lhoestq closed" after "issues closed by albertvillanova in 2023")."""
     said = re.findall(r"[a-z][a-z']*", rest.lower())
     others = re.sub(r"[A-Za-z']+|[\s?？,，.。!！]+", "", rest)
-    return all(w in _SAME_QUESTION_WORDS for w in said) and _SAME_QUESTION_CJK.fullmatch(others) is not None
+    known = _SAME_QUESTION_WORDS | set(re.findall(r"[a-z][a-z']*", before.lower()))
+    return all(w in known for w in said) and _SAME_QUESTION_CJK.fullmatch(others) is not None
 
 
 # "separate question: ...", "different topic: ...", "on another note, ...", "换个问题": a question of its own.
@@ -466,6 +508,9 @@ def resolve_offline(
         if len(found) == 1 and found[0].text == meant:
             text = previous["standalone"].replace(previous["unresolved"], meant, 1)
             return FollowUp(text, f"{previous['unresolved']!r} = {meant}")
+    correction = _CORRECTION.match(core)
+    if correction and core[correction.end() :].strip():
+        core = core[correction.end() :].strip()  # "no wait, I meant the closed ones": the last question, corrected
     shifted = _shifted(core, previous)
     if shifted is not None:
         return FollowUp(_replace_time(previous, shifted), f"the same question for {shifted!r}")
@@ -487,7 +532,9 @@ def resolve_offline(
         mentions = [m for m in directory.find_mentions(named) if m.person is not None and not m.is_asker]
         if len(mentions) == 1 and (
             len(named) - (mentions[0].end - mentions[0].start) <= 3
-            or _only_the_same_question(named[: mentions[0].start] + " " + named[mentions[0].end :])
+            or _only_the_same_question(
+                named[: mentions[0].start] + " " + named[mentions[0].end :], previous["standalone"]
+            )
         ):
             name = mentions[0].text
             return FollowUp(_replace_people(previous, name), f"the same question about {name}")
@@ -506,11 +553,17 @@ def resolve_offline(
     ):
         when = _with_year(times[0].text, previous, now)
         return FollowUp(_replace_time(previous, when), f"the same question for {when!r}")
+    about = _ANY_ABOUT.match(core)
+    if about:
+        topic = f"about {next(g for g in about.groups() if g).strip()}"
+        return FollowUp(_narrowed(previous, topic), f"of the last answer's records: {topic!r}", topic)
     subset = _SUBSET.match(core)
     if subset:
-        rest = _STILL.sub("", next(g for g in subset.groups() if g is not None)).strip()
+        rest = _NEGATED.sub("not ", _STILL.sub("", next(g for g in subset.groups() if g is not None)).strip())
         if rest and re.match(r"^which\s+(?:one\s+)?(?:of|among)\b", core, re.I) and _HAS_SHAPE.search(rest):
             rest = f"which one of them {rest}"  # "which of those has the most comments": one record
+        elif rest and _WHICH_ONE_CJK.search(core) and _HAS_SHAPE.search(rest):
+            rest = f"which one {rest}"  # "其中哪个评论最多": one record
         if rest:
             listed = bool(re.match(r"^(?:which|what)\b|^哪些", core, re.I))
             return FollowUp(_narrowed(previous, rest, listed), f"of the last answer's records: {rest!r}", rest)
@@ -524,9 +577,10 @@ def resolve_offline(
     if elliptical is not None:
         return elliptical
     record = _RECORD.search(question)
-    if record and previous.get("refs"):
-        ref = previous["refs"][0]
-        noun = _noun(kinds, previous.get("collection"))
+    talked_about = _record_talked_about(turns)
+    if record and talked_about is not None:
+        ref, collection = talked_about
+        noun = _noun(kinds, collection)
         said = f"{noun} {ref}" if noun else ref
         return FollowUp(question[: record.start()] + said + question[record.end() :], f"{record.group(0)!r} = {said}")
     records = _RECORDS.search(question)
@@ -552,7 +606,7 @@ _OF_THOSE = re.compile(
 )
 _COUNT_IT = re.compile(
     r"^(?:how\s+many|how\s+much|what(?:'s|\s+is)\s+the\s+(?:count|number|total))(?:\s+\w+)?"
-    r"(?:\s+(?:is|are|was|were)\s+(?:that|those|these|them|there|it))?(?:\s+in\s+total)?$"
+    r"(?:\s+(?:is|are|was|were)\s+(?:that|those|these|them|there|it))?(?:\s+(?:in\s+total|in\s+all|all\s+told|altogether|all\s+together|overall|combined))?$"
     r"|^(?:give\s+me\s+|tell\s+me\s+)?(?:the\s+|a\s+)?(?:count|number|total)(?:\s+(?:for\s+|of\s+)?(?:them|it|that|those|this))?$"
     r"|^what\s+does\s+(?:that|it|this)\s+(?:come|add)\s+(?:to|up\s+to)(?:[,\s]+in\s+(?:numbers?|total))?$"
     r"|^count\s+(?:them|it|that|those|these)$|^(?:一共|总共|共)?(?:有)?(?:多少|几)(?:个|条|次)?$"
@@ -581,6 +635,9 @@ _PREVIOUS_SHAPE = re.compile(
     r"\b(?:the\s+)?(?:most|least)\s+(?:active|frequent)\b|"
     r"\b(?:which|what)\s+(?:day|date|week|month|year)(?:\s+of\b)?|"
     r"\b(?:the\s+)?(?:busiest|quietest|slowest|peak)\s+(?:day|date|week|month|year)\b|"
+    # a grouping and its extreme ("each month", "by week", "was the busiest"): the new shape replaces them
+    r"\b(?:each|every|per|by)\s+(?:day|date|week|month|quarter|year)\b|"
+    r"\b(?:is|was|are|were)\s+(?:the\s+)?(?:busiest|quietest|slowest|biggest|largest|smallest|highest|lowest)\b|"
     r"\bcount(?:\s+of)?\b|\b(?:the\s+)?most\b|\bwho\b|[:,;]\s*$|(?:一共|总共)?(?:有)?多少(?:个|条)?|几(?:个|条)|"
     r"哪些|最多|谁",
     re.I,
@@ -596,6 +653,10 @@ _PRONOUNS_IN = re.compile(
     # "their PRs", "his issues": a person's records (not "their titles", said of the records themselves)
     r"|\b(?:his|their)\b(?=\s+(?:own\s+)?(?:prs?|pull\s+requests?|issues?|messages?|threads?|posts?|commits?)\b)",
     re.I,
+)
+# A person pointed at ("that person", "the winner", 那个人), not a pronoun that may be the one asked about
+_THAT_PERSON = re.compile(
+    r"\b(?:that|this)\s+(?:person|user|guy|author|poster|one)\b|\bthe\s+(?:winner|top\s+\w+)\b|这个人|那个人|这位|那位|此人"
 )
 # "who's the author?", "谁提的？", "who wrote it": the author of the record the last answer named first
 _AUTHOR_OF_IT = re.compile(
@@ -663,7 +724,13 @@ def _reshaped(words: str, previous: dict[str, Any]) -> FollowUp:
 
 def _counted(previous: dict[str, Any]) -> FollowUp:
     base = re.sub(rf"^\s*(?:(?:{_ASKING})\s+)+", "", previous["standalone"].rstrip("?？。. "), flags=re.I)
+    if _HAS_SHAPE.search(base) and not _COUNTED.search(base):
+        # "the total for that month" after "who opened the most issues in January 2022": those issues, counted
+        base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", base)).strip()
     return FollowUp(f"how many {base}" if not _HAS_SHAPE.search(base) else base, "the last question, counted")
+
+
+_COUNTED = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|多少|几(?:个|条|次)", re.I)
 
 
 def _narrowed(previous: dict[str, Any], words: str, listed: bool = False) -> str:
@@ -673,6 +740,19 @@ def _narrowed(previous: dict[str, Any], words: str, listed: bool = False) -> str
     if _HAS_SHAPE.search(words) or listed:  # "which of those are still open" after a count: the records
         before = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", before)).strip()
     return f"{before} {words}".strip()
+
+
+def _record_talked_about(turns: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """The record "it" is, with its collection: the last answer's first record, or, when the last
+    question was about one record and its answer listed none ("who wrote it up?" answered by a person),
+    that record still."""
+    previous = turns[-1]
+    if previous.get("refs"):
+        return previous["refs"][0], previous.get("collection", "")
+    before = turns[-2] if len(turns) > 1 else {}
+    if before.get("refs") and before["refs"][0] in previous.get("standalone", ""):
+        return before["refs"][0], before.get("collection", "")
+    return None
 
 
 def _noun(kinds: Registry, collection: str | None) -> str:
@@ -702,11 +782,27 @@ def _elliptical(
     words = core
     if _COUNT_IT.match(words) or _asks_count(words) or _LIST_IT.match(words):
         return _reshaped(words, previous)
+    if _THAT_TIME.search(words):
+        # "just the total for that month": a count of the last records, in the month the answer named if
+        # it named periods ("which month was the busiest"), else in the conversation's time
+        bare = _ENDS_WITH_PREPOSITION.sub("", re.sub(r"\s{2,}", " ", _THAT_TIME.sub(" ", words)).strip(" ,，"))
+        bare = bare.strip(" ,，")
+        if bare and (_COUNT_IT.match(bare) or _asks_count(bare)):
+            if previous.get("answer_periods"):
+                month = _period_phrase(previous["answer_periods"][0])
+                previous = {**previous, "standalone": _replace_time(previous, month)}
+            return _counted(previous)
     if _RECORD.search(re.sub(r"^narrow\s+(?:it|that|this)\b", "", words, flags=re.I)):
         return None  # "who opened it?": one record of the answer, not all of them
     asked_who = re.search(r"\bwho\b|\bwhom\b|\bwhose\b|谁|哪些人|哪位", previous["standalone"], re.I)
-    if _PRONOUNS_IN.search(words) and asked_who and previous.get("answer_people") and not previous.get("people"):
-        # "how many did they merge?" after "who merged the most": the person the answer named first
+    if (
+        _PRONOUNS_IN.search(words)
+        and asked_who
+        and previous.get("answer_people")
+        and (not previous.get("people") or _THAT_PERSON.search(words))
+    ):
+        # "how many did they merge?" after "who merged the most": the person the answer named first;
+        # "that person" after "who replied most to Ida" is the answer's person, not Ida
         person = previous["answer_people"][0]
         words = re.sub(
             r"\s+(['’]s)\b|(?<=\s)\s+",
@@ -792,9 +888,11 @@ def _elliptical(
         )
     if people and words == core and not referring:
         return None  # a new person with more words: not ours to guess
-    # "which of those has the most comments": one of them
+    # "which of those has the most comments", "哪个评论最多": one of them
     words = re.sub(r"^which\s+(?:one\s+)?(?:of|among)\s+(?:those|these|them)\b", "which one", words, flags=re.I)
-    rest = re.sub(r"\s{2,}", " ", _OF_THOSE.sub(" ", words)).strip(" ,，")
+    if _HAS_SHAPE.search(words):
+        words = _WHICH_ONE_CJK.sub("which one ", words, count=1)
+    rest = _NEGATED.sub("not ", re.sub(r"\s{2,}", " ", _OF_THOSE.sub(" ", words)).strip(" ,，"))
     if not rest or len(rest.split()) > 12:
         return None
     switched = _switched_state(previous["standalone"], rest)

@@ -300,7 +300,7 @@ def test_a_question_that_names_its_own_records_stands_alone():
         (
             QUERIED,
             "which ones haven't been labelled yet?",
-            "PRs did Rashid merge in March 2026 haven't been labelled yet",
+            "PRs did Rashid merge in March 2026 not labelled yet",
         ),
         (QUERIED, "what ones were reverted", "PRs did Rashid merge in March 2026 reverted"),
         (RANKED, "how many PRs did that person open that year?", "how many PRs did Lars Nielsen open in 2025"),
@@ -576,3 +576,98 @@ def test_which_of_someones_records_ranked_is_one_record():
 def test_a_by_the_way_question_stands_alone_without_its_lead(asked):
     out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
     assert out.how == "a new question" and out.standalone == asked.split("，", 1)[-1].split(", ", 1)[-1]
+
+
+# Session 20: narrowings with a negation, windows moved in free words, corrections, topics, "that person"
+@pytest.mark.parametrize(
+    "asked,standalone",
+    [
+        ("which of those weren't reviewed", "PRs did Rashid merge in March 2026 not reviewed"),
+        ("which of them hasn't been labelled", "PRs did Rashid merge in March 2026 not labelled"),
+        ("of these, which did not get reverted", "Which PRs did Rashid merge in March 2026 not reverted"),
+    ],
+)
+def test_a_negated_narrowing_is_said_as_not(asked, standalone):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == standalone
+
+
+@pytest.mark.parametrize(
+    "asked,month",
+    [
+        ("两年后呢"[1:], "March 2027"),  # 年后呢: not a shift (no number), checked below
+        ("一年以后的呢", "March 2027"),
+        ("往前挪一个月", "February 2026"),
+        ("向后推一个月看看", "April 2026"),
+        ("一个月之前的", "February 2026"),
+        ("上一年同期呢", "March 2025"),
+        ("the same span the previous year", "March 2025"),
+        ("that period, a year on", "March 2027"),
+        ("same dates in the following year", "March 2027"),
+        ("and the same window of the prior year?", "March 2025"),
+    ],
+)
+def test_the_window_moved_in_free_words(asked, month):
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    if asked == "年后呢":
+        assert month not in out.standalone
+    else:
+        assert out.standalone == f"Which PRs did Rashid merge in {month}?"
+
+
+@pytest.mark.parametrize(
+    "asked", ["oh wait, I meant the open ones", "hold on, make that the open ones", "sorry, what I meant was the open ones"]
+)
+def test_a_correction_asks_the_last_question_again_corrected(asked):
+    closed = {**QUERIED, "standalone": "Rashid's closed PRs in March 2026"}
+    assert resolve_offline(asked, [closed], PEOPLE, NOW).standalone == "Rashid's open PRs in March 2026"
+
+
+@pytest.mark.parametrize(
+    "asked,topic",
+    [("anything regarding caching?", "caching"), ("有没有跟 tokenizer 有关的？", "tokenizer"), ("有没有提到 docker 的", "docker")],
+)
+def test_any_about_a_topic_narrows_the_last_records(asked, topic):
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    assert out.standalone == f"Which PRs did Rashid merge in March 2026 about {topic}"
+
+
+def test_that_person_after_a_who_answer_is_the_answers_person_not_the_one_asked_about():
+    who = {**QUERIED, "standalone": "who reviewed Rashid's PRs the most", "answer_people": ["Lars Nielsen"]}
+    out = resolve_offline("and how many PRs did that person open overall", [who], PEOPLE, NOW)
+    assert out.standalone == "how many PRs did Lars Nielsen open overall"
+    assert "Lars Nielsen" in resolve_offline("那个人一共开了几个 PR", [who], PEOPLE, NOW).standalone
+
+
+@pytest.mark.parametrize("asked", ["how many is that altogether", "how many is it overall", "how many are those combined"])
+def test_a_count_in_all_counts_the_last_question(asked):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == "how many PRs did Rashid merge in March 2026"
+
+
+def test_a_total_for_that_month_counts_the_ranked_records_in_the_month_the_answer_named():
+    busiest = {
+        **RANKED,
+        "standalone": "PRs merged per month in 2025 which month was the busiest",
+        "answer_people": [],
+        "answer_periods": ["2025-06"],
+    }
+    out = resolve_offline("give me just the number for that month", [busiest], PEOPLE, NOW)
+    assert out.standalone == "how many PRs merged in June 2025"
+    ranked = resolve_offline("the total for that year, please", [RANKED], PEOPLE, NOW)
+    assert ranked.standalone == "how many merged PRs in 2025"
+
+
+def test_a_new_person_with_words_of_the_last_question_asks_it_about_them():
+    reviewed = {**QUERIED, "standalone": "PRs reviewed by Rashid in March 2026"}
+    out = resolve_offline("and the ones Priya reviewed?", [reviewed], PEOPLE, NOW)
+    assert out.standalone == "PRs reviewed by Priya in March 2026"
+
+
+def test_which_one_in_chinese_is_one_record():
+    out = resolve_offline("哪一个改动的文件最多", [QUERIED], PEOPLE, NOW)
+    assert out.standalone == "PRs did Rashid merge in March 2026 which one 改动的文件最多"
+
+
+def test_it_after_a_question_about_one_record_is_still_that_record():
+    record = {**QUERIED, "standalone": "who opened PR acme/infra#882", "refs": [], "answer_people": ["priyar"]}
+    out = resolve_offline("when was it merged", [QUERIED, record], PEOPLE, NOW)
+    assert out.standalone == "when was PR acme/infra#882 merged"
