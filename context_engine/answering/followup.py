@@ -38,7 +38,7 @@ from context_engine.text import HAN
 
 _LEAD = re.compile(
     r"^\s*(?:(?:(?:and|but|also|so|ok(?:ay)?|then|now)[\s,]+)+(?:(?:what|how)\s+about\s+)?"
-    r"|(?:what|how)\s+about\s+|(?:那么|还有|那(?![个位些年天次条时月周里边]))\s*)",  # not 那个人, 那年
+    r"|(?:what|how)\s+about\s+|(?:那么|还有|那(?![个位些年天次条时月周里边几]))\s*)",  # not 那个人, 那年
     re.I,
 )
 # "same for 2020", "the same but for Mario", "换成张伟", "改成十月": the rest is the new person or time.
@@ -62,7 +62,7 @@ _SUBSET = re.compile(
     r"|^(?:only|just|keep)\s+(?:the\s+ones?|those|these)\s*(?:that\s+are|that|which\s+are|which)?\s*(?P<c>.*)$"
     r"|^(?:only|just|keep)\s+(?:the\s+)?(?P<f>.+?\s+ones?)$"
     r"|^(?:which|what)\s+ones\s+(?:(?:are|were|is|was)\s+)?(?P<g>(?!of\b|among\b)\S.*)$"
-    r"|^(?:其中|这些|那些|里面)(?:里面|里|中|当中)?(?:的)?(?:哪些|哪一?(?:个|条|篇|项)(?!月|星期|周|年|天))?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$",
+    r"|^(?:其中|这些|那些|这几(?:个|条|篇)|那几(?:个|条|篇)|里面)(?:里面|里|中|当中)?(?:的)?(?:哪些|哪一?(?:个|条|篇|项)(?!月|星期|周|年|天))?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$",
     re.I,
 )
 _RECORD = re.compile(
@@ -76,8 +76,32 @@ _RECORDS = re.compile(
 _PREPOSITION = re.compile(r"^(?:for|by|from|of|to|with|about)\s+", re.I)
 MAX_REFS = 10  # records "them" may stand for
 _STILL = re.compile(r"^\s*still\s+", re.I)
+# "the second one", "the last PR", "第三条": one record of the last answer, by its place in it
+_NTH_RECORD = re.compile(
+    r"\b(?:the\s+)?(?P<en>first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)\s+"
+    r"(?:one|prs?|pull\s+request|issue|message|thread|post|record|result|item|entry)\b"
+    r"|第(?P<cjk>一|二|两|三|四|五|[1-9])(?:个|条|篇|项)|(?P<last>最后一(?:个|条|篇|项))",
+    re.I,
+)
+# "the oldest of those", "which is the most recent", "最早的那个": the one record at that end, said as
+# the planner reads an extreme of the records ("the oldest one")
+_EXTREME_ALONE = re.compile(
+    r"^(?:which(?:\s+one)?\s+(?:is|was)\s+)?(?:the\s+)?(?P<en>oldest|earliest|newest|latest|most\s+recent)(?:\s+one)?$"
+    r"|^(?:哪个|哪条)?(?:是)?(?P<cjk>最早|最新|最近|最晚)(?:的)?(?:那|这)?(?:一)?(?:个|条|篇)?(?:是哪(?:个|条|篇))?$",
+    re.I,
+)
+_OLDEST = {"oldest", "earliest", "最早"}
+
+
+def _one_extreme(rest: str) -> str:
+    said = _EXTREME_ALONE.match(rest)
+    if not said:
+        return rest
+    return "the oldest one" if (said.group("en") or said.group("cjk")).lower() in _OLDEST else "the newest one"
+
+
 # "哪个", "哪一条": one record, not a ranking of several ("哪些")
-_WHICH_ONE_CJK = re.compile(r"^(?:其中|这些|那些|里面)?(?:里面|里|中|当中)?(?:的)?哪一?(?:个|条|篇|项)(?!月|星期|周|年|天)")
+_WHICH_ONE_CJK = re.compile(r"^(?:其中|这些|那些|这几(?:个|条|篇)|那几(?:个|条|篇)|里面)?(?:里面|里|中|当中)?(?:的)?哪一?(?:个|条|篇|项)(?!月|星期|周|年|天)")
 # "any about parquet?", "anything on casting", "有没有关于 segmentation 的": the last records, on a topic
 _ANY_ABOUT = re.compile(
     r"^(?:any(?:thing)?|some|ones?)\s+(?:about|on|regarding|mentioning|related\s+to|to\s+do\s+with)\s+(?P<en>\S.*)$"
@@ -560,6 +584,7 @@ def resolve_offline(
     subset = _SUBSET.match(core)
     if subset:
         rest = _NEGATED.sub("not ", _STILL.sub("", next(g for g in subset.groups() if g is not None)).strip())
+        rest = _one_extreme(rest)
         if rest and re.match(r"^which\s+(?:one\s+)?(?:of|among)\b", core, re.I) and _HAS_SHAPE.search(rest):
             rest = f"which one of them {rest}"  # "which of those has the most comments": one record
         elif rest and _WHICH_ONE_CJK.search(core) and _HAS_SHAPE.search(rest):
@@ -573,6 +598,21 @@ def resolve_offline(
         return FollowUp(
             " ".join(w for w in ("who", verb, noun, previous["refs"][0]) if w), f"the author of {previous['refs'][0]}"
         )
+    nth = _NTH_RECORD.search(core)
+    if nth and previous.get("refs") and not previous.get("unresolved"):
+        # "who opened the second one?", "第三条是谁发的": that record of the last answer, by its key
+        said = (nth.group("en") or nth.group("cjk") or "最后一").lower()
+        index = _ORDINALS.get(said, int(said) - 1 if said.isdigit() else 0)
+        if -len(previous["refs"]) <= index < len(previous["refs"]):
+            ref = previous["refs"][index]
+            noun = _noun(kinds, previous.get("collection"))
+            named = f"{noun} {ref}" if noun else ref
+            rest = re.sub(r"^whoever\b", "who", f"{core[: nth.start()]} {core[nth.end() :]}".strip(" ,，"), flags=re.I)
+            if _AUTHOR_OF_IT.match(re.sub(r"^是", "", rest)):  # "第二个是谁开的": its author
+                verb = "posted" if previous.get("collection") == "messages" else "opened"
+                return FollowUp(" ".join(w for w in ("who", verb, named) if w), f"the author of {ref}")
+            text = re.sub(r"\s+([,，])", r"\1", f"{core[: nth.start()].strip()} {named} {core[nth.end() :].strip()}".strip())
+            return FollowUp(re.sub(r"^whoever\b", "who", text, flags=re.I), f"{nth.group(0)!r} = {named}")
     elliptical = _elliptical(core, turns, directory, now, kinds, continues=bool(_LEAD.match(question)))
     if elliptical is not None:
         return elliptical
@@ -895,6 +935,7 @@ def _elliptical(
     rest = _NEGATED.sub("not ", re.sub(r"\s{2,}", " ", _OF_THOSE.sub(" ", words)).strip(" ,，"))
     if not rest or len(rest.split()) > 12:
         return None
+    rest = _one_extreme(rest)
     switched = _switched_state(previous["standalone"], rest)
     if switched:
         return FollowUp(*switched)

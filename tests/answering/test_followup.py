@@ -164,8 +164,9 @@ def test_a_pick_that_names_no_offered_candidate_picks_none(asked):
     assert "of the candidates offered" not in resolve_offline(asked, [DECLINED], PEOPLE, NOW).how
 
 
-def test_the_first_one_without_candidates_picks_nothing():
-    assert resolve_offline("the first one", [MERGED], PEOPLE, NOW).how == ""
+def test_the_first_one_without_candidates_picks_no_person_but_the_first_record():
+    out = resolve_offline("the first one", [MERGED], PEOPLE, NOW)
+    assert "candidates" not in out.how and out.standalone == "acme/infra#882"
 
 
 # A turn whose answer was a query's records: what the elliptical follow-ups narrow, count, list or rank.
@@ -671,3 +672,30 @@ def test_it_after_a_question_about_one_record_is_still_that_record():
     record = {**QUERIED, "standalone": "who opened PR acme/infra#882", "refs": [], "answer_people": ["priyar"]}
     out = resolve_offline("when was it merged", [QUERIED, record], PEOPLE, NOW)
     assert out.standalone == "when was PR acme/infra#882 merged"
+
+
+@pytest.mark.parametrize(
+    "asked,standalone",
+    [
+        ("whoever opened the second one?", "who opened PR acme/web#2126"),
+        ("第二条是谁提的", "who opened PR acme/web#2126"),
+        ("how many files did the first PR touch", "how many files did PR acme/infra#882 touch"),
+        ("最后一个的评论呢", "PR acme/web#2126 的评论"),
+    ],
+)
+def test_an_ordinal_points_at_that_record_of_the_last_answer(asked, standalone):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == standalone
+
+
+@pytest.mark.parametrize(
+    "asked,end",
+    [
+        ("and the earliest of them?", "the oldest one"),
+        ("which of these was the latest", "the newest one"),
+        ("其中最早的那条", "the oldest one"),
+        ("最近的是哪个", "the newest one"),
+    ],
+)
+def test_an_extreme_of_the_last_records_is_one_record_at_that_end(asked, end):
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    assert out.standalone.endswith(f"Rashid merge in March 2026 {end}")
