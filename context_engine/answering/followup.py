@@ -78,7 +78,7 @@ MAX_REFS = 10  # records "them" may stand for
 _STILL = re.compile(r"^\s*still\s+", re.I)
 # "the second one", "the last PR", "第三条": one record of the last answer, by its place in it
 _NTH_RECORD = re.compile(
-    r"\b(?:the\s+)?(?P<en>first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)\s+"
+    r"(?:^|\bthe\s+)(?P<en>first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)\s+"  # not "good first issue"
     r"(?:one|prs?|pull\s+request|issue|message|thread|post|record|result|item|entry)\b"
     r"|第(?P<cjk>一|二|两|三|四|五|[1-9])(?:个|条|篇|项)|(?P<last>最后一(?:个|条|篇|项))",
     re.I,
@@ -101,12 +101,13 @@ def _one_extreme(rest: str) -> str:
 
 
 # "哪个", "哪一条": one record, not a ranking of several ("哪些")
-_WHICH_ONE_CJK = re.compile(r"^(?:其中|这些|那些|这几(?:个|条|篇)|那几(?:个|条|篇)|里面)?(?:里面|里|中|当中)?(?:的)?哪一?(?:个|条|篇|项)(?!月|星期|周|年|天)")
-# "any about parquet?", "anything on casting", "有没有关于 segmentation 的": the last records, on a topic
+_WHICH_ONE_CJK = re.compile(
+    r"^(?:其中|这些|那些|这几(?:个|条|篇)|那几(?:个|条|篇)|里面)?(?:里面|里|中|当中)?(?:的)?哪一?(?:个|条|篇|项)(?!月|星期|周|年|天)"
+)
+# "有没有关于 segmentation 的", "有没有跟 X 有关的": the last records, on a topic (English "anything on X" is
+# an elliptical narrowing as it is said)
 _ANY_ABOUT = re.compile(
-    r"^(?:any(?:thing)?|some|ones?)\s+(?:about|on|regarding|mentioning|related\s+to|to\s+do\s+with)\s+(?P<en>\S.*)$"
-    r"|^(?:有没有|有无|是否有|有)(?:关于|涉及|提到|讲|和|跟|与)\s*(?P<cjk>[^\s的].*?)\s*(?:有关|相关)?的?(?:吗)?$",
-    re.I,
+    r"^(?:有没有|有无|是否有|有)(?:关于|涉及|提到|讲|和|跟|与)\s*([^\s的].*?)\s*(?:有关|相关)?的?(?:吗)?$"
 )
 # "didn't get merged", "haven't been closed yet", "weren't ever reviewed": a negated condition, said as
 # the planner reads a negation ("not merged", "not closed yet")
@@ -579,7 +580,7 @@ def resolve_offline(
         return FollowUp(_replace_time(previous, when), f"the same question for {when!r}")
     about = _ANY_ABOUT.match(core)
     if about:
-        topic = f"about {next(g for g in about.groups() if g).strip()}"
+        topic = f"about {about.group(1).strip()}"
         return FollowUp(_narrowed(previous, topic), f"of the last answer's records: {topic!r}", topic)
     subset = _SUBSET.match(core)
     if subset:
@@ -611,7 +612,9 @@ def resolve_offline(
             if _AUTHOR_OF_IT.match(re.sub(r"^是", "", rest)):  # "第二个是谁开的": its author
                 verb = "posted" if previous.get("collection") == "messages" else "opened"
                 return FollowUp(" ".join(w for w in ("who", verb, named) if w), f"the author of {ref}")
-            text = re.sub(r"\s+([,，])", r"\1", f"{core[: nth.start()].strip()} {named} {core[nth.end() :].strip()}".strip())
+            text = re.sub(
+                r"\s+([,，])", r"\1", f"{core[: nth.start()].strip()} {named} {core[nth.end() :].strip()}".strip()
+            )
             return FollowUp(re.sub(r"^whoever\b", "who", text, flags=re.I), f"{nth.group(0)!r} = {named}")
     elliptical = _elliptical(core, turns, directory, now, kinds, continues=bool(_LEAD.match(question)))
     if elliptical is not None:
@@ -782,6 +785,26 @@ def _narrowed(previous: dict[str, Any], words: str, listed: bool = False) -> str
     return f"{before} {words}".strip()
 
 
+# How the records of one group are said, by the field the groups were by (the planner reads these back),
+# and the noun that named the grouping in the question ("by label", "which repo")
+_GROUP_CONDITIONS = {
+    "labels.name": ("labelled {}", r"labels?"),
+    "labels": ("labelled {}", r"labels?"),
+    "repo": ("in {}", r"(?:repo|repository)s?"),
+    "workspace": ("in {}", r"workspaces?"),
+}
+
+
+def _the_one_group(previous: dict[str, Any]) -> tuple[str, str] | None:
+    """(the condition naming its records, the grouping noun) when the last answer was one group of a
+    field whose records can be said ("which label is the biggest": enhancement); else None."""
+    groups = previous.get("answer_groups") or {}
+    said = _GROUP_CONDITIONS.get(groups.get("field", ""))
+    if said is None or len(groups.get("keys", [])) != 1:
+        return None
+    return said[0].format(groups["keys"][0]), said[1]
+
+
 def _record_talked_about(turns: list[dict[str, Any]]) -> tuple[str, str] | None:
     """The record "it" is, with its collection: the last answer's first record, or, when the last
     question was about one record and its answer listed none ("who wrote it up?" answered by a person),
@@ -820,8 +843,6 @@ def _elliptical(
     from context_engine.query.planner.collection import detect_collection
 
     words = core
-    if _COUNT_IT.match(words) or _asks_count(words) or _LIST_IT.match(words):
-        return _reshaped(words, previous)
     if _THAT_TIME.search(words):
         # "just the total for that month": a count of the last records, in the month the answer named if
         # it named periods ("which month was the busiest"), else in the conversation's time
@@ -832,6 +853,21 @@ def _elliptical(
                 month = _period_phrase(previous["answer_periods"][0])
                 previous = {**previous, "standalone": _replace_time(previous, month)}
             return _counted(previous)
+    group = _the_one_group(previous)
+    reshaped = "list" if _LIST_IT.match(words) else "how many" if _COUNT_IT.match(words) or _asks_count(words) else ""
+    if group is not None and (_OF_THOSE.search(words) or reshaped):
+        # "who filed the most of those" after "which label is the biggest": the records of that label
+        condition, noun = group
+        rest = "" if reshaped else re.sub(r"\s{2,}", " ", _OF_THOSE.sub(" ", words)).strip(" ,，")
+        grouping = (
+            r"\bbreak\s+down\b|\bsplit(?:\s+up)?\b|\bgroup(?:ed)?\b"
+            rf"|\b(?:by|per|for\s+each|each|across|which|what)\s+{noun}(?:\s+(?:had|has|have|got|saw|gets?))?\b"
+        )
+        base = _PREVIOUS_SHAPE.sub(" ", re.sub(grouping, " ", previous["standalone"].rstrip("?？。. "), flags=re.I))
+        text = re.sub(r"\s{2,}", " ", f"{base} {condition} {rest}" if rest else f"{reshaped} {base} {condition}")
+        return FollowUp(text.strip(), f"of the records {condition}: {rest or reshaped!r}", rest)
+    if _COUNT_IT.match(words) or _asks_count(words) or _LIST_IT.match(words):
+        return _reshaped(words, previous)
     if _RECORD.search(re.sub(r"^narrow\s+(?:it|that|this)\b", "", words, flags=re.I)):
         return None  # "who opened it?": one record of the answer, not all of them
     asked_who = re.search(r"\bwho\b|\bwhom\b|\bwhose\b|谁|哪些人|哪位", previous["standalone"], re.I)

@@ -616,7 +616,8 @@ def test_the_window_moved_in_free_words(asked, month):
 
 
 @pytest.mark.parametrize(
-    "asked", ["oh wait, I meant the open ones", "hold on, make that the open ones", "sorry, what I meant was the open ones"]
+    "asked",
+    ["oh wait, I meant the open ones", "hold on, make that the open ones", "sorry, what I meant was the open ones"],
 )
 def test_a_correction_asks_the_last_question_again_corrected(asked):
     closed = {**QUERIED, "standalone": "Rashid's closed PRs in March 2026"}
@@ -625,9 +626,13 @@ def test_a_correction_asks_the_last_question_again_corrected(asked):
 
 @pytest.mark.parametrize(
     "asked,topic",
-    [("anything regarding caching?", "caching"), ("有没有跟 tokenizer 有关的？", "tokenizer"), ("有没有提到 docker 的", "docker")],
+    [
+        ("有没有和 caching 相关的", "caching"),
+        ("有没有跟 tokenizer 有关的？", "tokenizer"),
+        ("有没有提到 docker 的", "docker"),
+    ],
 )
-def test_any_about_a_topic_narrows_the_last_records(asked, topic):
+def test_any_about_a_topic_in_chinese_narrows_the_last_records(asked, topic):
     out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
     assert out.standalone == f"Which PRs did Rashid merge in March 2026 about {topic}"
 
@@ -639,7 +644,9 @@ def test_that_person_after_a_who_answer_is_the_answers_person_not_the_one_asked_
     assert "Lars Nielsen" in resolve_offline("那个人一共开了几个 PR", [who], PEOPLE, NOW).standalone
 
 
-@pytest.mark.parametrize("asked", ["how many is that altogether", "how many is it overall", "how many are those combined"])
+@pytest.mark.parametrize(
+    "asked", ["how many is that altogether", "how many is it overall", "how many are those combined"]
+)
 def test_a_count_in_all_counts_the_last_question(asked):
     assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == "how many PRs did Rashid merge in March 2026"
 
@@ -699,3 +706,29 @@ def test_an_ordinal_points_at_that_record_of_the_last_answer(asked, standalone):
 def test_an_extreme_of_the_last_records_is_one_record_at_that_end(asked, end):
     out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
     assert out.standalone.endswith(f"Rashid merge in March 2026 {end}")
+
+
+# the answer was one group ("which repository had the most PRs merged in 2025": acme/web)
+ONE_GROUP = {
+    **RANKED,
+    "standalone": "which repository had the most PRs merged in 2025",
+    "answer_people": [],
+    "answer_groups": {"field": "repo", "keys": ["acme/web"]},
+}
+
+
+@pytest.mark.parametrize(
+    "asked,standalone",
+    [
+        ("and who merged the most of those?", "PRs merged in 2025 in acme/web who merged the most"),
+        ("show me them", "list PRs merged in 2025 in acme/web"),
+        ("how many is that", "how many PRs merged in 2025 in acme/web"),
+    ],
+)
+def test_those_after_a_one_group_answer_are_that_groups_records(asked, standalone):
+    assert resolve_offline(asked, [ONE_GROUP], PEOPLE, NOW).standalone == standalone
+
+
+def test_those_after_several_groups_are_all_the_records():
+    several = {**ONE_GROUP, "answer_groups": {"field": "repo", "keys": ["acme/web", "acme/infra"]}}
+    assert "acme/web" not in resolve_offline("who merged the most of those?", [several], PEOPLE, NOW).standalone
