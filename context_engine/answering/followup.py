@@ -788,19 +788,23 @@ def _narrowed(previous: dict[str, Any], words: str, listed: bool = False) -> str
 # How the records of one group are said, by the field the groups were by (the planner reads these back),
 # and the noun that named the grouping in the question ("by label", "which repo")
 _GROUP_CONDITIONS = {
-    "labels.name": ("labelled {}", r"labels?"),
-    "labels": ("labelled {}", r"labels?"),
-    "repo": ("in {}", r"(?:repo|repository)s?"),
-    "workspace": ("in {}", r"workspaces?"),
+    "labels.name": ("labelled {}", r"label"),
+    "labels": ("labelled {}", r"label"),
+    "repo": ("in {}", r"(?:repo|repository)"),
+    "workspace": ("in {}", r"workspace"),
 }
 
 
 def _the_one_group(previous: dict[str, Any]) -> tuple[str, str] | None:
     """(the condition naming its records, the grouping noun) when the last answer was one group of a
-    field whose records can be said ("which label is the biggest": enhancement); else None."""
+    field whose records can be said, or the last question asked for one ("which label is the biggest":
+    its first group, enhancement); else None."""
     groups = previous.get("answer_groups") or {}
     said = _GROUP_CONDITIONS.get(groups.get("field", ""))
-    if said is None or len(groups.get("keys", [])) != 1:
+    if said is None or not groups.get("keys"):
+        return None
+    asked_one = re.search(rf"\b(?:which|what)\s+{said[1]}\b(?!s)", previous["standalone"], re.I)
+    if len(groups["keys"]) != 1 and not asked_one:
         return None
     return said[0].format(groups["keys"][0]), said[1]
 
@@ -861,7 +865,7 @@ def _elliptical(
         rest = "" if reshaped else re.sub(r"\s{2,}", " ", _OF_THOSE.sub(" ", words)).strip(" ,，")
         grouping = (
             r"\bbreak\s+down\b|\bsplit(?:\s+up)?\b|\bgroup(?:ed)?\b"
-            rf"|\b(?:by|per|for\s+each|each|across|which|what)\s+{noun}(?:\s+(?:had|has|have|got|saw|gets?))?\b"
+            rf"|\b(?:by|per|for\s+each|each|across|which|what)\s+{noun}s?(?:\s+(?:had|has|have|got|saw|gets?))?\b"
         )
         base = _PREVIOUS_SHAPE.sub(" ", re.sub(grouping, " ", previous["standalone"].rstrip("?？。. "), flags=re.I))
         text = re.sub(r"\s{2,}", " ", f"{base} {condition} {rest}" if rest else f"{reshaped} {base} {condition}")

@@ -730,5 +730,19 @@ def test_those_after_a_one_group_answer_are_that_groups_records(asked, standalon
 
 
 def test_those_after_several_groups_are_all_the_records():
-    several = {**ONE_GROUP, "answer_groups": {"field": "repo", "keys": ["acme/web", "acme/infra"]}}
+    several = {
+        **ONE_GROUP,
+        "standalone": "PRs merged in 2025 per repository",
+        "answer_groups": {"field": "repo", "keys": ["acme/web", "acme/infra"]},
+    }
     assert "acme/web" not in resolve_offline("who merged the most of those?", [several], PEOPLE, NOW).standalone
+
+
+def test_those_after_which_one_group_was_asked_are_the_first_groups_records():
+    ranked = {
+        **ONE_GROUP,
+        "standalone": "PRs merged in 2025 by repository which repository is the largest",
+        "answer_groups": {"field": "repo", "keys": ["acme/web", "acme/infra"]},
+    }
+    out = resolve_offline("how many of those are still open", [ranked], PEOPLE, NOW)
+    assert out.standalone == "PRs merged in 2025 in acme/web how many are still open"
