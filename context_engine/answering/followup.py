@@ -188,6 +188,19 @@ _MOVE_AHEAD = re.compile(
     r"|^(?:明|下一?|后一)(年)(?:的)?同期(?:的)?$",
     re.I,
 )
+# the same moves by more than one unit ("two months earlier", "往前推两个月", "三年后")
+_CJK_COUNTS = {"两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+_MOVE_BY = re.compile(
+    rf"^{_SAME_WINDOW}?(?P<n>\d+|two|three|four|five|six|seven|eight|nine|ten|twelve)\s+(?P<unit>day|week|month|quarter|year)s?"
+    r"\s+(?P<way>earlier|before|ago|back|prior|later|after|on)$"
+    r"|^(?:再)?(?:往|向)?(?P<cway>前|后)(?:推|挪|移)?(?P<cn>\d+|[两二三四五六七八九十])个?(?P<cunit>天|日|周|星期|礼拜|月|季度|年)$"
+    r"|^(?P<an>\d+|[两二三四五六七八九十])个?(?P<aunit>天|日|周|星期|礼拜|月|季度|年)(?:之|以)?(?P<away>前|后)(?:的)?$",
+    re.I,
+)
+# "the same months in 2021", "same stretch of 2020", "2021 年同期": the last window in another year
+_SAME_IN_YEAR = re.compile(
+    rf"^{_SAME_WINDOW}(?:in|of|during)\s+(?P<y>(?:19|20)\d\d)$|^(?P<cy>(?:19|20)\d\d)\s*年的?同期(?:的)?$", re.I
+)
 _EARLIER = re.compile(
     r"^(?:any(?:thing)?\s+)?(?:earlier|before\s+(?:that|then)|prior\s+to\s+that|even\s+earlier)(?:\s+ones?)?$"
     r"|^(?:更早|再早|之前|在那之前|那之前|以前)(?:的)?$",
@@ -251,6 +264,19 @@ def _shifted(core: str, previous: dict[str, Any]) -> str | None:
         if several.group(1).lower() in ("next", "following"):
             return _phrase(end, _step(end, unit, n))
         return _phrase(_step(start, unit, -n), start)
+    moved_by = _MOVE_BY.match(core)
+    if moved_by:  # "two months earlier", "往前推两个月", "三年后": the window moved by that many units
+        said = {k: v for k, v in moved_by.groupdict().items() if v}
+        count = said.get("n") or said.get("cn") or said.get("an") or ""
+        n = int(count) if count.isdigit() else _COUNTS.get(count.lower()) or _CJK_COUNTS[count]
+        unit = _UNITS[(said.get("unit") or said.get("cunit") or said.get("aunit") or "").lower()]
+        way = (said.get("way") or said.get("cway") or said.get("away") or "").lower()
+        n = -n if way in ("earlier", "before", "ago", "back", "prior", "前") else n
+        return _phrase(_step(start, unit, n), _step(end, unit, n))
+    same_in = _SAME_IN_YEAR.match(core)
+    if same_in:  # "the same months in 2021", "2021 年同期": the window in that year
+        n = 12 * (int(same_in.group("y") or same_in.group("cy")) - start.year)
+        return _phrase(_months(start, n), _months(end, n))
     for pattern, n, moved in (
         (_NEXT_BACK, -1, False),
         (_NEXT_AHEAD, 1, False),
@@ -785,6 +811,16 @@ def _narrowed(previous: dict[str, Any], words: str, listed: bool = False) -> str
     return f"{before} {words}".strip()
 
 
+# "split it by week", "break that down by month", "month by month", "按周分一下", "每月": the last records
+# counted per period (the period replaces any grouping and shape the last question had)
+_REGROUP = re.compile(
+    r"^(?:(?:split|break|bucket|group|divide|chunk)(?:\s+(?:it|that|this|them|those|these))?(?:\s+(?:down|up|out))?"
+    r"\s+(?:by|per|into|in)\s+|(?:now\s+|then\s+)?(?:by|per)\s+|(?:for\s+)?each\s+)"
+    r"(day|week|month|quarter|year)s?(?:\s+(?:instead|then|please))?$"
+    r"|^(day|week|month|quarter|year)\s+by\s+(?:day|week|month|quarter|year)$"
+    r"|^按(天|日|周|星期|月|季度|年)份?(?:分|统计|分组|拆分|拆开|看|列|来)?(?:一下)?$|^每(天|周|月|季度|年)(?:的|分别)?(?:多少)?$",
+    re.I,
+)
 # How the records of one group are said, by the field the groups were by (the planner reads these back),
 # and the noun that named the grouping in the question ("by label", "which repo")
 _GROUP_CONDITIONS = {
@@ -857,6 +893,11 @@ def _elliptical(
                 month = _period_phrase(previous["answer_periods"][0])
                 previous = {**previous, "standalone": _replace_time(previous, month)}
             return _counted(previous)
+    regroup = _REGROUP.match(words)
+    if regroup:  # "split it by week", "按月统计": the last question's records, counted per period
+        unit = _UNITS[next(g for g in regroup.groups() if g).lower()]
+        base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
+        return FollowUp(f"{base} per {unit}", f"the last question's records, per {unit}")
     group = _the_one_group(previous)
     reshaped = "list" if _LIST_IT.match(words) else "how many" if _COUNT_IT.match(words) or _asks_count(words) else ""
     if group is not None and (_OF_THOSE.search(words) or reshaped):

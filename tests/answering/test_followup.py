@@ -746,3 +746,27 @@ def test_those_after_which_one_group_was_asked_are_the_first_groups_records():
     }
     out = resolve_offline("how many of those are still open", [ranked], PEOPLE, NOW)
     assert out.standalone == "PRs merged in 2025 in acme/web how many are still open"
+
+
+@pytest.mark.parametrize(
+    "asked,month",
+    [
+        ("three months earlier", "December 2025"),
+        ("the same stretch, 2 years back", "March 2024"),
+        ("往后挪两个月", "May 2026"),
+        ("两年前的呢", "March 2024"),
+        ("the same period in 2023", "March 2023"),
+        ("2024 年同期", "March 2024"),
+    ],
+)
+def test_the_window_moved_by_several_units_or_to_another_year(asked, month):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == f"Which PRs did Rashid merge in {month}?"
+
+
+@pytest.mark.parametrize(
+    "asked,unit",
+    [("break it down by quarter", "quarter"), ("week by week", "week"), ("按天拆开", "day"), ("每月分别多少", "month")],
+)
+def test_a_new_period_grouping_counts_the_last_records_per_period(asked, unit):
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    assert out.standalone == f"PRs did Rashid merge in March 2026 per {unit}"
