@@ -100,6 +100,23 @@ def _one_extreme(rest: str) -> str:
     return "the oldest one" if (said.group("en") or said.group("cjk")).lower() in _OLDEST else "the newest one"
 
 
+# "which of those did Priya open", "which ones does she review": the records someone acted on, said in the
+# past tense so a verb that is also a state ("open") is read as what they did
+_DID_SUBSET = re.compile(
+    r"^(?:which|what)\s+(?:(?:ones\s+)?(?:of|among)\s+(?:those|these|them)|ones)\s+(?:did|does|do)\s+(\S.*)$", re.I
+)
+_RECORD_VERB = re.compile(
+    r"\b(?:open|close|merge|review|file|write|post|comment|approve|create|report|label|assign|fix|start|reply|"
+    r"submit|raise|author|land)\b",
+    re.I,
+)
+_PAST = {"write": "wrote", "reply": "replied", "label": "labelled", "submit": "submitted"}
+
+
+def _past(verb: str) -> str:
+    return _PAST.get(verb) or (verb + "d" if verb.endswith("e") else verb + "ed")
+
+
 # "哪个", "哪一条": one record, not a ranking of several ("哪些")
 _WHICH_ONE_CJK = re.compile(
     r"^(?:其中|这些|那些|这几(?:个|条|篇)|那几(?:个|条|篇)|里面)?(?:里面|里|中|当中)?(?:的)?哪一?(?:个|条|篇|项)(?!月|星期|周|年|天)"
@@ -608,6 +625,10 @@ def resolve_offline(
     if about:
         topic = f"about {about.group(1).strip()}"
         return FollowUp(_narrowed(previous, topic), f"of the last answer's records: {topic!r}", topic)
+    did = _DID_SUBSET.match(core)
+    if did:  # "which of those did Priya open": those that Priya opened (not the open ones)
+        rest = "that " + _RECORD_VERB.sub(lambda m: _past(m.group(0).lower()), did.group(1))
+        return FollowUp(_narrowed(previous, rest, True), f"of the last answer's records: {rest!r}", rest)
     subset = _SUBSET.match(core)
     if subset:
         rest = _NEGATED.sub("not ", _STILL.sub("", next(g for g in subset.groups() if g is not None)).strip())
@@ -1011,6 +1032,10 @@ def _elliptical(
         return None  # a new person with more words: not ours to guess
     # "which of those has the most comments", "哪个评论最多": one of them
     words = re.sub(r"^which\s+(?:one\s+)?(?:of|among)\s+(?:those|these|them)\b", "which one", words, flags=re.I)
+    # "who opened them?": the people, ranked by how many of them each did
+    words = re.sub(
+        r"^who\s+(\w+)\s+(?:all\s+of\s+)?(?:them|those|these)(?:\s+all)?$", r"who \1 the most", words, flags=re.I
+    )
     if _HAS_SHAPE.search(words):
         words = _WHICH_ONE_CJK.sub("which one ", words, count=1)
     rest = _NEGATED.sub("not ", re.sub(r"\s{2,}", " ", _OF_THOSE.sub(" ", words)).strip(" ,，"))

@@ -770,3 +770,17 @@ def test_the_window_moved_by_several_units_or_to_another_year(asked, month):
 def test_a_new_period_grouping_counts_the_last_records_per_period(asked, unit):
     out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
     assert out.standalone == f"PRs did Rashid merge in March 2026 per {unit}"
+
+
+@pytest.mark.parametrize(
+    "asked,rest",
+    [("which of these did Priya review", "that Priya reviewed"), ("which ones did Lars close?", "that Lars closed")],
+)
+def test_which_of_those_someone_did_is_what_they_did_not_a_state(asked, rest):
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    assert out.standalone == f"PRs did Rashid merge in March 2026 {rest}"
+
+
+def test_who_did_them_ranks_the_people_over_the_last_records():
+    out = resolve_offline("who reviewed those?", [QUERIED], PEOPLE, NOW)
+    assert out.standalone == "PRs did Rashid merge in March 2026 who reviewed the most"
