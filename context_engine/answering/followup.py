@@ -480,6 +480,8 @@ def _replace_time(previous: dict[str, Any], when: str) -> str:
             if when.isascii():  # "between 2026-11-16 and 2026-11-22" set apart from the Chinese around it
                 before = before + " " if before and HAN.match(before[-1]) else before
                 after = " " + after if after and HAN.match(after[0]) else after
+            if _ENDS_WITH_PREPOSITION.search(before):  # "PRs from 2022" -> "PRs from 2021", not "from in 2021"
+                when = _PREPOSITION_OF_TIME.sub("", when)
             return before + when + after
     return f"{text.rstrip('?？ ')} {when}"
 
@@ -611,6 +613,7 @@ def resolve_offline(
         and len(
             re.sub(
                 r"\b(?:in|on|during|since|for|from|of|the|ones?|those|that|them|threads?|messages?|posts?|prs?|"
+                r"back|again|instead|too|also|then|"
                 r"figures?|numbers?|counts?|totals?|"
                 r"pull\s+requests?|issues?|look\s+like|what\s+did|how\s+about|was\s+it)\b|在|的|那",
                 "",
@@ -1032,6 +1035,14 @@ def _elliptical(
         return None  # a new person with more words: not ours to guess
     # "which of those has the most comments", "哪个评论最多": one of them
     words = re.sub(r"^which\s+(?:one\s+)?(?:of|among)\s+(?:those|these|them)\b", "which one", words, flags=re.I)
+    # "whose drafts are those, mostly?": the person with the most of them
+    verb = "posted" if previous.get("collection") == "messages" else "opened"
+    words = re.sub(
+        r"^whose\s+(?:\w+\s+)?(?:are|were|is|was)\s+(?:those|these|they|them)(?:[\s,]+(?:mostly|mainly|for\s+the\s+most\s+part))?$",
+        f"who {verb} the most",
+        words,
+        flags=re.I,
+    )
     # "who opened them?": the people, ranked by how many of them each did
     words = re.sub(
         r"^who\s+(\w+)\s+(?:all\s+of\s+)?(?:them|those|these)(?:\s+all)?$", r"who \1 the most", words, flags=re.I

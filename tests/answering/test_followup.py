@@ -784,3 +784,13 @@ def test_which_of_those_someone_did_is_what_they_did_not_a_state(asked, rest):
 def test_who_did_them_ranks_the_people_over_the_last_records():
     out = resolve_offline("who reviewed those?", [QUERIED], PEOPLE, NOW)
     assert out.standalone == "PRs did Rashid merge in March 2026 who reviewed the most"
+
+
+def test_whose_are_those_mostly_is_the_person_with_the_most_of_them():
+    out = resolve_offline("whose are these, mainly?", [QUERIED], PEOPLE, NOW)
+    assert out.standalone == "PRs did Rashid merge in March 2026 who opened the most"
+
+
+def test_a_new_year_said_with_back_or_again_replaces_the_year_after_its_preposition():
+    since = {**QUERIED, "standalone": "Rashid's PRs from 2025", "times": ["2025"]}
+    assert resolve_offline("and back in 2024?", [since], PEOPLE, NOW).standalone == "Rashid's PRs from 2024"
