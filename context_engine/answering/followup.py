@@ -126,6 +126,21 @@ _WHICH_ONE_CJK = re.compile(
 _ANY_ABOUT = re.compile(
     r"^(?:有没有|有无|是否有|有)(?:关于|涉及|提到|讲|和|跟|与)\s*([^\s的].*?)\s*(?:有关|相关)?的?(?:吗)?$"
 )
+# "跟 features 有关的", "讲 ClojureScript 的有哪些", "关于 BLEU 的": a topic said in Chinese, as the planner reads it
+_CJK_TOPIC = re.compile(
+    r"^(?:哪些|哪个)?(?:是)?(?:跟|和|与|同|关于|涉及|提到|提及|谈到|讲到|说到|讲|谈|说)\s*([^\s的].*?)\s*(?:有关|相关|有关系)?(?:的)?"
+    r"(?:有哪些|是哪些|都有哪些|有几个|有多少|呢|吗)?$"
+)
+
+
+def _cjk_topic(rest: str) -> str:
+    said = _CJK_TOPIC.match(rest)
+    if not said or not re.search(r"有关|相关|有关系|^(?:哪些|哪个)?(?:是)?(?:关于|涉及|提到|提及|讲|谈|说)", rest):
+        return rest  # "和 lhoestq 的" is not a topic: a topic needs 有关/相关 or a word of talking about
+    counted = re.search(r"有几个|有多少", rest)
+    return f"{'how many ' if counted else ''}about {said.group(1).strip()}"
+
+
 # "didn't get merged", "haven't been closed yet", "weren't ever reviewed": a negated condition, said as
 # the planner reads a negation ("not merged", "not closed yet")
 _NEGATED = re.compile(
@@ -635,7 +650,7 @@ def resolve_offline(
     subset = _SUBSET.match(core)
     if subset:
         rest = _NEGATED.sub("not ", _STILL.sub("", next(g for g in subset.groups() if g is not None)).strip())
-        rest = _one_extreme(rest)
+        rest = _cjk_topic(_one_extreme(rest))
         if rest and re.match(r"^which\s+(?:one\s+)?(?:of|among)\b", core, re.I) and _HAS_SHAPE.search(rest):
             rest = f"which one of them {rest}"  # "which of those has the most comments": one record
         elif rest and _WHICH_ONE_CJK.search(core) and _HAS_SHAPE.search(rest):
@@ -1052,7 +1067,7 @@ def _elliptical(
     rest = _NEGATED.sub("not ", re.sub(r"\s{2,}", " ", _OF_THOSE.sub(" ", words)).strip(" ,，"))
     if not rest or len(rest.split()) > 12:
         return None
-    rest = _one_extreme(rest)
+    rest = _cjk_topic(_one_extreme(rest))
     switched = _switched_state(previous["standalone"], rest)
     if switched:
         return FollowUp(*switched)

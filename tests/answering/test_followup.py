@@ -794,3 +794,17 @@ def test_whose_are_those_mostly_is_the_person_with_the_most_of_them():
 def test_a_new_year_said_with_back_or_again_replaces_the_year_after_its_preposition():
     since = {**QUERIED, "standalone": "Rashid's PRs from 2025", "times": ["2025"]}
     assert resolve_offline("and back in 2024?", [since], PEOPLE, NOW).standalone == "Rashid's PRs from 2024"
+
+
+@pytest.mark.parametrize(
+    "asked,rest",
+    [
+        ("其中跟 caching 相关的", "about caching"),
+        ("那谈到 tokenizer 的呢", "about tokenizer"),
+        ("这些里面提到 docker 的有多少", "how many about docker"),
+        ("只要和 Priya 一起的", "和 Priya 一起的"),  # no word of a topic: left as said
+    ],
+)
+def test_a_topic_said_in_chinese_narrows_as_about(asked, rest):
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    assert out.standalone.endswith(f"Rashid merge in March 2026 {rest}")
