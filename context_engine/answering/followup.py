@@ -651,6 +651,8 @@ def resolve_offline(
     if subset:
         rest = _NEGATED.sub("not ", _STILL.sub("", next(g for g in subset.groups() if g is not None)).strip())
         rest = _cjk_topic(_one_extreme(rest))
+        if _COUNT_IT.match(rest):  # "这些有几个": those, counted
+            return _counted(previous)
         if rest and re.match(r"^which\s+(?:one\s+)?(?:of|among)\b", core, re.I) and _HAS_SHAPE.search(rest):
             rest = f"which one of them {rest}"  # "which of those has the most comments": one record
         elif rest and _WHICH_ONE_CJK.search(core) and _HAS_SHAPE.search(rest):
@@ -717,7 +719,8 @@ _COUNT_IT = re.compile(
     r"(?:\s+(?:is|are|was|were)\s+(?:that|those|these|them|there|it))?(?:\s+(?:in\s+total|in\s+all|all\s+told|altogether|all\s+together|overall|combined))?$"
     r"|^(?:give\s+me\s+|tell\s+me\s+)?(?:the\s+|a\s+)?(?:count|number|total)(?:\s+(?:for\s+|of\s+)?(?:them|it|that|those|this))?$"
     r"|^what\s+does\s+(?:that|it|this)\s+(?:come|add)\s+(?:to|up\s+to)(?:[,\s]+in\s+(?:numbers?|total))?$"
-    r"|^count\s+(?:them|it|that|those|these)$|^(?:一共|总共|共)?(?:有)?(?:多少|几)(?:个|条|次)?$"
+    r"|^count\s+(?:them|it|that|those|these)$"
+    r"|^(?:这样的|这种的?|这类的?|这些|那些|它们)?(?:加起来)?(?:一共|总共|共)?(?:有)?(?:多少|几)(?:个|条|次)?$"
     r"|^how\s+many(?:'s|\s+is)\s+(?:that|it|this)(?:\s+then)?$|^(?:那|这)?(?:是|有)?(?:多少|几)(?:个|条|次)$"
     r"|^count\s+(?:them|it|that|those|these)\s+up(?:\s+for\s+me)?$"
     r"|^how\s+many\s+(?:\w+\s+){0,2}ones\s+(?:is|are)\s+(?:that|those|there)(?:,?\s+then)?$"  # the narrowing restated

@@ -808,3 +808,8 @@ def test_a_new_year_said_with_back_or_again_replaces_the_year_after_its_preposit
 def test_a_topic_said_in_chinese_narrows_as_about(asked, rest):
     out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
     assert out.standalone.endswith(f"Rashid merge in March 2026 {rest}")
+
+
+@pytest.mark.parametrize("asked", ["这种的一共有多少个", "这些加起来几个"])
+def test_a_count_of_such_records_in_chinese_counts_the_last_question(asked):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == "how many PRs did Rashid merge in March 2026"
