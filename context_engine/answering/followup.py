@@ -38,7 +38,7 @@ from context_engine.text import HAN
 
 _LEAD = re.compile(
     r"^\s*(?:(?:(?:and|but|also|so|ok(?:ay)?|then|now)[\s,]+)+(?:(?:what|how)\s+about\s+)?"
-    r"|(?:what|how)\s+about\s+|(?:那么?|还有|那)\s*)",
+    r"|(?:what|how)\s+about\s+|(?:那么|还有|那(?![个位些年天次条时月周里边几]))\s*)",  # not 那个人, 那年
     re.I,
 )
 # "same for 2020", "the same but for Mario", "换成张伟", "改成十月": the rest is the new person or time.
@@ -57,12 +57,12 @@ _REDO = re.compile(
 )
 _PRONOUN = re.compile(r"^(?:him|her|them|he|she|他|她|他们|她们)$", re.I)
 _SUBSET = re.compile(
-    r"^(?:which|what)\s+(?:ones\s+)?(?:of|among)\s+(?:those|these|them)\s*(?:are|were|is|was|have|has|did)?\s*(?P<a>.*)$"
+    r"^(?:which|what)\s+(?:ones\s+)?(?:of|among)\s+(?:those|these|them)\s*(?:(?:are|were|is|was|have|has|did)(?![n'’]))?\s*(?P<a>.*)$"
     r"|^(?:of|among)\s+(?:those|these|them)[\s,]*(?:which|what|only)?\s*(?:ones?)?\s*(?:are|were)?\s*(?P<b>.*)$"
     r"|^(?:only|just|keep)\s+(?:the\s+ones?|those|these)\s*(?:that\s+are|that|which\s+are|which)?\s*(?P<c>.*)$"
     r"|^(?:only|just|keep)\s+(?:the\s+)?(?P<f>.+?\s+ones?)$"
     r"|^(?:which|what)\s+ones\s+(?:(?:are|were|is|was)\s+)?(?P<g>(?!of\b|among\b)\S.*)$"
-    r"|^(?:其中|这些|那些|里面)(?:里面|里|中|当中)?(?:的)?(?:哪些|哪个)?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$",
+    r"|^(?:其中|这些|那些|这几(?:个|条|篇)|那几(?:个|条|篇)|里面)(?:里面|里|中|当中)?(?:的)?(?:哪些|哪一?(?:个|条|篇|项)(?!月|星期|周|年|天))?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$",
     re.I,
 )
 _RECORD = re.compile(
@@ -76,6 +76,77 @@ _RECORDS = re.compile(
 _PREPOSITION = re.compile(r"^(?:for|by|from|of|to|with|about)\s+", re.I)
 MAX_REFS = 10  # records "them" may stand for
 _STILL = re.compile(r"^\s*still\s+", re.I)
+# "the second one", "the last PR", "第三条": one record of the last answer, by its place in it
+_NTH_RECORD = re.compile(
+    r"(?:^|\bthe\s+)(?P<en>first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)\s+"  # not "good first issue"
+    r"(?:one|prs?|pull\s+request|issue|message|thread|post|record|result|item|entry)\b"
+    r"|第(?P<cjk>一|二|两|三|四|五|[1-9])(?:个|条|篇|项)|(?P<last>最后一(?:个|条|篇|项))",
+    re.I,
+)
+# "the oldest of those", "which is the most recent", "最早的那个": the one record at that end, said as
+# the planner reads an extreme of the records ("the oldest one")
+_EXTREME_ALONE = re.compile(
+    r"^(?:which(?:\s+one)?\s+(?:is|was)\s+)?(?:the\s+)?(?P<en>oldest|earliest|newest|latest|most\s+recent)(?:\s+one)?$"
+    r"|^(?:哪个|哪条)?(?:是)?(?P<cjk>最早|最新|最近|最晚)(?:的)?(?:那|这)?(?:一)?(?:个|条|篇)?(?:是哪(?:个|条|篇))?$",
+    re.I,
+)
+_OLDEST = {"oldest", "earliest", "最早"}
+
+
+def _one_extreme(rest: str) -> str:
+    said = _EXTREME_ALONE.match(rest)
+    if not said:
+        return rest
+    return "the oldest one" if (said.group("en") or said.group("cjk")).lower() in _OLDEST else "the newest one"
+
+
+# "which of those did Priya open", "which ones does she review": the records someone acted on, said in the
+# past tense so a verb that is also a state ("open") is read as what they did
+_DID_SUBSET = re.compile(
+    r"^(?:which|what)\s+(?:(?:ones\s+)?(?:of|among)\s+(?:those|these|them)|ones)\s+(?:did|does|do)\s+(\S.*)$", re.I
+)
+_RECORD_VERB = re.compile(
+    r"\b(?:open|close|merge|review|file|write|post|comment|approve|create|report|label|assign|fix|start|reply|"
+    r"submit|raise|author|land)\b",
+    re.I,
+)
+_PAST = {"write": "wrote", "reply": "replied", "label": "labelled", "submit": "submitted"}
+
+
+def _past(verb: str) -> str:
+    return _PAST.get(verb) or (verb + "d" if verb.endswith("e") else verb + "ed")
+
+
+# "哪个", "哪一条": one record, not a ranking of several ("哪些")
+_WHICH_ONE_CJK = re.compile(
+    r"^(?:其中|这些|那些|这几(?:个|条|篇)|那几(?:个|条|篇)|里面)?(?:里面|里|中|当中)?(?:的)?哪一?(?:个|条|篇|项)(?!月|星期|周|年|天)"
+)
+# "有没有关于 segmentation 的", "有没有跟 X 有关的": the last records, on a topic (English "anything on X" is
+# an elliptical narrowing as it is said)
+_ANY_ABOUT = re.compile(
+    r"^(?:有没有|有无|是否有|有)(?:关于|涉及|提到|讲|和|跟|与)\s*([^\s的].*?)\s*(?:有关|相关)?的?(?:吗)?$"
+)
+# "跟 features 有关的", "讲 ClojureScript 的有哪些", "关于 BLEU 的": a topic said in Chinese, as the planner reads it
+_CJK_TOPIC = re.compile(
+    r"^(?:哪些|哪个)?(?:是)?(?:跟|和|与|同|关于|涉及|提到|提及|谈到|讲到|说到|讲|谈|说)\s*([^\s的].*?)\s*(?:有关|相关|有关系)?(?:的)?"
+    r"(?:有哪些|是哪些|都有哪些|有几个|有多少|呢|吗)?$"
+)
+
+
+def _cjk_topic(rest: str) -> str:
+    said = _CJK_TOPIC.match(rest)
+    if not said or not re.search(r"有关|相关|有关系|^(?:哪些|哪个)?(?:是)?(?:关于|涉及|提到|提及|讲|谈|说)", rest):
+        return rest  # "和 lhoestq 的" is not a topic: a topic needs 有关/相关 or a word of talking about
+    counted = re.search(r"有几个|有多少", rest)
+    return f"{'how many ' if counted else ''}about {said.group(1).strip()}"
+
+
+# "didn't get merged", "haven't been closed yet", "weren't ever reviewed": a negated condition, said as
+# the planner reads a negation ("not merged", "not closed yet")
+_NEGATED = re.compile(
+    r"\b(?:did|do|does|have|has|had|are|were|is|was)(?:n['’]t|\s+not)\s+(?:ever\s+|yet\s+)?(?:(?:get|got|gotten|been|be)\s+)?",
+    re.I,
+)
 
 
 @dataclass
@@ -122,16 +193,45 @@ _NEXT_AHEAD = re.compile(
     rf"^(?:the\s+)?{_EN_UNIT}\s+after(?:\s+(?:that|this|it)(?:\s+one)?)?$|^(?:the\s+)?(?:next|following)\s+{_EN_UNIT}$|^后{_CJK_UNIT}$",
     re.I,
 )
+# "the same stretch", "that period", "those months": the last window itself, which a shift moves whole
+_SAME_WINDOW = (
+    r"(?:(?:(?:the|that|those|this|these)\s+)?(?:same\s+)?(?:quarter|months?|weeks?|period|time(?:\s+frame)?|timeframe"
+    r"|window|days?|dates|stretch|span|range)[\s,]+)"
+)
+# "一年后", "一个月之前": that window, one unit on (back); "往后推一个月", "往前挪一周"
+_CJK_ONE_UNIT = r"(?:一|1)个?(天|日|周|星期|礼拜|月|季度|年)"
 _MOVE_BACK = re.compile(
-    rf"^(?:(?:the\s+)?(?:same\s+)?(?:quarter|month|week|period|time|window|days?)\s+)?(?:a|one|1)\s+{_EN_UNIT}\s+(?:earlier|before|ago|back|prior)$|^(?:再|再往|往)前{_CJK_UNIT}$"
+    rf"^{_SAME_WINDOW}?(?:a|one|1)\s+{_EN_UNIT}\s+(?:earlier|before|ago|back|prior)$"
+    rf"|^(?:再)?(?:往|向)?前(?:推|挪|移|倒)?{_CJK_UNIT}$"
     rf"|^(?:go\s+|step\s+|move\s+)?back\s+(?:a|one|1)\s+{_EN_UNIT}$"
-    rf"|^(?:再)?早{_CJK_UNIT}$",
+    rf"|^(?:再)?早{_CJK_UNIT}$|^{_CJK_ONE_UNIT}(?:之|以)?前(?:的)?$"
+    # "same stretch last year", "the same period the year before", "those months of the previous year"
+    r"|^" + _SAME_WINDOW + r"(?:(?:of\s+|in\s+)?(?:last|the\s+previous|the\s+prior|the\s+preceding)\s+|the\s+)"
+    r"(day|week|month|quarter|year)(?:\s+before|\s+earlier)?$"
+    r"|^(?:去|上一?|前一)(年)(?:的)?同期(?:的)?$",  # 去年同期: the same window a year back
     re.I,
 )
 _MOVE_AHEAD = re.compile(
-    rf"^(?:(?:the\s+)?(?:same\s+)?(?:quarter|month|week|period|time|window|days?)\s+)?(?:a|one|1)\s+{_EN_UNIT}\s+(?:later|after|on)$|^(?:再|再往|往)后{_CJK_UNIT}$"
-    rf"|^(?:再)?晚{_CJK_UNIT}$",
+    rf"^{_SAME_WINDOW}?(?:a|one|1)\s+{_EN_UNIT}\s+(?:later|after|on)$"
+    rf"|^(?:再)?(?:往|向)?后(?:推|挪|移|延)?{_CJK_UNIT}$"
+    rf"|^(?:再)?晚{_CJK_UNIT}$|^(?:推迟|延后|顺延){_CJK_UNIT}$|^{_CJK_ONE_UNIT}(?:之|以)?后(?:的)?$"
+    r"|^" + _SAME_WINDOW + r"(?:(?:of\s+|in\s+)?(?:next|the\s+next|the\s+following)\s+|the\s+)"
+    r"(day|week|month|quarter|year)(?:\s+after|\s+later)?$"
+    r"|^(?:明|下一?|后一)(年)(?:的)?同期(?:的)?$",
     re.I,
+)
+# the same moves by more than one unit ("two months earlier", "往前推两个月", "三年后")
+_CJK_COUNTS = {"两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+_MOVE_BY = re.compile(
+    rf"^{_SAME_WINDOW}?(?P<n>\d+|two|three|four|five|six|seven|eight|nine|ten|twelve)\s+(?P<unit>day|week|month|quarter|year)s?"
+    r"\s+(?P<way>earlier|before|ago|back|prior|later|after|on)$"
+    r"|^(?:再)?(?:往|向)?(?P<cway>前|后)(?:推|挪|移)?(?P<cn>\d+|[两二三四五六七八九十])个?(?P<cunit>天|日|周|星期|礼拜|月|季度|年)$"
+    r"|^(?P<an>\d+|[两二三四五六七八九十])个?(?P<aunit>天|日|周|星期|礼拜|月|季度|年)(?:之|以)?(?P<away>前|后)(?:的)?$",
+    re.I,
+)
+# "the same months in 2021", "same stretch of 2020", "2021 年同期": the last window in another year
+_SAME_IN_YEAR = re.compile(
+    rf"^{_SAME_WINDOW}(?:in|of|during)\s+(?P<y>(?:19|20)\d\d)$|^(?P<cy>(?:19|20)\d\d)\s*年的?同期(?:的)?$", re.I
 )
 _EARLIER = re.compile(
     r"^(?:any(?:thing)?\s+)?(?:earlier|before\s+(?:that|then)|prior\s+to\s+that|even\s+earlier)(?:\s+ones?)?$"
@@ -196,6 +296,19 @@ def _shifted(core: str, previous: dict[str, Any]) -> str | None:
         if several.group(1).lower() in ("next", "following"):
             return _phrase(end, _step(end, unit, n))
         return _phrase(_step(start, unit, -n), start)
+    moved_by = _MOVE_BY.match(core)
+    if moved_by:  # "two months earlier", "往前推两个月", "三年后": the window moved by that many units
+        said = {k: v for k, v in moved_by.groupdict().items() if v}
+        count = said.get("n") or said.get("cn") or said.get("an") or ""
+        n = int(count) if count.isdigit() else _COUNTS.get(count.lower()) or _CJK_COUNTS[count]
+        unit = _UNITS[(said.get("unit") or said.get("cunit") or said.get("aunit") or "").lower()]
+        way = (said.get("way") or said.get("cway") or said.get("away") or "").lower()
+        n = -n if way in ("earlier", "before", "ago", "back", "prior", "前") else n
+        return _phrase(_step(start, unit, n), _step(end, unit, n))
+    same_in = _SAME_IN_YEAR.match(core)
+    if same_in:  # "the same months in 2021", "2021 年同期": the window in that year
+        n = 12 * (int(same_in.group("y") or same_in.group("cy")) - start.year)
+        return _phrase(_months(start, n), _months(end, n))
     for pattern, n, moved in (
         (_NEXT_BACK, -1, False),
         (_NEXT_AHEAD, 1, False),
@@ -254,6 +367,14 @@ _MEANT = re.compile(
     re.I,
 )
 
+# "no wait, I meant ...", "actually, make that ...", "不对，我说的是 ...": a correction of the last question
+# (after a turn that declined a name, the same words pick a candidate instead)
+_CORRECTION = re.compile(
+    rf"^{_INTERJECTIONS}*(?:(?:wait|hold\s+on|actually|scratch\s+that|my\s+bad)[\s,:;.!]+)*"
+    r"(?:i\s+meant?|what\s+i\s+meant\s+(?:was|is)|i\s+was\s+asking\s+about|make\s+(?:it|that))[\s,:]+"
+    r"|^(?:不是|不对|不)[，,\s]*(?:我)?(?:说的是|指的是|是说|要的是|要|是)\s*",
+    re.I,
+)
 
 # "the racket one", "elmlang 那个", "I meant the one on clojurians": a candidate by where they were seen.
 _PLACE = re.compile(
@@ -313,7 +434,8 @@ _PICK_WORDS = frozenset(
     "his her their".split()
 )
 _PICK_CJK = re.compile(
-    r"(?:我|说|的|是|指|要|找|问|那个|那位|这个|这位|那边|这边|那里|这里|上|里|中|人|嗯|哦|不|对|啊)*"
+    r"(?:我|说|的|是|指|要|找|问|那个|那位|这个|这位|那边|这边|那里|这里|上|里|中|在|人|嗯|哦|不|对|啊"
+    r"|工作区|工作空间|空间|社区|频道|群)*"
 )
 _PICK_TOKEN = re.compile(r"[A-Za-z0-9][\w\-.']*[\w]|[A-Za-z0-9]")
 
@@ -373,6 +495,8 @@ def _replace_time(previous: dict[str, Any], when: str) -> str:
             if when.isascii():  # "between 2026-11-16 and 2026-11-22" set apart from the Chinese around it
                 before = before + " " if before and HAN.match(before[-1]) else before
                 after = " " + after if after and HAN.match(after[0]) else after
+            if _ENDS_WITH_PREPOSITION.search(before):  # "PRs from 2022" -> "PRs from 2021", not "from in 2021"
+                when = _PREPOSITION_OF_TIME.sub("", when)
             return before + when + after
     return f"{text.rstrip('?？ ')} {when}"
 
@@ -415,10 +539,13 @@ _SAME_QUESTION_CJK = re.compile(
 )
 
 
-def _only_the_same_question(rest: str) -> bool:
+def _only_the_same_question(rest: str, before: str = "") -> bool:
+    """`rest` says nothing but the allowed words and words of the last question `before` ("and the ones
+    lhoestq closed" after "issues closed by albertvillanova in 2023")."""
     said = re.findall(r"[a-z][a-z']*", rest.lower())
     others = re.sub(r"[A-Za-z']+|[\s?？,，.。!！]+", "", rest)
-    return all(w in _SAME_QUESTION_WORDS for w in said) and _SAME_QUESTION_CJK.fullmatch(others) is not None
+    known = _SAME_QUESTION_WORDS | set(re.findall(r"[a-z][a-z']*", before.lower()))
+    return all(w in known for w in said) and _SAME_QUESTION_CJK.fullmatch(others) is not None
 
 
 # "separate question: ...", "different topic: ...", "on another note, ...", "换个问题": a question of its own.
@@ -466,6 +593,9 @@ def resolve_offline(
         if len(found) == 1 and found[0].text == meant:
             text = previous["standalone"].replace(previous["unresolved"], meant, 1)
             return FollowUp(text, f"{previous['unresolved']!r} = {meant}")
+    correction = _CORRECTION.match(core)
+    if correction and core[correction.end() :].strip():
+        core = core[correction.end() :].strip()  # "no wait, I meant the closed ones": the last question, corrected
     shifted = _shifted(core, previous)
     if shifted is not None:
         return FollowUp(_replace_time(previous, shifted), f"the same question for {shifted!r}")
@@ -487,7 +617,9 @@ def resolve_offline(
         mentions = [m for m in directory.find_mentions(named) if m.person is not None and not m.is_asker]
         if len(mentions) == 1 and (
             len(named) - (mentions[0].end - mentions[0].start) <= 3
-            or _only_the_same_question(named[: mentions[0].start] + " " + named[mentions[0].end :])
+            or _only_the_same_question(
+                named[: mentions[0].start] + " " + named[mentions[0].end :], previous["standalone"]
+            )
         ):
             name = mentions[0].text
             return FollowUp(_replace_people(previous, name), f"the same question about {name}")
@@ -496,6 +628,7 @@ def resolve_offline(
         and len(
             re.sub(
                 r"\b(?:in|on|during|since|for|from|of|the|ones?|those|that|them|threads?|messages?|posts?|prs?|"
+                r"back|again|instead|too|also|then|"
                 r"figures?|numbers?|counts?|totals?|"
                 r"pull\s+requests?|issues?|look\s+like|what\s+did|how\s+about|was\s+it)\b|在|的|那",
                 "",
@@ -506,11 +639,24 @@ def resolve_offline(
     ):
         when = _with_year(times[0].text, previous, now)
         return FollowUp(_replace_time(previous, when), f"the same question for {when!r}")
+    about = _ANY_ABOUT.match(core)
+    if about:
+        topic = f"about {about.group(1).strip()}"
+        return FollowUp(_narrowed(previous, topic), f"of the last answer's records: {topic!r}", topic)
+    did = _DID_SUBSET.match(core)
+    if did:  # "which of those did Priya open": those that Priya opened (not the open ones)
+        rest = "that " + _RECORD_VERB.sub(lambda m: _past(m.group(0).lower()), did.group(1))
+        return FollowUp(_narrowed(previous, rest, True), f"of the last answer's records: {rest!r}", rest)
     subset = _SUBSET.match(core)
     if subset:
-        rest = _STILL.sub("", next(g for g in subset.groups() if g is not None)).strip()
+        rest = _NEGATED.sub("not ", _STILL.sub("", next(g for g in subset.groups() if g is not None)).strip())
+        rest = _cjk_topic(_one_extreme(rest))
+        if _COUNT_IT.match(rest):  # "这些有几个": those, counted
+            return _counted(previous)
         if rest and re.match(r"^which\s+(?:one\s+)?(?:of|among)\b", core, re.I) and _HAS_SHAPE.search(rest):
             rest = f"which one of them {rest}"  # "which of those has the most comments": one record
+        elif rest and _WHICH_ONE_CJK.search(core) and _HAS_SHAPE.search(rest):
+            rest = f"which one {rest}"  # "其中哪个评论最多": one record
         if rest:
             listed = bool(re.match(r"^(?:which|what)\b|^哪些", core, re.I))
             return FollowUp(_narrowed(previous, rest, listed), f"of the last answer's records: {rest!r}", rest)
@@ -520,13 +666,31 @@ def resolve_offline(
         return FollowUp(
             " ".join(w for w in ("who", verb, noun, previous["refs"][0]) if w), f"the author of {previous['refs'][0]}"
         )
+    nth = _NTH_RECORD.search(core)
+    if nth and previous.get("refs") and not previous.get("unresolved"):
+        # "who opened the second one?", "第三条是谁发的": that record of the last answer, by its key
+        said = (nth.group("en") or nth.group("cjk") or "最后一").lower()
+        index = _ORDINALS.get(said, int(said) - 1 if said.isdigit() else 0)
+        if -len(previous["refs"]) <= index < len(previous["refs"]):
+            ref = previous["refs"][index]
+            noun = _noun(kinds, previous.get("collection"))
+            named = f"{noun} {ref}" if noun else ref
+            rest = re.sub(r"^whoever\b", "who", f"{core[: nth.start()]} {core[nth.end() :]}".strip(" ,，"), flags=re.I)
+            if _AUTHOR_OF_IT.match(re.sub(r"^是", "", rest)):  # "第二个是谁开的": its author
+                verb = "posted" if previous.get("collection") == "messages" else "opened"
+                return FollowUp(" ".join(w for w in ("who", verb, named) if w), f"the author of {ref}")
+            text = re.sub(
+                r"\s+([,，])", r"\1", f"{core[: nth.start()].strip()} {named} {core[nth.end() :].strip()}".strip()
+            )
+            return FollowUp(re.sub(r"^whoever\b", "who", text, flags=re.I), f"{nth.group(0)!r} = {named}")
     elliptical = _elliptical(core, turns, directory, now, kinds, continues=bool(_LEAD.match(question)))
     if elliptical is not None:
         return elliptical
     record = _RECORD.search(question)
-    if record and previous.get("refs"):
-        ref = previous["refs"][0]
-        noun = _noun(kinds, previous.get("collection"))
+    talked_about = _record_talked_about(turns)
+    if record and talked_about is not None:
+        ref, collection = talked_about
+        noun = _noun(kinds, collection)
         said = f"{noun} {ref}" if noun else ref
         return FollowUp(question[: record.start()] + said + question[record.end() :], f"{record.group(0)!r} = {said}")
     records = _RECORDS.search(question)
@@ -552,10 +716,11 @@ _OF_THOSE = re.compile(
 )
 _COUNT_IT = re.compile(
     r"^(?:how\s+many|how\s+much|what(?:'s|\s+is)\s+the\s+(?:count|number|total))(?:\s+\w+)?"
-    r"(?:\s+(?:is|are|was|were)\s+(?:that|those|these|them|there|it))?(?:\s+in\s+total)?$"
+    r"(?:\s+(?:is|are|was|were)\s+(?:that|those|these|them|there|it))?(?:\s+(?:in\s+total|in\s+all|all\s+told|altogether|all\s+together|overall|combined))?$"
     r"|^(?:give\s+me\s+|tell\s+me\s+)?(?:the\s+|a\s+)?(?:count|number|total)(?:\s+(?:for\s+|of\s+)?(?:them|it|that|those|this))?$"
     r"|^what\s+does\s+(?:that|it|this)\s+(?:come|add)\s+(?:to|up\s+to)(?:[,\s]+in\s+(?:numbers?|total))?$"
-    r"|^count\s+(?:them|it|that|those|these)$|^(?:一共|总共|共)?(?:有)?(?:多少|几)(?:个|条|次)?$"
+    r"|^count\s+(?:them|it|that|those|these)$"
+    r"|^(?:这样的|这种的?|这类的?|这些|那些|它们)?(?:加起来)?(?:一共|总共|共)?(?:有)?(?:多少|几)(?:个|条|次)?$"
     r"|^how\s+many(?:'s|\s+is)\s+(?:that|it|this)(?:\s+then)?$|^(?:那|这)?(?:是|有)?(?:多少|几)(?:个|条|次)$"
     r"|^count\s+(?:them|it|that|those|these)\s+up(?:\s+for\s+me)?$"
     r"|^how\s+many\s+(?:\w+\s+){0,2}ones\s+(?:is|are)\s+(?:that|those|there)(?:,?\s+then)?$"  # the narrowing restated
@@ -581,6 +746,9 @@ _PREVIOUS_SHAPE = re.compile(
     r"\b(?:the\s+)?(?:most|least)\s+(?:active|frequent)\b|"
     r"\b(?:which|what)\s+(?:day|date|week|month|year)(?:\s+of\b)?|"
     r"\b(?:the\s+)?(?:busiest|quietest|slowest|peak)\s+(?:day|date|week|month|year)\b|"
+    # a grouping and its extreme ("each month", "by week", "was the busiest"): the new shape replaces them
+    r"\b(?:each|every|per|by)\s+(?:day|date|week|month|quarter|year)\b|"
+    r"\b(?:is|was|are|were)\s+(?:the\s+)?(?:busiest|quietest|slowest|biggest|largest|smallest|highest|lowest)\b|"
     r"\bcount(?:\s+of)?\b|\b(?:the\s+)?most\b|\bwho\b|[:,;]\s*$|(?:一共|总共)?(?:有)?多少(?:个|条)?|几(?:个|条)|"
     r"哪些|最多|谁",
     re.I,
@@ -596,6 +764,10 @@ _PRONOUNS_IN = re.compile(
     # "their PRs", "his issues": a person's records (not "their titles", said of the records themselves)
     r"|\b(?:his|their)\b(?=\s+(?:own\s+)?(?:prs?|pull\s+requests?|issues?|messages?|threads?|posts?|commits?)\b)",
     re.I,
+)
+# A person pointed at ("that person", "the winner", 那个人), not a pronoun that may be the one asked about
+_THAT_PERSON = re.compile(
+    r"\b(?:that|this)\s+(?:person|user|guy|author|poster|one)\b|\bthe\s+(?:winner|top\s+\w+)\b|这个人|那个人|这位|那位|此人"
 )
 # "who's the author?", "谁提的？", "who wrote it": the author of the record the last answer named first
 _AUTHOR_OF_IT = re.compile(
@@ -663,7 +835,13 @@ def _reshaped(words: str, previous: dict[str, Any]) -> FollowUp:
 
 def _counted(previous: dict[str, Any]) -> FollowUp:
     base = re.sub(rf"^\s*(?:(?:{_ASKING})\s+)+", "", previous["standalone"].rstrip("?？。. "), flags=re.I)
+    if _HAS_SHAPE.search(base) and not _COUNTED.search(base):
+        # "the total for that month" after "who opened the most issues in January 2022": those issues, counted
+        base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", base)).strip()
     return FollowUp(f"how many {base}" if not _HAS_SHAPE.search(base) else base, "the last question, counted")
+
+
+_COUNTED = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|多少|几(?:个|条|次)", re.I)
 
 
 def _narrowed(previous: dict[str, Any], words: str, listed: bool = False) -> str:
@@ -673,6 +851,53 @@ def _narrowed(previous: dict[str, Any], words: str, listed: bool = False) -> str
     if _HAS_SHAPE.search(words) or listed:  # "which of those are still open" after a count: the records
         before = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", before)).strip()
     return f"{before} {words}".strip()
+
+
+# "split it by week", "break that down by month", "month by month", "按周分一下", "每月": the last records
+# counted per period (the period replaces any grouping and shape the last question had)
+_REGROUP = re.compile(
+    r"^(?:(?:split|break|bucket|group|divide|chunk)(?:\s+(?:it|that|this|them|those|these))?(?:\s+(?:down|up|out))?"
+    r"\s+(?:by|per|into|in)\s+|(?:now\s+|then\s+)?(?:by|per)\s+|(?:for\s+)?each\s+)"
+    r"(day|week|month|quarter|year)s?(?:\s+(?:instead|then|please))?$"
+    r"|^(day|week|month|quarter|year)\s+by\s+(?:day|week|month|quarter|year)$"
+    r"|^按(天|日|周|星期|月|季度|年)份?(?:分|统计|分组|拆分|拆开|看|列|来)?(?:一下)?$|^每(天|周|月|季度|年)(?:的|分别)?(?:多少)?$",
+    re.I,
+)
+# How the records of one group are said, by the field the groups were by (the planner reads these back),
+# and the noun that named the grouping in the question ("by label", "which repo")
+_GROUP_CONDITIONS = {
+    "labels.name": ("labelled {}", r"label"),
+    "labels": ("labelled {}", r"label"),
+    "repo": ("in {}", r"(?:repo|repository)"),
+    "workspace": ("in {}", r"workspace"),
+}
+
+
+def _the_one_group(previous: dict[str, Any]) -> tuple[str, str] | None:
+    """(the condition naming its records, the grouping noun) when the last answer was one group of a
+    field whose records can be said, or the last question asked for one ("which label is the biggest":
+    its first group, enhancement); else None."""
+    groups = previous.get("answer_groups") or {}
+    said = _GROUP_CONDITIONS.get(groups.get("field", ""))
+    if said is None or not groups.get("keys"):
+        return None
+    asked_one = re.search(rf"\b(?:which|what)\s+{said[1]}\b(?!s)", previous["standalone"], re.I)
+    if len(groups["keys"]) != 1 and not asked_one:
+        return None
+    return said[0].format(groups["keys"][0]), said[1]
+
+
+def _record_talked_about(turns: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """The record "it" is, with its collection: the last answer's first record, or, when the last
+    question was about one record and its answer listed none ("who wrote it up?" answered by a person),
+    that record still."""
+    previous = turns[-1]
+    if previous.get("refs"):
+        return previous["refs"][0], previous.get("collection", "")
+    before = turns[-2] if len(turns) > 1 else {}
+    if before.get("refs") and before["refs"][0] in previous.get("standalone", ""):
+        return before["refs"][0], before.get("collection", "")
+    return None
 
 
 def _noun(kinds: Registry, collection: str | None) -> str:
@@ -700,13 +925,47 @@ def _elliptical(
     from context_engine.query.planner.collection import detect_collection
 
     words = core
+    if _THAT_TIME.search(words):
+        # "just the total for that month": a count of the last records, in the month the answer named if
+        # it named periods ("which month was the busiest"), else in the conversation's time
+        bare = _ENDS_WITH_PREPOSITION.sub("", re.sub(r"\s{2,}", " ", _THAT_TIME.sub(" ", words)).strip(" ,，"))
+        bare = bare.strip(" ,，")
+        if bare and (_COUNT_IT.match(bare) or _asks_count(bare)):
+            if previous.get("answer_periods"):
+                month = _period_phrase(previous["answer_periods"][0])
+                previous = {**previous, "standalone": _replace_time(previous, month)}
+            return _counted(previous)
+    regroup = _REGROUP.match(words)
+    if regroup:  # "split it by week", "按月统计": the last question's records, counted per period
+        unit = _UNITS[next(g for g in regroup.groups() if g).lower()]
+        base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
+        return FollowUp(f"{base} per {unit}", f"the last question's records, per {unit}")
+    group = _the_one_group(previous)
+    reshaped = "list" if _LIST_IT.match(words) else "how many" if _COUNT_IT.match(words) or _asks_count(words) else ""
+    if group is not None and (_OF_THOSE.search(words) or reshaped):
+        # "who filed the most of those" after "which label is the biggest": the records of that label
+        condition, noun = group
+        rest = "" if reshaped else re.sub(r"\s{2,}", " ", _OF_THOSE.sub(" ", words)).strip(" ,，")
+        grouping = (
+            r"\bbreak\s+down\b|\bsplit(?:\s+up)?\b|\bgroup(?:ed)?\b"
+            rf"|\b(?:by|per|for\s+each|each|across|which|what)\s+{noun}s?(?:\s+(?:had|has|have|got|saw|gets?))?\b"
+        )
+        base = _PREVIOUS_SHAPE.sub(" ", re.sub(grouping, " ", previous["standalone"].rstrip("?？。. "), flags=re.I))
+        text = re.sub(r"\s{2,}", " ", f"{base} {condition} {rest}" if rest else f"{reshaped} {base} {condition}")
+        return FollowUp(text.strip(), f"of the records {condition}: {rest or reshaped!r}", rest)
     if _COUNT_IT.match(words) or _asks_count(words) or _LIST_IT.match(words):
         return _reshaped(words, previous)
     if _RECORD.search(re.sub(r"^narrow\s+(?:it|that|this)\b", "", words, flags=re.I)):
         return None  # "who opened it?": one record of the answer, not all of them
     asked_who = re.search(r"\bwho\b|\bwhom\b|\bwhose\b|谁|哪些人|哪位", previous["standalone"], re.I)
-    if _PRONOUNS_IN.search(words) and asked_who and previous.get("answer_people") and not previous.get("people"):
-        # "how many did they merge?" after "who merged the most": the person the answer named first
+    if (
+        _PRONOUNS_IN.search(words)
+        and asked_who
+        and previous.get("answer_people")
+        and (not previous.get("people") or _THAT_PERSON.search(words))
+    ):
+        # "how many did they merge?" after "who merged the most": the person the answer named first;
+        # "that person" after "who replied most to Ida" is the answer's person, not Ida
         person = previous["answer_people"][0]
         words = re.sub(
             r"\s+(['’]s)\b|(?<=\s)\s+",
@@ -792,11 +1051,26 @@ def _elliptical(
         )
     if people and words == core and not referring:
         return None  # a new person with more words: not ours to guess
-    # "which of those has the most comments": one of them
+    # "which of those has the most comments", "哪个评论最多": one of them
     words = re.sub(r"^which\s+(?:one\s+)?(?:of|among)\s+(?:those|these|them)\b", "which one", words, flags=re.I)
-    rest = re.sub(r"\s{2,}", " ", _OF_THOSE.sub(" ", words)).strip(" ,，")
+    # "whose drafts are those, mostly?": the person with the most of them
+    verb = "posted" if previous.get("collection") == "messages" else "opened"
+    words = re.sub(
+        r"^whose\s+(?:\w+\s+)?(?:are|were|is|was)\s+(?:those|these|they|them)(?:[\s,]+(?:mostly|mainly|for\s+the\s+most\s+part))?$",
+        f"who {verb} the most",
+        words,
+        flags=re.I,
+    )
+    # "who opened them?": the people, ranked by how many of them each did
+    words = re.sub(
+        r"^who\s+(\w+)\s+(?:all\s+of\s+)?(?:them|those|these)(?:\s+all)?$", r"who \1 the most", words, flags=re.I
+    )
+    if _HAS_SHAPE.search(words):
+        words = _WHICH_ONE_CJK.sub("which one ", words, count=1)
+    rest = _NEGATED.sub("not ", re.sub(r"\s{2,}", " ", _OF_THOSE.sub(" ", words)).strip(" ,，"))
     if not rest or len(rest.split()) > 12:
         return None
+    rest = _cjk_topic(_one_extreme(rest))
     switched = _switched_state(previous["standalone"], rest)
     if switched:
         return FollowUp(*switched)

@@ -505,6 +505,20 @@ def _record_people(records: list[dict[str, Any]], settings: Settings) -> list[st
 PERIOD = re.compile(r"\d{4}(?:-\d{2}(?:-\d{2})?)?")
 
 
+def _answer_groups(state: State) -> dict[str, Any]:
+    """What the answer's groups were by and their keys ({"field": "labels.name", "keys": ["bug"]}): what
+    "those" is after "which label is the biggest". Empty unless the query grouped by one stored field
+    whose keys are not periods (those are `answer_periods`)."""
+    if state.get("outcome") != "success":
+        return {}
+    stages = (state.get("plan") or {}).get("pipeline") or []
+    by = next((s["$group"].get("_id") for s in stages if isinstance(s, dict) and "$group" in s), None)
+    keys = [r["_id"] for r in state.get("records", [])[:5] if isinstance(r.get("_id"), str)]
+    if not (isinstance(by, str) and by.startswith("$")) or not keys or any(PERIOD.fullmatch(k) for k in keys):
+        return {}
+    return {"field": by[1:], "keys": keys}
+
+
 def _scope(settings: Settings) -> str:
     """Whose turn it was: the tenant and the asker."""
     return f"{settings.tenant}/{settings.asker or ''}"
@@ -556,6 +570,7 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             for r in state.get("records", [])[:5]
             if isinstance(r.get("_id"), str) and PERIOD.fullmatch(r["_id"])
         ],
+        "answer_groups": _answer_groups(state),
         # a decline keeps the words it could not resolve, with or without candidates: "I meant stas00"
         # after "Stas Bekman" (no one close enough to offer) re-asks the declined question
         "unresolved": resolution.get("unresolved", "") if resolution.get("error") else "",

@@ -55,6 +55,7 @@ class Turn(TypedDict):
     answer_people: list[str]  # people the answer's records name (authors, reviewers ...), for "him"/"她"
     time_ranges: list[dict[str, str]]  # its time ranges ({text, start, end}, ISO): what "the month before" shifts
     answer_periods: list[str]  # the periods the answer's groups are ("2019-01"), in order: what "that month" is
+    answer_groups: dict[str, Any]  # {field, keys}: what the answer's groups are by ("labels.name") and their keys
     unresolved: str  # the words naming people it could not tell apart ("" = none)
     candidates: list[dict[str, Any]]  # the people it offered for them, in order: what "the first one" picks
     answer: str  # the first 1,000 characters of the answer

@@ -164,8 +164,9 @@ def test_a_pick_that_names_no_offered_candidate_picks_none(asked):
     assert "of the candidates offered" not in resolve_offline(asked, [DECLINED], PEOPLE, NOW).how
 
 
-def test_the_first_one_without_candidates_picks_nothing():
-    assert resolve_offline("the first one", [MERGED], PEOPLE, NOW).how == ""
+def test_the_first_one_without_candidates_picks_no_person_but_the_first_record():
+    out = resolve_offline("the first one", [MERGED], PEOPLE, NOW)
+    assert "candidates" not in out.how and out.standalone == "acme/infra#882"
 
 
 # A turn whose answer was a query's records: what the elliptical follow-ups narrow, count, list or rank.
@@ -300,7 +301,7 @@ def test_a_question_that_names_its_own_records_stands_alone():
         (
             QUERIED,
             "which ones haven't been labelled yet?",
-            "PRs did Rashid merge in March 2026 haven't been labelled yet",
+            "PRs did Rashid merge in March 2026 not labelled yet",
         ),
         (QUERIED, "what ones were reverted", "PRs did Rashid merge in March 2026 reverted"),
         (RANKED, "how many PRs did that person open that year?", "how many PRs did Lars Nielsen open in 2025"),
@@ -576,3 +577,239 @@ def test_which_of_someones_records_ranked_is_one_record():
 def test_a_by_the_way_question_stands_alone_without_its_lead(asked):
     out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
     assert out.how == "a new question" and out.standalone == asked.split("，", 1)[-1].split(", ", 1)[-1]
+
+
+# Session 20: narrowings with a negation, windows moved in free words, corrections, topics, "that person"
+@pytest.mark.parametrize(
+    "asked,standalone",
+    [
+        ("which of those weren't reviewed", "PRs did Rashid merge in March 2026 not reviewed"),
+        ("which of them hasn't been labelled", "PRs did Rashid merge in March 2026 not labelled"),
+        ("of these, which did not get reverted", "Which PRs did Rashid merge in March 2026 not reverted"),
+    ],
+)
+def test_a_negated_narrowing_is_said_as_not(asked, standalone):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == standalone
+
+
+@pytest.mark.parametrize(
+    "asked,month",
+    [
+        ("两年后呢"[1:], "March 2027"),  # 年后呢: not a shift (no number), checked below
+        ("一年以后的呢", "March 2027"),
+        ("往前挪一个月", "February 2026"),
+        ("向后推一个月看看", "April 2026"),
+        ("一个月之前的", "February 2026"),
+        ("上一年同期呢", "March 2025"),
+        ("the same span the previous year", "March 2025"),
+        ("that period, a year on", "March 2027"),
+        ("same dates in the following year", "March 2027"),
+        ("and the same window of the prior year?", "March 2025"),
+    ],
+)
+def test_the_window_moved_in_free_words(asked, month):
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    if asked == "年后呢":
+        assert month not in out.standalone
+    else:
+        assert out.standalone == f"Which PRs did Rashid merge in {month}?"
+
+
+@pytest.mark.parametrize(
+    "asked",
+    ["oh wait, I meant the open ones", "hold on, make that the open ones", "sorry, what I meant was the open ones"],
+)
+def test_a_correction_asks_the_last_question_again_corrected(asked):
+    closed = {**QUERIED, "standalone": "Rashid's closed PRs in March 2026"}
+    assert resolve_offline(asked, [closed], PEOPLE, NOW).standalone == "Rashid's open PRs in March 2026"
+
+
+@pytest.mark.parametrize(
+    "asked,topic",
+    [
+        ("有没有和 caching 相关的", "caching"),
+        ("有没有跟 tokenizer 有关的？", "tokenizer"),
+        ("有没有提到 docker 的", "docker"),
+    ],
+)
+def test_any_about_a_topic_in_chinese_narrows_the_last_records(asked, topic):
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    assert out.standalone == f"Which PRs did Rashid merge in March 2026 about {topic}"
+
+
+def test_that_person_after_a_who_answer_is_the_answers_person_not_the_one_asked_about():
+    who = {**QUERIED, "standalone": "who reviewed Rashid's PRs the most", "answer_people": ["Lars Nielsen"]}
+    out = resolve_offline("and how many PRs did that person open overall", [who], PEOPLE, NOW)
+    assert out.standalone == "how many PRs did Lars Nielsen open overall"
+    assert "Lars Nielsen" in resolve_offline("那个人一共开了几个 PR", [who], PEOPLE, NOW).standalone
+
+
+@pytest.mark.parametrize(
+    "asked", ["how many is that altogether", "how many is it overall", "how many are those combined"]
+)
+def test_a_count_in_all_counts_the_last_question(asked):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == "how many PRs did Rashid merge in March 2026"
+
+
+def test_a_total_for_that_month_counts_the_ranked_records_in_the_month_the_answer_named():
+    busiest = {
+        **RANKED,
+        "standalone": "PRs merged per month in 2025 which month was the busiest",
+        "answer_people": [],
+        "answer_periods": ["2025-06"],
+    }
+    out = resolve_offline("give me just the number for that month", [busiest], PEOPLE, NOW)
+    assert out.standalone == "how many PRs merged in June 2025"
+    ranked = resolve_offline("the total for that year, please", [RANKED], PEOPLE, NOW)
+    assert ranked.standalone == "how many merged PRs in 2025"
+
+
+def test_a_new_person_with_words_of_the_last_question_asks_it_about_them():
+    reviewed = {**QUERIED, "standalone": "PRs reviewed by Rashid in March 2026"}
+    out = resolve_offline("and the ones Priya reviewed?", [reviewed], PEOPLE, NOW)
+    assert out.standalone == "PRs reviewed by Priya in March 2026"
+
+
+def test_which_one_in_chinese_is_one_record():
+    out = resolve_offline("哪一个改动的文件最多", [QUERIED], PEOPLE, NOW)
+    assert out.standalone == "PRs did Rashid merge in March 2026 which one 改动的文件最多"
+
+
+def test_it_after_a_question_about_one_record_is_still_that_record():
+    record = {**QUERIED, "standalone": "who opened PR acme/infra#882", "refs": [], "answer_people": ["priyar"]}
+    out = resolve_offline("when was it merged", [QUERIED, record], PEOPLE, NOW)
+    assert out.standalone == "when was PR acme/infra#882 merged"
+
+
+@pytest.mark.parametrize(
+    "asked,standalone",
+    [
+        ("whoever opened the second one?", "who opened PR acme/web#2126"),
+        ("第二条是谁提的", "who opened PR acme/web#2126"),
+        ("how many files did the first PR touch", "how many files did PR acme/infra#882 touch"),
+        ("最后一个的评论呢", "PR acme/web#2126 的评论"),
+    ],
+)
+def test_an_ordinal_points_at_that_record_of_the_last_answer(asked, standalone):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == standalone
+
+
+@pytest.mark.parametrize(
+    "asked,end",
+    [
+        ("and the earliest of them?", "the oldest one"),
+        ("which of these was the latest", "the newest one"),
+        ("其中最早的那条", "the oldest one"),
+        ("最近的是哪个", "the newest one"),
+    ],
+)
+def test_an_extreme_of_the_last_records_is_one_record_at_that_end(asked, end):
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    assert out.standalone.endswith(f"Rashid merge in March 2026 {end}")
+
+
+# the answer was one group ("which repository had the most PRs merged in 2025": acme/web)
+ONE_GROUP = {
+    **RANKED,
+    "standalone": "which repository had the most PRs merged in 2025",
+    "answer_people": [],
+    "answer_groups": {"field": "repo", "keys": ["acme/web"]},
+}
+
+
+@pytest.mark.parametrize(
+    "asked,standalone",
+    [
+        ("and who merged the most of those?", "PRs merged in 2025 in acme/web who merged the most"),
+        ("show me them", "list PRs merged in 2025 in acme/web"),
+        ("how many is that", "how many PRs merged in 2025 in acme/web"),
+    ],
+)
+def test_those_after_a_one_group_answer_are_that_groups_records(asked, standalone):
+    assert resolve_offline(asked, [ONE_GROUP], PEOPLE, NOW).standalone == standalone
+
+
+def test_those_after_several_groups_are_all_the_records():
+    several = {
+        **ONE_GROUP,
+        "standalone": "PRs merged in 2025 per repository",
+        "answer_groups": {"field": "repo", "keys": ["acme/web", "acme/infra"]},
+    }
+    assert "acme/web" not in resolve_offline("who merged the most of those?", [several], PEOPLE, NOW).standalone
+
+
+def test_those_after_which_one_group_was_asked_are_the_first_groups_records():
+    ranked = {
+        **ONE_GROUP,
+        "standalone": "PRs merged in 2025 by repository which repository is the largest",
+        "answer_groups": {"field": "repo", "keys": ["acme/web", "acme/infra"]},
+    }
+    out = resolve_offline("how many of those are still open", [ranked], PEOPLE, NOW)
+    assert out.standalone == "PRs merged in 2025 in acme/web how many are still open"
+
+
+@pytest.mark.parametrize(
+    "asked,month",
+    [
+        ("three months earlier", "December 2025"),
+        ("the same stretch, 2 years back", "March 2024"),
+        ("往后挪两个月", "May 2026"),
+        ("两年前的呢", "March 2024"),
+        ("the same period in 2023", "March 2023"),
+        ("2024 年同期", "March 2024"),
+    ],
+)
+def test_the_window_moved_by_several_units_or_to_another_year(asked, month):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == f"Which PRs did Rashid merge in {month}?"
+
+
+@pytest.mark.parametrize(
+    "asked,unit",
+    [("break it down by quarter", "quarter"), ("week by week", "week"), ("按天拆开", "day"), ("每月分别多少", "month")],
+)
+def test_a_new_period_grouping_counts_the_last_records_per_period(asked, unit):
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    assert out.standalone == f"PRs did Rashid merge in March 2026 per {unit}"
+
+
+@pytest.mark.parametrize(
+    "asked,rest",
+    [("which of these did Priya review", "that Priya reviewed"), ("which ones did Lars close?", "that Lars closed")],
+)
+def test_which_of_those_someone_did_is_what_they_did_not_a_state(asked, rest):
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    assert out.standalone == f"PRs did Rashid merge in March 2026 {rest}"
+
+
+def test_who_did_them_ranks_the_people_over_the_last_records():
+    out = resolve_offline("who reviewed those?", [QUERIED], PEOPLE, NOW)
+    assert out.standalone == "PRs did Rashid merge in March 2026 who reviewed the most"
+
+
+def test_whose_are_those_mostly_is_the_person_with_the_most_of_them():
+    out = resolve_offline("whose are these, mainly?", [QUERIED], PEOPLE, NOW)
+    assert out.standalone == "PRs did Rashid merge in March 2026 who opened the most"
+
+
+def test_a_new_year_said_with_back_or_again_replaces_the_year_after_its_preposition():
+    since = {**QUERIED, "standalone": "Rashid's PRs from 2025", "times": ["2025"]}
+    assert resolve_offline("and back in 2024?", [since], PEOPLE, NOW).standalone == "Rashid's PRs from 2024"
+
+
+@pytest.mark.parametrize(
+    "asked,rest",
+    [
+        ("其中跟 caching 相关的", "about caching"),
+        ("那谈到 tokenizer 的呢", "about tokenizer"),
+        ("这些里面提到 docker 的有多少", "how many about docker"),
+        ("只要和 Priya 一起的", "和 Priya 一起的"),  # no word of a topic: left as said
+    ],
+)
+def test_a_topic_said_in_chinese_narrows_as_about(asked, rest):
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    assert out.standalone.endswith(f"Rashid merge in March 2026 {rest}")
+
+
+@pytest.mark.parametrize("asked", ["这种的一共有多少个", "这些加起来几个"])
+def test_a_count_of_such_records_in_chinese_counts_the_last_question(asked):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == "how many PRs did Rashid merge in March 2026"

@@ -266,3 +266,28 @@ def test_nobody_claimed_narrows_the_last_answer_to_unassigned_issues(sample_dir,
     want = _gold(sample_dir, "issues", gold)
     assert want and {r["ref"] for r in out["records"]} == want
     assert want < _gold(sample_dir, "issues", [{"$match": {"fields.status.name": {"$nin": ["Done", "Won't Do"]}}}])
+
+
+def test_those_after_the_one_group_an_answer_named_are_that_groups_records(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    context = {"data_dir": str(sample_dir), "tenant": "acme", "user": "rsh-dev", "use_llm": False}
+    first = thread_graph.invoke(
+        {"question": "which repository had the most pull requests opened in 2026", "now": NOW}, config, context=context
+    )
+    repo = first["records"][0]["_id"]
+    turn = thread_graph.get_state(config).values["turns"][-1]
+    assert turn["answer_groups"] == {"field": "repo", "keys": [repo]}
+    out = thread_graph.invoke({"question": "and how many of those are open?", "now": NOW}, config, context=context)
+    assert f"in {repo}" in out["question"]
+    settings = Settings(data_dir=sample_dir, tenant="acme", asker="rsh-dev", use_llm=False)
+    catalog = catalog_for(settings)
+    opened = {"$gte": datetime(2026, 1, 1), "$lt": datetime(2027, 1, 1)}
+    rows = run_pipeline(
+        store_for(settings),
+        "pull_requests",
+        [{"$match": {"repo": repo, "state": "open", "created_at": opened}}, {"$count": "count"}],
+        tenant="acme",
+        principals=principals_of(catalog.directory.asker("rsh-dev")),
+        schema=catalog.schemas["pull_requests"],
+    )
+    assert out["records"][0]["count"] == (rows[0]["count"] if rows else 0)
