@@ -580,6 +580,8 @@ class ConditionStep(Draft):
             self.q,
             re.I,
         )
+        # the bound after the number: "3+ different people replied", "two or more repliers"
+        after = re.search(rf"\b{_NUMBER}\s*(\+|or more|or fewer|or less)\s+{people}{replying}\b", self.q, re.I)
         single = re.search(
             rf"\b(?:only|just)\s+(?:a\s+single|one|1)\s+{people}{replying}\b|\b(?:a\s+)?single\s+replier\b",
             self.q,
@@ -600,6 +602,10 @@ class ConditionStep(Draft):
         if bound and not self._is_used(bound.span()):
             self.use(bound.span())
             self.add_filter("reply_users_count", _number_of(bound.group(2)), ops[bound.group(1).lower()])
+        elif after and not self._is_used(after.span()):
+            self.use(after.span())
+            op = {"+": "gte", "or more": "gte", "or fewer": "lte", "or less": "lte"}[after.group(2).lower()]
+            self.add_filter("reply_users_count", _number_of(after.group(1)), op)
         elif single and not self._is_used(single.span()):
             self.use(single.span())
             self.add_filter("reply_users_count", 1)
@@ -908,7 +914,12 @@ _HAVING = (
     r"(?:get|gets|got|gotten|getting|receive|receives|received|have|has|had|having|given|assigned|attached|added"
     r"|drew|draw|attracted|attract)\s+"
 )
-_NEGATION = r"(?:\b(?:not|never|nobody|no one|no-one)\b|n['’]?t\b)"
+# A contraction's "n't" with its apostrophe, or one of the usual contractions written without it:
+# never the "nt" ending a word ("different people replied").
+_NEGATION = (
+    r"(?:\b(?:not|never|nobody|no one|no-one)\b|n['’]t\b"
+    r"|\b(?:do|does|did|is|are|was|were|has|have|had|ca|wo|could|would|should)nt\b)"
+)
 _LACK_BEFORE_NOUN = re.compile(
     rf"(?:\b(?:no|zero|without|lacking|missing|none)\s+{_FILLING}|{_NEGATION}\s+{_FILLING}{_HAVING}{_FILLING})$", re.I
 )

@@ -353,10 +353,11 @@ class LinkStep(Draft):
                     self.q,
                     re.I,
                 )
-                # "threads that got replies from at least three different people": how many replied, not who
+                # "threads that got replies from at least three different people", "posts 3+ people replied
+                # to": how many replied, not who
                 and not re.search(
-                    r"\b(?:from|by)\s+(?:at least|more than|over|no more than|at most|exactly|only)\s+\w+\s+"
-                    r"(?:different |distinct )?(?:people|persons|users|repliers)\b",
+                    r"(?:\b(?:at least|more than|over|no more than|at most|exactly|only)\s+\w+|\b\w+\s*\+"
+                    r"|\b\w+\s+or\s+(?:more|fewer|less))\s+(?:different |distinct )?(?:people|persons|users|repliers)\b",
                     self.q,
                     re.I,
                 )

@@ -214,6 +214,21 @@ def test_threads_with_replies_from_at_least_n_people_are_the_starters(world):
     assert refs(rows) == ["a1"], plan.pipeline
 
 
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        # the bound after the number; "different" ends in "nt" but is no negation
+        ("Ana's posts where 2+ different users replied", ["a1"]),
+        ("threads that two or more distinct people replied in", ["a1", "b3"]),
+        ("threads with 1 or fewer repliers", ["a2", "c3"]),
+    ],
+)
+def test_a_bound_after_the_number_of_repliers(world, question, expected):
+    rows, plan = answer(world, question)
+    assert refs(rows) == expected, plan.pipeline
+    assert not plan.not_understood, plan.not_understood
+
+
 def test_replies_in_other_peoples_threads_not_started_by_someone(world):
     # Ben's replies: b1, b2 (Ana's thread); and in Cy's thread: b4. Not Ana's threads: b4 only
     rows, plan = answer(world, "How many replies did Ben write in other people's threads that weren't started by Ana?")
