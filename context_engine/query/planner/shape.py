@@ -52,6 +52,8 @@ _GROUP = re.compile(
     r"(labels?|repos?|repositor(?:y|ies)|authors?|persons?|people|users?|states?|status(?:es)?|priorit(?:y|ies)|"
     r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?|workspaces?"
     r"|(?:close|closing|state|resolution) reasons?|why (?:they|it) (?:was|were) closed|who closed (?:them|it|those))\b"
+    # "by people other than A and B": who did it, said by whom it was not — a condition, no grouping
+    r"(?!\s+(?:other than|except|besides|apart from|but not|excluding|not\b|who (?:are|were|is|was)n['’]?t\b))"
     r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目|工作区)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态|工作区)"
     r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)"
     # "who closed issues in May, and how many each": one count per closer

@@ -300,3 +300,12 @@ def test_periods_apart_or_not_compared_are_not_counted_per_period(catalog):
     # a year between them would be counted too; "from 2024 and 2025" asks no comparison
     for question in ("did 2023 or 2025 get more PRs merged?", "PRs merged in 2024 and 2025"):
         assert plan(catalog, question).ir.shape.bucket is None, question
+
+
+@pytest.mark.parametrize(
+    "question", ["tickets filed by users except Priya Raman", "PRs opened by people besides Alex Chen this year"]
+)
+def test_people_said_by_whom_it_was_not_are_a_condition_not_a_grouping(catalog, question):
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "list"
+    assert any(f.negate or f.op == "nin" for f in p.ir.filters), p.ir.filters
