@@ -34,6 +34,15 @@ class ConditionStep(Draft):
                     )  # "which label do open issues carry"
                     and re.match(r"\s+(?:issues|prs|pull requests|tickets|bugs)\b", self.q[m.end() :], re.I)
                 )
+                # "people assigned to open issues", "comments added to open PRs": "to" ends a participle's phrase
+                and not (
+                    re.search(
+                        r"\b(?:assigned|linked|attached|related|added|pinned|posted|given|subscribed|belonging)\s+to\s+$",
+                        before,
+                        re.I,
+                    )
+                    and re.match(r"\s+(?:issues|prs|pull requests|tickets|bugs)\b", self.q[m.end() :], re.I)
+                )
             ):
                 continue
             self.use(m.span())
@@ -426,7 +435,12 @@ class ConditionStep(Draft):
             )
             # "2024 bug issues" dates the issues; "last month's merged PRs" dates the merging; "in
             # October had PRs merged" dates nothing about the PRs themselves.
-            if between and not re.fullmatch(_DATED_VERBS + "|had|has|have|saw|were|was", between.group(1) or "", re.I):
+            # "merged PRs in 2023 about docs": a noun after a preposition is a topic, not the records dated
+            if between and not re.fullmatch(
+                _DATED_VERBS + "|had|has|have|saw|were|was|about|on|regarding|concerning|mentioning|re|for|with|to",
+                between.group(1) or "",
+                re.I,
+            ):
                 return True
             if not has_verb and end <= span[0] and re.fullmatch(r"\s+(?:from|of)\s+", self.q[end : span[0]], re.I):
                 return True

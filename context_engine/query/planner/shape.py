@@ -350,11 +350,14 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
             )
             if said is None and chinese_verb:
                 return chinese_verb  # "几个不同的人关闭过 issue": the people who closed them
-            if said is None and re.search(
-                r"\bassigned to (?:them|him|her|someone|people)\b|\b(?:been|was|were|are|is|get|got|gets)"
-                r"\s+assigned\b|分配给|指派给|被(?:指派|分配)",
-                rest,
-                re.I,
+            if said is None and (
+                re.search(
+                    r"\bassigned to (?:them|him|her|someone|people)\b|\b(?:been|was|were|are|is|get|got|gets)"
+                    r"\s+assigned\b|分配给|指派给|被(?:指派|分配)",
+                    rest,
+                    re.I,
+                )
+                or re.search(r"(?:分配|指派)给(?:了|过)?\s*$", before)  # "分配给了多少个不同的人"
             ):
                 return "assignee"
             if said is None and re.search(

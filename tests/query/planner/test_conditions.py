@@ -365,6 +365,12 @@ def test_a_year_right_after_merged_dates_the_merging(world):
     assert [t.field for t in plan.ir.times] == ["created_at"]
 
 
+def test_a_record_noun_after_a_preposition_is_a_topic_not_the_records_dated(world):
+    # "issues" here is what the PRs are about: the year still dates the merging
+    _, plan = answer(world, "merged pull requests during 2021 regarding issues")
+    assert [t.field for t in plan.ir.times] == ["merged_at"]
+
+
 # A tenant's own kind: its value roles come from its spec, so a negation reaches them in the same words.
 OUTAGES = CollectionSpec(
     name="outages",
@@ -436,3 +442,9 @@ def test_closed_by_someone_other_than_whoever_opened_it_is_said_not_answered(wor
     # comparing two fields of one record is no rule's reading: reported, never answered as all closed issues
     _, plan = answer(world, "closed issues where the closer is someone other than the person who opened it")
     assert any("other than" in s["text"] for s in plan.not_understood), plan.not_understood
+
+
+@pytest.mark.parametrize("question", ["distinct people assigned to open issues", "who's been assigned to open PRs?"])
+def test_open_after_a_participles_to_is_the_state_not_the_verb(world, question):
+    _, plan = answer(world, question)
+    assert ("state", "open") in {(f.field, f.value) for f in plan.ir.filters}, plan.pipeline

@@ -112,6 +112,7 @@ def test_how_many_different_things_is_a_distinct_count(catalog, question, field)
     [
         ("count of distinct people who reviewed PRs in 2026", "reviews.user.login"),  # the verb after "who"
         ("how many different people that have merged PRs", "merged_by.login"),
+        ("还开着的 PR 分配给过几个不同的人", "assignees.login"),  # Chinese says the verb before the people
     ],
 )
 def test_the_verb_said_of_the_people_counted_gives_their_role(catalog, question, field):
