@@ -115,6 +115,9 @@ def test_no_time_in_plain_question():
         ("since the start of last week", D(2026, 11, 23), NOW),  # a period counted from now reaches now
         ("since the first day of this quarter", D(2026, 10, 1), NOW),  # its first day is its start
         ("since the 1st of this month", D(2026, 11, 1), NOW),
+        ("2019 or earlier", None, D(2020, 1, 1)),  # the period named and all before it
+        ("May 2024, or before", None, D(2024, 6, 1)),
+        ("2018 年及以前", None, D(2019, 1, 1)),
     ],
 )
 def test_open_ended_periods(text, start, end):
