@@ -997,7 +997,7 @@ _DATED_VERBS = (
 # on payments-api", "not for the docs team") and the words naming the value's field (`_names_of`).
 _NEGATION_WORDS = (
     r"(?:\b(?:if\s+(?:you|we)\s+)?(?:don't|do not)\s+count|\bnot|n't|\bnever|\bwithout|\bnon-?|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
-    r"|\boutside(?: of)?|\bnot counting|\bleaving out|\bleave out|\bminus|\bapart from|\baside from|\bignoring"
+    r"|\boutside(?: of)?|\bnot counting|\bleaving out|\bleave out|\bminus|\bapart from|\baside from|\bignoring|\bexclude|\bignore"
     r"|没有|不是|不带|除了|除|非|(?:既|也)?不在|不含|不包括|排除)\s*"
 )
 _BETWEEN = (

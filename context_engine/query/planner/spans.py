@@ -584,7 +584,7 @@ than then as into over any all some each every one ones thing things kind sort l
 want need like ok okay hi hello hey thanks thank much many both but actually really carry carries carrying
 still yet currently right now got get gets getting anything everything he she him her his they them their ever
 during throughout within roughly approximately approx exactly precisely overall whole entire since single
-off
+off if
 """.split()
 )
 
