@@ -743,7 +743,7 @@ class ShapeStep(OwnAggregateStep):
             return "author"  # "who opened the most of those": the verb right after "who" says the role
         if not asks_for_people:
             for role, pattern in (
-                ("label", r"\blabels?\b|标签"),
+                ("label", r"\blabels?\b|\btags?\b(?!\s+(?:nobody|no one|anyone|someone|people|them|him|her|me))|标签"),
                 ("repo", r"\brepos?\b|\brepositor\w+|仓库"),
                 ("component", r"\bcomponents?\b|组件"),
                 ("team", r"\bteams?\b|团队"),

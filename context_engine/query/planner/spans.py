@@ -622,7 +622,7 @@ IMPLIED = re.compile(
     r"mention\w*|tagg\w*|often|frequent\w*|respon\w*|answer\w*|times|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*|"
     r"waiting|pending|awaiting|asked|requested|came|come|comes|coming|arriv\w*|"
     r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|whom?|whose|"
-    r"active|busiest|biggest|largest|most|top|common|counts?|volume|traffic|chatter|activity|busy|break|broken|down|breakdown|split|across|vs|total|number|"
+    r"active|busiest|biggest|largest|most|top|common|used|applied|counts?|volume|traffic|chatter|activity|busy|break|broken|down|breakdown|split|across|vs|total|number|"
     r"two|three|four|five|six|seven|eight|nine|ten|"
     r"谁|哪些人|哪位|发过?|发了|发过?言|发起|新开|提过?|提交|创建|合并|评审|审查|回复|讨论串|指派|分配"
 )
@@ -649,7 +649,7 @@ IMPLIED_NEEDS = [
             "person",
         ),
         (
-            r"active|busiest|biggest|largest|most|top|often|frequent\w*|common|最常|最经常|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*",
+            r"active|busiest|biggest|largest|most|top|often|frequent\w*|common|used|applied|最常|最经常|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*",
             "rank",
         ),
         (r"mention\w*|tagg\w*", "mentioned"),
