@@ -251,6 +251,7 @@ def test_open_ended_and_attached_times(world, question, expected):
         ("open issues no one has picked up yet", ["i1", "i7"]),
         ("closed PRs that never landed", ["p2", "p7"]),
         ("how many PRs opened in 2021 went in", 1),
+        ("did any of rory's pull requests make it in? how many", 1),  # merged
         ("rory's PRs, number?", 4),
     ],
 )
