@@ -964,7 +964,7 @@ _NOT_A_REPLY = (
 )
 # A message outside any thread: neither a reply nor (with "standalone") a thread start.
 _NOT_IN_A_THREAD = (
-    r"(?:\bnot|n't) (?:in|part of|inside) (?:any |a )?threads?\b|\bstand-?alone\b|\bnon-?threaded\b|\bunthreaded\b"
+    r"(?:\bnot|n't|\bnever) (?:(?:been|being|was|were|is|are) )?(?:in|part of|inside) (?:any |a |one )?threads?\b|\bstand-?alone\b|\bnon-?threaded\b|\bunthreaded\b"
     r"|\bneither in a thread\b"
     r"|不属于(?:任何)?(?:一个)?(?:讨论串|帖子|线程)"
     r"|\boutside (?:of )?(?:any |a )?threads?\b|\b(?:no|without(?: a| any)?) threads?\b"

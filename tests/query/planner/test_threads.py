@@ -275,3 +275,9 @@ def test_inside_a_thread_is_no_topic(world):
     rows, plan = answer(world, "count Ben's replies inside threads he didn't start")
     assert rows == [{"count": 3}], plan.pipeline  # b1, b2 (Ana's), b4 (Cy's)
     assert plan.ir.text == []
+
+
+@pytest.mark.parametrize("question", ["Ana's posts that were never in any thread", "messages by Ana never part of one thread"])
+def test_never_in_a_thread_is_neither_a_start_nor_a_reply(world, question):
+    rows, plan = answer(world, question)
+    assert refs(rows) == ["a5"], plan.pipeline
