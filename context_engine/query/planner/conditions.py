@@ -809,7 +809,7 @@ class ConditionStep(Draft):
             r"|another person|other users)\b"
             r"|\b(?:not counting|excluding|except(?: for)?|other than|leaving out|minus|apart from|aside from|but not|outside(?: of)?|not in)"
             r"\s+(?:the ones\s+|those\s+|any\s+)?(?:(?:in|on|under)\s+)?(?:her|his|their|my|your) own threads?\b"
-            r"|(?<=threads)\b.{0,40}?\bnot (?:in )?(?:her|his|their|my|your) own\b"
+            r"|(?<=threads)\b.{0,40}?(?:\bnot|n['’]t) (?:in )?(?:her|his|their|my|your) own\b"
             r"|(?:别人|他人|其他人)(?:发起|开启|创建|开)?的(?:讨论串|帖子|讨论|话题)"
         ):
             self.add_filter(replying[0], True, "exists")

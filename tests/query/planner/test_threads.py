@@ -143,8 +143,12 @@ def test_distinct_repliers_to_someone_not_counting_themselves(world):
     assert plan.not_understood == []
 
 
-def test_replies_outside_ones_own_threads(world):
-    rows, plan = answer(world, "Ana's replies, not counting the ones in her own threads")
+@pytest.mark.parametrize(
+    "question",
+    ["Ana's replies, not counting the ones in her own threads", "Ana's replies to threads that aren't her own"],
+)
+def test_replies_outside_ones_own_threads(world, question):
+    rows, plan = answer(world, question)
     assert refs(rows) == ["a4"], plan.pipeline
 
 
