@@ -737,7 +737,8 @@ class ConditionStep(Draft):
         )
         negated_after = re.match(
             r"\s*(?:一次)?(?:都|也)?(?:没有?|从没|从未)(?:回复|回)过?"
-            r"|\s+(?:has\s+|have\s+|had\s+|did\s+)?(?:never|not|n't)\s+(?:once\s+)?(?:repl(?:y|ied)|answered|responded)(?:\s+(?:in|to))?\b",
+            r"|\s+(?:(?:has|have|had|did|does|do)(?=n['’]t)|has\s+|have\s+|had\s+|did\s+)?(?:never|not|n['’]t)\s+(?:once\s+)?"
+            r"(?:repl(?:y|ied)|answer(?:ed)?|respond(?:ed)?)(?:\s+(?:in|to))?\b",
             self.q[b:],
             re.I,
         )
@@ -755,7 +756,8 @@ class ConditionStep(Draft):
             return
         self.use(said)
         overlaps = lambda f: f.span is not None and f.span[0] < said[1] and said[0] < f.span[1]  # noqa: E731
-        self.filters = [f for f in self.filters if not (f.field == replies and overlaps(f))]
+        # the words read again here ("didn't reply": no "not a reply" condition) say only this
+        self.filters = [f for f in self.filters if f is replier or not overlaps(f)]
         replier.op = "ne"
         if not self.has_filter(replies):
             self.filters.append(Filter(replies, "gte", 1, span=said))

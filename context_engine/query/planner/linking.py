@@ -479,7 +479,7 @@ class LinkStep(Draft):
                 before,
             )
             or re.search(
-                r"^(?:'s)?\s*(?:(?:did|does|has|have|had|ever|never|not|n't|also|once)\s+)*"
+                r"^(?:'s)?\s*(?:(?:(?:did|does|do|has|have|had)(?:n['’]?t)?|ever|never|not|n't|also|once)\s+)*"
                 r"(?:repl(?:y|ies|ied|ying)|respond(?:s|ed|ing)?|answer(?:s|ed|ing)?|(?:chim|jump|weigh)(?:e|ed|es|ing)? in)\b"
                 r"|^\s*(?:一次)?(?:都|也)?(?:没有?|从没|从未|有)?(?:回复|回)过?",
                 after,

@@ -266,6 +266,8 @@ def test_threads_counted_by_someones_replies_in_them_are_each_counted_once(world
         ("Cy's threads that never heard from Ana: how many", 1),  # c3
         ("threads by Ana without any reply from Cy — count", 1),  # a2
         ("Ana 的讨论串里 Ben 一次都没回复过的有多少个？", 1),  # a2
+        ("how many of Cy's threads has Ana not answered", 1),  # c3
+        ("Ana's threads Cy didn't respond in: the number", 1),  # a2 (a contraction)
     ],
 )
 def test_threads_another_person_replied_in_or_not(world, question, expected):
