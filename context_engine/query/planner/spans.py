@@ -536,6 +536,10 @@ class SpanStep(Draft):
                     understood[(start, end)] = "implied"
                     continue
                 word = self.q[start:end].lower()
+                wise = re.fullmatch(r"(\w+)-wise", word)
+                if wise and re.fullmatch(self.schema.kind.pattern(), wise.group(1), re.I | re.ASCII):
+                    understood[(start, end)] = "collection"  # "message-wise": in terms of the records counted
+                    continue
                 if word in topic or (
                     topic and TITLE.fullmatch(word)
                 ):  # "... in the title": where the topic is looked for
@@ -622,7 +626,7 @@ IMPLIED = re.compile(
     r"mention\w*|tagg\w*|often|frequent\w*|respon\w*|answer\w*|times|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*|"
     r"waiting|pending|awaiting|asked|requested|came|come|comes|coming|arriv\w*|"
     r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|whom?|whose|"
-    r"active|busiest|biggest|largest|most|top|common|used|applied|counts?|volume|traffic|chatter|activity|busy|break|broken|down|breakdown|split|across|vs|total|number|"
+    r"active|busiest|biggest|largest|most|top|common|used|applied|counts?|volume|traffic|chatter|activity|busy|break|broken|down|breakdown|split|spread|across|vs|total|number|"
     r"two|three|four|five|six|seven|eight|nine|ten|"
     r"谁|哪些人|哪位|发过?|发了|发过?言|发起|新开|提过?|提交|创建|合并|评审|审查|回复|讨论串|指派|分配"
 )
@@ -654,7 +658,7 @@ IMPLIED_NEEDS = [
         ),
         (r"mention\w*|tagg\w*", "mentioned"),
         (r"counts?|volume|total|number|times|traffic|chatter|activity|busy", "measure"),
-        (r"break|broken|down|breakdown|split|across|vs", "group"),
+        (r"break|broken|down|breakdown|split|spread|across|vs", "group"),
         (r"two|three|four|five|six|seven|eight|nine|ten", "number"),
     )
 ]
