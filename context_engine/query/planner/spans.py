@@ -262,13 +262,14 @@ class SpanStep(Draft):
         return list(groups.values())
 
     def _thing_forms(self, span: tuple[int, int]) -> list[str] | None:
-        """The forms a topic word that names a thing is matched in, whole words: an identifier or a
-        capitalised name as written ("load_dataset", not "load_datasets"; "Windows", not "window"); a
-        noun said in the plural or an agent noun in either number ("decoders", "transducer": not
-        "decode", "transducing", which share its stem);
-        another word with its inflections ("download": downloads, downloaded, downloading; not
-        "downloader"). None for a word whose whole family is meant: a verb form ("caching"), a noun of
-        an action or a quality ("tokenization", "laziness"), a short form with its long one ("docs")."""
+        """The forms a topic word that names a thing is matched in, whole words: an identifier as
+        written ("load_dataset", not "load_datasets"); a capitalised name as written and in its plural,
+        never cut to a singular ("IterableDataset(s)"; "Windows", not "window"); a noun said in the
+        plural or an agent noun in either number ("decoders", "transducer": not "decode",
+        "transducing", which share its stem); another word with its inflections ("download":
+        downloads, downloaded, downloading; not "downloader"). None for a word whose whole family is
+        meant: a verb form ("caching"), a noun of an action or a quality ("tokenization", "laziness"),
+        a short form with its long one ("docs")."""
         word = self.q[span[0] : span[1]].lower()
         if not WORD.fullmatch(word) or len(word) < 3 or word.isdigit():
             return None
@@ -283,7 +284,9 @@ class SpanStep(Draft):
         if written[1:] != written[1:].lower() or (
             written[0].isupper() and not re.search(r"(?:^|[.!?]\s+)[\W_]*$", self.q[: span[0]])
         ):
-            return [word]  # a name ("DrRacket", "Windows" mid-sentence): as written, "Windows" is not "window"
+            # a name ("IterableDataset", "Windows" mid-sentence): as written, and its plural; never cut
+            # to a singular ("Windows" is not "window")
+            return [word] if word.endswith("s") else [word, word + "s"]
         if (numbers[-1] == word and word.endswith("s") and len(numbers) == 2) or _AGENT_NOUN.search(word):
             return numbers
         return numbers + _verb_forms(word)

@@ -323,8 +323,8 @@ def _title_words(p) -> list[tuple[str, str, list[str]]]:
         # an identifier: as written, no number
         ("merged PRs mentioning retry_budget", ["retry_budget"]),
         # a capitalised name mid-sentence, or one with a capital inside: as written ("Jenkins" is no "jenkin")
-        ("merged PRs about Jenkins", ["jenkins"]),
-        ("merged PRs about OpenTelemetry", ["opentelemetry"]),
+        ("merged PRs about Jenkins", ["jenkins"]),  # not "jenkin"
+        ("merged PRs about OpenTelemetry", ["opentelemetry", "opentelemetrys"]),
     ],
 )
 def test_a_thing_named_after_a_cue_is_that_word_not_its_stems_family(catalog, question, forms):
