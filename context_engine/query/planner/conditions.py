@@ -594,8 +594,11 @@ class ConditionStep(Draft):
             self.q,
             re.I,
         )
-        # the bound after the number: "3+ different people replied", "two or more repliers"
+        # the bound after the number: "3+ different people replied", "two or more repliers", "三个或更多人回复"
         after = re.search(rf"\b{_NUMBER}\s*(\+|or more|or fewer|or less)\s+{people}{replying}\b", self.q, re.I)
+        after_zh = re.search(
+            r"(\d+|[一两二三四五六七八九十])\s*(?:个|位)?\s*(或更多|或以上|及以上|或更少|或以下|及以下)的?(?:不同的?)?人(?:回复|回)", self.q
+        )
         single = re.search(
             rf"\b(?:only|just)\s+(?:a\s+single|one|1)\s+{people}{replying}\b|\b(?:a\s+)?single\s+replier\b",
             self.q,
@@ -620,6 +623,11 @@ class ConditionStep(Draft):
             self.use(after.span())
             op = {"+": "gte", "or more": "gte", "or fewer": "lte", "or less": "lte"}[after.group(2).lower()]
             self.add_filter("reply_users_count", _number_of(after.group(1)), op)
+        elif after_zh and not self._is_used(after_zh.span()):
+            self.use(after_zh.span())
+            number = after_zh.group(1)
+            count = int(number) if number.isdigit() else _CHINESE_DIGITS[number]
+            self.add_filter("reply_users_count", count, "gte" if after_zh.group(2) in ("或更多", "或以上", "及以上") else "lte")
         elif single and not self._is_used(single.span()):
             self.use(single.span())
             self.add_filter("reply_users_count", 1)
@@ -972,6 +980,7 @@ _NOT_IN_A_THREAD = (
     r"|\boutside (?:of )?(?:any |a )?threads?\b|\b(?:no|without(?: a| any)?) threads?\b"
     r"|\bstand(?:s|ing)? alone\b|不在(?:任何)?(?:帖子|讨论串|线程)"
 )
+_CHINESE_DIGITS = {c: n for n, c in enumerate("一二三四五六七八九十", 1)} | {"两": 2}
 # A count written as digits or as a word ("more than ten answers", "one or two replies").
 _NUMBER = r"(\d+|" + "|".join(NUMBER_WORDS) + r")"
 

@@ -357,7 +357,8 @@ class LinkStep(Draft):
                 # to": how many replied, not who
                 and not re.search(
                     r"(?:\b(?:at least|more than|over|no more than|at most|exactly|only)\s+\w+|\b\w+\s*\+"
-                    r"|\b\w+\s+or\s+(?:more|fewer|less))\s+(?:different |distinct )?(?:people|persons|users|repliers)\b",
+                    r"|\b\w+\s+or\s+(?:more|fewer|less))\s+(?:different |distinct )?(?:people|persons|users|repliers)\b"
+                    r"|[\d一两二三四五六七八九十]\s*(?:个|位)?\s*(?:或更多|或以上|及以上|或更少|或以下|及以下)的?(?:不同的?)?人",
                     self.q,
                     re.I,
                 )

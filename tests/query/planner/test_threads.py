@@ -225,6 +225,7 @@ def test_threads_with_replies_from_at_least_n_people_are_the_starters(world):
         ("Ana's posts where 2+ different users replied", ["a1"]),
         ("threads that two or more distinct people replied in", ["a1", "b3"]),
         ("threads with 1 or fewer repliers", ["a2", "c3"]),
+        ("Ana 的帖子里有两个或更多人回复的是哪些", ["a1"]),  # Chinese: the bound after the number
     ],
 )
 def test_a_bound_after_the_number_of_repliers(world, question, expected):
