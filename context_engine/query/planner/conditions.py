@@ -94,6 +94,8 @@ class ConditionStep(Draft):
             if unmerged:
                 # Not merged is all it says: an open PR is not merged either, unless closing is said too.
                 self.add_filter("merged", False)
+                # said twice: "abandoned (closed, never merged)"
+                self.mark(r"\bnever (?:been |got |was |were )?merged\b|\bnot (?:been |being |getting |got )?merged\b")
                 if re.search(r"rejected|abandoned", unmerged.group(0), re.I) or self.mark(r"\bclosed\b|关闭"):
                     self.add_filter("state", "closed")
                     return "closed"
@@ -147,7 +149,7 @@ class ConditionStep(Draft):
             return False  # a collection whose records carry no reason (PRs: always null) is not asked one
         if self.mark(
             r"\bnot (?:closed )?as (?:completed|done)\b|\b(?:isn't|is not|wasn't|was not|not|other than|besides|except)"
-            r" (?:completed|done)\b|\bfor (?:a|any) reason other than (?:completed|done)\b|不是以?完成|非完成"
+            r" (?:completed|done)\b(?!\s+by\b)|\bfor (?:a|any) reason other than (?:completed|done)\b|不是以?完成|非完成"
         ):
             self.add_filter("state_reason", "completed", "ne")
             self.mark(r"\bclosed\b|已关闭|关闭")

@@ -252,6 +252,7 @@ def test_open_ended_and_attached_times(world, question, expected):
         ("closed PRs that never landed", ["p2", "p7"]),
         ("how many PRs opened in 2021 went in", 1),
         ("did any of rory's pull requests make it in? how many", 1),  # merged
+        ("quinn's abandoned PRs (closed and never merged)", ["p7"]),  # said twice
         ("rory's PRs, number?", 4),
     ],
 )
@@ -449,3 +450,8 @@ def test_closed_by_someone_other_than_whoever_opened_it_is_said_not_answered(wor
 def test_open_after_a_participles_to_is_the_state_not_the_verb(world, question):
     _, plan = answer(world, question)
     assert ("state", "open") in {(f.field, f.value) for f in plan.ir.filters}, plan.pipeline
+
+
+def test_not_done_by_someone_is_no_close_reason(world):
+    _, plan = answer(world, "issue closures not done by rory")
+    assert "state_reason" not in {f.field for f in plan.ir.filters}, plan.pipeline
