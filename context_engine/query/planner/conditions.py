@@ -445,7 +445,11 @@ class ConditionStep(Draft):
             ):
                 return True
             if not has_verb and end <= span[0] and re.fullmatch(r"\s+(?:from|of)\s+", self.q[end : span[0]], re.I):
-                return True
+                # "merged PRs from 2022": the year of their merging, as in "merged 2022 PRs"
+                merged = self.collection == "pull_requests" and re.search(
+                    r"\b(?:merged|landed|shipped)\s+$", self.q[:start], re.I
+                )
+                return not merged
         if has_verb:
             return False
         return bool(re.match(r"\s*(?:年)?\s*(?:创建|新建|提交|开)", after)) or bool(re.search(r"创建于\s*$", before))

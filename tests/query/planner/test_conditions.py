@@ -223,6 +223,7 @@ def test_negation_absence_and_close_reasons(world, question, expected):
         ("closed issues from 2022", ["i6"]),
         ("issues closed in 2023", ["i3", "i6"]),  # the verb dates it here
         ("2020's merged PRs", ["p1"]),  # and here, between the year and the noun
+        ("merged pull requests from March 5, 2021", ["p4"]),  # "merged" before the noun: the day of the merging
     ],
 )
 def test_open_ended_and_attached_times(world, question, expected):
