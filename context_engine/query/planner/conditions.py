@@ -603,7 +603,8 @@ class ConditionStep(Draft):
         # the bound after the number: "3+ different people replied", "two or more repliers", "三个或更多人回复"
         after = re.search(rf"\b{_NUMBER}\s*(\+|or more|or fewer|or less)\s+{people}{replying}\b", self.q, re.I)
         after_zh = re.search(
-            r"(\d+|[一两二三四五六七八九十])\s*(?:个|位)?\s*(或更多|或以上|及以上|或更少|或以下|及以下)的?(?:不同的?)?人(?:回复|回)", self.q
+            r"(\d+|[一两二三四五六七八九十])\s*(?:个|位)?\s*(或更多|或以上|及以上|或更少|或以下|及以下)的?(?:不同的?)?人(?:回复|回)",
+            self.q,
         )
         single = re.search(
             rf"\b(?:only|just)\s+(?:a\s+single|one|1)\s+{people}{replying}\b|\b(?:a\s+)?single\s+replier\b",
@@ -633,7 +634,9 @@ class ConditionStep(Draft):
             self.use(after_zh.span())
             number = after_zh.group(1)
             count = int(number) if number.isdigit() else _CHINESE_DIGITS[number]
-            self.add_filter("reply_users_count", count, "gte" if after_zh.group(2) in ("或更多", "或以上", "及以上") else "lte")
+            self.add_filter(
+                "reply_users_count", count, "gte" if after_zh.group(2) in ("或更多", "或以上", "及以上") else "lte"
+            )
         elif single and not self._is_used(single.span()):
             self.use(single.span())
             self.add_filter("reply_users_count", 1)

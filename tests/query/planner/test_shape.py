@@ -312,7 +312,9 @@ def test_people_said_by_whom_it_was_not_are_a_condition_not_a_grouping(catalog, 
     assert any(f.negate or f.op == "nin" for f in p.ir.filters), p.ir.filters
 
 
-@pytest.mark.parametrize("question", ["which tag got applied most on PRs in 2026", "the most used tag on pull requests"])
+@pytest.mark.parametrize(
+    "question", ["which tag got applied most on PRs in 2026", "the most used tag on pull requests"]
+)
 def test_tag_is_a_label_in_a_ranking(catalog, question):
     p = plan(catalog, question)
     assert p.ir.shape.field == "labels.name" and p.not_understood == [], (p.pipeline, p.not_understood)

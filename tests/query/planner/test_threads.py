@@ -284,7 +284,9 @@ def test_inside_a_thread_is_no_topic(world):
     assert plan.ir.text == []
 
 
-@pytest.mark.parametrize("question", ["Ana's posts that were never in any thread", "messages by Ana never part of one thread"])
+@pytest.mark.parametrize(
+    "question", ["Ana's posts that were never in any thread", "messages by Ana never part of one thread"]
+)
 def test_never_in_a_thread_is_neither_a_start_nor_a_reply(world, question):
     rows, plan = answer(world, question)
     assert refs(rows) == ["a5"], plan.pipeline
