@@ -48,8 +48,8 @@ _BUCKETS = [
 _GROUP = re.compile(
     # "broken down by the person who closed them": the person named by what they did
     r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+"
-    # "across the three workspaces", "over all the channels": the values named as a whole
-    r"(?:(?:the|all(?: the)?|both)\s+(?:(?:two|three|four|five|six|seven|eight|nine|ten|\d+)\s+)?)?"
+    # "across the three workspaces": the values counted, each ("across all repos" is their total)
+    r"(?:(?:the\s+)?(?:two|three|four|five|six|seven|eight|nine|ten|\d+)\s+)?"
     r"(?:(?:slack|jira|github|git|code|the (?:person|people|users?|ones?)(?= who\b))\s+)?"
     r"(labels?|repos?|repositor(?:y|ies)|authors?|persons?|people|users?|states?|status(?:es)?|priorit(?:y|ies)|"
     r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?|workspaces?"

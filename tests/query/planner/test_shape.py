@@ -318,3 +318,7 @@ def test_people_said_by_whom_it_was_not_are_a_condition_not_a_grouping(catalog, 
 def test_tag_is_a_label_in_a_ranking(catalog, question):
     p = plan(catalog, question)
     assert p.ir.shape.field == "labels.name" and p.not_understood == [], (p.pipeline, p.not_understood)
+
+
+def test_across_all_values_is_their_total_not_one_count_each(catalog):
+    assert plan(catalog, "the total of merged pull requests across all repositories").ir.shape.kind == "count"
