@@ -457,7 +457,6 @@ def test_the_extreme_of_a_measure_in_other_words(world, question, expected):
         ("open issues, number please", 3),
         ("elmlang msg volume", 6),
         ("elmlang volume if you exclude Jo", 4),  # "volume" alone, after the workspace
-        ("a tally of elmlang messages", 6),
         ("which of Jo's threads got the biggest response?", ["c2"]),  # the most replies, one thread
         ("elmlang 里不同用户一共有几个？", 2),  # the distinct ones said before their number
     ],
