@@ -491,7 +491,8 @@ def test_the_largest_number_a_single_record_got_is_the_measures_maximum(world, q
 
 
 @pytest.mark.parametrize(
-    "question", ["how is January 2025 spread across the three workspaces, message-wise", "posts across the 3 workspaces"]
+    "question",
+    ["how is January 2025 spread across the three workspaces, message-wise", "posts across the 3 workspaces"],
 )
 def test_across_the_named_number_of_values_is_one_count_each(world, question):
     p = planned(world, question)
