@@ -3,8 +3,9 @@
 The planner's rules are written for the words people mean; a newcomer's typo in a rule word ("isue",
 "repiles") would otherwise drop a condition or a shape. A word is corrected only when it is no word
 the planner knows, no one's name or handle, no stored value, written in lower case (a capitalised
-word may be a name), and exactly one known word is one edit away (two for long words). The corrected
-question is what is planned, and the answer says how it was read.
+word may be a name), no known word with a regular ending ("sharding"), and exactly one known word is
+one edit away (two for long words). The corrected question is what is planned, and the answer says how
+it was read.
 """
 
 from __future__ import annotations
@@ -73,6 +74,19 @@ def english_words():
     return SpellChecker(language="en", distance=1)
 
 
+# Regular endings a word takes: "shard" + "ing" is a word the dictionary may not list, not a typo.
+_ENDINGS = ("ings", "ing", "ers", "er", "ed", "s")
+
+
+def _inflected(word: str) -> bool:
+    """A known English word with a regular ending ("sharding", "webhooks"): a word, not a misspelling.
+    A final "e" is dropped before a vowel ending, so "closeing" is still a misspelling."""
+    stems = (
+        word[: -len(e)] for e in _ENDINGS if word.endswith(e) and not (e[0] in "ie" and word[: -len(e)].endswith("e"))
+    )
+    return any(len(stem) >= 4 and english_words().known([stem]) for stem in stems)
+
+
 def correct(question: str, keep: frozenset[str] | set[str]) -> str:
     """`question` with its misspelt rule words replaced; `keep` (lower case) are never touched: the
     tenant's people's aliases and stored values."""
@@ -83,7 +97,7 @@ def correct(question: str, keep: frozenset[str] | set[str]) -> str:
             return word
         edits = 1 if len(word) <= 7 else 2
         close = process.extract(word, _KNOWN_LIST, scorer=OSA.distance, score_cutoff=edits, limit=6)
-        if not close or english_words().known([word]):
+        if not close or english_words().known([word]) or _inflected(word):
             return word
         best = min(d for _, d, _ in close)
         meant = [w for w, d, _ in close if d == best]

@@ -756,6 +756,8 @@ _RELATIVE = re.compile(
 # "这个月到现在", "从周一至今": the period runs to now, not on past it
 _UP_TO_NOW = re.compile(r"(?:(?:到|至)(?:现在|今天|目前为止|目前)|至今)$")
 _EARLIER = re.compile(r"^\s*(?:年)?\s*(?:之前|以前)")
+# "2020 or earlier", "March 2019 and before": that period and everything before it
+_OR_EARLIER = re.compile(r"^\s*,?\s*(?:or|and)\s+(?:earlier|before|prior|older)\b|^\s*(?:年)?\s*(?:及|或)(?:之前|以前)")
 # "2023 年 6 月之后": after June, like "after June 2023" (以后 reads "from then on": "2024 年以后" includes 2024);
 # "9 月底之后", after the end of September, likewise.
 _LATER = re.compile(r"^\s*(?:年)?\s*底?\s*之后")
@@ -774,6 +776,8 @@ def _open_ended(
     )
     if m := _BEFORE.search(before):
         return (m.start(), b), (None, end if inclusive else start)
+    if m := _OR_EARLIER.match(after):
+        return (a, b + m.end()), (None, end)
     if m := _EARLIER.match(after):
         return (a, b + m.end()), (None, start)
     if m := _AFTER.search(before):

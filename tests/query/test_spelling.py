@@ -20,6 +20,7 @@ from context_engine.query.spelling import correct
         ("prs mergd lst week", "prs merged last week"),
         ("# of msgs in 2018", "# of messages in 2018"),
         ("issues that dont have labels", "issues that don't have labels"),  # a contraction without its apostrophe
+        ("comments closeing the discussion", "comments closing the discussion"),  # "close" drops its "e" for "ing"
     ],
 )
 def test_misspelt_rule_words_are_read_as_meant(asked, read):
@@ -36,6 +37,7 @@ def test_misspelt_rule_words_are_read_as_meant(asked, read):
         "issues in parquet format",
         "how many weren't assigned to anybody",  # a contraction's first half is no misspelt word
         "PRs that haven't been merged",
+        "tickets on sharding from last year",  # "shard" + "ing": a word the dictionary lacks, not "starting"
     ],
 )
 def test_real_words_and_names_are_kept(asked):

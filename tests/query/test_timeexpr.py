@@ -137,6 +137,9 @@ def test_no_time_in_plain_question():
         ("since the 1st of this month", D(2026, 11, 1), NOW),
         ("predating 2020", None, D(2020, 1, 1)),
         ("postdating June 2024", D(2024, 7, 1), None),
+        ("2019 or earlier", None, D(2020, 1, 1)),  # the period named and all before it
+        ("May 2024, or before", None, D(2024, 6, 1)),
+        ("2018 年及以前", None, D(2019, 1, 1)),
     ],
 )
 def test_open_ended_periods(text, start, end):

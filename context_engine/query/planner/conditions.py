@@ -34,6 +34,15 @@ class ConditionStep(Draft):
                     )  # "which label do open issues carry"
                     and re.match(r"\s+(?:issues|prs|pull requests|tickets|bugs)\b", self.q[m.end() :], re.I)
                 )
+                # "people assigned to open issues", "comments added to open PRs": "to" ends a participle's phrase
+                and not (
+                    re.search(
+                        r"\b(?:assigned|linked|attached|related|added|pinned|posted|given|subscribed|belonging)\s+to\s+$",
+                        before,
+                        re.I,
+                    )
+                    and re.match(r"\s+(?:issues|prs|pull requests|tickets|bugs)\b", self.q[m.end() :], re.I)
+                )
             ):
                 continue
             self.use(m.span())
@@ -85,13 +94,15 @@ class ConditionStep(Draft):
             if unmerged:
                 # Not merged is all it says: an open PR is not merged either, unless closing is said too.
                 self.add_filter("merged", False)
+                # said twice: "abandoned (closed, never merged)"
+                self.mark(r"\bnever (?:been |got |was |were )?merged\b|\bnot (?:been |being |getting |got )?merged\b")
                 if re.search(r"rejected|abandoned", unmerged.group(0), re.I) or self.mark(r"\bclosed\b|关闭"):
                     self.add_filter("state", "closed")
                     return "closed"
                 return "created"
             if self.mark(
                 r"\bmerged\b|\bmerges?\b|\bmerg(?:d|eed|ged)\b|\bmreged\b|\bship(?:ped|s)?\b|\bland(?:ed|s)?\b"
-                r"|\b(?:went|got|go|goes|gone) in\b(?!\s+(?:\d|the\b|a\b|an\b))|合并了|已合并|合入|合并|合进(?:去|来)?了?|上线|发布"
+                r"|\b(?:went|got|go|goes|gone) in\b(?!\s+(?:\d|the\b|a\b|an\b))|\b(?:made|make|makes|making) it in(?:to (?:main|master|the codebase|the repo))?\b|合并了|已合并|合入|合并|合进(?:去|来)?了?|上线|发布"
             ):
                 self.add_filter("merged", True)
                 return "merged"
@@ -138,7 +149,7 @@ class ConditionStep(Draft):
             return False  # a collection whose records carry no reason (PRs: always null) is not asked one
         if self.mark(
             r"\bnot (?:closed )?as (?:completed|done)\b|\b(?:isn't|is not|wasn't|was not|not|other than|besides|except)"
-            r" (?:completed|done)\b|\bfor (?:a|any) reason other than (?:completed|done)\b|不是以?完成|非完成"
+            r" (?:completed|done)\b(?!\s+by\b)|\bfor (?:a|any) reason other than (?:completed|done)\b|不是以?完成|非完成"
         ):
             self.add_filter("state_reason", "completed", "ne")
             self.mark(r"\bclosed\b|已关闭|关闭")
@@ -426,10 +437,19 @@ class ConditionStep(Draft):
             )
             # "2024 bug issues" dates the issues; "last month's merged PRs" dates the merging; "in
             # October had PRs merged" dates nothing about the PRs themselves.
-            if between and not re.fullmatch(_DATED_VERBS + "|had|has|have|saw|were|was", between.group(1) or "", re.I):
+            # "merged PRs in 2023 about docs": a noun after a preposition is a topic, not the records dated
+            if between and not re.fullmatch(
+                _DATED_VERBS + "|had|has|have|saw|were|was|about|on|regarding|concerning|mentioning|re|for|with|to",
+                between.group(1) or "",
+                re.I,
+            ):
                 return True
             if not has_verb and end <= span[0] and re.fullmatch(r"\s+(?:from|of)\s+", self.q[end : span[0]], re.I):
-                return True
+                # "merged PRs from 2022": the year of their merging, as in "merged 2022 PRs"
+                merged = self.collection == "pull_requests" and re.search(
+                    r"\b(?:merged|landed|shipped)\s+$", self.q[:start], re.I
+                )
+                return not merged
         if has_verb:
             return False
         return bool(re.match(r"\s*(?:年)?\s*(?:创建|新建|提交|开)", after)) or bool(re.search(r"创建于\s*$", before))
@@ -580,6 +600,12 @@ class ConditionStep(Draft):
             self.q,
             re.I,
         )
+        # the bound after the number: "3+ different people replied", "two or more repliers", "三个或更多人回复"
+        after = re.search(rf"\b{_NUMBER}\s*(\+|or more|or fewer|or less)\s+{people}{replying}\b", self.q, re.I)
+        after_zh = re.search(
+            r"(\d+|[一两二三四五六七八九十])\s*(?:个|位)?\s*(或更多|或以上|及以上|或更少|或以下|及以下)的?(?:不同的?)?人(?:回复|回)",
+            self.q,
+        )
         single = re.search(
             rf"\b(?:only|just)\s+(?:a\s+single|one|1)\s+{people}{replying}\b|\b(?:a\s+)?single\s+replier\b",
             self.q,
@@ -600,6 +626,17 @@ class ConditionStep(Draft):
         if bound and not self._is_used(bound.span()):
             self.use(bound.span())
             self.add_filter("reply_users_count", _number_of(bound.group(2)), ops[bound.group(1).lower()])
+        elif after and not self._is_used(after.span()):
+            self.use(after.span())
+            op = {"+": "gte", "or more": "gte", "or fewer": "lte", "or less": "lte"}[after.group(2).lower()]
+            self.add_filter("reply_users_count", _number_of(after.group(1)), op)
+        elif after_zh and not self._is_used(after_zh.span()):
+            self.use(after_zh.span())
+            number = after_zh.group(1)
+            count = int(number) if number.isdigit() else _CHINESE_DIGITS[number]
+            self.add_filter(
+                "reply_users_count", count, "gte" if after_zh.group(2) in ("或更多", "或以上", "及以上") else "lte"
+            )
         elif single and not self._is_used(single.span()):
             self.use(single.span())
             self.add_filter("reply_users_count", 1)
@@ -717,7 +754,8 @@ class ConditionStep(Draft):
         )
         negated_after = re.match(
             r"\s*(?:一次)?(?:都|也)?(?:没有?|从没|从未)(?:回复|回)过?"
-            r"|\s+(?:has\s+|have\s+|had\s+|did\s+)?(?:never|not|n't)\s+(?:once\s+)?(?:repl(?:y|ied)|answered|responded)(?:\s+(?:in|to))?\b",
+            r"|\s+(?:(?:has|have|had|did|does|do)(?=n['’]t)|has\s+|have\s+|had\s+|did\s+)?(?:never|not|n['’]t)\s+(?:once\s+)?"
+            r"(?:repl(?:y|ied)|answer(?:ed)?|respond(?:ed)?)(?:\s+(?:in|to))?\b",
             self.q[b:],
             re.I,
         )
@@ -735,7 +773,8 @@ class ConditionStep(Draft):
             return
         self.use(said)
         overlaps = lambda f: f.span is not None and f.span[0] < said[1] and said[0] < f.span[1]  # noqa: E731
-        self.filters = [f for f in self.filters if not (f.field == replies and overlaps(f))]
+        # the words read again here ("didn't reply": no "not a reply" condition) say only this
+        self.filters = [f for f in self.filters if f is replier or not overlaps(f)]
         replier.op = "ne"
         if not self.has_filter(replies):
             self.filters.append(Filter(replies, "gte", 1, span=said))
@@ -789,7 +828,7 @@ class ConditionStep(Draft):
             r"|another person|other users)\b"
             r"|\b(?:not counting|excluding|except(?: for)?|other than|leaving out|minus|apart from|aside from|but not|outside(?: of)?|not in)"
             r"\s+(?:the ones\s+|those\s+|any\s+)?(?:(?:in|on|under)\s+)?(?:her|his|their|my|your) own threads?\b"
-            r"|(?<=threads)\b.{0,40}?\bnot (?:in )?(?:her|his|their|my|your) own\b"
+            r"|(?<=threads)\b.{0,40}?(?:\bnot|n['’]t) (?:in )?(?:her|his|their|my|your) own\b"
             r"|(?:别人|他人|其他人)(?:发起|开启|创建|开)?的(?:讨论串|帖子|讨论|话题)"
         ):
             self.add_filter(replying[0], True, "exists")
@@ -908,7 +947,12 @@ _HAVING = (
     r"(?:get|gets|got|gotten|getting|receive|receives|received|have|has|had|having|given|assigned|attached|added"
     r"|drew|draw|attracted|attract)\s+"
 )
-_NEGATION = r"(?:\b(?:not|never|nobody|no one|no-one)\b|n['’]?t\b)"
+# A contraction's "n't" with its apostrophe, or one of the usual contractions written without it:
+# never the "nt" ending a word ("different people replied").
+_NEGATION = (
+    r"(?:\b(?:not|never|nobody|no one|no-one)\b|n['’]t\b"
+    r"|\b(?:do|does|did|is|are|was|were|has|have|had|ca|wo|could|would|should)nt\b)"
+)
 _LACK_BEFORE_NOUN = re.compile(
     rf"(?:\b(?:no|zero|without|lacking|missing|none)\s+{_FILLING}|{_NEGATION}\s+{_FILLING}{_HAVING}{_FILLING})$", re.I
 )
@@ -939,12 +983,13 @@ _NOT_A_REPLY = (
 )
 # A message outside any thread: neither a reply nor (with "standalone") a thread start.
 _NOT_IN_A_THREAD = (
-    r"(?:\bnot|n't) (?:in|part of|inside) (?:any |a )?threads?\b|\bstand-?alone\b|\bnon-?threaded\b|\bunthreaded\b"
+    r"(?:\bnot|n't|\bnever) (?:(?:been|being|was|were|is|are) )?(?:in|part of|inside) (?:any |a |one )?threads?\b|\bstand-?alone\b|\bnon-?threaded\b|\bunthreaded\b"
     r"|\bneither in a thread\b"
     r"|不属于(?:任何)?(?:一个)?(?:讨论串|帖子|线程)"
     r"|\boutside (?:of )?(?:any |a )?threads?\b|\b(?:no|without(?: a| any)?) threads?\b"
     r"|\bstand(?:s|ing)? alone\b|不在(?:任何)?(?:帖子|讨论串|线程)"
 )
+_CHINESE_DIGITS = {c: n for n, c in enumerate("一二三四五六七八九十", 1)} | {"两": 2}
 # A count written as digits or as a word ("more than ten answers", "one or two replies").
 _NUMBER = r"(\d+|" + "|".join(NUMBER_WORDS) + r")"
 
@@ -972,7 +1017,7 @@ _DATED_VERBS = (
 # on payments-api", "not for the docs team") and the words naming the value's field (`_names_of`).
 _NEGATION_WORDS = (
     r"(?:\b(?:if\s+(?:you|we)\s+)?(?:don't|do not)\s+count|\bnot|n't|\bnever|\bwithout|\bnon-?|\bexcept(?: for)?|\bexcluding|\bother than|\bneither|\bnor|\bbut not|\bbesides|\bno"
-    r"|\boutside(?: of)?|\bnot counting|\bleaving out|\bleave out|\bminus|\bapart from|\baside from|\bignoring"
+    r"|\boutside(?: of)?|\bnot counting|\bleaving out|\bleave out|\bminus|\bapart from|\baside from|\bignoring|\bexclude|\bignore"
     r"|没有|不是|不带|除了|除|非|(?:既|也)?不在|不含|不包括|排除)\s*"
 )
 _BETWEEN = (

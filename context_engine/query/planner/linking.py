@@ -353,10 +353,12 @@ class LinkStep(Draft):
                     self.q,
                     re.I,
                 )
-                # "threads that got replies from at least three different people": how many replied, not who
+                # "threads that got replies from at least three different people", "posts 3+ people replied
+                # to": how many replied, not who
                 and not re.search(
-                    r"\b(?:from|by)\s+(?:at least|more than|over|no more than|at most|exactly|only)\s+\w+\s+"
-                    r"(?:different |distinct )?(?:people|persons|users|repliers)\b",
+                    r"(?:\b(?:at least|more than|over|no more than|at most|exactly|only)\s+\w+|\b\w+\s*\+"
+                    r"|\b\w+\s+or\s+(?:more|fewer|less))\s+(?:different |distinct )?(?:people|persons|users|repliers)\b"
+                    r"|[\d一两二三四五六七八九十]\s*(?:个|位)?\s*(?:或更多|或以上|及以上|或更少|或以下|及以下)的?(?:不同的?)?人",
                     self.q,
                     re.I,
                 )
@@ -478,7 +480,7 @@ class LinkStep(Draft):
                 before,
             )
             or re.search(
-                r"^(?:'s)?\s*(?:(?:did|does|has|have|had|ever|never|not|n't|also|once)\s+)*"
+                r"^(?:'s)?\s*(?:(?:(?:did|does|do|has|have|had)(?:n['’]?t)?|ever|never|not|n't|also|once)\s+)*"
                 r"(?:repl(?:y|ies|ied|ying)|respond(?:s|ed|ing)?|answer(?:s|ed|ing)?|(?:chim|jump|weigh)(?:e|ed|es|ing)? in)\b"
                 r"|^\s*(?:一次)?(?:都|也)?(?:没有?|从没|从未|有)?(?:回复|回)过?",
                 after,

@@ -16,7 +16,7 @@ DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
 
 COUNT = re.compile(
-    r"\bhow many\b|[,:(—–-]\s*(?:(?:just|only)\s+)?(?:the\s+)?(?:number|count|total)(?:,?\s+please)?\s*\??\)?\s*[?.]?$|\b(?:msg|message|post)s?\s+volume\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|(?<!n't )(?<!n’t )(?<!not )\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数",
+    r"\bhow many\b|[,:(—–-]\s*(?:(?:just|only)\s+)?(?:the\s+)?(?:number|count|total)(?:,?\s+please)?\s*\??\)?\s*[?.]?$|\b(?:msg|message|post)s?\s+volume\b|(?<!about )(?<!mention )(?<!mentioning )(?<!mentions )\bvolume\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|(?<!n't )(?<!n’t )(?<!not )\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数",
     re.I,
 )
 
@@ -48,10 +48,14 @@ _BUCKETS = [
 _GROUP = re.compile(
     # "broken down by the person who closed them": the person named by what they did
     r"\b(?:per|by|grouped by|group(?:ed)? by|for each|each|broken down by|breakdown by|across)\s+"
+    # "across the three workspaces": the values counted, each ("across all repos" is their total)
+    r"(?:(?:the\s+)?(?:two|three|four|five|six|seven|eight|nine|ten|\d+)\s+)?"
     r"(?:(?:slack|jira|github|git|code|the (?:person|people|users?|ones?)(?= who\b))\s+)?"
     r"(labels?|repos?|repositor(?:y|ies)|authors?|persons?|people|users?|states?|status(?:es)?|priorit(?:y|ies)|"
     r"milestones?|channels?|assignees?|reviewers?|types?|projects?|teams?|spaces?|components?|sprints?|tags?|workspaces?"
     r"|(?:close|closing|state|resolution) reasons?|why (?:they|it) (?:was|were) closed|who closed (?:them|it|those))\b"
+    # "by people other than A and B": who did it, said by whom it was not — a condition, no grouping
+    r"(?!\s+(?:other than|except|besides|apart from|but not|excluding|not\b|who (?:are|were|is|was)n['’]?t\b))"
     r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目|工作区)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态|工作区)"
     r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)"
     # "who closed issues in May, and how many each": one count per closer
@@ -348,11 +352,14 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
             )
             if said is None and chinese_verb:
                 return chinese_verb  # "几个不同的人关闭过 issue": the people who closed them
-            if said is None and re.search(
-                r"\bassigned to (?:them|him|her|someone|people)\b|\b(?:been|was|were|are|is|get|got|gets)"
-                r"\s+assigned\b|分配给|指派给|被(?:指派|分配)",
-                rest,
-                re.I,
+            if said is None and (
+                re.search(
+                    r"\bassigned to (?:them|him|her|someone|people)\b|\b(?:been|was|were|are|is|get|got|gets)"
+                    r"\s+assigned\b|分配给|指派给|被(?:指派|分配)",
+                    rest,
+                    re.I,
+                )
+                or re.search(r"(?:分配|指派)给(?:了|过)?\s*$", before)  # "分配给了多少个不同的人"
             ):
                 return "assignee"
             if said is None and re.search(
@@ -738,7 +745,7 @@ class ShapeStep(OwnAggregateStep):
             return "author"  # "who opened the most of those": the verb right after "who" says the role
         if not asks_for_people:
             for role, pattern in (
-                ("label", r"\blabels?\b|标签"),
+                ("label", r"\blabels?\b|\btags?\b(?!\s+(?:nobody|no one|anyone|someone|people|them|him|her|me))|标签"),
                 ("repo", r"\brepos?\b|\brepositor\w+|仓库"),
                 ("component", r"\bcomponents?\b|组件"),
                 ("team", r"\bteams?\b|团队"),

@@ -264,11 +264,13 @@ class SpanStep(Draft):
 
     def _thing_forms(self, span: tuple[int, int]) -> list[str] | None:
         """The forms a topic word that names a thing is matched in, whole words: an identifier as
-        written ("load_dataset", not "load_datasets"); a noun said in the plural or an agent noun in
-        either number ("decoders", "transducer": not "decode", "transducing", which share its stem);
-        another word with its inflections ("download": downloads, downloaded, downloading; not
-        "downloader"). None for a word whose whole family is meant: a verb form ("caching"), a noun of
-        an action or a quality ("tokenization", "laziness"), a short form with its long one ("docs")."""
+        written ("load_dataset", not "load_datasets"); a capitalised name as written and in its plural,
+        never cut to a singular ("IterableDataset(s)"; "Windows", not "window"); a noun said in the
+        plural or an agent noun in either number ("decoders", "transducer": not "decode",
+        "transducing", which share its stem); another word with its inflections ("download":
+        downloads, downloaded, downloading; not "downloader"). None for a word whose whole family is
+        meant: a verb form ("caching"), a noun of an action or a quality ("tokenization", "laziness"),
+        a short form with its long one ("docs")."""
         word = self.q[span[0] : span[1]].lower()
         if not WORD.fullmatch(word) or len(word) < 3 or word.isdigit():
             return None
@@ -277,8 +279,15 @@ class SpanStep(Draft):
         if word.endswith(("ing", "ed")) or _CONCEPT_NOUN.search(word) or word in SHORT_FORMS:
             return None
         numbers = _in_either_number(word)
-        if self.q[span[0] : span[1]].isupper():
+        written = self.q[span[0] : span[1]]
+        if written.isupper():
             return numbers  # an acronym ("REPL", "CSV") names a thing
+        if written[1:] != written[1:].lower() or (
+            written[0].isupper() and not re.search(r"(?:^|[.!?]\s+)[\W_]*$", self.q[: span[0]])
+        ):
+            # a name ("IterableDataset", "Windows" mid-sentence): as written, and its plural; never cut
+            # to a singular ("Windows" is not "window")
+            return [word] if word.endswith("s") else [word, word + "s"]
         if (numbers[-1] == word and word.endswith("s") and len(numbers) == 2) or _AGENT_NOUN.search(word):
             return numbers
         return numbers + _verb_forms(word)
@@ -531,6 +540,10 @@ class SpanStep(Draft):
                     understood[(start, end)] = "implied"
                     continue
                 word = self.q[start:end].lower()
+                wise = re.fullmatch(r"(\w+)-wise", word)
+                if wise and re.fullmatch(self.schema.kind.pattern(), wise.group(1), re.I | re.ASCII):
+                    understood[(start, end)] = "collection"  # "message-wise": in terms of the records counted
+                    continue
                 if word in topic or (
                     topic and TITLE.fullmatch(word)
                 ):  # "... in the title": where the topic is looked for
@@ -585,7 +598,7 @@ than then as into over any all some each every one ones thing things kind sort l
 want need like ok okay hi hello hey thanks thank much many both but actually really carry carries carrying
 still yet currently right now got get gets getting anything everything he she him her his they them their ever
 during throughout within roughly approximately approx exactly precisely overall whole entire since single
-off
+off if
 """.split()
 )
 
@@ -617,7 +630,7 @@ IMPLIED = re.compile(
     r"mention\w*|tagg\w*|often|frequent\w*|respon\w*|answer\w*|times|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*|"
     r"waiting|pending|awaiting|asked|requested|came|come|comes|coming|arriv\w*|"
     r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|whom?|whose|"
-    r"active|busiest|biggest|largest|most|top|common|counts?|volume|traffic|chatter|activity|busy|break|broken|down|breakdown|split|across|vs|total|number|"
+    r"active|busiest|biggest|largest|most|top|common|used|applied|counts?|volume|traffic|chatter|activity|busy|break|broken|down|breakdown|split|spread|across|vs|total|number|"
     r"two|three|four|five|six|seven|eight|nine|ten|"
     r"谁|哪些人|哪位|发过?|发了|发过?言|发起|新开|提过?|提交|创建|合并|评审|审查|回复|讨论串|指派|分配"
 )
@@ -644,12 +657,12 @@ IMPLIED_NEEDS = [
             "person",
         ),
         (
-            r"active|busiest|biggest|largest|most|top|often|frequent\w*|common|最常|最经常|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*",
+            r"active|busiest|biggest|largest|most|top|often|frequent\w*|common|used|applied|最常|最经常|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*",
             "rank",
         ),
         (r"mention\w*|tagg\w*", "mentioned"),
         (r"counts?|volume|total|number|times|traffic|chatter|activity|busy", "measure"),
-        (r"break|broken|down|breakdown|split|across|vs", "group"),
+        (r"break|broken|down|breakdown|split|spread|across|vs", "group"),
         (r"two|three|four|five|six|seven|eight|nine|ten", "number"),
     )
 ]

@@ -224,6 +224,7 @@ def test_negation_absence_and_close_reasons(world, question, expected):
         ("closed issues from 2022", ["i6"]),
         ("issues closed in 2023", ["i3", "i6"]),  # the verb dates it here
         ("2020's merged PRs", ["p1"]),  # and here, between the year and the noun
+        ("merged pull requests from March 5, 2021", ["p4"]),  # "merged" before the noun: the day of the merging
     ],
 )
 def test_open_ended_and_attached_times(world, question, expected):
@@ -252,6 +253,8 @@ def test_open_ended_and_attached_times(world, question, expected):
         ("open issues no one has picked up yet", ["i1", "i7"]),
         ("closed PRs that never landed", ["p2", "p7"]),
         ("how many PRs opened in 2021 went in", 1),
+        ("did any of rory's pull requests make it in? how many", 1),  # merged
+        ("quinn's abandoned PRs (closed and never merged)", ["p7"]),  # said twice
         ("rory's PRs, number?", 4),
     ],
 )
@@ -368,6 +371,12 @@ def test_a_year_right_after_merged_dates_the_merging(world):
     assert [t.field for t in plan.ir.times] == ["created_at"]
 
 
+def test_a_record_noun_after_a_preposition_is_a_topic_not_the_records_dated(world):
+    # "issues" here is what the PRs are about: the year still dates the merging
+    _, plan = answer(world, "merged pull requests during 2021 regarding issues")
+    assert [t.field for t in plan.ir.times] == ["merged_at"]
+
+
 # A tenant's own kind: its value roles come from its spec, so a negation reaches them in the same words.
 OUTAGES = CollectionSpec(
     name="outages",
@@ -439,3 +448,14 @@ def test_closed_by_someone_other_than_whoever_opened_it_is_said_not_answered(wor
     # comparing two fields of one record is no rule's reading: reported, never answered as all closed issues
     _, plan = answer(world, "closed issues where the closer is someone other than the person who opened it")
     assert any("other than" in s["text"] for s in plan.not_understood), plan.not_understood
+
+
+@pytest.mark.parametrize("question", ["distinct people assigned to open issues", "who's been assigned to open PRs?"])
+def test_open_after_a_participles_to_is_the_state_not_the_verb(world, question):
+    _, plan = answer(world, question)
+    assert ("state", "open") in {(f.field, f.value) for f in plan.ir.filters}, plan.pipeline
+
+
+def test_not_done_by_someone_is_no_close_reason(world):
+    _, plan = answer(world, "issue closures not done by rory")
+    assert "state_reason" not in {f.field for f in plan.ir.filters}, plan.pipeline

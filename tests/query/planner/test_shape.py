@@ -112,6 +112,7 @@ def test_how_many_different_things_is_a_distinct_count(catalog, question, field)
     [
         ("count of distinct people who reviewed PRs in 2026", "reviews.user.login"),  # the verb after "who"
         ("how many different people that have merged PRs", "merged_by.login"),
+        ("还开着的 PR 分配给过几个不同的人", "assignees.login"),  # Chinese says the verb before the people
     ],
 )
 def test_the_verb_said_of_the_people_counted_gives_their_role(catalog, question, field):
@@ -300,3 +301,24 @@ def test_periods_apart_or_not_compared_are_not_counted_per_period(catalog):
     # a year between them would be counted too; "from 2024 and 2025" asks no comparison
     for question in ("did 2023 or 2025 get more PRs merged?", "PRs merged in 2024 and 2025"):
         assert plan(catalog, question).ir.shape.bucket is None, question
+
+
+@pytest.mark.parametrize(
+    "question", ["tickets filed by users except Priya Raman", "PRs opened by people besides Alex Chen this year"]
+)
+def test_people_said_by_whom_it_was_not_are_a_condition_not_a_grouping(catalog, question):
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "list"
+    assert any(f.negate or f.op == "nin" for f in p.ir.filters), p.ir.filters
+
+
+@pytest.mark.parametrize(
+    "question", ["which tag got applied most on PRs in 2026", "the most used tag on pull requests"]
+)
+def test_tag_is_a_label_in_a_ranking(catalog, question):
+    p = plan(catalog, question)
+    assert p.ir.shape.field == "labels.name" and p.not_understood == [], (p.pipeline, p.not_understood)
+
+
+def test_across_all_values_is_their_total_not_one_count_each(catalog):
+    assert plan(catalog, "the total of merged pull requests across all repositories").ir.shape.kind == "count"

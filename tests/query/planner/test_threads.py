@@ -143,8 +143,12 @@ def test_distinct_repliers_to_someone_not_counting_themselves(world):
     assert plan.not_understood == []
 
 
-def test_replies_outside_ones_own_threads(world):
-    rows, plan = answer(world, "Ana's replies, not counting the ones in her own threads")
+@pytest.mark.parametrize(
+    "question",
+    ["Ana's replies, not counting the ones in her own threads", "Ana's replies to threads that aren't her own"],
+)
+def test_replies_outside_ones_own_threads(world, question):
+    rows, plan = answer(world, question)
     assert refs(rows) == ["a4"], plan.pipeline
 
 
@@ -214,6 +218,22 @@ def test_threads_with_replies_from_at_least_n_people_are_the_starters(world):
     assert refs(rows) == ["a1"], plan.pipeline
 
 
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        # the bound after the number; "different" ends in "nt" but is no negation
+        ("Ana's posts where 2+ different users replied", ["a1"]),
+        ("threads that two or more distinct people replied in", ["a1", "b3"]),
+        ("threads with 1 or fewer repliers", ["a2", "c3"]),
+        ("Ana 的帖子里有两个或更多人回复的是哪些", ["a1"]),  # Chinese: the bound after the number
+    ],
+)
+def test_a_bound_after_the_number_of_repliers(world, question, expected):
+    rows, plan = answer(world, question)
+    assert refs(rows) == expected, plan.pipeline
+    assert not plan.not_understood, plan.not_understood
+
+
 def test_replies_in_other_peoples_threads_not_started_by_someone(world):
     # Ben's replies: b1, b2 (Ana's thread); and in Cy's thread: b4. Not Ana's threads: b4 only
     rows, plan = answer(world, "How many replies did Ben write in other people's threads that weren't started by Ana?")
@@ -247,6 +267,8 @@ def test_threads_counted_by_someones_replies_in_them_are_each_counted_once(world
         ("Cy's threads that never heard from Ana: how many", 1),  # c3
         ("threads by Ana without any reply from Cy — count", 1),  # a2
         ("Ana 的讨论串里 Ben 一次都没回复过的有多少个？", 1),  # a2
+        ("how many of Cy's threads has Ana not answered", 1),  # c3
+        ("Ana's threads Cy didn't respond in: the number", 1),  # a2 (a contraction)
     ],
 )
 def test_threads_another_person_replied_in_or_not(world, question, expected):
@@ -260,3 +282,11 @@ def test_inside_a_thread_is_no_topic(world):
     rows, plan = answer(world, "count Ben's replies inside threads he didn't start")
     assert rows == [{"count": 3}], plan.pipeline  # b1, b2 (Ana's), b4 (Cy's)
     assert plan.ir.text == []
+
+
+@pytest.mark.parametrize(
+    "question", ["Ana's posts that were never in any thread", "messages by Ana never part of one thread"]
+)
+def test_never_in_a_thread_is_neither_a_start_nor_a_reply(world, question):
+    rows, plan = answer(world, question)
+    assert refs(rows) == ["a5"], plan.pipeline

@@ -324,6 +324,9 @@ def _title_words(p) -> list[tuple[str, str, list[str]]]:
         ("merged PRs mentioning retry_budget", ["retry_budget"]),
         # a word spelled the British or the American way: both spellings
         ("merged PRs dealt with catalogues", ["catalogue", "catalog", "catalogues", "catalogs"]),
+        # a capitalised name mid-sentence, or one with a capital inside: as written ("Jenkins" is no "jenkin")
+        ("merged PRs about Jenkins", ["jenkins"]),  # not "jenkin"
+        ("merged PRs about OpenTelemetry", ["opentelemetry", "opentelemetrys"]),
     ],
 )
 def test_a_thing_named_after_a_cue_is_that_word_not_its_stems_family(catalog, question, forms):

@@ -458,6 +458,7 @@ def test_the_extreme_of_a_measure_in_other_words(world, question, expected):
         ("the biggest issue reporter if you don't count rory", "quinn"),  # an exclusion, not a count
         ("open issues, number please", 3),
         ("elmlang msg volume", 6),
+        ("elmlang volume if you exclude Jo", 4),  # "volume" alone, after the workspace
         ("which of Jo's threads got the biggest response?", ["c2"]),  # the most replies, one thread
         ("elmlang 里不同用户一共有几个？", 2),  # the distinct ones said before their number
     ],
@@ -489,3 +490,13 @@ def test_the_largest_number_a_single_record_got_is_the_measures_maximum(world, q
     assert got == 7 and plan.ir.shape.kind == "max", plan.pipeline  # a2's seven replies, not a ranking of people
     # ... and the largest number of records someone has is still a ranking of people
     assert answer(world, "which person filed the largest number of issues")[0] == "quinn"
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["how is January 2025 spread across the three workspaces, message-wise", "posts across the 3 workspaces"],
+)
+def test_across_the_named_number_of_values_is_one_count_each(world, question):
+    p = planned(world, question)
+    assert (p.ir.shape.kind, p.ir.shape.field) == ("group", "workspace"), p.pipeline
+    assert not p.not_understood, p.not_understood
