@@ -178,8 +178,16 @@ _EXTREME_WORD = re.compile(
 _RECORD = r"(?:pull request|pr|issue|ticket|message|post|commit|thread|comment|reply|release|discussion|thing|one|request|bug|report)(?!s)\b"
 # Between the superlative and the noun: up to two words ("earliest-created", "newest merged open"), or
 # in Chinese a qualifying clause ending in 的 ("最早创建且仍开放的 issue").
+# "was merged " before "most recently": one record (fixed-width lookbehinds: "PRs merged most recently" are many)
+_DONE_TO_ONE = "|".join(
+    rf"(?<=\b{aux} {verb} )"
+    for aux in ("was", "got")
+    for verb in ("merged", "closed", "opened", "created", "updated", "posted", "filed", "resolved", "fixed", "reviewed")
+)
 _NEWEST = re.compile(
     rf"\b(?:newest|latest|most recent|last|final|youngest|most recently \w+)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
+    # "which was merged most recently?", "the last to get closed": what was done to one record, latest
+    rf"|(?:{_DONE_TO_ONE})most recently\b|\blast (?:one )?to (?:be |get )?\w+ed\b"
     # not 最近 of a period ("最近三个月新开的 issue": the last three months)
     rf"|(?:最新|最近(?!\s*[0-9一二两三四五六七八九十几]+\s*个?\s*(?:天|日|周|星期|月|年))|最后)"
     rf"(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一\s*[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
@@ -187,6 +195,7 @@ _NEWEST = re.compile(
 )
 _OLDEST = re.compile(
     rf"\b(?:first|earliest|oldest|very first|first ever)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
+    r"|\bfirst (?:one )?to (?:be |get )?\w+ed\b"  # "which was the first to get merged"
     rf"|\b(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest\b"
     rf"|\blongest[\s-](?:waiting|open|standing|running|pending|lived)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
     rf"|(?:最早|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",

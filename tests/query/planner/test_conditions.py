@@ -328,6 +328,9 @@ def test_a_close_reason_is_asked_only_where_records_carry_one(world):
         ("quinn's issues that didn't get a single comment", ["i1", "i4", "i5", "i6", "i8"]),
         ("whats the last bug issue we closed?", ["i5"]),  # by the closing, not the opening
         ("the most recently closed bug", ["i5"]),
+        ("of rory's PRs, which one was merged most recently?", ["p1"]),  # what was done to it, latest
+        ("which bug was the first to get closed", ["i4"]),
+        ("which docs issue was the last one to be closed?", ["i3"]),
         ("what was rory's most prolific year for opening PRs?", 3),  # 2020
         ("open bugs nobody's been assigned", ["i1"]),
         ("show me the open issues sitting on quinn's plate (assigned to him)", ["i2"]),
