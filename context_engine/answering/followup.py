@@ -599,6 +599,9 @@ def resolve_offline(
     shifted = _shifted(core, previous)
     if shifted is not None:
         return FollowUp(_replace_time(previous, shifted), f"the same question for {shifted!r}")
+    moved_then_reshaped = _moved_then_reshaped(core, previous)
+    if moved_then_reshaped is not None:
+        return moved_then_reshaped
     if _PRONOUN.match(core):
         asked = set(previous.get("people", []))
         earlier = [p for turn in reversed(turns[:-1]) for p in turn.get("people", [])]
@@ -720,7 +723,7 @@ _COUNT_IT = re.compile(
     r"|^(?:give\s+me\s+|tell\s+me\s+)?(?:the\s+|a\s+)?(?:count|number|total)(?:\s+(?:for\s+|of\s+)?(?:them|it|that|those|this))?$"
     r"|^what\s+does\s+(?:that|it|this)\s+(?:come|add)\s+(?:to|up\s+to)(?:[,\s]+in\s+(?:numbers?|total))?$"
     r"|^count\s+(?:them|it|that|those|these)$"
-    r"|^(?:这样的|这种的?|这类的?|这些|那些|它们)?(?:加起来)?(?:一共|总共|共)?(?:有)?(?:多少|几)(?:个|条|次)?$"
+    r"|^(?:这样的|这种的?|这类的?|这些|那些|它们)?(?:加起来)?(?:一共|总共|共)?(?:有|是)?(?:多少|几)(?:个|条|次)?$"
     r"|^how\s+many(?:'s|\s+is)\s+(?:that|it|this)(?:\s+then)?$|^(?:那|这)?(?:是|有)?(?:多少|几)(?:个|条|次)$"
     r"|^count\s+(?:them|it|that|those|these)\s+up(?:\s+for\s+me)?$"
     r"|^how\s+many\s+(?:\w+\s+){0,2}ones\s+(?:is|are)\s+(?:that|those|there)(?:,?\s+then)?$"  # the narrowing restated
@@ -728,7 +731,7 @@ _COUNT_IT = re.compile(
     re.I,
 )
 _LIST_IT = re.compile(
-    r"^(?:list|show|give\s+me|which\s+are\s+they|what\s+are\s+they)(?:\s+(?:me\s+)?(?:them|those|these|it|all))*$"
+    r"^(?:(?:ok(?:ay)?|so|and|right)[\s,]+)?(?:list|show|give\s+me|which\s+are\s+they|what\s+are\s+they|which\s+ones|which\s+(?:ones\s+)?(?:are|were)\s+(?:they|those|these|it))(?:\s+(?:me\s+)?(?:them|those|these|it|all))*$"
     r"|^(?:let\s+me\s+see|can\s+i\s+see|i'?d\s+like\s+to\s+see)\s+(?:them|those|these|it|the\s+list)$"
     r"|^(?:列出来|列一下|列出|都有哪些|是哪些|有哪些|哪些)$",
     re.I,
@@ -831,6 +834,19 @@ def _reshaped(words: str, previous: dict[str, Any]) -> FollowUp:
         return _counted(previous)
     base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
     return FollowUp(f"list {base}", "the last question's records, listed")
+
+
+def _moved_then_reshaped(core: str, previous: dict[str, Any]) -> FollowUp | None:
+    """ "再往前一周呢，有几个？", "a month earlier, how many?": the last window moved, then counted or listed."""
+    said = re.match(r"^(.+?)\s*[,，;；]\s*(.+)$", core)
+    if said is None:
+        return None
+    moved, asked = _TAIL.sub("", said.group(1)).strip(), _TAIL.sub("", said.group(2)).strip()
+    shifted = _shifted(moved, previous)
+    if shifted is None or not (_COUNT_IT.match(asked) or _asks_count(asked) or _LIST_IT.match(asked)):
+        return None
+    reshaped = _reshaped(asked, {**previous, "standalone": _replace_time(previous, shifted)})
+    return FollowUp(reshaped.standalone, f"the same question for {shifted!r}, {reshaped.how}")
 
 
 def _counted(previous: dict[str, Any]) -> FollowUp:

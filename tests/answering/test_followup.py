@@ -813,3 +813,25 @@ def test_a_topic_said_in_chinese_narrows_as_about(asked, rest):
 @pytest.mark.parametrize("asked", ["这种的一共有多少个", "这些加起来几个"])
 def test_a_count_of_such_records_in_chinese_counts_the_last_question(asked):
     assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == "how many PRs did Rashid merge in March 2026"
+
+
+@pytest.mark.parametrize(
+    "asked,standalone",
+    [
+        ("a month earlier, how many?", "how many PRs did Rashid merge in February 2026"),
+        ("往后推一个月呢，有几个？", "how many PRs did Rashid merge in April 2026"),
+        ("and the month after; list them", "list PRs did Rashid merge in April 2026"),
+    ],
+)
+def test_a_window_moved_then_counted_or_listed_in_one_follow_up(asked, standalone):
+    assert resolve_offline(asked, [QUERIED], PEOPLE, NOW).standalone == standalone
+
+
+@pytest.mark.parametrize("asked", ["ok, which ones?", "right, which ones", "so which are they"])
+def test_which_ones_after_a_count_lists_the_records(asked):
+    counted = {**QUERIED, "standalone": "how many PRs did Rashid merge in March 2026"}
+    assert resolve_offline(asked, [counted], PEOPLE, NOW).how == "the last question's records, listed"
+
+
+def test_a_chinese_count_said_with_shi_counts_the_last_question():
+    assert resolve_offline("加起来是几个", [QUERIED], PEOPLE, NOW).how == "the last question, counted"

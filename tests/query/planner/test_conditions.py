@@ -462,3 +462,9 @@ def test_open_after_a_participles_to_is_the_state_not_the_verb(world, question):
 def test_not_done_by_someone_is_no_close_reason(world):
     _, plan = answer(world, "issue closures not done by rory")
     assert "state_reason" not in {f.field for f in plan.ir.filters}, plan.pipeline
+
+
+def test_kai_guo_opened_is_read_as_what_the_author_did(world):
+    # 开过 ("has opened"): the records the person opened, every word read
+    got, plan = answer(world, "quinn 开过哪些 PR")
+    assert got == ["p4", "p5", "p7"] and plan.not_understood == [], plan.pipeline
