@@ -646,6 +646,9 @@ def resolve_offline(
     if about:
         topic = f"about {about.group(1).strip()}"
         return FollowUp(_narrowed(previous, topic), f"of the last answer's records: {topic!r}", topic)
+    hers = _OF_HERS.match(core)
+    if hers and previous.get("people"):  # "how many of hers are still open": of the last records, hers
+        core = f"{hers.group(1)} of those {hers.group(2)}".strip()
     did = _DID_SUBSET.match(core)
     if did:  # "which of those did Priya open": those that Priya opened (not the open ones)
         rest = "that " + _RECORD_VERB.sub(lambda m: _past(m.group(0).lower()), did.group(1))
@@ -792,6 +795,8 @@ _OF_THEIRS = re.compile(
     r"^(?:which|what)\s+(?:ones\s+)?of\s+\S+?['’]s?\s+(?:ones\s+)?(?:are|were|is|was|have|has|did)?\s*(?P<rest>.+)$",
     re.I,
 )
+# "how many of hers", "which of theirs": the person's records the last question was about
+_OF_HERS = re.compile(r"^(how\s+many|which|what)\s+of\s+(?:hers|his|theirs)\b\s*(.*)$", re.I)
 # "so how many does Corey have", "how many has she got": the last question counted, about the person it named
 _COUNT_FOR = re.compile(r"^how\s+many\s+(?:does|did|has|have|do)\s+\S+(?:\s+\S+)?\s+(?:have|got|get|own)$", re.I)
 _THAT_TIME = re.compile(
@@ -871,6 +876,12 @@ def _narrowed(previous: dict[str, Any], words: str, listed: bool = False) -> str
 
 # "split it by week", "break that down by month", "month by month", "按周分一下", "每月": the last records
 # counted per period (the period replaces any grouping and shape the last question had)
+# "split that by open vs closed", "break them down by label": the last records, grouped by what is said
+_SPLIT_BY = re.compile(
+    r"^(?:(?:split|break|group|divide)(?:\s+(?:it|that|this|them|those|these))?(?:\s+(?:down|up|out))?\s+(?:by|into)"
+    r"|(?:and\s+)?broken\s+down\s+by)\s+(?P<what>\S.*?)(?:\s+(?:instead|then|please))?$",
+    re.I,
+)
 _REGROUP = re.compile(
     r"^(?:(?:split|break|bucket|group|divide|chunk)(?:\s+(?:it|that|this|them|those|these))?(?:\s+(?:down|up|out))?"
     r"\s+(?:by|per|into|in)\s+|(?:now\s+|then\s+)?(?:by|per)\s+|(?:for\s+)?each\s+)"
@@ -956,6 +967,12 @@ def _elliptical(
         unit = _UNITS[next(g for g in regroup.groups() if g).lower()]
         base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
         return FollowUp(f"{base} per {unit}", f"the last question's records, per {unit}")
+    split = _SPLIT_BY.match(words)
+    if split:  # "split that by open vs closed", "break it down by label": the last records, per value
+        base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
+        return FollowUp(
+            f"{base} split by {split.group('what')}", f"the last question's records, by {split.group('what')}"
+        )
     group = _the_one_group(previous)
     reshaped = "list" if _LIST_IT.match(words) else "how many" if _COUNT_IT.match(words) or _asks_count(words) else ""
     if group is not None and (_OF_THOSE.search(words) or reshaped):

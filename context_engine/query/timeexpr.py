@@ -490,6 +490,11 @@ def _rules(now: datetime):
                 _month_start(_most_recent_month(now, _cn_number(m.group(1))).year, _cn_number(m.group(1)) + 1),
             ),
         ),
+        # "May" alone is a month only before the records it dates ("the May ones", "May threads"): else a verb
+        (
+            r"\bmay(?= (?:ones?|messages?|threads?|posts?|prs?|pull requests?|issues?|commits?)\b)",
+            lambda m: (_most_recent_month(now, 5), _month_start(_most_recent_month(now, 5).year, 6)),
+        ),
         (
             (
                 r"\b(jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec|january|february|march|april|june|july|august|september|"

@@ -835,3 +835,18 @@ def test_which_ones_after_a_count_lists_the_records(asked):
 
 def test_a_chinese_count_said_with_shi_counts_the_last_question():
     assert resolve_offline("加起来是几个", [QUERIED], PEOPLE, NOW).how == "the last question, counted"
+
+
+@pytest.mark.parametrize("asked", ["how many of hers are still open?", "which of his are still open"])
+def test_hers_or_his_are_the_records_of_the_person_asked_about(asked):
+    filed = {**QUERIED, "standalone": "How many issues has Priya filed?", "people": ["Priya Raman"]}
+    out = resolve_offline(asked, [filed], PEOPLE, NOW)
+    assert out.how.startswith("of the last answer's records") and "Priya" in out.standalone, out
+
+
+@pytest.mark.parametrize(
+    "asked", ["split that by open vs closed", "break them down by label", "and broken down by repo"]
+)
+def test_the_last_records_split_by_what_is_said(asked):
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    assert out.how.startswith("the last question's records, by ") and "Rashid" in out.standalone, out

@@ -69,6 +69,7 @@ D = datetime
         ("from Christmas Eve to New Year's Day", D(2025, 12, 24), D(2026, 1, 2)),  # the latest ones before now
         ("since the new year", D(2026, 1, 1), NOW),
         ("shipped in autumn 2025 (Sep–Nov)", D(2025, 9, 1), D(2025, 12, 1)),  # the brackets only spell it out
+        ("just the May threads", D(2026, 5, 1), D(2026, 6, 1)),  # "May" before the records it dates
     ],
 )
 def test_time_expressions(text, start, end):
