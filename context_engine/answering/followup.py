@@ -599,6 +599,24 @@ def resolve_offline(
     shifted = _shifted(core, previous)
     if shifted is not None:
         return FollowUp(_replace_time(previous, shifted), f"the same question for {shifted!r}")
+    place = _PLACE_IN_RANKING.search(core)
+    # the people of the thread's latest ranking (an answer grouped per person), in its order
+    ranked = next(
+        (t.get("answer_people") or [] for t in reversed(turns) if (t.get("answer_groups") or {}).get("keys")), []
+    )
+    if place and ranked:
+        # "the number two on that list", "第一名", "the one in third place": that person of the last ranking,
+        # named, and the question read as if the name had been said
+        said = next(g for g in place.groups() if g).lower()
+        index = _ORDINALS.get(said, int(said) - 1 if said.isdigit() else _NUMBER_PLACES.get(said, len(ranked)))
+        if -len(ranked) <= index < len(ranked):
+            named = f"{core[: place.start()]}{ranked[index]}{core[place.end() :]}"
+            out = resolve_offline(named, turns, directory, now, kinds)
+            return FollowUp(out.standalone, f"{place.group(0).strip()!r} = {ranked[index]}; {out.how}".rstrip("; "))
+    top = _TOP_N.match(core)
+    if top:  # "show me the top five instead": the last ranking, that many places
+        n = top.group(1) or str(_CJK_COUNTS.get(top.group(2), top.group(2)))
+        return FollowUp(f"top {n}: {previous['standalone'].rstrip('?？。. ')}", f"the last ranking, top {n}")
     moved_then_reshaped = _moved_then_reshaped(core, previous)
     if moved_then_reshaped is not None:
         return moved_then_reshaped
@@ -765,7 +783,8 @@ _RECORD_NOUN = re.compile(
     re.I,
 )
 _PRONOUNS_IN = re.compile(
-    r"\b(?:that|this|the\s+same)\s+(?:person|user|guy|author|one)\b|\bthe\s+(?:winner|top\s+\w+)\b"
+    r"\b(?:that|this|the\s+same)\s+(?:person|user|guy|author|one)\b"
+    r"|\bthe\s+(?:winner|top\s+(?!\d|(?:two|three|four|five|six|seven|eight|nine|ten)\b)\w+)\b"  # not "the top five"
     r"|\b(?:they|he|she|him|her)\b|这个人|那个人|这位|那位|此人|(?<![其])(?:他们|她们|他|她)"
     # "their PRs", "his issues": a person's records (not "their titles", said of the records themselves)
     r"|\b(?:his|their)\b(?=\s+(?:own\s+)?(?:prs?|pull\s+requests?|issues?|messages?|threads?|posts?|commits?)\b)",
@@ -793,6 +812,20 @@ _PREPOSITION_OF_TIME = re.compile(r"^\s*(?:in|during|over|from|for|on)\s+", re.I
 _ENDS_WITH_PREPOSITION = re.compile(r"\b(?:in|during|over|from|for|on)\s*$", re.I)
 _OF_THEIRS = re.compile(
     r"^(?:which|what)\s+(?:ones\s+)?of\s+\S+?['’]s?\s+(?:ones\s+)?(?:are|were|is|was|have|has|did)?\s*(?P<rest>.+)$",
+    re.I,
+)
+# A place in the last ranking: "the number two on that list", "the one in third place", "the runner-up", 第一名
+_PLACE_IN_RANKING = re.compile(
+    r"\b(?:the\s+)?(?:number|no\.?|#)\s*(one|two|three|four|five|[1-5])\s+(?:on|in|of)\s+(?:that|the|this)\s+(?:list|ranking)\b"
+    r"|\b(?:the\s+)?(?:one|person|guy|user|author)\s+in\s+(first|second|third|fourth|fifth|1st|2nd|3rd|4th|5th|last)\s+place\b"
+    r"|\b(?:the\s+)?(first|second|third|fourth|fifth|1st|2nd|3rd|4th|5th|last)[- ]placed?\s+(?:one|person|guy|user|author)\b"
+    r"|\bthe\s+(runner[- ]up)\b|(?:那个?)?第\s*(一|二|两|三|四|五|[1-5])\s*名",
+    re.I,
+)
+_NUMBER_PLACES = {"one": 0, "two": 1, "three": 2, "four": 3, "five": 4, "runner-up": 1, "runner up": 1}
+_TOP_N = re.compile(
+    r"^(?:(?:ok(?:ay)?|and|now|so)[\s,]+)?(?:show\s+me\s+|give\s+me\s+|list\s+|what\s+about\s+|how\s+about\s+)?(?:the\s+)?"
+    r"top\s+(\d{1,2}|two|three|four|five|six|seven|eight|nine|ten)(?:\s+(?:instead|then|please))?$|^(?:前|给我前)(\d{1,2}|[二三四五六七八九十])名?(?:呢)?$",
     re.I,
 )
 # "how many of hers", "which of theirs": the person's records the last question was about

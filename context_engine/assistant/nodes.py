@@ -489,8 +489,9 @@ def _record_people(records: list[dict[str, Any]], settings: Settings) -> list[st
             names.append(said)
 
     for row in records[:5]:
-        if isinstance(row.get("name"), str):  # a group per person
+        if isinstance(row.get("name"), str):  # a group per person: that person, in the ranking's order
             add(row["name"], str(row.get("_id") or row["name"]))
+            continue
         for spec in specs:
             for options in spec.people_roles().values():
                 for path, kind in options:

@@ -850,3 +850,38 @@ def test_hers_or_his_are_the_records_of_the_person_asked_about(asked):
 def test_the_last_records_split_by_what_is_said(asked):
     out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
     assert out.how.startswith("the last question's records, by ") and "Rashid" in out.standalone, out
+
+
+RANKING = {
+    **QUERIED,
+    "standalone": "Who merged the most PRs in 2025?",
+    "people": [],
+    "answer_people": ["Priya Raman", "Lars Nielsen", "Rashid Khan"],
+    "answer_groups": {"field": "user.login", "keys": ["priyar", "larsn", "rsh-dev"]},
+    "times": ["in 2025"],
+    "time_ranges": [{"text": "in 2025", "start": "2025-01-01T00:00:00", "end": "2026-01-01T00:00:00"}],
+}
+
+
+@pytest.mark.parametrize(
+    "asked,person",
+    [
+        ("how many issues did the number two on that list open in 2025?", "Lars Nielsen"),
+        ("那第一名 2025 年开了几个 issue？", "Priya Raman"),
+        ("what did the third-placed one merge in 2025", "Rashid Khan"),
+    ],
+)
+def test_a_place_in_the_last_ranking_is_that_person(asked, person):
+    out = resolve_offline(asked, [RANKING], PEOPLE, NOW)
+    assert person in out.standalone and "place" not in out.standalone and "第一名" not in out.standalone, out
+
+
+def test_a_place_past_the_ranking_is_no_person():
+    out = resolve_offline("how many issues did the number five on that list open?", [RANKING], PEOPLE, NOW)
+    assert "' = " not in out.how and not any(p in out.standalone for p in RANKING["answer_people"]), out
+
+
+@pytest.mark.parametrize("asked", ["show me the top five instead", "ok, top 3", "前三名呢"])
+def test_the_top_n_of_the_last_ranking(asked):
+    out = resolve_offline(asked, [RANKING], PEOPLE, NOW)
+    assert out.how.startswith("the last ranking, top") and "merged the most PRs in 2025" in out.standalone, out
