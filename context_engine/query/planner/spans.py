@@ -282,6 +282,8 @@ class SpanStep(Draft):
         written = self.q[span[0] : span[1]]
         if written.isupper():
             return numbers  # an acronym ("REPL", "CSV") names a thing
+        if len(written) > 2 and written[:-1].isupper() and written[-1] == "s":
+            return [word[:-1], word]  # an acronym's plural ("GUIs", "APIs"): the acronym in either number
         if written[1:] != written[1:].lower() or (
             written[0].isupper() and not re.search(r"(?:^|[.!?]\s+)[\W_]*$", self.q[: span[0]])
         ):

@@ -327,6 +327,7 @@ def _title_words(p) -> list[tuple[str, str, list[str]]]:
         # a capitalised name mid-sentence, or one with a capital inside: as written ("Jenkins" is no "jenkin")
         ("merged PRs about Jenkins", ["jenkins"]),  # not "jenkin"
         ("merged PRs about OpenTelemetry", ["opentelemetry", "opentelemetrys"]),
+        ("merged PRs that mention SDKs", ["sdk", "sdks"]),  # an acronym's plural: either number
     ],
 )
 def test_a_thing_named_after_a_cue_is_that_word_not_its_stems_family(catalog, question, forms):
