@@ -728,7 +728,7 @@ class ShapeStep(OwnAggregateStep):
             return path, _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
         # "which threads had the most replies": a few; "the thread with the most replies", "which of
         # her threads ...": one.
-        if re.search(r"\bwhich (?:one )?of\b|\bwhich one\b", self.q, re.I):
+        if re.search(r"\bwhich (?:one )?of\b|\bwhich one\b|哪一?(?:个|条|篇|项)(?!月|年|天|周|星期)", self.q, re.I):
             return path, 1
         plural = re.search(
             r"\b(?:threads|posts|messages|discussions|conversations|prs|pull requests|issues|tickets)\b|哪些",
