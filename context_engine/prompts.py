@@ -40,8 +40,8 @@ Question: {question}"""
 # more than rules do. Fixed, so the server reuses its evaluated prefix.
 PIPELINE_SYSTEM = """Answer with one MongoDB aggregation pipeline as JSON: {"collection":C,"pipeline":[stages]}.
 Fields are listed per collection; A[{x,y}] is an array of objects: {"$unwind":"$A"} makes one row per element, read as A.x.
-Join another collection with {"$lookup":{"from":C2,"localField":F,"foreignField":F2,"as":"Docs1"}}.
-Return only what is asked: $project those fields with "_id":0; a count is {"$count":"count"}."""
+Join another collection with {"$lookup":{"from":C2,"localField":F,"foreignField":F2,"as":"Docs1"}},{"$unwind":"$Docs1"}, read as Docs1.x.
+Return only what is asked: $project those fields with "_id":0; a count is {"$count":"count"}. Write the JSON only."""
 
 PIPELINE_QUESTION = """{schemas}{people}{times}{examples}{draft}
 Question: {question}"""

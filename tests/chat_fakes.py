@@ -37,3 +37,25 @@ class TextChatModel(GenericFakeChatModel):
     def _generate(self, messages: list[Any], *args: Any, **kwargs: Any):
         self.prompts.append(messages)
         return super()._generate(messages, *args, **kwargs)
+
+
+def openai_stream(*pieces: str, sent: list[str] | None = None) -> Any:
+    """An OpenAI-compatible endpoint's streamed answer (server-sent chat.completion chunks), one chunk
+    per piece; `sent` records each piece as the client reads it, so a test sees where it stopped."""
+    import httpx
+
+    def events():
+        for piece in pieces:
+            if sent is not None:
+                sent.append(piece)
+            chunk = {
+                "id": "1",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": "m",
+                "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece}, "finish_reason": None}],
+            }
+            yield f"data: {json.dumps(chunk)}\n\n".encode()
+        yield b"data: [DONE]\n\n"
+
+    return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=events())

@@ -65,8 +65,11 @@ ORDER_WORDS = re.compile(
 )
 _SAMPLE = re.compile(r"stratified:([1-9]\d*)")
 MAX_EXAMPLE_CHARS = 600  # a longer example costs a small model more reading than it teaches
-EXAMPLES = 3  # solved train questions a prompt shows, within EXAMPLE_BUDGET characters (~300 tokens)
-EXAMPLE_BUDGET = 1200
+# Solved train questions a prompt shows, within EXAMPLE_BUDGET characters (~250 tokens): they were the
+# largest part of the prompt (a median 700 of 1,380 characters on train stratified:40), and every prompt
+# token cost the loaded 2-core machine 20-200 ms before the model wrote anything.
+EXAMPLES = 2
+EXAMPLE_BUDGET = 800
 # Plans the model writes per question: the first and one correction. On train.json (stratified:30) the
 # 1.5B model wrote the same rejected pipeline again on its second and third try; a third costs ~25 s.
 LLM_ATTEMPTS = 2

@@ -23,9 +23,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from contextlib import closing
 from functools import lru_cache
 from typing import Any
 
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 
 from context_engine.chat_models import guarded, openai_timeout
@@ -48,10 +50,13 @@ EXAMPLE_SCORE = 75.0
 # The longest answer a plan needs (a few filters, a time, a shape); a model that runs on is cut here and
 # its unreadable answer is asked for again, not waited for.
 MAX_ANSWER_TOKENS = 256
-# Seconds one plan may take from an OpenAI-compatible endpoint: ~15 s is the aim on 2 cores, four
-# times that is a stuck or overloaded server. A timeout is an error the engine reports beside the
-# offline plan it keeps ("LLM planner failed (OpenAITimeoutError)"), never a silent wait.
-PLANNER_TIMEOUT = 60.0
+# Seconds an OpenAI-compatible endpoint may stay silent: the answer is streamed (`first_object_of`), so
+# this is the wait for its first token - the prompt's evaluation, which a server does not stop for a
+# client that left (llama.cpp finishes it, and the next request queues behind it) - then for each next
+# one. A 1.5B model on 2 cores shared with other jobs evaluated 700-900 prompt tokens in 40-180 s
+# (measured); a timeout is an error the engine reports beside the offline plan it keeps ("LLM planner
+# failed (OpenAITimeoutError)"), never a silent wait.
+PLANNER_TIMEOUT = 120.0
 # Leaves that name what a question says by a parent ("milestone" for milestone.title, "closed_by" for
 # closed_by.login): a field so named is listed when its parent is.
 _LABEL_LEAVES = frozenset({"name", "title", "login", "state", "key"})
@@ -469,10 +474,51 @@ def _json_mode(model: Any, schema: dict[str, Any] | None = ANSWER_SCHEMA, max_to
         # and the answer is parsed the same way.
         timed = model.bind(timeout=openai_timeout(PLANNER_TIMEOUT))
         constrained = {"response_format": {"type": "json_object", "schema": schema}} if schema is not None else {}
-        return timed.bind(**constrained, extra_body={"max_tokens": max_tokens}).with_fallbacks(
+        asked = timed.bind(**constrained, extra_body={"max_tokens": max_tokens}).with_fallbacks(
             [timed], exceptions_to_handle=(BadRequestError,)
         )
+        return RunnableLambda(lambda messages, config: first_object_of(asked, messages, config))
     return model
+
+
+def first_object_of(runnable: Any, messages: Any, config: Any = None) -> AIMessage:
+    """The model's answer read as a stream and cut where its first JSON object closes. A small model
+    goes on after the plan (a second code fence, an explanation) until its cap: on 2 loaded cores
+    each such token costs ~0.13 s, and a server streaming its answer stops generating when the
+    client closes the stream (llama.cpp's does), so closing it here also frees the server at once."""
+    text, end = "", None
+    with closing(iter(runnable.stream(messages, config))) as chunks:
+        for chunk in chunks:
+            content = getattr(chunk, "content", chunk)
+            text += content if isinstance(content, str) else "".join(str(c.get("text", c)) for c in content)
+            if (end := object_end(text)) is not None:
+                break
+    return AIMessage(text if end is None else text[:end])
+
+
+def object_end(text: str) -> int | None:
+    """The index just past the first complete top-level JSON object in `text`, or None while it is
+    still open; braces inside strings are not counted."""
+    depth, in_string, escaped = 0, False, False
+    start = text.find("{")
+    if start < 0:
+        return None
+    for i in range(start, len(text)):
+        ch = text[i]
+        if escaped:
+            escaped = False
+        elif in_string:
+            escaped = ch == "\\"
+            in_string = ch != '"'
+        elif ch == '"':
+            in_string = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
 
 
 class LLMPlanner:
