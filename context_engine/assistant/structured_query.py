@@ -99,7 +99,14 @@ def generate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[st
     if is_down(getattr(planner, "model", None)):  # unreachable earlier this run: the offline planner corrects
         planner = None
     try:
-        plan = engine.plan(ctx, planner, always_llm=context.always_llm, offline=draft)
+        values = value_index_for(settings)
+        plan = engine.plan(
+            ctx,
+            planner,
+            always_llm=context.always_llm,
+            offline=draft,
+            declines=lambda offline: engine.unread_name(offline, ctx, values) is not None,
+        )
     except Exception as exc:  # noqa: BLE001 - an unparseable model answer is a failed attempt, fed back next time
         failed = Attempt(Plan("?", [], planner="llm"), f"planner error: {exc}")
         return {
@@ -118,7 +125,11 @@ def generate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[st
 def _planned(plan: Plan, ctx: PlanningContext, settings: Settings) -> dict[str, Any]:
     """The state update of a plan to validate, or of its refusal: a name no one has, conditions that
     cannot hold together."""
-    refused = engine.unread_name(plan, ctx, value_index_for(settings)) or engine.contradiction(plan, ctx)
+    values = value_index_for(settings)
+    # A name nobody has, read so by the offline draft, is declined whoever planned: a model's plan would
+    # only guess a value for it ("assignee.login": "诸葛明轩") and answer 0 or nothing.
+    unread = ctx.draft if plan.planner != "offline" and ctx.draft is not None else plan
+    refused = engine.unread_name(unread, ctx, values) or engine.contradiction(plan, ctx)
     if refused is not None:
         return {
             "outcome": "resolution_failed",

@@ -10,6 +10,7 @@ tagged union defined here, carrying every attempt: `Success`, `NoResults`, `MaxA
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -444,17 +445,25 @@ def contradiction(plan_: Plan, ctx: PlanningContext) -> ResolutionFailed | None:
     )
 
 
-def plan(ctx: PlanningContext, llm_planner=None, always_llm: bool = False, offline: Plan | None = None) -> Plan:
+def plan(
+    ctx: PlanningContext,
+    llm_planner=None,
+    always_llm: bool = False,
+    offline: Plan | None = None,
+    declines: Callable[[Plan], bool] | None = None,
+) -> Plan:
     """Offline first; the LLM when the offline plan is not confident or an attempt failed.
 
     `always_llm` sends every question to the model (to measure the LLM planner on its own). `offline`
-    is the question's offline plan when the router already built it: it is built once per question."""
+    is the question's offline plan when the router already built it: it is built once per question.
+    `declines(offline)` says the offline plan is refused whoever plans (a name nobody has): then no
+    model is asked to plan around it, and the offline plan goes on to be declined."""
     if offline is not None:
         ctx.draft = offline
     if llm_planner is not None and (ctx.previous or always_llm):
         return _read_as(llm_planner.plan(ctx), ctx)
     offline = ctx.draft = offline or OfflinePlanner().plan(ctx)
-    if offline.confidence < CONFIDENT and llm_planner is not None:
+    if offline.confidence < CONFIDENT and llm_planner is not None and not (declines and declines(offline)):
         try:
             planned = llm_planner.plan(ctx)
             if not planned.not_understood:

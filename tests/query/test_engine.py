@@ -250,3 +250,14 @@ def test_when_the_models_plans_all_fail_the_offline_plan_answers_saying_what_it_
     assert offline.pipeline[0]["$match"]["state"] == "open"
     # A plan the offline planner could not make at all: nothing to fall back to, the question is declined.
     assert isinstance(_run(settings, "what is it", planner=ScriptedPlanner(bad, bad, bad, bad)), MaxAttempts)
+
+
+def test_a_name_nobody_has_is_declined_even_with_a_model_configured(settings):
+    """The offline draft reads a name no one in the data has (so it is not confident): the model is not
+    asked to plan around the name, which it would only guess a value for (issue 27: no answer on an
+    unknown name)."""
+    planner = ScriptedPlanner(("issues", [{"$match": {"assignee.login": "司徒若溪"}}]))
+    question = "司徒若溪 去年关掉了哪些 issue"
+    result = run_structured(question, settings.with_overrides(tenant="acme"), now=NOW, planner=planner)
+    assert isinstance(result, ResolutionFailed) and result.unresolved == "司徒若溪", result
+    assert planner.plans  # the model was not asked
