@@ -414,13 +414,8 @@ def _han_name_in_persons_place(question: str, span: dict, m: re.Match) -> bool:
 
 
 def _plain_english(word: str) -> bool:
-    """An English word, the plural of one ("bots"), or the comparative or superlative of an adjective
-    in -y ("chattier", "busiest": said when comparing people, never a name)."""
-    return (
-        is_english(word)
-        or (word.endswith("s") and is_english(word[:-1]))
-        or any(word.endswith(end) and is_english(word[: -len(end)] + "y") for end in ("ier", "iest"))
-    )
+    """An English word, or the plural of one ("bots")."""
+    return is_english(word) or (word.endswith("s") and is_english(word[:-1]))
 
 
 _LOWER_CASE_WORD = re.compile(r"(?<![\w'’-])[a-z][a-z\u00C0-\u024F]+(?![\w'’-])")
