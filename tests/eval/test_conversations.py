@@ -1,7 +1,7 @@
 """The conversation sets (`tests/data/conversations.jsonl`, tuned on; `conversations_heldout.jsonl` and
 `conversations_heldout2.jsonl`, `conversations_heldout3.jsonl` and `conversations_heldout4.jsonl`, each reported
-once and then tuned on; `conversations_heldout5.jsonl`, `conversations_heldout6.jsonl` and
-`conversations_heldout7.jsonl`, each reported once) and the evaluator that runs them through the graph.
+once and then tuned on; `conversations_heldout5.jsonl`, `conversations_heldout6.jsonl`,
+`conversations_heldout7.jsonl` and `conversations_heldout8.jsonl`, each reported once) and the evaluator that runs them through the graph.
 
 The sets' gold was written without reading the follow-up rules (`tests/data/conversations_README.md`).
 These tests check that each is large and varied enough to measure follow-ups, that each held-out set repeats
@@ -95,6 +95,14 @@ SETS = {
         min_topics=8,
         min_declines=5,
     ),
+    "heldout8": SimpleNamespace(
+        path=DATA / "conversations_heldout8.jsonl",
+        min_conversations=30,
+        min_turns=85,
+        min_checked=70,
+        min_topics=8,
+        min_declines=5,
+    ),
 }
 each_set = pytest.mark.parametrize("cset", list(SETS.values()), ids=list(SETS))
 TURN_FIELDS = {"question", "kind", "collection", "compare", "note"}
@@ -140,8 +148,9 @@ def test_the_set_is_large_varied_and_every_turn_says_what_it_means(cset):
         ("heldout5", ["first", "heldout", "heldout2", "heldout3", "heldout4"]),
         ("heldout6", ["first", "heldout", "heldout2", "heldout3", "heldout4", "heldout5"]),
         ("heldout7", ["first", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"]),
+        ("heldout8", ["first", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7"]),
     ],
-    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7"],
+    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"],
 )
 def test_a_held_out_set_repeats_no_conversation_or_wording_of_the_sets_before_it(held, earlier):
     # Held out means new: a conversation id or a turn worded as in a set the follow-up rules were tuned on
