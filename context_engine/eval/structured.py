@@ -5,7 +5,9 @@ optionally `class` (what the question tests: names, negation, topic...; the repo
 class). `compare` says what is compared:
 - `refs`: the set of returned record keys;
 - `count`: one integer (a single row's number);
-- `value`: one number (a single row's number, integer or not: a sum, a maximum);
+- `value`: one number (a single row's number, integer or not: a sum, a maximum, an average); a gold that
+  is not a whole number (an average, a share) is met within a relative 1e-3, since the same mean summed in
+  another order differs in its last digits;
 - `groups`: the set of (group key, number) pairs;
 - `top`: the first row's group key (the winner of a "most"/"least"/"busiest" question);
 - `declines`: the question names someone the data cannot resolve (`unresolved`: unknown, or shared
@@ -26,6 +28,7 @@ carries a flag is listed too (`right_flagged`): a warning the user did not need.
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 import time
@@ -202,11 +205,18 @@ def listed_the_count(rows: list[dict[str, Any]], want: Any, compare: str, max_ro
     return compare == "count" and 0 < len(rows) == want < max_rows and all("ref" in row for row in rows)
 
 
+# How far a non-integer `value` may stray from the gold: an average or a share computed in another order.
+VALUE_TOLERANCE = 1e-3
+
+
 def same_answer(got: Any, want: Any, compare: str) -> bool:
     """A winning month stated alone (a gold `$month`: 3) is the answer's month dated with its year
-    ((2021, 3)): the question fixed the year, and either form names the same month."""
+    ((2021, 3)): the question fixed the year, and either form names the same month. A gold value that
+    is not a whole number (a mean, a share) is met within `VALUE_TOLERANCE`, relative; a whole one exactly."""
     if compare == "top" and isinstance(want, int) and isinstance(got, tuple) and len(got) == 2:
         return got[1] == want
+    if compare == "value" and isinstance(want, float) and isinstance(got, (int, float)):
+        return math.isclose(got, want, rel_tol=VALUE_TOLERANCE)
     return got == want
 
 

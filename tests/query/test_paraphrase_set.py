@@ -1,14 +1,16 @@
 """The paraphrase set (`tests/data/paraphrase_*.jsonl`), the fresh set (`tests/data/fresh_*.jsonl`), the unseen
 set (`tests/data/unseen_*.jsonl`), the blind sets (`tests/data/blind_*.jsonl`, `tests/data/blind2_*.jsonl`,
 `tests/data/blind3_*.jsonl`, `tests/data/blind4_*.jsonl`, `tests/data/blind5_*.jsonl`, `tests/data/blind6_*.jsonl`,
-`tests/data/blind7_*.jsonl`) and the evaluator's scoring of them.
+`tests/data/blind7_*.jsonl`, `tests/data/blind8_*.jsonl`) and the evaluator's scoring of them.
 
 Every set's gold was written by people who never read the planner (see `tests/data/paraphrase_README.md`,
 `tests/data/fresh_README.md`, `tests/data/unseen_README.md`, `tests/data/blind_README.md`,
 `tests/data/blind2_README.md`, `tests/data/blind3_README.md`, `tests/data/blind4_README.md`,
-`tests/data/blind5_README.md`, `tests/data/blind6_README.md`, `tests/data/blind7_README.md`); the unseen and blind sets are held out (never tuned on). These tests check that the gold of each set is sound against the real data: every pipeline passes the
+`tests/data/blind5_README.md`, `tests/data/blind6_README.md`, `tests/data/blind7_README.md`,
+`tests/data/blind8_README.md`); the unseen and blind sets are held out (never tuned on). These tests check that the gold of each set is sound against the real data: every pipeline passes the
 engine's own validator and returns something, every topic answer is what its stated rule gives,
-every question that must be declined names someone the data cannot resolve. The evaluator's own
+every question that must be declined names someone the data cannot resolve, and one declined for a
+value (a label, a milestone, a channel: `absent_from` names its field) names one no record holds. The evaluator's own
 rules (declines, top keys, flagged/silent, per class) are checked on made-up runs.
 """
 
@@ -112,6 +114,13 @@ SETS = {
         min_declines=8,
         min_topics=8,
     ),
+    "blind8": SimpleNamespace(
+        files={"hf": DATA / "blind8_github.jsonl", "oss": DATA / "blind8_slack.jsonl"},
+        min_lines=150,
+        min_phrasings=2,
+        min_declines=8,
+        min_topics=8,
+    ),
 }
 each_set = pytest.mark.parametrize("qset", list(SETS.values()), ids=list(SETS))
 CLASSES = {
@@ -175,6 +184,10 @@ def test_the_set_is_large_and_each_intent_is_asked_several_ways(qset):
         ("blind5", ["paraphrase", "fresh", "unseen", "blind", "blind2", "blind3", "blind4"]),
         ("blind6", ["paraphrase", "fresh", "unseen", "blind", "blind2", "blind3", "blind4", "blind5"]),
         ("blind7", ["paraphrase", "fresh", "unseen", "blind", "blind2", "blind3", "blind4", "blind5", "blind6"]),
+        (
+            "blind8",
+            ["paraphrase", "fresh", "unseen", "blind", "blind2", "blind3", "blind4", "blind5", "blind6", "blind7"],
+        ),
     ],
 )
 def test_a_held_out_set_repeats_no_intent_or_question_of_the_sets_written_before_it(held_out, earlier):
@@ -253,6 +266,36 @@ def test_every_declined_question_names_someone_the_data_cannot_resolve(real_sour
             assert len(holders) != 1, (item["id"], name, holders)
             if holders:
                 assert "two different people" in item["note"], item["id"]
+
+
+def stored_values(rows: list[dict], path: str) -> set[str]:
+    """Every value a dotted field holds over grouped rows, arrays flattened, lower case."""
+    values = [row["_id"] for row in rows]
+    flat = [v for value in values for v in (value if isinstance(value, list) else [value])]
+    return {v.lower() for v in flat if isinstance(v, str)}
+
+
+@needs_real_sources
+@each_set
+def test_every_value_a_question_is_declined_for_is_held_by_no_record(real_sources_dir, qset):
+    # A label, milestone or channel nobody uses has no answer, not an empty one: "0 issues labelled
+    # needs-triage" would read as a fact about a label that does not exist.
+    for tenant, path in qset.files.items():
+        settings = tenant_settings(real_sources_dir, tenant)
+        for item in load_questions(path):
+            if "absent_from" not in item:
+                continue
+            assert item["compare"] == "declines", item["id"]
+            field = item["absent_from"]
+            rows = run_gold(settings, {**item, "gold": [{"$group": {"_id": f"${field}"}}]}, max_rows=20_000)
+            held = stored_values(rows, field)
+            assert len(held) > 1, (item["id"], field)  # the field is stored: its absence means something
+            assert item["unresolved"].lower() not in held, (item["id"], field)
+
+
+def test_stored_values_flatten_arrays_and_ignore_missing_fields():
+    rows = [{"_id": ["Bug", "docs"]}, {"_id": None}, {"_id": "general"}, {"_id": []}]
+    assert stored_values(rows, "labels.name") == {"bug", "docs", "general"}
 
 
 # ---- the evaluator's rules, on made-up runs -------------------------------------------------------------

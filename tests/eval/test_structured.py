@@ -1,0 +1,20 @@
+"""The evaluator's comparison of one answer with its gold (`context_engine.eval.structured.same_answer`)."""
+
+from __future__ import annotations
+
+from context_engine.eval.structured import answer_key, same_answer
+
+
+def test_a_mean_or_a_share_is_met_within_a_relative_tolerance():
+    # The same mean summed in another order differs in its last digits; a wrong mean differs in the first ones.
+    assert same_answer(answer_key([{"_id": None, "avg": 12.345678}], "value"), 12.3456, "value")
+    assert same_answer(0.6667, 2 / 3, "value")
+    assert not same_answer(0.66, 2 / 3, "value")
+    assert not same_answer(answer_key([{"_id": None, "mean": 13.0}], "value"), 12.5, "value")
+
+
+def test_a_whole_number_gold_is_met_only_exactly():
+    assert same_answer(734, 734, "value")
+    assert not same_answer(734.4, 734, "value")  # a sum or a maximum has no rounding to forgive
+    assert not same_answer(735, 734, "count")
+    assert not same_answer(0.6667, 2 / 3, "count")  # only a `value` is compared with a tolerance
