@@ -79,6 +79,11 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Ow
             self.use(top.span(), "shape")
             if ranked is None:
                 group_role = group_role or self._top_role(person_roles)
+        if intent is None and not bucket and not ranked:
+            # "who has closed more, A or B": the named people, grouped in the verb's role, the winner
+            people_compared = self._people_compared(group_role, person_roles)
+            if people_compared:
+                intent, group_role = people_compared, people_compared.role
         # Review activity is dated by the review, not by the PR ("who reviewed the most last month").
         review_time = "reviewer" in person_roles or group_role == "reviewer" or self.has_filter("reviews.state")
         # "the top closer during 2023": the closing is what is dated, as the reviews are for reviewers
@@ -173,6 +178,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Ow
             collection,
             filters=self.filters,
             times=self.times,
+            times_any=self.times_any,
             text=text.split(),
             shape=shape,
             text_span=(topic[0][0], topic[-1][1]) if topic else None,
