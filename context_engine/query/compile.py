@@ -144,7 +144,7 @@ def compile_plan(
     # A grouped field of the joined records is there once joined: no condition before the join asks for it.
     local_grouped = grouped is not None and not (joined and joined.names(grouped))
     if (
-        shape.kind in ("group", "distinct_count", "measures")
+        (shape.kind in ("group", "distinct_count", "measures") or shape.over == "groups")
         and local_grouped
         and shape.bucket is None
         and not _some_value(conditions.get(grouped))

@@ -124,6 +124,9 @@ def test_extremes_over_buckets_busiest_and_quietest(store, schema):
     assert run(PlanIR("issues", shape=quietest), store, schema) == [{"_id": "2026-02", "count": 1}]
     most = Shape("max", field="reviews.user.login", over="groups")
     assert run(PlanIR("issues", shape=most), store, schema) == [{"count": 2}]  # ann and bob reviewed twice each
+    # records without the field form no group: the milestone with the fewest issues is v1, not "none"
+    fewest = Shape("argmin", field="milestone.title", over="groups")
+    assert run(PlanIR("issues", shape=fewest), store, schema) == [{"_id": "v1", "count": 2}]
 
 
 def test_extremes_over_records(store, schema):

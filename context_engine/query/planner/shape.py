@@ -187,7 +187,10 @@ _GROUP_NOUN = (
 _ASKED_GROUP = re.compile(
     rf"\b(?:which|what)\s+(?:(?:one\s+)?of\s+(?:the|our|these|those|all)\s+(?:\w+\s+)?)?{_GROUP_NOUN}\b"
     rf"|\b(?:quietest|calmest|deadest|slowest|least (?:active|busy|used|popular))\s+(?:\w+\s+)?{_GROUP_NOUN}\b"
-    r"|哪(?:一|个)?\s*(工作区|频道|标签|仓库|项目)",
+    r"|哪(?:一|个)?\s*(工作区|频道|标签|仓库|项目)"
+    # "who posted the fewest messages", "the least active member", "谁发的消息最少": people
+    rf"|^\W*(who)\b|\b(?:which|what)\s+(person|user|member|author|poster)\b"
+    rf"|\b(?:quietest|least active|least busy)\s+(person|user|member|author|poster|contributor)\b|(谁)",
     re.I,
 )
 _GROUP_NOUN_ROLES = {
@@ -999,6 +1002,12 @@ class ShapeStep(OwnAggregateStep):
         if asked is None or fewest is None:
             return None
         word = next(g for g in asked.groups() if g).lower()
+        if re.fullmatch(r"who|谁|person|user|member|author|poster|contributor", word):
+            role = self._top_role(set())  # "who closed the fewest": the verb's role
+            self.use(asked.span(), "shape")
+            self.use(fewest.span(), "shape")
+            self.mark(_ACTIVITY, "shape")
+            return ShapeIntent("group_extreme", extreme="argmin", role=role)
         role = next((r for k, r in _GROUP_NOUN_ROLES.items() if word.startswith(k)), None) or next(
             (r for k, r in _GROUP_ROLES.items() if word.startswith(k)), None
         )

@@ -392,6 +392,9 @@ def test_named_people_each_in_chinese_are_one_count_each(catalog):
         ("the quietest channel in March 2026", "channel"),
         ("which of the repos had the least activity on pull requests this year", "repo"),
         ("哪个频道 2026 年的消息最少", "channel"),
+        ("who opened the fewest pull requests in 2026", "user"),
+        ("the least active member in slack this year", "user"),
+        ("谁在 2026 年发的 slack 消息最少", "user"),
     ],
 )
 def test_the_quietest_value_of_a_field_is_its_argmin_group(catalog, question, field):
