@@ -299,6 +299,35 @@ _MOST_REPLIERS = re.compile(
 )
 _SMALLEST = re.compile(r"fewest|least|min|lowest|smallest", re.I)
 
+# An extreme said before the words of a measure: "the most heart reactions", "the fewest replies".
+_MEASURE_CUE = re.compile(
+    r"\b(most|highest|largest|biggest|greatest|fewest|(?<!\bat )least|lowest|smallest)\s+(?:number\s+of\s+)?"
+    r"((?:[\w+-]+\s+){0,2}[\w+-]+)",
+    re.I,
+)
+# Names a reaction is said by other than its field's ("thumbs up": `reactions.+1`).
+_MEASURE_SYNONYMS = [
+    (r"\bthumbs?[\s-]?ups?\b|\bupvotes?\b|👍", "+1"),
+    (r"\bthumbs?[\s-]?downs?\b|\bdownvotes?\b|👎", "-1"),
+]
+# Words in a measure's name that say it is a number, not what is counted ("total_count", "number of").
+_COUNTING_WORDS = frozenset({"total", "count", "summary", "number", "of", "emoji", "the"})
+
+
+def _measure_words(text: str) -> frozenset[str]:
+    """The words of a measure's name, each singular, without counting words: "heart reactions" and
+    `reactions.heart` are both {heart, reaction}; "sub-issues" and `sub_issues_summary.total` {sub, issue}."""
+    for pattern, name in _MEASURE_SYNONYMS:
+        text = re.sub(pattern, name, text, flags=re.I)
+    words = set()
+    for word in re.split(r"[\s_-]+", text.lower()):
+        word = re.sub(r"ies$", "y", word) if len(word) > 4 else word
+        word = re.sub(r"(?<=[a-z]{3})s$", "", word)
+        if word and word not in _COUNTING_WORDS:
+            words.add(word)
+    return frozenset(words)
+
+
 _PERSON_NOUN = (
     r"people|person|user|author|contributor|poster|replier|responder|committer|member|folk|dev|engineer|reporter|filer"
     r"|opener|creator|submitter|starter|人|用户|作者|位|名"
@@ -694,7 +723,7 @@ class ShapeStep(OwnAggregateStep):
             return found[0], found
         return field_for(self.schema, role), None
 
-    def _ranked_by_own_field(self) -> tuple[str, int] | None:
+    def _ranked_by_own_field(self) -> tuple[str, int, int] | None:
         """A tenant's own kind: "top 3 incidents by duration_minutes", "the incidents with the highest
         cost", "longest incidents" (a numeric field named for a duration): records sorted by one of
         its numeric fields, highest first. None when it asks who, or names no such field."""
@@ -728,16 +757,17 @@ class ShapeStep(OwnAggregateStep):
         plural = self.schema.kind.pattern()
         number = re.search(rf"\btop\s*(\d+)\b|\b(\d+)\s+(?:\w+\s+)?(?:{plural})", self.q, re.I)
         if number:
-            return path, min(int(next(g for g in number.groups() if g)), 200)
+            return path, min(int(next(g for g in number.groups() if g)), 200), -1
         words = re.search(r"\b(?:top|the)\s+(two|three|four|five|six|seven|eight|nine|ten)\b", self.q, re.I)
         if words:
-            return path, _WORD_NUMBERS[words.group(1).lower()]
+            return path, _WORD_NUMBERS[words.group(1).lower()], -1
         many = any(m.group(0).lower() == self.schema.kind.plural.lower() for m in re.finditer(plural, self.q, re.I))
-        return path, 5 if many else 1
+        return path, 5 if many else 1, -1
 
-    def _ranked_by_count(self) -> tuple[str, int] | None:
+    def _ranked_by_count(self) -> tuple[str, int, int] | None:
         """ "the thread with the most replies", "回复最多的帖子", "longest threads": records sorted by a
-        counted field — not people grouped by how many records they have. None when it asks who."""
+        counted field — not people grouped by how many records they have: (path, limit, direction: -1
+        the most first, 1 the fewest). None when it asks who."""
         if not self.schema.kind.builtin:
             return self._ranked_by_own_field()
         m = re.search(
@@ -765,8 +795,15 @@ class ShapeStep(OwnAggregateStep):
             and re.search(r"\bthreads?\b|帖子|讨论", self.q, re.I)
         ):
             m, path = repliers, "reply_users_count"
-        elif not m or _ASKS_FOR_PEOPLE.search(self.q):
+        elif _ASKS_FOR_PEOPLE.search(self.q):
             return None
+        elif not m:
+            measured = self._measure_named()
+            if measured is None:
+                return None
+            span, path, direction = measured
+            self.use(span, "shape")
+            return path, self._ranked_limit(span), direction
         else:
             # "the thread words rank by replies; "most discussed" by comments where records have them
             word = next((g for g in m.groups() if g), None) or (
@@ -780,29 +817,66 @@ class ShapeStep(OwnAggregateStep):
         if path is None:
             return None
         self.use(m.span(), "shape")
+        return path, self._ranked_limit(), -1
+
+    def _ranked_limit(self, measure: tuple[int, int] = (0, 0)) -> int:
+        """How many ranked records a question asks for: "top 3", "the three", "which threads" (a few),
+        "the thread" (one); the words of the `measure` ("the most sub-issues") say none of it."""
+        q = self.q[: measure[0]] + " " * (measure[1] - measure[0]) + self.q[measure[1] :]
         number = re.search(
             r"\btop\s*(\d+)\b|\b(\d+)\s+(?:\w+\s+)?(?:threads|posts|messages|discussions|prs|pull requests|issues|tickets)\b"
             r"|前\s*(\d+)|(\d+)\s*(?:个|条)",
-            self.q,
+            q,
             re.I,
         )
         if number:
-            return path, min(int(next(g for g in number.groups() if g)), 200)
+            return min(int(next(g for g in number.groups() if g)), 200)
         words = re.search(
-            r"\b(?:top|the)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)", self.q, re.I
+            r"\b(?:top|the)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)", q, re.I
         )
         if words:
-            return path, _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
+            return _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
         # "which threads had the most replies": a few; "the thread with the most replies", "which of
         # her threads ...": one.
-        if re.search(r"\bwhich (?:one )?of\b|\bwhich one\b|哪一?(?:个|条|篇|项)(?!月|年|天|周|星期)", self.q, re.I):
-            return path, 1
+        if re.search(r"\bwhich (?:one )?of\b|\bwhich one\b|哪一?(?:个|条|篇|项)(?!月|年|天|周|星期)", q, re.I):
+            return 1
         plural = re.search(
             r"\b(?:threads|posts|messages|discussions|conversations|prs|pull requests|issues|tickets)\b|哪些",
-            self.q,
+            q,
             re.I,
         )
-        return path, 5 if plural else 1
+        return 5 if plural else 1
+
+    def _measure_named(self) -> tuple[tuple[int, int], str, int] | None:
+        """ "the issue with the most heart reactions", "which PR got the most thumbs up", "the thread with
+        the fewest replies": an extreme of a numeric field of the records found by its name's words
+        ("reactions.heart": heart, reactions), not a fixed list — the field, and -1 for the most first or 1
+        for the fewest. Fields of an embedded thing with its own id (a milestone's `open_issues`) measure
+        that thing, not the record."""
+        measures = self._record_measures()
+        for cue in _MEASURE_CUE.finditer(self.q):
+            words = cue.group(2).split()
+            for n in range(len(words), 0, -1):
+                said = _measure_words(" ".join(words[:n]))
+                exact = [p for p, w in measures.items() if w == said]
+                within = [p for p, w in measures.items() if said and said < w]
+                path = exact[0] if len(exact) == 1 else within[0] if not exact and len(within) == 1 else None
+                if path:
+                    span = (cue.start(), cue.start(2) + len(" ".join(words[:n])))
+                    return span, path, 1 if _SMALLEST.match(cue.group(1)) else -1
+        return None
+
+    def _record_measures(self) -> dict[str, frozenset[str]]:
+        """The record's own numeric fields, each with the words of its name."""
+        entities = {p.rsplit(".", 1)[0] for p in self.schema.fields if p.endswith(".id")}
+        return {
+            path: _measure_words(path.replace(".", " ").replace("_", " "))
+            for path, info in self.schema.fields.items()
+            if info.types & {"int", "double"}
+            and not info.in_array
+            and path.split(".")[-1] not in ("id", "number")
+            and not any(path.startswith(e + ".") for e in entities)
+        }
 
     def _top_role(self, person_roles: set[str]) -> str:
         for role, word in person_field_words(self.schema):  # "who commanded the most incidents"
@@ -824,6 +898,7 @@ class ShapeStep(OwnAggregateStep):
                 ("label", r"\blabels?\b|\btags?\b(?!\s+(?:nobody|no one|anyone|someone|people|them|him|her|me))|标签"),
                 ("repo", r"\brepos?\b|\brepositor\w+|仓库"),
                 ("component", r"\bcomponents?\b|组件"),
+                ("milestone", r"\bmilestones?\b|里程碑"),
                 ("team", r"\bteams?\b|团队"),
                 ("channel", r"\bchannels?\b|频道"),
                 ("priority", r"\bpriorit\w+|优先级"),

@@ -447,3 +447,44 @@ def test_tag_is_a_label_in_a_ranking(catalog, question):
 
 def test_across_all_values_is_their_total_not_one_count_each(catalog):
     assert plan(catalog, "the total of merged pull requests across all repositories").ir.shape.kind == "count"
+
+
+@pytest.mark.parametrize(
+    "question,field,limit",
+    [
+        ("the pull request that got the most thumbs up", "reactions.+1", 1),
+        ("which 4 PRs had the most +1 reactions in 2026", "reactions.+1", 4),
+        ("the PR with the most emoji reactions", "reactions.total_count", 1),
+    ],
+)
+def test_a_measure_is_found_by_the_words_of_its_field(reacted_catalog, question, field, limit):
+    p = plan(reacted_catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.field, p.ir.shape.limit) == ("top", field, limit), p.pipeline
+    assert not p.not_understood and not p.ir.text, p.not_understood
+
+
+def test_the_record_with_the_fewest_of_a_measure_is_its_argmin(catalog):
+    p = plan(catalog, "the slack thread with the fewest replies in 2026")
+    assert (p.ir.shape.kind, p.ir.shape.field) == ("argmin", "reply_count") and not p.ir.text, p.pipeline
+    p = plan(catalog, "the 3 pull requests with the fewest comments")
+    assert (p.ir.shape.kind, p.ir.shape.limit, p.ir.shape.sort[0].field) == ("list", 3, "comments"), p.pipeline
+    assert p.ir.shape.sort[0].direction == 1 and ("comments", "exists", True) in conditions(p)
+
+
+def test_a_number_of_an_embedded_thing_with_its_own_id_is_not_the_records_measure(tmp_path):
+    from datetime import datetime
+
+    from tests.query.conftest import hand_made_world
+
+    issue = {
+        "ref": "i1",
+        "title": "t",
+        "state": "open",
+        "created_at": datetime(2025, 1, 2),
+        "user": {"login": "quinn"},
+        "milestone": {"id": 7, "title": "v1", "open_issues": 4},
+        "reactions": {"heart": 2, "total_count": 3},
+    }
+    _, catalog = hand_made_world(tmp_path, {"issues": [issue]}, [{"login": "quinn", "name": "Quinn Adler"}])
+    assert plan(catalog, "the issue with the most heart reactions").ir.shape.field == "reactions.heart"
+    assert plan(catalog, "the issue with the most open issues").ir.shape.field != "milestone.open_issues"
