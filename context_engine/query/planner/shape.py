@@ -289,6 +289,14 @@ _MEASURE_OF_THE_MOST = re.compile(
     r"|\b(biggest|largest|longest|busiest|smallest|shortest)\s+(?:\w+\s+)?(?:threads?|discussions?|conversations?|issues?|prs?|pull requests?)\b)",
     re.I,
 )
+# "Elin's best-answered thread: how many replies did it get?": the record named by its extreme first, the
+# measure asked after
+_THE_MOST_THEN_MEASURE = re.compile(
+    r"\b(?:(most|least|best|worst)[- ](?:answered|replied(?:[- ]to)?|discussed|commented(?:[- ]on)?)"
+    r"|(biggest|largest|longest|busiest|smallest|shortest))\s+(?:\w+\s+)?"
+    r"(?:threads?|posts?|discussions?|conversations?|issues?|prs?|pull requests?)\b[^?？]*?\bhow many ((?:comment|repl)\w*)\b",
+    re.I,
+)
 # "the largest number of different people who replied in a single thread", "max distinct repliers on one
 # thread": the largest count of a thread's repliers
 _MOST_REPLIERS = re.compile(
@@ -1016,6 +1024,12 @@ class ShapeStep(OwnAggregateStep):
             self.use(of_the_most.span(1), "shape")
             self.use((of_the_most.start(word), of_the_most.end()), "shape")
             smallest = _SMALLEST.match(of_the_most.group(word)) or of_the_most.group(word).lower() == "shortest"
+            return ShapeIntent("measure_extreme", extreme="min" if smallest else "max", role=path)
+        then = _THE_MOST_THEN_MEASURE.search(self.q)
+        if then and (path := self._count_field(then.group(3).lower())):
+            self.use(then.span(), "shape")
+            word = (then.group(1) or then.group(2)).lower()
+            smallest = _SMALLEST.match(word) or word in ("worst", "shortest")
             return ShapeIntent("measure_extreme", extreme="min" if smallest else "max", role=path)
         extreme = _MEASURE_EXTREME.search(self.q) if _ASKS_A_VALUE.search(self.q) else None
         if extreme:

@@ -419,9 +419,18 @@ def test_the_longest_waiting_record_is_the_oldest_even_with_hyphenated_words_bet
     assert shape.kind == "list" and shape.limit == 1 and shape.sort[0].direction == 1
 
 
-def test_the_replies_of_a_persons_biggest_thread_are_the_largest_reply_count(catalog):
-    p = plan(catalog, "how many replies did Priya Raman's largest thread get")
-    assert (p.ir.shape.kind, p.ir.shape.field) == ("max", "reply_count"), p.pipeline
+@pytest.mark.parametrize(
+    "question,kind",
+    [
+        ("how many replies did Priya Raman's largest thread get", "max"),
+        ("Priya Raman's most-replied thread — how many replies did it draw?", "max"),
+        ("Alex Chen's shortest slack thread: how many replies", "min"),
+    ],
+)
+def test_the_replies_of_a_persons_biggest_thread_are_the_largest_reply_count(catalog, question, kind):
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.field) == (kind, "reply_count"), p.pipeline
+    assert not p.ir.text, p.pipeline
 
 
 def test_how_much_someone_had_posted_is_a_count(catalog):
