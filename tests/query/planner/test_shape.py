@@ -405,7 +405,9 @@ def test_the_quietest_value_of_a_field_is_its_argmin_group(catalog, question, fi
 
 
 def test_at_least_is_a_threshold_not_the_fewest(catalog):
-    assert plan(catalog, "which labels are on at least 3 pull requests").ir.shape.kind != "argmin"
+    for question in ("which labels are on at least 3 pull requests", "open PRs with at least 2 comments in 2026"):
+        ir = plan(catalog, question).ir
+        assert ir is None or ir.shape.kind != "argmin", question
 
 
 @pytest.mark.parametrize("question", ["the most reacted-to pull request", "哪个 PR 收到的表情回应最多"])
