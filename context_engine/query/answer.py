@@ -7,7 +7,7 @@ source key, title and URL.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from context_engine.kinds import BUILTIN, CollectionSpec
@@ -53,10 +53,18 @@ def _day(value: Any) -> str:
     return text[:10] if re.match(r"\d{4}-\d\d-\d\dT", text) else text
 
 
+# A week bucket's key: an ISO week ("2019-W14", `compile.BUCKET_FORMATS`), Monday to Sunday.
+_ISO_WEEK = re.compile(r"(\d{4})-W(\d{2})")
+WEEKS_SAID = "weeks are ISO weeks, Monday to Sunday, each named by its Monday; the first and last may be partial"
+
+
 def _label(row: dict[str, Any]) -> str:
     key = row.get("_id")
     if isinstance(key, dict):
         key = ", ".join(f"{k}={v}" for k, v in key.items())
+    week = _ISO_WEEK.fullmatch(key) if isinstance(key, str) else None
+    if week:  # "2019-W14" alone does not say which days: its Monday does
+        key = f"{key} (from {date.fromisocalendar(int(week[1]), int(week[2]), 1).isoformat()})"
     name = row.get("name")
     return f"{name} ({key})" if name and name != key else str(key)
 
@@ -132,7 +140,9 @@ def _compose(
         metric = next((k for k in rows[0] if k not in ("_id", "name")), None)
         lines = [f"{i}. {_label(r)}: {r.get(metric)}" for i, r in enumerate(rows[:25], 1)]
         more = f"\n… and {len(rows) - 25} more" if len(rows) > 25 else ""
-        return f"{counted(len(rows), 'group', 'groups')} of {noun} ({metric}):\n" + "\n".join(lines) + more, []
+        weeks = any(isinstance(r.get("_id"), str) and _ISO_WEEK.fullmatch(r["_id"]) for r in rows)
+        said = f" ({WEEKS_SAID})" if weeks else ""
+        return f"{counted(len(rows), 'group', 'groups')} of {noun} ({metric}){said}:\n" + "\n".join(lines) + more, []
     citations = [citation(r, collection or "", kind) for r in rows]
     author = [field.path for field in kind.people.get("author", ())] if kind is not None else []
     lines = []

@@ -118,10 +118,16 @@ def compile_plan(
             joined.conditions.add_filter(Filter(**{**vars(f), "field": joined.rest(f.field)}), joined.schema)
         elif f.via is None:
             conditions.add_filter(f, schema)
+    periods = []
     for t in ir.times:
         bounds = {k: v for k, v in (("$gte", t.start), ("$lt", t.end)) if v is not None}
         if bounds:
-            add(resolve_field(schema, t.field, date=True), bounds)
+            periods.append({resolve_field(schema, t.field, date=True): bounds})
+    if ir.times_any and len(periods) > 1:
+        conditions["$or"] = periods  # periods compared: a record in any one of them
+    else:
+        for period in periods:
+            add(*next(iter(period.items())))
     unwound = _unwound(ir.unwind, schema) if ir.unwind else None
     searched = {"$text": {"$search": " ".join(ir.text)}} if ir.text else {}
     if searched and not unwound:
@@ -138,7 +144,7 @@ def compile_plan(
     # A grouped field of the joined records is there once joined: no condition before the join asks for it.
     local_grouped = grouped is not None and not (joined and joined.names(grouped))
     if (
-        shape.kind in ("group", "distinct_count", "measures")
+        (shape.kind in ("group", "distinct_count", "measures") or shape.over == "groups")
         and local_grouped
         and shape.bucket is None
         and not _some_value(conditions.get(grouped))

@@ -146,7 +146,7 @@ def contradictions(ir: PlanIR, schema: CollectionSchema) -> list[tuple[Span | No
             continue  # the compiler reports it
         if condition is not None:
             on_path.setdefault(path, []).append(condition)
-    for t in ir.times:
+    for t in [] if ir.times_any else ir.times:  # alternative periods need not meet
         try:
             path = resolve_field(schema, t.field, date=True)
         except CompileError:

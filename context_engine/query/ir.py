@@ -365,7 +365,9 @@ class PlanIR:
     previous answer ("restrict": its records, narrowed; "recount": the same records, counted).
     `unwind` names an array of objects embedded in the records whose elements are what the question
     is about ("the students' sports": one row per sport); conditions and shape then read each element.
-    `join` pairs each record with the records of another collection it refers to (`Join`)."""
+    `join` pairs each record with the records of another collection it refers to (`Join`).
+    `times_any`: the time ranges are alternatives, a record in any one of them ("more in March 2023 or in
+    March 2024?": two periods set side by side), not conditions that all hold."""
 
     collection: str
     filters: list[Filter] = default(default_factory=list)
@@ -377,6 +379,7 @@ class PlanIR:
     pipeline: list[dict[str, Any]] | None = None
     unwind: str | None = None
     join: Join | None = None
+    times_any: bool = False
 
     def __post_init__(self):
         if self.unwind is not None and not (isinstance(self.unwind, str) and self.unwind):
@@ -396,6 +399,7 @@ class PlanIR:
             "pipeline": to_extended_json(self.pipeline) if self.pipeline is not None else None,
             **({"unwind": self.unwind} if self.unwind else {}),
             **({"join": self.join.to_json()} if self.join else {}),
+            **({"times_any": True} if self.times_any else {}),
         }
 
     @classmethod
@@ -421,6 +425,7 @@ class PlanIR:
                 pipeline=from_extended_json(pipeline) if pipeline else None,
                 unwind=data.get("unwind") or None,
                 join=Join.from_json(data["join"]) if data.get("join") else None,
+                times_any=data.get("times_any") is True,
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise IRError(f"malformed plan: {exc}") from None
@@ -470,6 +475,7 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
                 "required": ["field", "start", "end"],
             },
         },
+        "times_any": {"type": "boolean"},
         "text": {"type": "array", "items": {"type": "string"}},
         "shape": {
             "type": "object",

@@ -16,7 +16,7 @@ import re
 from context_engine.query.compile import compile_plan
 from context_engine.query.consistency import contradictions
 from context_engine.query.fields import field_for
-from context_engine.query.ir import PlanIR, Shape, SortKey
+from context_engine.query.ir import Filter, PlanIR, Shape, SortKey
 from context_engine.query.plan import Plan, PlanningContext
 from context_engine.query.planner.collection import CollectionStep, detect_collection
 from context_engine.query.planner.conditions import ConditionStep
@@ -79,6 +79,11 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Ow
             self.use(top.span(), "shape")
             if ranked is None:
                 group_role = group_role or self._top_role(person_roles)
+        if intent is None and not bucket and not ranked:
+            # "who has closed more, A or B": the named people, grouped in the verb's role, the winner
+            people_compared = self._people_compared(group_role, person_roles)
+            if people_compared:
+                intent, group_role = people_compared, people_compared.role
         # Review activity is dated by the review, not by the PR ("who reviewed the most last month").
         review_time = "reviewer" in person_roles or group_role == "reviewer" or self.has_filter("reviews.state")
         # "the top closer during 2023": the closing is what is dated, as the reviews are for reviewers
@@ -148,9 +153,15 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Ow
             shape = Shape("group", field=group_path, limit=self._top_limit(top) if top else None)
             self.notes.append(f"grouped by {group_path}")
         elif ranked:
-            path, limit = ranked
-            shape = Shape("top", field=path, limit=limit, sort=by_sort_field)
-            self.notes.append(f"the {limit} with the highest {path}")
+            path, limit, direction = ranked
+            if direction == -1:
+                shape = Shape("top", field=path, limit=limit, sort=by_sort_field)
+            elif limit == 1:
+                shape = Shape("argmin", field=path)  # the record with the fewest: one with the measure
+            else:
+                self.filters.append(Filter(path, "exists", True))  # a missing measure is not the fewest
+                shape = Shape("list", sort=[SortKey(path, 1), *by_sort_field], limit=limit)
+            self.notes.append(f"the {limit} with the {'highest' if direction == -1 else 'lowest'} {path}")
         elif is_count:
             shape = Shape("count")
         elif text and not structured:
@@ -173,6 +184,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Ow
             collection,
             filters=self.filters,
             times=self.times,
+            times_any=self.times_any,
             text=text.split(),
             shape=shape,
             text_span=(topic[0][0], topic[-1][1]) if topic else None,

@@ -63,6 +63,21 @@ def test_open_ended_time_ranges_and_roles(store, schema):
     assert compile_plan(PlanIR("issues", times=[TimeRange("created")]), schema) == []
 
 
+def test_time_ranges_that_are_alternatives_hold_either(store, schema):
+    """Two periods compared ("January or March?"): a record of either, not of both (none), nor of the
+    time between them (February: a#3, a#4)."""
+    january = TimeRange("created", datetime(2026, 1, 1), datetime(2026, 2, 1))
+    march = TimeRange("created", datetime(2026, 3, 1), datetime(2026, 4, 1))
+    jan_and_feb = TimeRange("created", datetime(2026, 1, 1), datetime(2026, 3, 1))
+    assert refs(PlanIR("issues", times=[january, jan_and_feb], times_any=True), store, schema) == refs(
+        PlanIR("issues", times=[jan_and_feb]), store, schema
+    )
+    assert refs(PlanIR("issues", times=[january, march], times_any=True), store, schema) == ["a#1", "a#2"]
+    assert refs(PlanIR("issues", times=[january, march]), store, schema) == []
+    ir = PlanIR("issues", times=[january, march], times_any=True)
+    assert PlanIR.from_json(ir.to_json()) == ir and "times_any" not in PlanIR("issues").to_json()
+
+
 def test_two_conditions_on_one_path_both_hold(store, schema):
     ir = PlanIR("issues", filters=[Filter("comments", "gte", 1), Filter("comments", "lte", 3)])
     assert refs(ir, store, schema) == ["a#1", "a#4"]
@@ -109,6 +124,9 @@ def test_extremes_over_buckets_busiest_and_quietest(store, schema):
     assert run(PlanIR("issues", shape=quietest), store, schema) == [{"_id": "2026-02", "count": 1}]
     most = Shape("max", field="reviews.user.login", over="groups")
     assert run(PlanIR("issues", shape=most), store, schema) == [{"count": 2}]  # ann and bob reviewed twice each
+    # records without the field form no group: the milestone with the fewest issues is v1, not "none"
+    fewest = Shape("argmin", field="milestone.title", over="groups")
+    assert run(PlanIR("issues", shape=fewest), store, schema) == [{"_id": "v1", "count": 2}]
 
 
 def test_extremes_over_records(store, schema):

@@ -132,3 +132,10 @@ def test_conditions_on_different_fields_and_raw_pipelines_are_not_judged(schema)
         )
         == []
     )
+
+
+def test_time_ranges_that_are_alternatives_do_not_clash(schema):
+    march_2025 = TimeRange("created", datetime(2025, 3, 1), datetime(2025, 4, 1), span=(0, 5))
+    march_2026 = TimeRange("created", datetime(2026, 3, 1), datetime(2026, 4, 1), span=(9, 14))
+    assert contradictions(PlanIR("issues", times=[march_2025, march_2026]), schema) == [((0, 5), (9, 14))]
+    assert contradictions(PlanIR("issues", times=[march_2025, march_2026], times_any=True), schema) == []

@@ -35,6 +35,7 @@ class Draft:
         self.confidence = 1.0
         self.filters: list[Filter] = []
         self.times: list[TimeRange] = []
+        self.times_any = False  # the times are alternatives: periods compared (`PlanIR.times_any`)
         self.undated: list[tuple[int, int]] = []  # times the question says that no field of the kind can date
 
     def use(self, span: tuple[int, int], how: str = "value") -> None:

@@ -16,7 +16,7 @@ DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
 
 COUNT = re.compile(
-    r"\bhow many\b|[,:(—–-]\s*(?:(?:just|only)\s+)?(?:the\s+)?(?:number|count|total)(?:,?\s+please)?\s*\??\)?\s*[?.]?$|\b(?:msg|message|post)s?\s+volume\b|(?<!about )(?<!mention )(?<!mentioning )(?<!mentions )\bvolume\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have)\b|\bnumber of\b|(?<!n't )(?<!n’t )(?<!not )\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数",
+    r"\bhow many\b|[,:(—–-]\s*(?:(?:just|only)\s+)?(?:the\s+)?(?:number|count|total)(?:,?\s+please)?\s*\??\)?\s*[?.]?$|\b(?:msg|message|post)s?\s+volume\b|(?<!about )(?<!mention )(?<!mentioning )(?<!mentions )\bvolume\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have|had)\b|\bnumber of\b|(?<!n't )(?<!n’t )(?<!not )\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数",
     re.I,
 )
 
@@ -59,7 +59,9 @@ _GROUP = re.compile(
     r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目|工作区)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态|工作区)"
     r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)"
     # "who closed issues in May, and how many each": one count per closer
-    r"|^\s*(who closed)\b(?=[^?？]*\b(?:and how many|how many each|how many apiece)\b)",
+    r"|^\s*(who closed)\b(?=[^?？]*\b(?:and how many|how many each|how many apiece)\b)"
+    # "who closed how many issues", "who merged how many": one count per person of the verb's role
+    r"|^\s*(who) (?:has |have |had )?(?=\w+ how many\b)",
     re.I,
 )
 
@@ -105,6 +107,7 @@ _GROUP_ROLES = {
     "resolution": "state_reason",
     "why": "state_reason",
     "who closed": "closer",
+    "who": "author",  # the verb after it says the role (`_role_done_by`)
 }
 
 _ASKS_FOR_PEOPLE = re.compile(
@@ -155,7 +158,9 @@ _UNITS = {
     "年": "year",
 }
 _UNIT = r"(day|date|week|month|year)"
-_FEWEST = r"\bfewest\b|\bleast\b|\bworst\b|\bquietest\b|\bslowest\b|\blowest\b|\bcalmest\b|最少|最低|最冷清|最安静"
+_FEWEST = (
+    r"\bfewest\b|(?<!\bat )\bleast\b|\bworst\b|\bquietest\b|\bslowest\b|\blowest\b|\bcalmest\b|最少|最低|最冷清|最安静"
+)
 # The period a question ranks ("which month had the most PRs", "the busiest day", "哪个月...最多"):
 # a unit asked for ("which/what month", "the month with", a superlative before it), not one that
 # dates the question ("last month", "per day"), which the time and bucket steps read.
@@ -172,6 +177,33 @@ _EXTREME_WORD = re.compile(
     rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord\b|\bbiggest\b|\bbest\b|{_FEWEST}|最多|最高|最忙|最活跃|最热闹",
     re.I,
 )
+
+# The group a question asks the quietest of ("the quietest workspace", "which of the three Slacks had the least
+# traffic", "哪个频道消息最少"): the value with the fewest records, not a topic "fewest".
+_GROUP_NOUN = (
+    r"(workspaces?|slacks?|communit(?:y|ies)|channels?|labels?|tags?|repos?|repositor(?:y|ies)|components?|projects?"
+    r"|teams?|milestones?|priorit(?:y|ies))"
+)
+_ASKED_GROUP = re.compile(
+    rf"\b(?:which|what)\s+(?:(?:one\s+)?of\s+(?:the|our|these|those|all)\s+(?:\w+\s+)?)?{_GROUP_NOUN}\b"
+    rf"|\b(?:quietest|calmest|deadest|slowest|least (?:active|busy|used|popular))\s+(?:\w+\s+)?{_GROUP_NOUN}\b"
+    r"|哪(?:一|个)?\s*(工作区|频道|标签|仓库|项目)"
+    # "who posted the fewest messages", "the least active member", "谁发的消息最少": people
+    rf"|^\W*(who)\b|\b(?:which|what)\s+(person|user|member|author|poster)\b"
+    rf"|\b(?:quietest|least active|least busy)\s+(person|user|member|author|poster|contributor)\b|(谁)",
+    re.I,
+)
+_GROUP_NOUN_ROLES = {
+    "slack": "workspace",
+    "communit": "workspace",
+    "工作区": "workspace",
+    "频道": "channel",
+    "标签": "label",
+}
+# What was counted, said as an amount of activity ("the least traffic", "the lowest activity"): the records.
+_ACTIVITY = r"\b(?:traffic|activity|chatter|volume|messages|posts)\b|消息|发言"
+# "who has closed more issues, A or B", "A 和 B 谁关掉的更多": the named people set side by side, the winner asked.
+_WHO_OF_THEM = re.compile(r"\bwho(?:['’]s)?\b|\bwhich\b|谁|哪", re.I)
 
 # The newest / first record: a superlative of time before a record noun, singular ("lhoestq's newest PR",
 # "the earliest message Andreas posted", "最新的 PR", "第一条消息"); "the last 5 PRs" is a list limit instead.
@@ -197,7 +229,7 @@ _OLDEST = re.compile(
     rf"\b(?:first|earliest|oldest|very first|first ever)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
     r"|\bfirst (?:one )?to (?:be |get )?\w+ed\b"  # "which was the first to get merged"
     rf"|\b(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest\b"
-    rf"|\blongest[\s-](?:waiting|open|standing|running|pending|lived)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
+    rf"|\blongest[\s-](?:waiting|open|standing|running|pending|lived)[\s-]+(?:\w+(?:-\w+)*[\s-]+){{0,2}}?{_RECORD}"
     rf"|(?:最早|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
     re.I,
 )
@@ -252,7 +284,17 @@ _ASKS_A_VALUE = re.compile(
 )
 # "how many comments does the most-discussed issue have": the measure asked, its extreme said of the record
 _MEASURE_OF_THE_MOST = re.compile(
-    r"^\W*how many ((?:comment|repl)\w*)\b.*?\b(most|least)[- ](?:discussed|commented(?:[- ]on)?|replied(?:[- ]to)?)\b",
+    r"^\W*how many ((?:comment|repl)\w*)\b.*?(?:\b(most|least)[- ](?:discussed|commented(?:[- ]on)?|replied(?:[- ]to)?)\b"
+    # "how many replies did Dann's biggest thread get": the thread's size is its replies
+    r"|\b(biggest|largest|longest|busiest|smallest|shortest)\s+(?:\w+\s+)?(?:threads?|discussions?|conversations?|issues?|prs?|pull requests?)\b)",
+    re.I,
+)
+# "Elin's best-answered thread: how many replies did it get?": the record named by its extreme first, the
+# measure asked after
+_THE_MOST_THEN_MEASURE = re.compile(
+    r"\b(?:(most|least|best|worst)[- ](?:answered|replied(?:[- ]to)?|discussed|commented(?:[- ]on)?)"
+    r"|(biggest|largest|longest|busiest|smallest|shortest))\s+(?:\w+\s+)?"
+    r"(?:threads?|posts?|discussions?|conversations?|issues?|prs?|pull requests?)\b[^?？]*?\bhow many ((?:comment|repl)\w*)\b",
     re.I,
 )
 # "the largest number of different people who replied in a single thread", "max distinct repliers on one
@@ -264,6 +306,35 @@ _MOST_REPLIERS = re.compile(
     re.I,
 )
 _SMALLEST = re.compile(r"fewest|least|min|lowest|smallest", re.I)
+
+# An extreme said before the words of a measure: "the most heart reactions", "the fewest replies".
+_MEASURE_CUE = re.compile(
+    r"\b(most|highest|largest|biggest|greatest|fewest|(?<!\bat )least|lowest|smallest)\s+(?:number\s+of\s+)?"
+    r"((?:[\w+-]+\s+){0,2}[\w+-]+)",
+    re.I,
+)
+# Names a reaction is said by other than its field's ("thumbs up": `reactions.+1`).
+_MEASURE_SYNONYMS = [
+    (r"\bthumbs?[\s-]?ups?\b|\bupvotes?\b|👍", "+1"),
+    (r"\bthumbs?[\s-]?downs?\b|\bdownvotes?\b|👎", "-1"),
+]
+# Words in a measure's name that say it is a number, not what is counted ("total_count", "number of").
+_COUNTING_WORDS = frozenset({"total", "count", "summary", "number", "of", "emoji", "the"})
+
+
+def _measure_words(text: str) -> frozenset[str]:
+    """The words of a measure's name, each singular, without counting words: "heart reactions" and
+    `reactions.heart` are both {heart, reaction}; "sub-issues" and `sub_issues_summary.total` {sub, issue}."""
+    for pattern, name in _MEASURE_SYNONYMS:
+        text = re.sub(pattern, name, text, flags=re.I)
+    words = set()
+    for word in re.split(r"[\s_-]+", text.lower()):
+        word = re.sub(r"ies$", "y", word) if len(word) > 4 else word
+        word = re.sub(r"(?<=[a-z]{3})s$", "", word)
+        if word and word not in _COUNTING_WORDS:
+            words.add(word)
+    return frozenset(words)
+
 
 _PERSON_NOUN = (
     r"people|person|user|author|contributor|poster|replier|responder|committer|member|folk|dev|engineer|reporter|filer"
@@ -282,6 +353,12 @@ _PERSON_VERBS_NOW = [
     (r"merg", "merger"),
     (r"clos|shut", "closer"),
     (r"assign", "assignee"),
+]
+_CHINESE_PERSON_VERBS = [
+    (r"评审|审查|审核", "reviewer"),
+    (r"合并", "merger"),
+    (r"关", "closer"),
+    (r"分配|指派", "assignee"),
 ]
 _DISTINCT_ROLES = [
     (r"review|approv|评审", "reviewer"),
@@ -427,7 +504,8 @@ def _is_calendar(unit: str, start: datetime | None, end: datetime | None, now: d
 @dataclass
 class ShapeIntent:
     """What `ShapeStep._shape_intent` read: `kind` "bucket_extreme" (the busiest/quietest `bucket`:
-    `extreme` argmax/argmin), "record_extreme" (the newest (`direction` -1) or oldest (1) record) or
+    `extreme` argmax/argmin), "group_extreme" (the value of the people or field `role` with the most or
+    fewest records: `extreme` argmax/argmin), "record_extreme" (the newest (`direction` -1) or oldest (1) record) or
     "distinct" (how many different values of `role`) or "sum" (the total of the measure `role`) or
     "measure_extreme" (the largest or smallest value of the measure `role`: `extreme` max/min) or "own"
     (a tenant's own kind: the `shape` asked of its named fields, `OwnFieldStep.own_shape`)."""
@@ -449,6 +527,7 @@ class ShapeStep(OwnAggregateStep):
         )
         each = re.search(
             r"\beach\b|\brespectively\b|\bvs\.?(?=\s)|\bversus\b|\bindividually\b|\bseparately\b|各自|分别"
+            r"|各(?![个种类位])(?=\s*[\u4e00-\u9fff])"  # "A、B 和 C 各发了多少条": one count each
             r"|\band how many\b",
             self.q,
             re.I,
@@ -507,15 +586,20 @@ class ShapeStep(OwnAggregateStep):
         "2022 年和 2023 年各合并了多少": whole calendar years (or months) side by side, each a time
         condition no record meets together with the other. Read as one condition over them all, counted
         per year (month): the (bucket, argmax/argmin) of a winner asked for, or (bucket, None) for the
-        number of each. None unless the periods meet end to end (a gap between them would be counted)."""
+        number of each. Periods apart ("March 2023 or March 2024") are alternatives (`times_any`: the
+        time between them is not counted), grouped by the coarsest unit that tells them apart (the year
+        of two Marches)."""
         if len(self.times) < 2 or len({t.field for t in self.times}) != 1:
             return None
         ranges = sorted(self.times, key=lambda t: t.start or datetime.min)
         unit = next(
             (u for u in ("year", "month") if all(_is_calendar(u, t.start, t.end, self.ctx.now) for t in ranges)), None
         )
-        if unit is None or any(a.end != b.start for a, b in pairwise(ranges)):
+        if unit is None:
             return None
+        apart = any(a.end != b.start for a, b in pairwise(ranges))
+        if apart and any(a.end is None or b.start is None or a.end > b.start for a, b in pairwise(ranges)):
+            return None  # overlapping periods: not two set side by side
         said = sorted((t.span for t in self.times if t.span), key=lambda s: s[0])
         if len(said) != len(self.times) or not all(
             _BETWEEN_COMPARED.fullmatch(self.q[a[1] : b[0]]) for a, b in pairwise(said)
@@ -529,7 +613,12 @@ class ShapeStep(OwnAggregateStep):
                 if not self._is_used(cue.span()):
                     self.use(cue.span(), "shape")
         self.use((said[0][0], said[-1][1]), "time")  # the periods and the "or"/"vs"/和 between them
-        self.times = [TimeRange(ranges[0].field, ranges[0].start, ranges[-1].end, span=(said[0][0], said[-1][1]))]
+        if apart:
+            self.times_any = True
+            if unit == "month" and len({t.start.year for t in ranges if t.start}) == len(ranges):
+                unit = "year"
+        else:
+            self.times = [TimeRange(ranges[0].field, ranges[0].start, ranges[-1].end, span=(said[0][0], said[-1][1]))]
         if more:
             return unit, "argmin" if more.group("fewer") else "argmax"
         return unit, None
@@ -553,8 +642,20 @@ class ShapeStep(OwnAggregateStep):
     def _role_done_by(self, at: int, role: str) -> str:
         """A generic person noun ("each person", "per user") takes the role of the verb said of it
         right after: "how many did each person close" counts closers, not authors."""
-        verb = re.match(r"\s+(?:(?:who|that|have|has|had|did|do|does|ever|actually)\s+)*(\w+)", self.q[at:], re.I)
-        said = verb and next((r for pattern, r in _PERSON_VERBS_NOW if re.match(pattern, verb.group(1), re.I)), None)
+        verb = re.match(r"\s*(?:(?:who|that|have|has|had|did|do|does|ever|actually)\s+)*(\w+)", self.q[at:], re.I)
+        # "每个人各关了多少个": the verb after 各/都/分别
+        verb = (
+            re.match(r"\s*(?:各自|各|都|分别|一共)?\s*(关闭|关掉|关了|关|合并|评审|审查|审核|分配|指派)", self.q[at:])
+            or verb
+        )
+        said = verb and next(
+            (
+                r
+                for pattern, r in (*_PERSON_VERBS_NOW, *_CHINESE_PERSON_VERBS)
+                if re.match(pattern, verb.group(1), re.I)
+            ),
+            None,
+        )
         if role != "author" or not said or self._group_path(said)[0] is None:
             return role
         self.use((at + verb.start(1), at + verb.end(1)), "shape")
@@ -630,7 +731,7 @@ class ShapeStep(OwnAggregateStep):
             return found[0], found
         return field_for(self.schema, role), None
 
-    def _ranked_by_own_field(self) -> tuple[str, int] | None:
+    def _ranked_by_own_field(self) -> tuple[str, int, int] | None:
         """A tenant's own kind: "top 3 incidents by duration_minutes", "the incidents with the highest
         cost", "longest incidents" (a numeric field named for a duration): records sorted by one of
         its numeric fields, highest first. None when it asks who, or names no such field."""
@@ -664,20 +765,22 @@ class ShapeStep(OwnAggregateStep):
         plural = self.schema.kind.pattern()
         number = re.search(rf"\btop\s*(\d+)\b|\b(\d+)\s+(?:\w+\s+)?(?:{plural})", self.q, re.I)
         if number:
-            return path, min(int(next(g for g in number.groups() if g)), 200)
+            return path, min(int(next(g for g in number.groups() if g)), 200), -1
         words = re.search(r"\b(?:top|the)\s+(two|three|four|five|six|seven|eight|nine|ten)\b", self.q, re.I)
         if words:
-            return path, _WORD_NUMBERS[words.group(1).lower()]
+            return path, _WORD_NUMBERS[words.group(1).lower()], -1
         many = any(m.group(0).lower() == self.schema.kind.plural.lower() for m in re.finditer(plural, self.q, re.I))
-        return path, 5 if many else 1
+        return path, 5 if many else 1, -1
 
-    def _ranked_by_count(self) -> tuple[str, int] | None:
+    def _ranked_by_count(self) -> tuple[str, int, int] | None:
         """ "the thread with the most replies", "回复最多的帖子", "longest threads": records sorted by a
-        counted field — not people grouped by how many records they have. None when it asks who."""
+        counted field — not people grouped by how many records they have: (path, limit, direction: -1
+        the most first, 1 the fewest). None when it asks who."""
         if not self.schema.kind.builtin:
             return self._ranked_by_own_field()
         m = re.search(
             r"\bmost\s+(repl(?:y|ies)|comments?|reactions?|additions|deletions|(?:changed )?files)\b"
+            r"|\bmost[- ](react)ed(?:[- ]to)?\b|(?:表情)?(回应|反应)数?最多|最多的?(?:表情)?(回应|反应)"
             r"|\bmost[- ](repl)ied\b|\bmost[- ](comment)ed\b|\bmost[- ]discussed\b"
             r"|\b(?:highest|largest|biggest|greatest|top)\s+(comment|repl)(?:y|ies|s)?\s+counts?\b"
             r"|\b(?:biggest|largest|greatest|strongest)\s+(respons)es?\b"  # "the thread that got the biggest response"
@@ -700,8 +803,15 @@ class ShapeStep(OwnAggregateStep):
             and re.search(r"\bthreads?\b|帖子|讨论", self.q, re.I)
         ):
             m, path = repliers, "reply_users_count"
-        elif not m or _ASKS_FOR_PEOPLE.search(self.q):
+        elif _ASKS_FOR_PEOPLE.search(self.q):
             return None
+        elif not m:
+            measured = self._measure_named()
+            if measured is None:
+                return None
+            span, path, direction = measured
+            self.use(span, "shape")
+            return path, self._ranked_limit(span), direction
         else:
             # "the thread words rank by replies; "most discussed" by comments where records have them
             word = next((g for g in m.groups() if g), None) or (
@@ -709,33 +819,72 @@ class ShapeStep(OwnAggregateStep):
             )
             if re.fullmatch(r"pr|pull request|change|diff", word, re.I):
                 word = "addition"  # "the biggest PR": the most lines added
+            if re.fullmatch(r"react|回应|反应", word, re.I):
+                word = "reaction"  # "the most reacted-to issue", "表情回应最多": every emoji counted
             path = self._count_field(word.lower())
         if path is None:
             return None
         self.use(m.span(), "shape")
+        return path, self._ranked_limit(), -1
+
+    def _ranked_limit(self, measure: tuple[int, int] = (0, 0)) -> int:
+        """How many ranked records a question asks for: "top 3", "the three", "which threads" (a few),
+        "the thread" (one); the words of the `measure` ("the most sub-issues") say none of it."""
+        q = self.q[: measure[0]] + " " * (measure[1] - measure[0]) + self.q[measure[1] :]
         number = re.search(
             r"\btop\s*(\d+)\b|\b(\d+)\s+(?:\w+\s+)?(?:threads|posts|messages|discussions|prs|pull requests|issues|tickets)\b"
             r"|前\s*(\d+)|(\d+)\s*(?:个|条)",
-            self.q,
+            q,
             re.I,
         )
         if number:
-            return path, min(int(next(g for g in number.groups() if g)), 200)
+            return min(int(next(g for g in number.groups() if g)), 200)
         words = re.search(
-            r"\b(?:top|the)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)", self.q, re.I
+            r"\b(?:top|the)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)", q, re.I
         )
         if words:
-            return path, _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
+            return _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
         # "which threads had the most replies": a few; "the thread with the most replies", "which of
         # her threads ...": one.
-        if re.search(r"\bwhich (?:one )?of\b|\bwhich one\b|哪一?(?:个|条|篇|项)(?!月|年|天|周|星期)", self.q, re.I):
-            return path, 1
+        if re.search(r"\bwhich (?:one )?of\b|\bwhich one\b|哪一?(?:个|条|篇|项)(?!月|年|天|周|星期)", q, re.I):
+            return 1
         plural = re.search(
             r"\b(?:threads|posts|messages|discussions|conversations|prs|pull requests|issues|tickets)\b|哪些",
-            self.q,
+            q,
             re.I,
         )
-        return path, 5 if plural else 1
+        return 5 if plural else 1
+
+    def _measure_named(self) -> tuple[tuple[int, int], str, int] | None:
+        """ "the issue with the most heart reactions", "which PR got the most thumbs up", "the thread with
+        the fewest replies": an extreme of a numeric field of the records found by its name's words
+        ("reactions.heart": heart, reactions), not a fixed list — the field, and -1 for the most first or 1
+        for the fewest. Fields of an embedded thing with its own id (a milestone's `open_issues`) measure
+        that thing, not the record."""
+        measures = self._record_measures()
+        for cue in _MEASURE_CUE.finditer(self.q):
+            words = cue.group(2).split()
+            for n in range(len(words), 0, -1):
+                said = _measure_words(" ".join(words[:n]))
+                exact = [p for p, w in measures.items() if w == said]
+                within = [p for p, w in measures.items() if said and said < w]
+                path = exact[0] if len(exact) == 1 else within[0] if not exact and len(within) == 1 else None
+                if path:
+                    span = (cue.start(), cue.start(2) + len(" ".join(words[:n])))
+                    return span, path, 1 if _SMALLEST.match(cue.group(1)) else -1
+        return None
+
+    def _record_measures(self) -> dict[str, frozenset[str]]:
+        """The record's own numeric fields, each with the words of its name."""
+        entities = {p.rsplit(".", 1)[0] for p in self.schema.fields if p.endswith(".id")}
+        return {
+            path: _measure_words(path.replace(".", " ").replace("_", " "))
+            for path, info in self.schema.fields.items()
+            if info.types & {"int", "double"}
+            and not info.in_array
+            and path.split(".")[-1] not in ("id", "number")
+            and not any(path.startswith(e + ".") for e in entities)
+        }
 
     def _top_role(self, person_roles: set[str]) -> str:
         for role, word in person_field_words(self.schema):  # "who commanded the most incidents"
@@ -757,6 +906,7 @@ class ShapeStep(OwnAggregateStep):
                 ("label", r"\blabels?\b|\btags?\b(?!\s+(?:nobody|no one|anyone|someone|people|them|him|her|me))|标签"),
                 ("repo", r"\brepos?\b|\brepositor\w+|仓库"),
                 ("component", r"\bcomponents?\b|组件"),
+                ("milestone", r"\bmilestones?\b|里程碑"),
                 ("team", r"\bteams?\b|团队"),
                 ("channel", r"\bchannels?\b|频道"),
                 ("priority", r"\bpriorit\w+|优先级"),
@@ -775,7 +925,7 @@ class ShapeStep(OwnAggregateStep):
             self.mark(r"谁发起的(?:讨论串|帖子|讨论)?", "shape")
             return "replied_to"  # "whose threads does Meagan reply to most": the starters of the threads she replied in
         if self.collection == "issues" and re.search(
-            r"\bclos\w*|\bshut\b|\bresolv\w*|\bcomplet\w*|\bfix\w*|\bfinish\w*|关闭|解决|完成", self.q, re.I
+            r"\bclos\w*|\bshut\b|\bresolv\w*|\bcomplet\w*|\bfix\w*|\bfinish\w*|关闭|关掉|解决|完成", self.q, re.I
         ):
             return "closer" if person_field_for(self.schema, "closer") else "assignee"
         if re.search(r"\bassign\w*|负责", self.q, re.I):
@@ -849,6 +999,9 @@ class ShapeStep(OwnAggregateStep):
             self.mark(_EXTREME_WORD.pattern, "shape")
             extreme = "argmin" if re.search(_FEWEST, self.q, re.I) else "argmax"
             return ShapeIntent("bucket_extreme", extreme=extreme, bucket=bucket)
+        group = self._quietest_group()
+        if group:
+            return group
         threads = _THREADS_REPLIED_IN.search(self.q) if self.schema.has_path("thread_ts") else None
         if threads and person_field_for(self.schema, "replied_to"):
             # "in how many threads has Rosaline replied": the threads of her replies, each once
@@ -867,11 +1020,17 @@ class ShapeStep(OwnAggregateStep):
             )
         of_the_most = _MEASURE_OF_THE_MOST.search(self.q)
         if of_the_most and (path := self._count_field(of_the_most.group(1).lower())):
+            word = 2 if of_the_most.group(2) else 3
             self.use(of_the_most.span(1), "shape")
-            self.use((of_the_most.start(2), of_the_most.end()), "shape")
-            return ShapeIntent(
-                "measure_extreme", extreme="min" if _SMALLEST.match(of_the_most.group(2)) else "max", role=path
-            )
+            self.use((of_the_most.start(word), of_the_most.end()), "shape")
+            smallest = _SMALLEST.match(of_the_most.group(word)) or of_the_most.group(word).lower() == "shortest"
+            return ShapeIntent("measure_extreme", extreme="min" if smallest else "max", role=path)
+        then = _THE_MOST_THEN_MEASURE.search(self.q)
+        if then and (path := self._count_field(then.group(3).lower())):
+            self.use(then.span(), "shape")
+            word = (then.group(1) or then.group(2)).lower()
+            smallest = _SMALLEST.match(word) or word in ("worst", "shortest")
+            return ShapeIntent("measure_extreme", extreme="min" if smallest else "max", role=path)
         extreme = _MEASURE_EXTREME.search(self.q) if _ASKS_A_VALUE.search(self.q) else None
         if extreme:
             said = [g for g in extreme.groups() if g]
@@ -924,6 +1083,59 @@ class ShapeStep(OwnAggregateStep):
                 return ShapeIntent("record_extreme", direction=direction)
         return None
 
+    def _quietest_group(self) -> ShapeIntent | None:
+        """ "the quietest workspace in May", "which of the three Slacks had the least traffic": the value
+        of a field with the fewest records (the busiest is a top-1 group, which `TOP` reads)."""
+        asked = _ASKED_GROUP.search(self.q) if self.schema.kind.builtin else None
+        fewest = re.search(_FEWEST, self.q, re.I)
+        if asked is None or fewest is None:
+            return None
+        word = next(g for g in asked.groups() if g).lower()
+        if re.fullmatch(r"who|谁|person|user|member|author|poster|contributor", word):
+            role = self._top_role(set())  # "who closed the fewest": the verb's role
+            self.use(asked.span(), "shape")
+            self.use(fewest.span(), "shape")
+            self.mark(_ACTIVITY, "shape")
+            return ShapeIntent("group_extreme", extreme="argmin", role=role)
+        role = next((r for k, r in _GROUP_NOUN_ROLES.items() if word.startswith(k)), None) or next(
+            (r for k, r in _GROUP_ROLES.items() if word.startswith(k)), None
+        )
+        if role is None or self._group_path(role)[0] is None:
+            return None
+        self.use(asked.span(), "shape")
+        self.use(fewest.span(), "shape")
+        self.mark(_ACTIVITY, "shape")
+        return ShapeIntent("group_extreme", extreme="argmin", role=role)
+
+    def _people_compared(self, role: str | None, person_roles: set[str]) -> ShapeIntent | None:
+        """ "who has closed more issues, severo or polinaeterna", "A 和 B 谁关掉的更多": the named people,
+        each counted in the role the verb gives them (`role`, else `_top_role`: the closer, though the
+        names were read as authors), the one with more (argmax) or fewer (argmin). None unless named
+        people are compared."""
+        listed = next(
+            (
+                f
+                for f in self.filters
+                if f.op == "in" and not f.negate and f.field in self._person_paths() and len(f.value) >= 2
+            ),
+            None,
+        )
+        more = _MORE_OF_TWO.search(self.q)
+        if listed is None or more is None or not _WHO_OF_THEM.search(self.q):
+            return None
+        role = role or self._top_role(person_roles)
+        path, _ = self._group_path(role)
+        if path is None:
+            return None
+        if listed.field != path:
+            kinds = {p: k for paths in self.schema.kind.people_roles().values() for p, k in paths}
+            if kinds.get(listed.field) != kinds.get(path):
+                return None  # the names are handles of another kind: not comparable there
+            listed.field = path
+        self.use(more.span(), "shape")
+        self.mark(_WHO_OF_THEM.pattern, "shape")
+        return ShapeIntent("group_extreme", extreme="argmin" if more.group("fewer") else "argmax", role=role)
+
     def _intent_shape(self, intent: ShapeIntent, time_field: str | None, state_verb: str | None) -> Shape | None:
         """The shape of an intent, on this collection's fields; None when it has no such field."""
         if intent.kind == "own":
@@ -933,6 +1145,9 @@ class ShapeStep(OwnAggregateStep):
                 time_field or field_for(self.schema, state_verb or "created") or field_for(self.schema, "created")
             )
             return Shape(intent.extreme, field=date_field, bucket=intent.bucket, over="groups") if date_field else None
+        if intent.kind == "group_extreme":
+            path, _ = self._group_path(intent.role or "author")
+            return Shape(intent.extreme, field=path, over="groups") if path else None
         if intent.kind == "record_extreme":
             # "the last bug we closed", "the most recently merged PR": the date of what was done to it
             done = field_for(self.schema, state_verb) if state_verb in ("closed", "merged", "resolved") else None

@@ -23,6 +23,7 @@ through too very want was way we were what when where which while who why will w
 did do does please recently lately recent new newest latest oldest first most top week month year
 recent currently still yet also ones one two three four five six seven eight nine ten quarter
 days weeks months years q1 q2 q3 q4 everyone everybody anyone someone us among amongst ever inside within
+fewest least quietest
 """.split()
 )
 # What introduces a topic: "about X", "mentioning X", "PRs on X", 关于 X.
@@ -485,6 +486,14 @@ class SpanStep(Draft):
             | {shape.field}
             | {key.field for key in shape.sort}
         )
+        if need == "fewest" and self.schema.kind.builtin:
+            return (
+                shape.kind in ("argmin", "min")
+                or (shape.kind == "list" and bool(shape.sort) and shape.sort[0].direction == 1)
+                or any(m.op == "min" for m in shape.measures)
+            )
+        if need == "fewest":
+            need = "rank"  # a team's own kind: "the lowest price" is any extreme its rules read
         if need == "rank":
             return (
                 shape.kind in RANKED_SHAPES
@@ -633,6 +642,7 @@ IMPLIED = re.compile(
     r"waiting|pending|awaiting|asked|requested|came|come|comes|coming|arriv\w*|"
     r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|whom?|whose|"
     r"active|busiest|biggest|largest|most|top|common|used|applied|counts?|volume|traffic|chatter|activity|busy|break|broken|down|breakdown|split|spread|across|vs|total|number|"
+    r"fewest|least|quietest|calmest|lowest|smallest|shortest|fewer|quieter|"
     r"two|three|four|five|six|seven|eight|nine|ten|"
     r"谁|哪些人|哪位|发过?|发了|发过?言|发起|新开|开过|提过?|提交|创建|合并|评审|审查|回复|讨论串|指派|分配"
 )
@@ -662,6 +672,8 @@ IMPLIED_NEEDS = [
             r"active|busiest|biggest|largest|most|top|often|frequent\w*|common|used|applied|最常|最经常|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*",
             "rank",
         ),
+        # "the quietest workspace", "the thread with the fewest replies": read by an ascending extreme only
+        (r"fewest|least|quietest|calmest|lowest|smallest|shortest|fewer|quieter", "fewest"),
         (r"mention\w*|tagg\w*", "mentioned"),
         (r"counts?|volume|total|number|times|traffic|chatter|activity|busy", "measure"),
         (r"break|broken|down|breakdown|split|spread|across|vs", "group"),

@@ -298,10 +298,145 @@ def test_two_periods_side_by_side_are_counted_per_period(catalog, question, kind
     assert not p.not_understood, p.not_understood
 
 
-def test_periods_apart_or_not_compared_are_not_counted_per_period(catalog):
-    # a year between them would be counted too; "from 2024 and 2025" asks no comparison
-    for question in ("did 2023 or 2025 get more PRs merged?", "PRs merged in 2024 and 2025"):
-        assert plan(catalog, question).ir.shape.bucket is None, question
+def test_periods_not_compared_are_not_counted_per_period(catalog):
+    assert plan(catalog, "PRs merged in 2024 and 2025").ir.shape.bucket is None  # both, no comparison asked
+
+
+def _closed_issues_world(tmp_path):
+    """Issues closed in March 2024 (2: rory, rory), April 2024 (3: quinn) and March 2025 (1: quinn), each
+    opened by the other person."""
+    from datetime import datetime
+
+    from tests.query.conftest import hand_made_world
+
+    closed = [
+        (datetime(2024, 3, 4), "rory"),
+        (datetime(2024, 3, 20), "rory"),
+        *((datetime(2024, 4, d), "quinn") for d in (2, 9, 16)),
+        (datetime(2025, 3, 11), "quinn"),
+    ]
+    issues = [
+        {
+            "ref": f"i{i}",
+            "title": "t",
+            "state": "closed",
+            "created_at": day,
+            "closed_at": day,
+            "user": {"login": "quinn" if closer == "rory" else "rory"},
+            "closed_by": {"login": closer},
+        }
+        for i, (day, closer) in enumerate(closed)
+    ]
+    people = [{"login": "quinn", "name": "Quinn Adler"}, {"login": "rory", "name": "Rory Blake"}]
+    return hand_made_world(tmp_path, {"issues": issues}, people)
+
+
+@pytest.mark.parametrize(
+    "question,winner",
+    [
+        ("were more issues closed in March 2024 or in March 2025?", ("2024", 2)),
+        ("issue closures, Mar 2025 versus Mar 2024: which was quieter", ("2025", 1)),
+    ],
+)
+def test_two_periods_apart_are_alternatives_counted_per_period(tmp_path, question, winner):
+    """A gap between the periods is not counted (April 2024's three closures), and the two conditions
+    are alternatives, not a contradiction; the periods are told apart by their year."""
+    from tests.query.conftest import run
+
+    store, catalog = _closed_issues_world(tmp_path)
+    p = plan(catalog, question)
+    assert p.ir.times_any and len(p.ir.times) == 2 and p.ir.shape.bucket == "year", p.pipeline
+    assert [(r["_id"], r["count"]) for r in run(p.ir, store, catalog.schemas["issues"])] == [winner]
+    assert not p.not_understood, p.not_understood
+
+
+@pytest.mark.parametrize(
+    "question,kind,winner",
+    [
+        ("who has closed more issues, Quinn Adler or Rory Blake?", "argmax", "quinn"),
+        ("between quinn and rory, who closed fewer issues", "argmin", "rory"),
+        ("quinn 和 rory 谁关掉的 issue 更多？", "argmax", "quinn"),
+    ],
+)
+def test_named_people_compared_are_counted_in_the_role_of_the_verb(tmp_path, question, kind, winner):
+    """Quinn closed 4 issues and opened 2, Rory closed 2 and opened 4: the closers are compared."""
+    from tests.query.conftest import run
+
+    store, catalog = _closed_issues_world(tmp_path)
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.field, p.ir.shape.over) == (kind, "closed_by.login", "groups"), p.pipeline
+    assert [(f.field, f.op, sorted(f.value)) for f in p.ir.filters if f.op == "in"] == [
+        ("closed_by.login", "in", ["quinn", "rory"])
+    ]
+    assert [r["_id"] for r in run(p.ir, store, catalog.schemas["issues"])] == [winner]
+
+
+@pytest.mark.parametrize("question", ["who closed how many issues in 2024?", "2024 年每个人各关闭了多少个 issue"])
+def test_a_count_per_person_asked_with_a_verb_groups_by_its_role(tmp_path, question):
+    from tests.query.conftest import run
+
+    store, catalog = _closed_issues_world(tmp_path)
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.field) == ("group", "closed_by.login"), p.pipeline
+    assert {(r["_id"], r["count"]) for r in run(p.ir, store, catalog.schemas["issues"])} == {("rory", 2), ("quinn", 3)}
+
+
+def test_named_people_each_in_chinese_are_one_count_each(catalog):
+    p = plan(catalog, "2026 年 Alex Chen 和 Priya Raman 各开了多少个 PR")
+    assert p.ir.shape.kind == "group" and p.ir.shape.field == "user.login", p.pipeline
+
+
+@pytest.mark.parametrize(
+    "question,field",
+    [
+        ("the quietest channel in March 2026", "channel"),
+        ("which of the repos had the least activity on pull requests this year", "repo"),
+        ("哪个频道 2026 年的消息最少", "channel"),
+        ("who opened the fewest pull requests in 2026", "user"),
+        ("the least active member in slack this year", "user"),
+        ("谁在 2026 年发的 slack 消息最少", "user"),
+    ],
+)
+def test_the_quietest_value_of_a_field_is_its_argmin_group(catalog, question, field):
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.over) == ("argmin", "groups"), p.pipeline
+    assert p.ir.shape.field.split(".")[0] == field and not p.ir.text, p.pipeline
+    assert not p.not_understood, p.not_understood
+
+
+def test_at_least_is_a_threshold_not_the_fewest(catalog):
+    for question in ("which labels are on at least 3 pull requests", "open PRs with at least 2 comments in 2026"):
+        ir = plan(catalog, question).ir
+        assert ir is None or ir.shape.kind != "argmin", question
+
+
+@pytest.mark.parametrize("question", ["the most reacted-to pull request", "哪个 PR 收到的表情回应最多"])
+def test_most_reacted_to_is_ranked_by_the_reaction_total(reacted_catalog, question):
+    shape = plan(reacted_catalog, question).ir.shape
+    assert (shape.kind, shape.field, shape.limit) == ("top", "reactions.total_count", 1)
+
+
+def test_the_longest_waiting_record_is_the_oldest_even_with_hyphenated_words_between(catalog):
+    shape = plan(catalog, "the longest-waiting still-open pull request").ir.shape
+    assert shape.kind == "list" and shape.limit == 1 and shape.sort[0].direction == 1
+
+
+@pytest.mark.parametrize(
+    "question,kind",
+    [
+        ("how many replies did Priya Raman's largest thread get", "max"),
+        ("Priya Raman's most-replied thread — how many replies did it draw?", "max"),
+        ("Alex Chen's shortest slack thread: how many replies", "min"),
+    ],
+)
+def test_the_replies_of_a_persons_biggest_thread_are_the_largest_reply_count(catalog, question, kind):
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.field) == (kind, "reply_count"), p.pipeline
+    assert not p.ir.text, p.pipeline
+
+
+def test_how_much_someone_had_posted_is_a_count(catalog):
+    assert plan(catalog, "how much had Alex Chen posted in slack before March 2026").ir.shape.kind == "count"
 
 
 @pytest.mark.parametrize(
@@ -323,3 +458,44 @@ def test_tag_is_a_label_in_a_ranking(catalog, question):
 
 def test_across_all_values_is_their_total_not_one_count_each(catalog):
     assert plan(catalog, "the total of merged pull requests across all repositories").ir.shape.kind == "count"
+
+
+@pytest.mark.parametrize(
+    "question,field,limit",
+    [
+        ("the pull request that got the most thumbs up", "reactions.+1", 1),
+        ("which 4 PRs had the most +1 reactions in 2026", "reactions.+1", 4),
+        ("the PR with the most emoji reactions", "reactions.total_count", 1),
+    ],
+)
+def test_a_measure_is_found_by_the_words_of_its_field(reacted_catalog, question, field, limit):
+    p = plan(reacted_catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.field, p.ir.shape.limit) == ("top", field, limit), p.pipeline
+    assert not p.not_understood and not p.ir.text, p.not_understood
+
+
+def test_the_record_with_the_fewest_of_a_measure_is_its_argmin(catalog):
+    p = plan(catalog, "the slack thread with the fewest replies in 2026")
+    assert (p.ir.shape.kind, p.ir.shape.field) == ("argmin", "reply_count") and not p.ir.text, p.pipeline
+    p = plan(catalog, "the 3 pull requests with the fewest comments")
+    assert (p.ir.shape.kind, p.ir.shape.limit, p.ir.shape.sort[0].field) == ("list", 3, "comments"), p.pipeline
+    assert p.ir.shape.sort[0].direction == 1 and ("comments", "exists", True) in conditions(p)
+
+
+def test_a_number_of_an_embedded_thing_with_its_own_id_is_not_the_records_measure(tmp_path):
+    from datetime import datetime
+
+    from tests.query.conftest import hand_made_world
+
+    issue = {
+        "ref": "i1",
+        "title": "t",
+        "state": "open",
+        "created_at": datetime(2025, 1, 2),
+        "user": {"login": "quinn"},
+        "milestone": {"id": 7, "title": "v1", "open_issues": 4},
+        "reactions": {"heart": 2, "total_count": 3},
+    }
+    _, catalog = hand_made_world(tmp_path, {"issues": [issue]}, [{"login": "quinn", "name": "Quinn Adler"}])
+    assert plan(catalog, "the issue with the most heart reactions").ir.shape.field == "reactions.heart"
+    assert plan(catalog, "the issue with the most open issues").ir.shape.field != "milestone.open_issues"

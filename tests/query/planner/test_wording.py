@@ -172,6 +172,10 @@ def test_a_nickname_after_a_topic_cue_is_the_topic_not_the_workspace(world):
         ("open issues rory was assigned", None),
         ("how many closed issues are assigned", "assigned"),
         ("how many of the biggest bug issues are open", "biggest"),
+        # an ascending extreme no rule read is reported, not searched for as a topic
+        ("the shortest elmlang thread", "shortest"),
+        ("open issues with the least fuss", "least"),
+        ("open issues with at least 2 comments", None),
     ],
 )
 def test_an_implied_word_is_read_only_when_the_plan_holds_what_it_names(world, question, unread):

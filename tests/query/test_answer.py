@@ -1,0 +1,19 @@
+"""Answers composed from rows: a week bucket says which days it is, and the answer which weeks it used."""
+
+from __future__ import annotations
+
+from context_engine.query.answer import WEEKS_SAID, compose
+from context_engine.query.engine import Success
+from context_engine.query.plan import Plan
+
+
+def test_week_buckets_are_named_by_their_monday_and_said_to_be_iso_weeks():
+    rows = [{"_id": "2020-W53", "count": 4}, {"_id": "2021-W01", "count": 2}]
+    text, _ = compose(Success(Plan("messages", []), rows, []), "messages")
+    assert WEEKS_SAID in text.splitlines()[0]
+    assert "2020-W53 (from 2020-12-28): 4" in text and "2021-W01 (from 2021-01-04): 2" in text
+
+
+def test_other_groups_say_nothing_of_weeks():
+    text, _ = compose(Success(Plan("messages", []), [{"_id": "2021-01", "count": 3}], []), "messages")
+    assert "week" not in text and "2021-01: 3" in text
