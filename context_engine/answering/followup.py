@@ -164,6 +164,9 @@ class FollowUp:
     reshape: str = ""
     within: tuple[str, str] | None = None  # (field, value): the one group of the last answer the records are of
     unread: str = ""  # words pointing at the conversation that no rule resolved ("it"): the answer says so
+    # the follow-up said whole, its person and time named ("how many threads did Ida start in May 2019"):
+    # about the last answer's kind of record, it is planned over the last plan's conditions
+    restated: str = ""
 
 
 def _core(question: str) -> str:
@@ -622,7 +625,16 @@ def resolve_offline(
         if -len(ranked) <= index < len(ranked):
             named = f"{core[: place.start()]}{ranked[index]}{core[place.end() :]}"
             out = resolve_offline(named, turns, directory, now, kinds)
-            return replace(out, how=f"{place.group(0).strip()!r} = {ranked[index]}; {out.how}".rstrip("; "))
+            out = replace(out, how=f"{place.group(0).strip()!r} = {ranked[index]}; {out.how}".rstrip("; "))
+            groups = previous.get("answer_groups") or {}
+            rest = _THEIRS.sub(" ", f"{core[: place.start()]} {core[place.end() :]}")
+            rest = re.sub(r"\s{2,}", " ", _STILL.sub("", rest.strip(" ,，:：;"))).strip(" ,，:：;的")
+            keys = groups.get("keys") or [] if previous.get("answer_people") == ranked else []
+            if rest and -len(keys) <= index < len(keys):
+                # "the one in third place, how many of theirs are open": the last ranking's records of that
+                # person, with the rest said of them
+                return replace(out, within=(groups["field"], groups["keys"][index]), added=rest, reshape="")
+            return out
     top = _TOP_N.match(core)
     if top:  # "show me the top five instead": the last ranking, that many places
         n = top.group(1) or str(_CJK_COUNTS.get(top.group(2), top.group(2)))
@@ -805,6 +817,14 @@ _HAS_SHAPE = re.compile(
     r"\bwhich\s+(?:month|week|day|year|one|person)\b|\bwho\b|\blist\b|多少|几个|几条|最多|最少|哪个月|哪天|谁",
     re.I,
 )
+
+
+def says_a_shape(words: str) -> bool:
+    """The words ask for an answer of their own shape ("how many", "who ... the most", "show me what ...
+    wrote"), which replaces the last question's."""
+    return bool(_HAS_SHAPE.search(words))
+
+
 # The words a question opens with to ask for records ("which PRs ...", "show me ...").
 _ASKING = r"which|what|show(?:\s+me)?|list|find|give\s+me"
 _PREVIOUS_SHAPE = re.compile(
@@ -864,6 +884,8 @@ _PLACE_IN_RANKING = re.compile(
     r"|\bthe\s+(runner[- ]up)\b|(?:那个?)?第\s*(一|二|两|三|四|五|[1-5])\s*名",
     re.I,
 )
+# A person's words for the records of the one just named ("how many of theirs", "which did they close")
+_THEIRS = re.compile(r"\b(?:of\s+)?(?:theirs|hers|his|their|they|them|he|she|him|her)\b|(?:他们|她们|他|她)的?", re.I)
 _NUMBER_PLACES = {"one": 0, "two": 1, "three": 2, "four": 3, "five": 4, "runner-up": 1, "runner up": 1}
 _TOP_N = re.compile(
     r"^(?:(?:ok(?:ay)?|and|now|so)[\s,]+)?(?:show\s+me\s+|give\s+me\s+|list\s+|what\s+about\s+|how\s+about\s+)?(?:the\s+)?"
@@ -1144,7 +1166,8 @@ def _elliptical(
             and not _OF_THOSE.search(words)
         ):
             # "who replied to her most that month?": a question of its own once its person and time are said
-            return FollowUp(re.sub(r"\s{2,}", " ", time_said).strip(), "the person and the time the conversation named")
+            restated = re.sub(r"\s{2,}", " ", time_said).strip()
+            return FollowUp(restated, "the person and the time the conversation named", restated=restated)
         words = re.sub(r"\s{2,}", " ", time_said).strip()
     theirs = _OF_THEIRS.match(words)
     if theirs and directory is not None:
@@ -1162,7 +1185,7 @@ def _elliptical(
         named = None  # "有几个打了 bug 标签": bug is a label here, not a kind of record
     if named is not None and words != core and not _OF_THOSE.search(words):
         # "how many PRs did they open that year?": once the person and the year are said, it stands alone
-        return FollowUp(words, "the person and the time the conversation named")
+        return FollowUp(words, "the person and the time the conversation named", restated=words)
     words = re.sub(r"\s+(?:for\s+me|please|pls)$", "", words, flags=re.I)
     referring = bool(_OF_THOSE.search(words)) or words != core
     short_subset = re.match(r"^(?:哪些|哪个|其中|which|only|just)", words, re.I) and len(words) <= 24
@@ -1211,9 +1234,10 @@ def _elliptical(
     if switched:
         return FollowUp(*switched)
     times = find_time_ranges(rest, now) if previous.get("times") else []
+    moved_to = _with_year(times[0].text, previous, now) if times else ""
     if times:  # "and who asked for the most of them in 2023": the new time replaces the last one
         rest = rest.replace(times[0].text, "").strip()
-        previous = {**previous, "standalone": _replace_time(previous, _with_year(times[0].text, previous, now))}
+        previous = {**previous, "standalone": _replace_time(previous, moved_to)}
     narrowed = previous.get("narrowed", "")
     if (
         continues
@@ -1229,7 +1253,7 @@ def _elliptical(
         return FollowUp(
             previous["standalone"][: -len(narrowed)] + instead, f"the last question with {rest!r} instead", instead
         )
-    return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}", rest)
+    return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}", rest, new_time=moved_to)
 
 
 def _grouping(noun: str) -> str:

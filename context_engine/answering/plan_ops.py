@@ -14,7 +14,8 @@ changes the last plan is applied to that IR, and the new IR is carried forward:
                       they say a shape of their own; words they leave unread are said as not understood
 - a condition gone:   "forget the label", "any state", "不限时间" -> the same plan without it
 
-Recognising the follow-up is `answering.followup`'s (`FollowUp.new_time`, `.reshape`, `.added`); this module
+Recognising the follow-up is `answering.followup`'s (`FollowUp.new_time`, `.reshape`, `.added`, `.within`,
+`.restated`); this module
 only applies the change. Anything it cannot apply returns None, and the rewritten question stands.
 """
 
@@ -25,7 +26,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from context_engine.answering.followup import FollowUp
+from context_engine.answering.followup import FollowUp, says_a_shape
 from context_engine.query import engine
 from context_engine.query.catalog import Catalog
 from context_engine.query.compile import compile_plan
@@ -162,14 +163,15 @@ def operate(
         kept = [f for f in base.filters if f.field != field]
         changed = replace(base, filters=[*kept, Filter(field, "eq", key)], shape=_reshaped("list", base, schema))
         how.append(f"the records with {field} {key}")
-    if followup.added:
+    words = followup.added or followup.restated
+    if words:
         before = changed
-        narrowed = _narrowed(changed, followup.added, catalog, asker, now, values)
+        narrowed = _narrowed(changed, words, catalog, asker, now, values)
         if narrowed is None:
             return None
         changed, unread = narrowed
         shape_said = changed.shape is not before.shape
-        how.append(f"the last plan narrowed by {followup.added!r}")
+        how.append(f"the last plan narrowed by {words!r}")
     if followup.new_time:
         moved = _moved(changed, followup.new_time, now, schema)
         if moved is None:
@@ -192,13 +194,14 @@ def _operation(
     unread: list[dict[str, Any]] | None = None,
     person_field: tuple[str, str] | None = None,
 ) -> Operation:
-    pipeline = compile_plan(ir, catalog.schemas[ir.collection], catalog.schemas)
+    schema = catalog.schemas[ir.collection]
+    pipeline = compile_plan(ir, schema, catalog.schemas)
     plan = Plan(
         ir.collection,
         pipeline,
         confidence=1.0 if not unread else 0.6,
         notes=[f"follow-up applied to the last plan: {how}"],
-        person_field=person_field,
+        person_field=person_field or _person_field(ir, schema),
         ir=ir,
         not_understood=list(unread or []),
     )
@@ -328,12 +331,19 @@ def _narrowed(
     if own.ir is None or own.collection != base.collection or own.ir.pipeline is not None or own.ir.join:
         return None
     said = own.ir
-    shape_said = said.shape.span is not None or said.shape.kind != "list"
-    if not (said.filters or said.times or said.text or shape_said):
+    shape_said = said.shape.span is not None or said.shape.kind != "list" or says_a_shape(words)
+    if said.text or any(f.op in WORD_OPERATORS for f in said.filters):
+        return None  # a topic: read with the whole question around it, as the planner reads one
+    if not (said.filters or said.times or shape_said):
         return None  # nothing read: the rewritten question is planned whole, and says what it did not read
-    same = {f.field for f in said.filters if f.op not in WORD_OPERATORS}
+    schema = catalog.schemas[base.collection]
+    # a new value of a field that holds one replaces the old ("only lhoestq's"); a label is one more
+    same = {f.field for f in said.filters if not _holds_many(schema, f.field)}
     filters = [f for f in base.filters if f.field not in same] + list(said.filters)
     shape = said.shape if shape_said else base.shape
+    if shape.bucket and (base.shape.bucket or base.times):
+        # "which month had the most" after closings per month: months of the date the last plan was about
+        shape = replace(shape, field=base.shape.field if base.shape.bucket else base.times[0].field)
     narrowed = replace(
         base,
         filters=filters,
@@ -342,6 +352,22 @@ def _narrowed(
         shape=shape,
     )
     return narrowed, own.not_understood
+
+
+def _holds_many(schema: Any, field: str) -> bool:
+    info = schema.fields.get(field_for(schema, field) or field)
+    return bool(info is not None and info.in_array)
+
+
+def _person_field(ir: PlanIR, schema: Any) -> tuple[str, str] | None:
+    """(path, handle kind) when the plan groups by a person: its groups are said by display name."""
+    if ir.shape.kind != "group" or not ir.shape.field or ir.shape.bucket:
+        return None
+    for fields in schema.kind.people_roles().values():
+        for path, kind in fields:
+            if path == ir.shape.field:
+                return path, kind
+    return None
 
 
 def _moved(base: PlanIR, when: str, now: datetime, schema: Any) -> PlanIR | None:

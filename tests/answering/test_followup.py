@@ -930,3 +930,33 @@ def test_the_first_group_of_the_last_answer_is_its_records(asked):
     }
     out = resolve_offline(asked, [grouped], PEOPLE, NOW)
     assert out.within == ("repo", "acme/web") and "in acme/web" in out.standalone and "per repo" not in out.standalone
+
+
+@pytest.mark.parametrize(
+    "asked,key,added",
+    [
+        ("the runner-up: which of theirs got closed?", "priyar", "which got closed"),
+        ("第一名的有几个还开着", "rsh-dev", "有几个还开着"),
+    ],
+)
+def test_a_place_in_the_last_ranking_with_more_words_is_that_persons_records(asked, key, added):
+    ranking = {
+        "standalone": "who merged the most PRs in 2025",
+        "collection": "pull_requests",
+        "answer_people": ["Rashid Khan", "Priya Raman"],
+        "answer_groups": {"field": "user.login", "keys": ["rsh-dev", "priyar"]},
+    }
+    out = resolve_offline(asked, [ranking], PEOPLE, NOW)
+    assert (out.within, out.added) == (("user.login", key), added)
+
+
+def test_a_question_said_whole_with_the_conversation_s_person_and_time_is_restated():
+    ranking = {
+        "standalone": "who merged the most PRs in 2025",
+        "collection": "pull_requests",
+        "times": ["in 2025"],
+        "time_ranges": [{"text": "in 2025", "start": "2025-01-01T00:00:00", "end": "2026-01-01T00:00:00"}],
+        "answer_people": ["Priya Raman"],
+    }
+    out = resolve_offline("how many PRs did that person open that year?", [ranking], PEOPLE, NOW)
+    assert out.restated == out.standalone == "how many PRs did Priya Raman open in 2025"

@@ -196,3 +196,17 @@ def test_the_records_of_the_first_group_with_a_shape_of_their_own(setup):
     ir = operation.plan.ir
     assert any(f.field == "repo" and f.value == repo for f in ir.filters) and ir.times == base_of(turn).times
     assert ir.shape.kind == "group" and ir.shape.field == "user.login"
+
+
+def test_a_question_restated_about_the_same_records_keeps_the_last_plan_s_other_conditions(setup):
+    turn = _turn(setup, "who opened the most PRs in payments in 2026")
+    restated = "how many PRs did Priya open in October 2026"
+    operation = _operate(setup, "how many did that person open in October?", [turn], FollowUp("", restated=restated))
+    assert operation is not None
+    ir = operation.plan.ir
+    assert ir.shape.kind == "count"
+    assert {(f.field, f.value) for f in ir.filters} >= {("repo", "acme/payments"), ("user.login", "priyar")}
+    assert [(t.start, t.end) for t in ir.times] == [(datetime(2026, 10, 1), datetime(2026, 11, 1))]
+    # about another kind of record, it is a question of its own
+    other = FollowUp("", restated="how many issues did Priya file in October 2026")
+    assert _operate(setup, "how many issues did that person file in October?", [turn], other) is None
