@@ -253,7 +253,7 @@ def _one_record(question: str, base: PlanIR, schema: Any) -> Shape | None:
     if _LATEST.search(question) and date:
         return Shape("list", sort=[SortKey(date, -1)], limit=1)
     one_before = base.shape.limit == 1 or (base.shape.kind in ("argmin", "argmax") and base.shape.over == "records")
-    if _THAT_ONE.search(question) and base.shape.kind in RECORD_SHAPES and one_before:
+    if base.shape.kind in RECORD_SHAPES and one_before:  # "who was behind that one?", "谁发的"
         return base.shape  # the one record the last answer was
     if _TOP_ONE.search(question) and base.shape.kind in RECORD_SHAPES and base.shape.sort:
         return replace(base.shape, limit=1)  # the first of the last answer's order

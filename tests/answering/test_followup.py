@@ -960,3 +960,13 @@ def test_a_question_said_whole_with_the_conversation_s_person_and_time_is_restat
     }
     out = resolve_offline("how many PRs did that person open that year?", [ranking], PEOPLE, NOW)
     assert out.restated == out.standalone == "how many PRs did Priya Raman open in 2025"
+
+
+def test_a_question_restated_about_everything_is_not_kept_to_the_thread():
+    ranking = {
+        "standalone": "who merged the most PRs in 2025",
+        "collection": "pull_requests",
+        "answer_people": ["Priya Raman"],
+    }
+    out = resolve_offline("how many PRs has that person opened all told?", [ranking], PEOPLE, NOW)
+    assert out.standalone == "how many PRs has Priya Raman opened all told" and out.restated == ""

@@ -81,9 +81,10 @@ def _turn_plan(setup, question):
     return plan
 
 
-def test_the_person_of_the_one_record_the_last_answer_was(setup):
+@pytest.mark.parametrize("asked", ["who's behind it?", "谁提的"])
+def test_the_person_of_the_one_record_the_last_answer_was(setup, asked):
     turn = _turn(setup, "which PR opened in 2026 has the most comments")
-    operation = _operate(setup, "who's behind it?", [turn])
+    operation = _operate(setup, asked, [turn])
     assert operation is not None
     (one,) = _run(setup, _turn_plan(setup, "which PR opened in 2026 has the most comments"))[:1]
     assert [r["_id"] for r in _run(setup, operation.plan)] == [one["user"]["login"]]

@@ -325,3 +325,12 @@ def test_follow_ups_change_the_last_plan_and_a_picked_record_does_not_become_the
     (merged,) = rows("pull_requests", [{"$match": {"created_at": last_year, "merged": True}}, {"$count": "count"}])
     assert 0 < merged["count"] < counted["count"]
     assert out["records"] == [{"count": merged["count"]}]
+
+
+def test_a_pointing_word_no_rule_resolved_is_said_not_understood(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    _say(thread_graph, config, "how many PRs were merged last week", sample_dir=sample_dir)
+    out = _say(
+        thread_graph, config, "was it reviewed by anyone from payments before the freeze?", sample_dir=sample_dir
+    )
+    assert "it" in [s["text"] for s in out["not_understood"]]
