@@ -1168,7 +1168,7 @@ def _elliptical(
             # "who replied to her most that month?": a question of its own once its person and time are said
             restated = re.sub(r"\s{2,}", " ", time_said).strip()
             return FollowUp(
-                restated, "the person and the time the conversation named", restated=_within_the_thread(restated)
+                restated, "the person and the time the conversation named", restated=_within_the_thread(restated, core)
             )
         words = re.sub(r"\s{2,}", " ", time_said).strip()
     theirs = _OF_THEIRS.match(words)
@@ -1187,7 +1187,9 @@ def _elliptical(
         named = None  # "有几个打了 bug 标签": bug is a label here, not a kind of record
     if named is not None and words != core and not _OF_THOSE.search(words):
         # "how many PRs did they open that year?": once the person and the year are said, it stands alone
-        return FollowUp(words, "the person and the time the conversation named", restated=_within_the_thread(words))
+        return FollowUp(
+            words, "the person and the time the conversation named", restated=_within_the_thread(words, core)
+        )
     words = re.sub(r"\s+(?:for\s+me|please|pls)$", "", words, flags=re.I)
     referring = bool(_OF_THOSE.search(words)) or words != core
     short_subset = re.match(r"^(?:哪些|哪个|其中|which|only|just)", words, re.I) and len(words) <= 24
@@ -1278,9 +1280,11 @@ _FIRST_GROUP = re.compile(
 _OVERALL = re.compile(r"\b(?:overall|altogether|all\s+told|in\s+all|ever|of\s+all\s+time|all[\s-]time)\b", re.I)
 
 
-def _within_the_thread(words: str) -> str:
-    """The restated words, unless they ask about everything ("how many has that person opened overall")."""
-    return "" if _OVERALL.search(words) else words
+def _within_the_thread(words: str, said: str) -> str:
+    """The restated words, unless they ask about everything ("how many has that person opened overall",
+    "posted in total" without "that month": `said` is the follow-up as said)."""
+    everything = _OVERALL.search(words) or (re.search(r"\bin\s+total\b", said, re.I) and not _THAT_TIME.search(said))
+    return "" if everything else words
 
 
 def _switched_state(before: str, words: str) -> tuple[str, str] | None:

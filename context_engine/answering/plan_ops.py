@@ -163,6 +163,8 @@ def operate(
         kept = [f for f in base.filters if f.field != field]
         changed = replace(base, filters=[*kept, Filter(field, "eq", key)], shape=_reshaped("list", base, schema))
         how.append(f"the records with {field} {key}")
+    if followup.restated and (any(f.field == "ref" for f in base.filters) or base.shape.limit == 1):
+        return None  # a question of its own after one record ("who's the author?" then "how many did they open")
     words = followup.added or followup.restated
     if words:
         before = changed

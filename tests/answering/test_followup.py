@@ -970,3 +970,7 @@ def test_a_question_restated_about_everything_is_not_kept_to_the_thread():
     }
     out = resolve_offline("how many PRs has that person opened all told?", [ranking], PEOPLE, NOW)
     assert out.standalone == "how many PRs has Priya Raman opened all told" and out.restated == ""
+    assert resolve_offline("how many PRs has that person opened in total", [ranking], PEOPLE, NOW).restated == ""
+    dated = {**ranking, "times": ["in 2025"]}
+    kept = resolve_offline("how many PRs did that person open that year in total", [dated], PEOPLE, NOW)
+    assert kept.restated == "how many PRs did Priya Raman open in 2025 in total"

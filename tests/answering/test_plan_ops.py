@@ -211,3 +211,9 @@ def test_a_question_restated_about_the_same_records_keeps_the_last_plan_s_other_
     # about another kind of record, it is a question of its own
     other = FollowUp("", restated="how many issues did Priya file in October 2026")
     assert _operate(setup, "how many issues did that person file in October?", [turn], other) is None
+
+
+def test_a_question_restated_after_one_record_is_a_question_of_its_own(setup):
+    turn = _turn(setup, "which PR opened in 2026 has the most comments")
+    restated = FollowUp("", restated="how many PRs did Priya open in 2026")
+    assert _operate(setup, "how many did they open that year?", [turn], restated) is None
