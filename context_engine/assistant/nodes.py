@@ -126,10 +126,13 @@ def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     settings = context_of(runtime).settings()
     catalog = catalog_for(settings)
     resolution = resolve_once(state["question"], parse_now(state.get("now")), settings)
-    if state.get("followup_plan"):
-        # the last plan, changed: its people were resolved when it was planned
-        if resolution.get("error"):
-            resolution = {"people": [], "times": []}
+    operation = state.get("followup_plan") or {}
+    if operation and resolution.get("error"):
+        resolution = {"people": [], "times": []}  # the last plan, changed: its people were resolved when planned
+    # after an answer drawn from passages, a changed window or narrowing keeps the thread's topic: routed as
+    # ever, the changed plan its structured half; a record's person or date is the plan's alone
+    topical = (state.get("turns") or [{}])[-1].get("route") in ("hybrid", "semantic")
+    if operation and not (topical and not (operation.get("ir") or {}).get("pipeline")):
         return {
             "route": "structured",
             "route_reasons": ["a follow-up applied to the last plan"],
@@ -155,6 +158,8 @@ def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         decision.route = "semantic"
         decision.reasons.append("who owns something is what the documents say, not a query's guess")
     draft = decision.draft.to_json() if decision.draft else {}
+    if operation and decision.route != "semantic":
+        draft = operation
     if unread and draft:
         draft["not_understood"] = [*draft.get("not_understood", []), unread]
     return {
@@ -643,6 +648,7 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "candidates": resolution.get("candidates", []),
         "answer": state.get("answer", "")[:1000],
         "scope": _scope(settings),
+        "route": state.get("route", ""),
         "collection": next(
             (q["collection"] for q in reversed(state.get("queries", [])) if q.get("pipeline") is not None), ""
         ),

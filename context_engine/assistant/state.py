@@ -60,6 +60,7 @@ class Turn(TypedDict):
     candidates: list[dict[str, Any]]  # the people it offered for them, in order: what "the first one" picks
     answer: str  # the first 1,000 characters of the answer
     scope: str  # "<tenant>/<asker>": follow-ups resolve only against the same asker's turns
+    route: str  # structured | semantic | hybrid: a follow-up on a topic keeps its passages
     collection: str  # the collection its structured query read ("" = none): what "those" narrows
     narrowed: str  # the words it added to the question before it ("how many were bugs"; "" = none)
     plan: dict[str, Any]  # {"ir": the IR its answer ran} ({} = none): what a follow-up changes
