@@ -22,7 +22,7 @@ when it fails, the offline rewrite stands. A question that is none of these is l
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -60,6 +60,9 @@ _SUBSET = re.compile(
     r"^(?:which|what)\s+(?:ones\s+)?(?:of|among)\s+(?:those|these|them)\s*(?:(?:are|were|is|was|have|has|did)(?![n'’]))?\s*(?P<a>.*)$"
     r"|^(?:of|among)\s+(?:those|these|them)[\s,]*(?:which|what|only)?\s*(?:ones?)?\s*(?:are|were)?\s*(?P<b>.*)$"
     r"|^(?:only|just|keep)\s+(?:the\s+ones?|those|these)\s*(?:that\s+are|that|which\s+are|which)?\s*(?P<c>.*)$"
+    # "which of the open ones has the most comments": those, narrowed by the word before "ones"
+    r"|^(?:which|what)\s+(?:one\s+)?(?:of|among)\s+the\s+(?P<k>[\w\-]+(?:\s+[\w\-]+)?)\s+ones\s+(?P<krest>\S.*)$"
+    r"|^(?:only|just)\s+(?P<counting>counting|count|listing|list)\s+(?:the\s+)?(?P<h>.*?(?:\bones?\b|\bthose\b|\bthese\b).*)$"
     r"|^(?:only|just|keep)\s+(?:the\s+)?(?P<f>.+?\s+ones?)$"
     r"|^(?:which|what)\s+ones\s+(?:(?:are|were|is|was)\s+)?(?P<g>(?!of\b|among\b)\S.*)$"
     r"|^(?:其中|这些|那些|这几(?:个|条|篇)|那几(?:个|条|篇)|里面)(?:里面|里|中|当中)?(?:的)?(?:哪些|哪一?(?:个|条|篇|项)(?!月|星期|周|年|天))?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$",
@@ -154,6 +157,16 @@ class FollowUp:
     standalone: str
     how: str = ""  # "" when the question stands alone
     added: str = ""  # the words a narrowing added to the last question ("how many were bugs")
+    # The change to the last question's plan, where the follow-up is one (`answering.plan_ops` applies it
+    # to the plan itself): the new time window as words the time parser reads ("in March 2021"), and the
+    # new shape ("count", "list").
+    new_time: str = ""
+    reshape: str = ""
+    within: tuple[str, str] | None = None  # (field, value): the one group of the last answer the records are of
+    unread: str = ""  # words pointing at the conversation that no rule resolved ("it"): the answer says so
+    # the follow-up said whole, its person and time named ("how many threads did Ida start in May 2019"):
+    # about the last answer's kind of record, it is planned over the last plan's conditions
+    restated: str = ""
 
 
 def _core(question: str) -> str:
@@ -598,7 +611,7 @@ def resolve_offline(
         core = core[correction.end() :].strip()  # "no wait, I meant the closed ones": the last question, corrected
     shifted = _shifted(core, previous)
     if shifted is not None:
-        return FollowUp(_replace_time(previous, shifted), f"the same question for {shifted!r}")
+        return FollowUp(_replace_time(previous, shifted), f"the same question for {shifted!r}", new_time=shifted)
     place = _PLACE_IN_RANKING.search(core)
     # the people of the thread's latest ranking (an answer grouped per person), in its order
     ranked = next(
@@ -612,7 +625,16 @@ def resolve_offline(
         if -len(ranked) <= index < len(ranked):
             named = f"{core[: place.start()]}{ranked[index]}{core[place.end() :]}"
             out = resolve_offline(named, turns, directory, now, kinds)
-            return FollowUp(out.standalone, f"{place.group(0).strip()!r} = {ranked[index]}; {out.how}".rstrip("; "))
+            out = replace(out, how=f"{place.group(0).strip()!r} = {ranked[index]}; {out.how}".rstrip("; "))
+            groups = previous.get("answer_groups") or {}
+            rest = _THEIRS.sub(" ", f"{core[: place.start()]} {core[place.end() :]}")
+            rest = re.sub(r"\s{2,}", " ", _STILL.sub("", rest.strip(" ,，:：;"))).strip(" ,，:：;的")
+            keys = groups.get("keys") or [] if previous.get("answer_people") == ranked else []
+            if rest and -len(keys) <= index < len(keys):
+                # "the one in third place, how many of theirs are open": the last ranking's records of that
+                # person, with the rest said of them
+                return replace(out, within=(groups["field"], groups["keys"][index]), added=rest, reshape="")
+            return out
     top = _TOP_N.match(core)
     if top:  # "show me the top five instead": the last ranking, that many places
         n = top.group(1) or str(_CJK_COUNTS.get(top.group(2), top.group(2)))
@@ -632,7 +654,7 @@ def resolve_offline(
         when = _with_year(
             times[0].text, previous, now
         )  # "what about April?": the month, though someone is called April
-        return FollowUp(_replace_time(previous, when), f"the same question for {when!r}")
+        return FollowUp(_replace_time(previous, when), f"the same question for {when!r}", new_time=when)
     if directory is not None:
         named = _PREPOSITION.sub("", core)
         mentions = [m for m in directory.find_mentions(named) if m.person is not None and not m.is_asker]
@@ -659,7 +681,7 @@ def resolve_offline(
         <= 1
     ):
         when = _with_year(times[0].text, previous, now)
-        return FollowUp(_replace_time(previous, when), f"the same question for {when!r}")
+        return FollowUp(_replace_time(previous, when), f"the same question for {when!r}", new_time=when)
     about = _ANY_ABOUT.match(core)
     if about:
         topic = f"about {about.group(1).strip()}"
@@ -673,7 +695,19 @@ def resolve_offline(
         return FollowUp(_narrowed(previous, rest, True), f"of the last answer's records: {rest!r}", rest)
     subset = _SUBSET.match(core)
     if subset:
-        rest = _NEGATED.sub("not ", _STILL.sub("", next(g for g in subset.groups() if g is not None)).strip())
+        said = {k: v for k, v in subset.groupdict().items() if v is not None}
+        counting = said.pop("counting", "").lower()
+        if "h" in said:  # "only counting the merged ones", "just listing those with 3+ replies"
+            said = {
+                "h": re.sub(
+                    r"\s{2,}",
+                    " ",
+                    re.sub(r"\b(?:ones?|those|these)\b(?:\s+(?:that|which)(?:\s+are)?)?", " ", said["h"]),
+                )
+            }
+        if "krest" in said:  # "which of the open ones has the most comments": "are open and has the most comments"
+            said = {"k": f"are {said['k']} and {said['krest']}"}
+        rest = _NEGATED.sub("not ", _STILL.sub("", next(iter(said.values()), "")).strip())
         rest = _cjk_topic(_one_extreme(rest))
         if _COUNT_IT.match(rest):  # "这些有几个": those, counted
             return _counted(previous)
@@ -681,9 +715,17 @@ def resolve_offline(
             rest = f"which one of them {rest}"  # "which of those has the most comments": one record
         elif rest and _WHICH_ONE_CJK.search(core) and _HAS_SHAPE.search(rest):
             rest = f"which one {rest}"  # "其中哪个评论最多": one record
+        if rest and counting.startswith("count"):  # "only counting the ones with 3+ replies": those, counted
+            counted = _counted({**previous, "standalone": _narrowed(previous, rest)})
+            return replace(counted, how=f"of the last answer's records: {rest!r}, counted", added=rest)
         if rest:
-            listed = bool(re.match(r"^(?:which|what)\b|^哪些", core, re.I))
-            return FollowUp(_narrowed(previous, rest, listed), f"of the last answer's records: {rest!r}", rest)
+            listed = bool(re.match(r"^(?:which|what)\b|^哪些", core, re.I)) or counting.startswith("list")
+            return FollowUp(
+                _narrowed(previous, rest, listed),
+                f"of the last answer's records: {rest!r}",
+                rest,
+                reshape="list" if listed else "",
+            )
     if _AUTHOR_OF_IT.match(core) and previous.get("refs"):
         noun = _noun(kinds, previous.get("collection"))
         verb = "posted" if previous.get("collection") == "messages" else "opened"
@@ -724,7 +766,17 @@ def resolve_offline(
             question[: records.start()] + refs + question[records.end() :],
             f"{records.group(0)!r} = the last answer's records",
         )
-    return FollowUp(question)
+    pointing = _POINTING.search(question)
+    # words that point into the conversation no rule resolved: said, not planned as if never written
+    return FollowUp(question, unread=pointing.group(0) if pointing else "")
+
+
+# Words pointing at an earlier answer ("it", "that one", "those", "in there", 其中, 那个)
+_POINTING = re.compile(
+    r"\b(?:it|that\s+one|this\s+one|those|these|them|in\s+there|the\s+same\s+one)\b(?!['’])"
+    r"|其中|那个|这个|那些|这些|它们|它",
+    re.I,
+)
 
 
 # Elliptical follow-ups: a question that names no kind of record and no one new, said of the last
@@ -748,7 +800,9 @@ _COUNT_IT = re.compile(
     r"|^how\s+many(?:'s|\s+is)\s+(?:that|it|this)(?:\s+then)?$|^(?:那|这)?(?:是|有)?(?:多少|几)(?:个|条|次)$"
     r"|^count\s+(?:them|it|that|those|these)\s+up(?:\s+for\s+me)?$"
     r"|^how\s+many\s+(?:\w+\s+){0,2}ones\s+(?:is|are)\s+(?:that|those|there)(?:,?\s+then)?$"  # the narrowing restated
-    r"|^(?:给我)?(?:数一下|数数|数一数)(?:有)?(?:多少|几)?(?:个|条)?$",
+    r"|^(?:给我)?(?:数一下|数数|数一数)(?:有)?(?:多少|几)?(?:个|条)?$"
+    # "只要数字", "给个总数就行": the number alone
+    r"|^(?:只|就)?(?:要|给我?|看)?(?:一个|个)?(?:数字|数目|总数|个数|数量)(?:就行|就好|就可以|就够了)?$",
     re.I,
 )
 _LIST_IT = re.compile(
@@ -763,6 +817,14 @@ _HAS_SHAPE = re.compile(
     r"\bwhich\s+(?:month|week|day|year|one|person)\b|\bwho\b|\blist\b|多少|几个|几条|最多|最少|哪个月|哪天|谁",
     re.I,
 )
+
+
+def says_a_shape(words: str) -> bool:
+    """The words ask for an answer of their own shape ("how many", "who ... the most", "show me what ...
+    wrote"), which replaces the last question's."""
+    return bool(_HAS_SHAPE.search(words))
+
+
 # The words a question opens with to ask for records ("which PRs ...", "show me ...").
 _ASKING = r"which|what|show(?:\s+me)?|list|find|give\s+me"
 _PREVIOUS_SHAPE = re.compile(
@@ -822,6 +884,8 @@ _PLACE_IN_RANKING = re.compile(
     r"|\bthe\s+(runner[- ]up)\b|(?:那个?)?第\s*(一|二|两|三|四|五|[1-5])\s*名",
     re.I,
 )
+# A person's words for the records of the one just named ("how many of theirs", "which did they close")
+_THEIRS = re.compile(r"\b(?:of\s+)?(?:theirs|hers|his|their|they|them|he|she|him|her)\b|(?:他们|她们|他|她)的?", re.I)
 _NUMBER_PLACES = {"one": 0, "two": 1, "three": 2, "four": 3, "five": 4, "runner-up": 1, "runner up": 1}
 _TOP_N = re.compile(
     r"^(?:(?:ok(?:ay)?|and|now|so)[\s,]+)?(?:show\s+me\s+|give\s+me\s+|list\s+|what\s+about\s+|how\s+about\s+)?(?:the\s+)?"
@@ -871,7 +935,7 @@ def _reshaped(words: str, previous: dict[str, Any]) -> FollowUp:
     if _COUNT_IT.match(words) or _asks_count(words):
         return _counted(previous)
     base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
-    return FollowUp(f"list {base}", "the last question's records, listed")
+    return FollowUp(f"list {base}", "the last question's records, listed", reshape="list")
 
 
 def _moved_then_reshaped(core: str, previous: dict[str, Any]) -> FollowUp | None:
@@ -884,7 +948,12 @@ def _moved_then_reshaped(core: str, previous: dict[str, Any]) -> FollowUp | None
     if shifted is None or not (_COUNT_IT.match(asked) or _asks_count(asked) or _LIST_IT.match(asked)):
         return None
     reshaped = _reshaped(asked, {**previous, "standalone": _replace_time(previous, shifted)})
-    return FollowUp(reshaped.standalone, f"the same question for {shifted!r}, {reshaped.how}")
+    return FollowUp(
+        reshaped.standalone,
+        f"the same question for {shifted!r}, {reshaped.how}",
+        new_time=shifted,
+        reshape=reshaped.reshape,
+    )
 
 
 def _counted(previous: dict[str, Any]) -> FollowUp:
@@ -892,7 +961,9 @@ def _counted(previous: dict[str, Any]) -> FollowUp:
     if _HAS_SHAPE.search(base) and not _COUNTED.search(base):
         # "the total for that month" after "who opened the most issues in January 2022": those issues, counted
         base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", base)).strip()
-    return FollowUp(f"how many {base}" if not _HAS_SHAPE.search(base) else base, "the last question, counted")
+    return FollowUp(
+        f"how many {base}" if not _HAS_SHAPE.search(base) else base, "the last question, counted", reshape="count"
+    )
 
 
 _COUNTED = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b|多少|几(?:个|条|次)", re.I)
@@ -993,7 +1064,8 @@ def _elliptical(
         if bare and (_COUNT_IT.match(bare) or _asks_count(bare)):
             if previous.get("answer_periods"):
                 month = _period_phrase(previous["answer_periods"][0])
-                previous = {**previous, "standalone": _replace_time(previous, month)}
+                counted = _counted({**previous, "standalone": _replace_time(previous, month)})
+                return FollowUp(counted.standalone, counted.how, reshape="count", new_time=month)
             return _counted(previous)
     regroup = _REGROUP.match(words)
     if regroup:  # "split it by week", "按月统计": the last question's records, counted per period
@@ -1008,17 +1080,37 @@ def _elliptical(
         )
     group = _the_one_group(previous)
     reshaped = "list" if _LIST_IT.match(words) else "how many" if _COUNT_IT.match(words) or _asks_count(words) else ""
+    groups = previous.get("answer_groups") or {}
+    first_group = _FIRST_GROUP.search(words)
+    grouped_as = _GROUP_CONDITIONS.get(groups.get("field", ""))
+    if first_group and grouped_as and groups.get("keys"):
+        # "in the busiest one, who posted the most?" after messages per workspace: the first group's records
+        condition = grouped_as[0].format(groups["keys"][0])
+        rest = re.sub(r"\s{2,}", " ", f"{words[: first_group.start()]} {words[first_group.end() :]}").strip(" ,，")
+        base = _PREVIOUS_SHAPE.sub(
+            " ", re.sub(_grouping(grouped_as[1]), " ", previous["standalone"].rstrip("?？。. "), flags=re.I)
+        )
+        return FollowUp(
+            re.sub(r"\s{2,}", " ", f"{base} {condition} {rest}").strip(),
+            f"of the records {condition}: {rest!r}",
+            rest,
+            within=(groups["field"], groups["keys"][0]),
+        )
     if group is not None and (_OF_THOSE.search(words) or reshaped):
         # "who filed the most of those" after "which label is the biggest": the records of that label
         condition, noun = group
         rest = "" if reshaped else re.sub(r"\s{2,}", " ", _OF_THOSE.sub(" ", words)).strip(" ,，")
-        grouping = (
-            r"\bbreak\s+down\b|\bsplit(?:\s+up)?\b|\bgroup(?:ed)?\b"
-            rf"|\b(?:by|per|for\s+each|each|across|which|what)\s+{noun}s?(?:\s+(?:had|has|have|got|saw|gets?))?\b"
+        base = _PREVIOUS_SHAPE.sub(
+            " ", re.sub(_grouping(noun), " ", previous["standalone"].rstrip("?？。. "), flags=re.I)
         )
-        base = _PREVIOUS_SHAPE.sub(" ", re.sub(grouping, " ", previous["standalone"].rstrip("?？。. "), flags=re.I))
         text = re.sub(r"\s{2,}", " ", f"{base} {condition} {rest}" if rest else f"{reshaped} {base} {condition}")
-        return FollowUp(text.strip(), f"of the records {condition}: {rest or reshaped!r}", rest)
+        return FollowUp(
+            text.strip(),
+            f"of the records {condition}: {rest or reshaped!r}",
+            rest,
+            reshape={"how many": "count", "list": "list"}.get(reshaped, ""),
+            within=(groups["field"], groups["keys"][0]),
+        )
     if _COUNT_IT.match(words) or _asks_count(words) or _LIST_IT.match(words):
         return _reshaped(words, previous)
     if _RECORD.search(re.sub(r"^narrow\s+(?:it|that|this)\b", "", words, flags=re.I)):
@@ -1074,7 +1166,10 @@ def _elliptical(
             and not _OF_THOSE.search(words)
         ):
             # "who replied to her most that month?": a question of its own once its person and time are said
-            return FollowUp(re.sub(r"\s{2,}", " ", time_said).strip(), "the person and the time the conversation named")
+            restated = re.sub(r"\s{2,}", " ", time_said).strip()
+            return FollowUp(
+                restated, "the person and the time the conversation named", restated=_within_the_thread(restated, core)
+            )
         words = re.sub(r"\s{2,}", " ", time_said).strip()
     theirs = _OF_THEIRS.match(words)
     if theirs and directory is not None:
@@ -1092,7 +1187,9 @@ def _elliptical(
         named = None  # "有几个打了 bug 标签": bug is a label here, not a kind of record
     if named is not None and words != core and not _OF_THOSE.search(words):
         # "how many PRs did they open that year?": once the person and the year are said, it stands alone
-        return FollowUp(words, "the person and the time the conversation named")
+        return FollowUp(
+            words, "the person and the time the conversation named", restated=_within_the_thread(words, core)
+        )
     words = re.sub(r"\s+(?:for\s+me|please|pls)$", "", words, flags=re.I)
     referring = bool(_OF_THOSE.search(words)) or words != core
     short_subset = re.match(r"^(?:哪些|哪个|其中|which|only|just)", words, re.I) and len(words) <= 24
@@ -1141,9 +1238,10 @@ def _elliptical(
     if switched:
         return FollowUp(*switched)
     times = find_time_ranges(rest, now) if previous.get("times") else []
+    moved_to = _with_year(times[0].text, previous, now) if times else ""
     if times:  # "and who asked for the most of them in 2023": the new time replaces the last one
         rest = rest.replace(times[0].text, "").strip()
-        previous = {**previous, "standalone": _replace_time(previous, _with_year(times[0].text, previous, now))}
+        previous = {**previous, "standalone": _replace_time(previous, moved_to)}
     narrowed = previous.get("narrowed", "")
     if (
         continues
@@ -1159,7 +1257,34 @@ def _elliptical(
         return FollowUp(
             previous["standalone"][: -len(narrowed)] + instead, f"the last question with {rest!r} instead", instead
         )
-    return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}", rest)
+    return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}", rest, new_time=moved_to)
+
+
+def _grouping(noun: str) -> str:
+    """The words of a question that grouped its records by `noun` ("by label", "per workspace")."""
+    return (
+        r"\bbreak\s+down\b|\bsplit(?:\s+up)?\b|\bgroup(?:ed)?\b"
+        rf"|\b(?:by|per|for\s+each|each|across|which|what)\s+{noun}s?(?:\s+(?:had|has|have|got|saw|gets?))?\b"
+    )
+
+
+# "in the busiest one", "for the top one", "最多的那个里": the first group of the last answer (its biggest)
+_FIRST_GROUP = re.compile(
+    r"\b(?:in|of|for|from|within|among)\s+the\s+(?:busiest|biggest|largest|top|most\s+active|first)\s+one\b"
+    r"|(?:在)?(?:最多|最大|最活跃)的那个(?:里|中|里面)?",
+    re.I,
+)
+
+
+# "overall", "all told", "ever": a count over everything, not over the conversation's records
+_OVERALL = re.compile(r"\b(?:overall|altogether|all\s+told|in\s+all|ever|of\s+all\s+time|all[\s-]time)\b", re.I)
+
+
+def _within_the_thread(words: str, said: str) -> str:
+    """The restated words, unless they ask about everything ("how many has that person opened overall",
+    "posted in total" without "that month": `said` is the follow-up as said)."""
+    everything = _OVERALL.search(words) or (re.search(r"\bin\s+total\b", said, re.I) and not _THAT_TIME.search(said))
+    return "" if everything else words
 
 
 def _switched_state(before: str, words: str) -> tuple[str, str] | None:

@@ -26,6 +26,7 @@ from context_engine.answering.generate import (
 )
 from context_engine.answering.grounding import answerability, bm25_idf
 from context_engine.answering.links import follow_links
+from context_engine.answering.plan_ops import operate
 from context_engine.answering.reflect import reflect as check_answer
 from context_engine.answering.route import route_question
 from context_engine.answering.topic import TopicMatch, match_topic, names_a_subject, order_rows
@@ -38,7 +39,15 @@ from context_engine.config import Settings, check_question
 from context_engine.query.answer import compose, ignored
 from context_engine.query.engine import NOTHING_TO_QUERY
 from context_engine.query.fields import registry_of
-from context_engine.resources import catalog_for, chat_model_for, principals_for, semantic_index_for, store_for
+from context_engine.resources import (
+    asker_for,
+    catalog_for,
+    chat_model_for,
+    principals_for,
+    semantic_index_for,
+    store_for,
+    value_index_for,
+)
 from context_engine.retrievers.compress import compress as compress_passages
 from context_engine.retrievers.fusion import fuse_hits
 from context_engine.retrievers.hits import hit_to_dict, hit_to_document, rows_to_hits
@@ -98,6 +107,15 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             kinds=registry_of(catalog.schemas),
         )
         question, update["followup"], update["narrowed"] = followup.standalone, followup.how, followup.added
+        update["followup_unread"] = followup.unread
+        # A change to the last plan is made to that plan; the rewritten question says it in words.
+        now = parse_now(state.get("now"))
+        operation = operate(
+            asked, followup, turns, catalog, asker_for(settings, catalog), now, value_index_for(settings)
+        )
+        if operation is not None:
+            update["followup"] = "; ".join(h for h in (followup.how, operation.how) if h)
+            update["followup_plan"], update["followup_base"] = operation.plan.to_json(), operation.base.to_json()
     update.update(asked=asked, question=question, search_query=question)
     return update
 
@@ -108,11 +126,26 @@ def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     settings = context_of(runtime).settings()
     catalog = catalog_for(settings)
     resolution = resolve_once(state["question"], parse_now(state.get("now")), settings)
+    operation = state.get("followup_plan") or {}
+    if operation and resolution.get("error"):
+        resolution = {"people": [], "times": []}  # the last plan, changed: its people were resolved when planned
+    # after an answer drawn from passages, a changed window or narrowing keeps the thread's topic: routed as
+    # ever, the changed plan its structured half; a record's person or date is the plan's alone
+    topical = (state.get("turns") or [{}])[-1].get("route") in ("hybrid", "semantic")
+    if operation and not (topical and not (operation.get("ir") or {}).get("pipeline")):
+        return {
+            "route": "structured",
+            "route_reasons": ["a follow-up applied to the last plan"],
+            "resolution": resolution,
+            "topic": "",
+            "draft": state["followup_plan"],
+        }
     resolved = None
     if not resolution.get("error"):
         resolved = planning_context(
             {"question": state["question"], "now": state.get("now", ""), "resolution": resolution}, settings
         )
+    unread = _unread_reference(state)
     decision = route_question(
         state["question"],
         settings=settings,
@@ -124,13 +157,29 @@ def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     if is_ownership_question(state["question"]) and decision.route != "semantic":
         decision.route = "semantic"
         decision.reasons.append("who owns something is what the documents say, not a query's guess")
+    draft = decision.draft.to_json() if decision.draft else {}
+    if operation and decision.route != "semantic":
+        draft = operation
+    if unread and draft:
+        draft["not_understood"] = [*draft.get("not_understood", []), unread]
     return {
         "route": decision.route,
         "route_reasons": decision.reasons,
         "resolution": resolution,
         "topic": decision.topic or "",
-        "draft": decision.draft.to_json() if decision.draft else {},
+        "draft": draft,
+        **({"not_understood": [unread]} if unread else {}),
     }
+
+
+def _unread_reference(state: State) -> dict[str, Any] | None:
+    """The words of a follow-up that point into the conversation ("it", 其中) when no rule resolved them,
+    as a span not understood: the answer is the question's as if they were not there, and says so."""
+    said = state.get("followup_unread")
+    if not said:
+        return None
+    start = max(state["question"].find(said), 0)
+    return {"text": said, "start": start, "end": start + len(said), "how": "followup"}
 
 
 def branches(state: State) -> list[str]:
@@ -520,6 +569,25 @@ def _answer_groups(state: State) -> dict[str, Any]:
     return {"field": by[1:], "keys": keys}
 
 
+def _plans_left(state: State) -> dict[str, Any]:
+    """The IR the turn's answer ran (`plan`) and the one a follow-up builds on (`base`: the records a
+    turn that picked one of them came from), for `answering.plan_ops`."""
+    if state.get("outcome") not in ("success", "no_results"):
+        return {"plan": {}, "base": {}}
+    ran = (state.get("plan") or {}).get("ir") or {}
+    return {"plan": {"ir": ran} if ran else {}, "base": state.get("followup_base") or ran}
+
+
+def _base_times(state: State) -> list[dict[str, str]]:
+    """The time window of a plan changed by a follow-up, whose rewritten words may not say it: what the
+    next "the month before" moves."""
+    times = (state.get("followup_base") or {}).get("times") or []
+    return [
+        {"text": "", "start": (t.get("start") or {}).get("$date", ""), "end": (t.get("end") or {}).get("$date", "")}
+        for t in times[:1]
+    ]
+
+
 def _scope(settings: Settings) -> str:
     """Whose turn it was: the tenant and the asker."""
     return f"{settings.tenant}/{settings.asker or ''}"
@@ -565,7 +633,8 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "times": [t["text"] for t in resolution.get("times", [])],
         "refs": refs[:20],
         "answer_people": _record_people(state.get("records", []), settings),
-        "time_ranges": [{k: t.get(k, "") for k in ("text", "start", "end")} for t in resolution.get("times", [])],
+        "time_ranges": [{k: t.get(k, "") for k in ("text", "start", "end")} for t in resolution.get("times", [])]
+        or _base_times(state),
         "answer_periods": [
             r["_id"]
             for r in state.get("records", [])[:5]
@@ -579,9 +648,11 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "candidates": resolution.get("candidates", []),
         "answer": state.get("answer", "")[:1000],
         "scope": _scope(settings),
+        "route": state.get("route", ""),
         "collection": next(
             (q["collection"] for q in reversed(state.get("queries", [])) if q.get("pipeline") is not None), ""
         ),
+        **_plans_left(state),
     }
     return {
         "answer": answer,

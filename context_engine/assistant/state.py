@@ -60,8 +60,11 @@ class Turn(TypedDict):
     candidates: list[dict[str, Any]]  # the people it offered for them, in order: what "the first one" picks
     answer: str  # the first 1,000 characters of the answer
     scope: str  # "<tenant>/<asker>": follow-ups resolve only against the same asker's turns
+    route: str  # structured | semantic | hybrid: a follow-up on a topic keeps its passages
     collection: str  # the collection its structured query read ("" = none): what "those" narrows
     narrowed: str  # the words it added to the question before it ("how many were bugs"; "" = none)
+    plan: dict[str, Any]  # {"ir": the IR its answer ran} ({} = none): what a follow-up changes
+    base: dict[str, Any]  # the IR a follow-up builds on: `plan`'s, or the list it picked one record of
 
 
 class InputState(TypedDict, total=False):
@@ -95,6 +98,9 @@ class State(InputState, StructuredState, total=False):
     asked: str  # the question as the user wrote it this turn
     followup: str  # how a follow-up was resolved ("" = a standalone question)
     narrowed: str  # the words a narrowing follow-up added ("" = none)
+    followup_plan: dict[str, Any]  # the last turn's plan changed by the follow-up (Plan.to_json; {} = none)
+    followup_base: dict[str, Any]  # the IR the next follow-up builds on, when not followup_plan's own
+    followup_unread: str  # words pointing at the conversation no rule resolved ("it"; "" = none)
     turns: list[Turn]  # earlier turns of the thread
     route: str  # structured | semantic | hybrid
     route_reasons: list[str]

@@ -50,7 +50,9 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Ow
             collection = "issues" if all("#" not in r for r in refs) and "issues" in ctx.schemas else "pull_requests"
             collection = collection if collection in ctx.schemas else next(iter(ctx.schemas))
         self.collection_named = collection is not None
-        if collection is None:
+        if collection is None and ctx.collection in ctx.schemas:
+            collection = ctx.collection  # a follow-up's words: the records of the answer before
+        elif collection is None:
             collection = self._guess_collection()
             self.confidence = min(self.confidence, 0.4)
             self.notes.append(f"no collection named; guessed {collection}")

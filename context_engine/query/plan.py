@@ -93,6 +93,9 @@ class PlanningContext:
     draft: Plan | None = None  # the offline plan of this question, once built (the LLM planner's draft)
     context_set: Any = None  # the tenant's `query.context_sets.ContextSet` (templates, facets); None: none used
     read_as: str = ""  # the question as planned when misspelt words were read as the words meant
+    # The kind of record the question is about when it names none: a follow-up's words, planned as a change
+    # to the last answer's records ("only those with 5+ replies" after a question about threads)
+    collection: str = ""
 
     def resolution_json(self) -> dict[str, Any]:
         """The people and times resolution found, as JSON: resolved once, carried to every later step."""

@@ -885,3 +885,92 @@ def test_a_place_past_the_ranking_is_no_person():
 def test_the_top_n_of_the_last_ranking(asked):
     out = resolve_offline(asked, [RANKING], PEOPLE, NOW)
     assert out.how.startswith("the last ranking, top") and "merged the most PRs in 2025" in out.standalone, out
+
+
+# What a follow-up changes in the last plan, beside the rewritten words (`answering.plan_ops` applies it)
+@pytest.mark.parametrize(
+    "asked,new_time,reshape,added",
+    [
+        ("the week before", "between 2026-11-16 and 2026-11-22", "", ""),
+        ("and in October?", "in October 2026", "", ""),
+        ("往前推一个月，一共多少？", "between 2026-10-23 and 2026-10-29", "count", ""),
+        ("给个总数就行", "", "count", ""),
+        ("just the count", "", "count", ""),
+        ("show me them", "", "list", ""),
+        ("which of those were reviewed by Priya", "", "list", "reviewed by Priya"),
+        ("only counting the ones in payments", "", "count", "in payments"),
+        ("just listing the unreviewed ones", "", "list", "unreviewed"),
+    ],
+)
+def test_the_change_to_the_last_plan_is_said_beside_the_words(asked, new_time, reshape, added):
+    out = resolve_offline(asked, [{**MERGED, "collection": "pull_requests"}], PEOPLE, NOW)
+    assert (out.new_time, out.reshape, out.added) == (new_time, reshape, added)
+
+
+def test_which_of_the_x_ones_narrows_to_them_and_asks_for_one():
+    out = resolve_offline("which of the closed ones got the most reviews?", [MERGED], PEOPLE, NOW)
+    assert out.added == "which one of them are closed and got the most reviews"
+
+
+def test_pointing_words_no_rule_resolved_are_said_unread():
+    counted = {"standalone": "how many PRs were merged last week", "collection": "pull_requests", "refs": []}
+    assert (
+        resolve_offline("was it approved by anyone from payments before the freeze?", [counted], PEOPLE, NOW).unread
+        == "it"
+    )
+    assert resolve_offline("how many issues were filed in 2025?", [counted], PEOPLE, NOW).unread == ""
+
+
+@pytest.mark.parametrize("asked", ["and in the biggest one, which were merged?", "最大的那个里哪些合并了"])
+def test_the_first_group_of_the_last_answer_is_its_records(asked):
+    grouped = {
+        "standalone": "PRs per repo in 2025",
+        "collection": "pull_requests",
+        "answer_groups": {"field": "repo", "keys": ["acme/web", "acme/infra"]},
+    }
+    out = resolve_offline(asked, [grouped], PEOPLE, NOW)
+    assert out.within == ("repo", "acme/web") and "in acme/web" in out.standalone and "per repo" not in out.standalone
+
+
+@pytest.mark.parametrize(
+    "asked,key,added",
+    [
+        ("the runner-up: which of theirs got closed?", "priyar", "which got closed"),
+        ("第一名的有几个还开着", "rsh-dev", "有几个还开着"),
+    ],
+)
+def test_a_place_in_the_last_ranking_with_more_words_is_that_persons_records(asked, key, added):
+    ranking = {
+        "standalone": "who merged the most PRs in 2025",
+        "collection": "pull_requests",
+        "answer_people": ["Rashid Khan", "Priya Raman"],
+        "answer_groups": {"field": "user.login", "keys": ["rsh-dev", "priyar"]},
+    }
+    out = resolve_offline(asked, [ranking], PEOPLE, NOW)
+    assert (out.within, out.added) == (("user.login", key), added)
+
+
+def test_a_question_said_whole_with_the_conversation_s_person_and_time_is_restated():
+    ranking = {
+        "standalone": "who merged the most PRs in 2025",
+        "collection": "pull_requests",
+        "times": ["in 2025"],
+        "time_ranges": [{"text": "in 2025", "start": "2025-01-01T00:00:00", "end": "2026-01-01T00:00:00"}],
+        "answer_people": ["Priya Raman"],
+    }
+    out = resolve_offline("how many PRs did that person open that year?", [ranking], PEOPLE, NOW)
+    assert out.restated == out.standalone == "how many PRs did Priya Raman open in 2025"
+
+
+def test_a_question_restated_about_everything_is_not_kept_to_the_thread():
+    ranking = {
+        "standalone": "who merged the most PRs in 2025",
+        "collection": "pull_requests",
+        "answer_people": ["Priya Raman"],
+    }
+    out = resolve_offline("how many PRs has that person opened all told?", [ranking], PEOPLE, NOW)
+    assert out.standalone == "how many PRs has Priya Raman opened all told" and out.restated == ""
+    assert resolve_offline("how many PRs has that person opened in total", [ranking], PEOPLE, NOW).restated == ""
+    dated = {**ranking, "times": ["in 2025"]}
+    kept = resolve_offline("how many PRs did that person open that year in total", [dated], PEOPLE, NOW)
+    assert kept.restated == "how many PRs did Priya Raman open in 2025 in total"

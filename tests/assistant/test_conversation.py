@@ -291,3 +291,46 @@ def test_those_after_the_one_group_an_answer_named_are_that_groups_records(sampl
         schema=catalog.schemas["pull_requests"],
     )
     assert out["records"][0]["count"] == (rows[0]["count"] if rows else 0)
+
+
+def test_follow_ups_change_the_last_plan_and_a_picked_record_does_not_become_the_base(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    opened = {"$gte": datetime(2026, 1, 1), "$lt": datetime(2026, 11, 30, 12)}
+    _say(thread_graph, config, "pull requests opened this year", sample_dir=sample_dir)
+    # the person of one record of the last answer: its author, not the record
+    out = _say(thread_graph, config, "who authored the oldest of them?", sample_dir=sample_dir)
+    settings = Settings(data_dir=sample_dir, tenant="acme", asker="rsh-dev", use_llm=False)
+    catalog = catalog_for(settings)
+
+    def rows(collection, pipeline):
+        return run_pipeline(
+            store_for(settings),
+            collection,
+            pipeline,
+            tenant="acme",
+            principals=principals_of(catalog.directory.asker("rsh-dev")),
+            schema=catalog.schemas[collection],
+            max_rows=10_000,
+        )
+
+    (oldest,) = rows("pull_requests", [{"$match": {"created_at": opened}}, {"$sort": {"created_at": 1}}, {"$limit": 1}])
+    assert [r["_id"] for r in out["records"]] == [oldest["user"]["login"]]
+    # the next change applies to the records that one was picked from, not to the pick
+    out = _say(thread_graph, config, "and the year before, how many?", sample_dir=sample_dir)
+    last_year = {"$gte": datetime(2025, 1, 1), "$lt": datetime(2026, 1, 1)}
+    (counted,) = rows("pull_requests", [{"$match": {"created_at": last_year}}, {"$count": "count"}])
+    assert out["records"] == [{"count": counted["count"]}]
+    # narrowed, and counted still
+    out = _say(thread_graph, config, "only counting the merged ones", sample_dir=sample_dir)
+    (merged,) = rows("pull_requests", [{"$match": {"created_at": last_year, "merged": True}}, {"$count": "count"}])
+    assert 0 < merged["count"] < counted["count"]
+    assert out["records"] == [{"count": merged["count"]}]
+
+
+def test_a_pointing_word_no_rule_resolved_is_said_not_understood(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    _say(thread_graph, config, "how many PRs were merged last week", sample_dir=sample_dir)
+    out = _say(
+        thread_graph, config, "was it reviewed by anyone from payments before the freeze?", sample_dir=sample_dir
+    )
+    assert "it" in [s["text"] for s in out["not_understood"]]

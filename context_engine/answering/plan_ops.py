@@ -1,0 +1,393 @@
+"""Follow-ups as operations on the last turn's plan (its IR), not as a question rewritten in words.
+
+A turn leaves the IR its answer ran (`Turn.plan`) and the IR a later follow-up builds on (`Turn.base`:
+the same, except after a turn that picked one record of a list, where it is that list). A follow-up that
+changes the last plan is applied to that IR, and the new IR is carried forward:
+
+- a record's person:  "who opened the earliest one?", "who was behind that one?", "回复最多的那个是谁开的"
+                      -> the one record at that end (or the one record the last answer was), its person
+- a new shape:        "how many is that", "只要数字", "list them" -> the same records, counted or listed
+- a new time:         "the quarter before", "再往前一周呢，有几个？" -> the same plan, its window replaced
+- a narrowing:        "only those with 5+ replies", "which of the open ones has the most comments"
+                      -> the follow-up's own words planned over the same kind of record, their conditions
+                      added to the last plan (replacing one on the same field), the grouping kept unless
+                      they say a shape of their own; words they leave unread are said as not understood
+- a condition gone:   "forget the label", "any state", "不限时间" -> the same plan without it
+
+Recognising the follow-up is `answering.followup`'s (`FollowUp.new_time`, `.reshape`, `.added`, `.within`,
+`.restated`); this module
+only applies the change. Anything it cannot apply returns None, and the rewritten question stands.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from context_engine.answering.followup import FollowUp, says_a_shape
+from context_engine.query import engine
+from context_engine.query.catalog import Catalog
+from context_engine.query.compile import compile_plan
+from context_engine.query.fields import field_for, person_field_for
+from context_engine.query.identity import Person
+from context_engine.query.ir import RECORD_SHAPES, WORD_OPERATORS, Filter, PlanIR, Shape, SortKey, TimeRange
+from context_engine.query.offline import OfflinePlanner
+from context_engine.query.plan import Plan
+from context_engine.query.planner.shape import DEFAULT_LIMIT
+from context_engine.query.timeexpr import find_time_ranges
+from context_engine.query.values import ValueIndex
+
+
+@dataclass
+class Operation:
+    plan: Plan  # what this turn runs
+    base: PlanIR  # what the next follow-up builds on
+    how: str  # the change, in words
+
+
+# "who opened the earliest one?", "who was behind that one", "whose was it", "是谁开的": the person of one record
+_WHO = re.compile(
+    r"\bwho(?:'s|\s+is|\s+was)?\s+(?:(?P<behind>behind|the\s+(?:author|opener|creator|reporter|poster|owner)\b)"
+    r"|(?P<verb>opened|filed|started|posted|wrote|created|reported|raised|submitted|authored|made|sent|merged|closed)\b)"
+    r"|(?:是)?谁(?P<cverb>开|提|发|写|创建|合并|关闭|关)的",
+    re.I,
+)
+_VERB_ROLES = {"merged": "merger", "合并": "merger", "closed": "closer", "关闭": "closer", "关": "closer"}
+# which one record: an end of the records in time, the one with the most of a measure, or the one the last
+# answer was ("that one", "it")
+_EARLIEST = re.compile(r"\b(?:earliest|oldest|first)\b|最早|最先|最老", re.I)
+_LATEST = re.compile(r"\b(?:newest|latest|most\s+recent|last)\b|最新|最近|最晚", re.I)
+_MOST = re.compile(r"\bmost\s+(?P<en>comments|replies|reactions)\b|(?P<cjk>回复|评论)最多", re.I)
+_MEASURES = {"comments": "comments", "评论": "comments", "replies": "replies", "回复": "replies"}
+_TOP_ONE = re.compile(r"\b(?:the\s+)?(?:top|first|number\s+one|#1)\s+one\b|第一个|第一条|排第一的", re.I)
+# "when was it merged", "when did the top one get closed", "什么时候关闭的": a date of one record
+_WHEN = re.compile(
+    r"\bwhen\s+(?:was|did|were)\b.*?\b(?P<verb>opened|created|filed|posted|started|merged|closed|updated)\b"
+    r"\s*(?:get\s+)?(?P<tail>.*)$"
+    r"|(?:是)?什么时候(?P<cverb>开|提|创建|发|合并|关闭|关|更新)的",
+    re.I,
+)
+_DATE_ROLES = {
+    "merged": "merged",
+    "closed": "closed",
+    "updated": "updated",
+    "合并": "merged",
+    "关闭": "closed",
+    "关": "closed",
+    "更新": "updated",
+}
+_THAT_ONE = re.compile(r"\b(?:that|this|the)\s+one\b|\bit\b|那个|这个|那条|这条|它", re.I)
+# A record's person only when the rest of the follow-up says nothing else ("who opened the earliest one
+# in 2020" is a question of its own)
+_PROJECTION_WORDS = re.compile(
+    r"\b(?:who(?:'s|\s+is|\s+was)?|whoever|was|is|the|of|one|ones|those|these|them|that|this|it|in|there|among|"
+    r"behind|author|opener|creator|reporter|poster|owner|opened|filed|started|posted|wrote|created|reported|raised|"
+    r"submitted|authored|made|sent|merged|closed|earliest|oldest|first|newest|latest|most|recent|last|comments|"
+    r"replies|reactions|with|and|so|then|ok|okay|pr|issue|thread|message|post|when|did|were|get|got|top|number|"
+    r"updated)\b|#1"
+    r"|是|谁|开|提|发|写|创建|合并|关闭|关|的|那个|这个|那条|这条|它|最早|最先|最老|最新|最近|最晚|回复|评论|最多|其中|里|中"
+    r"|什么时候|更新|第一个|第一条|排第一|那|呢|吗"
+    r"|[\s,，?？.。!！]",
+    re.I,
+)
+
+# "forget the label", "drop the time limit", "any state", "all of them regardless of label", "不限时间"
+_DROP = re.compile(
+    r"^(?:(?:ok(?:ay)?|and|now|so)[\s,]+)?(?:(?:forget|drop|ignore|remove|lose|never\s+mind|without)\s+(?:about\s+)?"
+    r"(?:the\s+)?(?P<en>\w+)(?:\s+(?:filter|condition|limit|part|restriction))?"
+    r"|(?:any|every|all)\s+(?P<any>\w+?)s?|regardless\s+of\s+(?:the\s+)?(?P<reg>\w+))(?:\s+(?:please|then|instead))?$"
+    r"|^(?:不限|不管|不论|去掉|不要)(?P<cjk>时间|标签|状态|人|作者|仓库|工作区)(?:的?(?:限制|条件))?(?:了)?$",
+    re.I,
+)
+_DROPPED_ROLES = {
+    "label": ("label",),
+    "labels": ("label",),
+    "标签": ("label",),
+    "state": ("state", "merged"),
+    "status": ("state", "merged", "status"),
+    "状态": ("state", "merged"),
+    "author": ("author",),
+    "person": ("author",),
+    "作者": ("author",),
+    "人": ("author",),
+    "repo": ("repo",),
+    "repository": ("repo",),
+    "仓库": ("repo",),
+    "workspace": ("workspace",),
+    "工作区": ("workspace",),
+}
+_DROPPED_TIME = {"time", "date", "dates", "year", "month", "week", "period", "window", "时间"}
+
+
+def base_of(turn: dict[str, Any]) -> PlanIR | None:
+    """The IR a follow-up on `turn` builds on (None: the turn ran no plan the IR says)."""
+    data = turn.get("base") or (turn.get("plan") or {}).get("ir")
+    if not data:
+        return None
+    ir = PlanIR.from_json(data)
+    return ir if ir.pipeline is None and ir.join is None and ir.unwind is None else None
+
+
+def operate(
+    question: str,
+    followup: FollowUp,
+    turns: list[dict[str, Any]],
+    catalog: Catalog,
+    asker: Person | None,
+    now: datetime,
+    values: ValueIndex | None = None,
+) -> Operation | None:
+    """The follow-up applied to the last turn's plan, or None when it is not such a change."""
+    if not turns:
+        return None
+    base = base_of(turns[-1])
+    schema = catalog.schemas.get(base.collection) if base is not None else None
+    if base is None or schema is None:
+        return None
+    projected = _projection(question, base, catalog)
+    if projected is not None:
+        return projected
+    dropped = _dropped(question, base, schema)
+    if dropped is not None:
+        return _operation(dropped, base=dropped, catalog=catalog, how="the last plan without that condition")
+    counted = _person_counted(question, turns[-1], base, catalog)
+    if counted is not None:
+        return counted
+    changed, shape_said = base, False
+    how: list[str] = []
+    unread: list[dict[str, Any]] = []
+    if followup.within is not None:  # "those" after "which label is the biggest": that label's records
+        field, key = followup.within
+        kept = [f for f in base.filters if f.field != field]
+        changed = replace(base, filters=[*kept, Filter(field, "eq", key)], shape=_reshaped("list", base, schema))
+        how.append(f"the records with {field} {key}")
+    if followup.restated and (any(f.field == "ref" for f in base.filters) or base.shape.limit == 1):
+        return None  # a question of its own after one record ("who's the author?" then "how many did they open")
+    words = followup.added or followup.restated
+    if words:
+        before = changed
+        narrowed = _narrowed(changed, words, catalog, asker, now, values)
+        if narrowed is None:
+            return None
+        changed, unread = narrowed
+        shape_said = changed.shape is not before.shape
+        how.append(f"the last plan narrowed by {words!r}")
+    if followup.new_time:
+        moved = _moved(changed, followup.new_time, now, schema)
+        if moved is None:
+            return None
+        changed = moved
+        how.append(f"its time replaced by {followup.new_time!r}")
+    if followup.reshape and not shape_said:
+        changed = replace(changed, shape=_reshaped(followup.reshape, changed, schema))
+        how.append(f"its records {'counted' if followup.reshape == 'count' else 'listed'}")
+    if not how:
+        return None
+    return _operation(changed, base=changed, catalog=catalog, how="; ".join(how), unread=unread)
+
+
+def _operation(
+    ir: PlanIR,
+    base: PlanIR,
+    catalog: Catalog,
+    how: str,
+    unread: list[dict[str, Any]] | None = None,
+    person_field: tuple[str, str] | None = None,
+) -> Operation:
+    schema = catalog.schemas[ir.collection]
+    pipeline = compile_plan(ir, schema, catalog.schemas)
+    plan = Plan(
+        ir.collection,
+        pipeline,
+        confidence=1.0 if not unread else 0.6,
+        notes=[f"follow-up applied to the last plan: {how}"],
+        person_field=person_field or _person_field(ir, schema),
+        ir=ir,
+        not_understood=list(unread or []),
+    )
+    return Operation(plan, base, how)
+
+
+def _projection(question: str, base: PlanIR, catalog: Catalog) -> Operation | None:
+    """ "who opened the earliest one?", "when was the top one merged?": a person or a date of one record of
+    the last plan's records."""
+    schema = catalog.schemas[base.collection]
+    who, when = _WHO.search(question), _WHEN.search(question)
+    if (who is None and when is None) or _PROJECTION_WORDS.sub("", question):
+        return None
+    one = _one_record(question, base, schema)
+    if one is None:
+        return None
+    picked = replace(base, shape=one)
+    if when is not None or who is None:  # the date itself, on the record that has it
+        verb = (when.group("verb") or when.group("cverb")).lower() if when else ""
+        date = field_for(schema, _DATE_ROLES.get(verb, "created"))
+        if date is None:
+            return None
+        shown = replace(picked, shape=replace(one, fields=[date]))
+        return _operation(shown, base=base, catalog=catalog, how=f"the {date} of one record")
+    verb = (who.group("verb") or who.group("cverb") or "").lower()
+    found = person_field_for(schema, _VERB_ROLES.get(verb, "author"))
+    if found is None:
+        return None
+    path, kind = found
+    pipeline = [
+        *compile_plan(picked, schema, catalog.schemas),
+        {"$group": {"_id": f"${path}", "count": {"$sum": 1}}},
+    ]
+    ir = replace(picked, pipeline=pipeline)
+    return _operation(ir, base=base, catalog=catalog, how=f"the {path} of one record", person_field=(path, kind))
+
+
+def _one_record(question: str, base: PlanIR, schema: Any) -> Shape | None:
+    """The shape that keeps the one record the follow-up points at: an end in time, the most of a
+    measure, or the one record the last answer was."""
+    most = _MOST.search(question)
+    date = base.times[0].field if base.times else field_for(schema, "created")
+    if most is not None:
+        measure = _MEASURES[(most.group("en") or most.group("cjk")).lower()]
+        path = field_for(schema, measure) or (measure if schema.has_path(measure) else None)
+        return Shape("list", sort=[SortKey(path, -1)], limit=1) if path else None
+    if _EARLIEST.search(question) and date:
+        return Shape("list", sort=[SortKey(date, 1)], limit=1)
+    if _LATEST.search(question) and date:
+        return Shape("list", sort=[SortKey(date, -1)], limit=1)
+    one_before = base.shape.limit == 1 or (base.shape.kind in ("argmin", "argmax") and base.shape.over == "records")
+    if base.shape.kind in RECORD_SHAPES and one_before:  # "who was behind that one?", "谁发的"
+        return base.shape  # the one record the last answer was
+    if _TOP_ONE.search(question) and base.shape.kind in RECORD_SHAPES and base.shape.sort:
+        return replace(base.shape, limit=1)  # the first of the last answer's order
+    return None
+
+
+# "how many did lhoestq have in it?", "how many did they open in there": the last plan's records, someone's,
+# counted
+_PERSON_COUNTED = re.compile(
+    r"^(?:(?:and|so|ok(?:ay)?|then)[\s,]+)?how\s+many\s+(?:\w+\s+)?(?:did|does|do|has|have|had)\s+(?P<who>.+?)\s+"
+    r"(?P<verb>have|had|got|get|open|opened|file|filed|post|posted|start|started|write|wrote|merge|merged|close|closed)"
+    r"(?:\s+(?:in\s+(?:it|there|that|those|them|this)|of\s+(?:those|them|these)|there|among\s+them))?(?:\s+then)?$",
+    re.I,
+)
+_PERSON_PRONOUN = re.compile(r"^(?:they|he|she|that\s+person|this\s+person|the\s+winner)$", re.I)
+_COUNTED_ROLES = {"merge": "merger", "merged": "merger", "close": "closer", "closed": "closer"}
+
+
+def _person_counted(question: str, previous: dict[str, Any], base: PlanIR, catalog: Catalog) -> Operation | None:
+    said = _PERSON_COUNTED.match(question.strip(" ?？.。!！"))
+    if said is None:
+        return None
+    who = said.group("who").strip()
+    if _PERSON_PRONOUN.match(who):  # the person the last answer named first
+        if not previous.get("answer_people"):
+            return None
+        who = previous["answer_people"][0]
+    schema = catalog.schemas[base.collection]
+    found = person_field_for(schema, _COUNTED_ROLES.get(said.group("verb").lower(), "author"))
+    people = [m.person for m in catalog.directory.find_mentions(who) if m.person is not None and not m.is_asker]
+    if found is None or len({p.key for p in people}) != 1:
+        return None
+    path, kind = found
+    handle = people[0].handle(kind)
+    if not handle:
+        return None
+    filters = [f for f in base.filters if f.field not in (path, _role_of(path, schema))]
+    counted = replace(base, filters=[*filters, Filter(path, "eq", handle)], shape=Shape("count"))
+    return _operation(counted, base=counted, catalog=catalog, how=f"the last plan's records of {who}, counted")
+
+
+def _role_of(path: str, schema: Any) -> str:
+    """The role a person path fills ("user.login": "author"), as a filter may name it."""
+    return next(
+        (role for role, fields in schema.kind.people_roles().items() if any(p == path for p, _ in fields)), path
+    )
+
+
+def _dropped(question: str, base: PlanIR, schema: Any) -> PlanIR | None:
+    said = _DROP.match(question.strip(" ?？.。!！"))
+    if said is None:
+        return None
+    word = next(g for g in said.groups() if g).lower()
+    if word in _DROPPED_TIME:
+        return replace(base, times=[]) if base.times else None
+    roles = _DROPPED_ROLES.get(word)
+    if roles is None:
+        return None
+    paths = {
+        p for role in roles for p in (role, field_for(schema, role), (person_field_for(schema, role) or ("",))[0]) if p
+    }
+    kept = [f for f in base.filters if f.field not in paths]
+    return replace(base, filters=kept) if len(kept) < len(base.filters) else None
+
+
+def _narrowed(
+    base: PlanIR, words: str, catalog: Catalog, asker: Person | None, now: datetime, values: ValueIndex | None
+) -> tuple[PlanIR, list[dict[str, Any]]] | None:
+    """The follow-up's words planned over the last plan's kind of record, added to it."""
+    ctx, failed = engine.resolve(words, now, catalog, asker, values=values)
+    if failed is not None or ctx is None:
+        return None
+    ctx.collection = base.collection
+    own = OfflinePlanner().plan(ctx)
+    if own.ir is None or own.collection != base.collection or own.ir.pipeline is not None or own.ir.join:
+        return None
+    said = own.ir
+    shape_said = said.shape.span is not None or said.shape.kind != "list" or says_a_shape(words)
+    if said.text or any(f.op in WORD_OPERATORS for f in said.filters):
+        return None  # a topic: read with the whole question around it, as the planner reads one
+    if not (said.filters or said.times or shape_said):
+        return None  # nothing read: the rewritten question is planned whole, and says what it did not read
+    schema = catalog.schemas[base.collection]
+    # a new value of a field that holds one replaces the old ("only lhoestq's"); a label is one more
+    same = {f.field for f in said.filters if not _holds_many(schema, f.field)}
+    filters = [f for f in base.filters if f.field not in same] + list(said.filters)
+    shape = said.shape if shape_said else base.shape
+    if shape.bucket and (base.shape.bucket or base.times):
+        # "which month had the most" after closings per month: months of the date the last plan was about
+        shape = replace(shape, field=base.shape.field if base.shape.bucket else base.times[0].field)
+    narrowed = replace(
+        base,
+        filters=filters,
+        times=said.times or base.times,
+        text=[*base.text, *said.text],
+        shape=shape,
+    )
+    return narrowed, own.not_understood
+
+
+def _holds_many(schema: Any, field: str) -> bool:
+    info = schema.fields.get(field_for(schema, field) or field)
+    return bool(info is not None and info.in_array)
+
+
+def _person_field(ir: PlanIR, schema: Any) -> tuple[str, str] | None:
+    """(path, handle kind) when the plan groups by a person: its groups are said by display name."""
+    if ir.shape.kind != "group" or not ir.shape.field or ir.shape.bucket:
+        return None
+    for fields in schema.kind.people_roles().values():
+        for path, kind in fields:
+            if path == ir.shape.field:
+                return path, kind
+    return None
+
+
+def _moved(base: PlanIR, when: str, now: datetime, schema: Any) -> PlanIR | None:
+    found = find_time_ranges(when, now)
+    if len(found) != 1:
+        return None
+    new = found[0]
+    if base.times:
+        first = base.times[0]
+        return replace(base, times=[TimeRange(first.field, new.start, new.end), *base.times[1:]])
+    created = field_for(schema, "created")
+    return replace(base, times=[TimeRange(created, new.start, new.end)]) if created else None
+
+
+def _reshaped(how: str, base: PlanIR, schema: Any) -> Shape:
+    if how == "count":
+        return Shape("count")
+    if base.shape.kind == "list":
+        return base.shape
+    date = base.times[0].field if base.times else field_for(schema, "created")
+    return Shape("list", sort=[SortKey(date, -1)] if date else [], limit=DEFAULT_LIMIT)

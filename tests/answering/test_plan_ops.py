@@ -1,0 +1,219 @@
+"""Follow-ups applied to the last turn's plan IR (the sample tenant's data; the graph-level conversation is
+in tests/assistant/test_conversation.py)."""
+
+from datetime import datetime
+
+import pytest
+
+from context_engine.answering.followup import FollowUp
+from context_engine.answering.plan_ops import base_of, operate
+from context_engine.config import Settings
+from context_engine.query import engine
+from context_engine.query.engine import principals_of
+from context_engine.query.execute import run_pipeline
+from context_engine.query.offline import OfflinePlanner
+from context_engine.resources import catalog_for, store_for
+
+NOW = datetime(2026, 11, 30, 12)
+
+
+@pytest.fixture(scope="module")
+def setup(sample_dir):
+    settings = Settings(data_dir=sample_dir, tenant="acme", asker="rsh-dev", use_llm=False)
+    catalog = catalog_for(settings)
+    return settings, catalog, catalog.directory.asker("rsh-dev")
+
+
+def _turn(setup, question, **more):
+    """A finished turn that ran the offline plan of `question`."""
+    _, catalog, asker = setup
+    ctx, failed = engine.resolve(question, NOW, catalog, asker)
+    assert failed is None
+    plan = OfflinePlanner().plan(ctx)
+    assert plan.ir is not None and plan.pipeline, question
+    return {"standalone": question, "plan": {"ir": plan.ir.to_json()}, **more}
+
+
+def _run(setup, plan):
+    settings, catalog, asker = setup
+    return run_pipeline(
+        store_for(settings),
+        plan.collection,
+        plan.pipeline,
+        tenant="acme",
+        principals=principals_of(asker),
+        schema=catalog.schemas.get(plan.collection),
+        max_rows=10_000,
+    )
+
+
+def _operate(setup, asked, turns, followup=None):
+    _, catalog, asker = setup
+    return operate(asked, followup or FollowUp(asked), turns, catalog, asker, NOW)
+
+
+@pytest.mark.parametrize(
+    "asked,order",
+    [
+        ("who authored the oldest of them?", 1),
+        ("最早的那个是谁提的？", 1),
+        ("and the newest one, who wrote it?", -1),
+    ],
+)
+def test_the_person_of_one_record_at_an_end_of_the_last_records(setup, asked, order):
+    turn = _turn(setup, "PRs opened in 2026")
+    operation = _operate(setup, asked, [turn])
+    assert operation is not None
+    records = _run(setup, _turn_plan(setup, "PRs opened in 2026"))
+    one = sorted(records, key=lambda r: r["created_at"], reverse=order < 0)[0]
+    rows = _run(setup, operation.plan)
+    assert [r["_id"] for r in rows] == [one["user"]["login"]]
+    assert operation.plan.person_field == ("user.login", "github")
+    # what comes next builds on the records, not on the one picked
+    assert operation.base.to_json() == base_of(turn).to_json()
+
+
+def _turn_plan(setup, question):
+    _, catalog, asker = setup
+    ctx, _ = engine.resolve(question, NOW, catalog, asker)
+    plan = OfflinePlanner().plan(ctx)
+    plan.pipeline = [s for s in plan.pipeline if "$limit" not in s]
+    return plan
+
+
+@pytest.mark.parametrize("asked", ["who's behind it?", "谁提的"])
+def test_the_person_of_the_one_record_the_last_answer_was(setup, asked):
+    turn = _turn(setup, "which PR opened in 2026 has the most comments")
+    operation = _operate(setup, asked, [turn])
+    assert operation is not None
+    (one,) = _run(setup, _turn_plan(setup, "which PR opened in 2026 has the most comments"))[:1]
+    assert [r["_id"] for r in _run(setup, operation.plan)] == [one["user"]["login"]]
+
+
+def test_a_person_of_a_record_with_words_of_its_own_is_not_a_projection(setup):
+    turn = _turn(setup, "PRs opened in 2026")
+    assert _operate(setup, "who opened the oldest one about payments in 2025?", [turn]) is None
+
+
+def test_a_count_and_a_new_window_change_the_plan_itself(setup):
+    turn = _turn(setup, "PRs Priya merged in October 2026")
+    operation = _operate(
+        setup, "and a month earlier, the number?", [turn], FollowUp("", new_time="in September 2026", reshape="count")
+    )
+    assert operation is not None
+    ir = operation.plan.ir
+    assert ir.shape.kind == "count"
+    assert [(t.field, t.start, t.end) for t in ir.times] == [("merged_at", datetime(2026, 9, 1), datetime(2026, 10, 1))]
+    assert {f.field for f in ir.filters} == {f.field for f in base_of(turn).filters}  # Priya, merged: kept
+    assert operation.base is ir  # the next follow-up builds on this plan
+
+
+def test_a_narrowing_keeps_the_grouping_of_the_last_answer(setup):
+    turn = _turn(setup, "who opened the most PRs in 2026")
+    operation = _operate(setup, "of the open ones", [turn], FollowUp("", added="open"))
+    assert operation is not None
+    ir = operation.plan.ir
+    assert ir.shape.kind == "group" and ir.shape.field == base_of(turn).shape.field
+    assert any(f.field == "state" and f.value == "open" for f in ir.filters)
+    assert ir.times == base_of(turn).times
+
+
+def test_a_narrowing_that_says_its_own_shape_replaces_the_last_one(setup):
+    turn = _turn(setup, "PRs opened in 2026")
+    operation = _operate(
+        setup, "which of the merged ones got the most comments", [turn], FollowUp("", added="merged most comments")
+    )
+    assert operation is not None
+    ir = operation.plan.ir
+    assert ir.shape.kind != "list" or ir.shape.limit == 1
+    assert any(f.field == "merged" for f in ir.filters) and ir.times == base_of(turn).times
+
+
+def test_words_a_narrowing_cannot_read_are_said_as_not_understood(setup):
+    turn = _turn(setup, "PRs opened in 2026")
+    operation = _operate(setup, "only the open blorptastic ones", [turn], FollowUp("", added="open blorptastic"))
+    assert operation is not None
+    assert any(f.field == "state" and f.value == "open" for f in operation.plan.ir.filters)
+    assert [s["text"] for s in operation.plan.not_understood] == ["blorptastic"]
+
+
+def test_a_narrowing_that_reads_nothing_is_left_to_the_rewritten_question(setup):
+    turn = _turn(setup, "PRs opened in 2026")
+    assert _operate(setup, "only the ones that, um", [turn], FollowUp("", added="that um")) is None
+
+
+@pytest.mark.parametrize("asked", ["forget the time limit", "不限时间"])
+def test_a_condition_taken_away(setup, asked):
+    turn = _turn(setup, "open PRs from 2026")
+    operation = _operate(setup, asked, [turn])
+    assert operation is not None
+    assert operation.plan.ir.times == [] and operation.plan.ir.filters == base_of(turn).filters
+
+
+def test_a_state_taken_away(setup):
+    turn = _turn(setup, "open PRs from 2026")
+    operation = _operate(setup, "any state then", [turn])
+    assert operation is not None
+    assert all(f.field != "state" for f in operation.plan.ir.filters)
+    assert operation.plan.ir.times == base_of(turn).times
+
+
+def test_someone_s_records_of_the_last_plan_counted(setup):
+    turn = _turn(setup, "PRs merged in October 2026", answer_people=["Lars Nielsen"])
+    named = _operate(setup, "how many did Priya have in there?", [turn])
+    pronoun = _operate(setup, "how many did they open among them", [turn])
+    for operation, login in ((named, "priyar"), (pronoun, "larsn")):
+        assert operation is not None
+        ir = operation.plan.ir
+        assert ir.shape.kind == "count" and ir.times == base_of(turn).times
+        assert any(f.field == "user.login" and f.value == login for f in ir.filters)
+
+
+def test_nothing_to_change_without_a_plan_before(setup):
+    assert _operate(setup, "who opened the oldest one?", [{"standalone": "hello", "plan": {}}]) is None
+    assert _operate(setup, "who opened the oldest one?", []) is None
+
+
+@pytest.mark.parametrize("asked", ["when did the top one get merged?", "那第一个是什么时候合并的？"])
+def test_the_date_of_the_first_record_of_the_last_answer(setup, asked):
+    turn = _turn(setup, "PRs opened in 2026")
+    operation = _operate(setup, asked, [turn])
+    assert operation is not None
+    (first,) = _run(setup, _turn_plan(setup, "PRs opened in 2026"))[:1]
+    rows = _run(setup, operation.plan)
+    assert [r["ref"] for r in rows] == [first["ref"]] and set(rows[0]) <= {"ref", "merged_at", "_id"}
+
+
+def test_the_records_of_the_first_group_with_a_shape_of_their_own(setup):
+    turn = _turn(setup, "PRs per repo in 2026")
+    repo = _run(setup, _turn_plan(setup, "PRs per repo in 2026"))[0]["_id"]
+    operation = _operate(
+        setup,
+        "in the biggest one, who opened the most?",
+        [turn],
+        FollowUp("", added="who opened the most", within=("repo", repo)),
+    )
+    assert operation is not None
+    ir = operation.plan.ir
+    assert any(f.field == "repo" and f.value == repo for f in ir.filters) and ir.times == base_of(turn).times
+    assert ir.shape.kind == "group" and ir.shape.field == "user.login"
+
+
+def test_a_question_restated_about_the_same_records_keeps_the_last_plan_s_other_conditions(setup):
+    turn = _turn(setup, "who opened the most PRs in payments in 2026")
+    restated = "how many PRs did Priya open in October 2026"
+    operation = _operate(setup, "how many did that person open in October?", [turn], FollowUp("", restated=restated))
+    assert operation is not None
+    ir = operation.plan.ir
+    assert ir.shape.kind == "count"
+    assert {(f.field, f.value) for f in ir.filters} >= {("repo", "acme/payments"), ("user.login", "priyar")}
+    assert [(t.start, t.end) for t in ir.times] == [(datetime(2026, 10, 1), datetime(2026, 11, 1))]
+    # about another kind of record, it is a question of its own
+    other = FollowUp("", restated="how many issues did Priya file in October 2026")
+    assert _operate(setup, "how many issues did that person file in October?", [turn], other) is None
+
+
+def test_a_question_restated_after_one_record_is_a_question_of_its_own(setup):
+    turn = _turn(setup, "which PR opened in 2026 has the most comments")
+    restated = FollowUp("", restated="how many PRs did Priya open in 2026")
+    assert _operate(setup, "how many did they open that year?", [turn], restated) is None
