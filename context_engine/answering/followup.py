@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from context_engine.chat_models import structured_output
-from context_engine.kinds import BUILTIN, Registry, builtin_registry
+from context_engine.kinds import BUILTIN, CollectionSpec, Registry, builtin_registry
 from context_engine.prompts import FOLLOWUP_SYSTEM
 from context_engine.query.identity import PeopleDirectory
 from context_engine.query.planner.draft import NUMBER_WORDS
@@ -44,7 +44,7 @@ _LEAD = re.compile(
 # "same for 2020", "the same but for Mario", "换成张伟", "改成十月": the rest is the new person or time.
 _SAME = re.compile(
     r"^(?:(?:the\s+)?same\s+(?:thing\s+|question\s+|query\s+)?(?:but\s+)?(?:for|in|with|by)?\s*"
-    r"|(?:do\s+)?(?:it|that)\s+(?:again\s+)?for\s+|(?:换成|改成|换为|改为|换)\s*)",
+    r"|(?:do\s+)?(?:it|that)\s+(?:again\s+)?for\s+|(?:换成|改成|换为|改为|換成|換為|改為|换|換)\s*)",
     re.I,
 )
 # "换成 2022 年看看", "十月呢？": the words that only end a follow-up
@@ -167,6 +167,8 @@ class FollowUp:
     # the follow-up said whole, its person and time named ("how many threads did Ida start in May 2019"):
     # about the last answer's kind of record, it is planned over the last plan's conditions
     restated: str = ""
+    # another kind of record, the rest of the last question kept ("I meant PRs, not issues", "換成 issue 看看")
+    collection: str = ""
 
 
 def _core(question: str) -> str:
@@ -609,6 +611,9 @@ def resolve_offline(
     correction = _CORRECTION.match(core)
     if correction and core[correction.end() :].strip():
         core = core[correction.end() :].strip()  # "no wait, I meant the closed ones": the last question, corrected
+    other = _other_kind(core, previous, kinds) if correction or _SWITCH_SAID.search(question) else None
+    if other is not None:
+        return FollowUp(_with_kind(previous, other, kinds), f"the same question about {other.plural}", collection=other.name)
     shifted = _shifted(core, previous)
     if shifted is not None:
         return FollowUp(_replace_time(previous, shifted), f"the same question for {shifted!r}", new_time=shifted)
@@ -1029,6 +1034,54 @@ def _record_talked_about(turns: list[dict[str, Any]]) -> tuple[str, str] | None:
     if before.get("refs") and before["refs"][0] in previous.get("standalone", ""):
         return before["refs"][0], before.get("collection", "")
     return None
+
+
+# What may stand around the record kinds a collection switch names: "PRs not issues", "pull requests
+# instead", "the issues then", "issue 而不是 PR"
+_SWITCH_WORDS = re.compile(
+    r"\b(?:not|no|instead(?:\s+of)?|rather\s+than|the|ones?|for|but|switch(?:ed)?|to|try|please|then)\b"
+    r"|而不是|不是|不要|[\s,，.。?？!！:：;；—–-]",
+    re.I,
+)
+# A kind named alone is a switch only when said as one ("what about PRs", "PRs instead", "not issues",
+# "换成 issue"): "only the bugs" after PRs is PRs labelled bug
+_SWITCH_SAID = re.compile(
+    r"\b(?:what|how)\s+about\b|\binstead\b|\bnot\b|\brather\s+than\b|\b(?:switch|change)\b.*\bto\b"
+    r"|\bsame\b.*\bfor\b|换成|換成|改成|改為|改为|换为|換為|而不是|不是",
+    re.I,
+)
+
+
+def _other_kind(core: str, previous: dict[str, Any], kinds: Registry) -> CollectionSpec | None:
+    """The kind of record a follow-up that names nothing but kinds switches to: the one it names that the
+    last question was not about (the last one's kind may be named too, as what it is not)."""
+    was = previous.get("collection")
+    if not was:
+        return None
+    named: list[tuple[int, str]] = []
+    rest = core
+    for kind in kinds:
+        pattern = kind.pattern()
+        if not pattern:
+            continue
+        named += [(m.start(), kind.name) for m in re.finditer(pattern, core, re.I | re.ASCII)]
+        rest = re.sub(pattern, " ", rest, flags=re.I | re.ASCII)
+    others = {name for _, name in named if name != was}
+    if len(others) != 1 or _SWITCH_WORDS.sub("", rest):
+        return None
+    return kinds.get(others.pop())
+
+
+def _with_kind(previous: dict[str, Any], kind: CollectionSpec, kinds: Registry) -> str:
+    """The last question said about another kind of record: its kind's words replaced by the new ones."""
+    said = "PRs" if kind.name == "pull_requests" else kind.plural
+    was = kinds.get(previous.get("collection") or "")
+    standalone = previous["standalone"]
+    if was is not None and was.pattern():
+        replaced, n = re.subn(was.pattern(), said, standalone, flags=re.I | re.ASCII)
+        if n:
+            return replaced
+    return f"{standalone.rstrip('?？。. ')} ({said})"
 
 
 def _noun(kinds: Registry, collection: str | None) -> str:

@@ -146,6 +146,8 @@ def operate(
     schema = catalog.schemas.get(base.collection) if base is not None else None
     if base is None or schema is None:
         return None
+    if followup.collection:
+        return _switched(base, followup.collection, catalog)
     projected = _projection(question, base, catalog)
     if projected is not None:
         return projected
@@ -186,6 +188,62 @@ def operate(
     if not how:
         return None
     return _operation(changed, base=changed, catalog=catalog, how="; ".join(how), unread=unread)
+
+
+def _switched(base: PlanIR, collection: str, catalog: Catalog) -> Operation | None:
+    """The last plan over another kind of record ("I meant PRs, not issues"): each field moved to the
+    field of the same role there; a condition the new kind has no field for is dropped and said, a window
+    on a date it lacks is put on when its records were created."""
+    old, new = catalog.schemas[base.collection], catalog.schemas.get(collection)
+    if new is None or collection == base.collection or any(f.via for f in base.filters) or base.shape.measures:
+        return None
+    dropped: list[str] = []
+    filters = []
+    for f in base.filters:
+        path = _moved_field(f.field, old, new)
+        if path is None:
+            dropped.append(f.field)
+        else:
+            filters.append(replace(f, field=path))
+    created = field_for(new, "created")
+    times = []
+    for t in base.times:
+        path = _moved_field(t.field, old, new) or created
+        if path is None:
+            return None
+        if path != t.field and path == created:
+            dropped.append(f"{t.field} (the window is on {created})")
+        times.append(replace(t, field=path))
+    shape = base.shape
+    field = _moved_field(shape.field, old, new) if shape.field else None
+    sort = [replace(k, field=_moved_field(k.field, old, new) or "") for k in shape.sort]
+    fields = [_moved_field(f, old, new) for f in shape.fields]
+    if (shape.field and field is None) or any(not k.field for k in sort) or None in fields:
+        return None
+    shape = replace(shape, field=field, sort=sort, fields=[f for f in fields if f])
+    switched = replace(base, collection=collection, filters=filters, times=times, shape=shape)
+    how = f"the last plan over {new.kind.plural}"
+    if dropped:
+        how += f", without what {new.kind.plural} do not have: {', '.join(dropped)}"
+    return _operation(switched, base=switched, catalog=catalog, how=how)
+
+
+def _moved_field(path: str, old: Any, new: Any) -> str | None:
+    """The field of another kind that holds what `path` holds in this one: the same role's field, else the
+    same path when the other kind has it too (a plan may name a field by its role: "author")."""
+    if path in old.kind.people_roles():
+        return (person_field_for(new, path) or (None,))[0]
+    if path in old.kind.roles():
+        return field_for(new, path)
+    role = _role_of(path, old)
+    if role != path:
+        moved = field_for(new, role) or (person_field_for(new, role) or (None,))[0]
+        if moved is not None:
+            return moved
+    for role, paths in old.kind.roles().items():
+        if path in paths:
+            return field_for(new, role)
+    return path if new.has_path(path) else None
 
 
 def _operation(
