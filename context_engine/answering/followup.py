@@ -159,7 +159,7 @@ class FollowUp:
     added: str = ""  # the words a narrowing added to the last question ("how many were bugs")
     # The change to the last question's plan, where the follow-up is one (`answering.plan_ops` applies it
     # to the plan itself): the new time window as words the time parser reads ("in March 2021"), and the
-    # new shape ("count", "list").
+    # new shape ("count", "list", or a period the records are counted per: "week", "month").
     new_time: str = ""
     reshape: str = ""
     within: tuple[str, str] | None = None  # (field, value): the one group of the last answer the records are of
@@ -992,10 +992,12 @@ _SPLIT_BY = re.compile(
     re.I,
 )
 _REGROUP = re.compile(
-    r"^(?:(?:split|break|bucket|group|divide|chunk)(?:\s+(?:it|that|this|them|those|these))?(?:\s+(?:down|up|out))?"
+    r"^(?:(?:can|could|would|will)\s+you\s+)?(?:please\s+)?"
+    r"(?:(?:(?:split|break|bucket|group|divide|chunk)(?:\s+(?:it|that|this|them|those|these))?(?:\s+(?:down|up|out))?"
     r"\s+(?:by|per|into|in)\s+|(?:now\s+|then\s+)?(?:by|per)\s+|(?:for\s+)?each\s+)"
-    r"(day|week|month|quarter|year)s?(?:\s+(?:instead|then|please))?$"
-    r"|^(day|week|month|quarter|year)\s+by\s+(?:day|week|month|quarter|year)$"
+    r"(day|week|month|quarter|year)s?"
+    r"|(?:(?:split|break|bucket|group|divide|chunk)(?:\s+(?:it|that|this|them|those|these))?(?:\s+(?:down|up|out))?\s+)?"
+    r"(day|week|month|quarter|year)\s+by\s+(?:day|week|month|quarter|year))(?:\s+(?:instead|then|please))?$"
     r"|^按(天|日|周|星期|月|季度|年)份?(?:分|统计|分组|拆分|拆开|看|列|来)?(?:一下)?$|^每(天|周|月|季度|年)(?:的|分别)?(?:多少)?$",
     re.I,
 )
@@ -1124,7 +1126,7 @@ def _elliptical(
     if regroup:  # "split it by week", "按月统计": the last question's records, counted per period
         unit = _UNITS[next(g for g in regroup.groups() if g).lower()]
         base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
-        return FollowUp(f"{base} per {unit}", f"the last question's records, per {unit}")
+        return FollowUp(f"{base} per {unit}", f"the last question's records, per {unit}", reshape=unit)
     split = _SPLIT_BY.match(words)
     if split:  # "split that by open vs closed", "break it down by label": the last records, per value
         base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()

@@ -32,7 +32,7 @@ from context_engine.query.catalog import Catalog
 from context_engine.query.compile import compile_plan
 from context_engine.query.fields import field_for, person_field_for
 from context_engine.query.identity import Person
-from context_engine.query.ir import RECORD_SHAPES, WORD_OPERATORS, Filter, PlanIR, Shape, SortKey, TimeRange
+from context_engine.query.ir import BUCKETS, RECORD_SHAPES, WORD_OPERATORS, Filter, PlanIR, Shape, SortKey, TimeRange
 from context_engine.query.offline import OfflinePlanner
 from context_engine.query.plan import Plan
 from context_engine.query.planner.shape import DEFAULT_LIMIT
@@ -163,7 +163,8 @@ def operate(
     if followup.within is not None:  # "those" after "which label is the biggest": that label's records
         field, key = followup.within
         kept = [f for f in base.filters if f.field != field]
-        changed = replace(base, filters=[*kept, Filter(field, "eq", key)], shape=_reshaped("list", base, schema))
+        listed = _reshaped("list", base, schema) or base.shape  # a list is always a shape
+        changed = replace(base, filters=[*kept, Filter(field, "eq", key)], shape=listed)
         how.append(f"the records with {field} {key}")
     if followup.restated and (any(f.field == "ref" for f in base.filters) or base.shape.limit == 1):
         return None  # a question of its own after one record ("who's the author?" then "how many did they open")
@@ -183,8 +184,12 @@ def operate(
         changed = moved
         how.append(f"its time replaced by {followup.new_time!r}")
     if followup.reshape and not shape_said:
-        changed = replace(changed, shape=_reshaped(followup.reshape, changed, schema))
-        how.append(f"its records {'counted' if followup.reshape == 'count' else 'listed'}")
+        shape = _reshaped(followup.reshape, changed, schema)
+        if shape is None:
+            return None
+        changed = replace(changed, shape=shape)
+        said = {"count": "counted", "list": "listed"}.get(followup.reshape, f"counted per {followup.reshape}")
+        how.append(f"its records {said}")
     if not how:
         return None
     return _operation(changed, base=changed, catalog=catalog, how="; ".join(how), unread=unread)
@@ -442,10 +447,13 @@ def _moved(base: PlanIR, when: str, now: datetime, schema: Any) -> PlanIR | None
     return replace(base, times=[TimeRange(created, new.start, new.end)]) if created else None
 
 
-def _reshaped(how: str, base: PlanIR, schema: Any) -> Shape:
+def _reshaped(how: str, base: PlanIR, schema: Any) -> Shape | None:
+    """The last plan's records counted, listed, or counted per period ("month": of the date it was about)."""
     if how == "count":
         return Shape("count")
+    date = base.times[0].field if base.times else field_for(schema, "created")
+    if how in BUCKETS:
+        return Shape("group", field=date, bucket=how) if date else None
     if base.shape.kind == "list":
         return base.shape
-    date = base.times[0].field if base.times else field_for(schema, "created")
     return Shape("list", sort=[SortKey(date, -1)] if date else [], limit=DEFAULT_LIMIT)
