@@ -68,6 +68,7 @@ _SUBSET = re.compile(
     r"|^(?:其中|这些|那些|这几(?:个|条|篇)|那几(?:个|条|篇)|里面)(?:里面|里|中|当中)?(?:的)?(?:哪些|哪一?(?:个|条|篇|项)(?!月|星期|周|年|天))?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$",
     re.I,
 )
+_WHICH_ONES_CJK = re.compile(r"哪(?:些|几个|幾個|几条|幾條|几篇|幾篇)(?!月|天|周|年|人|位)")
 _RECORD = re.compile(
     r"\b(?:it|that one|this one|that pr|this pr|that issue|this issue|that thread|that doc)\b"
     r"|(?:它|那个PR|这个PR|那个问题|这个问题|那个issue|这个issue)",
@@ -169,6 +170,9 @@ class FollowUp:
     restated: str = ""
     # another kind of record, the rest of the last question kept ("I meant PRs, not issues", "換成 issue 看看")
     collection: str = ""
+    # "back to pietrolesci — which of his are closed now?": the thread resumed after its first `resumed[0]`
+    # turns (the last that asked about that), and the words said of it
+    resumed: tuple[int, str] | None = None
 
 
 def _core(question: str) -> str:
@@ -587,6 +591,10 @@ def resolve_offline(
     new = _NEW_QUESTION.match(question)
     if new and question[new.end() :].strip():
         return FollowUp(question[new.end() :].strip(), "a new question")
+    back = _BACK_TO.match(question.strip())
+    if back:
+        what, rest = back.group("what") or back.group("what_zh"), back.group("rest") or back.group("rest_zh")
+        return _resumed(what.strip(), rest.strip(), turns, directory, now, kinds)
     previous = turns[-1]
     core = _core(question)
     if not core:
@@ -724,7 +732,9 @@ def resolve_offline(
             counted = _counted({**previous, "standalone": _narrowed(previous, rest)})
             return replace(counted, how=f"of the last answer's records: {rest!r}, counted", added=rest)
         if rest:
-            listed = bool(re.match(r"^(?:which|what)\b|^哪些", core, re.I)) or counting.startswith("list")
+            # "which of those ...", "其中哪些 ...", "其中标了 bug 的是哪些": the records themselves
+            listed = bool(re.match(r"^(?:which|what)\b|^哪些", core, re.I) or _WHICH_ONES_CJK.search(core))
+            listed = listed or counting.startswith("list")
             return FollowUp(
                 _narrowed(previous, rest, listed),
                 f"of the last answer's records: {rest!r}",
@@ -797,7 +807,9 @@ _OF_THOSE = re.compile(
 )
 _COUNT_IT = re.compile(
     r"^(?:how\s+many|how\s+much|what(?:'s|\s+is)\s+the\s+(?:count|number|total))(?:\s+\w+)?"
-    r"(?:\s+(?:is|are|was|were)\s+(?:that|those|these|them|there|it))?(?:\s+(?:in\s+total|in\s+all|all\s+told|altogether|all\s+together|overall|combined))?$"
+    r"(?:\s+(?:is|are|was|were)\s+(?:that|those|these|them|there|it))?(?:\s+(?:in\s+total|in\s+all|all\s+told|altogether|all\s+together|overall|combined))?"
+    # "..., for the whole workspace", "across the entire period": every record the last question was over
+    r"(?:[,\s]+(?:for|across|in|over)\s+(?:the\s+)?(?:whole|entire|full)\s+\w+)?$"
     r"|^(?:give\s+me\s+|tell\s+me\s+)?(?:the\s+|a\s+)?(?:count|number|total)(?:\s+(?:for\s+|of\s+)?(?:them|it|that|those|this))?$"
     r"|^what\s+does\s+(?:that|it|this)\s+(?:come|add)\s+(?:to|up\s+to)(?:[,\s]+in\s+(?:numbers?|total))?$"
     r"|^count\s+(?:them|it|that|those|these)$"
@@ -1084,6 +1096,37 @@ def _with_kind(previous: dict[str, Any], kind: CollectionSpec, kinds: Registry) 
         if n:
             return replaced
     return f"{standalone.rstrip('?？。. ')} ({said})"
+
+
+# "back to pietrolesci — which of his are closed now?", "going back to the parquet issues: who opened
+# them?", "回到 lhoestq，他的里面哪些还开着": a follow-up on an earlier turn than the last
+_BACK_TO = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|and|anyway|now)[\s,]+)*(?:(?:go(?:ing)?|get(?:ting)?|coming|circling)\s+)?back\s+to\s+"
+    r"(?P<what>[^,，:：;；—–]+?)\s*(?:[,，:：;；—–]|\s-\s)\s*(?P<rest>\S.*)$"
+    r"|^(?:再)?(?:回到|说回|说回到|回到刚才的?)\s*(?P<what_zh>[^,，:：;；—–]+?)\s*[,，:：;；—–]\s*(?P<rest_zh>\S.*)$",
+    re.I,
+)
+
+
+def _resumed(
+    what: str,
+    rest: str,
+    turns: list[dict[str, Any]],
+    directory: PeopleDirectory | None,
+    now: datetime,
+    kinds: Registry,
+) -> FollowUp:
+    """The words said of the latest turn that asked about `what` (a person it named, or its words), read as
+    a follow-up of that turn; nothing found: the question is not understood, not answered afresh."""
+    wanted = what.lower()
+    for kept in range(len(turns), 0, -1):
+        turn = turns[kept - 1]
+        named = [str(p).lower() for p in [*turn.get("people", []), *turn.get("people_text", [])]]
+        if wanted in named or wanted in turn.get("standalone", "").lower():
+            out = resolve_offline(rest, turns[:kept], directory, now, kinds)
+            how = f"back to the turn about {what!r}; {out.how}".rstrip("; ")
+            return replace(out, how=how, resumed=(kept, rest))
+    return FollowUp(rest, unread=f"back to {what}")
 
 
 def _noun(kinds: Registry, collection: str | None) -> str:

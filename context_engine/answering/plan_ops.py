@@ -118,6 +118,16 @@ _DROPPED_ROLES = {
     "workspace": ("workspace",),
     "工作区": ("workspace",),
 }
+# "from anyone, not just him", "by anybody", "everyone's", "所有人的", "不只是她的": the person condition gone
+_ANYONE = re.compile(
+    r"^(?:(?:and|but|so|ok(?:ay)?|now|then|what\s+about|how\s+about)[\s,]+)*(?:(?:from|by|of|for)\s+)?"
+    r"(?:anyone|anybody|everyone|everybody|any\s+(?:author|person|user|poster)|all\s+(?:authors|people|users|posters))"
+    r"(?:'s|’s)?(?:[\s,;—–-]+(?:and\s+)?not\s+(?:just|only)\s+(?:him|her|them|his|hers|theirs|that\s+person|\w+(?:'s)?))?"
+    r"(?:\s+(?:instead|then|too|please))?$"
+    r"|^(?:那)?(?:所有人|任何人|大家|每个人|不管是谁|不论是谁)(?:的)?(?:呢)?$"
+    r"|^(?:那)?(?:不只是?|不仅是?|不限于?)(?:他|她|他们|她们)(?:的)?(?:[，,\s]*(?:所有人|任何人|大家)的?)?(?:呢)?$",
+    re.I,
+)
 _DROPPED_TIME = {"time", "date", "dates", "year", "month", "week", "period", "window", "时间"}
 
 
@@ -368,6 +378,12 @@ def _role_of(path: str, schema: Any) -> str:
 
 
 def _dropped(question: str, base: PlanIR, schema: Any) -> PlanIR | None:
+    if _ANYONE.match(question.strip(" ?？.。!！")):
+        people = {p for fields in schema.kind.people_roles().values() for p, _ in fields} | set(
+            schema.kind.people_roles()
+        )
+        kept = [f for f in base.filters if f.field not in people]
+        return replace(base, filters=kept) if len(kept) < len(base.filters) else None
     said = _DROP.match(question.strip(" ?？.。!！"))
     if said is None:
         return None

@@ -110,8 +110,10 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         update["followup_unread"] = followup.unread
         # A change to the last plan is made to that plan; the rewritten question says it in words.
         now = parse_now(state.get("now"))
+        # "back to X — ...": the words said, of the thread as it was when X was asked about
+        kept, said = followup.resumed or (len(turns), asked)
         operation = operate(
-            asked, followup, turns, catalog, asker_for(settings, catalog), now, value_index_for(settings)
+            said, followup, turns[:kept], catalog, asker_for(settings, catalog), now, value_index_for(settings)
         )
         if operation is not None:
             update["followup"] = "; ".join(h for h in (followup.how, operation.how) if h)
