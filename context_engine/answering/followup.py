@@ -619,9 +619,11 @@ def resolve_offline(
     correction = _CORRECTION.match(core)
     if correction and core[correction.end() :].strip():
         core = core[correction.end() :].strip()  # "no wait, I meant the closed ones": the last question, corrected
-    other = _other_kind(core, previous, kinds) if correction or _SWITCH_SAID.search(question) else None
+    other = _other_kind(question, core, previous, kinds, bool(correction or _SWITCH_SAID.search(question)))
     if other is not None:
-        return FollowUp(_with_kind(previous, other, kinds), f"the same question about {other.plural}", collection=other.name)
+        return FollowUp(
+            _with_kind(previous, other, kinds), f"the same question about {other.plural}", collection=other.name
+        )
     shifted = _shifted(core, previous)
     if shifted is not None:
         return FollowUp(_replace_time(previous, shifted), f"the same question for {shifted!r}", new_time=shifted)
@@ -1057,20 +1059,25 @@ _SWITCH_WORDS = re.compile(
     r"|而不是|不是|不要|[\s,，.。?？!！:：;；—–-]",
     re.I,
 )
-# A kind named alone is a switch only when said as one ("what about PRs", "PRs instead", "not issues",
-# "换成 issue"): "only the bugs" after PRs is PRs labelled bug
+# A kind named alone is a switch when said as one ("PRs instead", "not issues", "换成 issue", "I meant PRs");
+# said as a new value ("what about PRs?", "same for messages") only by its name: "what about docs?" after
+# issues is the docs label, and "only the bugs" after PRs the PRs labelled bug
 _SWITCH_SAID = re.compile(
-    r"\b(?:what|how)\s+about\b|\binstead\b|\bnot\b|\brather\s+than\b|\b(?:switch|change)\b.*\bto\b"
-    r"|\bsame\b.*\bfor\b|换成|換成|改成|改為|改为|换为|換為|而不是|不是",
+    r"\binstead\b|\bnot\b|\brather\s+than\b|\b(?:switch|change)\b.*\bto\b"
+    r"|换成|換成|改成|改為|改为|换为|換為|而不是|不是",
     re.I,
 )
+_NEW_VALUE_SAID = re.compile(r"\b(?:what|how)\s+about\b|\bsame\b.*\bfor\b", re.I)
 
 
-def _other_kind(core: str, previous: dict[str, Any], kinds: Registry) -> CollectionSpec | None:
+def _other_kind(
+    question: str, core: str, previous: dict[str, Any], kinds: Registry, switch: bool
+) -> CollectionSpec | None:
     """The kind of record a follow-up that names nothing but kinds switches to: the one it names that the
-    last question was not about (the last one's kind may be named too, as what it is not)."""
+    last question was not about (the last one's kind may be named too, as what it is not). `switch`: the
+    follow-up said it as a switch (a correction, "instead", "换成"); else only "what about <kind's name>"."""
     was = previous.get("collection")
-    if not was:
+    if not was or not (switch or _NEW_VALUE_SAID.search(question)):
         return None
     named: list[tuple[int, str]] = []
     rest = core
@@ -1083,7 +1090,13 @@ def _other_kind(core: str, previous: dict[str, Any], kinds: Registry) -> Collect
     others = {name for _, name in named if name != was}
     if len(others) != 1 or _SWITCH_WORDS.sub("", rest):
         return None
-    return kinds.get(others.pop())
+    kind = kinds.get(others.pop())
+    if kind is None or switch:
+        return kind
+    names = {kind.noun, kind.plural, kind.name.replace("_", " ")} | (
+        {"pr", "prs"} if kind.name == "pull_requests" else set()
+    )
+    return kind if any(n.lower() in names for n in re.findall(kind.pattern(), core, re.I | re.ASCII)) else None
 
 
 def _with_kind(previous: dict[str, Any], kind: CollectionSpec, kinds: Registry) -> str:

@@ -207,32 +207,41 @@ def operate(
 
 def _switched(base: PlanIR, collection: str, catalog: Catalog) -> Operation | None:
     """The last plan over another kind of record ("I meant PRs, not issues"): each field moved to the
-    field of the same role there; a condition the new kind has no field for is dropped and said, a window
-    on a date it lacks is put on when its records were created."""
+    field of the same role there (a person by their handle there); a condition the new kind has no field
+    for is dropped and said, and a window or order on a date it lacks is put on when its records were
+    created."""
     old, new = catalog.schemas[base.collection], catalog.schemas.get(collection)
     if new is None or collection == base.collection or any(f.via for f in base.filters) or base.shape.measures:
         return None
+    created = field_for(new, "created")
+    dates = {p for paths in old.kind.times.values() for p in paths}
+
+    def moved(path: str) -> str | None:
+        return _moved_field(path, old, new) or (created if path in dates else None)
+
     dropped: list[str] = []
     filters = []
     for f in base.filters:
-        path = _moved_field(f.field, old, new)
+        path = moved(f.field)
         if path is None:
             dropped.append(f.field)
-        else:
-            filters.append(replace(f, field=path))
-    created = field_for(new, "created")
+            continue
+        value = _handle_there(f.value, _handle_kind(f.field, old), _handle_kind(path, new), catalog)
+        if value is None:
+            return None  # the person has no handle there: nothing of theirs to look for
+        filters.append(replace(f, field=path, value=value))
     times = []
     for t in base.times:
-        path = _moved_field(t.field, old, new) or created
+        path = moved(t.field)
         if path is None:
             return None
-        if path != t.field and path == created:
-            dropped.append(f"{t.field} (the window is on {created})")
+        if path != _moved_field(t.field, old, new):
+            dropped.append(f"{t.field} (the window is on {path})")
         times.append(replace(t, field=path))
     shape = base.shape
-    field = _moved_field(shape.field, old, new) if shape.field else None
-    sort = [replace(k, field=_moved_field(k.field, old, new) or "") for k in shape.sort]
-    fields = [_moved_field(f, old, new) for f in shape.fields]
+    field = moved(shape.field) if shape.field else None
+    sort = [replace(k, field=moved(k.field) or "") for k in shape.sort]
+    fields = [moved(f) for f in shape.fields]
     if (shape.field and field is None) or any(not k.field for k in sort) or None in fields:
         return None
     shape = replace(shape, field=field, sort=sort, fields=[f for f in fields if f])
@@ -241,6 +250,22 @@ def _switched(base: PlanIR, collection: str, catalog: Catalog) -> Operation | No
     if dropped:
         how += f", without what {new.kind.plural} do not have: {', '.join(dropped)}"
     return _operation(switched, base=switched, catalog=catalog, how=how)
+
+
+def _handle_kind(path: str, schema: Any) -> str | None:
+    """The kind of handle a person field holds ("github", "jira"); None: not a person field."""
+    return next((kind for fields in schema.kind.people_roles().values() for p, kind in fields if p == path), None)
+
+
+def _handle_there(value: Any, was: str | None, now: str | None, catalog: Catalog) -> Any:
+    """A person condition's value as the other kind's field holds it (a GitHub login, a Jira account)."""
+    if was == now or was is None or now is None:
+        return value
+    if isinstance(value, list):
+        moved = [_handle_there(v, was, now, catalog) for v in value]
+        return None if None in moved else moved
+    people = [p for p in catalog.directory.people if p.handle(was) == value]
+    return people[0].handle(now) if len(people) == 1 else None
 
 
 def _moved_field(path: str, old: Any, new: Any) -> str | None:

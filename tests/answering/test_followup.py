@@ -974,3 +974,71 @@ def test_a_question_restated_about_everything_is_not_kept_to_the_thread():
     dated = {**ranking, "times": ["in 2025"]}
     kept = resolve_offline("how many PRs did that person open that year in total", [dated], PEOPLE, NOW)
     assert kept.restated == "how many PRs did Priya Raman open in 2025 in total"
+
+
+OPENED = {
+    **MERGED,
+    "standalone": "how many issues did Priya open in 2025",
+    "collection": "issues",
+    "people": ["Priya Raman"],
+}
+
+
+@pytest.mark.parametrize(
+    "asked,collection",
+    [
+        ("oops, I meant pull requests, not issues", "pull_requests"),
+        ("what about PRs instead?", "pull_requests"),
+        ("改成 PR 看看", "pull_requests"),
+        ("換成 PR 呢", "pull_requests"),
+        ("same for messages", "messages"),
+        ("what about pull requests?", "pull_requests"),
+    ],
+)
+def test_a_follow_up_naming_only_another_kind_switches_the_last_question_to_it(asked, collection):
+    out = resolve_offline(asked, [OPENED], PEOPLE, NOW)
+    assert out.collection == collection
+    assert "Priya" in out.standalone and "2025" in out.standalone and "issues" not in out.standalone
+
+
+@pytest.mark.parametrize("asked", ["only the bugs", "just the tickets", "issues", "what about bugs?"])
+def test_a_kind_said_without_a_switch_switches_nothing(asked):
+    prs = {**OPENED, "collection": "pull_requests", "standalone": "how many PRs did Priya open in 2025"}
+    assert resolve_offline(asked, [prs], PEOPLE, NOW).collection == ""
+
+
+@pytest.mark.parametrize(
+    "asked,unit",
+    [("could you split it up week by week?", "week"), ("break those down by year please", "year"), ("按天统计", "day")],
+)
+def test_a_split_per_period_is_a_new_shape_of_the_last_records(asked, unit):
+    out = resolve_offline(asked, [OPENED], PEOPLE, NOW)
+    assert out.reshape == unit and out.standalone.endswith(f"per {unit}")
+
+
+def test_a_chinese_narrowing_asking_which_ones_lists_them():
+    assert resolve_offline("这些里面带 enhancement 标签的有哪几个", [OPENED], PEOPLE, NOW).reshape == "list"
+    assert resolve_offline("其中有几个带 enhancement 标签", [OPENED], PEOPLE, NOW).reshape != "list"
+
+
+@pytest.mark.parametrize(
+    "asked", ["how many threads is that altogether, across the entire year", "how many is that overall"]
+)
+def test_a_count_over_the_whole_of_the_last_records(asked):
+    ranked = {**OPENED, "standalone": "top 3 posters in 2025", "collection": "messages", "people": []}
+    assert resolve_offline(asked, [ranked], PEOPLE, NOW).reshape == "count"
+
+
+@pytest.mark.parametrize(
+    "asked", ["ok, back to Priya: which of hers are still open?", "回到 Priya，其中还开着的有几个"]
+)
+def test_back_to_an_earlier_turn_resumes_it(asked):
+    other = {"standalone": "how many PRs are drafts", "collection": "pull_requests", "people": [], "times": []}
+    out = resolve_offline(asked, [OPENED, other], PEOPLE, NOW)
+    assert out.resumed is not None and out.resumed[0] == 1  # the thread as it was after the turn about Priya
+    assert "Priya" in out.standalone and "issues" in out.standalone and "drafts" not in out.standalone
+
+
+def test_back_to_something_never_asked_about_is_not_understood():
+    out = resolve_offline("back to the parquet bugs — who opened them?", [OPENED], PEOPLE, NOW)
+    assert out.resumed is None and out.unread

@@ -217,3 +217,47 @@ def test_a_question_restated_after_one_record_is_a_question_of_its_own(setup):
     turn = _turn(setup, "which PR opened in 2026 has the most comments")
     restated = FollowUp("", restated="how many PRs did Priya open in 2026")
     assert _operate(setup, "how many did they open that year?", [turn], restated) is None
+
+
+def test_another_kind_of_record_keeps_the_last_plan_s_person_and_window(setup):
+    turn = _turn(setup, "PRs Priya merged in October 2026")
+    operation = _operate(setup, "I meant issues", [turn], FollowUp("", collection="issues"))
+    assert operation is not None
+    ir = operation.plan.ir
+    assert ir.collection == "issues" and operation.base is ir
+    # the sample's issues are Jira's: Priya by her Jira account, in the reporter field
+    priya = next(p for p in setup[1].directory.people if p.handle("github") == "priyar")
+    assert priya.handle("jira")
+    assert any(f.field == "fields.reporter.name" and f.value == priya.handle("jira") for f in ir.filters)
+    assert all(f.field != "merged" for f in ir.filters)  # issues are not merged: dropped, and said
+    assert "merged" in operation.how
+    assert [(t.field, t.start) for t in ir.times] == [("fields.created", datetime(2026, 10, 1))]
+    assert all(r["fields"]["reporter"]["name"] == priya.handle("jira") for r in _run(setup, operation.plan))
+
+
+def test_another_kind_of_record_where_the_person_has_no_account_is_no_switch(setup):
+    turn = _turn(setup, "PRs Priya merged in October 2026")
+    # a login no one in the directory has: no account of theirs to look for among the Jira issues
+    turn["plan"]["ir"]["filters"] = [
+        {**f, "value": "someone-unlisted"} if f["field"] == "user.login" else f for f in turn["plan"]["ir"]["filters"]
+    ]
+    assert _operate(setup, "I meant issues", [turn], FollowUp("", collection="issues")) is None
+
+
+def test_a_count_per_period_of_the_last_plan_s_date(setup):
+    turn = _turn(setup, "how many PRs did Priya merge in 2026")
+    operation = _operate(setup, "month by month", [turn], FollowUp("", reshape="month"))
+    assert operation is not None
+    shape = operation.plan.ir.shape
+    assert (shape.kind, shape.field, shape.bucket) == ("group", "merged_at", "month")
+    assert operation.plan.ir.filters == base_of(turn).filters
+
+
+@pytest.mark.parametrize("asked", ["what about from anybody, not only her?", "by everyone then", "所有人的呢"])
+def test_the_person_taken_away(setup, asked):
+    turn = _turn(setup, "open PRs Priya opened in 2026")
+    operation = _operate(setup, asked, [turn])
+    assert operation is not None
+    ir = operation.plan.ir
+    assert all(f.field != "user.login" for f in ir.filters) and any(f.field == "state" for f in ir.filters)
+    assert ir.times == base_of(turn).times
