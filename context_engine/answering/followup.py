@@ -1090,13 +1090,14 @@ def _other_kind(
     others = {name for _, name in named if name != was}
     if len(others) != 1 or _SWITCH_WORDS.sub("", rest):
         return None
-    kind = kinds.get(others.pop())
-    if kind is None or switch:
-        return kind
-    names = {kind.noun, kind.plural, kind.name.replace("_", " ")} | (
-        {"pr", "prs"} if kind.name == "pull_requests" else set()
+    other = kinds.get(others.pop())
+    if other is None or switch:
+        return other
+    names = {other.noun, other.plural, other.name.replace("_", " ")} | (
+        {"pr", "prs"} if other.name == "pull_requests" else set()
     )
-    return kind if any(n.lower() in names for n in re.findall(kind.pattern(), core, re.I | re.ASCII)) else None
+    said = [m.group(0).lower() for m in re.finditer(other.pattern(), core, re.I | re.ASCII)]
+    return other if any(w in names for w in said) else None
 
 
 def _with_kind(previous: dict[str, Any], kind: CollectionSpec, kinds: Registry) -> str:

@@ -334,3 +334,18 @@ def test_a_pointing_word_no_rule_resolved_is_said_not_understood(sample_dir, thr
         thread_graph, config, "was it reviewed by anyone from payments before the freeze?", sample_dir=sample_dir
     )
     assert "it" in [s["text"] for s in out["not_understood"]]
+
+
+def test_back_to_an_earlier_person_narrows_that_turn_s_records_not_the_last(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    _say(thread_graph, config, "pull requests Priya opened this year", sample_dir=sample_dir)
+    _say(thread_graph, config, "separate question: how many PRs are still open?", sample_dir=sample_dir)
+    out = _say(thread_graph, config, "going back to Priya: which of hers got merged?", sample_dir=sample_dir)
+    this_year = {"$gte": datetime(2026, 1, 1), "$lt": datetime(2026, 11, 30, 12)}
+    want = _gold(
+        sample_dir,
+        "pull_requests",
+        [{"$match": {"user.login": "priyar", "created_at": this_year, "merged": True}}],
+    )
+    assert want  # a gold that finds nothing would check nothing
+    assert {r["ref"] for r in out["records"]} == want, (out["question"], out.get("followup"))
