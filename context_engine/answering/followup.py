@@ -624,6 +624,9 @@ def resolve_offline(
         return FollowUp(
             _with_kind(previous, other, kinds), f"the same question about {other.plural}", collection=other.name
         )
+    combined = _combined(core, turns, directory, now, kinds)
+    if combined is not None:
+        return combined
     shifted = _shifted(core, previous)
     if shifted is not None:
         return FollowUp(_replace_time(previous, shifted), f"the same question for {shifted!r}", new_time=shifted)
@@ -1141,6 +1144,39 @@ def _resumed(
             how = f"back to the turn about {what!r}; {out.how}".rstrip("; ")
             return replace(out, how=how, resumed=(kept, rest))
     return FollowUp(rest, unread=f"back to {what}")
+
+
+# "same for mariosasko, but the year before", "the month after, and for Lars", "张伟，前一年": two changes
+_TWO_CHANGES = re.compile(
+    r"^(?P<a>.+?)\s*(?:[,，;；]\s*(?:but|and|only|just|但是?|不过)?|\s(?:but|and)\s)\s*(?P<b>\S.*)$", re.I
+)
+
+
+def _combined(
+    core: str, turns: list[dict[str, Any]], directory: PeopleDirectory | None, now: datetime, kinds: Registry
+) -> FollowUp | None:
+    """A new person and a new time said in one follow-up: the last question with both changed (planned
+    whole from the rewritten words; no other change is read this way)."""
+    said = _TWO_CHANGES.match(core)
+    if said is None:
+        return None
+    previous = turns[-1]
+    first = resolve_offline(said.group("a"), turns, directory, now, kinds)
+    if not _one_plain_change(first, previous):
+        return None
+    changed = {**previous, "standalone": first.standalone}
+    if first.new_time:
+        changed["times"] = [first.new_time]
+    then = resolve_offline(said.group("b"), [*turns[:-1], changed], directory, now, kinds)
+    if not _one_plain_change(then, changed) or bool(then.new_time) == bool(first.new_time):
+        return None  # a person and a time, one each
+    return FollowUp(then.standalone, f"{first.how}; {then.how}")
+
+
+def _one_plain_change(out: FollowUp, previous: dict[str, Any]) -> bool:
+    """The follow-up is the last question with its person or its time replaced, and nothing else."""
+    others = (out.added, out.reshape, out.collection, out.unread, out.within, out.restated, out.resumed)
+    return bool(out.how) and out.standalone != previous["standalone"] and not any(others)
 
 
 def _noun(kinds: Registry, collection: str | None) -> str:

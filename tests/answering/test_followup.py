@@ -1042,3 +1042,20 @@ def test_back_to_an_earlier_turn_resumes_it(asked):
 def test_back_to_something_never_asked_about_is_not_understood():
     out = resolve_offline("back to the parquet bugs — who opened them?", [OPENED], PEOPLE, NOW)
     assert out.resumed is None and out.unread
+
+
+@pytest.mark.parametrize(
+    "asked,standalone",
+    [
+        ("the same for Lars, but a week earlier", "PRs Lars merged between 2026-11-16 and 2026-11-22"),
+        ("in October, and for Priya", "PRs Priya merged in October 2026"),
+        ("Priya，上个月呢", "PRs Priya merged 上个月"),
+    ],
+)
+def test_a_new_person_and_a_new_time_in_one_follow_up(asked, standalone):
+    assert resolve_offline(asked, [MERGED], PEOPLE, NOW).standalone == standalone
+
+
+def test_two_changes_of_which_one_is_no_person_or_time_are_not_read_as_two():
+    out = resolve_offline("the same for Lars, but only the big ones", [MERGED], PEOPLE, NOW)
+    assert "big" in out.standalone  # not Lars's PRs with the rest of the words dropped
