@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 from context_engine.chat_models import structured_output
 from context_engine.kinds import BUILTIN, CollectionSpec, Registry, builtin_registry
 from context_engine.prompts import FOLLOWUP_SYSTEM
-from context_engine.query.identity import PeopleDirectory
+from context_engine.query.identity import AmbiguousPerson, PeopleDirectory, UnknownPerson
 from context_engine.query.planner.draft import NUMBER_WORDS
 from context_engine.query.timeexpr import MONTHS, find_time_ranges
 from context_engine.text import HAN
@@ -1179,6 +1179,22 @@ def _one_plain_change(out: FollowUp, previous: dict[str, Any]) -> bool:
     return bool(out.how) and out.standalone != previous["standalone"] and not any(others)
 
 
+def _unique_name(previous: dict[str, Any], directory: PeopleDirectory | None) -> str:
+    """The one person the last question named, by a name that names only them: their name, or the words
+    that picked them when others share it (a candidate picked by their key after "Natosha" was declined)."""
+    name = previous["people"][0]
+    said = (previous.get("people_text") or [name])[0]
+    if directory is None or said == name:
+        return name
+    try:
+        directory.lookup(name)
+    except AmbiguousPerson:
+        return said
+    except UnknownPerson:
+        pass
+    return name
+
+
 def _noun(kinds: Registry, collection: str | None) -> str:
     """How a rewritten question names one record of a kind ("PR acme/web#12", "incident INC-7"): the
     way people say it, so the planner reads it back."""
@@ -1282,7 +1298,7 @@ def _elliptical(
         ).strip()
     elif _PRONOUNS_IN.search(words) and len(previous.get("people", [])) == 1:
         # "how many replies did her threads get" after a question about Ida's threads: Ida
-        person = previous["people"][0]
+        person = _unique_name(previous, directory)
         words = re.sub(
             r"\s{2,}",
             " ",

@@ -93,6 +93,9 @@ _PROJECTION_WORDS = re.compile(
     re.I,
 )
 
+# A question restated "in total" is about all such records, not those the last plan narrowed to
+_IN_TOTAL = re.compile(r"\b(?:in\s+total|overall|altogether|all\s+told|in\s+all)\b|一共|总共|總共|总计|總計", re.I)
+
 # "forget the label", "drop the time limit", "any state", "all of them regardless of label", "不限时间"
 _DROP = re.compile(
     r"^(?:(?:ok(?:ay)?|and|now|so)[\s,]+)?(?:(?:forget|drop|ignore|remove|lose|never\s+mind|without)\s+(?:about\s+)?"
@@ -178,6 +181,8 @@ def operate(
         how.append(f"the records with {field} {key}")
     if followup.restated and (any(f.field == "ref" for f in base.filters) or base.shape.limit == 1):
         return None  # a question of its own after one record ("who's the author?" then "how many did they open")
+    if followup.restated and _IN_TOTAL.search(followup.restated):
+        return None  # "how many messages in total did he write": all of them, not the last plan's narrower ones
     words = followup.added or followup.restated
     if words:
         before = changed

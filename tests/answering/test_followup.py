@@ -1059,3 +1059,16 @@ def test_a_new_person_and_a_new_time_in_one_follow_up(asked, standalone):
 def test_two_changes_of_which_one_is_no_person_or_time_are_not_read_as_two():
     out = resolve_offline("the same for Lars, but only the big ones", [MERGED], PEOPLE, NOW)
     assert "big" in out.standalone  # not Lars's PRs with the rest of the words dropped
+
+
+def test_her_after_a_picked_namesake_is_said_by_what_picked_her():
+    namesakes = PeopleDirectory([{"login": "nat-a", "name": "Natalia"}, {"login": "nat-b", "name": "Natalia"}])
+    picked = {
+        "standalone": "what did nat-b open in 2025",
+        "collection": "pull_requests",
+        "people": ["Natalia"],
+        "people_text": ["nat-b"],
+        "times": ["in 2025"],
+    }
+    out = resolve_offline("which of her PRs got merged?", [picked], namesakes, NOW)
+    assert "nat-b" in out.standalone and "Natalia" not in out.standalone

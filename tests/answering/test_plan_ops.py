@@ -261,3 +261,9 @@ def test_the_person_taken_away(setup, asked):
     ir = operation.plan.ir
     assert all(f.field != "user.login" for f in ir.filters) and any(f.field == "state" for f in ir.filters)
     assert ir.times == base_of(turn).times
+
+
+@pytest.mark.parametrize("restated", ["how many PRs did Priya open overall in 2026", "Priya 2026 年一共开了几个 PR"])
+def test_a_question_restated_in_total_is_not_narrowed_by_the_last_plan(setup, restated):
+    turn = _turn(setup, "open PRs Priya opened in 2026")
+    assert _operate(setup, restated, [turn], FollowUp("", restated=restated)) is None
