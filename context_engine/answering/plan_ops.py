@@ -12,10 +12,14 @@ changes the last plan is applied to that IR, and the new IR is carried forward:
                       -> the follow-up's own words planned over the same kind of record, their conditions
                       added to the last plan (replacing one on the same field), the grouping kept unless
                       they say a shape of their own; words they leave unread are said as not understood
-- a condition gone:   "forget the label", "any state", "不限时间" -> the same plan without it
+- a condition gone:   "forget the label", "any state", "不限时间", "from anyone, not just him" -> the same plan
+                      without it
+- another kind:       "sorry, I meant PRs not issues", "換成 issue 看看" -> the same plan over that collection, each
+                      field moved to the field of its role there (a person by their handle there)
+- per period:         "can you break that down month by month?" -> the same records counted per month
 
 Recognising the follow-up is `answering.followup`'s (`FollowUp.new_time`, `.reshape`, `.added`, `.within`,
-`.restated`); this module
+`.restated`, `.collection`; "back to X — ..." hands over the thread as it was when X was asked about); this module
 only applies the change. Anything it cannot apply returns None, and the rewritten question stands.
 """
 
