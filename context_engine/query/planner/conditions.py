@@ -19,6 +19,8 @@ class ConditionStep(Draft):
         """Like `mark`, but "open" used as a verb ("did X open", "to open") is not a state."""
         for m in re.finditer(pattern, self.q, re.I):
             before = self.q[: m.start()]
+            if self._is_used(m.span()):
+                continue  # read already ("by somebody who didn't open them": who closed them)
             if (
                 m.group(0).lower() == "open"
                 and re.search(r"\b(did|do|does|will|would|to|I|we|you|they)\s+(?:\S+\s+){0,3}$", before, re.I)
@@ -51,6 +53,7 @@ class ConditionStep(Draft):
 
     def _states(self) -> str | None:
         """State words; returns the verb whose date a bare time range should apply to."""
+        self._closer_and_author()
         self._absences()
         reason = self._state_reason()
         verb = self._state_words()
@@ -697,6 +700,24 @@ class ConditionStep(Draft):
         self.filters.append(Filter(closer[0], "exists", True, span=said.span()))
         self.filters.append(Filter(closer[0], "ne", mine.value, span=said.span()))
 
+    def _closer_and_author(self) -> None:
+        """Who closed a record, said of its own author without naming anyone: "closed by someone other than
+        its author", "by somebody who didn't open them", 别人关的 (the closer is recorded and is not the
+        author); "did their own authors close", "the reporter closed it themselves", 作者自己关的 (the closer
+        is the author). Two fields of one record compared; read before the states, so the "open" of
+        "who didn't open them" is no state."""
+        author, closer = person_field_for(self.schema, "author"), person_field_for(self.schema, "closer")
+        if not (author and closer):
+            return
+        other = self.mark(_CLOSED_BY_SOMEONE_ELSE)
+        own = None if other else self.mark(_CLOSED_BY_THE_AUTHOR)
+        if own and not _CLOSE_VERB.search(self.q):
+            own = None  # "their own authors" with no closing said: some other relation
+            self.used.pop()
+            self.how.pop()
+        if other or own:
+            self.add_filter(closer[0], author[0], "ne_field" if other else "eq_field")
+
     def _threads_only_the_starter_replied(self) -> None:
         """ "Monserrate's threads that got no reply from anyone else", "where nobody but Monserrate
         replied", "threads with only self-replies": threads with replies, all of them the starter's —
@@ -809,12 +830,14 @@ class ConditionStep(Draft):
 
     def _replies_in_others_threads(self) -> None:
         """ "Chantelle's replies in other people's threads", "threads she didn't start", "别人发起的讨论串":
-        replies (a thread starter is recorded) whose thread someone other than the author started."""
+        replies (a thread starter is recorded) whose thread someone other than the author started. Said
+        of no one by name ("who answers other people's threads most"), the thread's starter is compared
+        with each reply's author."""
         author, replying = person_field_for(self.schema, "author"), person_field_for(self.schema, "replied_to")
         mine = next(
             (f for f in self.filters if author and f.field == author[0] and f.op == "eq" and not f.negate), None
         )
-        if not (mine and replying) or any(
+        if not (author and replying) or any(
             f.field == replying[0] and f.op == "eq" and not f.negate for f in self.filters
         ):
             return  # (a thread starter excluded, "not started by Chantelle", still leaves other people's threads)
@@ -832,7 +855,10 @@ class ConditionStep(Draft):
             r"|(?:别人|他人|其他人)(?:发起|开启|创建|开)?的(?:讨论串|帖子|讨论|话题)"
         ):
             self.add_filter(replying[0], True, "exists")
-            self.add_filter(replying[0], mine.value, "ne")
+            if mine:
+                self.add_filter(replying[0], mine.value, "ne")
+            else:
+                self.add_filter(replying[0], author[0], "ne_field")
 
     def _replies_as_the_records(self) -> None:
         """ "Marnie's replies", "her thread replies", "replies by Nana": the records are replies (a
@@ -925,6 +951,33 @@ class ConditionStep(Draft):
 
 
 _THREAD_WORD = re.compile(r"\bthreads?\b|讨论串|帖子", re.I)
+# The author of a record named by its part, not by name: "the issue's own author", "the person who opened it".
+_AUTHOR_NOUN = (
+    r"(?:(?:(?:issue|pr|pull request|ticket|bug)['’]s\s+)?(?:own\s+|original\s+)?(?:authors?|reporters?|openers?|creators?|submitters?|filers?|OPs?)"
+    r"|(?:person|one|people|user|folks?) (?:who|that) (?:opened|filed|created|reported|wrote|submitted|raised) (?:it|them|the \w+))"
+)
+_CLOSE_VERB = re.compile(r"\b(?:clos\w*|shut\w*|resolv\w*)\b|关", re.I)
+# "closed by someone other than its author", "by somebody who didn't open them", "not by the reporter", 别人关的.
+_CLOSED_BY_SOMEONE_ELSE = (
+    r"\b(?:(?:closed|shut|resolved|done)\s+)?(?:by|is|was|were) (?:somebody|someone|anybody|anyone|people|a person|others?"
+    r"|another person|a different person|other people)(?: else)?\s+(?:other than|besides|but|except|apart from|rather than|instead of|not)\s+"
+    rf"(?:(?:the|its|their|his|her|whoever)\s+)?{_AUTHOR_NOUN}"
+    r"|\b(?:(?:closed|shut|resolved|done)\s+)?by (?:somebody|someone|anybody|anyone|people|a person|others|another person"
+    r"|a different person|other people|those) (?:who|that) (?:did(?:n['’]t| not)|had(?:n['’]t| not)|never|was(?:n['’]t| not)"
+    r"|were(?:n['’]t| not)|is(?:n['’]t| not)|are(?:n['’]t| not))\s+(?:\w+\s+)?(?:open|file|create|report|write|wrote|submit|author"
+    r"|start|raise)\w*(?:\s+(?:it|them|the \w+))?\b"
+    rf"|\bnot (?:(?:closed|shut|resolved) )?by (?:the|its|their) {_AUTHOR_NOUN}"
+    r"|(?:被)?(?:别人|他人|其他人|非作者|不是作者(?:本人)?的人)(?:关闭|关掉|关)"
+)
+# "did their own authors close", "the reporter closed the issue themselves", "self-closed", 作者自己关的.
+_CLOSED_BY_THE_AUTHOR = (
+    rf"\b(?:closed|shut|resolved) by (?:the|its|their) {_AUTHOR_NOUN}(?:\s+(?:themselves|himself|herself|themself))?"
+    rf"|\b(?:the|its|their) {_AUTHOR_NOUN}\s+(?:\w+\s+)?(?:closed|shut|resolved|close|closes)(?:\s+(?:it|them|the \w+))?"
+    r"\s+(?:themselves|himself|herself|themself)\b"
+    r"|\b(?:their|its|his|her) own (?:authors?|reporters?|openers?|creators?|submitters?)\b"
+    r"|\bself-?closed\b|\bclosed (?:it|them) (?:themselves|himself|herself|themself)\b"
+    r"|(?:作者|提出者|发起人|提交者|提的人)?(?:自己|本人)(?:关闭|关掉|关)"
+)
 # The things a record has or lacks, by the role or count they are read as.
 _THING = re.compile(
     r"\b(?:(?P<label>labels?|labell?ed|tags|tagged)|(?P<assignee>assignees?|assigned(?: to (?:anyone|anybody|someone|somebody|a person))?|owners?"

@@ -714,7 +714,7 @@ def _reads_a_negation(f: Filter, cue: str) -> bool:
     """Whether a condition can be what a negation inside its words says: an exclusion, an absence,
     a bound ("no more than three"), a false or zero value, a state, or a value that says the
     negation itself (the reason "not_planned", the label "won't fix")."""
-    if f.negate or f.op in ("ne", "nin", "empty", "lt", "lte", "gt", "gte", *WORD_OPERATORS):
+    if f.negate or f.op in ("ne", "nin", "empty", "lt", "lte", "gt", "gte", "ne_field", *WORD_OPERATORS):
         return True
     if f.op in ("exists", "not_empty"):
         return f.value is False  # "exists: false" is an absence; "not empty", "exists" are presences
