@@ -225,7 +225,7 @@ class ConditionStep(Draft):
             r"|(?:\bnot|\bnever|n't|n't been|\bnever been) assigned to (?:anyone|anybody|someone|a person)\b"
             r"|\bnever (?:been |got |gotten |was |were )?(?:assigned|given to (?:anyone|anybody|someone))\b|\bwithout (?:an? |any )?assignees?\b"
             rf"|{_LACKS}assignees?\b|{_EMPTY_LIST.format('assignee')}"
-            r"|没有?(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)(?:给)?(?:任何人|任何一个人|别人|谁)?|无人(?:负责|认领)|未(?:被)?(?:指派|分配)(?:给)?(?:任何人)?"
+            r"|没有?(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)(?:给)?(?:任何人|任何一个人|别人|谁)?|(?:无|没有?)人(?:负责|认领|接手|跟进)|未(?:被)?(?:指派|分配)(?:给)?(?:任何人)?"
         ):
             self.add_filter(assignee[0], None, "empty")  # "unassigned", "no assignee": the linking step's own words
         milestone = field_for(s, "milestone")
@@ -254,7 +254,10 @@ class ConditionStep(Draft):
         ):
             self.add_filter(mentioned[0], None, "empty")
         elif mentioned and self.mark(
-            r"\b(?:@-?)?mention(?:s|ed|ing)? (?:someone|somebody|anyone|anybody|people|others|other people)\b"
+            r"\b(?:(?:@-?)?mention|tag|ping)(?:s|ed|ged|ing|ging)? (?:someone|somebody|anyone|anybody|people|others|other people)\b"
+            r"|\b(?:with|has|have|having|had|containing|contain|contains|carrying|including|include|includes)\s+"
+            r"(?:an? |any |some |at least one |one or more )?(?:@-?mentions?|mentions? of (?:someone|somebody|anyone|people|others))"
+            r"|@-?mentions?(?= of (?:someone|somebody|anyone|people|others))"
             r"|(?:有)?(?:提到|提及|@)了?(?:别人|其他人|他人|某人)"
         ):
             self.add_filter(mentioned[0], None, "not_empty")  # "messages that @mention someone"

@@ -619,7 +619,7 @@ off if
 IDIOMS = re.compile(
     r"\b(?:of\s+)?all[- ]time\b|\bso far\b|\bin terms of\b|\b(?:until|up to|till|through) now\b|\bany ?more\b|\bto date\b"
     r"|(?:(?<=month )|(?<=year )|(?<=week )|(?<=day )|(?<=quarter ))saw\b|\bin use\b|\b(?:most|been|being|are|is|were)\s+used\b"
-    r"|\bwhose\b(?=\s+(?:close|closing|state|titles?|labels?|status|milestone|repl(?:y|ies)|comments?|body|text|priority"
+    r"|\bwhose\b(?=\s+(?:close|closing|state|titles?|labels?|status|milestone|repl(?:y|ies)|comments?|body|text|priority|author"
     r"|opening|first)\b)"
     r"|\b(?:someone|somebody|anyone|anybody)(?=\s+(?:other than|except|but|besides|apart from)\b)"
     r"|\bacross all\b|\bended up\b|\bwhatsoever\b|\btotally\b|\bcalendar(?= year\b)"
@@ -712,8 +712,9 @@ NEGATION_CUE = re.compile(
 
 def _reads_a_negation(f: Filter, cue: str) -> bool:
     """Whether a condition can be what a negation inside its words says: an exclusion, an absence,
-    a bound ("no more than three"), a false or zero value, a state, or a value that says the
-    negation itself (the reason "not_planned", the label "won't fix")."""
+    a bound ("no more than three"), a false or zero value, a state, a stored value that says there is
+    none ("no association": NONE), or a value that says the negation itself (the reason
+    "not_planned", the label "won't fix")."""
     if f.negate or f.op in ("ne", "nin", "empty", "lt", "lte", "gt", "gte", "ne_field", *WORD_OPERATORS):
         return True
     if f.op in ("exists", "not_empty"):
@@ -721,7 +722,7 @@ def _reads_a_negation(f: Filter, cue: str) -> bool:
     values = f.value if isinstance(f.value, list) else [f.value]
     return (
         f.field.split(".")[0] in STATE_FIELDS
-        or any(v is None or v is False or v == 0 or v == "" for v in values)
+        or any(v is None or v is False or v == 0 or v == "" or str(v).lower() in ("none", "no") for v in values)
         or any(cue.lower().strip("'’") in str(v).lower() for v in values)
     )
 

@@ -502,3 +502,18 @@ def test_kai_guo_opened_is_read_as_what_the_author_did(world):
     # 开过 ("has opened"): the records the person opened, every word read
     got, plan = answer(world, "quinn 开过哪些 PR")
     assert got == ["p4", "p5", "p7"] and plan.not_understood == [], plan.pipeline
+
+
+@pytest.mark.parametrize(
+    "question", ["which messages tagged somebody", "messages carrying an @mention", "list messages that ping anyone"]
+)
+def test_a_message_that_mentions_someone(world, question):
+    got, plan = answer(world, question)
+    assert got == ["m2", "m4"], plan.pipeline
+    assert not plan.not_understood, plan.not_understood
+
+
+@pytest.mark.parametrize("question", ["还开着、没人认领的 issue", "开放状态且无人接手的 issue"])
+def test_nobody_took_it_on_is_no_assignee(world, question):
+    got, plan = answer(world, question)
+    assert got == [i["ref"] for i in ISSUES if i["state"] == "open" and not i["assignees"]], plan.pipeline
