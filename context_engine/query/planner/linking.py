@@ -656,17 +656,21 @@ _GOT = re.compile(r"\s*(get|got|gotten|gets|receive[sd]?|draw|drew|attract(?:s|e
 # The words naming a value of `author_association` (GitHub's): whose relation to the repository they say.
 _ASSOCIATIONS = (
     (
-        r"\boutsiders?\b|\boutside (?:users?|people|folks|authors?|reporters?)\b|\bunaffiliated\b"
-        r"|\b(?:(?:people|persons|users|folks|authors|someone|somebody|anyone) )?(?:with )?(?:no |without (?:any |an? )?)"
-        r"(?:association|affiliation|relationship|connection)"
-        r"(?: (?:to|with) (?:the )?(?:repo(?:sitory)?|project|org(?:ani[sz]ation)?))?\b"
-        r"|\bnot (?:associated|affiliated) with (?:the )?(?:repo(?:sitory)?|project|org(?:ani[sz]ation)?)\b"
-        r"|外部(?:人员|用户|贡献者|的人)|(?:与|和|跟)(?:仓库|项目)(?:没有|无)(?:任何)?关(?:联|系)的人",
+        (
+            r"\boutsiders?\b|\boutside (?:users?|people|folks|authors?|reporters?)\b|\bunaffiliated\b"
+            r"|\b(?:(?:people|persons|users|folks|authors|someone|somebody|anyone) )?(?:with )?(?:no |without (?:any |an? )?)"
+            r"(?:association|affiliation|relationship|connection)"
+            r"(?: (?:to|with) (?:the )?(?:repo(?:sitory)?|project|org(?:ani[sz]ation)?))?\b"
+            r"|\bnot (?:associated|affiliated) with (?:the )?(?:repo(?:sitory)?|project|org(?:ani[sz]ation)?)\b"
+            r"|外部(?:人员|用户|贡献者|的人)|(?:与|和|跟)(?:仓库|项目)(?:没有|无)(?:任何)?关(?:联|系)的人"
+        ),
         "NONE",
     ),
     (
-        r"\b(?:org(?:ani[sz]ation)?\s+)?(?<!team )(?<!workspace )(?<!channel )(?<!community )(?<!project )members\b"
-        r"(?! of (?:the |a |that )?(?:team|workspace|channel|community|slack))|组织成员",
+        (
+            r"\b(?:org(?:ani[sz]ation)?\s+)?(?<!team )(?<!workspace )(?<!channel )(?<!community )(?<!project )members\b"
+            r"(?! of (?:the |a |that )?(?:team|workspace|channel|community|slack))|组织成员"
+        ),
         "MEMBER",
     ),
     (r"\bcollaborators?\b|协作者", "COLLABORATOR"),

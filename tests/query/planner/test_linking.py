@@ -259,7 +259,9 @@ def test_the_authors_relation_to_the_repository(github, question, kept):
     assert not plan.not_understood, plan.not_understood
 
 
-@pytest.mark.parametrize("question", ["issues by first-time contributors", "how many distinct contributors opened issues"])
+@pytest.mark.parametrize(
+    "question", ["issues by first-time contributors", "how many distinct contributors opened issues"]
+)
 def test_contributors_alone_or_first_time_name_no_association(github, question):
     plan = _plan(github, question)
     assert "author_association" not in {f.field for f in plan.ir.filters}, plan.ir.filters
