@@ -137,7 +137,7 @@ class ConditionStep(Draft):
                     self.add_filter("state", "open")
                     return "created"
                 if self.mark(
-                    r"\b(closed|resolved|fixed|done|closures?|shut(?: down)?)\b|已关闭|已解决|关闭了?|解决了?"
+                    r"\b(closed|resolved|fixed|done|closures?|shut(?: down)?)\b|已关闭|已解决|关闭了?|关[掉了过]|解决了?"
                 ):
                     self.add_filter("state", "closed")
                     return "closed"

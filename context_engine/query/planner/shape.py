@@ -432,8 +432,12 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
             chinese_verb = next(
                 (
                     r
-                    for pattern, r in (("关闭|关掉", "closer"), ("合并", "merger"), ("评审|审查|审核", "reviewer"))
-                    if re.match(rf"\s*(?:{pattern})", rest)
+                    for pattern, r in (
+                        ("关闭|关掉|关了|关过", "closer"),
+                        ("合并", "merger"),
+                        ("评审|审查|审核", "reviewer"),
+                    )
+                    if re.match(rf"\s*(?:各自?|都|分别)?\s*(?:{pattern})", rest)  # "每个人各关了": each closed
                 ),
                 None,
             )

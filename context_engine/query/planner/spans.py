@@ -60,6 +60,8 @@ _ALSO_THE_RECORDS = re.compile(
     r"|\b(?:and|then)\s+(?:list|show|name)\s+(?:me\s+)?(?:them|those|these|which)\b",
     re.I,
 )
+# A comparison said in Chinese ("谁…更多", "哪个最少"): its characters are function characters one by one.
+_CJK_COMPARATIVE = re.compile(r"[更较最][多少]|多一些|少一些")
 # Parts of the week and of the day: times, never a topic ("issues opened on weekends").
 TIMES_OF_WEEK_AND_DAY = frozenset({"weekend", "weekday", "morning", "afternoon", "evening", "night", "midnight"})
 # Nouns of an action or a quality ("tokenization", "laziness", "deprecation"): a concept said in any
@@ -567,6 +569,12 @@ class SpanStep(Draft):
                     missed.append((start, end))
         if structured and shape.kind in ("count", "distinct_count"):
             missed += [m.span() for m in _ALSO_THE_RECORDS.finditer(self.q) if not self._is_used(m.span())]
+        if structured:  # "谁关掉的更多": a comparison the plan must hold (a ranking), else it is unread
+            missed += [
+                m.span()
+                for m in _CJK_COMPARATIVE.finditer(self.q)
+                if not self._is_used(m.span()) and not self._implied_by_plan("most", shape, m.span())
+            ]
         undated = [span for span in self.undated if not self._is_used(span)]
         missed = sorted([m for m in missed if not any(a <= m[0] and m[1] <= b for a, b in undated)] + undated)
         unread = [{"text": self.q[a:b], "start": a, "end": b, "how": "unknown"} for a, b in _joined(self.q, missed)]

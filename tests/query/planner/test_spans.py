@@ -1,0 +1,18 @@
+"""What the plan read and did not (query/planner/spans.py): words no element of the plan holds are said."""
+
+from __future__ import annotations
+
+from tests.query.planner.test_linking import _plan, github  # noqa: F401 (the fixture)
+
+
+def test_a_chinese_comparison_no_ranking_holds_is_unread(github):  # noqa: F811
+    # the closers are read, the comparison of their counts is no element of this plan (a list)
+    plan = _plan(github, "thandeka 和 rmoreau 谁关掉的 issue 更多")
+    assert plan.ir.shape.kind == "list", plan.ir.shape
+    assert [s["text"] for s in plan.not_understood] == ["更多"], plan.not_understood
+
+
+def test_a_chinese_superlative_a_ranking_holds_is_read(github):  # noqa: F811
+    plan = _plan(github, "去年谁提的 issue 最多")
+    assert plan.ir.shape.kind == "group" and plan.ir.shape.limit, plan.ir.shape
+    assert not plan.not_understood, plan.not_understood
