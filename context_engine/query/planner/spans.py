@@ -76,7 +76,7 @@ _PLURAL_IN_PARENS = re.compile(r"\b([A-Za-z][A-Za-z0-9_]+)\((e?s)\)", re.I)
 _WORD_LIST = re.compile(r"[\w.\-]+(?:\s*[,、，]\s*[\w.\-]+)+\s*[,、，]?\s*(?:\bor\b|或者?)\s*[\w.\-]+", re.I)
 # What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关".
 RELATED = re.compile(
-    r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk|mentions)\b|\s*相关|\s*有关(?=的)"
+    r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk|mentions)\b|\s*相关|\s*有关(?=的|\s*[、，,。;；]|\s*$)"
     r"|\s+(?:come|came|comes|coming) up\b|\s+(?:in|on) (?:the|their|its) titles?\b|\s+\(?by title\)?",
     re.I,
 )

@@ -16,3 +16,12 @@ def test_a_chinese_superlative_a_ranking_holds_is_read(github):  # noqa: F811
     plan = _plan(github, "去年谁提的 issue 最多")
     assert plan.ir.shape.kind == "group" and plan.ir.shape.limit, plan.ir.shape
     assert not plan.not_understood, plan.not_understood
+
+
+def test_a_topic_before_youguan_ended_by_a_pause_is_the_topic(github):  # noqa: F811
+    # "跟 X 有关、…": the words before 有关 are the topic, whatever follows the pause
+    plan = _plan(github, "跟 tokenizer 有关、还开着的 issue")
+    assert plan.ir.text == ["tokenizer"] or any(
+        f.value and "tokenizer" in f.value for f in plan.ir.filters if f.op in ("words", "exact_words")
+    ), plan.ir
+    assert not plan.not_understood, plan.not_understood
