@@ -581,6 +581,11 @@ class SpanStep(Draft):
         unread += [
             {"text": self.q[a:b], "start": a, "end": b, "how": "negation"} for a, b in self._negation_read_as_positive()
         ]
+        unread += [
+            {"text": self.q[a:b], "start": a, "end": b, "how": "unknown"}
+            for a, b in self._people_compared_in_another_role(shape)
+            if not any(a < s["end"] and s["start"] < b for s in unread)
+        ]
         return (
             [
                 {"text": self.q[a:b], "start": a, "end": b, "how": how}
@@ -600,6 +605,23 @@ class SpanStep(Draft):
             if holders and not any(_reads_a_negation(f, cue.group(0)) for f in holders):
                 out.append(holders[0].span)
         return list(dict.fromkeys(out))
+
+    def _people_compared_in_another_role(self, shape: Shape) -> list[tuple[int, int]]:
+        """The spans of people listed in one role while the plan counts another ("who has closed more,
+        A or B" read as A's and B's issues counted per closer): the people compared are the people
+        counted, so a plan that lists them in another role has misread one of the two."""
+        people = self._person_paths()
+        if (
+            shape.kind not in ("group", "top", "argmax", "argmin")
+            or shape.field not in people
+            or not re.search(r"\b(?:who|whom|which)\b|谁|哪", self.q, re.I)
+        ):
+            return []
+        return [
+            f.span
+            for f in self.filters
+            if f.span and f.op == "in" and not f.negate and f.field in people and f.field != shape.field
+        ]
 
     def _field_used(self, word: str, grouped: str | None) -> bool:
         paths = {f.field for f in self.filters} | {grouped}
