@@ -612,6 +612,11 @@ class ConditionStep(Draft):
             r"(\d+|[一两二三四五六七八九十])\s*(?:个|位)?\s*(或更多|或以上|及以上|或更少|或以下|及以下)的?(?:不同的?)?人(?:回复|回)",
             self.q,
         )
+        # "至少有五个不同的人回复", "超过 3 位不同的人回复过": the bound before the number
+        before_zh = re.search(
+            r"(至少|超过|多于|少于|不到|最多|不超过)\s*有?\s*(\d+|[一两二三四五六七八九十])\s*(?:个|位)?\s*(?:不同的?)?人\s*(?:回复|回)",
+            self.q,
+        )
         single = re.search(
             rf"\b(?:only|just)\s+(?:a\s+single|one|1)\s+{people}{replying}\b|\b(?:a\s+)?single\s+replier\b",
             self.q,
@@ -643,6 +648,12 @@ class ConditionStep(Draft):
             self.add_filter(
                 "reply_users_count", count, "gte" if after_zh.group(2) in ("或更多", "或以上", "及以上") else "lte"
             )
+        elif before_zh and not self._is_used(before_zh.span()):
+            self.use(before_zh.span())
+            number = before_zh.group(2)
+            count = int(number) if number.isdigit() else _CHINESE_DIGITS[number]
+            op = {"至少": "gte", "超过": "gt", "多于": "gt", "少于": "lt", "不到": "lt", "最多": "lte", "不超过": "lte"}
+            self.add_filter("reply_users_count", count, op[before_zh.group(1)])
         elif single and not self._is_used(single.span()):
             self.use(single.span())
             self.add_filter("reply_users_count", 1)
@@ -817,7 +828,10 @@ class ConditionStep(Draft):
         phrase = re.search(
             r"(?:\b(?:take|took|taken|takes|taking|had|has|have|having|play(?:ed|s)?) no part(?: in)?"
             r"|\b(?:did(?:n't| not)|never|does(?:n't| not)) (?:take part|participate|join|get involved)(?: in)?"
-            r"|\bin (?:them|it) at all|\bin (?:them|it)(?= *(?:$|[?,.;:—-])))\b(?:\s*\([^)]*\))?",
+            r"|\bin (?:them|it) at all|\bin (?:them|it)(?= *(?:$|[?,.;:—-])))\b(?:\s*\([^)]*\))?"
+            # "既没发起也没回复过的", "没参与过的": neither started nor replied
+            r"|既?(?:没有?|从没|从未)(?:发起|开启|开)过?(?:[，,、]?\s*)?(?:也|又)?(?:没有?|从没|从未)(?:回复|回|参与)过?"
+            r"|(?:没有?|从没|从未)参与过?",
             self.q,
             re.I,
         )

@@ -60,6 +60,11 @@ _ALSO_THE_RECORDS = re.compile(
     r"|\b(?:and|then)\s+(?:list|show|name)\s+(?:me\s+)?(?:them|those|these|which)\b",
     re.I,
 )
+# A superlative naming one record or group ("biggest thread", "longest-running", 最长的).
+_SUPERLATIVE = re.compile(
+    r"\b(?:biggest|largest|longest|shortest|highest|lowest|busiest|quietest|smallest|most-\w+|least-\w+)\b|最[大长高低短小]",
+    re.I,
+)
 # A comparison said in Chinese ("谁…更多", "哪个最少"): its characters are function characters one by one.
 _CJK_COMPARATIVE = re.compile(r"[更较最][多少]|多一些|少一些")
 # Parts of the week and of the day: times, never a topic ("issues opened on weekends").
@@ -543,7 +548,7 @@ class SpanStep(Draft):
             and not any(f.field == label or m.group(1).lower() in str(f.value).lower() for f in self.filters)
         }
         for m in re.finditer(r"[A-Za-z][A-Za-z0-9_'’\-]*|\d+|[\u4e00-\u9fff]+", self.q):
-            for start, end in _content_pieces(m):
+            for start, end in self._unread_parts(_content_pieces(m)):
                 if (start, end) in qualifiers and not self._is_used((start, end)):
                     missed.append((start, end))
                     continue
@@ -569,6 +574,10 @@ class SpanStep(Draft):
                     missed.append((start, end))
         if structured and shape.kind in ("count", "distinct_count"):
             missed += [m.span() for m in _ALSO_THE_RECORDS.finditer(self.q) if not self._is_used(m.span())]
+        if structured and shape.kind in ("sum", "avg", "count", "distinct_count"):
+            # "how many replies did her biggest thread get" read as a total: the superlative a step read
+            # for the shape says one record or group, which a total over all of them is not
+            missed += [m.span() for m in _SUPERLATIVE.finditer(self.q) if self._used_as(m.span()) == "shape"]
         if structured:  # "谁关掉的更多": a comparison the plan must hold (a ranking), else it is unread
             missed += [
                 m.span()
@@ -594,6 +603,35 @@ class SpanStep(Draft):
             ],
             unread,
         )
+
+    def _unread_parts(self, pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """A run of Chinese content characters that the shape read only part of ("表情回应最" of "表情回应最多",
+        where only 最多 said the ranking): the characters no span covers, two or more together, are a word
+        of their own to account for. A piece read whole, one a condition or a name read part of (their
+        rules read the words around them), or a word of another script, as it is."""
+        out: list[tuple[int, int]] = []
+        for start, end in pieces:
+            overlapping = [(a, b, how) for (a, b), how in zip(self.used, self.how) if a < end and start < b]
+            overlapping += [(a, b, "collection") for a, b in self.collection_spans if a < end and start < b]
+            covered = [(max(a, start), min(b, end)) for a, b, _ in overlapping]
+            if (
+                not covered
+                or not re.match(r"[\u4e00-\u9fff]", self.q[start])
+                or not any(how == "shape" for _, _, how in overlapping)
+            ):
+                out.append((start, end))
+                continue
+            free = [i for i in range(start, end) if not any(a <= i < b for a, b in covered)]
+            runs: list[list[int]] = []
+            for i in free:  # runs of characters side by side
+                if runs and runs[-1][-1] == i - 1:
+                    runs[-1].append(i)
+                else:
+                    runs.append([i])
+            out += [(run[0], run[-1] + 1) for run in runs if len(run) >= 2]
+            if not free:
+                out.append((start, end))  # read whole: what the loop skips as used
+        return out
 
     def _negation_read_as_positive(self) -> list[tuple[int, int]]:
         """The spans of conditions that hold a negation ("dont @-mention anybody", "not as bug") but
@@ -802,11 +840,13 @@ def _noun_before_of(question: str, span: tuple[int, int]) -> bool:
 
 def _verb_forms(word: str) -> list[str]:
     """The past and -ing forms of a word read as a verb ("cache": cached, caching; "copy": copied,
-    copying; "download": downloaded, downloading)."""
+    copying; "download": downloaded, downloading; "zip": zipped, zipping)."""
     if word.endswith("e") and not word.endswith("ee"):
         return [word + "d", word[:-1] + "ing"]
     if re.search(r"[^aeiou]y$", word):
         return [word[:-1] + "ied", word + "ing"]
+    if re.fullmatch(r"[^aeiou]*[aeiou][bdgmnpt]", word):
+        return [word + word[-1] + "ed", word + word[-1] + "ing"]  # one syllable, one short vowel: "zip": zipped
     return [word + "ed", word + "ing"]
 
 

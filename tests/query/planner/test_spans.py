@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from context_engine.query.engine import resolve
+from context_engine.query.offline import OfflinePlanner
+from tests.query.planner.test_conditions import NOW, world  # noqa: F401 (the fixture)
 from tests.query.planner.test_linking import _plan, github  # noqa: F401 (the fixture)
 
 
@@ -34,3 +37,26 @@ def test_people_compared_in_another_role_than_the_one_counted_are_unread(github)
         assert [s["text"] for s in plan.not_understood] == ["thandeka or rmoreau"], plan.not_understood
     else:
         assert not plan.not_understood, plan.ir  # read in one role: nothing to say
+
+
+def test_chinese_words_beside_a_read_word_are_still_accounted_for(github):  # noqa: F811
+    # 最多 is read (a ranking); 表情回应 (emoji reactions) beside it is no element of this plan
+    plan = _plan(github, "哪一个 issue 得到的表情回应最多")
+    assert "表情回应" in [s["text"] for s in plan.not_understood], plan.not_understood
+
+
+def test_a_short_verb_topic_takes_its_doubled_forms(github):  # noqa: F811
+    plan = _plan(github, "issues with zip in the title")
+    words = next(f.value for f in plan.ir.filters if f.op in ("words", "exact_words"))
+    assert "zipped" in words and "ziped" not in words, words
+
+
+def test_a_superlative_read_into_a_total_is_unread(world):  # noqa: F811
+    # "the biggest thread" is one thread; a total over every thread's replies is not what was asked
+    _, catalog = world
+    ctx, _ = resolve("how many replies did the biggest thread get", NOW, catalog, None)
+    plan = OfflinePlanner().plan(ctx)
+    if plan.ir.shape.kind == "sum":
+        assert "biggest" in [s["text"] for s in plan.not_understood], plan.not_understood
+    else:
+        assert plan.ir.shape.kind in ("top", "max", "argmax"), plan.ir.shape
