@@ -605,10 +605,10 @@ class SpanStep(Draft):
         )
 
     def _unread_parts(self, pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """A run of Chinese content characters that the shape read only part of ("表情回应最" of "表情回应最多",
+        """A run of Chinese content characters a comparison word was read out of ("表情回应最" of "表情回应最多",
         where only 最多 said the ranking): the characters no span covers, two or more together, are a word
-        of their own to account for. A piece read whole, one a condition or a name read part of (their
-        rules read the words around them), or a word of another script, as it is."""
+        of their own to account for. A piece read whole, one another rule read part of (those rules read
+        the words around them: "不同的人回复过"), or a word of another script, as it is."""
         out: list[tuple[int, int]] = []
         for start, end in pieces:
             overlapping = [(a, b, how) for (a, b), how in zip(self.used, self.how) if a < end and start < b]
@@ -617,7 +617,7 @@ class SpanStep(Draft):
             if (
                 not covered
                 or not re.match(r"[\u4e00-\u9fff]", self.q[start])
-                or not any(how == "shape" for _, _, how in overlapping)
+                or not any(how == "shape" and _CJK_COMPARATIVE.fullmatch(self.q[a:b]) for a, b, how in overlapping)
             ):
                 out.append((start, end))
                 continue
@@ -840,13 +840,11 @@ def _noun_before_of(question: str, span: tuple[int, int]) -> bool:
 
 def _verb_forms(word: str) -> list[str]:
     """The past and -ing forms of a word read as a verb ("cache": cached, caching; "copy": copied,
-    copying; "download": downloaded, downloading; "zip": zipped, zipping)."""
+    copying; "download": downloaded, downloading)."""
     if word.endswith("e") and not word.endswith("ee"):
         return [word + "d", word[:-1] + "ing"]
     if re.search(r"[^aeiou]y$", word):
         return [word[:-1] + "ied", word + "ing"]
-    if re.fullmatch(r"[^aeiou]*[aeiou][bdgmnpt]", word):
-        return [word + word[-1] + "ed", word + word[-1] + "ing"]  # one syllable, one short vowel: "zip": zipped
     return [word + "ed", word + "ing"]
 
 

@@ -45,12 +45,6 @@ def test_chinese_words_beside_a_read_word_are_still_accounted_for(github):  # no
     assert "表情回应" in [s["text"] for s in plan.not_understood], plan.not_understood
 
 
-def test_a_short_verb_topic_takes_its_doubled_forms(github):  # noqa: F811
-    plan = _plan(github, "issues with zip in the title")
-    words = next(f.value for f in plan.ir.filters if f.op in ("words", "exact_words"))
-    assert "zipped" in words and "ziped" not in words, words
-
-
 def test_a_superlative_read_into_a_total_is_unread(world):  # noqa: F811
     # "the biggest thread" is one thread; a total over every thread's replies is not what was asked
     _, catalog = world
