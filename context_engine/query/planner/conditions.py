@@ -652,8 +652,16 @@ class ConditionStep(Draft):
             self.use(before_zh.span())
             number = before_zh.group(2)
             count = int(number) if number.isdigit() else _CHINESE_DIGITS[number]
-            op = {"至少": "gte", "超过": "gt", "多于": "gt", "少于": "lt", "不到": "lt", "最多": "lte", "不超过": "lte"}
-            self.add_filter("reply_users_count", count, op[before_zh.group(1)])
+            bound_of = {
+                "至少": "gte",
+                "超过": "gt",
+                "多于": "gt",
+                "少于": "lt",
+                "不到": "lt",
+                "最多": "lte",
+                "不超过": "lte",
+            }
+            self.add_filter("reply_users_count", count, bound_of[before_zh.group(1)])
         elif single and not self._is_used(single.span()):
             self.use(single.span())
             self.add_filter("reply_users_count", 1)
