@@ -24,19 +24,6 @@ _CLOSED_BY = re.compile(
     r"(?:(?:other than|except(?: for)?|besides|apart from|but)\s+)?(?:[\w.-]+(?:\s*,\s*|\s+(?:or|and|nor)\s+))*$"
 )
 
-# People compared on closing: "who has closed more issues, severo or lhoestq?" (the names after it) and
-# "severo 和 lhoestq 谁关掉的 issue 更多" (the names before it).
-_NAME_LIST = r"(?:[\w.-]+\s*(?:,|、|\bor\b|\band\b|\bvs\.?|和|与|跟|还是|或)\s*)*"
-_WHO_CLOSED_MORE_BEFORE = re.compile(
-    r"^\s*who(?:['’]s|\s+has|\s+have|\s+had)?\s+(?:\w+\s+)?(?:closed|resolved|shut)\b[^?.!]*?[,:]\s*"
-    + _NAME_LIST
-    + r"$",
-    re.I,
-)
-_WHO_CLOSED_MORE_AFTER = re.compile(
-    r"^(?:\s*(?:,|、|\bor\b|\band\b|\bvs\.?|和|与|跟|还是|或)\s*[a-z0-9_.-]+)*\s*谁\s*(?:关闭|关掉|关了|关的)", re.I
-)
-
 
 class LinkStep(Draft):
     """Stored values and people, as filters."""
@@ -403,12 +390,8 @@ class LinkStep(Draft):
             r"\b(?:opened|created|filed|reported|raised|written|authored|submitted|started|posted) by\s+$", before
         ):
             return "author"  # said outright: what follows ("... have no assignee") is about the records
-        if (
-            re.search(_CLOSED_BY, self.q[: mention.start].lower())
-            or re.search(_WHO_CLOSED_MORE_BEFORE, before)
-            or re.search(_WHO_CLOSED_MORE_AFTER, after)
-        ) and person_field_for(self.schema, "closer"):
-            return "closer"  # "who has closed more issues, A or B?", "A 和 B 谁关掉的更多": the people compared closed them
+        if re.search(_CLOSED_BY, self.q[: mention.start].lower()) and person_field_for(self.schema, "closer"):
+            return "closer"
         if (
             re.search(
                 r"(review(?:s)? requested (?:from|of)|waiting (?:on|for)|awaiting|pending|requested|needs?)\s+$|需要\s*$|等\s*$",

@@ -9,8 +9,8 @@ from tests.query.planner.test_linking import _plan, github  # noqa: F401 (the fi
 
 
 def test_a_chinese_comparison_no_ranking_holds_is_unread(github):  # noqa: F811
-    # the closers are read, the comparison of their counts is no element of this plan (a list)
-    plan = _plan(github, "thandeka 和 rmoreau 谁关掉的 issue 更多")
+    # the closer is read, the comparison of her count with something unsaid is no element of this plan (a list)
+    plan = _plan(github, "rmoreau 关掉的 issue 是不是更多")
     assert plan.ir.shape.kind == "list", plan.ir.shape
     assert [s["text"] for s in plan.not_understood] == ["更多"], plan.not_understood
 
