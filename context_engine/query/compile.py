@@ -12,14 +12,23 @@ from collections.abc import Callable
 from typing import Any
 
 from context_engine.query.fields import field_for, person_field_for
-from context_engine.query.ir import WORD_OPERATORS, Filter, Having, Join, Measure, PlanIR, Shape
+from context_engine.query.ir import FIELD_OPERATORS, WORD_OPERATORS, Filter, Having, Join, Measure, PlanIR, Shape
 from context_engine.query.schema import CollectionSchema
 from context_engine.query.validate import exact_word_pattern, word_pattern
 
 BUCKET_FORMATS = {"day": "%Y-%m-%d", "week": "%G-W%V", "month": "%Y-%m", "year": "%Y"}
 _COMPARISONS = {"ne": "$ne", "in": "$in", "nin": "$nin", "gt": "$gt", "gte": "$gte", "lt": "$lt", "lte": "$lte"}
 # The negation with an operator of its own; the others are wrapped in $not.
-OPPOSITE = {"eq": "ne", "ne": "eq", "in": "nin", "nin": "in", "empty": "not_empty", "not_empty": "empty"}
+OPPOSITE = {
+    "eq": "ne",
+    "ne": "eq",
+    "in": "nin",
+    "nin": "in",
+    "empty": "not_empty",
+    "not_empty": "empty",
+    "eq_field": "ne_field",
+    "ne_field": "eq_field",
+}
 
 
 class CompileError(ValueError):
@@ -86,6 +95,8 @@ class _Conditions(dict):
     the first)."""
 
     def add(self, path: str, cond: Any) -> None:
+        if self.get(path) == cond or {path: cond} in self.get("$and", []):
+            return  # said twice (a field compared with another is present; "replies", also said): once
         if path in self:
             self.setdefault("$and", []).extend([{path: self.pop(path)}, {path: cond}])
         else:
@@ -93,6 +104,9 @@ class _Conditions(dict):
 
     def add_filter(self, f: Filter, schema: CollectionSchema) -> None:
         path = resolve_field(schema, f.field)
+        if f.op in FIELD_OPERATORS:
+            self.add_field_comparison(path, f, schema)
+            return
         if f.op in ("empty", "not_empty"):
             # "No assignee" is an empty `assignees`: `assignees.login` of an empty list is no value
             # the store can compare, so emptiness is asked of the list itself.
@@ -101,6 +115,21 @@ class _Conditions(dict):
             self.setdefault("$and", []).append(empty(path))
         else:
             self.add(path, _condition(f))
+
+    def add_field_comparison(self, path: str, f: Filter, schema: CollectionSchema) -> None:
+        """Two fields of one record compared (`$expr`), the first one present: "closed by someone other
+        than its author" holds of a record whose closer is recorded and is not its author. Scalar fields
+        only: `$expr` compares an array as one value, not its elements."""
+        other = resolve_field(schema, str(f.value))
+        if schema.is_array(path) or schema.is_array(other):
+            raise CompileError(f"{f.op} compares two single values; {path} or {other} is a list")
+        op = OPPOSITE[f.op] if f.negate else f.op
+        self.add(path, _condition(Filter(path, "exists", True)))
+        comparison = {"$expr": {"$eq" if op == "eq_field" else "$ne": [f"${path}", f"${other}"]}}
+        if "$expr" in self:
+            self.setdefault("$and", []).append(comparison)
+        else:
+            self.update(comparison)
 
 
 def compile_plan(

@@ -22,9 +22,29 @@ Span = tuple[int, int]
 # eq ... lte compare; in/nin take a list; exists takes a bool; empty/not_empty take no value
 # ("is empty": missing, null, [] or ""); words takes a list of words, any of which the text of the
 # field holds, whole or with an ending ("CI in the title"; `validate.word_pattern`); exact_words the
-# same, each word exactly as written ("decoder or decoders": not "decode"; `validate.exact_word_pattern`).
-OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "exists", "empty", "not_empty", "words", "exact_words")
+# same, each word exactly as written ("decoder or decoders": not "decode"; `validate.exact_word_pattern`);
+# eq_field/ne_field compare with another field of the same record, named by the value ("closed by its
+# own author": the closer eq_field the author; "replies in other people's threads": the thread's starter
+# ne_field the author), the first field present.
+OPERATORS = (
+    "eq",
+    "ne",
+    "in",
+    "nin",
+    "gt",
+    "gte",
+    "lt",
+    "lte",
+    "exists",
+    "empty",
+    "not_empty",
+    "words",
+    "exact_words",
+    "eq_field",
+    "ne_field",
+)
 WORD_OPERATORS = ("words", "exact_words")
+FIELD_OPERATORS = ("eq_field", "ne_field")
 # The words of a `words` filter: one ASCII word (hyphenated ones too: "re-frame") or one run of Chinese
 # characters each, so the pattern built from them is a fixed shape the validator recognises
 # (`validate.is_word_pattern`).
@@ -126,6 +146,8 @@ class Filter:
             raise IRError(f"{self.op} takes a list, not {self.value!r}")
         if self.op == "exists" and not isinstance(self.value, bool):
             raise IRError(f"exists takes true or false, not {self.value!r}")
+        if self.op in FIELD_OPERATORS and not (isinstance(self.value, str) and self.value):
+            raise IRError(f"{self.op} takes the name of another field, not {self.value!r}")
         if self.op in WORD_OPERATORS and not (
             isinstance(self.value, list)
             and 0 < len(self.value) <= MAX_WORDS

@@ -8,9 +8,11 @@ from datetime import datetime
 import pytest
 
 from context_engine.query.compile import CompileError, compile_plan
+from context_engine.query.execute import run_pipeline
 from context_engine.query.ir import Filter, Having, IRError, Join, Measure, PlanIR, Shape, SortKey, TimeRange
 from context_engine.query.schema import schema_from_documents
-from tests.query.conftest import ISSUES, refs, run
+from context_engine.query.validate import validate_pipeline
+from tests.query.conftest import ISSUES, hand_made_world, refs, run
 
 
 @pytest.mark.parametrize(
@@ -429,3 +431,40 @@ def test_a_join_pairs_each_record_with_the_records_it_refers_to():
     ]
     with pytest.raises(CompileError, match="has no records to read"):
         compile_plan(ir, crews, {})
+
+
+def test_two_fields_of_one_record_compared(tmp_path):
+    """eq_field / ne_field: "closed by its own author" and "closed by someone else", a record without a
+    recorded closer in neither; negated, the one becomes the other; two comparisons both hold."""
+    docs = [
+        {"ref": "x#1", "user": {"login": "ann"}, "closed_by": {"login": "ann"}, "editor": "bob"},
+        {"ref": "x#2", "user": {"login": "ann"}, "closed_by": {"login": "bob"}, "editor": "bob"},
+        {"ref": "x#3", "user": {"login": "bob"}, "closed_by": None, "editor": "bob"},
+    ]
+    store, catalog = hand_made_world(tmp_path, {"issues": docs}, [])
+    schema = catalog.schemas["issues"]
+
+    def compared(*filters: Filter) -> list[str]:
+        pipeline = compile_plan(PlanIR("issues", filters=list(filters)), schema)
+        assert validate_pipeline(pipeline, schema) == []
+        return sorted(
+            r["ref"] for r in run_pipeline(store, "issues", pipeline, tenant="t", principals=[], schema=schema)
+        )
+
+    own = Filter("closed_by.login", "eq_field", "user.login")
+    other = Filter("closed_by.login", "ne_field", "user.login")
+    assert compared(own) == ["x#1"]
+    assert compared(other) == ["x#2"]
+    assert compared(Filter("closed_by.login", "eq_field", "user.login", negate=True)) == ["x#2"]
+    assert compared(other, Filter("closed_by.login", "eq_field", "editor")) == ["x#2"]
+    assert compile_plan(PlanIR("issues", filters=[other]), schema)[0]["$match"]["$expr"] == {
+        "$ne": ["$closed_by.login", "$user.login"]
+    }
+
+
+def test_a_field_comparison_names_a_field_and_no_list(tmp_path):
+    with pytest.raises(IRError):
+        Filter("closed_by.login", "ne_field", None)
+    labelled = schema_from_documents("issues", ISSUES)
+    with pytest.raises(CompileError):
+        compile_plan(PlanIR("issues", filters=[Filter("labels.name", "eq_field", "title")]), labelled)

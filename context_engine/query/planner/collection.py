@@ -90,9 +90,11 @@ class CollectionStep(Draft):
         words |= {w[:-1] for w in words if w.endswith("s")} | {w[:-3] + "y" for w in words if w.endswith("ies")}
         verbs = {
             "issues": r"\breport(?:ed|s)?\b|\bfiled?\b|\braised?\b|\bresolv\w*|\bsprints?\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b|\bbacklog\b"
-            r"|\bwon'?t[ -](?:do|fix)\b|\bwontfix\b",  # a close reason ("not planned") only issues record
+            r"|\bwon'?t[ -](?:do|fix)\b|\bwontfix\b"  # a close reason ("not planned") only issues record
+            r"|提(?!交|到|及)|报告|反馈|认领",  # raised, reported, claimed ("2021年之前提的"; 提交: a PR's "submitted")
             "messages": r"\bsaid\b|\bposted\b|\bslack\b|\bwrote\b|\brepl(?:y|ies|ied)\b",
-            "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*|\bchanges[- ]requested\b|\brequested changes\b|\bship(?:ped|s)?\b",
+            "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*|\bchanges[- ]requested\b|\brequested changes\b|\bship(?:ped|s)?\b"
+            r"|合并|合入|评审|审查",
         }
         people = [m.person for m in self.ctx.mentions if m.person is not None and not m.is_asker]
 

@@ -19,6 +19,8 @@ class ConditionStep(Draft):
         """Like `mark`, but "open" used as a verb ("did X open", "to open") is not a state."""
         for m in re.finditer(pattern, self.q, re.I):
             before = self.q[: m.start()]
+            if self._is_used(m.span()):
+                continue  # read already ("by somebody who didn't open them": who closed them)
             if (
                 m.group(0).lower() == "open"
                 and re.search(r"\b(did|do|does|will|would|to|I|we|you|they)\s+(?:\S+\s+){0,3}$", before, re.I)
@@ -51,6 +53,7 @@ class ConditionStep(Draft):
 
     def _states(self) -> str | None:
         """State words; returns the verb whose date a bare time range should apply to."""
+        self._closer_and_author()
         self._absences()
         reason = self._state_reason()
         verb = self._state_words()
@@ -134,7 +137,7 @@ class ConditionStep(Draft):
                     self.add_filter("state", "open")
                     return "created"
                 if self.mark(
-                    r"\b(closed|resolved|fixed|done|closures?|shut(?: down)?)\b|已关闭|已解决|关闭了?|解决了?"
+                    r"\b(closed|resolved|fixed|done|closures?|shut(?: down)?)\b|已关闭|已解决|关闭了?|关[掉了过]|解决了?"
                 ):
                     self.add_filter("state", "closed")
                     return "closed"
@@ -222,7 +225,7 @@ class ConditionStep(Draft):
             r"|(?:\bnot|\bnever|n't|n't been|\bnever been) assigned to (?:anyone|anybody|someone|a person)\b"
             r"|\bnever (?:been |got |gotten |was |were )?(?:assigned|given to (?:anyone|anybody|someone))\b|\bwithout (?:an? |any )?assignees?\b"
             rf"|{_LACKS}assignees?\b|{_EMPTY_LIST.format('assignee')}"
-            r"|没有?(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)(?:给)?(?:任何人|任何一个人|别人|谁)?|无人(?:负责|认领)|未(?:被)?(?:指派|分配)(?:给)?(?:任何人)?"
+            r"|没有?(?:被)?(?:任何)?(?:人)?(?:负责人|指派|分配)(?:给)?(?:任何人|任何一个人|别人|谁)?|(?:无|没有?)人(?:负责|认领|接手|跟进)|未(?:被)?(?:指派|分配)(?:给)?(?:任何人)?"
         ):
             self.add_filter(assignee[0], None, "empty")  # "unassigned", "no assignee": the linking step's own words
         milestone = field_for(s, "milestone")
@@ -251,7 +254,10 @@ class ConditionStep(Draft):
         ):
             self.add_filter(mentioned[0], None, "empty")
         elif mentioned and self.mark(
-            r"\b(?:@-?)?mention(?:s|ed|ing)? (?:someone|somebody|anyone|anybody|people|others|other people)\b"
+            r"\b(?:(?:@-?)?mention|tag|ping)(?:s|ed|ged|ing|ging)? (?:someone|somebody|anyone|anybody|people|others|other people)\b"
+            r"|\b(?:with|has|have|having|had|containing|contain|contains|carrying|including|include|includes)\s+"
+            r"(?:an? |any |some |at least one |one or more )?(?:@-?mentions?|mentions? of (?:someone|somebody|anyone|people|others))"
+            r"|@-?mentions?(?= of (?:someone|somebody|anyone|people|others))"
             r"|(?:有)?(?:提到|提及|@)了?(?:别人|其他人|他人|某人)"
         ):
             self.add_filter(mentioned[0], None, "not_empty")  # "messages that @mention someone"
@@ -606,6 +612,11 @@ class ConditionStep(Draft):
             r"(\d+|[一两二三四五六七八九十])\s*(?:个|位)?\s*(或更多|或以上|及以上|或更少|或以下|及以下)的?(?:不同的?)?人(?:回复|回)",
             self.q,
         )
+        # "至少有五个不同的人回复", "超过 3 位不同的人回复过": the bound before the number
+        before_zh = re.search(
+            r"(至少|超过|多于|少于|不到|最多|不超过)\s*有?\s*(\d+|[一两二三四五六七八九十])\s*(?:个|位)?\s*(?:不同的?)?人\s*(?:回复|回)",
+            self.q,
+        )
         single = re.search(
             rf"\b(?:only|just)\s+(?:a\s+single|one|1)\s+{people}{replying}\b|\b(?:a\s+)?single\s+replier\b",
             self.q,
@@ -637,6 +648,20 @@ class ConditionStep(Draft):
             self.add_filter(
                 "reply_users_count", count, "gte" if after_zh.group(2) in ("或更多", "或以上", "及以上") else "lte"
             )
+        elif before_zh and not self._is_used(before_zh.span()):
+            self.use(before_zh.span())
+            number = before_zh.group(2)
+            count = int(number) if number.isdigit() else _CHINESE_DIGITS[number]
+            bound_of = {
+                "至少": "gte",
+                "超过": "gt",
+                "多于": "gt",
+                "少于": "lt",
+                "不到": "lt",
+                "最多": "lte",
+                "不超过": "lte",
+            }
+            self.add_filter("reply_users_count", count, bound_of[before_zh.group(1)])
         elif single and not self._is_used(single.span()):
             self.use(single.span())
             self.add_filter("reply_users_count", 1)
@@ -696,6 +721,24 @@ class ConditionStep(Draft):
                 self.use(span)
         self.filters.append(Filter(closer[0], "exists", True, span=said.span()))
         self.filters.append(Filter(closer[0], "ne", mine.value, span=said.span()))
+
+    def _closer_and_author(self) -> None:
+        """Who closed a record, said of its own author without naming anyone: "closed by someone other than
+        its author", "by somebody who didn't open them", 别人关的 (the closer is recorded and is not the
+        author); "did their own authors close", "the reporter closed it themselves", 作者自己关的 (the closer
+        is the author). Two fields of one record compared; read before the states, so the "open" of
+        "who didn't open them" is no state."""
+        author, closer = person_field_for(self.schema, "author"), person_field_for(self.schema, "closer")
+        if not (author and closer):
+            return
+        other = self.mark(_CLOSED_BY_SOMEONE_ELSE)
+        own = None if other else self.mark(_CLOSED_BY_THE_AUTHOR)
+        if own and not _CLOSE_VERB.search(self.q):
+            own = None  # "their own authors" with no closing said: some other relation
+            self.used.pop()
+            self.how.pop()
+        if other or own:
+            self.add_filter(closer[0], author[0], "ne_field" if other else "eq_field")
 
     def _threads_only_the_starter_replied(self) -> None:
         """ "Monserrate's threads that got no reply from anyone else", "where nobody but Monserrate
@@ -793,7 +836,10 @@ class ConditionStep(Draft):
         phrase = re.search(
             r"(?:\b(?:take|took|taken|takes|taking|had|has|have|having|play(?:ed|s)?) no part(?: in)?"
             r"|\b(?:did(?:n't| not)|never|does(?:n't| not)) (?:take part|participate|join|get involved)(?: in)?"
-            r"|\bin (?:them|it) at all|\bin (?:them|it)(?= *(?:$|[?,.;:—-])))\b(?:\s*\([^)]*\))?",
+            r"|\bin (?:them|it) at all|\bin (?:them|it)(?= *(?:$|[?,.;:—-])))\b(?:\s*\([^)]*\))?"
+            # "既没发起也没回复过的", "没参与过的": neither started nor replied
+            r"|既?(?:没有?|从没|从未)(?:发起|开启|开)过?(?:[，,、]?\s*)?(?:也|又)?(?:没有?|从没|从未)(?:回复|回|参与)过?"
+            r"|(?:没有?|从没|从未)参与过?",
             self.q,
             re.I,
         )
@@ -809,12 +855,14 @@ class ConditionStep(Draft):
 
     def _replies_in_others_threads(self) -> None:
         """ "Chantelle's replies in other people's threads", "threads she didn't start", "别人发起的讨论串":
-        replies (a thread starter is recorded) whose thread someone other than the author started."""
+        replies (a thread starter is recorded) whose thread someone other than the author started. Said
+        of no one by name ("who answers other people's threads most"), the thread's starter is compared
+        with each reply's author."""
         author, replying = person_field_for(self.schema, "author"), person_field_for(self.schema, "replied_to")
         mine = next(
             (f for f in self.filters if author and f.field == author[0] and f.op == "eq" and not f.negate), None
         )
-        if not (mine and replying) or any(
+        if not (author and replying) or any(
             f.field == replying[0] and f.op == "eq" and not f.negate for f in self.filters
         ):
             return  # (a thread starter excluded, "not started by Chantelle", still leaves other people's threads)
@@ -832,7 +880,10 @@ class ConditionStep(Draft):
             r"|(?:别人|他人|其他人)(?:发起|开启|创建|开)?的(?:讨论串|帖子|讨论|话题)"
         ):
             self.add_filter(replying[0], True, "exists")
-            self.add_filter(replying[0], mine.value, "ne")
+            if mine:
+                self.add_filter(replying[0], mine.value, "ne")
+            else:
+                self.add_filter(replying[0], author[0], "ne_field")
 
     def _replies_as_the_records(self) -> None:
         """ "Marnie's replies", "her thread replies", "replies by Nana": the records are replies (a
@@ -925,6 +976,33 @@ class ConditionStep(Draft):
 
 
 _THREAD_WORD = re.compile(r"\bthreads?\b|讨论串|帖子", re.I)
+# The author of a record named by its part, not by name: "the issue's own author", "the person who opened it".
+_AUTHOR_NOUN = (
+    r"(?:(?:(?:issue|pr|pull request|ticket|bug)['’]s\s+)?(?:own\s+|original\s+)?(?:authors?|reporters?|openers?|creators?|submitters?|filers?|OPs?)"
+    r"|(?:person|one|people|user|folks?) (?:who|that) (?:opened|filed|created|reported|wrote|submitted|raised) (?:it|them|the \w+))"
+)
+_CLOSE_VERB = re.compile(r"\b(?:clos\w*|shut\w*|resolv\w*)\b|关", re.I)
+# "closed by someone other than its author", "by somebody who didn't open them", "not by the reporter", 别人关的.
+_CLOSED_BY_SOMEONE_ELSE = (
+    r"\b(?:(?:closed|shut|resolved|done)\s+)?(?:by|is|was|were) (?:somebody|someone|anybody|anyone|people|a person|others?"
+    r"|another person|a different person|other people)(?: else)?\s+(?:other than|besides|but|except|apart from|rather than|instead of|not)\s+"
+    rf"(?:(?:the|its|their|his|her|whoever)\s+)?{_AUTHOR_NOUN}"
+    r"|\b(?:(?:closed|shut|resolved|done)\s+)?by (?:somebody|someone|anybody|anyone|people|a person|others|another person"
+    r"|a different person|other people|those) (?:who|that) (?:did(?:n['’]t| not)|had(?:n['’]t| not)|never|was(?:n['’]t| not)"
+    r"|were(?:n['’]t| not)|is(?:n['’]t| not)|are(?:n['’]t| not))\s+(?:\w+\s+)?(?:open|file|create|report|write|wrote|submit|author"
+    r"|start|raise)\w*(?:\s+(?:it|them|the \w+))?\b"
+    rf"|\bnot (?:(?:closed|shut|resolved) )?by (?:the|its|their) {_AUTHOR_NOUN}"
+    r"|(?:被)?(?:别人|他人|其他人|非作者|不是作者(?:本人)?的人)(?:关闭|关掉|关)"
+)
+# "did their own authors close", "the reporter closed the issue themselves", "self-closed", 作者自己关的.
+_CLOSED_BY_THE_AUTHOR = (
+    rf"\b(?:closed|shut|resolved) by (?:the|its|their) {_AUTHOR_NOUN}(?:\s+(?:themselves|himself|herself|themself))?"
+    rf"|\b(?:the|its|their) {_AUTHOR_NOUN}\s+(?:\w+\s+)?(?:closed|shut|resolved|close|closes)(?:\s+(?:it|them|the \w+))?"
+    r"\s+(?:themselves|himself|herself|themself)\b"
+    r"|\b(?:their|its|his|her) own (?:authors?|reporters?|openers?|creators?|submitters?)\b"
+    r"|\bself-?closed\b|\bclosed (?:it|them) (?:themselves|himself|herself|themself)\b"
+    r"|(?:作者|提出者|发起人|提交者|提的人)?(?:自己|本人)(?:关闭|关掉|关)"
+)
 # The things a record has or lacks, by the role or count they are read as.
 _THING = re.compile(
     r"\b(?:(?P<label>labels?|labell?ed|tags|tagged)|(?P<assignee>assignees?|assigned(?: to (?:anyone|anybody|someone|somebody|a person))?|owners?"

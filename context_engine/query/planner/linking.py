@@ -61,6 +61,7 @@ class LinkStep(Draft):
             re.I,
         )
         self._team()  # before labels: "infra team" names people, not the infra label
+        self._author_association()
         order = [
             "repo",
             "channel",
@@ -619,6 +620,28 @@ class LinkStep(Draft):
                     self.use(m.span())
         return roles
 
+    def _author_association(self) -> None:
+        """The author's relation to the repository, as GitHub records it (`author_association`): "outsiders",
+        "people with no association to the repo" (NONE), "org members", "collaborators", "past contributors"
+        (a bare "contributors" is anyone who contributed: no value), or a value said as written
+        ("association NONE"). Each word its own condition, so a negation before a list of them ("not
+        members, collaborators or past contributors") excludes each (`_negations`). Only the values the
+        records hold: "first-time contributors" is no value of this dump and stays unread."""
+        if not self.schema.has_path("author_association"):
+            return
+        stored = {str(v).upper() for v in self.schema.fields["author_association"].enum or []}
+        said = re.search(r"\b(?:author[ _])?association\s+(?:is\s+|of\s+|=\s*)?['\"]?([A-Za-z_]+)\b", self.q, re.I)
+        if said and said.group(1).upper() in stored and not self._is_used(said.span()):
+            self.use(said.span())
+            self.add_filter("author_association", said.group(1).upper())
+        for pattern, value in _ASSOCIATIONS:
+            if value not in stored:
+                continue
+            for m in re.finditer(pattern, self.q, re.I):
+                if not self._is_used(m.span()):
+                    self.use(m.span())
+                    self.add_filter("author_association", value)
+
 
 # Roles read as the author where the records do not say who did it: "merged by X" over a dump with
 # no merger is X's merged PRs (the reading the question sets commit to); the author as themselves.
@@ -630,3 +653,26 @@ _RELATION_CUE = re.compile(
     re.I,
 )
 _GOT = re.compile(r"\s*(get|got|gotten|gets|receive[sd]?|draw|drew|attract(?:s|ed)?)\b", re.I)
+# The words naming a value of `author_association` (GitHub's): whose relation to the repository they say.
+_ASSOCIATIONS = (
+    (
+        (
+            r"\boutsiders?\b|\boutside (?:users?|people|folks|authors?|reporters?)\b|\bunaffiliated\b"
+            r"|\b(?:(?:people|persons|users|folks|authors|someone|somebody|anyone) )?(?:with )?(?:no |without (?:any |an? )?)"
+            r"(?:association|affiliation|relationship|connection)"
+            r"(?: (?:to|with) (?:the )?(?:repo(?:sitory)?|project|org(?:ani[sz]ation)?))?\b"
+            r"|\bnot (?:associated|affiliated) with (?:the )?(?:repo(?:sitory)?|project|org(?:ani[sz]ation)?)\b"
+            r"|外部(?:人员|用户|贡献者|的人)|(?:与|和|跟)(?:仓库|项目)(?:没有|无)(?:任何)?关(?:联|系)的人"
+        ),
+        "NONE",
+    ),
+    (
+        (
+            r"\b(?:org(?:ani[sz]ation)?\s+)?(?<!team )(?<!workspace )(?<!channel )(?<!community )(?<!project )members\b"
+            r"(?! of (?:the |a |that )?(?:team|workspace|channel|community|slack))|组织成员"
+        ),
+        "MEMBER",
+    ),
+    (r"\bcollaborators?\b|协作者", "COLLABORATOR"),
+    (r"\b(?:past|previous|prior|returning|existing|repeat|earlier|former) contributors?\b|老贡献者", "CONTRIBUTOR"),
+)

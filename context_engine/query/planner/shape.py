@@ -10,6 +10,7 @@ from itertools import pairwise
 
 from context_engine.query.fields import field_for, person_field_for, person_field_words
 from context_engine.query.ir import Filter, Shape, SortKey, TimeRange
+from context_engine.query.planner.draft import STATE_FIELDS
 from context_engine.query.planner.own_aggregates import OwnAggregateStep
 
 DEFAULT_LIMIT = 200
@@ -431,8 +432,12 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
             chinese_verb = next(
                 (
                     r
-                    for pattern, r in (("关闭|关掉", "closer"), ("合并", "merger"), ("评审|审查|审核", "reviewer"))
-                    if re.match(rf"\s*(?:{pattern})", rest)
+                    for pattern, r in (
+                        ("关闭|关掉|关了|关过", "closer"),
+                        ("合并", "merger"),
+                        ("评审|审查|审核", "reviewer"),
+                    )
+                    if re.match(rf"\s*(?:各自?|都|分别)?\s*(?:{pattern})", rest)  # "每个人各关了": each closed
                 ),
                 None,
             )
@@ -572,7 +577,8 @@ class ShapeStep(OwnAggregateStep):
                     self.use(named.span(), "shape")
                     self._named_group = path
                     return "named", None
-        m = _GROUP.search(self.q)
+        # the grouped word no condition holds ("by people with no association to the repo": a condition)
+        m = next((g for g in _GROUP.finditer(self.q) if not self._in_a_condition(g.span(g.lastindex or 0))), None)
         if m:
             self.use(m.span(), "shape")
             word = next(g for g in m.groups() if g)
@@ -580,6 +586,12 @@ class ShapeStep(OwnAggregateStep):
                 if word.lower().startswith(prefix):
                     return self._role_done_by(m.end(), role), None
         return None, None
+
+    def _in_a_condition(self, span: tuple[int, int]) -> bool:
+        return any(
+            f.span and f.field not in STATE_FIELDS and f.span[0] <= span[0] and span[1] <= f.span[1]
+            for f in self.filters
+        )
 
     def _compared_periods(self) -> tuple[str, str | None] | None:
         """ "were more issues opened in 2021 or in 2022?", "Jan vs Feb 2019: which month was busier",

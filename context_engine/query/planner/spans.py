@@ -60,6 +60,13 @@ _ALSO_THE_RECORDS = re.compile(
     r"|\b(?:and|then)\s+(?:list|show|name)\s+(?:me\s+)?(?:them|those|these|which)\b",
     re.I,
 )
+# A superlative naming one record or group ("biggest thread", "longest-running", 最长的).
+_SUPERLATIVE = re.compile(
+    r"\b(?:biggest|largest|longest|shortest|highest|lowest|busiest|quietest|smallest|most-\w+|least-\w+)\b|最[大长高低短小]",
+    re.I,
+)
+# A comparison said in Chinese ("谁…更多", "哪个最少"): its characters are function characters one by one.
+_CJK_COMPARATIVE = re.compile(r"[更较最][多少]|多一些|少一些")
 # Parts of the week and of the day: times, never a topic ("issues opened on weekends").
 TIMES_OF_WEEK_AND_DAY = frozenset({"weekend", "weekday", "morning", "afternoon", "evening", "night", "midnight"})
 # Nouns of an action or a quality ("tokenization", "laziness", "deprecation"): a concept said in any
@@ -74,7 +81,7 @@ _PLURAL_IN_PARENS = re.compile(r"\b([A-Za-z][A-Za-z0-9_]+)\((e?s)\)", re.I)
 _WORD_LIST = re.compile(r"[\w.\-]+(?:\s*[,、，]\s*[\w.\-]+)+\s*[,、，]?\s*(?:\bor\b|或者?)\s*[\w.\-]+", re.I)
 # What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关".
 RELATED = re.compile(
-    r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk|mentions)\b|\s*相关|\s*有关(?=的)"
+    r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk|mentions)\b|\s*相关|\s*有关(?=的|\s*[、，,。;；]|\s*$)"
     r"|\s+(?:come|came|comes|coming) up\b|\s+(?:in|on) (?:the|their|its) titles?\b|\s+\(?by title\)?",
     re.I,
 )
@@ -541,7 +548,7 @@ class SpanStep(Draft):
             and not any(f.field == label or m.group(1).lower() in str(f.value).lower() for f in self.filters)
         }
         for m in re.finditer(r"[A-Za-z][A-Za-z0-9_'’\-]*|\d+|[\u4e00-\u9fff]+", self.q):
-            for start, end in _content_pieces(m):
+            for start, end in self._unread_parts(_content_pieces(m)):
                 if (start, end) in qualifiers and not self._is_used((start, end)):
                     missed.append((start, end))
                     continue
@@ -567,11 +574,26 @@ class SpanStep(Draft):
                     missed.append((start, end))
         if structured and shape.kind in ("count", "distinct_count"):
             missed += [m.span() for m in _ALSO_THE_RECORDS.finditer(self.q) if not self._is_used(m.span())]
+        if structured and shape.kind in ("sum", "avg", "count", "distinct_count"):
+            # "how many replies did her biggest thread get" read as a total: the superlative a step read
+            # for the shape says one record or group, which a total over all of them is not
+            missed += [m.span() for m in _SUPERLATIVE.finditer(self.q) if self._used_as(m.span()) == "shape"]
+        if structured:  # "谁关掉的更多": a comparison the plan must hold (a ranking), else it is unread
+            missed += [
+                m.span()
+                for m in _CJK_COMPARATIVE.finditer(self.q)
+                if not self._is_used(m.span()) and not self._implied_by_plan("most", shape, m.span())
+            ]
         undated = [span for span in self.undated if not self._is_used(span)]
         missed = sorted([m for m in missed if not any(a <= m[0] and m[1] <= b for a, b in undated)] + undated)
         unread = [{"text": self.q[a:b], "start": a, "end": b, "how": "unknown"} for a, b in _joined(self.q, missed)]
         unread += [
             {"text": self.q[a:b], "start": a, "end": b, "how": "negation"} for a, b in self._negation_read_as_positive()
+        ]
+        unread += [
+            {"text": self.q[a:b], "start": a, "end": b, "how": "unknown"}
+            for a, b in self._people_compared_in_another_role(shape)
+            if not any(a < s["end"] and s["start"] < b for s in unread)
         ]
         return (
             [
@@ -581,6 +603,35 @@ class SpanStep(Draft):
             ],
             unread,
         )
+
+    def _unread_parts(self, pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """A run of Chinese content characters a comparison word was read out of ("表情回应最" of "表情回应最多",
+        where only 最多 said the ranking): the characters no span covers, two or more together, are a word
+        of their own to account for. A piece read whole, one another rule read part of (those rules read
+        the words around them: "不同的人回复过"), or a word of another script, as it is."""
+        out: list[tuple[int, int]] = []
+        for start, end in pieces:
+            overlapping = [(a, b, how) for (a, b), how in zip(self.used, self.how) if a < end and start < b]
+            overlapping += [(a, b, "collection") for a, b in self.collection_spans if a < end and start < b]
+            covered = [(max(a, start), min(b, end)) for a, b, _ in overlapping]
+            if (
+                not covered
+                or not re.match(r"[\u4e00-\u9fff]", self.q[start])
+                or not any(how == "shape" and _CJK_COMPARATIVE.fullmatch(self.q[a:b]) for a, b, how in overlapping)
+            ):
+                out.append((start, end))
+                continue
+            free = [i for i in range(start, end) if not any(a <= i < b for a, b in covered)]
+            runs: list[list[int]] = []
+            for i in free:  # runs of characters side by side
+                if runs and runs[-1][-1] == i - 1:
+                    runs[-1].append(i)
+                else:
+                    runs.append([i])
+            out += [(run[0], run[-1] + 1) for run in runs if len(run) >= 2]
+            if not free:
+                out.append((start, end))  # read whole: what the loop skips as used
+        return out
 
     def _negation_read_as_positive(self) -> list[tuple[int, int]]:
         """The spans of conditions that hold a negation ("dont @-mention anybody", "not as bug") but
@@ -592,6 +643,23 @@ class SpanStep(Draft):
             if holders and not any(_reads_a_negation(f, cue.group(0)) for f in holders):
                 out.append(holders[0].span)
         return list(dict.fromkeys(out))
+
+    def _people_compared_in_another_role(self, shape: Shape) -> list[tuple[int, int]]:
+        """The spans of people listed in one role while the plan counts another ("who has closed more,
+        A or B" read as A's and B's issues counted per closer): the people compared are the people
+        counted, so a plan that lists them in another role has misread one of the two."""
+        people = self._person_paths()
+        if (
+            shape.kind not in ("group", "top", "argmax", "argmin")
+            or shape.field not in people
+            or not re.search(r"\b(?:who|whom|which)\b|谁|哪", self.q, re.I)
+        ):
+            return []
+        return [
+            f.span
+            for f in self.filters
+            if f.span and f.op == "in" and not f.negate and f.field in people and f.field != shape.field
+        ]
 
     def _field_used(self, word: str, grouped: str | None) -> bool:
         paths = {f.field for f in self.filters} | {grouped}
@@ -619,7 +687,7 @@ off if
 IDIOMS = re.compile(
     r"\b(?:of\s+)?all[- ]time\b|\bso far\b|\bin terms of\b|\b(?:until|up to|till|through) now\b|\bany ?more\b|\bto date\b"
     r"|(?:(?<=month )|(?<=year )|(?<=week )|(?<=day )|(?<=quarter ))saw\b|\bin use\b|\b(?:most|been|being|are|is|were)\s+used\b"
-    r"|\bwhose\b(?=\s+(?:close|closing|state|titles?|labels?|status|milestone|repl(?:y|ies)|comments?|body|text|priority"
+    r"|\bwhose\b(?=\s+(?:close|closing|state|titles?|labels?|status|milestone|repl(?:y|ies)|comments?|body|text|priority|author"
     r"|opening|first)\b)"
     r"|\b(?:someone|somebody|anyone|anybody)(?=\s+(?:other than|except|but|besides|apart from)\b)"
     r"|\bacross all\b|\bended up\b|\bwhatsoever\b|\btotally\b|\bcalendar(?= year\b)"
@@ -712,16 +780,17 @@ NEGATION_CUE = re.compile(
 
 def _reads_a_negation(f: Filter, cue: str) -> bool:
     """Whether a condition can be what a negation inside its words says: an exclusion, an absence,
-    a bound ("no more than three"), a false or zero value, a state, or a value that says the
-    negation itself (the reason "not_planned", the label "won't fix")."""
-    if f.negate or f.op in ("ne", "nin", "empty", "lt", "lte", "gt", "gte", *WORD_OPERATORS):
+    a bound ("no more than three"), a false or zero value, a state, a stored value that says there is
+    none ("no association": NONE), or a value that says the negation itself (the reason
+    "not_planned", the label "won't fix")."""
+    if f.negate or f.op in ("ne", "nin", "empty", "lt", "lte", "gt", "gte", "ne_field", *WORD_OPERATORS):
         return True
     if f.op in ("exists", "not_empty"):
         return f.value is False  # "exists: false" is an absence; "not empty", "exists" are presences
     values = f.value if isinstance(f.value, list) else [f.value]
     return (
         f.field.split(".")[0] in STATE_FIELDS
-        or any(v is None or v is False or v == 0 or v == "" for v in values)
+        or any(v is None or v is False or v == 0 or v == "" or str(v).lower() in ("none", "no") for v in values)
         or any(cue.lower().strip("'’") in str(v).lower() for v in values)
     )
 

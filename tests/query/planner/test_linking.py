@@ -32,6 +32,7 @@ def _issue(n: int, author: str, assignee: str, state: str) -> dict:
         "closed_by": {"login": assignee},
         **({"closed_at": datetime(2024, 1 + n % 12, 9)} if state == "closed" else {}),
         "labels": [{"name": "needs triage" if n % 2 else "feature"}],
+        "author_association": ("NONE", "MEMBER", "CONTRIBUTOR", "COLLABORATOR")[n % 4],
     }
 
 
@@ -232,3 +233,41 @@ def test_closures_counted_per_closer_are_dated_by_the_closing(github, question):
     group = next(stage["$group"] for stage in plan.pipeline if "$group" in stage)
     assert group["_id"] == "$closed_by.login" and plan.not_understood == [], plan.pipeline
     assert [t.field for t in plan.ir.times] == [plan.ir.times[0].field] and "clos" in plan.ir.times[0].field
+
+
+@pytest.mark.parametrize(
+    "question,kept",
+    [
+        ("open tickets filed by outsiders", {"NONE"}),
+        ("issues from users without any affiliation with the project", {"NONE"}),
+        ("issues opened by org members last year", {"MEMBER"}),
+        ("how many issues did collaborators open", {"COLLABORATOR"}),
+        ("issues from returning contributors", {"CONTRIBUTOR"}),
+        ("issues whose author association is COLLABORATOR", {"COLLABORATOR"}),
+        # a negated list excludes each value it names
+        ("issues not from members or collaborators", {"NONE", "CONTRIBUTOR"}),
+    ],
+)
+def test_the_authors_relation_to_the_repository(github, question, kept):
+    plan = _plan(github, question)
+    conditions = [f for f in plan.ir.filters if f.field == "author_association"]
+    values = {"NONE", "MEMBER", "CONTRIBUTOR", "COLLABORATOR"}
+    allowed = {
+        v for v in values if all((v == f.value) != f.negate if f.op == "eq" else (v != f.value) for f in conditions)
+    }
+    assert conditions and allowed == kept, plan.ir.filters
+    assert not plan.not_understood, plan.not_understood
+
+
+@pytest.mark.parametrize(
+    "question", ["issues by first-time contributors", "how many distinct contributors opened issues"]
+)
+def test_contributors_alone_or_first_time_name_no_association(github, question):
+    plan = _plan(github, question)
+    assert "author_association" not in {f.field for f in plan.ir.filters}, plan.ir.filters
+
+
+def test_each_person_with_a_chinese_closing_verb_counts_closers(github):
+    plan = _plan(github, "2024 年每个人各关掉了多少个 issue")
+    assert plan.ir.shape.kind == "group" and plan.ir.shape.field == "closed_by.login", plan.ir.shape
+    assert plan.ir.times[0].field == "closed_at", plan.ir.times

@@ -157,6 +157,8 @@ def test_replies_outside_ones_own_threads(world, question):
     [
         "How many threads did Ben take no part in (didn't start, didn't reply)?",
         "threads without Ben in them at all — count",
+        "Ben 既没发起、也没回复过的帖子有多少",  # Chinese: neither started nor replied
+        "Ben 从未参与过的讨论串有几个",
     ],
 )
 def test_threads_someone_took_no_part_in(world, question):
@@ -290,3 +292,16 @@ def test_inside_a_thread_is_no_topic(world):
 def test_never_in_a_thread_is_neither_a_start_nor_a_reply(world, question):
     rows, plan = answer(world, question)
     assert refs(rows) == ["a5"], plan.pipeline
+
+
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        ("至少有两个不同的人回复的讨论串", ["a1", "b3"]),  # Chinese: the bound before the number
+        ("不到 2 位不同的人回复过的讨论串", ["a2", "c3"]),
+    ],
+)
+def test_a_bound_before_the_number_of_repliers_in_chinese(world, question, expected):
+    rows, plan = answer(world, question)
+    assert refs(rows) == expected, plan.pipeline
+    assert not plan.not_understood, plan.not_understood
