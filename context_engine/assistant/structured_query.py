@@ -105,7 +105,7 @@ def generate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[st
             planner,
             always_llm=context.always_llm,
             offline=draft,
-            declines=lambda offline: engine.unread_name(offline, ctx, values) is not None,
+            declines=lambda offline: engine.refused_names(offline, ctx, values) is not None,
         )
     except Exception as exc:  # noqa: BLE001 - an unparseable model answer is a failed attempt, fed back next time
         failed = Attempt(Plan("?", [], planner="llm"), f"planner error: {exc}")
@@ -126,10 +126,10 @@ def _planned(plan: Plan, ctx: PlanningContext, settings: Settings) -> dict[str, 
     """The state update of a plan to validate, or of its refusal: a name no one has, conditions that
     cannot hold together."""
     values = value_index_for(settings)
-    # A name nobody has, read so by the offline draft, is declined whoever planned: a model's plan would
+    # A name nobody has (or a value of a kind no record holds), read so by the offline draft, is declined whoever planned: a model's plan would
     # only guess a value for it ("assignee.login": "诸葛明轩") and answer 0 or nothing.
     unread = ctx.draft if plan.planner != "offline" and ctx.draft is not None else plan
-    refused = engine.unread_name(unread, ctx, values) or engine.contradiction(plan, ctx)
+    refused = engine.refused_names(unread, ctx, values) or engine.contradiction(plan, ctx)
     if refused is not None:
         return {
             "outcome": "resolution_failed",

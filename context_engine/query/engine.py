@@ -9,6 +9,8 @@ tagged union defined here, carrying every attempt: `Success`, `NoResults`, `MaxA
 
 from __future__ import annotations
 
+import difflib
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +22,7 @@ from context_engine.query.catalog import Catalog
 from context_engine.query.compile import compile_plan
 from context_engine.query.consistency import contradictions
 from context_engine.query.execute import run_pipeline
+from context_engine.query.fields import field_for
 from context_engine.query.identity import (
     CALENDAR_NAMES,
     COMMON_WORDS,
@@ -37,6 +40,7 @@ from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.query.spelling import correct
 from context_engine.query.timeexpr import find_time_ranges
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
+from context_engine.query.value_cues import value_cues
 from context_engine.query.values import ValueIndex
 
 
@@ -421,6 +425,60 @@ def _plain_english(word: str) -> bool:
 _LOWER_CASE_WORD = re.compile(r"(?<![\w'’-])[a-z][a-z\u00C0-\u024F]+(?![\w'’-])")
 _BY_FROM = re.compile(r"\b(?:by|from)\s+$", re.I)
 _NAME_PARTICLES = frozenset("van von de der den da del della di du la le bin al el ter ten".split())
+
+
+def refused_names(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) -> ResolutionFailed | None:
+    """What the offline plan names that nobody or nothing is: a person, or a value of a named kind."""
+    return unread_name(plan_, ctx, values) or unknown_value(plan_, ctx, values)
+
+
+def unknown_value(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) -> ResolutionFailed | None:
+    """A value named by its kind that no record the asker may read holds ("issues labelled security",
+    "the haskell workspace", "#random"): declined with the closest stored values of that kind, not
+    answered without it (every open issue) or searched for as text. A value the plan read is known."""
+    schema = ctx.schemas.get(plan_.collection)
+    if plan_.planner != "offline" or schema is None or plan_.ir is None:
+        return None
+    for cue in value_cues(ctx.question):
+        path = field_for(schema, cue.role)
+        if path is None:
+            continue  # "tagged somebody" in a collection without labels: not this kind's value
+        if any(f.span and f.span[0] < cue.end and cue.start < f.span[1] for f in plan_.ir.filters):
+            continue
+        stored = [str(v) for v in (schema.fields[path].enum or [])]
+        if _holds(ctx.question, cue.start, cue.end, stored, prefix=cue.role in ("workspace", "channel")):
+            continue
+        # A value of another kind ("marked as Won't Do" is a resolution) is not unknown: only misplaced.
+        others = [str(v) for f in schema.fields.values() for v in (f.enum or []) if isinstance(v, str)]
+        if _holds(ctx.question, cue.start, cue.end, others, prefix=False):
+            continue
+        if values is not None and any(m.rule != "fuzzy" for m in values.search(cue.text, limit=MAX_CANDIDATES)):
+            continue
+        if values is not None:
+            closest = [m.label or m.value for m in values.nearest(cue.text, kinds=(cue.role,), limit=MAX_CANDIDATES)]
+            if not closest and len(stored) <= MAX_CANDIDATES:  # few of the kind ("the three workspaces"): all
+                closest = [v for v in stored if any(m.rule == "exact" for m in values.search(v, kinds=(cue.role,)))]
+        else:
+            closest = difflib.get_close_matches(cue.text.lower(), [v.lower() for v in stored], MAX_CANDIDATES, 0.5)
+        offered = f"; the closest are: {', '.join(map(repr, closest))}. Which one did you mean?" if closest else "."
+        return ResolutionFailed(f"No {cue.role} I can see is named {cue.text!r}{offered}", unresolved=cue.text)
+    return None
+
+
+def _holds(question: str, start: int, end: int, stored: list[str], *, prefix: bool) -> bool:
+    """A stored value is written over the words start..end ("good first issue label" holds the label
+    "good first issue"; "bugs" the label "bug"), or, for a workspace or channel, they begin one
+    ("the elm slack" is elmlang)."""
+    for value in stored:
+        loose = r"[\s\-_]".join(re.escape(part) for part in re.split(r"[\s\-_]+", value) if part)
+        for m in re.finditer(rf"(?<![A-Za-z0-9_]){loose}(?:s|es)?(?![A-Za-z0-9_])", question, re.I):
+            if m.start() < end and start < m.end():
+                return True
+    word = question[start:end].lower()
+    return prefix and any(
+        v.lower().startswith(word) or len(os.path.commonprefix([v.lower(), word])) >= max(3, len(word) - 1)  # noqa: RUF071
+        for v in stored
+    )
 
 
 def contradiction(plan_: Plan, ctx: PlanningContext) -> ResolutionFailed | None:

@@ -12,7 +12,7 @@ from datetime import datetime
 import pytest
 
 from context_engine.query.catalog import Catalog
-from context_engine.query.engine import resolve, unmatched_name, unread_name
+from context_engine.query.engine import resolve, unknown_value, unmatched_name, unread_name
 from context_engine.query.execute import run_pipeline
 from context_engine.query.offline import OfflinePlanner
 from tests.query.conftest import hand_made_world
@@ -291,6 +291,42 @@ def test_a_full_name_in_a_persons_place_the_plan_could_not_read_is_declined(worl
     for question in ("open issues assigned to others altogether", "open issues about lazy evaluation"):
         ctx, _ = resolve(question, NOW, world[1], None)
         assert unread_name(OfflinePlanner().plan(ctx), ctx, None) is None, question
+
+
+@pytest.mark.parametrize(
+    "question,unresolved",
+    [
+        ("open issues tagged wontfix", "wontfix"),  # no issue carries that label
+        ("how many issues have the regression label?", "regression"),
+        ("security-labelled issues from 2023", "security"),
+        ("带 triage 标签的 issue 有几个", "triage"),
+        ("messages in the erlang workspace in January", "erlang"),
+        ("who posts most in the haskell slack", "haskell"),
+    ],
+)
+def test_a_value_named_by_its_kind_that_no_record_holds_is_declined(world, question, unresolved):
+    ctx, failed = resolve(question, NOW, world[1], None)
+    assert failed is None
+    declined = unknown_value(OfflinePlanner().plan(ctx), ctx, None)
+    assert declined is not None and declined.unresolved == unresolved
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "open issues labelled bug",
+        "bug-labelled issues closed in 2023",
+        "issues tagged good first issue",  # a stored value of several words
+        "how many open issues have the docs label?",
+        "messages in the elm slack in January",  # the first letters of one workspace
+        "racket workspace messages in February",
+        "the busiest workspace in January",  # no value named
+    ],
+)
+def test_a_value_named_by_its_kind_that_records_hold_is_not_declined(world, question):
+    ctx, failed = resolve(question, NOW, world[1], None)
+    assert failed is None
+    assert unknown_value(OfflinePlanner().plan(ctx), ctx, None) is None
 
 
 def test_chinese_words_that_are_no_name_are_not_declined(world):

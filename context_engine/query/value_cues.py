@@ -1,0 +1,76 @@
+"""Where a question names a stored value by its kind: "labelled security", "the needs-triage label",
+"milestone 2.0", "#random", "the haskell workspace", "标签 X". The word after (or before) the kind's
+name is the value asked for, so a value no record holds is an unknown value to decline with the
+closest ones, not a word to drop or search the text for (`engine.unknown_value`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# A value as people write one: a word with dots, hyphens, colons or slashes inside ("needs-triage", "2.0").
+_VALUE = r"([A-Za-z0-9][\w.:/-]*[A-Za-z0-9]|[A-Za-z0-9])"
+
+# Words in a value's place that name no value: "a label", "which channel", "the busiest workspace".
+_NOT_VALUES = frozenset(
+    """
+a an the any some no not none this that these those which what whose each every all both either neither
+one same other others another own main whole entire different new old more most less least many few
+several two three four five first second third last next previous current given
+private public slack workspace workspaces channel channels label labels milestone milestones tag tags
+it its them their our your my his her as with by for from in into of on to at about and or but nor
+is are was were be been has have had
+somebody someone anyone anybody everyone everybody nobody people person user users members
+per active busy quiet big small large top popular
+issue issues pr prs pull pulls request requests ticket tickets message messages thread threads record records ones
+""".split()
+)
+
+_CUES: dict[str, tuple[re.Pattern, ...]] = {
+    "label": (
+        re.compile(
+            rf"\b(?:label(?:l)?ed|tagged)\s+(?:as\s+|with\s+(?:the\s+|a\s+)?)?['\"“]?{_VALUE}", re.I
+        ),
+        re.compile(rf"\b(?:with|has|have|having|had|carry|carries|carrying|bear|bears|under)\s+(?:the|a)\s+['\"“]?{_VALUE}['\"”]?\s+label\b", re.I),
+        re.compile(rf"(?<![\w-]){_VALUE}-label(?:l)?ed\b", re.I),
+        re.compile(rf"(?:标签|标记为|标为|打了|打上了?|貼了|標籤)\s*['\"“]?{_VALUE}", re.I),
+        re.compile(rf"{_VALUE}['\"”]?\s*(?:标签|標籤)", re.I),
+    ),
+    "milestone": (
+        re.compile(rf"\bmilestones?\s+['\"“]?(?:v(?=\d))?{_VALUE}", re.I),
+        re.compile(rf"(?<![\w-]){_VALUE}['\"”]?\s+milestone\b", re.I),
+        re.compile(rf"里程碑\s*['\"“]?{_VALUE}|{_VALUE}['\"”]?\s*里程碑", re.I),
+    ),
+    "channel": (
+        re.compile(r"(?<![\w&])#([A-Za-z][\w-]*)"),
+        re.compile(rf"(?<![\w-]){_VALUE}\s+channel\b", re.I),
+        re.compile(rf"{_VALUE}\s*(?:频道|頻道)", re.I),
+    ),
+    "workspace": (
+        re.compile(rf"(?<![\w-]){_VALUE}(?:'s)?\s+(?:workspace|slack)\b", re.I),
+        re.compile(rf"{_VALUE}\s*(?:工作区|工作區)", re.I),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ValueCue:
+    role: str  # the value role the question's words give it: label, milestone, channel, workspace
+    text: str  # the value as written
+    start: int
+    end: int
+
+
+def value_cues(question: str) -> list[ValueCue]:
+    """Every value the question names by its kind, first to last, one cue per span."""
+    found: list[ValueCue] = []
+    for role, patterns in _CUES.items():
+        for pattern in patterns:
+            for m in pattern.finditer(question):
+                text = m.group(1)
+                if text.lower() in _NOT_VALUES or re.fullmatch(r"[a-z]+(?:est|iest)", text.lower()):
+                    continue  # "the busiest channel", "which label": no value named
+                if any(c.start < m.end(1) and m.start(1) < c.end for c in found):
+                    continue
+                found.append(ValueCue(role, text, m.start(1), m.end(1)))
+    return sorted(found, key=lambda c: c.start)

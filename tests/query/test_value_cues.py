@@ -1,0 +1,44 @@
+"""Where a question names a value by its kind (`query.value_cues`): the word the kind's name points
+at, and the words in that place that name no value."""
+
+from __future__ import annotations
+
+import pytest
+
+from context_engine.query.value_cues import value_cues
+
+
+@pytest.mark.parametrize(
+    "question,role,text",
+    [
+        ("anything tagged wont-fix from last spring?", "label", "wont-fix"),
+        ("tickets carrying the perf-regression label", "label", "perf-regression"),
+        ("infra-labelled PRs merged this week", "label", "infra"),
+        ("带 p1 标签的工单", "label", "p1"),
+        ("everything planned for milestone v4.1", "milestone", "4.1"),
+        ("the 2024-q3 milestone: what is left?", "milestone", "2024-q3"),
+        ("what did people say in #ops-alerts yesterday", "channel", "ops-alerts"),
+        ("was the releases channel busy in May", "channel", "releases"),
+        ("rust 频道里上周的消息", "channel", "rust"),
+        ("the erlang workspace: how many posts", "workspace", "erlang"),
+        ("who talks most in the haskell slack", "workspace", "haskell"),
+    ],
+)
+def test_the_value_a_kind_points_at(question, role, text):
+    assert [(c.role, c.text) for c in value_cues(question)] == [(role, text)]
+
+
+@pytest.mark.parametrize(
+    "question,named",
+    [
+        ("which label do most bugs carry?", []),  # a question about labels, no label named
+        ("bug-labelled issues from 2023", ["bug"]),  # "issues" after the cue word is the record, not a label
+        ("the busiest channel last week", []),  # a superlative in a value's place
+        ("messages per workspace in March", []),
+        ("PRs without a milestone", []),
+        ("issue #1234 and its comments", []),  # a record's number, not a channel
+        ("open PRs not marked as draft", []),  # a state, not a label
+    ],
+)
+def test_words_in_a_values_place_that_name_no_value(question, named):
+    assert [c.text for c in value_cues(question)] == named
