@@ -28,10 +28,11 @@ issue issues pr prs pull pulls request requests ticket tickets message messages 
 
 _CUES: dict[str, tuple[re.Pattern, ...]] = {
     "label": (
+        re.compile(rf"\b(?:label(?:l)?ed|tagged)\s+(?:as\s+|with\s+(?:the\s+|a\s+)?)?['\"“]?{_VALUE}", re.I),
         re.compile(
-            rf"\b(?:label(?:l)?ed|tagged)\s+(?:as\s+|with\s+(?:the\s+|a\s+)?)?['\"“]?{_VALUE}", re.I
+            rf"\b(?:with|has|have|having|had|carry|carries|carrying|bear|bears|under)\s+(?:the|a)\s+['\"“]?{_VALUE}['\"”]?\s+label\b",
+            re.I,
         ),
-        re.compile(rf"\b(?:with|has|have|having|had|carry|carries|carrying|bear|bears|under)\s+(?:the|a)\s+['\"“]?{_VALUE}['\"”]?\s+label\b", re.I),
         re.compile(rf"(?<![\w-]){_VALUE}-label(?:l)?ed\b", re.I),
         re.compile(rf"(?:标签|标记为|标为|打了|打上了?|貼了|標籤)\s*['\"“]?{_VALUE}", re.I),
         re.compile(rf"{_VALUE}['\"”]?\s*(?:标签|標籤)", re.I),
