@@ -362,7 +362,14 @@ def unread_name(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) ->
             if _BY_FROM.search(ctx.question[: span["start"] + m.start()]) and not _plain_english(m.group(0).lower())
         ]
         # a Chinese full name where a person is named ("欧阳振华提交的", "by 司马若兰", "司马若兰在 …")
-        names += [m for m in _HAN_NAME.finditer(span["text"]) if _han_name_in_persons_place(ctx.question, span, m)]
+        # ... its surname perhaps read as a word of its own ("上" of 上官婉清 is also "last"): looked for from
+        # two characters before the unread words
+        wide = {"start": max(0, span["start"] - 2), "text": ctx.question[max(0, span["start"] - 2) : span["end"]]}
+        names += [
+            m
+            for m in _HAN_NAME.finditer(wide["text"])
+            if wide["start"] + m.end() > span["start"] and _han_name_in_persons_place(ctx.question, wide, m)
+        ]
         for m in names:
             name = m.group(0)
             words = [w.lower() for w in re.split(r"[\s-]+", name) if w.lower() not in _NAME_PARTICLES]

@@ -487,6 +487,8 @@ _PERSON_CUES = [
         rf"\s+({_NAME}|{_LOGIN_LIKE})"
     ),
     re.compile(rf"\b({_NAME})'s\b"),
+    # "anyone called Ingrid Falk", "a contributor named Zed": what someone is called is a name
+    re.compile(rf"\b(?:called|named)\s+({_NAME})"),
     # "issues by quin": a plain lower-case word right after "<records> by" is who wrote them
     re.compile(
         r"\b(?:[Pp][Rr]s?|[Pp]ull [Rr]equests?|[Ii]ssues?|[Tt]ickets?|[Bb]ugs?|[Mm]essages?|[Pp]osts?|[Tt]hreads?"

@@ -280,6 +280,8 @@ def test_a_capitalised_name_the_plan_could_not_read_is_declined_not_answered(wor
         ("open issues by 黄立新", "黄立新"),  # after "by"
         ("司徒若溪 今年修复了哪些 issue", "司徒若溪"),  # when it was done said between the name and the verb
         ("胡晓东 2023 年 5 月关掉的 issue", "胡晓东"),
+        ("上官明远 2022 年关了几个 issue", "上官明远"),  # 上 of the surname is also "last"
+        ("is there a maintainer called Ottoline Fairweather?", "Ottoline Fairweather"),  # what someone is called
     ],
 )
 def test_a_full_name_in_a_persons_place_the_plan_could_not_read_is_declined(world, question, unresolved):
