@@ -322,9 +322,10 @@ def _shape_stages(
     shape: Shape, path: str | None, conditions: dict[str, Any], schema: CollectionSchema, unwound: str | None = None
 ) -> list[dict[str, Any]]:
     kind = shape.kind
+    skip = [{"$skip": shape.offset}] if shape.offset else []  # the runner-up: the first skipped
     if kind == "count":
         return [{"$count": "count"}]
-    if kind in ("sum", "avg"):
+    if kind in ("sum", "avg") and shape.over == "records":
         name = "total" if kind == "sum" else "average"
         return [{"$group": {"_id": None, name: {f"${kind}": f"${path}"}}}, {"$project": {"_id": 0}}]
     if kind == "measures":
@@ -337,14 +338,14 @@ def _shape_stages(
             return stages + [{"$sort": {"_id": 1}}]
         return stages + [{"$group": {"_id": f"${path}"}}, {"$sort": {"_id": 1}}]
     if kind == "list":
-        return _sort(shape, schema) + ([{"$limit": shape.limit}] if shape.limit else [])
+        return _sort(shape, schema) + skip + ([{"$limit": shape.limit}] if shape.limit else [])
     if kind == "top":
         rest = {k: v for k, v in _sort_keys(shape, schema).items() if k != path}
-        return [{"$sort": {path: -1, **rest}}, {"$limit": shape.limit or 5}]
+        return [{"$sort": {path: -1, **rest}}, *skip, {"$limit": shape.limit or 5}]
     if kind in ("argmin", "argmax", "min", "max") and shape.over == "records":
         if kind in ("min", "max"):
             return [{"$group": {"_id": None, kind: {f"${kind}": f"${path}"}}}, {"$project": {"_id": 0}}]
-        return [{"$sort": {path: 1 if kind == "argmin" else -1}}, {"$limit": 1}]
+        return [{"$sort": {path: 1 if kind == "argmin" else -1}}, *skip, {"$limit": 1}]
     stages = [] if unwound and path.startswith(unwound + ".") else _unwind(path, conditions, schema)
     key: Any = (
         {"$dateToString": {"format": BUCKET_FORMATS[shape.bucket], "date": f"${path}"}} if shape.bucket else f"${path}"
@@ -354,12 +355,14 @@ def _shape_stages(
     )
     if kind == "distinct_count":
         return stages + [{"$count": "count"}]
+    if kind == "avg":  # the mean count of the groups there are (a period with no record is no group)
+        return stages + [{"$group": {"_id": None, "average": {"$avg": "$count"}}}, {"$project": {"_id": 0}}]
     if kind == "group":
         stages += [_having(shape.having)] if shape.having else []
         stages.append({"$sort": {"_id": 1} if shape.bucket else {"count": -1, "_id": 1}})
-        return stages + ([{"$limit": shape.limit}] if shape.limit else [])
+        return stages + skip + ([{"$limit": shape.limit}] if shape.limit else [])
     # Extremes over groups: the busiest month (argmax), the count of the quietest day (min).
-    stages += [{"$sort": {"count": 1 if kind in ("argmin", "min") else -1, "_id": 1}}, {"$limit": 1}]
+    stages += [{"$sort": {"count": 1 if kind in ("argmin", "min") else -1, "_id": 1}}, *skip, {"$limit": 1}]
     return stages + ([{"$project": {"_id": 0, "count": 1}}] if kind in ("min", "max") else [])
 
 
