@@ -328,6 +328,11 @@ def _shape_stages(
     if kind in ("sum", "avg") and shape.over == "records":
         name = "total" if kind == "sum" else "average"
         return [{"$group": {"_id": None, name: {f"${kind}": f"${path}"}}}, {"$project": {"_id": 0}}]
+    if kind == "share":  # each record 1 when it meets the part, else 0: their mean is the share
+        met = [part_expression(f, schema) for f in shape.part]
+        expression = met[0] if len(met) == 1 else {"$and": met}
+        share = {"$avg": {"$cond": [expression, 1, 0]}}
+        return [{"$group": {"_id": None, "share": share}}, {"$project": {"_id": 0}}]
     if kind == "measures":
         return _measure_stages(shape, path, conditions, schema, unwound)
     if kind == "distinct":
@@ -364,6 +369,23 @@ def _shape_stages(
     # Extremes over groups: the busiest month (argmax), the count of the quietest day (min).
     stages += [{"$sort": {"count": 1 if kind in ("argmin", "min") else -1, "_id": 1}}, *skip, {"$limit": 1}]
     return stages + ([{"$project": {"_id": 0, "count": 1}}] if kind in ("min", "max") else [])
+
+
+def part_expression(f: Filter, schema: CollectionSchema) -> dict[str, Any]:
+    """A share's part as an expression on each record: a comparison of one field that is no list (a list's
+    elements would need another form), `exists` as "greater than null" (missing and null are not)."""
+    path = resolve_field(schema, f.field)
+    if schema.is_array(path) or f.op not in (*_COMPARISONS, "eq", "exists"):
+        raise CompileError(f"a share's part compares one value of a field, not {f.op} on {path}")
+    field = f"${path}"
+    if f.op == "exists":
+        expression: dict[str, Any] = {"$gt": [field, None]}
+        holds = f.value
+    else:
+        expression = {"$in" if f.op == "nin" else "$eq" if f.op == "eq" else _COMPARISONS[f.op]: [field, f.value]}
+        holds = f.op != "nin"
+    # `$not` with its one argument bare: a level less, which the validator's depth bound needs inside `$cond`
+    return expression if holds != f.negate else {"$not": expression}
 
 
 def _measure_stages(

@@ -8,10 +8,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import pairwise
 
+from context_engine.query.compile import CompileError, compile_plan
 from context_engine.query.fields import field_for, person_field_for, person_field_words
-from context_engine.query.ir import Filter, Shape, SortKey, TimeRange
+from context_engine.query.ir import Filter, PlanIR, Shape, SortKey, TimeRange
 from context_engine.query.planner.draft import STATE_FIELDS
 from context_engine.query.planner.own_aggregates import OwnAggregateStep
+from context_engine.query.validate import validate_pipeline
 
 DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
@@ -265,7 +267,9 @@ _SUM = re.compile(
 # no measure, and is not read here.
 _AVERAGE = re.compile(r"\b(?:on (?:an )?average|averages?d?|avg\.?|mean)(?=\W|$)|平均", re.I)
 _AVERAGED_MEASURE = re.compile(
-    r"(?:\bhow many\s+|\bnumber of\s+)?\b(?:(?:different|distinct|unique)\s+(repliers|responders|people replying)"
+    r"(?:\bhow many\s+|\bnumber of\s+)?\b(?:((?:(?:different|distinct|unique)\s+)?(?:repliers|responders)"
+    r"|(?:different|distinct|unique)\s+(?:people|persons|users|participants)(?:\s+(?:who\s+)?(?:take|took|taking)\s+part)?"
+    r"|(?:people|persons|users|participants)\s+(?:replying|responding|who repl(?:y|ied)|taking part|take part))"
     r"|(repl(?:y|ies)|comments?|reactions?|additions|deletions|(?:changed )?files)(?:\s+counts?)?)\b"
     r"|(?:几|多少)\s*(?:条|个)?\s*(回复|评论)|(回复|评论)数",
     re.I,
@@ -283,6 +287,17 @@ _ORDINAL = re.compile(
     re.I,
 )
 _PLACES = {"second": 2, "third": 3, "fourth": 4, "fifth": 5, "二": 2, "三": 3, "四": 4, "五": 5}
+
+# "what fraction of 2023's PRs were merged", "share of the issues that are still open", "占多大比例": the part
+# of the records that meets a further condition. English says the part as the predicate after the records
+# ("that got merged", "are still open", "hasn't been closed"); Chinese after 里/中 ("开的 PR 里，被合并的占多大比例").
+_SHARE = re.compile(
+    r"\b(?:fraction|proportion|share|percentage|percent|ratio)\b|(?:多大|多少)的?比例|占比|比例|百分之几|百分比", re.I
+)
+_PART_SAID = re.compile(
+    r"\b(?:that|which|were|was|are|is|ended|end|got|get|have|has|had|hasn't|haven't|remain(?:ed|s)?|still)\b", re.I
+)
+_PART_SAID_CHINESE = re.compile(r"(?:里|中|当中|之中)[，,\s]*")
 
 # "max replies on any thread Jasmine started", "what is the largest reply count among her threads", "how
 # many replies did her most replied thread get": one number, the extreme of a measure over the records —
@@ -876,7 +891,9 @@ class ShapeStep(OwnAggregateStep):
         if number:
             return min(int(next(g for g in number.groups() if g)), 200)
         words = re.search(
-            r"\b(?:top|the|which|what)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)", q, re.I
+            r"\b(?:top|the|which|what)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)",
+            q,
+            re.I,
         )
         if words:
             return _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
@@ -1140,8 +1157,37 @@ class ShapeStep(OwnAggregateStep):
             return None
         self.use(cue.span(), "shape")
         self.use(measure.span(), "shape")
-        self.mark(r"\b(?:per|for each|for every)\b(?=\s+\w)", "shape")  # "replies per thread": the records averaged over
+        self.mark(
+            r"\b(?:per|for each|for every)\b(?=\s+\w)", "shape"
+        )  # "replies per thread": the records averaged over
         return ShapeIntent("avg", role=path)
+
+    def share_of(self, shape: Shape) -> Shape:
+        """ "what share of the PRs opened in 2023 got merged": the conditions said in the predicate after the
+        records are the part, the others (and the time) the records it is a share of. Unread (the plan
+        counts, and "share" is not understood) when no condition is said there, or one no share can ask."""
+        cue = _SHARE.search(self.q)
+        if cue is None or shape.kind not in ("count", "list"):
+            return shape
+        if cue.group(0).isascii():
+            said = _PART_SAID.search(self.q, cue.end())
+            start = said.start() if said else None
+        else:
+            said = next((m for m in reversed(list(_PART_SAID_CHINESE.finditer(self.q, 0, cue.start())))), None)
+            start = said.end() if said else None
+        part = [f for f in self.filters if start is not None and f.span and f.span[0] >= start]
+        if not part:
+            return shape
+        share = Shape("share", part=part)
+        try:  # a part no share can ask (words, a list's elements) or one nested past the validator's bound
+            if validate_pipeline(compile_plan(PlanIR(self.collection, shape=share), self.schema), self.schema):
+                return shape
+        except CompileError:
+            return shape
+        self.filters = [f for f in self.filters if f not in part]
+        self.use(cue.span(), "shape")
+        self.mark(r"\b(?:what|which)\s+(?=(?:fraction|proportion|share|percentage|percent|ratio)\b)|占", "shape")
+        return share
 
     def ranked_place(self, shape: Shape) -> Shape:
         """The runner-up ("the second most active poster", "the third busiest day"): one row of a ranking,
@@ -1151,9 +1197,12 @@ class ShapeStep(OwnAggregateStep):
             return shape
         word = next(g for g in said.groups() if g).lower()
         place = 2 if word.startswith("runner") else _PLACES.get(word) or int(word[0])
-        ranked = (shape.kind == "group" and shape.bucket is None and shape.limit) or (
-            shape.kind in ("argmin", "argmax") and shape.over == "groups"
-        ) or shape.kind == "top" or (shape.kind == "list" and shape.limit == 1 and shape.sort)
+        ranked = (
+            (shape.kind == "group" and shape.bucket is None and shape.limit)
+            or (shape.kind in ("argmin", "argmax") and shape.over == "groups")
+            or shape.kind == "top"
+            or (shape.kind == "list" and shape.limit == 1 and shape.sort)
+        )
         if not ranked:
             return shape
         self.use(said.span(), "shape")
