@@ -548,7 +548,8 @@ def _is_calendar(unit: str, start: datetime | None, end: datetime | None, now: d
 @dataclass
 class ShapeIntent:
     """What `ShapeStep._shape_intent` read: `kind` "bucket_extreme" (the busiest/quietest `bucket`:
-    `extreme` argmax/argmin), "bucket_avg" (the mean count of the `bucket`s), "group_extreme" (the value of the people or field `role` with the most or
+    `extreme` argmax/argmin), "bucket_avg" (the mean count of the `bucket`s), "group_avg" (the mean count of the values of
+    `role`), "group_extreme" (the value of the people or field `role` with the most or
     fewest records: `extreme` argmax/argmin), "record_extreme" (the newest (`direction` -1) or oldest (1) record) or
     "distinct" (how many different values of `role`) or "sum"/"avg" (the total/mean of the measure `role`) or
     "measure_extreme" (the largest or smallest value of the measure `role`: `extreme` max/min) or "own"
@@ -1216,6 +1217,13 @@ class ShapeStep(OwnAggregateStep):
                 self.use(cue.span(), "shape")
                 self.use(said.span(), "shape")
                 return ShapeIntent("bucket_avg", bucket=bucket)
+        group = _GROUP.search(self.q)  # "how many PRs does each author open on average": per value of a field
+        word = next((g for g in group.groups() if g), "") if group else ""
+        role = next((r for prefix, r in _GROUP_ROLES.items() if word.lower().startswith(prefix)), None)
+        if group and role and self._group_path(role)[0] is not None:
+            self.use(cue.span(), "shape")
+            self.use(group.span(), "shape")
+            return ShapeIntent("group_avg", role=role)
         return None
 
     def _quietest_group(self) -> ShapeIntent | None:
@@ -1285,6 +1293,9 @@ class ShapeStep(OwnAggregateStep):
                 time_field or field_for(self.schema, state_verb or "created") or field_for(self.schema, "created")
             )
             return Shape("avg", field=date_field, bucket=intent.bucket, over="groups") if date_field else None
+        if intent.kind == "group_avg":
+            path, _ = self._group_path(intent.role or "author")
+            return Shape("avg", field=path, over="groups") if path else None
         if intent.kind == "group_extreme":
             path, _ = self._group_path(intent.role or "author")
             return Shape(intent.extreme, field=path, over="groups") if path else None

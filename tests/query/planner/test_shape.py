@@ -531,6 +531,12 @@ def test_an_average_count_per_period_is_the_mean_of_the_periods_counts(catalog, 
     assert p.pipeline[-2] == {"$group": {"_id": None, "average": {"$avg": "$count"}}}
 
 
+def test_an_average_count_per_person_is_the_mean_of_their_counts(catalog):
+    p = plan(catalog, "on average, how many pull requests did each author open in 2026")
+    assert (p.ir.shape.kind, p.ir.shape.over, p.ir.shape.bucket) == ("avg", "groups", None)
+    assert p.pipeline[-2] == {"$group": {"_id": None, "average": {"$avg": "$count"}}}
+
+
 def test_an_average_of_nothing_countable_stays_unread(catalog):
     """ "average" with no measure and no period: the plan does not pretend it took a mean."""
     p = plan(catalog, "the average pull request by Alex Chen")
