@@ -265,7 +265,12 @@ _SUM = re.compile(
 # "on average, how many comments does a bug issue get", "mean reply count per thread", "平均有几条评论": the
 # mean of a measure over the records. A mean of counts per period ("PRs merged per month on average") names
 # no measure, and is not read here.
-_AVERAGE = re.compile(r"\b(?:on (?:an )?average|averages?d?|avg\.?|mean)(?=\W|$)|平均", re.I)
+_AVERAGE = re.compile(
+    r"\b(?:on (?:an )?average|averages?d?|avg\.?)(?=\W|$)|平均"
+    # "mean" the noun ("the mean", "mean reply count"), not the verb ("what do these labels mean")
+    r"|\b(?:the|a|on)\s+mean\b|\bmean(?=\s+(?:\w+\s+)?(?:number|count|amount|value|repl\w*|comments?|reactions?)\b)",
+    re.I,
+)
 _AVERAGED_MEASURE = re.compile(
     r"(?:\bhow many\s+|\bnumber of\s+)?\b(?:((?:(?:different|distinct|unique)\s+)?(?:repliers|responders)"
     r"|(?:different|distinct|unique)\s+(?:people|persons|users|participants)(?:\s+(?:who\s+)?(?:take|took|taking)\s+part)?"
@@ -292,7 +297,10 @@ _PLACES = {"second": 2, "third": 3, "fourth": 4, "fifth": 5, "二": 2, "三": 3,
 # of the records that meets a further condition. English says the part as the predicate after the records
 # ("that got merged", "are still open", "hasn't been closed"); Chinese after 里/中 ("开的 PR 里，被合并的占多大比例").
 _SHARE = re.compile(
-    r"\b(?:fraction|proportion|share|percentage|percent|ratio)\b|(?:多大|多少)的?比例|占比|比例|百分之几|百分比", re.I
+    # "share" the noun ("share of", "what share"), not the verb ("messages that share a link")
+    r"\b(?:fraction|proportion|percentage|percent|ratio)\b|\bshare\s+of\b|\b(?:what|which|the)\s+share\b"
+    r"|(?:多大|多少)的?比例|占比|比例|百分之几|百分比",
+    re.I,
 )
 _PART_SAID = re.compile(
     r"\b(?:that|which|were|was|are|is|ended|end|got|get|have|has|had|hasn't|haven't|remain(?:ed|s)?|still)\b", re.I
@@ -1187,7 +1195,7 @@ class ShapeStep(OwnAggregateStep):
             return shape
         self.filters = [f for f in self.filters if f not in part]
         self.use(cue.span(), "shape")
-        self.mark(r"\b(?:what|which)\s+(?=(?:fraction|proportion|share|percentage|percent|ratio)\b)|占", "shape")
+        self.mark(r"\b(?:what|which)\s+(?=(?:fraction|proportion|percentage|percent|ratio)\b)|占", "shape")
         return share
 
     def ranked_place(self, shape: Shape) -> Shape:

@@ -583,3 +583,10 @@ def test_a_later_place_in_a_ranking_skips_the_places_before(catalog, question, o
 def test_a_place_said_of_no_ranking_stays_unread(catalog):
     p = plan(catalog, "pull requests from the second week of March 2026")
     assert p.ir.shape.offset == 0
+
+
+@pytest.mark.parametrize(
+    "question", ["what do the comments on Alex Chen's pull requests mean", "slack messages that share a link in 2026"]
+)
+def test_mean_and_share_the_verbs_are_no_measure(catalog, question):
+    assert plan(catalog, question).ir.shape.kind not in ("avg", "share")
