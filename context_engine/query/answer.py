@@ -128,6 +128,9 @@ def _compose(
     if len(rows) == 1 and set(rows[0]) == {"count"}:
         n = rows[0]["count"]
         return f"{counted(n, one, noun)} {'matches' if n == 1 else 'match'}.", []
+    if len(rows) == 1 and set(rows[0]) == {"share"} and isinstance(rows[0]["share"], (int, float)):
+        share = rows[0]["share"]
+        return f"The share of the {noun} matched that meet the condition: {share:.4f} ({share:.1%}).", []
     if len(rows) == 1 and len(rows[0]) == 1 and set(rows[0]) <= {"total", "average", "min", "max"}:
         ((kind, value),) = rows[0].items()  # a sum, a mean or an extreme of a measure: one number
         said = round(value, 2) if isinstance(value, float) else value  # a mean's 448.96666666666664

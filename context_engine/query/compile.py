@@ -322,11 +322,17 @@ def _shape_stages(
     shape: Shape, path: str | None, conditions: dict[str, Any], schema: CollectionSchema, unwound: str | None = None
 ) -> list[dict[str, Any]]:
     kind = shape.kind
+    skip = [{"$skip": shape.offset}] if shape.offset else []  # the runner-up: the first skipped
     if kind == "count":
         return [{"$count": "count"}]
-    if kind in ("sum", "avg"):
+    if kind in ("sum", "avg") and shape.over == "records":
         name = "total" if kind == "sum" else "average"
         return [{"$group": {"_id": None, name: {f"${kind}": f"${path}"}}}, {"$project": {"_id": 0}}]
+    if kind == "share":  # each record 1 when it meets the part, else 0: their mean is the share
+        met = [part_expression(f, schema) for f in shape.part]
+        expression = met[0] if len(met) == 1 else {"$and": met}
+        share = {"$avg": {"$cond": [expression, 1, 0]}}
+        return [{"$group": {"_id": None, "share": share}}, {"$project": {"_id": 0}}]
     if kind == "measures":
         return _measure_stages(shape, path, conditions, schema, unwound)
     if kind == "distinct":
@@ -337,14 +343,14 @@ def _shape_stages(
             return stages + [{"$sort": {"_id": 1}}]
         return stages + [{"$group": {"_id": f"${path}"}}, {"$sort": {"_id": 1}}]
     if kind == "list":
-        return _sort(shape, schema) + ([{"$limit": shape.limit}] if shape.limit else [])
+        return _sort(shape, schema) + skip + ([{"$limit": shape.limit}] if shape.limit else [])
     if kind == "top":
         rest = {k: v for k, v in _sort_keys(shape, schema).items() if k != path}
-        return [{"$sort": {path: -1, **rest}}, {"$limit": shape.limit or 5}]
+        return [{"$sort": {path: -1, **rest}}, *skip, {"$limit": shape.limit or 5}]
     if kind in ("argmin", "argmax", "min", "max") and shape.over == "records":
         if kind in ("min", "max"):
             return [{"$group": {"_id": None, kind: {f"${kind}": f"${path}"}}}, {"$project": {"_id": 0}}]
-        return [{"$sort": {path: 1 if kind == "argmin" else -1}}, {"$limit": 1}]
+        return [{"$sort": {path: 1 if kind == "argmin" else -1}}, *skip, {"$limit": 1}]
     stages = [] if unwound and path.startswith(unwound + ".") else _unwind(path, conditions, schema)
     key: Any = (
         {"$dateToString": {"format": BUCKET_FORMATS[shape.bucket], "date": f"${path}"}} if shape.bucket else f"${path}"
@@ -354,13 +360,32 @@ def _shape_stages(
     )
     if kind == "distinct_count":
         return stages + [{"$count": "count"}]
+    if kind == "avg":  # the mean count of the groups there are (a period with no record is no group)
+        return stages + [{"$group": {"_id": None, "average": {"$avg": "$count"}}}, {"$project": {"_id": 0}}]
     if kind == "group":
         stages += [_having(shape.having)] if shape.having else []
         stages.append({"$sort": {"_id": 1} if shape.bucket else {"count": -1, "_id": 1}})
-        return stages + ([{"$limit": shape.limit}] if shape.limit else [])
+        return stages + skip + ([{"$limit": shape.limit}] if shape.limit else [])
     # Extremes over groups: the busiest month (argmax), the count of the quietest day (min).
-    stages += [{"$sort": {"count": 1 if kind in ("argmin", "min") else -1, "_id": 1}}, {"$limit": 1}]
+    stages += [{"$sort": {"count": 1 if kind in ("argmin", "min") else -1, "_id": 1}}, *skip, {"$limit": 1}]
     return stages + ([{"$project": {"_id": 0, "count": 1}}] if kind in ("min", "max") else [])
+
+
+def part_expression(f: Filter, schema: CollectionSchema) -> dict[str, Any]:
+    """A share's part as an expression on each record: a comparison of one field that is no list (a list's
+    elements would need another form), `exists` as "greater than null" (missing and null are not)."""
+    path = resolve_field(schema, f.field)
+    if schema.is_array(path) or f.op not in (*_COMPARISONS, "eq", "exists"):
+        raise CompileError(f"a share's part compares one value of a field, not {f.op} on {path}")
+    field = f"${path}"
+    if f.op == "exists":
+        expression: dict[str, Any] = {"$gt": [field, None]}
+        holds = f.value
+    else:
+        expression = {"$in" if f.op == "nin" else "$eq" if f.op == "eq" else _COMPARISONS[f.op]: [field, f.value]}
+        holds = f.op != "nin"
+    # `$not` with its one argument bare: a level less, which the validator's depth bound needs inside `$cond`
+    return expression if holds != f.negate else {"$not": expression}
 
 
 def _measure_stages(

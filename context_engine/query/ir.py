@@ -64,12 +64,14 @@ SHAPES = (
     "avg",
     "distinct",
     "measures",
+    "share",
 )
 RECORD_SHAPES = ("list", "top", "argmin", "argmax")  # shapes whose answer is records, not numbers
 BUCKETS = ("day", "week", "month", "year")
 FOLLOWUPS = ("restrict", "recount")
 MEASURES = ("count", "sum", "avg", "min", "max")
 COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte")
+OFFSET_SHAPES = ("group", "top", "list", "argmin", "argmax")  # ranked rows, the first few skipped (the runner-up)
 HAVING_SHAPES = ("group", "distinct", "measures")  # shapes of groups, which a condition on a group can narrow
 
 
@@ -283,12 +285,16 @@ class Shape:
     - top: the `limit` records with the highest `field` (a measure: replies, additions);
     - min/max: the smallest/largest `field` over the records, or the smallest/largest group count
       (`over` = "groups"); argmin/argmax: the record with it, or the group (busiest month, quietest day);
-    - sum: the total of `field` over the records (the replies all of someone's threads got); avg: its mean;
+    - sum: the total of `field` over the records (the replies all of someone's threads got); avg: its mean,
+      or (`over` = "groups") the mean record count of the groups or `bucket`s ("PRs merged per month, on average");
+    - share: the fraction (0..1) of the records that also meet the filters `part` ("what share of 2023's
+      PRs were merged": the PRs of 2023, the part merged);
     - distinct: the distinct values of `field` ("the different locations"), in value order;
     - measures: several aggregates at once ("the minimum and maximum salary") over the records, or any
       aggregates per value of `field` ("the average price of each category"), in value order.
     `having` (group, distinct, measures with a field) keeps only the groups whose measures meet it
     ("the cities with two or more branches": the distinct cities having a count of at least 2).
+    `offset` (group, top, list) skips the first rows of that order: the runner-up is `offset` 1, `limit` 1.
     `fields` (list, top, argmin, argmax: record shapes) are the fields the answer shows ("the name and
     age of ..."); none: the whole records.
     """
@@ -303,6 +309,8 @@ class Shape:
     fields: list[str] = default(default_factory=list)
     measures: list[Measure] = default(default_factory=list)
     having: list[Having] = default(default_factory=list)
+    offset: int = 0
+    part: list[Filter] = default(default_factory=list)
 
     def __post_init__(self):
         if not (isinstance(self.fields, list) and all(isinstance(f, str) and f for f in self.fields)):
@@ -319,6 +327,12 @@ class Shape:
             not isinstance(self.limit, int) or isinstance(self.limit, bool) or self.limit < 1
         ):
             raise IRError(f"a limit is a positive integer, not {self.limit!r}")
+        if not isinstance(self.offset, int) or isinstance(self.offset, bool) or self.offset < 0:
+            raise IRError(f"an offset is a non-negative integer, not {self.offset!r}")
+        if self.offset and self.kind not in OFFSET_SHAPES:
+            raise IRError(f"only a ranked shape ({', '.join(OFFSET_SHAPES)}) skips rows, not {self.kind}")
+        if (self.kind == "share") != bool(self.part):
+            raise IRError("only the shape share takes a part, and it needs at least one filter")
         needs_field = self.kind in ("distinct_count", "group", "top") or (
             self.kind in ("min", "max", "argmin", "argmax", "sum", "avg", "distinct")
         )
@@ -341,6 +355,8 @@ class Shape:
             **({"fields": list(self.fields)} if self.fields else {}),
             **({"measures": [m.to_json() for m in self.measures]} if self.measures else {}),
             **({"having": [h.to_json() for h in self.having]} if self.having else {}),
+            **({"offset": self.offset} if self.offset else {}),
+            **({"part": [f.to_json() for f in self.part]} if self.part else {}),
         }  # said only when set: earlier plans read the same
 
     @classmethod
@@ -356,6 +372,8 @@ class Shape:
             fields=data.get("fields") or [],
             measures=[Measure.from_json(m) for m in data.get("measures") or []],
             having=[Having.from_json(h) for h in data.get("having") or []],
+            offset=data.get("offset") or 0,
+            part=[Filter.from_json(f) for f in data.get("part") or []],
         )
 
 
@@ -502,7 +520,8 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
         "shape": {
             "type": "object",
             "properties": {
-                "kind": {"enum": list(SHAPES)},
+                # The model is not offered a share (its part's filters are not in its schema yet).
+                "kind": {"enum": [k for k in SHAPES if k != "share"]},
                 "field": {"type": ["string", "null"]},
                 "bucket": {"enum": [*BUCKETS, None]},
                 "over": {"enum": ["records", "groups"]},

@@ -173,6 +173,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Ow
             shape = Shape("list", sort=by_sort_field, limit=self._list_limit(), fields=shown)
         if not (self.filters or self.times or text) and not (bucket or group_role or is_count or intent_shape):
             self.confidence = min(self.confidence, 0.5)
+        shape = self.ranked_place(self.share_of(shape))  # "the second most active", "what share of them"
         join = self.own_join(shape)
         understood, not_understood = self._spans(text, structured=structured, shape=shape)
         if not_understood:

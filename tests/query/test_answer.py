@@ -17,3 +17,13 @@ def test_week_buckets_are_named_by_their_monday_and_said_to_be_iso_weeks():
 def test_other_groups_say_nothing_of_weeks():
     text, _ = compose(Success(Plan("messages", []), [{"_id": "2021-01", "count": 3}], []), "messages")
     assert "week" not in text and "2021-01: 3" in text
+
+
+def test_a_share_is_stated_as_a_fraction_and_a_percentage():
+    text, citations = compose(Success(Plan("pull_requests", []), [{"share": 0.53125}], []), "pull_requests")
+    assert "0.5312" in text and "53.1%" in text and citations == []
+
+
+def test_a_mean_is_stated_as_one_number():
+    text, _ = compose(Success(Plan("issues", []), [{"average": 2.5}], []), "issues")
+    assert "average" in text and "2.5" in text

@@ -468,3 +468,75 @@ def test_a_field_comparison_names_a_field_and_no_list(tmp_path):
     labelled = schema_from_documents("issues", ISSUES)
     with pytest.raises(CompileError):
         compile_plan(PlanIR("issues", filters=[Filter("labels.name", "eq_field", "title")]), labelled)
+
+
+def test_the_mean_of_a_measure_and_of_the_counts_per_period(store, schema):
+    assert run(PlanIR("issues", shape=Shape("avg", field="comments")), store, schema) == [{"average": 2.75}]
+    # reviews per month: January 2, February 1, March 1 — a month with none would be no group
+    per_month = Shape("avg", field="reviews.submitted_at", bucket="month", over="groups")
+    assert run(PlanIR("issues", shape=per_month), store, schema) == [{"average": 4 / 3}]
+    # issues per milestone: v1 holds two; the two issues with none form no group of their own (else 1.0)
+    per_milestone = Shape("avg", field="milestone.title", over="groups")
+    assert run(PlanIR("issues", shape=per_milestone), store, schema) == [{"average": 2.0}]
+
+
+@pytest.mark.parametrize(
+    "part,share",
+    [
+        ([Filter("state", "eq", "open")], 0.5),
+        ([Filter("state", "eq", "open", negate=True)], 0.5),
+        ([Filter("comments", "gt", 1)], 0.5),
+        ([Filter("comments", "in", [0, 7])], 0.5),
+        ([Filter("comments", "nin", [0, 7])], 0.5),
+        ([Filter("comments", "nin", [0, 7], negate=True)], 0.5),
+        ([Filter("state", "ne", "open"), Filter("comments", "lt", 1)], 0.25),
+        ([Filter("assignee", "exists", True)], 0.5),  # null and missing are not there
+        ([Filter("assignee", "exists", False)], 0.5),
+        ([Filter("state", "eq", "open"), Filter("comments", "gte", 5)], 0.25),  # both hold: a#3 only
+    ],
+)
+def test_a_share_is_the_fraction_of_the_records_that_meet_its_part(store, schema, part, share):
+    assert run(PlanIR("issues", shape=Shape("share", part=part)), store, schema) == [{"share": share}]
+
+
+def test_a_share_of_the_records_a_condition_keeps(store, schema):
+    # of the two open issues, the one with more than five comments
+    opened = PlanIR(
+        "issues", filters=[Filter("state", "eq", "open")], shape=Shape("share", part=[Filter("comments", "gt", 5)])
+    )
+    assert run(opened, store, schema) == [{"share": 0.5}]
+
+
+def test_a_share_of_a_list_field_or_of_words_is_not_compiled(schema):
+    unread = (
+        Filter("labels.name", "eq", "bug"),
+        Filter("title", "words", ["one"]),
+        Filter("milestone", "empty"),
+    )
+    for part in unread:
+        with pytest.raises(CompileError, match="share's part"):
+            compile_plan(PlanIR("issues", shape=Shape("share", part=[part])), schema)
+
+
+def test_a_later_place_of_a_ranking_skips_the_ones_before(store, schema):
+    # ann and bob reviewed twice each: the tie is broken by name, bob second
+    second = Shape("group", field="reviews.user.login", limit=1, offset=1)
+    assert run(PlanIR("issues", shape=second), store, schema) == [{"_id": "bob", "count": 2}]
+    top = Shape("top", field="comments", limit=1, offset=1)
+    assert [r["ref"] for r in run(PlanIR("issues", shape=top), store, schema)] == ["a#1"]
+    # reviews per month: January 2, then February and March 1 each (the earlier first)
+    month = Shape("argmax", field="reviews.submitted_at", bucket="month", over="groups", offset=1)
+    assert run(PlanIR("issues", shape=month), store, schema) == [{"_id": "2026-02", "count": 1}]
+
+
+def test_only_a_ranking_skips_and_only_a_share_has_a_part():
+    with pytest.raises(IRError, match="skips rows"):
+        Shape("count", offset=1)
+    with pytest.raises(IRError, match="share"):
+        Shape("share")
+    with pytest.raises(IRError, match="share"):
+        Shape("count", part=[Filter("state", "eq", "open")])
+    shape = Shape("share", part=[Filter("state", "eq", "open", span=(3, 7))])
+    assert Shape.from_json(shape.to_json()) == shape
+    ranked = Shape("group", field="author", limit=1, offset=2)
+    assert Shape.from_json(ranked.to_json()) == ranked

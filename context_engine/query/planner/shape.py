@@ -4,14 +4,16 @@ records ranked by a measure."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import pairwise
 
+from context_engine.query.compile import CompileError, compile_plan
 from context_engine.query.fields import field_for, person_field_for, person_field_words
-from context_engine.query.ir import Filter, Shape, SortKey, TimeRange
+from context_engine.query.ir import Filter, PlanIR, Shape, SortKey, TimeRange
 from context_engine.query.planner.draft import STATE_FIELDS
 from context_engine.query.planner.own_aggregates import OwnAggregateStep
+from context_engine.query.validate import validate_pipeline
 
 DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
@@ -25,7 +27,7 @@ TOP = re.compile(
     r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|\bmost (?:prolific|productive)\b"
     # "2024's biggest PR author": the person with the most records
     r"|\b(?:biggest|largest)(?=\s+(?:\w+\s+)?(?:author|contributor|poster|committer|reviewer|merger|closer|reporter|replier|responder|commenter)s?\b)"
-    r"|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho(?:['’]s)? (?:\w+ ){0,4}(?:more|most)(?: active\b)?\b|最多|最活跃|最常|最经常|前(\d+)名?",
+    r"|\brunners?[- ]up\b|第\s*[二三四五2-5]\s*多|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho(?:['’]s)? (?:\w+ ){0,4}(?:more|most)(?: (?:active|prolific|productive)\b)?\b|最多|最活跃|最常|最经常|前(\d+)名?",
     re.I,
 )
 
@@ -259,6 +261,51 @@ _SUM = re.compile(
     r"|(?:总共|一共|总计)(?:收到|得到|获得)了?多少(?:条|个)?(回复|评论)|(回复|评论)(?:总数|之和|总和)",
     re.I,
 )
+
+# "on average, how many comments does a bug issue get", "mean reply count per thread", "平均有几条评论": the
+# mean of a measure over the records. A mean of counts per period ("PRs merged per month on average") names
+# no measure, and is not read here.
+_AVERAGE = re.compile(
+    r"\b(?:on (?:an )?average|averages?d?|avg\.?)(?=\W|$)|平均"
+    # "mean" the noun ("the mean", "mean reply count"), not the verb ("what do these labels mean")
+    r"|\b(?:the|a|on)\s+mean\b|\bmean(?=\s+(?:\w+\s+)?(?:number|count|amount|value|repl\w*|comments?|reactions?)\b)",
+    re.I,
+)
+_AVERAGED_MEASURE = re.compile(
+    r"(?:\bhow many\s+|\bnumber of\s+)?\b(?:((?:(?:different|distinct|unique)\s+)?(?:repliers|responders)"
+    r"|(?:different|distinct|unique)\s+(?:people|persons|users|participants)(?:\s+(?:who\s+)?(?:take|took|taking)\s+part)?"
+    r"|(?:people|persons|users|participants)\s+(?:replying|responding|who repl(?:y|ied)|taking part|take part))"
+    r"|(repl(?:y|ies)|comments?|reactions?|additions|deletions|(?:changed )?files)(?:\s+counts?)?)\b"
+    r"|(?:几|多少)\s*(?:条|个)?\s*(回复|评论)|(回复|评论)数",
+    re.I,
+)
+
+# "ten merges a month on average": a period said after a count, which an average makes a bucket
+_A_PERIOD = [(unit, rf"\b(?:a|an|every|per)\s+{unit}\b") for unit in ("day", "week", "month", "year")]
+
+# "the second most prolific author", "the third busiest day", "runner-up", "第二多": a place in a ranking
+# after the first, said just before the ranking's word (or alone: the runner-up is second)
+_ORDINAL = re.compile(
+    r"\b(second|third|fourth|fifth|2nd|3rd|4th|5th)(?=[\s-]+(?:most|highest|largest|biggest|greatest|busiest|"
+    r"fewest|least|lowest|smallest|quietest|top|best|worst|longest|oldest|newest|latest|earliest)\b)"
+    r"|\b(runners?[- ]up)\b|第\s*([二三四五2-5])\s*(?=[多大高长忙活]|名)",
+    re.I,
+)
+_PLACES = {"second": 2, "third": 3, "fourth": 4, "fifth": 5, "二": 2, "三": 3, "四": 4, "五": 5}
+
+# "what fraction of 2023's PRs were merged", "share of the issues that are still open", "占多大比例": the part
+# of the records that meets a further condition. English says the part as the predicate after the records
+# ("that got merged", "are still open", "hasn't been closed"); Chinese after 里/中 ("开的 PR 里，被合并的占多大比例").
+_SHARE = re.compile(
+    # "share" the noun ("share of", "what share"), not the verb ("messages that share a link")
+    r"\b(?:fraction|proportion|percentage|percent|ratio)\b|\bshare\s+of\b|\b(?:what|which|the)\s+share\b"
+    r"|(?:多大|多少)的?比例|占比|比例|百分之几|百分比",
+    re.I,
+)
+_PART_SAID = re.compile(
+    r"\b(?:that|which|were|was|are|is|ended|end|got|get|have|has|had|hasn't|haven't|remain(?:ed|s)?|still)\b", re.I
+)
+_PART_SAID_CHINESE = re.compile(r"(?:里|中|当中|之中)[，,\s]*")
 
 # "max replies on any thread Jasmine started", "what is the largest reply count among her threads", "how
 # many replies did her most replied thread get": one number, the extreme of a measure over the records —
@@ -509,9 +556,10 @@ def _is_calendar(unit: str, start: datetime | None, end: datetime | None, now: d
 @dataclass
 class ShapeIntent:
     """What `ShapeStep._shape_intent` read: `kind` "bucket_extreme" (the busiest/quietest `bucket`:
-    `extreme` argmax/argmin), "group_extreme" (the value of the people or field `role` with the most or
+    `extreme` argmax/argmin), "bucket_avg" (the mean count of the `bucket`s), "group_avg" (the mean count of the values of
+    `role`), "group_extreme" (the value of the people or field `role` with the most or
     fewest records: `extreme` argmax/argmin), "record_extreme" (the newest (`direction` -1) or oldest (1) record) or
-    "distinct" (how many different values of `role`) or "sum" (the total of the measure `role`) or
+    "distinct" (how many different values of `role`) or "sum"/"avg" (the total/mean of the measure `role`) or
     "measure_extreme" (the largest or smallest value of the measure `role`: `extreme` max/min) or "own"
     (a tenant's own kind: the `shape` asked of its named fields, `OwnFieldStep.own_shape`)."""
 
@@ -852,7 +900,9 @@ class ShapeStep(OwnAggregateStep):
         if number:
             return min(int(next(g for g in number.groups() if g)), 200)
         words = re.search(
-            r"\b(?:top|the)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)", q, re.I
+            r"\b(?:top|the|which|what)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)",
+            q,
+            re.I,
         )
         if words:
             return _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
@@ -1058,6 +1108,9 @@ class ShapeStep(OwnAggregateStep):
                 if total := _SUM.search(self.q):
                     self.use(total.span(), "shape")
                 return ShapeIntent("measure_extreme", extreme="min" if _SMALLEST.match(word) else "max", role=path)
+        average = self._averaged_measure()
+        if average:
+            return average
         total = _SUM.search(self.q)
         if total:
             path = self._count_field(next(g for g in total.groups() if g).lower())
@@ -1093,6 +1146,92 @@ class ShapeStep(OwnAggregateStep):
                 self.use(_first_word(m), "shape")
                 self.mark(r"\b(?:oldest|earliest|newest|latest|most recent) first\b", "shape")
                 return ShapeIntent("record_extreme", direction=direction)
+        return None
+
+    def _averaged_measure(self) -> ShapeIntent | None:
+        """ "the average number of comments on a bug issue": "avg" of the measure named, both words read."""
+        cue = _AVERAGE.search(self.q)
+        measure = _AVERAGED_MEASURE.search(self.q) if cue else None
+        if cue is None:
+            return None
+        if measure is None:
+            return self._averaged_bucket(cue)
+        repliers, word = measure.group(1), next((g for g in measure.groups()[1:] if g), "")
+        path = (
+            ("reply_users_count" if self.schema.has_path("reply_users_count") else None)
+            if repliers
+            else self._count_field(word.lower())
+        )
+        if path is None:
+            return None
+        self.use(cue.span(), "shape")
+        self.use(measure.span(), "shape")
+        self.mark(
+            r"\b(?:per|for each|for every)\b(?=\s+\w)", "shape"
+        )  # "replies per thread": the records averaged over
+        return ShapeIntent("avg", role=path)
+
+    def share_of(self, shape: Shape) -> Shape:
+        """ "what share of the PRs opened in 2023 got merged": the conditions said in the predicate after the
+        records are the part, the others (and the time) the records it is a share of. Unread (the plan
+        counts, and "share" is not understood) when no condition is said there, or one no share can ask."""
+        cue = _SHARE.search(self.q)
+        if cue is None or shape.kind not in ("count", "list"):
+            return shape
+        if cue.group(0).isascii():
+            said = _PART_SAID.search(self.q, cue.end())
+            start = said.start() if said else None
+        else:
+            said = next((m for m in reversed(list(_PART_SAID_CHINESE.finditer(self.q, 0, cue.start())))), None)
+            start = said.end() if said else None
+        part = [f for f in self.filters if start is not None and f.span and f.span[0] >= start]
+        if not part:
+            return shape
+        share = Shape("share", part=part)
+        try:  # a part no share can ask (words, a list's elements) or one nested past the validator's bound
+            if validate_pipeline(compile_plan(PlanIR(self.collection, shape=share), self.schema), self.schema):
+                return shape
+        except CompileError:
+            return shape
+        self.filters = [f for f in self.filters if f not in part]
+        self.use(cue.span(), "shape")
+        self.mark(r"\b(?:what|which)\s+(?=(?:fraction|proportion|percentage|percent|ratio)\b)|占", "shape")
+        return share
+
+    def ranked_place(self, shape: Shape) -> Shape:
+        """The runner-up ("the second most active poster", "the third busiest day"): one row of a ranking,
+        the ones before it skipped. A place said of a shape that is no ranking stays unread."""
+        said = _ORDINAL.search(self.q)
+        if said is None:
+            return shape
+        word = next(g for g in said.groups() if g).lower()
+        place = 2 if word.startswith("runner") else _PLACES.get(word) or int(word[0])
+        ranked = (
+            (shape.kind == "group" and shape.bucket is None and shape.limit)
+            or (shape.kind in ("argmin", "argmax") and shape.over == "groups")
+            or shape.kind == "top"
+            or (shape.kind == "list" and shape.limit == 1 and shape.sort)
+        )
+        if not ranked:
+            return shape
+        self.use(said.span(), "shape")
+        return replace(shape, offset=place - 1, limit=1 if shape.kind in ("group", "top", "list") else shape.limit)
+
+    def _averaged_bucket(self, cue: re.Match) -> ShapeIntent | None:
+        """ "how many PRs were merged per month on average", "平均每天多少条消息": the mean count of the periods."""
+        for bucket, pattern in (*_BUCKETS, *_A_PERIOD):
+            said = re.search(pattern, self.q, re.I)
+            if said:
+                self.use(cue.span(), "shape")
+                self.use(said.span(), "shape")
+                return ShapeIntent("bucket_avg", bucket=bucket)
+        group = _GROUP.search(self.q)  # "how many PRs does each author open on average": per value of a field
+        word = next((g for g in group.groups() if g), "") if group else ""
+        role = next((r for prefix, r in _GROUP_ROLES.items() if word.lower().startswith(prefix)), None)
+        if group and role and self._group_path(role)[0] is not None:
+            self.use(cue.span(), "shape")
+            self.use(group.span(), "shape")
+            return ShapeIntent("group_avg", role=role)
         return None
 
     def _quietest_group(self) -> ShapeIntent | None:
@@ -1157,6 +1296,14 @@ class ShapeStep(OwnAggregateStep):
                 time_field or field_for(self.schema, state_verb or "created") or field_for(self.schema, "created")
             )
             return Shape(intent.extreme, field=date_field, bucket=intent.bucket, over="groups") if date_field else None
+        if intent.kind == "bucket_avg":
+            date_field = (
+                time_field or field_for(self.schema, state_verb or "created") or field_for(self.schema, "created")
+            )
+            return Shape("avg", field=date_field, bucket=intent.bucket, over="groups") if date_field else None
+        if intent.kind == "group_avg":
+            path, _ = self._group_path(intent.role or "author")
+            return Shape("avg", field=path, over="groups") if path else None
         if intent.kind == "group_extreme":
             path, _ = self._group_path(intent.role or "author")
             return Shape(intent.extreme, field=path, over="groups") if path else None
@@ -1165,9 +1312,9 @@ class ShapeStep(OwnAggregateStep):
             done = field_for(self.schema, state_verb) if state_verb in ("closed", "merged", "resolved") else None
             date_field = time_field or done or field_for(self.schema, "created")
             return Shape("list", sort=[SortKey(date_field, intent.direction)], limit=1) if date_field else None
-        if intent.kind in ("sum", "measure_extreme"):
+        if intent.kind in ("sum", "avg", "measure_extreme"):
             self._replies_summed_over_the_starters_threads(intent.role)
-            return Shape("sum" if intent.kind == "sum" else intent.extreme, field=intent.role)
+            return Shape(intent.extreme or intent.kind, field=intent.role)
         path, _ = self._group_path(intent.role)
         self._others_threads_only(intent.role)  # "how many different people has Kristeen replied to": not herself
         return Shape("distinct_count", field=path) if path else None

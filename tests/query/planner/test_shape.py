@@ -499,3 +499,94 @@ def test_a_number_of_an_embedded_thing_with_its_own_id_is_not_the_records_measur
     _, catalog = hand_made_world(tmp_path, {"issues": [issue]}, [{"login": "quinn", "name": "Quinn Adler"}])
     assert plan(catalog, "the issue with the most heart reactions").ir.shape.field == "reactions.heart"
     assert plan(catalog, "the issue with the most open issues").ir.shape.field != "milestone.open_issues"
+
+
+@pytest.mark.parametrize(
+    "question,measure",
+    [
+        ("what's the mean number of comments on Alex Chen's pull requests", "comments"),
+        ("avg additions per PR merged this year", "additions"),
+        ("Alex Chen 的 PR 平均有多少条评论", "comments"),
+        ("in slack, how many replies does a thread get on average", "reply_count"),
+        ("average count of distinct repliers per slack thread", "reply_users_count"),
+    ],
+)
+def test_an_average_of_a_measure_is_its_mean_over_the_records(catalog, question, measure):
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.field, p.ir.shape.over) == ("avg", measure, "records")
+    assert p.not_understood == []
+
+
+@pytest.mark.parametrize(
+    "question,bucket",
+    [
+        ("on average how many tickets were opened per week in 2026", "week"),
+        ("how many slack messages get posted a day, on average", "day"),
+        ("2026 年平均每月合并几个 PR", "month"),
+    ],
+)
+def test_an_average_count_per_period_is_the_mean_of_the_periods_counts(catalog, question, bucket):
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.bucket, p.ir.shape.over) == ("avg", bucket, "groups")
+    assert p.pipeline[-2] == {"$group": {"_id": None, "average": {"$avg": "$count"}}}
+
+
+def test_an_average_count_per_person_is_the_mean_of_their_counts(catalog):
+    p = plan(catalog, "on average, how many pull requests did each author open in 2026")
+    assert (p.ir.shape.kind, p.ir.shape.over, p.ir.shape.bucket) == ("avg", "groups", None)
+    assert p.pipeline[-2] == {"$group": {"_id": None, "average": {"$avg": "$count"}}}
+
+
+def test_an_average_of_nothing_countable_stays_unread(catalog):
+    """ "average" with no measure and no period: the plan does not pretend it took a mean."""
+    p = plan(catalog, "the average pull request by Alex Chen")
+    assert p.ir.shape.kind != "avg" and "average" in [s["text"] for s in p.not_understood]
+
+
+@pytest.mark.parametrize(
+    "question,part",
+    [
+        ("what fraction of this year's pull requests were merged", ("merged", "eq", True)),
+        ("of the tickets opened in 2026, what proportion are still open", None),
+        ("2026 年的 PR 里，已合并的占比是多少", ("merged", "eq", True)),
+    ],
+)
+def test_a_share_reads_the_predicate_as_its_part(catalog, question, part):
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "share" and p.ir.times
+    said = [(f.field, f.op, f.value) for f in p.ir.shape.part]
+    assert said == [part] if part else len(said) == 1
+    assert not any(f in p.ir.shape.part for f in p.ir.filters)
+    assert p.pipeline[-2]["$group"]["share"]["$avg"]["$cond"][1:] == [1, 0]
+
+
+def test_a_share_without_a_part_said_stays_unread(catalog):
+    p = plan(catalog, "what share of the pull requests did Alex Chen write")
+    assert p.ir.shape.kind != "share" and "share" in [s["text"] for s in p.not_understood]
+
+
+@pytest.mark.parametrize(
+    "question,offset",
+    [
+        ("who opened the second most pull requests in 2026", 1),
+        ("the third busiest month of 2026 for slack messages", 2),
+        ("who came runner-up among PR reviewers this year", 1),
+        ("2026 年合并 PR 第二多的人是谁", 1),
+    ],
+)
+def test_a_later_place_in_a_ranking_skips_the_places_before(catalog, question, offset):
+    p = plan(catalog, question)
+    assert p.ir.shape.offset == offset and {"$skip": offset} in p.pipeline
+    assert p.not_understood == []
+
+
+def test_a_place_said_of_no_ranking_stays_unread(catalog):
+    p = plan(catalog, "pull requests from the second week of March 2026")
+    assert p.ir.shape.offset == 0
+
+
+@pytest.mark.parametrize(
+    "question", ["what do the comments on Alex Chen's pull requests mean", "slack messages that share a link in 2026"]
+)
+def test_mean_and_share_the_verbs_are_no_measure(catalog, question):
+    assert plan(catalog, question).ir.shape.kind not in ("avg", "share")
