@@ -461,13 +461,15 @@ def unknown_value(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) 
             continue
         if values is not None and any(m.rule != "fuzzy" for m in values.search(cue.text, limit=MAX_CANDIDATES)):
             continue
+        shown, closest = "the closest are", []
         if values is not None:
             closest = [m.label or m.value for m in values.nearest(cue.text, kinds=(cue.role,), limit=MAX_CANDIDATES)]
-            if not closest and len(stored) <= MAX_CANDIDATES:  # few of the kind ("the three workspaces"): all
-                closest = [v for v in stored if any(m.rule == "exact" for m in values.search(v, kinds=(cue.role,)))]
+            if not closest:  # nothing spelt alike: some the asker may read, those holding the word first
+                shown = f"the {cue.role}s include"
+                closest = values.of_kind(cue.role, containing=cue.text, limit=MAX_CANDIDATES)
         else:
             closest = difflib.get_close_matches(cue.text.lower(), [v.lower() for v in stored], MAX_CANDIDATES, 0.5)
-        offered = f"; the closest are: {', '.join(map(repr, closest))}. Which one did you mean?" if closest else "."
+        offered = f"; {shown}: {', '.join(map(repr, closest))}. Which one did you mean?" if closest else "."
         return ResolutionFailed(f"No {cue.role} I can see is named {cue.text!r}{offered}", unresolved=cue.text)
     return None
 

@@ -434,6 +434,18 @@ class ValueIndex:
         gram = _Gram(text, norm, 0, len(text), len(norm.split()))
         return [self._match(i, visible[i], "fuzzy", score, gram) for i, score in ranked if i in visible][:limit]
 
+    def of_kind(self, kind: str, *, containing: str = "", limit: int = 5) -> list[str]:
+        """Some values of a kind the asker may read now, for "which did you mean" when none is spelt
+        like the word asked: those holding `containing` first, then the most used."""
+        deadline = time.monotonic() + SEARCH_MS / 1000
+        word = normalize(containing)
+        ids = sorted(
+            (i for i, e in enumerate(self.data.entries) if e.kind == kind),
+            key=lambda i: (word not in normalize(self.data.entries[i].value), -self.data.entries[i].count, i),
+        )[:MAX_CANDIDATES]
+        visible = self.visible(ids, deadline, needed=limit)
+        return [self.data.entries[i].label or self.data.entries[i].value for i in ids if i in visible][:limit]
+
     def visible(
         self, ids: Sequence[int], deadline: float | None = None, needed: int | None = None
     ) -> dict[int, list[tuple[str, str, str, int]]]:

@@ -179,3 +179,24 @@ def test_link_values_gives_non_overlapping_spans_in_the_asked_collections(settin
         ("v2.6", "v2.6"),
     ]
     assert link_values(question, index, ["messages"]) == []
+
+
+def test_a_label_no_record_holds_is_declined_offering_only_labels_the_asker_may_read(settings):
+    from datetime import datetime
+
+    from context_engine.query.engine import resolve, unknown_value
+    from context_engine.query.offline import OfflinePlanner
+
+    catalog = catalog_for(settings)
+    outsider = value_index_for(settings)
+    ctx, failed = resolve("open PRs labelled zebra-stripes", datetime(2026, 1, 1), catalog, None)
+    assert failed is None
+    declined = unknown_value(OfflinePlanner().plan(ctx), ctx, outsider)
+    assert declined is not None and declined.unresolved == "zebra-stripes"
+    # nothing is spelt like it: labels the asker may read are offered, never the private one
+    assert "'payments'" in declined.message and "project-falcon" not in declined.message
+    # a private label is unknown to an outsider, and known to its reader
+    ctx, _ = resolve("PRs labelled project-falcon", datetime(2026, 1, 1), catalog, None)
+    assert unknown_value(OfflinePlanner().plan(ctx), ctx, outsider) is not None
+    insider = value_index_for(settings.with_overrides(asker="sam"))
+    assert unknown_value(OfflinePlanner().plan(ctx), ctx, insider) is None
