@@ -556,7 +556,7 @@ _ELSE = re.compile(r"else$")
 _SOMEONE_BEFORE = re.compile(r"\b(?:some|any|no|every)(?:one|body)\s+$|\bno one\s+$|\b(?:who|what|where)\s+$", re.I)
 NOT_NAMES = frozenset(
     """
-i we you they he she it its anyone anybody someone somebody everyone everybody nobody none no one team folks
+i i'd i'm i've i'll i’d i’m i’ve i’ll we you they he she it its anyone anybody someone somebody everyone everybody nobody none no one team folks
 people what that there here who let today tonight yesterday tomorrow week month year quarter sprint else
 date dates time name names size age title author owner type kind area component project milestone channel
 space workspace activity volume default hand others other altogether all together total

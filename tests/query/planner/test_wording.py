@@ -290,7 +290,11 @@ def test_a_full_name_in_a_persons_place_the_plan_could_not_read_is_declined(worl
         failed = unread_name(OfflinePlanner().plan(ctx), ctx, None)
     assert failed is not None and failed.unresolved == unresolved
     # plain words there are no name: "issues assigned to others", "PRs from everyone else"
-    for question in ("open issues assigned to others altogether", "open issues about lazy evaluation"):
+    for question in (
+        "open issues assigned to others altogether",
+        "open issues about lazy evaluation",
+        "Hello, I'd like the open issues, please",  # "I'd" is the asker speaking, no one's name
+    ):
         ctx, _ = resolve(question, NOW, world[1], None)
         assert unread_name(OfflinePlanner().plan(ctx), ctx, None) is None, question
 
