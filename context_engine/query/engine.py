@@ -10,7 +10,6 @@ tagged union defined here, carrying every attempt: `Success`, `NoResults`, `MaxA
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,7 +40,7 @@ from context_engine.query.spelling import correct
 from context_engine.query.timeexpr import find_time_ranges
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
 from context_engine.query.value_cues import value_cues
-from context_engine.query.values import ValueIndex
+from context_engine.query.values import ValueIndex, begins_name, written
 
 
 @dataclass
@@ -479,15 +478,10 @@ def _holds(question: str, start: int, end: int, stored: list[str], *, prefix: bo
     "good first issue"; "bugs" the label "bug"), or, for a workspace or channel, they begin one
     ("the elm slack" is elmlang)."""
     for value in stored:
-        loose = r"[\s\-_]".join(re.escape(part) for part in re.split(r"[\s\-_]+", value) if part)
-        for m in re.finditer(rf"(?<![A-Za-z0-9_]){loose}(?:s|es)?(?![A-Za-z0-9_])", question, re.I):
+        for m in re.finditer(rf"(?<![A-Za-z0-9_]){written(value)}(?![A-Za-z0-9_])", question, re.I):
             if m.start() < end and start < m.end():
                 return True
-    word = question[start:end].lower()
-    return prefix and any(
-        v.lower().startswith(word) or len(os.path.commonprefix([v.lower(), word])) >= max(3, len(word) - 1)  # noqa: RUF071
-        for v in stored
-    )
+    return prefix and any(begins_name(question[start:end], v) for v in stored)
 
 
 def contradiction(plan_: Plan, ctx: PlanningContext) -> ResolutionFailed | None:

@@ -102,6 +102,28 @@ def normalize(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
+def written(value: str) -> str:
+    """A stored value as a pattern for how a question writes it: spaces, hyphens and underscores stand
+    for each other ("good-first-issue" names the label "good first issue") and a plural names it
+    ("bugs", "priorities")."""
+    if value.lower().endswith("ies"):
+        return rf"{_loose(value[:-3])}(?:y|ies)"
+    if value.lower().endswith("y"):
+        return rf"{_loose(value[:-1])}(?:y|ies)"
+    return rf"{_loose(value)}(?:s|es)?"
+
+
+def _loose(value: str) -> str:
+    return r"[\s\-_]+".join(re.escape(part) for part in re.split(r"[\s\-_]+", value) if part)
+
+
+def begins_name(word: str, name: str) -> bool:
+    """People call a community by a word that begins its name, or nearly does: "elm" is elmlang,
+    "clojure" clojurians but for its last letter. A common prefix of characters, not of path parts."""
+    word, name = word.lower(), name.lower()
+    return name.startswith(word) or len(os.path.commonprefix([name, word])) >= max(3, len(word) - 1)  # noqa: RUF071
+
+
 @dataclass(frozen=True)
 class ValueMatch:
     kind: str  # "person", "label", "milestone", "repo", "channel", "status", "state_reason", ...

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from context_engine.access import PUBLIC
 from context_engine.config import Settings
 from context_engine.ingest import ingest
-from context_engine.query.values import ValueIndex, link_values, load_values
+from context_engine.query.values import ValueIndex, begins_name, link_values, load_values, written
 from context_engine.resources import catalog_for, forget, store_for, value_index_for
 
 SAM = {"login": "sam", "name": "Sam Reader", "slack_id": "U0SAM0001", "source": "sample"}
@@ -200,3 +201,25 @@ def test_a_label_no_record_holds_is_declined_offering_only_labels_the_asker_may_
     assert unknown_value(OfflinePlanner().plan(ctx), ctx, outsider) is not None
     insider = value_index_for(settings.with_overrides(asker="sam"))
     assert unknown_value(OfflinePlanner().plan(ctx), ctx, insider) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "text", "holds"),
+    [
+        ("good first issue", "any good-first-issues left?", True),
+        ("good_first_issue", "tagged good first issue", True),
+        ("priority", "sorted by priorities", True),
+        ("bug", "all the bugs", True),
+        ("bug", "a debugger", False),
+    ],
+)
+def test_written_is_how_a_question_writes_a_stored_value(value, text, holds):
+    assert bool(re.search(rf"(?<![A-Za-z0-9_]){written(value)}(?![A-Za-z0-9_])", text, re.I)) is holds
+
+
+@pytest.mark.parametrize(
+    ("word", "name", "begins"),
+    [("elm", "elmlang", True), ("Clojure", "clojurians", True), ("rust", "racket", False), ("ra", "elmlang", False)],
+)
+def test_begins_name_is_the_word_people_use_for_a_community(word, name, begins):
+    assert begins_name(word, name) is begins

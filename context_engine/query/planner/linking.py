@@ -3,20 +3,13 @@ workspaces, teams) and its people to their fields in the role the sentence gives
 
 from __future__ import annotations
 
-import os
 import re
 
 from context_engine.query.fields import field_for, person_field_for, person_field_words
 from context_engine.query.identity import Mention
 from context_engine.query.ir import Filter
 from context_engine.query.planner.draft import Draft
-
-
-def _loose(value: str) -> str:
-    """A stored value as a pattern where spaces, hyphens and underscores stand for each other:
-    "good-first-issue" and "good_first_issue" name the label "good first issue"."""
-    return r"[\s\-_]".join(re.escape(part) for part in re.split(r"[\s\-_]", value))
-
+from context_engine.query.values import begins_name, written
 
 # "closed by X", "closed in 2023 by X", "closed by somebody other than X, Y or Z": the closer is named
 _CLOSED_BY = re.compile(
@@ -95,14 +88,8 @@ class LinkStep(Draft):
             for value in sorted(values, key=len, reverse=True):
                 if len(value) < 2:
                     continue
-                if value.lower().endswith("ies"):
-                    plural = rf"{_loose(value[:-3])}(?:y|ies)"
-                elif value.lower().endswith("y"):
-                    plural = rf"{_loose(value[:-1])}(?:y|ies)"
-                else:
-                    plural = rf"{_loose(value)}(?:s|es)?"
                 # ASCII boundaries: "的bug" names the value although CJK characters are word characters.
-                pattern = rf"(?<![A-Za-z0-9_#]){plural}(?![A-Za-z0-9_])"
+                pattern = rf"(?<![A-Za-z0-9_#]){written(value)}(?![A-Za-z0-9_])"
                 flags = re.I
                 if role == "priority":
                     pattern = rf"(?<![A-Za-z0-9_]){re.escape(value)}(?:[- ]priority)?(?![A-Za-z0-9_])"
@@ -246,12 +233,7 @@ class LinkStep(Draft):
         ):
             word = m.group(1).lower()
             # "elm" begins elmlang; "clojure" is clojurians but for its last letter
-            named = [
-                v
-                for v in values
-                # words, not paths: a common prefix of characters is what is meant
-                if v.lower() != word and len(os.path.commonprefix([v.lower(), word])) >= max(3, len(word) - 1)  # noqa: RUF071
-            ]
+            named = [v for v in values if v.lower() != word and begins_name(word, v)]
             if (
                 len(named) == 1
                 and not self._is_used(m.span(1))
