@@ -343,11 +343,13 @@ def unread_name(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) ->
     for span in plan_.not_understood:
         if span.get("how") != "unknown":
             continue  # words read, perhaps the wrong way round: not a name nobody has
+        # a first word is capitalised anyway, and so is an English word beginning a later sentence
+        # ("… the skill ID. Provide its description too.", "List open PRs. Include Zed's.")
         names = [
             m
-            for m in _CAPITALISED_RUN.finditer(span["text"])
-            if not (span["start"] + m.start() == 0 and " " not in m.group(0))
-        ]  # a first word is capitalised anyway
+            for m in (_after_sentence_word(ctx.question, span, m) for m in _CAPITALISED_RUN.finditer(span["text"]))
+            if m and not (span["start"] + m.start() == 0 and " " not in m.group(0))
+        ]
         # a full name written in lower case where a person is named ("assigned to ottoline fairweather")
         names += [
             m
@@ -426,6 +428,21 @@ def _han_name_in_persons_place(question: str, span: dict, m: re.Match) -> bool:
 def _plain_english(word: str) -> bool:
     """An English word, or the plural of one ("bots")."""
     return is_english(word) or (word.endswith("s") and is_english(word[:-1]))
+
+
+_SENTENCE_END = re.compile(r"[.?!;:]\s+$")
+
+
+def _after_sentence_word(question: str, span: dict, m: re.Match) -> re.Match | None:
+    """A capitalised run without the English word that begins a sentence after the first: that word is
+    capitalised for the sentence, not for a name ("Include Zed's" names Zed). None when nothing is left."""
+    if not _SENTENCE_END.search(question[: span["start"] + m.start()]):
+        return m
+    first = re.match(r"\S+", m.group(0))
+    if first is None or not _plain_english(first.group(0).lower()):
+        return m
+    rest = re.compile(r"\s+").match(m.group(0), first.end())
+    return _CAPITALISED_RUN.match(span["text"], m.start() + rest.end()) if rest else None
 
 
 _LOWER_CASE_WORD = re.compile(r"(?<![\w'’-])[a-z][a-z\u00C0-\u024F]+(?![\w'’-])")

@@ -593,7 +593,11 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
                 text, end = text[:-2], end - 2
             words = text.split()
             # Leading words that name the records, not the person ("PRs Quentin merged").
-            while len(words) > 1 and words[0].lower() in COMMON_WORDS:
+            # ... and an English word capitalised for beginning a later sentence ("… PRs. Include Zed's").
+            while len(words) > 1 and (
+                words[0].lower() in COMMON_WORDS
+                or (re.search(r"[.?!;:]\s+$", question[:start]) and is_english(words[0].lower()))
+            ):
                 dropped = words.pop(0)
                 start = question.index(words[0], start + len(dropped))
             # Trailing capitalised words that are not names ("by Rashid Last week" is not a name).

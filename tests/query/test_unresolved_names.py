@@ -130,11 +130,26 @@ def test_a_name_that_fits_several_people_is_declined_with_them(settings):
         "Kubernetes 相关的 PR",  # a single word before 的 is a topic as often as a name
         "how many PRs were opened by first-time contributors?",  # plain words joined by a hyphen
         "没有被分配给任何人的 open issue 有多少",  # 任何人: anyone
+        "List the PRs merged last week. Include their titles.",  # an English word begins a later sentence
+        "Which issues are still open? Ensure the oldest comes first.",
     ],
 )
 def test_dates_values_topics_and_plain_english_are_not_unknown_people(settings, question):
     _, failed = _resolve(settings, question)
     assert failed is None or "anyone named" not in failed.message, failed and failed.message
+
+
+@pytest.mark.parametrize(
+    "question, unresolved",
+    [
+        ("Thanks. Zed opened which PRs last week?", "Zed"),
+        ("Quick one. Ottoline Fairweather's open PRs?", "Ottoline Fairweather"),
+        ("List open PRs. Include Zed's.", "Zed"),  # the sentence's English first word is not part of the name
+    ],
+)
+def test_a_name_beginning_a_later_sentence_is_still_a_name(settings, question, unresolved):
+    result = run_structured(question, settings, now=NOW)
+    assert isinstance(result, ResolutionFailed) and result.unresolved == unresolved, getattr(result, "message", "")
 
 
 @pytest.mark.parametrize(
