@@ -1,7 +1,8 @@
 """The conversation sets (`tests/data/conversations.jsonl`, tuned on; `conversations_heldout.jsonl` and
 `conversations_heldout2.jsonl`, `conversations_heldout3.jsonl` and `conversations_heldout4.jsonl`, each reported
 once and then tuned on; `conversations_heldout5.jsonl`, `conversations_heldout6.jsonl`,
-`conversations_heldout7.jsonl` and `conversations_heldout8.jsonl`, each reported once) and the evaluator that runs them through the graph.
+`conversations_heldout7.jsonl`, `conversations_heldout8.jsonl` and `conversations_heldout9.jsonl`, each reported once) and the
+evaluator that runs them through the graph.
 
 The sets' gold was written without reading the follow-up rules (`tests/data/conversations_README.md`).
 These tests check that each is large and varied enough to measure follow-ups, that each held-out set repeats
@@ -29,7 +30,8 @@ from context_engine.resources import catalog_for
 from tests.conftest import TEST_DATA_DIR, names_of, needs_real_sources, run_cli, run_gold, tenant_settings
 
 DATA = TEST_DATA_DIR
-# The first set, tuned on, and the held-out sets, each reported once: each with the sizes its soundness checks demand.
+# The first set, tuned on, and the held-out sets, each reported once: each with the sizes its soundness checks demand
+# and the longest thread it holds.
 SETS = {
     "first": SimpleNamespace(
         path=DATA / "conversations.jsonl",
@@ -38,6 +40,7 @@ SETS = {
         min_checked=90,
         min_topics=8,
         min_declines=5,
+        max_turns=4,
     ),
     "heldout": SimpleNamespace(
         path=DATA / "conversations_heldout.jsonl",
@@ -46,6 +49,7 @@ SETS = {
         min_checked=70,
         min_topics=8,
         min_declines=5,
+        max_turns=4,
     ),
     "heldout2": SimpleNamespace(
         path=DATA / "conversations_heldout2.jsonl",
@@ -54,6 +58,7 @@ SETS = {
         min_checked=70,
         min_topics=8,
         min_declines=5,
+        max_turns=4,
     ),
     "heldout3": SimpleNamespace(
         path=DATA / "conversations_heldout3.jsonl",
@@ -62,6 +67,7 @@ SETS = {
         min_checked=70,
         min_topics=8,
         min_declines=5,
+        max_turns=4,
     ),
     "heldout4": SimpleNamespace(
         path=DATA / "conversations_heldout4.jsonl",
@@ -70,6 +76,7 @@ SETS = {
         min_checked=70,
         min_topics=8,
         min_declines=5,
+        max_turns=4,
     ),
     "heldout5": SimpleNamespace(
         path=DATA / "conversations_heldout5.jsonl",
@@ -78,6 +85,7 @@ SETS = {
         min_checked=70,
         min_topics=8,
         min_declines=5,
+        max_turns=4,
     ),
     "heldout6": SimpleNamespace(
         path=DATA / "conversations_heldout6.jsonl",
@@ -86,6 +94,7 @@ SETS = {
         min_checked=70,
         min_topics=8,
         min_declines=5,
+        max_turns=4,
     ),
     "heldout7": SimpleNamespace(
         path=DATA / "conversations_heldout7.jsonl",
@@ -94,6 +103,7 @@ SETS = {
         min_checked=70,
         min_topics=8,
         min_declines=5,
+        max_turns=4,
     ),
     "heldout8": SimpleNamespace(
         path=DATA / "conversations_heldout8.jsonl",
@@ -102,6 +112,17 @@ SETS = {
         min_checked=70,
         min_topics=8,
         min_declines=5,
+        max_turns=4,
+    ),
+    # Threads of up to five turns, that keep building.
+    "heldout9": SimpleNamespace(
+        path=DATA / "conversations_heldout9.jsonl",
+        min_conversations=32,
+        min_turns=95,
+        min_checked=90,
+        min_topics=8,
+        min_declines=6,
+        max_turns=5,
     ),
 }
 each_set = pytest.mark.parametrize("cset", list(SETS.values()), ids=list(SETS))
@@ -121,7 +142,7 @@ def test_the_set_is_large_varied_and_every_turn_says_what_it_means(cset):
     conversations = load_conversations(cset.path)
     turns = all_turns(conversations)
     assert len(conversations) >= cset.min_conversations and len(turns) >= cset.min_turns
-    assert all(2 <= len(c["turns"]) <= 4 for c in conversations)
+    assert all(2 <= len(c["turns"]) <= cset.max_turns for c in conversations)
     assert {c["tenant"] for c in conversations} == {"hf", "oss"}
     github = sum(c["tenant"] == "hf" for c in conversations) / len(conversations)
     assert 0.5 <= github <= 0.7
@@ -149,8 +170,12 @@ def test_the_set_is_large_varied_and_every_turn_says_what_it_means(cset):
         ("heldout6", ["first", "heldout", "heldout2", "heldout3", "heldout4", "heldout5"]),
         ("heldout7", ["first", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6"]),
         ("heldout8", ["first", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7"]),
+        (
+            "heldout9",
+            ["first", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"],
+        ),
     ],
-    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"],
+    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9"],
 )
 def test_a_held_out_set_repeats_no_conversation_or_wording_of_the_sets_before_it(held, earlier):
     # Held out means new: a conversation id or a turn worded as in a set the follow-up rules were tuned on
