@@ -52,7 +52,7 @@ from context_engine.retrievers.compress import compress as compress_passages
 from context_engine.retrievers.fusion import fuse_hits
 from context_engine.retrievers.hits import hit_to_dict, hit_to_document, rows_to_hits
 from context_engine.retrievers.rerank import make_reranker
-from context_engine.text import parse_now
+from context_engine.text import as_asked, parse_now, simplified
 
 CHAIN_FROM = 3  # the top contexts whose cross-links an answer follows
 KEEP_BEST = 3  # the reranker's top hits keep their best matching sentence even below the relevance floor
@@ -95,11 +95,12 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     # Only this asker's own turns: a thread id reused by another tenant or person resolves nothing
     # against records that were never theirs to see.
     turns = [t for t in state.get("turns") or [] if t.get("scope") == _scope(settings)]
-    question = asked
+    # Traditional characters read as simplified, at the same offsets (`respond` quotes the asker's own)
+    question = read = simplified(asked)
     if turns:
         catalog = catalog_for(settings)
         followup = resolve_followup(
-            asked,
+            read,
             turns,
             catalog.directory,
             parse_now(state.get("now")),
@@ -111,7 +112,7 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         # A change to the last plan is made to that plan; the rewritten question says it in words.
         now = parse_now(state.get("now"))
         # "back to X — ...": the words said, of the thread as it was when X was asked about
-        kept, said = followup.resumed or (len(turns), asked)
+        kept, said = followup.resumed or (len(turns), read)
         operation = operate(
             said, followup, turns[:kept], catalog, asker_for(settings, catalog), now, value_index_for(settings)
         )
@@ -599,7 +600,8 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """The answer as a chat message (citations and queries in its structured fields), the contexts as
     LangChain Documents, and what this turn leaves for follow-ups."""
     settings = context_of(runtime).settings()
-    answer = state.get("answer", "")
+    asked = state.get("asked") or state["question"]
+    answer = said = as_asked(state.get("answer", ""), asked)
     if state.get("model_error"):  # the answer may be the offline fallback's: it says why
         answer += (
             f"\n\n(The configured chat model failed: {state['model_error']}. "
@@ -628,7 +630,7 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         c["id"] for c in state.get("citations", []) if c.get("id")
     ]
     turn: Turn = {
-        "question": state.get("asked") or state["question"],
+        "question": asked,
         "standalone": state["question"],
         "people": [p["name"] for p in resolution.get("people", [])],
         "people_text": [p["text"] for p in resolution.get("people", [])],
@@ -645,10 +647,10 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "answer_groups": _answer_groups(state),
         # a decline keeps the words it could not resolve, with or without candidates: "I meant stas00"
         # after "Stas Bekman" (no one close enough to offer) re-asks the declined question
-        "unresolved": resolution.get("unresolved", "") if resolution.get("error") else "",
+        "unresolved": as_asked(resolution.get("unresolved", ""), asked) if resolution.get("error") else "",
         "narrowed": state.get("narrowed", ""),
         "candidates": resolution.get("candidates", []),
-        "answer": state.get("answer", "")[:1000],
+        "answer": said[:1000],
         "scope": _scope(settings),
         "route": state.get("route", ""),
         "collection": next(

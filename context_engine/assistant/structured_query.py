@@ -31,7 +31,7 @@ from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.query.planner.templates import context_set_for
 from context_engine.resources import asker_for, catalog_for, llm_planner_for, store_for, value_index_for
 from context_engine.store.expressions import finite_for_json
-from context_engine.text import parse_now
+from context_engine.text import as_asked, parse_now, simplified
 
 __all__ = [
     "build_structured_graph",
@@ -314,5 +314,8 @@ def run_structured(
     `planner` (an object with `.plan(ctx)`) stands in for the LLM planner."""
     context = LibraryContext(base_settings=settings, planner=planner, always_llm=always_llm)
     when = now.isoformat() if isinstance(now, datetime) else (now or "")
-    state = structured_graph.invoke({"question": question, "now": when}, context=context)
-    return run_result(state)
+    state = structured_graph.invoke({"question": simplified(question), "now": when}, context=context)
+    result = run_result(state)
+    if isinstance(result, ResolutionFailed):  # the words it could not resolve, as the asker wrote them
+        result.message, result.unresolved = as_asked(result.message, question), as_asked(result.unresolved, question)
+    return result

@@ -632,9 +632,14 @@ def unmatched_topic(
 
 def unmatched_name(unread: dict[str, Any], ctx: PlanningContext, values: ValueIndex | None) -> ResolutionFailed | None:
     """A topic no record mentions (`unmatched_topic`) written as a full name ("Casimir Okonkwo-Bell
-    thread count"): someone the data does not hold, declined with the closest people like any name
+    thread count", "司马若兰开过哪些"): someone the data does not hold, declined with the closest people like any name
     nobody has, not answered "0"."""
     name = unread["text"].strip()
+    # ... or a Chinese full name where a person is named ("欧阳静怡开过的", searched for as words)
+    span = {"start": unread["start"], "text": ctx.question[unread["start"] : unread["end"]]}
+    for m in _HAN_NAME.finditer(span["text"]):
+        if _han_name_in_persons_place(ctx.question, span, m):
+            return _no_one_named(m.group(0), ctx.directory, values)
     words = [w.lower() for w in re.split(r"[\s-]+", name) if w.lower() not in _NAME_PARTICLES]
     known = COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES | NOT_NAMES
     if (

@@ -540,6 +540,9 @@ _SURNAMES = (
     "王李张刘陈杨黄赵吴周徐孙马朱胡郭何高林罗郑梁谢宋唐许韩冯邓曹彭曾肖田董袁潘于蒋蔡余杜叶程苏魏吕"
     "丁任沈姚卢姜崔钟谭陆汪范金石廖贾夏韦付方白邹孟熊秦邱江尹薛闫段雷侯龙史陶黎贺顾毛郝龚邵万钱严覃武戴莫孔向汤"
 )
+_COMPOUND_SURNAMES = frozenset(
+    "欧阳 司马 诸葛 上官 东方 皇甫 令狐 慕容 司徒 夏侯 端木 公孙 尉迟 长孙 宇文 西门 独孤 南宫 轩辕 澹台".split()
+)
 _CJK_BEFORE = re.compile(
     r"(?=的|合并|提交|创建|负责|写了|写的|发了|发的|评审|审查|审核|关闭|解决|完成|打开|开了|提了|提的|报的)"
 )
@@ -613,14 +616,17 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
         for cue in _CJK_BEFORE.finditer(question, run.start(), run.end()):
             head = question[run.start() : cue.start()]
             head = head[max((t.end() for t in _CJK_TIME.finditer(head)), default=0) :]
-            for size in (3, 2):
+            for size in (4, 3, 2):
+                # A compound surname and one or two characters ("欧阳静怡"), or a surname and one or two.
+                name = head[-size:] if len(head) >= size else ""
+                compound = size > 2 and name[:2] in _COMPOUND_SURNAMES
                 # "任何标签" is "any label": a name does not start inside a common word.
                 if (
-                    len(head) >= size
-                    and head[-size] in _SURNAMES
+                    name
+                    and (compound or (size < 4 and name[0] in _SURNAMES))
                     and head[-size - 1 :][:2] not in _CJK_WORDS_ENDING_IN_SURNAME
                 ):
-                    slots.append((head[-size:], cue.start() - size, cue.start()))
+                    slots.append((name, cue.start() - size, cue.start()))
                     break
     for m in _CJK_AFTER.finditer(question):
         name = m.group(1)

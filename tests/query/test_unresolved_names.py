@@ -210,6 +210,29 @@ def test_declined_through_the_graph(sample_dir):
     assert out["records"] == [] and out["queries"] == []
 
 
+@pytest.mark.parametrize("question, name", [("歐陽靜怡開過哪些 PR", "歐陽靜怡"), ("司马若兰开过哪些 PR", "司马若兰")])
+def test_a_chinese_name_searched_as_words_is_declined_as_the_asker_wrote_it(settings, question, name):
+    """Traditional characters are read as simplified; the decline quotes the characters typed."""
+    result = run_structured(question, settings, now=NOW)
+    assert isinstance(result, ResolutionFailed) and result.unresolved == name and repr(name) in result.message
+
+
+def test_a_traditional_chinese_decline_through_the_graph_quotes_the_asker(sample_dir):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from context_engine.assistant.graph import build_graph
+
+    threaded, config = build_graph(checkpointer=InMemorySaver()), {"configurable": {"thread_id": "t"}}
+    out = threaded.invoke(
+        {"question": "上週歐陽靜怡合併了哪些 PR？", "now": NOW},
+        config,
+        context={"data_dir": str(sample_dir), "tenant": "acme", "use_llm": False},
+    )
+    assert "'歐陽靜怡'" in out["answer"] and out["records"] == []
+    turn = threaded.get_state(config).values["turns"][-1]
+    assert turn["unresolved"] == "歐陽靜怡" and turn["question"] == "上週歐陽靜怡合併了哪些 PR？"
+
+
 def test_declined_through_the_cli(sample_dir):
     out = run_cli("ask", "open PRs by Nobody Atall", "--json", "--now", NOW, "--data-dir", str(sample_dir))
     assert out.returncode == 0, out.stderr
