@@ -68,10 +68,12 @@ def value_cues(question: str) -> list[ValueCue]:
     for role, patterns in _CUES.items():
         for pattern in patterns:
             for m in pattern.finditer(question):
-                text = m.group(1)
+                # the value's group: a pattern's alternatives each have one ("里程碑 Q3", "Q3 里程碑")
+                group = next(g for g in range(1, (m.lastindex or 0) + 1) if m.group(g) is not None)
+                text, start, end = m.group(group), m.start(group), m.end(group)
                 if text.lower() in _NOT_VALUES or re.fullmatch(r"[a-z]+(?:est|iest)", text.lower()):
                     continue  # "the busiest channel", "which label": no value named
-                if any(c.start < m.end(1) and m.start(1) < c.end for c in found):
+                if any(c.start < end and start < c.end for c in found):
                     continue
-                found.append(ValueCue(role, text, m.start(1), m.end(1)))
+                found.append(ValueCue(role, text, start, end))
     return sorted(found, key=lambda c: c.start)

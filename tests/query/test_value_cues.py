@@ -20,6 +20,8 @@ from context_engine.query.value_cues import value_cues
         ("what did people say in #ops-alerts yesterday", "channel", "ops-alerts"),
         ("was the releases channel busy in May", "channel", "releases"),
         ("rust 频道里上周的消息", "channel", "rust"),
+        ("2025-h1 里程碑还剩几个 bug", "milestone", "2025-h1"),  # a pattern's second alternative
+        ("里程碑 v9 下面的 PR", "milestone", "v9"),
         ("the erlang workspace: how many posts", "workspace", "erlang"),
         ("who talks most in the haskell slack", "workspace", "haskell"),
     ],
