@@ -211,10 +211,11 @@ VALUE_TOLERANCE = 1e-3
 
 def same_answer(got: Any, want: Any, compare: str) -> bool:
     """A winning month stated alone (a gold `$month`: 3) is the answer's month dated with its year
-    ((2021, 3)): the question fixed the year, and either form names the same month. A gold value that
+    ((2021, 3)): the question fixed the year, and either form names the same month; so is a winning day
+    (a gold `$dayOfMonth`: 6) the answer's date ((2019, 3, 6)) when the question fixed the month. A gold value that
     is not a whole number (a mean, a share) is met within `VALUE_TOLERANCE`, relative; a whole one exactly."""
-    if compare == "top" and isinstance(want, int) and isinstance(got, tuple) and len(got) == 2:
-        return got[1] == want
+    if compare == "top" and isinstance(want, int) and isinstance(got, tuple) and len(got) in (2, 3):
+        return got[-1] == want
     if compare == "value" and isinstance(want, float) and isinstance(got, (int, float)):
         return math.isclose(got, want, rel_tol=VALUE_TOLERANCE)
     return got == want

@@ -18,3 +18,11 @@ def test_a_whole_number_gold_is_met_only_exactly():
     assert not same_answer(734.4, 734, "value")  # a sum or a maximum has no rounding to forgive
     assert not same_answer(735, 734, "count")
     assert not same_answer(0.6667, 2 / 3, "count")  # only a `value` is compared with a tolerance
+
+
+def test_a_winning_month_or_day_stated_alone_is_the_answers_dated_one():
+    """The question fixed the year (or the month): "the 6th" and 2019-03-06 name the same day."""
+    assert same_answer(answer_key([{"_id": "2021-03", "count": 9}], "top"), 3, "top")
+    assert same_answer(answer_key([{"_id": "2019-03-06", "count": 222}], "top"), 6, "top")
+    assert not same_answer(answer_key([{"_id": "2019-03-07", "count": 166}], "top"), 6, "top")
+    assert not same_answer(answer_key([{"_id": "lhoestq", "count": 6}], "top"), 6, "top")
