@@ -1094,6 +1094,11 @@ class ShapeStep(OwnAggregateStep):
             smallest = _SMALLEST.match(word) or word in ("worst", "shortest")
             return ShapeIntent("measure_extreme", extreme="min" if smallest else "max", role=path)
         extreme = _MEASURE_EXTREME.search(self.q) if _ASKS_A_VALUE.search(self.q) else None
+        # "what was the most replied-to message": the record, not the value ("the highest reply count")
+        if extreme and re.match(
+            rf"(?:-to)?[\s-]*(?:{self.schema.kind.pattern()})", self.q[extreme.end() :], re.I | re.ASCII
+        ):
+            extreme = None
         if extreme:
             said = [g for g in extreme.groups() if g]
             # Chinese says the measure alone, its group telling most (first pair) from least (second)

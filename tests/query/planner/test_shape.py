@@ -169,6 +169,8 @@ def test_how_many_people_per_group_stays_a_group(catalog):
         ("the thread with the highest reply count", "reply_count"),
         ("the biggest pull request merged this year", "additions"),
         ("Alex Chen 的 PR 里评论最多的是哪一个", "comments"),  # 哪一个: one record, among plural ones
+        ("what was the most replied-to thread in #payments?", "reply_count"),  # the record, not the value
+        ("what is the most commented pull request this year", "comments"),
     ],
 )
 def test_the_record_with_the_most_of_a_measure_is_ranked_by_it_not_by_author(catalog, question, measure):
