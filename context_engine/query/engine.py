@@ -40,7 +40,7 @@ from context_engine.query.spelling import correct
 from context_engine.query.timeexpr import find_time_ranges
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
 from context_engine.query.value_cues import value_cues
-from context_engine.query.values import ValueIndex, begins_name, written
+from context_engine.query.values import WHOLE_VALUE_END, ValueIndex, begins_name, written
 
 
 @dataclass
@@ -464,9 +464,15 @@ def unknown_value(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) 
         return None
     for cue in value_cues(ctx.question):
         path = field_for(schema, cue.role)
+        if path is None and cue.role in _ASKED_OF_ANY_KIND:  # "priority P1" of records that have none
+            return ResolutionFailed(
+                f"The {schema.kind.plural} I can see record no {cue.role}, so none is {cue.text!r}.",
+                unresolved=cue.text,
+            )
         if path is None:
             continue  # "tagged somebody" in a collection without labels: not this kind's value
-        if any(f.span and f.span[0] < cue.end and cue.start < f.span[1] for f in plan_.ir.filters):
+        # read by a condition, whole: "wontfix" read out of "wontfix-later" is not the value asked for
+        if any(f.span and f.span[0] <= cue.start and cue.end <= f.span[1] for f in plan_.ir.filters):
             continue
         stored = [str(v) for v in (schema.fields[path].enum or [])]
         if _holds(ctx.question, cue.start, cue.end, stored, prefix=cue.role in ("workspace", "channel")):
@@ -490,12 +496,17 @@ def unknown_value(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) 
     return None
 
 
+# Kinds of value a question asks of whatever records it is about: a priority of records without one is
+# no priority to drop (while "tagged somebody" in a collection without labels tags a person).
+_ASKED_OF_ANY_KIND = frozenset({"priority"})
+
+
 def _holds(question: str, start: int, end: int, stored: list[str], *, prefix: bool) -> bool:
     """A stored value is written over the words start..end ("good first issue label" holds the label
     "good first issue"; "bugs" the label "bug"), or, for a workspace or channel, they begin one
     ("the elm slack" is elmlang)."""
     for value in stored:
-        for m in re.finditer(rf"(?<![A-Za-z0-9_]){written(value)}(?![A-Za-z0-9_])", question, re.I):
+        for m in re.finditer(rf"(?<![A-Za-z0-9_]){written(value)}{WHOLE_VALUE_END}", question, re.I):
             if m.start() < end and start < m.end():
                 return True
     return prefix and any(begins_name(question[start:end], v) for v in stored)

@@ -1,5 +1,5 @@
 """Where a question names a stored value by its kind: "labelled security", "the needs-triage label",
-"milestone 2.0", "#random", "the haskell workspace", "标签 X". The word after (or before) the kind's
+"milestone 2.0", "#random", "the haskell workspace", "priority P1", "标签 X". The word after (or before) the kind's
 name is the value asked for, so a value no record holds is an unknown value to decline with the
 closest ones, not a word to drop or search the text for (`engine.unknown_value`)."""
 
@@ -30,7 +30,7 @@ _CUES: dict[str, tuple[re.Pattern, ...]] = {
     "label": (
         re.compile(rf"\b(?:label(?:l)?ed|tagged)\s+(?:as\s+|with\s+(?:the\s+|a\s+)?)?['\"“]?{_VALUE}", re.I),
         re.compile(
-            rf"\b(?:with|has|have|having|had|carry|carries|carrying|bear|bears|under)\s+(?:the|a)\s+['\"“]?{_VALUE}['\"”]?\s+label\b",
+            rf"\b(?:with|has|have|having|had|carry|carries|carrying|bear|bears|under)\s+(?:the|a)\s+['\"“]?{_VALUE}['\"”]?\s+(?:label|tag)\b",
             re.I,
         ),
         re.compile(rf"(?<![\w-]){_VALUE}-label(?:l)?ed\b", re.I),
@@ -46,6 +46,12 @@ _CUES: dict[str, tuple[re.Pattern, ...]] = {
         re.compile(r"(?<![\w&])#([A-Za-z][\w-]*)"),
         re.compile(rf"(?<![\w-]){_VALUE}\s+channel\b", re.I),
         re.compile(rf"{_VALUE}\s*(?:频道|頻道)", re.I),
+    ),
+    "priority": (
+        re.compile(rf"\bpriority\s+(?:of\s+)?['\"“]?{_VALUE}", re.I),
+        re.compile(rf"(?<![\w-]){_VALUE}['\"”]?[\s-]+priority\b", re.I),
+        re.compile(r"(?<![\w-])([Pp][0-4])(?![\w-])"),  # P0 … P4: a priority wherever it is written
+        re.compile(rf"(?:优先级|優先級)\s*(?:为|是|為)?\s*{_VALUE}|{_VALUE}\s*(?:优先级|優先級)", re.I),
     ),
     "workspace": (
         re.compile(rf"(?<![\w-]){_VALUE}(?:'s)?\s+(?:workspace|slack)\b", re.I),

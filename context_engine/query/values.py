@@ -117,6 +117,11 @@ def _loose(value: str) -> str:
     return r"[\s\-_]+".join(re.escape(part) for part in re.split(r"[\s\-_]+", value) if part)
 
 
+# Where a value written in a question ends: not inside a longer word, nor a longer hyphenated value
+# ("wontfix-later" is not the label wontfix), though a word joined to it may say what it is ("bug-labelled").
+WHOLE_VALUE_END = r"(?![A-Za-z0-9_]|-(?!(?:label(?:l)?ed|tagged|related|type|kind|ish|like)\b)[A-Za-z0-9])"
+
+
 def begins_name(word: str, name: str) -> bool:
     """People call a community by a word that begins its name, or nearly does: "elm" is elmlang,
     "clojure" clojurians but for its last letter. A common prefix of characters, not of path parts."""

@@ -14,7 +14,7 @@ import pytest
 from context_engine.access import PUBLIC
 from context_engine.config import Settings
 from context_engine.ingest import ingest
-from context_engine.query.values import ValueIndex, begins_name, link_values, load_values, written
+from context_engine.query.values import WHOLE_VALUE_END, ValueIndex, begins_name, link_values, load_values, written
 from context_engine.resources import catalog_for, forget, store_for, value_index_for
 
 SAM = {"login": "sam", "name": "Sam Reader", "slack_id": "U0SAM0001", "source": "sample"}
@@ -204,6 +204,39 @@ def test_a_label_no_record_holds_is_declined_offering_only_labels_the_asker_may_
 
 
 @pytest.mark.parametrize(
+    ("question", "unresolved"),
+    [
+        ("open PRs labelled payments-legacy", "payments-legacy"),  # "payments" read out of it is not it
+        ("PRs carrying the payments-v2 tag", "payments-v2"),
+        ("how many PRs are priority P1?", "P1"),  # pull requests record no priority at all
+        ("open P0 pull requests", "P0"),
+    ],
+)
+def test_a_value_read_only_in_part_or_of_a_kind_the_records_lack_is_declined(settings, question, unresolved):
+    from datetime import datetime
+
+    from context_engine.query.engine import resolve, unknown_value
+    from context_engine.query.offline import OfflinePlanner
+
+    catalog = catalog_for(settings)
+    ctx, failed = resolve(question, datetime(2026, 1, 1), catalog, None)
+    assert failed is None
+    declined = unknown_value(OfflinePlanner().plan(ctx), ctx, value_index_for(settings))
+    assert declined is not None and declined.unresolved == unresolved, declined and declined.message
+
+
+@pytest.mark.parametrize("question", ["payments-labelled PRs merged this year", "open PRs labelled payments"])
+def test_a_value_read_whole_is_known(settings, question):
+    from datetime import datetime
+
+    from context_engine.query.engine import resolve, unknown_value
+    from context_engine.query.offline import OfflinePlanner
+
+    ctx, _ = resolve(question, datetime(2026, 1, 1), catalog_for(settings), None)
+    assert unknown_value(OfflinePlanner().plan(ctx), ctx, value_index_for(settings)) is None
+
+
+@pytest.mark.parametrize(
     ("value", "text", "holds"),
     [
         ("good first issue", "any good-first-issues left?", True),
@@ -211,10 +244,12 @@ def test_a_label_no_record_holds_is_declined_offering_only_labels_the_asker_may_
         ("priority", "sorted by priorities", True),
         ("bug", "all the bugs", True),
         ("bug", "a debugger", False),
+        ("wontfix", "labelled wontfix-later", False),  # a longer hyphenated value
+        ("bug", "bug-labelled issues", True),  # a word joined to it saying what it is
     ],
 )
 def test_written_is_how_a_question_writes_a_stored_value(value, text, holds):
-    assert bool(re.search(rf"(?<![A-Za-z0-9_]){written(value)}(?![A-Za-z0-9_])", text, re.I)) is holds
+    assert bool(re.search(rf"(?<![A-Za-z0-9_]){written(value)}{WHOLE_VALUE_END}", text, re.I)) is holds
 
 
 @pytest.mark.parametrize(

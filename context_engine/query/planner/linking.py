@@ -9,7 +9,7 @@ from context_engine.query.fields import field_for, person_field_for, person_fiel
 from context_engine.query.identity import Mention
 from context_engine.query.ir import Filter
 from context_engine.query.planner.draft import Draft
-from context_engine.query.values import begins_name, written
+from context_engine.query.values import WHOLE_VALUE_END, begins_name, written
 
 # "closed by X", "closed in 2023 by X", "closed by somebody other than X, Y or Z": the closer is named
 _CLOSED_BY = re.compile(
@@ -89,7 +89,7 @@ class LinkStep(Draft):
                 if len(value) < 2:
                     continue
                 # ASCII boundaries: "的bug" names the value although CJK characters are word characters.
-                pattern = rf"(?<![A-Za-z0-9_#]){written(value)}(?![A-Za-z0-9_])"
+                pattern = rf"(?<![A-Za-z0-9_#]){written(value)}{WHOLE_VALUE_END}"
                 flags = re.I
                 if role == "priority":
                     pattern = rf"(?<![A-Za-z0-9_]){re.escape(value)}(?:[- ]priority)?(?![A-Za-z0-9_])"
