@@ -68,6 +68,13 @@ _SUBSET = re.compile(
     r"|^(?:其中|这些|那些|这几(?:个|条|篇)|那几(?:个|条|篇)|里面)(?:里面|里|中|当中)?(?:的)?(?:哪些|哪一?(?:个|条|篇|项)(?!月|星期|周|年|天))?(?:是)?(?P<d>.*)$|^只(?:看|要)?(?P<e>.*)$",
     re.I,
 )
+# "any of those about streaming?", "are there any with no label", "其中有讲 parquet 的吗", "里面有没有 X": whether
+# some of the records are so asks for those records, not their number
+_ANY_OF_THEM = re.compile(
+    r"^(?:(?:are|were|is|was)\s+there\s+)?any(?:\s+ones?)?(?:\s+(?:of|among)\s+(?:those|these|them))?\b(?!\s+more\b)"
+    r"|^(?:其中|这些|那些|這些|那些|里面|裡面)(?:里面|里|裡|中|当中)?(?:有没有|有沒有|有(?!多少|几|幾))",
+    re.I,
+)
 _WHICH_ONES_CJK = re.compile(r"哪(?:些|几个|幾個|几条|幾條|几篇|幾篇)(?!月|天|周|年|人|位)")
 _RECORD = re.compile(
     r"\b(?:it|that one|this one|that pr|this pr|that issue|this issue|that thread|that doc)\b"
@@ -78,6 +85,8 @@ _RECORDS = re.compile(
     r"\b(?:them|those|these|those prs|these prs|those issues|these issues)\b|(?:它们|这些|那些)", re.I
 )
 _PREPOSITION = re.compile(r"^(?:for|by|from|of|to|with|about)\s+", re.I)
+# A capitalised name said alone ("Zebulon", "Ada Lovelace"), as a follow-up names a person
+_NAME_ALONE = re.compile(r"^[A-Z][a-z\u00C0-\u024F'\-]+(?:\s+[A-Z][a-z\u00C0-\u024F'\-]+){0,2}$")
 MAX_REFS = 10  # records "them" may stand for
 _STILL = re.compile(r"^\s*still\s+", re.I)
 # "the second one", "the last PR", "第三条": one record of the last answer, by its place in it
@@ -132,16 +141,18 @@ _ANY_ABOUT = re.compile(
 )
 # "跟 features 有关的", "讲 ClojureScript 的有哪些", "关于 BLEU 的": a topic said in Chinese, as the planner reads it
 _CJK_TOPIC = re.compile(
-    r"^(?:哪些|哪个)?(?:是)?(?:跟|和|与|同|关于|涉及|提到|提及|谈到|讲到|说到|讲|谈|说)\s*([^\s的].*?)\s*(?:有关|相关|有关系)?(?:的)?"
-    r"(?:有哪些|是哪些|都有哪些|有几个|有多少|呢|吗)?$"
+    r"^(?:哪些|哪个|哪幾個|哪几个)?(?:是)?(?:跟|和|与|與|同|关于|關於|涉及|提到|提及|谈到|談到|讲到|講到|说到|說到|讲|講|谈|談|说|說)"
+    r"\s*([^\s的].*?)\s*(?:有关|有關|相关|相關|有关系|有關係)?(?:的)?"
+    r"(?:有哪些|是哪些|是哪几个|是哪幾個|都有哪些|有几个|有幾個|有多少|呢|吗|嗎)?$"
 )
 
 
 def _cjk_topic(rest: str) -> str:
     said = _CJK_TOPIC.match(rest)
-    if not said or not re.search(r"有关|相关|有关系|^(?:哪些|哪个)?(?:是)?(?:关于|涉及|提到|提及|讲|谈|说)", rest):
+    talked = r"有关|有關|相关|相關|^(?:哪些|哪个)?(?:是)?(?:关于|關於|涉及|提到|提及|讲|講|谈|談|说|說)"
+    if not said or not re.search(talked, rest):
         return rest  # "和 lhoestq 的" is not a topic: a topic needs 有关/相关 or a word of talking about
-    counted = re.search(r"有几个|有多少", rest)
+    counted = re.search(r"有几个|有幾個|有多少", rest)
     return f"{'how many ' if counted else ''}about {said.group(1).strip()}"
 
 
@@ -173,10 +184,25 @@ class FollowUp:
     # "back to pietrolesci — which of his are closed now?": the thread resumed after its first `resumed[0]`
     # turns (the last that asked about that), and the words said of it
     resumed: tuple[int, str] | None = None
+    # the person the follow-up asks the last question about instead ("what about Priya?", "换成张伟", "her")
+    person: str = ""
+    # the record of the last answer it names by its place ("the second one": 1, "the last one": -1)
+    nth: int | None = None
+
+
+# "if we only count merged ones", "what if you only include the open ones", "如果只算合并的": the records
+# narrowed, not counted
+_IF_ONLY = re.compile(
+    r"^(?:what\s+)?if\s+(?:we|you|i|one)\s+(?:only\s+|just\s+)?(?:count(?:ed)?|consider(?:ed)?|include[d]?|"
+    r"look(?:ed)?\s+at|keep|kept|take|took)\s+(?:only\s+|just\s+)?(?:the\s+)?(?=\S)"
+    r"|^(?:如果|要是|假如)?只(?:算|统计|統計|计|計)(?=\S)",
+    re.I,
+)
 
 
 def _core(question: str) -> str:
     core = _SAME.sub("", _TAIL.sub("", _LEAD.sub("", question, count=1)).strip(), count=1).strip()
+    core = _IF_ONLY.sub(lambda m: "只看" if HAN.match(m.group(0)[-1]) else "only the ", core, count=1)
     core = re.sub(r"[\s,]+(?:then|instead|please|pls|thanks)$", "", core, flags=re.I)  # "patrickvonplaten then"
     return _REDO.sub("", core, count=1).strip()
 
@@ -342,6 +368,18 @@ def _shifted(core: str, previous: dict[str, Any]) -> str | None:
             return _phrase(_step(start, unit, n), _step(end, unit, n))
         # a window of another length: the unit right before it (right after it)
         return _phrase(_step(start, unit, -1), start) if n < 0 else _phrase(end, _step(end, unit, 1))
+    return None
+
+
+def _shift_at_end(words: str, previous: dict[str, Any]) -> tuple[str, str] | None:
+    """A question that ends by moving the last window ("how many did X open the year before"): the words
+    before it, and the moved window as words."""
+    spaces = [m.start() for m in re.finditer(r"\s", words)]
+    for at in spaces[-5:]:
+        tail = words[at + 1 :].strip(" ?？")
+        moved = _shifted(tail, previous) if len(tail.split()) >= 2 else None
+        if moved is not None:
+            return words[:at].strip(), moved
     return None
 
 
@@ -643,7 +681,12 @@ def resolve_offline(
         if -len(ranked) <= index < len(ranked):
             named = f"{core[: place.start()]}{ranked[index]}{core[place.end() :]}"
             out = resolve_offline(named, turns, directory, now, kinds)
+            shift = None if out.how else _shift_at_end(named, previous)
+            if shift is not None:  # "how many did the one in first place open the year before?": asked whole
+                out = FollowUp(f"{shift[0]} {shift[1]}", f"the time moved: {shift[1]!r}")
             out = replace(out, how=f"{place.group(0).strip()!r} = {ranked[index]}; {out.how}".rstrip("; "))
+            if shift is not None:
+                return out
             groups = previous.get("answer_groups") or {}
             rest = _THEIRS.sub(" ", f"{core[: place.start()]} {core[place.end() :]}")
             rest = re.sub(r"\s{2,}", " ", _STILL.sub("", rest.strip(" ,，:：;"))).strip(" ,，:：;的")
@@ -666,7 +709,7 @@ def resolve_offline(
         others = [p for p in [*earlier, *previous.get("answer_people", [])] if p not in asked]
         if not others:
             return FollowUp(question)
-        return FollowUp(_replace_people(previous, others[0]), f"{core!r} = {others[0]}")
+        return FollowUp(_replace_people(previous, others[0]), f"{core!r} = {others[0]}", person=others[0])
     times = find_time_ranges(core, now)
     if times and times[0].text.strip().lower() == _PREPOSITION.sub("", core).strip().lower() and previous.get("times"):
         when = _with_year(
@@ -683,7 +726,11 @@ def resolve_offline(
             )
         ):
             name = mentions[0].text
-            return FollowUp(_replace_people(previous, name), f"the same question about {name}")
+            return FollowUp(_replace_people(previous, name), f"the same question about {name}", person=name)
+        if not mentions and previous.get("people") and _NAME_ALONE.match(named) and not times:
+            # "and for Zebulon?" after a question about someone: the same question about a name nobody has,
+            # declined with candidates as a first question naming them is
+            return FollowUp(_replace_people(previous, named), f"the same question about {named}", person=named)
     if (
         times
         and len(
@@ -702,10 +749,13 @@ def resolve_offline(
         return FollowUp(_replace_time(previous, when), f"the same question for {when!r}", new_time=when)
     about = _ANY_ABOUT.match(core)
     if about:
-        topic = f"about {about.group(1).strip()}"
-        return FollowUp(_narrowed(previous, topic), f"of the last answer's records: {topic!r}", topic)
+        topic = f"about {about.group(1).strip()}"  # "有没有关于 X 的": those records, listed
+        was_counted = bool(_COUNTED.search(previous["standalone"]))
+        return FollowUp(
+            _narrowed(previous, topic, was_counted), f"of the last answer's records: {topic!r}", topic, reshape="list"
+        )
     hers = _OF_HERS.match(core)
-    if hers and previous.get("people"):  # "how many of hers are still open": of the last records, hers
+    if hers and any(t.get("people") for t in turns):  # "how many of hers are still open": of the last records, hers
         core = f"{hers.group(1)} of those {hers.group(2)}".strip()
     did = _DID_SUBSET.match(core)
     if did:  # "which of those did Priya open": those that Priya opened (not the open ones)
@@ -739,6 +789,7 @@ def resolve_offline(
         if rest:
             # "which of those ...", "其中哪些 ...", "其中标了 bug 的是哪些": the records themselves
             listed = bool(re.match(r"^(?:which|what)\b|^哪些", core, re.I) or _WHICH_ONES_CJK.search(core))
+            listed = listed or bool(_ANY_OF_THEM.match(core) and not _COUNTED.search(core))
             listed = listed or counting.startswith("list")
             return FollowUp(
                 _narrowed(previous, rest, listed),
@@ -764,11 +815,11 @@ def resolve_offline(
             rest = re.sub(r"^whoever\b", "who", f"{core[: nth.start()]} {core[nth.end() :]}".strip(" ,，"), flags=re.I)
             if _AUTHOR_OF_IT.match(re.sub(r"^是", "", rest)):  # "第二个是谁开的": its author
                 verb = "posted" if previous.get("collection") == "messages" else "opened"
-                return FollowUp(" ".join(w for w in ("who", verb, named) if w), f"the author of {ref}")
+                return FollowUp(" ".join(w for w in ("who", verb, named) if w), f"the author of {ref}", nth=index)
             text = re.sub(
                 r"\s+([,，])", r"\1", f"{core[: nth.start()].strip()} {named} {core[nth.end() :].strip()}".strip()
             )
-            return FollowUp(re.sub(r"^whoever\b", "who", text, flags=re.I), f"{nth.group(0)!r} = {named}")
+            return FollowUp(re.sub(r"^whoever\b", "who", text, flags=re.I), f"{nth.group(0)!r} = {named}", nth=index)
     elliptical = _elliptical(core, turns, directory, now, kinds, continues=bool(_LEAD.match(question)))
     if elliptical is not None:
         return elliptical
@@ -1170,7 +1221,12 @@ def _combined(
     then = resolve_offline(said.group("b"), [*turns[:-1], changed], directory, now, kinds)
     if not _one_plain_change(then, changed) or bool(then.new_time) == bool(first.new_time):
         return None  # a person and a time, one each
-    return FollowUp(then.standalone, f"{first.how}; {then.how}")
+    return FollowUp(
+        then.standalone,
+        f"{first.how}; {then.how}",
+        new_time=first.new_time or then.new_time,
+        person=first.person or then.person,
+    )
 
 
 def _one_plain_change(out: FollowUp, previous: dict[str, Any]) -> bool:
@@ -1421,7 +1477,16 @@ def _elliptical(
         return FollowUp(
             previous["standalone"][: -len(narrowed)] + instead, f"the last question with {rest!r} instead", instead
         )
-    return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}", rest, new_time=moved_to)
+    # "any of those about X?", "其中跟 X 有关的是哪几个": those records themselves
+    listed = bool(_ANY_OF_THEM.match(core) or _WHICH_ONES_CJK.search(core)) and not _COUNTED.search(core)
+    listed = listed and not _HAS_SHAPE.search(rest)
+    return FollowUp(
+        _narrowed(previous, rest, listed and bool(_COUNTED.search(previous["standalone"]))),
+        f"of the last answer's records: {rest!r}",
+        rest,
+        new_time=moved_to,
+        reshape="list" if listed else "",
+    )
 
 
 def _grouping(noun: str) -> str:

@@ -17,9 +17,16 @@ changes the last plan is applied to that IR, and the new IR is carried forward:
 - another kind:       "sorry, I meant PRs not issues", "換成 issue 看看" -> the same plan over that collection, each
                       field moved to the field of its role there (a person by their handle there)
 - per period:         "can you break that down month by month?" -> the same records counted per month
+- another person:     "what about Priya?", "换成李娜" -> the same plan, its conditions on the one person it was
+                      about put on the new one's handle
+- one record:         "who opened the second one?", "the one about X — how many comments did it get?",
+                      "how many comments was that?" -> that record (by its key, or its topic), its person, date
+                      or field; a field its kind does not have ("what priority was it given?") is declined
+- a topic:            "any of those about streaming?", 其中有讲 parquet 的吗 -> the topic's condition as the planner
+                      reads it in the rewritten question, added to the last plan
 
 Recognising the follow-up is `answering.followup`'s (`FollowUp.new_time`, `.reshape`, `.added`, `.within`,
-`.restated`, `.collection`; "back to X — ..." hands over the thread as it was when X was asked about); this module
+`.restated`, `.collection`, `.person`, `.nth`; "back to X — ..." hands over the thread as it was when X was asked about); this module
 only applies the change. Anything it cannot apply returns None, and the rewritten question stands.
 """
 
@@ -46,9 +53,12 @@ from context_engine.query.values import ValueIndex
 
 @dataclass
 class Operation:
-    plan: Plan  # what this turn runs
+    plan: Plan | None  # what this turn runs (None: nothing can answer it, `unanswerable` says why)
     base: PlanIR  # what the next follow-up builds on
     how: str  # the change, in words
+    # the words of a field of one record that its kind has no field for ("what priority was it given?"):
+    # the follow-up is declined, as a question naming something no record holds is
+    unanswerable: str = ""
 
 
 # "who opened the earliest one?", "who was behind that one", "whose was it", "是谁开的": the person of one record
@@ -165,9 +175,21 @@ def operate(
         return None
     if followup.collection:
         return _switched(base, followup.collection, catalog)
-    projected = _projection(question, base, catalog)
+    picked = _picked(followup, turns[-1], base)
+    about = _THE_ONE_ABOUT.match(question.strip(" ?？.。!！")) if picked is None else None
+    if about is not None:  # "the one about parallel downloads — how many comments did it get?"
+        picked = _picked_by_topic(about.group("topic"), base, catalog, asker, now, values)
+        question = about.group("rest") if picked is not None else question
+    projected = _projection(question, picked or base, catalog, picked is not None)
     if projected is not None:
-        return projected
+        return replace(projected, base=base) if picked is not None else projected
+    valued = _field_of_one(_NTH.sub("", question) if picked else question, picked or base, catalog)
+    if valued is not None:
+        return replace(valued, base=base)
+    if picked is not None and not _PROJECTION_WORDS.sub("", _NTH.sub("", question)):  # "the second one?"
+        return _operation(
+            picked, base=base, catalog=catalog, how=f"the record {picked.filters[-1].value} of the last answer"
+        )
     dropped = _dropped(question, base, schema)
     if dropped is not None:
         return _operation(dropped, base=dropped, catalog=catalog, how="the last plan without that condition")
@@ -177,6 +199,12 @@ def operate(
     changed, shape_said = base, False
     how: list[str] = []
     unread: list[dict[str, Any]] = []
+    if followup.person:  # "what about Priya?": the same plan about someone else
+        switched = _person_switched(base, followup.person, catalog)
+        if switched is None:
+            return None
+        changed = switched
+        how.append(f"its person replaced by {followup.person}")
     if followup.within is not None:  # "those" after "which label is the biggest": that label's records
         field, key = followup.within
         kept = [f for f in base.filters if f.field != field]
@@ -190,7 +218,7 @@ def operate(
     words = followup.added or followup.restated
     if words:
         before = changed
-        narrowed = _narrowed(changed, words, catalog, asker, now, values)
+        narrowed = _narrowed(changed, words, catalog, asker, now, values, followup.standalone)
         if narrowed is None:
             return None
         changed, unread = narrowed
@@ -317,14 +345,15 @@ def _operation(
     return Operation(plan, base, how)
 
 
-def _projection(question: str, base: PlanIR, catalog: Catalog) -> Operation | None:
+def _projection(question: str, base: PlanIR, catalog: Catalog, picked_already: bool = False) -> Operation | None:
     """ "who opened the earliest one?", "when was the top one merged?": a person or a date of one record of
-    the last plan's records."""
+    the last plan's records (`picked_already`: `base` is that one record, "the second one" of the last answer)."""
     schema = catalog.schemas[base.collection]
     who, when = _WHO.search(question), _WHEN.search(question)
-    if (who is None and when is None) or _PROJECTION_WORDS.sub("", question):
+    said = _NTH.sub("", question) if picked_already else question
+    if (who is None and when is None) or _PROJECTION_WORDS.sub("", said):
         return None
-    one = _one_record(question, base, schema)
+    one = base.shape if picked_already else _one_record(question, base, schema)
     if one is None:
         return None
     picked = replace(base, shape=one)
@@ -369,6 +398,110 @@ def _one_record(question: str, base: PlanIR, schema: Any) -> Shape | None:
     return None
 
 
+# "the second one", "第三条": which record of the last answer (the follow-up says it: `FollowUp.nth`)
+_NTH = re.compile(
+    r"\b(?:first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)\b|第(?:一|二|两|三|四|五|[1-9])(?:个|条|篇|项)?"
+    r"|最后一(?:个|条|篇|项)",
+    re.I,
+)
+
+
+def _picked(followup: FollowUp, previous: dict[str, Any], base: PlanIR) -> PlanIR | None:
+    """The one record of the last answer a follow-up names by its place ("the second one", 第三条): the last
+    plan's records, that one kept by its key."""
+    refs = previous.get("refs") or []
+    if followup.nth is None or base.shape.kind not in RECORD_SHAPES or not -len(refs) <= followup.nth < len(refs):
+        return None
+    kept = [f for f in base.filters if f.field != "ref"]
+    one = Shape("list", fields=list(base.shape.fields), limit=1)
+    return replace(base, filters=[*kept, Filter("ref", "eq", refs[followup.nth])], shape=one)
+
+
+# "the one about parallel downloads — how many comments did it get?", "the one on caching: who opened it": the
+# one record of the last answer about that, and the rest said of it
+_THE_ONE_ABOUT = re.compile(
+    r"^(?:(?:and|ok(?:ay)?|so)[\s,]+)?(?:what\s+about\s+)?the\s+one\s+(?:about|on|titled|called|mentioning)\s+"
+    r"(?P<topic>[^—–:;,]+?)\s*(?:[—–:;,]|\s-\s)\s*(?P<rest>\S.*)$",
+    re.I,
+)
+
+
+def _picked_by_topic(
+    topic: str, base: PlanIR, catalog: Catalog, asker: Person | None, now: datetime, values: ValueIndex | None
+) -> PlanIR | None:
+    """The one record of the last plan's about a topic, the topic read as the planner reads one said of that
+    kind of record ("pull requests about X")."""
+    if base.shape.kind not in RECORD_SHAPES:
+        return None
+    noun = catalog.schemas[base.collection].kind.plural
+    own = _planned_alone(f"{noun} about {topic}", base.collection, catalog, asker, now, values)
+    if own is None or own.ir is None or own.not_understood:
+        return None
+    said = own.ir
+    words = [f for f in said.filters if f.op in WORD_OPERATORS]
+    if not (words or said.text) or len(words) != len(said.filters) or said.times:
+        return None  # something else than a topic
+    one = Shape("list", sort=list(base.shape.sort), fields=list(base.shape.fields), limit=1)
+    return replace(base, filters=[*base.filters, *words], text=[*base.text, *said.text], shape=one)
+
+
+# "how many comments was that?", "how many replies did it get", "what priority was it given?", "what's its
+# state", "它有多少评论", "那条的回复数是多少": a field of the one record the last answer was (or the follow-up
+# picked)
+_FIELD_OF_ONE = re.compile(
+    r"^(?:(?:and|so|ok(?:ay)?|then|but)[\s,]+|那么?|还有)*(?:"
+    r"how\s+many\s+(?P<many>[\w\s-]+?)\s+(?:was|were|is|are)\s+(?:that|it|there)(?:\s+(?:one|on\s+it|then))?"
+    r"|how\s+many\s+(?P<got>[\w\s-]+?)\s+(?:did|does|has|had)\s+(?:it|that(?:\s+one)?|this(?:\s+one)?|the\s+\w+\s+one)\s+"
+    r"(?:get|got|have|had|receive|draw|collect|attract)(?:\s+in\s+the\s+end)?"
+    r"|what\s+(?P<what>[\w\s-]+?)\s+(?:was|is|did|does)\s+(?:it|that(?:\s+one)?|this(?:\s+one)?)\s*"
+    r"(?:given|assigned|set\s+to|marked(?:\s+as)?|labell?ed|tagged|have|get|carry|rated|in)?"
+    r"|what(?:'s|’s|\s+is|\s+was)\s+(?:its|the)\s+(?P<its>[\w\s-]+?)(?:\s+of\s+(?:it|that(?:\s+one)?))?"
+    r"|(?:它|那个|这个|那条|这条)?(?:的|有|得到了|收到了|拿到了)(?:多少|几(?:个|条))?(?P<cjk>\w+?)(?:数)?(?:是|有)?(?:多少|什么|几(?:个|条))?"
+    r")$",
+    re.I,
+)
+_FIELD_SYNONYMS = {"评论": "comments", "回复": "replies", "discussion": "comments", "reply": "replies"}
+# what a record is, not a field of it ("what kind was it", "what time was it merged" is a date: `_WHEN`)
+_NOT_A_FIELD = frozenset({"kind", "sort", "type", "time", "one", "day", "date", "year", "month", "about", "of"})
+
+
+def _field_of_one(question: str, base: PlanIR, catalog: Catalog) -> Operation | None:
+    """A field of the one record the last plan picked, shown; a field its kind does not have is said so (the
+    follow-up is declined, not answered with the whole record)."""
+    said = _FIELD_OF_ONE.match(question.strip(" ?？.。!！"))
+    one = base.shape.limit == 1 or (base.shape.kind in ("argmin", "argmax") and base.shape.over == "records")
+    if said is None or base.shape.kind not in RECORD_SHAPES or not one:
+        return None
+    word = " ".join(next(g for g in said.groups() if g).lower().split())
+    if word in _NOT_A_FIELD:
+        return None
+    schema = catalog.schemas[base.collection]
+    path = _field_named(_FIELD_SYNONYMS.get(word, word), schema)
+    if path is None:
+        return Operation(None, base, f"{word!r} of one record: no field holds it", unanswerable=word)
+    shown = replace(base, shape=replace(base.shape, fields=[path]))
+    return _operation(shown, base=base, catalog=catalog, how=f"the {path} of one record")
+
+
+def _field_named(word: str, schema: Any) -> str | None:
+    """The field a word names: a role's field ("comments", "state"), else the one field whose name says the
+    same words ("reactions": `reactions.total_count`)."""
+    found = field_for(schema, word) or field_for(schema, _singular(word))
+    if found is not None or schema.has_path(word):
+        return found or word
+    words = {_singular(w) for w in re.split(r"[\s_-]+", word) if w}
+    named = [
+        path
+        for path in schema.fields
+        if {_singular(w) for w in re.split(r"[._\s-]+", path.lower()) if w not in ("total", "count")} == words
+    ]
+    return named[0] if len(named) == 1 else None
+
+
+def _singular(word: str) -> str:
+    return re.sub(r"ies$", "y", word) if word.endswith("ies") and len(word) > 4 else re.sub(r"(?<=\w{3})s$", "", word)
+
+
 # "how many did lhoestq have in it?", "how many did they open in there": the last plan's records, someone's,
 # counted
 _PERSON_COUNTED = re.compile(
@@ -404,6 +537,44 @@ def _person_counted(question: str, previous: dict[str, Any], base: PlanIR, catal
     return _operation(counted, base=counted, catalog=catalog, how=f"the last plan's records of {who}, counted")
 
 
+def _person_switched(base: PlanIR, name: str, catalog: Catalog) -> PlanIR | None:
+    """The last plan about someone else ("what about Priya?", "换成张伟"): each condition on the one person
+    it was about, on any person field ("by X", "replies to X", "not X"), put on the new person's handle
+    there. None: no one person to replace, or a new person the directory does not know as one (the
+    rewritten question is resolved, and declined with candidates like a first question)."""
+    schema = catalog.schemas[base.collection]
+    new = _one_person(name, catalog)
+    if new is None:
+        return None
+    people = {}  # filter index -> handle kind, for the conditions on a person
+    for i, f in enumerate(base.filters):
+        kind = _handle_kind(f.field, schema) or _handle_kind((person_field_for(schema, f.field) or ("",))[0], schema)
+        if kind is not None:
+            people[i] = kind
+    held: dict[int, str] = {}  # filter index -> the person its value is ("exists" and the like are no one)
+    for i, kind in people.items():
+        value = base.filters[i].value
+        for p in catalog.directory.people:
+            if value == p.handle(kind) or (isinstance(value, list) and value == [p.handle(kind)]):
+                held[i] = p.key
+    if len(set(held.values())) != 1 or new.key in held.values():
+        return None  # about nobody, or several people: which one is replaced is not said
+    filters = list(base.filters)
+    for i, kind in people.items():
+        if i not in held:
+            continue
+        handle = new.handle(kind)
+        if handle is None:
+            return None  # the new person has no account of that kind: nothing of theirs to look for
+        filters[i] = replace(filters[i], value=[handle] if isinstance(filters[i].value, list) else handle)
+    return replace(base, filters=filters)
+
+
+def _one_person(name: str, catalog: Catalog) -> Person | None:
+    found = [m.person for m in catalog.directory.find_mentions(name) if m.person is not None and not m.is_asker]
+    return found[0] if len({p.key for p in found}) == 1 else None
+
+
 def _role_of(path: str, schema: Any) -> str:
     """The role a person path fills ("user.login": "author"), as a filter may name it."""
     return next(
@@ -435,28 +606,41 @@ def _dropped(question: str, base: PlanIR, schema: Any) -> PlanIR | None:
 
 
 def _narrowed(
-    base: PlanIR, words: str, catalog: Catalog, asker: Person | None, now: datetime, values: ValueIndex | None
+    base: PlanIR,
+    words: str,
+    catalog: Catalog,
+    asker: Person | None,
+    now: datetime,
+    values: ValueIndex | None,
+    standalone: str = "",
 ) -> tuple[PlanIR, list[dict[str, Any]]] | None:
-    """The follow-up's words planned over the last plan's kind of record, added to it."""
-    ctx, failed = engine.resolve(words, now, catalog, asker, values=values)
-    if failed is not None or ctx is None:
-        return None
-    ctx.collection = base.collection
-    own = OfflinePlanner().plan(ctx)
-    if own.ir is None or own.collection != base.collection or own.ir.pipeline is not None or own.ir.join:
+    """The follow-up's words planned over the last plan's kind of record, added to it (`standalone`: the
+    follow-up rewritten whole, where a topic is read as in a question of its own)."""
+    own = _planned_alone(words, base.collection, catalog, asker, now, values)
+    if own is None or own.ir is None:
         return None
     said = own.ir
-    shape_said = said.shape.span is not None or said.shape.kind != "list" or says_a_shape(words)
     if said.text or any(f.op in WORD_OPERATORS for f in said.filters):
-        return None  # a topic: read with the whole question around it, as the planner reads one
-    if not (said.filters or said.times or shape_said):
+        # a topic ("any of those about streaming?", 其中有讲 parquet 的吗): its condition as the planner reads it in
+        # the whole rewritten question (a search, or words of a title, as the other conditions make it)
+        whole = _planned_alone(standalone, base.collection, catalog, asker, now, values) if standalone else None
+        if whole is None or whole.ir is None:
+            return None
+        topic = [f for f in whole.ir.filters if f.op in WORD_OPERATORS]
+        said = replace(
+            said, text=whole.ir.text, filters=[*(f for f in said.filters if f.op not in WORD_OPERATORS), *topic]
+        )
+        if not (said.text or topic):
+            return None
+    shape_said = said.shape.span is not None or said.shape.kind != "list" or says_a_shape(words)
+    if not (said.filters or said.times or said.text or shape_said):
         return None  # nothing read: the rewritten question is planned whole, and says what it did not read
     schema = catalog.schemas[base.collection]
     # a new value of a field that holds one replaces the old ("only lhoestq's"); a label is one more
     same = {f.field for f in said.filters if not _holds_many(schema, f.field)}
     filters = [f for f in base.filters if f.field not in same] + list(said.filters)
     shape = said.shape if shape_said else base.shape
-    if shape.bucket and (base.shape.bucket or base.times):
+    if shape_said and shape.bucket and (base.shape.bucket or base.times):
         # "which month had the most" after closings per month: months of the date the last plan was about
         shape = replace(shape, field=base.shape.field if base.shape.bucket else base.times[0].field)
     narrowed = replace(
@@ -467,6 +651,20 @@ def _narrowed(
         shape=shape,
     )
     return narrowed, own.not_understood
+
+
+def _planned_alone(
+    words: str, collection: str, catalog: Catalog, asker: Person | None, now: datetime, values: ValueIndex | None
+) -> Plan | None:
+    """The offline plan of `words` over that kind of record; None: no plan of it a follow-up can add."""
+    ctx, failed = engine.resolve(words, now, catalog, asker, values=values)
+    if failed is not None or ctx is None:
+        return None
+    ctx.collection = collection
+    own = OfflinePlanner().plan(ctx)
+    if own.ir is None or own.collection != collection or own.ir.pipeline is not None or own.ir.join:
+        return None
+    return own
 
 
 def _holds_many(schema: Any, field: str) -> bool:

@@ -39,6 +39,7 @@ from context_engine.config import Settings, check_question
 from context_engine.query.answer import compose, ignored
 from context_engine.query.engine import NOTHING_TO_QUERY
 from context_engine.query.fields import registry_of
+from context_engine.query.ir import WORD_OPERATORS
 from context_engine.resources import (
     asker_for,
     catalog_for,
@@ -118,7 +119,22 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         )
         if operation is not None:
             update["followup"] = "; ".join(h for h in (followup.how, operation.how) if h)
-            update["followup_plan"], update["followup_base"] = operation.plan.to_json(), operation.base.to_json()
+            if operation.plan is None:  # a field of one record its kind does not have: declined
+                update["followup_refused"] = {
+                    "error": f"The records here have no {operation.unanswerable!r}: nothing I can query says it.",
+                    "unresolved": operation.unanswerable,
+                    "candidates": [],
+                }
+            else:
+                # the plan built on did not read some words of its question: neither does this one
+                inherited = [
+                    {"text": t, "start": 0, "end": 0, "how": "earlier question"}
+                    for t in turns[kept - 1].get("unread") or []
+                ]
+                if inherited:
+                    operation.plan.not_understood = [*operation.plan.not_understood, *inherited]
+                update["followup_plan"] = operation.plan.to_json()
+                update["followup_base"] = operation.base.to_json()
     update.update(asked=asked, question=question, search_query=question)
     return update
 
@@ -128,13 +144,23 @@ def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     """Structured half, semantic half or both; people and times are resolved here, once per question."""
     settings = context_of(runtime).settings()
     catalog = catalog_for(settings)
+    if state.get("followup_refused"):
+        return {
+            "route": "structured",
+            "route_reasons": ["a follow-up asking for what its records do not hold"],
+            "resolution": state["followup_refused"],
+            "topic": "",
+            "draft": {},
+        }
     resolution = resolve_once(state["question"], parse_now(state.get("now")), settings)
     operation = state.get("followup_plan") or {}
     if operation and resolution.get("error"):
         resolution = {"people": [], "times": []}  # the last plan, changed: its people were resolved when planned
-    # after an answer drawn from passages, a changed window or narrowing keeps the thread's topic: routed as
-    # ever, the changed plan its structured half; a record's person or date is the plan's alone
-    topical = (state.get("turns") or [{}])[-1].get("route") in ("hybrid", "semantic")
+    # after an answer drawn from passages, a changed window or narrowing keeps the thread's topic, and a topic
+    # added is routed as a question naming it is: routed as ever, the changed plan its structured half; a
+    # record's person or date is the plan's alone
+    last = (state.get("turns") or [{}])[-1]
+    topical = last.get("route") in ("hybrid", "semantic") or _adds_a_topic(operation, last)
     if operation and not (topical and not (operation.get("ir") or {}).get("pipeline")):
         return {
             "route": "structured",
@@ -173,6 +199,17 @@ def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "draft": draft,
         **({"not_understood": [unread]} if unread else {}),
     }
+
+
+def _adds_a_topic(operation: dict[str, Any], last: dict[str, Any]) -> bool:
+    """Whether a follow-up's plan searches for words the plan it changed did not ("any of those about X?")."""
+    if not operation:
+        return False
+
+    def topic(ir: dict[str, Any]) -> list[Any]:
+        return [ir.get("text") or [], [f for f in ir.get("filters") or [] if f.get("op") in WORD_OPERATORS]]
+
+    return topic(operation.get("ir") or {}) != topic(last.get("base") or (last.get("plan") or {}).get("ir") or {})
 
 
 def _unread_reference(state: State) -> dict[str, Any] | None:
@@ -575,6 +612,9 @@ def _answer_groups(state: State) -> dict[str, Any]:
 def _plans_left(state: State) -> dict[str, Any]:
     """The IR the turn's answer ran (`plan`) and the one a follow-up builds on (`base`: the records a
     turn that picked one of them came from), for `answering.plan_ops`."""
+    if state.get("followup_refused"):  # declined for a field its records lack: the thread's plan stands
+        last = (state.get("turns") or [{}])[-1]
+        return {"plan": last.get("plan") or {}, "base": last.get("base") or {}}
     if state.get("outcome") not in ("success", "no_results"):
         return {"plan": {}, "base": {}}
     ran = (state.get("plan") or {}).get("ir") or {}
@@ -589,6 +629,15 @@ def _base_times(state: State) -> list[dict[str, str]]:
         {"text": "", "start": (t.get("start") or {}).get("$date", ""), "end": (t.get("end") or {}).get("$date", "")}
         for t in times[:1]
     ]
+
+
+def _unread_words(state: State) -> list[str]:
+    """The words of the turn's question its answer did not stand on: those its plan did not read, and the topic
+    of an answer that declined (nothing about it was found), which a follow-up on its plan does not read either."""
+    words = [s["text"] for s in state.get("not_understood") or [] if s.get("text")]
+    if state.get("declined") and state.get("topic"):
+        words.append(state["topic"])
+    return words
 
 
 def _scope(settings: Settings) -> str:
@@ -650,6 +699,7 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "unresolved": as_asked(resolution.get("unresolved", ""), asked) if resolution.get("error") else "",
         "narrowed": state.get("narrowed", ""),
         "candidates": resolution.get("candidates", []),
+        "unread": _unread_words(state),
         "answer": said[:1000],
         "scope": _scope(settings),
         "route": state.get("route", ""),

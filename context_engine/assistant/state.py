@@ -65,6 +65,7 @@ class Turn(TypedDict):
     narrowed: str  # the words it added to the question before it ("how many were bugs"; "" = none)
     plan: dict[str, Any]  # {"ir": the IR its answer ran} ({} = none): what a follow-up changes
     base: dict[str, Any]  # the IR a follow-up builds on: `plan`'s, or the list it picked one record of
+    unread: list[str]  # words of its question its plan did not read: a follow-up on that plan has not read them
 
 
 class InputState(TypedDict, total=False):
@@ -100,6 +101,7 @@ class State(InputState, StructuredState, total=False):
     narrowed: str  # the words a narrowing follow-up added ("" = none)
     followup_plan: dict[str, Any]  # the last turn's plan changed by the follow-up (Plan.to_json; {} = none)
     followup_base: dict[str, Any]  # the IR the next follow-up builds on, when not followup_plan's own
+    followup_refused: dict[str, Any]  # a follow-up nothing can answer, as a failed resolution ({} = none)
     followup_unread: str  # words pointing at the conversation no rule resolved ("it"; "" = none)
     turns: list[Turn]  # earlier turns of the thread
     route: str  # structured | semantic | hybrid

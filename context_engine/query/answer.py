@@ -104,6 +104,10 @@ def compose(
     return text + ignored(result), citations
 
 
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
 def counted(n: int, noun: str, plural: str) -> str:
     """`n` with the noun its number takes: "1 pull request", "0 pull requests", "2 pull requests"."""
     return f"{n} {noun if n == 1 else plural}"
@@ -153,7 +157,13 @@ def _compose(
         when = _first(row, kind, "merged") or _first(row, kind, "created")
         who = next((v for path in (*_WHO, *author) if (v := _get(row, path))), "")
         state = row.get("state") or _get(row, "fields.status.name") or _first(row, kind, "status") or ""
-        meta = ", ".join(x for x in (str(who), str(state), _day(when)) if x)
+        # a record cut to the fields asked for ("how many comments did it get?"): those fields said
+        shown = [
+            f"{k}: {v}"
+            for k, v in row.items()
+            if len(row) <= 4 and k not in ("_id", "ref") and _scalar(v) and not (when and v == when)
+        ]
+        meta = ", ".join(x for x in (str(who), str(state), _day(when), *shown) if x)
         said = cite["id"] if cite["title"] == cite["id"] else f"{cite['id']} {cite['title']}"  # a record with no title
         lines.append(f"[{i}] {said} ({meta}) {cite['url'] or ''}".rstrip())
     more = f"\n… and {len(rows) - LISTED} more in the records" if len(rows) > LISTED else ""

@@ -1072,3 +1072,62 @@ def test_her_after_a_picked_namesake_is_said_by_what_picked_her():
     }
     out = resolve_offline("which of her PRs got merged?", [picked], namesakes, NOW)
     assert "nat-b" in out.standalone and "Natalia" not in out.standalone
+
+
+@pytest.mark.parametrize(
+    "asked,person",
+    [
+        ("how about for Lars?", "Lars"),
+        ("换成李娜", "李娜"),
+        ("她呢？", "Lars Nielsen"),
+        ("and Priya Raman", "Priya Raman"),
+    ],
+)
+def test_a_new_person_is_said_for_the_plan_to_take(asked, person):
+    out = resolve_offline(asked, [MERGED], PEOPLE, NOW)
+    assert out.person == person and person in out.standalone, out
+
+
+@pytest.mark.parametrize("asked", ["and for Ottoline?", "what about Bartholomew Quince"])
+def test_a_name_nobody_has_replaces_the_person_asked_about(asked):
+    out = resolve_offline(asked, [MERGED], PEOPLE, NOW)
+    # the question asked again about that name: declined as a first question naming them is
+    assert out.person and out.person in out.standalone and "Rashid" not in out.standalone, out
+
+
+def test_a_name_nobody_has_is_no_new_person_when_no_one_was_asked_about():
+    out = resolve_offline("and for Ottoline?", [{**MERGED, "people": [], "people_text": []}], PEOPLE, NOW)
+    assert not out.person, out
+
+
+@pytest.mark.parametrize("asked,nth", [("who opened the second one?", 1), ("最后一条是谁开的", -1)])
+def test_a_record_named_by_its_place_is_said_for_the_plan_to_take(asked, nth):
+    out = resolve_offline(asked, [MERGED], PEOPLE, NOW)
+    assert out.nth == nth, out
+
+
+@pytest.mark.parametrize(
+    "asked,word",
+    [
+        ("any of those about retries?", "retries"),
+        ("are there any among them about flaky tests", "flaky"),
+        ("其中有讲 webhook 的吗", "webhook"),
+        ("这些里面有没有提到 retry 的", "retry"),
+        ("其中跟部署有關的是哪幾個", "部署"),
+    ],
+)
+def test_whether_some_of_the_records_are_about_a_topic_lists_them(asked, word):
+    counted = {**MERGED, "standalone": "how many PRs did Rashid merge last week", "collection": "pull_requests"}
+    out = resolve_offline(asked, [counted], PEOPLE, NOW)
+    assert out.reshape == "list" and word in out.added and "how many" not in out.standalone, out
+
+
+@pytest.mark.parametrize("asked", ["and if we only count merged ones?", "what if you only consider the open ones"])
+def test_only_counting_some_is_a_narrowing_not_a_count(asked):
+    out = resolve_offline(asked, [RANKING], PEOPLE, NOW)
+    assert out.added and out.reshape != "count" and "how many" not in out.standalone, out
+
+
+def test_a_place_in_the_last_ranking_with_the_window_moved():
+    out = resolve_offline("how many did the one in second place open the year before?", [RANKING], PEOPLE, NOW)
+    assert "Lars Nielsen" in out.standalone and "2024" in out.standalone and not out.within, out

@@ -267,3 +267,102 @@ def test_the_person_taken_away(setup, asked):
 def test_a_question_restated_in_total_is_not_narrowed_by_the_last_plan(setup, restated):
     turn = _turn(setup, "open PRs Priya opened in 2026")
     assert _operate(setup, restated, [turn], FollowUp("", restated=restated)) is None
+
+
+@pytest.mark.parametrize("person,login", [("Lars", "larsn"), ("Lars Nielsen", "larsn")])
+def test_the_same_plan_about_someone_else(setup, person, login):
+    turn = _turn(setup, "PRs Priya merged in October 2026")
+    operation = _operate(setup, f"and {person}?", [turn], FollowUp("", person=person))
+    assert operation is not None
+    ir, before = operation.plan.ir, base_of(turn)
+    assert [(f.field, f.value) for f in ir.filters if f.field == "user.login"] == [("user.login", login)]
+    assert {(f.field, str(f.value)) for f in ir.filters if f.field != "user.login"} == {
+        (f.field, str(f.value)) for f in before.filters if f.field != "user.login"
+    }
+    assert ir.times == before.times and ir.shape == before.shape
+    assert all(r["user"]["login"] == login for r in _run(setup, operation.plan))
+
+
+def test_the_same_plan_about_someone_else_in_a_new_window(setup):
+    turn = _turn(setup, "how many PRs did Priya open in 2026")
+    operation = _operate(setup, "Lars, the year before", [turn], FollowUp("", person="Lars", new_time="in 2025"))
+    assert operation is not None
+    ir = operation.plan.ir
+    assert any(f.field == "user.login" and f.value == "larsn" for f in ir.filters) and ir.shape.kind == "count"
+    assert [(t.start, t.end) for t in ir.times] == [(datetime(2025, 1, 1), datetime(2026, 1, 1))]
+
+
+@pytest.mark.parametrize("person", ["Ottoline", "Priya"])
+def test_no_switch_to_a_name_nobody_has_or_to_the_same_person(setup, person):
+    # a name nobody has is left to the rewritten question, which is declined with candidates
+    turn = _turn(setup, "PRs Priya merged in October 2026")
+    assert _operate(setup, f"what about {person}?", [turn], FollowUp("", person=person)) is None
+
+
+@pytest.mark.parametrize("asked", ["how many comments did it get?", "and how many comments was that", "它有多少评论"])
+def test_a_field_of_the_one_record_the_last_answer_was(setup, asked):
+    turn = _turn(setup, "which PR opened in 2026 has the most comments")
+    operation = _operate(setup, asked, [turn])
+    assert operation is not None and operation.plan is not None
+    (one,) = _run(setup, _turn_plan(setup, "which PR opened in 2026 has the most comments"))[:1]
+    rows = _run(setup, operation.plan)
+    assert [(r["ref"], r["comments"]) for r in rows] == [(one["ref"], one["comments"])]
+    assert operation.base.to_json() == base_of(turn).to_json()
+
+
+@pytest.mark.parametrize("asked,word", [("what severity was it given?", "severity"), ("what's its sprint", "sprint")])
+def test_a_field_the_records_do_not_have_is_not_answered(setup, asked, word):
+    turn = _turn(setup, "which PR opened in 2026 has the most comments")
+    operation = _operate(setup, asked, [turn])
+    assert operation is not None and operation.plan is None and operation.unanswerable == word
+
+
+def test_a_field_of_one_record_needs_one_record(setup):
+    turn = _turn(setup, "PRs opened in 2026")  # many records: which one's comments is not said
+    assert _operate(setup, "how many comments did it get?", [turn]) is None
+
+
+@pytest.mark.parametrize(
+    "asked,index", [("who opened the second one?", 1), ("第三条有多少评论", 2), ("and the last one?", -1)]
+)
+def test_a_record_of_the_last_answer_by_its_place(setup, asked, index):
+    records = _run(setup, _turn_plan(setup, "PRs opened in 2026"))
+    turn = _turn(setup, "PRs opened in 2026", refs=[r["ref"] for r in records[:20]])
+    operation = _operate(setup, asked, [turn], FollowUp("", nth=index))
+    assert operation is not None
+    one = records[:20][index]
+    rows = _run(setup, operation.plan)
+    if asked.startswith("who"):
+        assert [r["_id"] for r in rows] == [one["user"]["login"]]
+    else:
+        assert [r["ref"] for r in rows] == [one["ref"]]
+    if "评论" in asked:
+        assert rows[0]["comments"] == one["comments"]
+    assert operation.base.to_json() == base_of(turn).to_json()  # the next follow-up builds on the records
+
+
+def test_a_topic_added_to_the_last_plan_as_the_planner_reads_one(setup):
+    turn = _turn(setup, "how many PRs were opened in 2026")
+    standalone = "PRs opened in 2026 about retries"
+    alone = _turn_plan(setup, standalone)
+    assert alone.ir is not None and (alone.ir.text or alone.ir.filters)
+    followup = FollowUp(standalone, added="about retries", reshape="list")
+    operation = _operate(setup, "any of those about retries?", [turn], followup)
+    assert operation is not None
+    ir = operation.plan.ir
+    assert ir.text == alone.ir.text and all(f in ir.filters for f in alone.ir.filters)
+    assert ir.times == base_of(turn).times and ir.shape.kind == "list"
+
+
+def test_the_one_record_about_a_topic_and_a_field_of_it(setup):
+    records = _run(setup, _turn_plan(setup, "PRs opened in 2026"))
+    titled = next(r for r in records if len(r["title"].split()) >= 3)
+    word = max(titled["title"].split(), key=len).strip(".,:;()").lower()
+    turn = _turn(setup, "PRs opened in 2026")
+    operation = _operate(setup, f"ok, the one on {word}: how many comments was that?", [turn])
+    assert operation is not None and operation.plan is not None
+    rows = _run(setup, operation.plan)
+    assert len(rows) == 1 and set(rows[0]) <= {"_id", "ref", "comments"}
+    (one,) = [r for r in records if r["ref"] == rows[0]["ref"]]
+    assert word in one["title"].lower() and rows[0]["comments"] == one["comments"]
+    assert operation.base.to_json() == base_of(turn).to_json()  # the next follow-up builds on the records

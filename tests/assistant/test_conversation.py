@@ -349,3 +349,35 @@ def test_back_to_an_earlier_person_narrows_that_turn_s_records_not_the_last(samp
     )
     assert want  # a gold that finds nothing would check nothing
     assert {r["ref"] for r in out["records"]} == want, (out["question"], out.get("followup"))
+
+
+def test_a_field_of_the_record_just_answered_and_one_its_records_lack(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    first = _say(thread_graph, config, "which PR opened in 2026 has the most comments", sample_dir=sample_dir)
+    (one,) = first["records"]
+    # a field the records do not have is declined, naming it, not answered with the whole record
+    out = _say(thread_graph, config, "so what urgency was it given?", sample_dir=sample_dir)
+    assert out["outcome"] == "resolution_failed" and out["records"] == [] and "urgency" in out["answer"]
+    # the thread's plan stands after the decline: the next field is of the same record
+    out = _say(thread_graph, config, "那它有多少评论？", sample_dir=sample_dir)
+    assert [(r["ref"], r["comments"]) for r in out["records"]] == [(one["ref"], one["comments"])]
+    assert f"comments: {one['comments']}" in out["answer"]
+
+
+def test_another_person_is_the_same_plan_and_a_name_nobody_has_is_declined(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    _say(thread_graph, config, "PRs Priya merged in October", sample_dir=sample_dir)
+    out = _say(thread_graph, config, "and for Ottoline?", sample_dir=sample_dir)
+    assert out["outcome"] == "resolution_failed" and out["records"] == [] and "Ottoline" in out["answer"]
+    out = _say(thread_graph, config, "what about Lars?", sample_dir=sample_dir)
+    assert {r["ref"] for r in out["records"]} == _gold(sample_dir, *_merged("larsn", OCTOBER))
+
+
+def test_a_follow_up_on_a_plan_that_left_words_unread_says_so_too(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    first = _say(thread_graph, config, "open PRs Lars opened in 2026, preferably quickly", sample_dir=sample_dir)
+    unread = [s["text"] for s in first["not_understood"]]
+    assert unread
+    for asked in ("count them", "那 2025 年呢"):
+        out = _say(thread_graph, config, asked, sample_dir=sample_dir)
+        assert [s["text"] for s in out["not_understood"]] == unread, asked

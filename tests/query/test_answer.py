@@ -27,3 +27,13 @@ def test_a_share_is_stated_as_a_fraction_and_a_percentage():
 def test_a_mean_is_stated_as_one_number():
     text, _ = compose(Success(Plan("issues", []), [{"average": 2.5}], []), "issues")
     assert "average" in text and "2.5" in text
+
+
+def test_a_record_cut_to_the_fields_asked_for_says_them():
+    rows = [{"_id": "x", "ref": "org/repo#7", "additions": 31}]
+    text, citations = compose(Success(Plan("pull_requests", []), rows, []), "pull_requests")
+    assert "org/repo#7" in text and "additions: 31" in text and len(citations) == 1
+    # a whole record is said as ever, without its every field
+    whole = [{"ref": "org/repo#8", "title": "Fix", "state": "open", "additions": 3, "deletions": 1, "comments": 0}]
+    text, _ = compose(Success(Plan("pull_requests", []), whole, []), "pull_requests")
+    assert "additions" not in text
