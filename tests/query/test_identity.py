@@ -1,6 +1,6 @@
 import pytest
 
-from context_engine.query.identity import AmbiguousPerson, PeopleDirectory, UnknownPerson
+from context_engine.query.identity import AmbiguousPerson, PeopleDirectory, UnknownPerson, person_slots
 from context_engine.sources.sample import generate
 
 
@@ -124,3 +124,8 @@ def test_else_after_someone_is_no_one_called_else():
     directory = PeopleDirectory([{"slack_id": "U1", "name": "Else"}, {"slack_id": "U2", "name": "Ruthe"}])
     assert [m.text for m in directory.find_mentions("Ruthe: replies in someone else's thread")] == ["Ruthe"]
     assert [m.text for m in directory.find_mentions("messages by Else in May")] == ["Else"]
+
+
+@pytest.mark.parametrize("question", ["提到 Service Mesh 的消息有几条", "关于 Blue Green 的 issue"])
+def test_a_capitalised_name_after_a_chinese_topic_cue_is_the_subject_not_a_person(question):
+    assert person_slots(question) == []

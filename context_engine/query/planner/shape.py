@@ -18,8 +18,16 @@ from context_engine.query.validate import validate_pipeline
 DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
 
+# A yes/no question about whether something happened ("Has anyone closed an issue as not planned?", "did
+# Kim post anything in June?", "any messages from her since May at all"): answered by how many times it did.
+_WHETHER = (
+    r"^\W*(?:did|has|have)\s+(?:anyone|anybody|someone|somebody|any ?one)\b(?!.*\b(?:which|what|who|list|show|them)\b)"
+    r"|^\W*(?:did|has|have)\b(?=[^?]*\banything\b)(?!.*\b(?:which|what|who|list|show|them|still)\b)"
+    r"|\bany\b(?=[^?]*\bat all\W*$)"
+)
 COUNT = re.compile(
-    r"\bhow many\b|[,:(—–-]\s*(?:(?:just|only)\s+)?(?:the\s+)?(?:number|count|total)(?:,?\s+please)?\s*\??\)?\s*[?.]?$|\b(?:msg|message|post)s?\s+volume\b|(?<!about )(?<!mention )(?<!mentioning )(?<!mentions )\bvolume\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have|had)\b|\bnumber of\b|(?<!n't )(?<!n’t )(?<!not )\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数",
+    r"\bhow many\b|[,:(—–-]\s*(?:(?:just|only)\s+)?(?:the\s+)?(?:number|count|total)(?:,?\s+please)?\s*\??\)?\s*[?.]?$|\b(?:msg|message|post)s?\s+volume\b|(?<!about )(?<!mention )(?<!mentioning )(?<!mentions )\bvolume\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have|had)\b|\bnumber of\b|(?<!n't )(?<!n’t )(?<!not )\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|(?:多少|几)\s*(?:个|条|次|则|篇|封|位|名|项|件)?(?<!几)|数量|总数|"
+    + _WHETHER,
     re.I,
 )
 

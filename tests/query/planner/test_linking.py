@@ -271,3 +271,25 @@ def test_each_person_with_a_chinese_closing_verb_counts_closers(github):
     plan = _plan(github, "2024 年每个人各关掉了多少个 issue")
     assert plan.ir.shape.kind == "group" and plan.ir.shape.field == "closed_by.login", plan.ir.shape
     assert plan.ir.times[0].field == "closed_at", plan.ir.times
+
+
+@pytest.mark.parametrize(
+    "question, words",
+    [
+        ("how many tickets have Feature in the title?", ["feature"]),
+        ("open issues whose title mentions features or feature", ["features", "feature"]),
+        ("issues from 2024 (feature or features in the title)", ["feature", "features"]),
+        ("标题里带 feature 的 issue 有几个", ["feature"]),
+    ],
+)
+def test_a_word_said_to_be_in_the_title_is_the_titles_word_not_the_label_of_that_name(github, question, words):
+    plan = _plan(github, question)
+    match = _match(plan)
+    assert "labels.name" not in match, match
+    title = [f for f in plan.ir.filters if f.field == "title"]
+    assert title and set(words) <= set(title[0].value), plan.ir.filters
+    assert plan.not_understood == [], plan.not_understood
+
+
+def test_a_label_named_outside_the_title_is_still_the_label(github):
+    assert _match(_plan(github, "how many feature issues mention crashes in the title"))["labels.name"] == "feature"

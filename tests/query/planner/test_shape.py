@@ -592,3 +592,31 @@ def test_a_place_said_of_no_ranking_stays_unread(catalog):
 )
 def test_mean_and_share_the_verbs_are_no_measure(catalog, question):
     assert plan(catalog, question).ir.shape.kind not in ("avg", "share")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Has anybody merged a pull request this week?",
+        "did Rashid Khan open anything in 2025?",
+        "any messages in #general from last month at all",
+        "上週合併了幾個 PR",  # traditional characters, a measure word after 几
+        "Rashid Khan 這個月發了幾則訊息",
+    ],
+)
+def test_whether_something_happened_is_answered_by_how_many_times(catalog, question):
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "count", p.pipeline
+    assert p.not_understood == [], p.not_understood
+
+
+def test_asking_whether_and_for_the_records_lists_them(catalog):
+    assert plan(catalog, "did anyone close an issue last week? which ones").ir.shape.kind != "count"
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["I'd like the number of PRs merged in 2025, please", "PRs opened last week, the ones still open I mean"],
+)
+def test_the_askers_own_filler_is_read(catalog, question):
+    assert plan(catalog, question).not_understood == []
