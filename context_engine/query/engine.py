@@ -42,7 +42,7 @@ from context_engine.query.traditional import simplified
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
 from context_engine.query.value_cues import value_cues
 from context_engine.query.values import WHOLE_VALUE_END, ValueIndex, begins_name, written
-from context_engine.query.written_years import years_in_digits
+from context_engine.query.written_dates import dates_in_digits
 
 
 @dataclass
@@ -153,7 +153,7 @@ def resolve(
     # A tenant's own kind's field names ("by duration_minutes") are not people either.
     stored |= frozenset(path.lower() for s in catalog.schemas.values() if s.own_kind is not None for path in s.fields)
     reserved = stored - set(directory.index)
-    asked, question = question, correct(years_in_digits(simplified(question)), stored | set(directory.index))
+    asked, question = question, correct(dates_in_digits(simplified(question)), stored | set(directory.index))
     mentions = [
         m
         for m in directory.find_mentions(question, asker, reserved=reserved)

@@ -82,7 +82,7 @@ _LOWER_I = re.compile(r"\b(?:did|do|have|had|am|was|can|could|should|will|would)
 _LOWER_I_AFTER = re.compile(
     r"^\s+(?:[a-z]+ed|wrote|write|have|had|did|do|am|was|own|sent|said|made|opened|open|merge|review|post)\b"
 )
-_DATE_AFTER = re.compile(r"^\s*(?:\d{1,4}\b|,\s*\d{4}|年)")
+_DATE_AFTER = re.compile(r"^\s*(?:\d{1,4}\b|,\s*\d{4}|of\s+\d{4}\b|['’]\d\d\b|年)")  # "April of 2019", "march '19"
 
 
 @dataclass(frozen=True)

@@ -129,3 +129,10 @@ def test_else_after_someone_is_no_one_called_else():
 @pytest.mark.parametrize("question", ["提到 Service Mesh 的消息有几条", "关于 Blue Green 的 issue"])
 def test_a_capitalised_name_after_a_chinese_topic_cue_is_the_subject_not_a_person(question):
     assert person_slots(question) == []
+
+
+@pytest.mark.parametrize("question", ["her post count for June of 2024", "posts from june '24 by anyone"])
+def test_a_month_before_of_and_a_year_is_a_date_not_someone_of_that_name(question):
+    months = PeopleDirectory([{"login": "june-k", "name": "June", "accounts": []}])
+    assert [m.text for m in months.find_mentions(question)] == []
+    assert [m.text for m in months.find_mentions("what did June post")] == ["June"]

@@ -313,6 +313,9 @@ class ConditionStep(Draft):
             if m or listed:  # "not as bug or enhancement": the values listed after a negation are excluded too
                 f.negate = True
                 self.use((m.start(), f.span[0]) if m else (negated.span[1], f.span[0]))
+                closing = _EXCEPTION_CLOSED.match(self.q, f.span[1]) if m and "除" in m.group(0) else None
+                if closing:  # "除了 X 以外的人": the words closing the exception
+                    self.use(closing.span())
                 self.notes.append(f"{self.q[(m.start() if m else f.span[0]) : f.span[1]]!r}: excluded")
                 if f.op == "in":  # the second half of "neither X nor Y", "既不在 X 也不在 Y"
                     self.mark(r"\bnor\b|也不(?:在|是|带)")
@@ -1098,6 +1101,8 @@ _NEGATION_WORDS = (
     r"|\boutside(?: of)?|\bnot counting|\bleaving out|\bleave out|\bminus|\bapart from|\baside from|\bignoring|\bexclude|\bignore"
     r"|没有|不是|不带|除了|除|非|(?:既|也)?不在|不含|不包括|排除)\s*"
 )
+# What closes an exception said in Chinese after its value ("除了 X 以外的人", "除 X 之外").
+_EXCEPTION_CLOSED = re.compile(r"\s*(?:以外|之外)(?:的(?:人|成员|用户)?)?")
 _BETWEEN = (
     r"labell?ed|tagged|marked|with|the|a|an|any|by|from|in|on|for|of|at|under|authored|written|opened|created|filed|reported"
     r"|assigned|to|started|label|labels|tag|a label|as|one of|either|the ones|ones|anything|everything|those|that are"

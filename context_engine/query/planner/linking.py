@@ -13,7 +13,7 @@ from context_engine.query.values import WHOLE_VALUE_END, begins_name, written
 
 # "closed by X", "closed in 2023 by X", "closed by somebody other than X, Y or Z": the closer is named
 _CLOSED_BY = re.compile(
-    r"\b(?:closed|resolved)\s+(?:[\w'-]+\s+){0,3}?by\s+(?:(?:somebody|someone|anyone|anybody|people|others?)\s+)?"
+    r"\b(?:closed|resolved)\s+(?:[\w'-]+\s+){0,5}?by\s+(?:(?:somebody|someone|anyone|anybody|people|others?)\s+)?"
     r"(?:(?:other than|except(?: for)?|besides|apart from|but)\s+)?(?:[\w.-]+(?:\s*,\s*|\s+(?:or|and|nor)\s+))*$"
 )
 

@@ -117,6 +117,11 @@ def test_other_roles_still_win_over_the_opener(github, question, field):
     assert match.get(field) == "thandeka" and "user.login" not in match
 
 
+def test_resolved_with_a_reason_and_a_time_then_by_someone_else_excludes_the_closer(github):
+    match = _match(_plan(github, "tickets resolved as done during 2024 by somebody other than rmoreau"))
+    assert match.get("closed_by.login") == {"$ne": "rmoreau"} and "user.login" not in match, match
+
+
 def test_closed_by_anyone_but_a_few_people_excludes_them_as_closers(github):
     match = _match(_plan(github, "issues closed in 2024 by anyone except rmoreau, bystrom or kwasi-a"))
     assert match.get("closed_by.login") == {"$nin": ["rmoreau", "bystrom", "kwasi-a"]}, match
