@@ -889,15 +889,17 @@ class ConditionStep(Draft):
                 self.add_filter(replying[0], author[0], "ne_field")
 
     def _replies_as_the_records(self) -> None:
-        """ "Marnie's replies", "her thread replies", "replies by Nana": the records are replies (a
-        thread starter is recorded), not every message of hers. Not "with replies", "got 3 replies"
-        or "replies to X" (the other rules read those)."""
+        """ "Marnie's replies", "her thread replies", "replies by Nana", "messages that were thread
+        replies", "replies inside threads": the records are replies (a thread starter is recorded), not
+        every message of hers. Not "with replies", "got 3 replies" or "replies to X" (the other rules
+        read those)."""
         replying = person_field_for(self.schema, "replied_to")
         if replying is None or self.has_filter(replying[0]):
             return
         if self.mark(
             r"(?<=['’]s )(?:thread\s+)?replies\b|\b(?:her|his|their|my|your)\s+(?:thread\s+)?replies\b"
             r"|\breplies\s+(?=(?:written\s+|posted\s+|sent\s+)?by\b)"
+            r"|\b(?:were|was|are|is|as)\s+(?:thread\s+replies|replies\s+(?:inside|within|in)\s+(?:a\s+|any\s+)?threads?)\b"
         ):
             self.add_filter(replying[0], True, "exists")
 

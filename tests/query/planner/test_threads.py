@@ -305,3 +305,16 @@ def test_a_bound_before_the_number_of_repliers_in_chinese(world, question, expec
     rows, plan = answer(world, question)
     assert refs(rows) == expected, plan.pipeline
     assert not plan.not_understood, plan.not_understood
+
+
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        ("what share of Ben's messages were thread replies?", {"share": 0.75}),  # b1, b2, b4 of b1..b4
+        ("how many messages in March 2019 were replies inside threads", {"count": 7}),
+    ],
+)
+def test_messages_said_to_be_replies_in_threads_are_the_replies(world, question, expected):
+    rows, plan = answer(world, question)
+    assert rows == [expected], plan.pipeline
+    assert plan.not_understood == [], plan.not_understood
