@@ -528,7 +528,8 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
 # Two periods set side by side: what stands between them ("2021 or 2022", "Jan vs Feb", "2022 compared
 # with 2023", "2021 年和 2022 年").
 _BETWEEN_COMPARED = re.compile(
-    r"\s*(?:,|\bor\b|\band\b|\bvs\.?|\bversus\b|\bcompared (?:with|to)\b|\bagainst\b|和|与|跟|还是|或)\s*(?:in\s+)?$",
+    r"\s*(?:,|\bor\b|\band\b|\bvs\.?|\bversus\b|\bcompared (?:with|to)\b|\bagainst\b|和|与|跟|还是|或"
+    r"|\b(?:(?:more|busier|bigger|higher|larger|greater|fewer|less|quieter|smaller|lower)\s+)?than\b)\s*(?:in\s+)?$",
     re.I,
 )
 # Which of them had more (a winner asked: one bucket), or the number for each (one count per bucket).

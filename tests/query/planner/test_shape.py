@@ -338,6 +338,8 @@ def _closed_issues_world(tmp_path):
     [
         ("were more issues closed in March 2024 or in March 2025?", ("2024", 2)),
         ("issue closures, Mar 2025 versus Mar 2024: which was quieter", ("2025", 1)),
+        ("were fewer issues closed in March 2025 than in March 2024?", ("2025", 1)),  # a comparative and "than"
+        ("was March 2024 busier than March 2025 for issue closures?", ("2024", 2)),
     ],
 )
 def test_two_periods_apart_are_alternatives_counted_per_period(tmp_path, question, winner):
