@@ -533,9 +533,10 @@ _BETWEEN_COMPARED = re.compile(
     re.I,
 )
 # Which of them had more (a winner asked: one bucket), or the number for each (one count per bucket).
+# A Chinese question may end on a bare 多 / 少 ("A 和 B 谁合并的 PR 多").
 _MORE_OF_TWO = re.compile(
-    r"\b(?:more|busier|bigger|higher|larger|greater)\b|更多|更忙|更高|更活跃|多一些"
-    r"|(?P<fewer>\b(?:fewer|less|quieter|smaller|lower)\b|更少|更低|更冷清)",
+    r"\b(?:more|busier|bigger|higher|larger|greater)\b|更多|更忙|更高|更活跃|多一些|(?<![最差])多(?=\s*[？?。!！]?\s*$)"
+    r"|(?P<fewer>\b(?:fewer|less|quieter|smaller|lower)\b|更少|更低|更冷清|(?<![多最至])少(?=\s*[？?。!！]?\s*$))",
     re.I,
 )
 _EACH_OF_TWO = re.compile(

@@ -360,6 +360,8 @@ def test_two_periods_apart_are_alternatives_counted_per_period(tmp_path, questio
         ("who has closed more issues, Quinn Adler or Rory Blake?", "argmax", "quinn"),
         ("between quinn and rory, who closed fewer issues", "argmin", "rory"),
         ("quinn 和 rory 谁关掉的 issue 更多？", "argmax", "quinn"),
+        ("rory 和 quinn 谁关闭的 issue 少", "argmin", "rory"),  # a bare 多 / 少 ends the question
+        ("quinn 和 rory 谁关掉的多？", "argmax", "quinn"),
     ],
 )
 def test_named_people_compared_are_counted_in_the_role_of_the_verb(tmp_path, question, kind, winner):
