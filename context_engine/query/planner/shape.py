@@ -233,7 +233,8 @@ _NEWEST = re.compile(
     rf"|(?:{_DONE_TO_ONE})most recently\b|\blast (?:one )?to (?:be |get )?\w+ed\b"
     # not 最近 of a period ("最近三个月新开的 issue": the last three months)
     rf"|(?:最新|最近(?!\s*[0-9一二两三四五六七八九十几]+\s*个?\s*(?:天|日|周|星期|月|年))|最后)"
-    rf"(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一\s*[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
+    rf"(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一\s*[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
+    rf"|(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)\s*(?:里|中|当中|之中)\s*(?P<superlative>最新)",
     re.I,
 )
 _OLDEST = re.compile(
@@ -241,7 +242,9 @@ _OLDEST = re.compile(
     r"|\bfirst (?:one )?to (?:be |get )?\w+ed\b"  # "which was the first to get merged"
     rf"|\b(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest\b"
     rf"|\blongest[\s-](?:waiting|open|standing|running|pending|lived)[\s-]+(?:\w+(?:-\w+)*[\s-]+){{0,2}}?{_RECORD}"
-    rf"|(?:最早|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
+    rf"|(?:最早|最老|最旧|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
+    # the records named first ("还开着的 PR 里最老的是哪个")
+    rf"|(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)\s*(?:里|中|当中|之中)\s*(?P<superlative>最早|最老|最旧)",
     re.I,
 )
 
@@ -452,7 +455,9 @@ _ROLE_WORDS = {
 
 def _first_word(m: re.Match) -> tuple[int, int]:
     """The superlative of a newest/oldest match ("earliest" of "earliest-created issue", 最早 of 最早创建的 issue):
-    the words between may be conditions other steps read."""
+    the words between may be conditions other steps read; said after the records (PR 里最老), that word."""
+    if m.groupdict().get("superlative"):
+        return m.span("superlative")
     word = re.match(
         r"most recently|most recent|very first|first ever"
         r"|(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest|[A-Za-z]+|[\u4e00-\u9fff]{2}",

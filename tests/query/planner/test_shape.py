@@ -624,3 +624,13 @@ def test_asking_whether_and_for_the_records_lists_them(catalog):
 )
 def test_the_askers_own_filler_is_read(catalog, question):
     assert plan(catalog, question).not_understood == []
+
+
+@pytest.mark.parametrize(
+    "question,order",
+    [("还开着的 PR 中最早的是哪一个", 1), ("已合并的 PR 里最新的是哪个", -1), ("打开的 PR 当中最旧的", 1)],
+)
+def test_the_oldest_or_newest_said_after_the_records_is_one_record(catalog, question, order):
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "list" and p.ir.shape.limit == 1 and p.ir.shape.sort[0].direction == order, p.pipeline
+    assert p.not_understood == [], p.not_understood
