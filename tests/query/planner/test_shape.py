@@ -46,6 +46,8 @@ def conditions(p) -> set[tuple[str, str, object]]:
         ("least busy day of March 2026 as far as commits go", "argmin", "day"),
         ("which March 2026 week had the most slack messages", "argmax", "week"),
         ("the quietest month of 2026 in terms of tickets opened", "argmin", "month"),
+        ("2025: week with the most PRs merged", "argmax", "week"),  # no article before the period
+        ("day with the fewest slack messages, last month", "argmin", "day"),
     ],
 )
 def test_the_busiest_or_quietest_period_is_a_time_bucket_extreme(catalog, question, kind, bucket):
