@@ -236,6 +236,8 @@ def _unknown_person(
             # lhoestq: the full name is not one the data holds, so it is declined with the candidates.
             return text
         words = re.split(r"[\s-]+", text.lower())  # "first-time contributors": plain words
+        if words[0] == "non" and len(words) > 1:
+            words = words[1:]  # "by non-members": a plain noun negated, nobody's name
         if (
             all(
                 w in COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES | NOT_NAMES

@@ -672,7 +672,8 @@ _ASSOCIATIONS = (
     (
         (
             r"\b(?:org(?:ani[sz]ation)?\s+)?(?<!team )(?<!workspace )(?<!channel )(?<!community )(?<!project )members\b"
-            r"(?! of (?:the |a |that )?(?:team|workspace|channel|community|slack))|组织成员"
+            r"(?! of (?:the |a |that )?(?:team|workspace|channel|community|slack))"
+            r"(?: of (?:the |this |our )?(?:org(?:ani[sz]ation)?|repo(?:sitory)?|project)\b)?|组织成员"
         ),
         "MEMBER",
     ),

@@ -519,8 +519,10 @@ class SpanStep(Draft):
             return any(str(getattr(x, "value", None)) == str(NUMBER_WORDS[word]) for x in self.filters) or (
                 shape.limit == NUMBER_WORDS[word]
             )
-        if need == "person":
-            return bool(paths & self._person_paths()) or any(how == "person" for how in self.how)
+        if need == "person":  # a person field, or who the authors are to the repository ("people who aren't members")
+            return bool(paths & (self._person_paths() | {"author_association"})) or any(
+                how == "person" for how in self.how
+            )
         roles = need.split("|")
         return any(
             any(

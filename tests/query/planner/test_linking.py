@@ -298,3 +298,9 @@ def test_a_word_said_to_be_in_the_title_is_the_titles_word_not_the_label_of_that
 
 def test_a_label_named_outside_the_title_is_still_the_label(github):
     assert _match(_plan(github, "how many feature issues mention crashes in the title"))["labels.name"] == "feature"
+
+
+def test_people_who_are_not_members_of_the_org_are_read_whole(github):
+    plan = _plan(github, "how many tickets came from people who aren't members of the org?")
+    assert _match(plan)["author_association"] == {"$ne": "MEMBER"}, plan.pipeline
+    assert plan.not_understood == [], plan.not_understood
