@@ -1018,9 +1018,9 @@ _THING = re.compile(
     re.I,
 )
 # A negation before the thing. Before a noun ("a label", "comments") it says the record lacks it only
-# directly ("no label", "without a milestone") or through a verb of having ("never got a label", "has
-# not been given an assignee", "didn't receive any comments"): "were not replies" says what a message
-# is, not what it lacks. Before a participle ("never labelled", "nobody has commented", "without anyone
+# directly ("no label", "without a milestone") or through a verb of having ("never got a label", "without
+# ever having an assignee", "has not been given an assignee", "didn't receive any comments"): "were not
+# replies" says what a message is, not what it lacks. Before a participle ("never labelled", "nobody has commented", "without anyone
 # ever commenting") the negation itself says it.
 _FILLING = (
     r"(?:(?:a|an|any|a single|single|one|even|ever|yet|so much as|once|at all|been|be|being|was|were|is|are|it|them"
@@ -1037,7 +1037,8 @@ _NEGATION = (
     r"|\b(?:do|does|did|is|are|was|were|has|have|had|ca|wo|could|would|should)nt\b)"
 )
 _LACK_BEFORE_NOUN = re.compile(
-    rf"(?:\b(?:no|zero|without|lacking|missing|none)\s+{_FILLING}|{_NEGATION}\s+{_FILLING}{_HAVING}{_FILLING})$", re.I
+    rf"(?:\b(?:no|zero|without|lacking|missing|none)\s+{_FILLING}(?:{_HAVING}{_FILLING})?|{_NEGATION}\s+{_FILLING}{_HAVING}{_FILLING})$",
+    re.I,
 )
 _LACK_BEFORE_PARTICIPLE = re.compile(rf"(?:{_NEGATION}|\bwithout\b)\s+{_FILLING}$", re.I)
 _PARTICIPLE = re.compile(

@@ -184,6 +184,7 @@ def answer(world, question: str):
         ("issues still yet to be resolved", ["i1", "i2", "i7"]),  # open
         ("quinn's PRs closed without ever getting merged", ["p7"]),
         ("untagged issues", ["i6"]),
+        ("closed issues that ended without ever having an assignee", ["i3", "i4", "i5", "i6", "i8"]),
         ("closed issues whose assignee list is empty", ["i3", "i4", "i5", "i6", "i8"]),
         ("open issues nobody has replied to", ["i1"]),  # a reply to an issue is a comment
         # the person's part said in other words
