@@ -760,7 +760,7 @@ class ConditionStep(Draft):
         if not (starter and joined and replies and self.schema.has_path("reply_users_count")):
             return
         said = re.search(
-            r"\bno (?:repl(?:y|ies)|answers?|responses?) (?:from|by) (?:anyone|anybody|someone|somebody|people|others?) else\b"
+            r"\b(?:no |without (?:a |any )?)(?:repl(?:y|ies)|answers?|responses?) (?:from|by) (?:anyone|anybody|someone|somebody|people|others?) else\b"
             r"|\b(?:nobody|no one|no-one|none) (?:but|except|other than|besides|apart from) [\w\u00C0-\u024F'’-]+"
             r"(?: (?:herself|himself|themselves))? (?:repl(?:ied|ies|y)|answered|responded)\b"
             r"|\bonly (?:self-?repl(?:ies|y)|(?:her|his|their) own repl(?:ies|y))\b",

@@ -201,6 +201,7 @@ def test_an_acronym_topic_is_searched(world):
         ("count the threads Ana opened but never jumped in on", 1),
         # threads only their starter replied in: a2 (Ana answered herself); not a1, nor a message without replies
         ("of Ana's threads, how many drew no answers from anybody else?", 1),
+        ("how many of Ana's threads are without any reply from somebody else?", 1),
         ("threads by Ana in which no one except Ana replied - count them", 1),
         ("Ana: how many threads with only her own replies", 1),
         ("how many of Ben's threads had nobody but Ben responded", 0),  # Ana and Cy answered b3
