@@ -252,7 +252,9 @@ _OLDEST = re.compile(
 # "how many different people", "number of distinct PR authors", "count the unique labels", "多少个不同的人":
 # things counted once each, not records.
 _DISTINCT = re.compile(
-    r"(?:\b(?:how many|number of|count(?: of)?(?: the)?|total)\s+|^\W*(?:the\s+)?)(?:different|distinct|unique|separate|individual)\s+((?:\w+\s+){0,2}\w+)\b"
+    # (not "the largest number of distinct repliers": records ranked by a count they hold)
+    r"(?:\b(?:how many|(?<!largest )(?<!highest )(?<!greatest )(?<!biggest )number of|count(?: of)?(?: the)?|total)\s+|^\W*(?:the\s+)?)"
+    r"(?:different|distinct|unique|separate|individual)\s+((?:\w+\s+){0,2}\w+)\b"
     r"|\bhow many\s+((?:people|persons|users|authors|contributors|posters|repliers|reviewers|committers|members|folks|devs|developers|engineers|assignees"
     r"|labels|repos|repositories|channels|projects|components|milestones))\b"
     r"|(?:多少|几)[个种类位名条]?(?:不同的?|独立的?)\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人|[A-Za-z]+)"
@@ -869,7 +871,8 @@ class ShapeStep(OwnAggregateStep):
         # "the thread with the most different people replying": threads ranked by how many people replied
         repliers = re.search(
             r"\b(?:most|(?:largest|highest|greatest|biggest) number of)\s+(?:different|distinct|unique)\s+"
-            r"(?:people|persons|participants|repliers|users|responders|posters)\b(?:\s+replying)?",
+            r"(?:people|persons|participants|repliers|users|responders|posters)\b(?:\s+replying)?"
+            r"|(?:参与)?回复(?:的)?人数最多|最多人(?:参与)?回复",
             self.q,
             re.I,
         )

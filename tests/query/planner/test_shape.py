@@ -636,3 +636,12 @@ def test_the_oldest_or_newest_said_after_the_records_is_one_record(catalog, ques
     p = plan(catalog, question)
     assert p.ir.shape.kind == "list" and p.ir.shape.limit == 1 and p.ir.shape.sort[0].direction == order, p.pipeline
     assert p.not_understood == [], p.not_understood
+
+
+@pytest.mark.parametrize(
+    "question", ["the slack thread with the highest number of distinct repliers", "#general 里参与回复人数最多的帖子"]
+)
+def test_the_thread_most_people_replied_in_is_ranked_by_its_repliers(catalog, question):
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.field, p.ir.shape.limit) == ("top", "reply_users_count", 1), p.pipeline
+    assert p.not_understood == [], p.not_understood
