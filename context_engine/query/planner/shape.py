@@ -18,11 +18,11 @@ from context_engine.query.validate import validate_pipeline
 DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
 
-# A yes/no question about whether something happened ("Has anyone closed an issue as not planned?", "did
-# Kim post anything in June?", "any messages from her since May at all"): answered by how many times it did.
+# A yes/no question about whether anyone did something ("Has anyone closed an issue as not planned?", "any
+# messages from her since May at all"): answered by how many times it happened. ("did Lucas merge anything
+# last week?" asks for what he merged: the records.)
 _WHETHER = (
     r"^\W*(?:did|has|have)\s+(?:anyone|anybody|someone|somebody|any ?one)\b(?!.*\b(?:which|what|who|list|show|them)\b)"
-    r"|^\W*(?:did|has|have)\b(?=[^?]*\banything\b)(?!.*\b(?:which|what|who|list|show|them|still)\b)"
     r"|\bany\b(?=[^?]*\bat all\W*$)"
 )
 COUNT = re.compile(
