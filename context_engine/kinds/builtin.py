@@ -133,7 +133,7 @@ MESSAGES = CollectionSpec(
         r"\breplies\b",
         r"(?<!\w)#[\w\-]+",
     ),
-    words_zh=("工作区", "消息", "讨论", "频道", "帖子"),
+    words_zh=("工作区", "消息", "讯息", "讨论", "频道", "帖子"),
     people={
         "author": (PersonField("user", "slack_id"),),
         "reply_user": (PersonField("reply_users", "slack_id"),),

@@ -38,9 +38,11 @@ from context_engine.query.offline import CONFIDENT, OfflinePlanner
 from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.query.spelling import correct
 from context_engine.query.timeexpr import find_time_ranges
+from context_engine.query.traditional import simplified
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
 from context_engine.query.value_cues import value_cues
 from context_engine.query.values import WHOLE_VALUE_END, ValueIndex, begins_name, written
+from context_engine.query.written_dates import dates_in_digits
 
 
 @dataclass
@@ -151,7 +153,7 @@ def resolve(
     # A tenant's own kind's field names ("by duration_minutes") are not people either.
     stored |= frozenset(path.lower() for s in catalog.schemas.values() if s.own_kind is not None for path in s.fields)
     reserved = stored - set(directory.index)
-    asked, question = question, correct(question, stored | set(directory.index))
+    asked, question = question, correct(dates_in_digits(simplified(question)), stored | set(directory.index))
     mentions = [
         m
         for m in directory.find_mentions(question, asker, reserved=reserved)
@@ -234,6 +236,8 @@ def _unknown_person(
             # lhoestq: the full name is not one the data holds, so it is declined with the candidates.
             return text
         words = re.split(r"[\s-]+", text.lower())  # "first-time contributors": plain words
+        if words[0] == "non" and len(words) > 1:
+            words = words[1:]  # "by non-members": a plain noun negated, nobody's name
         if (
             all(
                 w in COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES | NOT_NAMES

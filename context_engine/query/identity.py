@@ -82,7 +82,7 @@ _LOWER_I = re.compile(r"\b(?:did|do|have|had|am|was|can|could|should|will|would)
 _LOWER_I_AFTER = re.compile(
     r"^\s+(?:[a-z]+ed|wrote|write|have|had|did|do|am|was|own|sent|said|made|opened|open|merge|review|post)\b"
 )
-_DATE_AFTER = re.compile(r"^\s*(?:\d{1,4}\b|,\s*\d{4}|年)")
+_DATE_AFTER = re.compile(r"^\s*(?:\d{1,4}\b|,\s*\d{4}|of\s+\d{4}\b|['’]\d\d\b|年)")  # "April of 2019", "march '19"
 
 
 @dataclass(frozen=True)
@@ -554,6 +554,8 @@ _CJK_TIME = re.compile(
 )
 # Common words whose last character is also a surname ("任何": any; "如何": how; "为何": why).
 _CJK_WORDS_ENDING_IN_SURNAME = frozenset({"任何", "如何", "为何", "几何", "有何", "没何"})
+# What introduces a topic in Chinese ("提到 X", "关于 X"): the words after it are the subject, not a person.
+_CJK_TOPIC_CUE = re.compile(r"(?:提到|提及|关于|有关|涉及|讨论|谈到|谈论|说到|聊到?)\s*$")
 # Words that open a possessive or a "did X" without being anyone.
 _ELSE = re.compile(r"else$")
 _SOMEONE_BEFORE = re.compile(r"\b(?:some|any|no|every)(?:one|body)\s+$|\bno one\s+$|\b(?:who|what|where)\s+$", re.I)
@@ -591,6 +593,8 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
             text = question[start:end].lstrip("@")
             if re.match(r"mentioning\s+$", question[m.start() : start], re.I) and text[:1].islower():
                 continue  # "mentioning elm-test": a lower-case word there is a subject; "mentioning @kim" a person
+            if _CJK_TOPIC_CUE.search(question[:start]):
+                continue  # "提到 Typed Racket 的消息": what the messages are about, not whose they are
             start = end - len(text)
             if text.lower().endswith("'s"):
                 text, end = text[:-2], end - 2

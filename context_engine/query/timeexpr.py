@@ -375,7 +375,7 @@ def _rules(now: datetime):
         ),
         (r"\bthis quarter\b|本季度", lambda m: _quarter(now.year, q_now)),
         (
-            r"\b(last|previous) quarter\b|上个?季度",
+            r"\b(last|previous) quarter\b(?!\s+of\s+\d{4})|上个?季度",  # "the last quarter of 2021" is its Q4
             lambda m: _quarter(now.year - (q_now == 1), 4 if q_now == 1 else q_now - 1),
         ),
         (r"\bthis year\b|今年", lambda m: (year, datetime(now.year + 1, 1, 1))),
@@ -746,7 +746,7 @@ _AFTER = re.compile(
 )
 _SINCE = re.compile(
     r"(?:\b(?:since|starting(?:\s+(?:from|in|with))?|beginning(?:\s+(?:from|in))?)"
-    r"\s+(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?|(?:自从?|从)\s*)$"
+    r"\s+(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?|\bfrom\s+the\s+(?:start|beginning)\s+of\s+|(?:自从?|从)\s*)$"
 )
 _ONWARDS = re.compile(
     r"^(?:\s*(?:onwards?|on\b|and (?:later|after|since|beyond)|or later)|\s*(?:年)?\s*(?:以来|以后|起|开始)"

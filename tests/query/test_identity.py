@@ -1,6 +1,6 @@
 import pytest
 
-from context_engine.query.identity import AmbiguousPerson, PeopleDirectory, UnknownPerson
+from context_engine.query.identity import AmbiguousPerson, PeopleDirectory, UnknownPerson, person_slots
 from context_engine.sources.sample import generate
 
 
@@ -124,3 +124,15 @@ def test_else_after_someone_is_no_one_called_else():
     directory = PeopleDirectory([{"slack_id": "U1", "name": "Else"}, {"slack_id": "U2", "name": "Ruthe"}])
     assert [m.text for m in directory.find_mentions("Ruthe: replies in someone else's thread")] == ["Ruthe"]
     assert [m.text for m in directory.find_mentions("messages by Else in May")] == ["Else"]
+
+
+@pytest.mark.parametrize("question", ["提到 Service Mesh 的消息有几条", "关于 Blue Green 的 issue"])
+def test_a_capitalised_name_after_a_chinese_topic_cue_is_the_subject_not_a_person(question):
+    assert person_slots(question) == []
+
+
+@pytest.mark.parametrize("question", ["her post count for June of 2024", "posts from june '24 by anyone"])
+def test_a_month_before_of_and_a_year_is_a_date_not_someone_of_that_name(question):
+    months = PeopleDirectory([{"login": "june-k", "name": "June", "accounts": []}])
+    assert [m.text for m in months.find_mentions(question)] == []
+    assert [m.text for m in months.find_mentions("what did June post")] == ["June"]

@@ -28,6 +28,8 @@ D = datetime
         ("in the first half of 2026", D(2026, 1, 1), D(2026, 7, 1)),
         ("Jan through May 2019", D(2019, 1, 1), D(2019, 6, 1)),  # one period, not January and "until May"
         ("2023 年第三季度", D(2023, 7, 1), D(2023, 10, 1)),
+        ("closed in the last quarter of 2019", D(2019, 10, 1), D(2020, 1, 1)),  # its Q4, not the last quarter
+        ("posts from the beginning of June 2025 on", D(2025, 6, 1), None),
         ("during the previous calendar year", D(2025, 1, 1), D(2026, 1, 1)),
         ("over the summer of 2018", D(2018, 6, 1), D(2018, 9, 1)),  # seasons of the northern hemisphere
         ("in autumn 2019", D(2019, 9, 1), D(2019, 12, 1)),

@@ -129,6 +129,8 @@ def test_a_name_that_fits_several_people_is_declined_with_them(settings):
         "Docker 的 issue 有哪些",
         "Kubernetes 相关的 PR",  # a single word before 的 is a topic as often as a name
         "how many PRs were opened by first-time contributors?",  # plain words joined by a hyphen
+        "issues filed by non-maintainers this year",  # a plain noun negated
+        "提到 Service Mesh 的 PR",  # a name after a topic cue is the subject
         "没有被分配给任何人的 open issue 有多少",  # 任何人: anyone
         "List the PRs merged last week. Include their titles.",  # an English word begins a later sentence
         "Which issues are still open? Ensure the oldest comes first.",

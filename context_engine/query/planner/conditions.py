@@ -313,6 +313,9 @@ class ConditionStep(Draft):
             if m or listed:  # "not as bug or enhancement": the values listed after a negation are excluded too
                 f.negate = True
                 self.use((m.start(), f.span[0]) if m else (negated.span[1], f.span[0]))
+                closing = _EXCEPTION_CLOSED.match(self.q, f.span[1]) if m and "除" in m.group(0) else None
+                if closing:  # "除了 X 以外的人": the words closing the exception
+                    self.use(closing.span())
                 self.notes.append(f"{self.q[(m.start() if m else f.span[0]) : f.span[1]]!r}: excluded")
                 if f.op == "in":  # the second half of "neither X nor Y", "既不在 X 也不在 Y"
                     self.mark(r"\bnor\b|也不(?:在|是|带)")
@@ -757,7 +760,7 @@ class ConditionStep(Draft):
         if not (starter and joined and replies and self.schema.has_path("reply_users_count")):
             return
         said = re.search(
-            r"\bno (?:repl(?:y|ies)|answers?|responses?) (?:from|by) (?:anyone|anybody|someone|somebody|people|others?) else\b"
+            r"\b(?:no |without (?:a |any )?)(?:repl(?:y|ies)|answers?|responses?) (?:from|by) (?:anyone|anybody|someone|somebody|people|others?) else\b"
             r"|\b(?:nobody|no one|no-one|none) (?:but|except|other than|besides|apart from) [\w\u00C0-\u024F'’-]+"
             r"(?: (?:herself|himself|themselves))? (?:repl(?:ied|ies|y)|answered|responded)\b"
             r"|\bonly (?:self-?repl(?:ies|y)|(?:her|his|their) own repl(?:ies|y))\b",
@@ -886,15 +889,17 @@ class ConditionStep(Draft):
                 self.add_filter(replying[0], author[0], "ne_field")
 
     def _replies_as_the_records(self) -> None:
-        """ "Marnie's replies", "her thread replies", "replies by Nana": the records are replies (a
-        thread starter is recorded), not every message of hers. Not "with replies", "got 3 replies"
-        or "replies to X" (the other rules read those)."""
+        """ "Marnie's replies", "her thread replies", "replies by Nana", "messages that were thread
+        replies", "replies inside threads": the records are replies (a thread starter is recorded), not
+        every message of hers. Not "with replies", "got 3 replies" or "replies to X" (the other rules
+        read those)."""
         replying = person_field_for(self.schema, "replied_to")
         if replying is None or self.has_filter(replying[0]):
             return
         if self.mark(
             r"(?<=['’]s )(?:thread\s+)?replies\b|\b(?:her|his|their|my|your)\s+(?:thread\s+)?replies\b"
             r"|\breplies\s+(?=(?:written\s+|posted\s+|sent\s+)?by\b)"
+            r"|\b(?:were|was|are|is|as)\s+(?:thread\s+replies|replies\s+(?:inside|within|in)\s+(?:a\s+|any\s+)?threads?)\b"
         ):
             self.add_filter(replying[0], True, "exists")
 
@@ -1013,9 +1018,9 @@ _THING = re.compile(
     re.I,
 )
 # A negation before the thing. Before a noun ("a label", "comments") it says the record lacks it only
-# directly ("no label", "without a milestone") or through a verb of having ("never got a label", "has
-# not been given an assignee", "didn't receive any comments"): "were not replies" says what a message
-# is, not what it lacks. Before a participle ("never labelled", "nobody has commented", "without anyone
+# directly ("no label", "without a milestone") or through a verb of having ("never got a label", "without
+# ever having an assignee", "has not been given an assignee", "didn't receive any comments"): "were not
+# replies" says what a message is, not what it lacks. Before a participle ("never labelled", "nobody has commented", "without anyone
 # ever commenting") the negation itself says it.
 _FILLING = (
     r"(?:(?:a|an|any|a single|single|one|even|ever|yet|so much as|once|at all|been|be|being|was|were|is|are|it|them"
@@ -1032,7 +1037,8 @@ _NEGATION = (
     r"|\b(?:do|does|did|is|are|was|were|has|have|had|ca|wo|could|would|should)nt\b)"
 )
 _LACK_BEFORE_NOUN = re.compile(
-    rf"(?:\b(?:no|zero|without|lacking|missing|none)\s+{_FILLING}|{_NEGATION}\s+{_FILLING}{_HAVING}{_FILLING})$", re.I
+    rf"(?:\b(?:no|zero|without|lacking|missing|none)\s+{_FILLING}(?:{_HAVING}{_FILLING})?|{_NEGATION}\s+{_FILLING}{_HAVING}{_FILLING})$",
+    re.I,
 )
 _LACK_BEFORE_PARTICIPLE = re.compile(rf"(?:{_NEGATION}|\bwithout\b)\s+{_FILLING}$", re.I)
 _PARTICIPLE = re.compile(
@@ -1098,6 +1104,8 @@ _NEGATION_WORDS = (
     r"|\boutside(?: of)?|\bnot counting|\bleaving out|\bleave out|\bminus|\bapart from|\baside from|\bignoring|\bexclude|\bignore"
     r"|没有|不是|不带|除了|除|非|(?:既|也)?不在|不含|不包括|排除)\s*"
 )
+# What closes an exception said in Chinese after its value ("除了 X 以外的人", "除 X 之外").
+_EXCEPTION_CLOSED = re.compile(r"\s*(?:以外|之外)(?:的(?:人|成员|用户)?)?")
 _BETWEEN = (
     r"labell?ed|tagged|marked|with|the|a|an|any|by|from|in|on|for|of|at|under|authored|written|opened|created|filed|reported"
     r"|assigned|to|started|label|labels|tag|a label|as|one of|either|the ones|ones|anything|everything|those|that are"

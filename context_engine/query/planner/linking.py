@@ -13,8 +13,22 @@ from context_engine.query.values import WHOLE_VALUE_END, begins_name, written
 
 # "closed by X", "closed in 2023 by X", "closed by somebody other than X, Y or Z": the closer is named
 _CLOSED_BY = re.compile(
-    r"\b(?:closed|resolved)\s+(?:[\w'-]+\s+){0,3}?by\s+(?:(?:somebody|someone|anyone|anybody|people|others?)\s+)?"
+    r"\b(?:closed|resolved)\s+(?:[\w'-]+\s+){0,5}?by\s+(?:(?:somebody|someone|anyone|anybody|people|others?)\s+)?"
     r"(?:(?:other than|except(?: for)?|besides|apart from|but)\s+)?(?:[\w.-]+(?:\s*,\s*|\s+(?:or|and|nor)\s+))*$"
+)
+
+
+# Words (alternatives: commas, "or", "/") running up to "in the title", and a title said to hold the words
+# next: where a word is looked for, said outright.
+_WORDS_RUN = r"(?:\s*(?:,|/|、|，|\bor\b|或者?)\s*(?:or\s+)?['\"‘“]?[\w.\-]+['\"’”]?)*"
+_BEFORE_IN_THE_TITLE = re.compile(
+    rf"['\"’”]?{_WORDS_RUN}\s+(?:in|on)\s+(?:the\s+|its\s+|their\s+)?(?:\w+\s+)?titles?\b", re.I
+)
+_AFTER_TITLE_SAYS = re.compile(
+    r"(?:\btitles?\s+(?:that\s+)?(?:mention(?:s|ed|ing)?|says?|reads?|ha(?:s|ve)|contains?|includes?|with)"
+    r"|标题\s*(?:里|中|上)?\s*(?:有|带有?|含有?|包含|提到|出现))\s*"
+    r"(?:['\"‘“]?[\w.\-]+['\"’”]?\s*(?:,|/|、|，|\bor\b|或者?)\s*(?:or\s+)?)*['\"‘“]?$",
+    re.I,
 )
 
 
@@ -111,6 +125,8 @@ class LinkStep(Draft):
                         and not (explicit_label and explicit_label.group(1).lower() == value.lower())
                     ):
                         continue  # "about auth" is a topic, not necessarily the label
+                    if self._said_in_the_title(m.span()):
+                        continue  # "Arrow in the title": words of the title, whatever value shares them
                     self.use(m.span())
                     self.add_filter(path, value)
                     self.notes.append(f"{value!r} is a stored {role} ({path})")
@@ -160,6 +176,11 @@ class LinkStep(Draft):
             self.use(m.span())
             self.add_filter(path, handles, "in")
             self.notes.append(f"the {team} team -> {len(handles)} people")
+
+    def _said_in_the_title(self, span: tuple[int, int]) -> bool:
+        """A word the question places in the title ("X in the title", "(docs or documentation in the
+        title)", "whose title mentions X", 标题里带 X): the title's words, not a stored value of that name."""
+        return bool(_BEFORE_IN_THE_TITLE.match(self.q, span[1]) or _AFTER_TITLE_SAYS.search(self.q[: span[0]]))
 
     def _topic_phrase(self, start: int) -> bool:
         return bool(
@@ -651,7 +672,8 @@ _ASSOCIATIONS = (
     (
         (
             r"\b(?:org(?:ani[sz]ation)?\s+)?(?<!team )(?<!workspace )(?<!channel )(?<!community )(?<!project )members\b"
-            r"(?! of (?:the |a |that )?(?:team|workspace|channel|community|slack))|组织成员"
+            r"(?! of (?:the |a |that )?(?:team|workspace|channel|community|slack))"
+            r"(?: of (?:the |this |our )?(?:org(?:ani[sz]ation)?|repo(?:sitory)?|project)\b)?|组织成员"
         ),
         "MEMBER",
     ),

@@ -18,8 +18,16 @@ from context_engine.query.validate import validate_pipeline
 DEFAULT_LIMIT = 200
 TEXT_LIMIT = 20
 
+# A yes/no question about whether anyone did something ("Has anyone closed an issue as not planned?", "any
+# messages from her since May at all"): answered by how many times it happened. ("did Lucas merge anything
+# last week?" asks for what he merged: the records.)
+_WHETHER = (
+    r"^\W*(?:did|has|have)\s+(?:anyone|anybody|someone|somebody|any ?one)\b(?!.*\b(?:which|what|who|list|show|them)\b)"
+    r"|\bany\b(?=[^?]*\bat all\W*$)"
+)
 COUNT = re.compile(
-    r"\bhow many\b|[,:(—–-]\s*(?:(?:just|only)\s+)?(?:the\s+)?(?:number|count|total)(?:,?\s+please)?\s*\??\)?\s*[?.]?$|\b(?:msg|message|post)s?\s+volume\b|(?<!about )(?<!mention )(?<!mentioning )(?<!mentions )\bvolume\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have|had)\b|\bnumber of\b|(?<!n't )(?<!n’t )(?<!not )\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|多少|几个|几条|几次|数量|总数",
+    r"\bhow many\b|[,:(—–-]\s*(?:(?:just|only)\s+)?(?:the\s+)?(?:number|count|total)(?:,?\s+please)?\s*\??\)?\s*[?.]?$|\b(?:msg|message|post)s?\s+volume\b|(?<!about )(?<!mention )(?<!mentioning )(?<!mentions )\bvolume\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have|had)\b|\bnumber of\b|(?<!n't )(?<!n’t )(?<!not )\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|(?:多少|几)\s*(?:个|条|次|则|篇|封|位|名|项|件)?(?<!几)|数量|总数|"
+    + _WHETHER,
     re.I,
 )
 
@@ -173,6 +181,7 @@ _ASKED_UNIT = re.compile(
     rf"|most (?:prolific|productive)|least (?:prolific|productive))\s+(?:\w+\s+){{0,2}}?{_UNIT}\b"
     rf"|\b{_UNIT}\s+in\s+which\b"
     rf"|\bthe\s+{_UNIT}\s+(?:with|that|when|in which|where)\b"
+    rf"|\b{_UNIT}\s+with\s+the\s+(?=(?:most|fewest|least|highest|lowest|biggest)\b)"  # "2021: month with the fewest"
     rf"|哪(?:一|个)?\s*(天|日|周|个?星期|个?月|年)",
     re.I,
 )
@@ -225,7 +234,8 @@ _NEWEST = re.compile(
     rf"|(?:{_DONE_TO_ONE})most recently\b|\blast (?:one )?to (?:be |get )?\w+ed\b"
     # not 最近 of a period ("最近三个月新开的 issue": the last three months)
     rf"|(?:最新|最近(?!\s*[0-9一二两三四五六七八九十几]+\s*个?\s*(?:天|日|周|星期|月|年))|最后)"
-    rf"(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一\s*[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
+    rf"(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一\s*[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
+    rf"|(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)\s*(?:里|中|当中|之中)\s*(?P<superlative>最新)",
     re.I,
 )
 _OLDEST = re.compile(
@@ -233,14 +243,18 @@ _OLDEST = re.compile(
     r"|\bfirst (?:one )?to (?:be |get )?\w+ed\b"  # "which was the first to get merged"
     rf"|\b(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest\b"
     rf"|\blongest[\s-](?:waiting|open|standing|running|pending|lived)[\s-]+(?:\w+(?:-\w+)*[\s-]+){{0,2}}?{_RECORD}"
-    rf"|(?:最早|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)",
+    rf"|(?:最早|最老|最旧|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
+    # the records named first ("还开着的 PR 里最老的是哪个")
+    rf"|(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)\s*(?:里|中|当中|之中)\s*(?P<superlative>最早|最老|最旧)",
     re.I,
 )
 
 # "how many different people", "number of distinct PR authors", "count the unique labels", "多少个不同的人":
 # things counted once each, not records.
 _DISTINCT = re.compile(
-    r"(?:\b(?:how many|number of|count(?: of)?(?: the)?|total)\s+|^\W*(?:the\s+)?)(?:different|distinct|unique|separate|individual)\s+((?:\w+\s+){0,2}\w+)\b"
+    # (not "the largest number of distinct repliers": records ranked by a count they hold)
+    r"(?:\b(?:how many|(?<!largest )(?<!highest )(?<!greatest )(?<!biggest )number of|count(?: of)?(?: the)?|total)\s+|^\W*(?:the\s+)?)"
+    r"(?:different|distinct|unique|separate|individual)\s+((?:\w+\s+){0,2}\w+)\b"
     r"|\bhow many\s+((?:people|persons|users|authors|contributors|posters|repliers|reviewers|committers|members|folks|devs|developers|engineers|assignees"
     r"|labels|repos|repositories|channels|projects|components|milestones))\b"
     r"|(?:多少|几)[个种类位名条]?(?:不同的?|独立的?)\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人|[A-Za-z]+)"
@@ -444,7 +458,9 @@ _ROLE_WORDS = {
 
 def _first_word(m: re.Match) -> tuple[int, int]:
     """The superlative of a newest/oldest match ("earliest" of "earliest-created issue", 最早 of 最早创建的 issue):
-    the words between may be conditions other steps read."""
+    the words between may be conditions other steps read; said after the records (PR 里最老), that word."""
+    if m.groupdict().get("superlative"):
+        return m.span("superlative")
     word = re.match(
         r"most recently|most recent|very first|first ever"
         r"|(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest|[A-Za-z]+|[\u4e00-\u9fff]{2}",
@@ -520,13 +536,15 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
 # Two periods set side by side: what stands between them ("2021 or 2022", "Jan vs Feb", "2022 compared
 # with 2023", "2021 年和 2022 年").
 _BETWEEN_COMPARED = re.compile(
-    r"\s*(?:,|\bor\b|\band\b|\bvs\.?|\bversus\b|\bcompared (?:with|to)\b|\bagainst\b|和|与|跟|还是|或)\s*(?:in\s+)?$",
+    r"\s*(?:,|\bor\b|\band\b|\bvs\.?|\bversus\b|\bcompared (?:with|to)\b|\bagainst\b|和|与|跟|还是|或"
+    r"|\b(?:(?:more|busier|bigger|higher|larger|greater|fewer|less|quieter|smaller|lower)\s+)?than\b)\s*(?:in\s+)?$",
     re.I,
 )
 # Which of them had more (a winner asked: one bucket), or the number for each (one count per bucket).
+# A Chinese question may end on a bare 多 / 少 ("A 和 B 谁合并的 PR 多").
 _MORE_OF_TWO = re.compile(
-    r"\b(?:more|busier|bigger|higher|larger|greater)\b|更多|更忙|更高|更活跃|多一些"
-    r"|(?P<fewer>\b(?:fewer|less|quieter|smaller|lower)\b|更少|更低|更冷清)",
+    r"\b(?:more|busier|bigger|higher|larger|greater)\b|更多|更忙|更高|更活跃|多一些|(?<![最差])多(?=\s*[？?。!！]?\s*$)"
+    r"|(?P<fewer>\b(?:fewer|less|quieter|smaller|lower)\b|更少|更低|更冷清|(?<![多最至])少(?=\s*[？?。!！]?\s*$))",
     re.I,
 )
 _EACH_OF_TWO = re.compile(
@@ -853,7 +871,8 @@ class ShapeStep(OwnAggregateStep):
         # "the thread with the most different people replying": threads ranked by how many people replied
         repliers = re.search(
             r"\b(?:most|(?:largest|highest|greatest|biggest) number of)\s+(?:different|distinct|unique)\s+"
-            r"(?:people|persons|participants|repliers|users|responders|posters)\b(?:\s+replying)?",
+            r"(?:people|persons|participants|repliers|users|responders|posters)\b(?:\s+replying)?"
+            r"|(?:参与)?回复(?:的)?人数最多|最多人(?:参与)?回复",
             self.q,
             re.I,
         )

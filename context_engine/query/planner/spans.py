@@ -33,9 +33,12 @@ _CUE_WORDS = (
     r"(?:bring|brings|bringing|brought) up|"
     r"(?:that |which )?(?:fix|fixes|fixed|fixing|discuss|discusses|discussed|discussing|(?:talk|say)(?:s|ed|ing)? about|said about)"
 )
-# The forms of a topic word spelled out after it: "ports (port or ports)", "缓存（cache、cached 或 caching）".
+# The forms of a topic word spelled out after it: "ports (port or ports)", "缓存（cache、cached 或 caching）",
+# "the docs (doc or docs in the title)".
 _FORMS = re.compile(
-    r"\s*[(（]\s*(?P<alts>[\w.\-]+(?:\s*(?:,|、|，|/|\bor\b|或者?)\s*(?:or\s+)?[\w.\-]+)+)\s*[)）]", re.I
+    r"\s*[(（]\s*(?P<alts>[\w.\-]+(?:\s*(?:,|、|，|/|\bor\b|或者?)\s*(?:or\s+)?[\w.\-]+)+)"
+    r"(?:\s+(?:in|on)\s+(?:the\s+|its\s+|their\s+)?titles?)?\s*[)）]",
+    re.I,
 )
 # A negation right before a topic cue: "not about", "don't mention", "never talks about", "nothing".
 _TOPIC_NEGATION = re.compile(
@@ -252,9 +255,10 @@ class SpanStep(Draft):
                     # two derivations of one stem ("deprecating or deprecation"): the family, every ending
                     groups.setdefault(tuple(stems), (stems, (run[0][0], run[-1][1]), "words"))
                     continue
-                if not all(s.startswith(min(stems, key=len)) for s in stems):
-                    # different words ("pdf or video"), not forms of one ("slow or slower", "fix, fixes or
-                    # fixed": those forms exactly): each is a subject, in the singular and the plural
+                if not all(s.startswith(min(stems, key=len)) for s in stems) or any(w in SHORT_FORMS for w in words):
+                    # different words ("pdf or video"; a short form beside its long one: "docs or
+                    # documentation"), not forms of one ("slow or slower", "fix, fixes or fixed": those forms
+                    # exactly): each is a subject, in the singular and the plural
                     words = list(dict.fromkeys(form for w in words for form in _in_either_number(w)))
                 groups.setdefault(tuple(words), (words, (run[0][0], run[-1][1]), "exact_words"))
             else:
@@ -515,8 +519,10 @@ class SpanStep(Draft):
             return any(str(getattr(x, "value", None)) == str(NUMBER_WORDS[word]) for x in self.filters) or (
                 shape.limit == NUMBER_WORDS[word]
             )
-        if need == "person":
-            return bool(paths & self._person_paths()) or any(how == "person" for how in self.how)
+        if need == "person":  # a person field, or who the authors are to the repository ("people who aren't members")
+            return bool(paths & (self._person_paths() | {"author_association"})) or any(
+                how == "person" for how in self.how
+            )
         roles = need.split("|")
         return any(
             any(
@@ -677,7 +683,7 @@ than then as into over any all some each every one ones thing things kind sort l
 want need like ok okay hi hello hey thanks thank much many both but actually really carry carries carrying
 still yet currently right now got get gets getting anything everything he she him her his they them their ever
 during throughout within roughly approximately approx exactly precisely overall whole entire since single
-off if
+off if i'd i'm i've i'll we'd we're we've we'll you'd you're you've
 """.split()
 )
 
@@ -690,7 +696,7 @@ IDIOMS = re.compile(
     r"|\bwhose\b(?=\s+(?:close|closing|state|titles?|labels?|status|milestone|repl(?:y|ies)|comments?|body|text|priority|author"
     r"|opening|first)\b)"
     r"|\b(?:someone|somebody|anyone|anybody)(?=\s+(?:other than|except|but|besides|apart from)\b)"
-    r"|\bacross all\b|\bended up\b|\bwhatsoever\b|\btotally\b|\bcalendar(?= year\b)"
+    r"|\bacross all\b|\bended up\b|\bwhatsoever\b|\btotally\b|\bcalendar(?= year\b)|\bI mean\b"
     r"|到?目前为止|截至目前|已经",
     re.I,
 )
@@ -802,7 +808,7 @@ def _content_pieces(m: re.Match) -> list[tuple[int, int]]:
     if re.match(r"[\u4e00-\u9fff]", token):
         return [(m.start() + p.start(), m.start() + p.end()) for p in re.finditer(rf"[^{_CJK_FUNCTION}]{{2,}}", token)]
     word = token.lower().rstrip("'’").removesuffix("'s").removesuffix("’s")
-    if word.isdigit() or len(word) < 2 or word in FILLER:
+    if word.isdigit() or len(word) < 2 or word in FILLER or word.replace("’", "'") in FILLER:
         return []
     return [(m.start(), m.start() + len(word))]
 

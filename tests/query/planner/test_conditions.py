@@ -184,6 +184,7 @@ def answer(world, question: str):
         ("issues still yet to be resolved", ["i1", "i2", "i7"]),  # open
         ("quinn's PRs closed without ever getting merged", ["p7"]),
         ("untagged issues", ["i6"]),
+        ("closed issues that ended without ever having an assignee", ["i3", "i4", "i5", "i6", "i8"]),
         ("closed issues whose assignee list is empty", ["i3", "i4", "i5", "i6", "i8"]),
         ("open issues nobody has replied to", ["i1"]),  # a reply to an issue is a comment
         # the person's part said in other words
@@ -517,3 +518,10 @@ def test_a_message_that_mentions_someone(world, question):
 def test_nobody_took_it_on_is_no_assignee(world, question):
     got, plan = answer(world, question)
     assert got == [i["ref"] for i in ISSUES if i["state"] == "open" and not i["assignees"]], plan.pipeline
+
+
+@pytest.mark.parametrize("question", ["除了 rory 以外的人开的 PR", "除 rory 之外的 PR"])
+def test_the_words_closing_a_chinese_exception_are_read_with_it(world, question):
+    got, plan = answer(world, question)
+    assert got == ["p4", "p5", "p7"], plan.pipeline
+    assert plan.not_understood == [], plan.not_understood

@@ -117,6 +117,11 @@ def test_other_roles_still_win_over_the_opener(github, question, field):
     assert match.get(field) == "thandeka" and "user.login" not in match
 
 
+def test_resolved_with_a_reason_and_a_time_then_by_someone_else_excludes_the_closer(github):
+    match = _match(_plan(github, "tickets resolved as done during 2024 by somebody other than rmoreau"))
+    assert match.get("closed_by.login") == {"$ne": "rmoreau"} and "user.login" not in match, match
+
+
 def test_closed_by_anyone_but_a_few_people_excludes_them_as_closers(github):
     match = _match(_plan(github, "issues closed in 2024 by anyone except rmoreau, bystrom or kwasi-a"))
     assert match.get("closed_by.login") == {"$nin": ["rmoreau", "bystrom", "kwasi-a"]}, match
@@ -271,3 +276,31 @@ def test_each_person_with_a_chinese_closing_verb_counts_closers(github):
     plan = _plan(github, "2024 年每个人各关掉了多少个 issue")
     assert plan.ir.shape.kind == "group" and plan.ir.shape.field == "closed_by.login", plan.ir.shape
     assert plan.ir.times[0].field == "closed_at", plan.ir.times
+
+
+@pytest.mark.parametrize(
+    "question, words",
+    [
+        ("how many tickets have Feature in the title?", ["feature"]),
+        ("open issues whose title mentions features or feature", ["features", "feature"]),
+        ("issues from 2024 (feature or features in the title)", ["feature", "features"]),
+        ("标题里带 feature 的 issue 有几个", ["feature"]),
+    ],
+)
+def test_a_word_said_to_be_in_the_title_is_the_titles_word_not_the_label_of_that_name(github, question, words):
+    plan = _plan(github, question)
+    match = _match(plan)
+    assert "labels.name" not in match, match
+    title = [f for f in plan.ir.filters if f.field == "title"]
+    assert title and set(words) <= set(title[0].value), plan.ir.filters
+    assert plan.not_understood == [], plan.not_understood
+
+
+def test_a_label_named_outside_the_title_is_still_the_label(github):
+    assert _match(_plan(github, "how many feature issues mention crashes in the title"))["labels.name"] == "feature"
+
+
+def test_people_who_are_not_members_of_the_org_are_read_whole(github):
+    plan = _plan(github, "how many tickets came from people who aren't members of the org?")
+    assert _match(plan)["author_association"] == {"$ne": "MEMBER"}, plan.pipeline
+    assert plan.not_understood == [], plan.not_understood

@@ -46,6 +46,8 @@ def conditions(p) -> set[tuple[str, str, object]]:
         ("least busy day of March 2026 as far as commits go", "argmin", "day"),
         ("which March 2026 week had the most slack messages", "argmax", "week"),
         ("the quietest month of 2026 in terms of tickets opened", "argmin", "month"),
+        ("2025: week with the most PRs merged", "argmax", "week"),  # no article before the period
+        ("day with the fewest slack messages, last month", "argmin", "day"),
     ],
 )
 def test_the_busiest_or_quietest_period_is_a_time_bucket_extreme(catalog, question, kind, bucket):
@@ -338,6 +340,8 @@ def _closed_issues_world(tmp_path):
     [
         ("were more issues closed in March 2024 or in March 2025?", ("2024", 2)),
         ("issue closures, Mar 2025 versus Mar 2024: which was quieter", ("2025", 1)),
+        ("were fewer issues closed in March 2025 than in March 2024?", ("2025", 1)),  # a comparative and "than"
+        ("was March 2024 busier than March 2025 for issue closures?", ("2024", 2)),
     ],
 )
 def test_two_periods_apart_are_alternatives_counted_per_period(tmp_path, question, winner):
@@ -358,6 +362,8 @@ def test_two_periods_apart_are_alternatives_counted_per_period(tmp_path, questio
         ("who has closed more issues, Quinn Adler or Rory Blake?", "argmax", "quinn"),
         ("between quinn and rory, who closed fewer issues", "argmin", "rory"),
         ("quinn 和 rory 谁关掉的 issue 更多？", "argmax", "quinn"),
+        ("rory 和 quinn 谁关闭的 issue 少", "argmin", "rory"),  # a bare 多 / 少 ends the question
+        ("quinn 和 rory 谁关掉的多？", "argmax", "quinn"),
     ],
 )
 def test_named_people_compared_are_counted_in_the_role_of_the_verb(tmp_path, question, kind, winner):
@@ -592,3 +598,52 @@ def test_a_place_said_of_no_ranking_stays_unread(catalog):
 )
 def test_mean_and_share_the_verbs_are_no_measure(catalog, question):
     assert plan(catalog, question).ir.shape.kind not in ("avg", "share")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Has anybody merged a pull request this week?",
+        "any messages in #general from last month at all",
+        "上週合併了幾個 PR",  # traditional characters, a measure word after 几
+        "Rashid Khan 這個月發了幾則訊息",
+    ],
+)
+def test_whether_something_happened_is_answered_by_how_many_times(catalog, question):
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "count", p.pipeline
+    assert p.not_understood == [], p.not_understood
+
+
+@pytest.mark.parametrize(
+    "question", ["did anyone close an issue last week? which ones", "did Rashid Khan open anything in 2025?"]
+)
+def test_asking_whether_and_for_the_records_or_what_someone_did_lists_them(catalog, question):
+    assert plan(catalog, question).ir.shape.kind != "count"
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["I'd like the number of PRs merged in 2025, please", "PRs opened last week, the ones still open I mean"],
+)
+def test_the_askers_own_filler_is_read(catalog, question):
+    assert plan(catalog, question).not_understood == []
+
+
+@pytest.mark.parametrize(
+    "question,order",
+    [("还开着的 PR 中最早的是哪一个", 1), ("已合并的 PR 里最新的是哪个", -1), ("打开的 PR 当中最旧的", 1)],
+)
+def test_the_oldest_or_newest_said_after_the_records_is_one_record(catalog, question, order):
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "list" and p.ir.shape.limit == 1 and p.ir.shape.sort[0].direction == order, p.pipeline
+    assert p.not_understood == [], p.not_understood
+
+
+@pytest.mark.parametrize(
+    "question", ["the slack thread with the highest number of distinct repliers", "#general 里参与回复人数最多的帖子"]
+)
+def test_the_thread_most_people_replied_in_is_ranked_by_its_repliers(catalog, question):
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.field, p.ir.shape.limit) == ("top", "reply_users_count", 1), p.pipeline
+    assert p.not_understood == [], p.not_understood

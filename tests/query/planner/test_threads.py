@@ -201,6 +201,7 @@ def test_an_acronym_topic_is_searched(world):
         ("count the threads Ana opened but never jumped in on", 1),
         # threads only their starter replied in: a2 (Ana answered herself); not a1, nor a message without replies
         ("of Ana's threads, how many drew no answers from anybody else?", 1),
+        ("how many of Ana's threads are without any reply from somebody else?", 1),
         ("threads by Ana in which no one except Ana replied - count them", 1),
         ("Ana: how many threads with only her own replies", 1),
         ("how many of Ben's threads had nobody but Ben responded", 0),  # Ana and Cy answered b3
@@ -305,3 +306,16 @@ def test_a_bound_before_the_number_of_repliers_in_chinese(world, question, expec
     rows, plan = answer(world, question)
     assert refs(rows) == expected, plan.pipeline
     assert not plan.not_understood, plan.not_understood
+
+
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        ("what share of Ben's messages were thread replies?", {"share": 0.75}),  # b1, b2, b4 of b1..b4
+        ("how many messages in March 2019 were replies inside threads", {"count": 7}),
+    ],
+)
+def test_messages_said_to_be_replies_in_threads_are_the_replies(world, question, expected):
+    rows, plan = answer(world, question)
+    assert rows == [expected], plan.pipeline
+    assert plan.not_understood == [], plan.not_understood

@@ -185,6 +185,13 @@ def test_different_words_given_as_alternatives_match_either_in_either_number(set
         ("merged PRs with fast or faster in the title", ["fast", "faster"]),
         # a hyphenated name is one word, as written ("pre-commit", not "pre" and "commit")
         ("merged PRs about pre-commit or linting", ["pre-commit", "pre-commits", "linting"]),
+        # a short form beside its long one names two words: each in either number
+        (
+            "merged PRs whose title says configuration or configs",
+            ["configuration", "configurations", "config", "configs"],
+        ),
+        # the forms spelled out after the word, "in the title" inside the brackets
+        ("merged PRs touching packaging (wheel or wheels in the title)", ["wheel", "wheels"]),
     ],
 )
 def test_the_forms_alternatives_match(catalog, question, words):
