@@ -38,11 +38,11 @@ from context_engine.query.offline import CONFIDENT, OfflinePlanner
 from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.query.spelling import correct
 from context_engine.query.timeexpr import find_time_ranges
-from context_engine.query.traditional import simplified
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
 from context_engine.query.value_cues import value_cues
 from context_engine.query.values import WHOLE_VALUE_END, ValueIndex, begins_name, written
 from context_engine.query.written_dates import dates_in_digits
+from context_engine.text import simplified
 
 
 @dataclass
