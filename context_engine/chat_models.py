@@ -42,16 +42,19 @@ from context_engine.config import CHAT_ROLES, Settings
 
 __all__ = [
     "CONNECT_TIMEOUT",
+    "ModelCall",
     "ModelUnavailable",
     "ModelWatch",
     "StructuredOutputError",
     "chat_model",
+    "counting_calls",
     "guarded",
     "is_down",
     "model_key",
     "model_label",
     "openai_timeout",
     "probe_endpoints",
+    "record_call",
     "structured_output",
     "watched",
     "watching",
@@ -352,6 +355,38 @@ def structured_output(model: Any, schema: type[BaseModel]):
             raise StructuredOutputError(f"no {schema.__name__} in the answer: {exc}") from exc
 
     return _ModelCall(answer, name=f"structured_output[{schema.__name__}]")
+
+
+@dataclass
+class ModelCall:
+    """One answer a model gave, for measuring what a question costs: its seconds, the characters of its
+    prompt (a count any model has; tokens are the server's), and the tokens it wrote (the provider's
+    count when it gives one, else the streamed chunks: llama.cpp's server streams one token a chunk)."""
+
+    seconds: float
+    prompt_chars: int
+    completion_tokens: int
+
+
+_CALLS: ContextVar[list[ModelCall] | None] = ContextVar("context_engine_model_calls", default=None)
+
+
+@contextmanager
+def counting_calls() -> Iterator[list[ModelCall]]:
+    """The model calls made inside the block that record themselves (`record_call`), graph nodes included."""
+    calls: list[ModelCall] = []
+    token = _CALLS.set(calls)
+    try:
+        yield calls
+    finally:
+        _CALLS.reset(token)
+
+
+def record_call(call: ModelCall) -> None:
+    """Count a call in the `counting_calls` block around it, if any."""
+    calls = _CALLS.get()
+    if calls is not None:
+        calls.append(call)
 
 
 def probe_endpoints(settings: Settings, timeout: float = CONNECT_TIMEOUT) -> list[str]:

@@ -277,3 +277,14 @@ def _env():
     import os
 
     return {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
+
+
+def test_calls_are_counted_inside_the_block_only():
+    from context_engine.chat_models import ModelCall, counting_calls, record_call
+
+    record_call(ModelCall(1.0, 10, 2))  # outside any block: counted nowhere, no error
+    with counting_calls() as calls:
+        record_call(ModelCall(2.5, 400, 30))
+        with counting_calls() as inner:
+            record_call(ModelCall(1.0, 100, 5))
+    assert calls == [ModelCall(2.5, 400, 30)] and inner == [ModelCall(1.0, 100, 5)]

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from context_engine.assistant.structured_query import jsonable, run_structured
+from context_engine.chat_models import counting_calls
 from context_engine.config import Settings
 from context_engine.query.engine import MaxAttempts, ResolutionFailed, Success, principals_of
 from context_engine.query.execute import run_pipeline
@@ -61,6 +62,12 @@ class QuestionResult:
     # A count the gold asks for, answered by the list of exactly that many records, all of them: the answer
     # says the number ("Found 37 messages: ..."), but the strict score wants the number alone.
     listed_the_count: bool = False
+    # What the model cost this question (`chat_models.ModelCall`): calls (a retry or a correction is one
+    # more), the characters of their prompts, the tokens they wrote, their seconds. Zero offline.
+    model_calls: int = 0
+    prompt_chars: int = 0
+    completion_tokens: int = 0
+    model_seconds: float = 0.0
 
 
 @dataclass
@@ -98,7 +105,22 @@ class StructuredReport:
             "by_class": self.by_class(),
             "median_seconds": self.median_seconds(),
             "median_seconds_model": self.median_seconds("llm"),
+            "model_cost": self.model_cost(),
             "failures": [r.__dict__ for r in wrong],
+        }
+
+    def model_cost(self) -> dict[str, Any]:
+        """Medians over the questions the model was called for (whichever plan answered): what a
+        model-planned question costs, in the figures that do not depend on the machine's load first."""
+        asked = [r for r in self.results if r.model_calls]
+        if not asked:
+            return {"questions": 0}
+        return {
+            "questions": len(asked),
+            **{
+                f"median_{name}": round(statistics.median(getattr(r, name) for r in asked), 3)
+                for name in ("model_calls", "prompt_chars", "completion_tokens", "model_seconds", "seconds")
+            },
         }
 
     def median_seconds(self, planner: str | None = None) -> float | None:
@@ -308,13 +330,14 @@ def evaluate(
         compare = item.get("compare", "refs")
         want = gold_answer(item, s)
         started = time.perf_counter()
-        result = run_structured(
-            item["question"],
-            s.with_overrides(asker=item.get("as")),
-            now=parse_now(item.get("now")),
-            planner=llm_planner_for(s) if use_llm else None,
-            always_llm=planner == "llm",
-        )
+        with counting_calls() as calls:
+            result = run_structured(
+                item["question"],
+                s.with_overrides(asker=item.get("as")),
+                now=parse_now(item.get("now")),
+                planner=llm_planner_for(s) if use_llm else None,
+                always_llm=planner == "llm",
+            )
         seconds = time.perf_counter() - started
         if compare == "declines":
             correct = declined(result) and not result.rows and declined_the_name(result, item["unresolved"])
@@ -348,6 +371,10 @@ def evaluate(
                 not correct
                 and isinstance(result, Success)
                 and listed_the_count(result.rows, want, compare, s.max_rows),
+                len(calls),
+                sum(c.prompt_chars for c in calls),
+                sum(c.completion_tokens for c in calls),
+                round(sum(c.seconds for c in calls), 3),
             )
         )
         if progress:

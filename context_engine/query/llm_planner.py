@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from contextlib import closing
 from functools import lru_cache
 from typing import Any
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, convert_to_messages
 from langchain_core.runnables import RunnableLambda
 
-from context_engine.chat_models import guarded, openai_timeout
+from context_engine.chat_models import ModelCall, guarded, openai_timeout, record_call
 from context_engine.prompts import PIPELINE_QUESTION, PIPELINE_SYSTEM, PLANNER_QUESTION, PLANNER_RETRY, PLANNER_SYSTEM
 from context_engine.query.compile import compile_plan, resolve_field
 from context_engine.query.context_sets import ContextSet, shipped
@@ -47,9 +48,13 @@ EXAMPLES = 2
 # A template is shown as an example only this close to the question (rapidfuzz token-set score, 0-100):
 # a far example costs the model time to read and pulls its plan off the question.
 EXAMPLE_SCORE = 75.0
-# The longest answer a plan needs (a few filters, a time, a shape); a model that runs on is cut here and
-# its unreadable answer is asked for again, not waited for.
-MAX_ANSWER_TOKENS = 256
+# The longest answer a plan needs (a few filters, a time, a shape): the offline drafts of the dev sets
+# are ~90 tokens, 95% under 150, and the longest plan the local model wrote on them 178 (measured with
+# its vocabulary); a model that runs on is cut here, and its unreadable answer is an error, not waited for.
+MAX_ANSWER_TOKENS = 200
+# The model's plan is corrected at most once (shown its error): on 2 cores a call costs 15-60 s, and a
+# plan wrong twice is rarely right the third time; the offline plan, when it has one, answers instead.
+MAX_CORRECTIONS = 1
 # Seconds an OpenAI-compatible endpoint may stay silent: the answer is streamed (`first_object_of`), so
 # this is the wait for its first token - the prompt's evaluation, which a server does not stop for a
 # client that left (llama.cpp finishes it, and the next request queues behind it) - then for each next
@@ -445,6 +450,24 @@ def link_filters(ir: PlanIR, schema: CollectionSchema, ctx: PlanningContext) -> 
         f.value = link_people([{"$match": {path: f.value}}], schema.name, ctx)[0]["$match"][path]
 
 
+def left_out(plan: Plan, draft: Plan, ctx: PlanningContext) -> list[str]:
+    """The words for people and times, resolved by code, that the offline draft's plan uses and the
+    model's plan does not (no handle of that person, not both bounds of that range): a plan that
+    explains less of the question than the offline one is not taken over it."""
+    written, drafted = (json.dumps(to_extended_json(p.pipeline), **_COMPACT) for p in (plan, draft))
+    people = [(m.text, m.person) for m in ctx.mentions if m.person] + ([("I", ctx.asker)] if ctx.asker else [])
+    missing = []
+    for text, person in people:
+        quoted = [json.dumps(h) for h in person.handles.values() if h]
+        if any(q in drafted for q in quoted) and not any(q in written for q in quoted):
+            missing.append(text)
+    for rng in ctx.times:
+        bounds = [json.dumps(to_extended_json(b), **_COMPACT) for b in (rng.start, rng.end) if b is not None]
+        if bounds and all(b in drafted for b in bounds) and not all(b in written for b in bounds):
+            missing.append(rng.text)
+    return list(dict.fromkeys(missing))
+
+
 def _without_spans(schema: Any) -> Any:
     """The plan's JSON schema without its `span` properties: spans are code's to set, and every
     token the model writes costs it time."""
@@ -461,7 +484,10 @@ ANSWER_SCHEMA = _without_spans(PLAN_JSON_SCHEMA)
 def _json_mode(model: Any, schema: dict[str, Any] | None = ANSWER_SCHEMA, max_tokens: int = MAX_ANSWER_TOKENS) -> Any:
     """The model asked for JSON in the plan's schema where it takes one (OpenAI-compatible servers,
     the local model included); any other chat model answers as it is, and its text is parsed alike.
-    `schema` None: no schema, only the cap (a pipeline answer, see `LLMPlanner.plan`)."""
+    `schema` None: no schema, only the cap (a pipeline answer, see `LLMPlanner.plan`). The plan's
+    schema costs no time a token: on the local model, 1.03 s a token with it against 1.15 s without
+    (the same prompt, 2 cores at load 4.4, measured); without it the model copied the draft whole,
+    with it the model also wrote the year the draft had missed."""
     try:
         from langchain_openai import ChatOpenAI
         from openai import BadRequestError
@@ -486,13 +512,18 @@ def first_object_of(runnable: Any, messages: Any, config: Any = None) -> AIMessa
     goes on after the plan (a second code fence, an explanation) until its cap: on 2 loaded cores
     each such token costs ~0.13 s, and a server streaming its answer stops generating when the
     client closes the stream (llama.cpp's does), so closing it here also frees the server at once."""
-    text, end = "", None
+    text, end, written, started = "", None, 0, time.perf_counter()
     with closing(iter(runnable.stream(messages, config))) as chunks:
         for chunk in chunks:
             content = getattr(chunk, "content", chunk)
-            text += content if isinstance(content, str) else "".join(str(c.get("text", c)) for c in content)
+            piece = content if isinstance(content, str) else "".join(str(c.get("text", c)) for c in content)
+            text += piece
+            usage = getattr(chunk, "usage_metadata", None)
+            written = usage["output_tokens"] if usage else written + bool(piece)
             if (end := object_end(text)) is not None:
                 break
+    prompt = sum(len(str(m.content)) for m in convert_to_messages(messages))
+    record_call(ModelCall(time.perf_counter() - started, prompt, written))
     return AIMessage(text if end is None else text[:end])
 
 
@@ -530,20 +561,20 @@ class LLMPlanner:
         self.model = model
 
     def _ask(self, messages: list[tuple[str, str]], schema: dict[str, Any] | None, max_tokens: int) -> PlanIR:
-        # An unreadable answer is asked for again at once; a readable but wrong plan is the retry edge's.
-        # A failed call is not repeated: `guarded` reports it to the run and refuses a model found down.
-        asked = guarded(self.model, _json_mode(self.model, schema, max_tokens))
-        return (
-            (asked | RunnableLambda(lambda m: parse_plan(m.content)))
-            .with_retry(stop_after_attempt=2, retry_if_exception_type=(IRError,), wait_exponential_jitter=False)
-            .invoke(messages)
-        )
+        # One call: an unreadable answer is an error like a wrong plan (the offline plan stays, or the
+        # retry edge shows the model its error); asked again unchanged, a model at temperature 0 would
+        # only write it again. A failed call is not repeated: `guarded` reports it to the run and
+        # refuses a model found down.
+        return parse_plan(guarded(self.model, _json_mode(self.model, schema, max_tokens)).invoke(messages).content)
 
     def plan(self, ctx: PlanningContext) -> Plan:
+        corrections = sum(a.plan.planner == "llm" for a in ctx.previous)
+        if corrections > MAX_CORRECTIONS:
+            raise IRError(f"the model's plan was corrected {MAX_CORRECTIONS} time(s) and still failed")
         messages = build_messages(ctx, self.max_rows, self.examples)
         if messages[0][1] == PIPELINE_SYSTEM:
             # Asked without a schema: a schema of {collection, pipeline: [objects]} holds little that
-            # `own_spelling` and the validator do not check, and llama.cpp decodes under a grammar
+            # `own_spelling` and the validator do not check, and llama.cpp decoded under that grammar
             # ~10 times slower a token (1.3-5 s against 0.17 s unconstrained, measured on 2 cores).
             ir = self._ask(messages, None, MAX_PIPELINE_TOKENS)
             ir.collection, ir.pipeline = own_spelling(ir.collection, ir.pipeline, ctx.schemas)
@@ -567,7 +598,7 @@ class LLMPlanner:
             ir.text = []
         if not ir.text:  # no search: nothing to rank by relevance
             ir.shape.sort = [k for k in ir.shape.sort if k.field != "relevance"]
-        return Plan(
+        planned = Plan(
             collection=ir.collection,
             pipeline=compile_plan(ir, schema, ctx.schemas),
             confidence=0.8,
@@ -575,3 +606,9 @@ class LLMPlanner:
             notes=notes,
             ir=ir,
         )
+        if ctx.draft is not None and (dropped := left_out(planned, ctx.draft, ctx)):
+            raise IRError(
+                f"the plan leaves out {', '.join(map(repr, dropped))}, which the question says: "
+                "write the values given under People and Times"
+            )
+        return planned

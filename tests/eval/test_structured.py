@@ -26,3 +26,24 @@ def test_a_winning_month_or_day_stated_alone_is_the_answers_dated_one():
     assert same_answer(answer_key([{"_id": "2019-03-06", "count": 222}], "top"), 6, "top")
     assert not same_answer(answer_key([{"_id": "2019-03-07", "count": 166}], "top"), 6, "top")
     assert not same_answer(answer_key([{"_id": "lhoestq", "count": 6}], "top"), 6, "top")
+
+
+def test_the_report_gives_the_median_model_cost_of_the_questions_the_model_was_asked():
+    from context_engine.eval.structured import QuestionResult, StructuredReport
+
+    def result(calls: int, chars: int, tokens: int, seconds: float) -> QuestionResult:
+        return QuestionResult("", "q", True, "llm" if calls else "offline", seconds + 1, "", "", False, False,
+                              calls, chars, tokens, seconds)  # fmt: skip
+
+    report = StructuredReport([result(0, 0, 0, 0.0), result(1, 900, 60, 8.0), result(2, 2000, 150, 20.0),
+                               result(1, 1000, 80, 10.0)])  # fmt: skip
+    cost = report.to_json()["model_cost"]
+    assert cost == {
+        "questions": 3,
+        "median_model_calls": 1,
+        "median_prompt_chars": 1000,
+        "median_completion_tokens": 80,
+        "median_model_seconds": 10.0,
+        "median_seconds": 11.0,
+    }
+    assert StructuredReport([result(0, 0, 0, 0.0)]).model_cost() == {"questions": 0}

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage
 
 from context_engine.query.ir import IRError
 from context_engine.query.llm_planner import EXAMPLES, LLMPlanner, build_messages
-from tests.chat_fakes import ScriptedChatModel, openai_stream
+from tests.chat_fakes import ScriptedChatModel, TextChatModel, openai_stream
 from tests.query.conftest import context
 
 
@@ -63,23 +63,49 @@ def test_a_plan_naming_what_the_tenant_lacks_is_an_error_the_retry_edge_feeds_ba
         LLMPlanner(ScriptedChatModel.answering(answer)).plan(context(catalog, "open PRs"))
 
 
-def test_an_unreadable_answer_is_asked_for_once_more(catalog):
-    model = GenericFakeChatModel(
-        messages=iter(
-            [
-                AIMessage("I think you want open PRs."),
-                AIMessage(
-                    json.dumps({"collection": "pull_requests", "filters": [{"field": "state", "value": "open"}]})
-                ),
-            ]
-        )
-    )
-    plan = LLMPlanner(model).plan(context(catalog, "open PRs"))
-    assert plan.pipeline[0] == {"$match": {"state": "open"}}
+def test_an_unreadable_answer_is_an_error_asked_once(catalog):
+    """At temperature 0 the same request gets the same answer: an unreadable one is not asked again
+    unchanged; it is an error (the offline plan stays, or the retry edge shows the model its error)."""
+    model = TextChatModel.saying("I think you want open PRs.", json.dumps({"collection": "pull_requests"}))
     with pytest.raises(IRError, match="no JSON object"):
-        LLMPlanner(GenericFakeChatModel(messages=iter([AIMessage("no"), AIMessage("still no")]))).plan(
-            context(catalog, "open PRs")
-        )
+        LLMPlanner(model).plan(context(catalog, "open PRs"))
+    assert len(model.prompts) == 1
+
+
+def test_the_model_corrects_its_plan_once_then_gives_way(catalog):
+    from context_engine.query.plan import Attempt, Plan
+
+    ctx = context(catalog, "open PRs")
+    wrong = Attempt(Plan("pull_requests", [{"$match": {"karma": 3}}], planner="llm"), "unknown field karma")
+    ctx.previous = [wrong]  # its first plan failed: one correction is asked for
+    assert LLMPlanner(ScriptedChatModel.answering({"collection": "pull_requests"})).plan(ctx).planner == "llm"
+    ctx.previous = [wrong, wrong]  # the correction failed too: no third call
+    model = TextChatModel.saying(json.dumps({"collection": "pull_requests"}))
+    with pytest.raises(IRError, match="corrected 1 time"):
+        LLMPlanner(model).plan(ctx)
+    assert model.prompts == []
+
+
+def test_a_model_plan_leaving_out_a_resolved_person_or_time_is_refused(catalog):
+    """The draft's reading of who and when (code resolved them) is kept: a model plan without them
+    explains less of the question than the offline one, and is an error, not an answer."""
+    from context_engine.query.engine import plan
+
+    question = "PRs Rashid merged since November that have no milestone"
+    no_person = {"collection": "pull_requests", "filters": [{"field": "milestone.title", "op": "empty"}],
+                 "times": [{"field": "merged_at", "start": {"$date": "2026-11-01T00:00:00Z"}, "end": None}]}  # fmt: skip
+    ctx = context(catalog, question)
+    with pytest.raises(IRError, match="leaves out 'Rashid'"):
+        LLMPlanner(ScriptedChatModel.answering(no_person)).plan(ctx)
+    kept = {**no_person, "filters": [*no_person["filters"], {"field": "user.login", "op": "eq", "value": "rsh-dev"}]}
+    assert LLMPlanner(ScriptedChatModel.answering(kept)).plan(context(catalog, question)).planner == "llm"
+    no_time = {**kept, "times": []}
+    with pytest.raises(IRError, match="leaves out 'since November'"):
+        LLMPlanner(ScriptedChatModel.answering(no_time)).plan(context(catalog, question))
+    # In the engine the refused model plan leaves the offline plan in place, saying so.
+    unsure = context(catalog, question + " wearing a purple hat")  # words no rule reads: the model is asked
+    planned = plan(unsure, LLMPlanner(ScriptedChatModel.answering(no_person)))
+    assert planned.planner == "offline" and any("LLM planner failed" in n for n in planned.notes)
 
 
 def asked(catalog, question):
@@ -235,7 +261,7 @@ def test_the_model_is_asked_for_a_short_answer_without_spans():
     )
     _json_mode(model).invoke("open issues")
     (body,) = bodies
-    assert body["max_tokens"] == MAX_ANSWER_TOKENS <= 300
+    assert body["max_tokens"] == MAX_ANSWER_TOKENS <= 200
     schema = json.dumps(body["response_format"]["schema"])
     assert '"filters"' in schema and '"span"' not in schema
 
@@ -420,6 +446,7 @@ def test_the_answer_is_read_until_its_json_object_closes():
     import httpx
     from langchain_openai import ChatOpenAI
 
+    from context_engine.chat_models import counting_calls
     from context_engine.query.llm_planner import _json_mode, parse_plan
 
     sent: list[str] = []
@@ -437,8 +464,11 @@ def test_the_answer_is_read_until_its_json_object_closes():
         max_retries=0,
         http_client=httpx.Client(transport=httpx.MockTransport(lambda request: openai_stream(*pieces, sent=sent))),
     )
-    answer = _json_mode(model).invoke("open issues about a")
+    with counting_calls() as calls:
+        answer = _json_mode(model).invoke("open issues about a")
     assert answer.content == 'Here:\n```json\n{"collection": "issues", "text": ["a } b"]}'
+    # one call, its prompt's characters, the chunks read (one token a chunk on a llama.cpp server)
+    assert [(c.prompt_chars, c.completion_tokens) for c in calls] == [(len("open issues about a"), 2)]
     assert parse_plan(answer.content).text == ["a } b"]
     assert "This plan lists" not in sent and " issues." not in sent
 
