@@ -381,3 +381,12 @@ def test_a_follow_up_on_a_plan_that_left_words_unread_says_so_too(sample_dir, th
     for asked in ("count them", "那 2025 年呢"):
         out = _say(thread_graph, config, asked, sample_dir=sample_dir)
         assert [s["text"] for s in out["not_understood"]] == unread, asked
+
+
+def test_the_rest_after_a_narrowing_is_the_complement_on_the_same_records(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    counted = _say(thread_graph, config, "how many PRs were opened in 2026?", sample_dir=sample_dir)["records"][0]["count"]
+    merged = _say(thread_graph, config, "how many of those got merged?", sample_dir=sample_dir)["records"][0]["count"]
+    assert 0 < merged < counted
+    out = _say(thread_graph, config, "and the remaining ones?", sample_dir=sample_dir)
+    assert out["records"] == [{"count": counted - merged}]
