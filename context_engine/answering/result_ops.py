@@ -9,6 +9,9 @@ answer *was* and do something with it:
                       added, negated, on the same base (on a first turn: its one condition that is not a
                       person, a place or a time)
 - re-sorted and cut:  "sort those by comments and keep only the top 3", "按回复数排一下，只要前五个"
+- the most of those:  "which of them had the most discussion?", "其中评论最多的是哪个" -> the one record of the last
+                      ones with the most of a measure
+- a group counted:    "how many replies was that?" after a ranking -> the top group's records, counted
 - a total:            "how many comments do his three add up to?", "这几个一共收到多少回复" -> the sum of a
                       measure over exactly the records listed (after their order and cut)
 - a share:            "what share of all PRs merged that year is that?", "占比是多少" -> the last count over the
@@ -58,7 +61,7 @@ _REST = re.compile(
     re.I,
 )
 # a measure said by its word, and the fields that hold it (the first one the collection has)
-_MEASURE_WORD = r"comments?|replies|reply|reactions?|additions|deletions|评论|回复|回覆|反应"
+_MEASURE_WORD = r"comments?|replies|reply|reactions?|additions|deletions|discussion|评论|回复|回覆|反应|讨论"
 _MEASURE_PATHS = (
     ("comment", ("comments", "fields.comment.total")),
     ("评论", ("comments", "fields.comment.total")),
@@ -67,6 +70,8 @@ _MEASURE_PATHS = (
     ("回覆", ("reply_count", "comments")),
     ("reaction", ("reactions.total_count",)),
     ("反应", ("reactions.total_count",)),
+    ("discussion", ("comments", "reply_count", "fields.comment.total")),
+    ("讨论", ("comments", "reply_count", "fields.comment.total")),
     ("addition", ("additions",)),
     ("deletion", ("deletions",)),
 )
@@ -108,6 +113,23 @@ _TOTAL = re.compile(
 # the words that make a measure's count a total over the last records, not a question of its own
 _TOTAL_OF_THOSE = re.compile(
     r"\b(?:add\s+up(?:\s+to)?|in\s+total|altogether|combined|all\s+together|between\s+them|summed|in\s+all)\b",
+    re.I,
+)
+# "which of them had the most discussion?", "其中评论最多的是哪个": the one record of the last ones with the most
+_MOST_OF_THOSE = re.compile(
+    _OPENING
+    + r"(?:which|what)\s+(?:one\s+)?(?:of\s+(?:them|those|these)|among\s+(?:them|those))\s+(?:had|has|got|drew|"
+    r"received|gets|saw|attracted|generated)\s+the\s+(?P<dir>most|fewest|least)\s+(?P<en>" + _MEASURE_WORD + r")$"
+    r"|^(?:那)?(?:其中|这些里|这里面|它们里|这些当中|里面)(?P<cjk>"
+    + _MEASURE_WORD
+    + r")(?:数)?(?P<cdir>最多|最少)的(?:是)?"
+    r"(?:哪个|哪条|哪一个|哪一条)$",
+    re.I,
+)
+# "how many replies was that?", "那是多少条": the top group's own records, counted
+_HOW_MANY_WAS_THAT = re.compile(
+    _OPENING + r"how\s+many(?:\s+\w+)?\s+(?:was|were|is|are)\s+(?:that|those|it)(?:\s+exactly)?$"
+    r"|^(?:那)?(?:那|这)是多少(?:条|个|次)?$",
     re.I,
 )
 # "his three", "those 5", "这三个": how many records the total is said to be over
@@ -172,6 +194,11 @@ def _operated(
         return _corrected(corrected.group("en") or corrected.group("cjk"), base, catalog, asker, now, values)
     if _REST.match(said):
         return _complement(turns, base, catalog)
+    most = _MOST_OF_THOSE.match(said)
+    if most is not None:
+        return _most_of_those(most, base, catalog)
+    if _HOW_MANY_WAS_THAT.match(said):
+        return _top_group_counted(turns[-1], base, catalog)
     resorted = _RESORT.match(said)
     if resorted is not None:
         return _resorted(resorted, base, catalog)
@@ -265,6 +292,29 @@ def _resorted(said: re.Match[str], base: PlanIR, catalog: Catalog) -> Operation 
     changed = replace(base, shape=shape)
     cut = f", the first {limit}" if limit else ""
     return _operation(changed, base=changed, catalog=catalog, how=f"the last records sorted by {path}{cut}")
+
+
+def _most_of_those(said: re.Match[str], base: PlanIR, catalog: Catalog) -> Operation | None:
+    """The one record of the last answer's records with the most (fewest) of a measure."""
+    schema = catalog.schemas[base.collection]
+    path = _measure_path(said.group("en") or said.group("cjk"), schema)
+    if path is None or base.shape.kind not in (*RECORD_SHAPES, "count"):
+        return None
+    fewest = (said.group("dir") or "").lower() in ("fewest", "least") or said.group("cdir") == "最少"
+    shape = Shape("list", sort=[SortKey(path, 1 if fewest else -1)], limit=1, fields=base.shape.fields)
+    picked = replace(base, shape=shape)
+    return _operation(picked, base=base, catalog=catalog, how=f"the one of the last records with the most {path}")
+
+
+def _top_group_counted(previous: dict[str, Any], base: PlanIR, catalog: Catalog) -> Operation | None:
+    """After a ranking of groups, "how many was that" is the first group's records, counted."""
+    groups = previous.get("answer_groups") or {}
+    field, keys = groups.get("field"), groups.get("keys") or []
+    if base.shape.kind != "group" or base.shape.bucket or not field or not keys:
+        return None
+    kept = [f for f in base.filters if f.field != field]
+    counted = replace(base, filters=[*kept, Filter(field, "eq", keys[0])], shape=Shape("count"))
+    return _operation(counted, base=counted, catalog=catalog, how=f"the records of {field} {keys[0]}, counted")
 
 
 def _summed(said: re.Match[str], base: PlanIR, catalog: Catalog) -> Operation | None:

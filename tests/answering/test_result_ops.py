@@ -191,3 +191,29 @@ def test_words_before_a_listing_change_the_records_first(setup):
 def test_nothing_without_a_plan_before(setup):
     assert _operate(setup, "and the rest?", []) is None
     assert _operate(setup, "and the rest?", [{"standalone": "hello", "plan": {}}]) is None
+
+
+@pytest.mark.parametrize(
+    "asked,order", [("and which one among them drew the fewest comments", 1), ("其中评论最多的是哪一个", -1)]
+)
+def test_the_one_of_the_last_records_with_the_most_of_a_measure(setup, asked, order):
+    turn = _turn(setup, "PRs opened in 2026")
+    operation = _operate(setup, asked, [turn])
+    assert operation is not None
+    (row,) = _run(setup, operation.plan)
+    assert row["comments"] == sorted(r["comments"] for r in _all_of(setup, "PRs opened in 2026"))[::order][0]
+    assert operation.base.to_json() == base_of(turn).to_json()  # the next follow-up is about all of them
+
+
+def test_how_many_was_that_after_a_ranking_counts_the_first_group(setup):
+    ranked = _plan(setup, "who opened the most PRs in 2026")
+    first = _run(setup, ranked)[0]
+    turn = {
+        "standalone": "",
+        "plan": {"ir": ranked.ir.to_json()},
+        "answer_groups": {"field": ranked.ir.shape.field, "keys": [first["_id"]]},
+    }
+    operation = _operate(setup, "so how many PRs is that exactly?", [turn])
+    assert operation is not None
+    assert _run(setup, operation.plan) == [{"count": first["count"]}]
+    assert _operate(setup, "so how many PRs is that exactly?", [_turn(setup, "PRs opened in 2026")]) is None
