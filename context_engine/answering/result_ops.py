@@ -126,9 +126,9 @@ _MOST_OF_THOSE = re.compile(
     r"(?:哪个|哪条|哪一个|哪一条)$",
     re.I,
 )
-# "how many replies was that?", "那是多少条": the top group's own records, counted
+# "how many replies was that?", "那是多少条": the top group's own records, counted (one group: "that", not "those")
 _HOW_MANY_WAS_THAT = re.compile(
-    _OPENING + r"how\s+many(?:\s+\w+)?\s+(?:was|were|is|are)\s+(?:that|those|it)(?:\s+exactly)?$"
+    _OPENING + r"how\s+many(?:\s+\w+)?\s+(?:was|is)\s+(?:that|it)(?:\s+exactly)?$"
     r"|^(?:那)?(?:那|这)是多少(?:条|个|次)?$",
     re.I,
 )
