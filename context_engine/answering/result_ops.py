@@ -423,9 +423,10 @@ def _listed(
     if before and not re.fullmatch(r"(?:ok(?:ay)?|and|now|then|那|那么|好)", before, re.I):
         operated = _operated(before, turns, base, catalog, asker, now, values)
         if operated is not None:
-            if operated.plan.ir is None or operated.plan.ir.pipeline is not None:
+            plan = operated.plan
+            if plan is None or plan.ir is None or plan.ir.pipeline is not None:
                 return None
-            changed, unread = operated.plan.ir, list(operated.plan.not_understood)
+            changed, unread = plan.ir, list(plan.not_understood)
         else:
             narrowed = _narrowed(base, before, catalog, asker, now, values)
             if narrowed is None:
