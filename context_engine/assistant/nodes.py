@@ -28,6 +28,7 @@ from context_engine.answering.grounding import answerability, bm25_idf
 from context_engine.answering.links import follow_links
 from context_engine.answering.plan_ops import operate
 from context_engine.answering.reflect import reflect as check_answer
+from context_engine.answering.result_ops import operate_on_result
 from context_engine.answering.route import route_question
 from context_engine.answering.topic import TopicMatch, match_topic, names_a_subject, order_rows
 from context_engine.assistant.context import Context, context_of
@@ -114,8 +115,9 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         now = parse_now(state.get("now"))
         # "back to X — ...": the words said, of the thread as it was when X was asked about
         kept, said = followup.resumed or (len(turns), read)
-        operation = operate(
-            said, followup, turns[:kept], catalog, asker_for(settings, catalog), now, value_index_for(settings)
+        asker, values = asker_for(settings, catalog), value_index_for(settings)
+        operation = operate_on_result(said, turns[:kept], catalog, asker, now, values) or operate(
+            said, followup, turns[:kept], catalog, asker, now, values
         )
         if operation is not None:
             update["followup"] = "; ".join(h for h in (followup.how, operation.how) if h)

@@ -381,3 +381,15 @@ def test_a_follow_up_on_a_plan_that_left_words_unread_says_so_too(sample_dir, th
     for asked in ("count them", "那 2025 年呢"):
         out = _say(thread_graph, config, asked, sample_dir=sample_dir)
         assert [s["text"] for s in out["not_understood"]] == unread, asked
+
+
+def test_the_rest_after_a_narrowing_is_the_complement_on_the_same_records(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+
+    def count(asked):
+        (row,) = _say(thread_graph, config, asked, sample_dir=sample_dir)["records"]
+        return row["count"]
+
+    counted, merged = count("how many PRs were opened in 2026?"), count("how many of those got merged?")
+    assert 0 < merged < counted
+    assert count("and the remaining ones?") == counted - merged
