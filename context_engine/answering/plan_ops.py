@@ -187,12 +187,12 @@ def operate(
     if valued is not None:
         return replace(valued, base=base)
     if picked is not None and not _PROJECTION_WORDS.sub("", _NTH.sub("", question)):  # "the second one?"
-        return _operation(
+        return as_operation(
             picked, base=base, catalog=catalog, how=f"the record {picked.filters[-1].value} of the last answer"
         )
     dropped = _dropped(question, base, schema)
     if dropped is not None:
-        return _operation(dropped, base=dropped, catalog=catalog, how="the last plan without that condition")
+        return as_operation(dropped, base=dropped, catalog=catalog, how="the last plan without that condition")
     counted = _person_counted(question, turns[-1], base, catalog)
     if counted is not None:
         return counted
@@ -208,7 +208,7 @@ def operate(
     if followup.within is not None:  # "those" after "which label is the biggest": that label's records
         field, key = followup.within
         kept = [f for f in base.filters if f.field != field]
-        listed = _reshaped("list", base, schema) or base.shape  # a list is always a shape
+        listed = reshaped_as("list", base, schema) or base.shape  # a list is always a shape
         changed = replace(base, filters=[*kept, Filter(field, "eq", key)], shape=listed)
         how.append(f"the records with {field} {key}")
     if followup.restated and (any(f.field == "ref" for f in base.filters) or base.shape.limit == 1):
@@ -218,7 +218,7 @@ def operate(
     words = followup.added or followup.restated
     if words:
         before = changed
-        narrowed = _narrowed(changed, words, catalog, asker, now, values, followup.standalone)
+        narrowed = narrowed_by(changed, words, catalog, asker, now, values, followup.standalone)
         if narrowed is None:
             return None
         changed, unread = narrowed
@@ -231,7 +231,7 @@ def operate(
         changed = moved
         how.append(f"its time replaced by {followup.new_time!r}")
     if followup.reshape and not shape_said:
-        shape = _reshaped(followup.reshape, changed, schema)
+        shape = reshaped_as(followup.reshape, changed, schema)
         if shape is None:
             return None
         changed = replace(changed, shape=shape)
@@ -239,7 +239,7 @@ def operate(
         how.append(f"its records {said}")
     if not how:
         return None
-    return _operation(changed, base=changed, catalog=catalog, how="; ".join(how), unread=unread)
+    return as_operation(changed, base=changed, catalog=catalog, how="; ".join(how), unread=unread)
 
 
 def _switched(base: PlanIR, collection: str, catalog: Catalog) -> Operation | None:
@@ -286,7 +286,7 @@ def _switched(base: PlanIR, collection: str, catalog: Catalog) -> Operation | No
     how = f"the last plan over {new.kind.plural}"
     if dropped:
         how += f", without what {new.kind.plural} do not have: {', '.join(dropped)}"
-    return _operation(switched, base=switched, catalog=catalog, how=how)
+    return as_operation(switched, base=switched, catalog=catalog, how=how)
 
 
 def _handle_kind(path: str, schema: Any) -> str | None:
@@ -323,7 +323,7 @@ def _moved_field(path: str, old: Any, new: Any) -> str | None:
     return path if new.has_path(path) else None
 
 
-def _operation(
+def as_operation(
     ir: PlanIR,
     base: PlanIR,
     catalog: Catalog,
@@ -363,7 +363,7 @@ def _projection(question: str, base: PlanIR, catalog: Catalog, picked_already: b
         if date is None:
             return None
         shown = replace(picked, shape=replace(one, fields=[date]))
-        return _operation(shown, base=base, catalog=catalog, how=f"the {date} of one record")
+        return as_operation(shown, base=base, catalog=catalog, how=f"the {date} of one record")
     verb = (who.group("verb") or who.group("cverb") or "").lower()
     found = person_field_for(schema, _VERB_ROLES.get(verb, "author"))
     if found is None:
@@ -374,7 +374,7 @@ def _projection(question: str, base: PlanIR, catalog: Catalog, picked_already: b
         {"$group": {"_id": f"${path}", "count": {"$sum": 1}}},
     ]
     ir = replace(picked, pipeline=pipeline)
-    return _operation(ir, base=base, catalog=catalog, how=f"the {path} of one record", person_field=(path, kind))
+    return as_operation(ir, base=base, catalog=catalog, how=f"the {path} of one record", person_field=(path, kind))
 
 
 def _one_record(question: str, base: PlanIR, schema: Any) -> Shape | None:
@@ -480,7 +480,7 @@ def _field_of_one(question: str, base: PlanIR, catalog: Catalog) -> Operation | 
     if path is None:
         return Operation(None, base, f"{word!r} of one record: no field holds it", unanswerable=word)
     shown = replace(base, shape=replace(base.shape, fields=[path]))
-    return _operation(shown, base=base, catalog=catalog, how=f"the {path} of one record")
+    return as_operation(shown, base=base, catalog=catalog, how=f"the {path} of one record")
 
 
 def _field_named(word: str, schema: Any) -> str | None:
@@ -534,7 +534,7 @@ def _person_counted(question: str, previous: dict[str, Any], base: PlanIR, catal
         return None
     filters = [f for f in base.filters if f.field not in (path, _role_of(path, schema))]
     counted = replace(base, filters=[*filters, Filter(path, "eq", handle)], shape=Shape("count"))
-    return _operation(counted, base=counted, catalog=catalog, how=f"the last plan's records of {who}, counted")
+    return as_operation(counted, base=counted, catalog=catalog, how=f"the last plan's records of {who}, counted")
 
 
 def _person_switched(base: PlanIR, name: str, catalog: Catalog) -> PlanIR | None:
@@ -605,7 +605,7 @@ def _dropped(question: str, base: PlanIR, schema: Any) -> PlanIR | None:
     return replace(base, filters=kept) if len(kept) < len(base.filters) else None
 
 
-def _narrowed(
+def narrowed_by(
     base: PlanIR,
     words: str,
     catalog: Catalog,
@@ -695,7 +695,7 @@ def _moved(base: PlanIR, when: str, now: datetime, schema: Any) -> PlanIR | None
     return replace(base, times=[TimeRange(created, new.start, new.end)]) if created else None
 
 
-def _reshaped(how: str, base: PlanIR, schema: Any) -> Shape | None:
+def reshaped_as(how: str, base: PlanIR, schema: Any) -> Shape | None:
     """The last plan's records counted, listed, or counted per period ("month": of the date it was about)."""
     if how == "count":
         return Shape("count")

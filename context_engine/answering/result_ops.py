@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from context_engine.answering.followup import says_a_shape
-from context_engine.answering.plan_ops import Operation, _narrowed, _operation, _reshaped, base_of
+from context_engine.answering.plan_ops import Operation, as_operation, base_of, narrowed_by, reshaped_as
 from context_engine.query.catalog import Catalog
 from context_engine.query.compile import compile_plan
 from context_engine.query.fields import field_for
@@ -219,11 +219,11 @@ def _corrected(
     the old one (one-valued fields), everything else of the last plan (its window, its person) is kept."""
     if says_a_shape(words):
         return None  # "scratch that — how many ...": a question of its own
-    narrowed = _narrowed(base, words.strip(_PUNCT), catalog, asker, now, values)
+    narrowed = narrowed_by(base, words.strip(_PUNCT), catalog, asker, now, values)
     if narrowed is None:
         return None
     changed, unread = narrowed
-    return _operation(
+    return as_operation(
         changed, base=changed, catalog=catalog, how=f"the last plan corrected to {words!r}", unread=unread
     )
 
@@ -255,14 +255,14 @@ def _complement(turns: list[dict[str, Any]], base: PlanIR, catalog: Catalog) -> 
     filters = [negated if f is condition else f for f in base.filters]
     shape = base.shape if base.shape.kind == "count" else _listing(base, schema)
     changed = replace(base, filters=filters, shape=shape)
-    return _operation(changed, base=changed, catalog=catalog, how=f"the rest: {condition.field} negated")
+    return as_operation(changed, base=changed, catalog=catalog, how=f"the rest: {condition.field} negated")
 
 
 def _listing(ir: PlanIR, schema: Any) -> Shape:
     """The plan's records as a list: its own list as it is, any other shape's records newest first."""
     if ir.shape.kind in RECORD_SHAPES:
         return ir.shape
-    return _reshaped("list", replace(ir, shape=Shape("count")), schema) or Shape("list")
+    return reshaped_as("list", replace(ir, shape=Shape("count")), schema) or Shape("list")
 
 
 def _measure_path(word: str, schema: Any) -> str | None:
@@ -291,7 +291,7 @@ def _resorted(said: re.Match[str], base: PlanIR, catalog: Catalog) -> Operation 
     shape = Shape("list", sort=[SortKey(path, direction)], limit=limit or base.shape.limit, fields=base.shape.fields)
     changed = replace(base, shape=shape)
     cut = f", the first {limit}" if limit else ""
-    return _operation(changed, base=changed, catalog=catalog, how=f"the last records sorted by {path}{cut}")
+    return as_operation(changed, base=changed, catalog=catalog, how=f"the last records sorted by {path}{cut}")
 
 
 def _most_of_those(said: re.Match[str], base: PlanIR, catalog: Catalog) -> Operation | None:
@@ -303,7 +303,7 @@ def _most_of_those(said: re.Match[str], base: PlanIR, catalog: Catalog) -> Opera
     fewest = (said.group("dir") or "").lower() in ("fewest", "least") or said.group("cdir") == "最少"
     shape = Shape("list", sort=[SortKey(path, 1 if fewest else -1)], limit=1, fields=base.shape.fields)
     picked = replace(base, shape=shape)
-    return _operation(picked, base=base, catalog=catalog, how=f"the one of the last records with the most {path}")
+    return as_operation(picked, base=base, catalog=catalog, how=f"the one of the last records with the most {path}")
 
 
 def _top_group_counted(previous: dict[str, Any], base: PlanIR, catalog: Catalog) -> Operation | None:
@@ -314,7 +314,7 @@ def _top_group_counted(previous: dict[str, Any], base: PlanIR, catalog: Catalog)
         return None
     kept = [f for f in base.filters if f.field != field]
     counted = replace(base, filters=[*kept, Filter(field, "eq", keys[0])], shape=Shape("count"))
-    return _operation(counted, base=counted, catalog=catalog, how=f"the records of {field} {keys[0]}, counted")
+    return as_operation(counted, base=counted, catalog=catalog, how=f"the records of {field} {keys[0]}, counted")
 
 
 def _summed(said: re.Match[str], base: PlanIR, catalog: Catalog) -> Operation | None:
@@ -335,11 +335,11 @@ def _summed(said: re.Match[str], base: PlanIR, catalog: Catalog) -> Operation | 
     if cut:  # the total of the records shown: ordered and cut first
         listed = compile_plan(replace(base, shape=replace(base.shape, fields=[])), schema, catalog.schemas)
         pipeline = [*listed, {"$group": {"_id": None, "total": {"$sum": f"${path}"}}}, {"$project": {"_id": 0}}]
-        return _operation(
+        return as_operation(
             replace(base, pipeline=pipeline), base=base, catalog=catalog, how=f"the total {path} of the records listed"
         )
     summed = replace(base, shape=Shape("sum", field=path))
-    return _operation(summed, base=base, catalog=catalog, how=f"the total {path} of the last records")
+    return as_operation(summed, base=base, catalog=catalog, how=f"the total {path} of the last records")
 
 
 def _share(
@@ -357,7 +357,7 @@ def _share(
     schema = catalog.schemas[base.collection]
     if base.shape.kind == "share":
         counted = replace(base, filters=[*base.filters, *base.shape.part], shape=Shape("count"))
-        narrowed = _narrowed(counted, _SHARE.sub(" ", said), catalog, asker, now, values)
+        narrowed = narrowed_by(counted, _SHARE.sub(" ", said), catalog, asker, now, values)
         if narrowed is None or narrowed[0].shape.kind != "count" or narrowed[0].filters == counted.filters:
             return None
         base = narrowed[0]
@@ -375,7 +375,7 @@ def _share(
     whole = [f for f in base.filters if f not in part]
     shared = replace(base, filters=whole, shape=Shape("share", part=[replace(f, span=None) for f in part]))
     said = ", ".join(f"{f.field} {f.value}" for f in part)
-    return _operation(shared, base=shared, catalog=catalog, how=f"the share of the records with {said}")
+    return as_operation(shared, base=shared, catalog=catalog, how=f"the share of the records with {said}")
 
 
 def _value_as_filter(
@@ -400,11 +400,13 @@ def _value_as_filter(
     valued = [f for f in base.filters if f.field != field]
     filtered = replace(base, filters=[*valued, Filter(field, "eq", keys[0])], shape=_listing(base, schema))
     words = _THAT_VALUE.sub(" ", said).strip()
-    narrowed = _narrowed(filtered, words, catalog, asker, now, values)
+    narrowed = narrowed_by(filtered, words, catalog, asker, now, values)
     if narrowed is None:
         return None
     changed, unread = narrowed
-    return _operation(changed, base=changed, catalog=catalog, how=f"the records with {field} {keys[0]}", unread=unread)
+    return as_operation(
+        changed, base=changed, catalog=catalog, how=f"the records with {field} {keys[0]}", unread=unread
+    )
 
 
 def _listed(
@@ -428,11 +430,11 @@ def _listed(
                 return None
             changed, unread = plan.ir, list(plan.not_understood)
         else:
-            narrowed = _narrowed(base, before, catalog, asker, now, values)
+            narrowed = narrowed_by(base, before, catalog, asker, now, values)
             if narrowed is None:
                 return None
             changed, unread = narrowed
     if changed.shape.kind not in (*RECORD_SHAPES, "count"):
         return None
     listed = replace(changed, shape=_listing(changed, schema))
-    return _operation(listed, base=listed, catalog=catalog, how="the last records, listed", unread=unread)
+    return as_operation(listed, base=listed, catalog=catalog, how="the last records, listed", unread=unread)
