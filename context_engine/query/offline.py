@@ -20,6 +20,7 @@ from context_engine.query.ir import Filter, PlanIR, Shape, SortKey
 from context_engine.query.plan import Plan, PlanningContext
 from context_engine.query.planner.collection import CollectionStep, detect_collection
 from context_engine.query.planner.conditions import ConditionStep
+from context_engine.query.planner.durations import DurationStep
 from context_engine.query.planner.linking import LinkStep
 from context_engine.query.planner.own_joins import OwnJoinStep
 from context_engine.query.planner.shape import COUNT, DEFAULT_LIMIT, TEXT_LIMIT, TOP, WHO_ROLE, ShapeIntent, ShapeStep
@@ -37,7 +38,7 @@ class OfflinePlanner:
         return templated(ctx, built) or built
 
 
-class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, OwnJoinStep, SpanStep):
+class _Builder(CollectionStep, LinkStep, DurationStep, ConditionStep, FacetStep, ShapeStep, OwnJoinStep, SpanStep):
     def build(self) -> Plan:
         ctx = self.ctx
         collection, spans = detect_collection(self.q, ctx.schemas)
@@ -63,12 +64,13 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Ow
         if refs:
             self.add_filter("ref", refs[0]) if len(refs) == 1 else self.add_filter("ref", refs, "in")
             self.notes.append(f"the record{'s' if len(refs) > 1 else ''} named: {', '.join(refs)}")
-        state_verb = self._states()
+        duration = self._duration()  # before the states and times: "sat open", "more than 30 days" are its words
+        state_verb = self._states() or self.duration_verb
         self._review_states()
         self._values()
         person_roles = self._people()
         self._negations()
-        intent = self._shape_intent()
+        intent = ShapeIntent("own", shape=duration) if duration else self._shape_intent()
         group_role, bucket = self._grouping() if intent is None else (None, None)
         if refs and not (group_role or bucket) and re.search(r"\bwho\b|\bwhom\b|谁", self.q, re.I):
             group_role = next((role for pattern, role in WHO_ROLE if re.search(pattern, self.q, re.I)), None)
@@ -193,6 +195,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Ow
             text_span=(topic[0][0], topic[-1][1]) if topic else None,
             unwind=self.own_unwind(shape),
             join=join,
+            durations=self.durations,
         )
         if contradictions(ir, schema):
             # Conditions no record meets together: some words were read the wrong way (a model may do better).

@@ -84,7 +84,7 @@ def _month_start(year: int, month: int) -> datetime:
     return datetime(year, month, 1)
 
 
-def _cn_number(text: str) -> int:
+def cn_number(text: str) -> int:
     if text.isdigit():
         return int(text)
     if text == "十":
@@ -263,7 +263,7 @@ def _rules(now: datetime):
                 r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(\d{1,2}|[一二三四五六七八九十]+)\s*[日号]\s*"
                 r"(?:那|这|所在的?)(?:一)?(?:周|星期|个星期|礼拜|个礼拜)"
             ),
-            lambda m: week_of(int(m.group(1)), _cn_number(m.group(2)), _cn_number(m.group(3))),
+            lambda m: week_of(int(m.group(1)), cn_number(m.group(2)), cn_number(m.group(3))),
         ),
         # A run of days in one month ("between 10 and 20 May 2019", "Feb 1-14 2019"): before the single days
         (
@@ -316,8 +316,8 @@ def _rules(now: datetime):
         (
             r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月?\s*(?:到|至|-|–)\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
             lambda m: (
-                datetime(int(m.group(1)), _cn_number(m.group(2)), 1),
-                _month_start(int(m.group(1)), _cn_number(m.group(3)) + 1),
+                datetime(int(m.group(1)), cn_number(m.group(2)), 1),
+                _month_start(int(m.group(1)), cn_number(m.group(3)) + 1),
             ),
         ),
         # "the first week of April 2019": days 1-7 (the second 8-14 ...); the last week: the month's last 7 days
@@ -329,7 +329,7 @@ def _rules(now: datetime):
         ),
         (
             r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(\d{1,2}|[一二三四五六七八九十]+)\s*[日号]",
-            lambda m: one_day(int(m.group(1)), _cn_number(m.group(2)), _cn_number(m.group(3))),
+            lambda m: one_day(int(m.group(1)), cn_number(m.group(2)), cn_number(m.group(3))),
         ),
         (r"\btoday\b|今天", lambda m: (today, today + timedelta(days=1))),
         # "Monday", "this Monday", 周一: the latest such day up to today ("since Monday" runs from it to now)
@@ -353,8 +353,8 @@ def _rules(now: datetime):
         (
             r"从\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(?:到|至|-)\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
             lambda m: (
-                datetime(_year_of(now, _cn_number(m.group(1))), _cn_number(m.group(1)), 1),
-                _month_start(_year_of(now, _cn_number(m.group(1))), _cn_number(m.group(2)) + 1),
+                datetime(_year_of(now, cn_number(m.group(1))), cn_number(m.group(1)), 1),
+                _month_start(_year_of(now, cn_number(m.group(1))), cn_number(m.group(2)) + 1),
             ),
         ),
         (r"\byesterday\b|\byday\b|昨天", lambda m: (today - timedelta(days=1), today)),
@@ -405,22 +405,22 @@ def _rules(now: datetime):
         ),
         (
             rf"(?:最近|过去|近)\s*{_CNN}\s*(天|日|周|个星期|星期)",
-            lambda m: (_days_back(now, _cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")]), now),
+            lambda m: (_days_back(now, cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")]), now),
         ),
-        (rf"(?:最近|过去|近)\s*{_CNN}\s*个月", lambda m: (_months_ago(today, _cn_number(m.group(1))), now)),
+        (rf"(?:最近|过去|近)\s*{_CNN}\s*个月", lambda m: (_months_ago(today, cn_number(m.group(1))), now)),
         (rf"\bsince {_MONTH}\.? (20\d\d)\b", lambda m: (datetime(int(m.group(2)), MONTHS[m.group(1)], 1), None)),
         (
             r"自?(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月(?:以来|起)",
-            lambda m: (datetime(int(m.group(1)), _cn_number(m.group(2)), 1), None),
+            lambda m: (datetime(int(m.group(1)), cn_number(m.group(2)), 1), None),
         ),
         (r"(20\d\d)\s*年(?:以来|起)", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
         (r"\bq([1-4])\s*(20\d\d)\b", lambda m: _quarter(int(m.group(2)), int(m.group(1)))),
         # "Q4 '23", "Q1 ’19": a year written with its last two digits after an apostrophe
         (r"\bq([1-4])\s*['’‘](\d\d)\b", lambda m: _quarter(2000 + int(m.group(2)), int(m.group(1)))),
-        (r"(20\d\d)\s*年?\s*第?\s*([一二三四1-4])\s*季度", lambda m: _quarter(int(m.group(1)), _cn_number(m.group(2)))),
+        (r"(20\d\d)\s*年?\s*第?\s*([一二三四1-4])\s*季度", lambda m: _quarter(int(m.group(1)), cn_number(m.group(2)))),
         (
             r"\bq([1-4])\b|第([一二三四1-4])季度",
-            lambda m: _quarter(now.year, int(m.group(1)) if m.group(1) else _cn_number(m.group(2))),
+            lambda m: _quarter(now.year, int(m.group(1)) if m.group(1) else cn_number(m.group(2))),
         ),
         (
             r"\b(?:the\s+)?(first|second|third|fourth|1st|2nd|3rd|4th|last)\s+quarter\s+of\s+(20\d\d)\b",
@@ -467,14 +467,14 @@ def _rules(now: datetime):
         (
             r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
             lambda m: (
-                datetime(int(m.group(1)), _cn_number(m.group(2)), 1),
-                _month_start(int(m.group(1)), _cn_number(m.group(2)) + 1),
+                datetime(int(m.group(1)), cn_number(m.group(2)), 1),
+                _month_start(int(m.group(1)), cn_number(m.group(2)) + 1),
             ),
         ),
         (rf"\bsince {_MONTH}\b(?! \d)", lambda m: (_most_recent_month(now, MONTHS[m.group(1)]), None)),
         (
             r"自(\d{1,2}|[一二三四五六七八九十]+)月(?:以来|起|份以来)?",
-            lambda m: (_most_recent_month(now, _cn_number(m.group(1))), None),
+            lambda m: (_most_recent_month(now, cn_number(m.group(1))), None),
         ),
         (
             rf"\bin {_MONTH}\b(?! \d)",
@@ -486,8 +486,8 @@ def _rules(now: datetime):
         (
             r"(?<![\d年])(\d{1,2}|[一二三四五六七八九十]+)\s*月份?(?![\d日号])",
             lambda m: (
-                _most_recent_month(now, _cn_number(m.group(1))),
-                _month_start(_most_recent_month(now, _cn_number(m.group(1))).year, _cn_number(m.group(1)) + 1),
+                _most_recent_month(now, cn_number(m.group(1))),
+                _month_start(_most_recent_month(now, cn_number(m.group(1))).year, cn_number(m.group(1)) + 1),
             ),
         ),
         # "May" alone is a month only before the records it dates ("the May ones", "May threads"): else a verb
@@ -749,7 +749,8 @@ _SINCE = re.compile(
     r"\s+(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?|\bfrom\s+the\s+(?:start|beginning)\s+of\s+|(?:自从?|从)\s*)$"
 )
 _ONWARDS = re.compile(
-    r"^(?:\s*(?:onwards?|on\b|and (?:later|after|since|beyond)|or later)|\s*(?:年)?\s*(?:以来|以后|起|开始)"
+    # "2023 on" opens the period, "2023 on average" / "on a weekend" / "on Mondays" do not
+    r"^(?:\s*(?:onwards?|on\b(?!\s+(?:average|avg|a|an|the|weekends?|weekdays?|\w*days?|time|record)\b)|and (?:later|after|since|beyond)|or later)|\s*(?:年)?\s*(?:以来|以后|起|开始)"
     r"|\s*(?:(?:到|至)(?:现在|今天|目前为止|目前)|至今))"
 )
 # A period named from now ("last month", 上个月): "since the start of last month" runs up to now

@@ -9,7 +9,18 @@ import pytest
 
 from context_engine.query.compile import CompileError, compile_plan
 from context_engine.query.execute import run_pipeline
-from context_engine.query.ir import Filter, Having, IRError, Join, Measure, PlanIR, Shape, SortKey, TimeRange
+from context_engine.query.ir import (
+    Duration,
+    Filter,
+    Having,
+    IRError,
+    Join,
+    Measure,
+    PlanIR,
+    Shape,
+    SortKey,
+    TimeRange,
+)
 from context_engine.query.schema import schema_from_documents
 from context_engine.query.validate import validate_pipeline
 from tests.query.conftest import ISSUES, hand_made_world, refs, run
@@ -540,3 +551,58 @@ def test_only_a_ranking_skips_and_only_a_share_has_a_part():
     assert Shape.from_json(shape.to_json()) == shape
     ranked = Shape("group", field="author", limit=1, offset=2)
     assert Shape.from_json(ranked.to_json()) == ranked
+
+
+CLOSE_TIME = Duration("days_to_close", "created", "closed_at")  # a#2 took 12 days, a#4 one; a#1 and a#3 are open
+
+
+@pytest.mark.parametrize(
+    "f,expected",
+    [
+        (Filter("days_to_close", "gt", 5), ["a#2"]),
+        (Filter("days_to_close", "lte", 1), ["a#4"]),
+        # the complement among the records that have a duration: an open issue took no time to close
+        (Filter("days_to_close", "gt", 5, negate=True), ["a#4"]),
+    ],
+)
+def test_a_duration_is_compared_where_both_dates_are_known(store, schema, f, expected):
+    assert refs(PlanIR("issues", filters=[f], durations=[CLOSE_TIME]), store, schema) == expected
+
+
+@pytest.mark.parametrize(
+    "shape,expected",
+    [
+        (Shape("avg", field="days_to_close"), [{"average": 6.5}]),
+        (Shape("max", field="days_to_close"), [{"max": 12}]),
+    ],
+)
+def test_a_duration_is_a_measure_the_shape_aggregates(store, schema, shape, expected):
+    assert run(PlanIR("issues", shape=shape, durations=[CLOSE_TIME]), store, schema) == expected
+
+
+@pytest.mark.parametrize(
+    "shape,expected",
+    [
+        (Shape("argmax", field="days_to_close"), ["a#2"]),
+        (Shape("argmin", field="days_to_close"), ["a#4"]),
+        (Shape("list", sort=[SortKey("days_to_close", 1)], limit=2), ["a#4", "a#2"]),
+    ],
+)
+def test_records_are_ranked_by_a_duration(store, schema, shape, expected):
+    rows = run(PlanIR("issues", shape=shape, durations=[CLOSE_TIME]), store, schema)
+    assert [r["ref"] for r in rows] == expected
+
+
+def test_a_duration_survives_json_and_a_malformed_one_is_refused():
+    ir = PlanIR("issues", filters=[Filter("days_to_close", "gt", 5)], durations=[CLOSE_TIME])
+    assert PlanIR.from_json(ir.to_json()) == ir
+    with pytest.raises(IRError):
+        PlanIR.from_json({"collection": "issues", "durations": [{"name": "$x", "start": "a", "end": "b"}]})
+    with pytest.raises(IRError):
+        Duration("took", "created", "closed_at", unit="fortnights")
+
+
+def test_a_duration_compared_with_no_number_is_a_compile_error(schema):
+    ir = PlanIR("issues", filters=[Filter("days_to_close", "eq", "long")], durations=[CLOSE_TIME])
+    with pytest.raises(CompileError):
+        compile_plan(ir, schema)
