@@ -136,6 +136,12 @@ def _season(year: int, season: str) -> tuple[datetime, datetime]:
     return datetime(year, start, 1), datetime(year, start + 3, 1)
 
 
+def _last_season_year(now: datetime, season: str) -> int:
+    """The year of the latest such season that is over by `now`."""
+    _, end = _season(now.year, season)
+    return now.year if end <= now else now.year - 1
+
+
 def _half(year: int, half: int) -> tuple[datetime, datetime]:
     return (
         (datetime(year, 1, 1), datetime(year, 7, 1)) if half == 1 else (datetime(year, 7, 1), datetime(year + 1, 1, 1))
@@ -186,27 +192,37 @@ def _holiday(now: datetime, name: str, year: str | None) -> tuple[datetime, date
     return start, start + timedelta(days=1)
 
 
+_UNIT_WORDS = (
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen"
+    " eighteen nineteen"
+).split()
+_TENS_WORDS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
 def _number(text: str) -> int:
-    words = {
-        "one": 1,
-        "two": 2,
-        "three": 3,
-        "four": 4,
-        "five": 5,
-        "six": 6,
-        "seven": 7,
-        "eight": 8,
-        "nine": 9,
-        "ten": 10,
-        "twelve": 12,
-        "fourteen": 14,
-        "thirty": 30,
-        "a": 1,
-    }
-    return int(text) if text.isdigit() else words.get(text, 0)
+    """A count written in digits or in words, up to a hundred ("ninety", "forty-five", "a hundred")."""
+    text = text.lower()
+    if text.isdigit():
+        return int(text)
+    if text in ("a", "an"):
+        return 1
+    if text.endswith("hundred"):
+        return 100
+    tens, _, unit = re.sub(r"[\s-]+", " ", text).partition(" ")
+    if tens in _TENS_WORDS:
+        return (_TENS_WORDS.index(tens) + 2) * 10 + (_UNIT_WORDS.index(unit) + 1 if unit in _UNIT_WORDS else 0)
+    return _UNIT_WORDS.index(text) + 1 if text in _UNIT_WORDS else 0
 
 
-_N = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fourteen|thirty)"
+_N = (
+    r"(\d+|(?:a |one )?hundred|(?:"
+    + "|".join(_TENS_WORDS)
+    + r")(?:[- ](?:"
+    + "|".join(_UNIT_WORDS[:9])
+    + r"))?|"
+    + "|".join(sorted(_UNIT_WORDS, key=len, reverse=True))
+    + ")"
+)
 _CNN = r"(\d+|[一二两三四五六七八九十]+)"
 _WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _WEEKDAY_NUMBER = {
@@ -244,6 +260,17 @@ def _rules(now: datetime):
         return start, start + timedelta(days=7)
 
     return [
+        # A season named from now: "last summer" is the latest summer over by now (at a February `now`,
+        # last year's; in October, this year's), "this summer" this year's; 去年夏天, 今年春天 by the year said.
+        # Before "last year" / 去年, which would read the year alone.
+        (
+            r"\b(?:(last|past|previous)|this) (spring|summer|fall|autumn)\b",
+            lambda m: _season(_last_season_year(now, m.group(2)) if m.group(1) else now.year, m.group(2)),
+        ),
+        (
+            r"(去年|今年)\s*(春|夏|秋)(?:天|季)",
+            lambda m: _season(now.year - (m.group(1) == "去年"), m.group(2)),
+        ),
         # "the week of April 8, 2019", "2019 年 4 月 8 日那一周": the week (Monday to Monday, as "last
         # week" is) holding that day; before the single days, which would read the day alone
         (
@@ -539,7 +566,9 @@ _DATEISH = (
     r"|(?:the )?\d{1,2}(?:st|nd|rd|th)? (?:of )?" + _MONTH + r"\.?(?:,? \d{4})?|" + _MONTH + r"(?: \d{4})?)"
 )
 _BETWEEN = re.compile(
-    r"\b(?:between|from)\s+(?P<a>" + _DATEISH + r")\s+(?:and|to|through|until|till|-)\s+(?P<b>" + _DATEISH + r")", re.I
+    r"\b(?:between|from)\s+(?P<a>" + _DATEISH + r")\s+(?:and|to|through|until|till|-)\s+(?P<b>" + _DATEISH + r")"
+    r"(?:,?\s*['’](?P<yy>\d\d)(?![\w'’]))?",  # "from march through june '22": the year after both months
+    re.I,
 )
 
 
@@ -547,7 +576,7 @@ def _between(m: re.Match, now: datetime) -> tuple[datetime, datetime] | None:
     """`between Oct 5 and Oct 9`, `from March through May 2026`: inclusive of the last day or month."""
     first, last = m.group("a"), m.group("b")
     year = re.search(r"(20\d\d)", last) or re.search(r"(20\d\d)", first)
-    year_text = year.group(1) if year else str(now.year)
+    year_text = year.group(1) if year else f"20{m.group('yy')}" if m.group("yy") else str(now.year)
 
     def bound(text: str, end: bool) -> datetime | None:
         month_only = re.fullmatch(_MONTH + r"\.?(?: 20\d\d)?", text.strip(), re.I)
@@ -756,6 +785,7 @@ _ONWARDS = re.compile(
 # A period named from now ("last month", 上个月): "since the start of last month" runs up to now
 _RELATIVE = re.compile(
     r"(?:the\s+)?(?:last|this|previous|past|prior|current)\s+(?:calendar\s+)?(?:week|wk|month|quarter|year)"
+    r"|(?:last|this|previous|past)\s+(?:spring|summer|fall|autumn)|(?:去年|今年)\s*(?:春|夏|秋)(?:天|季)"
     r"|上个?(?:月|星期|季度)|上周|本(?:月|周|季度)|今年|去年"
     rf"|(?:(?:this|last|past)\s+)?{_WEEKDAY}|(?:周|星期|礼拜)[一二三四五六日天]"
 )
