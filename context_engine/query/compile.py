@@ -119,6 +119,9 @@ class _Conditions(dict):
         if f.op in FIELD_OPERATORS:
             self.add_field_comparison(path, f, schema)
             return
+        if f.op == "day_of_week":
+            self.add_day_of_week(f, schema)
+            return
         if f.op in ("empty", "not_empty"):
             # "No assignee" is an empty `assignees`: `assignees.login` of an empty list is no value
             # the store can compare, so emptiness is asked of the list itself.
@@ -128,6 +131,21 @@ class _Conditions(dict):
         else:
             self.add(path, _condition(f))
 
+    def add_day_of_week(self, f: Filter, schema: CollectionSchema) -> None:
+        """A date on one of some days of the week ("merged on a weekend": Sunday or Saturday, UTC); negated,
+        on none of them. A record without the date is on no day."""
+        path = resolve_field(schema, f.field, date=True)
+        self.add(path, _condition(Filter(path, "exists", True)))
+        on_day: dict[str, Any] = {"$in": [{"$dayOfWeek": f"${path}"}, sorted(f.value)]}
+        self._add_expression({"$not": [on_day]} if f.negate else on_day)
+
+    def _add_expression(self, expression: dict[str, Any]) -> None:
+        """One more `$expr`: a second one goes into `$and`."""
+        if "$expr" in self:
+            self.setdefault("$and", []).append({"$expr": expression})
+        else:
+            self["$expr"] = expression
+
     def add_duration_comparison(self, duration: Duration, f: Filter, schema: CollectionSchema) -> None:
         """A duration compared with a number ("took more than 30 days"): both dates present, the comparison
         in `$expr` (a record missing a date has no duration, which no comparison holds of)."""
@@ -136,11 +154,7 @@ class _Conditions(dict):
         op = _BOUNDS[f.op] if f.negate else f.op
         for end in (duration.start, duration.end):
             self.add(resolve_field(schema, end, date=True), _condition(Filter(end, "exists", True)))
-        comparison = {"$expr": {_COMPARISONS[op]: [duration_expression(duration, schema), f.value]}}
-        if "$expr" in self:
-            self.setdefault("$and", []).append(comparison)
-        else:
-            self.update(comparison)
+        self._add_expression({_COMPARISONS[op]: [duration_expression(duration, schema), f.value]})
 
     def add_field_comparison(self, path: str, f: Filter, schema: CollectionSchema) -> None:
         """Two fields of one record compared (`$expr`), the first one present: "closed by someone other

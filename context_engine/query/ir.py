@@ -25,7 +25,8 @@ Span = tuple[int, int]
 # same, each word exactly as written ("decoder or decoders": not "decode"; `validate.exact_word_pattern`);
 # eq_field/ne_field compare with another field of the same record, named by the value ("closed by its
 # own author": the closer eq_field the author; "replies in other people's threads": the thread's starter
-# ne_field the author), the first field present.
+# ne_field the author), the first field present; day_of_week takes the days (1 Sunday … 7 Saturday, UTC, as
+# MongoDB's `$dayOfWeek` numbers them) a date falls on ("merged on a weekend": [1, 7]).
 OPERATORS = (
     "eq",
     "ne",
@@ -42,6 +43,7 @@ OPERATORS = (
     "exact_words",
     "eq_field",
     "ne_field",
+    "day_of_week",
 )
 WORD_OPERATORS = ("words", "exact_words")
 FIELD_OPERATORS = ("eq_field", "ne_field")
@@ -150,6 +152,12 @@ class Filter:
             raise IRError(f"exists takes true or false, not {self.value!r}")
         if self.op in FIELD_OPERATORS and not (isinstance(self.value, str) and self.value):
             raise IRError(f"{self.op} takes the name of another field, not {self.value!r}")
+        if self.op == "day_of_week" and not (
+            isinstance(self.value, list)
+            and self.value
+            and all(isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= 7 for d in self.value)
+        ):
+            raise IRError(f"day_of_week takes a list of days 1 (Sunday) to 7 (Saturday), not {self.value!r}")
         if self.op in WORD_OPERATORS and not (
             isinstance(self.value, list)
             and 0 < len(self.value) <= MAX_WORDS

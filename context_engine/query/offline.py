@@ -26,6 +26,7 @@ from context_engine.query.planner.own_joins import OwnJoinStep
 from context_engine.query.planner.shape import COUNT, DEFAULT_LIMIT, TEXT_LIMIT, TOP, WHO_ROLE, ShapeIntent, ShapeStep
 from context_engine.query.planner.spans import TITLE, SpanStep
 from context_engine.query.planner.templates import FacetStep, templated
+from context_engine.query.planner.weekdays import WeekdayStep
 
 CONFIDENT = 0.7
 
@@ -38,7 +39,9 @@ class OfflinePlanner:
         return templated(ctx, built) or built
 
 
-class _Builder(CollectionStep, LinkStep, DurationStep, ConditionStep, FacetStep, ShapeStep, OwnJoinStep, SpanStep):
+class _Builder(
+    CollectionStep, LinkStep, DurationStep, WeekdayStep, ConditionStep, FacetStep, ShapeStep, OwnJoinStep, SpanStep
+):
     def build(self) -> Plan:
         ctx = self.ctx
         collection, spans = detect_collection(self.q, ctx.schemas)
@@ -65,6 +68,7 @@ class _Builder(CollectionStep, LinkStep, DurationStep, ConditionStep, FacetStep,
             self.add_filter("ref", refs[0]) if len(refs) == 1 else self.add_filter("ref", refs, "in")
             self.notes.append(f"the record{'s' if len(refs) > 1 else ''} named: {', '.join(refs)}")
         duration = self._duration()  # before the states and times: "sat open", "more than 30 days" are its words
+        self._weekdays()  # before the times: "saturday or sunday" spells out a weekend, not the latest Saturday
         state_verb = self._states() or self.duration_verb
         self._review_states()
         self._values()
@@ -94,6 +98,7 @@ class _Builder(CollectionStep, LinkStep, DurationStep, ConditionStep, FacetStep,
         counted = intent.role if intent and intent.kind == "distinct" else None  # "distinct closers in 2022"
         verb = "reviewed" if review_time else {"closer": "closed", "merger": "merged"}.get(group_role or counted or "")
         time_field = self._times(verb if state_verb is None else state_verb)
+        self._dated_weekdays(time_field, verb if state_verb is None else state_verb)
         compared = self._compared_periods()
         if compared:  # "2021 or 2022, which had more": counted per year, not both years at once
             bucket, extreme = compared

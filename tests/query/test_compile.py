@@ -606,3 +606,20 @@ def test_a_duration_compared_with_no_number_is_a_compile_error(schema):
     ir = PlanIR("issues", filters=[Filter("days_to_close", "eq", "long")], durations=[CLOSE_TIME])
     with pytest.raises(CompileError):
         compile_plan(ir, schema)
+
+
+@pytest.mark.parametrize(
+    "f,expected",
+    [
+        (Filter("created", "day_of_week", [2]), ["a#1"]),  # 2026-01-05 is a Monday
+        (Filter("created", "day_of_week", [1, 7]), ["a#4"]),  # 2026-02-14 a Saturday
+        (Filter("created", "day_of_week", [1, 7], negate=True), ["a#1", "a#2", "a#3"]),
+    ],
+)
+def test_a_date_on_some_days_of_the_week(store, schema, f, expected):
+    assert refs(PlanIR("issues", filters=[f]), store, schema) == expected
+
+
+def test_days_of_the_week_are_numbered_one_to_seven():
+    with pytest.raises(IRError):
+        Filter("created", "day_of_week", [0])

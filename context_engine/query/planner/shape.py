@@ -47,7 +47,7 @@ _BUCKETS = [
     ("day", r"\bdaily\b|\bper[- ]day\b|\bday[- ]by[- ]day\b|\bby (?:the )?day\b|\beach day\b|每天|每日|按天"),
     (
         "week",
-        r"\bweekly\b|\bper[- ]week\b|\bweek[- ]by[- ]week\b|\bby (?:the )?week\b|\beach week\b|\bweek (?:by|over|on) week\b|每周|按周",
+        r"\bweekly\b|\bper[- ]week\b|\bweek[- ]by[- ]week\b|\bby (?:the )?week\b|\beach week\b|\bweek (?:by|over|on) week\b|每周(?![一二三四五六日天末])|按周",
     ),
     (
         "month",
