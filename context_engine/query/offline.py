@@ -177,7 +177,8 @@ class _Builder(
             # Relevance order for a topic search: BM25 (or MongoDB's textScore) ranks the matches.
             shape = Shape("list", sort=[SortKey("relevance", -1)], limit=min(self._list_limit(), TEXT_LIMIT))
         else:
-            shape = Shape("list", sort=by_sort_field, limit=self._list_limit(), fields=shown)
+            order = [SortKey(k.field, 1) for k in by_sort_field] if self._oldest_first() else by_sort_field
+            shape = Shape("list", sort=order, limit=self._list_limit(), fields=shown)
         if not (self.filters or self.times or text) and not (bucket or group_role or is_count or intent_shape):
             self.confidence = min(self.confidence, 0.5)
         shape = self.ranked_place(self.share_of(shape))  # "the second most active", "what share of them"

@@ -39,8 +39,14 @@ TOP = re.compile(
     re.I,
 )
 
+# A size written in digits or as a word ("last 3", "Dann's last three messages", "the five most recently
+# opened", 最近开的 5 个): not a length of time ("the last three days").
+_SIZE = r"(\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty)"
 _LIMIT = re.compile(
-    r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:hours?|days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个"
+    rf"\b(?:last|latest|first|recent|newest|oldest)\s+{_SIZE}\b(?!\s*(?:hours?|days?|weeks?|months?|years?|quarters?|of\b))"
+    rf"|\b{_SIZE} (?:most recent(?:ly)?|latest|newest|oldest)\b"
+    r"|最近(?:[\u4e00-\u9fff]{1,3}的)?的?\s*(\d+|[两二三四五六七八九十])\s*(?:个|条|篇|则)(?!月|星期|礼拜|小时|钟头|季度|工作日)",
+    re.I,
 )
 
 _BUCKETS = [
@@ -146,11 +152,19 @@ _WORD_NUMBERS = {
     "eight": 8,
     "nine": 9,
     "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "fifteen": 15,
+    "twenty": 20,
     "两": 2,
     "二": 2,
     "三": 3,
     "四": 4,
     "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
     "十": 10,
 }
 
@@ -1055,12 +1069,18 @@ class ShapeStep(OwnAggregateStep):
             return min(int(measured.group(1)), 200) if measured.group(1).isdigit() else _WORD_NUMBERS[measured.group(1)]
         return 5
 
+    def _oldest_first(self) -> bool:
+        """A size said from the start ("the first ten issues", "the 3 oldest"): the earliest records, not the latest."""
+        m = _LIMIT.search(self.q)
+        return bool(m and re.search(r"\b(?:first|oldest)\b", m.group(0), re.I))
+
     def _list_limit(self, peek: bool = False) -> int:
         m = _LIMIT.search(self.q)
         if m:
             if not peek:
                 self.use(m.span(), "shape")
-            return min(int(next(g for g in m.groups() if g)), 200)
+            size = next(g for g in m.groups() if g).lower()
+            return min(int(size) if size.isdigit() else _WORD_NUMBERS[size], 200)
         return DEFAULT_LIMIT
 
     def _shape_intent(self) -> ShapeIntent | None:

@@ -647,3 +647,23 @@ def test_the_thread_most_people_replied_in_is_ranked_by_its_repliers(catalog, qu
     p = plan(catalog, question)
     assert (p.ir.shape.kind, p.ir.shape.field, p.ir.shape.limit) == ("top", "reply_users_count", 1), p.pipeline
     assert p.not_understood == [], p.not_understood
+
+
+@pytest.mark.parametrize(
+    "question,limit,direction",
+    [
+        ("Alex Chen's four most recently merged PRs", 4, -1),
+        ("the latest seven slack messages", 7, -1),
+        ("the first twelve tickets ever filed", 12, 1),
+        ("最近合并的 3 个 PR", 3, -1),
+        ("最近发的两条消息", 2, -1),
+    ],
+)
+def test_a_size_written_as_a_word_or_after_a_verb_is_the_list_limit(catalog, question, limit, direction):
+    shape = plan(catalog, question).ir.shape
+    assert (shape.kind, shape.limit, shape.sort[0].direction) == ("list", limit, direction)
+
+
+def test_the_last_few_days_are_a_time_not_a_size(catalog):
+    p = plan(catalog, "PRs merged in the last three days")
+    assert p.ir.shape.limit != 3 and p.ir.times
