@@ -219,6 +219,24 @@ _ASKED_GROUP = re.compile(
     rf"|\b(?:quietest|least active|least busy)\s+(person|user|member|author|poster|contributor)\b|(谁)",
     re.I,
 )
+# The values of a field asked for by their noun ("which labels", "what channels are there", "list the
+# channels", 哪些 label) and, after it, a count of each ("and on how many issues each", "with their message
+# counts", "w/ counts", 每个各有几个): `ShapeStep._values_with_counts`.
+_VALUE_NOUN = (
+    r"(labels?|tags?|channels?|workspaces?|repos?|repositor(?:y|ies)|milestones?|projects?|components?|teams?"
+    r"|标签|频道|工作区|仓库|团队|项目)"
+)
+_VALUES_ASKED = re.compile(
+    rf"\b(?:which|what|list(?: all)?(?: of)?(?: the)?|show(?: me)?(?: the)?|all(?: the)?)\s+(?:different\s+)?(?:[a-z]+\s+)?{_VALUE_NOUN}"
+    rf"|^\s*{_VALUE_NOUN}\b|(?:都|一共|总共)?(?:用过|用了|出现过|有过?)?\s*(?:哪些|什么|哪几个)\s*(label|tag|channel|{_VALUE_NOUN[1:-1]})",
+    re.I,
+)
+_EACH_COUNTED = re.compile(
+    r"\bhow many\b[^.?!;]{0,40}?\beach\b|\beach\b[^.?!;]{0,30}?\bhow many\b"
+    r"|\b(?:with|w/|and|plus|along with)\s+(?:their|the|its|a|an)?\s*(?:\w+\s+){0,2}?(?:counts?|tall(?:y|ies)|totals?)\b"
+    r"|(?:各|每个|每一个)[^？?。，,]{0,6}?(?:几|多少)",
+    re.I,
+)
 _GROUP_NOUN_ROLES = {
     "slack": "workspace",
     "communit": "workspace",
@@ -657,6 +675,9 @@ class ShapeStep(OwnAggregateStep):
                     self.use(named.span(), "shape")
                     self._named_group = path
                     return "named", None
+        listed_counts = self._values_with_counts()
+        if listed_counts:
+            return listed_counts, None
         # the grouped word no condition holds ("by people with no association to the repo": a condition)
         m = next((g for g in _GROUP.finditer(self.q) if not self._in_a_condition(g.span(g.lastindex or 0))), None)
         if m:
@@ -666,6 +687,22 @@ class ShapeStep(OwnAggregateStep):
                 if word.lower().startswith(prefix):
                     return self._role_done_by(m.end(), role), None
         return None, None
+
+    def _values_with_counts(self) -> str | None:
+        """ "which labels were used, and on how many issues each", "the channels with their message counts",
+        都用过哪些 label？每个各有几个: the values of a field asked for, each with its count — counts per value.
+        The role the value noun names; None unless both the values and a count of each are asked."""
+        asked = _VALUES_ASKED.search(self.q)
+        counted = _EACH_COUNTED.search(self.q, asked.end()) if asked else None
+        if counted is None:
+            return None
+        word = next(g for g in asked.groups() if g).lower()
+        role = next((r for k, r in (*_GROUP_NOUN_ROLES.items(), *_GROUP_ROLES.items()) if word.startswith(k)), None)
+        if role is None or self._group_path(role)[0] is None:
+            return None
+        self.use(asked.span(), "shape")
+        self.use(counted.span(), "shape")
+        return role
 
     def _in_a_condition(self, span: tuple[int, int]) -> bool:
         return any(

@@ -667,3 +667,23 @@ def test_a_size_written_as_a_word_or_after_a_verb_is_the_list_limit(catalog, que
 def test_the_last_few_days_are_a_time_not_a_size(catalog):
     p = plan(catalog, "PRs merged in the last three days")
     assert p.ir.shape.limit != 3 and p.ir.times
+
+
+@pytest.mark.parametrize(
+    "question,field",
+    [
+        ("what labels do the pull requests carry, and how many PRs have each?", "labels"),
+        ("show me the slack channels along with their message tallies", "channel"),
+        ("channels w/ counts", "channel"),
+        ("PR 一共用过哪些标签？每个各用了多少次", "labels"),
+    ],
+)
+def test_values_asked_with_a_count_of_each_are_counts_per_value(catalog, question, field):
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "group" and p.ir.shape.field.startswith(field)
+    assert not p.not_understood
+
+
+def test_values_asked_without_counts_are_not_counted_per_value(catalog):
+    p = plan(catalog, "which labels are there on pull requests?")
+    assert p.ir is None or p.ir.shape.kind != "group"
