@@ -28,6 +28,7 @@ from context_engine.query.schema import CollectionSchema
 from context_engine.query.validate import exact_word_pattern, word_pattern
 
 BUCKET_FORMATS = {"day": "%Y-%m-%d", "week": "%G-W%V", "month": "%Y-%m", "year": "%Y"}
+CYCLIC_BUCKETS = {"hour": "$hour", "weekday": "$dayOfWeek"}
 _COMPARISONS = {"ne": "$ne", "in": "$in", "nin": "$nin", "gt": "$gt", "gte": "$gte", "lt": "$lt", "lte": "$lte"}
 _BOUNDS = {"gt": "lte", "gte": "lt", "lt": "gte", "lte": "gt"}  # a bound and its negation
 # The negation with an operator of its own; the others are wrapped in $not.
@@ -418,9 +419,7 @@ def _shape_stages(
             return [{"$group": {"_id": None, kind: {f"${kind}": f"${path}"}}}, {"$project": {"_id": 0}}]
         return [{"$sort": {path: 1 if kind == "argmin" else -1}}, *skip, {"$limit": 1}]
     stages = [] if unwound and path.startswith(unwound + ".") else _unwind(path, conditions, schema)
-    key: Any = (
-        {"$dateToString": {"format": BUCKET_FORMATS[shape.bucket], "date": f"${path}"}} if shape.bucket else f"${path}"
-    )
+    key: Any = bucket_key(shape.bucket, path) if shape.bucket else f"${path}"
     stages.append(
         {"$group": {"_id": key, **_accumulators([Measure("count"), *(h.measure for h in shape.having)], schema)}}
     )
@@ -435,6 +434,13 @@ def _shape_stages(
     # Extremes over groups: the busiest month (argmax), the count of the quietest day (min).
     stages += [{"$sort": {"count": 1 if kind in ("argmin", "min") else -1, "_id": 1}}, *skip, {"$limit": 1}]
     return stages + ([{"$project": {"_id": 0, "count": 1}}] if kind in ("min", "max") else [])
+
+
+def bucket_key(bucket: str, path: str) -> dict[str, Any]:
+    """A date's bucket: its period ("2019-W14") or its place in a cycle (`$hour` 0-23, `$dayOfWeek` 1-7, UTC)."""
+    if bucket in CYCLIC_BUCKETS:
+        return {CYCLIC_BUCKETS[bucket]: f"${path}"}
+    return {"$dateToString": {"format": BUCKET_FORMATS[bucket], "date": f"${path}"}}
 
 
 def part_expression(f: Filter, schema: CollectionSchema) -> dict[str, Any]:

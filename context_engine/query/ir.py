@@ -69,7 +69,8 @@ SHAPES = (
     "share",
 )
 RECORD_SHAPES = ("list", "top", "argmin", "argmax")  # shapes whose answer is records, not numbers
-BUCKETS = ("day", "week", "month", "year")
+# periods of time, and the cyclic ones: the hour of the day (0-23) and the day of the week (1 Sunday … 7 Saturday), UTC
+BUCKETS = ("day", "week", "month", "year", "hour", "weekday")
 FOLLOWUPS = ("restrict", "recount")
 MEASURES = ("count", "sum", "avg", "min", "max")
 COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte")

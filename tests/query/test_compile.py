@@ -186,7 +186,7 @@ def test_an_unknown_field_is_a_compile_error_naming_it(schema):
         ({"collection": "issues", "shape": {"kind": "delete"}}, "unknown shape"),
         ({"collection": "issues", "shape": {"kind": "list", "limit": -1}}, "positive integer"),
         ({"collection": "issues", "shape": {"kind": "group"}}, "needs a field"),
-        ({"collection": "issues", "shape": {"kind": "group", "field": "x", "bucket": "hour"}}, "time bucket"),
+        ({"collection": "issues", "shape": {"kind": "group", "field": "x", "bucket": "minute"}}, "time bucket"),
         ({"collection": "issues", "times": [{"field": "created", "start": "yesterday"}]}, "bounds are dates"),
         ({"filters": []}, "collection"),
         ({"collection": "issues", "filters": [{"field": "title", "op": "words", "value": ["a.*"]}]}, "words takes"),
@@ -623,3 +623,11 @@ def test_a_date_on_some_days_of_the_week(store, schema, f, expected):
 def test_days_of_the_week_are_numbered_one_to_seven():
     with pytest.raises(IRError):
         Filter("created", "day_of_week", [0])
+
+
+def test_cyclic_buckets_count_per_hour_and_day_of_the_week(store, schema):
+    by_weekday = run(PlanIR("issues", shape=Shape("group", field="created", bucket="weekday")), store, schema)
+    # 2026-01-05 and 2026-01-20 are a Monday and a Tuesday, 2026-02-03 a Tuesday, 2026-02-14 a Saturday
+    assert by_weekday == [{"_id": 2, "count": 1}, {"_id": 3, "count": 2}, {"_id": 7, "count": 1}]
+    by_hour = run(PlanIR("issues", shape=Shape("argmax", field="created", bucket="hour", over="groups")), store, schema)
+    assert by_hour == [{"_id": 0, "count": 4}]

@@ -50,6 +50,12 @@ _LIMIT = re.compile(
 )
 
 _BUCKETS = [
+    # the cyclic buckets first: "by day of week" is no "by day"
+    (
+        "weekday",
+        r"\bby (?:the )?(?:day of (?:the )?week|weekday)\b|\bper (?:day of (?:the )?week|weekday)\b|按星期几|按周几",
+    ),
+    ("hour", r"\bby (?:the )?hour(?: of (?:the )?day)?\b|\bper hour of (?:the )?day\b|\bhourly\b|按小时"),
     ("day", r"\bdaily\b|\bper[- ]day\b|\bday[- ]by[- ]day\b|\bby (?:the )?day\b|\beach day\b|每天|每日|按天"),
     (
         "week",
@@ -199,6 +205,29 @@ _ASKED_UNIT = re.compile(
     rf"|哪(?:一|个)?\s*(天|日|周|个?星期|个?月|年)",
     re.I,
 )
+# The hour of the day or the day of the week asked for as the busiest or quietest (`ShapeStep._cyclic_extreme`).
+_CYCLIC_ASKED = (
+    (
+        "hour",
+        re.compile(
+            r"\b(?:which|what|at which|at what)\s+(?:\(?utc\)?\s+)?hours?\b(?:\s+of\s+(?:the\s+)?day)?"
+            r"|\b(?:busiest|quietest|peak|most active|least active|slowest)\s+(?:\(?utc\)?\s+)?hours?\b(?:\s+of\s+(?:the\s+)?day)?"
+            r"|\bhour of (?:the )?day\b|哪(?:一|个)?\s*(?:个)?(?:小时|钟点)|几点(?:钟)?",
+            re.I,
+        ),
+    ),
+    (
+        "weekday",
+        re.compile(
+            r"\b(?:which|what)\s+(?:day of (?:the )?week|weekday)\b"
+            r"|\b(?:busiest|quietest|peak|most active|least active|slowest|calmest)\s+(?:day of (?:the )?week|weekday)\b"
+            r"|\bday of (?:the )?week\b|(?:星期|礼拜|周)几",
+            re.I,
+        ),
+    ),
+)
+# Words that only say the cycle or its clock: "(UTC)", "of the day", 一天里, （UTC）
+_CYCLE_WORDS = r"[(（]\s*UTC\s*[)）]|\bUTC\b|\bof the day\b|一天(?:里|中|当中|之中)?|一周(?:里|中|当中|之中)?"
 _EXTREME_WORD = re.compile(
     rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord\b|\bbiggest\b|\bbest\b|{_FEWEST}|最多|最高|最忙|最活跃|最热闹",
     re.I,
@@ -1129,6 +1158,9 @@ class ShapeStep(OwnAggregateStep):
             own = self.own_aggregate(mentions) or self.own_shape(mentions)
             if own is not None:
                 return ShapeIntent("own", shape=own)
+        cyclic = self._cyclic_extreme()
+        if cyclic:
+            return cyclic
         unit = _ASKED_UNIT.search(self.q)
         if unit and _EXTREME_WORD.search(self.q):
             word = next(g for g in unit.groups() if g)
@@ -1227,6 +1259,21 @@ class ShapeStep(OwnAggregateStep):
                 self.use(_first_word(m), "shape")
                 self.mark(r"\b(?:oldest|earliest|newest|latest|most recent) first\b", "shape")
                 return ShapeIntent("record_extreme", direction=direction)
+        return None
+
+    def _cyclic_extreme(self) -> ShapeIntent | None:
+        """ "what hour of the day is busiest", "the least active weekday", 哪个小时消息最多, 星期几最冷清: the hour
+        (or day of the week) whose records are most or fewest, over every day of the period (UTC)."""
+        for bucket, asked in _CYCLIC_ASKED:
+            said = asked.search(self.q)
+            extreme = _EXTREME_WORD.search(self.q) if said else None
+            if said and extreme:
+                self.use(said.span(), "shape")
+                self.mark(_EXTREME_WORD.pattern, "shape")
+                while self.mark(_CYCLE_WORDS, "shape"):
+                    pass
+                kind = "argmin" if re.search(_FEWEST, self.q, re.I) else "argmax"
+                return ShapeIntent("bucket_extreme", extreme=kind, bucket=bucket)
         return None
 
     def _averaged_measure(self) -> ShapeIntent | None:

@@ -23,7 +23,9 @@ _DAY_NUMBERS = {
 _DAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _SAID = re.compile(
     r"(?P<weekend>\bweekends?\b|周末)"
-    r"|(?P<weekday>\bweekdays?\b|\bwork(?:ing)?[- ]?days?\b|\bbusiness days?\b|工作日)"
+    # "the least active weekday" asks which day, `ShapeStep._cyclic_extreme`: no condition
+    r"|(?<!which )(?<!what )(?<!busiest )(?<!quietest )(?<!active )(?<!peak )(?<!slowest )(?<!calmest )"
+    r"(?P<weekday>\bweekdays?\b|\bwork(?:ing)?[- ]?days?\b|\bbusiness days?\b|工作日)"
     # a day as a habit: plural, "on a Monday", "every Monday"; 每周一, 每个星期五
     rf"|(?:\bon (?:a )?|\bevery )?\b{_DAY}s\b|\bon an? {_DAY}\b|\bevery {_DAY}\b"
     r"|每(?:个|逢)?(?:周|星期|礼拜)([一二三四五六日天])",

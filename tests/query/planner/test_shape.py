@@ -687,3 +687,27 @@ def test_values_asked_with_a_count_of_each_are_counts_per_value(catalog, questio
 def test_values_asked_without_counts_are_not_counted_per_value(catalog):
     p = plan(catalog, "which labels are there on pull requests?")
     assert p.ir is None or p.ir.shape.kind != "group"
+
+
+@pytest.mark.parametrize(
+    "question,kind,bucket",
+    [
+        ("at what hour do slack messages peak?", "argmax", "hour"),
+        ("the quietest hour of the day for PR merges in 2026 (UTC)", "argmin", "hour"),
+        ("which day of the week has the most tickets opened?", "argmax", "weekday"),
+        ("2026 年星期几合并的 PR 最少？", "argmin", "weekday"),
+        ("slack 消息一天里几点最多", "argmax", "hour"),
+    ],
+)
+def test_the_busiest_hour_or_weekday_is_a_cyclic_bucket_extreme(catalog, question, kind, bucket):
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.bucket, p.ir.shape.over) == (kind, bucket, "groups")
+    assert not p.not_understood and not [f for f in p.ir.filters if f.op == "day_of_week"]
+
+
+@pytest.mark.parametrize(
+    "question,bucket", [("PRs merged by day of week", "weekday"), ("slack messages by hour", "hour")]
+)
+def test_counts_per_hour_or_weekday(catalog, question, bucket):
+    shape = plan(catalog, question).ir.shape
+    assert (shape.kind, shape.bucket) == ("group", bucket)
