@@ -12,12 +12,25 @@ from collections.abc import Callable
 from typing import Any
 
 from context_engine.query.fields import field_for, person_field_for
-from context_engine.query.ir import FIELD_OPERATORS, WORD_OPERATORS, Filter, Having, Join, Measure, PlanIR, Shape
+from context_engine.query.ir import (
+    DURATION_UNITS,
+    FIELD_OPERATORS,
+    WORD_OPERATORS,
+    Duration,
+    Filter,
+    Having,
+    Join,
+    Measure,
+    PlanIR,
+    Shape,
+)
 from context_engine.query.schema import CollectionSchema
 from context_engine.query.validate import exact_word_pattern, word_pattern
 
 BUCKET_FORMATS = {"day": "%Y-%m-%d", "week": "%G-W%V", "month": "%Y-%m", "year": "%Y"}
+CYCLIC_BUCKETS = {"hour": "$hour", "weekday": "$dayOfWeek"}
 _COMPARISONS = {"ne": "$ne", "in": "$in", "nin": "$nin", "gt": "$gt", "gte": "$gte", "lt": "$lt", "lte": "$lte"}
+_BOUNDS = {"gt": "lte", "gte": "lt", "lt": "gte", "lte": "gt"}  # a bound and its negation
 # The negation with an operator of its own; the others are wrapped in $not.
 OPPOSITE = {
     "eq": "ne",
@@ -107,6 +120,9 @@ class _Conditions(dict):
         if f.op in FIELD_OPERATORS:
             self.add_field_comparison(path, f, schema)
             return
+        if f.op == "day_of_week":
+            self.add_day_of_week(f, schema)
+            return
         if f.op in ("empty", "not_empty"):
             # "No assignee" is an empty `assignees`: `assignees.login` of an empty list is no value
             # the store can compare, so emptiness is asked of the list itself.
@@ -115,6 +131,31 @@ class _Conditions(dict):
             self.setdefault("$and", []).append(empty(path))
         else:
             self.add(path, _condition(f))
+
+    def add_day_of_week(self, f: Filter, schema: CollectionSchema) -> None:
+        """A date on one of some days of the week ("merged on a weekend": Sunday or Saturday, UTC); negated,
+        on none of them. A record without the date is on no day."""
+        path = resolve_field(schema, f.field, date=True)
+        self.add(path, _condition(Filter(path, "exists", True)))
+        on_day: dict[str, Any] = {"$in": [{"$dayOfWeek": f"${path}"}, sorted(f.value)]}
+        self._add_expression({"$not": [on_day]} if f.negate else on_day)
+
+    def _add_expression(self, expression: dict[str, Any]) -> None:
+        """One more `$expr`: a second one goes into `$and`."""
+        if "$expr" in self:
+            self.setdefault("$and", []).append({"$expr": expression})
+        else:
+            self["$expr"] = expression
+
+    def add_duration_comparison(self, duration: Duration, f: Filter, schema: CollectionSchema) -> None:
+        """A duration compared with a number ("took more than 30 days"): both dates present, the comparison
+        in `$expr` (a record missing a date has no duration, which no comparison holds of)."""
+        if f.op not in _BOUNDS or not isinstance(f.value, (int, float)) or isinstance(f.value, bool):
+            raise CompileError(f"a duration is compared with a number (gt, gte, lt, lte), not {f.op} {f.value!r}")
+        op = _BOUNDS[f.op] if f.negate else f.op
+        for end in (duration.start, duration.end):
+            self.add(resolve_field(schema, end, date=True), _condition(Filter(end, "exists", True)))
+        self._add_expression({_COMPARISONS[op]: [duration_expression(duration, schema), f.value]})
 
     def add_field_comparison(self, path: str, f: Filter, schema: CollectionSchema) -> None:
         """Two fields of one record compared (`$expr`), the first one present: "closed by someone other
@@ -142,8 +183,11 @@ def compile_plan(
     joined = _Joined(ir.join, schema, schemas or {}) if ir.join else None
     conditions = _Conditions()
     add = conditions.add
+    durations = {d.name: d for d in ir.durations}
     for f in ir.filters:
-        if joined and joined.names(f.field):
+        if f.field in durations:
+            conditions.add_duration_comparison(durations[f.field], f, schema)
+        elif joined and joined.names(f.field):
             joined.conditions.add_filter(Filter(**{**vars(f), "field": joined.rest(f.field)}), joined.schema)
         elif f.via is None:
             conditions.add_filter(f, schema)
@@ -163,15 +207,22 @@ def compile_plan(
         conditions.update(searched)
     shape = ir.shape
     resolve = joined.resolver() if joined else lambda name: resolve_field(schema, name)
+    # a duration measured by the shape, or (a list) ordered by: "the three fastest merges"
+    measured = durations.get(shape.field or (shape.sort[0].field if shape.kind == "list" and shape.sort else ""))
+    if measured:  # a duration is a measure of the records that have both its dates
+        for end in (measured.start, measured.end):
+            add(resolve_field(schema, end, date=True), _condition(Filter(end, "exists", True)))
     grouped = (
-        resolve(shape.field)
+        measured.name
+        if measured
+        else resolve(shape.field)
         if joined and shape.field and joined.names(shape.field)
         else resolve_field(schema, shape.field, date=shape.bucket is not None)
         if shape.field
         else None
     )
     # A grouped field of the joined records is there once joined: no condition before the join asks for it.
-    local_grouped = grouped is not None and not (joined and joined.names(grouped))
+    local_grouped = grouped is not None and not (joined and joined.names(grouped)) and not measured
     if (
         (shape.kind in ("group", "distinct_count", "measures") or shape.over == "groups")
         and local_grouped
@@ -200,13 +251,29 @@ def compile_plan(
     stages += _joins([f for f in ir.filters if f.via is not None], schema, schemas or {})
     if joined:
         stages += joined.stages()
-    stages += _shape_stages(shape, grouped, conditions, schema, unwound)
+    if measured:
+        stages.append({"$addFields": {measured.name: duration_expression(measured, schema)}})
+    if measured and shape.kind == "list":
+        ordered = {measured.name: shape.sort[0].direction}
+        stages += [
+            {"$sort": ordered},
+            *([{"$skip": shape.offset}] if shape.offset else []),
+            {"$limit": shape.limit or 1},
+        ]
+    else:
+        stages += _shape_stages(shape, grouped, conditions, schema, unwound)
     if shape.fields and shape.over == "groups":
         stages.append({"$project": {"_id": 1}})  # the group's value ("the most common city"), not its count
     elif shape.fields:
         # The fields the answer shows, and `ref`: a record the answer cites by it.
         stages.append({"$project": {**{resolve(f): 1 for f in shape.fields}, "ref": 1}})
     return stages
+
+
+def duration_expression(duration: Duration, schema: CollectionSchema) -> dict[str, Any]:
+    """A record's duration: its end date minus its start date (milliseconds), in the duration's unit."""
+    start, end = (resolve_field(schema, d, date=True) for d in (duration.start, duration.end))
+    return {"$divide": [{"$subtract": [f"${end}", f"${start}"]}, DURATION_UNITS[duration.unit]]}
 
 
 class _Joined:
@@ -352,9 +419,7 @@ def _shape_stages(
             return [{"$group": {"_id": None, kind: {f"${kind}": f"${path}"}}}, {"$project": {"_id": 0}}]
         return [{"$sort": {path: 1 if kind == "argmin" else -1}}, *skip, {"$limit": 1}]
     stages = [] if unwound and path.startswith(unwound + ".") else _unwind(path, conditions, schema)
-    key: Any = (
-        {"$dateToString": {"format": BUCKET_FORMATS[shape.bucket], "date": f"${path}"}} if shape.bucket else f"${path}"
-    )
+    key: Any = bucket_key(shape.bucket, path) if shape.bucket else f"${path}"
     stages.append(
         {"$group": {"_id": key, **_accumulators([Measure("count"), *(h.measure for h in shape.having)], schema)}}
     )
@@ -369,6 +434,13 @@ def _shape_stages(
     # Extremes over groups: the busiest month (argmax), the count of the quietest day (min).
     stages += [{"$sort": {"count": 1 if kind in ("argmin", "min") else -1, "_id": 1}}, *skip, {"$limit": 1}]
     return stages + ([{"$project": {"_id": 0, "count": 1}}] if kind in ("min", "max") else [])
+
+
+def bucket_key(bucket: str, path: str) -> dict[str, Any]:
+    """A date's bucket: its period ("2019-W14") or its place in a cycle (`$hour` 0-23, `$dayOfWeek` 1-7, UTC)."""
+    if bucket in CYCLIC_BUCKETS:
+        return {CYCLIC_BUCKETS[bucket]: f"${path}"}
+    return {"$dateToString": {"format": BUCKET_FORMATS[bucket], "date": f"${path}"}}
 
 
 def part_expression(f: Filter, schema: CollectionSchema) -> dict[str, Any]:

@@ -550,7 +550,7 @@ _CJK_AFTER = re.compile(r"(?:分配给|指派给|交给|由|和|跟)(?!任何|�
 _CJK_PARTICLES = "的了在和提合发写负创评审关解完打开吗呢"  # a third character that is not part of the name
 # Time words that run into a name in Chinese ("上周张三合并"): a name starts after them.
 _CJK_TIME = re.compile(
-    r"(?:上|本|这|下|每)(?:个)?(?:周|星期|礼拜|月|季度)|(?:今|去|前|明)年|(?:今|昨|前|明)天|最近|近期|以来|一共|总共"
+    r"(?:上|本|这|下|每)(?:个)?(?:周|星期|礼拜|月|季度)|(?:今|去|前|明)年|(?:今|昨|前|明)天|最近|近期|以来|一共|总共|周末|工作日"
 )
 # Common words whose last character is also a surname ("任何": any; "如何": how; "为何": why).
 _CJK_WORDS_ENDING_IN_SURNAME = frozenset({"任何", "如何", "为何", "几何", "有何", "没何"})

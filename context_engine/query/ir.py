@@ -25,7 +25,8 @@ Span = tuple[int, int]
 # same, each word exactly as written ("decoder or decoders": not "decode"; `validate.exact_word_pattern`);
 # eq_field/ne_field compare with another field of the same record, named by the value ("closed by its
 # own author": the closer eq_field the author; "replies in other people's threads": the thread's starter
-# ne_field the author), the first field present.
+# ne_field the author), the first field present; day_of_week takes the days (1 Sunday … 7 Saturday, UTC, as
+# MongoDB's `$dayOfWeek` numbers them) a date falls on ("merged on a weekend": [1, 7]).
 OPERATORS = (
     "eq",
     "ne",
@@ -42,6 +43,7 @@ OPERATORS = (
     "exact_words",
     "eq_field",
     "ne_field",
+    "day_of_week",
 )
 WORD_OPERATORS = ("words", "exact_words")
 FIELD_OPERATORS = ("eq_field", "ne_field")
@@ -67,7 +69,8 @@ SHAPES = (
     "share",
 )
 RECORD_SHAPES = ("list", "top", "argmin", "argmax")  # shapes whose answer is records, not numbers
-BUCKETS = ("day", "week", "month", "year")
+# periods of time, and the cyclic ones: the hour of the day (0-23) and the day of the week (1 Sunday … 7 Saturday), UTC
+BUCKETS = ("day", "week", "month", "year", "hour", "weekday")
 FOLLOWUPS = ("restrict", "recount")
 MEASURES = ("count", "sum", "avg", "min", "max")
 COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte")
@@ -150,6 +153,12 @@ class Filter:
             raise IRError(f"exists takes true or false, not {self.value!r}")
         if self.op in FIELD_OPERATORS and not (isinstance(self.value, str) and self.value):
             raise IRError(f"{self.op} takes the name of another field, not {self.value!r}")
+        if self.op == "day_of_week" and not (
+            isinstance(self.value, list)
+            and self.value
+            and all(isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= 7 for d in self.value)
+        ):
+            raise IRError(f"day_of_week takes a list of days 1 (Sunday) to 7 (Saturday), not {self.value!r}")
         if self.op in WORD_OPERATORS and not (
             isinstance(self.value, list)
             and 0 < len(self.value) <= MAX_WORDS
@@ -377,6 +386,37 @@ class Shape:
         )
 
 
+DURATION_NAME = re.compile(r"[a-z][a-z_]{0,39}")
+DURATION_UNITS = {"days": 86_400_000, "hours": 3_600_000}  # milliseconds, what `$subtract` of two dates gives
+
+
+@dataclass
+class Duration:
+    """A measure derived from two dates of one record: `end` minus `start` (date roles or paths) in `unit`
+    ("took more than 30 days to merge": merged minus created, in days). Filters and the shape name it by
+    `name` as they name a stored field; a record missing either date has no duration."""
+
+    name: str
+    start: str
+    end: str
+    unit: str = "days"
+
+    def __post_init__(self):
+        if not DURATION_NAME.fullmatch(self.name):
+            raise IRError(f"a duration's name is lower-case letters and underscores, not {self.name!r}")
+        if self.unit not in DURATION_UNITS:
+            raise IRError(f"a duration is in one of {', '.join(DURATION_UNITS)}, not {self.unit!r}")
+        if not (isinstance(self.start, str) and self.start and isinstance(self.end, str) and self.end):
+            raise IRError("a duration names a start date and an end date")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "start": self.start, "end": self.end, "unit": self.unit}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Duration:
+        return cls(str(data["name"]), str(data["start"]), str(data["end"]), data.get("unit") or "days")
+
+
 @dataclass
 class Join:
     """The records of another of the tenant's collections that each record refers to: `local` (a path
@@ -407,7 +447,8 @@ class PlanIR:
     is about ("the students' sports": one row per sport); conditions and shape then read each element.
     `join` pairs each record with the records of another collection it refers to (`Join`).
     `times_any`: the time ranges are alternatives, a record in any one of them ("more in March 2023 or in
-    March 2024?": two periods set side by side), not conditions that all hold."""
+    March 2024?": two periods set side by side), not conditions that all hold.
+    `durations`: measures derived from two dates of a record (`Duration`), named by filters and the shape."""
 
     collection: str
     filters: list[Filter] = default(default_factory=list)
@@ -420,6 +461,7 @@ class PlanIR:
     unwind: str | None = None
     join: Join | None = None
     times_any: bool = False
+    durations: list[Duration] = default(default_factory=list)
 
     def __post_init__(self):
         if self.unwind is not None and not (isinstance(self.unwind, str) and self.unwind):
@@ -440,6 +482,7 @@ class PlanIR:
             **({"unwind": self.unwind} if self.unwind else {}),
             **({"join": self.join.to_json()} if self.join else {}),
             **({"times_any": True} if self.times_any else {}),
+            **({"durations": [d.to_json() for d in self.durations]} if self.durations else {}),
         }
 
     @classmethod
@@ -466,6 +509,7 @@ class PlanIR:
                 unwind=data.get("unwind") or None,
                 join=Join.from_json(data["join"]) if data.get("join") else None,
                 times_any=data.get("times_any") is True,
+                durations=[Duration.from_json(d) for d in data.get("durations") or []],
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise IRError(f"malformed plan: {exc}") from None

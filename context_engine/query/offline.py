@@ -20,11 +20,13 @@ from context_engine.query.ir import Filter, PlanIR, Shape, SortKey
 from context_engine.query.plan import Plan, PlanningContext
 from context_engine.query.planner.collection import CollectionStep, detect_collection
 from context_engine.query.planner.conditions import ConditionStep
+from context_engine.query.planner.durations import DurationStep
 from context_engine.query.planner.linking import LinkStep
 from context_engine.query.planner.own_joins import OwnJoinStep
 from context_engine.query.planner.shape import COUNT, DEFAULT_LIMIT, TEXT_LIMIT, TOP, WHO_ROLE, ShapeIntent, ShapeStep
 from context_engine.query.planner.spans import TITLE, SpanStep
 from context_engine.query.planner.templates import FacetStep, templated
+from context_engine.query.planner.weekdays import WeekdayStep
 
 CONFIDENT = 0.7
 
@@ -37,7 +39,9 @@ class OfflinePlanner:
         return templated(ctx, built) or built
 
 
-class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, OwnJoinStep, SpanStep):
+class _Builder(
+    CollectionStep, LinkStep, DurationStep, WeekdayStep, ConditionStep, FacetStep, ShapeStep, OwnJoinStep, SpanStep
+):
     def build(self) -> Plan:
         ctx = self.ctx
         collection, spans = detect_collection(self.q, ctx.schemas)
@@ -63,12 +67,14 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Ow
         if refs:
             self.add_filter("ref", refs[0]) if len(refs) == 1 else self.add_filter("ref", refs, "in")
             self.notes.append(f"the record{'s' if len(refs) > 1 else ''} named: {', '.join(refs)}")
-        state_verb = self._states()
+        duration = self._duration()  # before the states and times: "sat open", "more than 30 days" are its words
+        self._weekdays()  # before the times: "saturday or sunday" spells out a weekend, not the latest Saturday
+        state_verb = self._states() or self.duration_verb
         self._review_states()
         self._values()
         person_roles = self._people()
         self._negations()
-        intent = self._shape_intent()
+        intent = ShapeIntent("own", shape=duration) if duration else self._shape_intent()
         group_role, bucket = self._grouping() if intent is None else (None, None)
         if refs and not (group_role or bucket) and re.search(r"\bwho\b|\bwhom\b|谁", self.q, re.I):
             group_role = next((role for pattern, role in WHO_ROLE if re.search(pattern, self.q, re.I)), None)
@@ -92,6 +98,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Ow
         counted = intent.role if intent and intent.kind == "distinct" else None  # "distinct closers in 2022"
         verb = "reviewed" if review_time else {"closer": "closed", "merger": "merged"}.get(group_role or counted or "")
         time_field = self._times(verb if state_verb is None else state_verb)
+        self._dated_weekdays(time_field, verb if state_verb is None else state_verb)
         compared = self._compared_periods()
         if compared:  # "2021 or 2022, which had more": counted per year, not both years at once
             bucket, extreme = compared
@@ -170,7 +177,8 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Ow
             # Relevance order for a topic search: BM25 (or MongoDB's textScore) ranks the matches.
             shape = Shape("list", sort=[SortKey("relevance", -1)], limit=min(self._list_limit(), TEXT_LIMIT))
         else:
-            shape = Shape("list", sort=by_sort_field, limit=self._list_limit(), fields=shown)
+            order = [SortKey(k.field, 1) for k in by_sort_field] if self._oldest_first() else by_sort_field
+            shape = Shape("list", sort=order, limit=self._list_limit(), fields=shown)
         if not (self.filters or self.times or text) and not (bucket or group_role or is_count or intent_shape):
             self.confidence = min(self.confidence, 0.5)
         shape = self.ranked_place(self.share_of(shape))  # "the second most active", "what share of them"
@@ -193,6 +201,7 @@ class _Builder(CollectionStep, LinkStep, ConditionStep, FacetStep, ShapeStep, Ow
             text_span=(topic[0][0], topic[-1][1]) if topic else None,
             unwind=self.own_unwind(shape),
             join=join,
+            durations=self.durations,
         )
         if contradictions(ir, schema):
             # Conditions no record meets together: some words were read the wrong way (a model may do better).

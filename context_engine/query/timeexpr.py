@@ -84,7 +84,7 @@ def _month_start(year: int, month: int) -> datetime:
     return datetime(year, month, 1)
 
 
-def _cn_number(text: str) -> int:
+def cn_number(text: str) -> int:
     if text.isdigit():
         return int(text)
     if text == "十":
@@ -134,6 +134,12 @@ _SEASON_START = {"spring": 3, "春": 3, "summer": 6, "夏": 6, "fall": 9, "autum
 def _season(year: int, season: str) -> tuple[datetime, datetime]:
     start = _SEASON_START[season.lower()]
     return datetime(year, start, 1), datetime(year, start + 3, 1)
+
+
+def _last_season_year(now: datetime, season: str) -> int:
+    """The year of the latest such season that is over by `now`."""
+    _, end = _season(now.year, season)
+    return now.year if end <= now else now.year - 1
 
 
 def _half(year: int, half: int) -> tuple[datetime, datetime]:
@@ -186,27 +192,37 @@ def _holiday(now: datetime, name: str, year: str | None) -> tuple[datetime, date
     return start, start + timedelta(days=1)
 
 
+_UNIT_WORDS = (
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen"
+    " eighteen nineteen"
+).split()
+_TENS_WORDS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
 def _number(text: str) -> int:
-    words = {
-        "one": 1,
-        "two": 2,
-        "three": 3,
-        "four": 4,
-        "five": 5,
-        "six": 6,
-        "seven": 7,
-        "eight": 8,
-        "nine": 9,
-        "ten": 10,
-        "twelve": 12,
-        "fourteen": 14,
-        "thirty": 30,
-        "a": 1,
-    }
-    return int(text) if text.isdigit() else words.get(text, 0)
+    """A count written in digits or in words, up to a hundred ("ninety", "forty-five", "a hundred")."""
+    text = text.lower()
+    if text.isdigit():
+        return int(text)
+    if text in ("a", "an"):
+        return 1
+    if text.endswith("hundred"):
+        return 100
+    tens, _, unit = re.sub(r"[\s-]+", " ", text).partition(" ")
+    if tens in _TENS_WORDS:
+        return (_TENS_WORDS.index(tens) + 2) * 10 + (_UNIT_WORDS.index(unit) + 1 if unit in _UNIT_WORDS else 0)
+    return _UNIT_WORDS.index(text) + 1 if text in _UNIT_WORDS else 0
 
 
-_N = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fourteen|thirty)"
+_N = (
+    r"(\d+|(?:a |one )?hundred|(?:"
+    + "|".join(_TENS_WORDS)
+    + r")(?:[- ](?:"
+    + "|".join(_UNIT_WORDS[:9])
+    + r"))?|"
+    + "|".join(sorted(_UNIT_WORDS, key=len, reverse=True))
+    + ")"
+)
 _CNN = r"(\d+|[一二两三四五六七八九十]+)"
 _WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _WEEKDAY_NUMBER = {
@@ -244,6 +260,17 @@ def _rules(now: datetime):
         return start, start + timedelta(days=7)
 
     return [
+        # A season named from now: "last summer" is the latest summer over by now (at a February `now`,
+        # last year's; in October, this year's), "this summer" this year's; 去年夏天, 今年春天 by the year said.
+        # Before "last year" / 去年, which would read the year alone.
+        (
+            r"\b(?:(last|past|previous)|this) (spring|summer|fall|autumn)\b",
+            lambda m: _season(_last_season_year(now, m.group(2)) if m.group(1) else now.year, m.group(2)),
+        ),
+        (
+            r"(去年|今年)\s*(春|夏|秋)(?:天|季)",
+            lambda m: _season(now.year - (m.group(1) == "去年"), m.group(2)),
+        ),
         # "the week of April 8, 2019", "2019 年 4 月 8 日那一周": the week (Monday to Monday, as "last
         # week" is) holding that day; before the single days, which would read the day alone
         (
@@ -263,7 +290,7 @@ def _rules(now: datetime):
                 r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(\d{1,2}|[一二三四五六七八九十]+)\s*[日号]\s*"
                 r"(?:那|这|所在的?)(?:一)?(?:周|星期|个星期|礼拜|个礼拜)"
             ),
-            lambda m: week_of(int(m.group(1)), _cn_number(m.group(2)), _cn_number(m.group(3))),
+            lambda m: week_of(int(m.group(1)), cn_number(m.group(2)), cn_number(m.group(3))),
         ),
         # A run of days in one month ("between 10 and 20 May 2019", "Feb 1-14 2019"): before the single days
         (
@@ -316,8 +343,8 @@ def _rules(now: datetime):
         (
             r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月?\s*(?:到|至|-|–)\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
             lambda m: (
-                datetime(int(m.group(1)), _cn_number(m.group(2)), 1),
-                _month_start(int(m.group(1)), _cn_number(m.group(3)) + 1),
+                datetime(int(m.group(1)), cn_number(m.group(2)), 1),
+                _month_start(int(m.group(1)), cn_number(m.group(3)) + 1),
             ),
         ),
         # "the first week of April 2019": days 1-7 (the second 8-14 ...); the last week: the month's last 7 days
@@ -329,7 +356,7 @@ def _rules(now: datetime):
         ),
         (
             r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(\d{1,2}|[一二三四五六七八九十]+)\s*[日号]",
-            lambda m: one_day(int(m.group(1)), _cn_number(m.group(2)), _cn_number(m.group(3))),
+            lambda m: one_day(int(m.group(1)), cn_number(m.group(2)), cn_number(m.group(3))),
         ),
         (r"\btoday\b|今天", lambda m: (today, today + timedelta(days=1))),
         # "Monday", "this Monday", 周一: the latest such day up to today ("since Monday" runs from it to now)
@@ -353,8 +380,8 @@ def _rules(now: datetime):
         (
             r"从\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(?:到|至|-)\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
             lambda m: (
-                datetime(_year_of(now, _cn_number(m.group(1))), _cn_number(m.group(1)), 1),
-                _month_start(_year_of(now, _cn_number(m.group(1))), _cn_number(m.group(2)) + 1),
+                datetime(_year_of(now, cn_number(m.group(1))), cn_number(m.group(1)), 1),
+                _month_start(_year_of(now, cn_number(m.group(1))), cn_number(m.group(2)) + 1),
             ),
         ),
         (r"\byesterday\b|\byday\b|昨天", lambda m: (today - timedelta(days=1), today)),
@@ -405,22 +432,22 @@ def _rules(now: datetime):
         ),
         (
             rf"(?:最近|过去|近)\s*{_CNN}\s*(天|日|周|个星期|星期)",
-            lambda m: (_days_back(now, _cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")]), now),
+            lambda m: (_days_back(now, cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")]), now),
         ),
-        (rf"(?:最近|过去|近)\s*{_CNN}\s*个月", lambda m: (_months_ago(today, _cn_number(m.group(1))), now)),
+        (rf"(?:最近|过去|近)\s*{_CNN}\s*个月", lambda m: (_months_ago(today, cn_number(m.group(1))), now)),
         (rf"\bsince {_MONTH}\.? (20\d\d)\b", lambda m: (datetime(int(m.group(2)), MONTHS[m.group(1)], 1), None)),
         (
             r"自?(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月(?:以来|起)",
-            lambda m: (datetime(int(m.group(1)), _cn_number(m.group(2)), 1), None),
+            lambda m: (datetime(int(m.group(1)), cn_number(m.group(2)), 1), None),
         ),
         (r"(20\d\d)\s*年(?:以来|起)", lambda m: (datetime(int(m.group(1)), 1, 1), None)),
         (r"\bq([1-4])\s*(20\d\d)\b", lambda m: _quarter(int(m.group(2)), int(m.group(1)))),
         # "Q4 '23", "Q1 ’19": a year written with its last two digits after an apostrophe
         (r"\bq([1-4])\s*['’‘](\d\d)\b", lambda m: _quarter(2000 + int(m.group(2)), int(m.group(1)))),
-        (r"(20\d\d)\s*年?\s*第?\s*([一二三四1-4])\s*季度", lambda m: _quarter(int(m.group(1)), _cn_number(m.group(2)))),
+        (r"(20\d\d)\s*年?\s*第?\s*([一二三四1-4])\s*季度", lambda m: _quarter(int(m.group(1)), cn_number(m.group(2)))),
         (
             r"\bq([1-4])\b|第([一二三四1-4])季度",
-            lambda m: _quarter(now.year, int(m.group(1)) if m.group(1) else _cn_number(m.group(2))),
+            lambda m: _quarter(now.year, int(m.group(1)) if m.group(1) else cn_number(m.group(2))),
         ),
         (
             r"\b(?:the\s+)?(first|second|third|fourth|1st|2nd|3rd|4th|last)\s+quarter\s+of\s+(20\d\d)\b",
@@ -467,14 +494,14 @@ def _rules(now: datetime):
         (
             r"(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月",
             lambda m: (
-                datetime(int(m.group(1)), _cn_number(m.group(2)), 1),
-                _month_start(int(m.group(1)), _cn_number(m.group(2)) + 1),
+                datetime(int(m.group(1)), cn_number(m.group(2)), 1),
+                _month_start(int(m.group(1)), cn_number(m.group(2)) + 1),
             ),
         ),
         (rf"\bsince {_MONTH}\b(?! \d)", lambda m: (_most_recent_month(now, MONTHS[m.group(1)]), None)),
         (
             r"自(\d{1,2}|[一二三四五六七八九十]+)月(?:以来|起|份以来)?",
-            lambda m: (_most_recent_month(now, _cn_number(m.group(1))), None),
+            lambda m: (_most_recent_month(now, cn_number(m.group(1))), None),
         ),
         (
             rf"\bin {_MONTH}\b(?! \d)",
@@ -486,8 +513,8 @@ def _rules(now: datetime):
         (
             r"(?<![\d年])(\d{1,2}|[一二三四五六七八九十]+)\s*月份?(?![\d日号])",
             lambda m: (
-                _most_recent_month(now, _cn_number(m.group(1))),
-                _month_start(_most_recent_month(now, _cn_number(m.group(1))).year, _cn_number(m.group(1)) + 1),
+                _most_recent_month(now, cn_number(m.group(1))),
+                _month_start(_most_recent_month(now, cn_number(m.group(1))).year, cn_number(m.group(1)) + 1),
             ),
         ),
         # "May" alone is a month only before the records it dates ("the May ones", "May threads"): else a verb
@@ -539,7 +566,9 @@ _DATEISH = (
     r"|(?:the )?\d{1,2}(?:st|nd|rd|th)? (?:of )?" + _MONTH + r"\.?(?:,? \d{4})?|" + _MONTH + r"(?: \d{4})?)"
 )
 _BETWEEN = re.compile(
-    r"\b(?:between|from)\s+(?P<a>" + _DATEISH + r")\s+(?:and|to|through|until|till|-)\s+(?P<b>" + _DATEISH + r")", re.I
+    r"\b(?:between|from)\s+(?P<a>" + _DATEISH + r")\s+(?:and|to|through|until|till|-)\s+(?P<b>" + _DATEISH + r")"
+    r"(?:,?\s*['’](?P<yy>\d\d)(?![\w'’]))?",  # "from march through june '22": the year after both months
+    re.I,
 )
 
 
@@ -547,7 +576,7 @@ def _between(m: re.Match, now: datetime) -> tuple[datetime, datetime] | None:
     """`between Oct 5 and Oct 9`, `from March through May 2026`: inclusive of the last day or month."""
     first, last = m.group("a"), m.group("b")
     year = re.search(r"(20\d\d)", last) or re.search(r"(20\d\d)", first)
-    year_text = year.group(1) if year else str(now.year)
+    year_text = year.group(1) if year else f"20{m.group('yy')}" if m.group("yy") else str(now.year)
 
     def bound(text: str, end: bool) -> datetime | None:
         month_only = re.fullmatch(_MONTH + r"\.?(?: 20\d\d)?", text.strip(), re.I)
@@ -749,12 +778,14 @@ _SINCE = re.compile(
     r"\s+(?:the\s+)?(?:(?:start|beginning)\s+of\s+)?|\bfrom\s+the\s+(?:start|beginning)\s+of\s+|(?:自从?|从)\s*)$"
 )
 _ONWARDS = re.compile(
-    r"^(?:\s*(?:onwards?|on\b|and (?:later|after|since|beyond)|or later)|\s*(?:年)?\s*(?:以来|以后|起|开始)"
+    # "2023 on" opens the period, "2023 on average" / "on a weekend" / "on Mondays" do not
+    r"^(?:\s*(?:onwards?|on\b(?!\s+(?:average|avg|a|an|the|weekends?|weekdays?|\w*days?|time|record)\b)|and (?:later|after|since|beyond)|or later)|\s*(?:年)?\s*(?:以来|以后|起|开始)"
     r"|\s*(?:(?:到|至)(?:现在|今天|目前为止|目前)|至今))"
 )
 # A period named from now ("last month", 上个月): "since the start of last month" runs up to now
 _RELATIVE = re.compile(
     r"(?:the\s+)?(?:last|this|previous|past|prior|current)\s+(?:calendar\s+)?(?:week|wk|month|quarter|year)"
+    r"|(?:last|this|previous|past)\s+(?:spring|summer|fall|autumn)|(?:去年|今年)\s*(?:春|夏|秋)(?:天|季)"
     r"|上个?(?:月|星期|季度)|上周|本(?:月|周|季度)|今年|去年"
     rf"|(?:(?:this|last|past)\s+)?{_WEEKDAY}|(?:周|星期|礼拜)[一二三四五六日天]"
 )

@@ -9,7 +9,18 @@ import pytest
 
 from context_engine.query.compile import CompileError, compile_plan
 from context_engine.query.execute import run_pipeline
-from context_engine.query.ir import Filter, Having, IRError, Join, Measure, PlanIR, Shape, SortKey, TimeRange
+from context_engine.query.ir import (
+    Duration,
+    Filter,
+    Having,
+    IRError,
+    Join,
+    Measure,
+    PlanIR,
+    Shape,
+    SortKey,
+    TimeRange,
+)
 from context_engine.query.schema import schema_from_documents
 from context_engine.query.validate import validate_pipeline
 from tests.query.conftest import ISSUES, hand_made_world, refs, run
@@ -175,7 +186,7 @@ def test_an_unknown_field_is_a_compile_error_naming_it(schema):
         ({"collection": "issues", "shape": {"kind": "delete"}}, "unknown shape"),
         ({"collection": "issues", "shape": {"kind": "list", "limit": -1}}, "positive integer"),
         ({"collection": "issues", "shape": {"kind": "group"}}, "needs a field"),
-        ({"collection": "issues", "shape": {"kind": "group", "field": "x", "bucket": "hour"}}, "time bucket"),
+        ({"collection": "issues", "shape": {"kind": "group", "field": "x", "bucket": "minute"}}, "time bucket"),
         ({"collection": "issues", "times": [{"field": "created", "start": "yesterday"}]}, "bounds are dates"),
         ({"filters": []}, "collection"),
         ({"collection": "issues", "filters": [{"field": "title", "op": "words", "value": ["a.*"]}]}, "words takes"),
@@ -540,3 +551,83 @@ def test_only_a_ranking_skips_and_only_a_share_has_a_part():
     assert Shape.from_json(shape.to_json()) == shape
     ranked = Shape("group", field="author", limit=1, offset=2)
     assert Shape.from_json(ranked.to_json()) == ranked
+
+
+CLOSE_TIME = Duration("days_to_close", "created", "closed_at")  # a#2 took 12 days, a#4 one; a#1 and a#3 are open
+
+
+@pytest.mark.parametrize(
+    "f,expected",
+    [
+        (Filter("days_to_close", "gt", 5), ["a#2"]),
+        (Filter("days_to_close", "lte", 1), ["a#4"]),
+        # the complement among the records that have a duration: an open issue took no time to close
+        (Filter("days_to_close", "gt", 5, negate=True), ["a#4"]),
+    ],
+)
+def test_a_duration_is_compared_where_both_dates_are_known(store, schema, f, expected):
+    assert refs(PlanIR("issues", filters=[f], durations=[CLOSE_TIME]), store, schema) == expected
+
+
+@pytest.mark.parametrize(
+    "shape,expected",
+    [
+        (Shape("avg", field="days_to_close"), [{"average": 6.5}]),
+        (Shape("max", field="days_to_close"), [{"max": 12}]),
+    ],
+)
+def test_a_duration_is_a_measure_the_shape_aggregates(store, schema, shape, expected):
+    assert run(PlanIR("issues", shape=shape, durations=[CLOSE_TIME]), store, schema) == expected
+
+
+@pytest.mark.parametrize(
+    "shape,expected",
+    [
+        (Shape("argmax", field="days_to_close"), ["a#2"]),
+        (Shape("argmin", field="days_to_close"), ["a#4"]),
+        (Shape("list", sort=[SortKey("days_to_close", 1)], limit=2), ["a#4", "a#2"]),
+    ],
+)
+def test_records_are_ranked_by_a_duration(store, schema, shape, expected):
+    rows = run(PlanIR("issues", shape=shape, durations=[CLOSE_TIME]), store, schema)
+    assert [r["ref"] for r in rows] == expected
+
+
+def test_a_duration_survives_json_and_a_malformed_one_is_refused():
+    ir = PlanIR("issues", filters=[Filter("days_to_close", "gt", 5)], durations=[CLOSE_TIME])
+    assert PlanIR.from_json(ir.to_json()) == ir
+    with pytest.raises(IRError):
+        PlanIR.from_json({"collection": "issues", "durations": [{"name": "$x", "start": "a", "end": "b"}]})
+    with pytest.raises(IRError):
+        Duration("took", "created", "closed_at", unit="fortnights")
+
+
+def test_a_duration_compared_with_no_number_is_a_compile_error(schema):
+    ir = PlanIR("issues", filters=[Filter("days_to_close", "eq", "long")], durations=[CLOSE_TIME])
+    with pytest.raises(CompileError):
+        compile_plan(ir, schema)
+
+
+@pytest.mark.parametrize(
+    "f,expected",
+    [
+        (Filter("created", "day_of_week", [2]), ["a#1"]),  # 2026-01-05 is a Monday
+        (Filter("created", "day_of_week", [1, 7]), ["a#4"]),  # 2026-02-14 a Saturday
+        (Filter("created", "day_of_week", [1, 7], negate=True), ["a#1", "a#2", "a#3"]),
+    ],
+)
+def test_a_date_on_some_days_of_the_week(store, schema, f, expected):
+    assert refs(PlanIR("issues", filters=[f]), store, schema) == expected
+
+
+def test_days_of_the_week_are_numbered_one_to_seven():
+    with pytest.raises(IRError):
+        Filter("created", "day_of_week", [0])
+
+
+def test_cyclic_buckets_count_per_hour_and_day_of_the_week(store, schema):
+    by_weekday = run(PlanIR("issues", shape=Shape("group", field="created", bucket="weekday")), store, schema)
+    # 2026-01-05 and 2026-01-20 are a Monday and a Tuesday, 2026-02-03 a Tuesday, 2026-02-14 a Saturday
+    assert by_weekday == [{"_id": 2, "count": 1}, {"_id": 3, "count": 2}, {"_id": 7, "count": 1}]
+    by_hour = run(PlanIR("issues", shape=Shape("argmax", field="created", bucket="hour", over="groups")), store, schema)
+    assert by_hour == [{"_id": 0, "count": 4}]

@@ -248,3 +248,32 @@ def test_a_verb_dates_a_period_across_in_the():
     assert rng.verb == "merged"
     (rng,) = find_time_ranges("bugs we resolve in the previous month", NOW)
     assert rng.verb == "resolved"
+
+
+@pytest.mark.parametrize(
+    "text,start,end",
+    [
+        # counts written as words, up to a hundred
+        ("tickets from the past sixty days", D(2026, 10, 2), NOW),
+        ("over the last twenty-one days", D(2026, 11, 10), NOW),
+        ("in the previous eleven weeks", D(2026, 9, 15), NOW),
+        # a season named from now: the latest one over (summer 2026 at a November now), up to now after "since"
+        ("since last summer", D(2026, 6, 1), NOW),
+        ("during last spring", D(2026, 3, 1), D(2026, 6, 1)),
+        ("去年秋天", D(2025, 9, 1), D(2025, 12, 1)),
+        ("今年夏天以来", D(2026, 6, 1), NOW),
+        # a two-digit year after a run of months is the year of both
+        ("from april to august '21", D(2021, 4, 1), D(2021, 9, 1)),
+        # "on" before a noun is no "from 2024 on"
+        ("in 2024 on average", D(2024, 1, 1), D(2025, 1, 1)),
+        ("from 2024 on", D(2024, 1, 1), None),
+    ],
+)
+def test_number_words_seasons_from_now_and_short_years(text, start, end):
+    (found,) = find_time_ranges(text, NOW)
+    assert (found.start, found.end) == (start, end)
+
+
+def test_last_summer_asked_in_summer_is_the_year_before():
+    (found,) = find_time_ranges("last summer", datetime(2026, 7, 15))
+    assert (found.start, found.end) == (D(2025, 6, 1), D(2025, 9, 1))

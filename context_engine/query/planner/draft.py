@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from context_engine.query.ir import Filter, TimeRange
+from context_engine.query.ir import Duration, Filter, TimeRange
 from context_engine.query.plan import PlanningContext
 from context_engine.query.schema import CollectionSchema
 
@@ -37,6 +37,8 @@ class Draft:
         self.times: list[TimeRange] = []
         self.times_any = False  # the times are alternatives: periods compared (`PlanIR.times_any`)
         self.undated: list[tuple[int, int]] = []  # times the question says that no field of the kind can date
+        self.durations: list[Duration] = []  # measures between two dates of a record (`planner.durations`)
+        self.duration_verb: str | None = None  # the event that ends the duration read ("merged"), which dates it
 
     def use(self, span: tuple[int, int], how: str = "value") -> None:
         self.used.append(span)

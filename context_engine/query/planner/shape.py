@@ -39,15 +39,27 @@ TOP = re.compile(
     re.I,
 )
 
+# A size written in digits or as a word ("last 3", "Dann's last three messages", "the five most recently
+# opened", 最近开的 5 个): not a length of time ("the last three days").
+_SIZE = r"(\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty)"
 _LIMIT = re.compile(
-    r"\b(?:last|latest|first|recent|newest|oldest)\s+(\d+)\b(?!\s*(?:hours?|days?|weeks?|months?|years?|quarters?))|\b(\d+) (?:most recent|latest|newest|oldest)\b|最近的?(\d+)个"
+    rf"\b(?:last|latest|first|recent|newest|oldest)\s+{_SIZE}\b(?!\s*(?:hours?|days?|weeks?|months?|years?|quarters?|of\b))"
+    rf"|\b{_SIZE} (?:most recent(?:ly)?|latest|newest|oldest)\b"
+    r"|最近(?:[\u4e00-\u9fff]{1,3}的)?的?\s*(\d+|[两二三四五六七八九十])\s*(?:个|条|篇|则)(?!月|星期|礼拜|小时|钟头|季度|工作日)",
+    re.I,
 )
 
 _BUCKETS = [
+    # the cyclic buckets first: "by day of week" is no "by day"
+    (
+        "weekday",
+        r"\bby (?:the )?(?:day of (?:the )?week|weekday)\b|\bper (?:day of (?:the )?week|weekday)\b|按星期几|按周几",
+    ),
+    ("hour", r"\bby (?:the )?hour(?: of (?:the )?day)?\b|\bper hour of (?:the )?day\b|\bhourly\b|按小时"),
     ("day", r"\bdaily\b|\bper[- ]day\b|\bday[- ]by[- ]day\b|\bby (?:the )?day\b|\beach day\b|每天|每日|按天"),
     (
         "week",
-        r"\bweekly\b|\bper[- ]week\b|\bweek[- ]by[- ]week\b|\bby (?:the )?week\b|\beach week\b|\bweek (?:by|over|on) week\b|每周|按周",
+        r"\bweekly\b|\bper[- ]week\b|\bweek[- ]by[- ]week\b|\bby (?:the )?week\b|\beach week\b|\bweek (?:by|over|on) week\b|每周(?![一二三四五六日天末])|按周",
     ),
     (
         "month",
@@ -146,11 +158,19 @@ _WORD_NUMBERS = {
     "eight": 8,
     "nine": 9,
     "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "fifteen": 15,
+    "twenty": 20,
     "两": 2,
     "二": 2,
     "三": 3,
     "四": 4,
     "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
     "十": 10,
 }
 
@@ -185,6 +205,29 @@ _ASKED_UNIT = re.compile(
     rf"|哪(?:一|个)?\s*(天|日|周|个?星期|个?月|年)",
     re.I,
 )
+# The hour of the day or the day of the week asked for as the busiest or quietest (`ShapeStep._cyclic_extreme`).
+_CYCLIC_ASKED = (
+    (
+        "hour",
+        re.compile(
+            r"\b(?:which|what|at which|at what)\s+(?:\(?utc\)?\s+)?hours?\b(?:\s+of\s+(?:the\s+)?day)?"
+            r"|\b(?:busiest|quietest|peak|most active|least active|slowest)\s+(?:\(?utc\)?\s+)?hours?\b(?:\s+of\s+(?:the\s+)?day)?"
+            r"|\bhour of (?:the )?day\b|哪(?:一|个)?\s*(?:个)?(?:小时|钟点)|几点(?:钟)?",
+            re.I,
+        ),
+    ),
+    (
+        "weekday",
+        re.compile(
+            r"\b(?:which|what)\s+(?:day of (?:the )?week|weekday)\b"
+            r"|\b(?:busiest|quietest|peak|most active|least active|slowest|calmest)\s+(?:day of (?:the )?week|weekday)\b"
+            r"|\bday of (?:the )?week\b|(?:星期|礼拜|周)几",
+            re.I,
+        ),
+    ),
+)
+# Words that only say the cycle or its clock: "(UTC)", "of the day", 一天里, （UTC）
+_CYCLE_WORDS = r"[(（]\s*UTC\s*[)）]|\bUTC\b|\bof the day\b|一天(?:里|中|当中|之中)?|一周(?:里|中|当中|之中)?"
 _EXTREME_WORD = re.compile(
     rf"\bmost\b|\bhighest\b|\bbusiest\b|\bpeak\b|\brecord\b|\bbiggest\b|\bbest\b|{_FEWEST}|最多|最高|最忙|最活跃|最热闹",
     re.I,
@@ -203,6 +246,24 @@ _ASKED_GROUP = re.compile(
     # "who posted the fewest messages", "the least active member", "谁发的消息最少": people
     rf"|^\W*(who)\b|\b(?:which|what)\s+(person|user|member|author|poster)\b"
     rf"|\b(?:quietest|least active|least busy)\s+(person|user|member|author|poster|contributor)\b|(谁)",
+    re.I,
+)
+# The values of a field asked for by their noun ("which labels", "what channels are there", "list the
+# channels", 哪些 label) and, after it, a count of each ("and on how many issues each", "with their message
+# counts", "w/ counts", 每个各有几个): `ShapeStep._values_with_counts`.
+_VALUE_NOUN = (
+    r"(labels?|tags?|channels?|workspaces?|repos?|repositor(?:y|ies)|milestones?|projects?|components?|teams?"
+    r"|标签|频道|工作区|仓库|团队|项目)"
+)
+_VALUES_ASKED = re.compile(
+    rf"\b(?:which|what|list(?: all)?(?: of)?(?: the)?|show(?: me)?(?: the)?|all(?: the)?)\s+(?:different\s+)?(?:[a-z]+\s+)?{_VALUE_NOUN}"
+    rf"|^\s*{_VALUE_NOUN}\b|(?:都|一共|总共)?(?:用过|用了|出现过|有过?)?\s*(?:哪些|什么|哪几个)\s*(label|tag|channel|{_VALUE_NOUN[1:-1]})",
+    re.I,
+)
+_EACH_COUNTED = re.compile(
+    r"\bhow many\b[^.?!;]{0,40}?\beach\b|\beach\b[^.?!;]{0,30}?\bhow many\b"
+    r"|\b(?:with|w/|and|plus|along with)\s+(?:their|the|its|a|an)?\s*(?:\w+\s+){0,2}?(?:counts?|tall(?:y|ies)|totals?)\b"
+    r"|(?:各|每个|每一个)[^？?。，,]{0,6}?(?:几|多少)",
     re.I,
 )
 _GROUP_NOUN_ROLES = {
@@ -643,6 +704,9 @@ class ShapeStep(OwnAggregateStep):
                     self.use(named.span(), "shape")
                     self._named_group = path
                     return "named", None
+        listed_counts = self._values_with_counts()
+        if listed_counts:
+            return listed_counts, None
         # the grouped word no condition holds ("by people with no association to the repo": a condition)
         m = next((g for g in _GROUP.finditer(self.q) if not self._in_a_condition(g.span(g.lastindex or 0))), None)
         if m:
@@ -652,6 +716,22 @@ class ShapeStep(OwnAggregateStep):
                 if word.lower().startswith(prefix):
                     return self._role_done_by(m.end(), role), None
         return None, None
+
+    def _values_with_counts(self) -> str | None:
+        """ "which labels were used, and on how many issues each", "the channels with their message counts",
+        都用过哪些 label？每个各有几个: the values of a field asked for, each with its count — counts per value.
+        The role the value noun names; None unless both the values and a count of each are asked."""
+        asked = _VALUES_ASKED.search(self.q)
+        counted = _EACH_COUNTED.search(self.q, asked.end()) if asked else None
+        if counted is None:
+            return None
+        word = next(g for g in asked.groups() if g).lower()
+        role = next((r for k, r in (*_GROUP_NOUN_ROLES.items(), *_GROUP_ROLES.items()) if word.startswith(k)), None)
+        if role is None or self._group_path(role)[0] is None:
+            return None
+        self.use(asked.span(), "shape")
+        self.use(counted.span(), "shape")
+        return role
 
     def _in_a_condition(self, span: tuple[int, int]) -> bool:
         return any(
@@ -1055,12 +1135,18 @@ class ShapeStep(OwnAggregateStep):
             return min(int(measured.group(1)), 200) if measured.group(1).isdigit() else _WORD_NUMBERS[measured.group(1)]
         return 5
 
+    def _oldest_first(self) -> bool:
+        """A size said from the start ("the first ten issues", "the 3 oldest"): the earliest records, not the latest."""
+        m = _LIMIT.search(self.q)
+        return bool(m and re.search(r"\b(?:first|oldest)\b", m.group(0), re.I))
+
     def _list_limit(self, peek: bool = False) -> int:
         m = _LIMIT.search(self.q)
         if m:
             if not peek:
                 self.use(m.span(), "shape")
-            return min(int(next(g for g in m.groups() if g)), 200)
+            size = next(g for g in m.groups() if g).lower()
+            return min(int(size) if size.isdigit() else _WORD_NUMBERS[size], 200)
         return DEFAULT_LIMIT
 
     def _shape_intent(self) -> ShapeIntent | None:
@@ -1072,6 +1158,9 @@ class ShapeStep(OwnAggregateStep):
             own = self.own_aggregate(mentions) or self.own_shape(mentions)
             if own is not None:
                 return ShapeIntent("own", shape=own)
+        cyclic = self._cyclic_extreme()
+        if cyclic:
+            return cyclic
         unit = _ASKED_UNIT.search(self.q)
         if unit and _EXTREME_WORD.search(self.q):
             word = next(g for g in unit.groups() if g)
@@ -1170,6 +1259,21 @@ class ShapeStep(OwnAggregateStep):
                 self.use(_first_word(m), "shape")
                 self.mark(r"\b(?:oldest|earliest|newest|latest|most recent) first\b", "shape")
                 return ShapeIntent("record_extreme", direction=direction)
+        return None
+
+    def _cyclic_extreme(self) -> ShapeIntent | None:
+        """ "what hour of the day is busiest", "the least active weekday", 哪个小时消息最多, 星期几最冷清: the hour
+        (or day of the week) whose records are most or fewest, over every day of the period (UTC)."""
+        for bucket, asked in _CYCLIC_ASKED:
+            said = asked.search(self.q)
+            extreme = _EXTREME_WORD.search(self.q) if said else None
+            if said and extreme:
+                self.use(said.span(), "shape")
+                self.mark(_EXTREME_WORD.pattern, "shape")
+                while self.mark(_CYCLE_WORDS, "shape"):
+                    pass
+                kind = "argmin" if re.search(_FEWEST, self.q, re.I) else "argmax"
+                return ShapeIntent("bucket_extreme", extreme=kind, bucket=bucket)
         return None
 
     def _averaged_measure(self) -> ShapeIntent | None:

@@ -647,3 +647,67 @@ def test_the_thread_most_people_replied_in_is_ranked_by_its_repliers(catalog, qu
     p = plan(catalog, question)
     assert (p.ir.shape.kind, p.ir.shape.field, p.ir.shape.limit) == ("top", "reply_users_count", 1), p.pipeline
     assert p.not_understood == [], p.not_understood
+
+
+@pytest.mark.parametrize(
+    "question,limit,direction",
+    [
+        ("Alex Chen's four most recently merged PRs", 4, -1),
+        ("the latest seven slack messages", 7, -1),
+        ("the first twelve tickets ever filed", 12, 1),
+        ("最近合并的 3 个 PR", 3, -1),
+        ("最近发的两条消息", 2, -1),
+    ],
+)
+def test_a_size_written_as_a_word_or_after_a_verb_is_the_list_limit(catalog, question, limit, direction):
+    shape = plan(catalog, question).ir.shape
+    assert (shape.kind, shape.limit, shape.sort[0].direction) == ("list", limit, direction)
+
+
+def test_the_last_few_days_are_a_time_not_a_size(catalog):
+    p = plan(catalog, "PRs merged in the last three days")
+    assert p.ir.shape.limit != 3 and p.ir.times
+
+
+@pytest.mark.parametrize(
+    "question,field",
+    [
+        ("what labels do the pull requests carry, and how many PRs have each?", "labels"),
+        ("show me the slack channels along with their message tallies", "channel"),
+        ("channels w/ counts", "channel"),
+        ("PR 一共用过哪些标签？每个各用了多少次", "labels"),
+    ],
+)
+def test_values_asked_with_a_count_of_each_are_counts_per_value(catalog, question, field):
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "group" and p.ir.shape.field.startswith(field)
+    assert not p.not_understood
+
+
+def test_values_asked_without_counts_are_not_counted_per_value(catalog):
+    p = plan(catalog, "which labels are there on pull requests?")
+    assert p.ir is None or p.ir.shape.kind != "group"
+
+
+@pytest.mark.parametrize(
+    "question,kind,bucket",
+    [
+        ("at what hour do slack messages peak?", "argmax", "hour"),
+        ("the quietest hour of the day for PR merges in 2026 (UTC)", "argmin", "hour"),
+        ("which day of the week has the most tickets opened?", "argmax", "weekday"),
+        ("2026 年星期几合并的 PR 最少？", "argmin", "weekday"),
+        ("slack 消息一天里几点最多", "argmax", "hour"),
+    ],
+)
+def test_the_busiest_hour_or_weekday_is_a_cyclic_bucket_extreme(catalog, question, kind, bucket):
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.bucket, p.ir.shape.over) == (kind, bucket, "groups")
+    assert not p.not_understood and not [f for f in p.ir.filters if f.op == "day_of_week"]
+
+
+@pytest.mark.parametrize(
+    "question,bucket", [("PRs merged by day of week", "weekday"), ("slack messages by hour", "hour")]
+)
+def test_counts_per_hour_or_weekday(catalog, question, bucket):
+    shape = plan(catalog, question).ir.shape
+    assert (shape.kind, shape.bucket) == ("group", bucket)
