@@ -75,7 +75,8 @@ class ConditionStep(Draft):
                     r"(?:\bnot|n't)(?: marked as| marked| a| in)? drafts?\b|\bnon-?drafts?\b"
                 )  # said twice: "ready for review, i.e. not a draft"
             if self.mark(
-                r"关闭了?但?(?:是)?(?:没有?|未)(?:被)?(?:merge|合并|合入)|(?:没有?|未)(?:merge|合并|合入)就(?:被)?关闭"
+                r"(?:关闭|关掉|关)了?[，,\s]*(?:但|却|可|而)?(?:是)?(?:没有?|未)(?:被)?(?:merge|合并|合入|合(?!作))"
+                r"|(?:没有?|未)(?:merge|合并|合入)就(?:被)?(?:关闭|关掉|关了)"
             ):
                 self.add_filter("merged", False)
                 self.add_filter("state", "closed")

@@ -172,6 +172,8 @@ def answer(world, question: str):
         ("rory's PRs that were rejected", ["p2"]),
         ("从未合并的 PR", ["p2", "p3", "p5", "p6", "p7"]),
         ("被关闭但没有合并的 PR", ["p2", "p7"]),
+        ("哪些 PR 关掉了却没合", ["p2", "p7"]),  # 关掉 / 合 alone, 却 for 但
+        ("rory 的 PR 里没合并就被关了的", ["p2"]),
         # close reasons
         ("issues closed as won't fix", ["i4", "i6"]),
         ("issues whose close reason is completed", ["i3", "i5", "i8"]),
