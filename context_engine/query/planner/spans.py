@@ -553,7 +553,7 @@ class SpanStep(Draft):
             if structured
             and not any(f.field == label or m.group(1).lower() in str(f.value).lower() for f in self.filters)
         }
-        for m in re.finditer(r"[A-Za-z][A-Za-z0-9_'’\-]*|\d+|[\u4e00-\u9fff]+", self.q):
+        for m in re.finditer(rf"[A-Za-z][A-Za-z0-9_'’\-]*|\d+|[\u4e00-\u9fff]+|{_EMOJI}", self.q):
             for start, end in self._unread_parts(_content_pieces(m)):
                 if (start, end) in qualifiers and not self._is_used((start, end)):
                     missed.append((start, end))
@@ -801,10 +801,17 @@ def _reads_a_negation(f: Filter, cue: str) -> bool:
     )
 
 
+# An emoji says something ("🐛 issues", "most ❤️'d"): a word no rule reads, so it is reported unread
+# rather than dropped like punctuation.
+_EMOJI = r"[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50]\uFE0F?"
+
+
 def _content_pieces(m: re.Match) -> list[tuple[int, int]]:
     """The content-bearing pieces of one token: none for a function word, a number or a single letter;
-    a CJK run split at its function characters (pieces of two characters or more)."""
+    a CJK run split at its function characters (pieces of two characters or more); an emoji whole."""
     token = m.group(0)
+    if re.fullmatch(_EMOJI, token):
+        return [(m.start(), m.end())]
     if re.match(r"[\u4e00-\u9fff]", token):
         return [(m.start() + p.start(), m.start() + p.end()) for p in re.finditer(rf"[^{_CJK_FUNCTION}]{{2,}}", token)]
     word = token.lower().rstrip("'’").removesuffix("'s").removesuffix("’s")
