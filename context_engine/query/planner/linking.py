@@ -428,7 +428,7 @@ class LinkStep(Draft):
             r"^\s*(?:did |has |have )?(?:resolve|resolved|close|closed|complete|completed|finish|finished|fix|fixed|shut(?: down)?)\b"
             # "issues severo marked done", "albertvillanova's not-planned closures": the closing was theirs
             r"|^\s*(?:did |has |have )?marked (?:as )?(?:done|completed?|closed|resolved|fixed)\b"
-            r"|^(?:'s|s'|’s)\s+(?:[\w'’-]+\s+)?(?:closures|closings)\b"
+            r"|^(?:'s|s'|’s)\s+(?:[\w'’-]+\s+)?(?:closures|closings|closes)\b"
             r"|^\s*(?:以[^，。？?]{0,20})?关闭",
             after,
         ):

@@ -193,6 +193,7 @@ def answer(world, question: str):
         ("issues where quinn is among the assignees", ["i2"]),
         ("issues quinn marked as completed", ["i3", "i5", "i8"]),  # the closer, not the author (quinn wrote all)
         ("rory's issue closures", ["i4"]),
+        ("issues: rory's won't-fix closes", ["i4"]),  # the noun 'closes' too
         ("2021 年 quinn 合进去了哪些 PR", ["p4"]),  # 合进去: merged, dated by the merge
     ],
 )
