@@ -278,8 +278,8 @@ class LinkStep(Draft):
     def _role_of(self, mention: Mention) -> str:
         before = self.q[: mention.start].lower()[-40:]
         after = self.q[mention.end :].lower()[:30]
-        if mention.text.lower().endswith(("'s", "’s")):
-            after = "'s" + after  # the possessive was read as part of the name
+        if mention.text.lower().endswith(("'s", "’s")) or mention.text.lower() in ("my", "our"):
+            after = "'s" + after  # the possessive was read as part of the name; "my threads" is the asker's
         own = self._own_role(mention)
         if own:
             return own

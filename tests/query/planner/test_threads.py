@@ -319,3 +319,11 @@ def test_messages_said_to_be_replies_in_threads_are_the_replies(world, question,
     rows, plan = answer(world, question)
     assert rows == [expected], plan.pipeline
     assert plan.not_understood == [], plan.not_understood
+
+
+def test_people_replying_in_my_threads_are_the_repliers_to_the_asker(world):
+    """ "my threads" is the asker's, as "Ana's threads" is Ana's: the repliers are the others in them."""
+    rows, plan = answer(world, "how many different people have replied in my threads?", asker="UA")
+    assert rows == [{"count": 2}], plan.pipeline  # Ben and Cy; Ana's own replies do not count
+    rows, plan = answer(world, "threads I started", asker="UA")
+    assert refs(rows) == ["a1", "a2"], plan.pipeline
