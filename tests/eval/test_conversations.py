@@ -1,7 +1,8 @@
 """The conversation sets (`tests/data/conversations.jsonl`, tuned on; `conversations_heldout.jsonl` and
 `conversations_heldout2.jsonl`, `conversations_heldout3.jsonl` and `conversations_heldout4.jsonl`, each reported
 once and then tuned on; `conversations_heldout5.jsonl`, `conversations_heldout6.jsonl`,
-`conversations_heldout7.jsonl`, `conversations_heldout8.jsonl` and `conversations_heldout9.jsonl`, each reported once) and the
+`conversations_heldout7.jsonl`, `conversations_heldout8.jsonl`, `conversations_heldout9.jsonl` and
+`conversations_heldout10.jsonl`, each reported once) and the
 evaluator that runs them through the graph.
 
 The sets' gold was written without reading the follow-up rules (`tests/data/conversations_README.md`).
@@ -124,6 +125,17 @@ SETS = {
         min_declines=6,
         max_turns=5,
     ),
+    # Threads that drop a condition, go back to an earlier turn, pick a record by its title or number, compare with
+    # the last answer or ask why.
+    "heldout10": SimpleNamespace(
+        path=DATA / "conversations_heldout10.jsonl",
+        min_conversations=38,
+        min_turns=130,
+        min_checked=120,
+        min_topics=10,
+        min_declines=8,
+        max_turns=5,
+    ),
 }
 each_set = pytest.mark.parametrize("cset", list(SETS.values()), ids=list(SETS))
 TURN_FIELDS = {"question", "kind", "collection", "compare", "note"}
@@ -174,8 +186,20 @@ def test_the_set_is_large_varied_and_every_turn_says_what_it_means(cset):
             "heldout9",
             ["first", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"],
         ),
+        ("heldout10", [name for name in SETS if name != "heldout10"]),
     ],
-    ids=["heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9"],
+    ids=[
+        "heldout",
+        "heldout2",
+        "heldout3",
+        "heldout4",
+        "heldout5",
+        "heldout6",
+        "heldout7",
+        "heldout8",
+        "heldout9",
+        "heldout10",
+    ],
 )
 def test_a_held_out_set_repeats_no_conversation_or_wording_of_the_sets_before_it(held, earlier):
     # Held out means new: a conversation id or a turn worded as in a set the follow-up rules were tuned on
