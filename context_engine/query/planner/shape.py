@@ -315,9 +315,10 @@ _OLDEST = re.compile(
 _DISTINCT = re.compile(
     # (not "the largest number of distinct repliers": records ranked by a count they hold)
     r"(?:\b(?:how many|(?<!largest )(?<!highest )(?<!greatest )(?<!biggest )number of|count(?: of)?(?: the)?|total)\s+|^\W*(?:the\s+)?)"
-    r"(?:different|distinct|unique|separate|individual)\s+((?:\w+\s+){0,2}\w+)\b"
+    # (a possessive counts what it owns: "how many people's PRs" are PRs)
+    r"(?:different|distinct|unique|separate|individual)\s+((?:\w+\s+){0,2}\w+)\b(?!['’])"
     r"|\bhow many\s+((?:people|persons|users|authors|contributors|posters|repliers|reviewers|committers|members|folks|devs|developers|engineers|assignees"
-    r"|labels|repos|repositories|channels|projects|components|milestones))\b"
+    r"|labels|repos|repositories|channels|projects|components|milestones))\b(?!['’])"
     r"|(?:多少|几)[个种类位名条]?(?:不同的?|独立的?)\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人|[A-Za-z]+)"
     r"|(?:多少|几)\s*(?:个)?(?:人|位|名)(?![员字])"
     # "发过言的不同用户有多少个": the distinct ones named first, their number asked after
@@ -548,7 +549,12 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
                 re.match(r"starter", word, re.I) and i and re.match(r"thread", words.split()[i - 1], re.I)
             ):
                 return "thread_starter"  # "people started threads", "thread starters"
-            if said is None and re.match(r"@|mention|tag|ping|start|post|wr[io]te|repl", verb, re.I):
+            # they did it: "people have opened issues tagged X" are the issues' authors, not the tagged
+            if said is None and re.match(
+                r"@|mention|tag|ping|start|post|wr[io]te|repl|open(?:ed|s|ing)|file[ds]|creat|submit|report|raise|author",
+                verb,
+                re.I,
+            ):
                 said = "author"
             rest = " ".join(words.split()[i + 1 :] + rest.split())
             if said is None and re.search(r"@\s*过|提到过|提及过", before):
