@@ -455,6 +455,7 @@ def _measure_words(text: str) -> frozenset[str]:
     for word in re.split(r"[\s_-]+", text.lower()):
         word = re.sub(r"ies$", "y", word) if len(word) > 4 else word
         word = re.sub(r"(?<=[a-z]{3})s$", "", word)
+        word = "reaction" if word in ("reacted", "react") else word  # "the most heart-reacted issue"
         if word and word not in _COUNTING_WORDS:
             words.add(word)
     return frozenset(words)

@@ -230,7 +230,7 @@ def reacted_catalog(tmp_path_factory):
 
     data = generate()
     for n, pr in enumerate(data["acme"]["pull_requests"]):
-        pr["reactions"] = {"total_count": n % 7, "+1": n % 3}
+        pr["reactions"] = {"total_count": n % 7, "+1": n % 3, "heart": n % 2}
     data_dir = tmp_path_factory.mktemp("reacted")
     ingest(Settings(data_dir=data_dir, mongodb_uri=None), data, index=False)
     return catalog_for(Settings(data_dir=data_dir, mongodb_uri=None, tenant="acme", asker=None, use_llm=False))
@@ -474,6 +474,9 @@ def test_across_all_values_is_their_total_not_one_count_each(catalog):
         ("the pull request that got the most thumbs up", "reactions.+1", 1),
         ("which 4 PRs had the most +1 reactions in 2026", "reactions.+1", 4),
         ("the PR with the most emoji reactions", "reactions.total_count", 1),
+        ("the PR with the most 👍", "reactions.+1", 1),  # a reaction's emoji is its name
+        ("most ❤️'d pull request", "reactions.heart", 1),  # the emoji as a verb: the reaction given
+        ("the most heart-reacted PR", "reactions.heart", 1),
     ],
 )
 def test_a_measure_is_found_by_the_words_of_its_field(reacted_catalog, question, field, limit):
