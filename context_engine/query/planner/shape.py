@@ -32,7 +32,8 @@ COUNT = re.compile(
 )
 
 TOP = re.compile(
-    r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|\bmost (?:prolific|productive)\b"
+    # "the biggest load of open issues", "the heaviest pile of reviews": the most of them
+    r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest|heaviest) (?:number|count|amount|share|(?:work)?load|pile|heap|stack|backlog) of\b|\bbusiest\b|\bmost active\b|\bmost (?:prolific|productive)\b"
     # "2024's biggest PR author": the person with the most records
     r"|\b(?:biggest|largest)(?=\s+(?:\w+\s+)?(?:author|contributor|poster|committer|reviewer|merger|closer|reporter|replier|responder|commenter)s?\b)"
     r"|\brunners?[- ]up\b|第\s*[二三四五2-5]\s*多|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho(?:['’]s)? (?:\w+ ){0,4}(?:more|most)(?: (?:active|prolific|productive)\b)?\b|最多|最活跃|最常|最经常|前(\d+)名?",

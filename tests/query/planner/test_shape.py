@@ -714,3 +714,37 @@ def test_the_busiest_hour_or_weekday_is_a_cyclic_bucket_extreme(catalog, questio
 def test_counts_per_hour_or_weekday(catalog, question, bucket):
     shape = plan(catalog, question).ir.shape
     assert (shape.kind, shape.bucket) == ("group", bucket)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "who's carrying the biggest load of open issues assigned to them?",  # a load of them: the most
+        "Which assignee has the most open issues on their plate?",  # on their plate: assigned, said again
+    ],
+)
+def test_the_assignee_with_the_most_open_issues_said_freely(tmp_path, question):
+    from datetime import datetime
+
+    from tests.query.conftest import hand_made_world, run
+
+    issues = [
+        {
+            "ref": f"i{i}",
+            "title": "plate tectonics" if i == 3 else "t",
+            "state": state,
+            "created_at": datetime(2025, 1, 2),
+            "user": {"login": "cy"},
+            "assignees": [{"login": a} for a in assignees],
+        }
+        for i, (state, assignees) in enumerate(
+            [("open", ["ana"]), ("open", ["ana"]), ("open", ["ana", "ben"]), ("closed", ["ben"]), ("closed", ["ben"])]
+        )
+    ]  # open: ana 3, ben 1; every state: ben 3, ana 3
+    store, catalog = hand_made_world(
+        tmp_path, {"issues": issues}, [{"login": n, "name": n.title()} for n in ("ana", "ben", "cy")]
+    )
+    p = plan(catalog, question)
+    rows = run(p.ir, store, catalog.schemas["issues"])
+    assert rows[0]["_id"] == "ana" and rows[0]["count"] == 3, p.pipeline
+    assert not p.not_understood and not p.ir.text, p.not_understood
