@@ -12,9 +12,12 @@ from context_engine.query.planner.draft import Draft
 from context_engine.query.values import WHOLE_VALUE_END, begins_name, written
 
 # "closed by X", "closed in 2023 by X", "closed by somebody other than X, Y or Z": the closer is named
+# ("closures not done by the three maintainers X, Y and Z": the noun, and the people described before their names)
 _CLOSED_BY = re.compile(
-    r"\b(?:closed|resolved)\s+(?:[\w'-]+\s+){0,5}?by\s+(?:(?:somebody|someone|anyone|anybody|people|others?)\s+)?"
-    r"(?:(?:other than|except(?: for)?|besides|apart from|but)\s+)?(?:[\w.-]+(?:\s*,\s*|\s+(?:or|and|nor)\s+))*$"
+    r"\b(?:closed|resolved|shut|closures?|closings?)\s+(?:[\w'-]+\s+){0,5}?by\s+(?:(?:somebody|someone|anyone|anybody|people|others?)\s+)?"
+    r"(?:(?:other than|except(?: for)?|besides|apart from|but)\s+)?"
+    r"(?:the\s+(?:two|three|four|five|\d+)?\s*(?:maintainers|members|people|folks)\s+)?"
+    r"(?:[\w.-]+(?:\s*,\s*|\s+(?:or|and|nor)\s+))*$"
 )
 
 
