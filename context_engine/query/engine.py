@@ -51,6 +51,7 @@ class Success:
     rows: list[dict[str, Any]]
     attempts: list[Attempt]
     kind: Literal["success"] = "success"
+    total: int | None = None  # how many records matched, when the listed rows stop at the row cap (`total_of`)
 
 
 @dataclass
@@ -595,6 +596,34 @@ def execute(plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings, t
         max_time_ms=settings.max_time_ms,
     )
     return with_display_names(rows, plan_, ctx.directory)
+
+
+# The stages that only order, cut or trim a list of records: its total is the count of what comes before them.
+_LIST_TAIL = ("$sort", "$limit", "$skip", "$project")
+
+
+def total_of(
+    plan_: Plan, rows: list[dict[str, Any]], ctx: PlanningContext, store: Any, settings: Settings, tenant: str
+) -> int | None:
+    """How many records a list answer matched when its rows stop at the row cap ("Found 200 issues" of
+    1,234): the same pipeline up to its ordering and limit, counted, so the answer states the exact
+    total rather than the cap. None when the list is whole or is not a list of records."""
+    if len(rows) < settings.max_rows or not all("ref" in row for row in rows):
+        return None
+    stages = list(plan_.pipeline)
+    while stages and next(iter(stages[-1])) in _LIST_TAIL:
+        stages.pop()
+    counted = run_pipeline(
+        store,
+        plan_.collection,
+        [*stages, {"$count": "count"}],
+        tenant=tenant,
+        principals=principals_of(ctx.asker),
+        schema=ctx.schemas.get(plan_.collection),
+        max_rows=1,
+        max_time_ms=settings.max_time_ms,
+    )
+    return int(counted[0]["count"]) if counted else None
 
 
 def unmatched_topic(

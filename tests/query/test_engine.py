@@ -261,3 +261,17 @@ def test_a_name_nobody_has_is_declined_even_with_a_model_configured(settings):
     result = run_structured(question, settings.with_overrides(tenant="acme"), now=NOW, planner=planner)
     assert isinstance(result, ResolutionFailed) and result.unresolved == "司徒若溪", result
     assert planner.plans  # the model was not asked
+
+
+def test_a_list_cut_at_the_row_cap_states_the_exact_total(settings):
+    from context_engine.query.answer import compose
+
+    capped = _run(settings, "merged PRs")
+    counted = _run(settings, "how many merged PRs")
+    assert isinstance(capped, Success) and isinstance(counted, Success)
+    assert len(capped.rows) == settings.max_rows and capped.total == counted.rows[0]["count"] > settings.max_rows
+    text, _ = compose(capped, "pull_requests")
+    assert text.startswith(f"Found {capped.total} pull requests; the records hold the first {settings.max_rows}:")
+    whole = _run(settings, "PRs Rashid merged last week")
+    assert isinstance(whole, Success) and whole.total is None  # under the cap: the rows are the total
+    assert compose(whole, "pull_requests")[0].startswith(f"Found {len(whole.rows)} pull request")
