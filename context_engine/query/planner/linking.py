@@ -640,6 +640,13 @@ class LinkStep(Draft):
         if said and said.group(1).upper() in stored and not self._is_used(said.span()):
             self.use(said.span())
             self.add_filter("author_association", said.group(1).upper())
+        members = sorted(stored & {"MEMBER", "OWNER"})
+        for m in re.finditer(_OUTSIDE_CONTRIBUTORS, self.q, re.I):
+            if members and not self._is_used(m.span()):  # contributed from outside: anyone but the org's own
+                self.use(m.span())
+                self.add_filter("author_association", members[0], "ne") if len(members) == 1 else self.add_filter(
+                    "author_association", members, "nin"
+                )
         for pattern, value in _ASSOCIATIONS:
             if value not in stored:
                 continue
@@ -659,6 +666,11 @@ _RELATION_CUE = re.compile(
     re.I,
 )
 _GOT = re.compile(r"\s*(get|got|gotten|gets|receive[sd]?|draw|drew|attract(?:s|ed)?)\b", re.I)
+# Contributors from outside the organisation: any author but its members and owners (a collaborator or a
+# first-time contributor too), not only those with no association at all ("outsiders").
+_OUTSIDE_CONTRIBUTORS = (
+    r"\b(?:outside|external|non-?member|third[- ]party)\s+contributors?\b|\bcontributors?\s+from\s+outside\b|外部贡献者"
+)
 # The words naming a value of `author_association` (GitHub's): whose relation to the repository they say.
 _ASSOCIATIONS = (
     (
@@ -668,7 +680,7 @@ _ASSOCIATIONS = (
             r"(?:association|affiliation|relationship|connection)"
             r"(?: (?:to|with) (?:the )?(?:repo(?:sitory)?|project|org(?:ani[sz]ation)?))?\b"
             r"|\bnot (?:associated|affiliated) with (?:the )?(?:repo(?:sitory)?|project|org(?:ani[sz]ation)?)\b"
-            r"|外部(?:人员|用户|贡献者|的人)|(?:与|和|跟)(?:仓库|项目)(?:没有|无)(?:任何)?关(?:联|系)的人"
+            r"|外部(?:人员|用户|的人)|(?:与|和|跟)(?:仓库|项目)(?:没有|无)(?:任何)?关(?:联|系)的人"
         ),
         "NONE",
     ),
