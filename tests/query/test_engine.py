@@ -227,6 +227,16 @@ def test_a_topic_no_record_mentions_is_said_when_nothing_matched(settings):
     assert isinstance(result, Success) and result.plan.not_understood == []
 
 
+def test_a_lower_case_full_name_opening_the_question_that_no_record_mentions_is_declined(settings):
+    """ "desmond okonkwo-raines bug issues count": nobody by that name, each of its words in no record —
+    declined as a name, not answered "0". Words each some record holds ("pydantic helm": never together)
+    are a topic not found, said as not understood."""
+    result = _run(settings, "desmond okonkwo-raines bug issues count")
+    assert isinstance(result, ResolutionFailed) and result.unresolved == "desmond okonkwo-raines", result
+    result = _run(settings, "pydantic helm bug issues count")
+    assert isinstance(result, Success) and [s["text"] for s in result.plan.not_understood] == ["pydantic helm"]
+
+
 def test_a_name_several_people_have_is_declined_even_with_a_model_configured(settings):
     """No model guesses between people: the asker gets the candidates (issue 27)."""
     planner = ScriptedPlanner(("pull_requests", [{"$match": {"state": "open"}}]))
