@@ -61,16 +61,15 @@ SHORTHAND = {
     "whats": "what's",
     "wouldnt": "wouldn't",
 }
-# Emoji that name what the records call by a word: GitHub's reactions (`reactions.heart`, `reactions.+1`: said
-# as the words the planner reads for them) and the bug (🐛, the bug report's sign). Said as a verb ("the most
-# ❤️'d issue"), a reaction emoji is the reaction given: "heart-reacted".
+# Emoji that name what the records call by a word: the reactions GitHub (`reactions.heart`, `reactions.+1`)
+# and Slack (`reactions.name`: "heart", "+1") both name so — said as the words the planner reads for them;
+# not 😄 or 🎉, which GitHub calls laugh and hooray and Slack smile and tada — and the bug (🐛, the bug
+# report's sign). Said as a verb ("the most ❤️'d issue"), a reaction emoji is the reaction given: "heart-reacted".
 EMOJI = {
     "👍": "thumbs up",
     "👎": "thumbs down",
     "❤": "heart",
     "♥": "heart",
-    "😄": "laugh",
-    "🎉": "hooray",
     "😕": "confused",
     "🚀": "rocket",
     "👀": "eyes",
