@@ -83,6 +83,7 @@ class StructuredState(TypedDict, total=False):
     attempts: list[dict[str, Any]]  # every Attempt.to_json() of this question, in order
     error: str  # the current attempt's validation or database error ("" = none)
     rows: list[dict[str, Any]]  # JSON rows (ISO dates)
+    total: int  # the records a list matched when its rows stop at the row cap (`engine.total_of`; 0: whole)
     outcome: str  # success | no_results | max_attempts | resolution_failed
     # The current plan's reading of the question: spans {"text", "start", "end", "how"} it understood
     # and did not, and its confidence (Plan.understood, Plan.not_understood, Plan.confidence).

@@ -77,7 +77,7 @@ def planning_context(state: StructuredState, settings: Settings) -> PlanningCont
 
 
 def resolve(state: StructuredState, runtime: Runtime[Context]) -> dict[str, Any]:
-    update: dict[str, Any] = {"attempts": [], "error": "", "rows": [], "outcome": ""}
+    update: dict[str, Any] = {"attempts": [], "error": "", "rows": [], "total": 0, "outcome": ""}
     resolution = state.get("resolution")
     if not resolution:  # invoked alone, not after the router: resolve here, once
         settings = context_of(runtime).settings()
@@ -208,8 +208,13 @@ def execute_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str
             plan.not_understood = [*plan.not_understood, unread]
             update = {"plan": plan.to_json(), "not_understood": plan.not_understood}
     final = update.get("plan", state["plan"])
+    try:
+        total = engine.total_of(plan, rows, ctx, store_for(settings), settings, settings.tenant)
+    except ExecutionError:  # the count ran out of time: the list stands, its total unsaid
+        total = None
     return {
         "rows": jsonable(rows),
+        "total": total or 0,
         "error": "",
         "outcome": "success" if rows else "no_results",
         "attempts": [*attempts, {"plan": final, "error": None}],
@@ -296,7 +301,7 @@ def run_result(state: StructuredState) -> RunResult:
             unresolved=resolution.get("unresolved", ""),
         )
     if outcome == "success":
-        return Success(attempts[-1].plan, state.get("rows", []), attempts)
+        return Success(attempts[-1].plan, state.get("rows", []), attempts, total=state.get("total") or None)
     if outcome == "no_results":
         return NoResults(attempts[-1].plan, attempts, tried=engine.describe_attempts(attempts))
     return MaxAttempts(attempts)

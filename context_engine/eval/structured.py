@@ -234,13 +234,32 @@ VALUE_TOLERANCE = 1e-3
 def same_answer(got: Any, want: Any, compare: str) -> bool:
     """A winning month stated alone (a gold `$month`: 3) is the answer's month dated with its year
     ((2021, 3)): the question fixed the year, and either form names the same month; so is a winning day
-    (a gold `$dayOfMonth`: 6) the answer's date ((2019, 3, 6)) when the question fixed the month. A gold value that
+    (a gold `$dayOfMonth`: 6) the answer's date ((2019, 3, 6)) when the question fixed the month; so are counts
+    per month of one year keyed by the month (`_dated_alone`). A gold value that
     is not a whole number (a mean, a share) is met within `VALUE_TOLERANCE`, relative; a whole one exactly."""
     if compare == "top" and isinstance(want, int) and isinstance(got, tuple) and len(got) in (2, 3):
         return got[-1] == want
+    if compare == "groups" and isinstance(got, set) and isinstance(want, set):
+        got = _dated_alone(got, want)
     if compare == "value" and isinstance(want, float) and isinstance(got, (int, float)):
         return math.isclose(got, want, rel_tol=VALUE_TOLERANCE)
     return got == want
+
+
+def _dated_alone(got: set[Any], want: set[Any]) -> set[Any]:
+    """Counts per month (or day) dated with one and the same year (or month) — "merges per month for the
+    first half of 2024": (2024, 1) … (2024, 6) — keyed by the month alone when the gold's keys are the
+    months alone (`$month`: 1 … 6), as a winning month is (`same_answer`); buckets of two years stay apart."""
+    keys = [key for key, _ in got]
+    if not (
+        want
+        and all(isinstance(key, int) and not isinstance(key, bool) for key, _ in want)
+        and keys
+        and all(isinstance(key, tuple) and len(key) in (2, 3) for key in keys)
+        and len({key[:-1] for key in keys}) == 1
+    ):
+        return got
+    return {(key[-1], n) for key, n in got}
 
 
 # The gold is the measuring stick, not a question a user waits for: on a loaded machine a hand-written scan

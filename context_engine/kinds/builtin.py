@@ -19,7 +19,7 @@ PULL_REQUESTS = CollectionSpec(
     builtin=True,
     words=(
         r"\bprs?\b",
-        r"\bpull[- ]?requests?\b",
+        r"\bpull[- ]?(?:requests?|reqs?)\b",
         r"\bpulls\b",
         r"\bmerge requests?\b",
         r"\bpatch(?:es)?\b",

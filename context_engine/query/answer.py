@@ -167,4 +167,10 @@ def _compose(
         said = cite["id"] if cite["title"] == cite["id"] else f"{cite['id']} {cite['title']}"  # a record with no title
         lines.append(f"[{i}] {said} ({meta}) {cite['url'] or ''}".rstrip())
     more = f"\n… and {len(rows) - LISTED} more in the records" if len(rows) > LISTED else ""
+    if result.total is not None and result.total > len(rows):  # the rows stop at the cap: the exact total said
+        return (
+            f"Found {counted(result.total, one, noun)}; the records hold the first {len(rows)}:\n"
+            + "\n".join(lines)
+            + more
+        ), citations
     return f"Found {counted(len(rows), one, noun)}:\n" + "\n".join(lines) + more, citations

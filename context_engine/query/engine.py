@@ -51,6 +51,7 @@ class Success:
     rows: list[dict[str, Any]]
     attempts: list[Attempt]
     kind: Literal["success"] = "success"
+    total: int | None = None  # how many records matched, when the listed rows stop at the row cap (`total_of`)
 
 
 @dataclass
@@ -597,6 +598,34 @@ def execute(plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings, t
     return with_display_names(rows, plan_, ctx.directory)
 
 
+# The stages that only order, cut or trim a list of records: its total is the count of what comes before them.
+_LIST_TAIL = ("$sort", "$limit", "$skip", "$project")
+
+
+def total_of(
+    plan_: Plan, rows: list[dict[str, Any]], ctx: PlanningContext, store: Any, settings: Settings, tenant: str
+) -> int | None:
+    """How many records a list answer matched when its rows stop at the row cap ("Found 200 issues" of
+    1,234): the same pipeline up to its ordering and limit, counted, so the answer states the exact
+    total rather than the cap. None when the list is whole or is not a list of records."""
+    if len(rows) < settings.max_rows or not all("ref" in row for row in rows):
+        return None
+    stages = list(plan_.pipeline)
+    while stages and next(iter(stages[-1])) in _LIST_TAIL:
+        stages.pop()
+    counted = run_pipeline(
+        store,
+        plan_.collection,
+        [*stages, {"$count": "count"}],
+        tenant=tenant,
+        principals=principals_of(ctx.asker),
+        schema=ctx.schemas.get(plan_.collection),
+        max_rows=1,
+        max_time_ms=settings.max_time_ms,
+    )
+    return int(counted[0]["count"]) if counted else None
+
+
 def unmatched_topic(
     plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings, tenant: str
 ) -> dict[str, Any] | None:
@@ -624,16 +653,22 @@ def unmatched_topic(
         probe = compile_plan(PlanIR(plan_.collection, filters=word_filters, shape=Shape("list", limit=1)), schema)
     else:
         return None
-    if run_pipeline(
-        store,
-        plan_.collection,
-        probe,
-        tenant=tenant,
-        principals=principals_of(ctx.asker),
-        schema=schema,
-        max_rows=1,
-        max_time_ms=settings.max_time_ms,
-    ):
+
+    def mentioned(pipeline: list[dict[str, Any]]) -> bool:
+        return bool(
+            run_pipeline(
+                store,
+                plan_.collection,
+                pipeline,
+                tenant=tenant,
+                principals=principals_of(ctx.asker),
+                schema=schema,
+                max_rows=1,
+                max_time_ms=settings.max_time_ms,
+            )
+        )
+
+    if mentioned(probe):
         return None
     words = {w.strip('"').lower() for term in ir.text for w in term.split()}
     said = (
@@ -642,7 +677,14 @@ def unmatched_topic(
         else [f.span for f in word_filters if f.span]
     )
     start, end = (min(a for a, _ in said), max(b for _, b in said)) if said else (ir.text_span or (0, 0))
-    return {"text": ctx.question[start:end], "start": start, "end": end, "how": "unknown"}  # the words, not the cue
+    unread = {"text": ctx.question[start:end], "start": start, "end": end, "how": "unknown"}  # the words, not the cue
+    # each of a few full-text words in no record either ("desmond", "okonkwo-raines"), not only together
+    # ("flaky tokenizer": each word is somewhere): what a name nobody has looks like (`unmatched_name`)
+    if ir.text and 2 <= len(words) <= 4:
+        unread["each_unmentioned"] = not any(
+            mentioned([{"$match": {"$text": {"$search": f'"{w}"'}}}, {"$limit": 1}]) for w in sorted(words)
+        )
+    return unread
 
 
 def unmatched_name(unread: dict[str, Any], ctx: PlanningContext, values: ValueIndex | None) -> ResolutionFailed | None:
@@ -657,8 +699,15 @@ def unmatched_name(unread: dict[str, Any], ctx: PlanningContext, values: ValueIn
             return _no_one_named(m.group(0), ctx.directory, values)
     words = [w.lower() for w in re.split(r"[\s-]+", name) if w.lower() not in _NAME_PARTICLES]
     known = COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES | NOT_NAMES
+    # ... or written in lower case where the question opens, before what is asked of them ("desmond
+    # okonkwo-raines bug issues count"), each of its words in no record, as a capitalised full name is anywhere
+    opening = (
+        unread.get("each_unmentioned")
+        and not ctx.question[: unread["start"]].strip()
+        and _LOWER_CASE_RUN.fullmatch(name)
+    )
     if (
-        not _CAPITALISED_RUN.fullmatch(name)
+        not (_CAPITALISED_RUN.fullmatch(name) or opening)
         or " " not in name
         or any(w in known for w in words)
         or all(map(_plain_english, words))

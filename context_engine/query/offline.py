@@ -122,6 +122,9 @@ class _Builder(
             or TITLE.search(self.q)  # "PRs with streaming in the title": a field condition
             or self._list_limit(peek=True) != DEFAULT_LIMIT
         )
+        if "assignee" in (group_role, intent and intent.role):
+            # "which assignee has the most open issues on their plate": assigned to them, said again
+            self.mark(r"\bon (?:their|his|her|my|our|your) (?:own )?plates?\b", "shape")
         text = self._leftover_text(structured)
         if text and not schema.text_index:
             # Nothing to search these records' text with: the words stay unread and the answer says so.

@@ -61,6 +61,28 @@ SHORTHAND = {
     "whats": "what's",
     "wouldnt": "wouldn't",
 }
+# Emoji that name what the records call by a word: the reactions GitHub (`reactions.heart`, `reactions.+1`)
+# and Slack (`reactions.name`: "heart", "+1") both name so — said as the words the planner reads for them;
+# not 😄 or 🎉, which GitHub calls laugh and hooray and Slack smile and tada — and the bug (🐛, the bug
+# report's sign). Said as a verb ("the most ❤️'d issue"), a reaction emoji is the reaction given: "heart-reacted".
+EMOJI = {
+    "👍": "thumbs up",
+    "👎": "thumbs down",
+    "❤": "heart",
+    "♥": "heart",
+    "😕": "confused",
+    "🚀": "rocket",
+    "👀": "eyes",
+    "🐛": "bug",
+}
+_EMOJI = re.compile("(" + "|".join(EMOJI) + r")\uFE0F?(?P<verb>['’]?d\b|-?ed\b)?")
+
+
+def _emoji_said(m: re.Match) -> str:
+    word = EMOJI[m.group(1)]
+    return f"{word.replace(' ', '-')}-reacted" if m.group("verb") and word != "bug" else word
+
+
 _SHORT = re.compile(r"(?<![\w@#/.\-])(?:" + "|".join(SHORTHAND) + r")(?![\w/.\-@])")
 KNOWN = frozenset(w for w in COMMON_WORDS | ORDINARY_WORDS | _RULE_WORDS if len(w) >= 4)
 _KNOWN_LIST = sorted(KNOWN)
@@ -88,8 +110,8 @@ def _inflected(word: str) -> bool:
 
 
 def correct(question: str, keep: frozenset[str] | set[str]) -> str:
-    """`question` with its misspelt rule words replaced; `keep` (lower case) are never touched: the
-    tenant's people's aliases and stored values."""
+    """`question` with its misspelt rule words replaced and the emoji of `EMOJI` said as words; `keep`
+    (lower case) are never touched: the tenant's people's aliases and stored values."""
 
     def fix(m: re.Match) -> str:
         word = m.group(0)
@@ -105,5 +127,6 @@ def correct(question: str, keep: frozenset[str] | set[str]) -> str:
             meant = [w for w in meant if w[-1] == word[-1]]
         return meant[0] if len(meant) == 1 else word
 
+    question = _EMOJI.sub(_emoji_said, question)
     question = _SHORT.sub(lambda m: m.group(0) if m.group(0) in keep else SHORTHAND[m.group(0)], question)
     return _WORD.sub(fix, question)

@@ -28,6 +28,17 @@ def test_a_winning_month_or_day_stated_alone_is_the_answers_dated_one():
     assert not same_answer(answer_key([{"_id": "lhoestq", "count": 6}], "top"), 6, "top")
 
 
+def test_counts_per_month_of_one_year_are_the_gold_s_counts_per_month_alone():
+    """ "merges per month for the first half of 2024": a gold grouped by `$month` (1 … 6) and an answer per
+    "2024-01" … "2024-06" are the same counts; per month of two different years they are not."""
+    one_year = answer_key([{"_id": "2024-01", "count": 5}, {"_id": "2024-02", "count": 7}], "groups")
+    assert same_answer(one_year, {(1, 5), (2, 7)}, "groups")
+    assert not same_answer(one_year, {(1, 5), (2, 8)}, "groups")
+    two_years = answer_key([{"_id": "2023-12", "count": 5}, {"_id": "2024-01", "count": 7}], "groups")
+    assert not same_answer(two_years, {(12, 5), (1, 7)}, "groups")
+    assert same_answer(one_year, {((2024, 1), 5), ((2024, 2), 7)}, "groups")  # dated gold: as ever
+
+
 def test_the_report_gives_the_median_model_cost_of_the_questions_the_model_was_asked():
     from context_engine.eval.structured import QuestionResult, StructuredReport
 

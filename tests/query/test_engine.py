@@ -227,6 +227,16 @@ def test_a_topic_no_record_mentions_is_said_when_nothing_matched(settings):
     assert isinstance(result, Success) and result.plan.not_understood == []
 
 
+def test_a_lower_case_full_name_opening_the_question_that_no_record_mentions_is_declined(settings):
+    """ "desmond okonkwo-raines bug issues count": nobody by that name, each of its words in no record —
+    declined as a name, not answered "0". Words each some record holds ("pydantic helm": never together)
+    are a topic not found, said as not understood."""
+    result = _run(settings, "desmond okonkwo-raines bug issues count")
+    assert isinstance(result, ResolutionFailed) and result.unresolved == "desmond okonkwo-raines", result
+    result = _run(settings, "pydantic helm bug issues count")
+    assert isinstance(result, Success) and [s["text"] for s in result.plan.not_understood] == ["pydantic helm"]
+
+
 def test_a_name_several_people_have_is_declined_even_with_a_model_configured(settings):
     """No model guesses between people: the asker gets the candidates (issue 27)."""
     planner = ScriptedPlanner(("pull_requests", [{"$match": {"state": "open"}}]))
@@ -261,3 +271,17 @@ def test_a_name_nobody_has_is_declined_even_with_a_model_configured(settings):
     result = run_structured(question, settings.with_overrides(tenant="acme"), now=NOW, planner=planner)
     assert isinstance(result, ResolutionFailed) and result.unresolved == "司徒若溪", result
     assert planner.plans  # the model was not asked
+
+
+def test_a_list_cut_at_the_row_cap_states_the_exact_total(settings):
+    from context_engine.query.answer import compose
+
+    capped = _run(settings, "merged PRs")
+    counted = _run(settings, "how many merged PRs")
+    assert isinstance(capped, Success) and isinstance(counted, Success)
+    assert len(capped.rows) == settings.max_rows and capped.total == counted.rows[0]["count"] > settings.max_rows
+    text, _ = compose(capped, "pull_requests")
+    assert text.startswith(f"Found {capped.total} pull requests; the records hold the first {settings.max_rows}:")
+    whole = _run(settings, "PRs Rashid merged last week")
+    assert isinstance(whole, Success) and whole.total is None  # under the cap: the rows are the total
+    assert compose(whole, "pull_requests")[0].startswith(f"Found {len(whole.rows)} pull request")

@@ -21,6 +21,9 @@ from context_engine.query.spelling import correct
         ("# of msgs in 2018", "# of messages in 2018"),
         ("issues that dont have labels", "issues that don't have labels"),  # a contraction without its apostrophe
         ("comments closeing the discussion", "comments closing the discussion"),  # "close" drops its "e" for "ing"
+        ("open 🐛 issues", "open bug issues"),  # an emoji said as the word the records use
+        ("the PR with the most 👍", "the PR with the most thumbs up"),
+        ("most ❤️'d issue of 2023", "most heart-reacted issue of 2023"),  # a reaction emoji as a verb
     ],
 )
 def test_misspelt_rule_words_are_read_as_meant(asked, read):

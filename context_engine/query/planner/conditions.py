@@ -85,13 +85,15 @@ class ConditionStep(Draft):
             if self.mark(
                 r"(?<!从)(?:还(?:没有?|未)|(?:没有?|未)(?!被))\s*(?:merge|合并|合入)|尚未合并|待合并|\bnot yet merged\b|\byet to be merged\b"
                 r"|\bstill (?:un|not )merged\b|\bunmerged and open\b|\bawaiting merge\b"
+                # "haven't been merged yet", "isn't merged yet": the same "not yet", said with its verb
+                r"|(?:\bnot|\b[a-z]+n't) (?:yet )?(?:been |being |gotten |got )?merged yet\b|(?:\bnot|\b[a-z]+n't) yet been merged\b"
             ):
                 # "还没 merge 的 PR", "not yet merged": still waiting, i.e. open (Chinese 没 says "not yet").
                 self.add_filter("state", "open")
                 return "created"
             unmerged = self.mark(
                 r"\bnever (?:been |got |gets |get |was |were )?(?:merged|landed|shipped)\b"
-                r"|\bnot (?:been |being |getting |got )?(?:merged|landed|shipped)\b"
+                r"|(?:\bnot|\b[a-z]+n't) (?:been |being |getting |got |gotten |get )?(?:merged|landed|shipped)\b"
                 r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:ever )?(?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
                 r"|从未(?:被)?(?:merge|合并|合入)|从来没有?(?:被)?(?:merge|合并|合入)|(?:没有?|未)被(?:merge|合并|合入)"
             )
@@ -100,7 +102,10 @@ class ConditionStep(Draft):
                 self.add_filter("merged", False)
                 # said twice: "abandoned (closed, never merged)"
                 self.mark(r"\bnever (?:been |got |was |were )?merged\b|\bnot (?:been |being |getting |got )?merged\b")
-                if re.search(r"rejected|abandoned", unmerged.group(0), re.I) or self.mark(r"\bclosed\b|关闭"):
+                # closed in any word the issue states take ("got shut without merging")
+                if re.search(r"rejected|abandoned", unmerged.group(0), re.I) or self.mark(
+                    r"\bclosed\b|\bshut(?: down)?\b|关闭"
+                ):
                     self.add_filter("state", "closed")
                     return "closed"
                 return "created"
@@ -1111,6 +1116,8 @@ _BETWEEN = (
     r"labell?ed|tagged|marked|with|the|a|an|any|by|from|in|on|for|of|at|under|authored|written|opened|created|filed|reported"
     r"|assigned|to|started|label|labels|tag|a label|as|one of|either|the ones|ones|anything|everything|those|that are"
     r"|which are|any issues|any prs"
+    # "not done by the three maintainers X, Y and Z": the act, and the people named before their names
+    r"|done|made|two|three|four|five|maintainers"
 )
 
 

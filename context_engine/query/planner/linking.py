@@ -12,9 +12,12 @@ from context_engine.query.planner.draft import Draft
 from context_engine.query.values import WHOLE_VALUE_END, begins_name, written
 
 # "closed by X", "closed in 2023 by X", "closed by somebody other than X, Y or Z": the closer is named
+# ("closures not done by the three maintainers X, Y and Z": the noun, and the people described before their names)
 _CLOSED_BY = re.compile(
-    r"\b(?:closed|resolved)\s+(?:[\w'-]+\s+){0,5}?by\s+(?:(?:somebody|someone|anyone|anybody|people|others?)\s+)?"
-    r"(?:(?:other than|except(?: for)?|besides|apart from|but)\s+)?(?:[\w.-]+(?:\s*,\s*|\s+(?:or|and|nor)\s+))*$"
+    r"\b(?:closed|resolved|shut|closures?|closings?)\s+(?:[\w'-]+\s+){0,5}?by\s+(?:(?:somebody|someone|anyone|anybody|people|others?)\s+)?"
+    r"(?:(?:other than|except(?: for)?|besides|apart from|but)\s+)?"
+    r"(?:the\s+(?:two|three|four|five|\d+)?\s*(?:maintainers|members|people|folks)\s+)?"
+    r"(?:[\w.-]+(?:\s*,\s*|\s+(?:or|and|nor)\s+))*$"
 )
 
 
@@ -637,6 +640,13 @@ class LinkStep(Draft):
         if said and said.group(1).upper() in stored and not self._is_used(said.span()):
             self.use(said.span())
             self.add_filter("author_association", said.group(1).upper())
+        members = sorted(stored & {"MEMBER", "OWNER"})
+        for m in re.finditer(_OUTSIDE_CONTRIBUTORS, self.q, re.I):
+            if members and not self._is_used(m.span()):  # contributed from outside: anyone but the org's own
+                self.use(m.span())
+                self.add_filter("author_association", members[0], "ne") if len(members) == 1 else self.add_filter(
+                    "author_association", members, "nin"
+                )
         for pattern, value in _ASSOCIATIONS:
             if value not in stored:
                 continue
@@ -656,6 +666,11 @@ _RELATION_CUE = re.compile(
     re.I,
 )
 _GOT = re.compile(r"\s*(get|got|gotten|gets|receive[sd]?|draw|drew|attract(?:s|ed)?)\b", re.I)
+# Contributors from outside the organisation: any author but its members and owners (a collaborator or a
+# first-time contributor too), not only those with no association at all ("outsiders").
+_OUTSIDE_CONTRIBUTORS = (
+    r"\b(?:outside|external|non-?member|third[- ]party)\s+contributors?\b|\bcontributors?\s+from\s+outside\b|外部贡献者"
+)
 # The words naming a value of `author_association` (GitHub's): whose relation to the repository they say.
 _ASSOCIATIONS = (
     (
@@ -665,7 +680,7 @@ _ASSOCIATIONS = (
             r"(?:association|affiliation|relationship|connection)"
             r"(?: (?:to|with) (?:the )?(?:repo(?:sitory)?|project|org(?:ani[sz]ation)?))?\b"
             r"|\bnot (?:associated|affiliated) with (?:the )?(?:repo(?:sitory)?|project|org(?:ani[sz]ation)?)\b"
-            r"|外部(?:人员|用户|贡献者|的人)|(?:与|和|跟)(?:仓库|项目)(?:没有|无)(?:任何)?关(?:联|系)的人"
+            r"|外部(?:人员|用户|的人)|(?:与|和|跟)(?:仓库|项目)(?:没有|无)(?:任何)?关(?:联|系)的人"
         ),
         "NONE",
     ),

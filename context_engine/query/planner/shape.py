@@ -32,7 +32,8 @@ COUNT = re.compile(
 )
 
 TOP = re.compile(
-    r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|\bmost (?:prolific|productive)\b"
+    # "the biggest load of open issues", "the heaviest pile of reviews": the most of them
+    r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest|heaviest) (?:number|count|amount|share|(?:work)?load|pile|heap|stack|backlog) of\b|\bbusiest\b|\bmost active\b|\bmost (?:prolific|productive)\b"
     # "2024's biggest PR author": the person with the most records
     r"|\b(?:biggest|largest)(?=\s+(?:\w+\s+)?(?:author|contributor|poster|committer|reviewer|merger|closer|reporter|replier|responder|commenter)s?\b)"
     r"|\brunners?[- ]up\b|第\s*[二三四五2-5]\s*多|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho(?:['’]s)? (?:\w+ ){0,4}(?:more|most)(?: (?:active|prolific|productive)\b)?\b|最多|最活跃|最常|最经常|前(\d+)名?",
@@ -315,9 +316,10 @@ _OLDEST = re.compile(
 _DISTINCT = re.compile(
     # (not "the largest number of distinct repliers": records ranked by a count they hold)
     r"(?:\b(?:how many|(?<!largest )(?<!highest )(?<!greatest )(?<!biggest )number of|count(?: of)?(?: the)?|total)\s+|^\W*(?:the\s+)?)"
-    r"(?:different|distinct|unique|separate|individual)\s+((?:\w+\s+){0,2}\w+)\b"
+    # (a possessive counts what it owns: "how many people's PRs" are PRs)
+    r"(?:different|distinct|unique|separate|individual)\s+((?:\w+\s+){0,2}\w+)\b(?!['’])"
     r"|\bhow many\s+((?:people|persons|users|authors|contributors|posters|repliers|reviewers|committers|members|folks|devs|developers|engineers|assignees"
-    r"|labels|repos|repositories|channels|projects|components|milestones))\b"
+    r"|labels|repos|repositories|channels|projects|components|milestones))\b(?!['’])"
     r"|(?:多少|几)[个种类位名条]?(?:不同的?|独立的?)\s*(人|用户|作者|标签|频道|仓库|项目|评审人|负责人|[A-Za-z]+)"
     r"|(?:多少|几)\s*(?:个)?(?:人|位|名)(?![员字])"
     # "发过言的不同用户有多少个": the distinct ones named first, their number asked after
@@ -454,6 +456,7 @@ def _measure_words(text: str) -> frozenset[str]:
     for word in re.split(r"[\s_-]+", text.lower()):
         word = re.sub(r"ies$", "y", word) if len(word) > 4 else word
         word = re.sub(r"(?<=[a-z]{3})s$", "", word)
+        word = "reaction" if word in ("reacted", "react") else word  # "the most heart-reacted issue"
         if word and word not in _COUNTING_WORDS:
             words.add(word)
     return frozenset(words)
@@ -548,7 +551,12 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
                 re.match(r"starter", word, re.I) and i and re.match(r"thread", words.split()[i - 1], re.I)
             ):
                 return "thread_starter"  # "people started threads", "thread starters"
-            if said is None and re.match(r"@|mention|tag|ping|start|post|wr[io]te|repl", verb, re.I):
+            # they did it: "people have opened issues tagged X" are the issues' authors, not the tagged
+            if said is None and re.match(
+                r"@|mention|tag|ping|start|post|wr[io]te|repl|open(?:ed|s|ing)|file[ds]|creat|submit|report|raise|author",
+                verb,
+                re.I,
+            ):
                 said = "author"
             rest = " ".join(words.split()[i + 1 :] + rest.split())
             if said is None and re.search(r"@\s*过|提到过|提及过", before):

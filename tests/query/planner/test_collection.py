@@ -21,3 +21,9 @@ from tests.query.planner.test_linking import _plan, github  # noqa: F401 (the fi
 def test_a_verb_said_of_one_kind_of_record_names_it(github, question, collection):  # noqa: F811
     plan = _plan(github, question)
     assert plan.collection == collection, plan.notes
+
+
+def test_pull_reqs_are_pull_requests(github):  # noqa: F811
+    # chat shorthand for the noun: the records named, not a word left unread
+    plan = _plan(github, "pull reqs opened in 2023")
+    assert plan.collection == "pull_requests" and not plan.not_understood, plan.not_understood

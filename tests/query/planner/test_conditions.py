@@ -259,6 +259,12 @@ def test_open_ended_and_attached_times(world, question, expected):
         ("how many PRs opened in 2021 went in", 1),
         ("did any of rory's pull requests make it in? how many", 1),  # merged
         ("quinn's abandoned PRs (closed and never merged)", ["p7"]),  # said twice
+        ("issue closures not done by the two maintainers quinn and rory", ["i6"]),  # the closers, excluded
+        ("2023 issue closures not made by quinn", ["i6"]),
+        ("how many PRs haven't been merged", 5),  # a contraction: open ones are not merged either
+        ("PRs that haven't been merged yet", ["p3", "p5", "p6"]),  # not yet: still waiting, open
+        ("rory's PRs that got shut without merging", ["p2"]),  # shut: closed
+        ("apart from quinn, how many people's PRs never got merged", 3),  # a possessive counts what it owns: PRs
         ("rory's PRs, number?", 4),
     ],
 )

@@ -251,6 +251,9 @@ def test_closures_counted_per_closer_are_dated_by_the_closing(github, question):
         ("issues whose author association is COLLABORATOR", {"COLLABORATOR"}),
         # a negated list excludes each value it names
         ("issues not from members or collaborators", {"NONE", "CONTRIBUTOR"}),
+        # contributors from outside the org: anyone but its members, a collaborator too
+        ("issues from outside contributors", {"NONE", "CONTRIBUTOR", "COLLABORATOR"}),
+        ("issues from outside contributors (not members)", {"NONE", "CONTRIBUTOR", "COLLABORATOR"}),  # said twice
     ],
 )
 def test_the_authors_relation_to_the_repository(github, question, kept):

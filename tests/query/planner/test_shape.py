@@ -230,7 +230,7 @@ def reacted_catalog(tmp_path_factory):
 
     data = generate()
     for n, pr in enumerate(data["acme"]["pull_requests"]):
-        pr["reactions"] = {"total_count": n % 7, "+1": n % 3}
+        pr["reactions"] = {"total_count": n % 7, "+1": n % 3, "heart": n % 2}
     data_dir = tmp_path_factory.mktemp("reacted")
     ingest(Settings(data_dir=data_dir, mongodb_uri=None), data, index=False)
     return catalog_for(Settings(data_dir=data_dir, mongodb_uri=None, tenant="acme", asker=None, use_llm=False))
@@ -474,6 +474,9 @@ def test_across_all_values_is_their_total_not_one_count_each(catalog):
         ("the pull request that got the most thumbs up", "reactions.+1", 1),
         ("which 4 PRs had the most +1 reactions in 2026", "reactions.+1", 4),
         ("the PR with the most emoji reactions", "reactions.total_count", 1),
+        ("the PR with the most 👍", "reactions.+1", 1),  # a reaction's emoji is its name
+        ("most ❤️'d pull request", "reactions.heart", 1),  # the emoji as a verb: the reaction given
+        ("the most heart-reacted PR", "reactions.heart", 1),
     ],
 )
 def test_a_measure_is_found_by_the_words_of_its_field(reacted_catalog, question, field, limit):
@@ -711,3 +714,37 @@ def test_the_busiest_hour_or_weekday_is_a_cyclic_bucket_extreme(catalog, questio
 def test_counts_per_hour_or_weekday(catalog, question, bucket):
     shape = plan(catalog, question).ir.shape
     assert (shape.kind, shape.bucket) == ("group", bucket)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "who's carrying the biggest load of open issues assigned to them?",  # a load of them: the most
+        "Which assignee has the most open issues on their plate?",  # on their plate: assigned, said again
+    ],
+)
+def test_the_assignee_with_the_most_open_issues_said_freely(tmp_path, question):
+    from datetime import datetime
+
+    from tests.query.conftest import hand_made_world, run
+
+    issues = [
+        {
+            "ref": f"i{i}",
+            "title": "plate tectonics" if i == 3 else "t",
+            "state": state,
+            "created_at": datetime(2025, 1, 2),
+            "user": {"login": "cy"},
+            "assignees": [{"login": a} for a in assignees],
+        }
+        for i, (state, assignees) in enumerate(
+            [("open", ["ana"]), ("open", ["ana"]), ("open", ["ana", "ben"]), ("closed", ["ben"]), ("closed", ["ben"])]
+        )
+    ]  # open: ana 3, ben 1; every state: ben 3, ana 3
+    store, catalog = hand_made_world(
+        tmp_path, {"issues": issues}, [{"login": n, "name": n.title()} for n in ("ana", "ben", "cy")]
+    )
+    p = plan(catalog, question)
+    rows = run(p.ir, store, catalog.schemas["issues"])
+    assert rows[0]["_id"] == "ana" and rows[0]["count"] == 3, p.pipeline
+    assert not p.not_understood and not p.ir.text, p.not_understood

@@ -391,6 +391,7 @@ def test_two_edits_from_a_login_is_offered_not_resolved(world):
         ("2023 年创建的 issue 中，评论数最多是多少？", 2),
         ("which open issue has been waiting the longest (oldest first)?", ["i1"]),
         ("how many different people have been assigned to issues", 3),
+        ("how many different people have opened issues tagged bug", 3),  # the openers: "tagged" is the label's
         ("一共有多少个不同的人被指派过 issue？", 3),
         ("issues with 'tokenizer' in the title", ["i1"]),
     ],
