@@ -12,15 +12,15 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
 from context_engine.config import Settings
 from context_engine.query.catalog import Catalog
-from context_engine.query.compile import compile_plan
+from context_engine.query.compile import CompileError, bind, compile_plan
 from context_engine.query.consistency import contradictions
-from context_engine.query.execute import run_pipeline
+from context_engine.query.execute import ExecutionError, run_pipeline
 from context_engine.query.fields import field_for
 from context_engine.query.identity import (
     CALENDAR_NAMES,
@@ -595,6 +595,47 @@ def execute(plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings, t
         max_time_ms=settings.max_time_ms,
     )
     return with_display_names(rows, plan_, ctx.directory)
+
+
+def run_inner(plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings, tenant: str) -> Plan:
+    """A nested plan's first step (`PlanIR.nested`): its inner plan compiled, validated and run, scoped exactly
+    as any plan is, and its top result bound into the outer plan (`compile.bind`), which is then compiled
+    anew: the plan the caller validates and runs next. The bound person's display name is kept for the
+    answer ("U34F160B5" is Clarine). A failed step raises `ExecutionError` with what went wrong."""
+    assert plan_.ir is not None and plan_.ir.nested is not None
+    inner = plan_.ir.nested.inner
+    schema = ctx.schemas.get(inner.collection)
+    if schema is None:
+        raise ExecutionError(f"the first step's collection {inner.collection!r} does not exist or is empty")
+    try:
+        pipeline = compile_plan(inner, schema, ctx.schemas)
+    except CompileError as exc:
+        raise ExecutionError(f"the first step: {exc}") from None
+    policy = ValidationPolicy(allow_regex=settings.allow_regex, max_limit=settings.max_rows)
+    errors = validate_pipeline(pipeline, schema, policy, schemas=ctx.schemas)
+    if errors:
+        raise ExecutionError("the first step's query: " + "; ".join(errors))
+    rows = run_pipeline(
+        store,
+        inner.collection,
+        pipeline,
+        tenant=tenant,
+        principals=principals_of(ctx.asker),
+        schema=schema,
+        max_rows=settings.max_rows,
+        max_time_ms=settings.max_time_ms,
+    )
+    try:
+        ir = bind(plan_.ir, pipeline, rows)
+        outer = compile_plan(ir, ctx.schemas[plan_.collection], ctx.schemas)
+    except (CompileError, KeyError) as exc:
+        raise ExecutionError(f"the second step: {exc}") from None
+    nested = ir.nested
+    assert nested is not None
+    if nested.slot == "person" and nested.value is not None:
+        person = next((p for p in ctx.directory.people if nested.value in p.handles.values()), None)
+        nested.name = person.name if person is not None else None
+    return replace(plan_, ir=ir, pipeline=outer)
 
 
 def unmatched_topic(

@@ -562,7 +562,7 @@ _SOMEONE_BEFORE = re.compile(r"\b(?:some|any|no|every)(?:one|body)\s+$|\bno one\
 NOT_NAMES = frozenset(
     """
 i i'd i'm i've i'll i’d i’m i’ve i’ll we you they he she it its anyone anybody someone somebody everyone everybody nobody none no one team folks
-people what that there here who let today tonight yesterday tomorrow week month year quarter sprint else
+people what that there here who whoever whomever whose whom let today tonight yesterday tomorrow week month year quarter sprint else
 date dates time name names size age title author owner type kind area component project milestone channel
 space workspace activity volume default hand others other altogether all together total
 任何人 任何一个人 别人 其他人 他人 某人 有人 没人 谁

@@ -200,7 +200,7 @@ _ASKED_UNIT = re.compile(
     rf"|\b(?:busiest|quietest|slowest|calmest|peak|record|most active|least active|most busy|least busy|biggest|best|worst"
     rf"|most (?:prolific|productive)|least (?:prolific|productive))\s+(?:\w+\s+){{0,2}}?{_UNIT}\b"
     rf"|\b{_UNIT}\s+in\s+which\b"
-    rf"|\bthe\s+{_UNIT}\s+(?:with|that|when|in which|where)\b"
+    rf"|\bthe\s+{_UNIT}\s+(?:of\s+\d{{4}}\s+)?(?:with|that|when|in which|where)\b"  # "the month of 2021 with the most"
     rf"|\b{_UNIT}\s+with\s+the\s+(?=(?:most|fewest|least|highest|lowest|biggest)\b)"  # "2021: month with the fewest"
     rf"|哪(?:一|个)?\s*(天|日|周|个?星期|个?月|年)",
     re.I,
