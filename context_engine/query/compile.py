@@ -456,11 +456,15 @@ def bucket_range(bucket: str, key: str) -> tuple[datetime, datetime]:
     return start, start.replace(year=start.year + 1)
 
 
-def bind(ir: PlanIR, pipeline: list[dict[str, Any]], rows: list[dict[str, Any]]) -> PlanIR:
+def bind(
+    ir: PlanIR, pipeline: list[dict[str, Any]], rows: list[dict[str, Any]], handle: Any = None
+) -> PlanIR:
     """A nested plan once its inner step ran (`pipeline`, which returned `rows`: the inner ranking, best
-    first): the outer plan with its slot filled by the first row — a condition on the person it names, or the
-    range of the period it is — and the rows level with it kept as the tie. Without rows nothing is bound
-    (`Nested.value` None): the outer step has nothing to run for."""
+    first): the outer plan with its slot filled by the first row — a condition on the person it names (by
+    `handle`, that person's handle in the outer field's kind, when it is another kind than the inner key:
+    a GitHub login ranked, a Jira reporter's name asked about), or the range of the period it is — and the
+    rows level with it kept as the tie. Without rows nothing is bound (`Nested.value` None): the outer step
+    has nothing to run for."""
     nested = ir.nested
     if nested is None:
         raise CompileError("only a nested plan has an inner step to bind")
@@ -471,7 +475,8 @@ def bind(ir: PlanIR, pipeline: list[dict[str, Any]], rows: list[dict[str, Any]])
     tie = [r["_id"] for r in rows[1:] if measure and r.get(measure) == top.get(measure)]
     bound = replace(nested, pipeline=pipeline, value=top["_id"], count=top.get(measure), tie=tie)
     if nested.slot == "person":
-        return replace(ir, filters=[*ir.filters, Filter(nested.field, "eq", top["_id"], span=nested.span)], nested=bound)
+        person = Filter(nested.field, "eq", top["_id"] if handle is None else handle, span=nested.span)
+        return replace(ir, filters=[*ir.filters, person], nested=bound)
     bucket = nested.inner.shape.bucket
     if bucket not in BUCKET_FORMATS or not isinstance(top["_id"], str):
         raise CompileError(f"a nested plan binds a period only from a day, week, month or year, not {bucket!r}")

@@ -21,7 +21,7 @@ from context_engine.query.catalog import Catalog
 from context_engine.query.compile import CompileError, bind, compile_plan
 from context_engine.query.consistency import contradictions
 from context_engine.query.execute import ExecutionError, run_pipeline
-from context_engine.query.fields import field_for
+from context_engine.query.fields import field_for, handle_kind
 from context_engine.query.identity import (
     CALENDAR_NAMES,
     COMMON_WORDS,
@@ -625,16 +625,25 @@ def run_inner(plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings,
         max_rows=settings.max_rows,
         max_time_ms=settings.max_time_ms,
     )
+    nested = plan_.ir.nested
+    top = rows[0].get("_id") if rows else None
+    person, handle = None, None
+    if nested.slot == "person" and top is not None:
+        # The person ranked, by the handle the inner records keep; asked about by the outer field's own kind.
+        ranked_by = handle_kind(schema, inner.shape.field or "")
+        person = next((p for p in ctx.directory.people if ranked_by and p.handle(ranked_by) == top), None)
+        asked_by = handle_kind(ctx.schemas.get(plan_.collection), nested.field)
+        if asked_by and ranked_by and asked_by != ranked_by:
+            handle = person.handle(asked_by) if person is not None else None
+            if handle is None:
+                raise ExecutionError(f"the first step found {top}, who has no {asked_by} handle to ask the rest about")
     try:
-        ir = bind(plan_.ir, pipeline, rows)
+        ir = bind(plan_.ir, pipeline, rows, handle)
         outer = compile_plan(ir, ctx.schemas[plan_.collection], ctx.schemas)
     except (CompileError, KeyError) as exc:
         raise ExecutionError(f"the second step: {exc}") from None
-    nested = ir.nested
-    assert nested is not None
-    if nested.slot == "person" and nested.value is not None:
-        person = next((p for p in ctx.directory.people if nested.value in p.handles.values()), None)
-        nested.name = person.name if person is not None else None
+    assert ir.nested is not None
+    ir.nested.name = person.name if person is not None else None
     return replace(plan_, ir=ir, pipeline=outer)
 
 

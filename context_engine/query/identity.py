@@ -56,6 +56,7 @@ start started starts starting begin began begun create post posts posting reply 
 replies respond responded answer answered mention mentioned mentioning mentions send sent write
 written writes writing said says talk talked asked ask question questions discussion discussions
 active busiest longest biggest largest most least more fewer first second third ever every other
+busier quieter chattier wordier noisier livelier
 again also just only still since until before after people folks users members somebody anyone
 earliest oldest newest latest earlier later recent recently previous next single
 everyone group general random thing things something anything nothing great good best worst

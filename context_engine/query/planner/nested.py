@@ -243,6 +243,10 @@ def _joined(
             where = outer_q.lower().find(stand_in_time.text.lower()) if stand_in_time else -1
             stood_t = [t for t in ir.times if where >= 0 and t.span == (where, where + len(stand_in_time.text))]
             field = stood_t[0].field if len(stood_t) == 1 else None
+            if field and cut.as_time and at[0] >= cut.inner[0] and ir.collection == inner_ir.collection:
+                # "in the month with the most merged PRs, whose …": the outer part says no date of its own, so
+                # the period is of the date it was ranked by
+                field = inner_ir.shape.field
             filters, times = ir.filters, [t for t in ir.times if t not in stood_t]
             if ir.collection == inner_ir.collection:
                 # "in elmlang's busiest month, who posted the most": the month is elmlang's, and so are the posts
