@@ -27,6 +27,7 @@ from context_engine.query import engine
 from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, RunResult, Success
 from context_engine.query.execute import ExecutionError
 from context_engine.query.identity import Person
+from context_engine.query.ir import to_extended_json
 from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.query.planner.templates import context_set_for
 from context_engine.resources import asker_for, catalog_for, llm_planner_for, store_for, value_index_for
@@ -183,10 +184,10 @@ def execute_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str
         def first_step(query: dict[str, Any]) -> Plan:
             return engine.run_inner(plan, ctx, store_for(settings), settings, settings.tenant)
 
-        inner = nested.inner
         try:
+            said = to_extended_json(engine.inner_pipeline(plan, ctx, settings))
             plan = RunnableLambda(first_step, name="mongodb_aggregate").invoke(
-                {"collection": inner.collection, "nested": "inner step", "ir": inner.to_json()}
+                {"collection": nested.inner.collection, "pipeline": said, "step": "first"}
             )
         except ExecutionError as exc:
             return {"error": str(exc), "rows": [], "attempts": [*attempts, {"plan": plan_json, "error": str(exc)}]}

@@ -115,7 +115,9 @@ def first_step(result: RunResult) -> str:
         return "The first step found nothing, so there was nothing to ask the rest of the question about.\n"
     what = "person" if nested.slot == "person" else (nested.inner.shape.bucket or "period")
     top = f"{nested.name} ({nested.value})" if nested.name and nested.name != nested.value else str(nested.value)
-    line = f"First step: the {what} at the top is {top}" + (f", with {nested.count}" if nested.count is not None else "")
+    line = f"First step: the {what} at the top is {top}" + (
+        f", with {nested.count}" if nested.count is not None else ""
+    )
     if nested.tie:
         level = ", ".join(str(v) for v in nested.tie)
         line += f" — tied with {level}; the answer below is for {top} only"

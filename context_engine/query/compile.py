@@ -456,9 +456,7 @@ def bucket_range(bucket: str, key: str) -> tuple[datetime, datetime]:
     return start, start.replace(year=start.year + 1)
 
 
-def bind(
-    ir: PlanIR, pipeline: list[dict[str, Any]], rows: list[dict[str, Any]], handle: Any = None
-) -> PlanIR:
+def bind(ir: PlanIR, pipeline: list[dict[str, Any]], rows: list[dict[str, Any]], handle: Any = None) -> PlanIR:
     """A nested plan once its inner step ran (`pipeline`, which returned `rows`: the inner ranking, best
     first): the outer plan with its slot filled by the first row — a condition on the person it names (by
     `handle`, that person's handle in the outer field's kind, when it is another kind than the inner key:

@@ -597,11 +597,9 @@ def execute(plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings, t
     return with_display_names(rows, plan_, ctx.directory)
 
 
-def run_inner(plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings, tenant: str) -> Plan:
-    """A nested plan's first step (`PlanIR.nested`): its inner plan compiled, validated and run, scoped exactly
-    as any plan is, and its top result bound into the outer plan (`compile.bind`), which is then compiled
-    anew: the plan the caller validates and runs next. The bound person's display name is kept for the
-    answer ("U34F160B5" is Clarine). A failed step raises `ExecutionError` with what went wrong."""
+def inner_pipeline(plan_: Plan, ctx: PlanningContext, settings: Settings) -> list[dict[str, Any]]:
+    """A nested plan's first query: its inner plan compiled and validated like any plan (`ExecutionError`
+    with the reason when it cannot be)."""
     assert plan_.ir is not None and plan_.ir.nested is not None
     inner = plan_.ir.nested.inner
     schema = ctx.schemas.get(inner.collection)
@@ -615,6 +613,18 @@ def run_inner(plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings,
     errors = validate_pipeline(pipeline, schema, policy, schemas=ctx.schemas)
     if errors:
         raise ExecutionError("the first step's query: " + "; ".join(errors))
+    return pipeline
+
+
+def run_inner(plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings, tenant: str) -> Plan:
+    """A nested plan's first step (`PlanIR.nested`): its inner plan compiled, validated and run, scoped exactly
+    as any plan is, and its top result bound into the outer plan (`compile.bind`), which is then compiled
+    anew: the plan the caller validates and runs next. The bound person's display name is kept for the
+    answer ("U34F160B5" is Clarine). A failed step raises `ExecutionError` with what went wrong."""
+    assert plan_.ir is not None and plan_.ir.nested is not None
+    inner = plan_.ir.nested.inner
+    schema = ctx.schemas[inner.collection]
+    pipeline = inner_pipeline(plan_, ctx, settings)
     rows = run_pipeline(
         store,
         inner.collection,

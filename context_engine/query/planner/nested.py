@@ -12,7 +12,8 @@ the inner one as its `PlanIR.nested`: the inner ranking (a person group, or a da
 runs first, and its top result is bound into the outer plan when it ran (`compile.bind`).
 
 A question cut so whose inner part is no ranking of people or periods is not nested (the ordinary plan
-answers it); one whose outer part reads as nothing says so, never answering the inner part alone.
+answers it), nor one whose rest reads as nothing and says no "they" or "that month"; one that says it and
+whose rest reads as nothing says so, never answering the inner part alone.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from context_engine.query.compile import BUCKET_FORMATS, compile_plan
 from context_engine.query.identity import Mention, Person
@@ -31,7 +33,9 @@ from context_engine.query.timeexpr import TimeRange
 TIE_ROWS = 10
 # The words that introduce a person as the one who did something: planned as "who" ("whoever posted the
 # most" is "who posted the most"), the rest of them only glue.
-_INTRO = re.compile(r"\b(?:who(ever)\b|(?:the|that)\s+(?:person|one|user|member|guy|contributor|author)\s+(?=who\b))", re.I)
+_INTRO = re.compile(
+    r"\b(?:who(ever)\b|(?:the|that)\s+(?:person|one|user|member|guy|contributor|author)\s+(?=who\b))", re.I
+)
 # What the outer plan holds in the place of the person the inner step will find; `bind` replaces it.
 STAND_IN = "\x00the person the first step finds"
 
@@ -58,7 +62,9 @@ _PERIOD_REF = re.compile(
     re.I,
 )
 # The inner part ending on its person ("2021 年开 PR 最多的那位"): it is the outer part's subject.
-_PERSON_TOPIC = re.compile(r"(?:那位|那个人|的人|那个|那人|who(?:ever)?\b.*|person|one|author|poster|member|starter)\s*$", re.I)
+_PERSON_TOPIC = re.compile(
+    r"(?:那位|那个人|的人|那个|那人|who(?:ever)?\b.*|person|one|author|poster|member|starter)\s*$", re.I
+)
 # An extreme person named inside the outer question: "did 2021's most prolific PR author open".
 _EMBEDDED_PERSON = re.compile(
     r"(?:\b\d{4}['’]s|\bthe)\s+(?:single\s+)?(?:most\s+(?:prolific|active|productive)|top|busiest|biggest|leading)\s+"
@@ -113,7 +119,7 @@ def _within(start: int, end: int, span: tuple[int, int]) -> bool:
 def _times_in(ctx: PlanningContext, text: str) -> list[TimeRange]:
     """The question's times said in this part: as many of each as the part says it ("in 2021" twice in the
     question, once in the part, is one condition of the part)."""
-    low, found = text.lower(), []
+    low, found = text.lower(), list[TimeRange]()
     for t in ctx.times:
         said = t.text.lower()
         if said and low.count(said) > sum(f.text.lower() == said for f in found):
@@ -126,7 +132,7 @@ def _stand_in() -> Person:
     role and field as for anyone named there."""
 
     class _Every(dict):
-        def get(self, key, default=None):  # noqa: ANN001, ANN202 - a handle of whatever kind is asked for
+        def get(self, key, default=None):  # a handle of whatever kind is asked for
             return STAND_IN
 
     return Person(key=STAND_IN, name="the person the first step finds", handles=_Every())
@@ -240,8 +246,9 @@ def _joined(
                 field = None
             filters, times = [f for f in ir.filters if f not in stood], ir.times
         else:
-            where = outer_q.lower().find(stand_in_time.text.lower()) if stand_in_time else -1
-            stood_t = [t for t in ir.times if where >= 0 and t.span == (where, where + len(stand_in_time.text))]
+            said_as = stand_in_time.text.lower() if stand_in_time else ""
+            where = outer_q.lower().find(said_as) if said_as else -1
+            stood_t = [t for t in ir.times if where >= 0 and t.span == (where, where + len(said_as))]
             field = stood_t[0].field if len(stood_t) == 1 else None
             if field and cut.as_time and at[0] >= cut.inner[0] and ir.collection == inner_ir.collection:
                 # "in the month with the most merged PRs, whose …": the outer part says no date of its own, so
@@ -252,10 +259,15 @@ def _joined(
                 # "in elmlang's busiest month, who posted the most": the month is elmlang's, and so are the posts
                 said = {f.field for f in filters}
                 filters = [*filters, *(f for f in inner_ir.filters if f.field not in said)]
+    if field is None and cut.refer is None:
+        return None  # nothing in the rest points back at the inner part: not a nested question after all
     if field is None:
-        # The outer part reads as nothing the inner result can fill: said, never answered by the inner part alone.
+        # The outer part refers to the inner result ("they", "that month") but reads as nothing it can fill:
+        # said, never answered by the inner part alone.
         rest = [(m.start(), m.end()) for m in re.finditer(r"\S+", outer_q)]
-        spans = [{"text": q[s:e], "start": s, "end": e, "how": "nested"} for s, e in rest if not _within(s, e, cut.inner)]
+        spans: list[dict[str, Any]] = [
+            {"text": q[s:e], "start": s, "end": e, "how": "nested"} for s, e in rest if not _within(s, e, cut.inner)
+        ]
         words = " ".join(s["text"] for s in spans)
         return replace(
             inner,
@@ -267,7 +279,9 @@ def _joined(
     nested = Nested(inner_ir, slot, field, span=cut.inner)
     outer_ir = replace(ir, filters=filters, times=times, nested=nested)
     schema = ctx.schemas[outer.collection]
-    glue = [{"text": q[s:e].strip(), "start": s, "end": e, "how": "nested"} for s, e in [*cut.glue, at] if q[s:e].strip()]
+    glue = [
+        {"text": q[s:e].strip(), "start": s, "end": e, "how": "nested"} for s, e in [*cut.glue, at] if q[s:e].strip()
+    ]
     understood = [
         s
         for s in [*inner.understood, *outer.understood]
@@ -280,8 +294,10 @@ def _joined(
         confidence=min(inner.confidence, outer.confidence),
         planner="offline",
         notes=[
-            f"nested: first {inner_words!r} ({slot}: the top of {inner_ir.collection} by {inner_ir.shape.field}), "
-            f"then the rest for it ({field})",
+            (
+                f"nested: first {inner_words!r} ({slot}: the top of {inner_ir.collection} by "
+                f"{inner_ir.shape.field}), then the rest for it ({field})"
+            ),
             *(f"first step: {n}" for n in inner.notes),
             *outer.notes,
         ],
@@ -289,7 +305,5 @@ def _joined(
         collection_named=outer.collection_named or inner.collection_named,
         ir=outer_ir,
         understood=sorted([*understood, *glue], key=lambda s: (s["start"], s["end"])),
-        not_understood=sorted(
-            [*inner.not_understood, *outer.not_understood], key=lambda s: (s["start"], s["end"])
-        ),
+        not_understood=sorted([*inner.not_understood, *outer.not_understood], key=lambda s: (s["start"], s["end"])),
     )

@@ -34,9 +34,17 @@ YEAR = (datetime(2026, 1, 1), NOW)
 @pytest.mark.parametrize(
     "question,inner,outer",
     [
-        ("The person who opened the most pull requests in 2026: how many issues did they file in 2026?", "pull_requests", "issues"),
+        (
+            "The person who opened the most pull requests in 2026: how many issues did they file in 2026?",
+            "pull_requests",
+            "issues",
+        ),
         ("how many issues did 2026's most prolific PR author open that same year?", "pull_requests", "issues"),
-        ("whoever opened the most issues in 2026 - how many of their PRs were merged that same year?", "issues", "pull_requests"),
+        (
+            "whoever opened the most issues in 2026 - how many of their PRs were merged that same year?",
+            "issues",
+            "pull_requests",
+        ),
         ("take the top PR author of 2026: how many messages did they post that year?", "pull_requests", "messages"),
         ("2026 年开 PR 最多的那位，那年开了几个 issue？", "pull_requests", "issues"),
     ],
@@ -99,6 +107,6 @@ def test_a_question_with_one_step_is_not_nested(catalog, question):
 
 
 def test_an_outer_part_nothing_reads_is_said_not_understood(catalog):
-    p = plan(catalog, "the person who opened the most pull requests in 2026: zorbling quuxes?")
-    assert "zorbling quuxes" in {s["text"] for s in p.not_understood}  # the answer says what it ignored
+    p = plan(catalog, "the person who opened the most pull requests in 2026: their zorbling quuxes?")
+    assert {"zorbling", "quuxes"} <= {w.strip("?") for s in p.not_understood for w in s["text"].split()}
     assert p.confidence < 0.7
