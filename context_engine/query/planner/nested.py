@@ -74,6 +74,13 @@ _EMBEDDED_PERSON = re.compile(
     re.I,
 )
 
+# The rest of a question around such a person asks something of them ("how many issues did … open"), and
+# not who they are ("who was the single most active poster in May?" is the ranking itself).
+_ASKS_OF_THEM = re.compile(
+    r"\bhow (?:many|much|often|long)\b|\b(?:did|does|do|has|have|had|what|which|list|show)\b|几|多少", re.I
+)
+_ASKS_WHO = re.compile(r"\s*(?:who|whom|whose)\b|\s*谁", re.I)
+
 
 @dataclass
 class _Cut:
@@ -99,7 +106,8 @@ def _cuts(q: str) -> list[_Cut]:
         if refer or as_time or _PERSON_TOPIC.search(left) or _LEAD.match(left):
             found.append(_Cut((start, sep.start()), refer, [*glue, sep.span()], as_time))
     for m in _EMBEDDED_PERSON.finditer(q):
-        if q[m.end() :].strip(" ?？"):
+        rest = q[: m.start()] + " " + q[m.end() :]
+        if _ASKS_OF_THEM.search(rest) and not _ASKS_WHO.match(rest):
             found.append(_Cut(m.span(), None, [], False))
     return found
 
