@@ -57,7 +57,7 @@ _PERSON_REF = re.compile(
 )
 # ... and for its period (or, after a person, for the period it was ranked over).
 _PERIOD_REF = re.compile(
-    r"\b(?:that|the same|that same|this|the said)\s+(?:day|week|month|year|period)\b|\bthen\b"
+    r"\b(?:that|the same|that same|this|the said)\s+(?:day|week|month|year|period)\b"
     r"|那(?:一)?(?:年|个月|月|周|天)|当(?:年|月|天|周)|同(?:一)?(?:年|月|天|周)",
     re.I,
 )
