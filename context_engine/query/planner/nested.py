@@ -36,6 +36,7 @@ TIE_ROWS = 10
 _INTRO = re.compile(
     r"\b(?:who(ever)\b|(?:the|that)\s+(?:person|one|user|member|guy|contributor|author)\s+(?=who\b))", re.I
 )
+_PREPOSITION = re.compile(r"^(?:in|during|for|of|on|at)\s+", re.I)
 # What the outer plan holds in the place of the person the inner step will find; `bind` replaces it.
 STAND_IN = "\x00the person the first step finds"
 
@@ -43,8 +44,9 @@ _EXTREME = re.compile(
     r"\b(?:most|top|busiest|quietest|fewest|least|highest|peak|prolific)\b|最多|最少|最活跃|最忙|最高",
     re.I,
 )
-# Where a question is cut: a colon, a dash between spaces, a semicolon, a comma (either script).
-_CUT = re.compile(r"\s*(?:[:：;；]|\s[-—–]\s|[—–]|[,，])\s*")
+# Where a question is cut: a colon, a dash between spaces, a semicolon, a comma, the end of a sentence
+# before another one (either script).
+_CUT = re.compile(r"\s*(?:[:：;；?？。]|\.(?=\s)|\s[-—–]\s|[—–]|[,，])\s*")
 # Words before the inner part that only introduce it: "take …:", "so, …".
 _LEAD = re.compile(r"^\s*(?:(?:so|ok|okay|now|and)\s*,?\s+)?(?:take|consider|look at|for)\s+", re.I)
 # The inner part as the outer one's time: "in 2021's busiest month, who …", "在 … 的那个月".
@@ -65,6 +67,9 @@ _PERIOD_REF = re.compile(
 _PERSON_TOPIC = re.compile(
     r"(?:那位|那个人|的人|那个|那人|who(?:ever)?\b.*|person|one|author|poster|member|starter)\s*$", re.I
 )
+# The inner part ending on its period ("2021 年合并 PR 最多的那个月"): it is the outer part's time, and the
+# inner part asks which period that is (那 read as 哪).
+_PERIOD_TOPIC = re.compile(r"那(?=(?:一)?个?(?:月|年|天|周|星期)\s*$)")
 # An extreme person named inside the outer question: "did 2021's most prolific PR author open".
 _EMBEDDED_PERSON = re.compile(
     r"(?:\b\d{4}['’]s|\bthe)\s+(?:single\s+)?(?:most\s+(?:prolific|active|productive)|top|busiest|biggest|leading)\s+"
@@ -102,7 +107,7 @@ def _cuts(q: str) -> list[_Cut]:
         glue = [(0, start)] if lead else []
         ref = _PERSON_REF.search(right) or _PERIOD_REF.search(right)
         refer = (sep.end() + ref.start(), sep.end() + ref.end()) if ref else None
-        as_time = bool(lead and lead.re is _TIME_LEAD)
+        as_time = bool(lead and lead.re is _TIME_LEAD) or bool(_PERIOD_TOPIC.search(left))
         if refer or as_time or _PERSON_TOPIC.search(left) or _LEAD.match(left):
             found.append(_Cut((start, sep.start()), refer, [*glue, sep.span()], as_time))
     for m in _EMBEDDED_PERSON.finditer(q):
@@ -127,11 +132,22 @@ def _within(start: int, end: int, span: tuple[int, int]) -> bool:
 def _times_in(ctx: PlanningContext, text: str) -> list[TimeRange]:
     """The question's times said in this part: as many of each as the part says it ("in 2021" twice in the
     question, once in the part, is one condition of the part)."""
-    low, found = text.lower(), list[TimeRange]()
+    low, found, taken = text.lower(), list[TimeRange](), list[tuple[int, int]]()
     for t in ctx.times:
-        said = t.text.lower()
-        if said and low.count(said) > sum(f.text.lower() == said for f in found):
-            found.append(t)
+        # "In 2021's busiest month, …": the preposition is the cut's, the year the inner part's
+        for said in dict.fromkeys((t.text, _PREPOSITION.sub("", t.text))):
+            at = next(
+                (
+                    m.start()
+                    for m in re.finditer(re.escape(said.lower()), low)
+                    if not any(m.start() < e and s < m.end() for s, e in taken)
+                ),
+                None,
+            )
+            if said and at is not None:
+                taken.append((at, at + len(said)))
+                found.append(replace(t, text=said))
+                break
     return found
 
 
@@ -181,6 +197,9 @@ def _nested(ctx: PlanningContext, build: Callable[[PlanningContext], Plan], cut:
         gone = intro.span(1) if intro.group(1) else intro.span()
         inner_q = inner_q[: gone[0]] + " " * (gone[1] - gone[0]) + inner_q[gone[1] :]
         cut = replace(cut, glue=[*cut.glue, gone])
+    topic = _PERIOD_TOPIC.search(inner_q[:b])
+    if topic:
+        inner_q = inner_q[: topic.start()] + "哪" + inner_q[topic.end() :]
     inner_ctx = replace(
         ctx,
         question=inner_q,
@@ -215,7 +234,7 @@ def _nested(ctx: PlanningContext, build: Callable[[PlanningContext], Plan], cut:
         at = period_ref.span()
         stand_in_time = TimeRange(period[0], period[1], period_ref.group(0))
     elif cut.as_time:  # "in <2021's busiest month>, who …": the inner part is the outer's time, said by its unit
-        unit = re.search(r"\b(?:day|week|month|year)\b|年|月|周|天", q[a:b], re.I)
+        unit = next(reversed(list(re.finditer(r"\b(?:day|week|month|year)\b|年|月|周|天", q[a:b], re.I))), None)
         if unit is None:
             return None
         at = (a + unit.start(), a + unit.end())
@@ -241,7 +260,7 @@ def _joined(
     at: tuple[int, int],
     stand_in_time: TimeRange | None,
     outer_q: str,
-) -> Plan:
+) -> Plan | None:
     """The two plans as one: the outer plan with the inner one nested, its stand-in taken out again."""
     q = ctx.question
     ir = outer.ir

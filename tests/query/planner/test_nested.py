@@ -47,6 +47,7 @@ YEAR = (datetime(2026, 1, 1), NOW)
         ),
         ("take the top PR author of 2026: how many messages did they post that year?", "pull_requests", "messages"),
         ("2026 年开 PR 最多的那位，那年开了几个 issue？", "pull_requests", "issues"),
+        ("Who opened the most PRs in 2026? How many issues did that person open that year?", "pull_requests", "issues"),
     ],
 )
 def test_a_person_found_first_is_the_subject_of_the_rest(catalog, question, inner, outer):
@@ -71,6 +72,7 @@ def test_a_person_found_first_is_the_subject_of_the_rest(catalog, question, inne
     [
         "Take 2026's busiest month for merges - who authored the most of the PRs merged that month?",
         "in the month of 2026 with the most merged PRs, whose PRs were merged the most?",
+        "2026 年合并 PR 最多的那个月，谁的 PR 合并得最多？",
     ],
 )
 def test_a_period_found_first_is_the_time_of_the_rest(catalog, question):
@@ -83,6 +85,14 @@ def test_a_period_found_first_is_the_time_of_the_rest(catalog, question):
     assert p.ir.times == []  # bound once the inner step ran
     assert p.ir.shape.kind == "group" and p.ir.shape.field == "user.login"
     assert p.not_understood == []
+
+
+def test_a_period_the_rest_names_no_date_of_is_the_date_it_was_ranked_by(catalog):
+    p = plan(catalog, "In 2026's busiest month for merges, how many PRs did Rashid open?")
+    nested = p.ir.nested
+    assert nested is not None and nested.slot == "time" and nested.field == "merged_at"
+    assert [(t.start, t.end) for t in nested.inner.times] == [YEAR]  # "In 2026's": the year is the inner part's
+    assert p.pipeline[-1] == {"$count": "count"} and p.not_understood == []
 
 
 def test_the_inner_conditions_hold_for_a_period_of_the_same_records(catalog):
