@@ -63,9 +63,12 @@ _PERIOD_REF = re.compile(
     r"|那(?:一)?(?:年|个月|月|周|天)|当(?:年|月|天|周)|同(?:一)?(?:年|月|天|周)",
     re.I,
 )
-# The inner part ending on its person ("2021 年开 PR 最多的那位"): it is the outer part's subject.
+# The inner part naming its person ("whoever posted the most …", "the one who …", "2021 年开 PR 最多的那位"):
+# it may be the outer part's subject. Asking who ("who were the three most active …") names no one.
 _PERSON_TOPIC = re.compile(
-    r"(?:那位|那个人|的人|那个|那人|who(?:ever)?\b.*|person|one|author|poster|member|starter)\s*$", re.I
+    r"^\s*(?:whoever|(?:the|that)\s+(?:person|one|user|member)\s+who)\b"
+    r"|(?:那位|那个人|的人|那人|person|one|author|poster|member|starter)\s*$",
+    re.I,
 )
 # The inner part ending on its period ("2021 年合并 PR 最多的那个月"): it is the outer part's time, and the
 # inner part asks which period that is (那 read as 哪).
@@ -108,7 +111,10 @@ def _cuts(q: str) -> list[_Cut]:
         ref = _PERSON_REF.search(right) or _PERIOD_REF.search(right)
         refer = (sep.end() + ref.start(), sep.end() + ref.end()) if ref else None
         as_time = bool(lead and lead.re is _TIME_LEAD) or bool(_PERIOD_TOPIC.search(left))
-        if refer or as_time or _PERSON_TOPIC.search(left) or _LEAD.match(left):
+        # without words pointing back, the rest must ask something of its own ("…, with counts?" does not)
+        own = _ASKS_OF_THEM.search(right) or _ASKS_WHO.match(right)
+        asks = refer or (own and (as_time or _PERSON_TOPIC.search(left) or _LEAD.match(left)))
+        if asks:
             found.append(_Cut((start, sep.start()), refer, [*glue, sep.span()], as_time))
     for m in _EMBEDDED_PERSON.finditer(q):
         rest = q[: m.start()] + " " + q[m.end() :]
