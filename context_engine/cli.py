@@ -399,6 +399,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
                     + " · ".join(str(x) for x in (cite.get("title"), cite.get("id"), cite.get("url")) if x)
                 )
         for q in result.get("queries", []):
+            if "first_step" in q:  # a nested question: the query whose top result the next one is for
+                step = q["first_step"]
+                said = json.dumps(step["pipeline"], ensure_ascii=False, default=_json_default)
+                print(f"\nfirst query: {step['collection']} {said}")
             if "pipeline" in q:
                 print(
                     f"\nquery: {q['collection']} {json.dumps(q['pipeline'], ensure_ascii=False, default=_json_default)}"

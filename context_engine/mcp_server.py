@@ -272,7 +272,7 @@ def build_server(settings: Settings, keys: dict[str, Any] | None = None) -> MCPS
         scoped = caller(ctx)
         result = (await _in_worker(lambda: service.ask(scoped, question, now))).output
         queries = [
-            {k: q.get(k) for k in ("collection", "pipeline", "outcome", "error") if k in q}
+            {k: q.get(k) for k in ("collection", "pipeline", "first_step", "outcome", "error") if k in q}
             for q in result.get("queries", [])
         ][:10]
         # one dict per part, so that what the budget cut is named by its field ("answer", "citations.quote")

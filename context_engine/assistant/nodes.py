@@ -330,12 +330,19 @@ def structured_answer(state: State, settings: Settings) -> dict[str, Any]:
     queries = []
     if attempts:
         final = state["attempts"][-1]["plan"]
+        nested = (final.get("ir") or {}).get("nested") or {}
         queries.append(
             {
                 "collection": final["collection"],
                 "pipeline": final["pipeline"],
                 "attempts": [{"pipeline": a["plan"]["pipeline"], "error": a["error"]} for a in state["attempts"]],
                 "row_count": len(result.rows),
+                # a nested plan's first step, whose top result the query above was bound by
+                **(
+                    {"first_step": {"collection": nested["inner"]["collection"], "pipeline": nested["pipeline"]}}
+                    if nested.get("pipeline") is not None
+                    else {}
+                ),
             }
         )
     records, outcome = result.rows, result.kind

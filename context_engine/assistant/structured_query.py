@@ -27,6 +27,7 @@ from context_engine.query import engine
 from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, RunResult, Success
 from context_engine.query.execute import ExecutionError
 from context_engine.query.identity import Person
+from context_engine.query.ir import to_extended_json
 from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.query.planner.templates import context_set_for
 from context_engine.resources import asker_for, catalog_for, llm_planner_for, store_for, value_index_for
@@ -173,20 +174,43 @@ def validate_query(state: StructuredState, runtime: Runtime[Context]) -> dict[st
 def execute_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str, Any]:
     settings = context_of(runtime).settings()
     ctx = planning_context(state, settings)
-    plan = Plan.from_json(state["plan"])
+    plan_json = state["plan"]
+    plan = Plan.from_json(plan_json)
+    attempts = state.get("attempts", [])
+    nested = plan.ir.nested if plan.ir is not None else None
+    if nested is not None and not nested.bound:
+        # A question whose one answer feeds the next: the inner step runs first (its own traced run), its
+        # top result fills the outer plan, which is validated like any plan before it runs.
+        def first_step(query: dict[str, Any]) -> Plan:
+            return engine.run_inner(plan, ctx, store_for(settings), settings, settings.tenant)
+
+        try:
+            said = to_extended_json(engine.inner_pipeline(plan, ctx, settings))
+            plan = RunnableLambda(first_step, name="mongodb_aggregate").invoke(
+                {"collection": nested.inner.collection, "pipeline": said, "step": "first"}
+            )
+        except ExecutionError as exc:
+            return {"error": str(exc), "rows": [], "attempts": [*attempts, {"plan": plan_json, "error": str(exc)}]}
+        bound = plan.to_json()
+        if plan.ir is None or plan.ir.nested is None or plan.ir.nested.value is None:  # nothing to feed the next step
+            done = {"plan": bound, "error": None}
+            return {"plan": bound, "rows": [], "error": "", "outcome": "no_results", "attempts": [*attempts, done]}
+        error = engine.validate(plan, ctx, settings)
+        if error:
+            return {"error": error, "rows": [], "attempts": [*attempts, {"plan": bound, "error": error}]}
+        plan_json = bound
 
     def aggregate(query: dict[str, Any]) -> list[dict[str, Any]]:
         return engine.execute(plan, ctx, store_for(settings), settings, settings.tenant)
 
-    attempts = state.get("attempts", [])
     try:
         # Its own run in traces (astream_events, LangSmith): the collection and the pipeline as run.
         rows = RunnableLambda(aggregate, name="mongodb_aggregate").invoke(
-            {"collection": plan.collection, "pipeline": state["plan"]["pipeline"]}
+            {"collection": plan.collection, "pipeline": plan_json["pipeline"]}
         )
     except ExecutionError as exc:
-        return {"error": str(exc), "rows": [], "attempts": [*attempts, {"plan": state["plan"], "error": str(exc)}]}
-    update: dict[str, Any] = {}
+        return {"error": str(exc), "rows": [], "attempts": [*attempts, {"plan": plan_json, "error": str(exc)}]}
+    update: dict[str, Any] = {"plan": plan_json} if nested is not None else {}  # the plan as bound
     if not rows or rows == [{"count": 0}]:
         try:
             unread = engine.unmatched_topic(plan, ctx, store_for(settings), settings, settings.tenant)
@@ -197,7 +221,7 @@ def execute_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str
             return {
                 "outcome": "resolution_failed",
                 "rows": [],
-                "attempts": [*attempts, {"plan": state["plan"], "error": None}],
+                "attempts": [*attempts, {"plan": plan_json, "error": None}],
                 "resolution": {
                     "error": refused.message,
                     "candidates": [p.to_json() for p in refused.candidates],
@@ -207,7 +231,7 @@ def execute_query(state: StructuredState, runtime: Runtime[Context]) -> dict[str
         if unread and unread not in plan.not_understood:
             plan.not_understood = [*plan.not_understood, unread]
             update = {"plan": plan.to_json(), "not_understood": plan.not_understood}
-    final = update.get("plan", state["plan"])
+    final = update.get("plan", plan_json)
     try:
         total = engine.total_of(plan, rows, ctx, store_for(settings), settings, settings.tenant)
     except ExecutionError:  # the count ran out of time: the list stands, its total unsaid

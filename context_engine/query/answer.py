@@ -101,7 +101,27 @@ def compose(
     """The answer text and its citations. `kind`: the collection's spec (`schema.kind`; default: the
     built-in kind of that name)."""
     text, citations = _compose(result, collection, _kind(collection, kind))
-    return text + ignored(result), citations
+    return first_step(result) + text + ignored(result), citations
+
+
+def first_step(result: RunResult) -> str:
+    """What a nested plan's inner step found, said before the answer it fed: the person or period, its
+    count, and any result level with it at the top (the answer is for the first of them, and says so)."""
+    plan = getattr(result, "plan", None)
+    nested = plan.ir.nested if plan is not None and plan.ir is not None else None
+    if nested is None or not nested.bound:
+        return ""
+    if nested.value is None:
+        return "The first step found nothing, so there was nothing to ask the rest of the question about.\n"
+    what = "person" if nested.slot == "person" else (nested.inner.shape.bucket or "period")
+    top = f"{nested.name} ({nested.value})" if nested.name and nested.name != nested.value else str(nested.value)
+    line = f"First step: the {what} at the top is {top}" + (
+        f", with {nested.count}" if nested.count is not None else ""
+    )
+    if nested.tie:
+        level = ", ".join(str(v) for v in nested.tie)
+        line += f" — tied with {level}; the answer below is for {top} only"
+    return line + ".\n"
 
 
 def _scalar(value: Any) -> bool:

@@ -9,6 +9,8 @@ nothing it was given more than the validator does.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from context_engine.query.fields import field_for, person_field_for
@@ -23,6 +25,7 @@ from context_engine.query.ir import (
     Measure,
     PlanIR,
     Shape,
+    TimeRange,
 )
 from context_engine.query.schema import CollectionSchema
 from context_engine.query.validate import exact_word_pattern, word_pattern
@@ -431,9 +434,52 @@ def _shape_stages(
         stages += [_having(shape.having)] if shape.having else []
         stages.append({"$sort": {"_id": 1} if shape.bucket else {"count": -1, "_id": 1}})
         return stages + skip + ([{"$limit": shape.limit}] if shape.limit else [])
-    # Extremes over groups: the busiest month (argmax), the count of the quietest day (min).
-    stages += [{"$sort": {"count": 1 if kind in ("argmin", "min") else -1, "_id": 1}}, *skip, {"$limit": 1}]
+    # Extremes over groups: the busiest month (argmax), the count of the quietest day (min); an extreme's
+    # `limit` keeps that much of the ranking (a nested plan's inner step reads past the first to see a tie).
+    rows = shape.limit if kind in ("argmin", "argmax") and shape.limit else 1
+    stages += [{"$sort": {"count": 1 if kind in ("argmin", "min") else -1, "_id": 1}}, *skip, {"$limit": rows}]
     return stages + ([{"$project": {"_id": 0, "count": 1}}] if kind in ("min", "max") else [])
+
+
+def bucket_range(bucket: str, key: str) -> tuple[datetime, datetime]:
+    """The half-open range of a time bucket's key as `bucket_key` writes it ("2021-07": July 2021;
+    "2019-W14": that ISO week, Monday to Monday)."""
+    if bucket == "week":
+        year, week = key.split("-W")
+        start = datetime.fromisocalendar(int(year), int(week), 1)
+        return start, start + timedelta(days=7)
+    start = datetime.strptime(key, BUCKET_FORMATS[bucket])
+    if bucket == "day":
+        return start, start + timedelta(days=1)
+    if bucket == "month":
+        return start, start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
+    return start, start.replace(year=start.year + 1)
+
+
+def bind(ir: PlanIR, pipeline: list[dict[str, Any]], rows: list[dict[str, Any]], handle: Any = None) -> PlanIR:
+    """A nested plan once its inner step ran (`pipeline`, which returned `rows`: the inner ranking, best
+    first): the outer plan with its slot filled by the first row — a condition on the person it names (by
+    `handle`, that person's handle in the outer field's kind, when it is another kind than the inner key:
+    a GitHub login ranked, a Jira reporter's name asked about), or the range of the period it is — and the
+    rows level with it kept as the tie. Without rows nothing is bound (`Nested.value` None): the outer step
+    has nothing to run for."""
+    nested = ir.nested
+    if nested is None:
+        raise CompileError("only a nested plan has an inner step to bind")
+    top = rows[0] if rows else None
+    if top is None or top.get("_id") is None:
+        return replace(ir, nested=replace(nested, pipeline=pipeline, value=None, count=None, tie=[]))
+    measure = next((k for k in top if k != "_id"), None)
+    tie = [r["_id"] for r in rows[1:] if measure and r.get(measure) == top.get(measure)]
+    bound = replace(nested, pipeline=pipeline, value=top["_id"], count=top.get(measure), tie=tie)
+    if nested.slot == "person":
+        person = Filter(nested.field, "eq", top["_id"] if handle is None else handle, span=nested.span)
+        return replace(ir, filters=[*ir.filters, person], nested=bound)
+    bucket = nested.inner.shape.bucket
+    if bucket not in BUCKET_FORMATS or not isinstance(top["_id"], str):
+        raise CompileError(f"a nested plan binds a period only from a day, week, month or year, not {bucket!r}")
+    start, end = bucket_range(bucket, top["_id"])
+    return replace(ir, times=[*ir.times, TimeRange(nested.field, start, end, span=nested.span)], nested=bound)
 
 
 def bucket_key(bucket: str, path: str) -> dict[str, Any]:

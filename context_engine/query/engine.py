@@ -12,16 +12,16 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
 from context_engine.config import Settings
 from context_engine.query.catalog import Catalog
-from context_engine.query.compile import compile_plan
+from context_engine.query.compile import CompileError, bind, compile_plan
 from context_engine.query.consistency import contradictions
-from context_engine.query.execute import run_pipeline
-from context_engine.query.fields import field_for
+from context_engine.query.execute import ExecutionError, run_pipeline
+from context_engine.query.fields import field_for, handle_kind
 from context_engine.query.identity import (
     CALENDAR_NAMES,
     COMMON_WORDS,
@@ -624,6 +624,66 @@ def total_of(
         max_time_ms=settings.max_time_ms,
     )
     return int(counted[0]["count"]) if counted else None
+
+
+def inner_pipeline(plan_: Plan, ctx: PlanningContext, settings: Settings) -> list[dict[str, Any]]:
+    """A nested plan's first query: its inner plan compiled and validated like any plan (`ExecutionError`
+    with the reason when it cannot be)."""
+    assert plan_.ir is not None and plan_.ir.nested is not None
+    inner = plan_.ir.nested.inner
+    schema = ctx.schemas.get(inner.collection)
+    if schema is None:
+        raise ExecutionError(f"the first step's collection {inner.collection!r} does not exist or is empty")
+    try:
+        pipeline = compile_plan(inner, schema, ctx.schemas)
+    except CompileError as exc:
+        raise ExecutionError(f"the first step: {exc}") from None
+    policy = ValidationPolicy(allow_regex=settings.allow_regex, max_limit=settings.max_rows)
+    errors = validate_pipeline(pipeline, schema, policy, schemas=ctx.schemas)
+    if errors:
+        raise ExecutionError("the first step's query: " + "; ".join(errors))
+    return pipeline
+
+
+def run_inner(plan_: Plan, ctx: PlanningContext, store: Any, settings: Settings, tenant: str) -> Plan:
+    """A nested plan's first step (`PlanIR.nested`): its inner plan compiled, validated and run, scoped exactly
+    as any plan is, and its top result bound into the outer plan (`compile.bind`), which is then compiled
+    anew: the plan the caller validates and runs next. The bound person's display name is kept for the
+    answer ("U34F160B5" is Clarine). A failed step raises `ExecutionError` with what went wrong."""
+    assert plan_.ir is not None and plan_.ir.nested is not None
+    inner = plan_.ir.nested.inner
+    schema = ctx.schemas[inner.collection]
+    pipeline = inner_pipeline(plan_, ctx, settings)
+    rows = run_pipeline(
+        store,
+        inner.collection,
+        pipeline,
+        tenant=tenant,
+        principals=principals_of(ctx.asker),
+        schema=schema,
+        max_rows=settings.max_rows,
+        max_time_ms=settings.max_time_ms,
+    )
+    nested = plan_.ir.nested
+    top = rows[0].get("_id") if rows else None
+    person, handle = None, None
+    if nested.slot == "person" and top is not None:
+        # The person ranked, by the handle the inner records keep; asked about by the outer field's own kind.
+        ranked_by = handle_kind(schema, inner.shape.field or "")
+        person = next((p for p in ctx.directory.people if ranked_by and p.handle(ranked_by) == top), None)
+        asked_by = handle_kind(ctx.schemas.get(plan_.collection), nested.field)
+        if asked_by and ranked_by and asked_by != ranked_by:
+            handle = person.handle(asked_by) if person is not None else None
+            if handle is None:
+                raise ExecutionError(f"the first step found {top}, who has no {asked_by} handle to ask the rest about")
+    try:
+        ir = bind(plan_.ir, pipeline, rows, handle)
+        outer = compile_plan(ir, ctx.schemas[plan_.collection], ctx.schemas)
+    except (CompileError, KeyError) as exc:
+        raise ExecutionError(f"the second step: {exc}") from None
+    assert ir.nested is not None
+    ir.nested.name = person.name if person is not None else None
+    return replace(plan_, ir=ir, pipeline=outer)
 
 
 def unmatched_topic(

@@ -64,6 +64,13 @@ def person_field_for(schema: CollectionSchema | None, role: str) -> tuple[str, s
     return None
 
 
+def handle_kind(schema: CollectionSchema | None, path: str) -> str | None:
+    """The kind of handle a person field holds ("github" for `user.login`, "name" for a Jira reporter's name)."""
+    if schema is None:
+        return None
+    return next((kind for paths in schema.kind.people_roles().values() for p, kind in paths if p == path), None)
+
+
 def person_field_words(schema: CollectionSchema) -> list[tuple[str, str]]:
     """A tenant's own kind: each people role its records have, with the word its field's name says, as a
     pattern ("commander": "command…", "deployed_by": "deploy…"), so "commanded by X" and "who commanded

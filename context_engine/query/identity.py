@@ -56,6 +56,7 @@ start started starts starting begin began begun create post posts posting reply 
 replies respond responded answer answered mention mentioned mentioning mentions send sent write
 written writes writing said says talk talked asked ask question questions discussion discussions
 active busiest longest biggest largest most least more fewer first second third ever every other
+busier quieter chattier wordier noisier livelier
 again also just only still since until before after people folks users members somebody anyone
 earliest oldest newest latest earlier later recent recently previous next single
 everyone group general random thing things something anything nothing great good best worst
@@ -562,7 +563,7 @@ _SOMEONE_BEFORE = re.compile(r"\b(?:some|any|no|every)(?:one|body)\s+$|\bno one\
 NOT_NAMES = frozenset(
     """
 i i'd i'm i've i'll i’d i’m i’ve i’ll we you they he she it its anyone anybody someone somebody everyone everybody nobody none no one team folks
-people what that there here who let today tonight yesterday tomorrow week month year quarter sprint else
+people what that there here who whoever whomever whose whom let today tonight yesterday tomorrow week month year quarter sprint else
 date dates time name names size age title author owner type kind area component project milestone channel
 space workspace activity volume default hand others other altogether all together total
 任何人 任何一个人 别人 其他人 他人 某人 有人 没人 谁

@@ -448,7 +448,9 @@ class PlanIR:
     `join` pairs each record with the records of another collection it refers to (`Join`).
     `times_any`: the time ranges are alternatives, a record in any one of them ("more in March 2023 or in
     March 2024?": two periods set side by side), not conditions that all hold.
-    `durations`: measures derived from two dates of a record (`Duration`), named by filters and the shape."""
+    `durations`: measures derived from two dates of a record (`Duration`), named by filters and the shape.
+    `nested`: a question whose one answer feeds the next ("how many issues did 2021's top PR author open that
+    year?"): this plan is the outer one, its slot filled by the single top result of `Nested.inner`."""
 
     collection: str
     filters: list[Filter] = default(default_factory=list)
@@ -462,6 +464,7 @@ class PlanIR:
     join: Join | None = None
     times_any: bool = False
     durations: list[Duration] = default(default_factory=list)
+    nested: Nested | None = None
 
     def __post_init__(self):
         if self.unwind is not None and not (isinstance(self.unwind, str) and self.unwind):
@@ -483,6 +486,7 @@ class PlanIR:
             **({"join": self.join.to_json()} if self.join else {}),
             **({"times_any": True} if self.times_any else {}),
             **({"durations": [d.to_json() for d in self.durations]} if self.durations else {}),
+            **({"nested": self.nested.to_json()} if self.nested else {}),
         }
 
     @classmethod
@@ -510,9 +514,82 @@ class PlanIR:
                 join=Join.from_json(data["join"]) if data.get("join") else None,
                 times_any=data.get("times_any") is True,
                 durations=[Duration.from_json(d) for d in data.get("durations") or []],
+                nested=Nested.from_json(data["nested"]) if data.get("nested") else None,
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise IRError(f"malformed plan: {exc}") from None
+
+
+NESTED_SLOTS = ("person", "time")
+
+
+@dataclass
+class Nested:
+    """The inner step of a question whose one answer feeds the next: `inner` runs first, and its single top
+    result fills the outer plan's `slot` on `field` — "person": the top group's key (a login, a Slack user)
+    becomes the condition `field` eq that key ("the person who opened the most PRs in 2021: how many issues
+    did they file?"); "time": the top time bucket (a day, week, month or year) becomes the range of the date
+    `field` ("in 2021's busiest month for merges, who authored the most?"). `span`: the question's words
+    the inner plan came from. Once the inner plan ran, `value` is what it bound (a key, or the bucket's
+    label), `name` the display name of the person it is, `count` its measure, `tie` the other results level with it at the top (the outer ran for the
+    first; the answer names them) and `pipeline` the inner pipeline as it ran."""
+
+    inner: PlanIR
+    slot: str
+    field: str
+    span: Span | None = None
+    value: Any = None
+    name: str | None = None
+    count: Any = None
+    tie: list[Any] = default(default_factory=list)
+    pipeline: list[dict[str, Any]] | None = None
+
+    def __post_init__(self):
+        if self.slot not in NESTED_SLOTS:
+            raise IRError(f"a nested plan fills one of the slots {', '.join(NESTED_SLOTS)}, not {self.slot!r}")
+        if not (isinstance(self.field, str) and self.field):
+            raise IRError("a nested plan names the outer field its result fills")
+        if self.inner.nested is not None:
+            raise IRError("a nested plan is one level deep: its inner plan has no inner plan of its own")
+
+    @property
+    def bound(self) -> bool:
+        return self.pipeline is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "inner": self.inner.to_json(),
+            "slot": self.slot,
+            "field": self.field,
+            "span": _span_json(self.span),
+            **(
+                {
+                    "value": self.value,
+                    "name": self.name,
+                    "count": self.count,
+                    "tie": list(self.tie),
+                    "pipeline": to_extended_json(self.pipeline),
+                }
+                if self.bound
+                else {}
+            ),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Nested:
+        if not isinstance(data, dict):
+            raise IRError("a nested plan is an object with an inner plan, a slot and a field")
+        return cls(
+            inner=PlanIR.from_json(data.get("inner")),
+            slot=str(data.get("slot")),
+            field=str(data.get("field") or ""),
+            span=_span_of(data.get("span")),
+            value=data.get("value"),
+            name=data.get("name"),
+            count=data.get("count"),
+            tie=list(data.get("tie") or []),
+            pipeline=from_extended_json(data["pipeline"]) if data.get("pipeline") is not None else None,
+        )
 
 
 _SPAN_SCHEMA = {"type": ["array", "null"], "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
@@ -611,4 +688,16 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
     # Conditions required (an empty list says "none"): a small model writing under this schema as a
     # grammar otherwise leaves out the optional keys, the filters with them.
     "required": ["collection", "filters", "times", "text", "shape"],
+}
+# A nested plan's inner plan is a plan of this same schema without a nested plan of its own (one level
+# deep); said by reference rather than spelled out again, which would double every prompt carrying the schema.
+PLAN_JSON_SCHEMA["properties"]["nested"] = {
+    "type": ["object", "null"],
+    "properties": {
+        "inner": {"type": "object", "description": "a plan of this schema, without nested"},
+        "slot": {"enum": list(NESTED_SLOTS)},
+        "field": {"type": "string"},
+        "span": _SPAN_SCHEMA,
+    },
+    "required": ["inner", "slot", "field"],
 }

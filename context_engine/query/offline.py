@@ -22,6 +22,7 @@ from context_engine.query.planner.collection import CollectionStep, detect_colle
 from context_engine.query.planner.conditions import ConditionStep
 from context_engine.query.planner.durations import DurationStep
 from context_engine.query.planner.linking import LinkStep
+from context_engine.query.planner.nested import nested_plan
 from context_engine.query.planner.own_joins import OwnJoinStep
 from context_engine.query.planner.shape import COUNT, DEFAULT_LIMIT, TEXT_LIMIT, TOP, WHO_ROLE, ShapeIntent, ShapeStep
 from context_engine.query.planner.spans import TITLE, SpanStep
@@ -35,7 +36,7 @@ class OfflinePlanner:
     name = "offline"
 
     def plan(self, ctx: PlanningContext) -> Plan:
-        built = _Builder(ctx).build()
+        built = nested_plan(ctx, lambda part: _Builder(part).build()) or _Builder(ctx).build()
         return templated(ctx, built) or built
 
 

@@ -203,3 +203,19 @@ def test_a_model_string_for_init_chat_model_is_accepted(sample_dir, monkeypatch)
     model = chat_model(settings, "router")
     assert type(model).__name__ == "ChatOpenAI" and model.model_name == "gpt-4.1-mini"
     assert "127.0.0.1:9" in str(model.openai_api_base)
+
+
+def test_a_nested_question_runs_and_shows_both_queries(sample_dir):
+    """ "The person who opened the most PRs in 2026: how many issues did they file that year?": the first query
+    ranks the PR authors, the second counts the top one's issues; both are traced and shown, and the answer
+    names whom the count is for."""
+    question = "The person who opened the most pull requests in 2026: how many issues did they file that same year?"
+    events = _events(sample_dir, question)
+    ran = [e["data"]["input"] for e in events if e["event"] == "on_chain_start" and e["name"] == "mongodb_aggregate"]
+    assert [q["collection"] for q in ran] == ["pull_requests", "issues"]
+    out = graph.invoke({"question": question, "now": NOW}, context=_context(sample_dir))
+    (query,) = [q for q in out["queries"] if "pipeline" in q]
+    assert query["collection"] == "issues" and query["first_step"]["collection"] == "pull_requests"
+    assert query["first_step"]["pipeline"] == ran[0]["pipeline"]
+    top = query["first_step"]["pipeline"][1]["$group"]["_id"]
+    assert top == "$user.login" and out["answer"].startswith("First step: the person at the top is ")

@@ -541,13 +541,13 @@ class LinkStep(Draft):
 
     def _listed_with(self, mention: Mention, path: str) -> Filter | None:
         """The condition on the person named just before this one in a list ("X, Y and Z", "X's and
-        Y's", "X 和 Y"): the same field, only list words between them."""
+        Y's", "X 和 Y", "X 跟 Y"): the same field, only list words between them."""
         last = self.filters[-1] if self.filters else None
         if last is None or last.field != path or last.op not in ("eq", "in") or last.span is None:
             return None
         between = self.q[last.span[1] : mention.start]
         if not re.fullmatch(
-            r"(?:['’]s)?\s*(?:,|and|or|&|nor|/|、|和|或|及|vs\.?|versus)?\s*(?:and|or)?\s*", between, re.I
+            r"(?:['’]s)?\s*(?:,|and|or|&|nor|/|、|和|或|及|跟|与|同|vs\.?|versus)?\s*(?:and|or)?\s*", between, re.I
         ):
             return None
         return last

@@ -201,7 +201,7 @@ _ASKED_UNIT = re.compile(
     rf"|\b(?:busiest|quietest|slowest|calmest|peak|record|most active|least active|most busy|least busy|biggest|best|worst"
     rf"|most (?:prolific|productive)|least (?:prolific|productive))\s+(?:\w+\s+){{0,2}}?{_UNIT}\b"
     rf"|\b{_UNIT}\s+in\s+which\b"
-    rf"|\bthe\s+{_UNIT}\s+(?:with|that|when|in which|where)\b"
+    rf"|\bthe\s+{_UNIT}\s+(?:of\s+\d{{4}}\s+)?(?:with|that|when|in which|where)\b"  # "the month of 2021 with the most"
     rf"|\b{_UNIT}\s+with\s+the\s+(?=(?:most|fewest|least|highest|lowest|biggest)\b)"  # "2021: month with the fewest"
     rf"|哪(?:一|个)?\s*(天|日|周|个?星期|个?月|年)",
     re.I,
@@ -604,16 +604,20 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
 
 # Two periods set side by side: what stands between them ("2021 or 2022", "Jan vs Feb", "2022 compared
 # with 2023", "2021 年和 2022 年").
+# A month said alone ("March", "in March"): which year it is in, the rest of the question may say.
+_MONTH_ALONE = re.compile(
+    r"(?:in\s+|during\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?", re.I
+)
 _BETWEEN_COMPARED = re.compile(
-    r"\s*(?:,|\bor\b|\band\b|\bvs\.?|\bversus\b|\bcompared (?:with|to)\b|\bagainst\b|和|与|跟|还是|或"
+    r"(?:['’]s)?\s*(?:,|\bor\b|\band\b|\bvs\.?|\bversus\b|\bcompared (?:with|to)\b|\bagainst\b|和|与|跟|还是|或"
     r"|\b(?:(?:more|busier|bigger|higher|larger|greater|fewer|less|quieter|smaller|lower)\s+)?than\b)\s*(?:in\s+)?$",
     re.I,
 )
 # Which of them had more (a winner asked: one bucket), or the number for each (one count per bucket).
 # A Chinese question may end on a bare 多 / 少 ("A 和 B 谁合并的 PR 多").
 _MORE_OF_TWO = re.compile(
-    r"\b(?:more|busier|bigger|higher|larger|greater)\b|更多|更忙|更高|更活跃|多一些|(?<![最差])多(?=\s*[？?。!！]?\s*$)"
-    r"|(?P<fewer>\b(?:fewer|less|quieter|smaller|lower)\b|更少|更低|更冷清|(?<![多最至])少(?=\s*[？?。!！]?\s*$))",
+    r"\b(?:more|busier|bigger|higher|larger|greater|chattier|wordier|noisier|livelier)\b|(?:比较|比較)?多(?=\s*[？?。!！]?\s*$)(?<![最差]多)|更多|更忙|更高|更活跃|多一些"
+    r"|(?P<fewer>\b(?:fewer|less|quieter|smaller|lower)\b|更少|更低|更冷清|(?:比较)?少(?=\s*[？?。!！]?\s*$)(?<![多最至]少))",
     re.I,
 )
 _EACH_OF_TWO = re.compile(
@@ -757,6 +761,7 @@ class ShapeStep(OwnAggregateStep):
         of two Marches)."""
         if len(self.times) < 2 or len({t.field for t in self.times}) != 1:
             return None
+        self._month_of_each_year()
         ranges = sorted(self.times, key=lambda t: t.start or datetime.min)
         unit = next(
             (u for u in ("year", "month") if all(_is_calendar(u, t.start, t.end, self.ctx.now) for t in ranges)), None
@@ -788,6 +793,33 @@ class ShapeStep(OwnAggregateStep):
         if more:
             return unit, "argmin" if more.group("fewer") else "argmax"
         return unit, None
+
+    def _month_of_each_year(self) -> None:
+        """ "Which March saw more messages, 2018's or 2019's", "March of 2018 vs 2019": a month named once, without
+        a year, beside whole years set side by side is that month of each year (not the month this year and
+        both years besides, which no record meets together)."""
+        months = [
+            t
+            for t in self.times
+            if t.span
+            and _MONTH_ALONE.fullmatch(self.q[t.span[0] : t.span[1]])
+            and _is_calendar("month", t.start, t.end, self.ctx.now)
+        ]
+        years = [t for t in self.times if t not in months and _is_calendar("year", t.start, t.end, self.ctx.now)]
+        if len(months) != 1 or len(years) < 2 or len(months) + len(years) != len(self.times):
+            return None
+        month = months[0].start.month if months[0].start else 1
+        self.times = [
+            TimeRange(
+                t.field,
+                datetime(t.start.year, month, 1),
+                datetime(t.start.year + month // 12, month % 12 + 1, 1),
+                span=t.span,
+            )
+            for t in years
+            if t.start
+        ]
+        return None
 
     def _values_side_by_side(self) -> Filter | None:
         """ "bug vs enhancement, how many of each", "how many were labelled bug, and how many

@@ -688,11 +688,13 @@ off if i'd i'm i've i'll we'd we're we've we'll you'd you're you've
 )
 
 # Phrases that add nothing to a structured plan, said where they are: "of all time", "so far", "until
-# now", "aren't open anymore", "which month saw the most", "labels in use", "issues whose close reason
+# now", "aren't open anymore", "which month saw the most", "which March saw more", "labels in use", "issues whose close reason
 # is ...", "到目前为止", "已经". Only in these places: "saw" or "whose" elsewhere still need reading.
 IDIOMS = re.compile(
     r"\b(?:of\s+)?all[- ]time\b|\bso far\b|\bin terms of\b|\b(?:until|up to|till|through) now\b|\bany ?more\b|\bto date\b"
-    r"|(?:(?<=month )|(?<=year )|(?<=week )|(?<=day )|(?<=quarter ))saw\b|\bin use\b|\b(?:most|been|being|are|is|were)\s+used\b"
+    r"|(?:(?<=month )|(?<=year )|(?<=week )|(?<=day )|(?<=quarter )|(?<=january )|(?<=february )|(?<=march )"
+    r"|(?<=april )|(?<=may )|(?<=june )|(?<=july )|(?<=august )|(?<=september )|(?<=october )|(?<=november )"
+    r"|(?<=december ))saw\b|\bin use\b|\b(?:most|been|being|are|is|were)\s+used\b"
     r"|\bwhose\b(?=\s+(?:close|closing|state|titles?|labels?|status|milestone|repl(?:y|ies)|comments?|body|text|priority|author"
     r"|opening|first)\b)"
     r"|\b(?:someone|somebody|anyone|anybody)(?=\s+(?:other than|except|but|besides|apart from)\b)"
