@@ -44,17 +44,6 @@ OPPOSITE = {
 }
 
 
-# The field a words condition names for all of a record's own text (`own_text`): "mentions X" is said of
-# an issue's title or body, of a message's text.
-TEXT = "text"
-
-
-def own_text(schema: CollectionSchema) -> list[str]:
-    """The text fields of the record itself (an issue's title and body, a message's text), not those of
-    the records inside it (its reviews' and comments' bodies)."""
-    return [p for p in schema.text_fields if schema.has_path(p) and not schema.is_array(p)]
-
-
 class CompileError(ValueError):
     """The IR names something this collection does not have."""
 
@@ -127,14 +116,7 @@ class _Conditions(dict):
             self[path] = cond
 
     def add_filter(self, f: Filter, schema: CollectionSchema) -> None:
-        texts = own_text(schema)
-        if f.op in WORD_OPERATORS and f.field == TEXT and len(texts) > 1:
-            # words anywhere in the record's own text ("issues that mention streaming": title or body);
-            # negated, in none of it
-            each = [{p: _condition(f)} for p in texts]
-            self.setdefault("$and", []).extend(each if f.negate else [{"$or": each}])
-            return
-        path = texts[0] if f.op in WORD_OPERATORS and f.field == TEXT and texts else resolve_field(schema, f.field)
+        path = resolve_field(schema, f.field)
         if f.op in FIELD_OPERATORS:
             self.add_field_comparison(path, f, schema)
             return

@@ -78,12 +78,3 @@ def test_the_model_planners_topic_in_a_structured_plan_is_the_same_rule():
     search = PlanIR("issues", text=["streaming"])
     topic_as_words(search, schema)
     assert search.text == ["streaming"] and search.filters == []
-
-
-def test_what_a_record_mentions_is_in_its_own_text():
-    issues = [{"ref": "i1", "title": "t", "body": "b", "comments": [{"body": "c"}], "user": {"login": "q"}}]
-    schema = schema_from_documents("issues", issues)
-    match = compile_plan(PlanIR("issues", filters=[Filter("text", "words", ["stream"])]), schema)[0]["$match"]
-    assert [next(iter(c)) for c in match["$and"][0]["$or"]] == ["title", "body"]  # not the comments' bodies
-    negated = compile_plan(PlanIR("issues", filters=[Filter("text", "words", ["stream"], negate=True)]), schema)
-    assert [next(iter(c)) for c in negated[0]["$match"]["$and"]] == ["title", "body"]  # in neither

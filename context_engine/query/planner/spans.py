@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import re
 
-from context_engine.query.compile import TEXT, own_text
 from context_engine.query.fields import field_for, people_paths, person_field_for
 from context_engine.query.identity import CALENDAR_NAMES, COMMON_WORDS
 from context_engine.query.ir import MAX_WORDS, WORD, WORD_OPERATORS, Filter, Shape
@@ -81,11 +80,6 @@ _AGENT_NOUN = re.compile(r"[^aeiou](?:er|or)$")
 # Words around a topic that say nothing of it ("transducer stuff", "deprecate something"): they end it,
 # and `RELATED` reads them as part of how it was said.
 _TOPIC_FILLER = frozenset({"stuff", "something", "anything"})
-# A cue that asks what the records say, not what they are about: "mentions X", "talk about X", 提到 X.
-_SAID = re.compile(
-    r"(?:(?:that|which)\s+)?(?:mention|talk|say|said|contain|discuss|bring|brought)|提到|提及|讨论|谈到|说到|聊|讲",
-    re.I,
-)
 # What quotes a title's words: "whose title says map", "titled release".
 _QUOTED = re.compile(r"\b(?:titles?\s+(?:says?|reads?)|titled)\s+$", re.I)
 _HYPHENATED = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
@@ -125,7 +119,6 @@ class SpanStep(Draft):
         runs: list[list[tuple[int, int]]] = []
         self.values_as_topic: list[tuple[int, int]] = []
         self.verbs: set[tuple[int, int]] = set()  # topic words said as a verb ("deprecate something")
-        mentioned = False  # a topic the records say ("issues that mention X"), not what their title names
         self._words_with_their_plural()
         for cue in CUE.finditer(self.q):
             if self._is_used(cue.span()) or any(run[0][0] <= cue.start() < run[-1][1] for run in runs):
@@ -145,7 +138,6 @@ class SpanStep(Draft):
             if run:
                 self.use((cue.start(), cue.start() + len(cue.group(0).rstrip())), "topic")
                 runs.append(run)
-                mentioned = mentioned or bool(_SAID.match(cue.group(0)))
         for related in RELATED.finditer(self.q):
             run = self._topic_run(related.start(), forward=False, bridge=True)
             if run and re.search(r"something|anything", related.group(0), re.I):
@@ -169,19 +161,7 @@ class SpanStep(Draft):
             self.use(title.span(), "topic")
         for span in sorted(set(words)):
             self.use(span, "topic")
-        # Where the topic is looked for: the title where the question says so or names what the records
-        # are about ("issues about X", "X-related"); all of their own text where it asks what they say
-        # ("issues that mention X": title or body); a message's text either way.
-        texts = own_text(self.schema)
-        field = (
-            "title"
-            if title
-            else TEXT
-            if mentioned and len(texts) > 1
-            else self.schema.text_fields[0]
-            if self.schema.text_fields
-            else None
-        )
+        field = "title" if title else self.schema.text_fields[0] if self.schema.text_fields else None
         # A topic inside a structured question is a condition on the subject (the title; a message's
         # text): its words as whole words, each in its family (`_word_groups`), as the asker reads a
         # title — not `$text`, whose stemmer and tokens are the index's. A name of several words
@@ -189,9 +169,7 @@ class SpanStep(Draft):
         names = any(self._search_terms(run).startswith('"') for run in runs)
         groups = (
             self._word_groups(runs)
-            if field
-            and (field == TEXT or self.schema.has_path(field))
-            and (title or not names or any(map(self._alternatives, runs)))
+            if field and self.schema.has_path(field) and (title or not names or any(map(self._alternatives, runs)))
             else None
         )
         if groups:
