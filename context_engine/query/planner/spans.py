@@ -77,6 +77,10 @@ TIMES_OF_WEEK_AND_DAY = frozenset({"weekend", "weekday", "morning", "afternoon",
 _CONCEPT_NOUN = re.compile(r"(?:tion|sion|ment|ness|ity|ance|ence|ism)s?$")
 # A noun of the one who or the thing that does something ("decoder", "transducer", "tokenizer").
 _AGENT_NOUN = re.compile(r"[^aeiou](?:er|or)$")
+# What the records do, said of them: "PRs that deprecate something", "issues which break anything".
+_DOES_SOMETHING = re.compile(r"\b(?:that|which)\s+([a-z]{3,})\s+(?:something|anything)\b", re.I)
+# Verbs that name no action in particular: "that say something", "which change anything" is no subject.
+_ANY_ACT = frozenset("say says said do does did mean means meant change changes changed touch touches touched".split())
 # Words around a topic that say nothing of it ("transducer stuff", "deprecate something"): they end it,
 # and `RELATED` reads them as part of how it was said.
 _TOPIC_FILLER = frozenset({"stuff", "something", "anything"})
@@ -88,11 +92,11 @@ _PLURAL_IN_PARENS = re.compile(r"\b([A-Za-z][A-Za-z0-9_]+)\((e?s)\)", re.I)
 # Words listed as alternatives: "fix, fixes or fixed", "fix、fixes 或 fixed".
 _WORD_LIST = re.compile(r"[\w.\-]+(?:\s*[,、，]\s*[\w.\-]+)+\s*[,、，]?\s*(?:\bor\b|或者?)\s*[\w.\-]+", re.I)
 # What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关"; filler
-# after it ("transducer stuff"), and the object of a verb that is the topic ("PRs that deprecate something").
+# after it ("transducer stuff").
 RELATED = re.compile(
     r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk|mentions)\b|\s*相关|\s*有关(?=的|\s*[、，,。;；]|\s*$)"
     r"|\s+(?:come|came|comes|coming) up\b|\s+(?:in|on) (?:the|their|its) titles?\b|\s+\(?by title\)?"
-    r"|\s+(?:stuff|things)\b|\s+(?:something|anything)\b",
+    r"|\s+(?:stuff|things)\b",
     re.I,
 )
 DETERMINERS = frozenset("the a an this that these those our my your their its".split())
@@ -138,10 +142,19 @@ class SpanStep(Draft):
             if run:
                 self.use((cue.start(), cue.start() + len(cue.group(0).rstrip())), "topic")
                 runs.append(run)
+        for done in _DOES_SOMETHING.finditer(self.q):
+            verb = done.span(1)
+            word = done.group(1).lower()
+            if (
+                not self._is_used(verb)
+                and word not in _ANY_ACT
+                and self._topic_word(word, verb, other_collections=False)
+            ):
+                self.verbs.add(verb)  # the action is the topic: its family ("deprecation" too)
+                self.use((verb[1], done.end()), "topic")
+                runs.append([verb])
         for related in RELATED.finditer(self.q):
             run = self._topic_run(related.start(), forward=False, bridge=True)
-            if run and re.search(r"something|anything", related.group(0), re.I):
-                self.verbs.add(run[0])  # the action is the topic: its family ("deprecation" too)
             if run:
                 self.use(
                     (related.start() + len(related.group(0)) - len(related.group(0).lstrip(" -")), related.end()),

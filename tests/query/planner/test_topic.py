@@ -408,3 +408,17 @@ def test_a_topic_is_found_in_either_spelling(tmp_path):
     store, catalog = hand_made_world(tmp_path, {"issues": issues}, [{"login": "quinn", "name": "Quinn Adler"}])
     for question in ("open issues about neighbours", "open issues about neighbor"):
         assert refs(plan(catalog, question).ir, store, catalog.schemas["issues"]) == ["i0", "i1"], question
+
+
+def test_filler_ends_a_topic_and_is_read_as_part_of_it(catalog):
+    # "stuff" says nothing of the topic: not a word the titles must hold, and not unread either
+    p = plan(catalog, "merged PRs about retry stuff")
+    assert [(op, value) for _, op, value in _title_words(p)] == [
+        ("exact_words", ["retry", "retries", "retried", "retrying"])
+    ]
+    assert "stuff" in topic(p) and p.not_understood == []
+    # a verb before "something" is the topic, in its whole family ("deprecation" too)
+    p = plan(catalog, "merged PRs that deprecate something")
+    assert _title_words(p) == [("title", "words", ["deprecate"])] and p.not_understood == []
+    # ... not a verb of saying or doing: "say something" is no subject
+    assert _title_words(plan(catalog, "which PRs did Rashid merge that say something")) == []
