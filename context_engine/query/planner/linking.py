@@ -650,9 +650,10 @@ class LinkStep(Draft):
 # no merger is X's merged PRs (the reading the question sets commit to); the author as themselves.
 _READ_AS_AUTHOR = frozenset({"author", "merger"})
 # How records are related, said beside the referenced records' noun ("the fix PR", "PRs that caused it").
+# ("most-discussed enhancement issue" names the label: "discussed" says how much, not what about)
 _TOPIC_CUE = re.compile(
-    r"(?:\b(?:about|regarding|mention(?:s|ed|ing)?|on the topic of|related to|concerning|discuss(?:es|ed|ing)?"
-    r"|(?:talk|talks|talked|talking|say|says|said) about)\s+|(?:关于|有关|提到|提及|讨论|谈到|说到|聊到?|讲到?)\s*)$",
+    r"(?:\b(?:about|regarding|mention(?:s|ed|ing)?|on the topic of|related to|concerning"
+    r"|(?:talk|talks|talked|talking|say|says|said) about)\s+|(?:关于|有关|提到|提及|谈到|说到|聊到?|讲到?)\s*)$",
     re.I,
 )
 _RELATION_CUE = re.compile(
