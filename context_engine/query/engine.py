@@ -476,8 +476,12 @@ def unknown_value(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) 
             )
         if path is None:
             continue  # "tagged somebody" in a collection without labels: not this kind's value
-        # read by a condition, whole: "wontfix" read out of "wontfix-later" is not the value asked for
-        if any(f.span and f.span[0] <= cue.start and cue.end <= f.span[1] for f in plan_.ir.filters):
+        # read by a condition, whole: "wontfix" read out of "wontfix-later" is not the value asked for;
+        # nor is a topic's words condition ("the erlang workspace" as words of the messages) the value
+        if any(
+            f.span and f.span[0] <= cue.start and cue.end <= f.span[1] and f.op not in WORD_OPERATORS
+            for f in plan_.ir.filters
+        ):
             continue
         stored = [str(v) for v in (schema.fields[path].enum or [])]
         if _holds(ctx.question, cue.start, cue.end, stored, prefix=cue.role in ("workspace", "channel")):

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from context_engine.query.schema import values_at
+from context_engine.query.topic_words import SHORT_FORMS, SPELLINGS
 from context_engine.retrievers.bm25 import BM25Index
 from context_engine.store.bounded import Bounds, run_embedded
 from context_engine.store.builds import publish_build
@@ -205,55 +206,6 @@ def subject_index(store: Any, collection: str, tenant: str, field: str) -> BM25I
     index = BM25Index().fit_tokens([d["_id"] for d in docs], (index_words(_text_of(d, [field])) for d in docs))
     _SUBJECT_CACHE[key] = (version, index)
     return index
-
-
-# Short forms engineers write for the same subject ("docs" PRs are documentation PRs): a topic word
-# matches its other forms too. Whole words each side; no stemmer guesses them.
-SHORT_FORMS = {
-    "doc": "documentation",
-    "docs": "documentation",
-    "config": "configuration",
-    "configs": "configuration",
-    "repo": "repository",
-    "repos": "repositories",
-    "perf": "performance",
-    "dep": "dependency",
-    "deps": "dependencies",
-    "auth": "authentication",
-    "env": "environment",
-    "impl": "implementation",
-    "db": "database",
-    "param": "parameter",
-    "params": "parameters",
-    "arg": "argument",
-    "args": "arguments",
-    "async": "asynchronous",
-    "k8s": "kubernetes",
-}
-
-
-# One word in British and American spelling: a topic said in one is about records written in either.
-# A word is spelled the other way where it begins with one of these ("colours": "colors").
-SPELLINGS = (
-    *(("colour", "color"), ("behaviour", "behavior"), ("favour", "favor"), ("flavour", "flavor")),
-    *(("honour", "honor"), ("labour", "labor"), ("neighbour", "neighbor"), ("humour", "humor")),
-    *(("licence", "license"), ("catalogue", "catalog"), ("dialogue", "dialog"), ("analyse", "analyze")),
-    *(("grey", "gray"), ("defence", "defense"), ("cancelled", "canceled"), ("cancelling", "canceling")),
-    *(("modelling", "modeling"), ("labelled", "labeled"), ("labelling", "labeling"), ("travelled", "traveled")),
-    *(("signalling", "signaling"), ("serialis", "serializ"), ("tokenis", "tokeniz"), ("normalis", "normaliz")),
-    *(("initialis", "initializ"), ("optimis", "optimiz"), ("organis", "organiz"), ("customis", "customiz")),
-    *(("recognis", "recogniz"), ("parallelis", "paralleliz"), ("synchronis", "synchroniz"), ("visualis", "visualiz")),
-    *(("authoris", "authoriz"), ("prioritis", "prioritiz"), ("summaris", "summariz"), ("standardis", "standardiz")),
-)
-
-
-def spelling_variants(word: str) -> list[str]:
-    """The word in the other spelling (British or American), if it has one: "licences" -> "licenses"."""
-    for british, american in SPELLINGS:
-        for said, other in ((british, american), (american, british)):
-            if word.startswith(said):
-                return [other + word[len(said) :]]
-    return []
 
 
 @lru_cache(maxsize=1)

@@ -37,7 +37,7 @@ from context_engine.query.compile import compile_plan, resolve_field
 from context_engine.query.context_sets import ContextSet, shipped
 from context_engine.query.fields import people_paths
 from context_engine.query.identity import Person
-from context_engine.query.ir import PLAN_JSON_SCHEMA, IRError, PlanIR
+from context_engine.query.ir import PLAN_JSON_SCHEMA, WORD, Filter, IRError, PlanIR
 from context_engine.query.model_repairs import own_spelling, typed_literals
 from context_engine.query.offline import OfflinePlanner, detect_collection
 from context_engine.query.plan import Plan, PlanningContext, from_extended_json, to_extended_json
@@ -552,6 +552,18 @@ def object_end(text: str) -> int | None:
     return None
 
 
+def topic_as_words(ir: PlanIR, schema: CollectionSchema) -> None:
+    """The model's topic words in a structured plan (conditions, times or a shape besides a list) read
+    by the offline planner's rule: each a words condition on the records' subject, in its family
+    (`topic_words`), not `$text`. A quoted name or a word that is no plain word stays a search."""
+    structured = bool(ir.filters or ir.times or ir.shape.kind != "list")
+    words = [w.lower() for w in ir.text]
+    if not (structured and words and schema.text_fields and all(WORD.fullmatch(w) for w in words)):
+        return
+    ir.filters += [Filter(schema.text_fields[0], "words", [w]) for w in dict.fromkeys(words)]
+    ir.text = []
+
+
 class LLMPlanner:
     name = "llm"
 
@@ -596,6 +608,7 @@ class LLMPlanner:
             # topic words are words of the question it already read as fields, never a search to run.
             notes.append(f"topic words {' '.join(ir.text)!r} dropped: {schema.name} has no full-text index")
             ir.text = []
+        topic_as_words(ir, schema)
         if not ir.text:  # no search: nothing to rank by relevance
             ir.shape.sort = [k for k in ir.shape.sort if k.field != "relevance"]
         planned = Plan(

@@ -32,6 +32,7 @@ from rapidfuzz import fuzz, process
 from context_engine.config import HIDDEN_FIELDS
 from context_engine.kinds import RESERVED
 from context_engine.query.schema import CollectionSchema
+from context_engine.query.topic_words import WORD_ENDINGS, family_roots
 from context_engine.store.bounded import compile_re2
 from context_engine.store.expressions import INT64_MAX, INT64_MIN, ExpressionError, check_date_format, parse_timezone
 
@@ -72,12 +73,10 @@ _REGEX_FLAGS = set("ims")  # `x` (extended) is refused: RE2 has no equivalent an
 _STRING_BUILDERS = ("$concat", "$substrCP", "$toUpper", "$toLower", "$dateToString")
 
 
-# "Any of these words" as a regular expression, in any case (what a `words` filter compiles to): each word a stem
-# (Snowball's, as the full-text index keeps them) whole or with an ending ("token": tokens, tokenizer,
-# tokenization; "imag": image, images, not imagefolder; "deprec": deprecate, deprecated, deprecation),
-# Chinese characters anywhere. Allowed without `allow_regex`: nothing in it but literal words, one fixed
-# group of endings and word boundaries.
-WORD_ENDINGS = r"(?:e?s|e|ed|ings?|ers?|ors?|(?:at)?ions?|at(?:e[sd]?|ing)|iz\w*|y|ies)?"
+# "Any of these words" as a regular expression, in any case (what a `words` filter compiles to): each word's
+# family (`topic_words.roots`: "token" of "tokenizers"... "tokeniz" of "tokenization"; "imag": image, images,
+# not imagefolder; "deprec": deprecate, deprecated, deprecation), whole words, Chinese characters anywhere.
+# Allowed without `allow_regex`: nothing in it but literal words, one fixed group of endings and word boundaries.
 _ASCII_WORD = r"[a-z0-9_]{1,40}(?:-[a-z0-9_]{1,40}){0,3}"  # a hyphen only inside a word: "re-frame"
 _WORD_ITEM = r"\\b" + _ASCII_WORD + re.escape(WORD_ENDINGS) + r"\\b|[\u4e00-\u9fff]{1,20}"
 _EXACT_WORD_ITEM = r"\\b" + _ASCII_WORD + r"\\b|[\u4e00-\u9fff]{1,20}"
@@ -88,8 +87,8 @@ _WORD_PATTERN = re.compile(
 
 
 def word_pattern(words: list[str]) -> str:
-    """The regular expression of a `words` filter (`ir.WORD` words, lower case)."""
-    return "(?i)(?:" + "|".join(rf"\b{w}{WORD_ENDINGS}\b" if w.isascii() else w for w in words) + ")"
+    """The regular expression of a `words` filter (`ir.WORD` words, lower case): the family of each word."""
+    return "(?i)(?:" + "|".join(rf"\b{w}{WORD_ENDINGS}\b" if w.isascii() else w for w in family_roots(words)) + ")"
 
 
 def exact_word_pattern(words: list[str]) -> str:

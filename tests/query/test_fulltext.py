@@ -9,7 +9,8 @@ import pytest
 from context_engine.config import Settings
 from context_engine.query import fulltext
 from context_engine.query.execute import run_pipeline
-from context_engine.query.fulltext import spelling_variants, word_forms
+from context_engine.query.fulltext import word_forms
+from context_engine.query.topic_words import spelling_variants
 from context_engine.resources import catalog_for
 from context_engine.sources.sample import STORIES
 from context_engine.store.documents import open_store

@@ -186,9 +186,9 @@ class LinkStep(Draft):
         return bool(_BEFORE_IN_THE_TITLE.match(self.q, span[1]) or _AFTER_TITLE_SAYS.search(self.q[: span[0]]))
 
     def _topic_phrase(self, start: int) -> bool:
-        return bool(
-            re.search(r"\b(about|regarding|mentioning|on the topic of|related to|concerning)\s+$", self.q[:start], re.I)
-        )
+        """Words after a topic cue ("about streaming", "issues that mention streaming", 提到 streaming) are
+        what the records say, even where a label has that name: "labelled streaming" is the label."""
+        return bool(_TOPIC_CUE.search(self.q[:start]))
 
     def _repo(self, path: str) -> None:
         values = self.schema.fields[path].enum or []
@@ -660,6 +660,12 @@ class LinkStep(Draft):
 # no merger is X's merged PRs (the reading the question sets commit to); the author as themselves.
 _READ_AS_AUTHOR = frozenset({"author", "merger"})
 # How records are related, said beside the referenced records' noun ("the fix PR", "PRs that caused it").
+# ("most-discussed enhancement issue" names the label: "discussed" says how much, not what about)
+_TOPIC_CUE = re.compile(
+    r"(?:\b(?:about|regarding|mention(?:s|ed|ing)?|on the topic of|related to|concerning"
+    r"|(?:talk|talks|talked|talking|say|says|said) about)\s+|(?:关于|有关|提到|提及|谈到|说到|聊到?|讲到?)\s*)$",
+    re.I,
+)
 _RELATION_CUE = re.compile(
     r"\b(?:fix(?:es|ed|ing)?|caus\w*|culprit|offending|related|linked|associated|triggering|shipp\w*"
     r"|ships?|contain\w*|includ\w*|deliver\w*)\b",

@@ -7,10 +7,10 @@ import itertools
 import re
 
 from context_engine.query.fields import field_for, people_paths, person_field_for
-from context_engine.query.fulltext import SHORT_FORMS, spelling_variants
 from context_engine.query.identity import CALENDAR_NAMES, COMMON_WORDS
 from context_engine.query.ir import MAX_WORDS, WORD, WORD_OPERATORS, Filter, Shape
 from context_engine.query.planner.draft import NUMBER_WORDS, STATE_FIELDS, Draft
+from context_engine.query.topic_words import SHORT_FORMS, spelling_variants, verb_forms
 from context_engine.text import tokenize
 
 # Words that carry no topic: never sent to full-text search.
@@ -77,15 +77,26 @@ TIMES_OF_WEEK_AND_DAY = frozenset({"weekend", "weekday", "morning", "afternoon",
 _CONCEPT_NOUN = re.compile(r"(?:tion|sion|ment|ness|ity|ance|ence|ism)s?$")
 # A noun of the one who or the thing that does something ("decoder", "transducer", "tokenizer").
 _AGENT_NOUN = re.compile(r"[^aeiou](?:er|or)$")
+# What the records do, said of them: "PRs that deprecate something", "issues which break anything".
+_DOES_SOMETHING = re.compile(r"\b(?:that|which)\s+([a-z]{3,})\s+(?:something|anything)\b", re.I)
+# Verbs that name no action in particular: "that say something", "which change anything" is no subject.
+_ANY_ACT = frozenset("say says said do does did mean means meant change changes changed touch touches touched".split())
+# Words around a topic that say nothing of it ("transducer stuff", "deprecate something"): they end it,
+# and `RELATED` reads them as part of how it was said.
+_TOPIC_FILLER = frozenset({"stuff", "something", "anything"})
+# What quotes a title's words: "whose title says map", "titled release".
+_QUOTED = re.compile(r"\b(?:titles?\s+(?:says?|reads?)|titled)\s+$", re.I)
 _HYPHENATED = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
 # A word with its plural ending in parentheses: "split(s)", "crash(es)".
 _PLURAL_IN_PARENS = re.compile(r"\b([A-Za-z][A-Za-z0-9_]+)\((e?s)\)", re.I)
 # Words listed as alternatives: "fix, fixes or fixed", "fix、fixes 或 fixed".
 _WORD_LIST = re.compile(r"[\w.\-]+(?:\s*[,、，]\s*[\w.\-]+)+\s*[,、，]?\s*(?:\bor\b|或者?)\s*[\w.\-]+", re.I)
-# What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关".
+# What ends a topic: "streaming-related", "streaming related", "macro discussion", "streaming 相关"; filler
+# after it ("transducer stuff").
 RELATED = re.compile(
     r"(?:-|\s+)related\b|\s+ones?\b(?=\W*$)|\s+(?:discussions?|conversations?|chatter|talk|mentions)\b|\s*相关|\s*有关(?=的|\s*[、，,。;；]|\s*$)"
-    r"|\s+(?:come|came|comes|coming) up\b|\s+(?:in|on) (?:the|their|its) titles?\b|\s+\(?by title\)?",
+    r"|\s+(?:come|came|comes|coming) up\b|\s+(?:in|on) (?:the|their|its) titles?\b|\s+\(?by title\)?"
+    r"|\s+(?:stuff|things)\b",
     re.I,
 )
 DETERMINERS = frozenset("the a an this that these those our my your their its".split())
@@ -110,8 +121,8 @@ class SpanStep(Draft):
         if not structured:
             return self._all_content_words()
         runs: list[list[tuple[int, int]]] = []
-        cue_starts: set[int] = set()  # where the topics said after a cue begin ("about decoders")
         self.values_as_topic: list[tuple[int, int]] = []
+        self.verbs: set[tuple[int, int]] = set()  # topic words said as a verb ("deprecate something")
         self._words_with_their_plural()
         for cue in CUE.finditer(self.q):
             if self._is_used(cue.span()) or any(run[0][0] <= cue.start() < run[-1][1] for run in runs):
@@ -131,7 +142,17 @@ class SpanStep(Draft):
             if run:
                 self.use((cue.start(), cue.start() + len(cue.group(0).rstrip())), "topic")
                 runs.append(run)
-                cue_starts.add(run[0][0])
+        for done in _DOES_SOMETHING.finditer(self.q):
+            verb = done.span(1)
+            word = done.group(1).lower()
+            if (
+                not self._is_used(verb)
+                and word not in _ANY_ACT
+                and self._topic_word(word, verb, other_collections=False)
+            ):
+                self.verbs.add(verb)  # the action is the topic: its family ("deprecation" too)
+                self.use((verb[1], done.end()), "topic")
+                runs.append([verb])
         for related in RELATED.finditer(self.q):
             run = self._topic_run(related.start(), forward=False, bridge=True)
             if run:
@@ -140,8 +161,6 @@ class SpanStep(Draft):
                     "topic",
                 )
                 runs.append(sorted(run))
-                if not re.search(r"related|相关|有关", related.group(0)):
-                    cue_starts.add(runs[-1][0][0])  # "decoders discussion" names them as "about" does
         for a, _ in self._own_collection_spans():
             runs.append(sorted(self._topic_run(a, forward=False, bridge=False)))
         runs = [run for run in runs if run]
@@ -156,19 +175,14 @@ class SpanStep(Draft):
         for span in sorted(set(words)):
             self.use(span, "topic")
         field = "title" if title else self.schema.text_fields[0] if self.schema.text_fields else None
-        # Things named after a cue ("about decoders", 提到 transducer) are those words, not their stem's
-        # family ("decoding", "transduce"): a condition on the subject, like a topic in the title.
-        things = bool(runs) and all(
-            run[0][0] in cue_starts
-            and all(self._thing_forms(span) for span in run)
-            and not self._search_terms(run).startswith('"')  # a name ("Service Mesh"): a phrase
-            for run in runs
-        )
+        # A topic inside a structured question is a condition on the subject (the title; a message's
+        # text): its words as whole words, each in its family (`_word_groups`), as the asker reads a
+        # title — not `$text`, whose stemmer and tokens are the index's. A name of several words
+        # ("Typed Racket", quoted or capitalised) stays a phrase search.
+        names = any(self._search_terms(run).startswith('"') for run in runs)
         groups = (
             self._word_groups(runs)
-            if field
-            and self.schema.has_path(field)
-            and (title or things or any(self._alternatives(run) for run in runs))
+            if field and self.schema.has_path(field) and (title or not names or any(map(self._alternatives, runs)))
             else None
         )
         if groups:
@@ -262,12 +276,12 @@ class SpanStep(Draft):
                     words = list(dict.fromkeys(form for w in words for form in _in_either_number(w)))
                 groups.setdefault(tuple(words), (words, (run[0][0], run[-1][1]), "exact_words"))
             else:
-                for span, word_forms in zip(run, forms):
-                    thing = self._thing_forms(span)
+                for span, token in zip(run, tokens):
+                    thing = None if span in self.verbs else self._thing_forms(span)
                     thing = thing and list(dict.fromkeys(v for f in thing for v in (f, *spelling_variants(f))))
-                    groups.setdefault(
-                        tuple(thing or word_forms), (thing or word_forms, span, "exact_words" if thing else "words")
-                    )
+                    # a word said as an action or a concept: its family (`topic_words.roots`, compiled)
+                    said = [w] if (w := self.q[span[0] : span[1]].lower()).isascii() else token
+                    groups.setdefault(tuple(thing or said), (thing or said, span, "exact_words" if thing else "words"))
         if not groups or any(
             len(g) > MAX_WORDS or not all(WORD.fullmatch(w) for w in g) for g, _, _ in groups.values()
         ):
@@ -304,7 +318,9 @@ class SpanStep(Draft):
             return [word] if word.endswith("s") else [word, word + "s"]
         if (numbers[-1] == word and word.endswith("s") and len(numbers) == 2) or _AGENT_NOUN.search(word):
             return numbers
-        return numbers + _verb_forms(word)
+        if re.search(r"['\"‘“]$", self.q[: span[0]]) or _QUOTED.search(self.q[: span[0]]):
+            return numbers  # the word itself, quoted ("'map' in the title", "titles say map"): not "mapping"
+        return numbers + verb_forms(word)
 
     def _search_terms(self, run: list[tuple[int, int]]) -> str:
         """A run's words; quoted as one phrase (MongoDB's `$text` syntax) when it is a name: every word
@@ -401,7 +417,7 @@ class SpanStep(Draft):
             return False  # "on average", "what share of": a measure no plan here holds, never a subject
         if word in CALENDAR_NAMES or word.removesuffix("s") in CALENDAR_NAMES | TIMES_OF_WEEK_AND_DAY:
             return False  # "on Mondays", "on weekends": when, not what about (a condition no plan here can say)
-        if word in FILLER or IMPLIED.fullmatch(word):
+        if word in FILLER or word in _TOPIC_FILLER or IMPLIED.fullmatch(word):
             return False
         if any(p.fullmatch(word) and field_for(self.schema, role) for p, role in FIELD_WORDS):
             return False  # "the bug label"; a field word these records do not have is a subject ("type aliases")
@@ -851,16 +867,6 @@ def _noun_before_of(question: str, span: tuple[int, int]) -> bool:
         re.search(r"\b(?:the|a|an|its|their)\s+$", question[: span[0]], re.I)
         and re.match(r"\s+of\b", question[span[1] :], re.I)
     )
-
-
-def _verb_forms(word: str) -> list[str]:
-    """The past and -ing forms of a word read as a verb ("cache": cached, caching; "copy": copied,
-    copying; "download": downloaded, downloading)."""
-    if word.endswith("e") and not word.endswith("ee"):
-        return [word + "d", word[:-1] + "ing"]
-    if re.search(r"[^aeiou]y$", word):
-        return [word[:-1] + "ied", word + "ing"]
-    return [word + "ed", word + "ing"]
 
 
 def _joined(question: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -131,7 +131,12 @@ def test_topic_words_are_understood_as_topic(catalog):
     plan = OfflinePlanner().plan(context(catalog, "open PRs about redis caching"))
     assert plan.not_understood == []
     assert {s["text"] for s in plan.understood if s["how"] == "topic"} == {"about", "redis", "caching"}
-    assert plan.ir.text == ["redis", "caching"] and plan.ir.text_span == (9, 28)
+    # the words are conditions on the title, each required; the topic's span is still the question's
+    assert plan.ir.text == [] and plan.ir.text_span == (9, 28)
+    assert [(f.field, f.op, f.value) for f in plan.ir.filters if "words" in f.op] == [
+        ("title", "exact_words", ["redis"]),
+        ("title", "words", ["caching"]),
+    ]
 
 
 def test_chinese_content_not_understood_is_reported(catalog):
