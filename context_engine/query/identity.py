@@ -29,6 +29,11 @@ HANDLE_KINDS = ("github", "slack_id", "jira", "email", "name")
 
 _FIRST_PERSON = {"i", "me", "my", "mine", "myself"}
 _CJK_FIRST_PERSON = re.compile(r"我(?!们)")
+# "给我看那条", "告诉我", "帮我查一下": the asker as the one the answer is for, as "show me" is — no condition.
+# Not "分配给我的" (assigned to the asker): 给我 before a verb of showing only.
+_CJK_POLITE_ME = re.compile(
+    r"(?:告诉|帮|让|替)我|给我(?=\s*(?:看|列|查|找|说|讲|展示|显示|数|统计|算|瞧|一下|个|一个|一些|几个|点))"
+)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-\[\]]*[A-Za-z0-9\]]|[A-Za-z0-9]")
 FUZZY_CUTOFF = 87
 
@@ -355,8 +360,9 @@ class PeopleDirectory:
             for m in re.finditer(re.escape(alias), question):
                 if free(m.start(), m.end()):
                     add(Mention(alias, m.start(), m.end(), person=self.people[i]))
+        polite_me = {m.end() - 1 for m in _CJK_POLITE_ME.finditer(question)}
         for m in _CJK_FIRST_PERSON.finditer(question):
-            if free(m.start(), m.end()):
+            if free(m.start(), m.end()) and m.start() not in polite_me:
                 add(Mention("我", m.start(), m.end(), person=asker, is_asker=True))
 
         # "don't", "isn't": the word before a contraction's "'t" is no one ("Don" is someone).

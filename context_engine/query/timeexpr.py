@@ -179,13 +179,22 @@ def _half_of_month(which: str, year: int, month: int) -> tuple[datetime, datetim
     return (datetime(year, month, 1), middle) if which == "first" else (middle, _month_start(year, month + 1))
 
 
-_HOLIDAYS = {"christmas eve": (12, 24), "new year's eve": (12, 31), "new years eve": (12, 31), "new year's day": (1, 1)}
-_HOLIDAY = r"(christmas eve|new year'?s eve|new year'?s day)"
+_HOLIDAYS = {
+    "christmas eve": (12, 24),
+    "new year's eve": (12, 31),
+    "new years eve": (12, 31),
+    "new year's day": (1, 1),
+    "new years day": (1, 1),
+    "valentine's day": (2, 14),
+    "valentines day": (2, 14),
+    "halloween": (10, 31),
+}
+_HOLIDAY = r"(christmas eve|new year['’]?s eve|new year['’]?s day|(?:st\.? )?valentine['’]?s day|halloween)"
 
 
 def _holiday(now: datetime, name: str, year: str | None) -> tuple[datetime, datetime]:
     """A named day of a year; said without one, the latest before now (as a bare month is)."""
-    month, day = _HOLIDAYS[name.replace("’", "'")]
+    month, day = _HOLIDAYS[re.sub(r"^st\.? ", "", name.lower().replace("’", "'"))]
     start = datetime(int(year), month, day) if year else datetime(now.year, month, day)
     if not year and start > now:
         start = datetime(now.year - 1, month, day)

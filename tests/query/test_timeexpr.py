@@ -70,6 +70,8 @@ D = datetime
         ("on new year's eve 2024", D(2024, 12, 31), D(2025, 1, 1)),
         ("from Christmas Eve to New Year's Day", D(2025, 12, 24), D(2026, 1, 2)),  # the latest ones before now
         ("since the new year", D(2026, 1, 1), NOW),
+        ("on Valentine's Day 2019", D(2019, 2, 14), D(2019, 2, 15)),
+        ("posted on halloween", D(2026, 10, 31), D(2026, 11, 1)),  # the latest one before now
         ("shipped in autumn 2025 (Sep–Nov)", D(2025, 9, 1), D(2025, 12, 1)),  # the brackets only spell it out
         ("just the May threads", D(2026, 5, 1), D(2026, 6, 1)),  # "May" before the records it dates
     ],

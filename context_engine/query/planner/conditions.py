@@ -840,7 +840,13 @@ class ConditionStep(Draft):
         phrase = re.search(
             r"(?:\b(?:take|took|taken|takes|taking|had|has|have|having|play(?:ed|s)?) no part(?: in)?"
             r"|\b(?:did(?:n't| not)|never|does(?:n't| not)) (?:take part|participate|join|get involved)(?: in)?"
-            r"|\bin (?:them|it) at all|\bin (?:them|it)(?= *(?:$|[?,.;:—-])))\b(?:\s*\([^)]*\))?"
+            r"|\bin (?:them|it) at all|\bin (?:them|it)(?= *(?:$|[?,.;:—-]))"
+            # "threads Chantelle stayed out of", "kept out of"
+            r"|\b(?:stay(?:ed|s|ing)?|kept|keep(?:s|ing)?) (?:well )?out of"
+            # "not started by her and no reply from her": both parts said outright
+            r"|\b(?:not|never) (?:started|opened|begun|kicked off) by (?:her|him|them|[\w\u00C0-\u024F'’-]+),? (?:and|or|nor|with)"
+            r" (?:(?:with )?no|without(?: a| any)?|never (?:a|any)) (?:single )?(?:repl(?:y|ies)|answers?|responses?)"
+            r" (?:from|by) (?:her|him|them|[\w\u00C0-\u024F'’-]+))\b(?:\s*\([^)]*\))?"
             # "既没发起也没回复过的", "没参与过的": neither started nor replied
             r"|既?(?:没有?|从没|从未)(?:发起|开启|开)过?(?:[，,、]?\s*)?(?:也|又)?(?:没有?|从没|从未)(?:回复|回|参与)过?"
             r"|(?:没有?|从没|从未)参与过?",
@@ -1063,7 +1069,7 @@ _EMPTY_LIST = (
 _LACKS = r"(?:\b(?:do|does|did)(?:n't| not)|\bha(?:ve|s)(?:n't| not)(?: got)?) (?:have |got )?(?:an? |any |a single )?"
 # A message that answers no one: "not replies to somebody", "aren't thread replies", 不是回复.
 _NOT_A_REPLY = (
-    r"\bnon-?repl(?:y|ies)\b|\b(?:rather than|instead of) (?:as )?(?:a )?(?:thread )?repl(?:y|ies)\b|\bneither (?:a )?(?:thread )?repl(?:y|ies)\b|\btop[- ]level\b|顶层|(?:\bnot|n't|\bnever)\s+(?:a\s+)?(?:thread\s+)?repl(?:y|ies)(?:\s+to\s+(?:somebody|someone|anyone|anybody|others?))?\b"
+    r"\bnon-?repl(?:y|ies)\b|\b(?:rather than|instead of) (?:as )?(?:a )?(?:thread )?repl(?:y|ies)\b|\bneither (?:a )?(?:thread )?repl(?:y|ies)\b|\btop[- ]level\b|顶层|(?:\bnot|n't|\bnever)\s+(?:(?:itself|themselves)\s+)?(?:a\s+)?(?:thread\s+)?repl(?:y|ies)(?:\s+to\s+(?:somebody|someone|anyone|anybody|others?))?\b"
     r"|不是回复"
 )
 # A message outside any thread: neither a reply nor (with "standalone") a thread start.

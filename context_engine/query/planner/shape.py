@@ -289,13 +289,15 @@ _DONE_TO_ONE = "|".join(
     for aux in ("was", "got")
     for verb in ("merged", "closed", "opened", "created", "updated", "posted", "filed", "resolved", "fixed", "reviewed")
 )
+_POSTED_ZH = r"(?:[发提开写](?:了|过)?\s*)?"
 _NEWEST = re.compile(
     rf"\b(?:newest|latest|most recent|last|final|youngest|most recently \w+)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
     # "which was merged most recently?", "the last to get closed": what was done to one record, latest
     rf"|(?:{_DONE_TO_ONE})most recently\b|\blast (?:one )?to (?:be |get )?\w+ed\b"
     # not 最近 of a period ("最近三个月新开的 issue": the last three months)
     rf"|(?:最新|最近(?!\s*[0-9一二两三四五六七八九十几]+\s*个?\s*(?:天|日|周|星期|月|年))|最后)"
-    rf"(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一\s*[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
+    # "最后一次发消息": the time said, then the posting verb before the noun
+    rf"(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一\s*[条个篇次])?\s*{_POSTED_ZH}(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
     rf"|(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)\s*(?:里|中|当中|之中)\s*(?P<superlative>最新)",
     re.I,
 )
@@ -304,7 +306,7 @@ _OLDEST = re.compile(
     r"|\bfirst (?:one )?to (?:be |get )?\w+ed\b"  # "which was the first to get merged"
     rf"|\b(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest\b"
     rf"|\blongest[\s-](?:waiting|open|standing|running|pending|lived)[\s-]+(?:\w+(?:-\w+)*[\s-]+){{0,2}}?{_RECORD}"
-    rf"|(?:最早|最老|最旧|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
+    rf"|(?:最早|最老|最旧|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*{_POSTED_ZH}(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
     # the records named first ("还开着的 PR 里最老的是哪个")
     rf"|(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)\s*(?:里|中|当中|之中)\s*(?P<superlative>最早|最老|最旧)",
     re.I,

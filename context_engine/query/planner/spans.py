@@ -560,6 +560,10 @@ class SpanStep(Draft):
                     continue
                 if self._is_used((start, end)) or any(a <= start and end <= b for a, b in self.collection_spans):
                     continue
+                verb = self._verb_on_collection_word((start, end))
+                if verb and self._implied_by_plan(verb, shape, (start, end)):
+                    understood[(start, end)] = "implied"  # "发消息": the posting verb fused to the noun
+                    continue
                 if any(a <= start and end <= b for a, b in idioms):
                     understood[(start, end)] = "implied"
                     continue
@@ -609,6 +613,17 @@ class SpanStep(Draft):
             ],
             unread,
         )
+
+    def _verb_on_collection_word(self, span: tuple[int, int]) -> str | None:
+        """The rest of a Chinese piece that holds a collection word ("发" of "发消息", "提" of "提 issue"),
+        when that rest is a verb the plan may read implied; None otherwise."""
+        if not re.match(r"[\u4e00-\u9fff]", self.q[span[0]]):
+            return None
+        inside = [(max(a, span[0]), min(b, span[1])) for a, b in self.collection_spans if a < span[1] and span[0] < b]
+        rest = "".join(
+            ch for i, ch in enumerate(self.q[span[0] : span[1]], span[0]) if not any(a <= i < b for a, b in inside)
+        )
+        return rest if inside and rest and IMPLIED.fullmatch(rest) else None
 
     def _unread_parts(self, pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """A run of Chinese content characters a comparison word was read out of ("表情回应最" of "表情回应最多",
@@ -681,7 +696,7 @@ i me my mine we our us you your it its this that these those there here what whi
 show list give find tell get see let know please can could would will should shall may might must just also
 than then as into over any all some each every one ones thing things kind sort lot lots so such very among amongst
 want need like ok okay hi hello hey thanks thank much many both but actually really carry carries carrying
-still yet currently right now got get gets getting anything everything he she him her his they them their ever
+still yet currently right now got get gets getting anything everything something he she him her his they them their ever
 during throughout within roughly approximately approx exactly precisely overall whole entire since single
 off if i'd i'm i've i'll we'd we're we've we'll you'd you're you've
 """.split()
@@ -697,7 +712,9 @@ IDIOMS = re.compile(
     r"|opening|first)\b)"
     r"|\b(?:someone|somebody|anyone|anybody)(?=\s+(?:other than|except|but|besides|apart from)\b)"
     r"|\bacross all\b|\bended up\b|\bwhatsoever\b|\btotally\b|\bcalendar(?= year\b)|\bI mean\b"
-    r"|到?目前为止|截至目前|已经",
+    r"|到?目前为止|截至目前|已经"
+    # "最后一次发消息是啥时候": when, as English "when" is a function word (the records shown carry their dates)
+    r"|(?:啥|什么)时候|何时",
     re.I,
 )
 

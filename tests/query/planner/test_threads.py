@@ -56,6 +56,7 @@ PEOPLE = [
     {"slack_id": "UA", "name": "Ana Ortiz"},
     {"slack_id": "UB", "name": "Ben Kowal"},
     {"slack_id": "UC", "name": "Cy Delgado"},
+    {"slack_id": "UV", "name": "Valentin"},  # one letter from "Valentine's Day"
 ]
 
 
@@ -109,6 +110,8 @@ def refs(rows):
         # mentions and replies said in other words
         ("how many messages tag nobody?", 12),  # all but a5
         ("how many of Ana's messages were posted rather than as a thread reply?", 3),  # a1, a2, a5
+        # no reply got and none itself: a5 (a1 and a2 got replies, a3 and a4 are replies)
+        ("how many times did Ana post something that got no reply at all and wasn't itself a reply?", 1),
         ("Ana: replies in someone else's thread, count", 1),  # a4, in Ben's thread
         ("how many replies has Ana written in threads other people started?", 1),
         # someone's replies are the records: not every message of theirs
@@ -159,6 +162,8 @@ def test_replies_outside_ones_own_threads(world, question):
         "threads without Ben in them at all — count",
         "Ben 既没发起、也没回复过的帖子有多少",  # Chinese: neither started nor replied
         "Ben 从未参与过的讨论串有几个",
+        "threads Ben stayed out of (didn't start, didn't reply): how many?",
+        "how many threads went by without Ben - not started by him and no reply from him?",
     ],
 )
 def test_threads_someone_took_no_part_in(world, question):
@@ -327,3 +332,22 @@ def test_people_replying_in_my_threads_are_the_repliers_to_the_asker(world):
     assert rows == [{"count": 2}], plan.pipeline  # Ben and Cy; Ana's own replies do not count
     rows, plan = answer(world, "threads I started", asker="UA")
     assert refs(rows) == ["a1", "a2"], plan.pipeline
+
+
+def test_a_named_day_is_a_date_not_someone_one_letter_away(world):
+    store, catalog = world
+    ctx, failed = resolve("how many different people posted on Valentine's Day 2019?", NOW, catalog, None)
+    assert failed is None and ctx.mentions == []
+    plan = OfflinePlanner().plan(ctx)
+    assert [(t.start, t.end) for t in plan.ir.times] == [(D(2019, 2, 14), D(2019, 2, 15))]
+    assert plan.ir.shape.kind == "distinct_count" and plan.not_understood == []
+
+
+@pytest.mark.parametrize(
+    "question,expected", [("Ana 最后一次发消息是啥时候？给我看那条", ["a5"]), ("Cy 第一次发消息是什么时候", ["c1"])]
+)
+def test_the_last_time_someone_posted_said_in_chinese(world, question, expected):
+    # 给我看: shown to the asker (no asker needed); 发消息: the posting verb on the noun; 啥时候: when
+    rows, plan = answer(world, question)
+    assert refs(rows) == expected, plan.pipeline
+    assert plan.not_understood == []
