@@ -563,6 +563,7 @@ class ConditionStep(Draft):
             r"\bwithout (?:any |a )?reviews?\b|\bno reviews?\b|\bunreviewed\b|\bha(?:ve|s)n't had (?:a single|any) reviews?\b|没有(?:任何)?评审|没人评审"
         ):
             self.add_filter("reviews", None, "empty")
+        self._replies_included()
         self._replies_in_others_threads()
         self._closed_by_someone_else()
         self._threads_without_someone()
@@ -894,6 +895,18 @@ class ConditionStep(Draft):
                 self.add_filter(replying[0], mine.value, "ne")
             else:
                 self.add_filter(replying[0], author[0], "ne_field")
+
+    def _replies_included(self) -> None:
+        """ "lynne msgs may 2019 incl replies", "messages, replies included", "(replies too)": every message,
+        replies with the rest — no condition, but read (not a topic "incl", nor the records narrowed to replies)."""
+        replying = person_field_for(self.schema, "replied_to")
+        if replying is None or self.has_filter(replying[0]):
+            return
+        self.mark(
+            r"\b(?:incl\.?|including|inclusive of|counting|plus)\s+(?:(?:the|any|thread)\s+)*replies\b"
+            r"|\b(?:thread\s+)?replies\s+(?:included|too|as well|counted(?:\s+too)?|and all)\b",
+            "implied",
+        )
 
     def _replies_as_the_records(self) -> None:
         """ "Marnie's replies", "her thread replies", "replies by Nana", "messages that were thread

@@ -110,6 +110,9 @@ def refs(rows):
         # mentions and replies said in other words
         ("how many messages tag nobody?", 12),  # all but a5
         ("how many of Ana's messages were posted rather than as a thread reply?", 3),  # a1, a2, a5
+        # every message, replies with the rest: no condition, and "incl" is no topic
+        ("how many msgs did Ana post incl replies", 5),
+        ("how many messages did Ana post, replies included?", 5),
         # no reply got and none itself: a5 (a1 and a2 got replies, a3 and a4 are replies)
         ("how many times did Ana post something that got no reply at all and wasn't itself a reply?", 1),
         ("Ana: replies in someone else's thread, count", 1),  # a4, in Ben's thread
