@@ -689,8 +689,16 @@ class ConditionStep(Draft):
             r"(?:\s+(?:a\s+)?(?:single\s+)?(?:repl(?:y|ies)|answer|response|word))?"
             r"(?:\s+(?:in|to)\s+(?:it|them|there))?(?:\s+(?:herself|himself|themselves))?\b"
             r"|(?:她|他)?自己(?:一次)?(?:都|也)?(?:没有?|从没|从未)(?:回复|回)过?"
+            # "got answers only from other people": every replier someone else
+            r"|\b(?:repl(?:y|ies)|answers?|responses?)\s+only\s+(?:from|by)\s+(?:other (?:people|users|members|folks)|others"
+            r"|someone else|somebody else)\b"
         ):
             self.add_filter(joined[0], starter.value, "ne")
+            # said both ways ("answers only from other people, with her never chiming in"): one condition
+            self.mark(
+                r"\bonly\s+(?:from|by)\s+(?:other (?:people|users|members|folks)|others|someone else|somebody else)\b"
+                r"|\b(?:never|not) (?:(?:chim|jump|weigh|pitch)(?:e|ed|es|ing)? in|repl(?:y|ied|ying)|answer(?:ed|ing)?)\b"
+            )
 
     def _closed_by_someone_else(self) -> None:
         """ "albertvillanova's issues closed by somebody other than himself", "where he wasn't the one who

@@ -206,6 +206,8 @@ def test_an_acronym_topic_is_searched(world):
         ("threads Ana started but didn't follow up in - count", 1),
         ("Ana 发起的讨论串里，她自己一次都没回复的有几个？", 1),
         ("Ana's threads where she hasn't posted a single answer: how many?", 1),
+        ("how many of Ana's threads got answers only from other people, with her never chiming in?", 1),
+        ("Ana's threads that got replies only from others - count", 1),
         ("count the threads Ana opened but never jumped in on", 1),
         # threads only their starter replied in: a2 (Ana answered herself); not a1, nor a message without replies
         ("of Ana's threads, how many drew no answers from anybody else?", 1),
