@@ -550,6 +550,13 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
                 re.match(r"starter", word, re.I) and i and re.match(r"thread", words.split()[i - 1], re.I)
             ):
                 return "thread_starter"  # "people started threads", "thread starters"
+            if re.fullmatch(r"whose", verb, re.I) and re.search(
+                r"^\s*(?:threads?|posts?|discussions?|questions?)\b.{0,60}?\b(?:repl(?:y|ied|ies)|answer(?:ed|s)?"
+                r"|respond(?:ed|s)?|chimed|jumped|weighed|posted)\b",
+                " ".join(words.split()[i + 2 :] + rest.split()) if len(words.split()) > i + 2 else rest,
+                re.I,
+            ):
+                return "replied_to"  # "people whose threads Rosaline answered in": the threads' starters
             if said is None and re.match(r"@|mention|tag|ping|start|post|wr[io]te|repl", verb, re.I):
                 said = "author"
             rest = " ".join(words.split()[i + 1 :] + rest.split())

@@ -123,6 +123,7 @@ def refs(rows):
         # the people someone replied to are others: Ana answering her own thread (a3) is no one else
         ("to how many distinct people has Ana written replies?", 1),  # Ben (a4)
         ("Ana 回复过几个不同的人？", 1),
+        ("number of distinct people whose threads Ana answered in", 1),  # Ben's (a4), not her own (a3)
         ("how many different people replied to Ana", 2),  # Ben, Cy; never herself
     ],
 )
