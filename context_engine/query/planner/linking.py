@@ -307,7 +307,9 @@ class LinkStep(Draft):
             return "mentioned"
         if person_field_for(self.schema, "replied_to") and (
             re.search(
-                r"\b(?:repl(?:y|ies|ied|iers?)|respond(?:s|ed|ers?)?|answer(?:s|ed|ers?)?)\s+(?:\w+\s+){0,2}?to\s+$|回复(?:了|过)?\s*$",
+                # "谁回 Jasmine 回得最多": a bare 回 after who replies
+                r"\b(?:repl(?:y|ies|ied|iers?)|respond(?:s|ed|ers?)?|answer(?:s|ed|ers?)?)\s+(?:\w+\s+){0,2}?to\s+$"
+                r"|(?:回复|(?<=谁)回|(?<=人)回)(?:了|过)?\s*$",
                 before,
             )
             # "replies Kristeen wrote in threads Caprice started", "Kristeen answering Caprice's threads"

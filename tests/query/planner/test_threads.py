@@ -357,3 +357,11 @@ def test_the_last_time_someone_posted_said_in_chinese(world, question, expected)
     rows, plan = answer(world, question)
     assert refs(rows) == expected, plan.pipeline
     assert plan.not_understood == []
+
+
+@pytest.mark.parametrize("question", ["谁回 Ana 回得最多？", "谁回过 Ana 最多"])
+def test_who_replied_to_someone_most_said_with_a_bare_hui(world, question):
+    # 回 after 谁 is replying: the replies in Ana's threads by others, per author (Ben twice, Cy once)
+    rows, plan = answer(world, question)
+    assert rows[0] == {"_id": "UB", "count": 2}, plan.pipeline
+    assert plan.not_understood == []
