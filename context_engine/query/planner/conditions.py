@@ -287,6 +287,7 @@ class ConditionStep(Draft):
                     r"\b(?:no|zero|without(?: any)?) repl(?:y|ies)\b|\bunanswered\b|\bunreplied\b"
                     r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?replied\b|\b(?:not|never) (?:been |got |gotten )?replied to\b"
                     r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew) (?:a |any |a single )?(?:repl(?:y|ies)|answers?|responses?)\b"
+                    r"|\b(?:left|been left|was left|were left|sat) hanging\b"
                     r"|没有(?:任何)?(?:人)?回复|无回复|没人回复"
                 ),
                 "repl",
@@ -295,6 +296,8 @@ class ConditionStep(Draft):
             path = self._count_field(noun)
             if path and not self.has_filter(path) and self.mark(pattern):
                 self.add_filter(path, [0, None], "in")
+                while self.mark(pattern):  # said twice: "left hanging — nobody replied"
+                    pass
 
     def _negations(self) -> None:
         """A value said with a negation before it ("not labelled bug", "without the docs label", "not

@@ -110,6 +110,10 @@ def refs(rows):
         # mentions and replies said in other words
         ("how many messages tag nobody?", 12),  # all but a5
         ("how many of Ana's messages were posted rather than as a thread reply?", 3),  # a1, a2, a5
+        # a name joined to its verb by a hyphen is the starter
+        ("Ana-started threads with at least one reply from Cy — count", 1),  # a1
+        # left hanging: no replies, said twice
+        ("how many of Ana's messages were left hanging — not in a thread, nobody replied?", 1),  # a5
         # every message, replies with the rest: no condition, and "incl" is no topic
         ("how many msgs did Ana post incl replies", 5),
         ("how many messages did Ana post, replies included?", 5),
