@@ -10,7 +10,7 @@ from itertools import pairwise
 
 from context_engine.query.compile import CompileError, compile_plan
 from context_engine.query.fields import field_for, person_field_for, person_field_words
-from context_engine.query.ir import Filter, PlanIR, Shape, SortKey, TimeRange
+from context_engine.query.ir import Filter, Measure, PlanIR, Shape, SortKey, TimeRange
 from context_engine.query.planner.draft import STATE_FIELDS
 from context_engine.query.planner.own_aggregates import OwnAggregateStep
 from context_engine.query.validate import validate_pipeline
@@ -339,6 +339,20 @@ _SUM = re.compile(
     re.I,
 )
 
+# "whose threads drew the most replies altogether", "which thread starter collected the most replies in total
+# across their threads", "谁的帖子加起来收到的回复最多": the person whose records' measure, summed, is the highest
+# — not the one record with the most (no total said: "whose thread drew the most replies").
+_TOTAL_WORD = (
+    r"\b(?:altogether|all together|in total|combined|overall|all told|summed|in sum"
+    r"|across (?:all )?(?:of )?(?:their|his|her|the) (?:own )?(?:threads?|posts?|messages?|prs?|pull requests?|issues?))\b"
+)
+_PERSON_SUM = re.compile(
+    rf"\b(?:whose|which (?:thread starter|starter|author|person|user|member|poster|contributor|one)|who)\b[^?？]{{0,60}}?"
+    rf"\b(?:the )?(?P<most>most|fewest|least) {_MEASURE}\b(?=[^?？]{{0,40}}?(?P<total>{_TOTAL_WORD}))"
+    r"|谁的(?:帖子|讨论串|消息|PR|issue)?[^？?]{0,8}?(?:加起来|总共|一共|合计)[^？?]{0,8}?(?P<zh>回复|评论)(?:数)?(?:最多|最少)",
+    re.I,
+)
+
 # "on average, how many comments does a bug issue get", "mean reply count per thread", "平均有几条评论": the
 # mean of a measure over the records. A mean of counts per period ("PRs merged per month on average") names
 # no measure, and is not read here.
@@ -648,7 +662,8 @@ class ShapeIntent:
     `role`), "group_extreme" (the value of the people or field `role` with the most or
     fewest records: `extreme` argmax/argmin), "record_extreme" (the newest (`direction` -1) or oldest (1) record) or
     "distinct" (how many different values of `role`) or "sum"/"avg" (the total/mean of the measure `role`) or
-    "measure_extreme" (the largest or smallest value of the measure `role`: `extreme` max/min) or "own"
+    "measure_extreme" (the largest or smallest value of the measure `role`: `extreme` max/min) or "group_sum" (the
+    author whose records' measure `role` summed is the highest, `extreme` argmax, or lowest) or "own"
     (a tenant's own kind: the `shape` asked of its named fields, `OwnFieldStep.own_shape`)."""
 
     kind: str
@@ -1170,6 +1185,13 @@ class ShapeStep(OwnAggregateStep):
         cyclic = self._cyclic_extreme()
         if cyclic:
             return cyclic
+        summed = _PERSON_SUM.search(self.q)
+        if summed and (path := self._count_field((summed.group(2) or summed.group("zh")).lower())):
+            self.use(summed.span(), "shape")
+            while self.mark(_TOTAL_WORD, "shape"):  # "in total across their threads": said twice
+                pass
+            fewest = bool(re.search(r"fewest|least|最少", summed.group(0), re.I))
+            return ShapeIntent("group_sum", extreme="argmin" if fewest else "argmax", role=path)
         unit = _ASKED_UNIT.search(self.q)
         if unit and _EXTREME_WORD.search(self.q):
             word = next(g for g in unit.groups() if g)
@@ -1449,6 +1471,11 @@ class ShapeStep(OwnAggregateStep):
             done = field_for(self.schema, state_verb) if state_verb in ("closed", "merged", "resolved") else None
             date_field = time_field or done or field_for(self.schema, "created")
             return Shape("list", sort=[SortKey(date_field, intent.direction)], limit=1) if date_field else None
+        if intent.kind == "group_sum":  # the measure summed per author, ranked
+            path, _ = self._group_path("author")
+            total = Measure("sum", intent.role)
+            order = 1 if intent.extreme == "argmin" else -1
+            return Shape("measures", field=path, measures=[total], sort=[SortKey(total.name, order)], limit=1) if path else None
         if intent.kind in ("sum", "avg", "measure_extreme"):
             self._replies_summed_over_the_starters_threads(intent.role)
             return Shape(intent.extreme or intent.kind, field=intent.role)

@@ -369,3 +369,17 @@ def test_who_replied_to_someone_most_said_with_a_bare_hui(world, question):
     rows, plan = answer(world, question)
     assert rows[0] == {"_id": "UB", "count": 2}, plan.pipeline
     assert plan.not_understood == []
+
+
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        ("whose threads drew the most replies altogether?", {"_id": "UC", "sum_reply_count": 5}),  # Cy 5, Ana 3+1
+        ("which thread starter collected the fewest replies in total across their threads?", {"_id": "UB", "sum_reply_count": 2}),
+    ],
+)
+def test_the_person_whose_threads_drew_the_most_replies_in_total(world, question, expected):
+    # the replies summed per starter, not the one thread with the most (Cy's c3 alone would say Cy too: Ben tells)
+    rows, plan = answer(world, question)
+    assert rows == [expected], plan.pipeline
+    assert plan.ir.shape.kind == "measures" and plan.not_understood == []
