@@ -13,6 +13,7 @@ from typing import Any
 from context_engine.kinds import BUILTIN, CollectionSpec
 from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, RunResult, Success
 from context_engine.query.fields import record_ref, role_paths
+from context_engine.query.planner.shape import DEFAULT_LIMIT
 from context_engine.query.schema import values_at
 
 LISTED = 10
@@ -167,4 +168,18 @@ def _compose(
         said = cite["id"] if cite["title"] == cite["id"] else f"{cite['id']} {cite['title']}"  # a record with no title
         lines.append(f"[{i}] {said} ({meta}) {cite['url'] or ''}".rstrip())
     more = f"\n… and {len(rows) - LISTED} more in the records" if len(rows) > LISTED else ""
+    if _at_the_list_cap(result):
+        # "elmlang msgs past 6 weeks": 200 listed of thousands is no count of them; said so, never "Found 200"
+        head = (
+            f"Found {counted(len(rows), one, noun)}, the most one answer lists: more may match "
+            f"(ask how many for their number)"
+        )
+        return head + ":\n" + "\n".join(lines) + more, citations
     return f"Found {counted(len(rows), one, noun)}:\n" + "\n".join(lines) + more, citations
+
+
+def _at_the_list_cap(result: Success) -> bool:
+    """A list the planner cut at its default size (no size was asked) that came back full."""
+    plan = result.plan
+    shape = plan.ir.shape if plan is not None and plan.ir is not None else None
+    return shape is not None and shape.kind == "list" and shape.limit == DEFAULT_LIMIT == len(result.rows)
