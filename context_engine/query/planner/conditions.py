@@ -889,7 +889,8 @@ class ConditionStep(Draft):
         ):
             return  # (a thread starter excluded, "not started by Chantelle", still leaves other people's threads)
         if self.mark(
-            r"\b(?:other people|others|someone else|somebody else|other users|other members|other folks)['’]?s?\s+(?:threads?|posts?|discussions?)\b"
+            r"(?:\b(?:in|on|under|within|inside)\s+)?\b(?:other people|others|someone else|somebody else|other users|other members"
+            r"|other folks)['’]?s?\s+(?:threads?|posts?|discussions?)\b"
             r"|\bthreads?\s+(?:that\s+)?\w+\s+(?:did(?:n't| not)|never|has(?:n't| not)|had(?:n't| not))\s+(?:start|started|open|opened|begin|begun|kick(?:ed)? off)\b"
             r"|\bthreads?\s+(?:not|never)\s+(?:started|opened|begun|kicked off)\s+by\s+(?:her|him|them|themselves|\w+)\b"
             r"|\bthreads?\s+(?:that\s+|which\s+)?(?:other people|others|someone else|somebody else|another person|other users)"

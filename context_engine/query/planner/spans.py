@@ -505,9 +505,12 @@ class SpanStep(Draft):
             )
         if need == "fewest":
             need = "rank"  # a team's own kind: "the lowest price" is any extreme its rules read
-        if need == "rank":
+        if need == "drawn" and paths & DRAWN_COUNTS:
+            return True
+        if need in ("rank", "drawn"):
             return (
                 shape.kind in RANKED_SHAPES
+                or (shape.kind == "measures" and bool(shape.sort))
                 or (shape.kind == "group" and shape.limit is not None)
                 or (shape.kind == "list" and shape.limit is not None and shape.limit <= 10)
             )
@@ -710,7 +713,7 @@ IDIOMS = re.compile(
     r"|(?:(?<=month )|(?<=year )|(?<=week )|(?<=day )|(?<=quarter ))saw\b|\bin use\b|\b(?:most|been|being|are|is|were)\s+used\b"
     r"|\bwhose\b(?=\s+(?:close|closing|state|titles?|labels?|status|milestone|repl(?:y|ies)|comments?|body|text|priority|author"
     r"|opening|first)\b)"
-    r"|\b(?:someone|somebody|anyone|anybody)(?=\s+(?:other than|except|but|besides|apart from)\b)"
+    r"|\b(?:someone|somebody|anyone|anybody|everyone|everybody)(?=\s+(?:other than|except|but|besides|apart from)\b)"
     r"|\bacross all\b|\bended up\b|\bwhatsoever\b|\btotally\b|\bcalendar(?= year\b)|\bI mean\b"
     r"|到?目前为止|截至目前|已经"
     # "最后一次发消息是啥时候": when, as English "when" is a function word (the records shown carry their dates)
@@ -740,6 +743,9 @@ IMPLIED = re.compile(
 # What an implied word needs in the plan to count as read (a role: a condition, time or grouping on
 # its field). Words not listed (the creation verbs: "filed", "posted", "wrote") describe every record.
 RANKED_SHAPES = frozenset({"top", "min", "max", "argmin", "argmax"})
+# The counts of what a record drew (replies, repliers, comments, reactions): "drew at least five people" is read
+# by a condition on one of them.
+DRAWN_COUNTS = frozenset({"reply_count", "reply_users_count", "comments", "reactions.total_count", "fields.comment.total"})
 IMPLIED_NEEDS = [
     (re.compile(pattern), need)
     for pattern, need in (
@@ -759,10 +765,10 @@ IMPLIED_NEEDS = [
             ),
             "person",
         ),
-        (
-            r"active|busiest|biggest|largest|most|top|often|frequent\w*|common|used|applied|最常|最经常|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*",
-            "rank",
-        ),
+        (r"active|busiest|biggest|largest|most|top|often|frequent\w*|common|used|applied|最常|最经常", "rank"),
+        # "threads that drew at least five different people", "issues that received over 10 comments": a
+        # ranking, or a condition on what was drawn
+        (r"dr[ae]w|draws|attract\w*|receiv\w*|garner\w*", "drawn"),
         # "the quietest workspace", "the thread with the fewest replies": read by an ascending extreme only
         (r"fewest|least|quietest|calmest|lowest|smallest|shortest|fewer|quieter", "fewest"),
         (r"mention\w*|tagg\w*", "mentioned"),

@@ -114,6 +114,10 @@ def refs(rows):
         ("Ana-started threads with at least one reply from Cy — count", 1),  # a1
         # left hanging: no replies, said twice
         ("how many of Ana's messages were left hanging — not in a thread, nobody replied?", 1),  # a5
+        # words the plan reads without a span of their own
+        ("how many threads drew at least two different people?", 2),  # a1, b3
+        ("Ana's replies under other people's threads, how many", 1),  # a4
+        ("how many messages from everyone except Ana and Ben?", 4),  # c1, c2, c3, c4
         # every message, replies with the rest: no condition, and "incl" is no topic
         ("how many msgs did Ana post incl replies", 5),
         ("how many messages did Ana post, replies included?", 5),
