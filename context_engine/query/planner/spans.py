@@ -571,6 +571,8 @@ class SpanStep(Draft):
                     understood[(start, end)] = "implied"
                     continue
                 word = self.q[start:end].lower()
+                if word in ("ed", "d") and re.search(r"@-?['’]?$", self.q[:start]):
+                    word = "mentioned"  # "people who @-ed Isa": the verb made of the sign
                 wise = re.fullmatch(r"(\w+)-wise", word)
                 if wise and re.fullmatch(self.schema.kind.pattern(), wise.group(1), re.I | re.ASCII):
                     understood[(start, end)] = "collection"  # "message-wise": in terms of the records counted

@@ -114,6 +114,8 @@ def refs(rows):
         ("Ana-started threads with at least one reply from Cy — count", 1),  # a1
         # left hanging: no replies, said twice
         ("how many of Ana's messages were left hanging — not in a thread, nobody replied?", 1),  # a5
+        # "@-ed" is mentioning: the distinct authors of the messages that mention Ben (a5)
+        ("number of unique people who @-ed Ben", 1),
         # words the plan reads without a span of their own
         ("how many threads drew at least two different people?", 2),  # a1, b3
         ("Ana's replies under other people's threads, how many", 1),  # a4
