@@ -357,7 +357,12 @@ class LinkStep(Draft):
                 re.search(
                     r"\bwho\b|\bwhom\b|谁|\bpeople\b|\bpersons?\b|\busers?\b|\brepliers\b|\bresponders\b|(?<![有别他])人",
                     # "answers only from other people": who may answer, not who is asked for
-                    re.sub(r"\b(?:only\s+)?(?:from|by)\s+(?:other|different)\s+(?:people|persons|users)\b", " ", self.q, flags=re.I),
+                    re.sub(
+                        r"\b(?:only\s+)?(?:from|by)\s+(?:other|different)\s+(?:people|persons|users)\b",
+                        " ",
+                        self.q,
+                        flags=re.I,
+                    ),
                     re.I,
                 )
                 # "threads that got replies from at least three different people", "posts 3+ people replied

@@ -1475,7 +1475,11 @@ class ShapeStep(OwnAggregateStep):
             path, _ = self._group_path("author")
             total = Measure("sum", intent.role)
             order = 1 if intent.extreme == "argmin" else -1
-            return Shape("measures", field=path, measures=[total], sort=[SortKey(total.name, order)], limit=1) if path else None
+            return (
+                Shape("measures", field=path, measures=[total], sort=[SortKey(total.name, order)], limit=1)
+                if path
+                else None
+            )
         if intent.kind in ("sum", "avg", "measure_extreme"):
             self._replies_summed_over_the_starters_threads(intent.role)
             return Shape(intent.extreme or intent.kind, field=intent.role)

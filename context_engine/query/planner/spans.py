@@ -747,7 +747,9 @@ IMPLIED = re.compile(
 RANKED_SHAPES = frozenset({"top", "min", "max", "argmin", "argmax"})
 # The counts of what a record drew (replies, repliers, comments, reactions): "drew at least five people" is read
 # by a condition on one of them.
-DRAWN_COUNTS = frozenset({"reply_count", "reply_users_count", "comments", "reactions.total_count", "fields.comment.total"})
+DRAWN_COUNTS = frozenset(
+    {"reply_count", "reply_users_count", "comments", "reactions.total_count", "fields.comment.total"}
+)
 IMPLIED_NEEDS = [
     (re.compile(pattern), need)
     for pattern, need in (

@@ -351,7 +351,7 @@ def test_people_replying_in_my_threads_are_the_repliers_to_the_asker(world):
 
 
 def test_a_named_day_is_a_date_not_someone_one_letter_away(world):
-    store, catalog = world
+    _store, catalog = world
     ctx, failed = resolve("how many different people posted on Valentine's Day 2019?", NOW, catalog, None)
     assert failed is None and ctx.mentions == []
     plan = OfflinePlanner().plan(ctx)
@@ -381,7 +381,10 @@ def test_who_replied_to_someone_most_said_with_a_bare_hui(world, question):
     "question,expected",
     [
         ("whose threads drew the most replies altogether?", {"_id": "UC", "sum_reply_count": 5}),  # Cy 5, Ana 3+1
-        ("which thread starter collected the fewest replies in total across their threads?", {"_id": "UB", "sum_reply_count": 2}),
+        (
+            "which thread starter collected the fewest replies in total across their threads?",
+            {"_id": "UB", "sum_reply_count": 2},
+        ),
     ],
 )
 def test_the_person_whose_threads_drew_the_most_replies_in_total(world, question, expected):
