@@ -13,6 +13,7 @@ from typing import Any
 from context_engine.kinds import BUILTIN, CollectionSpec
 from context_engine.query.engine import MaxAttempts, NoResults, ResolutionFailed, RunResult, Success
 from context_engine.query.fields import record_ref, role_paths
+from context_engine.query.planner.shape import DEFAULT_LIMIT
 from context_engine.query.schema import values_at
 
 LISTED = 10
@@ -193,4 +194,18 @@ def _compose(
             + "\n".join(lines)
             + more
         ), citations
+    if _at_the_list_cap(result):
+        # no total (its count ran out of time): 200 listed of perhaps thousands is no count; said so, never "Found 200"
+        head = (
+            f"Found {counted(len(rows), one, noun)}, the most one answer lists: more may match "
+            f"(ask how many for their number)"
+        )
+        return head + ":\n" + "\n".join(lines) + more, citations
     return f"Found {counted(len(rows), one, noun)}:\n" + "\n".join(lines) + more, citations
+
+
+def _at_the_list_cap(result: Success) -> bool:
+    """A list the planner cut at its default size (no size was asked) that came back full."""
+    plan = result.plan
+    shape = plan.ir.shape if plan is not None and plan.ir is not None else None
+    return shape is not None and shape.kind == "list" and shape.limit == DEFAULT_LIMIT == len(result.rows)

@@ -520,7 +520,11 @@ def _measure_stages(
         stages.append(_having(shape.having))
     if path is None:
         return stages + [{"$project": {"_id": 0, **dict.fromkeys(needed, 0)}}]
-    return stages + ([{"$project": dict.fromkeys(needed, 0)}] if needed else []) + [{"$sort": {"_id": 1}}]
+    stages += [{"$project": dict.fromkeys(needed, 0)}] if needed else []
+    ranked = {k.field: k.direction for k in shape.sort if k.field in shown}
+    if ranked:  # ranked by a measure ("the most replies altogether"): ties in value order
+        return stages + [{"$sort": {**ranked, "_id": 1}}] + ([{"$limit": shape.limit}] if shape.limit else [])
+    return stages + [{"$sort": {"_id": 1}}]
 
 
 def _accumulators(measures: list[Measure], schema: CollectionSchema) -> dict[str, Any]:

@@ -160,6 +160,10 @@ def resolve(
         for m in directory.find_mentions(question, asker, reserved=reserved)
         if not (m.score < 100 and m.text.islower() and _TOPIC_CUE_BEFORE.search(question[: m.start]))
     ]  # "messages mentioning macro", "提到 macro": a subject, not a typo for Mauro
+    times = find_time_ranges(question, now)
+    # A word of a date ("Valentine's Day 2019", "Christmas Eve") is the date's, not someone's name.
+    dated = [(m.start(), m.end()) for t in times for m in re.finditer(re.escape(t.text), question)]
+    mentions = [m for m in mentions if m.is_asker or not any(a <= m.start and m.end <= b for a, b in dated)]
     # "what should I do when a callback is retried?" asks for advice, "where do I find the ADRs"
     # for a place: "I" there is anyone, not a filter on the asker's records (with or without one).
     if (
@@ -202,7 +206,6 @@ def resolve(
         # "Albert Villanova" is one edit from the login albertvillanova, but no record names anyone so:
         # a full name the data does not hold is a guess, declined with the login as the candidate.
         return None, _no_one_named(joined.text, directory, values, [joined.person])
-    times = find_time_ranges(question, now)
     unknown = _unknown_person(question, mentions, [t.text for t in times], reserved, values)
     if unknown is not None:
         near = [m.person for m in mentions if m.person is not None and m.score < 100 and m.text in unknown]

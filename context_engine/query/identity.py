@@ -29,6 +29,15 @@ HANDLE_KINDS = ("github", "slack_id", "jira", "email", "name")
 
 _FIRST_PERSON = {"i", "me", "my", "mine", "myself"}
 _CJK_FIRST_PERSON = re.compile(r"我(?!们)")
+# A name joined to what the person did ("Clarine-started threads", "Dann-authored posts").
+_NAME_PARTICIPLE = re.compile(
+    r"(?<=[A-Za-z])-(?:started|opened|authored|created|initiated|led|filed|written|posted|run|owned|raised)$", re.I
+)
+# "给我看那条", "告诉我", "帮我查一下": the asker as the one the answer is for, as "show me" is — no condition.
+# Not "分配给我的" (assigned to the asker): 给我 before a verb of showing only.
+_CJK_POLITE_ME = re.compile(
+    r"(?:告诉|帮|让|替)我|给我(?=\s*(?:看|列|查|找|说|讲|展示|显示|数|统计|算|瞧|一下|个|一个|一些|几个|点))"
+)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-\[\]]*[A-Za-z0-9\]]|[A-Za-z0-9]")
 FUZZY_CUTOFF = 87
 
@@ -356,8 +365,9 @@ class PeopleDirectory:
             for m in re.finditer(re.escape(alias), question):
                 if free(m.start(), m.end()):
                     add(Mention(alias, m.start(), m.end(), person=self.people[i]))
+        polite_me = {m.end() - 1 for m in _CJK_POLITE_ME.finditer(question)}
         for m in _CJK_FIRST_PERSON.finditer(question):
-            if free(m.start(), m.end()):
+            if free(m.start(), m.end()) and m.start() not in polite_me:
                 add(Mention("我", m.start(), m.end(), person=asker, is_asker=True))
 
         # "don't", "isn't": the word before a contraction's "'t" is no one ("Don" is someone).
@@ -365,6 +375,11 @@ class PeopleDirectory:
             (m.group(0), m.start(), m.end())
             for m in _WORD.finditer(question)
             if not re.match(r"['’]t\b", question[m.end() :])
+        ]
+        # "Clarine-started threads": the name before a hyphenated participle is a word of its own
+        words = [
+            (w[: cut.start()], a, a + cut.start()) if (cut := _NAME_PARTICIPLE.search(w)) else (w, a, b)
+            for w, a, b in words
         ]
         # A writer who capitalizes some word after the first ("PRs by Rashed") capitalizes names:
         # then only capitalized words may be misspelt names, lower-case ones are plain English.

@@ -300,7 +300,9 @@ class Shape:
       PRs were merged": the PRs of 2023, the part merged);
     - distinct: the distinct values of `field` ("the different locations"), in value order;
     - measures: several aggregates at once ("the minimum and maximum salary") over the records, or any
-      aggregates per value of `field` ("the average price of each category"), in value order.
+      aggregates per value of `field` ("the average price of each category"), in value order — or, with
+      `sort` on a measure's name and `limit`, ranked by it ("whose threads drew the most replies altogether":
+      the sum of reply_count per author, highest first, one);
     `having` (group, distinct, measures with a field) keeps only the groups whose measures meet it
     ("the cities with two or more branches": the distinct cities having a count of at least 2).
     `offset` (group, top, list) skips the first rows of that order: the runner-up is `offset` 1, `limit` 1.

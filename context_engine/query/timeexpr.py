@@ -179,13 +179,22 @@ def _half_of_month(which: str, year: int, month: int) -> tuple[datetime, datetim
     return (datetime(year, month, 1), middle) if which == "first" else (middle, _month_start(year, month + 1))
 
 
-_HOLIDAYS = {"christmas eve": (12, 24), "new year's eve": (12, 31), "new years eve": (12, 31), "new year's day": (1, 1)}
-_HOLIDAY = r"(christmas eve|new year'?s eve|new year'?s day)"
+_HOLIDAYS = {
+    "christmas eve": (12, 24),
+    "new year's eve": (12, 31),
+    "new years eve": (12, 31),
+    "new year's day": (1, 1),
+    "new years day": (1, 1),
+    "valentine's day": (2, 14),
+    "valentines day": (2, 14),
+    "halloween": (10, 31),
+}
+_HOLIDAY = r"(christmas eve|new year['’]?s eve|new year['’]?s day|(?:st\.? )?valentine['’]?s day|halloween)"
 
 
 def _holiday(now: datetime, name: str, year: str | None) -> tuple[datetime, datetime]:
     """A named day of a year; said without one, the latest before now (as a bare month is)."""
-    month, day = _HOLIDAYS[name.replace("’", "'")]
+    month, day = _HOLIDAYS[re.sub(r"^st\.? ", "", name.lower().replace("’", "'"))]
     start = datetime(int(year), month, day) if year else datetime(now.year, month, day)
     if not year and start > now:
         start = datetime(now.year - 1, month, day)
@@ -636,6 +645,8 @@ def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
             if bound is not None:
                 check_time_range(bound, f"the time {rng.text!r} ({bound.date().isoformat()})")
         found.append((start, end, rng))
+    # a period inside another's words (the aside of "christmas 2017 (december 25) or earlier") is its part
+    found = [f for f in found if not any(o is not f and o[0] <= f[0] and f[1] <= o[1] for o in found)]
     return [r for _, _, r in _without_restatements(question, _joined(question, sorted(found, key=lambda x: x[0])), now)]
 
 
@@ -799,6 +810,9 @@ _OR_EARLIER = re.compile(r"^\s*,?\s*(?:or|and)\s+(?:earlier|before|prior|older)\
 _LATER = re.compile(r"^\s*(?:年)?\s*底?\s*之后")
 
 
+_ASIDE = re.compile(r"\s*[(（][^()（）]{1,40}[)）]")
+
+
 def _open_ended(
     text: str, a: int, b: int, start: datetime | None, end: datetime | None
 ) -> tuple[tuple[int, int], tuple[datetime | None, datetime | None]] | None:
@@ -807,6 +821,11 @@ def _open_ended(
     if start is None or end is None:
         return None  # already open at one end ("since May", "older than 3 weeks")
     before, after = text[:a], text[b:]
+    # "christmas 2017 (december 25) or earlier", "2017 年圣诞节（12 月 25 日）之前": the words that open the
+    # period may follow an aside in brackets that spells it out; the span then covers the aside
+    aside = _ASIDE.match(after)
+    if aside and any(p.match(after[aside.end() :]) for p in (_OR_EARLIER, _EARLIER, _LATER, _ONWARDS)):
+        b, after = b + aside.end(), after[aside.end() :]
     inclusive = re.search(
         r"(?:until|till|through|up to|as late as|by|no later than|not later than|not after)\s*$|\bend\s+of\s*$", before
     )

@@ -37,3 +37,19 @@ def test_a_record_cut_to_the_fields_asked_for_says_them():
     whole = [{"ref": "org/repo#8", "title": "Fix", "state": "open", "additions": 3, "deletions": 1, "comments": 0}]
     text, _ = compose(Success(Plan("pull_requests", []), whole, []), "pull_requests")
     assert "additions" not in text
+
+
+def test_a_list_cut_at_the_default_size_says_more_may_match():
+    from context_engine.query.ir import PlanIR, Shape, SortKey
+    from context_engine.query.planner.shape import DEFAULT_LIMIT
+
+    rows = [{"ref": f"m{i}", "text": "hi", "user": "U1"} for i in range(DEFAULT_LIMIT)]
+    listed = PlanIR("messages", shape=Shape("list", sort=[SortKey("date", -1)], limit=DEFAULT_LIMIT))
+    text, _ = compose(Success(Plan("messages", [], ir=listed), rows, []), "messages")
+    assert "more may match" in text.splitlines()[0]
+    # fewer than the cap are all of them; and a size asked for is that size
+    text, _ = compose(Success(Plan("messages", [], ir=listed), rows[:7], []), "messages")
+    assert text.startswith("Found 7 messages:")
+    five = PlanIR("messages", shape=Shape("list", sort=[SortKey("date", -1)], limit=5))
+    text, _ = compose(Success(Plan("messages", [], ir=five), rows[:5], []), "messages")
+    assert text.startswith("Found 5 messages:")

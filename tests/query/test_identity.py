@@ -52,6 +52,19 @@ def test_pronouns_mean_the_asker(directory, question):
     assert mention.is_asker and mention.person == asker
 
 
+@pytest.mark.parametrize(
+    "question", ["张伟最后一次合并 PR 是啥时候？给我看那条", "告诉我张伟上周合并了几个 PR", "帮我查一下张伟的 PR"]
+)
+def test_me_as_whom_the_answer_is_for_is_no_one(directory, question):
+    # "给我看", "告诉我", "帮我查": the asker is who is shown the answer, as in "show me"
+    assert [m.person.key for m in directory.find_mentions(question, directory.by_key["larsn"])] == ["zwei-dev"]
+
+
+def test_me_in_a_role_is_the_asker_after_give_too(directory):
+    asker = directory.by_key["larsn"]
+    assert [(m.text, m.is_asker) for m in directory.find_mentions("分配给我的 issue", asker)] == [("我", True)]
+
+
 def test_common_words_are_not_people(directory):
     assert directory.find_mentions("how many merged PRs are open in the payments repo this week") == []
 

@@ -70,6 +70,11 @@ D = datetime
         ("on new year's eve 2024", D(2024, 12, 31), D(2025, 1, 1)),
         ("from Christmas Eve to New Year's Day", D(2025, 12, 24), D(2026, 1, 2)),  # the latest ones before now
         ("since the new year", D(2026, 1, 1), NOW),
+        ("on Valentine's Day 2019", D(2019, 2, 14), D(2019, 2, 15)),
+        # the words that open a period after an aside in brackets that spells it out
+        ("2017 年圣诞节（12 月 25 日）之前", None, D(2017, 12, 25)),
+        ("Christmas 2017 (December 25) or earlier", None, D(2017, 12, 26)),
+        ("posted on halloween", D(2026, 10, 31), D(2026, 11, 1)),  # the latest one before now
         ("shipped in autumn 2025 (Sep–Nov)", D(2025, 9, 1), D(2025, 12, 1)),  # the brackets only spell it out
         ("just the May threads", D(2026, 5, 1), D(2026, 6, 1)),  # "May" before the records it dates
     ],

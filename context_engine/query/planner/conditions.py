@@ -292,6 +292,7 @@ class ConditionStep(Draft):
                     r"\b(?:no|zero|without(?: any)?) repl(?:y|ies)\b|\bunanswered\b|\bunreplied\b"
                     r"|\b(?:nobody|no one|no-one) (?:has |have |had )?(?:ever )?replied\b|\b(?:not|never) (?:been |got |gotten )?replied to\b"
                     r"|\b(?:never|not) (?:once )?(?:received|got|gotten|had|drew) (?:a |any |a single )?(?:repl(?:y|ies)|answers?|responses?)\b"
+                    r"|\b(?:left|been left|was left|were left|sat) hanging\b"
                     r"|没有(?:任何)?(?:人)?回复|无回复|没人回复"
                 ),
                 "repl",
@@ -300,6 +301,8 @@ class ConditionStep(Draft):
             path = self._count_field(noun)
             if path and not self.has_filter(path) and self.mark(pattern):
                 self.add_filter(path, [0, None], "in")
+                while self.mark(pattern):  # said twice: "left hanging — nobody replied"
+                    pass
 
     def _negations(self) -> None:
         """A value said with a negation before it ("not labelled bug", "without the docs label", "not
@@ -568,6 +571,7 @@ class ConditionStep(Draft):
             r"\bwithout (?:any |a )?reviews?\b|\bno reviews?\b|\bunreviewed\b|\bha(?:ve|s)n't had (?:a single|any) reviews?\b|没有(?:任何)?评审|没人评审"
         ):
             self.add_filter("reviews", None, "empty")
+        self._replies_included()
         self._replies_in_others_threads()
         self._closed_by_someone_else()
         self._threads_without_someone()
@@ -693,8 +697,16 @@ class ConditionStep(Draft):
             r"(?:\s+(?:a\s+)?(?:single\s+)?(?:repl(?:y|ies)|answer|response|word))?"
             r"(?:\s+(?:in|to)\s+(?:it|them|there))?(?:\s+(?:herself|himself|themselves))?\b"
             r"|(?:她|他)?自己(?:一次)?(?:都|也)?(?:没有?|从没|从未)(?:回复|回)过?"
+            # "got answers only from other people": every replier someone else
+            r"|\b(?:repl(?:y|ies)|answers?|responses?)\s+only\s+(?:from|by)\s+(?:other (?:people|users|members|folks)|others"
+            r"|someone else|somebody else)\b"
         ):
             self.add_filter(joined[0], starter.value, "ne")
+            # said both ways ("answers only from other people, with her never chiming in"): one condition
+            self.mark(
+                r"\bonly\s+(?:from|by)\s+(?:other (?:people|users|members|folks)|others|someone else|somebody else)\b"
+                r"|\b(?:never|not) (?:(?:chim|jump|weigh|pitch)(?:e|ed|es|ing)? in|repl(?:y|ied|ying)|answer(?:ed|ing)?)\b"
+            )
 
     def _closed_by_someone_else(self) -> None:
         """ "albertvillanova's issues closed by somebody other than himself", "where he wasn't the one who
@@ -845,7 +857,13 @@ class ConditionStep(Draft):
         phrase = re.search(
             r"(?:\b(?:take|took|taken|takes|taking|had|has|have|having|play(?:ed|s)?) no part(?: in)?"
             r"|\b(?:did(?:n't| not)|never|does(?:n't| not)) (?:take part|participate|join|get involved)(?: in)?"
-            r"|\bin (?:them|it) at all|\bin (?:them|it)(?= *(?:$|[?,.;:—-])))\b(?:\s*\([^)]*\))?"
+            r"|\bin (?:them|it) at all|\bin (?:them|it)(?= *(?:$|[?,.;:—-]))"
+            # "threads Chantelle stayed out of", "kept out of"
+            r"|\b(?:stay(?:ed|s|ing)?|kept|keep(?:s|ing)?) (?:well )?out of"
+            # "not started by her and no reply from her": both parts said outright
+            r"|\b(?:not|never) (?:started|opened|begun|kicked off) by (?:her|him|them|[\w\u00C0-\u024F'’-]+),? (?:and|or|nor|with)"
+            r" (?:(?:with )?no|without(?: a| any)?|never (?:a|any)) (?:single )?(?:repl(?:y|ies)|answers?|responses?)"
+            r" (?:from|by) (?:her|him|them|[\w\u00C0-\u024F'’-]+))\b(?:\s*\([^)]*\))?"
             # "既没发起也没回复过的", "没参与过的": neither started nor replied
             r"|既?(?:没有?|从没|从未)(?:发起|开启|开)过?(?:[，,、]?\s*)?(?:也|又)?(?:没有?|从没|从未)(?:回复|回|参与)过?"
             r"|(?:没有?|从没|从未)参与过?",
@@ -876,7 +894,8 @@ class ConditionStep(Draft):
         ):
             return  # (a thread starter excluded, "not started by Chantelle", still leaves other people's threads)
         if self.mark(
-            r"\b(?:other people|others|someone else|somebody else|other users|other members|other folks)['’]?s?\s+(?:threads?|posts?|discussions?)\b"
+            r"(?:\b(?:in|on|under|within|inside)\s+)?\b(?:other people|others|someone else|somebody else|other users|other members"
+            r"|other folks)['’]?s?\s+(?:threads?|posts?|discussions?)\b"
             r"|\bthreads?\s+(?:that\s+)?\w+\s+(?:did(?:n't| not)|never|has(?:n't| not)|had(?:n't| not))\s+(?:start|started|open|opened|begin|begun|kick(?:ed)? off)\b"
             r"|\bthreads?\s+(?:not|never)\s+(?:started|opened|begun|kicked off)\s+by\s+(?:her|him|them|themselves|\w+)\b"
             r"|\bthreads?\s+(?:that\s+|which\s+)?(?:other people|others|someone else|somebody else|another person|other users)"
@@ -893,6 +912,18 @@ class ConditionStep(Draft):
                 self.add_filter(replying[0], mine.value, "ne")
             else:
                 self.add_filter(replying[0], author[0], "ne_field")
+
+    def _replies_included(self) -> None:
+        """ "lynne msgs may 2019 incl replies", "messages, replies included", "(replies too)": every message,
+        replies with the rest — no condition, but read (not a topic "incl", nor the records narrowed to replies)."""
+        replying = person_field_for(self.schema, "replied_to")
+        if replying is None or self.has_filter(replying[0]):
+            return
+        self.mark(
+            r"\b(?:incl\.?|including|inclusive of|counting|plus)\s+(?:(?:the|any|thread)\s+)*replies\b"
+            r"|\b(?:thread\s+)?replies\s+(?:included|too|as well|counted(?:\s+too)?|and all)\b",
+            "implied",
+        )
 
     def _replies_as_the_records(self) -> None:
         """ "Marnie's replies", "her thread replies", "replies by Nana", "messages that were thread
@@ -1068,7 +1099,7 @@ _EMPTY_LIST = (
 _LACKS = r"(?:\b(?:do|does|did)(?:n't| not)|\bha(?:ve|s)(?:n't| not)(?: got)?) (?:have |got )?(?:an? |any |a single )?"
 # A message that answers no one: "not replies to somebody", "aren't thread replies", 不是回复.
 _NOT_A_REPLY = (
-    r"\bnon-?repl(?:y|ies)\b|\b(?:rather than|instead of) (?:as )?(?:a )?(?:thread )?repl(?:y|ies)\b|\bneither (?:a )?(?:thread )?repl(?:y|ies)\b|\btop[- ]level\b|顶层|(?:\bnot|n't|\bnever)\s+(?:a\s+)?(?:thread\s+)?repl(?:y|ies)(?:\s+to\s+(?:somebody|someone|anyone|anybody|others?))?\b"
+    r"\bnon-?repl(?:y|ies)\b|\b(?:rather than|instead of) (?:as )?(?:a )?(?:thread )?repl(?:y|ies)\b|\bneither (?:a )?(?:thread )?repl(?:y|ies)\b|\btop[- ]level\b|顶层|(?:\bnot|n't|\bnever)\s+(?:(?:itself|themselves)\s+)?(?:a\s+)?(?:thread\s+)?repl(?:y|ies)(?:\s+to\s+(?:somebody|someone|anyone|anybody|others?))?\b"
     r"|不是回复"
 )
 # A message outside any thread: neither a reply nor (with "standalone") a thread start.

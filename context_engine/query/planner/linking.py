@@ -292,7 +292,7 @@ class LinkStep(Draft):
             and not re.search(r"\b(?:from|by)\s+@?$", before)
             and (
                 re.search(
-                    r"(?:\bmention(?:s|ed|ing)?|\bmentions of|@-?mention\w*|\bpinged|\bpinging|提到(?:了)?|提及(?:了)?|@了?)\s*@?$",
+                    r"(?:\bmention(?:s|ed|ing)?|\bmentions of|@-?mention\w*|@-?(?:ed|['’]d)|\bpinged|\bpinging|提到(?:了)?|提及(?:了)?|@了?)\s*@?$",
                     before,
                 )
                 or re.search(
@@ -310,7 +310,9 @@ class LinkStep(Draft):
             return "mentioned"
         if person_field_for(self.schema, "replied_to") and (
             re.search(
-                r"\b(?:repl(?:y|ies|ied|iers?)|respond(?:s|ed|ers?)?|answer(?:s|ed|ers?)?)\s+(?:\w+\s+){0,2}?to\s+$|回复(?:了|过)?\s*$",
+                # "谁回 Jasmine 回得最多": a bare 回 after who replies
+                r"\b(?:repl(?:y|ies|ied|iers?)|respond(?:s|ed|ers?)?|answer(?:s|ed|ers?)?)\s+(?:\w+\s+){0,2}?to\s+$"
+                r"|(?:回复|(?<=谁)回|(?<=人)回)(?:了|过)?\s*$",
                 before,
             )
             # "replies Kristeen wrote in threads Caprice started", "Kristeen answering Caprice's threads"
@@ -357,7 +359,13 @@ class LinkStep(Draft):
             or (
                 re.search(
                     r"\bwho\b|\bwhom\b|谁|\bpeople\b|\bpersons?\b|\busers?\b|\brepliers\b|\bresponders\b|(?<![有别他])人",
-                    self.q,
+                    # "answers only from other people": who may answer, not who is asked for
+                    re.sub(
+                        r"\b(?:only\s+)?(?:from|by)\s+(?:other|different)\s+(?:people|persons|users)\b",
+                        " ",
+                        self.q,
+                        flags=re.I,
+                    ),
                     re.I,
                 )
                 # "threads that got replies from at least three different people", "posts 3+ people replied

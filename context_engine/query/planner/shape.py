@@ -10,7 +10,7 @@ from itertools import pairwise
 
 from context_engine.query.compile import CompileError, compile_plan
 from context_engine.query.fields import field_for, person_field_for, person_field_words
-from context_engine.query.ir import Filter, PlanIR, Shape, SortKey, TimeRange
+from context_engine.query.ir import Filter, Measure, PlanIR, Shape, SortKey, TimeRange
 from context_engine.query.planner.draft import STATE_FIELDS
 from context_engine.query.planner.own_aggregates import OwnAggregateStep
 from context_engine.query.validate import validate_pipeline
@@ -290,13 +290,15 @@ _DONE_TO_ONE = "|".join(
     for aux in ("was", "got")
     for verb in ("merged", "closed", "opened", "created", "updated", "posted", "filed", "resolved", "fixed", "reviewed")
 )
+_POSTED_ZH = r"(?:[发提开写](?:了|过)?\s*)?"
 _NEWEST = re.compile(
     rf"\b(?:newest|latest|most recent|last|final|youngest|most recently \w+)[\s-]+(?:\w+[\s-]+){{0,2}}?{_RECORD}"
     # "which was merged most recently?", "the last to get closed": what was done to one record, latest
     rf"|(?:{_DONE_TO_ONE})most recently\b|\blast (?:one )?to (?:be |get )?\w+ed\b"
     # not 最近 of a period ("最近三个月新开的 issue": the last three months)
     rf"|(?:最新|最近(?!\s*[0-9一二两三四五六七八九十几]+\s*个?\s*(?:天|日|周|星期|月|年))|最后)"
-    rf"(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一\s*[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
+    # "最后一次发消息": the time said, then the posting verb before the noun
+    rf"(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一\s*[条个篇次])?\s*{_POSTED_ZH}(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
     rf"|(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)\s*(?:里|中|当中|之中)\s*(?P<superlative>最新)",
     re.I,
 )
@@ -305,7 +307,7 @@ _OLDEST = re.compile(
     r"|\bfirst (?:one )?to (?:be |get )?\w+ed\b"  # "which was the first to get merged"
     rf"|\b(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest\b"
     rf"|\blongest[\s-](?:waiting|open|standing|running|pending|lived)[\s-]+(?:\w+(?:-\w+)*[\s-]+){{0,2}}?{_RECORD}"
-    rf"|(?:最早|最老|最旧|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
+    rf"|(?:最早|最老|最旧|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*{_POSTED_ZH}(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
     # the records named first ("还开着的 PR 里最老的是哪个")
     rf"|(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)\s*(?:里|中|当中|之中)\s*(?P<superlative>最早|最老|最旧)",
     re.I,
@@ -336,6 +338,20 @@ _SUM = re.compile(
     rf"(?:\w+\s+)?(?:get|got|gotten|receive|received|draw|drew|attract|attracted)\b"
     rf"|\bhow many {_MEASURE}\b[^?？]*\b(?:altogether|all together|in total|combined)\b"
     r"|(?:总共|一共|总计)(?:收到|得到|获得)了?多少(?:条|个)?(回复|评论)|(回复|评论)(?:总数|之和|总和)",
+    re.I,
+)
+
+# "whose threads drew the most replies altogether", "which thread starter collected the most replies in total
+# across their threads", "谁的帖子加起来收到的回复最多": the person whose records' measure, summed, is the highest
+# — not the one record with the most (no total said: "whose thread drew the most replies").
+_TOTAL_WORD = (
+    r"\b(?:altogether|all together|in total|combined|overall|all told|summed|in sum"
+    r"|across (?:all )?(?:of )?(?:their|his|her|the) (?:own )?(?:threads?|posts?|messages?|prs?|pull requests?|issues?))\b"
+)
+_PERSON_SUM = re.compile(
+    rf"\b(?:whose|which (?:thread starter|starter|author|person|user|member|poster|contributor|one)|who)\b[^?？]{{0,60}}?"
+    rf"\b(?:the )?(?P<most>most|fewest|least) {_MEASURE}\b(?=[^?？]{{0,40}}?(?P<total>{_TOTAL_WORD}))"
+    r"|谁的(?:帖子|讨论串|消息|PR|issue)?[^？?]{0,8}?(?:加起来|总共|一共|合计)[^？?]{0,8}?(?P<zh>回复|评论)(?:数)?(?:最多|最少)",
     re.I,
 )
 
@@ -551,6 +567,13 @@ def _distinct_role(words: str, rest: str, before: str = "") -> str | None:
                 re.match(r"starter", word, re.I) and i and re.match(r"thread", words.split()[i - 1], re.I)
             ):
                 return "thread_starter"  # "people started threads", "thread starters"
+            if re.fullmatch(r"whose", verb, re.I) and re.search(
+                r"^\s*(?:threads?|posts?|discussions?|questions?)\b.{0,60}?\b(?:repl(?:y|ied|ies)|answer(?:ed|s)?"
+                r"|respond(?:ed|s)?|chimed|jumped|weighed|posted)\b",
+                " ".join(words.split()[i + 2 :] + rest.split()) if len(words.split()) > i + 2 else rest,
+                re.I,
+            ):
+                return "replied_to"  # "people whose threads Rosaline answered in": the threads' starters
             # they did it: "people have opened issues tagged X" are the issues' authors, not the tagged
             if said is None and re.match(
                 r"@|mention|tag|ping|start|post|wr[io]te|repl|open(?:ed|s|ing)|file[ds]|creat|submit|report|raise|author",
@@ -651,7 +674,8 @@ class ShapeIntent:
     `role`), "group_extreme" (the value of the people or field `role` with the most or
     fewest records: `extreme` argmax/argmin), "record_extreme" (the newest (`direction` -1) or oldest (1) record) or
     "distinct" (how many different values of `role`) or "sum"/"avg" (the total/mean of the measure `role`) or
-    "measure_extreme" (the largest or smallest value of the measure `role`: `extreme` max/min) or "own"
+    "measure_extreme" (the largest or smallest value of the measure `role`: `extreme` max/min) or "group_sum" (the
+    author whose records' measure `role` summed is the highest, `extreme` argmax, or lowest) or "own"
     (a tenant's own kind: the `shape` asked of its named fields, `OwnFieldStep.own_shape`)."""
 
     kind: str
@@ -1201,6 +1225,13 @@ class ShapeStep(OwnAggregateStep):
         cyclic = self._cyclic_extreme()
         if cyclic:
             return cyclic
+        summed = _PERSON_SUM.search(self.q)
+        if summed and (path := self._count_field((summed.group(2) or summed.group("zh")).lower())):
+            self.use(summed.span(), "shape")
+            while self.mark(_TOTAL_WORD, "shape"):  # "in total across their threads": said twice
+                pass
+            fewest = bool(re.search(r"fewest|least|最少", summed.group(0), re.I))
+            return ShapeIntent("group_sum", extreme="argmin" if fewest else "argmax", role=path)
         unit = _ASKED_UNIT.search(self.q)
         if unit and _EXTREME_WORD.search(self.q):
             word = next(g for g in unit.groups() if g)
@@ -1480,6 +1511,15 @@ class ShapeStep(OwnAggregateStep):
             done = field_for(self.schema, state_verb) if state_verb in ("closed", "merged", "resolved") else None
             date_field = time_field or done or field_for(self.schema, "created")
             return Shape("list", sort=[SortKey(date_field, intent.direction)], limit=1) if date_field else None
+        if intent.kind == "group_sum":  # the measure summed per author, ranked
+            path, _ = self._group_path("author")
+            total = Measure("sum", intent.role)
+            order = 1 if intent.extreme == "argmin" else -1
+            return (
+                Shape("measures", field=path, measures=[total], sort=[SortKey(total.name, order)], limit=1)
+                if path
+                else None
+            )
         if intent.kind in ("sum", "avg", "measure_extreme"):
             self._replies_summed_over_the_starters_threads(intent.role)
             return Shape(intent.extreme or intent.kind, field=intent.role)

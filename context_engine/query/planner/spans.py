@@ -521,9 +521,12 @@ class SpanStep(Draft):
             )
         if need == "fewest":
             need = "rank"  # a team's own kind: "the lowest price" is any extreme its rules read
-        if need == "rank":
+        if need == "drawn" and paths & DRAWN_COUNTS:
+            return True
+        if need in ("rank", "drawn"):
             return (
                 shape.kind in RANKED_SHAPES
+                or (shape.kind == "measures" and bool(shape.sort))
                 or (shape.kind == "group" and shape.limit is not None)
                 or (shape.kind == "list" and shape.limit is not None and shape.limit <= 10)
             )
@@ -576,10 +579,16 @@ class SpanStep(Draft):
                     continue
                 if self._is_used((start, end)) or any(a <= start and end <= b for a, b in self.collection_spans):
                     continue
+                verb = self._verb_on_collection_word((start, end))
+                if verb and self._implied_by_plan(verb, shape, (start, end)):
+                    understood[(start, end)] = "implied"  # "发消息": the posting verb fused to the noun
+                    continue
                 if any(a <= start and end <= b for a, b in idioms):
                     understood[(start, end)] = "implied"
                     continue
                 word = self.q[start:end].lower()
+                if word in ("ed", "d") and re.search(r"@-?['’]?$", self.q[:start]):
+                    word = "mentioned"  # "people who @-ed Isa": the verb made of the sign
                 wise = re.fullmatch(r"(\w+)-wise", word)
                 if wise and re.fullmatch(self.schema.kind.pattern(), wise.group(1), re.I | re.ASCII):
                     understood[(start, end)] = "collection"  # "message-wise": in terms of the records counted
@@ -625,6 +634,17 @@ class SpanStep(Draft):
             ],
             unread,
         )
+
+    def _verb_on_collection_word(self, span: tuple[int, int]) -> str | None:
+        """The rest of a Chinese piece that holds a collection word ("发" of "发消息", "提" of "提 issue"),
+        when that rest is a verb the plan may read implied; None otherwise."""
+        if not re.match(r"[\u4e00-\u9fff]", self.q[span[0]]):
+            return None
+        inside = [(max(a, span[0]), min(b, span[1])) for a, b in self.collection_spans if a < span[1] and span[0] < b]
+        rest = "".join(
+            ch for i, ch in enumerate(self.q[span[0] : span[1]], span[0]) if not any(a <= i < b for a, b in inside)
+        )
+        return rest if inside and rest and IMPLIED.fullmatch(rest) else None
 
     def _unread_parts(self, pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """A run of Chinese content characters a comparison word was read out of ("表情回应最" of "表情回应最多",
@@ -697,7 +717,7 @@ i me my mine we our us you your it its this that these those there here what whi
 show list give find tell get see let know please can could would will should shall may might must just also
 than then as into over any all some each every one ones thing things kind sort lot lots so such very among amongst
 want need like ok okay hi hello hey thanks thank much many both but actually really carry carries carrying
-still yet currently right now got get gets getting anything everything he she him her his they them their ever
+still yet currently right now got get gets getting anything everything something he she him her his they them their ever
 during throughout within roughly approximately approx exactly precisely overall whole entire since single
 off if i'd i'm i've i'll we'd we're we've we'll you'd you're you've
 """.split()
@@ -713,9 +733,11 @@ IDIOMS = re.compile(
     r"|(?<=december ))saw\b|\bin use\b|\b(?:most|been|being|are|is|were)\s+used\b"
     r"|\bwhose\b(?=\s+(?:close|closing|state|titles?|labels?|status|milestone|repl(?:y|ies)|comments?|body|text|priority|author"
     r"|opening|first)\b)"
-    r"|\b(?:someone|somebody|anyone|anybody)(?=\s+(?:other than|except|but|besides|apart from)\b)"
+    r"|\b(?:someone|somebody|anyone|anybody|everyone|everybody)(?=\s+(?:other than|except|but|besides|apart from)\b)"
     r"|\bacross all\b|\bended up\b|\bwhatsoever\b|\btotally\b|\bcalendar(?= year\b)|\bI mean\b"
-    r"|到?目前为止|截至目前|已经",
+    r"|到?目前为止|截至目前|已经"
+    # "最后一次发消息是啥时候": when, as English "when" is a function word (the records shown carry their dates)
+    r"|(?:啥|什么)时候|何时",
     re.I,
 )
 
@@ -736,11 +758,16 @@ IMPLIED = re.compile(
     r"active|busiest|biggest|largest|most|top|common|used|applied|counts?|volume|traffic|chatter|activity|busy|break|broken|down|breakdown|split|spread|across|vs|total|number|"
     r"fewest|least|quietest|calmest|lowest|smallest|shortest|fewer|quieter|"
     r"two|three|four|five|six|seven|eight|nine|ten|"
-    r"谁|哪些人|哪位|发过?|发了|发过?言|发起|新开|开过|提过?|提交|创建|合并|评审|审查|回复|讨论串|指派|分配"
+    r"谁|哪些人|哪位|发过?|发了|发过?言|发起|新开|开过|提过?|提交|创建|合并|评审|审查|回复|回[得了过]?|讨论串|指派|分配"
 )
 # What an implied word needs in the plan to count as read (a role: a condition, time or grouping on
 # its field). Words not listed (the creation verbs: "filed", "posted", "wrote") describe every record.
 RANKED_SHAPES = frozenset({"top", "min", "max", "argmin", "argmax"})
+# The counts of what a record drew (replies, repliers, comments, reactions): "drew at least five people" is read
+# by a condition on one of them.
+DRAWN_COUNTS = frozenset(
+    {"reply_count", "reply_users_count", "comments", "reactions.total_count", "fields.comment.total"}
+)
 IMPLIED_NEEDS = [
     (re.compile(pattern), need)
     for pattern, need in (
@@ -749,7 +776,7 @@ IMPLIED_NEEDS = [
         (r"merg\w*|land\w*|ship\w*|合并", "merged|merger|state"),
         (r"clos\w*|resolv\w*", "state|closed|resolved|closer|status|state_reason"),
         (
-            r"repl[iy]\w*|respon\w*|answer\w*|jump\w*|chim\w*|回复|讨论串",
+            r"repl[iy]\w*|respon\w*|answer\w*|jump\w*|chim\w*|回复|回[得了过]?|讨论串",
             "replies|reply_user|replied_to|thread_ts|reply_users_count|thread",
         ),
         (r"updat\w*", "updated"),
@@ -760,10 +787,10 @@ IMPLIED_NEEDS = [
             ),
             "person",
         ),
-        (
-            r"active|busiest|biggest|largest|most|top|often|frequent\w*|common|used|applied|最常|最经常|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*",
-            "rank",
-        ),
+        (r"active|busiest|biggest|largest|most|top|often|frequent\w*|common|used|applied|最常|最经常", "rank"),
+        # "threads that drew at least five different people", "issues that received over 10 comments": a
+        # ranking, or a condition on what was drawn
+        (r"dr[ae]w|draws|attract\w*|receiv\w*|garner\w*", "drawn"),
         # "the quietest workspace", "the thread with the fewest replies": read by an ascending extreme only
         (r"fewest|least|quietest|calmest|lowest|smallest|shortest|fewer|quieter", "fewest"),
         (r"mention\w*|tagg\w*", "mentioned"),

@@ -56,6 +56,7 @@ PEOPLE = [
     {"slack_id": "UA", "name": "Ana Ortiz"},
     {"slack_id": "UB", "name": "Ben Kowal"},
     {"slack_id": "UC", "name": "Cy Delgado"},
+    {"slack_id": "UV", "name": "Valentin"},  # one letter from "Valentine's Day"
 ]
 
 
@@ -109,6 +110,21 @@ def refs(rows):
         # mentions and replies said in other words
         ("how many messages tag nobody?", 12),  # all but a5
         ("how many of Ana's messages were posted rather than as a thread reply?", 3),  # a1, a2, a5
+        # a name joined to its verb by a hyphen is the starter
+        ("Ana-started threads with at least one reply from Cy — count", 1),  # a1
+        # left hanging: no replies, said twice
+        ("how many of Ana's messages were left hanging — not in a thread, nobody replied?", 1),  # a5
+        # "@-ed" is mentioning: the distinct authors of the messages that mention Ben (a5)
+        ("number of unique people who @-ed Ben", 1),
+        # words the plan reads without a span of their own
+        ("how many threads drew at least two different people?", 2),  # a1, b3
+        ("Ana's replies under other people's threads, how many", 1),  # a4
+        ("how many messages from everyone except Ana and Ben?", 4),  # c1, c2, c3, c4
+        # every message, replies with the rest: no condition, and "incl" is no topic
+        ("how many msgs did Ana post incl replies", 5),
+        ("how many messages did Ana post, replies included?", 5),
+        # no reply got and none itself: a5 (a1 and a2 got replies, a3 and a4 are replies)
+        ("how many times did Ana post something that got no reply at all and wasn't itself a reply?", 1),
         ("Ana: replies in someone else's thread, count", 1),  # a4, in Ben's thread
         ("how many replies has Ana written in threads other people started?", 1),
         # someone's replies are the records: not every message of theirs
@@ -117,6 +133,7 @@ def refs(rows):
         # the people someone replied to are others: Ana answering her own thread (a3) is no one else
         ("to how many distinct people has Ana written replies?", 1),  # Ben (a4)
         ("Ana 回复过几个不同的人？", 1),
+        ("number of distinct people whose threads Ana answered in", 1),  # Ben's (a4), not her own (a3)
         ("how many different people replied to Ana", 2),  # Ben, Cy; never herself
     ],
 )
@@ -159,6 +176,8 @@ def test_replies_outside_ones_own_threads(world, question):
         "threads without Ben in them at all — count",
         "Ben 既没发起、也没回复过的帖子有多少",  # Chinese: neither started nor replied
         "Ben 从未参与过的讨论串有几个",
+        "threads Ben stayed out of (didn't start, didn't reply): how many?",
+        "how many threads went by without Ben - not started by him and no reply from him?",
     ],
 )
 def test_threads_someone_took_no_part_in(world, question):
@@ -198,6 +217,8 @@ def test_an_acronym_topic_is_searched(world):
         ("threads Ana started but didn't follow up in - count", 1),
         ("Ana 发起的讨论串里，她自己一次都没回复的有几个？", 1),
         ("Ana's threads where she hasn't posted a single answer: how many?", 1),
+        ("how many of Ana's threads got answers only from other people, with her never chiming in?", 1),
+        ("Ana's threads that got replies only from others - count", 1),
         ("count the threads Ana opened but never jumped in on", 1),
         # threads only their starter replied in: a2 (Ana answered herself); not a1, nor a message without replies
         ("of Ana's threads, how many drew no answers from anybody else?", 1),
@@ -327,3 +348,47 @@ def test_people_replying_in_my_threads_are_the_repliers_to_the_asker(world):
     assert rows == [{"count": 2}], plan.pipeline  # Ben and Cy; Ana's own replies do not count
     rows, plan = answer(world, "threads I started", asker="UA")
     assert refs(rows) == ["a1", "a2"], plan.pipeline
+
+
+def test_a_named_day_is_a_date_not_someone_one_letter_away(world):
+    _store, catalog = world
+    ctx, failed = resolve("how many different people posted on Valentine's Day 2019?", NOW, catalog, None)
+    assert failed is None and ctx.mentions == []
+    plan = OfflinePlanner().plan(ctx)
+    assert [(t.start, t.end) for t in plan.ir.times] == [(D(2019, 2, 14), D(2019, 2, 15))]
+    assert plan.ir.shape.kind == "distinct_count" and plan.not_understood == []
+
+
+@pytest.mark.parametrize(
+    "question,expected", [("Ana 最后一次发消息是啥时候？给我看那条", ["a5"]), ("Cy 第一次发消息是什么时候", ["c1"])]
+)
+def test_the_last_time_someone_posted_said_in_chinese(world, question, expected):
+    # 给我看: shown to the asker (no asker needed); 发消息: the posting verb on the noun; 啥时候: when
+    rows, plan = answer(world, question)
+    assert refs(rows) == expected, plan.pipeline
+    assert plan.not_understood == []
+
+
+@pytest.mark.parametrize("question", ["谁回 Ana 回得最多？", "谁回过 Ana 最多"])
+def test_who_replied_to_someone_most_said_with_a_bare_hui(world, question):
+    # 回 after 谁 is replying: the replies in Ana's threads by others, per author (Ben twice, Cy once)
+    rows, plan = answer(world, question)
+    assert rows[0] == {"_id": "UB", "count": 2}, plan.pipeline
+    assert plan.not_understood == []
+
+
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        ("whose threads drew the most replies altogether?", {"_id": "UC", "sum_reply_count": 5}),  # Cy 5, Ana 3+1
+        (
+            "which thread starter collected the fewest replies in total across their threads?",
+            {"_id": "UB", "sum_reply_count": 2},
+        ),
+    ],
+)
+def test_the_person_whose_threads_drew_the_most_replies_in_total(world, question, expected):
+    # the replies summed per starter, not the one thread with the most (Cy's c3 alone would say Cy too: Ben tells)
+    rows, plan = answer(world, question)
+    assert rows == [expected], plan.pipeline
+    assert plan.ir.shape.kind == "measures" and plan.not_understood == []
