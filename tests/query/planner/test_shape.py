@@ -181,6 +181,20 @@ def test_the_record_with_the_most_of_a_measure_is_ranked_by_it_not_by_author(cat
     assert shape.field.endswith(measure)
 
 
+@pytest.mark.parametrize(
+    "question,size",
+    [
+        ("Alex Chen's three most commented PRs from 2026", 3),
+        ("Alex Chen's 4 most commented pull requests", 4),
+        ("the two longest threads in #payments", 2),
+    ],
+)
+def test_a_size_said_before_the_ranking_word_cuts_the_ranking_there(catalog, question, size):
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "top" and p.ir.shape.limit == size
+    assert not p.not_understood
+
+
 def test_the_replies_a_persons_threads_got_are_summed(catalog):
     p = plan(catalog, "total number of replies to all threads Alex Chen started")
     assert p.ir.shape.kind == "sum" and p.ir.shape.field == "reply_count"
