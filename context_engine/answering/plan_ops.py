@@ -446,7 +446,7 @@ def _picked_by_topic(
 
 
 # "how many comments was that?", "how many replies did it get", "what priority was it given?", "what's its
-# state", "它有多少评论", "那条的回复数是多少": a field of the one record the last answer was (or the follow-up
+# state", "它有多少评论", "有多少条评论" (a measure word before the noun), "那条的回复数是多少": a field of the one record the last answer was (or the follow-up
 # picked)
 _FIELD_OF_ONE = re.compile(
     r"^(?:(?:and|so|ok(?:ay)?|then|but)[\s,]+|那么?|还有)*(?:"
@@ -456,7 +456,7 @@ _FIELD_OF_ONE = re.compile(
     r"|what\s+(?P<what>[\w\s-]+?)\s+(?:was|is|did|does)\s+(?:it|that(?:\s+one)?|this(?:\s+one)?)\s*"
     r"(?:given|assigned|set\s+to|marked(?:\s+as)?|labell?ed|tagged|have|get|carry|rated|in)?"
     r"|what(?:'s|’s|\s+is|\s+was)\s+(?:its|the)\s+(?P<its>[\w\s-]+?)(?:\s+of\s+(?:it|that(?:\s+one)?))?"
-    r"|(?:它|那个|这个|那条|这条)?(?:的|有|得到了|收到了|拿到了)(?:多少|几(?:个|条))?(?P<cjk>\w+?)(?:数)?(?:是|有)?(?:多少|什么|几(?:个|条))?"
+    r"|(?:它|那个|这个|那条|这条)?(?:的|有|得到了|收到了|拿到了)(?:(?:多少|几|幾)(?:个|個|条|條|则|則)?)?(?P<cjk>\w+?)(?:数)?(?:是|有)?(?:多少|什么|几(?:个|条))?"
     r")$",
     re.I,
 )

@@ -299,7 +299,9 @@ def test_no_switch_to_a_name_nobody_has_or_to_the_same_person(setup, person):
     assert _operate(setup, f"what about {person}?", [turn], FollowUp("", person=person)) is None
 
 
-@pytest.mark.parametrize("asked", ["how many comments did it get?", "and how many comments was that", "它有多少评论"])
+@pytest.mark.parametrize(
+    "asked", ["how many comments did it get?", "and how many comments was that", "它有多少评论", "它有几条评论"]
+)
 def test_a_field_of_the_one_record_the_last_answer_was(setup, asked):
     turn = _turn(setup, "which PR opened in 2026 has the most comments")
     operation = _operate(setup, asked, [turn])
@@ -323,7 +325,8 @@ def test_a_field_of_one_record_needs_one_record(setup):
 
 
 @pytest.mark.parametrize(
-    "asked,index", [("who opened the second one?", 1), ("第三条有多少评论", 2), ("and the last one?", -1)]
+    "asked,index",
+    [("who opened the second one?", 1), ("第三条有多少评论", 2), ("第二个有多少条评论", 1), ("and the last one?", -1)],
 )
 def test_a_record_of_the_last_answer_by_its_place(setup, asked, index):
     records = _run(setup, _turn_plan(setup, "PRs opened in 2026"))
