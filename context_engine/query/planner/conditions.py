@@ -505,11 +505,11 @@ class ConditionStep(Draft):
         ]
         chinese = [
             (
-                r"(超过|至少|多于|少于|大于|小于)\s*(\d+)\s*(?:条|个|行)?(回复|评论|新增|删除|文件)",
+                r"(超过|至少|多于|少于|大于|小于)\s*(\d+)\s*(?:条|个|行|则)?(回复|评论|留言|新增|删除|文件)",
                 lambda m: (m.group(1), m.group(2), m.group(3)),
             ),
             (
-                r"(回复|评论|新增|删除|文件)数?\s*(超过|大于|多于|至少|少于|小于)\s*(\d+)",
+                r"(回复|评论|留言|新增|删除|文件)数?\s*(超过|大于|多于|至少|少于|小于)\s*(\d+)",
                 lambda m: (m.group(2), m.group(3), m.group(1)),
             ),
         ]
@@ -969,6 +969,7 @@ class ConditionStep(Draft):
             "comment": ["comments", "fields.comment.total"],
             "reaction": ["reactions.total_count"],  # "drew the most reactions": every emoji counted
             "评论": ["comments"],
+            "留言": ["comments"],  # "留言超過 2 則": the comments on a PR or issue
             # a reply to an issue is a comment on it
             "repl": ["reply_count", "comments"],
             "回复": ["reply_count", "comments"],
