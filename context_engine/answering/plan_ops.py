@@ -102,7 +102,7 @@ _PROJECTION_WORDS = re.compile(
     r"replies|reactions|with|and|so|then|ok|okay|pr|issue|thread|message|post|when|did|were|get|got|top|number|"
     r"updated)\b|#1"
     r"|是|谁|开|提|发|写|创建|合并|关闭|关|的|那个|这个|那条|这条|它|最早|最先|最老|最新|最近|最晚|回复|评论|最多|其中|里|中"
-    r"|什么时候|更新|第一个|第一条|排第一|那|呢|吗"
+    r"|什么时候|更新|第一个|第一条|排第一|那|呢|吗|这些|那些|这几个|那几个"
     r"|[\s,，?？.。!！]",
     re.I,
 )
@@ -180,7 +180,7 @@ def operate(
     if about is not None:  # "the one about parallel downloads — how many comments did it get?"
         picked = _picked_by_topic(about.group("topic"), base, catalog, asker, now, values)
         question = about.group("rest") if picked is not None else question
-    projected = _projection(question, picked or base, catalog, picked is not None)
+    projected = _projection(question, picked or base, catalog, picked is not None, turns[-1].get("standalone", ""))
     if projected is not None:
         return replace(projected, base=base) if picked is not None else projected
     valued = _field_of_one(_NTH.sub("", question) if picked else question, picked or base, catalog)
@@ -345,13 +345,18 @@ def as_operation(
     return Operation(plan, base, how)
 
 
-def _projection(question: str, base: PlanIR, catalog: Catalog, picked_already: bool = False) -> Operation | None:
+def _projection(
+    question: str, base: PlanIR, catalog: Catalog, picked_already: bool = False, before: str = ""
+) -> Operation | None:
     """ "who opened the earliest one?", "when was the top one merged?": a person or a date of one record of
-    the last plan's records (`picked_already`: `base` is that one record, "the second one" of the last answer)."""
+    the last plan's records (`picked_already`: `base` is that one record, "the second one" of the last answer).
+    Words of the last question `before` said again name those records ("这些 draft 里最早的那个是谁开的")."""
     schema = catalog.schemas[base.collection]
     who, when = _WHO.search(question), _WHEN.search(question)
     said = _NTH.sub("", question) if picked_already else question
-    if (who is None and when is None) or _PROJECTION_WORDS.sub("", said):
+    rest = _PROJECTION_WORDS.sub(" ", said).split()
+    restated = set(re.findall(r"[a-z][\w-]*", before.lower()))
+    if (who is None and when is None) or any(w.lower() not in restated for w in rest):
         return None
     one = base.shape if picked_already else _one_record(question, base, schema)
     if one is None:

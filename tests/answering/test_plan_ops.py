@@ -58,6 +58,7 @@ def _operate(setup, asked, turns, followup=None):
         ("who authored the oldest of them?", 1),
         ("最早的那个是谁提的？", 1),
         ("and the newest one, who wrote it?", -1),
+        ("这些 PRs 里最早的那个是谁开的？", 1),  # the last question's words said again: the same records
     ],
 )
 def test_the_person_of_one_record_at_an_end_of_the_last_records(setup, asked, order):
@@ -71,6 +72,12 @@ def test_the_person_of_one_record_at_an_end_of_the_last_records(setup, asked, or
     assert operation.plan.person_field == ("user.login", "github")
     # what comes next builds on the records, not on the one picked
     assert operation.base.to_json() == base_of(turn).to_json()
+
+
+def test_the_person_of_one_record_with_words_of_its_own_is_no_projection(setup):
+    turn = _turn(setup, "PRs opened in 2026")
+    operation = _operate(setup, "who opened the earliest one about retries?", [turn])
+    assert operation is None or "$group" not in str(operation.plan.pipeline if operation.plan else "")
 
 
 def _turn_plan(setup, question):
