@@ -1405,6 +1405,10 @@ def _elliptical(
     named, _ = detect_collection(words, {kind.name: None for kind in kinds if kind.searchable}, kinds)
     if named in BUILTIN and not _RECORD_NOUN.search(words):
         named = None  # "有几个打了 bug 标签": bug is a label here, not a kind of record
+    if named is not None and named != previous["collection"] and _BARE_MOST.search(words) and _ranked_records(previous):
+        # "and which PR that year had the most?" after the issue with the most reactions: the same ranking
+        # over the kind it names (the measure is the last ranking's, said nowhere else)
+        return FollowUp(words, f"the last ranking over {named}", collection=named)
     if named is not None and words != core and not _OF_THOSE.search(words):
         # "how many PRs did they open that year?": once the person and the year are said, it stands alone
         return FollowUp(
@@ -1487,6 +1491,17 @@ def _elliptical(
         new_time=moved_to,
         reshape="list" if listed else "",
     )
+
+
+# "the most" with nothing after it: the measure is left to the conversation ("which PR had the most?")
+_BARE_MOST = re.compile(r"\b(?:had|has|have|got|gets|received|drew)\s+the\s+most\s*$|最多的?(?:是哪(?:个|一个))?$", re.I)
+
+
+def _ranked_records(turn: dict[str, Any]) -> bool:
+    """The plan a follow-up on `turn` builds on ranks records by a measure (the one record with the most
+    reactions), not people or groups."""
+    shape = (turn.get("base") or (turn.get("plan") or {}).get("ir") or {}).get("shape") or {}
+    return shape.get("kind") == "top" and bool(shape.get("field"))
 
 
 def _grouping(noun: str) -> str:

@@ -1131,3 +1131,20 @@ def test_only_counting_some_is_a_narrowing_not_a_count(asked):
 def test_a_place_in_the_last_ranking_with_the_window_moved():
     out = resolve_offline("how many did the one in second place open the year before?", [RANKING], PEOPLE, NOW)
     assert "Lars Nielsen" in out.standalone and "2024" in out.standalone and not out.within, out
+
+
+def test_the_most_said_bare_of_another_kind_is_the_last_ranking_over_it():
+    # the issue with the most reactions, then its author; "which PR that year had the most?" ranks PRs the same way
+    ranking = {"kind": "top", "field": "reactions.total_count", "limit": 1}
+    top = {
+        "standalone": "which issue from 2026 got the most reactions?",
+        "collection": "issues",
+        "times": ["2026"],
+        "plan": {"ir": {"collection": "issues", "shape": ranking}},
+    }
+    author = {**top, "standalone": "who opened issue acme/web#2210", "base": top["plan"]["ir"]}
+    out = resolve_offline("and which PR that year had the most?", [top, author], PEOPLE, NOW)
+    assert out.collection == "pull_requests"
+    # after a count there is no measure to carry over: the words are planned as they are
+    counted = {**top, "plan": {"ir": {"collection": "issues", "shape": {"kind": "count"}}}}
+    assert resolve_offline("and which PR that year had the most?", [counted], PEOPLE, NOW).collection == ""
