@@ -293,6 +293,11 @@ def test_a_question_that_names_its_own_records_stands_alone():
             "separate question: how many issues are open?",
             "how many issues are open?",
         ),  # a new question, said so
+        (
+            QUERIED,
+            "totally different question: which issue has the most comments of all time?",
+            "which issue has the most comments of all time?",
+        ),
         (QUERIED, "what about April?", "Which PRs did Rashid merge April 2026?"),
         (QUERIED, "how many is it?", "how many PRs did Rashid merge in March 2026"),
         (QUERIED, "narrow it to the webdataset ones", "Which PRs did Rashid merge in March 2026 the webdataset ones"),
