@@ -307,7 +307,14 @@ def test_no_switch_to_a_name_nobody_has_or_to_the_same_person(setup, person):
 
 
 @pytest.mark.parametrize(
-    "asked", ["how many comments did it get?", "and how many comments was that", "它有多少评论", "它有几条评论"]
+    "asked",
+    [
+        "how many comments did it get?",
+        "and how many comments was that",
+        "and how many comments did that PR get?",
+        "它有多少评论",
+        "它有几条评论",
+    ],
 )
 def test_a_field_of_the_one_record_the_last_answer_was(setup, asked):
     turn = _turn(setup, "which PR opened in 2026 has the most comments")
