@@ -674,6 +674,8 @@ def resolve_offline(
     ranked = next(
         (t.get("answer_people") or [] for t in reversed(turns) if (t.get("answer_groups") or {}).get("keys")), []
     )
+    if place is None and ranked and previous.get("answer_people") == ranked and not previous.get("refs"):
+        place = _NTH_ONE.search(core)  # "the third one" right after a ranking of people: its third person
     if place and ranked:
         # "the number two on that list", "第一名", "the one in third place": that person of the last ranking,
         # named, and the question read as if the name had been said
@@ -958,6 +960,8 @@ _PLACE_IN_RANKING = re.compile(
     r"|\bthe\s+(runner[- ]up)\b|(?:那个?)?第\s*(一|二|两|三|四|五|[1-5])\s*名",
     re.I,
 )
+# "the third one", said of a ranking of people that listed no records
+_NTH_ONE = re.compile(r"(?:^|\bthe\s+)(first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)\s+one\b", re.I)
 # A person's words for the records of the one just named ("how many of theirs", "which did they close")
 _THEIRS = re.compile(r"\b(?:of\s+)?(?:theirs|hers|his|their|they|them|he|she|him|her)\b|(?:他们|她们|他|她)的?", re.I)
 _NUMBER_PLACES = {"one": 0, "two": 1, "three": 2, "four": 3, "five": 4, "runner-up": 1, "runner up": 1}

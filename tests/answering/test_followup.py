@@ -881,6 +881,18 @@ def test_a_place_in_the_last_ranking_is_that_person(asked, person):
     assert person in out.standalone and "place" not in out.standalone and "第一名" not in out.standalone, out
 
 
+def test_the_second_one_right_after_a_ranking_of_people_is_that_person():
+    ranking = {**RANKING, "refs": []}  # a ranking lists people, no records
+    out = resolve_offline("the second one — how many issues did they open that year?", [ranking], PEOPLE, NOW)
+    assert "Lars Nielsen" in out.standalone and "second" not in out.standalone, out
+
+
+def test_the_second_one_after_records_listed_is_a_record_not_a_person():
+    listed = {**RANKING, "refs": ["acme/infra#882", "acme/web#2126"]}
+    out = resolve_offline("the second one — who opened it?", [listed], PEOPLE, NOW)
+    assert "Lars Nielsen" not in out.standalone and out.nth == 1, out
+
+
 def test_a_place_past_the_ranking_is_no_person():
     out = resolve_offline("how many issues did the number five on that list open?", [RANKING], PEOPLE, NOW)
     assert "' = " not in out.how and not any(p in out.standalone for p in RANKING["answer_people"]), out
