@@ -1081,6 +1081,15 @@ class ShapeStep(OwnAggregateStep):
             ):
                 if re.search(pattern, self.q, re.I):
                     return role
+        mentioned = re.search(
+            r"\bwho\s+(?:got|gets|was|were|is|has\s+been|have\s+been|had\s+been)\s+(?:@-?)?mentioned\b"
+            r"|\bmost[- ](?:often[- ])?(?:@-?)?mentioned\b|谁被(?:@|提到|提及)|被(?:@|提到|提及)(?:得)?最多",
+            self.q,
+            re.I,
+        )
+        if mentioned and person_field_for(self.schema, "mentioned"):
+            self.use(mentioned.span(), "shape")
+            return "mentioned"  # "who got mentioned the most": the people the records @-mention, not their authors
         if re.search(r"\breview\w*|\bapprov\w*|审查|评审", self.q, re.I):
             return "reviewer"
         if person_field_for(self.schema, "replied_to") and re.search(

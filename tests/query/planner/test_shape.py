@@ -725,3 +725,29 @@ def test_the_busiest_hour_or_weekday_is_a_cyclic_bucket_extreme(catalog, questio
 def test_counts_per_hour_or_weekday(catalog, question, bucket):
     shape = plan(catalog, question).ir.shape
     assert (shape.kind, shape.bucket) == ("group", bucket)
+
+
+@pytest.mark.parametrize("question", ["who got mentioned the most in #payments?", "#payments 里谁被@得最多"])
+def test_who_got_mentioned_the_most_ranks_the_people_mentioned_not_the_authors(tmp_path, question):
+    from context_engine.query.compile import compile_plan
+    from context_engine.query.execute import run_pipeline
+    from tests.query.conftest import hand_made_world
+
+    messages = [
+        {
+            "ref": f"C1:{i}",
+            "channel": "payments",
+            "text": "ping",
+            "date": f"2026-03-0{i + 1}T10:00:00Z",
+            "user": "U1",
+            "mentions": mentioned,
+        }
+        for i, mentioned in enumerate([["U2", "U3"], ["U2"], []])
+    ]
+    store, catalog = hand_made_world(tmp_path, {"messages": messages}, [])
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "group" and p.ir.shape.field == "mentions", p.pipeline
+    schema = catalog.schemas["messages"]
+    rows = run_pipeline(store, "messages", compile_plan(p.ir, schema), tenant="t", principals=[], schema=schema)
+    assert [(r["_id"], r["count"]) for r in rows] == [("U2", 2), ("U3", 1)]
+    assert not p.not_understood
