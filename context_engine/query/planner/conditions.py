@@ -587,7 +587,7 @@ class ConditionStep(Draft):
             and not (replying and self.has_filter(replying[0]))
             and not whose
             and self.mark(
-                r"\bthreads?\b|\bgot (?:any |some )?replies\b|\b(?:with|has|have|had) (?:any |some )?replies\b|帖子|讨论串|有人回复|有回复|带(?:有)?回复|得到(?:了)?回复|收到(?:了)?回复"
+                r"\bthreads?\b|\bgot (?:any |some )?replies\b|\b(?:with|has|have|had) (?:any |some )?replies\b|帖子|讨论串|有人回(?:复|应|答|过|了)?|有回复|带(?:有)?回复|得到(?:了)?回复|收到(?:了)?回复"
                 r"|\b(?:some(?:one|body)|any(?:one|body)|people|others)\s+(?:has\s+|have\s+)?(?:answered|replied(?:\s+to)?)\b"
             )
         ):
