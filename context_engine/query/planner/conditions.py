@@ -92,6 +92,9 @@ class ConditionStep(Draft):
             unmerged = self.mark(
                 r"\bnever (?:been |got |gets |get |was |were )?(?:merged|landed|shipped)\b"
                 r"|\bnot (?:been |being |getting |got )?(?:merged|landed|shipped)\b"
+                # "which didn't make it in", "never went in": the idioms of merging, negated
+                r"|(?:\bnot|\bnever|n['’]t)\s+(?:(?:make|made|makes|making)\s+it\s+in(?:to\s+(?:main|master|the codebase|the repo))?"
+                r"|(?:go|went|gone|get|got|goes)\s+in)\b(?!\s+(?:\d|the\b|a\b|an\b))"
                 r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:ever )?(?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
                 r"|从未(?:被)?(?:merge|合并|合入)|从来没有?(?:被)?(?:merge|合并|合入)|(?:没有?|未)被(?:merge|合并|合入)"
             )
