@@ -699,6 +699,21 @@ def resolve_offline(
                 # person, with the rest said of them
                 return replace(out, within=(groups["field"], groups["keys"][index]), added=rest, reshape="")
             return out
+    leader = _LEADER.match(core)
+    kept = next((i for i in range(len(turns), 0, -1) if (turns[i - 1].get("answer_groups") or {}).get("keys")), 0)
+    if leader and kept:
+        # "and who was number one the month before?" after the ranking (and a count of it): that ranking, its
+        # window moved
+        ranking = turns[kept - 1]
+        rest = core[leader.end() :].strip(" ,，?？")
+        shifted = _shifted(rest, ranking) if rest else None
+        if shifted is not None:
+            return FollowUp(
+                _replace_time(ranking, shifted),
+                f"the last ranking for {shifted!r}",
+                new_time=shifted,
+                resumed=(kept, rest),
+            )
     top = _TOP_N.match(core)
     if top:  # "show me the top five instead": the last ranking, that many places
         n = top.group(1) or str(_CJK_COUNTS.get(top.group(2), top.group(2)))
@@ -958,6 +973,12 @@ _PLACE_IN_RANKING = re.compile(
     r"|\b(?:the\s+)?(?:one|person|guy|user|author)\s+in\s+(first|second|third|fourth|fifth|1st|2nd|3rd|4th|5th|last)\s+place\b"
     r"|\b(?:the\s+)?(first|second|third|fourth|fifth|1st|2nd|3rd|4th|5th|last)[- ]placed?\s+(?:one|person|guy|user|author)\b"
     r"|\bthe\s+(runner[- ]up)\b|(?:那个?)?第\s*(一|二|两|三|四|五|[1-5])\s*名",
+    re.I,
+)
+# "who was number one", "who came out on top", 谁是第一: the first of a ranking, asked again
+_LEADER = re.compile(
+    r"^(?:and\s+|so\s+)?who\s+(?:was|is|were|came|finished|ended\s+up)\s+(?:out\s+)?"
+    r"(?:number\s+one|#1|no\.?\s*1|first|on\s+top|top|the\s+top\s+one)\b|^(?:那)?谁是第一(?:名)?",
     re.I,
 )
 # "the third one", said of a ranking of people that listed no records

@@ -1165,3 +1165,10 @@ def test_the_most_said_bare_of_another_kind_is_the_last_ranking_over_it():
     # after a count there is no measure to carry over: the words are planned as they are
     counted = {**top, "plan": {"ir": {"collection": "issues", "shape": {"kind": "count"}}}}
     assert resolve_offline("and which PR that year had the most?", [counted], PEOPLE, NOW).collection == ""
+
+
+def test_number_one_a_window_earlier_is_the_last_ranking_moved_not_the_count_after_it():
+    counted = {**RANKING, "standalone": "how many PRs were merged in 2025", "answer_groups": {}, "answer_people": []}
+    out = resolve_offline("and who was number one the year before?", [RANKING, counted], PEOPLE, NOW)
+    assert out.resumed == (1, "the year before") and out.new_time, out
+    assert "merged the most PRs" in out.standalone and "2024" in out.standalone
