@@ -193,7 +193,7 @@ def operate(
     dropped = _dropped(question, base, schema)
     if dropped is not None:
         return as_operation(dropped, base=dropped, catalog=catalog, how="the last plan without that condition")
-    counted = _person_counted(question, turns[-1], base, catalog)
+    counted = _replies_counted(question, base, catalog) or _person_counted(question, turns[-1], base, catalog)
     if counted is not None:
         return counted
     changed, shape_said = base, False
@@ -541,6 +541,37 @@ def _person_counted(question: str, previous: dict[str, Any], base: PlanIR, catal
     filters = [f for f in base.filters if f.field not in (path, _role_of(path, schema))]
     counted = replace(base, filters=[*filters, Filter(path, "eq", handle)], shape=Shape("count"))
     return as_operation(counted, base=counted, catalog=catalog, how=f"the last plan's records of {who}, counted")
+
+
+# "how many replies did she get from others in total", "how many replies did Carlyn get that month": after a
+# plan of the replies to one person, those replies counted
+_REPLIES_GOT = re.compile(
+    r"^(?:(?:and|so|ok(?:ay)?|then)[\s,]+)?how\s+many\s+(?:replies|responses|answers)\s+(?:did|does|has|have|had)\s+"
+    r"(?P<who>.+?)\s+(?:get|got|gotten|receive|received)"
+    r"(?:\s+(?:from\s+(?:others|other\s+people|anyone\s+else|everyone\s+else)|in\s+total|overall|altogether|all\s+told"
+    r"|in\s+all|(?:in\s+)?that\s+(?:month|year|week|day)|then|there))*$",
+    re.I,
+)
+
+
+def _replies_counted(question: str, base: PlanIR, catalog: Catalog) -> Operation | None:
+    """The replies to one person the last plan was about, counted, when the follow-up asks how many replies
+    that person got (a sum of their threads' reply counts would count their own replies too)."""
+    said = _REPLIES_GOT.match(question.strip(" ?？.。!！"))
+    schema = catalog.schemas[base.collection]
+    replied_to = person_field_for(schema, "replied_to")
+    if said is None or replied_to is None:
+        return None
+    to = [f for f in base.filters if f.field in (replied_to[0], "replied_to") and f.op == "eq" and not f.negate]
+    if len(to) != 1:
+        return None
+    who = said.group("who").strip()
+    if not _PERSON_PRONOUN.match(who):
+        person = _one_person(who, catalog)
+        if person is None or person.handle(replied_to[1]) != to[0].value:
+            return None  # someone else's replies: a question of its own
+    counted = replace(base, shape=Shape("count"))
+    return as_operation(counted, base=counted, catalog=catalog, how="the replies to that person, counted")
 
 
 def _person_switched(base: PlanIR, name: str, catalog: Catalog) -> PlanIR | None:

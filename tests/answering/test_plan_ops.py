@@ -383,3 +383,19 @@ def test_the_one_record_about_a_topic_and_a_field_of_it(setup):
     (one,) = [r for r in records if r["ref"] == rows[0]["ref"]]
     assert word in one["title"].lower() and rows[0]["comments"] == one["comments"]
     assert operation.base.to_json() == base_of(turn).to_json()  # the next follow-up builds on the records
+
+
+@pytest.mark.parametrize("asked", ["how many replies did she get from others in total", "how many replies did Priya get?"])
+def test_the_replies_a_person_got_after_who_replied_to_her_are_those_replies_counted(setup, asked):
+    turn = _turn(setup, "who replied most to Priya?")
+    operation = _operate(setup, asked, [turn])
+    assert operation is not None and operation.plan.ir.shape.kind == "count"
+    replies = _run(setup, _turn_plan(setup, "who replied most to Priya?"))
+    (count,) = _run(setup, operation.plan)
+    assert count["count"] == sum(r["count"] for r in replies) > 0  # every reply to her, by anyone else
+
+
+def test_the_replies_someone_else_got_are_not_the_last_plans(setup):
+    turn = _turn(setup, "who replied most to Priya?")
+    operation = _operate(setup, "how many replies did Lars get?", [turn])
+    assert operation is None or "replies to that person" not in operation.how
