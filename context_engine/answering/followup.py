@@ -610,7 +610,7 @@ def _only_the_same_question(rest: str, before: str = "") -> bool:
 _NEW_QUESTION = re.compile(
     r"^\s*(?:(?:a\s+)?(?:(?:totally|completely|entirely|quite|very|something)\s+)?(?:separate|different|new|another|unrelated|other)\s+(?:question|topic|thing|one)"
     r"|on\s+(?:another|a\s+different|an\s+unrelated)\s+note|unrelated|changing\s+(?:the\s+)?(?:topic|subject)"
-    r"|换个(?:问题|话题)|另一个问题|另外|顺便(?:问(?:一)?下)?|by\s+the\s+way|btw)\s*[:：,，.;—-]*\s*",
+    r"|换个(?:问题|话题)|另一个问题|(?:另外|顺便)(?:问(?:一)?下)?|by\s+the\s+way|btw)\s*[:：,，.;—-]*\s*",
     re.I,
 )
 

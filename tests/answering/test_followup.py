@@ -578,7 +578,9 @@ def test_which_of_someones_records_ranked_is_one_record():
     assert out.standalone == "Rashid's threads in March 2026 with replies which one got the most replies"
 
 
-@pytest.mark.parametrize("asked", ["顺便问下，有多少个 open issue？", "btw, how many open issues are there?"])
+@pytest.mark.parametrize(
+    "asked", ["顺便问下，有多少个 open issue？", "另外问一下，有多少个 open issue？", "btw, how many open issues are there?"]
+)
 def test_a_by_the_way_question_stands_alone_without_its_lead(asked):
     out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
     assert out.how == "a new question" and out.standalone == asked.split("，", 1)[-1].split(", ", 1)[-1]

@@ -515,6 +515,15 @@ class ConditionStep(Draft):
                 r"(回复|评论|留言|新增|删除|文件)数?\s*(超过|大于|多于|至少|少于|小于)\s*(\d+)",
                 lambda m: (m.group(2), m.group(3), m.group(1)),
             ),
+            # "被回复了 10 次以上", "10 条以上的评论": a bound said after the number
+            (
+                r"(回复|评论|留言)(?:了|过)?\s*(\d+)\s*(?:次|条|个|则)?\s*(以上|以下)",
+                lambda m: (m.group(3), m.group(2), m.group(1)),
+            ),
+            (
+                r"(\d+)\s*(?:次|条|个|则)?\s*(以上|以下)的?\s*(回复|评论|留言)",
+                lambda m: (m.group(2), m.group(1), m.group(3)),
+            ),
         ]
         ops = {
             "more than": "$gt",
@@ -536,6 +545,8 @@ class ConditionStep(Draft):
             "below": "$lt",
             "<": "$lt",
             "少于": "$lt",
+            "以上": "$gte",
+            "以下": "$lte",
             "小于": "$lt",
             "<=": "$lte",
             "exactly": "$eq",
