@@ -183,6 +183,9 @@ def operate(
     projected = _projection(question, picked or base, catalog, picked is not None, turns[-1].get("standalone", ""))
     if projected is not None:
         return replace(projected, base=base) if picked is not None else projected
+    repliers = _repliers_in_one(question, picked or base, catalog)
+    if repliers is not None:
+        return replace(repliers, base=base)
     valued = _field_of_one(_NTH.sub("", question) if picked else question, picked or base, catalog)
     if valued is not None:
         return replace(valued, base=base)
@@ -380,6 +383,43 @@ def _projection(
     ]
     ir = replace(picked, pipeline=pipeline)
     return as_operation(ir, base=base, catalog=catalog, how=f"the {path} of one record", person_field=(path, kind))
+
+
+# "who replied in it the most?", "谁在那个帖子里回复最多": the people of one thread's replies, ranked
+_WHO_REPLIED_IN_IT = re.compile(
+    r"^(?:(?:and|so|ok(?:ay)?|then)[\s,]+)?who\s+(?:replied|responded|answered|posted)\s+(?:in|on|to)\s+"
+    r"(?:it|that(?:\s+(?:one|thread))?|this(?:\s+(?:one|thread))?|the\s+thread)\s+(?:the\s+)?most(?:\s+often)?$"
+    r"|^(?:那个帖子里|这个帖子里|里面|其中)?谁(?:在(?:那个|这个)?(?:帖子|讨论串)?里)?回复(?:得)?最多(?:的)?$",
+    re.I,
+)
+# A message's own list of its replies, each with its author: the Slack export's thread
+_REPLY_AUTHORS = "replies.user"
+
+
+def _repliers_in_one(question: str, base: PlanIR, catalog: Catalog) -> Operation | None:
+    """The people who replied in the one thread the last answer was, by how many replies each wrote."""
+    schema = catalog.schemas[base.collection]
+    one = base.shape.limit == 1 or (base.shape.kind in ("argmin", "argmax") and base.shape.over == "records")
+    if not _WHO_REPLIED_IN_IT.match(question.strip(" ?？.。!！")) or base.shape.kind not in RECORD_SHAPES or not one:
+        return None
+    author = person_field_for(schema, "author")  # a reply's author is the same kind of account
+    if not schema.has_path(_REPLY_AUTHORS) or author is None:
+        return None
+    array, person = _REPLY_AUTHORS.split(".")
+    pipeline = [
+        *compile_plan(base, schema, catalog.schemas),
+        {"$unwind": f"${array}"},
+        {"$group": {"_id": f"${_REPLY_AUTHORS}", "count": {"$sum": 1}}},
+        {"$sort": {"count": -1, "_id": 1}},
+        {"$limit": 5},
+    ]
+    return as_operation(
+        replace(base, pipeline=pipeline),
+        base=base,
+        catalog=catalog,
+        how="the people who replied in that thread, by their replies",
+        person_field=(_REPLY_AUTHORS, author[1]),
+    )
 
 
 def _one_record(question: str, base: PlanIR, schema: Any) -> Shape | None:

@@ -399,3 +399,32 @@ def test_the_replies_someone_else_got_are_not_the_last_plans(setup):
     turn = _turn(setup, "who replied most to Priya?")
     operation = _operate(setup, "how many replies did Lars get?", [turn])
     assert operation is None or "replies to that person" not in operation.how
+
+
+def test_who_replied_in_the_one_thread_the_most_ranks_its_replies_authors(tmp_path):
+    from tests.query.conftest import hand_made_world
+
+    def thread(i, user, repliers):
+        return {
+            "ref": f"C1:{i}",
+            "channel": "general",
+            "text": "t",
+            "date": f"2026-03-0{i}T10:00:00Z",
+            "user": user,
+            "reply_count": len(repliers),
+            "replies": [{"user": u, "ts": f"{i}.{n}"} for n, u in enumerate(repliers)],
+        }
+
+    messages = [thread(1, "U1", ["U2", "U3", "U3", "U1"]), thread(2, "U1", ["U2"]), thread(3, "U4", ["U2", "U2"])]
+    store, catalog = hand_made_world(tmp_path, {"messages": messages}, [])
+    ctx, _ = engine.resolve("which thread got the most replies", NOW, catalog, None)
+    turn_plan = OfflinePlanner().plan(ctx)
+    turn = {"standalone": "which thread got the most replies", "plan": {"ir": turn_plan.ir.to_json()}}
+    operation = operate("who replied in it the most?", FollowUp(""), [turn], catalog, None, NOW)
+    assert operation is not None and operation.plan.person_field == ("replies.user", "slack_id")
+    schema = catalog.schemas["messages"]
+    rows = run_pipeline(store, "messages", operation.plan.pipeline, tenant="t", principals=[], schema=schema)
+    assert [(r["_id"], r["count"]) for r in rows] == [("U3", 2), ("U1", 1), ("U2", 1)]
+    # the records before it were many: no one thread to look into
+    many = {"standalone": "threads", "plan": {"ir": {**turn_plan.ir.to_json(), "shape": {"kind": "list"}}}}
+    assert operate("who replied in it the most?", FollowUp(""), [many], catalog, None, NOW) is None
