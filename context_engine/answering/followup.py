@@ -1520,7 +1520,9 @@ def _elliptical(
 
 
 # "the most" with nothing after it: the measure is left to the conversation ("which PR had the most?")
-_BARE_MOST = re.compile(r"\b(?:had|has|have|got|gets|received|drew)\s+the\s+most\s*$|最多的?(?:是哪(?:个|一个))?$", re.I)
+_BARE_MOST = re.compile(
+    r"\b(?:had|has|have|got|gets|received|drew)\s+the\s+most\s*$|最多的?(?:是哪(?:个|一个))?$", re.I
+)
 
 
 def _ranked_records(turn: dict[str, Any]) -> bool:

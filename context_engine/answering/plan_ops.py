@@ -405,7 +405,7 @@ def _repliers_in_one(question: str, base: PlanIR, catalog: Catalog) -> Operation
     author = person_field_for(schema, "author")  # a reply's author is the same kind of account
     if not schema.has_path(_REPLY_AUTHORS) or author is None:
         return None
-    array, person = _REPLY_AUTHORS.split(".")
+    array = _REPLY_AUTHORS.split(".")[0]
     pipeline = [
         *compile_plan(base, schema, catalog.schemas),
         {"$unwind": f"${array}"},

@@ -579,7 +579,8 @@ def test_which_of_someones_records_ranked_is_one_record():
 
 
 @pytest.mark.parametrize(
-    "asked", ["顺便问下，有多少个 open issue？", "另外问一下，有多少个 open issue？", "btw, how many open issues are there?"]
+    "asked",
+    ["顺便问下，有多少个 open issue？", "另外问一下，有多少个 open issue？", "btw, how many open issues are there?"],
 )
 def test_a_by_the_way_question_stands_alone_without_its_lead(asked):
     out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)

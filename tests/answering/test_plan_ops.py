@@ -385,7 +385,9 @@ def test_the_one_record_about_a_topic_and_a_field_of_it(setup):
     assert operation.base.to_json() == base_of(turn).to_json()  # the next follow-up builds on the records
 
 
-@pytest.mark.parametrize("asked", ["how many replies did she get from others in total", "how many replies did Priya get?"])
+@pytest.mark.parametrize(
+    "asked", ["how many replies did she get from others in total", "how many replies did Priya get?"]
+)
 def test_the_replies_a_person_got_after_who_replied_to_her_are_those_replies_counted(setup, asked):
     turn = _turn(setup, "who replied most to Priya?")
     operation = _operate(setup, asked, [turn])
