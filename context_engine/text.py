@@ -102,6 +102,15 @@ def _jieba():
 def _t2s():
     from opencc import OpenCC  # lazy: OpenCC's dictionaries load in about a tenth of a second
 
+    # Taiwan's characters read in their phrases: 開著 is 开着 (the aspect particle), while 著名 stays 著名 — a
+    # character alone cannot say which
+    return OpenCC("tw2s")
+
+
+@lru_cache(maxsize=1)
+def _t2s_plain():
+    from opencc import OpenCC
+
     return OpenCC("t2s")
 
 
@@ -111,13 +120,23 @@ def _simplified_char(char: str) -> str:
     return converted if len(converted) == 1 else char
 
 
+@lru_cache(maxsize=8192)
+def _simplified_run(run: str) -> str:
+    if _t2s_plain().convert(run) == run:
+        # already simplified: Taiwan's tables would still "correct" it (什么 is 什幺 there, 么 being 幺's variant)
+        return run
+    converted = _t2s().convert(run)
+    # a phrase read as one of another length would move every offset after it: then character by character
+    return converted if len(converted) == len(run) else "".join(map(_simplified_char, run))
+
+
 _HAN = re.compile(r"[\u4e00-\u9fff]+")
 
 
 def simplified(text: str) -> str:
-    """Traditional Chinese characters as simplified ones, character by character so every offset still
-    points at the same words: the rules read 「開了幾個」 as 开了几个. Other text is left as it is."""
-    return _HAN.sub(lambda m: "".join(map(_simplified_char, m.group(0))), text)
+    """Traditional Chinese characters as simplified ones, at the same offsets so every offset still points
+    at the same words: the rules read 「開了幾個」 as 开了几个. Other text is left as it is."""
+    return _HAN.sub(lambda m: _simplified_run(m.group(0)), text)
 
 
 def as_asked(text: str, asked: str) -> str:

@@ -17,7 +17,10 @@ from context_engine.text import as_asked, simplified
         ("上個月關閉了幾個 issue", "上个月关闭了几个 issue"),
         ("誰開過最多討論串", "谁开过最多讨论串"),
         ("這週頻道裡發了多少則訊息？", "这周频道里发了多少则讯息？"),
+        ("現在還開著的 PR 有多少", "现在还开着的 PR 有多少"),  # 著 after a verb is 着, in 著名 it stays
+        ("著名的 issue", "著名的 issue"),
         ("already simplified: 开了几个", "already simplified: 开了几个"),
+        ("Cy 第一次发消息是什么时候", "Cy 第一次发消息是什么时候"),  # Taiwan's tables alone would make 什么 什幺
         ("no Chinese at all", "no Chinese at all"),
     ],
 )

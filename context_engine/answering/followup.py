@@ -605,11 +605,12 @@ def _only_the_same_question(rest: str, before: str = "") -> bool:
     return all(w in known for w in said) and _SAME_QUESTION_CJK.fullmatch(others) is not None
 
 
-# "separate question: ...", "different topic: ...", "on another note, ...", "换个问题": a question of its own.
+# "separate question: ...", "totally different question: ...", "on another note, ...", "换个问题": a question of
+# its own.
 _NEW_QUESTION = re.compile(
-    r"^\s*(?:(?:a\s+)?(?:separate|different|new|another|unrelated|other)\s+(?:question|topic|thing|one)"
+    r"^\s*(?:(?:a\s+)?(?:(?:totally|completely|entirely|quite|very|something)\s+)?(?:separate|different|new|another|unrelated|other)\s+(?:question|topic|thing|one)"
     r"|on\s+(?:another|a\s+different|an\s+unrelated)\s+note|unrelated|changing\s+(?:the\s+)?(?:topic|subject)"
-    r"|换个(?:问题|话题)|另一个问题|另外|顺便(?:问(?:一)?下)?|by\s+the\s+way|btw)\s*[:：,，.;—-]*\s*",
+    r"|换个(?:问题|话题)|另一个问题|(?:另外|顺便)(?:问(?:一)?下)?|by\s+the\s+way|btw)\s*[:：,，.;—-]*\s*",
     re.I,
 )
 
@@ -673,6 +674,8 @@ def resolve_offline(
     ranked = next(
         (t.get("answer_people") or [] for t in reversed(turns) if (t.get("answer_groups") or {}).get("keys")), []
     )
+    if place is None and ranked and previous.get("answer_people") == ranked and not previous.get("refs"):
+        place = _NTH_ONE.search(core)  # "the third one" right after a ranking of people: its third person
     if place and ranked:
         # "the number two on that list", "第一名", "the one in third place": that person of the last ranking,
         # named, and the question read as if the name had been said
@@ -696,6 +699,21 @@ def resolve_offline(
                 # person, with the rest said of them
                 return replace(out, within=(groups["field"], groups["keys"][index]), added=rest, reshape="")
             return out
+    leader = _LEADER.match(core)
+    kept = next((i for i in range(len(turns), 0, -1) if (turns[i - 1].get("answer_groups") or {}).get("keys")), 0)
+    if leader and kept:
+        # "and who was number one the month before?" after the ranking (and a count of it): that ranking, its
+        # window moved
+        ranking = turns[kept - 1]
+        rest = core[leader.end() :].strip(" ,，?？")
+        shifted = _shifted(rest, ranking) if rest else None
+        if shifted is not None:
+            return FollowUp(
+                _replace_time(ranking, shifted),
+                f"the last ranking for {shifted!r}",
+                new_time=shifted,
+                resumed=(kept, rest),
+            )
     top = _TOP_N.match(core)
     if top:  # "show me the top five instead": the last ranking, that many places
         n = top.group(1) or str(_CJK_COUNTS.get(top.group(2), top.group(2)))
@@ -957,6 +975,14 @@ _PLACE_IN_RANKING = re.compile(
     r"|\bthe\s+(runner[- ]up)\b|(?:那个?)?第\s*(一|二|两|三|四|五|[1-5])\s*名",
     re.I,
 )
+# "who was number one", "who came out on top", 谁是第一: the first of a ranking, asked again
+_LEADER = re.compile(
+    r"^(?:and\s+|so\s+)?who\s+(?:was|is|were|came|finished|ended\s+up)\s+(?:out\s+)?"
+    r"(?:number\s+one|#1|no\.?\s*1|first|on\s+top|top|the\s+top\s+one)\b|^(?:那)?谁是第一(?:名)?",
+    re.I,
+)
+# "the third one", said of a ranking of people that listed no records
+_NTH_ONE = re.compile(r"(?:^|\bthe\s+)(first|1st|second|2nd|third|3rd|fourth|4th|fifth|5th|last)\s+one\b", re.I)
 # A person's words for the records of the one just named ("how many of theirs", "which did they close")
 _THEIRS = re.compile(r"\b(?:of\s+)?(?:theirs|hers|his|their|they|them|he|she|him|her)\b|(?:他们|她们|他|她)的?", re.I)
 _NUMBER_PLACES = {"one": 0, "two": 1, "three": 2, "four": 3, "five": 4, "runner-up": 1, "runner up": 1}
@@ -1405,6 +1431,10 @@ def _elliptical(
     named, _ = detect_collection(words, {kind.name: None for kind in kinds if kind.searchable}, kinds)
     if named in BUILTIN and not _RECORD_NOUN.search(words):
         named = None  # "有几个打了 bug 标签": bug is a label here, not a kind of record
+    if named is not None and named != previous["collection"] and _BARE_MOST.search(words) and _ranked_records(previous):
+        # "and which PR that year had the most?" after the issue with the most reactions: the same ranking
+        # over the kind it names (the measure is the last ranking's, said nowhere else)
+        return FollowUp(words, f"the last ranking over {named}", collection=named)
     if named is not None and words != core and not _OF_THOSE.search(words):
         # "how many PRs did they open that year?": once the person and the year are said, it stands alone
         return FollowUp(
@@ -1487,6 +1517,19 @@ def _elliptical(
         new_time=moved_to,
         reshape="list" if listed else "",
     )
+
+
+# "the most" with nothing after it: the measure is left to the conversation ("which PR had the most?")
+_BARE_MOST = re.compile(
+    r"\b(?:had|has|have|got|gets|received|drew)\s+the\s+most\s*$|最多的?(?:是哪(?:个|一个))?$", re.I
+)
+
+
+def _ranked_records(turn: dict[str, Any]) -> bool:
+    """The plan a follow-up on `turn` builds on ranks records by a measure (the one record with the most
+    reactions), not people or groups."""
+    shape = (turn.get("base") or (turn.get("plan") or {}).get("ir") or {}).get("shape") or {}
+    return shape.get("kind") == "top" and bool(shape.get("field"))
 
 
 def _grouping(noun: str) -> str:

@@ -102,7 +102,7 @@ _PROJECTION_WORDS = re.compile(
     r"replies|reactions|with|and|so|then|ok|okay|pr|issue|thread|message|post|when|did|were|get|got|top|number|"
     r"updated)\b|#1"
     r"|是|谁|开|提|发|写|创建|合并|关闭|关|的|那个|这个|那条|这条|它|最早|最先|最老|最新|最近|最晚|回复|评论|最多|其中|里|中"
-    r"|什么时候|更新|第一个|第一条|排第一|那|呢|吗"
+    r"|什么时候|更新|第一个|第一条|排第一|那|呢|吗|这些|那些|这几个|那几个"
     r"|[\s,，?？.。!！]",
     re.I,
 )
@@ -180,9 +180,12 @@ def operate(
     if about is not None:  # "the one about parallel downloads — how many comments did it get?"
         picked = _picked_by_topic(about.group("topic"), base, catalog, asker, now, values)
         question = about.group("rest") if picked is not None else question
-    projected = _projection(question, picked or base, catalog, picked is not None)
+    projected = _projection(question, picked or base, catalog, picked is not None, turns[-1].get("standalone", ""))
     if projected is not None:
         return replace(projected, base=base) if picked is not None else projected
+    repliers = _repliers_in_one(question, picked or base, catalog)
+    if repliers is not None:
+        return replace(repliers, base=base)
     valued = _field_of_one(_NTH.sub("", question) if picked else question, picked or base, catalog)
     if valued is not None:
         return replace(valued, base=base)
@@ -193,7 +196,7 @@ def operate(
     dropped = _dropped(question, base, schema)
     if dropped is not None:
         return as_operation(dropped, base=dropped, catalog=catalog, how="the last plan without that condition")
-    counted = _person_counted(question, turns[-1], base, catalog)
+    counted = _replies_counted(question, base, catalog) or _person_counted(question, turns[-1], base, catalog)
     if counted is not None:
         return counted
     changed, shape_said = base, False
@@ -345,13 +348,18 @@ def as_operation(
     return Operation(plan, base, how)
 
 
-def _projection(question: str, base: PlanIR, catalog: Catalog, picked_already: bool = False) -> Operation | None:
+def _projection(
+    question: str, base: PlanIR, catalog: Catalog, picked_already: bool = False, before: str = ""
+) -> Operation | None:
     """ "who opened the earliest one?", "when was the top one merged?": a person or a date of one record of
-    the last plan's records (`picked_already`: `base` is that one record, "the second one" of the last answer)."""
+    the last plan's records (`picked_already`: `base` is that one record, "the second one" of the last answer).
+    Words of the last question `before` said again name those records ("这些 draft 里最早的那个是谁开的")."""
     schema = catalog.schemas[base.collection]
     who, when = _WHO.search(question), _WHEN.search(question)
     said = _NTH.sub("", question) if picked_already else question
-    if (who is None and when is None) or _PROJECTION_WORDS.sub("", said):
+    rest = _PROJECTION_WORDS.sub(" ", said).split()
+    restated = set(re.findall(r"[a-z][\w-]*", before.lower()))
+    if (who is None and when is None) or any(w.lower() not in restated for w in rest):
         return None
     one = base.shape if picked_already else _one_record(question, base, schema)
     if one is None:
@@ -375,6 +383,43 @@ def _projection(question: str, base: PlanIR, catalog: Catalog, picked_already: b
     ]
     ir = replace(picked, pipeline=pipeline)
     return as_operation(ir, base=base, catalog=catalog, how=f"the {path} of one record", person_field=(path, kind))
+
+
+# "who replied in it the most?", "谁在那个帖子里回复最多": the people of one thread's replies, ranked
+_WHO_REPLIED_IN_IT = re.compile(
+    r"^(?:(?:and|so|ok(?:ay)?|then)[\s,]+)?who\s+(?:replied|responded|answered|posted)\s+(?:in|on|to)\s+"
+    r"(?:it|that(?:\s+(?:one|thread))?|this(?:\s+(?:one|thread))?|the\s+thread)\s+(?:the\s+)?most(?:\s+often)?$"
+    r"|^(?:那个帖子里|这个帖子里|里面|其中)?谁(?:在(?:那个|这个)?(?:帖子|讨论串)?里)?回复(?:得)?最多(?:的)?$",
+    re.I,
+)
+# A message's own list of its replies, each with its author: the Slack export's thread
+_REPLY_AUTHORS = "replies.user"
+
+
+def _repliers_in_one(question: str, base: PlanIR, catalog: Catalog) -> Operation | None:
+    """The people who replied in the one thread the last answer was, by how many replies each wrote."""
+    schema = catalog.schemas[base.collection]
+    one = base.shape.limit == 1 or (base.shape.kind in ("argmin", "argmax") and base.shape.over == "records")
+    if not _WHO_REPLIED_IN_IT.match(question.strip(" ?？.。!！")) or base.shape.kind not in RECORD_SHAPES or not one:
+        return None
+    author = person_field_for(schema, "author")  # a reply's author is the same kind of account
+    if not schema.has_path(_REPLY_AUTHORS) or author is None:
+        return None
+    array = _REPLY_AUTHORS.split(".")[0]
+    pipeline = [
+        *compile_plan(base, schema, catalog.schemas),
+        {"$unwind": f"${array}"},
+        {"$group": {"_id": f"${_REPLY_AUTHORS}", "count": {"$sum": 1}}},
+        {"$sort": {"count": -1, "_id": 1}},
+        {"$limit": 5},
+    ]
+    return as_operation(
+        replace(base, pipeline=pipeline),
+        base=base,
+        catalog=catalog,
+        how="the people who replied in that thread, by their replies",
+        person_field=(_REPLY_AUTHORS, author[1]),
+    )
 
 
 def _one_record(question: str, base: PlanIR, schema: Any) -> Shape | None:
@@ -446,17 +491,18 @@ def _picked_by_topic(
 
 
 # "how many comments was that?", "how many replies did it get", "what priority was it given?", "what's its
-# state", "它有多少评论", "那条的回复数是多少": a field of the one record the last answer was (or the follow-up
+# state", "它有多少评论", "有多少条评论" (a measure word before the noun), "那条的回复数是多少": a field of the one record the last answer was (or the follow-up
 # picked)
+_ONE_RECORD = r"thread|message|post|pr|pull\s+request|issue|ticket"  # "how many replies did that thread get"
 _FIELD_OF_ONE = re.compile(
     r"^(?:(?:and|so|ok(?:ay)?|then|but)[\s,]+|那么?|还有)*(?:"
     r"how\s+many\s+(?P<many>[\w\s-]+?)\s+(?:was|were|is|are)\s+(?:that|it|there)(?:\s+(?:one|on\s+it|then))?"
-    r"|how\s+many\s+(?P<got>[\w\s-]+?)\s+(?:did|does|has|had)\s+(?:it|that(?:\s+one)?|this(?:\s+one)?|the\s+\w+\s+one)\s+"
+    rf"|how\s+many\s+(?P<got>[\w\s-]+?)\s+(?:did|does|has|had)\s+(?:it|(?:that|this)(?:\s+(?:one|{_ONE_RECORD}))?|the\s+\w+\s+one)\s+"
     r"(?:get|got|have|had|receive|draw|collect|attract)(?:\s+in\s+the\s+end)?"
     r"|what\s+(?P<what>[\w\s-]+?)\s+(?:was|is|did|does)\s+(?:it|that(?:\s+one)?|this(?:\s+one)?)\s*"
     r"(?:given|assigned|set\s+to|marked(?:\s+as)?|labell?ed|tagged|have|get|carry|rated|in)?"
     r"|what(?:'s|’s|\s+is|\s+was)\s+(?:its|the)\s+(?P<its>[\w\s-]+?)(?:\s+of\s+(?:it|that(?:\s+one)?))?"
-    r"|(?:它|那个|这个|那条|这条)?(?:的|有|得到了|收到了|拿到了)(?:多少|几(?:个|条))?(?P<cjk>\w+?)(?:数)?(?:是|有)?(?:多少|什么|几(?:个|条))?"
+    r"|(?:它|那个|这个|那条|这条)?(?:的|有|得到了|收到了|拿到了)(?:(?:多少|几|幾)(?:个|個|条|條|则|則)?)?(?P<cjk>\w+?)(?:数)?(?:是|有)?(?:多少|什么|几(?:个|条))?"
     r")$",
     re.I,
 )
@@ -535,6 +581,37 @@ def _person_counted(question: str, previous: dict[str, Any], base: PlanIR, catal
     filters = [f for f in base.filters if f.field not in (path, _role_of(path, schema))]
     counted = replace(base, filters=[*filters, Filter(path, "eq", handle)], shape=Shape("count"))
     return as_operation(counted, base=counted, catalog=catalog, how=f"the last plan's records of {who}, counted")
+
+
+# "how many replies did she get from others in total", "how many replies did Carlyn get that month": after a
+# plan of the replies to one person, those replies counted
+_REPLIES_GOT = re.compile(
+    r"^(?:(?:and|so|ok(?:ay)?|then)[\s,]+)?how\s+many\s+(?:replies|responses|answers)\s+(?:did|does|has|have|had)\s+"
+    r"(?P<who>.+?)\s+(?:get|got|gotten|receive|received)"
+    r"(?:\s+(?:from\s+(?:others|other\s+people|anyone\s+else|everyone\s+else)|in\s+total|overall|altogether|all\s+told"
+    r"|in\s+all|(?:in\s+)?that\s+(?:month|year|week|day)|then|there))*$",
+    re.I,
+)
+
+
+def _replies_counted(question: str, base: PlanIR, catalog: Catalog) -> Operation | None:
+    """The replies to one person the last plan was about, counted, when the follow-up asks how many replies
+    that person got (a sum of their threads' reply counts would count their own replies too)."""
+    said = _REPLIES_GOT.match(question.strip(" ?？.。!！"))
+    schema = catalog.schemas[base.collection]
+    replied_to = person_field_for(schema, "replied_to")
+    if said is None or replied_to is None:
+        return None
+    to = [f for f in base.filters if f.field in (replied_to[0], "replied_to") and f.op == "eq" and not f.negate]
+    if len(to) != 1:
+        return None
+    who = said.group("who").strip()
+    if not _PERSON_PRONOUN.match(who):
+        person = _one_person(who, catalog)
+        if person is None or person.handle(replied_to[1]) != to[0].value:
+            return None  # someone else's replies: a question of its own
+    counted = replace(base, shape=Shape("count"))
+    return as_operation(counted, base=counted, catalog=catalog, how="the replies to that person, counted")
 
 
 def _person_switched(base: PlanIR, name: str, catalog: Catalog) -> PlanIR | None:

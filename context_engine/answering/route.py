@@ -32,6 +32,7 @@ from context_engine.prompts import ROUTE_SYSTEM
 from context_engine.query.catalog import Catalog
 from context_engine.query.fields import people_paths
 from context_engine.query.identity import COMMON_WORDS
+from context_engine.query.ir import WORD_OPERATORS
 from context_engine.query.offline import OfflinePlanner, detect_collection
 from context_engine.query.plan import Plan, PlanningContext
 from context_engine.text import ENGLISH_STOPWORDS
@@ -173,7 +174,14 @@ def gather_signals(
     plan = OfflinePlanner().plan(ctx)
     signals.plan = plan
     match = next((stage["$match"] for stage in plan.pipeline if "$match" in stage), {})
-    signals.text = (match.get("$text") or {}).get("$search") or None
+    # the topic as asked: a full-text search, or the words a condition looks for in the records' subject
+    # ("PRs merged last week about auth": `words` on the title), each a filtered list about a topic
+    said = [
+        question[f.span[0] : f.span[1]]
+        for f in (plan.ir.filters if plan.ir else [])
+        if f.op in WORD_OPERATORS and f.span
+    ]
+    signals.text = (match.get("$text") or {}).get("$search") or " ".join(said) or None
     schema = ctx.schemas.get(plan.collection)
     signals.filters = _classify_filters(match, schema.kind if schema is not None else None)
     signals.aggregation = _aggregation(plan.pipeline)

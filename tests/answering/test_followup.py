@@ -293,6 +293,11 @@ def test_a_question_that_names_its_own_records_stands_alone():
             "separate question: how many issues are open?",
             "how many issues are open?",
         ),  # a new question, said so
+        (
+            QUERIED,
+            "totally different question: which issue has the most comments of all time?",
+            "which issue has the most comments of all time?",
+        ),
         (QUERIED, "what about April?", "Which PRs did Rashid merge April 2026?"),
         (QUERIED, "how many is it?", "how many PRs did Rashid merge in March 2026"),
         (QUERIED, "narrow it to the webdataset ones", "Which PRs did Rashid merge in March 2026 the webdataset ones"),
@@ -573,7 +578,10 @@ def test_which_of_someones_records_ranked_is_one_record():
     assert out.standalone == "Rashid's threads in March 2026 with replies which one got the most replies"
 
 
-@pytest.mark.parametrize("asked", ["顺便问下，有多少个 open issue？", "btw, how many open issues are there?"])
+@pytest.mark.parametrize(
+    "asked",
+    ["顺便问下，有多少个 open issue？", "另外问一下，有多少个 open issue？", "btw, how many open issues are there?"],
+)
 def test_a_by_the_way_question_stands_alone_without_its_lead(asked):
     out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
     assert out.how == "a new question" and out.standalone == asked.split("，", 1)[-1].split(", ", 1)[-1]
@@ -876,6 +884,18 @@ def test_a_place_in_the_last_ranking_is_that_person(asked, person):
     assert person in out.standalone and "place" not in out.standalone and "第一名" not in out.standalone, out
 
 
+def test_the_second_one_right_after_a_ranking_of_people_is_that_person():
+    ranking = {**RANKING, "refs": []}  # a ranking lists people, no records
+    out = resolve_offline("the second one — how many issues did they open that year?", [ranking], PEOPLE, NOW)
+    assert "Lars Nielsen" in out.standalone and "second" not in out.standalone, out
+
+
+def test_the_second_one_after_records_listed_is_a_record_not_a_person():
+    listed = {**RANKING, "refs": ["acme/infra#882", "acme/web#2126"]}
+    out = resolve_offline("the second one — who opened it?", [listed], PEOPLE, NOW)
+    assert "Lars Nielsen" not in out.standalone and out.nth == 1, out
+
+
 def test_a_place_past_the_ranking_is_no_person():
     out = resolve_offline("how many issues did the number five on that list open?", [RANKING], PEOPLE, NOW)
     assert "' = " not in out.how and not any(p in out.standalone for p in RANKING["answer_people"]), out
@@ -1131,3 +1151,27 @@ def test_only_counting_some_is_a_narrowing_not_a_count(asked):
 def test_a_place_in_the_last_ranking_with_the_window_moved():
     out = resolve_offline("how many did the one in second place open the year before?", [RANKING], PEOPLE, NOW)
     assert "Lars Nielsen" in out.standalone and "2024" in out.standalone and not out.within, out
+
+
+def test_the_most_said_bare_of_another_kind_is_the_last_ranking_over_it():
+    # the issue with the most reactions, then its author; "which PR that year had the most?" ranks PRs the same way
+    ranking = {"kind": "top", "field": "reactions.total_count", "limit": 1}
+    top = {
+        "standalone": "which issue from 2026 got the most reactions?",
+        "collection": "issues",
+        "times": ["2026"],
+        "plan": {"ir": {"collection": "issues", "shape": ranking}},
+    }
+    author = {**top, "standalone": "who opened issue acme/web#2210", "base": top["plan"]["ir"]}
+    out = resolve_offline("and which PR that year had the most?", [top, author], PEOPLE, NOW)
+    assert out.collection == "pull_requests"
+    # after a count there is no measure to carry over: the words are planned as they are
+    counted = {**top, "plan": {"ir": {"collection": "issues", "shape": {"kind": "count"}}}}
+    assert resolve_offline("and which PR that year had the most?", [counted], PEOPLE, NOW).collection == ""
+
+
+def test_number_one_a_window_earlier_is_the_last_ranking_moved_not_the_count_after_it():
+    counted = {**RANKING, "standalone": "how many PRs were merged in 2025", "answer_groups": {}, "answer_people": []}
+    out = resolve_offline("and who was number one the year before?", [RANKING, counted], PEOPLE, NOW)
+    assert out.resumed == (1, "the year before") and out.new_time, out
+    assert "merged the most PRs" in out.standalone and "2024" in out.standalone

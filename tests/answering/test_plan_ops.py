@@ -58,6 +58,7 @@ def _operate(setup, asked, turns, followup=None):
         ("who authored the oldest of them?", 1),
         ("最早的那个是谁提的？", 1),
         ("and the newest one, who wrote it?", -1),
+        ("这些 PRs 里最早的那个是谁开的？", 1),  # the last question's words said again: the same records
     ],
 )
 def test_the_person_of_one_record_at_an_end_of_the_last_records(setup, asked, order):
@@ -71,6 +72,12 @@ def test_the_person_of_one_record_at_an_end_of_the_last_records(setup, asked, or
     assert operation.plan.person_field == ("user.login", "github")
     # what comes next builds on the records, not on the one picked
     assert operation.base.to_json() == base_of(turn).to_json()
+
+
+def test_the_person_of_one_record_with_words_of_its_own_is_no_projection(setup):
+    turn = _turn(setup, "PRs opened in 2026")
+    operation = _operate(setup, "who opened the earliest one about retries?", [turn])
+    assert operation is None or "$group" not in str(operation.plan.pipeline if operation.plan else "")
 
 
 def _turn_plan(setup, question):
@@ -299,7 +306,16 @@ def test_no_switch_to_a_name_nobody_has_or_to_the_same_person(setup, person):
     assert _operate(setup, f"what about {person}?", [turn], FollowUp("", person=person)) is None
 
 
-@pytest.mark.parametrize("asked", ["how many comments did it get?", "and how many comments was that", "它有多少评论"])
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "how many comments did it get?",
+        "and how many comments was that",
+        "and how many comments did that PR get?",
+        "它有多少评论",
+        "它有几条评论",
+    ],
+)
 def test_a_field_of_the_one_record_the_last_answer_was(setup, asked):
     turn = _turn(setup, "which PR opened in 2026 has the most comments")
     operation = _operate(setup, asked, [turn])
@@ -323,7 +339,8 @@ def test_a_field_of_one_record_needs_one_record(setup):
 
 
 @pytest.mark.parametrize(
-    "asked,index", [("who opened the second one?", 1), ("第三条有多少评论", 2), ("and the last one?", -1)]
+    "asked,index",
+    [("who opened the second one?", 1), ("第三条有多少评论", 2), ("第二个有多少条评论", 1), ("and the last one?", -1)],
 )
 def test_a_record_of_the_last_answer_by_its_place(setup, asked, index):
     records = _run(setup, _turn_plan(setup, "PRs opened in 2026"))
@@ -366,3 +383,50 @@ def test_the_one_record_about_a_topic_and_a_field_of_it(setup):
     (one,) = [r for r in records if r["ref"] == rows[0]["ref"]]
     assert word in one["title"].lower() and rows[0]["comments"] == one["comments"]
     assert operation.base.to_json() == base_of(turn).to_json()  # the next follow-up builds on the records
+
+
+@pytest.mark.parametrize(
+    "asked", ["how many replies did she get from others in total", "how many replies did Priya get?"]
+)
+def test_the_replies_a_person_got_after_who_replied_to_her_are_those_replies_counted(setup, asked):
+    turn = _turn(setup, "who replied most to Priya?")
+    operation = _operate(setup, asked, [turn])
+    assert operation is not None and operation.plan.ir.shape.kind == "count"
+    replies = _run(setup, _turn_plan(setup, "who replied most to Priya?"))
+    (count,) = _run(setup, operation.plan)
+    assert count["count"] == sum(r["count"] for r in replies) > 0  # every reply to her, by anyone else
+
+
+def test_the_replies_someone_else_got_are_not_the_last_plans(setup):
+    turn = _turn(setup, "who replied most to Priya?")
+    operation = _operate(setup, "how many replies did Lars get?", [turn])
+    assert operation is None or "replies to that person" not in operation.how
+
+
+def test_who_replied_in_the_one_thread_the_most_ranks_its_replies_authors(tmp_path):
+    from tests.query.conftest import hand_made_world
+
+    def thread(i, user, repliers):
+        return {
+            "ref": f"C1:{i}",
+            "channel": "general",
+            "text": "t",
+            "date": f"2026-03-0{i}T10:00:00Z",
+            "user": user,
+            "reply_count": len(repliers),
+            "replies": [{"user": u, "ts": f"{i}.{n}"} for n, u in enumerate(repliers)],
+        }
+
+    messages = [thread(1, "U1", ["U2", "U3", "U3", "U1"]), thread(2, "U1", ["U2"]), thread(3, "U4", ["U2", "U2"])]
+    store, catalog = hand_made_world(tmp_path, {"messages": messages}, [])
+    ctx, _ = engine.resolve("which thread got the most replies", NOW, catalog, None)
+    turn_plan = OfflinePlanner().plan(ctx)
+    turn = {"standalone": "which thread got the most replies", "plan": {"ir": turn_plan.ir.to_json()}}
+    operation = operate("who replied in it the most?", FollowUp(""), [turn], catalog, None, NOW)
+    assert operation is not None and operation.plan.person_field == ("replies.user", "slack_id")
+    schema = catalog.schemas["messages"]
+    rows = run_pipeline(store, "messages", operation.plan.pipeline, tenant="t", principals=[], schema=schema)
+    assert [(r["_id"], r["count"]) for r in rows] == [("U3", 2), ("U1", 1), ("U2", 1)]
+    # the records before it were many: no one thread to look into
+    many = {"standalone": "threads", "plan": {"ir": {**turn_plan.ir.to_json(), "shape": {"kind": "list"}}}}
+    assert operate("who replied in it the most?", FollowUp(""), [many], catalog, None, NOW) is None

@@ -94,6 +94,9 @@ class ConditionStep(Draft):
             unmerged = self.mark(
                 r"\bnever (?:been |got |gets |get |was |were )?(?:merged|landed|shipped)\b"
                 r"|(?:\bnot|\b[a-z]+n't) (?:been |being |getting |got |gotten |get )?(?:merged|landed|shipped)\b"
+                # "which didn't make it in", "never went in": the idioms of merging, negated
+                r"|(?:\bnot|\bnever|n['’]t)\s+(?:(?:make|made|makes|making)\s+it\s+in(?:to\s+(?:main|master|the codebase|the repo))?"
+                r"|(?:go|went|gone|get|got|goes)\s+in)\b(?!\s+(?:\d|the\b|a\b|an\b))"
                 r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:ever )?(?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
                 r"|从未(?:被)?(?:merge|合并|合入)|从来没有?(?:被)?(?:merge|合并|合入)|(?:没有?|未)被(?:merge|合并|合入)"
             )
@@ -513,12 +516,21 @@ class ConditionStep(Draft):
         ]
         chinese = [
             (
-                r"(超过|至少|多于|少于|大于|小于)\s*(\d+)\s*(?:条|个|行)?(回复|评论|新增|删除|文件)",
+                r"(超过|至少|多于|少于|大于|小于)\s*(\d+)\s*(?:条|个|行|则)?(回复|评论|留言|新增|删除|文件)",
                 lambda m: (m.group(1), m.group(2), m.group(3)),
             ),
             (
-                r"(回复|评论|新增|删除|文件)数?\s*(超过|大于|多于|至少|少于|小于)\s*(\d+)",
+                r"(回复|评论|留言|新增|删除|文件)数?\s*(超过|大于|多于|至少|少于|小于)\s*(\d+)",
                 lambda m: (m.group(2), m.group(3), m.group(1)),
+            ),
+            # "被回复了 10 次以上", "10 条以上的评论": a bound said after the number
+            (
+                r"(回复|评论|留言)(?:了|过)?\s*(\d+)\s*(?:次|条|个|则)?\s*(以上|以下)",
+                lambda m: (m.group(3), m.group(2), m.group(1)),
+            ),
+            (
+                r"(\d+)\s*(?:次|条|个|则)?\s*(以上|以下)的?\s*(回复|评论|留言)",
+                lambda m: (m.group(2), m.group(1), m.group(3)),
             ),
         ]
         ops = {
@@ -541,6 +553,8 @@ class ConditionStep(Draft):
             "below": "$lt",
             "<": "$lt",
             "少于": "$lt",
+            "以上": "$gte",
+            "以下": "$lte",
             "小于": "$lt",
             "<=": "$lte",
             "exactly": "$eq",
@@ -596,7 +610,7 @@ class ConditionStep(Draft):
             and not (replying and self.has_filter(replying[0]))
             and not whose
             and self.mark(
-                r"\bthreads?\b|\bgot (?:any |some )?replies\b|\b(?:with|has|have|had) (?:any |some )?replies\b|帖子|讨论串|有人回复|有回复|带(?:有)?回复|得到(?:了)?回复|收到(?:了)?回复"
+                r"\bthreads?\b|\bgot (?:any |some )?replies\b|\b(?:with|has|have|had) (?:any |some )?replies\b|帖子|讨论串|有人回(?:复|应|答|过|了)?|有回复|带(?:有)?回复|得到(?:了)?回复|收到(?:了)?回复"
                 r"|\b(?:some(?:one|body)|any(?:one|body)|people|others)\s+(?:has\s+|have\s+)?(?:answered|replied(?:\s+to)?)\b"
             )
         ):
@@ -1005,6 +1019,7 @@ class ConditionStep(Draft):
             "comment": ["comments", "fields.comment.total"],
             "reaction": ["reactions.total_count"],  # "drew the most reactions": every emoji counted
             "评论": ["comments"],
+            "留言": ["comments"],  # "留言超過 2 則": the comments on a PR or issue
             # a reply to an issue is a comment on it
             "repl": ["reply_count", "comments"],
             "回复": ["reply_count", "comments"],

@@ -190,6 +190,9 @@ _UNITS = {
     "年": "year",
 }
 _UNIT = r"(day|date|week|month|year)"
+# The word a ranking of records begins with, a size said right before it ("the 3 most commented", "his two
+# longest threads")
+_RANKING_WORD = r"(?:most|least|fewest|highest|lowest|biggest|largest|longest|busiest|hottest)\b"
 _FEWEST = (
     r"\bfewest\b|(?<!\bat )\bleast\b|\bworst\b|\bquietest\b|\bslowest\b|\blowest\b|\bcalmest\b|最少|最低|最冷清|最安静"
 )
@@ -1056,19 +1059,22 @@ class ShapeStep(OwnAggregateStep):
         q = self.q[: measure[0]] + " " * (measure[1] - measure[0]) + self.q[measure[1] :]
         number = re.search(
             r"\btop\s*(\d+)\b|\b(\d+)\s+(?:\w+\s+)?(?:threads|posts|messages|discussions|prs|pull requests|issues|tickets)\b"
-            r"|前\s*(\d+)|(\d+)\s*(?:个|条)",
+            rf"|前\s*(\d+)|(\d+)\s*(?:个|条)|\b(\d{{1,3}})\s+{_RANKING_WORD}",
             q,
             re.I,
         )
         if number:
             return min(int(next(g for g in number.groups() if g)), 200)
+        # "the three", and a size said right before the ranking word wherever it stands: "lhoestq's three most
+        # commented PRs"
         words = re.search(
-            r"\b(?:top|the|which|what)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)",
+            r"\b(?:top|the|which|what)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)"
+            rf"|\b(two|three|four|five|six|seven|eight|nine|ten)\s+{_RANKING_WORD}",
             q,
             re.I,
         )
         if words:
-            return _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
+            return _WORD_NUMBERS[next(g for g in words.groups() if g).lower()]
         # "which threads had the most replies": a few; "the thread with the most replies", "which of
         # her threads ...": one.
         if re.search(r"\bwhich (?:one )?of\b|\bwhich one\b|哪一?(?:个|条|篇|项)(?!月|年|天|周|星期)", q, re.I):
@@ -1139,6 +1145,15 @@ class ShapeStep(OwnAggregateStep):
             ):
                 if re.search(pattern, self.q, re.I):
                     return role
+        mentioned = re.search(
+            r"\bwho\s+(?:got|gets|was|were|is|has\s+been|have\s+been|had\s+been)\s+(?:@-?)?mentioned\b"
+            r"|\bmost[- ](?:often[- ])?(?:@-?)?mentioned\b|谁被(?:@|提到|提及)|被(?:@|提到|提及)(?:得)?最多",
+            self.q,
+            re.I,
+        )
+        if mentioned and person_field_for(self.schema, "mentioned"):
+            self.use(mentioned.span(), "shape")
+            return "mentioned"  # "who got mentioned the most": the people the records @-mention, not their authors
         if re.search(r"\breview\w*|\bapprov\w*|审查|评审", self.q, re.I):
             return "reviewer"
         if person_field_for(self.schema, "replied_to") and re.search(

@@ -756,6 +756,7 @@ IMPLIED = re.compile(
     r"waiting|pending|awaiting|asked|requested|came|come|comes|coming|arriv\w*|"
     r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|whom?|whose|"
     r"active|busiest|biggest|largest|most|top|common|used|applied|counts?|volume|traffic|chatter|activity|busy|break|broken|down|breakdown|split|spread|across|vs|total|number|"
+    r"altogether|overall|combined|"
     r"fewest|least|quietest|calmest|lowest|smallest|shortest|fewer|quieter|"
     r"two|three|four|five|six|seven|eight|nine|ten|"
     r"谁|哪些人|哪位|发过?|发了|发过?言|发起|新开|开过|提过?|提交|创建|合并|评审|审查|回复|回[得了过]?|讨论串|指派|分配"
@@ -794,7 +795,8 @@ IMPLIED_NEEDS = [
         # "the quietest workspace", "the thread with the fewest replies": read by an ascending extreme only
         (r"fewest|least|quietest|calmest|lowest|smallest|shortest|fewer|quieter", "fewest"),
         (r"mention\w*|tagg\w*", "mentioned"),
-        (r"counts?|volume|total|number|times|traffic|chatter|activity|busy", "measure"),
+        # "how many messages has she written altogether": a count or total says it
+        (r"counts?|volume|total|number|times|traffic|chatter|activity|busy|altogether|overall|combined", "measure"),
         (r"break|broken|down|breakdown|split|spread|across|vs", "group"),
         (r"two|three|four|five|six|seven|eight|nine|ten", "number"),
     )

@@ -181,6 +181,20 @@ def test_the_record_with_the_most_of_a_measure_is_ranked_by_it_not_by_author(cat
     assert shape.field.endswith(measure)
 
 
+@pytest.mark.parametrize(
+    "question,size",
+    [
+        ("Alex Chen's three most commented PRs from 2026", 3),
+        ("Alex Chen's 4 most commented pull requests", 4),
+        ("the two longest threads in #payments", 2),
+    ],
+)
+def test_a_size_said_before_the_ranking_word_cuts_the_ranking_there(catalog, question, size):
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "top" and p.ir.shape.limit == size
+    assert not p.not_understood
+
+
 def test_the_replies_a_persons_threads_got_are_summed(catalog):
     p = plan(catalog, "total number of replies to all threads Alex Chen started")
     assert p.ir.shape.kind == "sum" and p.ir.shape.field == "reply_count"
@@ -748,3 +762,29 @@ def test_the_assignee_with_the_most_open_issues_said_freely(tmp_path, question):
     rows = run(p.ir, store, catalog.schemas["issues"])
     assert rows[0]["_id"] == "ana" and rows[0]["count"] == 3, p.pipeline
     assert not p.not_understood and not p.ir.text, p.not_understood
+
+
+@pytest.mark.parametrize("question", ["who got mentioned the most in #payments?", "#payments 里谁被@得最多"])
+def test_who_got_mentioned_the_most_ranks_the_people_mentioned_not_the_authors(tmp_path, question):
+    from context_engine.query.compile import compile_plan
+    from context_engine.query.execute import run_pipeline
+    from tests.query.conftest import hand_made_world
+
+    messages = [
+        {
+            "ref": f"C1:{i}",
+            "channel": "payments",
+            "text": "ping",
+            "date": f"2026-03-0{i + 1}T10:00:00Z",
+            "user": "U1",
+            "mentions": mentioned,
+        }
+        for i, mentioned in enumerate([["U2", "U3"], ["U2"], []])
+    ]
+    store, catalog = hand_made_world(tmp_path, {"messages": messages}, [])
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "group" and p.ir.shape.field == "mentions", p.pipeline
+    schema = catalog.schemas["messages"]
+    rows = run_pipeline(store, "messages", compile_plan(p.ir, schema), tenant="t", principals=[], schema=schema)
+    assert [(r["_id"], r["count"]) for r in rows] == [("U2", 2), ("U3", 1)]
+    assert not p.not_understood

@@ -60,8 +60,15 @@ def test_linking_step_links_stored_values_and_people_in_their_roles(catalog):
     [
         ("merged PRs", "pull_requests", [("merged", "eq", True)]),
         ("non-draft PRs", "pull_requests", [("draft", "eq", False)]),
+        ("PRs that didn't make it in", "pull_requests", [("merged", "eq", False)]),  # the idiom, negated
+        ("PRs that made it in", "pull_requests", [("merged", "eq", True)]),
         ("PRs without reviews", "pull_requests", [("reviews", "empty", None)]),
         ("threads with more than 5 replies", "messages", [("reply_count", "gt", 5)]),
+        ("留言超過 2 則的 PR", "pull_requests", [("comments", "gt", 2)]),  # 留言: a PR's comments
+        ("有几条消息有人回", "messages", [("reply_count", "gte", 1)]),  # 有人回: someone replied
+        ("有几条消息被回复了 10 次以上", "messages", [("reply_count", "gte", 10)]),  # a bound after the number
+        ("5 条以下评论的 PR", "pull_requests", [("comments", "lte", 5)]),
+        ("至少 3 則留言的 PR", "pull_requests", [("comments", "gte", 3)]),
         ("tickets not done yet", "issues", [("fields.status.name", "nin", ["Done", "Won't Do"])]),
     ],
 )
