@@ -37,11 +37,11 @@ from context_engine.query.ir import WORD_OPERATORS, PlanIR, Shape
 from context_engine.query.offline import CONFIDENT, OfflinePlanner
 from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.query.spelling import correct
-from context_engine.query.timeexpr import find_time_ranges
+from context_engine.query.timeexpr import AmbiguousTime, find_time_ranges
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
 from context_engine.query.value_cues import value_cues
 from context_engine.query.values import WHOLE_VALUE_END, ValueIndex, begins_name, written
-from context_engine.query.written_dates import dates_in_digits
+from context_engine.query.written_dates import dates_in_digits, months_spelt_right
 from context_engine.text import simplified
 
 
@@ -153,7 +153,17 @@ def resolve(
     # A tenant's own kind's field names ("by duration_minutes") are not people either.
     stored |= frozenset(path.lower() for s in catalog.schemas.values() if s.own_kind is not None for path in s.fields)
     reserved = stored - set(directory.index)
-    asked, question = question, correct(dates_in_digits(simplified(question)), stored | set(directory.index))
+    asked = question
+    question, both = months_spelt_right(dates_in_digits(simplified(question)), set(directory.index))
+    if both is not None:  # "Junee 2020" where someone is called Junee: a month or the person, asked
+        word, month = both
+        people = [directory.people[i] for i in sorted(directory.index[word.lower()])]
+        return None, ResolutionFailed(
+            f"{word!r} may be the month {month.capitalize()} misspelt or {_named(people)}; which did you mean?",
+            candidates=people[:MAX_CANDIDATES],
+            unresolved=word,
+        )
+    question = correct(question, stored | set(directory.index))
     mentions = [
         m
         for m in directory.find_mentions(question, asker, reserved=reserved)
@@ -201,7 +211,10 @@ def resolve(
         # "Albert Villanova" is one edit from the login albertvillanova, but no record names anyone so:
         # a full name the data does not hold is a guess, declined with the login as the candidate.
         return None, _no_one_named(joined.text, directory, values, [joined.person])
-    times = find_time_ranges(question, now)
+    try:
+        times = find_time_ranges(question, now)
+    except AmbiguousTime as exc:  # "03/04/2021": both readings offered, never one guessed
+        return None, ResolutionFailed(str(exc), unresolved=exc.text)
     unknown = _unknown_person(question, mentions, [t.text for t in times], reserved, values)
     if unknown is not None:
         near = [m.person for m in mentions if m.person is not None and m.score < 100 and m.text in unknown]

@@ -11,6 +11,7 @@ from context_engine.query.fulltext import SHORT_FORMS, spelling_variants
 from context_engine.query.identity import CALENDAR_NAMES, COMMON_WORDS
 from context_engine.query.ir import MAX_WORDS, WORD, WORD_OPERATORS, Filter, Shape
 from context_engine.query.planner.draft import NUMBER_WORDS, STATE_FIELDS, Draft
+from context_engine.query.timeexpr import timeish_spans
 from context_engine.text import tokenize
 
 # Words that carry no topic: never sent to full-text search.
@@ -589,6 +590,14 @@ class SpanStep(Draft):
                 m.span()
                 for m in _CJK_COMPARATIVE.finditer(self.q)
                 if not self._is_used(m.span()) and not self._implied_by_plan("most", shape, m.span())
+            ]
+        if structured:  # a time said that no rule read is reported, never dropped (all time would be counted)
+            missed += [
+                (a, b)
+                for a, b in timeish_spans(self.q)
+                if not self._is_used((a, b))
+                and not any(a < e and s < b for s, e in missed)
+                and not any(s <= a and b <= e for s, e in self.collection_spans)
             ]
         undated = [span for span in self.undated if not self._is_used(span)]
         missed = sorted([m for m in missed if not any(a <= m[0] and m[1] <= b for a, b in undated)] + undated)
