@@ -883,7 +883,7 @@ _BRACKET_AFTER = re.compile(r"[^\d()（）]{0,12}[(（]\s*(?:[^\W\d]+\s+){0,3}")
 
 def _narrows(prev: TimeRange, rng: TimeRange, now: datetime) -> tuple[datetime, datetime] | None:
     """The bounds of a period in brackets that pins down the one before it: read in that one's year
-    when it names none, and overlapping it ("around Christmas 2020 (the week of Dec 21-27)": Dec 21-28).
+    when it names none, and holding it ("around Christmas 2020 (the week of Dec 21-27)": Dec 21-28).
     The explicit period wins; None when the two are not the same time said twice."""
     if prev.start is None or prev.end is None or rng.start is None or rng.end is None:
         return None
@@ -893,7 +893,9 @@ def _narrows(prev: TimeRange, rng: TimeRange, now: datetime) -> tuple[datetime, 
         if len(again) != 1 or again[0].start is None or again[0].end is None:
             return None
         start, end = again[0].start, again[0].end
-    return (start, end) if start < prev.end and prev.start < end else None
+    # It holds the one before ("Christmas 2020 (Dec 21-27)"): the vague day said more fully. One inside a
+    # period said outright ("closed in 2025 (March)") is a second period, not this one explained.
+    return (start, end) if start <= prev.start and prev.end <= end else None
 
 
 def _restates(prev: TimeRange, rng: TimeRange, now: datetime) -> bool:
