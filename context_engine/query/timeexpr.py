@@ -1038,11 +1038,11 @@ def _open_ended(
 # `written_dates.month_typos`), a quarter, a year named from now, digits joined by "/" or "-" as dates are.
 # One no time rule read is reported unread, never dropped (which would answer for all time).
 _TIMEISH = re.compile(
-    r"(?<![#\w.])(?:19|20)\d\d(?![\w.])|['’]\d\d(?![\w'’])"
+    r"(?<![\w/.\-])\d{1,4}[/\-]\d{1,4}(?:[/\-]\d{1,4})?(?![\w/.\-])"
+    r"|(?<![#\w.])(?:19|20)\d\d(?![\w.])|['’]\d\d(?![\w'’])"
     r"|\b(?:january|february|march|april|june|july|august|september|october|november|december"
     r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b\.?(?=\s*(?:\d|['’]\d))"
-    r"|\bq[1-4]\b|\bquarters?\b|季度|\bhalf[- ]year\b|半年|\byear before\b|大前年|前年|去年|今年|明年"
-    r"|(?<![\w/.\-])\d{1,4}[/\-]\d{1,4}(?:[/\-]\d{1,4})?(?![\w/.\-])",
+    r"|\bq\d\b|\bquarters?\b|季度|\bhalf[- ]year\b|半年|\byear before\b|大前年|前年|去年|今年|明年",
     re.I,
 )
 

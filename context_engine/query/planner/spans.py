@@ -591,14 +591,16 @@ class SpanStep(Draft):
                 for m in _CJK_COMPARATIVE.finditer(self.q)
                 if not self._is_used(m.span()) and not self._implied_by_plan("most", shape, m.span())
             ]
-        if structured:  # a time said that no rule read is reported, never dropped (all time would be counted)
-            missed += [
-                (a, b)
-                for a, b in timeish_spans(self.q)
-                if not self._is_used((a, b))
-                and not any(a < e and s < b for s, e in missed)
-                and not any(s <= a and b <= e for s, e in self.collection_spans)
-            ]
+        # a time said that no rule read is reported, never dropped (all time would be counted); in a keyword
+        # search too, where it was only looked for as a word
+        missed += [
+            (a, b)
+            for a, b in timeish_spans(self.q)
+            # read only in part ("2019-2021" read as 2021) is not read either
+            if not all(any(u <= i < v for u, v in self.used) for i in range(a, b))
+            and not any(a < e and s < b for s, e in missed)
+            and not any(s <= a and b <= e for s, e in self.collection_spans)
+        ]
         undated = [span for span in self.undated if not self._is_used(span)]
         missed = sorted([m for m in missed if not any(a <= m[0] and m[1] <= b for a, b in undated)] + undated)
         unread = [{"text": self.q[a:b], "start": a, "end": b, "how": "unknown"} for a, b in _joined(self.q, missed)]
