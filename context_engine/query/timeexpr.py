@@ -425,6 +425,15 @@ def _rules(now: datetime):
             r"(?<![\d/.\-])(0?[1-9]|1[0-2])[/\-](20\d\d)(?![\d]|[/\-]\d)",
             lambda m: _whole_month(int(m.group(2)), int(m.group(1))),
         ),
+        # Years joined by a dash: "2019-2021", "2019–2021" run from the first's start to the last's end
+        (
+            r"(?<![\d/.\-])(20\d\d)\s*[-–]\s*(20\d\d)(?![\d]|[/\-]\d)",
+            lambda m: (
+                (datetime(int(m.group(1)), 1, 1), datetime(int(m.group(2)) + 1, 1, 1))
+                if m.group(1) < m.group(2)
+                else None
+            ),
+        ),
         # A day in digits with its year: "21/12/2020", "12/21/2020" (declined when both orders read)
         (
             r"(?<![\d/.\-])(\d{1,2})/(\d{1,2})/(20\d\d)(?![\d/])",
