@@ -538,6 +538,16 @@ def _rules(now: datetime):
                 _month_start(int(m.group(1)), cn_number(m.group(3)) + 1),
             ),
         ),
+        # 2019 年 4 月第一周, 4 月的最后一周: as "the first week of April 2019"
+        (
+            r"(?:(20\d\d)\s*年\s*)?(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*的?\s*(?:第\s*([一二三四1-4])|(最后))\s*(?:一\s*)?"
+            r"(?:周|个星期|星期|个礼拜|礼拜)",
+            lambda m: _week_of_month(
+                "last" if m.group(4) else "first second third fourth".split()[cn_number(m.group(3)) - 1],
+                int(m.group(1)) if m.group(1) else _year_of(now, cn_number(m.group(2))),
+                cn_number(m.group(2)),
+            ),
+        ),
         # "the first week of April 2019": days 1-7 (the second 8-14 ...); the last week: the month's last 7 days
         (
             rf"\b(?:in |during )?(?:the )?(first|second|third|fourth|last|1st|2nd|3rd|4th) week of {_MONTH}\.?,?(?: (20\d\d))?\b",

@@ -340,6 +340,9 @@ def test_last_summer_asked_in_summer_is_the_year_before():
         ("opened around Christmas 2020 (the week of Dec 21-27)?", D(2020, 12, 21), D(2020, 12, 28)),
         ("around Christmas 2018 (Dec 21-27)", D(2018, 12, 21), D(2018, 12, 28)),
         ("2020 年圣诞节前后那一周（12/21–12/27）开了哪些 issue？", D(2020, 12, 21), D(2020, 12, 28)),
+        ("Lynne 在 2019 年 4 月第一周发了几条消息？", D(2019, 4, 1), D(2019, 4, 8)),
+        ("2019 年 4 月的最后一周", D(2019, 4, 24), D(2019, 5, 1)),
+        ("3 月第二个星期", D(2026, 3, 8), D(2026, 3, 15)),
         # abbreviations and two-digit years
         ("in Sept '22", D(2022, 9, 1), D(2022, 10, 1)),
         ("Sept ’17", D(2017, 9, 1), D(2017, 10, 1)),
