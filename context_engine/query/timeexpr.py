@@ -540,8 +540,10 @@ def _rules(now: datetime):
         ),
         # 2019 年 4 月第一周, 4 月的最后一周: as "the first week of April 2019"
         (
-            r"(?:(20\d\d)\s*年\s*)?(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*的?\s*(?:第\s*([一二三四1-4])|(最后))\s*(?:一\s*)?"
-            r"(?:周|个星期|星期|个礼拜|礼拜)",
+            (
+                r"(?:(20\d\d)\s*年\s*)?(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*的?\s*(?:第\s*([一二三四1-4])|(最后))\s*(?:一\s*)?"
+                r"(?:周|个星期|星期|个礼拜|礼拜)"
+            ),
             lambda m: _week_of_month(
                 "last" if m.group(4) else "first second third fourth".split()[cn_number(m.group(3)) - 1],
                 int(m.group(1)) if m.group(1) else _year_of(now, cn_number(m.group(2))),
@@ -828,7 +830,38 @@ def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
             if bound is not None:
                 check_time_range(bound, f"the time {rng.text!r} ({bound.date().isoformat()})")
         found.append((start, end, rng))
-    return [r for _, _, r in _without_restatements(question, _joined(question, sorted(found, key=lambda x: x[0])), now)]
+    ranges = [
+        r for _, _, r in _without_restatements(question, _joined(question, sorted(found, key=lambda x: x[0])), now)
+    ]
+    return _bare_months_in_the_year_said(ranges)
+
+
+_BARE_MONTH = re.compile(rf"(?:(?:in|during)\s+)?{_MONTH}\.?|(\d{{1,2}}|[一二三四五六七八九十]+)\s*月份?", re.I)
+
+
+def _bare_months_in_the_year_said(ranges: list[TimeRange]) -> list[TimeRange]:
+    """A month said without a year beside months said with one ("Feb 2024 vs Jan", "2024 年 2 月 … 环比
+    1 月") is of that year, not the latest such month before now."""
+    years = {
+        r.start.year
+        for r in ranges
+        if re.search(r"\d{4}", r.text)
+        and r.start
+        and r.end
+        and r.start.day == 1
+        and r.end == _month_start(r.start.year, r.start.month + 1)
+    }
+    if len(years) != 1:
+        return ranges
+    (year,) = years
+    out = []
+    for r in ranges:
+        bare = _BARE_MONTH.fullmatch(r.text.strip())
+        if bare and r.start is not None and r.start.year != year:
+            month = MONTHS[bare.group(1).lower()] if bare.group(1) else cn_number(bare.group(2))
+            r = TimeRange(datetime(year, month, 1), _month_start(year, month + 1), r.text, r.verb)
+        out.append(r)
+    return out
 
 
 # "between 2019 and 2021", "from 2019 to 2021", "2019 到 2021 年", "between the start of April and the end

@@ -387,3 +387,15 @@ def test_time_looking_words_no_rule_reads(question, word):
     spans = [question[a:b] for a, b in timeish_spans(question)]
     assert word in spans
     assert not any(word in r.text for r in find_time_ranges(question, NOW))
+
+
+@pytest.mark.parametrize(
+    "text,months",
+    [
+        ("new issues in Feb 2024 vs Jan — percent change?", [(2024, 2), (2024, 1)]),
+        ("2024 年 2 月新开的 issue 环比 1 月变化了多少？", [(2024, 2), (2024, 1)]),
+        ("Jan vs Feb", [(2026, 1), (2026, 2)]),  # no year said: the latest of each
+    ],
+)
+def test_a_bare_month_beside_a_month_of_a_year_is_of_that_year(text, months):
+    assert [(r.start.year, r.start.month) for r in find_time_ranges(text, NOW)] == months
