@@ -227,6 +227,8 @@ def _part_of_year(m: re.Match, now: datetime) -> tuple[datetime, datetime] | Non
     the words bound an open or joined period instead."""
     if _BOUND_BEFORE.search(m.string[: m.start()]):
         return None
+    if m.group(1) in ("start", "beginning") and re.search(r"this|current|今年", m.group(2)):
+        return None  # "the start of this year" runs from then to now, like "the start of the week"
     year = _year_named(now, m.group(2))
     first, months = {"end": (12, 1), "start": (1, 1), "beginning": (1, 1), "middle": (6, 2)}[m.group(1)]
     return datetime(year, first, 1), _month_start(year, first + months)

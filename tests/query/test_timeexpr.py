@@ -315,6 +315,7 @@ def test_last_summer_asked_in_summer_is_the_year_before():
         ("closed at the end of 2021", D(2021, 12, 1), D(2022, 1, 1)),
         ("at the beginning of 2022", D(2022, 1, 1), D(2022, 2, 1)),
         ("the start of last year", D(2025, 1, 1), D(2025, 2, 1)),
+        ("at the start of this year", D(2026, 1, 1), datetime(2026, 11, 30, 12, 0)),  # from then up to now
         ("in the middle of 2022", D(2022, 6, 1), D(2022, 8, 1)),
         ("closed at the end of 2021 (in December)", D(2021, 12, 1), D(2022, 1, 1)),
         # ... but as a bound it bounds ("before the end of 2021" is before 2022)
