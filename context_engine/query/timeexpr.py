@@ -392,20 +392,17 @@ def _rules(now: datetime):
             lambda m: _quarter(_year_named(now, m.group(2)), _ORDINAL_NUMBER[m.group(1)]),
         ),
         (
-            rf"\bq([1-4])\s*(?:of\s+|in\s+)?{_REL_YEAR}|{_REL_YEAR}['’]s\s+q([1-4])\b",
-            lambda m: _quarter(
-                _year_named(now, re.search(_REL_YEAR, m.group(0)).group(0)), int(m.group(1) or m.group(2))
-            ),
+            rf"\bq([1-4])\s*(?:of\s+|in\s+)?({_REL_YEAR})|({_REL_YEAR})['’]s\s+q([1-4])\b",
+            lambda m: _quarter(_year_named(now, m.group(2) or m.group(3)), int(m.group(1) or m.group(4))),
         ),
         (
             r"(大前年|前年|去年|今年)\s*的?\s*第?\s*([一二三四1-4])\s*季度",
             lambda m: _quarter(_year_named(now, m.group(1)), cn_number(m.group(2))),
         ),
         (
-            rf"\b(?:the )?(first|second) half of {_REL_YEAR}|(大前年|前年|去年|今年)\s*的?\s*(上|下)半年",
+            rf"\b(?:the )?(first|second) half of ({_REL_YEAR})|(大前年|前年|去年|今年)\s*的?\s*(上|下)半年",
             lambda m: _half(
-                _year_named(now, re.search(_REL_YEAR, m.group(0)).group(0)),
-                1 if (m.group(1) == "first" or m.group(3) == "上") else 2,
+                _year_named(now, m.group(2) or m.group(3)), 1 if (m.group(1) == "first" or m.group(4) == "上") else 2
             ),
         ),
         # "the end of 2021": its December (see `_part_of_year`)
