@@ -37,11 +37,11 @@ from context_engine.query.ir import WORD_OPERATORS, PlanIR, Shape
 from context_engine.query.offline import CONFIDENT, OfflinePlanner
 from context_engine.query.plan import Attempt, Plan, PlanningContext
 from context_engine.query.spelling import correct
-from context_engine.query.timeexpr import find_time_ranges
+from context_engine.query.timeexpr import AmbiguousTime, find_time_ranges
 from context_engine.query.validate import ValidationPolicy, validate_pipeline
 from context_engine.query.value_cues import value_cues
 from context_engine.query.values import WHOLE_VALUE_END, ValueIndex, begins_name, written
-from context_engine.query.written_dates import dates_in_digits
+from context_engine.query.written_dates import dates_in_digits, months_spelt_right
 from context_engine.text import simplified
 
 
@@ -154,13 +154,26 @@ def resolve(
     # A tenant's own kind's field names ("by duration_minutes") are not people either.
     stored |= frozenset(path.lower() for s in catalog.schemas.values() if s.own_kind is not None for path in s.fields)
     reserved = stored - set(directory.index)
-    asked, question = question, correct(dates_in_digits(simplified(question)), stored | set(directory.index))
+    asked = question
+    question, both = months_spelt_right(dates_in_digits(simplified(question)), set(directory.index))
+    if both is not None:  # "Junee 2020" where someone is called Junee: a month or the person, asked
+        word, month = both
+        people = [directory.people[i] for i in sorted(directory.index[word.lower()])]
+        return None, ResolutionFailed(
+            f"{word!r} may be the month {month.capitalize()} misspelt or {_named(people)}; which did you mean?",
+            candidates=people[:MAX_CANDIDATES],
+            unresolved=word,
+        )
+    question = correct(question, stored | set(directory.index))
     mentions = [
         m
         for m in directory.find_mentions(question, asker, reserved=reserved)
         if not (m.score < 100 and m.text.islower() and _TOPIC_CUE_BEFORE.search(question[: m.start]))
     ]  # "messages mentioning macro", "提到 macro": a subject, not a typo for Mauro
-    times = find_time_ranges(question, now)
+    try:
+        times = find_time_ranges(question, now)
+    except AmbiguousTime as exc:  # "03/04/2021": both readings offered, never one guessed
+        return None, ResolutionFailed(str(exc), unresolved=exc.text)
     # A word of a date ("Valentine's Day 2019", "Christmas Eve") is the date's, not someone's name.
     dated = [(m.start(), m.end()) for t in times for m in re.finditer(re.escape(t.text), question)]
     mentions = [m for m in mentions if m.is_asker or not any(a <= m.start and m.end <= b for a, b in dated)]
@@ -750,6 +763,11 @@ def unmatched_topic(
     if ir.text and 2 <= len(words) <= 4:
         unread["each_unmentioned"] = not any(
             mentioned([{"$match": {"$text": {"$search": f'"{w}"'}}}, {"$limit": 1}]) for w in sorted(words)
+        )
+    elif not ir.text and schema is not None and 2 <= len(word_filters) <= 4:
+        unread["each_unmentioned"] = not any(
+            mentioned(compile_plan(PlanIR(plan_.collection, filters=[f], shape=Shape("list", limit=1)), schema))
+            for f in word_filters
         )
     return unread
 

@@ -201,6 +201,125 @@ def _holiday(now: datetime, name: str, year: str | None) -> tuple[datetime, date
     return start, start + timedelta(days=1)
 
 
+# A year named from now: "last year", "the year before last", 前年 (two years back), 大前年 (three)
+_REL_YEAR = (
+    r"(?:(?:the\s+)?year\s+before\s+last(?:\s+year)?|(?:the\s+)?(?:last|previous|prior|this|current)\s+year"
+    r"|大前年|前年|去年|今年)"
+)
+_YEAR = rf"(20\d\d|{_REL_YEAR})"  # a year in digits or named from now
+
+
+def _year_named(now: datetime, text: str) -> int:
+    """The year of `_YEAR`'s words at `now`."""
+    if text.isdigit():
+        return int(text)
+    if text == "大前年":
+        return now.year - 3
+    if "before" in text or text == "前年":
+        return now.year - 2
+    return now.year - bool(re.search(r"去年|last|previous|prior", text))
+
+
+_ORDINAL_NUMBER = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "last": 4}
+# The words right before "the end of 2021" that make it a bound of an open or joined period ("before the
+# end of 2021", "from the start of April to the end of June 2022"): there the year is read whole and
+# `_open_ended` / `_joined` place the bound, so the part of the year is not read on its own.
+_BOUND_BEFORE = re.compile(
+    r"(?:\b(?:before|prior to|earlier than|until|till|through|thru|up to|by|since|after|later than|from|between|starting"
+    r"|beginning|and|to|as late as|no later than|not later than|not after)|-|–|到|至|从)\s*$"
+)
+
+
+def _part_of_year(m: re.Match, now: datetime) -> tuple[datetime, datetime] | None:
+    """ "the end of 2021": its December; "the start/beginning": its January; "the middle": June and July
+    (the two months either side of mid-year). A fixed reading, said in the understood span; None where
+    the words bound an open or joined period instead."""
+    if _BOUND_BEFORE.search(m.string[: m.start()]):
+        return None
+    if m.group(1) in ("start", "beginning") and re.search(r"this|current|今年", m.group(2)):
+        return None  # "the start of this year" runs from then to now, like "the start of the week"
+    year = _year_named(now, m.group(2))
+    first, months = {"end": (12, 1), "start": (1, 1), "beginning": (1, 1), "middle": (6, 2)}[m.group(1)]
+    return datetime(year, first, 1), _month_start(year, first + months)
+
+
+class AmbiguousTime(Exception):  # not a ValueError: `_resolved` reads those as impossible dates
+    """A date written so that it reads two ways ("03/04/2021": 3 April or 4 March): declined, with both."""
+
+    def __init__(self, message: str, text: str):
+        super().__init__(message)
+        self.text = text
+
+
+def _numeric_day(a: int, b: int, year: int, text: str) -> datetime:
+    """A day written a/b: month/day when only that reads (b > 12), day/month when only that does;
+    both ≤ 12 and different is AmbiguousTime naming the two readings."""
+    month_first = b > 12 or a == b
+    if a > 12:
+        month_first = False
+    elif b <= 12 and a != b:
+        x, y = datetime(year, a, b), datetime(year, b, a)
+        raise AmbiguousTime(
+            f"the date {text!r} reads two ways: {x:%B} {x.day}, {year} (month/day) or {y:%B} {y.day}, {year}"
+            " (day/month); which did you mean? Write it as the month's name or YYYY-MM-DD",
+            text,
+        )
+    return datetime(year, a, b) if month_first else datetime(year, b, a)
+
+
+def _numeric_days(m: re.Match, now: datetime) -> tuple[datetime, datetime]:
+    """ "12/21–12/27" (a run of days written a/b-c/d, with or without a year after): both ends read the
+    same way round; without a year, the latest such run that began by now."""
+    text = m.group(0).strip()
+    year = int(m.group(5)) if m.group(5) else now.year
+    try:
+        first = _numeric_day(int(m.group(1)), int(m.group(2)), year, text)
+        last = _numeric_day(int(m.group(3)), int(m.group(4)), year, text)
+    except AmbiguousTime:
+        # one end may settle the order ("3/4-3/20"): read both ends that way round if it fits
+        orders = [
+            (datetime(year, int(m.group(i)), int(m.group(j))), datetime(year, int(m.group(k)), int(m.group(n))))
+            for i, j, k, n in ((1, 2, 3, 4), (2, 1, 4, 3))
+            if max(int(m.group(i)), int(m.group(k))) <= 12 and max(int(m.group(j)), int(m.group(n))) <= 31
+        ]
+        if len(orders) != 1:
+            raise
+        first, last = orders[0]
+    if (first.month, first.day) > (last.month, last.day) and not m.group(5):
+        first = first.replace(year=year - 1)  # "12/28–1/3": across the new year
+    if not m.group(5) and first > now:
+        first, last = first.replace(year=first.year - 1), last.replace(year=last.year - 1)
+    return first, last + timedelta(days=1)
+
+
+def _whole_month(year: int, month: int) -> tuple[datetime, datetime]:
+    return datetime(year, month, 1), _month_start(year, month + 1)
+
+
+def _whole_year(year: int) -> tuple[datetime, datetime]:
+    return datetime(year, 1, 1), datetime(year + 1, 1, 1)
+
+
+def _one_day(day: datetime) -> tuple[datetime, datetime]:
+    return day, day + timedelta(days=1)
+
+
+def _edge_of_year(which: str, unit: str, year: int) -> tuple[datetime, datetime]:
+    """ "the last month of 2021": December; "the first week of 2021": January 1-7; "the last week": its
+    last seven days (as "the last week of April" is the month's)."""
+    if unit == "month":
+        return _whole_month(year, 1 if which == "first" else 12)
+    if which == "first":
+        return datetime(year, 1, 1), datetime(year, 1, 8)
+    return datetime(year, 12, 25), datetime(year + 1, 1, 1)
+
+
+def _day_run(now: datetime, month: int, first: int, last: int, year: str | None) -> tuple[datetime, datetime]:
+    """Days `first`..`last` of a month; without a year, of the latest such month that began by now."""
+    y = int(year) if year else _year_of(now, month)
+    return datetime(y, month, first), datetime(y, month, last) + timedelta(days=1)
+
+
 _UNIT_WORDS = (
     "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen"
     " eighteen nineteen"
@@ -269,6 +388,92 @@ def _rules(now: datetime):
         return start, start + timedelta(days=7)
 
     return [
+        # "the last month of 2021" is its December, "the first week of last year" its days 1-7: before
+        # "last month" and "last week", which are named from now
+        (
+            rf"\b(?:in |during )?(?:the )?(last|final|first) (month|week) of {_YEAR}",
+            lambda m: _edge_of_year(m.group(1), m.group(2), _year_named(now, m.group(3))),
+        ),
+        # a quarter or half of a year named from now: "Q3 last year", "the third quarter of last year",
+        # "last year's Q3", 去年第三季度, 前年下半年; and of a year in digits ("the last quarter of 2021")
+        (
+            rf"\b(?:the\s+)?(first|second|third|fourth|1st|2nd|3rd|4th|last)\s+quarter\s+of\s+{_YEAR}",
+            lambda m: _quarter(_year_named(now, m.group(2)), _ORDINAL_NUMBER[m.group(1)]),
+        ),
+        (
+            rf"\bq([1-4])\s*(?:of\s+|in\s+)?({_REL_YEAR})|({_REL_YEAR})['’]s\s+q([1-4])\b",
+            lambda m: _quarter(_year_named(now, m.group(2) or m.group(3)), int(m.group(1) or m.group(4))),
+        ),
+        (
+            r"(大前年|前年|去年|今年)\s*的?\s*第?\s*([一二三四1-4])\s*季度",
+            lambda m: _quarter(_year_named(now, m.group(1)), cn_number(m.group(2))),
+        ),
+        (
+            rf"\b(?:the )?(first|second) half of ({_REL_YEAR})|(大前年|前年|去年|今年)\s*的?\s*(上|下)半年",
+            lambda m: _half(
+                _year_named(now, m.group(2) or m.group(3)), 1 if (m.group(1) == "first" or m.group(4) == "上") else 2
+            ),
+        ),
+        # "the end of 2021": its December (see `_part_of_year`)
+        (
+            rf"\b(?:at |in |towards? |around )?(?:the\s+)?(end|start|beginning|middle)\s+of\s+{_YEAR}",
+            lambda m: _part_of_year(m, now),
+        ),
+        # A year named from now further back than last year: before "last year" / 去年
+        (
+            r"\b(?:in |during )?(?:the )?year before last(?: year)?\b|大前年|(?<!大)前年",
+            lambda m: _whole_year(_year_named(now, m.group(0))),
+        ),
+        # A month in digits: "03/2021", "3/2021", "2021-03", "2021/03" (a day "2021-03-05" is read below)
+        (
+            r"(?<![\d/.\-])(20\d\d)[/\-](0?[1-9]|1[0-2])(?![\d]|[/\-]\d)",
+            lambda m: _whole_month(int(m.group(1)), int(m.group(2))),
+        ),
+        (
+            r"(?<![\d/.\-])(0?[1-9]|1[0-2])[/\-](20\d\d)(?![\d]|[/\-]\d)",
+            lambda m: _whole_month(int(m.group(2)), int(m.group(1))),
+        ),
+        # Years joined by a dash: "2019-2021", "2019–2021" run from the first's start to the last's end
+        (
+            r"(?<![\d/.\-])(20\d\d)\s*[-–]\s*(20\d\d)(?![\d]|[/\-]\d)",
+            lambda m: (
+                (datetime(int(m.group(1)), 1, 1), datetime(int(m.group(2)) + 1, 1, 1))
+                if m.group(1) < m.group(2)
+                else None
+            ),
+        ),
+        # A day in digits with its year: "21/12/2020", "12/21/2020" (declined when both orders read)
+        (
+            r"(?<![\d/.\-])(\d{1,2})/(\d{1,2})/(20\d\d)(?![\d/])",
+            lambda m: _one_day(_numeric_day(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(0))),
+        ),
+        # Runs of days: "12/21–12/27", "Dec 21-27", "21st to 27th Dec", "from the 21st to the 27th of
+        # December 2020"; without a year, the latest such run that began by now
+        (
+            (
+                r"(?<![\d/.\-])(\d{1,2})/(\d{1,2})\s*(?:-|–|~|to|through|until|到|至)\s*(\d{1,2})/(\d{1,2})(?![\d/])"
+                r"(?:,?\s*(20\d\d)\b)?"
+            ),
+            lambda m: _numeric_days(m, now),
+        ),
+        (
+            (
+                rf"\b{_MONTH}\.? (\d{{1,2}})(?:st|nd|rd|th)?\s*(?:-|–|to|through|until)\s*(\d{{1,2}})(?:st|nd|rd|th)?\b"
+                r"(?:,? (20\d\d)\b)?(?![/\-]\d)"
+            ),
+            lambda m: _day_run(now, MONTHS[m.group(1)], int(m.group(2)), int(m.group(3)), m.group(4)),
+        ),
+        (
+            (
+                r"\b(?:from |between )?(?:the )?(\d{1,2})(?:st|nd|rd|th)?\s*(?:-|–|to|through|until|and)\s*(?:the )?"
+                rf"(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b\.?(?:,?\s+(20\d\d)\b)?"
+            ),
+            lambda m: (
+                None
+                if m.group(3) == "may" and not m.group(4)  # "2 to 5 may ...": a verb, not the month
+                else _day_run(now, MONTHS[m.group(3)], int(m.group(1)), int(m.group(2)), m.group(4))
+            ),
+        ),
         # A season named from now: "last summer" is the latest summer over by now (at a February `now`,
         # last year's; in October, this year's), "this summer" this year's; 去年夏天, 今年春天 by the year said.
         # Before "last year" / 去年, which would read the year alone.
@@ -300,21 +505,6 @@ def _rules(now: datetime):
                 r"(?:那|这|所在的?)(?:一)?(?:周|星期|个星期|礼拜|个礼拜)"
             ),
             lambda m: week_of(int(m.group(1)), cn_number(m.group(2)), cn_number(m.group(3))),
-        ),
-        # A run of days in one month ("between 10 and 20 May 2019", "Feb 1-14 2019"): before the single days
-        (
-            rf"\bbetween (\d{{1,2}})(?:st|nd|rd|th)? and (\d{{1,2}})(?:st|nd|rd|th)? {_MONTH}\.?,? (20\d\d)\b",
-            lambda m: (
-                datetime(int(m.group(4)), MONTHS[m.group(3)], int(m.group(1))),
-                datetime(int(m.group(4)), MONTHS[m.group(3)], int(m.group(2))) + timedelta(days=1),
-            ),
-        ),
-        (
-            rf"\b{_MONTH}\.? (\d{{1,2}})(?:st|nd|rd|th)?\s*[-–]\s*(\d{{1,2}})(?:st|nd|rd|th)?,? (20\d\d)\b",
-            lambda m: (
-                datetime(int(m.group(4)), MONTHS[m.group(1)], int(m.group(2))),
-                datetime(int(m.group(4)), MONTHS[m.group(1)], int(m.group(3))) + timedelta(days=1),
-            ),
         ),
         (
             rf"\b(?:the )?(first|second) half of {_MONTH}\.?,?(?: (20\d\d))?\b",
@@ -354,6 +544,18 @@ def _rules(now: datetime):
             lambda m: (
                 datetime(int(m.group(1)), cn_number(m.group(2)), 1),
                 _month_start(int(m.group(1)), cn_number(m.group(3)) + 1),
+            ),
+        ),
+        # 2019 年 4 月第一周, 4 月的最后一周: as "the first week of April 2019"
+        (
+            (
+                r"(?:(20\d\d)\s*年\s*)?(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*的?\s*(?:第\s*([一二三四1-4])|(最后))\s*(?:一\s*)?"
+                r"(?:周|个星期|星期|个礼拜|礼拜)"
+            ),
+            lambda m: _week_of_month(
+                "last" if m.group(4) else "first second third fourth".split()[cn_number(m.group(3)) - 1],
+                int(m.group(1)) if m.group(1) else _year_of(now, cn_number(m.group(2))),
+                cn_number(m.group(2)),
             ),
         ),
         # "the first week of April 2019": days 1-7 (the second 8-14 ...); the last week: the month's last 7 days
@@ -457,15 +659,6 @@ def _rules(now: datetime):
         (
             r"\bq([1-4])\b|第([一二三四1-4])季度",
             lambda m: _quarter(now.year, int(m.group(1)) if m.group(1) else cn_number(m.group(2))),
-        ),
-        (
-            r"\b(?:the\s+)?(first|second|third|fourth|1st|2nd|3rd|4th|last)\s+quarter\s+of\s+(20\d\d)\b",
-            lambda m: _quarter(
-                int(m.group(2)),
-                {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "last": 4}[
-                    m.group(1)
-                ],
-            ),
         ),
         (
             r"\b(?:the )?(first|second) half(?: of (?:the|this) year)?\b(?! of)",
@@ -647,7 +840,38 @@ def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
         found.append((start, end, rng))
     # a period inside another's words (the aside of "christmas 2017 (december 25) or earlier") is its part
     found = [f for f in found if not any(o is not f and o[0] <= f[0] and f[1] <= o[1] for o in found)]
-    return [r for _, _, r in _without_restatements(question, _joined(question, sorted(found, key=lambda x: x[0])), now)]
+    ranges = [
+        r for _, _, r in _without_restatements(question, _joined(question, sorted(found, key=lambda x: x[0])), now)
+    ]
+    return _bare_months_in_the_year_said(ranges)
+
+
+_BARE_MONTH = re.compile(rf"(?:(?:in|during)\s+)?{_MONTH}\.?|(\d{{1,2}}|[一二三四五六七八九十]+)\s*月份?", re.I)
+
+
+def _bare_months_in_the_year_said(ranges: list[TimeRange]) -> list[TimeRange]:
+    """A month said without a year beside months said with one ("Feb 2024 vs Jan", "2024 年 2 月 … 环比
+    1 月") is of that year, not the latest such month before now."""
+    years = {
+        r.start.year
+        for r in ranges
+        if re.search(r"\d{4}", r.text)
+        and r.start
+        and r.end
+        and r.start.day == 1
+        and r.end == _month_start(r.start.year, r.start.month + 1)
+    }
+    if len(years) != 1:
+        return ranges
+    (year,) = years
+    out = []
+    for r in ranges:
+        bare = _BARE_MONTH.fullmatch(r.text.strip())
+        if bare and r.start is not None and r.start.year != year:
+            month = MONTHS[bare.group(1).lower()] if bare.group(1) else cn_number(bare.group(2))
+            r = TimeRange(datetime(year, month, 1), _month_start(year, month + 1), r.text, r.verb)
+        out.append(r)
+    return out
 
 
 # "between 2019 and 2021", "from 2019 to 2021", "2019 到 2021 年", "between the start of April and the end
@@ -701,8 +925,39 @@ def _without_restatements(
             pa, _, prev = out[-1]
             out[-1] = (pa, b, TimeRange(prev.start, prev.end, question[pa:b], prev.verb))
             continue
+        if out and _BRACKET_AFTER.fullmatch(question[out[-1][1] : a]):
+            narrower = _narrows(out[-1][2], rng, now)
+            if narrower is not None:
+                pa, _, prev = out[-1]
+                # "around Christmas 2020 (Dec 21-27)": the brackets say what "around" meant
+                vague = re.search(r"\b(?:around|about|roughly|approximately|circa|near)\s+$", question[:pa], re.I)
+                pa = vague.start() if vague else pa
+                out[-1] = (pa, b, TimeRange(narrower[0], narrower[1], question[pa:b], prev.verb))
+                continue
         out.append((a, b, rng))
     return out
+
+
+# What may stand between a vague period and the brackets that pin it down: "around Christmas 2020 (the
+# week of Dec 21-27)", "2020 年圣诞节前后那一周（12/21–12/27）" — a few words, no digits, no closing bracket
+_BRACKET_AFTER = re.compile(r"[^\d()（）]{0,12}[(（]\s*(?:[^\W\d]+\s+){0,3}")
+
+
+def _narrows(prev: TimeRange, rng: TimeRange, now: datetime) -> tuple[datetime, datetime] | None:
+    """The bounds of a period in brackets that pins down the one before it: read in that one's year
+    when it names none, and holding it ("around Christmas 2020 (the week of Dec 21-27)": Dec 21-28).
+    The explicit period wins; None when the two are not the same time said twice."""
+    if prev.start is None or prev.end is None or rng.start is None or rng.end is None:
+        return None
+    start, end = rng.start, rng.end
+    if not re.search(r"\d{4}", rng.text):
+        again = find_time_ranges(f"{rng.text} {prev.start.year}", now)
+        if len(again) != 1 or again[0].start is None or again[0].end is None:
+            return None
+        start, end = again[0].start, again[0].end
+    # It holds the one before ("Christmas 2020 (Dec 21-27)"): the vague day said more fully. One inside a
+    # period said outright ("closed in 2025 (March)") is a second period, not this one explained.
+    return (start, end) if start <= prev.start and prev.end <= end else None
 
 
 def _restates(prev: TimeRange, rng: TimeRange, now: datetime) -> bool:
@@ -753,8 +1008,10 @@ def _time_ranges(question: str, now: datetime) -> list[tuple[int, int, TimeRange
     for pattern, resolve in _rules(now):
         for m in re.finditer(pattern, text):
             if free(m.start(), m.end()):
-                start, end = _resolved(m.group(0), resolve, m)
-                a, b = m.start(), m.end()
+                read = _resolved(m.group(0), resolve, m)
+                if read is None:  # the words are another rule's (a bound of an open period, "may" the verb)
+                    continue
+                (start, end), (a, b) = read, m.span()
                 opened = _open_ended(text, a, b, start, end)
                 if opened:
                     (a, b), (start, end) = opened
@@ -845,3 +1102,35 @@ def _open_ended(
     if since or onwards:
         return (since.start() if since else a, b + (onwards.end() if onwards else 0)), (start, None)
     return None
+
+
+# Words that look like a time: a year, a month's name (or a word said where one is, see
+# `written_dates.month_typos`), a quarter, a year named from now, digits joined by "/" or "-" as dates are.
+# One no time rule read is reported unread, never dropped (which would answer for all time).
+_TIMEISH = re.compile(
+    r"(?<![\w/.\-])\d{1,4}[/\-]\d{1,4}(?:[/\-]\d{1,4})?(?![\w/.\-])"
+    r"|(?<![#\w.])(?:19|20)\d\d(?![\w.])|['’]\d\d(?![\w'’])"
+    r"|\b(?:january|february|march|april|june|july|august|september|october|november|december"
+    r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b\.?(?=\s*(?:\d|['’]\d))"
+    r"|\bq\d\b|\bquarters?\b|季度|\bhalf[- ]year\b|半年|\byear before\b|大前年|前年|去年|今年|明年",
+    re.I,
+)
+
+
+def timeish_spans(question: str) -> list[tuple[int, int]]:
+    """The spans of `question` that look like a time (`_TIMEISH`) or are a misspelt month where one is said."""
+    from context_engine.query.written_dates import month_typos  # it reads months with these names
+
+    found = [m.span() for m in _TIMEISH.finditer(question) if _dateish_digits(m.group(0))]
+    return sorted(found + [(a, b) for a, b, _ in month_typos(question)])
+
+
+def _dateish_digits(text: str) -> bool:
+    """Digits joined by "/" or "-" that could be a date: a year among them, or a month and a day ("12/21"),
+    not a count's range ("2-3 reviewers")."""
+    parts = re.split(r"[/\-]", text)
+    if len(parts) == 1 or not all(p.isdigit() for p in parts):
+        return True
+    if any(len(p) == 4 for p in parts):
+        return True
+    return "/" in text and len(parts) == 2 and all(1 <= int(p) <= 31 for p in parts) and min(map(int, parts)) <= 12

@@ -76,3 +76,45 @@ def dates_in_digits(question: str) -> str:
         return f"{m.group('month') or ''}{n}{suffix}"
 
     return _SPOKEN_DAY.sub(day, _SPOKEN_YEAR.sub(year, question))
+
+
+_MONTH_NAMES = "january february march april may june july august september october november december".split()
+# Where a month is said: before a day or a year ("Febuary 2022", "Sept '22"), or after a word that
+# introduces a time ("in Febuary"). A word like a month anywhere else ("Marcy's PRs") is left alone.
+_MONTH_BEFORE = re.compile(r"\b(?:in|since|during|before|after|until|till|from|through|of|early|mid|late)\s+$", re.I)
+_MONTH_AFTER = re.compile(r"^\.?,?\s*(?:\d|['’]\d)")
+_LETTERS = re.compile(r"\b[A-Za-z]{4,}\b")
+
+
+def month_typos(question: str) -> list[tuple[int, int, str]]:
+    """(start, end, month) of each word said where a month is that is a misspelt month name ("Febuary",
+    "Septmber"): no English word, within two edits (one for five letters or fewer) of exactly one month."""
+    from rapidfuzz.distance import OSA
+
+    from context_engine.query.spelling import english_words  # lazy: the word list loads on first use
+
+    found = []
+    for m in _LETTERS.finditer(question):
+        word = m.group(0).lower()
+        if word in _MONTH_NAMES or not (
+            _MONTH_AFTER.match(question[m.end() :]) or _MONTH_BEFORE.search(question[: m.start()])
+        ):
+            continue
+        limit = 1 if len(word) <= 5 else 2
+        near = [name for name in _MONTH_NAMES if len(name) >= 4 and OSA.distance(word, name) <= limit]
+        if len(near) == 1 and not english_words().known([word]):
+            found.append((m.start(), m.end(), near[0]))
+    return found
+
+
+def months_spelt_right(question: str, names: frozenset[str] | set[str]) -> tuple[str, tuple[str, str] | None]:
+    """`question` with its misspelt month names written right, and the first (word, month) that is also
+    someone's name in `names` (lower case): that one is the asker's to settle, never taken either way."""
+    out, last = [], 0
+    for start, end, month in month_typos(question):
+        word = question[start:end]
+        if word.lower() in names:
+            return question, (word, month)
+        out += [question[last:start], month.capitalize() if word[0].isupper() else month]
+        last = end
+    return "".join(out) + question[last:], None

@@ -2,7 +2,7 @@ from datetime import datetime
 
 import pytest
 
-from context_engine.query.timeexpr import find_time_ranges
+from context_engine.query.timeexpr import AmbiguousTime, find_time_ranges, timeish_spans
 
 NOW = datetime(2026, 11, 30, 12, 0)  # a Monday
 D = datetime
@@ -282,3 +282,126 @@ def test_number_words_seasons_from_now_and_short_years(text, start, end):
 def test_last_summer_asked_in_summer_is_the_year_before():
     (found,) = find_time_ranges("last summer", datetime(2026, 7, 15))
     assert (found.start, found.end) == (D(2025, 6, 1), D(2025, 9, 1))
+
+
+# Time written the many ways people write it (session 23): each form alone, at a fixed `now`.
+@pytest.mark.parametrize(
+    "text,start,end",
+    [
+        # a month in digits, either way round, with "/" or "-"
+        ("number of issues opened in 03/2021", D(2021, 3, 1), D(2021, 4, 1)),
+        ("issues opened in 3/2021", D(2021, 3, 1), D(2021, 4, 1)),
+        ("issues created 2021-03, how many?", D(2021, 3, 1), D(2021, 4, 1)),
+        ("2021/03 开了多少个 issue？", D(2021, 3, 1), D(2021, 4, 1)),
+        ("12-2020", D(2020, 12, 1), D(2021, 1, 1)),
+        ("on 2021-03-05", D(2021, 3, 5), D(2021, 3, 6)),  # a day stays a day
+        ("issues from 2019-2021", D(2019, 1, 1), D(2022, 1, 1)),
+        ("2019–2021", D(2019, 1, 1), D(2022, 1, 1)),
+        # a day in digits that reads one way only
+        ("on 21/12/2020", D(2020, 12, 21), D(2020, 12, 22)),
+        ("on 12/21/2020", D(2020, 12, 21), D(2020, 12, 22)),
+        ("on 5/5/2020", D(2020, 5, 5), D(2020, 5, 6)),
+        # years named from now
+        ("merged the year before last", D(2024, 1, 1), D(2025, 1, 1)),
+        ("mariosasko 前年合并了几个 PR？", D(2024, 1, 1), D(2025, 1, 1)),
+        ("大前年", D(2023, 1, 1), D(2024, 1, 1)),
+        ("去年", D(2025, 1, 1), D(2026, 1, 1)),  # still last year, not 前年's
+        # a quarter or a half of a year named from now
+        ("opened in Q3 last year", D(2025, 7, 1), D(2025, 10, 1)),
+        ("the third quarter of last year", D(2025, 7, 1), D(2025, 10, 1)),
+        ("last year's Q3", D(2025, 7, 1), D(2025, 10, 1)),
+        ("q1 of the year before last", D(2024, 1, 1), D(2024, 4, 1)),
+        ("去年第三季度新开了多少 issue？", D(2025, 7, 1), D(2025, 10, 1)),
+        ("今年第一季度", D(2026, 1, 1), D(2026, 4, 1)),
+        ("the last quarter of 2021", D(2021, 10, 1), D(2022, 1, 1)),
+        ("the first half of last year", D(2025, 1, 1), D(2025, 7, 1)),
+        ("去年下半年", D(2025, 7, 1), D(2026, 1, 1)),
+        # a part of a year: end = December, start/beginning = January, middle = June and July
+        ("closed at the end of 2021", D(2021, 12, 1), D(2022, 1, 1)),
+        ("at the beginning of 2022", D(2022, 1, 1), D(2022, 2, 1)),
+        ("the start of last year", D(2025, 1, 1), D(2025, 2, 1)),
+        ("at the start of this year", D(2026, 1, 1), datetime(2026, 11, 30, 12, 0)),  # from then up to now
+        ("in the middle of 2022", D(2022, 6, 1), D(2022, 8, 1)),
+        ("closed at the end of 2021 (in December)", D(2021, 12, 1), D(2022, 1, 1)),
+        # ... but as a bound it bounds ("before the end of 2021" is before 2022)
+        ("before the end of 2021", None, D(2022, 1, 1)),
+        ("since the start of 2021", D(2021, 1, 1), None),
+        ("by the end of 2021", None, D(2022, 1, 1)),
+        ("between the start of April and the end of June 2022", D(2022, 4, 1), D(2022, 7, 1)),
+        # the first/last month or week of a year, not "last month" named from now
+        ("issues closed in the last month of 2021?", D(2021, 12, 1), D(2022, 1, 1)),
+        ("the first month of 2020", D(2020, 1, 1), D(2020, 2, 1)),
+        ("the last week of 2020", D(2020, 12, 25), D(2021, 1, 1)),
+        ("the first week of last year", D(2025, 1, 1), D(2025, 1, 8)),
+        # runs of days
+        ("Dec 21-27, 2020", D(2020, 12, 21), D(2020, 12, 28)),
+        ("Dec 21-27", D(2025, 12, 21), D(2025, 12, 28)),  # the latest such run
+        ("12/21–12/27", D(2025, 12, 21), D(2025, 12, 28)),
+        ("12/21–12/27 2020", D(2020, 12, 21), D(2020, 12, 28)),
+        ("from the 21st to the 27th of December 2020", D(2020, 12, 21), D(2020, 12, 28)),
+        ("21st to 27th Dec 2018", D(2018, 12, 21), D(2018, 12, 28)),
+        ("between 10 and 20 May 2019", D(2019, 5, 10), D(2019, 5, 21)),
+        ("created March 1-7, 2021", D(2021, 3, 1), D(2021, 3, 8)),
+        # a bracketed period that pins down the vague one before it: the explicit one wins
+        ("opened around Christmas 2020 (the week of Dec 21-27)?", D(2020, 12, 21), D(2020, 12, 28)),
+        ("around Christmas 2018 (Dec 21-27)", D(2018, 12, 21), D(2018, 12, 28)),
+        ("2020 年圣诞节前后那一周（12/21–12/27）开了哪些 issue？", D(2020, 12, 21), D(2020, 12, 28)),
+        ("Lynne 在 2019 年 4 月第一周发了几条消息？", D(2019, 4, 1), D(2019, 4, 8)),
+        ("2019 年 4 月的最后一周", D(2019, 4, 24), D(2019, 5, 1)),
+        ("3 月第二个星期", D(2026, 3, 8), D(2026, 3, 15)),
+        # abbreviations and two-digit years
+        ("in Sept '22", D(2022, 9, 1), D(2022, 10, 1)),
+        ("Sept ’17", D(2017, 9, 1), D(2017, 10, 1)),
+        ("Sep. 2023", D(2023, 9, 1), D(2023, 10, 1)),
+        ("Q4 2017", D(2017, 10, 1), D(2018, 1, 1)),
+    ],
+)
+def test_time_written_many_ways(text, start, end):
+    now = datetime(2026, 11, 30, 12, 0)
+    ranges = find_time_ranges(text, now)
+    assert len(ranges) == 1, ranges
+    assert (ranges[0].start, ranges[0].end) == (start, end)
+
+
+@pytest.mark.parametrize("text", ["on 03/04/2021", "between 3/4 and 5/6/2021", "3/4-5/6"])
+def test_a_day_that_reads_both_ways_is_declined_with_both_readings(text):
+    with pytest.raises(AmbiguousTime) as declined:
+        find_time_ranges(text, NOW)
+    assert "month/day" in str(declined.value) and "day/month" in str(declined.value)
+
+
+def test_a_bracketed_day_run_ends_the_vague_word_before_it_too():
+    (rng,) = find_time_ranges("issues opened around Christmas 2020 (Dec 21-27)", NOW)
+    assert rng.text.startswith("around")
+
+
+# Words that look like a time but that no rule reads: the planner reports each one unread
+# (tests/query/planner/test_unread_times.py); here, that they look like a time and are not read.
+UNREADABLE = [
+    ("PRs merged in Q5 2021", "Q5"),
+    ("issues opened 2021-13", "2021-13"),
+    ("issues from 2021/2022/2023", "2021/2022/2023"),
+    ("issues closed 45/2021", "45/2021"),
+    ("messages from 2019-2-30", "2019-2-30"),
+    ("PRs merged in 1999", "1999"),
+    ("issues 2021-2019", "2021-2019"),
+]
+
+
+@pytest.mark.parametrize("question,word", UNREADABLE)
+def test_time_looking_words_no_rule_reads(question, word):
+    spans = [question[a:b] for a, b in timeish_spans(question)]
+    assert word in spans
+    assert not any(word in r.text for r in find_time_ranges(question, NOW))
+
+
+@pytest.mark.parametrize(
+    "text,months",
+    [
+        ("new issues in Feb 2024 vs Jan — percent change?", [(2024, 2), (2024, 1)]),
+        ("2024 年 2 月新开的 issue 环比 1 月变化了多少？", [(2024, 2), (2024, 1)]),
+        ("Jan vs Feb", [(2026, 1), (2026, 2)]),  # no year said: the latest of each
+    ],
+)
+def test_a_bare_month_beside_a_month_of_a_year_is_of_that_year(text, months):
+    assert [(r.start.year, r.start.month) for r in find_time_ranges(text, NOW)] == months

@@ -10,6 +10,7 @@ from context_engine.query.fields import field_for, people_paths, person_field_fo
 from context_engine.query.identity import CALENDAR_NAMES, COMMON_WORDS
 from context_engine.query.ir import MAX_WORDS, WORD, WORD_OPERATORS, Filter, Shape
 from context_engine.query.planner.draft import NUMBER_WORDS, STATE_FIELDS, Draft
+from context_engine.query.timeexpr import timeish_spans
 from context_engine.query.topic_words import SHORT_FORMS, spelling_variants, verb_forms
 from context_engine.text import tokenize
 
@@ -615,6 +616,16 @@ class SpanStep(Draft):
                 for m in _CJK_COMPARATIVE.finditer(self.q)
                 if not self._is_used(m.span()) and not self._implied_by_plan("most", shape, m.span())
             ]
+        # a time said that no rule read is reported, never dropped (all time would be counted); in a keyword
+        # search too, where it was only looked for as a word
+        missed += [
+            (a, b)
+            for a, b in timeish_spans(self.q)
+            # read only in part ("2019-2021" read as 2021) is not read either
+            if not all(any(u <= i < v for u, v in self.used) for i in range(a, b))
+            and not any(a < e and s < b for s, e in missed)
+            and not any(s <= a and b <= e for s, e in self.collection_spans)
+        ]
         undated = [span for span in self.undated if not self._is_used(span)]
         missed = sorted([m for m in missed if not any(a <= m[0] and m[1] <= b for a, b in undated)] + undated)
         unread = [{"text": self.q[a:b], "start": a, "end": b, "how": "unknown"} for a, b in _joined(self.q, missed)]
