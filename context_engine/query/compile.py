@@ -21,6 +21,7 @@ from context_engine.query.ir import (
     Having,
     Join,
     Measure,
+    TWO_GROUP_SHAPES,
     PlanIR,
     Shape,
 )
@@ -399,7 +400,8 @@ def _shape_stages(
         met = [part_expression(f, schema) for f in shape.part]
         expression = met[0] if len(met) == 1 else {"$and": met}
         share = {"$avg": {"$cond": [expression, 1, 0]}}
-        return [{"$group": {"_id": None, "share": share}}, {"$project": {"_id": 0}}]
+        said = {"percent": {"$multiply": [100, "$share"]}} if shape.percent else {}  # the unit the question asked
+        return [{"$group": {"_id": None, "share": share}}, {"$project": {"_id": 0, **said}}]
     if kind == "measures":
         return _measure_stages(shape, path, conditions, schema, unwound)
     if kind == "distinct":
@@ -425,6 +427,8 @@ def _shape_stages(
     )
     if kind == "distinct_count":
         return stages + [{"$count": "count"}]
+    if kind in TWO_GROUP_SHAPES:
+        return stages + _two_groups(shape)
     if kind == "avg":  # the mean count of the groups there are (a period with no record is no group)
         return stages + [{"$group": {"_id": None, "average": {"$avg": "$count"}}}, {"$project": {"_id": 0}}]
     if kind == "group":
@@ -434,6 +438,23 @@ def _shape_stages(
     # Extremes over groups: the busiest month (argmax), the count of the quietest day (min).
     stages += [{"$sort": {"count": 1 if kind in ("argmin", "min") else -1, "_id": 1}}, *skip, {"$limit": 1}]
     return stages + ([{"$project": {"_id": 0, "count": 1}}] if kind in ("min", "max") else [])
+
+
+def _two_groups(shape: Shape) -> list[dict[str, Any]]:
+    """The counts of the two groups `sides` names, side by side in one row (a group with no record counts 0),
+    then their difference or the percent change from the first to the second (none from 0); the counts are
+    kept (`counts`) for the answer to say what was subtracted from what."""
+    first, second = ({"$sum": {"$cond": [{"$eq": ["$_id", side]}, "$count", 0]}} for side in shape.sides)
+    if shape.kind == "difference":
+        value: dict[str, Any] = {"difference": {"$subtract": ["$first", "$second"]}}
+    else:
+        growth = {"$multiply": [100, {"$divide": [{"$subtract": ["$second", "$first"]}, "$first"]}]}
+        value = {"percent_change": {"$cond": [{"$eq": ["$first", 0]}, None, growth]}}
+    counts = {"first": "$first", "second": "$second"}
+    return [
+        {"$group": {"_id": None, "first": first, "second": second}},
+        {"$project": {"_id": 0, **value, "counts": counts}},
+    ]
 
 
 def bucket_key(bucket: str, path: str) -> dict[str, Any]:

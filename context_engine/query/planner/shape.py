@@ -373,10 +373,14 @@ _PLACES = {"second": 2, "third": 3, "fourth": 4, "fifth": 5, "二": 2, "三": 3,
 # ("that got merged", "are still open", "hasn't been closed"); Chinese after 里/中 ("开的 PR 里，被合并的占多大比例").
 _SHARE = re.compile(
     # "share" the noun ("share of", "what share"), not the verb ("messages that share a link")
-    r"\b(?:fraction|proportion|percentage|percent|ratio)\b|\bshare\s+of\b|\b(?:what|which|the)\s+share\b"
+    r"\b(?:fraction|proportion|percentage|percent|ratio)\b|\bshare\s+of\b|\b(?:what|which|the)\s+share\b|%\s*of\b"
     r"|(?:多大|多少)的?比例|占比|比例|百分之几|百分比",
     re.I,
 )
+# "the merge rate", "closing rate", "合并率": the share of the records a condition said just before it holds for
+_RATE = re.compile(r"(?<=\w)\s+(rates?)\b|(?<=[\u4e00-\u9fff])(率)", re.I)
+# A share asked as a percentage (0-100), not a fraction: "in percent", "what percentage", "%", 百分之几, 百分比.
+_IN_PERCENT = re.compile(r"\bpercent(?:age)?s?\b|%|百分", re.I)
 _PART_SAID = re.compile(
     r"\b(?:that|which|were|was|are|is|ended|end|got|get|have|has|had|hasn't|haven't|remain(?:ed|s)?|still)\b", re.I
 )
@@ -1303,19 +1307,24 @@ class ShapeStep(OwnAggregateStep):
         """ "what share of the PRs opened in 2023 got merged": the conditions said in the predicate after the
         records are the part, the others (and the time) the records it is a share of. Unread (the plan
         counts, and "share" is not understood) when no condition is said there, or one no share can ask."""
-        cue = _SHARE.search(self.q)
+        cue = _SHARE.search(self.q) or _RATE.search(self.q)
         if cue is None or shape.kind not in ("count", "list"):
             return shape
-        if cue.group(0).isascii():
+        rated = _RATE.search(self.q)
+        # "merge rate", "closing rate": the share of the records the condition said just before "rate" holds for
+        part = [f for f in self.filters if rated and f.span and f.span[0] < rated.start() <= f.span[1]]
+        if part:
+            start = None
+        elif cue.group(0).isascii():
             said = _PART_SAID.search(self.q, cue.end())
             start = said.start() if said else None
         else:
             said = next((m for m in reversed(list(_PART_SAID_CHINESE.finditer(self.q, 0, cue.start())))), None)
             start = said.end() if said else None
-        part = [f for f in self.filters if start is not None and f.span and f.span[0] >= start]
+        part = part or [f for f in self.filters if start is not None and f.span and f.span[0] >= start]
         if not part:
             return shape
-        share = Shape("share", part=part)
+        share = Shape("share", part=part, percent=bool(_IN_PERCENT.search(self.q)))
         try:  # a part no share can ask (words, a list's elements) or one nested past the validator's bound
             if validate_pipeline(compile_plan(PlanIR(self.collection, shape=share), self.schema), self.schema):
                 return shape
@@ -1323,6 +1332,8 @@ class ShapeStep(OwnAggregateStep):
             return shape
         self.filters = [f for f in self.filters if f not in part]
         self.use(cue.span(), "shape")
+        if rated:
+            self.use(rated.span(1 if rated.group(1) else 0), "shape")
         self.mark(r"\b(?:what|which)\s+(?=(?:fraction|proportion|percentage|percent|ratio)\b)|占", "shape")
         return share
 
