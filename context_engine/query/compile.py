@@ -15,13 +15,13 @@ from context_engine.query.fields import field_for, person_field_for
 from context_engine.query.ir import (
     DURATION_UNITS,
     FIELD_OPERATORS,
+    TWO_GROUP_SHAPES,
     WORD_OPERATORS,
     Duration,
     Filter,
     Having,
     Join,
     Measure,
-    TWO_GROUP_SHAPES,
     PlanIR,
     Shape,
 )

@@ -111,7 +111,9 @@ class _Builder(
         self._thresholds()
         self._facets()
         # The fields a list shows; a count or a grouping shows none, so their words are not read that way.
-        shown = [] if (group_role or bucket or is_count or top or ranked or intent or two_sides) else self._shown_fields()
+        shown = (
+            [] if (group_role or bucket or is_count or top or ranked or intent or two_sides) else self._shown_fields()
+        )
         structured = bool(
             two_sides
             or self.filters

@@ -631,3 +631,43 @@ def test_cyclic_buckets_count_per_hour_and_day_of_the_week(store, schema):
     assert by_weekday == [{"_id": 2, "count": 1}, {"_id": 3, "count": 2}, {"_id": 7, "count": 1}]
     by_hour = run(PlanIR("issues", shape=Shape("argmax", field="created", bucket="hour", over="groups")), store, schema)
     assert by_hour == [{"_id": 0, "count": 4}]
+
+
+def test_a_share_asked_in_percent_is_said_in_percent(store, schema):
+    opened = Shape("share", part=[Filter("state", "eq", "open")], percent=True)
+    assert run(PlanIR("issues", shape=opened), store, schema) == [{"percent": 50.0}]
+
+
+def test_two_groups_set_against_each_other(store, schema):
+    """Reviews per month: January 2, February 1, March 1 (an array: each element counted); a month with
+    none counts 0, and no percent change is given from 0."""
+    months = {"field": "reviews.submitted_at", "bucket": "month"}
+    difference = Shape("difference", sides=["2026-01", "2026-02"], **months)
+    assert run(PlanIR("issues", shape=difference), store, schema) == [
+        {"difference": 1, "counts": {"first": 2, "second": 1}}
+    ]
+    change = Shape("change", sides=["2026-01", "2026-02"], **months)
+    assert run(PlanIR("issues", shape=change), store, schema) == [
+        {"percent_change": -50.0, "counts": {"first": 2, "second": 1}}
+    ]
+    from_nothing = Shape("change", sides=["2025-12", "2026-01"], **months)
+    assert run(PlanIR("issues", shape=from_nothing), store, schema)[0]["percent_change"] is None
+    # two values of a field (ann reviewed twice, bob twice), in the order given
+    people = Shape("difference", field="reviews.user.login", sides=["ann", "bob"])
+    assert run(PlanIR("issues", shape=people), store, schema)[0]["counts"] == {"first": 2, "second": 2}
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {"kind": "difference", "field": "state"},  # no sides
+        {"kind": "difference", "field": "state", "sides": ["open"]},
+        {"kind": "change", "field": "state", "sides": ["open", "open"]},
+        {"kind": "count", "sides": ["open", "closed"]},
+        {"kind": "difference", "sides": ["open", "closed"]},  # no field to group by
+        {"kind": "count", "percent": True},  # only a share is said in percent
+    ],
+)
+def test_two_group_shapes_are_checked(shape):
+    with pytest.raises(IRError):
+        PlanIR.from_json({"collection": "issues", "shape": shape})

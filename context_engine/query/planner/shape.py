@@ -370,8 +370,18 @@ _ORDINAL = re.compile(
     re.I,
 )
 _PLACES = {
-    **{"second": 2, "third": 3, "fourth": 4, "fifth": 5, "二": 2, "三": 3, "四": 4, "五": 5},
-    **{"two": 2, "three": 3, "four": 4, "five": 5},
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "二": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
 }
 
 # "what fraction of 2023's PRs were merged", "share of the issues that are still open", "占多大比例": the part
@@ -838,7 +848,7 @@ class ShapeStep(OwnAggregateStep):
             sides = said[::-1] if fewer else said
         self.use(cue.span(), "shape")
         self.mark(
-            r"\b(?:than|vs\.?|versus|compared\s+(?:with|to)|between|from|to|and|in\s+percent|percent|number\s+of)\b|[%比和与跟]|相比|的?数量",
+            r"\b(?:than|vs\.?|versus|compared\s+(?:with|to)|between|from|to|and|in\s+percent|percent|number\s+of)\b|[%比和与跟]|相比|的?数量|百分(?:之|比)?",
             "shape",
         )
         return Shape("change" if change else "difference", field=field, bucket=bucket, sides=sides)
@@ -853,7 +863,10 @@ class ShapeStep(OwnAggregateStep):
             whole = ranges[0]
             if not (allow_one and whole.start and whole.end):
                 return None
-            halves = [(whole.start, datetime(whole.start.year + 1, 1, 1)), (datetime(whole.start.year + 1, 1, 1), whole.end)]
+            halves = [
+                (whole.start, datetime(whole.start.year + 1, 1, 1)),
+                (datetime(whole.start.year + 1, 1, 1), whole.end),
+            ]
             month = datetime(whole.start.year + whole.start.month // 12, whole.start.month % 12 + 1, 1)
             for unit, parts in (("year", halves), ("month", [(whole.start, month), (month, whole.end)])):
                 if all(_is_calendar(unit, a, b, self.ctx.now) for a, b in parts):
@@ -884,9 +897,11 @@ class ShapeStep(OwnAggregateStep):
         said = [bool(t.span and re.search(r"\d{4}|['’]\d{2}", self.q[t.span[0] : t.span[1]])) for t in months]
         if sorted(said) != [False, True]:
             return months
-        year = months[said.index(True)].start.year  # type: ignore[union-attr]
+        year = months[said.index(True)].start.year
         moved = [
-            t if has or t.start is None else TimeRange(t.field, t.start.replace(year=year), _next_month(t.start.replace(year=year)), span=t.span)
+            t
+            if has or t.start is None
+            else TimeRange(t.field, t.start.replace(year=year), _next_month(t.start.replace(year=year)), span=t.span)
             for t, has in zip(months, said)
         ]
         self.times = [moved[months.index(t)] if t in months else t for t in self.times]
@@ -898,7 +913,9 @@ class ShapeStep(OwnAggregateStep):
         named = [f for f in self.filters if f.field in people and not f.negate and f.op in ("eq", "in")]
         if len({f.field for f in named}) != 1:
             return None
-        said = [v for f in sorted(named, key=lambda f: f.span or (0, 0)) for v in (f.value if f.op == "in" else [f.value])]
+        said = [
+            v for f in sorted(named, key=lambda f: f.span or (0, 0)) for v in (f.value if f.op == "in" else [f.value])
+        ]
         if len(said) != 2 or said[0] == said[1] or not all(isinstance(v, str) for v in said):
             return None
         spans = [f.span for f in named if f.span]

@@ -711,3 +711,63 @@ def test_the_busiest_hour_or_weekday_is_a_cyclic_bucket_extreme(catalog, questio
 def test_counts_per_hour_or_weekday(catalog, question, bucket):
     shape = plan(catalog, question).ir.shape
     assert (shape.kind, shape.bucket) == ("group", bucket)
+
+
+@pytest.mark.parametrize(
+    "question,kind,sides,value",
+    [
+        # Rory opened 4 issues, Quinn 2: the first named minus the second (fewer: the other way round)
+        ("how many more issues did rory open than quinn?", "difference", ["rory", "quinn"], 2),
+        ("how many fewer issues did quinn open than rory", "difference", ["rory", "quinn"], 2),
+        ("rory 比 quinn 多开了几个 issue？", "difference", ["rory", "quinn"], 2),
+        # closures: March 2024 two, March 2025 one; a change runs from the earlier period, whichever is said first
+        (
+            "difference between the number of issues closed in March 2024 and in March 2025",
+            "difference",
+            ["2024-03", "2025-03"],
+            1,
+        ),
+        ("issues closed in March 2025 vs March 2024 — percent change?", "change", ["2024-03", "2025-03"], -50.0),
+        ("2025 年 3 月关闭的 issue 同比 2024 年 3 月变化了百分之多少？", "change", ["2024-03", "2025-03"], -50.0),
+    ],
+)
+def test_two_people_or_periods_set_against_each_other(tmp_path, question, kind, sides, value):
+    """Not two conditions no record meets together, nor a list of groups: one number, their difference or
+    the percent change."""
+    from tests.query.conftest import run
+
+    store, catalog = _closed_issues_world(tmp_path)
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.sides) == (kind, sides), p.pipeline
+    (row,) = run(p.ir, store, catalog.schemas["issues"])
+    assert row.get("difference", row.get("percent_change")) == value
+    assert not p.not_understood, p.not_understood
+
+
+def test_a_month_without_its_year_is_the_year_of_the_one_set_against_it(tmp_path):
+    _, catalog = _closed_issues_world(tmp_path)
+    p = plan(catalog, "issues closed in April 2024 vs March — percent change?")  # March 2024, not 2025
+    assert (p.ir.shape.kind, p.ir.shape.sides) == ("change", ["2024-03", "2024-04"]), p.pipeline
+
+
+@pytest.mark.parametrize("question", ["issue closers, who was number two?", "which closer came second?"])
+def test_a_place_said_alone_is_that_row_of_the_ranking(tmp_path, question):
+    from tests.query.conftest import run
+
+    store, catalog = _closed_issues_world(tmp_path)
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.offset, p.ir.shape.limit) == ("group", 1, 1), p.pipeline
+    assert [r["_id"] for r in run(p.ir, store, catalog.schemas["issues"])] == ["rory"]
+
+
+@pytest.mark.parametrize(
+    "question,percent",
+    [
+        ("what share of the issues closed in 2024 were closed by quinn, in percent?", True),
+        ("what fraction of the issues closed in 2024 were closed by quinn?", False),
+    ],
+)
+def test_a_share_is_said_in_the_unit_asked(tmp_path, question, percent):
+    _, catalog = _closed_issues_world(tmp_path)
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.percent) == ("share", percent), p.pipeline
