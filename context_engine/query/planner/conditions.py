@@ -419,6 +419,17 @@ class ConditionStep(Draft):
             span = (idx, idx + len(rng.text)) if idx >= 0 else None
             if span and self._dates_the_noun(span, rng.verb is not None):
                 role = "created"
+            start, end = rng.start, rng.end
+            untouched = _UNTOUCHED.search(self.q[: span[0]]) if span else None
+            if untouched and field_for(self.schema, "updated"):
+                role = "updated"
+                self.use(untouched.span(), "time")
+                since = re.match(r"\s*(?:since|after)\b", self.q[span[0] : span[1]], re.I) or re.search(
+                    r"\b(?:since|after)\s*$", untouched.group(0), re.I
+                )
+                if untouched.group("nothing_since") and since and start is not None and end in (None, self.ctx.now):
+                    # "not updated since 2023": last updated in 2023 or before, before the period named ends
+                    start, end = None, _end_of_named(self.q[span[0] : span[1]], start)
             path = field_for(self.schema, role) or field_for(self.schema, "created")
             if path is None:
                 if span:  # a kind without that date (people; a spec whose created field its records lack)
@@ -427,8 +438,8 @@ class ConditionStep(Draft):
                 continue
             if span:
                 self.use(span, "time")
-            self.times.append(TimeRange(path, rng.start, rng.end, span=span))
-            self.notes.append(f"{rng.text!r} -> {path} in [{_fmt(rng.start)}, {_fmt(rng.end)})")
+            self.times.append(TimeRange(path, start, end, span=span))
+            self.notes.append(f"{rng.text!r} -> {path} in [{_fmt(start)}, {_fmt(end)})")
             chosen = chosen or path
         return chosen
 
@@ -1123,3 +1134,22 @@ def _negation_before(field_names: tuple[str, ...]) -> re.Pattern[str]:
 
 def _fmt(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M") if value else "…"
+
+
+# The last update said before a time: "last touched before 2024", "last updated in 2022" (the update dated), and
+# its absence, "not updated since 2023", "untouched since 2023", "nobody has updated since 2023", "without any update
+# since": no update after the period named (`nothing_since`).
+_UNTOUCHED = re.compile(
+    r"(?:\blast\s+(?:updated|touched|modified|active)\s+(?:before|until|prior\s+to|in|during|on)?"
+    r"|(?P<nothing_since>(?:\b(?:not|never|nobody|no\s+one)\b|n['’]t\b)(?:\s+\w+){0,2}?\s+(?:updated|touched|modified)"
+    r"|\buntouched|\bwithout\s+(?:any\s+|an\s+)?(?:updates?|activity))(?:\s+(?:since|after))?)\s*$",
+    re.I,
+)
+
+
+def _end_of_named(said: str, start: datetime) -> datetime:
+    """The end of the period "since X" named when X is a year ("since 2023": the end of 2023), else its start."""
+    year = re.fullmatch(r"\s*(?:since\s+|after\s+)?(?:the\s+(?:start|beginning)\s+of\s+)?(\d{4})\s*", said, re.I)
+    if year and start == datetime(int(year.group(1)), 1, 1):
+        return datetime(start.year + 1, 1, 1)
+    return start

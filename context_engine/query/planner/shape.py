@@ -456,6 +456,13 @@ _MEASURE_CUE = re.compile(
     r"((?:[\w+-]+\s+){0,2}[\w+-]+)",
     re.I,
 )
+# "which open bug has gone the longest without any update", "the stalest open issue", 最久没有更新: the record whose
+# last update is the oldest
+_STALEST = re.compile(
+    r"\b(?:gone\s+|been\s+|sat\s+)?(?:the\s+)?longest\s+(?:time\s+)?without\s+(?:any\s+|an\s+)?(?:updates?|activity|being\s+(?:updated|touched))\b"
+    r"|\bleast\s+recently\s+(?:updated|touched)\b|\bstalest\b|最久(?:没有?|未)(?:更新|动过)|最长时间(?:没有?|未)更新",
+    re.I,
+)
 # "top five 2024 issues by number of comments": a ranking whose measure is said after "by"
 _TOP_BY = re.compile(
     r"\b(top|highest|largest|biggest)\b[^?]*?\bby\s+(?:the\s+)?(?:(?:number|count)\s+of\s+)?((?:[\w+-]+\s+){0,2}[\w+-]+)",
@@ -1397,6 +1404,10 @@ class ShapeStep(OwnAggregateStep):
             ):  # else unread: "different people reviewed" with no reviews
                 self.use(distinct.span(), "shape")
                 return ShapeIntent("distinct", role=role)
+        stalest = _STALEST.search(self.q)
+        if stalest and field_for(self.schema, "updated"):
+            self.use(stalest.span(), "shape")
+            return ShapeIntent("record_extreme", direction=1, role="updated")
         for pattern, direction in ((_NEWEST, -1), (_OLDEST, 1)):
             # Not inside a value read already: "good first issue" is a label.
             m = next((m for m in pattern.finditer(self.q) if not self._is_used(_first_word(m))), None)
@@ -1593,7 +1604,9 @@ class ShapeStep(OwnAggregateStep):
         if intent.kind == "record_extreme":
             # "the last bug we closed", "the most recently merged PR": the date of what was done to it
             done = field_for(self.schema, state_verb) if state_verb in ("closed", "merged", "resolved") else None
-            date_field = time_field or done or field_for(self.schema, "created")
+            # "gone the longest without an update": the record updated longest ago
+            updated = field_for(self.schema, "updated") if intent.role == "updated" else None
+            date_field = updated or time_field or done or field_for(self.schema, "created")
             return Shape("list", sort=[SortKey(date_field, intent.direction)], limit=1) if date_field else None
         if intent.kind in ("sum", "avg", "measure_extreme"):
             self._replies_summed_over_the_starters_threads(intent.role)
