@@ -15,6 +15,7 @@ from context_engine.query.fields import field_for, person_field_for
 from context_engine.query.ir import (
     DURATION_UNITS,
     FIELD_OPERATORS,
+    SIZE_OPERATORS,
     TWO_GROUP_SHAPES,
     WORD_OPERATORS,
     Duration,
@@ -124,6 +125,9 @@ class _Conditions(dict):
         if f.op == "day_of_week":
             self.add_day_of_week(f, schema)
             return
+        if f.op in SIZE_OPERATORS:
+            self.add_size(path, f, schema)
+            return
         if f.op in ("empty", "not_empty"):
             # "No assignee" is an empty `assignees`: `assignees.login` of an empty list is no value
             # the store can compare, so emptiness is asked of the list itself.
@@ -140,6 +144,17 @@ class _Conditions(dict):
         self.add(path, _condition(Filter(path, "exists", True)))
         on_day: dict[str, Any] = {"$in": [{"$dayOfWeek": f"${path}"}, sorted(f.value)]}
         self._add_expression({"$not": [on_day]} if f.negate else on_day)
+
+    def add_size(self, path: str, f: Filter, schema: CollectionSchema) -> None:
+        """How many elements a list holds ("more than one label": at least 2 `labels`); a record without the
+        list holds none. A field that is no list has no size to ask."""
+        if not schema.is_array(path):
+            raise CompileError(f"{f.op} counts the elements of a list; {path} is not one")
+        size = {"$size": {"$ifNull": [f"${array_prefix(path, schema)}", []]}}
+        # negated, the other bound (not at least 2: at most 1): `$not` would nest past the validator's bound
+        at_least = (f.op == "size_gte") != f.negate
+        value = f.value if not f.negate else f.value - 1 if f.op == "size_gte" else f.value + 1
+        self._add_expression({"$gte" if at_least else "$lte": [size, value]})
 
     def _add_expression(self, expression: dict[str, Any]) -> None:
         """One more `$expr`: a second one goes into `$and`."""
@@ -163,10 +178,16 @@ class _Conditions(dict):
         than its author" holds of a record whose closer is recorded and is not its author. Scalar fields
         only: `$expr` compares an array as one value, not its elements."""
         other = resolve_field(schema, str(f.value))
-        if schema.is_array(path) or schema.is_array(other):
-            raise CompileError(f"{f.op} compares two single values; {path} or {other} is a list")
+        if schema.is_array(path) and schema.is_array(other):
+            raise CompileError(f"{f.op} compares a value with another or with a list's; {path} and {other} are lists")
         op = OPPOSITE[f.op] if f.negate else f.op
         self.add(path, _condition(Filter(path, "exists", True)))
+        if schema.is_array(path) or schema.is_array(other):
+            # one single value among a list's ("assigned to its own author": the author among the assignees)
+            one, many = (other, path) if schema.is_array(path) else (path, other)
+            among = {"$in": [f"${one}", {"$ifNull": [f"${many}", []]}]}
+            self._add_expression(among if op == "eq_field" else {"$not": [among]})
+            return
         comparison = {"$expr": {"$eq" if op == "eq_field" else "$ne": [f"${path}", f"${other}"]}}
         if "$expr" in self:
             self.setdefault("$and", []).append(comparison)

@@ -26,7 +26,9 @@ Span = tuple[int, int]
 # eq_field/ne_field compare with another field of the same record, named by the value ("closed by its
 # own author": the closer eq_field the author; "replies in other people's threads": the thread's starter
 # ne_field the author), the first field present; day_of_week takes the days (1 Sunday … 7 Saturday, UTC, as
-# MongoDB's `$dayOfWeek` numbers them) a date falls on ("merged on a weekend": [1, 7]).
+# MongoDB's `$dayOfWeek` numbers them) a date falls on ("merged on a weekend": [1, 7]); size_gte/size_lte take a
+# count of a list field's elements ("issues with 2+ labels": labels size_gte 2; a missing list holds none).
+# eq_field with a list on one side is "among" ("assigned to their own author": the author eq_field the assignees).
 OPERATORS = (
     "eq",
     "ne",
@@ -44,7 +46,11 @@ OPERATORS = (
     "eq_field",
     "ne_field",
     "day_of_week",
+    "size_gte",
+    "size_lte",
 )
+# How many elements a list field holds, at least / at most ("more than one label": size_gte 2 of `labels`).
+SIZE_OPERATORS = ("size_gte", "size_lte")
 WORD_OPERATORS = ("words", "exact_words")
 FIELD_OPERATORS = ("eq_field", "ne_field")
 # The words of a `words` filter: one ASCII word (hyphenated ones too: "re-frame") or one run of Chinese
@@ -164,6 +170,10 @@ class Filter:
             and all(isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= 7 for d in self.value)
         ):
             raise IRError(f"day_of_week takes a list of days 1 (Sunday) to 7 (Saturday), not {self.value!r}")
+        if self.op in SIZE_OPERATORS and not (
+            isinstance(self.value, int) and not isinstance(self.value, bool) and 0 <= self.value <= 1000
+        ):
+            raise IRError(f"{self.op} takes a number of elements (0 to 1000), not {self.value!r}")
         if self.op in WORD_OPERATORS and not (
             isinstance(self.value, list)
             and 0 < len(self.value) <= MAX_WORDS

@@ -109,6 +109,7 @@ class _Builder(
             intent = ShapeIntent("bucket_extreme", extreme=extreme, bucket=bucket) if extreme else None
             group_role, top, ranked, is_count = None, None, None, False
         self._thresholds()
+        self._list_sizes()
         self._facets()
         # The fields a list shows; a count or a grouping shows none, so their words are not read that way.
         shown = (

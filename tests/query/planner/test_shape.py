@@ -771,3 +771,56 @@ def test_a_share_is_said_in_the_unit_asked(tmp_path, question, percent):
     _, catalog = _closed_issues_world(tmp_path)
     p = plan(catalog, question)
     assert (p.ir.shape.kind, p.ir.shape.percent) == ("share", percent), p.pipeline
+
+
+def _kept_issues_world(tmp_path):
+    """Issues with labels, assignees and last updates: i0 by quinn, assigned to quinn, two labels, updated 2022;
+    i1 by rory, assigned to quinn, one label, updated 2023; i2 by rory, no one assigned, updated 2024."""
+    from datetime import datetime
+
+    from tests.query.conftest import hand_made_world
+
+    def issue(i, author, assignees, labels, updated):
+        return {
+            "ref": f"i{i}",
+            "title": "t",
+            "state": "open",
+            "created_at": datetime(2022, 1, 1 + i),
+            "updated_at": updated,
+            "user": {"login": author},
+            "assignees": [{"login": a} for a in assignees],
+            "labels": [{"name": n} for n in labels],
+        }
+
+    issues = [
+        issue(0, "quinn", ["quinn"], ["bug", "docs"], datetime(2022, 5, 1)),
+        issue(1, "rory", ["quinn"], ["bug"], datetime(2023, 6, 1)),
+        issue(2, "rory", [], [], datetime(2024, 2, 1)),
+    ]
+    people = [{"login": "quinn", "name": "Quinn Adler"}, {"login": "rory", "name": "Rory Blake"}]
+    return hand_made_world(tmp_path, {"issues": issues}, people)
+
+
+@pytest.mark.parametrize(
+    "question,refs",
+    [
+        ("issues with more than one label", ["i0"]),
+        ("issues with 2+ labels", ["i0"]),
+        ("issues with at most one label", ["i1", "i2"]),
+        ("issues assigned to the person who opened them", ["i0"]),
+        ("issues where the assignee is also the author", ["i0"]),
+        ("作者自己指派给自己的 issue", ["i0"]),
+        ("open issues that have not been updated since 2023", ["i0", "i1"]),  # last updated in 2023 or before
+        ("open issues last touched before 2023", ["i0"]),
+        ("which open issue has gone the longest without any update?", ["i0"]),
+        ("哪个 issue 最久没有更新了？", ["i0"]),
+    ],
+)
+def test_conditions_on_the_shape_of_a_record(tmp_path, question, refs):
+    """The size of a list, a person among a list's people, the last update and its absence."""
+    from tests.query.conftest import run
+
+    store, catalog = _kept_issues_world(tmp_path)
+    p = plan(catalog, question)
+    assert sorted(r["ref"] for r in run(p.ir, store, catalog.schemas["issues"])) == refs, p.pipeline
+    assert not p.not_understood, p.not_understood
