@@ -125,6 +125,22 @@ def first_step(result: RunResult) -> str:
     return line + ".\n"
 
 
+def _two_groups(rows: list[dict[str, Any]], plan: Any, one: str, noun: str) -> str | None:
+    """A difference or a percent change of two groups' counts, with both counts and which was taken from which."""
+    shape = plan.ir.shape if plan is not None and plan.ir is not None else None
+    if shape is None or shape.kind not in ("difference", "change") or len(rows) != 1:
+        return None
+    counts = rows[0].get("counts") or {}
+    a, b = counts.get("first", 0), counts.get("second", 0)
+    first, second = (f"{side} ({counted(n, one, noun)})" for side, n in zip(shape.sides, (a, b)))
+    if shape.kind == "difference":
+        return f"The difference: {rows[0].get('difference')} — {first} minus {second}."
+    change = rows[0].get("percent_change")
+    if change is None:
+        return f"No percent change can be given: {first} has none to change from ({second})."
+    return f"The change from {first} to {second}: {change:+.1f}%."
+
+
 def _scalar(value: Any) -> bool:
     return isinstance(value, (str, int, float)) and not isinstance(value, bool)
 
@@ -153,6 +169,11 @@ def _compose(
     if len(rows) == 1 and set(rows[0]) == {"count"}:
         n = rows[0]["count"]
         return f"{counted(n, one, noun)} {'matches' if n == 1 else 'match'}.", []
+    if len(rows) == 1 and set(rows[0]) == {"percent"} and isinstance(rows[0]["percent"], (int, float)):
+        return f"The share of the {noun} matched that meet the condition: {rows[0]['percent']:.1f}%.", []
+    two = _two_groups(rows, result.plan, one, noun)
+    if two:
+        return two, []
     if len(rows) == 1 and set(rows[0]) == {"share"} and isinstance(rows[0]["share"], (int, float)):
         share = rows[0]["share"]
         return f"The share of the {noun} matched that meet the condition: {share:.4f} ({share:.1%}).", []

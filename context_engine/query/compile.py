@@ -17,6 +17,8 @@ from context_engine.query.fields import field_for, person_field_for
 from context_engine.query.ir import (
     DURATION_UNITS,
     FIELD_OPERATORS,
+    SIZE_OPERATORS,
+    TWO_GROUP_SHAPES,
     WORD_OPERATORS,
     Duration,
     Filter,
@@ -126,6 +128,9 @@ class _Conditions(dict):
         if f.op == "day_of_week":
             self.add_day_of_week(f, schema)
             return
+        if f.op in SIZE_OPERATORS:
+            self.add_size(path, f, schema)
+            return
         if f.op in ("empty", "not_empty"):
             # "No assignee" is an empty `assignees`: `assignees.login` of an empty list is no value
             # the store can compare, so emptiness is asked of the list itself.
@@ -142,6 +147,17 @@ class _Conditions(dict):
         self.add(path, _condition(Filter(path, "exists", True)))
         on_day: dict[str, Any] = {"$in": [{"$dayOfWeek": f"${path}"}, sorted(f.value)]}
         self._add_expression({"$not": [on_day]} if f.negate else on_day)
+
+    def add_size(self, path: str, f: Filter, schema: CollectionSchema) -> None:
+        """How many elements a list holds ("more than one label": at least 2 `labels`); a record without the
+        list holds none. A field that is no list has no size to ask."""
+        if not schema.is_array(path):
+            raise CompileError(f"{f.op} counts the elements of a list; {path} is not one")
+        size = {"$size": {"$ifNull": [f"${array_prefix(path, schema)}", []]}}
+        # negated, the other bound (not at least 2: at most 1): `$not` would nest past the validator's bound
+        at_least = (f.op == "size_gte") != f.negate
+        value = f.value if not f.negate else f.value - 1 if f.op == "size_gte" else f.value + 1
+        self._add_expression({"$gte" if at_least else "$lte": [size, value]})
 
     def _add_expression(self, expression: dict[str, Any]) -> None:
         """One more `$expr`: a second one goes into `$and`."""
@@ -165,10 +181,16 @@ class _Conditions(dict):
         than its author" holds of a record whose closer is recorded and is not its author. Scalar fields
         only: `$expr` compares an array as one value, not its elements."""
         other = resolve_field(schema, str(f.value))
-        if schema.is_array(path) or schema.is_array(other):
-            raise CompileError(f"{f.op} compares two single values; {path} or {other} is a list")
+        if schema.is_array(path) and schema.is_array(other):
+            raise CompileError(f"{f.op} compares a value with another or with a list's; {path} and {other} are lists")
         op = OPPOSITE[f.op] if f.negate else f.op
         self.add(path, _condition(Filter(path, "exists", True)))
+        if schema.is_array(path) or schema.is_array(other):
+            # one single value among a list's ("assigned to its own author": the author among the assignees)
+            one, many = (other, path) if schema.is_array(path) else (path, other)
+            among = {"$in": [f"${one}", {"$ifNull": [f"${many}", []]}]}
+            self._add_expression(among if op == "eq_field" else {"$not": [among]})
+            return
         comparison = {"$expr": {"$eq" if op == "eq_field" else "$ne": [f"${path}", f"${other}"]}}
         if "$expr" in self:
             self.setdefault("$and", []).append(comparison)
@@ -402,7 +424,8 @@ def _shape_stages(
         met = [part_expression(f, schema) for f in shape.part]
         expression = met[0] if len(met) == 1 else {"$and": met}
         share = {"$avg": {"$cond": [expression, 1, 0]}}
-        return [{"$group": {"_id": None, "share": share}}, {"$project": {"_id": 0}}]
+        said = {"percent": {"$multiply": [100, "$share"]}} if shape.percent else {}  # the unit the question asked
+        return [{"$group": {"_id": None, "share": share}}, {"$project": {"_id": 0, **said}}]
     if kind == "measures":
         return _measure_stages(shape, path, conditions, schema, unwound)
     if kind == "distinct":
@@ -428,6 +451,8 @@ def _shape_stages(
     )
     if kind == "distinct_count":
         return stages + [{"$count": "count"}]
+    if kind in TWO_GROUP_SHAPES:
+        return stages + _two_groups(shape)
     if kind == "avg":  # the mean count of the groups there are (a period with no record is no group)
         return stages + [{"$group": {"_id": None, "average": {"$avg": "$count"}}}, {"$project": {"_id": 0}}]
     if kind == "group":
@@ -480,6 +505,23 @@ def bind(ir: PlanIR, pipeline: list[dict[str, Any]], rows: list[dict[str, Any]],
         raise CompileError(f"a nested plan binds a period only from a day, week, month or year, not {bucket!r}")
     start, end = bucket_range(bucket, top["_id"])
     return replace(ir, times=[*ir.times, TimeRange(nested.field, start, end, span=nested.span)], nested=bound)
+
+
+def _two_groups(shape: Shape) -> list[dict[str, Any]]:
+    """The counts of the two groups `sides` names, side by side in one row (a group with no record counts 0),
+    then their difference or the percent change from the first to the second (none from 0); the counts are
+    kept (`counts`) for the answer to say what was subtracted from what."""
+    first, second = ({"$sum": {"$cond": [{"$eq": ["$_id", side]}, "$count", 0]}} for side in shape.sides)
+    counts = {"first": "$first", "second": "$second"}
+    stages: list[dict[str, Any]] = [{"$group": {"_id": None, "first": first, "second": second}}]
+    if shape.kind == "difference":
+        return stages + [{"$project": {"_id": 0, "difference": {"$subtract": ["$first", "$second"]}, "counts": counts}}]
+    # the growth first, in a stage of its own: the whole expression at once is nested past the validator's bound
+    growth = {"$cond": [{"$eq": ["$first", 0]}, None, {"$divide": [{"$multiply": [100, "$growth"]}, "$first"]}]}
+    return stages + [
+        {"$project": {"_id": 0, "first": 1, "second": 1, "growth": {"$subtract": ["$second", "$first"]}}},
+        {"$project": {"percent_change": growth, "counts": counts}},
+    ]
 
 
 def bucket_key(bucket: str, path: str) -> dict[str, Any]:

@@ -26,7 +26,9 @@ Span = tuple[int, int]
 # eq_field/ne_field compare with another field of the same record, named by the value ("closed by its
 # own author": the closer eq_field the author; "replies in other people's threads": the thread's starter
 # ne_field the author), the first field present; day_of_week takes the days (1 Sunday … 7 Saturday, UTC, as
-# MongoDB's `$dayOfWeek` numbers them) a date falls on ("merged on a weekend": [1, 7]).
+# MongoDB's `$dayOfWeek` numbers them) a date falls on ("merged on a weekend": [1, 7]); size_gte/size_lte take a
+# count of a list field's elements ("issues with 2+ labels": labels size_gte 2; a missing list holds none).
+# eq_field with a list on one side is "among" ("assigned to their own author": the author eq_field the assignees).
 OPERATORS = (
     "eq",
     "ne",
@@ -44,7 +46,11 @@ OPERATORS = (
     "eq_field",
     "ne_field",
     "day_of_week",
+    "size_gte",
+    "size_lte",
 )
+# How many elements a list field holds, at least / at most ("more than one label": size_gte 2 of `labels`).
+SIZE_OPERATORS = ("size_gte", "size_lte")
 WORD_OPERATORS = ("words", "exact_words")
 FIELD_OPERATORS = ("eq_field", "ne_field")
 # The words of a `words` filter: one ASCII word (hyphenated ones too: "re-frame") or one run of Chinese
@@ -67,7 +73,12 @@ SHAPES = (
     "distinct",
     "measures",
     "share",
+    "difference",
+    "change",
 )
+# Two groups of one grouping set against each other: their counts' difference, or the percent change from the first
+# to the second. A "which of two" comparison that names a winner is a ranking (`argmax` over the groups), not this.
+TWO_GROUP_SHAPES = ("difference", "change")
 RECORD_SHAPES = ("list", "top", "argmin", "argmax")  # shapes whose answer is records, not numbers
 # periods of time, and the cyclic ones: the hour of the day (0-23) and the day of the week (1 Sunday … 7 Saturday), UTC
 BUCKETS = ("day", "week", "month", "year", "hour", "weekday")
@@ -159,6 +170,10 @@ class Filter:
             and all(isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= 7 for d in self.value)
         ):
             raise IRError(f"day_of_week takes a list of days 1 (Sunday) to 7 (Saturday), not {self.value!r}")
+        if self.op in SIZE_OPERATORS and not (
+            isinstance(self.value, int) and not isinstance(self.value, bool) and 0 <= self.value <= 1000
+        ):
+            raise IRError(f"{self.op} takes a number of elements (0 to 1000), not {self.value!r}")
         if self.op in WORD_OPERATORS and not (
             isinstance(self.value, list)
             and 0 < len(self.value) <= MAX_WORDS
@@ -298,6 +313,12 @@ class Shape:
       or (`over` = "groups") the mean record count of the groups or `bucket`s ("PRs merged per month, on average");
     - share: the fraction (0..1) of the records that also meet the filters `part` ("what share of 2023's
       PRs were merged": the PRs of 2023, the part merged);
+      `percent`: said as a percentage (0..100), as the question asked ("in percent", "%", 百分之几);
+    - difference: the count of the group `sides[0]` minus that of `sides[1]`, the groups of `field` (its
+      values, or its `bucket`s: "2022") as `group` makes them ("how many more PRs did A open than B": the
+      authors A and B; "how many fewer issues in 2023 than 2022": the years 2022 and 2023);
+    - change: the percent change from the count of `sides[0]` to that of `sides[1]` ((b - a) / a x 100;
+      none when a is 0): "how did merged PRs change from 2023 to 2024, in percent", 同比, 环比;
     - distinct: the distinct values of `field` ("the different locations"), in value order;
     - measures: several aggregates at once ("the minimum and maximum salary") over the records, or any
       aggregates per value of `field` ("the average price of each category"), in value order — or, with
@@ -322,6 +343,8 @@ class Shape:
     having: list[Having] = default(default_factory=list)
     offset: int = 0
     part: list[Filter] = default(default_factory=list)
+    percent: bool = False
+    sides: list[Any] = default(default_factory=list)
 
     def __post_init__(self):
         if not (isinstance(self.fields, list) and all(isinstance(f, str) and f for f in self.fields)):
@@ -344,7 +367,17 @@ class Shape:
             raise IRError(f"only a ranked shape ({', '.join(OFFSET_SHAPES)}) skips rows, not {self.kind}")
         if (self.kind == "share") != bool(self.part):
             raise IRError("only the shape share takes a part, and it needs at least one filter")
-        needs_field = self.kind in ("distinct_count", "group", "top") or (
+        if self.percent and self.kind != "share":
+            raise IRError("only a share is said in percent (a change always is)")
+        if (self.kind in TWO_GROUP_SHAPES) != bool(self.sides):
+            raise IRError(f"only the shapes {' and '.join(TWO_GROUP_SHAPES)} take sides, and they need them")
+        if self.sides and (
+            len(self.sides) != 2
+            or self.sides[0] == self.sides[1]
+            or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in self.sides)
+        ):
+            raise IRError(f"sides are two different group keys (a value or a period such as 2022), not {self.sides!r}")
+        needs_field = self.kind in ("distinct_count", "group", "top", *TWO_GROUP_SHAPES) or (
             self.kind in ("min", "max", "argmin", "argmax", "sum", "avg", "distinct")
         )
         if needs_field and not self.field:
@@ -368,6 +401,8 @@ class Shape:
             **({"having": [h.to_json() for h in self.having]} if self.having else {}),
             **({"offset": self.offset} if self.offset else {}),
             **({"part": [f.to_json() for f in self.part]} if self.part else {}),
+            **({"percent": True} if self.percent else {}),
+            **({"sides": list(self.sides)} if self.sides else {}),
         }  # said only when set: earlier plans read the same
 
     @classmethod
@@ -385,6 +420,8 @@ class Shape:
             having=[Having.from_json(h) for h in data.get("having") or []],
             offset=data.get("offset") or 0,
             part=[Filter.from_json(f) for f in data.get("part") or []],
+            percent=data.get("percent") is True,
+            sides=list(data.get("sides") or []),
         )
 
 
@@ -650,6 +687,8 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
                 "over": {"enum": ["records", "groups"]},
                 "limit": {"type": ["integer", "null"]},
                 "fields": {"type": "array", "items": {"type": "string"}},
+                # difference / change: the two groups' keys, the first the one subtracted from (the base of a change)
+                "sides": {"type": "array", "items": {"type": ["string", "integer"]}, "minItems": 2, "maxItems": 2},
                 "measures": {"type": "array", "items": _MEASURE_SCHEMA},
                 "having": {
                     "type": "array",

@@ -100,17 +100,25 @@ class _Builder(
         verb = "reviewed" if review_time else {"closer": "closed", "merger": "merged"}.get(group_role or counted or "")
         time_field = self._times(verb if state_verb is None else state_verb)
         self._dated_weekdays(time_field, verb if state_verb is None else state_verb)
-        compared = self._compared_periods()
+        # "how many more … than", "percent change from 2023 to 2024": two people or periods set against each other
+        two_sides = self.two_sides()
+        if two_sides:
+            intent, group_role, bucket, top, ranked, is_count = None, None, None, None, None, False
+        compared = None if two_sides else self._compared_periods()
         if compared:  # "2021 or 2022, which had more": counted per year, not both years at once
             bucket, extreme = compared
             intent = ShapeIntent("bucket_extreme", extreme=extreme, bucket=bucket) if extreme else None
             group_role, top, ranked, is_count = None, None, None, False
         self._thresholds()
+        self._list_sizes()
         self._facets()
         # The fields a list shows; a count or a grouping shows none, so their words are not read that way.
-        shown = [] if (group_role or bucket or is_count or top or ranked or intent) else self._shown_fields()
+        shown = (
+            [] if (group_role or bucket or is_count or top or ranked or intent or two_sides) else self._shown_fields()
+        )
         structured = bool(
-            self.filters
+            two_sides
+            or self.filters
             or self.times
             or group_role
             or bucket
@@ -183,6 +191,9 @@ class _Builder(
         else:
             order = [SortKey(k.field, 1) for k in by_sort_field] if self._oldest_first() else by_sort_field
             shape = Shape("list", sort=order, limit=self._list_limit(), fields=shown)
+        if two_sides:
+            shape = two_sides
+            self.notes.append(f"{shape.kind} of the {shape.field} groups {shape.sides[0]} and {shape.sides[1]}")
         if not (self.filters or self.times or text) and not (bucket or group_role or is_count or intent_shape):
             self.confidence = min(self.confidence, 0.5)
         shape = self.ranked_place(self.share_of(shape))  # "the second most active", "what share of them"

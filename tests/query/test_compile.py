@@ -473,12 +473,12 @@ def test_two_fields_of_one_record_compared(tmp_path):
     }
 
 
-def test_a_field_comparison_names_a_field_and_no_list(tmp_path):
+def test_a_field_comparison_names_a_field_and_at_most_one_list(tmp_path):
     with pytest.raises(IRError):
         Filter("closed_by.login", "ne_field", None)
     labelled = schema_from_documents("issues", ISSUES)
     with pytest.raises(CompileError):
-        compile_plan(PlanIR("issues", filters=[Filter("labels.name", "eq_field", "title")]), labelled)
+        compile_plan(PlanIR("issues", filters=[Filter("labels.name", "eq_field", "reviews.user.login")]), labelled)
 
 
 def test_the_mean_of_a_measure_and_of_the_counts_per_period(store, schema):
@@ -631,3 +631,70 @@ def test_cyclic_buckets_count_per_hour_and_day_of_the_week(store, schema):
     assert by_weekday == [{"_id": 2, "count": 1}, {"_id": 3, "count": 2}, {"_id": 7, "count": 1}]
     by_hour = run(PlanIR("issues", shape=Shape("argmax", field="created", bucket="hour", over="groups")), store, schema)
     assert by_hour == [{"_id": 0, "count": 4}]
+
+
+def test_a_share_asked_in_percent_is_said_in_percent(store, schema):
+    opened = Shape("share", part=[Filter("state", "eq", "open")], percent=True)
+    assert run(PlanIR("issues", shape=opened), store, schema) == [{"percent": 50.0}]
+
+
+def test_two_groups_set_against_each_other(store, schema):
+    """Reviews per month: January 2, February 1, March 1 (an array: each element counted); a month with
+    none counts 0, and no percent change is given from 0."""
+    months = {"field": "reviews.submitted_at", "bucket": "month"}
+    difference = Shape("difference", sides=["2026-01", "2026-02"], **months)
+    assert run(PlanIR("issues", shape=difference), store, schema) == [
+        {"difference": 1, "counts": {"first": 2, "second": 1}}
+    ]
+    change = Shape("change", sides=["2026-01", "2026-02"], **months)
+    assert run(PlanIR("issues", shape=change), store, schema) == [
+        {"percent_change": -50.0, "counts": {"first": 2, "second": 1}}
+    ]
+    from_nothing = Shape("change", sides=["2025-12", "2026-01"], **months)
+    assert run(PlanIR("issues", shape=from_nothing), store, schema)[0]["percent_change"] is None
+    # two values of a field (ann reviewed twice, bob twice), in the order given
+    people = Shape("difference", field="reviews.user.login", sides=["ann", "bob"])
+    assert run(PlanIR("issues", shape=people), store, schema)[0]["counts"] == {"first": 2, "second": 2}
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {"kind": "difference", "field": "state"},  # no sides
+        {"kind": "difference", "field": "state", "sides": ["open"]},
+        {"kind": "change", "field": "state", "sides": ["open", "open"]},
+        {"kind": "count", "sides": ["open", "closed"]},
+        {"kind": "difference", "sides": ["open", "closed"]},  # no field to group by
+        {"kind": "count", "percent": True},  # only a share is said in percent
+    ],
+)
+def test_two_group_shapes_are_checked(shape):
+    with pytest.raises(IRError):
+        PlanIR.from_json({"collection": "issues", "shape": shape})
+
+
+@pytest.mark.parametrize(
+    "f,expected",
+    [
+        (Filter("labels", "size_gte", 2), ["a#3"]),  # "more than one label"
+        (Filter("labels.name", "size_gte", 1), ["a#1", "a#3", "a#4"]),  # an element's path: its list counted
+        (Filter("labels", "size_lte", 0), ["a#2"]),
+        (Filter("labels", "size_gte", 2, negate=True), ["a#1", "a#2", "a#4"]),
+        (Filter("reviews", "size_lte", 1), ["a#1", "a#3", "a#4"]),  # a#3 has none
+    ],
+)
+def test_the_size_of_a_list(store, schema, f, expected):
+    assert refs(PlanIR("issues", filters=[f]), store, schema) == expected
+
+
+def test_a_size_of_a_field_that_is_no_list_is_refused(schema):
+    with pytest.raises(CompileError, match="not one"):
+        compile_plan(PlanIR("issues", filters=[Filter("comments", "size_gte", 2)]), schema)
+
+
+def test_a_value_among_a_lists_values(store, schema):
+    """ "reviewed by its own assignee": the assignee among the reviewers (a#1 ann, a#4 bob; a#2 has none)."""
+    among = Filter("assignee.login", "eq_field", "reviews.user.login")
+    assert refs(PlanIR("issues", filters=[among]), store, schema) == ["a#1", "a#4"]
+    apart = Filter("assignee.login", "ne_field", "reviews.user.login")
+    assert refs(PlanIR("issues", filters=[apart]), store, schema) == []

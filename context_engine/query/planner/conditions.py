@@ -54,6 +54,7 @@ class ConditionStep(Draft):
     def _states(self) -> str | None:
         """State words; returns the verb whose date a bare time range should apply to."""
         self._closer_and_author()
+        self._assigned_to_the_author()
         self._absences()
         reason = self._state_reason()
         verb = self._state_words()
@@ -430,6 +431,18 @@ class ConditionStep(Draft):
             span = (idx, idx + len(rng.text)) if idx >= 0 else None
             if span and self._dates_the_noun(span, rng.verb is not None):
                 role = "created"
+            start, end = rng.start, rng.end
+            untouched = _UNTOUCHED.search(self.q[: span[0]]) if span else None
+            if untouched and field_for(self.schema, "updated"):
+                role = "updated"
+                self.use(untouched.span(), "time")
+                since = re.match(r"\s*(?:since|after)\b", self.q[span[0] : span[1]], re.I) or re.search(
+                    r"\b(?:since|after)\s*$", untouched.group(0), re.I
+                )
+                if untouched.group("nothing_since") and since and start is not None and end in (None, self.ctx.now):
+                    # "not updated since 2023": last updated in 2023 or before, before the period named ends
+                    end = _end_of_named(self.q[span[0] : span[1]], start)
+                    start = None
             path = field_for(self.schema, role) or field_for(self.schema, "created")
             if path is None:
                 if span:  # a kind without that date (people; a spec whose created field its records lack)
@@ -438,8 +451,8 @@ class ConditionStep(Draft):
                 continue
             if span:
                 self.use(span, "time")
-            self.times.append(TimeRange(path, rng.start, rng.end, span=span))
-            self.notes.append(f"{rng.text!r} -> {path} in [{_fmt(rng.start)}, {_fmt(rng.end)})")
+            self.times.append(TimeRange(path, start, end, span=span))
+            self.notes.append(f"{rng.text!r} -> {path} in [{_fmt(start)}, {_fmt(end)})")
             chosen = chosen or path
         return chosen
 
@@ -474,6 +487,52 @@ class ConditionStep(Draft):
         if has_verb:
             return False
         return bool(re.match(r"\s*(?:年)?\s*(?:创建|新建|提交|开)", after)) or bool(re.search(r"创建于\s*$", before))
+
+    def _list_sizes(self) -> None:
+        """ "issues with more than one label", "2+ labels", "at least two assignees", "multiple labels": how many
+        elements a list field of the records holds (the noun is the list's name, singular or plural)."""
+        lists = {
+            path.rstrip("s"): path
+            for path, info in self.schema.fields.items()
+            if info.in_array and "." not in path and "object" in info.types
+        }
+        n = _NUMBER
+        said = [
+            rf"\b(more than|over|at least|fewer than|less than|under|exactly|at most)\s+{n}\s+(\w+)",
+            rf"\b{n}\s*(\+|or more|or fewer|or less)\s+(\w+)",
+            r"\b(multiple|several)\s+(\w+)",
+        ]
+        for pattern in said:
+            for m in re.finditer(pattern, self.q, re.I):
+                noun = m.group(m.lastindex or 0).lower()
+                path = lists.get(noun.rstrip("s"))
+                if path is None or self._is_used(m.span()):
+                    continue
+                words = [g.lower() for g in m.groups()[:-1]]
+                if words[0] in ("multiple", "several"):
+                    op, value = "size_gte", 2
+                elif len(words) > 1 and words[1] in ("+", "or more"):
+                    op, value = "size_gte", _number_of(words[0])
+                elif len(words) > 1 and words[1] in ("or fewer", "or less"):
+                    op, value = "size_lte", _number_of(words[0])
+                else:
+                    number = _number_of(words[1])
+                    op, value = {
+                        "more than": ("size_gte", number + 1),
+                        "over": ("size_gte", number + 1),
+                        "at least": ("size_gte", number),
+                        "fewer than": ("size_lte", number - 1),
+                        "less than": ("size_lte", number - 1),
+                        "under": ("size_lte", number - 1),
+                        "at most": ("size_lte", number),
+                        "exactly": ("size_gte", number),
+                    }[words[0]]
+                    if words[0] == "exactly":
+                        self.add_filter(path, number, "size_lte")
+                if value < 0:
+                    continue
+                self.use(m.span())
+                self.add_filter(path, value, op)
 
     def _thresholds(self) -> None:
         """Numeric conditions ("more than 5 replies", ">500 additions", "touching 6 files"), threads."""
@@ -774,6 +833,13 @@ class ConditionStep(Draft):
             self.how.pop()
         if other or own:
             self.add_filter(closer[0], author[0], "ne_field" if other else "eq_field")
+
+    def _assigned_to_the_author(self) -> None:
+        """ "assigned to the person who opened them", "where the assignee is also the author", "self-assigned",
+        作者自己指派给自己: the author among the record's assignees (a list: `eq_field` reads it as "among")."""
+        author, assignee = person_field_for(self.schema, "author"), person_field_for(self.schema, "assignee")
+        if author and assignee and self.mark(_ASSIGNED_TO_THE_AUTHOR):
+            self.add_filter(author[0], assignee[0], "eq_field")
 
     def _threads_only_the_starter_replied(self) -> None:
         """ "Monserrate's threads that got no reply from anyone else", "where nobody but Monserrate
@@ -1176,3 +1242,30 @@ def _negation_before(field_names: tuple[str, ...]) -> re.Pattern[str]:
 
 def _fmt(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M") if value else "…"
+
+
+# The last update said before a time: "last touched before 2024", "last updated in 2022" (the update dated), and
+# its absence, "not updated since 2023", "untouched since 2023", "nobody has updated since 2023", "without any update
+# since": no update after the period named (`nothing_since`).
+_UNTOUCHED = re.compile(
+    r"(?:\blast\s+(?:updated|touched|modified|active)\s+(?:before|until|prior\s+to|in|during|on)?"
+    r"|(?P<nothing_since>(?:\b(?:not|never|nobody|no\s+one)\b|n['’]t\b)(?:\s+\w+){0,2}?\s+(?:updated|touched|modified)"
+    r"|\buntouched|\bwithout\s+(?:any\s+|an\s+)?(?:updates?|activity))(?:\s+(?:since|after))?)\s*$",
+    re.I,
+)
+
+
+def _end_of_named(said: str, start: datetime) -> datetime:
+    """The end of the period "since X" named when X is a year ("since 2023": the end of 2023), else its start."""
+    year = re.fullmatch(r"\s*(?:since\s+|after\s+)?(?:the\s+(?:start|beginning)\s+of\s+)?(\d{4})\s*", said, re.I)
+    if year and start == datetime(int(year.group(1)), 1, 1):
+        return datetime(start.year + 1, 1, 1)
+    return start
+
+
+_ASSIGNED_TO_THE_AUTHOR = (
+    r"\bassigned\s+to\s+(?:the\s+(?:same\s+)?(?:person|people|user|one|ones)\s+who\s+(?:opened|created|filed|reported|wrote)"
+    r"\s+(?:them|it)|(?:their|its)\s+(?:own\s+)?(?:authors?|creators?|openers?|reporters?)|themselves|(?:him|her)self)\b"
+    r"|\b(?:the\s+)?assignees?\s+(?:is|are|was|were)\s+(?:also\s+)?(?:the\s+)?(?:authors?|creators?|openers?|reporters?)\b"
+    r"|\bself[- ]assigned\b|作者(?:自己)?(?:指派|分配)给(?:了)?自己|(?:指派|分配)给(?:了)?(?:作者|创建者)(?:自己|本人)?"
+)

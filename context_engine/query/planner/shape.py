@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import pairwise
 
-from context_engine.query.compile import CompileError, compile_plan
+from context_engine.query.compile import BUCKET_FORMATS, CompileError, compile_plan
 from context_engine.query.fields import field_for, person_field_for, person_field_words
 from context_engine.query.ir import Filter, Measure, PlanIR, Shape, SortKey, TimeRange
 from context_engine.query.planner.draft import STATE_FIELDS
@@ -36,7 +36,7 @@ TOP = re.compile(
     r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest|heaviest) (?:number|count|amount|share|(?:work)?load|pile|heap|stack|backlog) of\b|\bbusiest\b|\bmost active\b|\bmost (?:prolific|productive)\b"
     # "2024's biggest PR author": the person with the most records
     r"|\b(?:biggest|largest)(?=\s+(?:\w+\s+)?(?:author|contributor|poster|committer|reviewer|merger|closer|reporter|replier|responder|commenter)s?\b)"
-    r"|\brunners?[- ]up\b|第\s*[二三四五2-5]\s*多|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho(?:['’]s)? (?:\w+ ){0,4}(?:more|most)(?: (?:active|prolific|productive)\b)?\b|最多|最活跃|最常|最经常|前(\d+)名?",
+    r"|\brunners?[- ]up\b|第\s*[二三四五2-5]\s*多|\bnumber\s+(?:two|three|four|five|[2-5])\b(?=\W*$)|\bcame\s+(?:in\s+)?(?:second|third|fourth|fifth)\b|\b(?:second|third|fourth|fifth)\s+place\b|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho(?:['’]s)? (?:\w+ ){0,4}(?:more|most)(?: (?:active|prolific|productive)\b)?\b|最多|最活跃|最常|最经常|前(\d+)名?",
     re.I,
 )
 
@@ -384,20 +384,40 @@ _A_PERIOD = [(unit, rf"\b(?:a|an|every|per)\s+{unit}\b") for unit in ("day", "we
 _ORDINAL = re.compile(
     r"\b(second|third|fourth|fifth|2nd|3rd|4th|5th)(?=[\s-]+(?:most|highest|largest|biggest|greatest|busiest|"
     r"fewest|least|lowest|smallest|quietest|top|best|worst|longest|oldest|newest|latest|earliest)\b)"
-    r"|\b(runners?[- ]up)\b|第\s*([二三四五2-5])\s*(?=[多大高长忙活]|名)",
+    r"|\b(runners?[- ]up)\b|第\s*([二三四五2-5])\s*(?=[多大高长忙活]|名)"
+    # a place said alone: "who was number two?", "which author came second?", "in third place"
+    r"|\bnumber\s+(two|three|four|five|[2-5])\b(?=\W*$)|\bcame\s+(?:in\s+)?(second|third|fourth|fifth)\b"
+    r"|\b(second|third|fourth|fifth)\s+place\b",
     re.I,
 )
-_PLACES = {"second": 2, "third": 3, "fourth": 4, "fifth": 5, "二": 2, "三": 3, "四": 4, "五": 5}
+_PLACES = {
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "二": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+}
 
 # "what fraction of 2023's PRs were merged", "share of the issues that are still open", "占多大比例": the part
 # of the records that meets a further condition. English says the part as the predicate after the records
 # ("that got merged", "are still open", "hasn't been closed"); Chinese after 里/中 ("开的 PR 里，被合并的占多大比例").
 _SHARE = re.compile(
     # "share" the noun ("share of", "what share"), not the verb ("messages that share a link")
-    r"\b(?:fraction|proportion|percentage|percent|ratio)\b|\bshare\s+of\b|\b(?:what|which|the)\s+share\b"
+    r"\b(?:fraction|proportion|percentage|percent|ratio)\b|\bshare\s+of\b|\b(?:what|which|the)\s+share\b|%\s*of\b"
     r"|(?:多大|多少)的?比例|占比|比例|百分之几|百分比",
     re.I,
 )
+# "the merge rate", "closing rate", "合并率": the share of the records a condition said just before it holds for
+_RATE = re.compile(r"(?<=\w)\s+(rates?)\b|(?<=[\u4e00-\u9fff])(率)", re.I)
+# A share asked as a percentage (0-100), not a fraction: "in percent", "what percentage", "%", 百分之几, 百分比.
+_IN_PERCENT = re.compile(r"\bpercent(?:age)?s?\b|%|百分", re.I)
 _PART_SAID = re.compile(
     r"\b(?:that|which|were|was|are|is|ended|end|got|get|have|has|had|hasn't|haven't|remain(?:ed|s)?|still)\b", re.I
 )
@@ -455,6 +475,18 @@ _SMALLEST = re.compile(r"fewest|least|min|lowest|smallest", re.I)
 _MEASURE_CUE = re.compile(
     r"\b(most|highest|largest|biggest|greatest|fewest|(?<!\bat )least|lowest|smallest)\s+(?:number\s+of\s+)?"
     r"((?:[\w+-]+\s+){0,2}[\w+-]+)",
+    re.I,
+)
+# "which open bug has gone the longest without any update", "the stalest open issue", 最久没有更新: the record whose
+# last update is the oldest
+_STALEST = re.compile(
+    r"\b(?:gone\s+|been\s+|sat\s+)?(?:the\s+)?longest\s+(?:time\s+)?without\s+(?:any\s+|an\s+)?(?:updates?|activity|being\s+(?:updated|touched))\b"
+    r"|\bleast\s+recently\s+(?:updated|touched)\b|\bstalest\b|最久(?:没有?|未)(?:更新|动过)|最长时间(?:没有?|未)更新",
+    re.I,
+)
+# "top five 2024 issues by number of comments": a ranking whose measure is said after "by"
+_TOP_BY = re.compile(
+    r"\b(top|highest|largest|biggest)\b[^?]*?\bby\s+(?:the\s+)?(?:(?:number|count)\s+of\s+)?((?:[\w+-]+\s+){0,2}[\w+-]+)",
     re.I,
 )
 # Names a reaction is said by other than its field's ("thumbs up": `reactions.+1`).
@@ -658,6 +690,27 @@ _WHICH_OF_TWO = re.compile(
 )
 
 
+# A difference of two counts: "how many more PRs did A open than B", "how many fewer issues in 2023 than 2022",
+# "the difference between 2022 and 2023", "A 比 B 多开了几个", 相差. `fewer` says the second named is the larger.
+_DIFFERENCE = re.compile(
+    r"\bhow\s+(?:many|much)\s+(?:(?P<fewer>fewer|less)|more)\b|\bby\s+how\s+(?:many|much)\b"
+    r"|\b(?:the\s+)?difference\s+(?:between|in)\b|比.{1,40}?(?:多|(?P<fewer_cn>少))[\u4e00-\u9fff]{0,3}?(?:几|多少)|相差|差了?(?:几|多少)",
+    re.I,
+)
+# A percent change of a count from one period to another: "percent change", "change from 2023 to 2024, in percent",
+# "grew by what percent", 同比, 环比, "增长了百分之几".
+_CHANGE = re.compile(
+    r"\b(?:percent(?:age)?|%)\s+(?:change|growth|increase|decrease|drop|decline)\b"
+    r"|\b(?:chang|grow|grew|increas|ris|rose|drop|fall|fell|declin)\w*\b[^?]*?(?:\bpercent(?:age)?\b|%)"
+    r"|同比|环比|(?:变化|增长|成长|增加|减少|下降|上升)了?(?:百分之|多少[（(]?百分)",
+    re.I,
+)
+
+
+def _next_month(start: datetime) -> datetime:
+    return datetime(start.year + start.month // 12, start.month % 12 + 1, 1)
+
+
 def _is_calendar(unit: str, start: datetime | None, end: datetime | None, now: datetime) -> bool:
     """[start, end) is one calendar year or month (`unit`); the one in progress ends now."""
     if start is None or end is None or start != datetime(start.year, start.month if unit == "month" else 1, 1):
@@ -847,6 +900,103 @@ class ShapeStep(OwnAggregateStep):
             if t.start
         ]
         return None
+
+    def two_sides(self) -> Shape | None:
+        """ "how many more PRs did A open than B" (A's minus B's), "how many fewer issues in 2023 than 2022"
+        (2022's minus 2023's), "the difference between 2022 and 2023" (as said), "percent change from 2023 to
+        2024", 同比, 环比 (from the earlier period to the later): two people of one role, or two whole calendar
+        years or months of one date, each a condition no record meets with the other — read as their two
+        groups set against each other. None without such a cue, or without exactly two such sides."""
+        change, difference = _CHANGE.search(self.q), _DIFFERENCE.search(self.q)
+        cue = change or difference
+        if cue is None:
+            return None
+        found = self._two_periods(allow_one=change is not None) or self._two_people()
+        if found is None:
+            return None
+        field, bucket, said = found
+        if change:
+            sides = sorted(said) if bucket else said  # a change runs forward in time, whichever is said first
+        else:
+            fewer = difference is not None and (difference.group("fewer") or difference.group("fewer_cn"))
+            sides = said[::-1] if fewer else said
+        self.use(cue.span(), "shape")
+        self.mark(
+            r"\b(?:than|vs\.?|versus|compared\s+(?:with|to)|between|from|to|and|in\s+percent|percent|number\s+of)\b|[%比和与跟]|相比|的?数量|百分(?:之|比)?",
+            "shape",
+        )
+        return Shape("change" if change else "difference", field=field, bucket=bucket, sides=sides)
+
+    def _two_periods(self, allow_one: bool) -> tuple[str, str, list[str]] | None:
+        """Two whole calendar years (or months) of one date field, as said; with `allow_one`, one range of
+        exactly two ("from 2023 to 2024"). The times become the one range over both (or both, `times_any`)."""
+        if not self.times or len({t.field for t in self.times}) != 1 or len(self.times) > 2:
+            return None
+        ranges = sorted(self.times, key=lambda t: t.span or (0, 0))
+        if len(ranges) == 1:
+            whole = ranges[0]
+            if not (allow_one and whole.start and whole.end):
+                return None
+            halves = [
+                (whole.start, datetime(whole.start.year + 1, 1, 1)),
+                (datetime(whole.start.year + 1, 1, 1), whole.end),
+            ]
+            month = datetime(whole.start.year + whole.start.month // 12, whole.start.month % 12 + 1, 1)
+            for unit, parts in (("year", halves), ("month", [(whole.start, month), (month, whole.end)])):
+                if all(_is_calendar(unit, a, b, self.ctx.now) for a, b in parts):
+                    return whole.field, unit, [a.strftime(BUCKET_FORMATS[unit]) for a, _ in parts]
+            return None
+        unit = next(
+            (u for u in ("year", "month") if all(_is_calendar(u, t.start, t.end, self.ctx.now) for t in ranges)), None
+        )
+        if unit is None:
+            return None
+        if unit == "month":
+            ranges = self._year_of_the_other(ranges)
+        keys = [t.start.strftime(BUCKET_FORMATS[unit]) for t in ranges if t.start]
+        if len(set(keys)) != 2:
+            return None
+        by_start = sorted(ranges, key=lambda t: t.start or datetime.min)
+        if by_start[0].end == by_start[1].start:
+            spans = [t.span for t in ranges if t.span]
+            covering = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
+            self.times = [TimeRange(ranges[0].field, by_start[0].start, by_start[1].end, span=covering)]
+        else:
+            self.times_any = True  # two periods apart: the time between them is neither
+        return ranges[0].field, unit, keys
+
+    def _year_of_the_other(self, months: list[TimeRange]) -> list[TimeRange]:
+        """ "Feb 2024 vs Jan", "2024 年 2 月 … 环比 1 月": a month said without its year, set against one said with
+        it, is of that year (not the latest one by now)."""
+        said = [bool(t.span and re.search(r"\d{4}|['’]\d{2}", self.q[t.span[0] : t.span[1]])) for t in months]
+        if sorted(said) != [False, True]:
+            return months
+        year = months[said.index(True)].start.year
+        moved = [
+            t
+            if has or t.start is None
+            else TimeRange(t.field, t.start.replace(year=year), _next_month(t.start.replace(year=year)), span=t.span)
+            for t, has in zip(months, said)
+        ]
+        self.times = [moved[months.index(t)] if t in months else t for t in self.times]
+        return moved
+
+    def _two_people(self) -> tuple[str, None, list[str]] | None:
+        """Two people named in one role ("did A open than B"), as said: one condition on either."""
+        people = self._person_paths()
+        named = [f for f in self.filters if f.field in people and not f.negate and f.op in ("eq", "in")]
+        if len({f.field for f in named}) != 1:
+            return None
+        said = [
+            v for f in sorted(named, key=lambda f: f.span or (0, 0)) for v in (f.value if f.op == "in" else [f.value])
+        ]
+        if len(said) != 2 or said[0] == said[1] or not all(isinstance(v, str) for v in said):
+            return None
+        spans = [f.span for f in named if f.span]
+        self.filters = [f for f in self.filters if f not in named]
+        covering = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
+        self.filters.append(Filter(named[0].field, "in", said, span=covering))
+        return named[0].field, None, said
 
     def _values_side_by_side(self) -> Filter | None:
         """ "bug vs enhancement, how many of each", "how many were labelled bug, and how many
@@ -1058,7 +1208,8 @@ class ShapeStep(OwnAggregateStep):
         "the thread" (one); the words of the `measure` ("the most sub-issues") say none of it."""
         q = self.q[: measure[0]] + " " * (measure[1] - measure[0]) + self.q[measure[1] :]
         number = re.search(
-            r"\btop\s*(\d+)\b|\b(\d+)\s+(?:\w+\s+)?(?:threads|posts|messages|discussions|prs|pull requests|issues|tickets)\b"
+            # "20 threads", not a year before its records ("top five 2024 issues")
+            r"\btop\s*(\d+)\b|\b(\d{1,3})\s+(?:\w+\s+)?(?:threads|posts|messages|discussions|prs|pull requests|issues|tickets)\b"
             rf"|前\s*(\d+)|(\d+)\s*(?:个|条)|\b(\d{{1,3}})\s+{_RANKING_WORD}",
             q,
             re.I,
@@ -1093,7 +1244,7 @@ class ShapeStep(OwnAggregateStep):
         for the fewest. Fields of an embedded thing with its own id (a milestone's `open_issues`) measure
         that thing, not the record."""
         measures = self._record_measures()
-        for cue in _MEASURE_CUE.finditer(self.q):
+        for cue in [*_MEASURE_CUE.finditer(self.q), *_TOP_BY.finditer(self.q)]:
             words = cue.group(2).split()
             for n in range(len(words), 0, -1):
                 said = _measure_words(" ".join(words[:n]))
@@ -1101,7 +1252,8 @@ class ShapeStep(OwnAggregateStep):
                 within = [p for p, w in measures.items() if said and said < w]
                 path = exact[0] if len(exact) == 1 else within[0] if not exact and len(within) == 1 else None
                 if path:
-                    span = (cue.start(), cue.start(2) + len(" ".join(words[:n])))
+                    start = cue.start() if cue.re is _MEASURE_CUE else self.q.rfind("by", 0, cue.start(2))
+                    span = (start, cue.start(2) + len(" ".join(words[:n])))
                     return span, path, 1 if _SMALLEST.match(cue.group(1)) else -1
         return None
 
@@ -1338,6 +1490,10 @@ class ShapeStep(OwnAggregateStep):
             ):  # else unread: "different people reviewed" with no reviews
                 self.use(distinct.span(), "shape")
                 return ShapeIntent("distinct", role=role)
+        stalest = _STALEST.search(self.q)
+        if stalest and field_for(self.schema, "updated"):
+            self.use(stalest.span(), "shape")
+            return ShapeIntent("record_extreme", direction=1, role="updated")
         for pattern, direction in ((_NEWEST, -1), (_OLDEST, 1)):
             # Not inside a value read already: "good first issue" is a label.
             m = next((m for m in pattern.finditer(self.q) if not self._is_used(_first_word(m))), None)
@@ -1389,19 +1545,25 @@ class ShapeStep(OwnAggregateStep):
         """ "what share of the PRs opened in 2023 got merged": the conditions said in the predicate after the
         records are the part, the others (and the time) the records it is a share of. Unread (the plan
         counts, and "share" is not understood) when no condition is said there, or one no share can ask."""
-        cue = _SHARE.search(self.q)
+        cue = _SHARE.search(self.q) or _RATE.search(self.q)
         if cue is None or shape.kind not in ("count", "list"):
             return shape
-        if cue.group(0).isascii():
+        rated = _RATE.search(self.q)
+        # "merge rate", "closing rate": the share of the records the condition said just before "rate" holds for
+        part = [f for f in self.filters if rated and f.span and f.span[0] < rated.start() <= f.span[1]]
+        if part:
+            start = None
+        elif cue.group(0).isascii():
             said = _PART_SAID.search(self.q, cue.end())
             start = said.start() if said else None
         else:
             said = next((m for m in reversed(list(_PART_SAID_CHINESE.finditer(self.q, 0, cue.start())))), None)
             start = said.end() if said else None
-        part = [f for f in self.filters if start is not None and f.span and f.span[0] >= start]
+        part = part or [f for f in self.filters if start is not None and f.span and f.span[0] >= start]
         if not part:
             return shape
-        share = Shape("share", part=part)
+        percent = _IN_PERCENT.search(self.q)
+        share = Shape("share", part=part, percent=percent is not None)
         try:  # a part no share can ask (words, a list's elements) or one nested past the validator's bound
             if validate_pipeline(compile_plan(PlanIR(self.collection, shape=share), self.schema), self.schema):
                 return shape
@@ -1409,6 +1571,10 @@ class ShapeStep(OwnAggregateStep):
             return shape
         self.filters = [f for f in self.filters if f not in part]
         self.use(cue.span(), "shape")
+        if rated:
+            self.use(rated.span(1 if rated.group(1) else 0), "shape")
+        if percent:  # "in percent", "(%)": the unit the share is said in
+            self.mark(r"\b(?:in\s+)?percent(?:age)?s?\b|%|百分(?:之(?:几|多少)|比)?", "shape")
         self.mark(r"\b(?:what|which)\s+(?=(?:fraction|proportion|percentage|percent|ratio)\b)|占", "shape")
         return share
 
@@ -1524,7 +1690,9 @@ class ShapeStep(OwnAggregateStep):
         if intent.kind == "record_extreme":
             # "the last bug we closed", "the most recently merged PR": the date of what was done to it
             done = field_for(self.schema, state_verb) if state_verb in ("closed", "merged", "resolved") else None
-            date_field = time_field or done or field_for(self.schema, "created")
+            # "gone the longest without an update": the record updated longest ago
+            updated = field_for(self.schema, "updated") if intent.role == "updated" else None
+            date_field = updated or time_field or done or field_for(self.schema, "created")
             return Shape("list", sort=[SortKey(date_field, intent.direction)], limit=1) if date_field else None
         if intent.kind == "group_sum":  # the measure summed per author, ranked
             path, _ = self._group_path("author")

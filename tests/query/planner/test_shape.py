@@ -788,3 +788,116 @@ def test_who_got_mentioned_the_most_ranks_the_people_mentioned_not_the_authors(t
     rows = run_pipeline(store, "messages", compile_plan(p.ir, schema), tenant="t", principals=[], schema=schema)
     assert [(r["_id"], r["count"]) for r in rows] == [("U2", 2), ("U3", 1)]
     assert not p.not_understood
+
+
+@pytest.mark.parametrize(
+    "question,kind,sides,value",
+    [
+        # Rory opened 4 issues, Quinn 2: the first named minus the second (fewer: the other way round)
+        ("how many more issues did rory open than quinn?", "difference", ["rory", "quinn"], 2),
+        ("how many fewer issues did quinn open than rory", "difference", ["rory", "quinn"], 2),
+        ("rory 比 quinn 多开了几个 issue？", "difference", ["rory", "quinn"], 2),
+        # closures: March 2024 two, March 2025 one; a change runs from the earlier period, whichever is said first
+        (
+            "difference between the number of issues closed in March 2024 and in March 2025",
+            "difference",
+            ["2024-03", "2025-03"],
+            1,
+        ),
+        ("issues closed in March 2025 vs March 2024 — percent change?", "change", ["2024-03", "2025-03"], -50.0),
+        ("2025 年 3 月关闭的 issue 同比 2024 年 3 月变化了百分之多少？", "change", ["2024-03", "2025-03"], -50.0),
+    ],
+)
+def test_two_people_or_periods_set_against_each_other(tmp_path, question, kind, sides, value):
+    """Not two conditions no record meets together, nor a list of groups: one number, their difference or
+    the percent change."""
+    from tests.query.conftest import run
+
+    store, catalog = _closed_issues_world(tmp_path)
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.sides) == (kind, sides), p.pipeline
+    (row,) = run(p.ir, store, catalog.schemas["issues"])
+    assert row.get("difference", row.get("percent_change")) == value
+    assert not p.not_understood, p.not_understood
+
+
+def test_a_month_without_its_year_is_the_year_of_the_one_set_against_it(tmp_path):
+    _, catalog = _closed_issues_world(tmp_path)
+    p = plan(catalog, "issues closed in April 2024 vs March — percent change?")  # March 2024, not 2025
+    assert (p.ir.shape.kind, p.ir.shape.sides) == ("change", ["2024-03", "2024-04"]), p.pipeline
+
+
+@pytest.mark.parametrize("question", ["issue closers, who was number two?", "which closer came second?"])
+def test_a_place_said_alone_is_that_row_of_the_ranking(tmp_path, question):
+    from tests.query.conftest import run
+
+    store, catalog = _closed_issues_world(tmp_path)
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.offset, p.ir.shape.limit) == ("group", 1, 1), p.pipeline
+    assert [r["_id"] for r in run(p.ir, store, catalog.schemas["issues"])] == ["rory"]
+
+
+@pytest.mark.parametrize(
+    "question,percent",
+    [
+        ("what share of the issues closed in 2024 were closed by quinn, in percent?", True),
+        ("what fraction of the issues closed in 2024 were closed by quinn?", False),
+    ],
+)
+def test_a_share_is_said_in_the_unit_asked(tmp_path, question, percent):
+    _, catalog = _closed_issues_world(tmp_path)
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.percent) == ("share", percent), p.pipeline
+
+
+def _kept_issues_world(tmp_path):
+    """Issues with labels, assignees and last updates: i0 by quinn, assigned to quinn, two labels, updated 2022;
+    i1 by rory, assigned to quinn, one label, updated 2023; i2 by rory, no one assigned, updated 2024."""
+    from datetime import datetime
+
+    from tests.query.conftest import hand_made_world
+
+    def issue(i, author, assignees, labels, updated):
+        return {
+            "ref": f"i{i}",
+            "title": "t",
+            "state": "open",
+            "created_at": datetime(2022, 1, 1 + i),
+            "updated_at": updated,
+            "user": {"login": author},
+            "assignees": [{"login": a} for a in assignees],
+            "labels": [{"name": n} for n in labels],
+        }
+
+    issues = [
+        issue(0, "quinn", ["quinn"], ["bug", "docs"], datetime(2022, 5, 1)),
+        issue(1, "rory", ["quinn"], ["bug"], datetime(2023, 6, 1)),
+        issue(2, "rory", [], [], datetime(2024, 2, 1)),
+    ]
+    people = [{"login": "quinn", "name": "Quinn Adler"}, {"login": "rory", "name": "Rory Blake"}]
+    return hand_made_world(tmp_path, {"issues": issues}, people)
+
+
+@pytest.mark.parametrize(
+    "question,refs",
+    [
+        ("issues with more than one label", ["i0"]),
+        ("issues with 2+ labels", ["i0"]),
+        ("issues with at most one label", ["i1", "i2"]),
+        ("issues assigned to the person who opened them", ["i0"]),
+        ("issues where the assignee is also the author", ["i0"]),
+        ("作者自己指派给自己的 issue", ["i0"]),
+        ("open issues that have not been updated since 2023", ["i0", "i1"]),  # last updated in 2023 or before
+        ("open issues last touched before 2023", ["i0"]),
+        ("which open issue has gone the longest without any update?", ["i0"]),
+        ("哪个 issue 最久没有更新了？", ["i0"]),
+    ],
+)
+def test_conditions_on_the_shape_of_a_record(tmp_path, question, refs):
+    """The size of a list, a person among a list's people, the last update and its absence."""
+    from tests.query.conftest import run
+
+    store, catalog = _kept_issues_world(tmp_path)
+    p = plan(catalog, question)
+    assert sorted(r["ref"] for r in run(p.ir, store, catalog.schemas["issues"])) == refs, p.pipeline
+    assert not p.not_understood, p.not_understood
