@@ -503,6 +503,11 @@ _PERSON_CUES = [
         rf"\s+({_NAME}|{_LOGIN_LIKE})"
     ),
     re.compile(rf"\b({_NAME})'s\b"),
+    # "who mentions Wilhelmina Thorncastle most": a full name whom messages mention (one word there, "mention
+    # SDKs", may be a subject; "mentioning" is read above)
+    re.compile(
+        r"\b(?:mentions?|mentioned|@-?mention(?:s|ed)?)\s+([A-Z][a-z]+(?:[ -][A-Z][a-z'-]+)+)\b(?!\s+(?:by|to)\b)"
+    ),
     # "anyone called Ingrid Falk", "a contributor named Zed": what someone is called is a name
     re.compile(rf"\b(?:called|named)\s+({_NAME})"),
     # "issues by quin": a plain lower-case word right after "<records> by" is who wrote them

@@ -149,3 +149,16 @@ def test_a_month_before_of_and_a_year_is_a_date_not_someone_of_that_name(questio
     months = PeopleDirectory([{"login": "june-k", "name": "June", "accounts": []}])
     assert [m.text for m in months.find_mentions(question)] == []
     assert [m.text for m in months.find_mentions("what did June post")] == ["June"]
+
+
+@pytest.mark.parametrize(
+    "question,slots",
+    [
+        ("who mentions Wilhelmina Thorncastle most?", ["Wilhelmina Thorncastle"]),  # whom they mention: a person
+        ("messages that @-mention Dann Okafor", ["Dann Okafor"]),
+        ("PRs that mention SDKs", []),  # one word there may be a subject: found as a person only if someone has it
+        ("issues that mention streaming", []),
+    ],
+)
+def test_whom_a_message_mentions_is_in_a_persons_place(question, slots):
+    assert [text for text, _, _ in person_slots(question)] == slots
