@@ -418,6 +418,31 @@ class Duration:
 
 
 @dataclass
+class Length:
+    """A measure of one field of a record: the characters of its text ("messages over 1000 characters":
+    `text`) or the elements of its array ("messages that mention two or more people": `mentions`), which of
+    the two by the field's type in the schema (the compiler's `$strLenCP` or `$size`; the validator allows
+    `$strLenCP` only on a text field). Filters and the shape name it by `name` as they name a stored field; a
+    record without the field has length 0 ("mention nobody": length 0)."""
+
+    name: str
+    field: str
+
+    def __post_init__(self):
+        if not DURATION_NAME.fullmatch(self.name):
+            raise IRError(f"a length's name is lower-case letters and underscores, not {self.name!r}")
+        if not (isinstance(self.field, str) and self.field):
+            raise IRError("a length names the text or array field it measures")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "field": self.field}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Length:
+        return cls(str(data["name"]), str(data["field"]))
+
+
+@dataclass
 class Join:
     """The records of another of the tenant's collections that each record refers to: `local` (a path
     here, possibly inside an embedded array) holds the values of `foreign` there ("the teacher's
@@ -448,7 +473,8 @@ class PlanIR:
     `join` pairs each record with the records of another collection it refers to (`Join`).
     `times_any`: the time ranges are alternatives, a record in any one of them ("more in March 2023 or in
     March 2024?": two periods set side by side), not conditions that all hold.
-    `durations`: measures derived from two dates of a record (`Duration`), named by filters and the shape."""
+    `durations`: measures derived from two dates of a record (`Duration`), named by filters and the shape;
+    `lengths`: the length of a text or an array of a record (`Length`), named the same way."""
 
     collection: str
     filters: list[Filter] = default(default_factory=list)
@@ -462,6 +488,7 @@ class PlanIR:
     join: Join | None = None
     times_any: bool = False
     durations: list[Duration] = default(default_factory=list)
+    lengths: list[Length] = default(default_factory=list)
 
     def __post_init__(self):
         if self.unwind is not None and not (isinstance(self.unwind, str) and self.unwind):
@@ -483,6 +510,7 @@ class PlanIR:
             **({"join": self.join.to_json()} if self.join else {}),
             **({"times_any": True} if self.times_any else {}),
             **({"durations": [d.to_json() for d in self.durations]} if self.durations else {}),
+            **({"lengths": [n.to_json() for n in self.lengths]} if self.lengths else {}),
         }
 
     @classmethod
@@ -510,6 +538,7 @@ class PlanIR:
                 join=Join.from_json(data["join"]) if data.get("join") else None,
                 times_any=data.get("times_any") is True,
                 durations=[Duration.from_json(d) for d in data.get("durations") or []],
+                lengths=[Length.from_json(n) for n in data.get("lengths") or []],
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise IRError(f"malformed plan: {exc}") from None
@@ -607,6 +636,15 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
             "required": ["collection", "local", "foreign"],
         },
         "pipeline": {"type": ["array", "null"], "items": {"type": "object"}},
+        # "over 1000 characters": {"name": "text_length", "field": "text"} and a filter text_length gt 1000
+        "lengths": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "field": {"type": "string"}},
+                "required": ["name", "field"],
+            },
+        },
     },
     # Conditions required (an empty list says "none"): a small model writing under this schema as a
     # grammar otherwise leaves out the optional keys, the filters with them.

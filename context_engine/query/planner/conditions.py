@@ -260,6 +260,8 @@ class ConditionStep(Draft):
             r"(?:an? |any |some |at least one |one or more )?(?:@-?mentions?|mentions? of (?:someone|somebody|anyone|people|others))"
             r"|@-?mentions?(?= of (?:someone|somebody|anyone|people|others))"
             r"|(?:有)?(?:提到|提及|@)了?(?:别人|其他人|他人|某人)"
+            r"|(?<![\w@])@\s+(?:someone|somebody|anyone|anybody|people|others)\b"  # "replies that @ somebody"
+            r"|(?:有|带有?|帶有?|含有?)\s*@\s*(?:了\s*)?(?:別人|其他人|他人|某人|人)?"  # 带 @ 的消息, 有 @ 別人的
         ):
             self.add_filter(mentioned[0], None, "not_empty")  # "messages that @mention someone"
         replying = person_field_for(s, "replied_to")

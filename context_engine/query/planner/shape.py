@@ -140,6 +140,19 @@ _ASKS_FOR_PEOPLE = re.compile(
     re.I,
 )
 
+# A ranking of the people messages mention, not of their authors: "who does Odis mention the most",
+# "when Odis @-mentions someone, who is it usually", "the most mentioned people", "who gets tagged the
+# most", 被 @ 最多的人, Odis 最常 @ 谁. ("who mentions Odis the most" ranks the authors.)
+_MENTION = r"(?:@-?|at-)?(?:mention|tag|ping)"
+_MENTIONED_ASKED = re.compile(
+    rf"\bwho(?:m)?\s+(?:do|does|did|has|have|had|would|will)\s+(?:\S+\s+){{1,3}}?{_MENTION}\w*"
+    rf"|\bwho(?:m)?\s+(?:gets?|got|is|was|are|were|has been|have been|had been)\s+(?:\S+\s+)?{_MENTION}(?:ed|ged)\b"
+    rf"|\b(?:most|top|frequently|often)[- ](?:@-?|at-)?(?:mentioned|tagged|pinged)\b"
+    rf"|{_MENTION}s?\s+(?:someone|somebody|anyone|people|others)\b[^?]{{0,20}}\bwho(?:m)?\s+(?:is|was)\s+(?:it|that)\b"
+    r"|被\s*(?:@|提到|提及)\s*(?:得|的)?\s*(?:次数)?最多|(?:@|提到|提及)(?:了|过)?\s*(?:最多的)?\s*(?:是)?谁",
+    re.I,
+)
+
 # "who reviewed acme/infra#812?": the people of one role on the named records.
 WHO_ROLE = [
     (r"\breview\w*|\bapprov\w*|评审|审查|审核", "reviewer"),
@@ -1053,6 +1066,11 @@ class ShapeStep(OwnAggregateStep):
             if m:
                 self.use(m.span(1), "shape")
                 return role
+        if person_field_for(self.schema, "mentioned"):
+            asked = _MENTIONED_ASKED.search(self.q)
+            if asked:  # "who does Odis mention the most": the people his messages mention, not him
+                self.use(asked.span(), "shape")
+                return "mentioned"
         asks_for_people = _ASKS_FOR_PEOPLE.search(self.q)
         verb = re.search(
             r"\bwho\s+(?:has\s+|have\s+|had\s+)?(open\w*|creat\w*|fil\w*|report\w*|wr[io]te|author\w*|post\w*|start\w*|"
