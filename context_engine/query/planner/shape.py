@@ -35,7 +35,8 @@ TOP = re.compile(
     r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest) (?:number|count|amount|share) of\b|\bbusiest\b|\bmost active\b|\bmost (?:prolific|productive)\b"
     # "2024's biggest PR author": the person with the most records
     r"|\b(?:biggest|largest)(?=\s+(?:\w+\s+)?(?:author|contributor|poster|committer|reviewer|merger|closer|reporter|replier|responder|commenter)s?\b)"
-    r"|\brunners?[- ]up\b|第\s*[二三四五2-5]\s*多|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho(?:['’]s)? (?:\w+ ){0,4}(?:more|most)(?: (?:active|prolific|productive)\b)?\b|最多|最活跃|最常|最经常|前(\d+)名?",
+    r"|\brunners?[- ]up\b|第\s*[二三四五2-5]\s*多|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho(?:['’]s)? (?:\w+ ){0,4}(?:more|most)(?: (?:active|prolific|productive)\b)?\b|最多|最活跃|最常|最经常|前(\d+)名?"
+    r"|\bwho(?:m)?\s+(?:is|was|are)\s+it\s+(?:usually|mostly|most often|typically)\b",  # the one most often
     re.I,
 )
 
@@ -80,6 +81,7 @@ _GROUP = re.compile(
     # "by people other than A and B": who did it, said by whom it was not — a condition, no grouping
     r"(?!\s+(?:other than|except|besides|apart from|but not|excluding|not\b|who (?:are|were|is|was)n['’]?t\b))"
     r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目|工作区)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态|工作区)"
+    r"|(?:每个|各个?)\s*(workspace|channel|label|repo|project|milestone|component)\b"  # 每个 workspace 各...
     r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)"
     # "who closed issues in May, and how many each": one count per closer
     r"|^\s*(who closed)\b(?=[^?？]*\b(?:and how many|how many each|how many apiece)\b)"
@@ -323,6 +325,12 @@ _OLDEST = re.compile(
     re.I,
 )
 
+_THREAD_OPENER = re.compile(
+    r"\b(?:in|of|from)\s+(?:the|their|its|each|a)\s+(?:very\s+)?(?:first|opening|starting|initial|original|parent)"
+    r"\s+(?:message|post)s?\b|(?:第一条|首条|开头的?)(?:消息|帖子)",
+    re.I,
+)
+
 # "how many different people", "number of distinct PR authors", "count the unique labels", "多少个不同的人":
 # things counted once each, not records.
 _DISTINCT = re.compile(
@@ -409,7 +417,7 @@ _MEASURE_EXTREME = re.compile(
     re.I,
 )
 _ASKS_A_VALUE = re.compile(
-    r"^\W*(?:how many|what(?:'s| is| was| are)|max(?:imum)?\b|min(?:imum)?\b)|多少|几条|几个"
+    r"^\W*(?:how many|what(?:'s| is| was| are)|max(?:imum)?\b|min(?:imum)?\b)|多少|(?<!哪)几条|(?<!哪)几个"  # 哪几个: which
     # "highest comment count on any issue": the question is the measure's extreme itself
     r"|^\W*(?:the\s+)?(?:largest|highest|biggest|greatest|lowest|smallest)\s+(?:\w+\s+)?counts?\b"
     # "the largest number of comments any issue got": the extreme over every record, a value
@@ -956,6 +964,8 @@ class ShapeStep(OwnAggregateStep):
             r"|\b(?:highest|largest|biggest|greatest|top)\s+(comment|repl)(?:y|ies|s)?\s+counts?\b"
             r"|\b(?:biggest|largest|greatest|strongest)\s+(respons)es?\b"  # "the thread that got the biggest response"
             r"|\blongest\s+(comment)\s+(?:threads?|sections?|chains?)\b"
+            # "the top 5 threads by number of replies": ranked by the count, not by who posted them
+            r"|\b(?:by|in order of)\s+(?:the\s+)?(?:(?:number|count|#)\s+of\s+)?(repl(?:y|ies)|comments?|reactions?)\b(?!\s+(?:to|from|by)\b)"
             r"|\b(?:biggest|largest)\s+(?:\w+\s+)?(pr|pull request|change|diff)s?\b|\b(?:longest|biggest|largest|busiest|hottest|most active)\s+(?:[a-z]+\s+)?(?:slack\s+)?"
             r"(?:threads?|discussions?|conversations?)\b|(回复|评论)数?最多|最多(回复|评论)|(?:最长|最热|最火)的?(?:帖子|讨论)",
             self.q,
@@ -1012,12 +1022,13 @@ class ShapeStep(OwnAggregateStep):
         if number:
             return min(int(next(g for g in number.groups() if g)), 200)
         words = re.search(
-            r"\b(?:top|the|which|what)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)",
+            r"\b(?:top|the|which|what)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)"
+            r"|的(两|二|三|四|五|六|七|八|九|十)\s*(?:个|条|篇)",  # 回复最多的五个讨论串
             q,
             re.I,
         )
         if words:
-            return _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
+            return _WORD_NUMBERS[next(g for g in words.groups() if g).lower()]
         # "which threads had the most replies": a few; "the thread with the most replies", "which of
         # her threads ...": one.
         if re.search(r"\bwhich (?:one )?of\b|\bwhich one\b|哪一?(?:个|条|篇|项)(?!月|年|天|周|星期)", q, re.I):
@@ -1146,7 +1157,7 @@ class ShapeStep(OwnAggregateStep):
             re.I,
         )
         if words:
-            return _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
+            return _WORD_NUMBERS[next(g for g in words.groups() if g).lower()]
         # Chinese counts people with a measure word: "最多的3个人", "最活跃的五位".
         measured = re.search(r"(\d+|[两二三四五六七八九十])\s*(?:个人|个用户|位|名|个成员)", self.q)
         if measured:
@@ -1270,6 +1281,9 @@ class ShapeStep(OwnAggregateStep):
             ):  # else unread: "different people reviewed" with no reviews
                 self.use(distinct.span(), "shape")
                 return ShapeIntent("distinct", role=role)
+        if field_for(self.schema, "replies") and re.search(r"\bthreads?\b|讨论串|帖子", self.q, re.I):
+            # "threads that mention nobody in the first message": a thread's first message is the record itself
+            self.mark(_THREAD_OPENER.pattern, "value")
         for pattern, direction in ((_NEWEST, -1), (_OLDEST, 1)):
             # Not inside a value read already: "good first issue" is a label.
             m = next((m for m in pattern.finditer(self.q) if not self._is_used(_first_word(m))), None)
