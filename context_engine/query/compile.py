@@ -9,6 +9,7 @@ nothing it was given more than the validator does.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from context_engine.query.fields import field_for, person_field_for
@@ -271,7 +272,9 @@ def compile_plan(
             else length_expression(measured, schema)
         )
         stages.append({"$addFields": {measured.name: expression}})
-    if measured and shape.kind == "list":
+    if shape.kind == "empty_count":
+        stages += _empty_count(ir, shape, grouped or "")
+    elif measured and shape.kind == "list":
         ordered = {measured.name: shape.sort[0].direction}
         stages += [
             {"$sort": ordered},
@@ -286,6 +289,33 @@ def compile_plan(
         # The fields the answer shows, and `ref`: a record the answer cites by it.
         stages.append({"$project": {**{resolve(f): 1 for f in shape.fields}, "ref": 1}})
     return stages
+
+
+MAX_PERIODS = 40_000  # about a century of days: the periods an empty_count counts one by one
+
+
+def _empty_count(ir: PlanIR, shape: Shape, path: str) -> list[dict[str, Any]]:
+    """The periods of the time range with no record: all its periods (counted here, from the range's
+    ends) minus the distinct periods the records fall in. A range open at either end has no count."""
+    bucket = shape.bucket or ""
+    ranges = [t for t in ir.times if t.start is not None and t.end is not None and t.start < t.end]
+    if len(ranges) != 1 or ir.times_any:
+        raise CompileError("empty_count needs one time range with both ends: the periods it counts")
+    start, end = ranges[0].start, ranges[0].end
+    assert start is not None and end is not None
+    keys: set[str] = set()
+    day = start.replace(hour=0, minute=0, second=0, microsecond=0)
+    last = end - timedelta(microseconds=1)
+    if (last - day).days > MAX_PERIODS:
+        raise CompileError(f"empty_count counts at most {MAX_PERIODS} days")
+    while day <= last:  # each day of the range, and the week, month or year it is in
+        keys.add(day.strftime(BUCKET_FORMATS[bucket]))
+        day += timedelta(days=1)
+    return [
+        {"$group": {"_id": bucket_key(bucket, path)}},
+        {"$count": "with_records"},
+        {"$project": {"count": {"$subtract": [len(keys), "$with_records"]}, f"{bucket}s": {"$literal": len(keys)}}},
+    ]
 
 
 def length_expression(length: Length, schema: CollectionSchema) -> dict[str, Any]:

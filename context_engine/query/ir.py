@@ -67,10 +67,12 @@ SHAPES = (
     "distinct",
     "measures",
     "share",
+    "empty_count",
 )
 RECORD_SHAPES = ("list", "top", "argmin", "argmax")  # shapes whose answer is records, not numbers
 # periods of time, and the cyclic ones: the hour of the day (0-23) and the day of the week (1 Sunday … 7 Saturday), UTC
 BUCKETS = ("day", "week", "month", "year", "hour", "weekday")
+PERIOD_BUCKETS = ("day", "week", "month", "year")  # the buckets that are periods of the calendar, not cycles
 FOLLOWUPS = ("restrict", "recount")
 MEASURES = ("count", "sum", "avg", "min", "max")
 COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte")
@@ -298,6 +300,9 @@ class Shape:
       or (`over` = "groups") the mean record count of the groups or `bucket`s ("PRs merged per month, on average");
     - share: the fraction (0..1) of the records that also meet the filters `part` ("what share of 2023's
       PRs were merged": the PRs of 2023, the part merged);
+    - empty_count: how many `bucket`s (day, week, month, year) of the plan's time range on the date `field` have
+      no record ("how many days in 2018 had no messages": the days of 2018 minus the days with one); the
+      time range must have both ends;
     - distinct: the distinct values of `field` ("the different locations"), in value order;
     - measures: several aggregates at once ("the minimum and maximum salary") over the records, or any
       aggregates per value of `field` ("the average price of each category"), in value order.
@@ -342,7 +347,9 @@ class Shape:
             raise IRError(f"only a ranked shape ({', '.join(OFFSET_SHAPES)}) skips rows, not {self.kind}")
         if (self.kind == "share") != bool(self.part):
             raise IRError("only the shape share takes a part, and it needs at least one filter")
-        needs_field = self.kind in ("distinct_count", "group", "top") or (
+        if self.kind == "empty_count" and self.bucket not in PERIOD_BUCKETS:
+            raise IRError(f"empty_count counts periods: a bucket of {', '.join(PERIOD_BUCKETS)}, not {self.bucket!r}")
+        needs_field = self.kind in ("distinct_count", "group", "top", "empty_count") or (
             self.kind in ("min", "max", "argmin", "argmax", "sum", "avg", "distinct")
         )
         if needs_field and not self.field:

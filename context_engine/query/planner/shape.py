@@ -325,6 +325,16 @@ _OLDEST = re.compile(
     re.I,
 )
 
+# "how many days in 2018 had no messages at all", "weeks without a single merged PR", 有几天一条消息都没有: the
+# periods of the time asked in which no record falls (the noun of the records is what has none).
+_PERIOD_WORDS = {"day": "day", "week": "week", "month": "month", "天": "day", "周": "week", "星期": "week", "月": "month"}
+_EMPTY_PERIODS = re.compile(
+    r"\bhow many (days|weeks|months)\b[^?]{0,60}?\b(?:had|have|has|saw|with|there (?:were|was))\s+(?:no|zero|not a single)\b"
+    r"|\bhow many (days|weeks|months)\b[^?]{0,60}?\bwithout\b"
+    r"|(?:几|多少)\s*(天|周|个?星期|个?月)[^？?，,]{0,20}?(?:一[条則则个篇]\S{0,4}?)?(?:都|也)(?:没有|沒有|没|沒)",
+    re.I,
+)
+
 _THREAD_OPENER = re.compile(
     r"\b(?:in|of|from)\s+(?:the|their|its|each|a)\s+(?:very\s+)?(?:first|opening|starting|initial|original|parent)"
     r"\s+(?:message|post)s?\b|(?:第一条|首条|开头的?)(?:消息|帖子)",
@@ -1187,6 +1197,12 @@ class ShapeStep(OwnAggregateStep):
             own = self.own_aggregate(mentions) or self.own_shape(mentions)
             if own is not None:
                 return ShapeIntent("own", shape=own)
+        empty = _EMPTY_PERIODS.search(self.q) if self.ctx.times else None
+        if empty:  # "how many days in 2018 had no messages": the periods of the time asked without a record
+            self.use(empty.span(), "shape")
+            self.mark(r"\bat all\b|\bwhatsoever\b", "shape")
+            word = next(g for g in empty.groups() if g).lower()
+            return ShapeIntent("empty_periods", bucket=_PERIOD_WORDS[word.removesuffix("s").removeprefix("个")])
         cyclic = self._cyclic_extreme()
         if cyclic:
             return cyclic
@@ -1456,6 +1472,10 @@ class ShapeStep(OwnAggregateStep):
                 time_field or field_for(self.schema, state_verb or "created") or field_for(self.schema, "created")
             )
             return Shape(intent.extreme, field=date_field, bucket=intent.bucket, over="groups") if date_field else None
+        if intent.kind == "empty_periods":
+            date_field = time_field or field_for(self.schema, "created")
+            bounded = any(t.field == date_field and t.start and t.end for t in self.times)
+            return Shape("empty_count", field=date_field, bucket=intent.bucket) if bounded else None
         if intent.kind == "bucket_avg":
             date_field = (
                 time_field or field_for(self.schema, state_verb or "created") or field_for(self.schema, "created")
