@@ -132,7 +132,9 @@ def _compose(
     if len(rows) == 1 and set(rows[0]) == {"count"}:
         n = rows[0]["count"]
         return f"{counted(n, one, noun)} {'matches' if n == 1 else 'match'}.", []
-    periods = next((k for k in ("days", "weeks", "months", "years") if len(rows) == 1 and set(rows[0]) == {"count", k}), "")
+    periods = next(
+        (k for k in ("days", "weeks", "months", "years") if len(rows) == 1 and set(rows[0]) == {"count", k}), ""
+    )
     if periods:  # an empty_count: the periods of the time asked with no record, out of all of them
         n, of = rows[0]["count"], rows[0][periods]
         weeks = ", ISO weeks" if periods == "weeks" else ""

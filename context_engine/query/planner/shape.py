@@ -327,7 +327,15 @@ _OLDEST = re.compile(
 
 # "how many days in 2018 had no messages at all", "weeks without a single merged PR", 有几天一条消息都没有: the
 # periods of the time asked in which no record falls (the noun of the records is what has none).
-_PERIOD_WORDS = {"day": "day", "week": "week", "month": "month", "天": "day", "周": "week", "星期": "week", "月": "month"}
+_PERIOD_WORDS = {
+    "day": "day",
+    "week": "week",
+    "month": "month",
+    "天": "day",
+    "周": "week",
+    "星期": "week",
+    "月": "month",
+}
 _EMPTY_PERIODS = re.compile(
     r"\bhow many (days|weeks|months)\b[^?]{0,60}?\b(?:had|have|has|saw|with|there (?:were|was))\s+(?:no|zero|not a single)\b"
     r"|\bhow many (days|weeks|months)\b[^?]{0,60}?\bwithout\b"
