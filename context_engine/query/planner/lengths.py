@@ -27,7 +27,9 @@ _ENGLISH = rf"(?:{_BEFORE})?(?<!\w){_NUMBER}{_AFTER}"
 # The units of a text's length, and of a people array's ("people", 人: the persons it lists).
 _CHARACTERS = r"(?:characters?|chars?|letters)\b"
 _PEOPLE = r"(?:(?:other |different )?(?:people|persons|users|members|folks|others)\b|(?:@-?)?mentions\b)"
-_MENTION_VERB = r"\b(?:@-?mention(?:s|ed|ing)?|mention(?:s|ed|ing)?|tag(?:s|ged|ging)?|ping(?:s|ed|ing)?)\s+"
+_MENTION_VERB = (
+    r"\b(?:@-?mention(?:s|ed|ing)?|mention(?:s|ed|ing)?|mentions of|tag(?:s|ged|ging)?|ping(?:s|ed|ing)?)\s+"
+)
 _TEXT_BOUND = re.compile(
     rf"{_ENGLISH}\s*{_CHARACTERS}|(超过|多于|大于|不到|少于|小于)\s*{_CN_NUMBER}\s*个?(?:字符|字)", re.I
 )
