@@ -174,6 +174,14 @@ def _compose(
     two = _two_groups(rows, result.plan, one, noun)
     if two:
         return two, []
+    periods = next(
+        (k for k in ("days", "weeks", "months", "years") if len(rows) == 1 and set(rows[0]) == {"count", k}), ""
+    )
+    if periods:  # an empty_count: the periods of the time asked with no record, out of all of them
+        n, of = rows[0]["count"], rows[0][periods]
+        weeks = ", ISO weeks" if periods == "weeks" else ""
+        said = f"the {periods} of the range, minus those with at least one; UTC{weeks}"
+        return f"{n} of the {of} {periods} of the time asked had no {one} ({said}).", []
     if len(rows) == 1 and set(rows[0]) == {"share"} and isinstance(rows[0]["share"], (int, float)):
         share = rows[0]["share"]
         return f"The share of the {noun} matched that meet the condition: {share:.4f} ({share:.1%}).", []

@@ -24,6 +24,7 @@ from context_engine.query.ir import (
     Filter,
     Having,
     Join,
+    Length,
     Measure,
     PlanIR,
     Shape,
@@ -176,6 +177,14 @@ class _Conditions(dict):
             self.add(resolve_field(schema, end, date=True), _condition(Filter(end, "exists", True)))
         self._add_expression({_COMPARISONS[op]: [duration_expression(duration, schema), f.value]})
 
+    def add_length_comparison(self, length: Length, f: Filter, schema: CollectionSchema) -> None:
+        """A length compared with a number ("over 1000 characters", "two or more mentions", "mention
+        nobody": length 0), in `$expr`; a record without the field has length 0."""
+        if f.op not in _COMPARISONS.keys() | {"eq"} or not isinstance(f.value, int) or isinstance(f.value, bool):
+            raise CompileError(f"a length is compared with a whole number, not {f.op} {f.value!r}")
+        op = (_BOUNDS.get(f.op) or OPPOSITE[f.op]) if f.negate else f.op
+        self._add_expression({_COMPARISONS.get(op, "$eq"): [length_expression(length, schema), f.value]})
+
     def add_field_comparison(self, path: str, f: Filter, schema: CollectionSchema) -> None:
         """Two fields of one record compared (`$expr`), the first one present: "closed by someone other
         than its author" holds of a record whose closer is recorded and is not its author. Scalar fields
@@ -209,9 +218,12 @@ def compile_plan(
     conditions = _Conditions()
     add = conditions.add
     durations = {d.name: d for d in ir.durations}
+    lengths = {n.name: n for n in ir.lengths}
     for f in ir.filters:
         if f.field in durations:
             conditions.add_duration_comparison(durations[f.field], f, schema)
+        elif f.field in lengths:
+            conditions.add_length_comparison(lengths[f.field], f, schema)
         elif joined and joined.names(f.field):
             joined.conditions.add_filter(Filter(**{**vars(f), "field": joined.rest(f.field)}), joined.schema)
         elif f.via is None:
@@ -232,9 +244,10 @@ def compile_plan(
         conditions.update(searched)
     shape = ir.shape
     resolve = joined.resolver() if joined else lambda name: resolve_field(schema, name)
-    # a duration measured by the shape, or (a list) ordered by: "the three fastest merges"
-    measured = durations.get(shape.field or (shape.sort[0].field if shape.kind == "list" and shape.sort else ""))
-    if measured:  # a duration is a measure of the records that have both its dates
+    # a duration or length measured by the shape, or (a list) ordered by: "the three fastest merges"
+    said = shape.field or (shape.sort[0].field if shape.kind == "list" and shape.sort else "")
+    measured: Duration | Length | None = durations.get(said) or lengths.get(said)
+    if isinstance(measured, Duration):  # a duration is a measure of the records that have both its dates
         for end in (measured.start, measured.end):
             add(resolve_field(schema, end, date=True), _condition(Filter(end, "exists", True)))
     grouped = (
@@ -277,8 +290,15 @@ def compile_plan(
     if joined:
         stages += joined.stages()
     if measured:
-        stages.append({"$addFields": {measured.name: duration_expression(measured, schema)}})
-    if measured and shape.kind == "list":
+        expression = (
+            duration_expression(measured, schema)
+            if isinstance(measured, Duration)
+            else length_expression(measured, schema)
+        )
+        stages.append({"$addFields": {measured.name: expression}})
+    if shape.kind == "empty_count":
+        stages += _empty_count(ir, shape, grouped or "")
+    elif measured and shape.kind == "list":
         ordered = {measured.name: shape.sort[0].direction}
         stages += [
             {"$sort": ordered},
@@ -293,6 +313,47 @@ def compile_plan(
         # The fields the answer shows, and `ref`: a record the answer cites by it.
         stages.append({"$project": {**{resolve(f): 1 for f in shape.fields}, "ref": 1}})
     return stages
+
+
+MAX_PERIODS = 40_000  # about a century of days: the periods an empty_count counts one by one
+
+
+def _empty_count(ir: PlanIR, shape: Shape, path: str) -> list[dict[str, Any]]:
+    """The periods of the time range with no record: all its periods (counted here, from the range's
+    ends) minus the distinct periods the records fall in. A range open at either end has no count."""
+    bucket = shape.bucket or ""
+    ranges = [t for t in ir.times if t.start is not None and t.end is not None and t.start < t.end]
+    if len(ranges) != 1 or ir.times_any:
+        raise CompileError("empty_count needs one time range with both ends: the periods it counts")
+    start, end = ranges[0].start, ranges[0].end
+    assert start is not None and end is not None
+    keys: set[str] = set()
+    day = start.replace(hour=0, minute=0, second=0, microsecond=0)
+    last = end - timedelta(microseconds=1)
+    if (last - day).days > MAX_PERIODS:
+        raise CompileError(f"empty_count counts at most {MAX_PERIODS} days")
+    while day <= last:  # each day of the range, and the week, month or year it is in
+        keys.add(day.strftime(BUCKET_FORMATS[bucket]))
+        day += timedelta(days=1)
+    return [
+        {"$group": {"_id": bucket_key(bucket, path)}},
+        {"$count": "with_records"},
+        {"$project": {"count": {"$subtract": [len(keys), "$with_records"]}, f"{bucket}s": {"$literal": len(keys)}}},
+    ]
+
+
+def length_expression(length: Length, schema: CollectionSchema) -> dict[str, Any]:
+    """A record's length of a field: the elements of an array (`$size`), the characters of a text
+    (`$strLenCP`); a record without the field has length 0."""
+    path = resolve_field(schema, length.field)
+    info = schema.fields.get(path)
+    if info is not None and schema.is_array(path):
+        if array_prefix(path, schema) != path:  # `reactions.name`: one length per reaction, not per record
+            raise CompileError(f"{length.field!r} is a field of an array's elements: no one length per record")
+        return {"$size": {"$ifNull": [f"${path}", []]}}
+    if info is None or "string" not in info.types:
+        raise CompileError(f"a length is of a text or an array field; {length.field!r} is neither")
+    return {"$strLenCP": {"$ifNull": [f"${path}", ""]}}
 
 
 def duration_expression(duration: Duration, schema: CollectionSchema) -> dict[str, Any]:

@@ -75,6 +75,7 @@ SHAPES = (
     "share",
     "difference",
     "change",
+    "empty_count",
 )
 # Two groups of one grouping set against each other: their counts' difference, or the percent change from the first
 # to the second. A "which of two" comparison that names a winner is a ranking (`argmax` over the groups), not this.
@@ -82,6 +83,7 @@ TWO_GROUP_SHAPES = ("difference", "change")
 RECORD_SHAPES = ("list", "top", "argmin", "argmax")  # shapes whose answer is records, not numbers
 # periods of time, and the cyclic ones: the hour of the day (0-23) and the day of the week (1 Sunday … 7 Saturday), UTC
 BUCKETS = ("day", "week", "month", "year", "hour", "weekday")
+PERIOD_BUCKETS = ("day", "week", "month", "year")  # the buckets that are periods of the calendar, not cycles
 FOLLOWUPS = ("restrict", "recount")
 MEASURES = ("count", "sum", "avg", "min", "max")
 COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte")
@@ -319,6 +321,9 @@ class Shape:
       authors A and B; "how many fewer issues in 2023 than 2022": the years 2022 and 2023);
     - change: the percent change from the count of `sides[0]` to that of `sides[1]` ((b - a) / a x 100;
       none when a is 0): "how did merged PRs change from 2023 to 2024, in percent", 同比, 环比;
+    - empty_count: how many `bucket`s (day, week, month, year) of the plan's time range on the date `field` have
+      no record ("how many days in 2018 had no messages": the days of 2018 minus the days with one); the
+      time range must have both ends;
     - distinct: the distinct values of `field` ("the different locations"), in value order;
     - measures: several aggregates at once ("the minimum and maximum salary") over the records, or any
       aggregates per value of `field` ("the average price of each category"), in value order — or, with
@@ -377,7 +382,9 @@ class Shape:
             or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in self.sides)
         ):
             raise IRError(f"sides are two different group keys (a value or a period such as 2022), not {self.sides!r}")
-        needs_field = self.kind in ("distinct_count", "group", "top", *TWO_GROUP_SHAPES) or (
+        if self.kind == "empty_count" and self.bucket not in PERIOD_BUCKETS:
+            raise IRError(f"empty_count counts periods: a bucket of {', '.join(PERIOD_BUCKETS)}, not {self.bucket!r}")
+        needs_field = self.kind in ("distinct_count", "group", "top", "empty_count", *TWO_GROUP_SHAPES) or (
             self.kind in ("min", "max", "argmin", "argmax", "sum", "avg", "distinct")
         )
         if needs_field and not self.field:
@@ -457,6 +464,31 @@ class Duration:
 
 
 @dataclass
+class Length:
+    """A measure of one field of a record: the characters of its text ("messages over 1000 characters":
+    `text`) or the elements of its array ("messages that mention two or more people": `mentions`), which of
+    the two by the field's type in the schema (the compiler's `$strLenCP` or `$size`; the validator allows
+    `$strLenCP` only on a text field). Filters and the shape name it by `name` as they name a stored field; a
+    record without the field has length 0 ("mention nobody": length 0)."""
+
+    name: str
+    field: str
+
+    def __post_init__(self):
+        if not DURATION_NAME.fullmatch(self.name):
+            raise IRError(f"a length's name is lower-case letters and underscores, not {self.name!r}")
+        if not (isinstance(self.field, str) and self.field):
+            raise IRError("a length names the text or array field it measures")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "field": self.field}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Length:
+        return cls(str(data["name"]), str(data["field"]))
+
+
+@dataclass
 class Join:
     """The records of another of the tenant's collections that each record refers to: `local` (a path
     here, possibly inside an embedded array) holds the values of `foreign` there ("the teacher's
@@ -487,7 +519,8 @@ class PlanIR:
     `join` pairs each record with the records of another collection it refers to (`Join`).
     `times_any`: the time ranges are alternatives, a record in any one of them ("more in March 2023 or in
     March 2024?": two periods set side by side), not conditions that all hold.
-    `durations`: measures derived from two dates of a record (`Duration`), named by filters and the shape.
+    `durations`: measures derived from two dates of a record (`Duration`), named by filters and the shape;
+    `lengths`: the length of a text or an array of a record (`Length`), named the same way.
     `nested`: a question whose one answer feeds the next ("how many issues did 2021's top PR author open that
     year?"): this plan is the outer one, its slot filled by the single top result of `Nested.inner`."""
 
@@ -504,6 +537,7 @@ class PlanIR:
     times_any: bool = False
     durations: list[Duration] = default(default_factory=list)
     nested: Nested | None = None
+    lengths: list[Length] = default(default_factory=list)
 
     def __post_init__(self):
         if self.unwind is not None and not (isinstance(self.unwind, str) and self.unwind):
@@ -526,6 +560,7 @@ class PlanIR:
             **({"times_any": True} if self.times_any else {}),
             **({"durations": [d.to_json() for d in self.durations]} if self.durations else {}),
             **({"nested": self.nested.to_json()} if self.nested else {}),
+            **({"lengths": [n.to_json() for n in self.lengths]} if self.lengths else {}),
         }
 
     @classmethod
@@ -554,6 +589,7 @@ class PlanIR:
                 times_any=data.get("times_any") is True,
                 durations=[Duration.from_json(d) for d in data.get("durations") or []],
                 nested=Nested.from_json(data["nested"]) if data.get("nested") else None,
+                lengths=[Length.from_json(n) for n in data.get("lengths") or []],
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise IRError(f"malformed plan: {exc}") from None
@@ -725,6 +761,15 @@ PLAN_JSON_SCHEMA: dict[str, Any] = {
             "required": ["collection", "local", "foreign"],
         },
         "pipeline": {"type": ["array", "null"], "items": {"type": "object"}},
+        # "over 1000 characters": {"name": "text_length", "field": "text"} and a filter text_length gt 1000
+        "lengths": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "field": {"type": "string"}},
+                "required": ["name", "field"],
+            },
+        },
     },
     # Conditions required (an empty list says "none"): a small model writing under this schema as a
     # grammar otherwise leaves out the optional keys, the filters with them.

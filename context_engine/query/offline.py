@@ -21,6 +21,7 @@ from context_engine.query.plan import Plan, PlanningContext
 from context_engine.query.planner.collection import CollectionStep, detect_collection
 from context_engine.query.planner.conditions import ConditionStep
 from context_engine.query.planner.durations import DurationStep
+from context_engine.query.planner.lengths import LengthStep
 from context_engine.query.planner.linking import LinkStep
 from context_engine.query.planner.nested import nested_plan
 from context_engine.query.planner.own_joins import OwnJoinStep
@@ -41,7 +42,16 @@ class OfflinePlanner:
 
 
 class _Builder(
-    CollectionStep, LinkStep, DurationStep, WeekdayStep, ConditionStep, FacetStep, ShapeStep, OwnJoinStep, SpanStep
+    CollectionStep,
+    LinkStep,
+    DurationStep,
+    LengthStep,
+    WeekdayStep,
+    ConditionStep,
+    FacetStep,
+    ShapeStep,
+    OwnJoinStep,
+    SpanStep,
 ):
     def build(self) -> Plan:
         ctx = self.ctx
@@ -69,6 +79,7 @@ class _Builder(
             self.add_filter("ref", refs[0]) if len(refs) == 1 else self.add_filter("ref", refs, "in")
             self.notes.append(f"the record{'s' if len(refs) > 1 else ''} named: {', '.join(refs)}")
         duration = self._duration()  # before the states and times: "sat open", "more than 30 days" are its words
+        self._lengths()  # before the times and people: "over 1000 chars" is no year, "chars" no one's name
         self._weekdays()  # before the times: "saturday or sunday" spells out a weekend, not the latest Saturday
         state_verb = self._states() or self.duration_verb
         self._review_states()
@@ -217,6 +228,7 @@ class _Builder(
             unwind=self.own_unwind(shape),
             join=join,
             durations=self.durations,
+            lengths=self.lengths,
         )
         if contradictions(ir, schema):
             # Conditions no record meets together: some words were read the wrong way (a model may do better).

@@ -842,6 +842,8 @@ class _Walker:
             return self.error(f"$concat takes at most {self.policy.max_concat} operands; got {len(arg)}")
         if op in ("$add", "$multiply") and isinstance(arg, list) and len(arg) > self.policy.max_operands:
             return self.error(f"{op} takes at most {self.policy.max_operands} operands; got {len(arg)}")
+        if op == "$strLenCP":
+            self.text_field(arg)
         low, high = EXPR_ARITY[op]
         if op in DATE_OPS and isinstance(arg, dict) and "date" in arg:
             self.timezone(op, arg)
@@ -858,6 +860,23 @@ class _Walker:
             self.error(f"{op} takes {count} argument(s); got {len(arg)}")
         for item in arg:
             self.expr(item)
+
+    def text_field(self, arg: Any) -> None:
+        """`$strLenCP` measures a stored text ("messages over 1000 characters"): a field of the collection
+        (alone or in `$ifNull`) must be one of strings, not an array, a number or a date, which the
+        operator would fail on at run time, row after row."""
+        if isinstance(arg, list) and len(arg) == 1:
+            arg = arg[0]
+        if isinstance(arg, dict) and isinstance(arg.get("$ifNull"), list) and arg["$ifNull"]:
+            arg = arg["$ifNull"][0]
+        if not (isinstance(arg, str) and arg.startswith("$") and not arg.startswith("$$")):
+            return
+        path = arg[1:]
+        if self.schema is None or self.scope.outputs is not None or path in self.scope.added:
+            return  # a computed value: its type is not known here
+        info = self.schema.fields.get(path)
+        if info is not None and ("string" not in info.types or self.schema.is_array(path)):
+            self.error(f"$strLenCP measures a text field; '{path}' is not one ({'|'.join(sorted(info.types))})")
 
     def date_to_string(self, arg: Any) -> None:
         if self.in_collector:

@@ -269,6 +269,8 @@ class ConditionStep(Draft):
             r"(?:an? |any |some |at least one |one or more )?(?:@-?mentions?|mentions? of (?:someone|somebody|anyone|people|others))"
             r"|@-?mentions?(?= of (?:someone|somebody|anyone|people|others))"
             r"|(?:有)?(?:提到|提及|@)了?(?:别人|其他人|他人|某人)"
+            r"|(?<![\w@])@\s+(?:someone|somebody|anyone|anybody|people|others)\b"  # "replies that @ somebody"
+            r"|(?:有|带有?|帶有?|含有?)\s*@\s*(?:了\s*)?(?:别人|別人|其他人|他人|某人|人)?"  # 带 @ 的消息, 有 @ 別人的
         ):
             self.add_filter(mentioned[0], None, "not_empty")  # "messages that @mention someone"
         replying = person_field_for(s, "replied_to")
@@ -1017,6 +1019,8 @@ class ConditionStep(Draft):
             r"(?<=['’]s )(?:thread\s+)?replies\b|\b(?:her|his|their|my|your)\s+(?:thread\s+)?replies\b"
             r"|\breplies\s+(?=(?:written\s+|posted\s+|sent\s+)?by\b)"
             r"|\b(?:were|was|are|is|as)\s+(?:thread\s+replies|replies\s+(?:inside|within|in)\s+(?:a\s+|any\s+)?threads?)\b"
+            # 在讨论串里的回复, 她的回复中: the replies themselves, among which the rest of the question counts
+            r"|(?:在\s*)?(?:讨论串|帖子)\s*(?:里|中|内)的?\s*回复|的回复(?=\s*(?:中|里|当中|之中))"
         ):
             self.add_filter(replying[0], True, "exists")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from context_engine.query.ir import Duration, Filter, TimeRange
+from context_engine.query.ir import Duration, Filter, Length, TimeRange
 from context_engine.query.plan import PlanningContext
 from context_engine.query.schema import CollectionSchema
 
@@ -38,6 +38,7 @@ class Draft:
         self.times_any = False  # the times are alternatives: periods compared (`PlanIR.times_any`)
         self.undated: list[tuple[int, int]] = []  # times the question says that no field of the kind can date
         self.durations: list[Duration] = []  # measures between two dates of a record (`planner.durations`)
+        self.lengths: list[Length] = []  # lengths of a text or an array of a record (`planner.lengths`)
         self.duration_verb: str | None = None  # the event that ends the duration read ("merged"), which dates it
 
     def use(self, span: tuple[int, int], how: str = "value") -> None:

@@ -292,7 +292,7 @@ class LinkStep(Draft):
             and not re.search(r"\b(?:from|by)\s+@?$", before)
             and (
                 re.search(
-                    r"(?:\bmention(?:s|ed|ing)?|\bmentions of|@-?mention\w*|@-?(?:ed|['’]d)|\bpinged|\bpinging|提到(?:了)?|提及(?:了)?|@了?)\s*@?$",
+                    r"(?:\bmention(?:s|ed|ing)?|\bmentions of|@-?mention\w*|@-?(?:ed|['’]d)|\bpinged|\bpinging|\btag(?:s|ged|ging)|提到(?:了)?|提及(?:了)?|@了?)\s*@?$",
                     before,
                 )
                 or re.search(

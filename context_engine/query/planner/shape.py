@@ -36,7 +36,8 @@ TOP = re.compile(
     r"\btop(?![- ]level)\s*(\d+)?\b|\b(?:largest|greatest|highest|biggest|heaviest) (?:number|count|amount|share|(?:work)?load|pile|heap|stack|backlog) of\b|\bbusiest\b|\bmost active\b|\bmost (?:prolific|productive)\b"
     # "2024's biggest PR author": the person with the most records
     r"|\b(?:biggest|largest)(?=\s+(?:\w+\s+)?(?:author|contributor|poster|committer|reviewer|merger|closer|reporter|replier|responder|commenter)s?\b)"
-    r"|\brunners?[- ]up\b|第\s*[二三四五2-5]\s*多|\bnumber\s+(?:two|three|four|five|[2-5])\b(?=\W*$)|\bcame\s+(?:in\s+)?(?:second|third|fourth|fifth)\b|\b(?:second|third|fourth|fifth)\s+place\b|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho(?:['’]s)? (?:\w+ ){0,4}(?:more|most)(?: (?:active|prolific|productive)\b)?\b|最多|最活跃|最常|最经常|前(\d+)名?",
+    r"|\brunners?[- ]up\b|第\s*[二三四五2-5]\s*多|\bnumber\s+(?:two|three|four|five|[2-5])\b(?=\W*$)|\bcame\s+(?:in\s+)?(?:second|third|fourth|fifth)\b|\b(?:second|third|fourth|fifth)\s+place\b|(?<!\bat )\bmost\b(?!\s+recent)|\brank(?:ed|ing)?\b|\bleaderboard\b|\bwho(?:['’]s)? (?:\w+ ){0,4}(?:more|most)(?: (?:active|prolific|productive)\b)?\b|最多|最活跃|最常|最经常|前(\d+)名?"
+    r"|\bwho(?:m)?\s+(?:is|was|are)\s+it\s+(?:usually|mostly|most often|typically)\b",  # the one most often
     re.I,
 )
 
@@ -81,6 +82,7 @@ _GROUP = re.compile(
     # "by people other than A and B": who did it, said by whom it was not — a condition, no grouping
     r"(?!\s+(?:other than|except|besides|apart from|but not|excluding|not\b|who (?:are|were|is|was)n['’]?t\b))"
     r"|按(标签|仓库|作者|状态|优先级|频道|负责人|类型|项目|工作区)|(?:每个|各个?)(仓库|人|作者|标签|频道|项目|优先级|状态|工作区)"
+    r"|(?:每个|各个?)\s*(workspace|channel|label|repo|project|milestone|component)\b"  # 每个 workspace 各...
     r"|哪些(标签|仓库|频道|项目|优先级|状态)[^。？?]{0,8}(?:各|分别)"
     # "who closed issues in May, and how many each": one count per closer
     r"|^\s*(who closed)\b(?=[^?？]*\b(?:and how many|how many each|how many apiece)\b)"
@@ -138,6 +140,19 @@ _ASKS_FOR_PEOPLE = re.compile(
     r"\bwho\b|\bwhom\b|\bpeople\b|\bpersons?\b|\busers?\b|\bengineers?\b|\bdevelopers?\b|"
     r"\breviewers?\b|\bauthors?\b|\bposters?\b|\bcontributors?\b|\bcommitters?\b|\bapprovers?\b|"
     r"谁|哪些人|哪位",
+    re.I,
+)
+
+# A ranking of the people messages mention, not of their authors: "who does Odis mention the most",
+# "when Odis @-mentions someone, who is it usually", "the most mentioned people", "who gets tagged the
+# most", 被 @ 最多的人, Odis 最常 @ 谁. ("who mentions Odis the most" ranks the authors.)
+_MENTION = r"(?:@-?|at-)?(?:mention|tag|ping)"
+_MENTIONED_ASKED = re.compile(
+    rf"\bwho(?:m)?\s+(?:do|does|did|has|have|had|would|will)\s+(?:\S+\s+){{1,3}}?{_MENTION}\w*"
+    rf"|\bwho(?:m)?\s+(?:gets?|got|is|was|are|were|has been|have been|had been)\s+(?:\S+\s+)?{_MENTION}(?:ed|ged)\b"
+    rf"|\b(?:most|top|frequently|often)[- ](?:@-?|at-)?(?:mentioned|tagged|pinged)\b"
+    rf"|{_MENTION}s?\s+(?:someone|somebody|anyone|people|others)\b[^?]{{0,20}}\bwho(?:m)?\s+(?:is|was)\s+(?:it|that)\b"
+    r"|被\s*(?:@|提到|提及)\s*(?:得|的)?\s*(?:次数)?最多|(?:@|提到|提及)(?:了|过)?\s*(?:最多的)?\s*(?:是)?谁",
     re.I,
 )
 
@@ -316,6 +331,30 @@ _OLDEST = re.compile(
     re.I,
 )
 
+# "how many days in 2018 had no messages at all", "weeks without a single merged PR", 有几天一条消息都没有: the
+# periods of the time asked in which no record falls (the noun of the records is what has none).
+_PERIOD_WORDS = {
+    "day": "day",
+    "week": "week",
+    "month": "month",
+    "天": "day",
+    "周": "week",
+    "星期": "week",
+    "月": "month",
+}
+_EMPTY_PERIODS = re.compile(
+    r"\bhow many (days|weeks|months)\b[^?]{0,60}?\b(?:had|have|has|saw|with|there (?:were|was))\s+(?:no|zero|not a single)\b"
+    r"|\bhow many (days|weeks|months)\b[^?]{0,60}?\bwithout\b"
+    r"|(?:几|多少)\s*(天|周|个?星期|个?月)[^？?，,]{0,20}?(?:一[条則则个篇]\S{0,4}?)?(?:都|也)(?:没有|沒有|没|沒)",
+    re.I,
+)
+
+_THREAD_OPENER = re.compile(
+    r"\b(?:in|of|from)\s+(?:the|their|its|each|a)\s+(?:very\s+)?(?:first|opening|starting|initial|original|parent)"
+    r"\s+(?:message|post)s?\b|(?:第一条|首条|开头的?)(?:消息|帖子)",
+    re.I,
+)
+
 # "how many different people", "number of distinct PR authors", "count the unique labels", "多少个不同的人":
 # things counted once each, not records.
 _DISTINCT = re.compile(
@@ -437,7 +476,7 @@ _MEASURE_EXTREME = re.compile(
     re.I,
 )
 _ASKS_A_VALUE = re.compile(
-    r"^\W*(?:how many|what(?:'s| is| was| are)|max(?:imum)?\b|min(?:imum)?\b)|多少|几条|几个"
+    r"^\W*(?:how many|what(?:'s| is| was| are)|max(?:imum)?\b|min(?:imum)?\b)|多少|(?<!哪)几条|(?<!哪)几个"  # 哪几个: which
     # "highest comment count on any issue": the question is the measure's extreme itself
     r"|^\W*(?:the\s+)?(?:largest|highest|biggest|greatest|lowest|smallest)\s+(?:\w+\s+)?counts?\b"
     # "the largest number of comments any issue got": the extreme over every record, a value
@@ -1160,6 +1199,8 @@ class ShapeStep(OwnAggregateStep):
             r"|\b(?:highest|largest|biggest|greatest|top)\s+(comment|repl)(?:y|ies|s)?\s+counts?\b"
             r"|\b(?:biggest|largest|greatest|strongest)\s+(respons)es?\b"  # "the thread that got the biggest response"
             r"|\blongest\s+(comment)\s+(?:threads?|sections?|chains?)\b"
+            # "the top 5 threads by number of replies": ranked by the count, not by who posted them
+            r"|\b(?:by|in order of)\s+(?:the\s+)?(?:(?:number|count|#)\s+of\s+)?(repl(?:y|ies)|comments?|reactions?)\b(?!\s+(?:to|from|by)\b)"
             r"|\b(?:biggest|largest)\s+(?:\w+\s+)?(pr|pull request|change|diff)s?\b|\b(?:longest|biggest|largest|busiest|hottest|most active)\s+(?:[a-z]+\s+)?(?:slack\s+)?"
             r"(?:threads?|discussions?|conversations?)\b|(回复|评论)数?最多|最多(回复|评论)|(?:最长|最热|最火)的?(?:帖子|讨论)",
             self.q,
@@ -1220,7 +1261,8 @@ class ShapeStep(OwnAggregateStep):
         # commented PRs"
         words = re.search(
             r"\b(?:top|the|which|what)\s+(two|three|four|five|six|seven|eight|nine|ten)\b|前(两|二|三|四|五|十)"
-            rf"|\b(two|three|four|five|six|seven|eight|nine|ten)\s+{_RANKING_WORD}",
+            rf"|\b(two|three|four|five|six|seven|eight|nine|ten)\s+{_RANKING_WORD}"
+            r"|的(两|二|三|四|五|六|七|八|九|十)\s*(?:个|条|篇)",  # 回复最多的五个讨论串
             q,
             re.I,
         )
@@ -1275,6 +1317,11 @@ class ShapeStep(OwnAggregateStep):
             if m:
                 self.use(m.span(1), "shape")
                 return role
+        if person_field_for(self.schema, "mentioned"):
+            asked = _MENTIONED_ASKED.search(self.q)
+            if asked:  # "who does Odis mention the most": the people his messages mention, not him
+                self.use(asked.span(), "shape")
+                return "mentioned"
         asks_for_people = _ASKS_FOR_PEOPLE.search(self.q)
         verb = re.search(
             r"\bwho\s+(?:has\s+|have\s+|had\s+)?(open\w*|creat\w*|fil\w*|report\w*|wr[io]te|author\w*|post\w*|start\w*|"
@@ -1359,7 +1406,7 @@ class ShapeStep(OwnAggregateStep):
             re.I,
         )
         if words:
-            return _WORD_NUMBERS[(words.group(1) or words.group(2)).lower()]
+            return _WORD_NUMBERS[next(g for g in words.groups() if g).lower()]
         # Chinese counts people with a measure word: "最多的3个人", "最活跃的五位".
         measured = re.search(r"(\d+|[两二三四五六七八九十])\s*(?:个人|个用户|位|名|个成员)", self.q)
         if measured:
@@ -1389,6 +1436,12 @@ class ShapeStep(OwnAggregateStep):
             own = self.own_aggregate(mentions) or self.own_shape(mentions)
             if own is not None:
                 return ShapeIntent("own", shape=own)
+        empty = _EMPTY_PERIODS.search(self.q) if self.ctx.times else None
+        if empty:  # "how many days in 2018 had no messages": the periods of the time asked without a record
+            self.use(empty.span(), "shape")
+            self.mark(r"\bat all\b|\bwhatsoever\b", "shape")
+            word = next(g for g in empty.groups() if g).lower()
+            return ShapeIntent("empty_periods", bucket=_PERIOD_WORDS[word.removesuffix("s").removeprefix("个")])
         cyclic = self._cyclic_extreme()
         if cyclic:
             return cyclic
@@ -1494,6 +1547,9 @@ class ShapeStep(OwnAggregateStep):
         if stalest and field_for(self.schema, "updated"):
             self.use(stalest.span(), "shape")
             return ShapeIntent("record_extreme", direction=1, role="updated")
+        if field_for(self.schema, "replies") and re.search(r"\bthreads?\b|讨论串|帖子", self.q, re.I):
+            # "threads that mention nobody in the first message": a thread's first message is the record itself
+            self.mark(_THREAD_OPENER.pattern, "value")
         for pattern, direction in ((_NEWEST, -1), (_OLDEST, 1)):
             # Not inside a value read already: "good first issue" is a label.
             m = next((m for m in pattern.finditer(self.q) if not self._is_used(_first_word(m))), None)
@@ -1676,6 +1732,10 @@ class ShapeStep(OwnAggregateStep):
                 time_field or field_for(self.schema, state_verb or "created") or field_for(self.schema, "created")
             )
             return Shape(intent.extreme, field=date_field, bucket=intent.bucket, over="groups") if date_field else None
+        if intent.kind == "empty_periods":
+            date_field = time_field or field_for(self.schema, "created")
+            bounded = any(t.field == date_field and t.start and t.end for t in self.times)
+            return Shape("empty_count", field=date_field, bucket=intent.bucket) if bounded else None
         if intent.kind == "bucket_avg":
             date_field = (
                 time_field or field_for(self.schema, state_verb or "created") or field_for(self.schema, "created")

@@ -770,7 +770,7 @@ IMPLIED = re.compile(
     r"altogether|overall|combined|"
     r"fewest|least|quietest|calmest|lowest|smallest|shortest|fewer|quieter|"
     r"two|three|four|five|six|seven|eight|nine|ten|"
-    r"谁|哪些人|哪位|发过?|发了|发过?言|发起|新开|开过|提过?|提交|创建|合并|评审|审查|回复|回[得了过]?|讨论串|指派|分配"
+    r"谁|哪些人|哪位|发过?|发了|发过?言|发起|新开|开过|各?开|提过?|提交|创建|合并|评审|审查|回复|回[得了过]?|讨论串|指派|分配"
 )
 # What an implied word needs in the plan to count as read (a role: a condition, time or grouping on
 # its field). Words not listed (the creation verbs: "filed", "posted", "wrote") describe every record.
