@@ -567,7 +567,8 @@ _COMPOUND_SURNAMES = frozenset(
 _CJK_BEFORE = re.compile(
     r"(?=的|合并|提交|创建|负责|写了|写的|发了|发的|评审|审查|审核|关闭|解决|完成|打开|开了|提了|提的|报的)"
 )
-_CJK_AFTER = re.compile(r"(?:分配给|指派给|交给|由|和|跟)(?!任何|别人|谁|其他)([\u4e00-\u9fff]{2,3})")
+# Cues after which a name follows ("分配给张三", "跟李四", "@ 欧阳若曦": whom a message mentions).
+_CJK_AFTER = re.compile(r"(?:分配给|指派给|交给|由|和|跟|@\s*)(?!任何|别人|谁|其他)([\u4e00-\u9fff]{2,4})")
 _CJK_PARTICLES = "的了在和提合发写负创评审关解完打开吗呢"  # a third character that is not part of the name
 # Time words that run into a name in Chinese ("上周张三合并"): a name starts after them.
 _CJK_TIME = re.compile(
@@ -655,9 +656,11 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
                     break
     for m in _CJK_AFTER.finditer(question):
         name = m.group(1)
-        if len(name) == 3 and name[2] in _CJK_PARTICLES:
-            name = name[:2]
-        if name[0] in _SURNAMES:
+        size = 2 if name[:2] in _COMPOUND_SURNAMES else 1  # 欧阳若曦: a compound surname and two characters
+        name = name[: size + 2]
+        if len(name) == size + 2 and name[-1] in _CJK_PARTICLES:
+            name = name[:-1]
+        if len(name) > size and (size == 2 or name[0] in _SURNAMES):
             slots.append((name, m.start(1), m.start(1) + len(name)))
     kept: list[tuple[str, int, int]] = []
     for slot in sorted(set(slots), key=lambda s: (s[1], -s[2])):

@@ -158,6 +158,9 @@ def test_a_month_before_of_and_a_year_is_a_date_not_someone_of_that_name(questio
         ("messages that @-mention Dann Okafor", ["Dann Okafor"]),
         ("PRs that mention SDKs", []),  # one word there may be a subject: found as a person only if someone has it
         ("issues that mention streaming", []),
+        ("谁最常 @ 欧阳若曦？", ["欧阳若曦"]),  # a compound surname and two characters after "@"
+        ("谁最常@张三的消息", ["张三"]),
+        ("带 @ 的消息有多少", []),  # "@" alone, before a particle: no one
     ],
 )
 def test_whom_a_message_mentions_is_in_a_persons_place(question, slots):
