@@ -1,14 +1,16 @@
 """The paraphrase set (`tests/data/paraphrase_*.jsonl`), the fresh set (`tests/data/fresh_*.jsonl`), the unseen
 set (`tests/data/unseen_*.jsonl`), the blind sets (`tests/data/blind_*.jsonl`, `tests/data/blind2_*.jsonl`,
 `tests/data/blind3_*.jsonl`, `tests/data/blind4_*.jsonl`, `tests/data/blind5_*.jsonl`, `tests/data/blind6_*.jsonl`,
-`tests/data/blind7_*.jsonl`, `tests/data/blind8_*.jsonl`, `tests/data/blind9_*.jsonl`, `tests/data/blind10_*.jsonl`) and
+`tests/data/blind7_*.jsonl`, `tests/data/blind8_*.jsonl`, `tests/data/blind9_*.jsonl`, `tests/data/blind10_*.jsonl`,
+`tests/data/blind11_*.jsonl`) and
 the evaluator's scoring of them.
 
 Every set's gold was written by people who never read the planner (see `tests/data/paraphrase_README.md`,
 `tests/data/fresh_README.md`, `tests/data/unseen_README.md`, `tests/data/blind_README.md`,
 `tests/data/blind2_README.md`, `tests/data/blind3_README.md`, `tests/data/blind4_README.md`,
 `tests/data/blind5_README.md`, `tests/data/blind6_README.md`, `tests/data/blind7_README.md`,
-`tests/data/blind8_README.md`, `tests/data/blind9_README.md`, `tests/data/blind10_README.md`); the unseen and blind sets are held out (never tuned on). These tests check that the gold of each set is sound against the real data: every pipeline passes the
+`tests/data/blind8_README.md`, `tests/data/blind9_README.md`, `tests/data/blind10_README.md`,
+`tests/data/blind11_README.md`); the unseen and blind sets are held out (never tuned on). These tests check that the gold of each set is sound against the real data: every pipeline passes the
 engine's own validator and returns something, every topic answer is what its stated rule gives,
 every question that must be declined names someone the data cannot resolve, and one declined for a
 value (a label, a milestone, a channel: `absent_from` names its field) names one no record holds. The evaluator's own
@@ -136,6 +138,13 @@ SETS = {
         min_declines=8,
         min_topics=8,
     ),
+    "blind11": SimpleNamespace(
+        files={"hf": DATA / "blind11_github.jsonl", "oss": DATA / "blind11_slack.jsonl"},
+        min_lines=200,
+        min_phrasings=2,
+        min_declines=8,
+        min_topics=8,
+    ),
 }
 each_set = pytest.mark.parametrize("qset", list(SETS.values()), ids=list(SETS))
 CLASSES = {
@@ -234,6 +243,24 @@ def test_the_set_is_large_and_each_intent_is_asked_several_ways(qset):
                 "blind7",
                 "blind8",
                 "blind9",
+            ],
+        ),
+        (
+            "blind11",
+            [
+                "paraphrase",
+                "fresh",
+                "unseen",
+                "blind",
+                "blind2",
+                "blind3",
+                "blind4",
+                "blind5",
+                "blind6",
+                "blind7",
+                "blind8",
+                "blind9",
+                "blind10",
             ],
         ),
     ],
