@@ -144,7 +144,7 @@ SETS = {
         min_turns=130,
         min_checked=120,
         min_topics=8,
-        min_declines=6,
+        min_declines=8,
         max_turns=5,
     ),
 }
