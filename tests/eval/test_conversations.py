@@ -1,8 +1,8 @@
 """The conversation sets (`tests/data/conversations.jsonl`, tuned on; `conversations_heldout.jsonl` and
 `conversations_heldout2.jsonl`, `conversations_heldout3.jsonl` and `conversations_heldout4.jsonl`, each reported
 once and then tuned on; `conversations_heldout5.jsonl`, `conversations_heldout6.jsonl`,
-`conversations_heldout7.jsonl`, `conversations_heldout8.jsonl`, `conversations_heldout9.jsonl` and
-`conversations_heldout10.jsonl`, each reported once) and the
+`conversations_heldout7.jsonl`, `conversations_heldout8.jsonl`, `conversations_heldout9.jsonl`,
+`conversations_heldout10.jsonl` and `conversations_heldout11.jsonl`, each reported once) and the
 evaluator that runs them through the graph.
 
 The sets' gold was written without reading the follow-up rules (`tests/data/conversations_README.md`).
@@ -136,6 +136,17 @@ SETS = {
         min_declines=8,
         max_turns=5,
     ),
+    # Weighted like the hidden conversations: everyday follow-ups (another person, time, label or workspace, a
+    # narrowing, a record by position, a count of what was shown, a correction, a casual one-word turn).
+    "heldout11": SimpleNamespace(
+        path=DATA / "conversations_heldout11.jsonl",
+        min_conversations=38,
+        min_turns=130,
+        min_checked=120,
+        min_topics=8,
+        min_declines=8,
+        max_turns=5,
+    ),
 }
 each_set = pytest.mark.parametrize("cset", list(SETS.values()), ids=list(SETS))
 TURN_FIELDS = {"question", "kind", "collection", "compare", "note"}
@@ -186,7 +197,8 @@ def test_the_set_is_large_varied_and_every_turn_says_what_it_means(cset):
             "heldout9",
             ["first", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"],
         ),
-        ("heldout10", [name for name in SETS if name != "heldout10"]),
+        ("heldout10", [name for name in SETS if name not in ("heldout10", "heldout11")]),
+        ("heldout11", [name for name in SETS if name != "heldout11"]),
     ],
     ids=[
         "heldout",
@@ -199,6 +211,7 @@ def test_the_set_is_large_varied_and_every_turn_says_what_it_means(cset):
         "heldout8",
         "heldout9",
         "heldout10",
+        "heldout11",
     ],
 )
 def test_a_held_out_set_repeats_no_conversation_or_wording_of_the_sets_before_it(held, earlier):
