@@ -605,12 +605,12 @@ def _only_the_same_question(rest: str, before: str = "") -> bool:
     return all(w in known for w in said) and _SAME_QUESTION_CJK.fullmatch(others) is not None
 
 
-# "separate question: ...", "totally different question: ...", "on another note, ...", "换个问题": a question of
+# "separate question: ...", "totally different question: ...", "side question: ...", "on another note, ...", "换个问题": a question of
 # its own.
 _NEW_QUESTION = re.compile(
-    r"^\s*(?:(?:a\s+)?(?:(?:totally|completely|entirely|quite|very|something)\s+)?(?:separate|different|new|another|unrelated|other)\s+(?:question|topic|thing|one)"
+    r"^\s*(?:(?:a\s+)?(?:(?:totally|completely|entirely|quite|very|something)\s+)?(?:separate|different|new|another|unrelated|other|side|quick|random)\s+(?:question|topic|thing|one|q)\b"
     r"|on\s+(?:another|a\s+different|an\s+unrelated)\s+note|unrelated|changing\s+(?:the\s+)?(?:topic|subject)"
-    r"|换个(?:问题|话题)|另一个问题|(?:另外|顺便)(?:问(?:一)?下)?|by\s+the\s+way|btw)\s*[:：,，.;—-]*\s*",
+    r"|换个(?:问题|话题)|另一个问题|题外话|插一句|(?:另外|顺便|顺带)(?:问(?:一)?下)?|by\s+the\s+way|btw)\s*[:：,，.;—-]*\s*",
     re.I,
 )
 

@@ -719,9 +719,14 @@ def _rules(now: datetime):
                 _month_start(_most_recent_month(now, cn_number(m.group(1))).year, cn_number(m.group(1)) + 1),
             ),
         ),
-        # "May" alone is a month only before the records it dates ("the May ones", "May threads"): else a verb
+        # "May" alone is a month only before the records it dates ("the May ones", "May threads"), after "for",
+        # "of" or "during" ("and for May?"), or where the question ends after it ("and May?", "May, then"): the
+        # verb is followed by another verb or a subject, never by the end of the question
         (
-            r"\bmay(?= (?:ones?|messages?|threads?|posts?|prs?|pull requests?|issues?|commits?)\b)",
+            (
+                r"\bmay(?= (?:ones?|messages?|threads?|posts?|prs?|pull requests?|issues?|commits?)\b)"
+                r"|(?<=\bfor )may\b|(?<=\bof )may\b|(?<=\bduring )may\b|\bmay(?=\s*(?:[?!.,;)]|$|then\b|instead\b|too\b))"
+            ),
             lambda m: (_most_recent_month(now, 5), _month_start(_most_recent_month(now, 5).year, 6)),
         ),
         (

@@ -298,6 +298,8 @@ def test_a_question_that_names_its_own_records_stands_alone():
             "totally different question: which issue has the most comments of all time?",
             "which issue has the most comments of all time?",
         ),
+        (QUERIED, "side question: how many issues are open?", "how many issues are open?"),
+        (QUERIED, "题外话，现在有多少个 issue 还开着？", "现在有多少个 issue 还开着？"),
         (QUERIED, "what about April?", "Which PRs did Rashid merge April 2026?"),
         (QUERIED, "how many is it?", "how many PRs did Rashid merge in March 2026"),
         (QUERIED, "narrow it to the webdataset ones", "Which PRs did Rashid merge in March 2026 the webdataset ones"),

@@ -77,12 +77,22 @@ D = datetime
         ("posted on halloween", D(2026, 10, 31), D(2026, 11, 1)),  # the latest one before now
         ("shipped in autumn 2025 (Sep–Nov)", D(2025, 9, 1), D(2025, 12, 1)),  # the brackets only spell it out
         ("just the May threads", D(2026, 5, 1), D(2026, 6, 1)),  # "May" before the records it dates
+        ("and for May?", D(2026, 5, 1), D(2026, 6, 1)),  # after "for", or at the end of the question: the month
+        ("and May?", D(2026, 5, 1), D(2026, 6, 1)),
+        ("what about May then", D(2026, 5, 1), D(2026, 6, 1)),
     ],
 )
 def test_time_expressions(text, start, end):
     ranges = find_time_ranges(text, NOW)
     assert len(ranges) == 1, ranges
     assert (ranges[0].start, ranges[0].end) == (start, end)
+
+
+@pytest.mark.parametrize(
+    "text", ["may I see the open PRs?", "issues that may be duplicates", "what may have broken it"]
+)
+def test_may_the_verb_is_no_month(text):
+    assert find_time_ranges(text, NOW) == []
 
 
 def test_the_last_days_asked_at_midnight_are_the_whole_days_before():
