@@ -715,8 +715,12 @@ def narrowed_by(
     schema = catalog.schemas[base.collection]
     # a new value of a field that holds one replaces the old ("only lhoestq's"); a label is one more
     same = {f.field for f in said.filters if not _holds_many(schema, f.field)}
-    filters = [f for f in base.filters if f.field not in same] + list(said.filters)
     shape = said.shape if shape_said else base.shape
+    if shape.kind == "share":
+        # the share's part is asked over the records without it: "what fraction of his PRs got merged" after his
+        # unmerged ones is over all of his PRs
+        same |= {f.field for f in shape.part}
+    filters = [f for f in base.filters if f.field not in same] + list(said.filters)
     if shape_said and shape.bucket and (base.shape.bucket or base.times):
         # "which month had the most" after closings per month: months of the date the last plan was about
         shape = replace(shape, field=base.shape.field if base.shape.bucket else base.times[0].field)
@@ -742,6 +746,17 @@ def _planned_alone(
     if own.ir is None or own.collection != collection or own.ir.pipeline is not None or own.ir.join:
         return None
     return own
+
+
+def names_its_own_share(
+    words: str, collection: str, catalog: Catalog, asker: Person | None, now: datetime, values: ValueIndex | None
+) -> bool:
+    """The words, their possessives aside, are a whole share question ("what fraction of his PRs got merged": the
+    part said), not a share of the last answer in a wider base ("what fraction of all of them is that")."""
+    own = _planned_alone(
+        re.sub(r"\b(?:his|her|their|its)\b", " ", words, flags=re.I), collection, catalog, asker, now, values
+    )
+    return own is not None and own.ir is not None and own.ir.shape.kind == "share" and bool(own.ir.shape.part)
 
 
 def _holds_many(schema: Any, field: str) -> bool:

@@ -32,7 +32,14 @@ from datetime import datetime
 from typing import Any
 
 from context_engine.answering.followup import says_a_shape
-from context_engine.answering.plan_ops import Operation, as_operation, base_of, narrowed_by, reshaped_as
+from context_engine.answering.plan_ops import (
+    Operation,
+    as_operation,
+    base_of,
+    names_its_own_share,
+    narrowed_by,
+    reshaped_as,
+)
 from context_engine.query.catalog import Catalog
 from context_engine.query.compile import compile_plan
 from context_engine.query.fields import field_for
@@ -355,6 +362,8 @@ def _share(
     person, without the condition the last turn added), the person's (that condition's) records the part.
     After a share, the share of whoever (whatever) the follow-up names instead ("和 X 比呢？他的占比")."""
     schema = catalog.schemas[base.collection]
+    if base.shape.kind != "share" and names_its_own_share(said, base.collection, catalog, asker, now, values):
+        return None  # "so what fraction of his PRs got merged?": a share question of its own, about the thread's person
     if base.shape.kind == "share":
         counted = replace(base, filters=[*base.filters, *base.shape.part], shape=Shape("count"))
         narrowed = narrowed_by(counted, _SHARE.sub(" ", said), catalog, asker, now, values)

@@ -4,7 +4,7 @@ from datetime import datetime
 
 import pytest
 
-from context_engine.answering.plan_ops import base_of
+from context_engine.answering.plan_ops import as_operation, base_of, narrowed_by
 from context_engine.answering.result_ops import operate_on_result
 from context_engine.config import Settings
 from context_engine.query import engine
@@ -217,3 +217,24 @@ def test_how_many_was_that_after_a_ranking_counts_the_first_group(setup):
     assert operation is not None
     assert _run(setup, operation.plan) == [{"count": first["count"]}]
     assert _operate(setup, "so how many PRs is that exactly?", [_turn(setup, "PRs opened in 2026")]) is None
+
+
+def test_a_share_question_of_its_own_is_no_share_of_the_last_answer(setup):
+    # "what fraction of his PRs got merged" says its part: planned as a question, not the last list in a wider base
+    turn = _turn(setup, "which of Priya's PRs were not merged")
+    assert _operate(setup, "so what fraction of her PRs got merged?", [turn]) is None
+    assert _operate(setup, "what fraction of all PRs is that?", [turn]) is not None
+
+
+def test_a_share_asked_over_the_last_records_is_over_them_without_its_part(setup):
+    _, catalog, asker = setup
+    unmerged = _plan(setup, "which of Priya's PRs were not merged").ir
+    narrowed = narrowed_by(unmerged, "what fraction of PRs got merged", catalog, asker, NOW, None)
+    assert narrowed is not None
+    ir = narrowed[0]
+    assert ir.shape.kind == "share" and [f.field for f in ir.shape.part] == ["merged"]
+    assert "merged" not in {f.field for f in ir.filters}  # over all of her PRs, not the unmerged ones
+    (row,) = _run(setup, as_operation(ir, base=ir, catalog=catalog, how="").plan)
+    everyone = _all_of(setup, "Priya's PRs")
+    merged = [r for r in everyone if r.get("merged")]
+    assert row["share"] == pytest.approx(len(merged) / len(everyone))

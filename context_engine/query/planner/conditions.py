@@ -96,7 +96,8 @@ class ConditionStep(Draft):
                 r"\bnever (?:been |got |gets |get |was |were )?(?:merged|landed|shipped)\b"
                 r"|(?:\bnot|\b[a-z]+n't) (?:been |being |getting |got |gotten |get )?(?:merged|landed|shipped)\b"
                 # "which didn't make it in", "never went in": the idioms of merging, negated
-                r"|(?:\bnot|\bnever|n['’]t)\s+(?:(?:make|made|makes|making)\s+it\s+in(?:to\s+(?:main|master|the codebase|the repo))?"
+                # ("which of his didn't make it?": a PR that makes it is merged)
+                r"|(?:\bnot|\bnever|n['’]t)\s+(?:(?:make|made|makes|making)\s+it(?:\s+in(?:to\s+(?:main|master|the codebase|the repo))?|(?=\s*(?:[?.!,;)]|$)))"
                 r"|(?:go|went|gone|get|got|goes)\s+in)\b(?!\s+(?:\d|the\b|a\b|an\b))"
                 r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:ever )?(?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
                 r"|从未(?:被)?(?:merge|合并|合入)|从来没有?(?:被)?(?:merge|合并|合入)|(?:没有?|未)被(?:merge|合并|合入)"
@@ -115,7 +116,7 @@ class ConditionStep(Draft):
                 return "created"
             if self.mark(
                 r"\bmerged\b|\bmerges?\b|\bmerg(?:d|eed|ged)\b|\bmreged\b|\bship(?:ped|s)?\b|\bland(?:ed|s)?\b"
-                r"|\b(?:went|got|go|goes|gone) in\b(?!\s+(?:\d|the\b|a\b|an\b))|\b(?:made|make|makes|making) it in(?:to (?:main|master|the codebase|the repo))?\b|合并了|已合并|合入|合并|合进(?:去|来)?了?|上线|发布"
+                r"|\b(?:went|got|go|goes|gone) in\b(?!\s+(?:\d|the\b|a\b|an\b))|\b(?:made|make|makes|making) it(?: in(?:to (?:main|master|the codebase|the repo))?\b|(?=\s*(?:[?.!,;)]|$)))|合并了|已合并|合入|合并|合进(?:去|来)?了?|上线|发布"
             ):
                 self.add_filter("merged", True)
                 return "merged"

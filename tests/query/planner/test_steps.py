@@ -62,6 +62,8 @@ def test_linking_step_links_stored_values_and_people_in_their_roles(catalog):
         ("non-draft PRs", "pull_requests", [("draft", "eq", False)]),
         ("PRs that didn't make it in", "pull_requests", [("merged", "eq", False)]),  # the idiom, negated
         ("PRs that made it in", "pull_requests", [("merged", "eq", True)]),
+        ("which of his PRs didn't make it?", "pull_requests", [("merged", "eq", False)]),  # "make it" = merged
+        ("which PRs made it?", "pull_requests", [("merged", "eq", True)]),
         ("PRs without reviews", "pull_requests", [("reviews", "empty", None)]),
         ("threads with more than 5 replies", "messages", [("reply_count", "gt", 5)]),
         ("留言超過 2 則的 PR", "pull_requests", [("comments", "gt", 2)]),  # 留言: a PR's comments
