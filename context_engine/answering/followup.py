@@ -1584,6 +1584,20 @@ class Standalone(BaseModel):
     question: str = Field(description="the follow-up rewritten as a question that stands alone")
 
 
+# Other words for the last answer's records ("how many of that bunch are closed by now?", "this lot", "those
+# ones"): said as "those", which every rule of a follow-up reads. Not "that set of labels": a set of something else.
+_THOSE_SAID_OTHERWISE = re.compile(
+    r"\b(?:that|this)\s+(?:bunch|lot|batch|list|set|pile|group)\b(?!\s+of\b)|\bthe\s+(?:bunch|lot)\b(?!\s+of\b)"
+    r"|\bthose\s+ones\b",
+    re.I,
+)
+
+
+def those_said_plainly(question: str) -> str:
+    """A follow-up with its other words for the last answer's records said as "those"."""
+    return _THOSE_SAID_OTHERWISE.sub("those", question)
+
+
 def resolve_followup(
     question: str,
     turns: list[dict[str, Any]],

@@ -59,6 +59,9 @@ class Operation:
     # the words of a field of one record that its kind has no field for ("what priority was it given?"):
     # the follow-up is declined, as a question naming something no record holds is
     unanswerable: str = ""
+    # words the follow-up adds that name a value or person nobody has ("and for the performance label?"): the
+    # follow-up is declined with the candidates, as a first question naming them is
+    declined: engine.ResolutionFailed | None = None
 
 
 # "who opened the earliest one?", "who was behind that one", "whose was it", "是谁开的": the person of one record
@@ -221,9 +224,11 @@ def operate(
     words = followup.added or followup.restated
     if words:
         before = changed
-        narrowed = narrowed_by(changed, words, catalog, asker, now, values, followup.standalone)
+        replacing = bool(_INSTEAD.search(question))
+        narrowed = narrowed_by(changed, words, catalog, asker, now, values, followup.standalone, replacing)
         if narrowed is None:
-            return None
+            failed = _unknown_in(words, changed.collection, catalog, asker, now, values)
+            return None if failed is None else Operation(None, base, f"{failed.unresolved!r}: no such", declined=failed)
         changed, unread = narrowed
         shape_said = changed.shape is not before.shape
         how.append(f"the last plan narrowed by {words!r}")
@@ -682,6 +687,11 @@ def _dropped(question: str, base: PlanIR, schema: Any) -> PlanIR | None:
     return replace(base, filters=kept) if len(kept) < len(base.filters) else None
 
 
+# "with the dataset-viewer label instead", "换成 bug 标签": the new value replaces the old even where a record may
+# hold several (a label said alone is one more)
+_INSTEAD = re.compile(r"\binstead\b|\brather\b|换成|改成|换为", re.I)
+
+
 def narrowed_by(
     base: PlanIR,
     words: str,
@@ -690,9 +700,11 @@ def narrowed_by(
     now: datetime,
     values: ValueIndex | None,
     standalone: str = "",
+    replacing: bool = False,
 ) -> tuple[PlanIR, list[dict[str, Any]]] | None:
     """The follow-up's words planned over the last plan's kind of record, added to it (`standalone`: the
-    follow-up rewritten whole, where a topic is read as in a question of its own)."""
+    follow-up rewritten whole, where a topic is read as in a question of its own; `replacing`: each field the
+    words name replaces the last plan's conditions on it, as "instead" says, even a field holding several)."""
     own = _planned_alone(words, base.collection, catalog, asker, now, values)
     if own is None or own.ir is None:
         return None
@@ -714,7 +726,7 @@ def narrowed_by(
         return None  # nothing read: the rewritten question is planned whole, and says what it did not read
     schema = catalog.schemas[base.collection]
     # a new value of a field that holds one replaces the old ("only lhoestq's"); a label is one more
-    same = {f.field for f in said.filters if not _holds_many(schema, f.field)}
+    same = {f.field for f in said.filters if replacing or not _holds_many(schema, f.field)}
     shape = said.shape if shape_said else base.shape
     if shape.kind == "share":
         # the share's part is asked over the records without it: "what fraction of his PRs got merged" after his
@@ -732,6 +744,28 @@ def narrowed_by(
         shape=shape,
     )
     return narrowed, own.not_understood
+
+
+def _unknown_in(
+    words: str, collection: str, catalog: Catalog, asker: Person | None, now: datetime, values: ValueIndex | None
+) -> engine.ResolutionFailed | None:
+    """The refusal of words a follow-up adds that name what nobody has (a label, a person), when that is why
+    they cannot be planned; None for anything else (a pronoun of the thread, words no rule reads)."""
+    ctx, failed = engine.resolve(words, now, catalog, asker, values=values)
+    if failed is None and ctx is not None:
+        ctx.collection = collection
+        failed = engine.refused_names(OfflinePlanner().plan(ctx), ctx, values)
+    if (
+        failed is None
+        or not failed.unresolved
+        or failed.unresolved not in words
+        or _PRONOUNS.fullmatch(failed.unresolved)
+    ):
+        return None
+    return failed
+
+
+_PRONOUNS = re.compile(r"(?:he|she|him|her|his|hers|they|them|their|it|its|他|她|他们|她们|它)", re.I)
 
 
 def _planned_alone(

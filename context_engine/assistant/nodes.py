@@ -17,7 +17,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
-from context_engine.answering.followup import resolve_followup
+from context_engine.answering.followup import resolve_followup, those_said_plainly
 from context_engine.answering.generate import (
     compose_answer,
     generate_answer,
@@ -100,6 +100,7 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     # Traditional characters read as simplified, at the same offsets (`respond` quotes the asker's own)
     question = read = simplified(asked)
     if turns:
+        read = those_said_plainly(read)
         catalog = catalog_for(settings)
         followup = resolve_followup(
             read,
@@ -121,7 +122,13 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         )
         if operation is not None:
             update["followup"] = "; ".join(h for h in (followup.how, operation.how) if h)
-            if operation.plan is None:  # a field of one record its kind does not have: declined
+            if operation.declined is not None:  # a value or person nobody has: declined with the candidates
+                update["followup_refused"] = {
+                    "error": operation.declined.message,
+                    "unresolved": operation.declined.unresolved,
+                    "candidates": [p.to_json() for p in operation.declined.candidates],
+                }
+            elif operation.plan is None:  # a field of one record its kind does not have: declined
                 update["followup_refused"] = {
                     "error": f"The records here have no {operation.unanswerable!r}: nothing I can query says it.",
                     "unresolved": operation.unanswerable,

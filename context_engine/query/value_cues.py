@@ -30,7 +30,7 @@ _CUES: dict[str, tuple[re.Pattern, ...]] = {
     "label": (
         re.compile(rf"\b(?:label(?:l)?ed|tagged)\s+(?:as\s+|with\s+(?:the\s+|a\s+)?)?['\"“]?{_VALUE}", re.I),
         re.compile(
-            rf"\b(?:with|has|have|having|had|carry|carries|carrying|bear|bears|under)\s+(?:the|a)\s+['\"“]?{_VALUE}['\"”]?\s+(?:label|tag)\b",
+            rf"\b(?:with|has|have|having|had|carry|carries|carrying|bear|bears|under|for|to)\s+(?:the|a)\s+['\"“]?{_VALUE}['\"”]?\s+(?:label|tag)\b",
             re.I,
         ),
         re.compile(rf"(?<![\w-]){_VALUE}-label(?:l)?ed\b", re.I),

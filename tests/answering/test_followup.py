@@ -5,7 +5,7 @@ from datetime import datetime
 
 import pytest
 
-from context_engine.answering.followup import resolve_offline
+from context_engine.answering.followup import resolve_offline, those_said_plainly
 from context_engine.query.identity import PeopleDirectory
 
 NOW = datetime(2026, 11, 30, 12)
@@ -1177,3 +1177,16 @@ def test_number_one_a_window_earlier_is_the_last_ranking_moved_not_the_count_aft
     out = resolve_offline("and who was number one the year before?", [RANKING, counted], PEOPLE, NOW)
     assert out.resumed == (1, "the year before") and out.new_time, out
     assert "merged the most PRs" in out.standalone and "2024" in out.standalone
+
+
+@pytest.mark.parametrize(
+    "asked,plainly",
+    [
+        ("how many of that bunch are closed by now?", "how many of those are closed by now?"),
+        ("which of this lot got merged", "which of those got merged"),
+        ("list those ones", "list those"),
+        ("which labels are in that set of labels", "which labels are in that set of labels"),  # a set of something
+    ],
+)
+def test_other_words_for_the_last_records_are_said_as_those(asked, plainly):
+    assert those_said_plainly(asked) == plainly

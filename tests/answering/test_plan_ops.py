@@ -430,3 +430,23 @@ def test_who_replied_in_the_one_thread_the_most_ranks_its_replies_authors(tmp_pa
     # the records before it were many: no one thread to look into
     many = {"standalone": "threads", "plan": {"ir": {**turn_plan.ir.to_json(), "shape": {"kind": "list"}}}}
     assert operate("who replied in it the most?", FollowUp(""), [many], catalog, None, NOW) is None
+
+
+def test_a_value_said_instead_replaces_the_last_one_even_of_a_field_holding_several(setup):
+    turn = _turn(setup, "how many issues labelled backend are open")
+    operation = _operate(
+        setup, "and with the frontend label instead?", [turn], FollowUp("", added="with the frontend label")
+    )
+    assert operation is not None
+    labels = [f.value for f in operation.plan.ir.filters if "labels" in f.field]
+    assert labels == ["frontend"]  # not backend and frontend at once
+    also = _operate(setup, "and with the frontend label?", [turn], FollowUp("", added="with the frontend label"))
+    assert sorted(f.value for f in also.plan.ir.filters if "labels" in f.field) == ["backend", "frontend"]
+
+
+def test_a_narrowing_naming_a_value_nobody_has_is_declined_with_candidates(setup):
+    turn = _turn(setup, "how many issues labelled backend are open")
+    operation = _operate(setup, "and for the blorpish label?", [turn], FollowUp("", added="for the blorpish label"))
+    assert operation is not None and operation.plan is None
+    assert operation.declined is not None and operation.declined.unresolved == "blorpish"
+    assert "label" in operation.declined.message

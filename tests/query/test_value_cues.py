@@ -23,6 +23,7 @@ from context_engine.query.value_cues import value_cues
         ("2025-h1 里程碑还剩几个 bug", "milestone", "2025-h1"),  # a pattern's second alternative
         ("里程碑 v9 下面的 PR", "milestone", "v9"),
         ("tickets that carry the flaky-ci tag", "label", "flaky-ci"),
+        ("and for the performance label?", "label", "performance"),  # a follow-up's label, said after "for"
         ("how many bugs are priority P2?", "priority", "P2"),
         ("the P0 incidents of last week", "priority", "P0"),
         ("优先级为 urgent 的任务", "priority", "urgent"),
