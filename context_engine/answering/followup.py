@@ -1593,9 +1593,13 @@ _THOSE_SAID_OTHERWISE = re.compile(
 )
 
 
+# 这样的帖子, 这种 PR, 这类消息 ("such posts"): 这些
+_THOSE_SAID_OTHERWISE_CJK = re.compile(r"^(?:那么|那)?(?:这样的|那样的|这种|那种|这类|那类|此类)")
+
+
 def those_said_plainly(question: str) -> str:
-    """A follow-up with its other words for the last answer's records said as "those"."""
-    return _THOSE_SAID_OTHERWISE.sub("those", question)
+    """A follow-up with its other words for the last answer's records said as "those" (这些)."""
+    return _THOSE_SAID_OTHERWISE_CJK.sub("这些", _THOSE_SAID_OTHERWISE.sub("those", question.strip()))
 
 
 def resolve_followup(

@@ -726,6 +726,10 @@ def narrowed_by(
         return None  # nothing read: the rewritten question is planned whole, and says what it did not read
     schema = catalog.schemas[base.collection]
     # a new value of a field that holds one replaces the old ("only lhoestq's"); a label is one more
+    # ... unless the last plan's condition on it already says more: "这样的帖子一共有几个" after threads with over 20
+    # replies reads 帖子 as threads (1+ replies), which those are
+    implied = [f for f in said.filters if any(bound_implies(b, f) for b in base.filters)]
+    said = replace(said, filters=[f for f in said.filters if f not in implied])
     same = {f.field for f in said.filters if replacing or not _holds_many(schema, f.field)}
     shape = said.shape if shape_said else base.shape
     if shape.kind == "share":
@@ -744,6 +748,23 @@ def narrowed_by(
         shape=shape,
     )
     return narrowed, own.not_understood
+
+
+_LOWER_BOUNDS = {"gt": 1, "gte": 0}  # a bound on whole numbers as the least value it lets in: gt 20 is gte 21
+_UPPER_BOUNDS = {"lt": -1, "lte": 0}
+
+
+def bound_implies(old: Filter, new: Filter) -> bool:
+    """Every record `old` lets in, `new` lets in too (bounds on the same whole-number field: "> 20" implies ">= 1")."""
+    if old.field != new.field or old.negate or new.negate or old.via or new.via:
+        return False
+    if not all(isinstance(f.value, int) and not isinstance(f.value, bool) for f in (old, new)):
+        return False
+    if new.op in _LOWER_BOUNDS and (old.op in _LOWER_BOUNDS or old.op == "eq"):
+        return old.value + _LOWER_BOUNDS.get(old.op, 0) >= new.value + _LOWER_BOUNDS[new.op]
+    if new.op in _UPPER_BOUNDS and (old.op in _UPPER_BOUNDS or old.op == "eq"):
+        return old.value + _UPPER_BOUNDS.get(old.op, 0) <= new.value + _UPPER_BOUNDS[new.op]
+    return False
 
 
 def _unknown_in(

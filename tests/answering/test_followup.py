@@ -1185,6 +1185,8 @@ def test_number_one_a_window_earlier_is_the_last_ranking_moved_not_the_count_aft
         ("how many of that bunch are closed by now?", "how many of those are closed by now?"),
         ("which of this lot got merged", "which of those got merged"),
         ("list those ones", "list those"),
+        ("这样的帖子一共有几个？", "这些帖子一共有几个？"),
+        ("这种 PR 有多少", "这些 PR 有多少"),
         ("which labels are in that set of labels", "which labels are in that set of labels"),  # a set of something
     ],
 )
