@@ -6,7 +6,7 @@ from datetime import datetime
 import pytest
 
 from context_engine.answering.followup import FollowUp
-from context_engine.answering.plan_ops import bound_implies, base_of, operate
+from context_engine.answering.plan_ops import base_of, bound_implies, operate
 from context_engine.config import Settings
 from context_engine.query import engine
 from context_engine.query.engine import principals_of
