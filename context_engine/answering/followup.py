@@ -188,6 +188,9 @@ class FollowUp:
     person: str = ""
     # the record of the last answer it names by its place ("the second one": 1, "the last one": -1)
     nth: int | None = None
+    # the words naming a condition of the last plan taken away ("drop that — ...", "forget the year: ...",
+    # 不管评论数，...): `answering.plan_ops.without` removes it from the plan the rest of the follow-up makes
+    dropped: str = ""
 
 
 # "if we only count merged ones", "what if you only include the open ones", "如果只算合并的": the records
@@ -630,6 +633,12 @@ def resolve_offline(
     new = _NEW_QUESTION.match(question)
     if new and question[new.end() :].strip():
         return FollowUp(question[new.end() :].strip(), "a new question")
+    drop = _drop_clause(question.strip(" ?？.。!！"))
+    if drop is not None:
+        what, rest = drop
+        out = resolve_offline(rest, turns, directory, now, kinds) if rest else FollowUp(turns[-1]["standalone"])
+        how = f"without {what!r}; {out.how}".rstrip("; ")
+        return replace(out, how=how, dropped=what, resumed=out.resumed or (len(turns), rest))
     back = _BACK_TO.match(question.strip())
     if back:
         what, rest = back.group("what") or back.group("what_zh"), back.group("rest") or back.group("rest_zh")
@@ -1213,14 +1222,77 @@ def _resumed(
     """The words said of the latest turn that asked about `what` (a person it named, or its words), read as
     a follow-up of that turn; nothing found: the question is not understood, not answered afresh."""
     wanted = what.lower()
+    which = _WHICH_QUESTION.match(wanted)
+    if which is not None:  # "回到第一个问题", "back to my first question": that turn by its place
+        place = _ORDINALS.get(which.group("en") or which.group("cjk") or "first", 0)
+        if -len(turns) <= place < len(turns):
+            kept = place % len(turns) + 1
+            out = resolve_offline(rest, turns[:kept], directory, now, kinds)
+            return replace(out, how=f"back to question {kept}; {out.how}".rstrip("; "), resumed=(kept, rest))
     for kept in range(len(turns), 0, -1):
         turn = turns[kept - 1]
         named = [str(p).lower() for p in [*turn.get("people", []), *turn.get("people_text", [])]]
-        if wanted in named or wanted in turn.get("standalone", "").lower():
+        if wanted in named or wanted in turn.get("standalone", "").lower() or _asked_about(wanted, turn, named, kinds):
             out = resolve_offline(rest, turns[:kept], directory, now, kinds)
             how = f"back to the turn about {what!r}; {out.how}".rstrip("; ")
             return replace(out, how=how, resumed=(kept, rest))
     return FollowUp(rest, unread=f"back to {what}")
+
+
+# "drop that — which of his 2024 issues are still open?", "forget the year: ...", "now drop the label — every issue
+# from those two years", "forget open or closed — ...", "drop the bug label", "back to all years — how many are
+# open?", 那不管评论数呢，他 2020 年一共开了几个, 不限月份的话，...: a condition taken away, then the rest (if any)
+_DROP_CLAUSE = re.compile(
+    r"^(?:(?:ok(?:ay)?|and|now|so|but|then|alright)[\s,]+)*"
+    r"(?:(?:forget(?:\s+about)?|drop|ignore|remove|lose|disregard|never\s+mind|regardless\s+of|no\s+matter)"
+    r"\s+(?P<what>[^—–:;,]+?)"
+    r"|back\s+to\s+(?P<all>(?:all|any|every)\s+[^—–:;,]+?))"
+    r"\s*(?:$|[—–:;,]|\s-\s)\s*(?P<rest>.*)$"
+    r"|^(?:那)?(?:不管|不限|不论|去掉|不要|不看|忽略)(?P<what_zh>[^，,：:；;]+?)(?:的话|呢|了)?\s*(?:$|[，,：:；;]\s*(?P<rest_zh>.*)$)",
+    re.I,
+)
+# "and all his PRs that year, open or not?": the state taken away at the end of a follow-up
+_DROP_TAIL = re.compile(
+    r"^(?P<rest>.+?)[\s,]+(?P<what>(?:open|closed|merged)\s+or\s+(?:not|closed|open|unmerged)|(?:in\s+)?any\s+state)$",
+    re.I,
+)
+
+
+def _drop_clause(question: str) -> tuple[str, str] | None:
+    """(the words naming the condition taken away, the rest of the follow-up) or None."""
+    said = _DROP_CLAUSE.match(question)
+    if said is not None:
+        what = said.group("what") or said.group("all") or said.group("what_zh")
+        return what.strip(), (said.group("rest") or said.group("rest_zh") or "").strip()
+    tail = _DROP_TAIL.match(question)
+    return (tail.group("what"), tail.group("rest").strip()) if tail else None
+
+
+# "back to the first question", "回到第一个问题", "go back to my original question"
+_WHICH_QUESTION = re.compile(
+    r"^(?:the\s+|my\s+|our\s+)?(?:(?P<en>first|second|third|last)|original|initial|very\s+first)\s+(?:question|one|query)$"
+    r"|^(?:我的)?(?:第(?P<cjk>一|二|三)个|最初的?|一开始的?|最开始的?)(?:问题|提问)$",
+    re.I,
+)
+# words that say nothing of which turn ("back to the PRs", "back to Daysi's messages")
+_ABOUT_FILLER = frozenset("the a an my our those these them ones one list question questions about of s".split())
+
+
+def _asked_about(wanted: str, turn: dict[str, Any], named: list[str], kinds: Registry) -> bool:
+    """Whether each word of `wanted` ("the not-planned ones", "the PRs", "Daysi's messages") is said by the
+    turn: a kind of record its kind, any other word its question's words or its people's names."""
+    standalone = re.sub(r"[\s\-_]+", " ", turn.get("standalone", "").lower())
+    words = [w for w in re.findall(r"[a-z0-9]+|[^\x00-\x7f\s\W]+", wanted.replace("'s", " ")) if w not in _ABOUT_FILLER]
+    for word in words:
+        kind = next((k for k in kinds if k.pattern() and re.fullmatch(k.pattern(), word, re.I | re.ASCII)), None)
+        if kind is not None:
+            if kind.name != turn.get("collection"):
+                return False
+        elif not (
+            re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", standalone) or any(word in n for n in named)
+        ):
+            return False
+    return bool(words)
 
 
 # "same for mariosasko, but the year before", "the month after, and for Lars", "张伟，前一年": two changes
@@ -1259,6 +1331,11 @@ def _one_plain_change(out: FollowUp, previous: dict[str, Any]) -> bool:
     """The follow-up is the last question with its person or its time replaced, and nothing else."""
     others = (out.added, out.reshape, out.collection, out.unread, out.within, out.restated, out.resumed)
     return bool(out.how) and out.standalone != previous["standalone"] and not any(others)
+
+
+def _person_turn(turns: list[dict[str, Any]]) -> dict[str, Any]:
+    """The latest turn that named someone (the last one, when none did)."""
+    return next((t for t in reversed(turns) if t.get("people")), turns[-1])
 
 
 def _unique_name(previous: dict[str, Any], directory: PeopleDirectory | None) -> str:
@@ -1378,9 +1455,10 @@ def _elliptical(
                 lambda m: f" {person}'s " if m.group(0).lower() in ("his", "their") else f" {person} ", words, count=1
             ),
         ).strip()
-    elif _PRONOUNS_IN.search(words) and len(previous.get("people", [])) == 1:
-        # "how many replies did her threads get" after a question about Ida's threads: Ida
-        person = _unique_name(previous, directory)
+    elif _PRONOUNS_IN.search(words) and len(_person_turn(turns).get("people", [])) == 1:
+        # "how many replies did her threads get" after a question about Ida's threads: Ida (also after a
+        # turn about one record of hers, which named nobody: "the ArrayXD one — how many comments?")
+        person = _unique_name(_person_turn(turns), directory)
         words = re.sub(
             r"\s{2,}",
             " ",

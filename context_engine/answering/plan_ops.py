@@ -682,6 +682,104 @@ def _dropped(question: str, base: PlanIR, schema: Any) -> PlanIR | None:
     return replace(base, filters=kept) if len(kept) < len(base.filters) else None
 
 
+# The words of a condition taken away ("drop the bug label", "forget open or closed", 不管评论数), by what they
+# name: the fields of those roles (or paths) leave the plan; a time word takes the window away, a topic word the
+# words searched for
+_GONE_TIME = re.compile(
+    r"\b(?:years?|months?|weeks?|days?|quarters?|dates?|time|times|period|window|when)\b|时间|月份|年份|日期|[年月周天]",
+    re.I,
+)
+_GONE_TOPIC = re.compile(r"\b(?:topic|subject|keywords?|search|words?)\b|话题|主题|关键词", re.I)
+_GONE_ROLES = (
+    (re.compile(r"\blabel(?:s|led|ed)?\b|标签", re.I), ("label",)),
+    (re.compile(r"\b(?:open|closed|state|status)\b|状态|开着|关着|关闭", re.I), ("state", "status")),
+    (re.compile(r"\b(?:merged|unmerged)\b|合并", re.I), ("merged",)),
+    (re.compile(r"\bcomments?\b|评论", re.I), ("comments",)),
+    (re.compile(r"\brepl(?:y|ies)\b|回复|人回|回帖", re.I), ("replies",)),
+    (re.compile(r"\b(?:author|person|people|users?|him|her|them|anyone|everyone)\b|作者", re.I), ("author",)),
+    (re.compile(r"\brepo(?:sitory|s)?\b|仓库", re.I), ("repo",)),
+    (re.compile(r"\bworkspaces?\b|工作区", re.I), ("workspace",)),
+    (re.compile(r"\bchannels?\b|频道", re.I), ("channel",)),
+)
+# "drop that", "forget this": the condition the last turn added to the one before it
+_GONE_THAT = re.compile(
+    r"^(?:the\s+)?(?:that|this|it|those|them)(?:\s+(?:one|part|bit|filter|condition))?$|^(?:那个|这个)$", re.I
+)
+
+
+def without(
+    words: str,
+    operation: Operation | None,
+    turns: list[dict[str, Any]],
+    catalog: Catalog,
+    asker: Person | None,
+    now: datetime,
+    values: ValueIndex | None,
+) -> Operation | None:
+    """The condition `words` name taken away ("drop that — which are still open?", "forget the year", 不管评论数)
+    from the plan the rest of the follow-up made (`operation`; None: the last plan). None: the words name no
+    condition of that plan, and the follow-up says so."""
+    base = base_of(turns[-1]) if turns else None
+    ir = operation.plan.ir if operation is not None and operation.plan is not None else base
+    if ir is None or base is None or ir.collection not in catalog.schemas:
+        return None
+    said = words.strip().lower()
+    if _GONE_THAT.match(said):
+        earlier = base_of(turns[-2]) if len(turns) > 1 else None
+        if earlier is None:
+            return None
+        had = {_key(f) for f in earlier.filters}
+        added = {_key(f) for f in base.filters} - had
+        kept = replace(ir, filters=[f for f in ir.filters if _key(f) not in added])
+        kept = replace(kept, text=[t for t in ir.text if t in earlier.text or t not in base.text])
+        if base.times != earlier.times and not added:
+            kept = replace(kept, times=earlier.times)
+    else:
+        kept = _without_said(said, ir, catalog, asker, now, values)
+    if kept is None or kept == ir:
+        return None
+    unread = operation.plan.not_understood if operation is not None and operation.plan is not None else []
+    how = operation.how if operation is not None else "the last plan without that condition"
+    return as_operation(kept, base=kept, catalog=catalog, how=how, unread=unread)
+
+
+def _key(f: Filter) -> str:
+    return f"{f.field}\x00{f.op}\x00{f.value!r}\x00{f.negate}"
+
+
+def _without_said(
+    said: str, ir: PlanIR, catalog: Catalog, asker: Person | None, now: datetime, values: ValueIndex | None
+) -> PlanIR | None:
+    schema = catalog.schemas[ir.collection]
+    gone: set[str] = set()
+    for words, roles in _GONE_ROLES:
+        if words.search(said):
+            gone |= set(roles) | {p for role in roles for p in (field_for(schema, role),) if p}
+            gone |= {p for role in roles for p, _ in schema.kind.people_roles().get(role, ())}
+    kept = replace(ir, filters=[f for f in ir.filters if f.field not in gone])
+    if _GONE_TIME.search(said):
+        kept = replace(kept, times=[])
+    topic = bool(_GONE_TOPIC.search(said))
+    if kept == ir and not topic:
+        # words that name a value rather than a kind of condition ("the macro part", "the bug label"): the
+        # conditions the plan has on the fields those words are read as, a topic's words all
+        alone = _planned_alone(
+            re.sub(r"\b(?:the|part|bit|filter|condition|stuff)\b", " ", said),
+            ir.collection,
+            catalog,
+            asker,
+            now,
+            values,
+        )
+        if alone is not None and alone.ir is not None:
+            fields = {f.field for f in alone.ir.filters if f.op not in WORD_OPERATORS}
+            kept = replace(ir, filters=[f for f in ir.filters if f.field not in fields])
+            topic = bool(alone.ir.text or any(f.op in WORD_OPERATORS for f in alone.ir.filters))
+    if topic:
+        kept = replace(kept, text=[], filters=[f for f in kept.filters if f.op not in WORD_OPERATORS])
+    return kept
+
+
 def narrowed_by(
     base: PlanIR,
     words: str,
