@@ -896,7 +896,8 @@ _COUNT_IT = re.compile(
     r"|^(?:give\s+me\s+|tell\s+me\s+)?(?:the\s+|a\s+)?(?:count|number|total)(?:\s+(?:for\s+|of\s+)?(?:them|it|that|those|this))?$"
     r"|^what\s+does\s+(?:that|it|this)\s+(?:come|add)\s+(?:to|up\s+to)(?:[,\s]+in\s+(?:numbers?|total))?$"
     r"|^count\s+(?:them|it|that|those|these)$"
-    r"|^(?:这样的|这种的?|这类的?|这些|那些|它们)?(?:加起来)?(?:一共|总共|共)?(?:有|是)?(?:多少|几)(?:个|条|次)?$"
+    r"|^(?:这样的|这种的?|这类的?|这些|那些|它们)?(?:加起来)?(?:一共|总共|共)?(?:有|是)?(?:多少|几)(?:个|条|次)?"
+    r"(?:消息|帖子|讨论串|记录)?$"  # "总共多少条消息": the records of the kind asked about, counted
     r"|^how\s+many(?:'s|\s+is)\s+(?:that|it|this)(?:\s+then)?$|^(?:那|这)?(?:是|有)?(?:多少|几)(?:个|条|次)$"
     r"|^count\s+(?:them|it|that|those|these)\s+up(?:\s+for\s+me)?$"
     r"|^how\s+many\s+(?:\w+\s+){0,2}ones\s+(?:is|are)\s+(?:that|those|there)(?:,?\s+then)?$"  # the narrowing restated
@@ -1156,7 +1157,7 @@ _SWITCH_SAID = re.compile(
     r"|换成|換成|改成|改為|改为|换为|換為|而不是|不是",
     re.I,
 )
-_NEW_VALUE_SAID = re.compile(r"\b(?:what|how)\s+about\b|\bsame\b.*\bfor\b", re.I)
+_NEW_VALUE_SAID = re.compile(r"\b(?:what|how)\s+about\b|\bsame\b.*\bfor\b|^\s*and\s+(?!the\b)", re.I)
 
 
 def _other_kind(
@@ -1204,7 +1205,8 @@ def _with_kind(previous: dict[str, Any], kind: CollectionSpec, kinds: Registry) 
 # "back to pietrolesci — which of his are closed now?", "going back to the parquet issues: who opened
 # them?", "回到 lhoestq，他的里面哪些还开着": a follow-up on an earlier turn than the last
 _BACK_TO = re.compile(
-    r"^(?:(?:ok(?:ay)?|so|and|anyway|now)[\s,]+)*(?:(?:go(?:ing)?|get(?:ting)?|coming|circling)\s+)?back\s+to\s+"
+    r"^(?:(?:ok(?:ay)?|so|and|anyway|now|never\s+mind|nevermind|forget\s+(?:it|that))(?:[\s,]+|\s*[—–-]\s*))*"
+    r"(?:(?:go(?:ing)?|get(?:ting)?|coming|circling)\s+)?back\s+to\s+"
     r"(?P<what>[^,，:：;；—–]+?)\s*(?:[,，:：;；—–]|\s-\s)\s*(?P<rest>\S.*)$"
     r"|^(?:再)?(?:回到|说回|说回到|回到刚才的?)\s*(?P<what_zh>[^,，:：;；—–]+?)\s*[,，:：;；—–]\s*(?P<rest_zh>\S.*)$",
     re.I,
@@ -1229,11 +1231,16 @@ def _resumed(
             kept = place % len(turns) + 1
             out = resolve_offline(rest, turns[:kept], directory, now, kinds)
             return replace(out, how=f"back to question {kept}; {out.how}".rstrip("; "), resumed=(kept, rest))
-    for kept in range(len(turns), 0, -1):
-        turn = turns[kept - 1]
+    # the words said as they were asked first, else each of them said by the turn ("the PRs")
+    for kept in [*range(len(turns), 0, -1), *(-k for k in range(len(turns), 0, -1))]:
+        turn = turns[abs(kept) - 1]
         named = [str(p).lower() for p in [*turn.get("people", []), *turn.get("people_text", [])]]
-        if wanted in named or wanted in turn.get("standalone", "").lower() or _asked_about(wanted, turn, named, kinds):
+        said = wanted in named or wanted in turn.get("standalone", "").lower()
+        if said if kept > 0 else _asked_about(wanted, turn, named, kinds):
+            kept = abs(kept)
             out = resolve_offline(rest, turns[:kept], directory, now, kinds)
+            if not out.how and not _LEAD.match(rest):  # "回到 X：总共多少条消息": said of X, as "and ..." is
+                out = resolve_offline(f"and {rest}", turns[:kept], directory, now, kinds)
             how = f"back to the turn about {what!r}; {out.how}".rstrip("; ")
             return replace(out, how=how, resumed=(kept, rest))
     return FollowUp(rest, unread=f"back to {what}")
