@@ -203,8 +203,20 @@ _IF_ONLY = re.compile(
 )
 
 
+# "is that more than lhoestq managed?", "more or fewer than in November?": the same question about the other
+# person or time (the answer is that number, set beside the last one by the asker)
+_COMPARED = re.compile(
+    r"^(?:(?:is|was|are|were)\s+(?:that|this|it)\s+)?(?:more|fewer|less|higher|lower|bigger|smaller|greater)"
+    r"(?:\s+or\s+(?:more|fewer|less|lower|higher|smaller|bigger))?\s+than\s+(?P<what>.+?)"
+    r"(?:\s+(?:managed|did|had|got|has|have|opened|posted|wrote|made|merged|filed|started))?$",
+    re.I,
+)
+
+
 def _core(question: str) -> str:
     core = _SAME.sub("", _TAIL.sub("", _LEAD.sub("", question, count=1)).strip(), count=1).strip()
+    compared = _COMPARED.match(core)
+    core = compared.group("what") if compared else core
     core = _IF_ONLY.sub(lambda m: "只看" if HAN.match(m.group(0)[-1]) else "only the ", core, count=1)
     core = re.sub(r"[\s,]+(?:then|instead|please|pls|thanks)$", "", core, flags=re.I)  # "patrickvonplaten then"
     return _REDO.sub("", core, count=1).strip()
@@ -315,6 +327,83 @@ def _phrase(start: datetime, end: datetime) -> str:
     if midnight and start.day == 1 and start.month == 1 and end == _months(start, 12):
         return f"in {start.year}"
     return f"between {start:%Y-%m-%d} and {end - timedelta(days=1):%Y-%m-%d}"
+
+
+# A window said against the last one: "the whole year then", "just the first quarter", "just the first half of the
+# month", "April and May together then", "widen it to 2021 and 2022 together", "and 2019 so far?"
+_WINDOW_WORDS = re.compile(
+    r"\b(?:just|only|then|together|combined|instead|too|please|so\s+far|to\s+date|both|in|during|for|over|"
+    r"widen|narrow|extend|expand|change|cut|limit|restrict|make|it|that|this|the\s+window|to|down|and|plus|"
+    r"same\s+thing|same\s+question)\b|[\s,&+?？.。!！—–-]",
+    re.I,
+)
+_PART_OF = re.compile(
+    r"^(?:(?:just|only|in|during|for)\s+)*(?:the\s+)?(?:(?P<whole>whole|full|entire)\s+(?P<unit>year|month|quarter)"
+    r"|(?P<nth>first|second|third|fourth|last)\s+(?P<part>half|quarter|week)(?:\s+of\s+(?:the|that)\s+(?P<of>year|month))?)"
+    r"(?:[\s,]+(?:then|only|instead|please))*$",
+    re.I,
+)
+_PLACES = {"first": 0, "second": 1, "third": 2, "fourth": 3, "last": -1}
+
+
+def _window_said(core: str, previous: dict[str, Any], now: datetime) -> str | None:
+    """The new window, as words the time parser reads, of a follow-up that says only a window relative to the
+    last one (its part, its whole, or two periods together); None: it says something else too."""
+    ranges = [r for r in previous.get("time_ranges", []) if r.get("start") and r.get("end")]
+    if not ranges:
+        return None
+    start, end = datetime.fromisoformat(ranges[0]["start"]), datetime.fromisoformat(ranges[0]["end"])
+    part = _PART_OF.match(core.strip(" ?？.。!！"))
+    if part is not None:
+        year = datetime(start.year, 1, 1)
+        month = datetime(start.year, start.month, 1)
+        if part.group("whole"):
+            unit = part.group("unit").lower()
+            if unit == "year":
+                return _phrase(year, _months(year, 12))
+            if unit == "month":
+                return _phrase(month, _months(month, 1))
+            quarter = _months(year, (start.month - 1) // 3 * 3)
+            return _phrase(quarter, _months(quarter, 3))
+        nth, piece = _PLACES[part.group("nth").lower()], part.group("part").lower()
+        within_month = part.group("of") == "month" or (part.group("of") is None and piece == "week")
+        if within_month:
+            after = _months(month, 1)
+            if piece == "week":
+                first = month + timedelta(days=7 * nth) if nth >= 0 else after - timedelta(days=7)
+                return _phrase(first, min(first + timedelta(days=7), after)) if first < after else None
+            if piece == "half" and nth in (0, 1, -1):
+                middle = month + timedelta(days=15)
+                return _phrase(month, middle) if nth == 0 else _phrase(middle, after)
+            return None
+        size = {"half": 6, "quarter": 3}.get(piece)
+        if size is None or nth >= 12 // size:
+            return None
+        first = _months(year, size * (nth % (12 // size)))
+        return _phrase(first, _months(first, size))
+    said = _with_year(_two_months_in_a_year(core, start), previous, now)
+    found = find_time_ranges(said, now)
+    if not found or len(found) > 2:
+        return None
+    rest = said
+    for time in found:
+        rest = rest.replace(time.text, " ")
+    if _WINDOW_WORDS.sub("", rest) or (len(found) == 2 and not re.search(r"\b(?:and|plus|to)\b|&|\+", rest, re.I)):
+        return None
+    if any(t.start is None or t.end is None for t in found):
+        return None
+    if len(found) == 1 and not re.sub(r"\b(?:in|during|for|over|the)\b|[\s,?？.。!！]", "", rest, flags=re.I):
+        return None  # a window said alone: the follow-up's usual reading
+    first = min(t.start for t in found if t.start)
+    last = max(t.end for t in found if t.end)
+    return _phrase(first, last)
+
+
+def _two_months_in_a_year(core: str, start: datetime) -> str:
+    """ "April and May" with no year said: each month of the year asked about."""
+    if re.search(r"\b(?:19|20)\d\d\b", core):
+        return core
+    return _MONTH_NAME.sub(lambda m: f"{m.group(0)} {start.year}", core)
 
 
 def _shifted(core: str, previous: dict[str, Any]) -> str | None:
@@ -678,6 +767,9 @@ def resolve_offline(
     shifted = _shifted(core, previous)
     if shifted is not None:
         return FollowUp(_replace_time(previous, shifted), f"the same question for {shifted!r}", new_time=shifted)
+    window = _window_said(core, previous, now)
+    if window is not None:
+        return FollowUp(_replace_time(previous, window), f"the same question for {window!r}", new_time=window)
     place = _PLACE_IN_RANKING.search(core)
     # the people of the thread's latest ranking (an answer grouped per person), in its order
     ranked = next(
@@ -804,6 +896,8 @@ def resolve_offline(
             said = {"k": f"are {said['k']} and {said['krest']}"}
         rest = _NEGATED.sub("not ", _STILL.sub("", next(iter(said.values()), "")).strip())
         rest = _cjk_topic(_one_extreme(rest))
+        if _MONTH_NAME.search(rest) or _CJK_MONTH.search(rest):  # "those March ones": March of the year asked about
+            rest = _with_year(rest, previous, now)
         if _COUNT_IT.match(rest):  # "这些有几个": those, counted
             return _counted(previous)
         if rest and re.match(r"^which\s+(?:one\s+)?(?:of|among)\b", core, re.I) and _HAS_SHAPE.search(rest):
@@ -815,7 +909,10 @@ def resolve_offline(
             return replace(counted, how=f"of the last answer's records: {rest!r}, counted", added=rest)
         if rest:
             # "which of those ...", "其中哪些 ...", "其中标了 bug 的是哪些": the records themselves
-            listed = bool(re.match(r"^(?:which|what)\b|^哪些", core, re.I) or _WHICH_ONES_CJK.search(core))
+            listed = bool(
+                re.match(r"^(?:(?:of|among)\s+(?:those|these|them)[\s,]*)?(?:which|what)\b|^哪些", core, re.I)
+                or _WHICH_ONES_CJK.search(core)
+            )
             listed = listed or bool(_ANY_OF_THEM.match(core) and not _COUNTED.search(core))
             listed = listed or counting.startswith("list")
             return FollowUp(

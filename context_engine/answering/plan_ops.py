@@ -780,6 +780,14 @@ def _without_said(
     return kept
 
 
+# "which was busiest?", "what was the biggest one": an extreme said of nothing named, after records per period
+_BARE_EXTREME = re.compile(
+    r"^(which|what)\s+(?:one\s+)?(?=(?:was|is|were|had)\s+(?:the\s+)?(?:busiest|biggest|largest|quietest|slowest|"
+    r"most\s+active|most|fewest|least|highest|lowest|top)\b)",
+    re.I,
+)
+
+
 def narrowed_by(
     base: PlanIR,
     words: str,
@@ -791,6 +799,9 @@ def narrowed_by(
 ) -> tuple[PlanIR, list[dict[str, Any]]] | None:
     """The follow-up's words planned over the last plan's kind of record, added to it (`standalone`: the
     follow-up rewritten whole, where a topic is read as in a question of its own)."""
+    if base.shape.kind == "group" and base.shape.bucket and _BARE_EXTREME.match(words):
+        # "which was busiest?" after messages per month: which month (not who, as "busiest" alone reads)
+        words = _BARE_EXTREME.sub(lambda m: f"{m.group(1)} {base.shape.bucket} ", words, count=1)
     own = _planned_alone(words, base.collection, catalog, asker, now, values)
     if own is None or own.ir is None:
         return None
