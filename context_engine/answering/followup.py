@@ -349,10 +349,10 @@ _PLACES = {"first": 0, "second": 1, "third": 2, "fourth": 3, "last": -1}
 def _window_said(core: str, previous: dict[str, Any], now: datetime) -> str | None:
     """The new window, as words the time parser reads, of a follow-up that says only a window relative to the
     last one (its part, its whole, or two periods together); None: it says something else too."""
-    ranges = [r for r in previous.get("time_ranges", []) if r.get("start") and r.get("end")]
+    ranges = [r for r in previous.get("time_ranges", []) if r.get("start")]
     if not ranges:
         return None
-    start, end = datetime.fromisoformat(ranges[0]["start"]), datetime.fromisoformat(ranges[0]["end"])
+    start = datetime.fromisoformat(ranges[0]["start"])
     part = _PART_OF.match(core.strip(" ?？.。!！"))
     if part is not None:
         year = datetime(start.year, 1, 1)
@@ -379,8 +379,7 @@ def _window_said(core: str, previous: dict[str, Any], now: datetime) -> str | No
         size = {"half": 6, "quarter": 3}.get(piece)
         if size is None or nth >= 12 // size:
             return None
-        first = _months(year, size * (nth % (12 // size)))
-        return _phrase(first, _months(first, size))
+        return f"the {part.group('nth').lower()} {piece} of {start.year}"
     said = _with_year(_two_months_in_a_year(core, start), previous, now)
     found = find_time_ranges(said, now)
     if not found or len(found) > 2:

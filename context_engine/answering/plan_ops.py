@@ -110,31 +110,11 @@ _PROJECTION_WORDS = re.compile(
 # A question restated "in total" is about all such records, not those the last plan narrowed to
 _IN_TOTAL = re.compile(r"\b(?:in\s+total|overall|altogether|all\s+told|in\s+all)\b|一共|总共|總共|总计|總計", re.I)
 
-# "forget the label", "drop the time limit", "any state", "all of them regardless of label", "不限时间"
+# "any state", "all labels", "every repo": a condition taken away ("forget the label", "drop that — ...", 不限时间 are
+# `FollowUp.dropped`, taken away by `without`)
 _DROP = re.compile(
-    r"^(?:(?:ok(?:ay)?|and|now|so)[\s,]+)?(?:(?:forget|drop|ignore|remove|lose|never\s+mind|without)\s+(?:about\s+)?"
-    r"(?:the\s+)?(?P<en>\w+)(?:\s+(?:filter|condition|limit|part|restriction))?"
-    r"|(?:any|every|all)\s+(?P<any>\w+?)s?|regardless\s+of\s+(?:the\s+)?(?P<reg>\w+))(?:\s+(?:please|then|instead))?$"
-    r"|^(?:不限|不管|不论|去掉|不要)(?P<cjk>时间|标签|状态|人|作者|仓库|工作区)(?:的?(?:限制|条件))?(?:了)?$",
-    re.I,
+    r"^(?:(?:ok(?:ay)?|and|now|so)[\s,]+)?(?:any|every|all)\s+(?P<any>\w+?)s?(?:\s+(?:please|then|instead))?$", re.I
 )
-_DROPPED_ROLES = {
-    "label": ("label",),
-    "labels": ("label",),
-    "标签": ("label",),
-    "state": ("state", "merged"),
-    "status": ("state", "merged", "status"),
-    "状态": ("state", "merged"),
-    "author": ("author",),
-    "person": ("author",),
-    "作者": ("author",),
-    "人": ("author",),
-    "repo": ("repo",),
-    "repository": ("repo",),
-    "仓库": ("repo",),
-    "workspace": ("workspace",),
-    "工作区": ("workspace",),
-}
 # "from anyone, not just him", "by anybody", "everyone's", "所有人的", "不只是她的": the person condition gone
 _ANYONE = re.compile(
     r"^(?:(?:and|but|so|ok(?:ay)?|now|then|what\s+about|how\s+about)[\s,]+)*(?:(?:from|by|of|for)\s+)?"
@@ -145,7 +125,6 @@ _ANYONE = re.compile(
     r"|^(?:那)?(?:不只是?|不仅是?|不限于?)(?:他|她|他们|她们)(?:的)?(?:[，,\s]*(?:所有人|任何人|大家)的?)?(?:呢)?$",
     re.I,
 )
-_DROPPED_TIME = {"time", "date", "dates", "year", "month", "week", "period", "window", "时间"}
 
 
 def base_of(turn: dict[str, Any]) -> PlanIR | None:
@@ -193,7 +172,7 @@ def operate(
         return as_operation(
             picked, base=base, catalog=catalog, how=f"the record {picked.filters[-1].value} of the last answer"
         )
-    dropped = _dropped(question, base, schema)
+    dropped = _dropped(question, base, catalog, now)
     if dropped is not None:
         return as_operation(dropped, base=dropped, catalog=catalog, how="the last plan without that condition")
     counted = _replies_counted(question, base, catalog) or _person_counted(question, turns[-1], base, catalog)
@@ -659,27 +638,19 @@ def _role_of(path: str, schema: Any) -> str:
     )
 
 
-def _dropped(question: str, base: PlanIR, schema: Any) -> PlanIR | None:
+def _dropped(question: str, base: PlanIR, catalog: Catalog, now: datetime) -> PlanIR | None:
+    schema = catalog.schemas[base.collection]
     if _ANYONE.match(question.strip(" ?？.。!！")):
         people = {p for fields in schema.kind.people_roles().values() for p, _ in fields} | set(
             schema.kind.people_roles()
         )
-        kept = [f for f in base.filters if f.field not in people]
-        return replace(base, filters=kept) if len(kept) < len(base.filters) else None
+        others = [f for f in base.filters if f.field not in people]
+        return replace(base, filters=others) if len(others) < len(base.filters) else None
     said = _DROP.match(question.strip(" ?？.。!！"))
     if said is None:
         return None
-    word = next(g for g in said.groups() if g).lower()
-    if word in _DROPPED_TIME:
-        return replace(base, times=[]) if base.times else None
-    roles = _DROPPED_ROLES.get(word)
-    if roles is None:
-        return None
-    paths = {
-        p for role in roles for p in (role, field_for(schema, role), (person_field_for(schema, role) or ("",))[0]) if p
-    }
-    kept = [f for f in base.filters if f.field not in paths]
-    return replace(base, filters=kept) if len(kept) < len(base.filters) else None
+    kept = _without_said(said.group("any"), base, catalog, None, now, None, by_value=False)
+    return kept if kept != base else None
 
 
 # The words of a condition taken away ("drop the bug label", "forget open or closed", 不管评论数), by what they
@@ -736,7 +707,7 @@ def without(
             kept = replace(kept, times=earlier.times)
     else:
         kept = _without_said(said, ir, catalog, asker, now, values)
-    if kept is None or kept == ir:
+    if kept == ir:
         return None
     unread = operation.plan.not_understood if operation is not None and operation.plan is not None else []
     how = operation.how if operation is not None else "the last plan without that condition"
@@ -748,8 +719,15 @@ def _key(f: Filter) -> str:
 
 
 def _without_said(
-    said: str, ir: PlanIR, catalog: Catalog, asker: Person | None, now: datetime, values: ValueIndex | None
-) -> PlanIR | None:
+    said: str,
+    ir: PlanIR,
+    catalog: Catalog,
+    asker: Person | None,
+    now: datetime,
+    values: ValueIndex | None,
+    by_value: bool = True,
+) -> PlanIR:
+    """`ir` without the conditions `said` names by their kind (`by_value`: or by a value of theirs)."""
     schema = catalog.schemas[ir.collection]
     gone: set[str] = set()
     for words, roles in _GONE_ROLES:
@@ -760,7 +738,7 @@ def _without_said(
     if _GONE_TIME.search(said):
         kept = replace(kept, times=[])
     topic = bool(_GONE_TOPIC.search(said))
-    if kept == ir and not topic:
+    if kept == ir and not topic and by_value:
         # words that name a value rather than a kind of condition ("the macro part", "the bug label"): the
         # conditions the plan has on the fields those words are read as, a topic's words all
         alone = _planned_alone(
