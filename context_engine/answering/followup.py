@@ -854,7 +854,7 @@ def resolve_offline(
         and len(
             re.sub(
                 r"\b(?:in|on|during|since|for|from|of|the|ones?|those|that|them|threads?|messages?|posts?|prs?|"
-                r"back|again|instead|too|also|then|"
+                r"back|again|instead|too|also|then|his|her|hers|their|theirs|"
                 r"figures?|numbers?|counts?|totals?|"
                 r"pull\s+requests?|issues?|look\s+like|what\s+did|how\s+about|was\s+it)\b|在|的|那",
                 "",
@@ -961,6 +961,11 @@ def resolve_offline(
             f"{records.group(0)!r} = the last answer's records",
         )
     pointing = _POINTING.search(question)
+    if _LEAD.match(question) and (_MONTH_NAME.search(question) or _CJK_MONTH.search(question)):
+        # "and issues closed in December?" after December 2023: a month said alone is of the year asked about
+        dated = _with_year(question, previous, now)
+        if dated != question:
+            return FollowUp(dated, "a month of the year asked about", unread=pointing.group(0) if pointing else "")
     # words that point into the conversation no rule resolved: said, not planned as if never written
     return FollowUp(question, unread=pointing.group(0) if pointing else "")
 

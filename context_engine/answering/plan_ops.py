@@ -758,6 +758,8 @@ def _without_said(
     return kept
 
 
+# "and for dataset contribution?": the same question for another value
+_FOR_VALUE = re.compile(r"^\s*(?:(?:and|what\s+about|how\s+about)\s+)?for\s+(?!more\b|less\b|at\s+least\b)", re.I)
 # "which was busiest?", "what was the biggest one": an extreme said of nothing named, after records per period
 _BARE_EXTREME = re.compile(
     r"^(which|what)\s+(?:one\s+)?(?=(?:was|is|were|had)\s+(?:the\s+)?(?:busiest|biggest|largest|quietest|slowest|"
@@ -800,8 +802,10 @@ def narrowed_by(
     if not (said.filters or said.times or said.text or shape_said):
         return None  # nothing read: the rewritten question is planned whole, and says what it did not read
     schema = catalog.schemas[base.collection]
-    # a new value of a field that holds one replaces the old ("only lhoestq's"); a label is one more
-    same = {f.field for f in said.filters if not _holds_many(schema, f.field)}
+    # a new value of a field that holds one replaces the old ("only lhoestq's"); a label is one more, unless said
+    # as the value the same question is for ("and for dataset contribution?" after the documentation label)
+    instead = bool(_FOR_VALUE.match(words))
+    same = {f.field for f in said.filters if instead or not _holds_many(schema, f.field)}
     filters = [f for f in base.filters if f.field not in same] + list(said.filters)
     shape = said.shape if shape_said else base.shape
     if shape_said and shape.bucket and (base.shape.bucket or base.times):
