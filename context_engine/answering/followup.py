@@ -725,8 +725,6 @@ def resolve_offline(
     if drop is not None:
         what, rest = drop
         out = resolve_offline(rest, turns, directory, now, kinds) if rest else FollowUp(turns[-1]["standalone"])
-        if rest and not out.how:  # "drop the topic — how many issues in 2024 overall?": a question of its own
-            return replace(out, how=f"without {what!r}: a question of its own")
         how = f"without {what!r}; {out.how}".rstrip("; ")
         return replace(out, how=how, dropped=what, resumed=out.resumed or (len(turns), rest))
     back = _BACK_TO.match(question.strip())

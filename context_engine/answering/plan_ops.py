@@ -686,10 +686,12 @@ def without(
     asker: Person | None,
     now: datetime,
     values: ValueIndex | None,
+    rest: str = "",
 ) -> Operation | None:
     """The condition `words` name taken away ("drop that — which are still open?", "forget the year", 不管评论数)
-    from the plan the rest of the follow-up made (`operation`; None: the last plan). None: the words name no
-    condition of that plan, and the follow-up says so."""
+    from the plan the rest of the follow-up made (`operation`; None: the last plan, narrowed by the `rest` said
+    after them as a question of its own: "drop the topic — how many issues in 2024 overall?"). None: the words
+    name no condition of that plan, and the follow-up says so."""
     base = base_of(turns[-1]) if turns else None
     ir = operation.plan.ir if operation is not None and operation.plan is not None else base
     if ir is None or base is None or ir.collection not in catalog.schemas:
@@ -711,6 +713,11 @@ def without(
         return None
     unread = operation.plan.not_understood if operation is not None and operation.plan is not None else []
     how = operation.how if operation is not None else "the last plan without that condition"
+    if operation is None and rest:
+        narrowed = narrowed_by(kept, rest, catalog, asker, now, values)
+        if narrowed is not None:  # else the rest reads as nothing more ("and all of them, open or not?")
+            kept, unread = narrowed
+            how = f"the last plan without that condition, narrowed by {rest!r}"
     return as_operation(kept, base=kept, catalog=catalog, how=how, unread=unread)
 
 
@@ -738,6 +745,12 @@ def _without_said(
     if _GONE_TIME.search(said):
         kept = replace(kept, times=[])
     topic = bool(_GONE_TOPIC.search(said))
+    if kept == ir and not topic and by_value:
+        # a word the plan searches for, said back ("drop the macro part" after threads about macros)
+        said_words = {w.rstrip("s") for w in re.findall(r"[a-z0-9_\-]+|[\u4e00-\u9fff]+", said)}
+        searched = [f for f in ir.filters if f.op in WORD_OPERATORS and isinstance(f.value, list)]
+        if any(str(w).lower().rstrip("s") in said_words for f in searched for w in f.value):
+            topic = True
     if kept == ir and not topic and by_value:
         # words that name a value rather than a kind of condition ("the macro part", "the bug label"): the
         # conditions the plan has on the fields those words are read as, a topic's words all

@@ -123,7 +123,7 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             else None
         )
         if followup.dropped:  # "drop that — which are still open?": the rest's plan without that condition
-            without_it = without(followup.dropped, operation, turns[:kept], catalog, asker, now, values)
+            without_it = without(followup.dropped, operation, turns[:kept], catalog, asker, now, values, rest=said)
             if without_it is None:
                 update["followup_unread"] = followup.dropped
             operation = without_it or operation

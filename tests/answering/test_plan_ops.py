@@ -157,7 +157,7 @@ def _without(setup, asked, turns):
     assert followup.dropped, asked
     rest = (followup.resumed or (len(turns), ""))[1]
     operation = operate(rest, followup, turns, catalog, asker, NOW) if rest else None
-    return without(followup.dropped, operation, turns, catalog, asker, NOW, None)
+    return without(followup.dropped, operation, turns, catalog, asker, NOW, None, rest=rest)
 
 
 @pytest.mark.parametrize("asked", ["forget the time limit", "不限时间", "drop the year", "不限月份的话"])
@@ -476,3 +476,22 @@ def test_who_replied_in_the_one_thread_the_most_ranks_its_replies_authors(tmp_pa
     # the records before it were many: no one thread to look into
     many = {"standalone": "threads", "plan": {"ir": {**turn_plan.ir.to_json(), "shape": {"kind": "list"}}}}
     assert operate("who replied in it the most?", FollowUp(""), [many], catalog, None, NOW) is None
+
+
+def test_a_condition_taken_away_before_a_question_of_its_own_keeps_the_rest_of_the_plan(setup):
+    turn = _turn(setup, "open PRs labelled bug from 2026")
+    operation = _without(setup, "drop the label — how many are there in 2026 overall?", [turn])
+    assert operation is not None
+    ir = operation.plan.ir
+    assert ir.shape.kind == "count" and all(f.field not in ("label", "labels.name") for f in ir.filters)
+    assert any(f.field == "state" for f in ir.filters)
+
+
+def test_a_word_searched_for_said_back_takes_the_topic_away(setup):
+    turn = _turn(setup, "PRs about flaky tests opened in 2026")
+    assert any(f.op in ("words", "exact_words") for f in base_of(turn).filters) or base_of(turn).text
+    operation = _without(setup, "drop the flaky part", [turn])
+    assert operation is not None
+    ir = operation.plan.ir
+    assert not ir.text and all(f.op not in ("words", "exact_words") for f in ir.filters)
+    assert ir.times == base_of(turn).times
