@@ -965,6 +965,8 @@ def resolve_offline(
         # "and issues closed in December?" after December 2023: a month said alone is of the year asked about
         dated = _with_year(question, previous, now)
         if dated != question:
+            if _COUNTED.search(previous["standalone"]) and not says_a_shape(dated):
+                dated = f"how many {_LEAD.sub('', dated, count=1).strip()}"  # counted, as the question before
             return FollowUp(dated, "a month of the year asked about", unread=pointing.group(0) if pointing else "")
     # words that point into the conversation no rule resolved: said, not planned as if never written
     return FollowUp(question, unread=pointing.group(0) if pointing else "")

@@ -1259,3 +1259,10 @@ def test_a_condition_taken_away_is_said_and_the_rest_read_on(asked, dropped):
     out = resolve_offline(asked, [COUNTED_2023], PEOPLE, NOW)
     assert out.dropped == dropped
     assert out.resumed is not None and out.resumed[1] and dropped not in out.resumed[1]
+
+
+def test_a_month_said_alone_in_a_continuing_question_is_of_the_year_asked_about_and_counted_as_before():
+    merged = {**COUNTED_2023, "standalone": "How many PRs were merged in December 2023?", "collection": "pull_requests"}
+    merged["time_ranges"] = [{"text": "in December 2023", "start": "2023-12-01T00:00:00", "end": "2024-01-01T00:00:00"}]
+    out = resolve_offline("and issues closed in December?", [merged], PEOPLE, NOW)
+    assert out.standalone == "how many issues closed in December 2023?"
