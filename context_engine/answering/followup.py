@@ -721,6 +721,12 @@ def resolve_offline(
     new = _NEW_QUESTION.match(question)
     if new and question[new.end() :].strip():
         return FollowUp(question[new.end() :].strip(), "a new question")
+    if _ANYONE.match(question.strip(" ?？.。!！")):  # the last question about anyone: its people's names left out
+        text = turns[-1]["standalone"]
+        for name in sorted({*turns[-1].get("people_text", []), *turns[-1].get("people", [])}, key=len, reverse=True):
+            text = re.sub(rf"(?<!\w)(?:by\s+|from\s+)?{re.escape(name)}(?:['’]s)?(?!\w)", " ", text, flags=re.I)
+        text = re.sub(r"\s{2,}", " ", text).strip()
+        return FollowUp(text, "the last question, from anyone", dropped="anyone", resumed=(len(turns), ""))
     drop = _drop_clause(question.strip(" ?？.。!！"))
     if drop is not None:
         what, rest = drop
@@ -1359,6 +1365,16 @@ _DROP_CLAUSE = re.compile(
     r"|back\s+to\s+(?P<all>(?:all|any|every)\s+[^—–:;,]+?))"
     r"\s*(?:$|[—–:;,]|\s-\s)\s*(?P<rest>.*)$"
     r"|^(?:那)?(?:不管|不限|不论|去掉|不要|不看|忽略)(?P<what_zh>[^，,：:；;]+?)(?:的话|呢|了)?\s*(?:$|[，,：:；;]\s*(?P<rest_zh>.*)$)",
+    re.I,
+)
+# "and from anyone, not just him?", "by anybody", "everyone's", "所有人的", "不只是她的": the person condition gone
+_ANYONE = re.compile(
+    r"^(?:(?:and|but|so|ok(?:ay)?|now|then|what\s+about|how\s+about)[\s,]+)*(?:(?:from|by|of|for)\s+)?"
+    r"(?:anyone|anybody|everyone|everybody|any\s+(?:author|person|user|poster)|all\s+(?:authors|people|users|posters))"
+    r"(?:'s|’s)?(?:[\s,;—–-]+(?:and\s+)?not\s+(?:just|only)\s+(?:him|her|them|his|hers|theirs|that\s+person|\w+(?:'s)?))?"
+    r"(?:\s+(?:instead|then|too|please))?$"
+    r"|^(?:那)?(?:所有人|任何人|大家|每个人|不管是谁|不论是谁)(?:的)?(?:呢)?$"
+    r"|^(?:那)?(?:不只是?|不仅是?|不限于?)(?:他|她|他们|她们)(?:的)?(?:[，,\s]*(?:所有人|任何人|大家)的?)?(?:呢)?$",
     re.I,
 )
 # "and all his PRs that year, open or not?": the state taken away at the end of a follow-up

@@ -115,16 +115,6 @@ _IN_TOTAL = re.compile(r"\b(?:in\s+total|overall|altogether|all\s+told|in\s+all)
 _DROP = re.compile(
     r"^(?:(?:ok(?:ay)?|and|now|so)[\s,]+)?(?:any|every|all)\s+(?P<any>\w+?)s?(?:\s+(?:please|then|instead))?$", re.I
 )
-# "from anyone, not just him", "by anybody", "everyone's", "所有人的", "不只是她的": the person condition gone
-_ANYONE = re.compile(
-    r"^(?:(?:and|but|so|ok(?:ay)?|now|then|what\s+about|how\s+about)[\s,]+)*(?:(?:from|by|of|for)\s+)?"
-    r"(?:anyone|anybody|everyone|everybody|any\s+(?:author|person|user|poster)|all\s+(?:authors|people|users|posters))"
-    r"(?:'s|’s)?(?:[\s,;—–-]+(?:and\s+)?not\s+(?:just|only)\s+(?:him|her|them|his|hers|theirs|that\s+person|\w+(?:'s)?))?"
-    r"(?:\s+(?:instead|then|too|please))?$"
-    r"|^(?:那)?(?:所有人|任何人|大家|每个人|不管是谁|不论是谁)(?:的)?(?:呢)?$"
-    r"|^(?:那)?(?:不只是?|不仅是?|不限于?)(?:他|她|他们|她们)(?:的)?(?:[，,\s]*(?:所有人|任何人|大家)的?)?(?:呢)?$",
-    re.I,
-)
 
 
 def base_of(turn: dict[str, Any]) -> PlanIR | None:
@@ -639,13 +629,7 @@ def _role_of(path: str, schema: Any) -> str:
 
 
 def _dropped(question: str, base: PlanIR, catalog: Catalog, now: datetime) -> PlanIR | None:
-    schema = catalog.schemas[base.collection]
-    if _ANYONE.match(question.strip(" ?？.。!！")):
-        people = {p for fields in schema.kind.people_roles().values() for p, _ in fields} | set(
-            schema.kind.people_roles()
-        )
-        others = [f for f in base.filters if f.field not in people]
-        return replace(base, filters=others) if len(others) < len(base.filters) else None
+    """ "any state", "all labels": the last plan without that condition (None: it has none)."""
     said = _DROP.match(question.strip(" ?？.。!！"))
     if said is None:
         return None
@@ -659,6 +643,9 @@ def _dropped(question: str, base: PlanIR, catalog: Catalog, now: datetime) -> Pl
 _GONE_TIME = re.compile(
     r"\b(?:years?|months?|weeks?|days?|quarters?|dates?|time|times|period|window|when)\b|时间|月份|年份|日期|[年月周天]",
     re.I,
+)
+_GONE_ANYONE = re.compile(
+    r"\b(?:anyone|anybody|everyone|everybody)\b|所有人|任何人|大家|每个人|不管是谁|不论是谁", re.I
 )
 _GONE_TOPIC = re.compile(r"\b(?:topic|subject|keywords?|search|words?)\b|话题|主题|关键词", re.I)
 _GONE_ROLES = (
@@ -742,6 +729,11 @@ def _without_said(
             gone |= set(roles) | {p for role in roles for p in (field_for(schema, role),) if p}
             gone |= {p for role in roles for p, _ in schema.kind.people_roles().get(role, ())}
     kept = replace(ir, filters=[f for f in ir.filters if f.field not in gone])
+    if _GONE_ANYONE.search(said):  # "from anyone, not just him": whoever the plan was about
+        people = {p for fields in schema.kind.people_roles().values() for p, _ in fields} | set(
+            schema.kind.people_roles()
+        )
+        kept = replace(kept, filters=[f for f in kept.filters if f.field not in people])
     if _GONE_TIME.search(said):
         kept = replace(kept, times=[])
     topic = bool(_GONE_TOPIC.search(said))
