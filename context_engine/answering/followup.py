@@ -188,6 +188,9 @@ class FollowUp:
     person: str = ""
     # the record of the last answer it names by its place ("the second one": 1, "the last one": -1)
     nth: int | None = None
+    # the words naming a condition of the last plan taken away ("drop that — ...", "forget the year: ...",
+    # 不管评论数，...): `answering.plan_ops.without` removes it from the plan the rest of the follow-up makes
+    dropped: str = ""
 
 
 # "if we only count merged ones", "what if you only include the open ones", "如果只算合并的": the records
@@ -200,8 +203,20 @@ _IF_ONLY = re.compile(
 )
 
 
+# "is that more than lhoestq managed?", "more or fewer than in November?": the same question about the other
+# person or time (the answer is that number, set beside the last one by the asker)
+_COMPARED = re.compile(
+    r"^(?:(?:is|was|are|were)\s+(?:that|this|it)\s+)?(?:more|fewer|less|higher|lower|bigger|smaller|greater)"
+    r"(?:\s+or\s+(?:more|fewer|less|lower|higher|smaller|bigger))?\s+than\s+(?P<what>.+?)"
+    r"(?:\s+(?:managed|did|had|got|has|have|opened|posted|wrote|made|merged|filed|started))?$",
+    re.I,
+)
+
+
 def _core(question: str) -> str:
     core = _SAME.sub("", _TAIL.sub("", _LEAD.sub("", question, count=1)).strip(), count=1).strip()
+    compared = _COMPARED.match(core)
+    core = compared.group("what") if compared else core
     core = _IF_ONLY.sub(lambda m: "只看" if HAN.match(m.group(0)[-1]) else "only the ", core, count=1)
     core = re.sub(r"[\s,]+(?:then|instead|please|pls|thanks)$", "", core, flags=re.I)  # "patrickvonplaten then"
     return _REDO.sub("", core, count=1).strip()
@@ -312,6 +327,82 @@ def _phrase(start: datetime, end: datetime) -> str:
     if midnight and start.day == 1 and start.month == 1 and end == _months(start, 12):
         return f"in {start.year}"
     return f"between {start:%Y-%m-%d} and {end - timedelta(days=1):%Y-%m-%d}"
+
+
+# A window said against the last one: "the whole year then", "just the first quarter", "just the first half of the
+# month", "April and May together then", "widen it to 2021 and 2022 together", "and 2019 so far?"
+_WINDOW_WORDS = re.compile(
+    r"\b(?:just|only|then|together|combined|instead|too|please|so\s+far|to\s+date|both|in|during|for|over|"
+    r"widen|narrow|extend|expand|change|cut|limit|restrict|make|it|that|this|the\s+window|to|down|and|plus|"
+    r"same\s+thing|same\s+question)\b|[\s,&+?？.。!！—–-]",
+    re.I,
+)
+_PART_OF = re.compile(
+    r"^(?:(?:just|only|in|during|for)\s+)*(?:the\s+)?(?:(?P<whole>whole|full|entire)\s+(?P<unit>year|month|quarter)"
+    r"|(?P<nth>first|second|third|fourth|last)\s+(?P<part>half|quarter|week)(?:\s+of\s+(?:the|that)\s+(?P<of>year|month))?)"
+    r"(?:[\s,]+(?:then|only|instead|please))*$",
+    re.I,
+)
+_PLACES = {"first": 0, "second": 1, "third": 2, "fourth": 3, "last": -1}
+
+
+def _window_said(core: str, previous: dict[str, Any], now: datetime) -> str | None:
+    """The new window, as words the time parser reads, of a follow-up that says only a window relative to the
+    last one (its part, its whole, or two periods together); None: it says something else too."""
+    ranges = [r for r in previous.get("time_ranges", []) if r.get("start")]
+    if not ranges:
+        return None
+    start = datetime.fromisoformat(ranges[0]["start"])
+    part = _PART_OF.match(core.strip(" ?？.。!！"))
+    if part is not None:
+        year = datetime(start.year, 1, 1)
+        month = datetime(start.year, start.month, 1)
+        if part.group("whole"):
+            unit = part.group("unit").lower()
+            if unit == "year":
+                return _phrase(year, _months(year, 12))
+            if unit == "month":
+                return _phrase(month, _months(month, 1))
+            quarter = _months(year, (start.month - 1) // 3 * 3)
+            return _phrase(quarter, _months(quarter, 3))
+        nth, piece = _PLACES[part.group("nth").lower()], part.group("part").lower()
+        within_month = part.group("of") == "month" or (part.group("of") is None and piece == "week")
+        if within_month:
+            after = _months(month, 1)
+            if piece == "week":
+                first = month + timedelta(days=7 * nth) if nth >= 0 else after - timedelta(days=7)
+                return _phrase(first, min(first + timedelta(days=7), after)) if first < after else None
+            if piece == "half" and nth in (0, 1, -1):
+                middle = month + timedelta(days=15)
+                return _phrase(month, middle) if nth == 0 else _phrase(middle, after)
+            return None
+        size = {"half": 6, "quarter": 3}.get(piece)
+        if size is None or nth >= 12 // size:
+            return None
+        return f"the {part.group('nth').lower()} {piece} of {start.year}"
+    said = _with_year(_two_months_in_a_year(core, start), previous, now)
+    found = find_time_ranges(said, now)
+    if not found or len(found) > 2:
+        return None
+    rest = said
+    for time in found:
+        rest = rest.replace(time.text, " ")
+    if _WINDOW_WORDS.sub("", rest) or (len(found) == 2 and not re.search(r"\b(?:and|plus|to)\b|&|\+", rest, re.I)):
+        return None
+    if any(t.start is None or t.end is None for t in found):
+        return None
+    if len(found) == 1 and not re.sub(r"\b(?:in|during|for|over|the)\b|[\s,?？.。!！]", "", rest, flags=re.I):
+        return None  # a window said alone: the follow-up's usual reading
+    first = min(t.start for t in found if t.start)
+    last = max(t.end for t in found if t.end)
+    return _phrase(first, last)
+
+
+def _two_months_in_a_year(core: str, start: datetime) -> str:
+    """ "April and May" with no year said: each month of the year asked about."""
+    if re.search(r"\b(?:19|20)\d\d\b", core):
+        return core
+    return _MONTH_NAME.sub(lambda m: f"{m.group(0)} {start.year}", core)
 
 
 def _shifted(core: str, previous: dict[str, Any]) -> str | None:
@@ -630,6 +721,18 @@ def resolve_offline(
     new = _NEW_QUESTION.match(question)
     if new and question[new.end() :].strip():
         return FollowUp(question[new.end() :].strip(), "a new question")
+    if _ANYONE.match(question.strip(" ?？.。!！")):  # the last question about anyone: its people's names left out
+        text = turns[-1]["standalone"]
+        for name in sorted({*turns[-1].get("people_text", []), *turns[-1].get("people", [])}, key=len, reverse=True):
+            text = re.sub(rf"(?<!\w)(?:by\s+|from\s+)?{re.escape(name)}(?:['’]s)?(?!\w)", " ", text, flags=re.I)
+        text = re.sub(r"\s{2,}", " ", text).strip()
+        return FollowUp(text, "the last question, from anyone", dropped="anyone", resumed=(len(turns), ""))
+    drop = _drop_clause(question.strip(" ?？.。!！"))
+    if drop is not None:
+        what, rest = drop
+        out = resolve_offline(rest, turns, directory, now, kinds) if rest else FollowUp(turns[-1]["standalone"])
+        how = f"without {what!r}; {out.how}".rstrip("; ")
+        return replace(out, how=how, dropped=what, resumed=out.resumed or (len(turns), rest))
     back = _BACK_TO.match(question.strip())
     if back:
         what, rest = back.group("what") or back.group("what_zh"), back.group("rest") or back.group("rest_zh")
@@ -669,6 +772,9 @@ def resolve_offline(
     shifted = _shifted(core, previous)
     if shifted is not None:
         return FollowUp(_replace_time(previous, shifted), f"the same question for {shifted!r}", new_time=shifted)
+    window = _window_said(core, previous, now)
+    if window is not None:
+        return FollowUp(_replace_time(previous, window), f"the same question for {window!r}", new_time=window)
     place = _PLACE_IN_RANKING.search(core)
     # the people of the thread's latest ranking (an answer grouped per person), in its order
     ranked = next(
@@ -754,7 +860,7 @@ def resolve_offline(
         and len(
             re.sub(
                 r"\b(?:in|on|during|since|for|from|of|the|ones?|those|that|them|threads?|messages?|posts?|prs?|"
-                r"back|again|instead|too|also|then|"
+                r"back|again|instead|too|also|then|his|her|hers|their|theirs|"
                 r"figures?|numbers?|counts?|totals?|"
                 r"pull\s+requests?|issues?|look\s+like|what\s+did|how\s+about|was\s+it)\b|在|的|那",
                 "",
@@ -795,6 +901,8 @@ def resolve_offline(
             said = {"k": f"are {said['k']} and {said['krest']}"}
         rest = _NEGATED.sub("not ", _STILL.sub("", next(iter(said.values()), "")).strip())
         rest = _cjk_topic(_one_extreme(rest))
+        if _MONTH_NAME.search(rest) or _CJK_MONTH.search(rest):  # "those March ones": March of the year asked about
+            rest = _with_year(rest, previous, now)
         if _COUNT_IT.match(rest):  # "这些有几个": those, counted
             return _counted(previous)
         if rest and re.match(r"^which\s+(?:one\s+)?(?:of|among)\b", core, re.I) and _HAS_SHAPE.search(rest):
@@ -806,7 +914,10 @@ def resolve_offline(
             return replace(counted, how=f"of the last answer's records: {rest!r}, counted", added=rest)
         if rest:
             # "which of those ...", "其中哪些 ...", "其中标了 bug 的是哪些": the records themselves
-            listed = bool(re.match(r"^(?:which|what)\b|^哪些", core, re.I) or _WHICH_ONES_CJK.search(core))
+            listed = bool(
+                re.match(r"^(?:(?:of|among)\s+(?:those|these|them)[\s,]*)?(?:which|what)\b|^哪些", core, re.I)
+                or _WHICH_ONES_CJK.search(core)
+            )
             listed = listed or bool(_ANY_OF_THEM.match(core) and not _COUNTED.search(core))
             listed = listed or counting.startswith("list")
             return FollowUp(
@@ -856,6 +967,13 @@ def resolve_offline(
             f"{records.group(0)!r} = the last answer's records",
         )
     pointing = _POINTING.search(question)
+    if _LEAD.match(question) and (_MONTH_NAME.search(question) or _CJK_MONTH.search(question)):
+        # "and issues closed in December?" after December 2023: a month said alone is of the year asked about
+        dated = _with_year(question, previous, now)
+        if dated != question:
+            if _COUNTED.search(previous["standalone"]) and not says_a_shape(dated):
+                dated = f"how many {_LEAD.sub('', dated, count=1).strip()}"  # counted, as the question before
+            return FollowUp(dated, "a month of the year asked about", unread=pointing.group(0) if pointing else "")
     # words that point into the conversation no rule resolved: said, not planned as if never written
     return FollowUp(question, unread=pointing.group(0) if pointing else "")
 
@@ -887,7 +1005,8 @@ _COUNT_IT = re.compile(
     r"|^(?:give\s+me\s+|tell\s+me\s+)?(?:the\s+|a\s+)?(?:count|number|total)(?:\s+(?:for\s+|of\s+)?(?:them|it|that|those|this))?$"
     r"|^what\s+does\s+(?:that|it|this)\s+(?:come|add)\s+(?:to|up\s+to)(?:[,\s]+in\s+(?:numbers?|total))?$"
     r"|^count\s+(?:them|it|that|those|these)$"
-    r"|^(?:这样的|这种的?|这类的?|这些|那些|它们)?(?:加起来)?(?:一共|总共|共)?(?:有|是)?(?:多少|几)(?:个|条|次)?$"
+    r"|^(?:这样的|这种的?|这类的?|这些|那些|它们)?(?:加起来)?(?:一共|总共|共)?(?:有|是)?(?:多少|几)(?:个|条|次)?"
+    r"(?:消息|帖子|讨论串|记录)?$"  # "总共多少条消息": the records of the kind asked about, counted
     r"|^how\s+many(?:'s|\s+is)\s+(?:that|it|this)(?:\s+then)?$|^(?:那|这)?(?:是|有)?(?:多少|几)(?:个|条|次)$"
     r"|^count\s+(?:them|it|that|those|these)\s+up(?:\s+for\s+me)?$"
     r"|^how\s+many\s+(?:\w+\s+){0,2}ones\s+(?:is|are)\s+(?:that|those|there)(?:,?\s+then)?$"  # the narrowing restated
@@ -1147,7 +1266,7 @@ _SWITCH_SAID = re.compile(
     r"|换成|換成|改成|改為|改为|换为|換為|而不是|不是",
     re.I,
 )
-_NEW_VALUE_SAID = re.compile(r"\b(?:what|how)\s+about\b|\bsame\b.*\bfor\b", re.I)
+_NEW_VALUE_SAID = re.compile(r"\b(?:what|how)\s+about\b|\bsame\b.*\bfor\b|^\s*and\s+(?!the\b)", re.I)
 
 
 def _other_kind(
@@ -1195,7 +1314,8 @@ def _with_kind(previous: dict[str, Any], kind: CollectionSpec, kinds: Registry) 
 # "back to pietrolesci — which of his are closed now?", "going back to the parquet issues: who opened
 # them?", "回到 lhoestq，他的里面哪些还开着": a follow-up on an earlier turn than the last
 _BACK_TO = re.compile(
-    r"^(?:(?:ok(?:ay)?|so|and|anyway|now)[\s,]+)*(?:(?:go(?:ing)?|get(?:ting)?|coming|circling)\s+)?back\s+to\s+"
+    r"^(?:(?:ok(?:ay)?|so|and|anyway|now|never\s+mind|nevermind|forget\s+(?:it|that))(?:[\s,]+|\s*[—–-]\s*))*"
+    r"(?:(?:go(?:ing)?|get(?:ting)?|coming|circling)\s+)?back\s+to\s+"
     r"(?P<what>[^,，:：;；—–]+?)\s*(?:[,，:：;；—–]|\s-\s)\s*(?P<rest>\S.*)$"
     r"|^(?:再)?(?:回到|说回|说回到|回到刚才的?)\s*(?P<what_zh>[^,，:：;；—–]+?)\s*[,，:：;；—–]\s*(?P<rest_zh>\S.*)$",
     re.I,
@@ -1213,14 +1333,92 @@ def _resumed(
     """The words said of the latest turn that asked about `what` (a person it named, or its words), read as
     a follow-up of that turn; nothing found: the question is not understood, not answered afresh."""
     wanted = what.lower()
-    for kept in range(len(turns), 0, -1):
-        turn = turns[kept - 1]
-        named = [str(p).lower() for p in [*turn.get("people", []), *turn.get("people_text", [])]]
-        if wanted in named or wanted in turn.get("standalone", "").lower():
+    which = _WHICH_QUESTION.match(wanted)
+    if which is not None:  # "回到第一个问题", "back to my first question": that turn by its place
+        place = _ORDINALS.get(which.group("en") or which.group("cjk") or "first", 0)
+        if -len(turns) <= place < len(turns):
+            kept = place % len(turns) + 1
             out = resolve_offline(rest, turns[:kept], directory, now, kinds)
+            return replace(out, how=f"back to question {kept}; {out.how}".rstrip("; "), resumed=(kept, rest))
+    # the words said as they were asked first, else each of them said by the turn ("the PRs")
+    for kept in [*range(len(turns), 0, -1), *(-k for k in range(len(turns), 0, -1))]:
+        turn = turns[abs(kept) - 1]
+        named = [str(p).lower() for p in [*turn.get("people", []), *turn.get("people_text", [])]]
+        said = wanted in named or wanted in turn.get("standalone", "").lower()
+        if said if kept > 0 else _asked_about(wanted, turn, named, kinds):
+            kept = abs(kept)
+            out = resolve_offline(rest, turns[:kept], directory, now, kinds)
+            if not out.how and not _LEAD.match(rest):  # "回到 X：总共多少条消息": said of X, as "and ..." is
+                out = resolve_offline(f"and {rest}", turns[:kept], directory, now, kinds)
             how = f"back to the turn about {what!r}; {out.how}".rstrip("; ")
             return replace(out, how=how, resumed=(kept, rest))
     return FollowUp(rest, unread=f"back to {what}")
+
+
+# "drop that — which of his 2024 issues are still open?", "forget the year: ...", "now drop the label — every issue
+# from those two years", "forget open or closed — ...", "drop the bug label", "back to all years — how many are
+# open?", 那不管评论数呢，他 2020 年一共开了几个, 不限月份的话，...: a condition taken away, then the rest (if any)
+_DROP_CLAUSE = re.compile(
+    r"^(?:(?:ok(?:ay)?|and|now|so|but|then|alright)[\s,]+)*"
+    r"(?:(?:forget(?:\s+about)?|drop|ignore|remove|lose|disregard|never\s+mind|regardless\s+of|no\s+matter)"
+    r"\s+(?P<what>[^—–:;,]+?)"
+    r"|back\s+to\s+(?P<all>(?:all|any|every)\s+[^—–:;,]+?))"
+    r"\s*(?:$|[—–:;,]|\s-\s)\s*(?P<rest>.*)$"
+    r"|^(?:那)?(?:不管|不限|不论|去掉|不要|不看|忽略)(?P<what_zh>[^，,：:；;]+?)(?:的话|呢|了)?\s*(?:$|[，,：:；;]\s*(?P<rest_zh>.*)$)",
+    re.I,
+)
+# "and from anyone, not just him?", "by anybody", "everyone's", "所有人的", "不只是她的": the person condition gone
+_ANYONE = re.compile(
+    r"^(?:(?:and|but|so|ok(?:ay)?|now|then|what\s+about|how\s+about)[\s,]+)*(?:(?:from|by|of|for)\s+)?"
+    r"(?:anyone|anybody|everyone|everybody|any\s+(?:author|person|user|poster)|all\s+(?:authors|people|users|posters))"
+    r"(?:'s|’s)?(?:[\s,;—–-]+(?:and\s+)?not\s+(?:just|only)\s+(?:him|her|them|his|hers|theirs|that\s+person|\w+(?:'s)?))?"
+    r"(?:\s+(?:instead|then|too|please))?$"
+    r"|^(?:那)?(?:所有人|任何人|大家|每个人|不管是谁|不论是谁)(?:的)?(?:呢)?$"
+    r"|^(?:那)?(?:不只是?|不仅是?|不限于?)(?:他|她|他们|她们)(?:的)?(?:[，,\s]*(?:所有人|任何人|大家)的?)?(?:呢)?$",
+    re.I,
+)
+# "and all his PRs that year, open or not?": the state taken away at the end of a follow-up
+_DROP_TAIL = re.compile(
+    r"^(?P<rest>.+?)[\s,]+(?P<what>(?:open|closed|merged)\s+or\s+(?:not|closed|open|unmerged)|(?:in\s+)?any\s+state)$",
+    re.I,
+)
+
+
+def _drop_clause(question: str) -> tuple[str, str] | None:
+    """(the words naming the condition taken away, the rest of the follow-up) or None."""
+    said = _DROP_CLAUSE.match(question)
+    if said is not None:
+        what = said.group("what") or said.group("all") or said.group("what_zh")
+        return what.strip(), (said.group("rest") or said.group("rest_zh") or "").strip()
+    tail = _DROP_TAIL.match(question)
+    return (tail.group("what"), tail.group("rest").strip()) if tail else None
+
+
+# "back to the first question", "回到第一个问题", "go back to my original question"
+_WHICH_QUESTION = re.compile(
+    r"^(?:the\s+|my\s+|our\s+)?(?:(?P<en>first|second|third|last)|original|initial|very\s+first)\s+(?:question|one|query)$"
+    r"|^(?:我的)?(?:第(?P<cjk>一|二|三)个|最初的?|一开始的?|最开始的?)(?:问题|提问)$",
+    re.I,
+)
+# words that say nothing of which turn ("back to the PRs", "back to Daysi's messages")
+_ABOUT_FILLER = frozenset("the a an my our those these them ones one list question questions about of s".split())
+
+
+def _asked_about(wanted: str, turn: dict[str, Any], named: list[str], kinds: Registry) -> bool:
+    """Whether each word of `wanted` ("the not-planned ones", "the PRs", "Daysi's messages") is said by the
+    turn: a kind of record its kind, any other word its question's words or its people's names."""
+    standalone = re.sub(r"[\s\-_]+", " ", turn.get("standalone", "").lower())
+    words = [w for w in re.findall(r"[a-z0-9]+|[^\x00-\x7f\s\W]+", wanted.replace("'s", " ")) if w not in _ABOUT_FILLER]
+    for word in words:
+        kind = next((k for k in kinds if k.pattern() and re.fullmatch(k.pattern(), word, re.I | re.ASCII)), None)
+        if kind is not None:
+            if kind.name != turn.get("collection"):
+                return False
+        elif not (
+            re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", standalone) or any(word in n for n in named)
+        ):
+            return False
+    return bool(words)
 
 
 # "same for mariosasko, but the year before", "the month after, and for Lars", "张伟，前一年": two changes
@@ -1259,6 +1457,11 @@ def _one_plain_change(out: FollowUp, previous: dict[str, Any]) -> bool:
     """The follow-up is the last question with its person or its time replaced, and nothing else."""
     others = (out.added, out.reshape, out.collection, out.unread, out.within, out.restated, out.resumed)
     return bool(out.how) and out.standalone != previous["standalone"] and not any(others)
+
+
+def _person_turn(turns: list[dict[str, Any]]) -> dict[str, Any]:
+    """The latest turn that named someone (the last one, when none did)."""
+    return next((t for t in reversed(turns) if t.get("people")), turns[-1])
 
 
 def _unique_name(previous: dict[str, Any], directory: PeopleDirectory | None) -> str:
@@ -1378,9 +1581,10 @@ def _elliptical(
                 lambda m: f" {person}'s " if m.group(0).lower() in ("his", "their") else f" {person} ", words, count=1
             ),
         ).strip()
-    elif _PRONOUNS_IN.search(words) and len(previous.get("people", [])) == 1:
-        # "how many replies did her threads get" after a question about Ida's threads: Ida
-        person = _unique_name(previous, directory)
+    elif _PRONOUNS_IN.search(words) and len(_person_turn(turns).get("people", [])) == 1:
+        # "how many replies did her threads get" after a question about Ida's threads: Ida (also after a
+        # turn about one record of hers, which named nobody: "the ArrayXD one — how many comments?")
+        person = _unique_name(_person_turn(turns), directory)
         words = re.sub(
             r"\s{2,}",
             " ",

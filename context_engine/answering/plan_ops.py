@@ -113,42 +113,11 @@ _PROJECTION_WORDS = re.compile(
 # A question restated "in total" is about all such records, not those the last plan narrowed to
 _IN_TOTAL = re.compile(r"\b(?:in\s+total|overall|altogether|all\s+told|in\s+all)\b|一共|总共|總共|总计|總計", re.I)
 
-# "forget the label", "drop the time limit", "any state", "all of them regardless of label", "不限时间"
+# "any state", "all labels", "every repo": a condition taken away ("forget the label", "drop that — ...", 不限时间 are
+# `FollowUp.dropped`, taken away by `without`)
 _DROP = re.compile(
-    r"^(?:(?:ok(?:ay)?|and|now|so)[\s,]+)?(?:(?:forget|drop|ignore|remove|lose|never\s+mind|without)\s+(?:about\s+)?"
-    r"(?:the\s+)?(?P<en>\w+)(?:\s+(?:filter|condition|limit|part|restriction))?"
-    r"|(?:any|every|all)\s+(?P<any>\w+?)s?|regardless\s+of\s+(?:the\s+)?(?P<reg>\w+))(?:\s+(?:please|then|instead))?$"
-    r"|^(?:不限|不管|不论|去掉|不要)(?P<cjk>时间|标签|状态|人|作者|仓库|工作区)(?:的?(?:限制|条件))?(?:了)?$",
-    re.I,
+    r"^(?:(?:ok(?:ay)?|and|now|so)[\s,]+)?(?:any|every|all)\s+(?P<any>\w+?)s?(?:\s+(?:please|then|instead))?$", re.I
 )
-_DROPPED_ROLES = {
-    "label": ("label",),
-    "labels": ("label",),
-    "标签": ("label",),
-    "state": ("state", "merged"),
-    "status": ("state", "merged", "status"),
-    "状态": ("state", "merged"),
-    "author": ("author",),
-    "person": ("author",),
-    "作者": ("author",),
-    "人": ("author",),
-    "repo": ("repo",),
-    "repository": ("repo",),
-    "仓库": ("repo",),
-    "workspace": ("workspace",),
-    "工作区": ("workspace",),
-}
-# "from anyone, not just him", "by anybody", "everyone's", "所有人的", "不只是她的": the person condition gone
-_ANYONE = re.compile(
-    r"^(?:(?:and|but|so|ok(?:ay)?|now|then|what\s+about|how\s+about)[\s,]+)*(?:(?:from|by|of|for)\s+)?"
-    r"(?:anyone|anybody|everyone|everybody|any\s+(?:author|person|user|poster)|all\s+(?:authors|people|users|posters))"
-    r"(?:'s|’s)?(?:[\s,;—–-]+(?:and\s+)?not\s+(?:just|only)\s+(?:him|her|them|his|hers|theirs|that\s+person|\w+(?:'s)?))?"
-    r"(?:\s+(?:instead|then|too|please))?$"
-    r"|^(?:那)?(?:所有人|任何人|大家|每个人|不管是谁|不论是谁)(?:的)?(?:呢)?$"
-    r"|^(?:那)?(?:不只是?|不仅是?|不限于?)(?:他|她|他们|她们)(?:的)?(?:[，,\s]*(?:所有人|任何人|大家)的?)?(?:呢)?$",
-    re.I,
-)
-_DROPPED_TIME = {"time", "date", "dates", "year", "month", "week", "period", "window", "时间"}
 
 
 def base_of(turn: dict[str, Any]) -> PlanIR | None:
@@ -196,7 +165,7 @@ def operate(
         return as_operation(
             picked, base=base, catalog=catalog, how=f"the record {picked.filters[-1].value} of the last answer"
         )
-    dropped = _dropped(question, base, schema)
+    dropped = _dropped(question, base, catalog, now)
     if dropped is not None:
         return as_operation(dropped, base=dropped, catalog=catalog, how="the last plan without that condition")
     counted = _replies_counted(question, base, catalog) or _person_counted(question, turns[-1], base, catalog)
@@ -664,27 +633,149 @@ def _role_of(path: str, schema: Any) -> str:
     )
 
 
-def _dropped(question: str, base: PlanIR, schema: Any) -> PlanIR | None:
-    if _ANYONE.match(question.strip(" ?？.。!！")):
-        people = {p for fields in schema.kind.people_roles().values() for p, _ in fields} | set(
-            schema.kind.people_roles()
-        )
-        kept = [f for f in base.filters if f.field not in people]
-        return replace(base, filters=kept) if len(kept) < len(base.filters) else None
+def _dropped(question: str, base: PlanIR, catalog: Catalog, now: datetime) -> PlanIR | None:
+    """ "any state", "all labels": the last plan without that condition (None: it has none)."""
     said = _DROP.match(question.strip(" ?？.。!！"))
     if said is None:
         return None
-    word = next(g for g in said.groups() if g).lower()
-    if word in _DROPPED_TIME:
-        return replace(base, times=[]) if base.times else None
-    roles = _DROPPED_ROLES.get(word)
-    if roles is None:
+    kept = _without_said(said.group("any"), base, catalog, None, now, None, by_value=False)
+    return kept if kept != base else None
+
+
+# The words of a condition taken away ("drop the bug label", "forget open or closed", 不管评论数), by what they
+# name: the fields of those roles (or paths) leave the plan; a time word takes the window away, a topic word the
+# words searched for
+_GONE_TIME = re.compile(
+    r"\b(?:years?|months?|weeks?|days?|quarters?|dates?|time|times|period|window|when)\b|时间|月份|年份|日期|[年月周天]",
+    re.I,
+)
+_GONE_ANYONE = re.compile(
+    r"\b(?:anyone|anybody|everyone|everybody)\b|所有人|任何人|大家|每个人|不管是谁|不论是谁", re.I
+)
+_GONE_TOPIC = re.compile(r"\b(?:topic|subject|keywords?|search|words?)\b|话题|主题|关键词", re.I)
+_GONE_ROLES = (
+    (re.compile(r"\blabel(?:s|led|ed)?\b|标签", re.I), ("label",)),
+    (re.compile(r"\b(?:open|closed|state|status)\b|状态|开着|关着|关闭", re.I), ("state", "status")),
+    (re.compile(r"\b(?:merged|unmerged)\b|合并", re.I), ("merged",)),
+    (re.compile(r"\bcomments?\b|评论", re.I), ("comments",)),
+    (re.compile(r"\brepl(?:y|ies)\b|回复|人回|回帖", re.I), ("replies",)),
+    (re.compile(r"\b(?:author|person|people|users?|him|her|them|anyone|everyone)\b|作者", re.I), ("author",)),
+    (re.compile(r"\brepo(?:sitory|s)?\b|仓库", re.I), ("repo",)),
+    (re.compile(r"\bworkspaces?\b|工作区", re.I), ("workspace",)),
+    (re.compile(r"\bchannels?\b|频道", re.I), ("channel",)),
+)
+# "drop that", "forget this": the condition the last turn added to the one before it
+_GONE_THAT = re.compile(
+    r"^(?:the\s+)?(?:that|this|it|those|them)(?:\s+(?:one|part|bit|filter|condition))?$|^(?:那个|这个)$", re.I
+)
+
+
+def without(
+    words: str,
+    operation: Operation | None,
+    turns: list[dict[str, Any]],
+    catalog: Catalog,
+    asker: Person | None,
+    now: datetime,
+    values: ValueIndex | None,
+    rest: str = "",
+) -> Operation | None:
+    """The condition `words` name taken away ("drop that — which are still open?", "forget the year", 不管评论数)
+    from the plan the rest of the follow-up made (`operation`; None: the last plan, narrowed by the `rest` said
+    after them as a question of its own: "drop the topic — how many issues in 2024 overall?"). None: the words
+    name no condition of that plan, and the follow-up says so."""
+    base = base_of(turns[-1]) if turns else None
+    ir = operation.plan.ir if operation is not None and operation.plan is not None else base
+    if ir is None or base is None or ir.collection not in catalog.schemas:
         return None
-    paths = {
-        p for role in roles for p in (role, field_for(schema, role), (person_field_for(schema, role) or ("",))[0]) if p
-    }
-    kept = [f for f in base.filters if f.field not in paths]
-    return replace(base, filters=kept) if len(kept) < len(base.filters) else None
+    said = words.strip().lower()
+    if _GONE_THAT.match(said):
+        earlier = base_of(turns[-2]) if len(turns) > 1 else None
+        if earlier is None:
+            return None
+        had = {_key(f) for f in earlier.filters}
+        added = {_key(f) for f in base.filters} - had
+        kept = replace(ir, filters=[f for f in ir.filters if _key(f) not in added])
+        kept = replace(kept, text=[t for t in ir.text if t in earlier.text or t not in base.text])
+        if base.times != earlier.times and not added:
+            kept = replace(kept, times=earlier.times)
+    else:
+        kept = _without_said(said, ir, catalog, asker, now, values)
+    if kept == ir:
+        return None
+    unread = operation.plan.not_understood if operation is not None and operation.plan is not None else []
+    how = operation.how if operation is not None else "the last plan without that condition"
+    if operation is None and rest:
+        narrowed = narrowed_by(kept, rest, catalog, asker, now, values)
+        if narrowed is not None:  # else the rest reads as nothing more ("and all of them, open or not?")
+            kept, unread = narrowed
+            how = f"the last plan without that condition, narrowed by {rest!r}"
+    return as_operation(kept, base=kept, catalog=catalog, how=how, unread=unread)
+
+
+def _key(f: Filter) -> str:
+    return f"{f.field}\x00{f.op}\x00{f.value!r}\x00{f.negate}"
+
+
+def _without_said(
+    said: str,
+    ir: PlanIR,
+    catalog: Catalog,
+    asker: Person | None,
+    now: datetime,
+    values: ValueIndex | None,
+    by_value: bool = True,
+) -> PlanIR:
+    """`ir` without the conditions `said` names by their kind (`by_value`: or by a value of theirs)."""
+    schema = catalog.schemas[ir.collection]
+    gone: set[str] = set()
+    for words, roles in _GONE_ROLES:
+        if words.search(said):
+            gone |= set(roles) | {p for role in roles for p in (field_for(schema, role),) if p}
+            gone |= {p for role in roles for p, _ in schema.kind.people_roles().get(role, ())}
+    kept = replace(ir, filters=[f for f in ir.filters if f.field not in gone])
+    if _GONE_ANYONE.search(said):  # "from anyone, not just him": whoever the plan was about
+        people = {p for fields in schema.kind.people_roles().values() for p, _ in fields} | set(
+            schema.kind.people_roles()
+        )
+        kept = replace(kept, filters=[f for f in kept.filters if f.field not in people])
+    if _GONE_TIME.search(said):
+        kept = replace(kept, times=[])
+    topic = bool(_GONE_TOPIC.search(said))
+    if kept == ir and not topic and by_value:
+        # a word the plan searches for, said back ("drop the macro part" after threads about macros)
+        said_words = {w.rstrip("s") for w in re.findall(r"[a-z0-9_\-]+|[\u4e00-\u9fff]+", said)}
+        searched = [f for f in ir.filters if f.op in WORD_OPERATORS and isinstance(f.value, list)]
+        if any(str(w).lower().rstrip("s") in said_words for f in searched for w in f.value):
+            topic = True
+    if kept == ir and not topic and by_value:
+        # words that name a value rather than a kind of condition ("the macro part", "the bug label"): the
+        # conditions the plan has on the fields those words are read as, a topic's words all
+        alone = _planned_alone(
+            re.sub(r"\b(?:the|part|bit|filter|condition|stuff)\b", " ", said),
+            ir.collection,
+            catalog,
+            asker,
+            now,
+            values,
+        )
+        if alone is not None and alone.ir is not None:
+            fields = {f.field for f in alone.ir.filters if f.op not in WORD_OPERATORS}
+            kept = replace(ir, filters=[f for f in ir.filters if f.field not in fields])
+            topic = bool(alone.ir.text or any(f.op in WORD_OPERATORS for f in alone.ir.filters))
+    if topic:
+        kept = replace(kept, text=[], filters=[f for f in kept.filters if f.op not in WORD_OPERATORS])
+    return kept
+
+
+# "and for dataset contribution?": the same question for another value
+_FOR_VALUE = re.compile(r"^\s*(?:(?:and|what\s+about|how\s+about)\s+)?for\s+(?!more\b|less\b|at\s+least\b)", re.I)
+# "which was busiest?", "what was the biggest one": an extreme said of nothing named, after records per period
+_BARE_EXTREME = re.compile(
+    r"^(which|what)\s+(?:one\s+)?(?=(?:was|is|were|had)\s+(?:the\s+)?(?:busiest|biggest|largest|quietest|slowest|"
+    r"most\s+active|most|fewest|least|highest|lowest|top)\b)",
+    re.I,
+)
 
 
 # "with the dataset-viewer label instead", "换成 bug 标签": the new value replaces the old even where a record may
@@ -705,6 +796,9 @@ def narrowed_by(
     """The follow-up's words planned over the last plan's kind of record, added to it (`standalone`: the
     follow-up rewritten whole, where a topic is read as in a question of its own; `replacing`: each field the
     words name replaces the last plan's conditions on it, as "instead" says, even a field holding several)."""
+    if base.shape.kind == "group" and base.shape.bucket and _BARE_EXTREME.match(words):
+        # "which was busiest?" after messages per month: which month (not who, as "busiest" alone reads)
+        words = _BARE_EXTREME.sub(lambda m: f"{m.group(1)} {base.shape.bucket} ", words, count=1)
     own = _planned_alone(words, base.collection, catalog, asker, now, values)
     if own is None or own.ir is None:
         return None
@@ -725,12 +819,14 @@ def narrowed_by(
     if not (said.filters or said.times or said.text or shape_said):
         return None  # nothing read: the rewritten question is planned whole, and says what it did not read
     schema = catalog.schemas[base.collection]
-    # a new value of a field that holds one replaces the old ("only lhoestq's"); a label is one more
-    # ... unless the last plan's condition on it already says more: "这样的帖子一共有几个" after threads with over 20
-    # replies reads 帖子 as threads (1+ replies), which those are
+    # a new value of a field that holds one replaces the old ("only lhoestq's"); a label is one more, unless said
+    # "instead" or as the value the same question is for ("and for dataset contribution?" after the documentation
+    # label) — and unless the last plan's condition on it already says more: "这样的帖子一共有几个" after threads
+    # with over 20 replies reads 帖子 as threads (1+ replies), which those are
     implied = [f for f in said.filters if any(bound_implies(b, f) for b in base.filters)]
     said = replace(said, filters=[f for f in said.filters if f not in implied])
-    same = {f.field for f in said.filters if replacing or not _holds_many(schema, f.field)}
+    instead = replacing or bool(_FOR_VALUE.match(words))
+    same = {f.field for f in said.filters if instead or not _holds_many(schema, f.field)}
     shape = said.shape if shape_said else base.shape
     if shape.kind == "share":
         # the share's part is asked over the records without it: "what fraction of his PRs got merged" after his

@@ -26,7 +26,7 @@ from context_engine.answering.generate import (
 )
 from context_engine.answering.grounding import answerability, bm25_idf
 from context_engine.answering.links import follow_links
-from context_engine.answering.plan_ops import operate
+from context_engine.answering.plan_ops import operate, without
 from context_engine.answering.reflect import reflect as check_answer
 from context_engine.answering.result_ops import operate_on_result
 from context_engine.answering.route import route_question
@@ -117,9 +117,17 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         # "back to X — ...": the words said, of the thread as it was when X was asked about
         kept, said = followup.resumed or (len(turns), read)
         asker, values = asker_for(settings, catalog), value_index_for(settings)
-        operation = operate_on_result(said, turns[:kept], catalog, asker, now, values) or operate(
-            said, followup, turns[:kept], catalog, asker, now, values
+        operation = (
+            operate_on_result(said, turns[:kept], catalog, asker, now, values)
+            or operate(said, followup, turns[:kept], catalog, asker, now, values)
+            if said
+            else None
         )
+        if followup.dropped:  # "drop that — which are still open?": the rest's plan without that condition
+            without_it = without(followup.dropped, operation, turns[:kept], catalog, asker, now, values, rest=said)
+            if without_it is None:
+                update["followup_unread"] = followup.dropped
+            operation = without_it or operation
         if operation is not None:
             update["followup"] = "; ".join(h for h in (followup.how, operation.how) if h)
             if operation.declined is not None:  # a value or person nobody has: declined with the candidates
@@ -169,7 +177,9 @@ def route(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     # added is routed as a question naming it is: routed as ever, the changed plan its structured half; a
     # record's person or date is the plan's alone
     last = (state.get("turns") or [{}])[-1]
-    topical = last.get("route") in ("hybrid", "semantic") or _adds_a_topic(operation, last)
+    topical = (last.get("route") in ("hybrid", "semantic") and not _drops_the_topic(operation, last)) or _adds_a_topic(
+        operation, last
+    )
     if operation and not (topical and not (operation.get("ir") or {}).get("pipeline")):
         return {
             "route": "structured",
@@ -215,10 +225,21 @@ def _adds_a_topic(operation: dict[str, Any], last: dict[str, Any]) -> bool:
     if not operation:
         return False
 
-    def topic(ir: dict[str, Any]) -> list[Any]:
-        return [ir.get("text") or [], [f for f in ir.get("filters") or [] if f.get("op") in WORD_OPERATORS]]
+    said = _topic_of(operation.get("ir") or {})
+    return any(said) and said != _topic_of(last.get("base") or (last.get("plan") or {}).get("ir") or {})
 
-    return topic(operation.get("ir") or {}) != topic(last.get("base") or (last.get("plan") or {}).get("ir") or {})
+
+def _drops_the_topic(operation: dict[str, Any], last: dict[str, Any]) -> bool:
+    """Whether a follow-up's plan takes away the words the plan it changed searched for ("drop the macro part")."""
+    return (
+        bool(operation)
+        and not any(_topic_of(operation.get("ir") or {}))
+        and any(_topic_of(last.get("base") or (last.get("plan") or {}).get("ir") or {}))
+    )
+
+
+def _topic_of(ir: dict[str, Any]) -> list[Any]:
+    return [ir.get("text") or [], [f for f in ir.get("filters") or [] if f.get("op") in WORD_OPERATORS]]
 
 
 def _unread_reference(state: State) -> dict[str, Any] | None:

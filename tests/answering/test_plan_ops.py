@@ -5,8 +5,8 @@ from datetime import datetime
 
 import pytest
 
-from context_engine.answering.followup import FollowUp
-from context_engine.answering.plan_ops import base_of, bound_implies, operate
+from context_engine.answering.followup import FollowUp, resolve_offline
+from context_engine.answering.plan_ops import base_of, bound_implies, operate, without
 from context_engine.config import Settings
 from context_engine.query import engine
 from context_engine.query.engine import principals_of
@@ -150,12 +150,58 @@ def test_a_narrowing_that_reads_nothing_is_left_to_the_rewritten_question(setup)
     assert _operate(setup, "only the ones that, um", [turn], FollowUp("", added="that um")) is None
 
 
-@pytest.mark.parametrize("asked", ["forget the time limit", "不限时间"])
+def _without(setup, asked, turns):
+    """The follow-up `asked` as the graph applies it: its rest planned over the last turn, then the condition
+    it takes away removed."""
+    _, catalog, asker = setup
+    followup = resolve_offline(asked, turns, catalog.directory, NOW)
+    assert followup.dropped, asked
+    rest = (followup.resumed or (len(turns), ""))[1]
+    operation = operate(rest, followup, turns, catalog, asker, NOW) if rest else None
+    return without(followup.dropped, operation, turns, catalog, asker, NOW, None, rest=rest)
+
+
+@pytest.mark.parametrize("asked", ["forget the time limit", "不限时间", "drop the year", "不限月份的话"])
 def test_a_condition_taken_away(setup, asked):
     turn = _turn(setup, "open PRs from 2026")
-    operation = _operate(setup, asked, [turn])
+    operation = _without(setup, asked, [turn])
     assert operation is not None
     assert operation.plan.ir.times == [] and operation.plan.ir.filters == base_of(turn).filters
+
+
+@pytest.mark.parametrize("asked", ["drop the bug label", "forget the label", "不管标签"])
+def test_a_label_taken_away_keeps_the_rest(setup, asked):
+    turn = _turn(setup, "open PRs labelled bug from 2026")
+    operation = _without(setup, asked, [turn])
+    assert operation is not None
+    ir = operation.plan.ir
+    assert all(f.field not in ("label", "labels.name") for f in ir.filters)
+    assert any(f.field == "state" for f in ir.filters) and ir.times == base_of(turn).times
+
+
+def test_that_is_the_condition_the_last_turn_added_and_the_rest_is_applied(setup):
+    first = _turn(setup, "PRs opened in 2026")
+    second = _turn(setup, "PRs opened in 2026 labelled bug")
+    operation = _without(setup, "drop that — which of those are still open?", [first, second])
+    assert operation is not None
+    ir = operation.plan.ir
+    assert all(f.field not in ("label", "labels.name") for f in ir.filters)
+    assert any(f.field == "state" and f.value == "open" for f in ir.filters)
+    assert ir.times == base_of(first).times
+
+
+@pytest.mark.parametrize("asked", ["forget open or closed — how many are there?", "and all of them, open or not?"])
+def test_a_state_taken_away_before_or_after_the_rest(setup, asked):
+    turn = _turn(setup, "open PRs from 2026")
+    operation = _without(setup, asked, [turn])
+    assert operation is not None
+    assert all(f.field != "state" for f in operation.plan.ir.filters)
+    assert operation.plan.ir.times == base_of(turn).times
+
+
+def test_a_condition_the_plan_does_not_have_is_not_taken_away(setup):
+    turn = _turn(setup, "PRs opened in 2026")
+    assert _without(setup, "drop the label", [turn]) is None
 
 
 def test_a_state_taken_away(setup):
@@ -264,7 +310,7 @@ def test_a_count_per_period_of_the_last_plan_s_date(setup):
 @pytest.mark.parametrize("asked", ["what about from anybody, not only her?", "by everyone then", "所有人的呢"])
 def test_the_person_taken_away(setup, asked):
     turn = _turn(setup, "open PRs Priya opened in 2026")
-    operation = _operate(setup, asked, [turn])
+    operation = _without(setup, asked, [turn])
     assert operation is not None
     ir = operation.plan.ir
     assert all(f.field != "user.login" for f in ir.filters) and any(f.field == "state" for f in ir.filters)
@@ -466,3 +512,22 @@ def test_a_narrowing_naming_a_value_nobody_has_is_declined_with_candidates(setup
 )
 def test_a_bound_the_last_condition_already_implies(old, new, implied):
     assert bound_implies(Filter("reply_count", *old), Filter("reply_count", *new)) is implied
+
+
+def test_a_condition_taken_away_before_a_question_of_its_own_keeps_the_rest_of_the_plan(setup):
+    turn = _turn(setup, "open PRs labelled bug from 2026")
+    operation = _without(setup, "drop the label — how many are there in 2026 overall?", [turn])
+    assert operation is not None
+    ir = operation.plan.ir
+    assert ir.shape.kind == "count" and all(f.field not in ("label", "labels.name") for f in ir.filters)
+    assert any(f.field == "state" for f in ir.filters)
+
+
+def test_a_word_searched_for_said_back_takes_the_topic_away(setup):
+    turn = _turn(setup, "PRs about flaky tests opened in 2026")
+    assert any(f.op in ("words", "exact_words") for f in base_of(turn).filters) or base_of(turn).text
+    operation = _without(setup, "drop the flaky part", [turn])
+    assert operation is not None
+    ir = operation.plan.ir
+    assert not ir.text and all(f.op not in ("words", "exact_words") for f in ir.filters)
+    assert ir.times == base_of(turn).times
