@@ -34,7 +34,7 @@ from context_engine.prompts import FOLLOWUP_SYSTEM
 from context_engine.query.identity import AmbiguousPerson, PeopleDirectory, UnknownPerson
 from context_engine.query.planner.draft import NUMBER_WORDS
 from context_engine.query.timeexpr import MONTHS, find_time_ranges
-from context_engine.text import HAN
+from context_engine.text import HAN, tokenize
 
 _LEAD = re.compile(
     r"^\s*(?:(?:(?:and|but|also|so|ok(?:ay)?|then|now)[\s,]+)+(?:(?:what|how)\s+about\s+)?"
@@ -156,6 +156,20 @@ def _cjk_topic(rest: str) -> str:
     return f"{'how many ' if counted else ''}about {said.group(1).strip()}"
 
 
+# "add video support", "that introduce streaming", "adding parquet export features": what the records add is their
+# topic; the verb and "support" say it is a change, as every PR's title does
+_ADDS = re.compile(
+    r"^(?:that\s+|which\s+)?(?:add|adds|added|adding|introduce[sd]?|introducing|implement(?:s|ed|ing)?)\s+"
+    r"(?:(?:a|an|the|some|new)\s+)?(?P<thing>.+?)(?:\s+(?:support|features?|capabilit(?:y|ies)|handling))?$",
+    re.I,
+)
+
+
+def _added_thing(rest: str) -> str:
+    said = _ADDS.match(rest)
+    return f"about {said.group('thing')}" if said and said.group("thing").strip() else rest
+
+
 # "didn't get merged", "haven't been closed yet", "weren't ever reviewed": a negated condition, said as
 # the planner reads a negation ("not merged", "not closed yet")
 _NEGATED = re.compile(
@@ -188,6 +202,10 @@ class FollowUp:
     person: str = ""
     # the record of the last answer it names by its place ("the second one": 1, "the last one": -1)
     nth: int | None = None
+    # the one record it names by words of its subject or by its number ("the ArrayXD one", "#5948"), its key,
+    # and what it asks of that record, "it" standing for it ("how many comments has it got")
+    record: str = ""
+    of_record: str = ""
 
 
 # "if we only count merged ones", "what if you only include the open ones", "如果只算合并的": the records
@@ -635,6 +653,11 @@ def resolve_offline(
         what, rest = back.group("what") or back.group("what_zh"), back.group("rest") or back.group("rest_zh")
         return _resumed(what.strip(), rest.strip(), turns, directory, now, kinds)
     previous = turns[-1]
+    if previous.get("listed"):
+        # after an answer about one record of a list, words said of the records are said of that list ("and his
+        # 2022 ones?", "which of those add video support?"); what the answer itself was stays `asked`
+        previous = {**previous, **previous["listed"], "asked": previous["standalone"]}
+        turns = [*turns[:-1], previous]
     core = _core(question)
     if not core:
         return FollowUp(question)
@@ -655,6 +678,9 @@ def resolve_offline(
         if len(found) == 1 and found[0].text == meant:
             text = previous["standalone"].replace(previous["unresolved"], meant, 1)
             return FollowUp(text, f"{previous['unresolved']!r} = {meant}")
+    named = _named_record(core, previous, kinds)
+    if named is not None:
+        return named
     correction = _CORRECTION.match(core)
     if correction and core[correction.end() :].strip():
         core = core[correction.end() :].strip()  # "no wait, I meant the closed ones": the last question, corrected
@@ -794,7 +820,7 @@ def resolve_offline(
         if "krest" in said:  # "which of the open ones has the most comments": "are open and has the most comments"
             said = {"k": f"are {said['k']} and {said['krest']}"}
         rest = _NEGATED.sub("not ", _STILL.sub("", next(iter(said.values()), "")).strip())
-        rest = _cjk_topic(_one_extreme(rest))
+        rest = _added_thing(_cjk_topic(_one_extreme(rest)))
         if _COUNT_IT.match(rest):  # "这些有几个": those, counted
             return _counted(previous)
         if rest and re.match(r"^which\s+(?:one\s+)?(?:of|among)\b", core, re.I) and _HAS_SHAPE.search(rest):
@@ -858,6 +884,118 @@ def resolve_offline(
     pointing = _POINTING.search(question)
     # words that point into the conversation no rule resolved: said, not planned as if never written
     return FollowUp(question, unread=pointing.group(0) if pointing else "")
+
+
+# One record named by words of its subject: "the ArrayXD one — how many comments has it got?", "the one about
+# license names: ...", "who closed the FileLock one", "FileLock 那个现在是开着还是关了", "加载大数据集报
+# ArrowNotImplementedError 的那个，有几条评论"; by its number: "#5948 有几条评论", "how many comments does #4530 have"
+_ONE_NOUN = r"(?:one|issue|pr|pull\s+request|thread|message|post|ticket)"
+_THE_ONE_ABOUT = re.compile(
+    rf"\bthe\s+{_ONE_NOUN}\s+(?:about|on|titled|called|named|mentioning|with)\s+(?P<words>[^—–:;,?？，：]+?)"
+    r"\s*(?=[—–:;,?？，：]|\s-\s|$)",
+    re.I,
+)
+_THE_X_ONE = re.compile(rf"\bthe\s+(?P<words>[^—–:;,?？，：]+?)\s+{_ONE_NOUN}\b", re.I)
+_X_THAT_ONE = re.compile(r"^(?P<words>[^，,：:]+?)\s*的?(?:那个|那条|那篇|那一个|那一条|这个|这条)(?:pr|issue|帖子|消息|讨论串)?", re.I)
+_NUMBER_SAID = re.compile(r"(?<![\w#])(?:(?P<repo>[\w.-]+/[\w.-]+))?#(?P<n>\d{1,7})\b")
+# Words that pick a record by its place, its measure or the conversation, not by its subject ("the first one",
+# "the most commented one", "the same one", 最早的那个)
+_NOT_A_SUBJECT = re.compile(
+    r"\b(?:first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th|next|previous|other|same|top|bottom|most|least|"
+    r"oldest|newest|latest|earliest|recent|biggest|largest|smallest|busiest|quietest|longest|shortest|only|right|"
+    r"wrong|former|latter|this|that|each|every|which|what|any|no)\b|最|第|哪|这|那|其",
+    re.I,
+)
+
+
+def _named_record(core: str, previous: dict[str, Any], kinds: Registry) -> FollowUp | None:
+    """The one record a follow-up names by words of its subject (the only one of the last answer's listed records
+    whose subject has the most of those words) or by its number (that record of the last answer's kind, listed or
+    not), with what the follow-up asks of it."""
+    refs, titles = previous.get("refs") or [], previous.get("titles") or []
+    noun = _noun(kinds, previous.get("collection"))
+    number = list(_NUMBER_SAID.finditer(core))
+    if len(number) == 1 and previous.get("collection"):
+        said = number[0]
+        ref = _numbered(said.group("repo") or "", said.group("n"), refs)
+        if ref is None:
+            return None
+        return _of_record(core, said.start(), said.end(), ref, noun, f"{said.group(0)!r} = {ref}")
+    if len(refs) < 2 or len(titles) != len(refs):
+        return None
+    whole = _title_said(core, titles)
+    if whole is not None:  # "how many comments did Add Dataset.from_spark get?"
+        at, title = whole
+        ref = refs[titles.index(title)]
+        return _of_record(core, at, at + len(title), ref, noun, f"{title!r} = {ref}")
+    for form in (_THE_ONE_ABOUT, _THE_X_ONE, _X_THAT_ONE):
+        said = form.search(core)
+        if said is None or _NOT_A_SUBJECT.search(said.group("words")):
+            continue
+        ref = _by_subject(said.group("words"), refs, titles)
+        if ref is not None:
+            return _of_record(core, said.start(), said.end(), ref, noun, f"{said.group(0).strip()!r} = {ref}")
+    return None
+
+
+# A title said whole names its record when it is this long at least (not "deleted", "Update README")
+_TITLE_SAID = 12
+
+
+def _title_said(core: str, titles: list[str]) -> tuple[int, str] | None:
+    """(where, the title) of the longest listed title the follow-up says whole, as a phrase of its own."""
+    said = [
+        (m.start(), title)
+        for title in sorted(set(titles), key=len, reverse=True)
+        if len(title) >= _TITLE_SAID and len(title.split()) >= 2
+        for m in [re.search(rf"(?<!\w){re.escape(title)}(?!\w)", core, re.I)]
+        if m is not None
+    ]
+    return said[0] if said else None
+
+
+def _numbered(repo: str, number: str, refs: list[str]) -> str | None:
+    """The key of the record numbered so: the last answer's, else that number in the one repository its records
+    are of (None: no repository said or shared)."""
+    listed = [r for r in refs if r.endswith(f"#{number}") and (not repo or r == f"{repo}#{number}")]
+    if listed:
+        return listed[0]
+    if repo:
+        return f"{repo}#{number}"
+    repos = {r.rsplit("#", 1)[0] for r in refs if "#" in r}
+    return f"{repos.pop()}#{number}" if len(repos) == 1 else None
+
+
+def _by_subject(words: str, refs: list[str], titles: list[str]) -> str | None:
+    """The one listed record whose subject has the most of `words` (their stems, any of them), when no other has
+    as many."""
+    wanted = _subject_words(words) - {"one"}
+    if not wanted:
+        return None
+    scores = [len(wanted & _subject_words(title)) for title in titles]
+    best = max(scores)
+    return refs[scores.index(best)] if best > 0 and scores.count(best) == 1 else None
+
+
+def _subject_words(text: str) -> set[str]:
+    """The words of a subject as matched: their stems, and those of the parts of a dotted or joined name
+    ("pyarrow.lib.ArrowNotImplementedError": "arrownotimplementederror" too)."""
+    return set(tokenize(text, drop_stopwords=True)) | set(tokenize(re.sub(r"[._/\-]+", " ", text), drop_stopwords=True))
+
+
+def _of_record(core: str, start: int, end: int, ref: str, noun: str, how: str) -> FollowUp:
+    """The follow-up with what it asks of the record (`of_record`): the rest when the words naming the record open
+    it ("the graph one — how many comments?"), else the follow-up with "it" in their place; and rewritten with the
+    record's key."""
+    if core[:start].strip():
+        rest = f"{core[:start]} {'它' if HAN.search(core) else 'it'} {core[end:]}"
+    else:
+        rest = re.sub(r"^\s*(?:[—–:;,，：]|-\s)?\s*", "", core[end:])
+    rest = re.sub(r"(?<=[\u4e00-\u9fff])\s+|\s+(?=[\u4e00-\u9fff])", "", re.sub(r"\s{2,}", " ", rest)).strip()
+    named = f"{noun} {ref}" if noun else ref
+    pronoun = re.search(r"\bit\b|它", rest)
+    standalone = f"{rest[: pronoun.start()]}{named}{rest[pronoun.end() :]}" if pronoun else f"{named}: {rest}"
+    return FollowUp(standalone.strip(" :"), how, record=ref, of_record=rest)
 
 
 # Words pointing at an earlier answer ("it", "that one", "those", "in there", 其中, 那个)
@@ -1361,7 +1499,8 @@ def _elliptical(
         return _reshaped(words, previous)
     if _RECORD.search(re.sub(r"^narrow\s+(?:it|that|this)\b", "", words, flags=re.I)):
         return None  # "who opened it?": one record of the answer, not all of them
-    asked_who = re.search(r"\bwho\b|\bwhom\b|\bwhose\b|谁|哪些人|哪位", previous["standalone"], re.I)
+    asked = previous.get("asked") or previous["standalone"]
+    asked_who = re.search(r"\bwho\b|\bwhom\b|\bwhose\b|谁|哪些人|哪位", asked, re.I)
     if (
         _PRONOUNS_IN.search(words)
         and asked_who
