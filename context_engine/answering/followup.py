@@ -1547,10 +1547,11 @@ def _elliptical(
         time_said = _THAT_TIME.sub(said, words, count=1)
         if (
             person_said
-            and re.match(r"^(?:who|whom|how\s+many|which|what)\b", words, re.I)
+            and (re.match(r"^(?:who|whom|how\s+many|which|what)\b", words, re.I) or _CJK_ASKS.search(words))
             and not _OF_THOSE.search(words)
         ):
-            # "who replied to her most that month?": a question of its own once its person and time are said
+            # "who replied to her most that month?", "这个人那个月一共发了几则": a question of its own once its person
+            # and time are said
             restated = re.sub(r"\s{2,}", " ", time_said).strip()
             return FollowUp(
                 restated, "the person and the time the conversation named", restated=_within_the_thread(restated, core)
@@ -1656,6 +1657,10 @@ def _elliptical(
         new_time=moved_to,
         reshape="list" if listed else "",
     )
+
+
+# A question asked in Chinese, wherever its question word stands ("X 那个月一共发了几则")
+_CJK_ASKS = re.compile(r"多少|几|幾|谁|誰|哪")
 
 
 # "the most" with nothing after it: the measure is left to the conversation ("which PR had the most?")
