@@ -678,9 +678,9 @@ def resolve_offline(
         if len(found) == 1 and found[0].text == meant:
             text = previous["standalone"].replace(previous["unresolved"], meant, 1)
             return FollowUp(text, f"{previous['unresolved']!r} = {meant}")
-    named = _named_record(core, previous, kinds)
-    if named is not None:
-        return named
+    by_name = _named_record(core, previous, kinds)
+    if by_name is not None:
+        return by_name
     correction = _CORRECTION.match(core)
     if correction and core[correction.end() :].strip():
         core = core[correction.end() :].strip()  # "no wait, I meant the closed ones": the last question, corrected
@@ -896,7 +896,9 @@ _THE_ONE_ABOUT = re.compile(
     re.I,
 )
 _THE_X_ONE = re.compile(rf"\bthe\s+(?P<words>[^—–:;,?？，：]+?)\s+{_ONE_NOUN}\b", re.I)
-_X_THAT_ONE = re.compile(r"^(?P<words>[^，,：:]+?)\s*的?(?:那个|那条|那篇|那一个|那一条|这个|这条)(?:pr|issue|帖子|消息|讨论串)?", re.I)
+_X_THAT_ONE = re.compile(
+    r"^(?P<words>[^，,：:]+?)\s*的?(?:那个|那条|那篇|那一个|那一条|这个|这条)(?:pr|issue|帖子|消息|讨论串)?", re.I
+)
 _NUMBER_SAID = re.compile(r"(?<![\w#])(?:(?P<repo>[\w.-]+/[\w.-]+))?#(?P<n>\d{1,7})\b")
 # Words that pick a record by its place, its measure or the conversation, not by its subject ("the first one",
 # "the most commented one", "the same one", 最早的那个)
@@ -916,11 +918,11 @@ def _named_record(core: str, previous: dict[str, Any], kinds: Registry) -> Follo
     noun = _noun(kinds, previous.get("collection"))
     number = list(_NUMBER_SAID.finditer(core))
     if len(number) == 1 and previous.get("collection"):
-        said = number[0]
-        ref = _numbered(said.group("repo") or "", said.group("n"), refs)
+        numbered = number[0]
+        ref = _numbered(numbered.group("repo") or "", numbered.group("n"), refs)
         if ref is None:
             return None
-        return _of_record(core, said.start(), said.end(), ref, noun, f"{said.group(0)!r} = {ref}")
+        return _of_record(core, numbered.start(), numbered.end(), ref, noun, f"{numbered.group(0)!r} = {ref}")
     if len(refs) < 2 or len(titles) != len(refs):
         return None
     whole = _title_said(core, titles)
@@ -978,9 +980,11 @@ def _by_subject(words: str, refs: list[str], titles: list[str]) -> str | None:
 
 
 def _subject_words(text: str) -> set[str]:
-    """The words of a subject as matched: their stems, and those of the parts of a dotted or joined name
-    ("pyarrow.lib.ArrowNotImplementedError": "arrownotimplementederror" too)."""
-    return set(tokenize(text, drop_stopwords=True)) | set(tokenize(re.sub(r"[._/\-]+", " ", text), drop_stopwords=True))
+    """The words of a subject as matched: their stems, and those of the parts of a dotted, joined or camel-cased
+    name ("pyarrow.lib.ArrowNotImplementedError": "arrownotimplementederror", "arrow" and "error" too)."""
+    parts = re.sub(r"[._/\-]+", " ", text)
+    said = f"{text} {parts} {re.sub(r'(?<=[a-z])(?=[A-Z])', ' ', parts)}"
+    return set(tokenize(said, drop_stopwords=True))
 
 
 def _of_record(core: str, start: int, end: int, ref: str, noun: str, how: str) -> FollowUp:

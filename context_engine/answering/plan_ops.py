@@ -201,8 +201,8 @@ def operate(
             picked, base=base, catalog=catalog, how=f"the record {picked.filters[-1].value} of the last answer"
         )
     if picked is not None and followup.record:  # the record named, and words said of it that no rule reads
-        unread = [{"text": question, "start": 0, "end": 0, "how": "unknown"}]
-        return as_operation(picked, base=base, catalog=catalog, how=f"the record {followup.record}", unread=unread)
+        unsaid = [{"text": question, "start": 0, "end": 0, "how": "unknown"}]
+        return as_operation(picked, base=base, catalog=catalog, how=f"the record {followup.record}", unread=unsaid)
     dropped = _dropped(question, base, schema)
     if dropped is not None:
         return as_operation(dropped, base=dropped, catalog=catalog, how="the last plan without that condition")
@@ -467,7 +467,9 @@ def _picked(followup: FollowUp, previous: dict[str, Any], base: PlanIR) -> PlanI
     listed or not: that record of the last plan's kind alone."""
     if followup.record:
         fields = list(base.shape.fields) if base.shape.kind in RECORD_SHAPES else []
-        return PlanIR(base.collection, [Filter("ref", "eq", followup.record)], shape=Shape("list", fields=fields, limit=1))
+        return PlanIR(
+            base.collection, [Filter("ref", "eq", followup.record)], shape=Shape("list", fields=fields, limit=1)
+        )
     refs = previous.get("refs") or []
     if followup.nth is None or base.shape.kind not in RECORD_SHAPES or not -len(refs) <= followup.nth < len(refs):
         return None
@@ -543,7 +545,9 @@ _NOT_A_FIELD = frozenset({"kind", "sort", "type", "time", "one", "day", "date", 
 
 # "why were they never merged?", "how come so many that month?", "它为什么被关掉了", "为什么她发得这么少": the cause of
 # what the last answer showed, pointed at ("they", "that month", 她)
-_WHY = re.compile(r"^(?:(?:and|but|so|ok(?:ay)?|then)[\s,]+)*(?P<en>why|how\s+come)\b|(?P<cjk>为什么|为何|为啥|怎么会)", re.I)
+_WHY = re.compile(
+    r"^(?:(?:and|but|so|ok(?:ay)?|then)[\s,]+)*(?P<en>why|how\s+come)\b|(?P<cjk>为什么|为何|为啥|怎么会)", re.I
+)
 _POINTS_BACK = re.compile(
     r"\b(?:it|they|them|those|these|that|this|she|he|her|him|his|their|so\s+(?:many|few|much|little|long|often))\b"
     r"|它|她|他|这|那",
@@ -599,11 +603,11 @@ def _one_record_plan(ir: PlanIR) -> bool:
 
 
 def _value_of_one(one: PlanIR, path: str, catalog: Catalog) -> Operation:
-    """A field of the one record `one` is: shown with the record, or, a field of a few values (a state, a
-    reason), as the one value it holds (its group, as the person of a record is)."""
+    """A field of the one record `one` is: a number shown with the record, a value (a state, a reason, a name) as
+    the one group it is (as the person of a record is)."""
     schema = catalog.schemas[one.collection]
     info = schema.fields.get(path)
-    if info is not None and info.enum is not None and not info.in_array:
+    if info is not None and not info.in_array and info.types - {"null"} <= {"string", "bool"}:
         pipeline = [*compile_plan(one, schema, catalog.schemas), {"$group": {"_id": f"${path}", "count": {"$sum": 1}}}]
         return as_operation(replace(one, pipeline=pipeline), base=one, catalog=catalog, how=f"the {path} of one record")
     shown = replace(one, shape=replace(one.shape, fields=[path]))
