@@ -899,7 +899,8 @@ _THE_X_ONE = re.compile(rf"\bthe\s+(?P<words>[^—–:;,?？，：]+?)\s+{_ONE_N
 _X_THAT_ONE = re.compile(
     r"^(?P<words>[^，,：:]+?)\s*的?(?:那个|那条|那篇|那一个|那一条|这个|这条)(?:pr|issue|帖子|消息|讨论串)?", re.I
 )
-_NUMBER_SAID = re.compile(r"(?<![\w#])(?:(?P<repo>[\w.-]+/[\w.-]+))?#(?P<n>\d{1,7})\b")
+# (one digit alone is a place: "who was #1")
+_NUMBER_SAID = re.compile(r"(?<![\w#])(?:(?P<repo>[\w.-]+/[\w.-]+)#(?P<of>\d{1,7})|#(?P<n>\d{2,7}))\b")
 # Words that pick a record by its place, its measure or the conversation, not by its subject ("the first one",
 # "the most commented one", "the same one", 最早的那个)
 _NOT_A_SUBJECT = re.compile(
@@ -919,7 +920,7 @@ def _named_record(core: str, previous: dict[str, Any], kinds: Registry) -> Follo
     number = list(_NUMBER_SAID.finditer(core))
     if len(number) == 1 and previous.get("collection"):
         numbered = number[0]
-        ref = _numbered(numbered.group("repo") or "", numbered.group("n"), refs)
+        ref = _numbered(numbered.group("repo") or "", numbered.group("of") or numbered.group("n"), refs)
         if ref is None:
             return None
         return _of_record(core, numbered.start(), numbered.end(), ref, noun, f"{numbered.group(0)!r} = {ref}")
