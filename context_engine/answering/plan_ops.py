@@ -20,13 +20,17 @@ changes the last plan is applied to that IR, and the new IR is carried forward:
 - another person:     "what about Priya?", "换成李娜" -> the same plan, its conditions on the one person it was
                       about put on the new one's handle
 - one record:         "who opened the second one?", "the one about X — how many comments did it get?",
-                      "how many comments was that?" -> that record (by its key, or its topic), its person, date
-                      or field; a field its kind does not have ("what priority was it given?") is declined
+                      "the ArrayXD one — ...", "#5948 有几条评论", "how many comments was that?" -> that record (by its
+                      key, its subject's words, its number, or its topic), its person, date or field (a value as its
+                      one group: "is it still open?"); a field its kind does not have ("what priority was it
+                      given?") is declined
+- why:                "why were they never merged?", "how come so many that month?" -> declined (no field holds a
+                      reason), except why the one issue was closed: its state_reason
 - a topic:            "any of those about streaming?", 其中有讲 parquet 的吗 -> the topic's condition as the planner
                       reads it in the rewritten question, added to the last plan
 
 Recognising the follow-up is `answering.followup`'s (`FollowUp.new_time`, `.reshape`, `.added`, `.within`,
-`.restated`, `.collection`, `.person`, `.nth`; "back to X — ..." hands over the thread as it was when X was asked about); this module
+`.restated`, `.collection`, `.person`, `.nth`, `.record`; "back to X — ..." hands over the thread as it was when X was asked about); this module
 only applies the change. Anything it cannot apply returns None, and the rewritten question stands.
 """
 
