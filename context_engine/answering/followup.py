@@ -895,7 +895,7 @@ _THE_ONE_ABOUT = re.compile(
     r"\s*(?=[—–:;,?？，：]|\s-\s|$)",
     re.I,
 )
-_THE_X_ONE = re.compile(rf"\bthe\s+(?P<words>[^—–:;,?？，：]+?)\s+{_ONE_NOUN}\b", re.I)
+_THE_X_ONE = re.compile(rf"\b(?:the|that|this)\s+(?P<words>[^—–:;,?？，：]+?)\s+{_ONE_NOUN}\b", re.I)
 _X_THAT_ONE = re.compile(
     r"^(?P<words>[^，,：:]+?)\s*的?(?:那个|那条|那篇|那一个|那一条|这个|这条)(?:pr|issue|帖子|消息|讨论串)?", re.I
 )

@@ -542,7 +542,14 @@ _FIELD_OF_ONE = re.compile(
     r")$",
     re.I,
 )
-_FIELD_SYNONYMS = {"评论": "comments", "回复": "replies", "discussion": "comments", "reply": "replies"}
+_FIELD_SYNONYMS = {
+    "评论": "comments",
+    "留言": "comments",
+    "回复": "replies",
+    "反应": "reactions",
+    "discussion": "comments",
+    "reply": "replies",
+}
 # what a record is, not a field of it ("what kind was it", "what time was it merged" is a date: `_WHEN`)
 _NOT_A_FIELD = frozenset({"kind", "sort", "type", "time", "one", "day", "date", "year", "month", "about", "of"})
 
@@ -618,10 +625,13 @@ def _value_of_one(one: PlanIR, path: str, catalog: Catalog) -> Operation:
     return as_operation(shown, base=one, catalog=catalog, how=f"the {path} of one record")
 
 
-# "how many comments?", "how many replies, then?" said of the one record the last answer was (or the follow-up
+# "how many comments?", "how many replies on it?", "评论多少" said of the one record the last answer was (or the follow-up
 # picked)
 _FIELD_ALONE = re.compile(
-    r"^(?:(?:and|so|ok(?:ay)?|then|but)[\s,]+)*how\s+many\s+(?P<alone>comments|replies|reactions)(?:[\s,]+then)?$", re.I
+    r"^(?:(?:and|so|ok(?:ay)?|then|but)[\s,]+)*how\s+many\s+(?P<alone>comments|replies|reactions)"
+    r"(?:\s+(?:on|in|for|under|to)\s+(?:it|that(?:\s+one)?|this(?:\s+one)?))?(?:[\s,]+then)?$"
+    r"|^(?:它|那个|这个|那条|这条)?(?P<cjk>评论|回复|留言|反应)(?:数)?(?:是|有)?(?:多少|几)(?:个|条|條|則|则)?$",
+    re.I,
 )
 # "is it still open?", "is that one open or closed", "现在是开着还是关了", "还开着吗": the state of the one record
 _STATE_OF_ONE = re.compile(

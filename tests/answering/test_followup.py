@@ -1202,6 +1202,7 @@ LISTED = {
         ("the ArrayXD one — how many comments has it got?", "acme/web#7243", "how many comments has it got"),
         ("the graph one — how many comments?", "acme/web#12", "how many comments"),
         ("and who closed the FileLock one?", "acme/web#329", "who closed it"),
+        ("is that ArrayXD issue still open?", "acme/web#7243", "is it still open"),
         ("the one about Arrow errors: who opened it?", "acme/web#6595", "who opened it"),
         ("FileLock 那个现在是开着还是关了？", "acme/web#329", "现在是开着还是关了"),
         ("加载大数据集报 ArrowNotImplementedError 的那个，有几条评论？", "acme/web#6595", "有几条评论"),

@@ -490,6 +490,8 @@ def _listed_turn(world, question="issues ann opened"):
         ("how many comments", [("a/b#1", 7)]),
         ("有几条评论", [("a/b#1", 7)]),
         ("的评论数", [("a/b#1", 7)]),
+        ("评论多少", [("a/b#1", 7)]),
+        ("how many comments on it", [("a/b#1", 7)]),
         ("what number is it", [("a/b#1", 1)]),
     ],
 )
