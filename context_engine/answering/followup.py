@@ -206,6 +206,9 @@ class FollowUp:
     # and what it asks of that record, "it" standing for it ("how many comments has it got")
     record: str = ""
     of_record: str = ""
+    # words that open a question as if they named one listed record ("the parquet one — ...") and name none, or
+    # several: (the words, the decline that says so)
+    unnamed: tuple[str, str] | None = None
 
 
 # "if we only count merged ones", "what if you only include the open ones", "如果只算合并的": the records
@@ -656,7 +659,8 @@ def resolve_offline(
     if previous.get("listed"):
         # after an answer about one record of a list, words said of the records are said of that list ("and his
         # 2022 ones?", "which of those add video support?"); what the answer itself was stays `asked`
-        previous = {**previous, **previous["listed"], "asked": previous["standalone"]}
+        said_of = {k: v for k, v in previous["listed"].items() if k not in ("refs", "titles")}
+        previous = {**previous, **said_of, "asked": previous["standalone"]}
         turns = [*turns[:-1], previous]
     core = _core(question)
     if not core:
@@ -678,7 +682,7 @@ def resolve_offline(
         if len(found) == 1 and found[0].text == meant:
             text = previous["standalone"].replace(previous["unresolved"], meant, 1)
             return FollowUp(text, f"{previous['unresolved']!r} = {meant}")
-    by_name = _named_record(core, previous, kinds)
+    by_name = _named_record(core, previous, kinds, directory, now)
     if by_name is not None:
         return by_name
     correction = _CORRECTION.match(core)
@@ -911,11 +915,16 @@ _NOT_A_SUBJECT = re.compile(
 )
 
 
-def _named_record(core: str, previous: dict[str, Any], kinds: Registry) -> FollowUp | None:
+def _named_record(
+    core: str, previous: dict[str, Any], kinds: Registry, directory: PeopleDirectory | None, now: datetime
+) -> FollowUp | None:
     """The one record a follow-up names by words of its subject (the only one of the last answer's listed records
     whose subject has the most of those words) or by its number (that record of the last answer's kind, listed or
-    not), with what the follow-up asks of it."""
-    refs, titles = previous.get("refs") or [], previous.get("titles") or []
+    not), with what the follow-up asks of it. Words opening a question that name no listed record, or several, are
+    said so (`FollowUp.unnamed`), when they name no person or time instead."""
+    # after an answer about one record of a list, the list's records (`Turn.listed`)
+    records = previous.get("listed") if (previous.get("listed") or {}).get("refs") else previous
+    refs, titles = records.get("refs") or [], records.get("titles") or []
     noun = _noun(kinds, previous.get("collection"))
     number = list(_NUMBER_SAID.finditer(core))
     if len(number) == 1 and previous.get("collection"):
@@ -935,10 +944,30 @@ def _named_record(core: str, previous: dict[str, Any], kinds: Registry) -> Follo
         said = form.search(core)
         if said is None or _NOT_A_SUBJECT.search(said.group("words")):
             continue
-        ref = _by_subject(said.group("words"), refs, titles)
-        if ref is not None:
-            return _of_record(core, said.start(), said.end(), ref, noun, f"{said.group(0).strip()!r} = {ref}")
+        words = said.group("words").strip()
+        best = _by_subject(words, refs, titles)
+        if len(best) == 1:
+            return _of_record(core, said.start(), said.end(), best[0], noun, f"{said.group(0).strip()!r} = {best[0]}")
+        opens = not core[: said.start()].strip() and core[said.end() :].strip(" —–:;,，：")
+        other = find_time_ranges(words, now) or (
+            directory is not None and any(m.person is not None for m in directory.find_mentions(words))
+        )
+        # a list cut at the turn's 20 kept records may hold the record further down: nothing to say of it
+        if opens and not other and (best or len(refs) < MAX_LISTED):
+            kind = kinds.get(previous.get("collection") or "")
+            plural = kind.plural if kind is not None else "records"
+            shown = "; ".join(f"{r} {titles[refs.index(r)][:60]}" for r in best)
+            why = (
+                f"{len(best)} of the {plural} I listed say {words!r} ({shown}): which one do you mean?"
+                if best
+                else f"None of the {len(refs)} {plural} I listed says {words!r}: which one do you mean?"
+            )
+            return FollowUp(core, f"{words!r} names no one listed record", unnamed=(words, why))
     return None
+
+
+# The records a turn keeps (`Turn.refs`, `Turn.titles`): a list that long may go on
+MAX_LISTED = 20
 
 
 # A title said whole names its record when it is this long at least (not "deleted", "Update README")
@@ -969,15 +998,15 @@ def _numbered(repo: str, number: str, refs: list[str]) -> str | None:
     return f"{repos.pop()}#{number}" if len(repos) == 1 else None
 
 
-def _by_subject(words: str, refs: list[str], titles: list[str]) -> str | None:
-    """The one listed record whose subject has the most of `words` (their stems, any of them), when no other has
-    as many."""
+def _by_subject(words: str, refs: list[str], titles: list[str]) -> list[str]:
+    """The listed records whose subjects have the most of `words` (their stems, any of them), none when none has
+    any."""
     wanted = _subject_words(words) - {"one"}
     if not wanted:
-        return None
+        return []
     scores = [len(wanted & _subject_words(title)) for title in titles]
     best = max(scores)
-    return refs[scores.index(best)] if best > 0 and scores.count(best) == 1 else None
+    return [ref for ref, score in zip(refs, scores, strict=True) if score == best] if best > 0 else []
 
 
 def _subject_words(text: str) -> set[str]:

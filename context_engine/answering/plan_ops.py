@@ -179,6 +179,9 @@ def operate(
     schema = catalog.schemas.get(base.collection) if base is not None else None
     if base is None or schema is None:
         return None
+    if followup.unnamed is not None:  # "the parquet one — ..." and no listed record, or several, says parquet
+        words, refusal = followup.unnamed
+        return Operation(None, base, "", unanswerable=words, refusal=refusal)
     if followup.collection:
         return _switched(base, followup.collection, catalog)
     picked = _picked(followup, turns[-1], base) or _the_record_before(question, turns[-1])

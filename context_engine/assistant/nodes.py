@@ -650,7 +650,7 @@ def _plans_left(state: State) -> dict[str, Any]:
     return {"plan": {"ir": ran} if ran else {}, "base": state.get("followup_base") or ran}
 
 
-LISTED = ("standalone", "times", "people", "people_text", "time_ranges")
+LISTED = ("standalone", "times", "people", "people_text", "time_ranges", "refs", "titles")
 
 
 def _listed(state: State) -> dict[str, Any]:
@@ -721,6 +721,9 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     refs = [r["ref"] for r in state.get("records", []) if r.get("ref")] or [
         c["id"] for c in state.get("citations", []) if c.get("id")
     ]
+    titles = _titles(state, settings)
+    if state.get("followup_refused") and state.get("turns"):  # declined: the thread's records stand, as its plan
+        refs, titles = state["turns"][-1].get("refs") or [], state["turns"][-1].get("titles") or []
     turn: Turn = {
         "question": asked,
         "standalone": state["question"],
@@ -728,7 +731,7 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "people_text": [p["text"] for p in resolution.get("people", [])],
         "times": [t["text"] for t in resolution.get("times", [])],
         "refs": refs[:20],
-        "titles": _titles(state, settings),
+        "titles": titles,
         "answer_people": _record_people(state.get("records", []), settings),
         "time_ranges": [{k: t.get(k, "") for k in ("text", "start", "end")} for t in resolution.get("times", [])]
         or _base_times(state),

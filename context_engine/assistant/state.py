@@ -69,7 +69,8 @@ class Turn(TypedDict):
     unread: list[str]  # words of its question its plan did not read: a follow-up on that plan has not read them
     # after an answer about one record of a list (the record picked, its person, a field of it): that list's
     # question as the turn before said it ({standalone, times, people, people_text, time_ranges}; {} = none),
-    # what "those", "his 2022 ones" and "and Huong?" are said of
+    # what "those", "his 2022 ones" and "and Huong?" are said of, and its records (refs, titles): what "the
+    # graph one" and "#5948" name
     listed: dict[str, Any]
 
 

@@ -1232,6 +1232,27 @@ def test_words_naming_no_one_record_name_none(asked):
 
 
 @pytest.mark.parametrize(
+    "asked,words,several",
+    [
+        ("the from_spark one — how many comments?", "from_spark", True),
+        ("the parquet one: who opened it?", "parquet", False),
+    ],
+)
+def test_words_opening_a_question_that_name_no_one_listed_record_are_said_so(asked, words, several):
+    out = resolve_offline(asked, [LISTED], PEOPLE, NOW)
+    assert out.unnamed is not None and out.unnamed[0] == words, out
+    assert ("acme/web#5701" in out.unnamed[1]) == several and "which one" in out.unnamed[1]
+    # a list cut at the records a turn keeps may hold it further down: no decline
+    long = {**LISTED, "refs": LISTED["refs"] * 4, "titles": LISTED["titles"] * 4}
+    assert (resolve_offline(asked, [long], PEOPLE, NOW).unnamed is None) != several
+
+
+@pytest.mark.parametrize("asked", ["the 2025 one — how many comments?", "the Priya one — how many comments?"])
+def test_a_time_or_a_person_said_as_the_one_is_no_subject_to_decline(asked):
+    assert resolve_offline(asked, [LISTED], PEOPLE, NOW).unnamed is None
+
+
+@pytest.mark.parametrize(
     "asked,ref,of_record",
     [
         ("#329 有几条评论？", "acme/web#329", "有几条评论"),

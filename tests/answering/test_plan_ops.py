@@ -518,6 +518,12 @@ def test_a_number_said_is_that_record_even_if_the_last_answer_did_not_list_it(is
     assert [(r["ref"], r["comments"]) for r in rows] == [("a/b#6", 9)]
 
 
+def test_words_that_name_no_listed_record_are_declined(issues_world):
+    turn = _listed_turn(issues_world)
+    operation, _ = _ask(issues_world, [turn], "", FollowUp("", unnamed=("parquet", "None of them says 'parquet'")))
+    assert operation.plan is None and operation.unanswerable == "parquet" and "None of them" in operation.refusal
+
+
 def test_words_said_of_a_named_record_that_no_rule_reads_are_said_so(issues_world):
     turn = _listed_turn(issues_world)
     operation, rows = _ask(issues_world, [turn], "", FollowUp("", record="a/b#1", of_record="does it rhyme"))
