@@ -560,7 +560,9 @@ _NOT_A_FIELD = frozenset({"kind", "sort", "type", "time", "one", "day", "date", 
 # "why were they never merged?", "how come so many that month?", "它为什么被关掉了", "为什么她发得这么少": the cause of
 # what the last answer showed, pointed at ("they", "that month", 她)
 _WHY = re.compile(
-    r"^(?:(?:and|but|so|ok(?:ay)?|then)[\s,]+)*(?P<en>why|how\s+come)\b|(?P<cjk>为什么|为何|为啥|怎么会)", re.I
+    r"^(?:(?:and|but|so|ok(?:ay)?|then)[\s,]+)*(?P<en>why|how\s+come|what(?:'s|’s|\s+is|\s+was)\s+the\s+reason|for\s+what\s+reason)"
+    r"(?:'s|’s)?\b|(?P<cjk>为什么|为何|为啥|怎么会|怎么这么|怎么那么|什么原因)",
+    re.I,
 )
 _POINTS_BACK = re.compile(
     r"\b(?:it|they|them|those|these|that|this|she|he|her|him|his|their|so\s+(?:many|few|much|little|long|often))\b"

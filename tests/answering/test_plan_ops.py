@@ -545,6 +545,9 @@ def test_why_one_issue_was_closed_is_its_close_reason(issues_world):
         ("why were they closed like that?", "why"),
         ("how come so many that month?", "how come"),
         ("为什么她发得这么少？", "为什么"),
+        ("ok, why's that?", "why"),
+        ("what's the reason they stayed open?", "what's the reason"),
+        ("她怎么这么少", "怎么这么"),
     ],
 )
 def test_why_is_declined_where_no_record_says_it(issues_world, asked, word):
