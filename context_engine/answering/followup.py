@@ -970,7 +970,7 @@ def _named_record(
 MAX_LISTED = 20
 
 
-# A title said whole names its record when it is this long at least (not "deleted", "Update README")
+# A title said whole names its record when it is this long at least, of two words (not "deleted", "Fix typo")
 _TITLE_SAID = 12
 
 
