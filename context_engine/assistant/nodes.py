@@ -650,15 +650,17 @@ def _plans_left(state: State) -> dict[str, Any]:
     return {"plan": {"ir": ran} if ran else {}, "base": state.get("followup_base") or ran}
 
 
-LISTED = ("standalone", "times", "people", "people_text", "time_ranges", "refs", "titles")
+LISTED = ("standalone", "times", "people", "people_text", "time_ranges", "collection", "refs", "titles")
 
 
 def _listed(state: State) -> dict[str, Any]:
     """The question of the records a follow-up answered something about one of (`Turn.listed`): the turn before's,
-    when this turn's plan is not the one the next follow-up builds on (a record picked, its person or a field)."""
+    when this turn's plan is not the one the next follow-up builds on (a record picked, its person or a field), or
+    when the follow-up was declined (its records and plan stand)."""
     base, ran = state.get("followup_base"), ((state.get("plan") or {}).get("ir") or {})
     turns = state.get("turns") or []
-    if not base or not turns or base == ran or state.get("outcome") not in ("success", "no_results"):
+    refused = bool(state.get("followup_refused"))  # declined: what comes next is said of the records before it
+    if not turns or not (refused or (base and base != ran and state.get("outcome") in ("success", "no_results"))):
         return {}
     before = turns[-1]
     return before.get("listed") or {k: before.get(k) for k in LISTED if k in before}

@@ -67,10 +67,10 @@ class Turn(TypedDict):
     plan: dict[str, Any]  # {"ir": the IR its answer ran} ({} = none): what a follow-up changes
     base: dict[str, Any]  # the IR a follow-up builds on: `plan`'s, or the list it picked one record of
     unread: list[str]  # words of its question its plan did not read: a follow-up on that plan has not read them
-    # after an answer about one record of a list (the record picked, its person, a field of it): that list's
-    # question as the turn before said it ({standalone, times, people, people_text, time_ranges}; {} = none),
-    # what "those", "his 2022 ones" and "and Huong?" are said of, and its records (refs, titles): what "the
-    # graph one" and "#5948" name
+    # after an answer about one record of a list (the record picked, its person, a field of it), or a follow-up
+    # declined: the list's question as the turn before said it ({standalone, times, people, people_text,
+    # time_ranges, collection}; {} = none), what "those", "his 2022 ones" and "and Huong?" are said of, and its
+    # records (refs, titles): what "the graph one" and "#5948" name
     listed: dict[str, Any]
 
 
