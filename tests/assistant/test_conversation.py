@@ -414,7 +414,15 @@ def test_a_listed_record_named_by_a_word_of_its_title_its_number_and_the_list_af
     number = one["ref"].rsplit("#", 1)[1]
     out = _say(thread_graph, config, f"#{number} 有几条评论？", sample_dir=sample_dir)
     assert [(r["ref"], r["comments"]) for r in out["records"]] == [(one["ref"], one["comments"])]
-    # words said of the records are said of the list again
+    # words naming several listed records are declined, and what comes next is said of the list again
+    shared = next(
+        w
+        for ws in words
+        for w in sorted(ws)
+        if len(w) > 4 and w.isalpha() and w not in ("first", "other", "which") and sum(w in o for o in words) > 1
+    )
+    out = _say(thread_graph, config, f"the {shared} one — how many comments?", sample_dir=sample_dir)
+    assert out["outcome"] == "resolution_failed" and shared in out["answer"] and "which one" in out["answer"]
     out = _say(thread_graph, config, "how many is that?", sample_dir=sample_dir)
     settings = Settings(data_dir=sample_dir, tenant="acme", asker="rsh-dev", use_llm=False)
     year = {"$gte": datetime(2026, 1, 1), "$lt": datetime(2027, 1, 1)}
