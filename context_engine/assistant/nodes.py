@@ -678,7 +678,10 @@ def _base_times(state: State) -> list[dict[str, str]]:
 
 def _unread_words(state: State) -> list[str]:
     """The words of the turn's question its answer did not stand on: those its plan did not read, and the topic
-    of an answer that declined (nothing about it was found), which a follow-up on its plan does not read either."""
+    of an answer that declined (nothing about it was found), which a follow-up on its plan does not read either;
+    after a declined follow-up, the plan that stands is the turn before's, and so are its unread words."""
+    if state.get("followup_refused") and state.get("turns"):
+        return list(state["turns"][-1].get("unread") or [])
     words = [s["text"] for s in state.get("not_understood") or [] if s.get("text")]
     if state.get("declined") and state.get("topic"):
         words.append(state["topic"])
