@@ -34,7 +34,7 @@ from context_engine.prompts import FOLLOWUP_SYSTEM
 from context_engine.query.identity import AmbiguousPerson, PeopleDirectory, UnknownPerson
 from context_engine.query.planner.draft import NUMBER_WORDS
 from context_engine.query.timeexpr import MONTHS, find_time_ranges
-from context_engine.text import HAN
+from context_engine.text import HAN, tokenize
 
 _LEAD = re.compile(
     r"^\s*(?:(?:(?:and|but|also|so|ok(?:ay)?|then|now)[\s,]+)+(?:(?:what|how)\s+about\s+)?"
@@ -156,6 +156,20 @@ def _cjk_topic(rest: str) -> str:
     return f"{'how many ' if counted else ''}about {said.group(1).strip()}"
 
 
+# "add video support", "that introduce streaming", "adding parquet export features": what the records add is their
+# topic; the verb and "support" say it is a change, as every PR's title does
+_ADDS = re.compile(
+    r"^(?:that\s+|which\s+)?(?:add|adds|added|adding|introduce[sd]?|introducing|implement(?:s|ed|ing)?)\s+"
+    r"(?:(?:a|an|the|some|new)\s+)?(?P<thing>.+?)(?:\s+(?:support|features?|capabilit(?:y|ies)|handling))?$",
+    re.I,
+)
+
+
+def _added_thing(rest: str) -> str:
+    said = _ADDS.match(rest)
+    return f"about {said.group('thing')}" if said and said.group("thing").strip() else rest
+
+
 # "didn't get merged", "haven't been closed yet", "weren't ever reviewed": a negated condition, said as
 # the planner reads a negation ("not merged", "not closed yet")
 _NEGATED = re.compile(
@@ -191,6 +205,13 @@ class FollowUp:
     # the words naming a condition of the last plan taken away ("drop that — ...", "forget the year: ...",
     # 不管评论数，...): `answering.plan_ops.without` removes it from the plan the rest of the follow-up makes
     dropped: str = ""
+    # the one record it names by words of its subject or by its number ("the ArrayXD one", "#5948"), its key,
+    # and what it asks of that record, "it" standing for it ("how many comments has it got")
+    record: str = ""
+    of_record: str = ""
+    # words that open a question as if they named one listed record ("the parquet one — ...") and name none, or
+    # several: (the words, the decline that says so)
+    unnamed: tuple[str, str] | None = None
 
 
 # "if we only count merged ones", "what if you only include the open ones", "如果只算合并的": the records
@@ -738,6 +759,12 @@ def resolve_offline(
         what, rest = back.group("what") or back.group("what_zh"), back.group("rest") or back.group("rest_zh")
         return _resumed(what.strip(), rest.strip(), turns, directory, now, kinds)
     previous = turns[-1]
+    if previous.get("listed"):
+        # after an answer about one record of a list, words said of the records are said of that list ("and his
+        # 2022 ones?", "which of those add video support?"); what the answer itself was stays `asked`
+        said_of = {k: v for k, v in previous["listed"].items() if k not in ("refs", "titles")}
+        previous = {**previous, **said_of, "asked": previous["standalone"]}
+        turns = [*turns[:-1], previous]
     core = _core(question)
     if not core:
         return FollowUp(question)
@@ -758,6 +785,9 @@ def resolve_offline(
         if len(found) == 1 and found[0].text == meant:
             text = previous["standalone"].replace(previous["unresolved"], meant, 1)
             return FollowUp(text, f"{previous['unresolved']!r} = {meant}")
+    by_name = _named_record(core, previous, kinds, directory, now)
+    if by_name is not None:
+        return by_name
     correction = _CORRECTION.match(core)
     if correction and core[correction.end() :].strip():
         core = core[correction.end() :].strip()  # "no wait, I meant the closed ones": the last question, corrected
@@ -900,7 +930,7 @@ def resolve_offline(
         if "krest" in said:  # "which of the open ones has the most comments": "are open and has the most comments"
             said = {"k": f"are {said['k']} and {said['krest']}"}
         rest = _NEGATED.sub("not ", _STILL.sub("", next(iter(said.values()), "")).strip())
-        rest = _cjk_topic(_one_extreme(rest))
+        rest = _added_thing(_cjk_topic(_one_extreme(rest)))
         if _MONTH_NAME.search(rest) or _CJK_MONTH.search(rest):  # "those March ones": March of the year asked about
             rest = _with_year(rest, previous, now)
         if _COUNT_IT.match(rest):  # "这些有几个": those, counted
@@ -976,6 +1006,148 @@ def resolve_offline(
             return FollowUp(dated, "a month of the year asked about", unread=pointing.group(0) if pointing else "")
     # words that point into the conversation no rule resolved: said, not planned as if never written
     return FollowUp(question, unread=pointing.group(0) if pointing else "")
+
+
+# One record named by words of its subject: "the ArrayXD one — how many comments has it got?", "the one about
+# license names: ...", "who closed the FileLock one", "FileLock 那个现在是开着还是关了", "加载大数据集报
+# ArrowNotImplementedError 的那个，有几条评论"; by its number: "#5948 有几条评论", "how many comments does #4530 have"
+_ONE_NOUN = r"(?:one|issue|pr|pull\s+request|thread|message|post|ticket)"
+_THE_ONE_ABOUT = re.compile(
+    rf"\bthe\s+{_ONE_NOUN}\s+(?:about|on|titled|called|named|mentioning|with)\s+(?P<words>[^—–:;,?？，：]+?)"
+    r"\s*(?=[—–:;,?？，：]|\s-\s|$)",
+    re.I,
+)
+_THE_X_ONE = re.compile(rf"\b(?:the|that|this)\s+(?P<words>[^—–:;,?？，：]+?)\s+{_ONE_NOUN}\b", re.I)
+_X_THAT_ONE = re.compile(
+    r"^(?P<words>[^，,：:]+?)\s*的?(?:那个|那条|那篇|那一个|那一条|这个|这条)(?:pr|issue|帖子|消息|讨论串)?", re.I
+)
+# (one digit alone is a place: "who was #1")
+_NUMBER_SAID = re.compile(r"(?<![\w#])(?:(?P<repo>[\w.-]+/[\w.-]+)#(?P<of>\d{1,7})|#(?P<n>\d{2,7}))\b")
+# Words that pick a record by its place, its measure or the conversation, not by its subject ("the first one",
+# "the most commented one", "the same one", 最早的那个)
+_NOT_A_SUBJECT = re.compile(
+    r"\b(?:first|second|third|fourth|fifth|last|1st|2nd|3rd|4th|5th|next|previous|other|same|top|bottom|most|least|"
+    r"oldest|newest|latest|earliest|recent|biggest|largest|smallest|busiest|quietest|longest|shortest|only|right|"
+    r"wrong|former|latter|this|that|each|every|which|what|any|no)\b|最|第|哪|这|那|其",
+    re.I,
+)
+
+
+def _named_record(
+    core: str, previous: dict[str, Any], kinds: Registry, directory: PeopleDirectory | None, now: datetime
+) -> FollowUp | None:
+    """The one record a follow-up names by words of its subject (the only one of the last answer's listed records
+    whose subject has the most of those words) or by its number (that record of the last answer's kind, listed or
+    not), with what the follow-up asks of it. Words opening a question that name no listed record, or several, are
+    said so (`FollowUp.unnamed`), when they name no person or time instead."""
+    # after an answer about one record of a list, the list's records (`Turn.listed`)
+    records = previous.get("listed") if (previous.get("listed") or {}).get("refs") else previous
+    refs, titles = records.get("refs") or [], records.get("titles") or []
+    noun = _noun(kinds, previous.get("collection"))
+    number = list(_NUMBER_SAID.finditer(core))
+    if len(number) == 1 and previous.get("collection"):
+        numbered = number[0]
+        ref = _numbered(numbered.group("repo") or "", numbered.group("of") or numbered.group("n"), refs)
+        if ref is None:
+            return None
+        return _of_record(core, numbered.start(), numbered.end(), ref, noun, f"{numbered.group(0)!r} = {ref}")
+    if len(refs) < 2 or len(titles) != len(refs):
+        return None
+    whole = _title_said(core, titles)
+    if whole is not None:  # "how many comments did Add Dataset.from_spark get?"
+        at, title = whole
+        ref = refs[titles.index(title)]
+        return _of_record(core, at, at + len(title), ref, noun, f"{title!r} = {ref}")
+    for form in (_THE_ONE_ABOUT, _THE_X_ONE, _X_THAT_ONE):
+        said = form.search(core)
+        if said is None or _NOT_A_SUBJECT.search(said.group("words")):
+            continue
+        words = said.group("words").strip()
+        best = _by_subject(words, refs, titles)
+        if len(best) == 1:
+            return _of_record(core, said.start(), said.end(), best[0], noun, f"{said.group(0).strip()!r} = {best[0]}")
+        opens = not core[: said.start()].strip() and core[said.end() :].strip(" —–:;,，：")
+        other = find_time_ranges(words, now) or (
+            directory is not None and any(m.person is not None for m in directory.find_mentions(words))
+        )
+        # a list cut at the turn's 20 kept records may hold the record further down: nothing to say of it
+        if opens and not other and (best or len(refs) < MAX_LISTED):
+            kind = kinds.get(previous.get("collection") or "")
+            plural = kind.plural if kind is not None else "records"
+            shown = "; ".join(f"{r} {titles[refs.index(r)][:60]}" for r in best)
+            why = (
+                f"{len(best)} of the {plural} I listed say {words!r} ({shown}): which one do you mean?"
+                if best
+                else f"None of the {len(refs)} {plural} I listed says {words!r}: which one do you mean?"
+            )
+            return FollowUp(core, f"{words!r} names no one listed record", unnamed=(words, why))
+    return None
+
+
+# The records a turn keeps (`Turn.refs`, `Turn.titles`): a list that long may go on
+MAX_LISTED = 20
+
+
+# A title said whole names its record when it is this long at least, of two words (not "deleted", "Fix typo")
+_TITLE_SAID = 12
+
+
+def _title_said(core: str, titles: list[str]) -> tuple[int, str] | None:
+    """(where, the title) of the longest listed title the follow-up says whole, as a phrase of its own."""
+    said = [
+        (m.start(), title)
+        for title in sorted(set(titles), key=len, reverse=True)
+        if len(title) >= _TITLE_SAID and len(title.split()) >= 2
+        for m in [re.search(rf"(?<!\w){re.escape(title)}(?!\w)", core, re.I)]
+        if m is not None
+    ]
+    return said[0] if said else None
+
+
+def _numbered(repo: str, number: str, refs: list[str]) -> str | None:
+    """The key of the record numbered so: the last answer's, else that number in the one repository its records
+    are of (None: no repository said or shared)."""
+    listed = [r for r in refs if r.endswith(f"#{number}") and (not repo or r == f"{repo}#{number}")]
+    if listed:
+        return listed[0]
+    if repo:
+        return f"{repo}#{number}"
+    repos = {r.rsplit("#", 1)[0] for r in refs if "#" in r}
+    return f"{repos.pop()}#{number}" if len(repos) == 1 else None
+
+
+def _by_subject(words: str, refs: list[str], titles: list[str]) -> list[str]:
+    """The listed records whose subjects have the most of `words` (their stems, any of them), none when none has
+    any."""
+    wanted = _subject_words(words) - {"one"}
+    if not wanted:
+        return []
+    scores = [len(wanted & _subject_words(title)) for title in titles]
+    best = max(scores)
+    return [ref for ref, score in zip(refs, scores, strict=True) if score == best] if best > 0 else []
+
+
+def _subject_words(text: str) -> set[str]:
+    """The words of a subject as matched: their stems, and those of the parts of a dotted, joined or camel-cased
+    name ("pyarrow.lib.ArrowNotImplementedError": "arrownotimplementederror", "arrow" and "error" too)."""
+    parts = re.sub(r"[._/\-]+", " ", text)
+    said = f"{text} {parts} {re.sub(r'(?<=[a-z])(?=[A-Z])', ' ', parts)}"
+    return set(tokenize(said, drop_stopwords=True))
+
+
+def _of_record(core: str, start: int, end: int, ref: str, noun: str, how: str) -> FollowUp:
+    """The follow-up with what it asks of the record (`of_record`): the rest when the words naming the record open
+    it ("the graph one — how many comments?"), else the follow-up with "it" in their place; and rewritten with the
+    record's key."""
+    if core[:start].strip():
+        rest = f"{core[:start]} {'它' if HAN.search(core) else 'it'} {core[end:]}"
+    else:
+        rest = re.sub(r"^\s*(?:[—–:;,，：]|-\s)?\s*", "", core[end:])
+    rest = re.sub(r"(?<=[\u4e00-\u9fff])\s+|\s+(?=[\u4e00-\u9fff])", "", re.sub(r"\s{2,}", " ", rest)).strip()
+    named = f"{noun} {ref}" if noun else ref
+    pronoun = re.search(r"\bit\b|它", rest)
+    standalone = f"{rest[: pronoun.start()]}{named}{rest[pronoun.end() :]}" if pronoun else f"{named}: {rest}"
+    return FollowUp(standalone.strip(" :"), how, record=ref, of_record=rest)
 
 
 # Words pointing at an earlier answer ("it", "that one", "those", "in there", 其中, 那个)
@@ -1564,7 +1736,8 @@ def _elliptical(
         return _reshaped(words, previous)
     if _RECORD.search(re.sub(r"^narrow\s+(?:it|that|this)\b", "", words, flags=re.I)):
         return None  # "who opened it?": one record of the answer, not all of them
-    asked_who = re.search(r"\bwho\b|\bwhom\b|\bwhose\b|谁|哪些人|哪位", previous["standalone"], re.I)
+    asked = previous.get("asked") or previous["standalone"]
+    asked_who = re.search(r"\bwho\b|\bwhom\b|\bwhose\b|谁|哪些人|哪位", asked, re.I)
     if (
         _PRONOUNS_IN.search(words)
         and asked_who
@@ -1612,10 +1785,11 @@ def _elliptical(
         time_said = _THAT_TIME.sub(said, words, count=1)
         if (
             person_said
-            and re.match(r"^(?:who|whom|how\s+many|which|what)\b", words, re.I)
+            and (re.match(r"^(?:who|whom|how\s+many|which|what)\b", words, re.I) or _CJK_ASKS.search(words))
             and not _OF_THOSE.search(words)
         ):
-            # "who replied to her most that month?": a question of its own once its person and time are said
+            # "who replied to her most that month?", "这个人那个月一共发了几则": a question of its own once its person
+            # and time are said
             restated = re.sub(r"\s{2,}", " ", time_said).strip()
             return FollowUp(
                 restated, "the person and the time the conversation named", restated=_within_the_thread(restated, core)
@@ -1721,6 +1895,10 @@ def _elliptical(
         new_time=moved_to,
         reshape="list" if listed else "",
     )
+
+
+# A question asked in Chinese, wherever its question word stands ("X 那个月一共发了几则")
+_CJK_ASKS = re.compile(r"多少|几|幾|谁|誰|哪")
 
 
 # "the most" with nothing after it: the measure is left to the conversation ("which PR had the most?")

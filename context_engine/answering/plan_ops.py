@@ -20,13 +20,17 @@ changes the last plan is applied to that IR, and the new IR is carried forward:
 - another person:     "what about Priya?", "换成李娜" -> the same plan, its conditions on the one person it was
                       about put on the new one's handle
 - one record:         "who opened the second one?", "the one about X — how many comments did it get?",
-                      "how many comments was that?" -> that record (by its key, or its topic), its person, date
-                      or field; a field its kind does not have ("what priority was it given?") is declined
+                      "the ArrayXD one — ...", "#5948 有几条评论", "how many comments was that?" -> that record (by its
+                      key, its subject's words, its number, or its topic), its person, date or field (a value as its
+                      one group: "is it still open?"); a field its kind does not have ("what priority was it
+                      given?") is declined
+- why:                "why were they never merged?", "how come so many that month?" -> declined (no field holds a
+                      reason), except why the one issue was closed: its state_reason
 - a topic:            "any of those about streaming?", 其中有讲 parquet 的吗 -> the topic's condition as the planner
                       reads it in the rewritten question, added to the last plan
 
 Recognising the follow-up is `answering.followup`'s (`FollowUp.new_time`, `.reshape`, `.added`, `.within`,
-`.restated`, `.collection`, `.person`, `.nth`; "back to X — ..." hands over the thread as it was when X was asked about); this module
+`.restated`, `.collection`, `.person`, `.nth`, `.record`; "back to X — ..." hands over the thread as it was when X was asked about); this module
 only applies the change. Anything it cannot apply returns None, and the rewritten question stands.
 """
 
@@ -62,11 +66,13 @@ class Operation:
     # words the follow-up adds that name a value or person nobody has ("and for the performance label?"): the
     # follow-up is declined with the candidates, as a first question naming them is
     declined: engine.ResolutionFailed | None = None
+    refusal: str = ""  # the decline in words, when it is not "no such field" ("why were they never merged?")
 
 
 # "who opened the earliest one?", "who was behind that one", "whose was it", "是谁开的": the person of one record
 _WHO = re.compile(
-    r"\bwho(?:'s|\s+is|\s+was)?\s+(?:(?P<behind>behind|the\s+(?:author|opener|creator|reporter|poster|owner)\b)"
+    r"\bwhose\s+(?:\w+\s+)?(?:was|is)\s+(?:that|it|this)\b"
+    r"|\bwho(?:'s|\s+is|\s+was)?\s+(?:(?P<behind>behind|the\s+(?:author|opener|creator|reporter|poster|owner)\b)"
     r"|(?P<verb>opened|filed|started|posted|wrote|created|reported|raised|submitted|authored|made|sent|merged|closed)\b)"
     r"|(?:是)?谁(?P<cverb>开|提|发|写|创建|合并|关闭|关)的",
     re.I,
@@ -99,7 +105,7 @@ _THAT_ONE = re.compile(r"\b(?:that|this|the)\s+one\b|\bit\b|那个|这个|那条
 # A record's person only when the rest of the follow-up says nothing else ("who opened the earliest one
 # in 2020" is a question of its own)
 _PROJECTION_WORDS = re.compile(
-    r"\b(?:who(?:'s|\s+is|\s+was)?|whoever|was|is|the|of|one|ones|those|these|them|that|this|it|in|there|among|"
+    r"\b(?:who(?:'s|\s+is|\s+was)?|whose|whoever|was|is|the|of|one|ones|those|these|them|that|this|it|in|there|among|"
     r"behind|author|opener|creator|reporter|poster|owner|opened|filed|started|posted|wrote|created|reported|raised|"
     r"submitted|authored|made|sent|merged|closed|earliest|oldest|first|newest|latest|most|recent|last|comments|"
     r"replies|reactions|with|and|so|then|ok|okay|pr|issue|thread|message|post|when|did|were|get|got|top|number|"
@@ -145,9 +151,17 @@ def operate(
     schema = catalog.schemas.get(base.collection) if base is not None else None
     if base is None or schema is None:
         return None
+    if followup.unnamed is not None:  # "the parquet one — ..." and no listed record, or several, says parquet
+        words, refusal = followup.unnamed
+        return Operation(None, base, "", unanswerable=words, refusal=refusal)
     if followup.collection:
         return _switched(base, followup.collection, catalog)
-    picked = _picked(followup, turns[-1], base)
+    picked = _picked(followup, turns[-1], base) or _the_record_before(question, turns[-1])
+    if picked is not None and followup.record:  # "the ArrayXD one — how many comments has it got?", "#5948 有几条评论"
+        question = followup.of_record
+    why = _why(question, picked or base, catalog)
+    if why is not None:
+        return replace(why, base=base)
     about = _THE_ONE_ABOUT.match(question.strip(" ?？.。!！")) if picked is None else None
     if about is not None:  # "the one about parallel downloads — how many comments did it get?"
         picked = _picked_by_topic(about.group("topic"), base, catalog, asker, now, values)
@@ -165,6 +179,9 @@ def operate(
         return as_operation(
             picked, base=base, catalog=catalog, how=f"the record {picked.filters[-1].value} of the last answer"
         )
+    if picked is not None and followup.record:  # the record named, and words said of it that no rule reads
+        unsaid = [{"text": question, "start": 0, "end": 0, "how": "unknown"}]
+        return as_operation(picked, base=base, catalog=catalog, how=f"the record {followup.record}", unread=unsaid)
     dropped = _dropped(question, base, catalog, now)
     if dropped is not None:
         return as_operation(dropped, base=dropped, catalog=catalog, how="the last plan without that condition")
@@ -427,13 +444,35 @@ _NTH = re.compile(
 
 def _picked(followup: FollowUp, previous: dict[str, Any], base: PlanIR) -> PlanIR | None:
     """The one record of the last answer a follow-up names by its place ("the second one", 第三条): the last
-    plan's records, that one kept by its key."""
+    plan's records, that one kept by its key; or the one it names by its subject or number (`FollowUp.record`),
+    listed or not: that record of the last plan's kind alone."""
+    if followup.record:
+        fields = list(base.shape.fields) if base.shape.kind in RECORD_SHAPES else []
+        return PlanIR(
+            base.collection, [Filter("ref", "eq", followup.record)], shape=Shape("list", fields=fields, limit=1)
+        )
     refs = previous.get("refs") or []
     if followup.nth is None or base.shape.kind not in RECORD_SHAPES or not -len(refs) <= followup.nth < len(refs):
         return None
     kept = [f for f in base.filters if f.field != "ref"]
     one = Shape("list", fields=list(base.shape.fields), limit=1)
     return replace(base, filters=[*kept, Filter("ref", "eq", refs[followup.nth])], shape=one)
+
+
+# "it", "that one", 它, 那条 (not 那个月, 那个人): one record
+_IT = re.compile(r"\bit\b|\b(?:that|this)\s+one\b|它(?!们)|(?:那|这)(?:个|条)(?![月人年周天时位])", re.I)
+
+
+def _the_record_before(question: str, previous: dict[str, Any]) -> PlanIR | None:
+    """ "it" after an answer about one record of a list (the record picked by its place, subject or number): that
+    record, not the list the next follow-up otherwise builds on."""
+    ran = (previous.get("plan") or {}).get("ir")
+    if not ran or not previous.get("listed") or not _IT.search(question):
+        return None
+    keys = [f for f in PlanIR.from_json(ran).filters if f.field == "ref" and f.op == "eq" and not f.negate]
+    if len(keys) != 1:
+        return None
+    return PlanIR(ran["collection"], [keys[0]], shape=Shape("list", limit=1))
 
 
 # "the one about parallel downloads — how many comments did it get?", "the one on caching: who opened it": the
@@ -480,27 +519,107 @@ _FIELD_OF_ONE = re.compile(
     r")$",
     re.I,
 )
-_FIELD_SYNONYMS = {"评论": "comments", "回复": "replies", "discussion": "comments", "reply": "replies"}
+_FIELD_SYNONYMS = {
+    "评论": "comments",
+    "留言": "comments",
+    "回复": "replies",
+    "反应": "reactions",
+    "discussion": "comments",
+    "reply": "replies",
+}
 # what a record is, not a field of it ("what kind was it", "what time was it merged" is a date: `_WHEN`)
 _NOT_A_FIELD = frozenset({"kind", "sort", "type", "time", "one", "day", "date", "year", "month", "about", "of"})
+
+
+# "why were they never merged?", "how come so many that month?", "它为什么被关掉了", "为什么她发得这么少": the cause of
+# what the last answer showed, pointed at ("they", "that month", 她)
+_WHY = re.compile(
+    r"^(?:(?:and|but|so|ok(?:ay)?|then)[\s,]+)*(?P<en>why|how\s+come|what(?:'s|’s|\s+is|\s+was)\s+the\s+reason|for\s+what\s+reason)"
+    r"(?:'s|’s)?\b|(?P<cjk>为什么|为何|为啥|怎么会|怎么这么|怎么那么|什么原因)",
+    re.I,
+)
+_POINTS_BACK = re.compile(
+    r"\b(?:it|they|them|those|these|that|this|she|he|her|him|his|their|so\s+(?:many|few|much|little|long|often))\b"
+    r"|它|她|他|这|那",
+    re.I,
+)
+_CLOSED = re.compile(r"\bclos(?:e|ed|ing)\b|关掉|关闭|关了|被关", re.I)
+WHY_REFUSAL = (
+    "Nothing in the records says why: they hold what happened (who, when, states, counts, text), and no field "
+    "gives a reason for it; I would only be guessing."
+)
+
+
+def _why(question: str, base: PlanIR, catalog: Catalog) -> Operation | None:
+    """Why something the last answer showed is so. The records hold one reason: why an issue was closed (its
+    `state_reason`: completed, not planned), shown for the one record the last answer was; anything else is
+    declined, naming the question word, rather than answered with the records again or a guess."""
+    said = _WHY.search(question)
+    if said is None or not _POINTS_BACK.search(f"{question[: said.start()]} {question[said.end() :]}"):
+        return None
+    schema = catalog.schemas[base.collection]
+    reason = _field_named("state_reason", schema)
+    if _CLOSED.search(question) and reason and base.shape.kind in RECORD_SHAPES and _one_record_plan(base):
+        return replace(_value_of_one(base, reason, catalog), how=f"why the one record was closed: its {reason}")
+    word = (said.group("en") or said.group("cjk")).lower()
+    return Operation(None, base, f"{word!r}: no record says why", unanswerable=word, refusal=WHY_REFUSAL)
 
 
 def _field_of_one(question: str, base: PlanIR, catalog: Catalog) -> Operation | None:
     """A field of the one record the last plan picked, shown; a field its kind does not have is said so (the
     follow-up is declined, not answered with the whole record)."""
-    said = _FIELD_OF_ONE.match(question.strip(" ?？.。!！"))
-    one = base.shape.limit == 1 or (base.shape.kind in ("argmin", "argmax") and base.shape.over == "records")
-    if said is None or base.shape.kind not in RECORD_SHAPES or not one:
+    asked = question.strip(" ?？.。!！")
+    said = _FIELD_OF_ONE.match(asked) or _FIELD_ALONE.match(asked)
+    if said is None and _STATE_OF_ONE.match(asked):  # "is it still open?", "现在是开着还是关了"
+        word = "state"
+    elif said is not None:
+        word = " ".join(next(g for g in said.groups() if g).lower().split())
+    else:
         return None
-    word = " ".join(next(g for g in said.groups() if g).lower().split())
+    if base.shape.kind not in RECORD_SHAPES or not _one_record_plan(base):
+        return None
     if word in _NOT_A_FIELD:
         return None
     schema = catalog.schemas[base.collection]
     path = _field_named(_FIELD_SYNONYMS.get(word, word), schema)
     if path is None:
         return Operation(None, base, f"{word!r} of one record: no field holds it", unanswerable=word)
-    shown = replace(base, shape=replace(base.shape, fields=[path]))
-    return as_operation(shown, base=base, catalog=catalog, how=f"the {path} of one record")
+    return _value_of_one(base, path, catalog)
+
+
+def _one_record_plan(ir: PlanIR) -> bool:
+    """The plan's answer is one record: cut to one, or the record with the most or least of something."""
+    return ir.shape.limit == 1 or (ir.shape.kind in ("argmin", "argmax") and ir.shape.over == "records")
+
+
+def _value_of_one(one: PlanIR, path: str, catalog: Catalog) -> Operation:
+    """A field of the one record `one` is: a number shown with the record, a value (a state, a reason, a name) as
+    the one group it is (as the person of a record is)."""
+    schema = catalog.schemas[one.collection]
+    info = schema.fields.get(path)
+    if info is not None and not info.in_array and info.types - {"null"} <= {"string", "bool"}:
+        pipeline = [*compile_plan(one, schema, catalog.schemas), {"$group": {"_id": f"${path}", "count": {"$sum": 1}}}]
+        return as_operation(replace(one, pipeline=pipeline), base=one, catalog=catalog, how=f"the {path} of one record")
+    shown = replace(one, shape=replace(one.shape, fields=[path]))
+    return as_operation(shown, base=one, catalog=catalog, how=f"the {path} of one record")
+
+
+# "how many comments?", "how many replies on it?", "评论多少" said of the one record the last answer was (or the follow-up
+# picked)
+_FIELD_ALONE = re.compile(
+    r"^(?:(?:and|so|ok(?:ay)?|then|but)[\s,]+)*how\s+many\s+(?P<alone>comments|replies|reactions)"
+    r"(?:\s+(?:on|in|for|under|to)\s+(?:it|that(?:\s+one)?|this(?:\s+one)?))?(?:[\s,]+then)?$"
+    r"|^(?:它|那个|这个|那条|这条)?(?P<cjk>评论|回复|留言|反应)(?:数)?(?:是|有)?(?:多少|几)(?:个|条|條|則|则)?$",
+    re.I,
+)
+# "is it still open?", "is that one open or closed", "现在是开着还是关了", "还开着吗": the state of the one record
+_STATE_OF_ONE = re.compile(
+    r"^(?:(?:and|so|ok(?:ay)?|then|but)[\s,]+)*(?:is|was)\s+(?:it|that(?:\s+one)?|this(?:\s+one)?)\s+(?:still\s+)?"
+    r"(?:open|closed)(?:\s+or\s+(?:open|closed))?(?:\s+(?:now|still|yet|then))?"
+    r"|^(?:它)?(?:现在|目前|还)?(?:是)?(?:开着|打开着|开的|open)(?:的)?(?:还是|或者)(?:关了|关着|关闭了|关的|closed)(?:的)?(?:呢|吗)?"
+    r"|^(?:它)?(?:现在|目前)?(?:还)?(?:开着|关着|关了)(?:吗|没有|没)$",
+    re.I,
+)
 
 
 def _field_named(word: str, schema: Any) -> str | None:

@@ -13,7 +13,9 @@ A row is about the topic when
   charges is written in Chinese; the postmortem that names it is found by the English words.
 
 The topic's words are the planner's full-text words when it wrote some, else the router's topic, without the words the query already filters on (a
-repository, a label): those hold for every row and say nothing about which rows are on topic.
+repository, a label): those hold for every row and say nothing about which rows are on topic. When the planner read
+the topic as words of the records' subject (a word condition: "threads about macros"), every row the query found
+has them: the router's leftover words ("started", "drew") do not narrow them again.
 Matching rows keep the query's order among themselves after the ones mentioning the most words.
 """
 
@@ -27,6 +29,7 @@ from typing import Any
 
 from context_engine.answering.route import CONTENT_CUES
 from context_engine.query.schema import values_at
+from context_engine.query.validate import is_word_pattern
 from context_engine.text import HAN, tokenize
 
 EVIDENCE_HITS = 5  # semantic hits about the topic whose links count
@@ -91,6 +94,21 @@ def planner_text(pipeline: list[dict[str, Any]]) -> str:
     return str(text.get("$search") or "") if isinstance(text, dict) else ""
 
 
+def _reads_words(pipeline: list[dict[str, Any]]) -> bool:
+    """Does the query's first `$match` hold a word condition (`validate.is_word_pattern`): the topic as words?"""
+    stack: list[Any] = [next((stage["$match"] for stage in pipeline[:1] if "$match" in stage), {})]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            pattern = value.get("$regex")
+            if isinstance(pattern, str) and is_word_pattern(pattern):
+                return True
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
+
+
 def topic_words(text: str) -> list[str]:
     """The tokens a text's words are matched by (stems, jieba words; no stopwords, no lone Chinese character)."""
     return list(dict.fromkeys(w for w in tokenize(text, drop_stopwords=True) if not (len(w) == 1 and HAN.match(w))))
@@ -134,7 +152,7 @@ def match_topic(
     # The planner's own full-text words are the topic as the query reads it ("重复扣款", not the
     # router's "支付仓库里 重复扣款"); one Chinese character ("里", "的") is no topic word.
     topic = planner_text(pipeline) or topic
-    words = [w for w in topic_words(topic) if w not in filtered]
+    words = [] if _reads_words(pipeline) else [w for w in topic_words(topic) if w not in filtered]
     records = [r for r in rows if r.get("ref")]
     shown = " ".join(w for w in topic.split() if not set(tokenize(w)) <= filtered) or topic
     result = TopicMatch(topic=shown, words=words, of=len(records))

@@ -138,7 +138,8 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
                 }
             elif operation.plan is None:  # a field of one record its kind does not have: declined
                 update["followup_refused"] = {
-                    "error": f"The records here have no {operation.unanswerable!r}: nothing I can query says it.",
+                    "error": operation.refusal
+                    or f"The records here have no {operation.unanswerable!r}: nothing I can query says it.",
                     "unresolved": operation.unanswerable,
                     "candidates": [],
                 }
@@ -594,6 +595,25 @@ def after_reflect(state: State) -> str:
     return "retry" if state.get("reflection", {}).get("retry") else "done"
 
 
+# How much of a record's subject a turn keeps: enough for the words a follow-up names it by ("the ArrayXD one")
+TITLE_KEPT = 200
+
+
+def _titles(state: State, settings: Settings) -> list[str]:
+    """The subject (a title, a message's text) of each of the first 20 records the answer listed, in order: as
+    the turn's `refs` are (none when they are passages' ids)."""
+    from context_engine.query.schema import values_at
+
+    collection = (state.get("plan") or {}).get("collection") or ""
+    schema = catalog_for(settings).schemas.get(collection)
+    subject = schema.kind.text[0] if schema is not None and schema.kind.text else ""
+    titles = []
+    for row in [r for r in state.get("records", []) if r.get("ref")][:20]:
+        said = next((v for v in values_at(row, subject) if isinstance(v, str)), "") if subject else ""
+        titles.append(" ".join(said.split())[:TITLE_KEPT])
+    return titles
+
+
 def _record_people(records: list[dict[str, Any]], settings: Settings) -> list[str]:
     """The people the answer's records name (author, reviewers, assignee, a group's person), in order:
     what "him" or "她" in a follow-up may refer to. By display name, or by handle where others share
@@ -658,6 +678,22 @@ def _plans_left(state: State) -> dict[str, Any]:
     return {"plan": {"ir": ran} if ran else {}, "base": state.get("followup_base") or ran}
 
 
+LISTED = ("standalone", "times", "people", "people_text", "time_ranges", "collection", "refs", "titles")
+
+
+def _listed(state: State) -> dict[str, Any]:
+    """The question of the records a follow-up answered something about one of (`Turn.listed`): the turn before's,
+    when this turn's plan is not the one the next follow-up builds on (a record picked, its person or a field), or
+    when the follow-up was declined (its records and plan stand)."""
+    base, ran = state.get("followup_base"), ((state.get("plan") or {}).get("ir") or {})
+    turns = state.get("turns") or []
+    refused = bool(state.get("followup_refused"))  # declined: what comes next is said of the records before it
+    if not turns or not (refused or (base and base != ran and state.get("outcome") in ("success", "no_results"))):
+        return {}
+    before = turns[-1]
+    return before.get("listed") or {k: before.get(k) for k in LISTED if k in before}
+
+
 def _base_times(state: State) -> list[dict[str, str]]:
     """The time window of a plan changed by a follow-up, whose rewritten words may not say it: what the
     next "the month before" moves."""
@@ -670,7 +706,10 @@ def _base_times(state: State) -> list[dict[str, str]]:
 
 def _unread_words(state: State) -> list[str]:
     """The words of the turn's question its answer did not stand on: those its plan did not read, and the topic
-    of an answer that declined (nothing about it was found), which a follow-up on its plan does not read either."""
+    of an answer that declined (nothing about it was found), which a follow-up on its plan does not read either;
+    after a declined follow-up, the plan that stands is the turn before's, and so are its unread words."""
+    if state.get("followup_refused") and state.get("turns"):
+        return list(state["turns"][-1].get("unread") or [])
     words = [s["text"] for s in state.get("not_understood") or [] if s.get("text")]
     if state.get("declined") and state.get("topic"):
         words.append(state["topic"])
@@ -715,6 +754,9 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     refs = [r["ref"] for r in state.get("records", []) if r.get("ref")] or [
         c["id"] for c in state.get("citations", []) if c.get("id")
     ]
+    titles = _titles(state, settings)
+    if state.get("followup_refused") and state.get("turns"):  # declined: the thread's records stand, as its plan
+        refs, titles = state["turns"][-1].get("refs") or [], state["turns"][-1].get("titles") or []
     turn: Turn = {
         "question": asked,
         "standalone": state["question"],
@@ -722,6 +764,7 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "people_text": [p["text"] for p in resolution.get("people", [])],
         "times": [t["text"] for t in resolution.get("times", [])],
         "refs": refs[:20],
+        "titles": titles,
         "answer_people": _record_people(state.get("records", []), settings),
         "time_ranges": [{k: t.get(k, "") for k in ("text", "start", "end")} for t in resolution.get("times", [])]
         or _base_times(state),
@@ -737,6 +780,7 @@ def respond(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         "narrowed": state.get("narrowed", ""),
         "candidates": resolution.get("candidates", []),
         "unread": _unread_words(state),
+        "listed": _listed(state),
         "answer": said[:1000],
         "scope": _scope(settings),
         "route": state.get("route", ""),

@@ -51,6 +51,7 @@ class Turn(TypedDict):
     people: list[str]  # names of the people the question was about
     times: list[str]  # its time expressions
     refs: list[str]  # the records of the answer, in order
+    titles: list[str]  # each listed record's subject (title, text), as `refs` ([] = none): "the ArrayXD one"
     people_text: list[str]  # the words naming them in the question
     answer_people: list[str]  # people the answer's records name (authors, reviewers ...), for "him"/"她"
     time_ranges: list[dict[str, str]]  # its time ranges ({text, start, end}, ISO): what "the month before" shifts
@@ -66,6 +67,11 @@ class Turn(TypedDict):
     plan: dict[str, Any]  # {"ir": the IR its answer ran} ({} = none): what a follow-up changes
     base: dict[str, Any]  # the IR a follow-up builds on: `plan`'s, or the list it picked one record of
     unread: list[str]  # words of its question its plan did not read: a follow-up on that plan has not read them
+    # after an answer about one record of a list (the record picked, its person, a field of it), or a follow-up
+    # declined: the list's question as the turn before said it ({standalone, times, people, people_text,
+    # time_ranges, collection}; {} = none), what "those", "his 2022 ones" and "and Huong?" are said of, and its
+    # records (refs, titles): what "the graph one" and "#5948" name
+    listed: dict[str, Any]
 
 
 class InputState(TypedDict, total=False):

@@ -1283,3 +1283,125 @@ def test_a_month_said_alone_in_a_continuing_question_is_of_the_year_asked_about_
     merged["time_ranges"] = [{"text": "in December 2023", "start": "2023-12-01T00:00:00", "end": "2024-01-01T00:00:00"}]
     out = resolve_offline("and issues closed in December?", [merged], PEOPLE, NOW)
     assert out.standalone == "how many issues closed in December 2023?"
+
+
+# A list of records with their subjects, as a turn leaves it (`Turn.titles`)
+LISTED = {
+    "standalone": "issues Rashid opened in 2026",
+    "people": ["Rashid Khan"],
+    "people_text": ["Rashid"],
+    "times": ["in 2026"],
+    "collection": "issues",
+    "refs": ["acme/web#7243", "acme/web#6595", "acme/web#329", "acme/web#5701", "acme/web#5702", "acme/web#12"],
+    "titles": [
+        "ArrayXD with None as leading dim incompatible with DatasetCardData",
+        "Loading big dataset raises pyarrow.lib.ArrowNotImplementedError",
+        "[Bug] FileLock dependency incompatible with filesystem",
+        "Add Dataset.from_spark",
+        "Add IterableDataset.from_spark",
+        "Add graph NN datasets",
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "asked,ref,of_record",
+    [
+        ("the ArrayXD one — how many comments has it got?", "acme/web#7243", "how many comments has it got"),
+        ("the graph one — how many comments?", "acme/web#12", "how many comments"),
+        ("and who closed the FileLock one?", "acme/web#329", "who closed it"),
+        ("is that ArrayXD issue still open?", "acme/web#7243", "is it still open"),
+        ("the one about Arrow errors: who opened it?", "acme/web#6595", "who opened it"),
+        ("FileLock 那个现在是开着还是关了？", "acme/web#329", "现在是开着还是关了"),
+        ("加载大数据集报 ArrowNotImplementedError 的那个，有几条评论？", "acme/web#6595", "有几条评论"),
+        # a title said whole: that record, not the one whose title holds it
+        ("how many comments did Add Dataset.from_spark get?", "acme/web#5701", "how many comments did it get"),
+        ("how many comments did add iterabledataset.from_spark get?", "acme/web#5702", "how many comments did it get"),
+    ],
+)
+def test_one_record_of_the_last_answer_named_by_words_of_its_subject(asked, ref, of_record):
+    out = resolve_offline(asked, [LISTED], PEOPLE, NOW)
+    assert (out.record, out.of_record) == (ref, of_record), out
+    assert f"issue {ref}" in out.standalone  # the record said by its key
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "the from_spark one — how many comments?",  # two subjects say it: which one is not said
+        "the parquet one — how many comments?",  # none says it
+        "the first one — how many comments?",  # a place, not a subject
+        "the most commented one — who opened it?",  # a measure
+        "the open one?",  # a state
+    ],
+)
+def test_words_naming_no_one_record_name_none(asked):
+    assert resolve_offline(asked, [LISTED], PEOPLE, NOW).record == ""
+
+
+@pytest.mark.parametrize(
+    "asked,words,several",
+    [
+        ("the from_spark one — how many comments?", "from_spark", True),
+        ("the parquet one: who opened it?", "parquet", False),
+    ],
+)
+def test_words_opening_a_question_that_name_no_one_listed_record_are_said_so(asked, words, several):
+    out = resolve_offline(asked, [LISTED], PEOPLE, NOW)
+    assert out.unnamed is not None and out.unnamed[0] == words, out
+    assert ("acme/web#5701" in out.unnamed[1]) == several and "which one" in out.unnamed[1]
+    # a list cut at the records a turn keeps may hold it further down: no decline
+    long = {**LISTED, "refs": LISTED["refs"] * 4, "titles": LISTED["titles"] * 4}
+    assert (resolve_offline(asked, [long], PEOPLE, NOW).unnamed is None) != several
+
+
+@pytest.mark.parametrize("asked", ["the 2025 one — how many comments?", "the Priya one — how many comments?"])
+def test_a_time_or_a_person_said_as_the_one_is_no_subject_to_decline(asked):
+    assert resolve_offline(asked, [LISTED], PEOPLE, NOW).unnamed is None
+
+
+@pytest.mark.parametrize(
+    "asked,ref,of_record",
+    [
+        ("#329 有几条评论？", "acme/web#329", "有几条评论"),
+        ("#4530 的评论数", "acme/web#4530", "的评论数"),  # not listed: that number of the records' repository
+        ("how many comments does #12 have?", "acme/web#12", "how many comments does it have"),
+        ("who opened acme/api#7?", "acme/api#7", "who opened it"),
+    ],
+)
+def test_a_number_said_is_that_record_listed_or_not(asked, ref, of_record):
+    out = resolve_offline(asked, [LISTED], PEOPLE, NOW)
+    assert (out.record, out.of_record) == (ref, of_record), out
+
+
+def test_after_one_record_of_a_list_words_said_of_the_records_are_said_of_the_list():
+    picked = {
+        **LISTED,
+        "standalone": "how many comments has issue acme/web#7243 got",
+        "people": [],
+        "people_text": [],
+        "times": [],
+        "refs": ["acme/web#7243"],
+        "titles": [LISTED["titles"][0]],
+        "listed": {k: LISTED[k] for k in ("standalone", "times", "people", "people_text")},
+    }
+    for asked in ("and his 2025 ones?", "what about Priya?", "which of those are about arrow?"):
+        out = resolve_offline(asked, [LISTED, picked], PEOPLE, NOW)
+        assert out.standalone == resolve_offline(asked, [LISTED], PEOPLE, NOW).standalone, out
+        assert "7243" not in out.standalone and ("Rashid" in out.standalone or "Priya" in out.standalone)
+
+
+def test_what_the_records_add_is_their_topic():
+    out = resolve_offline("which of those add video support?", [{**LISTED, "collection": "pull_requests"}], PEOPLE, NOW)
+    assert out.added == "about video" and out.reshape == "list", out
+
+
+def test_a_chinese_question_naming_its_person_and_time_stands_alone():
+    ranking = {
+        **RANKING,
+        "standalone": "2026 年 10 月开了最多讨论串的是谁？",
+        "times": ["2026 年 10 月"],
+        "collection": "messages",
+    }
+    out = resolve_offline("这个人那个月一共发了几条？", [ranking], PEOPLE, NOW)
+    assert out.restated and RANKING["answer_people"][0] in out.standalone and "2026 年 10 月" in out.standalone, out

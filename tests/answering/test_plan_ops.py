@@ -531,3 +531,163 @@ def test_a_word_searched_for_said_back_takes_the_topic_away(setup):
     ir = operation.plan.ir
     assert not ir.text and all(f.op not in ("words", "exact_words") for f in ir.filters)
     assert ir.times == base_of(turn).times
+
+
+def _issue(n, title, state, reason, comments, user, closer):
+    return {
+        "ref": f"a/b#{n}",
+        "number": n,
+        "title": title,
+        "state": state,
+        "state_reason": reason,
+        "comments": comments,
+        "created_at": f"2026-0{n % 9 + 1}-01T10:00:00Z",
+        "user": {"login": user},
+        "closed_by": {"login": closer} if closer else None,
+    }
+
+
+ISSUES = [
+    _issue(1, "FileLock dependency breaks", "closed", "completed", 7, "ann", "bob"),
+    _issue(2, "Add graph datasets", "open", None, 2, "ann", None),
+    _issue(3, "Slow map", "closed", "not_planned", 4, "cid", "ann"),
+    _issue(4, "Crash on load", "closed", "completed", 1, "ann", "cid"),
+    _issue(5, "Docs typo", "open", None, 0, "bob", None),
+    _issue(6, "Map hangs", "closed", "not_planned", 9, "ann", "bob"),
+]
+
+
+@pytest.fixture
+def issues_world(tmp_path):
+    from tests.query.conftest import hand_made_world
+
+    store, catalog = hand_made_world(tmp_path, {"issues": ISSUES}, [])
+    return store, catalog
+
+
+def _ask(world, turns, asked, followup):
+    store, catalog = world
+    operation = operate(asked, followup, turns, catalog, None, NOW)
+    if operation is None or operation.plan is None:
+        return operation, None
+    schema = catalog.schemas[operation.plan.collection]
+    rows = run_pipeline(
+        store, operation.plan.collection, operation.plan.pipeline, tenant="t", principals=[], schema=schema
+    )
+    return operation, rows
+
+
+def _listed_turn(world, question="issues ann opened"):
+    _, catalog = world
+    ctx, _ = engine.resolve(question, NOW, catalog, None)
+    plan = OfflinePlanner().plan(ctx)
+    return {"standalone": question, "plan": {"ir": plan.ir.to_json()}, "refs": [i["ref"] for i in ISSUES]}
+
+
+@pytest.mark.parametrize(
+    "of_record,want",
+    [
+        ("how many comments has it got", [("a/b#1", 7)]),
+        ("how many comments", [("a/b#1", 7)]),
+        ("有几条评论", [("a/b#1", 7)]),
+        ("的评论数", [("a/b#1", 7)]),
+        ("评论多少", [("a/b#1", 7)]),
+        ("how many comments on it", [("a/b#1", 7)]),
+        ("what number is it", [("a/b#1", 1)]),
+    ],
+)
+def test_a_field_of_the_record_a_follow_up_names(issues_world, of_record, want):
+    turn = _listed_turn(issues_world)
+    operation, rows = _ask(issues_world, [turn], "", FollowUp("", record="a/b#1", of_record=of_record))
+    assert [(r["ref"], next(v for k, v in r.items() if k not in ("ref", "_id"))) for r in rows] == want
+    assert operation.base.to_json() == base_of(turn).to_json()  # the next follow-up builds on the list
+
+
+@pytest.mark.parametrize(
+    "of_record,key",
+    [("现在是开着还是关了", "closed"), ("is it still open?", "closed"), ("是谁关的", "bob"), ("who opened it", "ann")],
+)
+def test_a_value_of_the_record_a_follow_up_names_is_its_one_group(issues_world, of_record, key):
+    turn = _listed_turn(issues_world)
+    _, rows = _ask(issues_world, [turn], "", FollowUp("", record="a/b#1", of_record=of_record))
+    assert [r["_id"] for r in rows] == [key]
+
+
+def test_a_number_said_is_that_record_even_if_the_last_answer_did_not_list_it(issues_world):
+    turn = _listed_turn(issues_world, "issues bob opened")
+    _, rows = _ask(issues_world, [turn], "", FollowUp("", record="a/b#6", of_record="how many comments"))
+    assert [(r["ref"], r["comments"]) for r in rows] == [("a/b#6", 9)]
+
+
+def test_words_that_name_no_listed_record_are_declined(issues_world):
+    turn = _listed_turn(issues_world)
+    operation, _ = _ask(issues_world, [turn], "", FollowUp("", unnamed=("parquet", "None of them says 'parquet'")))
+    assert operation.plan is None and operation.unanswerable == "parquet" and "None of them" in operation.refusal
+
+
+def test_words_said_of_a_named_record_that_no_rule_reads_are_said_so(issues_world):
+    turn = _listed_turn(issues_world)
+    operation, rows = _ask(issues_world, [turn], "", FollowUp("", record="a/b#1", of_record="does it rhyme"))
+    assert [r["ref"] for r in rows] == ["a/b#1"] and operation.plan.not_understood
+
+
+def test_why_one_issue_was_closed_is_its_close_reason(issues_world):
+    _, catalog = issues_world
+    ctx, _ = engine.resolve("which issue has the most comments", NOW, catalog, None)
+    one = OfflinePlanner().plan(ctx)
+    turn = {"standalone": "which issue has the most comments", "plan": {"ir": one.ir.to_json()}}
+    _, rows = _ask(issues_world, [turn], "它为什么被关掉了", FollowUp(""))
+    assert [r["_id"] for r in rows] == ["not_planned"]  # a/b#6: 9 comments
+
+
+@pytest.mark.parametrize(
+    "asked,word",
+    [
+        ("why were they closed like that?", "why"),
+        ("how come so many that month?", "how come"),
+        ("为什么她发得这么少？", "为什么"),
+        ("ok, why's that?", "why"),
+        ("what's the reason they stayed open?", "what's the reason"),
+        ("她怎么这么少", "怎么这么"),
+    ],
+)
+def test_why_is_declined_where_no_record_says_it(issues_world, asked, word):
+    turn = _listed_turn(issues_world)
+    operation, _ = _ask(issues_world, [turn], asked, FollowUp(""))
+    assert operation is not None and operation.plan is None and operation.unanswerable == word and operation.refusal
+
+
+def test_a_why_question_about_no_earlier_answer_is_not_declined(issues_world):
+    turn = _listed_turn(issues_world)
+    assert _ask(issues_world, [turn], "why did we switch to Redis?", FollowUp(""))[0] is None
+
+
+def test_it_after_a_named_record_is_that_record(issues_world):
+    listed = _listed_turn(issues_world)
+    named, _ = _ask(issues_world, [listed], "", FollowUp("", record="a/b#3", of_record="how many comments"))
+    picked = {
+        "standalone": "how many comments has issue a/b#3",
+        "plan": named.plan.to_json(),
+        "base": named.base.to_json(),
+        "listed": {"standalone": listed["standalone"]},
+        "refs": ["a/b#3"],
+    }
+    _, rows = _ask(issues_world, [listed, picked], "who closed it?", FollowUp(""))
+    assert [r["_id"] for r in rows] == ["ann"]
+
+
+@pytest.mark.parametrize("asked", ["whose thread was that?", "whose message was it?"])
+def test_whose_record_that_was_is_its_author(tmp_path, asked):
+    from tests.query.conftest import hand_made_world
+
+    messages = [
+        {"ref": f"C1:{i}", "text": "t", "date": f"2026-03-0{i}T10:00:00Z", "user": f"U{i}", "reply_count": i}
+        for i in range(1, 7)
+    ]
+    store, catalog = hand_made_world(tmp_path, {"messages": messages}, [])
+    ctx, _ = engine.resolve("which thread got the most replies", NOW, catalog, None)
+    turn = {"standalone": "which thread got the most replies", "plan": {"ir": OfflinePlanner().plan(ctx).ir.to_json()}}
+    operation = operate(asked, FollowUp(""), [turn], catalog, None, NOW)
+    schema = catalog.schemas["messages"]
+    rows = run_pipeline(store, "messages", operation.plan.pipeline, tenant="t", principals=[], schema=schema)
+    assert [r["_id"] for r in rows] == ["U6"]

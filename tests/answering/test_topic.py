@@ -132,6 +132,17 @@ def test_the_planner_full_text_words_are_the_topic():
     assert match.words == ["重复", "扣款"] and match.matched == ["a"]
 
 
+def test_a_topic_the_planner_read_as_words_of_the_subject_is_every_row_it_found():
+    from context_engine.query.validate import word_pattern
+
+    # "threads about macros started on racket": the query holds the topic's words; "started" (a thread's start,
+    # read as a condition) left in the router's topic narrows nothing
+    pipeline = [{"$match": {"workspace": "racket", "text": {"$regex": word_pattern(["macro", "macros"])}}}]
+    rows = [{"ref": "a", "text": "a reader macro"}, {"ref": "b", "text": "macros are hygienic"}]
+    match = match_topic("macros started", rows, ["text"], pipeline, [], _no_links)
+    assert match.matched == ["a", "b"]
+
+
 def test_a_list_of_the_askers_records_is_not_narrowed_to_its_wording(sample_dir):
     # "working" is left over by the router, but the question names no subject: the rows stay.
     out = _ask(sample_dir, "what am I working on?", user="rsh-dev")

@@ -393,3 +393,45 @@ def test_the_rest_after_a_narrowing_is_the_complement_on_the_same_records(sample
     counted, merged = count("how many PRs were opened in 2026?"), count("how many of those got merged?")
     assert 0 < merged < counted
     assert count("and the remaining ones?") == counted - merged
+
+
+def test_a_listed_record_named_by_a_word_of_its_title_its_number_and_the_list_after_it(sample_dir, thread_graph):
+    config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    listed = _say(thread_graph, config, "PRs opened in 2026", sample_dir=sample_dir)["records"][:20]
+    words = [{w.strip(".,:;()[]`'\"").lower() for w in r["title"].split()} for r in listed]
+    # a word of one listed title only, long enough to be a subject
+    one, word = next(
+        (r, w)
+        for r, ws in zip(listed, words, strict=True)
+        for w in sorted(ws)
+        if len(w) > 6 and w.isalpha() and sum(w in other for other in words) == 1
+    )
+    out = _say(thread_graph, config, f"the {word} one — how many comments has it got?", sample_dir=sample_dir)
+    assert [(r["ref"], r["comments"]) for r in out["records"]] == [(one["ref"], one["comments"])], out["followup"]
+    # "it" is still that record; its number names it too
+    out = _say(thread_graph, config, "who opened it?", sample_dir=sample_dir)
+    assert [r["_id"] for r in out["records"]] == [one["user"]["login"]]
+    number = one["ref"].rsplit("#", 1)[1]
+    out = _say(thread_graph, config, f"#{number} 有几条评论？", sample_dir=sample_dir)
+    assert [(r["ref"], r["comments"]) for r in out["records"]] == [(one["ref"], one["comments"])]
+    # words naming several listed records are declined, and what comes next is said of the list again
+    shared = next(
+        w
+        for ws in words
+        for w in sorted(ws)
+        if len(w) > 4 and w.isalpha() and w not in ("first", "other", "which") and sum(w in o for o in words) > 1
+    )
+    out = _say(thread_graph, config, f"the {shared} one — how many comments?", sample_dir=sample_dir)
+    assert out["outcome"] == "resolution_failed" and shared in out["answer"] and "which one" in out["answer"]
+    out = _say(thread_graph, config, "how many is that?", sample_dir=sample_dir)
+    settings = Settings(data_dir=sample_dir, tenant="acme", asker="rsh-dev", use_llm=False)
+    year = {"$gte": datetime(2026, 1, 1), "$lt": datetime(2027, 1, 1)}
+    counted = run_pipeline(
+        store_for(settings),
+        "pull_requests",
+        [{"$match": {"created_at": year}}, {"$count": "count"}],
+        tenant="acme",
+        principals=principals_of(catalog_for(settings).directory.asker("rsh-dev")),
+        schema=catalog_for(settings).schemas["pull_requests"],
+    )
+    assert out["records"] == counted
