@@ -226,7 +226,7 @@ class ConditionStep(Draft):
             rf"\bun(?:labell?|tagg)ed\b|\b(?:no|zero|without(?: any)?|lacking(?: any)?|missing) (?:labels?|tags)\b|{_LACKS}labels?\b"
             rf"|{_EMPTY_LIST.format('label')}"
             r"|\bnot labell?ed(?: at all)?(?=\s*(?:$|[?,.:;)!-]|and\b|or\b|in\b|from\b|since\b|before\b|after\b))"
-            r"|没有(?:任何)?标签|无标签|未打?标签|不带(?:任何)?标签"
+            r"|没有(?:任何)?标签|无标签|未打?标签|不带(?:任何)?标签|(?:一个|任何)\s*标签\s*(?:都|也)\s*(?:没有?|不带)"
         ):
             self.add_filter(label, None, "empty")
         assignee = person_field_for(s, "assignee")
@@ -263,16 +263,22 @@ class ConditionStep(Draft):
             r"|\bnor (?:@-?)?mention(?:s|ed|ing)? (?:anyone|anybody|someone|people|others)\b"
         ):
             self.add_filter(mentioned[0], None, "empty")
-        elif mentioned and self.mark(
+        elif mentioned and (
+            said := self.mark(
             r"\b(?:(?:@-?)?mention|tag|ping)(?:s|ed|ged|ing|ging)? (?:someone|somebody|anyone|anybody|people|others|other people)\b"
             r"|\b(?:with|has|have|having|had|containing|contain|contains|carrying|including|include|includes)\s+"
             r"(?:an? |any |some |at least one |one or more )?(?:@-?mentions?|mentions? of (?:someone|somebody|anyone|people|others))"
             r"|@-?mentions?(?= of (?:someone|somebody|anyone|people|others))"
             r"|(?:有)?(?:提到|提及|@)了?(?:别人|其他人|他人|某人)"
             r"|(?<![\w@])@\s+(?:someone|somebody|anyone|anybody|people|others)\b"  # "replies that @ somebody"
-            r"|(?:有|带有?|帶有?|含有?)\s*@\s*(?:了\s*)?(?:别人|別人|其他人|他人|某人|人)?"  # 带 @ 的消息, 有 @ 別人的
+            r"|(?:有|带有?|帶有?|含有?)\s*@\s*(?:了\s*)?(?:任何人|别人|別人|其他人|他人|某人|人)?"  # 带 @ 的消息, 有 @ 別人的
+            )
         ):
-            self.add_filter(mentioned[0], None, "not_empty")  # "messages that @mention someone"
+            # "don't tag anybody", 没有 @ 任何人: a negation just before the words of having one inverts them
+            negation = re.search(_NEGATION_JUST_BEFORE, self.q[: said.start()], re.I)
+            if negation:
+                self.use((negation.start(), said.start()))
+            self.add_filter(mentioned[0], None, "empty" if negation else "not_empty")
         replying = person_field_for(s, "replied_to")
         if replying and self.mark(_NOT_A_REPLY):
             self.add_filter(replying[0], None, "empty")  # a thread's start or a message on its own: no parent
@@ -1181,6 +1187,11 @@ _HAVE_CUE = re.compile(
 _EMPTY_LIST = (
     r"\b(?:an? |the )?empty {0}s?(?: list| field| array)?\b|\b{0}s? (?:list |field )?(?:is |are |was |were )?empty\b"
 )
+# A negation right before the words of having something ("don't tag anybody", 没有 @ 任何人, "never pinging
+# others"): the something is absent.
+_NEGATION_JUST_BEFORE = (
+    r"(?:\b(?:do|does|did)(?:n't| not)|n['’]t|\bnot|\bnever|\bwithout|\bno)\s+(?:(?:ever|even|once|actually)\s+)?$|(?:没有?|沒有?|未|不|无|無)\s*$"
+)
 _LACKS = r"(?:\b(?:do|does|did)(?:n't| not)|\bha(?:ve|s)(?:n't| not)(?: got)?) (?:have |got )?(?:an? |any |a single )?"
 # A message that answers no one: "not replies to somebody", "aren't thread replies", 不是回复.
 _NOT_A_REPLY = (
@@ -1208,6 +1219,7 @@ def _number_of(text: str) -> int:
 _NO_LONGER_OPEN = (
     r"\bno longer (?:open|active|pending)\b|\bnot (?:open|active|pending) any ?more\b|\bnot (?:still )?open\b"
     r"|\b(?:isn't|aren't|wasn't|weren't) (?:open|pending)\b|不再(?:开放|打开|开着)|已经不再开放"
+    r"|(?:已经|已)?(?:不是|不在|并非|非)\s*(?:open|开放|打开|开着)(?:\s*(?:状态|的状态))?"
 )
 # "not closed (yet)", "nobody closed yet", "至今仍开放": open.
 _NOT_CLOSED = (
