@@ -471,6 +471,8 @@ class ConditionStep(Draft):
         after, before = self.q[span[1] :], self.q[: span[0]]
         if self.collection == "pull_requests" and re.search(r"\b(?:merged|landed|shipped)\s+$", before, re.I):
             return False  # "merged 2021 PRs": the year of their merging
+        if has_verb and before.endswith("-"):
+            return False  # "closed-in-2022 issues": the hyphens make the verb and its year one adjective
         for start, end in self.collection_spans:
             if start >= span[1] and re.match(r"\s*(?:closures|closings|merges)\b", self.q[end:], re.I):
                 return False  # "Jan 2024 issue closures": the month of the closing
