@@ -1026,6 +1026,10 @@ class ConditionStep(Draft):
         if self.mark(
             r"(?<=['’]s )(?:thread\s+)?replies\b|\b(?:her|his|their|my|your)\s+(?:thread\s+)?replies\b"
             r"|\breplies\s+(?=(?:written\s+|posted\s+|sent\s+)?by\b)"
+            # "how many replies did Earlean write", "earlean thread replies": replies someone wrote
+            r"|\b(?:thread\s+)?replies\s+(?=(?:did|does|do|has|have|had)\s+(?:\S+\s+){1,2}?(?:write|wrote|written|post|posted"
+            r"|send|sent|make|made|leave|left|add|added|drop|dropped)\b)"
+            r"|(?<!total )(?<!sum of )\bthread[\s-]+replies\b(?!\s*(?:count|total|number|per|each)\b)"
             r"|\b(?:were|was|are|is|as)\s+(?:thread\s+replies|replies\s+(?:inside|within|in)\s+(?:a\s+|any\s+)?threads?)\b"
             # 在讨论串里的回复, 她的回复中: the replies themselves, among which the rest of the question counts
             r"|(?:在\s*)?(?:讨论串|帖子)\s*(?:里|中|内)的?\s*回复|的回复(?=\s*(?:中|里|当中|之中))"

@@ -380,7 +380,7 @@ _SUM = re.compile(
     rf"(?:\w+\s+)?(?:get|got|gotten|receive|received|draw|drew|attract|attracted)\b"
     rf"|\bhow many {_MEASURE}\b[^?？]*\b(?:altogether|all together|in total|combined)\b"
     # "total replies odis's threads got": the total said before the records that received them
-    rf"|\btotal {_MEASURE}\s+(?:[\w'’]+\s+){{0,3}}(?:threads?|posts?|messages?|prs?|pull requests?|issues?|tickets?)\s+"
+    rf"|\btotal (?:thread )?{_MEASURE}\s+(?:[\w'’]+\s+){{0,3}}(?:threads?|posts?|messages?|prs?|pull requests?|issues?|tickets?)\s+"
     r"(?:have\s+|had\s+|has\s+)?(?:get|got|gotten|receive|received|draw|drew|attract|attracted)\b"
     r"|(?:总共|一共|总计)(?:收到|得到|获得)了?多少(?:条|个)?(回复|评论)|(回复|评论)(?:总数|之和|总和)",
     re.I,

@@ -130,6 +130,8 @@ def refs(rows):
         # someone's replies are the records: not every message of theirs
         ("how many of Ana's replies mention nobody?", 2),  # a3, a4
         ("count the replies by Ben", 3),  # b1, b2, b4
+        ("how many replies did Ana write?", 2),  # a3, a4: hers that answer a thread
+        ("ana thread replies, count", 2),
         # the people someone replied to are others: Ana answering her own thread (a3) is no one else
         ("to how many distinct people has Ana written replies?", 1),  # Ben (a4)
         ("Ana 回复过几个不同的人？", 1),
@@ -392,3 +394,11 @@ def test_the_person_whose_threads_drew_the_most_replies_in_total(world, question
     rows, plan = answer(world, question)
     assert rows == [expected], plan.pipeline
     assert plan.ir.shape.kind == "measures" and plan.not_understood == []
+
+
+@pytest.mark.parametrize(
+    "question", ["total replies Ana's threads got", "total thread replies ana's threads received"]
+)
+def test_the_replies_someones_threads_got_are_summed(world, question):
+    rows, plan = answer(world, question)
+    assert rows == [{"total": 4}], plan.pipeline  # a1's 3 and a2's 1, not the 2 threads
