@@ -584,19 +584,20 @@ class ConditionStep(Draft):
             ),
         ]
         chinese = [
+            # "被回复了 10 次以上", "回复数达到 10 条以上": a bound said after the number
+            (
+                r"(回复|评论|留言)(?:数|数量)?(?:了|过|达到|达|有|在)?\s*(\d+)\s*(?:次|条|个|则)?\s*(以上|以下)",
+                lambda m: (m.group(3), m.group(2), m.group(1)),
+            ),
             (
                 r"(超过|至少|多于|少于|大于|小于)\s*(\d+)\s*(?:条|个|行|则)?(回复|评论|留言|新增|删除|文件)",
                 lambda m: (m.group(1), m.group(2), m.group(3)),
             ),
             (
-                r"(回复|评论|留言|新增|删除|文件)数?\s*(超过|大于|多于|至少|少于|小于)\s*(\d+)",
+                r"(回复|评论|留言|新增|删除|文件)数?\s*(超过|大于|多于|至少|少于|小于|达到)\s*(\d+)",
                 lambda m: (m.group(2), m.group(3), m.group(1)),
             ),
-            # "被回复了 10 次以上", "10 条以上的评论": a bound said after the number
-            (
-                r"(回复|评论|留言)(?:了|过)?\s*(\d+)\s*(?:次|条|个|则)?\s*(以上|以下)",
-                lambda m: (m.group(3), m.group(2), m.group(1)),
-            ),
+            # "10 条以上的评论"
             (
                 r"(\d+)\s*(?:次|条|个|则)?\s*(以上|以下)的?\s*(回复|评论|留言)",
                 lambda m: (m.group(2), m.group(1), m.group(3)),
@@ -616,6 +617,7 @@ class ConditionStep(Draft):
             "at least": "$gte",
             ">=": "$gte",
             "至少": "$gte",
+            "达到": "$gte",
             "fewer than": "$lt",
             "less than": "$lt",
             "under": "$lt",
@@ -645,6 +647,14 @@ class ConditionStep(Draft):
                     continue
                 cond = ops[op.lower()]
                 self.add_filter(path, _number_of(number), cond[1:])
+                # "（含 10 条）", "(inclusive)": the bound's own aside, which the bound read already says
+                aside = re.match(
+                    r"\s*[（(]\s*(?:(?:含|包含|包括)\s*\d*\s*(?:次|条|个|则)?(?:在内)?|inclusive|incl\.?)\s*[）)]",
+                    self.q[m.end() :],
+                    re.I,
+                )
+                if aside:
+                    self.use((m.end(), m.end() + aside.end()))
         self._repliers_thresholds()
         if self.collection == "pull_requests" and self.schema.has_path("requested_reviewers.login"):
             for mention in self.ctx.mentions:
@@ -902,7 +912,9 @@ class ConditionStep(Draft):
         a, b = replier.span
         negated = re.search(
             r"(?:\b(?:never|not|n't|didn't|hasn't|haven't)\s+(?:\w+\s+)?(?:heard|hear)\s+(?:anything\s+)?from"
-            r"|\b(?:no|without(?:\s+(?:any|a))?)\s+(?:single\s+)?(?:repl(?:y|ies)|answers?|responses?|word)\s+(?:\w+\s+)?(?:from|by))\s+@?$",
+            r"|\b(?:no|without(?:\s+(?:any|a))?)\s+(?:single\s+)?(?:repl(?:y|ies)|answers?|responses?|word)\s+(?:\w+\s+)?(?:from|by)"
+            # "didn't get a single reply from Nana", "never received any answer from Dann"
+            r"|(?:\b(?:never|not)|n['’]t)\s+(?:\w+\s+){1,3}?(?:repl(?:y|ies)|answers?|responses?|word)\s+(?:from|by))\s+@?$",
             self.q[:a],
             re.I,
         )
