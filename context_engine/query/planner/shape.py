@@ -452,7 +452,7 @@ _PLACES = {
 # ("that got merged", "are still open", "hasn't been closed"); Chinese after 里/中 ("开的 PR 里，被合并的占多大比例").
 _SHARE = re.compile(
     # "share" the noun ("share of", "what share"), not the verb ("messages that share a link")
-    r"\b(?:fraction|proportion|percentage|percent|ratio)\b|\bshare\s+of\b|\b(?:what|which|the)\s+share\b|%\s*of\b"
+    r"\b(?:fraction|proportion|percentage|percent|ratio)\b|\bshare\s+(?:[(（][^)）]{0,12}[)）]\s*)?of\b|\b(?:what|which|the)\s+share\b|%\s*of\b"
     r"|(?:多大|多少)的?比例|占比|比例|百分之几|百分比",
     re.I,
 )
@@ -460,8 +460,11 @@ _SHARE = re.compile(
 _RATE = re.compile(r"(?<=\w)\s+(rates?)\b|(?<=[\u4e00-\u9fff])(率)", re.I)
 # A share asked as a percentage (0-100), not a fraction: "in percent", "what percentage", "%", 百分之几, 百分比.
 _IN_PERCENT = re.compile(r"\bpercent(?:age)?s?\b|%|百分", re.I)
+# ... or a negated participle right after the records ("share of 2024 issues not closed yet")
 _PART_SAID = re.compile(
-    r"\b(?:that|which|were|was|are|is|ended|end|got|get|have|has|had|hasn't|haven't|remain(?:ed|s)?|still)\b", re.I
+    r"\b(?:that|which|were|was|are|is|ended|end|got|get|have|has|had|hasn't|haven't|remain(?:ed|s)?|still)\b"
+    r"|\b(?:not|never|no longer)\s+(?:yet\s+)?\w+ed\b",
+    re.I,
 )
 _PART_SAID_CHINESE = re.compile(r"(?:里|中|当中|之中)[，,\s]*")
 
