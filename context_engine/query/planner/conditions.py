@@ -160,6 +160,16 @@ class ConditionStep(Draft):
         reasons = set(self.schema.fields["state_reason"].enum or []) if self.schema.has_path("state_reason") else set()
         if "completed" not in reasons:
             return False  # a collection whose records carry no reason (PRs: always null) is not asked one
+        reason = r"(completed|done|not[ _-]planned|won'?t[ -](?:do|fix)|reopened)"
+        both = re.search(rf"\b{reason}\s+(?:vs\.?|versus|compared (?:with|to)|or|and)\s+{reason}\b", self.q, re.I)
+        said = [self._reason_named(both.group(1)), self._reason_named(both.group(2))] if both else []
+        if both and not self._is_used(both.span()) and set(said) <= reasons and said[0] != said[1]:
+            # "closures completed vs not planned": both reasons, one count each (the grouping step reads "vs")
+            self.use(both.span())
+            self.add_filter("state_reason", said, "in")
+            self.add_filter("state", "closed")
+            self.mark(r"\b(?:close[ds]?|closing|state) reason\b|\breason\b")
+            return True
         if self.mark(
             r"\bnot (?:closed )?as (?:completed|done)\b|\b(?:isn't|is not|wasn't|was not|not|other than|besides|except)"
             r" (?:completed|done)\b(?!\s+by\b)|\bfor (?:a|any) reason other than (?:completed|done)\b|不是以?完成|非完成"
@@ -190,6 +200,11 @@ class ConditionStep(Draft):
         self.mark(r"\b(?:close[ds]?|closing|state) reason\b|\breason\b|\bwith reason\b|为?理由|原因")
         self.mark(r"\b(?:marked|flagged|tagged)(?: as)?\b")  # "closures marked 'not planned'"
         return True
+
+    @staticmethod
+    def _reason_named(word: str) -> str:
+        low = word.lower()
+        return "completed" if low in ("completed", "done") else "reopened" if low == "reopened" else "not_planned"
 
     def _a_label(self, word: str) -> bool:
         """Whether the question says "label" and `word` is one of the labels ("the wontfix label" is a

@@ -1053,7 +1053,21 @@ class ShapeStep(OwnAggregateStep):
                 by_field.setdefault(f.field, []).append(f)
         field, both = next(((k, v) for k, v in by_field.items() if len(v) >= 2), (None, []))
         if field is None:
-            return None
+            # "closures completed vs not planned": the values of a field of few values, said as either
+            return next(
+                (
+                    f
+                    for f in self.filters
+                    if f.op == "in"
+                    and not f.negate
+                    and isinstance(f.value, list)
+                    and len(f.value) >= 2
+                    and self.schema.fields.get(f.field) is not None
+                    and self.schema.fields[f.field].enum
+                    and f.field not in self._person_paths()
+                ),
+                None,
+            )
         self.filters = [f for f in self.filters if f not in both]
         either = Filter(field, "in", [f.value for f in both], span=both[0].span)
         self.filters.append(either)

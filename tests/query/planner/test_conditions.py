@@ -188,6 +188,7 @@ def answer(world, question: str):
         ("closed issues that were not closed as completed", ["i4", "i6"]),
         ("how many issues were closed as completed in 2024?", 2),  # dated by the closing
         ("以不计划为理由关闭的 issue", ["i4", "i6"]),
+        ("issues closed as completed or not planned in 2024", ["i4", "i5", "i8"]),
         ("issues that were reopened", ["i2"]),
         ("which bug issues got reopened after being closed?", ["i2"]),  # the closing is the story, not the state now
         # negation and absence said in other words
@@ -543,3 +544,13 @@ def test_the_words_closing_a_chinese_exception_are_read_with_it(world, question)
     got, plan = answer(world, question)
     assert got == ["p4", "p5", "p7"], plan.pipeline
     assert plan.not_understood == [], plan.not_understood
+
+
+def test_two_close_reasons_said_side_by_side_are_one_count_each(world):
+    rows, plan = answer(world, "how many 2024 issue closures were completed vs not planned")
+    store, catalog = world
+    got = run_pipeline(
+        store, plan.collection, plan.pipeline, tenant="t", principals=["*"], schema=catalog.schemas[plan.collection]
+    )
+    assert sorted((r["_id"], r["count"]) for r in got) == [("completed", 2), ("not_planned", 1)], plan.pipeline
+    assert plan.not_understood == []
