@@ -278,15 +278,18 @@ class ConditionStep(Draft):
             r"|\bnor (?:@-?)?mention(?:s|ed|ing)? (?:anyone|anybody|someone|people|others)\b"
         ):
             self.add_filter(mentioned[0], None, "empty")
-        elif mentioned and (
-            said := self.mark(
-            r"\b(?:(?:@-?)?mention|tag|ping)(?:s|ed|ged|ing|ging)? (?:someone|somebody|anyone|anybody|people|others|other people)\b"
-            r"|\b(?:with|has|have|having|had|containing|contain|contains|carrying|including|include|includes)\s+"
-            r"(?:an? |any |some |at least one |one or more )?(?:@-?mentions?|mentions? of (?:someone|somebody|anyone|people|others))"
-            r"|@-?mentions?(?= of (?:someone|somebody|anyone|people|others))"
-            r"|(?:有)?(?:提到|提及|@)了?(?:别人|其他人|他人|某人)"
-            r"|(?<![\w@])@\s+(?:someone|somebody|anyone|anybody|people|others)\b"  # "replies that @ somebody"
-            r"|(?:有|带有?|帶有?|含有?)\s*@\s*(?:了\s*)?(?:任何人|别人|別人|其他人|他人|某人|人)?"  # 带 @ 的消息, 有 @ 別人的
+        elif (
+            mentioned
+            and (
+                said := self.mark(
+                    r"\b(?:(?:@-?)?mention|tag|ping)(?:s|ed|ged|ing|ging)? (?:someone|somebody|anyone|anybody|people|others|other people)\b"
+                    r"|\b(?:with|has|have|having|had|containing|contain|contains|carrying|including|include|includes)\s+"
+                    r"(?:an? |any |some |at least one |one or more )?(?:@-?mentions?|mentions? of (?:someone|somebody|anyone|people|others))"
+                    r"|@-?mentions?(?= of (?:someone|somebody|anyone|people|others))"
+                    r"|(?:有)?(?:提到|提及|@)了?(?:别人|其他人|他人|某人)"
+                    r"|(?<![\w@])@\s+(?:someone|somebody|anyone|anybody|people|others)\b"  # "replies that @ somebody"
+                    r"|(?:有|带有?|帶有?|含有?)\s*@\s*(?:了\s*)?(?:任何人|别人|別人|其他人|他人|某人|人)?"  # 带 @ 的消息, 有 @ 別人的
+                )
             )
         ):
             # "don't tag anybody", 没有 @ 任何人: a negation just before the words of having one inverts them
@@ -1222,9 +1225,7 @@ _EMPTY_LIST = (
 )
 # A negation right before the words of having something ("don't tag anybody", 没有 @ 任何人, "never pinging
 # others"): the something is absent.
-_NEGATION_JUST_BEFORE = (
-    r"(?:\b(?:do|does|did)(?:n't| not)|n['’]t|\bnot|\bnever|\bwithout|\bno)\s+(?:(?:ever|even|once|actually)\s+)?$|(?:没有?|沒有?|未|不|无|無)\s*$"
-)
+_NEGATION_JUST_BEFORE = r"(?:\b(?:do|does|did)(?:n't| not)|n['’]t|\bnot|\bnever|\bwithout|\bno)\s+(?:(?:ever|even|once|actually)\s+)?$|(?:没有?|沒有?|未|不|无|無)\s*$"
 _LACKS = r"(?:\b(?:do|does|did)(?:n't| not)|\bha(?:ve|s)(?:n't| not)(?: got)?) (?:have |got )?(?:an? |any |a single )?"
 # A message that answers no one: "not replies to somebody", "aren't thread replies", 不是回复.
 _NOT_A_REPLY = (

@@ -547,7 +547,7 @@ def test_the_words_closing_a_chinese_exception_are_read_with_it(world, question)
 
 
 def test_two_close_reasons_said_side_by_side_are_one_count_each(world):
-    rows, plan = answer(world, "how many 2024 issue closures were completed vs not planned")
+    _, plan = answer(world, "how many 2024 issue closures were completed vs not planned")
     store, catalog = world
     got = run_pipeline(
         store, plan.collection, plan.pipeline, tenant="t", principals=["*"], schema=catalog.schemas[plan.collection]

@@ -403,9 +403,7 @@ def test_the_person_whose_threads_drew_the_most_replies_in_total(world, question
     assert plan.ir.shape.kind == "measures" and plan.not_understood == []
 
 
-@pytest.mark.parametrize(
-    "question", ["total replies Ana's threads got", "total thread replies ana's threads received"]
-)
+@pytest.mark.parametrize("question", ["total replies Ana's threads got", "total thread replies ana's threads received"])
 def test_the_replies_someones_threads_got_are_summed(world, question):
     rows, plan = answer(world, question)
     assert rows == [{"total": 4}], plan.pipeline  # a1's 3 and a2's 1, not the 2 threads
