@@ -1053,7 +1053,8 @@ class ShapeStep(OwnAggregateStep):
                 by_field.setdefault(f.field, []).append(f)
         field, both = next(((k, v) for k, v in by_field.items() if len(v) >= 2), (None, []))
         if field is None:
-            # "closures completed vs not planned": the values of a field of few values, said as either
+            # "closures completed vs not planned": the values of a field of few values, said side by side
+            # (not one word standing for several: "resolved" is Done or Won't Do, "resolved each month")
             return next(
                 (
                     f
@@ -1062,6 +1063,8 @@ class ShapeStep(OwnAggregateStep):
                     and not f.negate
                     and isinstance(f.value, list)
                     and len(f.value) >= 2
+                    and f.span is not None
+                    and re.search(r"\bvs\b|\bversus\b|\bcompared\b", self.q[f.span[0] : f.span[1]], re.I)
                     and self.schema.fields.get(f.field) is not None
                     and self.schema.fields[f.field].enum
                     and f.field not in self._person_paths()
