@@ -421,6 +421,8 @@ class PeopleDirectory:
                     continue
                 if _ELSE.match(low) and _SOMEONE_BEFORE.search(question[:start]):
                     continue  # "someone else's thread": no one called Else
+                if _GLOSS_BEFORE.search(question[:start]) and re.match(r"\s*[)）]", question[end:]):
+                    continue  # "讲宏（macro）的消息": a Chinese word's translation in brackets, not anyone
                 hits = self.index.get(low)
                 if n == 1 and (hits or len(low) >= 5) and a_word_not_a_name(text, low, start, end):
                     continue  # (without a hit, a word shorter than five letters is looked up no further)
@@ -574,6 +576,13 @@ _CJK_PARTICLES = "的了在和提合发写负创评审关解完打开吗呢"  # 
 _CJK_TIME = re.compile(
     r"(?:上|本|这|下|每)(?:个)?(?:周|星期|礼拜|月|季度)|(?:今|去|前|明)年|(?:今|昨|前|明)天|最近|近期|以来|一共|总共|周末|工作日"
 )
+_GLOSS_BEFORE = re.compile(r"[\u4e00-\u9fff]\s*[（(]\s*$")
+_CJK_IN_ENGLISH = re.compile(
+    r"(?<![\u4e00-\u9fff])(?P<before>[\u4e00-\u9fff]{2,4})(?=(?:['’]s)?\s+(?:posted|wrote|sent|said|merged|opened|closed"
+    r"|created|filed|reported|reviewed|commented|replied|answered|started|mentioned|has|have|had|did|is|was)\b)"
+    r"|\b(?:by|from|did|does|has|for|of)\s+(?P<after>[\u4e00-\u9fff]{2,4})(?![\u4e00-\u9fff])",
+    re.I,
+)
 # Common words whose last character is also a surname ("任何": any; "如何": how; "为何": why).
 _CJK_WORDS_ENDING_IN_SURNAME = frozenset({"任何", "如何", "为何", "几何", "有何", "没何"})
 # What introduces a topic in Chinese ("提到 X", "关于 X"): the words after it are the subject, not a person.
@@ -662,6 +671,14 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
             name = name[:-1]
         if len(name) > size and (size == 2 or name[0] in _SURNAMES):
             slots.append((name, m.start(1), m.start(1) + len(name)))
+    # A Chinese name in an English sentence, where English would put a person ("上官明哲 posted how many",
+    # "messages by 王芳"): the whole run, if it starts with a surname.
+    for m in _CJK_IN_ENGLISH.finditer(question):
+        group = "before" if m.group("before") else "after"
+        name = m.group(group)
+        size = 2 if name[:2] in _COMPOUND_SURNAMES else 1
+        if len(name) > size and (size == 2 or name[0] in _SURNAMES):
+            slots.append((name, m.start(group), m.end(group)))
     kept: list[tuple[str, int, int]] = []
     for slot in sorted(set(slots), key=lambda s: (s[1], -s[2])):
         if all(slot[2] <= k[1] or slot[1] >= k[2] for k in kept):

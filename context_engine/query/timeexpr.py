@@ -804,7 +804,8 @@ def _between(m: re.Match, now: datetime) -> tuple[datetime, datetime] | None:
 _VERB_BEFORE = re.compile(
     r"\b(merged|merge|closed|close|created|create|opened|open|resolved|resolve|fixed|fix|"
     r"updated|submitted|posted|reviewed|filed|file|reported|report|(?:came|come|comes|coming)(?: in)?|arrived)"
-    r"(?:\s+(?:in|during|over|within|throughout)(?:\s+the)?)?\s*$",  # "close in the previous quarter"
+    # "close in the previous quarter"; hyphenated as one adjective: "closed-in-2022 issues"
+    r"(?:[\s-]+(?:in|during|over|within|throughout)(?:[\s-]+the)?)?[\s-]*$",
     re.I,
 )
 _VERB_FORMS = {

@@ -36,6 +36,13 @@ _CUES: dict[str, tuple[re.Pattern, ...]] = {
         re.compile(rf"(?<![\w-]){_VALUE}-label(?:l)?ed\b", re.I),
         re.compile(rf"(?:标签|标记为|标为|打了|打上了?|貼了|標籤)\s*['\"“]?{_VALUE}", re.I),
         re.compile(rf"{_VALUE}['\"”]?\s*(?:标签|標籤)", re.I),
+        # A word shaped as trackers name labels, right before the records ("needs-info issues", "kind/bug
+        # PRs", "area:docs tickets"): a triage prefix or a scope and a slash or colon, never a topic's word.
+        re.compile(
+            r"(?<![\w/:-])((?:needs|status|triage)-[A-Za-z][\w.-]*|[A-Za-z]+[/:][A-Za-z][\w.-]*)"
+            r"\s+(?:issues?|prs?|pull requests?|tickets?|bugs?)\b",
+            re.I,
+        ),
     ),
     "milestone": (
         re.compile(rf"\bmilestones?\s+['\"“]?(?:v(?=\d))?{_VALUE}", re.I),

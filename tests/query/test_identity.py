@@ -165,3 +165,21 @@ def test_a_month_before_of_and_a_year_is_a_date_not_someone_of_that_name(questio
 )
 def test_whom_a_message_mentions_is_in_a_persons_place(question, slots):
     assert [text for text, _, _ in person_slots(question)] == slots
+
+
+@pytest.mark.parametrize(
+    "question,slots",
+    [
+        ("上官明哲 posted how many messages in elmlang", ["上官明哲"]),  # a whole compound-surname name
+        ("messages by 王芳 in elmlang", ["王芳"]),
+        ("issues about 数据集 opened in 2023", []),  # no surname first: a word, not a name
+    ],
+)
+def test_a_chinese_name_in_an_english_sentence_is_in_a_persons_place(question, slots):
+    assert [text for text, _, _ in person_slots(question)] == slots
+
+
+def test_a_translation_in_brackets_after_a_chinese_word_is_no_one():
+    macro = PeopleDirectory([{"login": "macro", "name": "Macro", "accounts": []}])
+    assert [m.text for m in macro.find_mentions("racket 里讲宏（macro）的消息有几条？")] == []
+    assert [m.text for m in macro.find_mentions("macro 的消息有几条？")] == ["macro"]

@@ -29,6 +29,9 @@ from context_engine.query.value_cues import value_cues
         ("优先级为 urgent 的任务", "priority", "urgent"),
         ("the erlang workspace: how many posts", "workspace", "erlang"),
         ("who talks most in the haskell slack", "workspace", "haskell"),
+        # shaped as trackers name labels, right before the records
+        ("which needs-info issues haven't been closed yet", "label", "needs-info"),
+        ("open kind/bug PRs", "label", "kind/bug"),
     ],
 )
 def test_the_value_a_kind_points_at(question, role, text):
@@ -45,6 +48,8 @@ def test_the_value_a_kind_points_at(question, role, text):
         ("PRs without a milestone", []),
         ("issue #1234 and its comments", []),  # a record's number, not a channel
         ("open PRs not marked as draft", []),  # a state, not a label
+        ("type-checking issues from 2023", []),  # a hyphenated topic, no label's shape
+        ("json-loading issues", []),
     ],
 )
 def test_words_in_a_values_place_that_name_no_value(question, named):

@@ -161,6 +161,16 @@ class ConditionStep(Draft):
         reasons = set(self.schema.fields["state_reason"].enum or []) if self.schema.has_path("state_reason") else set()
         if "completed" not in reasons:
             return False  # a collection whose records carry no reason (PRs: always null) is not asked one
+        reason = r"(completed|done|not[ _-]planned|won'?t[ -](?:do|fix)|reopened)"
+        both = re.search(rf"\b{reason}\s+(?:vs\.?|versus|compared (?:with|to)|or|and)\s+{reason}\b", self.q, re.I)
+        said = [self._reason_named(both.group(1)), self._reason_named(both.group(2))] if both else []
+        if both and not self._is_used(both.span()) and set(said) <= reasons and said[0] != said[1]:
+            # "closures completed vs not planned": both reasons, one count each (the grouping step reads "vs")
+            self.use(both.span())
+            self.add_filter("state_reason", said, "in")
+            self.add_filter("state", "closed")
+            self.mark(r"\b(?:close[ds]?|closing|state) reason\b|\breason\b")
+            return True
         if self.mark(
             r"\bnot (?:closed )?as (?:completed|done)\b|\b(?:isn't|is not|wasn't|was not|not|other than|besides|except)"
             r" (?:completed|done)\b(?!\s+by\b)|\bfor (?:a|any) reason other than (?:completed|done)\b|不是以?完成|非完成"
@@ -191,6 +201,11 @@ class ConditionStep(Draft):
         self.mark(r"\b(?:close[ds]?|closing|state) reason\b|\breason\b|\bwith reason\b|为?理由|原因")
         self.mark(r"\b(?:marked|flagged|tagged)(?: as)?\b")  # "closures marked 'not planned'"
         return True
+
+    @staticmethod
+    def _reason_named(word: str) -> str:
+        low = word.lower()
+        return "completed" if low in ("completed", "done") else "reopened" if low == "reopened" else "not_planned"
 
     def _a_label(self, word: str) -> bool:
         """Whether the question says "label" and `word` is one of the labels ("the wontfix label" is a
@@ -227,7 +242,7 @@ class ConditionStep(Draft):
             rf"\bun(?:labell?|tagg)ed\b|\b(?:no|zero|without(?: any)?|lacking(?: any)?|missing) (?:labels?|tags)\b|{_LACKS}labels?\b"
             rf"|{_EMPTY_LIST.format('label')}"
             r"|\bnot labell?ed(?: at all)?(?=\s*(?:$|[?,.:;)!-]|and\b|or\b|in\b|from\b|since\b|before\b|after\b))"
-            r"|没有(?:任何)?标签|无标签|未打?标签|不带(?:任何)?标签"
+            r"|没有(?:任何)?标签|无标签|未打?标签|不带(?:任何)?标签|(?:一个|任何)\s*标签\s*(?:都|也)\s*(?:没有?|不带)"
         ):
             self.add_filter(label, None, "empty")
         assignee = person_field_for(s, "assignee")
@@ -264,16 +279,25 @@ class ConditionStep(Draft):
             r"|\bnor (?:@-?)?mention(?:s|ed|ing)? (?:anyone|anybody|someone|people|others)\b"
         ):
             self.add_filter(mentioned[0], None, "empty")
-        elif mentioned and self.mark(
-            r"\b(?:(?:@-?)?mention|tag|ping)(?:s|ed|ged|ing|ging)? (?:someone|somebody|anyone|anybody|people|others|other people)\b"
-            r"|\b(?:with|has|have|having|had|containing|contain|contains|carrying|including|include|includes)\s+"
-            r"(?:an? |any |some |at least one |one or more )?(?:@-?mentions?|mentions? of (?:someone|somebody|anyone|people|others))"
-            r"|@-?mentions?(?= of (?:someone|somebody|anyone|people|others))"
-            r"|(?:有)?(?:提到|提及|@)了?(?:别人|其他人|他人|某人)"
-            r"|(?<![\w@])@\s+(?:someone|somebody|anyone|anybody|people|others)\b"  # "replies that @ somebody"
-            r"|(?:有|带有?|帶有?|含有?)\s*@\s*(?:了\s*)?(?:别人|別人|其他人|他人|某人|人)?"  # 带 @ 的消息, 有 @ 別人的
+        elif (
+            mentioned
+            and (
+                said := self.mark(
+                    r"\b(?:(?:@-?)?mention|tag|ping)(?:s|ed|ged|ing|ging)? (?:someone|somebody|anyone|anybody|people|others|other people)\b"
+                    r"|\b(?:with|has|have|having|had|containing|contain|contains|carrying|including|include|includes)\s+"
+                    r"(?:an? |any |some |at least one |one or more )?(?:@-?mentions?|mentions? of (?:someone|somebody|anyone|people|others))"
+                    r"|@-?mentions?(?= of (?:someone|somebody|anyone|people|others))"
+                    r"|(?:有)?(?:提到|提及|@)了?(?:别人|其他人|他人|某人)"
+                    r"|(?<![\w@])@\s+(?:someone|somebody|anyone|anybody|people|others)\b"  # "replies that @ somebody"
+                    r"|(?:有|带有?|帶有?|含有?)\s*@\s*(?:了\s*)?(?:任何人|别人|別人|其他人|他人|某人|人)?"  # 带 @ 的消息, 有 @ 別人的
+                )
+            )
         ):
-            self.add_filter(mentioned[0], None, "not_empty")  # "messages that @mention someone"
+            # "don't tag anybody", 没有 @ 任何人: a negation just before the words of having one inverts them
+            negation = re.search(_NEGATION_JUST_BEFORE, self.q[: said.start()], re.I)
+            if negation:
+                self.use((negation.start(), said.start()))
+            self.add_filter(mentioned[0], None, "empty" if negation else "not_empty")
         replying = person_field_for(s, "replied_to")
         if replying and self.mark(_NOT_A_REPLY):
             self.add_filter(replying[0], None, "empty")  # a thread's start or a message on its own: no parent
@@ -466,6 +490,8 @@ class ConditionStep(Draft):
         after, before = self.q[span[1] :], self.q[: span[0]]
         if self.collection == "pull_requests" and re.search(r"\b(?:merged|landed|shipped)\s+$", before, re.I):
             return False  # "merged 2021 PRs": the year of their merging
+        if has_verb and before.endswith("-"):
+            return False  # "closed-in-2022 issues": the hyphens make the verb and its year one adjective
         for start, end in self.collection_spans:
             if start >= span[1] and re.match(r"\s*(?:closures|closings|merges)\b", self.q[end:], re.I):
                 return False  # "Jan 2024 issue closures": the month of the closing
@@ -577,19 +603,20 @@ class ConditionStep(Draft):
             ),
         ]
         chinese = [
+            # "被回复了 10 次以上", "回复数达到 10 条以上": a bound said after the number
+            (
+                r"(回复|评论|留言)(?:数|数量)?(?:了|过|达到|达|有|在)?\s*(\d+)\s*(?:次|条|个|则)?\s*(以上|以下)",
+                lambda m: (m.group(3), m.group(2), m.group(1)),
+            ),
             (
                 r"(超过|至少|多于|少于|大于|小于)\s*(\d+)\s*(?:条|个|行|则)?(回复|评论|留言|新增|删除|文件)",
                 lambda m: (m.group(1), m.group(2), m.group(3)),
             ),
             (
-                r"(回复|评论|留言|新增|删除|文件)数?\s*(超过|大于|多于|至少|少于|小于)\s*(\d+)",
+                r"(回复|评论|留言|新增|删除|文件)数?\s*(超过|大于|多于|至少|少于|小于|达到)\s*(\d+)",
                 lambda m: (m.group(2), m.group(3), m.group(1)),
             ),
-            # "被回复了 10 次以上", "10 条以上的评论": a bound said after the number
-            (
-                r"(回复|评论|留言)(?:了|过)?\s*(\d+)\s*(?:次|条|个|则)?\s*(以上|以下)",
-                lambda m: (m.group(3), m.group(2), m.group(1)),
-            ),
+            # "10 条以上的评论"
             (
                 r"(\d+)\s*(?:次|条|个|则)?\s*(以上|以下)的?\s*(回复|评论|留言)",
                 lambda m: (m.group(2), m.group(1), m.group(3)),
@@ -609,6 +636,7 @@ class ConditionStep(Draft):
             "at least": "$gte",
             ">=": "$gte",
             "至少": "$gte",
+            "达到": "$gte",
             "fewer than": "$lt",
             "less than": "$lt",
             "under": "$lt",
@@ -638,6 +666,14 @@ class ConditionStep(Draft):
                     continue
                 cond = ops[op.lower()]
                 self.add_filter(path, _number_of(number), cond[1:])
+                # "（含 10 条）", "(inclusive)": the bound's own aside, which the bound read already says
+                aside = re.match(
+                    r"\s*[（(]\s*(?:(?:含|包含|包括)\s*\d*\s*(?:次|条|个|则)?(?:在内)?|inclusive|incl\.?)\s*[）)]",
+                    self.q[m.end() :],
+                    re.I,
+                )
+                if aside:
+                    self.use((m.end(), m.end() + aside.end()))
         self._repliers_thresholds()
         if self.collection == "pull_requests" and self.schema.has_path("requested_reviewers.login"):
             for mention in self.ctx.mentions:
@@ -895,7 +931,9 @@ class ConditionStep(Draft):
         a, b = replier.span
         negated = re.search(
             r"(?:\b(?:never|not|n't|didn't|hasn't|haven't)\s+(?:\w+\s+)?(?:heard|hear)\s+(?:anything\s+)?from"
-            r"|\b(?:no|without(?:\s+(?:any|a))?)\s+(?:single\s+)?(?:repl(?:y|ies)|answers?|responses?|word)\s+(?:\w+\s+)?(?:from|by))\s+@?$",
+            r"|\b(?:no|without(?:\s+(?:any|a))?)\s+(?:single\s+)?(?:repl(?:y|ies)|answers?|responses?|word)\s+(?:\w+\s+)?(?:from|by)"
+            # "didn't get a single reply from Nana", "never received any answer from Dann"
+            r"|(?:\b(?:never|not)|n['’]t)\s+(?:\w+\s+){1,3}?(?:repl(?:y|ies)|answers?|responses?|word)\s+(?:from|by))\s+@?$",
             self.q[:a],
             re.I,
         )
@@ -1019,6 +1057,10 @@ class ConditionStep(Draft):
         if self.mark(
             r"(?<=['’]s )(?:thread\s+)?replies\b|\b(?:her|his|their|my|your)\s+(?:thread\s+)?replies\b"
             r"|\breplies\s+(?=(?:written\s+|posted\s+|sent\s+)?by\b)"
+            # "how many replies did Earlean write", "earlean thread replies": replies someone wrote
+            r"|\b(?:thread\s+)?replies\s+(?=(?:did|does|do|has|have|had)\s+(?:\S+\s+){1,2}?(?:write|wrote|written|post|posted"
+            r"|send|sent|make|made|leave|left|add|added|drop|dropped)\b)"
+            r"|(?<!total )(?<!sum of )\bthread[\s-]+replies\b(?!\s*(?:count|total|number|per|each)\b)"
             r"|\b(?:were|was|are|is|as)\s+(?:thread\s+replies|replies\s+(?:inside|within|in)\s+(?:a\s+|any\s+)?threads?)\b"
             # 在讨论串里的回复, 她的回复中: the replies themselves, among which the rest of the question counts
             r"|(?:在\s*)?(?:讨论串|帖子)\s*(?:里|中|内)的?\s*回复|的回复(?=\s*(?:中|里|当中|之中))"
@@ -1182,6 +1224,9 @@ _HAVE_CUE = re.compile(
 _EMPTY_LIST = (
     r"\b(?:an? |the )?empty {0}s?(?: list| field| array)?\b|\b{0}s? (?:list |field )?(?:is |are |was |were )?empty\b"
 )
+# A negation right before the words of having something ("don't tag anybody", 没有 @ 任何人, "never pinging
+# others"): the something is absent.
+_NEGATION_JUST_BEFORE = r"(?:\b(?:do|does|did)(?:n't| not)|n['’]t|\bnot|\bnever|\bwithout|\bno)\s+(?:(?:ever|even|once|actually)\s+)?$|(?:没有?|沒有?|未|不|无|無)\s*$"
 _LACKS = r"(?:\b(?:do|does|did)(?:n't| not)|\bha(?:ve|s)(?:n't| not)(?: got)?) (?:have |got )?(?:an? |any |a single )?"
 # A message that answers no one: "not replies to somebody", "aren't thread replies", 不是回复.
 _NOT_A_REPLY = (
@@ -1209,6 +1254,7 @@ def _number_of(text: str) -> int:
 _NO_LONGER_OPEN = (
     r"\bno longer (?:open|active|pending)\b|\bnot (?:open|active|pending) any ?more\b|\bnot (?:still )?open\b"
     r"|\b(?:isn't|aren't|wasn't|weren't) (?:open|pending)\b|不再(?:开放|打开|开着)|已经不再开放"
+    r"|(?:已经|已)?(?:不是|不在|并非|非)\s*(?:open|开放|打开|开着)(?:\s*(?:状态|的状态))?"
 )
 # "not closed (yet)", "nobody closed yet", "至今仍开放": open.
 _NOT_CLOSED = (

@@ -479,22 +479,21 @@ class LinkStep(Draft):
         """A second person said as replying in the threads of the one named first ("Clarine's threads
         Dann replied in", "threads by Odis that never heard from Monserrate", "Odis 发起的讨论串里
         Monserrate 没回复过"): one of the thread's repliers, not its author (the records are the threads)."""
-        if not (
-            person_field_for(self.schema, "reply_user")
-            and re.search(r"\bthreads?\b|讨论串|帖子", self.q, re.I)
-            and any(
-                m.person is not None and m.person != mention.person and m.start < mention.start
-                for m in self.ctx.mentions
-            )
-        ):
-            return False  # "no one except Ana replied" in Ana's threads is the starter's rule's
+        if not (person_field_for(self.schema, "reply_user") and re.search(r"\bthreads?\b|讨论串|帖子", self.q, re.I)):
+            return False
+        earlier = [m.person for m in self.ctx.mentions if m.person is not None and m.start < mention.start]
+        # "Nana's threads that got no reply from Nana": a reply said to come from someone is theirs, even
+        # from the starter; "no one except Ana replied" in Ana's threads is the starter's rule's.
         return bool(
-            re.search(
+            earlier
+            and re.search(
                 r"\b(?:repl(?:y|ies)|answers?|responses?|word)\s+(?:\w+\s+){0,2}?(?:from|by)\s+@?$"
                 r"|\b(?:heard|hear|hearing)\s+(?:\w+\s+)?from\s+@?$",
                 before,
             )
-            or re.search(
+        ) or bool(
+            any(p != mention.person for p in earlier)
+            and re.search(
                 r"^(?:'s)?\s*(?:(?:(?:did|does|do|has|have|had)(?:n['’]?t)?|ever|never|not|n't|also|once)\s+)*"
                 r"(?:repl(?:y|ies|ied|ying)|respond(?:s|ed|ing)?|answer(?:s|ed|ing)?|(?:chim|jump|weigh)(?:e|ed|es|ing)? in)\b"
                 r"|^\s*(?:一次)?(?:都|也)?(?:没有?|从没|从未|有)?(?:回复|回)过?",

@@ -379,6 +379,9 @@ _SUM = re.compile(
     rf"|\bhow many {_MEASURE} (?:did|do|have|had)\b[^?？]*?\b(?:threads?|posts?|messages?|prs?|pull requests?|issues?|tickets?|those|them|these)\s+"
     rf"(?:\w+\s+)?(?:get|got|gotten|receive|received|draw|drew|attract|attracted)\b"
     rf"|\bhow many {_MEASURE}\b[^?？]*\b(?:altogether|all together|in total|combined)\b"
+    # "total replies odis's threads got": the total said before the records that received them
+    rf"|\btotal (?:thread )?{_MEASURE}\s+(?:[\w'’]+\s+){{0,3}}(?:threads?|posts?|messages?|prs?|pull requests?|issues?|tickets?)\s+"
+    r"(?:have\s+|had\s+|has\s+)?(?:get|got|gotten|receive|received|draw|drew|attract|attracted)\b"
     r"|(?:总共|一共|总计)(?:收到|得到|获得)了?多少(?:条|个)?(回复|评论)|(回复|评论)(?:总数|之和|总和)",
     re.I,
 )
@@ -449,7 +452,7 @@ _PLACES = {
 # ("that got merged", "are still open", "hasn't been closed"); Chinese after 里/中 ("开的 PR 里，被合并的占多大比例").
 _SHARE = re.compile(
     # "share" the noun ("share of", "what share"), not the verb ("messages that share a link")
-    r"\b(?:fraction|proportion|percentage|percent|ratio)\b|\bshare\s+of\b|\b(?:what|which|the)\s+share\b|%\s*of\b"
+    r"\b(?:fraction|proportion|percentage|percent|ratio)\b|\bshare\s+(?:[(（][^)）]{0,12}[)）]\s*)?of\b|\b(?:what|which|the)\s+share\b|%\s*of\b"
     r"|(?:多大|多少)的?比例|占比|比例|百分之几|百分比",
     re.I,
 )
@@ -457,8 +460,11 @@ _SHARE = re.compile(
 _RATE = re.compile(r"(?<=\w)\s+(rates?)\b|(?<=[\u4e00-\u9fff])(率)", re.I)
 # A share asked as a percentage (0-100), not a fraction: "in percent", "what percentage", "%", 百分之几, 百分比.
 _IN_PERCENT = re.compile(r"\bpercent(?:age)?s?\b|%|百分", re.I)
+# ... or a negated participle right after the records ("share of 2024 issues not closed yet")
 _PART_SAID = re.compile(
-    r"\b(?:that|which|were|was|are|is|ended|end|got|get|have|has|had|hasn't|haven't|remain(?:ed|s)?|still)\b", re.I
+    r"\b(?:that|which|were|was|are|is|ended|end|got|get|have|has|had|hasn't|haven't|remain(?:ed|s)?|still)\b"
+    r"|\b(?:not|never|no longer)\s+(?:yet\s+)?\w+ed\b",
+    re.I,
 )
 _PART_SAID_CHINESE = re.compile(r"(?:里|中|当中|之中)[，,\s]*")
 
@@ -1047,7 +1053,24 @@ class ShapeStep(OwnAggregateStep):
                 by_field.setdefault(f.field, []).append(f)
         field, both = next(((k, v) for k, v in by_field.items() if len(v) >= 2), (None, []))
         if field is None:
-            return None
+            # "closures completed vs not planned": the values of a field of few values, said side by side
+            # (not one word standing for several: "resolved" is Done or Won't Do, "resolved each month")
+            return next(
+                (
+                    f
+                    for f in self.filters
+                    if f.op == "in"
+                    and not f.negate
+                    and isinstance(f.value, list)
+                    and len(f.value) >= 2
+                    and f.span is not None
+                    and re.search(r"\bvs\b|\bversus\b|\bcompared\b", self.q[f.span[0] : f.span[1]], re.I)
+                    and self.schema.fields.get(f.field) is not None
+                    and self.schema.fields[f.field].enum
+                    and f.field not in self._person_paths()
+                ),
+                None,
+            )
         self.filters = [f for f in self.filters if f not in both]
         either = Filter(field, "in", [f.value for f in both], span=both[0].span)
         self.filters.append(either)

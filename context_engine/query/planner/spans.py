@@ -41,6 +41,14 @@ _FORMS = re.compile(
     r"(?:\s+(?:in|on)\s+(?:the\s+|its\s+|their\s+)?titles?)?\s*[)）]",
     re.I,
 )
+# A Chinese word's translation in brackets ("讲宏（macro）的消息"): the word the records, written in English, use.
+_GLOSS = re.compile(r"\s*[(（]\s*(?P<alts>[A-Za-z][\w.\-]*(?:\s+[A-Za-z][\w.\-]*)?)\s*[)）]")
+
+
+def _gloss(q: str, at: int) -> re.Match | None:
+    return _GLOSS.match(q, at) if at and re.match(r"[\u4e00-\u9fff]", q[at - 1]) else None
+
+
 # A negation right before a topic cue: "not about", "don't mention", "never talks about", "nothing".
 _TOPIC_NEGATION = re.compile(
     r"(?:\bnot|n['’]?t|\bnever|\bwithout|\bnothing)\s+(?:(?:even|ever|once|really|say|talk|talking|anything)\s+)*$",
@@ -129,7 +137,7 @@ class SpanStep(Draft):
             if self._is_used(cue.span()) or any(run[0][0] <= cue.start() < run[-1][1] for run in runs):
                 continue  # read already, or a word of the topic before it ("fix, fixes or fixed")
             run = self._topic_run(cue.end(), forward=True, bridge=True)
-            forms = _FORMS.match(self.q, run[-1][1]) if run else None
+            forms = (_FORMS.match(self.q, run[-1][1]) or _gloss(self.q, run[-1][1])) if run else None
             if forms:  # "mention contracts (contract or contracts)": the forms wanted, spelled out
                 self.use((run[0][0], forms.end()), "topic")
                 run = [

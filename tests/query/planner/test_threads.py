@@ -130,6 +130,15 @@ def refs(rows):
         # someone's replies are the records: not every message of theirs
         ("how many of Ana's replies mention nobody?", 2),  # a3, a4
         ("count the replies by Ben", 3),  # b1, b2, b4
+        ("how many replies did Ana write?", 2),  # a3, a4: hers that answer a thread
+        ("ana thread replies, count", 2),
+        # a bound said after the number, with its inclusion said again in brackets
+        ("回复数达到 3 条以上（含 3 条）的讨论串有几个？", 2),  # a1, c3
+        ("回复数达到 2 条的讨论串有几个", 3),  # a1, b3, c3
+        # a reply said to come from the thread's own starter is among its repliers
+        ("how many of Ana's threads didn't get a single reply from Ana", 1),  # a1
+        ("how many of Ana's threads got a reply from Ana", 1),  # a2
+        ("how many of Ana's threads never received any answer from Cy", 1),  # a2
         # the people someone replied to are others: Ana answering her own thread (a3) is no one else
         ("to how many distinct people has Ana written replies?", 1),  # Ben (a4)
         ("Ana 回复过几个不同的人？", 1),
@@ -392,3 +401,9 @@ def test_the_person_whose_threads_drew_the_most_replies_in_total(world, question
     rows, plan = answer(world, question)
     assert rows == [expected], plan.pipeline
     assert plan.ir.shape.kind == "measures" and plan.not_understood == []
+
+
+@pytest.mark.parametrize("question", ["total replies Ana's threads got", "total thread replies ana's threads received"])
+def test_the_replies_someones_threads_got_are_summed(world, question):
+    rows, plan = answer(world, question)
+    assert rows == [{"total": 4}], plan.pipeline  # a1's 3 and a2's 1, not the 2 threads

@@ -327,6 +327,14 @@ def test_the_forms_of_a_topic_spelled_out_after_it_are_the_ones_matched(catalog,
     assert p.not_understood == []
 
 
+def test_a_chinese_words_translation_in_brackets_is_the_topic(catalog):
+    # "讲事件（event）": the records are written in English; the bracketed word is what they say
+    p = plan(catalog, "标题里讲事件（event）的已合并 PR")
+    words = [w for f in p.ir.filters if "words" in f.op for w in f.value]
+    assert "event" in words and not any("事件" in w for w in words) and p.ir.text == []
+    assert p.not_understood == []
+
+
 def test_two_derivations_of_one_stem_name_its_family(catalog):
     # "validating or validation": neither is a form of the other; the stem with every ending (validate, validated)
     p = plan(catalog, "merged PRs with validating or validation in the title")
