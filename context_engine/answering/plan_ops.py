@@ -63,8 +63,8 @@ class Operation:
     # the words of a field of one record that its kind has no field for ("what priority was it given?"):
     # the follow-up is declined, as a question naming something no record holds is
     unanswerable: str = ""
-    # words the follow-up adds that name a value or person nobody has ("and for the performance label?"): the
-    # follow-up is declined with the candidates, as a first question naming them is
+    # words the follow-up adds that name a value nobody has ("and for the performance label?"): the follow-up is
+    # declined with the closest values, as a first question naming it is
     declined: engine.ResolutionFailed | None = None
     refusal: str = ""  # the decline in words, when it is not "no such field" ("why were they never merged?")
 
@@ -985,12 +985,14 @@ def bound_implies(old: Filter, new: Filter) -> bool:
 def _unknown_in(
     words: str, collection: str, catalog: Catalog, asker: Person | None, now: datetime, values: ValueIndex | None
 ) -> engine.ResolutionFailed | None:
-    """The refusal of words a follow-up adds that name what nobody has (a label, a person), when that is why
-    they cannot be planned; None for anything else (a pronoun of the thread, words no rule reads)."""
+    """The refusal of words a follow-up adds that name a value nobody has ("the performance label"), when that is
+    why they cannot be planned; None for anything else. A person nobody has, or several have, is left to the
+    rewritten question, which declines with candidates the next turn can pick from."""
     ctx, failed = engine.resolve(words, now, catalog, asker, values=values)
-    if failed is None and ctx is not None:
-        ctx.collection = collection
-        failed = engine.refused_names(OfflinePlanner().plan(ctx), ctx, values)
+    if failed is not None or ctx is None:
+        return None
+    ctx.collection = collection
+    failed = engine.unknown_value(OfflinePlanner().plan(ctx), ctx, values)
     if (
         failed is None
         or not failed.unresolved
