@@ -472,8 +472,39 @@ _NAME_PARTICLES = frozenset("van von de der den da del della di du la le bin al 
 
 
 def refused_names(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) -> ResolutionFailed | None:
-    """What the offline plan names that nobody or nothing is: a person, or a value of a named kind."""
-    return unread_name(plan_, ctx, values) or unknown_value(plan_, ctx, values)
+    """What the offline plan names that nobody or nothing is: a person, or a value of a named kind; or a
+    person named in a role these records do not store."""
+    return unplaced_person(plan_, ctx) or unread_name(plan_, ctx, values) or unknown_value(plan_, ctx, values)
+
+
+def unplaced_person(plan_: Plan, ctx: PlanningContext) -> ResolutionFailed | None:
+    """A person the question names in a role no field of these records holds ("who mentions Rashid the
+    most" over pull requests, "issues reviewed by X"): declined saying so, not answered about everyone
+    (the name dropped) nor about the person's own records (the role read as authorship)."""
+    schema = ctx.schemas.get(plan_.collection)
+    for span in plan_.not_understood:
+        if span.get("how") == "no_field" and schema is not None:
+            role = _ROLE_WORDS.get(span.get("role", ""), f"a {span.get('role')}")
+            return ResolutionFailed(
+                f"The {schema.kind.plural} I can see do not record {role}, so I could not use "
+                f"{span['text']!r} the way the question does.",
+                unresolved=span["text"],
+            )
+    return None
+
+
+# A role as a sentence says what a record does not record.
+_ROLE_WORDS = {
+    "mentioned": "who is mentioned in them",
+    "reviewer": "who reviewed them",
+    "assignee": "who they are assigned to",
+    "merger": "who merged them",
+    "closer": "who closed them",
+    "replied_to": "whom they reply to",
+    "requested_reviewer": "whose review was requested",
+    "commenter": "who commented on them",
+    "reply_user": "who replied in them",
+}
 
 
 def unknown_value(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) -> ResolutionFailed | None:

@@ -15,6 +15,9 @@ from context_engine.query.planner.own_fields import field_words, names
 from context_engine.query.planner.spans import STOP
 from context_engine.query.schema import CollectionSchema
 
+# Mentioning someone, said as a verb: what only records that store mentions can answer.
+_MENTION_VERB = r"\b(?:@-?)?mention(?:s|ed|ing)?\b|\bping(?:s|ed|ing)?\b|@-?(?:ed|['’]d)\b|提到|提及|@了"
+
 # A record named by its key: "acme/infra#812" (a repository the schema knows), "ENG-231" (a known project).
 _REF = re.compile(r"(?<![\w/])([\w.-]+/[\w.-]+)#(\d+)\b|\b([A-Z][A-Z0-9]{1,9})-(\d+)\b")
 
@@ -120,6 +123,8 @@ class CollectionStep(Draft):
                 + (2 if name in verbs and re.search(verbs[name], self.q, re.I) else 0)
                 + (2 if name == "issues" and re.search(r"\bsprints?\b", self.q, re.I) else 0)
                 + (3 if any(re.search(word, self.q, re.I) for _, word in person_field_words(schema)) else 0)
+                # "who mentions Rashid the most": the records that store who is mentioned
+                + (3 if person_field_for(schema, "mentioned") and re.search(_MENTION_VERB, self.q, re.I) else 0)
             )  # "who deployed"
             if score > best_score:
                 best, best_score = name, score

@@ -40,6 +40,8 @@ class Draft:
         self.durations: list[Duration] = []  # measures between two dates of a record (`planner.durations`)
         self.lengths: list[Length] = []  # lengths of a text or an array of a record (`planner.lengths`)
         self.duration_verb: str | None = None  # the event that ends the duration read ("merged"), which dates it
+        # people named in a role these records do not store ("who mentions Rashid" over PRs): (span, role)
+        self.unplaced: list[tuple[tuple[int, int], str]] = []
 
     def use(self, span: tuple[int, int], how: str = "value") -> None:
         self.used.append(span)

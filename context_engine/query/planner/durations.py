@@ -35,7 +35,22 @@ _SPAN = re.compile(
     + r"|(?:几|多少)天才(?:被)?"
     + _END
     + r"|多久才(?:被)?"
+    + _END
+    # the end said with a bound on the time it took ("merged within a day of being opened", "closed in
+    # under a week", 一天之内就合并): the bound is read below; "within the last month" names no number
+    + r"|\b"
+    + _END
+    + r"(?=\s+(?:(?:with)?in|in under|in less than|in more than|after|only after)\s+"
+    + r"(?:more than |less than |over |under |at least |at most |no more than )?(?:\d+|an?|one|two|three)\s*"
+    + r"(?:hours?|days?|weeks?|months?)\b)"
+    + r"|(?<=[\d一二两三四五六七八九十天周月时])\s*(?:之内|以内|内)(?:就|便)?(?:被)?"
     + _END,
+    re.I,
+)
+# The start of a span said after its bound: "… within a day of being opened", "after opening".
+_FROM_START = re.compile(
+    r"\s*\b(?:of|after|from)\s+(?:being\s+|getting\s+|it was\s+|they were\s+)?"
+    r"(?:open(?:ed|ing)?|creat(?:ed|ion|ing)|fil(?:ed|ing)|report(?:ed|ing)|submitt?(?:ed|ing)|posted)\b",
     re.I,
 )
 _UNIT_DAYS = {
@@ -57,7 +72,7 @@ _LESS = r"less than|under|fewer than|shorter than|within|at most|no more than|<"
 _BOUND = re.compile(
     rf"\b({_MORE}|{_LESS})\s+{_NUMBER}\s*(hour|day|week|month|year)s?\b"
     r"|(超过|多于|大于|不止|少于|不到|小于|以内)\s*([\d一二两三四五六七八九十]+)\s*(?:个)?(小时|天|周|星期|月|年)"
-    r"|([\d一二两三四五六七八九十]+)\s*(?:个)?(小时|天|周|星期|月|年)(以上|以下|以内)",
+    r"|([\d一二两三四五六七八九十]+)\s*(?:个)?(小时|天|周|星期|月|年)\s*(以上|以下|以内|之内|内)",
     re.I,
 )
 _AVERAGE = re.compile(r"\b(?:on )?average\b|\bavg\b|\bmean\b|\btypical(?:ly)?\b|平均", re.I)
@@ -111,6 +126,12 @@ class DurationStep(Draft):
         self.durations.append(Duration(name, start, end, unit=unit))
         if bound:
             self.use(bound.span(), "shape")
+            start_said = _FROM_START.match(self.q, bound.end())
+            if start_said:
+                self.use(start_said.span(), "shape")
+            lead = re.search(r"\b(?:only\s+)?(?:after|in)\s+$", self.q[: bound.start()], re.I)
+            if lead:  # "merged after more than 30 days", "closed in under a week"
+                self.use(lead.span(), "shape")
             days, op = _bound_of(bound)
             self.add_filter(name, days * 24 if unit == "hours" else days, op)
         for cue in (average if shape else None, extreme if shape else None, counted if shape else None, hours):

@@ -286,25 +286,31 @@ class LinkStep(Draft):
         own = self._own_role(mention)
         if own:
             return own
-        # Slack roles beyond authorship, only where the collection stores them (`mentions`, `parent_user_id`).
-        if (
-            person_field_for(self.schema, "mentioned")
-            and not re.search(r"\b(?:from|by)\s+@?$", before)
-            and (
-                re.search(
-                    r"(?:\bmention(?:s|ed|ing)?|\bmentions of|@-?mention\w*|@-?(?:ed|['’]d)|\bpinged|\bpinging|\btag(?:s|ged|ging)|提到(?:了)?|提及(?:了)?|@了?)\s*@?$",
-                    before,
-                )
-                or re.search(
-                    r"^(?:'s)?\s*(?:was|were|is|are|got|gets|get|has been|have been|had been|been)\s+(?:\w+\s+)?(?:@-?)?mentioned\b"
-                    r"|^\s*被(?:人)?(?:提到|提及|@)",
-                    after,
-                )
-                # "how many times was Nana mentioned" (but "Nana mentioned Odis" is Nana writing)
-                or (
-                    re.search(r"\b(?:was|were|is|are|been|get|got|gets)\s+$", before)
-                    and re.search(r"^\s*(?:@-?)?mentioned\b", after)
-                )
+        # Slack roles beyond authorship, where the collection stores them (`mentions`, `parent_user_id`).
+        # A mention said in words where none is stored ("who mentions Rashid the most" over PRs, or
+        # messages without mentions) is still the mentioned: the person stays unread rather than
+        # becoming the author. A bare "@" before a name there is a handle ("what did @lhoestq merge").
+        if not person_field_for(self.schema, "mentioned"):
+            if re.search(
+                r"(?:\bmention(?:s|ed|ing)?|\bmentions of|@-?mention\w*|\bping(?:s|ed|ing)?|\btag(?:s|ged|ging)"
+                r"|提到(?:了)?|提及(?:了)?|@了)\s*@?$",
+                before,
+            ) and not re.search(r"\b(?:from|by)\s+@?$", before):
+                return "mentioned"
+        elif not re.search(r"\b(?:from|by)\s+@?$", before) and (
+            re.search(
+                r"(?:\bmention(?:s|ed|ing)?|\bmentions of|@-?mention\w*|@-?(?:ed|['’]d)|\bpinged|\bpinging|\btag(?:s|ged|ging)|提到(?:了)?|提及(?:了)?|@了?)\s*@?$",
+                before,
+            )
+            or re.search(
+                r"^(?:'s)?\s*(?:was|were|is|are|got|gets|get|has been|have been|had been|been)\s+(?:\w+\s+)?(?:@-?)?mentioned\b"
+                r"|^\s*被(?:人)?(?:提到|提及|@)",
+                after,
+            )
+            # "how many times was Nana mentioned" (but "Nana mentioned Odis" is Nana writing)
+            or (
+                re.search(r"\b(?:was|were|is|are|been|get|got|gets)\s+$", before)
+                and re.search(r"^\s*(?:@-?)?mentioned\b", after)
             )
         ):
             return "mentioned"
@@ -585,6 +591,7 @@ class LinkStep(Draft):
                 # The name stays unread, so the answer says what it could not use.
                 self.confidence = min(self.confidence, 0.3)
                 self.notes.append(f"{self.collection} has no field for a {role}")
+                self.unplaced.append(((mention.start, mention.end), role))
                 continue
             self.use((mention.start, mention.end), "person")
             if (person.key, role) in linked:

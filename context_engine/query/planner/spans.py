@@ -640,6 +640,13 @@ class SpanStep(Draft):
         unread += [
             {"text": self.q[a:b], "start": a, "end": b, "how": "negation"} for a, b in self._negation_read_as_positive()
         ]
+        # a person in a role no field of these records holds, even where a wider span (the shape's "who
+        # mentions Rashid the most") took in the name: unread, and said so (`engine.unplaced_person`)
+        unread += [
+            {"text": self.q[a:b], "start": a, "end": b, "how": "no_field", "role": role}
+            for (a, b), role in self.unplaced
+            if not any(a < s["end"] and s["start"] < b for s in unread)
+        ]
         unread += [
             {"text": self.q[a:b], "start": a, "end": b, "how": "unknown"}
             for a, b in self._people_compared_in_another_role(shape)

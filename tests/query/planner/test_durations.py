@@ -106,3 +106,23 @@ def test_the_plans_run_and_agree_with_the_records(settings):
         for r in listed.rows
     ]
     assert 0 < len(spans) < 200 and average.rows[0]["average"] == pytest.approx(sum(spans) / len(spans))
+
+
+@pytest.mark.parametrize(
+    "question,op,days",
+    [
+        ("PRs merged within a day of being opened, how many?", "lt", 1),
+        ("how many PRs were merged within 24 hours", "lt", 1),
+        ("count the PRs that got merged after more than 30 days", "gt", 30),
+        ("一天之内就合并的 PR 有多少", "lt", 1),
+    ],
+)
+def test_a_bound_said_after_the_end_of_the_span(catalog, question, op, days):
+    p = plan(catalog, question)
+    assert [(d.start, d.end) for d in p.ir.durations] == [("created_at", "merged_at")]
+    assert duration_filters(p) == [(op, days)]
+    assert not p.not_understood, p.not_understood
+
+
+def test_within_the_last_month_is_a_window_not_a_duration(catalog):
+    assert plan(catalog, "PRs merged within the last month").ir.durations == []

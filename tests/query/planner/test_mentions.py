@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 
 from context_engine.query.answer import compose
-from context_engine.query.engine import Success, resolve, with_display_names
+from context_engine.query.engine import Success, refused_names, resolve, with_display_names
 from context_engine.query.execute import run_pipeline
 from context_engine.query.offline import OfflinePlanner
 from tests.query.conftest import hand_made_world
@@ -129,3 +129,42 @@ def test_the_empty_days_answer_says_its_reading(world):
     rows, plan = answer(world, "how many days in March 2019 saw no messages at all?")
     text, _ = compose(Success(plan, rows, []), "messages")
     assert text.startswith("27 of the 31 days of the time asked had no message")
+
+
+# A tenant whose messages store no mentions, beside pull requests: "who mentions Ben" can be read neither way.
+PULLS = [
+    {"ref": "r#1", "user": {"login": "ben"}, "title": "fix", "created_at": datetime(2019, 3, 2), "state": "open"},
+    {"ref": "r#2", "user": {"login": "ana"}, "title": "add", "created_at": datetime(2019, 3, 3), "state": "open"},
+]
+PLAIN_MESSAGES = [{k: v for k, v in m.items() if k != "mentions"} for m in MESSAGES]
+
+
+@pytest.fixture(scope="module")
+def unmentioned(tmp_path_factory):
+    people = [{**p, "github": login} for p, login in zip(PEOPLE, ("ana", "ben", "cy", "dee"), strict=True)]
+    return hand_made_world(
+        tmp_path_factory.mktemp("unmentioned"), {"pull_requests": PULLS, "messages": PLAIN_MESSAGES}, people
+    )
+
+
+@pytest.mark.parametrize("question", ["who mentions Ben the most?", "who pings Ben most often in slack?"])
+def test_a_mention_nothing_stores_is_declined_not_read_as_the_author(unmentioned, question):
+    _, catalog = unmentioned
+    ctx, failed = resolve(question, NOW, catalog, None)
+    assert failed is None, failed
+    plan = OfflinePlanner().plan(ctx)
+    refused = refused_names(plan, ctx, None)
+    assert refused is not None and "do not record who is mentioned" in refused.message, (plan.ir, refused)
+    assert "Ben" in refused.message
+
+
+def test_the_records_that_store_mentions_are_guessed(tmp_path_factory):
+    _, catalog = hand_made_world(
+        tmp_path_factory.mktemp("both"),
+        {"pull_requests": PULLS, "messages": MESSAGES},
+        [{**p, "github": login} for p, login in zip(PEOPLE, ("ana", "ben", "cy", "dee"), strict=True)],
+    )
+    ctx, _ = resolve("who mentions Ben the most?", NOW, catalog, None)
+    plan = OfflinePlanner().plan(ctx)
+    assert plan.collection == "messages" and plan.ir is not None
+    assert [(f.field, f.value) for f in plan.ir.filters] == [("mentions", "UB")]
