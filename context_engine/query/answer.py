@@ -150,6 +150,23 @@ def counted(n: int, noun: str, plural: str) -> str:
     return f"{n} {noun if n == 1 else plural}"
 
 
+def _distinct_of(plan: Any, kind: CollectionSpec | None) -> tuple[str, str] | None:
+    """What a distinct count counts, as its answer names it: different people when the field holds
+    people, else different values of the field; None for any other shape."""
+    shape = plan.ir.shape if plan is not None and plan.ir is not None else None
+    if shape is None or shape.kind != "distinct_count" or not shape.field:
+        return None
+    people = {path for fields in (kind.people.values() if kind else ()) for path in (p.path for p in fields)}
+    if shape.field in people:
+        return "different person", "different people"
+    role = next((r for r, paths in (kind.roles().items() if kind else ()) if shape.field in paths), None)
+    if role:  # "20 different labels"
+        word = role.replace("_", " ")
+        return f"different {word}", f"different {word}s"
+    label = (kind.labels.get(shape.field) if kind else None) or shape.field
+    return f"different {label}", f"different values of {label}"
+
+
 def _compose(
     result: RunResult, collection: str | None, kind: CollectionSpec | None
 ) -> tuple[str, list[dict[str, Any]]]:
@@ -168,6 +185,9 @@ def _compose(
     rows = result.rows
     if len(rows) == 1 and set(rows[0]) == {"count"}:
         n = rows[0]["count"]
+        distinct = _distinct_of(result.plan, kind)
+        if distinct:  # "how many people posted": people, not the records they wrote
+            return f"{counted(n, *distinct)} among the {noun} matched.", []
         return f"{counted(n, one, noun)} {'matches' if n == 1 else 'match'}.", []
     if len(rows) == 1 and set(rows[0]) == {"percent"} and isinstance(rows[0]["percent"], (int, float)):
         return f"The share of the {noun} matched that meet the condition: {rows[0]['percent']:.1f}%.", []

@@ -8,6 +8,7 @@ import pytest
 from context_engine.kinds.spec import CollectionSpec
 from context_engine.query.answer import compose
 from context_engine.query.engine import MaxAttempts, Success
+from context_engine.query.ir import PlanIR, Shape
 from context_engine.query.plan import Attempt, Plan
 
 ANALYSIS = CollectionSpec(name="analyses", noun="analysis", plural="analyses", text=("title",))
@@ -59,3 +60,16 @@ def test_a_mean_and_distinct_values_are_said_as_such():
         == "2 distinct values over the records matched: mobile-app, payments-api."
     )
     assert compose(Success(plan, distinct[:1], []), "incidents")[0].startswith("1 distinct value over")
+
+
+@pytest.mark.parametrize(
+    ("field", "sentence"),
+    [
+        ("user", "106 different people among the messages matched."),
+        ("channel", "106 different channels among the messages matched."),
+    ],
+)
+def test_a_distinct_count_says_what_it_counted(field, sentence):
+    """ "How many people posted" counts people: the sentence does not say 106 messages match."""
+    plan = Plan("messages", [], ir=PlanIR("messages", shape=Shape("distinct_count", field=field)))
+    assert compose(Success(plan, [{"count": 106}], []), "messages")[0] == sentence

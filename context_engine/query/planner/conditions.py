@@ -23,7 +23,7 @@ class ConditionStep(Draft):
                 continue  # read already ("by somebody who didn't open them": who closed them)
             if (
                 m.group(0).lower() == "open"
-                and re.search(r"\b(did|do|does|will|would|to|I|we|you|they)\s+(?:\S+\s+){0,3}$", before, re.I)
+                and re.search(r"\b(did|do|does|will|would|to|I|we|you|they)\s+(?:\S+\s+){0,5}$", before, re.I)
                 and not re.search(
                     r"\b(still|currently|are|is|remains?|being|be|as|and|stay|stays|the|all|any|our|my|their)\s+$"
                     r"|\b(?:still|currently)\s+(?:have|has|had|got|keeps?)\s+$",

@@ -690,6 +690,9 @@ _GOT = re.compile(r"\s*(get|got|gotten|gets|receive[sd]?|draw|drew|attract(?:s|e
 # first-time contributor too), not only those with no association at all ("outsiders").
 _OUTSIDE_CONTRIBUTORS = (
     r"\b(?:outside|external|non-?member|third[- ]party)\s+contributors?\b|\bcontributors?\s+from\s+outside\b|外部贡献者"
+    r"|\b(?:people|persons|users|folks|authors|contributors|someone|somebody|anyone|anybody)\s+(?:from\s+)?outside"
+    r"\s+(?:the|our|this)\s+(?:org(?:ani[sz]ation)?|company|core team|maintainers|team)\b"
+    r"|\bnon[- ]?(?:org[- ])?members\b|组织外(?:部)?的人|组织以外的人"
 )
 # The words naming a value of `author_association` (GitHub's): whose relation to the repository they say.
 _ASSOCIATIONS = (

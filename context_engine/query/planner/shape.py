@@ -51,6 +51,21 @@ _LIMIT = re.compile(
     re.I,
 )
 
+# A list's order said outright, oldest or newest first.
+_OLDEST_FIRST = (
+    r"\b(?:(?:sorted|ordered|listed)\s+)?(?:oldest|earliest)(?:\s+ones?)?\s+(?:first|on top|at the top)\b"
+    r"|\b(?:(?:sorted|ordered|listed)\s+)?(?:from\s+)?(?:oldest|earliest)\s+to\s+(?:newest|latest|most recent)\b"
+    r"|\b(?:in\s+)?chronological(?:ly)?(?:\s+order)?\b"
+    r"|\b(?:sorted|ordered)\s+(?:by\s+(?:date|time)\s+)?ascending\b"
+    r"|按时间(?:先后)?(?:顺序|正序|升序)|按时间先后|从早到晚|从旧到新|由早到晚|由旧到新|最早的(?:排)?在(?:前|上)"
+)
+_NEWEST_FIRST = (
+    r"\b(?:(?:sorted|ordered|listed)\s+)?(?:newest|latest|most recent|recent)(?:\s+ones?)?\s+(?:first|on top|at the top)\b"
+    r"|\b(?:(?:sorted|ordered|listed)\s+)?(?:from\s+)?(?:newest|latest|most recent)\s+to\s+(?:oldest|earliest)\b"
+    r"|\b(?:in\s+)?reverse[- ]chronological(?:ly)?(?:\s+order)?\b|\b(?:sorted|ordered)\s+(?:by\s+(?:date|time)\s+)?descending\b"
+    r"|按时间倒序|从新到旧|由新到旧|最新的(?:排)?在(?:前|上)"
+)
+
 _BUCKETS = [
     # the cyclic buckets first: "by day of week" is no "by day"
     (
@@ -1437,7 +1452,13 @@ class ShapeStep(OwnAggregateStep):
         return 5
 
     def _oldest_first(self) -> bool:
-        """A size said from the start ("the first ten issues", "the 3 oldest"): the earliest records, not the latest."""
+        """A size said from the start ("the first ten issues", "the 3 oldest") or an order said outright
+        ("oldest first", "in chronological order", 按时间先后): the earliest records, not the latest. An order
+        said the default way ("newest first") is read too."""
+        if self.mark(_NEWEST_FIRST, "shape"):
+            return False
+        if self.mark(_OLDEST_FIRST, "shape"):
+            return True
         m = _LIMIT.search(self.q)
         return bool(m and re.search(r"\b(?:first|oldest)\b", m.group(0), re.I))
 
