@@ -11,6 +11,22 @@ from context_engine.query.fields import DONE_STATUSES, field_for, person_field_f
 from context_engine.query.ir import Filter, TimeRange
 from context_engine.query.planner.draft import NUMBER_WORDS, STATE_FIELDS, Draft
 
+# Replies someone wrote, said as what they made: "wrote the most replies", "posted 5 replies".
+_REPLIES_WRITTEN = re.compile(
+    r"\b(?:wr[io]te|writes?|written|post(?:s|ed)?|sen[dt]s?|ma(?:de|kes?)|left|leaves?|add(?:s|ed)?|drop(?:s|ped)?)\s+"
+    r"(?:the\s+)?(?:most|fewest|least|more|fewer|many|a lot of|lots of|\d+|several)\s+((?:thread\s+)?replies)\b",
+    re.I,
+)
+# Who replies most, to no one named: the replies are the records ranked.
+_WHO_REPLIED = re.compile(
+    r"\b(?:who|which (?:person|user|member|people|users|members))\s+(?:has\s+|have\s+)?"
+    r"((?:replied|replies|answered|responded)(?:\s+to\s+(?:others|other people|people|everyone|folks))?)"
+    r"\s+(?:the\s+)?(?:most|least|more|fewest)\b"
+    r"|谁(?:最常|最爱)?(回复(?:别人|他人|其他人)?)(?:的)?(?:最多|得最多|最频繁|最勤)"
+    r"|((?:回复|回)(?:别人|他人|其他人)?)最多的(?:人|用户|是谁)",
+    re.I,
+)
+
 
 class ConditionStep(Draft):
     """States, review outcomes, times and thresholds, as filters."""
@@ -1066,6 +1082,15 @@ class ConditionStep(Draft):
             r"|(?:在\s*)?(?:讨论串|帖子)\s*(?:里|中|内)的?\s*回复|的回复(?=\s*(?:中|里|当中|之中))"
         ):
             self.add_filter(replying[0], True, "exists")
+            return
+        # "who wrote the most replies", "who replied to others the most", 谁回复别人最多: people ranked by
+        # the replies they wrote (not by all their messages; "replied to X" is the replied_to rule's)
+        said = _REPLIES_WRITTEN.search(self.q) or _WHO_REPLIED.search(self.q)
+        words = next((said.span(i) for i in range(1, len(said.groups()) + 1) if said.group(i)), None) if said else None
+        if words and self._used_as(words) in (None, "shape"):  # "who replied to others the most": the shape's words
+            if not self._is_used(words):
+                self.use(words)
+            self.filters.append(Filter(replying[0], "exists", True, span=words))
 
     def _has_or_lacks(self) -> None:
         """Whether a record has a thing at all, said in any words the rules above did not list: a

@@ -58,6 +58,12 @@ class Draft:
     def _is_used(self, span: tuple[int, int]) -> bool:
         return any(not (span[1] <= a or span[0] >= b) for a, b in self.used)
 
+    def _used_as(self, span: tuple[int, int]) -> str | None:
+        """What consumed the first used span overlapping this one (None: nothing)."""
+        return next(
+            (how for used, how in zip(self.used, self.how) if not (span[1] <= used[0] or span[0] >= used[1])), None
+        )
+
     def add_filter(self, path: str, value: Any, op: str = "eq") -> None:
         # Every step uses the words of a condition just before adding it: those are its span.
         self.filters.append(Filter(path, op, value, span=self.used[-1] if self.used else None))

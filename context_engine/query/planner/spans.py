@@ -476,11 +476,6 @@ class SpanStep(Draft):
             if detect_collection(self.q[a:b], {self.collection: None}, kinds)[0] == self.collection
         ]
 
-    def _used_as(self, span: tuple[int, int]) -> str | None:
-        return next(
-            (how for used, how in zip(self.used, self.how) if not (span[1] <= used[0] or span[0] >= used[1])), None
-        )
-
     def _all_content_words(self) -> str:
         chars = list(self.q)
         cue = CUE.search(self.q)

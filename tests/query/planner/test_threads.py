@@ -407,3 +407,14 @@ def test_the_person_whose_threads_drew_the_most_replies_in_total(world, question
 def test_the_replies_someones_threads_got_are_summed(world, question):
     rows, plan = answer(world, question)
     assert rows == [{"total": 4}], plan.pipeline  # a1's 3 and a2's 1, not the 2 threads
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["who wrote the most replies?", "who replied to others the most?", "谁回复别人最多？", "谁回复最多？"],
+)
+def test_people_ranked_by_the_replies_they_wrote(world, question):
+    # replies: Ben 3 (b1, b2, b4), Ana 2, Cy 2; every message: Ana 5, so not a ranking of all messages
+    rows, plan = answer(world, question)
+    assert rows[0] == {"_id": "UB", "count": 3}, plan.pipeline
+    assert plan.not_understood == []
