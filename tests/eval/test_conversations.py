@@ -2,8 +2,8 @@
 `conversations_heldout2.jsonl`, `conversations_heldout3.jsonl` and `conversations_heldout4.jsonl`, each reported
 once and then tuned on; `conversations_heldout5.jsonl`, `conversations_heldout6.jsonl`,
 `conversations_heldout7.jsonl`, `conversations_heldout8.jsonl`, `conversations_heldout9.jsonl`,
-`conversations_heldout10.jsonl` and `conversations_heldout11.jsonl`, each reported once) and the
-evaluator that runs them through the graph.
+`conversations_heldout10.jsonl`, `conversations_heldout11.jsonl` and `conversations_heldout12.jsonl`, each reported
+once) and the evaluator that runs them through the graph.
 
 The sets' gold was written without reading the follow-up rules (`tests/data/conversations_README.md`).
 These tests check that each is large and varied enough to measure follow-ups, that each held-out set repeats
@@ -147,6 +147,16 @@ SETS = {
         min_declines=8,
         max_turns=5,
     ),
+    # Weighted like the hidden conversations again, with other people, periods, labels and workspaces.
+    "heldout12": SimpleNamespace(
+        path=DATA / "conversations_heldout12.jsonl",
+        min_conversations=38,
+        min_turns=130,
+        min_checked=110,
+        min_topics=6,
+        min_declines=6,
+        max_turns=4,
+    ),
 }
 each_set = pytest.mark.parametrize("cset", list(SETS.values()), ids=list(SETS))
 TURN_FIELDS = {"question", "kind", "collection", "compare", "note"}
@@ -198,7 +208,8 @@ def test_the_set_is_large_varied_and_every_turn_says_what_it_means(cset):
             ["first", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7", "heldout8"],
         ),
         ("heldout10", [name for name in SETS if name not in ("heldout10", "heldout11")]),
-        ("heldout11", [name for name in SETS if name != "heldout11"]),
+        ("heldout11", [name for name in SETS if name not in ("heldout11", "heldout12")]),
+        ("heldout12", [name for name in SETS if name != "heldout12"]),
     ],
     ids=[
         "heldout",
@@ -212,6 +223,7 @@ def test_the_set_is_large_varied_and_every_turn_says_what_it_means(cset):
         "heldout9",
         "heldout10",
         "heldout11",
+        "heldout12",
     ],
 )
 def test_a_held_out_set_repeats_no_conversation_or_wording_of_the_sets_before_it(held, earlier):
