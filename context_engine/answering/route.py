@@ -96,6 +96,9 @@ class RouteSignals:
     plan: Plan | None = None
     unresolved: str | None = None  # why the people in the question could not be resolved
     spans: list[tuple[int, int]] = field(default_factory=list)  # words the signals explain
+    # the field of a stored kind of value the plan groups by ("which label is the most common", 哪个频道
+    # 最活跃): naming a field of the records is asking about records, whichever kind holds it
+    grouped_by: str | None = None
 
     @property
     def constrained(self) -> bool:
@@ -185,6 +188,10 @@ def gather_signals(
     schema = ctx.schemas.get(plan.collection)
     signals.filters = _classify_filters(match, schema.kind if schema is not None else None)
     signals.aggregation = _aggregation(plan.pipeline)
+    shape = plan.ir.shape if plan.ir else None
+    values = {path for paths in schema.kind.values.values() for path in paths} if schema is not None else set()
+    if shape is not None and shape.kind in ("group", "argmax", "argmin", "distinct_count") and shape.field in values:
+        signals.grouped_by = shape.field
     return signals
 
 
@@ -198,7 +205,9 @@ def decide_offline(signals: RouteSignals) -> RouteDecision:
 
     # "how many players on a team" names no kind of record and no condition: a count of the world, not
     # of records, which a query over the whole collection would only pretend to answer.
-    aggregation = signals.aggregation if (signals.named_collection or signals.constrained) else None
+    aggregation = (
+        signals.aggregation if (signals.named_collection or signals.constrained or signals.grouped_by) else None
+    )
     if signals.cues:
         if signals.constrained or aggregation:
             return decided("hybrid", "a content question within conditions the structured half applies")

@@ -72,6 +72,8 @@ def test_the_briefs_examples(settings, question, route):
         ("list the architecture decision records", "structured"),  # "decision records" are a kind of document
         ("what did Rashid do last week?", "hybrid"),  # conditions, but no kind of record named
         ("my open PRs", "structured"),  # no asker: the structured half asks who "my" is
+        ("which label is the most common?", "structured"),  # a field of records, grouped: about records
+        ("哪个标签最常见？", "structured"),
     ],
 )
 def test_cue_words_are_read_in_context(settings, question, route):
