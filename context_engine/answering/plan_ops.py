@@ -951,6 +951,16 @@ def narrowed_by(
         # the share's part is asked over the records without it: "what fraction of his PRs got merged" after his
         # unmerged ones is over all of his PRs
         same |= {f.field for f in shape.part}
+    if (
+        shape_said
+        and shape.field
+        and not shape.bucket
+        and shape.kind in ("group", "argmax", "argmin", "distinct_count")
+    ):
+        # "who posted the most in racket that year?" after Ruthe's count: a ranking of people is over everyone's
+        # records, not one person's (a ranking of the one value the last plan kept answers nothing); several
+        # kept ("which of them posted most") stay
+        same |= {f.field for f in base.filters if f.field == shape.field and f.op == "eq"}
     filters = [f for f in base.filters if f.field not in same] + list(said.filters)
     if shape_said and shape.bucket and (base.shape.bucket or base.times):
         # "which month had the most" after closings per month: months of the date the last plan was about

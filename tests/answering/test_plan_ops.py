@@ -126,6 +126,18 @@ def test_a_narrowing_keeps_the_grouping_of_the_last_answer(setup):
     assert ir.times == base_of(turn).times
 
 
+def test_a_ranking_of_people_after_one_persons_records_ranks_everyone(setup):
+    # "who opened the most?" after Priya's count: a ranking of Priya alone would answer nothing
+    turn = _turn(setup, "how many PRs did Priya open in 2026")
+    operation = _operate(setup, "who opened the most that year?", [turn], FollowUp("", added="who opened the most"))
+    assert operation is not None
+    ir = operation.plan.ir
+    assert ir.shape.kind == "group" and ir.shape.field == "user.login"
+    assert not any(f.field == "user.login" and f.op == "eq" for f in ir.filters), ir.filters
+    assert ir.times == base_of(turn).times
+    assert len(_run(setup, operation.plan)) > 1
+
+
 def test_a_narrowing_that_says_its_own_shape_replaces_the_last_one(setup):
     turn = _turn(setup, "PRs opened in 2026")
     operation = _operate(
