@@ -26,7 +26,7 @@ _WHETHER = (
     r"|\bany\b(?=[^?]*\bat all\W*$)"
 )
 COUNT = re.compile(
-    r"\bhow many\b|[,:(—–-]\s*(?:(?:just|only)\s+)?(?:the\s+)?(?:number|count|total)(?:,?\s+please)?\s*\??\)?\s*[?.]?$|\b(?:msg|message|post)s?\s+volume\b|(?<!about )(?<!mention )(?<!mentioning )(?<!mentions )\bvolume\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have|had)\b|\bnumber of\b|(?<!n't )(?<!n’t )(?<!not )\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|(?:多少|几)\s*(?:个|条|次|则|篇|封|位|名|项|件)?(?<!几)|数量|总数|"
+    r"\bhow many\b|[,:(—–-]\s*(?:(?:just|only)\s+)?(?:the\s+)?(?:number|count|total)(?:,?\s+please)?\s*\??\)?\s*[?.]?$|\b(?:msg|message|post)s?\s+volume\b|(?<!about )(?<!mention )(?<!mentioning )(?<!mentions )\bvolume\b|\bhow often\b(?![^?]*\b(?:most|least|more)\b)|(?<!\w)#\s*of\b|\bhow much (?:did|do|does|has|have|had)\b|\bnumber of\b|(?<!n't )(?<!n’t )(?<!not )\bcount\b|\btotal\b|(?<=[A-Za-z])\s*数(?:量|目)?(?=[？?。]?$)|(?:多少|(?<!哪)几)\s*(?:个|条|次|则|篇|封|位|名|项|件)?(?<!几)|数量|总数|"
     + _WHETHER,
     re.I,
 )

@@ -904,3 +904,16 @@ def test_conditions_on_the_shape_of_a_record(tmp_path, question, refs):
     p = plan(catalog, question)
     assert sorted(r["ref"] for r in run(p.ir, store, catalog.schemas["issues"])) == refs, p.pipeline
     assert not p.not_understood, p.not_understood
+
+
+@pytest.mark.parametrize(
+    "question,kind",
+    [
+        ("2026 年的 issue 哪几个还开着？", "list"),  # 哪几个: which ones
+        ("2026 年的 issue 哪幾個還開著？", "list"),
+        ("2026 年的 issue 还开着的有几个？", "count"),  # 几个: how many
+    ],
+)
+def test_which_ones_is_a_list_and_how_many_a_count(catalog, question, kind):
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == kind and not p.not_understood, (p.ir.shape, p.not_understood)
