@@ -674,6 +674,15 @@ _MONTH_NAME = re.compile(r"\b(" + "|".join(sorted(MONTHS, key=len, reverse=True)
 _CJK_MONTH = re.compile(r"(?<![年\d])((?:\d{1,2}|[一二三四五六七八九十]+)\s*月)")
 
 
+_MONTH_OF_THAT_YEAR = re.compile(
+    r"\b(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\b\.?\s+(?:of\s+|in\s+)?(?:that|the\s+same)\s+year\b",
+    re.I,
+)
+_CJK_THAT_YEARS_MONTH = re.compile(
+    r"(?:那年|那一年|同年|同一年|当年)的?\s*(?=(?:\d{1,2}|[一二三四五六七八九十]+)\s*月)"
+)
+
+
 def _with_year(when: str, previous: dict[str, Any], now: datetime) -> str:
     """A month said alone after a question dated in one year is that year's month ("and in July?"
     after "August 2017" is July 2017, not the last July before now), unless that month has not come
@@ -748,6 +757,8 @@ def resolve_offline(
             text = re.sub(rf"(?<!\w)(?:by\s+|from\s+)?{re.escape(name)}(?:['’]s)?(?!\w)", " ", text, flags=re.I)
         text = re.sub(r"\s{2,}", " ", text).strip()
         return FollowUp(text, "the last question, from anyone", dropped="anyone", resumed=(len(turns), ""))
+    # "and for April that year?", 那年 4 月呢: a month of the year asked about, which a month said alone is
+    question = _MONTH_OF_THAT_YEAR.sub(r"\1", _CJK_THAT_YEARS_MONTH.sub("", question))
     drop = _drop_clause(question.strip(" ?？.。!！"))
     if drop is not None:
         what, rest = drop

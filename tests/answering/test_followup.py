@@ -1405,3 +1405,18 @@ def test_a_chinese_question_naming_its_person_and_time_stands_alone():
     }
     out = resolve_offline("这个人那个月一共发了几条？", [ranking], PEOPLE, NOW)
     assert out.restated and RANKING["answer_people"][0] in out.standalone and "2026 年 10 月" in out.standalone, out
+
+
+@pytest.mark.parametrize(
+    "asked,month",
+    [
+        ("and for April that year?", "April 2026"),
+        ("what about June of the same year?", "June 2026"),
+        ("那年 4 月呢？", "2026 年 4 月"),
+    ],
+)
+def test_a_month_of_that_year_is_the_month_of_the_year_asked_about(asked, month):
+    # "that year" is March 2026's year; the window moves to the month, not to "that year" read as 2026 whole
+    out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
+    assert out.new_time == month and out.standalone.startswith("Which PRs did Rashid merge"), out
+    assert "that year" not in out.standalone and "March" not in out.standalone
