@@ -2,7 +2,7 @@
 set (`tests/data/unseen_*.jsonl`), the blind sets (`tests/data/blind_*.jsonl`, `tests/data/blind2_*.jsonl`,
 `tests/data/blind3_*.jsonl`, `tests/data/blind4_*.jsonl`, `tests/data/blind5_*.jsonl`, `tests/data/blind6_*.jsonl`,
 `tests/data/blind7_*.jsonl`, `tests/data/blind8_*.jsonl`, `tests/data/blind9_*.jsonl`, `tests/data/blind10_*.jsonl`,
-`tests/data/blind11_*.jsonl`) and
+`tests/data/blind11_*.jsonl`, `tests/data/blind12_*.jsonl`) and
 the evaluator's scoring of them.
 
 Every set's gold was written by people who never read the planner (see `tests/data/paraphrase_README.md`,
@@ -10,7 +10,7 @@ Every set's gold was written by people who never read the planner (see `tests/da
 `tests/data/blind2_README.md`, `tests/data/blind3_README.md`, `tests/data/blind4_README.md`,
 `tests/data/blind5_README.md`, `tests/data/blind6_README.md`, `tests/data/blind7_README.md`,
 `tests/data/blind8_README.md`, `tests/data/blind9_README.md`, `tests/data/blind10_README.md`,
-`tests/data/blind11_README.md`); the unseen and blind sets are held out (never tuned on). These tests check that the gold of each set is sound against the real data: every pipeline passes the
+`tests/data/blind11_README.md`, `tests/data/blind12_README.md`); the unseen and blind sets are held out (never tuned on). These tests check that the gold of each set is sound against the real data: every pipeline passes the
 engine's own validator and returns something, every topic answer is what its stated rule gives,
 every question that must be declined names someone the data cannot resolve, and one declined for a
 value (a label, a milestone, a channel: `absent_from` names its field) names one no record holds. The evaluator's own
@@ -140,6 +140,13 @@ SETS = {
     ),
     "blind11": SimpleNamespace(
         files={"hf": DATA / "blind11_github.jsonl", "oss": DATA / "blind11_slack.jsonl"},
+        min_lines=200,
+        min_phrasings=2,
+        min_declines=8,
+        min_topics=8,
+    ),
+    "blind12": SimpleNamespace(
+        files={"hf": DATA / "blind12_github.jsonl", "oss": DATA / "blind12_slack.jsonl"},
         min_lines=200,
         min_phrasings=2,
         min_declines=8,
