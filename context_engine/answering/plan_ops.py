@@ -993,17 +993,9 @@ def _unknown_in(
         return None
     ctx.collection = collection
     failed = engine.unknown_value(OfflinePlanner().plan(ctx), ctx, values)
-    if (
-        failed is None
-        or not failed.unresolved
-        or failed.unresolved not in words
-        or _PRONOUNS.fullmatch(failed.unresolved)
-    ):
+    if failed is None or not failed.unresolved or failed.unresolved not in words:
         return None
     return failed
-
-
-_PRONOUNS = re.compile(r"(?:he|she|him|her|his|hers|they|them|their|it|its|他|她|他们|她们|它)", re.I)
 
 
 def _planned_alone(
