@@ -45,6 +45,7 @@ from context_engine.answering.followup import FollowUp, says_a_shape
 from context_engine.query import engine
 from context_engine.query.catalog import Catalog
 from context_engine.query.compile import compile_plan
+from context_engine.query.consistency import implies
 from context_engine.query.fields import field_for, person_field_for
 from context_engine.query.identity import Person
 from context_engine.query.ir import BUCKETS, RECORD_SHAPES, WORD_OPERATORS, Filter, PlanIR, Shape, SortKey, TimeRange
@@ -942,7 +943,7 @@ def narrowed_by(
     # "instead" or as the value the same question is for ("and for dataset contribution?" after the documentation
     # label) — and unless the last plan's condition on it already says more: "这样的帖子一共有几个" after threads
     # with over 20 replies reads 帖子 as threads (1+ replies), which those are
-    implied = [f for f in said.filters if any(bound_implies(b, f) for b in base.filters)]
+    implied = [f for f in said.filters if any(implies(b, f, schema) for b in base.filters)]
     said = replace(said, filters=[f for f in said.filters if f not in implied])
     instead = replacing or bool(_FOR_VALUE.match(words))
     same = {f.field for f in said.filters if instead or not _holds_many(schema, f.field)}
@@ -963,23 +964,6 @@ def narrowed_by(
         shape=shape,
     )
     return narrowed, own.not_understood
-
-
-_LOWER_BOUNDS = {"gt": 1, "gte": 0}  # a bound on whole numbers as the least value it lets in: gt 20 is gte 21
-_UPPER_BOUNDS = {"lt": -1, "lte": 0}
-
-
-def bound_implies(old: Filter, new: Filter) -> bool:
-    """Every record `old` lets in, `new` lets in too (bounds on the same whole-number field: "> 20" implies ">= 1")."""
-    if old.field != new.field or old.negate or new.negate or old.via or new.via:
-        return False
-    if not all(isinstance(f.value, int) and not isinstance(f.value, bool) for f in (old, new)):
-        return False
-    if new.op in _LOWER_BOUNDS and (old.op in _LOWER_BOUNDS or old.op == "eq"):
-        return old.value + _LOWER_BOUNDS.get(old.op, 0) >= new.value + _LOWER_BOUNDS[new.op]
-    if new.op in _UPPER_BOUNDS and (old.op in _UPPER_BOUNDS or old.op == "eq"):
-        return old.value + _UPPER_BOUNDS.get(old.op, 0) <= new.value + _UPPER_BOUNDS[new.op]
-    return False
 
 
 def _unknown_in(
