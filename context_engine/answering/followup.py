@@ -212,6 +212,10 @@ class FollowUp:
     # words that open a question as if they named one listed record ("the parquet one — ...") and name none, or
     # several: (the words, the decline that says so)
     unnamed: tuple[str, str] | None = None
+    # the values the words `added` (or `restated`) name replace the last plan's on the same fields, even of a field
+    # a record holds several of ("and with the dataset-viewer label instead?", "换成 bug 标签", "and for dataset
+    # contribution?" after the documentation label); else a label is one more
+    replacing: bool = False
 
 
 # "if we only count merged ones", "what if you only include the open ones", "如果只算合并的": the records
@@ -727,6 +731,12 @@ _NEW_QUESTION = re.compile(
 )
 
 
+# "with the dataset-viewer label instead", "换成 bug 标签": read on the question as said (`_core` drops "instead")
+_INSTEAD = re.compile(r"\binstead\b|\brather\b|换成|改成|换为", re.I)
+# "and for dataset contribution?": the same question for another value
+_FOR_VALUE = re.compile(r"^\s*(?:(?:and|what\s+about|how\s+about)\s+)?for\s+(?!more\b|less\b|at\s+least\b)", re.I)
+
+
 def resolve_offline(
     question: str,
     turns: list[dict[str, Any]],
@@ -736,6 +746,19 @@ def resolve_offline(
 ) -> FollowUp:
     """`turns`: the thread's earlier turns ({standalone, people, people_text, times, refs, answer_people}),
     oldest first; empty on a new thread. `kinds`: the tenant's kinds (default: the built-in ones)."""
+    out = _read(question, turns, directory, now, kinds)
+    words = out.added or out.restated
+    return replace(out, replacing=bool(words and (_INSTEAD.search(question) or _FOR_VALUE.match(words))))
+
+
+def _read(
+    question: str,
+    turns: list[dict[str, Any]],
+    directory: PeopleDirectory | None,
+    now: datetime,
+    kinds: Registry | None = None,
+) -> FollowUp:
+    """The follow-up as the rules read it; `resolve_offline` adds what is read on the question as said."""
     kinds = kinds or builtin_registry()
     if not turns:
         return FollowUp(question)

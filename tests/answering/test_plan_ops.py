@@ -481,7 +481,10 @@ def test_who_replied_in_the_one_thread_the_most_ranks_its_replies_authors(tmp_pa
 def test_a_value_said_instead_replaces_the_last_one_even_of_a_field_holding_several(setup):
     turn = _turn(setup, "how many issues labelled backend are open")
     operation = _operate(
-        setup, "and with the frontend label instead?", [turn], FollowUp("", added="with the frontend label")
+        setup,
+        "and with the frontend label instead?",
+        [turn],
+        FollowUp("", added="with the frontend label", replacing=True),
     )
     assert operation is not None
     labels = [f.value for f in operation.plan.ir.filters if "labels" in f.field]
