@@ -730,20 +730,15 @@ def resolve_offline(
 ) -> FollowUp:
     """`turns`: the thread's earlier turns ({standalone, people, people_text, times, refs, answer_people}),
     oldest first; empty on a new thread. `kinds`: the tenant's kinds (default: the built-in ones)."""
-    out = _read(question, turns, directory, now, kinds)
+    out = _read(question, turns, directory, now, kinds or builtin_registry())
     words = out.added or out.restated
     return replace(out, replacing=bool(words and (_INSTEAD.search(question) or _FOR_VALUE.match(words))))
 
 
 def _read(
-    question: str,
-    turns: list[dict[str, Any]],
-    directory: PeopleDirectory | None,
-    now: datetime,
-    kinds: Registry | None = None,
+    question: str, turns: list[dict[str, Any]], directory: PeopleDirectory | None, now: datetime, kinds: Registry
 ) -> FollowUp:
     """The follow-up as the rules read it; `resolve_offline` adds what is read on the question as said."""
-    kinds = kinds or builtin_registry()
     if not turns:
         return FollowUp(question)
     new = _NEW_QUESTION.match(question)
