@@ -32,7 +32,7 @@ from context_engine.chat_models import structured_output
 from context_engine.kinds import BUILTIN, CollectionSpec, Registry, builtin_registry
 from context_engine.prompts import FOLLOWUP_SYSTEM
 from context_engine.query.identity import AmbiguousPerson, PeopleDirectory, UnknownPerson
-from context_engine.query.planner.draft import NUMBER_WORDS
+from context_engine.query.planner.draft import CJK_NUMBERS, NUMBER_WORDS, PERIOD_UNITS
 from context_engine.query.timeexpr import MONTHS, find_time_ranges
 from context_engine.text import HAN, tokenize
 
@@ -212,6 +212,10 @@ class FollowUp:
     # words that open a question as if they named one listed record ("the parquet one — ...") and name none, or
     # several: (the words, the decline that says so)
     unnamed: tuple[str, str] | None = None
+    # the values the words `added` (or `restated`) name replace the last plan's on the same fields, even of a field
+    # a record holds several of ("and with the dataset-viewer label instead?", "换成 bug 标签", "and for dataset
+    # contribution?" after the documentation label); else a label is one more
+    replacing: bool = False
 
 
 # "if we only count merged ones", "what if you only include the open ones", "如果只算合并的": the records
@@ -245,21 +249,6 @@ def _core(question: str) -> str:
 
 # Shifting the last time window: "the month before", "a week earlier", "the previous year", "再往前一周",
 # "往后一个月"; "earlier" / "before that" / "更早" is everything before it, "later" / "之后" everything after.
-_UNITS = {
-    "day": "day",
-    "week": "week",
-    "month": "month",
-    "quarter": "quarter",
-    "year": "year",
-    "天": "day",
-    "日": "day",
-    "周": "week",
-    "星期": "week",
-    "礼拜": "week",
-    "月": "month",
-    "季度": "quarter",
-    "年": "year",
-}
 _EN_UNIT = r"(day|week|month|quarter|year)s?"  # the one group of each form: the unit
 _CJK_UNIT = r"(?:一|1)?个?(天|日|周|星期|礼拜|月|季度|年)"
 # "the month before" / "the next week": the window of that unit next to the last one (the one
@@ -302,7 +291,6 @@ _MOVE_AHEAD = re.compile(
     re.I,
 )
 # the same moves by more than one unit ("two months earlier", "往前推两个月", "三年后")
-_CJK_COUNTS = {"两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 _MOVE_BY = re.compile(
     rf"^{_SAME_WINDOW}?(?P<n>\d+|two|three|four|five|six|seven|eight|nine|ten|twelve)\s+(?P<unit>day|week|month|quarter|year)s?"
     r"\s+(?P<way>earlier|before|ago|back|prior|later|after|on)$"
@@ -449,7 +437,7 @@ def _shifted(core: str, previous: dict[str, Any]) -> str | None:
         rf"^(?:the\s+)?(next|following|previous|prior|preceding)\s+({'|'.join(_COUNTS)}|\d+)\s+{_EN_UNIT}$", core, re.I
     )
     if several:  # "the next three months": that many units right after (before) the last window
-        n, unit = _COUNTS.get(several.group(2).lower()) or int(several.group(2)), _UNITS[several.group(3).lower()]
+        n, unit = _COUNTS.get(several.group(2).lower()) or int(several.group(2)), PERIOD_UNITS[several.group(3).lower()]
         if several.group(1).lower() in ("next", "following"):
             return _phrase(end, _step(end, unit, n))
         return _phrase(_step(start, unit, -n), start)
@@ -457,8 +445,8 @@ def _shifted(core: str, previous: dict[str, Any]) -> str | None:
     if moved_by:  # "two months earlier", "往前推两个月", "三年后": the window moved by that many units
         said = {k: v for k, v in moved_by.groupdict().items() if v}
         count = said.get("n") or said.get("cn") or said.get("an") or ""
-        n = int(count) if count.isdigit() else _COUNTS.get(count.lower()) or _CJK_COUNTS[count]
-        unit = _UNITS[(said.get("unit") or said.get("cunit") or said.get("aunit") or "").lower()]
+        n = int(count) if count.isdigit() else _COUNTS.get(count.lower()) or CJK_NUMBERS[count]
+        unit = PERIOD_UNITS[(said.get("unit") or said.get("cunit") or said.get("aunit") or "").lower()]
         way = (said.get("way") or said.get("cway") or said.get("away") or "").lower()
         n = -n if way in ("earlier", "before", "ago", "back", "prior", "前") else n
         return _phrase(_step(start, unit, n), _step(end, unit, n))
@@ -475,7 +463,7 @@ def _shifted(core: str, previous: dict[str, Any]) -> str | None:
         m = pattern.match(core)
         if not m:
             continue
-        unit = _UNITS[next(g for g in m.groups() if g).lower()]
+        unit = PERIOD_UNITS[next(g for g in m.groups() if g).lower()]
         if moved or _step(start, unit, 1) == end:
             return _phrase(_step(start, unit, n), _step(end, unit, n))
         # a window of another length: the unit right before it (right after it)
@@ -736,6 +724,12 @@ _NEW_QUESTION = re.compile(
 )
 
 
+# "with the dataset-viewer label instead", "换成 bug 标签": read on the question as said (`_core` drops "instead")
+_INSTEAD = re.compile(r"\binstead\b|\brather\b|换成|改成|换为", re.I)
+# "and for dataset contribution?": the same question for another value
+_FOR_VALUE = re.compile(r"^\s*(?:(?:and|what\s+about|how\s+about)\s+)?for\s+(?!more\b|less\b|at\s+least\b)", re.I)
+
+
 def resolve_offline(
     question: str,
     turns: list[dict[str, Any]],
@@ -745,7 +739,15 @@ def resolve_offline(
 ) -> FollowUp:
     """`turns`: the thread's earlier turns ({standalone, people, people_text, times, refs, answer_people}),
     oldest first; empty on a new thread. `kinds`: the tenant's kinds (default: the built-in ones)."""
-    kinds = kinds or builtin_registry()
+    out = _read(question, turns, directory, now, kinds or builtin_registry())
+    words = out.added or out.restated
+    return replace(out, replacing=bool(words and (_INSTEAD.search(question) or _FOR_VALUE.match(words))))
+
+
+def _read(
+    question: str, turns: list[dict[str, Any]], directory: PeopleDirectory | None, now: datetime, kinds: Registry
+) -> FollowUp:
+    """The follow-up as the rules read it; `resolve_offline` adds what is read on the question as said."""
     if not turns:
         return FollowUp(question)
     new = _NEW_QUESTION.match(question)
@@ -863,7 +865,7 @@ def resolve_offline(
             )
     top = _TOP_N.match(core)
     if top:  # "show me the top five instead": the last ranking, that many places
-        n = top.group(1) or str(_CJK_COUNTS.get(top.group(2), top.group(2)))
+        n = top.group(1) or str(CJK_NUMBERS.get(top.group(2), top.group(2)))
         return FollowUp(f"top {n}: {previous['standalone'].rstrip('?？。. ')}", f"the last ranking, top {n}")
     moved_then_reshaped = _moved_then_reshaped(core, previous)
     if moved_then_reshaped is not None:
@@ -1701,7 +1703,7 @@ def _elliptical(
             return _counted(previous)
     regroup = _REGROUP.match(words)
     if regroup:  # "split it by week", "按月统计": the last question's records, counted per period
-        unit = _UNITS[next(g for g in regroup.groups() if g).lower()]
+        unit = PERIOD_UNITS[next(g for g in regroup.groups() if g).lower()]
         base = re.sub(r"\s{2,}", " ", _PREVIOUS_SHAPE.sub(" ", previous["standalone"].rstrip("?？。. "))).strip()
         return FollowUp(f"{base} per {unit}", f"the last question's records, per {unit}", reshape=unit)
     split = _SPLIT_BY.match(words)

@@ -30,7 +30,7 @@ changes the last plan is applied to that IR, and the new IR is carried forward:
                       reads it in the rewritten question, added to the last plan
 
 Recognising the follow-up is `answering.followup`'s (`FollowUp.new_time`, `.reshape`, `.added`, `.within`,
-`.restated`, `.collection`, `.person`, `.nth`, `.record`; "back to X — ..." hands over the thread as it was when X was asked about); this module
+`.restated`, `.replacing`, `.collection`, `.person`, `.nth`, `.record`; "back to X — ..." hands over the thread as it was when X was asked about); this module
 only applies the change. Anything it cannot apply returns None, and the rewritten question stands.
 """
 
@@ -45,6 +45,7 @@ from context_engine.answering.followup import FollowUp, says_a_shape
 from context_engine.query import engine
 from context_engine.query.catalog import Catalog
 from context_engine.query.compile import compile_plan
+from context_engine.query.consistency import implies
 from context_engine.query.fields import field_for, person_field_for
 from context_engine.query.identity import Person
 from context_engine.query.ir import BUCKETS, RECORD_SHAPES, WORD_OPERATORS, Filter, PlanIR, Shape, SortKey, TimeRange
@@ -210,8 +211,7 @@ def operate(
     words = followup.added or followup.restated
     if words:
         before = changed
-        replacing = bool(_INSTEAD.search(question))
-        narrowed = narrowed_by(changed, words, catalog, asker, now, values, followup.standalone, replacing)
+        narrowed = narrowed_by(changed, words, catalog, asker, now, values, followup.standalone, followup.replacing)
         if narrowed is None:
             failed = _unknown_in(words, changed.collection, catalog, asker, now, values)
             return None if failed is None else Operation(None, base, f"{failed.unresolved!r}: no such", declined=failed)
@@ -887,19 +887,12 @@ def _without_said(
     return kept
 
 
-# "and for dataset contribution?": the same question for another value
-_FOR_VALUE = re.compile(r"^\s*(?:(?:and|what\s+about|how\s+about)\s+)?for\s+(?!more\b|less\b|at\s+least\b)", re.I)
 # "which was busiest?", "what was the biggest one": an extreme said of nothing named, after records per period
 _BARE_EXTREME = re.compile(
     r"^(which|what)\s+(?:one\s+)?(?=(?:was|is|were|had)\s+(?:the\s+)?(?:busiest|biggest|largest|quietest|slowest|"
     r"most\s+active|most|fewest|least|highest|lowest|top)\b)",
     re.I,
 )
-
-
-# "with the dataset-viewer label instead", "换成 bug 标签": the new value replaces the old even where a record may
-# hold several (a label said alone is one more)
-_INSTEAD = re.compile(r"\binstead\b|\brather\b|换成|改成|换为", re.I)
 
 
 def narrowed_by(
@@ -914,7 +907,8 @@ def narrowed_by(
 ) -> tuple[PlanIR, list[dict[str, Any]]] | None:
     """The follow-up's words planned over the last plan's kind of record, added to it (`standalone`: the
     follow-up rewritten whole, where a topic is read as in a question of its own; `replacing`: each field the
-    words name replaces the last plan's conditions on it, as "instead" says, even a field holding several)."""
+    words name replaces the last plan's conditions on it, as "instead" says, even a field holding several:
+    `FollowUp.replacing`)."""
     if base.shape.kind == "group" and base.shape.bucket and _BARE_EXTREME.match(words):
         # "which was busiest?" after messages per month: which month (not who, as "busiest" alone reads)
         words = _BARE_EXTREME.sub(lambda m: f"{m.group(1)} {base.shape.bucket} ", words, count=1)
@@ -938,14 +932,12 @@ def narrowed_by(
     if not (said.filters or said.times or said.text or shape_said):
         return None  # nothing read: the rewritten question is planned whole, and says what it did not read
     schema = catalog.schemas[base.collection]
-    # a new value of a field that holds one replaces the old ("only lhoestq's"); a label is one more, unless said
-    # "instead" or as the value the same question is for ("and for dataset contribution?" after the documentation
-    # label) — and unless the last plan's condition on it already says more: "这样的帖子一共有几个" after threads
+    # a new value of a field that holds one replaces the old ("only lhoestq's"); a label is one more, unless
+    # `replacing` — and unless the last plan's condition on it already says more: "这样的帖子一共有几个" after threads
     # with over 20 replies reads 帖子 as threads (1+ replies), which those are
-    implied = [f for f in said.filters if any(bound_implies(b, f) for b in base.filters)]
+    implied = [f for f in said.filters if any(implies(b, f, schema) for b in base.filters)]
     said = replace(said, filters=[f for f in said.filters if f not in implied])
-    instead = replacing or bool(_FOR_VALUE.match(words))
-    same = {f.field for f in said.filters if instead or not _holds_many(schema, f.field)}
+    same = {f.field for f in said.filters if replacing or not _holds_many(schema, f.field)}
     shape = said.shape if shape_said else base.shape
     if shape.kind == "share":
         # the share's part is asked over the records without it: "what fraction of his PRs got merged" after his
@@ -975,23 +967,6 @@ def narrowed_by(
     return narrowed, own.not_understood
 
 
-_LOWER_BOUNDS = {"gt": 1, "gte": 0}  # a bound on whole numbers as the least value it lets in: gt 20 is gte 21
-_UPPER_BOUNDS = {"lt": -1, "lte": 0}
-
-
-def bound_implies(old: Filter, new: Filter) -> bool:
-    """Every record `old` lets in, `new` lets in too (bounds on the same whole-number field: "> 20" implies ">= 1")."""
-    if old.field != new.field or old.negate or new.negate or old.via or new.via:
-        return False
-    if not all(isinstance(f.value, int) and not isinstance(f.value, bool) for f in (old, new)):
-        return False
-    if new.op in _LOWER_BOUNDS and (old.op in _LOWER_BOUNDS or old.op == "eq"):
-        return old.value + _LOWER_BOUNDS.get(old.op, 0) >= new.value + _LOWER_BOUNDS[new.op]
-    if new.op in _UPPER_BOUNDS and (old.op in _UPPER_BOUNDS or old.op == "eq"):
-        return old.value + _UPPER_BOUNDS.get(old.op, 0) <= new.value + _UPPER_BOUNDS[new.op]
-    return False
-
-
 def _unknown_in(
     words: str, collection: str, catalog: Catalog, asker: Person | None, now: datetime, values: ValueIndex | None
 ) -> engine.ResolutionFailed | None:
@@ -1003,17 +978,9 @@ def _unknown_in(
         return None
     ctx.collection = collection
     failed = engine.unknown_value(OfflinePlanner().plan(ctx), ctx, values)
-    if (
-        failed is None
-        or not failed.unresolved
-        or failed.unresolved not in words
-        or _PRONOUNS.fullmatch(failed.unresolved)
-    ):
+    if failed is None or not failed.unresolved or failed.unresolved not in words:
         return None
     return failed
-
-
-_PRONOUNS = re.compile(r"(?:he|she|him|her|his|hers|they|them|their|it|its|他|她|他们|她们|它)", re.I)
 
 
 def _planned_alone(

@@ -17,6 +17,7 @@ from context_engine.query.planner.shape import DEFAULT_LIMIT
 from context_engine.query.schema import values_at
 
 LISTED = 10
+_GROUPS_LISTED = 25  # a ranking or a count per group lists more: its lines are short
 # Where the built-in kinds keep who a listed record is by (Jira's display name, a Slack profile's name).
 _WHO = ("user.login", "fields.assignee.displayName", "user_profile.real_name", "author.name")
 
@@ -211,12 +212,12 @@ def _compose(
         return f"The {kind} over the {noun} matched: {said}.", []
     if rows and set().union(*rows) == {"_id"}:  # the distinct values of a field, in value order
         values = ", ".join(_label(r) for r in rows[:LISTED])
-        more = f" … and {len(rows) - LISTED} more" if len(rows) > LISTED else ""
+        more = _more(rows, LISTED, " ")
         return f"{counted(len(rows), 'distinct value', 'distinct values')} over the {noun} matched: {values}{more}.", []
     if rows and "_id" in rows[0] and "ref" not in rows[0]:
         metric = next((k for k in rows[0] if k not in ("_id", "name")), None)
-        lines = [f"{i}. {_label(r)}: {r.get(metric)}" for i, r in enumerate(rows[:25], 1)]
-        more = f"\n… and {len(rows) - 25} more" if len(rows) > 25 else ""
+        lines = [f"{i}. {_label(r)}: {r.get(metric)}" for i, r in enumerate(rows[:_GROUPS_LISTED], 1)]
+        more = _more(rows, _GROUPS_LISTED, "\n")
         weeks = any(isinstance(r.get("_id"), str) and _ISO_WEEK.fullmatch(r["_id"]) for r in rows)
         said = f" ({WEEKS_SAID})" if weeks else ""
         return f"{counted(len(rows), 'group', 'groups')} of {noun} ({metric}){said}:\n" + "\n".join(lines) + more, []
@@ -236,21 +237,22 @@ def _compose(
         meta = ", ".join(x for x in (str(who), str(state), _day(when), *shown) if x)
         said = cite["id"] if cite["title"] == cite["id"] else f"{cite['id']} {cite['title']}"  # a record with no title
         lines.append(f"[{i}] {said} ({meta}) {cite['url'] or ''}".rstrip())
-    more = f"\n… and {len(rows) - LISTED} more in the records" if len(rows) > LISTED else ""
     if result.total is not None and result.total > len(rows):  # the rows stop at the cap: the exact total said
-        return (
-            f"Found {counted(result.total, one, noun)}; the records hold the first {len(rows)}:\n"
-            + "\n".join(lines)
-            + more
-        ), citations
-    if _at_the_list_cap(result):
+        head = f"Found {counted(result.total, one, noun)}; the records hold the first {len(rows)}"
+    elif _at_the_list_cap(result):
         # no total (its count ran out of time): 200 listed of perhaps thousands is no count; said so, never "Found 200"
         head = (
             f"Found {counted(len(rows), one, noun)}, the most one answer lists: more may match "
             f"(ask how many for their number)"
         )
-        return head + ":\n" + "\n".join(lines) + more, citations
-    return f"Found {counted(len(rows), one, noun)}:\n" + "\n".join(lines) + more, citations
+    else:
+        head = f"Found {counted(len(rows), one, noun)}"
+    return head + ":\n" + "\n".join(lines) + _more(rows, LISTED, "\n", " in the records"), citations
+
+
+def _more(rows: list[dict[str, Any]], shown: int, before: str, where: str = "") -> str:
+    """What a list cut at `shown` lines leaves out: "… and 12 more" (`where` they are), after `before`."""
+    return f"{before}… and {len(rows) - shown} more{where}" if len(rows) > shown else ""
 
 
 def _at_the_list_cap(result: Success) -> bool:

@@ -9,6 +9,11 @@ Only what is certain counts: two different values of one scalar field, a value a
 "is empty" and a value, bounds that leave no room, time ranges that do not meet. Two values of an
 array field ("labelled bug and docs") can both hold and are not reported; neither are conditions on
 different fields, whatever they imply about each other.
+
+The same model answers the dual question, `implies`: whether every record one condition lets in, another
+lets in too (a follow-up's "这样的帖子" — threads, 1+ replies — adds nothing to threads with over 20 replies).
+On a field the schema has seen hold only whole numbers an exclusive bound is the inclusive one next to it
+("> 20" is ">= 21"), so "> 3" and "< 4" leave no room and "> 0" implies ">= 1".
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ def _hashable(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def _of_filter(f: Filter) -> _Condition | None:
+def _of_filter(f: Filter, whole: bool) -> _Condition | None:
     op = OPPOSITE.get(f.op, f.op) if f.negate else f.op  # a negated operator as the operator it is
     if f.negate and op == f.op and op != "exists":
         return None  # a negated comparison or word pattern: not one of the certain forms
@@ -62,10 +67,17 @@ def _of_filter(f: Filter) -> _Condition | None:
     if op in ("empty", "not_empty"):
         return _Condition(f.span, empty=op == "empty")
     if op in _LOWER:
-        return _Condition(f.span, lower=(value, op == "gte"))
+        return _Condition(f.span, lower=_bound(op, value, whole))
     if op in _UPPER:
-        return _Condition(f.span, upper=(value, op == "lte"))
+        return _Condition(f.span, upper=_bound(op, value, whole))
     return None  # words: any text may hold them
+
+
+def _bound(op: str, value: Any, whole: bool) -> tuple[Any, bool]:
+    """A bound as (value, inclusive); on whole numbers an exclusive whole bound is the inclusive one next to it."""
+    if whole and op in ("gt", "lt") and isinstance(value, int) and not isinstance(value, bool):
+        return (value + 1 if op == "gt" else value - 1, True)
+    return (value, op in ("gte", "lte"))
 
 
 def _below(value: Any, bound: tuple[Any, bool]) -> bool:
@@ -132,6 +144,55 @@ def _clash(a: _Condition, b: _Condition, array: bool) -> bool:
     return False
 
 
+def _within(value: Any, c: _Condition) -> bool:
+    """Whether `value` certainly meets the bounds of `c` (null meets none; values that do not compare, none)."""
+    try:
+        return (
+            value is not None
+            and (c.lower is None or value > c.lower[0] or (value == c.lower[0] and c.lower[1]))
+            and (c.upper is None or value < c.upper[0] or (value == c.upper[0] and c.upper[1]))
+        )
+    except TypeError:
+        return False
+
+
+def _as_tight(x: tuple[Any, bool] | None, y: tuple[Any, bool] | None, lower: bool) -> bool:
+    """Whether a bound `x` lets in nothing the bound `y` on the same side does not (no bound lets in everything)."""
+    if y is None:
+        return True
+    if x is None:
+        return False
+    try:
+        if x[0] == y[0]:
+            return y[1] or not x[1]
+        return bool(x[0] > y[0]) if lower else bool(x[0] < y[0])
+    except TypeError:
+        return False
+
+
+def implies(old: Filter, new: Filter, schema: CollectionSchema) -> bool:
+    """Whether every record `old` lets in, `new` lets in too, where that is certain of a bound: `new` bounds the
+    same field and `old` bounds it as tightly on that side, or allows only values within it ("> 20 replies", "3
+    replies" imply "1 or more")."""
+    if old.via or new.via:
+        return False
+    try:
+        path = resolve_field(schema, old.field)
+        if resolve_field(schema, new.field) != path:
+            return False
+    except CompileError:
+        return False
+    whole = schema.holds_whole_numbers(path)
+    a, b = _of_filter(old, whole), _of_filter(new, whole)
+    if a is None or b is None or b.values is not None or b.excluded or b.empty is not None:
+        return False
+    if b.lower is None and b.upper is None:
+        return False
+    if a.values is not None:
+        return all(_within(v, b) for v in a.values)
+    return _as_tight(a.lower, b.lower, lower=True) and _as_tight(a.upper, b.upper, lower=False)
+
+
 def contradictions(ir: PlanIR, schema: CollectionSchema) -> list[tuple[Span | None, Span | None]]:
     """The pairs of a plan's conditions (by their spans) that no record can meet together; a time
     range that ends before it starts is a pair with itself."""
@@ -139,11 +200,11 @@ def contradictions(ir: PlanIR, schema: CollectionSchema) -> list[tuple[Span | No
         return []
     on_path: dict[str, list[_Condition]] = {}
     for f in ir.filters:
-        condition = _of_filter(f)
         try:
             path = resolve_field(schema, f.field)
         except CompileError:
             continue  # the compiler reports it
+        condition = _of_filter(f, schema.holds_whole_numbers(path))
         if condition is not None:
             on_path.setdefault(path, []).append(condition)
     for t in [] if ir.times_any else ir.times:  # alternative periods need not meet

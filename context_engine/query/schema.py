@@ -90,6 +90,11 @@ class CollectionSchema:
         info = self.fields.get(path)
         return info is not None and "date" in info.types
 
+    def holds_whole_numbers(self, path: str) -> bool:
+        """Every value seen is a whole number (a count: `comments`, `reply_count`), so "> 20" is ">= 21"."""
+        info = self.fields.get(path)
+        return info is not None and bool(info.types - {"null"}) and info.types - {"null"} <= {"int", "long"}
+
     def is_array(self, path: str) -> bool:
         info = self.fields.get(path)
         return info is not None and (info.in_array or "array" in info.types)

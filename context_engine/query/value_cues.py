@@ -11,14 +11,17 @@ from dataclasses import dataclass
 # A value as people write one: a word with dots, hyphens, colons or slashes inside ("needs-triage", "2.0").
 _VALUE = r"([A-Za-z0-9][\w.:/-]*[A-Za-z0-9]|[A-Za-z0-9])"
 
-# Words in a value's place that name no value: "a label", "which channel", "the busiest workspace".
+# Words in a value's place that name no value: "a label", "which channel", "the busiest workspace", "tagged
+# him" (the one list of pronouns that name no value, a follow-up's "her" included; a value is written in Latin
+# letters, so 他/她 never stand in its place).
 _NOT_VALUES = frozenset(
     """
 a an the any some no not none this that these those which what whose each every all both either neither
 one same other others another own main whole entire different new old more most less least many few
 several two three four five first second third last next previous current given
 private public slack workspace workspaces channel channels label labels milestone milestones tag tags
-it its them their our your my his her as with by for from in into of on to at about and or but nor
+it its he she him her his hers they them their our your my
+as with by for from in into of on to at about and or but nor
 is are was were be been has have had
 somebody someone anyone anybody everyone everybody nobody people person user users members
 per active busy quiet big small large top popular

@@ -453,6 +453,22 @@ def test_a_value_said_after_a_narrowing_replaces_the_one_it_added(asked, standal
     assert resolve_offline("which of those are bugs?", [QUERIED], PEOPLE, NOW).added == "bugs"
 
 
+@pytest.mark.parametrize(
+    "asked,replacing",
+    [
+        ("and with the frontend label instead?", True),  # "instead", which the words added no longer say
+        ("换成 frontend 标签", True),
+        ("and for the frontend label?", True),  # the value the same question is for
+        ("and with the frontend label?", False),  # a label said alone is one more
+        ("only the ones with more than 3 comments", False),
+    ],
+)
+def test_a_value_said_in_place_of_the_last_one_is_read_where_the_follow_up_is(asked, replacing):
+    labelled = {**QUERIED, "standalone": "how many issues labelled backend are open", "collection": "issues"}
+    out = resolve_offline(asked, [labelled], PEOPLE, NOW)
+    assert out.added and out.replacing is replacing
+
+
 # A pick said by what the candidate list showed (name, key, workspace), in any order, with a few
 # words around it; the declined question is asked again about that candidate.
 @pytest.mark.parametrize(

@@ -6,12 +6,11 @@ from datetime import datetime
 import pytest
 
 from context_engine.answering.followup import FollowUp, resolve_offline
-from context_engine.answering.plan_ops import base_of, bound_implies, operate, without
+from context_engine.answering.plan_ops import base_of, operate, without
 from context_engine.config import Settings
 from context_engine.query import engine
 from context_engine.query.engine import principals_of
 from context_engine.query.execute import run_pipeline
-from context_engine.query.ir import Filter
 from context_engine.query.offline import OfflinePlanner
 from context_engine.resources import catalog_for, store_for
 
@@ -494,7 +493,10 @@ def test_who_replied_in_the_one_thread_the_most_ranks_its_replies_authors(tmp_pa
 def test_a_value_said_instead_replaces_the_last_one_even_of_a_field_holding_several(setup):
     turn = _turn(setup, "how many issues labelled backend are open")
     operation = _operate(
-        setup, "and with the frontend label instead?", [turn], FollowUp("", added="with the frontend label")
+        setup,
+        "and with the frontend label instead?",
+        [turn],
+        FollowUp("", added="with the frontend label", replacing=True),
     )
     assert operation is not None
     labels = [f.value for f in operation.plan.ir.filters if "labels" in f.field]
@@ -509,21 +511,6 @@ def test_a_narrowing_naming_a_value_nobody_has_is_declined_with_candidates(setup
     assert operation is not None and operation.plan is None
     assert operation.declined is not None and operation.declined.unresolved == "blorpish"
     assert "label" in operation.declined.message
-
-
-@pytest.mark.parametrize(
-    "old,new,implied",
-    [
-        (("gt", 20), ("gte", 1), True),  # threads with over 20 replies are threads (1+ replies)
-        (("gte", 1), ("gt", 20), False),  # the other way round narrows
-        (("eq", 3), ("gte", 1), True),
-        (("gt", 0), ("gte", 1), True),  # on whole numbers "> 0" is ">= 1"
-        (("lt", 5), ("lte", 4), True),
-        (("lte", 5), ("lt", 5), False),
-    ],
-)
-def test_a_bound_the_last_condition_already_implies(old, new, implied):
-    assert bound_implies(Filter("reply_count", *old), Filter("reply_count", *new)) is implied
 
 
 def test_a_condition_taken_away_before_a_question_of_its_own_keeps_the_rest_of_the_plan(setup):

@@ -14,7 +14,8 @@ from context_engine.query.compile import compile_plan
 from context_engine.query.engine import resolve
 from context_engine.query.execute import run_pipeline
 from context_engine.query.ir import PlanIR
-from context_engine.query.plan import PlanningContext
+from context_engine.query.offline import OfflinePlanner
+from context_engine.query.plan import Plan, PlanningContext
 from context_engine.query.schema import schema_from_documents
 from context_engine.query.validate import validate_pipeline
 from context_engine.resources import catalog_for
@@ -41,8 +42,13 @@ def catalog(settings):
 def context(catalog, question: str) -> PlanningContext:
     """The planning context of a question that resolves (people and times found, nobody unknown)."""
     ctx, failed = resolve(question, NOW, catalog, None)
-    assert failed is None
+    assert failed is None, failed
     return ctx
+
+
+def plan(catalog, question: str) -> Plan:
+    """The offline planner's plan of a question that resolves, on `catalog` (the sample organisation's)."""
+    return OfflinePlanner().plan(context(catalog, question))
 
 
 def hand_made_world(data_dir, collections: dict[str, list[dict]], people: list[dict]):

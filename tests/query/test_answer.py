@@ -53,3 +53,18 @@ def test_a_list_cut_at_the_default_size_says_more_may_match():
     five = PlanIR("messages", shape=Shape("list", sort=[SortKey("date", -1)], limit=5))
     text, _ = compose(Success(Plan("messages", [], ir=five), rows[:5], []), "messages")
     assert text.startswith("Found 5 messages:")
+
+
+def test_a_long_list_says_how_many_it_leaves_out():
+    records = [{"ref": f"m{i}", "text": "hi", "user": "U1"} for i in range(13)]
+    text, citations = compose(Success(Plan("messages", []), records, []), "messages")
+    assert text.startswith("Found 13 messages:") and text.endswith("\n… and 3 more in the records")
+    assert len(citations) == 13  # every record cited, ten of them said
+    groups = [{"_id": f"U{i}", "count": 40 - i} for i in range(30)]
+    text, _ = compose(Success(Plan("messages", []), groups, []), "messages")
+    assert "25. U24: 16" in text and text.endswith("\n… and 5 more")
+    values = [{"_id": f"v{i}"} for i in range(12)]
+    text, _ = compose(Success(Plan("messages", []), values, []), "messages")
+    assert text.endswith("v9 … and 2 more.")
+    text, _ = compose(Success(Plan("messages", []), records, [], total=436), "messages")
+    assert text.startswith("Found 436 messages; the records hold the first 13:")

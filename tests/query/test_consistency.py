@@ -8,8 +8,9 @@ from datetime import datetime
 
 import pytest
 
-from context_engine.query.consistency import contradictions
+from context_engine.query.consistency import contradictions, implies
 from context_engine.query.ir import Filter, PlanIR, TimeRange
+from context_engine.query.schema import CollectionSchema, FieldInfo
 from tests.query.conftest import refs
 
 POOL = [
@@ -65,6 +66,7 @@ def test_a_pair_reported_as_contradicting_matches_no_record(store, schema, a, b)
         (Filter("state", "eq", "open"), Filter("state", "eq", "open", negate=True)),
         (Filter("comments", "gte", 1), Filter("comments", "in", [0, None])),  # "had comments" and "no comments"
         (Filter("comments", "gt", 3), Filter("comments", "lte", 3)),
+        (Filter("comments", "gt", 3), Filter("comments", "lt", 4)),  # no whole number of comments between
         (Filter("assignee", "exists", True), Filter("assignee", "exists", False)),
         (Filter("assignee", "ne", "ann"), Filter("assignee", "eq", "ann")),  # "Ann's" and "not Ann's"
         (Filter("label", "eq", "bug"), Filter("label", "nin", ["bug", "docs"])),
@@ -88,6 +90,38 @@ def test_the_misreadings_it_is_for_are_found(schema, a, b):
 )
 def test_conditions_that_can_hold_together_are_not_reported(schema, a, b):
     assert contradictions(PlanIR("issues", filters=[a, b]), schema) == []
+
+
+def test_bounds_leave_room_between_real_numbers():
+    scores = CollectionSchema("issues", fields={"score": FieldInfo("score", {"double"})})
+    ir = PlanIR("issues", filters=[Filter("score", "gt", 3), Filter("score", "lt", 4)])
+    assert contradictions(ir, scores) == []
+
+
+@pytest.mark.parametrize(
+    "old,new,implied",
+    [
+        (("gt", 20), ("gte", 1), True),  # threads with over 20 replies are threads (1+ replies)
+        (("gte", 1), ("gt", 20), False),  # the other way round narrows
+        (("eq", 3), ("gte", 1), True),
+        (("in", [2, 5]), ("gt", 1), True),
+        (("in", [0, 5]), ("gt", 1), False),
+        (("gt", 0), ("gte", 1), True),  # on whole numbers "> 0" is ">= 1"
+        (("lt", 5), ("lte", 4), True),
+        (("lte", 5), ("lt", 5), False),
+        (("gte", 1), ("ne", 0), False),  # only a bound is implied
+        (("exists", True), ("gte", 0), False),
+    ],
+)
+def test_a_bound_another_condition_implies(schema, old, new, implied):
+    assert implies(Filter("comments", *old), Filter("comments", *new), schema) is implied
+
+
+def test_on_real_numbers_an_exclusive_bound_is_no_inclusive_one():
+    scores = CollectionSchema("issues", fields={"score": FieldInfo("score", {"double"})})
+    assert implies(Filter("score", "gt", 0), Filter("score", "gte", 1), scores) is False
+    assert implies(Filter("score", "gt", 1), Filter("score", "gte", 1), scores) is True
+    assert implies(Filter("score", "gt", 20), Filter("score", "gt", 20, negate=True), scores) is False
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,8 @@ def test_the_value_a_kind_points_at(question, role, text):
         ("open PRs not marked as draft", []),  # a state, not a label
         ("type-checking issues from 2023", []),  # a hyphenated topic, no label's shape
         ("json-loading issues", []),
+        ("threads she tagged him in", []),  # a pronoun
+        ("and the ones tagged with hers?", []),
     ],
 )
 def test_words_in_a_values_place_that_name_no_value(question, named):

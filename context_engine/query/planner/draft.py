@@ -15,6 +15,26 @@ from context_engine.query.schema import CollectionSchema
 NUMBER_WORDS = {
     w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
 }
+# ... and in Chinese ("前三名", "往前推两个月"): the shape step and follow-ups read it.
+CJK_NUMBERS = {c: n for n, c in enumerate("一二三四五六七八九十", 1)} | {"两": 2}
+# The calendar unit a word names ("which month", "how many days", "哪一周", "the quarter before", "往后一个礼拜"): a
+# period the records are counted per or ranked by (the shape step), or a window moved by (follow-ups).
+PERIOD_UNITS = {
+    "day": "day",
+    "date": "day",
+    "week": "week",
+    "month": "month",
+    "quarter": "quarter",
+    "year": "year",
+    "天": "day",
+    "日": "day",
+    "周": "week",
+    "星期": "week",
+    "礼拜": "week",
+    "月": "month",
+    "季度": "quarter",
+    "年": "year",
+}
 # Fields a state word sets, whose values a negation picks between ("not closed" is open, "not merged"
 # is merged: false, "not done" a status): the state rules say the negation themselves.
 STATE_FIELDS = frozenset({"state", "merged", "draft", "state_reason", "status"})

@@ -11,7 +11,7 @@ from itertools import pairwise
 from context_engine.query.compile import BUCKET_FORMATS, CompileError, compile_plan
 from context_engine.query.fields import field_for, person_field_for, person_field_words
 from context_engine.query.ir import Filter, Measure, PlanIR, Shape, SortKey, TimeRange
-from context_engine.query.planner.draft import STATE_FIELDS
+from context_engine.query.planner.draft import CJK_NUMBERS, NUMBER_WORDS, PERIOD_UNITS, STATE_FIELDS
 from context_engine.query.planner.own_aggregates import OwnAggregateStep
 from context_engine.query.validate import validate_pipeline
 
@@ -179,46 +179,8 @@ WHO_ROLE = [
     (r"\bwr[io]te\b|\bopen\w*|\bauthor\w*|\bcreat\w*|\bfiled\b|提交|创建", "author"),
 ]
 
-_WORD_NUMBERS = {
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "fifteen": 15,
-    "twenty": 20,
-    "两": 2,
-    "二": 2,
-    "三": 3,
-    "四": 4,
-    "五": 5,
-    "六": 6,
-    "七": 7,
-    "八": 8,
-    "九": 9,
-    "十": 10,
-}
+_WORD_NUMBERS = NUMBER_WORDS | {"fifteen": 15, "twenty": 20} | CJK_NUMBERS
 
-
-_UNITS = {
-    "day": "day",
-    "date": "day",
-    "week": "week",
-    "month": "month",
-    "year": "year",
-    "天": "day",
-    "日": "day",
-    "周": "week",
-    "星期": "week",
-    "月": "month",
-    "年": "year",
-}
 _UNIT = r"(day|date|week|month|year)"
 # The word a ranking of records begins with, a size said right before it ("the 3 most commented", "his two
 # longest threads")
@@ -348,15 +310,6 @@ _OLDEST = re.compile(
 
 # "how many days in 2018 had no messages at all", "weeks without a single merged PR", 有几天一条消息都没有: the
 # periods of the time asked in which no record falls (the noun of the records is what has none).
-_PERIOD_WORDS = {
-    "day": "day",
-    "week": "week",
-    "month": "month",
-    "天": "day",
-    "周": "week",
-    "星期": "week",
-    "月": "month",
-}
 _EMPTY_PERIODS = re.compile(
     r"\bhow many (days|weeks|months)\b[^?]{0,60}?\b(?:had|have|has|saw|with|there (?:were|was))\s+(?:no|zero|not a single)\b"
     r"|\bhow many (days|weeks|months)\b[^?]{0,60}?\bwithout\b"
@@ -1485,7 +1438,7 @@ class ShapeStep(OwnAggregateStep):
             self.use(empty.span(), "shape")
             self.mark(r"\bat all\b|\bwhatsoever\b", "shape")
             word = next(g for g in empty.groups() if g).lower()
-            return ShapeIntent("empty_periods", bucket=_PERIOD_WORDS[word.removesuffix("s").removeprefix("个")])
+            return ShapeIntent("empty_periods", bucket=PERIOD_UNITS[word.removesuffix("s").removeprefix("个")])
         cyclic = self._cyclic_extreme()
         if cyclic:
             return cyclic
@@ -1499,7 +1452,7 @@ class ShapeStep(OwnAggregateStep):
         unit = _ASKED_UNIT.search(self.q)
         if unit and _EXTREME_WORD.search(self.q):
             word = next(g for g in unit.groups() if g)
-            bucket = next(v for k, v in _UNITS.items() if word.lower().lstrip("个").startswith(k))
+            bucket = next(v for k, v in PERIOD_UNITS.items() if word.lower().lstrip("个").startswith(k))
             self.use(unit.span(), "shape")
             self.mark(_EXTREME_WORD.pattern, "shape")
             extreme = "argmin" if re.search(_FEWEST, self.q, re.I) else "argmax"

@@ -6,23 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from context_engine.query.engine import resolve
-from context_engine.query.offline import OfflinePlanner
-from context_engine.resources import catalog_for
 from tests.conftest import NOW
-
-
-@pytest.fixture(scope="module")
-def catalog(sample_dir):
-    from context_engine.config import Settings
-
-    return catalog_for(Settings(data_dir=sample_dir, mongodb_uri=None, tenant="acme", asker=None, use_llm=False))
-
-
-def plan(catalog, question):
-    ctx, failed = resolve(question, NOW, catalog, None)
-    assert failed is None, failed
-    return OfflinePlanner().plan(ctx)
+from tests.query.conftest import plan
 
 
 def duration_filters(p):

@@ -17,11 +17,7 @@ from context_engine.query.fulltext import index_words
 from context_engine.query.offline import OfflinePlanner
 from context_engine.resources import catalog_for, store_for
 from tests.conftest import NOW
-from tests.query.conftest import context
-
-
-def plan(catalog, question):
-    return OfflinePlanner().plan(context(catalog, question))
+from tests.query.conftest import plan
 
 
 def topic(p) -> set[str]:
