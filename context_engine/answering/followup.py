@@ -1268,7 +1268,7 @@ _OWNED = re.compile(
 _PREPOSITION_OF_TIME = re.compile(r"^\s*(?:in|during|over|from|for|on)\s+", re.I)
 _ENDS_WITH_PREPOSITION = re.compile(r"\b(?:in|during|over|from|for|on)\s*$", re.I)
 _OF_THEIRS = re.compile(
-    r"^(?:which|what)\s+(?:ones\s+)?of\s+\S+?['’]s?\s+(?:ones\s+)?(?:are|were|is|was|have|has|did)?\s*(?P<rest>.+)$",
+    r"^(?:which|what)\s+(?:ones\s+)?of\s+\S+?['’]s?\s+(?:ones\s+)?(?:(?:are|were|is|was|have|has|did)\b(?!['’]))?\s*(?P<rest>.+)$",
     re.I,
 )
 # A place in the last ranking: "the number two on that list", "the one in third place", "the runner-up", 第一名
@@ -1818,7 +1818,11 @@ def _elliptical(
             rest = theirs.group("rest").strip(" ?？")
             if _HAS_SHAPE.search(rest):  # "which of Onita's pulled in the most replies": one record of them
                 rest = f"which one {rest}"
-            return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}", rest)
+                return FollowUp(_narrowed(previous, rest), f"of the last answer's records: {rest!r}", rest)
+            # "which of lhoestq's didn't get merged?" after his count: those records, listed
+            return FollowUp(
+                _narrowed(previous, rest, listed=True), f"of the last answer's records: {rest!r}", rest, reshape="list"
+            )
     named, _ = detect_collection(words, {kind.name: None for kind in kinds if kind.searchable}, kinds)
     if named in BUILTIN and not _RECORD_NOUN.search(words):
         named = None  # "有几个打了 bug 标签": bug is a label here, not a kind of record

@@ -177,6 +177,7 @@ QUERIED = {
     "times": ["in March 2026"],
     "time_ranges": [{"text": "in March 2026", "start": "2026-03-01T00:00:00", "end": "2026-04-01T00:00:00"}],
 }
+COUNTED = {**QUERIED, "standalone": "How many PRs did Rashid open in March 2026?"}
 RANKED = {
     "standalone": "Who merged the most PRs in 2025?",
     "collection": "pull_requests",
@@ -422,13 +423,20 @@ THREADS = {**QUERIED, "standalone": "Rashid's PRs with at least five comments", 
             "PRs merged in 2025 whose name is on how many did Lars Nielsen get merged",
         ),
         (THREADS, "so how many does Rashid have", "how many Rashid's PRs with at least five comments"),
-        (QUERIED, "which of Rashid's are still open", "Which PRs did Rashid merge in March 2026 still open"),
+        (QUERIED, "which of Rashid's are still open", "PRs did Rashid merge in March 2026 still open"),
+        # "didn't" is the words' own, not the auxiliary of "which of X's did ..."
+        (COUNTED, "which of Rashid's didn't get merged?", "PRs did Rashid open in March 2026 didn't get merged"),
         # a question of its own once its person and time are said; "him" is no owner
         (QUERIED, "who reviewed him most that month?", "who reviewed Rashid Khan most in March 2026"),
     ],
 )
 def test_follow_ups_worded_freely(previous, asked, standalone):
     assert resolve_offline(asked, [previous], PEOPLE, NOW).standalone == standalone
+
+
+def test_which_of_someones_after_their_count_lists_them():
+    out = resolve_offline("which of Rashid's didn't get merged?", [COUNTED], PEOPLE, NOW)
+    assert out.reshape == "list" and out.added == "didn't get merged"
 
 
 BUGS = {
