@@ -1299,6 +1299,12 @@ _TOP_N = re.compile(
 _OF_HERS = re.compile(r"^(how\s+many|which|what)\s+of\s+(?:hers|his|theirs)\b\s*(.*)$", re.I)
 # "so how many does Corey have", "how many has she got": the last question counted, about the person it named
 _COUNT_FOR = re.compile(r"^how\s+many\s+(?:does|did|has|have|do)\s+\S+(?:\s+\S+)?\s+(?:have|got|get|own)$", re.I)
+# Every year, said to widen a count to all of someone's records ("in total, all years", 不限年份)
+_ALL_TIME = re.compile(
+    r",?\s*\b(?:(?:across|over|in|for)\s+)?(?:all\s+(?:the\s+)?years|all[- ]time|of\s+all\s+time|any\s+year|ever)\b"
+    r"|不限年份|所有年份|历年(?:来)?|有史以来",
+    re.I,
+)
 _THAT_TIME = re.compile(
     r"\b(?:that|the\s+same)\s+(?:year|month|week|day|quarter|period)\b|那年|那个月|那一年|同一年|当年|当月"
     r"|\b(?:in\s+)?(?:those|these|the\s+same)\s+(?:\w+\s+)?(?:years|months|weeks|days|quarters)\b",
@@ -1745,6 +1751,22 @@ def _elliptical(
             reshape={"how many": "count", "list": "list"}.get(reshaped, ""),
             within=(groups["field"], groups["keys"][0]),
         )
+    person_turn = _person_turn(turns)
+    if (
+        _ALL_TIME.search(words)
+        and _PRONOUNS_IN.search(words)
+        and len(person_turn.get("people", [])) == 1
+        and (re.match(r"^how\s+many\b", words, re.I) or _CJK_ASKS.search(words))
+    ):
+        # "and how many has he opened in total, all years?" after his 2021 issues about WMT: all of his, a
+        # question of its own about the person the conversation named (the kind of record stays the last one's)
+        person = _unique_name(person_turn, directory)
+        restated = _PRONOUNS_IN.sub(lambda m: f" {person} ", _ALL_TIME.sub(" ", words), count=1)
+        kind = kinds.get(previous.get("collection") or "")
+        if kind is not None and not re.search(kind.pattern(), restated, re.I | re.ASCII):
+            restated = re.sub(r"^how\s+many\b", f"how many {kind.plural}", restated, flags=re.I)
+        restated = re.sub(r"\s{2,}", " ", restated).strip(" ,，")
+        return FollowUp(restated, "the person the conversation named, over all time", restated=restated)
     if _COUNT_IT.match(words) or _asks_count(words) or _LIST_IT.match(words):
         return _reshaped(words, previous)
     if _RECORD.search(re.sub(r"^narrow\s+(?:it|that|this)\b", "", words, flags=re.I)):

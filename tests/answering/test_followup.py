@@ -1444,3 +1444,14 @@ def test_a_month_of_that_year_is_the_month_of_the_year_asked_about(asked, month)
     out = resolve_offline(asked, [QUERIED], PEOPLE, NOW)
     assert out.new_time == month and out.standalone.startswith("Which PRs did Rashid merge"), out
     assert "that year" not in out.standalone and "March" not in out.standalone
+
+
+def test_a_count_over_all_years_is_a_question_of_its_own_about_the_person():
+    # "in total, all years" after Rashid's March PRs about retries: every PR of his, not those narrowed
+    narrowed = {
+        **QUERIED,
+        "standalone": "Which PRs did Rashid merge in March 2026 about retries",
+        "narrowed": "about retries",
+    }
+    out = resolve_offline("and how many has he opened in total, all years?", [narrowed], PEOPLE, NOW)
+    assert out.restated == out.standalone == "how many pull requests has Rashid Khan opened in total", out
