@@ -886,6 +886,8 @@ def _read(
     if directory is not None:
         named = _PREPOSITION.sub("", core)
         mentions = [m for m in directory.find_mentions(named) if m.person is not None and not m.is_asker]
+        # "and the April ones?": the month, though someone is called April
+        mentions = [m for m in mentions if not any(m.text.lower() in t.text.lower() for t in times)]
         if len(mentions) == 1 and (
             len(named) - (mentions[0].end - mentions[0].start) <= 3
             or _only_the_same_question(

@@ -1455,3 +1455,9 @@ def test_a_count_over_all_years_is_a_question_of_its_own_about_the_person():
     }
     out = resolve_offline("and how many has he opened in total, all years?", [narrowed], PEOPLE, NOW)
     assert out.restated == out.standalone == "how many pull requests has Rashid Khan opened in total", out
+
+
+def test_the_month_ones_is_the_month_though_someone_is_called_so():
+    with_april = PeopleDirectory([{"login": "rsh-dev", "name": "Rashid Khan"}, {"login": "april", "name": "April"}])
+    out = resolve_offline("and the April ones?", [QUERIED], with_april, NOW)
+    assert out.new_time == "April 2026" and not out.person, out
