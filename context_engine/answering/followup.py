@@ -1459,7 +1459,10 @@ _SWITCH_SAID = re.compile(
     r"|换成|換成|改成|改為|改为|换为|換為|而不是|不是",
     re.I,
 )
-_NEW_VALUE_SAID = re.compile(r"\b(?:what|how)\s+about\b|\bsame\b.*\bfor\b|^\s*and\s+(?!the\b)", re.I)
+# ... and in Chinese: "那 PR 呢？", "issue 呢"
+_NEW_VALUE_SAID = re.compile(
+    r"\b(?:what|how)\s+about\b|\bsame\b.*\bfor\b|^\s*and\s+(?!the\b)|^\s*那|呢\s*[？?]?\s*$", re.I
+)
 
 
 def _other_kind(

@@ -1039,6 +1039,8 @@ OPENED = {
         ("換成 PR 呢", "pull_requests"),
         ("same for messages", "messages"),
         ("what about pull requests?", "pull_requests"),
+        ("那 PR 呢？", "pull_requests"),  # 那 … 呢: "and … ?"
+        ("PR 呢", "pull_requests"),
     ],
 )
 def test_a_follow_up_naming_only_another_kind_switches_the_last_question_to_it(asked, collection):
