@@ -108,9 +108,10 @@ def _quarter(year: int, q: int) -> tuple[datetime, datetime]:
 
 
 def _months_ago(day: datetime, months: int) -> datetime:
+    """The same day and time of day `months` months before (the month's last day where it is shorter)."""
     first = _month_start(day.year, day.month - months)
     last_day = (_month_start(first.year, first.month + 1) - timedelta(days=1)).day
-    return first.replace(day=min(day.day, last_day))
+    return datetime.combine(first.replace(day=min(day.day, last_day)).date(), day.time())
 
 
 def _period_start(now: datetime, period: str) -> datetime:
@@ -628,7 +629,7 @@ def _rules(now: datetime):
         ),
         (
             rf"\b(?:in |over |during )?(?:the )?(?:last|past|previous) {_N} months?\b",
-            lambda m: (_months_ago(today, _number(m.group(1))), now),
+            lambda m: (_months_ago(now, _number(m.group(1))), now),
         ),
         (
             rf"{_OLDER_THAN}{_N}\s+(days?|weeks?)(?:\s+old)?\b",
@@ -645,7 +646,7 @@ def _rules(now: datetime):
             rf"(?:最近|过去|近)\s*{_CNN}\s*(天|日|周|个星期|星期)",
             lambda m: (_days_back(now, cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")]), now),
         ),
-        (rf"(?:最近|过去|近)\s*{_CNN}\s*个月", lambda m: (_months_ago(today, cn_number(m.group(1))), now)),
+        (rf"(?:最近|过去|近)\s*{_CNN}\s*个月", lambda m: (_months_ago(now, cn_number(m.group(1))), now)),
         (rf"\bsince {_MONTH}\.? (20\d\d)\b", lambda m: (datetime(int(m.group(2)), MONTHS[m.group(1)], 1), None)),
         (
             r"自?(20\d\d)\s*年\s*(\d{1,2}|[一二三四五六七八九十]+)\s*月(?:以来|起)",

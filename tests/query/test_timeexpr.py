@@ -415,3 +415,10 @@ def test_time_looking_words_no_rule_reads(question, word):
 )
 def test_a_bare_month_beside_a_month_of_a_year_is_of_that_year(text, months):
     assert [(r.start.year, r.start.month) for r in find_time_ranges(text, NOW)] == months
+
+
+@pytest.mark.parametrize("text", ["in the past 3 months", "over the last three months", "过去三个月", "最近 3 个月"])
+def test_the_past_n_months_run_back_from_the_instant_now(text):
+    # to the instant, as "now minus three months" reads: not from the midnight before
+    (r,) = find_time_ranges(text, NOW)
+    assert (r.start, r.end) == (datetime(2026, 8, 30, 12, 0), NOW)
