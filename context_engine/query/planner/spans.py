@@ -740,7 +740,7 @@ than then as into over any all some each every one ones thing things kind sort l
 want need like ok okay hi hello hey thanks thank much many both but actually really carry carries carrying
 still yet currently right now got get gets getting anything everything something he she him her his they them their ever
 during throughout within roughly approximately approx exactly precisely overall whole entire since single
-off if i'd i'm i've i'll we'd we're we've we'll you'd you're you've
+off if i'd i'm i've i'll we'd we're we've we'll you'd you're you've rn atm
 """.split()
 )
 
