@@ -567,7 +567,8 @@ _COMPOUND_SURNAMES = frozenset(
     "欧阳 司马 诸葛 上官 东方 皇甫 令狐 慕容 司徒 夏侯 端木 公孙 尉迟 长孙 宇文 西门 独孤 南宫 轩辕 澹台".split()
 )
 _CJK_BEFORE = re.compile(
-    r"(?=的|合并|提交|创建|负责|写了|写的|发了|发的|评审|审查|审核|关闭|解决|完成|打开|开了|提了|提的|报的)"
+    r"(?=的|合并|提交|创建|负责|写了|写的|发了|发的|评审|审查|审核|关闭|解决|完成|打开|开了|提了|提的|报的"
+    r"|说了|说的|说过|讲了|讲的|聊了|聊的|问了|问的|问过)"
 )
 # Cues after which a name follows ("分配给张三", "跟李四", "@ 欧阳若曦": whom a message mentions).
 _CJK_AFTER = re.compile(r"(?:分配给|指派给|交给|由|和|跟|@\s*)(?!任何|别人|谁|其他)([\u4e00-\u9fff]{2,4})")
@@ -576,6 +577,7 @@ _CJK_PARTICLES = "的了在和提合发写负创评审关解完打开吗呢"  # 
 _CJK_TIME = re.compile(
     r"(?:上|本|这|下|每)(?:个)?(?:周|星期|礼拜|月|季度)|(?:今|去|前|明)年|(?:今|昨|前|明)天|最近|近期|以来|一共|总共|周末|工作日"
 )
+_CJK_TIME_AT_END = re.compile(rf"(?:{_CJK_TIME.pattern})$")
 _GLOSS_BEFORE = re.compile(r"[\u4e00-\u9fff]\s*[（(]\s*$")
 _CJK_IN_ENGLISH = re.compile(
     r"(?<![\u4e00-\u9fff])(?P<before>[\u4e00-\u9fff]{2,4})(?=(?:['’]s)?\s+(?:posted|wrote|sent|said|merged|opened|closed"
@@ -650,6 +652,10 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
     for run in re.finditer(r"[\u4e00-\u9fff]+", question):
         for cue in _CJK_BEFORE.finditer(question, run.start(), run.end()):
             head = question[run.start() : cue.start()]
+            # when it was done may come between the name and the verb ("慕容子轩今年合并"), as well as before
+            while (when := _CJK_TIME_AT_END.search(head)) and when.start() > 0:
+                head = head[: when.start()]
+            end = run.start() + len(head)
             head = head[max((t.end() for t in _CJK_TIME.finditer(head)), default=0) :]
             for size in (4, 3, 2):
                 # A compound surname and one or two characters ("欧阳静怡"), or a surname and one or two.
@@ -661,7 +667,7 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
                     and (compound or (size < 4 and name[0] in _SURNAMES))
                     and head[-size - 1 :][:2] not in _CJK_WORDS_ENDING_IN_SURNAME
                 ):
-                    slots.append((name, cue.start() - size, cue.start()))
+                    slots.append((name, end - size, end))
                     break
     for m in _CJK_AFTER.finditer(question):
         name = m.group(1)
