@@ -489,8 +489,9 @@ class PeopleDirectory:
 # ------------------------------------------------------------------------------------------------
 
 # A capitalised name of up to three words, with the lower-case particles of family names ("Patrick von Platen").
+_PARTICLES = r"von|van|der|den|de|da|di|del|della|du|le|la|bin|al"
 _NAME = (
-    r"(?:@[\w.\-]+|[A-Z][\w\u00C0-\u024F'\-]*(?:\s+(?:(?:von|van|der|den|de|da|di|del|della|du|le|la|bin|al)\s+)?"
+    rf"(?:@[\w.\-]+|[A-Z][\w\u00C0-\u024F'\-]*(?:\s+(?:(?:{_PARTICLES})\s+)?"
     r"[A-Z][\w\u00C0-\u024F'\-]*){0,2})"
 )
 _LOGIN_LIKE = r"(?:[a-z][a-z0-9]*[0-9_\-][a-z0-9_\-]*[a-z0-9])"
@@ -546,7 +547,15 @@ _PERSON_CUES = [
     ),
     # "what is Marguerite Okonkwo-Blaise working on", "what has Zed been up to": someone's work
     re.compile(
-        rf"\bwhat\s+(?:is|are|was|has|have|did)\s+({_NAME})\s+(?:been\s+)?(?:working on|doing|up to|shipping|done)\b"
+        rf"\b[Ww]hat\s+(?:is|are|was|has|have|did)\s+({_NAME})\s+(?:been\s+)?(?:working on|doing|up to|shipping|done|"
+        rf"posting|writing|saying|sending|talking about|discussing|merging|opening|filing|reviewing)\b"
+    ),
+    # "everything Ingrid Vasquez-Holloway has opened": a full name before what someone has done
+    re.compile(
+        rf"(?<![\w'-])([A-Z][\w\u00C0-\u024F'\-]*(?:\s+(?:(?:{_PARTICLES})\s+)?[A-Z][\w\u00C0-\u024F'\-]*){{1,2}})\s+"
+        rf"(?:has|have|had)\s+(?:ever\s+|already\s+|been\s+)?(?:merged|opened|reviewed|written|wrote|closed|created|"
+        rf"filed|posted|committed|approved|shipped|authored|started|reported|fixed|submitted|landed|raised|sent|"
+        rf"posting|writing|saying|working on)\b"
     ),
     # A name in Latin letters before what a person does in Chinese ("Nobody Atall 开了哪些 PR", "Quentin 在
     # 2021 年合并了"); before 的 only a full name ("Nobody Atall 的 PR"): "Docker 的 issue" is a topic.

@@ -54,6 +54,8 @@ def _resolve(settings: Settings, question: str, *, values: bool = True):
         ("Nobody Atall 发了多少条消息？", "Nobody Atall"),
         ("Quentin 在 2021 年合并了哪些 PR？", "Quentin"),
         ("Nobody Atall 的 PR", "Nobody Atall"),
+        ("list everything Nobody Atall-Smith has opened", "Nobody Atall-Smith"),  # before "has <done>"
+        ("What has Nobody Atall been posting lately?", "Nobody Atall"),
     ],
 )
 def test_a_name_that_names_no_one_is_declined_never_dropped(settings, question, unresolved):
