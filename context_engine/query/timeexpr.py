@@ -927,7 +927,11 @@ def _without_restatements(
     a second period: its words join the first's."""
     out: list[tuple[int, int, TimeRange]] = []
     for a, b, rng in found:
-        if out and re.fullmatch(r"\s*[(（]\s*", question[out[-1][1] : a]) and _restates(out[-1][2], rng, now):
+        if (
+            out
+            and re.fullmatch(r"\s*[(（]\s*", question[out[-1][1] : a])
+            and (_restates(out[-1][2], rng, now) or _names_the_bound(out[-1][2], rng))
+        ):
             pa, _, prev = out[-1]
             out[-1] = (pa, b, TimeRange(prev.start, prev.end, question[pa:b], prev.verb))
             continue
@@ -964,6 +968,16 @@ def _narrows(prev: TimeRange, rng: TimeRange, now: datetime) -> tuple[datetime, 
     # It holds the one before ("Christmas 2020 (Dec 21-27)"): the vague day said more fully. One inside a
     # period said outright ("closed in 2025 (March)") is a second period, not this one explained.
     return (start, end) if start <= prev.start and prev.end <= end else None
+
+
+def _names_the_bound(prev: TimeRange, rng: TimeRange) -> bool:
+    """Whether a period in brackets after an open one only says when it begins or ends: "since last
+    summer (june 2024)" begins when June 2024 does, one period, not a second window of June only."""
+    if re.match(r"(?:since|from|after|starting)\b", prev.text.strip(), re.I):
+        return prev.start is not None and rng.start is not None and prev.start in (rng.start, rng.end)
+    if re.match(r"(?:until|till|through|before|up to)\b", prev.text.strip(), re.I):
+        return prev.end is not None and rng.start is not None and prev.end in (rng.start, rng.end)
+    return False
 
 
 def _restates(prev: TimeRange, rng: TimeRange, now: datetime) -> bool:
