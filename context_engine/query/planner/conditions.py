@@ -9,7 +9,7 @@ from datetime import datetime
 
 from context_engine.query.fields import DONE_STATUSES, field_for, person_field_for
 from context_engine.query.ir import Filter, TimeRange
-from context_engine.query.planner.draft import NUMBER_WORDS, STATE_FIELDS, Draft
+from context_engine.query.planner.draft import EITHER_STATE, NUMBER_WORDS, STATE_FIELDS, Draft
 
 # Replies someone wrote, said as what they made: "wrote the most replies", "posted 5 replies".
 _REPLIES_WRITTEN = re.compile(
@@ -78,6 +78,9 @@ class ConditionStep(Draft):
 
     def _state_words(self) -> str | None:
         s, name = self.schema, self.collection
+        # "have not been merged, open or closed?", "whether open or not": either state, so no condition on it
+        if s.has_path("state"):
+            self.mark(EITHER_STATE)
         if name in ("pull_requests", "issues") and s.has_path("state") and self.mark(_NO_LONGER_OPEN):
             self.add_filter("state", "closed")
             return "created"
@@ -115,7 +118,7 @@ class ConditionStep(Draft):
                 # ("which of his didn't make it?": a PR that makes it is merged)
                 r"|(?:\bnot|\bnever|n['’]t)\s+(?:(?:make|made|makes|making)\s+it(?:\s+in(?:to\s+(?:main|master|the codebase|the repo))?|(?=\s*(?:[?.!,;)]|$)))"
                 r"|(?:go|went|gone|get|got|goes)\s+in)\b(?!\s+(?:\d|the\b|a\b|an\b))"
-                r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:ever )?(?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
+                r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:ever )?(?:being |getting |a |any )?merg\w*|\brejected\b|\babandoned\b"
                 r"|从未(?:被)?(?:merge|合并|合入)|从来没有?(?:被)?(?:merge|合并|合入)|(?:没有?|未)被(?:merge|合并|合入)"
             )
             if unmerged:

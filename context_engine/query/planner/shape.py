@@ -11,7 +11,7 @@ from itertools import pairwise
 from context_engine.query.compile import BUCKET_FORMATS, CompileError, compile_plan
 from context_engine.query.fields import field_for, person_field_for, person_field_words
 from context_engine.query.ir import Filter, Measure, PlanIR, Shape, SortKey, TimeRange
-from context_engine.query.planner.draft import CJK_NUMBERS, NUMBER_WORDS, PERIOD_UNITS, STATE_FIELDS
+from context_engine.query.planner.draft import CJK_NUMBERS, EITHER_STATE, NUMBER_WORDS, PERIOD_UNITS, STATE_FIELDS
 from context_engine.query.planner.own_aggregates import OwnAggregateStep
 from context_engine.query.validate import validate_pipeline
 
@@ -782,7 +782,7 @@ class ShapeStep(OwnAggregateStep):
         versus = re.search(
             r"\bopen (?:vs\.?|versus|or|and) closed\b|\bclosed (?:vs\.?|versus|or|and) open\b", self.q, re.I
         )
-        if versus and field_for(self.schema, "state"):
+        if versus and field_for(self.schema, "state") and not re.search(EITHER_STATE, self.q, re.I):
             self.use(versus.span(), "shape")
             self.filters = [f for f in self.filters if f.field != "state"]  # both states are wanted, one group each
             return "state", None

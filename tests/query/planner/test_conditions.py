@@ -177,6 +177,10 @@ def answer(world, question: str):
         ("已经不是 open 状态的 bug issue", ["i4", "i5"]),
         ("PRs that were never merged", ["p2", "p3", "p5", "p6", "p7"]),  # open ones are not merged either
         ("closed PRs that never got merged", ["p2", "p7"]),
+        ("rory's PRs without a merge", ["p2", "p3", "p6"]),
+        # either state, said as an aside: no condition on it, and no split by it
+        ("quinn's PRs that have not been merged, open or closed?", ["p5", "p7"]),
+        ("rory's PRs, whether open or not", ["p1", "p2", "p3", "p6"]),
         ("rory's PRs that were rejected", ["p2"]),
         ("从未合并的 PR", ["p2", "p3", "p5", "p6", "p7"]),
         ("被关闭但没有合并的 PR", ["p2", "p7"]),
