@@ -1307,6 +1307,8 @@ _BETWEEN = (
     r"labell?ed|tagged|marked|with|the|a|an|any|by|from|in|on|for|of|at|under|authored|written|opened|created|filed|reported"
     r"|assigned|to|started|label|labels|tag|a label|as|one of|either|the ones|ones|anything|everything|those|that are"
     r"|which are|any issues|any prs"
+    # "that don't have the bug label", "haven't got the docs tag": having the value, negated
+    r"|have|has|had|got|carry|carrying"
     # "not done by the three maintainers X, Y and Z": the act, and the people named before their names
     r"|done|made|two|three|four|five|maintainers"
 )

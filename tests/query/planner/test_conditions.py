@@ -165,6 +165,7 @@ def answer(world, question: str):
         # negated values
         ("issues not tagged docs", ["i1", "i2", "i4", "i5", "i6", "i8"]),
         ("closed issues without the bug label", ["i3", "i6", "i8"]),
+        ("closed issues that don't have the bug label", ["i3", "i6", "i8"]),
         ("issues labelled neither bug nor docs", ["i6", "i8"]),
         ("除了 bug 以外的已关闭 issue", ["i3", "i6", "i8"]),
         ("pull requests not by rory", ["p4", "p5", "p7"]),
