@@ -291,7 +291,7 @@ class ConditionStep(Draft):
             self.add_filter("requested_reviewers", None, "empty")
         mentioned = person_field_for(s, "mentioned")
         if mentioned and self.mark(
-            r"\b(?:mention(?:s|ing)?|tag(?:s|ging)?|ping(?:s|ing)?) (?:nobody|no one|noone|no-one)\b"
+            r"\b(?:(?:@-?)?mention(?:s|ed|ing)?|tag(?:s|ged|ging)?|ping(?:s|ed|ing)?) (?:nobody|no one|noone|no-one)\b"
             r"|\b(?:don't|doesn't|do not|does not|didn't|did not|without|never) (?:@-?)?mention(?:ing)? (?:anyone|anybody|someone|people)\b"
             r"|\b(?:no|zero|without(?: any)?) (?:@-?)?mentions?\b|没有(?:任何)?(?:@|提及|提到)(?:任何人|别人|人)?"
             r"|\b(?:without|never|not|no) (?:tagging|pinging|@-?ing|@-?mentioning|mentioning) (?:anyone|anybody|someone|people|others)\b"

@@ -150,6 +150,8 @@ def answer(world, question: str):
         ("issues without comments opened in 2023", ["i1", "i4"]),
         ("没有任何标签的 issue", ["i6"]),
         ("messages that mention nobody", ["m1", "m3", "m5"]),
+        ("how many messages tagged no one?", 3),
+        ("messages that pinged nobody", ["m1", "m3", "m5"]),
         ("messages that don't mention anybody in March", ["m3"]),
         # a negation before the words of having a mention inverts them, whatever the verb
         ("messages that don't tag anybody", ["m1", "m3", "m5"]),
