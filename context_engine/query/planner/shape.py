@@ -302,7 +302,7 @@ _OLDEST = re.compile(
     r"|\bfirst (?:one )?to (?:be |get )?\w+ed\b"  # "which was the first to get merged"
     rf"|\b(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest\b"
     rf"|\blongest[\s-](?:waiting|open|standing|running|pending|lived)[\s-]+(?:\w+(?:-\w+)*[\s-]+){{0,2}}?{_RECORD}"
-    rf"|(?:最早|最老|最旧|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*{_POSTED_ZH}(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
+    rf"|(?:最早|最老|最旧|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一?\s*[条个篇次])?\s*{_POSTED_ZH}(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
     # the records named first ("还开着的 PR 里最老的是哪个")
     rf"|(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)\s*(?:里|中|当中|之中)\s*(?P<superlative>最早|最老|最旧)",
     re.I,

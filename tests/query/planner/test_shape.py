@@ -60,6 +60,8 @@ def test_a_bucket_extreme_is_dated_by_its_verb(catalog):
         ("what was the very first commit by Alex Chen", 1),
         ("the oldest issue Priya Raman opened", 1),
         ("Priya Raman 最早的 PR 是哪个", 1),
+        ("Priya Raman 最早提的一个 PR 是什么？", 1),
+        ("Priya Raman 最新提的一个 PR 是什么？", -1),
     ],
 )
 def test_the_newest_or_oldest_record_is_one_record_sorted_by_date(catalog, question, direction):
