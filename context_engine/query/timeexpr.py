@@ -616,6 +616,12 @@ def _rules(now: datetime):
             r"\b(last|previous) quarter\b(?!\s+of\s+\d{4})|上个?季度",  # "the last quarter of 2021" is its Q4
             lambda m: _quarter(now.year - (q_now == 1), 4 if q_now == 1 else q_now - 1),
         ),
+        # "in the past year", 过去一年: the twelve months up to now, as "the past 12 months" (while "last
+        # year" is the calendar year before this one)
+        (
+            r"\b(?:in |over |during )?(?:the )?past year\b|(?:最近|过去|近)\s*一\s*年",
+            lambda m: (_months_ago(today, 12), now),
+        ),
         (r"\bthis year\b|今年", lambda m: (year, datetime(now.year + 1, 1, 1))),
         (r"\b(last|previous|prior) (?:calendar )?year\b|去年", lambda m: (datetime(now.year - 1, 1, 1), year)),
         (

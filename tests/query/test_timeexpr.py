@@ -362,6 +362,9 @@ def test_last_summer_asked_in_summer_is_the_year_before():
         ("PRs opened before 2022 (jan 2022)", None, D(2022, 1, 1)),
         ("2019 年 4 月的最后一周", D(2019, 4, 24), D(2019, 5, 1)),
         ("3 月第二个星期", D(2026, 3, 8), D(2026, 3, 15)),
+        # the past year: the twelve months up to now, as the past 12 months ("last year" is the calendar one)
+        ("messages posted in the past year", D(2025, 11, 30), D(2026, 11, 30, 12)),
+        ("过去一年发了多少条消息", D(2025, 11, 30), D(2026, 11, 30, 12)),
         # abbreviations and two-digit years
         ("in Sept '22", D(2022, 9, 1), D(2022, 10, 1)),
         ("Sept ’17", D(2017, 9, 1), D(2017, 10, 1)),
