@@ -852,12 +852,16 @@ def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
         found.append((start, end, rng))
     # a period inside another's words (the aside of "christmas 2017 (december 25) or earlier") is its part
     found = [f for f in found if not any(o is not f and o[0] <= f[0] and f[1] <= o[1] for o in found)]
+    # "still open today": the state now, not a window of today's records
+    found = [f for f in found if not (f[2].text.lower() == "today" and _STATE_NOW.search(question[: f[0]]))]
     ranges = [
         r for _, _, r in _without_restatements(question, _joined(question, sorted(found, key=lambda x: x[0])), now)
     ]
     return _bare_months_in_the_year_said(ranges)
 
 
+# A state word before "today" ("still open today", "unresolved as of today"): the state asked of now
+_STATE_NOW = re.compile(r"\b(?:open|unmerged|pending|unresolved|outstanding)\s+(?:as of\s+)?$", re.I)
 _BARE_MONTH = re.compile(rf"(?:(?:in|during)\s+)?{_MONTH}\.?|(\d{{1,2}}|[一二三四五六七八九十]+)\s*月份?", re.I)
 
 

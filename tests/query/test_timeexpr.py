@@ -386,6 +386,11 @@ def test_a_day_that_reads_both_ways_is_declined_with_both_readings(text):
     assert "month/day" in str(declined.value) and "day/month" in str(declined.value)
 
 
+def test_today_after_a_state_word_is_the_state_now_not_a_window():
+    assert [r.text for r in find_time_ranges("PRs opened before 2022 still open today", NOW)] == ["before 2022"]
+    assert [r.text for r in find_time_ranges("issues closed today", NOW)] == ["today"]
+
+
 def test_a_bracketed_period_inside_one_said_outright_is_a_second_period():
     assert len(find_time_ranges("issues closed in 2025 (March)", NOW)) == 2
 

@@ -756,6 +756,8 @@ IDIOMS = re.compile(
     r"|opening|first)\b)"
     r"|\b(?:someone|somebody|anyone|anybody|everyone|everybody)(?=\s+(?:other than|except|but|besides|apart from)\b)"
     r"|\b(?:sitting|sits|sat|lying|hanging|left)(?=\s+(?:there\s+|around\s+)?open\b)"  # "still sitting open"
+    # "still open today": the state now (`timeexpr` reads no window there)
+    r"|(?:(?<=open )|(?<=unmerged )|(?<=pending )|(?<=unresolved )|(?<=outstanding ))(?:as of )?today\b"
     # how often a value is met, said before the superlative the shape read ("which label shows up most")
     r"|\b(?:shows? up|showing up|appears?|appearing|occurs?|comes? up|turns? up|is used|gets used|used)(?=\s+(?:the\s+)?most\b)"
     r"|\bacross all\b|\bended up\b|\bwhatsoever\b|\btotally\b|\bcalendar(?= year\b)|\bI mean\b"

@@ -222,6 +222,7 @@ def test_negation_absence_and_close_reasons(world, question, expected):
     "question,expected",
     [
         ("PRs opened before 2021 that are still open", ["p3"]),
+        ("how many PRs opened before 2021 are still open today?", 1),  # today: the state now, no window
         ("pull requests created prior to 2021", ["p1", "p2", "p3"]),
         ("PRs merged earlier than 2021", ["p1"]),
         ("pull requests created after 2024", ["p6", "p7"]),  # after a year: from the next one on
