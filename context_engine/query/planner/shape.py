@@ -1547,9 +1547,18 @@ class ShapeStep(OwnAggregateStep):
         if field_for(self.schema, "replies") and re.search(r"\bthreads?\b|讨论串|帖子", self.q, re.I):
             # "threads that mention nobody in the first message": a thread's first message is the record itself
             self.mark(_THREAD_OPENER.pattern, "value")
+        # the periods said ("over the last three months - message count": "last" is the period's word)
+        periods = [p.span() for t in self.ctx.times if t.text for p in re.finditer(re.escape(t.text), self.q, re.I)]
         for pattern, direction in ((_NEWEST, -1), (_OLDEST, 1)):
-            # Not inside a value read already: "good first issue" is a label.
-            m = next((m for m in pattern.finditer(self.q) if not self._is_used(_first_word(m))), None)
+            # Not inside a value read already: "good first issue" is a label; nor inside a period.
+            m = next(
+                (
+                    m
+                    for m in pattern.finditer(self.q)
+                    if not self._is_used(_first_word(m)) and not any(a <= m.start() < b for a, b in periods)
+                ),
+                None,
+            )
             if m and not _LIMIT.search(self.q):
                 self.use(_first_word(m), "shape")
                 self.mark(r"\b(?:oldest|earliest|newest|latest|most recent) first\b", "shape")

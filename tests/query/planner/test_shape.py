@@ -74,6 +74,11 @@ def test_recent_before_a_period_is_the_period_not_the_newest_record(catalog):
     assert p.ir.shape.limit != 1 and p.ir.times
 
 
+def test_last_of_a_period_is_not_the_newest_record(catalog):
+    p = plan(catalog, "activity over the last three months - pull request count?")
+    assert p.ir.shape.kind == "count" and p.ir.times
+
+
 def test_the_last_n_records_stay_a_list_of_n(catalog):
     shape = plan(catalog, "Alex Chen's last 4 PRs").ir.shape
     assert shape.kind == "list" and shape.limit == 4
