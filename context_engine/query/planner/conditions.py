@@ -1081,6 +1081,12 @@ class ConditionStep(Draft):
             r"|send|sent|make|made|leave|left|add|added|drop|dropped)\b)"
             r"|(?<!total )(?<!sum of )\bthread[\s-]+replies\b(?!\s*(?:count|total|number|per|each)\b)"
             r"|\b(?:were|was|are|is|as)\s+(?:thread\s+replies|replies\s+(?:inside|within|in)\s+(?:a\s+|any\s+)?threads?)\b"
+            # "messages … that are replies": which messages, not a thread's count of them
+            r"|(?<=\bare )replies\b|(?<=\bwere )replies\b"
+            # "reply counts broken down by workspace", 每个工作区各有多少条回复: the replies, counted per group
+            r"|\brepl(?:y|ies)\s+counts?(?=\s+(?:broken\s+down\s+|split\s+|grouped\s+)?(?:by|per|for\s+each|in\s+each|across)"
+            r"\s+(?:workspace|channel|user|person|member|author|poster|month|week|day|year)s?\b)"
+            r"|(?<=多少条)回复(?!的)|(?<=几条)回复(?!的)|(?<=多少条 )回复(?!的)"
             # 在讨论串里的回复, 她的回复中: the replies themselves, among which the rest of the question counts
             r"|(?:在\s*)?(?:讨论串|帖子)\s*(?:里|中|内)的?\s*回复|的回复(?=\s*(?:中|里|当中|之中))"
         ):
