@@ -597,7 +597,7 @@ _CJK_IN_ENGLISH = re.compile(
 # Common words whose last character is also a surname ("任何": any; "如何": how; "为何": why).
 _CJK_WORDS_ENDING_IN_SURNAME = frozenset({"任何", "如何", "为何", "几何", "有何", "没何"})
 # What introduces a topic in Chinese ("提到 X", "关于 X"): the words after it are the subject, not a person.
-_CJK_TOPIC_CUE = re.compile(r"(?:提到|提及|关于|有关|涉及|讨论|谈到|谈论|说到|聊到?)\s*$")
+_CJK_TOPIC_CUE = re.compile(r"(?:(?:提到|提及|涉及|谈到|说到)了?|关于|有关|讨论|谈论|聊到?)\s*$")
 # Words that open a possessive or a "did X" without being anyone.
 _ELSE = re.compile(r"else$")
 _SOMEONE_BEFORE = re.compile(r"\b(?:some|any|no|every)(?:one|body)\s+$|\bno one\s+$|\b(?:who|what|where)\s+$", re.I)

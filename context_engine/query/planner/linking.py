@@ -677,7 +677,7 @@ _READ_AS_AUTHOR = frozenset({"author", "merger"})
 # ("most-discussed enhancement issue" names the label: "discussed" says how much, not what about)
 _TOPIC_CUE = re.compile(
     r"(?:\b(?:about|regarding|mention(?:s|ed|ing)?|on the topic of|related to|concerning"
-    r"|(?:talk|talks|talked|talking|say|says|said) about)\s+|(?:关于|有关|提到|提及|谈到|说到|聊到?|讲到?)\s*)$",
+    r"|(?:talk|talks|talked|talking|say|says|said) about)\s+|(?:关于|有关|(?:提到|提及|谈到|说到)了?|聊到?|讲到?)\s*)$",
     re.I,
 )
 _RELATION_CUE = re.compile(

@@ -58,7 +58,7 @@ _TOPIC_NEGATION = re.compile(
 CUE = re.compile(
     rf"\b(?:{_CUE_WORDS}|with)\s+(?=['\"‘“])|\btitles?\s+(?:says?|reads?|includes?|contains?)\s+"
     r"|\bwith\s+(?=[\w.\-]+(?:\s+[\w.\-]+)?\s+in\s+(?:the\s+|its\s+|their\s+)?(?:\w+\s+)?titles?\b)"
-    rf"|\b(?:{_CUE_WORDS})\s+|关于|有关|提到|涉及|讨论(?![串区组])|谈到|说到|聊到?|讲到?|谈论"
+    rf"|\b(?:{_CUE_WORDS})\s+|关于|有关|(?:提到|提及|涉及|谈到|说到)了?|讨论(?![串区组])|聊到?|讲到?|谈论"
     r"|(?<=标题)(?:里|中|上)?(?:有|含有?|包含|带有?|出现)",
     re.I,
 )
