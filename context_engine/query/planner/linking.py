@@ -318,7 +318,9 @@ class LinkStep(Draft):
             re.search(
                 # "谁回 Jasmine 回得最多": a bare 回 after who replies
                 r"\b(?:repl(?:y|ies|ied|iers?)|respond(?:s|ed|ers?)?|answer(?:s|ed|ers?)?)\s+(?:\w+\s+){0,2}?to\s+$"
-                r"|(?:回复|(?<=谁)回|(?<=人)回)(?:了|过)?\s*$",
+                r"|(?:回复|(?<=谁)回|(?<=人)回)(?:了|过)?\s*$"
+                # "who answers becki the most": answering someone is replying to them, said without "to"
+                r"|\b(?:who|people|someone|somebody|anyone|anybody|users?|members?)\s+(?:\w+\s+){0,2}?answer(?:s|ed)?\s+@?$",
                 before,
             )
             # "replies Kristeen wrote in threads Caprice started", "Kristeen answering Caprice's threads"

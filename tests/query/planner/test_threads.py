@@ -172,6 +172,7 @@ def test_who_answered_in_the_threads_someone_started(world):
     for question in (
         "in threads Ana started, who answered her most often?",
         "Which person answered most often in the threads I started?",
+        "who answers Ana the most in her threads?",  # answering someone, said without "to"
     ):
         rows, plan = answer(world, question, asker="UA")
         assert rows[0] == {"_id": "UB", "count": 2}, plan.pipeline
