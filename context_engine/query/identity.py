@@ -489,8 +489,9 @@ class PeopleDirectory:
 # ------------------------------------------------------------------------------------------------
 
 # A capitalised name of up to three words, with the lower-case particles of family names ("Patrick von Platen").
+_PARTICLES = r"von|van|der|den|de|da|di|del|della|du|le|la|bin|al"
 _NAME = (
-    r"(?:@[\w.\-]+|[A-Z][\w\u00C0-\u024F'\-]*(?:\s+(?:(?:von|van|der|den|de|da|di|del|della|du|le|la|bin|al)\s+)?"
+    rf"(?:@[\w.\-]+|[A-Z][\w\u00C0-\u024F'\-]*(?:\s+(?:(?:{_PARTICLES})\s+)?"
     r"[A-Z][\w\u00C0-\u024F'\-]*){0,2})"
 )
 _LOGIN_LIKE = r"(?:[a-z][a-z0-9]*[0-9_\-][a-z0-9_\-]*[a-z0-9])"
@@ -546,7 +547,15 @@ _PERSON_CUES = [
     ),
     # "what is Marguerite Okonkwo-Blaise working on", "what has Zed been up to": someone's work
     re.compile(
-        rf"\bwhat\s+(?:is|are|was|has|have|did)\s+({_NAME})\s+(?:been\s+)?(?:working on|doing|up to|shipping|done)\b"
+        rf"\b[Ww]hat\s+(?:is|are|was|has|have|did)\s+({_NAME})\s+(?:been\s+)?(?:working on|doing|up to|shipping|done|"
+        rf"posting|writing|saying|sending|talking about|discussing|merging|opening|filing|reviewing)\b"
+    ),
+    # "everything Ingrid Vasquez-Holloway has opened": a full name before what someone has done
+    re.compile(
+        rf"(?<![\w'-])([A-Z][\w\u00C0-\u024F'\-]*(?:\s+(?:(?:{_PARTICLES})\s+)?[A-Z][\w\u00C0-\u024F'\-]*){{1,2}})\s+"
+        rf"(?:has|have|had)\s+(?:ever\s+|already\s+|been\s+)?(?:merged|opened|reviewed|written|wrote|closed|created|"
+        rf"filed|posted|committed|approved|shipped|authored|started|reported|fixed|submitted|landed|raised|sent|"
+        rf"posting|writing|saying|working on)\b"
     ),
     # A name in Latin letters before what a person does in Chinese ("Nobody Atall 开了哪些 PR", "Quentin 在
     # 2021 年合并了"); before 的 only a full name ("Nobody Atall 的 PR"): "Docker 的 issue" is a topic.
@@ -567,7 +576,8 @@ _COMPOUND_SURNAMES = frozenset(
     "欧阳 司马 诸葛 上官 东方 皇甫 令狐 慕容 司徒 夏侯 端木 公孙 尉迟 长孙 宇文 西门 独孤 南宫 轩辕 澹台".split()
 )
 _CJK_BEFORE = re.compile(
-    r"(?=的|合并|提交|创建|负责|写了|写的|发了|发的|评审|审查|审核|关闭|解决|完成|打开|开了|提了|提的|报的)"
+    r"(?=的|合并|提交|创建|负责|写了|写的|发了|发的|评审|审查|审核|关闭|解决|完成|打开|开了|提了|提的|报的"
+    r"|说了|说的|说过|讲了|讲的|聊了|聊的|问了|问的|问过)"
 )
 # Cues after which a name follows ("分配给张三", "跟李四", "@ 欧阳若曦": whom a message mentions).
 _CJK_AFTER = re.compile(r"(?:分配给|指派给|交给|由|和|跟|@\s*)(?!任何|别人|谁|其他)([\u4e00-\u9fff]{2,4})")
@@ -576,6 +586,7 @@ _CJK_PARTICLES = "的了在和提合发写负创评审关解完打开吗呢"  # 
 _CJK_TIME = re.compile(
     r"(?:上|本|这|下|每)(?:个)?(?:周|星期|礼拜|月|季度)|(?:今|去|前|明)年|(?:今|昨|前|明)天|最近|近期|以来|一共|总共|周末|工作日"
 )
+_CJK_TIME_AT_END = re.compile(rf"(?:{_CJK_TIME.pattern})$")
 _GLOSS_BEFORE = re.compile(r"[\u4e00-\u9fff]\s*[（(]\s*$")
 _CJK_IN_ENGLISH = re.compile(
     r"(?<![\u4e00-\u9fff])(?P<before>[\u4e00-\u9fff]{2,4})(?=(?:['’]s)?\s+(?:posted|wrote|sent|said|merged|opened|closed"
@@ -586,7 +597,7 @@ _CJK_IN_ENGLISH = re.compile(
 # Common words whose last character is also a surname ("任何": any; "如何": how; "为何": why).
 _CJK_WORDS_ENDING_IN_SURNAME = frozenset({"任何", "如何", "为何", "几何", "有何", "没何"})
 # What introduces a topic in Chinese ("提到 X", "关于 X"): the words after it are the subject, not a person.
-_CJK_TOPIC_CUE = re.compile(r"(?:提到|提及|关于|有关|涉及|讨论|谈到|谈论|说到|聊到?)\s*$")
+_CJK_TOPIC_CUE = re.compile(r"(?:(?:提到|提及|涉及|谈到|说到)了?|关于|有关|讨论|谈论|聊到?)\s*$")
 # Words that open a possessive or a "did X" without being anyone.
 _ELSE = re.compile(r"else$")
 _SOMEONE_BEFORE = re.compile(r"\b(?:some|any|no|every)(?:one|body)\s+$|\bno one\s+$|\b(?:who|what|where)\s+$", re.I)
@@ -650,6 +661,10 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
     for run in re.finditer(r"[\u4e00-\u9fff]+", question):
         for cue in _CJK_BEFORE.finditer(question, run.start(), run.end()):
             head = question[run.start() : cue.start()]
+            # when it was done may come between the name and the verb ("慕容子轩今年合并"), as well as before
+            while (when := _CJK_TIME_AT_END.search(head)) and when.start() > 0:
+                head = head[: when.start()]
+            end = run.start() + len(head)
             head = head[max((t.end() for t in _CJK_TIME.finditer(head)), default=0) :]
             for size in (4, 3, 2):
                 # A compound surname and one or two characters ("欧阳静怡"), or a surname and one or two.
@@ -661,7 +676,7 @@ def person_slots(question: str) -> list[tuple[str, int, int]]:
                     and (compound or (size < 4 and name[0] in _SURNAMES))
                     and head[-size - 1 :][:2] not in _CJK_WORDS_ENDING_IN_SURNAME
                 ):
-                    slots.append((name, cue.start() - size, cue.start()))
+                    slots.append((name, end - size, end))
                     break
     for m in _CJK_AFTER.finditer(question):
         name = m.group(1)

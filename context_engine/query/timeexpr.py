@@ -617,6 +617,12 @@ def _rules(now: datetime):
             r"\b(last|previous) quarter\b(?!\s+of\s+\d{4})|上个?季度",  # "the last quarter of 2021" is its Q4
             lambda m: _quarter(now.year - (q_now == 1), 4 if q_now == 1 else q_now - 1),
         ),
+        # "in the past year", 过去一年: the twelve months up to now, as "the past 12 months" (while "last
+        # year" is the calendar year before this one)
+        (
+            r"\b(?:in |over |during )?(?:the )?past year\b|(?:最近|过去|近)\s*一\s*年",
+            lambda m: (_months_ago(today, 12), now),
+        ),
         (r"\bthis year\b|今年", lambda m: (year, datetime(now.year + 1, 1, 1))),
         (r"\b(last|previous|prior) (?:calendar )?year\b|去年", lambda m: (datetime(now.year - 1, 1, 1), year)),
         (
@@ -847,12 +853,16 @@ def find_time_ranges(question: str, now: datetime) -> list[TimeRange]:
         found.append((start, end, rng))
     # a period inside another's words (the aside of "christmas 2017 (december 25) or earlier") is its part
     found = [f for f in found if not any(o is not f and o[0] <= f[0] and f[1] <= o[1] for o in found)]
+    # "still open today": the state now, not a window of today's records
+    found = [f for f in found if not (f[2].text.lower() == "today" and _STATE_NOW.search(question[: f[0]]))]
     ranges = [
         r for _, _, r in _without_restatements(question, _joined(question, sorted(found, key=lambda x: x[0])), now)
     ]
     return _bare_months_in_the_year_said(ranges)
 
 
+# A state word before "today" ("still open today", "unresolved as of today"): the state asked of now
+_STATE_NOW = re.compile(r"\b(?:open|unmerged|pending|unresolved|outstanding)\s+(?:as of\s+)?$", re.I)
 _BARE_MONTH = re.compile(rf"(?:(?:in|during)\s+)?{_MONTH}\.?|(\d{{1,2}}|[一二三四五六七八九十]+)\s*月份?", re.I)
 
 
@@ -928,7 +938,11 @@ def _without_restatements(
     a second period: its words join the first's."""
     out: list[tuple[int, int, TimeRange]] = []
     for a, b, rng in found:
-        if out and re.fullmatch(r"\s*[(（]\s*", question[out[-1][1] : a]) and _restates(out[-1][2], rng, now):
+        if (
+            out
+            and re.fullmatch(r"\s*[(（]\s*", question[out[-1][1] : a])
+            and (_restates(out[-1][2], rng, now) or _names_the_bound(out[-1][2], rng))
+        ):
             pa, _, prev = out[-1]
             out[-1] = (pa, b, TimeRange(prev.start, prev.end, question[pa:b], prev.verb))
             continue
@@ -965,6 +979,16 @@ def _narrows(prev: TimeRange, rng: TimeRange, now: datetime) -> tuple[datetime, 
     # It holds the one before ("Christmas 2020 (Dec 21-27)"): the vague day said more fully. One inside a
     # period said outright ("closed in 2025 (March)") is a second period, not this one explained.
     return (start, end) if start <= prev.start and prev.end <= end else None
+
+
+def _names_the_bound(prev: TimeRange, rng: TimeRange) -> bool:
+    """Whether a period in brackets after an open one only says when it begins or ends: "since last
+    summer (june 2024)" begins when June 2024 does, one period, not a second window of June only."""
+    if re.match(r"(?:since|from|after|starting)\b", prev.text.strip(), re.I):
+        return prev.start is not None and rng.start is not None and prev.start in (rng.start, rng.end)
+    if re.match(r"(?:until|till|through|before|up to)\b", prev.text.strip(), re.I):
+        return prev.end is not None and rng.start is not None and prev.end in (rng.start, rng.end)
+    return False
 
 
 def _restates(prev: TimeRange, rng: TimeRange, now: datetime) -> bool:

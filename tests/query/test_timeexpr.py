@@ -357,8 +357,14 @@ def test_last_summer_asked_in_summer_is_the_year_before():
         ("around Christmas 2018 (Dec 21-27)", D(2018, 12, 21), D(2018, 12, 28)),
         ("2020 年圣诞节前后那一周（12/21–12/27）开了哪些 issue？", D(2020, 12, 21), D(2020, 12, 28)),
         ("Lynne 在 2019 年 4 月第一周发了几条消息？", D(2019, 4, 1), D(2019, 4, 8)),
+        # ... or that names when an open period begins: one period, not a second window of that month
+        ("issues filed since last summer (june 2026)", D(2026, 6, 1), D(2026, 11, 30, 12)),
+        ("PRs opened before 2022 (jan 2022)", None, D(2022, 1, 1)),
         ("2019 年 4 月的最后一周", D(2019, 4, 24), D(2019, 5, 1)),
         ("3 月第二个星期", D(2026, 3, 8), D(2026, 3, 15)),
+        # the past year: the twelve months up to now, as the past 12 months ("last year" is the calendar one)
+        ("messages posted in the past year", D(2025, 11, 30), D(2026, 11, 30, 12)),
+        ("过去一年发了多少条消息", D(2025, 11, 30), D(2026, 11, 30, 12)),
         # abbreviations and two-digit years
         ("in Sept '22", D(2022, 9, 1), D(2022, 10, 1)),
         ("Sept ’17", D(2017, 9, 1), D(2017, 10, 1)),
@@ -378,6 +384,15 @@ def test_a_day_that_reads_both_ways_is_declined_with_both_readings(text):
     with pytest.raises(AmbiguousTime) as declined:
         find_time_ranges(text, NOW)
     assert "month/day" in str(declined.value) and "day/month" in str(declined.value)
+
+
+def test_today_after_a_state_word_is_the_state_now_not_a_window():
+    assert [r.text for r in find_time_ranges("PRs opened before 2022 still open today", NOW)] == ["before 2022"]
+    assert [r.text for r in find_time_ranges("issues closed today", NOW)] == ["today"]
+
+
+def test_a_bracketed_period_inside_one_said_outright_is_a_second_period():
+    assert len(find_time_ranges("issues closed in 2025 (March)", NOW)) == 2
 
 
 def test_a_bracketed_day_run_ends_the_vague_word_before_it_too():

@@ -44,6 +44,8 @@ def _resolve(settings: Settings, question: str, *, values: bool = True):
         ("issues assigned to Bob", "Bob"),
         ("张三的PR", "张三"),
         ("上周张三合并了哪些PR？", "张三"),
+        ("慕容子轩今年合并了几个 PR？", "慕容子轩"),  # when, between the name and the verb
+        ("帮我查一下司马静怡最近说了什么", "司马静怡"),  # what a person says
         ("分配给李四的任务", "李四"),
         ("what did Karl von Strauss merge", "Karl von Strauss"),  # a family name's particle is part of it
         ("issues Karl von Strauss filed", "Karl von Strauss"),
@@ -52,6 +54,8 @@ def _resolve(settings: Settings, question: str, *, values: bool = True):
         ("Nobody Atall 发了多少条消息？", "Nobody Atall"),
         ("Quentin 在 2021 年合并了哪些 PR？", "Quentin"),
         ("Nobody Atall 的 PR", "Nobody Atall"),
+        ("list everything Nobody Atall-Smith has opened", "Nobody Atall-Smith"),  # before "has <done>"
+        ("What has Nobody Atall been posting lately?", "Nobody Atall"),
     ],
 )
 def test_a_name_that_names_no_one_is_declined_never_dropped(settings, question, unresolved):

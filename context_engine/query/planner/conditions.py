@@ -9,7 +9,7 @@ from datetime import datetime
 
 from context_engine.query.fields import DONE_STATUSES, field_for, person_field_for
 from context_engine.query.ir import Filter, TimeRange
-from context_engine.query.planner.draft import NUMBER_WORDS, STATE_FIELDS, Draft
+from context_engine.query.planner.draft import EITHER_STATE, NUMBER_WORDS, STATE_FIELDS, Draft
 
 # Replies someone wrote, said as what they made: "wrote the most replies", "posted 5 replies".
 _REPLIES_WRITTEN = re.compile(
@@ -78,6 +78,9 @@ class ConditionStep(Draft):
 
     def _state_words(self) -> str | None:
         s, name = self.schema, self.collection
+        # "have not been merged, open or closed?", "whether open or not": either state, so no condition on it
+        if s.has_path("state"):
+            self.mark(EITHER_STATE)
         if name in ("pull_requests", "issues") and s.has_path("state") and self.mark(_NO_LONGER_OPEN):
             self.add_filter("state", "closed")
             return "created"
@@ -115,7 +118,7 @@ class ConditionStep(Draft):
                 # ("which of his didn't make it?": a PR that makes it is merged)
                 r"|(?:\bnot|\bnever|n['’]t)\s+(?:(?:make|made|makes|making)\s+it(?:\s+in(?:to\s+(?:main|master|the codebase|the repo))?|(?=\s*(?:[?.!,;)]|$)))"
                 r"|(?:go|went|gone|get|got|goes)\s+in)\b(?!\s+(?:\d|the\b|a\b|an\b))"
-                r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:ever )?(?:being |getting )?merg\w*|\brejected\b|\babandoned\b"
+                r"|\bunmerged\b|\bw/o merg\w*|\bwithout (?:ever )?(?:being |getting |a |any )?merg\w*|\brejected\b|\babandoned\b"
                 r"|从未(?:被)?(?:merge|合并|合入)|从来没有?(?:被)?(?:merge|合并|合入)|(?:没有?|未)被(?:merge|合并|合入)"
             )
             if unmerged:
@@ -288,7 +291,7 @@ class ConditionStep(Draft):
             self.add_filter("requested_reviewers", None, "empty")
         mentioned = person_field_for(s, "mentioned")
         if mentioned and self.mark(
-            r"\b(?:mention(?:s|ing)?|tag(?:s|ging)?|ping(?:s|ing)?) (?:nobody|no one|noone|no-one)\b"
+            r"\b(?:(?:@-?)?mention(?:s|ed|ing)?|tag(?:s|ged|ging)?|ping(?:s|ed|ing)?) (?:nobody|no one|noone|no-one)\b"
             r"|\b(?:don't|doesn't|do not|does not|didn't|did not|without|never) (?:@-?)?mention(?:ing)? (?:anyone|anybody|someone|people)\b"
             r"|\b(?:no|zero|without(?: any)?) (?:@-?)?mentions?\b|没有(?:任何)?(?:@|提及|提到)(?:任何人|别人|人)?"
             r"|\b(?:without|never|not|no) (?:tagging|pinging|@-?ing|@-?mentioning|mentioning) (?:anyone|anybody|someone|people|others)\b"
@@ -1078,6 +1081,12 @@ class ConditionStep(Draft):
             r"|send|sent|make|made|leave|left|add|added|drop|dropped)\b)"
             r"|(?<!total )(?<!sum of )\bthread[\s-]+replies\b(?!\s*(?:count|total|number|per|each)\b)"
             r"|\b(?:were|was|are|is|as)\s+(?:thread\s+replies|replies\s+(?:inside|within|in)\s+(?:a\s+|any\s+)?threads?)\b"
+            # "messages … that are replies": which messages, not a thread's count of them
+            r"|(?<=\bare )replies\b|(?<=\bwere )replies\b"
+            # "reply counts broken down by workspace", 每个工作区各有多少条回复: the replies, counted per group
+            r"|\brepl(?:y|ies)\s+counts?(?=\s+(?:broken\s+down\s+|split\s+|grouped\s+)?(?:by|per|for\s+each|in\s+each|across)"
+            r"\s+(?:workspace|channel|user|person|member|author|poster|month|week|day|year)s?\b)"
+            r"|(?<=多少条)回复(?!的)|(?<=几条)回复(?!的)|(?<=多少条 )回复(?!的)"
             # 在讨论串里的回复, 她的回复中: the replies themselves, among which the rest of the question counts
             r"|(?:在\s*)?(?:讨论串|帖子)\s*(?:里|中|内)的?\s*回复|的回复(?=\s*(?:中|里|当中|之中))"
         ):
@@ -1304,6 +1313,8 @@ _BETWEEN = (
     r"labell?ed|tagged|marked|with|the|a|an|any|by|from|in|on|for|of|at|under|authored|written|opened|created|filed|reported"
     r"|assigned|to|started|label|labels|tag|a label|as|one of|either|the ones|ones|anything|everything|those|that are"
     r"|which are|any issues|any prs"
+    # "that don't have the bug label", "haven't got the docs tag": having the value, negated
+    r"|have|has|had|got|carry|carrying"
     # "not done by the three maintainers X, Y and Z": the act, and the people named before their names
     r"|done|made|two|three|four|five|maintainers"
 )

@@ -35,6 +35,12 @@ PERIOD_UNITS = {
     "季度": "quarter",
     "年": "year",
 }
+# Either state, said as an aside ("..., open or closed?", "whether open or not", "(open or closed)"): no
+# condition on the state, and no split by it ("open vs closed" asks for one count each)
+EITHER_STATE = (
+    r"(?:,\s*|\(\s*|\b(?:whether|either|regardless of whether)\s+(?:they(?:'re| are| were)\s+|it(?:'s| is| was)\s+)?)"
+    r"(?:open or (?:closed|not)|closed or (?:open|not))\b|\b(?:open|closed) or not\b"
+)
 # Fields a state word sets, whose values a negation picks between ("not closed" is open, "not merged"
 # is merged: false, "not done" a status): the state rules say the negation themselves.
 STATE_FIELDS = frozenset({"state", "merged", "draft", "state_reason", "status"})

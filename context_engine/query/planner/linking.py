@@ -318,7 +318,9 @@ class LinkStep(Draft):
             re.search(
                 # "谁回 Jasmine 回得最多": a bare 回 after who replies
                 r"\b(?:repl(?:y|ies|ied|iers?)|respond(?:s|ed|ers?)?|answer(?:s|ed|ers?)?)\s+(?:\w+\s+){0,2}?to\s+$"
-                r"|(?:回复|(?<=谁)回|(?<=人)回)(?:了|过)?\s*$",
+                r"|(?:回复|(?<=谁)回|(?<=人)回)(?:了|过)?\s*$"
+                # "who answers becki the most": answering someone is replying to them, said without "to"
+                r"|\b(?:who|people|someone|somebody|anyone|anybody|users?|members?)\s+(?:\w+\s+){0,2}?answer(?:s|ed)?\s+@?$",
                 before,
             )
             # "replies Kristeen wrote in threads Caprice started", "Kristeen answering Caprice's threads"
@@ -677,7 +679,7 @@ _READ_AS_AUTHOR = frozenset({"author", "merger"})
 # ("most-discussed enhancement issue" names the label: "discussed" says how much, not what about)
 _TOPIC_CUE = re.compile(
     r"(?:\b(?:about|regarding|mention(?:s|ed|ing)?|on the topic of|related to|concerning"
-    r"|(?:talk|talks|talked|talking|say|says|said) about)\s+|(?:关于|有关|提到|提及|谈到|说到|聊到?|讲到?)\s*)$",
+    r"|(?:talk|talks|talked|talking|say|says|said) about)\s+|(?:关于|有关|(?:提到|提及|谈到|说到)了?|聊到?|讲到?)\s*)$",
     re.I,
 )
 _RELATION_CUE = re.compile(

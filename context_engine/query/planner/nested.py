@@ -87,6 +87,12 @@ _EMBEDDED_PERSON = re.compile(
 _ASKS_OF_THEM = re.compile(
     r"\bhow (?:many|much|often|long)\b|\b(?:did|does|do|has|have|had|what|which|list|show)\b|几|多少", re.I
 )
+# "…, with their message counts?": the ranking's own counts shown, nothing asked of the people found
+_THEIR_COUNTS = re.compile(
+    r"\s*(?:(?:with|and|along with|plus|including|showing|giving)\s+)?(?:their|the|each one's|each)\s+"
+    r"(?:[\w-]+\s+){0,2}?(?:counts?|totals?|numbers?|tallies)\s*[?.!]?\s*$",
+    re.I,
+)
 _ASKS_WHO = re.compile(r"\s*(?:who|whom|whose)\b|\s*谁", re.I)
 
 
@@ -103,7 +109,7 @@ def _cuts(q: str) -> list[_Cut]:
     found = []
     for sep in _CUT.finditer(q):
         left, right = q[: sep.start()], q[sep.end() :]
-        if not (_EXTREME.search(left) and right.strip()):
+        if not (_EXTREME.search(left) and right.strip()) or _THEIR_COUNTS.match(right):
             continue
         lead = _LEAD.match(left) or _TIME_LEAD.match(left)
         start = lead.end() if lead else len(left) - len(left.lstrip())

@@ -11,7 +11,7 @@ from itertools import pairwise
 from context_engine.query.compile import BUCKET_FORMATS, CompileError, compile_plan
 from context_engine.query.fields import field_for, person_field_for, person_field_words
 from context_engine.query.ir import Filter, Measure, PlanIR, Shape, SortKey, TimeRange
-from context_engine.query.planner.draft import CJK_NUMBERS, NUMBER_WORDS, PERIOD_UNITS, STATE_FIELDS
+from context_engine.query.planner.draft import CJK_NUMBERS, EITHER_STATE, NUMBER_WORDS, PERIOD_UNITS, STATE_FIELDS
 from context_engine.query.planner.own_aggregates import OwnAggregateStep
 from context_engine.query.validate import validate_pipeline
 
@@ -302,7 +302,7 @@ _OLDEST = re.compile(
     r"|\bfirst (?:one )?to (?:be |get )?\w+ed\b"  # "which was the first to get merged"
     rf"|\b(?:been )?(?:open|waiting|pending|sitting|idle|unresolved)(?: for)?(?: the)? longest\b"
     rf"|\blongest[\s-](?:waiting|open|standing|running|pending|lived)[\s-]+(?:\w+(?:-\w+)*[\s-]+){{0,2}}?{_RECORD}"
-    rf"|(?:最早|最老|最旧|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:[条个篇次])?\s*{_POSTED_ZH}(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
+    rf"|(?:最早|最老|最旧|第一)(?:[\u4e00-\u9fff]{{0,8}}?的)?\s*(?:一?\s*[条个篇次])?\s*{_POSTED_ZH}(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)"
     # the records named first ("还开着的 PR 里最老的是哪个")
     rf"|(?:PR|pull request|issue|消息|帖子|提交|工单|讨论)\s*(?:里|中|当中|之中)\s*(?P<superlative>最早|最老|最旧)",
     re.I,
@@ -782,7 +782,7 @@ class ShapeStep(OwnAggregateStep):
         versus = re.search(
             r"\bopen (?:vs\.?|versus|or|and) closed\b|\bclosed (?:vs\.?|versus|or|and) open\b", self.q, re.I
         )
-        if versus and field_for(self.schema, "state"):
+        if versus and field_for(self.schema, "state") and not re.search(EITHER_STATE, self.q, re.I):
             self.use(versus.span(), "shape")
             self.filters = [f for f in self.filters if f.field != "state"]  # both states are wanted, one group each
             return "state", None
@@ -1560,9 +1560,18 @@ class ShapeStep(OwnAggregateStep):
         if field_for(self.schema, "replies") and re.search(r"\bthreads?\b|讨论串|帖子", self.q, re.I):
             # "threads that mention nobody in the first message": a thread's first message is the record itself
             self.mark(_THREAD_OPENER.pattern, "value")
+        # the periods said ("over the last three months - message count": "last" is the period's word)
+        periods = [p.span() for t in self.ctx.times if t.text for p in re.finditer(re.escape(t.text), self.q, re.I)]
         for pattern, direction in ((_NEWEST, -1), (_OLDEST, 1)):
-            # Not inside a value read already: "good first issue" is a label.
-            m = next((m for m in pattern.finditer(self.q) if not self._is_used(_first_word(m))), None)
+            # Not inside a value read already: "good first issue" is a label; nor inside a period.
+            m = next(
+                (
+                    m
+                    for m in pattern.finditer(self.q)
+                    if not self._is_used(_first_word(m)) and not any(a <= m.start() < b for a, b in periods)
+                ),
+                None,
+            )
             if m and not _LIMIT.search(self.q):
                 self.use(_first_word(m), "shape")
                 self.mark(r"\b(?:oldest|earliest|newest|latest|most recent) first\b", "shape")

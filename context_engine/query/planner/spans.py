@@ -58,7 +58,7 @@ _TOPIC_NEGATION = re.compile(
 CUE = re.compile(
     rf"\b(?:{_CUE_WORDS}|with)\s+(?=['\"‘“])|\btitles?\s+(?:says?|reads?|includes?|contains?)\s+"
     r"|\bwith\s+(?=[\w.\-]+(?:\s+[\w.\-]+)?\s+in\s+(?:the\s+|its\s+|their\s+)?(?:\w+\s+)?titles?\b)"
-    rf"|\b(?:{_CUE_WORDS})\s+|关于|有关|提到|涉及|讨论(?![串区组])|谈到|说到|聊到?|讲到?|谈论"
+    rf"|\b(?:{_CUE_WORDS})\s+|关于|有关|(?:提到|提及|涉及|谈到|说到)了?|讨论(?![串区组])|聊到?|讲到?|谈论"
     r"|(?<=标题)(?:里|中|上)?(?:有|含有?|包含|带有?|出现)",
     re.I,
 )
@@ -756,6 +756,8 @@ IDIOMS = re.compile(
     r"|opening|first)\b)"
     r"|\b(?:someone|somebody|anyone|anybody|everyone|everybody)(?=\s+(?:other than|except|but|besides|apart from)\b)"
     r"|\b(?:sitting|sits|sat|lying|hanging|left)(?=\s+(?:there\s+|around\s+)?open\b)"  # "still sitting open"
+    # "still open today": the state now (`timeexpr` reads no window there)
+    r"|(?:(?<=open )|(?<=unmerged )|(?<=pending )|(?<=unresolved )|(?<=outstanding ))(?:as of )?today\b"
     # how often a value is met, said before the superlative the shape read ("which label shows up most")
     r"|\b(?:shows? up|showing up|appears?|appearing|occurs?|comes? up|turns? up|is used|gets used|used)(?=\s+(?:the\s+)?most\b)"
     r"|\bacross all\b|\bended up\b|\bwhatsoever\b|\btotally\b|\bcalendar(?= year\b)|\bI mean\b"

@@ -100,6 +100,11 @@ def test_a_question_with_one_step_is_not_nested(catalog, question):
     assert plan(catalog, question).ir.nested is None
 
 
+def test_a_rankings_own_counts_asked_after_it_are_no_second_step(catalog):
+    p = plan(catalog, "Top three PR authors in 2026, with their PR counts?")
+    assert p.ir.nested is None and p.ir.shape.kind == "group" and p.ir.shape.limit == 3 and not p.not_understood
+
+
 def test_an_outer_part_nothing_reads_is_said_not_understood(catalog):
     p = plan(catalog, "the person who opened the most pull requests in 2026: their zorbling quuxes?")
     assert {"zorbling", "quuxes"} <= {w.strip("?") for s in p.not_understood for w in s["text"].split()}

@@ -60,6 +60,8 @@ def test_a_bucket_extreme_is_dated_by_its_verb(catalog):
         ("what was the very first commit by Alex Chen", 1),
         ("the oldest issue Priya Raman opened", 1),
         ("Priya Raman 最早的 PR 是哪个", 1),
+        ("Priya Raman 最早提的一个 PR 是什么？", 1),
+        ("Priya Raman 最新提的一个 PR 是什么？", -1),
     ],
 )
 def test_the_newest_or_oldest_record_is_one_record_sorted_by_date(catalog, question, direction):
@@ -70,6 +72,11 @@ def test_the_newest_or_oldest_record_is_one_record_sorted_by_date(catalog, quest
 def test_recent_before_a_period_is_the_period_not_the_newest_record(catalog):
     p = plan(catalog, "最近三个月新开的 issue")
     assert p.ir.shape.limit != 1 and p.ir.times
+
+
+def test_last_of_a_period_is_not_the_newest_record(catalog):
+    p = plan(catalog, "activity over the last three months - pull request count?")
+    assert p.ir.shape.kind == "count" and p.ir.times
 
 
 def test_the_last_n_records_stay_a_list_of_n(catalog):

@@ -143,6 +143,9 @@ def refs(rows):
         ("Ana 回复过几个不同的人？", 1),
         ("number of distinct people whose threads Ana answered in", 1),  # Ben's (a4), not her own (a3)
         ("how many different people replied to Ana", 2),  # Ben, Cy; never herself
+        # the records are replies: "that are replies", "多少条回复"
+        ("how many messages are replies?", 7),
+        ("2019 年 3 月有多少条回复？", 7),
     ],
 )
 def test_counts_said_in_other_words(world, question, expected):
@@ -151,11 +154,24 @@ def test_counts_said_in_other_words(world, question, expected):
     assert plan.not_understood == [], plan.not_understood
 
 
+@pytest.mark.parametrize("question", ["reply counts broken down by user", "每个人各有多少条回复？"])
+def test_reply_counts_per_group_count_the_replies(world, question):
+    rows, plan = answer(world, question)
+    assert {r["_id"]: r["count"] for r in rows} == {"UA": 2, "UB": 3, "UC": 2}, plan.pipeline
+
+
+def test_the_share_of_messages_that_are_replies(world):
+    _, plan = answer(world, "share of messages that are replies, as a %")
+    assert plan.ir.shape.kind == "share" and plan.ir.shape.percent and plan.not_understood == []
+    assert [(f.field, f.op) for f in plan.ir.shape.part] == [("parent_user_id", "exists")]
+
+
 def test_who_answered_in_the_threads_someone_started(world):
     # replies whose thread Ana started, by others than Ana: Ben twice, Cy once
     for question in (
         "in threads Ana started, who answered her most often?",
         "Which person answered most often in the threads I started?",
+        "who answers Ana the most in her threads?",  # answering someone, said without "to"
     ):
         rows, plan = answer(world, question, asker="UA")
         assert rows[0] == {"_id": "UB", "count": 2}, plan.pipeline

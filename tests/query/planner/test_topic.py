@@ -426,3 +426,10 @@ def test_filler_ends_a_topic_and_is_read_as_part_of_it(catalog):
     assert _title_words(p) == [("title", "words", ["deprecate"])] and p.not_understood == []
     # ... not a verb of saying or doing: "say something" is no subject
     assert _title_words(plan(catalog, "which PRs did Rashid merge that say something")) == []
+
+
+@pytest.mark.parametrize("question", ["2026 年有多少 issue 提到了 Kubernetes？", "有多少 PR 谈到了 Kubernetes"])
+def test_a_capitalised_word_after_a_chinese_topic_cue_with_le_is_the_topic(catalog, question):
+    """提到了 X: X is what the records say (read as a person nobody is named before)."""
+    p = plan(catalog, question)
+    assert p.not_understood == [] and any("kubernetes" in str(f.value).lower() for f in p.ir.filters), p.ir
