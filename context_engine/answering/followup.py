@@ -908,6 +908,9 @@ def resolve_offline(
         return FollowUp(
             _narrowed(previous, topic, was_counted), f"of the last answer's records: {topic!r}", topic, reshape="list"
         )
+    ranked_ones = _of_the_ranked(core, previous)
+    if ranked_ones is not None:
+        return ranked_ones
     hers = _OF_HERS.match(core)
     if hers and any(t.get("people") for t in turns):  # "how many of hers are still open": of the last records, hers
         core = f"{hers.group(1)} of those {hers.group(2)}".strip()
@@ -1284,6 +1287,35 @@ _TOP_N = re.compile(
 )
 # "how many of hers", "which of theirs": the person's records the last question was about
 _OF_HERS = re.compile(r"^(how\s+many|which|what)\s+of\s+(?:hers|his|theirs)\b\s*(.*)$", re.I)
+# "他的还有几个开着", "她们的有哪些": a person's records, said in Chinese
+_OF_HERS_CJK = re.compile(r"^(?:那)?(?:他们|她们|他|她)的\s*(?P<rest>.+)$")
+# a question that asked who
+_ASKED_WHO = re.compile(r"\bwho\b|\bwhom\b|\bwhose\b|谁|誰|哪些人|哪位", re.I)
+
+
+def _of_the_ranked(core: str, previous: dict[str, Any]) -> FollowUp | None:
+    """ "how many of his are still open?" after "who came second?" (or after the whole ranking): "his" is the
+    person the ranking's answer named first — the place picked, when a place was asked — and his records are
+    that ranking's records of that person, the rest said of them. Not after a question that named someone
+    ("who replied most to Ida?"): "hers" may be Ida's."""
+    hers = _OF_HERS.match(core)
+    cjk = _OF_HERS_CJK.match(core) if hers is None else None
+    rest = f"{hers.group(1)} {hers.group(2)}".strip() if hers else cjk.group("rest").strip() if cjk else ""
+    groups = previous.get("answer_groups") or {}
+    asked = previous.get("asked") or previous["standalone"]
+    if not rest or previous.get("people") or not groups.get("keys") or not previous.get("answer_people"):
+        return None
+    if not _ASKED_WHO.search(asked):
+        return None
+    person = previous["answer_people"][0]
+    return FollowUp(
+        _narrowed(previous, f"by {person} {rest}"),
+        f"{person}'s, the person the last answer named first; of the ranking's records: {rest!r}",
+        rest,
+        within=(groups["field"], groups["keys"][0]),
+    )
+
+
 # "so how many does Corey have", "how many has she got": the last question counted, about the person it named
 _COUNT_FOR = re.compile(r"^how\s+many\s+(?:does|did|has|have|do)\s+\S+(?:\s+\S+)?\s+(?:have|got|get|own)$", re.I)
 _THAT_TIME = re.compile(

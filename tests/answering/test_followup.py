@@ -972,6 +972,25 @@ def test_a_place_in_the_last_ranking_with_more_words_is_that_persons_records(ask
     assert (out.within, out.added) == (("user.login", key), added)
 
 
+@pytest.mark.parametrize(
+    "asked,added",
+    [("how many of his are still open?", "how many are still open"), ("她的有几个还开着", "有几个还开着")],
+)
+def test_his_after_a_ranking_is_the_person_of_the_place_the_answer_named(asked, added):
+    # "who came second?" answered one row of the ranking: "his" is that place's person, not the first one's
+    second = {
+        "standalone": "who merged the most PRs in 2025 who came second",
+        "collection": "pull_requests",
+        "answer_people": ["Priya Raman"],
+        "answer_groups": {"field": "user.login", "keys": ["priyar"]},
+    }
+    out = resolve_offline(asked, [second], PEOPLE, NOW)
+    assert (out.within, out.added) == (("user.login", "priyar"), added) and "Priya Raman" in out.standalone
+    # after a question that named someone, "his" may be theirs: not read as the ranking's person
+    named = {**second, "people": ["Lars Nielsen"], "standalone": "who replied most to Lars in 2025"}
+    assert resolve_offline(asked, [named], PEOPLE, NOW).within is None
+
+
 def test_a_question_said_whole_with_the_conversation_s_person_and_time_is_restated():
     ranking = {
         "standalone": "who merged the most PRs in 2025",
