@@ -188,6 +188,7 @@ def operate(
     counted = _replies_counted(question, base, catalog) or _person_counted(question, turns[-1], base, catalog)
     if counted is not None:
         return counted
+    base = _asked_again(followup, turns[-1], base)
     changed, shape_said = base, False
     how: list[str] = []
     unread: list[dict[str, Any]] = []
@@ -234,6 +235,25 @@ def operate(
     if not how:
         return None
     return as_operation(changed, base=changed, catalog=catalog, how="; ".join(how), unread=unread)
+
+
+def _asked_again(followup: FollowUp, turn: dict[str, Any], base: PlanIR) -> PlanIR:
+    """What "the same question" about another person or time changes: the plan the last turn ran when it picked
+    the one record at an end of its base's records ("哪一个留言最多" then "sanchit-gandhi 的呢？": the most commented of
+    his), not the records it picked from; any other change builds on the base ("the week before, how many?")."""
+    said_more = followup.added or followup.reshape or followup.within or followup.restated
+    ran_data = (turn.get("plan") or {}).get("ir")
+    if not (followup.person or followup.new_time) or said_more or not ran_data:
+        return base
+    ran = PlanIR.from_json(ran_data)
+    picked = ran.shape.kind == "list" and ran.shape.limit == 1 and bool(ran.shape.sort)
+    same_records = (ran.collection, ran.filters, ran.times, ran.text) == (
+        base.collection,
+        base.filters,
+        base.times,
+        base.text,
+    )
+    return ran if picked and same_records and ran != base else base
 
 
 def _switched(base: PlanIR, collection: str, catalog: Catalog) -> Operation | None:

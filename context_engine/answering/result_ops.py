@@ -68,13 +68,14 @@ _REST = re.compile(
     re.I,
 )
 # a measure said by its word, and the fields that hold it (the first one the collection has)
-_MEASURE_WORD = r"comments?|replies|reply|reactions?|additions|deletions|discussion|评论|回复|回覆|反应|讨论"
+_MEASURE_WORD = r"comments?|replies|reply|reactions?|additions|deletions|discussion|评论|回复|回覆|反应|讨论|留言"
 _MEASURE_PATHS = (
     ("comment", ("comments", "fields.comment.total")),
     ("评论", ("comments", "fields.comment.total")),
     ("repl", ("reply_count", "comments")),
     ("回复", ("reply_count", "comments")),
     ("回覆", ("reply_count", "comments")),
+    ("留言", ("comments", "reply_count", "fields.comment.total")),  # Taiwan's word for a comment, or a reply
     ("reaction", ("reactions.total_count",)),
     ("反应", ("reactions.total_count",)),
     ("discussion", ("comments", "reply_count", "fields.comment.total")),
@@ -131,6 +132,20 @@ _MOST_OF_THOSE = re.compile(
     + _MEASURE_WORD
     + r")(?:数)?(?P<cdir>最多|最少)的(?:是)?"
     r"(?:哪个|哪条|哪一个|哪一条)$",
+    re.I,
+)
+# "which one drew the most discussion?", "哪一个留言最多", "回复最多的是哪条": one record of those just listed, said
+# without "of them" (read so only after an answer that listed records: after a ranking of people it is a person)
+_WHICH_ONE_MOST = re.compile(
+    _OPENING + r"(?:which|what)\s+(?:one|issue|pr|pull\s+request|thread|message|post|ticket)\s+(?:had|has|got|drew|"
+    r"received|gets|saw|attracted|generated|pulled\s+in)\s+the\s+(?P<dir>most|fewest|least)\s+(?P<en>"
+    + _MEASURE_WORD
+    + r")$"
+    r"|^(?:那)?(?:哪一?(?:个|条|篇)(?:的)?(?P<cjk>"
+    + _MEASURE_WORD
+    + r")(?:数)?(?P<cdir>最多|最少)(?:的)?|(?P<cjk2>"
+    + _MEASURE_WORD
+    + r")(?:数)?(?P<cdir2>最多|最少)的(?:是)?(?:哪个|哪条|哪一个|哪一条|哪篇))$",
     re.I,
 )
 # "how many replies was that?", "那是多少条": the top group's own records, counted (one group: "that", not "those")
@@ -202,6 +217,8 @@ def _operated(
     if _REST.match(said):
         return _complement(turns, base, catalog)
     most = _MOST_OF_THOSE.match(said)
+    if most is None and base.shape.kind in RECORD_SHAPES:
+        most = _WHICH_ONE_MOST.match(said)
     if most is not None:
         return _most_of_those(most, base, catalog)
     if _HOW_MANY_WAS_THAT.match(said):
@@ -304,10 +321,14 @@ def _resorted(said: re.Match[str], base: PlanIR, catalog: Catalog) -> Operation 
 def _most_of_those(said: re.Match[str], base: PlanIR, catalog: Catalog) -> Operation | None:
     """The one record of the last answer's records with the most (fewest) of a measure."""
     schema = catalog.schemas[base.collection]
-    path = _measure_path(said.group("en") or said.group("cjk"), schema)
+    said_as = {k: v for k, v in said.groupdict().items() if v}
+    path = _measure_path(said_as.get("en") or said_as.get("cjk") or said_as.get("cjk2", ""), schema)
     if path is None or base.shape.kind not in (*RECORD_SHAPES, "count"):
         return None
-    fewest = (said.group("dir") or "").lower() in ("fewest", "least") or said.group("cdir") == "最少"
+    fewest = said_as.get("dir", "").lower() in ("fewest", "least") or "最少" in (
+        said_as.get("cdir"),
+        said_as.get("cdir2"),
+    )
     shape = Shape("list", sort=[SortKey(path, 1 if fewest else -1)], limit=1, fields=base.shape.fields)
     picked = replace(base, shape=shape)
     return as_operation(picked, base=base, catalog=catalog, how=f"the one of the last records with the most {path}")

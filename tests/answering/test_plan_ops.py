@@ -1,6 +1,7 @@
 """Follow-ups applied to the last turn's plan IR (the sample tenant's data; the graph-level conversation is
 in tests/assistant/test_conversation.py)."""
 
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
@@ -11,7 +12,7 @@ from context_engine.config import Settings
 from context_engine.query import engine
 from context_engine.query.engine import principals_of
 from context_engine.query.execute import run_pipeline
-from context_engine.query.ir import Filter
+from context_engine.query.ir import Filter, Shape, SortKey
 from context_engine.query.offline import OfflinePlanner
 from context_engine.resources import catalog_for, store_for
 
@@ -335,6 +336,19 @@ def test_the_same_plan_about_someone_else(setup, person, login):
     }
     assert ir.times == before.times and ir.shape == before.shape
     assert all(r["user"]["login"] == login for r in _run(setup, operation.plan))
+
+
+def test_the_same_question_after_picking_the_record_with_the_most_is_that_pick_about_someone_else(setup):
+    listed = _turn(setup, "PRs Priya opened in 2026")
+    base = base_of(listed)
+    picked = replace(base, shape=Shape("list", sort=[SortKey("comments", -1)], limit=1))
+    turn = {**listed, "plan": {"ir": picked.to_json()}, "base": base.to_json()}
+    operation = _operate(setup, "Lars 的呢？", [turn], FollowUp("", person="Lars"))
+    assert operation is not None and operation.plan.ir.shape == picked.shape
+    assert any(f.field == "user.login" and f.value == "larsn" for f in operation.plan.ir.filters)
+    # with a shape of its own the follow-up builds on the records picked from: "Lars's, how many?"
+    counted = _operate(setup, "Lars, how many?", [turn], FollowUp("", person="Lars", reshape="count"))
+    assert counted is not None and counted.plan.ir.shape.kind == "count"
 
 
 def test_the_same_plan_about_someone_else_in_a_new_window(setup):
