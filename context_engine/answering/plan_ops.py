@@ -188,7 +188,7 @@ def operate(
     counted = _replies_counted(question, base, catalog) or _person_counted(question, turns[-1], base, catalog)
     if counted is not None:
         return counted
-    base = _asked_again(followup, turns[-1], base)
+    records, base = base, _asked_again(followup, turns[-1], base)
     changed, shape_said = base, False
     how: list[str] = []
     unread: list[dict[str, Any]] = []
@@ -234,19 +234,23 @@ def operate(
         how.append(f"its records {said}")
     if not how:
         return None
-    return as_operation(changed, base=changed, catalog=catalog, how="; ".join(how), unread=unread)
+    # the same question asked again of other records: the next follow-up builds on those records, as on the last
+    kept = changed if base is records else replace(changed, shape=records.shape)
+    return as_operation(changed, base=kept, catalog=catalog, how="; ".join(how), unread=unread)
 
 
 def _asked_again(followup: FollowUp, turn: dict[str, Any], base: PlanIR) -> PlanIR:
     """What "the same question" about another person or time changes: the plan the last turn ran when it picked
     the one record at an end of its base's records ("哪一个留言最多" then "sanchit-gandhi 的呢？": the most commented of
-    his), not the records it picked from; any other change builds on the base ("the week before, how many?")."""
+    his) or totalled a measure over them ("how many replies did they get altogether?" then "April?": April's total),
+    not the records it was about; any other change builds on the base ("the week before, how many?")."""
     said_more = followup.added or followup.reshape or followup.within or followup.restated
     ran_data = (turn.get("plan") or {}).get("ir")
     if not (followup.person or followup.new_time) or said_more or not ran_data:
         return base
     ran = PlanIR.from_json(ran_data)
     picked = ran.shape.kind == "list" and ran.shape.limit == 1 and bool(ran.shape.sort)
+    picked = picked or (ran.shape.kind in ("sum", "avg") and ran.pipeline is None)
     same_records = (ran.collection, ran.filters, ran.times, ran.text) == (
         base.collection,
         base.filters,

@@ -345,10 +345,21 @@ def test_the_same_question_after_picking_the_record_with_the_most_is_that_pick_a
     turn = {**listed, "plan": {"ir": picked.to_json()}, "base": base.to_json()}
     operation = _operate(setup, "Lars 的呢？", [turn], FollowUp("", person="Lars"))
     assert operation is not None and operation.plan.ir.shape == picked.shape
+    assert operation.base.shape == base.shape  # the next follow-up is about all of Lars's, as it was Priya's
     assert any(f.field == "user.login" and f.value == "larsn" for f in operation.plan.ir.filters)
     # with a shape of its own the follow-up builds on the records picked from: "Lars's, how many?"
     counted = _operate(setup, "Lars, how many?", [turn], FollowUp("", person="Lars", reshape="count"))
     assert counted is not None and counted.plan.ir.shape.kind == "count"
+
+
+def test_a_bare_new_time_after_a_total_keeps_the_total(setup):
+    listed = _turn(setup, "PRs Priya opened in 2026")
+    base = base_of(listed)
+    summed = replace(base, shape=Shape("sum", field="comments"))
+    turn = {**listed, "plan": {"ir": summed.to_json()}, "base": base.to_json()}
+    operation = _operate(setup, "2025?", [turn], FollowUp("", new_time="in 2025"))
+    assert operation is not None and operation.plan.ir.shape == summed.shape
+    assert [(t.start, t.end) for t in operation.plan.ir.times] == [(datetime(2025, 1, 1), datetime(2026, 1, 1))]
 
 
 def test_the_same_plan_about_someone_else_in_a_new_window(setup):
