@@ -464,7 +464,18 @@ def _listed(
             if narrowed is None:
                 return None
             changed, unread = narrowed
-    if changed.shape.kind not in (*RECORD_SHAPES, "count"):
+    if changed.shape.kind not in (*RECORD_SHAPES, "count") and not _one_group_left(changed):
         return None
     listed = replace(changed, shape=_listing(changed, schema))
     return as_operation(listed, base=listed, catalog=catalog, how="the last records, listed", unread=unread)
+
+
+def _one_group_left(ir: PlanIR) -> bool:
+    """A ranking narrowed to one of its values ("只看 mariosasko 的" after who merged the most): its records are
+    that value's, which a list can show (a list of a whole ranking's records would not be what it ranked)."""
+    shape = ir.shape
+    return (
+        shape.kind == "group"
+        and shape.bucket is None
+        and any(f.field == shape.field and f.op == "eq" and not f.negate for f in ir.filters)
+    )

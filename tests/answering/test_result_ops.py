@@ -188,6 +188,17 @@ def test_words_before_a_listing_change_the_records_first(setup):
     assert [f.field for f in operation.plan.ir.filters if f.negate] == ["state"]
 
 
+@pytest.mark.parametrize("asked", ["只看 Lars 的，列出来", "only Lars's — list them"])
+def test_a_ranking_narrowed_to_one_person_and_listed_is_their_records(setup, asked):
+    turn = _turn(setup, "who opened the most PRs in 2026")
+    operation = _operate(setup, asked, [turn])
+    assert operation is not None and operation.plan.ir.shape.kind == "list"
+    rows = _run(setup, operation.plan)
+    assert rows and all(r["user"]["login"] == "larsn" for r in rows)
+    # the whole ranking listed is not what it ranked: left to the rewritten question
+    assert _operate(setup, "list them", [turn]) is None
+
+
 def test_nothing_without_a_plan_before(setup):
     assert _operate(setup, "and the rest?", []) is None
     assert _operate(setup, "and the rest?", [{"standalone": "hello", "plan": {}}]) is None
