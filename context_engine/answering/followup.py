@@ -1911,6 +1911,8 @@ def _elliptical(
         and previous["standalone"].endswith(narrowed)
         and len(rest.split()) <= 2
         and not (_HAS_SHAPE.search(rest) or _STATE_WORD.search(rest))
+        # a narrowing that said only a shape ("busiest day") has no value another replaces: "那 clojurians 呢" is added
+        and _PREVIOUS_SHAPE.sub(" ", narrowed).strip()
     ):
         # "how many of those were bugs?" then "and enhancements?": the other value, not both at once
         instead = " ".join(narrowed.split()[: -len(rest.split())] + [rest])

@@ -453,6 +453,15 @@ def test_a_value_said_after_a_narrowing_replaces_the_one_it_added(asked, standal
     assert resolve_offline("which of those are bugs?", [QUERIED], PEOPLE, NOW).added == "bugs"
 
 
+def test_a_value_after_a_narrowing_that_said_only_a_shape_is_added():
+    busiest = {
+        "standalone": "messages in elmlang in March 2019 busiest day",
+        "collection": "messages",
+        "narrowed": "busiest day",
+    }
+    assert resolve_offline("那 clojurians 呢", [busiest], PEOPLE, NOW).added == "clojurians"
+
+
 # A pick said by what the candidate list showed (name, key, workspace), in any order, with a few
 # words around it; the declined question is asked again about that candidate.
 @pytest.mark.parametrize(
