@@ -2018,6 +2018,22 @@ def those_said_plainly(question: str) -> str:
     return _THOSE_SAID_OTHERWISE_CJK.sub("这些", _THOSE_SAID_OTHERWISE.sub("those", question.strip()))
 
 
+# "thanks. back to X — ...", "great, and 2023?", "谢谢！那 clojurians 呢": an acknowledgement before the follow-up says
+# nothing of it. Words that could open a question ("good", "fine") only when punctuation closes them; "ok", "so"
+# stay (`_LEAD`: they say the follow-up continues).
+_THANKS = re.compile(
+    r"^(?:(?:(?:thanks|thank\s+you|thx|cheers)(?:\s+(?:a\s+lot|so\s+much|again))?[\s,.!;:—–-]+"
+    r"|(?:great|cool|nice|perfect|awesome|got\s+it|good|fine|interesting)[\s]*[,.!;:—–-]+\s*"
+    r"|(?:谢谢|多谢|感谢|好的|明白了?|了解|收到)[\s,.!，。！、]+))+(?=\S)",
+    re.I,
+)
+
+
+def thanks_left_out(question: str) -> str:
+    """A follow-up without the acknowledgement it opens with ("thanks. back to polinaeterna — ...")."""
+    return _THANKS.sub("", question.strip(), count=1)
+
+
 def resolve_followup(
     question: str,
     turns: list[dict[str, Any]],

@@ -5,7 +5,7 @@ from datetime import datetime
 
 import pytest
 
-from context_engine.answering.followup import resolve_offline, those_said_plainly
+from context_engine.answering.followup import resolve_offline, thanks_left_out, those_said_plainly
 from context_engine.query.identity import PeopleDirectory
 
 NOW = datetime(2026, 11, 30, 12)
@@ -1433,3 +1433,26 @@ def test_a_chinese_question_naming_its_person_and_time_stands_alone():
     }
     out = resolve_offline("这个人那个月一共发了几条？", [ranking], PEOPLE, NOW)
     assert out.restated and RANKING["answer_people"][0] in out.standalone and "2026 年 10 月" in out.standalone, out
+
+
+@pytest.mark.parametrize(
+    "asked,read",
+    [
+        ("thanks. back to Rashid — same thing for 2025?", "back to Rashid — same thing for 2025?"),
+        ("Great, and Priya?", "and Priya?"),
+        ("谢谢！那上个月呢", "那上个月呢"),
+        ("good first issues from 2025?", "good first issues from 2025?"),  # "good" closed by no punctuation: words
+        ("ok, and 2025?", "ok, and 2025?"),  # "ok" says the follow-up continues: kept
+    ],
+)
+def test_an_acknowledgement_before_a_follow_up_is_left_out(asked, read):
+    assert thanks_left_out(asked) == read
+
+
+def test_back_to_a_turn_after_thanks_resumes_it():
+    counted = {**MERGED, "standalone": "how many PRs did Rashid merge in 2026", "times": ["in 2026"]}
+    other = {"standalone": "how many issues carry the docs label", "collection": "issues"}
+    out = resolve_offline(
+        thanks_left_out("thanks. back to Rashid — same thing for 2025?"), [counted, other], PEOPLE, NOW
+    )
+    assert out.resumed is not None and out.resumed[0] == 1 and out.new_time
