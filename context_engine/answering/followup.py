@@ -696,6 +696,45 @@ def _with_year(when: str, previous: dict[str, Any], now: datetime) -> str:
     return _CJK_MONTH.sub(lambda m: f"{year} 年 {m.group(1)}", when, count=1)
 
 
+# "that February", "the month after that February", "the week before that March": a month the conversation named,
+# or a window next to it
+_THAT_MONTH = re.compile(
+    r"(?:\b(?:the|a)\s+(?P<unit>day|week|month|quarter|year)\s+(?P<way>after|before|following|preceding|prior\s+to)\s+)?"
+    r"\bthat\s+(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\b\.?",
+    re.I,
+)
+
+
+def _that_month(core: str, turns: list[dict[str, Any]]) -> FollowUp | None:
+    """ "how many issues got completed the month after that February?": the question with that month said as the
+    February the conversation was about last (or the window it names next to it), read as a question of its own.
+    None when no turn was about a month of that name."""
+    said = _THAT_MONTH.search(core)
+    if said is None:
+        return None
+    month = MONTHS[said.group("month").lower()]
+    spans = [
+        (datetime.fromisoformat(r["start"]), datetime.fromisoformat(r["end"]))
+        for turn in reversed(turns)
+        for r in turn.get("time_ranges") or []
+        if r.get("start") and r.get("end")
+    ]
+    start, end = next(
+        ((a, b) for a, b in spans if a.month == month and a.day == 1 and b == _months(a, 1)), (None, None)
+    )
+    if start is None or end is None:
+        return None
+    if said.group("unit"):
+        unit = said.group("unit").lower()
+        after = said.group("way").lower() in ("after", "following")
+        start, end = (end, _step(end, unit, 1)) if after else (_step(start, unit, -1), start)
+    when = _phrase(start, end)
+    if _ENDS_WITH_PREPOSITION.search(core[: said.start()]):  # "in that February": "in February 2024"
+        when = _PREPOSITION_OF_TIME.sub("", when)
+    text = re.sub(r"\s{2,}", " ", f"{core[: said.start()]} {when} {core[said.end() :]}").strip()
+    return FollowUp(text, f"{said.group(0).strip()!r} = {_PREPOSITION_OF_TIME.sub('', when)}")
+
+
 # What a follow-up may say around a new person to ask the same question about them, time included
 # ("what about zaidalyafeai in that same year", "does richarddwang have any like that?", "Onita 也有类似的吗"):
 # an allow-list, so any other word ("how many PRs did Lars open") makes a question of its own.
@@ -785,6 +824,9 @@ def resolve_offline(
         if len(found) == 1 and found[0].text == meant:
             text = previous["standalone"].replace(previous["unresolved"], meant, 1)
             return FollowUp(text, f"{previous['unresolved']!r} = {meant}")
+    that_month = _that_month(core, turns)
+    if that_month is not None:
+        return that_month
     by_name = _named_record(core, previous, kinds, directory, now)
     if by_name is not None:
         return by_name

@@ -1456,3 +1456,27 @@ def test_back_to_a_turn_after_thanks_resumes_it():
         thanks_left_out("thanks. back to Rashid — same thing for 2025?"), [counted, other], PEOPLE, NOW
     )
     assert out.resumed is not None and out.resumed[0] == 1 and out.new_time
+
+
+@pytest.mark.parametrize(
+    "asked,standalone",
+    [
+        (
+            "and how many issues got completed the month after that February?",
+            "how many issues got completed in March 2024",
+        ),
+        ("issues closed the week before that February", "issues closed between 2024-01-25 and 2024-01-31"),
+        ("what was merged in that February?", "what was merged in February 2024"),
+    ],
+)
+def test_that_month_is_the_month_of_that_name_the_conversation_was_about(asked, standalone):
+    february = {
+        "standalone": "issues closed as not planned in February 2024",
+        "collection": "issues",
+        "times": ["in February 2024"],
+        "time_ranges": [{"text": "in February 2024", "start": "2024-02-01T00:00:00", "end": "2024-03-01T00:00:00"}],
+    }
+    other = {"standalone": "how many PRs has Lars ever opened", "collection": "pull_requests"}
+    assert resolve_offline(asked, [february, other], PEOPLE, NOW).standalone == standalone
+    # no month of that name in the conversation: not this rule's
+    assert "2024" not in resolve_offline(asked, [other], PEOPLE, NOW).standalone
