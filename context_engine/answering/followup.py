@@ -735,6 +735,63 @@ def _that_month(core: str, turns: list[dict[str, Any]]) -> FollowUp | None:
     return FollowUp(text, f"{said.group(0).strip()!r} = {_PREPOSITION_OF_TIME.sub('', when)}")
 
 
+# "the other Deb", "另一个 Deb 呢": the candidate of an earlier decline that was not picked
+_THE_OTHER = re.compile(
+    r"^(?:the\s+other(?:\s+one)?|另一个|另一位|另外一个|另外一位|另外那个|另外那位)\s*(?P<name>[^\W\d_][\w'\-]*)?(?:\s*呢)?",
+    re.I,
+)
+# What may be said besides the time of the other candidate's same question: their place, a pronoun, and the words
+# of a count ("elmlang 上的，她三月发了几条", "the other Deb, on elmlang — how many did she post in March?")
+_OTHER_SAID = re.compile(
+    r"\b(?:on|in|from|over\s+on|the\s+one\s+(?:on|in|from)|how\s+many|did|does|has|she|he|they|her|his|their|post(?:ed)?"
+    r"|wr[io]te|send|sent|messages?|posts?|then|one)\b|上的|上|那边的|那个|那位|的|她|他|发了|发过|发|几条|多少条?|几个|一共|总共|有"
+    r"|[\s,，.。:：;；!！?？—–-]",
+    re.I,
+)
+
+
+def _the_other_candidate(core: str, turns: list[dict[str, Any]], now: datetime) -> FollowUp | None:
+    """ "另一个 Deb 呢，elmlang 上的，她三月发了几条？" after a decline offered two Debs and the clojurians one was picked:
+    the last question about the other one (their place for the picked one's), at the time said. Words besides their
+    place, a pronoun, a time and a count's are said as not read."""
+    said = _THE_OTHER.match(core)
+    if said is None:
+        return None
+    name = (said.group("name") or "").lower()
+    for i in range(len(turns) - 1, -1, -1):
+        declined = turns[i]
+        candidates = declined.get("candidates") or []
+        if candidates and declined.get("unresolved") and (not name or name == declined["unresolved"].lower()):
+            break
+    else:
+        return None
+    later = " ".join(t.get("standalone", "") for t in turns[i + 1 :])
+    picked = [c for c in candidates if re.search(rf"(?<!\w){re.escape(c['key'])}(?!\w)", later)]
+    rest = core[said.end() :]
+    others = [c for c in candidates if c not in picked]
+    shown = [c for c in others if any(_shows(c, t.lower()) for t in _PICK_TOKEN.findall(rest))]
+    others = shown if len(others) > 1 else others
+    text = turns[-1]["standalone"]
+    if len(picked) != 1 or len(others) != 1 or picked[0]["key"] not in text:
+        return None
+    other = others[0]
+    text = text.replace(picked[0]["key"], other["key"])
+    places = [str(p) for p in other.get("places") or []]
+    for place in picked[0].get("places") or []:  # "in clojurians" for the other one's "in elmlang"
+        if len(places) == 1 and str(place) not in places:
+            text = re.sub(rf"(?<!\w){re.escape(str(place))}(?!\w)", places[0], text)
+    for place in places:
+        rest = re.sub(rf"(?<!\w){re.escape(place)}(?!\w)", " ", rest, flags=re.I)
+    times = find_time_ranges(rest, now)
+    how = f"{said.group(0).strip()!r} = {other['key']}, the other one offered for {declined['unresolved']!r}"
+    if times:
+        when = _with_year(times[0].text, turns[-1], now)
+        text = _replace_time({**turns[-1], "standalone": text}, when)
+        rest = rest.replace(times[0].text, " ")
+    unread = _OTHER_SAID.sub(" ", rest).strip()
+    return FollowUp(text, how, unread=re.sub(r"\s{2,}", " ", unread))
+
+
 # What a follow-up may say around a new person to ask the same question about them, time included
 # ("what about zaidalyafeai in that same year", "does richarddwang have any like that?", "Onita 也有类似的吗"):
 # an allow-list, so any other word ("how many PRs did Lars open") makes a question of its own.
@@ -827,6 +884,9 @@ def resolve_offline(
     that_month = _that_month(core, turns)
     if that_month is not None:
         return that_month
+    other_one = _the_other_candidate(core, turns, now)
+    if other_one is not None:
+        return other_one
     by_name = _named_record(core, previous, kinds, directory, now)
     if by_name is not None:
         return by_name

@@ -1480,3 +1480,23 @@ def test_that_month_is_the_month_of_that_name_the_conversation_was_about(asked, 
     assert resolve_offline(asked, [february, other], PEOPLE, NOW).standalone == standalone
     # no month of that name in the conversation: not this rule's
     assert "2024" not in resolve_offline(asked, [other], PEOPLE, NOW).standalone
+
+
+def test_the_other_candidate_of_an_earlier_decline_is_asked_the_last_question():
+    candidates = [
+        {"key": "U1ELM", "name": "Wren", "places": ["elmlang"]},
+        {"key": "U2CLJ", "name": "Wren", "places": ["clojurians"]},
+    ]
+    first = {
+        "standalone": "how many messages did Ida post in clojurians in April 2019?",
+        "times": ["in April 2019"],
+        "time_ranges": [{"text": "in April 2019", "start": "2019-04-01T00:00:00", "end": "2019-05-01T00:00:00"}],
+        "collection": "messages",
+    }
+    declined = {"standalone": "how many messages did Wren post in clojurians in April 2019?", "candidates": candidates}
+    declined["unresolved"] = "Wren"
+    picked = {**first, "standalone": "how many messages did U2CLJ post in clojurians in April 2019?"}
+    out = resolve_offline("另一个 Wren 呢，elmlang 上的，她三月发了几条？", [first, declined, picked], PEOPLE, NOW)
+    assert out.standalone == "how many messages did U1ELM post in elmlang 2019 年 三月?" and not out.unread
+    said = resolve_offline("the other Wren — list her threads about macros", [first, declined, picked], PEOPLE, NOW)
+    assert "U1ELM" in said.standalone and "list" in said.unread and "macros" in said.unread  # said, not dropped
