@@ -240,7 +240,16 @@ def _core(question: str) -> str:
     core = compared.group("what") if compared else core
     core = _IF_ONLY.sub(lambda m: "只看" if HAN.match(m.group(0)[-1]) else "only the ", core, count=1)
     core = re.sub(r"[\s,]+(?:then|instead|please|pls|thanks)$", "", core, flags=re.I)  # "patrickvonplaten then"
+    core = _SAME_AFTER.sub("", core, count=1)  # "Clarine, same question?": what the same question is for
     return _REDO.sub("", core, count=1).strip()
+
+
+# "Clarine, same question?", "and for 2022 — same thing", "李娜，同样的问题": the same question, said after what it is for
+_SAME_AFTER = re.compile(
+    r"(?<=\S)[\s,，:：;；—–-]+(?:(?:the\s+)?same\s+(?:question|thing|query|again)(?:\s+(?:please|then|again))?"
+    r"|同样的问题|一样的问题|同一个问题|问题一样)$",
+    re.I,
+)
 
 
 # Shifting the last time window: "the month before", "a week earlier", "the previous year", "再往前一周",
@@ -792,6 +801,34 @@ def _the_other_candidate(core: str, turns: list[dict[str, Any]], now: datetime) 
     return FollowUp(text, how, unread=re.sub(r"\s{2,}", " ", unread))
 
 
+# The words that set a person's place beside their name: "elmlang 的 Huong", "Huong from elmlang", "Huong on elmlang"
+_PLACE_WORDS = re.compile(r"\b(?:from|on|in|at|over\s+on|of)\b|上的|那边的|那儿的|里的|的|那个|那位|[\s,，]", re.I)
+
+
+def _person_at_place(core: str, previous: dict[str, Any], directory: PeopleDirectory | None) -> FollowUp | None:
+    """ "換成 elmlang 的 Huong 呢", "what about Huong from elmlang?": the last question about that person in that place
+    (a Slack workspace they were seen in): the person switched, the place as the one condition added. Only a name and
+    one of its places, with the words that join them."""
+    if directory is None or not previous.get("collection"):
+        return None
+    named = _PREPOSITION.sub("", core)
+    mentions = [m for m in directory.find_mentions(named) if not m.is_asker and (m.person or m.candidates)]
+    if len(mentions) != 1:
+        return None
+    mention = mentions[0]
+    place = _PLACE_WORDS.sub(" ", f"{named[: mention.start]} {named[mention.end :]}").strip()
+    people = [p for p in ([mention.person] if mention.person else mention.candidates) if place in p.places]
+    if not place or " " in place or len(people) != 1:
+        return None
+    person = people[0]
+    name = mention.text if mention.person is not None else person.key  # a name others share: by their key
+    text = _replace_people(previous, name)
+    places = {p for someone in directory.people for p in someone.places}
+    for other in set(re.findall(r"[\w-]+", text)) & places - {place}:  # "in clojurians" said as "in elmlang"
+        text = re.sub(rf"(?<![\w-]){re.escape(other)}(?![\w-])", place, text)
+    return FollowUp(text, f"the same question about {name}, in {place}", added=f"in {place}", person=name)
+
+
 # What a follow-up may say around a new person to ask the same question about them, time included
 # ("what about zaidalyafeai in that same year", "does richarddwang have any like that?", "Onita 也有类似的吗"):
 # an allow-list, so any other word ("how many PRs did Lars open") makes a question of its own.
@@ -887,6 +924,9 @@ def resolve_offline(
     other_one = _the_other_candidate(core, turns, now)
     if other_one is not None:
         return other_one
+    at_place = _person_at_place(core, previous, directory)
+    if at_place is not None:
+        return at_place
     by_name = _named_record(core, previous, kinds, directory, now)
     if by_name is not None:
         return by_name

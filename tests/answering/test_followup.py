@@ -1500,3 +1500,24 @@ def test_the_other_candidate_of_an_earlier_decline_is_asked_the_last_question():
     assert out.standalone == "how many messages did U1ELM post in elmlang 2019 年 三月?" and not out.unread
     said = resolve_offline("the other Wren — list her threads about macros", [first, declined, picked], PEOPLE, NOW)
     assert "U1ELM" in said.standalone and "list" in said.unread and "macros" in said.unread  # said, not dropped
+
+
+@pytest.mark.parametrize("asked", ["換成 elmlang 的 Wren 呢？", "what about Wren from elmlang?"])
+def test_another_person_in_a_place_of_theirs_is_the_same_question_there(asked):
+    people = PeopleDirectory(
+        [
+            {"slack_id": "U1", "name": "Ida", "places": ["clojurians"]},
+            {"slack_id": "U2", "name": "Wren", "places": ["elmlang"]},
+            {"slack_id": "U3", "name": "Wren", "places": ["clojurians"]},
+        ]
+    )
+    replies = {
+        "standalone": "how many replies did Ida get in clojurians in March 2019",
+        "people": ["Ida"],
+        "people_text": ["Ida"],
+        "collection": "messages",
+    }
+    out = resolve_offline(asked, [replies], people, NOW)
+    assert (out.person, out.added) == ("U2", "in elmlang")  # a name two share: by the key of the one there
+    assert out.standalone == "how many replies did U2 get in elmlang in March 2019"
+    assert resolve_offline("what about Wren from racket?", [replies], people, NOW).person != "U2"
