@@ -1431,6 +1431,12 @@ _TOP_N = re.compile(
 _OF_HERS = re.compile(r"^(how\s+many|which|what)\s+of\s+(?:hers|his|theirs)\b\s*(.*)$", re.I)
 # "他的还有几个开着", "她们的有哪些": a person's records, said in Chinese
 _OF_HERS_CJK = re.compile(r"^(?:那)?(?:他们|她们|他|她)的\s*(?P<rest>.+)$")
+# "list his requests from then", "show me her threads": the person's records (whatever the asker calls them), listed
+_LIST_HIS = re.compile(
+    r"^(?P<verb>list|show(?:\s+me)?|give\s+me)\s+(?:his|her|their)\s+(?:own\s+)?[^\W\d_][\w-]*s\b(?P<rest>.*)$", re.I
+)
+# "from then", "back then": the time the conversation was about, which the records are already of
+_THEN = re.compile(r"\b(?:from|back|since|during)\s+then\b|\bthen\b|\b(?:from|since|during)\s*$", re.I)  # "then" cut
 # a question that asked who
 _ASKED_WHO = re.compile(r"\bwho\b|\bwhom\b|\bwhose\b|谁|誰|哪些人|哪位", re.I)
 
@@ -1442,7 +1448,10 @@ def _of_the_ranked(core: str, previous: dict[str, Any]) -> FollowUp | None:
     ("who replied most to Ida?"): "hers" may be Ida's."""
     hers = _OF_HERS.match(core)
     cjk = _OF_HERS_CJK.match(core) if hers is None else None
+    listed = _LIST_HIS.match(core) if hers is None and cjk is None else None
     rest = f"{hers.group(1)} {hers.group(2)}".strip() if hers else cjk.group("rest").strip() if cjk else ""
+    if listed is not None:  # "list his requests from then": his records of the ranking, in its time, listed
+        rest = re.sub(r"\s{2,}", " ", f"{listed.group('verb')} {_THEN.sub(' ', listed.group('rest'))}").strip()
     groups = previous.get("answer_groups") or {}
     asked = previous.get("asked") or previous["standalone"]
     if not rest or previous.get("people") or not groups.get("keys") or not previous.get("answer_people"):

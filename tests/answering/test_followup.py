@@ -1521,3 +1521,14 @@ def test_another_person_in_a_place_of_theirs_is_the_same_question_there(asked):
     assert (out.person, out.added) == ("U2", "in elmlang")  # a name two share: by the key of the one there
     assert out.standalone == "how many replies did U2 get in elmlang in March 2019"
     assert resolve_offline("what about Wren from racket?", [replies], people, NOW).person != "U2"
+
+
+def test_list_his_records_after_a_ranking_is_that_persons_records_of_it():
+    ranking = {
+        "standalone": "dataset request issues opened in 2020 who asked for the most",
+        "collection": "issues",
+        "answer_people": ["Priya Raman", "Lars Nielsen"],
+        "answer_groups": {"field": "user.login", "keys": ["priyar", "larsn"]},
+    }
+    out = resolve_offline("list his requests from then", [ranking], PEOPLE, NOW)
+    assert (out.within, out.added) == (("user.login", "priyar"), "list")
