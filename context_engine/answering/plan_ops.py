@@ -534,7 +534,7 @@ _ONE_RECORD = r"thread|message|post|pr|pull\s+request|issue|ticket"  # "how many
 _FIELD_OF_ONE = re.compile(
     r"^(?:(?:and|so|ok(?:ay)?|then|but)[\s,]+|那么?|还有)*(?:"
     r"how\s+many\s+(?P<many>[\w\s-]+?)\s+(?:was|were|is|are)\s+(?:that|it|there)(?:\s+(?:one|on\s+it|then))?"
-    rf"|how\s+many\s+(?P<got>[\w\s-]+?)\s+(?:did|does|has|had)\s+(?:it|(?:that|this)(?:\s+(?:one|{_ONE_RECORD}))?|the\s+\w+\s+one)\s+"
+    rf"|how\s+many\s+(?P<got>[\w\s-]+?)\s+(?:did|does|has|had)\s+(?:it|(?:that|this)(?:\s+(?:one|{_ONE_RECORD}))?|the(?:\s+\w+)?\s+one)\s+"
     r"(?:get|got|have|had|receive|draw|collect|attract)(?:\s+in\s+the\s+end)?"
     r"|what\s+(?P<what>[\w\s-]+?)\s+(?:was|is|did|does)\s+(?:it|that(?:\s+one)?|this(?:\s+one)?)\s*"
     r"(?:given|assigned|set\s+to|marked(?:\s+as)?|labell?ed|tagged|have|get|carry|rated|in)?"
