@@ -1532,3 +1532,15 @@ def test_list_his_records_after_a_ranking_is_that_persons_records_of_it():
     }
     out = resolve_offline("list his requests from then", [ranking], PEOPLE, NOW)
     assert (out.within, out.added) == (("user.login", "priyar"), "list")
+
+
+def test_back_to_a_list_is_the_turn_that_listed_not_the_count_after_it():
+    listed = {
+        "standalone": "bug issues opened in October 2025",
+        "collection": "issues",
+        "refs": ["acme/web#12", "acme/web#15"],
+    }
+    counted = {**listed, "standalone": "how many bug issues opened in October 2025", "refs": []}
+    other = {"standalone": "how many PRs did Lars open", "collection": "pull_requests", "refs": []}
+    out = resolve_offline("back to the October 2025 list — #15, who filed it?", [listed, counted, other], PEOPLE, NOW)
+    assert out.resumed is not None and out.resumed[0] == 1 and out.record == "acme/web#15"
