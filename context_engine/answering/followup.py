@@ -1757,6 +1757,7 @@ _WHICH_QUESTION = re.compile(
 )
 # words that say nothing of which turn ("back to the PRs", "back to Daysi's messages")
 _ABOUT_FILLER = frozenset("the a an my our those these them ones one list question questions about of s".split())
+_ABOUT_FILLER_CJK = re.compile(r"的?(?:那些|这些|那几个|这几个|那几条|这几条|那个|这个|那条|这条)")
 
 
 def _asked_about(wanted: str, turn: dict[str, Any], named: list[str], kinds: Registry) -> bool:
@@ -1765,6 +1766,7 @@ def _asked_about(wanted: str, turn: dict[str, Any], named: list[str], kinds: Reg
     standalone = re.sub(r"[\s\-_]+", " ", turn.get("standalone", "").lower())
     if re.search(r"\blist\b|列表", wanted) and not turn.get("refs"):
         return False  # "back to the October 2022 list": a turn that listed records, not the count of them after it
+    wanted = _ABOUT_FILLER_CJK.sub(" ", wanted)  # "还开着的那些": the words said of them
     words = [w for w in re.findall(r"[a-z0-9]+|[^\x00-\x7f\s\W]+", wanted.replace("'s", " ")) if w not in _ABOUT_FILLER]
     for word in words:
         kind = next((k for k in kinds if k.pattern() and re.fullmatch(k.pattern(), word, re.I | re.ASCII)), None)

@@ -1544,3 +1544,11 @@ def test_back_to_a_list_is_the_turn_that_listed_not_the_count_after_it():
     other = {"standalone": "how many PRs did Lars open", "collection": "pull_requests", "refs": []}
     out = resolve_offline("back to the October 2025 list — #15, who filed it?", [listed, counted, other], PEOPLE, NOW)
     assert out.resumed is not None and out.resumed[0] == 1 and out.record == "acme/web#15"
+
+
+def test_back_to_the_ones_said_in_chinese_is_the_turn_that_said_them():
+    listed = {"standalone": "Rashid 2025 年开的 issue 有哪些", "collection": "issues", "refs": ["acme/web#12"]}
+    still_open = {**listed, "standalone": "Rashid 2025 年开的 issue 有哪些 哪些现在还开着"}
+    other = {"standalone": "how many PRs did Lars open", "collection": "pull_requests", "refs": []}
+    out = resolve_offline("回到还开着的那些：有几个？", [listed, still_open, other], PEOPLE, NOW)
+    assert out.resumed is not None and out.resumed[0] == 2
