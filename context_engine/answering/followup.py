@@ -1764,8 +1764,8 @@ def _asked_about(wanted: str, turn: dict[str, Any], named: list[str], kinds: Reg
     """Whether each word of `wanted` ("the not-planned ones", "the PRs", "Daysi's messages") is said by the
     turn: a kind of record its kind, any other word its question's words or its people's names."""
     standalone = re.sub(r"[\s\-_]+", " ", turn.get("standalone", "").lower())
-    if re.search(r"\blist\b|列表", wanted) and not turn.get("refs"):
-        return False  # "back to the October 2022 list": a turn that listed records, not the count of them after it
+    if re.search(r"\blist\b|列表|[那这]几[个条]", wanted) and not turn.get("refs"):
+        return False  # "back to the October 2022 list", 2024 年那几个: a turn that listed them, not a count after it
     wanted = _ABOUT_FILLER_CJK.sub(" ", wanted)  # "还开着的那些": the words said of them
     words = [w for w in re.findall(r"[a-z0-9]+|[^\x00-\x7f\s\W]+", wanted.replace("'s", " ")) if w not in _ABOUT_FILLER]
     for word in words:

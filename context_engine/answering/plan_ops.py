@@ -550,6 +550,9 @@ _FIELD_SYNONYMS = {
     "反应": "reactions",
     "discussion": "comments",
     "reply": "replies",
+    "号": "number",
+    "编号": "number",
+    "号码": "number",
 }
 # what a record is, not a field of it ("what kind was it", "what time was it merged" is a date: `_WHEN`)
 _NOT_A_FIELD = frozenset({"kind", "sort", "type", "time", "one", "day", "date", "year", "month", "about", "of"})
@@ -633,7 +636,10 @@ def _value_of_one(one: PlanIR, path: str, catalog: Catalog) -> Operation:
 _FIELD_ALONE = re.compile(
     r"^(?:(?:and|so|ok(?:ay)?|then|but)[\s,]+)*how\s+many\s+(?P<alone>comments|replies|reactions)"
     r"(?:\s+(?:on|in|for|under|to)\s+(?:it|that(?:\s+one)?|this(?:\s+one)?))?(?:[\s,]+then)?$"
-    r"|^(?:它|那个|这个|那条|这条)?(?P<cjk>评论|回复|留言|反应)(?:数)?(?:是|有)?(?:多少|几)(?:个|条|條|則|则)?$",
+    r"|^(?:它|那个|这个|那条|这条)?(?P<cjk>评论|回复|留言|反应)(?:数)?(?:是|有)?(?:多少|几)(?:个|条|條|則|则)?$"
+    # "是几号", "编号是多少": its number
+    r"|^(?:它|那个|这个|那条|这条)?的?是?(?:几|多少|什么|哪个)(?P<num>编号|号码|号)$"
+    r"|^(?:它|那个|这个|那条|这条)?的?(?P<num2>编号|号码)(?:是)?(?:多少|几号|什么)$",
     re.I,
 )
 # "is it still open?", "is that one open or closed", "现在是开着还是关了", "还开着吗": the state of the one record

@@ -625,6 +625,8 @@ def _listed_turn(world, question="issues ann opened"):
         ("评论多少", [("a/b#1", 7)]),
         ("how many comments on it", [("a/b#1", 7)]),
         ("what number is it", [("a/b#1", 1)]),
+        ("是几号", [("a/b#1", 1)]),
+        ("编号是多少", [("a/b#1", 1)]),
     ],
 )
 def test_a_field_of_the_record_a_follow_up_names(issues_world, of_record, want):
