@@ -234,9 +234,16 @@ _COMPARED = re.compile(
 )
 
 
+# "比 lhoestq 同年多吗", "跟 11 月比是多还是少": the same question about the other person or time, as in English
+_COMPARED_CJK = re.compile(
+    r"^(?:这|那)?(?:个)?(?:比|跟|和|与)\s*(?P<what>.+?)\s*(?:同年|同月|同期|当年|那年|那个月)?(?:的)?\s*"
+    r"(?:比)?(?:是)?(?:更)?(?:多|少|高|低)(?:还是(?:更)?(?:少|多|低|高))?(?:吗|么|吧)?$"
+)
+
+
 def _core(question: str) -> str:
     core = _SAME.sub("", _TAIL.sub("", _LEAD.sub("", question, count=1)).strip(), count=1).strip()
-    compared = _COMPARED.match(core)
+    compared = _COMPARED.match(core) or _COMPARED_CJK.match(core)
     core = compared.group("what") if compared else core
     core = _IF_ONLY.sub(lambda m: "只看" if HAN.match(m.group(0)[-1]) else "only the ", core, count=1)
     core = re.sub(r"[\s,]+(?:then|instead|please|pls|thanks)$", "", core, flags=re.I)  # "patrickvonplaten then"

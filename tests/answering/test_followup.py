@@ -1258,6 +1258,8 @@ APRIL = {
         ),
         (APRIL, "more or fewer than in March?", "how many issues did Priya open in March 2023?"),
         (COUNTED_2023, "is that more than Lars managed?", "how many issues did Lars open in 2023?"),
+        (COUNTED_2023, "比 Lars 同年多吗？", "how many issues did Lars open in 2023?"),
+        (APRIL, "跟三月比是多还是少", "how many issues did Priya open 2023 年 三月?"),
     ],
 )
 def test_a_window_said_against_the_last_one_and_a_comparison(previous, asked, standalone):
