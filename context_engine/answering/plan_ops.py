@@ -235,8 +235,8 @@ def operate(
     if not how:
         return None
     # the same question asked again of other records: the next follow-up builds on those records, as on the last
-    kept = changed if base is records else replace(changed, shape=records.shape)
-    return as_operation(changed, base=kept, catalog=catalog, how="; ".join(how), unread=unread)
+    builds_on = changed if base is records else replace(changed, shape=records.shape)
+    return as_operation(changed, base=builds_on, catalog=catalog, how="; ".join(how), unread=unread)
 
 
 def _asked_again(followup: FollowUp, turn: dict[str, Any], base: PlanIR) -> PlanIR:
