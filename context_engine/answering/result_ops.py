@@ -9,8 +9,9 @@ answer *was* and do something with it:
                       added, negated, on the same base (on a first turn: its one condition that is not a
                       person, a place or a time)
 - re-sorted and cut:  "sort those by comments and keep only the top 3", "按回复数排一下，只要前五个"
-- the most of those:  "which of them had the most discussion?", "其中评论最多的是哪个" -> the one record of the last
-                      ones with the most of a measure
+- the most of those:  "which of them had the most discussion?", "其中评论最多的是哪个" (after a list of records also
+                      "which one drew the most discussion?", 哪一个留言最多) -> the one record of the last ones with the
+                      most of a measure
 - a group counted:    "how many replies was that?" after a ranking -> the top group's records, counted
 - a total:            "how many comments do his three add up to?", "这几个一共收到多少回复" -> the sum of a
                       measure over exactly the records listed (after their order and cut)
@@ -18,7 +19,8 @@ answer *was* and do something with it:
                       same records without the person (or the condition the last turn added)
 - a value as filter:  "which label was on the most issues?" then "how many 2021 issues had it?" -> the top
                       group's value an equality on the grouped field, the follow-up's own words added
-- listed:             "把它们列出来", "…，列出来看看" -> the same records (after the words before it), listed
+- listed:             "把它们列出来", "…，列出来看看" -> the same records (after the words before it), listed; a
+                      ranking narrowed to one of its values ("只看 mariosasko 的，列出来") is that value's records
 
 Each returns None when the follow-up is not that operation or the last plan cannot take it; `operate` in
 `answering.plan_ops` and the rewritten question then stand.
