@@ -836,6 +836,34 @@ def _person_at_place(core: str, previous: dict[str, Any], directory: PeopleDirec
     return FollowUp(text, f"the same question about {name}, in {place}", added=f"in {place}", person=name)
 
 
+# "list April's macro threads too", "and May's ones?": the last records, of that month
+_MONTHS_RECORDS = re.compile(
+    r"^(?:(?P<verb>list|show(?:\s+me)?|give\s+me)\s+)?(?:the\s+)?(?P<month>"
+    + "|".join(sorted(MONTHS, key=len, reverse=True))
+    + r")['’]s\s+(?P<words>.+?)(?:\s+(?:too|as\s+well|also|then))?$",
+    re.I,
+)
+
+
+def _months_records(core: str, previous: dict[str, Any], now: datetime) -> FollowUp | None:
+    """ "list April's macro threads too" after March's macro threads (or one of them): the same records in April of
+    the year asked about. Only when every word said of them is a word of the last question ("macro" of "macros")."""
+    said = _MONTHS_RECORDS.match(core)
+    if said is None or not previous.get("times"):
+        return None
+    asked = previous["standalone"].lower()
+    words = [w for w in re.findall(r"[a-z]+", said.group("words").lower()) if w not in ("ones", "one", "the")]
+    if not all(re.search(rf"\b{re.escape(w.rstrip('s'))}", asked) for w in words):
+        return None
+    when = _with_year(f"in {said.group('month')}", previous, now)
+    return FollowUp(
+        _replace_time(previous, when),
+        f"the same records for {when!r}",
+        new_time=when,
+        reshape="list" if said.group("verb") else "",
+    )
+
+
 # What a follow-up may say around a new person to ask the same question about them, time included
 # ("what about zaidalyafeai in that same year", "does richarddwang have any like that?", "Onita 也有类似的吗"):
 # an allow-list, so any other word ("how many PRs did Lars open") makes a question of its own.
@@ -934,6 +962,9 @@ def resolve_offline(
     at_place = _person_at_place(core, previous, directory)
     if at_place is not None:
         return at_place
+    months = _months_records(core, previous, now)
+    if months is not None:
+        return months
     by_name = _named_record(core, previous, kinds, directory, now)
     if by_name is not None:
         return by_name

@@ -1554,3 +1554,20 @@ def test_back_to_the_ones_said_in_chinese_is_the_turn_that_said_them():
     other = {"standalone": "how many PRs did Lars open", "collection": "pull_requests", "refs": []}
     out = resolve_offline("回到还开着的那些：有几个？", [listed, still_open, other], PEOPLE, NOW)
     assert out.resumed is not None and out.resumed[0] == 2
+
+
+def test_a_months_records_are_the_last_records_in_that_month():
+    march = {
+        "standalone": "threads about macros started on racket in March 2019",
+        "collection": "messages",
+        "times": ["in March 2019"],
+        "time_ranges": [{"text": "in March 2019", "start": "2019-03-01T00:00:00", "end": "2019-04-01T00:00:00"}],
+    }
+    out = resolve_offline("list April's macro threads too", [march], PEOPLE, NOW)
+    assert (out.standalone, out.new_time, out.reshape) == (
+        "threads about macros started on racket in April 2019",
+        "in April 2019",
+        "list",
+    )
+    # words the last question did not say are not its records: not this rule's
+    assert resolve_offline("list April's parquet threads", [march], PEOPLE, NOW).new_time == ""
