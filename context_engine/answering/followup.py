@@ -864,6 +864,35 @@ def _months_records(core: str, previous: dict[str, Any], now: datetime) -> Follo
     )
 
 
+_SWITCHED_TO = re.compile(r"换成|換成|改成|换为|換為|\binstead\b|\bswitch\s+to\b", re.I)
+
+
+def _place_switched(
+    question: str, core: str, turns: list[dict[str, Any]], directory: PeopleDirectory | None
+) -> FollowUp | None:
+    """ "換成 elmlang 呢" after a question that named no workspace (about the person the one before ranked first): the
+    latest question that named one, with this one instead — a place switched to replaces a place said, not nothing."""
+    if directory is None or not _SWITCHED_TO.search(question):
+        return None
+    places = {p for someone in directory.people for p in someone.places}
+    if core not in places:
+        return None
+
+    def place_of(turn: dict[str, Any]) -> str:
+        filters = ((turn.get("plan") or {}).get("ir") or {}).get("filters") or []
+        return next((str(f.get("value")) for f in filters if str(f.get("value")) in places), "")
+
+    if place_of(turns[-1]):
+        return None  # the last question's own place is the one replaced
+    for kept in range(len(turns) - 1, 0, -1):
+        was = place_of(turns[kept - 1])
+        if was and was != core:
+            text = re.sub(rf"(?<![\w-]){re.escape(was)}(?![\w-])", core, turns[kept - 1]["standalone"])
+            how = f"back to the question about {was}, {core} instead"
+            return FollowUp(text, how, added=core, resumed=(kept, core))
+    return None
+
+
 # What a follow-up may say around a new person to ask the same question about them, time included
 # ("what about zaidalyafeai in that same year", "does richarddwang have any like that?", "Onita 也有类似的吗"):
 # an allow-list, so any other word ("how many PRs did Lars open") makes a question of its own.
@@ -965,6 +994,9 @@ def resolve_offline(
     months = _months_records(core, previous, now)
     if months is not None:
         return months
+    place_switched = _place_switched(question, core, turns, directory)
+    if place_switched is not None:
+        return place_switched
     by_name = _named_record(core, previous, kinds, directory, now)
     if by_name is not None:
         return by_name

@@ -1571,3 +1571,26 @@ def test_a_months_records_are_the_last_records_in_that_month():
     )
     # words the last question did not say are not its records: not this rule's
     assert resolve_offline("list April's parquet threads", [march], PEOPLE, NOW).new_time == ""
+
+
+def test_a_workspace_switched_to_replaces_the_latest_one_said():
+    people = PeopleDirectory(
+        [
+            {"slack_id": "U1", "name": "Ida", "places": ["clojurians"]},
+            {"slack_id": "U2", "name": "Wren", "places": ["elmlang"]},
+        ]
+    )
+    ranking = {
+        "standalone": "who started the most threads in clojurians in April 2019",
+        "collection": "messages",
+        "plan": {"ir": {"filters": [{"field": "workspace", "op": "eq", "value": "clojurians"}]}},
+    }
+    counted = {
+        "standalone": "how many messages did Ida post in April 2019",
+        "collection": "messages",
+        "plan": {"ir": {"filters": [{"field": "user", "op": "eq", "value": "U1"}]}},
+    }
+    out = resolve_offline("换成 elmlang 呢", [ranking, counted], people, NOW)
+    assert (out.resumed, out.added) == ((1, "elmlang"), "elmlang") and "elmlang" in out.standalone
+    # the last question named a workspace: it is that one replaced, as a narrowing does
+    assert resolve_offline("换成 elmlang 呢", [counted, ranking], people, NOW).resumed is None
