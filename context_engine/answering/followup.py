@@ -1826,7 +1826,11 @@ _WHICH_QUESTION = re.compile(
     re.I,
 )
 # words that say nothing of which turn ("back to the PRs", "back to Daysi's messages")
-_ABOUT_FILLER = frozenset("the a an my our those these them ones one list question questions about of s".split())
+_ABOUT_FILLER = frozenset(
+    "the a an my our that this those these them ones one list question questions about of s".split()
+)
+# words naming a field, not a value ("back to that label", 回到那个标签): what part of a field's path they are
+_FIELD_WORDS = {"label": "label", "labels": "label", "标签": "label", "workspace": "workspace", "工作区": "workspace"}
 _ABOUT_FILLER_CJK = re.compile(r"的?(?:那些|这些|那几个|这几个|那几条|这几条|那个|这个|那条|这条)")
 
 
@@ -1838,9 +1842,14 @@ def _asked_about(wanted: str, turn: dict[str, Any], named: list[str], kinds: Reg
         return False  # "back to the October 2022 list", 2024 年那几个: a turn that listed them, not a count after it
     wanted = _ABOUT_FILLER_CJK.sub(" ", wanted)  # "还开着的那些": the words said of them
     words = [w for w in re.findall(r"[a-z0-9]+|[^\x00-\x7f\s\W]+", wanted.replace("'s", " ")) if w not in _ABOUT_FILLER]
+    ir = (turn.get("plan") or {}).get("ir") or {}
+    fields = [str(f.get("field", "")) for f in ir.get("filters") or []] + [str((ir.get("shape") or {}).get("field"))]
     for word in words:
         kind = next((k for k in kinds if k.pattern() and re.fullmatch(k.pattern(), word, re.I | re.ASCII)), None)
-        if kind is not None:
+        if word in _FIELD_WORDS:  # "that label", 那个标签: a turn whose plan has a condition on (or groups by) labels
+            if not any(_FIELD_WORDS[word] in f for f in fields):
+                return False
+        elif kind is not None:
             if kind.name != turn.get("collection"):
                 return False
         elif not (

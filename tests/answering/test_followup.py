@@ -1594,3 +1594,24 @@ def test_a_workspace_switched_to_replaces_the_latest_one_said():
     assert (out.resumed, out.added) == ((1, "elmlang"), "elmlang") and "elmlang" in out.standalone
     # the last question named a workspace: it is that one replaced, as a narrowing does
     assert resolve_offline("换成 elmlang 呢", [counted, ranking], people, NOW).resumed is None
+
+
+@pytest.mark.parametrize("asked", ["回到那个标签：其中还开着的有几个？", "back to that label — how many are open?"])
+def test_back_to_that_label_is_the_turn_whose_plan_is_about_a_label(asked):
+    ranking = {
+        "standalone": "which label was put on the most issues in 2025",
+        "collection": "issues",
+        "plan": {"ir": {"filters": [], "shape": {"kind": "group", "field": "labels.name"}}},
+    }
+    had_it = {
+        "standalone": "how many 2025 issues had it",
+        "collection": "issues",
+        "plan": {"ir": {"filters": [{"field": "labels.name", "op": "eq", "value": "bug"}], "shape": {"kind": "count"}}},
+    }
+    other = {
+        "standalone": "how many open PRs are there",
+        "collection": "pull_requests",
+        "plan": {"ir": {"filters": []}},
+    }
+    out = resolve_offline(asked, [ranking, had_it, other], PEOPLE, NOW)
+    assert out.resumed is not None and out.resumed[0] == 2
