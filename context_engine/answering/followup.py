@@ -238,13 +238,29 @@ _COMPARED = re.compile(
 )
 
 
+# "比 lhoestq 同年多吗", "跟 11 月比是多还是少": the same question about the other person or time, as in English
+_COMPARED_CJK = re.compile(
+    r"^(?:这|那)?(?:个)?(?:比|跟|和|与)\s*(?P<what>.+?)\s*(?:同年|同月|同期|当年|那年|那个月)?(?:的)?\s*"
+    r"(?:比)?(?:是)?(?:更)?(?:多|少|高|低)(?:还是(?:更)?(?:少|多|低|高))?(?:吗|么|吧)?$"
+)
+
+
 def _core(question: str) -> str:
     core = _SAME.sub("", _TAIL.sub("", _LEAD.sub("", question, count=1)).strip(), count=1).strip()
-    compared = _COMPARED.match(core)
+    compared = _COMPARED.match(core) or _COMPARED_CJK.match(core)
     core = compared.group("what") if compared else core
     core = _IF_ONLY.sub(lambda m: "只看" if HAN.match(m.group(0)[-1]) else "only the ", core, count=1)
     core = re.sub(r"[\s,]+(?:then|instead|please|pls|thanks)$", "", core, flags=re.I)  # "patrickvonplaten then"
+    core = _SAME_AFTER.sub("", core, count=1)  # "Clarine, same question?": what the same question is for
     return _REDO.sub("", core, count=1).strip()
+
+
+# "Clarine, same question?", "and for 2022 — same thing", "李娜，同样的问题": the same question, said after what it is for
+_SAME_AFTER = re.compile(
+    r"(?<=\S)[\s,，:：;；—–-]+(?:(?:the\s+)?same\s+(?:question|thing|query|again)(?:\s+(?:please|then|again))?"
+    r"|同样的问题|一样的问题|同一个问题|问题一样)$",
+    re.I,
+)
 
 
 # Shifting the last time window: "the month before", "a week earlier", "the previous year", "再往前一周",
@@ -693,6 +709,187 @@ def _with_year(when: str, previous: dict[str, Any], now: datetime) -> str:
     return _CJK_MONTH.sub(lambda m: f"{year} 年 {m.group(1)}", when, count=1)
 
 
+# "that February", "the month after that February", "the week before that March": a month the conversation named,
+# or a window next to it
+_THAT_MONTH = re.compile(
+    r"(?:\b(?:the|a)\s+(?P<unit>day|week|month|quarter|year)\s+(?P<way>after|before|following|preceding|prior\s+to)\s+)?"
+    r"\bthat\s+(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\b\.?",
+    re.I,
+)
+
+
+def _that_month(core: str, turns: list[dict[str, Any]]) -> FollowUp | None:
+    """ "how many issues got completed the month after that February?": the question with that month said as the
+    February the conversation was about last (or the window it names next to it), read as a question of its own.
+    None when no turn was about a month of that name."""
+    said = _THAT_MONTH.search(core)
+    if said is None:
+        return None
+    month = MONTHS[said.group("month").lower()]
+    spans = [
+        (datetime.fromisoformat(r["start"]), datetime.fromisoformat(r["end"]))
+        for turn in reversed(turns)
+        for r in turn.get("time_ranges") or []
+        if r.get("start") and r.get("end")
+    ]
+    start, end = next(
+        ((a, b) for a, b in spans if a.month == month and a.day == 1 and b == _months(a, 1)), (None, None)
+    )
+    if start is None or end is None:
+        return None
+    if said.group("unit"):
+        unit = said.group("unit").lower()
+        after = said.group("way").lower() in ("after", "following")
+        start, end = (end, _step(end, unit, 1)) if after else (_step(start, unit, -1), start)
+    when = _phrase(start, end)
+    if _ENDS_WITH_PREPOSITION.search(core[: said.start()]):  # "in that February": "in February 2024"
+        when = _PREPOSITION_OF_TIME.sub("", when)
+    text = re.sub(r"\s{2,}", " ", f"{core[: said.start()]} {when} {core[said.end() :]}").strip()
+    return FollowUp(text, f"{said.group(0).strip()!r} = {_PREPOSITION_OF_TIME.sub('', when)}")
+
+
+# "the other Deb", "另一个 Deb 呢": the candidate of an earlier decline that was not picked
+_THE_OTHER = re.compile(
+    r"^(?:the\s+other(?:\s+one)?|另一个|另一位|另外一个|另外一位|另外那个|另外那位)\s*(?P<name>[^\W\d_][\w'\-]*)?(?:\s*呢)?",
+    re.I,
+)
+# What may be said besides the time of the other candidate's same question: their place, a pronoun, and the words
+# of a count ("elmlang 上的，她三月发了几条", "the other Deb, on elmlang — how many did she post in March?")
+_OTHER_SAID = re.compile(
+    r"\b(?:on|in|from|over\s+on|the\s+one\s+(?:on|in|from)|how\s+many|did|does|has|she|he|they|her|his|their|post(?:ed)?"
+    r"|wr[io]te|send|sent|messages?|posts?|then|one)\b|上的|上|那边的|那个|那位|的|她|他|发了|发过|发|几条|多少条?|几个|一共|总共|有"
+    r"|[\s,，.。:：;；!！?？—–-]",
+    re.I,
+)
+
+
+def _the_other_candidate(core: str, turns: list[dict[str, Any]], now: datetime) -> FollowUp | None:
+    """ "另一个 Deb 呢，elmlang 上的，她三月发了几条？" after a decline offered two Debs and the clojurians one was picked:
+    the last question about the other one (their place for the picked one's), at the time said. Words besides their
+    place, a pronoun, a time and a count's are said as not read."""
+    said = _THE_OTHER.match(core)
+    if said is None:
+        return None
+    name = (said.group("name") or "").lower()
+    for i in range(len(turns) - 1, -1, -1):
+        declined = turns[i]
+        candidates = declined.get("candidates") or []
+        if candidates and declined.get("unresolved") and (not name or name == declined["unresolved"].lower()):
+            break
+    else:
+        return None
+    later = " ".join(t.get("standalone", "") for t in turns[i + 1 :])
+    picked = [c for c in candidates if re.search(rf"(?<!\w){re.escape(c['key'])}(?!\w)", later)]
+    rest = core[said.end() :]
+    others = [c for c in candidates if c not in picked]
+    shown = [c for c in others if any(_shows(c, t.lower()) for t in _PICK_TOKEN.findall(rest))]
+    others = shown if len(others) > 1 else others
+    text = turns[-1]["standalone"]
+    if len(picked) != 1 or len(others) != 1 or picked[0]["key"] not in text:
+        return None
+    other = others[0]
+    text = text.replace(picked[0]["key"], other["key"])
+    places = [str(p) for p in other.get("places") or []]
+    for place in picked[0].get("places") or []:  # "in clojurians" for the other one's "in elmlang"
+        if len(places) == 1 and str(place) not in places:
+            text = re.sub(rf"(?<!\w){re.escape(str(place))}(?!\w)", places[0], text)
+    for place in places:
+        rest = re.sub(rf"(?<!\w){re.escape(place)}(?!\w)", " ", rest, flags=re.I)
+    times = find_time_ranges(rest, now)
+    how = f"{said.group(0).strip()!r} = {other['key']}, the other one offered for {declined['unresolved']!r}"
+    if times:
+        when = _with_year(times[0].text, turns[-1], now)
+        text = _replace_time({**turns[-1], "standalone": text}, when)
+        rest = rest.replace(times[0].text, " ")
+    unread = _OTHER_SAID.sub(" ", rest).strip()
+    return FollowUp(text, how, unread=re.sub(r"\s{2,}", " ", unread))
+
+
+# The words that set a person's place beside their name: "elmlang 的 Huong", "Huong from elmlang", "Huong on elmlang"
+_PLACE_WORDS = re.compile(r"\b(?:from|on|in|at|over\s+on|of)\b|上的|那边的|那儿的|里的|的|那个|那位|[\s,，]", re.I)
+
+
+def _person_at_place(core: str, previous: dict[str, Any], directory: PeopleDirectory | None) -> FollowUp | None:
+    """ "換成 elmlang 的 Huong 呢", "what about Huong from elmlang?": the last question about that person in that place
+    (a Slack workspace they were seen in): the person switched, the place as the one condition added. Only a name and
+    one of its places, with the words that join them."""
+    if directory is None or not previous.get("collection"):
+        return None
+    named = _PREPOSITION.sub("", core)
+    mentions = [m for m in directory.find_mentions(named) if not m.is_asker and (m.person or m.candidates)]
+    if len(mentions) != 1:
+        return None
+    mention = mentions[0]
+    place = _PLACE_WORDS.sub(" ", f"{named[: mention.start]} {named[mention.end :]}").strip()
+    people = [p for p in ([mention.person] if mention.person else mention.candidates) if place in p.places]
+    if not place or " " in place or len(people) != 1:
+        return None
+    person = people[0]
+    name = mention.text if mention.person is not None else person.key  # a name others share: by their key
+    text = _replace_people(previous, name)
+    places = {p for someone in directory.people for p in someone.places}
+    for other in set(re.findall(r"[\w-]+", text)) & places - {place}:  # "in clojurians" said as "in elmlang"
+        text = re.sub(rf"(?<![\w-]){re.escape(other)}(?![\w-])", place, text)
+    return FollowUp(text, f"the same question about {name}, in {place}", added=f"in {place}", person=name)
+
+
+# "list April's macro threads too", "and May's ones?": the last records, of that month
+_MONTHS_RECORDS = re.compile(
+    r"^(?:(?P<verb>list|show(?:\s+me)?|give\s+me)\s+)?(?:the\s+)?(?P<month>"
+    + "|".join(sorted(MONTHS, key=len, reverse=True))
+    + r")['’]s\s+(?P<words>.+?)(?:\s+(?:too|as\s+well|also|then))?$",
+    re.I,
+)
+
+
+def _months_records(core: str, previous: dict[str, Any], now: datetime) -> FollowUp | None:
+    """ "list April's macro threads too" after March's macro threads (or one of them): the same records in April of
+    the year asked about. Only when every word said of them is a word of the last question ("macro" of "macros")."""
+    said = _MONTHS_RECORDS.match(core)
+    if said is None or not previous.get("times"):
+        return None
+    asked = previous["standalone"].lower()
+    words = [w for w in re.findall(r"[a-z]+", said.group("words").lower()) if w not in ("ones", "one", "the")]
+    if not all(re.search(rf"\b{re.escape(w.rstrip('s'))}", asked) for w in words):
+        return None
+    when = _with_year(f"in {said.group('month')}", previous, now)
+    return FollowUp(
+        _replace_time(previous, when),
+        f"the same records for {when!r}",
+        new_time=when,
+        reshape="list" if said.group("verb") else "",
+    )
+
+
+_SWITCHED_TO = re.compile(r"换成|換成|改成|换为|換為|\binstead\b|\bswitch\s+to\b", re.I)
+
+
+def _place_switched(
+    question: str, core: str, turns: list[dict[str, Any]], directory: PeopleDirectory | None
+) -> FollowUp | None:
+    """ "換成 elmlang 呢" after a question that named no workspace (about the person the one before ranked first): the
+    latest question that named one, with this one instead — a place switched to replaces a place said, not nothing."""
+    if directory is None or not _SWITCHED_TO.search(question):
+        return None
+    places = {p for someone in directory.people for p in someone.places}
+    if core not in places:
+        return None
+
+    def place_of(turn: dict[str, Any]) -> str:
+        filters = ((turn.get("plan") or {}).get("ir") or {}).get("filters") or []
+        return next((str(f.get("value")) for f in filters if str(f.get("value")) in places), "")
+
+    if place_of(turns[-1]):
+        return None  # the last question's own place is the one replaced
+    for kept in range(len(turns) - 1, 0, -1):
+        was = place_of(turns[kept - 1])
+        if was and was != core:
+            text = re.sub(rf"(?<![\w-]){re.escape(was)}(?![\w-])", core, turns[kept - 1]["standalone"])
+            how = f"back to the question about {was}, {core} instead"
+            return FollowUp(text, how, added=core, resumed=(kept, core))
+    return None
+
+
 # What a follow-up may say around a new person to ask the same question about them, time included
 # ("what about zaidalyafeai in that same year", "does richarddwang have any like that?", "Onita 也有类似的吗"):
 # an allow-list, so any other word ("how many PRs did Lars open") makes a question of its own.
@@ -798,6 +995,21 @@ def _read(
         if len(found) == 1 and found[0].text == meant:
             text = previous["standalone"].replace(previous["unresolved"], meant, 1)
             return FollowUp(text, f"{previous['unresolved']!r} = {meant}")
+    that_month = _that_month(core, turns)
+    if that_month is not None:
+        return that_month
+    other_one = _the_other_candidate(core, turns, now)
+    if other_one is not None:
+        return other_one
+    at_place = _person_at_place(core, previous, directory)
+    if at_place is not None:
+        return at_place
+    months = _months_records(core, previous, now)
+    if months is not None:
+        return months
+    place_switched = _place_switched(question, core, turns, directory)
+    if place_switched is not None:
+        return place_switched
     by_name = _named_record(core, previous, kinds, directory, now)
     if by_name is not None:
         return by_name
@@ -923,6 +1135,9 @@ def _read(
         return FollowUp(
             _narrowed(previous, topic, was_counted), f"of the last answer's records: {topic!r}", topic, reshape="list"
         )
+    ranked_ones = _of_the_ranked(core, previous)
+    if ranked_ones is not None:
+        return ranked_ones
     hers = _OF_HERS.match(core)
     if hers and any(t.get("people") for t in turns):  # "how many of hers are still open": of the last records, hers
         core = f"{hers.group(1)} of those {hers.group(2)}".strip()
@@ -1299,6 +1514,44 @@ _TOP_N = re.compile(
 )
 # "how many of hers", "which of theirs": the person's records the last question was about
 _OF_HERS = re.compile(r"^(how\s+many|which|what)\s+of\s+(?:hers|his|theirs)\b\s*(.*)$", re.I)
+# "他的还有几个开着", "她们的有哪些": a person's records, said in Chinese
+_OF_HERS_CJK = re.compile(r"^(?:那)?(?:他们|她们|他|她)的\s*(?P<rest>.+)$")
+# "list his requests from then", "show me her threads": the person's records (whatever the asker calls them), listed
+_LIST_HIS = re.compile(
+    r"^(?P<verb>list|show(?:\s+me)?|give\s+me)\s+(?:his|her|their)\s+(?:own\s+)?[^\W\d_][\w-]*s\b(?P<rest>.*)$", re.I
+)
+# "from then", "back then": the time the conversation was about, which the records are already of
+_THEN = re.compile(r"\b(?:from|back|since|during)\s+then\b|\bthen\b|\b(?:from|since|during)\s*$", re.I)  # "then" cut
+# a question that asked who
+_ASKED_WHO = re.compile(r"\bwho\b|\bwhom\b|\bwhose\b|谁|誰|哪些人|哪位", re.I)
+
+
+def _of_the_ranked(core: str, previous: dict[str, Any]) -> FollowUp | None:
+    """ "how many of his are still open?" after "who came second?" (or after the whole ranking): "his" is the
+    person the ranking's answer named first — the place picked, when a place was asked — and his records are
+    that ranking's records of that person, the rest said of them. Not after a question that named someone
+    ("who replied most to Ida?"): "hers" may be Ida's."""
+    hers = _OF_HERS.match(core)
+    cjk = _OF_HERS_CJK.match(core) if hers is None else None
+    listed = _LIST_HIS.match(core) if hers is None and cjk is None else None
+    rest = f"{hers.group(1)} {hers.group(2)}".strip() if hers else cjk.group("rest").strip() if cjk else ""
+    if listed is not None:  # "list his requests from then": his records of the ranking, in its time, listed
+        rest = re.sub(r"\s{2,}", " ", f"{listed.group('verb')} {_THEN.sub(' ', listed.group('rest'))}").strip()
+    groups = previous.get("answer_groups") or {}
+    asked = previous.get("asked") or previous["standalone"]
+    if not rest or previous.get("people") or not groups.get("keys") or not previous.get("answer_people"):
+        return None
+    if not _ASKED_WHO.search(asked):
+        return None
+    person = previous["answer_people"][0]
+    return FollowUp(
+        _narrowed(previous, f"by {person} {rest}"),
+        f"{person}'s, the person the last answer named first; of the ranking's records: {rest!r}",
+        rest,
+        within=(groups["field"], groups["keys"][0]),
+    )
+
+
 # "so how many does Corey have", "how many has she got": the last question counted, about the person it named
 _COUNT_FOR = re.compile(r"^how\s+many\s+(?:does|did|has|have|do)\s+\S+(?:\s+\S+)?\s+(?:have|got|get|own)$", re.I)
 # Every year, said to widen a count to all of someone's records ("in total, all years", 不限年份)
@@ -1597,17 +1850,30 @@ _WHICH_QUESTION = re.compile(
     re.I,
 )
 # words that say nothing of which turn ("back to the PRs", "back to Daysi's messages")
-_ABOUT_FILLER = frozenset("the a an my our those these them ones one list question questions about of s".split())
+_ABOUT_FILLER = frozenset(
+    "the a an my our that this those these them ones one list question questions about of s".split()
+)
+# words naming a field, not a value ("back to that label", 回到那个标签): what part of a field's path they are
+_FIELD_WORDS = {"label": "label", "labels": "label", "标签": "label", "workspace": "workspace", "工作区": "workspace"}
+_ABOUT_FILLER_CJK = re.compile(r"的?(?:那些|这些|那几个|这几个|那几条|这几条|那个|这个|那条|这条)")
 
 
 def _asked_about(wanted: str, turn: dict[str, Any], named: list[str], kinds: Registry) -> bool:
     """Whether each word of `wanted` ("the not-planned ones", "the PRs", "Daysi's messages") is said by the
     turn: a kind of record its kind, any other word its question's words or its people's names."""
     standalone = re.sub(r"[\s\-_]+", " ", turn.get("standalone", "").lower())
+    if re.search(r"\blist\b|列表|[那这]几[个条]", wanted) and not turn.get("refs"):
+        return False  # "back to the October 2022 list", 2024 年那几个: a turn that listed them, not a count after it
+    wanted = _ABOUT_FILLER_CJK.sub(" ", wanted)  # "还开着的那些": the words said of them
     words = [w for w in re.findall(r"[a-z0-9]+|[^\x00-\x7f\s\W]+", wanted.replace("'s", " ")) if w not in _ABOUT_FILLER]
+    ir = (turn.get("plan") or {}).get("ir") or {}
+    fields = [str(f.get("field", "")) for f in ir.get("filters") or []] + [str((ir.get("shape") or {}).get("field"))]
     for word in words:
         kind = next((k for k in kinds if k.pattern() and re.fullmatch(k.pattern(), word, re.I | re.ASCII)), None)
-        if kind is not None:
+        if word in _FIELD_WORDS:  # "that label", 那个标签: a turn whose plan has a condition on (or groups by) labels
+            if not any(_FIELD_WORDS[word] in f for f in fields):
+                return False
+        elif kind is not None:
             if kind.name != turn.get("collection"):
                 return False
         elif not (
@@ -1923,6 +2189,8 @@ def _elliptical(
         and previous["standalone"].endswith(narrowed)
         and len(rest.split()) <= 2
         and not (_HAS_SHAPE.search(rest) or _STATE_WORD.search(rest))
+        # a narrowing that said only a shape ("busiest day") has no value another replaces: "那 clojurians 呢" is added
+        and _PREVIOUS_SHAPE.sub(" ", narrowed).strip()
     ):
         # "how many of those were bugs?" then "and enhancements?": the other value, not both at once
         instead = " ".join(narrowed.split()[: -len(rest.split())] + [rest])
@@ -2026,6 +2294,22 @@ _THOSE_SAID_OTHERWISE_CJK = re.compile(r"^(?:那么|那)?(?:这样的|那样的|
 def those_said_plainly(question: str) -> str:
     """A follow-up with its other words for the last answer's records said as "those" (这些)."""
     return _THOSE_SAID_OTHERWISE_CJK.sub("这些", _THOSE_SAID_OTHERWISE.sub("those", question.strip()))
+
+
+# "thanks. back to X — ...", "great, and 2023?", "谢谢！那 clojurians 呢": an acknowledgement before the follow-up says
+# nothing of it. Words that could open a question ("good", "fine") only when punctuation closes them; "ok", "so"
+# stay (`_LEAD`: they say the follow-up continues).
+_THANKS = re.compile(
+    r"^(?:(?:(?:thanks|thank\s+you|thx|cheers)(?:\s+(?:a\s+lot|so\s+much|again))?[\s,.!;:—–-]+"
+    r"|(?:great|cool|nice|perfect|awesome|got\s+it|good|fine|interesting)[\s]*[,.!;:—–-]+\s*"
+    r"|(?:谢谢|多谢|感谢|好的|明白了?|了解|收到)[\s,.!，。！、]+))+(?=\S)",
+    re.I,
+)
+
+
+def thanks_left_out(question: str) -> str:
+    """A follow-up without the acknowledgement it opens with ("thanks. back to polinaeterna — ...")."""
+    return _THANKS.sub("", question.strip(), count=1)
 
 
 def resolve_followup(

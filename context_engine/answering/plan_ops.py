@@ -189,6 +189,7 @@ def operate(
     counted = _replies_counted(question, base, catalog) or _person_counted(question, turns[-1], base, catalog)
     if counted is not None:
         return counted
+    records, base = base, _asked_again(followup, turns[-1], base)
     changed, shape_said = base, False
     how: list[str] = []
     unread: list[dict[str, Any]] = []
@@ -233,7 +234,30 @@ def operate(
         how.append(f"its records {said}")
     if not how:
         return None
-    return as_operation(changed, base=changed, catalog=catalog, how="; ".join(how), unread=unread)
+    # the same question asked again of other records: the next follow-up builds on those records, as on the last
+    builds_on = changed if base is records else replace(changed, shape=records.shape)
+    return as_operation(changed, base=builds_on, catalog=catalog, how="; ".join(how), unread=unread)
+
+
+def _asked_again(followup: FollowUp, turn: dict[str, Any], base: PlanIR) -> PlanIR:
+    """What "the same question" about another person or time changes: the plan the last turn ran when it picked
+    the one record at an end of its base's records ("哪一个留言最多" then "sanchit-gandhi 的呢？": the most commented of
+    his) or totalled a measure over them ("how many replies did they get altogether?" then "April?": April's total),
+    not the records it was about; any other change builds on the base ("the week before, how many?")."""
+    said_more = followup.added or followup.reshape or followup.within or followup.restated
+    ran_data = (turn.get("plan") or {}).get("ir")
+    if not (followup.person or followup.new_time) or said_more or not ran_data:
+        return base
+    ran = PlanIR.from_json(ran_data)
+    picked = ran.shape.kind == "list" and ran.shape.limit == 1 and bool(ran.shape.sort)
+    picked = picked or (ran.shape.kind in ("sum", "avg") and ran.pipeline is None)
+    same_records = (ran.collection, ran.filters, ran.times, ran.text) == (
+        base.collection,
+        base.filters,
+        base.times,
+        base.text,
+    )
+    return ran if picked and same_records and ran != base else base
 
 
 def _switched(base: PlanIR, collection: str, catalog: Catalog) -> Operation | None:
@@ -510,7 +534,7 @@ _ONE_RECORD = r"thread|message|post|pr|pull\s+request|issue|ticket"  # "how many
 _FIELD_OF_ONE = re.compile(
     r"^(?:(?:and|so|ok(?:ay)?|then|but)[\s,]+|那么?|还有)*(?:"
     r"how\s+many\s+(?P<many>[\w\s-]+?)\s+(?:was|were|is|are)\s+(?:that|it|there)(?:\s+(?:one|on\s+it|then))?"
-    rf"|how\s+many\s+(?P<got>[\w\s-]+?)\s+(?:did|does|has|had)\s+(?:it|(?:that|this)(?:\s+(?:one|{_ONE_RECORD}))?|the\s+\w+\s+one)\s+"
+    rf"|how\s+many\s+(?P<got>[\w\s-]+?)\s+(?:did|does|has|had)\s+(?:it|(?:that|this)(?:\s+(?:one|{_ONE_RECORD}))?|the(?:\s+\w+)?\s+one)\s+"
     r"(?:get|got|have|had|receive|draw|collect|attract)(?:\s+in\s+the\s+end)?"
     r"|what\s+(?P<what>[\w\s-]+?)\s+(?:was|is|did|does)\s+(?:it|that(?:\s+one)?|this(?:\s+one)?)\s*"
     r"(?:given|assigned|set\s+to|marked(?:\s+as)?|labell?ed|tagged|have|get|carry|rated|in)?"
@@ -526,6 +550,9 @@ _FIELD_SYNONYMS = {
     "反应": "reactions",
     "discussion": "comments",
     "reply": "replies",
+    "号": "number",
+    "编号": "number",
+    "号码": "number",
 }
 # what a record is, not a field of it ("what kind was it", "what time was it merged" is a date: `_WHEN`)
 _NOT_A_FIELD = frozenset({"kind", "sort", "type", "time", "one", "day", "date", "year", "month", "about", "of"})
@@ -609,7 +636,10 @@ def _value_of_one(one: PlanIR, path: str, catalog: Catalog) -> Operation:
 _FIELD_ALONE = re.compile(
     r"^(?:(?:and|so|ok(?:ay)?|then|but)[\s,]+)*how\s+many\s+(?P<alone>comments|replies|reactions)"
     r"(?:\s+(?:on|in|for|under|to)\s+(?:it|that(?:\s+one)?|this(?:\s+one)?))?(?:[\s,]+then)?$"
-    r"|^(?:它|那个|这个|那条|这条)?(?P<cjk>评论|回复|留言|反应)(?:数)?(?:是|有)?(?:多少|几)(?:个|条|條|則|则)?$",
+    r"|^(?:它|那个|这个|那条|这条)?(?P<cjk>评论|回复|留言|反应)(?:数)?(?:是|有)?(?:多少|几)(?:个|条|條|則|则)?$"
+    # "是几号", "编号是多少": its number
+    r"|^(?:它|那个|这个|那条|这条)?的?是?(?:几|多少|什么|哪个)(?P<num>编号|号码|号)$"
+    r"|^(?:它|那个|这个|那条|这条)?的?(?P<num2>编号|号码)(?:是)?(?:多少|几号|什么)$",
     re.I,
 )
 # "is it still open?", "is that one open or closed", "现在是开着还是关了", "还开着吗": the state of the one record

@@ -9,8 +9,9 @@ answer *was* and do something with it:
                       added, negated, on the same base (on a first turn: its one condition that is not a
                       person, a place or a time)
 - re-sorted and cut:  "sort those by comments and keep only the top 3", "按回复数排一下，只要前五个"
-- the most of those:  "which of them had the most discussion?", "其中评论最多的是哪个" -> the one record of the last
-                      ones with the most of a measure
+- the most of those:  "which of them had the most discussion?", "其中评论最多的是哪个" (after a list of records also
+                      "which one drew the most discussion?", 哪一个留言最多) -> the one record of the last ones with the
+                      most of a measure
 - a group counted:    "how many replies was that?" after a ranking -> the top group's records, counted
 - a total:            "how many comments do his three add up to?", "这几个一共收到多少回复" -> the sum of a
                       measure over exactly the records listed (after their order and cut)
@@ -18,7 +19,8 @@ answer *was* and do something with it:
                       same records without the person (or the condition the last turn added)
 - a value as filter:  "which label was on the most issues?" then "how many 2021 issues had it?" -> the top
                       group's value an equality on the grouped field, the follow-up's own words added
-- listed:             "把它们列出来", "…，列出来看看" -> the same records (after the words before it), listed
+- listed:             "把它们列出来", "…，列出来看看" -> the same records (after the words before it), listed; a
+                      ranking narrowed to one of its values ("只看 mariosasko 的，列出来") is that value's records
 
 Each returns None when the follow-up is not that operation or the last plan cannot take it; `operate` in
 `answering.plan_ops` and the rewritten question then stand.
@@ -68,13 +70,14 @@ _REST = re.compile(
     re.I,
 )
 # a measure said by its word, and the fields that hold it (the first one the collection has)
-_MEASURE_WORD = r"comments?|replies|reply|reactions?|additions|deletions|discussion|评论|回复|回覆|反应|讨论"
+_MEASURE_WORD = r"comments?|replies|reply|reactions?|additions|deletions|discussion|评论|回复|回覆|反应|讨论|留言"
 _MEASURE_PATHS = (
     ("comment", ("comments", "fields.comment.total")),
     ("评论", ("comments", "fields.comment.total")),
     ("repl", ("reply_count", "comments")),
     ("回复", ("reply_count", "comments")),
     ("回覆", ("reply_count", "comments")),
+    ("留言", ("comments", "reply_count", "fields.comment.total")),  # Taiwan's word for a comment, or a reply
     ("reaction", ("reactions.total_count",)),
     ("反应", ("reactions.total_count",)),
     ("discussion", ("comments", "reply_count", "fields.comment.total")),
@@ -131,6 +134,20 @@ _MOST_OF_THOSE = re.compile(
     + _MEASURE_WORD
     + r")(?:数)?(?P<cdir>最多|最少)的(?:是)?"
     r"(?:哪个|哪条|哪一个|哪一条)$",
+    re.I,
+)
+# "which one drew the most discussion?", "哪一个留言最多", "回复最多的是哪条": one record of those just listed, said
+# without "of them" (read so only after an answer that listed records: after a ranking of people it is a person)
+_WHICH_ONE_MOST = re.compile(
+    _OPENING + r"(?:which|what)\s+(?:one|issue|pr|pull\s+request|thread|message|post|ticket)\s+(?:had|has|got|drew|"
+    r"received|gets|saw|attracted|generated|pulled\s+in)\s+the\s+(?P<dir>most|fewest|least)\s+(?P<en>"
+    + _MEASURE_WORD
+    + r")$"
+    r"|^(?:那)?(?:哪一?(?:个|条|篇)(?:的)?(?P<cjk>"
+    + _MEASURE_WORD
+    + r")(?:数)?(?P<cdir>最多|最少)(?:的)?|(?P<cjk2>"
+    + _MEASURE_WORD
+    + r")(?:数)?(?P<cdir2>最多|最少)的(?:是)?(?:哪个|哪条|哪一个|哪一条|哪篇))$",
     re.I,
 )
 # "how many replies was that?", "那是多少条": the top group's own records, counted (one group: "that", not "those")
@@ -202,6 +219,8 @@ def _operated(
     if _REST.match(said):
         return _complement(turns, base, catalog)
     most = _MOST_OF_THOSE.match(said)
+    if most is None and base.shape.kind in RECORD_SHAPES:
+        most = _WHICH_ONE_MOST.match(said)
     if most is not None:
         return _most_of_those(most, base, catalog)
     if _HOW_MANY_WAS_THAT.match(said):
@@ -304,10 +323,14 @@ def _resorted(said: re.Match[str], base: PlanIR, catalog: Catalog) -> Operation 
 def _most_of_those(said: re.Match[str], base: PlanIR, catalog: Catalog) -> Operation | None:
     """The one record of the last answer's records with the most (fewest) of a measure."""
     schema = catalog.schemas[base.collection]
-    path = _measure_path(said.group("en") or said.group("cjk"), schema)
+    said_as = {k: v for k, v in said.groupdict().items() if v}
+    path = _measure_path(said_as.get("en") or said_as.get("cjk") or said_as.get("cjk2", ""), schema)
     if path is None or base.shape.kind not in (*RECORD_SHAPES, "count"):
         return None
-    fewest = (said.group("dir") or "").lower() in ("fewest", "least") or said.group("cdir") == "最少"
+    fewest = said_as.get("dir", "").lower() in ("fewest", "least") or "最少" in (
+        said_as.get("cdir"),
+        said_as.get("cdir2"),
+    )
     shape = Shape("list", sort=[SortKey(path, 1 if fewest else -1)], limit=1, fields=base.shape.fields)
     picked = replace(base, shape=shape)
     return as_operation(picked, base=base, catalog=catalog, how=f"the one of the last records with the most {path}")
@@ -443,7 +466,18 @@ def _listed(
             if narrowed is None:
                 return None
             changed, unread = narrowed
-    if changed.shape.kind not in (*RECORD_SHAPES, "count"):
+    if changed.shape.kind not in (*RECORD_SHAPES, "count") and not _one_group_left(changed):
         return None
     listed = replace(changed, shape=_listing(changed, schema))
     return as_operation(listed, base=listed, catalog=catalog, how="the last records, listed", unread=unread)
+
+
+def _one_group_left(ir: PlanIR) -> bool:
+    """A ranking narrowed to one of its values ("只看 mariosasko 的" after who merged the most): its records are
+    that value's, which a list can show (a list of a whole ranking's records would not be what it ranked)."""
+    shape = ir.shape
+    return (
+        shape.kind == "group"
+        and shape.bucket is None
+        and any(f.field == shape.field and f.op == "eq" and not f.negate for f in ir.filters)
+    )

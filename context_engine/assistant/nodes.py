@@ -17,7 +17,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
-from context_engine.answering.followup import resolve_followup, those_said_plainly
+from context_engine.answering.followup import resolve_followup, thanks_left_out, those_said_plainly
 from context_engine.answering.generate import (
     compose_answer,
     generate_answer,
@@ -100,7 +100,7 @@ def start_turn(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     # Traditional characters read as simplified, at the same offsets (`respond` quotes the asker's own)
     question = read = simplified(asked)
     if turns:
-        read = those_said_plainly(read)
+        read = those_said_plainly(thanks_left_out(read))
         catalog = catalog_for(settings)
         followup = resolve_followup(
             read,

@@ -432,6 +432,8 @@ class PeopleDirectory:
                     and (_DATE_BEFORE.search(question[:start]) or _DATE_AFTER.search(question[end:]))
                 ):
                     continue  # a date ("in April 2019"), not April the person
+                if low in CALENDAR_NAMES and (re.search(r"['’]s$", text) or re.match(r"['’]s\b", question[end:])):
+                    continue  # a month's possessive ("list April's macro threads"): the month's, not April's
                 if (n == 1 and low in COMMON_WORDS) or (low in reserved and not (hits and self._is_handle(low))):
                     continue  # a stored value ("bug") is not a person, unless it is someone's exact login
                 if hits:

@@ -5,7 +5,7 @@ from datetime import datetime
 
 import pytest
 
-from context_engine.answering.followup import resolve_offline, those_said_plainly
+from context_engine.answering.followup import resolve_offline, thanks_left_out, those_said_plainly
 from context_engine.query.identity import PeopleDirectory
 
 NOW = datetime(2026, 11, 30, 12)
@@ -475,6 +475,15 @@ def test_a_value_said_in_place_of_the_last_one_is_read_where_the_follow_up_is(as
     labelled = {**QUERIED, "standalone": "how many issues labelled backend are open", "collection": "issues"}
     out = resolve_offline(asked, [labelled], PEOPLE, NOW)
     assert out.added and out.replacing is replacing
+
+
+def test_a_value_after_a_narrowing_that_said_only_a_shape_is_added():
+    busiest = {
+        "standalone": "messages in elmlang in March 2019 busiest day",
+        "collection": "messages",
+        "narrowed": "busiest day",
+    }
+    assert resolve_offline("那 clojurians 呢", [busiest], PEOPLE, NOW).added == "clojurians"
 
 
 # A pick said by what the candidate list showed (name, key, workspace), in any order, with a few
@@ -996,6 +1005,25 @@ def test_a_place_in_the_last_ranking_with_more_words_is_that_persons_records(ask
     assert (out.within, out.added) == (("user.login", key), added)
 
 
+@pytest.mark.parametrize(
+    "asked,added",
+    [("how many of his are still open?", "how many are still open"), ("她的有几个还开着", "有几个还开着")],
+)
+def test_his_after_a_ranking_is_the_person_of_the_place_the_answer_named(asked, added):
+    # "who came second?" answered one row of the ranking: "his" is that place's person, not the first one's
+    second = {
+        "standalone": "who merged the most PRs in 2025 who came second",
+        "collection": "pull_requests",
+        "answer_people": ["Priya Raman"],
+        "answer_groups": {"field": "user.login", "keys": ["priyar"]},
+    }
+    out = resolve_offline(asked, [second], PEOPLE, NOW)
+    assert (out.within, out.added) == (("user.login", "priyar"), added) and "Priya Raman" in out.standalone
+    # after a question that named someone, "his" may be theirs: not read as the ranking's person
+    named = {**second, "people": ["Lars Nielsen"], "standalone": "who replied most to Lars in 2025"}
+    assert resolve_offline(asked, [named], PEOPLE, NOW).within is None
+
+
 def test_a_question_said_whole_with_the_conversation_s_person_and_time_is_restated():
     ranking = {
         "standalone": "who merged the most PRs in 2025",
@@ -1256,6 +1284,8 @@ APRIL = {
         ),
         (APRIL, "more or fewer than in March?", "how many issues did Priya open in March 2023?"),
         (COUNTED_2023, "is that more than Lars managed?", "how many issues did Lars open in 2023?"),
+        (COUNTED_2023, "比 Lars 同年多吗？", "how many issues did Lars open in 2023?"),
+        (APRIL, "跟三月比是多还是少", "how many issues did Priya open 2023 年 三月?"),
     ],
 )
 def test_a_window_said_against_the_last_one_and_a_comparison(previous, asked, standalone):
@@ -1463,3 +1493,183 @@ def test_the_month_ones_is_the_month_though_someone_is_called_so():
     with_april = PeopleDirectory([{"login": "rsh-dev", "name": "Rashid Khan"}, {"login": "april", "name": "April"}])
     out = resolve_offline("and the April ones?", [QUERIED], with_april, NOW)
     assert out.new_time == "April 2026" and not out.person, out
+
+
+@pytest.mark.parametrize(
+    "asked,read",
+    [
+        ("thanks. back to Rashid — same thing for 2025?", "back to Rashid — same thing for 2025?"),
+        ("Great, and Priya?", "and Priya?"),
+        ("谢谢！那上个月呢", "那上个月呢"),
+        ("good first issues from 2025?", "good first issues from 2025?"),  # "good" closed by no punctuation: words
+        ("ok, and 2025?", "ok, and 2025?"),  # "ok" says the follow-up continues: kept
+    ],
+)
+def test_an_acknowledgement_before_a_follow_up_is_left_out(asked, read):
+    assert thanks_left_out(asked) == read
+
+
+def test_back_to_a_turn_after_thanks_resumes_it():
+    counted = {**MERGED, "standalone": "how many PRs did Rashid merge in 2026", "times": ["in 2026"]}
+    other = {"standalone": "how many issues carry the docs label", "collection": "issues"}
+    out = resolve_offline(
+        thanks_left_out("thanks. back to Rashid — same thing for 2025?"), [counted, other], PEOPLE, NOW
+    )
+    assert out.resumed is not None and out.resumed[0] == 1 and out.new_time
+
+
+@pytest.mark.parametrize(
+    "asked,standalone",
+    [
+        (
+            "and how many issues got completed the month after that February?",
+            "how many issues got completed in March 2024",
+        ),
+        ("issues closed the week before that February", "issues closed between 2024-01-25 and 2024-01-31"),
+        ("what was merged in that February?", "what was merged in February 2024"),
+    ],
+)
+def test_that_month_is_the_month_of_that_name_the_conversation_was_about(asked, standalone):
+    february = {
+        "standalone": "issues closed as not planned in February 2024",
+        "collection": "issues",
+        "times": ["in February 2024"],
+        "time_ranges": [{"text": "in February 2024", "start": "2024-02-01T00:00:00", "end": "2024-03-01T00:00:00"}],
+    }
+    other = {"standalone": "how many PRs has Lars ever opened", "collection": "pull_requests"}
+    assert resolve_offline(asked, [february, other], PEOPLE, NOW).standalone == standalone
+    # no month of that name in the conversation: not this rule's
+    assert "2024" not in resolve_offline(asked, [other], PEOPLE, NOW).standalone
+
+
+def test_the_other_candidate_of_an_earlier_decline_is_asked_the_last_question():
+    candidates = [
+        {"key": "U1ELM", "name": "Wren", "places": ["elmlang"]},
+        {"key": "U2CLJ", "name": "Wren", "places": ["clojurians"]},
+    ]
+    first = {
+        "standalone": "how many messages did Ida post in clojurians in April 2019?",
+        "times": ["in April 2019"],
+        "time_ranges": [{"text": "in April 2019", "start": "2019-04-01T00:00:00", "end": "2019-05-01T00:00:00"}],
+        "collection": "messages",
+    }
+    declined = {"standalone": "how many messages did Wren post in clojurians in April 2019?", "candidates": candidates}
+    declined["unresolved"] = "Wren"
+    picked = {**first, "standalone": "how many messages did U2CLJ post in clojurians in April 2019?"}
+    out = resolve_offline("另一个 Wren 呢，elmlang 上的，她三月发了几条？", [first, declined, picked], PEOPLE, NOW)
+    assert out.standalone == "how many messages did U1ELM post in elmlang 2019 年 三月?" and not out.unread
+    said = resolve_offline("the other Wren — list her threads about macros", [first, declined, picked], PEOPLE, NOW)
+    assert "U1ELM" in said.standalone and "list" in said.unread and "macros" in said.unread  # said, not dropped
+
+
+@pytest.mark.parametrize("asked", ["換成 elmlang 的 Wren 呢？", "what about Wren from elmlang?"])
+def test_another_person_in_a_place_of_theirs_is_the_same_question_there(asked):
+    people = PeopleDirectory(
+        [
+            {"slack_id": "U1", "name": "Ida", "places": ["clojurians"]},
+            {"slack_id": "U2", "name": "Wren", "places": ["elmlang"]},
+            {"slack_id": "U3", "name": "Wren", "places": ["clojurians"]},
+        ]
+    )
+    replies = {
+        "standalone": "how many replies did Ida get in clojurians in March 2019",
+        "people": ["Ida"],
+        "people_text": ["Ida"],
+        "collection": "messages",
+    }
+    out = resolve_offline(asked, [replies], people, NOW)
+    assert (out.person, out.added) == ("U2", "in elmlang")  # a name two share: by the key of the one there
+    assert out.standalone == "how many replies did U2 get in elmlang in March 2019"
+    assert resolve_offline("what about Wren from racket?", [replies], people, NOW).person != "U2"
+
+
+def test_list_his_records_after_a_ranking_is_that_persons_records_of_it():
+    ranking = {
+        "standalone": "dataset request issues opened in 2020 who asked for the most",
+        "collection": "issues",
+        "answer_people": ["Priya Raman", "Lars Nielsen"],
+        "answer_groups": {"field": "user.login", "keys": ["priyar", "larsn"]},
+    }
+    out = resolve_offline("list his requests from then", [ranking], PEOPLE, NOW)
+    assert (out.within, out.added) == (("user.login", "priyar"), "list")
+
+
+def test_back_to_a_list_is_the_turn_that_listed_not_the_count_after_it():
+    listed = {
+        "standalone": "bug issues opened in October 2025",
+        "collection": "issues",
+        "refs": ["acme/web#12", "acme/web#15"],
+    }
+    counted = {**listed, "standalone": "how many bug issues opened in October 2025", "refs": []}
+    other = {"standalone": "how many PRs did Lars open", "collection": "pull_requests", "refs": []}
+    out = resolve_offline("back to the October 2025 list — #15, who filed it?", [listed, counted, other], PEOPLE, NOW)
+    assert out.resumed is not None and out.resumed[0] == 1 and out.record == "acme/web#15"
+
+
+def test_back_to_the_ones_said_in_chinese_is_the_turn_that_said_them():
+    listed = {"standalone": "Rashid 2025 年开的 issue 有哪些", "collection": "issues", "refs": ["acme/web#12"]}
+    still_open = {**listed, "standalone": "Rashid 2025 年开的 issue 有哪些 哪些现在还开着"}
+    other = {"standalone": "how many PRs did Lars open", "collection": "pull_requests", "refs": []}
+    out = resolve_offline("回到还开着的那些：有几个？", [listed, still_open, other], PEOPLE, NOW)
+    assert out.resumed is not None and out.resumed[0] == 2
+
+
+def test_a_months_records_are_the_last_records_in_that_month():
+    march = {
+        "standalone": "threads about macros started on racket in March 2019",
+        "collection": "messages",
+        "times": ["in March 2019"],
+        "time_ranges": [{"text": "in March 2019", "start": "2019-03-01T00:00:00", "end": "2019-04-01T00:00:00"}],
+    }
+    out = resolve_offline("list April's macro threads too", [march], PEOPLE, NOW)
+    assert (out.standalone, out.new_time, out.reshape) == (
+        "threads about macros started on racket in April 2019",
+        "in April 2019",
+        "list",
+    )
+    # words the last question did not say are not its records: not this rule's
+    assert resolve_offline("list April's parquet threads", [march], PEOPLE, NOW).new_time == ""
+
+
+def test_a_workspace_switched_to_replaces_the_latest_one_said():
+    people = PeopleDirectory(
+        [
+            {"slack_id": "U1", "name": "Ida", "places": ["clojurians"]},
+            {"slack_id": "U2", "name": "Wren", "places": ["elmlang"]},
+        ]
+    )
+    ranking = {
+        "standalone": "who started the most threads in clojurians in April 2019",
+        "collection": "messages",
+        "plan": {"ir": {"filters": [{"field": "workspace", "op": "eq", "value": "clojurians"}]}},
+    }
+    counted = {
+        "standalone": "how many messages did Ida post in April 2019",
+        "collection": "messages",
+        "plan": {"ir": {"filters": [{"field": "user", "op": "eq", "value": "U1"}]}},
+    }
+    out = resolve_offline("换成 elmlang 呢", [ranking, counted], people, NOW)
+    assert (out.resumed, out.added) == ((1, "elmlang"), "elmlang") and "elmlang" in out.standalone
+    # the last question named a workspace: it is that one replaced, as a narrowing does
+    assert resolve_offline("换成 elmlang 呢", [counted, ranking], people, NOW).resumed is None
+
+
+@pytest.mark.parametrize("asked", ["回到那个标签：其中还开着的有几个？", "back to that label — how many are open?"])
+def test_back_to_that_label_is_the_turn_whose_plan_is_about_a_label(asked):
+    ranking = {
+        "standalone": "which label was put on the most issues in 2025",
+        "collection": "issues",
+        "plan": {"ir": {"filters": [], "shape": {"kind": "group", "field": "labels.name"}}},
+    }
+    had_it = {
+        "standalone": "how many 2025 issues had it",
+        "collection": "issues",
+        "plan": {"ir": {"filters": [{"field": "labels.name", "op": "eq", "value": "bug"}], "shape": {"kind": "count"}}},
+    }
+    other = {
+        "standalone": "how many open PRs are there",
+        "collection": "pull_requests",
+        "plan": {"ir": {"filters": []}},
+    }
+    out = resolve_offline(asked, [ranking, had_it, other], PEOPLE, NOW)
+    assert out.resumed is not None and out.resumed[0] == 2

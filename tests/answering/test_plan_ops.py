@@ -1,6 +1,7 @@
 """Follow-ups applied to the last turn's plan IR (the sample tenant's data; the graph-level conversation is
 in tests/assistant/test_conversation.py)."""
 
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
@@ -11,6 +12,7 @@ from context_engine.config import Settings
 from context_engine.query import engine
 from context_engine.query.engine import principals_of
 from context_engine.query.execute import run_pipeline
+from context_engine.query.ir import Shape, SortKey
 from context_engine.query.offline import OfflinePlanner
 from context_engine.resources import catalog_for, store_for
 
@@ -348,6 +350,30 @@ def test_the_same_plan_about_someone_else(setup, person, login):
     assert all(r["user"]["login"] == login for r in _run(setup, operation.plan))
 
 
+def test_the_same_question_after_picking_the_record_with_the_most_is_that_pick_about_someone_else(setup):
+    listed = _turn(setup, "PRs Priya opened in 2026")
+    base = base_of(listed)
+    picked = replace(base, shape=Shape("list", sort=[SortKey("comments", -1)], limit=1))
+    turn = {**listed, "plan": {"ir": picked.to_json()}, "base": base.to_json()}
+    operation = _operate(setup, "Lars 的呢？", [turn], FollowUp("", person="Lars"))
+    assert operation is not None and operation.plan.ir.shape == picked.shape
+    assert operation.base.shape == base.shape  # the next follow-up is about all of Lars's, as it was Priya's
+    assert any(f.field == "user.login" and f.value == "larsn" for f in operation.plan.ir.filters)
+    # with a shape of its own the follow-up builds on the records picked from: "Lars's, how many?"
+    counted = _operate(setup, "Lars, how many?", [turn], FollowUp("", person="Lars", reshape="count"))
+    assert counted is not None and counted.plan.ir.shape.kind == "count"
+
+
+def test_a_bare_new_time_after_a_total_keeps_the_total(setup):
+    listed = _turn(setup, "PRs Priya opened in 2026")
+    base = base_of(listed)
+    summed = replace(base, shape=Shape("sum", field="comments"))
+    turn = {**listed, "plan": {"ir": summed.to_json()}, "base": base.to_json()}
+    operation = _operate(setup, "2025?", [turn], FollowUp("", new_time="in 2025"))
+    assert operation is not None and operation.plan.ir.shape == summed.shape
+    assert [(t.start, t.end) for t in operation.plan.ir.times] == [(datetime(2025, 1, 1), datetime(2026, 1, 1))]
+
+
 def test_the_same_plan_about_someone_else_in_a_new_window(setup):
     turn = _turn(setup, "how many PRs did Priya open in 2026")
     operation = _operate(setup, "Lars, the year before", [turn], FollowUp("", person="Lars", new_time="in 2025"))
@@ -398,7 +424,13 @@ def test_a_field_of_one_record_needs_one_record(setup):
 
 @pytest.mark.parametrize(
     "asked,index",
-    [("who opened the second one?", 1), ("第三条有多少评论", 2), ("第二个有多少条评论", 1), ("and the last one?", -1)],
+    [
+        ("who opened the second one?", 1),
+        ("第三条有多少评论", 2),
+        ("第二个有多少条评论", 1),
+        ("and the last one?", -1),
+        ("how many comments does the fourth one have?", 3),
+    ],
 )
 def test_a_record_of_the_last_answer_by_its_place(setup, asked, index):
     records = _run(setup, _turn_plan(setup, "PRs opened in 2026"))
@@ -411,8 +443,8 @@ def test_a_record_of_the_last_answer_by_its_place(setup, asked, index):
         assert [r["_id"] for r in rows] == [one["user"]["login"]]
     else:
         assert [r["ref"] for r in rows] == [one["ref"]]
-    if "评论" in asked:
-        assert rows[0]["comments"] == one["comments"]
+    if "评论" in asked or "comments" in asked:
+        assert rows[0]["comments"] == one["comments"] and "count" not in rows[0]
     assert operation.base.to_json() == base_of(turn).to_json()  # the next follow-up builds on the records
 
 
@@ -593,6 +625,8 @@ def _listed_turn(world, question="issues ann opened"):
         ("评论多少", [("a/b#1", 7)]),
         ("how many comments on it", [("a/b#1", 7)]),
         ("what number is it", [("a/b#1", 1)]),
+        ("是几号", [("a/b#1", 1)]),
+        ("编号是多少", [("a/b#1", 1)]),
     ],
 )
 def test_a_field_of_the_record_a_follow_up_names(issues_world, of_record, want):

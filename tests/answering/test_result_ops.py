@@ -188,6 +188,17 @@ def test_words_before_a_listing_change_the_records_first(setup):
     assert [f.field for f in operation.plan.ir.filters if f.negate] == ["state"]
 
 
+@pytest.mark.parametrize("asked", ["只看 Lars 的，列出来", "only Lars's — list them"])
+def test_a_ranking_narrowed_to_one_person_and_listed_is_their_records(setup, asked):
+    turn = _turn(setup, "who opened the most PRs in 2026")
+    operation = _operate(setup, asked, [turn])
+    assert operation is not None and operation.plan.ir.shape.kind == "list"
+    rows = _run(setup, operation.plan)
+    assert rows and all(r["user"]["login"] == "larsn" for r in rows)
+    # the whole ranking listed is not what it ranked: left to the rewritten question
+    assert _operate(setup, "list them", [turn]) is None
+
+
 def test_nothing_without_a_plan_before(setup):
     assert _operate(setup, "and the rest?", []) is None
     assert _operate(setup, "and the rest?", [{"standalone": "hello", "plan": {}}]) is None
@@ -203,6 +214,20 @@ def test_the_one_of_the_last_records_with_the_most_of_a_measure(setup, asked, or
     (row,) = _run(setup, operation.plan)
     assert row["comments"] == sorted(r["comments"] for r in _all_of(setup, "PRs opened in 2026"))[::order][0]
     assert operation.base.to_json() == base_of(turn).to_json()  # the next follow-up is about all of them
+
+
+@pytest.mark.parametrize(
+    "asked,order",
+    [("which one drew the most discussion?", -1), ("哪一个留言最多？", -1), ("评论最少的是哪条", 1)],
+)
+def test_which_one_after_a_list_is_one_of_those_records(setup, asked, order):
+    turn = _turn(setup, "PRs opened in 2026")
+    operation = _operate(setup, asked, [turn])
+    assert operation is not None
+    (row,) = _run(setup, operation.plan)
+    assert row["comments"] == sorted(r["comments"] for r in _all_of(setup, "PRs opened in 2026"))[::order][0]
+    # after a ranking of people "which one" is a person of it, not a record: not this operation
+    assert _operate(setup, asked, [_turn(setup, "who opened the most PRs in 2026")]) is None
 
 
 def test_how_many_was_that_after_a_ranking_counts_the_first_group(setup):

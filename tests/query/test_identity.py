@@ -144,7 +144,9 @@ def test_a_capitalised_name_after_a_chinese_topic_cue_is_the_subject_not_a_perso
     assert person_slots(question) == []
 
 
-@pytest.mark.parametrize("question", ["her post count for June of 2024", "posts from june '24 by anyone"])
+@pytest.mark.parametrize(
+    "question", ["her post count for June of 2024", "posts from june '24 by anyone", "list June's macro threads too"]
+)
 def test_a_month_before_of_and_a_year_is_a_date_not_someone_of_that_name(question):
     months = PeopleDirectory([{"login": "june-k", "name": "June", "accounts": []}])
     assert [m.text for m in months.find_mentions(question)] == []

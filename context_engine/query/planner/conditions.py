@@ -162,7 +162,7 @@ class ConditionStep(Draft):
                 return self._jira_status(status)
             if s.has_path("state"):
                 if self._mark_state(
-                    rf"{_NOT_CLOSED}|\bopen\b|\b(unresolved|outstanding|(?<!most )(?<!least )(?<!more )(?<!less )active)\b|还没(?:有)?关闭|没有关闭|未解决|未关闭|打开的|开放|还开着"
+                    rf"{_NOT_CLOSED}|\bopen\b|\b(unresolved|outstanding|(?<!most )(?<!least )(?<!more )(?<!less )active)\b|还没(?:有)?关闭|没有关闭|未解决|未关闭|打开的|开放|还开着|(?<![不没])开着"
                 ):
                     self.add_filter("state", "open")
                     return "created"

@@ -1206,7 +1206,8 @@ class ShapeStep(OwnAggregateStep):
             # "the top 5 threads by number of replies": ranked by the count, not by who posted them
             r"|\b(?:by|in order of)\s+(?:the\s+)?(?:(?:number|count|#)\s+of\s+)?(repl(?:y|ies)|comments?|reactions?)\b(?!\s+(?:to|from|by)\b)"
             r"|\b(?:biggest|largest)\s+(?:\w+\s+)?(pr|pull request|change|diff)s?\b|\b(?:longest|biggest|largest|busiest|hottest|most active)\s+(?:[a-z]+\s+)?(?:slack\s+)?"
-            r"(?:threads?|discussions?|conversations?)\b|(回复|评论)数?最多|最多(回复|评论)|(?:最长|最热|最火)的?(?:帖子|讨论)",
+            r"(?:threads?|discussions?|conversations?)\b|(回复|评论|留言)数?(?:最多|第\s*[二三四五2-5]\s*多)|最多(回复|评论|留言)"
+            r"|(?:最长|最热|最火)的?(?:帖子|讨论)",
             self.q,
             re.I,
         )

@@ -541,7 +541,9 @@ def test_a_message_that_mentions_someone(world, question):
     assert not plan.not_understood, plan.not_understood
 
 
-@pytest.mark.parametrize("question", ["还开着、没人认领的 issue", "开放状态且无人接手的 issue"])
+@pytest.mark.parametrize(
+    "question", ["还开着、没人认领的 issue", "开放状态且无人接手的 issue", "开着、没人认领的 issue"]
+)
 def test_nobody_took_it_on_is_no_assignee(world, question):
     got, plan = answer(world, question)
     assert got == [i["ref"] for i in ISSUES if i["state"] == "open" and not i["assignees"]], plan.pipeline

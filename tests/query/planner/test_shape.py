@@ -163,6 +163,7 @@ def test_how_many_people_per_group_stays_a_group(catalog):
         ("the thread with the highest reply count", "reply_count"),
         ("the biggest pull request merged this year", "additions"),
         ("Alex Chen 的 PR 里评论最多的是哪一个", "comments"),  # 哪一个: one record, among plural ones
+        ("Alex Chen 的 PR 里哪一个留言最多", "comments"),  # 留言: the comments, as Taiwan says it
         ("what was the most replied-to thread in #payments?", "reply_count"),  # the record, not the value
         ("what is the most commented pull request this year", "comments"),
     ],
@@ -589,6 +590,7 @@ def test_a_share_without_a_part_said_stays_unread(catalog):
         ("the third busiest month of 2026 for slack messages", 2),
         ("who came runner-up among PR reviewers this year", 1),
         ("2026 年合并 PR 第二多的人是谁", 1),
+        ("评论第二多的 PR 是哪个", 1),  # a record's place in a ranking by a measure
     ],
 )
 def test_a_later_place_in_a_ranking_skips_the_places_before(catalog, question, offset):
