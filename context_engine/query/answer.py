@@ -182,6 +182,15 @@ def _compose(
         weeks = ", ISO weeks" if periods == "weeks" else ""
         said = f"the {periods} of the range, minus those with at least one; UTC{weeks}"
         return f"{n} of the {of} {periods} of the time asked had no {one} ({said}).", []
+    per = next(
+        (k for k in ("days", "weeks", "months", "years") if len(rows) == 1 and set(rows[0]) == {"average", k}), ""
+    )
+    if per and isinstance(rows[0]["average"], (int, float)):  # a mean per period over every period of the time
+        weeks = ", ISO weeks" if per == "weeks" else ""
+        return (
+            f"{round(rows[0]['average'], 2)} {noun} per {per[:-1]} on average, over the {rows[0][per]} {per} "
+            f"of the time asked ({per} with none counted as 0; UTC{weeks})."
+        ), []
     if len(rows) == 1 and set(rows[0]) == {"share"} and isinstance(rows[0]["share"], (int, float)):
         share = rows[0]["share"]
         return f"The share of the {noun} matched that meet the condition: {share:.4f} ({share:.1%}).", []

@@ -312,7 +312,8 @@ class Shape:
     - min/max: the smallest/largest `field` over the records, or the smallest/largest group count
       (`over` = "groups"); argmin/argmax: the record with it, or the group (busiest month, quietest day);
     - sum: the total of `field` over the records (the replies all of someone's threads got); avg: its mean,
-      or (`over` = "groups") the mean record count of the groups or `bucket`s ("PRs merged per month, on average");
+      or (`over` = "groups") the mean record count of the groups or `bucket`s ("PRs merged per month, on average":
+      over a time range with both ends, every period of it, one with no record counted as 0);
     - share: the fraction (0..1) of the records that also meet the filters `part` ("what share of 2023's
       PRs were merged": the PRs of 2023, the part merged);
       `percent`: said as a percentage (0..100), as the question asked ("in percent", "%", 百分之几);

@@ -486,6 +486,9 @@ def test_the_mean_of_a_measure_and_of_the_counts_per_period(store, schema):
     # reviews per month: January 2, February 1, March 1 — a month with none would be no group
     per_month = Shape("avg", field="reviews.submitted_at", bucket="month", over="groups")
     assert run(PlanIR("issues", shape=per_month), store, schema) == [{"average": 4 / 3}]
+    # over a time with both ends, every period of it: January to April, the fourth month with none
+    months = [TimeRange("reviews.submitted_at", datetime(2026, 1, 1), datetime(2026, 5, 1))]
+    assert run(PlanIR("issues", times=months, shape=per_month), store, schema) == [{"average": 1.0, "months": 4}]
     # issues per milestone: v1 holds two; the two issues with none form no group of their own (else 1.0)
     per_milestone = Shape("avg", field="milestone.title", over="groups")
     assert run(PlanIR("issues", shape=per_milestone), store, schema) == [{"average": 2.0}]
