@@ -736,10 +736,10 @@ _WHICH_OF_TWO = re.compile(
 
 
 # A difference of two counts: "how many more PRs did A open than B", "how many fewer issues in 2023 than 2022",
-# "the difference between 2022 and 2023", "A 比 B 多开了几个", 相差. `fewer` says the second named is the larger.
+# "the difference between 2022 and 2023", "A vs B, difference?", "A minus B", "A 比 B 多开了几个", 相差. `fewer` says the second named is the larger.
 _DIFFERENCE = re.compile(
     r"\bhow\s+(?:many|much)\s+(?:(?P<fewer>fewer|less)|more)\b|\bby\s+how\s+(?:many|much)\b"
-    r"|\b(?:the\s+)?difference\s+(?:between|in)\b|比.{1,40}?(?:多|(?P<fewer_cn>少))[\u4e00-\u9fff]{0,3}?(?:几|多少)|相差|差了?(?:几|多少)",
+    r"|\b(?:the\s+)?difference\s+(?:between|in)\b|\bdifference\b(?=\W*$)|\bminus\b|比.{1,40}?(?:多|(?P<fewer_cn>少))[\u4e00-\u9fff]{0,3}?(?:几|多少)|相差|差了?(?:几|多少)",
     re.I,
 )
 # A percent change of a count from one period to another: "percent change", "change from 2023 to 2024, in percent",
@@ -949,14 +949,15 @@ class ShapeStep(OwnAggregateStep):
     def two_sides(self) -> Shape | None:
         """ "how many more PRs did A open than B" (A's minus B's), "how many fewer issues in 2023 than 2022"
         (2022's minus 2023's), "the difference between 2022 and 2023" (as said), "percent change from 2023 to
-        2024", 同比, 环比 (from the earlier period to the later): two people of one role, or two whole calendar
+        2024", 同比, 环比 (from the earlier period to the later): two people of one role, two values of another
+        field ("clojurians than elmlang": two workspaces), or two whole calendar
         years or months of one date, each a condition no record meets with the other — read as their two
         groups set against each other. None without such a cue, or without exactly two such sides."""
         change, difference = _CHANGE.search(self.q), _DIFFERENCE.search(self.q)
         cue = change or difference
         if cue is None:
             return None
-        found = self._two_periods(allow_one=change is not None) or self._two_people()
+        found = self._two_periods(allow_one=change is not None) or self._two_people() or self._two_values()
         if found is None:
             return None
         field, bucket, said = found
@@ -1042,6 +1043,31 @@ class ShapeStep(OwnAggregateStep):
         covering = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
         self.filters.append(Filter(named[0].field, "in", said, span=covering))
         return named[0].field, None, said
+
+    def _two_values(self) -> tuple[str, None, list[str]] | None:
+        """Two values of one other field named ("clojurians than elmlang": two workspaces), in the order said:
+        the one field whose conditions name exactly two values, either of them."""
+        named: dict[str, list[Filter]] = {}
+        for f in self.filters:
+            values = f.value if f.op == "in" else [f.value]
+            if not f.negate and f.op in ("eq", "in") and all(isinstance(v, str) for v in values):
+                named.setdefault(f.field, []).append(f)
+        two = [
+            (field, values)
+            for field, filters in named.items()
+            if len(values := list(dict.fromkeys(v for f in filters for v in (f.value if f.op == "in" else [f.value]))))
+            == 2
+        ]
+        if len(two) != 1:
+            return None
+        field, values = two[0]
+        lowered = self.q.lower()
+        said = sorted(values, key=lambda v: (lowered.find(v.lower()) % (len(lowered) + 1), values.index(v)))
+        spans = [f.span for f in named[field] if f.span]
+        self.filters = [f for f in self.filters if f not in named[field]]
+        covering = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
+        self.filters.append(Filter(field, "in", said, span=covering))
+        return field, None, said
 
     def _values_side_by_side(self) -> Filter | None:
         """ "bug vs enhancement, how many of each", "how many were labelled bug, and how many

@@ -825,6 +825,36 @@ def test_two_people_or_periods_set_against_each_other(tmp_path, question, kind, 
     assert not p.not_understood, p.not_understood
 
 
+@pytest.mark.parametrize(
+    "question,sides,value",
+    [
+        ("how many more messages did lispers have than in mlfans in March 2019?", ["lispers", "mlfans"], 2),
+        ("march 2019: lispers vs mlfans message count, difference?", ["lispers", "mlfans"], 2),
+        ("March 2019 messages: mlfans minus lispers = ?", ["mlfans", "lispers"], -2),
+        ("2019 年 3 月 lispers 比 mlfans 多了多少条消息？", ["lispers", "mlfans"], 2),
+    ],
+)
+def test_two_values_of_another_field_set_against_each_other(tmp_path, question, sides, value):
+    """Two workspaces, not two people: their counts' difference, the first said minus the second."""
+    from datetime import datetime
+
+    from context_engine.query.compile import compile_plan
+    from context_engine.query.execute import run_pipeline
+    from tests.query.conftest import hand_made_world
+
+    messages = [
+        {"ref": f"m{i}", "user": "U1", "text": "hi", "date": datetime(2019, 3, 1 + i), "workspace": workspace}
+        for i, workspace in enumerate(["lispers"] * 4 + ["mlfans"] * 2)
+    ]
+    store, catalog = hand_made_world(tmp_path, {"messages": messages}, [{"slack_id": "U1", "name": "Ana"}])
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.field, p.ir.shape.sides) == ("difference", "workspace", sides), p.pipeline
+    schema = catalog.schemas["messages"]
+    (row,) = run_pipeline(store, "messages", compile_plan(p.ir, schema), tenant="t", principals=[], schema=schema)
+    assert row["difference"] == value
+    assert not p.not_understood, p.not_understood
+
+
 def test_a_month_without_its_year_is_the_year_of_the_one_set_against_it(tmp_path):
     _, catalog = _closed_issues_world(tmp_path)
     p = plan(catalog, "issues closed in April 2024 vs March — percent change?")  # March 2024, not 2025
