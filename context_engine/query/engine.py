@@ -493,9 +493,14 @@ def unknown_value(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) 
         if path is None:
             continue  # "tagged somebody" in a collection without labels: not this kind's value
         # read by a condition, whole: "wontfix" read out of "wontfix-later" is not the value asked for;
-        # nor is a topic's words condition ("the erlang workspace" as words of the messages) the value
+        # nor is a topic's words condition ("the erlang workspace" as words of the messages) the value;
+        # nor one read as written, of a field whose values the schema does not list (the value index knows)
         if any(
-            f.span and f.span[0] <= cue.start and cue.end <= f.span[1] and f.op not in WORD_OPERATORS
+            f.span
+            and f.span[0] <= cue.start
+            and cue.end <= f.span[1]
+            and f.op not in WORD_OPERATORS
+            and (f.field not in schema.fields or schema.fields[f.field].enum)
             for f in plan_.ir.filters
         ):
             continue

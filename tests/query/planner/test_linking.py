@@ -322,3 +322,33 @@ def test_people_who_are_not_members_of_the_org_are_read_whole(github):
     plan = _plan(github, "how many tickets came from people who aren't members of the org?")
     assert _match(plan)["author_association"] == {"$ne": "MEMBER"}, plan.pipeline
     assert plan.not_understood == [], plan.not_understood
+
+
+def test_a_value_named_by_its_kind_whose_values_the_schema_does_not_list_is_read_as_written(tmp_path):
+    """Two issues of nine carry a milestone: too few for the schema to list the values, so "milestone 3.0" is
+    the condition as written, which vouches for no value: without a value index to say who holds one, each is
+    declined (`engine.unknown_value`; with the index, only one nobody holds)."""
+    from context_engine.query.engine import resolve, unknown_value
+    from tests.query.conftest import hand_made_world
+
+    issues = [
+        {
+            "ref": f"i{n}",
+            "title": f"issue {n}",
+            "state": "open",
+            "created_at": datetime(2024, 1, 1 + n),
+            "user": {"login": "thandeka"},
+            "milestone": {"title": "3.0"} if n < 2 else None,
+        }
+        for n in range(9)
+    ]
+    _, catalog = hand_made_world(tmp_path, {"issues": issues}, PEOPLE)
+    assert not catalog.schemas["issues"].fields["milestone.title"].enum
+    for question, value in (("open issues on milestone 3.0", "3.0"), ("what is open in the 9.9 milestone?", "9.9")):
+        ctx, failed = resolve(question, NOW, catalog, None)
+        assert failed is None
+        plan = OfflinePlanner().plan(ctx)
+        assert ("milestone.title", "eq", value) in {(f.field, f.op, f.value) for f in plan.ir.filters}, plan.notes
+        assert not plan.not_understood, plan.not_understood
+        declined = unknown_value(plan, ctx, None)  # no value index: only the listed values are known
+        assert declined is not None and declined.unresolved == value
