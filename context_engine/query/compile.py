@@ -619,13 +619,24 @@ def bucket_key(bucket: str, path: str) -> dict[str, Any]:
 
 def part_expression(f: Filter, schema: CollectionSchema) -> dict[str, Any]:
     """A share's part as an expression on each record: a comparison of one field that is no list (a list's
-    elements would need another form), `exists` as "greater than null" (missing and null are not)."""
+    elements would need another form), `exists` as "greater than null" (missing and null are not); a whole
+    list's size ("messages that mention someone": `not_empty`; "2+ labels": `size_gte`), of the list a record
+    holds (missing: none)."""
     path = resolve_field(schema, f.field)
+    field = f"${path}"
+    whole_list = schema.is_array(path) and array_prefix(path, schema) == path
+    if whole_list and f.op in ("empty", "not_empty", *SIZE_OPERATORS):
+        # at least n elements: an n-th one (`$arrayElemAt` of a missing list is missing, no more than null),
+        # a level less than `$size` of `$ifNull`, which the validator's depth bound needs inside `$cond`
+        at_least = 1 if f.op in ("empty", "not_empty") else f.value + (1 if f.op == "size_lte" else 0)
+        if at_least < 1:
+            raise CompileError("a share's part of at least no elements holds for every record")
+        holds = (f.op in ("not_empty", "size_gte")) != f.negate
+        return {"$gt" if holds else "$lte": [{"$arrayElemAt": [field, at_least - 1]}, None]}
     if schema.is_array(path) or f.op not in (*_COMPARISONS, "eq", "exists"):
         raise CompileError(f"a share's part compares one value of a field, not {f.op} on {path}")
-    field = f"${path}"
     if f.op == "exists":
-        expression: dict[str, Any] = {"$gt": [field, None]}
+        expression = {"$gt": [field, None]}
         holds = f.value
     else:
         expression = {"$in" if f.op == "nin" else "$eq" if f.op == "eq" else _COMPARISONS[f.op]: [field, f.value]}

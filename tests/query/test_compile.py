@@ -507,6 +507,13 @@ def test_the_mean_of_a_measure_and_of_the_counts_per_period(store, schema):
         ([Filter("assignee", "exists", True)], 0.5),  # null and missing are not there
         ([Filter("assignee", "exists", False)], 0.5),
         ([Filter("state", "eq", "open"), Filter("comments", "gte", 5)], 0.25),  # both hold: a#3 only
+        # a whole list's size: the issues hold 1, 0, 2 and 1 labels
+        ([Filter("labels", "not_empty")], 0.75),
+        ([Filter("labels", "empty")], 0.25),
+        ([Filter("labels", "not_empty", negate=True)], 0.25),
+        ([Filter("labels", "size_gte", 2)], 0.25),
+        ([Filter("labels", "size_lte", 1)], 0.75),
+        ([Filter("labels", "size_lte", 0)], 0.25),
     ],
 )
 def test_a_share_is_the_fraction_of_the_records_that_meet_its_part(store, schema, part, share):

@@ -1063,7 +1063,8 @@ class ConditionStep(Draft):
             r"|(?<!total )(?<!sum of )\bthread[\s-]+replies\b(?!\s*(?:count|total|number|per|each)\b)"
             r"|\b(?:were|was|are|is|as)\s+(?:thread\s+replies|replies\s+(?:inside|within|in)\s+(?:a\s+|any\s+)?threads?)\b"
             # 在讨论串里的回复, 她的回复中: the replies themselves, among which the rest of the question counts
-            r"|(?:在\s*)?(?:讨论串|帖子)\s*(?:里|中|内)的?\s*回复|的回复(?=\s*(?:中|里|当中|之中))"
+            r"|(?:在\s*)?(?:讨论串|帖子|thread)\s*(?:里|中|内)的?\s*回复|的回复(?=\s*(?:中|里|当中|之中))"
+            r"|回复\s*[（(]\s*(?:在\s*)?(?:讨论串|帖子|thread)\s*(?:里|中|内)的?\s*[)）]"  # 回复（thread 里的）
         ):
             self.add_filter(replying[0], True, "exists")
 

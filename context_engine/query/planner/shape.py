@@ -453,7 +453,7 @@ _PLACES = {
 _SHARE = re.compile(
     # "share" the noun ("share of", "what share"), not the verb ("messages that share a link")
     r"\b(?:fraction|proportion|percentage|percent|ratio)\b|\bshare\s+(?:[(（][^)）]{0,12}[)）]\s*)?of\b|\b(?:what|which|the)\s+share\b|%\s*of\b"
-    r"|(?:多大|多少)的?比例|占比|比例|百分之几|百分比",
+    r"|(?:多大|多少)的?比例|[占佔]比|比例|百分之[几幾]|百分比",
     re.I,
 )
 # "the merge rate", "closing rate", "合并率": the share of the records a condition said just before it holds for
@@ -466,7 +466,7 @@ _PART_SAID = re.compile(
     r"|\b(?:not|never|no longer)\s+(?:yet\s+)?\w+ed\b",
     re.I,
 )
-_PART_SAID_CHINESE = re.compile(r"(?:里|中|当中|之中)[，,\s]*")
+_PART_SAID_CHINESE = re.compile(r"(?:里|裡|中|当中|之中)[，,\s]*")
 
 # "max replies on any thread Jasmine started", "what is the largest reply count among her threads", "how
 # many replies did her most replied thread get": one number, the extreme of a measure over the records —
@@ -1660,9 +1660,24 @@ class ShapeStep(OwnAggregateStep):
             start = None
         elif cue.group(0).isascii():
             said = _PART_SAID.search(self.q, cue.end())
-            start = said.start() if said else None
+            # "what percentage of racket messages in 2018 mentioned someone": the predicate is the last
+            # condition after the records that its verb says
+            verbed = [
+                f.span[0]
+                for f in self.filters
+                if f.span and f.span[0] > cue.end() and re.match(r"[a-z]+ed\b", self.q[f.span[0] :], re.I)
+            ]
+            start = said.start() if said else max(verbed) if verbed else None
         else:
-            said = next((m for m in reversed(list(_PART_SAID_CHINESE.finditer(self.q, 0, cue.start())))), None)
+            # "racket 的消息里，有 @ 别人的占…": after the records' 里 (not one inside a condition's words)
+            said = next(
+                (
+                    m
+                    for m in reversed(list(_PART_SAID_CHINESE.finditer(self.q, 0, cue.start())))
+                    if not any(f.span and f.span[0] <= m.start() < f.span[1] for f in self.filters)
+                ),
+                None,
+            )
             start = said.end() if said else None
         part = part or [f for f in self.filters if start is not None and f.span and f.span[0] >= start]
         if not part:
@@ -1679,8 +1694,9 @@ class ShapeStep(OwnAggregateStep):
         if rated:
             self.use(rated.span(1 if rated.group(1) else 0), "shape")
         if percent:  # "in percent", "(%)": the unit the share is said in
-            self.mark(r"\b(?:in\s+)?percent(?:age)?s?\b|%|百分(?:之(?:几|多少)|比)?", "shape")
-        self.mark(r"\b(?:what|which)\s+(?=(?:fraction|proportion|percentage|percent|ratio)\b)|占", "shape")
+            # 百分之多少: its 多少 already read as "how many"
+            self.mark(r"\b(?:in\s+)?percent(?:age)?s?\b|%|百分之(?=多少)|百分(?:之(?:几|幾)|比)?", "shape")
+        self.mark(r"\b(?:what|which)\s+(?=(?:fraction|proportion|percentage|percent|ratio)\b)|[占佔]", "shape")
         return share
 
     def ranked_place(self, shape: Shape) -> Shape:
