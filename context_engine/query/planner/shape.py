@@ -747,6 +747,7 @@ _DIFFERENCE = re.compile(
 _CHANGE = re.compile(
     r"\b(?:percent(?:age)?|%)\s+(?:change|growth|increase|decrease|drop|decline)\b"
     r"|\b(?:chang|grow|grew|increas|ris|rose|drop|fall|fell|declin)\w*\b[^?]*?(?:\bpercent(?:age)?\b|%)"
+    r"|\bwhat\s+(?:percent(?:age)?|%)\s+(?:\w+\s+){0,6}?(?:chang|grow|grew|increas|ris|rose|drop|fall|fell|declin)\w*"
     r"|同比|环比|(?:变化|增长|成长|增加|减少|下降|上升)了?(?:百分之|多少[（(]?百分)",
     re.I,
 )
@@ -957,7 +958,11 @@ class ShapeStep(OwnAggregateStep):
         cue = change or difference
         if cue is None:
             return None
-        found = self._two_periods(allow_one=change is not None) or self._two_people() or self._two_values()
+        found = (
+            self._two_periods(allow_one=change is not None, before=self._period_before(change))
+            or self._two_people()
+            or self._two_values()
+        )
         if found is None:
             return None
         field, bucket, said = found
@@ -967,18 +972,50 @@ class ShapeStep(OwnAggregateStep):
             fewer = difference is not None and (difference.group("fewer") or difference.group("fewer_cn"))
             sides = said[::-1] if fewer else said
         self.use(cue.span(), "shape")
-        self.mark(
-            r"\b(?:than|vs\.?|versus|compared\s+(?:with|to)|between|from|to|and|in\s+percent|percent|number\s+of)\b|[%比和与跟]|相比|的?数量|百分(?:之|比)?",
+        # the words that set the two sides against each other, and the number compared: each of them said
+        while self.mark(
+            r"\b(?:than|vs\.?|versus|compared\s+(?:with|to)|between|from|to|and|in\s+percent|percent|number\s+of|activity)\b"
+            r"|[%比和与跟]|相比|的?数量?|百分(?:之|比)?",
             "shape",
-        )
+        ):
+            pass
         return Shape("change" if change else "difference", field=field, bucket=bucket, sides=sides)
 
-    def _two_periods(self, allow_one: bool) -> tuple[str, str, list[str]] | None:
+    def _period_before(self, change: re.Match | None) -> str | None:
+        """The period a change of one month said alone is from: 环比 the month before, 同比 that month a year
+        before ("2019 年 3 月的消息数环比增长了百分之多少": February to March)."""
+        if change is None or len(self.times) != 1:
+            return None
+        whole = self.times[0]
+        if not _is_calendar("month", whole.start, whole.end, self.ctx.now) or whole.start is None:
+            return None
+        said = re.search(r"环比|同比", self.q)
+        if said is None:
+            return None
+        self.use(said.span(), "shape")
+        start = whole.start
+        return (
+            datetime(start.year - (start.month == 1), (start.month - 2) % 12 + 1, 1)
+            if said.group(0) == "环比"
+            else datetime(start.year - 1, start.month, 1)
+        ).strftime(BUCKET_FORMATS["month"])
+
+    def _two_periods(self, allow_one: bool, before: str | None = None) -> tuple[str, str, list[str]] | None:
         """Two whole calendar years (or months) of one date field, as said; with `allow_one`, one range of
-        exactly two ("from 2023 to 2024"). The times become the one range over both (or both, `times_any`)."""
+        exactly two ("from 2023 to 2024"), or one month and `before`, the month its change is from. The times
+        become the one range over both (or both, `times_any`)."""
         if not self.times or len({t.field for t in self.times}) != 1 or len(self.times) > 2:
             return None
         ranges = sorted(self.times, key=lambda t: t.span or (0, 0))
+        if len(ranges) == 1 and before is not None and ranges[0].start is not None:
+            whole = ranges[0]
+            start = datetime.strptime(before, BUCKET_FORMATS["month"])
+            earlier = TimeRange(whole.field, start, _next_month(start))
+            if earlier.end == whole.start:
+                self.times = [TimeRange(whole.field, start, whole.end, span=whole.span)]
+            else:
+                self.times, self.times_any = [earlier, whole], True
+            return whole.field, "month", [before, whole.start.strftime(BUCKET_FORMATS["month"])]
         if len(ranges) == 1:
             whole = ranges[0]
             if not (allow_one and whole.start and whole.end):

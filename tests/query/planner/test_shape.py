@@ -810,6 +810,10 @@ def test_who_got_mentioned_the_most_ranks_the_people_mentioned_not_the_authors(t
         ),
         ("issues closed in March 2025 vs March 2024 — percent change?", "change", ["2024-03", "2025-03"], -50.0),
         ("2025 年 3 月关闭的 issue 同比 2024 年 3 月变化了百分之多少？", "change", ["2024-03", "2025-03"], -50.0),
+        ("by what percent did issue closures grow from March to April 2024?", "change", ["2024-03", "2024-04"], 50.0),
+        # one month said alone: 环比 from the month before, 同比 from that month a year before
+        ("2024 年 4 月关闭的 issue 数环比增长了百分之多少？", "change", ["2024-03", "2024-04"], 50.0),
+        ("2025 年 3 月关闭的 issue 同比变化了百分之多少？", "change", ["2024-03", "2025-03"], -50.0),
     ],
 )
 def test_two_people_or_periods_set_against_each_other(tmp_path, question, kind, sides, value):
