@@ -641,6 +641,16 @@ def _rules(now: datetime):
                 _months_ago(today, _number(m.group(1) or "one") * (12 if m.group(2).startswith("y") else 1)),
             ),
         ),
+        # "已经超过一年的", "开了超过 30 天": an age (open that long), the end of an open range, as "open for more than"
+        (
+            rf"(?:(?:已经?|开了|开着|存在了?)\s*)+(?:超过|多于|大于|有)\s*{_CNN}\s*(年|个月|天|日|周|个星期|星期)(?:以上|多)?",
+            lambda m: (
+                None,
+                _months_ago(today, cn_number(m.group(1)) * (12 if m.group(2) == "年" else 1))
+                if m.group(2) in ("年", "个月")
+                else now - timedelta(days=cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")]),
+            ),
+        ),
         (
             rf"(?:最近|过去|近)\s*{_CNN}\s*(天|日|周|个星期|星期)",
             lambda m: (_days_back(now, cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")]), now),

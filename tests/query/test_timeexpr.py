@@ -1,4 +1,4 @@
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -282,6 +282,10 @@ def test_a_verb_dates_a_period_across_in_the():
         # "on" before a noun is no "from 2024 on"
         ("in 2024 on average", D(2024, 1, 1), D(2025, 1, 1)),
         ("from 2024 on", D(2024, 1, 1), None),
+        # an age said in Chinese: open that long, created before now minus it
+        ("还开着、而且已经超过一年的", None, D(2025, 11, 30)),
+        ("开了超过 3 个月还没关的", None, D(2026, 8, 30)),
+        ("已经开了超过 30 天的", None, NOW - timedelta(days=30)),
     ],
 )
 def test_number_words_seasons_from_now_and_short_years(text, start, end):
