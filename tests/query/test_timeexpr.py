@@ -360,6 +360,9 @@ def test_last_summer_asked_in_summer_is_the_year_before():
         ("opened around Christmas 2020 (the week of Dec 21-27)?", D(2020, 12, 21), D(2020, 12, 28)),
         ("around Christmas 2018 (Dec 21-27)", D(2018, 12, 21), D(2018, 12, 28)),
         ("2020 年圣诞节前后那一周（12/21–12/27）开了哪些 issue？", D(2020, 12, 21), D(2020, 12, 28)),
+        # the week that holds Christmas Day; pinned down after a comma by a run of days as long as it
+        ("the Christmas week of 2018", D(2018, 12, 24), D(2018, 12, 31)),
+        ("racket messages in the Christmas week of 2018, 21st to 27th Dec", D(2018, 12, 21), D(2018, 12, 28)),
         ("Lynne 在 2019 年 4 月第一周发了几条消息？", D(2019, 4, 1), D(2019, 4, 8)),
         ("2019 年 4 月的最后一周", D(2019, 4, 24), D(2019, 5, 1)),
         ("3 月第二个星期", D(2026, 3, 8), D(2026, 3, 15)),
@@ -382,6 +385,11 @@ def test_a_day_that_reads_both_ways_is_declined_with_both_readings(text):
     with pytest.raises(AmbiguousTime) as declined:
         find_time_ranges(text, NOW)
     assert "month/day" in str(declined.value) and "day/month" in str(declined.value)
+
+
+def test_a_period_after_a_comma_that_is_no_restatement_is_a_second_period():
+    """ "in 2021, 3 to 5 March": three days inside a year, not the year said again."""
+    assert len(find_time_ranges("issues opened in 2021, 3 to 5 March", NOW)) == 2
 
 
 def test_a_bracketed_day_run_ends_the_vague_word_before_it_too():
