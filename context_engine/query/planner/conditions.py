@@ -116,7 +116,7 @@ class ConditionStep(Draft):
                 return "created"
             if self.mark(
                 r"\bmerged\b|\bmerges?\b|\bmerg(?:d|eed|ged)\b|\bmreged\b|\bship(?:ped|s)?\b|\bland(?:ed|s)?\b"
-                r"|\b(?:went|got|go|goes|gone) in\b(?!\s+(?:\d|the\b|a\b|an\b))|\b(?:made|make|makes|making) it(?: in(?:to (?:main|master|the codebase|the repo))?\b|(?=\s*(?:[?.!,;)]|$)))|合并了|已合并|合入|合并|合进(?:去|来)?了?|上线|发布"
+                r"|\b(?:went|got|go|goes|gone) in\b(?!\s+(?:\d|the\b|a\b|an\b))|\b(?:made|make|makes|making) it(?: in(?:to (?:main|master|the codebase|the repo))?\b|(?=\s*(?:[?.!,;)]|$)))|合并[了过]|已合并|合入|合并|合进(?:去|来)?了?|上线|发布"
             ):
                 self.add_filter("merged", True)
                 return "merged"

@@ -456,7 +456,7 @@ class LinkStep(Draft):
             r"|^\s*(?:did |has |have )?marked (?:as )?(?:done|completed?|closed|resolved|fixed)\b"
             r"|^(?:'s|s'|’s)\s+(?:[\w'’-]+\s+)?(?:closures|closings|closes)\b"
             # "X 在 2023 年 1 月关掉的": when, said between the closer and the closing
-            r"|^\s*(?:在\s*)?[\d\s年月日号號周週上下本今去前这這个個半季度]{0,20}(?:以[^，。？?]{0,20})?(?:关|關)(?:闭|閉|掉|了|的)",
+            r"|^\s*(?:在\s*)?[\d\s年月日号號周週上下本今去前这這个個半季度]{0,20}(?:以[^，。？?]{0,20})?(?:关|關)(?:闭|閉|掉|了|的|过|過)",
             after,
         ):
             # GitHub records who closed an issue; Jira does not, and there the assignee did the work.
