@@ -283,12 +283,23 @@ def test_each_person_with_a_chinese_closing_verb_counts_closers(github):
 
 @pytest.mark.parametrize(
     "question",
-    ["帮我列一下 thandeka 在 2024 年 3 月关掉的 issue", "thandeka 去年关闭的 issue", "thandeka 關掉的 issue"],
+    [
+        "帮我列一下 thandeka 在 2024 年 3 月关掉的 issue",
+        "thandeka 去年关闭的 issue",
+        "thandeka 關掉的 issue",
+        "thandeka 关过多少 issue",
+    ],
 )
 def test_a_person_before_a_chinese_closing_verb_is_the_closer_with_the_time_between(github, question):
     plan = _plan(github, question)
     assert ("closed_by.login", "thandeka") in {(f.field, f.value) for f in plan.ir.filters}, plan.ir.filters
     assert "user.login" not in {f.field for f in plan.ir.filters}, plan.ir.filters
+
+
+def test_merged_with_the_experiential_particle_is_merged_not_a_title_word(github):
+    plan = _plan(github, "2024 年有多少个不同的人合并过 PR？")
+    assert [(f.field, f.value) for f in plan.ir.filters] == [("merged", True)], plan.ir.filters
+    assert plan.ir.shape.kind == "distinct_count" and not plan.not_understood, plan.not_understood
 
 
 def test_a_person_before_about_is_not_a_closer(github):
