@@ -971,6 +971,7 @@ class ShapeStep(OwnAggregateStep):
         else:
             fewer = difference is not None and (difference.group("fewer") or difference.group("fewer_cn"))
             sides = said[::-1] if fewer else said
+            sides = self._leader_first(sides)
         self.use(cue.span(), "shape")
         # the words that set the two sides against each other, and the number compared: each of them said
         while self.mark(
@@ -980,6 +981,18 @@ class ShapeStep(OwnAggregateStep):
         ):
             pass
         return Shape("change" if change else "difference", field=field, bucket=bucket, sides=sides)
+
+    def _leader_first(self, sides: list[str]) -> list[str]:
+        """ "by how many did albert lead": the person said to lead (or to trail) is the first side (the second)."""
+        for m in self.ctx.mentions:
+            verb = re.match(r"\s+(?:(lead|led|win|won|beat)|(trail(?:ed)?|lag(?:ged)?))\b", self.q[m.end :], re.I)
+            key = m.person.key if m.person is not None else None
+            if verb is None or key not in sides:
+                continue
+            self.use((m.end + verb.start(1 if verb.group(1) else 2), m.end + verb.end()), "shape")
+            other = next(v for v in sides if v != key)
+            return [key, other] if verb.group(1) else [other, key]
+        return sides
 
     def _period_before(self, change: re.Match | None) -> str | None:
         """The period a change of one month said alone is from: 环比 the month before, 同比 that month a year

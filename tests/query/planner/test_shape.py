@@ -859,6 +859,32 @@ def test_two_values_of_another_field_set_against_each_other(tmp_path, question, 
     assert not p.not_understood, p.not_understood
 
 
+@pytest.mark.parametrize(
+    "question,sides",
+    [
+        ("quinnadler vs rorybaker, issues opened: by how many did quinn lead?", ["quinnadler", "rorybaker"]),
+        ("quinnadler vs rorybaker, issues opened: by how many did rory lead?", ["rorybaker", "quinnadler"]),
+        ("quinnadler vs rorybaker, issues opened: by how many did quinn trail?", ["rorybaker", "quinnadler"]),
+    ],
+)
+def test_a_person_said_again_by_a_short_form_leads_the_difference(tmp_path, question, sides):
+    """ "albert" after albertvillanova is named is that person again, not a name nobody has; the one said to
+    lead is the side subtracted from."""
+    from datetime import datetime
+
+    from tests.query.conftest import hand_made_world
+
+    issues = [
+        {"ref": f"i{i}", "title": "t", "state": "open", "created_at": datetime(2024, 1, 1 + i), "user": {"login": who}}
+        for i, who in enumerate(["quinnadler"] * 3 + ["rorybaker"] * 2)
+    ]
+    people = [{"login": "quinnadler", "name": "quinnadler"}, {"login": "rorybaker", "name": "rorybaker"}]
+    _, catalog = hand_made_world(tmp_path, {"issues": issues}, people)
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.sides) == ("difference", sides), p.notes
+    assert not p.not_understood, p.not_understood
+
+
 def test_a_month_without_its_year_is_the_year_of_the_one_set_against_it(tmp_path):
     _, catalog = _closed_issues_world(tmp_path)
     p = plan(catalog, "issues closed in April 2024 vs March — percent change?")  # March 2024, not 2025
