@@ -141,6 +141,15 @@ def _two_groups(rows: list[dict[str, Any]], plan: Any, one: str, noun: str) -> s
     return f"The change from {first} to {second}: {change:+.1f}%."
 
 
+def _said(metric: str | None, value: Any) -> Any:
+    """A group's measure as said: a share per group as a percentage ("89.3%"), a percent with its sign."""
+    if metric == "share" and isinstance(value, (int, float)):
+        return f"{value:.1%}"
+    if metric == "percent" and isinstance(value, (int, float)):
+        return f"{value:.1f}%"
+    return value
+
+
 def _scalar(value: Any) -> bool:
     return isinstance(value, (str, int, float)) and not isinstance(value, bool)
 
@@ -204,7 +213,7 @@ def _compose(
         return f"{counted(len(rows), 'distinct value', 'distinct values')} over the {noun} matched: {values}{more}.", []
     if rows and "_id" in rows[0] and "ref" not in rows[0]:
         metric = next((k for k in rows[0] if k not in ("_id", "name")), None)
-        lines = [f"{i}. {_label(r)}: {r.get(metric)}" for i, r in enumerate(rows[:25], 1)]
+        lines = [f"{i}. {_label(r)}: {_said(metric, r.get(metric))}" for i, r in enumerate(rows[:25], 1)]
         more = f"\n… and {len(rows) - 25} more" if len(rows) > 25 else ""
         weeks = any(isinstance(r.get("_id"), str) and _ISO_WEEK.fullmatch(r["_id"]) for r in rows)
         said = f" ({WEEKS_SAID})" if weeks else ""

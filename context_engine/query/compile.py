@@ -263,7 +263,7 @@ def compile_plan(
     # A grouped field of the joined records is there once joined: no condition before the join asks for it.
     local_grouped = grouped is not None and not (joined and joined.names(grouped)) and not measured
     if (
-        (shape.kind in ("group", "distinct_count", "measures") or shape.over == "groups")
+        (shape.kind in ("group", "distinct_count", "measures", "share") or shape.over == "groups")
         and local_grouped
         and shape.bucket is None
         and not _some_value(conditions.get(grouped))
@@ -511,7 +511,23 @@ def _shape_stages(
         expression = met[0] if len(met) == 1 else {"$and": met}
         share = {"$avg": {"$cond": [expression, 1, 0]}}
         said = {"percent": {"$multiply": [100, "$share"]}} if shape.percent else {}  # the unit the question asked
-        return [{"$group": {"_id": None, "share": share}}, {"$project": {"_id": 0, **said}}]
+        if path is None:
+            return [{"$group": {"_id": None, "share": share}}, {"$project": {"_id": 0, **said}}]
+        # per value or period of `field` ("the merge rate per year"), in key order, or ranked by it (the best year)
+        key: Any = bucket_key(shape.bucket, path) if shape.bucket else f"${path}"
+        ranked = next((k.direction for k in shape.sort if k.field == "share"), None)
+        return [
+            *(
+                []
+                if shape.bucket or (unwound and path.startswith(unwound + "."))
+                else _unwind(path, conditions, schema)
+            ),
+            {"$group": {"_id": key, "share": share}},
+            {"$sort": {"_id": 1} if ranked is None else {"share": ranked, "_id": 1}},
+            *skip,
+            *([{"$limit": shape.limit}] if shape.limit else []),
+            *([{"$project": said}] if said else []),
+        ]
     if kind == "measures":
         return _measure_stages(shape, path, conditions, schema, unwound)
     if kind == "distinct":

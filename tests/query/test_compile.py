@@ -520,6 +520,26 @@ def test_a_share_is_the_fraction_of_the_records_that_meet_its_part(store, schema
     assert run(PlanIR("issues", shape=Shape("share", part=part)), store, schema) == [{"share": share}]
 
 
+def test_a_share_per_group_in_key_order_or_ranked(store, schema):
+    """The share of each group's issues with more than one comment (a#1 and a#3: both open), in key order or
+    ranked by it, the best first; per month of a date; in percent, the share said so."""
+    part = [Filter("comments", "gt", 1)]
+    per_state = Shape("share", field="state", part=part)
+    assert run(PlanIR("issues", shape=per_state), store, schema) == [
+        {"_id": "closed", "share": 0.0},
+        {"_id": "open", "share": 1.0},
+    ]
+    worst = Shape("share", field="state", part=part, sort=[SortKey("share", 1)], limit=1)
+    assert run(PlanIR("issues", shape=worst), store, schema) == [{"_id": "closed", "share": 0.0}]
+    per_month = Shape("share", field="created_at", bucket="month", part=part)
+    assert run(PlanIR("issues", shape=per_month), store, schema) == [
+        {"_id": "2026-01", "share": 0.5},
+        {"_id": "2026-02", "share": 0.5},
+    ]
+    in_percent = Shape("share", field="state", part=part, percent=True)
+    assert run(PlanIR("issues", shape=in_percent), store, schema)[1] == {"_id": "open", "percent": 100.0}
+
+
 def test_a_share_of_the_records_a_condition_keeps(store, schema):
     # of the two open issues, the one with more than five comments
     opened = PlanIR(

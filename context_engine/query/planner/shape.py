@@ -1701,7 +1701,12 @@ class ShapeStep(OwnAggregateStep):
         records are the part, the others (and the time) the records it is a share of. Unread (the plan
         counts, and "share" is not understood) when no condition is said there, or one no share can ask."""
         cue = _SHARE.search(self.q) or _RATE.search(self.q)
-        if cue is None or shape.kind not in ("count", "list"):
+        # a share of the records of each group ("the merge rate per year"), or the group with the highest or
+        # lowest ("which year had the best merge rate")
+        per_group = shape.field is not None and (
+            shape.kind == "group" or (shape.kind in ("argmax", "argmin") and shape.over == "groups")
+        )
+        if cue is None or not (shape.kind in ("count", "list") or per_group):
             return shape
         rated = _RATE.search(self.q)
         # "merge rate", "closing rate": the share of the records the condition said just before "rate" holds for
@@ -1734,12 +1739,31 @@ class ShapeStep(OwnAggregateStep):
             return shape
         percent = _IN_PERCENT.search(self.q)
         share = Shape("share", part=part, percent=percent is not None)
+        if per_group:
+            # a period's share is of the records that began in it: its merges date no PR that was not merged
+            created = field_for(self.schema, "created") if shape.bucket else None
+            ranked = [SortKey("share", -1 if shape.kind == "argmax" else 1)] if shape.kind != "group" else []
+            share = replace(
+                share,
+                field=created or shape.field,
+                bucket=shape.bucket,
+                sort=ranked,
+                limit=1 if ranked else shape.limit,
+            )
         try:  # a part no share can ask (words, a list's elements) or one nested past the validator's bound
             if validate_pipeline(compile_plan(PlanIR(self.collection, shape=share), self.schema), self.schema):
                 return shape
         except CompileError:
             return shape
         self.filters = [f for f in self.filters if f not in part]
+        if per_group and share.field != shape.field:  # the period's time, on the date the periods are of now
+            self.times = [replace(t, field=share.field) if t.field == shape.field else t for t in self.times]
+        if per_group:
+            if shape.bucket:  # "merge rate per year — which year was highest": the periods said twice
+                cn = {"day": "天", "week": "周", "month": "月", "year": "年"}.get(shape.bucket, "")
+                self.mark(rf"\b(?:per|each|every|by)\s+{shape.bucket}\b" + (f"|每个?{cn}" if cn else ""), "shape")
+            ranking = f", the {'highest' if share.sort[0].direction == -1 else 'lowest'}" if share.sort else ""
+            self.notes.append(f"the share per {shape.bucket or 'value'} of {share.field}{ranking}")
         self.use(cue.span(), "shape")
         if rated:
             self.use(rated.span(1 if rated.group(1) else 0), "shape")

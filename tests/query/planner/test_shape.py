@@ -885,6 +885,44 @@ def test_a_person_said_again_by_a_short_form_leads_the_difference(tmp_path, ques
     assert not p.not_understood, p.not_understood
 
 
+@pytest.mark.parametrize(
+    "question,rows",
+    [
+        ("which year had the best merge rate for pull requests?", [("2023", 0.75)]),
+        ("merge rate per year — which year was lowest?", [("2024", 0.25)]),
+        ("PR merge rate per year", [("2023", 0.75), ("2024", 0.25)]),
+    ],
+)
+def test_a_rate_per_period_is_a_share_of_the_records_each_period_began(tmp_path, question, rows):
+    """PRs opened in 2023 (three of four merged) and 2024 (one of four, merged in 2025): the merge rate of each
+    year's PRs, not the years counted by their merges."""
+    from datetime import datetime
+
+    from context_engine.query.compile import compile_plan
+    from context_engine.query.execute import run_pipeline
+    from tests.query.conftest import hand_made_world
+
+    pulls = [
+        {
+            "ref": f"p{i}",
+            "title": "t",
+            "state": "closed",
+            "user": {"login": "ann"},
+            "created_at": datetime(year, 3, 1 + i),
+            "merged": merged,
+            "merged_at": datetime(2025, 1, 1 + i) if merged else None,
+        }
+        for i, (year, merged) in enumerate([(2023, True)] * 3 + [(2023, False)] + [(2024, True)] + [(2024, False)] * 3)
+    ]
+    store, catalog = hand_made_world(tmp_path, {"pull_requests": pulls}, [{"login": "ann", "name": "Ann"}])
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "share" and p.ir.shape.field == "created_at", p.notes
+    schema = catalog.schemas["pull_requests"]
+    got = run_pipeline(store, "pull_requests", compile_plan(p.ir, schema), tenant="t", principals=[], schema=schema)
+    assert [(r["_id"], r["share"]) for r in got] == rows
+    assert not p.not_understood, p.not_understood
+
+
 def test_a_month_without_its_year_is_the_year_of_the_one_set_against_it(tmp_path):
     _, catalog = _closed_issues_world(tmp_path)
     p = plan(catalog, "issues closed in April 2024 vs March — percent change?")  # March 2024, not 2025
