@@ -514,7 +514,7 @@ def _shape_stages(
         if path is None:
             return [{"$group": {"_id": None, "share": share}}, {"$project": {"_id": 0, **said}}]
         # per value or period of `field` ("the merge rate per year"), in key order, or ranked by it (the best year)
-        key: Any = bucket_key(shape.bucket, path) if shape.bucket else f"${path}"
+        per: Any = bucket_key(shape.bucket, path) if shape.bucket else f"${path}"
         ranked = next((k.direction for k in shape.sort if k.field == "share"), None)
         return [
             *(
@@ -522,9 +522,8 @@ def _shape_stages(
                 if shape.bucket or (unwound and path.startswith(unwound + "."))
                 else _unwind(path, conditions, schema)
             ),
-            {"$group": {"_id": key, "share": share}},
+            {"$group": {"_id": per, "share": share}},
             {"$sort": {"_id": 1} if ranked is None else {"share": ranked, "_id": 1}},
-            *skip,
             *([{"$limit": shape.limit}] if shape.limit else []),
             *([{"$project": said}] if said else []),
         ]
