@@ -142,6 +142,15 @@ def _two_groups(rows: list[dict[str, Any]], plan: Any, one: str, noun: str) -> s
     return f"The change from {first} to {second}: {change:+.1f}%."
 
 
+def _said(metric: str | None, value: Any) -> Any:
+    """A group's measure as said: a share per group as a percentage ("89.3%"), a percent with its sign."""
+    if metric == "share" and isinstance(value, (int, float)):
+        return f"{value:.1%}"
+    if metric == "percent" and isinstance(value, (int, float)):
+        return f"{value:.1f}%"
+    return value
+
+
 def _scalar(value: Any) -> bool:
     return isinstance(value, (str, int, float)) and not isinstance(value, bool)
 
@@ -203,6 +212,15 @@ def _compose(
         weeks = ", ISO weeks" if periods == "weeks" else ""
         said = f"the {periods} of the range, minus those with at least one; UTC{weeks}"
         return f"{n} of the {of} {periods} of the time asked had no {one} ({said}).", []
+    per = next(
+        (k for k in ("days", "weeks", "months", "years") if len(rows) == 1 and set(rows[0]) == {"average", k}), ""
+    )
+    if per and isinstance(rows[0]["average"], (int, float)):  # a mean per period over every period of the time
+        weeks = ", ISO weeks" if per == "weeks" else ""
+        return (
+            f"{round(rows[0]['average'], 2)} {noun} per {per[:-1]} on average, over the {rows[0][per]} {per} "
+            f"of the time asked ({per} with none counted as 0; UTC{weeks})."
+        ), []
     if len(rows) == 1 and set(rows[0]) == {"share"} and isinstance(rows[0]["share"], (int, float)):
         share = rows[0]["share"]
         return f"The share of the {noun} matched that meet the condition: {share:.4f} ({share:.1%}).", []
@@ -216,7 +234,7 @@ def _compose(
         return f"{counted(len(rows), 'distinct value', 'distinct values')} over the {noun} matched: {values}{more}.", []
     if rows and "_id" in rows[0] and "ref" not in rows[0]:
         metric = next((k for k in rows[0] if k not in ("_id", "name")), None)
-        lines = [f"{i}. {_label(r)}: {r.get(metric)}" for i, r in enumerate(rows[:_GROUPS_LISTED], 1)]
+        lines = [f"{i}. {_label(r)}: {_said(metric, r.get(metric))}" for i, r in enumerate(rows[:_GROUPS_LISTED], 1)]
         more = _more(rows, _GROUPS_LISTED, "\n")
         weeks = any(isinstance(r.get("_id"), str) and _ISO_WEEK.fullmatch(r["_id"]) for r in rows)
         said = f" ({WEEKS_SAID})" if weeks else ""

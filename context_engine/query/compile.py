@@ -17,6 +17,7 @@ from context_engine.query.fields import field_for, person_field_for
 from context_engine.query.ir import (
     DURATION_UNITS,
     FIELD_OPERATORS,
+    PERIOD_BUCKETS,
     SIZE_OPERATORS,
     TWO_GROUP_SHAPES,
     WORD_OPERATORS,
@@ -262,7 +263,7 @@ def compile_plan(
     # A grouped field of the joined records is there once joined: no condition before the join asks for it.
     local_grouped = grouped is not None and not (joined and joined.names(grouped)) and not measured
     if (
-        (shape.kind in ("group", "distinct_count", "measures") or shape.over == "groups")
+        (shape.kind in ("group", "distinct_count", "measures", "share") or shape.over == "groups")
         and local_grouped
         and shape.bucket is None
         and not _some_value(conditions.get(grouped))
@@ -298,6 +299,8 @@ def compile_plan(
         stages.append({"$addFields": {measured.name: expression}})
     if shape.kind == "empty_count":
         stages += _empty_count(ir, shape, grouped or "")
+    elif shape.kind == "avg" and shape.over == "groups" and shape.bucket in PERIOD_BUCKETS and _one_whole_range(ir):
+        stages += ([] if unwound else _unwind(grouped or "", conditions, schema)) + _period_average(ir, shape)
     elif measured and shape.kind == "list":
         ordered = {measured.name: shape.sort[0].direction}
         stages += [
@@ -318,27 +321,49 @@ def compile_plan(
 MAX_PERIODS = 40_000  # about a century of days: the periods an empty_count counts one by one
 
 
+def _one_whole_range(ir: PlanIR) -> TimeRange | None:
+    """The plan's one time range with both ends, if it has just that: the periods a question counts over."""
+    ranges = [t for t in ir.times if t.start is not None and t.end is not None and t.start < t.end]
+    return ranges[0] if len(ranges) == 1 and not ir.times_any else None
+
+
+def _periods(ir: PlanIR, bucket: str) -> int:
+    """How many `bucket`s (days, ISO weeks, months, years) the plan's one whole time range touches."""
+    whole = _one_whole_range(ir)
+    if whole is None or whole.start is None or whole.end is None:
+        raise CompileError(f"counting the {bucket}s of a time needs one time range with both ends")
+    keys: set[str] = set()
+    day = whole.start.replace(hour=0, minute=0, second=0, microsecond=0)
+    last = whole.end - timedelta(microseconds=1)
+    if (last - day).days > MAX_PERIODS:
+        raise CompileError(f"a time range of at most {MAX_PERIODS} days has its periods counted")
+    while day <= last:  # each day of the range, and the week, month or year it is in
+        keys.add(day.strftime(BUCKET_FORMATS[bucket]))
+        day += timedelta(days=1)
+    return len(keys)
+
+
 def _empty_count(ir: PlanIR, shape: Shape, path: str) -> list[dict[str, Any]]:
     """The periods of the time range with no record: all its periods (counted here, from the range's
     ends) minus the distinct periods the records fall in. A range open at either end has no count."""
     bucket = shape.bucket or ""
-    ranges = [t for t in ir.times if t.start is not None and t.end is not None and t.start < t.end]
-    if len(ranges) != 1 or ir.times_any:
-        raise CompileError("empty_count needs one time range with both ends: the periods it counts")
-    start, end = ranges[0].start, ranges[0].end
-    assert start is not None and end is not None
-    keys: set[str] = set()
-    day = start.replace(hour=0, minute=0, second=0, microsecond=0)
-    last = end - timedelta(microseconds=1)
-    if (last - day).days > MAX_PERIODS:
-        raise CompileError(f"empty_count counts at most {MAX_PERIODS} days")
-    while day <= last:  # each day of the range, and the week, month or year it is in
-        keys.add(day.strftime(BUCKET_FORMATS[bucket]))
-        day += timedelta(days=1)
+    periods = _periods(ir, bucket)
     return [
         {"$group": {"_id": bucket_key(bucket, path)}},
         {"$count": "with_records"},
-        {"$project": {"count": {"$subtract": [len(keys), "$with_records"]}, f"{bucket}s": {"$literal": len(keys)}}},
+        {"$project": {"count": {"$subtract": [periods, "$with_records"]}, f"{bucket}s": {"$literal": periods}}},
+    ]
+
+
+def _period_average(ir: PlanIR, shape: Shape) -> list[dict[str, Any]]:
+    """ "merged PRs per day in March 2021, on average": the records (an array's elements dated, each) over
+    every period of the time asked, a period with none counted as 0 (31 days, not the days that had a
+    merge); the number of periods is said beside it."""
+    bucket = shape.bucket or ""
+    periods = _periods(ir, bucket)
+    return [
+        {"$count": "records"},
+        {"$project": {"average": {"$divide": ["$records", periods]}, f"{bucket}s": {"$literal": periods}}},
     ]
 
 
@@ -486,7 +511,22 @@ def _shape_stages(
         expression = met[0] if len(met) == 1 else {"$and": met}
         share = {"$avg": {"$cond": [expression, 1, 0]}}
         said = {"percent": {"$multiply": [100, "$share"]}} if shape.percent else {}  # the unit the question asked
-        return [{"$group": {"_id": None, "share": share}}, {"$project": {"_id": 0, **said}}]
+        if path is None:
+            return [{"$group": {"_id": None, "share": share}}, {"$project": {"_id": 0, **said}}]
+        # per value or period of `field` ("the merge rate per year"), in key order, or ranked by it (the best year)
+        per: Any = bucket_key(shape.bucket, path) if shape.bucket else f"${path}"
+        ranked = next((k.direction for k in shape.sort if k.field == "share"), None)
+        return [
+            *(
+                []
+                if shape.bucket or (unwound and path.startswith(unwound + "."))
+                else _unwind(path, conditions, schema)
+            ),
+            {"$group": {"_id": per, "share": share}},
+            {"$sort": {"_id": 1} if ranked is None else {"share": ranked, "_id": 1}},
+            *([{"$limit": shape.limit}] if shape.limit else []),
+            *([{"$project": said}] if said else []),
+        ]
     if kind == "measures":
         return _measure_stages(shape, path, conditions, schema, unwound)
     if kind == "distinct":
@@ -514,7 +554,7 @@ def _shape_stages(
         return stages + [{"$count": "count"}]
     if kind in TWO_GROUP_SHAPES:
         return stages + _two_groups(shape)
-    if kind == "avg":  # the mean count of the groups there are (a period with no record is no group)
+    if kind == "avg":  # the mean count of the groups there are (of a time without both ends: `_period_average`)
         return stages + [{"$group": {"_id": None, "average": {"$avg": "$count"}}}, {"$project": {"_id": 0}}]
     if kind == "group":
         stages += [_having(shape.having)] if shape.having else []
@@ -594,13 +634,24 @@ def bucket_key(bucket: str, path: str) -> dict[str, Any]:
 
 def part_expression(f: Filter, schema: CollectionSchema) -> dict[str, Any]:
     """A share's part as an expression on each record: a comparison of one field that is no list (a list's
-    elements would need another form), `exists` as "greater than null" (missing and null are not)."""
+    elements would need another form), `exists` as "greater than null" (missing and null are not); a whole
+    list's size ("messages that mention someone": `not_empty`; "2+ labels": `size_gte`), of the list a record
+    holds (missing: none)."""
     path = resolve_field(schema, f.field)
+    field = f"${path}"
+    whole_list = schema.is_array(path) and array_prefix(path, schema) == path
+    if whole_list and f.op in ("empty", "not_empty", *SIZE_OPERATORS):
+        # at least n elements: an n-th one (`$arrayElemAt` of a missing list is missing, no more than null),
+        # a level less than `$size` of `$ifNull`, which the validator's depth bound needs inside `$cond`
+        at_least = 1 if f.op in ("empty", "not_empty") else f.value + (1 if f.op == "size_lte" else 0)
+        if at_least < 1:
+            raise CompileError("a share's part of at least no elements holds for every record")
+        holds = (f.op in ("not_empty", "size_gte")) != f.negate
+        return {"$gt" if holds else "$lte": [{"$arrayElemAt": [field, at_least - 1]}, None]}
     if schema.is_array(path) or f.op not in (*_COMPARISONS, "eq", "exists"):
         raise CompileError(f"a share's part compares one value of a field, not {f.op} on {path}")
-    field = f"${path}"
     if f.op == "exists":
-        expression: dict[str, Any] = {"$gt": [field, None]}
+        expression = {"$gt": [field, None]}
         holds = f.value
     else:
         expression = {"$in" if f.op == "nin" else "$eq" if f.op == "eq" else _COMPARISONS[f.op]: [field, f.value]}

@@ -177,6 +177,7 @@ def resolve(
     # A word of a date ("Valentine's Day 2019", "Christmas Eve") is the date's, not someone's name.
     dated = [(m.start(), m.end()) for t in times for m in re.finditer(re.escape(t.text), question)]
     mentions = [m for m in mentions if m.is_asker or not any(a <= m.start and m.end <= b for a, b in dated)]
+    mentions = sorted(mentions + _short_forms(question, mentions, reserved), key=lambda m: m.start)
     # "what should I do when a callback is retried?" asks for advice, "where do I find the ADRs"
     # for a place: "I" there is anyone, not a filter on the asker's records (with or without one).
     if (
@@ -328,6 +329,38 @@ def _vouches(match) -> bool:
 
 def _occurrences(text: str, part: str) -> list[int]:
     return [m.start() for m in re.finditer(re.escape(part), text)]
+
+
+# A word that may be a person's short form: four letters or more, not a word of the rules ("merge") or of English.
+_SHORT_FORM = re.compile(r"(?<![\w@#/'’.-])([A-Za-z][a-z]{3,})(?![\w'’-])")
+
+
+def _short_forms(question: str, mentions: list[Mention], reserved: frozenset[str]) -> list[Mention]:
+    """ "albertvillanova vs lhoestq …: by how many did albert lead?": a word that begins the login or a name of
+    one person the question already names, and no one else's there, is that person said again, not a name
+    nobody has."""
+    named = list(dict.fromkeys(m.person for m in mentions if m.person is not None and not m.is_asker))
+    found = []
+    for m in _SHORT_FORM.finditer(question):
+        word = m.group(1).lower()
+        if (
+            any(n.start < m.end() and m.start() < n.end for n in mentions)
+            or word in reserved
+            or word in COMMON_WORDS | ORDINARY_WORDS | CALENDAR_NAMES | NOT_NAMES
+            or _plain_english(word)
+        ):
+            continue
+        owners = [
+            p
+            for p in named
+            if any(
+                w.startswith(word) and w != word
+                for w in (p.key.lower(), *(part.lower() for part in re.split(r"[\s_.-]+", p.name) if part))
+            )
+        ]
+        if len(owners) == 1:
+            found.append(Mention(m.group(1), m.start(), m.end(), person=owners[0], score=90.0))
+    return found
 
 
 def _no_one_named(
@@ -530,9 +563,14 @@ def unknown_value(plan_: Plan, ctx: PlanningContext, values: ValueIndex | None) 
         if path is None:
             continue  # "tagged somebody" in a collection without labels: not this kind's value
         # read by a condition, whole: "wontfix" read out of "wontfix-later" is not the value asked for;
-        # nor is a topic's words condition ("the erlang workspace" as words of the messages) the value
+        # nor is a topic's words condition ("the erlang workspace" as words of the messages) the value;
+        # nor one read as written, of a field whose values the schema does not list (the value index knows)
         if any(
-            f.span and f.span[0] <= cue.start and cue.end <= f.span[1] and f.op not in WORD_OPERATORS
+            f.span
+            and f.span[0] <= cue.start
+            and cue.end <= f.span[1]
+            and f.op not in WORD_OPERATORS
+            and (f.field not in schema.fields or schema.fields[f.field].enum)
             for f in plan_.ir.filters
         ):
             continue

@@ -312,10 +312,13 @@ class Shape:
     - min/max: the smallest/largest `field` over the records, or the smallest/largest group count
       (`over` = "groups"); argmin/argmax: the record with it, or the group (busiest month, quietest day);
     - sum: the total of `field` over the records (the replies all of someone's threads got); avg: its mean,
-      or (`over` = "groups") the mean record count of the groups or `bucket`s ("PRs merged per month, on average");
+      or (`over` = "groups") the mean record count of the groups or `bucket`s ("PRs merged per month, on average":
+      over a time range with both ends, every period of it, one with no record counted as 0);
     - share: the fraction (0..1) of the records that also meet the filters `part` ("what share of 2023's
       PRs were merged": the PRs of 2023, the part merged);
-      `percent`: said as a percentage (0..100), as the question asked ("in percent", "%", 百分之几);
+      `percent`: said as a percentage (0..100), as the question asked ("in percent", "%", 百分之几); with a
+      `field` (or its `bucket`), the share of each group's records, in key order ("the merge rate per year"),
+      or with `sort` on "share" and `limit` the groups ranked by it ("which year had the best merge rate");
     - difference: the count of the group `sides[0]` minus that of `sides[1]`, the groups of `field` (its
       values, or its `bucket`s: "2022") as `group` makes them ("how many more PRs did A open than B": the
       authors A and B; "how many fewer issues in 2023 than 2022": the years 2022 and 2023);

@@ -530,6 +530,11 @@ def _rules(now: datetime):
             lambda m: one_day(now.year - (m.group(3) == "last"), MONTHS[m.group(1)], int(m.group(2))),
         ),
         (r"\b(20\d\d)-(\d\d)-(\d\d)\b", lambda m: one_day(int(m.group(1)), int(m.group(2)), int(m.group(3)))),
+        # "the Christmas week of 2018": the week (Monday on) that holds Christmas Day, as "the week of Dec 25"
+        (
+            r"\b(?:the )?(?:christmas|xmas) week,? (?:of )?(20\d\d)\b|(20\d\d)\s*年\s*圣诞(?:节)?(?:那一?|的)?(?:周|星期)",
+            lambda m: week_of(int(m.group(1) or m.group(2)), 12, 25),
+        ),
         (
             r"\b(?:christmas(?: day)?|xmas),? (20\d\d)\b|(20\d\d)\s*年\s*圣诞节?",
             lambda m: one_day(int(m.group(1) or m.group(2)), 12, 25),
@@ -646,6 +651,16 @@ def _rules(now: datetime):
             lambda m: (
                 None,
                 _months_ago(today, _number(m.group(1) or "one") * (12 if m.group(2).startswith("y") else 1)),
+            ),
+        ),
+        # "已经超过一年的", "开了超过 30 天": an age (open that long), the end of an open range, as "open for more than"
+        (
+            rf"(?:(?:已经?|开了|开着|存在了?)\s*)+(?:超过|多于|大于|有)\s*{_CNN}\s*(年|个月|天|日|周|个星期|星期)(?:以上|多)?",
+            lambda m: (
+                None,
+                _months_ago(today, cn_number(m.group(1)) * (12 if m.group(2) == "年" else 1))
+                if m.group(2) in ("年", "个月")
+                else now - timedelta(days=cn_number(m.group(1)) * _UNIT_DAYS[m.group(2).lstrip("个")]),
             ),
         ),
         (
@@ -959,9 +974,9 @@ def _without_restatements(
     return out
 
 
-# What may stand between a vague period and the brackets that pin it down: "around Christmas 2020 (the
+# What may stand between a vague period and the brackets (or the comma) that pin it down: "around Christmas 2020 (the
 # week of Dec 21-27)", "2020 年圣诞节前后那一周（12/21–12/27）" — a few words, no digits, no closing bracket
-_BRACKET_AFTER = re.compile(r"[^\d()（）]{0,12}[(（]\s*(?:[^\W\d]+\s+){0,3}")
+_BRACKET_AFTER = re.compile(r"[^\d()（）]{0,12}[(（]\s*(?:[^\W\d]+\s+){0,3}|\s*[,，]\s*")
 
 
 def _narrows(prev: TimeRange, rng: TimeRange, now: datetime) -> tuple[datetime, datetime] | None:
@@ -976,9 +991,12 @@ def _narrows(prev: TimeRange, rng: TimeRange, now: datetime) -> tuple[datetime, 
         if len(again) != 1 or again[0].start is None or again[0].end is None:
             return None
         start, end = again[0].start, again[0].end
-    # It holds the one before ("Christmas 2020 (Dec 21-27)"): the vague day said more fully. One inside a
-    # period said outright ("closed in 2025 (March)") is a second period, not this one explained.
-    return (start, end) if start <= prev.start and prev.end <= end else None
+    # It holds the one before ("Christmas 2020 (Dec 21-27)"): the vague day said more fully; or it is a period
+    # as long as it that overlaps it ("the Christmas week of 2018, 21st to 27th Dec": the asker's own week).
+    # One inside a period said outright ("closed in 2025 (March)") is a second period, not this one explained.
+    holds = start <= prev.start and prev.end <= end
+    same = end - start == prev.end - prev.start and start < prev.end and prev.start < end
+    return (start, end) if holds or same else None
 
 
 def _names_the_bound(prev: TimeRange, rng: TimeRange) -> bool:

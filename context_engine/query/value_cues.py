@@ -40,9 +40,10 @@ _CUES: dict[str, tuple[re.Pattern, ...]] = {
         re.compile(rf"(?:标签|标记为|标为|打了|打上了?|貼了|標籤)\s*['\"“]?{_VALUE}", re.I),
         re.compile(rf"{_VALUE}['\"”]?\s*(?:标签|標籤)", re.I),
         # A word shaped as trackers name labels, right before the records ("needs-info issues", "kind/bug
-        # PRs", "area:docs tickets"): a triage prefix or a scope and a slash or colon, never a topic's word.
+        # PRs", "area:docs tickets", "P0-critical bugs"): a triage prefix, a priority or severity code and a
+        # hyphen, or a scope and a slash or colon, never a topic's word.
         re.compile(
-            r"(?<![\w/:-])((?:needs|status|triage)-[A-Za-z][\w.-]*|[A-Za-z]+[/:][A-Za-z][\w.-]*)"
+            r"(?<![\w/:-])((?:needs|status|triage|[Pp][0-4]|[Ss]ev[0-4])-[A-Za-z][\w.-]*|[A-Za-z]+[/:][A-Za-z][\w.-]*)"
             r"\s+(?:issues?|prs?|pull requests?|tickets?|bugs?)\b",
             re.I,
         ),

@@ -54,6 +54,10 @@ def test_a_mean_and_distinct_values_are_said_as_such():
         compose(Success(plan, [{"average": 812.5}], []), "deploys")[0] == "The average over the records matched: 812.5."
     )
     assert compose(Success(plan, [{"average": 448.96666666666664}], []), "deploys")[0].endswith(": 448.97.")
+    shares = compose(Success(plan, [{"_id": "2021", "share": 0.89285}, {"_id": "2022", "share": 0.8463}], []), "x")[0]
+    assert "1. 2021: 89.3%" in shares and "2. 2022: 84.6%" in shares
+    per_day = compose(Success(plan, [{"average": 95 / 31, "days": 31}], []), "deploys")[0]
+    assert per_day.startswith("3.06 records per day on average, over the 31 days of the time asked")
     distinct = [{"_id": "mobile-app"}, {"_id": "payments-api"}]
     assert (
         compose(Success(plan, distinct, []), "incidents")[0]

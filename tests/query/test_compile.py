@@ -486,6 +486,9 @@ def test_the_mean_of_a_measure_and_of_the_counts_per_period(store, schema):
     # reviews per month: January 2, February 1, March 1 — a month with none would be no group
     per_month = Shape("avg", field="reviews.submitted_at", bucket="month", over="groups")
     assert run(PlanIR("issues", shape=per_month), store, schema) == [{"average": 4 / 3}]
+    # over a time with both ends, every period of it: January to April, the fourth month with none
+    months = [TimeRange("reviews.submitted_at", datetime(2026, 1, 1), datetime(2026, 5, 1))]
+    assert run(PlanIR("issues", times=months, shape=per_month), store, schema) == [{"average": 1.0, "months": 4}]
     # issues per milestone: v1 holds two; the two issues with none form no group of their own (else 1.0)
     per_milestone = Shape("avg", field="milestone.title", over="groups")
     assert run(PlanIR("issues", shape=per_milestone), store, schema) == [{"average": 2.0}]
@@ -504,10 +507,37 @@ def test_the_mean_of_a_measure_and_of_the_counts_per_period(store, schema):
         ([Filter("assignee", "exists", True)], 0.5),  # null and missing are not there
         ([Filter("assignee", "exists", False)], 0.5),
         ([Filter("state", "eq", "open"), Filter("comments", "gte", 5)], 0.25),  # both hold: a#3 only
+        # a whole list's size: the issues hold 1, 0, 2 and 1 labels
+        ([Filter("labels", "not_empty")], 0.75),
+        ([Filter("labels", "empty")], 0.25),
+        ([Filter("labels", "not_empty", negate=True)], 0.25),
+        ([Filter("labels", "size_gte", 2)], 0.25),
+        ([Filter("labels", "size_lte", 1)], 0.75),
+        ([Filter("labels", "size_lte", 0)], 0.25),
     ],
 )
 def test_a_share_is_the_fraction_of_the_records_that_meet_its_part(store, schema, part, share):
     assert run(PlanIR("issues", shape=Shape("share", part=part)), store, schema) == [{"share": share}]
+
+
+def test_a_share_per_group_in_key_order_or_ranked(store, schema):
+    """The share of each group's issues with more than one comment (a#1 and a#3: both open), in key order or
+    ranked by it, the best first; per month of a date; in percent, the share said so."""
+    part = [Filter("comments", "gt", 1)]
+    per_state = Shape("share", field="state", part=part)
+    assert run(PlanIR("issues", shape=per_state), store, schema) == [
+        {"_id": "closed", "share": 0.0},
+        {"_id": "open", "share": 1.0},
+    ]
+    worst = Shape("share", field="state", part=part, sort=[SortKey("share", 1)], limit=1)
+    assert run(PlanIR("issues", shape=worst), store, schema) == [{"_id": "closed", "share": 0.0}]
+    per_month = Shape("share", field="created_at", bucket="month", part=part)
+    assert run(PlanIR("issues", shape=per_month), store, schema) == [
+        {"_id": "2026-01", "share": 0.5},
+        {"_id": "2026-02", "share": 0.5},
+    ]
+    in_percent = Shape("share", field="state", part=part, percent=True)
+    assert run(PlanIR("issues", shape=in_percent), store, schema)[1] == {"_id": "open", "percent": 100.0}
 
 
 def test_a_share_of_the_records_a_condition_keeps(store, schema):

@@ -1,4 +1,4 @@
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -282,6 +282,10 @@ def test_a_verb_dates_a_period_across_in_the():
         # "on" before a noun is no "from 2024 on"
         ("in 2024 on average", D(2024, 1, 1), D(2025, 1, 1)),
         ("from 2024 on", D(2024, 1, 1), None),
+        # an age said in Chinese: open that long, created before now minus it
+        ("还开着、而且已经超过一年的", None, D(2025, 11, 30)),
+        ("开了超过 3 个月还没关的", None, D(2026, 8, 30)),
+        ("已经开了超过 30 天的", None, NOW - timedelta(days=30)),
     ],
 )
 def test_number_words_seasons_from_now_and_short_years(text, start, end):
@@ -356,6 +360,9 @@ def test_last_summer_asked_in_summer_is_the_year_before():
         ("opened around Christmas 2020 (the week of Dec 21-27)?", D(2020, 12, 21), D(2020, 12, 28)),
         ("around Christmas 2018 (Dec 21-27)", D(2018, 12, 21), D(2018, 12, 28)),
         ("2020 年圣诞节前后那一周（12/21–12/27）开了哪些 issue？", D(2020, 12, 21), D(2020, 12, 28)),
+        # the week that holds Christmas Day; pinned down after a comma by a run of days as long as it
+        ("the Christmas week of 2018", D(2018, 12, 24), D(2018, 12, 31)),
+        ("racket messages in the Christmas week of 2018, 21st to 27th Dec", D(2018, 12, 21), D(2018, 12, 28)),
         ("Lynne 在 2019 年 4 月第一周发了几条消息？", D(2019, 4, 1), D(2019, 4, 8)),
         # ... or that names when an open period begins: one period, not a second window of that month
         ("issues filed since last summer (june 2026)", D(2026, 6, 1), D(2026, 11, 30, 12)),
@@ -393,6 +400,11 @@ def test_today_after_a_state_word_is_the_state_now_not_a_window():
 
 def test_a_bracketed_period_inside_one_said_outright_is_a_second_period():
     assert len(find_time_ranges("issues closed in 2025 (March)", NOW)) == 2
+
+
+def test_a_period_after_a_comma_that_is_no_restatement_is_a_second_period():
+    """ "in 2021, 3 to 5 March": three days inside a year, not the year said again."""
+    assert len(find_time_ranges("issues opened in 2021, 3 to 5 March", NOW)) == 2
 
 
 def test_a_bracketed_day_run_ends_the_vague_word_before_it_too():

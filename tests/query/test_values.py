@@ -210,6 +210,7 @@ def test_a_label_no_record_holds_is_declined_offering_only_labels_the_asker_may_
         ("PRs carrying the payments-v2 tag", "payments-v2"),
         ("how many PRs are priority P1?", "P1"),  # pull requests record no priority at all
         ("open P0 pull requests", "P0"),
+        ("how many P0-critical bugs are still open?", "P0-critical"),  # a priority-coded label no record holds
     ],
 )
 def test_a_value_read_only_in_part_or_of_a_kind_the_records_lack_is_declined(settings, question, unresolved):

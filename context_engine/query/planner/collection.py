@@ -95,6 +95,7 @@ class CollectionStep(Draft):
             "issues": r"\breport(?:ed|s)?\b|\bfiled?\b|\braised?\b|\bresolv\w*|\bsprints?\b|\bjira\b|\bassigned\b|\bpriority\b|\bp[0-4]\b|\bcritical\b|\bhi-?pri\b|\bblockers?\b|\bbacklog\b"
             r"|\bwon'?t[ -](?:do|fix)\b|\bwontfix\b"  # a close reason ("not planned") only issues record
             r"|\blabel(?:s|led|ed)?\b|标签"  # what a tracker's issues carry ("which label is the most common")
+            r"|\bmilestones?\b|里程碑"  # what a milestone tracks: its issues ("what is still open in the 3.0 milestone")
             r"|提(?!交|到|及)|报告|反馈|认领",  # raised, reported, claimed ("2021年之前提的"; 提交: a PR's "submitted")
             "messages": r"\bsaid\b|\bposted\b|\bslack\b|\bwrote\b|\brepl(?:y|ies|ied)\b",
             "pull_requests": r"\bmerg\w*|\breview\w*|\bapprov\w*|\bchanges[- ]requested\b|\brequested changes\b|\bship(?:ped|s)?\b"

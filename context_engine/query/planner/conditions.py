@@ -135,7 +135,7 @@ class ConditionStep(Draft):
                 return "created"
             if self.mark(
                 r"\bmerged\b|\bmerges?\b|\bmerg(?:d|eed|ged)\b|\bmreged\b|\bship(?:ped|s)?\b|\bland(?:ed|s)?\b"
-                r"|\b(?:went|got|go|goes|gone) in\b(?!\s+(?:\d|the\b|a\b|an\b))|\b(?:made|make|makes|making) it(?: in(?:to (?:main|master|the codebase|the repo))?\b|(?=\s*(?:[?.!,;)]|$)))|合并了|已合并|合入|合并|合进(?:去|来)?了?|上线|发布"
+                r"|\b(?:went|got|go|goes|gone) in\b(?!\s+(?:\d|the\b|a\b|an\b))|\b(?:made|make|makes|making) it(?: in(?:to (?:main|master|the codebase|the repo))?\b|(?=\s*(?:[?.!,;)]|$)))|合并[了过]|已合并|合入|合并|合进(?:去|来)?了?|上线|发布"
             ):
                 self.add_filter("merged", True)
                 return "merged"
@@ -1088,7 +1088,8 @@ class ConditionStep(Draft):
             r"\s+(?:workspace|channel|user|person|member|author|poster|month|week|day|year)s?\b)"
             r"|(?<=多少条)回复(?!的)|(?<=几条)回复(?!的)|(?<=多少条 )回复(?!的)"
             # 在讨论串里的回复, 她的回复中: the replies themselves, among which the rest of the question counts
-            r"|(?:在\s*)?(?:讨论串|帖子)\s*(?:里|中|内)的?\s*回复|的回复(?=\s*(?:中|里|当中|之中))"
+            r"|(?:在\s*)?(?:讨论串|帖子|thread)\s*(?:里|中|内)的?\s*回复|的回复(?=\s*(?:中|里|当中|之中))"
+            r"|回复\s*[（(]\s*(?:在\s*)?(?:讨论串|帖子|thread)\s*(?:里|中|内)的?\s*[)）]"  # 回复（thread 里的）
         ):
             self.add_filter(replying[0], True, "exists")
             return

@@ -9,6 +9,7 @@ from context_engine.query.fields import field_for, person_field_for, person_fiel
 from context_engine.query.identity import Mention
 from context_engine.query.ir import Filter
 from context_engine.query.planner.draft import Draft
+from context_engine.query.value_cues import value_cues
 from context_engine.query.values import WHOLE_VALUE_END, begins_name, written
 
 # "closed by X", "closed in 2023 by X", "closed by somebody other than X, Y or Z": the closer is named
@@ -102,6 +103,9 @@ class LinkStep(Draft):
                 self._workspace(path)
                 continue
             values = s.fields[path].enum or []
+            if not values:
+                self._value_as_said(role, path)
+                continue
             for value in sorted(values, key=len, reverse=True):
                 if len(value) < 2:
                     continue
@@ -230,6 +234,17 @@ class LinkStep(Draft):
             if m:
                 self.use((m.start(), m.start() + len(m.group(0).split()[0])))
                 self.add_filter(path, value)
+                return
+
+    def _value_as_said(self, role: str, path: str) -> None:
+        """A value named by its kind ("milestone 3.0", "the 3.0 milestone") of a field whose values the schema
+        does not list (too few records hold one to tell): the condition as written. A value nobody holds
+        matches nothing, and the answer says no record matched."""
+        for cue in value_cues(self.q):
+            if cue.role == role and not self._is_used((cue.start, cue.end)):
+                self.use((cue.start, cue.end))
+                self.add_filter(path, cue.text)
+                self.notes.append(f"{cue.text!r} read as a {role} ({path}) as written")
                 return
 
     def _workspace(self, path: str) -> None:
@@ -448,7 +463,8 @@ class LinkStep(Draft):
             # "issues severo marked done", "albertvillanova's not-planned closures": the closing was theirs
             r"|^\s*(?:did |has |have )?marked (?:as )?(?:done|completed?|closed|resolved|fixed)\b"
             r"|^(?:'s|s'|’s)\s+(?:[\w'’-]+\s+)?(?:closures|closings|closes)\b"
-            r"|^\s*(?:以[^，。？?]{0,20})?关闭",
+            # "X 在 2023 年 1 月关掉的": when, said between the closer and the closing
+            r"|^\s*(?:在\s*)?[\d\s年月日号號周週上下本今去前这這个個半季度]{0,20}(?:以[^，。？?]{0,20})?(?:关|關)(?:闭|閉|掉|了|的|过|過)",
             after,
         ):
             # GitHub records who closed an issue; Jira does not, and there the assignee did the work.

@@ -94,6 +94,13 @@ _THEIR_COUNTS = re.compile(
     re.I,
 )
 _ASKS_WHO = re.compile(r"\s*(?:who|whom|whose)\b|\s*谁", re.I)
+# A rest that only says how much of the ranking to show, and its counts ("— top three and their numbers"):
+# the ranking's own words, not a question about the person it finds.
+_RANKING_AGAIN = re.compile(
+    r"\s*(?:(?:just|only)\s+)?(?:the\s+)?(?:top|first|leading)\s+(?:\d+|[a-z]+)"
+    r"(?:\s*(?:,|and|with|plus)\s+(?:their|the(?:ir)?)\s+(?:numbers?|counts?|totals?|tallies|figures))?\s*[?.!]?\s*",
+    re.I,
+)
 
 
 @dataclass
@@ -109,7 +116,11 @@ def _cuts(q: str) -> list[_Cut]:
     found = []
     for sep in _CUT.finditer(q):
         left, right = q[: sep.start()], q[sep.end() :]
-        if not (_EXTREME.search(left) and right.strip()) or _THEIR_COUNTS.match(right):
+        if (
+            not (_EXTREME.search(left) and right.strip())
+            or _THEIR_COUNTS.match(right)
+            or _RANKING_AGAIN.fullmatch(right)
+        ):
             continue
         lead = _LEAD.match(left) or _TIME_LEAD.match(left)
         start = lead.end() if lead else len(left) - len(left.lstrip())

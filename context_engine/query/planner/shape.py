@@ -421,7 +421,7 @@ _PLACES = {
 _SHARE = re.compile(
     # "share" the noun ("share of", "what share"), not the verb ("messages that share a link")
     r"\b(?:fraction|proportion|percentage|percent|ratio)\b|\bshare\s+(?:[(（][^)）]{0,12}[)）]\s*)?of\b|\b(?:what|which|the)\s+share\b|%\s*of\b"
-    r"|(?:多大|多少)的?比例|占比|比例|百分之几|百分比",
+    r"|(?:多大|多少)的?比例|[占佔]比|比例|百分之[几幾]|百分比",
     re.I,
 )
 # "the merge rate", "closing rate", "合并率": the share of the records a condition said just before it holds for
@@ -434,7 +434,7 @@ _PART_SAID = re.compile(
     r"|\b(?:not|never|no longer)\s+(?:yet\s+)?\w+ed\b",
     re.I,
 )
-_PART_SAID_CHINESE = re.compile(r"(?:里|中|当中|之中)[，,\s]*")
+_PART_SAID_CHINESE = re.compile(r"(?:里|裡|中|当中|之中)[，,\s]*")
 
 # "max replies on any thread Jasmine started", "what is the largest reply count among her threads", "how
 # many replies did her most replied thread get": one number, the extreme of a measure over the records —
@@ -704,10 +704,10 @@ _WHICH_OF_TWO = re.compile(
 
 
 # A difference of two counts: "how many more PRs did A open than B", "how many fewer issues in 2023 than 2022",
-# "the difference between 2022 and 2023", "A 比 B 多开了几个", 相差. `fewer` says the second named is the larger.
+# "the difference between 2022 and 2023", "A vs B, difference?", "A minus B", "A 比 B 多开了几个", 相差. `fewer` says the second named is the larger.
 _DIFFERENCE = re.compile(
     r"\bhow\s+(?:many|much)\s+(?:(?P<fewer>fewer|less)|more)\b|\bby\s+how\s+(?:many|much)\b"
-    r"|\b(?:the\s+)?difference\s+(?:between|in)\b|比.{1,40}?(?:多|(?P<fewer_cn>少))[\u4e00-\u9fff]{0,3}?(?:几|多少)|相差|差了?(?:几|多少)",
+    r"|\b(?:the\s+)?difference\s+(?:between|in)\b|\bdifference\b(?=\W*$)|\bminus\b|比.{1,40}?(?:多|(?P<fewer_cn>少))[\u4e00-\u9fff]{0,3}?(?:几|多少)|相差|差了?(?:几|多少)",
     re.I,
 )
 # A percent change of a count from one period to another: "percent change", "change from 2023 to 2024, in percent",
@@ -715,6 +715,7 @@ _DIFFERENCE = re.compile(
 _CHANGE = re.compile(
     r"\b(?:percent(?:age)?|%)\s+(?:change|growth|increase|decrease|drop|decline)\b"
     r"|\b(?:chang|grow|grew|increas|ris|rose|drop|fall|fell|declin)\w*\b[^?]*?(?:\bpercent(?:age)?\b|%)"
+    r"|\bwhat\s+(?:percent(?:age)?|%)\s+(?:\w+\s+){0,6}?(?:chang|grow|grew|increas|ris|rose|drop|fall|fell|declin)\w*"
     r"|同比|环比|(?:变化|增长|成长|增加|减少|下降|上升)了?(?:百分之|多少[（(]?百分)",
     re.I,
 )
@@ -917,14 +918,19 @@ class ShapeStep(OwnAggregateStep):
     def two_sides(self) -> Shape | None:
         """ "how many more PRs did A open than B" (A's minus B's), "how many fewer issues in 2023 than 2022"
         (2022's minus 2023's), "the difference between 2022 and 2023" (as said), "percent change from 2023 to
-        2024", 同比, 环比 (from the earlier period to the later): two people of one role, or two whole calendar
+        2024", 同比, 环比 (from the earlier period to the later): two people of one role, two values of another
+        field ("clojurians than elmlang": two workspaces), or two whole calendar
         years or months of one date, each a condition no record meets with the other — read as their two
         groups set against each other. None without such a cue, or without exactly two such sides."""
         change, difference = _CHANGE.search(self.q), _DIFFERENCE.search(self.q)
         cue = change or difference
         if cue is None:
             return None
-        found = self._two_periods(allow_one=change is not None) or self._two_people()
+        found = (
+            self._two_periods(allow_one=change is not None, before=self._period_before(change))
+            or self._two_people()
+            or self._two_values()
+        )
         if found is None:
             return None
         field, bucket, said = found
@@ -933,19 +939,64 @@ class ShapeStep(OwnAggregateStep):
         else:
             fewer = difference is not None and (difference.group("fewer") or difference.group("fewer_cn"))
             sides = said[::-1] if fewer else said
+            sides = self._leader_first(sides)
         self.use(cue.span(), "shape")
-        self.mark(
-            r"\b(?:than|vs\.?|versus|compared\s+(?:with|to)|between|from|to|and|in\s+percent|percent|number\s+of)\b|[%比和与跟]|相比|的?数量|百分(?:之|比)?",
+        # the words that set the two sides against each other, and the number compared: each of them said
+        while self.mark(
+            r"\b(?:than|vs\.?|versus|compared\s+(?:with|to)|between|from|to|and|in\s+percent|percent|number\s+of|activity)\b"
+            r"|[%比和与跟]|相比|的?数量?|百分(?:之|比)?",
             "shape",
-        )
+        ):
+            pass
         return Shape("change" if change else "difference", field=field, bucket=bucket, sides=sides)
 
-    def _two_periods(self, allow_one: bool) -> tuple[str, str, list[str]] | None:
+    def _leader_first(self, sides: list[str]) -> list[str]:
+        """ "by how many did albert lead": the person said to lead (or to trail) is the first side (the second)."""
+        for m in self.ctx.mentions:
+            verb = re.match(r"\s+(?:(lead|led|win|won|beat)|(trail(?:ed)?|lag(?:ged)?))\b", self.q[m.end :], re.I)
+            key = m.person.key if m.person is not None else None
+            if verb is None or key not in sides:
+                continue
+            self.use((m.end + verb.start(1 if verb.group(1) else 2), m.end + verb.end()), "shape")
+            other = next(v for v in sides if v != key)
+            return [key, other] if verb.group(1) else [other, key]
+        return sides
+
+    def _period_before(self, change: re.Match | None) -> str | None:
+        """The period a change of one month said alone is from: 环比 the month before, 同比 that month a year
+        before ("2019 年 3 月的消息数环比增长了百分之多少": February to March)."""
+        if change is None or len(self.times) != 1:
+            return None
+        whole = self.times[0]
+        if not _is_calendar("month", whole.start, whole.end, self.ctx.now) or whole.start is None:
+            return None
+        said = re.search(r"环比|同比", self.q)
+        if said is None:
+            return None
+        self.use(said.span(), "shape")
+        start = whole.start
+        return (
+            datetime(start.year - (start.month == 1), (start.month - 2) % 12 + 1, 1)
+            if said.group(0) == "环比"
+            else datetime(start.year - 1, start.month, 1)
+        ).strftime(BUCKET_FORMATS["month"])
+
+    def _two_periods(self, allow_one: bool, before: str | None = None) -> tuple[str, str, list[str]] | None:
         """Two whole calendar years (or months) of one date field, as said; with `allow_one`, one range of
-        exactly two ("from 2023 to 2024"). The times become the one range over both (or both, `times_any`)."""
+        exactly two ("from 2023 to 2024"), or one month and `before`, the month its change is from. The times
+        become the one range over both (or both, `times_any`)."""
         if not self.times or len({t.field for t in self.times}) != 1 or len(self.times) > 2:
             return None
         ranges = sorted(self.times, key=lambda t: t.span or (0, 0))
+        if len(ranges) == 1 and before is not None and ranges[0].start is not None:
+            whole = ranges[0]
+            start = datetime.strptime(before, BUCKET_FORMATS["month"])
+            earlier = TimeRange(whole.field, start, _next_month(start))
+            if earlier.end == whole.start:
+                self.times = [TimeRange(whole.field, start, whole.end, span=whole.span)]
+            else:
+                self.times, self.times_any = [earlier, whole], True
+            return whole.field, "month", [before, whole.start.strftime(BUCKET_FORMATS["month"])]
         if len(ranges) == 1:
             whole = ranges[0]
             if not (allow_one and whole.start and whole.end):
@@ -1010,6 +1061,31 @@ class ShapeStep(OwnAggregateStep):
         covering = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
         self.filters.append(Filter(named[0].field, "in", said, span=covering))
         return named[0].field, None, said
+
+    def _two_values(self) -> tuple[str, None, list[str]] | None:
+        """Two values of one other field named ("clojurians than elmlang": two workspaces), in the order said:
+        the one field whose conditions name exactly two values, either of them."""
+        named: dict[str, list[Filter]] = {}
+        for f in self.filters:
+            values = f.value if f.op == "in" else [f.value]
+            if not f.negate and f.op in ("eq", "in") and all(isinstance(v, str) for v in values):
+                named.setdefault(f.field, []).append(f)
+        two = [
+            (field, values)
+            for field, filters in named.items()
+            if len(values := list(dict.fromkeys(v for f in filters for v in (f.value if f.op == "in" else [f.value]))))
+            == 2
+        ]
+        if len(two) != 1:
+            return None
+        field, values = two[0]
+        lowered = self.q.lower()
+        said = sorted(values, key=lambda v: (lowered.find(v.lower()) % (len(lowered) + 1), values.index(v)))
+        spans = [f.span for f in named[field] if f.span]
+        self.filters = [f for f in self.filters if f not in named[field]]
+        covering = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
+        self.filters.append(Filter(field, "in", said, span=covering))
+        return field, None, said
 
     def _values_side_by_side(self) -> Filter | None:
         """ "bug vs enhancement, how many of each", "how many were labelled bug, and how many
@@ -1622,7 +1698,12 @@ class ShapeStep(OwnAggregateStep):
         records are the part, the others (and the time) the records it is a share of. Unread (the plan
         counts, and "share" is not understood) when no condition is said there, or one no share can ask."""
         cue = _SHARE.search(self.q) or _RATE.search(self.q)
-        if cue is None or shape.kind not in ("count", "list"):
+        # a share of the records of each group ("the merge rate per year"), or the group with the highest or
+        # lowest ("which year had the best merge rate")
+        per_group = shape.field is not None and (
+            shape.kind == "group" or (shape.kind in ("argmax", "argmin") and shape.over == "groups")
+        )
+        if cue is None or not (shape.kind in ("count", "list") or per_group):
             return shape
         rated = _RATE.search(self.q)
         # "merge rate", "closing rate": the share of the records the condition said just before "rate" holds for
@@ -1631,27 +1712,62 @@ class ShapeStep(OwnAggregateStep):
             start = None
         elif cue.group(0).isascii():
             said = _PART_SAID.search(self.q, cue.end())
-            start = said.start() if said else None
+            # "what percentage of racket messages in 2018 mentioned someone": the predicate is the last
+            # condition after the records that its verb says
+            verbed = [
+                f.span[0]
+                for f in self.filters
+                if f.span and f.span[0] > cue.end() and re.match(r"[a-z]+ed\b", self.q[f.span[0] :], re.I)
+            ]
+            start = said.start() if said else max(verbed) if verbed else None
         else:
-            said = next((m for m in reversed(list(_PART_SAID_CHINESE.finditer(self.q, 0, cue.start())))), None)
+            # "racket 的消息里，有 @ 别人的占…": after the records' 里 (not one inside a condition's words)
+            said = next(
+                (
+                    m
+                    for m in reversed(list(_PART_SAID_CHINESE.finditer(self.q, 0, cue.start())))
+                    if not any(f.span and f.span[0] <= m.start() < f.span[1] for f in self.filters)
+                ),
+                None,
+            )
             start = said.end() if said else None
         part = part or [f for f in self.filters if start is not None and f.span and f.span[0] >= start]
         if not part:
             return shape
         percent = _IN_PERCENT.search(self.q)
         share = Shape("share", part=part, percent=percent is not None)
+        if per_group:
+            # a period's share is of the records that began in it: its merges date no PR that was not merged
+            created = field_for(self.schema, "created") if shape.bucket else None
+            ranked = [SortKey("share", -1 if shape.kind == "argmax" else 1)] if shape.kind != "group" else []
+            share = replace(
+                share,
+                field=created or shape.field,
+                bucket=shape.bucket,
+                sort=ranked,
+                limit=1 if ranked else shape.limit,
+            )
         try:  # a part no share can ask (words, a list's elements) or one nested past the validator's bound
             if validate_pipeline(compile_plan(PlanIR(self.collection, shape=share), self.schema), self.schema):
                 return shape
         except CompileError:
             return shape
         self.filters = [f for f in self.filters if f not in part]
+        if per_group and share.field != shape.field:  # the period's time, on the date the periods are of now
+            self.times = [replace(t, field=share.field) if t.field == shape.field else t for t in self.times]
+        if per_group:
+            if shape.bucket:  # "merge rate per year — which year was highest": the periods said twice
+                cn = {"day": "天", "week": "周", "month": "月", "year": "年"}.get(shape.bucket, "")
+                self.mark(rf"\b(?:per|each|every|by)\s+{shape.bucket}\b" + (f"|每个?{cn}" if cn else ""), "shape")
+            ranking = f", the {'highest' if share.sort[0].direction == -1 else 'lowest'}" if share.sort else ""
+            self.notes.append(f"the share per {shape.bucket or 'value'} of {share.field}{ranking}")
         self.use(cue.span(), "shape")
         if rated:
             self.use(rated.span(1 if rated.group(1) else 0), "shape")
         if percent:  # "in percent", "(%)": the unit the share is said in
-            self.mark(r"\b(?:in\s+)?percent(?:age)?s?\b|%|百分(?:之(?:几|多少)|比)?", "shape")
-        self.mark(r"\b(?:what|which)\s+(?=(?:fraction|proportion|percentage|percent|ratio)\b)|占", "shape")
+            # 百分之多少: its 多少 already read as "how many"
+            self.mark(r"\b(?:in\s+)?percent(?:age)?s?\b|%|百分之(?=多少)|百分(?:之(?:几|幾)|比)?", "shape")
+        self.mark(r"\b(?:what|which)\s+(?=(?:fraction|proportion|percentage|percent|ratio)\b)|[占佔]", "shape")
         return share
 
     def ranked_place(self, shape: Shape) -> Shape:

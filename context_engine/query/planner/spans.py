@@ -781,7 +781,7 @@ IMPLIED = re.compile(
     r"mention\w*|tagg\w*|often|frequent\w*|respon\w*|answer\w*|times|dr[ae]w|draws|attract\w*|receiv\w*|garner\w*|"
     r"waiting|pending|awaiting|asked|requested|came|come|comes|coming|arriv\w*|"
     r"people|persons?|users?|engineers?|developers?|devs|folks|contributors?|committers?|maintainers?|posters?|members?|whom?|whose|"
-    r"active|busiest|biggest|largest|most|top|common|used|applied|counts?|volume|traffic|chatter|activity|busy|break|broken|down|breakdown|split|spread|across|vs|total|number|"
+    r"active|busiest|biggest|largest|most|top|common|used|applied|counts?|volume|traffic|chatter|activity|busy|break|broken|down|breakdown|split|spread|across|vs|total|numbers?|"
     r"altogether|overall|combined|"
     r"fewest|least|quietest|calmest|lowest|smallest|shortest|fewer|quieter|"
     r"two|three|four|five|six|seven|eight|nine|ten|"
@@ -822,7 +822,7 @@ IMPLIED_NEEDS = [
         (r"fewest|least|quietest|calmest|lowest|smallest|shortest|fewer|quieter", "fewest"),
         (r"mention\w*|tagg\w*", "mentioned"),
         # "how many messages has she written altogether": a count or total says it
-        (r"counts?|volume|total|number|times|traffic|chatter|activity|busy|altogether|overall|combined", "measure"),
+        (r"counts?|volume|total|numbers?|times|traffic|chatter|activity|busy|altogether|overall|combined", "measure"),
         (r"break|broken|down|breakdown|split|spread|across|vs", "group"),
         (r"two|three|four|five|six|seven|eight|nine|ten", "number"),
     )

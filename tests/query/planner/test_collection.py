@@ -16,6 +16,7 @@ from tests.query.planner.test_linking import _plan, github  # noqa: F401 (the fi
         ("去年合并的有多少", "pull_requests"),
         ("which ones were filed last year", "issues"),
         ("what got merged last month", "pull_requests"),
+        ("what is still open in the 2.0 milestone?", "issues"),  # a milestone tracks issues
     ],
 )
 def test_a_verb_said_of_one_kind_of_record_names_it(github, question, collection):  # noqa: F811

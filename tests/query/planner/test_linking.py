@@ -282,6 +282,32 @@ def test_each_person_with_a_chinese_closing_verb_counts_closers(github):
 
 
 @pytest.mark.parametrize(
+    "question",
+    [
+        "帮我列一下 thandeka 在 2024 年 3 月关掉的 issue",
+        "thandeka 去年关闭的 issue",
+        "thandeka 關掉的 issue",
+        "thandeka 关过多少 issue",
+    ],
+)
+def test_a_person_before_a_chinese_closing_verb_is_the_closer_with_the_time_between(github, question):
+    plan = _plan(github, question)
+    assert ("closed_by.login", "thandeka") in {(f.field, f.value) for f in plan.ir.filters}, plan.ir.filters
+    assert "user.login" not in {f.field for f in plan.ir.filters}, plan.ir.filters
+
+
+def test_merged_with_the_experiential_particle_is_merged_not_a_title_word(github):
+    plan = _plan(github, "2024 年有多少个不同的人合并过 PR？")
+    assert [(f.field, f.value) for f in plan.ir.filters] == [("merged", True)], plan.ir.filters
+    assert plan.ir.shape.kind == "distinct_count" and not plan.not_understood, plan.not_understood
+
+
+def test_a_person_before_about_is_not_a_closer(github):
+    plan = _plan(github, "thandeka 关于 triage 的 issue")
+    assert "closed_by.login" not in {f.field for f in plan.ir.filters}, plan.ir.filters
+
+
+@pytest.mark.parametrize(
     "question, words",
     [
         ("how many tickets have Feature in the title?", ["feature"]),
@@ -307,3 +333,33 @@ def test_people_who_are_not_members_of_the_org_are_read_whole(github):
     plan = _plan(github, "how many tickets came from people who aren't members of the org?")
     assert _match(plan)["author_association"] == {"$ne": "MEMBER"}, plan.pipeline
     assert plan.not_understood == [], plan.not_understood
+
+
+def test_a_value_named_by_its_kind_whose_values_the_schema_does_not_list_is_read_as_written(tmp_path):
+    """Two issues of nine carry a milestone: too few for the schema to list the values, so "milestone 3.0" is
+    the condition as written, which vouches for no value: without a value index to say who holds one, each is
+    declined (`engine.unknown_value`; with the index, only one nobody holds)."""
+    from context_engine.query.engine import resolve, unknown_value
+    from tests.query.conftest import hand_made_world
+
+    issues = [
+        {
+            "ref": f"i{n}",
+            "title": f"issue {n}",
+            "state": "open",
+            "created_at": datetime(2024, 1, 1 + n),
+            "user": {"login": "thandeka"},
+            "milestone": {"title": "3.0"} if n < 2 else None,
+        }
+        for n in range(9)
+    ]
+    _, catalog = hand_made_world(tmp_path, {"issues": issues}, PEOPLE)
+    assert not catalog.schemas["issues"].fields["milestone.title"].enum
+    for question, value in (("open issues on milestone 3.0", "3.0"), ("what is open in the 9.9 milestone?", "9.9")):
+        ctx, failed = resolve(question, NOW, catalog, None)
+        assert failed is None
+        plan = OfflinePlanner().plan(ctx)
+        assert ("milestone.title", "eq", value) in {(f.field, f.op, f.value) for f in plan.ir.filters}, plan.notes
+        assert not plan.not_understood, plan.not_understood
+        declined = unknown_value(plan, ctx, None)  # no value index: only the listed values are known
+        assert declined is not None and declined.unresolved == value

@@ -120,6 +120,20 @@ def test_threads_ranked_by_their_replies(world, question):
     assert [r["ref"] for r in rows] == ["m3", "m1"]
 
 
+@pytest.mark.parametrize(
+    "question,percent",
+    [
+        ("what percentage of messages in March 2019 mentioned someone?", 600 / 7),  # all but m6
+        ("2019 年 3 月的消息裡，有 @ 別人的佔百分之幾？", 600 / 7),
+    ],
+)
+def test_the_share_of_messages_with_mentions(world, question, percent):
+    """The messages that mention someone (their list of mentions not empty) as a share of all of them."""
+    rows, plan = answer(world, question)
+    assert plan.ir.shape.kind == "share" and plan.ir.shape.percent, plan.pipeline
+    assert rows == [{"percent": pytest.approx(percent)}], plan.pipeline
+
+
 def test_each_workspace_counted_in_chinese(world):
     rows, _ = answer(world, "每个 workspace 各开了多少个讨论串？")
     assert {(r["_id"], r["count"]) for r in rows} == {("w", 3), ("v", 1)}

@@ -105,6 +105,16 @@ def test_a_rankings_own_counts_asked_after_it_are_no_second_step(catalog):
     assert p.ir.nested is None and p.ir.shape.kind == "group" and p.ir.shape.limit == 3 and not p.not_understood
 
 
+@pytest.mark.parametrize(
+    "question", ["who opened the most issues in 2026 — top three and their numbers", "most active PR authors, top 3"]
+)
+def test_a_rest_that_only_sizes_the_ranking_is_the_ranking(catalog, question):
+    """ "their numbers" are the ranking's counts, not a question about the person it finds."""
+    p = plan(catalog, question)
+    assert p.ir.nested is None and (p.ir.shape.kind, p.ir.shape.limit) == ("group", 3), p.notes
+    assert not p.not_understood, p.not_understood
+
+
 def test_an_outer_part_nothing_reads_is_said_not_understood(catalog):
     p = plan(catalog, "the person who opened the most pull requests in 2026: their zorbling quuxes?")
     assert {"zorbling", "quuxes"} <= {w.strip("?") for s in p.not_understood for w in s["text"].split()}

@@ -544,9 +544,13 @@ def test_an_average_of_a_measure_is_its_mean_over_the_records(catalog, question,
     ],
 )
 def test_an_average_count_per_period_is_the_mean_of_the_periods_counts(catalog, question, bucket):
+    """Over a time with both ends, every period of it counts (one with none as 0); without, the periods there are."""
     p = plan(catalog, question)
     assert (p.ir.shape.kind, p.ir.shape.bucket, p.ir.shape.over) == ("avg", bucket, "groups")
-    assert p.pipeline[-2] == {"$group": {"_id": None, "average": {"$avg": "$count"}}}
+    if p.ir.times:
+        assert p.pipeline[-2] == {"$count": "records"}
+    else:
+        assert p.pipeline[-2] == {"$group": {"_id": None, "average": {"$avg": "$count"}}}
 
 
 def test_an_average_count_per_person_is_the_mean_of_their_counts(catalog):
@@ -800,6 +804,10 @@ def test_who_got_mentioned_the_most_ranks_the_people_mentioned_not_the_authors(t
         ),
         ("issues closed in March 2025 vs March 2024 — percent change?", "change", ["2024-03", "2025-03"], -50.0),
         ("2025 年 3 月关闭的 issue 同比 2024 年 3 月变化了百分之多少？", "change", ["2024-03", "2025-03"], -50.0),
+        ("by what percent did issue closures grow from March to April 2024?", "change", ["2024-03", "2024-04"], 50.0),
+        # one month said alone: 环比 from the month before, 同比 from that month a year before
+        ("2024 年 4 月关闭的 issue 数环比增长了百分之多少？", "change", ["2024-03", "2024-04"], 50.0),
+        ("2025 年 3 月关闭的 issue 同比变化了百分之多少？", "change", ["2024-03", "2025-03"], -50.0),
     ],
 )
 def test_two_people_or_periods_set_against_each_other(tmp_path, question, kind, sides, value):
@@ -812,6 +820,100 @@ def test_two_people_or_periods_set_against_each_other(tmp_path, question, kind, 
     assert (p.ir.shape.kind, p.ir.shape.sides) == (kind, sides), p.pipeline
     (row,) = run(p.ir, store, catalog.schemas["issues"])
     assert row.get("difference", row.get("percent_change")) == value
+    assert not p.not_understood, p.not_understood
+
+
+@pytest.mark.parametrize(
+    "question,sides,value",
+    [
+        ("how many more messages did lispers have than in mlfans in March 2019?", ["lispers", "mlfans"], 2),
+        ("march 2019: lispers vs mlfans message count, difference?", ["lispers", "mlfans"], 2),
+        ("March 2019 messages: mlfans minus lispers = ?", ["mlfans", "lispers"], -2),
+        ("2019 年 3 月 lispers 比 mlfans 多了多少条消息？", ["lispers", "mlfans"], 2),
+    ],
+)
+def test_two_values_of_another_field_set_against_each_other(tmp_path, question, sides, value):
+    """Two workspaces, not two people: their counts' difference, the first said minus the second."""
+    from datetime import datetime
+
+    from context_engine.query.compile import compile_plan
+    from context_engine.query.execute import run_pipeline
+    from tests.query.conftest import hand_made_world
+
+    messages = [
+        {"ref": f"m{i}", "user": "U1", "text": "hi", "date": datetime(2019, 3, 1 + i), "workspace": workspace}
+        for i, workspace in enumerate(["lispers"] * 4 + ["mlfans"] * 2)
+    ]
+    store, catalog = hand_made_world(tmp_path, {"messages": messages}, [{"slack_id": "U1", "name": "Ana"}])
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.field, p.ir.shape.sides) == ("difference", "workspace", sides), p.pipeline
+    schema = catalog.schemas["messages"]
+    (row,) = run_pipeline(store, "messages", compile_plan(p.ir, schema), tenant="t", principals=[], schema=schema)
+    assert row["difference"] == value
+    assert not p.not_understood, p.not_understood
+
+
+@pytest.mark.parametrize(
+    "question,sides",
+    [
+        ("quinnadler vs rorybaker, issues opened: by how many did quinn lead?", ["quinnadler", "rorybaker"]),
+        ("quinnadler vs rorybaker, issues opened: by how many did rory lead?", ["rorybaker", "quinnadler"]),
+        ("quinnadler vs rorybaker, issues opened: by how many did quinn trail?", ["rorybaker", "quinnadler"]),
+    ],
+)
+def test_a_person_said_again_by_a_short_form_leads_the_difference(tmp_path, question, sides):
+    """ "albert" after albertvillanova is named is that person again, not a name nobody has; the one said to
+    lead is the side subtracted from."""
+    from datetime import datetime
+
+    from tests.query.conftest import hand_made_world
+
+    issues = [
+        {"ref": f"i{i}", "title": "t", "state": "open", "created_at": datetime(2024, 1, 1 + i), "user": {"login": who}}
+        for i, who in enumerate(["quinnadler"] * 3 + ["rorybaker"] * 2)
+    ]
+    people = [{"login": "quinnadler", "name": "quinnadler"}, {"login": "rorybaker", "name": "rorybaker"}]
+    _, catalog = hand_made_world(tmp_path, {"issues": issues}, people)
+    p = plan(catalog, question)
+    assert (p.ir.shape.kind, p.ir.shape.sides) == ("difference", sides), p.notes
+    assert not p.not_understood, p.not_understood
+
+
+@pytest.mark.parametrize(
+    "question,rows",
+    [
+        ("which year had the best merge rate for pull requests?", [("2023", 0.75)]),
+        ("merge rate per year — which year was lowest?", [("2024", 0.25)]),
+        ("PR merge rate per year", [("2023", 0.75), ("2024", 0.25)]),
+    ],
+)
+def test_a_rate_per_period_is_a_share_of_the_records_each_period_began(tmp_path, question, rows):
+    """PRs opened in 2023 (three of four merged) and 2024 (one of four, merged in 2025): the merge rate of each
+    year's PRs, not the years counted by their merges."""
+    from datetime import datetime
+
+    from context_engine.query.compile import compile_plan
+    from context_engine.query.execute import run_pipeline
+    from tests.query.conftest import hand_made_world
+
+    pulls = [
+        {
+            "ref": f"p{i}",
+            "title": "t",
+            "state": "closed",
+            "user": {"login": "ann"},
+            "created_at": datetime(year, 3, 1 + i),
+            "merged": merged,
+            "merged_at": datetime(2025, 1, 1 + i) if merged else None,
+        }
+        for i, (year, merged) in enumerate([(2023, True)] * 3 + [(2023, False)] + [(2024, True)] + [(2024, False)] * 3)
+    ]
+    store, catalog = hand_made_world(tmp_path, {"pull_requests": pulls}, [{"login": "ann", "name": "Ann"}])
+    p = plan(catalog, question)
+    assert p.ir.shape.kind == "share" and p.ir.shape.field == "created_at", p.notes
+    schema = catalog.schemas["pull_requests"]
+    got = run_pipeline(store, "pull_requests", compile_plan(p.ir, schema), tenant="t", principals=[], schema=schema)
+    assert [(r["_id"], r["share"]) for r in got] == rows
     assert not p.not_understood, p.not_understood
 
 

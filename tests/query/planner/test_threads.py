@@ -366,6 +366,17 @@ def test_messages_said_to_be_replies_in_threads_are_the_replies(world, question,
     assert plan.not_understood == [], plan.not_understood
 
 
+@pytest.mark.parametrize(
+    "question",
+    ["2019 年 3 月的消息里回复（thread 里的）占比是百分之多少？", "2019 年 3 月的消息里，thread 里的回复占百分之几？"],
+)
+def test_the_share_of_replies_in_chinese(world, question):
+    """The replies (b1, c1, b2, a3, a4, c2, b4) among the 13 messages; not the thread starters that "thread" names."""
+    rows, plan = answer(world, question)
+    assert rows == [{"percent": pytest.approx(700 / 13)}], plan.pipeline
+    assert plan.not_understood == [], plan.not_understood
+
+
 def test_people_replying_in_my_threads_are_the_repliers_to_the_asker(world):
     """ "my threads" is the asker's, as "Ana's threads" is Ana's: the repliers are the others in them."""
     rows, plan = answer(world, "how many different people have replied in my threads?", asker="UA")
