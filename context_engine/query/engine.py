@@ -516,12 +516,6 @@ def unplaced_person(plan_: Plan, ctx: PlanningContext) -> ResolutionFailed | Non
     (the name dropped) nor about the person's own records (the role read as authorship)."""
     schema = ctx.schemas.get(plan_.collection)
     for span in plan_.not_understood:
-        if span.get("how") == "no_field" and schema is not None and span.get("role") == "ranked":
-            return ResolutionFailed(
-                f"I read {span['text']!r} as the only person ranked, which answers nothing: I could not tell how "
-                f"{span['text']!r} relates to the people the question ranks. Could you say it another way?",
-                unresolved=span["text"],
-            )
         if span.get("how") == "no_field" and schema is not None:
             role = _ROLE_WORDS.get(span.get("role", ""), f"a {span.get('role')}")
             return ResolutionFailed(

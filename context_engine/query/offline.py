@@ -208,7 +208,6 @@ class _Builder(
         if not (self.filters or self.times or text) and not (bucket or group_role or is_count or intent_shape):
             self.confidence = min(self.confidence, 0.5)
         shape = self.ranked_place(self.share_of(shape))  # "the second most active", "what share of them"
-        self._ranked_among_one(shape)
         join = self.own_join(shape)
         understood, not_understood = self._spans(text, structured=structured, shape=shape)
         if not_understood:

@@ -1192,19 +1192,6 @@ class ShapeStep(OwnAggregateStep):
                 return mention.path
         return None
 
-    def _ranked_among_one(self, shape: Shape) -> None:
-        """People ranked where the question pins the ranked field to one person ("who joined the conversation
-        most in Odis's threads" read as Odis's own messages, ranked): a ranking of one answers nothing, so the
-        person was read in the wrong role — left unread and said (`engine.unplaced_person`)."""
-        if shape.kind not in ("group", "argmax", "argmin", "distinct_count") or not shape.field or shape.bucket:
-            return
-        people = {path for paths in self.schema.kind.people_roles().values() for path, _ in paths}
-        if shape.field not in people:
-            return
-        for f in self.filters:
-            if f.field == shape.field and f.op == "eq" and f.span and not f.via and not f.negate:
-                self.unplaced.append((f.span, "ranked"))
-
     def _others_threads_only(self, role: str) -> None:
         """ "Whose threads does Meagan reply to most": the threads of others — her replies in her own
         threads would name herself."""
